@@ -1,0 +1,77 @@
+/*
+ * nftrace CTF writer: writes events as a CTF 1.8 trace directory (a TSDL
+ * `metadata` file generated from schemas/events.def, and one binary stream file
+ * per stream), directly, the way LTTng and barectf do.
+ *
+ * Crash safety: the metadata is complete before the first event, and events go
+ * out in whole packets with one write each, so a killed recorder leaves a trace
+ * readable up to its last complete packet. A short write (disk full) truncates
+ * the stream back to the last complete packet and reports NF_EIO.
+ */
+#ifndef NFTRACE_CTF_H
+#define NFTRACE_CTF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nftrace/error.h"
+#include "nftrace/events.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct nf_ctf_env_entry {
+	const char *key;
+	bool is_int;
+	int64_t ival;
+	const char *sval;
+};
+
+struct nf_ctf_writer_options {
+	uint64_t cpu_frequency;            /* CTF clock frequency */
+	uint64_t clock_offset;             /* ticks of the clock at the origin, 0 */
+	bool truth_stream;                 /* also open the ground-truth stream */
+	uint32_t packet_size;              /* bytes per packet, 0: default (64 KiB) */
+	const struct nf_ctf_env_entry *env;/* trace environment */
+	size_t n_env;
+};
+
+struct nf_ctf_writer;
+
+/* Creates DIR (must not exist, or be empty) and writes the metadata. */
+int nf_ctf_writer_create(const char *dir, const struct nf_ctf_writer_options *opts,
+			 struct nf_ctf_writer **out, struct nf_error *err);
+
+/* Appends an event. Timestamps must not decrease within a stream. */
+int nf_ctf_writer_emit(struct nf_ctf_writer *w, const struct nf_event *ev);
+
+/* The writer as an event sink for the runtime. */
+struct nf_event_sink nf_ctf_writer_sink(struct nf_ctf_writer *w);
+
+/* Flushes the current packets (ends them early). */
+int nf_ctf_writer_flush(struct nf_ctf_writer *w);
+
+/* Counters, for the progress line. */
+struct nf_ctf_writer_stats {
+	uint64_t events;
+	uint64_t bytes;
+	uint64_t packets;
+};
+void nf_ctf_writer_get_stats(const struct nf_ctf_writer *w, struct nf_ctf_writer_stats *st);
+
+/* The first error the writer hit (its emit returns only the code). */
+const struct nf_error *nf_ctf_writer_error(const struct nf_ctf_writer *w);
+
+/* Flushes and closes. Returns the first error seen while writing, if any. */
+int nf_ctf_writer_close(struct nf_ctf_writer *w, struct nf_error *err);
+
+/* Generates the TSDL metadata text for these options (malloc'd; NULL on ENOMEM). */
+char *nf_ctf_metadata_text(const struct nf_ctf_writer_options *opts, const char *uuid_str);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

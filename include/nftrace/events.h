@@ -1,0 +1,125 @@
+/*
+ * nftrace events: the in-memory form of every event, generated from
+ * schemas/events.def (the single source of truth), and the log-buffer byte
+ * layouts of the real OS (DXGK_NATIVE_FENCE_LOG_HEADER / _ENTRY).
+ */
+#ifndef NFTRACE_EVENTS_H
+#define NFTRACE_EVENTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bump when an event or field is added; stored in every session. */
+#define NF_SCHEMA_VERSION 1
+
+enum nf_stream_id {
+	NF_STREAM_EVENTS = 0, /* CPU-side ETW-like events and log reads */
+	NF_STREAM_TRUTH = 1,  /* simulator ground truth */
+	NF_STREAM_COUNT = 2,
+};
+
+enum nf_field_type {
+	NF_FT_U8, NF_FT_U16, NF_FT_U32, NF_FT_U64, NF_FT_STR, NF_FT_U32SEQ, NF_FT_ENTRIES,
+};
+
+enum nf_event_id {
+#define NF_EVENT(ID, NAME, DXG, STREAM, DOC) NF_EV_##ID,
+#define NF_FIELD(ID, TYPE, NAME, DOC)
+#define NF_EVENT_END(ID)
+#include "../../schemas/events.def"
+#undef NF_EVENT
+#undef NF_FIELD
+#undef NF_EVENT_END
+	NF_EV_COUNT
+};
+
+/* Field indices: NFF_<EVENT>_<field> is the field's slot in nf_event.f[]. */
+#define NF_EVENT(ID, NAME, DXG, STREAM, DOC) enum {
+#define NF_FIELD(ID, TYPE, NAME, DOC) NFF_##ID##_##NAME,
+#define NF_EVENT_END(ID) NFF_##ID##__COUNT };
+#include "../../schemas/events.def"
+#undef NF_EVENT
+#undef NF_FIELD
+#undef NF_EVENT_END
+
+#define NF_EVENT_MAX_FIELDS 16
+
+/* Log types and operations (DXGK_NATIVE_FENCE_LOG_TYPE / _OPERATION). */
+enum { NF_LOG_WAITS = 1, NF_LOG_SIGNALS = 2 };
+enum { NF_LOG_OP_SIGNAL_EXECUTED = 0, NF_LOG_OP_WAIT_UNBLOCKED = 1 };
+
+#define NF_LOG_HEADER_SIZE 40u
+#define NF_LOG_ENTRY_SIZE 48u
+#define NF_LOG_DEFAULT_ENTRIES 64u
+
+/* DXGK_NATIVE_FENCE_LOG_ENTRY, byte for byte (48 bytes, little endian). */
+struct nf_log_entry {
+	uint64_t fence_value;
+	uint32_t hnative_fence;
+	uint32_t operation_type;
+	uint64_t reserved0;
+	uint64_t fence_observed_gpu_timestamp;
+	uint64_t reserved1;
+	uint64_t fence_end_gpu_timestamp;
+};
+
+/* DXGK_NATIVE_FENCE_LOG_HEADER (40 bytes). */
+struct nf_log_header {
+	uint32_t first_free_entry_index;
+	uint32_t wraparound_count;
+	uint32_t type;
+	uint32_t padding;
+	uint64_t number_of_entries;
+	uint64_t reserved[2];
+};
+
+_Static_assert(sizeof(struct nf_log_entry) == NF_LOG_ENTRY_SIZE, "log entry layout");
+_Static_assert(sizeof(struct nf_log_header) == NF_LOG_HEADER_SIZE, "log header layout");
+
+/* One event, as the runtime emits it and the parser decodes it. */
+struct nf_event {
+	uint32_t id;                      /* enum nf_event_id */
+	uint64_t ts;                      /* CPU clock ticks */
+	uint64_t f[NF_EVENT_MAX_FIELDS];  /* integer fields, by NFF_* index */
+	const char *str;                  /* the STR field, if the event has one */
+	const uint32_t *u32s;             /* the U32SEQ field (length: field before) */
+	const struct nf_log_entry *entries; /* the ENTRIES field (length: field before) */
+};
+
+struct nf_field_desc {
+	const char *name;
+	enum nf_field_type type;
+	const char *doc;
+};
+
+struct nf_event_desc {
+	const char *name;         /* CTF event name */
+	uint32_t dxgkrnl_id;      /* the DxgKrnl event it mirrors, 0 if none */
+	enum nf_stream_id stream;
+	const char *doc;
+	const struct nf_field_desc *fields;
+	uint32_t n_fields;
+};
+
+/* The schema table, indexed by enum nf_event_id. */
+const struct nf_event_desc *nf_event_desc(uint32_t id);
+
+/* Looks an event up by its CTF name; returns -1 when unknown. */
+int nf_event_id_by_name(const char *name);
+
+/* An event sink: where the runtime sends events (the recorder, a test, ...).
+ * emit returns 0 or a negative NF_E* code; a failing sink stops the runtime. */
+struct nf_event_sink {
+	void *ctx;
+	int (*emit)(void *ctx, const struct nf_event *ev);
+};
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,210 @@
+/*
+ * nfence: the nftrace native GPU fence runtime.
+ *
+ * A program links libnfence and gets the whole native-fence engine of the
+ * WDDM 3.2 design (../shared/spec/native-gpu-fence-objects.md): adapters with
+ * their capabilities, hardware queues with native progress fences, native and
+ * legacy monitored fences with CurrentValue / MonitoredValue, GPU and CPU waits
+ * and signals, the conditional native-fence-signaled interrupt, cross-adapter
+ * propagation, and the per-queue wait and signal log buffers laid out as the
+ * real OS lays them out. It plays the OS (Dxgkrnl/VidSch), the driver, the GPU
+ * engines and the CMP, and emits ETW-like events (schemas/events.def) to a sink.
+ *
+ * Calls are in the spirit of D3DKMT: handles in, error code out. Every call
+ * validates its arguments: a bad handle returns NF_EINVAL with a message in
+ * err, never a crash. Times are nanoseconds.
+ *
+ * Modes: NF_MODE_DETERMINISTIC runs on virtual time with a seed and no threads
+ * (same inputs, same events, byte for byte); NF_MODE_THREADED runs each engine,
+ * the CMP and the interrupt handler on real threads with CPU waits that block.
+ */
+#ifndef NFTRACE_NFENCE_H
+#define NFTRACE_NFENCE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "nftrace/error.h"
+#include "nftrace/events.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct nf_runtime nf_runtime;
+typedef uint32_t nf_handle;             /* D3DKMT_HANDLE-like; 0 is never valid */
+#define NF_NULL_HANDLE 0u
+#define NF_NO_TIMEOUT UINT64_MAX
+
+enum nf_mode { NF_MODE_DETERMINISTIC = 0, NF_MODE_THREADED = 1 };
+
+/* DXGK_VIDSCHCAPS bits (real positions). */
+#define NF_VIDSCH_NO64BIT_ATOMICS (1u << 5)
+#define NF_VIDSCH_NATIVE_GPU_FENCE (1u << 11)
+#define NF_VIDSCH_OPTIMIZED_NATIVE_FENCE_SIGNALED_INTERRUPT (1u << 12)
+/* DXGK_NATIVE_FENCE_CAPS bits. */
+#define NF_NATIVE_FENCE_CAP_MAP_TO_GPU_SYSTEM_PROCESS (1u << 0)
+#define NF_MONITORED_VALUE_STRIDE_MAX 56u
+
+/* D3DDDI_NATIVEFENCE_TYPE */
+enum { NF_FENCE_TYPE_DEFAULT = 0, NF_FENCE_TYPE_INTRA_GPU = 1 };
+/* DXGK_INTERRUPT_NATIVE_FENCE_SIGNALED */
+#define NF_INTERRUPT_NATIVE_FENCE_SIGNALED 19u
+/* UpdateCurrentValuesFromCpu flags */
+#define NF_UPDATE_ALWAYS_SIGNALED (1u << 0)
+#define NF_UPDATE_NOTIFICATION_ONLY (1u << 1)
+
+/* A clock: reading(true_ns) = offset + true_ns * frequency * (1 + drift_ppm/1e6) / 1e9. */
+struct nf_clock_model {
+	uint64_t frequency;   /* ticks per second */
+	uint64_t offset;      /* ticks at session time 0 */
+	double drift_ppm;     /* rate error against the CPU clock */
+	uint64_t jitter_ns;   /* calibration reads are off by up to this much (uniform) */
+};
+
+/* What a non-optimized GPU puts in its native-fence-signaled interrupt. */
+enum nf_interrupt_payload {
+	NF_IRQ_FENCE_ARRAY = 0,         /* the signaled fences with CPU waiters */
+	NF_IRQ_NULL_ARRAY = 1,          /* NULL array: the OS scans all native waiters */
+	NF_IRQ_NULL_ARRAY_LEGACY = 2,   /* NULL array + EvaluateLegacyMonitoredFences */
+	NF_IRQ_OPTIMIZED_NULL_QUEUE = 3,/* optimized cap, but the GPU names no queue: scan the engine */
+};
+
+struct nf_adapter_desc {
+	const char *name;
+	uint32_t vidsch_caps;            /* NF_VIDSCH_* */
+	uint32_t native_fence_caps;      /* NF_NATIVE_FENCE_CAP_* */
+	uint32_t monitored_value_stride; /* bytes, <= 56 */
+	struct nf_clock_model gpu_clock;
+	enum nf_interrupt_payload interrupt_payload;
+	uint64_t signal_cost_ns;         /* GPU time to execute a signal */
+	uint64_t wait_cost_ns;           /* GPU time from a satisfied wait to the next command */
+	uint64_t interrupt_latency_ns;   /* interrupt raised -> handled by the OS */
+	uint64_t submit_latency_ns;      /* queued on the CPU -> visible to the GPU */
+	double zero_ts_rate;             /* probability a log entry gets a zero timestamp (LDA skip) */
+	double repeat_ts_rate;           /* probability a log entry repeats the previous timestamp */
+	uint32_t log_entries;            /* entries per log, 0: the OS default (64, or the tracing size) */
+};
+
+struct nf_runtime_config {
+	enum nf_mode mode;
+	uint64_t seed;
+	uint64_t cpu_frequency;          /* CPU (QPC-like) ticks per second, default 10 MHz */
+	uint64_t cpu_start_ticks;        /* CPU clock value at session time 0 */
+	bool os_native_fence_enabled;    /* DXGK_FEATURE_NATIVE_FENCE, default on */
+	bool tracing;                    /* tracing on: the OS enlarges logs to tracing_log_entries */
+	uint32_t tracing_log_entries;    /* default 256 */
+	uint64_t log_read_interval_ns;   /* the OS also reads every log this often; 0: only on interrupts and at the end */
+	uint64_t calibration_interval_ns;/* default 10 ms; at most 30 ms */
+	uint64_t log_recreate_interval_ns; /* destroy and recreate every log this often; 0: never */
+	bool ground_truth;               /* emit TruthOp / TruthLog events */
+	uint64_t max_operations;         /* refuse more queued operations than this (0: no limit) */
+	struct nf_event_sink sink;       /* where events go; emit may be NULL (no recording) */
+};
+
+/* Fills defaults. */
+void nf_runtime_config_init(struct nf_runtime_config *cfg);
+void nf_adapter_desc_init(struct nf_adapter_desc *desc);
+
+/* Creates a runtime. Returns 0, NF_EINVAL, NF_ENOMEM, NF_EUNSUPP (mode not built). */
+int nf_runtime_create(const struct nf_runtime_config *cfg, nf_runtime **out, struct nf_error *err);
+
+/*
+ * Drains the runtime: lets every queue run until it is idle or blocked for good,
+ * does the OS's last read of every log, emits the ground-truth summaries and the
+ * stop events. Call once before destroy to end a recording cleanly.
+ */
+int nf_runtime_finish(nf_runtime *rt, struct nf_error *err);
+
+/* Frees everything. NULL is a no-op. */
+void nf_runtime_destroy(nf_runtime *rt);
+
+/* If NFTRACE_RECORD_DIR is set (nftrace record -- PROGRAM), creates a runtime that
+ * records into it (NFTRACE_SEED, NFTRACE_MODE, NFTRACE_GROUND_TRUTH honoured) and
+ * closes the session at nf_runtime_destroy(). Otherwise behaves like
+ * nf_runtime_create with cfg. */
+int nf_runtime_create_from_env(const struct nf_runtime_config *cfg, nf_runtime **out,
+			       struct nf_error *err);
+
+/* Adapters. Fails with NF_EUNSUPP when the adapter advertises NativeGpuFence but
+ * the OS has the native fence feature disabled (as the real OS fails init). */
+int nf_adapter_create(nf_runtime *rt, const struct nf_adapter_desc *desc, uint32_t *adapter_out,
+		      struct nf_error *err);
+
+/* Hardware queues: each gets a native progress fence and a waits log and a
+ * signals log (DxgkDdiSetNativeFenceLogBuffer twice). */
+int nf_hwqueue_create(nf_runtime *rt, uint32_t adapter, uint32_t node, uint32_t engine,
+		      const char *name, nf_handle *queue_out, struct nf_error *err);
+int nf_hwqueue_destroy(nf_runtime *rt, nf_handle queue, struct nf_error *err);
+int nf_hwqueue_progress_fence(nf_runtime *rt, nf_handle queue, nf_handle *fence_out,
+			      struct nf_error *err);
+
+struct nf_fence_desc {
+	uint32_t type;           /* NF_FENCE_TYPE_* */
+	bool shared;             /* may be opened by other processes */
+	bool cross_adapter;      /* may be opened on other adapters (type must be DEFAULT) */
+	uint64_t initial_value;
+	uint32_t process;        /* creating process id */
+};
+
+/* D3DKMTCreateNativeFence: DxgkDdiCreateNativeFence (global) then
+ * DxgkDdiOpenNativeFence (this process's local handle). */
+int nf_fence_create(nf_runtime *rt, uint32_t adapter, const struct nf_fence_desc *desc,
+		    nf_handle *local_out, struct nf_error *err);
+/* The global handle a shared fence is opened by (stands in for the NT handle). */
+int nf_fence_global_handle(nf_runtime *rt, nf_handle local, nf_handle *global_out,
+			   struct nf_error *err);
+/* D3DKMTOpenNativeFenceFromNTHandle: a new local handle for process on adapter.
+ * On an adapter without native fences, the fence is opened as a legacy monitored fence. */
+int nf_fence_open(nf_runtime *rt, uint32_t adapter, uint32_t process, nf_handle global,
+		  nf_handle *local_out, struct nf_error *err);
+/* D3DKMTDestroySynchronizationObject: close the local handle; the global fence is
+ * destroyed with its last local handle. */
+int nf_fence_close(nf_runtime *rt, nf_handle local, struct nf_error *err);
+
+/* Reads CurrentValue (never torn) and this handle's adapter's MonitoredValue. */
+int nf_fence_read(nf_runtime *rt, nf_handle local, uint64_t *current, uint64_t *monitored,
+		  struct nf_error *err);
+
+/* Work the UMD records on a queue, at the current CPU time, by the current thread:
+ * emits FENCE_WAIT_QUEUED / FENCE_SIGNAL_QUEUED. */
+int nf_queue_wait(nf_runtime *rt, nf_handle queue, nf_handle fence, uint64_t value,
+		  struct nf_error *err);
+int nf_queue_signal(nf_runtime *rt, nf_handle queue, nf_handle fence, uint64_t value,
+		    struct nf_error *err);
+int nf_queue_work(nf_runtime *rt, nf_handle queue, uint64_t gpu_ns, struct nf_error *err);
+
+/* CPU waits and signals (not allowed on INTRA_GPU fences: NF_EINVAL). */
+int nf_cpu_wait(nf_runtime *rt, nf_handle fence, uint64_t value, uint64_t timeout_ns,
+		struct nf_error *err);                  /* 0 or NF_ETIMEOUT */
+int nf_cpu_wait_async(nf_runtime *rt, nf_handle fence, uint64_t value, nf_handle *event_out,
+		      struct nf_error *err);            /* an event signalled when satisfied */
+int nf_event_wait(nf_runtime *rt, nf_handle event, uint64_t timeout_ns, struct nf_error *err);
+int nf_event_close(nf_runtime *rt, nf_handle event, struct nf_error *err);
+int nf_cpu_signal(nf_runtime *rt, nf_handle fence, uint64_t value, struct nf_error *err);
+
+/* Time. Deterministic: advance moves virtual CPU time on and runs the GPU;
+ * threaded: it sleeps. set_thread names the CPU thread that records next. */
+int nf_runtime_advance(nf_runtime *rt, uint64_t ns, struct nf_error *err);
+uint64_t nf_runtime_now_ns(const nf_runtime *rt);
+void nf_runtime_set_thread(nf_runtime *rt, uint32_t thread);
+
+struct nf_runtime_stats {
+	uint64_t operations;        /* GPU waits and signals queued */
+	uint64_t signals_executed;
+	uint64_t waits_unblocked;
+	uint64_t interrupts;
+	uint64_t interrupts_unneeded; /* raised although no waiter needed it (must stay 0) */
+	uint64_t cpu_waits, cpu_wakeups, cpu_timeouts;
+	uint64_t log_entries_written;
+	uint64_t log_entries_lost;
+	uint64_t log_reads;
+	uint64_t events_emitted;
+};
+void nf_runtime_get_stats(const nf_runtime *rt, struct nf_runtime_stats *st);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,118 @@
+/*
+ * nftrace parser: reads a recorded session (a CTF 1.8 trace directory) through
+ * libbabeltrace2 and replays the OS's log-buffer bookkeeping, so that every log
+ * entry the GPU wrote is either handed over or accounted for as lost.
+ *
+ * The parser streams: it calls back for every event, every decoded log entry
+ * and every finding, in CPU time order, and holds only per-log state (memory
+ * bounded by the number of queues, not by the number of events).
+ */
+#ifndef NFTRACE_PARSER_H
+#define NFTRACE_PARSER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "nftrace/error.h"
+#include "nftrace/events.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Session facts from the CTF trace environment. Strings are owned by the parser. */
+struct nf_session_info {
+	const char *tool_version;   /* nftrace version that recorded it */
+	int64_t schema_version;     /* NF_SCHEMA_VERSION at record time */
+	const char *source;         /* scenario path or command line */
+	const char *mode;           /* "deterministic" or "threaded" */
+	const char *host;           /* host name */
+	uint64_t seed;              /* simulation seed */
+	uint64_t cpu_frequency;     /* CPU clock ticks per second */
+	uint64_t start_ticks;       /* CPU clock value at session start */
+	bool ground_truth;          /* a truth stream was recorded */
+};
+
+/* What the log replay concluded about an entry or a gap. */
+enum nf_finding_kind {
+	NF_FIND_LOST,               /* entries overwritten before the OS read them (count) */
+	NF_FIND_ZERO_TS,            /* an entry with a zero end timestamp (legal: LDA skip) */
+	NF_FIND_REPEATED_TS,        /* end timestamp equal to the previous one (legal) */
+	NF_FIND_BACKWARDS_TS,       /* end timestamp below the previous one (illegal) */
+	NF_FIND_UNKNOWN_FENCE,      /* hNativeFence names no open fence handle */
+	NF_FIND_BAD_OPERATION,      /* OperationType does not match the log type */
+	NF_FIND_OUT_OF_RANGE,       /* index >= capacity, capacity 0 or absurd, slot out of range */
+	NF_FIND_CORRUPT,            /* header went backwards in an epoch, truncated or corrupt packet */
+	NF_FIND_NEW_EPOCH,          /* the log was recreated at a new location (not an overrun) */
+	NF_FIND_COUNT
+};
+
+/* Short stable names: "lost", "zero_timestamp", "repeated_timestamp", ... */
+const char *nf_finding_kind_name(enum nf_finding_kind kind);
+
+/* Illegal findings make `nftrace check` exit non-zero. */
+bool nf_finding_is_illegal(enum nf_finding_kind kind);
+
+struct nf_finding {
+	enum nf_finding_kind kind;
+	uint32_t adapter, hwqueue, log_type, epoch;
+	uint64_t count;            /* entries concerned (lost entries for NF_FIND_LOST, else 1) */
+	uint64_t first_seq;        /* first written-sequence position concerned */
+	uint64_t prev_gpu_ts;      /* end timestamp of the last entry read before (0 if none) */
+	uint64_t next_gpu_ts;      /* end timestamp of the first entry read after (0 if none) */
+	uint64_t cpu_ts;           /* CPU ticks of the log read where it was found */
+	/* where: */
+	const char *stream;        /* stream (file) name */
+	uint64_t event_index;      /* index of the event within the session */
+	uint32_t entry_index;      /* index of the entry within that LOG_READ event */
+	char detail[160];          /* one line for humans */
+};
+
+/* A log entry the replay accepted as newly written, with its place. */
+struct nf_decoded_entry {
+	uint32_t adapter, hwqueue, log_type, epoch;
+	uint64_t seq;              /* position in the written sequence: wrap*N + index */
+	uint64_t read_cpu_ts;      /* CPU ticks of the read that delivered it */
+	struct nf_log_entry entry; /* the 48 bytes as read */
+	enum nf_finding_kind ts_class; /* NF_FIND_COUNT when ok, else ZERO_TS / REPEATED_TS / BACKWARDS_TS */
+};
+
+/* Callbacks; any may be NULL. A non-zero return stops the run with that code. */
+struct nf_parser_callbacks {
+	void *ctx;
+	int (*event)(void *ctx, const struct nf_event *ev);
+	int (*entry)(void *ctx, const struct nf_decoded_entry *entry);
+	int (*finding)(void *ctx, const struct nf_finding *finding);
+};
+
+struct nf_parser;
+
+/* Opens a session directory. Returns 0, NF_ENOENT, NF_EFORMAT (not a session). */
+int nf_parser_open(const char *dir, struct nf_parser **out, struct nf_error *err);
+
+/* Borrowed; valid until nf_parser_destroy(). */
+const struct nf_session_info *nf_parser_info(const struct nf_parser *p);
+
+/* Reads the whole session once, calling back in time order. */
+int nf_parser_run(struct nf_parser *p, const struct nf_parser_callbacks *cb,
+		  struct nf_error *err);
+
+void nf_parser_destroy(struct nf_parser *p);
+
+/*
+ * The log replay on its own (no babeltrace2): feed it events in time order and
+ * it calls back with entries and findings. The parser uses it; tests and the
+ * fuzzer drive it directly.
+ */
+struct nf_logreplay;
+struct nf_logreplay *nf_logreplay_create(const struct nf_parser_callbacks *cb);
+/* Returns 0, a callback's code, or NF_ENOMEM. Bad data becomes findings, not errors. */
+int nf_logreplay_feed(struct nf_logreplay *r, const struct nf_event *ev,
+		      const char *stream, uint64_t event_index, struct nf_error *err);
+void nf_logreplay_destroy(struct nf_logreplay *r);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,37 @@
+-- nftrace timeline: indexes and ready-made views, created after the tables of
+-- schemas/timeline.sql are loaded (load first, index after: much faster).
+
+CREATE INDEX fence_ops_queue ON fence_ops(queue, queued_ns);
+CREATE INDEX fence_ops_fence ON fence_ops(fence, value);
+CREATE INDEX deps_wait ON deps(wait_id);
+CREATE INDEX deps_signal ON deps(signal_id);
+CREATE INDEX anomalies_queue ON anomalies(queue, kind);
+
+-- Waits with the signal that released them, longest stall first.
+CREATE VIEW longest_stalls AS
+SELECT w.id AS wait_id, w.queue AS wait_queue, w.fence, w.value,
+       w.observed_ns, w.end_ns, d.stall_ns,
+       s.id AS signal_id, s.queue AS signal_queue, s.end_ns AS signal_end_ns
+FROM deps d
+JOIN fence_ops w ON w.id = d.wait_id
+LEFT JOIN fence_ops s ON s.id = d.signal_id
+WHERE d.stall_ns IS NOT NULL
+ORDER BY d.stall_ns DESC;
+
+-- Per queue: operations, time busy between queued and end, time stalled in waits.
+CREATE VIEW queue_summary AS
+SELECT q.queue, q.adapter, q.name,
+       count(o.id) AS ops,
+       sum(o.op = 'wait') AS waits,
+       sum(o.op = 'signal') AS signals,
+       sum(o.status = 'lost') AS lost,
+       coalesce(sum(CASE WHEN o.op = 'wait' AND o.end_ns IS NOT NULL AND o.observed_ns IS NOT NULL
+                         THEN o.end_ns - o.observed_ns END), 0) AS stalled_ns,
+       coalesce(max(o.end_ns) - min(o.queued_ns), 0) AS span_ns
+FROM queues q LEFT JOIN fence_ops o ON o.queue = q.queue
+GROUP BY q.queue ORDER BY q.queue;
+
+-- Spans of time on each queue's log where entries were lost.
+CREATE VIEW lost_spans AS
+SELECT queue, log, first_ns, last_ns, lost_entries, detail
+FROM anomalies WHERE kind = 'overrun' ORDER BY queue, first_ns;

@@ -1,0 +1,171 @@
+-- nftrace timeline schema: the SQLite database the analyzer builds from a session
+-- (DIR/timeline.db) and that `nftrace query`, `nftrace report` and users' own
+-- scripts read. All times are nanoseconds since the session start on the CPU
+-- clock (the GPU timestamps are moved onto it through the calibration pairs).
+-- "queue", "fence" and "value" mean the same in every table, so tables join on
+-- them: queue is the hardware queue handle, fence the global fence handle.
+-- The analyzer runs this file as it is; the tables are loaded first and the
+-- indexes and views created after the load.
+
+-- Facts about the session: key/value pairs (schema_version, cpu_frequency,
+-- duration_ns, scenario, seed, tool_version, ...).
+CREATE TABLE meta (
+  key   TEXT PRIMARY KEY,   -- name of the fact
+  value TEXT                -- its value, as text
+);
+
+-- One row per adapter.
+CREATE TABLE adapters (
+  adapter        INTEGER PRIMARY KEY, -- adapter ordinal
+  name           TEXT,                -- adapter name
+  vidsch_caps    INTEGER,             -- DXGK_VIDSCHCAPS bits (5 No64BitAtomics, 11 NativeGpuFence, 12 Optimized interrupt)
+  native_fence   INTEGER,             -- 1 when the adapter runs native fences (NativeGpuFence and the OS feature)
+  gpu_frequency  INTEGER              -- GPU timestamp ticks per second
+);
+
+-- One row per hardware queue.
+CREATE TABLE queues (
+  queue      INTEGER PRIMARY KEY, -- hardware queue handle
+  adapter    INTEGER,             -- adapter ordinal
+  node       INTEGER,             -- node ordinal
+  engine     INTEGER,             -- engine ordinal
+  name       TEXT,                -- queue name
+  start_ns   INTEGER,             -- when the queue was created
+  stop_ns    INTEGER              -- when it was destroyed (NULL: alive at the end)
+);
+
+-- One row per global fence; local handles are in fence_handles.
+CREATE TABLE fences (
+  fence          INTEGER PRIMARY KEY, -- global fence handle
+  type           INTEGER,             -- 0 DEFAULT, 1 INTRA_GPU
+  shared         INTEGER,             -- 1 when shareable
+  cross_adapter  INTEGER,             -- 1 for a cross-adapter fence
+  initial_value  INTEGER,             -- value at creation
+  created_ns     INTEGER,             -- creation time
+  destroyed_ns   INTEGER              -- when the global fence was destroyed (NULL: alive)
+);
+
+-- Every local handle bound to a global fence (one per create or open).
+CREATE TABLE fence_handles (
+  handle     INTEGER PRIMARY KEY, -- local (D3DKMT) handle, as log entries carry it
+  fence      INTEGER,             -- global fence handle
+  adapter    INTEGER,             -- adapter the handle is on
+  process    INTEGER,             -- owning process
+  native     INTEGER,             -- 1 native fence, 0 opened as a legacy monitored fence
+  opened_ns  INTEGER,             -- when it was created or opened
+  closed_ns  INTEGER              -- when it was closed (NULL: open at the end)
+);
+
+-- One row per GPU wait or signal: a GPUView box from CPU queued time to GPU end.
+CREATE TABLE fence_ops (
+  id           INTEGER PRIMARY KEY, -- operation id, in queued order
+  queue        INTEGER,             -- hardware queue handle
+  adapter      INTEGER,             -- adapter ordinal
+  op           TEXT,                -- 'wait' or 'signal'
+  fence        INTEGER,             -- global fence handle
+  handle       INTEGER,             -- local handle used in the command
+  value        INTEGER,             -- value waited for or signaled
+  queued_ns    INTEGER,             -- CPU time the UMD queued it (FENCE_*_QUEUED); NULL if no queued event was seen
+  observed_ns  INTEGER,             -- GPU time the wait was observed on hardware (waits; NULL otherwise or unknown)
+  end_ns       INTEGER,             -- GPU time it completed, on the CPU time base; NULL when unknown (never invented)
+  status       TEXT,                -- 'complete', 'lost' (entry overwritten before read), 'zero_timestamp', 'unmatched' (no log entry found), 'legacy' (handled by the OS on the CPU)
+  log_seq      INTEGER              -- position of its entry in the log's written sequence (NULL if none)
+);
+
+-- Which signal released which wait, and how long the wait stalled its queue.
+CREATE TABLE deps (
+  signal_id  INTEGER,   -- fence_ops.id of the releasing signal (or NULL when released from the CPU)
+  wait_id    INTEGER,   -- fence_ops.id of the wait
+  cpu_signal INTEGER,   -- cpu_signals.id when a CPU signal released it, else NULL
+  stall_ns   INTEGER    -- end_ns - observed_ns of the wait (NULL when either is unknown)
+);
+
+-- CPU waits (WaitForSynchronizationObjectFromCpu .. UnwaitCpuWaiter).
+CREATE TABLE cpu_waits (
+  id         INTEGER PRIMARY KEY, -- wait id
+  thread     INTEGER,             -- waiting thread
+  adapter    INTEGER,             -- adapter ordinal
+  fence      INTEGER,             -- global fence handle
+  value      INTEGER,             -- value waited for
+  start_ns   INTEGER,             -- wait began
+  end_ns     INTEGER,             -- waiter released (NULL: still waiting at the end)
+  status     TEXT                 -- 'satisfied', 'timeout', 'closed', 'pending'
+);
+
+-- CPU signals (SignalSynchronizationObjectFromCpu).
+CREATE TABLE cpu_signals (
+  id       INTEGER PRIMARY KEY, -- signal id
+  thread   INTEGER,             -- signaling thread
+  adapter  INTEGER,             -- adapter ordinal
+  fence    INTEGER,             -- global fence handle
+  value    INTEGER,             -- value signaled
+  ts_ns    INTEGER              -- when
+);
+
+-- Native fence signaled interrupts and whether any waiter needed them.
+CREATE TABLE interrupts (
+  id             INTEGER PRIMARY KEY,
+  ts_ns          INTEGER, -- when the OS handled it
+  adapter        INTEGER, -- adapter ordinal
+  node           INTEGER, -- NodeOrdinal
+  engine         INTEGER, -- EngineOrdinal
+  queue          INTEGER, -- hHWQueue of an optimized interrupt (NULL otherwise)
+  optimized      INTEGER, -- 1 optimized interrupt
+  fence_count    INTEGER, -- SignaledNativeFenceCount
+  waiters_woken  INTEGER, -- CPU waiters released
+  needed         INTEGER  -- 1 when it released a waiter or propagated a cross-adapter signal
+);
+
+-- MonitoredValue updates (DxgkDdiUpdateMonitoredValues).
+CREATE TABLE monitored_values (
+  ts_ns            INTEGER, -- when
+  adapter          INTEGER, -- adapter ordinal
+  fence            INTEGER, -- global fence handle
+  monitored_value  INTEGER, -- new MonitoredValue (as signed 64-bit: -1 means UINT64_MAX, no waiter)
+  current_value    INTEGER  -- CurrentValue resampled after the barrier
+);
+
+-- What the log forensics found: lost spans and timestamp anomalies.
+CREATE TABLE anomalies (
+  id            INTEGER PRIMARY KEY,
+  kind          TEXT,    -- 'overrun', 'zero_timestamp', 'repeated_timestamp', 'backwards_timestamp', 'unknown_fence', 'bad_operation', 'out_of_range', 'corrupt', 'os_overrun_flag', 'causality'
+  queue         INTEGER, -- hardware queue handle
+  log           TEXT,    -- 'waits' or 'signals'
+  first_ns      INTEGER, -- start of the span (for overruns: last entry read before the gap)
+  last_ns       INTEGER, -- end of the span (for overruns: first entry read after the gap)
+  lost_entries  INTEGER, -- entries missing (overrun), else 0
+  detail        TEXT     -- a human-readable explanation with where it was found
+);
+
+-- Clock calibration pairs, with the fitted CPU time and its residual.
+CREATE TABLE calibrations (
+  adapter        INTEGER, -- adapter ordinal
+  ts_ns          INTEGER, -- CPU time of the pair
+  gpu_clock      INTEGER, -- GPU reading
+  gpu_frequency  INTEGER, -- GPU ticks per second
+  from_cmp       INTEGER, -- 1 CMP clock, 0 engine clock
+  residual_ns    REAL     -- pair's CPU time minus the fit's prediction for its GPU reading
+);
+
+-- The clock fit per adapter: how far to trust GPU times.
+CREATE TABLE clock_fit (
+  adapter        INTEGER PRIMARY KEY, -- adapter ordinal
+  pairs          INTEGER,             -- calibration pairs used
+  ppm            REAL,                -- fitted GPU clock drift against the CPU clock, parts per million
+  residual_rms_ns REAL,               -- root mean square of the residuals
+  residual_max_ns REAL                -- largest absolute residual
+);
+
+-- Ground truth from the simulator (sessions recorded with --ground-truth).
+CREATE TABLE truth_ops (
+  queue        INTEGER, -- hardware queue handle
+  adapter      INTEGER, -- adapter ordinal
+  op           TEXT,    -- 'wait' or 'signal'
+  fence        INTEGER, -- global fence handle
+  value        INTEGER, -- fence value
+  queued_ns    INTEGER, -- true queued time
+  observed_ns  INTEGER, -- true observed time
+  end_ns       INTEGER, -- true completion time
+  log_seq      INTEGER, -- position in the log's written sequence
+  fate         TEXT     -- 'read' or 'lost'
+);

@@ -1,0 +1,114 @@
+/*
+ * Helpers shared by the check(3) test programs: temporary directories, paths
+ * into the source and build trees, and running the nftrace CLI.
+ */
+#ifndef NF_TEST_H
+#define NF_TEST_H
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* A fresh directory under $TMPDIR (or /tmp); the test removes it or leaves it. */
+static inline void nf_test_tmpdir(char *buf, size_t len)
+{
+	const char *base = getenv("TMPDIR");
+
+	snprintf(buf, len, "%s/nftrace-test-XXXXXX", base && *base ? base : "/tmp");
+	ck_assert_msg(mkdtemp(buf) != NULL, "mkdtemp failed");
+}
+
+/* Removes a directory tree made by a test. */
+static inline void nf_test_rmtree(const char *dir)
+{
+	char cmd[4096];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "warning: could not remove %s\n", dir);
+}
+
+/* A path in the source tree: NF_SOURCE_DIR/rel (set by ctest). */
+static inline void nf_test_source_path(char *buf, size_t len, const char *rel)
+{
+	const char *src = getenv("NF_SOURCE_DIR");
+
+	snprintf(buf, len, "%s/%s", src ? src : ".", rel);
+}
+
+/* The nftrace binary (set by ctest), or "nftrace". */
+static inline const char *nf_test_nftrace(void)
+{
+	const char *p = getenv("NF_NFTRACE");
+
+	return p ? p : "nftrace";
+}
+
+/*
+ * Runs a shell command, capturing stdout and stderr (each truncated to len-1
+ * bytes). Returns the exit status, or 128+signal when it died of a signal.
+ */
+static inline int nf_test_run(const char *cmd, char *out, size_t out_len, char *errbuf,
+			      size_t err_len)
+{
+	char full[8192], outf[] = "/tmp/nftrace-out-XXXXXX", errf[] = "/tmp/nftrace-err-XXXXXX";
+	int fo = mkstemp(outf), fe = mkstemp(errf), st;
+	FILE *f;
+	size_t n;
+
+	ck_assert(fo >= 0 && fe >= 0);
+	close(fo);
+	close(fe);
+	snprintf(full, sizeof(full), "%s >'%s' 2>'%s' </dev/null", cmd, outf, errf);
+	st = system(full);
+	if (out && out_len) {
+		f = fopen(outf, "r");
+		n = f ? fread(out, 1, out_len - 1, f) : 0;
+		out[n] = '\0';
+		if (f)
+			fclose(f);
+	}
+	if (errbuf && err_len) {
+		f = fopen(errf, "r");
+		n = f ? fread(errbuf, 1, err_len - 1, f) : 0;
+		errbuf[n] = '\0';
+		if (f)
+			fclose(f);
+	}
+	unlink(outf);
+	unlink(errf);
+	if (st == -1)
+		return -1;
+	if (WIFSIGNALED(st))
+		return 128 + WTERMSIG(st);
+	/* system() runs sh: a child killed by a signal shows as 128+sig. */
+	return WEXITSTATUS(st);
+}
+
+/* Counts the lines of a string. */
+static inline int nf_test_count_lines(const char *s)
+{
+	int n = 0;
+
+	for (; *s; s++)
+		if (*s == '\n')
+			n++;
+	return n;
+}
+
+/* Runs a check suite and returns the process exit status. */
+static inline int nf_test_main(Suite *s)
+{
+	SRunner *sr = srunner_create(s);
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
+#endif
