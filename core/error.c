@@ -46,7 +46,21 @@ void nf_error_prefix(struct nf_error *err, const char *fmt, ...)
 	vsnprintf(prefix, sizeof(prefix), fmt, ap);
 	va_end(ap);
 	memcpy(old, err->msg, sizeof(old));
-	snprintf(err->msg, sizeof(err->msg), "%s: %s", prefix, old);
+	/* Truncation is fine here: the message stays one bounded line. */
+	size_t plen = strnlen(prefix, sizeof(prefix) - 1);
+	size_t room = sizeof(err->msg) - 1;
+	size_t n = plen < room ? plen : room;
+
+	memcpy(err->msg, prefix, n);
+	if (n + 2 <= room) {
+		err->msg[n++] = ':';
+		err->msg[n++] = ' ';
+	}
+	size_t olen = strnlen(old, sizeof(old) - 1);
+	if (olen > room - n)
+		olen = room - n;
+	memcpy(err->msg + n, old, olen);
+	err->msg[n + olen] = '\0';
 }
 
 const char *nf_strerror(int code)
