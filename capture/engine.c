@@ -1,0 +1,1908 @@
+/*
+ * The native GPU fence engine, deterministic mode: a discrete-event simulation
+ * on virtual time of the OS scheduler (VidSch), the kernel-mode driver, the GPU
+ * engines and the CMP of ../shared/spec/native-gpu-fence-objects.md. Hardware
+ * queues execute their waits and signals in order; signals write CurrentValue,
+ * then a log entry, bump FirstFreeEntryIndex and raise the native fence signaled
+ * interrupt only when CurrentValue > MonitoredValue; the OS handles interrupts by
+ * reading logs, waking CPU waiters, propagating cross-adapter signals and
+ * updating MonitoredValue with the write-barrier-resample protocol.
+ */
+#include "engine_int.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NF_HANDLE_BASE 0x40000000u
+#define NF_HANDLE_STEP 0x40u
+#define NF_QUEUE_CAP_MAX (1u << 16)
+
+/* ------------------------------------------------------------------ */
+/* small utilities                                                     */
+
+static uint64_t rng_next(struct nf_runtime *rt)
+{
+	/* splitmix64: deterministic from the seed */
+	uint64_t z = (rt->rng += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static double rng_unit(struct nf_runtime *rt)
+{
+	return (double)(rng_next(rt) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+static int grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
+{
+	if (need <= *cap)
+		return 0;
+	uint32_t ncap = *cap ? *cap : 16;
+	while (ncap < need)
+		ncap *= 2;
+	void *n = realloc(*arr, (size_t)ncap * elem);
+	if (!n)
+		return NF_ENOMEM;
+	memset((char *)n + (size_t)*cap * elem, 0, (size_t)(ncap - *cap) * elem);
+	*arr = n;
+	*cap = ncap;
+	return 0;
+}
+
+static uint64_t cpu_ticks(const struct nf_runtime *rt, uint64_t t_ns)
+{
+	uint64_t f = rt->cfg.cpu_frequency;
+
+	return rt->cfg.cpu_start_ticks + (t_ns / 1000000000ull) * f +
+	       (t_ns % 1000000000ull) * f / 1000000000ull;
+}
+
+static uint64_t gpu_ticks(const struct nf_adapter *a, uint64_t t_ns)
+{
+	return a->desc.gpu_clock.offset + (uint64_t)llround((double)t_ns * a->gpu_rate);
+}
+
+/* ------------------------------------------------------------------ */
+/* events                                                              */
+
+static int emit(struct nf_runtime *rt, struct nf_event *ev)
+{
+	int rc;
+
+	if (rt->err.code)
+		return rt->err.code;
+	rt->stats.events_emitted++;
+	if (!rt->cfg.sink.emit)
+		return 0;
+	if (nf_event_desc(ev->id)->stream == NF_STREAM_TRUTH && !rt->cfg.ground_truth)
+		return 0;
+	ev->ts = cpu_ticks(rt, rt->now);
+	rc = rt->cfg.sink.emit(rt->cfg.sink.ctx, ev);
+	if (rc)
+		return nf_error_set(&rt->err, rc, "event sink failed (%s)", nf_strerror(rc));
+	return 0;
+}
+
+#define EV_INIT(ev, ID) do { memset(&(ev), 0, sizeof(ev)); (ev).id = NF_EV_##ID; } while (0)
+
+/* ------------------------------------------------------------------ */
+/* handles                                                             */
+
+static int handle_new(struct nf_runtime *rt, uint8_t type, uint32_t index, nf_handle *out)
+{
+	if (rt->n_handles + 1 >= NF_MAX_HANDLES)
+		return nf_error_set(&rt->err, NF_ENOMEM, "too many handles (limit %u)", NF_MAX_HANDLES);
+	if (grow((void **)&rt->handles, &rt->cap_handles, rt->n_handles + 1, sizeof(*rt->handles)))
+		return NF_ENOMEM;
+	rt->handles[rt->n_handles].type = type;
+	rt->handles[rt->n_handles].index = index;
+	*out = NF_HANDLE_BASE + (rt->n_handles + 1) * NF_HANDLE_STEP;
+	rt->n_handles++;
+	return 0;
+}
+
+static int handle_lookup(const struct nf_runtime *rt, nf_handle h, uint8_t type, uint32_t *index)
+{
+	if (h < NF_HANDLE_BASE + NF_HANDLE_STEP || (h - NF_HANDLE_BASE) % NF_HANDLE_STEP)
+		return NF_EINVAL;
+	uint32_t slot = (h - NF_HANDLE_BASE) / NF_HANDLE_STEP - 1;
+	if (slot >= rt->n_handles || rt->handles[slot].type != type)
+		return NF_EINVAL;
+	*index = rt->handles[slot].index;
+	return 0;
+}
+
+static struct nf_queue *queue_get(nf_runtime *rt, nf_handle h, struct nf_error *err)
+{
+	uint32_t i;
+
+	if (!rt || handle_lookup(rt, h, NF_OBJ_QUEUE, &i) || !rt->queues[i].alive) {
+		nf_error_set(err, NF_EINVAL, "invalid hardware queue handle 0x%x", h);
+		return NULL;
+	}
+	return &rt->queues[i];
+}
+
+static struct nf_local_fence *local_get(nf_runtime *rt, nf_handle h, struct nf_error *err)
+{
+	uint32_t i;
+
+	if (!rt || handle_lookup(rt, h, NF_OBJ_LOCAL_FENCE, &i) || !rt->locals[i].alive) {
+		nf_error_set(err, NF_EINVAL, "invalid fence handle 0x%x", h);
+		return NULL;
+	}
+	return &rt->locals[i];
+}
+
+/* ------------------------------------------------------------------ */
+/* the simulation clock: a binary heap of pending events                */
+
+static bool sim_periodic(enum nf_sim_type t)
+{
+	return t == NF_SIM_CALIBRATE || t == NF_SIM_PERIODIC_READ || t == NF_SIM_RECREATE_LOGS;
+}
+
+static bool sim_less(const struct nf_sim_event *a, const struct nf_sim_event *b)
+{
+	return a->time < b->time || (a->time == b->time && a->seq < b->seq);
+}
+
+static int sim_push(struct nf_runtime *rt, uint64_t time, enum nf_sim_type type, uint32_t a,
+		    uint32_t b, uint64_t c)
+{
+	if (grow((void **)&rt->heap, &rt->heap_cap, rt->heap_len + 1, sizeof(*rt->heap)))
+		return nf_error_set(&rt->err, NF_ENOMEM, "out of memory (event heap)");
+	struct nf_sim_event ev = { time, rt->heap_seq++, type, a, b, c };
+	uint32_t i = rt->heap_len++;
+
+	while (i > 0) {
+		uint32_t p = (i - 1) / 2;
+		if (!sim_less(&ev, &rt->heap[p]))
+			break;
+		rt->heap[i] = rt->heap[p];
+		i = p;
+	}
+	rt->heap[i] = ev;
+	if (!sim_periodic(type))
+		rt->active_sims++;
+	return 0;
+}
+
+static struct nf_sim_event sim_pop(struct nf_runtime *rt)
+{
+	struct nf_sim_event top = rt->heap[0], last = rt->heap[--rt->heap_len];
+	uint32_t i = 0;
+
+	for (;;) {
+		uint32_t l = 2 * i + 1, r = l + 1, m = i;
+		const struct nf_sim_event *mv = &last;
+
+		if (l < rt->heap_len && sim_less(&rt->heap[l], mv)) {
+			m = l;
+			mv = &rt->heap[l];
+		}
+		if (r < rt->heap_len && sim_less(&rt->heap[r], mv))
+			m = r;
+		if (m == i)
+			break;
+		rt->heap[i] = rt->heap[m];
+		i = m;
+	}
+	if (rt->heap_len)
+		rt->heap[i] = last;
+	if (!sim_periodic(top.type))
+		rt->active_sims--;
+	return top;
+}
+
+static int queue_schedule(struct nf_runtime *rt, struct nf_queue *q, uint64_t at)
+{
+	if (q->step_scheduled && q->step_at <= at)
+		return 0;
+	q->step_scheduled = true;
+	q->step_at = at;
+	return sim_push(rt, at, NF_SIM_QUEUE_STEP, (uint32_t)(q - rt->queues), 0, 0);
+}
+
+/* ------------------------------------------------------------------ */
+/* fence values                                                        */
+
+/* The OS's 64-bit view of a fence written by a GPU with 32-bit atomics:
+ * serial-number arithmetic around the last value it saw. */
+static uint64_t extend32(uint64_t last64, uint32_t cur32)
+{
+	return last64 + (uint64_t)(int64_t)(int32_t)(cur32 - (uint32_t)last64);
+}
+
+static bool value_reached(const struct nf_adapter *a, const struct nf_global_fence *g,
+			  uint64_t value)
+{
+	if (a->atomics32)
+		return (int32_t)(g->current32 - (uint32_t)value) >= 0;
+	return g->current >= value;
+}
+
+/* Writes CurrentValue as the given adapter's GPU (or the OS for it) would. */
+static void fence_write(struct nf_runtime *rt, struct nf_global_fence *g, uint32_t adapter,
+			uint64_t value)
+{
+	if (rt->adapters[adapter].atomics32) {
+		g->current32 = (uint32_t)value;
+		g->current = extend32(g->current, g->current32);
+	} else {
+		g->current = value;
+		g->current32 = (uint32_t)value;
+	}
+}
+
+/* Values must stay within UINT32_MAX/2 of the last signaled value on a
+ * 32-bit GPU, or the serial-number comparison would be ambiguous. */
+static int check_window(struct nf_runtime *rt, const struct nf_global_fence *g, uint32_t adapter,
+			uint64_t value, struct nf_error *err)
+{
+	if (!rt->adapters[adapter].atomics32)
+		return 0;
+	uint64_t d = value > g->current ? value - g->current : g->current - value;
+	if (d > UINT32_MAX / 2)
+		return nf_error_set(err, NF_EINVAL,
+				    "fence value %llu is more than UINT32_MAX/2 from the last signaled value %llu on an adapter without 64-bit atomics",
+				    (unsigned long long)value, (unsigned long long)g->current);
+	return 0;
+}
+
+static uint64_t min_waiter_value(const struct nf_global_fence *g)
+{
+	uint64_t m = UINT64_MAX;
+
+	for (const struct nf_cpu_waiter *w = g->waiters; w; w = w->next)
+		if (!w->done && w->value < m)
+			m = w->value;
+	return m;
+}
+
+static int wake_gpu_waiters(struct nf_runtime *rt, struct nf_global_fence *g, uint32_t adapter);
+
+/* Releases the CPU waiters the fence's CurrentValue satisfies. */
+static int satisfy_cpu_waiters(struct nf_runtime *rt, struct nf_global_fence *g, uint32_t *woken)
+{
+	struct nf_cpu_waiter **pp = &g->waiters;
+	int rc = 0;
+
+	while (*pp) {
+		struct nf_cpu_waiter *w = *pp;
+
+		if (!w->done && g->current >= w->value) {
+			struct nf_event ev;
+
+			w->done = true;
+			w->status = 0;
+			EV_INIT(ev, CPU_UNWAIT);
+			ev.f[NFF_CPU_UNWAIT_adapter] = w->adapter;
+			ev.f[NFF_CPU_UNWAIT_fence] = w->local;
+			ev.f[NFF_CPU_UNWAIT_value] = w->value;
+			ev.f[NFF_CPU_UNWAIT_thread] = w->thread;
+			ev.f[NFF_CPU_UNWAIT_wait_id] = w->wait_id;
+			ev.f[NFF_CPU_UNWAIT_status] = 0;
+			ev.f[NFF_CPU_UNWAIT_current_value] = g->current;
+			rc = emit(rt, &ev);
+			rt->stats.cpu_wakeups++;
+			if (woken)
+				(*woken)++;
+			if (w->event) {
+				uint32_t ei;
+				if (!handle_lookup(rt, w->event, NF_OBJ_EVENT, &ei))
+					rt->events[ei].signaled = true;
+			}
+		}
+		if (w->done) {
+			*pp = w->next;
+			/* Blocking waiters are owned by their caller's frame; async ones by the event. */
+			continue;
+		}
+		pp = &w->next;
+		if (rc)
+			return rc;
+	}
+	return rc;
+}
+
+/*
+ * The OS's MonitoredValue update on every adapter that has the fence open:
+ * write MonitoredValue (DxgkDdiUpdateMonitoredValues), barrier, resample
+ * CurrentValue, satisfy the waiters that unblocks; repeat until stable.
+ */
+static int update_monitored(struct nf_runtime *rt, struct nf_global_fence *g, uint32_t *woken)
+{
+	for (int round = 0; round < 64; round++) {
+		uint64_t mv = g->cross_adapter ? 0 : (min_waiter_value(g) == UINT64_MAX ? UINT64_MAX
+							   : min_waiter_value(g) - 1);
+		bool changed = false;
+
+		for (uint32_t a = 0; a < rt->n_adapters; a++) {
+			if (!(g->open_mask & (1u << a)) || g->monitored[a] == mv)
+				continue;
+			struct nf_event ev;
+
+			g->monitored[a] = mv;                 /* 1. write MonitoredValue */
+			__atomic_thread_fence(__ATOMIC_SEQ_CST); /* 2. barrier */
+			EV_INIT(ev, UPDATE_MONITORED_VALUES);
+			ev.f[NFF_UPDATE_MONITORED_VALUES_adapter] = a;
+			ev.f[NFF_UPDATE_MONITORED_VALUES_global_fence] = g->handle;
+			ev.f[NFF_UPDATE_MONITORED_VALUES_monitored_value] = mv;
+			ev.f[NFF_UPDATE_MONITORED_VALUES_current_value] = g->current; /* 3. resample */
+			int rc = emit(rt, &ev);
+			if (rc)
+				return rc;
+			changed = true;
+		}
+		/* 4. satisfy what the resampled CurrentValue unblocks. */
+		uint32_t before = woken ? *woken : 0, n = 0;
+		int rc = satisfy_cpu_waiters(rt, g, &n);
+		if (rc)
+			return rc;
+		if (woken)
+			*woken = before + n;
+		if (!changed && n == 0)
+			return 0;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* log buffers                                                         */
+
+static struct nf_log *queue_log(struct nf_queue *q, uint32_t type)
+{
+	return &q->logs[type == NF_LOG_WAITS ? 0 : 1];
+}
+
+static int log_alloc(struct nf_log *lg, uint32_t type, uint32_t capacity)
+{
+	free(lg->entries);
+	free(lg->truth);
+	memset(lg, 0, sizeof(*lg));
+	lg->type = type;
+	lg->capacity = capacity;
+	lg->entries = calloc(capacity, sizeof(*lg->entries));
+	lg->truth = calloc(capacity, sizeof(*lg->truth));
+	if (!lg->entries || !lg->truth)
+		return NF_ENOMEM;
+	lg->header.type = type;
+	lg->header.number_of_entries = capacity;
+	return 0;
+}
+
+static int emit_set_log(struct nf_runtime *rt, struct nf_queue *q, struct nf_log *lg)
+{
+	struct nf_event ev;
+
+	EV_INIT(ev, SET_LOG_BUFFER);
+	ev.f[NFF_SET_LOG_BUFFER_adapter] = q->adapter;
+	ev.f[NFF_SET_LOG_BUFFER_hwqueue] = q->handle;
+	ev.f[NFF_SET_LOG_BUFFER_log_type] = lg->type;
+	ev.f[NFF_SET_LOG_BUFFER_epoch] = lg->epoch;
+	ev.f[NFF_SET_LOG_BUFFER_capacity] = lg->capacity;
+	return emit(rt, &ev);
+}
+
+static int emit_truth_op(struct nf_runtime *rt, struct nf_queue *q, struct nf_log *lg,
+			 uint64_t seq, uint32_t fate)
+{
+	const struct nf_truth_slot *t = &lg->truth[seq % lg->capacity];
+	struct nf_event ev;
+
+	EV_INIT(ev, TRUTH_OP);
+	ev.f[NFF_TRUTH_OP_adapter] = q->adapter;
+	ev.f[NFF_TRUTH_OP_hwqueue] = q->handle;
+	ev.f[NFF_TRUTH_OP_op] = t->op;
+	ev.f[NFF_TRUTH_OP_fence] = t->local;
+	ev.f[NFF_TRUTH_OP_value] = t->value;
+	ev.f[NFF_TRUTH_OP_queued_ns] = t->queued_ns;
+	ev.f[NFF_TRUTH_OP_observed_ns] = t->observed_ns;
+	ev.f[NFF_TRUTH_OP_end_ns] = t->end_ns;
+	ev.f[NFF_TRUTH_OP_epoch] = lg->epoch;
+	ev.f[NFF_TRUTH_OP_seq] = seq;
+	ev.f[NFF_TRUTH_OP_fate] = fate;
+	ev.f[NFF_TRUTH_OP_ts_fault] = t->ts_fault;
+	return emit(rt, &ev);
+}
+
+/*
+ * The GPU writes a log entry: payload, then FirstFreeEntryIndex (and
+ * WraparoundCount when it wraps). Overrun is permitted: an entry the OS never
+ * read is overwritten, and the truth stream says so.
+ */
+static int log_write(struct nf_runtime *rt, struct nf_queue *q, struct nf_log *lg,
+		     const struct nf_cmd *c, uint64_t observed_ns, uint64_t end_ns)
+{
+	const struct nf_adapter *a = &rt->adapters[q->adapter];
+	uint64_t seq = lg->written;
+	uint32_t slot = (uint32_t)(seq % lg->capacity);
+	struct nf_log_entry *e = &lg->entries[slot];
+	uint32_t fault = 0;
+	uint64_t end_ts = gpu_ticks(a, end_ns);
+	int rc;
+
+	if (seq >= lg->capacity && seq - lg->capacity >= lg->read_total) {
+		/* Overwriting an entry the OS never read. */
+		rc = emit_truth_op(rt, q, lg, seq - lg->capacity, 1);
+		if (rc)
+			return rc;
+		lg->lost++;
+		rt->stats.log_entries_lost++;
+	}
+	if (a->desc.zero_ts_rate > 0 && rng_unit(rt) < a->desc.zero_ts_rate) {
+		end_ts = 0; /* a linked adapter of the chain skipped the write */
+		fault = 1;
+	} else if (a->desc.repeat_ts_rate > 0 && lg->last_end_ts &&
+		   rng_unit(rt) < a->desc.repeat_ts_rate) {
+		end_ts = lg->last_end_ts;
+		fault = 2;
+	}
+	if (end_ts)
+		lg->last_end_ts = end_ts;
+	memset(e, 0, sizeof(*e));
+	e->fence_value = c->value;
+	e->hnative_fence = c->local;
+	if (lg->type == NF_LOG_WAITS) {
+		e->operation_type = NF_LOG_OP_WAIT_UNBLOCKED;
+		e->fence_observed_gpu_timestamp = fault == 1 ? 0 : gpu_ticks(a, observed_ns);
+	} else {
+		e->operation_type = NF_LOG_OP_SIGNAL_EXECUTED;
+	}
+	e->fence_end_gpu_timestamp = end_ts;
+	struct nf_truth_slot *t = &lg->truth[slot];
+	t->queued_ns = c->queued_ns;
+	t->observed_ns = observed_ns;
+	t->end_ns = end_ns;
+	t->value = c->value;
+	t->local = c->local;
+	t->op = lg->type == NF_LOG_WAITS ? 1 : 0;
+	t->ts_fault = fault;
+	/* Increment FirstFreeEntryIndex, then a barrier (the interrupt check follows). */
+	lg->written++;
+	lg->header.first_free_entry_index = (uint32_t)(lg->written % lg->capacity);
+	lg->header.wraparound_count = (uint32_t)(lg->written / lg->capacity);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	rt->stats.log_entries_written++;
+	return 0;
+}
+
+/*
+ * The OS reads a log (after DxgkDdiUpdateNativeFenceLogs flushed it): read the
+ * header word, compare with the cached one, walk the new entries, and flag an
+ * overrun when WraparoundCount moved past what it could read.
+ * Returns the number of entries lost in *lost_out.
+ */
+static int log_read(struct nf_runtime *rt, struct nf_queue *q, struct nf_log *lg,
+		    uint64_t *lost_out)
+{
+	uint64_t total = (uint64_t)lg->header.wraparound_count * lg->capacity +
+			 lg->header.first_free_entry_index;
+	uint64_t start = lg->read_total, lost = 0;
+	uint32_t n;
+	struct nf_event ev;
+	int rc;
+
+	if (lost_out)
+		*lost_out = 0;
+	if (total == lg->read_total)
+		return 0;
+	if (total - start > lg->capacity) {
+		lost = total - start - lg->capacity;
+		start = total - lg->capacity;
+	}
+	n = (uint32_t)(total - start);
+	if (grow((void **)&rt->scratch_entries, &rt->scratch_cap, n, sizeof(struct nf_log_entry)))
+		return nf_error_set(&rt->err, NF_ENOMEM, "out of memory (log read)");
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t pos = start + i;
+		const struct nf_log_entry *e = &lg->entries[pos % lg->capacity];
+
+		rt->scratch_entries[i] = *e;
+		/* What the reader sees, in its own terms (ground truth counts). */
+		if (e->fence_end_gpu_timestamp == 0) {
+			lg->zero_read++;
+		} else {
+			if (e->fence_end_gpu_timestamp == lg->last_read_ts)
+				lg->repeated_read++;
+			lg->last_read_ts = e->fence_end_gpu_timestamp;
+		}
+	}
+	EV_INIT(ev, LOG_READ);
+	ev.f[NFF_LOG_READ_adapter] = q->adapter;
+	ev.f[NFF_LOG_READ_hwqueue] = q->handle;
+	ev.f[NFF_LOG_READ_log_type] = lg->type;
+	ev.f[NFF_LOG_READ_epoch] = lg->epoch;
+	ev.f[NFF_LOG_READ_header] = (uint64_t)lg->header.first_free_entry_index |
+				    ((uint64_t)lg->header.wraparound_count << 32);
+	ev.f[NFF_LOG_READ_capacity] = lg->capacity;
+	ev.f[NFF_LOG_READ_first_slot] = start % lg->capacity;
+	ev.f[NFF_LOG_READ_entry_count] = n;
+	ev.entries = rt->scratch_entries;
+	rc = emit(rt, &ev);
+	if (rc)
+		return rc;
+	if (lost) {
+		EV_INIT(ev, LOG_OVERRUN);
+		ev.f[NFF_LOG_OVERRUN_adapter] = q->adapter;
+		ev.f[NFF_LOG_OVERRUN_hwqueue] = q->handle;
+		ev.f[NFF_LOG_OVERRUN_log_type] = lg->type;
+		ev.f[NFF_LOG_OVERRUN_epoch] = lg->epoch;
+		ev.f[NFF_LOG_OVERRUN_lost] = lost;
+		rc = emit(rt, &ev);
+		if (rc)
+			return rc;
+	}
+	for (uint64_t pos = start; pos < total; pos++) {
+		rc = emit_truth_op(rt, q, lg, pos, 0);
+		if (rc)
+			return rc;
+	}
+	lg->read_total = total;
+	rt->stats.log_reads++;
+	if (lost_out)
+		*lost_out = lost;
+	return 0;
+}
+
+static int queue_read_logs(struct nf_runtime *rt, struct nf_queue *q, uint64_t *lost)
+{
+	uint64_t l1 = 0, l2 = 0;
+	int rc;
+
+	if (!q->native)
+		return 0;
+	rc = log_read(rt, q, &q->logs[0], &l1);
+	if (!rc)
+		rc = log_read(rt, q, &q->logs[1], &l2);
+	if (lost)
+		*lost += l1 + l2;
+	return rc;
+}
+
+static int emit_truth_log(struct nf_runtime *rt, struct nf_queue *q, struct nf_log *lg)
+{
+	struct nf_event ev;
+
+	EV_INIT(ev, TRUTH_LOG);
+	ev.f[NFF_TRUTH_LOG_adapter] = q->adapter;
+	ev.f[NFF_TRUTH_LOG_hwqueue] = q->handle;
+	ev.f[NFF_TRUTH_LOG_log_type] = lg->type;
+	ev.f[NFF_TRUTH_LOG_epoch] = lg->epoch;
+	ev.f[NFF_TRUTH_LOG_written] = lg->written;
+	ev.f[NFF_TRUTH_LOG_lost] = lg->lost;
+	ev.f[NFF_TRUTH_LOG_zero_ts] = lg->zero_read;
+	ev.f[NFF_TRUTH_LOG_repeated_ts] = lg->repeated_read;
+	return emit(rt, &ev);
+}
+
+/* The OS destroys a queue's logs and recreates them at a new location. It reads
+ * what is there first, so recreation loses nothing. */
+static int queue_recreate_logs(struct nf_runtime *rt, struct nf_queue *q)
+{
+	int rc = queue_read_logs(rt, q, NULL);
+
+	for (int i = 0; i < 2 && !rc; i++) {
+		struct nf_log *lg = &q->logs[i];
+		uint32_t epoch = lg->epoch + 1, type = lg->type, cap = lg->capacity;
+
+		rc = emit_truth_log(rt, q, lg);
+		if (rc)
+			break;
+		if (log_alloc(lg, type, cap))
+			return nf_error_set(&rt->err, NF_ENOMEM, "out of memory (log buffer)");
+		lg->epoch = epoch;
+		rc = emit_set_log(rt, q, lg);
+	}
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* interrupts and the OS's handling of them                             */
+
+static bool fence_has_cpu_need(const struct nf_global_fence *g, uint64_t value)
+{
+	if (g->cross_adapter)
+		return true;
+	for (const struct nf_cpu_waiter *w = g->waiters; w; w = w->next)
+		if (!w->done && w->value <= value)
+			return true;
+	return false;
+}
+
+/* Propagates a cross-adapter fence's new value to the other adapters that
+ * opened it: DxgkDdiUpdateCurrentValuesFromCpu with NotificationOnly, so their
+ * KMD rescans the run list. */
+static int propagate_cross_adapter(struct nf_runtime *rt, struct nf_global_fence *g,
+				   uint32_t from_adapter)
+{
+	if (!g->cross_adapter)
+		return 0;
+	for (uint32_t a = 0; a < rt->n_adapters; a++) {
+		if (a == from_adapter || !(g->open_mask & (1u << a)))
+			continue;
+		struct nf_event ev;
+
+		EV_INIT(ev, UPDATE_CURRENT_VALUES);
+		ev.f[NFF_UPDATE_CURRENT_VALUES_adapter] = a;
+		ev.f[NFF_UPDATE_CURRENT_VALUES_global_fence] = g->handle;
+		ev.f[NFF_UPDATE_CURRENT_VALUES_value] = g->current;
+		ev.f[NFF_UPDATE_CURRENT_VALUES_flags] =
+			rt->adapters[a].native ? NF_UPDATE_NOTIFICATION_ONLY : 0;
+		int rc = emit(rt, &ev);
+		if (!rc)
+			rc = wake_gpu_waiters(rt, g, a);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* Handles a native fence signaled interrupt raised by `queue` for fence `gi`. */
+static int handle_interrupt(struct nf_runtime *rt, uint32_t qi, uint32_t gi)
+{
+	struct nf_queue *q = &rt->queues[qi];
+	struct nf_adapter *a = &rt->adapters[q->adapter];
+	struct nf_global_fence *g = &rt->globals[gi];
+	enum nf_interrupt_payload payload = a->desc.interrupt_payload;
+	uint32_t woken = 0, fences[1] = { g->handle };
+	uint64_t lost = 0;
+	bool optimized = a->optimized, scan_engine = false, null_array = false, legacy = false;
+	int rc = 0;
+	struct nf_event ev;
+
+	rt->stats.interrupts++;
+	/* Which logs the OS scans. */
+	if (optimized)
+		scan_engine = payload == NF_IRQ_OPTIMIZED_NULL_QUEUE;
+	else {
+		null_array = payload == NF_IRQ_NULL_ARRAY || payload == NF_IRQ_NULL_ARRAY_LEGACY;
+		legacy = payload == NF_IRQ_NULL_ARRAY_LEGACY;
+	}
+	for (uint32_t i = 0; i < rt->n_queues && !rc; i++) {
+		struct nf_queue *o = &rt->queues[i];
+
+		if (!o->alive || o->adapter != q->adapter)
+			continue;
+		if (optimized && !scan_engine && o != q)
+			continue;
+		if (optimized && scan_engine && (o->node != q->node || o->engine != q->engine))
+			continue;
+		/* Non-optimized: the OS scans the logs of every queue of the device. */
+		rc = queue_read_logs(rt, o, &lost);
+	}
+	if (rc)
+		return rc;
+	/* Wake waiters: the fence named, every fence with waiters when the array
+	 * was NULL, and every fence of the device after an overrun. */
+	for (uint32_t i = 0; i < rt->n_globals && !rc; i++) {
+		struct nf_global_fence *o = &rt->globals[i];
+
+		if (!o->alive || !(o->open_mask & (1u << q->adapter)))
+			continue;
+		if (o != g && !null_array && !lost && !optimized)
+			continue;
+		if (o != g && optimized && !lost && !scan_engine)
+			continue;
+		rc = satisfy_cpu_waiters(rt, o, &woken);
+		if (!rc)
+			rc = update_monitored(rt, o, &woken);
+	}
+	if (!rc)
+		rc = propagate_cross_adapter(rt, g, q->adapter);
+	if (rc)
+		return rc;
+	EV_INIT(ev, FENCE_INTERRUPT);
+	ev.f[NFF_FENCE_INTERRUPT_adapter] = q->adapter;
+	ev.f[NFF_FENCE_INTERRUPT_node] = q->node;
+	ev.f[NFF_FENCE_INTERRUPT_engine] = q->engine;
+	ev.f[NFF_FENCE_INTERRUPT_hwqueue] = optimized && !scan_engine ? q->handle : UINT32_MAX;
+	ev.f[NFF_FENCE_INTERRUPT_optimized] = optimized;
+	ev.f[NFF_FENCE_INTERRUPT_evaluate_legacy] = legacy;
+	ev.f[NFF_FENCE_INTERRUPT_fence_array_null] = optimized || null_array;
+	ev.f[NFF_FENCE_INTERRUPT_waiters_woken] = woken;
+	ev.f[NFF_FENCE_INTERRUPT_signaled_count] = optimized || null_array ? 0 : 1;
+	ev.u32s = fences;
+	return emit(rt, &ev);
+}
+
+/* ------------------------------------------------------------------ */
+/* GPU execution                                                       */
+
+static int gpu_waiter_add(struct nf_global_fence *g, uint32_t qi, uint64_t value)
+{
+	if (grow((void **)&g->gpu_waiters, &g->cap_gpu_waiters, g->n_gpu_waiters + 1,
+		 sizeof(*g->gpu_waiters)))
+		return NF_ENOMEM;
+	g->gpu_waiters[g->n_gpu_waiters].queue = qi;
+	g->gpu_waiters[g->n_gpu_waiters].value = value;
+	g->n_gpu_waiters++;
+	return 0;
+}
+
+/* The fence changed on `adapter`: blocked queues of that adapter re-evaluate. */
+static int wake_gpu_waiters(struct nf_runtime *rt, struct nf_global_fence *g, uint32_t adapter)
+{
+	for (uint32_t i = 0; i < g->n_gpu_waiters;) {
+		struct nf_queue *q = &rt->queues[g->gpu_waiters[i].queue];
+
+		if (q->adapter == adapter &&
+		    value_reached(&rt->adapters[adapter], g, g->gpu_waiters[i].value)) {
+			q->blocked = false;
+			g->gpu_waiters[i] = g->gpu_waiters[--g->n_gpu_waiters];
+			int rc = queue_schedule(rt, q, rt->now);
+			if (rc)
+				return rc;
+			continue;
+		}
+		i++;
+	}
+	return 0;
+}
+
+/* The local fence a queued command names (validated when it was queued). */
+static struct nf_local_fence *cmd_local(struct nf_runtime *rt, const struct nf_cmd *c)
+{
+	uint32_t li = 0;
+
+	handle_lookup(rt, c->local, NF_OBJ_LOCAL_FENCE, &li);
+	return &rt->locals[li];
+}
+
+static void cmd_pop(struct nf_queue *q)
+{
+	q->cmd_head = (q->cmd_head + 1) % q->cmd_cap;
+	q->cmd_count--;
+	q->head_started = false;
+	q->blocked = false;
+}
+
+/* A signal executes on the GPU at rt->now. */
+static int exec_signal(struct nf_runtime *rt, struct nf_queue *q, const struct nf_cmd *c)
+{
+	struct nf_local_fence *lf = cmd_local(rt, c);
+	int rc;
+	struct nf_global_fence *g = &rt->globals[lf->global];
+
+	rt->stats.signals_executed++;
+	if (!g->alive)
+		return 0; /* destroyed while the signal was in flight */
+	if (!q->native || !lf->native) {
+		/* VidSch executes the software signal packet from the CPU. */
+		struct nf_event ev;
+
+		fence_write(rt, g, q->adapter, c->value);
+		EV_INIT(ev, GPU_SIGNAL_LEGACY);
+		ev.f[NFF_GPU_SIGNAL_LEGACY_adapter] = q->adapter;
+		ev.f[NFF_GPU_SIGNAL_LEGACY_hwqueue] = q->handle;
+		ev.f[NFF_GPU_SIGNAL_LEGACY_fence] = c->local;
+		ev.f[NFF_GPU_SIGNAL_LEGACY_value] = c->value;
+		rc = emit(rt, &ev);
+		if (!rc)
+			rc = wake_gpu_waiters(rt, g, q->adapter);
+		if (!rc)
+			rc = satisfy_cpu_waiters(rt, g, NULL);
+		if (!rc)
+			rc = update_monitored(rt, g, NULL);
+		if (!rc && g->cross_adapter)
+			rc = propagate_cross_adapter(rt, g, q->adapter);
+		return rc;
+	}
+	/* 1. write the new fence value; 2. write the log entry and bump the index. */
+	fence_write(rt, g, q->adapter, c->value);
+	rc = log_write(rt, q, queue_log(q, NF_LOG_SIGNALS), c, rt->now, rt->now);
+	if (rc)
+		return rc;
+	/* Same-adapter GPU waiters see the value in memory at once. */
+	rc = wake_gpu_waiters(rt, g, q->adapter);
+	if (rc)
+		return rc;
+	/* 3. the CMP's conditional interrupt: CurrentValue > MonitoredValue. */
+	if (g->current > g->monitored[q->adapter]) {
+		if (!fence_has_cpu_need(g, g->current))
+			rt->stats.interrupts_unneeded++;
+		rc = sim_push(rt, rt->now + rt->adapters[q->adapter].desc.interrupt_latency_ns,
+			      NF_SIM_INTERRUPT, (uint32_t)(q - rt->queues), 0, lf->global);
+	}
+	return rc;
+}
+
+static int queue_step(struct nf_runtime *rt, struct nf_queue *q)
+{
+	const struct nf_adapter *a = &rt->adapters[q->adapter];
+
+	q->step_scheduled = false;
+	while (q->alive && q->cmd_count && !rt->err.code) {
+		struct nf_cmd *c = &q->cmds[q->cmd_head];
+		int rc;
+
+		if (q->busy_until > rt->now)
+			return queue_schedule(rt, q, q->busy_until);
+		if (c->available_ns > rt->now)
+			return queue_schedule(rt, q, c->available_ns);
+		if (q->head_started) {
+			/* The head finished executing now. */
+			if (c->type == NF_CMD_SIGNAL)
+				rc = exec_signal(rt, q, c);
+			else if (c->type == NF_CMD_WAIT) {
+				rt->stats.waits_unblocked++;
+				if (q->native && cmd_local(rt, c)->native)
+					rc = log_write(rt, q, queue_log(q, NF_LOG_WAITS), c,
+						       q->head_observed_ns, rt->now);
+				else {
+					struct nf_event ev;
+					EV_INIT(ev, GPU_WAIT_LEGACY);
+					ev.f[NFF_GPU_WAIT_LEGACY_adapter] = q->adapter;
+					ev.f[NFF_GPU_WAIT_LEGACY_hwqueue] = q->handle;
+					ev.f[NFF_GPU_WAIT_LEGACY_fence] = c->local;
+					ev.f[NFF_GPU_WAIT_LEGACY_value] = c->value;
+					ev.f[NFF_GPU_WAIT_LEGACY_released] = 1;
+					rc = emit(rt, &ev);
+				}
+			} else
+				rc = 0;
+			if (rc)
+				return rc;
+			cmd_pop(q);
+			continue;
+		}
+		/* Start the head command. */
+		switch (c->type) {
+		case NF_CMD_WORK:
+			q->head_started = true;
+			q->busy_until = rt->now + c->cost_ns;
+			break;
+		case NF_CMD_SIGNAL:
+			q->head_started = true;
+			q->busy_until = rt->now + a->desc.signal_cost_ns;
+			break;
+		case NF_CMD_WAIT: {
+			struct nf_global_fence *g = &rt->globals[cmd_local(rt, c)->global];
+
+			if (!q->blocked)
+				q->head_observed_ns = rt->now;
+			if (!g->alive || value_reached(a, g, c->value)) {
+				q->head_started = true;
+				q->blocked = false;
+				q->busy_until = rt->now + a->desc.wait_cost_ns;
+				break;
+			}
+			if (!q->blocked) {
+				q->blocked = true;
+				if (gpu_waiter_add(g, (uint32_t)(q - rt->queues), c->value))
+					return nf_error_set(&rt->err, NF_ENOMEM, "out of memory");
+			}
+			return 0; /* woken by wake_gpu_waiters */
+		}
+		}
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* running the simulation                                              */
+
+static int calibrate(struct nf_runtime *rt, uint32_t ai)
+{
+	struct nf_adapter *a = &rt->adapters[ai];
+	struct nf_event ev;
+	uint64_t j = a->desc.gpu_clock.jitter_ns;
+	int64_t jitter = j ? (int64_t)(rng_next(rt) % (2 * j + 1)) - (int64_t)j : 0;
+	uint64_t cpu_t = (int64_t)rt->now + jitter < 0 ? 0 : (uint64_t)((int64_t)rt->now + jitter);
+
+	EV_INIT(ev, CALIBRATE_GPU_CLOCK);
+	ev.f[NFF_CALIBRATE_GPU_CLOCK_adapter] = ai;
+	ev.f[NFF_CALIBRATE_GPU_CLOCK_gpu_frequency] = a->desc.gpu_clock.frequency;
+	ev.f[NFF_CALIBRATE_GPU_CLOCK_gpu_clock] = gpu_ticks(a, rt->now);
+	ev.f[NFF_CALIBRATE_GPU_CLOCK_cpu_clock] = cpu_ticks(rt, cpu_t);
+	/* Alternate the CMP clock and the engine clock (same time base here). */
+	ev.f[NFF_CALIBRATE_GPU_CLOCK_from_cmp] = (a->calib_count++ % 2) == 0;
+	return emit(rt, &ev);
+}
+
+static int read_all_logs(struct nf_runtime *rt)
+{
+	int rc = 0;
+
+	for (uint32_t i = 0; i < rt->n_queues && !rc; i++)
+		if (rt->queues[i].alive)
+			rc = queue_read_logs(rt, &rt->queues[i], NULL);
+	return rc;
+}
+
+static int wait_timeout(struct nf_runtime *rt, uint32_t gi, uint32_t wait_id);
+
+static int sim_dispatch(struct nf_runtime *rt, const struct nf_sim_event *se)
+{
+	int rc = 0;
+
+	switch (se->type) {
+	case NF_SIM_QUEUE_STEP: {
+		struct nf_queue *q = &rt->queues[se->a];
+		if (q->step_scheduled && q->step_at != se->time)
+			return 0; /* superseded by an earlier step */
+		return queue_step(rt, q);
+	}
+	case NF_SIM_INTERRUPT:
+		return handle_interrupt(rt, se->a, (uint32_t)se->c);
+	case NF_SIM_CALIBRATE:
+		rc = calibrate(rt, se->a);
+		if (!rc)
+			rc = sim_push(rt, se->time + rt->cfg.calibration_interval_ns, NF_SIM_CALIBRATE,
+				      se->a, 0, 0);
+		return rc;
+	case NF_SIM_PERIODIC_READ:
+		rc = read_all_logs(rt);
+		if (!rc)
+			rc = sim_push(rt, se->time + rt->cfg.log_read_interval_ns,
+				      NF_SIM_PERIODIC_READ, 0, 0, 0);
+		return rc;
+	case NF_SIM_RECREATE_LOGS:
+		for (uint32_t i = 0; i < rt->n_queues && !rc; i++)
+			if (rt->queues[i].alive && rt->queues[i].native)
+				rc = queue_recreate_logs(rt, &rt->queues[i]);
+		if (!rc)
+			rc = sim_push(rt, se->time + rt->cfg.log_recreate_interval_ns,
+				      NF_SIM_RECREATE_LOGS, 0, 0, 0);
+		return rc;
+	case NF_SIM_WAIT_TIMEOUT:
+		return wait_timeout(rt, se->a, se->b);
+	}
+	return 0;
+}
+
+/* Runs every simulation event up to `until`, then sets the clock there. */
+static int sim_run_until(struct nf_runtime *rt, uint64_t until)
+{
+	while (rt->heap_len && rt->heap[0].time <= until && !rt->err.code) {
+		struct nf_sim_event se = sim_pop(rt);
+
+		if (se.time > rt->now)
+			rt->now = se.time;
+		int rc = sim_dispatch(rt, &se);
+		if (rc)
+			return rc;
+	}
+	if (rt->err.code)
+		return rt->err.code;
+	if (until > rt->now)
+		rt->now = until;
+	return 0;
+}
+
+/* Runs the next simulation event; false when nothing but periodic work is left. */
+static bool sim_step(struct nf_runtime *rt, int *rc)
+{
+	*rc = 0;
+	if (!rt->active_sims || !rt->heap_len)
+		return false;
+	struct nf_sim_event se = sim_pop(rt);
+	if (se.time > rt->now)
+		rt->now = se.time;
+	*rc = sim_dispatch(rt, &se);
+	return true;
+}
+
+/* ------------------------------------------------------------------ */
+/* public API: runtime                                                 */
+
+void nf_runtime_config_init(struct nf_runtime_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->mode = NF_MODE_DETERMINISTIC;
+	cfg->seed = 1;
+	cfg->cpu_frequency = 10000000;
+	cfg->cpu_start_ticks = 0;
+	cfg->os_native_fence_enabled = true;
+	cfg->tracing_log_entries = 256;
+	cfg->log_read_interval_ns = 1000000;
+	cfg->calibration_interval_ns = 10000000;
+}
+
+void nf_adapter_desc_init(struct nf_adapter_desc *d)
+{
+	memset(d, 0, sizeof(*d));
+	d->name = "GPU";
+	d->vidsch_caps = NF_VIDSCH_NATIVE_GPU_FENCE;
+	d->monitored_value_stride = 8;
+	d->gpu_clock.frequency = 19200000;
+	d->interrupt_payload = NF_IRQ_FENCE_ARRAY;
+	d->signal_cost_ns = 200;
+	d->wait_cost_ns = 100;
+	d->interrupt_latency_ns = 5000;
+	d->submit_latency_ns = 20000;
+}
+
+int nf_runtime_create(const struct nf_runtime_config *cfg, nf_runtime **out, struct nf_error *err)
+{
+	struct nf_runtime *rt;
+
+	if (!out)
+		return nf_error_set(err, NF_EINVAL, "nf_runtime_create: NULL output");
+	*out = NULL;
+	if (!cfg)
+		return nf_error_set(err, NF_EINVAL, "nf_runtime_create: NULL config");
+	if (cfg->mode != NF_MODE_DETERMINISTIC)
+		return nf_error_set(err, NF_EUNSUPP, "threaded mode is not available in this build");
+	if (cfg->cpu_frequency == 0 || cfg->cpu_frequency > 10000000000ull)
+		return nf_error_set(err, NF_EINVAL, "CPU clock frequency %llu out of range",
+				    (unsigned long long)cfg->cpu_frequency);
+	if (cfg->calibration_interval_ns == 0 || cfg->calibration_interval_ns > 30000000)
+		return nf_error_set(err, NF_EINVAL,
+				    "calibration interval must be between 1 ns and 30 ms");
+	rt = calloc(1, sizeof(*rt));
+	if (!rt)
+		return nf_error_set(err, NF_ENOMEM, "out of memory");
+	rt->cfg = *cfg;
+	if (!rt->cfg.tracing_log_entries)
+		rt->cfg.tracing_log_entries = 256;
+	rt->rng = cfg->seed ^ 0x6a09e667f3bcc908ull;
+	rt->thread = 1;
+	rt->next_wait_id = 1;
+	if (cfg->log_read_interval_ns &&
+	    sim_push(rt, cfg->log_read_interval_ns, NF_SIM_PERIODIC_READ, 0, 0, 0))
+		goto out_oom;
+	if (cfg->log_recreate_interval_ns &&
+	    sim_push(rt, cfg->log_recreate_interval_ns, NF_SIM_RECREATE_LOGS, 0, 0, 0))
+		goto out_oom;
+	*out = rt;
+	return 0;
+out_oom:
+	nf_runtime_destroy(rt);
+	return nf_error_set(err, NF_ENOMEM, "out of memory");
+}
+
+void nf_runtime_destroy(nf_runtime *rt)
+{
+	if (!rt)
+		return;
+	for (uint32_t i = 0; i < rt->n_queues; i++) {
+		free(rt->queues[i].cmds);
+		for (int l = 0; l < 2; l++) {
+			free(rt->queues[i].logs[l].entries);
+			free(rt->queues[i].logs[l].truth);
+		}
+	}
+	for (uint32_t i = 0; i < rt->n_globals; i++) {
+		struct nf_cpu_waiter *w = rt->globals[i].waiters;
+		while (w) {
+			struct nf_cpu_waiter *n = w->next;
+			if (w->event)
+				free(w); /* async waiters are heap-owned */
+			w = n;
+		}
+		free(rt->globals[i].gpu_waiters);
+	}
+	for (uint32_t i = 0; i < rt->n_events; i++)
+		if (rt->events[i].waiter && rt->events[i].waiter->done)
+			free(rt->events[i].waiter);
+	free(rt->queues);
+	free(rt->globals);
+	free(rt->locals);
+	free(rt->events);
+	free(rt->handles);
+	free(rt->heap);
+	free(rt->scratch_entries);
+	free(rt);
+}
+
+static int check_rt(nf_runtime *rt, struct nf_error *err)
+{
+	if (!rt)
+		return nf_error_set(err, NF_EINVAL, "NULL runtime");
+	if (rt->err.code)
+		return nf_error_set(err, rt->err.code, "%s", rt->err.msg);
+	if (rt->finished)
+		return nf_error_set(err, NF_ESTATE, "runtime already finished");
+	return 0;
+}
+
+static int fail(nf_runtime *rt, int rc, struct nf_error *err)
+{
+	if (rc && rt->err.code)
+		nf_error_set(err, rt->err.code, "%s", rt->err.msg);
+	return rc;
+}
+
+int nf_runtime_advance(nf_runtime *rt, uint64_t ns, struct nf_error *err)
+{
+	int rc = check_rt(rt, err);
+
+	if (rc)
+		return rc;
+	if (ns > UINT64_MAX - rt->now)
+		return nf_error_set(err, NF_EINVAL, "time would overflow");
+	return fail(rt, sim_run_until(rt, rt->now + ns), err);
+}
+
+uint64_t nf_runtime_now_ns(const nf_runtime *rt)
+{
+	return rt ? rt->now : 0;
+}
+
+void nf_runtime_set_thread(nf_runtime *rt, uint32_t thread)
+{
+	if (rt)
+		rt->thread = thread;
+}
+
+void nf_runtime_get_stats(const nf_runtime *rt, struct nf_runtime_stats *st)
+{
+	if (rt && st)
+		*st = rt->stats;
+}
+
+int nf_runtime_finish(nf_runtime *rt, struct nf_error *err)
+{
+	int rc = check_rt(rt, err);
+	struct nf_event ev;
+
+	if (rc)
+		return rc;
+	/* Let every queue run until it is idle or blocked for good. */
+	while (sim_step(rt, &rc))
+		if (rc)
+			return fail(rt, rc, err);
+	rc = read_all_logs(rt);
+	for (uint32_t a = 0; a < rt->n_adapters && !rc; a++)
+		rc = calibrate(rt, a);
+	for (uint32_t i = 0; i < rt->n_queues && !rc; i++) {
+		struct nf_queue *q = &rt->queues[i];
+
+		if (!q->alive)
+			continue;
+		if (q->native)
+			for (int l = 0; l < 2 && !rc; l++)
+				rc = emit_truth_log(rt, q, &q->logs[l]);
+		if (rc)
+			break;
+		EV_INIT(ev, HWQUEUE_STOP);
+		ev.f[NFF_HWQUEUE_STOP_adapter] = q->adapter;
+		ev.f[NFF_HWQUEUE_STOP_hwqueue] = q->handle;
+		rc = emit(rt, &ev);
+	}
+	rt->finished = true;
+	return fail(rt, rc, err);
+}
+
+/* ------------------------------------------------------------------ */
+/* public API: adapters, queues                                        */
+
+int nf_adapter_create(nf_runtime *rt, const struct nf_adapter_desc *desc, uint32_t *adapter_out,
+		      struct nf_error *err)
+{
+	int rc = check_rt(rt, err);
+	struct nf_adapter *a;
+	struct nf_event ev;
+
+	if (rc)
+		return rc;
+	if (!desc || !adapter_out)
+		return nf_error_set(err, NF_EINVAL, "nf_adapter_create: NULL argument");
+	if (rt->n_adapters >= NF_MAX_ADAPTERS)
+		return nf_error_set(err, NF_ENOMEM, "too many adapters (limit %u)", NF_MAX_ADAPTERS);
+	if ((desc->vidsch_caps & NF_VIDSCH_NATIVE_GPU_FENCE) && !rt->cfg.os_native_fence_enabled)
+		return nf_error_set(err, NF_EUNSUPP,
+				    "adapter '%s' advertises NativeGpuFence but the OS has DXGK_FEATURE_NATIVE_FENCE disabled: adapter initialization fails",
+				    desc->name ? desc->name : "");
+	if (desc->monitored_value_stride > NF_MONITORED_VALUE_STRIDE_MAX)
+		return nf_error_set(err, NF_EINVAL, "monitored value stride %u exceeds %u bytes",
+				    desc->monitored_value_stride, NF_MONITORED_VALUE_STRIDE_MAX);
+	if (desc->gpu_clock.frequency == 0 || desc->gpu_clock.frequency > 10000000000ull)
+		return nf_error_set(err, NF_EINVAL, "GPU clock frequency out of range");
+	if (fabs(desc->gpu_clock.drift_ppm) > 10000)
+		return nf_error_set(err, NF_EINVAL, "GPU clock drift beyond 10000 ppm");
+	if (desc->zero_ts_rate < 0 || desc->zero_ts_rate > 1 || desc->repeat_ts_rate < 0 ||
+	    desc->repeat_ts_rate > 1)
+		return nf_error_set(err, NF_EINVAL, "timestamp fault rates must be within 0..1");
+	if (desc->log_entries > (1u << 20))
+		return nf_error_set(err, NF_EINVAL, "log size %u entries exceeds 1048576",
+				    desc->log_entries);
+	a = &rt->adapters[rt->n_adapters];
+	memset(a, 0, sizeof(*a));
+	a->desc = *desc;
+	snprintf(a->name, sizeof(a->name), "%s", desc->name ? desc->name : "GPU");
+	a->desc.name = a->name;
+	a->native = (desc->vidsch_caps & NF_VIDSCH_NATIVE_GPU_FENCE) != 0;
+	a->optimized = a->native &&
+		       (desc->vidsch_caps & NF_VIDSCH_OPTIMIZED_NATIVE_FENCE_SIGNALED_INTERRUPT);
+	a->atomics32 = (desc->vidsch_caps & NF_VIDSCH_NO64BIT_ATOMICS) != 0;
+	a->log_entries = desc->log_entries ? desc->log_entries
+			 : rt->cfg.tracing ? rt->cfg.tracing_log_entries : NF_LOG_DEFAULT_ENTRIES;
+	a->gpu_rate = (double)desc->gpu_clock.frequency * (1.0 + desc->gpu_clock.drift_ppm * 1e-6) / 1e9;
+	*adapter_out = rt->n_adapters;
+	EV_INIT(ev, ADAPTER_START);
+	ev.f[NFF_ADAPTER_START_adapter] = rt->n_adapters;
+	ev.f[NFF_ADAPTER_START_vidsch_caps] = desc->vidsch_caps;
+	ev.f[NFF_ADAPTER_START_native_fence_caps] = desc->native_fence_caps;
+	ev.f[NFF_ADAPTER_START_monitored_value_stride] = desc->monitored_value_stride;
+	ev.f[NFF_ADAPTER_START_gpu_frequency] = desc->gpu_clock.frequency;
+	ev.f[NFF_ADAPTER_START_os_feature_enabled] = rt->cfg.os_native_fence_enabled;
+	ev.str = a->name;
+	rt->n_adapters++;
+	rc = emit(rt, &ev);
+	if (!rc)
+		rc = calibrate(rt, *adapter_out);
+	if (!rc)
+		rc = sim_push(rt, rt->now + rt->cfg.calibration_interval_ns, NF_SIM_CALIBRATE,
+			      *adapter_out, 0, 0);
+	return fail(rt, rc, err);
+}
+
+static int global_new(nf_runtime *rt, uint32_t adapter, const struct nf_fence_desc *d,
+		      uint32_t *gi_out)
+{
+	if (grow((void **)&rt->globals, &rt->cap_globals, rt->n_globals + 1, sizeof(*rt->globals)))
+		return nf_error_set(&rt->err, NF_ENOMEM, "out of memory");
+	uint32_t gi = rt->n_globals;
+	struct nf_global_fence *g = &rt->globals[gi];
+	int rc;
+
+	memset(g, 0, sizeof(*g));
+	rc = handle_new(rt, NF_OBJ_GLOBAL_FENCE, gi, &g->handle);
+	if (rc)
+		return rc;
+	rt->n_globals++;
+	g->alive = true;
+	g->type = d->type;
+	g->shared = d->shared;
+	g->cross_adapter = d->cross_adapter;
+	g->creator_adapter = adapter;
+	g->current = d->initial_value;
+	g->current32 = (uint32_t)d->initial_value;
+	for (uint32_t a = 0; a < NF_MAX_ADAPTERS; a++)
+		g->monitored[a] = d->cross_adapter ? 0 : UINT64_MAX;
+	*gi_out = gi;
+	return 0;
+}
+
+static int local_new(nf_runtime *rt, uint32_t gi, uint32_t adapter, uint32_t process, bool opened,
+		     nf_handle *out)
+{
+	struct nf_global_fence *g;
+	struct nf_local_fence *lf;
+	struct nf_event ev;
+	int rc;
+
+	if (grow((void **)&rt->locals, &rt->cap_locals, rt->n_locals + 1, sizeof(*rt->locals)))
+		return nf_error_set(&rt->err, NF_ENOMEM, "out of memory");
+	lf = &rt->locals[rt->n_locals];
+	memset(lf, 0, sizeof(*lf));
+	rc = handle_new(rt, NF_OBJ_LOCAL_FENCE, rt->n_locals, &lf->handle);
+	if (rc)
+		return rc;
+	rt->n_locals++;
+	g = &rt->globals[gi];
+	lf->alive = true;
+	lf->global = gi;
+	lf->adapter = adapter;
+	lf->process = process;
+	lf->native = rt->adapters[adapter].native;
+	g->refs++;
+	g->open_mask |= 1u << adapter;
+	*out = lf->handle;
+	EV_INIT(ev, FENCE_START);
+	ev.f[NFF_FENCE_START_adapter] = adapter;
+	ev.f[NFF_FENCE_START_process] = process;
+	ev.f[NFF_FENCE_START_fence] = lf->handle;
+	ev.f[NFF_FENCE_START_global_fence] = g->handle;
+	ev.f[NFF_FENCE_START_type] = g->type;
+	ev.f[NFF_FENCE_START_flags] = (g->shared ? 1u : 0u) | (g->cross_adapter ? 2u : 0u) |
+				      (lf->native ? 4u : 0u) | (opened ? 8u : 0u);
+	ev.f[NFF_FENCE_START_initial_value] = g->current;
+	return emit(rt, &ev);
+}
+
+int nf_hwqueue_create(nf_runtime *rt, uint32_t adapter, uint32_t node, uint32_t engine,
+		      const char *name, nf_handle *queue_out, struct nf_error *err)
+{
+	int rc = check_rt(rt, err);
+	struct nf_queue *q;
+	struct nf_event ev;
+	struct nf_fence_desc pd = { 0 };
+	uint32_t gi, qi;
+
+	if (rc)
+		return rc;
+	if (!queue_out)
+		return nf_error_set(err, NF_EINVAL, "nf_hwqueue_create: NULL output");
+	if (adapter >= rt->n_adapters)
+		return nf_error_set(err, NF_EINVAL, "no adapter %u", adapter);
+	if (grow((void **)&rt->queues, &rt->cap_queues, rt->n_queues + 1, sizeof(*rt->queues)))
+		return nf_error_set(err, NF_ENOMEM, "out of memory");
+	qi = rt->n_queues;
+	q = &rt->queues[qi];
+	memset(q, 0, sizeof(*q));
+	rc = handle_new(rt, NF_OBJ_QUEUE, qi, &q->handle);
+	if (rc)
+		return fail(rt, rc, err);
+	rt->n_queues++;
+	q->adapter = adapter;
+	q->node = node;
+	q->engine = engine;
+	q->native = rt->adapters[adapter].native;
+	q->alive = true;
+	snprintf(q->name, sizeof(q->name), "%s", name && *name ? name : "queue");
+	/* The queue's progress fence is a native fence (NativeProgressFence). */
+	rc = global_new(rt, adapter, &pd, &gi);
+	if (!rc)
+		rc = local_new(rt, gi, adapter, 0, false, &q->progress_fence);
+	if (rc)
+		return fail(rt, rc, err);
+	q = &rt->queues[qi];
+	EV_INIT(ev, HWQUEUE_START);
+	ev.f[NFF_HWQUEUE_START_adapter] = adapter;
+	ev.f[NFF_HWQUEUE_START_node] = node;
+	ev.f[NFF_HWQUEUE_START_engine] = engine;
+	ev.f[NFF_HWQUEUE_START_hwqueue] = q->handle;
+	ev.f[NFF_HWQUEUE_START_progress_fence] = q->progress_fence;
+	ev.str = q->name;
+	rc = emit(rt, &ev);
+	if (rc)
+		return fail(rt, rc, err);
+	if (q->native) {
+		/* Two logs per queue: DxgkDdiSetNativeFenceLogBuffer twice. */
+		for (int l = 0; l < 2 && !rc; l++) {
+			if (log_alloc(&q->logs[l], l == 0 ? NF_LOG_WAITS : NF_LOG_SIGNALS,
+				      rt->adapters[adapter].log_entries))
+				return nf_error_set(err, NF_ENOMEM, "out of memory (log buffer)");
+			rc = emit_set_log(rt, q, &q->logs[l]);
+		}
+	}
+	*queue_out = q->handle;
+	return fail(rt, rc, err);
+}
+
+int nf_hwqueue_destroy(nf_runtime *rt, nf_handle queue, struct nf_error *err)
+{
+	int rc = check_rt(rt, err);
+	struct nf_queue *q;
+	struct nf_event ev;
+
+	if (rc)
+		return rc;
+	if (!(q = queue_get(rt, queue, err)))
+		return NF_EINVAL;
+	if (q->cmd_count)
+		return nf_error_set(err, NF_ESTATE, "queue 0x%x still has %u commands in flight",
+				    queue, q->cmd_count);
+	rc = queue_read_logs(rt, q, NULL);
+	for (int l = 0; l < 2 && !rc && q->native; l++)
+		rc = emit_truth_log(rt, q, &q->logs[l]);
+	if (rc)
+		return fail(rt, rc, err);
+	q->alive = false;
+	EV_INIT(ev, HWQUEUE_STOP);
+	ev.f[NFF_HWQUEUE_STOP_adapter] = q->adapter;
+	ev.f[NFF_HWQUEUE_STOP_hwqueue] = q->handle;
+	return fail(rt, emit(rt, &ev), err);
+}
+
+int nf_hwqueue_progress_fence(nf_runtime *rt, nf_handle queue, nf_handle *fence_out,
+			      struct nf_error *err)
+{
+	struct nf_queue *q = queue_get(rt, queue, err);
+
+	if (!q || !fence_out)
+		return nf_error_set(err, NF_EINVAL, "invalid argument");
+	*fence_out = q->progress_fence;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* public API: fences                                                  */
+
+int nf_fence_create(nf_runtime *rt, uint32_t adapter, const struct nf_fence_desc *desc,
+		    nf_handle *local_out, struct nf_error *err)
+{
+	int rc = check_rt(rt, err);
+	uint32_t gi;
+
+	if (rc)
+		return rc;
+	if (!desc || !local_out)
+		return nf_error_set(err, NF_EINVAL, "nf_fence_create: NULL argument");
+	if (adapter >= rt->n_adapters)
+		return nf_error_set(err, NF_EINVAL, "no adapter %u", adapter);
+	if (desc->type != NF_FENCE_TYPE_DEFAULT && desc->type != NF_FENCE_TYPE_INTRA_GPU)
+		return nf_error_set(err, NF_EINVAL, "unknown native fence type %u", desc->type);
+	if (desc->cross_adapter && desc->type != NF_FENCE_TYPE_DEFAULT)
+		return nf_error_set(err, NF_EINVAL,
+				    "a cross-adapter fence must be of type D3DDDI_NATIVEFENCE_TYPE_DEFAULT");
+	if (desc->type == NF_FENCE_TYPE_INTRA_GPU && !rt->adapters[adapter].native)
+		return nf_error_set(err, NF_EUNSUPP,
+				    "INTRA_GPU fences need an adapter with native fences");
+	rc = global_new(rt, adapter, desc, &gi);
+	if (!rc)
+		rc = local_new(rt, gi, adapter, desc->process, false, local_out);
+	return fail(rt, rc, err);
+}
+
+int nf_fence_global_handle(nf_runtime *rt, nf_handle local, nf_handle *global_out,
+			   struct nf_error *err)
+{
+	struct nf_local_fence *lf = local_get(rt, local, err);
+
+	if (!lf || !global_out)
+		return NF_EINVAL;
+	*global_out = rt->globals[lf->global].handle;
+	return 0;
+}
+
+int nf_fence_open(nf_runtime *rt, uint32_t adapter, uint32_t process, nf_handle global,
+		  nf_handle *local_out, struct nf_error *err)
+{
+	int rc = check_rt(rt, err);
+	uint32_t gi;
+
+	if (rc)
+		return rc;
+	if (!local_out)
+		return nf_error_set(err, NF_EINVAL, "nf_fence_open: NULL output");
+	if (adapter >= rt->n_adapters)
+		return nf_error_set(err, NF_EINVAL, "no adapter %u", adapter);
+	if (handle_lookup(rt, global, NF_OBJ_GLOBAL_FENCE, &gi) || !rt->globals[gi].alive)
+		return nf_error_set(err, NF_EINVAL, "invalid global fence handle 0x%x", global);
+	struct nf_global_fence *g = &rt->globals[gi];
+	if (!g->shared && !g->cross_adapter)
+		return nf_error_set(err, NF_EINVAL, "fence 0x%x is not shareable", global);
+	if (adapter != g->creator_adapter && !g->cross_adapter)
+		return nf_error_set(err, NF_EINVAL,
+				    "fence 0x%x is not a cross-adapter fence and cannot be opened on adapter %u",
+				    global, adapter);
+	rc = local_new(rt, gi, adapter, process, true, local_out);
+	if (!rc) {
+		g = &rt->globals[gi];
+		/* This adapter's own MonitoredValue copy. */
+		g->monitored[adapter] = UINT64_MAX;
+		rc = update_monitored(rt, g, NULL);
+	}
+	return fail(rt, rc, err);
+}
+
+int nf_fence_close(nf_runtime *rt, nf_handle local, struct nf_error *err)
+{
+	int rc = check_rt(rt, err);
+	struct nf_local_fence *lf;
+	struct nf_global_fence *g;
+	struct nf_event ev;
+
+	if (rc)
+		return rc;
+	if (!(lf = local_get(rt, local, err)))
+		return NF_EINVAL;
+	g = &rt->globals[lf->global];
+	lf->alive = false;
+	g->refs--;
+	/* Is the fence still open on this adapter through another handle? */
+	bool still = false;
+	for (uint32_t i = 0; i < rt->n_locals; i++)
+		if (rt->locals[i].alive && rt->locals[i].global == lf->global &&
+		    rt->locals[i].adapter == lf->adapter)
+			still = true;
+	if (!still)
+		g->open_mask &= ~(1u << lf->adapter);
+	EV_INIT(ev, FENCE_STOP);
+	ev.f[NFF_FENCE_STOP_adapter] = lf->adapter;
+	ev.f[NFF_FENCE_STOP_process] = lf->process;
+	ev.f[NFF_FENCE_STOP_fence] = lf->handle;
+	ev.f[NFF_FENCE_STOP_global_fence] = g->handle;
+	ev.f[NFF_FENCE_STOP_global_destroyed] = g->refs == 0;
+	if (g->refs == 0) {
+		/* DxgkDdiDestroyNativeFence: release the waiters still there. */
+		g->alive = false;
+		for (struct nf_cpu_waiter *w = g->waiters; w; w = w->next)
+			if (!w->done) {
+				w->done = true;
+				w->status = 2;
+			}
+	}
+	return fail(rt, emit(rt, &ev), err);
+}
+
+int nf_fence_read(nf_runtime *rt, nf_handle local, uint64_t *current, uint64_t *monitored,
+		  struct nf_error *err)
+{
+	struct nf_local_fence *lf = local_get(rt, local, err);
+
+	if (!lf)
+		return NF_EINVAL;
+	const struct nf_global_fence *g = &rt->globals[lf->global];
+	if (current)
+		*current = __atomic_load_n(&g->current, __ATOMIC_ACQUIRE);
+	if (monitored)
+		*monitored = g->monitored[lf->adapter];
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* public API: queue work                                              */
+
+static int queue_push(nf_runtime *rt, struct nf_queue *q, const struct nf_cmd *c,
+		      struct nf_error *err)
+{
+	if (q->cmd_count == q->cmd_cap) {
+		uint32_t ncap = q->cmd_cap ? q->cmd_cap * 2 : 64;
+		if (ncap > NF_QUEUE_CAP_MAX * 64)
+			return nf_error_set(err, NF_ENOMEM,
+					    "queue '%s' holds too many commands (%u): the GPU is blocked or too slow",
+					    q->name, q->cmd_count);
+		struct nf_cmd *n = malloc((size_t)ncap * sizeof(*n));
+		if (!n)
+			return nf_error_set(err, NF_ENOMEM, "out of memory");
+		for (uint32_t i = 0; i < q->cmd_count; i++)
+			n[i] = q->cmds[(q->cmd_head + i) % (q->cmd_cap ? q->cmd_cap : 1)];
+		free(q->cmds);
+		q->cmds = n;
+		q->cmd_head = 0;
+		q->cmd_cap = ncap;
+	}
+	q->cmds[(q->cmd_head + q->cmd_count) % q->cmd_cap] = *c;
+	q->cmd_count++;
+	return fail(rt, queue_schedule(rt, q, c->available_ns), err);
+}
+
+static int queue_fence_op(nf_runtime *rt, nf_handle queue, nf_handle fence, uint64_t value,
+			  enum nf_cmd_type type, struct nf_error *err)
+{
+	int rc = check_rt(rt, err);
+	struct nf_queue *q;
+	struct nf_local_fence *lf;
+	struct nf_event ev;
+
+	if (rc)
+		return rc;
+	if (!(q = queue_get(rt, queue, err)) || !(lf = local_get(rt, fence, err)))
+		return NF_EINVAL;
+	if (lf->adapter != q->adapter)
+		return nf_error_set(err, NF_EINVAL,
+				    "fence handle 0x%x is on adapter %u but queue 0x%x is on adapter %u",
+				    fence, lf->adapter, queue, q->adapter);
+	if (rt->cfg.max_operations && rt->stats.operations >= rt->cfg.max_operations)
+		return nf_error_set(err, NF_ENOMEM, "operation limit of %llu reached",
+				    (unsigned long long)rt->cfg.max_operations);
+	struct nf_global_fence *g = &rt->globals[lf->global];
+	rc = check_window(rt, g, q->adapter, value, err);
+	if (rc)
+		return rc;
+	struct nf_cmd c = { type, fence, value, 0, rt->now,
+			    rt->now + rt->adapters[q->adapter].desc.submit_latency_ns };
+	rt->stats.operations++;
+	if (q->native && lf->native) {
+		EV_INIT(ev, FENCE_WAIT_QUEUED);
+		if (type == NF_CMD_SIGNAL)
+			ev.id = NF_EV_FENCE_SIGNAL_QUEUED;
+		/* FENCE_WAIT_QUEUED and FENCE_SIGNAL_QUEUED share their layout. */
+		ev.f[NFF_FENCE_WAIT_QUEUED_adapter] = q->adapter;
+		ev.f[NFF_FENCE_WAIT_QUEUED_hwqueue] = q->handle;
+		ev.f[NFF_FENCE_WAIT_QUEUED_fence] = fence;
+		ev.f[NFF_FENCE_WAIT_QUEUED_value] = value;
+		ev.f[NFF_FENCE_WAIT_QUEUED_thread] = rt->thread;
+		rc = emit(rt, &ev);
+	} else if (type == NF_CMD_WAIT) {
+		/* Legacy: the OS tracks the wait and holds the queue's later work. */
+		EV_INIT(ev, GPU_WAIT_LEGACY);
+		ev.f[NFF_GPU_WAIT_LEGACY_adapter] = q->adapter;
+		ev.f[NFF_GPU_WAIT_LEGACY_hwqueue] = q->handle;
+		ev.f[NFF_GPU_WAIT_LEGACY_fence] = fence;
+		ev.f[NFF_GPU_WAIT_LEGACY_value] = value;
+		ev.f[NFF_GPU_WAIT_LEGACY_released] = 0;
+		rc = emit(rt, &ev);
+	}
+	if (rc)
+		return fail(rt, rc, err);
+	return queue_push(rt, q, &c, err);
+}
+
+_Static_assert((int)NFF_FENCE_WAIT_QUEUED_value == (int)NFF_FENCE_SIGNAL_QUEUED_value &&
+	       (int)NFF_FENCE_WAIT_QUEUED_thread == (int)NFF_FENCE_SIGNAL_QUEUED_thread,
+	       "queued events share a layout");
+
+int nf_queue_wait(nf_runtime *rt, nf_handle queue, nf_handle fence, uint64_t value,
+		  struct nf_error *err)
+{
+	return queue_fence_op(rt, queue, fence, value, NF_CMD_WAIT, err);
+}
+
+int nf_queue_signal(nf_runtime *rt, nf_handle queue, nf_handle fence, uint64_t value,
+		    struct nf_error *err)
+{
+	return queue_fence_op(rt, queue, fence, value, NF_CMD_SIGNAL, err);
+}
+
+int nf_queue_work(nf_runtime *rt, nf_handle queue, uint64_t gpu_ns, struct nf_error *err)
+{
+	int rc = check_rt(rt, err);
+	struct nf_queue *q;
+
+	if (rc)
+		return rc;
+	if (!(q = queue_get(rt, queue, err)))
+		return NF_EINVAL;
+	struct nf_cmd c = { NF_CMD_WORK, 0, 0, gpu_ns, rt->now,
+			    rt->now + rt->adapters[q->adapter].desc.submit_latency_ns };
+	return queue_push(rt, q, &c, err);
+}
+
+/* ------------------------------------------------------------------ */
+/* public API: CPU waits and signals                                   */
+
+static int cpu_fence(nf_runtime *rt, nf_handle fence, struct nf_local_fence **lf_out,
+		     struct nf_error *err)
+{
+	int rc = check_rt(rt, err);
+
+	if (rc)
+		return rc;
+	if (!(*lf_out = local_get(rt, fence, err)))
+		return NF_EINVAL;
+	if (rt->globals[(*lf_out)->global].type == NF_FENCE_TYPE_INTRA_GPU)
+		return nf_error_set(err, NF_EINVAL,
+				    "fence 0x%x is INTRA_GPU: CPU waits and signals are not allowed",
+				    fence);
+	return 0;
+}
+
+static int emit_unwait(nf_runtime *rt, const struct nf_cpu_waiter *w, uint64_t current)
+{
+	struct nf_event ev;
+
+	EV_INIT(ev, CPU_UNWAIT);
+	ev.f[NFF_CPU_UNWAIT_adapter] = w->adapter;
+	ev.f[NFF_CPU_UNWAIT_fence] = w->local;
+	ev.f[NFF_CPU_UNWAIT_value] = w->value;
+	ev.f[NFF_CPU_UNWAIT_thread] = w->thread;
+	ev.f[NFF_CPU_UNWAIT_wait_id] = w->wait_id;
+	ev.f[NFF_CPU_UNWAIT_status] = (uint64_t)w->status;
+	ev.f[NFF_CPU_UNWAIT_current_value] = current;
+	return emit(rt, &ev);
+}
+
+/* Registers a CPU waiter: VidSch tracks it, then the MonitoredValue protocol. */
+static int waiter_add(nf_runtime *rt, struct nf_local_fence *lf, uint64_t value,
+		      struct nf_cpu_waiter *w, nf_handle event, uint64_t timeout_ns, bool async)
+{
+	struct nf_global_fence *g = &rt->globals[lf->global];
+	struct nf_event ev;
+	int rc;
+
+	memset(w, 0, sizeof(*w));
+	w->wait_id = rt->next_wait_id++;
+	w->global = lf->global;
+	w->local = lf->handle;
+	w->adapter = lf->adapter;
+	w->value = value;
+	w->thread = rt->thread;
+	w->event = event;
+	rt->stats.cpu_waits++;
+	EV_INIT(ev, CPU_WAIT);
+	ev.f[NFF_CPU_WAIT_adapter] = lf->adapter;
+	ev.f[NFF_CPU_WAIT_fence] = lf->handle;
+	ev.f[NFF_CPU_WAIT_value] = value;
+	ev.f[NFF_CPU_WAIT_thread] = rt->thread;
+	ev.f[NFF_CPU_WAIT_wait_id] = w->wait_id;
+	ev.f[NFF_CPU_WAIT_timeout_ns] = timeout_ns;
+	ev.f[NFF_CPU_WAIT_async] = async;
+	rc = emit(rt, &ev);
+	if (rc)
+		return rc;
+	w->next = g->waiters;
+	g->waiters = w;
+	/* Write MonitoredValue, barrier, resample CurrentValue, satisfy. */
+	return update_monitored(rt, g, NULL);
+}
+
+static void waiter_unlink(struct nf_global_fence *g, struct nf_cpu_waiter *w)
+{
+	for (struct nf_cpu_waiter **pp = &g->waiters; *pp; pp = &(*pp)->next)
+		if (*pp == w) {
+			*pp = w->next;
+			return;
+		}
+}
+
+static int wait_timeout(struct nf_runtime *rt, uint32_t gi, uint32_t wait_id)
+{
+	struct nf_global_fence *g = &rt->globals[gi];
+
+	for (struct nf_cpu_waiter *w = g->waiters; w; w = w->next)
+		if (w->wait_id == wait_id && !w->done) {
+			w->done = true;
+			w->status = 1;
+			rt->stats.cpu_timeouts++;
+			waiter_unlink(g, w);
+			int rc = emit_unwait(rt, w, g->current);
+			if (!rc)
+				rc = update_monitored(rt, g, NULL);
+			return rc;
+		}
+	return 0;
+}
+
+int nf_cpu_wait(nf_runtime *rt, nf_handle fence, uint64_t value, uint64_t timeout_ns,
+		struct nf_error *err)
+{
+	struct nf_local_fence *lf;
+	struct nf_cpu_waiter w;
+	int rc = cpu_fence(rt, fence, &lf, err);
+
+	if (rc)
+		return rc;
+	uint32_t gi = lf->global;
+	rc = waiter_add(rt, lf, value, &w, 0, timeout_ns, false);
+	if (rc)
+		return fail(rt, rc, err);
+	uint64_t deadline = timeout_ns == NF_NO_TIMEOUT || timeout_ns > UINT64_MAX - rt->now
+			    ? UINT64_MAX : rt->now + timeout_ns;
+	/* Block: run the world until satisfied or the deadline. */
+	while (!w.done) {
+		if (!rt->heap_len || rt->heap[0].time > deadline || !rt->active_sims) {
+			if (deadline == UINT64_MAX) {
+				waiter_unlink(&rt->globals[gi], &w);
+				update_monitored(rt, &rt->globals[gi], NULL);
+				return nf_error_set(err, NF_ESTATE,
+						    "CPU wait on fence 0x%x for %llu can never be satisfied: no GPU work is pending",
+						    fence, (unsigned long long)value);
+			}
+			rc = sim_run_until(rt, deadline);
+			if (rc)
+				return fail(rt, rc, err);
+			if (!w.done) {
+				rc = wait_timeout(rt, gi, w.wait_id);
+				if (rc)
+					return fail(rt, rc, err);
+			}
+			break;
+		}
+		struct nf_sim_event se = sim_pop(rt);
+		if (se.time > rt->now)
+			rt->now = se.time;
+		rc = sim_dispatch(rt, &se);
+		if (rc)
+			return fail(rt, rc, err);
+	}
+	waiter_unlink(&rt->globals[gi], &w);
+	if (w.status == 1)
+		return nf_error_set(err, NF_ETIMEOUT, "CPU wait on fence 0x%x for %llu timed out",
+				    fence, (unsigned long long)value);
+	if (w.status == 2)
+		return nf_error_set(err, NF_ESTATE, "fence 0x%x was destroyed during the wait", fence);
+	return 0;
+}
+
+int nf_cpu_wait_async(nf_runtime *rt, nf_handle fence, uint64_t value, nf_handle *event_out,
+		      struct nf_error *err)
+{
+	struct nf_local_fence *lf;
+	int rc = cpu_fence(rt, fence, &lf, err);
+	nf_handle eh;
+
+	if (rc)
+		return rc;
+	if (!event_out)
+		return nf_error_set(err, NF_EINVAL, "nf_cpu_wait_async: NULL output");
+	if (grow((void **)&rt->events, &rt->cap_events, rt->n_events + 1, sizeof(*rt->events)))
+		return nf_error_set(err, NF_ENOMEM, "out of memory");
+	struct nf_cpu_waiter *w = malloc(sizeof(*w));
+	if (!w)
+		return nf_error_set(err, NF_ENOMEM, "out of memory");
+	rc = handle_new(rt, NF_OBJ_EVENT, rt->n_events, &eh);
+	if (rc) {
+		free(w);
+		return fail(rt, rc, err);
+	}
+	struct nf_event_obj *eo = &rt->events[rt->n_events++];
+	eo->alive = true;
+	eo->waiter = w;
+	rc = waiter_add(rt, lf, value, w, eh, NF_NO_TIMEOUT, true);
+	if (rc)
+		return fail(rt, rc, err);
+	if (w->done)
+		eo->signaled = true;
+	*event_out = eh;
+	return 0;
+}
+
+int nf_event_wait(nf_runtime *rt, nf_handle event, uint64_t timeout_ns, struct nf_error *err)
+{
+	int rc = check_rt(rt, err);
+	uint32_t ei;
+
+	if (rc)
+		return rc;
+	if (handle_lookup(rt, event, NF_OBJ_EVENT, &ei) || !rt->events[ei].alive)
+		return nf_error_set(err, NF_EINVAL, "invalid event handle 0x%x", event);
+	uint64_t deadline = timeout_ns == NF_NO_TIMEOUT || timeout_ns > UINT64_MAX - rt->now
+			    ? UINT64_MAX : rt->now + timeout_ns;
+	while (!rt->events[ei].signaled) {
+		if (!rt->heap_len || rt->heap[0].time > deadline || !rt->active_sims) {
+			if (deadline == UINT64_MAX)
+				return nf_error_set(err, NF_ESTATE,
+						    "event 0x%x can never be signalled: no GPU work is pending",
+						    event);
+			rc = sim_run_until(rt, deadline);
+			if (rc)
+				return fail(rt, rc, err);
+			if (!rt->events[ei].signaled)
+				return nf_error_set(err, NF_ETIMEOUT, "wait on event 0x%x timed out", event);
+			break;
+		}
+		struct nf_sim_event se = sim_pop(rt);
+		if (se.time > rt->now)
+			rt->now = se.time;
+		rc = sim_dispatch(rt, &se);
+		if (rc)
+			return fail(rt, rc, err);
+	}
+	return 0;
+}
+
+int nf_event_close(nf_runtime *rt, nf_handle event, struct nf_error *err)
+{
+	uint32_t ei;
+
+	if (!rt || handle_lookup(rt, event, NF_OBJ_EVENT, &ei) || !rt->events[ei].alive)
+		return nf_error_set(err, NF_EINVAL, "invalid event handle 0x%x", event);
+	struct nf_event_obj *eo = &rt->events[ei];
+	struct nf_cpu_waiter *w = eo->waiter;
+	eo->alive = false;
+	if (w && !w->done) {
+		struct nf_global_fence *g = &rt->globals[w->global];
+		w->done = true;
+		w->status = 2;
+		waiter_unlink(g, w);
+		int rc = emit_unwait(rt, w, g->current);
+		if (!rc)
+			rc = update_monitored(rt, g, NULL);
+		free(w);
+		eo->waiter = NULL;
+		return fail(rt, rc, err);
+	}
+	free(w);
+	eo->waiter = NULL;
+	return 0;
+}
+
+int nf_cpu_signal(nf_runtime *rt, nf_handle fence, uint64_t value, struct nf_error *err)
+{
+	struct nf_local_fence *lf;
+	int rc = cpu_fence(rt, fence, &lf, err);
+	struct nf_event ev;
+
+	if (rc)
+		return rc;
+	struct nf_global_fence *g = &rt->globals[lf->global];
+	rc = check_window(rt, g, lf->adapter, value, err);
+	if (rc)
+		return rc;
+	EV_INIT(ev, CPU_SIGNAL);
+	ev.f[NFF_CPU_SIGNAL_adapter] = lf->adapter;
+	ev.f[NFF_CPU_SIGNAL_fence] = fence;
+	ev.f[NFF_CPU_SIGNAL_value] = value;
+	ev.f[NFF_CPU_SIGNAL_thread] = rt->thread;
+	rc = emit(rt, &ev);
+	if (rc)
+		return fail(rt, rc, err);
+	/* VidSch writes the value through DxgkDdiUpdateCurrentValuesFromCpu. */
+	fence_write(rt, g, lf->adapter, value);
+	EV_INIT(ev, UPDATE_CURRENT_VALUES);
+	ev.f[NFF_UPDATE_CURRENT_VALUES_adapter] = lf->adapter;
+	ev.f[NFF_UPDATE_CURRENT_VALUES_global_fence] = g->handle;
+	ev.f[NFF_UPDATE_CURRENT_VALUES_value] = value;
+	ev.f[NFF_UPDATE_CURRENT_VALUES_flags] = 0;
+	rc = emit(rt, &ev);
+	if (!rc)
+		rc = wake_gpu_waiters(rt, g, lf->adapter);
+	if (!rc)
+		rc = satisfy_cpu_waiters(rt, g, NULL);
+	if (!rc)
+		rc = update_monitored(rt, g, NULL);
+	if (!rc)
+		rc = propagate_cross_adapter(rt, g, lf->adapter);
+	return fail(rt, rc, err);
+}
