@@ -22,6 +22,7 @@ extern "C" {
 
 /* Session facts from the CTF trace environment. Strings are owned by the parser. */
 struct nf_session_info {
+	/* Strings absent from the environment read as "". */
 	const char *tool_version;   /* nftrace version that recorded it */
 	int64_t schema_version;     /* NF_SCHEMA_VERSION at record time */
 	const char *source;         /* scenario path or command line */
@@ -58,8 +59,9 @@ struct nf_finding {
 	uint32_t adapter, hwqueue, log_type, epoch;
 	uint64_t count;            /* entries concerned (lost entries for NF_FIND_LOST, else 1) */
 	uint64_t first_seq;        /* first written-sequence position concerned */
-	uint64_t prev_gpu_ts;      /* end timestamp of the last entry read before (0 if none) */
-	uint64_t next_gpu_ts;      /* end timestamp of the first entry read after (0 if none) */
+	uint64_t prev_gpu_ts;      /* last non-zero end timestamp read before in this epoch (0 if none) */
+	uint64_t next_gpu_ts;      /* LOST: first non-zero end timestamp read after the gap;
+				      per-entry findings: the entry's own end timestamp (0 if none) */
 	uint64_t cpu_ts;           /* CPU ticks of the log read where it was found */
 	/* where: */
 	const char *stream;        /* stream (file) name */
@@ -68,7 +70,11 @@ struct nf_finding {
 	char detail[160];          /* one line for humans */
 };
 
-/* A log entry the replay accepted as newly written, with its place. */
+/*
+ * A log entry the replay accepted as newly written, with its place. Entries of
+ * a read the replay finds inconsistent (header backwards, wrong count or slot)
+ * are not handed over: their places are unknown; the CORRUPT finding says so.
+ */
 struct nf_decoded_entry {
 	uint32_t adapter, hwqueue, log_type, epoch;
 	uint64_t seq;              /* position in the written sequence: wrap*N + index */
@@ -77,7 +83,14 @@ struct nf_decoded_entry {
 	enum nf_finding_kind ts_class; /* NF_FIND_COUNT when ok, else ZERO_TS / REPEATED_TS / BACKWARDS_TS */
 };
 
-/* Callbacks; any may be NULL. A non-zero return stops the run with that code. */
+/*
+ * Callbacks; any may be NULL. A non-zero return stops the run with that code.
+ * For each event the event callback comes first, then the entries and findings
+ * the log replay derives from it (for a LOG_READ: the LOST finding, then per
+ * entry its findings followed by the entry). Pointers inside the structures
+ * passed (nf_event.str, .u32s, .entries, nf_finding.stream) are valid only
+ * during the call.
+ */
 struct nf_parser_callbacks {
 	void *ctx;
 	int (*event)(void *ctx, const struct nf_event *ev);
@@ -87,15 +100,36 @@ struct nf_parser_callbacks {
 
 struct nf_parser;
 
-/* Opens a session directory. Returns 0, NF_ENOENT, NF_EFORMAT (not a session). */
+/*
+ * Opens a session directory and reads its environment (nothing is printed;
+ * babeltrace2's logging is turned off). Returns 0, NF_ENOENT (no such
+ * directory), NF_EFORMAT (no metadata, metadata or stream babeltrace2 rejects,
+ * or an environment without schema_version / cpu_frequency: "not an nftrace
+ * session"), NF_EUNSUPP (babeltrace2 plugins missing) or NF_ENOMEM.
+ */
 int nf_parser_open(const char *dir, struct nf_parser **out, struct nf_error *err);
 
 /* Borrowed; valid until nf_parser_destroy(). */
 const struct nf_session_info *nf_parser_info(const struct nf_parser *p);
 
-/* Reads the whole session once, calling back in time order. */
+/*
+ * Reads the whole session once, calling back in time order. Events whose name
+ * is not in the schema are skipped (and counted); schema fields are looked up
+ * by name, a missing one reads as 0 (NULL for STR). Returns 0, a callback's
+ * code, NF_EFORMAT (babeltrace2 could not decode the trace: truncated or
+ * corrupt stream, with its cause; callbacks may have run for what came
+ * before), NF_ENOMEM, or NF_ESTATE when called a second time.
+ */
 int nf_parser_run(struct nf_parser *p, const struct nf_parser_callbacks *cb,
 		  struct nf_error *err);
+
+/* What a run saw, for summaries. */
+struct nf_parser_stats {
+	uint64_t events;           /* event records read, known or not */
+	uint64_t unknown_events;   /* records whose name is not in the schema (skipped) */
+	uint64_t discarded_events; /* events the recorder reported as dropped */
+};
+void nf_parser_get_stats(const struct nf_parser *p, struct nf_parser_stats *st);
 
 void nf_parser_destroy(struct nf_parser *p);
 
