@@ -1,0 +1,634 @@
+/*
+ * Fills the viewer's scene from the timeline database, streaming: fence
+ * operations come ordered by queue and queued time (the fence_ops_queue
+ * index) and go through one lane accumulator per lane of the current row, so
+ * memory does not grow with the number of operations. Then CPU waits and
+ * signals per thread, anomalies (lost spans and timestamp markers) per queue,
+ * and the signal -> wait links of the deps table, deduplicated per pixel.
+ * Times are never invented: an operation without an end is drawn open-ended.
+ */
+#include "viewer.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Links drawn at most (distinct by rows and pixel columns); the rest are counted. */
+#define NF_RENDER_MAX_LINKS 100000
+#define NF_RENDER_LINK_SLOTS (1u << 18)
+
+static int sql_fail(sqlite3 *db, struct nf_error *err, const char *what)
+{
+	return nf_error_set(err, NF_ESQL, "%s: %s", what, sqlite3_errmsg(db));
+}
+
+static int oom(struct nf_error *err)
+{
+	return nf_error_set(err, NF_ENOMEM, "out of memory while drawing");
+}
+
+/* Prepares sql built with the filters; binds ?1 = t0 and ?2 = t1. */
+static int prepare_window(sqlite3 *db, const struct nf_render_layout *lay, const char *sql,
+			  sqlite3_stmt **st, const char *what, struct nf_error *err)
+{
+	if (!sql)
+		return oom(err);
+	if (sqlite3_prepare_v2(db, sql, -1, st, NULL) != SQLITE_OK)
+		return sql_fail(db, err, what);
+	sqlite3_bind_int64(*st, 1, lay->t0);
+	sqlite3_bind_int64(*st, 2, lay->t1);
+	return 0;
+}
+
+static int col_null(sqlite3_stmt *st, int col)
+{
+	return sqlite3_column_type(st, col) == SQLITE_NULL;
+}
+
+/* The lanes of the queue row being streamed. */
+struct queue_lanes {
+	struct nf_render_lane wait, stall, signal;
+	const struct nf_render_row *row;
+};
+
+static int queue_lanes_flush(struct queue_lanes *q, struct nf_render_scene *s)
+{
+	int ret;
+
+	if (!q->row)
+		return 0;
+	if ((ret = nf_render_lane_flush(&q->wait, s)) < 0 ||
+	    (ret = nf_render_lane_flush(&q->stall, s)) < 0 ||
+	    (ret = nf_render_lane_flush(&q->signal, s)) < 0)
+		return ret;
+	q->row = NULL;
+	return 0;
+}
+
+static void queue_lanes_start(struct queue_lanes *q, const struct nf_render_row *row)
+{
+	double y0, y1;
+
+	q->row = row;
+	nf_render_lane_extent(row, NF_LANE_WAIT, &y0, &y1);
+	nf_render_lane_reset(&q->wait, y0, y1, NF_RB_WAIT, NF_RB_WAIT_D, NF_RB_WAIT_EDGE,
+			     NF_RB_OPEN_WAIT);
+	nf_render_lane_reset(&q->stall, y0, y1, NF_RB_STALL, NF_RB_STALL_D, NF_RB_WAIT_EDGE,
+			     NF_RB_OPEN_WAIT);
+	nf_render_lane_extent(row, NF_LANE_SIGNAL, &y0, &y1);
+	nf_render_lane_reset(&q->signal, y0, y1, NF_RB_SIGNAL, NF_RB_SIGNAL_D, NF_RB_SIGNAL_EDGE,
+			     NF_RB_OPEN_SIGNAL);
+}
+
+static enum nf_render_mk open_marker(const char *status)
+{
+	if (status && strcmp(status, "lost") == 0)
+		return NF_MK_LOST;
+	if (status && strcmp(status, "zero_timestamp") == 0)
+		return NF_MK_ZERO_OP;
+	return NF_MK_UNMATCHED;
+}
+
+/* One fence operation of the current row. */
+static int add_op(struct queue_lanes *q, const struct nf_render_layout *lay,
+		  struct nf_render_scene *s, sqlite3_stmt *st)
+{
+	const char *op = (const char *)sqlite3_column_text(st, 1);
+	int is_wait = op && op[0] == 'w';
+	struct nf_render_lane *lane = is_wait ? &q->wait : &q->signal;
+	int64_t start, end;
+	int ret;
+
+	if (is_wait)
+		s->n_waits++;
+	else
+		s->n_signals++;
+	if (!col_null(st, 2))
+		start = sqlite3_column_int64(st, 2);
+	else if (!col_null(st, 3))
+		start = sqlite3_column_int64(st, 3);
+	else if (!col_null(st, 4))
+		start = sqlite3_column_int64(st, 4);
+	else {
+		s->n_unplaced++;
+		return 0;
+	}
+	if (col_null(st, 4)) {
+		s->n_open++;
+		nf_render_lane_open(lane, nf_render_layout_x(lay, start),
+				    open_marker((const char *)sqlite3_column_text(st, 5)));
+		return 0;
+	}
+	end = sqlite3_column_int64(st, 4);
+	/* A completion before its queued time is a causality anomaly: draw it as it is. */
+	if (end < start) {
+		int64_t t = end;
+
+		end = start;
+		start = t;
+	}
+	if ((ret = nf_render_lane_box(lane, s, nf_render_layout_x(lay, start),
+				      nf_render_layout_x(lay, end), 1)) < 0)
+		return ret;
+	if (is_wait && !col_null(st, 3)) {
+		int64_t obs = sqlite3_column_int64(st, 3);
+
+		if (obs < start)
+			obs = start;
+		if (obs < end &&
+		    (ret = nf_render_lane_box(&q->stall, s, nf_render_layout_x(lay, obs),
+					      nf_render_layout_x(lay, end), 0)) < 0)
+			return ret;
+	}
+	return 0;
+}
+
+static int collect_ops(sqlite3 *db, const struct nf_render_options *opts,
+		       const struct nf_render_layout *lay, struct nf_render_scene *s,
+		       const char *qf, const char *ff, struct nf_error *err)
+{
+	struct queue_lanes q;
+	sqlite3_stmt *st = NULL;
+	char *sql;
+	int64_t cur = 0;
+	int rc, ret, have_cur = 0;
+
+	(void)opts;
+	memset(&q, 0, sizeof(q));
+	if (nf_render_lane_init(&q.wait, lay) < 0 || nf_render_lane_init(&q.stall, lay) < 0 ||
+	    nf_render_lane_init(&q.signal, lay) < 0) {
+		ret = oom(err);
+		goto out_release;
+	}
+	sql = sqlite3_mprintf("SELECT queue, op, queued_ns, observed_ns, end_ns, status "
+			      "FROM fence_ops WHERE queue IS NOT NULL%s%s "
+			      "AND (end_ns IS NULL OR end_ns >= ?1) "
+			      "AND coalesce(queued_ns, observed_ns, end_ns, ?1) <= ?2 "
+			      "ORDER BY queue, queued_ns",
+			      qf, ff);
+	ret = prepare_window(db, lay, sql, &st, "reading fence_ops", err);
+	sqlite3_free(sql);
+	if (ret < 0)
+		goto out_release;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t queue = sqlite3_column_int64(st, 0);
+
+		if (!have_cur || queue != cur) {
+			const struct nf_render_row *row = nf_render_layout_queue(lay, queue);
+
+			if ((ret = queue_lanes_flush(&q, s)) < 0) {
+				ret = oom(err);
+				goto out_release;
+			}
+			have_cur = 1;
+			cur = queue;
+			if (row)
+				queue_lanes_start(&q, row);
+		}
+		if (!q.row)
+			continue;
+		if ((ret = add_op(&q, lay, s, st)) < 0) {
+			ret = oom(err);
+			goto out_release;
+		}
+	}
+	if (rc != SQLITE_DONE) {
+		ret = sql_fail(db, err, "reading fence_ops");
+		goto out_release;
+	}
+	if ((ret = queue_lanes_flush(&q, s)) < 0)
+		ret = oom(err);
+out_release:
+	sqlite3_finalize(st);
+	nf_render_lane_release(&q.wait);
+	nf_render_lane_release(&q.stall);
+	nf_render_lane_release(&q.signal);
+	return ret;
+}
+
+static int collect_cpu_waits(sqlite3 *db, const struct nf_render_layout *lay,
+			     struct nf_render_scene *s, const char *ff, struct nf_error *err)
+{
+	struct nf_render_lane lane;
+	const struct nf_render_row *row = NULL;
+	sqlite3_stmt *st = NULL;
+	char *sql;
+	int64_t cur = 0;
+	int rc, ret, have_cur = 0;
+	double y0, y1;
+
+	if (nf_render_lane_init(&lane, lay) < 0)
+		return oom(err);
+	sql = sqlite3_mprintf("SELECT thread, start_ns, end_ns FROM cpu_waits "
+			      "WHERE thread IS NOT NULL AND start_ns IS NOT NULL%s "
+			      "AND (end_ns IS NULL OR end_ns >= ?1) AND start_ns <= ?2 "
+			      "ORDER BY thread, start_ns",
+			      ff);
+	if ((ret = prepare_window(db, lay, sql, &st, "reading cpu_waits", err)) < 0)
+		goto out_release;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t thread = sqlite3_column_int64(st, 0), start = sqlite3_column_int64(st, 1);
+
+		if (!have_cur || thread != cur) {
+			if (row && (ret = nf_render_lane_flush(&lane, s)) < 0)
+				goto out_oom;
+			have_cur = 1;
+			cur = thread;
+			row = nf_render_layout_thread(lay, thread);
+			if (row) {
+				nf_render_lane_extent(row, NF_LANE_CPU, &y0, &y1);
+				nf_render_lane_reset(&lane, y0, y1, NF_RB_CPUWAIT, NF_RB_CPUWAIT_D,
+						     NF_RB_CPUWAIT_EDGE, NF_RB_OPEN_CPU);
+			}
+		}
+		if (!row)
+			continue;
+		s->n_cpu_waits++;
+		if (col_null(st, 2)) {
+			nf_render_lane_open(&lane, nf_render_layout_x(lay, start), NF_MK_UNMATCHED);
+			continue;
+		}
+		if ((ret = nf_render_lane_box(&lane, s, nf_render_layout_x(lay, start),
+					      nf_render_layout_x(lay, sqlite3_column_int64(st, 2)),
+					      1)) < 0)
+			goto out_oom;
+	}
+	if (rc != SQLITE_DONE) {
+		ret = sql_fail(db, err, "reading cpu_waits");
+		goto out_release;
+	}
+	if (row && (ret = nf_render_lane_flush(&lane, s)) < 0)
+		goto out_oom;
+	ret = 0;
+	goto out_release;
+out_oom:
+	ret = oom(err);
+out_release:
+	sqlite3_finalize(st);
+	sqlite3_free(sql);
+	nf_render_lane_release(&lane);
+	return ret;
+}
+
+/* CPU signals: a tick per pixel column (two pixels wide) on the thread's row. */
+static int collect_cpu_signals(sqlite3 *db, const struct nf_render_layout *lay,
+			       struct nf_render_scene *s, const char *ff, struct nf_error *err)
+{
+	sqlite3_stmt *st = NULL;
+	const struct nf_render_row *row = NULL;
+	char *sql;
+	int64_t cur = 0;
+	int rc, ret, have_cur = 0;
+	double last_col = -1.0;
+
+	sql = sqlite3_mprintf("SELECT thread, ts_ns FROM cpu_signals WHERE thread IS NOT NULL "
+			      "AND ts_ns >= ?1 AND ts_ns <= ?2%s ORDER BY thread, ts_ns",
+			      ff);
+	if ((ret = prepare_window(db, lay, sql, &st, "reading cpu_signals", err)) < 0)
+		goto out_free;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t thread = sqlite3_column_int64(st, 0);
+		double x, col;
+
+		if (!have_cur || thread != cur) {
+			have_cur = 1;
+			cur = thread;
+			row = nf_render_layout_thread(lay, thread);
+			last_col = -1.0;
+		}
+		if (!row)
+			continue;
+		s->n_cpu_signals++;
+		x = nf_render_layout_x(lay, sqlite3_column_int64(st, 1));
+		col = floor(x);
+		if (col == last_col)
+			continue;
+		last_col = col;
+		if (nf_render_quads_add(&s->rects[NF_RB_CPU_TICK], col - 0.5, row->y + 3.0, 2.0,
+					row->h - 6.0) < 0) {
+			ret = oom(err);
+			goto out_free;
+		}
+	}
+	if (rc != SQLITE_DONE)
+		ret = sql_fail(db, err, "reading cpu_signals");
+out_free:
+	sqlite3_finalize(st);
+	sqlite3_free(sql);
+	return ret;
+}
+
+/* A merged lost span being built for one lane of one row. */
+struct lost_run {
+	double x0, x1, y0, y1;
+	int64_t entries;
+	int have;
+};
+
+static int add_label(struct nf_render_scene *s, double x, double y, const char *text)
+{
+	if (s->n_labels == s->cap_labels) {
+		size_t ncap = s->cap_labels ? s->cap_labels * 2 : 16;
+		struct nf_render_label *n;
+
+		if (ncap > 1000000)
+			return NF_ENOMEM;
+		n = realloc(s->labels, ncap * sizeof(*n));
+		if (!n)
+			return NF_ENOMEM;
+		s->labels = n;
+		s->cap_labels = ncap;
+	}
+	s->labels[s->n_labels].x = x;
+	s->labels[s->n_labels].y = y;
+	snprintf(s->labels[s->n_labels].text, sizeof(s->labels[0].text), "%s", text);
+	s->n_labels++;
+	return 0;
+}
+
+/* Emits a lost run; its label goes in when it does not overlap the previous one. */
+static int lost_run_flush(struct lost_run *r, struct nf_render_scene *s, double *label_end)
+{
+	char text[32];
+	double cx, tw;
+	int ret;
+
+	if (!r->have)
+		return 0;
+	r->have = 0;
+	if ((ret = nf_render_quads_add(&s->rects[NF_RB_LOST_BG], r->x0, r->y0, r->x1 - r->x0,
+				       r->y1 - r->y0)) < 0 ||
+	    (ret = nf_render_quads_add(&s->hatch, r->x0, r->y0, r->x1 - r->x0, r->y1 - r->y0)) < 0)
+		return ret;
+	snprintf(text, sizeof(text), "lost %lld", (long long)r->entries);
+	cx = (r->x0 + r->x1) / 2.0;
+	tw = 6.5 * (double)strlen(text) + 8.0;  /* a generous estimate at 10 px */
+	if (cx - tw / 2.0 < *label_end)
+		return 0;
+	*label_end = cx + tw / 2.0;
+	return add_label(s, cx, (r->y0 + r->y1) / 2.0 + 3.5, text);
+}
+
+static int collect_anomalies(sqlite3 *db, const struct nf_render_layout *lay,
+			     struct nf_render_scene *s, const char *qf, struct nf_error *err)
+{
+	struct lost_run runs[3];
+	sqlite3_stmt *st = NULL;
+	const struct nf_render_row *row = NULL;
+	char *sql;
+	int64_t cur = 0;
+	int rc, ret, have_cur = 0;
+	double last_col[2] = { -1.0, -1.0 }, label_end[3] = { 0, 0, 0 };
+
+	memset(runs, 0, sizeof(runs));
+	sql = sqlite3_mprintf("SELECT kind, queue, log, first_ns, last_ns, lost_entries "
+			      "FROM anomalies WHERE queue IS NOT NULL%s "
+			      "AND coalesce(first_ns, last_ns) IS NOT NULL "
+			      "AND coalesce(last_ns, first_ns) >= ?1 AND coalesce(first_ns, last_ns) <= ?2 "
+			      "ORDER BY queue, coalesce(first_ns, last_ns)",
+			      qf);
+	if ((ret = prepare_window(db, lay, sql, &st, "reading anomalies", err)) < 0)
+		goto out_free;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *kind = (const char *)sqlite3_column_text(st, 0);
+		const char *log = (const char *)sqlite3_column_text(st, 2);
+		int64_t queue = sqlite3_column_int64(st, 1);
+		int64_t first = col_null(st, 3) ? sqlite3_column_int64(st, 4) : sqlite3_column_int64(st, 3);
+		int64_t last = col_null(st, 4) ? first : sqlite3_column_int64(st, 4);
+		double x, col;
+		int k;
+
+		if (!have_cur || queue != cur) {
+			for (k = 0; k < 3; k++)
+				if (lost_run_flush(&runs[k], s, &label_end[k]) < 0)
+					goto out_oom;
+			have_cur = 1;
+			cur = queue;
+			row = nf_render_layout_queue(lay, queue);
+			last_col[0] = last_col[1] = -1.0;
+			label_end[0] = label_end[1] = label_end[2] = 0.0;
+		}
+		if (!row)
+			continue;
+		s->n_anomalies++;
+		if (kind && strcmp(kind, "overrun") == 0) {
+			struct lost_run *r;
+			double x0 = nf_render_layout_x(lay, first), x1 = nf_render_layout_x(lay, last);
+
+			s->n_lost_spans++;
+			s->lost_entries += sqlite3_column_int64(st, 5);
+			k = log && strcmp(log, "waits") == 0 ? 0 : log && strcmp(log, "signals") == 0 ? 1 : 2;
+			r = &runs[k];
+			if (x0 < lay->plot_x0)
+				x0 = lay->plot_x0;
+			if (x1 > lay->plot_x1)
+				x1 = lay->plot_x1;
+			if (x1 - x0 < 3.0) {  /* never hidden: at least 3 px */
+				double c = (x0 + x1) / 2.0;
+
+				x0 = c - 1.5;
+				x1 = c + 1.5;
+			}
+			if (r->have && x0 <= r->x1 + 1.0) {
+				if (x1 > r->x1)
+					r->x1 = x1;
+				r->entries += sqlite3_column_int64(st, 5);
+				continue;
+			}
+			if (lost_run_flush(r, s, &label_end[k]) < 0)
+				goto out_oom;
+			r->have = 1;
+			r->x0 = x0;
+			r->x1 = x1;
+			r->entries = sqlite3_column_int64(st, 5);
+			if (k == 2) {
+				r->y0 = row->y + 2.0;
+				r->y1 = row->y + row->h - 2.0;
+			} else {
+				nf_render_lane_extent(row, k == 0 ? NF_LANE_WAIT : NF_LANE_SIGNAL,
+						      &r->y0, &r->y1);
+				r->y0 -= 2.0;
+				r->y1 += 2.0;
+			}
+			continue;
+		}
+		k = kind && (strcmp(kind, "zero_timestamp") == 0 ||
+			     strcmp(kind, "repeated_timestamp") == 0) ? 0 : 1;
+		if (first < lay->t0)
+			continue;
+		x = nf_render_layout_x(lay, first);
+		col = floor(x);
+		if (col == last_col[k])
+			continue;
+		last_col[k] = col;
+		if (nf_render_quads_add(&s->marks[k ? NF_MK_BAD : NF_MK_TS], col + 0.5,
+					row->y + (k ? row->h - 4.0 : 4.0), 5.0, 0) < 0)
+			goto out_oom;
+	}
+	if (rc != SQLITE_DONE) {
+		ret = sql_fail(db, err, "reading anomalies");
+		goto out_free;
+	}
+	for (int k = 0; k < 3; k++)
+		if (lost_run_flush(&runs[k], s, &label_end[k]) < 0)
+			goto out_oom;
+	ret = 0;
+	goto out_free;
+out_oom:
+	ret = oom(err);
+out_free:
+	sqlite3_finalize(st);
+	sqlite3_free(sql);
+	return ret;
+}
+
+/* A set of drawn links, keyed by rows and pixel columns. */
+struct link_set {
+	uint64_t *slot;
+	size_t n;
+};
+
+/* Returns 1 when the key is new (and adds it), 0 when known, -1 when full. */
+static int link_set_add(struct link_set *ls, uint64_t key)
+{
+	uint64_t k = key + 1, h = key * 0x9E3779B97F4A7C15ull;
+	size_t i = (size_t)(h >> 40) & (NF_RENDER_LINK_SLOTS - 1);
+
+	while (ls->slot[i]) {
+		if (ls->slot[i] == k)
+			return 0;
+		i = (i + 1) & (NF_RENDER_LINK_SLOTS - 1);
+	}
+	if (ls->n >= NF_RENDER_MAX_LINKS)
+		return -1;
+	ls->slot[i] = k;
+	ls->n++;
+	return 1;
+}
+
+static int add_link(struct link_set *ls, const struct nf_render_layout *lay,
+		    struct nf_render_scene *s, const struct nf_render_row *from, double fy,
+		    int64_t from_t, const struct nf_render_row *to, int64_t to_t)
+{
+	double x0 = nf_render_layout_x(lay, from_t), x1 = nf_render_layout_x(lay, to_t);
+	double wy0, wy1;
+	uint64_t key;
+	int r;
+
+	nf_render_lane_extent(to, NF_LANE_WAIT, &wy0, &wy1);
+	s->n_links++;
+	key = ((uint64_t)(from - lay->rows) << 48) | ((uint64_t)(to - lay->rows) << 32) |
+	      ((uint64_t)(uint16_t)(int)floor(x0) << 16) | (uint64_t)(uint16_t)(int)floor(x1);
+	r = link_set_add(ls, key);
+	if (r < 0) {
+		s->n_links_merged++;
+		return 0;
+	}
+	if (r == 0)
+		return 0;
+	return nf_render_quads_add(&s->links, x0, fy, x1, (wy0 + wy1) / 2.0);
+}
+
+static int collect_links(sqlite3 *db, const struct nf_render_layout *lay,
+			 struct nf_render_scene *s, const char *ff, struct nf_error *err)
+{
+	struct link_set ls = { NULL, 0 };
+	sqlite3_stmt *st = NULL;
+	char *sql = NULL;
+	int rc, ret = 0;
+
+	ls.slot = calloc(NF_RENDER_LINK_SLOTS, sizeof(*ls.slot));
+	if (!ls.slot)
+		return oom(err);
+	for (int pass = 0; pass < 2; pass++) {
+		/* Pass 0: GPU signal -> wait; pass 1: CPU signal -> wait. */
+		if (pass == 0)
+			sql = sqlite3_mprintf(
+				"SELECT s.queue, s.end_ns, w.queue, w.end_ns FROM deps d "
+				"JOIN fence_ops w ON w.id = d.wait_id JOIN fence_ops s ON s.id = d.signal_id "
+				"WHERE s.end_ns IS NOT NULL AND w.end_ns IS NOT NULL%s "
+				"AND max(s.end_ns, w.end_ns) >= ?1 AND min(s.end_ns, w.end_ns) <= ?2",
+				ff);
+		else
+			sql = sqlite3_mprintf(
+				"SELECT c.thread, c.ts_ns, w.queue, w.end_ns FROM deps d "
+				"JOIN fence_ops w ON w.id = d.wait_id JOIN cpu_signals c ON c.id = d.cpu_signal "
+				"WHERE d.signal_id IS NULL AND c.ts_ns IS NOT NULL AND w.end_ns IS NOT NULL%s "
+				"AND max(c.ts_ns, w.end_ns) >= ?1 AND min(c.ts_ns, w.end_ns) <= ?2",
+				ff);
+		if ((ret = prepare_window(db, lay, sql, &st, "reading deps", err)) < 0)
+			goto out_free;
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+			const struct nf_render_row *from, *to;
+			double y0, y1;
+
+			from = pass == 0 ? nf_render_layout_queue(lay, sqlite3_column_int64(st, 0))
+					 : nf_render_layout_thread(lay, sqlite3_column_int64(st, 0));
+			to = nf_render_layout_queue(lay, sqlite3_column_int64(st, 2));
+			if (!from || !to)
+				continue;
+			nf_render_lane_extent(from, pass == 0 ? NF_LANE_SIGNAL : NF_LANE_CPU, &y0, &y1);
+			if (add_link(&ls, lay, s, from, (y0 + y1) / 2.0, sqlite3_column_int64(st, 1), to,
+				     sqlite3_column_int64(st, 3)) < 0) {
+				ret = oom(err);
+				goto out_free;
+			}
+		}
+		if (rc != SQLITE_DONE) {
+			ret = sql_fail(db, err, "reading deps");
+			goto out_free;
+		}
+		sqlite3_finalize(st);
+		st = NULL;
+		sqlite3_free(sql);
+		sql = NULL;
+	}
+out_free:
+	sqlite3_finalize(st);
+	sqlite3_free(sql);
+	free(ls.slot);
+	return ret;
+}
+
+int nf_render_collect(sqlite3 *db, const struct nf_render_options *opts,
+		      const struct nf_render_layout *lay, struct nf_render_scene *s,
+		      struct nf_error *err)
+{
+	int nf = opts->fences ? opts->n_fences : 0, nq = opts->queues ? opts->n_queues : 0;
+	char *qf = nf_render_in_list("queue", opts->queues, nq);
+	char *ff = nf_render_in_list("fence", opts->fences, nf);
+	char *wff = nf_render_in_list("w.fence", opts->fences, nf);
+	char *cff = nf_render_in_list("fence", opts->fences, nf);
+	int ret;
+
+	if (!qf || !ff || !wff || !cff) {
+		ret = oom(err);
+		goto out_free;
+	}
+	/* Alternate rows get a faint stripe so that the eye can follow a row. */
+	for (size_t i = 0, k = 0; i < lay->n_rows; i++) {
+		const struct nf_render_row *r = &lay->rows[i];
+
+		if (r->kind != NF_ROW_QUEUE && r->kind != NF_ROW_CPU)
+			continue;
+		if (k++ % 2 == 1 &&
+		    nf_render_quads_add(&s->rects[NF_RB_STRIPE], lay->plot_x0, r->y,
+					lay->plot_x1 - lay->plot_x0, r->h) < 0) {
+			ret = oom(err);
+			goto out_free;
+		}
+	}
+	if ((ret = collect_ops(db, opts, lay, s, qf, ff, err)) < 0 ||
+	    (ret = collect_cpu_waits(db, lay, s, cff, err)) < 0 ||
+	    (ret = collect_cpu_signals(db, lay, s, cff, err)) < 0 ||
+	    (ret = collect_anomalies(db, lay, s, qf, err)) < 0 ||
+	    (ret = collect_links(db, lay, s, wff, err)) < 0)
+		goto out_free;
+out_free:
+	free(cff);
+	free(wff);
+	free(ff);
+	free(qf);
+	return ret;
+}

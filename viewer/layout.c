@@ -1,0 +1,551 @@
+/*
+ * The viewer's page layout: reads the session facts (meta), the queues and
+ * adapters, and the CPU threads from the timeline database, resolves the time
+ * window and places the rows. It decides where things go; render.c and
+ * paint.c decide how they look. Tests use the same functions to find boxes in
+ * a rendered image.
+ */
+#include "layout.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NF_RENDER_MAX_ROWS 4096
+
+static int sql_fail(sqlite3 *db, struct nf_error *err, const char *what)
+{
+	return nf_error_set(err, NF_ESQL, "%s: %s", what, sqlite3_errmsg(db));
+}
+
+char *nf_render_in_list(const char *col, const int64_t *v, int n)
+{
+	size_t cap = strlen(col) + 16 + (size_t)(n > 0 ? n : 0) * 22;
+	char *s = malloc(cap);
+	size_t len;
+
+	if (!s)
+		return NULL;
+	s[0] = '\0';
+	if (n <= 0)
+		return s;
+	len = (size_t)snprintf(s, cap, " AND %s IN (", col);
+	for (int i = 0; i < n; i++)
+		len += (size_t)snprintf(s + len, cap - len, "%s%" PRId64, i ? "," : "", v[i]);
+	snprintf(s + len, cap - len, ")");
+	return s;
+}
+
+/* Copies a text column into a fixed buffer (truncating), "" for NULL. */
+static void copy_text(char *dst, size_t len, sqlite3_stmt *st, int col)
+{
+	const unsigned char *t = sqlite3_column_text(st, col);
+
+	snprintf(dst, len, "%s", t ? (const char *)t : "");
+}
+
+static int read_meta(sqlite3 *db, struct nf_render_layout *lay, struct nf_error *err)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	if (sqlite3_prepare_v2(db, "SELECT key, value FROM meta WHERE key IN "
+				   "('duration_ns','source','mode','seed','scenario')",
+			       -1, &st, NULL) != SQLITE_OK)
+		return sql_fail(db, err, "reading meta");
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *key = (const char *)sqlite3_column_text(st, 0);
+
+		if (!key || sqlite3_column_type(st, 1) == SQLITE_NULL)
+			continue;
+		if (strcmp(key, "duration_ns") == 0) {
+			sqlite3_int64 d = sqlite3_column_int64(st, 1);
+
+			if (d > 0) {
+				lay->session_end = d;
+				lay->has_duration = 1;
+			}
+		} else if (strcmp(key, "source") == 0) {
+			copy_text(lay->source, sizeof(lay->source), st, 1);
+		} else if (strcmp(key, "mode") == 0) {
+			copy_text(lay->mode, sizeof(lay->mode), st, 1);
+		} else if (strcmp(key, "seed") == 0) {
+			copy_text(lay->seed, sizeof(lay->seed), st, 1);
+		} else if (strcmp(key, "scenario") == 0) {
+			copy_text(lay->scenario, sizeof(lay->scenario), st, 1);
+		}
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE)
+		return sql_fail(db, err, "reading meta");
+	return 0;
+}
+
+/* Without meta.duration_ns: the last time anything happened (a full scan). */
+static int scan_session_end(sqlite3 *db, struct nf_render_layout *lay, struct nf_error *err)
+{
+	static const char sql[] =
+		"SELECT max(coalesce((SELECT max(max(coalesce(queued_ns,0), coalesce(observed_ns,0),"
+		" coalesce(end_ns,0))) FROM fence_ops), 0),"
+		" coalesce((SELECT max(max(start_ns, coalesce(end_ns,0))) FROM cpu_waits), 0),"
+		" coalesce((SELECT max(ts_ns) FROM cpu_signals), 0),"
+		" coalesce((SELECT max(max(coalesce(first_ns,0), coalesce(last_ns,0))) FROM anomalies), 0))";
+	sqlite3_stmt *st;
+	int rc;
+
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		return sql_fail(db, err, "finding the session end");
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		lay->session_end = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	if (rc != SQLITE_ROW)
+		return sql_fail(db, err, "finding the session end");
+	return 0;
+}
+
+static int resolve_window(sqlite3 *db, const struct nf_render_options *opts,
+			  struct nf_render_layout *lay, struct nf_error *err)
+{
+	int rc;
+
+	if (opts->from_ns < -1 || opts->to_ns < -1)
+		return nf_error_set(err, NF_EINVAL, "time window: negative time");
+	if (!lay->has_duration && (rc = scan_session_end(db, lay, err)) < 0)
+		return rc;
+	lay->t0 = opts->from_ns >= 0 ? opts->from_ns : 0;
+	lay->t1 = opts->to_ns >= 0 ? opts->to_ns : lay->session_end;
+	if (opts->to_ns < 0 && lay->t1 <= lay->t0)
+		lay->t1 = lay->t0 + 1000;  /* an empty session: a 1 µs window */
+	if (lay->t1 <= lay->t0)
+		return nf_error_set(err, NF_EINVAL,
+				    "time window: end (%" PRId64 " ns) is not after start (%" PRId64
+				    " ns)", lay->t1, lay->t0);
+	return 0;
+}
+
+static int push_row(struct nf_render_layout *lay, size_t *cap, const struct nf_render_row *r,
+		    struct nf_error *err)
+{
+	if (lay->n_rows == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 32;
+		struct nf_render_row *n;
+
+		if (ncap > NF_RENDER_MAX_ROWS * 3)
+			return nf_error_set(err, NF_ENOMEM, "too many rows to draw; filter queues");
+		n = realloc(lay->rows, ncap * sizeof(*n));
+		if (!n)
+			return nf_error_set(err, NF_ENOMEM, "out of memory for rows");
+		lay->rows = n;
+		*cap = ncap;
+	}
+	lay->rows[lay->n_rows++] = *r;
+	return 0;
+}
+
+static int in_filter(const int64_t *v, int n, int64_t x)
+{
+	if (!v)
+		return 1;
+	for (int i = 0; i < n; i++)
+		if (v[i] == x)
+			return 1;
+	return 0;
+}
+
+/* A queue row before grouping: what sorts it. */
+struct queue_info {
+	int64_t queue, adapter, engine, node;
+	char name[96], adapter_name[96];
+};
+
+static int cmp_queue(const void *a, const void *b)
+{
+	const struct queue_info *x = a, *y = b;
+	/* Unknown adapters (-1) sort last. */
+	uint64_t ax = (uint64_t)x->adapter, ay = (uint64_t)y->adapter;
+
+	if (ax != ay)
+		return ax < ay ? -1 : 1;
+	if (x->engine != y->engine)
+		return x->engine < y->engine ? -1 : 1;
+	if (x->node != y->node)
+		return x->node < y->node ? -1 : 1;
+	if (x->queue != y->queue)
+		return x->queue < y->queue ? -1 : 1;
+	return 0;
+}
+
+static int add_queue(struct queue_info **qs, size_t *n, size_t *cap, const struct queue_info *q,
+		     struct nf_error *err)
+{
+	if (*n == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 16;
+		struct queue_info *nq;
+
+		if (ncap > NF_RENDER_MAX_ROWS * 2)
+			return nf_error_set(err, NF_ENOMEM, "too many queues to draw; filter queues");
+		nq = realloc(*qs, ncap * sizeof(*nq));
+		if (!nq)
+			return nf_error_set(err, NF_ENOMEM, "out of memory for queues");
+		*qs = nq;
+		*cap = ncap;
+	}
+	(*qs)[(*n)++] = *q;
+	return 0;
+}
+
+static int64_t col_int_or(sqlite3_stmt *st, int col, int64_t dflt)
+{
+	return sqlite3_column_type(st, col) == SQLITE_NULL ? dflt : sqlite3_column_int64(st, col);
+}
+
+/*
+ * The queues: every row of the queues table, plus any queue that fence_ops
+ * mentions without a queues row (found by skipping through the index, which is
+ * cheap even for millions of operations).
+ */
+static int load_queues(sqlite3 *db, const struct nf_render_options *opts,
+		       struct queue_info **out, size_t *n_out, struct nf_error *err)
+{
+	sqlite3_stmt *st = NULL, *next = NULL, *known = NULL, *adp = NULL;
+	struct queue_info *qs = NULL, q;
+	size_t n = 0, cap = 0;
+	int rc, ret = 0;
+
+	if (sqlite3_prepare_v2(db, "SELECT q.queue, q.adapter, q.engine, q.node, q.name, a.name "
+				   "FROM queues q LEFT JOIN adapters a ON a.adapter = q.adapter",
+			       -1, &st, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(db, "SELECT min(queue) FROM fence_ops WHERE queue > ?1", -1, &next,
+			       NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(db, "SELECT 1 FROM queues WHERE queue = ?1", -1, &known,
+			       NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(db, "SELECT o.adapter, a.name FROM fence_ops o LEFT JOIN adapters a "
+				   "ON a.adapter = o.adapter WHERE o.queue = ?1 LIMIT 1",
+			       -1, &adp, NULL) != SQLITE_OK) {
+		ret = sql_fail(db, err, "reading queues");
+		goto out_finalize;
+	}
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		memset(&q, 0, sizeof(q));
+		q.queue = sqlite3_column_int64(st, 0);
+		q.adapter = col_int_or(st, 1, -1);
+		q.engine = col_int_or(st, 2, -1);
+		q.node = col_int_or(st, 3, -1);
+		copy_text(q.name, sizeof(q.name), st, 4);
+		copy_text(q.adapter_name, sizeof(q.adapter_name), st, 5);
+		if (!in_filter(opts->queues, opts->n_queues, q.queue))
+			continue;
+		if ((ret = add_queue(&qs, &n, &cap, &q, err)) < 0)
+			goto out_finalize;
+	}
+	if (rc != SQLITE_DONE) {
+		ret = sql_fail(db, err, "reading queues");
+		goto out_finalize;
+	}
+	sqlite3_bind_int64(next, 1, INT64_MIN);
+	for (;;) {
+		int64_t queue;
+
+		if (sqlite3_step(next) != SQLITE_ROW) {
+			ret = sql_fail(db, err, "reading queues of fence_ops");
+			goto out_finalize;
+		}
+		if (sqlite3_column_type(next, 0) == SQLITE_NULL)
+			break;
+		queue = sqlite3_column_int64(next, 0);
+		sqlite3_reset(next);
+		sqlite3_bind_int64(next, 1, queue);
+		sqlite3_reset(known);
+		sqlite3_bind_int64(known, 1, queue);
+		if (sqlite3_step(known) == SQLITE_ROW)
+			continue;
+		if (!in_filter(opts->queues, opts->n_queues, queue))
+			continue;
+		memset(&q, 0, sizeof(q));
+		q.queue = queue;
+		q.engine = -1;
+		q.node = -1;
+		sqlite3_reset(adp);
+		sqlite3_bind_int64(adp, 1, queue);
+		if (sqlite3_step(adp) == SQLITE_ROW) {
+			q.adapter = col_int_or(adp, 0, -1);
+			copy_text(q.adapter_name, sizeof(q.adapter_name), adp, 1);
+		} else {
+			q.adapter = -1;
+		}
+		if ((ret = add_queue(&qs, &n, &cap, &q, err)) < 0)
+			goto out_finalize;
+	}
+	/* A queue asked for that the timeline does not have is a user error. */
+	for (int i = 0; opts->queues && i < opts->n_queues; i++) {
+		size_t k;
+
+		for (k = 0; k < n && qs[k].queue != opts->queues[i]; k++)
+			;
+		if (k == n) {
+			ret = nf_error_set(err, NF_ENOENT, "queue 0x%" PRIx64 ": not in the timeline",
+					   (uint64_t)opts->queues[i]);
+			goto out_finalize;
+		}
+	}
+	if (n)
+		qsort(qs, n, sizeof(*qs), cmp_queue);
+	*out = qs;
+	*n_out = n;
+	qs = NULL;
+out_finalize:
+	free(qs);
+	sqlite3_finalize(adp);
+	sqlite3_finalize(known);
+	sqlite3_finalize(next);
+	sqlite3_finalize(st);
+	return ret;
+}
+
+static int place_queue_rows(struct nf_render_layout *lay, const struct queue_info *qs, size_t n,
+			    size_t *cap, double *y, struct nf_error *err)
+{
+	struct nf_render_row r;
+	int ret;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct queue_info *q = &qs[i];
+
+		if (i == 0 || q->adapter != qs[i - 1].adapter) {
+			memset(&r, 0, sizeof(r));
+			r.kind = NF_ROW_ADAPTER;
+			r.id = q->adapter;
+			r.adapter = q->adapter;
+			snprintf(r.name, sizeof(r.name), "%s", q->adapter_name);
+			r.y = *y;
+			r.h = NF_RENDER_ADAPTER_H;
+			*y += r.h;
+			if ((ret = push_row(lay, cap, &r, err)) < 0)
+				return ret;
+		}
+		if (i == 0 || q->adapter != qs[i - 1].adapter || q->engine != qs[i - 1].engine) {
+			memset(&r, 0, sizeof(r));
+			r.kind = NF_ROW_ENGINE;
+			r.id = q->engine;
+			r.adapter = q->adapter;
+			r.engine = q->engine;
+			r.node = q->node;
+			r.y = *y;
+			r.h = NF_RENDER_ENGINE_H;
+			*y += r.h;
+			if ((ret = push_row(lay, cap, &r, err)) < 0)
+				return ret;
+		}
+		memset(&r, 0, sizeof(r));
+		r.kind = NF_ROW_QUEUE;
+		r.id = q->queue;
+		r.adapter = q->adapter;
+		r.engine = q->engine;
+		r.node = q->node;
+		snprintf(r.name, sizeof(r.name), "%s", q->name);
+		r.y = *y;
+		r.h = NF_RENDER_QUEUE_H;
+		*y += r.h;
+		if ((ret = push_row(lay, cap, &r, err)) < 0)
+			return ret;
+		lay->n_queues++;
+	}
+	return 0;
+}
+
+static int place_cpu_rows(sqlite3 *db, const struct nf_render_options *opts,
+			  struct nf_render_layout *lay, size_t *cap, double *y, struct nf_error *err)
+{
+	char *fw = NULL, *fs = NULL, *sql = NULL;
+	sqlite3_stmt *st = NULL;
+	struct nf_render_row r;
+	int rc, ret = 0;
+
+	fw = nf_render_in_list("fence", opts->fences, opts->fences ? opts->n_fences : 0);
+	fs = nf_render_in_list("fence", opts->fences, opts->fences ? opts->n_fences : 0);
+	if (fw && fs)
+		sql = sqlite3_mprintf("SELECT thread FROM cpu_waits WHERE thread IS NOT NULL%s "
+				      "UNION SELECT thread FROM cpu_signals WHERE thread IS NOT NULL%s "
+				      "ORDER BY 1",
+				      fw, fs);
+	if (!sql) {
+		ret = nf_error_set(err, NF_ENOMEM, "out of memory for a query");
+		goto out_free;
+	}
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+		ret = sql_fail(db, err, "reading CPU threads");
+		goto out_free;
+	}
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (lay->n_threads == 0) {
+			memset(&r, 0, sizeof(r));
+			r.kind = NF_ROW_CPU_HEAD;
+			r.adapter = -1;
+			r.y = *y;
+			r.h = NF_RENDER_ADAPTER_H;
+			*y += r.h;
+			if ((ret = push_row(lay, cap, &r, err)) < 0)
+				goto out_free;
+		}
+		memset(&r, 0, sizeof(r));
+		r.kind = NF_ROW_CPU;
+		r.id = sqlite3_column_int64(st, 0);
+		r.adapter = -1;
+		r.y = *y;
+		r.h = NF_RENDER_CPU_H;
+		*y += r.h;
+		if ((ret = push_row(lay, cap, &r, err)) < 0)
+			goto out_free;
+		lay->n_threads++;
+	}
+	if (rc != SQLITE_DONE)
+		ret = sql_fail(db, err, "reading CPU threads");
+out_free:
+	sqlite3_finalize(st);
+	sqlite3_free(sql);
+	free(fs);
+	free(fw);
+	return ret;
+}
+
+int nf_render_layout_build(sqlite3 *db, const struct nf_render_options *opts,
+			   struct nf_render_layout *lay, struct nf_error *err)
+{
+	struct queue_info *qs = NULL;
+	size_t nq = 0, cap = 0;
+	double y;
+	int ret;
+
+	memset(lay, 0, sizeof(*lay));
+	if (opts->width != 0 && (opts->width < NF_RENDER_MIN_WIDTH || opts->width > NF_RENDER_MAX_WIDTH))
+		return nf_error_set(err, NF_EINVAL, "width %d: must be between %d and %d", opts->width,
+				    NF_RENDER_MIN_WIDTH, NF_RENDER_MAX_WIDTH);
+	if ((opts->n_queues < 0 || (opts->n_queues > 0 && !opts->queues)) ||
+	    (opts->n_fences < 0 || (opts->n_fences > 0 && !opts->fences)))
+		return nf_error_set(err, NF_EINVAL, "bad queue or fence filter");
+	lay->width = opts->width ? opts->width : NF_RENDER_DEFAULT_WIDTH;
+	lay->plot_x0 = NF_RENDER_LABEL_W;
+	lay->plot_x1 = lay->width - NF_RENDER_MARGIN_R;
+	if ((ret = read_meta(db, lay, err)) < 0 || (ret = resolve_window(db, opts, lay, err)) < 0)
+		goto out_release;
+	if ((ret = load_queues(db, opts, &qs, &nq, err)) < 0)
+		goto out_release;
+	lay->legend_lines = lay->width >= 1280 ? 1 : 2;
+	y = NF_RENDER_TITLE_H + NF_RENDER_LEGEND_H * lay->legend_lines + 10.0;
+	lay->rows_y0 = y;
+	if ((ret = place_queue_rows(lay, qs, nq, &cap, &y, err)) < 0 ||
+	    (ret = place_cpu_rows(db, opts, lay, &cap, &y, err)) < 0)
+		goto out_release;
+	if (lay->n_rows == 0)
+		y += NF_RENDER_QUEUE_H;  /* room for "nothing to draw" */
+	lay->rows_y1 = y;
+	lay->axis_y = y + 6.0;
+	lay->height = lay->axis_y + NF_RENDER_AXIS_H;
+	if (lay->height > NF_RENDER_MAX_HEIGHT) {
+		ret = nf_error_set(err, NF_ENOMEM,
+				   "%zu queues and %zu CPU threads do not fit on one page; filter queues",
+				   lay->n_queues, lay->n_threads);
+		goto out_release;
+	}
+	free(qs);
+	return 0;
+out_release:
+	free(qs);
+	nf_render_layout_release(lay);
+	return ret;
+}
+
+void nf_render_layout_release(struct nf_render_layout *lay)
+{
+	free(lay->rows);
+	lay->rows = NULL;
+	lay->n_rows = 0;
+}
+
+double nf_render_layout_x(const struct nf_render_layout *lay, int64_t t)
+{
+	double span = (double)(lay->t1 - lay->t0);
+
+	return lay->plot_x0 + (double)(t - lay->t0) / span * (lay->plot_x1 - lay->plot_x0);
+}
+
+static const struct nf_render_row *find_row(const struct nf_render_layout *lay,
+					    enum nf_render_row_kind kind, int64_t id)
+{
+	for (size_t i = 0; i < lay->n_rows; i++)
+		if (lay->rows[i].kind == kind && lay->rows[i].id == id)
+			return &lay->rows[i];
+	return NULL;
+}
+
+const struct nf_render_row *nf_render_layout_queue(const struct nf_render_layout *lay,
+						   int64_t queue)
+{
+	return find_row(lay, NF_ROW_QUEUE, queue);
+}
+
+const struct nf_render_row *nf_render_layout_thread(const struct nf_render_layout *lay,
+						    int64_t thread)
+{
+	return find_row(lay, NF_ROW_CPU, thread);
+}
+
+void nf_render_lane_extent(const struct nf_render_row *row, enum nf_render_lane_kind lane,
+			   double *y0, double *y1)
+{
+	switch (lane) {
+	case NF_LANE_WAIT:
+		*y0 = row->y + 5.0;
+		*y1 = row->y + 21.0;
+		break;
+	case NF_LANE_SIGNAL:
+		*y0 = row->y + 25.0;
+		*y1 = row->y + 41.0;
+		break;
+	case NF_LANE_CPU:
+	default:
+		*y0 = row->y + 6.0;
+		*y1 = row->y + row->h - 6.0;
+		break;
+	}
+}
+
+int64_t nf_render_tick_step(int64_t span_ns, int max_ticks)
+{
+	static const int64_t mult[] = { 1, 2, 5 };
+	int64_t p = 1;
+
+	if (span_ns <= 0 || max_ticks <= 0)
+		return 1;
+	for (;;) {
+		for (size_t i = 0; i < 3; i++) {
+			int64_t step = p * mult[i];
+
+			if (span_ns / step <= max_ticks)
+				return step;
+		}
+		if (p > INT64_MAX / 10)
+			return p;
+		p *= 10;
+	}
+}
+
+const char *nf_render_time_unit(int64_t span_ns, int64_t *unit_ns)
+{
+	if (span_ns >= 10000000000LL) {
+		*unit_ns = 1000000000;
+		return "s";
+	}
+	if (span_ns >= 10000000) {
+		*unit_ns = 1000000;
+		return "ms";
+	}
+	if (span_ns >= 10000) {
+		*unit_ns = 1000;
+		return "µs";
+	}
+	*unit_ns = 1;
+	return "ns";
+}

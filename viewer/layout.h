@@ -1,0 +1,110 @@
+/*
+ * Private to the viewer (and its tests): where everything goes on the page.
+ * The layout is computed from the timeline database and the render options
+ * only, without cairo, so that a test can ask where a queue's row or a time
+ * lands and check the pixels of a rendered PNG there. Rows are grouped by
+ * adapter and engine, one row per hardware queue, then one row per CPU thread.
+ */
+#ifndef NF_VIEWER_LAYOUT_H
+#define NF_VIEWER_LAYOUT_H
+
+#include <sqlite3.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nftrace/error.h"
+#include "nftrace/render.h"
+
+#define NF_RENDER_DEFAULT_WIDTH 1600
+#define NF_RENDER_MIN_WIDTH 640
+#define NF_RENDER_MAX_WIDTH 16000
+#define NF_RENDER_MAX_HEIGHT 30000
+
+/* Horizontal geometry, in pixels (points for SVG and PDF). */
+#define NF_RENDER_LABEL_W 250.0   /* label column left of the plot */
+#define NF_RENDER_MARGIN_R 28.0   /* right of the plot */
+
+/* Vertical geometry. */
+#define NF_RENDER_TITLE_H 66.0
+#define NF_RENDER_LEGEND_H 24.0  /* per line of the legend */
+#define NF_RENDER_ADAPTER_H 28.0
+#define NF_RENDER_ENGINE_H 20.0
+#define NF_RENDER_QUEUE_H 46.0
+#define NF_RENDER_CPU_H 28.0
+#define NF_RENDER_AXIS_H 50.0
+
+enum nf_render_row_kind {
+	NF_ROW_ADAPTER,   /* header of an adapter group */
+	NF_ROW_ENGINE,    /* header of an engine within an adapter */
+	NF_ROW_QUEUE,     /* one hardware queue: a wait lane over a signal lane */
+	NF_ROW_CPU_HEAD,  /* header of the CPU threads */
+	NF_ROW_CPU,       /* one CPU thread */
+};
+
+/* The lanes of a row: where boxes of each kind are drawn. */
+enum nf_render_lane_kind { NF_LANE_WAIT, NF_LANE_SIGNAL, NF_LANE_CPU };
+
+struct nf_render_row {
+	enum nf_render_row_kind kind;
+	int64_t id;          /* queue handle, thread id, adapter or engine ordinal */
+	int64_t adapter;     /* adapter ordinal, -1 unknown */
+	int64_t engine, node;
+	char name[96];       /* queue name or adapter name ("" if unknown) */
+	double y, h;         /* top edge and height */
+};
+
+struct nf_render_layout {
+	double width, height;
+	double plot_x0, plot_x1;  /* the time area */
+	double rows_y0, rows_y1;  /* the rows area */
+	double axis_y;            /* top of the time axis */
+	int legend_lines;         /* the legend wraps on narrow pages */
+	int64_t t0, t1;           /* the time window drawn, t0 < t1 */
+	int64_t session_end;      /* end of the session (duration_ns, or the last time seen) */
+	int has_duration;         /* session_end came from meta.duration_ns */
+	char source[64], mode[64], seed[32], scenario[64];
+	struct nf_render_row *rows;
+	size_t n_rows;
+	size_t n_queues, n_threads;
+};
+
+/*
+ * Computes the layout for the database and options (see nf_render): the window,
+ * the rows and the page size. Returns 0, NF_EINVAL (bad window or width),
+ * NF_ENOENT (a filtered queue that is not in the timeline), NF_ENOMEM, NF_ESQL.
+ * On success release with nf_render_layout_release().
+ */
+int nf_render_layout_build(sqlite3 *db, const struct nf_render_options *opts,
+			   struct nf_render_layout *lay, struct nf_error *err);
+
+/* Frees what the layout holds; safe on a zeroed or released layout. */
+void nf_render_layout_release(struct nf_render_layout *lay);
+
+/* The x coordinate of a time (not clamped to the plot). */
+double nf_render_layout_x(const struct nf_render_layout *lay, int64_t t);
+
+/* The row of a queue or CPU thread, or NULL when it is not drawn. */
+const struct nf_render_row *nf_render_layout_queue(const struct nf_render_layout *lay,
+						   int64_t queue);
+const struct nf_render_row *nf_render_layout_thread(const struct nf_render_layout *lay,
+						    int64_t thread);
+
+/* The vertical extent [*y0, *y1) of a lane within a row. */
+void nf_render_lane_extent(const struct nf_render_row *row, enum nf_render_lane_kind lane,
+			   double *y0, double *y1);
+
+/*
+ * A "nice" tick step (1, 2 or 5 times a power of ten, in ns) so that the span
+ * gets at most max_ticks ticks; and the unit to print it in ("ns", "µs", "ms",
+ * "s") with its size in ns.
+ */
+int64_t nf_render_tick_step(int64_t span_ns, int max_ticks);
+const char *nf_render_time_unit(int64_t span_ns, int64_t *unit_ns);
+
+/*
+ * Formats " AND col IN (v0,v1,...)" for a filter list (empty string when n is
+ * 0). Returns a malloc'd string, or NULL when out of memory.
+ */
+char *nf_render_in_list(const char *col, const int64_t *v, int n);
+
+#endif

@@ -1,0 +1,674 @@
+/*
+ * Draws a collected scene with cairo: the title and legend, the row labels
+ * grouped by adapter and engine, the boxes (one path and one fill per colour
+ * batch), lost spans hatched, open-ended operations dashed to the right edge,
+ * markers, signal -> wait links, and the time axis with 1/2/5 ticks. Colours
+ * follow GPUView: light pink waits, dark pink signals. Nothing here depends
+ * on the clock or the environment, so the same scene gives the same bytes.
+ */
+#include "viewer.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define FONT "DejaVu Sans"
+
+struct rgba {
+	double r, g, b, a;
+};
+
+struct theme {
+	struct rgba bg, text, dim, grid, stripe, header, separator;
+	struct rgba lost_bg, hatch, link, dash;
+};
+
+#define RGB(hex) { ((hex) >> 16 & 0xff) / 255.0, ((hex) >> 8 & 0xff) / 255.0, ((hex) & 0xff) / 255.0, 1.0 }
+#define RGBA(hex, al) { ((hex) >> 16 & 0xff) / 255.0, ((hex) >> 8 & 0xff) / 255.0, ((hex) & 0xff) / 255.0, al }
+
+static const struct theme light = {
+	RGB(0xFFFFFF), RGB(0x1F2328), RGB(0x656D76), RGB(0xE4E6EA), RGB(0xF6F7F9),
+	RGB(0xEEF0F4), RGB(0xC9CED6), RGB(0xFFE3BF), RGBA(0xE8710A, 0.85), RGBA(0x37474F, 0.55),
+	RGB(0x7D8590),
+};
+
+static const struct theme dark = {
+	RGB(0x16181D), RGB(0xE6E8EB), RGB(0x9AA1AC), RGB(0x2A2E36), RGB(0x1C1F25),
+	RGB(0x252932), RGB(0x3A3F4A), RGB(0x4A3512), RGBA(0xFFA040, 0.85), RGBA(0xCFD8DC, 0.55),
+	RGB(0x9AA1AC),
+};
+
+/* The colours of the data, the same in both themes (GPUView's pinks). */
+static const struct rgba c_wait = RGB(0xF4B6C2), c_wait_edge = RGB(0xD97F95);
+static const struct rgba c_stall = RGB(0xE3748F);
+static const struct rgba c_signal = RGB(0xC2185B), c_signal_edge = RGB(0x7B0C38);
+static const struct rgba c_cpu = RGB(0xA7BCD1), c_cpu_edge = RGB(0x5E7A96);
+static const struct rgba c_mark[NF_MK_COUNT] = {
+	RGB(0xE8710A), RGB(0x7B1FA2), RGB(0x757575), RGB(0x7B1FA2), RGB(0xD32F2F),
+};
+
+static void set_colour(cairo_t *cr, struct rgba c)
+{
+	if (c.a >= 1.0)
+		cairo_set_source_rgb(cr, c.r, c.g, c.b);
+	else
+		cairo_set_source_rgba(cr, c.r, c.g, c.b, c.a);
+}
+
+/* c drawn at alpha a over the background, as an opaque colour. */
+static struct rgba mix(struct rgba bg, struct rgba c, double a)
+{
+	struct rgba m = { bg.r + (c.r - bg.r) * a, bg.g + (c.g - bg.g) * a,
+			  bg.b + (c.b - bg.b) * a, 1.0 };
+
+	return m;
+}
+
+static struct rgba with_alpha(struct rgba c, double a)
+{
+	c.a = a;
+	return c;
+}
+
+static struct rgba rect_colour(const struct theme *th, int rb)
+{
+	static const double level_alpha[NF_RENDER_DENSITY_LEVELS] = { 0.35, 0.55, 0.78, 1.0 };
+
+	if (rb >= NF_RB_CPUWAIT_D && rb < NF_RB_CPUWAIT)
+		return mix(th->bg, c_cpu, level_alpha[rb - NF_RB_CPUWAIT_D]);
+	if (rb >= NF_RB_WAIT_D && rb < NF_RB_WAIT)
+		return mix(th->bg, c_wait, level_alpha[rb - NF_RB_WAIT_D]);
+	if (rb >= NF_RB_STALL_D && rb < NF_RB_STALL)
+		return mix(th->bg, c_stall, level_alpha[rb - NF_RB_STALL_D]);
+	if (rb >= NF_RB_SIGNAL_D && rb < NF_RB_SIGNAL)
+		return mix(th->bg, c_signal, level_alpha[rb - NF_RB_SIGNAL_D]);
+	switch (rb) {
+	case NF_RB_STRIPE: return th->stripe;
+	case NF_RB_LOST_BG: return th->lost_bg;
+	case NF_RB_CPUWAIT: return c_cpu;
+	case NF_RB_WAIT: return c_wait;
+	case NF_RB_STALL: return c_stall;
+	case NF_RB_SIGNAL: return c_signal;
+	case NF_RB_OPEN_WAIT: return with_alpha(c_wait, 0.45);
+	case NF_RB_OPEN_SIGNAL: return with_alpha(c_signal, 0.22);
+	case NF_RB_OPEN_CPU: return with_alpha(c_cpu, 0.4);
+	case NF_RB_CPUWAIT_EDGE: return c_cpu_edge;
+	case NF_RB_WAIT_EDGE: return c_wait_edge;
+	case NF_RB_SIGNAL_EDGE: return c_signal_edge;
+	case NF_RB_CPU_TICK: return c_signal;
+	default: return th->text;
+	}
+}
+
+static void fill_quads(cairo_t *cr, const struct nf_render_quads *q, struct rgba c)
+{
+	if (!q->n)
+		return;
+	for (size_t i = 0; i < q->n; i++) {
+		const double *v = &q->v[i * 4];
+
+		cairo_rectangle(cr, v[0], v[1], v[2], v[3]);
+	}
+	set_colour(cr, c);
+	cairo_fill(cr);
+}
+
+static void font(cairo_t *cr, double size, int bold)
+{
+	cairo_select_font_face(cr, FONT, CAIRO_FONT_SLANT_NORMAL,
+			       bold ? CAIRO_FONT_WEIGHT_BOLD : CAIRO_FONT_WEIGHT_NORMAL);
+	cairo_set_font_size(cr, size);
+}
+
+static double text_width(cairo_t *cr, const char *s)
+{
+	cairo_text_extents_t e;
+
+	cairo_text_extents(cr, s, &e);
+	return e.x_advance;
+}
+
+enum align { LEFT, CENTRE, RIGHT };
+
+/* Draws s with its baseline at y; returns the advance. */
+static double text(cairo_t *cr, double x, double y, const char *s, enum align al, struct rgba c)
+{
+	double w = text_width(cr, s);
+
+	if (al == CENTRE)
+		x -= w / 2.0;
+	else if (al == RIGHT)
+		x -= w;
+	set_colour(cr, c);
+	cairo_move_to(cr, x, y);
+	cairo_show_text(cr, s);
+	return w;
+}
+
+/* Copies s into buf, cut at a UTF-8 boundary with "…" so that it fits in maxw. */
+static void ellipsize(cairo_t *cr, const char *s, double maxw, char *buf, size_t len)
+{
+	size_t n;
+
+	snprintf(buf, len, "%s", s);
+	if (text_width(cr, buf) <= maxw)
+		return;
+	n = strlen(buf);
+	while (n > 0) {
+		n--;
+		while (n > 0 && ((unsigned char)buf[n] & 0xC0) == 0x80)
+			n--;
+		if (n + 4 > len)
+			continue;
+		memcpy(buf + n, "\xE2\x80\xA6", 4);
+		if (text_width(cr, buf) <= maxw)
+			return;
+	}
+}
+
+/* Formats a duration with a unit that suits it ("12.5 ms", "300 µs", "42 ns"). */
+static void fmt_duration(char *buf, size_t len, int64_t ns)
+{
+	static const struct {
+		int64_t div;
+		const char *unit;
+	} u[] = { { 1000000000, "s" }, { 1000000, "ms" }, { 1000, "µs" } };
+	int64_t a = ns < 0 ? -ns : ns;
+
+	for (size_t i = 0; i < 3; i++) {
+		if (a >= u[i].div) {
+			char num[48];
+			size_t n;
+
+			snprintf(num, sizeof(num), "%.3f", (double)ns / (double)u[i].div);
+			n = strlen(num);
+			while (n > 0 && num[n - 1] == '0')
+				num[--n] = '\0';
+			if (n > 0 && num[n - 1] == '.')
+				num[--n] = '\0';
+			snprintf(buf, len, "%s %s", num, u[i].unit);
+			return;
+		}
+	}
+	snprintf(buf, len, "%" PRId64 " ns", ns);
+}
+
+/* Appends "text" to a " · "-separated list. */
+static void append(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void append(char *buf, size_t len, const char *fmt, ...)
+{
+	size_t n = strlen(buf);
+	va_list ap;
+
+	if (n && n + 5 < len) {
+		memcpy(buf + n, " \xC2\xB7 ", 5);
+		n += 4;
+		buf[n] = '\0';
+	}
+	va_start(ap, fmt);
+	vsnprintf(buf + n, len - n, fmt, ap);
+	va_end(ap);
+}
+
+static void paint_title(cairo_t *cr, const struct nf_render_options *opts,
+			const struct nf_render_layout *lay, const struct nf_render_scene *s,
+			const struct theme *th)
+{
+	char line[512], info[256], d0[32], d1[32];
+	double w;
+
+	line[0] = '\0';
+	info[0] = '\0';
+	font(cr, 19, 1);
+	w = text(cr, 16, 30, opts->title && *opts->title ? opts->title : "nftrace session", LEFT,
+		 th->text);
+	if (lay->has_duration) {
+		fmt_duration(d0, sizeof(d0), lay->session_end);
+		font(cr, 15, 0);
+		snprintf(line, sizeof(line), "  %s", d0);
+		text(cr, 16 + w, 30, line, LEFT, th->dim);
+	}
+	if (lay->scenario[0])
+		append(info, sizeof(info), "scenario %s", lay->scenario);
+	if (lay->source[0])
+		append(info, sizeof(info), "source %s", lay->source);
+	if (lay->mode[0])
+		append(info, sizeof(info), "mode %s", lay->mode);
+	if (lay->seed[0])
+		append(info, sizeof(info), "seed %s", lay->seed);
+	font(cr, 12, 0);
+	if (info[0])
+		text(cr, lay->width - 16, 30, info, RIGHT, th->dim);
+
+	line[0] = '\0';
+	fmt_duration(d0, sizeof(d0), lay->t0);
+	fmt_duration(d1, sizeof(d1), lay->t1);
+	append(line, sizeof(line), "window %s \xE2\x80\x93 %s", d0, d1);
+	append(line, sizeof(line), "%zu queue%s", lay->n_queues, lay->n_queues == 1 ? "" : "s");
+	if (lay->n_threads)
+		append(line, sizeof(line), "%zu CPU thread%s", lay->n_threads,
+		       lay->n_threads == 1 ? "" : "s");
+	append(line, sizeof(line), "%" PRId64 " waits, %" PRId64 " signals", s->n_waits,
+	       s->n_signals);
+	if (s->n_open)
+		append(line, sizeof(line), "%" PRId64 " without an end", s->n_open);
+	if (s->n_lost_spans)
+		append(line, sizeof(line), "%" PRId64 " lost span%s (%" PRId64 " entries)",
+		       s->n_lost_spans, s->n_lost_spans == 1 ? "" : "s", s->lost_entries);
+	if (s->n_anomalies - s->n_lost_spans > 0)
+		append(line, sizeof(line), "%" PRId64 " other anomalies",
+		       s->n_anomalies - s->n_lost_spans);
+	append(line, sizeof(line), "%" PRId64 " links", s->n_links);
+	if (s->n_links_merged)
+		append(line, sizeof(line), "%" PRId64 " links not drawn (too dense)",
+		       s->n_links_merged);
+	if (s->n_unplaced)
+		append(line, sizeof(line), "%" PRId64 " ops without any time", s->n_unplaced);
+	text(cr, 16, 52, line, LEFT, th->dim);
+}
+
+enum swatch { SW_RECT, SW_STALL, SW_OPEN, SW_HATCH, SW_MARK, SW_TICK, SW_LINK };
+
+static void paint_hatch_lines(cairo_t *cr, double x0, double y0, double x1, double y1,
+			      const struct theme *th)
+{
+	/* Diagonal lines every 6 units across the box (clipped by the caller). */
+	for (double x = x0 - (y1 - y0); x < x1; x += 6.0) {
+		cairo_move_to(cr, x, y1);
+		cairo_line_to(cr, x + (y1 - y0), y0);
+	}
+	set_colour(cr, th->hatch);
+	cairo_set_line_width(cr, 1.2);
+	cairo_stroke(cr);
+}
+
+static void mark_path(cairo_t *cr, int mk, double x, double y, double r)
+{
+	switch (mk) {
+	case NF_MK_LOST: /* diamond */
+		cairo_move_to(cr, x, y - r);
+		cairo_line_to(cr, x + r, y);
+		cairo_line_to(cr, x, y + r);
+		cairo_line_to(cr, x - r, y);
+		cairo_close_path(cr);
+		break;
+	case NF_MK_TS: /* triangle pointing down into the row */
+		cairo_move_to(cr, x - r, y - r * 0.8);
+		cairo_line_to(cr, x + r, y - r * 0.8);
+		cairo_line_to(cr, x, y + r * 0.9);
+		cairo_close_path(cr);
+		break;
+	case NF_MK_BAD: /* triangle pointing up into the row */
+		cairo_move_to(cr, x - r, y + r * 0.8);
+		cairo_line_to(cr, x + r, y + r * 0.8);
+		cairo_line_to(cr, x, y - r * 0.9);
+		cairo_close_path(cr);
+		break;
+	default: /* circle */
+		cairo_new_sub_path(cr);
+		cairo_arc(cr, x, y, r * 0.8, 0, 2 * M_PI);
+		cairo_close_path(cr);
+		break;
+	}
+}
+
+static void paint_marks(cairo_t *cr, const struct nf_render_quads *q, int mk,
+			const struct theme *th)
+{
+	if (!q->n)
+		return;
+	for (size_t i = 0; i < q->n; i++)
+		mark_path(cr, mk, q->v[i * 4], q->v[i * 4 + 1], q->v[i * 4 + 2]);
+	set_colour(cr, c_mark[mk]);
+	cairo_fill_preserve(cr);
+	set_colour(cr, th->bg);
+	cairo_set_line_width(cr, 1.0);
+	cairo_stroke(cr);
+}
+
+/* Draws one legend swatch in the 22x12 box at (x, y). */
+static void paint_swatch(cairo_t *cr, enum swatch sw, struct rgba c, int mk, double x, double y,
+			 const struct theme *th)
+{
+	switch (sw) {
+	case SW_RECT:
+		cairo_rectangle(cr, x, y, 22, 12);
+		set_colour(cr, c);
+		cairo_fill(cr);
+		break;
+	case SW_STALL:
+		cairo_rectangle(cr, x, y, 22, 12);
+		set_colour(cr, c_wait);
+		cairo_fill(cr);
+		cairo_rectangle(cr, x + 9, y, 13, 12);
+		set_colour(cr, c_stall);
+		cairo_fill(cr);
+		break;
+	case SW_OPEN:
+		cairo_rectangle(cr, x, y, 22, 12);
+		set_colour(cr, with_alpha(c_wait, 0.45));
+		cairo_fill(cr);
+		cairo_rectangle(cr, x, y, 1, 12);
+		set_colour(cr, c_wait_edge);
+		cairo_fill(cr);
+		cairo_move_to(cr, x, y + 0.5);
+		cairo_line_to(cr, x + 22, y + 0.5);
+		cairo_move_to(cr, x, y + 11.5);
+		cairo_line_to(cr, x + 22, y + 11.5);
+		cairo_set_dash(cr, (const double[]){ 3.0, 2.0 }, 2, 0);
+		cairo_set_line_width(cr, 1.0);
+		set_colour(cr, th->dash);
+		cairo_stroke(cr);
+		cairo_set_dash(cr, NULL, 0, 0);
+		break;
+	case SW_HATCH:
+		cairo_save(cr);
+		cairo_rectangle(cr, x, y, 22, 12);
+		set_colour(cr, th->lost_bg);
+		cairo_fill_preserve(cr);
+		cairo_clip(cr);
+		paint_hatch_lines(cr, x, y, x + 22, y + 12, th);
+		cairo_restore(cr);
+		break;
+	case SW_MARK:
+		mark_path(cr, mk, x + 11, y + 6, 5);
+		set_colour(cr, c_mark[mk]);
+		cairo_fill(cr);
+		break;
+	case SW_TICK:
+		cairo_rectangle(cr, x + 10, y - 1, 2, 14);
+		set_colour(cr, c);
+		cairo_fill(cr);
+		break;
+	case SW_LINK:
+		cairo_move_to(cr, x, y + 10);
+		cairo_line_to(cr, x + 17, y + 3);
+		set_colour(cr, th->link);
+		cairo_set_line_width(cr, 1.2);
+		cairo_stroke(cr);
+		cairo_move_to(cr, x + 22, y + 1);
+		cairo_line_to(cr, x + 15, y + 1);
+		cairo_line_to(cr, x + 18, y + 7);
+		cairo_close_path(cr);
+		cairo_fill(cr);
+		break;
+	}
+}
+
+static void paint_legend(cairo_t *cr, const struct nf_render_layout *lay, const struct theme *th)
+{
+	static const struct {
+		enum swatch sw;
+		int mk;
+		const char *label;
+	} items[] = {
+		{ SW_RECT, 0, "wait" },
+		{ SW_STALL, 0, "stall (observed \xE2\x86\x92 end)" },
+		{ SW_RECT, 1, "signal" },
+		{ SW_RECT, 2, "CPU wait" },
+		{ SW_TICK, 0, "CPU signal" },
+		{ SW_LINK, 0, "signal \xE2\x86\x92 released wait" },
+		{ SW_OPEN, 0, "no end (lost, zero ts, unmatched)" },
+		{ SW_HATCH, 0, "lost span" },
+		{ SW_MARK, NF_MK_TS, "zero / repeated timestamp" },
+		{ SW_MARK, NF_MK_BAD, "other anomaly" },
+	};
+	double x = 16, y = NF_RENDER_TITLE_H;
+
+	font(cr, 11, 0);
+	for (size_t i = 0; i < sizeof(items) / sizeof(items[0]); i++) {
+		struct rgba c = items[i].mk == 1 ? c_signal : items[i].mk == 2 ? c_cpu : c_wait;
+		double w = 22 + 6 + text_width(cr, items[i].label) + 18;
+
+		if (x + w > lay->width - 16 && x > 16) {
+			x = 16;
+			y += NF_RENDER_LEGEND_H;
+		}
+		paint_swatch(cr, items[i].sw, items[i].sw == SW_TICK ? c_signal : c, items[i].mk, x,
+			     y, th);
+		text(cr, x + 28, y + 10, items[i].label, LEFT, th->text);
+		x += w;
+	}
+}
+
+static void paint_row_labels(cairo_t *cr, const struct nf_render_layout *lay,
+			     const struct theme *th)
+{
+	char buf[160], fit[160];
+
+	for (size_t i = 0; i < lay->n_rows; i++) {
+		const struct nf_render_row *r = &lay->rows[i];
+
+		switch (r->kind) {
+		case NF_ROW_ADAPTER:
+		case NF_ROW_CPU_HEAD:
+			cairo_rectangle(cr, 0, r->y + 2, lay->width, r->h - 2);
+			set_colour(cr, th->header);
+			cairo_fill(cr);
+			cairo_rectangle(cr, 0, r->y + 2, lay->width, 1);
+			set_colour(cr, th->separator);
+			cairo_fill(cr);
+			font(cr, 13, 1);
+			if (r->kind == NF_ROW_CPU_HEAD)
+				snprintf(buf, sizeof(buf), "CPU threads");
+			else if (r->adapter < 0)
+				snprintf(buf, sizeof(buf), "Unknown adapter");
+			else if (r->name[0])
+				snprintf(buf, sizeof(buf), "Adapter %" PRId64 " \xC2\xB7 %s", r->adapter,
+					 r->name);
+			else
+				snprintf(buf, sizeof(buf), "Adapter %" PRId64, r->adapter);
+			ellipsize(cr, buf, lay->width - 32, fit, sizeof(fit));
+			text(cr, 12, r->y + 20, fit, LEFT, th->text);
+			break;
+		case NF_ROW_ENGINE:
+			font(cr, 11, 0);
+			if (r->engine < 0)
+				snprintf(buf, sizeof(buf), "engine ?");
+			else
+				snprintf(buf, sizeof(buf), "engine %" PRId64 " \xC2\xB7 node %" PRId64,
+					 r->engine, r->node);
+			text(cr, 20, r->y + 15, buf, LEFT, th->dim);
+			break;
+		case NF_ROW_QUEUE:
+			font(cr, 12, 1);
+			ellipsize(cr, r->name[0] ? r->name : "queue", NF_RENDER_LABEL_W - 44, fit,
+				  sizeof(fit));
+			text(cr, 32, r->y + 19, fit, LEFT, th->text);
+			font(cr, 10.5, 0);
+			snprintf(buf, sizeof(buf), "hw queue 0x%" PRIx64, (uint64_t)r->id);
+			text(cr, 32, r->y + 35, buf, LEFT, th->dim);
+			break;
+		case NF_ROW_CPU:
+			font(cr, 12, 0);
+			snprintf(buf, sizeof(buf), "CPU thread %" PRId64, r->id);
+			text(cr, 20, r->y + 18, buf, LEFT, th->text);
+			break;
+		}
+	}
+}
+
+/* Formats a tick time in unit with as many decimals as the step needs. */
+static void fmt_tick(char *buf, size_t len, int64_t t, int64_t step, int64_t unit,
+		     const char *uname)
+{
+	int64_t ip = t / unit, fp = t % unit, scale = unit;
+	int dec = 0;
+
+	for (int64_t s = step; s < unit && dec < 9; s *= 10) {
+		dec++;
+		scale /= 10;
+	}
+	if (dec == 0)
+		snprintf(buf, len, "%" PRId64 " %s", ip, uname);
+	else
+		snprintf(buf, len, "%" PRId64 ".%0*" PRId64 " %s", ip, dec, fp / scale, uname);
+}
+
+static void paint_axis(cairo_t *cr, const struct nf_render_layout *lay, const struct theme *th,
+		       int grid)
+{
+	int64_t span = lay->t1 - lay->t0, unit, step, t;
+	int max_ticks = (int)((lay->plot_x1 - lay->plot_x0) / 110.0);
+	const char *uname = nf_render_time_unit(span, &unit);
+	char buf[48];
+
+	step = nf_render_tick_step(span, max_ticks > 1 ? max_ticks : 2);
+	/* The first tick at or after t0. */
+	t = lay->t0 / step * step;
+	if (t < lay->t0)
+		t += step;
+	if (grid) {
+		for (int64_t g = t; g <= lay->t1; g += step) {
+			double x = floor(nf_render_layout_x(lay, g)) + 0.5;
+
+			cairo_move_to(cr, x, lay->rows_y0);
+			cairo_line_to(cr, x, lay->rows_y1);
+		}
+		set_colour(cr, th->grid);
+		cairo_set_line_width(cr, 1.0);
+		cairo_stroke(cr);
+		return;
+	}
+	cairo_rectangle(cr, lay->plot_x0, lay->axis_y, lay->plot_x1 - lay->plot_x0, 1);
+	set_colour(cr, th->dim);
+	cairo_fill(cr);
+	font(cr, 11, 0);
+	for (; t <= lay->t1; t += step) {
+		double x = floor(nf_render_layout_x(lay, t)) + 0.5;
+
+		cairo_rectangle(cr, x - 0.5, lay->axis_y, 1, 6);
+		set_colour(cr, th->dim);
+		cairo_fill(cr);
+		fmt_tick(buf, sizeof(buf), t, step, unit, uname);
+		text(cr, x, lay->axis_y + 20, buf, CENTRE, th->text);
+		if (t > INT64_MAX - step)
+			break;
+	}
+	font(cr, 10.5, 0);
+	text(cr, lay->plot_x0 - 10, lay->axis_y + 20, "time since session start", RIGHT, th->dim);
+}
+
+static void paint_links(cairo_t *cr, const struct nf_render_quads *q, const struct theme *th)
+{
+	if (!q->n)
+		return;
+	for (size_t i = 0; i < q->n; i++) {
+		const double *v = &q->v[i * 4];
+
+		cairo_move_to(cr, v[0], v[1]);
+		cairo_line_to(cr, v[2], v[3]);
+	}
+	set_colour(cr, th->link);
+	cairo_set_line_width(cr, 1.1);
+	cairo_stroke(cr);
+	for (size_t i = 0; i < q->n; i++) {
+		const double *v = &q->v[i * 4];
+		double dx = v[2] - v[0], dy = v[3] - v[1], len = sqrt(dx * dx + dy * dy);
+
+		if (len < 2.0)
+			continue;
+		dx /= len;
+		dy /= len;
+		cairo_move_to(cr, v[2], v[3]);
+		cairo_line_to(cr, v[2] - dx * 7 - dy * 3.5, v[3] - dy * 7 + dx * 3.5);
+		cairo_line_to(cr, v[2] - dx * 7 + dy * 3.5, v[3] - dy * 7 - dx * 3.5);
+		cairo_close_path(cr);
+	}
+	cairo_fill(cr);
+}
+
+static void paint_data(cairo_t *cr, const struct nf_render_layout *lay,
+		       const struct nf_render_scene *s, const struct theme *th)
+{
+	cairo_save(cr);
+	cairo_rectangle(cr, lay->plot_x0, lay->rows_y0, lay->plot_x1 - lay->plot_x0,
+			lay->rows_y1 - lay->rows_y0);
+	cairo_clip(cr);
+	fill_quads(cr, &s->rects[NF_RB_STRIPE], rect_colour(th, NF_RB_STRIPE));
+	paint_axis(cr, lay, th, 1);
+	for (int rb = NF_RB_LOST_BG; rb < NF_RB_COUNT; rb++)
+		fill_quads(cr, &s->rects[rb], rect_colour(th, rb));
+	if (s->hatch.n) {
+		double bx0 = lay->plot_x1, by0 = lay->rows_y1, bx1 = lay->plot_x0, by1 = lay->rows_y0;
+
+		cairo_save(cr);
+		for (size_t i = 0; i < s->hatch.n; i++) {
+			const double *v = &s->hatch.v[i * 4];
+
+			cairo_rectangle(cr, v[0], v[1], v[2], v[3]);
+			bx0 = fmin(bx0, v[0]);
+			by0 = fmin(by0, v[1]);
+			bx1 = fmax(bx1, v[0] + v[2]);
+			by1 = fmax(by1, v[1] + v[3]);
+		}
+		cairo_clip(cr);
+		/* One hatch per row band keeps the stroke short on tall pages. */
+		for (size_t i = 0; i < s->hatch.n; i++) {
+			const double *v = &s->hatch.v[i * 4];
+
+			if (i > 0 && v[1] == s->hatch.v[(i - 1) * 4 + 1])
+				continue;
+			paint_hatch_lines(cr, bx0, v[1],
+					  bx1, v[1] + v[3], th);
+		}
+		cairo_restore(cr);
+	}
+	if (s->dashes.n) {
+		for (size_t i = 0; i < s->dashes.n; i++) {
+			const double *v = &s->dashes.v[i * 4];
+
+			cairo_move_to(cr, v[0], v[1]);
+			cairo_line_to(cr, v[2], v[3]);
+		}
+		cairo_set_dash(cr, (const double[]){ 4.0, 3.0 }, 2, 0);
+		cairo_set_line_width(cr, 1.0);
+		set_colour(cr, th->dash);
+		cairo_stroke(cr);
+		cairo_set_dash(cr, NULL, 0, 0);
+	}
+	paint_links(cr, &s->links, th);
+	for (int mk = 0; mk < NF_MK_COUNT; mk++)
+		paint_marks(cr, &s->marks[mk], mk, th);
+	font(cr, 10, 1);
+	for (size_t i = 0; i < s->n_labels; i++) {
+		const struct nf_render_label *l = &s->labels[i];
+		double w = text_width(cr, l->text);
+
+		cairo_rectangle(cr, l->x - w / 2 - 3, l->y - 9.5, w + 6, 13);
+		set_colour(cr, with_alpha(th->bg, 0.85));
+		cairo_fill(cr);
+		text(cr, l->x, l->y, l->text, CENTRE, th->text);
+	}
+	cairo_restore(cr);
+}
+
+int nf_render_paint(cairo_t *cr, const struct nf_render_options *opts,
+		    const struct nf_render_layout *lay, const struct nf_render_scene *s,
+		    struct nf_error *err)
+{
+	const struct theme *th = opts->theme == NF_THEME_DARK ? &dark : &light;
+	cairo_status_t st;
+
+	cairo_set_source_rgb(cr, th->bg.r, th->bg.g, th->bg.b);
+	cairo_paint(cr);
+	paint_title(cr, opts, lay, s, th);
+	paint_legend(cr, lay, th);
+	paint_row_labels(cr, lay, th);
+	paint_data(cr, lay, s, th);
+	/* The plot's left edge and the row separators. */
+	cairo_rectangle(cr, lay->plot_x0 - 1, lay->rows_y0, 1, lay->rows_y1 - lay->rows_y0);
+	set_colour(cr, th->separator);
+	cairo_fill(cr);
+	if (lay->n_rows == 0) {
+		font(cr, 13, 0);
+		text(cr, (lay->plot_x0 + lay->plot_x1) / 2, lay->rows_y0 + 28,
+		     "nothing to draw: no queues or CPU threads in this timeline", CENTRE, th->dim);
+	}
+	paint_axis(cr, lay, th, 0);
+	st = cairo_status(cr);
+	if (st != CAIRO_STATUS_SUCCESS)
+		return nf_error_set(err, NF_EIO, "drawing: %s", cairo_status_to_string(st));
+	return 0;
+}

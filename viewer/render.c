@@ -1,0 +1,209 @@
+/*
+ * nf_render: the viewer's entry point. Opens the timeline database read-only
+ * in one read transaction, computes the layout, collects the scene, and has
+ * cairo draw it to a PNG, SVG or PDF chosen by the output's extension. The
+ * output is written through our own FILE so that every write error is seen,
+ * and a failed render leaves no partial file behind. PDF dates are fixed so
+ * that the same database and options always give the same bytes.
+ */
+#include "nftrace/render.h"
+
+#include <cairo-pdf.h>
+#include <cairo-svg.h>
+#include <cairo.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "viewer.h"
+
+enum format { FMT_PNG, FMT_SVG, FMT_PDF };
+
+static int output_format(const char *path, enum format *fmt)
+{
+	const char *dot = strrchr(path, '.');
+
+	if (!dot || strchr(dot, '/'))
+		return -1;
+	if (strcasecmp(dot, ".png") == 0)
+		*fmt = FMT_PNG;
+	else if (strcasecmp(dot, ".svg") == 0)
+		*fmt = FMT_SVG;
+	else if (strcasecmp(dot, ".pdf") == 0)
+		*fmt = FMT_PDF;
+	else
+		return -1;
+	return 0;
+}
+
+/* Where cairo's stream writes go; the first failure is kept. */
+struct sink {
+	FILE *f;
+	int failed;
+};
+
+static cairo_status_t sink_write(void *closure, const unsigned char *data, unsigned int length)
+{
+	struct sink *s = closure;
+
+	if (s->failed || fwrite(data, 1, length, s->f) != length) {
+		s->failed = 1;
+		return CAIRO_STATUS_WRITE_ERROR;
+	}
+	return CAIRO_STATUS_SUCCESS;
+}
+
+static int open_db(const char *path, sqlite3 **db, struct nf_error *err)
+{
+	struct stat sb;
+	sqlite3_stmt *st;
+	int ok;
+
+	if (stat(path, &sb) != 0)
+		return nf_error_set(err, errno == ENOENT ? NF_ENOENT : NF_EIO, "%s: %s", path,
+				    strerror(errno));
+	if (sqlite3_open_v2(path, db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+		nf_error_set(err, NF_ESQL, "%s: cannot open: %s", path,
+			     *db ? sqlite3_errmsg(*db) : "out of memory");
+		sqlite3_close(*db);
+		*db = NULL;
+		return NF_ESQL;
+	}
+	/* A file that is not a timeline gets a clear message instead of an SQL error. */
+	if (sqlite3_prepare_v2(*db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND "
+				    "name IN ('meta','queues','fence_ops','deps','anomalies',"
+				    "'cpu_waits','cpu_signals','adapters')",
+			       -1, &st, NULL) != SQLITE_OK) {
+		nf_error_set(err, NF_EFORMAT, "%s: not a timeline database: %s", path,
+			     sqlite3_errmsg(*db));
+		goto out_close;
+	}
+	ok = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) == 8;
+	sqlite3_finalize(st);
+	if (!ok) {
+		nf_error_set(err, NF_EFORMAT,
+			     "%s: not a timeline database (tables of schemas/timeline.sql missing)",
+			     path);
+		goto out_close;
+	}
+	if (sqlite3_exec(*db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
+		nf_error_set(err, NF_ESQL, "%s: %s", path, sqlite3_errmsg(*db));
+		goto out_close;
+	}
+	return 0;
+out_close:
+	sqlite3_close(*db);
+	*db = NULL;
+	return err ? err->code : NF_EFORMAT;
+}
+
+static cairo_surface_t *create_surface(enum format fmt, const struct nf_render_layout *lay,
+				       const struct nf_render_options *opts, struct sink *sk)
+{
+	cairo_surface_t *sf;
+
+	switch (fmt) {
+	case FMT_SVG:
+		sf = cairo_svg_surface_create_for_stream(sink_write, sk, lay->width, lay->height);
+		cairo_svg_surface_restrict_to_version(sf, CAIRO_SVG_VERSION_1_1);
+		return sf;
+	case FMT_PDF:
+		sf = cairo_pdf_surface_create_for_stream(sink_write, sk, lay->width, lay->height);
+		/* Fixed dates: the bytes must not depend on when we ran. */
+		cairo_pdf_surface_set_metadata(sf, CAIRO_PDF_METADATA_CREATE_DATE,
+					       "2000-01-01T00:00:00Z");
+		cairo_pdf_surface_set_metadata(sf, CAIRO_PDF_METADATA_MOD_DATE,
+					       "2000-01-01T00:00:00Z");
+		cairo_pdf_surface_set_metadata(sf, CAIRO_PDF_METADATA_TITLE,
+					       opts->title && *opts->title ? opts->title
+									   : "nftrace session");
+		cairo_pdf_surface_set_metadata(sf, CAIRO_PDF_METADATA_CREATOR, "nftrace");
+		return sf;
+	case FMT_PNG:
+	default:
+		return cairo_image_surface_create(CAIRO_FORMAT_RGB24, (int)lay->width,
+						  (int)lay->height);
+	}
+}
+
+/* Draws the page and writes it to the open sink. */
+static int draw_to(enum format fmt, const struct nf_render_layout *lay,
+		   const struct nf_render_scene *scene, const struct nf_render_options *opts,
+		   struct sink *sk, struct nf_error *err)
+{
+	cairo_surface_t *sf = create_surface(fmt, lay, opts, sk);
+	cairo_status_t st = cairo_surface_status(sf);
+	cairo_t *cr;
+	int ret = 0;
+
+	if (st != CAIRO_STATUS_SUCCESS) {
+		cairo_surface_destroy(sf);
+		return nf_error_set(err, st == CAIRO_STATUS_NO_MEMORY ? NF_ENOMEM : NF_EIO,
+				    "creating the page: %s", cairo_status_to_string(st));
+	}
+	cr = cairo_create(sf);
+	ret = nf_render_paint(cr, opts, lay, scene, err);
+	cairo_destroy(cr);
+	if (ret == 0 && fmt == FMT_PNG) {
+		cairo_surface_flush(sf);
+		st = cairo_surface_write_to_png_stream(sf, sink_write, sk);
+	} else {
+		cairo_surface_finish(sf);
+		st = cairo_surface_status(sf);
+	}
+	cairo_surface_destroy(sf);
+	if (ret == 0 && (st != CAIRO_STATUS_SUCCESS || sk->failed))
+		ret = nf_error_set(err, NF_EIO, "writing: %s",
+				   sk->failed ? strerror(errno) : cairo_status_to_string(st));
+	return ret;
+}
+
+int nf_render(const char *db_path, const struct nf_render_options *opts, struct nf_error *err)
+{
+	struct nf_render_layout lay;
+	struct nf_render_scene scene;
+	struct sink sk = { NULL, 0 };
+	sqlite3 *db = NULL;
+	enum format fmt;
+	int ret;
+
+	if (!db_path || !opts || !opts->output || !*opts->output)
+		return nf_error_set(err, NF_EINVAL, "render: no database or no output file");
+	if (output_format(opts->output, &fmt) < 0)
+		return nf_error_set(err, NF_EINVAL,
+				    "%s: unknown output format (use .png, .svg or .pdf)",
+				    opts->output);
+	if ((ret = open_db(db_path, &db, err)) < 0)
+		return ret;
+	memset(&scene, 0, sizeof(scene));
+	if ((ret = nf_render_layout_build(db, opts, &lay, err)) < 0) {
+		nf_error_prefix(err, "%s", db_path);
+		goto out_close_db;
+	}
+	if ((ret = nf_render_collect(db, opts, &lay, &scene, err)) < 0) {
+		nf_error_prefix(err, "%s", db_path);
+		goto out_release;
+	}
+	sk.f = fopen(opts->output, "wb");
+	if (!sk.f) {
+		ret = nf_error_set(err, errno == ENOENT ? NF_ENOENT : NF_EIO, "%s: cannot create: %s",
+				   opts->output, strerror(errno));
+		goto out_release;
+	}
+	ret = draw_to(fmt, &lay, &scene, opts, &sk, err);
+	if (fclose(sk.f) != 0 && ret == 0)
+		ret = nf_error_set(err, NF_EIO, "%s: %s", opts->output, strerror(errno));
+	if (ret < 0) {
+		nf_error_prefix(err, "%s", opts->output);
+		unlink(opts->output);  /* no partial page left behind */
+	}
+out_release:
+	nf_render_scene_release(&scene);
+	nf_render_layout_release(&lay);
+out_close_db:
+	sqlite3_close(db);  /* ends the read transaction */
+	return ret;
+}

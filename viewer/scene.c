@@ -1,0 +1,254 @@
+/*
+ * The viewer's scene and its level of detail. Boxes arrive lane by lane in
+ * start order; boxes at least a pixel wide are merged into runs where they
+ * overlap, boxes narrower than a pixel add their coverage to the pixel columns
+ * they touch and come out as density bands, and edges and markers are kept
+ * once per pixel column. So the number of rectangles drawn is bounded by the
+ * plot width times the number of lanes, whatever the number of operations.
+ */
+#include "viewer.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int nf_render_quads_add(struct nf_render_quads *q, double a, double b, double c, double d)
+{
+	if (q->n == q->cap) {
+		size_t ncap = q->cap ? q->cap * 2 : 64;
+		double *nv;
+
+		if (ncap > NF_RENDER_MAX_QUADS)
+			return NF_ENOMEM;
+		nv = realloc(q->v, ncap * 4 * sizeof(*nv));
+		if (!nv)
+			return NF_ENOMEM;
+		q->v = nv;
+		q->cap = ncap;
+	}
+	q->v[q->n * 4 + 0] = a;
+	q->v[q->n * 4 + 1] = b;
+	q->v[q->n * 4 + 2] = c;
+	q->v[q->n * 4 + 3] = d;
+	q->n++;
+	return 0;
+}
+
+static void quads_release(struct nf_render_quads *q)
+{
+	free(q->v);
+	memset(q, 0, sizeof(*q));
+}
+
+void nf_render_scene_release(struct nf_render_scene *s)
+{
+	for (int i = 0; i < NF_RB_COUNT; i++)
+		quads_release(&s->rects[i]);
+	for (int i = 0; i < NF_MK_COUNT; i++)
+		quads_release(&s->marks[i]);
+	quads_release(&s->hatch);
+	quads_release(&s->dashes);
+	quads_release(&s->links);
+	free(s->labels);
+	s->labels = NULL;
+	s->n_labels = s->cap_labels = 0;
+}
+
+int nf_render_lane_init(struct nf_render_lane *l, const struct nf_render_layout *lay)
+{
+	memset(l, 0, sizeof(*l));
+	l->x0 = lay->plot_x0;
+	l->ncols = (int)ceil(lay->plot_x1 - lay->plot_x0);
+	l->cover = calloc((size_t)l->ncols, sizeof(*l->cover));
+	l->edge = calloc((size_t)l->ncols, 1);
+	l->mark = calloc((size_t)l->ncols, 1);
+	if (!l->cover || !l->edge || !l->mark) {
+		nf_render_lane_release(l);
+		return NF_ENOMEM;
+	}
+	return 0;
+}
+
+void nf_render_lane_release(struct nf_render_lane *l)
+{
+	free(l->cover);
+	free(l->edge);
+	free(l->mark);
+	memset(l, 0, sizeof(*l));
+}
+
+void nf_render_lane_reset(struct nf_render_lane *l, double y0, double y1, int rb_fill,
+			  int rb_dens, int rb_edge, int rb_open)
+{
+	memset(l->cover, 0, (size_t)l->ncols * sizeof(*l->cover));
+	memset(l->edge, 0, (size_t)l->ncols);
+	memset(l->mark, 0, (size_t)l->ncols);
+	l->y0 = y0;
+	l->y1 = y1;
+	l->have_run = 0;
+	l->have_open = 0;
+	l->rb_fill = rb_fill;
+	l->rb_dens = rb_dens;
+	l->rb_edge = rb_edge;
+	l->rb_open = rb_open;
+}
+
+/* The pixel column of a device x, clamped to the plot. */
+static int column(const struct nf_render_lane *l, double x)
+{
+	double c = floor(x - l->x0);
+
+	if (c < 0)
+		return 0;
+	if (c >= l->ncols)
+		return l->ncols - 1;
+	return (int)c;
+}
+
+static void clamp_x(const struct nf_render_lane *l, double *x)
+{
+	if (*x < l->x0)
+		*x = l->x0;
+	if (*x > l->x0 + l->ncols)
+		*x = l->x0 + l->ncols;
+}
+
+int nf_render_lane_box(struct nf_render_lane *l, struct nf_render_scene *s, double xa, double xb,
+		       int edges)
+{
+	double w;
+	int ret;
+
+	if (xb < l->x0 || xa > l->x0 + l->ncols)
+		return 0;
+	clamp_x(l, &xa);
+	clamp_x(l, &xb);
+	w = xb - xa;
+	if (w < 1.0) {
+		/* Sub-pixel: coverage of the columns it touches; zero-length still shows. */
+		double a = xa - l->x0, b = xa - l->x0 + (w > 0.05 ? w : 0.05);
+		int c0 = column(l, xa), c1 = column(l, xa + (b - a));
+
+		for (int c = c0; c <= c1; c++) {
+			double lo = a > c ? a : c, hi = b < c + 1 ? b : c + 1;
+
+			if (hi > lo)
+				l->cover[c] += (float)(hi - lo);
+		}
+		return 0;
+	}
+	if (edges && w >= 4.0) {
+		l->edge[column(l, xa)] = 1;
+		l->edge[column(l, xb - 1.0)] = 1;
+	}
+	if (l->have_run && xa <= l->run_x1 + 0.5 && xb >= l->run_x0 - 0.5) {
+		/* Overlaps the current run (starts arrive nearly sorted): grow it. */
+		if (xa < l->run_x0)
+			l->run_x0 = xa;
+		if (xb > l->run_x1)
+			l->run_x1 = xb;
+		return 0;
+	}
+	if (l->have_run &&
+	    (ret = nf_render_quads_add(&s->rects[l->rb_fill], l->run_x0, l->y0,
+				       l->run_x1 - l->run_x0, l->y1 - l->y0)) < 0)
+		return ret;
+	l->run_x0 = xa;
+	l->run_x1 = xb;
+	l->have_run = 1;
+	return 0;
+}
+
+void nf_render_lane_open(struct nf_render_lane *l, double xa, enum nf_render_mk mk)
+{
+	if (xa > l->x0 + l->ncols)
+		return;
+	clamp_x(l, &xa);
+	if (!l->have_open || xa < l->open_x)
+		l->open_x = xa;
+	l->have_open = 1;
+	l->edge[column(l, xa)] = 1;
+	l->mark[column(l, xa)] |= (uint8_t)(1u << mk);
+}
+
+static int density_level(float c)
+{
+	if (c <= 0.0f)
+		return -1;
+	if (c < 0.25f)
+		return 0;
+	if (c < 0.5f)
+		return 1;
+	if (c < 0.85f)
+		return 2;
+	return 3;
+}
+
+static int flush_open(struct nf_render_lane *l, struct nf_render_scene *s)
+{
+	double x1 = l->x0 + l->ncols, mid = (l->y0 + l->y1) / 2.0;
+	int ret;
+
+	if (!l->have_open)
+		return 0;
+	if ((ret = nf_render_quads_add(&s->rects[l->rb_open], l->open_x, l->y0, x1 - l->open_x,
+				       l->y1 - l->y0)) < 0 ||
+	    (ret = nf_render_quads_add(&s->dashes, l->open_x, l->y0 + 0.5, x1, l->y0 + 0.5)) < 0 ||
+	    (ret = nf_render_quads_add(&s->dashes, l->open_x, l->y1 - 0.5, x1, l->y1 - 0.5)) < 0 ||
+	    (ret = nf_render_quads_add(&s->dashes, x1 - 0.5, l->y0, x1 - 0.5, l->y1)) < 0)
+		return ret;
+	for (int c = 0; c < l->ncols; c++) {
+		for (int k = NF_MK_LOST; k <= NF_MK_UNMATCHED; k++) {
+			if (!(l->mark[c] & (1u << k)))
+				continue;
+			/* Markers sit on the lane's top edge, one per status and column. */
+			if ((ret = nf_render_quads_add(&s->marks[k], l->x0 + c + 0.5,
+						       k == NF_MK_LOST ? l->y0 : mid, 4.0, 0)) < 0)
+				return ret;
+			break;
+		}
+	}
+	return 0;
+}
+
+int nf_render_lane_flush(struct nf_render_lane *l, struct nf_render_scene *s)
+{
+	double h = l->y1 - l->y0;
+	int ret, c = 0;
+
+	if (l->have_run &&
+	    (ret = nf_render_quads_add(&s->rects[l->rb_fill], l->run_x0, l->y0,
+				       l->run_x1 - l->run_x0, h)) < 0)
+		return ret;
+	l->have_run = 0;
+	/* Density bands: runs of columns at the same level become one rectangle. */
+	while (c < l->ncols) {
+		int lev = density_level(l->cover[c]), e = c + 1;
+
+		while (e < l->ncols && density_level(l->cover[e]) == lev)
+			e++;
+		if (lev >= 0 &&
+		    (ret = nf_render_quads_add(&s->rects[l->rb_dens + lev], l->x0 + c, l->y0,
+					       (double)(e - c), h)) < 0)
+			return ret;
+		c = e;
+	}
+	for (c = 0; c < l->ncols;) {
+		int e = c + 1;
+
+		if (!l->edge[c]) {
+			c++;
+			continue;
+		}
+		while (e < l->ncols && l->edge[e])
+			e++;
+		if ((ret = nf_render_quads_add(&s->rects[l->rb_edge], l->x0 + c, l->y0,
+					       (double)(e - c), h)) < 0)
+			return ret;
+		c = e;
+	}
+	if ((ret = flush_open(l, s)) < 0)
+		return ret;
+	l->have_open = 0;
+	return 0;
+}

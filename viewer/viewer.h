@@ -1,0 +1,126 @@
+/*
+ * Private to the viewer: the scene, i.e. everything to draw gathered into
+ * batches (one per colour and shape) so that each is one cairo path and one
+ * fill, and the per-lane level-of-detail accumulator that merges what is
+ * narrower than a pixel into density bands. collect.c fills the scene from
+ * the database, paint.c draws it with cairo.
+ */
+#ifndef NF_VIEWER_VIEWER_H
+#define NF_VIEWER_VIEWER_H
+
+#include <cairo.h>
+#include <sqlite3.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "layout.h"
+
+/* A growing list of 4-double items: rectangles, segments or markers. */
+struct nf_render_quads {
+	double *v;
+	size_t n, cap;
+};
+
+/* Upper bound on items in one batch (a guard, never reached by a sane page). */
+#define NF_RENDER_MAX_QUADS (64u * 1024u * 1024u)
+
+/* Density levels for merged sub-pixel boxes, lightest first. */
+#define NF_RENDER_DENSITY_LEVELS 4
+
+/* Rectangle batches, drawn in this order (back to front). */
+enum nf_render_rb {
+	NF_RB_STRIPE,        /* alternate row background */
+	NF_RB_LOST_BG,       /* lost span background (hatched over later) */
+	NF_RB_CPUWAIT_D,     /* + level: density bands */
+	NF_RB_CPUWAIT = NF_RB_CPUWAIT_D + NF_RENDER_DENSITY_LEVELS,
+	NF_RB_WAIT_D,
+	NF_RB_WAIT = NF_RB_WAIT_D + NF_RENDER_DENSITY_LEVELS,
+	NF_RB_STALL_D,
+	NF_RB_STALL = NF_RB_STALL_D + NF_RENDER_DENSITY_LEVELS,
+	NF_RB_SIGNAL_D,
+	NF_RB_SIGNAL = NF_RB_SIGNAL_D + NF_RENDER_DENSITY_LEVELS,
+	NF_RB_OPEN_WAIT,     /* open-ended regions (translucent) */
+	NF_RB_OPEN_SIGNAL,
+	NF_RB_OPEN_CPU,
+	NF_RB_CPUWAIT_EDGE,  /* box edges */
+	NF_RB_WAIT_EDGE,
+	NF_RB_SIGNAL_EDGE,
+	NF_RB_CPU_TICK,      /* CPU signals */
+	NF_RB_COUNT
+};
+
+/* Marker batches: (x, y, size, 0) drawn as small shapes. */
+enum nf_render_mk {
+	NF_MK_LOST,          /* open-ended op, status lost */
+	NF_MK_ZERO_OP,       /* open-ended op, status zero_timestamp */
+	NF_MK_UNMATCHED,     /* open-ended op, other status */
+	NF_MK_TS,            /* zero or repeated timestamp anomaly */
+	NF_MK_BAD,           /* other anomalies */
+	NF_MK_COUNT
+};
+
+/* A "lost N" label over a lost span. */
+struct nf_render_label {
+	double x, y;         /* centre of the text baseline */
+	char text[32];
+};
+
+struct nf_render_scene {
+	struct nf_render_quads rects[NF_RB_COUNT];
+	struct nf_render_quads marks[NF_MK_COUNT];
+	struct nf_render_quads hatch;     /* lost spans (rectangles) to hatch */
+	struct nf_render_quads dashes;    /* open-ended outlines: x0 y0 x1 y1 */
+	struct nf_render_quads links;     /* signal end -> wait end: x0 y0 x1 y1 */
+	struct nf_render_label *labels;
+	size_t n_labels, cap_labels;
+	/* What was found, for the subtitle. */
+	int64_t n_waits, n_signals, n_open, n_cpu_waits, n_cpu_signals;
+	int64_t n_lost_spans, lost_entries, n_anomalies, n_links, n_links_merged;
+	int64_t n_unplaced;  /* operations without any time (nothing to draw) */
+};
+
+int nf_render_quads_add(struct nf_render_quads *q, double a, double b, double c, double d);
+void nf_render_scene_release(struct nf_render_scene *s);
+
+/*
+ * One lane of one row while its boxes stream in ordered by start: wide boxes
+ * are merged into runs, sub-pixel boxes add coverage to their pixel columns,
+ * box edges and markers are kept once per pixel column. Flushing turns all of
+ * it into scene rectangles; memory is bounded by the plot width.
+ */
+struct nf_render_lane {
+	double x0;           /* plot left */
+	int ncols;           /* plot width in pixel columns */
+	double y0, y1;
+	float *cover;        /* per column: sum of sub-pixel coverage */
+	uint8_t *edge;       /* per column: an edge is drawn */
+	uint8_t *mark;       /* per column: bit per open-ended status */
+	double run_x0, run_x1;
+	int have_run;
+	double open_x;       /* leftmost start of an open-ended box */
+	int have_open;
+	int rb_fill, rb_dens, rb_edge, rb_open;  /* batches (rb_dens: first level) */
+};
+
+int nf_render_lane_init(struct nf_render_lane *l, const struct nf_render_layout *lay);
+void nf_render_lane_release(struct nf_render_lane *l);
+void nf_render_lane_reset(struct nf_render_lane *l, double y0, double y1, int rb_fill,
+			  int rb_dens, int rb_edge, int rb_open);
+/* Adds a box [xa, xb] (device x, any order of calls with xa roughly sorted). */
+int nf_render_lane_box(struct nf_render_lane *l, struct nf_render_scene *s, double xa, double xb,
+		       int edges);
+/* Adds an open-ended box from xa to the right edge, with a status marker. */
+void nf_render_lane_open(struct nf_render_lane *l, double xa, enum nf_render_mk mk);
+int nf_render_lane_flush(struct nf_render_lane *l, struct nf_render_scene *s);
+
+/* Fills the scene from the database (collect.c). */
+int nf_render_collect(sqlite3 *db, const struct nf_render_options *opts,
+		      const struct nf_render_layout *lay, struct nf_render_scene *s,
+		      struct nf_error *err);
+
+/* Draws the page (paint.c); returns 0 or NF_EIO with cairo's reason. */
+int nf_render_paint(cairo_t *cr, const struct nf_render_options *opts,
+		    const struct nf_render_layout *lay, const struct nf_render_scene *s,
+		    struct nf_error *err);
+
+#endif
