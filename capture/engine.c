@@ -9,6 +9,7 @@
  * updating MonitoredValue with the write-barrier-resample protocol.
  */
 #include "engine_int.h"
+#include "session_env.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -1061,6 +1062,7 @@ void nf_runtime_destroy(nf_runtime *rt)
 {
 	if (!rt)
 		return;
+	nf_runtime_close_owned(rt, NULL);
 	for (uint32_t i = 0; i < rt->n_queues; i++) {
 		free(rt->queues[i].cmds);
 		for (int l = 0; l < 2; l++) {

@@ -1,0 +1,208 @@
+/*
+ * The recorder behind `nftrace record`: prepares the session directory, runs a
+ * scenario through a runtime whose sink is the CTF writer (or runs a program
+ * that records itself through NFTRACE_RECORD_DIR), shows progress on a
+ * terminal, and closes the session cleanly on SIGINT.
+ */
+#include "nftrace/record.h"
+
+#include "nftrace/ctf.h"
+#include "scenario.h"
+#include "session_env.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static int remove_session(const char *dir, struct nf_error *err)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	char path[4200];
+
+	if (!d)
+		return nf_error_set(err, NF_EIO, "%s: %s", dir, strerror(errno));
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		/* A session holds plain files only; never follow links or descend. */
+		if (unlink(path) != 0) {
+			int e = errno;
+			closedir(d);
+			return nf_error_set(err, NF_EIO, "%s: cannot remove: %s", path, strerror(e));
+		}
+	}
+	closedir(d);
+	return 0;
+}
+
+int nf_record_prepare_dir(const char *dir, bool force, struct nf_error *err)
+{
+	struct stat st;
+	char meta[4200];
+	DIR *d;
+	struct dirent *de;
+	bool empty = true;
+
+	if (lstat(dir, &st) != 0) {
+		if (errno == ENOENT)
+			return 0;
+		return nf_error_set(err, NF_EIO, "%s: %s", dir, strerror(errno));
+	}
+	if (!S_ISDIR(st.st_mode))
+		return nf_error_set(err, NF_EEXIST, "%s: exists and is not a directory", dir);
+	if (!(d = opendir(dir)))
+		return nf_error_set(err, NF_EIO, "%s: %s", dir, strerror(errno));
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			empty = false;
+	closedir(d);
+	if (empty)
+		return 0;
+	snprintf(meta, sizeof(meta), "%s/metadata", dir);
+	if (!force)
+		return nf_error_set(err, NF_EEXIST, "%s: already exists (use --force to replace the session)", dir);
+	if (access(meta, F_OK) != 0)
+		return nf_error_set(err, NF_EEXIST,
+				    "%s: exists and is not an nftrace session; refusing to replace it", dir);
+	return remove_session(dir, err);
+}
+
+struct progress_ctx {
+	const struct nf_record_options *opts;
+	struct nf_ctf_writer *w;
+	nf_runtime *rt;
+};
+
+static int progress_tick(void *ctx, uint64_t ops)
+{
+	struct progress_ctx *pc = ctx;
+
+	if (pc->opts->interrupted && *pc->opts->interrupted)
+		return NF_EINTR;
+	if (pc->opts->progress) {
+		struct nf_ctf_writer_stats ws;
+		struct nf_runtime_stats rs;
+
+		nf_ctf_writer_get_stats(pc->w, &ws);
+		nf_runtime_get_stats(pc->rt, &rs);
+		/* The one place the recorder writes to the terminal: a progress line
+		 * the caller asked for (only on a tty). */
+		fprintf(stderr, "\rrecording: %llu ops, %llu events, %.1f MB, %llu lost entries   ",
+			(unsigned long long)ops, (unsigned long long)ws.events, (double)ws.bytes / 1e6,
+			(unsigned long long)rs.log_entries_lost);
+	}
+	return 0;
+}
+
+int nf_record_scenario(const struct nf_record_options *opts, struct nf_record_result *res,
+		       struct nf_error *err)
+{
+	struct nf_scenario *sc = NULL;
+	struct nf_runtime_config cfg;
+	struct nf_ctf_writer *w = NULL;
+	nf_runtime *rt = NULL;
+	int rc;
+
+	memset(res, 0, sizeof(*res));
+	rc = nf_scenario_load(opts->scenario, &sc, err);
+	if (rc)
+		return rc;
+	nf_runtime_config_init(&cfg);
+	cfg.mode = opts->mode;
+	cfg.ground_truth = opts->ground_truth;
+	nf_scenario_apply_settings(sc, &cfg);
+	if (opts->seed_set)
+		cfg.seed = opts->seed;
+	rc = nf_record_prepare_dir(opts->out_dir, opts->force, err);
+	if (rc)
+		goto out_scenario;
+	rc = nf_session_writer_create(opts->out_dir, &cfg, opts->scenario, &w, err);
+	if (rc)
+		goto out_scenario;
+	cfg.sink = nf_ctf_writer_sink(w);
+	rc = nf_runtime_create(&cfg, &rt, err);
+	if (rc)
+		goto out_writer;
+	struct progress_ctx pc = { opts, w, rt };
+	struct nf_scenario_progress prog = { &pc, progress_tick };
+	rc = nf_scenario_run(sc, rt, &prog, err);
+	if (rc == NF_EINTR) {
+		res->interrupted = true;
+		rc = 0;
+	}
+	if (!rc && !res->interrupted)
+		rc = nf_runtime_finish(rt, err);
+	if (opts->progress)
+		fprintf(stderr, "\r%*s\r", 78, "");
+	struct nf_runtime_stats rs;
+	nf_runtime_get_stats(rt, &rs);
+	res->operations = rs.operations;
+	res->lost_entries = rs.log_entries_lost;
+	nf_runtime_destroy(rt);
+out_writer: {
+		struct nf_ctf_writer_stats ws;
+		nf_ctf_writer_get_stats(w, &ws);
+		res->events = ws.events;
+		res->bytes = ws.bytes;
+		int rc2 = nf_ctf_writer_close(w, err);
+		if (!rc)
+			rc = rc2;
+	}
+out_scenario:
+	nf_scenario_destroy(sc);
+	if (!rc && res->interrupted)
+		rc = NF_EINTR;
+	return rc;
+}
+
+int nf_record_program(const struct nf_record_options *opts, struct nf_record_result *res,
+		      struct nf_error *err)
+{
+	char seed[32], meta[4200];
+	pid_t pid;
+	int st, rc;
+
+	memset(res, 0, sizeof(*res));
+	if (!opts->argv || !opts->argv[0])
+		return nf_error_set(err, NF_EINVAL, "record: no program given after --");
+	rc = nf_record_prepare_dir(opts->out_dir, opts->force, err);
+	if (rc)
+		return rc;
+	snprintf(seed, sizeof(seed), "%llu", (unsigned long long)(opts->seed_set ? opts->seed : 1));
+	pid = fork();
+	if (pid < 0)
+		return nf_error_set(err, NF_EIO, "record: fork: %s", strerror(errno));
+	if (pid == 0) {
+		setenv("NFTRACE_RECORD_DIR", opts->out_dir, 1);
+		setenv("NFTRACE_SEED", seed, 1);
+		setenv("NFTRACE_GROUND_TRUTH", opts->ground_truth ? "1" : "0", 1);
+		setenv("NFTRACE_MODE", opts->mode == NF_MODE_THREADED ? "threaded" : "deterministic", 1);
+		setenv("NFTRACE_SOURCE", opts->argv[0], 1);
+		execvp(opts->argv[0], opts->argv);
+		_exit(127);
+	}
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return nf_error_set(err, NF_EIO, "record: waitpid: %s", strerror(errno));
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 127)
+		return nf_error_set(err, NF_ENOENT, "%s: cannot run program", opts->argv[0]);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		return nf_error_set(err, NF_EIO, "%s: program %s %d", opts->argv[0],
+				    WIFEXITED(st) ? "exited with status" : "was killed by signal",
+				    WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+	snprintf(meta, sizeof(meta), "%s/metadata", opts->out_dir);
+	if (access(meta, F_OK) != 0)
+		return nf_error_set(err, NF_EFORMAT,
+				    "%s: the program recorded nothing (does it create its runtime with nf_runtime_create_from_env?)",
+				    opts->argv[0]);
+	return 0;
+}

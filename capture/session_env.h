@@ -1,0 +1,18 @@
+/*
+ * The session's CTF environment (tool version, source, seed, clocks, ...),
+ * written the same way by `nftrace record` and by a program recording itself.
+ */
+#ifndef NF_SESSION_ENV_H
+#define NF_SESSION_ENV_H
+
+#include "nftrace/ctf.h"
+#include "nftrace/nfence.h"
+
+/* Creates the CTF writer for a session recorded with this runtime config. */
+int nf_session_writer_create(const char *dir, const struct nf_runtime_config *cfg,
+			     const char *source, struct nf_ctf_writer **out, struct nf_error *err);
+
+/* Closes the writer a runtime created from the environment owns (libnfence). */
+int nf_runtime_close_owned(nf_runtime *rt, struct nf_error *err);
+
+#endif
