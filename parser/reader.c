@@ -81,12 +81,18 @@ static int nf_bt_error(struct nf_error *err, int code, const char *dir, const ch
 	if (e) {
 		uint64_t n = bt_error_get_cause_count(e);
 
-		/* Causes are stored most recent first: walk back to the root. */
-		for (uint64_t i = n; i > 0 && len + 3 < sizeof(msg); i--) {
-			const char *m = bt_error_cause_get_message(bt_error_borrow_cause_by_index(e, i - 1));
+		/*
+		 * Cause 0 is the root (the plugin that saw the bad data); later ones
+		 * add context on the way up. Library-level causes only repeat the
+		 * component's address and class, so they are left out.
+		 */
+		for (uint64_t i = 0; i < n && len + 3 < sizeof(msg); i++) {
+			const bt_error_cause *c = bt_error_borrow_cause_by_index(e, i);
+			const char *m = bt_error_cause_get_message(c);
+			const char *mod = bt_error_cause_get_module_name(c);
 			int w;
 
-			if (!m || !*m)
+			if (!m || !*m || (mod && strcmp(mod, "libbabeltrace2") == 0 && len))
 				continue;
 			w = snprintf(msg + len, sizeof(msg) - len, "%s%s", len ? "; " : "", m);
 			if (w < 0)
@@ -131,18 +137,22 @@ static uint64_t nf_field_int(const bt_field *f)
 	return (uint64_t)bt_field_integer_signed_get_value(f);
 }
 
+/* A member's index by name; "_name" also matches (TSDL's escape for identifiers). */
 static int64_t nf_member_index(const bt_field_class *st, const char *name)
 {
 	uint64_t n = bt_field_class_structure_get_member_count(st);
+	int64_t escaped = -1;
 
 	for (uint64_t i = 0; i < n; i++) {
-		const bt_field_class_structure_member *m =
-			bt_field_class_structure_borrow_member_by_index_const(st, i);
+		const char *mn = bt_field_class_structure_member_get_name(
+			bt_field_class_structure_borrow_member_by_index_const(st, i));
 
-		if (strcmp(bt_field_class_structure_member_get_name(m), name) == 0)
+		if (strcmp(mn, name) == 0)
 			return (int64_t)i;
+		if (escaped < 0 && mn[0] == '_' && strcmp(mn + 1, name) == 0)
+			escaped = (int64_t)i;
 	}
-	return -1;
+	return escaped;
 }
 
 static const bt_field_class *nf_member_class(const bt_field_class *st, int64_t idx)
