@@ -761,6 +761,7 @@ static void cmd_pop(struct nf_queue *q)
 	q->cmd_count--;
 	q->head_started = false;
 	q->blocked = false;
+	q->head_observed = false;
 }
 
 /* A signal executes on the GPU at rt->now. */
@@ -865,8 +866,11 @@ static int queue_step(struct nf_runtime *rt, struct nf_queue *q)
 		case NF_CMD_WAIT: {
 			struct nf_global_fence *g = &rt->globals[cmd_local(rt, c)->global];
 
-			if (!q->blocked)
+			if (!q->head_observed) {
+				/* The GPU acknowledged the wait and queued it on hardware. */
+				q->head_observed = true;
 				q->head_observed_ns = rt->now;
+			}
 			if (!g->alive || value_reached(a, g, c->value)) {
 				q->head_started = true;
 				q->blocked = false;

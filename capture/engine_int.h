@@ -56,6 +56,7 @@ struct nf_queue {
 	struct nf_cmd *cmds;           /* FIFO ring */
 	uint32_t cmd_head, cmd_count, cmd_cap;
 	bool head_started;             /* head command is executing */
+	bool head_observed;            /* head wait has been observed */
 	uint64_t head_observed_ns;     /* when the GPU observed the head wait */
 	uint64_t busy_until;           /* head finishes at */
 	bool blocked;                  /* head wait not yet satisfied */

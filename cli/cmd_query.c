@@ -1,0 +1,96 @@
+/* nftrace query: SQL over one or more sessions' timelines, read-only. */
+#include "cli.h"
+
+#include "nftrace/timeline.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define QUERY_MAX_SQL (1u << 20)
+
+static char *read_sql_file(const char *path, struct nf_error *err)
+{
+	FILE *f = fopen(path, "r");
+	char *buf;
+	size_t n;
+
+	if (!f) {
+		nf_error_set(err, NF_ENOENT, "%s: %s", path, strerror(errno));
+		return NULL;
+	}
+	buf = malloc(QUERY_MAX_SQL + 1);
+	if (!buf) {
+		fclose(f);
+		nf_error_set(err, NF_ENOMEM, "out of memory");
+		return NULL;
+	}
+	n = fread(buf, 1, QUERY_MAX_SQL + 1, f);
+	if (ferror(f) || n > QUERY_MAX_SQL || n == 0) {
+		nf_error_set(err, NF_EFORMAT, "%s: %s", path,
+			     ferror(f) ? "read error" : n ? "larger than 1 MiB" : "empty file");
+		free(buf);
+		fclose(f);
+		return NULL;
+	}
+	buf[n] = '\0';
+	fclose(f);
+	return buf;
+}
+
+int cmd_query(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "csv", no_argument, NULL, 'c' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "table", no_argument, NULL, 't' },
+		{ "file", required_argument, NULL, 'f' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct nf_query_options qo = { 0 };
+	struct nf_error err;
+	const char *sql_file = NULL, *sql = NULL;
+	char *owned = NULL;
+	int opt, rc;
+
+	nf_error_clear(&err);
+	qo.format = NF_QUERY_TABLE;
+	optind = 1;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":f:", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'c': qo.format = NF_QUERY_CSV; break;
+		case 'j': qo.format = NF_QUERY_JSON; break;
+		case 't': qo.format = NF_QUERY_TABLE; break;
+		case 'f': sql_file = optarg; break;
+		case 'h': return nf_cli_common_option("query", "--help");
+		case 'V': return nf_cli_common_option("query", "--version");
+		case ':': return nf_cli_usage_error("query", "option '%s' needs a value", argv[optind - 1]);
+		default: return nf_cli_usage_error("query", "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	int npos = argc - optind;
+	if (sql_file) {
+		if (npos < 1)
+			return nf_cli_usage_error("query", "missing session DIR");
+		qo.n_sessions = (size_t)npos;
+	} else {
+		if (npos < 2)
+			return nf_cli_usage_error("query", "usage: nftrace query DIR \"SQL\"");
+		qo.n_sessions = (size_t)(npos - 1);
+		sql = argv[argc - 1];
+	}
+	qo.sessions = (const char *const *)(argv + optind);
+	if (sql_file && !(sql = owned = read_sql_file(sql_file, &err)))
+		return nf_cli_fail("query", &err);
+	rc = nf_query_run(&qo, sql, stdout, &err);
+	free(owned);
+	if (rc)
+		return nf_cli_fail("query", &err);
+	return NF_EXIT_OK;
+}

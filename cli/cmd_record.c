@@ -1,0 +1,110 @@
+/* nftrace record: run a scenario or a program and write a session directory. */
+#include "cli.h"
+
+#include "nftrace/record.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static volatile int record_interrupted;
+
+static void on_sigint(int sig)
+{
+	(void)sig;
+	record_interrupted = 1;
+}
+
+int cmd_record(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "seed", required_argument, NULL, 's' },
+		{ "mode", required_argument, NULL, 'm' },
+		{ "ground-truth", no_argument, NULL, 'g' },
+		{ "force", no_argument, NULL, 'f' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct nf_record_options o = { 0 };
+	struct nf_record_result res;
+	struct nf_error err;
+	int dashdash = argc, opt, rc;
+	char *end;
+
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--")) {
+			dashdash = i;
+			break;
+		}
+	optind = 1;
+	opterr = 0;
+	while ((opt = getopt_long(dashdash, argv, ":o:", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'o': o.out_dir = optarg; break;
+		case 's':
+			errno = 0;
+			o.seed = strtoull(optarg, &end, 0);
+			if (errno || *end || !*optarg || optarg[0] == '-')
+				return nf_cli_usage_error("record", "bad --seed '%s'", optarg);
+			o.seed_set = true;
+			break;
+		case 'm':
+			if (!strcmp(optarg, "deterministic"))
+				o.mode = NF_MODE_DETERMINISTIC;
+			else if (!strcmp(optarg, "threaded"))
+				o.mode = NF_MODE_THREADED;
+			else
+				return nf_cli_usage_error("record", "unknown --mode '%s' (deterministic or threaded)", optarg);
+			break;
+		case 'g': o.ground_truth = true; break;
+		case 'f': o.force = true; break;
+		case 'h': return nf_cli_common_option("record", "--help");
+		case 'V': return nf_cli_common_option("record", "--version");
+		case ':': return nf_cli_usage_error("record", "option '%s' needs a value", argv[optind - 1]);
+		default: return nf_cli_usage_error("record", "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (!o.out_dir)
+		return nf_cli_usage_error("record", "missing -o DIR");
+	if (dashdash < argc) {
+		if (optind < dashdash)
+			return nf_cli_usage_error("record", "give either a SCENARIO or -- PROGRAM, not both");
+		if (dashdash + 1 >= argc)
+			return nf_cli_usage_error("record", "no program after --");
+		o.argv = argv + dashdash + 1;
+	} else {
+		if (optind >= argc)
+			return nf_cli_usage_error("record", "missing SCENARIO");
+		if (optind + 1 < argc)
+			return nf_cli_usage_error("record", "unexpected argument '%s'", argv[optind + 1]);
+		o.scenario = argv[optind];
+	}
+	o.progress = isatty(STDERR_FILENO);
+	o.interrupted = &record_interrupted;
+	struct sigaction sa = { 0 };
+	sa.sa_handler = on_sigint;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	nf_error_clear(&err);
+	rc = o.argv ? nf_record_program(&o, &res, &err) : nf_record_scenario(&o, &res, &err);
+	if (rc == NF_EINTR) {
+		fprintf(stderr, "nftrace record: interrupted; session %s closed cleanly (%llu events)\n",
+			o.out_dir, (unsigned long long)res.events);
+		return NF_EXIT_FAIL;
+	}
+	if (rc)
+		return nf_cli_fail("record", &err);
+	if (o.scenario)
+		printf("recorded %s: %llu operations, %llu events, %llu bytes, %llu log entries lost\n",
+		       o.out_dir, (unsigned long long)res.operations, (unsigned long long)res.events,
+		       (unsigned long long)res.bytes, (unsigned long long)res.lost_entries);
+	else
+		printf("recorded %s\n", o.out_dir);
+	return NF_EXIT_OK;
+}

@@ -1,0 +1,114 @@
+/* nftrace report: draw a session's timeline to PNG, SVG or PDF. */
+#include "cli.h"
+
+#include "nftrace/render.h"
+#include "nftrace/timeline.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define REPORT_MAX_FILTER 256
+
+static int parse_id(const char *s, int64_t *out)
+{
+	char *end;
+
+	errno = 0;
+	long long v = strtoll(s, &end, 0);
+	if (errno || *end || !*s || v < 0)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int cmd_report(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "from", required_argument, NULL, 'F' },
+		{ "to", required_argument, NULL, 'T' },
+		{ "queue", required_argument, NULL, 'q' },
+		{ "fence", required_argument, NULL, 'f' },
+		{ "width", required_argument, NULL, 'w' },
+		{ "theme", required_argument, NULL, 't' },
+		{ "title", required_argument, NULL, 'n' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct nf_render_options ro = { 0 };
+	int64_t queues[REPORT_MAX_FILTER], fences[REPORT_MAX_FILTER];
+	struct nf_error err;
+	char db[4200];
+	int opt;
+	char *end;
+
+	ro.from_ns = -1;
+	ro.to_ns = -1;
+	nf_error_clear(&err);
+	optind = 1;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":o:", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'o': ro.output = optarg; break;
+		case 'F':
+		case 'T':
+			if (nf_parse_duration(optarg, opt == 'F' ? &ro.from_ns : &ro.to_ns, &err))
+				return nf_cli_usage_error("report", "--%s: %s", opt == 'F' ? "from" : "to", err.msg);
+			break;
+		case 'q':
+		case 'f': {
+			int64_t *arr = opt == 'q' ? queues : fences;
+			int *n = opt == 'q' ? &ro.n_queues : &ro.n_fences;
+			if (*n >= REPORT_MAX_FILTER)
+				return nf_cli_usage_error("report", "too many filters (limit %d)", REPORT_MAX_FILTER);
+			if (parse_id(optarg, &arr[*n]))
+				return nf_cli_usage_error("report", "bad %s handle '%s'", opt == 'q' ? "queue" : "fence", optarg);
+			(*n)++;
+			break;
+		}
+		case 'w':
+			errno = 0;
+			long w = strtol(optarg, &end, 10);
+			if (errno || *end || w < 200 || w > 20000)
+				return nf_cli_usage_error("report", "--width must be between 200 and 20000");
+			ro.width = (int)w;
+			break;
+		case 't':
+			if (!strcmp(optarg, "light"))
+				ro.theme = NF_THEME_LIGHT;
+			else if (!strcmp(optarg, "dark"))
+				ro.theme = NF_THEME_DARK;
+			else
+				return nf_cli_usage_error("report", "unknown --theme '%s' (light or dark)", optarg);
+			break;
+		case 'n': ro.title = optarg; break;
+		case 'h': return nf_cli_common_option("report", "--help");
+		case 'V': return nf_cli_common_option("report", "--version");
+		case ':': return nf_cli_usage_error("report", "option '%s' needs a value", argv[optind - 1]);
+		default: return nf_cli_usage_error("report", "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind >= argc)
+		return nf_cli_usage_error("report", "missing session DIR");
+	if (optind + 1 < argc)
+		return nf_cli_usage_error("report", "unexpected argument '%s'", argv[optind + 1]);
+	if (!ro.output)
+		return nf_cli_usage_error("report", "missing -o FILE");
+	if (ro.from_ns >= 0 && ro.to_ns >= 0 && ro.to_ns <= ro.from_ns)
+		return nf_cli_usage_error("report", "--to must be after --from");
+	ro.queues = ro.n_queues ? queues : NULL;
+	ro.fences = ro.n_fences ? fences : NULL;
+	const char *dir = argv[optind];
+	if (!ro.title) {
+		const char *slash = strrchr(dir, '/');
+		ro.title = slash && slash[1] ? slash + 1 : dir;
+	}
+	if (nf_timeline_ensure(dir, db, sizeof(db), &err) || nf_render(db, &ro, &err))
+		return nf_cli_fail("report", &err);
+	return NF_EXIT_OK;
+}

@@ -1,0 +1,142 @@
+/*
+ * nftrace: the command table and main. Each command lives in its own
+ * cli/cmd_*.c; main dispatches, and checks that stdout was written.
+ */
+#include "cli.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef NF_VERSION
+#define NF_VERSION "0.0.0"
+#endif
+
+static const struct nf_cmd nf_commands[] = {
+	{ "record", cmd_record, "record a scenario or a program into a session directory",
+	  "usage: nftrace record -o DIR [--seed N] [--mode deterministic|threaded] [--ground-truth] [--force] SCENARIO\n"
+	  "       nftrace record -o DIR [options] -- PROGRAM [ARGS...]\n"
+	  "\n"
+	  "Runs SCENARIO (a scenario file, see schemas/scenario.md) through the native fence\n"
+	  "runtime, or runs PROGRAM (which links libnfence), and writes a CTF 1.8 session to DIR.\n"
+	  "\n"
+	  "  -o, --output DIR   session directory to create\n"
+	  "  --seed N           simulation seed (default: the scenario's, else 1)\n"
+	  "  --mode MODE        deterministic (default) or threaded\n"
+	  "  --ground-truth     also record the simulator's true times (truth stream)\n"
+	  "  --force            replace an existing session in DIR\n" },
+	{ "report", cmd_report, "draw a GPUView-style timeline to PNG, SVG or PDF",
+	  "usage: nftrace report DIR -o FILE.{png,svg,pdf} [--from T] [--to T] [--queue Q]... [--fence F]...\n"
+	  "                      [--width PX] [--theme light|dark] [--title TEXT]\n"
+	  "\n"
+	  "Draws one row per hardware queue: light pink waits, dark pink signals, each box from\n"
+	  "when it was queued on the CPU to when the GPU completed it. Times accept units: 12.5ms.\n" },
+	{ "query", cmd_query, "run SQL over a session's timeline",
+	  "usage: nftrace query DIR [DIR...] [--csv|--json|--table] (\"SQL\" | -f FILE.sql)\n"
+	  "\n"
+	  "Builds the session's SQLite timeline (DIR/timeline.db) on first use and runs SQL on it,\n"
+	  "read-only. With several sessions they are attached as s1, s2, ... Tables: schemas/timeline.sql.\n" },
+	{ "info", cmd_info, "show a session's facts, or the event schema",
+	  "usage: nftrace info DIR\n"
+	  "       nftrace info --events       (the event reference, as Markdown)\n" },
+	{ "help", cmd_help, "show help for nftrace or one command",
+	  "usage: nftrace help [COMMAND]\n" },
+};
+
+#define N_COMMANDS (sizeof(nf_commands) / sizeof(nf_commands[0]))
+
+const struct nf_cmd *nf_cli_find(const char *name)
+{
+	for (size_t i = 0; i < N_COMMANDS; i++)
+		if (!strcmp(nf_commands[i].name, name))
+			return &nf_commands[i];
+	return NULL;
+}
+
+int nf_cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "nftrace %s: ", cmd);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, " (see 'nftrace %s --help')\n", cmd);
+	return NF_EXIT_USAGE;
+}
+
+int nf_cli_fail(const char *cmd, const struct nf_error *err)
+{
+	fprintf(stderr, "nftrace %s: %s\n", cmd, err->msg[0] ? err->msg : nf_strerror(err->code));
+	return NF_EXIT_FAIL;
+}
+
+static void print_main_usage(FILE *f)
+{
+	fprintf(f, "usage: nftrace [--version] [--help] COMMAND [ARGS]\n\n"
+		   "nftrace captures and analyses GPU native fence logs (WDDM 3.2).\n\nCommands:\n");
+	for (size_t i = 0; i < N_COMMANDS; i++)
+		fprintf(f, "   %-8s %s\n", nf_commands[i].name, nf_commands[i].summary);
+	fprintf(f, "\nRun 'nftrace COMMAND --help' for a command's options.\n");
+}
+
+int nf_cli_common_option(const char *cmd, const char *arg)
+{
+	if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
+		const struct nf_cmd *c = nf_cli_find(cmd);
+		fputs(c ? c->usage : "", stdout);
+		return NF_EXIT_OK;
+	}
+	if (!strcmp(arg, "--version")) {
+		printf("nftrace %s\n", NF_VERSION);
+		return NF_EXIT_OK;
+	}
+	return -1;
+}
+
+int cmd_help(int argc, char **argv)
+{
+	if (argc > 1) {
+		int r = nf_cli_common_option("help", argv[1]);
+		if (r >= 0)
+			return r;
+		const struct nf_cmd *c = nf_cli_find(argv[1]);
+		if (!c)
+			return nf_cli_usage_error("help", "unknown command '%s'", argv[1]);
+		fputs(c->usage, stdout);
+		return NF_EXIT_OK;
+	}
+	print_main_usage(stdout);
+	return NF_EXIT_OK;
+}
+
+int main(int argc, char **argv)
+{
+	int rc;
+
+	if (argc < 2) {
+		print_main_usage(stderr);
+		return NF_EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("nftrace %s\n", NF_VERSION);
+		return NF_EXIT_OK;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		print_main_usage(stdout);
+		return NF_EXIT_OK;
+	}
+	const struct nf_cmd *c = nf_cli_find(argv[1]);
+	if (!c) {
+		fprintf(stderr, "nftrace: '%s' is not a command (see 'nftrace --help')\n", argv[1]);
+		return NF_EXIT_USAGE;
+	}
+	rc = c->fn(argc - 1, argv + 1);
+	/* Output that could not be written is a failure (git.c does the same). */
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		fprintf(stderr, "nftrace %s: cannot write to standard output\n", c->name);
+		return NF_EXIT_FAIL;
+	}
+	return rc;
+}
