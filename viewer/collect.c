@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Links drawn at most (distinct by rows and pixel columns); the rest are counted. */
+/* Distinct links (by rows and pixel columns) kept at most; the rest are counted. */
 #define NF_RENDER_MAX_LINKS 100000
 #define NF_RENDER_LINK_SLOTS (1u << 18)
 
@@ -583,6 +583,14 @@ static int collect_links(sqlite3 *db, const struct nf_render_layout *lay,
 		st = NULL;
 		sqlite3_free(sql);
 		sql = NULL;
+	}
+	/*
+	 * More arrows than the page can show one by one hide the boxes under a grey
+	 * web: then none is drawn and the subtitle says so (zoom in to see them).
+	 */
+	if (s->links.n > (size_t)fmax(300.0, (lay->plot_x1 - lay->plot_x0) / 2.0)) {
+		s->n_links_merged = s->n_links;
+		s->links.n = 0;
 	}
 out_free:
 	sqlite3_finalize(st);

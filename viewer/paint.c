@@ -249,8 +249,8 @@ static void paint_title(cairo_t *cr, const struct nf_render_options *opts,
 	if (lay->n_threads)
 		append(line, sizeof(line), "%zu CPU thread%s", lay->n_threads,
 		       lay->n_threads == 1 ? "" : "s");
-	append(line, sizeof(line), "%" PRId64 " waits, %" PRId64 " signals", s->n_waits,
-	       s->n_signals);
+	append(line, sizeof(line), "%" PRId64 " wait%s, %" PRId64 " signal%s", s->n_waits,
+	       s->n_waits == 1 ? "" : "s", s->n_signals, s->n_signals == 1 ? "" : "s");
 	if (s->n_open)
 		append(line, sizeof(line), "%" PRId64 " without an end", s->n_open);
 	if (s->n_lost_spans)
@@ -259,10 +259,15 @@ static void paint_title(cairo_t *cr, const struct nf_render_options *opts,
 	if (s->n_anomalies - s->n_lost_spans > 0)
 		append(line, sizeof(line), "%" PRId64 " other anomalies",
 		       s->n_anomalies - s->n_lost_spans);
-	append(line, sizeof(line), "%" PRId64 " links", s->n_links);
-	if (s->n_links_merged)
-		append(line, sizeof(line), "%" PRId64 " links not drawn (too dense)",
-		       s->n_links_merged);
+	if (s->n_links_merged == s->n_links && s->n_links)
+		append(line, sizeof(line), "%" PRId64 " link%s (too dense to draw: narrow the window)",
+		       s->n_links, s->n_links == 1 ? "" : "s");
+	else if (s->n_links_merged)
+		append(line, sizeof(line), "%" PRId64 " links, %" PRId64 " not drawn (too dense)",
+		       s->n_links, s->n_links_merged);
+	else
+		append(line, sizeof(line), "%" PRId64 " link%s", s->n_links,
+		       s->n_links == 1 ? "" : "s");
 	if (s->n_unplaced)
 		append(line, sizeof(line), "%" PRId64 " ops without any time", s->n_unplaced);
 	text(cr, 16, 52, line, LEFT, th->dim);
@@ -547,7 +552,7 @@ static void paint_axis(cairo_t *cr, const struct nf_render_layout *lay, const st
 			break;
 	}
 	font(cr, 10.5, 0);
-	text(cr, lay->plot_x0 - 10, lay->axis_y + 20, "time since session start", RIGHT, th->dim);
+	text(cr, lay->plot_x0 - 30, lay->axis_y + 20, "time since session start", RIGHT, th->dim);
 }
 
 static void paint_links(cairo_t *cr, const struct nf_render_quads *q, const struct theme *th)

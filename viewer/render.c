@@ -11,8 +11,10 @@
 #include <cairo-pdf.h>
 #include <cairo-svg.h>
 #include <cairo.h>
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
@@ -39,21 +41,95 @@ static int output_format(const char *path, enum format *fmt)
 	return 0;
 }
 
-/* Where cairo's stream writes go; the first failure is kept. */
+/* An SVG page larger than this is refused (the level of detail keeps them small). */
+#define NF_RENDER_MAX_SVG ((size_t)1 << 30)
+
+/*
+ * Where cairo's stream writes go; the first failure is kept. SVG is kept in
+ * memory (buf) so that its ids can be renumbered before it is written.
+ */
 struct sink {
 	FILE *f;
 	int failed;
+	char *buf;
+	size_t len, cap;
+	int buffered;
 };
 
 static cairo_status_t sink_write(void *closure, const unsigned char *data, unsigned int length)
 {
 	struct sink *s = closure;
 
-	if (s->failed || fwrite(data, 1, length, s->f) != length) {
+	if (s->failed)
+		return CAIRO_STATUS_WRITE_ERROR;
+	if (s->buffered) {
+		if (s->len + length > s->cap) {
+			size_t ncap = s->cap ? s->cap : 65536;
+			char *nb;
+
+			while (ncap < s->len + length)
+				ncap *= 2;
+			if (ncap > NF_RENDER_MAX_SVG || !(nb = realloc(s->buf, ncap))) {
+				s->failed = 1;
+				return CAIRO_STATUS_NO_MEMORY;
+			}
+			s->buf = nb;
+			s->cap = ncap;
+		}
+		memcpy(s->buf + s->len, data, length);
+		s->len += length;
+		return CAIRO_STATUS_SUCCESS;
+	}
+	if (fwrite(data, 1, length, s->f) != length) {
 		s->failed = 1;
 		return CAIRO_STATUS_WRITE_ERROR;
 	}
 	return CAIRO_STATUS_SUCCESS;
+}
+
+/*
+ * cairo names SVG groups after a process-wide surface counter ("surface217"),
+ * so a second render in the same process would differ. Renumber them in order
+ * of first appearance, then write the page.
+ */
+static int svg_write_normalized(struct sink *s)
+{
+	static const char tag[] = "surface";
+	long map_old[64], map_new[64];
+	size_t n_map = 0, i = 0, from = 0;
+
+	while (i + sizeof(tag) - 1 < s->len) {
+		char *end, num[24];
+		long old, id = -1;
+
+		if ((s->buf[i] != '"' && s->buf[i] != '#') ||
+		    memcmp(s->buf + i + 1, tag, sizeof(tag) - 1) != 0 ||
+		    !isdigit((unsigned char)s->buf[i + sizeof(tag)])) {
+			i++;
+			continue;
+		}
+		i += sizeof(tag);  /* at the digits */
+		old = strtol(s->buf + i, &end, 10);
+		for (size_t k = 0; k < n_map; k++)
+			if (map_old[k] == old)
+				id = map_new[k];
+		if (id < 0 && n_map < 64) {
+			map_old[n_map] = old;
+			id = map_new[n_map] = (long)n_map + 1;
+			n_map++;
+		}
+		if (id < 0)
+			return -1;  /* more groups than we ever draw */
+		snprintf(num, sizeof(num), "%ld", id);
+		if (fwrite(s->buf + from, 1, i - from, s->f) != i - from ||
+		    fputs(num, s->f) == EOF)
+			return -1;
+		i = (size_t)(end - s->buf);
+		from = i;
+	}
+	if (fwrite(s->buf + from, 1, s->len - from, s->f) != s->len - from)
+		return -1;
+	return 0;
 }
 
 static int open_db(const char *path, sqlite3 **db, struct nf_error *err)
@@ -155,9 +231,13 @@ static int draw_to(enum format fmt, const struct nf_render_layout *lay,
 		st = cairo_surface_status(sf);
 	}
 	cairo_surface_destroy(sf);
+	if (ret == 0 && st == CAIRO_STATUS_NO_MEMORY)
+		ret = nf_error_set(err, NF_ENOMEM, "the page is too large");
 	if (ret == 0 && (st != CAIRO_STATUS_SUCCESS || sk->failed))
 		ret = nf_error_set(err, NF_EIO, "writing: %s",
 				   sk->failed ? strerror(errno) : cairo_status_to_string(st));
+	if (ret == 0 && sk->buffered && svg_write_normalized(sk) < 0)
+		ret = nf_error_set(err, NF_EIO, "writing: %s", strerror(errno));
 	return ret;
 }
 
@@ -165,7 +245,7 @@ int nf_render(const char *db_path, const struct nf_render_options *opts, struct 
 {
 	struct nf_render_layout lay;
 	struct nf_render_scene scene;
-	struct sink sk = { NULL, 0 };
+	struct sink sk;
 	sqlite3 *db = NULL;
 	enum format fmt;
 	int ret;
@@ -179,6 +259,7 @@ int nf_render(const char *db_path, const struct nf_render_options *opts, struct 
 	if ((ret = open_db(db_path, &db, err)) < 0)
 		return ret;
 	memset(&scene, 0, sizeof(scene));
+	memset(&sk, 0, sizeof(sk));
 	if ((ret = nf_render_layout_build(db, opts, &lay, err)) < 0) {
 		nf_error_prefix(err, "%s", db_path);
 		goto out_close_db;
@@ -193,7 +274,9 @@ int nf_render(const char *db_path, const struct nf_render_options *opts, struct 
 				   opts->output, strerror(errno));
 		goto out_release;
 	}
+	sk.buffered = fmt == FMT_SVG;
 	ret = draw_to(fmt, &lay, &scene, opts, &sk, err);
+	free(sk.buf);
 	if (fclose(sk.f) != 0 && ret == 0)
 		ret = nf_error_set(err, NF_EIO, "%s: %s", opts->output, strerror(errno));
 	if (ret < 0) {

@@ -75,7 +75,8 @@ struct nf_render_scene {
 	size_t n_labels, cap_labels;
 	/* What was found, for the subtitle. */
 	int64_t n_waits, n_signals, n_open, n_cpu_waits, n_cpu_signals;
-	int64_t n_lost_spans, lost_entries, n_anomalies, n_links, n_links_merged;
+	int64_t n_lost_spans, lost_entries, n_anomalies, n_links;
+	int64_t n_links_merged;  /* links not drawn: too dense to show one by one */
 	int64_t n_unplaced;  /* operations without any time (nothing to draw) */
 };
 

@@ -1,0 +1,728 @@
+/*
+ * Tests for viewer/: builds small timeline databases from schemas/timeline.sql,
+ * renders them to PNG, SVG and PDF, and checks the pages: box colours at the
+ * places the layout says (the renderer's own layout functions), determinism,
+ * time and queue/fence filters, level of detail on a big database, a reference
+ * image, nf_parse_duration, and clean errors on bad input.
+ */
+#include "nf_test.h"
+
+#include <cairo.h>
+#include <sqlite3.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "layout.h"
+#include "nftrace/render.h"
+
+#define MS 1000000LL
+#define US 1000LL
+
+/* Queue handles of the scenario. */
+#define Q3D 0x100
+#define QCOMP 0x200
+
+static char tmpdir[1024];
+
+static void setup(void)
+{
+	nf_test_tmpdir(tmpdir, sizeof(tmpdir));
+}
+
+static void teardown(void)
+{
+	if (!getenv("NF_KEEP_TMP"))
+		nf_test_rmtree(tmpdir);
+}
+
+static void path_in_tmp(char *buf, size_t len, const char *name)
+{
+	snprintf(buf, len, "%s/%s", tmpdir, name);
+}
+
+static char *read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf;
+	long n;
+
+	ck_assert_msg(f != NULL, "cannot open %s", path);
+	ck_assert_int_eq(fseek(f, 0, SEEK_END), 0);
+	n = ftell(f);
+	ck_assert_int_ge(n, 0);
+	rewind(f);
+	buf = malloc((size_t)n + 1);
+	ck_assert_ptr_nonnull(buf);
+	ck_assert_uint_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+	buf[n] = '\0';
+	fclose(f);
+	*len = (size_t)n;
+	return buf;
+}
+
+static void exec_sql(sqlite3 *db, const char *sql)
+{
+	char *msg = NULL;
+
+	if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
+		ck_abort_msg("sql failed: %s: %.80s", msg ? msg : "?", sql);
+}
+
+static void exec_schema_file(sqlite3 *db, const char *rel)
+{
+	char path[4096];
+	size_t len;
+	char *sql;
+
+	nf_test_source_path(path, sizeof(path), rel);
+	sql = read_file(path, &len);
+	exec_sql(db, sql);
+	free(sql);
+}
+
+/* Creates an empty timeline at path; returns the open handle. */
+static sqlite3 *create_db(const char *path)
+{
+	sqlite3 *db;
+
+	unlink(path);
+	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+	exec_schema_file(db, "schemas/timeline.sql");
+	exec_sql(db, "BEGIN");
+	return db;
+}
+
+static void finish_db(sqlite3 *db)
+{
+	exec_sql(db, "COMMIT");
+	exec_schema_file(db, "schemas/timeline-views.sql");
+	ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
+}
+
+/*
+ * The scenario: two queues on one adapter; on the 3D queue a wait (queued 1 ms,
+ * observed 2 ms, end 5 ms) released by a signal on the compute queue (queued
+ * 1.5 ms, end 4.9 ms), then a signal 6-7 ms; on the compute queue an early
+ * signal 0.2-0.8 ms, a lost wait without an end at 7.5 ms and a lost span of
+ * its signal log 8-9 ms (12 entries); a zero timestamp and a backwards
+ * timestamp on the 3D queue; a CPU thread that waits 0.5-2.5 ms and signals.
+ */
+static void make_scenario(const char *path)
+{
+	sqlite3 *db = create_db(path);
+
+	exec_sql(db,
+		 "INSERT INTO meta (key, value) VALUES ('schema_version','1'),('duration_ns','10000000'),"
+		 " ('source','test'),('mode','sim'),('seed','7');"
+		 "INSERT INTO adapters (adapter, name, vidsch_caps, native_fence, gpu_frequency) VALUES (0, 'Test GPU', 6144, 1, 10000000);"
+		 "INSERT INTO queues (queue, adapter, node, engine, name, start_ns, stop_ns) VALUES (256, 0, 0, 0, '3D queue', 0, NULL),"
+		 " (512, 0, 1, 1, 'Compute queue', 0, NULL);"
+		 "INSERT INTO fences (fence, type, shared, cross_adapter, initial_value, created_ns, destroyed_ns) VALUES (1,0,0,0,0,0,NULL),(2,0,0,0,0,0,NULL),(3,0,0,0,0,0,NULL);"
+		 "INSERT INTO fence_ops (id, queue, adapter, op, fence, handle, value, queued_ns, observed_ns, end_ns, status, log_seq) VALUES"
+		 " (1, 512, 0, 'signal', 3, 30, 1,  200000, NULL,  800000, 'complete', 0),"
+		 " (2, 256, 0, 'wait',   1, 10, 1, 1000000, 2000000, 5000000, 'complete', 0),"
+		 " (3, 512, 0, 'signal', 1, 20, 1, 1500000, NULL, 4900000, 'complete', 1),"
+		 " (4, 256, 0, 'signal', 2, 11, 1, 6000000, NULL, 7000000, 'complete', 0),"
+		 " (5, 512, 0, 'wait',   2, 21, 1, 7500000, NULL, NULL, 'lost', NULL);"
+		 "INSERT INTO deps (signal_id, wait_id, cpu_signal, stall_ns) VALUES (3, 2, NULL, 3000000);"
+		 "INSERT INTO anomalies (id, kind, queue, log, first_ns, last_ns, lost_entries, detail) VALUES"
+		 " (1, 'overrun', 512, 'signals', 8000000, 9000000, 12, 'lost 12 entries'),"
+		 " (2, 'zero_timestamp', 256, 'waits', 8500000, 8500000, 0, 'zero'),"
+		 " (3, 'backwards_timestamp', 256, 'signals', 9000000, 9000000, 0, 'backwards');"
+		 "INSERT INTO cpu_waits (id, thread, adapter, fence, value, start_ns, end_ns, status) VALUES (1, 42, 0, 1, 1, 500000, 2500000, 'satisfied');"
+		 "INSERT INTO cpu_signals (id, thread, adapter, fence, value, ts_ns) VALUES (1, 42, 0, 2, 1, 3000000);");
+	finish_db(db);
+}
+
+static struct nf_render_options base_opts(const char *out)
+{
+	struct nf_render_options o;
+
+	memset(&o, 0, sizeof(o));
+	o.output = out;
+	o.title = "viewer test";
+	o.from_ns = -1;
+	o.to_ns = -1;
+	return o;
+}
+
+static void render_ok(const char *db, const struct nf_render_options *o)
+{
+	struct nf_error err;
+	int rc;
+
+	nf_error_clear(&err);
+	rc = nf_render(db, o, &err);
+	ck_assert_msg(rc == 0, "nf_render(%s): %d %s", o->output, rc, err.msg);
+}
+
+/* The layout the renderer used, from the same database and options. */
+static void layout_of(const char *dbpath, const struct nf_render_options *o,
+		      struct nf_render_layout *lay)
+{
+	struct nf_error err;
+	sqlite3 *db;
+
+	nf_error_clear(&err);
+	ck_assert_int_eq(sqlite3_open_v2(dbpath, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	ck_assert_msg(nf_render_layout_build(db, o, lay, &err) == 0, "layout: %s", err.msg);
+	sqlite3_close(db);
+}
+
+struct image {
+	cairo_surface_t *sf;
+	int w, h, stride;
+	const unsigned char *data;
+};
+
+static void image_load(struct image *im, const char *path)
+{
+	im->sf = cairo_image_surface_create_from_png(path);
+	ck_assert_msg(cairo_surface_status(im->sf) == CAIRO_STATUS_SUCCESS, "%s: not a PNG: %s",
+		      path, cairo_status_to_string(cairo_surface_status(im->sf)));
+	cairo_surface_flush(im->sf);
+	im->w = cairo_image_surface_get_width(im->sf);
+	im->h = cairo_image_surface_get_height(im->sf);
+	im->stride = cairo_image_surface_get_stride(im->sf);
+	im->data = cairo_image_surface_get_data(im->sf);
+}
+
+static uint32_t pixel(const struct image *im, double x, double y)
+{
+	int ix = (int)x, iy = (int)y;
+
+	ck_assert(ix >= 0 && ix < im->w && iy >= 0 && iy < im->h);
+	return *(const uint32_t *)(const void *)(im->data + (size_t)iy * (size_t)im->stride +
+						 (size_t)ix * 4) & 0xFFFFFF;
+}
+
+static int near(uint32_t a, uint32_t b, int tol)
+{
+	for (int s = 0; s < 24; s += 8) {
+		int d = (int)((a >> s) & 0xFF) - (int)((b >> s) & 0xFF);
+
+		if (d > tol || d < -tol)
+			return 0;
+	}
+	return 1;
+}
+
+#define C_WAIT 0xF4B6C2u
+#define C_STALL 0xE3748Fu
+#define C_SIGNAL 0xC2185Bu
+#define C_CPU 0xA7BCD1u
+#define C_WHITE 0xFFFFFFu
+
+/* The pixel at time t in the middle of a lane of a queue's row. */
+static uint32_t lane_pixel(const struct image *im, const struct nf_render_layout *lay,
+			   int64_t queue, enum nf_render_lane_kind lane, int64_t t)
+{
+	const struct nf_render_row *row = nf_render_layout_queue(lay, queue);
+	double y0, y1;
+
+	ck_assert_ptr_nonnull(row);
+	nf_render_lane_extent(row, lane, &y0, &y1);
+	return pixel(im, nf_render_layout_x(lay, t), (y0 + y1) / 2.0);
+}
+
+#define ASSERT_COLOUR(got, want) \
+	ck_assert_msg(near((got), (want), 8), "colour %06X, expected %06X", (got), (want))
+
+START_TEST(scenario_png_colours)
+{
+	char db[4200], out[4200];
+	struct nf_render_options o;
+	struct nf_render_layout lay;
+	struct image im;
+	const struct nf_render_row *cpu;
+	uint32_t px;
+	double y0, y1;
+
+	path_in_tmp(db, sizeof(db), "t.db");
+	path_in_tmp(out, sizeof(out), "t.png");
+	make_scenario(db);
+	o = base_opts(out);
+	render_ok(db, &o);
+	layout_of(db, &o, &lay);
+	image_load(&im, out);
+	ck_assert_int_eq(im.w, 1600);
+	ck_assert_int_eq(im.h, (int)lay.height);
+	ck_assert_int_eq(lay.t0, 0);
+	ck_assert_int_eq(lay.t1, 10 * MS);
+	ck_assert_uint_eq(lay.n_queues, 2);
+	ck_assert_uint_eq(lay.n_threads, 1);
+
+	/* The wait: light pink before it is observed, the stall after. */
+	ASSERT_COLOUR(lane_pixel(&im, &lay, Q3D, NF_LANE_WAIT, 1500 * US), C_WAIT);
+	ASSERT_COLOUR(lane_pixel(&im, &lay, Q3D, NF_LANE_WAIT, 3500 * US), C_STALL);
+	/* Its signal on the other queue, and the 3D queue's own signal. */
+	ASSERT_COLOUR(lane_pixel(&im, &lay, QCOMP, NF_LANE_SIGNAL, 3 * MS), C_SIGNAL);
+	ASSERT_COLOUR(lane_pixel(&im, &lay, Q3D, NF_LANE_SIGNAL, 6500 * US), C_SIGNAL);
+	ASSERT_COLOUR(lane_pixel(&im, &lay, QCOMP, NF_LANE_SIGNAL, 500 * US), C_SIGNAL);
+	/* Nothing where nothing happened (the 3D queue row is not striped). */
+	ASSERT_COLOUR(lane_pixel(&im, &lay, Q3D, NF_LANE_WAIT, 5500 * US), C_WHITE);
+	ASSERT_COLOUR(lane_pixel(&im, &lay, Q3D, NF_LANE_SIGNAL, 2500 * US), C_WHITE);
+	/* The lost wait is open-ended: tinted to the right edge, never solid. */
+	px = lane_pixel(&im, &lay, QCOMP, NF_LANE_WAIT, 9800 * US);
+	ck_assert_msg(!near(px, C_WAIT, 8) && !near(px, 0xF6F7F9, 4) && (px >> 16) > (px & 0xFF),
+		      "open-ended wait colour %06X", px);
+	px = lane_pixel(&im, &lay, QCOMP, NF_LANE_WAIT, 7200 * US);
+	ck_assert_msg(near(px, 0xF6F7F9, 4), "before the open-ended wait: %06X", px);
+	/* The lost span (signals log, 8-9 ms) is hatched: not the plain stripe colour. */
+	{
+		int tinted = 0;
+
+		for (int64_t t = 8100 * US; t < 8900 * US; t += 20 * US)
+			if (!near(lane_pixel(&im, &lay, QCOMP, NF_LANE_SIGNAL, t), 0xF6F7F9, 4))
+				tinted++;
+		ck_assert_int_ge(tinted, 30);
+	}
+	/* The CPU wait. */
+	cpu = nf_render_layout_thread(&lay, 42);
+	ck_assert_ptr_nonnull(cpu);
+	nf_render_lane_extent(cpu, NF_LANE_CPU, &y0, &y1);
+	ASSERT_COLOUR(pixel(&im, nf_render_layout_x(&lay, 1500 * US), (y0 + y1) / 2), C_CPU);
+	cairo_surface_destroy(im.sf);
+	nf_render_layout_release(&lay);
+}
+END_TEST
+
+START_TEST(formats_valid_and_deterministic)
+{
+	static const char *ext[] = { "png", "svg", "pdf", "PNG" };
+	char db[4200], a[4200], b[4200], name[64];
+	struct nf_render_options o;
+
+	path_in_tmp(db, sizeof(db), "t.db");
+	make_scenario(db);
+	for (size_t i = 0; i < sizeof(ext) / sizeof(ext[0]); i++) {
+		size_t la, lb;
+		char *da, *db2;
+
+		snprintf(name, sizeof(name), "a.%s", ext[i]);
+		path_in_tmp(a, sizeof(a), name);
+		snprintf(name, sizeof(name), "b.%s", ext[i]);
+		path_in_tmp(b, sizeof(b), name);
+		o = base_opts(a);
+		render_ok(db, &o);
+		o.output = b;
+		render_ok(db, &o);
+		da = read_file(a, &la);
+		db2 = read_file(b, &lb);
+		ck_assert_msg(la == lb && memcmp(da, db2, la) == 0, "%s renders differ", ext[i]);
+		if (i == 1) {
+			ck_assert_ptr_nonnull(strstr(da, "<svg"));
+			ck_assert_ptr_nonnull(strstr(da, "</svg>"));
+		} else if (i == 2) {
+			ck_assert_int_eq(memcmp(da, "%PDF-", 5), 0);
+			ck_assert_ptr_nonnull(strstr(da + la - 8, "%%EOF"));
+		} else {
+			ck_assert_int_eq(memcmp(da, "\x89PNG\r\n\x1a\n", 8), 0);
+		}
+		free(da);
+		free(db2);
+	}
+}
+END_TEST
+
+START_TEST(window_filter)
+{
+	char db[4200], out[4200];
+	struct nf_render_options o;
+	struct nf_render_layout lay;
+	struct image im;
+	const struct nf_render_row *row;
+	double y0, y1;
+	int pink = 0;
+
+	path_in_tmp(db, sizeof(db), "t.db");
+	path_in_tmp(out, sizeof(out), "w.png");
+	make_scenario(db);
+	o = base_opts(out);
+	o.from_ns = 5500 * US;
+	o.to_ns = 10 * MS;
+	render_ok(db, &o);
+	layout_of(db, &o, &lay);
+	image_load(&im, out);
+	ck_assert_int_eq(lay.t0, 5500 * US);
+	/* The wait ended at 5 ms, before the window: no pink anywhere in its lane. */
+	row = nf_render_layout_queue(&lay, Q3D);
+	nf_render_lane_extent(row, NF_LANE_WAIT, &y0, &y1);
+	for (double x = lay.plot_x0 + 1; x < lay.plot_x1 - 1; x++) {
+		uint32_t p = pixel(&im, x, (y0 + y1) / 2);
+
+		if (near(p, C_WAIT, 8) || near(p, C_STALL, 8))
+			pink++;
+	}
+	ck_assert_int_eq(pink, 0);
+	/* The 6-7 ms signal is in the window, and wider now. */
+	ASSERT_COLOUR(lane_pixel(&im, &lay, Q3D, NF_LANE_SIGNAL, 6500 * US), C_SIGNAL);
+	ck_assert_double_gt(nf_render_layout_x(&lay, 7 * MS) - nf_render_layout_x(&lay, 6 * MS),
+			    250.0);
+	cairo_surface_destroy(im.sf);
+	nf_render_layout_release(&lay);
+}
+END_TEST
+
+START_TEST(queue_and_fence_filters)
+{
+	char db[4200], out[4200];
+	struct nf_render_options o;
+	struct nf_render_layout lay;
+	struct image im;
+	const int64_t q[] = { Q3D }, f[] = { 2 }, bad[] = { 0x999 };
+	struct nf_error err;
+
+	path_in_tmp(db, sizeof(db), "t.db");
+	path_in_tmp(out, sizeof(out), "f.png");
+	make_scenario(db);
+	o = base_opts(out);
+	o.queues = q;
+	o.n_queues = 1;
+	render_ok(db, &o);
+	layout_of(db, &o, &lay);
+	ck_assert_ptr_nonnull(nf_render_layout_queue(&lay, Q3D));
+	ck_assert_ptr_null(nf_render_layout_queue(&lay, QCOMP));
+	nf_render_layout_release(&lay);
+
+	/* Fence 2 only: the 3D queue's signal stays, the wait on fence 1 goes. */
+	o = base_opts(out);
+	o.fences = f;
+	o.n_fences = 1;
+	render_ok(db, &o);
+	layout_of(db, &o, &lay);
+	image_load(&im, out);
+	ASSERT_COLOUR(lane_pixel(&im, &lay, Q3D, NF_LANE_SIGNAL, 6500 * US), C_SIGNAL);
+	ASSERT_COLOUR(lane_pixel(&im, &lay, Q3D, NF_LANE_WAIT, 1500 * US), C_WHITE);
+	ASSERT_COLOUR(lane_pixel(&im, &lay, QCOMP, NF_LANE_SIGNAL, 3300 * US), 0xF6F7F9);
+	cairo_surface_destroy(im.sf);
+	nf_render_layout_release(&lay);
+
+	/* A queue that is not in the timeline. */
+	o = base_opts(out);
+	o.queues = bad;
+	o.n_queues = 1;
+	nf_error_clear(&err);
+	ck_assert_int_eq(nf_render(db, &o, &err), NF_ENOENT);
+	ck_assert_ptr_nonnull(strstr(err.msg, "0x999"));
+}
+END_TEST
+
+START_TEST(dark_theme)
+{
+	char db[4200], out[4200];
+	struct nf_render_options o;
+	struct nf_render_layout lay;
+	struct image im;
+	uint32_t bg;
+
+	path_in_tmp(db, sizeof(db), "t.db");
+	path_in_tmp(out, sizeof(out), "d.png");
+	make_scenario(db);
+	o = base_opts(out);
+	o.theme = NF_THEME_DARK;
+	o.width = 1000;
+	render_ok(db, &o);
+	layout_of(db, &o, &lay);
+	image_load(&im, out);
+	ck_assert_int_eq(im.w, 1000);
+	bg = pixel(&im, 2, 2);
+	ck_assert_msg((bg & 0xFF) < 0x40, "dark background %06X", bg);
+	ASSERT_COLOUR(lane_pixel(&im, &lay, Q3D, NF_LANE_WAIT, 1500 * US), C_WAIT);
+	ASSERT_COLOUR(lane_pixel(&im, &lay, QCOMP, NF_LANE_SIGNAL, 3 * MS), C_SIGNAL);
+	cairo_surface_destroy(im.sf);
+	nf_render_layout_release(&lay);
+}
+END_TEST
+
+/* Compares a render with tests/viewer/ref/scenario.png (NF_UPDATE_REF=1 rewrites it). */
+START_TEST(reference_image)
+{
+	char db[4200], out[4200], ref[4200];
+	struct nf_render_options o;
+	struct image a, b;
+	long bad = 0;
+
+	path_in_tmp(db, sizeof(db), "t.db");
+	path_in_tmp(out, sizeof(out), "r.png");
+	nf_test_source_path(ref, sizeof(ref), "tests/viewer/ref/scenario.png");
+	make_scenario(db);
+	o = base_opts(out);
+	render_ok(db, &o);
+	if (getenv("NF_UPDATE_REF")) {
+		char cmd[9000];
+
+		snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", out, ref);
+		ck_assert_int_eq(system(cmd), 0);
+	}
+	image_load(&a, out);
+	image_load(&b, ref);
+	ck_assert_int_eq(a.w, b.w);
+	ck_assert_int_eq(a.h, b.h);
+	/* Text may antialias a little differently elsewhere: a per-pixel tolerance. */
+	for (int y = 0; y < a.h; y++)
+		for (int x = 0; x < a.w; x++)
+			if (!near(pixel(&a, x, y), pixel(&b, x, y), 48))
+				bad++;
+	ck_assert_msg(bad <= (long)a.w * a.h / 500, "%ld pixels differ from %s", bad, ref);
+	cairo_surface_destroy(a.sf);
+	cairo_surface_destroy(b.sf);
+}
+END_TEST
+
+/* 200k operations on 4 queues over 1 s: density bands keep the SVG small. */
+START_TEST(big_database_level_of_detail)
+{
+	char db[4200], png[4200], svg[4200];
+	struct nf_render_options o;
+	sqlite3 *h;
+	sqlite3_stmt *ins, *dep;
+	struct stat sb;
+	struct timespec t0, t1;
+	uint64_t rnd = 12345;
+
+	path_in_tmp(db, sizeof(db), "big.db");
+	path_in_tmp(png, sizeof(png), "big.png");
+	path_in_tmp(svg, sizeof(svg), "big.svg");
+	h = create_db(db);
+	exec_sql(h, "INSERT INTO meta (key, value) VALUES ('duration_ns','1000000000');"
+		    "INSERT INTO adapters (adapter, name, vidsch_caps, native_fence, gpu_frequency) VALUES (0,'Big GPU',0,1,0);"
+		    "INSERT INTO queues (queue, adapter, node, engine, name, start_ns, stop_ns) VALUES (1,0,0,0,'q1',0,NULL),(2,0,0,0,'q2',0,NULL),"
+		    "(3,0,1,1,'q3',0,NULL),(4,0,1,1,'q4',0,NULL);");
+	ck_assert_int_eq(sqlite3_prepare_v2(h, "INSERT INTO fence_ops (id, queue, adapter, op, fence, handle, value, queued_ns, observed_ns, end_ns, status, log_seq) "
+						    "VALUES (?1,?2,0,?3,?4,?4,?5,?6,?7,?8,?9,?1)",
+					    -1, &ins, NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_prepare_v2(h, "INSERT INTO deps (signal_id, wait_id, cpu_signal, stall_ns) VALUES (?1,?2,NULL,?3)", -1, &dep,
+					    NULL), SQLITE_OK);
+	for (int64_t i = 1; i <= 200000; i++) {
+		int64_t q = 1 + (i % 4), start = i * 5000, end;
+		int wait = (i / 4) % 2 == 0;
+
+		rnd = rnd * 6364136223846793005ull + 1442695040888963407ull;
+		end = start + (int64_t)(rnd >> 52) * 100 + 200;
+		sqlite3_bind_int64(ins, 1, i);
+		sqlite3_bind_int64(ins, 2, q);
+		sqlite3_bind_text(ins, 3, wait ? "wait" : "signal", -1, SQLITE_STATIC);
+		sqlite3_bind_int64(ins, 4, i / 8);
+		sqlite3_bind_int64(ins, 5, i);
+		sqlite3_bind_int64(ins, 6, start);
+		if (wait)
+			sqlite3_bind_int64(ins, 7, start + 100);
+		else
+			sqlite3_bind_null(ins, 7);
+		if (i % 997 == 0) {
+			sqlite3_bind_null(ins, 8);
+			sqlite3_bind_text(ins, 9, "lost", -1, SQLITE_STATIC);
+		} else {
+			sqlite3_bind_int64(ins, 8, end);
+			sqlite3_bind_text(ins, 9, "complete", -1, SQLITE_STATIC);
+		}
+		ck_assert_int_eq(sqlite3_step(ins), SQLITE_DONE);
+		sqlite3_reset(ins);
+		if (!wait && i > 4) {
+			sqlite3_bind_int64(dep, 1, i);
+			sqlite3_bind_int64(dep, 2, i - 4 - (i % 2));
+			sqlite3_bind_int64(dep, 3, 100);
+			ck_assert_int_eq(sqlite3_step(dep), SQLITE_DONE);
+			sqlite3_reset(dep);
+		}
+	}
+	sqlite3_finalize(ins);
+	sqlite3_finalize(dep);
+	exec_sql(h, "INSERT INTO anomalies (id, kind, queue, log, first_ns, last_ns, lost_entries, detail) "
+		    "VALUES (1,'overrun',3,'waits',400000000,420000000,77,'x');");
+	finish_db(h);
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	o = base_opts(png);
+	render_ok(db, &o);
+	o.output = svg;
+	render_ok(db, &o);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ck_assert_int_eq(stat(svg, &sb), 0);
+	fprintf(stderr, "big: svg %lld bytes, png+svg in %.2f s\n", (long long)sb.st_size,
+		(double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+	ck_assert_msg(sb.st_size < 3 * 1024 * 1024, "svg is %lld bytes", (long long)sb.st_size);
+	ck_assert_int_eq(stat(png, &sb), 0);
+}
+END_TEST
+
+START_TEST(parse_duration_table)
+{
+	static const struct {
+		const char *text;
+		int ok;
+		int64_t ns;
+	} cases[] = {
+		{ "42", 1, 42 },
+		{ "0", 1, 0 },
+		{ "1500ns", 1, 1500 },
+		{ "300us", 1, 300000 },
+		{ "300\xC2\xB5s", 1, 300000 },
+		{ "300\xCE\xBCs", 1, 300000 },
+		{ "12.5ms", 1, 12500000 },
+		{ "0.5ms", 1, 500000 },
+		{ ".5s", 1, 500000000 },
+		{ "2s", 1, 2000000000 },
+		{ "1.000000001s", 1, 1000000001 },
+		{ "9223372036854775807", 1, INT64_MAX },
+		{ "9223372036s", 1, 9223372036000000000LL },
+		{ "", 0, 0 },
+		{ "ms", 0, 0 },
+		{ "-5ms", 0, 0 },
+		{ "+5ms", 0, 0 },
+		{ "5 ms", 0, 0 },
+		{ " 5ms", 0, 0 },
+		{ "5ms ", 0, 0 },
+		{ "5msx", 0, 0 },
+		{ "5m", 0, 0 },
+		{ "5h", 0, 0 },
+		{ "1e3", 0, 0 },
+		{ "5.", 0, 0 },
+		{ "1.2.3ms", 0, 0 },
+		{ "1.5ns", 0, 0 },
+		{ "0.0000001us", 0, 0 },
+		{ "9223372036854775808", 0, 0 },
+		{ "9223372037s", 0, 0 },
+		{ "99999999999999999999999ms", 0, 0 },
+		{ "abc", 0, 0 },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct nf_error err;
+		int64_t v = -7;
+		int rc;
+
+		nf_error_clear(&err);
+		rc = nf_parse_duration(cases[i].text, &v, &err);
+		if (cases[i].ok) {
+			ck_assert_msg(rc == 0, "'%s': %s", cases[i].text, err.msg);
+			ck_assert_msg(v == cases[i].ns, "'%s' gave %lld", cases[i].text, (long long)v);
+		} else {
+			ck_assert_msg(rc == NF_EINVAL, "'%s' accepted (%lld)", cases[i].text,
+				      (long long)v);
+			ck_assert_int_eq(v, -7);
+			ck_assert_msg(err.msg[0] != '\0', "'%s': no message", cases[i].text);
+		}
+	}
+	ck_assert_int_eq(nf_parse_duration(NULL, &(int64_t){ 0 }, NULL), NF_EINVAL);
+}
+END_TEST
+
+START_TEST(bad_inputs)
+{
+	char db[4200], out[4200], junk[4200];
+	struct nf_render_options o;
+	struct nf_error err;
+	FILE *f;
+
+	path_in_tmp(db, sizeof(db), "t.db");
+	path_in_tmp(out, sizeof(out), "x.png");
+	make_scenario(db);
+
+	/* A missing database. */
+	o = base_opts(out);
+	nf_error_clear(&err);
+	ck_assert_int_eq(nf_render("/nonexistent/timeline.db", &o, &err), NF_ENOENT);
+	ck_assert_ptr_nonnull(strstr(err.msg, "/nonexistent/timeline.db"));
+
+	/* An unknown output format. */
+	path_in_tmp(out, sizeof(out), "x.bmp");
+	o = base_opts(out);
+	nf_error_clear(&err);
+	ck_assert_int_eq(nf_render(db, &o, &err), NF_EINVAL);
+	ck_assert_ptr_nonnull(strstr(err.msg, "unknown output format (use .png, .svg or .pdf)"));
+	o.output = "noextension";
+	nf_error_clear(&err);
+	ck_assert_int_eq(nf_render(db, &o, &err), NF_EINVAL);
+
+	/* An output that cannot be written, in every format. */
+	o.output = "/nonexistent-dir/x.png";
+	nf_error_clear(&err);
+	ck_assert_int_lt(nf_render(db, &o, &err), 0);
+	ck_assert_ptr_nonnull(strstr(err.msg, "/nonexistent-dir/x.png"));
+	o.output = "/nonexistent-dir/x.pdf";
+	nf_error_clear(&err);
+	ck_assert_int_lt(nf_render(db, &o, &err), 0);
+	path_in_tmp(junk, sizeof(junk), "full.svg");
+	if (access("/dev/full", W_OK) == 0 && symlink("/dev/full", junk) == 0) {
+		/* A full disk: the write error is seen and reported as I/O. */
+		o.output = junk;
+		nf_error_clear(&err);
+		ck_assert_int_eq(nf_render(db, &o, &err), NF_EIO);
+	}
+
+	/* A file that is not a timeline. */
+	path_in_tmp(junk, sizeof(junk), "junk.db");
+	f = fopen(junk, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("this is not sqlite\n", f);
+	fclose(f);
+	path_in_tmp(out, sizeof(out), "x.png");
+	o = base_opts(out);
+	nf_error_clear(&err);
+	ck_assert_int_lt(nf_render(junk, &o, &err), 0);
+	ck_assert_int_ne(err.code, NF_OK);
+
+	/* Bad windows and widths. */
+	o = base_opts(out);
+	o.from_ns = 5 * MS;
+	o.to_ns = 4 * MS;
+	nf_error_clear(&err);
+	ck_assert_int_eq(nf_render(db, &o, &err), NF_EINVAL);
+	o = base_opts(out);
+	o.from_ns = -5;
+	nf_error_clear(&err);
+	ck_assert_int_eq(nf_render(db, &o, &err), NF_EINVAL);
+	o = base_opts(out);
+	o.width = 10;
+	nf_error_clear(&err);
+	ck_assert_int_eq(nf_render(db, &o, &err), NF_EINVAL);
+	nf_error_clear(&err);
+	ck_assert_int_eq(nf_render(db, NULL, &err), NF_EINVAL);
+	/* Nothing was left behind by the failures. */
+	ck_assert_int_ne(access(out, F_OK), 0);
+}
+END_TEST
+
+/* An empty timeline (schema only) still renders a page. */
+START_TEST(empty_timeline)
+{
+	char db[4200], out[4200];
+	struct nf_render_options o;
+
+	path_in_tmp(db, sizeof(db), "e.db");
+	path_in_tmp(out, sizeof(out), "e.svg");
+	finish_db(create_db(db));
+	o = base_opts(out);
+	render_ok(db, &o);
+	ck_assert_int_eq(access(out, F_OK), 0);
+}
+END_TEST
+
+static Suite *viewer_suite(void)
+{
+	Suite *s = suite_create("viewer");
+	TCase *tc = tcase_create("render");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 300);
+	tcase_add_test(tc, scenario_png_colours);
+	tcase_add_test(tc, formats_valid_and_deterministic);
+	tcase_add_test(tc, window_filter);
+	tcase_add_test(tc, queue_and_fence_filters);
+	tcase_add_test(tc, dark_theme);
+	tcase_add_test(tc, reference_image);
+	tcase_add_test(tc, big_database_level_of_detail);
+	tcase_add_test(tc, parse_duration_table);
+	tcase_add_test(tc, bad_inputs);
+	tcase_add_test(tc, empty_timeline);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return nf_test_main(viewer_suite());
+}
