@@ -139,6 +139,15 @@ static int parse_literal(struct sc_parser *p, const char *s, size_t len, uint32_
 	}
 	if (!isdigit((unsigned char)buf[0]))
 		return perr(p, col, "expected a number, got '%s'", buf);
+	/* Plain integers are read exactly (doubles lose precision past 2^53). */
+	if (strspn(buf, "0123456789") == len) {
+		errno = 0;
+		unsigned long long v = strtoull(buf, NULL, 10);
+		if (errno)
+			return perr(p, col, "number '%s' out of range", buf);
+		*out = v;
+		return 0;
+	}
 	errno = 0;
 	double d = strtod(buf, &end);
 	if (errno || d < 0)
@@ -158,11 +167,6 @@ static int parse_literal(struct sc_parser *p, const char *s, size_t len, uint32_
 		return perr(p, col, "number '%s' out of range", buf);
 	if (fabs(d - floor(d + 0.5)) > 1e-6 * (d > 1 ? d : 1))
 		return perr(p, col, "'%s' is not a whole number%s", buf, units ? " of the base unit" : "");
-	/* Exact integers stay exact (doubles lose precision past 2^53). */
-	if (!*end && !strchr(buf, '.') && !strchr(buf, 'e') && !strchr(buf, 'E')) {
-		*out = strtoull(buf, NULL, 10);
-		return 0;
-	}
 	*out = (uint64_t)llround(d);
 	return 0;
 }
@@ -249,6 +253,9 @@ static int ep_sum(struct sc_expr_parser *ep, int level)
 	return rc;
 }
 
+static int eval_expr(const struct sc_expr *e, const uint64_t *vars, uint64_t *out);
+static bool expr_is_const(const struct sc_expr *e);
+
 static int parse_expr(struct sc_parser *p, const struct sc_word *w, const struct sc_unit *units,
 		      struct sc_expr *e)
 {
@@ -258,6 +265,13 @@ static int parse_expr(struct sc_parser *p, const struct sc_word *w, const struct
 	int rc = ep_sum(&ep, 0);
 	if (!rc && ep.s != ep.end)
 		return perr(p, w->col, "unexpected '%c' in expression '%.*s'", *ep.s, (int)w->len, w->s);
+	/* A constant expression is checked now, so it cannot fail half way through a run. */
+	if (!rc && expr_is_const(e)) {
+		uint64_t zero[SC_MAX_DEPTH] = { 0 }, v;
+		if (eval_expr(e, zero, &v))
+			return perr(p, w->col, "expression '%.*s' overflows, goes below zero or divides by zero",
+				    (int)w->len, w->s);
+	}
 	return rc;
 }
 
@@ -871,7 +885,8 @@ int nf_scenario_parse(const char *name, const char *text, size_t len, struct nf_
 	}
 	if (sc->n_stmts == 0) {
 		nf_scenario_destroy(sc);
-		return nf_error_set(err, NF_EFORMAT, "%s:1:1: empty scenario (no statements)", name);
+		return nf_error_set(err, NF_EFORMAT, "%s:1:1: empty scenario (no statements)",
+				    name ? name : "<scenario>");
 	}
 	*out = sc;
 	return 0;
