@@ -767,8 +767,14 @@ static bool next_line(struct sc_parser *p, const char **cursor, const char *end,
 				return false;
 			}
 			const char *ws = s;
-			while (s < le && *s != ' ' && *s != '\t' && *s != '\r' && *s != '#')
+			while (s < le && *s != ' ' && *s != '\t' && *s != '\r' && *s != '#') {
+				if ((unsigned char)*s < 0x20 || (unsigned char)*s >= 0x7f) {
+					*rc = perr(p, (uint32_t)(s - ls) + 1, "unexpected character 0x%02x",
+						   (unsigned char)*s);
+					return false;
+				}
 				s++;
+			}
 			if (p->nw >= sizeof(p->w) / sizeof(p->w[0])) {
 				*rc = perr(p, (uint32_t)(ws - ls) + 1, "too many words on one line");
 				return false;
