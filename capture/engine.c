@@ -1471,6 +1471,8 @@ int nf_fence_open(nf_runtime *rt, uint32_t adapter, uint32_t process, nf_handle 
 	return fail(rt, rc, err);
 }
 
+static int emit_unwait(nf_runtime *rt, const struct nf_cpu_waiter *w, uint64_t current);
+
 int nf_fence_close(nf_runtime *rt, nf_handle local, struct nf_error *err)
 {
 	int rc = check_rt(rt, err);
@@ -1499,16 +1501,22 @@ int nf_fence_close(nf_runtime *rt, nf_handle local, struct nf_error *err)
 	ev.f[NFF_FENCE_STOP_fence] = lf->handle;
 	ev.f[NFF_FENCE_STOP_global_fence] = g->handle;
 	ev.f[NFF_FENCE_STOP_global_destroyed] = g->refs == 0;
+	rc = emit(rt, &ev);
 	if (g->refs == 0) {
-		/* DxgkDdiDestroyNativeFence: release the waiters still there. */
+		/* DxgkDdiDestroyNativeFence: release the waiters still there (status 2,
+		 * fence closed). They leave the list: an async waiter belongs to its
+		 * event, which frees it once (nf_event_close or destroy). */
 		g->alive = false;
 		for (struct nf_cpu_waiter *w = g->waiters; w; w = w->next)
 			if (!w->done) {
 				w->done = true;
 				w->status = 2;
+				if (!rc)
+					rc = emit_unwait(rt, w, g->current);
 			}
+		g->waiters = NULL;
 	}
-	return fail(rt, emit(rt, &ev), err);
+	return fail(rt, rc, err);
 }
 
 int nf_fence_read(nf_runtime *rt, nf_handle local, uint64_t *current, uint64_t *monitored,

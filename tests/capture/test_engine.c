@@ -368,6 +368,30 @@ START_TEST(test_shared_handles)
 }
 END_TEST
 
+/* Closing the last handle releases the CPU waiters with status 2 (fence closed). */
+START_TEST(test_close_releases_waiters)
+{
+	struct env *e = &E;
+	nf_handle ev = 0, ev2 = 0;
+
+	env_config(e);
+	env_start(e);
+	uint32_t a = adapter_new(e, "GPU", NF_VIDSCH_NATIVE_GPU_FENCE);
+	nf_handle f = fence_new(e, a, NF_FENCE_TYPE_DEFAULT, false, false, 0, 1);
+
+	OK(e, nf_cpu_wait_async(e->rt, f, 3, &ev, &e->err));
+	OK(e, nf_cpu_wait_async(e->rt, f, 4, &ev2, &e->err));
+	OK(e, nf_fence_close(e->rt, f, &e->err));
+	ck_assert_uint_eq(count_where(e, NF_EV_CPU_UNWAIT, UNWAIT_STATUS, 2, 0), 2);
+	ck_assert_uint_eq(count_ev(e, NF_EV_CPU_UNWAIT), 2);
+	FAILS(e, NF_ESTATE, nf_event_wait(e->rt, ev, NF_NO_TIMEOUT, &e->err));
+	OK(e, nf_event_close(e->rt, ev, &e->err));
+	/* ev2 is left open: destroy frees its waiter once. */
+	OK(e, nf_runtime_finish(e->rt, &e->err));
+	env_end(e);
+}
+END_TEST
+
 /* (e) Bad handles everywhere: NF_EINVAL with a message, no crash, no event. */
 START_TEST(test_bad_handles)
 {
@@ -891,6 +915,7 @@ int main(void)
 	tcase_add_test(tc, test_intra_gpu);
 	tcase_add_test(tc, test_native_feature_disabled);
 	tcase_add_test(tc, test_shared_handles);
+	tcase_add_test(tc, test_close_releases_waiters);
 	tcase_add_test(tc, test_bad_handles);
 	tcase_add_test(tc, test_optimized_interrupt);
 	tcase_add_test(tc, test_cross_adapter_native);
