@@ -7,8 +7,10 @@
 -- The analyzer runs this file as it is; the tables are loaded first and the
 -- indexes and views created after the load.
 
--- Facts about the session: key/value pairs (schema_version, cpu_frequency,
--- duration_ns, scenario, seed, tool_version, ...).
+-- Facts about the session: key/value pairs: schema_version (event schema the
+-- session was analysed with), timeline_version (this file's version),
+-- cpu_frequency, start_ticks, duration_ns, source, mode, seed, tool_version,
+-- host, ground_truth (1 when truth_ops was recorded).
 CREATE TABLE meta (
   key   TEXT PRIMARY KEY,   -- name of the fact
   value TEXT                -- its value, as text
@@ -69,7 +71,9 @@ CREATE TABLE fence_ops (
   observed_ns  INTEGER,             -- GPU time the wait was observed on hardware (waits; NULL otherwise or unknown)
   end_ns       INTEGER,             -- GPU time it completed, on the CPU time base; NULL when unknown (never invented)
   status       TEXT,                -- 'complete', 'lost' (entry overwritten before read), 'zero_timestamp', 'unmatched' (no log entry found), 'legacy' (handled by the OS on the CPU)
-  log_seq      INTEGER              -- position of its entry in the log's written sequence (NULL if none)
+  log_seq      INTEGER,             -- position of its entry in the log's written sequence (NULL if none)
+  epoch        INTEGER,             -- log location generation (SetNativeFenceLogBuffer) its entry was in (NULL if none)
+  thread       INTEGER              -- CPU thread that queued it (NULL when not queued through FENCE_*_QUEUED)
 );
 
 -- Which signal released which wait, and how long the wait stalled its queue.
@@ -167,5 +171,8 @@ CREATE TABLE truth_ops (
   observed_ns  INTEGER, -- true observed time
   end_ns       INTEGER, -- true completion time
   log_seq      INTEGER, -- position in the log's written sequence
-  fate         TEXT     -- 'read' or 'lost'
+  fate         TEXT,    -- 'read' or 'lost'
+  epoch        INTEGER, -- log location generation the entry was written in
+  ts_fault     INTEGER, -- 0 none, 1 zero timestamp (LDA skipped write), 2 repeated timestamp
+  handle       INTEGER  -- local fence handle the command used
 );

@@ -18,16 +18,35 @@ extern "C" {
 /* The database file inside a session directory. */
 #define NF_TIMELINE_DB_NAME "timeline.db"
 
+/* The lock file nf_timeline_ensure() takes inside a session directory. */
+#define NF_TIMELINE_LOCK_NAME ".timeline.lock"
+
 /*
- * Builds DIR/timeline.db from the session when it is missing, older than the
- * trace, or of another schema version; otherwise leaves it. Safe when several
- * processes ask at once (one builds, the others wait and reuse it).
- * On success writes the database path to db_path.
+ * Version of schemas/timeline.sql and of the analysis; stored as
+ * meta.timeline_version next to meta.schema_version (NF_SCHEMA_VERSION). A
+ * database with another value of either is rebuilt by nf_timeline_ensure().
+ */
+#define NF_TIMELINE_VERSION 1
+
+/*
+ * Builds DIR/timeline.db from the session when it is missing, older (mtime)
+ * than any trace file in DIR, or of another schema or timeline version;
+ * otherwise leaves it. Safe when several processes ask at once: the check and
+ * the build run under an flock on DIR/.timeline.lock, so one builds and the
+ * others wait and reuse it. On success writes the database path to db_path.
+ * Returns 0, NF_ENOENT (no such directory), NF_EINVAL (db_path too short),
+ * NF_EIO (lock file), or any code of nf_timeline_build().
  */
 int nf_timeline_ensure(const char *session_dir, char *db_path, size_t db_path_len,
 		       struct nf_error *err);
 
-/* Builds the database at db_path from the session, replacing it atomically. */
+/*
+ * Builds the database at db_path from the session, replacing it atomically:
+ * the build goes to a temporary file next to db_path that is renamed over it
+ * once complete; on failure db_path is untouched and the temporary removed.
+ * Returns 0, the parser's codes (NF_ENOENT, NF_EFORMAT, ...), NF_ESQL,
+ * NF_ENOMEM or NF_EIO.
+ */
 int nf_timeline_build(const char *session_dir, const char *db_path, struct nf_error *err);
 
 enum nf_query_format { NF_QUERY_TABLE, NF_QUERY_CSV, NF_QUERY_JSON };
@@ -39,8 +58,24 @@ struct nf_query_options {
 };
 
 /*
- * Runs SQL (one or more statements) read-only against the sessions' timelines,
- * writing the rows to out. Statements that would write are refused (NF_ESQL).
+ * Runs SQL (one or more statements, in order) read-only against the sessions'
+ * timelines (each brought up to date with nf_timeline_ensure() first), writing
+ * the rows to out. With one session its tables are reachable unqualified and
+ * as s1.<table>; with several, as s1.<table>, s2.<table>, ... (an unqualified
+ * name then resolves to the first session that has it).
+ * Only reading is allowed: statements that write, attach or detach, change
+ * pragmas or VACUUM are refused with NF_ESQL ("query refused: ..."); bad SQL
+ * gives NF_ESQL with SQLite's message. NF_EIO when writing to out fails.
+ *
+ * Formats: NF_QUERY_TABLE: per statement with columns, a header line, a line
+ * of dashes and one line per row, columns left-aligned and separated by two
+ * spaces, NULL as empty; result sets separated by a blank line.
+ * NF_QUERY_CSV: a header row then the rows, RFC 4180 quoting (fields holding
+ * a comma, quote, CR or LF are quoted, quotes doubled), lines end with LF,
+ * NULL as an empty field; result sets separated by a blank line.
+ * NF_QUERY_JSON: one array of objects (one per row, of every statement), keys
+ * the column names, integers and reals as numbers, NULL as null, text as
+ * strings, blobs as hexadecimal strings.
  */
 int nf_query_run(const struct nf_query_options *opts, const char *sql, FILE *out,
 		 struct nf_error *err);

@@ -1,0 +1,429 @@
+/*
+ * Read-only SQL over timeline databases, printed as an aligned table, CSV or
+ * JSON. Databases are opened with mode=ro URIs and an authorizer admits only
+ * reading (SELECT, column reads, functions, recursive CTEs), so a query can
+ * neither write, attach, change pragmas nor VACUUM INTO another file. The
+ * table format measures column widths in a first pass over a statement's rows
+ * and prints in a second, so no result set is ever held in memory.
+ */
+#include "builder.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static const char refused_msg[] =
+	"query refused: statements that write or attach are not allowed";
+
+struct auth_state {
+	bool armed;
+	bool refused;
+};
+
+static int authorize(void *ctx, int action, const char *a, const char *b, const char *c,
+		     const char *d)
+{
+	struct auth_state *st = ctx;
+
+	(void)a;
+	(void)b;
+	(void)c;
+	(void)d;
+	if (!st->armed)
+		return SQLITE_OK;
+	switch (action) {
+	case SQLITE_SELECT:
+	case SQLITE_READ:
+	case SQLITE_FUNCTION:
+	case SQLITE_RECURSIVE:
+		return SQLITE_OK;
+	default:
+		st->refused = true;
+		return SQLITE_DENY;
+	}
+}
+
+/* A file: URI for path with mode=ro (percent-encodes what URIs reserve). */
+static char *ro_uri(const char *path)
+{
+	size_t n = strlen(path);
+	char *u = malloc(n * 3 + 32), *p;
+
+	if (!u)
+		return NULL;
+	p = u + sprintf(u, "file:");
+	for (const unsigned char *s = (const unsigned char *)path; *s; s++) {
+		if (*s == '%' || *s == '?' || *s == '#' || *s < 0x21 || *s >= 0x7f)
+			p += sprintf(p, "%%%02X", *s);
+		else
+			*p++ = (char)*s;
+	}
+	strcpy(p, "?mode=ro");
+	return u;
+}
+
+static int open_dbs(const char *const *paths, size_t n, sqlite3 **out, struct nf_error *err)
+{
+	sqlite3 *db = NULL;
+	int rc = 0;
+
+	*out = NULL;
+	if (n == 0)
+		return nf_error_set(err, NF_EINVAL, "query: no session given");
+	for (size_t i = 0; i < n; i++) {
+		struct stat st;
+
+		if (stat(paths[i], &st) != 0)
+			return nf_error_set(err, NF_ENOENT, "query: %s: no timeline database",
+					    paths[i]);
+	}
+	if (n == 1) {
+		char *uri = ro_uri(paths[0]);
+
+		if (!uri)
+			return nf_error_set(err, NF_ENOMEM, "query: out of memory");
+		if (sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL) !=
+		    SQLITE_OK)
+			rc = nf_error_set(err, NF_ESQL, "query: %s: %s", paths[0],
+					  db ? sqlite3_errmsg(db) : "cannot open");
+		free(uri);
+	} else if (sqlite3_open_v2(":memory:", &db,
+				   SQLITE_OPEN_READWRITE | SQLITE_OPEN_URI, NULL) != SQLITE_OK) {
+		rc = nf_error_set(err, NF_ESQL, "query: %s",
+				  db ? sqlite3_errmsg(db) : "cannot open memory database");
+	}
+	if (rc)
+		goto out_close;
+	sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
+	for (size_t i = 0; i < n; i++) {
+		char *uri = ro_uri(paths[i]);
+		char *sql;
+
+		if (!uri) {
+			rc = nf_error_set(err, NF_ENOMEM, "query: out of memory");
+			goto out_close;
+		}
+		sql = sqlite3_mprintf("ATTACH %Q AS s%d", uri, (int)(i + 1));
+		free(uri);
+		if (!sql) {
+			rc = nf_error_set(err, NF_ENOMEM, "query: out of memory");
+			goto out_close;
+		}
+		if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
+			rc = nf_error_set(err, NF_ESQL, "query: %s: %s", paths[i],
+					  sqlite3_errmsg(db));
+		sqlite3_free(sql);
+		if (rc)
+			goto out_close;
+	}
+	if (sqlite3_exec(db, "PRAGMA query_only = 1", NULL, NULL, NULL) != SQLITE_OK) {
+		rc = nf_error_set(err, NF_ESQL, "query: %s", sqlite3_errmsg(db));
+		goto out_close;
+	}
+	*out = db;
+	return 0;
+out_close:
+	sqlite3_close(db);
+	return rc;
+}
+
+/* Display width of UTF-8 text: code points, not bytes. */
+static size_t text_width(const unsigned char *s, int bytes)
+{
+	size_t w = 0;
+
+	for (int i = 0; i < bytes; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			w++;
+	return w;
+}
+
+/* Text of a cell for table and CSV: NULL is empty. */
+static const unsigned char *cell_text(sqlite3_stmt *s, int col, int *bytes)
+{
+	const unsigned char *t;
+
+	if (sqlite3_column_type(s, col) == SQLITE_NULL) {
+		*bytes = 0;
+		return (const unsigned char *)"";
+	}
+	t = sqlite3_column_text(s, col);
+	*bytes = sqlite3_column_bytes(s, col);
+	return t ? t : (const unsigned char *)"";
+}
+
+static void put_padded(FILE *out, const unsigned char *t, int bytes, size_t width, size_t pad)
+{
+	fwrite(t, 1, (size_t)bytes, out);
+	for (size_t w = width; w < pad; w++)
+		fputc(' ', out);
+}
+
+static int print_table(sqlite3_stmt *s, FILE *out, bool *first_set, struct nf_error *err)
+{
+	int ncol = sqlite3_column_count(s), src;
+	size_t *w = calloc((size_t)ncol, sizeof(*w));
+
+	if (!w)
+		return nf_error_set(err, NF_ENOMEM, "query: out of memory");
+	for (int c = 0; c < ncol; c++) {
+		const char *name = sqlite3_column_name(s, c);
+
+		w[c] = text_width((const unsigned char *)name, (int)strlen(name));
+	}
+	while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+		for (int c = 0; c < ncol; c++) {
+			int bytes;
+			const unsigned char *t = cell_text(s, c, &bytes);
+			size_t tw = text_width(t, bytes);
+
+			if (tw > w[c])
+				w[c] = tw;
+		}
+	}
+	if (src != SQLITE_DONE)
+		goto out_sql;
+	sqlite3_reset(s);
+	if (!*first_set)
+		fputc('\n', out);
+	*first_set = false;
+	for (int c = 0; c < ncol; c++) {
+		const char *name = sqlite3_column_name(s, c);
+		size_t nw = text_width((const unsigned char *)name, (int)strlen(name));
+
+		if (c)
+			fputs("  ", out);
+		put_padded(out, (const unsigned char *)name, (int)strlen(name), nw,
+			   c + 1 < ncol ? w[c] : nw);
+	}
+	fputc('\n', out);
+	for (int c = 0; c < ncol; c++) {
+		if (c)
+			fputs("  ", out);
+		for (size_t i = 0; i < (w[c] ? w[c] : 1); i++)
+			fputc('-', out);
+	}
+	fputc('\n', out);
+	while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+		size_t last = 0;
+		int lastc = ncol - 1;
+
+		/* Trailing empty cells leave no trailing spaces. */
+		while (lastc >= 0) {
+			int bytes;
+
+			cell_text(s, lastc, &bytes);
+			if (bytes)
+				break;
+			lastc--;
+		}
+		for (int c = 0; c <= lastc; c++) {
+			int bytes;
+			const unsigned char *t = cell_text(s, c, &bytes);
+
+			last = text_width(t, bytes);
+			if (c)
+				fputs("  ", out);
+			put_padded(out, t, bytes, last, c < lastc ? w[c] : last);
+		}
+		fputc('\n', out);
+	}
+	if (src != SQLITE_DONE)
+		goto out_sql;
+	free(w);
+	return 0;
+out_sql:
+	free(w);
+	return nf_error_set(err, NF_ESQL, "%s", sqlite3_errmsg(sqlite3_db_handle(s)));
+}
+
+static void put_csv_field(FILE *out, const unsigned char *t, int bytes)
+{
+	bool quote = false;
+
+	for (int i = 0; i < bytes && !quote; i++)
+		quote = t[i] == ',' || t[i] == '"' || t[i] == '\r' || t[i] == '\n';
+	if (!quote) {
+		fwrite(t, 1, (size_t)bytes, out);
+		return;
+	}
+	fputc('"', out);
+	for (int i = 0; i < bytes; i++) {
+		if (t[i] == '"')
+			fputc('"', out);
+		fputc(t[i], out);
+	}
+	fputc('"', out);
+}
+
+static int print_csv(sqlite3_stmt *s, FILE *out, bool *first_set, struct nf_error *err)
+{
+	int ncol = sqlite3_column_count(s), src;
+
+	if (!*first_set)
+		fputc('\n', out);
+	*first_set = false;
+	for (int c = 0; c < ncol; c++) {
+		const char *name = sqlite3_column_name(s, c);
+
+		if (c)
+			fputc(',', out);
+		put_csv_field(out, (const unsigned char *)name, (int)strlen(name));
+	}
+	fputc('\n', out);
+	while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+		for (int c = 0; c < ncol; c++) {
+			int bytes;
+			const unsigned char *t = cell_text(s, c, &bytes);
+
+			if (c)
+				fputc(',', out);
+			put_csv_field(out, t, bytes);
+		}
+		fputc('\n', out);
+	}
+	if (src != SQLITE_DONE)
+		return nf_error_set(err, NF_ESQL, "%s", sqlite3_errmsg(sqlite3_db_handle(s)));
+	return 0;
+}
+
+static void put_json_string(FILE *out, const unsigned char *t, int bytes)
+{
+	fputc('"', out);
+	for (int i = 0; i < bytes; i++) {
+		unsigned char ch = t[i];
+
+		switch (ch) {
+		case '"': fputs("\\\"", out); break;
+		case '\\': fputs("\\\\", out); break;
+		case '\n': fputs("\\n", out); break;
+		case '\r': fputs("\\r", out); break;
+		case '\t': fputs("\\t", out); break;
+		case '\b': fputs("\\b", out); break;
+		case '\f': fputs("\\f", out); break;
+		default:
+			if (ch < 0x20 || ch == 0x7f)
+				fprintf(out, "\\u%04x", ch);
+			else
+				fputc(ch, out);
+		}
+	}
+	fputc('"', out);
+}
+
+static int print_json(sqlite3_stmt *s, FILE *out, bool *first_row, struct nf_error *err)
+{
+	int ncol = sqlite3_column_count(s), src;
+
+	while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+		fputs(*first_row ? "\n  {" : ",\n  {", out);
+		*first_row = false;
+		for (int c = 0; c < ncol; c++) {
+			const char *name = sqlite3_column_name(s, c);
+
+			if (c)
+				fputs(", ", out);
+			put_json_string(out, (const unsigned char *)name, (int)strlen(name));
+			fputs(": ", out);
+			switch (sqlite3_column_type(s, c)) {
+			case SQLITE_NULL:
+				fputs("null", out);
+				break;
+			case SQLITE_INTEGER:
+				fprintf(out, "%" PRId64, (int64_t)sqlite3_column_int64(s, c));
+				break;
+			case SQLITE_FLOAT: {
+				double v = sqlite3_column_double(s, c);
+
+				if (isfinite(v))
+					fprintf(out, "%.17g", v);
+				else
+					fputs("null", out);
+				break;
+			}
+			case SQLITE_BLOB: {
+				const unsigned char *p = sqlite3_column_blob(s, c);
+				int n = sqlite3_column_bytes(s, c);
+
+				fputc('"', out);
+				for (int i = 0; i < n; i++)
+					fprintf(out, "%02x", p[i]);
+				fputc('"', out);
+				break;
+			}
+			default: {
+				int bytes;
+				const unsigned char *t = cell_text(s, c, &bytes);
+
+				put_json_string(out, t, bytes);
+			}
+			}
+		}
+		fputc('}', out);
+	}
+	if (src != SQLITE_DONE)
+		return nf_error_set(err, NF_ESQL, "%s", sqlite3_errmsg(sqlite3_db_handle(s)));
+	return 0;
+}
+
+int nf_query_run_dbs(const char *const *db_paths, size_t n, enum nf_query_format format,
+		     const char *sql, FILE *out, struct nf_error *err)
+{
+	struct auth_state auth = { false, false };
+	sqlite3 *db = NULL;
+	const char *tail = sql;
+	bool first = true;
+	int rc;
+
+	rc = open_dbs(db_paths, n, &db, err);
+	if (rc)
+		return rc;
+	sqlite3_set_authorizer(db, authorize, &auth);
+	auth.armed = true;
+	if (format == NF_QUERY_JSON)
+		fputc('[', out);
+	while (tail && *tail) {
+		sqlite3_stmt *s = NULL;
+		const char *next = NULL;
+
+		auth.refused = false;
+		if (sqlite3_prepare_v2(db, tail, -1, &s, &next) != SQLITE_OK) {
+			if (auth.refused)
+				rc = nf_error_set(err, NF_ESQL, "%s", refused_msg);
+			else
+				rc = nf_error_set(err, NF_ESQL, "%s", sqlite3_errmsg(db));
+			break;
+		}
+		tail = next;
+		if (!s)
+			continue; /* whitespace or a comment */
+		if (!sqlite3_stmt_readonly(s)) {
+			sqlite3_finalize(s);
+			rc = nf_error_set(err, NF_ESQL, "%s", refused_msg);
+			break;
+		}
+		if (sqlite3_column_count(s) == 0) {
+			int src = sqlite3_step(s);
+
+			if (src != SQLITE_DONE && src != SQLITE_ROW)
+				rc = nf_error_set(err, NF_ESQL, "%s", sqlite3_errmsg(db));
+		} else if (format == NF_QUERY_TABLE) {
+			rc = print_table(s, out, &first, err);
+		} else if (format == NF_QUERY_CSV) {
+			rc = print_csv(s, out, &first, err);
+		} else {
+			rc = print_json(s, out, &first, err);
+		}
+		sqlite3_finalize(s);
+		if (rc)
+			break;
+	}
+	if (format == NF_QUERY_JSON)
+		fputs(first ? "]\n" : "\n]\n", out);
+	sqlite3_close(db);
+	if (fflush(out) != 0 || ferror(out))
+		return nf_error_set(err, NF_EIO, "query: writing the result failed");
+	return rc;
+}

@@ -1,0 +1,805 @@
+/*
+ * Analyzer tests: the builder driven directly with synthetic events, entries
+ * and findings (no parser, no trace files), then the tables it wrote; the
+ * clock model on drifting, jittery calibration pairs; the query runner's
+ * formats and its read-only enforcement.
+ */
+#include "nf_test.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "builder.h"
+
+/* ---- helpers ---- */
+
+static const struct nf_session_info test_info_ns = {
+	.tool_version = "test", .schema_version = NF_SCHEMA_VERSION, .source = "synthetic",
+	.mode = "deterministic", .host = "h", .seed = 7, .cpu_frequency = 1000000000,
+	.start_ticks = 0, .ground_truth = true,
+};
+
+struct fixture {
+	sqlite3 *db;
+	struct nf_timeline_builder *b;
+	struct nf_error err;
+};
+
+static void fx_open(struct fixture *fx, const struct nf_session_info *info)
+{
+	nf_error_clear(&fx->err);
+	ck_assert_int_eq(sqlite3_open(":memory:", &fx->db), SQLITE_OK);
+	fx->b = nf_timeline_builder_create(fx->db, info, &fx->err);
+	ck_assert_msg(fx->b != NULL, "create: %s", fx->err.msg);
+}
+
+static void fx_finish(struct fixture *fx)
+{
+	int rc = nf_timeline_builder_finish(fx->b, &fx->err);
+
+	ck_assert_msg(rc == 0, "finish: %s", fx->err.msg);
+}
+
+static void fx_close(struct fixture *fx)
+{
+	nf_timeline_builder_destroy(fx->b);
+	sqlite3_close(fx->db);
+}
+
+static void ev(struct fixture *fx, uint32_t id, uint64_t ts, int n, ...)
+{
+	struct nf_event e = { .id = id, .ts = ts };
+	va_list ap;
+
+	va_start(ap, n);
+	for (int i = 0; i < n; i++)
+		e.f[i] = va_arg(ap, uint64_t);
+	va_end(ap);
+	ck_assert_msg(nf_timeline_builder_feed_event(fx->b, &e, &fx->err) == 0, "%s",
+		      fx->err.msg);
+}
+
+#define U(x) ((uint64_t)(x))
+
+static void ev_fence(struct fixture *fx, uint64_t ts, uint32_t adapter, uint32_t handle,
+		     uint32_t global, uint32_t flags, uint64_t initial)
+{
+	ev(fx, NF_EV_FENCE_START, ts, 7, U(adapter), U(1), U(handle), U(global), U(0), U(flags),
+	   U(initial));
+}
+
+static void ev_queued(struct fixture *fx, bool wait, uint64_t ts, uint32_t adapter,
+		      uint32_t queue, uint32_t handle, uint64_t value)
+{
+	ev(fx, wait ? NF_EV_FENCE_WAIT_QUEUED : NF_EV_FENCE_SIGNAL_QUEUED, ts, 5, U(adapter),
+	   U(queue), U(handle), value, U(1));
+}
+
+static void ev_cal(struct fixture *fx, uint32_t adapter, uint64_t freq, uint64_t gpu,
+		   uint64_t cpu)
+{
+	ev(fx, NF_EV_CALIBRATE_GPU_CLOCK, cpu, 7, U(adapter), U(0), U(0), freq, gpu, cpu, U(0));
+}
+
+static void entry(struct fixture *fx, uint32_t adapter, uint32_t queue, uint32_t log,
+		  uint32_t epoch, uint64_t seq, uint32_t handle, uint64_t value, uint64_t observed,
+		  uint64_t end)
+{
+	struct nf_decoded_entry e = {
+		.adapter = adapter, .hwqueue = queue, .log_type = log, .epoch = epoch, .seq = seq,
+		.entry = { .fence_value = value, .hnative_fence = handle,
+			   .operation_type = log == NF_LOG_WAITS, .fence_observed_gpu_timestamp =
+				   observed, .fence_end_gpu_timestamp = end },
+		.ts_class = end ? NF_FIND_COUNT : NF_FIND_ZERO_TS,
+	};
+
+	ck_assert_msg(nf_timeline_builder_feed_entry(fx->b, &e, &fx->err) == 0, "%s",
+		      fx->err.msg);
+}
+
+static void finding(struct fixture *fx, enum nf_finding_kind kind, uint32_t adapter,
+		    uint32_t queue, uint32_t log, uint32_t epoch, uint64_t first_seq,
+		    uint64_t count, uint64_t prev_gpu, uint64_t next_gpu)
+{
+	struct nf_finding f = {
+		.kind = kind, .adapter = adapter, .hwqueue = queue, .log_type = log, .epoch = epoch,
+		.count = count, .first_seq = first_seq, .prev_gpu_ts = prev_gpu,
+		.next_gpu_ts = next_gpu, .stream = "events", .detail = "synthetic",
+	};
+
+	ck_assert_msg(nf_timeline_builder_feed_finding(fx->b, &f, &fx->err) == 0, "%s",
+		      fx->err.msg);
+}
+
+/* One integer from a query (NULL reads as INT64_MIN). */
+static int64_t q_int(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt *s;
+	int64_t v = INT64_MIN;
+
+	ck_assert_msg(sqlite3_prepare_v2(db, sql, -1, &s, NULL) == SQLITE_OK, "%s: %s", sql,
+		      sqlite3_errmsg(db));
+	if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_type(s, 0) != SQLITE_NULL)
+		v = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	return v;
+}
+
+/* One text from a query, copied into buf ("" for NULL or no row). */
+static const char *q_text(sqlite3 *db, const char *sql, char *buf, size_t len)
+{
+	sqlite3_stmt *s;
+
+	buf[0] = '\0';
+	ck_assert_msg(sqlite3_prepare_v2(db, sql, -1, &s, NULL) == SQLITE_OK, "%s: %s", sql,
+		      sqlite3_errmsg(db));
+	if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0))
+		snprintf(buf, len, "%s", (const char *)sqlite3_column_text(s, 0));
+	sqlite3_finalize(s);
+	return buf;
+}
+
+/* Identity clock on adapter a: GPU ticks are CPU ns (both 1 GHz). */
+static void identity_clock(struct fixture *fx, uint32_t adapter)
+{
+	ev_cal(fx, adapter, 1000000000, 1000, 1000);
+	ev_cal(fx, adapter, 1000000000, 20000000000ULL, 20000000000ULL);
+}
+
+/* ---- clock ---- */
+
+/* True GPU clock: 19.2 MHz nominal, 50 ppm fast, drifting 2 ppm per second. */
+static double true_gpu(double t)
+{
+	return 123456789.0 + 19.2e6 * (t + 50e-6 * t + 1e-6 * t * t);
+}
+
+static double urand(uint64_t *st)
+{
+	*st = *st * 6364136223846793005ULL + 1442695040888963407ULL;
+	return (double)(*st >> 11) / 9007199254740992.0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+START_TEST(clock_drift_and_jitter)
+{
+	static const struct nf_session_info info = {
+		.tool_version = "t", .schema_version = NF_SCHEMA_VERSION, .source = "", .mode = "",
+		.host = "", .cpu_frequency = 10000000, .start_ticks = 5000000,
+	};
+	enum { N_OPS = 2800 };
+	struct fixture fx;
+	uint64_t rng = 42;
+	double *truth = malloc(N_OPS * sizeof(double)), *errs = malloc(N_OPS * sizeof(double));
+	int k = 0;
+
+	fx_open(&fx, &info);
+	ev_fence(&fx, 0, 0, 5, 50, 4, 0);
+	/* Pairs every 30 ms over 12 s, the CPU reading jittered by +-3 us. */
+	for (int i = 0; i <= 400; i++) {
+		double t = i * 0.03 + 0.002 * urand(&rng);
+		double jit = (urand(&rng) * 2 - 1) * 3e-6;
+		uint64_t cpu = info.start_ticks + (uint64_t)llround((t + jit) * 1e7);
+
+		ev_cal(&fx, 0, 19200000, (uint64_t)llround(true_gpu(t)), cpu);
+		/* Signals completing in this slot. */
+		for (int j = 0; j < 7 && k < N_OPS; j++, k++) {
+			double te = t + 0.001 + urand(&rng) * 0.028;
+
+			truth[k] = te * 1e9;
+			ev_queued(&fx, false, info.start_ticks + (uint64_t)llround(t * 1e7), 0, 3, 5,
+				  (uint64_t)k + 1);
+		}
+	}
+	ck_assert_int_eq(k, N_OPS);
+	for (int i = 0; i < N_OPS; i++)
+		entry(&fx, 0, 3, NF_LOG_SIGNALS, 0, (uint64_t)i, 5, (uint64_t)i + 1, 0,
+		      (uint64_t)llround(true_gpu(truth[i] / 1e9)));
+	fx_finish(&fx);
+
+	sqlite3_stmt *s;
+	int n = 0;
+
+	ck_assert_int_eq(sqlite3_prepare_v2(fx.db, "SELECT end_ns FROM fence_ops ORDER BY id", -1,
+					    &s, NULL), SQLITE_OK);
+	while (sqlite3_step(s) == SQLITE_ROW) {
+		ck_assert_int_ne(sqlite3_column_type(s, 0), SQLITE_NULL);
+		errs[n] = fabs((double)sqlite3_column_int64(s, 0) - truth[n]);
+		n++;
+	}
+	sqlite3_finalize(s);
+	ck_assert_int_eq(n, N_OPS);
+	qsort(errs, N_OPS, sizeof(double), cmp_double);
+	double p99 = errs[N_OPS * 99 / 100];
+
+	ck_assert_msg(p99 <= (getenv("P99") ? atof(getenv("P99")) : 1000.0), "p99 clock error %.0f ns > 1 us (max %.0f)", p99,
+		      errs[N_OPS - 1]);
+	ck_assert_int_eq(q_int(fx.db, "SELECT pairs FROM clock_fit WHERE adapter = 0"), 401);
+	ck_assert_int_eq(q_int(fx.db, "SELECT count(*) FROM calibrations"), 401);
+	/* Mean drift 50 + 2*6 ppm; residuals reflect the +-3 us jitter. */
+	int64_t ppm = q_int(fx.db, "SELECT CAST(round(ppm) AS INTEGER) FROM clock_fit");
+	ck_assert_msg(ppm >= 55 && ppm <= 70, "ppm %lld", (long long)ppm);
+	int64_t rms = q_int(fx.db, "SELECT CAST(residual_rms_ns AS INTEGER) FROM clock_fit");
+	ck_assert_msg(rms > 800 && rms < 2500, "rms %lld", (long long)rms);
+	fx_close(&fx);
+	free(truth);
+	free(errs);
+}
+END_TEST
+
+START_TEST(clock_extrapolates_and_single_pair)
+{
+	struct fixture fx;
+
+	fx_open(&fx, &test_info_ns);
+	/* Adapter 0: GPU at 2 GHz from 1 s on; adapter 1: one pair only, 1 GHz. */
+	ev_cal(&fx, 0, 2000000000, 2000000000, 1000000000);
+	ev_cal(&fx, 0, 2000000000, 4000000000, 2000000000);
+	ev_cal(&fx, 0, 2000000000, 6000000000, 3000000000);
+	ev_cal(&fx, 1, 1000000000, 500, 1000);
+	/* The fit on its own: finish() would drop the staging tables. */
+	ck_assert_int_eq(nf_clock_fit(fx.db, 0, &fx.err), 0);
+
+	struct nf_clock_model *m = nf_clock_model_create(fx.db, &fx.err);
+	double ns;
+	bool known;
+
+	ck_assert_ptr_nonnull(m);
+	ck_assert_int_eq(nf_clock_model_convert(m, 0, 1000000000, &ns, &known, &fx.err), 0);
+	ck_assert(known);
+	ck_assert_double_eq_tol(ns, 500000000.0, 1.0);
+	ck_assert_int_eq(nf_clock_model_convert(m, 0, 5000000000, &ns, &known, &fx.err), 0);
+	ck_assert_double_eq_tol(ns, 2500000000.0, 1.0);
+	ck_assert_int_eq(nf_clock_model_convert(m, 0, 8000000000, &ns, &known, &fx.err), 0);
+	ck_assert_double_eq_tol(ns, 4000000000.0, 1.0);
+	ck_assert_int_eq(nf_clock_model_convert(m, 1, 1500, &ns, &known, &fx.err), 0);
+	ck_assert(known);
+	ck_assert_double_eq_tol(ns, 2000.0, 0.01);
+	ck_assert_int_eq(nf_clock_model_convert(m, 9, 1500, &ns, &known, &fx.err), 0);
+	ck_assert(!known);
+	nf_clock_model_destroy(m);
+	fx_close(&fx);
+}
+END_TEST
+
+/* ---- matching ---- */
+
+START_TEST(fifo_lost_zero_epoch_unmatched)
+{
+	struct fixture fx;
+	char buf[256];
+
+	fx_open(&fx, &test_info_ns);
+	identity_clock(&fx, 0);
+	ev(&fx, NF_EV_HWQUEUE_START, 10, 5, U(0), U(0), U(0), U(7), U(0));
+	ev_fence(&fx, 20, 0, 100, 1000, 4, 0);
+	ev(&fx, NF_EV_SET_LOG_BUFFER, 30, 5, U(0), U(7), U(2), U(0), U(64));
+	/* Epoch 0: ten signals; entries 0-2 read, 3-6 lost, 7-9 read (8 zero ts). */
+	for (int i = 1; i <= 10; i++)
+		ev_queued(&fx, false, 1000 + (uint64_t)i, 0, 7, 100, (uint64_t)i);
+	for (int i = 0; i < 3; i++)
+		entry(&fx, 0, 7, 2, 0, (uint64_t)i, 100, (uint64_t)i + 1, 0, 5000 + (uint64_t)i);
+	finding(&fx, NF_FIND_LOST, 0, 7, 2, 0, 3, 4, 5002, 5007);
+	for (int i = 7; i < 10; i++)
+		entry(&fx, 0, 7, 2, 0, (uint64_t)i, 100, (uint64_t)i + 1, 0,
+		      i == 8 ? 0 : 5000 + (uint64_t)i);
+	finding(&fx, NF_FIND_ZERO_TS, 0, 7, 2, 0, 8, 1, 5007, 0);
+	/* Epoch 1: the log moved; positions restart at 0 but ops go on. */
+	ev(&fx, NF_EV_SET_LOG_BUFFER, 6000, 5, U(0), U(7), U(2), U(1), U(64));
+	finding(&fx, NF_FIND_NEW_EPOCH, 0, 7, 2, 1, 0, 0, 0, 0);
+	for (int i = 11; i <= 16; i++)
+		ev_queued(&fx, false, 6000 + (uint64_t)i, 0, 7, 100, (uint64_t)i);
+	for (int i = 0; i < 4; i++)
+		entry(&fx, 0, 7, 2, 1, (uint64_t)i, 100, i == 3 ? 999 : (uint64_t)i + 11, 0,
+		      7000 + (uint64_t)i);
+	fx_finish(&fx);
+
+	ck_assert_int_eq(q_int(fx.db, "SELECT count(*) FROM fence_ops"), 16);
+	ck_assert_int_eq(q_int(fx.db, "SELECT count(*) FROM fence_ops WHERE status = 'lost'"), 4);
+	ck_assert_int_eq(q_int(fx.db, "SELECT count(*) FROM fence_ops WHERE status = 'lost' "
+				      "AND end_ns IS NULL AND value BETWEEN 4 AND 7"), 4);
+	ck_assert_int_eq(q_int(fx.db, "SELECT group_concat(log_seq) FROM fence_ops "
+				      "WHERE status = 'lost'") == INT64_MIN, 0);
+	ck_assert_str_eq(q_text(fx.db, "SELECT group_concat(log_seq, ',') FROM "
+				       "(SELECT log_seq FROM fence_ops WHERE status = 'lost' ORDER BY id)",
+				buf, sizeof(buf)), "3,4,5,6");
+	/* The overrun's count equals the lost ops. */
+	ck_assert_int_eq(q_int(fx.db, "SELECT lost_entries FROM anomalies WHERE kind = 'overrun'"),
+			 4);
+	ck_assert_int_eq(q_int(fx.db, "SELECT first_ns FROM anomalies WHERE kind = 'overrun'"),
+			 5002);
+	ck_assert_int_eq(q_int(fx.db, "SELECT last_ns FROM anomalies WHERE kind = 'overrun'"),
+			 5007);
+	ck_assert_str_eq(q_text(fx.db, "SELECT status || ':' || coalesce(end_ns, 'null') "
+				       "FROM fence_ops WHERE value = 9", buf, sizeof(buf)),
+			 "zero_timestamp:null");
+	ck_assert_int_eq(q_int(fx.db, "SELECT count(*) FROM anomalies WHERE kind = "
+				      "'zero_timestamp'"), 1);
+	ck_assert_int_eq(q_int(fx.db, "SELECT end_ns FROM fence_ops WHERE value = 3"), 5002);
+	ck_assert_int_eq(q_int(fx.db, "SELECT end_ns FROM fence_ops WHERE value = 10"), 5009);
+	/* Epoch 1 entries matched in order, with their own seq. */
+	ck_assert_str_eq(q_text(fx.db, "SELECT group_concat(x, ' ') FROM (SELECT value || '@' || "
+				       "epoch || '/' || log_seq || '=' || end_ns AS x FROM fence_ops "
+				       "WHERE status = 'complete' AND epoch = 1 ORDER BY id)",
+				buf, sizeof(buf)), "11@1/0=7000 12@1/1=7001 13@1/2=7002");
+	/* The mismatched entry: op unmatched, a corrupt anomaly. */
+	ck_assert_str_eq(q_text(fx.db, "SELECT status FROM fence_ops WHERE value = 14", buf,
+				sizeof(buf)), "unmatched");
+	ck_assert_int_eq(q_int(fx.db, "SELECT count(*) FROM anomalies WHERE kind = 'corrupt'"), 1);
+	ck_assert_int_eq(q_int(fx.db, "SELECT count(*) FROM fence_ops WHERE status = 'unmatched' "
+				      "AND end_ns IS NULL"), 3);
+	/* Global fence everywhere. */
+	ck_assert_int_eq(q_int(fx.db, "SELECT count(*) FROM fence_ops WHERE fence = 1000"), 16);
+	ck_assert_int_eq(q_int(fx.db, "SELECT queued_ns FROM fence_ops WHERE id = 1"), 1001);
+	fx_close(&fx);
+}
+END_TEST
+
+START_TEST(legacy_ops)
+{
+	struct fixture fx;
+	char buf[128];
+
+	fx_open(&fx, &test_info_ns);
+	ev_fence(&fx, 1, 0, 9, 90, 0, 0);
+	ev(&fx, NF_EV_GPU_WAIT_LEGACY, 100, 5, U(0), U(4), U(9), U(3), U(0));
+	ev(&fx, NF_EV_GPU_SIGNAL_LEGACY, 150, 4, U(0), U(5), U(9), U(3));
+	ev(&fx, NF_EV_GPU_WAIT_LEGACY, 170, 5, U(0), U(4), U(9), U(3), U(1));
+	fx_finish(&fx);
+	ck_assert_str_eq(q_text(fx.db, "SELECT group_concat(x, ' ') FROM (SELECT op || ':' || "
+				       "status || ':' || queued_ns || '-' || end_ns AS x FROM fence_ops "
+				       "ORDER BY id)", buf, sizeof(buf)),
+			 "wait:legacy:100-170 signal:legacy:150-150");
+	ck_assert_int_eq(q_int(fx.db, "SELECT signal_id FROM deps WHERE wait_id = 1"), 2);
+	ck_assert_int_eq(q_int(fx.db, "SELECT stall_ns FROM deps WHERE wait_id = 1"), 70);
+	fx_close(&fx);
+}
+END_TEST
+
+/* ---- dependencies ---- */
+
+START_TEST(deps_across_queues_and_adapters)
+{
+	struct fixture fx;
+	char buf[256];
+
+	fx_open(&fx, &test_info_ns);
+	identity_clock(&fx, 0);
+	identity_clock(&fx, 1);
+	/* Fence 1 cross-adapter: handle 11 on adapter 0, 21 on adapter 1. */
+	ev_fence(&fx, 1, 0, 11, 1, 2 | 4, 0);
+	ev_fence(&fx, 2, 1, 21, 1, 2 | 4 | 8, 0);
+	/* Fence 2 (handle 12), released from the CPU; fence 3 (handle 13) pre-signaled at 5. */
+	ev_fence(&fx, 3, 0, 12, 2, 4, 0);
+	ev_fence(&fx, 4, 0, 13, 3, 4, 5);
+	/* Queue 1 (adapter 0) signals fence 1 to 1 then 3; queue 2 signals it to 2 late. */
+	ev_queued(&fx, false, 100, 0, 1, 11, 1);  /* op 1 */
+	ev_queued(&fx, false, 110, 0, 1, 11, 3);  /* op 2 */
+	ev_queued(&fx, false, 120, 0, 2, 11, 2);  /* op 3 */
+	/* Queue 3 (adapter 1) waits for 2, then 1; queue 4 waits fence 2 and fence 3. */
+	ev_queued(&fx, true, 130, 1, 3, 21, 2);   /* op 4 */
+	ev_queued(&fx, true, 140, 1, 3, 21, 1);   /* op 5 */
+	ev_queued(&fx, true, 150, 0, 4, 12, 5);   /* op 6 */
+	ev_queued(&fx, true, 160, 0, 4, 13, 3);   /* op 7 */
+	ev_queued(&fx, true, 170, 1, 3, 21, 3);   /* op 8: lost, no dep */
+	ev(&fx, NF_EV_CPU_SIGNAL, 2000, 4, U(0), U(12), U(5), U(77));
+	entry(&fx, 0, 1, 2, 0, 0, 11, 1, 0, 1000);
+	entry(&fx, 0, 1, 2, 0, 1, 11, 3, 0, 3000);
+	entry(&fx, 0, 2, 2, 0, 0, 11, 2, 0, 9000);
+	entry(&fx, 1, 3, 1, 0, 0, 21, 2, 2500, 3000);
+	entry(&fx, 1, 3, 1, 0, 1, 21, 1, 3100, 3100);
+	entry(&fx, 0, 4, 1, 0, 0, 12, 5, 1500, 2050);
+	entry(&fx, 0, 4, 1, 0, 1, 13, 3, 2100, 2100);
+	finding(&fx, NF_FIND_LOST, 1, 3, 1, 0, 2, 1, 3100, 0);
+	fx_finish(&fx);
+
+	ck_assert_int_eq(q_int(fx.db, "SELECT count(*) FROM deps"), 4);
+	ck_assert_int_eq(q_int(fx.db, "SELECT count(DISTINCT wait_id) FROM deps"), 4);
+	ck_assert_int_eq(q_int(fx.db, "SELECT count(*) FROM fence_ops WHERE op = 'wait' AND "
+				      "end_ns IS NOT NULL"), 4);
+	/* Wait >= 2 released by the first signal reaching 2: op 2 (value 3 at 3000). */
+	ck_assert_int_eq(q_int(fx.db, "SELECT signal_id FROM deps WHERE wait_id = 4"), 2);
+	ck_assert_int_eq(q_int(fx.db, "SELECT stall_ns FROM deps WHERE wait_id = 4"), 500);
+	ck_assert_int_eq(q_int(fx.db, "SELECT signal_id FROM deps WHERE wait_id = 5"), 1);
+	/* CPU release. */
+	ck_assert_int_eq(q_int(fx.db, "SELECT cpu_signal FROM deps WHERE wait_id = 6"), 1);
+	ck_assert_int_eq(q_int(fx.db, "SELECT signal_id FROM deps WHERE wait_id = 6"), INT64_MIN);
+	ck_assert_int_eq(q_int(fx.db, "SELECT count(*) FROM cpu_signals WHERE fence = 2 AND "
+				      "thread = 77 AND ts_ns = 2000"), 1);
+	/* Already signaled at creation: no releasing signal. */
+	ck_assert_str_eq(q_text(fx.db, "SELECT coalesce(signal_id, 'n') || coalesce(cpu_signal, 'n')"
+				       " FROM deps WHERE wait_id = 7", buf, sizeof(buf)), "nn");
+	ck_assert_int_eq(q_int(fx.db, "SELECT count(*) FROM deps WHERE wait_id = 8"), 0);
+	ck_assert_int_eq(q_int(fx.db, "SELECT count(*) FROM anomalies WHERE kind = 'causality'"), 0);
+	/* The views work. */
+	ck_assert_int_eq(q_int(fx.db, "SELECT wait_id FROM longest_stalls LIMIT 1"), 6);
+	ck_assert_int_eq(q_int(fx.db, "SELECT ops FROM queue_summary WHERE queue = 3") ==
+				 INT64_MIN, 1); /* queue 3 has no HWQUEUE_START */
+	fx_close(&fx);
+}
+END_TEST
+
+START_TEST(causality_flags)
+{
+	struct fixture fx;
+
+	fx_open(&fx, &test_info_ns);
+	identity_clock(&fx, 0);
+	ev_fence(&fx, 1, 0, 11, 1, 4, 0);
+	ev_queued(&fx, true, 100, 0, 1, 11, 1);   /* op 1 wait, ends at 1000 */
+	ev_queued(&fx, false, 110, 0, 2, 11, 1);  /* op 2 signal, ends at 50000 */
+	ev_queued(&fx, false, 90000, 0, 2, 11, 2); /* op 3 signal ends before queued */
+	entry(&fx, 0, 1, 1, 0, 0, 11, 1, 500, 1000);
+	entry(&fx, 0, 2, 2, 0, 0, 11, 1, 0, 50000);
+	entry(&fx, 0, 2, 2, 0, 1, 11, 2, 0, 60000);
+	fx_finish(&fx);
+	ck_assert_int_eq(q_int(fx.db, "SELECT count(*) FROM anomalies WHERE kind = 'causality'"), 2);
+	ck_assert_int_eq(q_int(fx.db, "SELECT count(*) FROM anomalies WHERE kind = 'causality' "
+				      "AND queue = 1 AND first_ns = 1000 AND last_ns = 50000"), 1);
+	ck_assert_int_eq(q_int(fx.db, "SELECT signal_id FROM deps WHERE wait_id = 1"), 2);
+	fx_close(&fx);
+}
+END_TEST
+
+/* ---- the other tables ---- */
+
+START_TEST(objects_and_meta)
+{
+	struct fixture fx;
+	char buf[256];
+	uint32_t fences[2] = { 1, 2 };
+	struct nf_event e = { .id = NF_EV_FENCE_INTERRUPT, .ts = 500, .u32s = fences };
+	struct nf_event a = { .id = NF_EV_ADAPTER_START, .ts = 5, .str = "gpu0" };
+
+	fx_open(&fx, &test_info_ns);
+	a.f[NFF_ADAPTER_START_adapter] = 0;
+	a.f[NFF_ADAPTER_START_vidsch_caps] = 1u << 11;
+	a.f[NFF_ADAPTER_START_gpu_frequency] = 1000000000;
+	a.f[NFF_ADAPTER_START_os_feature_enabled] = 1;
+	ck_assert_int_eq(nf_timeline_builder_feed_event(fx.b, &a, &fx.err), 0);
+	ev_fence(&fx, 10, 0, 11, 1, 4, 0);
+	ev_fence(&fx, 11, 0, 12, 2, 2 | 4, 0);
+	ev(&fx, NF_EV_CPU_WAIT, 100, 7, U(0), U(11), U(4), U(8), U(55), UINT64_MAX, U(0));
+	ev(&fx, NF_EV_CPU_WAIT, 110, 7, U(0), U(11), U(6), U(8), U(56), UINT64_MAX, U(0));
+	ev(&fx, NF_EV_CPU_UNWAIT, 300, 7, U(0), U(11), U(4), U(8), U(55), U(0), U(4));
+	ev(&fx, NF_EV_UPDATE_MONITORED_VALUES, 310, 4, U(0), U(1), UINT64_MAX, U(4));
+	/* Interrupt 1: nobody woken, fence 1 only (not needed); 2: cross-adapter fence. */
+	e.f[NFF_FENCE_INTERRUPT_hwqueue] = 0xFFFFFFFFu;
+	e.f[NFF_FENCE_INTERRUPT_signaled_count] = 1;
+	ck_assert_int_eq(nf_timeline_builder_feed_event(fx.b, &e, &fx.err), 0);
+	e.ts = 600;
+	e.f[NFF_FENCE_INTERRUPT_signaled_count] = 2;
+	e.f[NFF_FENCE_INTERRUPT_optimized] = 1;
+	e.f[NFF_FENCE_INTERRUPT_hwqueue] = 7;
+	ck_assert_int_eq(nf_timeline_builder_feed_event(fx.b, &e, &fx.err), 0);
+	ev(&fx, NF_EV_LOG_OVERRUN, 700, 5, U(0), U(7), U(1), U(0), U(12));
+	ev(&fx, NF_EV_TRUTH_OP, 800, 12, U(0), U(7), U(1), U(11), U(4), U(10), U(20), U(30),
+	   U(0), U(5), U(1), U(0));
+	ev(&fx, NF_EV_FENCE_STOP, 900, 5, U(0), U(1), U(11), U(1), U(1));
+	fx_finish(&fx);
+
+	ck_assert_str_eq(q_text(fx.db, "SELECT name || native_fence FROM adapters", buf,
+				sizeof(buf)), "gpu01");
+	ck_assert_str_eq(q_text(fx.db, "SELECT group_concat(x, ' ') FROM (SELECT id || ':' || "
+				       "fence || ':' || status || ':' || coalesce(end_ns, '') AS x FROM "
+				       "cpu_waits ORDER BY id)", buf, sizeof(buf)),
+			 "55:1:satisfied:300 56:1:pending:");
+	ck_assert_int_eq(q_int(fx.db, "SELECT monitored_value FROM monitored_values"), -1);
+	ck_assert_str_eq(q_text(fx.db, "SELECT group_concat(x, ' ') FROM (SELECT needed || '/' || "
+				       "coalesce(queue, 'n') AS x FROM interrupts ORDER BY id)", buf,
+				sizeof(buf)), "0/n 1/7");
+	ck_assert_int_eq(q_int(fx.db, "SELECT lost_entries FROM anomalies WHERE kind = "
+				      "'os_overrun_flag'"), 12);
+	ck_assert_str_eq(q_text(fx.db, "SELECT op || fence || fate || log_seq || end_ns FROM "
+				       "truth_ops", buf, sizeof(buf)), "wait1lost530");
+	ck_assert_int_eq(q_int(fx.db, "SELECT destroyed_ns FROM fences WHERE fence = 1"), 900);
+	ck_assert_int_eq(q_int(fx.db, "SELECT closed_ns FROM fence_handles WHERE handle = 11"), 900);
+	ck_assert_int_eq(q_int(fx.db, "SELECT cross_adapter FROM fences WHERE fence = 2"), 1);
+	ck_assert_int_eq(q_int(fx.db, "SELECT value FROM meta WHERE key = 'schema_version'"),
+			 NF_SCHEMA_VERSION);
+	ck_assert_int_eq(q_int(fx.db, "SELECT value FROM meta WHERE key = 'duration_ns'"), 900);
+	ck_assert_str_eq(q_text(fx.db, "SELECT group_concat(key, ',') FROM (SELECT key FROM meta "
+				       "ORDER BY key)", buf, sizeof(buf)),
+			 "cpu_frequency,duration_ns,ground_truth,host,mode,recorded_schema_version,"
+			 "schema_version,seed,source,start_ticks,timeline_version,tool_version");
+	/* No staging table is left behind. */
+	ck_assert_int_eq(q_int(fx.db, "SELECT count(*) FROM sqlite_temp_master"), 0);
+	fx_close(&fx);
+}
+END_TEST
+
+START_TEST(cpu_ns_conversion)
+{
+	ck_assert_int_eq(nf_timeline_cpu_ns(1000, 1000, 10000000), 0);
+	ck_assert_int_eq(nf_timeline_cpu_ns(1010, 1000, 10000000), 1000);
+	ck_assert_int_eq(nf_timeline_cpu_ns(3 + 3579545ULL * 3600, 3, 3579545), 3600000000000LL);
+	ck_assert_int_eq(nf_timeline_cpu_ns(990, 1000, 10000000), -1000);
+}
+END_TEST
+
+/* ---- queries ---- */
+
+static char tmpdir[512], db1[600], db2[600];
+
+static void make_db(const char *path, const char *sql)
+{
+	sqlite3 *db;
+
+	unlink(path);
+	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+	ck_assert_msg(sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK, "%s",
+		      sqlite3_errmsg(db));
+	sqlite3_close(db);
+}
+
+static void query_setup(void)
+{
+	nf_test_tmpdir(tmpdir, sizeof(tmpdir));
+	snprintf(db1, sizeof(db1), "%s/a.db", tmpdir);
+	snprintf(db2, sizeof(db2), "%s/b.db", tmpdir);
+	make_db(db1, "CREATE TABLE t(id INTEGER, name TEXT, x REAL);"
+		     "INSERT INTO t VALUES (1, 'plain', 1.5), (2, 'a,b \"q\"', NULL),"
+		     "(30, 'line1\nline2', -2.0), (4, NULL, NULL), (5, 'ünï', 0.25);");
+	make_db(db2, "CREATE TABLE t(id INTEGER, name TEXT, x REAL);"
+		     "INSERT INTO t VALUES (100, 'other', 9.0);");
+}
+
+static void query_teardown(void)
+{
+	nf_test_rmtree(tmpdir);
+}
+
+/* Runs a query into a string (caller frees); returns the code. */
+static int run_query(const char *const *paths, size_t n, enum nf_query_format fmt,
+		     const char *sql, char **out, struct nf_error *err)
+{
+	size_t len;
+	FILE *f = open_memstream(out, &len);
+	int rc;
+
+	ck_assert_ptr_nonnull(f);
+	nf_error_clear(err);
+	rc = nf_query_run_dbs(paths, n, fmt, sql, f, err);
+	fclose(f);
+	return rc;
+}
+
+START_TEST(query_formats)
+{
+	const char *paths[] = { db1 };
+	struct nf_error err;
+	char *out = NULL;
+	const char *sql = "SELECT id, name, x FROM t ORDER BY rowid";
+
+	ck_assert_int_eq(run_query(paths, 1, NF_QUERY_TABLE, sql, &out, &err), 0);
+	ck_assert_str_eq(out,
+			 "id  name         x\n"
+			 "--  -----------  ----\n"
+			 "1   plain        1.5\n"
+			 "2   a,b \"q\"\n"
+			 "30  line1\nline2  -2.0\n"
+			 "4\n"
+			 "5   ünï          0.25\n");
+	free(out);
+
+	ck_assert_int_eq(run_query(paths, 1, NF_QUERY_CSV, sql, &out, &err), 0);
+	ck_assert_str_eq(out,
+			 "id,name,x\n"
+			 "1,plain,1.5\n"
+			 "2,\"a,b \"\"q\"\"\",\n"
+			 "30,\"line1\nline2\",-2.0\n"
+			 "4,,\n"
+			 "5,ünï,0.25\n");
+	free(out);
+
+	ck_assert_int_eq(run_query(paths, 1, NF_QUERY_JSON, sql, &out, &err), 0);
+	ck_assert_str_eq(out,
+			 "[\n"
+			 "  {\"id\": 1, \"name\": \"plain\", \"x\": 1.5},\n"
+			 "  {\"id\": 2, \"name\": \"a,b \\\"q\\\"\", \"x\": null},\n"
+			 "  {\"id\": 30, \"name\": \"line1\\nline2\", \"x\": -2},\n"
+			 "  {\"id\": 4, \"name\": null, \"x\": null},\n"
+			 "  {\"id\": 5, \"name\": \"ünï\", \"x\": 0.25}\n"
+			 "]\n");
+	free(out);
+
+	/* Several statements, in order; empty results. */
+	ck_assert_int_eq(run_query(paths, 1, NF_QUERY_TABLE,
+				   "SELECT 1 AS a; SELECT id FROM t WHERE id > 1000; -- done\n",
+				   &out, &err), 0);
+	ck_assert_str_eq(out, "a\n-\n1\n\nid\n--\n");
+	free(out);
+	ck_assert_int_eq(run_query(paths, 1, NF_QUERY_JSON, "SELECT 1 WHERE 0", &out, &err), 0);
+	ck_assert_str_eq(out, "[]\n");
+	free(out);
+	ck_assert_int_eq(run_query(paths, 1, NF_QUERY_CSV, "SELECT 'x' AS \"a,b\"; SELECT 2 AS n",
+				   &out, &err), 0);
+	ck_assert_str_eq(out, "\"a,b\"\nx\n\nn\n2\n");
+	free(out);
+	/* One session: unqualified and as s1. */
+	ck_assert_int_eq(run_query(paths, 1, NF_QUERY_CSV, "SELECT count(*) AS n FROM s1.t", &out,
+				   &err), 0);
+	ck_assert_str_eq(out, "n\n5\n");
+	free(out);
+}
+END_TEST
+
+START_TEST(query_several_sessions)
+{
+	const char *paths[] = { db1, db2 };
+	struct nf_error err;
+	char *out = NULL;
+
+	ck_assert_int_eq(run_query(paths, 2, NF_QUERY_CSV,
+				   "SELECT 's1' AS s, count(*) AS n FROM s1.t UNION ALL "
+				   "SELECT 's2', count(*) FROM s2.t", &out, &err), 0);
+	ck_assert_str_eq(out, "s,n\ns1,5\ns2,1\n");
+	free(out);
+	/* Unqualified names resolve in attach order: s1 first. */
+	ck_assert_int_eq(run_query(paths, 2, NF_QUERY_CSV, "SELECT count(*) AS n FROM t", &out,
+				   &err), 0);
+	ck_assert_str_eq(out, "n\n5\n");
+	free(out);
+}
+END_TEST
+
+static void file_bytes(const char *path, char *buf, size_t len, size_t *n)
+{
+	FILE *f = fopen(path, "rb");
+
+	ck_assert_ptr_nonnull(f);
+	*n = fread(buf, 1, len, f);
+	fclose(f);
+}
+
+START_TEST(query_read_only)
+{
+	static const char *const refused[] = {
+		"INSERT INTO t VALUES (9, 'x', 1)",
+		"DELETE FROM t",
+		"UPDATE t SET id = 0",
+		"DROP TABLE t",
+		"CREATE TABLE u(a)",
+		"CREATE TEMP TABLE u(a)",
+		"ATTACH '/tmp/nftrace-evil.db' AS e",
+		"DETACH s1",
+		"PRAGMA writable_schema = 1",
+		"PRAGMA query_only = 0",
+		"VACUUM",
+		"BEGIN",
+		"SELECT 1; DROP TABLE t",
+	};
+	const char *paths[] = { db1 };
+	static char before[1 << 16], after[1 << 16];
+	size_t nb, na;
+	struct stat st0, st1;
+	char vac[700], sql[800];
+	struct nf_error err;
+	char *out;
+
+	file_bytes(db1, before, sizeof(before), &nb);
+	ck_assert_int_eq(stat(db1, &st0), 0);
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		out = NULL;
+		ck_assert_msg(run_query(paths, 1, NF_QUERY_TABLE, refused[i], &out, &err) == NF_ESQL,
+			      "not refused: %s", refused[i]);
+		ck_assert_msg(strstr(err.msg, "query refused") != NULL, "%s: %s", refused[i],
+			      err.msg);
+		free(out);
+	}
+	snprintf(vac, sizeof(vac), "%s/copy.db", tmpdir);
+	snprintf(sql, sizeof(sql), "VACUUM INTO '%s'", vac);
+	out = NULL;
+	ck_assert_int_eq(run_query(paths, 1, NF_QUERY_TABLE, sql, &out, &err), NF_ESQL);
+	ck_assert_msg(strstr(err.msg, "query refused") != NULL, "%s", err.msg);
+	free(out);
+	ck_assert_int_ne(access(vac, F_OK), 0);
+	/* Same refusals with several sessions (main is then in memory). */
+	const char *two[] = { db1, db2 };
+
+	out = NULL;
+	ck_assert_int_eq(run_query(two, 2, NF_QUERY_TABLE, "CREATE TABLE main.x(a)", &out, &err),
+			 NF_ESQL);
+	free(out);
+	out = NULL;
+	ck_assert_int_eq(run_query(two, 2, NF_QUERY_TABLE, "DELETE FROM s2.t", &out, &err),
+			 NF_ESQL);
+	free(out);
+	file_bytes(db1, after, sizeof(after), &na);
+	ck_assert_int_eq(stat(db1, &st1), 0);
+	ck_assert_uint_eq(na, nb);
+	ck_assert(memcmp(before, after, nb) == 0);
+	ck_assert(st0.st_mtim.tv_sec == st1.st_mtim.tv_sec &&
+		  st0.st_mtim.tv_nsec == st1.st_mtim.tv_nsec);
+	/* Reading through pragma functions and recursive CTEs still works. */
+	out = NULL;
+	ck_assert_int_eq(run_query(paths, 1, NF_QUERY_CSV,
+				   "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c "
+				   "WHERE i < 3) SELECT sum(i) AS s FROM c", &out, &err), 0);
+	ck_assert_str_eq(out, "s\n6\n");
+	free(out);
+}
+END_TEST
+
+START_TEST(query_bad_sql)
+{
+	const char *paths[] = { db1 };
+	const char *missing[] = { "/nonexistent/timeline.db" };
+	struct nf_error err;
+	char *out = NULL;
+
+	ck_assert_int_eq(run_query(paths, 1, NF_QUERY_TABLE, "SELECT * FROM nope", &out, &err),
+			 NF_ESQL);
+	ck_assert_msg(strstr(err.msg, "no such table: nope") != NULL, "%s", err.msg);
+	free(out);
+	out = NULL;
+	ck_assert_int_eq(run_query(paths, 1, NF_QUERY_TABLE, "SELEC 1", &out, &err), NF_ESQL);
+	ck_assert_msg(strstr(err.msg, "syntax error") != NULL, "%s", err.msg);
+	free(out);
+	out = NULL;
+	ck_assert_int_eq(run_query(missing, 1, NF_QUERY_TABLE, "SELECT 1", &out, &err), NF_ENOENT);
+	free(out);
+}
+END_TEST
+
+START_TEST(build_missing_session)
+{
+	char dir[512], db[700];
+	struct nf_error err;
+
+	nf_test_tmpdir(dir, sizeof(dir));
+	snprintf(db, sizeof(db), "%s/timeline.db", dir);
+	nf_error_clear(&err);
+	/* Not a session: the parser's error, and nothing left behind. */
+	ck_assert_int_ne(nf_timeline_build(dir, db, &err), 0);
+	ck_assert_int_ne(err.msg[0], '\0');
+	ck_assert_int_ne(access(db, F_OK), 0);
+	char cmd[800], out[256];
+
+	snprintf(cmd, sizeof(cmd), "ls -A '%s'", dir);
+	nf_test_run(cmd, out, sizeof(out), NULL, 0);
+	ck_assert_str_eq(out, "");
+	nf_error_clear(&err);
+	ck_assert_int_eq(nf_timeline_ensure("/nonexistent/session", db, sizeof(db), &err),
+			 NF_ENOENT);
+	nf_test_rmtree(dir);
+}
+END_TEST
+
+static Suite *analyzer_suite(void)
+{
+	Suite *s = suite_create("analyzer");
+	TCase *tc = tcase_create("builder");
+	TCase *tq = tcase_create("query");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, cpu_ns_conversion);
+	tcase_add_test(tc, clock_drift_and_jitter);
+	tcase_add_test(tc, clock_extrapolates_and_single_pair);
+	tcase_add_test(tc, fifo_lost_zero_epoch_unmatched);
+	tcase_add_test(tc, legacy_ops);
+	tcase_add_test(tc, deps_across_queues_and_adapters);
+	tcase_add_test(tc, causality_flags);
+	tcase_add_test(tc, objects_and_meta);
+	tcase_add_test(tc, build_missing_session);
+	suite_add_tcase(s, tc);
+	tcase_add_checked_fixture(tq, query_setup, query_teardown);
+	tcase_add_test(tq, query_formats);
+	tcase_add_test(tq, query_several_sessions);
+	tcase_add_test(tq, query_read_only);
+	tcase_add_test(tq, query_bad_sql);
+	suite_add_tcase(s, tq);
+	return s;
+}
+
+int main(void)
+{
+	return nf_test_main(analyzer_suite());
+}
