@@ -32,6 +32,7 @@ struct got {
 	struct nf_decoded_entry entries[64];
 	size_t n_entries;
 	struct nf_finding findings[64];
+	char streams[64][32];
 	size_t n_findings;
 };
 
@@ -70,8 +71,13 @@ static int got_finding(void *ctx, const struct nf_finding *f)
 {
 	struct got *g = ctx;
 
-	if (g->n_findings < 64)
-		g->findings[g->n_findings++] = *f;
+	if (g->n_findings < 64) {
+		/* The stream name is only valid during the call. */
+		snprintf(g->streams[g->n_findings], sizeof(g->streams[0]), "%s", f->stream);
+		g->findings[g->n_findings] = *f;
+		g->findings[g->n_findings].stream = g->streams[g->n_findings];
+		g->n_findings++;
+	}
 	return 0;
 }
 
