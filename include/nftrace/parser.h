@@ -65,7 +65,8 @@ struct nf_finding {
 	uint64_t cpu_ts;           /* CPU ticks of the log read where it was found */
 	/* where: */
 	const char *stream;        /* stream (file) name */
-	uint64_t event_index;      /* index of the event within the session */
+	uint64_t event_index;      /* index of the event within the session (every
+				      event record counts, schema or not) */
 	uint32_t entry_index;      /* index of the entry within that LOG_READ event */
 	char detail[160];          /* one line for humans */
 };
@@ -137,6 +138,22 @@ void nf_parser_destroy(struct nf_parser *p);
  * The log replay on its own (no babeltrace2): feed it events in time order and
  * it calls back with entries and findings. The parser uses it; tests and the
  * fuzzer drive it directly.
+ *
+ * It keeps, per (adapter, hwqueue, log_type), the epoch, the capacity N, the
+ * cached total = WraparoundCount*N + FirstFreeEntryIndex and the last non-zero
+ * end timestamp, plus the set of open local fence handles (per adapter, from
+ * MonitoredFenceStart/Stop). SetNativeFenceLogBuffer gives a NEW_EPOCH finding
+ * and resets the log (never an overrun). A NativeFenceLogRead with header total
+ * T after cached total C must carry min(T-C, N) entries starting at slot
+ * max(C, T-N) mod N; T-C-N > 0 entries are reported LOST (one finding, exact
+ * count, first_seq = C). A read from a later epoch than the last set one is a
+ * NEW_EPOCH too, from an earlier epoch CORRUPT; T < C, a wrong entry count or
+ * first slot, or a capacity change within an epoch are CORRUPT (the log
+ * resyncs to T); capacity 0 or above 2^20, index >= capacity, first slot >= N
+ * or a log type other than 1/2 are OUT_OF_RANGE (the read is ignored). A read
+ * of a log never set starts it at the read's epoch. Timestamps are compared
+ * with the previous non-zero end timestamp of the same log and epoch.
+ * Bounds: 65536 logs and 2^22 open fence handles (then NF_ENOMEM).
  */
 struct nf_logreplay;
 struct nf_logreplay *nf_logreplay_create(const struct nf_parser_callbacks *cb);
