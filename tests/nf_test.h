@@ -54,7 +54,7 @@ static inline const char *nf_test_nftrace(void)
 static inline int nf_test_run(const char *cmd, char *out, size_t out_len, char *errbuf,
 			      size_t err_len)
 {
-	char full[8192], outf[] = "/tmp/nftrace-out-XXXXXX", errf[] = "/tmp/nftrace-err-XXXXXX";
+	char outf[] = "/tmp/nftrace-out-XXXXXX", errf[] = "/tmp/nftrace-err-XXXXXX";
 	int fo = mkstemp(outf), fe = mkstemp(errf), st;
 	FILE *f;
 	size_t n;
@@ -62,8 +62,12 @@ static inline int nf_test_run(const char *cmd, char *out, size_t out_len, char *
 	ck_assert(fo >= 0 && fe >= 0);
 	close(fo);
 	close(fe);
-	snprintf(full, sizeof(full), "%s >'%s' 2>'%s' </dev/null", cmd, outf, errf);
+	size_t need = strlen(cmd) + strlen(outf) + strlen(errf) + 32;
+	char *full = malloc(need);
+	ck_assert(full != NULL);
+	snprintf(full, need, "( %s ) >'%s' 2>'%s' </dev/null", cmd, outf, errf);
 	st = system(full);
+	free(full);
 	if (out && out_len) {
 		f = fopen(outf, "r");
 		n = f ? fread(out, 1, out_len - 1, f) : 0;

@@ -17,7 +17,7 @@ static void record_sample(const char *sample, const char *dir, const char *extra
 	nf_test_source_path(src, sizeof(src), sample);
 	snprintf(cmd, sizeof(cmd), "'%s' record %s -o '%s' '%s'", nf_test_nftrace(), extra, dir, src);
 	int st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
-	ck_assert_msg(st == 0, "record failed (%d): %s", st, err);
+	ck_assert_msg(st == 0, "record failed (%d): %.1500s", st, err);
 }
 
 static void setup(void)
@@ -35,9 +35,9 @@ static void teardown(void)
 /* One line on stderr, naming something, and the expected exit status. */
 static void assert_one_line_error(int st, int want, const char *must_contain)
 {
-	ck_assert_msg(st == want, "exit %d, expected %d; stderr: %s", st, want, err);
-	ck_assert_msg(nf_test_count_lines(err) == 1, "expected one line on stderr, got: %s", err);
-	ck_assert_msg(strstr(err, must_contain) != NULL, "stderr lacks '%s': %s", must_contain, err);
+	ck_assert_msg(st == want, "exit %d, expected %d; stderr: %.1500s", st, want, err);
+	ck_assert_msg(nf_test_count_lines(err) == 1, "expected one line on stderr, got: %.1500s", err);
+	ck_assert_msg(strstr(err, must_contain) != NULL, "stderr lacks %s: %.1500s", must_contain, err);
 }
 
 START_TEST(babeltrace_reads_every_event)
@@ -229,7 +229,7 @@ START_TEST(events_doc_matches_schema)
 	nf_test_source_path(doc, sizeof(doc), "schemas/events.md");
 	snprintf(cmd, sizeof(cmd), "'%s' info --events | diff -u '%s' -", nf_test_nftrace(), doc);
 	int st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
-	ck_assert_msg(st == 0, "schemas/events.md is stale; regenerate with 'nftrace info --events > schemas/events.md':\n%s", out);
+	ck_assert_msg(st == 0, "schemas/events.md is stale; regenerate with nftrace info --events > schemas/events.md: %.1500s", out);
 }
 END_TEST
 
