@@ -4,10 +4,11 @@
  * scheduler keeps: the epoch (location generation), the capacity, the cached
  * total of entries written (WraparoundCount*N + FirstFreeEntryIndex) and the
  * last non-zero end timestamp; it also tracks which local fence handles are
- * open. Each NativeFenceLogRead event is checked against that state: the
+ * open, or closed recently enough that a log not read since may still name
+ * them (the GPU wrote the entry before the close, the OS read it after). Each NativeFenceLogRead event is checked against that state: the
  * entries it carries get their place in the written sequence, gaps become
  * exact "lost" counts, and anything inconsistent becomes a finding rather than
- * an error. Memory is bounded by the number of logs and of open fence handles,
+ * an error. Memory is bounded by the number of logs and of fence handles in use,
  * never by the number of events, and no allocation is sized from input fields.
  */
 #include "nftrace/parser.h"
@@ -29,11 +30,14 @@ struct nf_log_state {
 	uint64_t capacity;     /* 0 until known */
 	uint64_t cached_total; /* wrap*N + index at the last good read */
 	uint64_t last_ts;      /* last non-zero end timestamp read in this epoch */
+	uint64_t since;        /* CPU ticks of the last read (or of the epoch's start) */
 };
 
 struct nf_fence_slot {
-	uint64_t key;    /* adapter << 32 | local handle */
-	uint32_t opens;  /* 0 marks a free slot */
+	uint64_t key;       /* adapter << 32 | local handle */
+	uint64_t closed_at; /* CPU ticks of the stop that closed it (opens == 0) */
+	uint32_t opens;     /* open local handles with this value */
+	bool used;          /* false marks a free slot */
 };
 
 struct nf_logreplay {
@@ -180,15 +184,59 @@ static struct nf_fence_slot *nf_fence_slot(struct nf_fence_slot *tab, size_t cap
 	size_t mask = cap - 1, i = (size_t)nf_mix64(key) & mask;
 
 	for (;; i = (i + 1) & mask)
-		if (tab[i].opens == 0 || tab[i].key == key)
+		if (!tab[i].used || tab[i].key == key)
 			return &tab[i];
 }
 
-static bool nf_fence_known(const struct nf_logreplay *r, uint32_t adapter, uint32_t handle)
+/*
+ * Is the handle good for an entry written since `since`? An open handle is; a
+ * closed one too if it closed after `since`: the GPU may have written the entry
+ * while it was open and the OS read it only after the close.
+ */
+static bool nf_fence_known(const struct nf_logreplay *r, uint32_t adapter, uint32_t handle,
+			   uint64_t since)
 {
+	const struct nf_fence_slot *f;
+
 	if (!r->fences)
 		return false;
-	return nf_fence_slot(r->fences, r->fences_cap, (uint64_t)adapter << 32 | handle)->opens != 0;
+	f = nf_fence_slot(r->fences, r->fences_cap, (uint64_t)adapter << 32 | handle);
+	return f->used && (f->opens != 0 || f->closed_at >= since);
+}
+
+/* The oldest read time any log may still check a closed handle against. */
+static uint64_t nf_oldest_since(const struct nf_logreplay *r)
+{
+	uint64_t m = UINT64_MAX;
+
+	for (size_t i = 0; i < r->logs_cap; i++)
+		if (r->logs[i].log_type != 0 && r->logs[i].since < m)
+			m = r->logs[i].since;
+	return m;
+}
+
+/* Rebuilds the handle table at ncap slots, dropping handles closed before `keep_after`. */
+static int nf_fence_rehash(struct nf_logreplay *r, size_t ncap, uint64_t keep_after,
+			   struct nf_error *err)
+{
+	struct nf_fence_slot *nt = calloc(ncap, sizeof(*nt));
+	size_t used = 0;
+
+	if (!nt)
+		return nf_error_set(err, NF_ENOMEM, "out of memory for fence handles");
+	for (size_t i = 0; i < r->fences_cap; i++) {
+		const struct nf_fence_slot *f = &r->fences[i];
+
+		if (!f->used || (f->opens == 0 && f->closed_at < keep_after))
+			continue;
+		*nf_fence_slot(nt, ncap, f->key) = *f;
+		used++;
+	}
+	free(r->fences);
+	r->fences = nt;
+	r->fences_cap = ncap;
+	r->fences_used = used;
+	return 0;
 }
 
 static int nf_fence_open(struct nf_logreplay *r, uint32_t adapter, uint32_t handle,
@@ -196,62 +244,53 @@ static int nf_fence_open(struct nf_logreplay *r, uint32_t adapter, uint32_t hand
 {
 	uint64_t key = (uint64_t)adapter << 32 | handle;
 	struct nf_fence_slot *s;
+	int rc;
 
 	if (r->fences) {
 		s = nf_fence_slot(r->fences, r->fences_cap, key);
-		if (s->opens != 0) {
+		if (s->used) {
 			if (s->opens < UINT32_MAX)
 				s->opens++;
 			return 0;
 		}
 	}
-	if (r->fences_used >= NF_LOGREPLAY_MAX_FENCES)
-		return nf_error_set(err, NF_ENOMEM, "more than %u open fence handles",
-				    NF_LOGREPLAY_MAX_FENCES);
 	if ((r->fences_used + 1) * 2 > r->fences_cap) {
-		size_t ncap = r->fences_cap ? r->fences_cap * 2 : 64;
-		struct nf_fence_slot *nt = calloc(ncap, sizeof(*nt));
+		/* Forget handles no log can still need, then grow if still full. */
+		size_t ncap = r->fences_cap ? r->fences_cap : 64;
 
-		if (!nt)
-			return nf_error_set(err, NF_ENOMEM, "out of memory for fence handles");
-		for (size_t i = 0; i < r->fences_cap; i++)
-			if (r->fences[i].opens != 0)
-				*nf_fence_slot(nt, ncap, r->fences[i].key) = r->fences[i];
-		free(r->fences);
-		r->fences = nt;
-		r->fences_cap = ncap;
+		rc = nf_fence_rehash(r, ncap, nf_oldest_since(r), err);
+		if (rc)
+			return rc;
+		if ((r->fences_used + 1) * 2 > r->fences_cap) {
+			if (r->fences_used >= NF_LOGREPLAY_MAX_FENCES)
+				return nf_error_set(err, NF_ENOMEM, "more than %u fence handles in use",
+						    NF_LOGREPLAY_MAX_FENCES);
+			rc = nf_fence_rehash(r, r->fences_cap * 2, 0, err);
+			if (rc)
+				return rc;
+		}
 	}
 	s = nf_fence_slot(r->fences, r->fences_cap, key);
+	s->used = true;
 	s->key = key;
 	s->opens = 1;
+	s->closed_at = 0;
 	r->fences_used++;
 	return 0;
 }
 
-/* Closes one opening of a handle; removes it (backward-shift deletion) at zero. */
-static void nf_fence_close(struct nf_logreplay *r, uint32_t adapter, uint32_t handle)
+/* Closes one opening of a handle; at zero it is remembered as closed at `ts`. */
+static void nf_fence_close(struct nf_logreplay *r, uint32_t adapter, uint32_t handle, uint64_t ts)
 {
-	size_t mask, i, j;
 	struct nf_fence_slot *s;
 
 	if (!r->fences)
 		return;
 	s = nf_fence_slot(r->fences, r->fences_cap, (uint64_t)adapter << 32 | handle);
-	if (s->opens == 0 || --s->opens != 0)
+	if (!s->used || s->opens == 0)
 		return;
-	mask = r->fences_cap - 1;
-	i = (size_t)(s - r->fences);
-	for (j = (i + 1) & mask; r->fences[j].opens != 0; j = (j + 1) & mask) {
-		size_t home = (size_t)nf_mix64(r->fences[j].key) & mask;
-
-		/* Move j into the hole at i unless its home lies cyclically in (i, j]. */
-		if (((j - home) & mask) >= ((j - i) & mask)) {
-			r->fences[i] = r->fences[j];
-			r->fences[j].opens = 0;
-			i = j;
-		}
-	}
-	r->fences_used--;
+	if (--s->opens == 0)
+		s->closed_at = ts;
 }
 
 /* What one LOG_READ event is being checked in (for findings). */
@@ -308,8 +347,10 @@ static const char *nf_log_type_name(uint32_t log_type)
 }
 
 /* Starts a new epoch of a log (SetNativeFenceLogBuffer, or a read that shows one). */
-static void nf_log_reset(struct nf_log_state *s, uint32_t epoch, uint64_t capacity)
+static void nf_log_reset(struct nf_log_state *s, uint32_t epoch, uint64_t capacity,
+			 uint64_t since)
 {
+	s->since = since;
 	s->epoch = epoch;
 	s->capacity = capacity;
 	s->cached_total = 0;
@@ -338,7 +379,7 @@ static int nf_feed_set_log_buffer(struct nf_read_ctx *c)
 	s = nf_logreplay_log(c->r, c->adapter, c->hwqueue, c->log_type, c->err);
 	if (!s)
 		return NF_ENOMEM;
-	nf_log_reset(s, c->epoch, capacity);
+	nf_log_reset(s, c->epoch, capacity, c->ev->ts);
 	return nf_emit_finding(c, NF_FIND_NEW_EPOCH, 1, 0, 0, 0, 0,
 			       "%s log of queue %" PRIu32 " (adapter %" PRIu32 ") at epoch %" PRIu32 ", %" PRIu64 " entries",
 			       nf_log_type_name(c->log_type), c->hwqueue, c->adapter, c->epoch, capacity);
@@ -373,9 +414,9 @@ static int nf_deliver_entry(struct nf_read_ctx *c, struct nf_log_state *s,
 		if (rc)
 			return rc;
 	}
-	if (!nf_fence_known(r, c->adapter, e->hnative_fence)) {
+	if (!nf_fence_known(r, c->adapter, e->hnative_fence, s->since)) {
 		rc = nf_emit_finding(c, NF_FIND_UNKNOWN_FENCE, 1, seq, prev, ts, i,
-				     "entry %" PRIu64 ": hNativeFence 0x%" PRIx32 " is not an open fence handle on adapter %" PRIu32,
+				     "entry %" PRIu64 ": hNativeFence 0x%" PRIx32 " was not an open fence handle on adapter %" PRIu32 " since the last read",
 				     seq, e->hnative_fence, c->adapter);
 		if (rc)
 			return rc;
@@ -451,7 +492,7 @@ static int nf_feed_log_read(struct nf_read_ctx *c)
 		return NF_ENOMEM;
 	if (s->capacity == 0) {
 		/* No SetNativeFenceLogBuffer seen: the log predates the session. */
-		nf_log_reset(s, c->epoch, capacity);
+		nf_log_reset(s, c->epoch, capacity, 0);
 	} else if (c->epoch != s->epoch) {
 		/* A read from another location generation than the last one set. */
 		bool forward = c->epoch > s->epoch;
@@ -462,7 +503,7 @@ static int nf_feed_log_read(struct nf_read_ctx *c)
 				     forward ? " (no SetNativeFenceLogBuffer seen)" : "");
 		if (rc)
 			return rc;
-		nf_log_reset(s, c->epoch, capacity);
+		nf_log_reset(s, c->epoch, capacity, s->since);
 	} else if (capacity != s->capacity) {
 		rc = nf_emit_finding(c, NF_FIND_CORRUPT, 1, s->cached_total, s->last_ts, 0, 0,
 				     "log read: NumberOfEntries %" PRIu64 " but the log has %" PRIu64 " in this epoch",
@@ -472,6 +513,7 @@ static int nf_feed_log_read(struct nf_read_ctx *c)
 		/* Positions from the old capacity mean nothing now: resync. */
 		s->capacity = capacity;
 		s->cached_total = wrap * capacity + index;
+		s->since = ev->ts;
 		return 0;
 	}
 
@@ -482,6 +524,7 @@ static int nf_feed_log_read(struct nf_read_ctx *c)
 				     "log read: header went back from %" PRIu64 " to %" PRIu64 " entries written",
 				     s->cached_total, total);
 		s->cached_total = total;
+		s->since = ev->ts;
 		return rc;
 	}
 	fresh = total - s->cached_total;
@@ -508,6 +551,7 @@ static int nf_feed_log_read(struct nf_read_ctx *c)
 	if (why[0]) {
 		/* Entries whose places are unknown are not handed over; resync. */
 		s->cached_total = total;
+		s->since = ev->ts;
 		return nf_emit_finding(c, NF_FIND_CORRUPT, 1, start, s->last_ts, 0, 0,
 				       "log read: %s", why);
 	}
@@ -517,6 +561,7 @@ static int nf_feed_log_read(struct nf_read_ctx *c)
 		if (rc)
 			return rc;
 	}
+	s->since = ev->ts;
 	return 0;
 }
 
@@ -533,7 +578,7 @@ int nf_logreplay_feed(struct nf_logreplay *r, const struct nf_event *ev, const c
 				     (uint32_t)ev->f[NFF_FENCE_START_fence], err);
 	case NF_EV_FENCE_STOP:
 		nf_fence_close(r, (uint32_t)ev->f[NFF_FENCE_STOP_adapter],
-			       (uint32_t)ev->f[NFF_FENCE_STOP_fence]);
+			       (uint32_t)ev->f[NFF_FENCE_STOP_fence], ev->ts);
 		return 0;
 	case NF_EV_SET_LOG_BUFFER:
 		c.adapter = (uint32_t)ev->f[NFF_SET_LOG_BUFFER_adapter];

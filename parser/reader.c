@@ -677,7 +677,7 @@ int nf_parser_open(const char *dir, struct nf_parser **out, struct nf_error *err
 	bt_graph_put_ref(g);
 	nf_pass_release(&ps);
 	if (!rc && !ps.env_done)
-		rc = nf_error_set(err, NF_EFORMAT, "%s: not an nftrace session (no event stream)", dir);
+		rc = nf_error_set(err, NF_EFORMAT, "%s: no events (no stream data next to the metadata)", dir);
 	if (rc)
 		goto out_destroy;
 	*out = p;

@@ -141,8 +141,11 @@ void nf_parser_destroy(struct nf_parser *p);
  *
  * It keeps, per (adapter, hwqueue, log_type), the epoch, the capacity N, the
  * cached total = WraparoundCount*N + FirstFreeEntryIndex and the last non-zero
- * end timestamp, plus the set of open local fence handles (per adapter, from
- * MonitoredFenceStart/Stop). SetNativeFenceLogBuffer gives a NEW_EPOCH finding
+ * end timestamp, plus the local fence handles (per adapter, from
+ * MonitoredFenceStart/Stop). An entry's hNativeFence is known when the handle
+ * is open, or was closed after the previous read of that log (or after its
+ * SetNativeFenceLogBuffer): the GPU may have written the entry before the
+ * close and the OS read it after; otherwise UNKNOWN_FENCE. SetNativeFenceLogBuffer gives a NEW_EPOCH finding
  * and resets the log (never an overrun). A NativeFenceLogRead with header total
  * T after cached total C must carry min(T-C, N) entries starting at slot
  * max(C, T-N) mod N; T-C-N > 0 entries are reported LOST (one finding, exact
@@ -153,7 +156,7 @@ void nf_parser_destroy(struct nf_parser *p);
  * or a log type other than 1/2 are OUT_OF_RANGE (the read is ignored). A read
  * of a log never set starts it at the read's epoch. Timestamps are compared
  * with the previous non-zero end timestamp of the same log and epoch.
- * Bounds: 65536 logs and 2^22 open fence handles (then NF_ENOMEM).
+ * Bounds: 65536 logs and 2^22 fence handles in use (then NF_ENOMEM).
  */
 struct nf_logreplay;
 struct nf_logreplay *nf_logreplay_create(const struct nf_parser_callbacks *cb);

@@ -584,6 +584,18 @@ START_TEST(reader_wrong_field_type)
 }
 END_TEST
 
+/* Metadata but no stream file (a recorder killed before its first packet). */
+START_TEST(reader_no_streams)
+{
+	char tmp[512], dir[600];
+
+	session_dir(dir, sizeof(dir), tmp, sizeof(tmp));
+	write_session(dir, test_env, sizeof(test_env) / sizeof(test_env[0]), 0, 0);
+	expect_error(dir, NF_EFORMAT, "no events");
+	nf_test_rmtree(tmp);
+}
+END_TEST
+
 START_TEST(reader_truncated_stream)
 {
 	char tmp[512], dir[600], path[700];
@@ -714,6 +726,7 @@ void add_reader_tests(Suite *s)
 	tcase_add_test(tc, reader_other_tool);
 	tcase_add_test(tc, reader_env_incomplete);
 	tcase_add_test(tc, reader_wrong_field_type);
+	tcase_add_test(tc, reader_no_streams);
 	tcase_add_test(tc, reader_truncated_stream);
 	tcase_add_test(tc, reader_flipped_magic);
 	tcase_add_test(tc, reader_flipped_bytes);
