@@ -90,8 +90,8 @@ static struct rgba rect_colour(const struct theme *th, int rb)
 	case NF_RB_WAIT: return c_wait;
 	case NF_RB_STALL: return c_stall;
 	case NF_RB_SIGNAL: return c_signal;
-	case NF_RB_OPEN_WAIT: return with_alpha(c_wait, 0.45);
-	case NF_RB_OPEN_SIGNAL: return with_alpha(c_signal, 0.22);
+	case NF_RB_OPEN_WAIT: return with_alpha(c_wait, 0.3);
+	case NF_RB_OPEN_SIGNAL: return with_alpha(c_signal, 0.12);
 	case NF_RB_OPEN_CPU: return with_alpha(c_cpu, 0.4);
 	case NF_RB_CPUWAIT_EDGE: return c_cpu_edge;
 	case NF_RB_WAIT_EDGE: return c_wait_edge;
@@ -167,27 +167,26 @@ static void ellipsize(cairo_t *cr, const char *s, double maxw, char *buf, size_t
 	}
 }
 
-/* Formats a duration with a unit that suits it ("12.5 ms", "300 µs", "42 ns"). */
+/* Formats a time exactly, in the largest unit it reaches ("12.5 ms", "5.00005 s", "42 ns"). */
 static void fmt_duration(char *buf, size_t len, int64_t ns)
 {
 	static const struct {
 		int64_t div;
+		int digits;
 		const char *unit;
-	} u[] = { { 1000000000, "s" }, { 1000000, "ms" }, { 1000, "µs" } };
-	int64_t a = ns < 0 ? -ns : ns;
+	} u[] = { { 1000000000, 9, "s" }, { 1000000, 6, "ms" }, { 1000, 3, "\xC2\xB5s" } };
+	uint64_t a = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
 
 	for (size_t i = 0; i < 3; i++) {
-		if (a >= u[i].div) {
-			char num[48];
-			size_t n;
+		if (a >= (uint64_t)u[i].div) {
+			char frac[16];
+			int n = u[i].digits;
 
-			snprintf(num, sizeof(num), "%.3f", (double)ns / (double)u[i].div);
-			n = strlen(num);
-			while (n > 0 && num[n - 1] == '0')
-				num[--n] = '\0';
-			if (n > 0 && num[n - 1] == '.')
-				num[--n] = '\0';
-			snprintf(buf, len, "%s %s", num, u[i].unit);
+			snprintf(frac, sizeof(frac), "%0*" PRIu64, n, a % (uint64_t)u[i].div);
+			while (n > 0 && frac[n - 1] == '0')
+				frac[--n] = '\0';
+			snprintf(buf, len, "%s%" PRIu64 "%s%s %s", ns < 0 ? "-" : "",
+				 a / (uint64_t)u[i].div, n ? "." : "", frac, u[i].unit);
 			return;
 		}
 	}
@@ -352,7 +351,7 @@ static void paint_swatch(cairo_t *cr, enum swatch sw, struct rgba c, int mk, dou
 		break;
 	case SW_OPEN:
 		cairo_rectangle(cr, x, y, 22, 12);
-		set_colour(cr, with_alpha(c_wait, 0.45));
+		set_colour(cr, with_alpha(c_wait, 0.3));
 		cairo_fill(cr);
 		cairo_rectangle(cr, x, y, 1, 12);
 		set_colour(cr, c_wait_edge);
@@ -514,10 +513,10 @@ static void fmt_tick(char *buf, size_t len, int64_t t, int64_t step, int64_t uni
 static void paint_axis(cairo_t *cr, const struct nf_render_layout *lay, const struct theme *th,
 		       int grid)
 {
-	int64_t span = lay->t1 - lay->t0, unit, step, t;
+	int64_t span = lay->t1 - lay->t0, unit, step, t, base = 0;
 	int max_ticks = (int)((lay->plot_x1 - lay->plot_x0) / 110.0);
 	const char *uname = nf_render_time_unit(span, &unit);
-	char buf[48];
+	char buf[64], from[48];
 
 	step = nf_render_tick_step(span, max_ticks > 1 ? max_ticks : 2);
 	/* The first tick at or after t0. */
@@ -530,29 +529,45 @@ static void paint_axis(cairo_t *cr, const struct nf_render_layout *lay, const st
 
 			cairo_move_to(cr, x, lay->rows_y0);
 			cairo_line_to(cr, x, lay->rows_y1);
+			if (g > INT64_MAX - step)
+				break;
 		}
 		set_colour(cr, th->grid);
 		cairo_set_line_width(cr, 1.0);
 		cairo_stroke(cr);
 		return;
 	}
+	/* Deep zoom far into a session: label ticks from the window start ("+5 µs"). */
+	if (lay->t1 / unit >= 10000)
+		base = lay->t0;
 	cairo_rectangle(cr, lay->plot_x0, lay->axis_y, lay->plot_x1 - lay->plot_x0, 1);
 	set_colour(cr, th->dim);
 	cairo_fill(cr);
 	font(cr, 11, 0);
 	for (; t <= lay->t1; t += step) {
-		double x = floor(nf_render_layout_x(lay, t)) + 0.5;
+		double x = floor(nf_render_layout_x(lay, t)) + 0.5, w;
 
 		cairo_rectangle(cr, x - 0.5, lay->axis_y, 1, 6);
 		set_colour(cr, th->dim);
 		cairo_fill(cr);
-		fmt_tick(buf, sizeof(buf), t, step, unit, uname);
-		text(cr, x, lay->axis_y + 20, buf, CENTRE, th->text);
+		fmt_tick(buf + 1, sizeof(buf) - 1, t - base, step, unit, uname);
+		buf[0] = '+';
+		w = text_width(cr, base ? buf : buf + 1);
+		/* Keep the last label on the page. */
+		if (x + w / 2 > lay->width - 4)
+			x = lay->width - 4 - w / 2;
+		text(cr, x, lay->axis_y + 20, base ? buf : buf + 1, CENTRE, th->text);
 		if (t > INT64_MAX - step)
 			break;
 	}
 	font(cr, 10.5, 0);
-	text(cr, lay->plot_x0 - 30, lay->axis_y + 20, "time since session start", RIGHT, th->dim);
+	if (base) {
+		fmt_duration(from, sizeof(from), base);
+		snprintf(buf, sizeof(buf), "time since %s", from);
+	} else {
+		snprintf(buf, sizeof(buf), "time since session start");
+	}
+	text(cr, lay->plot_x0 - 30, lay->axis_y + 20, buf, RIGHT, th->dim);
 }
 
 static void paint_links(cairo_t *cr, const struct nf_render_quads *q, const struct theme *th)

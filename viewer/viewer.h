@@ -31,6 +31,9 @@ struct nf_render_quads {
 enum nf_render_rb {
 	NF_RB_STRIPE,        /* alternate row background */
 	NF_RB_LOST_BG,       /* lost span background (hatched over later) */
+	NF_RB_OPEN_WAIT,     /* open-ended regions (translucent, under the boxes) */
+	NF_RB_OPEN_SIGNAL,
+	NF_RB_OPEN_CPU,
 	NF_RB_CPUWAIT_D,     /* + level: density bands */
 	NF_RB_CPUWAIT = NF_RB_CPUWAIT_D + NF_RENDER_DENSITY_LEVELS,
 	NF_RB_WAIT_D,
@@ -39,9 +42,6 @@ enum nf_render_rb {
 	NF_RB_STALL = NF_RB_STALL_D + NF_RENDER_DENSITY_LEVELS,
 	NF_RB_SIGNAL_D,
 	NF_RB_SIGNAL = NF_RB_SIGNAL_D + NF_RENDER_DENSITY_LEVELS,
-	NF_RB_OPEN_WAIT,     /* open-ended regions (translucent) */
-	NF_RB_OPEN_SIGNAL,
-	NF_RB_OPEN_CPU,
 	NF_RB_CPUWAIT_EDGE,  /* box edges */
 	NF_RB_WAIT_EDGE,
 	NF_RB_SIGNAL_EDGE,
