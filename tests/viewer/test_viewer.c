@@ -465,9 +465,9 @@ START_TEST(reference_image)
 	/* Text may antialias a little differently elsewhere: a per-pixel tolerance. */
 	for (int y = 0; y < a.h; y++)
 		for (int x = 0; x < a.w; x++)
-			if (!near(pixel(&a, x, y), pixel(&b, x, y), 48))
+			if (!near(pixel(&a, x, y), pixel(&b, x, y), 16))
 				bad++;
-	ck_assert_msg(bad <= (long)a.w * a.h / 500, "%ld pixels differ from %s", bad, ref);
+	ck_assert_msg(bad <= (long)a.w * a.h / 1000, "%ld pixels differ from %s", bad, ref);
 	cairo_surface_destroy(a.sf);
 	cairo_surface_destroy(b.sf);
 }
