@@ -28,12 +28,26 @@ struct nf_render_options {
 	enum nf_render_theme theme;
 };
 
-/* Renders the timeline database at db_path. */
+/*
+ * Renders the timeline database at db_path (schemas/timeline.sql, opened
+ * read-only) to opts->output. Rows: one per hardware queue grouped by adapter
+ * and engine, then one per CPU thread; boxes from queued to end time, open-ended
+ * (dashed to the window's right edge) when the end is unknown; lost spans
+ * hatched; signal -> wait arrows. The same database and options give the same
+ * bytes. On failure no output file is left behind.
+ * Returns 0, or NF_EINVAL (unknown output extension, bad window, width outside
+ * 640..16000, bad filter), NF_ENOENT (no database, output directory missing,
+ * a filtered queue not in the timeline), NF_EFORMAT (not a timeline database),
+ * NF_ESQL, NF_EIO (the output cannot be written), NF_ENOMEM (including too
+ * many rows for one page).
+ */
 int nf_render(const char *db_path, const struct nf_render_options *opts, struct nf_error *err);
 
 /*
- * Parses a time as a user types it ("12.5ms", "300us", "2s", "1500ns", "42")
- * into nanoseconds; a bare number is nanoseconds. Returns 0 or NF_EINVAL.
+ * Parses a time as a user types it ("12.5ms", "300us", "300µs", "2s", "1500ns",
+ * "42") into nanoseconds; a bare number is nanoseconds. Signs, spaces, other
+ * units, trailing junk, sub-nanosecond precision and overflow are refused.
+ * Returns 0 or NF_EINVAL (then *ns_out is untouched).
  */
 int nf_parse_duration(const char *text, int64_t *ns_out, struct nf_error *err);
 
