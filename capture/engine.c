@@ -266,6 +266,7 @@ static uint64_t min_waiter_value(const struct nf_global_fence *g)
 }
 
 static int wake_gpu_waiters(struct nf_runtime *rt, struct nf_global_fence *g, uint32_t adapter);
+static int emit_unwait(nf_runtime *rt, const struct nf_cpu_waiter *w, uint64_t current);
 
 /* Releases the CPU waiters the fence's CurrentValue satisfies. */
 static int satisfy_cpu_waiters(struct nf_runtime *rt, struct nf_global_fence *g, uint32_t *woken)
@@ -277,19 +278,9 @@ static int satisfy_cpu_waiters(struct nf_runtime *rt, struct nf_global_fence *g,
 		struct nf_cpu_waiter *w = *pp;
 
 		if (!w->done && g->current >= w->value) {
-			struct nf_event ev;
-
 			w->done = true;
 			w->status = 0;
-			EV_INIT(ev, CPU_UNWAIT);
-			ev.f[NFF_CPU_UNWAIT_adapter] = w->adapter;
-			ev.f[NFF_CPU_UNWAIT_fence] = w->local;
-			ev.f[NFF_CPU_UNWAIT_value] = w->value;
-			ev.f[NFF_CPU_UNWAIT_thread] = w->thread;
-			ev.f[NFF_CPU_UNWAIT_wait_id] = w->wait_id;
-			ev.f[NFF_CPU_UNWAIT_status] = 0;
-			ev.f[NFF_CPU_UNWAIT_current_value] = g->current;
-			rc = emit(rt, &ev);
+			rc = emit_unwait(rt, w, g->current);
 			rt->stats.cpu_wakeups++;
 			if (woken)
 				(*woken)++;
