@@ -131,6 +131,9 @@ struct legacy_wait {
 
 #define FENCE_CROSS_ADAPTER 1u
 
+/* t_entries.ts: what the end timestamp is worth. */
+enum { TS_OK = 0, TS_ZERO = 1, TS_REPEATED = 2 };
+
 enum stmt_id {
 	ST_ADAPTER, ST_QUEUE, ST_QUEUE_STOP, ST_FENCE, ST_FENCE_DESTROY, ST_HANDLE, ST_HANDLE_CLOSE,
 	ST_OP, ST_OP_END, ST_ENTRY, ST_LOST, ST_CAL, ST_CPU_WAIT, ST_CPU_UNWAIT, ST_CPU_SIGNAL,
@@ -154,7 +157,7 @@ static const char *const stmt_sql[ST_COUNT] = {
 		  "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
 	[ST_OP_END] = "UPDATE temp.t_ops SET end_ns = ?2 WHERE id = ?1",
 	[ST_ENTRY] = "INSERT INTO temp.t_entries(adapter, queue, log, ord, seq, epoch, handle, fence, "
-		     "value, observed_gpu, end_gpu, zero) "
+		     "value, observed_gpu, end_gpu, ts) "
 		     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
 	[ST_LOST] = "INSERT INTO temp.t_lost(adapter, queue, log, ord_first, count, first_seq, epoch, "
 		    "prev_gpu, next_gpu, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
@@ -183,7 +186,7 @@ static const char staging_sql[] =
 	"  queued_ns INTEGER, observed_ns INTEGER, end_ns INTEGER, legacy INTEGER, thread INTEGER);"
 	"CREATE TEMP TABLE t_entries(adapter INTEGER, queue INTEGER, log INTEGER, ord INTEGER, "
 	"  seq INTEGER, epoch INTEGER, handle INTEGER, fence INTEGER, value INTEGER, "
-	"  observed_gpu INTEGER, end_gpu INTEGER, zero INTEGER);"
+	"  observed_gpu INTEGER, end_gpu INTEGER, ts INTEGER);"
 	"CREATE TEMP TABLE t_lost(adapter INTEGER, queue INTEGER, log INTEGER, ord_first INTEGER, "
 	"  count INTEGER, first_seq INTEGER, epoch INTEGER, prev_gpu INTEGER, next_gpu INTEGER, "
 	"  detail TEXT);"
@@ -809,8 +812,8 @@ int nf_timeline_builder_feed_entry(struct nf_timeline_builder *b,
 	sqlite3_bind_int64(s, 9, (int64_t)e->entry.fence_value);
 	sqlite3_bind_int64(s, 10, (int64_t)e->entry.fence_observed_gpu_timestamp);
 	sqlite3_bind_int64(s, 11, (int64_t)e->entry.fence_end_gpu_timestamp);
-	sqlite3_bind_int(s, 12, e->ts_class == NF_FIND_ZERO_TS ||
-				e->entry.fence_end_gpu_timestamp == 0);
+	sqlite3_bind_int(s, 12, e->ts_class == NF_FIND_ZERO_TS || e->entry.fence_end_gpu_timestamp == 0
+				? TS_ZERO : e->ts_class == NF_FIND_REPEATED_TS ? TS_REPEATED : TS_OK);
 	return step_done(b, ST_ENTRY, err);
 }
 
@@ -1030,12 +1033,20 @@ static int apply_entry(struct resolver *r, sqlite3_stmt *sel, int col, struct op
 	o->has_seq = true;
 	o->seq = sqlite3_column_int64(sel, col);
 	o->epoch = sqlite3_column_int64(sel, col + 1);
-	if (sqlite3_column_int(sel, col + 6)) {
+	switch (sqlite3_column_int(sel, col + 6)) {
+	case TS_ZERO:
 		o->status = "zero_timestamp";
 		return 0;
+	case TS_REPEATED:
+		/* The GPU repeated the previous entry's end: this end is unknown. */
+		o->status = "repeated_timestamp";
+		rc = 0;
+		break;
+	default:
+		o->status = "complete";
+		rc = gpu_ns(r->m, adapter, sqlite3_column_int64(sel, col + 5), &o->end, &o->has_end,
+			    err);
 	}
-	o->status = "complete";
-	rc = gpu_ns(r->m, adapter, sqlite3_column_int64(sel, col + 5), &o->end, &o->has_end, err);
 	if (rc == 0 && o->log == NF_LOG_WAITS)
 		rc = gpu_ns(r->m, adapter, sqlite3_column_int64(sel, col + 4), &o->observed,
 			    &o->has_observed, err);
@@ -1076,13 +1087,13 @@ static int resolve_ops(struct nf_timeline_builder *b, struct nf_clock_model *m,
 	static const char join_sql[] =
 		"SELECT o.id, o.adapter, o.queue, o.log, o.ord, o.handle, o.fence, o.value, "
 		"       o.queued_ns, o.observed_ns, o.end_ns, o.legacy, o.thread, "
-		"       e.rowid, e.seq, e.epoch, e.handle, e.value, e.observed_gpu, e.end_gpu, e.zero "
+		"       e.rowid, e.seq, e.epoch, e.handle, e.value, e.observed_gpu, e.end_gpu, e.ts "
 		"FROM temp.t_ops o LEFT JOIN temp.t_entries e "
 		"  ON e.adapter = o.adapter AND e.queue = o.queue AND e.log = o.log AND e.ord = o.ord "
 		"ORDER BY o.id";
 	static const char orphan_sql[] =
 		"SELECT e.adapter, e.queue, e.log, e.handle, e.fence, e.value, "
-		"       e.seq, e.epoch, e.handle, e.value, e.observed_gpu, e.end_gpu, e.zero "
+		"       e.seq, e.epoch, e.handle, e.value, e.observed_gpu, e.end_gpu, e.ts "
 		"FROM temp.t_entries e WHERE NOT EXISTS (SELECT 1 FROM temp.t_ops o "
 		"  WHERE o.adapter = e.adapter AND o.queue = e.queue AND o.log = e.log "
 		"  AND o.ord = e.ord) ORDER BY e.rowid";
@@ -1211,7 +1222,10 @@ static int resolve_deps(struct nf_timeline_builder *b, struct nf_error *err)
 		"      WHERE op = 'signal' AND end_ns IS NOT NULL AND fence IS NOT NULL "
 		"      UNION ALL "
 		"      SELECT fence, value, ts_ns, NULL, id FROM cpu_signals WHERE fence IS NOT NULL);"
-		"CREATE INDEX temp.t_sigs_run ON t_sigs(fence, runmax, end_ns);";
+		"CREATE INDEX temp.t_sigs_run ON t_sigs(fence, runmax, end_ns);"
+		"CREATE TEMP TABLE t_unk AS SELECT id, fence, value, queued_ns FROM fence_ops "
+		"WHERE op = 'signal' AND end_ns IS NULL AND fence IS NOT NULL;"
+		"CREATE INDEX temp.t_unk_key ON t_unk(fence, value);";
 	static const char waits_sql[] =
 		"SELECT w.id, w.queue, w.fence, w.value, w.observed_ns, w.end_ns, f.initial_value "
 		"FROM fence_ops w LEFT JOIN fences f ON f.fence = w.fence "
@@ -1223,13 +1237,22 @@ static int resolve_deps(struct nf_timeline_builder *b, struct nf_error *err)
 	static const char find_sql[] =
 		"SELECT signal_id, cpu_id, end_ns FROM temp.t_sigs "
 		"WHERE fence = ?1 AND runmax >= ?2 ORDER BY runmax, end_ns LIMIT 1";
-	sqlite3_stmt *waits = NULL, *find = NULL, *ins = NULL;
+	/*
+	 * A signal whose end is unknown (zero timestamp, lost entry, unmatched)
+	 * may be the real releaser: when no known signal fits, it is taken
+	 * rather than blaming causality on a later one.
+	 */
+	static const char unknown_sql[] =
+		"SELECT id FROM temp.t_unk WHERE fence = ?1 AND value >= ?2 "
+		"AND (queued_ns IS NULL OR queued_ns <= ?3) ORDER BY value, id LIMIT 1";
+	sqlite3_stmt *waits = NULL, *find = NULL, *unk = NULL, *ins = NULL;
 	int rc = 0, src;
 
 	if (exec_sql(b, sigs_sql, err, "signals"))
 		return NF_ESQL;
 	if (sqlite3_prepare_v2(b->db, waits_sql, -1, &waits, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(b->db, find_sql, -1, &find, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(b->db, unknown_sql, -1, &unk, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(b->db,
 			       "INSERT INTO deps(signal_id, wait_id, cpu_signal, stall_ns) "
 			       "VALUES (?1, ?2, ?3, ?4)", -1, &ins, NULL) != SQLITE_OK) {
@@ -1254,32 +1277,48 @@ static int resolve_deps(struct nf_timeline_builder *b, struct nf_error *err)
 			sqlite3_bind_int64(find, 2, value);
 			fsrc = sqlite3_step(find);
 		}
-		if (fsrc == SQLITE_ROW) {
+		bool late = fsrc == SQLITE_ROW &&
+			    (double)sqlite3_column_int64(find, 2) > (double)end + b->slack_ns;
+		int usrc = SQLITE_DONE;
+
+		if (has_fence && !pre && (fsrc == SQLITE_DONE || late)) {
+			sqlite3_bind_int64(unk, 1, sqlite3_column_int64(waits, 2));
+			sqlite3_bind_int64(unk, 2, value);
+			sqlite3_bind_int64(unk, 3, end + (int64_t)b->slack_ns);
+			usrc = sqlite3_step(unk);
+		}
+		if (fsrc != SQLITE_ROW && fsrc != SQLITE_DONE) {
+			rc = sql_err(b, err, "find releasing signal");
+		} else if (usrc == SQLITE_ROW) {
+			sqlite3_bind_int64(ins, 1, sqlite3_column_int64(unk, 0));
+		} else if (usrc != SQLITE_DONE) {
+			rc = sql_err(b, err, "find releasing signal");
+		} else if (fsrc == SQLITE_ROW) {
 			int64_t sig_end = sqlite3_column_int64(find, 2);
 
 			sqlite3_bind_value(ins, 1, sqlite3_column_value(find, 0));
 			sqlite3_bind_value(ins, 3, sqlite3_column_value(find, 1));
-			if ((double)sig_end > (double)end + b->slack_ns) {
+			if (late) {
 				char detail[240];
 				bool cpu = sqlite3_column_type(find, 1) != SQLITE_NULL;
 
 				snprintf(detail, sizeof(detail),
 					 "wait op %" PRId64 " (fence %" PRId64 " value %" PRId64
 					 ") ends at %" PRId64 " ns, before its releasing %s %" PRId64
-					 " ends at %" PRId64 " ns", id, (int64_t)sqlite3_column_int64(waits, 2),
-					 value, end, cpu ? "CPU signal" : "signal op",
+					 " ends at %" PRId64 " ns", id,
+					 (int64_t)sqlite3_column_int64(waits, 2), value, end,
+					 cpu ? "CPU signal" : "signal op",
 					 (int64_t)sqlite3_column_int64(find, cpu ? 1 : 0), sig_end);
 				rc = add_anomaly(b, "causality", queue, true, "waits", &end, &sig_end,
 						 0, detail, err);
 			}
-		} else if (fsrc != SQLITE_DONE) {
-			rc = sql_err(b, err, "find releasing signal");
 		}
 		if (rc == 0 && sqlite3_step(ins) != SQLITE_DONE)
 			rc = sql_err(b, err, "insert deps");
 		sqlite3_reset(ins);
 		sqlite3_clear_bindings(ins);
 		sqlite3_reset(find);
+		sqlite3_reset(unk);
 		if (rc)
 			goto out;
 	}
@@ -1288,6 +1327,7 @@ static int resolve_deps(struct nf_timeline_builder *b, struct nf_error *err)
 out:
 	sqlite3_finalize(waits);
 	sqlite3_finalize(find);
+	sqlite3_finalize(unk);
 	sqlite3_finalize(ins);
 	return rc;
 }
@@ -1319,7 +1359,7 @@ int nf_timeline_builder_finish(struct nf_timeline_builder *b, struct nf_error *e
 	}
 	if (exec_sql(b,
 		     "DROP TABLE temp.t_ops; DROP TABLE temp.t_entries; DROP TABLE temp.t_lost;"
-		     "DROP TABLE temp.t_cal; DROP TABLE temp.t_fit; DROP TABLE temp.t_sigs;",
+		     "DROP TABLE temp.t_cal; DROP TABLE temp.t_fit; DROP TABLE temp.t_sigs; DROP TABLE temp.t_unk;",
 		     err, "drop staging") ||
 	    exec_sql(b, nf_timeline_views_sql, err, "schemas/timeline-views.sql") ||
 	    exec_sql(b, "COMMIT", err, "commit"))

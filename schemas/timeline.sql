@@ -70,7 +70,8 @@ CREATE TABLE fence_ops (
   queued_ns    INTEGER,             -- CPU time the UMD queued it (FENCE_*_QUEUED); NULL if no queued event was seen
   observed_ns  INTEGER,             -- GPU time the wait was observed on hardware (waits; NULL otherwise or unknown)
   end_ns       INTEGER,             -- GPU time it completed, on the CPU time base; NULL when unknown (never invented)
-  status       TEXT,                -- 'complete', 'lost' (entry overwritten before read), 'zero_timestamp', 'unmatched' (no log entry found), 'legacy' (handled by the OS on the CPU)
+  status       TEXT,                -- 'complete', 'lost' (entry overwritten before read), 'zero_timestamp', 'unmatched' (no log entry found), 'legacy' (handled by the OS on the CPU),
+                                    -- 'repeated_timestamp' (the entry repeats the previous entry's end timestamp, so end_ns is unknown: NULL)
   log_seq      INTEGER,             -- position of its entry in the log's written sequence (NULL if none)
   epoch        INTEGER,             -- log location generation (SetNativeFenceLogBuffer) its entry was in (NULL if none)
   thread       INTEGER              -- CPU thread that queued it (NULL when not queued through FENCE_*_QUEUED)

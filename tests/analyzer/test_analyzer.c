@@ -82,6 +82,8 @@ static void ev_cal(struct fixture *fx, uint32_t adapter, uint64_t freq, uint64_t
 	ev(fx, NF_EV_CALIBRATE_GPU_CLOCK, cpu, 7, U(adapter), U(0), U(0), freq, gpu, cpu, U(0));
 }
 
+static enum nf_finding_kind next_ts_class = NF_FIND_COUNT;
+
 static void entry(struct fixture *fx, uint32_t adapter, uint32_t queue, uint32_t log,
 		  uint32_t epoch, uint64_t seq, uint32_t handle, uint64_t value, uint64_t observed,
 		  uint64_t end)
@@ -91,9 +93,10 @@ static void entry(struct fixture *fx, uint32_t adapter, uint32_t queue, uint32_t
 		.entry = { .fence_value = value, .hnative_fence = handle,
 			   .operation_type = log == NF_LOG_WAITS, .fence_observed_gpu_timestamp =
 				   observed, .fence_end_gpu_timestamp = end },
-		.ts_class = end ? NF_FIND_COUNT : NF_FIND_ZERO_TS,
+		.ts_class = end ? next_ts_class : NF_FIND_ZERO_TS,
 	};
 
+	next_ts_class = NF_FIND_COUNT;
 	ck_assert_msg(nf_timeline_builder_feed_entry(fx->b, &e, &fx->err) == 0, "%s",
 		      fx->err.msg);
 }
@@ -287,9 +290,12 @@ START_TEST(fifo_lost_zero_epoch_unmatched)
 	for (int i = 0; i < 3; i++)
 		entry(&fx, 0, 7, 2, 0, (uint64_t)i, 100, (uint64_t)i + 1, 0, 5000 + (uint64_t)i);
 	finding(&fx, NF_FIND_LOST, 0, 7, 2, 0, 3, 4, 5002, 5007);
-	for (int i = 7; i < 10; i++)
+	for (int i = 7; i < 10; i++) {
+		if (i == 9)
+			next_ts_class = NF_FIND_REPEATED_TS;
 		entry(&fx, 0, 7, 2, 0, (uint64_t)i, 100, (uint64_t)i + 1, 0,
-		      i == 8 ? 0 : 5000 + (uint64_t)i);
+		      i == 8 ? 0 : i == 9 ? 5007 : 5000 + (uint64_t)i);
+	}
 	finding(&fx, NF_FIND_ZERO_TS, 0, 7, 2, 0, 8, 1, 5007, 0);
 	/* Epoch 1: the log moved; positions restart at 0 but ops go on. */
 	ev(&fx, NF_EV_SET_LOG_BUFFER, 6000, 5, U(0), U(7), U(2), U(1), U(64));
@@ -323,7 +329,10 @@ START_TEST(fifo_lost_zero_epoch_unmatched)
 	ck_assert_int_eq(q_int(fx.db, "SELECT count(*) FROM anomalies WHERE kind = "
 				      "'zero_timestamp'"), 1);
 	ck_assert_int_eq(q_int(fx.db, "SELECT end_ns FROM fence_ops WHERE value = 3"), 5002);
-	ck_assert_int_eq(q_int(fx.db, "SELECT end_ns FROM fence_ops WHERE value = 10"), 5009);
+	/* A repeated end timestamp is not the op's end: unknown. */
+	ck_assert_str_eq(q_text(fx.db, "SELECT status || ':' || coalesce(end_ns, 'null') || ':' || "
+				       "log_seq FROM fence_ops WHERE value = 10", buf, sizeof(buf)),
+			 "repeated_timestamp:null:9");
 	/* Epoch 1 entries matched in order, with their own seq. */
 	ck_assert_str_eq(q_text(fx.db, "SELECT group_concat(x, ' ') FROM (SELECT value || '@' || "
 				       "epoch || '/' || log_seq || '=' || end_ns AS x FROM fence_ops "
@@ -436,10 +445,19 @@ START_TEST(causality_flags)
 	ev_queued(&fx, true, 100, 0, 1, 11, 1);   /* op 1 wait, ends at 1000 */
 	ev_queued(&fx, false, 110, 0, 2, 11, 1);  /* op 2 signal, ends at 50000 */
 	ev_queued(&fx, false, 90000, 0, 2, 11, 2); /* op 3 signal ends before queued */
+	/* Fence 2: its releasing signal has a zero timestamp; a later one must not be blamed. */
+	ev_fence(&fx, 2, 0, 12, 2, 4, 0);
+	ev_queued(&fx, false, 120, 0, 5, 12, 1);  /* op 4: zero timestamp */
+	ev_queued(&fx, true, 130, 0, 6, 12, 1);   /* op 5: wait, ends at 3000 */
+	ev_queued(&fx, false, 140, 0, 5, 12, 2);  /* op 6: ends at 80000 */
 	entry(&fx, 0, 1, 1, 0, 0, 11, 1, 500, 1000);
 	entry(&fx, 0, 2, 2, 0, 0, 11, 1, 0, 50000);
 	entry(&fx, 0, 2, 2, 0, 1, 11, 2, 0, 60000);
+	entry(&fx, 0, 5, 2, 0, 0, 12, 1, 0, 0);
+	entry(&fx, 0, 6, 1, 0, 0, 12, 1, 2000, 3000);
+	entry(&fx, 0, 5, 2, 0, 1, 12, 2, 0, 80000);
 	fx_finish(&fx);
+	ck_assert_int_eq(q_int(fx.db, "SELECT signal_id FROM deps WHERE wait_id = 5"), 4);
 	ck_assert_int_eq(q_int(fx.db, "SELECT count(*) FROM anomalies WHERE kind = 'causality'"), 2);
 	ck_assert_int_eq(q_int(fx.db, "SELECT count(*) FROM anomalies WHERE kind = 'causality' "
 				      "AND queue = 1 AND first_ns = 1000 AND last_ns = 50000"), 1);
