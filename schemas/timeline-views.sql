@@ -6,6 +6,8 @@ CREATE INDEX fence_ops_fence ON fence_ops(fence, value);
 CREATE INDEX deps_wait ON deps(wait_id);
 CREATE INDEX deps_signal ON deps(signal_id);
 CREATE INDEX anomalies_queue ON anomalies(queue, kind);
+-- Joining operations with the ground truth: by queue, op and log position.
+CREATE INDEX truth_ops_seq ON truth_ops(queue, op, epoch, log_seq);
 
 -- Waits with the signal that released them, longest stall first.
 CREATE VIEW longest_stalls AS
