@@ -207,6 +207,7 @@ struct nf_timeline_builder {
 
 	sqlite3_stmt *st[ST_COUNT];
 	int64_t next_op_id;
+	int64_t n_entries;       /* rows in t_entries */
 	struct u64map handles;   /* local handle -> global fence */
 	struct u64map fences;    /* global fence -> FENCE_* flags */
 	struct u64map queues;    /* adapter<<32 | hwqueue -> index into qs */
@@ -814,6 +815,7 @@ int nf_timeline_builder_feed_entry(struct nf_timeline_builder *b,
 	sqlite3_bind_int64(s, 11, (int64_t)e->entry.fence_end_gpu_timestamp);
 	sqlite3_bind_int(s, 12, e->ts_class == NF_FIND_ZERO_TS || e->entry.fence_end_gpu_timestamp == 0
 				? TS_ZERO : e->ts_class == NF_FIND_REPEATED_TS ? TS_REPEATED : TS_OK);
+	b->n_entries++;
 	return step_done(b, ST_ENTRY, err);
 }
 
@@ -1099,12 +1101,11 @@ static int resolve_ops(struct nf_timeline_builder *b, struct nf_clock_model *m,
 		"  AND o.ord = e.ord) ORDER BY e.rowid";
 	struct resolver r = { b, m, NULL, NULL };
 	sqlite3_stmt *sel = NULL;
-	int64_t last_id = 0;
+	int64_t last_id = 0, matched = 0;
 	int rc = 0, src;
 
 	if (exec_sql(b,
 		     "CREATE INDEX temp.t_entries_key ON t_entries(adapter, queue, log, ord);"
-		     "CREATE INDEX temp.t_ops_key ON t_ops(adapter, queue, log, ord);"
 		     "CREATE INDEX temp.t_lost_key ON t_lost(adapter, queue, log, ord_first);",
 		     err, "staging indexes"))
 		return NF_ESQL;
@@ -1148,6 +1149,8 @@ static int resolve_ops(struct nf_timeline_builder *b, struct nf_clock_model *m,
 		} else if (sqlite3_column_type(sel, 13) != SQLITE_NULL) {
 			int64_t eh = sqlite3_column_int64(sel, 16), ev = sqlite3_column_int64(sel, 17);
 
+			matched++;
+
 			if (eh != o.handle || ev != o.value) {
 				char detail[240];
 
@@ -1182,6 +1185,13 @@ static int resolve_ops(struct nf_timeline_builder *b, struct nf_clock_model *m,
 	sel = NULL;
 
 	/* Entries no queued event accounts for still are operations. */
+	if (matched == b->n_entries)
+		goto out; /* the common case: every entry was claimed */
+	if (exec_sql(b, "CREATE INDEX temp.t_ops_key ON t_ops(adapter, queue, log, ord)", err,
+		     "staging index")) {
+		rc = NF_ESQL;
+		goto out;
+	}
 	if (sqlite3_prepare_v2(b->db, orphan_sql, -1, &sel, NULL) != SQLITE_OK) {
 		rc = sql_err(b, err, "prepare orphans");
 		goto out;

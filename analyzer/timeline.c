@@ -62,7 +62,8 @@ static int build_into(const char *session_dir, const char *tmp_path, struct nf_e
 	/* A throwaway file until renamed: no journal, no syncs, a bounded cache. */
 	if (sqlite3_exec(db,
 			 "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; "
-			 "PRAGMA temp_store = FILE; PRAGMA cache_size = -65536;",
+			 "PRAGMA temp_store = FILE; PRAGMA cache_size = -65536; "
+			 "PRAGMA temp.cache_size = -131072;",
 			 NULL, NULL, NULL) != SQLITE_OK) {
 		rc = nf_error_set(err, NF_ESQL, "%s: %s", tmp_path, sqlite3_errmsg(db));
 		goto out_close;
