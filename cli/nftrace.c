@@ -35,7 +35,7 @@ static const struct nf_cmd nf_commands[] = {
 	{ "query", cmd_query, "run SQL over a session's timeline",
 	  "usage: nftrace query DIR [DIR...] [--csv|--json|--table] (\"SQL\" | -f FILE.sql)\n"
 	  "\n"
-	  "Builds the session's SQLite timeline (DIR/timeline.db) on first use and runs SQL on it,\n"
+	  "Builds the session's SQLite timeline (DIR/.timeline.db) on first use and runs SQL on it,\n"
 	  "read-only. With several sessions they are attached as s1, s2, ... Tables: schemas/timeline.sql.\n" },
 	{ "info", cmd_info, "show a session's facts, or the event schema",
 	  "usage: nftrace info DIR\n"

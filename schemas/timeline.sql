@@ -1,5 +1,5 @@
 -- nftrace timeline schema: the SQLite database the analyzer builds from a session
--- (DIR/timeline.db) and that `nftrace query`, `nftrace report` and users' own
+-- (DIR/.timeline.db) and that `nftrace query`, `nftrace report` and users' own
 -- scripts read. All times are nanoseconds since the session start on the CPU
 -- clock (the GPU timestamps are moved onto it through the calibration pairs).
 -- "queue", "fence" and "value" mean the same in every table, so tables join on

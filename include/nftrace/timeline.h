@@ -16,7 +16,8 @@ extern "C" {
 #endif
 
 /* The database file inside a session directory. */
-#define NF_TIMELINE_DB_NAME "timeline.db"
+/* Hidden, so CTF readers (babeltrace2) do not take it for a stream file. */
+#define NF_TIMELINE_DB_NAME ".timeline.db"
 
 /* The lock file nf_timeline_ensure() takes inside a session directory. */
 #define NF_TIMELINE_LOCK_NAME ".timeline.lock"
@@ -29,7 +30,7 @@ extern "C" {
 #define NF_TIMELINE_VERSION 1
 
 /*
- * Builds DIR/timeline.db from the session when it is missing, older (mtime)
+ * Builds DIR/.timeline.db from the session when it is missing, older (mtime)
  * than any trace file in DIR, or of another schema or timeline version;
  * otherwise leaves it. Safe when several processes ask at once: the check and
  * the build run under an flock on DIR/.timeline.lock, so one builds and the

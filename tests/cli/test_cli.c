@@ -93,6 +93,11 @@ START_TEST(query_returns_the_two_operations)
 	ck_assert_int_ge(e1, e2);
 	ck_assert_msg(llabs(e2 - 320200) < 1000 && llabs(e1 - 320300) < 1000,
 		      "end times %lld %lld far from truth", e1, e2);
+	/* The timeline kept beside the trace must not break CTF readers. */
+	snprintf(cmd, sizeof(cmd), "babeltrace2 '%s' >/dev/null && '%s' info '%s' >/dev/null",
+		 session, nf_test_nftrace(), session);
+	st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	ck_assert_msg(st == 0, "session unreadable after a query: %.1500s", err);
 }
 END_TEST
 
