@@ -40,6 +40,22 @@ static const struct nf_cmd nf_commands[] = {
 	{ "info", cmd_info, "show a session's facts, or the event schema",
 	  "usage: nftrace info DIR\n"
 	  "       nftrace info --events       (the event reference, as Markdown)\n" },
+	{ "check", cmd_check, "check that a session's logs are whole: lost, zero, repeated, backwards entries",
+	  "usage: nftrace check DIR [--json]\n"
+	  "\n"
+	  "Reads the session and replays the OS's log bookkeeping. Prints, per hardware queue and\n"
+	  "log (waits, signals), the epochs, the entries read, the entries lost to overruns, the\n"
+	  "zero, repeated and backwards end timestamps and the other findings, with where the\n"
+	  "first of each kind was found; illegal findings are listed one by one (the first 50).\n"
+	  "\n"
+	  "Legal (exit 0): entries lost to an overrun (wraparound), zero end timestamps (an LDA\n"
+	  "skipped write), repeated end timestamps, a log recreated at a new location (new epoch).\n"
+	  "Illegal (exit 1): an end timestamp that goes backwards, an unknown fence handle, an\n"
+	  "operation type that does not match the log, an index or capacity out of range, a\n"
+	  "header that goes backwards or a read that does not match it; and a session that\n"
+	  "cannot be read (truncated or corrupt stream, not a CTF trace): one line on stderr.\n"
+	  "\n"
+	  "  --json   the same as one JSON object (verdict: whole, legal_anomalies or illegal)\n" },
 	{ "help", cmd_help, "show help for nftrace or one command",
 	  "usage: nftrace help [COMMAND]\n" },
 };

@@ -1,0 +1,501 @@
+/*
+ * nftrace check: reads a whole session through the parser and says whether
+ * its logs are whole. For every hardware queue and each of its logs it counts
+ * the entries read, the entries lost to overruns, the zero / repeated /
+ * backwards end timestamps and every other finding, with where the first of
+ * each kind was found; illegal findings (see nf_finding_is_illegal) are also
+ * listed one by one, up to a limit. Memory is bounded by the number of queues:
+ * nothing is kept per event.
+ */
+#include "cli.h"
+
+#include "nftrace/parser.h"
+
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Bounds: queues kept apart (more are summed in one bucket), findings listed. */
+#define CHECK_MAX_QUEUES 4096u
+#define CHECK_MAX_LISTED 50u
+
+/* Slots of a queue's logs: the two real log types and everything else. */
+enum { CHECK_LOG_OTHER, CHECK_LOG_WAITS, CHECK_LOG_SIGNALS, CHECK_LOGS };
+
+struct check_where {
+	char stream[32];
+	uint64_t event_index;
+	uint32_t entry_index;
+	bool set;
+};
+
+struct check_log {
+	uint64_t reads, entries, epochs, capacity, lost_spans;
+	uint64_t count[NF_FIND_COUNT];  /* LOST: entries; others: findings */
+	struct check_where first[NF_FIND_COUNT];
+	bool seen;
+};
+
+struct check_queue {
+	uint32_t adapter, hwqueue;
+	bool used, overflow;            /* overflow: the bucket for queues past the bound */
+	char name[48];
+	struct check_log log[CHECK_LOGS];
+};
+
+struct check_listed {
+	struct nf_finding f;            /* f.stream points into stream[] */
+	char stream[32];
+};
+
+struct check_state {
+	struct check_queue *queues;     /* open addressing, power-of-two size */
+	size_t cap, used;
+	struct check_queue overflow;
+	struct check_listed listed[CHECK_MAX_LISTED];
+	size_t n_listed;
+	uint64_t illegal, not_listed;
+	uint64_t total[NF_FIND_COUNT], entries, reads;
+	bool oom;
+};
+
+static uint64_t check_mix(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	return x;
+}
+
+static struct check_queue *check_slot(struct check_queue *tab, size_t cap, uint32_t adapter,
+				      uint32_t hwqueue)
+{
+	size_t mask = cap - 1;
+	size_t i = (size_t)check_mix((uint64_t)adapter << 32 | hwqueue) & mask;
+
+	for (;; i = (i + 1) & mask)
+		if (!tab[i].used || (tab[i].adapter == adapter && tab[i].hwqueue == hwqueue))
+			return &tab[i];
+}
+
+/* The queue's record; past the bound (or out of memory) the shared overflow bucket. */
+static struct check_queue *check_queue(struct check_state *s, uint32_t adapter, uint32_t hwqueue)
+{
+	struct check_queue *q;
+
+	if (s->queues) {
+		q = check_slot(s->queues, s->cap, adapter, hwqueue);
+		if (q->used)
+			return q;
+	}
+	if (s->used >= CHECK_MAX_QUEUES || s->oom)
+		goto overflow;
+	if ((s->used + 1) * 2 > s->cap) {
+		size_t ncap = s->cap ? s->cap * 2 : 16;
+		struct check_queue *nt = calloc(ncap, sizeof(*nt));
+
+		if (!nt) {
+			s->oom = true;
+			goto overflow;
+		}
+		for (size_t i = 0; i < s->cap; i++)
+			if (s->queues[i].used)
+				*check_slot(nt, ncap, s->queues[i].adapter, s->queues[i].hwqueue) =
+					s->queues[i];
+		free(s->queues);
+		s->queues = nt;
+		s->cap = ncap;
+	}
+	q = check_slot(s->queues, s->cap, adapter, hwqueue);
+	q->used = true;
+	q->adapter = adapter;
+	q->hwqueue = hwqueue;
+	s->used++;
+	return q;
+
+overflow:
+	s->overflow.used = s->overflow.overflow = true;
+	return &s->overflow;
+}
+
+static struct check_log *check_log(struct check_state *s, uint32_t adapter, uint32_t hwqueue,
+				   uint64_t log_type)
+{
+	struct check_queue *q = check_queue(s, adapter, hwqueue);
+	size_t slot = log_type == NF_LOG_WAITS ? CHECK_LOG_WAITS
+		      : log_type == NF_LOG_SIGNALS ? CHECK_LOG_SIGNALS : CHECK_LOG_OTHER;
+
+	q->log[slot].seen = true;
+	return &q->log[slot];
+}
+
+static void check_copy(char *dst, size_t len, const char *src)
+{
+	snprintf(dst, len, "%s", src ? src : "");
+}
+
+static int check_event(void *ctx, const struct nf_event *ev)
+{
+	struct check_state *s = ctx;
+	struct check_log *l;
+
+	switch (ev->id) {
+	case NF_EV_HWQUEUE_START:
+		check_copy(check_queue(s, (uint32_t)ev->f[NFF_HWQUEUE_START_adapter],
+				       (uint32_t)ev->f[NFF_HWQUEUE_START_hwqueue])->name,
+			   sizeof(((struct check_queue *)0)->name), ev->str);
+		break;
+	case NF_EV_SET_LOG_BUFFER:
+		l = check_log(s, (uint32_t)ev->f[NFF_SET_LOG_BUFFER_adapter],
+			      (uint32_t)ev->f[NFF_SET_LOG_BUFFER_hwqueue],
+			      ev->f[NFF_SET_LOG_BUFFER_log_type]);
+		l->capacity = ev->f[NFF_SET_LOG_BUFFER_capacity];
+		break;
+	case NF_EV_LOG_READ:
+		l = check_log(s, (uint32_t)ev->f[NFF_LOG_READ_adapter],
+			      (uint32_t)ev->f[NFF_LOG_READ_hwqueue], ev->f[NFF_LOG_READ_log_type]);
+		l->reads++;
+		s->reads++;
+		if (l->epochs == 0)
+			l->epochs = 1; /* a log read without SetNativeFenceLogBuffer */
+		if (l->capacity == 0)
+			l->capacity = ev->f[NFF_LOG_READ_capacity];
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+static int check_entry(void *ctx, const struct nf_decoded_entry *e)
+{
+	struct check_state *s = ctx;
+
+	check_log(s, e->adapter, e->hwqueue, e->log_type)->entries++;
+	s->entries++;
+	return 0;
+}
+
+static int check_finding(void *ctx, const struct nf_finding *f)
+{
+	struct check_state *s = ctx;
+	struct check_log *l = check_log(s, f->adapter, f->hwqueue, f->log_type);
+	unsigned k = (unsigned)f->kind;
+
+	if (k >= NF_FIND_COUNT)
+		return 0;
+	if (f->kind == NF_FIND_LOST) {
+		l->count[k] += f->count;
+		l->lost_spans++;
+	} else {
+		l->count[k]++;
+	}
+	s->total[k] += f->kind == NF_FIND_LOST ? f->count : 1;
+	if (f->kind == NF_FIND_NEW_EPOCH) {
+		l->epochs++;
+	}
+	if (!l->first[k].set) {
+		check_copy(l->first[k].stream, sizeof(l->first[k].stream), f->stream);
+		l->first[k].event_index = f->event_index;
+		l->first[k].entry_index = f->entry_index;
+		l->first[k].set = true;
+	}
+	if (nf_finding_is_illegal(f->kind)) {
+		s->illegal++;
+		if (s->n_listed < CHECK_MAX_LISTED) {
+			struct check_listed *c = &s->listed[s->n_listed++];
+
+			c->f = *f;
+			check_copy(c->stream, sizeof(c->stream), f->stream);
+			c->f.stream = c->stream;
+		} else {
+			s->not_listed++;
+		}
+	}
+	return 0;
+}
+
+/* ---- output ---------------------------------------------------------------- */
+
+static int check_cmp_queue(const void *a, const void *b)
+{
+	const struct check_queue *x = *(const struct check_queue *const *)a;
+	const struct check_queue *y = *(const struct check_queue *const *)b;
+
+	if (x->adapter != y->adapter)
+		return x->adapter < y->adapter ? -1 : 1;
+	if (x->hwqueue != y->hwqueue)
+		return x->hwqueue < y->hwqueue ? -1 : 1;
+	return 0;
+}
+
+/* The queues in (adapter, hwqueue) order, the overflow bucket last. NULL: ENOMEM. */
+static struct check_queue **check_sorted(struct check_state *s, size_t *n)
+{
+	struct check_queue **v = malloc((s->used + 1) * sizeof(*v));
+	size_t k = 0;
+
+	if (!v)
+		return NULL;
+	for (size_t i = 0; i < s->cap; i++)
+		if (s->queues[i].used)
+			v[k++] = &s->queues[i];
+	qsort(v, k, sizeof(*v), check_cmp_queue);
+	if (s->overflow.used)
+		v[k++] = &s->overflow;
+	*n = k;
+	return v;
+}
+
+static const char *const check_log_names[CHECK_LOGS] = { "other", "waits", "signals" };
+
+static uint64_t check_other(const struct check_log *l)
+{
+	return l->count[NF_FIND_UNKNOWN_FENCE] + l->count[NF_FIND_BAD_OPERATION] +
+	       l->count[NF_FIND_OUT_OF_RANGE] + l->count[NF_FIND_CORRUPT];
+}
+
+static const char *check_verdict(const struct check_state *s)
+{
+	if (s->illegal)
+		return "illegal";
+	if (s->total[NF_FIND_LOST] || s->total[NF_FIND_ZERO_TS] || s->total[NF_FIND_REPEATED_TS])
+		return "legal_anomalies";
+	return "whole";
+}
+
+static void check_print_text(const char *dir, struct check_state *s, struct check_queue **qs,
+			     size_t nq, const struct nf_parser_stats *st)
+{
+	printf("session %s: %" PRIu64 " events (%" PRIu64 " not in the schema, %" PRIu64
+	       " discarded by the recorder), %" PRIu64 " log reads\n",
+	       dir, st->events, st->unknown_events, st->discarded_events, s->reads);
+	printf("%-10s %-7s %-12s %-8s %6s %9s %9s %6s %8s %9s %6s\n", "queue", "adapter", "name",
+	       "log", "epochs", "entries", "lost", "zero", "repeated", "backwards", "other");
+	for (size_t i = 0; i < nq; i++) {
+		const struct check_queue *q = qs[i];
+		char hq[16];
+
+		if (q->overflow)
+			snprintf(hq, sizeof(hq), "(more)");
+		else
+			snprintf(hq, sizeof(hq), "0x%08" PRIx32, q->hwqueue);
+		for (int t = CHECK_LOG_WAITS; t < CHECK_LOGS + CHECK_LOG_WAITS; t++) {
+			const struct check_log *l = &q->log[t % CHECK_LOGS];
+
+			if (!l->seen)
+				continue;
+			printf("%-10s %-7" PRIu32 " %-12.12s %-8s %6" PRIu64 " %9" PRIu64 " %9" PRIu64
+			       " %6" PRIu64 " %8" PRIu64 " %9" PRIu64 " %6" PRIu64 "\n",
+			       hq, q->overflow ? 0 : q->adapter, q->name[0] ? q->name : "-",
+			       check_log_names[t % CHECK_LOGS], l->epochs, l->entries,
+			       l->count[NF_FIND_LOST], l->count[NF_FIND_ZERO_TS],
+			       l->count[NF_FIND_REPEATED_TS], l->count[NF_FIND_BACKWARDS_TS],
+			       check_other(l));
+		}
+	}
+	/* Where the legal anomalies start, per log (illegal ones are listed below). */
+	for (size_t i = 0; i < nq; i++) {
+		const struct check_queue *q = qs[i];
+
+		for (int t = 0; t < CHECK_LOGS; t++) {
+			const struct check_log *l = &q->log[t];
+			static const enum nf_finding_kind kinds[] = {
+				NF_FIND_LOST, NF_FIND_ZERO_TS, NF_FIND_REPEATED_TS
+			};
+
+			for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+				const struct check_where *w = &l->first[kinds[k]];
+
+				if (!w->set)
+					continue;
+				printf("  queue 0x%08" PRIx32 " %s: %s",
+				       q->hwqueue, check_log_names[t], nf_finding_kind_name(kinds[k]));
+				if (kinds[k] == NF_FIND_LOST)
+					printf(" (%" PRIu64 " entries in %" PRIu64 " gaps)",
+					       l->count[NF_FIND_LOST], l->lost_spans);
+				printf(", first in stream %s, event #%" PRIu64 ", entry %" PRIu32 "\n",
+				       w->stream, w->event_index, w->entry_index);
+			}
+		}
+	}
+	if (s->illegal) {
+		printf("illegal findings (%" PRIu64 "):\n", s->illegal);
+		for (size_t i = 0; i < s->n_listed; i++) {
+			const struct nf_finding *f = &s->listed[i].f;
+
+			printf("  %s event #%" PRIu64 " entry %" PRIu32 ": queue 0x%08" PRIx32
+			       " log %" PRIu32 " epoch %" PRIu32 ": %s: %s\n",
+			       f->stream, f->event_index, f->entry_index, f->hwqueue, f->log_type,
+			       f->epoch, nf_finding_kind_name(f->kind), f->detail);
+		}
+		if (s->not_listed)
+			printf("  ... and %" PRIu64 " more\n", s->not_listed);
+	}
+	if (s->illegal)
+		printf("verdict: illegal (%" PRIu64 " findings that no valid session has)\n", s->illegal);
+	else if (!strcmp(check_verdict(s), "legal_anomalies"))
+		printf("verdict: legal anomalies only (%" PRIu64 " lost, %" PRIu64 " zero, %" PRIu64
+		       " repeated timestamps)\n", s->total[NF_FIND_LOST], s->total[NF_FIND_ZERO_TS],
+		       s->total[NF_FIND_REPEATED_TS]);
+	else
+		printf("verdict: whole (%" PRIu64 " entries, none lost)\n", s->entries);
+}
+
+static void json_str(const char *str)
+{
+	putchar('"');
+	for (const unsigned char *c = (const unsigned char *)(str ? str : ""); *c; c++) {
+		if (*c == '"' || *c == '\\')
+			printf("\\%c", *c);
+		else if (*c < 0x20 || *c >= 0x7f)
+			printf("\\u%04x", *c); /* bytes, not UTF-8: always valid JSON */
+		else
+			putchar(*c);
+	}
+	putchar('"');
+}
+
+static void json_where(const struct check_where *w)
+{
+	printf("{\"stream\": ");
+	json_str(w->stream);
+	printf(", \"event_index\": %" PRIu64 ", \"entry_index\": %" PRIu32 "}", w->event_index,
+	       w->entry_index);
+}
+
+static void check_print_json(const char *dir, struct check_state *s, struct check_queue **qs,
+			     size_t nq, const struct nf_parser_stats *st)
+{
+	printf("{\n  \"session\": ");
+	json_str(dir);
+	printf(",\n  \"verdict\": \"%s\",\n  \"events\": %" PRIu64 ",\n  \"unknown_events\": %" PRIu64
+	       ",\n  \"discarded_events\": %" PRIu64 ",\n  \"log_reads\": %" PRIu64
+	       ",\n  \"entries\": %" PRIu64 ",\n  \"illegal\": %" PRIu64 ",\n  \"totals\": {",
+	       check_verdict(s), st->events, st->unknown_events, st->discarded_events, s->reads,
+	       s->entries, s->illegal);
+	for (int k = 0; k < NF_FIND_COUNT; k++)
+		printf("%s\"%s\": %" PRIu64, k ? ", " : "", nf_finding_kind_name((enum nf_finding_kind)k),
+		       s->total[k]);
+	printf("},\n  \"queues\": [");
+	for (size_t i = 0; i < nq; i++) {
+		const struct check_queue *q = qs[i];
+		bool first_log = true;
+
+		printf("%s\n    {\"adapter\": %" PRIu32 ", \"hwqueue\": %" PRIu32 ", \"name\": ",
+		       i ? "," : "", q->overflow ? 0 : q->adapter, q->overflow ? 0 : q->hwqueue);
+		json_str(q->name);
+		printf(", \"more_queues\": %s, \"logs\": [", q->overflow ? "true" : "false");
+		for (int t = CHECK_LOG_WAITS; t < CHECK_LOGS + CHECK_LOG_WAITS; t++) {
+			const struct check_log *l = &q->log[t % CHECK_LOGS];
+			bool first_where = true;
+
+			if (!l->seen)
+				continue;
+			printf("%s\n      {\"log\": \"%s\", \"epochs\": %" PRIu64 ", \"capacity\": %" PRIu64
+			       ", \"reads\": %" PRIu64 ", \"entries\": %" PRIu64 ", \"lost_gaps\": %" PRIu64,
+			       first_log ? "" : ",", check_log_names[t % CHECK_LOGS], l->epochs,
+			       l->capacity, l->reads, l->entries, l->lost_spans);
+			first_log = false;
+			for (int k = 0; k < NF_FIND_COUNT; k++)
+				printf(", \"%s\": %" PRIu64, nf_finding_kind_name((enum nf_finding_kind)k),
+				       l->count[k]);
+			printf(", \"first\": {");
+			for (int k = 0; k < NF_FIND_COUNT; k++) {
+				if (!l->first[k].set)
+					continue;
+				printf("%s\"%s\": ", first_where ? "" : ", ",
+				       nf_finding_kind_name((enum nf_finding_kind)k));
+				json_where(&l->first[k]);
+				first_where = false;
+			}
+			printf("}}");
+		}
+		printf("%s]}", first_log ? "" : "\n    ");
+	}
+	printf("%s],\n  \"findings\": [", nq ? "\n  " : "");
+	for (size_t i = 0; i < s->n_listed; i++) {
+		const struct nf_finding *f = &s->listed[i].f;
+
+		printf("%s\n    {\"kind\": \"%s\", \"adapter\": %" PRIu32 ", \"hwqueue\": %" PRIu32
+		       ", \"log_type\": %" PRIu32 ", \"epoch\": %" PRIu32 ", \"count\": %" PRIu64
+		       ", \"first_seq\": %" PRIu64 ", \"prev_gpu_ts\": %" PRIu64 ", \"next_gpu_ts\": %" PRIu64
+		       ", \"cpu_ts\": %" PRIu64 ", \"stream\": ",
+		       i ? "," : "", nf_finding_kind_name(f->kind), f->adapter, f->hwqueue, f->log_type,
+		       f->epoch, f->count, f->first_seq, f->prev_gpu_ts, f->next_gpu_ts, f->cpu_ts);
+		json_str(f->stream);
+		printf(", \"event_index\": %" PRIu64 ", \"entry_index\": %" PRIu32 ", \"detail\": ",
+		       f->event_index, f->entry_index);
+		json_str(f->detail);
+		putchar('}');
+	}
+	printf("%s],\n  \"findings_not_listed\": %" PRIu64 "\n}\n", s->n_listed ? "\n  " : "",
+	       s->not_listed);
+}
+
+int cmd_check(int argc, char **argv)
+{
+	struct check_state *s;
+	struct nf_parser *p = NULL;
+	struct nf_parser_stats st;
+	struct check_queue **qs;
+	struct nf_error err;
+	const char *dir = NULL;
+	bool json = false;
+	size_t nq = 0;
+	int rc;
+
+	for (int i = 1; i < argc; i++) {
+		rc = nf_cli_common_option("check", argv[i]);
+		if (rc >= 0)
+			return rc;
+		if (!strcmp(argv[i], "--json"))
+			json = true;
+		else if (argv[i][0] == '-' && argv[i][1])
+			return nf_cli_usage_error("check", "unknown option '%s'", argv[i]);
+		else if (dir)
+			return nf_cli_usage_error("check", "unexpected argument '%s'", argv[i]);
+		else
+			dir = argv[i];
+	}
+	if (!dir)
+		return nf_cli_usage_error("check", "missing session DIR");
+
+	nf_error_clear(&err);
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		nf_error_set(&err, NF_ENOMEM, "out of memory");
+		return nf_cli_fail("check", &err);
+	}
+	struct nf_parser_callbacks cb = { s, check_event, check_entry, check_finding };
+	rc = nf_parser_open(dir, &p, &err);
+	if (!rc)
+		rc = nf_parser_run(p, &cb, &err);
+	if (!rc && s->oom)
+		rc = nf_error_set(&err, NF_ENOMEM, "%s: out of memory for queue summaries", dir);
+	if (rc) {
+		rc = nf_cli_fail("check", &err);
+		goto out_free;
+	}
+	nf_parser_get_stats(p, &st);
+	qs = check_sorted(s, &nq);
+	if (!qs) {
+		nf_error_set(&err, NF_ENOMEM, "out of memory");
+		rc = nf_cli_fail("check", &err);
+		goto out_free;
+	}
+	if (json) {
+		check_print_json(dir, s, qs, nq, &st);
+	} else {
+		check_print_text(dir, s, qs, nq, &st);
+	}
+	free(qs);
+	rc = s->illegal ? NF_EXIT_FAIL : NF_EXIT_OK;
+out_free:
+	nf_parser_destroy(p);
+	free(s->queues);
+	free(s);
+	return rc;
+}
