@@ -49,7 +49,7 @@ struct nf_ctf_writer {
 	struct nf_error err;
 };
 
-static const char *const nf_ctf_stream_names[NF_STREAM_COUNT] = { "events", "truth" };
+static const char *const nf_ctf_stream_names[NF_STREAM_COUNT] = { "events", "truth", "kernel" };
 
 /* ---- growing text buffer for the metadata ---- */
 
@@ -408,6 +408,58 @@ out_free:
 	free(meta);
 	free(w);
 	return rc;
+}
+
+int nf_ctf_writer_open_append(const char *dir, struct nf_ctf_writer **out, struct nf_error *err)
+{
+	char path[4200], meta[8192];
+	unsigned char uuid[16];
+	const char *u;
+	ssize_t n;
+	int fd;
+
+	*out = NULL;
+	if (!dir || !*dir || strlen(dir) > 3000)
+		return nf_error_set(err, NF_EINVAL, "ctf writer: missing or too long directory name");
+	snprintf(path, sizeof(path), "%s/metadata", dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return nf_error_set(err, errno == ENOENT ? NF_ENOENT : NF_EIO, "%s: %s", path,
+				    strerror(errno));
+	/* The trace block, with its uuid, comes first in the metadata we write. */
+	n = read(fd, meta, sizeof(meta) - 1);
+	close(fd);
+	if (n < 0)
+		return nf_error_set(err, NF_EIO, "%s: %s", path, strerror(errno));
+	meta[n] = '\0';
+	u = strstr(meta, "uuid = \"");
+	if (!u || !strstr(meta, "/* CTF 1.8 */"))
+		return nf_error_set(err, NF_EFORMAT, "%s: not metadata written by nftrace", path);
+	u += 8;
+	for (int i = 0; i < 16; i++) {
+		unsigned int byte;
+
+		if (*u == '-')
+			u++;
+		if (sscanf(u, "%2x", &byte) != 1)
+			return nf_error_set(err, NF_EFORMAT, "%s: bad trace uuid", path);
+		uuid[i] = (unsigned char)byte;
+		u += 2;
+	}
+	struct nf_ctf_writer *w = calloc(1, sizeof(*w));
+	if (!w)
+		return nf_error_set(err, NF_ENOMEM, "ctf writer: out of memory");
+	snprintf(w->dir, sizeof(w->dir), "%s", dir);
+	w->packet_size = NF_CTF_DEFAULT_PACKET;
+	memcpy(w->uuid, uuid, 16);
+	for (int s = 0; s < NF_STREAM_COUNT; s++) {
+		w->streams[s].fd = -1;
+		w->streams[s].name = nf_ctf_stream_names[s];
+		snprintf(w->streams[s].path, sizeof(w->streams[s].path), "%s/%s", dir,
+			 nf_ctf_stream_names[s]);
+	}
+	*out = w;
+	return 0;
 }
 
 int nf_ctf_writer_emit(struct nf_ctf_writer *w, const struct nf_event *ev)

@@ -29,7 +29,8 @@ static void print_events_markdown(void)
 	       "a test checks that this file matches. Every event also carries its CPU timestamp\n"
 	       "(ticks of the session's CPU clock) in the CTF event header.\n\n"
 	       "Streams: `events` holds the CPU-side ETW-like events and the log reads; `truth`\n"
-	       "(only with `nftrace record --ground-truth`) holds the simulator's ground truth.\n",
+	       "(only with `nftrace record --ground-truth`) holds the simulator's ground truth;\n"
+	       "`kernel` (`nftrace import`, `nftrace record --kernel`) the Linux kernel events.\n",
 	       NF_SCHEMA_VERSION);
 	for (uint32_t i = 0; i < NF_EV_COUNT; i++) {
 		const struct nf_event_desc *d = nf_event_desc(i);
@@ -38,7 +39,8 @@ static void print_events_markdown(void)
 		if (d->dxgkrnl_id)
 			printf(" Mirrors Microsoft-Windows-DxgKrnl event %u.", d->dxgkrnl_id);
 		printf(" Stream: `%s`.\n\n| field | type | meaning |\n|---|---|---|\n",
-		       d->stream == NF_STREAM_TRUTH ? "truth" : "events");
+		       d->stream == NF_STREAM_TRUTH ? "truth" :
+		       d->stream == NF_STREAM_KERNEL ? "kernel" : "events");
 		for (uint32_t f = 0; f < d->n_fields; f++)
 			printf("| %s | %s | %s |\n", d->fields[f].name, type_name(d->fields[f].type),
 			       d->fields[f].doc);

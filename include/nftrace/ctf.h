@@ -44,6 +44,14 @@ struct nf_ctf_writer;
 int nf_ctf_writer_create(const char *dir, const struct nf_ctf_writer_options *opts,
 			 struct nf_ctf_writer **out, struct nf_error *err);
 
+/* Opens a session this writer created earlier to add a stream it has not
+ * written yet (the `kernel` stream of `nftrace record --kernel`): takes the
+ * trace UUID from DIR/metadata and writes no metadata. The metadata declares
+ * every stream but `truth` unconditionally. Emitting into a stream whose file
+ * already exists fails at its first flush. Returns 0, NF_ENOENT, NF_EIO,
+ * NF_EFORMAT (not our metadata) or NF_ENOMEM. */
+int nf_ctf_writer_open_append(const char *dir, struct nf_ctf_writer **out, struct nf_error *err);
+
 /* Appends an event. Timestamps must not decrease within a stream. */
 int nf_ctf_writer_emit(struct nf_ctf_writer *w, const struct nf_event *ev);
 

@@ -14,12 +14,13 @@ extern "C" {
 #endif
 
 /* Bump when an event or field is added; stored in every session. */
-#define NF_SCHEMA_VERSION 1
+#define NF_SCHEMA_VERSION 2
 
 enum nf_stream_id {
 	NF_STREAM_EVENTS = 0, /* CPU-side ETW-like events and log reads */
 	NF_STREAM_TRUTH = 1,  /* simulator ground truth */
-	NF_STREAM_COUNT = 2,
+	NF_STREAM_KERNEL = 2, /* Linux kernel events (nftrace import, record --kernel) */
+	NF_STREAM_COUNT = 3,
 };
 
 enum nf_field_type {
