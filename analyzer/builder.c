@@ -11,6 +11,7 @@
  * holds only per-queue, per-fence and per-adapter state.
  */
 #include "builder.h"
+#include "kernel_ingest.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -216,6 +217,7 @@ struct nf_timeline_builder {
 	struct legacy_wait *legacy;
 	size_t n_legacy, cap_legacy;
 	double slack_ns;
+	struct nf_kernel_ingest *kernel; /* kernel_ingest.c, created at the first kernel event */
 };
 
 int64_t nf_timeline_cpu_ns(uint64_t ticks, uint64_t start_ticks, uint64_t cpu_frequency)
@@ -333,6 +335,7 @@ void nf_timeline_builder_destroy(struct nf_timeline_builder *b)
 		sqlite3_finalize(b->st[i]);
 	if (b->in_txn)
 		sqlite3_exec(b->db, "ROLLBACK", NULL, NULL, NULL);
+	nf_kernel_ingest_destroy(b->kernel);
 	map_free(&b->handles);
 	map_free(&b->fences);
 	map_free(&b->queues);
@@ -660,6 +663,8 @@ int nf_timeline_builder_feed_event(struct nf_timeline_builder *b, const struct n
 		b->max_ts = ev->ts;
 		b->any_ts = true;
 	}
+	if (nf_event_desc(ev->id) && nf_event_desc(ev->id)->stream == NF_STREAM_KERNEL)
+		return nf_kernel_ingest_event(&b->kernel, b->db, now, ev, err);
 	switch (ev->id) {
 	case NF_EV_ADAPTER_START: {
 		uint32_t caps = (uint32_t)f[NFF_ADAPTER_START_vidsch_caps];
@@ -1360,6 +1365,7 @@ int nf_timeline_builder_finish(struct nf_timeline_builder *b, struct nf_error *e
 	rc = rc ? rc : resolve_ops(b, m, err);
 	nf_clock_model_destroy(m);
 	rc = rc ? rc : resolve_deps(b, err);
+	rc = rc ? rc : nf_kernel_ingest_finish(b->kernel, err);
 	rc = rc ? rc : write_meta(b, err);
 	if (rc)
 		return rc;

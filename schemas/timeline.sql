@@ -177,3 +177,48 @@ CREATE TABLE truth_ops (
   ts_fault     INTEGER, -- 0 none, 1 zero timestamp (LDA skipped write), 2 repeated timestamp
   handle       INTEGER  -- local fence handle the command used
 );
+
+-- ---- Linux kernel events (nftrace import, nftrace record --kernel) ----
+-- A dma_fence context is a timeline: it gets a queues row and a fences row,
+-- both numbered 4294967296 + context (above every native 32-bit handle), named
+-- "driver timeline" (adapter, node, engine NULL). Each fence (context, seqno)
+-- is a fence_ops 'signal' row on that queue with value = seqno, from
+-- dma_fence_emit (or init when no emit was seen) to dma_fence_signaled
+-- (status 'complete'; 'unsignaled' with end_ns NULL when the trace ends first).
+-- Each dma_fence_wait_start .. wait_end is a cpu_waits row on the waiting
+-- thread and a fence_ops 'wait' row (queue NULL, thread set, observed_ns =
+-- start), and deps ties it to the signal that released it. Lost ring-buffer
+-- events are anomalies of kind 'kernel_lost' (queue NULL).
+
+-- One row per dma_fence context.
+CREATE TABLE kernel_timelines (
+  queue     INTEGER PRIMARY KEY, -- queues.queue and fences.fence of this timeline: 4294967296 + context
+  context   INTEGER,             -- dma_fence context
+  driver    TEXT,                -- driver name
+  timeline  TEXT                 -- timeline name
+);
+
+-- When each thread ran on a CPU, from sched_switch (the idle task is left out).
+CREATE TABLE cpu_runs (
+  thread     INTEGER, -- thread id
+  cpu        INTEGER, -- CPU it ran on
+  start_ns   INTEGER, -- switched in (NULL: already running when the trace began)
+  end_ns     INTEGER, -- switched out (NULL: still running when the trace ended)
+  end_state  INTEGER  -- prev_state when switched out: 0 preempted (still runnable), else the sleep bits
+);
+
+-- Kernel task names, as the last sched event or cmdline named them.
+CREATE TABLE kernel_threads (
+  thread  INTEGER PRIMARY KEY, -- thread id
+  comm    TEXT                 -- task name
+);
+
+-- Kernel events kept as they came (every event not mapped above, and sched_wakeup).
+CREATE TABLE kernel_events (
+  id      INTEGER PRIMARY KEY,
+  ts_ns   INTEGER, -- when
+  cpu     INTEGER, -- CPU it was recorded on
+  thread  INTEGER, -- thread that caused it (common_pid)
+  name    TEXT,    -- system:event
+  fields  TEXT     -- its fields as libtraceevent prints them
+);

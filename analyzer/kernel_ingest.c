@@ -1,0 +1,587 @@
+/*
+ * Kernel events into the timeline (see kernel_ingest.h and the kernel block of
+ * schemas/timeline.sql): interned strings are kept in memory, sched_switch
+ * becomes cpu_runs as it streams (one open run per CPU), dma_fence events are
+ * staged per (context, seqno) and per wait in TEMP tables and turned into
+ * fence_ops, cpu_waits and deps at finish. Memory is bounded by the number of
+ * distinct strings and CPUs, never by the number of events.
+ */
+#include "kernel_ingest.h"
+
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Interned strings and CPUs kept at most (a corrupt session cannot exhaust memory). */
+#define NF_KI_MAX_STRINGS (1u << 22)
+#define NF_KI_MAX_CPUS 8192u
+
+enum ki_stmt {
+	KS_STR_TIMELINE, KS_FENCE_SEEN, KS_WAIT_START, KS_WAIT_END, KS_WAIT_ORPHAN_END, KS_RUN,
+	KS_THREAD, KS_RAW, KS_LOST, KS_COUNT
+};
+
+static const char *const ki_sql[KS_COUNT] = {
+	[KS_STR_TIMELINE] = "INSERT OR IGNORE INTO kernel_timelines(queue, context, driver, timeline) "
+			    "VALUES (?1 + 4294967296, ?1, ?2, ?3)",
+	/* ?3 init, ?4 emit, ?5 signaled: the first time each was seen is kept. */
+	[KS_FENCE_SEEN] = "INSERT INTO temp.k_fences(context, seqno, init_ns, emit_ns, signal_ns, emit_tid) "
+			  "VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(context, seqno) DO UPDATE SET "
+			  "init_ns = coalesce(init_ns, excluded.init_ns), "
+			  "emit_ns = coalesce(emit_ns, excluded.emit_ns), "
+			  "signal_ns = coalesce(signal_ns, excluded.signal_ns), "
+			  "emit_tid = coalesce(emit_tid, excluded.emit_tid)",
+	[KS_WAIT_START] = "INSERT INTO temp.k_waits(tid, context, seqno, start_ns, end_ns) "
+			  "VALUES (?1, ?2, ?3, ?4, NULL)",
+	[KS_WAIT_END] = "UPDATE temp.k_waits SET end_ns = ?4 WHERE rowid = (SELECT max(rowid) "
+			"FROM temp.k_waits WHERE tid = ?1 AND context = ?2 AND seqno = ?3 AND end_ns IS NULL)",
+	[KS_WAIT_ORPHAN_END] = "INSERT INTO temp.k_waits(tid, context, seqno, start_ns, end_ns) "
+			       "VALUES (?1, ?2, ?3, NULL, ?4)",
+	[KS_RUN] = "INSERT INTO cpu_runs(thread, cpu, start_ns, end_ns, end_state) VALUES (?1, ?2, ?3, ?4, ?5)",
+	[KS_THREAD] = "INSERT OR REPLACE INTO kernel_threads(thread, comm) VALUES (?1, ?2)",
+	[KS_RAW] = "INSERT INTO kernel_events(ts_ns, cpu, thread, name, fields) VALUES (?1, ?2, ?3, ?4, ?5)",
+	[KS_LOST] = "INSERT INTO anomalies(kind, queue, log, first_ns, last_ns, lost_entries, detail) "
+		    "VALUES ('kernel_lost', NULL, NULL, ?1, ?1, ?2, ?3)",
+};
+
+static const char ki_staging_sql[] =
+	"CREATE TEMP TABLE k_fences(context INTEGER, seqno INTEGER, init_ns INTEGER, emit_ns INTEGER, "
+	"  signal_ns INTEGER, emit_tid INTEGER, op_id INTEGER, PRIMARY KEY(context, seqno));"
+	"CREATE TEMP TABLE k_waits(tid INTEGER, context INTEGER, seqno INTEGER, start_ns INTEGER, "
+	"  end_ns INTEGER);"
+	"CREATE INDEX temp.k_waits_key ON k_waits(tid, context, seqno);";
+
+struct ki_cpu {
+	bool known;          /* a sched_switch was seen on this CPU */
+	bool has_start;      /* the running task's start is known */
+	uint32_t tid;        /* task running */
+	int64_t start_ns;
+};
+
+struct nf_kernel_ingest {
+	sqlite3 *db;
+	sqlite3_stmt *st[KS_COUNT];
+	char **strings;      /* [id] -> text, id from 1 */
+	size_t n_strings;
+	struct ki_cpu *cpus;
+	size_t n_cpus;
+	bool finished;
+};
+
+static int ki_sql_err(struct nf_kernel_ingest *ki, struct nf_error *err, const char *what)
+{
+	return nf_error_set(err, NF_ESQL, "timeline: kernel events: %s: %s", what,
+			    sqlite3_errmsg(ki->db));
+}
+
+static int ki_exec(struct nf_kernel_ingest *ki, const char *sql, struct nf_error *err)
+{
+	char *msg = NULL;
+
+	if (sqlite3_exec(ki->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+		nf_error_set(err, NF_ESQL, "timeline: kernel events: %s", msg ? msg : sqlite3_errmsg(ki->db));
+		sqlite3_free(msg);
+		return NF_ESQL;
+	}
+	return 0;
+}
+
+static int ki_step(struct nf_kernel_ingest *ki, enum ki_stmt id, struct nf_error *err)
+{
+	sqlite3_stmt *s = ki->st[id];
+	int rc = sqlite3_step(s);
+
+	sqlite3_reset(s);
+	sqlite3_clear_bindings(s);
+	if (rc != SQLITE_DONE)
+		return ki_sql_err(ki, err, ki_sql[id]);
+	return 0;
+}
+
+void nf_kernel_ingest_destroy(struct nf_kernel_ingest *ki)
+{
+	if (!ki)
+		return;
+	for (int i = 0; i < KS_COUNT; i++)
+		sqlite3_finalize(ki->st[i]);
+	for (size_t i = 0; i < ki->n_strings; i++)
+		free(ki->strings[i]);
+	free(ki->strings);
+	free(ki->cpus);
+	free(ki);
+}
+
+static struct nf_kernel_ingest *ki_create(sqlite3 *db, struct nf_error *err)
+{
+	struct nf_kernel_ingest *ki = calloc(1, sizeof(*ki));
+
+	if (!ki) {
+		nf_error_set(err, NF_ENOMEM, "timeline: out of memory");
+		return NULL;
+	}
+	ki->db = db;
+	if (ki_exec(ki, ki_staging_sql, err))
+		goto out_free;
+	for (int i = 0; i < KS_COUNT; i++)
+		if (sqlite3_prepare_v2(db, ki_sql[i], -1, &ki->st[i], NULL) != SQLITE_OK) {
+			ki_sql_err(ki, err, ki_sql[i]);
+			goto out_free;
+		}
+	return ki;
+out_free:
+	nf_kernel_ingest_destroy(ki);
+	return NULL;
+}
+
+/* The interned string id, or NULL (0: none; unknown ids read as NULL too). */
+static const char *ki_str(const struct nf_kernel_ingest *ki, uint64_t id)
+{
+	if (id == 0 || id > ki->n_strings)
+		return NULL;
+	return ki->strings[id - 1];
+}
+
+static int ki_string(struct nf_kernel_ingest *ki, const struct nf_event *ev, struct nf_error *err)
+{
+	uint64_t id = ev->f[NFF_KERNEL_STRING_id];
+	char *dup;
+
+	/* Ids come in order from 1; a repeated id replaces (a new session part). */
+	if (id == 0 || id > (uint64_t)ki->n_strings + 1 || id > NF_KI_MAX_STRINGS)
+		return nf_error_set(err, NF_EFORMAT,
+				    "timeline: kernel events: KernelString id %" PRIu64
+				    " out of order (expected at most %zu)", id, ki->n_strings + 1);
+	dup = strdup(ev->str ? ev->str : "");
+	if (!dup)
+		return nf_error_set(err, NF_ENOMEM, "timeline: out of memory");
+	if (id <= ki->n_strings) {
+		free(ki->strings[id - 1]);
+		ki->strings[id - 1] = dup;
+		return 0;
+	}
+	char **ns = realloc(ki->strings, (ki->n_strings + 1) * sizeof(*ns));
+	if (!ns) {
+		free(dup);
+		return nf_error_set(err, NF_ENOMEM, "timeline: out of memory");
+	}
+	ki->strings = ns;
+	ki->strings[ki->n_strings++] = dup;
+	return 0;
+}
+
+static struct ki_cpu *ki_cpu(struct nf_kernel_ingest *ki, uint64_t cpu, struct nf_error *err)
+{
+	if (cpu >= NF_KI_MAX_CPUS) {
+		nf_error_set(err, NF_EFORMAT, "timeline: kernel events: CPU %" PRIu64 " out of range", cpu);
+		return NULL;
+	}
+	if (cpu >= ki->n_cpus) {
+		struct ki_cpu *nc = realloc(ki->cpus, (size_t)(cpu + 1) * sizeof(*nc));
+
+		if (!nc) {
+			nf_error_set(err, NF_ENOMEM, "timeline: out of memory");
+			return NULL;
+		}
+		memset(nc + ki->n_cpus, 0, (size_t)(cpu + 1 - ki->n_cpus) * sizeof(*nc));
+		ki->cpus = nc;
+		ki->n_cpus = (size_t)cpu + 1;
+	}
+	return &ki->cpus[cpu];
+}
+
+static void bind_text_or_null(sqlite3_stmt *s, int col, const char *t)
+{
+	if (t)
+		sqlite3_bind_text(s, col, t, -1, SQLITE_TRANSIENT);
+	else
+		sqlite3_bind_null(s, col);
+}
+
+static int ki_thread(struct nf_kernel_ingest *ki, uint64_t tid, const char *comm,
+		     struct nf_error *err)
+{
+	if (tid == 0 || !comm)
+		return 0;
+	sqlite3_bind_int64(ki->st[KS_THREAD], 1, (int64_t)tid);
+	sqlite3_bind_text(ki->st[KS_THREAD], 2, comm, -1, SQLITE_TRANSIENT);
+	return ki_step(ki, KS_THREAD, err);
+}
+
+static int ki_switch(struct nf_kernel_ingest *ki, int64_t ns, const struct nf_event *ev,
+		     struct nf_error *err)
+{
+	const uint64_t *f = ev->f;
+	uint32_t prev = (uint32_t)f[NFF_KERNEL_SCHED_SWITCH_prev_tid];
+	uint32_t next = (uint32_t)f[NFF_KERNEL_SCHED_SWITCH_next_tid];
+	struct ki_cpu *c = ki_cpu(ki, f[NFF_KERNEL_SCHED_SWITCH_cpu], err);
+	int rc;
+
+	if (!c)
+		return err->code;
+	if (prev != 0) {
+		/* The run that ends here; its start is known when we saw it switch in. */
+		sqlite3_stmt *s = ki->st[KS_RUN];
+
+		sqlite3_bind_int64(s, 1, prev);
+		sqlite3_bind_int64(s, 2, (int64_t)f[NFF_KERNEL_SCHED_SWITCH_cpu]);
+		if (c->known && c->has_start && c->tid == prev)
+			sqlite3_bind_int64(s, 3, c->start_ns);
+		else
+			sqlite3_bind_null(s, 3);
+		sqlite3_bind_int64(s, 4, ns);
+		sqlite3_bind_int64(s, 5, (int64_t)f[NFF_KERNEL_SCHED_SWITCH_prev_state]);
+		if ((rc = ki_step(ki, KS_RUN, err)))
+			return rc;
+	}
+	c->known = true;
+	c->has_start = true;
+	c->tid = next;
+	c->start_ns = ns;
+	if ((rc = ki_thread(ki, prev, ki_str(ki, f[NFF_KERNEL_SCHED_SWITCH_prev_comm]), err)))
+		return rc;
+	return ki_thread(ki, next, ki_str(ki, f[NFF_KERNEL_SCHED_SWITCH_next_comm]), err);
+}
+
+static int ki_raw(struct nf_kernel_ingest *ki, int64_t ns, uint64_t cpu, uint64_t tid,
+		  const char *name, const char *fields, struct nf_error *err)
+{
+	sqlite3_stmt *s = ki->st[KS_RAW];
+
+	sqlite3_bind_int64(s, 1, ns);
+	sqlite3_bind_int64(s, 2, (int64_t)cpu);
+	sqlite3_bind_int64(s, 3, (int64_t)tid);
+	bind_text_or_null(s, 4, name);
+	bind_text_or_null(s, 5, fields);
+	return ki_step(ki, KS_RAW, err);
+}
+
+static int ki_wakeup(struct nf_kernel_ingest *ki, int64_t ns, const struct nf_event *ev,
+		     struct nf_error *err)
+{
+	const uint64_t *f = ev->f;
+	const char *comm = ki_str(ki, f[NFF_KERNEL_SCHED_WAKEUP_comm]);
+	char fields[160];
+
+	snprintf(fields, sizeof(fields), "comm=%s pid=%" PRIu32 " prio=%" PRId32 " target_cpu=%03" PRIu32,
+		 comm ? comm : "", (uint32_t)f[NFF_KERNEL_SCHED_WAKEUP_tid],
+		 (int32_t)(uint32_t)f[NFF_KERNEL_SCHED_WAKEUP_prio],
+		 (uint32_t)f[NFF_KERNEL_SCHED_WAKEUP_target_cpu]);
+	int rc = ki_thread(ki, f[NFF_KERNEL_SCHED_WAKEUP_tid], comm, err);
+	return rc ? rc : ki_raw(ki, ns, f[NFF_KERNEL_SCHED_WAKEUP_cpu],
+				f[NFF_KERNEL_SCHED_WAKEUP_waker], "sched:sched_wakeup", fields, err);
+}
+
+/* The dma_fence events share one layout (checked at compile time). */
+_Static_assert((int)NFF_KERNEL_DMA_FENCE_SIGNALED_context == (int)NFF_KERNEL_DMA_FENCE_INIT_context &&
+	       (int)NFF_KERNEL_DMA_FENCE_WAIT_START_seqno == (int)NFF_KERNEL_DMA_FENCE_INIT_seqno &&
+	       (int)NFF_KERNEL_DMA_FENCE_EMIT_tid == (int)NFF_KERNEL_DMA_FENCE_INIT_tid &&
+	       (int)NFF_KERNEL_DMA_FENCE_WAIT_END_driver == (int)NFF_KERNEL_DMA_FENCE_INIT_driver &&
+	       (int)NFF_KERNEL_DMA_FENCE_DESTROY_timeline == (int)NFF_KERNEL_DMA_FENCE_INIT_timeline,
+	       "dma_fence events share their field layout");
+
+static int ki_fence(struct nf_kernel_ingest *ki, int64_t ns, const struct nf_event *ev,
+		    struct nf_error *err)
+{
+	const uint64_t *f = ev->f;
+	int64_t ctx = (int64_t)(uint32_t)f[NFF_KERNEL_DMA_FENCE_INIT_context];
+	int64_t seq = (int64_t)f[NFF_KERNEL_DMA_FENCE_INIT_seqno];
+	int64_t tid = (int64_t)(uint32_t)f[NFF_KERNEL_DMA_FENCE_INIT_tid];
+	sqlite3_stmt *s;
+	int rc;
+
+	s = ki->st[KS_STR_TIMELINE];
+	sqlite3_bind_int64(s, 1, ctx);
+	bind_text_or_null(s, 2, ki_str(ki, f[NFF_KERNEL_DMA_FENCE_INIT_driver]));
+	bind_text_or_null(s, 3, ki_str(ki, f[NFF_KERNEL_DMA_FENCE_INIT_timeline]));
+	if ((rc = ki_step(ki, KS_STR_TIMELINE, err)))
+		return rc;
+	switch (ev->id) {
+	case NF_EV_KERNEL_DMA_FENCE_INIT:
+	case NF_EV_KERNEL_DMA_FENCE_EMIT:
+	case NF_EV_KERNEL_DMA_FENCE_SIGNALED:
+		s = ki->st[KS_FENCE_SEEN];
+		sqlite3_bind_int64(s, 1, ctx);
+		sqlite3_bind_int64(s, 2, seq);
+		if (ev->id == NF_EV_KERNEL_DMA_FENCE_INIT)
+			sqlite3_bind_int64(s, 3, ns);
+		if (ev->id == NF_EV_KERNEL_DMA_FENCE_EMIT) {
+			sqlite3_bind_int64(s, 4, ns);
+			sqlite3_bind_int64(s, 6, tid);
+		}
+		if (ev->id == NF_EV_KERNEL_DMA_FENCE_SIGNALED)
+			sqlite3_bind_int64(s, 5, ns);
+		return ki_step(ki, KS_FENCE_SEEN, err);
+	case NF_EV_KERNEL_DMA_FENCE_WAIT_START:
+		s = ki->st[KS_WAIT_START];
+		sqlite3_bind_int64(s, 1, tid);
+		sqlite3_bind_int64(s, 2, ctx);
+		sqlite3_bind_int64(s, 3, seq);
+		sqlite3_bind_int64(s, 4, ns);
+		return ki_step(ki, KS_WAIT_START, err);
+	case NF_EV_KERNEL_DMA_FENCE_WAIT_END:
+		s = ki->st[KS_WAIT_END];
+		sqlite3_bind_int64(s, 1, tid);
+		sqlite3_bind_int64(s, 2, ctx);
+		sqlite3_bind_int64(s, 3, seq);
+		sqlite3_bind_int64(s, 4, ns);
+		if ((rc = ki_step(ki, KS_WAIT_END, err)))
+			return rc;
+		if (sqlite3_changes(ki->db) > 0)
+			return 0;
+		/* The wait began before the trace did. */
+		s = ki->st[KS_WAIT_ORPHAN_END];
+		sqlite3_bind_int64(s, 1, tid);
+		sqlite3_bind_int64(s, 2, ctx);
+		sqlite3_bind_int64(s, 3, seq);
+		sqlite3_bind_int64(s, 4, ns);
+		return ki_step(ki, KS_WAIT_ORPHAN_END, err);
+	default:
+		/* enable_signal and destroy: kept as they came. */
+		{
+			char fields[96];
+
+			snprintf(fields, sizeof(fields), "context=%" PRId64 " seqno=%" PRId64, ctx, seq);
+			return ki_raw(ki, ns, f[NFF_KERNEL_DMA_FENCE_INIT_cpu], (uint64_t)tid,
+				      ev->id == NF_EV_KERNEL_DMA_FENCE_DESTROY ? "dma_fence:dma_fence_destroy"
+									     : "dma_fence:dma_fence_enable_signal",
+				      fields, err);
+		}
+	}
+}
+
+int nf_kernel_ingest_event(struct nf_kernel_ingest **kip, sqlite3 *db, int64_t ns,
+			   const struct nf_event *ev, struct nf_error *err)
+{
+	struct nf_kernel_ingest *ki = *kip;
+	const uint64_t *f = ev->f;
+
+	if (!ki) {
+		ki = ki_create(db, err);
+		if (!ki)
+			return err && err->code ? err->code : NF_ENOMEM;
+		*kip = ki;
+	}
+	if (ki->finished)
+		return nf_error_set(err, NF_ESTATE, "timeline: kernel events after finish");
+	switch (ev->id) {
+	case NF_EV_KERNEL_STRING:
+		return ki_string(ki, ev, err);
+	case NF_EV_KERNEL_SCHED_SWITCH:
+		return ki_switch(ki, ns, ev, err);
+	case NF_EV_KERNEL_SCHED_WAKEUP:
+		return ki_wakeup(ki, ns, ev, err);
+	case NF_EV_KERNEL_DMA_FENCE_INIT:
+	case NF_EV_KERNEL_DMA_FENCE_EMIT:
+	case NF_EV_KERNEL_DMA_FENCE_ENABLE_SIGNAL:
+	case NF_EV_KERNEL_DMA_FENCE_SIGNALED:
+	case NF_EV_KERNEL_DMA_FENCE_WAIT_START:
+	case NF_EV_KERNEL_DMA_FENCE_WAIT_END:
+	case NF_EV_KERNEL_DMA_FENCE_DESTROY:
+		return ki_fence(ki, ns, ev, err);
+	case NF_EV_KERNEL_LOST: {
+		char detail[160];
+		sqlite3_stmt *s = ki->st[KS_LOST];
+
+		if (f[NFF_KERNEL_LOST_counted])
+			snprintf(detail, sizeof(detail), "CPU %" PRIu64 ": the kernel ring buffer lost %" PRIu64
+				 " events before this point", f[NFF_KERNEL_LOST_cpu], f[NFF_KERNEL_LOST_lost]);
+		else
+			snprintf(detail, sizeof(detail), "CPU %" PRIu64 ": the kernel ring buffer lost events "
+				 "before this point (count unknown)", f[NFF_KERNEL_LOST_cpu]);
+		sqlite3_bind_int64(s, 1, ns);
+		if (f[NFF_KERNEL_LOST_counted])
+			sqlite3_bind_int64(s, 2, (int64_t)f[NFF_KERNEL_LOST_lost]);
+		else
+			sqlite3_bind_null(s, 2);
+		sqlite3_bind_text(s, 3, detail, -1, SQLITE_TRANSIENT);
+		return ki_step(ki, KS_LOST, err);
+	}
+	case NF_EV_KERNEL_RAW:
+		return ki_raw(ki, ns, f[NFF_KERNEL_RAW_cpu], f[NFF_KERNEL_RAW_tid],
+			      ki_str(ki, f[NFF_KERNEL_RAW_name]), ev->str, err);
+	default:
+		return 0; /* KernelTraceStart: nothing to store */
+	}
+}
+
+/* Signals first (their ids are needed by the waits' deps), then waits. */
+static const char ki_finish_timelines_sql[] =
+	"INSERT OR IGNORE INTO queues(queue, adapter, node, engine, name, start_ns, stop_ns) "
+	"SELECT kt.queue, NULL, NULL, NULL, coalesce(kt.driver, '?') || ' ' || coalesce(kt.timeline, '?'), "
+	"  (SELECT min(coalesce(init_ns, emit_ns, signal_ns)) FROM temp.k_fences f WHERE f.context = kt.context), "
+	"  NULL FROM kernel_timelines kt;"
+	"INSERT OR IGNORE INTO fences(fence, type, shared, cross_adapter, initial_value, created_ns, destroyed_ns) "
+	"SELECT q.queue, 0, 0, 0, NULL, q.start_ns, NULL FROM queues q JOIN kernel_timelines kt ON kt.queue = q.queue;";
+
+static int ki_finish_signals(struct nf_kernel_ingest *ki, struct nf_error *err)
+{
+	sqlite3_stmt *sel = NULL, *ins = NULL, *upd = NULL;
+	int rc = 0, src;
+
+	if (sqlite3_prepare_v2(ki->db,
+			       "SELECT context, seqno, coalesce(emit_ns, init_ns), signal_ns, emit_tid "
+			       "FROM temp.k_fences ORDER BY coalesce(emit_ns, init_ns, signal_ns), context, seqno",
+			       -1, &sel, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(ki->db,
+			       "INSERT INTO fence_ops(queue, adapter, op, fence, handle, value, queued_ns, "
+			       "observed_ns, end_ns, status, log_seq, epoch, thread) VALUES (?1, NULL, "
+			       "'signal', ?1, NULL, ?2, ?3, NULL, ?4, ?5, NULL, NULL, ?6)",
+			       -1, &ins, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(ki->db, "UPDATE temp.k_fences SET op_id = ?3 WHERE context = ?1 AND seqno = ?2",
+			       -1, &upd, NULL) != SQLITE_OK) {
+		rc = ki_sql_err(ki, err, "preparing dma_fence signals");
+		goto out_finalize;
+	}
+	while ((src = sqlite3_step(sel)) == SQLITE_ROW) {
+		sqlite3_bind_int64(ins, 1, NF_KERNEL_TIMELINE_BASE + sqlite3_column_int64(sel, 0));
+		sqlite3_bind_value(ins, 2, sqlite3_column_value(sel, 1));
+		sqlite3_bind_value(ins, 3, sqlite3_column_value(sel, 2));
+		sqlite3_bind_value(ins, 4, sqlite3_column_value(sel, 3));
+		sqlite3_bind_text(ins, 5, sqlite3_column_type(sel, 3) == SQLITE_NULL ? "unsignaled" : "complete",
+				  -1, SQLITE_STATIC);
+		sqlite3_bind_value(ins, 6, sqlite3_column_value(sel, 4));
+		src = sqlite3_step(ins);
+		sqlite3_reset(ins);
+		if (src != SQLITE_DONE) {
+			rc = ki_sql_err(ki, err, "writing dma_fence signals");
+			goto out_finalize;
+		}
+		sqlite3_bind_value(upd, 1, sqlite3_column_value(sel, 0));
+		sqlite3_bind_value(upd, 2, sqlite3_column_value(sel, 1));
+		sqlite3_bind_int64(upd, 3, sqlite3_last_insert_rowid(ki->db));
+		src = sqlite3_step(upd);
+		sqlite3_reset(upd);
+		if (src != SQLITE_DONE) {
+			rc = ki_sql_err(ki, err, "writing dma_fence signals");
+			goto out_finalize;
+		}
+	}
+	if (src != SQLITE_DONE)
+		rc = ki_sql_err(ki, err, "reading dma_fence signals");
+out_finalize:
+	sqlite3_finalize(upd);
+	sqlite3_finalize(ins);
+	sqlite3_finalize(sel);
+	return rc;
+}
+
+/*
+ * A wait was released by its fence's signal when the signal came no later than
+ * the wait's end; a wait that ended before its fence signaled timed out or was
+ * interrupted ('timeout'); one still open at the end is 'pending'.
+ */
+static int ki_finish_waits(struct nf_kernel_ingest *ki, struct nf_error *err)
+{
+	static const char sql[] =
+		"SELECT w.tid, w.context, w.seqno, w.start_ns, w.end_ns, f.op_id, f.signal_ns "
+		"FROM temp.k_waits w LEFT JOIN temp.k_fences f ON f.context = w.context AND f.seqno = w.seqno "
+		"ORDER BY coalesce(w.start_ns, w.end_ns), w.rowid";
+	sqlite3_stmt *sel = NULL, *op = NULL, *cw = NULL, *dep = NULL;
+	int rc = 0, src;
+
+	if (sqlite3_prepare_v2(ki->db, sql, -1, &sel, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(ki->db,
+			       "INSERT INTO fence_ops(queue, adapter, op, fence, handle, value, queued_ns, "
+			       "observed_ns, end_ns, status, log_seq, epoch, thread) VALUES (NULL, NULL, "
+			       "'wait', ?1, NULL, ?2, ?3, ?3, ?4, ?5, NULL, NULL, ?6)",
+			       -1, &op, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(ki->db,
+			       "INSERT INTO cpu_waits(thread, adapter, fence, value, start_ns, end_ns, status) "
+			       "VALUES (?1, NULL, ?2, ?3, ?4, ?5, ?6)",
+			       -1, &cw, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(ki->db,
+			       "INSERT INTO deps(signal_id, wait_id, cpu_signal, stall_ns) VALUES (?1, ?2, NULL, ?3)",
+			       -1, &dep, NULL) != SQLITE_OK) {
+		rc = ki_sql_err(ki, err, "preparing dma_fence waits");
+		goto out_finalize;
+	}
+	while ((src = sqlite3_step(sel)) == SQLITE_ROW) {
+		int64_t fence = NF_KERNEL_TIMELINE_BASE + sqlite3_column_int64(sel, 1);
+		bool has_start = sqlite3_column_type(sel, 3) != SQLITE_NULL;
+		bool has_end = sqlite3_column_type(sel, 4) != SQLITE_NULL;
+		bool has_sig = sqlite3_column_type(sel, 6) != SQLITE_NULL;
+		int64_t end = sqlite3_column_int64(sel, 4);
+		bool released = has_end && has_sig && sqlite3_column_int64(sel, 6) <= end;
+		const char *status = !has_end ? "pending" : released ? "satisfied" : "timeout";
+
+		sqlite3_bind_int64(op, 1, fence);
+		sqlite3_bind_value(op, 2, sqlite3_column_value(sel, 2));
+		sqlite3_bind_value(op, 3, sqlite3_column_value(sel, 3));
+		sqlite3_bind_value(op, 4, sqlite3_column_value(sel, 4));
+		sqlite3_bind_text(op, 5, has_end ? "complete" : "pending", -1, SQLITE_STATIC);
+		sqlite3_bind_value(op, 6, sqlite3_column_value(sel, 0));
+		src = sqlite3_step(op);
+		sqlite3_reset(op);
+		if (src != SQLITE_DONE)
+			goto out_sql;
+		int64_t wait_id = sqlite3_last_insert_rowid(ki->db);
+
+		sqlite3_bind_value(cw, 1, sqlite3_column_value(sel, 0));
+		sqlite3_bind_int64(cw, 2, fence);
+		sqlite3_bind_value(cw, 3, sqlite3_column_value(sel, 2));
+		sqlite3_bind_value(cw, 4, sqlite3_column_value(sel, 3));
+		sqlite3_bind_value(cw, 5, sqlite3_column_value(sel, 4));
+		sqlite3_bind_text(cw, 6, status, -1, SQLITE_STATIC);
+		src = sqlite3_step(cw);
+		sqlite3_reset(cw);
+		if (src != SQLITE_DONE)
+			goto out_sql;
+		if (!released)
+			continue;
+		sqlite3_bind_value(dep, 1, sqlite3_column_value(sel, 5));
+		sqlite3_bind_int64(dep, 2, wait_id);
+		if (has_start)
+			sqlite3_bind_int64(dep, 3, end - sqlite3_column_int64(sel, 3));
+		else
+			sqlite3_bind_null(dep, 3);
+		src = sqlite3_step(dep);
+		sqlite3_reset(dep);
+		if (src != SQLITE_DONE)
+			goto out_sql;
+	}
+	if (src != SQLITE_DONE)
+		goto out_sql;
+	goto out_finalize;
+out_sql:
+	rc = ki_sql_err(ki, err, "writing dma_fence waits");
+out_finalize:
+	sqlite3_finalize(dep);
+	sqlite3_finalize(cw);
+	sqlite3_finalize(op);
+	sqlite3_finalize(sel);
+	return rc;
+}
+
+int nf_kernel_ingest_finish(struct nf_kernel_ingest *ki, struct nf_error *err)
+{
+	int rc;
+
+	if (!ki)
+		return 0;
+	if (ki->finished)
+		return nf_error_set(err, NF_ESTATE, "timeline: kernel events already finished");
+	ki->finished = true;
+	/* Runs still going when the trace ended. */
+	for (size_t c = 0; c < ki->n_cpus; c++) {
+		const struct ki_cpu *cs = &ki->cpus[c];
+		sqlite3_stmt *s = ki->st[KS_RUN];
+
+		if (!cs->known || cs->tid == 0)
+			continue;
+		sqlite3_bind_int64(s, 1, cs->tid);
+		sqlite3_bind_int64(s, 2, (int64_t)c);
+		sqlite3_bind_int64(s, 3, cs->start_ns);
+		sqlite3_bind_null(s, 4);
+		sqlite3_bind_null(s, 5);
+		if ((rc = ki_step(ki, KS_RUN, err)))
+			return rc;
+	}
+	if ((rc = ki_exec(ki, ki_finish_timelines_sql, err)) ||
+	    (rc = ki_finish_signals(ki, err)) || (rc = ki_finish_waits(ki, err)))
+		return rc;
+	return ki_exec(ki, "DROP TABLE temp.k_fences; DROP TABLE temp.k_waits;"
+		       "CREATE INDEX cpu_runs_thread ON cpu_runs(thread, start_ns);"
+		       "CREATE INDEX kernel_events_ts ON kernel_events(ts_ns);", err);
+}
