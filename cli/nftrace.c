@@ -56,6 +56,17 @@ static const struct nf_cmd nf_commands[] = {
 	  "cannot be read (truncated or corrupt stream, not a CTF trace): one line on stderr.\n"
 	  "\n"
 	  "  --json   the same as one JSON object (verdict: whole, legal_anomalies or illegal)\n" },
+	{ "import", cmd_import, "convert a trace-cmd file (trace.dat) of Linux kernel events into a session",
+	  "usage: nftrace import TRACE.DAT -o DIR [--force]\n"
+	  "\n"
+	  "Reads a trace-cmd file (versions 6 and 7, every buffer instance in it) with libtracecmd and\n"
+	  "decodes its events with libtraceevent from the formats stored in the file. dma_fence events\n"
+	  "become fences on per-timeline rows, waits and signals (fence_ops, deps), sched_switch CPU\n"
+	  "thread rows (cpu_runs), other events raw rows (kernel_events), lost events anomalies.\n"
+	  "The session's clock is the trace's clock in nanoseconds from its first event.\n"
+	  "\n"
+	  "  -o, --output DIR   session directory to create\n"
+	  "  --force            replace an existing session in DIR\n" },
 	{ "help", cmd_help, "show help for nftrace or one command",
 	  "usage: nftrace help [COMMAND]\n" },
 };

@@ -1,0 +1,447 @@
+/*
+ * The kernel event decoder: one libtraceevent record in, kernel events of
+ * schemas/events.def out (through the CTF writer). Event formats are looked up
+ * once per event id and their fields cached; every field read is checked
+ * against the record's size, because the records come from files and pages we
+ * did not write. Strings that repeat are interned (KernelString).
+ */
+#include "kernel_int.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Bounds on what untrusted input can make us keep. */
+#define NF_KD_MAX_STRINGS (1u << 20)
+#define NF_KD_MAX_STRLEN 4096u
+#define NF_KD_EVENT_IDS 65536u  /* common_type is 16 bits */
+
+enum kd_kind {
+	KD_UNKNOWN = 0, KD_RAW, KD_FENCE, KD_SWITCH, KD_WAKEUP,
+};
+
+/* What we know about one event id (the format's fields we read). */
+struct kd_event {
+	enum kd_kind kind;
+	uint32_t ev_id;                   /* nf_event_id for KD_FENCE */
+	struct tep_event *event;
+	uint32_t name_id;                 /* interned "system:event" (KD_RAW) */
+	struct tep_format_field *f[8];
+};
+
+struct kd_str {
+	char *s;
+	uint32_t id;
+};
+
+struct nf_kdecoder {
+	struct tep_handle *tep;
+	struct nf_ctf_writer *w;
+	struct nf_kclock_map map;
+	char where[256];
+	struct kd_event **events;          /* [event id] */
+	struct kd_str *strs;               /* open addressing on the string */
+	size_t str_cap, n_strs;
+	struct trace_seq seq;
+	uint64_t last_ticks;
+	bool any;
+	struct nf_kernel_stats stats;
+};
+
+static uint64_t kd_hash(const char *s, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+	return h;
+}
+
+static int kd_emit(struct nf_kdecoder *d, struct nf_event *ev, struct nf_error *err)
+{
+	int rc = nf_ctf_writer_emit(d->w, ev);
+
+	if (rc)
+		return nf_error_set(err, rc, "%s", nf_ctf_writer_error(d->w)->msg);
+	return 0;
+}
+
+/* The session ticks of a kernel time, or false when it is before the origin. */
+static bool kd_ticks(struct nf_kdecoder *d, uint64_t ns, uint64_t *ticks)
+{
+	if (ns < d->map.origin_ns)
+		return false;
+	unsigned __int128 t = (unsigned __int128)(ns - d->map.origin_ns) * d->map.cpu_frequency /
+			      1000000000u;
+	*ticks = d->map.start_ticks + (uint64_t)t;
+	/* Records come merged in time order; a clock that is not monotonic across
+	 * CPUs (trace_clock local) must still give a stream that never goes back. */
+	if (d->any && *ticks < d->last_ticks)
+		*ticks = d->last_ticks;
+	d->last_ticks = *ticks;
+	d->any = true;
+	return true;
+}
+
+static int kd_strs_grow(struct nf_kdecoder *d)
+{
+	size_t ncap = d->str_cap ? d->str_cap * 2 : 1024;
+	struct kd_str *n = calloc(ncap, sizeof(*n));
+
+	if (!n)
+		return NF_ENOMEM;
+	for (size_t i = 0; i < d->str_cap; i++) {
+		if (!d->strs[i].s)
+			continue;
+		size_t j = kd_hash(d->strs[i].s, strlen(d->strs[i].s)) & (ncap - 1);
+
+		while (n[j].s)
+			j = (j + 1) & (ncap - 1);
+		n[j] = d->strs[i];
+	}
+	free(d->strs);
+	d->strs = n;
+	d->str_cap = ncap;
+	return 0;
+}
+
+/* The id of the string s[0..n) (NUL bytes end it), emitting a KernelString the first time. */
+static int kd_intern(struct nf_kdecoder *d, const char *s, size_t n, uint64_t ticks, uint32_t *id,
+		     struct nf_error *err)
+{
+	n = strnlen(s, n > NF_KD_MAX_STRLEN ? NF_KD_MAX_STRLEN : n);
+	if ((d->n_strs + 1) * 2 > d->str_cap && kd_strs_grow(d))
+		return nf_error_set(err, NF_ENOMEM, "%s: out of memory", d->where);
+	size_t j = kd_hash(s, n) & (d->str_cap - 1);
+
+	while (d->strs[j].s) {
+		if (strncmp(d->strs[j].s, s, n) == 0 && d->strs[j].s[n] == '\0') {
+			*id = d->strs[j].id;
+			return 0;
+		}
+		j = (j + 1) & (d->str_cap - 1);
+	}
+	if (d->n_strs >= NF_KD_MAX_STRINGS)
+		return nf_error_set(err, NF_ENOMEM, "%s: more than %u distinct names", d->where,
+				    NF_KD_MAX_STRINGS);
+	char *copy = strndup(s, n);
+	if (!copy)
+		return nf_error_set(err, NF_ENOMEM, "%s: out of memory", d->where);
+	d->strs[j].s = copy;
+	d->strs[j].id = (uint32_t)++d->n_strs;
+	*id = d->strs[j].id;
+
+	struct nf_event ev = { .id = NF_EV_KERNEL_STRING, .ts = ticks, .str = copy };
+	ev.f[NFF_KERNEL_STRING_id] = *id;
+	return kd_emit(d, &ev, err);
+}
+
+struct nf_kdecoder *nf_kdecoder_create(struct tep_handle *tep, struct nf_ctf_writer *w,
+				       const struct nf_kclock_map *map, uint32_t cpus,
+				       uint32_t source, const char *clock, const char *where,
+				       struct nf_error *err)
+{
+	struct nf_kdecoder *d = calloc(1, sizeof(*d));
+
+	if (!d) {
+		nf_error_set(err, NF_ENOMEM, "%s: out of memory", where);
+		return NULL;
+	}
+	d->tep = tep;
+	d->w = w;
+	d->map = *map;
+	snprintf(d->where, sizeof(d->where), "%s", where);
+	d->events = calloc(NF_KD_EVENT_IDS, sizeof(*d->events));
+	if (!d->events || kd_strs_grow(d)) {
+		nf_error_set(err, NF_ENOMEM, "%s: out of memory", where);
+		nf_kdecoder_destroy(d);
+		return NULL;
+	}
+	trace_seq_init(&d->seq);
+	d->stats.cpus = cpus;
+
+	struct nf_event ev = { .id = NF_EV_KERNEL_START, .ts = map->start_ticks, .str = clock };
+	ev.f[NFF_KERNEL_START_origin_ns] = map->origin_ns;
+	ev.f[NFF_KERNEL_START_cpus] = cpus;
+	ev.f[NFF_KERNEL_START_source] = source;
+	d->last_ticks = map->start_ticks;
+	d->any = true;
+	if (kd_emit(d, &ev, err)) {
+		nf_kdecoder_destroy(d);
+		return NULL;
+	}
+	return d;
+}
+
+void nf_kdecoder_destroy(struct nf_kdecoder *d)
+{
+	if (!d)
+		return;
+	if (d->events)
+		for (size_t i = 0; i < NF_KD_EVENT_IDS; i++)
+			free(d->events[i]);
+	free(d->events);
+	for (size_t i = 0; i < d->str_cap; i++)
+		free(d->strs[i].s);
+	free(d->strs);
+	if (d->seq.buffer)
+		trace_seq_destroy(&d->seq);
+	free(d);
+}
+
+void nf_kdecoder_get_stats(const struct nf_kdecoder *d, struct nf_kernel_stats *st)
+{
+	*st = d->stats;
+}
+
+static const struct {
+	const char *system, *name;
+	enum kd_kind kind;
+	uint32_t ev_id;
+} kd_known[] = {
+	{ "dma_fence", "dma_fence_init", KD_FENCE, NF_EV_KERNEL_DMA_FENCE_INIT },
+	{ "dma_fence", "dma_fence_emit", KD_FENCE, NF_EV_KERNEL_DMA_FENCE_EMIT },
+	{ "dma_fence", "dma_fence_enable_signal", KD_FENCE, NF_EV_KERNEL_DMA_FENCE_ENABLE_SIGNAL },
+	{ "dma_fence", "dma_fence_signaled", KD_FENCE, NF_EV_KERNEL_DMA_FENCE_SIGNALED },
+	{ "dma_fence", "dma_fence_wait_start", KD_FENCE, NF_EV_KERNEL_DMA_FENCE_WAIT_START },
+	{ "dma_fence", "dma_fence_wait_end", KD_FENCE, NF_EV_KERNEL_DMA_FENCE_WAIT_END },
+	{ "dma_fence", "dma_fence_destroy", KD_FENCE, NF_EV_KERNEL_DMA_FENCE_DESTROY },
+	{ "sched", "sched_switch", KD_SWITCH, 0 },
+	{ "sched", "sched_wakeup", KD_WAKEUP, 0 },
+};
+
+static const char *const kd_fence_fields[] = { "driver", "timeline", "context", "seqno" };
+static const char *const kd_switch_fields[] = { "prev_comm", "prev_pid", "prev_prio", "prev_state",
+						"next_comm", "next_pid", "next_prio" };
+static const char *const kd_wakeup_fields[] = { "comm", "pid", "prio", "target_cpu" };
+
+/* Looks the fields up; a format without them is decoded as a raw event. */
+static bool kd_fields(struct kd_event *ke, const char *const *names, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		ke->f[i] = tep_find_field(ke->event, names[i]);
+		if (!ke->f[i])
+			return false;
+	}
+	return true;
+}
+
+static struct kd_event *kd_event_for(struct nf_kdecoder *d, struct tep_record *rec,
+				     struct nf_error *err)
+{
+	struct tep_event *e;
+	int type;
+
+	if (rec->size < 2) {
+		nf_error_set(err, NF_EFORMAT, "%s: CPU %d, record at offset %llu: %d bytes, too short for an event",
+			     d->where, rec->cpu, rec->offset, rec->size);
+		return NULL;
+	}
+	type = tep_data_type(d->tep, rec);
+	if (type < 0 || (unsigned)type >= NF_KD_EVENT_IDS || !(e = tep_find_event(d->tep, type))) {
+		nf_error_set(err, NF_EFORMAT,
+			     "%s: CPU %d, record at offset %llu: event id %d has no format in the trace "
+			     "(missing or incomplete event formats)", d->where, rec->cpu, rec->offset, type);
+		return NULL;
+	}
+	if (d->events[type] && d->events[type]->event == e)
+		return d->events[type];
+	struct kd_event *ke = calloc(1, sizeof(*ke));
+	if (!ke) {
+		nf_error_set(err, NF_ENOMEM, "%s: out of memory", d->where);
+		return NULL;
+	}
+	ke->event = e;
+	ke->kind = KD_RAW;
+	for (size_t i = 0; i < sizeof(kd_known) / sizeof(kd_known[0]); i++) {
+		if (!e->system || strcmp(e->system, kd_known[i].system) || strcmp(e->name, kd_known[i].name))
+			continue;
+		bool ok = kd_known[i].kind == KD_FENCE ? kd_fields(ke, kd_fence_fields, 4)
+			: kd_known[i].kind == KD_SWITCH ? kd_fields(ke, kd_switch_fields, 7)
+			: kd_fields(ke, kd_wakeup_fields, 4);
+		if (ok) {
+			ke->kind = kd_known[i].kind;
+			ke->ev_id = kd_known[i].ev_id;
+		}
+	}
+	free(d->events[type]);
+	d->events[type] = ke;
+	return ke;
+}
+
+/* A number field, checked against the record. */
+static int kd_num(struct nf_kdecoder *d, struct tep_record *rec, struct tep_format_field *f,
+		  uint64_t *v, struct nf_error *err)
+{
+	unsigned long long x;
+
+	if (f->offset < 0 || f->size <= 0 || f->size > 8 || f->offset + f->size > rec->size ||
+	    tep_read_number_field(f, rec->data, &x) != 0)
+		return nf_error_set(err, NF_EFORMAT,
+				    "%s: CPU %d, record at offset %llu: field %s (offset %d, size %d) "
+				    "outside the %d-byte record", d->where, rec->cpu, rec->offset,
+				    f->name, f->offset, f->size, rec->size);
+	*v = x;
+	return 0;
+}
+
+/* A string field (char[N] or __data_loc char[]), checked against the record. */
+static int kd_strfield(struct nf_kdecoder *d, struct tep_record *rec, struct tep_format_field *f,
+		       const char **s, size_t *n, struct nf_error *err)
+{
+	const unsigned char *data = rec->data;
+
+	if (f->offset < 0 || f->size <= 0 || f->offset + f->size > rec->size)
+		goto out_bad;
+	if (f->flags & TEP_FIELD_IS_DYNAMIC) {
+		uint32_t loc;
+		uint32_t off, len;
+
+		if (f->size != 4)
+			goto out_bad;
+		memcpy(&loc, data + f->offset, 4);
+		off = loc & 0xffffu;
+		len = loc >> 16;
+		if (f->flags & TEP_FIELD_IS_RELATIVE)
+			off += (uint32_t)(f->offset + f->size);
+		if ((uint64_t)off + len > (uint64_t)rec->size)
+			goto out_bad;
+		*s = (const char *)data + off;
+		*n = len;
+		return 0;
+	}
+	*s = (const char *)data + f->offset;
+	*n = (size_t)f->size;
+	return 0;
+out_bad:
+	return nf_error_set(err, NF_EFORMAT,
+			    "%s: CPU %d, record at offset %llu: string field %s outside the %d-byte record",
+			    d->where, rec->cpu, rec->offset, f->name, rec->size);
+}
+
+static int kd_intern_field(struct nf_kdecoder *d, struct tep_record *rec, struct tep_format_field *f,
+			   uint64_t ticks, uint64_t *id, struct nf_error *err)
+{
+	const char *s = NULL;
+	size_t n = 0;
+	uint32_t i;
+	int rc = kd_strfield(d, rec, f, &s, &n, err);
+
+	if (rc || (rc = kd_intern(d, s, n, ticks, &i, err)))
+		return rc;
+	*id = i;
+	return 0;
+}
+
+int nf_kdecoder_lost(struct nf_kdecoder *d, int cpu, uint64_t ns, long long count,
+		     struct nf_error *err)
+{
+	struct nf_event ev = { .id = NF_EV_KERNEL_LOST };
+
+	if (!kd_ticks(d, ns, &ev.ts))
+		ev.ts = d->last_ticks;
+	ev.f[NFF_KERNEL_LOST_cpu] = (uint64_t)cpu;
+	ev.f[NFF_KERNEL_LOST_lost] = count > 0 ? (uint64_t)count : 0;
+	ev.f[NFF_KERNEL_LOST_counted] = count > 0;
+	d->stats.lost_records++;
+	if (count > 0)
+		d->stats.lost_events += (uint64_t)count;
+	return kd_emit(d, &ev, err);
+}
+
+int nf_kdecoder_record(struct nf_kdecoder *d, struct tep_record *rec, int cpu,
+		       struct nf_error *err)
+{
+	struct nf_event ev = { 0 };
+	struct kd_event *ke;
+	uint64_t v[8] = { 0 }, pid;
+	int rc;
+
+	d->stats.records++;
+	if (rec->missed_events && (rc = nf_kdecoder_lost(d, cpu, rec->ts, rec->missed_events, err)))
+		return rc;
+	if (!kd_ticks(d, rec->ts, &ev.ts)) {
+		d->stats.before_start++;
+		return 0;
+	}
+	if (!(ke = kd_event_for(d, rec, err)))
+		return err->code;
+	pid = (uint64_t)(uint32_t)tep_data_pid(d->tep, rec);
+	switch (ke->kind) {
+	case KD_FENCE:
+		if ((rc = kd_intern_field(d, rec, ke->f[0], ev.ts, &v[0], err)) ||
+		    (rc = kd_intern_field(d, rec, ke->f[1], ev.ts, &v[1], err)) ||
+		    (rc = kd_num(d, rec, ke->f[2], &v[2], err)) || (rc = kd_num(d, rec, ke->f[3], &v[3], err)))
+			return rc;
+		ev.id = ke->ev_id;
+		ev.f[NFF_KERNEL_DMA_FENCE_INIT_cpu] = (uint64_t)cpu;
+		ev.f[NFF_KERNEL_DMA_FENCE_INIT_tid] = pid;
+		ev.f[NFF_KERNEL_DMA_FENCE_INIT_driver] = v[0];
+		ev.f[NFF_KERNEL_DMA_FENCE_INIT_timeline] = v[1];
+		ev.f[NFF_KERNEL_DMA_FENCE_INIT_context] = v[2];
+		ev.f[NFF_KERNEL_DMA_FENCE_INIT_seqno] = v[3];
+		d->stats.dma_fence++;
+		return kd_emit(d, &ev, err);
+	case KD_SWITCH:
+		if ((rc = kd_intern_field(d, rec, ke->f[0], ev.ts, &v[0], err)) ||
+		    (rc = kd_num(d, rec, ke->f[1], &v[1], err)) || (rc = kd_num(d, rec, ke->f[2], &v[2], err)) ||
+		    (rc = kd_num(d, rec, ke->f[3], &v[3], err)) ||
+		    (rc = kd_intern_field(d, rec, ke->f[4], ev.ts, &v[4], err)) ||
+		    (rc = kd_num(d, rec, ke->f[5], &v[5], err)) || (rc = kd_num(d, rec, ke->f[6], &v[6], err)))
+			return rc;
+		ev.id = NF_EV_KERNEL_SCHED_SWITCH;
+		ev.f[NFF_KERNEL_SCHED_SWITCH_cpu] = (uint64_t)cpu;
+		ev.f[NFF_KERNEL_SCHED_SWITCH_prev_comm] = v[0];
+		ev.f[NFF_KERNEL_SCHED_SWITCH_prev_tid] = (uint32_t)v[1];
+		ev.f[NFF_KERNEL_SCHED_SWITCH_prev_prio] = (uint32_t)v[2];
+		ev.f[NFF_KERNEL_SCHED_SWITCH_prev_state] = v[3];
+		ev.f[NFF_KERNEL_SCHED_SWITCH_next_comm] = v[4];
+		ev.f[NFF_KERNEL_SCHED_SWITCH_next_tid] = (uint32_t)v[5];
+		ev.f[NFF_KERNEL_SCHED_SWITCH_next_prio] = (uint32_t)v[6];
+		d->stats.sched++;
+		return kd_emit(d, &ev, err);
+	case KD_WAKEUP:
+		if ((rc = kd_intern_field(d, rec, ke->f[0], ev.ts, &v[0], err)) ||
+		    (rc = kd_num(d, rec, ke->f[1], &v[1], err)) || (rc = kd_num(d, rec, ke->f[2], &v[2], err)) ||
+		    (rc = kd_num(d, rec, ke->f[3], &v[3], err)))
+			return rc;
+		ev.id = NF_EV_KERNEL_SCHED_WAKEUP;
+		ev.f[NFF_KERNEL_SCHED_WAKEUP_cpu] = (uint64_t)cpu;
+		ev.f[NFF_KERNEL_SCHED_WAKEUP_comm] = v[0];
+		ev.f[NFF_KERNEL_SCHED_WAKEUP_tid] = (uint32_t)v[1];
+		ev.f[NFF_KERNEL_SCHED_WAKEUP_prio] = (uint32_t)v[2];
+		ev.f[NFF_KERNEL_SCHED_WAKEUP_target_cpu] = (uint32_t)v[3];
+		ev.f[NFF_KERNEL_SCHED_WAKEUP_waker] = pid;
+		d->stats.sched++;
+		return kd_emit(d, &ev, err);
+	default:
+		break;
+	}
+	/* Anything else: its name and its fields as libtraceevent prints them. */
+	if (ke->name_id == 0) {
+		char name[256];
+		uint32_t id;
+
+		snprintf(name, sizeof(name), "%s:%s", ke->event->system ? ke->event->system : "?",
+			 ke->event->name ? ke->event->name : "?");
+		if ((rc = kd_intern(d, name, strlen(name), ev.ts, &id, err)))
+			return rc;
+		ke->name_id = id;
+	}
+	trace_seq_reset(&d->seq);
+	tep_print_event(d->tep, &d->seq, rec, "%s", TEP_PRINT_INFO);
+	trace_seq_terminate(&d->seq);
+	if (d->seq.state != TRACE_SEQ__GOOD)
+		return nf_error_set(err, NF_ENOMEM, "%s: out of memory printing an event", d->where);
+	if (d->seq.len > NF_KD_MAX_STRLEN)
+		d->seq.buffer[NF_KD_MAX_STRLEN] = '\0';
+	ev.id = NF_EV_KERNEL_RAW;
+	ev.f[NFF_KERNEL_RAW_cpu] = (uint64_t)cpu;
+	ev.f[NFF_KERNEL_RAW_tid] = pid;
+	ev.f[NFF_KERNEL_RAW_name] = ke->name_id;
+	ev.str = d->seq.buffer;
+	d->stats.raw++;
+	return kd_emit(d, &ev, err);
+}

@@ -1,0 +1,221 @@
+/*
+ * `nftrace import`: a trace-cmd file (trace.dat) into a session directory.
+ * libtracecmd reads the file (every buffer instance in it, merged in time
+ * order) and the formats stored in it; kernel/decode.c turns the records into
+ * kernel events; the CTF writer writes them. The file's header is checked
+ * first so that the common ways a file is bad get a precise message.
+ */
+#include "kernel_int.h"
+
+#include "nftrace/record.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <trace-cmd.h>
+
+#ifndef NF_VERSION
+#define NF_VERSION "0.0.0"
+#endif
+
+/* "\027\010\104tracing": the magic every trace-cmd file starts with. */
+static const unsigned char nf_tracecmd_magic[10] = { 0x17, 0x08, 0x44, 't', 'r', 'a', 'c', 'i', 'n', 'g' };
+
+/* The buffer instances a file can hold, at most (a bound on untrusted input). */
+#define NF_IMPORT_MAX_BUFFERS 256
+
+static int check_header(const char *path, struct nf_error *err)
+{
+	unsigned char h[32];
+	struct stat st;
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return nf_error_set(err, errno == ENOENT ? NF_ENOENT : NF_EIO, "%s: %s", path,
+				    strerror(errno));
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return nf_error_set(err, NF_EFORMAT, "%s: not a regular file", path);
+	}
+	n = read(fd, h, sizeof(h));
+	close(fd);
+	if (n < 0)
+		return nf_error_set(err, NF_EIO, "%s: %s", path, strerror(errno));
+	if (n < (ssize_t)sizeof(nf_tracecmd_magic) || memcmp(h, nf_tracecmd_magic, sizeof(nf_tracecmd_magic)))
+		return nf_error_set(err, NF_EFORMAT, "%s: not a trace-cmd file (no trace-cmd magic at offset 0)",
+				    path);
+	/* The version, in ASCII, NUL-terminated, right after the magic. */
+	size_t i = sizeof(nf_tracecmd_magic), v0 = i;
+	while (i < (size_t)n && h[i] >= '0' && h[i] <= '9' && i - v0 < 8)
+		i++;
+	if (i == (size_t)n)
+		return nf_error_set(err, NF_EFORMAT, "%s: truncated in the file header (%zd bytes)", path, n);
+	if (h[i] != '\0' || i == v0)
+		return nf_error_set(err, NF_EFORMAT, "%s:10: bad trace-cmd file version field", path);
+	if (strcmp((const char *)h + v0, "6") && strcmp((const char *)h + v0, "7"))
+		return nf_error_set(err, NF_EFORMAT,
+				    "%s:10: trace-cmd file version %s is not supported (versions 6 and 7 are)",
+				    path, (const char *)h + v0);
+	if ((size_t)n < i + 7)
+		return nf_error_set(err, NF_EFORMAT, "%s: truncated in the file header (%zd bytes)", path, n);
+	return 0;
+}
+
+/* Removes a session directory we created (plain files only). */
+static void remove_session_dir(const char *dir, bool rm_dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	char path[4200];
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		unlink(path);
+	}
+	closedir(d);
+	if (rm_dir)
+		rmdir(dir);
+}
+
+struct import_ctx {
+	struct nf_kdecoder *d;
+	struct nf_error *err;
+	int rc;
+};
+
+static int import_record(struct tracecmd_input *h, struct tep_record *rec, int cpu, void *data)
+{
+	struct import_ctx *c = data;
+
+	(void)h;
+	(void)cpu; /* libtracecmd passes something else here: the record knows its CPU */
+	c->rc = nf_kdecoder_record(c->d, rec, rec->cpu, c->err);
+	return c->rc ? -1 : 0;
+}
+
+int nf_kernel_import(const char *path, const char *out_dir, bool force, struct nf_kernel_stats *st,
+		     struct nf_error *err)
+{
+	struct tracecmd_input *handles[NF_IMPORT_MAX_BUFFERS + 1];
+	struct tracecmd_input *h;
+	struct nf_ctf_writer *w = NULL;
+	struct nf_kdecoder *d = NULL;
+	struct tep_handle *tep;
+	struct stat sst;
+	int n = 0, rc, nbuf;
+	bool created = false, existed;
+	uint64_t first = 0;
+
+	memset(st, 0, sizeof(*st));
+	if ((rc = check_header(path, err)))
+		return rc;
+	tracecmd_set_loglevel(TEP_LOG_NONE);
+	tep_set_loglevel(TEP_LOG_NONE);
+	h = tracecmd_open(path, TRACECMD_FL_LOAD_NO_PLUGINS | TRACECMD_FL_LOAD_NO_SYSTEM_PLUGINS);
+	if (!h)
+		return nf_error_set(err, NF_EFORMAT,
+				    "%s: libtracecmd cannot read it: truncated or corrupt headers, formats "
+				    "or CPU data", path);
+	tep = tracecmd_get_tep(h);
+	if (!tep || tep_get_events_count(tep) == 0) {
+		rc = nf_error_set(err, NF_EFORMAT, "%s: no event formats stored in the file", path);
+		goto out_close;
+	}
+	handles[n++] = h;
+	nbuf = tracecmd_buffer_instances(h);
+	if (nbuf < 0 || nbuf > NF_IMPORT_MAX_BUFFERS) {
+		rc = nf_error_set(err, NF_EFORMAT, "%s: %d buffer instances (at most %d)", path, nbuf,
+				  NF_IMPORT_MAX_BUFFERS);
+		goto out_close;
+	}
+	for (int i = 0; i < nbuf; i++) {
+		struct tracecmd_input *b = tracecmd_buffer_instance_handle(h, i);
+
+		if (!b) {
+			rc = nf_error_set(err, NF_EFORMAT, "%s: buffer instance %s is unreadable", path,
+					  tracecmd_buffer_instance_name(h, i));
+			goto out_close;
+		}
+		handles[n++] = b;
+	}
+	/* The session starts at the first event of any buffer. */
+	for (int i = 0; i < n; i++) {
+		uint64_t t = tracecmd_get_first_ts(handles[i]);
+
+		if (t && (!first || t < first))
+			first = t;
+	}
+	st->cpus = (uint32_t)tep_get_cpus(tep);
+	if ((rc = nf_record_prepare_dir(out_dir, force, err)))
+		goto out_close;
+	existed = stat(out_dir, &sst) == 0;
+	{
+		struct nf_ctf_env_entry env[] = {
+			{ "domain", false, 0, "nftrace" },
+			{ "tool_version", false, 0, NF_VERSION },
+			{ "schema_version", true, NF_SCHEMA_VERSION, NULL },
+			{ "source", false, 0, path },
+			{ "mode", false, 0, "kernel-import" },
+			{ "host", false, 0, "unknown" },
+			{ "seed", true, 0, NULL },
+			{ "cpu_frequency", true, 1000000000, NULL },
+			{ "start_ticks", true, (int64_t)first, NULL },
+			{ "ground_truth", true, 0, NULL },
+		};
+		struct nf_ctf_writer_options o = { 0 };
+
+		o.cpu_frequency = 1000000000u;
+		o.env = env;
+		o.n_env = sizeof(env) / sizeof(env[0]);
+		if ((rc = nf_ctf_writer_create(out_dir, &o, &w, err)))
+			goto out_close;
+		created = true;
+	}
+	struct nf_kclock_map map = { first, first, 1000000000u };
+	d = nf_kdecoder_create(tep, w, &map, st->cpus, 0, "unknown (trace-cmd file)", path, err);
+	if (!d) {
+		rc = err->code ? err->code : NF_ENOMEM;
+		goto out_writer;
+	}
+	struct import_ctx ctx = { d, err, 0 };
+	int irc = n == 1 ? tracecmd_iterate_events(h, NULL, 0, import_record, &ctx)
+			 : tracecmd_iterate_events_multi(handles, n, import_record, &ctx);
+	if (ctx.rc) {
+		rc = ctx.rc;
+		goto out_writer;
+	}
+	if (irc < 0) {
+		rc = nf_error_set(err, NF_EFORMAT, "%s: libtracecmd failed reading the CPU data (truncated?)",
+				  path);
+		goto out_writer;
+	}
+	nf_kdecoder_get_stats(d, st);
+	st->cpus = (uint32_t)tep_get_cpus(tep);
+	rc = 0;
+out_writer:
+	nf_kdecoder_destroy(d);
+	{
+		int rc2 = nf_ctf_writer_close(w, rc ? NULL : err);
+
+		if (!rc)
+			rc = rc2;
+	}
+	if (rc && created)
+		remove_session_dir(out_dir, !existed);
+out_close:
+	for (int i = n - 1; i >= 1; i--)
+		tracecmd_close(handles[i]);
+	tracecmd_close(h);
+	return rc;
+}

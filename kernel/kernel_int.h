@@ -1,0 +1,63 @@
+/*
+ * Private to kernel/: the decoder that turns libtraceevent records (from a
+ * trace-cmd file or from tracefs ring-buffer pages) into the kernel events of
+ * schemas/events.def and hands them to the CTF writer, and the loading of
+ * ftrace format files into a tep handle.
+ */
+#ifndef NF_KERNEL_INT_H
+#define NF_KERNEL_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <event-parse.h>
+
+#include "nftrace/ctf.h"
+#include "nftrace/error.h"
+#include "nftrace/kernel.h"
+
+struct nf_kdecoder;
+
+/* How kernel clock nanoseconds map onto the session's CPU clock ticks:
+ * ticks = start_ticks + (ns - origin_ns) * cpu_frequency / 1e9. */
+struct nf_kclock_map {
+	uint64_t origin_ns;
+	uint64_t start_ticks;
+	uint64_t cpu_frequency;
+};
+
+/*
+ * Creates a decoder writing into w (borrowed) with tep (borrowed). Emits
+ * KernelTraceStart at start_ticks first. NULL on failure (err filled).
+ */
+struct nf_kdecoder *nf_kdecoder_create(struct tep_handle *tep, struct nf_ctf_writer *w,
+				       const struct nf_kclock_map *map, uint32_t cpus,
+				       uint32_t source, const char *clock, const char *where,
+				       struct nf_error *err);
+
+/*
+ * Decodes one record of cpu (records must come in time order). Lost events the
+ * record carries (record->missed_events) come out first as KernelLostEvents.
+ * Returns 0, NF_EFORMAT (a record no format describes, or fields outside the
+ * record: "where: CPU n, record at offset o: ..."), NF_ENOMEM or NF_EIO.
+ */
+int nf_kdecoder_record(struct nf_kdecoder *d, struct tep_record *rec, int cpu,
+		       struct nf_error *err);
+
+/* Emits a KernelLostEvents for cpu at kernel time ns (count < 0: unknown). */
+int nf_kdecoder_lost(struct nf_kdecoder *d, int cpu, uint64_t ns, long long count,
+		     struct nf_error *err);
+
+void nf_kdecoder_get_stats(const struct nf_kdecoder *d, struct nf_kernel_stats *st);
+
+void nf_kdecoder_destroy(struct nf_kdecoder *d);
+
+/*
+ * Loads header_page and the format files of events_dir (a tracefs `events`
+ * directory, or a copy of one) into tep: every event of each system named
+ * (NULL: every system). Returns 0, NF_ENOENT, NF_EIO, NF_EFORMAT.
+ */
+int nf_kformats_load(struct tep_handle *tep, const char *events_dir, const char *const *systems,
+		     struct nf_error *err);
+
+#endif
