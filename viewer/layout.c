@@ -6,6 +6,7 @@
  * a rendered image.
  */
 #include "layout.h"
+#include "kernel_rows.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -367,9 +368,9 @@ static int place_cpu_rows(sqlite3 *db, const struct nf_render_options *opts,
 	fs = nf_render_in_list("fence", opts->fences, opts->fences ? opts->n_fences : 0);
 	if (fw && fs)
 		sql = sqlite3_mprintf("SELECT thread FROM cpu_waits WHERE thread IS NOT NULL%s "
-				      "UNION SELECT thread FROM cpu_signals WHERE thread IS NOT NULL%s "
+				      "UNION SELECT thread FROM cpu_signals WHERE thread IS NOT NULL%s%s "
 				      "ORDER BY 1",
-				      fw, fs);
+				      fw, fs, nf_render_kernel_threads_sql(opts));
 	if (!sql) {
 		ret = nf_error_set(err, NF_ENOMEM, "out of memory for a query");
 		goto out_free;

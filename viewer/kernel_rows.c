@@ -1,0 +1,133 @@
+/*
+ * Kernel rows (see kernel_rows.h): each thread's runs from cpu_runs as a thin
+ * dark bar along the bottom of its CPU row, under its CPU waits, and the
+ * deps of kernel CPU waits (fence_ops 'wait' rows with a thread and no queue)
+ * as arrows from the releasing signal's end to the wait's end. A run that was
+ * already going when the trace began starts at the session start; one still
+ * going at the end lasts to the session end: the trace says no more.
+ */
+#include "kernel_rows.h"
+
+#include <stdio.h>
+
+#define KR_BAR_H 5.0
+
+const char *nf_render_kernel_threads_sql(const struct nf_render_options *opts)
+{
+	if (opts->fences && opts->n_fences > 0)
+		return "";
+	return " UNION SELECT thread FROM cpu_runs WHERE thread IS NOT NULL";
+}
+
+static int kr_fail(sqlite3 *db, struct nf_error *err, const char *what)
+{
+	return nf_error_set(err, NF_ESQL, "%s: %s", what, sqlite3_errmsg(db));
+}
+
+static int kr_runs(sqlite3 *db, const struct nf_render_layout *lay, struct nf_render_scene *s,
+		   struct nf_error *err)
+{
+	static const char sql[] =
+		"SELECT thread, start_ns, end_ns FROM cpu_runs WHERE thread IS NOT NULL "
+		"AND (end_ns IS NULL OR end_ns >= ?1) AND (start_ns IS NULL OR start_ns <= ?2) "
+		"ORDER BY thread, start_ns";
+	struct nf_render_lane lane;
+	const struct nf_render_row *row = NULL;
+	sqlite3_stmt *st = NULL;
+	int64_t cur = 0, end_all = lay->session_end > lay->t1 ? lay->t1 : lay->session_end;
+	int rc, ret = 0, have_cur = 0;
+
+	if (nf_render_lane_init(&lane, lay) < 0)
+		return nf_error_set(err, NF_ENOMEM, "out of memory while drawing");
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+		ret = kr_fail(db, err, "reading cpu_runs");
+		goto out_release;
+	}
+	sqlite3_bind_int64(st, 1, lay->t0);
+	sqlite3_bind_int64(st, 2, lay->t1);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t thread = sqlite3_column_int64(st, 0);
+		int64_t a = sqlite3_column_type(st, 1) == SQLITE_NULL ? 0 : sqlite3_column_int64(st, 1);
+		int64_t b = sqlite3_column_type(st, 2) == SQLITE_NULL ? end_all : sqlite3_column_int64(st, 2);
+
+		if (!have_cur || thread != cur) {
+			if (row && nf_render_lane_flush(&lane, s) < 0)
+				goto out_oom;
+			have_cur = 1;
+			cur = thread;
+			row = nf_render_layout_thread(lay, thread);
+			if (row) {
+				double y1 = row->y + row->h - 2.0;
+
+				nf_render_lane_reset(&lane, y1 - KR_BAR_H, y1, NF_RB_CPUWAIT_EDGE,
+						     NF_RB_CPUWAIT_D, NF_RB_CPUWAIT_EDGE, NF_RB_OPEN_CPU);
+			}
+		}
+		if (!row || b < a)
+			continue;
+		if (nf_render_lane_box(&lane, s, nf_render_layout_x(lay, a), nf_render_layout_x(lay, b), 0) < 0)
+			goto out_oom;
+	}
+	if (rc != SQLITE_DONE) {
+		ret = kr_fail(db, err, "reading cpu_runs");
+		goto out_release;
+	}
+	if (row && nf_render_lane_flush(&lane, s) < 0)
+		goto out_oom;
+	goto out_release;
+out_oom:
+	ret = nf_error_set(err, NF_ENOMEM, "out of memory while drawing");
+out_release:
+	sqlite3_finalize(st);
+	nf_render_lane_release(&lane);
+	return ret;
+}
+
+static int kr_links(sqlite3 *db, const struct nf_render_layout *lay, struct nf_render_scene *s,
+		    struct nf_error *err)
+{
+	static const char sql[] =
+		"SELECT sg.queue, sg.end_ns, w.thread, w.end_ns FROM deps d "
+		"JOIN fence_ops w ON w.id = d.wait_id JOIN fence_ops sg ON sg.id = d.signal_id "
+		"WHERE w.queue IS NULL AND w.thread IS NOT NULL AND sg.end_ns IS NOT NULL "
+		"AND w.end_ns IS NOT NULL AND max(sg.end_ns, w.end_ns) >= ?1 AND min(sg.end_ns, w.end_ns) <= ?2";
+	sqlite3_stmt *st = NULL;
+	int rc, ret = 0;
+
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		return kr_fail(db, err, "reading deps of CPU waits");
+	sqlite3_bind_int64(st, 1, lay->t0);
+	sqlite3_bind_int64(st, 2, lay->t1);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const struct nf_render_row *from = nf_render_layout_queue(lay, sqlite3_column_int64(st, 0));
+		const struct nf_render_row *to = nf_render_layout_thread(lay, sqlite3_column_int64(st, 2));
+		double fy0, fy1, ty0, ty1;
+
+		if (!from || !to)
+			continue;
+		nf_render_lane_extent(from, NF_LANE_SIGNAL, &fy0, &fy1);
+		nf_render_lane_extent(to, NF_LANE_CPU, &ty0, &ty1);
+		s->n_links++;
+		if (nf_render_quads_add(&s->links, nf_render_layout_x(lay, sqlite3_column_int64(st, 1)),
+					(fy0 + fy1) / 2.0, nf_render_layout_x(lay, sqlite3_column_int64(st, 3)),
+					(ty0 + ty1) / 2.0) < 0) {
+			ret = nf_error_set(err, NF_ENOMEM, "out of memory while drawing");
+			break;
+		}
+	}
+	if (!ret && rc != SQLITE_DONE)
+		ret = kr_fail(db, err, "reading deps of CPU waits");
+	sqlite3_finalize(st);
+	return ret;
+}
+
+int nf_render_collect_kernel(sqlite3 *db, const struct nf_render_options *opts,
+			     const struct nf_render_layout *lay, struct nf_render_scene *s,
+			     struct nf_error *err)
+{
+	int ret = 0;
+
+	if (!opts->fences || opts->n_fences == 0)
+		ret = kr_runs(db, lay, s, err);
+	return ret ? ret : kr_links(db, lay, s, err);
+}
