@@ -2,8 +2,22 @@
  * The CTF 1.8 writer: turns nf_events into a trace directory that babeltrace2
  * and our parser read. The TSDL metadata is generated from the schema table
  * (schemas/events.def), so the file format can never drift from the events.
- * Events are buffered into packets; each packet goes out with a single write(),
- * so a killed recorder leaves only whole packets behind.
+ * Events are buffered into packets.
+ *
+ * Crash safety: a write() of many pages can be cut short between two pages
+ * when its process is killed, and babeltrace2 refuses a stream file that ends
+ * in a torn packet. So by default the recording process never writes the
+ * stream files itself: a small committer process, forked when the writer is
+ * created, receives each whole packet over a socket and appends it. If the
+ * recorder dies (even by SIGKILL), the committer sees end-of-file, cuts off any
+ * packet it received only in part, syncs the files and exits: the session stays
+ * readable up to its last complete packet. The committer ignores SIGINT,
+ * SIGTERM, SIGHUP, SIGQUIT and SIGXFSZ (so a file size limit is a write error,
+ * EFBIG), and calls only async-signal-safe functions (it may be forked from a
+ * threaded program). A write error there (disk full) is reported back with
+ * the file and the offset; the stream is cut back to its last whole packet.
+ * The metadata is written to a hidden file and renamed into place, so it is
+ * either complete or absent.
  */
 #include "nftrace/ctf.h"
 
@@ -13,7 +27,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <dirent.h>
 
@@ -47,6 +65,27 @@ struct nf_ctf_writer {
 	struct nf_ctf_stream streams[NF_STREAM_COUNT];
 	struct nf_ctf_writer_stats stats;
 	struct nf_error err;
+	int sock;                /* to the committer process */
+	pid_t committer;         /* 0: no committer, write in-process */
+	unsigned char reply[24]; /* a committer reply being received */
+	size_t reply_len;
+};
+
+/* Recorder -> committer: this header, then len bytes of one whole packet. */
+struct nf_ctf_pkt_msg {
+	uint32_t sid;
+	uint32_t zero;
+	uint64_t len;
+};
+
+/* Committer -> recorder: an error (with the stream's committed size), or done. */
+enum { NF_CTF_REPLY_OPEN = 1, NF_CTF_REPLY_WRITE, NF_CTF_REPLY_SYNC, NF_CTF_REPLY_DONE };
+struct nf_ctf_reply {
+	int32_t kind;
+	int32_t sid;
+	int32_t err;             /* errno */
+	int32_t zero;
+	uint64_t offset;         /* bytes of whole packets in the stream file */
 };
 
 static const char *const nf_ctf_stream_names[NF_STREAM_COUNT] = { "events", "truth", "kernel" };
@@ -311,6 +350,274 @@ static void stream_begin_packet(struct nf_ctf_stream *s)
 	s->n_events = 0;
 }
 
+/* ---- the committer process ---- */
+
+#define NF_CTF_COMMIT_CHUNK (1u << 20)
+
+/* Reads exactly len bytes; returns len, or fewer at end-of-file or error. */
+static size_t read_full(int fd, void *buf, size_t len)
+{
+	unsigned char *p = buf;
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t n = read(fd, p + got, len - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	return got;
+}
+
+static void committer_reply(int sock, int kind, int sid, int e, uint64_t offset)
+{
+	struct nf_ctf_reply r = { kind, sid, e, 0, offset };
+	const unsigned char *p = (const unsigned char *)&r;
+	size_t left = sizeof(r);
+
+	while (left) {
+		ssize_t n = send(sock, p, left, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return; /* the recorder is gone; nobody to tell */
+		p += n;
+		left -= (size_t)n;
+	}
+}
+
+/*
+ * The committer's whole life: append whole packets, cut off a torn one, sync,
+ * report, exit. Only async-signal-safe calls from here on.
+ */
+__attribute__((noreturn))
+static void committer_main(int sock, const struct nf_ctf_writer *w, unsigned char *buf)
+{
+	static const int ignored[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGXFSZ };
+	struct sigaction sa;
+	int fds[NF_STREAM_COUNT];
+	uint64_t committed[NF_STREAM_COUNT] = { 0 };
+	bool failed = false;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_IGN;
+	for (size_t i = 0; i < sizeof(ignored) / sizeof(ignored[0]); i++)
+		sigaction(ignored[i], &sa, NULL);
+	for (int s = 0; s < NF_STREAM_COUNT; s++)
+		fds[s] = -1;
+	for (;;) {
+		struct nf_ctf_pkt_msg m;
+		int fd;
+
+		if (read_full(sock, &m, sizeof(m)) != sizeof(m) || m.sid >= NF_STREAM_COUNT)
+			break; /* end of the recording (or a torn header: nothing written yet) */
+		if (!failed && fds[m.sid] < 0) {
+			fds[m.sid] = open(w->streams[m.sid].path,
+					  O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+			if (fds[m.sid] < 0) {
+				committer_reply(sock, NF_CTF_REPLY_OPEN, (int)m.sid, errno, 0);
+				failed = true;
+			}
+		}
+		fd = fds[m.sid];
+		for (uint64_t left = m.len; left;) {
+			size_t want = left < NF_CTF_COMMIT_CHUNK ? (size_t)left : NF_CTF_COMMIT_CHUNK;
+			ssize_t n = read(sock, buf, want);
+
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0) {
+				/* The recorder died mid-packet: keep only whole packets. */
+				if (!failed && ftruncate(fd, (off_t)committed[m.sid]) != 0)
+					failed = true;
+				goto out;
+			}
+			left -= (uint64_t)n;
+			if (failed)
+				continue; /* drain until the recorder closes */
+			int rc = write_all(fd, buf, (size_t)n);
+			if (rc) {
+				if (ftruncate(fd, (off_t)committed[m.sid]) != 0) {
+					/* the write error below is the one to report */
+				}
+				committer_reply(sock, NF_CTF_REPLY_WRITE, (int)m.sid, -rc,
+						committed[m.sid]);
+				failed = true;
+			}
+		}
+		if (!failed)
+			committed[m.sid] += m.len;
+	}
+out:
+	for (int s = 0; s < NF_STREAM_COUNT; s++) {
+		if (fds[s] < 0)
+			continue;
+		if (!failed && fsync(fds[s]) != 0 && errno != EINVAL) {
+			committer_reply(sock, NF_CTF_REPLY_SYNC, s, errno, committed[s]);
+			failed = true;
+		}
+		if (close(fds[s]) != 0 && !failed) {
+			committer_reply(sock, NF_CTF_REPLY_SYNC, s, errno, committed[s]);
+			failed = true;
+		}
+	}
+	committer_reply(sock, NF_CTF_REPLY_DONE, 0, 0, 0);
+	_exit(0);
+}
+
+/* Turns a committer's error reply into the writer's error. */
+static void committer_error(struct nf_ctf_writer *w, const struct nf_ctf_reply *r)
+{
+	const char *path = r->sid >= 0 && r->sid < NF_STREAM_COUNT ? w->streams[r->sid].path : w->dir;
+
+	switch (r->kind) {
+	case NF_CTF_REPLY_OPEN:
+		nf_error_set(&w->err, NF_EIO, "%s: cannot create: %s", path, strerror(r->err));
+		break;
+	case NF_CTF_REPLY_WRITE:
+		nf_error_set(&w->err, NF_EIO, "%s: write failed after %llu bytes: %s", path,
+			     (unsigned long long)r->offset, strerror(r->err));
+		break;
+	case NF_CTF_REPLY_SYNC:
+		nf_error_set(&w->err, NF_EIO, "%s: fsync or close failed: %s", path,
+			     strerror(r->err));
+		break;
+	default:
+		break;
+	}
+}
+
+/*
+ * Takes in what the committer has said so far (blocking: until it closes).
+ * Returns true once the committer said it is done.
+ */
+static bool committer_poll(struct nf_ctf_writer *w, bool block)
+{
+	bool done = false;
+
+	for (;;) {
+		ssize_t n = recv(w->sock, w->reply + w->reply_len, sizeof(w->reply) - w->reply_len,
+				 block ? 0 : MSG_DONTWAIT);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return done;
+		w->reply_len += (size_t)n;
+		if (w->reply_len == sizeof(w->reply)) {
+			struct nf_ctf_reply r;
+
+			memcpy(&r, w->reply, sizeof(r));
+			w->reply_len = 0;
+			if (r.kind == NF_CTF_REPLY_DONE)
+				done = true;
+			else if (!w->err.code)
+				committer_error(w, &r);
+		}
+	}
+}
+
+static int committer_start(struct nf_ctf_writer *w)
+{
+	int sv[2];
+	unsigned char *buf;
+	pid_t pid;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+		return nf_error_set(&w->err, NF_EIO, "%s: socketpair: %s", w->dir, strerror(errno));
+	buf = malloc(NF_CTF_COMMIT_CHUNK);
+	if (!buf) {
+		close(sv[0]);
+		close(sv[1]);
+		return nf_error_set(&w->err, NF_ENOMEM, "ctf writer: out of memory");
+	}
+	int sz = 4 << 20;
+	setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	setsockopt(sv[1], SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+	pid = fork();
+	if (pid < 0) {
+		int e = errno;
+		free(buf);
+		close(sv[0]);
+		close(sv[1]);
+		return nf_error_set(&w->err, NF_EIO, "%s: cannot start the committer process: %s",
+				    w->dir, strerror(e));
+	}
+	if (pid == 0) {
+		close(sv[0]);
+		committer_main(sv[1], w, buf);
+	}
+	free(buf);
+	close(sv[1]);
+	w->sock = sv[0];
+	w->committer = pid;
+	return 0;
+}
+
+/* Sends one whole packet to the committer. */
+static int committer_send(struct nf_ctf_writer *w, int sid, const void *pkt, size_t len)
+{
+	struct nf_ctf_pkt_msg m = { (uint32_t)sid, 0, len };
+	struct iovec iov[2] = { { &m, sizeof(m) }, { (void *)(uintptr_t)pkt, len } };
+	struct msghdr mh;
+	size_t left = sizeof(m) + len;
+
+	memset(&mh, 0, sizeof(mh));
+	mh.msg_iov = iov;
+	mh.msg_iovlen = 2;
+	while (left) {
+		ssize_t n = sendmsg(w->sock, &mh, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int e = errno;
+			committer_poll(w, true); /* why did it stop listening? */
+			if (!w->err.code)
+				nf_error_set(&w->err, NF_EIO, "%s: the committer process stopped: %s",
+					     w->dir, strerror(e));
+			return w->err.code;
+		}
+		left -= (size_t)n;
+		while (n > 0 && mh.msg_iovlen) {
+			size_t take = (size_t)n < mh.msg_iov[0].iov_len ? (size_t)n : mh.msg_iov[0].iov_len;
+
+			mh.msg_iov[0].iov_base = (unsigned char *)mh.msg_iov[0].iov_base + take;
+			mh.msg_iov[0].iov_len -= take;
+			n -= (ssize_t)take;
+			if (mh.msg_iov[0].iov_len == 0) {
+				mh.msg_iov++;
+				mh.msg_iovlen--;
+			}
+		}
+	}
+	committer_poll(w, false);
+	return w->err.code;
+}
+
+/* Ends the committer: it syncs and closes the files; returns its verdict. */
+static void committer_finish(struct nf_ctf_writer *w)
+{
+	int st;
+	bool done;
+
+	shutdown(w->sock, SHUT_WR);
+	done = committer_poll(w, true);
+	close(w->sock);
+	w->sock = -1;
+	while (waitpid(w->committer, &st, 0) < 0)
+		if (errno != EINTR)
+			break;
+	w->committer = 0;
+	if (!done && !w->err.code)
+		nf_error_set(&w->err, NF_EIO, "%s: the committer process died before syncing the session",
+			     w->dir);
+}
+
 static int stream_flush(struct nf_ctf_writer *w, int sid)
 {
 	struct nf_ctf_stream *s = &w->streams[sid];
@@ -320,7 +627,9 @@ static int stream_flush(struct nf_ctf_writer *w, int sid)
 
 	if (!s->buf || s->n_events == 0)
 		return 0;
-	if (s->fd < 0) {
+	if (w->err.code)
+		return w->err.code;
+	if (w->committer <= 0 && s->fd < 0) {
 		s->fd = open(s->path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 		if (s->fd < 0)
 			return nf_error_set(&w->err, NF_EIO, "%s: cannot create: %s", s->path,
@@ -335,6 +644,12 @@ static int stream_flush(struct nf_ctf_writer *w, int sid)
 	memcpy(p + 48, &bits, 8);
 	memcpy(p + 56, &zero, 8);
 	memcpy(p + 64, &s->seq, 8);
+	if (w->committer > 0) {
+		int rc = committer_send(w, sid, s->buf, s->len);
+		if (rc)
+			return rc;
+		goto sent;
+	}
 	int rc = write_all(s->fd, s->buf, s->len);
 	if (rc) {
 		/* Keep the stream whole: drop the partial packet from the file. */
@@ -344,6 +659,7 @@ static int stream_flush(struct nf_ctf_writer *w, int sid)
 		return nf_error_set(&w->err, NF_EIO, "%s: write failed after %llu bytes: %s",
 				    s->path, (unsigned long long)s->file_size, strerror(-rc));
 	}
+sent:
 	s->file_size += s->len;
 	w->stats.bytes += s->len;
 	w->stats.packets++;
@@ -356,7 +672,7 @@ int nf_ctf_writer_create(const char *dir, const struct nf_ctf_writer_options *op
 			 struct nf_ctf_writer **out, struct nf_error *err)
 {
 	struct nf_ctf_writer *w;
-	char uuid_str[37], path[4200];
+	char uuid_str[37], path[4200], tmp[4200];
 	int rc, fd;
 
 	*out = NULL;
@@ -373,6 +689,7 @@ int nf_ctf_writer_create(const char *dir, const struct nf_ctf_writer_options *op
 	snprintf(w->dir, sizeof(w->dir), "%s", dir);
 	w->packet_size = opts->packet_size ? opts->packet_size : NF_CTF_DEFAULT_PACKET;
 	w->truth = opts->truth_stream;
+	w->sock = -1;
 	uuid_from_env(opts, w->uuid);
 	uuid_format(w->uuid, uuid_str);
 	for (int s = 0; s < NF_STREAM_COUNT; s++) {
@@ -387,7 +704,8 @@ int nf_ctf_writer_create(const char *dir, const struct nf_ctf_writer_options *op
 		return nf_error_set(err, NF_ENOMEM, "ctf writer: out of memory");
 	}
 	snprintf(path, sizeof(path), "%s/metadata", dir);
-	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	snprintf(tmp, sizeof(tmp), "%s/.metadata.tmp", dir);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd < 0) {
 		rc = nf_error_set(err, NF_EIO, "%s: cannot create: %s", path, strerror(errno));
 		goto out_free;
@@ -397,11 +715,20 @@ int nf_ctf_writer_create(const char *dir, const struct nf_ctf_writer_options *op
 		rc = -errno;
 	if (close(fd) != 0 && rc == 0)
 		rc = -errno;
+	if (rc == 0 && rename(tmp, path) != 0)
+		rc = -errno;
 	if (rc) {
+		unlink(tmp);
 		rc = nf_error_set(err, NF_EIO, "%s: write failed: %s", path, strerror(-rc));
 		goto out_free;
 	}
 	free(meta);
+	rc = committer_start(w);
+	if (rc) {
+		nf_error_set(err, rc, "%s", w->err.msg);
+		free(w);
+		return rc;
+	}
 	*out = w;
 	return 0;
 out_free:
@@ -594,6 +921,8 @@ int nf_ctf_writer_close(struct nf_ctf_writer *w, struct nf_error *err)
 		return 0;
 	if (!w->err.code)
 		nf_ctf_writer_flush(w);
+	if (w->committer > 0)
+		committer_finish(w);
 	for (int s = 0; s < NF_STREAM_COUNT; s++) {
 		struct nf_ctf_stream *st = &w->streams[s];
 

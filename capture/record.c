@@ -141,6 +141,12 @@ int nf_record_scenario(const struct nf_record_options *opts, struct nf_record_re
 	}
 	if (!rc && !res->interrupted)
 		rc = nf_runtime_finish(rt, err);
+	if (rc && nf_ctf_writer_error(w)->code) {
+		/* The engine only knows its sink failed; the writer knows which file
+		 * and why (disk full, file size limit): that is the message. */
+		nf_error_clear(err);
+		nf_error_set(err, nf_ctf_writer_error(w)->code, "%s", nf_ctf_writer_error(w)->msg);
+	}
 	if (opts->progress)
 		fprintf(stderr, "\r%*s\r", 78, "");
 	struct nf_runtime_stats rs;

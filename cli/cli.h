@@ -9,6 +9,8 @@
 
 /* Exit codes. */
 enum { NF_EXIT_OK = 0, NF_EXIT_FAIL = 1, NF_EXIT_USAGE = 2 };
+/* `record` stopped by SIGINT or SIGTERM, session closed cleanly (128 + SIGINT). */
+enum { NF_EXIT_INTERRUPTED = 130 };
 
 struct nf_cmd {
 	const char *name;

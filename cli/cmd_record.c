@@ -94,9 +94,11 @@ int cmd_record(int argc, char **argv)
 	nf_error_clear(&err);
 	rc = o.argv ? nf_record_program(&o, &res, &err) : nf_record_scenario(&o, &res, &err);
 	if (rc == NF_EINTR) {
+		/* 128 + SIGINT, as shells report an interrupted command; the
+		 * session is whole up to the interruption. */
 		fprintf(stderr, "nftrace record: interrupted; session %s closed cleanly (%llu events)\n",
 			o.out_dir, (unsigned long long)res.events);
-		return NF_EXIT_FAIL;
+		return NF_EXIT_INTERRUPTED;
 	}
 	if (rc)
 		return nf_cli_fail("record", &err);

@@ -3,10 +3,16 @@
  * `metadata` file generated from schemas/events.def, and one binary stream file
  * per stream), directly, the way LTTng and barectf do.
  *
- * Crash safety: the metadata is complete before the first event, and events go
- * out in whole packets with one write each, so a killed recorder leaves a trace
- * readable up to its last complete packet. A short write (disk full) truncates
- * the stream back to the last complete packet and reports NF_EIO.
+ * Crash safety: the metadata is renamed into place complete before the first
+ * event. Events go out in whole packets to a committer process (forked by
+ * nf_ctf_writer_create, reaped by nf_ctf_writer_close) that appends them to the
+ * stream files; if the calling process is killed, even by SIGKILL, the
+ * committer drops any packet it got only in part, syncs and exits, so the
+ * trace stays readable up to its last complete packet. A failed write (disk
+ * full, file size limit) cuts the stream back to its last complete packet, and
+ * the next emit, flush or close returns NF_EIO with the file and the offset.
+ * (A writer from nf_ctf_writer_open_append writes in-process, one write()
+ * per packet, with no committer.)
  */
 #ifndef NFTRACE_CTF_H
 #define NFTRACE_CTF_H
@@ -40,7 +46,8 @@ struct nf_ctf_writer_options {
 
 struct nf_ctf_writer;
 
-/* Creates DIR (must not exist, or be empty) and writes the metadata. */
+/* Creates DIR (must not exist, or be empty), writes the metadata and starts
+ * the committer process. */
 int nf_ctf_writer_create(const char *dir, const struct nf_ctf_writer_options *opts,
 			 struct nf_ctf_writer **out, struct nf_error *err);
 
