@@ -9,6 +9,8 @@
  */
 #include "nftrace/parser.h"
 
+#include "prescan.h"
+
 #include <babeltrace2/babeltrace.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -645,6 +647,11 @@ int nf_parser_open(const char *dir, struct nf_parser **out, struct nf_error *err
 	free(meta);
 	if (rc != 0 || !S_ISREG(st.st_mode))
 		return nf_error_set(err, NF_EFORMAT, "%s: not an nftrace session (no CTF metadata)", dir);
+
+	/* Our own sessions are checked before babeltrace2 reads them (prescan.c). */
+	rc = nf_prescan_session(dir, err);
+	if (rc)
+		return rc;
 
 	/* Babeltrace must never print: the library reports through err only. */
 	bt_logging_set_global_level(BT_LOGGING_LEVEL_NONE);

@@ -185,7 +185,10 @@ static size_t test_events(struct nf_event *out)
 static void write_session(const char *dir, const struct nf_ctf_env_entry *env, size_t n_env,
 			  uint32_t packet_size, size_t repeat)
 {
-	struct nf_ctf_writer_options o = { CPU_HZ, 0, true, packet_size, env, n_env };
+	struct nf_ctf_writer_options o = {
+		.cpu_frequency = CPU_HZ, .truth_stream = true, .packet_size = packet_size,
+		.env = env, .n_env = n_env,
+	};
 	struct nf_ctf_writer *w;
 	struct nf_event evs[16];
 	struct nf_error err;
