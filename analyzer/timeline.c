@@ -143,7 +143,28 @@ static int make_shadow(const char *session_dir, const char *db_dir, char *shadow
 			rc = nf_error_set(err, NF_EINVAL, "%s: path too long", de->d_name);
 			break;
 		}
-		if (symlink(from, to) != 0) {
+		/* Only plain files: a symlink planted in a session is not followed. */
+		struct stat st;
+		if (lstat(from, &st) != 0) {
+			rc = nf_error_set(err, NF_EIO, "%s/%s: %s", session_dir, de->d_name, strerror(errno));
+			break;
+		}
+		if (S_ISLNK(st.st_mode) || !S_ISREG(st.st_mode)) {
+			rc = nf_error_set(err, NF_EFORMAT, "%s/%s: %s; a session holds plain files only",
+					  session_dir, de->d_name,
+					  S_ISLNK(st.st_mode) ? "is a symbolic link (not following it)"
+							      : "is not a regular file (directory, FIFO or device)");
+			break;
+		}
+		/* Hard links: the parser refuses symlinks too. Where they are not
+		 * possible the session is read in place (every file the analyzer
+		 * makes there is hidden, and babeltrace2 skips hidden files). */
+		if (link(from, to) != 0) {
+			if (errno == EXDEV || errno == EPERM || errno == EMLINK || errno == ENOTSUP ||
+			    errno == EOPNOTSUPP) {
+				rc = 1;
+				break;
+			}
 			rc = nf_error_set(err, NF_EIO, "%s: cannot link: %s", to, strerror(errno));
 			break;
 		}
@@ -152,6 +173,12 @@ static int make_shadow(const char *session_dir, const char *db_dir, char *shadow
 out_remove:
 	if (rc)
 		remove_shadow(shadow);
+	if (rc == 1) {
+		/* No hard links here: the parser reads the session directory itself. */
+		if ((size_t)snprintf(shadow, len, "%s", real) >= len)
+			return nf_error_set(err, NF_EINVAL, "%s: path too long", session_dir);
+		return 1;
+	}
 	return rc;
 }
 
@@ -199,6 +226,9 @@ int nf_timeline_build(const char *session_dir, const char *db_path, struct nf_er
 		strcpy(dir, ".");
 	}
 	rc = make_shadow(session_dir, dir, shadow, sizeof(shadow), err);
+	bool in_place = rc == 1;
+	if (in_place)
+		rc = 0;
 	if (rc)
 		goto out_free;
 	fd = mkstemp(tmp);
@@ -216,7 +246,8 @@ int nf_timeline_build(const char *session_dir, const char *db_path, struct nf_er
 	if (rc)
 		unlink(tmp);
 out_shadow:
-	remove_shadow(shadow);
+	if (!in_place)
+		remove_shadow(shadow);
 out_free:
 	free(tmp);
 	free(dir);
@@ -288,7 +319,9 @@ static bool db_is_fresh(const char *session_dir, const char *db_path)
 	struct timespec newest = { 0, 0 };
 	struct stat st;
 
-	if (stat(db_path, &st) != 0)
+	/* lstat: a planted symlink is never read nor written through; the
+	 * rebuild's rename() replaces the link itself. */
+	if (lstat(db_path, &st) != 0 || !S_ISREG(st.st_mode))
 		return false;
 	newest_trace_mtime(session_dir, 2, &newest);
 	if (st.st_mtim.tv_sec < newest.tv_sec ||
@@ -304,17 +337,21 @@ int nf_timeline_ensure(const char *session_dir, char *db_path, size_t db_path_le
 	struct stat st;
 	int fd, rc = 0;
 
-	if (stat(session_dir, &st) != 0 || !S_ISDIR(st.st_mode))
+	if (stat(session_dir, &st) != 0)
 		return nf_error_set(err, NF_ENOENT, "%s: no such session directory", session_dir);
+	if (!S_ISDIR(st.st_mode))
+		return nf_error_set(err, NF_ENOENT, "%s: not a directory (a session is a directory)",
+				    session_dir);
 	if ((size_t)snprintf(db_path, db_path_len, "%s/%s", session_dir, NF_TIMELINE_DB_NAME) >=
 	    db_path_len)
 		return nf_error_set(err, NF_EINVAL, "%s: path too long", session_dir);
 	if ((size_t)snprintf(lock_path, sizeof(lock_path), "%s/%s", session_dir,
 			     NF_TIMELINE_LOCK_NAME) >= sizeof(lock_path))
 		return nf_error_set(err, NF_EINVAL, "%s: path too long", session_dir);
-	fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (fd < 0)
-		return nf_error_set(err, NF_EIO, "%s: %s", lock_path, strerror(errno));
+		return nf_error_set(err, NF_EIO, "%s: %s", lock_path,
+				    errno == ELOOP ? "is a symbolic link (not following it)" : strerror(errno));
 	while (flock(fd, LOCK_EX) != 0) {
 		if (errno != EINTR) {
 			rc = nf_error_set(err, NF_EIO, "%s: lock: %s", lock_path, strerror(errno));

@@ -17,6 +17,10 @@
 #define SC_MAX_DEPTH 8
 #define SC_MAX_EXPR 32
 #define SC_MAX_FILE (16u << 20)
+/* Resource bounds (schemas/scenario.md, docs/RELIABILITY.md): statements run
+ * (each repeat iteration counts), and the memory of all log buffers. */
+#define SC_MAX_STEPS 100000000ull
+#define SC_MAX_LOG_BYTES (1ull << 30)
 
 enum sc_kind { SC_ADAPTER, SC_QUEUE, SC_FENCE, SC_EVENT, SC_KIND_COUNT };
 static const char *const sc_kind_names[SC_KIND_COUNT] = { "adapter", "queue", "fence", "event" };
@@ -41,6 +45,7 @@ struct sc_stmt {
 	uint32_t a, b, c;            /* symbol indices */
 	struct sc_expr e1, e2;       /* value / duration / count, timeout */
 	bool has_e2;
+	uint64_t steps;              /* statements it runs (repeat: with its body), saturated */
 	struct nf_adapter_desc adesc;
 	struct nf_fence_desc fdesc;
 	uint32_t node, engine, process;
@@ -534,6 +539,8 @@ static int parse_settings(struct sc_parser *p, bool os)
 			rc = parse_bool(p, v, &cfg->tracing);
 		} else if (os && word_is(k, "tracing_log_entries")) {
 			rc = parse_u32(p, v, &cfg->tracing_log_entries);
+			if (!rc && (cfg->tracing_log_entries == 0 || cfg->tracing_log_entries > (1u << 20)))
+				return perr(p, v->col, "tracing_log_entries must be between 1 and 1048576");
 		} else if (os && word_is(k, "log_read_interval")) {
 			rc = const_value(p, v, sc_time_units, &cfg->log_read_interval_ns);
 		} else if (os && word_is(k, "calibration_interval")) {
@@ -556,6 +563,23 @@ static int parse_settings(struct sc_parser *p, bool os)
 
 static int parse_block(struct sc_parser *p, const char **cursor, const char *end,
 		       struct sc_stmt **out, uint32_t *n_out, bool in_repeat);
+static void free_stmts(struct sc_stmt *v, uint32_t n);
+
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+/* Statements a block runs; a repeat whose count uses a loop variable counts
+ * one iteration here (the run counts the rest). */
+static uint64_t block_steps(const struct sc_stmt *v, uint32_t n)
+{
+	uint64_t total = 0;
+
+	for (uint32_t i = 0; i < n; i++)
+		total = sat_add(total, v[i].steps);
+	return total;
+}
 
 static int parse_statement(struct sc_parser *p, struct sc_stmt *st, const char **cursor,
 			   const char *end)
@@ -565,6 +589,7 @@ static int parse_statement(struct sc_parser *p, struct sc_stmt *st, const char *
 
 	memset(st, 0, sizeof(*st));
 	st->line = p->line;
+	st->steps = 1;
 	if (word_is(w0, "adapter")) {
 		st->op = SC_OP_ADAPTER;
 		return p->depth ? perr(p, w0->col, "adapter is not allowed inside repeat") :
@@ -737,9 +762,25 @@ static int parse_statement(struct sc_parser *p, struct sc_stmt *st, const char *
 		st->var_depth = p->depth;
 		snprintf(p->vars[p->depth], sizeof(p->vars[0]), "%s", var);
 		p->depth++;
+		uint32_t line = p->line, col = w0->col;
 		rc = parse_block(p, cursor, end, &st->body, &st->n_body, true);
 		p->depth--;
-		return rc;
+		if (rc)
+			return rc;
+		/* 1 + count x (1 + body), counted as the run counts them. */
+		uint64_t count = 1, body = sat_add(block_steps(st->body, st->n_body), 1);
+		if (expr_is_const(&st->e1))
+			(void)eval_expr(&st->e1, NULL, &count);
+		st->steps = count && body > UINT64_MAX / count ? UINT64_MAX : sat_add(count * body, 1);
+		if (st->steps > SC_MAX_STEPS) {
+			p->line = line;
+			char n[32] = "2^64 or more";
+			if (st->steps < UINT64_MAX)
+				snprintf(n, sizeof(n), "%llu", (unsigned long long)st->steps);
+			return perr(p, col, "this repeat runs %s statements, more than the limit of %llu",
+				    n, (unsigned long long)SC_MAX_STEPS);
+		}
+		return 0;
 	}
 	return perr(p, w0->col, "unknown statement '%.*s'", (int)w0->len, w0->s);
 }
@@ -840,10 +881,7 @@ static int parse_block(struct sc_parser *p, const char **cursor, const char *end
 	*n_out = n;
 	return 0;
 out_free:
-	for (uint32_t i = 0; i < n; i++)
-		if (v[i].op == SC_OP_REPEAT)
-			free(v[i].body);
-	free(v);
+	free_stmts(v, n);
 	return rc;
 }
 
@@ -853,6 +891,48 @@ static void free_stmts(struct sc_stmt *v, uint32_t n)
 		if (v[i].op == SC_OP_REPEAT)
 			free_stmts(v[i].body, v[i].n_body);
 	free(v);
+}
+
+/*
+ * Resource bounds of a whole scenario, checked before anything runs: the
+ * statements it runs (each repeat is also checked where it is parsed), and the
+ * memory its log buffers take (two logs per queue, a log entry and its ground
+ * truth per slot), so a scenario cannot make the recorder run for days or
+ * allocate more than the machine has.
+ */
+static int check_bounds(const struct nf_scenario *sc, struct nf_error *err)
+{
+	const struct nf_runtime_config *cfg = &sc->settings.cfg;
+	const uint64_t slot = sizeof(struct nf_log_entry) + 64; /* entry + its ground truth */
+	uint64_t total = 0, bytes = 0;
+	uint32_t queues = 0;
+
+	for (uint32_t i = 0; i < sc->n_stmts; i++) {
+		const struct sc_stmt *st = &sc->stmts[i];
+
+		total = sat_add(total, st->steps);
+		if (total > SC_MAX_STEPS)
+			return nf_error_set(err, NF_EFORMAT,
+					    "%s:%u:1: the scenario runs more than %llu statements here (the limit)",
+					    sc->name, st->line, (unsigned long long)SC_MAX_STEPS);
+		if (st->op != SC_OP_QUEUE)
+			continue;
+		/* The queue's adapter is the statement that defined the symbol. */
+		uint64_t entries = 0;
+		for (uint32_t j = 0; j < i; j++)
+			if (sc->stmts[j].op == SC_OP_ADAPTER && sc->stmts[j].a == st->b)
+				entries = sc->stmts[j].adesc.log_entries;
+		if (!entries)
+			entries = cfg->tracing ? cfg->tracing_log_entries : NF_LOG_DEFAULT_ENTRIES;
+		bytes += 2 * entries * slot;
+		queues++;
+		if (bytes > SC_MAX_LOG_BYTES)
+			return nf_error_set(err, NF_EFORMAT,
+					    "%s:%u:1: the log buffers of %u queues would take more than %llu MiB (the limit)",
+					    sc->name, st->line, queues,
+					    (unsigned long long)(SC_MAX_LOG_BYTES >> 20));
+	}
+	return 0;
 }
 
 int nf_scenario_parse(const char *name, const char *text, size_t len, struct nf_scenario **out,
@@ -893,6 +973,11 @@ int nf_scenario_parse(const char *name, const char *text, size_t len, struct nf_
 		nf_scenario_destroy(sc);
 		return nf_error_set(err, NF_EFORMAT, "%s:1:1: empty scenario (no statements)",
 				    name ? name : "<scenario>");
+	}
+	rc = check_bounds(sc, err);
+	if (rc) {
+		nf_scenario_destroy(sc);
+		return rc;
 	}
 	*out = sc;
 	return 0;
@@ -962,6 +1047,7 @@ struct sc_run {
 	uint32_t *objs;          /* symbol -> adapter index or handle */
 	uint64_t vars[SC_MAX_DEPTH];
 	uint64_t ops;
+	uint64_t steps;          /* statements run, repeat iterations included */
 };
 
 __attribute__((format(printf, 3, 4)))
@@ -992,6 +1078,9 @@ static int run_stmt(struct sc_run *r, const struct sc_stmt *st)
 	int rc = 0;
 
 	nf_error_clear(&e);
+	if (++r->steps > SC_MAX_STEPS)
+		return rerr(r, st, "the scenario ran more than %llu statements (the limit)",
+			    (unsigned long long)SC_MAX_STEPS);
 	switch (st->op) {
 	case SC_OP_ADAPTER:
 		rc = nf_adapter_create(r->rt, &st->adesc, &r->objs[st->a], &e);
@@ -1085,6 +1174,13 @@ static int run_stmt(struct sc_run *r, const struct sc_stmt *st)
 	case SC_OP_REPEAT:
 		rc = run_value(r, st, &st->e1, &x);
 		for (uint64_t i = 0; !rc && i < x; i++) {
+			if (++r->steps > SC_MAX_STEPS)
+				return rerr(r, st, "the scenario ran more than %llu statements (the limit)",
+					    (unsigned long long)SC_MAX_STEPS);
+			/* Empty or op-less loops still notice an interrupt. */
+			if (r->progress && r->progress->tick && (r->steps & 0xffff) == 0 &&
+			    (rc = r->progress->tick(r->progress->ctx, r->ops)) != 0)
+				return rc;
 			r->vars[st->var_depth] = i;
 			rc = run_block(r, st->body, st->n_body);
 		}
@@ -1108,7 +1204,7 @@ static int run_block(struct sc_run *r, const struct sc_stmt *v, uint32_t n)
 int nf_scenario_run(const struct nf_scenario *s, nf_runtime *rt,
 		    const struct nf_scenario_progress *progress, struct nf_error *err)
 {
-	struct sc_run r = { s, rt, progress, err, NULL, { 0 }, 0 };
+	struct sc_run r = { s, rt, progress, err, NULL, { 0 }, 0, 0 };
 	int rc;
 
 	r.objs = calloc(s->n_syms ? s->n_syms : 1, sizeof(*r.objs));

@@ -12,6 +12,7 @@
 #include "prescan.h"
 
 #include <babeltrace2/babeltrace.h>
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -624,6 +625,48 @@ static void nf_pass_release(struct nf_pass *ps)
 
 /* ---- public API ----------------------------------------------------------- */
 
+/*
+ * babeltrace2 opens every visible file of a trace directory. A session holds
+ * plain files only: a symbolic link planted in it (to /etc/passwd, another
+ * session, /dev/zero) is not followed, and a FIFO, device or directory (which
+ * babeltrace2 would block on or skip silently) is refused.
+ */
+static int nf_check_plain_files(const char *dir, struct nf_error *err)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int rc = 0;
+
+	if (!d)
+		return nf_error_set(err, NF_ENOENT, "%s: %s", dir, strerror(errno));
+	while (!rc && (de = readdir(d)) != NULL) {
+		struct stat st;
+		char *path;
+
+		if (de->d_name[0] == '.')
+			continue;
+		size_t n = strlen(dir) + strlen(de->d_name) + 2;
+		if (!(path = malloc(n))) {
+			rc = nf_error_set(err, NF_ENOMEM, "out of memory");
+			break;
+		}
+		snprintf(path, n, "%s/%s", dir, de->d_name);
+		if (lstat(path, &st) != 0)
+			rc = nf_error_set(err, NF_EIO, "%s: %s", path, strerror(errno));
+		else if (S_ISLNK(st.st_mode))
+			rc = nf_error_set(err, NF_EFORMAT,
+					  "%s: is a symbolic link; a session holds plain files only (not following it)",
+					  path);
+		else if (!S_ISREG(st.st_mode))
+			rc = nf_error_set(err, NF_EFORMAT,
+					  "%s: is not a regular file (directory, FIFO or device); a session holds plain files only",
+					  path);
+		free(path);
+	}
+	closedir(d);
+	return rc;
+}
+
 int nf_parser_open(const char *dir, struct nf_parser **out, struct nf_error *err)
 {
 	struct nf_parser *p;
@@ -635,18 +678,23 @@ int nf_parser_open(const char *dir, struct nf_parser **out, struct nf_error *err
 	int rc;
 
 	*out = NULL;
-	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+	if (stat(dir, &st) != 0)
 		return nf_error_set(err, NF_ENOENT, "%s: no such directory", dir);
+	if (!S_ISDIR(st.st_mode))
+		return nf_error_set(err, NF_ENOENT, "%s: not a directory (a session is a directory)", dir);
 	len = strlen(dir);
 	meta = malloc(len + sizeof("/metadata"));
 	if (!meta)
 		return nf_error_set(err, NF_ENOMEM, "out of memory");
 	memcpy(meta, dir, len);
 	memcpy(meta + len, "/metadata", sizeof("/metadata"));
-	rc = stat(meta, &st);
+	rc = lstat(meta, &st);
 	free(meta);
-	if (rc != 0 || !S_ISREG(st.st_mode))
+	if (rc != 0 || !(S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)))
 		return nf_error_set(err, NF_EFORMAT, "%s: not an nftrace session (no CTF metadata)", dir);
+	rc = nf_check_plain_files(dir, err);
+	if (rc)
+		return rc;
 
 	/* Our own sessions are checked before babeltrace2 reads them (prescan.c). */
 	rc = nf_prescan_session(dir, err);
