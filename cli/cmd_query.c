@@ -31,13 +31,19 @@ static char *read_sql_file(const char *path, struct nf_error *err)
 	n = fread(buf, 1, QUERY_MAX_SQL + 1, f);
 	if (ferror(f) || n > QUERY_MAX_SQL || n == 0) {
 		nf_error_set(err, NF_EFORMAT, "%s: %s", path,
-			     ferror(f) ? "read error" : n ? "larger than 1 MiB" : "empty file");
+			     ferror(f) ? "read error (is it a directory?)" : n ? "larger than 1 MiB" : "empty file");
 		free(buf);
 		fclose(f);
 		return NULL;
 	}
 	buf[n] = '\0';
 	fclose(f);
+	/* SQLite would stop at a NUL and run only what comes before it. */
+	if (memchr(buf, '\0', n)) {
+		nf_error_set(err, NF_EFORMAT, "%s: binary data (NUL byte) in an SQL file", path);
+		free(buf);
+		return NULL;
+	}
 	return buf;
 }
 
@@ -88,8 +94,19 @@ int cmd_query(int argc, char **argv)
 	qo.sessions = (const char *const *)(argv + optind);
 	if (sql_file && !(sql = owned = read_sql_file(sql_file, &err)))
 		return nf_cli_fail("query", &err);
+	/* Timelines first, so that an SQL error below names the SQL file. */
+	for (size_t i = 0; i < qo.n_sessions; i++) {
+		char db[4200];
+
+		if (nf_timeline_ensure(qo.sessions[i], db, sizeof(db), &err)) {
+			free(owned);
+			return nf_cli_fail("query", &err);
+		}
+	}
 	rc = nf_query_run(&qo, sql, stdout, &err);
 	free(owned);
+	if (rc && sql_file && err.code == NF_ESQL)
+		nf_error_prefix(&err, "%s", sql_file);
 	if (rc)
 		return nf_cli_fail("query", &err);
 	return NF_EXIT_OK;

@@ -95,7 +95,12 @@ int nf_cli_usage_error(const char *cmd, const char *fmt, ...)
 
 int nf_cli_fail(const char *cmd, const struct nf_error *err)
 {
-	fprintf(stderr, "nftrace %s: %s\n", cmd, err->msg[0] ? err->msg : nf_strerror(err->code));
+	/* One line whatever the message holds (SQLite quotes bad tokens, newlines
+	 * included; babeltrace2 quotes file contents): control bytes become '?'. */
+	fprintf(stderr, "nftrace %s: ", cmd);
+	for (const char *m = err->msg[0] ? err->msg : nf_strerror(err->code); *m; m++)
+		fputc((unsigned char)*m < 0x20 || *m == 0x7f ? '?' : *m, stderr);
+	fputc('\n', stderr);
 	return NF_EXIT_FAIL;
 }
 
