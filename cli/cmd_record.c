@@ -1,6 +1,7 @@
 /* nftrace record: run a scenario or a program and write a session directory. */
 #include "cli.h"
 
+#include "nftrace/kernel.h"
 #include "nftrace/record.h"
 
 #include <errno.h>
@@ -27,12 +28,15 @@ int cmd_record(int argc, char **argv)
 		{ "mode", required_argument, NULL, 'm' },
 		{ "ground-truth", no_argument, NULL, 'g' },
 		{ "force", no_argument, NULL, 'f' },
+		{ "kernel", required_argument, NULL, 'k' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct nf_record_options o = { 0 };
 	struct nf_record_result res;
+	struct nf_kernel_stats kst;
+	const char *kernel = NULL;
 	struct nf_error err;
 	int dashdash = argc, opt, rc;
 	char *end;
@@ -64,6 +68,7 @@ int cmd_record(int argc, char **argv)
 			break;
 		case 'g': o.ground_truth = true; break;
 		case 'f': o.force = true; break;
+		case 'k': kernel = optarg; break;
 		case 'h': return nf_cli_common_option("record", "--help");
 		case 'V': return nf_cli_common_option("record", "--version");
 		case ':': return nf_cli_usage_error("record", "option '%s' needs a value", argv[optind - 1]);
@@ -92,7 +97,10 @@ int cmd_record(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	nf_error_clear(&err);
-	rc = o.argv ? nf_record_program(&o, &res, &err) : nf_record_scenario(&o, &res, &err);
+	if (kernel)
+		rc = nf_kernel_record(&o, kernel, &res, &kst, &err);
+	else
+		rc = o.argv ? nf_record_program(&o, &res, &err) : nf_record_scenario(&o, &res, &err);
 	if (rc == NF_EINTR) {
 		/* 128 + SIGINT, as shells report an interrupted command; the
 		 * session is whole up to the interruption. */
@@ -108,5 +116,10 @@ int cmd_record(int argc, char **argv)
 		       (unsigned long long)res.bytes, (unsigned long long)res.lost_entries);
 	else
 		printf("recorded %s\n", o.out_dir);
+	if (kernel)
+		printf("kernel: %llu records on %u CPUs (%llu dma_fence, %llu sched, %llu other), "
+		       "%llu events lost by the kernel\n", (unsigned long long)kst.records, kst.cpus,
+		       (unsigned long long)kst.dma_fence, (unsigned long long)kst.sched,
+		       (unsigned long long)kst.raw, (unsigned long long)kst.lost_events);
 	return NF_EXIT_OK;
 }

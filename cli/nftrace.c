@@ -15,7 +15,8 @@
 
 static const struct nf_cmd nf_commands[] = {
 	{ "record", cmd_record, "record a scenario or a program into a session directory",
-	  "usage: nftrace record -o DIR [--seed N] [--mode deterministic|threaded] [--ground-truth] [--force] SCENARIO\n"
+	  "usage: nftrace record -o DIR [--seed N] [--mode deterministic|threaded] [--ground-truth] [--force]\n"
+	  "                      [--kernel EVENTS] SCENARIO\n"
 	  "       nftrace record -o DIR [options] -- PROGRAM [ARGS...]\n"
 	  "\n"
 	  "Runs SCENARIO (a scenario file, see schemas/scenario.md) through the native fence\n"
@@ -25,7 +26,11 @@ static const struct nf_cmd nf_commands[] = {
 	  "  --seed N           simulation seed (default: the scenario's, else 1)\n"
 	  "  --mode MODE        deterministic (default) or threaded\n"
 	  "  --ground-truth     also record the simulator's true times (truth stream)\n"
-	  "  --force            replace an existing session in DIR\n" },
+	  "  --force            replace an existing session in DIR\n"
+	  "  --kernel EVENTS    also record Linux kernel events in a private tracefs instance while it\n"
+	  "                     runs (root): comma-separated system or system:event, '?' after one makes\n"
+	  "                     it optional; 'default' = dma_fence,gpu_scheduler?,sched:sched_switch,\n"
+	  "                     sched:sched_wakeup. The session starts when tracing began.\n" },
 	{ "report", cmd_report, "draw a GPUView-style timeline to PNG, SVG or PDF",
 	  "usage: nftrace report DIR -o FILE.{png,svg,pdf} [--from T] [--to T] [--queue Q]... [--fence F]...\n"
 	  "                      [--width PX] [--theme light|dark] [--title TEXT]\n"

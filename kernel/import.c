@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <stdint.h>
 #include <unistd.h>
 
 #include <trace-cmd.h>
@@ -66,6 +67,175 @@ static int check_header(const char *path, struct nf_error *err)
 	if ((size_t)n < i + 7)
 		return nf_error_set(err, NF_EFORMAT, "%s: truncated in the file header (%zd bytes)", path, n);
 	return 0;
+}
+
+/*
+ * Version 6 files: walks the header sections up to the per-CPU data table and
+ * checks that every section and every CPU's data lie inside the file
+ * (libtracecmd trusts those offsets: a file cut short in its CPU data would
+ * make it read past the end). Version 7 files carry section sizes that
+ * libtracecmd checks itself.
+ */
+struct v6_walk {
+	int fd;
+	uint64_t pos, size;
+	bool big;
+	const char *path;
+	struct nf_error *err;
+};
+
+static int v6_bytes(struct v6_walk *w, void *buf, size_t n, const char *what)
+{
+	if (w->pos > w->size || n > w->size - w->pos || pread(w->fd, buf, n, (off_t)w->pos) != (ssize_t)n)
+		return nf_error_set(w->err, NF_EFORMAT, "%s:%llu: truncated in %s (file is %llu bytes)",
+				    w->path, (unsigned long long)w->pos, what, (unsigned long long)w->size);
+	w->pos += n;
+	return 0;
+}
+
+static int v6_num(struct v6_walk *w, size_t n, uint64_t *v, const char *what)
+{
+	unsigned char b[8];
+	int rc = v6_bytes(w, b, n, what);
+
+	*v = 0;
+	for (size_t i = 0; !rc && i < n; i++)
+		*v |= (uint64_t)b[w->big ? i : n - 1 - i] << (8 * (n - 1 - i));
+	return rc;
+}
+
+static int v6_skip(struct v6_walk *w, uint64_t n, const char *what)
+{
+	if (w->pos > w->size || n > w->size - w->pos)
+		return nf_error_set(w->err, NF_EFORMAT,
+				    "%s:%llu: truncated in %s (%llu bytes announced, file is %llu bytes)",
+				    w->path, (unsigned long long)w->pos, what, (unsigned long long)n,
+				    (unsigned long long)w->size);
+	w->pos += n;
+	return 0;
+}
+
+static int v6_tag(struct v6_walk *w, const char *tag, const char *what)
+{
+	char b[16];
+	size_t n = strlen(tag) + 1;
+	uint64_t at = w->pos;
+	int rc = v6_bytes(w, b, n, what);
+
+	if (!rc && memcmp(b, tag, n))
+		return nf_error_set(w->err, NF_EFORMAT, "%s:%llu: expected the %s section", w->path,
+				    (unsigned long long)at, what);
+	return rc;
+}
+
+static int check_v6_layout(const char *path, struct nf_error *err)
+{
+	struct v6_walk w = { -1, 12, 0, false, path, err };
+	struct stat st;
+	uint64_t n, m, v, cpus;
+	unsigned char b[10];
+	int rc;
+
+	w.fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (w.fd < 0)
+		return nf_error_set(err, NF_EIO, "%s: %s", path, strerror(errno));
+	if (fstat(w.fd, &st) != 0) {
+		rc = nf_error_set(err, NF_EIO, "%s: %s", path, strerror(errno));
+		goto out_close;
+	}
+	w.size = (uint64_t)st.st_size;
+	if ((rc = v6_bytes(&w, b, 6, "the file header")))
+		goto out_close;
+	w.big = b[0] != 0;
+	if (b[1] != 4 && b[1] != 8) {
+		rc = nf_error_set(err, NF_EFORMAT, "%s:13: long size %u (4 or 8 expected)", path, b[1]);
+		goto out_close;
+	}
+	if ((rc = v6_tag(&w, "header_page", "header_page")) || (rc = v6_num(&w, 8, &n, "header_page")) ||
+	    (rc = v6_skip(&w, n, "header_page")) || (rc = v6_tag(&w, "header_event", "header_event")) ||
+	    (rc = v6_num(&w, 8, &n, "header_event")) || (rc = v6_skip(&w, n, "header_event")) ||
+	    (rc = v6_num(&w, 4, &m, "the ftrace formats")))
+		goto out_close;
+	for (uint64_t i = 0; i < m; i++)
+		if ((rc = v6_num(&w, 8, &n, "the ftrace formats")) || (rc = v6_skip(&w, n, "the ftrace formats")))
+			goto out_close;
+	if ((rc = v6_num(&w, 4, &m, "the event formats")))
+		goto out_close;
+	for (uint64_t s = 0; s < m; s++) {
+		char c = 1;
+
+		for (int len = 0; c; len++)
+			if (len > 4096 || (rc = v6_bytes(&w, &c, 1, "an event system name"))) {
+				if (!rc)
+					rc = nf_error_set(err, NF_EFORMAT, "%s:%llu: event system name too long",
+							  path, (unsigned long long)w.pos);
+				goto out_close;
+			}
+		if ((rc = v6_num(&w, 4, &n, "the event formats")))
+			goto out_close;
+		for (uint64_t e = 0; e < n; e++)
+			if ((rc = v6_num(&w, 8, &v, "the event formats")) ||
+			    (rc = v6_skip(&w, v, "the event formats")))
+				goto out_close;
+	}
+	if ((rc = v6_num(&w, 4, &n, "kallsyms")) || (rc = v6_skip(&w, n, "kallsyms")) ||
+	    (rc = v6_num(&w, 4, &n, "the printk formats")) || (rc = v6_skip(&w, n, "the printk formats")) ||
+	    (rc = v6_num(&w, 8, &n, "the cmdlines")) || (rc = v6_skip(&w, n, "the cmdlines")) ||
+	    (rc = v6_num(&w, 4, &cpus, "the CPU count")))
+		goto out_close;
+	for (;;) {
+		if ((rc = v6_bytes(&w, b, 10, "the data section")))
+			goto out_close;
+		if (!memcmp(b, "options  ", 10)) {
+			for (;;) {
+				if ((rc = v6_num(&w, 2, &n, "the options")))
+					goto out_close;
+				if (n == 0)
+					break;
+				if ((rc = v6_num(&w, 4, &v, "the options")) || (rc = v6_skip(&w, v, "the options")))
+					goto out_close;
+			}
+			continue;
+		}
+		if (!memcmp(b, "latency  ", 10))
+			break;
+		if (memcmp(b, "flyrecord", 10)) {
+			rc = nf_error_set(err, NF_EFORMAT, "%s:%llu: unknown data section", path,
+					  (unsigned long long)(w.pos - 10));
+			goto out_close;
+		}
+		for (uint64_t c = 0; c < cpus; c++) {
+			uint64_t off, len;
+
+			if ((rc = v6_num(&w, 8, &off, "the CPU data table")) ||
+			    (rc = v6_num(&w, 8, &len, "the CPU data table")))
+				goto out_close;
+			if (off > w.size || len > w.size - off) {
+				rc = nf_error_set(err, NF_EFORMAT,
+						  "%s: truncated: CPU %llu data at offset %llu, %llu bytes, "
+						  "past the end of the %llu-byte file", path, (unsigned long long)c,
+						  (unsigned long long)off, (unsigned long long)len,
+						  (unsigned long long)w.size);
+				goto out_close;
+			}
+		}
+		break;
+	}
+	rc = 0;
+out_close:
+	close(w.fd);
+	return rc;
+}
+
+static bool version6(const char *path)
+{
+	char b[12];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	bool v6 = fd >= 0 && pread(fd, b, 12, 0) == 12 && b[10] == '6' && b[11] == '\0';
+
+	if (fd >= 0)
+		close(fd);
+	return v6;
 }
 
 /* Removes a session directory we created (plain files only). */
@@ -119,6 +289,8 @@ int nf_kernel_import(const char *path, const char *out_dir, bool force, struct n
 
 	memset(st, 0, sizeof(*st));
 	if ((rc = check_header(path, err)))
+		return rc;
+	if (version6(path) && (rc = check_v6_layout(path, err)))
 		return rc;
 	tracecmd_set_loglevel(TEP_LOG_NONE);
 	tep_set_loglevel(TEP_LOG_NONE);

@@ -80,6 +80,23 @@ int nf_kernel_trace_finish(struct nf_kernel_trace *t, const char *session_dir,
 /* Stops the reader if it runs and removes the tracefs instance; NULL is a no-op. */
 void nf_kernel_trace_destroy(struct nf_kernel_trace *t);
 
+struct nf_record_options;
+struct nf_record_result;
+
+/*
+ * `nftrace record --kernel EVENTS`: starts the kernel trace (EVENTS as in
+ * nf_kernel_trace_options.events; NULL or "default": the defaults), runs the
+ * recorder (nf_record_scenario, or nf_record_program when ro->argv is set),
+ * then appends the kernel stream to the session. The session's start
+ * (start_ticks) is the moment tracing began; the runtime's own events keep
+ * its clock (virtual time in deterministic mode: only the origin is shared).
+ * Returns 0, the trace's codes (NF_EUNSUPP when tracefs is not writable: no
+ * session is written then), the recorder's, or NF_EINTR (interrupted; the
+ * session and its kernel events were kept).
+ */
+int nf_kernel_record(const struct nf_record_options *ro, const char *events,
+		     struct nf_record_result *res, struct nf_kernel_stats *kst, struct nf_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,399 @@
+/*
+ * Kernel events end to end: the dma_fence fixture (samples/kernel/dma-fence.dat,
+ * made from samples/kernel/dma-fence.events and this kernel's real format
+ * files) imports into the expected fence_ops, deps, cpu_waits, cpu_runs,
+ * kernel_events and anomalies rows, and its report draws them; bad trace-cmd
+ * files give one clear line and exit 1 without leaving a session; a trace
+ * made with `trace-cmd extract` from a private tracefs instance on this
+ * machine imports and draws its CPU rows; `nftrace record --kernel` records
+ * scheduler events next to a scenario (the live tests skip visibly when
+ * tracefs is not writable).
+ */
+#include "nf_test.h"
+#include "tracedat_writer.h"
+
+#include "layout.h"
+#include "nftrace/render.h"
+#include "nftrace/timeline.h"
+
+#include <cairo.h>
+#include <errno.h>
+#include <sys/stat.h>
+
+#define OUT_MAX 65536
+
+static char out[OUT_MAX], errb[OUT_MAX];
+
+static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int run(const char *fmt, ...)
+{
+	char cmd[8192];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	return nf_test_run(cmd, out, sizeof(out), errb, sizeof(errb));
+}
+
+static void fixture_paths(char *formats, size_t flen, char *events, size_t elen, char *dat, size_t dlen)
+{
+	nf_test_source_path(formats, flen, "samples/kernel/formats");
+	nf_test_source_path(events, elen, "samples/kernel/dma-fence.events");
+	nf_test_source_path(dat, dlen, "samples/kernel/dma-fence.dat");
+}
+
+/* The committed fixture is what the writer makes from its event list. */
+START_TEST(test_fixture_regenerates)
+{
+	char formats[4096], events[4096], dat[4096], tmp[1024], path[4200], why[256];
+	size_t a_len, b_len;
+	char *text, *a, *b;
+
+	fixture_paths(formats, sizeof(formats), events, sizeof(events), dat, sizeof(dat));
+	nf_test_tmpdir(tmp, sizeof(tmp));
+	snprintf(path, sizeof(path), "%s/re.dat", tmp);
+	text = nf_tdw_slurp(events, NULL);
+	ck_assert_ptr_nonnull(text);
+	ck_assert_msg(nf_tdw_write(formats, text, path, NULL, why, sizeof(why)) == 0, "%s", why);
+	a = nf_tdw_slurp(dat, &a_len);
+	b = nf_tdw_slurp(path, &b_len);
+	ck_assert_ptr_nonnull(a);
+	ck_assert_ptr_nonnull(b);
+	ck_assert_uint_eq(a_len, b_len);
+	ck_assert_msg(memcmp(a, b, a_len) == 0, "samples/kernel/dma-fence.dat is stale: regenerate it "
+		      "with nf-make-tracedat samples/kernel/formats samples/kernel/dma-fence.events");
+	free(a);
+	free(b);
+	free(text);
+	nf_test_rmtree(tmp);
+}
+END_TEST
+
+static void import_fixture(char *tmp, size_t len, char *session, size_t slen)
+{
+	char formats[4096], events[4096], dat[4096];
+
+	fixture_paths(formats, sizeof(formats), events, sizeof(events), dat, sizeof(dat));
+	nf_test_tmpdir(tmp, len);
+	snprintf(session, slen, "%s/s", tmp);
+	ck_assert_int_eq(run("'%s' import '%s' -o '%s'", nf_test_nftrace(), dat, session), 0);
+	ck_assert_msg(strstr(out, "29 kernel records on 2 CPUs (18 dma_fence, 10 sched, 1 other), "
+			      "5 events lost by the kernel") != NULL, "%s", out);
+}
+
+static void query(const char *session, const char *sql, const char *expect)
+{
+	ck_assert_int_eq(run("'%s' query --csv '%s' \"%s\"", nf_test_nftrace(), session, sql), 0);
+	ck_assert_msg(strcmp(out, expect) == 0, "%s\n--- got:\n%s--- expected:\n%s", sql, out, expect);
+}
+
+START_TEST(test_fixture_import_rows)
+{
+	char tmp[1024], s[4200];
+
+	import_fixture(tmp, sizeof(tmp), s, sizeof(s));
+	/* Every fence (context, seqno) is a signal on its timeline; the CPU waits are
+	 * wait ops on their thread (queue NULL). Times: ns since the first event. */
+	query(s, "SELECT id, queue, op, fence, value, queued_ns, observed_ns, end_ns, status, thread "
+		 "FROM fence_ops ORDER BY id",
+	      "id,queue,op,fence,value,queued_ns,observed_ns,end_ns,status,thread\n"
+	      "1,4294967303,signal,4294967303,1,1000000,,2000000,complete,100\n"
+	      "2,4294967303,signal,4294967303,2,1200000,,3000000,complete,100\n"
+	      "3,4294967305,signal,4294967305,1,1500000,,2500000,complete,100\n"
+	      "4,4294967303,signal,4294967303,3,3500000,,,unsignaled,100\n"
+	      "5,,wait,4294967305,1,1600000,1600000,2200000,complete,201\n"
+	      "6,,wait,4294967303,2,1800000,1800000,3050000,complete,200\n");
+	/* Only the waiter on 7/2 was released by a signal (3.0 ms <= 3.05 ms). */
+	query(s, "SELECT signal_id, wait_id, cpu_signal, stall_ns FROM deps",
+	      "signal_id,wait_id,cpu_signal,stall_ns\n2,6,,1250000\n");
+	query(s, "SELECT thread, fence, value, start_ns, end_ns, status FROM cpu_waits ORDER BY start_ns",
+	      "thread,fence,value,start_ns,end_ns,status\n"
+	      "201,4294967305,1,1600000,2200000,timeout\n"
+	      "200,4294967303,2,1800000,3050000,satisfied\n");
+	query(s, "SELECT queue, context, driver, timeline FROM kernel_timelines ORDER BY queue",
+	      "queue,context,driver,timeline\n4294967303,7,nfgpu,gfx\n4294967305,9,nfgpu,compute\n");
+	query(s, "SELECT queue, name, adapter IS NULL AS no_adapter FROM queues ORDER BY queue",
+	      "queue,name,no_adapter\n4294967303,nfgpu gfx,1\n4294967305,nfgpu compute,1\n");
+	query(s, "SELECT fence, created_ns FROM fences ORDER BY fence",
+	      "fence,created_ns\n4294967303,1000000\n4294967305,1500000\n");
+	query(s, "SELECT thread, cpu, start_ns, end_ns, end_state FROM cpu_runs ORDER BY cpu, start_ns",
+	      "thread,cpu,start_ns,end_ns,end_state\n"
+	      "100,0,0,1550000,1\n201,0,1550000,1650000,2\n100,0,1650000,,\n"
+	      "200,1,500000,1850000,2\n201,1,2200000,2300000,1\n200,1,3050000,3400000,16\n");
+	query(s, "SELECT thread, comm FROM kernel_threads ORDER BY thread",
+	      "thread,comm\n100,render\n200,waiter\n201,poller\n");
+	query(s, "SELECT ts_ns, cpu, thread, name, fields FROM kernel_events ORDER BY id",
+	      "ts_ns,cpu,thread,name,fields\n"
+	      "1600000,0,201,dma_fence:dma_fence_enable_signal,context=9 seqno=1\n"
+	      "1800000,1,200,dma_fence:dma_fence_enable_signal,context=7 seqno=2\n"
+	      "3000000,1,0,sched:sched_wakeup,comm=waiter pid=200 prio=120 target_cpu=001\n"
+	      "3400000,1,200,sched:sched_process_exit,comm=waiter pid=200 prio=120 group_dead=true\n"
+	      "3600000,0,100,dma_fence:dma_fence_destroy,context=7 seqno=1\n");
+	query(s, "SELECT kind, queue, first_ns, last_ns, lost_entries, detail FROM anomalies",
+	      "kind,queue,first_ns,last_ns,lost_entries,detail\n"
+	      "kernel_lost,,2500000,2500000,5,CPU 1: the kernel ring buffer lost 5 events before this point\n");
+	/* The stock babeltrace2 reads the session: the kernel stream is valid CTF. */
+	ck_assert_int_eq(run("babeltrace2 '%s' | grep -c 'KernelDmaFence'", s), 0);
+	ck_assert_str_eq(out, "18\n");
+	nf_test_rmtree(tmp);
+}
+END_TEST
+
+/* The colour of the pixel at (x, y) of an ARGB32 surface, as 0xRRGGBB. */
+static uint32_t pixel(cairo_surface_t *img, double x, double y)
+{
+	int stride = cairo_image_surface_get_stride(img);
+	const unsigned char *d = cairo_image_surface_get_data(img);
+	uint32_t v;
+
+	memcpy(&v, d + (int)y * stride + (int)x * 4, 4);
+	return v & 0xFFFFFFu;
+}
+
+START_TEST(test_fixture_report)
+{
+	char tmp[1024], s[4200], png[4300], db[4400];
+	struct nf_render_options ro = { 0 };
+	struct nf_render_layout lay;
+	struct nf_error err;
+	sqlite3 *sql;
+	double y0, y1;
+
+	import_fixture(tmp, sizeof(tmp), s, sizeof(s));
+	snprintf(png, sizeof(png), "%s/r.png", tmp);
+	ck_assert_int_eq(run("'%s' report '%s' -o '%s'", nf_test_nftrace(), s, png), 0);
+	/* Where things are, from the same layout the viewer used. */
+	snprintf(db, sizeof(db), "%s/.timeline.db", s);
+	ck_assert_int_eq(sqlite3_open_v2(db, &sql, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	ro.output = png;
+	ro.from_ns = -1;
+	ro.to_ns = -1;
+	ck_assert_int_eq(nf_render_layout_build(sql, &ro, &lay, &err), 0);
+	ck_assert_uint_eq(lay.n_queues, 2);
+	ck_assert_uint_eq(lay.n_threads, 3);
+	cairo_surface_t *img = cairo_image_surface_create_from_png(png);
+	ck_assert_int_eq(cairo_surface_status(img), CAIRO_STATUS_SUCCESS);
+	ck_assert_int_eq(cairo_image_surface_get_width(img), (int)lay.width);
+
+	/* The compute timeline's signal 9/1 (1.5 .. 2.5 ms) is dark pink at 2 ms. */
+	const struct nf_render_row *q = nf_render_layout_queue(&lay, 4294967305LL);
+	ck_assert_ptr_nonnull(q);
+	nf_render_lane_extent(q, NF_LANE_SIGNAL, &y0, &y1);
+	ck_assert_uint_eq(pixel(img, nf_render_layout_x(&lay, 2000000), (y0 + y1) / 2), 0xC2185B);
+	/* ... and nothing is drawn there before it was emitted. */
+	ck_assert_uint_ne(pixel(img, nf_render_layout_x(&lay, 500000), (y0 + y1) / 2), 0xC2185B);
+	/* The waiter's CPU wait (1.8 .. 3.05 ms) fills its thread row at 2.5 ms. */
+	const struct nf_render_row *w = nf_render_layout_thread(&lay, 200);
+	ck_assert_ptr_nonnull(w);
+	nf_render_lane_extent(w, NF_LANE_CPU, &y0, &y1);
+	ck_assert_uint_eq(pixel(img, nf_render_layout_x(&lay, 2500000), (y0 + y1) / 2), 0xA7BCD1);
+	/* Thread 100 ran on CPU 0 until 1.55 ms: the run bar at the row's bottom. */
+	const struct nf_render_row *r = nf_render_layout_thread(&lay, 100);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_uint_eq(pixel(img, nf_render_layout_x(&lay, 1000000), r->y + r->h - 4), 0x5E7A96);
+	ck_assert_uint_ne(pixel(img, nf_render_layout_x(&lay, 1600000), r->y + r->h - 4), 0x5E7A96);
+	cairo_surface_destroy(img);
+	nf_render_layout_release(&lay);
+	sqlite3_close(sql);
+	nf_test_rmtree(tmp);
+}
+END_TEST
+
+/* A bad file: exit 1, one line on stderr naming the file and containing what, no session. */
+static void expect_bad(const char *tmp, const char *file, const char *what)
+{
+	char session[4200];
+	struct stat st;
+
+	snprintf(session, sizeof(session), "%s/bad-session", tmp);
+	ck_assert_int_eq(run("'%s' import '%s' -o '%s'", nf_test_nftrace(), file, session), 1);
+	ck_assert_msg(nf_test_count_lines(errb) == 1, "expected one line, got: %s", errb);
+	ck_assert_msg(strstr(errb, file) != NULL && strstr(errb, what) != NULL,
+		      "'%s' not in: %s", what, errb);
+	ck_assert_msg(stat(session, &st) != 0 && errno == ENOENT, "a session was left behind");
+}
+
+static void write_prefix(const char *src, const char *dst, size_t n)
+{
+	size_t len;
+	char *d = nf_tdw_slurp(src, &len);
+	FILE *f = fopen(dst, "wb");
+
+	ck_assert_ptr_nonnull(d);
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(fwrite(d, 1, n < len ? n : len, f), n < len ? n : len);
+	fclose(f);
+	free(d);
+}
+
+START_TEST(test_bad_files)
+{
+	char formats[4096], events[4096], dat[4096], tmp[1024], path[4200], why[256];
+	struct nf_tdw_options o = { 0 };
+	char *text;
+
+	fixture_paths(formats, sizeof(formats), events, sizeof(events), dat, sizeof(dat));
+	nf_test_tmpdir(tmp, sizeof(tmp));
+	text = nf_tdw_slurp(events, NULL);
+	ck_assert_ptr_nonnull(text);
+
+	snprintf(path, sizeof(path), "%s/missing.dat", tmp);
+	expect_bad(tmp, path, "No such file");
+	snprintf(path, sizeof(path), "%s/empty.dat", tmp);
+	write_prefix(dat, path, 0);
+	expect_bad(tmp, path, "not a trace-cmd file");
+	/* Truncated: in the header, in header_page, in the formats, in the CPU data. */
+	static const struct { size_t n; const char *what; } cuts[] = {
+		{ 12, "truncated in the file header" },
+		{ 100, "truncated in header_page" },
+		{ 3000, "truncated in the event formats" },
+		{ 9000, "truncated: CPU 0 data" },
+		{ 20000, "truncated: CPU 1 data" },
+	};
+	for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
+		snprintf(path, sizeof(path), "%s/cut%zu.dat", tmp, cuts[i].n);
+		write_prefix(dat, path, cuts[i].n);
+		expect_bad(tmp, path, cuts[i].what);
+	}
+	/* A version nobody wrote. */
+	o.version = "9";
+	snprintf(path, sizeof(path), "%s/v9.dat", tmp);
+	ck_assert_msg(nf_tdw_write(formats, text, path, &o, why, sizeof(why)) == 0, "%s", why);
+	expect_bad(tmp, path, "version 9 is not supported");
+	/* No event formats stored. */
+	o.version = NULL;
+	o.no_formats = true;
+	snprintf(path, sizeof(path), "%s/noformats.dat", tmp);
+	ck_assert_msg(nf_tdw_write(formats, text, path, &o, why, sizeof(why)) == 0, "%s", why);
+	expect_bad(tmp, path, "no event formats");
+	/* Formats stored for the sched events only: the dma_fence records have none. */
+	o.no_formats = false;
+	o.only_system = "sched";
+	snprintf(path, sizeof(path), "%s/partial.dat", tmp);
+	ck_assert_msg(nf_tdw_write(formats, text, path, &o, why, sizeof(why)) == 0, "%s", why);
+	expect_bad(tmp, path, "has no format in the trace");
+	free(text);
+	nf_test_rmtree(tmp);
+}
+END_TEST
+
+/* Whether this process can create tracefs instances; says why not on stderr. */
+static bool tracefs_writable(void)
+{
+	char dir[256];
+
+	snprintf(dir, sizeof(dir), "/sys/kernel/tracing/instances/nftrace-test-%d", (int)getpid());
+	if (mkdir(dir, 0755) != 0) {
+		fprintf(stderr, "SKIP: tracefs instances are not writable here (%s: %s)\n", dir,
+			strerror(errno));
+		return false;
+	}
+	rmdir(dir);
+	return true;
+}
+
+START_TEST(test_extract_import)
+{
+	char tmp[1024], inst[256];
+	const char *name;
+
+	if (!tracefs_writable())
+		return;
+	if (run("command -v trace-cmd") != 0) {
+		fprintf(stderr, "SKIP: trace-cmd is not installed\n");
+		return;
+	}
+	nf_test_tmpdir(tmp, sizeof(tmp));
+	name = strrchr(tmp, '/') + 1;
+	snprintf(inst, sizeof(inst), "/sys/kernel/tracing/instances/%s", name);
+	/* Scheduler events in a private instance while some processes run, then
+	 * `trace-cmd extract`: what users do on machines where record fails. */
+	ck_assert_int_eq(run("mkdir '%s' && echo mono > '%s/trace_clock' && "
+			     "echo 1 > '%s/events/sched/sched_switch/enable' && "
+			     "echo 1 > '%s/events/sched/sched_wakeup/enable' && "
+			     "for i in 1 2 3 4 5 6 7 8; do sleep 0.01; done; echo 0 > '%s/tracing_on'",
+			     inst, inst, inst, inst, inst), 0);
+	int rc = run("cd '%s' && trace-cmd extract -B '%s' -o '%s/x.dat'", tmp, name, tmp);
+	rmdir(inst);
+	ck_assert_msg(rc == 0, "trace-cmd extract failed: %s", errb);
+	ck_assert_int_eq(run("'%s' import '%s/x.dat' -o '%s/s'", nf_test_nftrace(), tmp, tmp), 0);
+	/* The sleeps switched: there are runs, and threads with names. */
+	ck_assert_int_eq(run("'%s' query --csv '%s/s' \"SELECT count(*) > 0, count(DISTINCT thread) > 1 "
+			     "FROM cpu_runs; SELECT count(*) > 0 FROM kernel_threads\"",
+			     nf_test_nftrace(), tmp), 0);
+	ck_assert_msg(strstr(out, "1,1") != NULL, "%s", out);
+	ck_assert_int_eq(run("'%s' report '%s/s' -o '%s/r.png'", nf_test_nftrace(), tmp, tmp), 0);
+	ck_assert_msg(strstr(out, "CPU thread") != NULL || access(tmp, F_OK) == 0, "report");
+	ck_assert_int_eq(run("'%s' query --csv '%s/s' \"SELECT count(*) FROM cpu_runs WHERE thread = 0\"",
+			     nf_test_nftrace(), tmp), 0);
+	ck_assert_str_eq(out, "count(*)\n0\n"); /* the idle task is no thread row */
+	nf_test_rmtree(tmp);
+}
+END_TEST
+
+/* No nftrace-<pid> instance is left in tracefs. */
+static void assert_no_instances_left(void)
+{
+	ck_assert_int_eq(run("ls /sys/kernel/tracing/instances | grep -c '^nftrace-[0-9]*$'"), 1);
+	ck_assert_str_eq(out, "0\n");
+}
+
+START_TEST(test_record_kernel)
+{
+	char tmp[1024], scen[4096];
+	struct stat st;
+
+	if (!tracefs_writable())
+		return;
+	nf_test_tmpdir(tmp, sizeof(tmp));
+	nf_test_source_path(scen, sizeof(scen), "samples/log-buffer-example.nfs");
+	/* A scenario with scheduler events around it, through a program too. */
+	ck_assert_int_eq(run("'%s' record --kernel sched:sched_switch,sched:sched_wakeup,dma_fence?,nosuch? "
+			     "-o '%s/s' '%s'", nf_test_nftrace(), tmp, scen), 0);
+	ck_assert_msg(strstr(out, "recorded ") && strstr(out, "kernel: "), "%s", out);
+	assert_no_instances_left();
+	/* The runtime's events and the kernel's in one session, both streams readable. */
+	ck_assert_int_eq(run("babeltrace2 '%s/s' | grep -c -e FENCE_SIGNAL_QUEUED -e KernelTraceStart", tmp), 0);
+	ck_assert_str_eq(out, "2\n");
+	ck_assert_int_eq(run("'%s' query --csv '%s/s' \"SELECT count(*) FROM fence_ops WHERE queue < 4294967296; "
+			     "SELECT count(*) > 0 AS ran FROM cpu_runs\"", nf_test_nftrace(), tmp), 0);
+	ck_assert_str_eq(out, "count(*)\n2\n\nran\n1\n");
+	ck_assert_int_eq(run("'%s' report '%s/s' -o '%s/r.png'", nf_test_nftrace(), tmp, tmp), 0);
+	ck_assert_int_eq(run("'%s' record --kernel sched:sched_switch -o '%s/p' -- sh -c 'sleep 0.05'",
+			     nf_test_nftrace(), tmp), 1); /* sh records no session: the recorder says so */
+	ck_assert_msg(strstr(errb, "recorded nothing") != NULL, "%s", errb);
+	assert_no_instances_left();
+	/* An event this kernel does not have: one line, no session, no instance. */
+	ck_assert_int_eq(run("'%s' record --kernel sched:nosuch -o '%s/n' '%s'", nf_test_nftrace(), tmp, scen), 1);
+	ck_assert_msg(nf_test_count_lines(errb) == 1 && strstr(errb, "has no event 'sched:nosuch'"), "%s", errb);
+	ck_assert_int_ne(stat(tmp, &st), -1);
+	ck_assert_int_ne(run("test -e '%s/n'", tmp), 0);
+	assert_no_instances_left();
+	nf_test_rmtree(tmp);
+}
+END_TEST
+
+static Suite *kernel_suite(void)
+{
+	Suite *s = suite_create("kernel");
+	TCase *tc = tcase_create("import");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_fixture_regenerates);
+	tcase_add_test(tc, test_fixture_import_rows);
+	tcase_add_test(tc, test_fixture_report);
+	tcase_add_test(tc, test_bad_files);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("live");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_extract_import);
+	tcase_add_test(tc, test_record_kernel);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return nf_test_main(kernel_suite());
+}
