@@ -71,13 +71,79 @@ struct nf_pass {
 static const char nf_empty[] = "";
 
 /*
+ * The base name of the first file babeltrace2 quotes in a message
+ * ("... stream file `/x/s/events`" or "'/x/s/events'"), or "" (metadata and
+ * directories are not named: the message already names the directory).
+ */
+static void nf_bt_quoted_file(const char *m, char *out, size_t len)
+{
+	for (const char *q = m; *q; q++) {
+		if (*q != '`' && *q != '\'')
+			continue;
+		const char *end = strchr(q + 1, *q);
+		if (!end)
+			return;
+		const char *base = q + 1;
+		for (const char *c = q + 1; c < end; c++)
+			if (*c == '/')
+				base = c + 1;
+		char full[4096];
+		struct stat st;
+		int flen = (int)(end - q - 1);
+		snprintf(full, sizeof(full), "%.*s", flen, q + 1);
+		bool is_dir = stat(full, &st) == 0 && S_ISDIR(st.st_mode);
+		if (!is_dir && base > q + 1 && base < end && (size_t)(end - base) < len) {
+			memcpy(out, base, (size_t)(end - base));
+			out[end - base] = '\0';
+			return;
+		}
+		q = end;
+	}
+}
+
+/*
+ * Appends a babeltrace2 cause to msg without its object addresses
+ * ("msg-it-addr=0x55..., " and the like), which mean nothing to a user.
+ */
+static size_t nf_bt_append_clean(char *msg, size_t len, size_t cap, const char *m)
+{
+	while (*m && len + 1 < cap) {
+		const char *eq = NULL;
+		/* A "word-addr=" key: skip it, its value and the ", " after it. */
+		if (m[0] != ' ' && m[0] != ',') {
+			const char *w = m;
+			while (*w && *w != ' ' && *w != ',' && *w != '=')
+				w++;
+			if (*w == '=' && w - m >= 5 && !strncmp(w - 5, "-addr", 5))
+				eq = w;
+		}
+		if (eq && (m == eq || (len && (msg[len - 1] == ' ')))) {
+			m = eq + 1;
+			while (*m && *m != ',' && *m != ';' && *m != ' ')
+				m++;
+			if (*m == ',')
+				m++;
+			if (*m == ' ')
+				m++;
+			continue;
+		}
+		msg[len++] = *m++;
+	}
+	msg[len] = '\0';
+	/* A cause that was only addresses leaves ": " or ", " behind. */
+	while (len >= 2 && (msg[len - 1] == ' ' || msg[len - 1] == ',' || msg[len - 1] == ':'))
+		msg[--len] = '\0';
+	return len;
+}
+
+/*
  * Records babeltrace's current thread error (if any) as `code`, prefixed with
  * the directory; the root cause comes first. Always releases the error.
  */
 static int nf_bt_error(struct nf_error *err, int code, const char *dir, const char *what)
 {
 	const bt_error *e = bt_current_thread_take_error();
-	char msg[NF_ERROR_MSG_MAX];
+	char msg[NF_ERROR_MSG_MAX], file[256] = "";
 	size_t len = 0;
 
 	msg[0] = '\0';
@@ -93,22 +159,24 @@ static int nf_bt_error(struct nf_error *err, int code, const char *dir, const ch
 			const bt_error_cause *c = bt_error_borrow_cause_by_index(e, i);
 			const char *m = bt_error_cause_get_message(c);
 			const char *mod = bt_error_cause_get_module_name(c);
-			int w;
 
 			if (!m || !*m || (mod && strcmp(mod, "libbabeltrace2") == 0 && len))
 				continue;
-			w = snprintf(msg + len, sizeof(msg) - len, "%s%s", len ? "; " : "", m);
-			if (w < 0)
-				break;
-			len += (size_t)w;
+			if (!file[0])
+				nf_bt_quoted_file(m, file, sizeof(file));
+			if (len)
+				len += (size_t)snprintf(msg + len, sizeof(msg) - len, "; ");
 			if (len >= sizeof(msg))
 				len = sizeof(msg) - 1;
+			len = nf_bt_append_clean(msg, len, sizeof(msg), m);
 		}
 		bt_error_release(e);
 	}
+	/* Name the stream file babeltrace2 choked on, when it said which. */
+	const char *sep = file[0] ? "/" : "";
 	if (!msg[0])
-		return nf_error_set(err, code, "%s: %s", dir, what);
-	return nf_error_set(err, code, "%s: %s: %s", dir, what, msg);
+		return nf_error_set(err, code, "%s%s%s: %s", dir, sep, file, what);
+	return nf_error_set(err, code, "%s%s%s: %s: %s", dir, sep, file, what, msg);
 }
 
 static int nf_find_plugin(const char *name, const bt_plugin **out, struct nf_error *err)
