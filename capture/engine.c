@@ -23,20 +23,47 @@
 /* ------------------------------------------------------------------ */
 /* small utilities                                                     */
 
-static uint64_t rng_next(struct nf_runtime *rt)
+static uint64_t rng_step(uint64_t *state)
 {
 	/* splitmix64: deterministic from the seed */
-	uint64_t z = (rt->rng += 0x9e3779b97f4a7c15ull);
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
 
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
 	return z ^ (z >> 31);
 }
 
-static double rng_unit(struct nf_runtime *rt)
+static uint64_t rng_next(struct nf_runtime *rt)
 {
-	return (double)(rng_next(rt) >> 11) * (1.0 / 9007199254740992.0);
+	return rng_step(&rt->rng);
 }
+
+static double rng_unit(uint64_t *state)
+{
+	return (double)(rng_step(state) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+/* The true time now: virtual (deterministic) or CLOCK_MONOTONIC since start. */
+static uint64_t now_ns(const struct nf_runtime *rt)
+{
+	return rt->threaded ? nf_th_now(rt) : rt->now;
+}
+
+/* The CPU thread events name: set by nf_runtime_set_thread (per thread when threaded). */
+static uint32_t cur_thread(const struct nf_runtime *rt)
+{
+	return rt->threaded ? nf_th_thread_id() : rt->thread;
+}
+
+/* Statistics: engine threads count concurrently in threaded mode. */
+static void stat_add(const struct nf_runtime *rt, uint64_t *field, uint64_t n)
+{
+	if (rt->threaded)
+		__atomic_fetch_add(field, n, __ATOMIC_RELAXED);
+	else
+		*field += n;
+}
+#define STAT(rt, f) stat_add((rt), &(rt)->stats.f, 1)
 
 static int grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
 {
@@ -76,12 +103,12 @@ static int emit(struct nf_runtime *rt, struct nf_event *ev)
 
 	if (rt->err.code)
 		return rt->err.code;
-	rt->stats.events_emitted++;
+	STAT(rt, events_emitted);
 	if (!rt->cfg.sink.emit)
 		return 0;
 	if (nf_event_desc(ev->id)->stream == NF_STREAM_TRUTH && !rt->cfg.ground_truth)
 		return 0;
-	ev->ts = cpu_ticks(rt, rt->now);
+	ev->ts = cpu_ticks(rt, now_ns(rt));
 	rc = rt->cfg.sink.emit(rt->cfg.sink.ctx, ev);
 	if (rc)
 		return nf_error_set(&rt->err, rc, "event sink failed (%s)", nf_strerror(rc));
@@ -223,20 +250,38 @@ static bool value_reached(const struct nf_adapter *a, const struct nf_global_fen
 			  uint64_t value)
 {
 	if (a->atomics32)
-		return (int32_t)(g->current32 - (uint32_t)value) >= 0;
-	return g->current >= value;
+		return (int32_t)(atomic_load(&g->current32) - (uint32_t)value) >= 0;
+	return atomic_load(&g->current) >= value;
 }
 
-/* Writes CurrentValue as the given adapter's GPU (or the OS for it) would. */
+bool nf_eng_gpu_wait_passes(const struct nf_runtime *rt, uint32_t adapter, uint32_t gi,
+			    uint64_t value)
+{
+	const struct nf_global_fence *g = &rt->globals[gi];
+
+	return !atomic_load(&g->alive) || value_reached(&rt->adapters[adapter], g, value);
+}
+
+/*
+ * Writes CurrentValue as the given adapter's GPU (or the OS for it) would: one
+ * atomic 64-bit store (never torn; sequentially consistent, so it is the
+ * "write" half of the write-then-read-MonitoredValue pairing). A 32-bit GPU
+ * writes the low half; the OS's 64-bit view is extended from the last one, in a
+ * compare-and-swap loop because several engines may signal one fence at once.
+ */
 static void fence_write(struct nf_runtime *rt, struct nf_global_fence *g, uint32_t adapter,
 			uint64_t value)
 {
 	if (rt->adapters[adapter].atomics32) {
-		g->current32 = (uint32_t)value;
-		g->current = extend32(g->current, g->current32);
+		uint64_t old = atomic_load(&g->current);
+
+		atomic_store(&g->current32, (uint32_t)value);
+		while (!atomic_compare_exchange_weak(&g->current, &old,
+						     extend32(old, (uint32_t)value)))
+			;
 	} else {
-		g->current = value;
-		g->current32 = (uint32_t)value;
+		atomic_store(&g->current32, (uint32_t)value);
+		atomic_store(&g->current, value);
 	}
 }
 
@@ -281,7 +326,7 @@ static int satisfy_cpu_waiters(struct nf_runtime *rt, struct nf_global_fence *g,
 			w->done = true;
 			w->status = 0;
 			rc = emit_unwait(rt, w, g->current);
-			rt->stats.cpu_wakeups++;
+			STAT(rt, cpu_wakeups);
 			if (woken)
 				(*woken)++;
 			if (w->event) {
@@ -289,6 +334,8 @@ static int satisfy_cpu_waiters(struct nf_runtime *rt, struct nf_global_fence *g,
 				if (!handle_lookup(rt, w->event, NF_OBJ_EVENT, &ei))
 					rt->events[ei].signaled = true;
 			}
+			if (rt->threaded)
+				nf_th_cpu_wake(rt);
 		}
 		if (w->done) {
 			*pp = w->next;
@@ -306,31 +353,46 @@ static int satisfy_cpu_waiters(struct nf_runtime *rt, struct nf_global_fence *g,
  * The OS's MonitoredValue update on every adapter that has the fence open:
  * write MonitoredValue (DxgkDdiUpdateMonitoredValues), barrier, resample
  * CurrentValue, satisfy the waiters that unblocks; repeat until stable.
+ *
+ * Why no wake-up is lost (threaded mode, where the GPU does not take the OS
+ * lock): the GPU stores CurrentValue then loads MonitoredValue; the OS stores
+ * MonitoredValue then loads CurrentValue; all four are sequentially consistent,
+ * so at least one side sees the other's store: either the GPU raises the
+ * interrupt or the OS's resample satisfies the waiter itself.
+ *
+ * wait_min (the smallest outstanding waited value) is what the GPU side uses
+ * to tell whether an interrupt it raises is needed: it is lowered before
+ * MonitoredValue is lowered and raised only after MonitoredValue is raised.
  */
 static int update_monitored(struct nf_runtime *rt, struct nf_global_fence *g, uint32_t *woken)
 {
 	for (int round = 0; round < 64; round++) {
-		uint64_t mv = g->cross_adapter ? 0 : (min_waiter_value(g) == UINT64_MAX ? UINT64_MAX
-							   : min_waiter_value(g) - 1);
+		uint64_t wmin = min_waiter_value(g);
+		uint64_t mv = g->cross_adapter ? 0 : (wmin == UINT64_MAX ? UINT64_MAX : wmin - 1);
 		bool changed = false;
 
+		if (wmin < atomic_load(&g->wait_min))
+			atomic_store(&g->wait_min, wmin);
 		for (uint32_t a = 0; a < rt->n_adapters; a++) {
-			if (!(g->open_mask & (1u << a)) || g->monitored[a] == mv)
+			if (!(g->open_mask & (1u << a)) || atomic_load(&g->monitored[a]) == mv)
 				continue;
 			struct nf_event ev;
 
-			g->monitored[a] = mv;                 /* 1. write MonitoredValue */
-			__atomic_thread_fence(__ATOMIC_SEQ_CST); /* 2. barrier */
+			atomic_store(&g->monitored[a], mv);   /* 1. write MonitoredValue */
+			atomic_thread_fence(memory_order_seq_cst); /* 2. barrier */
 			EV_INIT(ev, UPDATE_MONITORED_VALUES);
 			ev.f[NFF_UPDATE_MONITORED_VALUES_adapter] = a;
 			ev.f[NFF_UPDATE_MONITORED_VALUES_global_fence] = g->handle;
 			ev.f[NFF_UPDATE_MONITORED_VALUES_monitored_value] = mv;
-			ev.f[NFF_UPDATE_MONITORED_VALUES_current_value] = g->current; /* 3. resample */
+			ev.f[NFF_UPDATE_MONITORED_VALUES_current_value] =
+				atomic_load(&g->current); /* 3. resample */
 			int rc = emit(rt, &ev);
 			if (rc)
 				return rc;
 			changed = true;
 		}
+		if (wmin > atomic_load(&g->wait_min))
+			atomic_store(&g->wait_min, wmin);
 		/* 4. satisfy what the resampled CurrentValue unblocks. */
 		uint32_t before = woken ? *woken : 0, n = 0;
 		int rc = satisfy_cpu_waiters(rt, g, &n);
@@ -381,12 +443,12 @@ static int emit_set_log(struct nf_runtime *rt, struct nf_queue *q, struct nf_log
 	return emit(rt, &ev);
 }
 
-static int emit_truth_op(struct nf_runtime *rt, struct nf_queue *q, struct nf_log *lg,
-			 uint64_t seq, uint32_t fate)
+static int emit_truth_op(struct nf_runtime *rt, const struct nf_queue *q, uint32_t log_type,
+			 uint32_t epoch, uint64_t seq, const struct nf_truth_slot *t, uint32_t fate)
 {
-	const struct nf_truth_slot *t = &lg->truth[seq % lg->capacity];
 	struct nf_event ev;
 
+	(void)log_type;
 	EV_INIT(ev, TRUTH_OP);
 	ev.f[NFF_TRUTH_OP_adapter] = q->adapter;
 	ev.f[NFF_TRUTH_OP_hwqueue] = q->handle;
@@ -396,7 +458,7 @@ static int emit_truth_op(struct nf_runtime *rt, struct nf_queue *q, struct nf_lo
 	ev.f[NFF_TRUTH_OP_queued_ns] = t->queued_ns;
 	ev.f[NFF_TRUTH_OP_observed_ns] = t->observed_ns;
 	ev.f[NFF_TRUTH_OP_end_ns] = t->end_ns;
-	ev.f[NFF_TRUTH_OP_epoch] = lg->epoch;
+	ev.f[NFF_TRUTH_OP_epoch] = epoch;
 	ev.f[NFF_TRUTH_OP_seq] = seq;
 	ev.f[NFF_TRUTH_OP_fate] = fate;
 	ev.f[NFF_TRUTH_OP_ts_fault] = t->ts_fault;
@@ -407,31 +469,41 @@ static int emit_truth_op(struct nf_runtime *rt, struct nf_queue *q, struct nf_lo
  * The GPU writes a log entry: payload, then FirstFreeEntryIndex (and
  * WraparoundCount when it wraps). Overrun is permitted: an entry the OS never
  * read is overwritten, and the truth stream says so.
+ *
+ * Threaded mode: the queue's engine thread is the only writer; the OS reads
+ * under the queue's log lock, which stands for the flush handshake the OS does
+ * with DxgkDdiUpdateNativeFenceLogs before it reads a log.
  */
 static int log_write(struct nf_runtime *rt, struct nf_queue *q, struct nf_log *lg,
 		     const struct nf_cmd *c, uint64_t observed_ns, uint64_t end_ns)
 {
 	const struct nf_adapter *a = &rt->adapters[q->adapter];
+	uint64_t *rng = rt->threaded ? &q->rng : &rt->rng;
+	struct nf_truth_slot lost_truth;
+	uint64_t lost_seq = 0;
+	uint32_t fault = 0, epoch;
+	bool lost = false;
+	uint64_t end_ts = gpu_ticks(a, end_ns);
+
+	nf_th_log_lock(rt, q);
 	uint64_t seq = lg->written;
 	uint32_t slot = (uint32_t)(seq % lg->capacity);
 	struct nf_log_entry *e = &lg->entries[slot];
-	uint32_t fault = 0;
-	uint64_t end_ts = gpu_ticks(a, end_ns);
-	int rc;
 
+	epoch = lg->epoch;
 	if (seq >= lg->capacity && seq - lg->capacity >= lg->read_total) {
 		/* Overwriting an entry the OS never read. */
-		rc = emit_truth_op(rt, q, lg, seq - lg->capacity, 1);
-		if (rc)
-			return rc;
+		lost = true;
+		lost_seq = seq - lg->capacity;
+		lost_truth = lg->truth[slot];
 		lg->lost++;
-		rt->stats.log_entries_lost++;
+		STAT(rt, log_entries_lost);
 	}
-	if (a->desc.zero_ts_rate > 0 && rng_unit(rt) < a->desc.zero_ts_rate) {
+	if (a->desc.zero_ts_rate > 0 && rng_unit(rng) < a->desc.zero_ts_rate) {
 		end_ts = 0; /* a linked adapter of the chain skipped the write */
 		fault = 1;
 	} else if (a->desc.repeat_ts_rate > 0 && lg->last_end_ts &&
-		   rng_unit(rt) < a->desc.repeat_ts_rate) {
+		   rng_unit(rng) < a->desc.repeat_ts_rate) {
 		end_ts = lg->last_end_ts;
 		fault = 2;
 	}
@@ -459,43 +531,63 @@ static int log_write(struct nf_runtime *rt, struct nf_queue *q, struct nf_log *l
 	lg->written++;
 	lg->header.first_free_entry_index = (uint32_t)(lg->written % lg->capacity);
 	lg->header.wraparound_count = (uint32_t)(lg->written / lg->capacity);
-	__atomic_thread_fence(__ATOMIC_RELEASE);
-	rt->stats.log_entries_written++;
-	return 0;
+	atomic_thread_fence(memory_order_release);
+	nf_th_log_unlock(rt, q);
+	STAT(rt, log_entries_written);
+	if (!lost)
+		return 0;
+	nf_th_lock(rt);
+	int rc = emit_truth_op(rt, q, lg->type, epoch, lost_seq, &lost_truth, 1);
+	nf_th_unlock(rt);
+	return rc;
 }
 
 /*
  * The OS reads a log (after DxgkDdiUpdateNativeFenceLogs flushed it): read the
  * header word, compare with the cached one, walk the new entries, and flag an
- * overrun when WraparoundCount moved past what it could read.
+ * overrun when WraparoundCount moved past what it could read. The entries are
+ * copied under the log lock and emitted after it.
  * Returns the number of entries lost in *lost_out.
  */
 static int log_read(struct nf_runtime *rt, struct nf_queue *q, struct nf_log *lg,
 		    uint64_t *lost_out)
 {
-	uint64_t total = (uint64_t)lg->header.wraparound_count * lg->capacity +
-			 lg->header.first_free_entry_index;
-	uint64_t start = lg->read_total, lost = 0;
-	uint32_t n;
+	uint64_t start, lost = 0, total, header;
+	uint32_t n, epoch, capacity, type;
 	struct nf_event ev;
 	int rc;
 
 	if (lost_out)
 		*lost_out = 0;
-	if (total == lg->read_total)
+	nf_th_log_lock(rt, q);
+	total = (uint64_t)lg->header.wraparound_count * lg->capacity +
+		lg->header.first_free_entry_index;
+	start = lg->read_total;
+	if (total == lg->read_total) {
+		nf_th_log_unlock(rt, q);
 		return 0;
+	}
 	if (total - start > lg->capacity) {
 		lost = total - start - lg->capacity;
 		start = total - lg->capacity;
 	}
 	n = (uint32_t)(total - start);
-	if (grow((void **)&rt->scratch_entries, &rt->scratch_cap, n, sizeof(struct nf_log_entry)))
-		return nf_error_set(&rt->err, NF_ENOMEM, "out of memory (log read)");
+	if (n > rt->scratch_cap) {
+		uint32_t cap = rt->scratch_cap;
+		void *t = rt->scratch_truth;
+		if (grow((void **)&rt->scratch_entries, &rt->scratch_cap, n, sizeof(struct nf_log_entry)) ||
+		    grow(&t, &cap, n, sizeof(struct nf_truth_slot))) {
+			nf_th_log_unlock(rt, q);
+			return nf_error_set(&rt->err, NF_ENOMEM, "out of memory (log read)");
+		}
+		rt->scratch_truth = t;
+	}
 	for (uint32_t i = 0; i < n; i++) {
 		uint64_t pos = start + i;
 		const struct nf_log_entry *e = &lg->entries[pos % lg->capacity];
 
 		rt->scratch_entries[i] = *e;
+		rt->scratch_truth[i] = lg->truth[pos % lg->capacity];
 		/* What the reader sees, in its own terms (ground truth counts). */
 		if (e->fence_end_gpu_timestamp == 0) {
 			lg->zero_read++;
@@ -505,15 +597,22 @@ static int log_read(struct nf_runtime *rt, struct nf_queue *q, struct nf_log *lg
 			lg->last_read_ts = e->fence_end_gpu_timestamp;
 		}
 	}
+	header = (uint64_t)lg->header.first_free_entry_index |
+		 ((uint64_t)lg->header.wraparound_count << 32);
+	epoch = lg->epoch;
+	capacity = lg->capacity;
+	type = lg->type;
+	lg->read_total = total;
+	nf_th_log_unlock(rt, q);
+
 	EV_INIT(ev, LOG_READ);
 	ev.f[NFF_LOG_READ_adapter] = q->adapter;
 	ev.f[NFF_LOG_READ_hwqueue] = q->handle;
-	ev.f[NFF_LOG_READ_log_type] = lg->type;
-	ev.f[NFF_LOG_READ_epoch] = lg->epoch;
-	ev.f[NFF_LOG_READ_header] = (uint64_t)lg->header.first_free_entry_index |
-				    ((uint64_t)lg->header.wraparound_count << 32);
-	ev.f[NFF_LOG_READ_capacity] = lg->capacity;
-	ev.f[NFF_LOG_READ_first_slot] = start % lg->capacity;
+	ev.f[NFF_LOG_READ_log_type] = type;
+	ev.f[NFF_LOG_READ_epoch] = epoch;
+	ev.f[NFF_LOG_READ_header] = header;
+	ev.f[NFF_LOG_READ_capacity] = capacity;
+	ev.f[NFF_LOG_READ_first_slot] = start % capacity;
 	ev.f[NFF_LOG_READ_entry_count] = n;
 	ev.entries = rt->scratch_entries;
 	rc = emit(rt, &ev);
@@ -523,20 +622,19 @@ static int log_read(struct nf_runtime *rt, struct nf_queue *q, struct nf_log *lg
 		EV_INIT(ev, LOG_OVERRUN);
 		ev.f[NFF_LOG_OVERRUN_adapter] = q->adapter;
 		ev.f[NFF_LOG_OVERRUN_hwqueue] = q->handle;
-		ev.f[NFF_LOG_OVERRUN_log_type] = lg->type;
-		ev.f[NFF_LOG_OVERRUN_epoch] = lg->epoch;
+		ev.f[NFF_LOG_OVERRUN_log_type] = type;
+		ev.f[NFF_LOG_OVERRUN_epoch] = epoch;
 		ev.f[NFF_LOG_OVERRUN_lost] = lost;
 		rc = emit(rt, &ev);
 		if (rc)
 			return rc;
 	}
-	for (uint64_t pos = start; pos < total; pos++) {
-		rc = emit_truth_op(rt, q, lg, pos, 0);
+	for (uint32_t i = 0; i < n; i++) {
+		rc = emit_truth_op(rt, q, type, epoch, start + i, &rt->scratch_truth[i], 0);
 		if (rc)
 			return rc;
 	}
-	lg->read_total = total;
-	rt->stats.log_reads++;
+	STAT(rt, log_reads);
 	if (lost_out)
 		*lost_out = lost;
 	return 0;
@@ -564,12 +662,14 @@ static int emit_truth_log(struct nf_runtime *rt, struct nf_queue *q, struct nf_l
 	EV_INIT(ev, TRUTH_LOG);
 	ev.f[NFF_TRUTH_LOG_adapter] = q->adapter;
 	ev.f[NFF_TRUTH_LOG_hwqueue] = q->handle;
+	nf_th_log_lock(rt, q);
 	ev.f[NFF_TRUTH_LOG_log_type] = lg->type;
 	ev.f[NFF_TRUTH_LOG_epoch] = lg->epoch;
 	ev.f[NFF_TRUTH_LOG_written] = lg->written;
 	ev.f[NFF_TRUTH_LOG_lost] = lg->lost;
 	ev.f[NFF_TRUTH_LOG_zero_ts] = lg->zero_read;
 	ev.f[NFF_TRUTH_LOG_repeated_ts] = lg->repeated_read;
+	nf_th_log_unlock(rt, q);
 	return emit(rt, &ev);
 }
 
@@ -592,6 +692,11 @@ static int queue_recreate_logs(struct nf_runtime *rt, struct nf_queue *q)
 		rc = emit_set_log(rt, q, lg);
 	}
 	return rc;
+}
+
+int nf_eng_recreate_logs(struct nf_runtime *rt, struct nf_queue *q)
+{
+	return q->alive && q->native ? queue_recreate_logs(rt, q) : 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -636,7 +741,7 @@ static int propagate_cross_adapter(struct nf_runtime *rt, struct nf_global_fence
 }
 
 /* Handles a native fence signaled interrupt raised by `queue` for fence `gi`. */
-static int handle_interrupt(struct nf_runtime *rt, uint32_t qi, uint32_t gi)
+int nf_eng_handle_interrupt(struct nf_runtime *rt, uint32_t qi, uint32_t gi)
 {
 	struct nf_queue *q = &rt->queues[qi];
 	struct nf_adapter *a = &rt->adapters[q->adapter];
@@ -648,7 +753,7 @@ static int handle_interrupt(struct nf_runtime *rt, uint32_t qi, uint32_t gi)
 	int rc = 0;
 	struct nf_event ev;
 
-	rt->stats.interrupts++;
+	STAT(rt, interrupts);
 	/* Which logs the OS scans. */
 	if (optimized)
 		scan_engine = payload == NF_IRQ_OPTIMIZED_NULL_QUEUE;
@@ -717,9 +822,14 @@ static int gpu_waiter_add(struct nf_global_fence *g, uint32_t qi, uint64_t value
 	return 0;
 }
 
-/* The fence changed on `adapter`: blocked queues of that adapter re-evaluate. */
+/* The fence changed on `adapter`: blocked queues of that adapter re-evaluate
+ * (threaded: the engine threads blocked on a GPU wait re-read the value). */
 static int wake_gpu_waiters(struct nf_runtime *rt, struct nf_global_fence *g, uint32_t adapter)
 {
+	if (rt->threaded) {
+		nf_th_gpu_notify(rt);
+		return 0;
+	}
 	for (uint32_t i = 0; i < g->n_gpu_waiters;) {
 		struct nf_queue *q = &rt->queues[g->gpu_waiters[i].queue];
 
@@ -737,15 +847,6 @@ static int wake_gpu_waiters(struct nf_runtime *rt, struct nf_global_fence *g, ui
 	return 0;
 }
 
-/* The local fence a queued command names (validated when it was queued). */
-static struct nf_local_fence *cmd_local(struct nf_runtime *rt, const struct nf_cmd *c)
-{
-	uint32_t li = 0;
-
-	handle_lookup(rt, c->local, NF_OBJ_LOCAL_FENCE, &li);
-	return &rt->locals[li];
-}
-
 static void cmd_pop(struct nf_queue *q)
 {
 	q->cmd_head = (q->cmd_head + 1) % q->cmd_cap;
@@ -755,20 +856,54 @@ static void cmd_pop(struct nf_queue *q)
 	q->head_observed = false;
 }
 
-/* A signal executes on the GPU at rt->now. */
-static int exec_signal(struct nf_runtime *rt, struct nf_queue *q, const struct nf_cmd *c)
+/* The GPU's conditional interrupt after a native signal: raised only when
+ * CurrentValue > MonitoredValue (read after the value and log writes). */
+static int signal_interrupt(struct nf_runtime *rt, struct nf_queue *q, uint32_t gi)
 {
-	struct nf_local_fence *lf = cmd_local(rt, c);
-	int rc;
-	struct nf_global_fence *g = &rt->globals[lf->global];
+	struct nf_global_fence *g = &rt->globals[gi];
+	uint32_t qi = (uint32_t)(q - rt->queues);
 
-	rt->stats.signals_executed++;
-	if (!g->alive)
+	if (!rt->threaded) {
+		if (g->current <= g->monitored[q->adapter])
+			return 0;
+		if (!fence_has_cpu_need(g, g->current))
+			STAT(rt, interrupts_unneeded);
+		return sim_push(rt, rt->now + rt->adapters[q->adapter].desc.interrupt_latency_ns,
+				NF_SIM_INTERRUPT, qi, 0, gi);
+	}
+	/* Threaded: the OS may be changing MonitoredValue right now. wait_min is
+	 * read before and after MonitoredValue (it moves down before it and up
+	 * after it), so an interrupt is counted as unneeded only when no waiter
+	 * could have asked for it at any point of the check. */
+	uint64_t need_before = atomic_load(&g->wait_min);
+	uint64_t cur = atomic_load(&g->current);
+	if (cur <= atomic_load(&g->monitored[q->adapter]))
+		return 0;
+	uint64_t need_after = atomic_load(&g->wait_min);
+	if (!g->cross_adapter && need_before > cur && need_after > cur)
+		STAT(rt, interrupts_unneeded);
+	nf_th_raise_interrupt(rt, qi, gi);
+	return 0;
+}
+
+/*
+ * A signal executes on the GPU now. Deterministic: from the simulation;
+ * threaded: on the queue's engine thread, without the OS lock (a legacy
+ * signal is executed by the OS, so that path takes it).
+ */
+int nf_eng_exec_signal(struct nf_runtime *rt, struct nf_queue *q, const struct nf_cmd *c)
+{
+	int rc;
+	struct nf_global_fence *g = &rt->globals[c->global];
+
+	STAT(rt, signals_executed);
+	if (!atomic_load(&g->alive))
 		return 0; /* destroyed while the signal was in flight */
-	if (!q->native || !lf->native) {
+	if (!q->native || !c->native) {
 		/* VidSch executes the software signal packet from the CPU. */
 		struct nf_event ev;
 
+		nf_th_lock(rt);
 		fence_write(rt, g, q->adapter, c->value);
 		EV_INIT(ev, GPU_SIGNAL_LEGACY);
 		ev.f[NFF_GPU_SIGNAL_LEGACY_adapter] = q->adapter;
@@ -784,11 +919,13 @@ static int exec_signal(struct nf_runtime *rt, struct nf_queue *q, const struct n
 			rc = update_monitored(rt, g, NULL);
 		if (!rc && g->cross_adapter)
 			rc = propagate_cross_adapter(rt, g, q->adapter);
+		nf_th_unlock(rt);
 		return rc;
 	}
 	/* 1. write the new fence value; 2. write the log entry and bump the index. */
+	uint64_t t = now_ns(rt);
 	fence_write(rt, g, q->adapter, c->value);
-	rc = log_write(rt, q, queue_log(q, NF_LOG_SIGNALS), c, rt->now, rt->now);
+	rc = log_write(rt, q, queue_log(q, NF_LOG_SIGNALS), c, t, t);
 	if (rc)
 		return rc;
 	/* Same-adapter GPU waiters see the value in memory at once. */
@@ -796,12 +933,29 @@ static int exec_signal(struct nf_runtime *rt, struct nf_queue *q, const struct n
 	if (rc)
 		return rc;
 	/* 3. the CMP's conditional interrupt: CurrentValue > MonitoredValue. */
-	if (g->current > g->monitored[q->adapter]) {
-		if (!fence_has_cpu_need(g, g->current))
-			rt->stats.interrupts_unneeded++;
-		rc = sim_push(rt, rt->now + rt->adapters[q->adapter].desc.interrupt_latency_ns,
-			      NF_SIM_INTERRUPT, (uint32_t)(q - rt->queues), 0, lf->global);
-	}
+	return signal_interrupt(rt, q, c->global);
+}
+
+/* A GPU wait at the head of q was satisfied: the waits log entry (native) or the
+ * OS releasing the held work (legacy). */
+int nf_eng_wait_done(struct nf_runtime *rt, struct nf_queue *q, const struct nf_cmd *c,
+		     uint64_t observed_ns)
+{
+	struct nf_event ev;
+	int rc;
+
+	STAT(rt, waits_unblocked);
+	if (q->native && c->native)
+		return log_write(rt, q, queue_log(q, NF_LOG_WAITS), c, observed_ns, now_ns(rt));
+	EV_INIT(ev, GPU_WAIT_LEGACY);
+	ev.f[NFF_GPU_WAIT_LEGACY_adapter] = q->adapter;
+	ev.f[NFF_GPU_WAIT_LEGACY_hwqueue] = q->handle;
+	ev.f[NFF_GPU_WAIT_LEGACY_fence] = c->local;
+	ev.f[NFF_GPU_WAIT_LEGACY_value] = c->value;
+	ev.f[NFF_GPU_WAIT_LEGACY_released] = 1;
+	nf_th_lock(rt);
+	rc = emit(rt, &ev);
+	nf_th_unlock(rt);
 	return rc;
 }
 
@@ -821,23 +975,10 @@ static int queue_step(struct nf_runtime *rt, struct nf_queue *q)
 		if (q->head_started) {
 			/* The head finished executing now. */
 			if (c->type == NF_CMD_SIGNAL)
-				rc = exec_signal(rt, q, c);
-			else if (c->type == NF_CMD_WAIT) {
-				rt->stats.waits_unblocked++;
-				if (q->native && cmd_local(rt, c)->native)
-					rc = log_write(rt, q, queue_log(q, NF_LOG_WAITS), c,
-						       q->head_observed_ns, rt->now);
-				else {
-					struct nf_event ev;
-					EV_INIT(ev, GPU_WAIT_LEGACY);
-					ev.f[NFF_GPU_WAIT_LEGACY_adapter] = q->adapter;
-					ev.f[NFF_GPU_WAIT_LEGACY_hwqueue] = q->handle;
-					ev.f[NFF_GPU_WAIT_LEGACY_fence] = c->local;
-					ev.f[NFF_GPU_WAIT_LEGACY_value] = c->value;
-					ev.f[NFF_GPU_WAIT_LEGACY_released] = 1;
-					rc = emit(rt, &ev);
-				}
-			} else
+				rc = nf_eng_exec_signal(rt, q, c);
+			else if (c->type == NF_CMD_WAIT)
+				rc = nf_eng_wait_done(rt, q, c, q->head_observed_ns);
+			else
 				rc = 0;
 			if (rc)
 				return rc;
@@ -855,7 +996,7 @@ static int queue_step(struct nf_runtime *rt, struct nf_queue *q)
 			q->busy_until = rt->now + a->desc.signal_cost_ns;
 			break;
 		case NF_CMD_WAIT: {
-			struct nf_global_fence *g = &rt->globals[cmd_local(rt, c)->global];
+			struct nf_global_fence *g = &rt->globals[c->global];
 
 			if (!q->head_observed) {
 				/* The GPU acknowledged the wait and queued it on hardware. */
@@ -889,12 +1030,13 @@ static int calibrate(struct nf_runtime *rt, uint32_t ai)
 	struct nf_event ev;
 	uint64_t j = a->desc.gpu_clock.jitter_ns;
 	int64_t jitter = j ? (int64_t)(rng_next(rt) % (2 * j + 1)) - (int64_t)j : 0;
-	uint64_t cpu_t = (int64_t)rt->now + jitter < 0 ? 0 : (uint64_t)((int64_t)rt->now + jitter);
+	uint64_t now = now_ns(rt);
+	uint64_t cpu_t = (int64_t)now + jitter < 0 ? 0 : (uint64_t)((int64_t)now + jitter);
 
 	EV_INIT(ev, CALIBRATE_GPU_CLOCK);
 	ev.f[NFF_CALIBRATE_GPU_CLOCK_adapter] = ai;
 	ev.f[NFF_CALIBRATE_GPU_CLOCK_gpu_frequency] = a->desc.gpu_clock.frequency;
-	ev.f[NFF_CALIBRATE_GPU_CLOCK_gpu_clock] = gpu_ticks(a, rt->now);
+	ev.f[NFF_CALIBRATE_GPU_CLOCK_gpu_clock] = gpu_ticks(a, now);
 	ev.f[NFF_CALIBRATE_GPU_CLOCK_cpu_clock] = cpu_ticks(rt, cpu_t);
 	/* Alternate the CMP clock and the engine clock (same time base here). */
 	ev.f[NFF_CALIBRATE_GPU_CLOCK_from_cmp] = (a->calib_count++ % 2) == 0;
@@ -911,6 +1053,25 @@ static int read_all_logs(struct nf_runtime *rt)
 	return rc;
 }
 
+int nf_eng_read_all_logs(struct nf_runtime *rt)
+{
+	return rt->finished ? 0 : read_all_logs(rt);
+}
+
+int nf_eng_calibrate_all(struct nf_runtime *rt)
+{
+	int rc = 0;
+
+	for (uint32_t a = 0; a < rt->n_adapters && !rc && !rt->finished; a++)
+		rc = calibrate(rt, a);
+	return rc;
+}
+
+int nf_eng_sink_failed(struct nf_runtime *rt)
+{
+	return rt->err.code;
+}
+
 static int wait_timeout(struct nf_runtime *rt, uint32_t gi, uint32_t wait_id);
 
 static int sim_dispatch(struct nf_runtime *rt, const struct nf_sim_event *se)
@@ -925,7 +1086,7 @@ static int sim_dispatch(struct nf_runtime *rt, const struct nf_sim_event *se)
 		return queue_step(rt, q);
 	}
 	case NF_SIM_INTERRUPT:
-		return handle_interrupt(rt, se->a, (uint32_t)se->c);
+		return nf_eng_handle_interrupt(rt, se->a, (uint32_t)se->c);
 	case NF_SIM_CALIBRATE:
 		rc = calibrate(rt, se->a);
 		if (!rc)
@@ -1023,8 +1184,8 @@ int nf_runtime_create(const struct nf_runtime_config *cfg, nf_runtime **out, str
 	*out = NULL;
 	if (!cfg)
 		return nf_error_set(err, NF_EINVAL, "nf_runtime_create: NULL config");
-	if (cfg->mode != NF_MODE_DETERMINISTIC)
-		return nf_error_set(err, NF_EUNSUPP, "threaded mode is not available in this build");
+	if (cfg->mode != NF_MODE_DETERMINISTIC && cfg->mode != NF_MODE_THREADED)
+		return nf_error_set(err, NF_EINVAL, "unknown runtime mode %d", (int)cfg->mode);
 	if (cfg->cpu_frequency == 0 || cfg->cpu_frequency > 10000000000ull)
 		return nf_error_set(err, NF_EINVAL, "CPU clock frequency %llu out of range",
 				    (unsigned long long)cfg->cpu_frequency);
@@ -1040,6 +1201,23 @@ int nf_runtime_create(const struct nf_runtime_config *cfg, nf_runtime **out, str
 	rt->rng = cfg->seed ^ 0x6a09e667f3bcc908ull;
 	rt->thread = 1;
 	rt->next_wait_id = 1;
+	if (cfg->mode == NF_MODE_THREADED) {
+		/* Engine threads hold pointers into these arrays: allocate them once. */
+		rt->threaded = true;
+		rt->queues = calloc(NF_TH_MAX_QUEUES, sizeof(*rt->queues));
+		rt->globals = calloc(NF_TH_MAX_GLOBALS, sizeof(*rt->globals));
+		if (!rt->queues || !rt->globals)
+			goto out_oom;
+		rt->cap_queues = NF_TH_MAX_QUEUES;
+		rt->cap_globals = NF_TH_MAX_GLOBALS;
+		int rc = nf_th_start(rt, err);
+		if (rc) {
+			nf_runtime_destroy(rt);
+			return rc;
+		}
+		*out = rt;
+		return 0;
+	}
 	if (cfg->log_read_interval_ns &&
 	    sim_push(rt, cfg->log_read_interval_ns, NF_SIM_PERIODIC_READ, 0, 0, 0))
 		goto out_oom;
@@ -1058,6 +1236,10 @@ void nf_runtime_destroy(nf_runtime *rt)
 	if (!rt)
 		return;
 	nf_runtime_close_owned(rt, NULL);
+	if (rt->th) {
+		nf_th_stop(rt);
+		nf_th_free(rt);
+	}
 	for (uint32_t i = 0; i < rt->n_queues; i++) {
 		free(rt->queues[i].cmds);
 		for (int l = 0; l < 2; l++) {
@@ -1085,6 +1267,7 @@ void nf_runtime_destroy(nf_runtime *rt)
 	free(rt->handles);
 	free(rt->heap);
 	free(rt->scratch_entries);
+	free(rt->scratch_truth);
 	free(rt);
 }
 
@@ -1106,7 +1289,7 @@ static int fail(nf_runtime *rt, int rc, struct nf_error *err)
 	return rc;
 }
 
-int nf_runtime_advance(nf_runtime *rt, uint64_t ns, struct nf_error *err)
+static int api_runtime_advance(nf_runtime *rt, uint64_t ns, struct nf_error *err)
 {
 	int rc = check_rt(rt, err);
 
@@ -1119,22 +1302,33 @@ int nf_runtime_advance(nf_runtime *rt, uint64_t ns, struct nf_error *err)
 
 uint64_t nf_runtime_now_ns(const nf_runtime *rt)
 {
-	return rt ? rt->now : 0;
+	return rt ? now_ns(rt) : 0;
 }
 
 void nf_runtime_set_thread(nf_runtime *rt, uint32_t thread)
 {
-	if (rt)
+	if (rt && rt->threaded)
+		nf_th_set_thread_id(thread);
+	else if (rt)
 		rt->thread = thread;
 }
 
 void nf_runtime_get_stats(const nf_runtime *rt, struct nf_runtime_stats *st)
 {
-	if (rt && st)
+	if (!rt || !st)
+		return;
+	if (!rt->threaded) {
 		*st = rt->stats;
+		return;
+	}
+	/* Engine threads count concurrently: read each counter atomically. */
+	const uint64_t *src = (const uint64_t *)&rt->stats;
+	uint64_t *dst = (uint64_t *)st;
+	for (size_t i = 0; i < sizeof(*st) / sizeof(uint64_t); i++)
+		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
 }
 
-int nf_runtime_finish(nf_runtime *rt, struct nf_error *err)
+static int api_runtime_finish(nf_runtime *rt, struct nf_error *err)
 {
 	int rc = check_rt(rt, err);
 	struct nf_event ev;
@@ -1142,10 +1336,18 @@ int nf_runtime_finish(nf_runtime *rt, struct nf_error *err)
 	if (rc)
 		return rc;
 	/* Let every queue run until it is idle or blocked for good. */
-	while (sim_step(rt, &rc))
+	if (rt->threaded) {
+		nf_th_unlock(rt);
+		rc = nf_th_quiesce(rt);
+		nf_th_lock(rt);
+		if (!rc && rt->finished)
+			return nf_error_set(err, NF_ESTATE, "runtime already finished");
+	}
+	while (!rt->threaded && sim_step(rt, &rc))
 		if (rc)
 			return fail(rt, rc, err);
-	rc = read_all_logs(rt);
+	if (!rc)
+		rc = read_all_logs(rt);
 	for (uint32_t a = 0; a < rt->n_adapters && !rc; a++)
 		rc = calibrate(rt, a);
 	for (uint32_t i = 0; i < rt->n_queues && !rc; i++) {
@@ -1170,7 +1372,7 @@ int nf_runtime_finish(nf_runtime *rt, struct nf_error *err)
 /* ------------------------------------------------------------------ */
 /* public API: adapters, queues                                        */
 
-int nf_adapter_create(nf_runtime *rt, const struct nf_adapter_desc *desc, uint32_t *adapter_out,
+static int api_adapter_create(nf_runtime *rt, const struct nf_adapter_desc *desc, uint32_t *adapter_out,
 		      struct nf_error *err)
 {
 	int rc = check_rt(rt, err);
@@ -1225,7 +1427,7 @@ int nf_adapter_create(nf_runtime *rt, const struct nf_adapter_desc *desc, uint32
 	rc = emit(rt, &ev);
 	if (!rc)
 		rc = calibrate(rt, *adapter_out);
-	if (!rc)
+	if (!rc && !rt->threaded) /* threaded: the OS thread calibrates every adapter */
 		rc = sim_push(rt, rt->now + rt->cfg.calibration_interval_ns, NF_SIM_CALIBRATE,
 			      *adapter_out, 0, 0);
 	return fail(rt, rc, err);
@@ -1234,6 +1436,9 @@ int nf_adapter_create(nf_runtime *rt, const struct nf_adapter_desc *desc, uint32
 static int global_new(nf_runtime *rt, uint32_t adapter, const struct nf_fence_desc *d,
 		      uint32_t *gi_out)
 {
+	if (rt->threaded && rt->n_globals >= rt->cap_globals)
+		return nf_error_set(&rt->err, NF_ENOMEM, "too many fences for threaded mode (limit %u)",
+				    NF_TH_MAX_GLOBALS);
 	if (grow((void **)&rt->globals, &rt->cap_globals, rt->n_globals + 1, sizeof(*rt->globals)))
 		return nf_error_set(&rt->err, NF_ENOMEM, "out of memory");
 	uint32_t gi = rt->n_globals;
@@ -1252,6 +1457,7 @@ static int global_new(nf_runtime *rt, uint32_t adapter, const struct nf_fence_de
 	g->creator_adapter = adapter;
 	g->current = d->initial_value;
 	g->current32 = (uint32_t)d->initial_value;
+	g->wait_min = UINT64_MAX;
 	for (uint32_t a = 0; a < NF_MAX_ADAPTERS; a++)
 		g->monitored[a] = d->cross_adapter ? 0 : UINT64_MAX;
 	*gi_out = gi;
@@ -1295,7 +1501,7 @@ static int local_new(nf_runtime *rt, uint32_t gi, uint32_t adapter, uint32_t pro
 	return emit(rt, &ev);
 }
 
-int nf_hwqueue_create(nf_runtime *rt, uint32_t adapter, uint32_t node, uint32_t engine,
+static int api_hwqueue_create(nf_runtime *rt, uint32_t adapter, uint32_t node, uint32_t engine,
 		      const char *name, nf_handle *queue_out, struct nf_error *err)
 {
 	int rc = check_rt(rt, err);
@@ -1310,6 +1516,9 @@ int nf_hwqueue_create(nf_runtime *rt, uint32_t adapter, uint32_t node, uint32_t 
 		return nf_error_set(err, NF_EINVAL, "nf_hwqueue_create: NULL output");
 	if (adapter >= rt->n_adapters)
 		return nf_error_set(err, NF_EINVAL, "no adapter %u", adapter);
+	if (rt->threaded && rt->n_queues >= rt->cap_queues)
+		return nf_error_set(err, NF_ENOMEM, "too many hardware queues for threaded mode (limit %u)",
+				    NF_TH_MAX_QUEUES);
 	if (grow((void **)&rt->queues, &rt->cap_queues, rt->n_queues + 1, sizeof(*rt->queues)))
 		return nf_error_set(err, NF_ENOMEM, "out of memory");
 	qi = rt->n_queues;
@@ -1351,11 +1560,18 @@ int nf_hwqueue_create(nf_runtime *rt, uint32_t adapter, uint32_t node, uint32_t 
 			rc = emit_set_log(rt, q, &q->logs[l]);
 		}
 	}
+	if (!rc && rt->threaded) {
+		/* Its GPU engine thread, with its own timestamp-fault draws. */
+		q->rng = rng_next(rt);
+		rc = nf_th_queue_start(rt, q, err);
+		if (rc)
+			return rc;
+	}
 	*queue_out = q->handle;
 	return fail(rt, rc, err);
 }
 
-int nf_hwqueue_destroy(nf_runtime *rt, nf_handle queue, struct nf_error *err)
+static int api_hwqueue_destroy(nf_runtime *rt, nf_handle queue, struct nf_error *err)
 {
 	int rc = check_rt(rt, err);
 	struct nf_queue *q;
@@ -1365,9 +1581,17 @@ int nf_hwqueue_destroy(nf_runtime *rt, nf_handle queue, struct nf_error *err)
 		return rc;
 	if (!(q = queue_get(rt, queue, err)))
 		return NF_EINVAL;
-	if (q->cmd_count)
+	if (rt->threaded)
+		pthread_mutex_lock(&q->mu);
+	uint32_t in_flight = q->cmd_count;
+	if (rt->threaded)
+		pthread_mutex_unlock(&q->mu);
+	if (in_flight)
 		return nf_error_set(err, NF_ESTATE, "queue 0x%x still has %u commands in flight",
-				    queue, q->cmd_count);
+				    queue, in_flight);
+	/* Idle: its engine thread has nothing left to do and can go. */
+	if (rt->threaded)
+		nf_th_queue_stop(rt, q);
 	rc = queue_read_logs(rt, q, NULL);
 	for (int l = 0; l < 2 && !rc && q->native; l++)
 		rc = emit_truth_log(rt, q, &q->logs[l]);
@@ -1380,7 +1604,7 @@ int nf_hwqueue_destroy(nf_runtime *rt, nf_handle queue, struct nf_error *err)
 	return fail(rt, emit(rt, &ev), err);
 }
 
-int nf_hwqueue_progress_fence(nf_runtime *rt, nf_handle queue, nf_handle *fence_out,
+static int api_hwqueue_progress_fence(nf_runtime *rt, nf_handle queue, nf_handle *fence_out,
 			      struct nf_error *err)
 {
 	struct nf_queue *q = queue_get(rt, queue, err);
@@ -1394,7 +1618,7 @@ int nf_hwqueue_progress_fence(nf_runtime *rt, nf_handle queue, nf_handle *fence_
 /* ------------------------------------------------------------------ */
 /* public API: fences                                                  */
 
-int nf_fence_create(nf_runtime *rt, uint32_t adapter, const struct nf_fence_desc *desc,
+static int api_fence_create(nf_runtime *rt, uint32_t adapter, const struct nf_fence_desc *desc,
 		    nf_handle *local_out, struct nf_error *err)
 {
 	int rc = check_rt(rt, err);
@@ -1420,7 +1644,7 @@ int nf_fence_create(nf_runtime *rt, uint32_t adapter, const struct nf_fence_desc
 	return fail(rt, rc, err);
 }
 
-int nf_fence_global_handle(nf_runtime *rt, nf_handle local, nf_handle *global_out,
+static int api_fence_global_handle(nf_runtime *rt, nf_handle local, nf_handle *global_out,
 			   struct nf_error *err)
 {
 	struct nf_local_fence *lf = local_get(rt, local, err);
@@ -1431,7 +1655,7 @@ int nf_fence_global_handle(nf_runtime *rt, nf_handle local, nf_handle *global_ou
 	return 0;
 }
 
-int nf_fence_open(nf_runtime *rt, uint32_t adapter, uint32_t process, nf_handle global,
+static int api_fence_open(nf_runtime *rt, uint32_t adapter, uint32_t process, nf_handle global,
 		  nf_handle *local_out, struct nf_error *err)
 {
 	int rc = check_rt(rt, err);
@@ -1464,7 +1688,7 @@ int nf_fence_open(nf_runtime *rt, uint32_t adapter, uint32_t process, nf_handle 
 
 static int emit_unwait(nf_runtime *rt, const struct nf_cpu_waiter *w, uint64_t current);
 
-int nf_fence_close(nf_runtime *rt, nf_handle local, struct nf_error *err)
+static int api_fence_close(nf_runtime *rt, nf_handle local, struct nf_error *err)
 {
 	int rc = check_rt(rt, err);
 	struct nf_local_fence *lf;
@@ -1497,7 +1721,8 @@ int nf_fence_close(nf_runtime *rt, nf_handle local, struct nf_error *err)
 		/* DxgkDdiDestroyNativeFence: release the waiters still there (status 2,
 		 * fence closed). They leave the list: an async waiter belongs to its
 		 * event, which frees it once (nf_event_close or destroy). */
-		g->alive = false;
+		atomic_store(&g->alive, false);
+		nf_th_gpu_notify(rt); /* GPU waits on a destroyed fence pass */
 		for (struct nf_cpu_waiter *w = g->waiters; w; w = w->next)
 			if (!w->done) {
 				w->done = true;
@@ -1506,11 +1731,14 @@ int nf_fence_close(nf_runtime *rt, nf_handle local, struct nf_error *err)
 					rc = emit_unwait(rt, w, g->current);
 			}
 		g->waiters = NULL;
+		atomic_store(&g->wait_min, UINT64_MAX);
+		if (rt->threaded)
+			nf_th_cpu_wake(rt);
 	}
 	return fail(rt, rc, err);
 }
 
-int nf_fence_read(nf_runtime *rt, nf_handle local, uint64_t *current, uint64_t *monitored,
+static int api_fence_read(nf_runtime *rt, nf_handle local, uint64_t *current, uint64_t *monitored,
 		  struct nf_error *err)
 {
 	struct nf_local_fence *lf = local_get(rt, local, err);
@@ -1531,15 +1759,21 @@ int nf_fence_read(nf_runtime *rt, nf_handle local, uint64_t *current, uint64_t *
 static int queue_push(nf_runtime *rt, struct nf_queue *q, const struct nf_cmd *c,
 		      struct nf_error *err)
 {
+	if (rt->threaded)
+		pthread_mutex_lock(&q->mu); /* the engine thread pops concurrently */
 	if (q->cmd_count == q->cmd_cap) {
 		uint32_t ncap = q->cmd_cap ? q->cmd_cap * 2 : 64;
-		if (ncap > NF_QUEUE_CAP_MAX * 64)
-			return nf_error_set(err, NF_ENOMEM,
-					    "queue '%s' holds too many commands (%u): the GPU is blocked or too slow",
-					    q->name, q->cmd_count);
-		struct nf_cmd *n = malloc((size_t)ncap * sizeof(*n));
-		if (!n)
+		struct nf_cmd *n = ncap > NF_QUEUE_CAP_MAX * 64 ? NULL
+				   : malloc((size_t)ncap * sizeof(*n));
+		if (!n) {
+			if (rt->threaded)
+				pthread_mutex_unlock(&q->mu);
+			if (ncap > NF_QUEUE_CAP_MAX * 64)
+				return nf_error_set(err, NF_ENOMEM,
+						    "queue '%s' holds too many commands (%u): the GPU is blocked or too slow",
+						    q->name, q->cmd_count);
 			return nf_error_set(err, NF_ENOMEM, "out of memory");
+		}
 		for (uint32_t i = 0; i < q->cmd_count; i++)
 			n[i] = q->cmds[(q->cmd_head + i) % (q->cmd_cap ? q->cmd_cap : 1)];
 		free(q->cmds);
@@ -1549,6 +1783,11 @@ static int queue_push(nf_runtime *rt, struct nf_queue *q, const struct nf_cmd *c
 	}
 	q->cmds[(q->cmd_head + q->cmd_count) % q->cmd_cap] = *c;
 	q->cmd_count++;
+	if (rt->threaded) {
+		nf_th_queue_pushed(q);
+		pthread_mutex_unlock(&q->mu);
+		return 0;
+	}
 	return fail(rt, queue_schedule(rt, q, c->available_ns), err);
 }
 
@@ -1575,9 +1814,11 @@ static int queue_fence_op(nf_runtime *rt, nf_handle queue, nf_handle fence, uint
 	rc = check_window(rt, g, q->adapter, value, err);
 	if (rc)
 		return rc;
-	struct nf_cmd c = { type, fence, value, 0, rt->now,
-			    rt->now + rt->adapters[q->adapter].desc.submit_latency_ns };
-	rt->stats.operations++;
+	uint64_t now = now_ns(rt);
+	struct nf_cmd c = { type, fence, value, 0, now,
+			    now + rt->adapters[q->adapter].desc.submit_latency_ns, lf->global,
+			    lf->native };
+	STAT(rt, operations);
 	if (q->native && lf->native) {
 		EV_INIT(ev, FENCE_WAIT_QUEUED);
 		if (type == NF_CMD_SIGNAL)
@@ -1587,7 +1828,7 @@ static int queue_fence_op(nf_runtime *rt, nf_handle queue, nf_handle fence, uint
 		ev.f[NFF_FENCE_WAIT_QUEUED_hwqueue] = q->handle;
 		ev.f[NFF_FENCE_WAIT_QUEUED_fence] = fence;
 		ev.f[NFF_FENCE_WAIT_QUEUED_value] = value;
-		ev.f[NFF_FENCE_WAIT_QUEUED_thread] = rt->thread;
+		ev.f[NFF_FENCE_WAIT_QUEUED_thread] = cur_thread(rt);
 		rc = emit(rt, &ev);
 	} else if (type == NF_CMD_WAIT) {
 		/* Legacy: the OS tracks the wait and holds the queue's later work. */
@@ -1608,19 +1849,19 @@ _Static_assert((int)NFF_FENCE_WAIT_QUEUED_value == (int)NFF_FENCE_SIGNAL_QUEUED_
 	       (int)NFF_FENCE_WAIT_QUEUED_thread == (int)NFF_FENCE_SIGNAL_QUEUED_thread,
 	       "queued events share a layout");
 
-int nf_queue_wait(nf_runtime *rt, nf_handle queue, nf_handle fence, uint64_t value,
+static int api_queue_wait(nf_runtime *rt, nf_handle queue, nf_handle fence, uint64_t value,
 		  struct nf_error *err)
 {
 	return queue_fence_op(rt, queue, fence, value, NF_CMD_WAIT, err);
 }
 
-int nf_queue_signal(nf_runtime *rt, nf_handle queue, nf_handle fence, uint64_t value,
+static int api_queue_signal(nf_runtime *rt, nf_handle queue, nf_handle fence, uint64_t value,
 		    struct nf_error *err)
 {
 	return queue_fence_op(rt, queue, fence, value, NF_CMD_SIGNAL, err);
 }
 
-int nf_queue_work(nf_runtime *rt, nf_handle queue, uint64_t gpu_ns, struct nf_error *err)
+static int api_queue_work(nf_runtime *rt, nf_handle queue, uint64_t gpu_ns, struct nf_error *err)
 {
 	int rc = check_rt(rt, err);
 	struct nf_queue *q;
@@ -1629,8 +1870,9 @@ int nf_queue_work(nf_runtime *rt, nf_handle queue, uint64_t gpu_ns, struct nf_er
 		return rc;
 	if (!(q = queue_get(rt, queue, err)))
 		return NF_EINVAL;
-	struct nf_cmd c = { NF_CMD_WORK, 0, 0, gpu_ns, rt->now,
-			    rt->now + rt->adapters[q->adapter].desc.submit_latency_ns };
+	uint64_t now = now_ns(rt);
+	struct nf_cmd c = { NF_CMD_WORK, 0, 0, gpu_ns, now,
+			    now + rt->adapters[q->adapter].desc.submit_latency_ns, 0, false };
 	return queue_push(rt, q, &c, err);
 }
 
@@ -1682,14 +1924,14 @@ static int waiter_add(nf_runtime *rt, struct nf_local_fence *lf, uint64_t value,
 	w->local = lf->handle;
 	w->adapter = lf->adapter;
 	w->value = value;
-	w->thread = rt->thread;
+	w->thread = cur_thread(rt);
 	w->event = event;
-	rt->stats.cpu_waits++;
+	STAT(rt, cpu_waits);
 	EV_INIT(ev, CPU_WAIT);
 	ev.f[NFF_CPU_WAIT_adapter] = lf->adapter;
 	ev.f[NFF_CPU_WAIT_fence] = lf->handle;
 	ev.f[NFF_CPU_WAIT_value] = value;
-	ev.f[NFF_CPU_WAIT_thread] = rt->thread;
+	ev.f[NFF_CPU_WAIT_thread] = cur_thread(rt);
 	ev.f[NFF_CPU_WAIT_wait_id] = w->wait_id;
 	ev.f[NFF_CPU_WAIT_timeout_ns] = timeout_ns;
 	ev.f[NFF_CPU_WAIT_async] = async;
@@ -1719,7 +1961,7 @@ static int wait_timeout(struct nf_runtime *rt, uint32_t gi, uint32_t wait_id)
 		if (w->wait_id == wait_id && !w->done) {
 			w->done = true;
 			w->status = 1;
-			rt->stats.cpu_timeouts++;
+			STAT(rt, cpu_timeouts);
 			waiter_unlink(g, w);
 			int rc = emit_unwait(rt, w, g->current);
 			if (!rc)
@@ -1729,7 +1971,7 @@ static int wait_timeout(struct nf_runtime *rt, uint32_t gi, uint32_t wait_id)
 	return 0;
 }
 
-int nf_cpu_wait(nf_runtime *rt, nf_handle fence, uint64_t value, uint64_t timeout_ns,
+static int api_cpu_wait(nf_runtime *rt, nf_handle fence, uint64_t value, uint64_t timeout_ns,
 		struct nf_error *err)
 {
 	struct nf_local_fence *lf;
@@ -1742,9 +1984,19 @@ int nf_cpu_wait(nf_runtime *rt, nf_handle fence, uint64_t value, uint64_t timeou
 	rc = waiter_add(rt, lf, value, &w, 0, timeout_ns, false);
 	if (rc)
 		return fail(rt, rc, err);
-	uint64_t deadline = timeout_ns == NF_NO_TIMEOUT || timeout_ns > UINT64_MAX - rt->now
-			    ? UINT64_MAX : rt->now + timeout_ns;
-	/* Block: run the world until satisfied or the deadline. */
+	uint64_t now = now_ns(rt);
+	uint64_t deadline = timeout_ns == NF_NO_TIMEOUT || timeout_ns > UINT64_MAX - now
+			    ? UINT64_MAX : now + timeout_ns;
+	/* Threaded: this thread really blocks; the interrupt thread, a CPU signal
+	 * or the MonitoredValue resample marks it done and wakes it. */
+	while (rt->threaded && !w.done) {
+		if (!nf_th_cpu_block(rt, deadline) && !w.done) {
+			rc = wait_timeout(rt, gi, w.wait_id);
+			if (rc)
+				return fail(rt, rc, err);
+		}
+	}
+	/* Deterministic: run the world until satisfied or the deadline. */
 	while (!w.done) {
 		if (!rt->heap_len || rt->heap[0].time > deadline || !rt->active_sims) {
 			if (deadline == UINT64_MAX) {
@@ -1780,12 +2032,12 @@ int nf_cpu_wait(nf_runtime *rt, nf_handle fence, uint64_t value, uint64_t timeou
 	return 0;
 }
 
-int nf_cpu_wait_async(nf_runtime *rt, nf_handle fence, uint64_t value, nf_handle *event_out,
+static int api_cpu_wait_async(nf_runtime *rt, nf_handle fence, uint64_t value, nf_handle *event_out,
 		      struct nf_error *err)
 {
 	struct nf_local_fence *lf;
 	int rc = cpu_fence(rt, fence, &lf, err);
-	nf_handle eh;
+	nf_handle eh = 0;
 
 	if (rc)
 		return rc;
@@ -1813,7 +2065,7 @@ int nf_cpu_wait_async(nf_runtime *rt, nf_handle fence, uint64_t value, nf_handle
 	return 0;
 }
 
-int nf_event_wait(nf_runtime *rt, nf_handle event, uint64_t timeout_ns, struct nf_error *err)
+static int api_event_wait(nf_runtime *rt, nf_handle event, uint64_t timeout_ns, struct nf_error *err)
 {
 	int rc = check_rt(rt, err);
 	uint32_t ei;
@@ -1822,8 +2074,15 @@ int nf_event_wait(nf_runtime *rt, nf_handle event, uint64_t timeout_ns, struct n
 		return rc;
 	if (handle_lookup(rt, event, NF_OBJ_EVENT, &ei) || !rt->events[ei].alive)
 		return nf_error_set(err, NF_EINVAL, "invalid event handle 0x%x", event);
-	uint64_t deadline = timeout_ns == NF_NO_TIMEOUT || timeout_ns > UINT64_MAX - rt->now
-			    ? UINT64_MAX : rt->now + timeout_ns;
+	uint64_t now = now_ns(rt);
+	uint64_t deadline = timeout_ns == NF_NO_TIMEOUT || timeout_ns > UINT64_MAX - now
+			    ? UINT64_MAX : now + timeout_ns;
+	while (rt->threaded && !rt->events[ei].signaled) {
+		if (!rt->events[ei].alive)
+			return nf_error_set(err, NF_ESTATE, "event 0x%x was closed during the wait", event);
+		if (!nf_th_cpu_block(rt, deadline) && !rt->events[ei].signaled)
+			return nf_error_set(err, NF_ETIMEOUT, "wait on event 0x%x timed out", event);
+	}
 	while (!rt->events[ei].signaled) {
 		if (!rt->heap_len || rt->heap[0].time > deadline || !rt->active_sims) {
 			if (deadline == UINT64_MAX)
@@ -1847,7 +2106,7 @@ int nf_event_wait(nf_runtime *rt, nf_handle event, uint64_t timeout_ns, struct n
 	return 0;
 }
 
-int nf_event_close(nf_runtime *rt, nf_handle event, struct nf_error *err)
+static int api_event_close(nf_runtime *rt, nf_handle event, struct nf_error *err)
 {
 	uint32_t ei;
 
@@ -1873,7 +2132,7 @@ int nf_event_close(nf_runtime *rt, nf_handle event, struct nf_error *err)
 	return 0;
 }
 
-int nf_cpu_signal(nf_runtime *rt, nf_handle fence, uint64_t value, struct nf_error *err)
+static int api_cpu_signal(nf_runtime *rt, nf_handle fence, uint64_t value, struct nf_error *err)
 {
 	struct nf_local_fence *lf;
 	int rc = cpu_fence(rt, fence, &lf, err);
@@ -1889,7 +2148,7 @@ int nf_cpu_signal(nf_runtime *rt, nf_handle fence, uint64_t value, struct nf_err
 	ev.f[NFF_CPU_SIGNAL_adapter] = lf->adapter;
 	ev.f[NFF_CPU_SIGNAL_fence] = fence;
 	ev.f[NFF_CPU_SIGNAL_value] = value;
-	ev.f[NFF_CPU_SIGNAL_thread] = rt->thread;
+	ev.f[NFF_CPU_SIGNAL_thread] = cur_thread(rt);
 	rc = emit(rt, &ev);
 	if (rc)
 		return fail(rt, rc, err);
@@ -1910,4 +2169,131 @@ int nf_cpu_signal(nf_runtime *rt, nf_handle fence, uint64_t value, struct nf_err
 	if (!rc)
 		rc = propagate_cross_adapter(rt, g, lf->adapter);
 	return fail(rt, rc, err);
+}
+
+/* ------------------------------------------------------------------ */
+/* public API: entry points. In threaded mode each call holds the OS lock
+ * (engine threads run beside it; CPU waits release it while they block). */
+
+#define LOCKED(rt, call)                        \
+	do {                                    \
+		nf_th_lock(rt);                 \
+		int rc_ = (call);               \
+		nf_th_unlock(rt);               \
+		return rc_;                     \
+	} while (0)
+
+int nf_runtime_finish(nf_runtime *rt, struct nf_error *err)
+{
+	LOCKED(rt, api_runtime_finish(rt, err));
+}
+
+int nf_runtime_advance(nf_runtime *rt, uint64_t ns, struct nf_error *err)
+{
+	if (rt && rt->threaded) {
+		/* Real time: the caller's thread sleeps while the engines run. */
+		nf_th_lock(rt);
+		int rc = check_rt(rt, err);
+		nf_th_unlock(rt);
+		if (!rc)
+			nf_th_sleep(ns);
+		return rc;
+	}
+	return api_runtime_advance(rt, ns, err);
+}
+
+int nf_adapter_create(nf_runtime *rt, const struct nf_adapter_desc *desc, uint32_t *adapter_out,
+		      struct nf_error *err)
+{
+	LOCKED(rt, api_adapter_create(rt, desc, adapter_out, err));
+}
+
+int nf_hwqueue_create(nf_runtime *rt, uint32_t adapter, uint32_t node, uint32_t engine,
+		      const char *name, nf_handle *queue_out, struct nf_error *err)
+{
+	LOCKED(rt, api_hwqueue_create(rt, adapter, node, engine, name, queue_out, err));
+}
+
+int nf_hwqueue_destroy(nf_runtime *rt, nf_handle queue, struct nf_error *err)
+{
+	LOCKED(rt, api_hwqueue_destroy(rt, queue, err));
+}
+
+int nf_hwqueue_progress_fence(nf_runtime *rt, nf_handle queue, nf_handle *fence_out,
+			      struct nf_error *err)
+{
+	LOCKED(rt, api_hwqueue_progress_fence(rt, queue, fence_out, err));
+}
+
+int nf_fence_create(nf_runtime *rt, uint32_t adapter, const struct nf_fence_desc *desc,
+		    nf_handle *local_out, struct nf_error *err)
+{
+	LOCKED(rt, api_fence_create(rt, adapter, desc, local_out, err));
+}
+
+int nf_fence_global_handle(nf_runtime *rt, nf_handle local, nf_handle *global_out,
+			   struct nf_error *err)
+{
+	LOCKED(rt, api_fence_global_handle(rt, local, global_out, err));
+}
+
+int nf_fence_open(nf_runtime *rt, uint32_t adapter, uint32_t process, nf_handle global,
+		  nf_handle *local_out, struct nf_error *err)
+{
+	LOCKED(rt, api_fence_open(rt, adapter, process, global, local_out, err));
+}
+
+int nf_fence_close(nf_runtime *rt, nf_handle local, struct nf_error *err)
+{
+	LOCKED(rt, api_fence_close(rt, local, err));
+}
+
+int nf_fence_read(nf_runtime *rt, nf_handle local, uint64_t *current, uint64_t *monitored,
+		  struct nf_error *err)
+{
+	LOCKED(rt, api_fence_read(rt, local, current, monitored, err));
+}
+
+int nf_queue_wait(nf_runtime *rt, nf_handle queue, nf_handle fence, uint64_t value,
+		  struct nf_error *err)
+{
+	LOCKED(rt, api_queue_wait(rt, queue, fence, value, err));
+}
+
+int nf_queue_signal(nf_runtime *rt, nf_handle queue, nf_handle fence, uint64_t value,
+		    struct nf_error *err)
+{
+	LOCKED(rt, api_queue_signal(rt, queue, fence, value, err));
+}
+
+int nf_queue_work(nf_runtime *rt, nf_handle queue, uint64_t gpu_ns, struct nf_error *err)
+{
+	LOCKED(rt, api_queue_work(rt, queue, gpu_ns, err));
+}
+
+int nf_cpu_wait(nf_runtime *rt, nf_handle fence, uint64_t value, uint64_t timeout_ns,
+		struct nf_error *err)
+{
+	LOCKED(rt, api_cpu_wait(rt, fence, value, timeout_ns, err));
+}
+
+int nf_cpu_wait_async(nf_runtime *rt, nf_handle fence, uint64_t value, nf_handle *event_out,
+		      struct nf_error *err)
+{
+	LOCKED(rt, api_cpu_wait_async(rt, fence, value, event_out, err));
+}
+
+int nf_event_wait(nf_runtime *rt, nf_handle event, uint64_t timeout_ns, struct nf_error *err)
+{
+	LOCKED(rt, api_event_wait(rt, event, timeout_ns, err));
+}
+
+int nf_event_close(nf_runtime *rt, nf_handle event, struct nf_error *err)
+{
+	LOCKED(rt, api_event_close(rt, event, err));
+}
+
+int nf_cpu_signal(nf_runtime *rt, nf_handle fence, uint64_t value, struct nf_error *err)
+{
+	LOCKED(rt, api_cpu_signal(rt, fence, value, err));
 }

@@ -7,6 +7,8 @@
 
 #include "nftrace/nfence.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -24,6 +26,8 @@ struct nf_cmd {
 	uint64_t cost_ns;        /* WORK */
 	uint64_t queued_ns;      /* true time it was queued */
 	uint64_t available_ns;   /* true time the GPU can see it */
+	uint32_t global;         /* its global fence index (resolved when queued) */
+	bool native;             /* the local fence is native on the queue's adapter */
 };
 
 /* Ground truth kept beside each log slot until the entry is read or lost. */
@@ -63,6 +67,18 @@ struct nf_queue {
 	bool step_scheduled;
 	uint64_t step_at;
 	struct nf_log logs[2];         /* [0] waits, [1] signals */
+
+	/* Threaded mode (engine_threads.c): the queue's GPU engine thread. */
+	pthread_t thread;
+	bool thread_started;
+	pthread_mutex_t mu;            /* guards cmds/cmd_* and stop */
+	pthread_cond_t cv;             /* new command, stop, or idle */
+	bool stop;
+	atomic_bool recreate_pending;  /* the OS asked for new log buffers */
+	pthread_mutex_t log_mu;        /* the GPU writing a log entry vs the OS reading the log */
+	uint64_t rng;                  /* this engine's timestamp-fault draws */
+	uint32_t wait_global;          /* under gpu_mu: blocked on this fence... */
+	uint64_t wait_value;           /* ...reaching this value */
 };
 
 struct nf_cpu_waiter {
@@ -84,15 +100,21 @@ struct nf_gpu_waiter {             /* a queue blocked on a fence */
 	uint64_t value;
 };
 
+/*
+ * CurrentValue, MonitoredValue and wait_min are C11 atomics: in threaded mode
+ * the GPU engine threads write CurrentValue and read MonitoredValue without the
+ * OS lock (the write-barrier-resample protocol of update_monitored).
+ */
 struct nf_global_fence {
 	nf_handle handle;
-	bool alive;
+	atomic_bool alive;
 	uint32_t type;
 	bool shared, cross_adapter;
 	uint32_t creator_adapter;
-	uint64_t current;              /* CurrentValue (the OS's 64-bit view) */
-	uint32_t current32;            /* what a 32-bit GPU wrote */
-	uint64_t monitored[NF_MAX_ADAPTERS]; /* MonitoredValue, one copy per GPU */
+	_Atomic uint64_t current;      /* CurrentValue (the OS's 64-bit view), never torn */
+	_Atomic uint32_t current32;    /* what a 32-bit GPU wrote */
+	_Atomic uint64_t monitored[NF_MAX_ADAPTERS]; /* MonitoredValue, one copy per GPU */
+	_Atomic uint64_t wait_min;     /* smallest outstanding CPU-waited value (UINT64_MAX: none) */
 	uint32_t refs;                 /* open local handles */
 	uint32_t open_mask;            /* adapters with a local handle */
 	struct nf_cpu_waiter *waiters; /* outstanding CPU waiters */
@@ -183,6 +205,59 @@ struct nf_runtime {
 
 	/* Owned recorder when created from the environment. */
 	void *owned_writer;
+
+	bool threaded;                 /* NF_MODE_THREADED */
+	struct nf_threads *th;         /* threaded mode state (engine_threads.c) */
+	struct nf_truth_slot *scratch_truth; /* scratch_cap slots */
 };
+
+/* ------------------------------------------------------------------ */
+/* Shared between engine.c (the rules) and engine_threads.c (threaded mode). */
+
+/* Threaded mode limits: object arrays are allocated once, so the engine threads
+ * can hold pointers into them while the API creates more. */
+#define NF_TH_MAX_QUEUES 256u
+#define NF_TH_MAX_GLOBALS 65536u
+
+/* engine.c: rules the threads run. Callers hold the OS lock unless noted. */
+/* GPU engine thread, no OS lock: executes a signal (native: write value, log
+ * entry, conditional interrupt; legacy: takes the OS lock itself). */
+int nf_eng_exec_signal(struct nf_runtime *rt, struct nf_queue *q, const struct nf_cmd *c);
+/* GPU engine thread, no OS lock: a wait at the head of q was satisfied. */
+int nf_eng_wait_done(struct nf_runtime *rt, struct nf_queue *q, const struct nf_cmd *c,
+		     uint64_t observed_ns);
+/* No lock needed: would a GPU wait on adapter for value on g pass now? */
+bool nf_eng_gpu_wait_passes(const struct nf_runtime *rt, uint32_t adapter, uint32_t gi,
+			    uint64_t value);
+int nf_eng_handle_interrupt(struct nf_runtime *rt, uint32_t qi, uint32_t gi);
+int nf_eng_calibrate_all(struct nf_runtime *rt);
+int nf_eng_read_all_logs(struct nf_runtime *rt);
+/* Called by q's own engine thread, with the OS lock held. */
+int nf_eng_recreate_logs(struct nf_runtime *rt, struct nf_queue *q);
+int nf_eng_sink_failed(struct nf_runtime *rt);
+
+/* engine_threads.c */
+uint64_t nf_th_now(const struct nf_runtime *rt);       /* ns since the runtime started */
+uint32_t nf_th_thread_id(void);                        /* this CPU thread's id for events */
+void nf_th_set_thread_id(uint32_t id);
+int nf_th_start(struct nf_runtime *rt, struct nf_error *err);
+void nf_th_stop(struct nf_runtime *rt);                /* joins every thread */
+void nf_th_free(struct nf_runtime *rt);
+int nf_th_queue_start(struct nf_runtime *rt, struct nf_queue *q, struct nf_error *err);
+void nf_th_queue_stop(struct nf_runtime *rt, struct nf_queue *q);
+void nf_th_queue_pushed(struct nf_queue *q);           /* q->mu held */
+void nf_th_lock(struct nf_runtime *rt);                /* the OS lock; no-op when deterministic */
+void nf_th_unlock(struct nf_runtime *rt);
+void nf_th_log_lock(struct nf_runtime *rt, struct nf_queue *q);
+void nf_th_log_unlock(struct nf_runtime *rt, struct nf_queue *q);
+void nf_th_gpu_notify(struct nf_runtime *rt);          /* a fence value changed in memory */
+void nf_th_raise_interrupt(struct nf_runtime *rt, uint32_t qi, uint32_t gi);
+void nf_th_cpu_wake(struct nf_runtime *rt);            /* CPU waiters re-check (OS lock held) */
+/* Blocks the calling CPU thread on the OS lock's condition until woken or
+ * deadline (ns since start, UINT64_MAX: none). Returns false at the deadline. */
+bool nf_th_cpu_block(struct nf_runtime *rt, uint64_t deadline);
+int nf_th_quiesce(struct nf_runtime *rt);              /* OS lock not held */
+void nf_th_sleep(uint64_t ns);
+void nf_th_request_recreate(struct nf_runtime *rt);   /* OS lock held */
 
 #endif
