@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -536,14 +537,31 @@ static bool committer_poll(struct nf_ctf_writer *w, bool block)
 
 static int committer_start(struct nf_ctf_writer *w)
 {
-	int sv[2];
+	char meta[4200];
+	int sv[2], lock;
 	unsigned char *buf;
 	pid_t pid;
 
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
-		return nf_error_set(&w->err, NF_EIO, "%s: socketpair: %s", w->dir, strerror(errno));
+	/* The committer holds an exclusive flock on DIR/metadata for its whole
+	 * life (taken here, inherited across fork, dropped by the parent): a
+	 * flock(LOCK_SH) on it returns once the session files are final. */
+	snprintf(meta, sizeof(meta), "%s/metadata", w->dir);
+	lock = open(meta, O_RDONLY | O_CLOEXEC);
+	if (lock < 0 || flock(lock, LOCK_EX) != 0) {
+		int e = errno;
+		if (lock >= 0)
+			close(lock);
+		return nf_error_set(&w->err, NF_EIO, "%s: cannot lock: %s", meta, strerror(e));
+	}
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+		int e = errno;
+		close(lock);
+		return nf_error_set(&w->err, NF_EIO, "%s: socketpair: %s", w->dir, strerror(e));
+	}
 	buf = malloc(NF_CTF_COMMIT_CHUNK);
 	if (!buf) {
+		close(lock);
 		close(sv[0]);
 		close(sv[1]);
 		return nf_error_set(&w->err, NF_ENOMEM, "ctf writer: out of memory");
@@ -555,6 +573,7 @@ static int committer_start(struct nf_ctf_writer *w)
 	if (pid < 0) {
 		int e = errno;
 		free(buf);
+		close(lock);
 		close(sv[0]);
 		close(sv[1]);
 		return nf_error_set(&w->err, NF_EIO, "%s: cannot start the committer process: %s",
@@ -565,6 +584,7 @@ static int committer_start(struct nf_ctf_writer *w)
 		committer_main(sv[1], w, buf);
 	}
 	free(buf);
+	close(lock);
 	close(sv[1]);
 	w->sock = sv[0];
 	w->committer = pid;
@@ -953,4 +973,24 @@ int nf_ctf_writer_close(struct nf_ctf_writer *w, struct nf_error *err)
 		nf_error_set(err, rc, "%s", w->err.msg);
 	free(w);
 	return rc;
+}
+
+int nf_ctf_session_wait(const char *dir, struct nf_error *err)
+{
+	char meta[4200];
+	int fd;
+
+	snprintf(meta, sizeof(meta), "%s/metadata", dir);
+	fd = open(meta, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return nf_error_set(err, errno == ENOENT ? NF_ENOENT : NF_EIO, "%s: %s", meta,
+				    strerror(errno));
+	while (flock(fd, LOCK_SH) != 0)
+		if (errno != EINTR) {
+			int e = errno;
+			close(fd);
+			return nf_error_set(err, NF_EIO, "%s: cannot lock: %s", meta, strerror(e));
+		}
+	close(fd);
+	return 0;
 }

@@ -201,12 +201,22 @@ int nf_record_program(const struct nf_record_options *opts, struct nf_record_res
 			return nf_error_set(err, NF_EIO, "record: waitpid: %s", strerror(errno));
 	if (WIFEXITED(st) && WEXITSTATUS(st) == 127)
 		return nf_error_set(err, NF_ENOENT, "%s: cannot run program", opts->argv[0]);
+	snprintf(meta, sizeof(meta), "%s/metadata", opts->out_dir);
+	/* The runtime's committer process may outlive the program (killed, or
+	 * exited without closing its runtime): wait until the files are final. */
+	bool recorded = access(meta, F_OK) == 0 && nf_ctf_session_wait(opts->out_dir, NULL) == 0;
+	/* Ctrl-C reaches the whole process group: the program stops, and what
+	 * it recorded up to then is the session. */
+	if (recorded && ((opts->interrupted && *opts->interrupted) ||
+			 (WIFSIGNALED(st) && (WTERMSIG(st) == SIGINT || WTERMSIG(st) == SIGTERM)))) {
+		res->interrupted = true;
+		return NF_EINTR;
+	}
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
 		return nf_error_set(err, NF_EIO, "%s: program %s %d", opts->argv[0],
 				    WIFEXITED(st) ? "exited with status" : "was killed by signal",
 				    WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
-	snprintf(meta, sizeof(meta), "%s/metadata", opts->out_dir);
-	if (access(meta, F_OK) != 0)
+	if (!recorded)
 		return nf_error_set(err, NF_EFORMAT,
 				    "%s: the program recorded nothing (does it create its runtime with nf_runtime_create_from_env?)",
 				    opts->argv[0]);

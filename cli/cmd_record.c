@@ -104,8 +104,11 @@ int cmd_record(int argc, char **argv)
 	if (rc == NF_EINTR) {
 		/* 128 + SIGINT, as shells report an interrupted command; the
 		 * session is whole up to the interruption. */
-		fprintf(stderr, "nftrace record: interrupted; session %s closed cleanly (%llu events)\n",
-			o.out_dir, (unsigned long long)res.events);
+		if (o.argv)
+			fprintf(stderr, "nftrace record: interrupted; session %s closed cleanly\n", o.out_dir);
+		else
+			fprintf(stderr, "nftrace record: interrupted; session %s closed cleanly (%llu events)\n",
+				o.out_dir, (unsigned long long)res.events);
 		return NF_EXIT_INTERRUPTED;
 	}
 	if (rc)

@@ -47,7 +47,9 @@ struct nf_ctf_writer_options {
 struct nf_ctf_writer;
 
 /* Creates DIR (must not exist, or be empty), writes the metadata and starts
- * the committer process. */
+ * the committer process. The committer holds an exclusive flock(2) on
+ * DIR/metadata until the session files are final (even when the caller was
+ * killed): nf_ctf_session_wait waits for it. */
 int nf_ctf_writer_create(const char *dir, const struct nf_ctf_writer_options *opts,
 			 struct nf_ctf_writer **out, struct nf_error *err);
 
@@ -58,6 +60,10 @@ int nf_ctf_writer_create(const char *dir, const struct nf_ctf_writer_options *op
  * already exists fails at its first flush. Returns 0, NF_ENOENT, NF_EIO,
  * NF_EFORMAT (not our metadata) or NF_ENOMEM. */
 int nf_ctf_writer_open_append(const char *dir, struct nf_ctf_writer **out, struct nf_error *err);
+
+/* Waits until no committer writes the session in DIR any more (a shared
+ * flock on DIR/metadata). Returns 0, or NF_ENOENT when there is no metadata. */
+int nf_ctf_session_wait(const char *dir, struct nf_error *err);
 
 /* Appends an event. Timestamps must not decrease within a stream. */
 int nf_ctf_writer_emit(struct nf_ctf_writer *w, const struct nf_event *ev);

@@ -346,6 +346,43 @@ START_TEST(every_sample_is_deterministic_and_readable)
 }
 END_TEST
 
+/* `record -- PROGRAM` on the sample program that links the runtime: a
+ * session that babeltrace2 and our parser read, the same bytes twice; a
+ * program that records nothing, or cannot run, is one clear error. */
+START_TEST(record_a_program)
+{
+	char prog[1024], a[700], b[700];
+	const char *bin = getenv("NF_BINARY_DIR");
+	int st;
+
+	snprintf(prog, sizeof(prog), "%s/nfence-sample", bin ? bin : ".");
+	snprintf(a, sizeof(a), "%s/p1", tmp);
+	snprintf(b, sizeof(b), "%s/p2", tmp);
+	for (int i = 0; i < 2; i++) {
+		snprintf(cmd, sizeof(cmd), "'%s' record --ground-truth -o '%s' -- '%s'", nf_test_nftrace(),
+			 i ? b : a, prog);
+		st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+		ck_assert_msg(st == 0, "exit %d: %.1500s", st, err);
+		ck_assert_msg(strstr(out, "recorded"), "stdout: %.1500s", out);
+	}
+	snprintf(cmd, sizeof(cmd), "diff -r '%s' '%s' && test -s '%s/truth'", a, b, a);
+	ck_assert_msg(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)) == 0, "%.1500s", out);
+	assert_session_readable(a);
+	snprintf(cmd, sizeof(cmd), "'%s' info '%s'", nf_test_nftrace(), a);
+	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)), 0);
+	ck_assert_msg(strstr(out, "nfence-sample"), "info does not name the program: %.1500s", out);
+
+	snprintf(cmd, sizeof(cmd), "'%s' record -o '%s/t' -- true", nf_test_nftrace(), tmp);
+	st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	ck_assert_msg(st == 1 && nf_test_count_lines(err) == 1 && strstr(err, "recorded nothing"),
+		      "exit %d: %.1500s", st, err);
+	snprintf(cmd, sizeof(cmd), "'%s' record -o '%s/n' -- '%s/no-such-program'", nf_test_nftrace(), tmp, tmp);
+	st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	ck_assert_msg(st == 1 && nf_test_count_lines(err) == 1 && strstr(err, "no-such-program"),
+		      "exit %d: %.1500s", st, err);
+}
+END_TEST
+
 static Suite *record_suite(void)
 {
 	Suite *s = suite_create("record");
@@ -360,6 +397,7 @@ static Suite *record_suite(void)
 	tcase_add_checked_fixture(samples, setup, teardown);
 	tcase_set_timeout(samples, 300);
 	tcase_add_test(samples, every_sample_is_deterministic_and_readable);
+	tcase_add_test(samples, record_a_program);
 	suite_add_tcase(s, samples);
 	return s;
 }
