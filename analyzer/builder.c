@@ -2,16 +2,20 @@
  * The timeline builder: turns the parser's stream into the tables of
  * schemas/timeline.sql. Objects (adapters, queues, fences, handles, CPU waits
  * and signals, interrupts, monitored values, truth) are written as they come.
- * Queued GPU operations, decoded log entries, lost spans and calibration pairs
- * are staged in TEMP tables keyed by each log's running written position, and
- * finish() resolves them: it fits the clocks, matches every queued operation
- * with the entry at its position (FIFO per queue and log, across log epochs),
- * classifies the rest (lost, zero timestamp, unmatched), ties every completed
- * wait to the signal that released it and flags causality violations. Memory
- * holds only per-queue, per-fence and per-adapter state.
+ * Queued GPU operations wait in a FIFO per queue and log until the log entry
+ * at their position arrives (FIFO order across log epochs), or a lost span or
+ * a later entry shows it never will; finished operations are spilled to a
+ * file of fixed-size records in id order (their GPU times still raw, as the
+ * clock fit needs every calibration pair). finish() fits the clocks, makes one
+ * pass over the spill to sort the signals and waits, ties every completed wait
+ * to the signal that released it in one merge, and a second pass writes the
+ * fence_ops and deps rows with prepared statements. Memory holds per-queue,
+ * per-fence and per-adapter state, the operations still waiting for their
+ * entries and bounded sort buffers, never the whole session.
  */
 #include "builder.h"
 #include "kernel_ingest.h"
+#include "spill.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -113,32 +117,97 @@ static int map_put(struct u64map *m, uint64_t key, uint64_t val)
 /* ---- builder state ---- */
 
 /* One log (waits or signals) of one hardware queue. */
+/* ---- builder state ---- */
+
+/* A queued operation or log entry, from the stream to its fence_ops row. */
+struct op_rec {
+	int64_t id;
+	int64_t ord;           /* position in its log's operation sequence (queued ops) */
+	int64_t queued;        /* CPU ns */
+	int64_t observed, end; /* GPU ticks when OPF_GPU, else CPU ns */
+	int64_t value, seq;
+	uint32_t adapter, queue, handle, fence, epoch, thread;
+	uint16_t flags;
+	uint8_t log, status;
+};
+
+enum {
+	OPF_FENCE = 1, OPF_QUEUED = 2, OPF_OBS = 4, OPF_END = 8, OPF_SEQ = 16, OPF_THREAD = 32,
+	OPF_GPU = 64,
+};
+
+enum op_status { OS_COMPLETE, OS_LOST, OS_ZERO, OS_UNMATCHED, OS_LEGACY, OS_REPEATED };
+
+static const char *const status_name[] = {
+	[OS_COMPLETE] = "complete", [OS_LOST] = "lost", [OS_ZERO] = "zero_timestamp",
+	[OS_UNMATCHED] = "unmatched", [OS_LEGACY] = "legacy",
+	[OS_REPEATED] = "repeated_timestamp",
+};
+
+/* A span of lost positions of one log. */
+struct lost_span {
+	int64_t first, count, first_seq;
+	uint32_t epoch;
+};
+
+/* One log (waits or signals) of one hardware queue. */
 struct log_state {
 	uint64_t next_op;     /* operations queued so far: the next one's position */
 	uint32_t epoch;       /* current location generation */
 	uint64_t base;        /* position of seq 0 of the current epoch */
 	uint64_t written;     /* entries known written in the current epoch */
+	/* queued operations waiting for their entry, in position order (a ring) */
+	struct op_rec *fifo;
+	size_t f_cap, f_head, f_n;
+	/* lost spans that may still cover a waiting operation */
+	struct lost_span *spans;
+	size_t s_n, s_cap;
 };
 
 struct queue_state {
 	struct log_state log[2]; /* [0] waits, [1] signals */
 };
 
-struct legacy_wait {
-	uint32_t adapter, hwqueue, handle;
-	uint64_t value;
-	int64_t op_id;
-};
-
 #define FENCE_CROSS_ADAPTER 1u
 
-/* t_entries.ts: what the end timestamp is worth. */
+/* Entry timestamp classes. */
 enum { TS_OK = 0, TS_ZERO = 1, TS_REPEATED = 2 };
+
+/*
+ * Finished operations go to the spill in id order through a reorder ring of
+ * this many records; an operation still waiting for its entry when the ring
+ * is full is passed over and spilled late (out of order), which is correct,
+ * only slower to insert.
+ */
+#define RING_CAP (1u << 16)
+/* Operations waiting for their log entries, at most (then: unmatched). */
+#define MAX_PENDING (1u << 21)
+/* Memory of each external sort. */
+#define SORT_BUDGET (24u << 20)
+/* How many unknown-end signals a wait looks through for its releaser. */
+#define UNK_SCAN 4096u
+
+/* Sort records of the dependency pass. */
+struct sig_rec {  /* a signal whose end is known: GPU op or CPU signal */
+	int64_t fence, end, id, value;
+	int32_t kind;  /* 0 CPU signal, 1 GPU op (CPU first on equal ends) */
+	int32_t pad;
+};
+struct unk_rec {  /* a GPU signal whose end is unknown */
+	int64_t fence, value, id, queued;
+};
+struct wait_rec { /* a wait that completed */
+	int64_t fence, value, id, pos, end, queue;
+	int32_t has_fence, pad;
+};
+struct res_rec {  /* what released the wait at spill position pos */
+	int64_t pos, signal_id, cpu_id;
+};
 
 enum stmt_id {
 	ST_ADAPTER, ST_QUEUE, ST_QUEUE_STOP, ST_FENCE, ST_FENCE_DESTROY, ST_HANDLE, ST_HANDLE_CLOSE,
-	ST_OP, ST_OP_END, ST_ENTRY, ST_LOST, ST_CAL, ST_CPU_WAIT, ST_CPU_UNWAIT, ST_CPU_SIGNAL,
-	ST_INTERRUPT, ST_MONITORED, ST_ANOMALY, ST_TRUTH, ST_COUNT
+	ST_LOST, ST_CAL, ST_CPU_WAIT, ST_CPU_UNWAIT, ST_CPU_SIGNAL, ST_INTERRUPT, ST_MONITORED,
+	ST_ANOMALY, ST_TRUTH, ST_COUNT
 };
 
 static const char *const stmt_sql[ST_COUNT] = {
@@ -153,22 +222,15 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_HANDLE] = "INSERT OR REPLACE INTO fence_handles(handle, fence, adapter, process, native, "
 		      "opened_ns, closed_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, NULL)",
 	[ST_HANDLE_CLOSE] = "UPDATE fence_handles SET closed_ns = ?2 WHERE handle = ?1",
-	[ST_OP] = "INSERT INTO temp.t_ops(id, adapter, queue, log, ord, handle, fence, value, "
-		  "queued_ns, observed_ns, end_ns, legacy, thread) "
-		  "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
-	[ST_OP_END] = "UPDATE temp.t_ops SET end_ns = ?2 WHERE id = ?1",
-	[ST_ENTRY] = "INSERT INTO temp.t_entries(adapter, queue, log, ord, seq, epoch, handle, fence, "
-		     "value, observed_gpu, end_gpu, ts) "
-		     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-	[ST_LOST] = "INSERT INTO temp.t_lost(adapter, queue, log, ord_first, count, first_seq, epoch, "
-		    "prev_gpu, next_gpu, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+	[ST_LOST] = "INSERT INTO temp.t_lost(adapter, queue, log, count, prev_gpu, next_gpu, detail) "
+		    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
 	[ST_CAL] = "INSERT INTO temp.t_cal(adapter, gpu, cpu_ns, freq, from_cmp) "
 		   "VALUES (?1, ?2, ?3, ?4, ?5)",
 	[ST_CPU_WAIT] = "INSERT OR REPLACE INTO cpu_waits(id, thread, adapter, fence, value, start_ns, "
 			"end_ns, status) VALUES (?1, ?2, ?3, ?4, ?5, ?6, NULL, 'pending')",
 	[ST_CPU_UNWAIT] = "UPDATE cpu_waits SET end_ns = ?2, status = ?3 WHERE id = ?1",
-	[ST_CPU_SIGNAL] = "INSERT INTO cpu_signals(thread, adapter, fence, value, ts_ns) "
-			  "VALUES (?1, ?2, ?3, ?4, ?5)",
+	[ST_CPU_SIGNAL] = "INSERT INTO cpu_signals(id, thread, adapter, fence, value, ts_ns) "
+			  "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
 	[ST_INTERRUPT] = "INSERT INTO interrupts(ts_ns, adapter, node, engine, queue, optimized, "
 			 "fence_count, waiters_woken, needed) "
 			 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
@@ -181,16 +243,10 @@ static const char *const stmt_sql[ST_COUNT] = {
 		     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
 };
 
+/* Small staging tables: overruns (their times need the clock fit) and the clock. */
 static const char staging_sql[] =
-	"CREATE TEMP TABLE t_ops(id INTEGER PRIMARY KEY, adapter INTEGER, queue INTEGER, "
-	"  log INTEGER, ord INTEGER, handle INTEGER, fence INTEGER, value INTEGER, "
-	"  queued_ns INTEGER, observed_ns INTEGER, end_ns INTEGER, legacy INTEGER, thread INTEGER);"
-	"CREATE TEMP TABLE t_entries(adapter INTEGER, queue INTEGER, log INTEGER, ord INTEGER, "
-	"  seq INTEGER, epoch INTEGER, handle INTEGER, fence INTEGER, value INTEGER, "
-	"  observed_gpu INTEGER, end_gpu INTEGER, ts INTEGER);"
-	"CREATE TEMP TABLE t_lost(adapter INTEGER, queue INTEGER, log INTEGER, ord_first INTEGER, "
-	"  count INTEGER, first_seq INTEGER, epoch INTEGER, prev_gpu INTEGER, next_gpu INTEGER, "
-	"  detail TEXT);"
+	"CREATE TEMP TABLE t_lost(adapter INTEGER, queue INTEGER, log INTEGER, count INTEGER, "
+	"  prev_gpu INTEGER, next_gpu INTEGER, detail TEXT);"
 	"CREATE TEMP TABLE t_cal(adapter INTEGER, gpu INTEGER, cpu_ns REAL, freq INTEGER, "
 	"  from_cmp INTEGER);"
 	"CREATE TEMP TABLE t_fit(adapter INTEGER, gpu INTEGER, ns REAL, freq INTEGER);";
@@ -208,15 +264,24 @@ struct nf_timeline_builder {
 
 	sqlite3_stmt *st[ST_COUNT];
 	int64_t next_op_id;
-	int64_t n_entries;       /* rows in t_entries */
+	int64_t next_cpu_signal;
 	struct u64map handles;   /* local handle -> global fence */
 	struct u64map fences;    /* global fence -> FENCE_* flags */
+	struct u64map initial;   /* global fence -> initial value */
 	struct u64map queues;    /* adapter<<32 | hwqueue -> index into qs */
 	struct queue_state *qs;
 	size_t n_qs, cap_qs;
-	struct legacy_wait *legacy;
+	struct op_rec *legacy;   /* GPU waits on legacy fences not yet released */
 	size_t n_legacy, cap_legacy;
+	uint64_t pending;        /* operations in the logs' fifos */
 	double slack_ns;
+
+	char *spill_dir;
+	struct nf_spill *ops;    /* finished operations, mostly in id order */
+	struct op_rec *ring;     /* reorder ring, indexed by id % RING_CAP */
+	uint8_t *ready;
+	int64_t ring_base;       /* next id the ring hands to the spill */
+	struct nf_sorter *sigs;  /* signals with a known end (CPU ones while streaming) */
 	struct nf_kernel_ingest *kernel; /* kernel_ingest.c, created at the first kernel event */
 };
 
@@ -280,11 +345,55 @@ static int exec_sql(struct nf_timeline_builder *b, const char *sql, struct nf_er
 	return 0;
 }
 
+#define CMP(a, b) ((a) < (b) ? -1 : (a) > (b) ? 1 : 0)
+
+static int cmp_sig(const void *pa, const void *pb)
+{
+	const struct sig_rec *a = pa, *b = pb;
+	int c = CMP(a->fence, b->fence);
+
+	if (!c)
+		c = CMP(a->end, b->end);
+	if (!c)
+		c = CMP(a->kind, b->kind);
+	return c ? c : CMP(a->id, b->id);
+}
+
+static int cmp_unk(const void *pa, const void *pb)
+{
+	const struct unk_rec *a = pa, *b = pb;
+	int c = CMP(a->fence, b->fence);
+
+	if (!c)
+		c = CMP(a->value, b->value);
+	return c ? c : CMP(a->id, b->id);
+}
+
+static int cmp_wait(const void *pa, const void *pb)
+{
+	const struct wait_rec *a = pa, *b = pb;
+	int c = CMP(a->has_fence, b->has_fence);
+
+	if (!c)
+		c = CMP(a->fence, b->fence);
+	if (!c)
+		c = CMP(a->value, b->value);
+	return c ? c : CMP(a->id, b->id);
+}
+
+static int cmp_res(const void *pa, const void *pb)
+{
+	const struct res_rec *a = pa, *b = pb;
+
+	return CMP(a->pos, b->pos);
+}
+
 struct nf_timeline_builder *nf_timeline_builder_create(sqlite3 *db,
 							const struct nf_session_info *info,
 							struct nf_error *err)
 {
 	struct nf_timeline_builder *b = calloc(1, sizeof(*b));
+	const char *file;
 
 	if (!b) {
 		nf_error_set(err, NF_ENOMEM, "timeline: out of memory");
@@ -295,10 +404,23 @@ struct nf_timeline_builder *nf_timeline_builder_create(sqlite3 *db,
 	b->source = dup_str(info->source);
 	b->mode = dup_str(info->mode);
 	b->host = dup_str(info->host);
-	if (!b->tool_version || !b->source || !b->mode || !b->host) {
+	b->ring = malloc(RING_CAP * sizeof(*b->ring));
+	b->ready = calloc(RING_CAP, 1);
+	/* Temporary files go next to the database (the session), else to TMPDIR. */
+	file = sqlite3_db_filename(db, "main");
+	b->spill_dir = dup_str(file);
+	if (!b->tool_version || !b->source || !b->mode || !b->host || !b->ring || !b->ready ||
+	    !b->spill_dir) {
 		nf_error_set(err, NF_ENOMEM, "timeline: out of memory");
 		goto out_free;
 	}
+	char *slash = strrchr(b->spill_dir, '/');
+
+	if (slash)
+		*(slash == b->spill_dir ? slash + 1 : slash) = '\0';
+	else
+		b->spill_dir[0] = '\0';
+	b->ring_base = 1;
 	b->seed = info->seed;
 	b->cpu_frequency = info->cpu_frequency;
 	b->start_ticks = info->start_ticks;
@@ -309,6 +431,12 @@ struct nf_timeline_builder *nf_timeline_builder_create(sqlite3 *db,
 		nf_error_set(err, NF_EFORMAT, "timeline: session has no CPU clock frequency");
 		goto out_free;
 	}
+	b->ops = nf_spill_create(b->spill_dir, sizeof(struct op_rec), err);
+	if (!b->ops)
+		goto out_free;
+	b->sigs = nf_sorter_create(b->spill_dir, sizeof(struct sig_rec), SORT_BUDGET, cmp_sig, err);
+	if (!b->sigs)
+		goto out_free;
 	if (exec_sql(b, "BEGIN", err, "begin"))
 		goto out_free;
 	b->in_txn = true;
@@ -338,9 +466,21 @@ void nf_timeline_builder_destroy(struct nf_timeline_builder *b)
 	nf_kernel_ingest_destroy(b->kernel);
 	map_free(&b->handles);
 	map_free(&b->fences);
+	map_free(&b->initial);
 	map_free(&b->queues);
+	for (size_t i = 0; i < b->n_qs; i++) {
+		for (int l = 0; l < 2; l++) {
+			free(b->qs[i].log[l].fifo);
+			free(b->qs[i].log[l].spans);
+		}
+	}
 	free(b->qs);
 	free(b->legacy);
+	free(b->ring);
+	free(b->ready);
+	nf_spill_destroy(b->ops);
+	nf_sorter_destroy(b->sigs);
+	free(b->spill_dir);
 	free(b->tool_version);
 	free(b->source);
 	free(b->mode);
@@ -348,7 +488,6 @@ void nf_timeline_builder_destroy(struct nf_timeline_builder *b)
 	free(b);
 }
 
-/* The state of one log; NULL on allocation failure. */
 static struct log_state *log_for(struct nf_timeline_builder *b, uint32_t adapter,
 				 uint32_t hwqueue, uint32_t log_type)
 {
@@ -447,35 +586,169 @@ static int add_anomaly(struct nf_timeline_builder *b, const char *kind, int64_t 
 	return step_done(b, ST_ANOMALY, err);
 }
 
-static int add_op(struct nf_timeline_builder *b, uint32_t adapter, uint32_t hwqueue,
-		  uint32_t log_type, const uint64_t *ord, uint32_t handle, uint64_t value,
-		  const int64_t *queued, const int64_t *observed, const int64_t *end, bool legacy,
-		  const uint32_t *thread, int64_t *id_out, struct nf_error *err)
-{
-	sqlite3_stmt *s = b->st[ST_OP];
-	int64_t id = ++b->next_op_id;
+/* ---- operations: matching while streaming ---- */
 
-	sqlite3_bind_int64(s, 1, id);
-	sqlite3_bind_int64(s, 2, adapter);
-	sqlite3_bind_int64(s, 3, hwqueue);
-	sqlite3_bind_int64(s, 4, log_type);
-	if (ord)
-		sqlite3_bind_int64(s, 5, (int64_t)*ord);
-	sqlite3_bind_int64(s, 6, handle);
-	bind_fence(s, 7, b, handle);
-	sqlite3_bind_int64(s, 8, (int64_t)value);
-	if (queued)
-		sqlite3_bind_int64(s, 9, *queued);
-	if (observed)
-		sqlite3_bind_int64(s, 10, *observed);
-	if (end)
-		sqlite3_bind_int64(s, 11, *end);
-	sqlite3_bind_int(s, 12, legacy);
-	if (thread)
-		sqlite3_bind_int64(s, 13, *thread);
-	if (id_out)
-		*id_out = id;
-	return step_done(b, ST_OP, err);
+static int oom(struct nf_error *err)
+{
+	return nf_error_set(err, NF_ENOMEM, "timeline: out of memory");
+}
+
+/* Hands a finished operation to the spill, in id order through the ring. */
+static int op_done(struct nf_timeline_builder *b, const struct op_rec *o, struct nf_error *err)
+{
+	int rc;
+
+	if (o->id < b->ring_base)
+		return nf_spill_put(b->ops, o, err); /* late: its place was passed over */
+	/* Full ring: pass over what still waits, so that o fits. */
+	while (o->id >= b->ring_base + (int64_t)RING_CAP) {
+		size_t i = (size_t)b->ring_base % RING_CAP;
+
+		if (b->ready[i]) {
+			b->ready[i] = 0;
+			if ((rc = nf_spill_put(b->ops, &b->ring[i], err)) != 0)
+				return rc;
+		}
+		b->ring_base++;
+	}
+	size_t i = (size_t)o->id % RING_CAP;
+
+	b->ring[i] = *o;
+	b->ready[i] = 1;
+	for (i = (size_t)b->ring_base % RING_CAP; b->ready[i]; i = (size_t)b->ring_base % RING_CAP) {
+		b->ready[i] = 0;
+		if ((rc = nf_spill_put(b->ops, &b->ring[i], err)) != 0)
+			return rc;
+		b->ring_base++;
+	}
+	return 0;
+}
+
+/* Spills what is left in the ring, in id order. */
+static int ring_flush(struct nf_timeline_builder *b, struct nf_error *err)
+{
+	for (; b->ring_base <= b->next_op_id; b->ring_base++) {
+		size_t i = (size_t)b->ring_base % RING_CAP;
+
+		if (b->ready[i]) {
+			int rc;
+
+			b->ready[i] = 0;
+			if ((rc = nf_spill_put(b->ops, &b->ring[i], err)) != 0)
+				return rc;
+		}
+	}
+	return 0;
+}
+
+static void op_fence(const struct nf_timeline_builder *b, struct op_rec *o)
+{
+	bool known;
+	int64_t g = global_of(b, o->handle, &known);
+
+	if (known) {
+		o->fence = (uint32_t)g;
+		o->flags |= OPF_FENCE;
+	}
+}
+
+static int fifo_push(struct log_state *ls, const struct op_rec *o)
+{
+	if (ls->f_n == ls->f_cap) {
+		size_t cap = ls->f_cap ? ls->f_cap * 2 : 64;
+		struct op_rec *a = malloc(cap * sizeof(*a));
+
+		if (!a)
+			return NF_ENOMEM;
+		for (size_t i = 0; i < ls->f_n; i++)
+			a[i] = ls->fifo[(ls->f_head + i) % ls->f_cap];
+		free(ls->fifo);
+		ls->fifo = a;
+		ls->f_cap = cap;
+		ls->f_head = 0;
+	}
+	ls->fifo[(ls->f_head + ls->f_n) % ls->f_cap] = *o;
+	ls->f_n++;
+	return 0;
+}
+
+static struct op_rec *fifo_front(struct log_state *ls)
+{
+	return ls->f_n ? &ls->fifo[ls->f_head] : NULL;
+}
+
+static void fifo_pop(struct log_state *ls)
+{
+	ls->f_head = (ls->f_head + 1) % ls->f_cap;
+	ls->f_n--;
+}
+
+/* An operation whose entry never came: lost inside a lost span, else unmatched. */
+static void classify_missing(struct log_state *ls, struct op_rec *o)
+{
+	size_t drop = 0;
+
+	/* Operations leave in position order: spans wholly before o are done. */
+	while (drop < ls->s_n && ls->spans[drop].first + ls->spans[drop].count <= o->ord)
+		drop++;
+	if (drop) {
+		memmove(ls->spans, ls->spans + drop, (ls->s_n - drop) * sizeof(*ls->spans));
+		ls->s_n -= drop;
+	}
+	o->status = OS_UNMATCHED;
+	if (ls->s_n && ls->spans[0].first <= o->ord) {
+		o->status = OS_LOST;
+		o->flags |= OPF_SEQ;
+		o->seq = ls->spans[0].first_seq + (o->ord - ls->spans[0].first);
+		o->epoch = ls->spans[0].epoch;
+	}
+}
+
+/* Finishes the waiting operations of a log placed before position `before`. */
+static int settle_before(struct nf_timeline_builder *b, struct log_state *ls, int64_t before,
+			 struct nf_error *err)
+{
+	struct op_rec *f;
+
+	while ((f = fifo_front(ls)) != NULL && f->ord < before) {
+		struct op_rec o = *f;
+		int rc;
+
+		fifo_pop(ls);
+		b->pending--;
+		classify_missing(ls, &o);
+		if ((rc = op_done(b, &o, err)) != 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* Takes the entry's times and status (GPU ticks, converted at the end). */
+static void apply_entry(struct op_rec *o, const struct nf_decoded_entry *e)
+{
+	const struct nf_log_entry *x = &e->entry;
+	int ts = e->ts_class == NF_FIND_ZERO_TS || x->fence_end_gpu_timestamp == 0 ? TS_ZERO
+		 : e->ts_class == NF_FIND_REPEATED_TS ? TS_REPEATED : TS_OK;
+
+	o->flags |= OPF_SEQ | OPF_GPU;
+	o->seq = (int64_t)e->seq;
+	o->epoch = e->epoch;
+	if (ts == TS_ZERO) {
+		o->status = OS_ZERO;
+		return;
+	}
+	if (ts == TS_REPEATED) {
+		/* The GPU repeated the previous entry's end: this end is unknown. */
+		o->status = OS_REPEATED;
+	} else {
+		o->status = OS_COMPLETE;
+		o->end = (int64_t)x->fence_end_gpu_timestamp;
+		o->flags |= OPF_END;
+	}
+	if (o->log == NF_LOG_WAITS && x->fence_observed_gpu_timestamp != 0) {
+		o->observed = (int64_t)x->fence_observed_gpu_timestamp;
+		o->flags |= OPF_OBS;
+	}
 }
 
 static int on_queued(struct nf_timeline_builder *b, const struct nf_event *ev, uint32_t log_type,
@@ -484,18 +757,34 @@ static int on_queued(struct nf_timeline_builder *b, const struct nf_event *ev, u
 	/* FENCE_WAIT_QUEUED and FENCE_SIGNAL_QUEUED share their field layout. */
 	uint32_t adapter = (uint32_t)ev->f[NFF_FENCE_WAIT_QUEUED_adapter];
 	uint32_t hwqueue = (uint32_t)ev->f[NFF_FENCE_WAIT_QUEUED_hwqueue];
-	uint32_t thread = (uint32_t)ev->f[NFF_FENCE_WAIT_QUEUED_thread];
 	struct log_state *ls = log_for(b, adapter, hwqueue, log_type);
-	int64_t now = ns_of(b, ev->ts);
+	struct op_rec o = { 0 };
 
 	if (!ls)
-		return nf_error_set(err, NF_ENOMEM, "timeline: out of memory");
-	uint64_t ord = ls->next_op++;
+		return oom(err);
+	o.id = ++b->next_op_id;
+	o.ord = (int64_t)ls->next_op++;
+	o.adapter = adapter;
+	o.queue = hwqueue;
+	o.log = (uint8_t)log_type;
+	o.handle = (uint32_t)ev->f[NFF_FENCE_WAIT_QUEUED_fence];
+	o.value = (int64_t)ev->f[NFF_FENCE_WAIT_QUEUED_value];
+	o.queued = ns_of(b, ev->ts);
+	o.thread = (uint32_t)ev->f[NFF_FENCE_WAIT_QUEUED_thread];
+	o.flags = OPF_QUEUED | OPF_THREAD;
+	op_fence(b, &o);
+	if (b->pending >= MAX_PENDING) {
+		/* Bounded memory: the oldest waiting operation of this log gives up. */
+		struct op_rec *f = fifo_front(ls);
+		int rc;
 
-	return add_op(b, adapter, hwqueue, log_type, &ord,
-		      (uint32_t)ev->f[NFF_FENCE_WAIT_QUEUED_fence],
-		      ev->f[NFF_FENCE_WAIT_QUEUED_value], &now, NULL, NULL, false, &thread, NULL,
-		      err);
+		if (f && (rc = settle_before(b, ls, f->ord + 1, err)) != 0)
+			return rc;
+	}
+	if (fifo_push(ls, &o))
+		return oom(err);
+	b->pending++;
+	return 0;
 }
 
 static int on_legacy_wait(struct nf_timeline_builder *b, const struct nf_event *ev,
@@ -504,45 +793,70 @@ static int on_legacy_wait(struct nf_timeline_builder *b, const struct nf_event *
 	uint32_t adapter = (uint32_t)ev->f[NFF_GPU_WAIT_LEGACY_adapter];
 	uint32_t hwqueue = (uint32_t)ev->f[NFF_GPU_WAIT_LEGACY_hwqueue];
 	uint32_t handle = (uint32_t)ev->f[NFF_GPU_WAIT_LEGACY_fence];
-	uint64_t value = ev->f[NFF_GPU_WAIT_LEGACY_value];
+	int64_t value = (int64_t)ev->f[NFF_GPU_WAIT_LEGACY_value];
 	int64_t now = ns_of(b, ev->ts);
+	struct op_rec o = { 0 };
 
-	if (!ev->f[NFF_GPU_WAIT_LEGACY_released]) {
-		struct legacy_wait *w;
+	if (ev->f[NFF_GPU_WAIT_LEGACY_released]) {
+		for (size_t i = 0; i < b->n_legacy; i++) {
+			struct op_rec *w = &b->legacy[i];
 
-		if (b->n_legacy == b->cap_legacy) {
-			size_t cap = b->cap_legacy ? b->cap_legacy * 2 : 16;
-			struct legacy_wait *n = realloc(b->legacy, cap * sizeof(*n));
-
-			if (!n)
-				return nf_error_set(err, NF_ENOMEM, "timeline: out of memory");
-			b->legacy = n;
-			b->cap_legacy = cap;
+			if (w->adapter != adapter || w->queue != hwqueue || w->handle != handle ||
+			    w->value != value)
+				continue;
+			o = *w;
+			o.end = now;
+			o.flags |= OPF_END;
+			memmove(w, w + 1, (b->n_legacy - i - 1) * sizeof(*w));
+			b->n_legacy--;
+			return op_done(b, &o, err);
 		}
-		w = &b->legacy[b->n_legacy];
-		*w = (struct legacy_wait){ adapter, hwqueue, handle, value, 0 };
-		int rc = add_op(b, adapter, hwqueue, NF_LOG_WAITS, NULL, handle, value, &now, &now,
-				NULL, true, NULL, &w->op_id, err);
-
-		if (rc == 0)
-			b->n_legacy++;
-		return rc;
 	}
-	for (size_t i = 0; i < b->n_legacy; i++) {
-		struct legacy_wait *w = &b->legacy[i];
-
-		if (w->adapter != adapter || w->hwqueue != hwqueue || w->handle != handle ||
-		    w->value != value)
-			continue;
-		sqlite3_bind_int64(b->st[ST_OP_END], 1, w->op_id);
-		sqlite3_bind_int64(b->st[ST_OP_END], 2, now);
-		memmove(w, w + 1, (b->n_legacy - i - 1) * sizeof(*w));
-		b->n_legacy--;
-		return step_done(b, ST_OP_END, err);
+	o.id = ++b->next_op_id;
+	o.adapter = adapter;
+	o.queue = hwqueue;
+	o.log = NF_LOG_WAITS;
+	o.handle = handle;
+	o.value = value;
+	o.status = OS_LEGACY;
+	op_fence(b, &o);
+	if (ev->f[NFF_GPU_WAIT_LEGACY_released]) {
+		/* Released without a queued record (it began before the session). */
+		o.end = now;
+		o.flags |= OPF_END;
+		return op_done(b, &o, err);
 	}
-	/* Released without a queued record (it began before the session). */
-	return add_op(b, adapter, hwqueue, NF_LOG_WAITS, NULL, handle, value, NULL, NULL, &now,
-		      true, NULL, NULL, err);
+	o.queued = o.observed = now;
+	o.flags |= OPF_QUEUED | OPF_OBS;
+	if (b->n_legacy == b->cap_legacy) {
+		size_t cap = b->cap_legacy ? b->cap_legacy * 2 : 16;
+		struct op_rec *n = realloc(b->legacy, cap * sizeof(*n));
+
+		if (!n)
+			return oom(err);
+		b->legacy = n;
+		b->cap_legacy = cap;
+	}
+	b->legacy[b->n_legacy++] = o;
+	return 0;
+}
+
+static int on_legacy_signal(struct nf_timeline_builder *b, const struct nf_event *ev,
+			    struct nf_error *err)
+{
+	struct op_rec o = { 0 };
+
+	o.id = ++b->next_op_id;
+	o.adapter = (uint32_t)ev->f[NFF_GPU_SIGNAL_LEGACY_adapter];
+	o.queue = (uint32_t)ev->f[NFF_GPU_SIGNAL_LEGACY_hwqueue];
+	o.log = NF_LOG_SIGNALS;
+	o.handle = (uint32_t)ev->f[NFF_GPU_SIGNAL_LEGACY_fence];
+	o.value = (int64_t)ev->f[NFF_GPU_SIGNAL_LEGACY_value];
+	o.status = OS_LEGACY;
+	o.queued = o.end = ns_of(b, ev->ts);
+	o.flags = OPF_QUEUED | OPF_END;
+	op_fence(b, &o);
+	return op_done(b, &o, err);
 }
 
 static int on_fence_start(struct nf_timeline_builder *b, const struct nf_event *ev,
@@ -559,7 +873,9 @@ static int on_fence_start(struct nf_timeline_builder *b, const struct nf_event *
 
 	if (known)
 		fflags |= *known;
-	if (map_put(&b->fences, global, fflags) || map_put(&b->handles, handle, global))
+	/* The first creation's initial value holds, as in the fences table. */
+	if ((!known && map_put(&b->initial, global, ev->f[NFF_FENCE_START_initial_value])) ||
+	    map_put(&b->fences, global, fflags) || map_put(&b->handles, handle, global))
 		return nf_error_set(err, NF_ENOMEM, "timeline: out of memory");
 	sqlite3_bind_int64(s, 1, global);
 	sqlite3_bind_int64(s, 2, (int64_t)ev->f[NFF_FENCE_START_type]);
@@ -722,10 +1038,7 @@ int nf_timeline_builder_feed_event(struct nf_timeline_builder *b, const struct n
 	case NF_EV_GPU_WAIT_LEGACY:
 		return on_legacy_wait(b, ev, err);
 	case NF_EV_GPU_SIGNAL_LEGACY:
-		return add_op(b, (uint32_t)f[NFF_GPU_SIGNAL_LEGACY_adapter],
-			      (uint32_t)f[NFF_GPU_SIGNAL_LEGACY_hwqueue], NF_LOG_SIGNALS, NULL,
-			      (uint32_t)f[NFF_GPU_SIGNAL_LEGACY_fence], f[NFF_GPU_SIGNAL_LEGACY_value],
-			      &now, NULL, &now, true, NULL, NULL, err);
+		return on_legacy_signal(b, ev, err);
 	case NF_EV_CPU_WAIT:
 		s = b->st[ST_CPU_WAIT];
 		sqlite3_bind_int64(s, 1, (int64_t)f[NFF_CPU_WAIT_wait_id]);
@@ -745,14 +1058,27 @@ int nf_timeline_builder_feed_event(struct nf_timeline_builder *b, const struct n
 		sqlite3_bind_text(s, 3, st < 3 ? status[st] : "unknown", -1, SQLITE_STATIC);
 		return step_done(b, ST_CPU_UNWAIT, err);
 	}
-	case NF_EV_CPU_SIGNAL:
+	case NF_EV_CPU_SIGNAL: {
+		bool known;
+		int64_t fence = global_of(b, (uint32_t)f[NFF_CPU_SIGNAL_fence], &known);
+		int64_t id = ++b->next_cpu_signal;
+		int rc;
+
 		s = b->st[ST_CPU_SIGNAL];
-		sqlite3_bind_int64(s, 1, (int64_t)f[NFF_CPU_SIGNAL_thread]);
-		sqlite3_bind_int64(s, 2, (int64_t)f[NFF_CPU_SIGNAL_adapter]);
-		bind_fence(s, 3, b, (uint32_t)f[NFF_CPU_SIGNAL_fence]);
-		sqlite3_bind_int64(s, 4, (int64_t)f[NFF_CPU_SIGNAL_value]);
-		sqlite3_bind_int64(s, 5, now);
-		return step_done(b, ST_CPU_SIGNAL, err);
+		sqlite3_bind_int64(s, 1, id);
+		sqlite3_bind_int64(s, 2, (int64_t)f[NFF_CPU_SIGNAL_thread]);
+		sqlite3_bind_int64(s, 3, (int64_t)f[NFF_CPU_SIGNAL_adapter]);
+		bind_fence(s, 4, b, (uint32_t)f[NFF_CPU_SIGNAL_fence]);
+		sqlite3_bind_int64(s, 5, (int64_t)f[NFF_CPU_SIGNAL_value]);
+		sqlite3_bind_int64(s, 6, now);
+		rc = step_done(b, ST_CPU_SIGNAL, err);
+		if (rc == 0 && known) {
+			struct sig_rec r = { fence, now, id, (int64_t)f[NFF_CPU_SIGNAL_value], 0, 0 };
+
+			rc = nf_sorter_add(b->sigs, &r, err);
+		}
+		return rc;
+	}
 	case NF_EV_UPDATE_MONITORED_VALUES:
 		s = b->st[ST_MONITORED];
 		sqlite3_bind_int64(s, 1, now);
@@ -797,31 +1123,58 @@ int nf_timeline_builder_feed_entry(struct nf_timeline_builder *b,
 				   const struct nf_decoded_entry *e, struct nf_error *err)
 {
 	struct log_state *ls = log_for(b, e->adapter, e->hwqueue, e->log_type);
-	sqlite3_stmt *s = b->st[ST_ENTRY];
+	struct op_rec *f, o;
+	int64_t at;
+	int rc;
 
 	if (b->finished)
 		return nf_error_set(err, NF_ESTATE, "timeline: builder already finished");
 	if (!ls)
-		return nf_error_set(err, NF_ENOMEM, "timeline: out of memory");
+		return oom(err);
 	log_advance(ls, e->epoch);
 	if (e->epoch < ls->epoch)
 		return 0; /* a stale epoch: its place in the sequence is unknown */
 	log_saw(ls, e->seq + 1);
-	sqlite3_bind_int64(s, 1, e->adapter);
-	sqlite3_bind_int64(s, 2, e->hwqueue);
-	sqlite3_bind_int64(s, 3, e->log_type);
-	sqlite3_bind_int64(s, 4, (int64_t)(ls->base + e->seq));
-	sqlite3_bind_int64(s, 5, (int64_t)e->seq);
-	sqlite3_bind_int64(s, 6, e->epoch);
-	sqlite3_bind_int64(s, 7, e->entry.hnative_fence);
-	bind_fence(s, 8, b, e->entry.hnative_fence);
-	sqlite3_bind_int64(s, 9, (int64_t)e->entry.fence_value);
-	sqlite3_bind_int64(s, 10, (int64_t)e->entry.fence_observed_gpu_timestamp);
-	sqlite3_bind_int64(s, 11, (int64_t)e->entry.fence_end_gpu_timestamp);
-	sqlite3_bind_int(s, 12, e->ts_class == NF_FIND_ZERO_TS || e->entry.fence_end_gpu_timestamp == 0
-				? TS_ZERO : e->ts_class == NF_FIND_REPEATED_TS ? TS_REPEATED : TS_OK);
-	b->n_entries++;
-	return step_done(b, ST_ENTRY, err);
+	at = (int64_t)(ls->base + e->seq);
+	/* Entries come in position order: what waits before this one never got its entry. */
+	if ((rc = settle_before(b, ls, at, err)) != 0)
+		return rc;
+	f = fifo_front(ls);
+	if (f && f->ord == at) {
+		o = *f;
+		fifo_pop(ls);
+		b->pending--;
+		if (e->entry.hnative_fence != o.handle || (int64_t)e->entry.fence_value != o.value) {
+			char detail[240];
+
+			o.status = OS_UNMATCHED;
+			snprintf(detail, sizeof(detail),
+				 "log entry at seq %" PRIu64 " (epoch %" PRIu32 ") holds handle %" PRIu32
+				 " value %" PRIu64 " but op %" PRId64 " queued handle %" PRIu32
+				 " value %" PRId64, e->seq, e->epoch, e->entry.hnative_fence,
+				 e->entry.fence_value, o.id, o.handle, o.value);
+			rc = add_anomaly(b, "corrupt", o.queue, true, log_name(e->log_type), NULL, NULL,
+					 0, detail, err);
+			if (rc)
+				return rc;
+		} else {
+			apply_entry(&o, e);
+		}
+		return op_done(b, &o, err);
+	}
+	if (at < (int64_t)ls->next_op)
+		return 0; /* a position delivered twice: the first entry won */
+	/* An entry no queued event accounts for still is an operation. */
+	memset(&o, 0, sizeof(o));
+	o.id = ++b->next_op_id;
+	o.adapter = e->adapter;
+	o.queue = e->hwqueue;
+	o.log = (uint8_t)e->log_type;
+	o.handle = e->entry.hnative_fence;
+	o.value = (int64_t)e->entry.fence_value;
+	op_fence(b, &o);
+	apply_entry(&o, e);
+	return op_done(b, &o, err);
 }
 
 static const char *finding_kind(enum nf_finding_kind k)
@@ -849,7 +1202,7 @@ int nf_timeline_builder_feed_finding(struct nf_timeline_builder *b, const struct
 	if (b->finished)
 		return nf_error_set(err, NF_ESTATE, "timeline: builder already finished");
 	if (!ls)
-		return nf_error_set(err, NF_ENOMEM, "timeline: out of memory");
+		return oom(err);
 	log_advance(ls, fd->epoch);
 	if (!kind)
 		return 0; /* NEW_EPOCH: handled by log_advance */
@@ -858,20 +1211,36 @@ int nf_timeline_builder_feed_finding(struct nf_timeline_builder *b, const struct
 		 fd->stream ? fd->stream : "?", fd->event_index, fd->entry_index);
 	if (fd->kind == NF_FIND_LOST) {
 		sqlite3_stmt *s = b->st[ST_LOST];
+		struct lost_span sp;
+		int rc;
 
 		if (fd->epoch < ls->epoch)
 			return 0;
 		log_saw(ls, fd->first_seq + fd->count);
+		sp.first = (int64_t)(ls->base + fd->first_seq);
+		sp.count = (int64_t)fd->count;
+		sp.first_seq = (int64_t)fd->first_seq;
+		sp.epoch = fd->epoch;
+		if (ls->s_n == ls->s_cap) {
+			size_t cap = ls->s_cap ? ls->s_cap * 2 : 4;
+			struct lost_span *n = realloc(ls->spans, cap * sizeof(*n));
+
+			if (!n)
+				return oom(err);
+			ls->spans = n;
+			ls->s_cap = cap;
+		}
+		ls->spans[ls->s_n++] = sp;
+		/* The operations up to the end of the span will get no entry. */
+		if ((rc = settle_before(b, ls, sp.first + sp.count, err)) != 0)
+			return rc;
 		sqlite3_bind_int64(s, 1, fd->adapter);
 		sqlite3_bind_int64(s, 2, fd->hwqueue);
 		sqlite3_bind_int64(s, 3, fd->log_type);
-		sqlite3_bind_int64(s, 4, (int64_t)(ls->base + fd->first_seq));
-		sqlite3_bind_int64(s, 5, (int64_t)fd->count);
-		sqlite3_bind_int64(s, 6, (int64_t)fd->first_seq);
-		sqlite3_bind_int64(s, 7, fd->epoch);
-		sqlite3_bind_int64(s, 8, (int64_t)fd->prev_gpu_ts);
-		sqlite3_bind_int64(s, 9, (int64_t)fd->next_gpu_ts);
-		sqlite3_bind_text(s, 10, detail, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_int64(s, 4, (int64_t)fd->count);
+		sqlite3_bind_int64(s, 5, (int64_t)fd->prev_gpu_ts);
+		sqlite3_bind_int64(s, 6, (int64_t)fd->next_gpu_ts);
+		sqlite3_bind_text(s, 7, detail, -1, SQLITE_TRANSIENT);
 		return step_done(b, ST_LOST, err);
 	}
 	int64_t at = ns_of(b, fd->cpu_ts);
@@ -981,370 +1350,371 @@ static int resolve_overruns(struct nf_timeline_builder *b, struct nf_clock_model
 }
 
 /* Inputs of one fence_ops row. */
-struct op_row {
-	int64_t id, adapter, queue, log, handle, value;
-	bool has_fence, has_queued, has_observed, has_end, has_seq, has_thread;
-	int64_t fence, queued, observed, end, seq, epoch, thread;
-	const char *status;
-};
 
-struct resolver {
+/* ---- finish: times, dependencies, rows ---- */
+
+struct finisher {
 	struct nf_timeline_builder *b;
 	struct nf_clock_model *m;
-	sqlite3_stmt *ins, *lost;
+	struct nf_sorter *unk, *waits, *res;
+	/* look-ahead over the unknown-end signals */
+	struct unk_rec *ub;
+	size_t u_head, u_n;
+	bool u_eof;
 };
 
-static int write_op(struct resolver *r, const struct op_row *o, struct nf_error *err)
+/* Moves a record's GPU ticks onto the CPU time base; drops what cannot be converted. */
+static int op_times(struct nf_clock_model *m, struct op_rec *o, struct nf_error *err)
 {
-	sqlite3_stmt *s = r->ins;
-	int src;
-
-	sqlite3_bind_int64(s, 1, o->id);
-	sqlite3_bind_int64(s, 2, o->queue);
-	sqlite3_bind_int64(s, 3, o->adapter);
-	sqlite3_bind_text(s, 4, o->log == NF_LOG_WAITS ? "wait" : "signal", -1, SQLITE_STATIC);
-	bind_opt(s, 5, o->has_fence, o->fence);
-	sqlite3_bind_int64(s, 6, o->handle);
-	sqlite3_bind_int64(s, 7, o->value);
-	bind_opt(s, 8, o->has_queued, o->queued);
-	bind_opt(s, 9, o->has_observed, o->observed);
-	bind_opt(s, 10, o->has_end, o->end);
-	sqlite3_bind_text(s, 11, o->status, -1, SQLITE_STATIC);
-	bind_opt(s, 12, o->has_seq, o->seq);
-	bind_opt(s, 13, o->has_seq, o->epoch);
-	bind_opt(s, 14, o->has_thread, o->thread);
-	src = sqlite3_step(s);
-	sqlite3_reset(s);
-	if (src != SQLITE_DONE)
-		return sql_err(r->b, err, "insert fence_ops");
-	if (o->has_end && o->has_queued && (double)o->end + r->b->slack_ns < (double)o->queued) {
-		char detail[200];
-		int64_t q = o->queued, e = o->end;
-
-		snprintf(detail, sizeof(detail),
-			 "%s op %" PRId64 " ends at %" PRId64 " ns, before it was queued at %" PRId64
-			 " ns", o->log == NF_LOG_WAITS ? "wait" : "signal", o->id, e, q);
-		return add_anomaly(r->b, "causality", o->queue, true,
-				   log_name((uint32_t)o->log), &e, &q, 0, detail, err);
-	}
-	return 0;
-}
-
-/* Fills times and status from the entry columns starting at col. */
-static int apply_entry(struct resolver *r, sqlite3_stmt *sel, int col, struct op_row *o,
-		       struct nf_error *err)
-{
-	uint32_t adapter = (uint32_t)o->adapter;
+	int64_t ns = 0;
+	bool has;
 	int rc;
 
-	o->has_seq = true;
-	o->seq = sqlite3_column_int64(sel, col);
-	o->epoch = sqlite3_column_int64(sel, col + 1);
-	switch (sqlite3_column_int(sel, col + 6)) {
-	case TS_ZERO:
-		o->status = "zero_timestamp";
+	if (!(o->flags & OPF_GPU))
 		return 0;
-	case TS_REPEATED:
-		/* The GPU repeated the previous entry's end: this end is unknown. */
-		o->status = "repeated_timestamp";
-		rc = 0;
-		break;
-	default:
-		o->status = "complete";
-		rc = gpu_ns(r->m, adapter, sqlite3_column_int64(sel, col + 5), &o->end, &o->has_end,
-			    err);
+	o->flags &= (uint16_t)~OPF_GPU;
+	if (o->flags & OPF_END) {
+		if ((rc = gpu_ns(m, o->adapter, o->end, &ns, &has, err)) != 0)
+			return rc;
+		o->end = ns;
+		if (!has)
+			o->flags &= (uint16_t)~OPF_END;
 	}
-	if (rc == 0 && o->log == NF_LOG_WAITS)
-		rc = gpu_ns(r->m, adapter, sqlite3_column_int64(sel, col + 4), &o->observed,
-			    &o->has_observed, err);
-	return rc;
-}
-
-/* Is position ord of a log inside a lost span? Sets the seq it had. */
-static int in_lost_span(struct resolver *r, const struct op_row *o, int64_t ord, bool *lost,
-			int64_t *seq, int64_t *epoch, struct nf_error *err)
-{
-	sqlite3_stmt *s = r->lost;
-	int src;
-
-	*lost = false;
-	sqlite3_bind_int64(s, 1, o->adapter);
-	sqlite3_bind_int64(s, 2, o->queue);
-	sqlite3_bind_int64(s, 3, o->log);
-	sqlite3_bind_int64(s, 4, ord);
-	src = sqlite3_step(s);
-	if (src == SQLITE_ROW) {
-		int64_t first = sqlite3_column_int64(s, 0), count = sqlite3_column_int64(s, 1);
-
-		if (ord < first + count) {
-			*lost = true;
-			*seq = sqlite3_column_int64(s, 2) + (ord - first);
-			*epoch = sqlite3_column_int64(s, 3);
-		}
+	if (o->flags & OPF_OBS) {
+		if ((rc = gpu_ns(m, o->adapter, o->observed, &ns, &has, err)) != 0)
+			return rc;
+		o->observed = ns;
+		if (!has)
+			o->flags &= (uint16_t)~OPF_OBS;
 	}
-	sqlite3_reset(s);
-	if (src != SQLITE_ROW && src != SQLITE_DONE)
-		return sql_err(r->b, err, "lost span lookup");
 	return 0;
 }
 
-static int resolve_ops(struct nf_timeline_builder *b, struct nf_clock_model *m,
-		       struct nf_error *err)
+/* Pass 1 over the operations: the signals and waits the dependency merge needs. */
+static int deps_inputs(struct finisher *f, struct nf_error *err)
 {
-	static const char join_sql[] =
-		"SELECT o.id, o.adapter, o.queue, o.log, o.ord, o.handle, o.fence, o.value, "
-		"       o.queued_ns, o.observed_ns, o.end_ns, o.legacy, o.thread, "
-		"       e.rowid, e.seq, e.epoch, e.handle, e.value, e.observed_gpu, e.end_gpu, e.ts "
-		"FROM temp.t_ops o LEFT JOIN temp.t_entries e "
-		"  ON e.adapter = o.adapter AND e.queue = o.queue AND e.log = o.log AND e.ord = o.ord "
-		"ORDER BY o.id";
-	static const char orphan_sql[] =
-		"SELECT e.adapter, e.queue, e.log, e.handle, e.fence, e.value, "
-		"       e.seq, e.epoch, e.handle, e.value, e.observed_gpu, e.end_gpu, e.ts "
-		"FROM temp.t_entries e WHERE NOT EXISTS (SELECT 1 FROM temp.t_ops o "
-		"  WHERE o.adapter = e.adapter AND o.queue = e.queue AND o.log = e.log "
-		"  AND o.ord = e.ord) ORDER BY e.rowid";
-	struct resolver r = { b, m, NULL, NULL };
-	sqlite3_stmt *sel = NULL;
-	int64_t last_id = 0, matched = 0;
-	int rc = 0, src;
+	struct nf_timeline_builder *b = f->b;
+	struct op_rec o;
+	int64_t pos = 0;
+	int rc;
 
-	if (exec_sql(b,
-		     "CREATE INDEX temp.t_entries_key ON t_entries(adapter, queue, log, ord);"
-		     "CREATE INDEX temp.t_lost_key ON t_lost(adapter, queue, log, ord_first);",
-		     err, "staging indexes"))
-		return NF_ESQL;
-	if (sqlite3_prepare_v2(b->db,
-			       "INSERT INTO fence_ops(id, queue, adapter, op, fence, handle, value, "
-			       "queued_ns, observed_ns, end_ns, status, log_seq, epoch, thread) "
-			       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
-			       -1, &r.ins, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(b->db,
-			       "SELECT ord_first, count, first_seq, epoch FROM temp.t_lost "
-			       "WHERE adapter = ?1 AND queue = ?2 AND log = ?3 AND ord_first <= ?4 "
-			       "ORDER BY ord_first DESC LIMIT 1", -1, &r.lost, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(b->db, join_sql, -1, &sel, NULL) != SQLITE_OK) {
-		rc = sql_err(b, err, "prepare resolve");
-		goto out;
-	}
-	while ((src = sqlite3_step(sel)) == SQLITE_ROW) {
-		struct op_row o = { 0 };
+	if ((rc = nf_spill_rewind(b->ops, err)) != 0)
+		return rc;
+	while ((rc = nf_spill_get(b->ops, &o, err)) == 1) {
+		if ((rc = op_times(f->m, &o, err)) != 0)
+			return rc;
+		if (o.log == NF_LOG_SIGNALS && (o.flags & OPF_FENCE)) {
+			if (o.flags & OPF_END) {
+				struct sig_rec r = { o.fence, o.end, o.id, o.value, 1, 0 };
 
-		o.id = sqlite3_column_int64(sel, 0);
-		if (o.id == last_id)
-			continue; /* a position delivered twice: the first entry wins */
-		last_id = o.id;
-		o.adapter = sqlite3_column_int64(sel, 1);
-		o.queue = sqlite3_column_int64(sel, 2);
-		o.log = sqlite3_column_int64(sel, 3);
-		o.handle = sqlite3_column_int64(sel, 5);
-		o.has_fence = sqlite3_column_type(sel, 6) != SQLITE_NULL;
-		o.fence = sqlite3_column_int64(sel, 6);
-		o.value = sqlite3_column_int64(sel, 7);
-		o.has_queued = sqlite3_column_type(sel, 8) != SQLITE_NULL;
-		o.queued = sqlite3_column_int64(sel, 8);
-		o.has_thread = sqlite3_column_type(sel, 12) != SQLITE_NULL;
-		o.thread = sqlite3_column_int64(sel, 12);
-		if (sqlite3_column_int(sel, 11)) {
-			o.status = "legacy";
-			o.has_observed = sqlite3_column_type(sel, 9) != SQLITE_NULL;
-			o.observed = sqlite3_column_int64(sel, 9);
-			o.has_end = sqlite3_column_type(sel, 10) != SQLITE_NULL;
-			o.end = sqlite3_column_int64(sel, 10);
-		} else if (sqlite3_column_type(sel, 13) != SQLITE_NULL) {
-			int64_t eh = sqlite3_column_int64(sel, 16), ev = sqlite3_column_int64(sel, 17);
-
-			matched++;
-
-			if (eh != o.handle || ev != o.value) {
-				char detail[240];
-
-				o.status = "unmatched";
-				snprintf(detail, sizeof(detail),
-					 "log entry at seq %" PRId64 " (epoch %" PRId64 ") holds handle %"
-					 PRId64 " value %" PRId64 " but op %" PRId64 " queued handle %"
-					 PRId64 " value %" PRId64, (int64_t)sqlite3_column_int64(sel, 14),
-					 (int64_t)sqlite3_column_int64(sel, 15), eh, ev, o.id, o.handle, o.value);
-				rc = add_anomaly(b, "corrupt", o.queue, true,
-						 log_name((uint32_t)o.log), NULL, NULL, 0, detail, err);
+				rc = nf_sorter_add(b->sigs, &r, err);
 			} else {
-				rc = apply_entry(&r, sel, 14, &o, err);
+				struct unk_rec r = { o.fence, o.value, o.id,
+						     (o.flags & OPF_QUEUED) ? o.queued : INT64_MIN };
+
+				rc = nf_sorter_add(f->unk, &r, err);
 			}
-		} else {
-			bool lost;
+		} else if (o.log == NF_LOG_WAITS && (o.flags & OPF_END)) {
+			struct wait_rec r = { o.fence, o.value, o.id, pos, o.end, o.queue,
+					      (o.flags & OPF_FENCE) != 0, 0 };
 
-			rc = in_lost_span(&r, &o, sqlite3_column_int64(sel, 4), &lost, &o.seq,
-					  &o.epoch, err);
-			o.has_seq = lost;
-			o.status = lost ? "lost" : "unmatched";
+			rc = nf_sorter_add(f->waits, &r, err);
 		}
-		rc = rc ? rc : write_op(&r, &o, err);
 		if (rc)
-			goto out;
+			return rc;
+		pos++;
 	}
-	if (src != SQLITE_DONE) {
-		rc = sql_err(b, err, "resolve ops");
-		goto out;
-	}
-	sqlite3_finalize(sel);
-	sel = NULL;
-
-	/* Entries no queued event accounts for still are operations. */
-	if (matched == b->n_entries)
-		goto out; /* the common case: every entry was claimed */
-	if (exec_sql(b, "CREATE INDEX temp.t_ops_key ON t_ops(adapter, queue, log, ord)", err,
-		     "staging index")) {
-		rc = NF_ESQL;
-		goto out;
-	}
-	if (sqlite3_prepare_v2(b->db, orphan_sql, -1, &sel, NULL) != SQLITE_OK) {
-		rc = sql_err(b, err, "prepare orphans");
-		goto out;
-	}
-	while ((src = sqlite3_step(sel)) == SQLITE_ROW) {
-		struct op_row o = { 0 };
-
-		o.id = ++b->next_op_id;
-		o.adapter = sqlite3_column_int64(sel, 0);
-		o.queue = sqlite3_column_int64(sel, 1);
-		o.log = sqlite3_column_int64(sel, 2);
-		o.handle = sqlite3_column_int64(sel, 3);
-		o.has_fence = sqlite3_column_type(sel, 4) != SQLITE_NULL;
-		o.fence = sqlite3_column_int64(sel, 4);
-		o.value = sqlite3_column_int64(sel, 5);
-		rc = apply_entry(&r, sel, 6, &o, err);
-		rc = rc ? rc : write_op(&r, &o, err);
-		if (rc)
-			goto out;
-	}
-	if (src != SQLITE_DONE)
-		rc = sql_err(b, err, "resolve orphan entries");
-out:
-	sqlite3_finalize(sel);
-	sqlite3_finalize(r.ins);
-	sqlite3_finalize(r.lost);
 	return rc;
 }
 
-static int resolve_deps(struct nf_timeline_builder *b, struct nf_error *err)
+/* Appends the next unknown-end signal to the look-ahead: 1, 0 at the end, or an error. */
+static int unk_fill(struct finisher *f, struct nf_error *err)
 {
-	static const char sigs_sql[] =
-		"CREATE TEMP TABLE t_sigs AS "
-		"SELECT fence, value, end_ns, signal_id, cpu_id, "
-		"       max(value) OVER (PARTITION BY fence ORDER BY end_ns, signal_id, cpu_id "
-		"                        ROWS UNBOUNDED PRECEDING) AS runmax "
-		"FROM (SELECT fence, value, end_ns, id AS signal_id, NULL AS cpu_id FROM fence_ops "
-		"      WHERE op = 'signal' AND end_ns IS NOT NULL AND fence IS NOT NULL "
-		"      UNION ALL "
-		"      SELECT fence, value, ts_ns, NULL, id FROM cpu_signals WHERE fence IS NOT NULL);"
-		"CREATE INDEX temp.t_sigs_run ON t_sigs(fence, runmax, end_ns);"
-		"CREATE TEMP TABLE t_unk AS SELECT id, fence, value, queued_ns FROM fence_ops "
-		"WHERE op = 'signal' AND end_ns IS NULL AND fence IS NOT NULL;"
-		"CREATE INDEX temp.t_unk_key ON t_unk(fence, value);";
-	static const char waits_sql[] =
-		"SELECT w.id, w.queue, w.fence, w.value, w.observed_ns, w.end_ns, f.initial_value "
-		"FROM fence_ops w LEFT JOIN fences f ON f.fence = w.fence "
-		"WHERE w.op = 'wait' AND w.end_ns IS NOT NULL ORDER BY w.id";
-	/*
-	 * runmax is the largest value signaled so far in end order, so the first
-	 * row whose runmax reaches the wait value is the first signal >= it.
-	 */
-	static const char find_sql[] =
-		"SELECT signal_id, cpu_id, end_ns FROM temp.t_sigs "
-		"WHERE fence = ?1 AND runmax >= ?2 ORDER BY runmax, end_ns LIMIT 1";
-	/*
-	 * A signal whose end is unknown (zero timestamp, lost entry, unmatched)
-	 * may be the real releaser: when no known signal fits, it is taken
-	 * rather than blaming causality on a later one.
-	 */
-	static const char unknown_sql[] =
-		"SELECT id FROM temp.t_unk WHERE fence = ?1 AND value >= ?2 "
-		"AND (queued_ns IS NULL OR queued_ns <= ?3) ORDER BY value, id LIMIT 1";
-	sqlite3_stmt *waits = NULL, *find = NULL, *unk = NULL, *ins = NULL;
-	int rc = 0, src;
+	const void *p;
+	int rc;
 
-	if (exec_sql(b, sigs_sql, err, "signals"))
-		return NF_ESQL;
-	if (sqlite3_prepare_v2(b->db, waits_sql, -1, &waits, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(b->db, find_sql, -1, &find, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(b->db, unknown_sql, -1, &unk, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(b->db,
-			       "INSERT INTO deps(signal_id, wait_id, cpu_signal, stall_ns) "
-			       "VALUES (?1, ?2, ?3, ?4)", -1, &ins, NULL) != SQLITE_OK) {
-		rc = sql_err(b, err, "prepare deps");
-		goto out;
+	if (f->u_eof)
+		return 0;
+	rc = nf_sorter_next(f->unk, &p, err);
+	if (rc == 1)
+		f->ub[(f->u_head + f->u_n++) % UNK_SCAN] = *(const struct unk_rec *)p;
+	else if (rc == 0)
+		f->u_eof = true;
+	return rc;
+}
+
+/*
+ * A signal whose end is unknown (zero timestamp, lost entry, unmatched) may be
+ * the real releaser: the one of lowest value >= the wait's, not queued after
+ * the wait ended. Waits come in (fence, value) order, so the look-ahead only
+ * moves forward. Sets *id (0: none).
+ */
+static int unk_find(struct finisher *f, int64_t fence, int64_t value, int64_t limit,
+		    int64_t *id, struct nf_error *err)
+{
+	int rc;
+
+	*id = 0;
+	for (;;) {
+		if (f->u_n == 0 && (rc = unk_fill(f, err)) != 1)
+			return rc;
+		const struct unk_rec *u = &f->ub[f->u_head];
+
+		if (u->fence > fence || (u->fence == fence && u->value >= value))
+			break;
+		f->u_head = (f->u_head + 1) % UNK_SCAN;
+		f->u_n--;
 	}
-	while ((src = sqlite3_step(waits)) == SQLITE_ROW) {
-		int64_t id = sqlite3_column_int64(waits, 0);
-		int64_t queue = sqlite3_column_int64(waits, 1);
-		int64_t value = sqlite3_column_int64(waits, 3);
-		int64_t end = sqlite3_column_int64(waits, 5);
-		bool has_fence = sqlite3_column_type(waits, 2) != SQLITE_NULL;
-		bool pre = sqlite3_column_type(waits, 6) != SQLITE_NULL &&
-			   sqlite3_column_int64(waits, 6) >= value;
-		int fsrc = SQLITE_DONE;
-
-		sqlite3_bind_int64(ins, 2, id);
-		if (sqlite3_column_type(waits, 4) != SQLITE_NULL)
-			sqlite3_bind_int64(ins, 4, end - sqlite3_column_int64(waits, 4));
-		if (has_fence && !pre) {
-			sqlite3_bind_int64(find, 1, sqlite3_column_int64(waits, 2));
-			sqlite3_bind_int64(find, 2, value);
-			fsrc = sqlite3_step(find);
+	for (size_t i = 0;; i++) {
+		if (i == f->u_n) {
+			if (f->u_n == UNK_SCAN)
+				return 0;
+			if ((rc = unk_fill(f, err)) != 1)
+				return rc;
 		}
-		bool late = fsrc == SQLITE_ROW &&
-			    (double)sqlite3_column_int64(find, 2) > (double)end + b->slack_ns;
-		int usrc = SQLITE_DONE;
+		const struct unk_rec *u = &f->ub[(f->u_head + i) % UNK_SCAN];
 
-		if (has_fence && !pre && (fsrc == SQLITE_DONE || late)) {
-			sqlite3_bind_int64(unk, 1, sqlite3_column_int64(waits, 2));
-			sqlite3_bind_int64(unk, 2, value);
-			sqlite3_bind_int64(unk, 3, end + (int64_t)b->slack_ns);
-			usrc = sqlite3_step(unk);
+		if (u->fence != fence)
+			return 0;
+		if (u->queued == INT64_MIN || u->queued <= limit) {
+			*id = u->id;
+			return 0;
 		}
-		if (fsrc != SQLITE_ROW && fsrc != SQLITE_DONE) {
-			rc = sql_err(b, err, "find releasing signal");
-		} else if (usrc == SQLITE_ROW) {
-			sqlite3_bind_int64(ins, 1, sqlite3_column_int64(unk, 0));
-		} else if (usrc != SQLITE_DONE) {
-			rc = sql_err(b, err, "find releasing signal");
-		} else if (fsrc == SQLITE_ROW) {
-			int64_t sig_end = sqlite3_column_int64(find, 2);
+	}
+}
 
-			sqlite3_bind_value(ins, 1, sqlite3_column_value(find, 0));
-			sqlite3_bind_value(ins, 3, sqlite3_column_value(find, 1));
-			if (late) {
+/*
+ * Ties each completed wait to the signal that released it: the first signal
+ * of its fence, in end order, to reach a value at or above the wait's (GPU
+ * signals and CPU signals alike). Signals come sorted by (fence, end), waits
+ * by (fence, value): the running maximum of the signaled values only grows,
+ * so one forward pass over both answers every wait.
+ */
+static int deps_merge(struct finisher *f, struct nf_error *err)
+{
+	struct nf_timeline_builder *b = f->b;
+	const void *p;
+	const struct sig_rec *sg = NULL;
+	struct sig_rec hit = { 0 };
+	bool have_hit = false, have_cur = false;
+	int64_t runmax = 0, cur = 0;
+	int rc;
+
+	if ((rc = nf_sorter_sort(b->sigs, err)) != 0 || (rc = nf_sorter_sort(f->unk, err)) != 0 ||
+	    (rc = nf_sorter_sort(f->waits, err)) != 0)
+		return rc;
+	rc = nf_sorter_next(b->sigs, &p, err);
+	if (rc < 0)
+		return rc;
+	sg = rc ? p : NULL;
+	while ((rc = nf_sorter_next(f->waits, &p, err)) == 1) {
+		const struct wait_rec *w = p;
+		struct res_rec r = { w->pos, 0, 0 };
+
+		if (w->has_fence) {
+			uint64_t *init = map_find(&b->initial, (uint64_t)w->fence);
+			bool pre = init && (int64_t)*init >= w->value;
+
+			if (!have_cur || w->fence != cur) {
+				cur = w->fence;
+				have_cur = true;
+				have_hit = false;
+			}
+			while (!pre && !(have_hit && runmax >= w->value)) {
+				while (sg && sg->fence < cur) {
+					if ((rc = nf_sorter_next(b->sigs, &p, err)) < 0)
+						return rc;
+					sg = rc ? p : NULL;
+				}
+				if (!sg || sg->fence != cur)
+					break;
+				if (!have_hit || sg->value > runmax) {
+					hit = *sg;
+					runmax = sg->value;
+					have_hit = true;
+				}
+				if ((rc = nf_sorter_next(b->sigs, &p, err)) < 0)
+					return rc;
+				sg = rc ? p : NULL;
+			}
+			bool found = !pre && have_hit && runmax >= w->value;
+			bool late = found && (double)hit.end > (double)w->end + b->slack_ns;
+			int64_t unk = 0;
+
+			if (!pre && (!found || late) &&
+			    (rc = unk_find(f, cur, w->value, w->end + (int64_t)b->slack_ns, &unk,
+					   err)) != 0)
+				return rc;
+			if (unk) {
+				r.signal_id = unk;
+			} else if (found) {
+				if (hit.kind)
+					r.signal_id = hit.id;
+				else
+					r.cpu_id = hit.id;
+			}
+			if (!unk && found && late) {
 				char detail[240];
-				bool cpu = sqlite3_column_type(find, 1) != SQLITE_NULL;
+				int64_t end = w->end, sig_end = hit.end;
 
 				snprintf(detail, sizeof(detail),
 					 "wait op %" PRId64 " (fence %" PRId64 " value %" PRId64
 					 ") ends at %" PRId64 " ns, before its releasing %s %" PRId64
-					 " ends at %" PRId64 " ns", id,
-					 (int64_t)sqlite3_column_int64(waits, 2), value, end,
-					 cpu ? "CPU signal" : "signal op",
-					 (int64_t)sqlite3_column_int64(find, cpu ? 1 : 0), sig_end);
-				rc = add_anomaly(b, "causality", queue, true, "waits", &end, &sig_end,
-						 0, detail, err);
+					 " ends at %" PRId64 " ns", w->id, w->fence, w->value, end,
+					 hit.kind ? "signal op" : "CPU signal", hit.id, sig_end);
+				rc = add_anomaly(b, "causality", w->queue, true, "waits", &end, &sig_end, 0,
+						 detail, err);
+				if (rc)
+					return rc;
 			}
 		}
-		if (rc == 0 && sqlite3_step(ins) != SQLITE_DONE)
-			rc = sql_err(b, err, "insert deps");
-		sqlite3_reset(ins);
-		sqlite3_clear_bindings(ins);
-		sqlite3_reset(find);
-		sqlite3_reset(unk);
-		if (rc)
-			goto out;
+		if ((rc = nf_sorter_add(f->res, &r, err)) != 0)
+			return rc;
 	}
-	if (src != SQLITE_DONE)
-		rc = sql_err(b, err, "list waits");
-out:
-	sqlite3_finalize(waits);
-	sqlite3_finalize(find);
-	sqlite3_finalize(unk);
-	sqlite3_finalize(ins);
 	return rc;
+}
+
+/* Pass 2: one fence_ops row per operation, and a deps row per completed wait. */
+static int write_ops(struct finisher *f, struct nf_error *err)
+{
+	struct nf_timeline_builder *b = f->b;
+	sqlite3_stmt *s = NULL, *d = NULL;
+	const struct res_rec *rp = NULL;
+	const void *p;
+	struct op_rec o;
+	int64_t pos = 0;
+	int rc;
+
+	if ((rc = nf_sorter_sort(f->res, err)) != 0)
+		return rc;
+	if ((rc = nf_sorter_next(f->res, &p, err)) < 0)
+		return rc;
+	rp = rc ? p : NULL;
+	if (sqlite3_prepare_v2(b->db,
+			       "INSERT INTO fence_ops(id, queue, adapter, op, fence, handle, value, "
+			       "queued_ns, observed_ns, end_ns, status, log_seq, epoch, thread) "
+			       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
+			       "?11, ?12, ?13, ?14)", -1, &s, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(b->db,
+			       "INSERT INTO deps(signal_id, wait_id, cpu_signal, stall_ns) "
+			       "VALUES (?1, ?2, ?3, ?4)", -1, &d, NULL) != SQLITE_OK) {
+		rc = sql_err(b, err, "prepare fence_ops");
+		goto out;
+	}
+	if ((rc = nf_spill_rewind(b->ops, err)) != 0)
+		goto out;
+	while ((rc = nf_spill_get(b->ops, &o, err)) == 1) {
+		bool has_dep = false;
+		int64_t sig = 0, cpu = 0;
+
+		if ((rc = op_times(f->m, &o, err)) != 0)
+			goto out;
+		if (rp && rp->pos == pos) {
+			has_dep = true;
+			sig = rp->signal_id;
+			cpu = rp->cpu_id;
+			if ((rc = nf_sorter_next(f->res, &p, err)) < 0)
+				goto out;
+			rp = rc ? p : NULL;
+		}
+		sqlite3_bind_int64(s, 1, o.id);
+		sqlite3_bind_int64(s, 2, o.queue);
+		sqlite3_bind_int64(s, 3, o.adapter);
+		sqlite3_bind_text(s, 4, o.log == NF_LOG_WAITS ? "wait" : "signal", -1, SQLITE_STATIC);
+		bind_opt(s, 5, o.flags & OPF_FENCE, o.fence);
+		sqlite3_bind_int64(s, 6, o.handle);
+		sqlite3_bind_int64(s, 7, o.value);
+		bind_opt(s, 8, o.flags & OPF_QUEUED, o.queued);
+		bind_opt(s, 9, o.flags & OPF_OBS, o.observed);
+		bind_opt(s, 10, o.flags & OPF_END, o.end);
+		sqlite3_bind_text(s, 11, status_name[o.status], -1, SQLITE_STATIC);
+		bind_opt(s, 12, o.flags & OPF_SEQ, o.seq);
+		bind_opt(s, 13, o.flags & OPF_SEQ, o.epoch);
+		bind_opt(s, 14, o.flags & OPF_THREAD, o.thread);
+		if (sqlite3_step(s) != SQLITE_DONE) {
+			rc = sql_err(b, err, "insert fence_ops");
+			goto out;
+		}
+		sqlite3_reset(s);
+		if (has_dep) {
+			bind_opt(d, 1, sig != 0, sig);
+			sqlite3_bind_int64(d, 2, o.id);
+			bind_opt(d, 3, cpu != 0, cpu);
+			bind_opt(d, 4, (o.flags & OPF_OBS) && (o.flags & OPF_END), o.end - o.observed);
+			if (sqlite3_step(d) != SQLITE_DONE) {
+				rc = sql_err(b, err, "insert deps");
+				goto out;
+			}
+			sqlite3_reset(d);
+		}
+		if ((o.flags & OPF_END) && (o.flags & OPF_QUEUED) &&
+		    (double)o.end + b->slack_ns < (double)o.queued) {
+			char detail[200];
+			int64_t q = o.queued, e = o.end;
+
+			snprintf(detail, sizeof(detail),
+				 "%s op %" PRId64 " ends at %" PRId64 " ns, before it was queued at %"
+				 PRId64 " ns", o.log == NF_LOG_WAITS ? "wait" : "signal", o.id, e, q);
+			rc = add_anomaly(b, "causality", o.queue, true, log_name(o.log), &e, &q, 0,
+					 detail, err);
+			if (rc)
+				goto out;
+		}
+		pos++;
+	}
+out:
+	sqlite3_finalize(s);
+	sqlite3_finalize(d);
+	return rc;
+}
+
+static int resolve(struct nf_timeline_builder *b, struct nf_clock_model *m, struct nf_error *err)
+{
+	struct finisher f = { b, m, NULL, NULL, NULL, NULL, 0, 0, false };
+	int rc = NF_ENOMEM;
+
+	f.unk = nf_sorter_create(b->spill_dir, sizeof(struct unk_rec), SORT_BUDGET, cmp_unk, err);
+	f.waits = f.unk ? nf_sorter_create(b->spill_dir, sizeof(struct wait_rec), SORT_BUDGET,
+					   cmp_wait, err) : NULL;
+	f.res = f.waits ? nf_sorter_create(b->spill_dir, sizeof(struct res_rec), SORT_BUDGET,
+					   cmp_res, err) : NULL;
+	f.ub = malloc(UNK_SCAN * sizeof(*f.ub));
+	if (!f.res)
+		goto out;
+	if (!f.ub) {
+		rc = oom(err);
+		goto out;
+	}
+	rc = deps_inputs(&f, err);
+	rc = rc ? rc : deps_merge(&f, err);
+	nf_sorter_destroy(f.unk);
+	nf_sorter_destroy(f.waits);
+	f.unk = f.waits = NULL;
+	nf_sorter_destroy(b->sigs);
+	b->sigs = NULL;
+	rc = rc ? rc : write_ops(&f, err);
+out:
+	free(f.ub);
+	nf_sorter_destroy(f.unk);
+	nf_sorter_destroy(f.waits);
+	nf_sorter_destroy(f.res);
+	return rc;
+}
+
+/* Finishes what still waits: operations without entries, unreleased legacy waits. */
+static int settle_all(struct nf_timeline_builder *b, struct nf_error *err)
+{
+	int rc;
+
+	for (size_t i = 0; i < b->n_qs; i++)
+		for (int l = 0; l < 2; l++)
+			if ((rc = settle_before(b, &b->qs[i].log[l], INT64_MAX, err)) != 0)
+				return rc;
+	for (size_t i = 0; i < b->n_legacy; i++)
+		if ((rc = op_done(b, &b->legacy[i], err)) != 0)
+			return rc;
+	b->n_legacy = 0;
+	return ring_flush(b, err);
 }
 
 int nf_timeline_builder_finish(struct nf_timeline_builder *b, struct nf_error *err)
@@ -1355,16 +1725,16 @@ int nf_timeline_builder_finish(struct nf_timeline_builder *b, struct nf_error *e
 	if (b->finished)
 		return nf_error_set(err, NF_ESTATE, "timeline: builder already finished");
 	b->finished = true;
-	rc = nf_clock_fit(b->db, 0, err);
+	rc = settle_all(b, err);
+	rc = rc ? rc : nf_clock_fit(b->db, 0, err);
 	if (rc)
 		return rc;
 	m = nf_clock_model_create(b->db, err);
 	if (!m)
 		return err && err->code ? err->code : NF_ENOMEM;
 	rc = resolve_overruns(b, m, err);
-	rc = rc ? rc : resolve_ops(b, m, err);
+	rc = rc ? rc : resolve(b, m, err);
 	nf_clock_model_destroy(m);
-	rc = rc ? rc : resolve_deps(b, err);
 	rc = rc ? rc : nf_kernel_ingest_finish(b->kernel, err);
 	rc = rc ? rc : write_meta(b, err);
 	if (rc)
@@ -1373,9 +1743,7 @@ int nf_timeline_builder_finish(struct nf_timeline_builder *b, struct nf_error *e
 		sqlite3_finalize(b->st[i]);
 		b->st[i] = NULL;
 	}
-	if (exec_sql(b,
-		     "DROP TABLE temp.t_ops; DROP TABLE temp.t_entries; DROP TABLE temp.t_lost;"
-		     "DROP TABLE temp.t_cal; DROP TABLE temp.t_fit; DROP TABLE temp.t_sigs; DROP TABLE temp.t_unk;",
+	if (exec_sql(b, "DROP TABLE temp.t_lost; DROP TABLE temp.t_cal; DROP TABLE temp.t_fit;",
 		     err, "drop staging") ||
 	    exec_sql(b, nf_timeline_views_sql, err, "schemas/timeline-views.sql") ||
 	    exec_sql(b, "COMMIT", err, "commit"))

@@ -1,10 +1,11 @@
 -- nftrace timeline: indexes and ready-made views, created after the tables of
 -- schemas/timeline.sql are loaded (load first, index after: much faster).
 
+-- Each index costs build time (about half the load for fence_ops), so there
+-- are only the ones the viewer and the views need: fence_ops by queue in
+-- queued order (fence_ops is keyed by id already). For other access paths,
+-- SQLite builds a transient automatic index when a join needs one.
 CREATE INDEX fence_ops_queue ON fence_ops(queue, queued_ns);
-CREATE INDEX fence_ops_fence ON fence_ops(fence, value);
-CREATE INDEX deps_wait ON deps(wait_id);
-CREATE INDEX deps_signal ON deps(signal_id);
 CREATE INDEX anomalies_queue ON anomalies(queue, kind);
 -- Joining operations with the ground truth: by queue, op and log position.
 CREATE INDEX truth_ops_seq ON truth_ops(queue, op, epoch, log_seq);

@@ -77,10 +77,16 @@ CREATE TABLE fence_ops (
   thread       INTEGER              -- CPU thread that queued it (NULL when not queued through FENCE_*_QUEUED)
 );
 
--- Which signal released which wait, and how long the wait stalled its queue.
+-- Which signal released which wait, and how long the wait stalled its queue:
+-- one row per wait that completed (fence_ops.end_ns known). The releasing
+-- signal is the first signal of the wait's fence, in end order, to reach a
+-- value at or above the wait's (GPU signals on any queue or adapter, and CPU
+-- signals); when none with a known end fits, a signal of unknown end (lost,
+-- zero timestamp) that may be the real releaser is named instead. Both ids are
+-- NULL when the fence's initial value already satisfied the wait.
 CREATE TABLE deps (
-  signal_id  INTEGER,   -- fence_ops.id of the releasing signal (or NULL when released from the CPU)
-  wait_id    INTEGER,   -- fence_ops.id of the wait
+  signal_id  INTEGER,   -- fence_ops.id of the releasing signal (NULL when released from the CPU)
+  wait_id    INTEGER,   -- fence_ops.id of the wait (one row per wait, in wait_id order)
   cpu_signal INTEGER,   -- cpu_signals.id when a CPU signal released it, else NULL
   stall_ns   INTEGER    -- end_ns - observed_ns of the wait (NULL when either is unknown)
 );

@@ -1,0 +1,382 @@
+/*
+ * Spill files and the external sorter (spill.h): what the timeline builder
+ * cannot keep in memory goes to unlinked temporary files as fixed-size records,
+ * written and read sequentially through large buffers.
+ */
+#include "spill.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define SPILL_BUF (1u << 20)
+
+/* An unlinked temporary file in dir; returns the fd or -1 with err filled. */
+static int temp_fd(const char *dir, struct nf_error *err)
+{
+	const char *d = dir && *dir ? dir : getenv("TMPDIR");
+	char path[4096];
+	int fd;
+
+	if (!d || !*d)
+		d = "/tmp";
+	if ((size_t)snprintf(path, sizeof(path), "%s/.nftrace-spill.XXXXXX", d) >= sizeof(path)) {
+		nf_error_set(err, NF_EIO, "%s: path too long", d);
+		return -1;
+	}
+	fd = mkstemp(path);
+	if (fd < 0) {
+		nf_error_set(err, NF_EIO, "%s: cannot create a temporary file: %s", d,
+			     strerror(errno));
+		return -1;
+	}
+	unlink(path);
+	return fd;
+}
+
+struct nf_spill {
+	FILE *f;
+	size_t rec_size;
+	uint64_t n, read;
+	char *buf;
+};
+
+struct nf_spill *nf_spill_create(const char *dir, size_t rec_size, struct nf_error *err)
+{
+	struct nf_spill *s = calloc(1, sizeof(*s));
+	int fd;
+
+	if (!s) {
+		nf_error_set(err, NF_ENOMEM, "spill: out of memory");
+		return NULL;
+	}
+	s->rec_size = rec_size;
+	s->buf = malloc(SPILL_BUF);
+	fd = s->buf ? temp_fd(dir, err) : -1;
+	if (!s->buf)
+		nf_error_set(err, NF_ENOMEM, "spill: out of memory");
+	if (fd < 0)
+		goto out_free;
+	s->f = fdopen(fd, "w+b");
+	if (!s->f) {
+		close(fd);
+		nf_error_set(err, NF_EIO, "spill: fdopen: %s", strerror(errno));
+		goto out_free;
+	}
+	setvbuf(s->f, s->buf, _IOFBF, SPILL_BUF);
+	return s;
+out_free:
+	free(s->buf);
+	free(s);
+	return NULL;
+}
+
+int nf_spill_put(struct nf_spill *s, const void *rec, struct nf_error *err)
+{
+	if (fwrite(rec, s->rec_size, 1, s->f) != 1)
+		return nf_error_set(err, NF_EIO, "spill: write failed: %s", strerror(errno));
+	s->n++;
+	return 0;
+}
+
+uint64_t nf_spill_count(const struct nf_spill *s)
+{
+	return s->n;
+}
+
+int nf_spill_rewind(struct nf_spill *s, struct nf_error *err)
+{
+	if (fflush(s->f) != 0 || fseek(s->f, 0, SEEK_SET) != 0)
+		return nf_error_set(err, NF_EIO, "spill: rewind failed: %s", strerror(errno));
+	s->read = 0;
+	return 0;
+}
+
+int nf_spill_get(struct nf_spill *s, void *rec, struct nf_error *err)
+{
+	if (s->read == s->n)
+		return 0;
+	if (fread(rec, s->rec_size, 1, s->f) != 1)
+		return nf_error_set(err, NF_EIO, "spill: read failed");
+	s->read++;
+	return 1;
+}
+
+void nf_spill_destroy(struct nf_spill *s)
+{
+	if (!s)
+		return;
+	if (s->f)
+		fclose(s->f);
+	free(s->buf);
+	free(s);
+}
+
+/* ---- external sort ---- */
+
+#define RUN_BUF_BYTES (256u << 10)
+
+struct run {
+	off_t off;          /* next unread byte of the run */
+	uint64_t left;      /* records not yet loaded */
+	char *buf;          /* loaded records */
+	size_t n, pos;      /* loaded, consumed */
+};
+
+struct nf_sorter {
+	char dir[4096];
+	size_t rec_size, cap;
+	nf_sort_cmp cmp;
+	char *mem;          /* records in memory */
+	size_t n, alloc;
+	uint64_t total;
+	int fd;             /* runs file, -1 until the first run */
+	off_t end;
+	struct run *runs;
+	size_t n_runs, cap_runs;
+	size_t *heap, n_heap; /* run indices, smallest current record first */
+	size_t mem_pos;     /* reading the in-memory records (no runs) */
+	bool sorted;
+};
+
+struct nf_sorter *nf_sorter_create(const char *dir, size_t rec_size, size_t mem_budget,
+				   nf_sort_cmp cmp, struct nf_error *err)
+{
+	struct nf_sorter *s = calloc(1, sizeof(*s));
+
+	if (!s) {
+		nf_error_set(err, NF_ENOMEM, "sort: out of memory");
+		return NULL;
+	}
+	snprintf(s->dir, sizeof(s->dir), "%s", dir ? dir : "");
+	s->rec_size = rec_size;
+	s->cap = mem_budget / rec_size;
+	if (s->cap < 1024)
+		s->cap = 1024;
+	s->cmp = cmp;
+	s->fd = -1;
+	return s;
+}
+
+static int sorter_grow(struct nf_sorter *s, struct nf_error *err)
+{
+	/* Grow geometrically up to the budget, so small sorts stay small. */
+	size_t want = s->alloc ? s->alloc * 2 : 4096;
+	char *m;
+
+	if (want > s->cap)
+		want = s->cap;
+	m = realloc(s->mem, want * s->rec_size);
+	if (!m)
+		return nf_error_set(err, NF_ENOMEM, "sort: out of memory");
+	s->mem = m;
+	s->alloc = want;
+	return 0;
+}
+
+static int write_all(int fd, const void *p, size_t len, off_t off)
+{
+	const char *c = p;
+
+	while (len > 0) {
+		ssize_t w = pwrite(fd, c, len, off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		c += w;
+		len -= (size_t)w;
+		off += w;
+	}
+	return 0;
+}
+
+static int flush_run(struct nf_sorter *s, struct nf_error *err)
+{
+	if (s->n == 0)
+		return 0;
+	qsort(s->mem, s->n, s->rec_size, s->cmp);
+	if (s->fd < 0) {
+		s->fd = temp_fd(s->dir, err);
+		if (s->fd < 0)
+			return NF_EIO;
+	}
+	if (s->n_runs == s->cap_runs) {
+		size_t cap = s->cap_runs ? s->cap_runs * 2 : 8;
+		struct run *r = realloc(s->runs, cap * sizeof(*r));
+
+		if (!r)
+			return nf_error_set(err, NF_ENOMEM, "sort: out of memory");
+		s->runs = r;
+		s->cap_runs = cap;
+	}
+	if (write_all(s->fd, s->mem, s->n * s->rec_size, s->end) != 0)
+		return nf_error_set(err, NF_EIO, "sort: cannot write a run: %s", strerror(errno));
+	s->runs[s->n_runs++] = (struct run){ s->end, s->n, NULL, 0, 0 };
+	s->end += (off_t)(s->n * s->rec_size);
+	s->n = 0;
+	return 0;
+}
+
+int nf_sorter_add(struct nf_sorter *s, const void *rec, struct nf_error *err)
+{
+	int rc;
+
+	if (s->n == s->cap && (rc = flush_run(s, err)) != 0)
+		return rc;
+	if (s->n == s->alloc && (rc = sorter_grow(s, err)) != 0)
+		return rc;
+	memcpy(s->mem + s->n * s->rec_size, rec, s->rec_size);
+	s->n++;
+	s->total++;
+	return 0;
+}
+
+static int run_load(struct nf_sorter *s, struct run *r, struct nf_error *err)
+{
+	size_t per = RUN_BUF_BYTES / s->rec_size;
+	size_t want = r->left < per ? (size_t)r->left : per;
+	size_t len = want * s->rec_size, got = 0;
+
+	if (!r->buf) {
+		r->buf = malloc(per * s->rec_size);
+		if (!r->buf)
+			return nf_error_set(err, NF_ENOMEM, "sort: out of memory");
+	}
+	while (got < len) {
+		ssize_t n = pread(s->fd, r->buf + got, len - got, r->off + (off_t)got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return nf_error_set(err, NF_EIO, "sort: cannot read a run");
+		got += (size_t)n;
+	}
+	r->off += (off_t)len;
+	r->left -= want;
+	r->n = want;
+	r->pos = 0;
+	return 0;
+}
+
+static const void *run_cur(const struct nf_sorter *s, const struct run *r)
+{
+	return r->buf + r->pos * s->rec_size;
+}
+
+static bool heap_less(const struct nf_sorter *s, size_t a, size_t b)
+{
+	int c = s->cmp(run_cur(s, &s->runs[a]), run_cur(s, &s->runs[b]));
+
+	return c < 0 || (c == 0 && a < b);
+}
+
+static void heap_down(struct nf_sorter *s, size_t i)
+{
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, m = i;
+
+		if (l < s->n_heap && heap_less(s, s->heap[l], s->heap[m]))
+			m = l;
+		if (r < s->n_heap && heap_less(s, s->heap[r], s->heap[m]))
+			m = r;
+		if (m == i)
+			return;
+		size_t t = s->heap[i];
+
+		s->heap[i] = s->heap[m];
+		s->heap[m] = t;
+		i = m;
+	}
+}
+
+int nf_sorter_sort(struct nf_sorter *s, struct nf_error *err)
+{
+	int rc;
+
+	if (s->sorted)
+		return nf_error_set(err, NF_ESTATE, "sort: already sorted");
+	s->sorted = true;
+	if (s->n_runs == 0) {
+		if (s->n)
+			qsort(s->mem, s->n, s->rec_size, s->cmp);
+		return 0;
+	}
+	rc = flush_run(s, err);
+	if (rc)
+		return rc;
+	free(s->mem);
+	s->mem = NULL;
+	s->heap = malloc(s->n_runs * sizeof(*s->heap));
+	if (!s->heap)
+		return nf_error_set(err, NF_ENOMEM, "sort: out of memory");
+	for (size_t i = 0; i < s->n_runs; i++) {
+		rc = run_load(s, &s->runs[i], err);
+		if (rc)
+			return rc;
+		s->heap[s->n_heap++] = i;
+	}
+	for (size_t i = s->n_heap / 2; i-- > 0;)
+		heap_down(s, i);
+	return 0;
+}
+
+int nf_sorter_next(struct nf_sorter *s, const void **rec, struct nf_error *err)
+{
+	if (!s->sorted)
+		return nf_error_set(err, NF_ESTATE, "sort: not sorted");
+	if (s->n_runs == 0) {
+		if (s->mem_pos == s->n)
+			return 0;
+		*rec = s->mem + s->mem_pos++ * s->rec_size;
+		return 1;
+	}
+	/*
+	 * The record handed out last time is consumed now, so the pointer given
+	 * to the caller stayed valid until this call.
+	 */
+	if (s->mem_pos) {
+		struct run *r = &s->runs[s->heap[0]];
+
+		if (++r->pos == r->n) {
+			if (r->left) {
+				int rc = run_load(s, r, err);
+
+				if (rc)
+					return rc;
+			} else {
+				s->heap[0] = s->heap[--s->n_heap];
+			}
+		}
+		if (s->n_heap)
+			heap_down(s, 0);
+	}
+	if (s->n_heap == 0)
+		return 0;
+	s->mem_pos = 1;
+	*rec = run_cur(s, &s->runs[s->heap[0]]);
+	return 1;
+}
+
+uint64_t nf_sorter_count(const struct nf_sorter *s)
+{
+	return s->total;
+}
+
+void nf_sorter_destroy(struct nf_sorter *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->n_runs; i++)
+		free(s->runs[i].buf);
+	free(s->runs);
+	free(s->heap);
+	free(s->mem);
+	if (s->fd >= 0)
+		close(s->fd);
+	free(s);
+}
