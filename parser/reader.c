@@ -530,10 +530,13 @@ static int nf_pass_event(struct nf_pass *ps, const bt_message *msg)
 		if (rc)
 			return nf_error_set(ps->err, rc, "stopped by the event callback (code %d)", rc);
 	}
-	return nf_logreplay_feed(ps->replay, &ev,
-				 nf_basename(bt_stream_get_name(bt_event_borrow_stream_const(
-					 bt_message_event_borrow_event_const(msg)))),
-				 index, ps->err);
+	const char *stream = nf_basename(bt_stream_get_name(bt_event_borrow_stream_const(
+		bt_message_event_borrow_event_const(msg))));
+	rc = nf_logreplay_feed(ps->replay, &ev, stream, index, ps->err);
+	/* A bound the session hit (too many logs or fences): name where. */
+	if (rc == NF_ENOMEM)
+		nf_error_prefix(ps->err, "%s/%s: event #%" PRIu64, p->dir, stream, index);
+	return rc;
 }
 
 static int nf_pass_message(struct nf_pass *ps, const bt_message *msg)
