@@ -125,7 +125,10 @@ int nf_record_scenario(const struct nf_record_options *opts, struct nf_record_re
 	rc = nf_record_prepare_dir(opts->out_dir, opts->force, err);
 	if (rc)
 		goto out_scenario;
-	rc = nf_session_writer_create(opts->out_dir, &cfg, opts->scenario, &w, err);
+	const struct nf_adapter_desc *adapters[16];
+	size_t n_adapters = nf_scenario_adapters(sc, adapters, 16);
+	rc = nf_session_writer_create(opts->out_dir, &cfg, opts->scenario, adapters,
+				      n_adapters, &w, err);
 	if (rc)
 		goto out_scenario;
 	cfg.sink = nf_ctf_writer_sink(w);
@@ -184,6 +187,16 @@ int nf_record_program(const struct nf_record_options *opts, struct nf_record_res
 	if (rc)
 		return rc;
 	snprintf(seed, sizeof(seed), "%llu", (unsigned long long)(opts->seed_set ? opts->seed : 1));
+	/* The session's `source`: the command line, words joined by spaces. */
+	char cmdline[2048] = "";
+	size_t used = 0;
+	for (char *const *a = opts->argv; *a && used + 1 < sizeof(cmdline); a++) {
+		int k = snprintf(cmdline + used, sizeof(cmdline) - used, "%s%s",
+				 a == opts->argv ? "" : " ", *a);
+		if (k < 0)
+			break;
+		used += (size_t)k;
+	}
 	pid = fork();
 	if (pid < 0)
 		return nf_error_set(err, NF_EIO, "record: fork: %s", strerror(errno));
@@ -192,7 +205,7 @@ int nf_record_program(const struct nf_record_options *opts, struct nf_record_res
 		setenv("NFTRACE_SEED", seed, 1);
 		setenv("NFTRACE_GROUND_TRUTH", opts->ground_truth ? "1" : "0", 1);
 		setenv("NFTRACE_MODE", opts->mode == NF_MODE_THREADED ? "threaded" : "deterministic", 1);
-		setenv("NFTRACE_SOURCE", opts->argv[0], 1);
+		setenv("NFTRACE_SOURCE", cmdline, 1);
 		execvp(opts->argv[0], opts->argv);
 		_exit(127);
 	}

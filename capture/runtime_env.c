@@ -30,7 +30,7 @@ int nf_runtime_create_from_env(const struct nf_runtime_config *cfg, nf_runtime *
 	if (getenv("NFTRACE_MODE") && !strcmp(getenv("NFTRACE_MODE"), "threaded"))
 		c.mode = NF_MODE_THREADED;
 	const char *src = getenv("NFTRACE_SOURCE");
-	rc = nf_session_writer_create(dir, &c, src ? src : "program", &w, err);
+	rc = nf_session_writer_create(dir, &c, src ? src : "program", NULL, 0, &w, err);
 	if (rc)
 		return rc;
 	c.sink = nf_ctf_writer_sink(w);

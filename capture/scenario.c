@@ -1013,6 +1013,22 @@ int nf_scenario_load(const char *path, struct nf_scenario **out, struct nf_error
 	return rc;
 }
 
+size_t nf_scenario_adapters(const struct nf_scenario *s, const struct nf_adapter_desc **out,
+			    size_t max)
+{
+	size_t n = 0;
+
+	/* Adapters are defined at the top level only (never inside repeat). */
+	for (uint32_t i = 0; i < s->n_stmts; i++) {
+		if (s->stmts[i].op != SC_OP_ADAPTER)
+			continue;
+		if (n < max)
+			out[n] = &s->stmts[i].adesc;
+		n++;
+	}
+	return n;
+}
+
 void nf_scenario_apply_settings(const struct nf_scenario *s, struct nf_runtime_config *cfg)
 {
 	struct nf_event_sink sink = cfg->sink;

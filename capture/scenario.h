@@ -7,6 +7,7 @@
 #ifndef NF_SCENARIO_H
 #define NF_SCENARIO_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "nftrace/error.h"
@@ -29,6 +30,11 @@ int nf_scenario_load(const char *path, struct nf_scenario **out, struct nf_error
 
 /* The runtime configuration the scenario asks for (seed, clocks, logs...). */
 void nf_scenario_apply_settings(const struct nf_scenario *s, struct nf_runtime_config *cfg);
+
+/* The adapters the scenario defines, in order: fills up to max pointers
+ * (owned by the scenario) and returns how many there are. */
+size_t nf_scenario_adapters(const struct nf_scenario *s, const struct nf_adapter_desc **out,
+			    size_t max);
 
 /* Runs the scenario against a runtime (then call nf_runtime_finish). */
 struct nf_scenario_progress {

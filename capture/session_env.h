@@ -8,9 +8,12 @@
 #include "nftrace/ctf.h"
 #include "nftrace/nfence.h"
 
-/* Creates the CTF writer for a session recorded with this runtime config. */
+/* Creates the CTF writer for a session recorded with this runtime config.
+ * adapters (n_adapters of them, may be 0) are the adapters known before the
+ * run (a scenario's); a program's appear only as AdapterStart events. */
 int nf_session_writer_create(const char *dir, const struct nf_runtime_config *cfg,
-			     const char *source, struct nf_ctf_writer **out, struct nf_error *err);
+			     const char *source, const struct nf_adapter_desc *const *adapters,
+			     size_t n_adapters, struct nf_ctf_writer **out, struct nf_error *err);
 
 /* Closes the writer a runtime created from the environment owns (libnfence). */
 int nf_runtime_close_owned(nf_runtime *rt, struct nf_error *err);

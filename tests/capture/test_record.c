@@ -326,6 +326,13 @@ START_TEST(every_sample_is_deterministic_and_readable)
 		snprintf(cmd, sizeof(cmd), "diff -r '%s' '%s' && test -s '%s/events' && test -s '%s/truth'", a, b, a, a);
 		ck_assert_msg(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)) == 0,
 			      "%s: two deterministic recordings differ: %.1500s", de->d_name, out);
+		/* The environment names the source and each adapter's capabilities and clock. */
+		snprintf(cmd, sizeof(cmd),
+			 "grep -q 'source = \".*%s\";' '%s/metadata' && grep -q 'adapter0_vidsch_caps = [0-9]' '%s/metadata' && "
+			 "grep -q 'adapter0_gpu_frequency = [1-9]' '%s/metadata' && grep -q 'log_read_interval_ns = ' '%s/metadata'",
+			 de->d_name, a, a, a, a);
+		ck_assert_msg(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)) == 0,
+			      "%s: two deterministic recordings differ: %.1500s", de->d_name, out);
 		if (!strcmp(de->d_name, "stress.nfs")) {
 			snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s'", a, b);
 			ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)), 0);
