@@ -1,0 +1,621 @@
+/*
+ * Tests of the native fence engine in threaded mode (capture/engine_threads.c):
+ * real GPU engine threads, the CMP/interrupt thread, CPU waits that block.
+ * Nothing here depends on how fast the machine is: waits that must end are
+ * waited for without a timeout (a lost wake-up hangs the test, and ctest's
+ * timeout fails it), and waits that must not end are checked after the only
+ * thing that could end them has been withheld.
+ *
+ * NF_STRESS_SCALE (default 1) multiplies the stress test's operations.
+ */
+#include "nf_test.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "nftrace/events.h"
+#include "nftrace/nfence.h"
+
+/* Events are emitted under the runtime's OS lock: one emit at a time. */
+struct rec {
+	struct nf_event ev;
+	struct nf_log_entry entries[8]; /* LOG_READ: the first entries */
+};
+
+struct col {
+	struct rec *v;
+	size_t n, cap;
+};
+
+static int col_emit(void *ctx, const struct nf_event *ev)
+{
+	struct col *c = ctx;
+
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? 2 * c->cap : 1024;
+		struct rec *v = realloc(c->v, cap * sizeof(*v));
+		if (!v)
+			return NF_ENOMEM;
+		c->v = v;
+		c->cap = cap;
+	}
+	struct rec *r = &c->v[c->n++];
+	memset(r, 0, sizeof(*r));
+	r->ev = *ev;
+	r->ev.str = NULL;
+	r->ev.u32s = NULL;
+	r->ev.entries = NULL;
+	if (ev->id == NF_EV_LOG_READ && ev->entries)
+		for (uint64_t i = 0; i < ev->f[NFF_LOG_READ_entry_count] && i < 8; i++)
+			r->entries[i] = ev->entries[i];
+	return 0;
+}
+
+struct env {
+	nf_runtime *rt;
+	struct col col;
+	struct nf_error err;
+	uint32_t adapter;
+};
+
+#define OK(call)                                                                      \
+	do {                                                                          \
+		struct nf_error e_;                                                   \
+		nf_error_clear(&e_);                                                  \
+		int rc_ = (call);                                                     \
+		ck_assert_msg(rc_ == 0, "%s -> %d: %s", #call, rc_, e_.msg);          \
+	} while (0)
+#define E_ (&e_)
+
+static void env_start(struct env *e, uint32_t vidsch_caps)
+{
+	struct nf_runtime_config cfg;
+	struct nf_adapter_desc d;
+
+	memset(e, 0, sizeof(*e));
+	nf_runtime_config_init(&cfg);
+	cfg.mode = NF_MODE_THREADED;
+	cfg.log_read_interval_ns = 0; /* the OS reads on interrupts and at the end */
+	cfg.ground_truth = true;
+	cfg.sink.ctx = &e->col;
+	cfg.sink.emit = col_emit;
+	ck_assert_msg(nf_runtime_create(&cfg, &e->rt, &e->err) == 0, "%s", e->err.msg);
+	nf_adapter_desc_init(&d);
+	d.vidsch_caps = vidsch_caps;
+	OK(nf_adapter_create(e->rt, &d, &e->adapter, E_));
+}
+
+/* Destroys the runtime (joins its threads); the events stay for inspection. */
+static void env_end(struct env *e)
+{
+	nf_runtime_destroy(e->rt);
+	e->rt = NULL;
+}
+
+static void env_free(struct env *e)
+{
+	free(e->col.v);
+	memset(&e->col, 0, sizeof(e->col));
+}
+
+static nf_handle mk_queue(struct env *e, uint32_t node, const char *name)
+{
+	nf_handle q;
+
+	OK(nf_hwqueue_create(e->rt, e->adapter, node, 0, name, &q, E_));
+	return q;
+}
+
+static nf_handle mk_fence(struct env *e)
+{
+	struct nf_fence_desc fd = { NF_FENCE_TYPE_DEFAULT, false, false, 0, 100 };
+	nf_handle f;
+
+	OK(nf_fence_create(e->rt, e->adapter, &fd, &f, E_));
+	return f;
+}
+
+static uint64_t current(struct env *e, nf_handle f, uint64_t *mv)
+{
+	uint64_t cur, m;
+
+	OK(nf_fence_read(e->rt, f, &cur, &m, E_));
+	if (mv)
+		*mv = m;
+	return cur;
+}
+
+/* Waits (yielding) until the GPU has written value into f: no time limit. */
+static void spin_until(struct env *e, nf_handle f, uint64_t value)
+{
+	while (current(e, f, NULL) < value)
+		sched_yield();
+}
+
+static size_t count_ev(const struct env *e, uint32_t id)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < e->col.n; i++)
+		n += e->col.v[i].ev.id == id;
+	return n;
+}
+
+/* The design's worked example: MonitoredValue 41 with a CPU waiter at 42; the
+ * GPU signals 1..41 (no interrupt), then 42 (one interrupt, the waiter wakes). */
+START_TEST(test_mv41)
+{
+	struct env e;
+	struct nf_runtime_stats st;
+	nf_handle ev;
+	uint64_t mv;
+
+	env_start(&e, NF_VIDSCH_NATIVE_GPU_FENCE);
+	nf_handle q = mk_queue(&e, 0, "Q"), f = mk_fence(&e);
+	OK(nf_cpu_wait_async(e.rt, f, 42, &ev, E_));
+	current(&e, f, &mv);
+	ck_assert_uint_eq(mv, 41);
+	for (uint64_t v = 1; v <= 41; v++)
+		OK(nf_queue_signal(e.rt, q, f, v, E_));
+	spin_until(&e, f, 41);
+	/* Nothing asked for an interrupt: none was raised, the event is not set. */
+	struct nf_error err;
+	nf_error_clear(&err);
+	ck_assert_int_eq(nf_event_wait(e.rt, ev, 0, &err), NF_ETIMEOUT);
+	OK(nf_queue_signal(e.rt, q, f, 42, E_));
+	OK(nf_event_wait(e.rt, ev, NF_NO_TIMEOUT, E_));
+	current(&e, f, &mv);
+	ck_assert_uint_eq(mv, UINT64_MAX); /* no waiter left */
+	OK(nf_event_close(e.rt, ev, E_));
+	OK(nf_runtime_finish(e.rt, E_));
+	nf_runtime_get_stats(e.rt, &st);
+	ck_assert_uint_eq(st.signals_executed, 42);
+	ck_assert_uint_eq(st.interrupts, 1);
+	ck_assert_uint_eq(st.interrupts_unneeded, 0);
+	ck_assert_uint_eq(st.cpu_wakeups, 1);
+	env_end(&e);
+	env_free(&e);
+}
+END_TEST
+
+/* No CPU waiter: many GPU signals on two queues raise no interrupt at all. */
+START_TEST(test_no_waiter_no_interrupt)
+{
+	struct env e;
+	struct nf_runtime_stats st;
+	const uint64_t n = 20000;
+
+	env_start(&e, NF_VIDSCH_NATIVE_GPU_FENCE | NF_VIDSCH_OPTIMIZED_NATIVE_FENCE_SIGNALED_INTERRUPT);
+	nf_handle q0 = mk_queue(&e, 0, "Q0"), q1 = mk_queue(&e, 1, "Q1");
+	nf_handle f0 = mk_fence(&e), f1 = mk_fence(&e);
+	for (uint64_t v = 1; v <= n; v++) {
+		OK(nf_queue_signal(e.rt, q0, f0, v, E_));
+		OK(nf_queue_signal(e.rt, q1, f1, v, E_));
+	}
+	OK(nf_runtime_finish(e.rt, E_));
+	nf_runtime_get_stats(e.rt, &st);
+	ck_assert_uint_eq(st.signals_executed, 2 * n);
+	ck_assert_uint_eq(st.log_entries_written, 2 * n);
+	ck_assert_uint_eq(st.interrupts, 0);
+	ck_assert_uint_eq(st.interrupts_unneeded, 0);
+	ck_assert_uint_eq(current(&e, f0, NULL), n);
+	env_end(&e);
+	ck_assert_uint_eq(count_ev(&e, NF_EV_FENCE_INTERRUPT), 0);
+	ck_assert_uint_eq(count_ev(&e, NF_EV_TRUTH_OP), 2 * n);
+	env_free(&e);
+}
+END_TEST
+
+/* A GPU wait blocks its queue (later work does not run) until another queue's
+ * signal reaches the value; the waits log entry ends after the signal. */
+START_TEST(test_gpu_wait_blocks_queue)
+{
+	struct env e;
+	struct nf_runtime_stats st;
+
+	env_start(&e, NF_VIDSCH_NATIVE_GPU_FENCE);
+	nf_handle qa = mk_queue(&e, 0, "A"), qb = mk_queue(&e, 1, "B");
+	nf_handle f = mk_fence(&e), g = mk_fence(&e);
+	OK(nf_queue_wait(e.rt, qa, f, 5, E_));
+	OK(nf_queue_signal(e.rt, qa, g, 1, E_));
+	OK(nf_queue_signal(e.rt, qb, f, 4, E_)); /* not enough */
+	spin_until(&e, f, 4);
+	OK(nf_runtime_advance(e.rt, 2000000, E_));
+	ck_assert_uint_eq(current(&e, g, NULL), 0); /* A is still blocked */
+	OK(nf_queue_signal(e.rt, qb, f, 5, E_));
+	OK(nf_cpu_wait(e.rt, g, 1, NF_NO_TIMEOUT, E_)); /* A ran on */
+	OK(nf_runtime_finish(e.rt, E_));
+	nf_runtime_get_stats(e.rt, &st);
+	ck_assert_uint_eq(st.waits_unblocked, 1);
+	env_end(&e);
+	/* The wait's end timestamp is not before the signal of 5 executed. */
+	uint64_t wait_end = 0, sig5_end = 0;
+	for (size_t i = 0; i < e.col.n; i++) {
+		const struct rec *r = &e.col.v[i];
+		uint64_t n = r->ev.f[NFF_LOG_READ_entry_count];
+		if (r->ev.id != NF_EV_LOG_READ)
+			continue;
+		for (uint64_t k = 0; k < n && k < 8; k++) {
+			const struct nf_log_entry *le = &r->entries[k];
+			if (r->ev.f[NFF_LOG_READ_hwqueue] == qa &&
+			    r->ev.f[NFF_LOG_READ_log_type] == NF_LOG_WAITS && le->fence_value == 5)
+				wait_end = le->fence_end_gpu_timestamp;
+			if (r->ev.f[NFF_LOG_READ_hwqueue] == qb &&
+			    r->ev.f[NFF_LOG_READ_log_type] == NF_LOG_SIGNALS && le->fence_value == 5)
+				sig5_end = le->fence_end_gpu_timestamp;
+		}
+	}
+	env_free(&e);
+	ck_assert_uint_gt(sig5_end, 0);
+	ck_assert_uint_ge(wait_end, sig5_end);
+}
+END_TEST
+
+struct waiter_arg {
+	struct env *e;
+	nf_handle f;
+	uint64_t value;
+	uint64_t timeout;
+	atomic_int done;
+	int rc;
+};
+
+static void *waiter_main(void *p)
+{
+	struct waiter_arg *w = p;
+	struct nf_error err;
+
+	w->rc = nf_cpu_wait(w->e->rt, w->f, w->value, w->timeout, &err);
+	atomic_store(&w->done, 1);
+	return NULL;
+}
+
+/* A CPU wait really blocks its thread until the value arrives, from the CPU
+ * (UpdateCurrentValuesFromCpu) or from the GPU through the interrupt. */
+START_TEST(test_cpu_wait_blocks)
+{
+	struct env e;
+	pthread_t t1, t2;
+
+	env_start(&e, NF_VIDSCH_NATIVE_GPU_FENCE);
+	nf_handle q = mk_queue(&e, 0, "Q"), f = mk_fence(&e), g = mk_fence(&e);
+	struct waiter_arg w1 = { &e, f, 7, NF_NO_TIMEOUT, 0, -1 };
+	struct waiter_arg w2 = { &e, g, 3, NF_NO_TIMEOUT, 0, -1 };
+	ck_assert_int_eq(pthread_create(&t1, NULL, waiter_main, &w1), 0);
+	ck_assert_int_eq(pthread_create(&t2, NULL, waiter_main, &w2), 0);
+	OK(nf_cpu_signal(e.rt, f, 6, E_));
+	OK(nf_queue_signal(e.rt, q, g, 2, E_));
+	spin_until(&e, g, 2);
+	OK(nf_runtime_advance(e.rt, 2000000, E_));
+	ck_assert_int_eq(atomic_load(&w1.done), 0); /* 6 < 7: still blocked */
+	ck_assert_int_eq(atomic_load(&w2.done), 0); /* 2 < 3: still blocked */
+	OK(nf_cpu_signal(e.rt, f, 7, E_));
+	pthread_join(t1, NULL);
+	ck_assert_int_eq(w1.rc, 0);
+	OK(nf_queue_signal(e.rt, q, g, 3, E_));
+	pthread_join(t2, NULL);
+	ck_assert_int_eq(w2.rc, 0);
+	OK(nf_runtime_finish(e.rt, E_));
+	struct nf_runtime_stats st;
+	nf_runtime_get_stats(e.rt, &st);
+	ck_assert_uint_eq(st.cpu_waits, 2);
+	ck_assert_uint_eq(st.cpu_wakeups, 2);
+	ck_assert_uint_eq(st.interrupts_unneeded, 0);
+	ck_assert_uint_ge(st.interrupts, 1); /* g's waiter was woken by the interrupt */
+	env_end(&e);
+	env_free(&e);
+}
+END_TEST
+
+/* Timeouts return NF_ETIMEOUT and take the waiter out (MonitoredValue back to
+ * UINT64_MAX); the async event times out too, then completes. */
+START_TEST(test_timeouts)
+{
+	struct env e;
+	struct nf_error err;
+	struct nf_runtime_stats st;
+	nf_handle ev;
+	uint64_t mv;
+
+	env_start(&e, NF_VIDSCH_NATIVE_GPU_FENCE);
+	nf_handle f = mk_fence(&e);
+	nf_error_clear(&err);
+	ck_assert_int_eq(nf_cpu_wait(e.rt, f, 9, 2000000, &err), NF_ETIMEOUT);
+	ck_assert_ptr_nonnull(strstr(err.msg, "timed out"));
+	current(&e, f, &mv);
+	ck_assert_uint_eq(mv, UINT64_MAX);
+	OK(nf_cpu_wait_async(e.rt, f, 3, &ev, E_));
+	current(&e, f, &mv);
+	ck_assert_uint_eq(mv, 2);
+	ck_assert_int_eq(nf_event_wait(e.rt, ev, 1000000, &err), NF_ETIMEOUT);
+	OK(nf_cpu_signal(e.rt, f, 3, E_));
+	OK(nf_event_wait(e.rt, ev, NF_NO_TIMEOUT, E_));
+	OK(nf_event_close(e.rt, ev, E_));
+	nf_runtime_get_stats(e.rt, &st);
+	ck_assert_uint_eq(st.cpu_timeouts, 1);
+	ck_assert_uint_eq(st.cpu_wakeups, 1);
+	env_end(&e);
+	env_free(&e);
+}
+END_TEST
+
+/* CurrentValue is written as one 64-bit store: a reader never sees halves of
+ * two different values (every value written has equal halves). */
+struct tear_arg {
+	struct env *e;
+	nf_handle f;
+	atomic_int stop;
+	uint64_t reads, torn;
+};
+
+static void *tear_reader(void *p)
+{
+	struct tear_arg *a = p;
+
+	while (!atomic_load(&a->stop)) {
+		uint64_t cur;
+		struct nf_error err;
+		if (nf_fence_read(a->e->rt, a->f, &cur, NULL, &err) == 0) {
+			a->reads++;
+			if ((cur >> 32) != (cur & 0xffffffffu))
+				a->torn++;
+		}
+	}
+	return NULL;
+}
+
+START_TEST(test_current_value_never_torn)
+{
+	struct env e;
+	pthread_t t;
+
+	env_start(&e, NF_VIDSCH_NATIVE_GPU_FENCE);
+	nf_handle q0 = mk_queue(&e, 0, "Q0"), q1 = mk_queue(&e, 1, "Q1"), f = mk_fence(&e);
+	struct tear_arg a = { &e, f, 0, 0, 0 };
+	ck_assert_int_eq(pthread_create(&t, NULL, tear_reader, &a), 0);
+	for (uint64_t k = 1; k <= 20000; k++) {
+		uint64_t v = (k % 2 ? k : UINT32_MAX - k) * 0x100000001ull;
+		OK(nf_queue_signal(e.rt, k % 2 ? q0 : q1, f, v, E_));
+	}
+	OK(nf_runtime_finish(e.rt, E_));
+	atomic_store(&a.stop, 1);
+	pthread_join(t, NULL);
+	ck_assert_uint_gt(a.reads, 0);
+	ck_assert_uint_eq(a.torn, 0);
+	env_end(&e);
+	env_free(&e);
+}
+END_TEST
+
+/* A cross-adapter fence signalled on one GPU releases a GPU wait on the other
+ * (the OS propagates the value with NotificationOnly). */
+START_TEST(test_cross_adapter)
+{
+	struct env e;
+	struct nf_adapter_desc d;
+	uint32_t a1;
+	nf_handle f0, f1, g, done;
+
+	env_start(&e, NF_VIDSCH_NATIVE_GPU_FENCE);
+	nf_adapter_desc_init(&d);
+	d.name = "GPU1";
+	OK(nf_adapter_create(e.rt, &d, &a1, E_));
+	nf_handle q0 = mk_queue(&e, 0, "Q0");
+	nf_handle q1;
+	OK(nf_hwqueue_create(e.rt, a1, 0, 0, "Q1", &q1, E_));
+	struct nf_fence_desc fd = { NF_FENCE_TYPE_DEFAULT, true, true, 0, 100 };
+	OK(nf_fence_create(e.rt, e.adapter, &fd, &f0, E_));
+	OK(nf_fence_global_handle(e.rt, f0, &g, E_));
+	OK(nf_fence_open(e.rt, a1, 200, g, &f1, E_));
+	struct nf_fence_desc dd = { NF_FENCE_TYPE_DEFAULT, false, false, 0, 200 };
+	OK(nf_fence_create(e.rt, a1, &dd, &done, E_));
+	OK(nf_queue_wait(e.rt, q1, f1, 10, E_));
+	OK(nf_queue_signal(e.rt, q1, done, 1, E_));
+	OK(nf_queue_signal(e.rt, q0, f0, 10, E_));
+	OK(nf_cpu_wait(e.rt, done, 1, NF_NO_TIMEOUT, E_));
+	OK(nf_runtime_finish(e.rt, E_));
+	env_end(&e);
+	size_t notif = 0;
+	for (size_t i = 0; i < e.col.n; i++) {
+		const struct nf_event *ev = &e.col.v[i].ev;
+		if (ev->id == NF_EV_UPDATE_CURRENT_VALUES && ev->f[NFF_UPDATE_CURRENT_VALUES_adapter] == a1 &&
+		    ev->f[NFF_UPDATE_CURRENT_VALUES_flags] == NF_UPDATE_NOTIFICATION_ONLY)
+			notif++;
+	}
+	env_free(&e);
+	ck_assert_uint_ge(notif, 1);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* stress: many queues, fences and CPU threads; no wake-up is lost      */
+
+#define NQ 4
+
+struct stress {
+	struct env *e;
+	nf_handle q[NQ], f[NQ], cpu_fence;
+	uint64_t n;                  /* values per fence */
+	atomic_uint_fast64_t cpu_next;
+	atomic_int failures;
+	atomic_uint_fast64_t waits, timeouts;
+	char msg[256];
+};
+
+/* Queue i: wait for the ring's previous fence at v-1, signal its fence to v. */
+static void *stress_producer(void *p)
+{
+	struct stress *s = ((void **)p)[0];
+	uint32_t i = (uint32_t)(uintptr_t)((void **)p)[1];
+	struct nf_error err;
+
+	for (uint64_t v = 1; v <= s->n; v++) {
+		if (v > 1 && nf_queue_wait(s->e->rt, s->q[i], s->f[(i + NQ - 1) % NQ], v - 1, &err))
+			goto fail;
+		if (nf_queue_signal(s->e->rt, s->q[i], s->f[i], v, &err))
+			goto fail;
+		if (i == 0 && (v % 4) == 0) /* the CPU signals its own fence now and then */
+			if (nf_cpu_signal(s->e->rt, s->cpu_fence, atomic_fetch_add(&s->cpu_next, 1) + 1,
+					  &err))
+				goto fail;
+	}
+	return NULL;
+fail:
+	snprintf(s->msg, sizeof(s->msg), "producer %u: %.180s", i, err.msg);
+	atomic_fetch_add(&s->failures, 1);
+	return NULL;
+}
+
+static void *stress_waiter(void *p)
+{
+	struct stress *s = ((void **)p)[0];
+	uint64_t seed = (uint64_t)(uintptr_t)((void **)p)[1] * 0x9e3779b97f4a7c15ull + 1;
+	struct nf_error err;
+
+	for (int k = 0; k < 300; k++) {
+		seed ^= seed << 13;
+		seed ^= seed >> 7;
+		seed ^= seed << 17;
+		uint32_t which = (uint32_t)(seed % (NQ + 1));
+		nf_handle f = which < NQ ? s->f[which] : s->cpu_fence;
+		uint64_t limit = which < NQ ? s->n : s->n / 4;
+		uint64_t v = 1 + (seed >> 8) % limit;
+		uint32_t how = (uint32_t)((seed >> 40) % 3);
+		int rc;
+
+		atomic_fetch_add(&s->waits, 1);
+		if (how == 0) {
+			rc = nf_cpu_wait(s->e->rt, f, v, NF_NO_TIMEOUT, &err);
+		} else if (how == 1) {
+			nf_handle ev;
+			rc = nf_cpu_wait_async(s->e->rt, f, v, &ev, &err);
+			if (!rc)
+				rc = nf_event_wait(s->e->rt, ev, NF_NO_TIMEOUT, &err);
+			if (!rc)
+				rc = nf_event_close(s->e->rt, ev, &err);
+		} else {
+			/* A short timeout: either outcome is right, the engine must count it. */
+			rc = nf_cpu_wait(s->e->rt, f, v, 20000, &err);
+			if (rc == NF_ETIMEOUT) {
+				atomic_fetch_add(&s->timeouts, 1);
+				rc = 0;
+				continue;
+			}
+		}
+		uint64_t cur = 0;
+		if (!rc)
+			rc = nf_fence_read(s->e->rt, f, &cur, NULL, &err);
+		if (rc || cur < v) {
+			snprintf(s->msg, sizeof(s->msg), "waiter: value %llu, current %llu: rc %d %.120s",
+				 (unsigned long long)v, (unsigned long long)cur, rc, err.msg);
+			atomic_fetch_add(&s->failures, 1);
+			return NULL;
+		}
+	}
+	return NULL;
+}
+
+START_TEST(test_stress)
+{
+	struct env e;
+	struct stress s;
+	const char *scale_s = getenv("NF_STRESS_SCALE");
+	uint64_t scale = scale_s ? strtoull(scale_s, NULL, 10) : 1;
+	enum { NW = 6 };
+	pthread_t prod[NQ], wait[NW];
+	void *pargs[NQ][2], *wargs[NW][2];
+
+	if (!scale)
+		scale = 1;
+	env_start(&e, NF_VIDSCH_NATIVE_GPU_FENCE);
+	memset(&s, 0, sizeof(s));
+	s.e = &e;
+	s.n = 5000 * scale;
+	for (uint32_t i = 0; i < NQ; i++) {
+		char name[16];
+		snprintf(name, sizeof(name), "Q%u", i);
+		s.q[i] = mk_queue(&e, i / 2, name);
+		s.f[i] = mk_fence(&e);
+	}
+	s.cpu_fence = mk_fence(&e);
+	for (uint32_t i = 0; i < NW; i++) {
+		wargs[i][0] = &s;
+		wargs[i][1] = (void *)(uintptr_t)(i + 1);
+		ck_assert_int_eq(pthread_create(&wait[i], NULL, stress_waiter, wargs[i]), 0);
+	}
+	for (uint32_t i = 0; i < NQ; i++) {
+		pargs[i][0] = &s;
+		pargs[i][1] = (void *)(uintptr_t)i;
+		ck_assert_int_eq(pthread_create(&prod[i], NULL, stress_producer, pargs[i]), 0);
+	}
+	for (uint32_t i = 0; i < NQ; i++)
+		pthread_join(prod[i], NULL);
+	/* Every value is reachable now: every waiter must wake. */
+	for (uint32_t i = 0; i < NW; i++)
+		pthread_join(wait[i], NULL);
+	ck_assert_msg(atomic_load(&s.failures) == 0, "%s", s.msg);
+	OK(nf_runtime_finish(e.rt, E_));
+	struct nf_runtime_stats st;
+	nf_runtime_get_stats(e.rt, &st);
+	ck_assert_uint_eq(st.operations, NQ * (2 * s.n - 1));
+	ck_assert_uint_eq(st.signals_executed, NQ * s.n);
+	ck_assert_uint_eq(st.waits_unblocked, NQ * (s.n - 1));
+	ck_assert_uint_eq(st.cpu_waits, atomic_load(&s.waits));
+	ck_assert_uint_eq(st.cpu_wakeups + st.cpu_timeouts, st.cpu_waits);
+	ck_assert_uint_eq(st.cpu_timeouts, atomic_load(&s.timeouts));
+	ck_assert_uint_eq(st.interrupts_unneeded, 0);
+	for (uint32_t i = 0; i < NQ; i++)
+		ck_assert_uint_eq(current(&e, s.f[i], NULL), s.n);
+	env_end(&e);
+	env_free(&e);
+}
+END_TEST
+
+/* nftrace record --mode threaded writes a valid session that nftrace and
+ * babeltrace2 read. */
+START_TEST(test_record_threaded_session)
+{
+	char dir[256], sample[512], cmd[2048], out[8192], errb[4096];
+
+	nf_test_tmpdir(dir, sizeof(dir));
+	nf_test_source_path(sample, sizeof(sample), "samples/log-buffer-example.nfs");
+	snprintf(cmd, sizeof(cmd), "'%s' record --mode threaded -o '%s/s' '%s'", nf_test_nftrace(),
+		 dir, sample);
+	ck_assert_msg(nf_test_run(cmd, out, sizeof(out), errb, sizeof(errb)) == 0, "%s", errb);
+	snprintf(cmd, sizeof(cmd), "'%s' info '%s/s'", nf_test_nftrace(), dir);
+	ck_assert_msg(nf_test_run(cmd, out, sizeof(out), errb, sizeof(errb)) == 0, "%s", errb);
+	ck_assert_ptr_nonnull(strstr(out, "threaded"));
+	snprintf(cmd, sizeof(cmd), "'%s' check '%s/s'", nf_test_nftrace(), dir);
+	ck_assert_msg(nf_test_run(cmd, out, sizeof(out), errb, sizeof(errb)) == 0, "%s%s", out, errb);
+	ck_assert_ptr_nonnull(strstr(out, "none lost"));
+	snprintf(cmd, sizeof(cmd),
+		 "'%s' query '%s/s' \"select count(*) from fence_ops where op = 'wait'\"",
+		 nf_test_nftrace(), dir);
+	ck_assert_msg(nf_test_run(cmd, out, sizeof(out), errb, sizeof(errb)) == 0, "%s", errb);
+	snprintf(cmd, sizeof(cmd), "babeltrace2 '%s/s' | grep -c NativeFenceLogRead", dir);
+	ck_assert_msg(nf_test_run(cmd, out, sizeof(out), errb, sizeof(errb)) == 0, "%s", errb);
+	ck_assert_int_ge(atoi(out), 2);
+	nf_test_rmtree(dir);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("engine-threaded");
+	TCase *tc = tcase_create("threaded");
+
+	tcase_set_timeout(tc, 300);
+	tcase_add_test(tc, test_mv41);
+	tcase_add_test(tc, test_no_waiter_no_interrupt);
+	tcase_add_test(tc, test_gpu_wait_blocks_queue);
+	tcase_add_test(tc, test_cpu_wait_blocks);
+	tcase_add_test(tc, test_timeouts);
+	tcase_add_test(tc, test_current_value_never_torn);
+	tcase_add_test(tc, test_cross_adapter);
+	tcase_add_test(tc, test_stress);
+	tcase_add_test(tc, test_record_threaded_session);
+	suite_add_tcase(s, tc);
+	return nf_test_main(s);
+}
