@@ -1,7 +1,7 @@
 /*
  * Session-level entry points of the analyzer: nf_timeline_build() runs the
  * parser over a session into a fresh database file that replaces the old one
- * atomically, nf_timeline_ensure() rebuilds DIR/timeline.db only when it is
+ * atomically, nf_timeline_ensure() rebuilds DIR/.timeline.db only when it is
  * missing, stale or of another version (under a lock, so concurrent callers
  * analyse once), and nf_query_run() queries sessions through them.
  */
@@ -59,11 +59,15 @@ static int build_into(const char *session_dir, const char *tmp_path, struct nf_e
 				  db ? sqlite3_errmsg(db) : "cannot open");
 		goto out_close;
 	}
-	/* A throwaway file until renamed: no journal, no syncs, a bounded cache. */
+	/*
+	 * A throwaway file until renamed: no journal, no syncs, a bounded page
+	 * cache (the builder's own buffers are bounded too: peak memory does not
+	 * grow with the session).
+	 */
 	if (sqlite3_exec(db,
 			 "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; "
-			 "PRAGMA temp_store = FILE; PRAGMA cache_size = -65536; "
-			 "PRAGMA temp.cache_size = -131072;",
+			 "PRAGMA temp_store = FILE; PRAGMA cache_size = -32768; "
+			 "PRAGMA temp.cache_size = -8192;",
 			 NULL, NULL, NULL) != SQLITE_OK) {
 		rc = nf_error_set(err, NF_ESQL, "%s: %s", tmp_path, sqlite3_errmsg(db));
 		goto out_close;
@@ -86,168 +90,40 @@ out_close:
 	return rc;
 }
 
-/* Removes a shadow directory made by make_shadow(): its symlinks, then itself. */
-static void remove_shadow(const char *shadow)
-{
-	DIR *d = opendir(shadow);
-	struct dirent *de;
-
-	if (d) {
-		while ((de = readdir(d)) != NULL) {
-			char path[4096];
-
-			if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-				continue;
-			if (snprintf(path, sizeof(path), "%s/%s", shadow, de->d_name) <
-			    (int)sizeof(path))
-				unlink(path);
-		}
-		closedir(d);
-	}
-	rmdir(shadow);
-}
-
-/*
- * babeltrace2 reads every visible file of a trace directory, and the session
- * directory also holds timeline.db (and maybe a build in progress). The parser
- * is therefore pointed at a hidden directory of symlinks to the trace files
- * only, made next to the database and removed after the build.
- */
-static int make_shadow(const char *session_dir, const char *db_dir, char *shadow, size_t len,
-		       struct nf_error *err)
-{
-	char real[PATH_MAX];
-	DIR *d;
-	struct dirent *de;
-	int rc = 0;
-
-	if (!realpath(session_dir, real))
-		return nf_error_set(err, NF_ENOENT, "%s: %s", session_dir, strerror(errno));
-	if ((size_t)snprintf(shadow, len, "%s/.timeline-src.XXXXXX", db_dir) >= len)
-		return nf_error_set(err, NF_EINVAL, "%s: path too long", db_dir);
-	if (!mkdtemp(shadow))
-		return nf_error_set(err, NF_EIO, "%s: cannot create: %s", shadow, strerror(errno));
-	d = opendir(real);
-	if (!d) {
-		rc = nf_error_set(err, NF_ENOENT, "%s: %s", session_dir, strerror(errno));
-		goto out_remove;
-	}
-	while ((de = readdir(d)) != NULL) {
-		char from[PATH_MAX + 256], to[PATH_MAX + 256];
-
-		if (de->d_name[0] == '.' ||
-		    strncmp(de->d_name, NF_TIMELINE_DB_NAME, strlen(NF_TIMELINE_DB_NAME)) == 0)
-			continue;
-		if ((size_t)snprintf(from, sizeof(from), "%s/%s", real, de->d_name) >= sizeof(from) ||
-		    (size_t)snprintf(to, sizeof(to), "%s/%s", shadow, de->d_name) >= sizeof(to)) {
-			rc = nf_error_set(err, NF_EINVAL, "%s: path too long", de->d_name);
-			break;
-		}
-		/* Only plain files: a symlink planted in a session is not followed. */
-		struct stat st;
-		if (lstat(from, &st) != 0) {
-			rc = nf_error_set(err, NF_EIO, "%s/%s: %s", session_dir, de->d_name, strerror(errno));
-			break;
-		}
-		if (S_ISLNK(st.st_mode) || !S_ISREG(st.st_mode)) {
-			rc = nf_error_set(err, NF_EFORMAT, "%s/%s: %s; a session holds plain files only",
-					  session_dir, de->d_name,
-					  S_ISLNK(st.st_mode) ? "is a symbolic link (not following it)"
-							      : "is not a regular file (directory, FIFO or device)");
-			break;
-		}
-		/* Hard links: the parser refuses symlinks too. Where they are not
-		 * possible the session is read in place (every file the analyzer
-		 * makes there is hidden, and babeltrace2 skips hidden files). */
-		if (link(from, to) != 0) {
-			if (errno == EXDEV || errno == EPERM || errno == EMLINK || errno == ENOTSUP ||
-			    errno == EOPNOTSUPP) {
-				rc = 1;
-				break;
-			}
-			rc = nf_error_set(err, NF_EIO, "%s: cannot link: %s", to, strerror(errno));
-			break;
-		}
-	}
-	closedir(d);
-out_remove:
-	if (rc)
-		remove_shadow(shadow);
-	if (rc == 1) {
-		/* No hard links here: the parser reads the session directory itself. */
-		if ((size_t)snprintf(shadow, len, "%s", real) >= len)
-			return nf_error_set(err, NF_EINVAL, "%s: path too long", session_dir);
-		return 1;
-	}
-	return rc;
-}
-
-/* Messages name the session directory, not the shadow the parser was given. */
-static void unshadow_msg(struct nf_error *err, const char *shadow, const char *session_dir)
-{
-	char out[NF_ERROR_MSG_MAX];
-	size_t sl = strlen(shadow), o = 0;
-
-	if (!err)
-		return;
-	for (const char *p = err->msg; *p && o + 1 < sizeof(out);) {
-		if (strncmp(p, shadow, sl) == 0) {
-			for (const char *q = session_dir; *q && o + 1 < sizeof(out); q++)
-				out[o++] = *q;
-			p += sl;
-		} else {
-			out[o++] = *p++;
-		}
-	}
-	out[o] = '\0';
-	memcpy(err->msg, out, sizeof(out));
-}
-
 int nf_timeline_build(const char *session_dir, const char *db_path, struct nf_error *err)
 {
 	size_t n = strlen(db_path);
 	char *tmp = malloc(n + 32), *dir = strdup(db_path), *slash;
-	char shadow[PATH_MAX + 64];
 	int fd, rc;
 
 	if (!tmp || !dir) {
 		rc = nf_error_set(err, NF_ENOMEM, "timeline: out of memory");
 		goto out_free;
 	}
-	/* The temporary is hidden too, so that nothing reads it as a trace file. */
+	/*
+	 * The build goes to a hidden temporary next to the database: babeltrace2
+	 * skips hidden files, so the parser reads the session directory itself
+	 * while the database (and the builder's spill files) sit in it.
+	 */
 	slash = strrchr(dir, '/');
 	if (slash) {
 		*slash = '\0';
 		snprintf(tmp, n + 32, "%s/.%s.tmp.XXXXXX", slash == dir ? "" : dir, slash + 1);
-		if (slash == dir)
-			strcpy(dir, "/");
 	} else {
 		snprintf(tmp, n + 32, ".%s.tmp.XXXXXX", db_path);
-		strcpy(dir, ".");
 	}
-	rc = make_shadow(session_dir, dir, shadow, sizeof(shadow), err);
-	bool in_place = rc == 1;
-	if (in_place)
-		rc = 0;
-	if (rc)
-		goto out_free;
 	fd = mkstemp(tmp);
 	if (fd < 0) {
 		rc = nf_error_set(err, NF_EIO, "%s: cannot create: %s", tmp, strerror(errno));
-		goto out_shadow;
+		goto out_free;
 	}
 	close(fd);
-	rc = build_into(shadow, tmp, err);
-	if (rc)
-		unshadow_msg(err, shadow, session_dir);
+	rc = build_into(session_dir, tmp, err);
 	if (rc == 0 && rename(tmp, db_path) != 0)
 		rc = nf_error_set(err, NF_EIO, "%s: cannot rename to %s: %s", tmp, db_path,
 				  strerror(errno));
 	if (rc)
 		unlink(tmp);
-out_shadow:
-	if (!in_place)
-		remove_shadow(shadow);
 out_free:
 	free(tmp);
 	free(dir);
