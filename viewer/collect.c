@@ -91,12 +91,16 @@ static enum nf_render_mk open_marker(const char *status)
 	return NF_MK_UNMATCHED;
 }
 
-/* One fence operation of the current row. */
+/*
+ * One fence operation of the current row. Columns (see collect_ops): 1 is a
+ * wait, 2 start (queued, else observed, else end time), 3 observed (waits), 4 end,
+ * 5 status (only when there is no end). The SQL does the coalescing so that
+ * each row costs few column reads.
+ */
 static int add_op(struct queue_lanes *q, const struct nf_render_layout *lay,
 		  struct nf_render_scene *s, sqlite3_stmt *st)
 {
-	const char *op = (const char *)sqlite3_column_text(st, 1);
-	int is_wait = op && op[0] == 'w';
+	int is_wait = sqlite3_column_int(st, 1) != 0;
 	struct nf_render_lane *lane = is_wait ? &q->wait : &q->signal;
 	int64_t start, end;
 	int ret;
@@ -105,16 +109,11 @@ static int add_op(struct queue_lanes *q, const struct nf_render_layout *lay,
 		s->n_waits++;
 	else
 		s->n_signals++;
-	if (!col_null(st, 2))
-		start = sqlite3_column_int64(st, 2);
-	else if (!col_null(st, 3))
-		start = sqlite3_column_int64(st, 3);
-	else if (!col_null(st, 4))
-		start = sqlite3_column_int64(st, 4);
-	else {
+	if (col_null(st, 2)) {
 		s->n_unplaced++;
 		return 0;
 	}
+	start = sqlite3_column_int64(st, 2);
 	if (col_null(st, 4)) {
 		s->n_open++;
 		nf_render_lane_open(lane, nf_render_layout_x(lay, start),
@@ -145,66 +144,158 @@ static int add_op(struct queue_lanes *q, const struct nf_render_layout *lay,
 	return 0;
 }
 
+/* Lane memory kept live at once; beyond it the queues are read in batches. */
+#define NF_RENDER_LANE_BUDGET ((size_t)64 << 20)
+
+/*
+ * The queue rows of the layout, sorted by handle; lanes for the batch of
+ * queues [b0, b1) being read.
+ */
+struct queue_map {
+	int64_t *queue;
+	struct queue_lanes *lanes;
+	size_t n, b0, b1, batch;
+};
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static struct queue_lanes *queue_map_find(const struct queue_map *m, int64_t queue)
+{
+	size_t lo = m->b0, hi = m->b1;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (m->queue[mid] == queue)
+			return &m->lanes[mid - m->b0];
+		if (m->queue[mid] < queue)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+static void queue_map_release(struct queue_map *m)
+{
+	for (size_t i = 0; m->lanes && i < m->batch; i++) {
+		nf_render_lane_release(&m->lanes[i].wait);
+		nf_render_lane_release(&m->lanes[i].stall);
+		nf_render_lane_release(&m->lanes[i].signal);
+	}
+	free(m->lanes);
+	free(m->queue);
+	memset(m, 0, sizeof(*m));
+}
+
+static int queue_map_build(struct queue_map *m, const struct nf_render_layout *lay)
+{
+	size_t k = 0, per_queue = 3 * (size_t)ceil(lay->plot_x1 - lay->plot_x0) * 6;
+
+	memset(m, 0, sizeof(*m));
+	for (size_t i = 0; i < lay->n_rows; i++)
+		k += lay->rows[i].kind == NF_ROW_QUEUE;
+	m->batch = NF_RENDER_LANE_BUDGET / per_queue;
+	if (m->batch < 1)
+		m->batch = 1;
+	if (m->batch > k)
+		m->batch = k ? k : 1;
+	m->queue = calloc(k ? k : 1, sizeof(*m->queue));
+	m->lanes = calloc(m->batch, sizeof(*m->lanes));
+	if (!m->queue || !m->lanes)
+		return NF_ENOMEM;
+	for (size_t i = 0; i < lay->n_rows; i++)
+		if (lay->rows[i].kind == NF_ROW_QUEUE)
+			m->queue[m->n++] = lay->rows[i].id;
+	qsort(m->queue, m->n, sizeof(*m->queue), cmp_i64);
+	for (size_t i = 0; i < m->batch; i++)
+		if (nf_render_lane_init(&m->lanes[i].wait, lay) < 0 ||
+		    nf_render_lane_init(&m->lanes[i].stall, lay) < 0 ||
+		    nf_render_lane_init(&m->lanes[i].signal, lay) < 0)
+			return NF_ENOMEM;
+	return 0;
+}
+
+/* Reads the operations of the queues [m->b0, m->b1) and flushes their lanes. */
+static int collect_ops_batch(sqlite3 *db, const struct nf_render_layout *lay,
+			     struct nf_render_scene *s, struct queue_map *m, sqlite3_stmt *st,
+			     struct nf_error *err)
+{
+	int rc, ret;
+
+	for (size_t i = m->b0; i < m->b1; i++)
+		queue_lanes_start(&m->lanes[i - m->b0], nf_render_layout_queue(lay, m->queue[i]));
+	sqlite3_reset(st);
+	sqlite3_bind_int64(st, 3, m->queue[m->b0]);
+	sqlite3_bind_int64(st, 4, m->queue[m->b1 - 1]);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct queue_lanes *q = queue_map_find(m, sqlite3_column_int64(st, 0));
+
+		if (q && add_op(q, lay, s, st) < 0)
+			return oom(err);
+	}
+	if (rc != SQLITE_DONE)
+		return sql_fail(db, err, "reading fence_ops");
+	/* Flushed in the layout's row order, whatever order the rows came in. */
+	for (size_t i = 0; i < lay->n_rows; i++) {
+		struct queue_lanes *q;
+
+		if (lay->rows[i].kind != NF_ROW_QUEUE || !(q = queue_map_find(m, lay->rows[i].id)))
+			continue;
+		if ((ret = queue_lanes_flush(q, s)) < 0)
+			return oom(err);
+	}
+	return 0;
+}
+
+/*
+ * Fence operations, in one sequential pass over the table: reading every row
+ * in storage order is several times faster than visiting them in queue order
+ * through the fence_ops_queue index (each index entry costs a table lookup).
+ * Each row goes to the lanes of its queue; all lanes are live at once, so
+ * memory is bounded by the number of queues times the plot width, not by the
+ * number of operations (pages with very many queues at a large width are read
+ * in a few passes to stay within NF_RENDER_LANE_BUDGET).
+ */
 static int collect_ops(sqlite3 *db, const struct nf_render_options *opts,
 		       const struct nf_render_layout *lay, struct nf_render_scene *s,
 		       const char *qf, const char *ff, struct nf_error *err)
 {
-	struct queue_lanes q;
+	struct queue_map m;
 	sqlite3_stmt *st = NULL;
 	char *sql;
-	int64_t cur = 0;
-	int rc, ret, have_cur = 0;
+	int ret;
 
 	(void)opts;
-	memset(&q, 0, sizeof(q));
-	if (nf_render_lane_init(&q.wait, lay) < 0 || nf_render_lane_init(&q.stall, lay) < 0 ||
-	    nf_render_lane_init(&q.signal, lay) < 0) {
+	if (queue_map_build(&m, lay) < 0) {
 		ret = oom(err);
 		goto out_release;
 	}
-	sql = sqlite3_mprintf("SELECT queue, op, queued_ns, observed_ns, end_ns, status "
-			      "FROM fence_ops WHERE queue IS NOT NULL%s%s "
+	if (m.n == 0) {
+		ret = 0;
+		goto out_release;
+	}
+	sql = sqlite3_mprintf("SELECT queue, op = 'wait', coalesce(queued_ns, observed_ns, end_ns), "
+			      "observed_ns, end_ns, "
+			      "CASE WHEN end_ns IS NULL THEN status END "
+			      "FROM fence_ops NOT INDEXED WHERE queue >= ?3 AND queue <= ?4%s%s "
 			      "AND (end_ns IS NULL OR end_ns >= ?1) "
-			      "AND coalesce(queued_ns, observed_ns, end_ns, ?1) <= ?2 "
-			      "ORDER BY queue, queued_ns",
+			      "AND coalesce(queued_ns, observed_ns, end_ns, ?1) <= ?2",
 			      qf, ff);
 	ret = prepare_window(db, lay, sql, &st, "reading fence_ops", err);
 	sqlite3_free(sql);
-	if (ret < 0)
-		goto out_release;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		int64_t queue = sqlite3_column_int64(st, 0);
-
-		if (!have_cur || queue != cur) {
-			const struct nf_render_row *row = nf_render_layout_queue(lay, queue);
-
-			if ((ret = queue_lanes_flush(&q, s)) < 0) {
-				ret = oom(err);
-				goto out_release;
-			}
-			have_cur = 1;
-			cur = queue;
-			if (row)
-				queue_lanes_start(&q, row);
-		}
-		if (!q.row)
-			continue;
-		if ((ret = add_op(&q, lay, s, st)) < 0) {
-			ret = oom(err);
-			goto out_release;
-		}
+	for (m.b0 = 0; ret == 0 && m.b0 < m.n; m.b0 = m.b1) {
+		m.b1 = m.b0 + m.batch < m.n ? m.b0 + m.batch : m.n;
+		ret = collect_ops_batch(db, lay, s, &m, st, err);
 	}
-	if (rc != SQLITE_DONE) {
-		ret = sql_fail(db, err, "reading fence_ops");
-		goto out_release;
-	}
-	if ((ret = queue_lanes_flush(&q, s)) < 0)
-		ret = oom(err);
 out_release:
 	sqlite3_finalize(st);
-	nf_render_lane_release(&q.wait);
-	nf_render_lane_release(&q.stall);
-	nf_render_lane_release(&q.signal);
+	queue_map_release(&m);
 	return ret;
 }
 
@@ -537,8 +628,16 @@ static int collect_links(sqlite3 *db, const struct nf_render_layout *lay,
 	struct link_set ls = { NULL, 0 };
 	sqlite3_stmt *st = NULL;
 	char *sql = NULL;
-	int rc, ret = 0;
+	size_t limit;
+	int rc = SQLITE_DONE, ret = 0;
 
+	/*
+	 * More arrows than the page can show one by one hide the boxes under a grey
+	 * web: then none is drawn and the subtitle says so (zoom in to see them).
+	 * Reading stops as soon as that is known, so a huge session does not pay
+	 * for joining every dependency.
+	 */
+	limit = (size_t)fmax(300.0, (lay->plot_x1 - lay->plot_x0) / 2.0);
 	ls.slot = calloc(NF_RENDER_LINK_SLOTS, sizeof(*ls.slot));
 	if (!ls.slot)
 		return oom(err);
@@ -560,7 +659,7 @@ static int collect_links(sqlite3 *db, const struct nf_render_layout *lay,
 				ff);
 		if ((ret = prepare_window(db, lay, sql, &st, "reading deps", err)) < 0)
 			goto out_free;
-		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		while (s->links.n <= limit && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 			const struct nf_render_row *from, *to;
 			double y0, y1;
 
@@ -576,6 +675,11 @@ static int collect_links(sqlite3 *db, const struct nf_render_layout *lay,
 				goto out_free;
 			}
 		}
+		if (s->links.n > limit) {
+			/* Too dense: stop reading, the count is a lower bound. */
+			s->links_too_dense = 1;
+			break;
+		}
 		if (rc != SQLITE_DONE) {
 			ret = sql_fail(db, err, "reading deps");
 			goto out_free;
@@ -585,11 +689,7 @@ static int collect_links(sqlite3 *db, const struct nf_render_layout *lay,
 		sqlite3_free(sql);
 		sql = NULL;
 	}
-	/*
-	 * More arrows than the page can show one by one hide the boxes under a grey
-	 * web: then none is drawn and the subtitle says so (zoom in to see them).
-	 */
-	if (s->links.n > (size_t)fmax(300.0, (lay->plot_x1 - lay->plot_x0) / 2.0)) {
+	if (s->links_too_dense) {
 		s->n_links_merged = s->n_links;
 		s->links.n = 0;
 	}

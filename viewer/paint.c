@@ -258,9 +258,9 @@ static void paint_title(cairo_t *cr, const struct nf_render_options *opts,
 	if (s->n_anomalies - s->n_lost_spans > 0)
 		append(line, sizeof(line), "%" PRId64 " other anomalies",
 		       s->n_anomalies - s->n_lost_spans);
-	if (s->n_links_merged == s->n_links && s->n_links)
-		append(line, sizeof(line), "%" PRId64 " link%s (too dense to draw: narrow the window)",
-		       s->n_links, s->n_links == 1 ? "" : "s");
+	if (s->links_too_dense)
+		append(line, sizeof(line), "over %" PRId64 " links (too dense to draw: narrow the window)",
+		       s->n_links - 1);
 	else if (s->n_links_merged)
 		append(line, sizeof(line), "%" PRId64 " links, %" PRId64 " not drawn (too dense)",
 		       s->n_links, s->n_links_merged);

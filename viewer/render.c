@@ -141,7 +141,7 @@ static int open_db(const char *path, sqlite3 **db, struct nf_error *err)
 	if (stat(path, &sb) != 0)
 		return nf_error_set(err, errno == ENOENT ? NF_ENOENT : NF_EIO, "%s: %s", path,
 				    strerror(errno));
-	if (sqlite3_open_v2(path, db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+	if (sqlite3_open_v2(path, db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
 		nf_error_set(err, NF_ESQL, "%s: cannot open: %s", path,
 			     *db ? sqlite3_errmsg(*db) : "out of memory");
 		sqlite3_close(*db);

@@ -77,6 +77,7 @@ struct nf_render_scene {
 	int64_t n_waits, n_signals, n_open, n_cpu_waits, n_cpu_signals;
 	int64_t n_lost_spans, lost_entries, n_anomalies, n_links;
 	int64_t n_links_merged;  /* links not drawn: too dense to show one by one */
+	int links_too_dense;     /* reading stopped: n_links is a lower bound */
 	int64_t n_unplaced;  /* operations without any time (nothing to draw) */
 };
 
