@@ -390,6 +390,45 @@ START_TEST(record_a_program)
 }
 END_TEST
 
+/* The progress line shows on a terminal only; --force replaces a session,
+ * never a directory that is not one. */
+START_TEST(progress_line_and_force)
+{
+	char scenario[700], dir[700], other[700];
+	int st;
+
+	snprintf(scenario, sizeof(scenario), "%s/stress-small.nfs", tmp);
+	stress_variant(scenario, 400); /* 102400 operations: at least one progress tick */
+	snprintf(dir, sizeof(dir), "%s/s", tmp);
+	snprintf(cmd, sizeof(cmd), "'%s' record -o '%s' '%s'", nf_test_nftrace(), dir, scenario);
+	st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	ck_assert_int_eq(st, 0);
+	ck_assert_msg(err[0] == '\0', "no terminal, yet stderr says: %.1500s", err);
+	ck_assert_msg(strstr(out, "recorded ") && strstr(out, "102400 operations"), "stdout: %.1500s", out);
+	/* On a terminal (script(1) gives it one). */
+	snprintf(cmd, sizeof(cmd), "command -v script >/dev/null || exit 77; script -qec \"'%s' record --force -o '%s' '%s'\" /dev/null",
+		 nf_test_nftrace(), dir, scenario);
+	st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	if (st == 77) {
+		fprintf(stderr, "note: no script(1) here; the progress line on a terminal was not tested\n");
+	} else {
+		ck_assert_msg(st == 0, "exit %d: %.1500s", st, err);
+		ck_assert_msg(strstr(out, "\rrecording: 65536 ops, ") && strstr(out, " lost entries"),
+			      "no progress line on a terminal: %.1500s", out);
+	}
+	assert_session_readable(dir); /* replaced by --force, whole */
+	/* --force never empties a directory that is not a session. */
+	snprintf(other, sizeof(other), "%s/notes", tmp);
+	snprintf(cmd, sizeof(cmd), "mkdir '%s' && echo keep > '%s/notes.txt' && '%s' record --force -o '%s' '%s'",
+		 other, other, nf_test_nftrace(), other, scenario);
+	st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	ck_assert_msg(st == 1 && nf_test_count_lines(err) == 1 && strstr(err, "not an nftrace session"),
+		      "exit %d: %.1500s", st, err);
+	snprintf(other, sizeof(other), "%s/notes/notes.txt", tmp);
+	ck_assert_int_eq(file_size(other), 5);
+}
+END_TEST
+
 static Suite *record_suite(void)
 {
 	Suite *s = suite_create("record");
@@ -405,6 +444,7 @@ static Suite *record_suite(void)
 	tcase_set_timeout(samples, 300);
 	tcase_add_test(samples, every_sample_is_deterministic_and_readable);
 	tcase_add_test(samples, record_a_program);
+	tcase_add_test(samples, progress_line_and_force);
 	suite_add_tcase(s, samples);
 	return s;
 }
