@@ -286,6 +286,14 @@ START_TEST(file_size_limit_is_a_clear_error)
 		ck_assert_msg(strstr(err, events) && strstr(err, "No space left on device"),
 			      "stderr: %.1500s", err);
 		assert_session_readable(copy);
+		/* A directory nobody may write to, even root: a read-only mount. */
+		snprintf(cmd, sizeof(cmd),
+			 "mount -t tmpfs -o ro,size=1m nftrace-test '%s' || exit 77; "
+			 "'%s' record -o '%s/s' '%s'; rc=$?; umount '%s'; exit $rc",
+			 mnt, nf_test_nftrace(), mnt, src, mnt);
+		st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+		ck_assert_msg(st == 1 && nf_test_count_lines(err) == 1 && strstr(err, mnt) &&
+			      strstr(err, "Read-only file system"), "exit %d: %.1500s", st, err);
 	}
 	/* An unwritable place for the session. */
 	snprintf(cmd, sizeof(cmd), "'%s' record -o /proc/nftrace-session '%s'", nf_test_nftrace(), src);
