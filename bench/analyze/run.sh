@@ -1,0 +1,55 @@
+# Analyzer stage (sourced by bench/run.sh): ingest of the stress session at
+# each scale, from session to finished database (indexes included), next to a
+# bare SQLite prepared-statement insert of as many rows in the same run; peak
+# memory; and the end_ns error against the ground truth on the fault samples.
+
+nfb_an_entries() { # log entries the parser hands over ("log entries: N read")
+	"$NFB_NFTRACE" info "$1" | awk '/^log entries:/ { print $3 }'
+}
+
+for scale in $NFB_SCALES; do
+	dir="$(nfb_session "$scale")" || continue
+	n="$(nfb_an_entries "$dir")"
+	rm -f "$dir/.timeline.db"
+	nfb_time an -- "$NFB_NFTRACE" query "$dir" "select count(*) from fence_ops"
+	nfb_time bare -O "$NFB_WORK/bare.out" -- "$NFB_BUILD/bench/analyze/nfb_bare_insert" \
+		"$NFB_WORK/bare.db" "$n"
+	rm -f "$NFB_WORK/bare.db"
+	read -r _ bare_load bare_all <"$NFB_WORK/bare.out" || { bare_load=0; bare_all=0; }
+	ours_rate="$(awk -v n="$n" -v s="$an_s" 'BEGIN { printf "%.0f", (s > 0 ? n / s : 0) }')"
+	bare_rate="$(awk -v n="$n" -v s="$bare_load" 'BEGIN { printf "%.0f", (s > 0 ? n / s : 0) }')"
+	ratio="$(nfb_div "$an_s" "$bare_load")"
+	verdict="$(awk -v r="$ours_rate" -v q="$ratio" -v rc="$an_rc" 'BEGIN {
+		if (rc != 0) { print "failed (exit " rc ")"; exit }
+		m = ""
+		if (r < 1000000) m = sprintf("%.2gx short of 1M/s", 1000000 / r)
+		if (q > 2) m = m (m ? ", " : "") sprintf("%.2gx the bare insert", q)
+		print m ? "misses: " m ": parse (~0.5 s/M entries) + load + index run one after another" : "meets"
+	}')"
+	nfb_row analyze "x$scale" "ingest entries/s ($n entries, ${an_s}s)" "$ours_rate" \
+		"bare insert rows/s (${bare_load}s; +index ${bare_all}s)" "$bare_rate" \
+		"$ratio (time)" ">=1M/s, <=2x bare" "$verdict"
+	mb="$(awk -v k="$an_kb" 'BEGIN { printf "%.0f", k / 1024 }')"
+	nfb_row analyze "x$scale" "peak memory MB" "$mb" "limit" 256 "$(nfb_div "$mb" 256)" \
+		"<256 MB" "$(awk -v m="$mb" 'BEGIN { print m < 256 ? "meets" : "misses: over 256 MB" }')"
+done
+
+# end_ns against the simulator's true end, for completed operations.
+nfb_an_p99='WITH e AS (SELECT abs(o.end_ns - t.end_ns) AS err FROM fence_ops o
+  JOIN truth_ops t ON t.queue = o.queue AND t.op = o.op AND t.epoch = o.epoch
+   AND t.log_seq = o.log_seq
+  WHERE o.status = '"'complete'"' AND o.end_ns IS NOT NULL AND t.fate = '"'read'"')
+SELECT (SELECT count(*) FROM e),
+       coalesce((SELECT err FROM e ORDER BY err LIMIT 1
+                 OFFSET (SELECT (count(*) * 99) / 100 FROM e)), 0)'
+for sample in overrun lda-zero-timestamps repeated-timestamps log-recreated wraparound-32bit clock-drift; do
+	dir="$NFB_WORK/gt-$sample"
+	"$NFB_NFTRACE" record --force --ground-truth -o "$dir" "$NFB_SOURCE/samples/$sample.nfs" \
+		>/dev/null 2>"$NFB_WORK/record.err" || { cat "$NFB_WORK/record.err" >&2; continue; }
+	res="$("$NFB_NFTRACE" query --csv "$dir" "$nfb_an_p99" | tail -n 1)"
+	ops="${res%%,*}"
+	p99="${res##*,}"
+	nfb_row analyze "$sample" "end_ns p99 error ns ($ops ops)" "$p99" "limit" 1000 \
+		"$(nfb_div "$p99" 1000)" "<=1 us" \
+		"$(awk -v p="$p99" 'BEGIN { print p <= 1000 ? "meets" : "misses: clock fit error" }')"
+done
