@@ -97,7 +97,8 @@ static uint64_t gpu_ticks(const struct nf_adapter *a, uint64_t t_ns)
 /* ------------------------------------------------------------------ */
 /* events                                                              */
 
-static int emit(struct nf_runtime *rt, struct nf_event *ev)
+/* Emits an event stamped with true time t (the caller's "now"). */
+static int emit_at(struct nf_runtime *rt, struct nf_event *ev, uint64_t t)
 {
 	int rc;
 
@@ -108,11 +109,16 @@ static int emit(struct nf_runtime *rt, struct nf_event *ev)
 		return 0;
 	if (nf_event_desc(ev->id)->stream == NF_STREAM_TRUTH && !rt->cfg.ground_truth)
 		return 0;
-	ev->ts = cpu_ticks(rt, now_ns(rt));
+	ev->ts = cpu_ticks(rt, t);
 	rc = rt->cfg.sink.emit(rt->cfg.sink.ctx, ev);
 	if (rc)
 		return nf_error_set(&rt->err, rc, "event sink failed (%s)", nf_strerror(rc));
 	return 0;
+}
+
+static int emit(struct nf_runtime *rt, struct nf_event *ev)
+{
+	return emit_at(rt, ev, now_ns(rt));
 }
 
 #define EV_INIT(ev, ID) do { memset(&(ev), 0, sizeof(ev)); (ev).id = NF_EV_##ID; } while (0)
@@ -1759,8 +1765,15 @@ static int api_fence_read(nf_runtime *rt, nf_handle local, uint64_t *current, ui
 static int queue_push(nf_runtime *rt, struct nf_queue *q, const struct nf_cmd *c,
 		      struct nf_error *err)
 {
-	if (rt->threaded)
+	if (rt->threaded) {
 		pthread_mutex_lock(&q->mu); /* the engine thread pops concurrently */
+		if (!nf_th_queue_room(rt, q)) {
+			pthread_mutex_unlock(&q->mu);
+			return nf_error_set(err, NF_ENOMEM,
+					    "queue '%s' holds %u commands behind a GPU wait that is not satisfied",
+					    q->name, NF_TH_FIFO_MAX);
+		}
+	}
 	if (q->cmd_count == q->cmd_cap) {
 		uint32_t ncap = q->cmd_cap ? q->cmd_cap * 2 : 64;
 		struct nf_cmd *n = ncap > NF_QUEUE_CAP_MAX * 64 ? NULL
@@ -1829,7 +1842,7 @@ static int queue_fence_op(nf_runtime *rt, nf_handle queue, nf_handle fence, uint
 		ev.f[NFF_FENCE_WAIT_QUEUED_fence] = fence;
 		ev.f[NFF_FENCE_WAIT_QUEUED_value] = value;
 		ev.f[NFF_FENCE_WAIT_QUEUED_thread] = cur_thread(rt);
-		rc = emit(rt, &ev);
+		rc = emit_at(rt, &ev, now);
 	} else if (type == NF_CMD_WAIT) {
 		/* Legacy: the OS tracks the wait and holds the queue's later work. */
 		EV_INIT(ev, GPU_WAIT_LEGACY);

@@ -74,6 +74,8 @@ struct nf_queue {
 	pthread_mutex_t mu;            /* guards cmds/cmd_* and stop */
 	pthread_cond_t cv;             /* new command, stop, or idle */
 	bool stop;
+	bool engine_sleeping;          /* under mu: the engine waits on cv */
+	atomic_uint fifo_n;            /* cmd_count, readable without mu (the engine polls it) */
 	atomic_bool recreate_pending;  /* the OS asked for new log buffers */
 	pthread_mutex_t log_mu;        /* the GPU writing a log entry vs the OS reading the log */
 	uint64_t rng;                  /* this engine's timestamp-fault draws */
@@ -246,6 +248,8 @@ void nf_th_free(struct nf_runtime *rt);
 int nf_th_queue_start(struct nf_runtime *rt, struct nf_queue *q, struct nf_error *err);
 void nf_th_queue_stop(struct nf_runtime *rt, struct nf_queue *q);
 void nf_th_queue_pushed(struct nf_queue *q);           /* q->mu held */
+#define NF_TH_FIFO_MAX 65536u
+bool nf_th_queue_room(struct nf_runtime *rt, struct nf_queue *q); /* OS lock and q->mu held */
 void nf_th_lock(struct nf_runtime *rt);                /* the OS lock; no-op when deterministic */
 void nf_th_unlock(struct nf_runtime *rt);
 void nf_th_log_lock(struct nf_runtime *rt, struct nf_queue *q);

@@ -65,6 +65,13 @@ struct engine_arg {
 	struct nf_queue *q;
 };
 
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
+
 static uint64_t mono_ns(void)
 {
 	struct timespec ts;
@@ -175,23 +182,59 @@ static bool gpu_block(struct nf_runtime *rt, struct nf_queue *q, const struct nf
 /* ------------------------------------------------------------------ */
 /* GPU engine threads                                                  */
 
+/* Runs one command on q's engine. False when the runtime is going away. */
+static bool engine_exec(struct nf_runtime *rt, struct nf_queue *q, const struct nf_cmd *c)
+{
+	switch (c->type) {
+	case NF_CMD_WORK:
+		nf_th_sleep(c->cost_ns);
+		break;
+	case NF_CMD_SIGNAL:
+		nf_eng_exec_signal(rt, q, c);
+		break;
+	case NF_CMD_WAIT: {
+		uint64_t observed = nf_th_now(rt); /* the GPU saw the wait */
+		if (!gpu_block(rt, q, c))
+			return false;
+		nf_eng_wait_done(rt, q, c, observed);
+		break;
+	}
+	}
+	return true;
+}
+
+/*
+ * The engine takes up to ENGINE_BATCH commands from the head of its FIFO at a
+ * time (they stay counted in cmd_count until they have run, so "idle" means
+ * done), runs them in order, then pops them.
+ */
+#define ENGINE_BATCH 64u
+
 static void *engine_main(void *arg)
 {
 	struct engine_arg ea = *(struct engine_arg *)arg;
 	struct nf_runtime *rt = ea.rt;
 	struct nf_queue *q = ea.q;
+	struct nf_cmd batch[ENGINE_BATCH];
 
 	free(arg);
 	for (;;) {
-		struct nf_cmd c;
+		uint32_t n = 0;
 
-		memset(&c, 0, sizeof(c));
+		/* An idle engine polls its ring a little before it sleeps. */
+		for (int spin = 0; spin < 4000 && !atomic_load(&q->fifo_n) &&
+				   !atomic_load(&q->recreate_pending) && !atomic_load(&rt->th->stopping);
+		     spin++)
+			cpu_relax();
 		pthread_mutex_lock(&q->mu);
-		while (!q->cmd_count && !q->stop && !atomic_load(&q->recreate_pending))
+		while (!q->cmd_count && !q->stop && !atomic_load(&q->recreate_pending)) {
+			q->engine_sleeping = true;
 			pthread_cond_wait(&q->cv, &q->mu);
-		bool stop = q->stop, have = q->cmd_count > 0;
-		if (have)
-			c = q->cmds[q->cmd_head];
+			q->engine_sleeping = false;
+		}
+		bool stop = q->stop;
+		for (; n < q->cmd_count && n < ENGINE_BATCH; n++)
+			batch[n] = q->cmds[(q->cmd_head + n) % q->cmd_cap];
 		pthread_mutex_unlock(&q->mu);
 		if (stop)
 			break;
@@ -201,26 +244,15 @@ static void *engine_main(void *arg)
 			nf_eng_recreate_logs(rt, q);
 			nf_th_unlock(rt);
 		}
-		if (!have)
-			continue;
-		switch (c.type) {
-		case NF_CMD_WORK:
-			nf_th_sleep(c.cost_ns);
-			break;
-		case NF_CMD_SIGNAL:
-			nf_eng_exec_signal(rt, q, &c);
-			break;
-		case NF_CMD_WAIT: {
-			uint64_t observed = nf_th_now(rt); /* the GPU saw the wait */
-			if (!gpu_block(rt, q, &c))
+		for (uint32_t i = 0; i < n; i++)
+			if (!engine_exec(rt, q, &batch[i]))
 				return NULL; /* the runtime is going away */
-			nf_eng_wait_done(rt, q, &c, observed);
-			break;
-		}
-		}
+		if (!n)
+			continue;
 		pthread_mutex_lock(&q->mu);
-		q->cmd_head = (q->cmd_head + 1) % q->cmd_cap;
-		q->cmd_count--;
+		q->cmd_head = (q->cmd_head + n) % q->cmd_cap;
+		q->cmd_count -= n;
+		atomic_store(&q->fifo_n, q->cmd_count);
 		pthread_mutex_unlock(&q->mu);
 	}
 	return NULL;
@@ -252,9 +284,37 @@ int nf_th_queue_start(struct nf_runtime *rt, struct nf_queue *q, struct nf_error
 	return 0;
 }
 
+/*
+ * Back-pressure: a producer that runs ahead of its engine by NF_TH_FIFO_MAX
+ * commands waits for room, with the OS lock released (as the UMD waits for
+ * ring space). It does not wait behind a GPU wait that is not satisfied: the
+ * work that would satisfy it may be what this thread queues next.
+ * Called with the OS lock and q->mu held; returns with both held.
+ */
+bool nf_th_queue_room(struct nf_runtime *rt, struct nf_queue *q)
+{
+	struct nf_threads *th = rt->th;
+
+	while (q->cmd_count >= NF_TH_FIFO_MAX) {
+		pthread_mutex_lock(&th->gpu_mu);
+		bool blocked = q->blocked;
+		pthread_mutex_unlock(&th->gpu_mu);
+		if (blocked)
+			return false;
+		pthread_mutex_unlock(&q->mu);
+		nf_th_unlock(rt);
+		nf_th_sleep(20000);
+		nf_th_lock(rt);
+		pthread_mutex_lock(&q->mu);
+	}
+	return true;
+}
+
 void nf_th_queue_pushed(struct nf_queue *q)
 {
-	pthread_cond_signal(&q->cv);
+	atomic_store(&q->fifo_n, q->cmd_count);
+	if (q->engine_sleeping)
+		pthread_cond_signal(&q->cv);
 }
 
 void nf_th_queue_stop(struct nf_runtime *rt, struct nf_queue *q)
