@@ -21,6 +21,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "timeline_sql.h"
 #include "timeline_views_sql.h"
@@ -1289,6 +1291,13 @@ static int write_meta(struct nf_timeline_builder *b, struct nf_error *err)
 	rc = rc ? rc : put_meta(b, "tool_version", b->tool_version, err);
 	rc = rc ? rc : put_meta(b, "host", b->host, err);
 	rc = rc ? rc : META_I("ground_truth", b->ground_truth);
+	/* Which build made this file: tells two analyses of one session apart. */
+	struct timespec now;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	snprintf(buf, sizeof(buf), "%ld-%lld.%09ld", (long)getpid(), (long long)now.tv_sec,
+		 (long)now.tv_nsec);
+	rc = rc ? rc : put_meta(b, "build_id", buf, err);
 #undef META_U
 #undef META_I
 	return rc;

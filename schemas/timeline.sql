@@ -10,7 +10,9 @@
 -- Facts about the session: key/value pairs: schema_version (event schema the
 -- session was analysed with), timeline_version (this file's version),
 -- cpu_frequency, start_ticks, duration_ns, source, mode, seed, tool_version,
--- host, ground_truth (1 when truth_ops was recorded).
+-- host, ground_truth (1 when truth_ops was recorded), build_id (process id and
+-- wall-clock time of the build that wrote this file: two analyses of one
+-- session give two values).
 CREATE TABLE meta (
   key   TEXT PRIMARY KEY,   -- name of the fact
   value TEXT                -- its value, as text

@@ -525,7 +525,7 @@ START_TEST(objects_and_meta)
 	ck_assert_int_eq(q_int(fx.db, "SELECT value FROM meta WHERE key = 'duration_ns'"), 900);
 	ck_assert_str_eq(q_text(fx.db, "SELECT group_concat(key, ',') FROM (SELECT key FROM meta "
 				       "ORDER BY key)", buf, sizeof(buf)),
-			 "cpu_frequency,duration_ns,ground_truth,host,mode,recorded_schema_version,"
+			 "build_id,cpu_frequency,duration_ns,ground_truth,host,mode,recorded_schema_version,"
 			 "schema_version,seed,source,start_ticks,timeline_version,tool_version");
 	/* No staging table is left behind. */
 	ck_assert_int_eq(q_int(fx.db, "SELECT count(*) FROM sqlite_temp_master"), 0);
