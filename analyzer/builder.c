@@ -131,6 +131,7 @@ struct op_rec {
 	uint32_t adapter, queue, handle, fence, epoch, thread;
 	uint16_t flags;
 	uint8_t log, status;
+	uint32_t spare;        /* explicit padding: spilled records hold no uninitialised bytes */
 };
 
 enum {

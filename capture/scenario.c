@@ -774,6 +774,9 @@ static int parse_statement(struct sc_parser *p, struct sc_stmt *st, const char *
 		st->steps = count && body > UINT64_MAX / count ? UINT64_MAX : sat_add(count * body, 1);
 		if (st->steps > SC_MAX_STEPS) {
 			p->line = line;
+			free_stmts(st->body, st->n_body); /* the caller frees only whole statements */
+			st->body = NULL;
+			st->n_body = 0;
 			char n[32] = "2^64 or more";
 			if (st->steps < UINT64_MAX)
 				snprintf(n, sizeof(n), "%llu", (unsigned long long)st->steps);

@@ -1,0 +1,87 @@
+/*
+ * Valgrind memcheck over a whole run (issue 10): record -> check -> report ->
+ * query on the smallest sample, each command under
+ * `valgrind --leak-check=full --error-exitcode=99`, failing on any memory error
+ * or definite leak. Suppressed: only fontconfig's process-lifetime caches
+ * (tests/valgrind.supp). Skipped visibly (ctest "Skipped", exit 77) when
+ * valgrind is not installed or the build uses sanitizers (their runtimes and
+ * valgrind cannot share a process).
+ */
+#include "nf_test.h"
+
+static char tmp[512], cmd[8192], out[1 << 14], err[1 << 16];
+
+/* Runs `nftrace ARGS` under memcheck and asserts it is clean. */
+static void memcheck(const char *args)
+{
+	char supp[1024];
+
+	nf_test_source_path(supp, sizeof(supp), "tests/valgrind.supp");
+	snprintf(cmd, sizeof(cmd),
+		 "cd '%s' && valgrind -q --leak-check=full --show-leak-kinds=definite "
+		 "--errors-for-leak-kinds=definite --error-exitcode=99 --child-silent-after-fork=no "
+		 "--suppressions='%s' '%s' %s",
+		 tmp, supp, nf_test_nftrace(), args);
+	int st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	ck_assert_msg(st == 0, "memcheck: nftrace %s: exit %d\n%.8000s", args, st, err);
+	ck_assert_msg(!strstr(err, "=="), "memcheck: nftrace %s reported:\n%.8000s", args, err);
+}
+
+START_TEST(record_check_report_query_are_clean)
+{
+	char src[1024], args[2048];
+
+	nf_test_source_path(src, sizeof(src), "samples/log-buffer-example.nfs");
+	snprintf(args, sizeof(args), "record --ground-truth -o s '%s'", src);
+	memcheck(args);
+	snprintf(cmd, sizeof(cmd), "'%s' help", nf_test_nftrace());
+	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)), 0);
+	if (strstr(out, "   check "))
+		memcheck("check s");
+	memcheck("report s -o s.png");
+	memcheck("report s -o s.svg --from 100us --to 1ms");
+	memcheck("query --csv s 'select id, op, queue, value, queued_ns, end_ns from fence_ops'");
+	ck_assert_msg(strstr(out, "queued_ns") != NULL, "query printed: %s", out);
+	memcheck("info s");
+	/* An error path too: a corrupt stream. */
+	snprintf(cmd, sizeof(cmd), "cd '%s' && mkdir b && cp s/* b/ && truncate -s 100 b/events", tmp);
+	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)), 0);
+	snprintf(cmd, sizeof(cmd),
+		 "cd '%s' && valgrind -q --leak-check=full --show-leak-kinds=definite "
+		 "--errors-for-leak-kinds=definite --error-exitcode=99 '%s' query b 'select 1'",
+		 tmp, nf_test_nftrace());
+	int st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	ck_assert_msg(st == 1 && nf_test_count_lines(err) == 1,
+		      "memcheck on a corrupt session: exit %d\n%.8000s", st, err);
+}
+END_TEST
+
+static void setup(void)
+{
+	nf_test_tmpdir(tmp, sizeof(tmp));
+}
+
+static void teardown(void)
+{
+	nf_test_rmtree(tmp);
+}
+
+int main(void)
+{
+#ifdef NF_TEST_SANITIZED
+	printf("SKIP: sanitizer build (valgrind cannot run ASan/TSan binaries)\n");
+	return 77;
+#endif
+	if (system("valgrind --version >/dev/null 2>&1") != 0) {
+		printf("SKIP: valgrind is not installed\n");
+		return 77;
+	}
+	Suite *s = suite_create("valgrind");
+	TCase *tc = tcase_create("valgrind");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 600);
+	tcase_add_test(tc, record_check_report_query_are_clean);
+	suite_add_tcase(s, tc);
+	return nf_test_main(s);
+}
