@@ -9,7 +9,7 @@ PKGS=(
   libtraceevent-dev libtracefs-dev libtracecmd-dev trace-cmd
   libsqlite3-dev sqlite3
   libcairo2-dev
-  check
+  check valgrind
   fontconfig fonts-dejavu-core
 )
 
