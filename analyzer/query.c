@@ -427,3 +427,30 @@ int nf_query_run_dbs(const char *const *db_paths, size_t n, enum nf_query_format
 		return nf_error_set(err, NF_EIO, "query: writing the result failed");
 	return rc;
 }
+
+/* Ready-made reports over the views of schemas/timeline-views.sql. */
+static const struct {
+	const char *name, *sql;
+} reports[] = {
+	{ "stalls",
+	  "SELECT s.wait_id, qw.name AS wait_queue, s.fence, s.value, s.stall_ns, s.observed_ns, "
+	  "s.end_ns, s.signal_id, qs.name AS signal_queue, s.signal_end_ns "
+	  "FROM longest_stalls s LEFT JOIN queues qw ON qw.queue = s.wait_queue "
+	  "LEFT JOIN queues qs ON qs.queue = s.signal_queue "
+	  "ORDER BY s.stall_ns DESC, s.wait_id LIMIT 20" },
+	{ "queues",
+	  "SELECT queue, name, adapter, ops, waits, signals, lost, stalled_ns, span_ns "
+	  "FROM queue_summary ORDER BY queue" },
+	{ "lost",
+	  "SELECT l.queue, q.name, l.log, l.first_ns, l.last_ns, l.lost_entries, l.detail "
+	  "FROM lost_spans l LEFT JOIN queues q ON q.queue = l.queue "
+	  "ORDER BY l.queue, l.log, l.first_ns" },
+};
+
+const char *nf_query_report_sql(const char *name)
+{
+	for (size_t i = 0; name && i < sizeof(reports) / sizeof(reports[0]); i++)
+		if (strcmp(reports[i].name, name) == 0)
+			return reports[i].sql;
+	return NULL;
+}

@@ -54,13 +54,14 @@ int cmd_query(int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ "table", no_argument, NULL, 't' },
 		{ "file", required_argument, NULL, 'f' },
+		{ "report", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct nf_query_options qo = { 0 };
 	struct nf_error err;
-	const char *sql_file = NULL, *sql = NULL;
+	const char *sql_file = NULL, *sql = NULL, *report = NULL;
 	char *owned = NULL;
 	int opt, rc;
 
@@ -74,6 +75,7 @@ int cmd_query(int argc, char **argv)
 		case 'j': qo.format = NF_QUERY_JSON; break;
 		case 't': qo.format = NF_QUERY_TABLE; break;
 		case 'f': sql_file = optarg; break;
+		case 'r': report = optarg; break;
 		case 'h': return nf_cli_common_option("query", "--help");
 		case 'V': return nf_cli_common_option("query", "--version");
 		case ':': return nf_cli_usage_error("query", "option '%s' needs a value", argv[optind - 1]);
@@ -81,7 +83,17 @@ int cmd_query(int argc, char **argv)
 		}
 	}
 	int npos = argc - optind;
-	if (sql_file) {
+	if (report) {
+		if (sql_file)
+			return nf_cli_usage_error("query", "--report and -f cannot be combined");
+		sql = nf_query_report_sql(report);
+		if (!sql)
+			return nf_cli_usage_error("query", "unknown report '%s' (one of %s)", report,
+						  NF_QUERY_REPORTS);
+		if (npos != 1)
+			return nf_cli_usage_error("query", "--report takes one session DIR");
+		qo.n_sessions = 1;
+	} else if (sql_file) {
 		if (npos < 1)
 			return nf_cli_usage_error("query", "missing session DIR");
 		qo.n_sessions = (size_t)npos;

@@ -39,9 +39,12 @@ static const struct nf_cmd nf_commands[] = {
 	  "when it was queued on the CPU to when the GPU completed it. Times accept units: 12.5ms.\n" },
 	{ "query", cmd_query, "run SQL over a session's timeline",
 	  "usage: nftrace query DIR [DIR...] [--csv|--json|--table] (\"SQL\" | -f FILE.sql)\n"
+	  "       nftrace query DIR [--csv|--json|--table] --report stalls|queues|lost\n"
 	  "\n"
 	  "Builds the session's SQLite timeline (DIR/.timeline.db) on first use and runs SQL on it,\n"
-	  "read-only. With several sessions they are attached as s1, s2, ... Tables: schemas/timeline.sql.\n" },
+	  "read-only. With several sessions they are attached as s1, s2, ... Tables: schemas/timeline.sql.\n"
+	  "Reports: stalls (the 20 longest GPU wait stalls and the signal that ended each), queues\n"
+	  "(per queue: operations, lost, time stalled in waits), lost (spans of lost log entries).\n" },
 	{ "info", cmd_info, "show a session's facts, or the event schema",
 	  "usage: nftrace info DIR\n"
 	  "       nftrace info --events       (the event reference, as Markdown)\n" },

@@ -81,6 +81,18 @@ struct nf_query_options {
 int nf_query_run(const struct nf_query_options *opts, const char *sql, FILE *out,
 		 struct nf_error *err);
 
+/*
+ * The SQL of a ready-made report, run with nf_query_run() like any query:
+ * "stalls" (the 20 longest GPU wait stalls with the signal that ended each),
+ * "queues" (per hardware queue: operations, lost ones, time stalled in waits,
+ * span), "lost" (every span of a log whose entries were lost, per queue).
+ * Returns a static string, or NULL for an unknown name.
+ */
+const char *nf_query_report_sql(const char *name);
+
+/* The report names, separated by '|' ("stalls|queues|lost"), for usage text. */
+#define NF_QUERY_REPORTS "stalls|queues|lost"
+
 #ifdef __cplusplus
 }
 #endif

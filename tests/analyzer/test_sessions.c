@@ -391,6 +391,43 @@ START_TEST(concurrent_queries_and_report_analyse_once)
 }
 END_TEST
 
+/* ---- ready-made reports ---- */
+
+START_TEST(reports_stalls_queues_lost)
+{
+	char dir[1024], drift[1024];
+
+	record("overrun", dir, sizeof(dir));
+	/* queues: both queues signal 1000 times and lose 976 each (1952 lost in all). */
+	snprintf(cmd, sizeof(cmd), "'%s' query --csv '%s' --report queues", nf_test_nftrace(), dir);
+	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), errb, sizeof(errb)), 0);
+	ck_assert_msg(strncmp(out, "queue,name,adapter,ops,waits,signals,lost,stalled_ns,span_ns\n",
+			      61) == 0, "%s", out);
+	ck_assert_int_eq(nf_test_count_lines(out), 3);
+	ck_assert_msg(strstr(out, ",Q0,0,1000,0,1000,976,0,") && strstr(out, ",Q1,0,1000,0,1000,976,0,"),
+		      "%s", out);
+	/* lost: one row per lost span, summing to the parser's count. */
+	snprintf(cmd, sizeof(cmd), "'%s' query --csv '%s' --report lost | awk -F, "
+		 "'NR > 1 { n++; s += $6 } END { print n, s }'", nf_test_nftrace(), dir);
+	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), errb, sizeof(errb)), 0);
+	ck_assert_str_eq(out, "6 1952\n");
+	/* stalls: the 20 longest, longest first, each with the queue of its signal. */
+	record("clock-drift", drift, sizeof(drift));
+	snprintf(cmd, sizeof(cmd), "'%s' query --csv '%s' --report stalls | awk -F, "
+		 "'NR > 1 { n++; if (p != \"\" && $5 > p) bad++; p = $5; if ($9 != \"Q0\") bad++ } "
+		 "END { print n, bad + 0 }'", nf_test_nftrace(), drift);
+	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), errb, sizeof(errb)), 0);
+	ck_assert_str_eq(out, "20 0\n");
+	/* Unknown report, or with SQL too: usage errors. */
+	snprintf(cmd, sizeof(cmd), "'%s' query '%s' --report nope", nf_test_nftrace(), dir);
+	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), errb, sizeof(errb)), 2);
+	ck_assert_msg(strstr(errb, "stalls|queues|lost") != NULL, "%s", errb);
+	snprintf(cmd, sizeof(cmd), "'%s' query '%s' '%s' --report queues", nf_test_nftrace(), dir,
+		 drift);
+	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), errb, sizeof(errb)), 2);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("analyzer-sessions");
@@ -406,6 +443,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, lost_ops_equal_parser_lost_entries, 0, (int)N_SAMPLES);
 	tcase_add_test(tc, query_refuses_attach_pragma_writes_and_vacuum_into);
 	tcase_add_test(tc, concurrent_queries_and_report_analyse_once);
+	tcase_add_test(tc, reports_stalls_queues_lost);
 	suite_add_tcase(s, tc);
 	return s;
 }
