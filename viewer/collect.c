@@ -86,7 +86,8 @@ static enum nf_render_mk open_marker(const char *status)
 {
 	if (status && strcmp(status, "lost") == 0)
 		return NF_MK_LOST;
-	if (status && strcmp(status, "zero_timestamp") == 0)
+	if (status && (strcmp(status, "zero_timestamp") == 0 ||
+		       strcmp(status, "repeated_timestamp") == 0))
 		return NF_MK_ZERO_OP;
 	return NF_MK_UNMATCHED;
 }
@@ -116,9 +117,8 @@ static int add_op(struct queue_lanes *q, const struct nf_render_layout *lay,
 	start = sqlite3_column_int64(st, 2);
 	if (col_null(st, 4)) {
 		s->n_open++;
-		nf_render_lane_open(lane, nf_render_layout_x(lay, start),
-				    open_marker((const char *)sqlite3_column_text(st, 5)));
-		return 0;
+		return nf_render_lane_open(lane, s, nf_render_layout_x(lay, start),
+					   open_marker((const char *)sqlite3_column_text(st, 5)));
 	}
 	end = sqlite3_column_int64(st, 4);
 	/* A completion before its queued time is a causality anomaly: draw it as it is. */
@@ -338,7 +338,9 @@ static int collect_cpu_waits(sqlite3 *db, const struct nf_render_layout *lay,
 			continue;
 		s->n_cpu_waits++;
 		if (col_null(st, 2)) {
-			nf_render_lane_open(&lane, nf_render_layout_x(lay, start), NF_MK_UNMATCHED);
+			if (nf_render_lane_open(&lane, s, nf_render_layout_x(lay, start),
+						NF_MK_UNMATCHED) < 0)
+				goto out_oom;
 			continue;
 		}
 		if ((ret = nf_render_lane_box(&lane, s, nf_render_layout_x(lay, start),
@@ -474,20 +476,28 @@ static int collect_anomalies(sqlite3 *db, const struct nf_render_layout *lay,
 	double last_col[2] = { -1.0, -1.0 }, label_end[3] = { 0, 0, 0 };
 
 	memset(runs, 0, sizeof(runs));
-	sql = sqlite3_mprintf("SELECT kind, queue, log, first_ns, last_ns, lost_entries "
-			      "FROM anomalies WHERE queue IS NOT NULL%s "
-			      "AND coalesce(first_ns, last_ns) IS NOT NULL "
-			      "AND coalesce(last_ns, first_ns) >= ?1 AND coalesce(first_ns, last_ns) <= ?2 "
-			      "ORDER BY queue, coalesce(first_ns, last_ns)",
+	/*
+	 * An overrun without a first time lost entries from the start of the log
+	 * (nothing was read before the gap): its span starts at the session start;
+	 * one without a last time runs to the session end (?3).
+	 */
+	sql = sqlite3_mprintf("SELECT kind, queue, log, f, l, lost_entries FROM ("
+			      "SELECT kind, queue, log, lost_entries, CASE WHEN kind = 'overrun' "
+			      "THEN coalesce(first_ns, CASE WHEN last_ns IS NOT NULL THEN 0 END) "
+			      "ELSE coalesce(first_ns, last_ns) END AS f, CASE WHEN kind = 'overrun' "
+			      "THEN coalesce(last_ns, CASE WHEN first_ns IS NOT NULL THEN ?3 END) "
+			      "ELSE coalesce(last_ns, first_ns) END AS l "
+			      "FROM anomalies WHERE queue IS NOT NULL%s) "
+			      "WHERE f IS NOT NULL AND l >= ?1 AND f <= ?2 ORDER BY queue, f, l",
 			      qf);
 	if ((ret = prepare_window(db, lay, sql, &st, "reading anomalies", err)) < 0)
 		goto out_free;
+	sqlite3_bind_int64(st, 3, lay->session_end > lay->t1 ? lay->session_end : lay->t1);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		const char *kind = (const char *)sqlite3_column_text(st, 0);
 		const char *log = (const char *)sqlite3_column_text(st, 2);
 		int64_t queue = sqlite3_column_int64(st, 1);
-		int64_t first = col_null(st, 3) ? sqlite3_column_int64(st, 4) : sqlite3_column_int64(st, 3);
-		int64_t last = col_null(st, 4) ? first : sqlite3_column_int64(st, 4);
+		int64_t first = sqlite3_column_int64(st, 3), last = sqlite3_column_int64(st, 4);
 		double x, col;
 		int k;
 
@@ -637,7 +647,7 @@ static int collect_links(sqlite3 *db, const struct nf_render_layout *lay,
 	 * Reading stops as soon as that is known, so a huge session does not pay
 	 * for joining every dependency.
 	 */
-	limit = (size_t)fmax(300.0, (lay->plot_x1 - lay->plot_x0) / 2.0);
+	limit = (size_t)fmax(64.0, (lay->plot_x1 - lay->plot_x0) / 8.0);
 	ls.slot = calloc(NF_RENDER_LINK_SLOTS, sizeof(*ls.slot));
 	if (!ls.slot)
 		return oom(err);

@@ -73,7 +73,8 @@ static struct rgba with_alpha(struct rgba c, double a)
 
 static struct rgba rect_colour(const struct theme *th, int rb)
 {
-	static const double level_alpha[NF_RENDER_DENSITY_LEVELS] = { 0.35, 0.55, 0.78, 1.0 };
+	/* The lightest level still shows a lone zero-length box (a legacy signal). */
+	static const double level_alpha[NF_RENDER_DENSITY_LEVELS] = { 0.5, 0.65, 0.82, 1.0 };
 
 	if (rb >= NF_RB_CPUWAIT_D && rb < NF_RB_CPUWAIT)
 		return mix(th->bg, c_cpu, level_alpha[rb - NF_RB_CPUWAIT_D]);
@@ -413,7 +414,7 @@ static void paint_legend(cairo_t *cr, const struct nf_render_layout *lay, const 
 		{ SW_RECT, 2, "CPU wait" },
 		{ SW_TICK, 0, "CPU signal" },
 		{ SW_LINK, 0, "signal \xE2\x86\x92 released wait" },
-		{ SW_OPEN, 0, "no end (lost, zero ts, unmatched)" },
+		{ SW_OPEN, 0, "no end known (lost, zero / repeated ts, unmatched)" },
 		{ SW_HATCH, 0, "lost span" },
 		{ SW_MARK, NF_MK_TS, "zero / repeated timestamp" },
 		{ SW_MARK, NF_MK_BAD, "other anomaly" },

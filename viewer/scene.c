@@ -87,6 +87,7 @@ void nf_render_lane_reset(struct nf_render_lane *l, double y0, double y1, int rb
 	l->y1 = y1;
 	l->have_run = 0;
 	l->have_open = 0;
+	l->have_orun = 0;
 	l->rb_fill = rb_fill;
 	l->rb_dens = rb_dens;
 	l->rb_edge = rb_edge;
@@ -113,12 +114,73 @@ static void clamp_x(const struct nf_render_lane *l, double *x)
 		*x = l->x0 + l->ncols;
 }
 
+/* Emits the merged open-ended run: a translucent band dashed along its top and bottom. */
+static int flush_open_run(struct nf_render_lane *l, struct nf_render_scene *s)
+{
+	double a = l->orun_x0, b = l->orun_x1;
+	int ret;
+
+	if (!l->have_orun)
+		return 0;
+	l->have_orun = 0;
+	if ((ret = nf_render_quads_add(&s->rects[l->rb_open], a, l->y0, b - a, l->y1 - l->y0)) < 0 ||
+	    (ret = nf_render_quads_add(&s->dashes, a, l->y0 + 0.5, b, l->y0 + 0.5)) < 0 ||
+	    (ret = nf_render_quads_add(&s->dashes, a, l->y1 - 0.5, b, l->y1 - 0.5)) < 0)
+		return ret;
+	/* Open to the window's edge: a dashed end says "goes on, end unknown". */
+	if (l->orun_edge &&
+	    (ret = nf_render_quads_add(&s->dashes, b - 0.5, l->y0, b - 0.5, l->y1)) < 0)
+		return ret;
+	return 0;
+}
+
+/* Adds the open-ended region [a, b] (device x, clamped) to the open run. */
+static int open_region(struct nf_render_lane *l, struct nf_render_scene *s, double a, double b,
+		       int to_edge)
+{
+	int ret;
+
+	clamp_x(l, &a);
+	clamp_x(l, &b);
+	if (b <= a)
+		return 0;
+	if (l->have_orun && a <= l->orun_x1 + 0.5) {
+		if (b > l->orun_x1)
+			l->orun_x1 = b;
+		l->orun_edge |= to_edge;
+		return 0;
+	}
+	if ((ret = flush_open_run(l, s)) < 0)
+		return ret;
+	l->orun_x0 = a;
+	l->orun_x1 = b;
+	l->orun_edge = to_edge;
+	l->have_orun = 1;
+	return 0;
+}
+
+/*
+ * An operation without an end is drawn open from its start until the next
+ * operation of the lane starts (the lane's later work shows over it) or, for
+ * the last one, to the window's right edge: the end is never invented, and
+ * one unknown end does not shade the rest of the lane.
+ */
+static int close_open(struct nf_render_lane *l, struct nf_render_scene *s, double x)
+{
+	if (!l->have_open || x <= l->open_x)
+		return 0;
+	l->have_open = 0;
+	return open_region(l, s, l->open_x, x, 0);
+}
+
 int nf_render_lane_box(struct nf_render_lane *l, struct nf_render_scene *s, double xa, double xb,
 		       int edges)
 {
 	double w;
 	int ret;
 
+	if ((ret = close_open(l, s, xa)) < 0)
+		return ret;
 	if (xb < l->x0 || xa > l->x0 + l->ncols)
 		return 0;
 	clamp_x(l, &xa);
@@ -159,16 +221,24 @@ int nf_render_lane_box(struct nf_render_lane *l, struct nf_render_scene *s, doub
 	return 0;
 }
 
-void nf_render_lane_open(struct nf_render_lane *l, double xa, enum nf_render_mk mk)
+int nf_render_lane_open(struct nf_render_lane *l, struct nf_render_scene *s, double xa,
+			enum nf_render_mk mk)
 {
+	int ret;
+
+	if ((ret = close_open(l, s, xa)) < 0)
+		return ret;
 	if (xa > l->x0 + l->ncols)
-		return;
-	clamp_x(l, &xa);
+		return 0;
 	if (!l->have_open || xa < l->open_x)
 		l->open_x = xa;
 	l->have_open = 1;
-	l->edge[column(l, xa)] = 1;
-	l->mark[column(l, xa)] |= (uint8_t)(1u << mk);
+	if (xa >= l->x0) {
+		/* Its start and status marker, when the start is in the window. */
+		l->edge[column(l, xa)] = 1;
+		l->mark[column(l, xa)] |= (uint8_t)(1u << mk);
+	}
+	return 0;
 }
 
 static int density_level(float c)
@@ -186,16 +256,14 @@ static int density_level(float c)
 
 static int flush_open(struct nf_render_lane *l, struct nf_render_scene *s)
 {
-	double x1 = l->x0 + l->ncols, mid = (l->y0 + l->y1) / 2.0;
+	double mid = (l->y0 + l->y1) / 2.0;
 	int ret;
 
-	if (!l->have_open)
-		return 0;
-	if ((ret = nf_render_quads_add(&s->rects[l->rb_open], l->open_x, l->y0, x1 - l->open_x,
-				       l->y1 - l->y0)) < 0 ||
-	    (ret = nf_render_quads_add(&s->dashes, l->open_x, l->y0 + 0.5, x1, l->y0 + 0.5)) < 0 ||
-	    (ret = nf_render_quads_add(&s->dashes, l->open_x, l->y1 - 0.5, x1, l->y1 - 0.5)) < 0 ||
-	    (ret = nf_render_quads_add(&s->dashes, x1 - 0.5, l->y0, x1 - 0.5, l->y1)) < 0)
+	if (l->have_open &&
+	    (ret = open_region(l, s, l->open_x, l->x0 + l->ncols, 1)) < 0)
+		return ret;
+	l->have_open = 0;
+	if ((ret = flush_open_run(l, s)) < 0)
 		return ret;
 	for (int c = 0; c < l->ncols; c++) {
 		for (int k = NF_MK_LOST; k <= NF_MK_UNMATCHED; k++) {
@@ -227,9 +295,14 @@ int nf_render_lane_flush(struct nf_render_lane *l, struct nf_render_scene *s)
 
 		while (e < l->ncols && density_level(l->cover[e]) == lev)
 			e++;
+		/* A lone sub-pixel box (nothing either side) is widened to 2 px to stay visible. */
+		int lone = e - c == 1 && (c == 0 || l->cover[c - 1] <= 0.0f) &&
+			   (e == l->ncols || l->cover[e] <= 0.0f);
+
 		if (lev >= 0 &&
-		    (ret = nf_render_quads_add(&s->rects[l->rb_dens + lev], l->x0 + c, l->y0,
-					       (double)(e - c), h)) < 0)
+		    (ret = nf_render_quads_add(&s->rects[l->rb_dens + lev],
+					       l->x0 + c - (lone ? 0.5 : 0.0), l->y0,
+					       (double)(e - c) + (lone ? 1.0 : 0.0), h)) < 0)
 			return ret;
 		c = e;
 	}
@@ -247,8 +320,5 @@ int nf_render_lane_flush(struct nf_render_lane *l, struct nf_render_scene *s)
 			return ret;
 		c = e;
 	}
-	if ((ret = flush_open(l, s)) < 0)
-		return ret;
-	l->have_open = 0;
-	return 0;
+	return flush_open(l, s);
 }

@@ -52,7 +52,7 @@ enum nf_render_rb {
 /* Marker batches: (x, y, size, 0) drawn as small shapes. */
 enum nf_render_mk {
 	NF_MK_LOST,          /* open-ended op, status lost */
-	NF_MK_ZERO_OP,       /* open-ended op, status zero_timestamp */
+	NF_MK_ZERO_OP,       /* open-ended op, status zero_timestamp or repeated_timestamp */
 	NF_MK_UNMATCHED,     /* open-ended op, other status */
 	NF_MK_TS,            /* zero or repeated timestamp anomaly */
 	NF_MK_BAD,           /* other anomalies */
@@ -99,8 +99,10 @@ struct nf_render_lane {
 	uint8_t *mark;       /* per column: bit per open-ended status */
 	double run_x0, run_x1;
 	int have_run;
-	double open_x;       /* leftmost start of an open-ended box */
+	double open_x;       /* start of the open-ended box waiting for the next start */
 	int have_open;
+	double orun_x0, orun_x1;  /* merged open-ended regions being built */
+	int have_orun, orun_edge;
 	int rb_fill, rb_dens, rb_edge, rb_open;  /* batches (rb_dens: first level) */
 };
 
@@ -111,8 +113,13 @@ void nf_render_lane_reset(struct nf_render_lane *l, double y0, double y1, int rb
 /* Adds a box [xa, xb] (device x, any order of calls with xa roughly sorted). */
 int nf_render_lane_box(struct nf_render_lane *l, struct nf_render_scene *s, double xa, double xb,
 		       int edges);
-/* Adds an open-ended box from xa to the right edge, with a status marker. */
-void nf_render_lane_open(struct nf_render_lane *l, double xa, enum nf_render_mk mk);
+/*
+ * Adds an open-ended box from xa (no end known), with a status marker: it is
+ * drawn open until the lane's next box or open box starts, or to the right
+ * edge when none does.
+ */
+int nf_render_lane_open(struct nf_render_lane *l, struct nf_render_scene *s, double xa,
+			enum nf_render_mk mk);
 int nf_render_lane_flush(struct nf_render_lane *l, struct nf_render_scene *s);
 
 /* Fills the scene from the database (collect.c). */
