@@ -6,6 +6,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/install-deps.sh
+# Test-only: headless Chromium for test_chromium (the report's SVG in a browser;
+# about 25 s to install; without it that test is skipped with a message).
+if [ ! -x /usr/bin/chromium ]; then
+  echo "test.sh: installing chromium for test_chromium" >&2
+  sudo_=""; [ "$(id -u)" -ne 0 ] && sudo_="sudo"
+  { $sudo_ apt-get update -qq && $sudo_ env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y -qq --no-install-recommends chromium >/dev/null; } ||
+    echo "test.sh: chromium could not be installed; test_chromium will be skipped" >&2
+fi
 jobs="$(nproc)"
 
 echo "== build (warnings are errors) and test"

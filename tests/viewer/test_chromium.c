@@ -1,0 +1,184 @@
+/*
+ * The report's SVG in a real browser: records the log-buffer example, draws it
+ * to SVG and to PNG with `nftrace report`, has headless Chromium screenshot
+ * the SVG, and checks the screenshot: not blank, and the wait (light pink),
+ * stall and signal (dark pink) boxes where the PNG has them, scaled by the
+ * SVG's pt-to-px factor (4/3). Without /usr/bin/chromium (or $NF_CHROMIUM)
+ * the program says so and exits 77, which ctest reports as skipped.
+ */
+#include "nf_test.h"
+
+#include <cairo.h>
+#include <stdint.h>
+
+#define SKIP_CODE 77
+
+static char tmpdir[1024];
+static const char *chromium;
+
+static void setup(void)
+{
+	nf_test_tmpdir(tmpdir, sizeof(tmpdir));
+}
+
+static void teardown(void)
+{
+	cairo_debug_reset_static_data();
+	if (!getenv("NF_KEEP_TMP"))
+		nf_test_rmtree(tmpdir);
+}
+
+struct image {
+	cairo_surface_t *sf;
+	int w, h, stride;
+	const unsigned char *px;
+};
+
+static void image_load(struct image *im, const char *path)
+{
+	im->sf = cairo_image_surface_create_from_png(path);
+	ck_assert_msg(cairo_surface_status(im->sf) == CAIRO_STATUS_SUCCESS, "%s: not a PNG: %s",
+		      path, cairo_status_to_string(cairo_surface_status(im->sf)));
+	cairo_surface_flush(im->sf);
+	im->w = cairo_image_surface_get_width(im->sf);
+	im->h = cairo_image_surface_get_height(im->sf);
+	im->stride = cairo_image_surface_get_stride(im->sf);
+	im->px = cairo_image_surface_get_data(im->sf);
+}
+
+static uint32_t pixel(const struct image *im, int x, int y)
+{
+	const uint32_t *row = (const uint32_t *)(const void *)(im->px + (size_t)y * (size_t)im->stride);
+
+	return row[x] & 0xFFFFFF;
+}
+
+static int near(uint32_t a, uint32_t b, int tol)
+{
+	for (int sh = 0; sh <= 16; sh += 8) {
+		int d = (int)((a >> sh) & 0xFF) - (int)((b >> sh) & 0xFF);
+
+		if (d > tol || d < -tol)
+			return 0;
+	}
+	return 1;
+}
+
+/* Where a colour is: pixel count and bounding box. */
+struct found {
+	long n;
+	int x0, y0, x1, y1;
+};
+
+static struct found find_colour(const struct image *im, uint32_t rgb)
+{
+	struct found f = { 0, im->w, im->h, -1, -1 };
+
+	for (int y = 0; y < im->h; y++)
+		for (int x = 0; x < im->w; x++) {
+			if (!near(pixel(im, x, y), rgb, 6))
+				continue;
+			f.n++;
+			if (x < f.x0)
+				f.x0 = x;
+			if (y < f.y0)
+				f.y0 = y;
+			if (x > f.x1)
+				f.x1 = x;
+			if (y > f.y1)
+				f.y1 = y;
+		}
+	return f;
+}
+
+static void run_ok(const char *cmd)
+{
+	char out[2048], err[4096];
+	int rc = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+
+	ck_assert_msg(rc == 0, "`%.300s` exited %d: %.1500s", cmd, rc, err);
+}
+
+/* The viewer's data colours (viewer/paint.c): the same in both themes. */
+#define C_WAIT 0xF4B6C2
+#define C_STALL 0xE3748F
+#define C_SIGNAL 0xC2185B
+
+START_TEST(svg_in_chromium)
+{
+	char cmd[16384], sample[4096];
+	char png[2048], svg[2048], shot[2048];
+	static const uint32_t colours[] = { C_WAIT, C_STALL, C_SIGNAL };
+	static const char *const names[] = { "wait", "stall", "signal" };
+	struct image a, b;
+	long ink = 0;
+
+	nf_test_source_path(sample, sizeof(sample), "samples/log-buffer-example.nfs");
+	snprintf(png, sizeof(png), "%s/r.png", tmpdir);
+	snprintf(svg, sizeof(svg), "%s/r.svg", tmpdir);
+	snprintf(shot, sizeof(shot), "%s/shot.png", tmpdir);
+	snprintf(cmd, sizeof(cmd), "'%s' record -o '%s/s' '%s'", nf_test_nftrace(), tmpdir, sample);
+	run_ok(cmd);
+	snprintf(cmd, sizeof(cmd), "'%s' report '%s/s' -o '%s' && '%s' report '%s/s' -o '%s'",
+		 nf_test_nftrace(), tmpdir, png, nf_test_nftrace(), tmpdir, svg);
+	run_ok(cmd);
+	/* The page is 1600 x 296 pt: 2134 x 395 px at the browser's 96 dpi. */
+	snprintf(cmd, sizeof(cmd),
+		 "timeout 120 '%s' --headless --no-sandbox --disable-gpu --hide-scrollbars "
+		 "--no-first-run --disable-crash-reporter --user-data-dir='%s/profile' "
+		 "--window-size=2200,450 --screenshot='%s' 'file://%s'",
+		 chromium, tmpdir, shot, svg);
+	run_ok(cmd);
+
+	image_load(&a, png);
+	image_load(&b, shot);
+	ck_assert_int_eq(b.w, 2200);
+	ck_assert_int_eq(b.h, 450);
+	/* Not blank: a good part of the page is drawn (text, rows, boxes, axis). */
+	for (int y = 0; y < b.h; y++)
+		for (int x = 0; x < b.w; x++)
+			ink += !near(pixel(&b, x, y), 0xFFFFFF, 8);
+	ck_assert_msg(ink > (long)b.w * b.h / 50, "screenshot nearly blank: %ld drawn pixels", ink);
+	for (size_t i = 0; i < 3; i++) {
+		struct found p = find_colour(&a, colours[i]), c = find_colour(&b, colours[i]);
+		double k = 4.0 / 3.0;
+
+		ck_assert_msg(p.n > 100, "%s colour missing from the PNG (%ld px)", names[i], p.n);
+		/* Area scales by k^2 (~1.78); anti-aliased edges move it a little. */
+		ck_assert_msg(c.n > (long)((double)p.n * 1.4) && c.n < (long)((double)p.n * 2.2),
+			      "%s: %ld px in Chromium, %ld px in the PNG", names[i], c.n, p.n);
+		/* The boxes (the legend swatch included) are where the PNG has them. */
+		ck_assert_msg(abs(c.x0 - (int)(p.x0 * k)) <= 3 && abs(c.x1 - (int)(p.x1 * k)) <= 3 &&
+				      abs(c.y0 - (int)(p.y0 * k)) <= 3 &&
+				      abs(c.y1 - (int)(p.y1 * k)) <= 3,
+			      "%s at (%d,%d)-(%d,%d) in Chromium, PNG (%d,%d)-(%d,%d) scaled by 4/3",
+			      names[i], c.x0, c.y0, c.x1, c.y1, p.x0, p.y0, p.x1, p.y1);
+	}
+	cairo_surface_destroy(a.sf);
+	cairo_surface_destroy(b.sf);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s;
+	TCase *tc;
+
+	chromium = getenv("NF_CHROMIUM");
+	if (!chromium || !*chromium)
+		chromium = "/usr/bin/chromium";
+	if (access(chromium, X_OK) != 0) {
+		printf("SKIPPED: %s is not installed, so the SVG was not checked in a browser "
+		       "(apt-get install chromium, or set NF_CHROMIUM)\n",
+		       chromium);
+		fprintf(stderr, "test_chromium: skipped: no %s\n", chromium);
+		return SKIP_CODE;
+	}
+	s = suite_create("chromium");
+	tc = tcase_create("svg");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 180);
+	tcase_add_test(tc, svg_in_chromium);
+	suite_add_tcase(s, tc);
+	return nf_test_main(s);
+}
