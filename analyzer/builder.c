@@ -6,10 +6,11 @@
  * at their position arrives (FIFO order across log epochs), or a lost span or
  * a later entry shows it never will; finished operations are spilled to a
  * file of fixed-size records in id order (their GPU times still raw, as the
- * clock fit needs every calibration pair). finish() fits the clocks, makes one
- * pass over the spill to sort the signals and waits, ties every completed wait
- * to the signal that released it in one merge, and a second pass writes the
- * fence_ops and deps rows with prepared statements. Memory holds per-queue,
+ * clock fit needs every calibration pair). finish() fits the clocks and makes
+ * one pass over the spill that writes the fence_ops rows (prepared statement,
+ * one transaction) and sorts the signals and completed waits; one merge of
+ * the two sorted streams ties every completed wait to the signal that released
+ * it, and the deps rows follow in wait order. Memory holds per-queue,
  * per-fence and per-adapter state, the operations still waiting for their
  * entries and bounded sort buffers, never the whole session.
  */
@@ -200,11 +201,11 @@ struct unk_rec {  /* a GPU signal whose end is unknown */
 	int64_t fence, value, id, queued;
 };
 struct wait_rec { /* a wait that completed */
-	int64_t fence, value, id, pos, end, queue;
-	int32_t has_fence, pad;
+	int64_t fence, value, id, end, queue, stall;
+	int32_t has_fence, has_stall;
 };
-struct res_rec {  /* what released the wait at spill position pos */
-	int64_t pos, signal_id, cpu_id;
+struct res_rec {  /* a deps row: what released wait wait_id */
+	int64_t wait_id, signal_id, cpu_id, stall, has_stall;
 };
 
 enum stmt_id {
@@ -388,7 +389,7 @@ static int cmp_res(const void *pa, const void *pb)
 {
 	const struct res_rec *a = pa, *b = pb;
 
-	return CMP(a->pos, b->pos);
+	return CMP(a->wait_id, b->wait_id);
 }
 
 struct nf_timeline_builder *nf_timeline_builder_create(sqlite3 *db,
@@ -1400,19 +1401,61 @@ static int op_times(struct nf_clock_model *m, struct op_rec *o, struct nf_error 
 	return 0;
 }
 
-/* Pass 1 over the operations: the signals and waits the dependency merge needs. */
-static int deps_inputs(struct finisher *f, struct nf_error *err)
+/*
+ * The one pass over the spilled operations: each becomes its fence_ops row
+ * (GPU times moved onto the CPU clock), and the signals and completed waits
+ * go to the sorts of the dependency merge.
+ */
+static int load_ops(struct finisher *f, struct nf_error *err)
 {
 	struct nf_timeline_builder *b = f->b;
+	sqlite3_stmt *s = NULL;
 	struct op_rec o;
-	int64_t pos = 0;
 	int rc;
 
+	if (sqlite3_prepare_v2(b->db,
+			       "INSERT INTO fence_ops(id, queue, adapter, op, fence, handle, value, "
+			       "queued_ns, observed_ns, end_ns, status, log_seq, epoch, thread) "
+			       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+			       -1, &s, NULL) != SQLITE_OK)
+		return sql_err(b, err, "prepare fence_ops");
 	if ((rc = nf_spill_rewind(b->ops, err)) != 0)
-		return rc;
+		goto out;
 	while ((rc = nf_spill_get(b->ops, &o, err)) == 1) {
 		if ((rc = op_times(f->m, &o, err)) != 0)
-			return rc;
+			goto out;
+		sqlite3_bind_int64(s, 1, o.id);
+		sqlite3_bind_int64(s, 2, o.queue);
+		sqlite3_bind_int64(s, 3, o.adapter);
+		sqlite3_bind_text(s, 4, o.log == NF_LOG_WAITS ? "wait" : "signal", -1, SQLITE_STATIC);
+		bind_opt(s, 5, o.flags & OPF_FENCE, o.fence);
+		sqlite3_bind_int64(s, 6, o.handle);
+		sqlite3_bind_int64(s, 7, o.value);
+		bind_opt(s, 8, o.flags & OPF_QUEUED, o.queued);
+		bind_opt(s, 9, o.flags & OPF_OBS, o.observed);
+		bind_opt(s, 10, o.flags & OPF_END, o.end);
+		sqlite3_bind_text(s, 11, status_name[o.status], -1, SQLITE_STATIC);
+		bind_opt(s, 12, o.flags & OPF_SEQ, o.seq);
+		bind_opt(s, 13, o.flags & OPF_SEQ, o.epoch);
+		bind_opt(s, 14, o.flags & OPF_THREAD, o.thread);
+		if (sqlite3_step(s) != SQLITE_DONE) {
+			rc = sql_err(b, err, "insert fence_ops");
+			goto out;
+		}
+		sqlite3_reset(s);
+		if ((o.flags & OPF_END) && (o.flags & OPF_QUEUED) &&
+		    (double)o.end + b->slack_ns < (double)o.queued) {
+			char detail[200];
+			int64_t q = o.queued, e = o.end;
+
+			snprintf(detail, sizeof(detail),
+				 "%s op %" PRId64 " ends at %" PRId64 " ns, before it was queued at %"
+				 PRId64 " ns", o.log == NF_LOG_WAITS ? "wait" : "signal", o.id, e, q);
+			rc = add_anomaly(b, "causality", o.queue, true, log_name(o.log), &e, &q, 0,
+					 detail, err);
+			if (rc)
+				goto out;
+		}
 		if (o.log == NF_LOG_SIGNALS && (o.flags & OPF_FENCE)) {
 			if (o.flags & OPF_END) {
 				struct sig_rec r = { o.fence, o.end, o.id, o.value, 1, 0 };
@@ -1425,15 +1468,18 @@ static int deps_inputs(struct finisher *f, struct nf_error *err)
 				rc = nf_sorter_add(f->unk, &r, err);
 			}
 		} else if (o.log == NF_LOG_WAITS && (o.flags & OPF_END)) {
-			struct wait_rec r = { o.fence, o.value, o.id, pos, o.end, o.queue,
-					      (o.flags & OPF_FENCE) != 0, 0 };
+			bool st = (o.flags & OPF_OBS) != 0;
+			struct wait_rec r = { o.fence, o.value, o.id, o.end, o.queue,
+					      st ? o.end - o.observed : 0,
+					      (o.flags & OPF_FENCE) != 0, st };
 
 			rc = nf_sorter_add(f->waits, &r, err);
 		}
 		if (rc)
-			return rc;
-		pos++;
+			goto out;
 	}
+out:
+	sqlite3_finalize(s);
 	return rc;
 }
 
@@ -1519,7 +1565,7 @@ static int deps_merge(struct finisher *f, struct nf_error *err)
 	sg = rc ? p : NULL;
 	while ((rc = nf_sorter_next(f->waits, &p, err)) == 1) {
 		const struct wait_rec *w = p;
-		struct res_rec r = { w->pos, 0, 0 };
+		struct res_rec r = { w->id, 0, 0, w->stall, w->has_stall };
 
 		if (w->has_fence) {
 			uint64_t *init = map_find(&b->initial, (uint64_t)w->fence);
@@ -1584,96 +1630,33 @@ static int deps_merge(struct finisher *f, struct nf_error *err)
 	return rc;
 }
 
-/* Pass 2: one fence_ops row per operation, and a deps row per completed wait. */
-static int write_ops(struct finisher *f, struct nf_error *err)
+/* One deps row per completed wait, in wait id order. */
+static int write_deps(struct finisher *f, struct nf_error *err)
 {
 	struct nf_timeline_builder *b = f->b;
-	sqlite3_stmt *s = NULL, *d = NULL;
-	const struct res_rec *rp = NULL;
+	sqlite3_stmt *d = NULL;
 	const void *p;
-	struct op_rec o;
-	int64_t pos = 0;
 	int rc;
 
 	if ((rc = nf_sorter_sort(f->res, err)) != 0)
 		return rc;
-	if ((rc = nf_sorter_next(f->res, &p, err)) < 0)
-		return rc;
-	rp = rc ? p : NULL;
 	if (sqlite3_prepare_v2(b->db,
-			       "INSERT INTO fence_ops(id, queue, adapter, op, fence, handle, value, "
-			       "queued_ns, observed_ns, end_ns, status, log_seq, epoch, thread) "
-			       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
-			       "?11, ?12, ?13, ?14)", -1, &s, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(b->db,
 			       "INSERT INTO deps(signal_id, wait_id, cpu_signal, stall_ns) "
-			       "VALUES (?1, ?2, ?3, ?4)", -1, &d, NULL) != SQLITE_OK) {
-		rc = sql_err(b, err, "prepare fence_ops");
-		goto out;
-	}
-	if ((rc = nf_spill_rewind(b->ops, err)) != 0)
-		goto out;
-	while ((rc = nf_spill_get(b->ops, &o, err)) == 1) {
-		bool has_dep = false;
-		int64_t sig = 0, cpu = 0;
+			       "VALUES (?1, ?2, ?3, ?4)", -1, &d, NULL) != SQLITE_OK)
+		return sql_err(b, err, "prepare deps");
+	while ((rc = nf_sorter_next(f->res, &p, err)) == 1) {
+		const struct res_rec *r = p;
 
-		if ((rc = op_times(f->m, &o, err)) != 0)
-			goto out;
-		if (rp && rp->pos == pos) {
-			has_dep = true;
-			sig = rp->signal_id;
-			cpu = rp->cpu_id;
-			if ((rc = nf_sorter_next(f->res, &p, err)) < 0)
-				goto out;
-			rp = rc ? p : NULL;
+		bind_opt(d, 1, r->signal_id != 0, r->signal_id);
+		sqlite3_bind_int64(d, 2, r->wait_id);
+		bind_opt(d, 3, r->cpu_id != 0, r->cpu_id);
+		bind_opt(d, 4, r->has_stall != 0, r->stall);
+		if (sqlite3_step(d) != SQLITE_DONE) {
+			rc = sql_err(b, err, "insert deps");
+			break;
 		}
-		sqlite3_bind_int64(s, 1, o.id);
-		sqlite3_bind_int64(s, 2, o.queue);
-		sqlite3_bind_int64(s, 3, o.adapter);
-		sqlite3_bind_text(s, 4, o.log == NF_LOG_WAITS ? "wait" : "signal", -1, SQLITE_STATIC);
-		bind_opt(s, 5, o.flags & OPF_FENCE, o.fence);
-		sqlite3_bind_int64(s, 6, o.handle);
-		sqlite3_bind_int64(s, 7, o.value);
-		bind_opt(s, 8, o.flags & OPF_QUEUED, o.queued);
-		bind_opt(s, 9, o.flags & OPF_OBS, o.observed);
-		bind_opt(s, 10, o.flags & OPF_END, o.end);
-		sqlite3_bind_text(s, 11, status_name[o.status], -1, SQLITE_STATIC);
-		bind_opt(s, 12, o.flags & OPF_SEQ, o.seq);
-		bind_opt(s, 13, o.flags & OPF_SEQ, o.epoch);
-		bind_opt(s, 14, o.flags & OPF_THREAD, o.thread);
-		if (sqlite3_step(s) != SQLITE_DONE) {
-			rc = sql_err(b, err, "insert fence_ops");
-			goto out;
-		}
-		sqlite3_reset(s);
-		if (has_dep) {
-			bind_opt(d, 1, sig != 0, sig);
-			sqlite3_bind_int64(d, 2, o.id);
-			bind_opt(d, 3, cpu != 0, cpu);
-			bind_opt(d, 4, (o.flags & OPF_OBS) && (o.flags & OPF_END), o.end - o.observed);
-			if (sqlite3_step(d) != SQLITE_DONE) {
-				rc = sql_err(b, err, "insert deps");
-				goto out;
-			}
-			sqlite3_reset(d);
-		}
-		if ((o.flags & OPF_END) && (o.flags & OPF_QUEUED) &&
-		    (double)o.end + b->slack_ns < (double)o.queued) {
-			char detail[200];
-			int64_t q = o.queued, e = o.end;
-
-			snprintf(detail, sizeof(detail),
-				 "%s op %" PRId64 " ends at %" PRId64 " ns, before it was queued at %"
-				 PRId64 " ns", o.log == NF_LOG_WAITS ? "wait" : "signal", o.id, e, q);
-			rc = add_anomaly(b, "causality", o.queue, true, log_name(o.log), &e, &q, 0,
-					 detail, err);
-			if (rc)
-				goto out;
-		}
-		pos++;
+		sqlite3_reset(d);
 	}
-out:
-	sqlite3_finalize(s);
 	sqlite3_finalize(d);
 	return rc;
 }
@@ -1695,14 +1678,14 @@ static int resolve(struct nf_timeline_builder *b, struct nf_clock_model *m, stru
 		rc = oom(err);
 		goto out;
 	}
-	rc = deps_inputs(&f, err);
+	rc = load_ops(&f, err);
 	rc = rc ? rc : deps_merge(&f, err);
 	nf_sorter_destroy(f.unk);
 	nf_sorter_destroy(f.waits);
 	f.unk = f.waits = NULL;
 	nf_sorter_destroy(b->sigs);
 	b->sigs = NULL;
-	rc = rc ? rc : write_ops(&f, err);
+	rc = rc ? rc : write_deps(&f, err);
 out:
 	free(f.ub);
 	nf_sorter_destroy(f.unk);
