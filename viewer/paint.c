@@ -215,7 +215,7 @@ static void paint_title(cairo_t *cr, const struct nf_render_options *opts,
 			const struct nf_render_layout *lay, const struct nf_render_scene *s,
 			const struct theme *th)
 {
-	char line[512], info[256], d0[32], d1[32];
+	char line[512], info[256], fit[512], d0[32], d1[32];
 	double w;
 
 	line[0] = '\0';
@@ -227,7 +227,7 @@ static void paint_title(cairo_t *cr, const struct nf_render_options *opts,
 		fmt_duration(d0, sizeof(d0), lay->session_end);
 		font(cr, 15, 0);
 		snprintf(line, sizeof(line), "  %s", d0);
-		text(cr, 16 + w, 30, line, LEFT, th->dim);
+		w += text(cr, 16 + w, 30, line, LEFT, th->dim);
 	}
 	if (lay->scenario[0])
 		append(info, sizeof(info), "scenario %s", lay->scenario);
@@ -238,8 +238,11 @@ static void paint_title(cairo_t *cr, const struct nf_render_options *opts,
 	if (lay->seed[0])
 		append(info, sizeof(info), "seed %s", lay->seed);
 	font(cr, 12, 0);
-	if (info[0])
-		text(cr, lay->width - 16, 30, info, RIGHT, th->dim);
+	/* On a narrow page the facts are shortened rather than drawn over the title. */
+	if (info[0] && lay->width - 32 - (16 + w + 24) > 60) {
+		ellipsize(cr, info, lay->width - 32 - (16 + w + 24), fit, sizeof(fit));
+		text(cr, lay->width - 16, 30, fit, RIGHT, th->dim);
+	}
 
 	line[0] = '\0';
 	fmt_duration(d0, sizeof(d0), lay->t0);
@@ -270,7 +273,8 @@ static void paint_title(cairo_t *cr, const struct nf_render_options *opts,
 		       s->n_links == 1 ? "" : "s");
 	if (s->n_unplaced)
 		append(line, sizeof(line), "%" PRId64 " ops without any time", s->n_unplaced);
-	text(cr, 16, 52, line, LEFT, th->dim);
+	ellipsize(cr, line, lay->width - 32, fit, sizeof(fit));
+	text(cr, 16, 52, fit, LEFT, th->dim);
 }
 
 enum swatch { SW_RECT, SW_STALL, SW_OPEN, SW_HATCH, SW_MARK, SW_TICK, SW_LINK };

@@ -1,0 +1,134 @@
+/*
+ * Rendered references of the bundled samples: each case records a sample
+ * (deterministic mode, from the source tree so that the title's source path
+ * is the same everywhere), draws it with `nftrace report`, and compares the
+ * PNG with tests/viewer/ref/<name>.png pixel by pixel with a tolerance (text
+ * may antialias a little differently with another FreeType). A regression in
+ * what is drawn fails. NF_UPDATE_REF=1 rewrites the references; look at them
+ * before committing.
+ */
+#include "nf_test.h"
+
+#include <cairo.h>
+#include <stdint.h>
+
+static char tmpdir[1024];
+
+static void setup(void)
+{
+	nf_test_tmpdir(tmpdir, sizeof(tmpdir));
+}
+
+static void teardown(void)
+{
+	cairo_debug_reset_static_data();
+	if (!getenv("NF_KEEP_TMP"))
+		nf_test_rmtree(tmpdir);
+}
+
+static const struct {
+	const char *name;    /* reference: tests/viewer/ref/<name>.png */
+	const char *sample;  /* samples/<sample>.nfs */
+	const char *args;    /* report options */
+} cases[] = {
+	/* Waits with their stall, a signal, the arrow between queues. */
+	{ "log-buffer-example", "log-buffer-example", "--width 800" },
+	/* Lost spans hatched with counts (one from the log's start), lost ops open. */
+	{ "overrun", "overrun", "--width 800" },
+	/* Zoomed: repeated timestamps leave ends unknown; each op open until the next. */
+	{ "repeated-timestamps-zoom", "repeated-timestamps", "--width 800 --from 2ms --to 2.2ms" },
+	/* Two adapters, a legacy signal without a queued time, CPU waits and signals. */
+	{ "cross-adapter-2b-dark", "cross-adapter-scenario-2b", "--width 800 --theme dark" },
+	/* A shared fence between processes, a CPU wait satisfied at once. */
+	{ "process-a-b-sharing", "process-a-b-sharing", "--width 800" },
+};
+
+struct image {
+	cairo_surface_t *sf;
+	int w, h, stride;
+	const unsigned char *px;
+};
+
+static void image_load(struct image *im, const char *path)
+{
+	im->sf = cairo_image_surface_create_from_png(path);
+	ck_assert_msg(cairo_surface_status(im->sf) == CAIRO_STATUS_SUCCESS, "%s: cannot read: %s",
+		      path, cairo_status_to_string(cairo_surface_status(im->sf)));
+	cairo_surface_flush(im->sf);
+	im->w = cairo_image_surface_get_width(im->sf);
+	im->h = cairo_image_surface_get_height(im->sf);
+	im->stride = cairo_image_surface_get_stride(im->sf);
+	im->px = cairo_image_surface_get_data(im->sf);
+}
+
+static uint32_t pixel(const struct image *im, int x, int y)
+{
+	const uint32_t *row = (const uint32_t *)(const void *)(im->px + (size_t)y * (size_t)im->stride);
+
+	return row[x] & 0xFFFFFF;
+}
+
+static int near(uint32_t a, uint32_t b, int tol)
+{
+	for (int sh = 0; sh <= 16; sh += 8) {
+		int d = (int)((a >> sh) & 0xFF) - (int)((b >> sh) & 0xFF);
+
+		if (d > tol || d < -tol)
+			return 0;
+	}
+	return 1;
+}
+
+START_TEST(sample_reference)
+{
+	const char *name = cases[_i].name;
+	char cmd[16384], out[2048], err[4096], src[4096], png[2048], ref[4200];
+	struct image a, b;
+	long bad = 0, first_x = -1, first_y = -1;
+	int rc;
+
+	nf_test_source_path(src, 4000, "");
+	snprintf(png, sizeof(png), "%s/%s.png", tmpdir, name);
+	snprintf(ref, sizeof(ref), "%s/tests/viewer/ref/%s.png", src, name);
+	snprintf(cmd, sizeof(cmd),
+		 "cd '%s' && '%s' record -o '%s/%s' samples/%s.nfs && "
+		 "'%s' report '%s/%s' -o '%s' %s",
+		 src, nf_test_nftrace(), tmpdir, cases[_i].sample, cases[_i].sample,
+		 nf_test_nftrace(), tmpdir, cases[_i].sample, png, cases[_i].args);
+	rc = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	ck_assert_msg(rc == 0, "[%s] exit %d: %.1500s", name, rc, err);
+	if (getenv("NF_UPDATE_REF")) {
+		snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", png, ref);
+		ck_assert_int_eq(system(cmd), 0);
+	}
+	image_load(&a, png);
+	image_load(&b, ref);
+	ck_assert_msg(a.w == b.w && a.h == b.h, "[%s] %dx%d, reference %dx%d", name, a.w, a.h,
+		      b.w, b.h);
+	for (int y = 0; y < a.h; y++)
+		for (int x = 0; x < a.w; x++)
+			if (!near(pixel(&a, x, y), pixel(&b, x, y), 24) && bad++ == 0) {
+				first_x = x;
+				first_y = y;
+			}
+	/* A moved box or a missing marker changes hundreds of pixels; AA noise a few. */
+	ck_assert_msg(bad <= (long)a.w * a.h / 500,
+		      "[%s] %ld pixels differ from %s (first at %ld,%ld); keep the render with "
+		      "NF_KEEP_TMP=1 and look, or NF_UPDATE_REF=1 after checking",
+		      name, bad, ref, first_x, first_y);
+	cairo_surface_destroy(a.sf);
+	cairo_surface_destroy(b.sf);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("viewer-samples");
+	TCase *tc = tcase_create("references");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_loop_test(tc, sample_reference, 0, (int)(sizeof(cases) / sizeof(cases[0])));
+	suite_add_tcase(s, tc);
+	return nf_test_main(s);
+}
