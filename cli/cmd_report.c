@@ -74,8 +74,9 @@ int cmd_report(int argc, char **argv)
 		case 'w':
 			errno = 0;
 			long w = strtol(optarg, &end, 10);
-			if (errno || *end || w < 200 || w > 20000)
-				return nf_cli_usage_error("report", "--width must be between 200 and 20000");
+			if (errno || *end || w < NF_RENDER_MIN_WIDTH || w > NF_RENDER_MAX_WIDTH)
+				return nf_cli_usage_error("report", "--width must be between %d and %d",
+							  NF_RENDER_MIN_WIDTH, NF_RENDER_MAX_WIDTH);
 			ro.width = (int)w;
 			break;
 		case 't':

@@ -16,8 +16,6 @@
 #include "nftrace/render.h"
 
 #define NF_RENDER_DEFAULT_WIDTH 1600
-#define NF_RENDER_MIN_WIDTH 640
-#define NF_RENDER_MAX_WIDTH 16000
 #define NF_RENDER_MAX_HEIGHT 30000
 
 /* Horizontal geometry, in pixels (points for SVG and PDF). */

@@ -16,6 +16,10 @@ extern "C" {
 
 enum nf_render_theme { NF_THEME_LIGHT, NF_THEME_DARK };
 
+/* Page widths nf_render accepts (pixels; points for SVG and PDF). */
+#define NF_RENDER_MIN_WIDTH 640
+#define NF_RENDER_MAX_WIDTH 16000
+
 struct nf_render_options {
 	const char *output;        /* file; format from its extension: .png .svg .pdf */
 	const char *title;         /* session name shown in the title, may be NULL */
