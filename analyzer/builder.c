@@ -10,7 +10,7 @@
  * one pass over the spill that writes the fence_ops rows (prepared statement,
  * one transaction) and sorts the signals and completed waits; one merge of
  * the two sorted streams ties every completed wait to the signal that released
- * it, and the deps rows follow in wait order. Memory holds per-queue,
+ * it and writes its deps row. Memory holds per-queue,
  * per-fence and per-adapter state, the operations still waiting for their
  * entries and bounded sort buffers, never the whole session.
  */
@@ -187,7 +187,7 @@ enum { TS_OK = 0, TS_ZERO = 1, TS_REPEATED = 2 };
 /* Operations waiting for their log entries, at most (then: unmatched). */
 #define MAX_PENDING (1u << 21)
 /* Memory of each external sort. */
-#define SORT_BUDGET (24u << 20)
+#define SORT_BUDGET (32u << 20)
 /* How many unknown-end signals a wait looks through for its releaser. */
 #define UNK_SCAN 4096u
 
@@ -204,7 +204,7 @@ struct wait_rec { /* a wait that completed */
 	int64_t fence, value, id, end, queue, stall;
 	int32_t has_fence, has_stall;
 };
-struct res_rec {  /* a deps row: what released wait wait_id */
+struct res_rec {  /* a deps row: what released wait wait_id (not sorted) */
 	int64_t wait_id, signal_id, cpu_id, stall, has_stall;
 };
 
@@ -385,12 +385,6 @@ static int cmp_wait(const void *pa, const void *pb)
 	return c ? c : CMP(a->id, b->id);
 }
 
-static int cmp_res(const void *pa, const void *pb)
-{
-	const struct res_rec *a = pa, *b = pb;
-
-	return CMP(a->wait_id, b->wait_id);
-}
 
 struct nf_timeline_builder *nf_timeline_builder_create(sqlite3 *db,
 							const struct nf_session_info *info,
@@ -1367,12 +1361,28 @@ static int resolve_overruns(struct nf_timeline_builder *b, struct nf_clock_model
 struct finisher {
 	struct nf_timeline_builder *b;
 	struct nf_clock_model *m;
-	struct nf_sorter *unk, *waits, *res;
+	struct nf_sorter *unk, *waits;
+	sqlite3_stmt *dep;       /* INSERT INTO deps */
 	/* look-ahead over the unknown-end signals */
 	struct unk_rec *ub;
 	size_t u_head, u_n;
 	bool u_eof;
 };
+
+/* Writes one deps row. */
+static int put_dep(struct finisher *f, const struct res_rec *r, struct nf_error *err)
+{
+	sqlite3_stmt *d = f->dep;
+
+	bind_opt(d, 1, r->signal_id != 0, r->signal_id);
+	sqlite3_bind_int64(d, 2, r->wait_id);
+	bind_opt(d, 3, r->cpu_id != 0, r->cpu_id);
+	bind_opt(d, 4, r->has_stall != 0, r->stall);
+	if (sqlite3_step(d) != SQLITE_DONE)
+		return sql_err(f->b, err, "insert deps");
+	sqlite3_reset(d);
+	return 0;
+}
 
 /* Moves a record's GPU ticks onto the CPU time base; drops what cannot be converted. */
 static int op_times(struct nf_clock_model *m, struct op_rec *o, struct nf_error *err)
@@ -1624,55 +1634,27 @@ static int deps_merge(struct finisher *f, struct nf_error *err)
 					return rc;
 			}
 		}
-		if ((rc = nf_sorter_add(f->res, &r, err)) != 0)
+		if ((rc = put_dep(f, &r, err)) != 0)
 			return rc;
 	}
-	return rc;
-}
-
-/* One deps row per completed wait, in wait id order. */
-static int write_deps(struct finisher *f, struct nf_error *err)
-{
-	struct nf_timeline_builder *b = f->b;
-	sqlite3_stmt *d = NULL;
-	const void *p;
-	int rc;
-
-	if ((rc = nf_sorter_sort(f->res, err)) != 0)
-		return rc;
-	if (sqlite3_prepare_v2(b->db,
-			       "INSERT INTO deps(signal_id, wait_id, cpu_signal, stall_ns) "
-			       "VALUES (?1, ?2, ?3, ?4)", -1, &d, NULL) != SQLITE_OK)
-		return sql_err(b, err, "prepare deps");
-	while ((rc = nf_sorter_next(f->res, &p, err)) == 1) {
-		const struct res_rec *r = p;
-
-		bind_opt(d, 1, r->signal_id != 0, r->signal_id);
-		sqlite3_bind_int64(d, 2, r->wait_id);
-		bind_opt(d, 3, r->cpu_id != 0, r->cpu_id);
-		bind_opt(d, 4, r->has_stall != 0, r->stall);
-		if (sqlite3_step(d) != SQLITE_DONE) {
-			rc = sql_err(b, err, "insert deps");
-			break;
-		}
-		sqlite3_reset(d);
-	}
-	sqlite3_finalize(d);
 	return rc;
 }
 
 static int resolve(struct nf_timeline_builder *b, struct nf_clock_model *m, struct nf_error *err)
 {
 	struct finisher f = { b, m, NULL, NULL, NULL, NULL, 0, 0, false };
+
+	if (sqlite3_prepare_v2(b->db,
+			       "INSERT INTO deps(signal_id, wait_id, cpu_signal, stall_ns) "
+			       "VALUES (?1, ?2, ?3, ?4)", -1, &f.dep, NULL) != SQLITE_OK)
+		return sql_err(b, err, "prepare deps");
 	int rc = NF_ENOMEM;
 
 	f.unk = nf_sorter_create(b->spill_dir, sizeof(struct unk_rec), SORT_BUDGET, cmp_unk, err);
 	f.waits = f.unk ? nf_sorter_create(b->spill_dir, sizeof(struct wait_rec), SORT_BUDGET,
 					   cmp_wait, err) : NULL;
-	f.res = f.waits ? nf_sorter_create(b->spill_dir, sizeof(struct res_rec), SORT_BUDGET,
-					   cmp_res, err) : NULL;
 	f.ub = malloc(UNK_SCAN * sizeof(*f.ub));
-	if (!f.res)
+	if (!f.waits)
 		goto out;
 	if (!f.ub) {
 		rc = oom(err);
@@ -1685,12 +1667,11 @@ static int resolve(struct nf_timeline_builder *b, struct nf_clock_model *m, stru
 	f.unk = f.waits = NULL;
 	nf_sorter_destroy(b->sigs);
 	b->sigs = NULL;
-	rc = rc ? rc : write_deps(&f, err);
 out:
 	free(f.ub);
 	nf_sorter_destroy(f.unk);
 	nf_sorter_destroy(f.waits);
-	nf_sorter_destroy(f.res);
+	sqlite3_finalize(f.dep);
 	return rc;
 }
 

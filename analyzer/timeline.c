@@ -53,8 +53,10 @@ static int build_into(const char *session_dir, const char *tmp_path, struct nf_e
 	rc = nf_parser_open(session_dir, &p, err);
 	if (rc)
 		return rc;
-	if (sqlite3_open_v2(tmp_path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
-	    SQLITE_OK) {
+	/* One thread uses this connection: no per-call mutex. */
+	if (sqlite3_open_v2(tmp_path, &db,
+			    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+			    NULL) != SQLITE_OK) {
 		rc = nf_error_set(err, NF_ESQL, "%s: %s", tmp_path,
 				  db ? sqlite3_errmsg(db) : "cannot open");
 		goto out_close;
