@@ -264,7 +264,8 @@ END_TEST
 /* Exit 1, nothing on stdout, exactly one line on stderr naming the session. */
 static void expect_one_line(const char *dir, const char *needle)
 {
-	snprintf(cmd, sizeof(cmd), "'%s' check '%s'", nf_test_nftrace(), dir);
+	/* timeout: a hang fails the test instead of stalling it (exit 124). */
+	snprintf(cmd, sizeof(cmd), "timeout 120 '%s' check '%s'", nf_test_nftrace(), dir);
 	int st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
 	ck_assert_msg(st == 1, "%s: exit %d, stderr %.1500s", dir, st, err);
 	ck_assert_msg(nf_test_count_lines(err) == 1, "not one line: %.1500s", err);
@@ -354,7 +355,7 @@ START_TEST(check_flipped_bytes)
 	record("samples/overrun.nfs", dir, 2);
 	snprintf(path, sizeof(path), "%s/events", dir);
 	orig = read_whole(path, &len);
-	for (int round = 0; round < 40; round++) {
+	for (int round = 0; round < 24; round++) {
 		unsigned char *m = malloc(len);
 
 		ck_assert_ptr_nonnull(m);
@@ -618,11 +619,8 @@ START_TEST(check_entry_count_claims_2_32)
 	memcpy(hit - 4, &huge, 4);
 	write_file(path, b, len);
 	free(b);
-	snprintf(cmd, sizeof(cmd), "ulimit -v 4000000 2>/dev/null; timeout 60 '%s' check '%s'",
-		 nf_test_nftrace(), dir);
-	int st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
-	ck_assert_msg(st == 1, "exit %d: %.1500s", st, err);
-	ck_assert_msg(nf_test_count_lines(err) == 1, "%.1500s", err);
+	/* Refused before anything is sized from it (babeltrace2 would crash on it). */
+	expect_one_line(dir, "claims 4294967295 elements");
 }
 END_TEST
 
