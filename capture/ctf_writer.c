@@ -8,7 +8,8 @@
  * when its process is killed, and babeltrace2 refuses a stream file that ends
  * in a torn packet. So by default the recording process never writes the
  * stream files itself: a small committer process, forked when the writer is
- * created, receives each whole packet over a socket and appends it. If the
+ * created, is handed each whole packet (through a ring of shared memory, then
+ * a message on a socket) and appends it. If the
  * recorder dies (even by SIGKILL), the committer sees end-of-file, cuts off any
  * packet it received only in part, syncs the files and exits: the session stays
  * readable up to its last complete packet. The committer ignores SIGINT,
@@ -32,6 +33,7 @@
 #include <string.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -44,7 +46,7 @@
 #endif
 
 #define NF_CTF_MAGIC 0xC1FC1FC1u
-#define NF_CTF_DEFAULT_PACKET (64u * 1024u)
+#define NF_CTF_DEFAULT_PACKET (256u * 1024u) /* fewer hand-overs to the committer */
 /* packet header: magic(4) uuid(16) stream_id(4); context: 6 x u64 */
 #define NF_CTF_PKT_HDR_SIZE (4u + 16u + 4u + 6u * 8u)
 
@@ -73,17 +75,25 @@ struct nf_ctf_writer {
 	pid_t committer;         /* 0: no committer, write in-process */
 	unsigned char reply[24]; /* a committer reply being received */
 	size_t reply_len;
+	bool committer_done;     /* it said it synced and closed everything */
+	unsigned char *ring;     /* shared with the committer (NF_CTF_RING_SIZE) */
+	uint64_t ring_head;      /* bytes put in the ring so far (with skipped ends) */
+	uint64_t ring_tail;      /* bytes the committer is done with */
 };
 
-/* Recorder -> committer: this header, then len bytes of one whole packet. */
+/* Recorder -> committer: a packet of len bytes, either in the shared ring
+ * (ring = 1; it ends at ring byte count `end`) or following on the socket. */
 struct nf_ctf_pkt_msg {
 	uint32_t sid;
-	uint32_t zero;
+	uint32_t ring;
 	uint64_t len;
+	uint64_t end;
 };
 
-/* Committer -> recorder: an error (with the stream's committed size), or done. */
-enum { NF_CTF_REPLY_OPEN = 1, NF_CTF_REPLY_WRITE, NF_CTF_REPLY_SYNC, NF_CTF_REPLY_DONE };
+/* Committer -> recorder: an error (with the stream's committed size), ring
+ * space handed back (offset: the ring byte count it is done with), or done. */
+enum { NF_CTF_REPLY_OPEN = 1, NF_CTF_REPLY_WRITE, NF_CTF_REPLY_SYNC, NF_CTF_REPLY_DONE,
+       NF_CTF_REPLY_ACK };
 struct nf_ctf_reply {
 	int32_t kind;
 	int32_t sid;
@@ -358,6 +368,9 @@ static void stream_begin_packet(struct nf_ctf_stream *s)
 
 #define NF_CTF_COMMIT_CHUNK (1u << 20)
 #define NF_CTF_WRITEBACK_STEP (8u << 20)
+/* Packets are handed over through a ring shared with the committer; a packet
+ * larger than a quarter of it goes through the socket instead. */
+#define NF_CTF_RING_SIZE (8u << 20)
 
 /* Reads exactly len bytes; returns len, or fewer at end-of-file or error. */
 static size_t read_full(int fd, void *buf, size_t len)
@@ -398,6 +411,11 @@ static void committer_reply(int sock, int kind, int sid, int e, uint64_t offset)
 /*
  * The committer's whole life: append whole packets, cut off a torn one, sync,
  * report, exit. Only async-signal-safe calls from here on.
+ *
+ * A ring packet is in the shared ring before its message is sent, so every
+ * message received whole names a whole packet. A socket packet follows its
+ * message and is written as it arrives; if the recorder dies before its end,
+ * the stream is cut back to its last whole packet.
  */
 __attribute__((noreturn))
 static void committer_main(int sock, const struct nf_ctf_writer *w, unsigned char *buf)
@@ -416,10 +434,11 @@ static void committer_main(int sock, const struct nf_ctf_writer *w, unsigned cha
 		fds[s] = -1;
 	for (;;) {
 		struct nf_ctf_pkt_msg m;
-		int fd;
+		int fd, rc = 0;
 
-		if (read_full(sock, &m, sizeof(m)) != sizeof(m) || m.sid >= NF_STREAM_COUNT)
-			break; /* end of the recording (or a torn header: nothing written yet) */
+		if (read_full(sock, &m, sizeof(m)) != sizeof(m) || m.sid >= NF_STREAM_COUNT ||
+		    (m.ring && (m.len > NF_CTF_RING_SIZE || m.end < m.len)))
+			break; /* end of the recording (or a torn message: not a packet) */
 		if (!failed && fds[m.sid] < 0) {
 			fds[m.sid] = open(w->streams[m.sid].path,
 					  O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
@@ -429,41 +448,48 @@ static void committer_main(int sock, const struct nf_ctf_writer *w, unsigned cha
 			}
 		}
 		fd = fds[m.sid];
-		for (uint64_t left = m.len; left;) {
-			size_t want = left < NF_CTF_COMMIT_CHUNK ? (size_t)left : NF_CTF_COMMIT_CHUNK;
-			ssize_t n = read(sock, buf, want);
+		if (m.ring) {
+			uint64_t off = (m.end - m.len) % NF_CTF_RING_SIZE;
 
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n <= 0) {
-				/* The recorder died mid-packet: keep only whole packets. */
-				if (!failed && ftruncate(fd, (off_t)committed[m.sid]) != 0)
-					failed = true;
-				goto out;
-			}
-			left -= (uint64_t)n;
-			if (failed)
-				continue; /* drain until the recorder closes */
-			int rc = write_all(fd, buf, (size_t)n);
-			if (rc) {
-				if (ftruncate(fd, (off_t)committed[m.sid]) != 0) {
-					/* the write error below is the one to report */
+			if (!failed)
+				rc = write_all(fd, w->ring + off, (size_t)m.len);
+			/* Always hand the space back, or the recorder would wait for ever. */
+			committer_reply(sock, NF_CTF_REPLY_ACK, (int)m.sid, 0, m.end);
+		} else {
+			for (uint64_t left = m.len; left;) {
+				size_t want = left < NF_CTF_COMMIT_CHUNK ? (size_t)left : NF_CTF_COMMIT_CHUNK;
+				ssize_t n = read(sock, buf, want);
+
+				if (n < 0 && errno == EINTR)
+					continue;
+				if (n <= 0) {
+					/* The recorder died mid-packet: keep only whole packets. */
+					if (!failed && ftruncate(fd, (off_t)committed[m.sid]) != 0)
+						failed = true;
+					goto out;
 				}
-				committer_reply(sock, NF_CTF_REPLY_WRITE, (int)m.sid, -rc,
-						committed[m.sid]);
-				failed = true;
+				left -= (uint64_t)n;
+				if (!failed && !rc)
+					rc = write_all(fd, buf, (size_t)n);
 			}
 		}
-		if (!failed) {
-			committed[m.sid] += m.len;
-			/* Start the disk on what is written so far, so that the
-			 * fsync at the end has little left to wait for. */
-			if (committed[m.sid] - started[m.sid] >= NF_CTF_WRITEBACK_STEP) {
-				sync_file_range(fd, (off_t)started[m.sid],
-						(off_t)(committed[m.sid] - started[m.sid]),
-						SYNC_FILE_RANGE_WRITE);
-				started[m.sid] = committed[m.sid];
+		if (failed)
+			continue; /* drain until the recorder closes */
+		if (rc) {
+			if (ftruncate(fd, (off_t)committed[m.sid]) != 0) {
+				/* the write error below is the one to report */
 			}
+			committer_reply(sock, NF_CTF_REPLY_WRITE, (int)m.sid, -rc, committed[m.sid]);
+			failed = true;
+			continue;
+		}
+		committed[m.sid] += m.len;
+		/* Start the disk on what is written so far, so that the fsync at
+		 * the end has little left to wait for. */
+		if (committed[m.sid] - started[m.sid] >= NF_CTF_WRITEBACK_STEP) {
+			sync_file_range(fd, (off_t)started[m.sid],
+					(off_t)(committed[m.sid] - started[m.sid]), SYNC_FILE_RANGE_WRITE);
+			started[m.sid] = committed[m.sid];
 		}
 	}
 out:
@@ -480,7 +506,6 @@ out:
 		}
 	}
 	committer_reply(sock, NF_CTF_REPLY_DONE, 0, 0, 0);
-	free(buf);  /* memcheck follows the fork: leave no block behind */
 	_exit(0);
 }
 
@@ -506,33 +531,42 @@ static void committer_error(struct nf_ctf_writer *w, const struct nf_ctf_reply *
 	}
 }
 
+enum committer_wait { WAIT_NONE, WAIT_ONE, WAIT_END };
+
 /*
- * Takes in what the committer has said so far (blocking: until it closes).
- * Returns true once the committer said it is done.
+ * Takes in what the committer has said: what is there (WAIT_NONE), at least
+ * one more reply (WAIT_ONE), or everything until it closes (WAIT_END).
+ * Returns false when the committer has closed its end.
  */
-static bool committer_poll(struct nf_ctf_writer *w, bool block)
+static bool committer_poll(struct nf_ctf_writer *w, enum committer_wait wait)
 {
-	bool done = false;
+	bool got = false;
 
 	for (;;) {
+		bool block = wait == WAIT_END || (wait == WAIT_ONE && !got);
 		ssize_t n = recv(w->sock, w->reply + w->reply_len, sizeof(w->reply) - w->reply_len,
 				 block ? 0 : MSG_DONTWAIT);
 
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0)
-			return done;
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK))
+			return false;
+		if (n < 0)
+			return true;
 		w->reply_len += (size_t)n;
-		if (w->reply_len == sizeof(w->reply)) {
-			struct nf_ctf_reply r;
+		if (w->reply_len < sizeof(w->reply))
+			continue;
+		struct nf_ctf_reply r;
 
-			memcpy(&r, w->reply, sizeof(r));
-			w->reply_len = 0;
-			if (r.kind == NF_CTF_REPLY_DONE)
-				done = true;
-			else if (!w->err.code)
-				committer_error(w, &r);
-		}
+		memcpy(&r, w->reply, sizeof(r));
+		w->reply_len = 0;
+		got = true;
+		if (r.kind == NF_CTF_REPLY_ACK)
+			w->ring_tail = r.offset;
+		else if (r.kind == NF_CTF_REPLY_DONE)
+			w->committer_done = true;
+		else if (!w->err.code)
+			committer_error(w, &r);
 	}
 }
 
@@ -554,25 +588,29 @@ static int committer_start(struct nf_ctf_writer *w)
 			close(lock);
 		return nf_error_set(&w->err, NF_EIO, "%s: cannot lock: %s", meta, strerror(e));
 	}
-
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
 		int e = errno;
 		close(lock);
 		return nf_error_set(&w->err, NF_EIO, "%s: socketpair: %s", w->dir, strerror(e));
 	}
+	w->ring = mmap(NULL, NF_CTF_RING_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+		       -1, 0);
 	buf = malloc(NF_CTF_COMMIT_CHUNK);
-	if (!buf) {
+	if (!buf || w->ring == MAP_FAILED) {
+		if (w->ring != MAP_FAILED)
+			munmap(w->ring, NF_CTF_RING_SIZE);
+		w->ring = NULL;
+		free(buf);
 		close(lock);
 		close(sv[0]);
 		close(sv[1]);
 		return nf_error_set(&w->err, NF_ENOMEM, "ctf writer: out of memory");
 	}
-	int sz = 4 << 20;
-	setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
-	setsockopt(sv[1], SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
 	pid = fork();
 	if (pid < 0) {
 		int e = errno;
+		munmap(w->ring, NF_CTF_RING_SIZE);
+		w->ring = NULL;
 		free(buf);
 		close(lock);
 		close(sv[0]);
@@ -592,32 +630,22 @@ static int committer_start(struct nf_ctf_writer *w)
 	return 0;
 }
 
-/* Sends one whole packet to the committer. */
-static int committer_send(struct nf_ctf_writer *w, int sid, const void *pkt, size_t len)
+/* Sends all of an iovec array, whatever the socket takes at a time. */
+static int send_all(int sock, struct iovec *iov, int iovcnt)
 {
-	struct nf_ctf_pkt_msg m = { (uint32_t)sid, 0, len };
-	struct iovec iov[2] = { { &m, sizeof(m) }, { (void *)(uintptr_t)pkt, len } };
 	struct msghdr mh;
-	size_t left = sizeof(m) + len;
 
 	memset(&mh, 0, sizeof(mh));
 	mh.msg_iov = iov;
-	mh.msg_iovlen = 2;
-	while (left) {
-		ssize_t n = sendmsg(w->sock, &mh, MSG_NOSIGNAL);
+	mh.msg_iovlen = (size_t)iovcnt;
+	while (mh.msg_iovlen) {
+		ssize_t n = sendmsg(sock, &mh, MSG_NOSIGNAL);
 
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0) {
-			int e = errno;
-			committer_poll(w, true); /* why did it stop listening? */
-			if (!w->err.code)
-				nf_error_set(&w->err, NF_EIO, "%s: the committer process stopped: %s",
-					     w->dir, strerror(e));
-			return w->err.code;
-		}
-		left -= (size_t)n;
-		while (n > 0 && mh.msg_iovlen) {
+		if (n < 0)
+			return -errno;
+		while (n > 0 || (mh.msg_iovlen && mh.msg_iov[0].iov_len == 0)) {
 			size_t take = (size_t)n < mh.msg_iov[0].iov_len ? (size_t)n : mh.msg_iov[0].iov_len;
 
 			mh.msg_iov[0].iov_base = (unsigned char *)mh.msg_iov[0].iov_base + take;
@@ -629,7 +657,47 @@ static int committer_send(struct nf_ctf_writer *w, int sid, const void *pkt, siz
 			}
 		}
 	}
-	committer_poll(w, false);
+	return 0;
+}
+
+static int committer_lost(struct nf_ctf_writer *w, int e)
+{
+	committer_poll(w, WAIT_END); /* why did it stop listening? */
+	if (!w->err.code)
+		nf_error_set(&w->err, NF_EIO, "%s: the committer process stopped%s%s", w->dir,
+			     e ? ": " : "", e ? strerror(e) : "");
+	return w->err.code;
+}
+
+/* Hands one whole packet to the committer. */
+static int committer_send(struct nf_ctf_writer *w, int sid, const void *pkt, size_t len)
+{
+	struct nf_ctf_pkt_msg m = { (uint32_t)sid, 0, len, 0 };
+	struct iovec iov[2] = { { &m, sizeof(m) }, { (void *)(uintptr_t)pkt, len } };
+	int rc;
+
+	if (len <= NF_CTF_RING_SIZE / 4) {
+		uint64_t pos = w->ring_head % NF_CTF_RING_SIZE;
+
+		if (pos + len > NF_CTF_RING_SIZE)
+			w->ring_head += NF_CTF_RING_SIZE - pos; /* a packet never wraps */
+		while (w->ring_head + len - w->ring_tail > NF_CTF_RING_SIZE)
+			if (!committer_poll(w, WAIT_ONE))
+				return committer_lost(w, 0);
+		if (w->err.code)
+			return w->err.code;
+		memcpy(w->ring + w->ring_head % NF_CTF_RING_SIZE, pkt, len);
+		w->ring_head += len;
+		m.ring = 1;
+		m.end = w->ring_head;
+		rc = send_all(w->sock, iov, 1);
+	} else {
+		rc = send_all(w->sock, iov, 2);
+	}
+	if (rc)
+		return committer_lost(w, -rc);
+	if (!committer_poll(w, WAIT_NONE))
+		return committer_lost(w, 0);
 	return w->err.code;
 }
 
@@ -637,17 +705,18 @@ static int committer_send(struct nf_ctf_writer *w, int sid, const void *pkt, siz
 static void committer_finish(struct nf_ctf_writer *w)
 {
 	int st;
-	bool done;
 
 	shutdown(w->sock, SHUT_WR);
-	done = committer_poll(w, true);
+	committer_poll(w, WAIT_END);
 	close(w->sock);
 	w->sock = -1;
 	while (waitpid(w->committer, &st, 0) < 0)
 		if (errno != EINTR)
 			break;
 	w->committer = 0;
-	if (!done && !w->err.code)
+	munmap(w->ring, NF_CTF_RING_SIZE);
+	w->ring = NULL;
+	if (!w->committer_done && !w->err.code)
 		nf_error_set(&w->err, NF_EIO, "%s: the committer process died before syncing the session",
 			     w->dir);
 }

@@ -3,7 +3,7 @@
  * scenario through the same engine (libnfence) and writes every event it
  * emits through babeltrace2's own CTF writer library (libbabeltrace2-ctf-writer)
  * instead of ours: same events, same fields, packets flushed at about the same
- * size (64 KiB), files fsync'ed at the end as our recorder does.
+ * size (256 KiB, as ours), files fsync'ed at the end as our recorder does.
  *
  *   nfb_record_bt OUTDIR SCENARIO          babeltrace2's CTF writer
  *   nfb_record_bt --null SCENARIO          the engine alone, events dropped
@@ -74,7 +74,7 @@ void bt_ctf_object_put_ref(void *obj);
 
 /* ---- the sink ---- */
 
-#define PACKET_BYTES (64u * 1024u)
+#define PACKET_BYTES (256u * 1024u)
 
 struct bt_sink {
 	struct bt_ctf_writer *writer;

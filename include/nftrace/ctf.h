@@ -39,7 +39,7 @@ struct nf_ctf_writer_options {
 	uint64_t cpu_frequency;            /* CTF clock frequency */
 	uint64_t clock_offset;             /* ticks of the clock at the origin, 0 */
 	bool truth_stream;                 /* also open the ground-truth stream */
-	uint32_t packet_size;              /* bytes per packet, 0: default (64 KiB) */
+	uint32_t packet_size;              /* bytes per packet, 0: default (256 KiB) */
 	const struct nf_ctf_env_entry *env;/* trace environment */
 	size_t n_env;
 };
