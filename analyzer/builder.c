@@ -20,6 +20,7 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -204,8 +205,10 @@ struct wait_rec { /* a wait that completed */
 	int64_t fence, value, id, end, queue, stall;
 	int32_t has_fence, has_stall;
 };
-struct res_rec {  /* a deps row: what released wait wait_id (not sorted) */
-	int64_t wait_id, signal_id, cpu_id, stall, has_stall;
+struct res_rec {  /* a deps row: what released wait wait_id, and a late releaser */
+	int64_t wait_id, signal_id, cpu_id, stall;
+	int64_t fence, value, end, queue, sig_end;  /* for the causality anomaly */
+	int32_t has_stall, late, kind, pad;
 };
 
 enum stmt_id {
@@ -1362,25 +1365,37 @@ struct finisher {
 	struct nf_timeline_builder *b;
 	struct nf_clock_model *m;
 	struct nf_sorter *unk, *waits;
-	sqlite3_stmt *dep;       /* INSERT INTO deps */
+	struct nf_spill *deps;   /* the merge's results, written by the merge thread */
+	struct nf_error merr;    /* the merge thread's error */
 	/* look-ahead over the unknown-end signals */
 	struct unk_rec *ub;
 	size_t u_head, u_n;
 	bool u_eof;
 };
 
-/* Writes one deps row. */
-static int put_dep(struct finisher *f, const struct res_rec *r, struct nf_error *err)
+/* Writes one deps row, and a causality anomaly when the releaser ended late. */
+static int put_dep(struct nf_timeline_builder *b, sqlite3_stmt *d, const struct res_rec *r,
+		   struct nf_error *err)
 {
-	sqlite3_stmt *d = f->dep;
-
 	bind_opt(d, 1, r->signal_id != 0, r->signal_id);
 	sqlite3_bind_int64(d, 2, r->wait_id);
 	bind_opt(d, 3, r->cpu_id != 0, r->cpu_id);
 	bind_opt(d, 4, r->has_stall != 0, r->stall);
 	if (sqlite3_step(d) != SQLITE_DONE)
-		return sql_err(f->b, err, "insert deps");
+		return sql_err(b, err, "insert deps");
 	sqlite3_reset(d);
+	if (r->late) {
+		char detail[240];
+		int64_t end = r->end, sig_end = r->sig_end;
+
+		snprintf(detail, sizeof(detail),
+			 "wait op %" PRId64 " (fence %" PRId64 " value %" PRId64 ") ends at %" PRId64
+			 " ns, before its releasing %s %" PRId64 " ends at %" PRId64 " ns",
+			 r->wait_id, r->fence, r->value, end, r->kind ? "signal op" : "CPU signal",
+			 r->kind ? r->signal_id : r->cpu_id, sig_end);
+		return add_anomaly(b, "causality", r->queue, true, "waits", &end, &sig_end, 0,
+				   detail, err);
+	}
 	return 0;
 }
 
@@ -1575,7 +1590,8 @@ static int deps_merge(struct finisher *f, struct nf_error *err)
 	sg = rc ? p : NULL;
 	while ((rc = nf_sorter_next(f->waits, &p, err)) == 1) {
 		const struct wait_rec *w = p;
-		struct res_rec r = { w->id, 0, 0, w->stall, w->has_stall };
+		struct res_rec r = { w->id, 0, 0, w->stall, w->fence, w->value, w->end, w->queue, 0,
+				     w->has_stall, 0, 0, 0 };
 
 		if (w->has_fence) {
 			uint64_t *init = map_find(&b->initial, (uint64_t)w->fence);
@@ -1618,60 +1634,90 @@ static int deps_merge(struct finisher *f, struct nf_error *err)
 					r.signal_id = hit.id;
 				else
 					r.cpu_id = hit.id;
-			}
-			if (!unk && found && late) {
-				char detail[240];
-				int64_t end = w->end, sig_end = hit.end;
-
-				snprintf(detail, sizeof(detail),
-					 "wait op %" PRId64 " (fence %" PRId64 " value %" PRId64
-					 ") ends at %" PRId64 " ns, before its releasing %s %" PRId64
-					 " ends at %" PRId64 " ns", w->id, w->fence, w->value, end,
-					 hit.kind ? "signal op" : "CPU signal", hit.id, sig_end);
-				rc = add_anomaly(b, "causality", w->queue, true, "waits", &end, &sig_end, 0,
-						 detail, err);
-				if (rc)
-					return rc;
+				r.late = late;
+				r.kind = hit.kind;
+				r.sig_end = hit.end;
 			}
 		}
-		if ((rc = put_dep(f, &r, err)) != 0)
+		if ((rc = nf_spill_put(f->deps, &r, err)) != 0)
 			return rc;
 	}
 	return rc;
 }
 
-static int resolve(struct nf_timeline_builder *b, struct nf_clock_model *m, struct nf_error *err)
+static void *merge_main(void *arg)
 {
-	struct finisher f = { b, m, NULL, NULL, NULL, NULL, 0, 0, false };
+	struct finisher *f = arg;
+
+	deps_merge(f, &f->merr);
+	return NULL;
+}
+
+/* Inserts the merge's deps rows (and causality anomalies). */
+static int write_deps(struct finisher *f, struct nf_error *err)
+{
+	struct nf_timeline_builder *b = f->b;
+	sqlite3_stmt *d = NULL;
+	struct res_rec r;
+	int rc;
 
 	if (sqlite3_prepare_v2(b->db,
 			       "INSERT INTO deps(signal_id, wait_id, cpu_signal, stall_ns) "
-			       "VALUES (?1, ?2, ?3, ?4)", -1, &f.dep, NULL) != SQLITE_OK)
+			       "VALUES (?1, ?2, ?3, ?4)", -1, &d, NULL) != SQLITE_OK)
 		return sql_err(b, err, "prepare deps");
+	rc = nf_spill_rewind(f->deps, err);
+	while (rc == 0 && (rc = nf_spill_get(f->deps, &r, err)) == 1)
+		rc = put_dep(b, d, &r, err);
+	sqlite3_finalize(d);
+	return rc;
+}
+
+/*
+ * Loads fence_ops, then creates the indexes and views (the costly part: one
+ * sort of fence_ops) on this thread while another sorts the signals and
+ * waits and merges them; the deps rows follow.
+ */
+static int resolve(struct nf_timeline_builder *b, struct nf_clock_model *m, struct nf_error *err)
+{
+	struct finisher f = { .b = b, .m = m };
+	pthread_t th;
 	int rc = NF_ENOMEM;
 
+	nf_error_clear(&f.merr);
 	f.unk = nf_sorter_create(b->spill_dir, sizeof(struct unk_rec), SORT_BUDGET, cmp_unk, err);
 	f.waits = f.unk ? nf_sorter_create(b->spill_dir, sizeof(struct wait_rec), SORT_BUDGET,
 					   cmp_wait, err) : NULL;
+	f.deps = f.waits ? nf_spill_create(b->spill_dir, sizeof(struct res_rec), err) : NULL;
 	f.ub = malloc(UNK_SCAN * sizeof(*f.ub));
-	if (!f.waits)
+	if (!f.deps)
 		goto out;
 	if (!f.ub) {
 		rc = oom(err);
 		goto out;
 	}
 	rc = load_ops(&f, err);
-	rc = rc ? rc : deps_merge(&f, err);
-	nf_sorter_destroy(f.unk);
-	nf_sorter_destroy(f.waits);
-	f.unk = f.waits = NULL;
-	nf_sorter_destroy(b->sigs);
-	b->sigs = NULL;
+	if (rc)
+		goto out;
+	if (pthread_create(&th, NULL, merge_main, &f) != 0) {
+		merge_main(&f); /* no thread: one after the other */
+		rc = exec_sql(b, nf_timeline_views_sql, err, "schemas/timeline-views.sql");
+	} else {
+		rc = exec_sql(b, nf_timeline_views_sql, err, "schemas/timeline-views.sql");
+		pthread_join(th, NULL);
+	}
+	if (rc == 0 && f.merr.code) {
+		rc = f.merr.code;
+		if (err)
+			*err = f.merr;
+	}
+	rc = rc ? rc : write_deps(&f, err);
 out:
 	free(f.ub);
 	nf_sorter_destroy(f.unk);
 	nf_sorter_destroy(f.waits);
-	sqlite3_finalize(f.dep);
+	nf_spill_destroy(f.deps);
+	nf_sorter_destroy(b->sigs);
+	b->sigs = NULL;
 	return rc;
 }
 
@@ -1719,7 +1765,6 @@ int nf_timeline_builder_finish(struct nf_timeline_builder *b, struct nf_error *e
 	}
 	if (exec_sql(b, "DROP TABLE temp.t_lost; DROP TABLE temp.t_cal; DROP TABLE temp.t_fit;",
 		     err, "drop staging") ||
-	    exec_sql(b, nf_timeline_views_sql, err, "schemas/timeline-views.sql") ||
 	    exec_sql(b, "COMMIT", err, "commit"))
 		return NF_ESQL;
 	b->in_txn = false;
