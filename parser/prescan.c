@@ -67,11 +67,28 @@ struct nf_ps_file {
 	const char *path;
 	const unsigned char *b;
 	uint64_t size;
+	uint64_t released;    /* bytes before this were handed back to the kernel */
 	struct nf_error *err;
 };
 
+/*
+ * Drops the pages before `upto` from our resident set every few MiB: the scan
+ * reads each byte once, and a mapped file counts in RSS, so without this the
+ * peak would grow with the session.
+ */
+#define NF_PS_RELEASE_STEP (1u << 20)
+static void nf_ps_release(struct nf_ps_file *f, uint64_t upto)
+{
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), end = upto / page * page;
+
+	if (end < f->released + NF_PS_RELEASE_STEP)
+		return;
+	madvise((void *)(uintptr_t)(f->b + f->released), (size_t)(end - f->released), MADV_DONTNEED);
+	f->released = end;
+}
+
 /* Walks the events of one packet's content [pos, end). */
-static int nf_ps_events(const struct nf_ps_file *f, uint64_t pkt, uint64_t pos, uint64_t end,
+static int nf_ps_events(struct nf_ps_file *f, uint64_t pkt, uint64_t pos, uint64_t end,
 			uint32_t stream_id)
 {
 	while (pos < end) {
@@ -84,6 +101,7 @@ static int nf_ps_events(const struct nf_ps_file *f, uint64_t pkt, uint64_t pos, 
 					    "%s: packet at offset %" PRIu64 ": event at offset %" PRIu64
 					    " cut short (%" PRIu64 " bytes left in the packet's content)",
 					    f->path, pkt, ev_at, end - pos);
+		nf_ps_release(f, pos);
 		id = (uint32_t)nf_ps_le(f->b + pos, 4);
 		d = nf_event_desc(id);
 		if (!d || (uint32_t)d->stream != stream_id)
@@ -143,7 +161,7 @@ static int nf_ps_events(const struct nf_ps_file *f, uint64_t pkt, uint64_t pos, 
 }
 
 /* Walks the packets of one stream file. */
-static int nf_ps_packets(const struct nf_ps_file *f)
+static int nf_ps_packets(struct nf_ps_file *f)
 {
 	uint64_t off = 0;
 
