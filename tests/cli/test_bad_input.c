@@ -59,6 +59,8 @@ static const struct bad_session bad_sessions[] = {
 	{ "metadata is packetized-magic garbage",
 	  COPY "printf '\\127\\035\\321\\165' > b/metadata; head -c 4000 /dev/urandom >> b/metadata", NULL, NULL },
 	{ "metadata is a directory", COPY "rm b/metadata; mkdir b/metadata", NULL, NULL },
+	{ "metadata is a FIFO", COPY "rm b/metadata; mkfifo b/metadata", NULL, NULL },
+	{ "metadata is a symlink to /dev/zero", COPY "ln -sf /dev/zero b/metadata", NULL, "metadata" },
 	{ "metadata from another tool (JSON)", COPY "echo '{\"traceEvents\": []}' > b/metadata", NULL, NULL },
 	{ "metadata from another tool (LTTng-like CTF env)",
 	  COPY "sed -i -e 's/domain = \"nftrace\";/domain = \"ust\"; tracer_name = \"lttng-ust\";/' "
@@ -391,7 +393,7 @@ START_TEST(count_cases)
 }
 END_TEST
 
-/* Four cases, so ctest runs them as four tests in parallel (CK_RUN_CASE). */
+/* Several cases, so ctest runs them as several tests in parallel (CK_RUN_CASE). */
 static TCase *new_case(Suite *s, const char *name)
 {
 	TCase *tc = tcase_create(name);
@@ -407,12 +409,15 @@ static Suite *bad_input_suite(void)
 	Suite *s = suite_create("bad_input");
 	TCase *tc = new_case(s, "sessions");
 
-	/* Two halves of the sessions table, so each ctest stays short under ASan. */
-	int half = (int)(N_OF(bad_sessions) / 2 * N_OF(session_cmds));
+	/* Three parts of the sessions table, so each ctest stays short under ASan. */
+	int third = (int)((N_OF(bad_sessions) + 2) / 3 * N_OF(session_cmds));
+	int all = (int)(N_OF(bad_sessions) * N_OF(session_cmds));
 	tcase_add_test(tc, count_cases);
-	tcase_add_loop_test(tc, bad_session, 0, half);
+	tcase_add_loop_test(tc, bad_session, 0, third);
 	tc = new_case(s, "sessions2");
-	tcase_add_loop_test(tc, bad_session, half, (int)(N_OF(bad_sessions) * N_OF(session_cmds)));
+	tcase_add_loop_test(tc, bad_session, third, 2 * third);
+	tc = new_case(s, "sessions3");
+	tcase_add_loop_test(tc, bad_session, 2 * third, all);
 	tc = new_case(s, "scenarios");
 	tcase_add_loop_test(tc, bad_scenario, 0, (int)N_OF(bad_scenarios));
 	tc = new_case(s, "files");

@@ -391,6 +391,7 @@ static Suite *safety_suite(void)
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 300);
+	suite_add_tcase(s, tc);
 	tcase_add_test(tc, timeline_db_link_is_replaced_not_written);
 	tcase_add_test(tc, timeline_db_link_to_another_fresh_timeline_is_not_read);
 	tcase_add_test(tc, lock_link_is_refused_and_target_not_created);
@@ -399,11 +400,15 @@ static Suite *safety_suite(void)
 	tcase_add_test(tc, safe_permissions_umask_022);
 	tcase_add_test(tc, safe_permissions_umask_077);
 	tcase_add_test(tc, safe_permissions_umask_000);
+	/* A second case (ctest test_safety_bounds, CK_RUN_CASE=bounds). */
+	tc = tcase_create("bounds");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 300);
+	suite_add_tcase(s, tc);
 	tcase_add_test(tc, log_capacity_of_2_to_the_32);
 	tcase_add_test(tc, log_capacity_of_2_to_the_63);
 	tcase_add_test(tc, header_claiming_2_to_the_63_entries);
 	tcase_add_test(tc, seventy_thousand_logs);
-	suite_add_tcase(s, tc);
 	return s;
 }
 
