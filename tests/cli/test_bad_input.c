@@ -377,6 +377,64 @@ START_TEST(bad_import)
 }
 END_TEST
 
+/*
+ * A sweep over one good session: every stream and the metadata truncated at
+ * evenly spaced offsets and with one byte inverted at evenly spaced offsets.
+ * Decoding may succeed (a flipped payload byte is still a valid value) or
+ * fail, but info and query must end with exit 0 and output, or exit 1 and one
+ * line on stderr; never a signal, a sanitizer report or a hang.
+ */
+enum { SWEEP_FILES = 3, SWEEP_TRUNC = 8, SWEEP_FLIP = 16 };
+static const char *const sweep_files[SWEEP_FILES] = { "events", "truth", "metadata" };
+
+static void sweep_one(const char *what, const char *dir, const char *args)
+{
+	snprintf(cmd, sizeof(cmd), "cd '%s' && exec timeout -k 5 %d '%s' %s", dir, CASE_TIMEOUT,
+		 nf_test_nftrace(), args);
+	int st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+
+	ck_assert_msg(st != 124 && st != 137, "[%s] %s: hung", what, args);
+	ck_assert_msg(!strstr(err, "Sanitizer") && !strstr(err, "runtime error:"), "[%s] %s: %.3000s",
+		      what, args, err);
+	ck_assert_msg(st == 0 || st == 1, "[%s] %s: exit %d: %.1500s", what, args, st, err);
+	if (st == 0)
+		ck_assert_msg(out[0] && !err[0], "[%s] %s: exit 0 but stdout %.200s stderr %.500s", what,
+			      args, out, err);
+	else
+		ck_assert_msg(nf_test_count_lines(err) == 1 && !out[0],
+			      "[%s] %s: exit 1 but stderr: %.1500s stdout: %.200s", what, args, err, out);
+}
+
+START_TEST(sweep_truncate_and_flip)
+{
+	int f = _i / (SWEEP_TRUNC + SWEEP_FLIP), k = _i % (SWEEP_TRUNC + SWEEP_FLIP);
+	char dir[1024], path[1200], what[256];
+	struct stat st;
+
+	case_dir(dir, sizeof(dir), "sweep", (size_t)_i, COPY);
+	snprintf(path, sizeof(path), "%s/b/%s", dir, sweep_files[f]);
+	ck_assert_int_eq(stat(path, &st), 0);
+	long size = (long)st.st_size;
+	if (k < SWEEP_TRUNC) {
+		long at = size * k / SWEEP_TRUNC;
+		ck_assert_int_eq(truncate(path, at), 0);
+		snprintf(what, sizeof(what), "%s truncated to %ld of %ld bytes", sweep_files[f], at, size);
+	} else {
+		long at = size * (k - SWEEP_TRUNC) / SWEEP_FLIP + 1;
+		FILE *fp = fopen(path, "r+b");
+		ck_assert_ptr_nonnull(fp);
+		ck_assert_int_eq(fseek(fp, at, SEEK_SET), 0);
+		int c = fgetc(fp);
+		ck_assert_int_eq(fseek(fp, at, SEEK_SET), 0);
+		fputc(c ^ 0xff, fp);
+		fclose(fp);
+		snprintf(what, sizeof(what), "%s byte %ld of %ld inverted", sweep_files[f], at, size);
+	}
+	sweep_one(what, dir, "info b");
+	sweep_one(what, dir, "query --csv b 'select count(*) from fence_ops'");
+}
+END_TEST
+
 /* How many cases the tables hold (docs/RELIABILITY.md quotes it). */
 START_TEST(count_cases)
 {
@@ -384,9 +442,10 @@ START_TEST(count_cases)
 		   N_OF(bad_sqls) + N_OF(bad_report_outs) + (have_import ? N_OF(bad_imports) : 0);
 
 	printf("bad-input cases: %zu (%zu bad sessions x %zu commands, %zu scenarios/outputs, "
-	       "%zu SQL files, %zu report outputs, %zu imports)%s%s\n",
+	       "%zu SQL files, %zu report outputs, %zu imports), plus a sweep of %d damaged sessions x 2 commands%s%s\n",
 	       n, N_OF(bad_sessions), N_OF(session_cmds) - (have_check ? 0 : 1), N_OF(bad_scenarios),
 	       N_OF(bad_sqls), N_OF(bad_report_outs), have_import ? N_OF(bad_imports) : (size_t)0,
+	       SWEEP_FILES * (SWEEP_TRUNC + SWEEP_FLIP),
 	       have_check ? "" : " [check not registered: skipped]",
 	       have_import ? "" : " [import not registered: skipped]");
 	ck_assert_uint_gt(n, 100);
@@ -420,6 +479,8 @@ static Suite *bad_input_suite(void)
 	tcase_add_loop_test(tc, bad_session, 2 * third, all);
 	tc = new_case(s, "scenarios");
 	tcase_add_loop_test(tc, bad_scenario, 0, (int)N_OF(bad_scenarios));
+	tc = new_case(s, "sweep");
+	tcase_add_loop_test(tc, sweep_truncate_and_flip, 0, SWEEP_FILES * (SWEEP_TRUNC + SWEEP_FLIP));
 	tc = new_case(s, "files");
 	tcase_add_loop_test(tc, bad_sql_file, 0, (int)N_OF(bad_sqls));
 	tcase_add_loop_test(tc, bad_report_output, 0, (int)N_OF(bad_report_outs));
