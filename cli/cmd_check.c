@@ -28,6 +28,7 @@ struct check_where {
 	char stream[32];
 	uint64_t event_index;
 	uint32_t entry_index;
+	uint64_t count, prev_gpu_ts, next_gpu_ts; /* LOST: the first gap and its span */
 	bool set;
 };
 
@@ -200,6 +201,9 @@ static int check_finding(void *ctx, const struct nf_finding *f)
 		check_copy(l->first[k].stream, sizeof(l->first[k].stream), f->stream);
 		l->first[k].event_index = f->event_index;
 		l->first[k].entry_index = f->entry_index;
+		l->first[k].count = f->count;
+		l->first[k].prev_gpu_ts = f->prev_gpu_ts;
+		l->first[k].next_gpu_ts = f->next_gpu_ts;
 		l->first[k].set = true;
 	}
 	if (nf_finding_is_illegal(f->kind)) {
@@ -316,8 +320,15 @@ static void check_print_text(const char *dir, struct check_state *s, struct chec
 				if (kinds[k] == NF_FIND_LOST)
 					printf(" (%" PRIu64 " entries in %" PRIu64 " gaps)",
 					       l->count[NF_FIND_LOST], l->lost_spans);
-				printf(", first in stream %s, event #%" PRIu64 ", entry %" PRIu32 "\n",
+				printf(", first in stream %s, event #%" PRIu64 ", entry %" PRIu32,
 				       w->stream, w->event_index, w->entry_index);
+				if (kinds[k] == NF_FIND_LOST && w->prev_gpu_ts)
+					printf(" (%" PRIu64 " entries between GPU times %" PRIu64 " and %" PRIu64 ")",
+					       w->count, w->prev_gpu_ts, w->next_gpu_ts);
+				else if (kinds[k] == NF_FIND_LOST)
+					printf(" (%" PRIu64 " entries before GPU time %" PRIu64 ")", w->count,
+					       w->next_gpu_ts);
+				putchar('\n');
 			}
 		}
 	}
@@ -358,12 +369,16 @@ static void json_str(const char *str)
 	putchar('"');
 }
 
-static void json_where(const struct check_where *w)
+static void json_where(const struct check_where *w, bool span)
 {
 	printf("{\"stream\": ");
 	json_str(w->stream);
-	printf(", \"event_index\": %" PRIu64 ", \"entry_index\": %" PRIu32 "}", w->event_index,
+	printf(", \"event_index\": %" PRIu64 ", \"entry_index\": %" PRIu32, w->event_index,
 	       w->entry_index);
+	if (span)
+		printf(", \"count\": %" PRIu64 ", \"prev_gpu_ts\": %" PRIu64 ", \"next_gpu_ts\": %" PRIu64,
+		       w->count, w->prev_gpu_ts, w->next_gpu_ts);
+	putchar('}');
 }
 
 static void check_print_json(const char *dir, struct check_state *s, struct check_queue **qs,
@@ -408,7 +423,7 @@ static void check_print_json(const char *dir, struct check_state *s, struct chec
 					continue;
 				printf("%s\"%s\": ", first_where ? "" : ", ",
 				       nf_finding_kind_name((enum nf_finding_kind)k));
-				json_where(&l->first[k]);
+				json_where(&l->first[k], k == NF_FIND_LOST);
 				first_where = false;
 			}
 			printf("}}");
