@@ -106,6 +106,11 @@ int nf_cli_fail(const char *cmd, const struct nf_error *err)
 	/* One line whatever the message holds (SQLite quotes bad tokens, newlines
 	 * included; babeltrace2 quotes file contents): control bytes become '?'. */
 	fprintf(stderr, "nftrace %s: ", cmd);
+	/* A failed write to stdout (a full disk, a closed pipe) is what to report. */
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		fputs("cannot write to standard output\n", stderr);
+		return NF_EXIT_FAIL;
+	}
 	for (const char *m = err->msg[0] ? err->msg : nf_strerror(err->code); *m; m++)
 		fputc((unsigned char)*m < 0x20 || *m == 0x7f ? '?' : *m, stderr);
 	fputc('\n', stderr);
@@ -175,7 +180,8 @@ int main(int argc, char **argv)
 	rc = c->fn(argc - 1, argv + 1);
 	/* Output that could not be written is a failure (git.c does the same). */
 	if (fflush(stdout) != 0 || ferror(stdout)) {
-		fprintf(stderr, "nftrace %s: cannot write to standard output\n", c->name);
+		if (rc == NF_EXIT_OK) /* else nf_cli_fail said it already: one line */
+			fprintf(stderr, "nftrace %s: cannot write to standard output\n", c->name);
 		return NF_EXIT_FAIL;
 	}
 	return rc;

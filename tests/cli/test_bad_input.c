@@ -350,6 +350,26 @@ START_TEST(bad_report_output)
 }
 END_TEST
 
+/* Standard output on a full disk: the output is not silently cut short. */
+static const char *const full_stdout_cmds[] = {
+	"info '%s'", "check '%s'", "query '%s' 'select * from fence_ops'",
+	"query --json '%s' 'select * from fence_ops'", "info --events", "help",
+};
+
+START_TEST(full_stdout)
+{
+	char dir[1024], args[2048], what[512];
+
+	if (strncmp(full_stdout_cmds[_i], "check", 5) == 0 && !have_check)
+		return;
+	case_dir(dir, sizeof(dir), "stdout", (size_t)_i, "");
+	snprintf(args, sizeof(args), full_stdout_cmds[_i], good);
+	strncat(args, " >/dev/full", sizeof(args) - strlen(args) - 1);
+	snprintf(what, sizeof(what), "stdout on a full disk");
+	expect_one_line_failure(dir, args, "standard output", what);
+}
+END_TEST
+
 /* import (when registered): inputs that are not trace.dat files. */
 static const struct bad_sql bad_imports[] = {
 	{ "missing file", "", "x.dat" },
@@ -439,12 +459,14 @@ END_TEST
 START_TEST(count_cases)
 {
 	size_t n = N_OF(bad_sessions) * (N_OF(session_cmds) - (have_check ? 0 : 1)) + N_OF(bad_scenarios) +
-		   N_OF(bad_sqls) + N_OF(bad_report_outs) + (have_import ? N_OF(bad_imports) : 0);
+		   N_OF(bad_sqls) + N_OF(bad_report_outs) + (have_import ? N_OF(bad_imports) : 0) +
+		   N_OF(full_stdout_cmds) - (have_check ? 0 : 1);
 
 	printf("bad-input cases: %zu (%zu bad sessions x %zu commands, %zu scenarios/outputs, "
-	       "%zu SQL files, %zu report outputs, %zu imports), plus a sweep of %d damaged sessions x 2 commands%s%s\n",
+	       "%zu SQL files, %zu report outputs, %zu imports, %zu full stdout), plus a sweep of %d damaged sessions x 2 commands%s%s\n",
 	       n, N_OF(bad_sessions), N_OF(session_cmds) - (have_check ? 0 : 1), N_OF(bad_scenarios),
 	       N_OF(bad_sqls), N_OF(bad_report_outs), have_import ? N_OF(bad_imports) : (size_t)0,
+	       N_OF(full_stdout_cmds) - (have_check ? 0 : 1),
 	       SWEEP_FILES * (SWEEP_TRUNC + SWEEP_FLIP),
 	       have_check ? "" : " [check not registered: skipped]",
 	       have_import ? "" : " [import not registered: skipped]");
@@ -485,6 +507,7 @@ static Suite *bad_input_suite(void)
 	tcase_add_loop_test(tc, bad_sql_file, 0, (int)N_OF(bad_sqls));
 	tcase_add_loop_test(tc, bad_report_output, 0, (int)N_OF(bad_report_outs));
 	tcase_add_loop_test(tc, bad_import, 0, (int)N_OF(bad_imports));
+	tcase_add_loop_test(tc, full_stdout, 0, (int)N_OF(full_stdout_cmds));
 	return s;
 }
 
