@@ -185,8 +185,12 @@ enum { TS_OK = 0, TS_ZERO = 1, TS_REPEATED = 2 };
  * only slower to insert.
  */
 #define RING_CAP (1u << 16)
-/* Operations waiting for their log entries, at most (then: unmatched). */
-#define MAX_PENDING (1u << 21)
+/*
+ * Operations waiting for their log entries, at most; beyond it the oldest of a
+ * log is settled early (lost or unmatched). Only a session whose logs go
+ * unread for this many operations gets there, and then the log overran anyway.
+ */
+#define MAX_PENDING (1u << 19)
 /* Memory of each external sort. */
 #define SORT_BUDGET (32u << 20)
 /* How many unknown-end signals a wait looks through for its releaser. */

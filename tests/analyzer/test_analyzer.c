@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "builder.h"
+#include "spill.h"
 
 /* ---- helpers ---- */
 
@@ -533,6 +534,90 @@ START_TEST(objects_and_meta)
 }
 END_TEST
 
+/* ---- spill files and the external sort ---- */
+
+struct kv {
+	int64_t key, val;
+};
+
+static int cmp_kv(const void *pa, const void *pb)
+{
+	const struct kv *a = pa, *b = pb;
+
+	return a->key < b->key ? -1 : a->key > b->key ? 1 : 0;
+}
+
+/* Sorting in memory and through runs on disk gives the same sorted multiset. */
+START_TEST(external_sort_and_spill)
+{
+	static const size_t counts[] = { 0, 1, 1000, 1024, 50000 };
+	struct nf_error err;
+
+	nf_error_clear(&err);
+	for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+		/* budget 1: the sorter's floor (1024 records per run) */
+		for (size_t budget = 1; budget <= (64u << 20); budget += (64u << 20) - 1) {
+			struct nf_sorter *s = nf_sorter_create(NULL, sizeof(struct kv), budget,
+							       cmp_kv, &err);
+			uint64_t x = 88172645463325252ULL, sum_in = 0, sum_out = 0, n = 0;
+			int64_t prev = INT64_MIN;
+			const void *p;
+			int rc;
+
+			ck_assert_ptr_nonnull(s);
+			for (size_t i = 0; i < counts[c]; i++) {
+				x ^= x << 13;
+				x ^= x >> 7;
+				x ^= x << 17;
+				struct kv r = { (int64_t)(x % 5000), (int64_t)i };
+
+				sum_in += (uint64_t)r.key * 7919u + (uint64_t)r.val;
+				ck_assert_int_eq(nf_sorter_add(s, &r, &err), 0);
+			}
+			ck_assert_int_eq(nf_sorter_sort(s, &err), 0);
+			while ((rc = nf_sorter_next(s, &p, &err)) == 1) {
+				const struct kv *r = p;
+
+				ck_assert_int_ge(r->key, prev);
+				prev = r->key;
+				sum_out += (uint64_t)r->key * 7919u + (uint64_t)r->val;
+				n++;
+			}
+			ck_assert_int_eq(rc, 0);
+			ck_assert_int_eq(n, counts[c]);
+			ck_assert_int_eq(nf_sorter_count(s), counts[c]);
+			ck_assert_msg(sum_in == sum_out, "records changed on the way (%zu, %zu)",
+				      counts[c], budget);
+			nf_sorter_destroy(s);
+		}
+	}
+	/* A spill reads back what was put, in order, twice. */
+	struct nf_spill *sp = nf_spill_create(NULL, sizeof(struct kv), &err);
+
+	ck_assert_ptr_nonnull(sp);
+	for (int64_t i = 0; i < 100000; i++) {
+		struct kv r = { i, -i };
+
+		ck_assert_int_eq(nf_spill_put(sp, &r, &err), 0);
+	}
+	for (int pass = 0; pass < 2; pass++) {
+		struct kv r;
+		int64_t i = 0;
+		int rc;
+
+		ck_assert_int_eq(nf_spill_rewind(sp, &err), 0);
+		while ((rc = nf_spill_get(sp, &r, &err)) == 1) {
+			ck_assert_int_eq(r.key, i);
+			ck_assert_int_eq(r.val, -i);
+			i++;
+		}
+		ck_assert_int_eq(rc, 0);
+		ck_assert_int_eq(i, 100000);
+	}
+	nf_spill_destroy(sp);
+}
+END_TEST
+
 START_TEST(cpu_ns_conversion)
 {
 	ck_assert_int_eq(nf_timeline_cpu_ns(1000, 1000, 10000000), 0);
@@ -799,6 +884,7 @@ static Suite *analyzer_suite(void)
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, cpu_ns_conversion);
+	tcase_add_test(tc, external_sort_and_spill);
 	tcase_add_test(tc, clock_drift_and_jitter);
 	tcase_add_test(tc, clock_extrapolates_and_single_pair);
 	tcase_add_test(tc, fifo_lost_zero_epoch_unmatched);
