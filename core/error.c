@@ -17,7 +17,19 @@ int nf_error_vset(struct nf_error *err, int code, const char *fmt, va_list ap)
 	if (!err || err->code != NF_OK)
 		return code;
 	err->code = code;
-	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	/* A message longer than msg (a very long path) keeps its start and its
+	 * end, where "what is wrong" is, with "..." between. */
+	char full[8192];
+	int n = vsnprintf(full, sizeof(full), fmt, ap);
+	size_t len = n < 0 ? 0 : (size_t)n < sizeof(full) ? (size_t)n : sizeof(full) - 1;
+	if (len < sizeof(err->msg)) {
+		memcpy(err->msg, full, len + 1);
+	} else {
+		size_t head = 160, tail = sizeof(err->msg) - 1 - head - 3;
+		memcpy(err->msg, full, head);
+		memcpy(err->msg + head, "...", 3);
+		memcpy(err->msg + head + 3, full + len - tail, tail + 1);
+	}
 	/* Messages are one line: fold any newline that slipped in from input. */
 	for (char *p = err->msg; *p; p++)
 		if (*p == '\n' || *p == '\r')

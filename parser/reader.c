@@ -750,7 +750,8 @@ int nf_parser_open(const char *dir, struct nf_parser **out, struct nf_error *err
 
 	*out = NULL;
 	if (stat(dir, &st) != 0)
-		return nf_error_set(err, NF_ENOENT, "%s: no such directory", dir);
+		return nf_error_set(err, NF_ENOENT, "%s: %s", dir,
+				    errno == ENOENT ? "no such directory" : strerror(errno));
 	if (!S_ISDIR(st.st_mode))
 		return nf_error_set(err, NF_ENOENT, "%s: not a directory (a session is a directory)", dir);
 	len = strlen(dir);

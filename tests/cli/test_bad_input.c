@@ -370,6 +370,36 @@ START_TEST(full_stdout)
 }
 END_TEST
 
+/* A path of 4400 characters (beyond PATH_MAX) given to every command: the
+ * error keeps the end of the path and says what is wrong. */
+static const char *const long_path_cmds[] = {
+	"info '%s'", "check '%s'", "query '%s' 'select 1'", "report '%s' -o x.png",
+	"report '%s' -o '%s.png'", "record -o '%s' '%s/samples/overrun.nfs'", "query '%s' -f '%s'",
+	"import '%s' -o x",
+};
+
+START_TEST(long_path)
+{
+	char dir[1024], path[4500] = "", args[10000], what[128];
+	const char *src = getenv("NF_SOURCE_DIR");
+
+	if ((strncmp(long_path_cmds[_i], "check", 5) == 0 && !have_check) ||
+	    (strncmp(long_path_cmds[_i], "import", 6) == 0 && !have_import))
+		return;
+	for (int i = 0; i < 22; i++)
+		snprintf(path + strlen(path), sizeof(path) - strlen(path), "%s%0200d", i ? "/" : "", i);
+	case_dir(dir, sizeof(dir), "long", (size_t)_i, "");
+	if (_i == 4 || _i == 6)
+		snprintf(args, sizeof(args), long_path_cmds[_i], good, path);
+	else if (_i == 5)
+		snprintf(args, sizeof(args), long_path_cmds[_i], path, src ? src : ".");
+	else
+		snprintf(args, sizeof(args), long_path_cmds[_i], path);
+	snprintf(what, sizeof(what), "a 4400-character path (%s)", long_path_cmds[_i]);
+	expect_one_line_failure(dir, args, path + strlen(path) - 40, what);
+}
+END_TEST
+
 /* import (when registered): inputs that are not trace.dat files. */
 static const struct bad_sql bad_imports[] = {
 	{ "missing file", "", "x.dat" },
@@ -460,13 +490,15 @@ START_TEST(count_cases)
 {
 	size_t n = N_OF(bad_sessions) * (N_OF(session_cmds) - (have_check ? 0 : 1)) + N_OF(bad_scenarios) +
 		   N_OF(bad_sqls) + N_OF(bad_report_outs) + (have_import ? N_OF(bad_imports) : 0) +
-		   N_OF(full_stdout_cmds) - (have_check ? 0 : 1);
+		   N_OF(full_stdout_cmds) - (have_check ? 0 : 1) + N_OF(long_path_cmds) -
+		   (have_check ? 0 : 1) - (have_import ? 0 : 1);
 
 	printf("bad-input cases: %zu (%zu bad sessions x %zu commands, %zu scenarios/outputs, "
-	       "%zu SQL files, %zu report outputs, %zu imports, %zu full stdout), plus a sweep of %d damaged sessions x 2 commands%s%s\n",
+	       "%zu SQL files, %zu report outputs, %zu imports, %zu full stdout, %zu long paths), plus a sweep of %d damaged sessions x 2 commands%s%s\n",
 	       n, N_OF(bad_sessions), N_OF(session_cmds) - (have_check ? 0 : 1), N_OF(bad_scenarios),
 	       N_OF(bad_sqls), N_OF(bad_report_outs), have_import ? N_OF(bad_imports) : (size_t)0,
 	       N_OF(full_stdout_cmds) - (have_check ? 0 : 1),
+	       N_OF(long_path_cmds) - (have_check ? 0 : 1) - (have_import ? 0 : 1),
 	       SWEEP_FILES * (SWEEP_TRUNC + SWEEP_FLIP),
 	       have_check ? "" : " [check not registered: skipped]",
 	       have_import ? "" : " [import not registered: skipped]");
@@ -508,6 +540,7 @@ static Suite *bad_input_suite(void)
 	tcase_add_loop_test(tc, bad_report_output, 0, (int)N_OF(bad_report_outs));
 	tcase_add_loop_test(tc, bad_import, 0, (int)N_OF(bad_imports));
 	tcase_add_loop_test(tc, full_stdout, 0, (int)N_OF(full_stdout_cmds));
+	tcase_add_loop_test(tc, long_path, 0, (int)N_OF(long_path_cmds));
 	return s;
 }
 
