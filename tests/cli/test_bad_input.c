@@ -533,8 +533,14 @@ static Suite *bad_input_suite(void)
 	tcase_add_loop_test(tc, bad_session, 2 * third, all);
 	tc = new_case(s, "scenarios");
 	tcase_add_loop_test(tc, bad_scenario, 0, (int)N_OF(bad_scenarios));
-	tc = new_case(s, "sweep");
-	tcase_add_loop_test(tc, sweep_truncate_and_flip, 0, SWEEP_FILES * (SWEEP_TRUNC + SWEEP_FLIP));
+	/* One case per damaged file (sweep_events, sweep_truth, sweep_metadata). */
+	for (int f = 0; f < SWEEP_FILES; f++) {
+		static char names[SWEEP_FILES][32];
+		snprintf(names[f], sizeof(names[f]), "sweep_%s", sweep_files[f]);
+		tc = new_case(s, names[f]);
+		tcase_add_loop_test(tc, sweep_truncate_and_flip, f * (SWEEP_TRUNC + SWEEP_FLIP),
+				    (f + 1) * (SWEEP_TRUNC + SWEEP_FLIP));
+	}
 	tc = new_case(s, "files");
 	tcase_add_loop_test(tc, bad_sql_file, 0, (int)N_OF(bad_sqls));
 	tcase_add_loop_test(tc, bad_report_output, 0, (int)N_OF(bad_report_outs));
