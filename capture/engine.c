@@ -1996,7 +1996,7 @@ static int api_cpu_wait(nf_runtime *rt, nf_handle fence, uint64_t value, uint64_
 	uint32_t gi = lf->global;
 	rc = waiter_add(rt, lf, value, &w, 0, timeout_ns, false);
 	if (rc)
-		return fail(rt, rc, err);
+		goto out_unlink; /* it may be linked already: never leave it behind */
 	uint64_t now = now_ns(rt);
 	uint64_t deadline = timeout_ns == NF_NO_TIMEOUT || timeout_ns > UINT64_MAX - now
 			    ? UINT64_MAX : now + timeout_ns;
@@ -2006,7 +2006,7 @@ static int api_cpu_wait(nf_runtime *rt, nf_handle fence, uint64_t value, uint64_
 		if (!nf_th_cpu_block(rt, deadline) && !w.done) {
 			rc = wait_timeout(rt, gi, w.wait_id);
 			if (rc)
-				return fail(rt, rc, err);
+				goto out_unlink;
 		}
 	}
 	/* Deterministic: run the world until satisfied or the deadline. */
@@ -2021,11 +2021,11 @@ static int api_cpu_wait(nf_runtime *rt, nf_handle fence, uint64_t value, uint64_
 			}
 			rc = sim_run_until(rt, deadline);
 			if (rc)
-				return fail(rt, rc, err);
+				goto out_unlink;
 			if (!w.done) {
 				rc = wait_timeout(rt, gi, w.wait_id);
 				if (rc)
-					return fail(rt, rc, err);
+					goto out_unlink;
 			}
 			break;
 		}
@@ -2034,7 +2034,7 @@ static int api_cpu_wait(nf_runtime *rt, nf_handle fence, uint64_t value, uint64_
 			rt->now = se.time;
 		rc = sim_dispatch(rt, &se);
 		if (rc)
-			return fail(rt, rc, err);
+			goto out_unlink;
 	}
 	waiter_unlink(&rt->globals[gi], &w);
 	if (w.status == 1)
@@ -2043,6 +2043,11 @@ static int api_cpu_wait(nf_runtime *rt, nf_handle fence, uint64_t value, uint64_
 	if (w.status == 2)
 		return nf_error_set(err, NF_ESTATE, "fence 0x%x was destroyed during the wait", fence);
 	return 0;
+out_unlink:
+	/* A failure (the event sink's, say) while waiting: the waiter lives on
+	 * this stack, so it must not stay linked to the fence. */
+	waiter_unlink(&rt->globals[gi], &w);
+	return fail(rt, rc, err);
 }
 
 static int api_cpu_wait_async(nf_runtime *rt, nf_handle fence, uint64_t value, nf_handle *event_out,
