@@ -199,6 +199,13 @@ START_TEST(sigkill_leaves_whole_packets)
 		reap_all();
 		assert_session_readable(dir);
 	}
+	/* The analyzer builds its timeline from what a killed recorder left. */
+	snprintf(dir, sizeof(dir), "%s/kill1", tmp);
+	snprintf(cmd, sizeof(cmd), "'%s' query --csv '%s' 'select count(*) > 0 from fence_ops'",
+		 nf_test_nftrace(), dir);
+	int st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	ck_assert_msg(st == 0 && strstr(out, "\n1\n"), "query on a killed session: exit %d: %.500s %.1000s",
+		      st, out, err);
 }
 END_TEST
 
