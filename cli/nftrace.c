@@ -30,7 +30,11 @@ static const struct nf_cmd nf_commands[] = {
 	  "  --kernel EVENTS    also record Linux kernel events in a private tracefs instance while it\n"
 	  "                     runs (root): comma-separated system or system:event, '?' after one makes\n"
 	  "                     it optional; 'default' = dma_fence,gpu_scheduler?,sched:sched_switch,\n"
-	  "                     sched:sched_wakeup. The session starts when tracing began.\n" },
+	  "                     sched:sched_wakeup. The session starts when tracing began.\n"
+	  "\n"
+	  "A killed recorder (even kill -9) leaves a session readable up to its last whole packet.\n"
+	  "SIGINT/SIGTERM closes the session cleanly and exits 130; a full disk is a one-line error\n"
+	  "naming the file, exit 1. A progress line shows on a terminal only.\n" },
 	{ "report", cmd_report, "draw a GPUView-style timeline to PNG, SVG or PDF",
 	  "usage: nftrace report DIR -o FILE.{png,svg,pdf} [--from T] [--to T] [--queue Q]... [--fence F]...\n"
 	  "                      [--width PX] [--theme light|dark] [--title TEXT]\n"
