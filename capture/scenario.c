@@ -21,6 +21,9 @@
  * (each repeat iteration counts), and the memory of all log buffers. */
 #define SC_MAX_STEPS 100000000ull
 #define SC_MAX_LOG_BYTES (1ull << 30)
+/* GPU operations queued and not yet executed, over all queues (each is held
+ * in memory until its queue runs it): about 200 MB. */
+#define SC_MAX_PENDING (1ull << 22)
 
 enum sc_kind { SC_ADAPTER, SC_QUEUE, SC_FENCE, SC_EVENT, SC_KIND_COUNT };
 static const char *const sc_kind_names[SC_KIND_COUNT] = { "adapter", "queue", "fence", "event" };
@@ -1135,6 +1138,16 @@ static int run_stmt(struct sc_run *r, const struct sc_stmt *st)
 		rc = st->op == SC_OP_WAIT ? nf_queue_wait(r->rt, r->objs[st->a], r->objs[st->b], x, &e)
 					  : nf_queue_signal(r->rt, r->objs[st->a], r->objs[st->b], x, &e);
 		r->ops++;
+		if (!rc && (r->ops & 1023) == 0) {
+			struct nf_runtime_stats rs;
+			nf_runtime_get_stats(r->rt, &rs);
+			uint64_t done = rs.signals_executed + rs.waits_unblocked;
+			if (rs.operations > done && rs.operations - done > SC_MAX_PENDING)
+				return rerr(r, st,
+					    "%llu GPU operations are queued and not executed (the limit is %llu): is a wait never satisfied?",
+					    (unsigned long long)(rs.operations - done),
+					    (unsigned long long)SC_MAX_PENDING);
+		}
 		if (!rc && r->progress && r->progress->tick && (r->ops & 0xffff) == 0)
 			rc = r->progress->tick(r->progress->ctx, r->ops);
 		if (rc && !e.code)

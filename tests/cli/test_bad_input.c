@@ -127,6 +127,14 @@ static const struct bad_scenario bad_scenarios[] = {
 	  " repeat 1000000000 as $i {\\n  signal Q F $a*1000000000+$i+1\\n  advance 1us\\n }\\n}\\n' > x.nfs", NULL, NULL, NULL },
 	{ "an empty repeat of 2^64-1 iterations",
 	  "printf 'adapter GPU\\nqueue Q adapter GPU\\nrepeat 18446744073709551615 {\\n}\\n' > x.nfs", NULL, NULL, NULL },
+	/* Bounds met while running: the session so far is closed, the error names the line. */
+	{ "4M signals queued behind waits never satisfied",
+	  "printf 'adapter GPU\\nfence F adapter GPU\\nfence G adapter GPU\\nqueue Q1 adapter GPU\\n"
+	  "queue Q2 adapter GPU node 1\\nwait Q1 F 1\\nwait Q2 F 1\\nrepeat 2100000 as $i {\\n signal Q1 G $i+1\\n"
+	  " signal Q2 G $i+1\\n}\\n' > x.nfs", NULL, "s", "x.nfs:10" },
+	{ "a repeat count from a loop variable past 10^8 statements",
+	  "printf 'adapter GPU\\nqueue Q adapter GPU\\nrepeat 100 as $a {\\n repeat $a*100000 {\\n  advance 1ns\\n }\\n}\\n' > x.nfs",
+	  NULL, "s", "x.nfs:5" },
 	{ "tracing log size of 2^32-1 entries",
 	  "printf 'os tracing on tracing_log_entries 4294967295\\nadapter GPU\\nqueue Q adapter GPU\\nfence F adapter GPU\\n"
 	  "signal Q F 1\\n' > x.nfs", NULL, NULL, NULL },
