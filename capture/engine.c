@@ -55,15 +55,20 @@ static uint32_t cur_thread(const struct nf_runtime *rt)
 	return rt->threaded ? nf_th_thread_id() : rt->thread;
 }
 
-/* Statistics: engine threads count concurrently in threaded mode. */
-static void stat_add(const struct nf_runtime *rt, uint64_t *field, uint64_t n)
-{
-	if (rt->threaded)
-		__atomic_fetch_add(field, n, __ATOMIC_RELAXED);
-	else
-		*field += n;
-}
-#define STAT(rt, f) stat_add((rt), &(rt)->stats.f, 1)
+/*
+ * Statistics. Deterministic, and threaded under the OS lock: rt->stats. A GPU
+ * engine thread counts into its own queue's block (single writer, relaxed
+ * stores, so nf_runtime_get_stats can read it while it runs, and no cache line
+ * is shared with the API threads).
+ */
+#define STAT(rt, f)                                                                   \
+	do {                                                                          \
+		struct nf_runtime_stats *s_ = nf_th_engine_stats;                     \
+		if (s_)                                                               \
+			__atomic_store_n(&s_->f, s_->f + 1, __ATOMIC_RELAXED);        \
+		else                                                                  \
+			(rt)->stats.f++;                                              \
+	} while (0)
 
 static int grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
 {
@@ -1327,11 +1332,16 @@ void nf_runtime_get_stats(const nf_runtime *rt, struct nf_runtime_stats *st)
 		*st = rt->stats;
 		return;
 	}
-	/* Engine threads count concurrently: read each counter atomically. */
-	const uint64_t *src = (const uint64_t *)&rt->stats;
+	/* The OS-side counters under the OS lock, plus every engine's own. */
+	nf_th_lock((nf_runtime *)rt);
+	*st = rt->stats;
 	uint64_t *dst = (uint64_t *)st;
-	for (size_t i = 0; i < sizeof(*st) / sizeof(uint64_t); i++)
-		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+	for (uint32_t q = 0; q < rt->n_queues; q++) {
+		const uint64_t *src = (const uint64_t *)&rt->queues[q].stats;
+		for (size_t i = 0; i < sizeof(*st) / sizeof(uint64_t); i++)
+			dst[i] += __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+	}
+	nf_th_unlock((nf_runtime *)rt);
 }
 
 static int api_runtime_finish(nf_runtime *rt, struct nf_error *err)
@@ -1587,14 +1597,10 @@ static int api_hwqueue_destroy(nf_runtime *rt, nf_handle queue, struct nf_error 
 		return rc;
 	if (!(q = queue_get(rt, queue, err)))
 		return NF_EINVAL;
-	if (rt->threaded)
-		pthread_mutex_lock(&q->mu);
-	uint32_t in_flight = q->cmd_count;
-	if (rt->threaded)
-		pthread_mutex_unlock(&q->mu);
+	uint64_t in_flight = rt->threaded ? nf_th_queue_pending(q) : q->cmd_count;
 	if (in_flight)
-		return nf_error_set(err, NF_ESTATE, "queue 0x%x still has %u commands in flight",
-				    queue, in_flight);
+		return nf_error_set(err, NF_ESTATE, "queue 0x%x still has %llu commands in flight",
+				    queue, (unsigned long long)in_flight);
 	/* Idle: its engine thread has nothing left to do and can go. */
 	if (rt->threaded)
 		nf_th_queue_stop(rt, q);
@@ -1765,22 +1771,13 @@ static int api_fence_read(nf_runtime *rt, nf_handle local, uint64_t *current, ui
 static int queue_push(nf_runtime *rt, struct nf_queue *q, const struct nf_cmd *c,
 		      struct nf_error *err)
 {
-	if (rt->threaded) {
-		pthread_mutex_lock(&q->mu); /* the engine thread pops concurrently */
-		if (!nf_th_queue_room(rt, q)) {
-			pthread_mutex_unlock(&q->mu);
-			return nf_error_set(err, NF_ENOMEM,
-					    "queue '%s' holds %u commands behind a GPU wait that is not satisfied",
-					    q->name, NF_TH_FIFO_MAX);
-		}
-	}
+	if (rt->threaded)
+		return nf_th_queue_push(rt, q, c, err);
 	if (q->cmd_count == q->cmd_cap) {
 		uint32_t ncap = q->cmd_cap ? q->cmd_cap * 2 : 64;
 		struct nf_cmd *n = ncap > NF_QUEUE_CAP_MAX * 64 ? NULL
 				   : malloc((size_t)ncap * sizeof(*n));
 		if (!n) {
-			if (rt->threaded)
-				pthread_mutex_unlock(&q->mu);
 			if (ncap > NF_QUEUE_CAP_MAX * 64)
 				return nf_error_set(err, NF_ENOMEM,
 						    "queue '%s' holds too many commands (%u): the GPU is blocked or too slow",
@@ -1796,11 +1793,6 @@ static int queue_push(nf_runtime *rt, struct nf_queue *q, const struct nf_cmd *c
 	}
 	q->cmds[(q->cmd_head + q->cmd_count) % q->cmd_cap] = *c;
 	q->cmd_count++;
-	if (rt->threaded) {
-		nf_th_queue_pushed(q);
-		pthread_mutex_unlock(&q->mu);
-		return 0;
-	}
 	return fail(rt, queue_schedule(rt, q, c->available_ns), err);
 }
 

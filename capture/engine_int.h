@@ -71,14 +71,20 @@ struct nf_queue {
 	/* Threaded mode (engine_threads.c): the queue's GPU engine thread. */
 	pthread_t thread;
 	bool thread_started;
-	pthread_mutex_t mu;            /* guards cmds/cmd_* and stop */
-	pthread_cond_t cv;             /* new command, stop, or idle */
+	/* Commands: a single-producer (the OS lock serialises API calls),
+	 * single-consumer ring of NF_TH_FIFO_MAX entries in cmds; ring_head
+	 * counts commands the engine finished, ring_tail commands queued. */
+	_Alignas(64) atomic_uint_fast64_t ring_head; /* written by the engine */
+	_Alignas(64) atomic_uint_fast64_t ring_tail; /* written by the producer */
+	uint64_t cached_head;          /* the producer's last view of ring_head */
+	atomic_bool engine_sleeping;   /* the engine is (about to be) waiting on cv */
+	pthread_mutex_t mu;            /* guards stop; cv's mutex */
+	pthread_cond_t cv;             /* new command, stop, or new logs */
 	bool stop;
-	bool engine_sleeping;          /* under mu: the engine waits on cv */
-	atomic_uint fifo_n;            /* cmd_count, readable without mu (the engine polls it) */
 	atomic_bool recreate_pending;  /* the OS asked for new log buffers */
 	pthread_mutex_t log_mu;        /* the GPU writing a log entry vs the OS reading the log */
 	uint64_t rng;                  /* this engine's timestamp-fault draws */
+	_Alignas(64) struct nf_runtime_stats stats; /* counted by the engine thread */
 	uint32_t wait_global;          /* under gpu_mu: blocked on this fence... */
 	uint64_t wait_value;           /* ...reaching this value */
 };
@@ -239,6 +245,9 @@ int nf_eng_recreate_logs(struct nf_runtime *rt, struct nf_queue *q);
 int nf_eng_sink_failed(struct nf_runtime *rt);
 
 /* engine_threads.c */
+/* Set in each GPU engine thread to its queue's statistics block. */
+extern _Thread_local struct nf_runtime_stats *nf_th_engine_stats
+	__attribute__((tls_model("initial-exec")));
 uint64_t nf_th_now(const struct nf_runtime *rt);       /* ns since the runtime started */
 uint32_t nf_th_thread_id(void);                        /* this CPU thread's id for events */
 void nf_th_set_thread_id(uint32_t id);
@@ -247,9 +256,10 @@ void nf_th_stop(struct nf_runtime *rt);                /* joins every thread */
 void nf_th_free(struct nf_runtime *rt);
 int nf_th_queue_start(struct nf_runtime *rt, struct nf_queue *q, struct nf_error *err);
 void nf_th_queue_stop(struct nf_runtime *rt, struct nf_queue *q);
-void nf_th_queue_pushed(struct nf_queue *q);           /* q->mu held */
-#define NF_TH_FIFO_MAX 65536u
-bool nf_th_queue_room(struct nf_runtime *rt, struct nf_queue *q); /* OS lock and q->mu held */
+#define NF_TH_FIFO_MAX 65536u                          /* a power of two */
+int nf_th_queue_push(struct nf_runtime *rt, struct nf_queue *q, const struct nf_cmd *c,
+		     struct nf_error *err);             /* OS lock held */
+uint64_t nf_th_queue_pending(struct nf_queue *q);      /* queued, not yet finished */
 void nf_th_lock(struct nf_runtime *rt);                /* the OS lock; no-op when deterministic */
 void nf_th_unlock(struct nf_runtime *rt);
 void nf_th_log_lock(struct nf_runtime *rt, struct nf_queue *q);

@@ -101,6 +101,7 @@ void nf_th_sleep(uint64_t ns)
 }
 
 static _Thread_local uint32_t tl_thread;
+_Thread_local struct nf_runtime_stats *nf_th_engine_stats __attribute__((tls_model("initial-exec")));
 
 uint32_t nf_th_thread_id(void)
 {
@@ -204,56 +205,60 @@ static bool engine_exec(struct nf_runtime *rt, struct nf_queue *q, const struct 
 }
 
 /*
- * The engine takes up to ENGINE_BATCH commands from the head of its FIFO at a
- * time (they stay counted in cmd_count until they have run, so "idle" means
- * done), runs them in order, then pops them.
+ * The engine's command ring: the producer (an API call, under the OS lock)
+ * writes cmds[tail], then publishes tail+1; the engine runs cmds[head] and
+ * publishes head+1 once it has finished, so "pending" counts work in flight.
+ * Sleeping uses the same store-then-load pairing as GPU waits: the engine
+ * sets engine_sleeping then re-reads tail (under mu); the producer publishes
+ * tail then reads engine_sleeping and, if set, signals under mu.
  */
-#define ENGINE_BATCH 64u
-
 static void *engine_main(void *arg)
 {
 	struct engine_arg ea = *(struct engine_arg *)arg;
 	struct nf_runtime *rt = ea.rt;
 	struct nf_queue *q = ea.q;
-	struct nf_cmd batch[ENGINE_BATCH];
+	uint64_t head = atomic_load(&q->ring_head);
 
 	free(arg);
+	nf_th_engine_stats = &q->stats;
 	for (;;) {
-		uint32_t n = 0;
+		uint64_t tail = atomic_load(&q->ring_tail);
 
-		/* An idle engine polls its ring a little before it sleeps. */
-		for (int spin = 0; spin < 4000 && !atomic_load(&q->fifo_n) &&
-				   !atomic_load(&q->recreate_pending) && !atomic_load(&rt->th->stopping);
-		     spin++)
-			cpu_relax();
-		pthread_mutex_lock(&q->mu);
-		while (!q->cmd_count && !q->stop && !atomic_load(&q->recreate_pending)) {
-			q->engine_sleeping = true;
-			pthread_cond_wait(&q->cv, &q->mu);
-			q->engine_sleeping = false;
+		if (head == tail) {
+			/* An idle engine polls its ring a little before it sleeps. */
+			for (int spin = 0; spin < 4000 && atomic_load(&q->ring_tail) == head &&
+					   !atomic_load(&q->recreate_pending) &&
+					   !atomic_load(&rt->th->stopping);
+			     spin++)
+				cpu_relax();
+			pthread_mutex_lock(&q->mu);
+			while (!q->stop && !atomic_load(&q->recreate_pending)) {
+				atomic_store(&q->engine_sleeping, true);
+				if (atomic_load(&q->ring_tail) != head)
+					break;
+				pthread_cond_wait(&q->cv, &q->mu);
+			}
+			atomic_store(&q->engine_sleeping, false);
+			bool stop = q->stop;
+			pthread_mutex_unlock(&q->mu);
+			if (stop)
+				break;
+			tail = atomic_load(&q->ring_tail);
 		}
-		bool stop = q->stop;
-		for (; n < q->cmd_count && n < ENGINE_BATCH; n++)
-			batch[n] = q->cmds[(q->cmd_head + n) % q->cmd_cap];
-		pthread_mutex_unlock(&q->mu);
-		if (stop)
-			break;
 		/* The OS replaced the log buffers: switch between commands. */
 		if (atomic_exchange(&q->recreate_pending, false)) {
 			nf_th_lock(rt);
 			nf_eng_recreate_logs(rt, q);
 			nf_th_unlock(rt);
 		}
-		for (uint32_t i = 0; i < n; i++)
-			if (!engine_exec(rt, q, &batch[i]))
+		/* Finished work is published every 64 commands and when caught up. */
+		while (head != tail) {
+			if (!engine_exec(rt, q, &q->cmds[head & (NF_TH_FIFO_MAX - 1)]))
 				return NULL; /* the runtime is going away */
-		if (!n)
-			continue;
-		pthread_mutex_lock(&q->mu);
-		q->cmd_head = (q->cmd_head + n) % q->cmd_cap;
-		q->cmd_count -= n;
-		atomic_store(&q->fifo_n, q->cmd_count);
-		pthread_mutex_unlock(&q->mu);
+			head++;
+			if (head == tail || (head & 63) == 0)
+				atomic_store_explicit(&q->ring_head, head, memory_order_release);
+		}
 	}
 	return NULL;
 }
@@ -268,6 +273,17 @@ int nf_th_queue_start(struct nf_runtime *rt, struct nf_queue *q, struct nf_error
 	}
 	ea->rt = rt;
 	ea->q = q;
+	free(q->cmds);
+	q->cmds = malloc(NF_TH_FIFO_MAX * sizeof(*q->cmds));
+	if (!q->cmds) {
+		free(ea);
+		q->alive = false;
+		return nf_error_set(err, NF_ENOMEM, "out of memory (command ring)");
+	}
+	q->cmd_cap = NF_TH_FIFO_MAX;
+	atomic_init(&q->ring_head, 0);
+	atomic_init(&q->ring_tail, 0);
+	atomic_init(&q->engine_sleeping, false);
 	pthread_mutex_init(&q->mu, NULL);
 	pthread_cond_init(&q->cv, NULL);
 	pthread_mutex_init(&q->log_mu, NULL);
@@ -284,37 +300,49 @@ int nf_th_queue_start(struct nf_runtime *rt, struct nf_queue *q, struct nf_error
 	return 0;
 }
 
-/*
- * Back-pressure: a producer that runs ahead of its engine by NF_TH_FIFO_MAX
- * commands waits for room, with the OS lock released (as the UMD waits for
- * ring space). It does not wait behind a GPU wait that is not satisfied: the
- * work that would satisfy it may be what this thread queues next.
- * Called with the OS lock and q->mu held; returns with both held.
- */
-bool nf_th_queue_room(struct nf_runtime *rt, struct nf_queue *q)
+uint64_t nf_th_queue_pending(struct nf_queue *q)
 {
-	struct nf_threads *th = rt->th;
+	return atomic_load(&q->ring_tail) - atomic_load(&q->ring_head);
+}
 
-	while (q->cmd_count >= NF_TH_FIFO_MAX) {
-		pthread_mutex_lock(&th->gpu_mu);
-		bool blocked = q->blocked;
-		pthread_mutex_unlock(&th->gpu_mu);
-		if (blocked)
-			return false;
-		pthread_mutex_unlock(&q->mu);
+static bool quiet(struct nf_runtime *rt);
+
+/*
+ * Queues a command on q's ring. Back-pressure: a producer that runs ahead of
+ * its engine by NF_TH_FIFO_MAX commands waits for room with the OS lock
+ * released (as the UMD waits for ring space). If meanwhile every engine stays
+ * idle or blocked on a wait nothing pending can satisfy, with no interrupt in
+ * flight, the work that would free the ring can only come from this thread:
+ * the call fails instead of waiting forever.
+ */
+int nf_th_queue_push(struct nf_runtime *rt, struct nf_queue *q, const struct nf_cmd *c,
+		     struct nf_error *err)
+{
+	uint64_t tail = atomic_load_explicit(&q->ring_tail, memory_order_relaxed);
+	int quiet_polls = 0;
+
+	if (tail - q->cached_head >= NF_TH_FIFO_MAX)
+		q->cached_head = atomic_load_explicit(&q->ring_head, memory_order_acquire);
+	while (tail - q->cached_head >= NF_TH_FIFO_MAX) {
+		quiet_polls = quiet(rt) ? quiet_polls + 1 : 0;
+		if (quiet_polls >= 50)
+			return nf_error_set(err, NF_ENOMEM,
+					    "queue '%s' holds %u commands behind a GPU wait that nothing queued can satisfy",
+					    q->name, NF_TH_FIFO_MAX);
 		nf_th_unlock(rt);
 		nf_th_sleep(20000);
 		nf_th_lock(rt);
-		pthread_mutex_lock(&q->mu);
+		tail = atomic_load_explicit(&q->ring_tail, memory_order_relaxed);
+		q->cached_head = atomic_load_explicit(&q->ring_head, memory_order_acquire);
 	}
-	return true;
-}
-
-void nf_th_queue_pushed(struct nf_queue *q)
-{
-	atomic_store(&q->fifo_n, q->cmd_count);
-	if (q->engine_sleeping)
+	q->cmds[tail & (NF_TH_FIFO_MAX - 1)] = *c;
+	atomic_store(&q->ring_tail, tail + 1);
+	if (atomic_load(&q->engine_sleeping)) {
+		pthread_mutex_lock(&q->mu);
 		pthread_cond_signal(&q->cv);
+		pthread_mutex_unlock(&q->mu);
+	}
+	return 0;
 }
 
 void nf_th_queue_stop(struct nf_runtime *rt, struct nf_queue *q)
@@ -521,10 +549,8 @@ static bool quiet(struct nf_runtime *rt)
 
 		if (!q->alive || !q->thread_started)
 			continue;
-		pthread_mutex_lock(&q->mu);
-		uint32_t n = q->cmd_count;
+		uint64_t n = nf_th_queue_pending(q);
 		bool pending_new = atomic_load(&q->recreate_pending);
-		pthread_mutex_unlock(&q->mu);
 		if (pending_new)
 			ok = false;
 		else if (n && !(q->blocked &&
