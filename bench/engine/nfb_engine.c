@@ -55,7 +55,7 @@ static double now_s(clockid_t c)
  * the same size, header bumped after each, nothing else. */
 static void run_limit(uint64_t n)
 {
-	enum { CAP = 1024 };
+	enum { CAP = 4096 };
 	static struct nf_log_entry ring[CAP];
 	struct nf_log_header hdr = { 0 };
 	double t0 = now_s(CLOCK_PROCESS_CPUTIME_ID);
@@ -111,8 +111,8 @@ int main(int argc, char **argv)
 		return 1;
 	nf_runtime_config_init(&cfg);
 	cfg.mode = threaded ? NF_MODE_THREADED : NF_MODE_DETERMINISTIC;
-	cfg.tracing = true;                 /* 1024-entry logs */
-	cfg.tracing_log_entries = 1024;
+	cfg.tracing = true;                 /* 4096-entry logs */
+	cfg.tracing_log_entries = 4096;
 	cfg.log_read_interval_ns = 100000;  /* the OS reads every 100 us */
 	cfg.sink.ctx = &m;
 	cfg.sink.emit = mem_emit;
