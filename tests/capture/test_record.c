@@ -234,7 +234,7 @@ START_TEST(sigint_closes_the_session)
 	/* The message, as a user sees it. */
 	snprintf(dir, sizeof(dir), "%s/s2", tmp);
 	snprintf(cmd, sizeof(cmd),
-		 "'%s' record -o '%s' '%s' & p=$!; while [ ! -s '%s/events' ]; do sleep 0.01; done; kill -INT $p; wait $p",
+		 "'%s' record -o '%s' '%s' & p=$!; while [ ! -s '%s/events' ] && kill -0 $p; do sleep 0.01; done; kill -INT $p; wait $p",
 		 nf_test_nftrace(), dir, scenario, dir);
 	st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
 	ck_assert_int_eq(st, 130);
