@@ -15,8 +15,10 @@
  * err, never a crash. Times are nanoseconds.
  *
  * Modes: NF_MODE_DETERMINISTIC runs on virtual time with a seed and no threads
- * (same inputs, same events, byte for byte); NF_MODE_THREADED runs each engine,
- * the CMP and the interrupt handler on real threads with CPU waits that block.
+ * (same inputs, same events, byte for byte); NF_MODE_THREADED runs a GPU engine
+ * thread per hardware queue and a CMP/interrupt thread, with CPU waits that
+ * block the calling thread and times from CLOCK_MONOTONIC (docs/ARCHITECTURE.md,
+ * "The engine"). Every call is thread-safe in threaded mode.
  */
 #ifndef NFTRACE_NFENCE_H
 #define NFTRACE_NFENCE_H
@@ -106,7 +108,7 @@ struct nf_runtime_config {
 void nf_runtime_config_init(struct nf_runtime_config *cfg);
 void nf_adapter_desc_init(struct nf_adapter_desc *desc);
 
-/* Creates a runtime. Returns 0, NF_EINVAL, NF_ENOMEM, NF_EUNSUPP (mode not built). */
+/* Creates a runtime. Returns 0, NF_EINVAL, NF_ENOMEM. */
 int nf_runtime_create(const struct nf_runtime_config *cfg, nf_runtime **out, struct nf_error *err);
 
 /*
