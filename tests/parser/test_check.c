@@ -355,7 +355,7 @@ START_TEST(check_flipped_bytes)
 	record("samples/overrun.nfs", dir, 2);
 	snprintf(path, sizeof(path), "%s/events", dir);
 	orig = read_whole(path, &len);
-	for (int round = 0; round < 24; round++) {
+	for (int round = 0; round < 16; round++) {
 		unsigned char *m = malloc(len);
 
 		ck_assert_ptr_nonnull(m);
