@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <stdint.h>
 #include <unistd.h>
 
@@ -128,6 +129,131 @@ static int v6_tag(struct v6_walk *w, const char *tag, const char *what)
 	return rc;
 }
 
+/*
+ * An event format: checked to look like what the kernel writes, because
+ * libtraceevent's parser and libtracecmd's error path (tracecmd_close from
+ * tracecmd_open_fd) crash on some malformed ones (fuzzing found several);
+ * what passes is parsed by libtracecmd in a child process first (probe_open).
+ */
+
+/* One "\tfield:TYPE NAME;\toffset:N;\tsize:N;\tsigned:N;" line, brackets balanced
+ * and holding digits, or "[]" only for __data_loc / __rel_loc fields. */
+static bool field_line_ok(const char *l, const char *eol)
+{
+	const char *semi = memchr(l, ';', (size_t)(eol - l));
+	int depth = 0;
+	unsigned a, b, c;
+	int n = 0;
+
+	if (!semi)
+		return false;
+	for (const char *p = l + 6; p < semi; p++) {
+		if (*p == '[') {
+			if (depth++)
+				return false;
+			if (p[1] == ']' && !(strstr(l, "__data_loc ") && strstr(l, "__data_loc ") < semi) &&
+			    !(strstr(l, "__rel_loc ") && strstr(l, "__rel_loc ") < semi))
+				return false;
+		} else if (*p == ']') {
+			if (!depth--)
+				return false;
+		} else if (depth && !(*p >= '0' && *p <= '9') && *p != ' ' && !((*p >= 'A' && *p <= 'Z') || *p == '_')) {
+			return false;
+		}
+	}
+	if (depth || !memchr(l + 6, ' ', (size_t)(semi - l - 6)))
+		return false;
+	if (sscanf(semi, ";\toffset:%u;\tsize:%u;\tsigned:%u;%n", &a, &b, &c, &n) != 3 || n <= 0 ||
+	    semi + n != eol || a > 65535 || b > 65535)
+		return false;
+	return true;
+}
+
+/* What the kernel writes: printable ASCII, tabs and newlines, and field lines as above. */
+static bool format_text_ok(const char *text, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		unsigned char ch = (unsigned char)text[i];
+
+		if ((ch < 0x20 && ch != '\t' && ch != '\n') || ch >= 0x7f)
+			return false;
+	}
+	if (strncmp(text, "name: ", 6) || !strstr(text, "\nID: ") || !strstr(text, "\nformat:\n") ||
+	    !strstr(text, "\nprint fmt: "))
+		return false;
+	for (const char *l = strstr(text, "\tfield:"); l; l = strstr(l + 7, "\tfield:")) {
+		const char *eol = strchr(l, '\n');
+
+		if (!eol || !field_line_ok(l + 1, eol))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * header_page / header_event: printable text; header_page with the three
+ * fields of a ring-buffer page header as the kernel describes them.
+ */
+static int v6_header(struct v6_walk *w, uint64_t len, const char *what)
+{
+	uint64_t at = w->pos;
+	char *text;
+	int rc;
+
+	if (len > 65536)
+		return nf_error_set(w->err, NF_EFORMAT, "%s:%llu: %s of %llu bytes", w->path,
+				    (unsigned long long)at, what, (unsigned long long)len);
+	if (!(text = malloc((size_t)len + 1)))
+		return nf_error_set(w->err, NF_ENOMEM, "out of memory");
+	if ((rc = v6_bytes(w, text, (size_t)len, what))) {
+		free(text);
+		return rc;
+	}
+	text[len] = '\0';
+	for (size_t i = 0; i < len && !rc; i++) {
+		unsigned char ch = (unsigned char)text[i];
+
+		if ((ch < 0x20 && ch != '\t' && ch != '\n') || ch >= 0x7f)
+			rc = NF_EFORMAT;
+	}
+	if (!rc && !strcmp(what, "header_page") &&
+	    (!strstr(text, "\tfield: u64 timestamp;\toffset:0;\tsize:8;") ||
+	     !strstr(text, "\tfield: local_t commit;\toffset:8;") || !strstr(text, " data;\toffset:")))
+		rc = NF_EFORMAT;
+	free(text);
+	if (rc)
+		return nf_error_set(w->err, NF_EFORMAT, "%s:%llu: a malformed %s", w->path,
+				    (unsigned long long)at, what);
+	return 0;
+}
+
+static int v6_format(struct v6_walk *w, uint64_t len)
+{
+	uint64_t at = w->pos;
+	char *text;
+	int rc;
+
+	if (len > (1u << 20))
+		return nf_error_set(w->err, NF_EFORMAT, "%s:%llu: event format of %llu bytes", w->path,
+				    (unsigned long long)at, (unsigned long long)len);
+	if (!(text = malloc((size_t)len + 1)))
+		return nf_error_set(w->err, NF_ENOMEM, "out of memory");
+	if ((rc = v6_bytes(w, text, (size_t)len, "the event formats"))) {
+		free(text);
+		return rc;
+	}
+	text[len] = '\0';
+	/* libtraceevent's format parser trusts its input (crashes seen under ASan
+	 * on control bytes and on malformed field lines, and libtracecmd reads
+	 * memory it never set after a field without offset or size): the text
+	 * must look like what the kernel writes before it gets there. */
+	rc = format_text_ok(text, (size_t)len) ? 0 :
+		nf_error_set(w->err, NF_EFORMAT, "%s:%llu: a malformed event format", w->path,
+			     (unsigned long long)at);
+	free(text);
+	return rc;
+}
+
 static int check_v6_layout(const char *path, struct nf_error *err)
 {
 	struct v6_walk w = { -1, 12, 0, false, path, err };
@@ -152,8 +278,8 @@ static int check_v6_layout(const char *path, struct nf_error *err)
 		goto out_close;
 	}
 	if ((rc = v6_tag(&w, "header_page", "header_page")) || (rc = v6_num(&w, 8, &n, "header_page")) ||
-	    (rc = v6_skip(&w, n, "header_page")) || (rc = v6_tag(&w, "header_event", "header_event")) ||
-	    (rc = v6_num(&w, 8, &n, "header_event")) || (rc = v6_skip(&w, n, "header_event")) ||
+	    (rc = v6_header(&w, n, "header_page")) || (rc = v6_tag(&w, "header_event", "header_event")) ||
+	    (rc = v6_num(&w, 8, &n, "header_event")) || (rc = v6_header(&w, n, "header_event")) ||
 	    (rc = v6_num(&w, 4, &m, "the ftrace formats")))
 		goto out_close;
 	for (uint64_t i = 0; i < m; i++)
@@ -175,7 +301,7 @@ static int check_v6_layout(const char *path, struct nf_error *err)
 			goto out_close;
 		for (uint64_t e = 0; e < n; e++)
 			if ((rc = v6_num(&w, 8, &v, "the event formats")) ||
-			    (rc = v6_skip(&w, v, "the event formats")))
+			    (rc = v6_format(&w, v)))
 				goto out_close;
 	}
 	if ((rc = v6_num(&w, 4, &n, "kallsyms")) || (rc = v6_skip(&w, n, "kallsyms")) ||
@@ -238,6 +364,44 @@ static bool version6(const char *path)
 	return v6;
 }
 
+/*
+ * libtracecmd 1.3.1 can crash on its own error path when a file's headers are
+ * corrupt in ways the checks above do not see (fuzzing found several): the
+ * first open is tried in a child process, and only a file it opened and
+ * closed cleanly is opened here.
+ */
+static int probe_open(const char *path, struct nf_error *err)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid < 0)
+		return nf_error_set(err, NF_EIO, "%s: fork: %s", path, strerror(errno));
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+
+		if (null >= 0)
+			dup2(null, STDERR_FILENO);
+		struct tracecmd_input *h = tracecmd_open(path, TRACECMD_FL_LOAD_NO_PLUGINS |
+								TRACECMD_FL_LOAD_NO_SYSTEM_PLUGINS);
+		if (!h)
+			_exit(3);
+		tracecmd_close(h);
+		_exit(0);
+	}
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return nf_error_set(err, NF_EIO, "%s: waitpid: %s", path, strerror(errno));
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+		return 0;
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 3)
+		return nf_error_set(err, NF_EFORMAT,
+				    "%s: libtracecmd cannot read it: truncated or corrupt headers, formats "
+				    "or CPU data", path);
+	return nf_error_set(err, NF_EFORMAT, "%s: corrupt headers or formats (libtracecmd crashed reading them)",
+			    path);
+}
+
 /* Removes a session directory we created (plain files only). */
 static void remove_session_dir(const char *dir, bool rm_dir)
 {
@@ -294,6 +458,8 @@ int nf_kernel_import(const char *path, const char *out_dir, bool force, struct n
 		return rc;
 	tracecmd_set_loglevel(TEP_LOG_NONE);
 	tep_set_loglevel(TEP_LOG_NONE);
+	if ((rc = probe_open(path, err)))
+		return rc;
 	h = tracecmd_open(path, TRACECMD_FL_LOAD_NO_PLUGINS | TRACECMD_FL_LOAD_NO_SYSTEM_PLUGINS);
 	if (!h)
 		return nf_error_set(err, NF_EFORMAT,

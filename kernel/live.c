@@ -14,7 +14,9 @@
 
 #include "nftrace/parser.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <kbuffer.h>
 #include <pthread.h>
@@ -220,6 +222,34 @@ void nf_kernel_trace_destroy(struct nf_kernel_trace *t)
 	free(t);
 }
 
+/*
+ * Removes the instances of nftrace processes that died without removing
+ * theirs (killed, crashed): instances/nftrace-<pid> whose pid is gone.
+ */
+static void remove_stale_instances(const char *tracefs)
+{
+	char dir[1100], path[1400];
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "%s/instances", tracefs);
+	if (!(d = opendir(dir)))
+		return;
+	while ((de = readdir(d))) {
+		char *end;
+		long pid;
+
+		if (strncmp(de->d_name, "nftrace-", 8) || !de->d_name[8])
+			continue;
+		pid = strtol(de->d_name + 8, &end, 10);
+		if (*end || pid <= 0 || pid > INT32_MAX || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		rmdir(path);
+	}
+	closedir(d);
+}
+
 int nf_kernel_trace_start(const struct nf_kernel_trace_options *o, struct nf_kernel_trace **out,
 			  uint64_t *origin_ns, struct nf_error *err)
 {
@@ -238,6 +268,7 @@ int nf_kernel_trace_start(const struct nf_kernel_trace_options *o, struct nf_ker
 				  "needs tracefs and root", path, strerror(errno));
 		goto out_destroy;
 	}
+	remove_stale_instances(t->tracefs);
 	snprintf(t->inst, sizeof(t->inst), "%s/instances/nftrace-%d", t->tracefs, (int)getpid());
 	if (mkdir(t->inst, 0750) != 0) {
 		rc = nf_error_set(err, errno == EEXIST ? NF_EEXIST : NF_EUNSUPP, "--kernel: %s: cannot create: %s",

@@ -61,6 +61,7 @@ struct nf_kernel_trace;
  * the events, then starts a thread that drains every CPU's trace_pipe_raw
  * into memory while the workload runs. *origin_ns gets CLOCK_MONOTONIC just
  * before tracing began: the moment that maps to the session's start.
+ * Instances nftrace-<pid> left by nftrace processes that died are removed.
  * Returns 0, NF_EUNSUPP (no tracefs, or not writable: the message says
  * which), NF_ENOENT (a named event the kernel does not have), NF_EIO,
  * NF_ENOMEM. Nothing is left in tracefs on failure.
