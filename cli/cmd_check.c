@@ -26,7 +26,7 @@ enum { CHECK_LOG_OTHER, CHECK_LOG_WAITS, CHECK_LOG_SIGNALS, CHECK_LOGS };
 
 struct check_where {
 	char stream[32];
-	uint64_t event_index;
+	uint64_t event_index, packet;
 	uint32_t entry_index;
 	uint64_t count, prev_gpu_ts, next_gpu_ts; /* LOST: the first gap and its span */
 	bool set;
@@ -201,6 +201,7 @@ static int check_finding(void *ctx, const struct nf_finding *f)
 		check_copy(l->first[k].stream, sizeof(l->first[k].stream), f->stream);
 		l->first[k].event_index = f->event_index;
 		l->first[k].entry_index = f->entry_index;
+		l->first[k].packet = f->packet;
 		l->first[k].count = f->count;
 		l->first[k].prev_gpu_ts = f->prev_gpu_ts;
 		l->first[k].next_gpu_ts = f->next_gpu_ts;
@@ -320,8 +321,8 @@ static void check_print_text(const char *dir, struct check_state *s, struct chec
 				if (kinds[k] == NF_FIND_LOST)
 					printf(" (%" PRIu64 " entries in %" PRIu64 " gaps)",
 					       l->count[NF_FIND_LOST], l->lost_spans);
-				printf(", first in stream %s, event #%" PRIu64 ", entry %" PRIu32,
-				       w->stream, w->event_index, w->entry_index);
+				printf(", first in stream %s, packet %" PRIu64 ", event #%" PRIu64 ", entry %" PRIu32,
+				       w->stream, w->packet, w->event_index, w->entry_index);
 				if (kinds[k] == NF_FIND_LOST && w->prev_gpu_ts)
 					printf(" (%" PRIu64 " entries between GPU times %" PRIu64 " and %" PRIu64 ")",
 					       w->count, w->prev_gpu_ts, w->next_gpu_ts);
@@ -337,9 +338,9 @@ static void check_print_text(const char *dir, struct check_state *s, struct chec
 		for (size_t i = 0; i < s->n_listed; i++) {
 			const struct nf_finding *f = &s->listed[i].f;
 
-			printf("  %s event #%" PRIu64 " entry %" PRIu32 ": queue 0x%08" PRIx32
+			printf("  %s packet %" PRIu64 " event #%" PRIu64 " entry %" PRIu32 ": queue 0x%08" PRIx32
 			       " log %" PRIu32 " epoch %" PRIu32 ": %s: %s\n",
-			       f->stream, f->event_index, f->entry_index, f->hwqueue, f->log_type,
+			       f->stream, f->packet, f->event_index, f->entry_index, f->hwqueue, f->log_type,
 			       f->epoch, nf_finding_kind_name(f->kind), f->detail);
 		}
 		if (s->not_listed)
@@ -373,8 +374,8 @@ static void json_where(const struct check_where *w, bool span)
 {
 	printf("{\"stream\": ");
 	json_str(w->stream);
-	printf(", \"event_index\": %" PRIu64 ", \"entry_index\": %" PRIu32, w->event_index,
-	       w->entry_index);
+	printf(", \"packet\": %" PRIu64 ", \"event_index\": %" PRIu64 ", \"entry_index\": %" PRIu32,
+	       w->packet, w->event_index, w->entry_index);
 	if (span)
 		printf(", \"count\": %" PRIu64 ", \"prev_gpu_ts\": %" PRIu64 ", \"next_gpu_ts\": %" PRIu64,
 		       w->count, w->prev_gpu_ts, w->next_gpu_ts);
@@ -441,8 +442,8 @@ static void check_print_json(const char *dir, struct check_state *s, struct chec
 		       i ? "," : "", nf_finding_kind_name(f->kind), f->adapter, f->hwqueue, f->log_type,
 		       f->epoch, f->count, f->first_seq, f->prev_gpu_ts, f->next_gpu_ts, f->cpu_ts);
 		json_str(f->stream);
-		printf(", \"event_index\": %" PRIu64 ", \"entry_index\": %" PRIu32 ", \"detail\": ",
-		       f->event_index, f->entry_index);
+		printf(", \"packet\": %" PRIu64 ", \"event_index\": %" PRIu64 ", \"entry_index\": %" PRIu32
+		       ", \"detail\": ", f->packet, f->event_index, f->entry_index);
 		json_str(f->detail);
 		putchar('}');
 	}

@@ -332,6 +332,7 @@ static int nf_emit_finding(const struct nf_read_ctx *c, enum nf_finding_kind kin
 	f.stream = c->stream ? c->stream : "";
 	f.event_index = c->event_index;
 	f.entry_index = entry_index;
+	f.packet = NF_PACKET_UNKNOWN; /* the reader knows it (see reader.c) */
 	va_start(ap, fmt);
 	vsnprintf(f.detail, sizeof(f.detail), fmt, ap);
 	va_end(ap);

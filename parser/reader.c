@@ -23,6 +23,7 @@
 /* Bounds on what one trace may make us allocate. */
 #define NF_READER_MAX_SEQ (1u << 20)      /* elements of one sequence field */
 #define NF_READER_MAX_CLASSES 4096u        /* distinct event classes */
+#define NF_READER_MAX_STREAMS 256u         /* streams whose packets findings name */
 
 /* Members of a DXGK_NATIVE_FENCE_LOG_ENTRY structure, by CTF name. */
 enum {
@@ -66,6 +67,15 @@ struct nf_pass {
 	size_t cap_u32s;
 	struct nf_log_entry *entries;
 	size_t cap_entries;
+	/* The current packet of each stream, for findings' places (streams live
+	 * as long as the graph, so their addresses are stable keys). */
+	struct {
+		const bt_stream *stream;
+		uint64_t packet, ordinal;
+	} streams[NF_READER_MAX_STREAMS];
+	size_t n_streams;
+	uint64_t cur_packet;                /* packet of the event being fed */
+	struct nf_parser_callbacks replay_cb; /* wraps cb: adds the packet */
 };
 
 static const char nf_empty[] = "";
@@ -510,6 +520,63 @@ static const char *nf_basename(const char *path)
 	return s ? s + 1 : path;
 }
 
+/* A packet begins: remember its packet_seq_num (else its ordinal) for its stream. */
+static void nf_pass_packet(struct nf_pass *ps, const bt_packet *pk)
+{
+	const bt_stream *st = bt_packet_borrow_stream_const(pk);
+	const bt_field *ctx = bt_packet_borrow_context_field_const(pk);
+	size_t i;
+
+	for (i = 0; i < ps->n_streams && ps->streams[i].stream != st; i++)
+		;
+	if (i == ps->n_streams) {
+		if (i == NF_READER_MAX_STREAMS)
+			return; /* findings of later streams say NF_PACKET_UNKNOWN */
+		ps->streams[i].stream = st;
+		ps->streams[i].ordinal = 0;
+		ps->n_streams++;
+	} else {
+		ps->streams[i].ordinal++;
+	}
+	ps->streams[i].packet = ps->streams[i].ordinal;
+	if (ctx && bt_field_get_class_type(ctx) == BT_FIELD_CLASS_TYPE_STRUCTURE) {
+		int64_t m = nf_member_index(bt_field_borrow_class_const(ctx), "packet_seq_num");
+
+		if (m >= 0) {
+			const bt_field *f = bt_field_structure_borrow_member_field_by_index_const(
+				ctx, (uint64_t)m);
+
+			if (bt_field_class_type_is(bt_field_get_class_type(f), BT_FIELD_CLASS_TYPE_INTEGER))
+				ps->streams[i].packet = nf_field_int(f);
+		}
+	}
+}
+
+static uint64_t nf_pass_packet_of(const struct nf_pass *ps, const bt_stream *st)
+{
+	for (size_t i = 0; i < ps->n_streams; i++)
+		if (ps->streams[i].stream == st)
+			return ps->streams[i].packet;
+	return NF_PACKET_UNKNOWN;
+}
+
+/* The replay's callbacks: the caller's, with the packet filled in. */
+static int nf_pass_entry_cb(void *ctx, const struct nf_decoded_entry *e)
+{
+	const struct nf_pass *ps = ctx;
+
+	return ps->cb->entry(ps->cb->ctx, e);
+}
+
+static int nf_pass_finding_cb(void *ctx, const struct nf_finding *f)
+{
+	const struct nf_pass *ps = ctx;
+	struct nf_finding g = *f;
+
+	g.packet = ps->cur_packet;
+	return ps->cb->finding(ps->cb->ctx, &g);
+}
+
 static int nf_pass_event(struct nf_pass *ps, const bt_message *msg)
 {
 	struct nf_parser *p = ps->p;
@@ -530,8 +597,10 @@ static int nf_pass_event(struct nf_pass *ps, const bt_message *msg)
 		if (rc)
 			return nf_error_set(ps->err, rc, "stopped by the event callback (code %d)", rc);
 	}
-	const char *stream = nf_basename(bt_stream_get_name(bt_event_borrow_stream_const(
-		bt_message_event_borrow_event_const(msg))));
+	const bt_stream *bst = bt_event_borrow_stream_const(bt_message_event_borrow_event_const(msg));
+	const char *stream = nf_basename(bt_stream_get_name(bst));
+
+	ps->cur_packet = nf_pass_packet_of(ps, bst);
 	rc = nf_logreplay_feed(ps->replay, &ev, stream, index, ps->err);
 	/* A bound the session hit (too many logs or fences): name where. */
 	if (rc == NF_ENOMEM)
@@ -550,6 +619,10 @@ static int nf_pass_message(struct nf_pass *ps, const bt_message *msg)
 			return nf_read_env(ps, bt_stream_borrow_trace_const(
 				bt_message_stream_beginning_borrow_stream_const(msg)));
 		}
+		return 0;
+	case BT_MESSAGE_TYPE_PACKET_BEGINNING:
+		if (!ps->probe)
+			nf_pass_packet(ps, bt_message_packet_beginning_borrow_packet_const(msg));
 		return 0;
 	case BT_MESSAGE_TYPE_EVENT:
 		return ps->probe ? 0 : nf_pass_event(ps, msg);
@@ -839,7 +912,10 @@ int nf_parser_run(struct nf_parser *p, const struct nf_parser_callbacks *cb, str
 	ps.p = p;
 	ps.cb = cb ? cb : &none;
 	ps.err = err;
-	ps.replay = nf_logreplay_create(ps.cb);
+	ps.replay_cb.ctx = &ps;
+	ps.replay_cb.entry = ps.cb->entry ? nf_pass_entry_cb : NULL;
+	ps.replay_cb.finding = ps.cb->finding ? nf_pass_finding_cb : NULL;
+	ps.replay = nf_logreplay_create(&ps.replay_cb);
 	if (!ps.replay)
 		return nf_error_set(err, NF_ENOMEM, "out of memory");
 	bt_current_thread_clear_error();

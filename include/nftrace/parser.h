@@ -54,6 +54,8 @@ const char *nf_finding_kind_name(enum nf_finding_kind kind);
 /* Illegal findings make `nftrace check` exit non-zero. */
 bool nf_finding_is_illegal(enum nf_finding_kind kind);
 
+#define NF_PACKET_UNKNOWN UINT64_MAX
+
 struct nf_finding {
 	enum nf_finding_kind kind;
 	uint32_t adapter, hwqueue, log_type, epoch;
@@ -68,6 +70,9 @@ struct nf_finding {
 	uint64_t event_index;      /* index of the event within the session (every
 				      event record counts, schema or not) */
 	uint32_t entry_index;      /* index of the entry within that LOG_READ event */
+	uint64_t packet;           /* the event's packet in its stream: packet_seq_num from
+				      the packet context, else the packet's ordinal (from 0);
+				      NF_PACKET_UNKNOWN from nf_logreplay_feed alone */
 	char detail[160];          /* one line for humans */
 };
 
