@@ -403,6 +403,12 @@ START_TEST(reader_many_packets)
 	write_session(dir, test_env, sizeof(test_env) / sizeof(test_env[0]), 4096, 300);
 	ck_assert_int_eq(read_session(dir, &g, &st, NULL, &err, serr, sizeof(serr)), 0);
 	ck_assert_uint_eq(st.events, 300 * 7);
+	/* Findings name their packet: packet_seq_num, from 0, never decreasing. */
+	ck_assert_uint_gt(g.n_findings, 1);
+	ck_assert_uint_eq(g.findings[0].packet, 0);
+	for (size_t i = 1; i < g.n_findings; i++)
+		ck_assert_uint_ge(g.findings[i].packet, g.findings[i - 1].packet);
+	ck_assert_msg(g.findings[g.n_findings - 1].packet > 0, "all findings in packet 0");
 	nf_test_rmtree(tmp);
 }
 END_TEST
