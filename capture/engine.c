@@ -1279,6 +1279,8 @@ void nf_runtime_destroy(nf_runtime *rt)
 	free(rt->heap);
 	free(rt->scratch_entries);
 	free(rt->scratch_truth);
+	for (uint32_t a = 0; a < rt->n_adapters; a++)
+		free(rt->adapters[a].va_spaces);
 	free(rt);
 }
 
@@ -1480,6 +1482,107 @@ static int global_new(nf_runtime *rt, uint32_t adapter, const struct nf_fence_de
 	return 0;
 }
 
+/* ------------------------------------------------------------------ */
+/* GPU virtual addresses of fence values                               */
+
+/* The index of process's VA space on adapter a (created on first use). */
+static int va_space(struct nf_runtime *rt, struct nf_adapter *a, uint32_t process, uint32_t *out)
+{
+	for (uint32_t i = 0; i < a->n_va_spaces; i++)
+		if (a->va_spaces[i].process == process) {
+			*out = i;
+			return 0;
+		}
+	if (grow((void **)&a->va_spaces, &a->cap_va_spaces, a->n_va_spaces + 1,
+		 sizeof(*a->va_spaces)))
+		return nf_error_set(&rt->err, NF_ENOMEM, "out of memory");
+	struct nf_va_space *s = &a->va_spaces[a->n_va_spaces];
+	memset(s, 0, sizeof(*s));
+	s->process = process;
+	s->next_va = NF_GPU_VA_BASE;
+	*out = a->n_va_spaces++;
+	return 0;
+}
+
+static int va_page(struct nf_runtime *rt, struct nf_va_space *s, uint64_t *va)
+{
+	if (s->next_va > NF_GPU_VA_LIMIT - NF_GPU_PAGE_SIZE)
+		return nf_error_set(&rt->err, NF_ENOMEM, "GPU virtual address space of process %u is full",
+				    s->process);
+	*va = s->next_va;
+	s->next_va += NF_GPU_PAGE_SIZE;
+	return 0;
+}
+
+/* Packs one value (CurrentValue or MonitoredValue) of a nonshareable fence
+ * into its process's current page, starting a new page (and its system
+ * process mapping) when the page is full. */
+static int va_pack(struct nf_runtime *rt, struct nf_va_space *ps, struct nf_va_space *ss,
+		   uint64_t *page, uint64_t *sys_page, uint32_t *used, uint32_t stride,
+		   uint64_t *va, uint64_t *sys_va)
+{
+	int rc;
+
+	if (!*page || *used + stride > NF_GPU_PAGE_SIZE) {
+		rc = va_page(rt, ps, page);
+		if (!rc && ss)
+			rc = va_page(rt, ss, sys_page);
+		if (rc)
+			return rc;
+		*used = 0;
+	}
+	*va = *page + *used;
+	*sys_va = ss ? *sys_page + *used : 0;
+	*used += stride;
+	return 0;
+}
+
+/* The OS maps a native fence's values for a new local handle (create or open). */
+static int fence_map(struct nf_runtime *rt, struct nf_global_fence *g, struct nf_local_fence *lf)
+{
+	struct nf_adapter *a = &rt->adapters[lf->adapter];
+	bool sys = (a->desc.native_fence_caps & NF_NATIVE_FENCE_CAP_MAP_TO_GPU_SYSTEM_PROCESS) != 0;
+	uint32_t pi, si = 0;
+	int rc;
+
+	memset(&lf->va, 0, sizeof(lf->va));
+	if (!lf->native)
+		return 0;
+	rc = va_space(rt, a, UINT32_MAX, &si);
+	if (!rc)
+		rc = va_space(rt, a, lf->process, &pi);
+	if (rc)
+		return rc;
+	struct nf_va_space *ps = &a->va_spaces[pi], *ss = sys ? &a->va_spaces[si] : NULL;
+	if (!g->shared && !g->cross_adapter) {
+		uint32_t stride = 8 + a->desc.monitored_value_stride;
+
+		lf->va.stride = stride;
+		rc = va_pack(rt, ps, ss, &ps->cur_page, &ps->cur_sys_page, &ps->cur_used, stride,
+			     &lf->va.current_gpu_va, &lf->va.current_system_gpu_va);
+		if (!rc)
+			rc = va_pack(rt, ps, ss, &ps->mon_page, &ps->mon_sys_page, &ps->mon_used, stride,
+				     &lf->va.monitored_gpu_va, &lf->va.monitored_system_gpu_va);
+		return rc;
+	}
+	/* Shareable: pages of its own, mapped into each opening process; the
+	 * system process maps the one storage once per adapter. */
+	lf->va.stride = NF_GPU_PAGE_SIZE;
+	rc = va_page(rt, ps, &lf->va.current_gpu_va);
+	if (!rc)
+		rc = va_page(rt, ps, &lf->va.monitored_gpu_va);
+	if (!rc && ss && !g->sys_cur_va[lf->adapter]) {
+		rc = va_page(rt, ss, &g->sys_cur_va[lf->adapter]);
+		if (!rc)
+			rc = va_page(rt, ss, &g->sys_mon_va[lf->adapter]);
+	}
+	if (ss) {
+		lf->va.current_system_gpu_va = g->sys_cur_va[lf->adapter];
+		lf->va.monitored_system_gpu_va = g->sys_mon_va[lf->adapter];
+	}
+	return rc;
+}
+
 static int local_new(nf_runtime *rt, uint32_t gi, uint32_t adapter, uint32_t process, bool opened,
 		     nf_handle *out)
 {
@@ -1502,6 +1605,9 @@ static int local_new(nf_runtime *rt, uint32_t gi, uint32_t adapter, uint32_t pro
 	lf->adapter = adapter;
 	lf->process = process;
 	lf->native = rt->adapters[adapter].native;
+	rc = fence_map(rt, g, lf);
+	if (rc)
+		return rc;
 	g->refs++;
 	g->open_mask |= 1u << adapter;
 	*out = lf->handle;
@@ -1748,6 +1854,19 @@ static int api_fence_close(nf_runtime *rt, nf_handle local, struct nf_error *err
 			nf_th_cpu_wake(rt);
 	}
 	return fail(rt, rc, err);
+}
+
+static int api_fence_gpu_va(nf_runtime *rt, nf_handle local, struct nf_fence_va *out,
+			    struct nf_error *err)
+{
+	struct nf_local_fence *lf = local_get(rt, local, err);
+
+	if (!lf)
+		return NF_EINVAL;
+	if (!out)
+		return nf_error_set(err, NF_EINVAL, "nf_fence_gpu_va: NULL output");
+	*out = lf->va;
+	return 0;
 }
 
 static int api_fence_read(nf_runtime *rt, nf_handle local, uint64_t *current, uint64_t *monitored,
@@ -2262,6 +2381,12 @@ int nf_fence_read(nf_runtime *rt, nf_handle local, uint64_t *current, uint64_t *
 		  struct nf_error *err)
 {
 	LOCKED(rt, api_fence_read(rt, local, current, monitored, err));
+}
+
+int nf_fence_gpu_va(nf_runtime *rt, nf_handle local, struct nf_fence_va *out,
+		    struct nf_error *err)
+{
+	LOCKED(rt, api_fence_gpu_va(rt, local, out, err));
 }
 
 int nf_queue_wait(nf_runtime *rt, nf_handle queue, nf_handle fence, uint64_t value,

@@ -128,6 +128,9 @@ struct nf_global_fence {
 	struct nf_cpu_waiter *waiters; /* outstanding CPU waiters */
 	struct nf_gpu_waiter *gpu_waiters;
 	uint32_t n_gpu_waiters, cap_gpu_waiters;
+	/* Shareable fences: their own pages, mapped once per adapter into the
+	 * system process (MapToGpuSystemProcess). */
+	uint64_t sys_cur_va[NF_MAX_ADAPTERS], sys_mon_va[NF_MAX_ADAPTERS];
 };
 
 struct nf_local_fence {
@@ -136,6 +139,17 @@ struct nf_local_fence {
 	uint32_t global;               /* index into globals */
 	uint32_t adapter, process;
 	bool native;                   /* native fence on this adapter, else legacy monitored fence */
+	struct nf_fence_va va;         /* GPU VAs of CurrentValue / MonitoredValue for this open */
+};
+
+/* One process's GPU virtual address space on an adapter (process UINT32_MAX:
+ * the system (paging) process the CMP uses), and the pages where that
+ * process's nonshareable fences pack their values. */
+struct nf_va_space {
+	uint32_t process;
+	uint64_t next_va;              /* next free page */
+	uint64_t cur_page, cur_sys_page, mon_page, mon_sys_page; /* packing pages (0: none yet) */
+	uint32_t cur_used, mon_used;   /* bytes used in them */
 };
 
 struct nf_event_obj {
@@ -153,6 +167,8 @@ struct nf_adapter {
 	uint32_t log_entries;
 	uint32_t calib_count;
 	double gpu_rate;               /* GPU ticks per true ns */
+	struct nf_va_space *va_spaces; /* one per process that opened a fence here */
+	uint32_t n_va_spaces, cap_va_spaces;
 };
 
 enum nf_sim_type {
