@@ -368,6 +368,31 @@ START_TEST(every_sample_is_deterministic_and_readable)
 }
 END_TEST
 
+/* Each fault sample shows the fault it is named after, as `nftrace check`
+ * counts it from the recorded log reads. */
+START_TEST(fault_samples_show_their_fault)
+{
+	static const struct { const char *sample, *pattern; } cases[] = {
+		{ "overrun", "verdict: legal anomalies only ([1-9][0-9]* lost," },
+		{ "lda-zero-timestamps", "verdict: legal anomalies only (0 lost, [1-9][0-9]* zero," },
+		{ "repeated-timestamps", "verdict: legal anomalies only (0 lost, 0 zero, [1-9][0-9]* repeated" },
+		{ "log-recreated", "^0x[0-9a-f]* *0 *Q0 *signals *[2-9] " },
+	};
+	char src[1024], dir[700];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		snprintf(src, sizeof(src), "%s/samples/%s.nfs", getenv("NF_SOURCE_DIR") ? getenv("NF_SOURCE_DIR") : ".",
+			 cases[i].sample);
+		snprintf(dir, sizeof(dir), "%s/%s", tmp, cases[i].sample);
+		snprintf(cmd, sizeof(cmd), "'%s' record -o '%s' '%s' >/dev/null && '%s' check '%s' | grep -q '%s'",
+			 nf_test_nftrace(), dir, src, nf_test_nftrace(), dir, cases[i].pattern);
+		int st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+		ck_assert_msg(st == 0, "%s does not show its fault (%s): %.1500s", cases[i].sample,
+			      cases[i].pattern, err);
+	}
+}
+END_TEST
+
 /* `record -- PROGRAM` on the sample program that links the runtime: a
  * session that babeltrace2 and our parser read, the same bytes twice; a
  * program that records nothing, or cannot run, is one clear error. */
@@ -459,6 +484,7 @@ static Suite *record_suite(void)
 	tcase_set_timeout(samples, 300);
 	tcase_add_test(samples, every_sample_is_deterministic_and_readable);
 	tcase_add_test(samples, record_a_program);
+	tcase_add_test(samples, fault_samples_show_their_fault);
 	tcase_add_test(samples, progress_line_and_force);
 	suite_add_tcase(s, samples);
 	return s;
