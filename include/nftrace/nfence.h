@@ -164,6 +164,29 @@ int nf_fence_open(nf_runtime *rt, uint32_t adapter, uint32_t process, nf_handle 
  * destroyed with its last local handle. */
 int nf_fence_close(nf_runtime *rt, nf_handle local, struct nf_error *err);
 
+/*
+ * Where CurrentValue and MonitoredValue live for this handle, as the OS maps
+ * them (DXGKARG_CREATENATIVEFENCE / OPENNATIVEFENCE): GPU VAs in the opening
+ * process's address space; nonshareable fences of one process pack their
+ * values in shared 4 KiB pages, one value every 8 + monitored_value_stride
+ * bytes (the caps' padding); shareable and cross-adapter fences get pages of
+ * their own. With DXGK_NATIVE_FENCE_CAP_MAP_TO_GPU_SYSTEM_PROCESS the same
+ * storage is also mapped into the adapter's system process for the CMP
+ * (CurrentValueSystemProcessGpuVa, MonitoredValueSystemProcessGpuVa); else 0.
+ */
+#define NF_GPU_PAGE_SIZE 4096u
+#define NF_GPU_VA_BASE 0x100000000ull      /* first VA handed out in each space */
+#define NF_GPU_VA_LIMIT 0x800000000000ull  /* one past the last */
+struct nf_fence_va {
+	uint64_t current_gpu_va;
+	uint64_t monitored_gpu_va;
+	uint64_t current_system_gpu_va;
+	uint64_t monitored_system_gpu_va;
+	uint32_t stride;          /* bytes between packed values; NF_GPU_PAGE_SIZE: own page */
+};
+int nf_fence_gpu_va(nf_runtime *rt, nf_handle local, struct nf_fence_va *out,
+		    struct nf_error *err);
+
 /* Reads CurrentValue (never torn) and this handle's adapter's MonitoredValue. */
 int nf_fence_read(nf_runtime *rt, nf_handle local, uint64_t *current, uint64_t *monitored,
 		  struct nf_error *err);

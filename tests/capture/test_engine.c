@@ -905,6 +905,100 @@ START_TEST(test_determinism)
 }
 END_TEST
 
+static struct nf_fence_va va_of(struct env *e, nf_handle f)
+{
+	struct nf_fence_va va;
+
+	memset(&va, 0xff, sizeof(va));
+	OK(e, nf_fence_gpu_va(e->rt, f, &va, &e->err));
+	return va;
+}
+
+#define PAGE_OF(va) ((va) & ~(uint64_t)(NF_GPU_PAGE_SIZE - 1))
+
+/* Fence value storage: nonshareable fences of one process are packed in 4 KiB
+ * pages every 8 + padding (monitored_value_stride) bytes; shareable ones get
+ * their own pages in every process that opens them; MapToGpuSystemProcess adds
+ * the CMP's mappings of the same storage. */
+START_TEST(test_fence_gpu_va)
+{
+	struct env *e = &E;
+	struct nf_adapter_desc d;
+	uint32_t a = 0, b = 0;
+	nf_handle f[70], sh, shb = 0, g = 0, other;
+
+	env_config(e);
+	env_start(e);
+	nf_adapter_desc_init(&d);
+	d.name = "packed";
+	d.monitored_value_stride = 56; /* the OS's maximum: one value per 64 bytes */
+	d.native_fence_caps = NF_NATIVE_FENCE_CAP_MAP_TO_GPU_SYSTEM_PROCESS;
+	OK(e, nf_adapter_create(e->rt, &d, &a, &e->err));
+	b = adapter_new(e, "plain", NF_VIDSCH_NATIVE_GPU_FENCE); /* stride 8, no system mapping */
+
+	for (int i = 0; i < 70; i++)
+		f[i] = fence_new(e, a, NF_FENCE_TYPE_DEFAULT, false, false, 0, 100);
+	struct nf_fence_va v0 = va_of(e, f[0]);
+	ck_assert_uint_eq(v0.stride, 64);
+	ck_assert_uint_ge(v0.current_gpu_va, NF_GPU_VA_BASE);
+	ck_assert_uint_ne(PAGE_OF(v0.current_gpu_va), PAGE_OF(v0.monitored_gpu_va));
+	ck_assert_uint_ne(v0.current_system_gpu_va, 0);
+	ck_assert_uint_ne(v0.monitored_system_gpu_va, 0);
+	/* 64 fences share a page, value i at offset 64*i, in both mappings. */
+	for (int i = 1; i < 64; i++) {
+		struct nf_fence_va v = va_of(e, f[i]);
+		ck_assert_uint_eq(v.current_gpu_va, v0.current_gpu_va + 64u * (unsigned)i);
+		ck_assert_uint_eq(v.monitored_gpu_va, v0.monitored_gpu_va + 64u * (unsigned)i);
+		ck_assert_uint_eq(v.current_system_gpu_va, v0.current_system_gpu_va + 64u * (unsigned)i);
+	}
+	/* The 65th starts new pages. */
+	struct nf_fence_va v64 = va_of(e, f[64]);
+	ck_assert_uint_ne(PAGE_OF(v64.current_gpu_va), PAGE_OF(v0.current_gpu_va));
+	ck_assert_uint_eq(v64.current_gpu_va, PAGE_OF(v64.current_gpu_va));
+	ck_assert_uint_ne(PAGE_OF(v64.current_system_gpu_va), PAGE_OF(v0.current_system_gpu_va));
+
+	/* Another process packs into its own pages. */
+	other = fence_new(e, a, NF_FENCE_TYPE_DEFAULT, false, false, 0, 200);
+	struct nf_fence_va vo = va_of(e, other);
+	for (int i = 0; i < 70; i++) {
+		struct nf_fence_va v = va_of(e, f[i]);
+		ck_assert_uint_ne(PAGE_OF(vo.current_system_gpu_va), PAGE_OF(v.current_system_gpu_va));
+	}
+
+	/* Shareable: own pages, in each process that opens it; one system mapping. */
+	sh = fence_new(e, a, NF_FENCE_TYPE_DEFAULT, true, false, 0, 100);
+	struct nf_fence_va vs = va_of(e, sh);
+	ck_assert_uint_eq(vs.stride, NF_GPU_PAGE_SIZE);
+	ck_assert_uint_eq(vs.current_gpu_va, PAGE_OF(vs.current_gpu_va));
+	ck_assert_uint_eq(vs.monitored_gpu_va, PAGE_OF(vs.monitored_gpu_va));
+	nf_handle after = fence_new(e, a, NF_FENCE_TYPE_DEFAULT, false, false, 0, 100);
+	struct nf_fence_va va2 = va_of(e, after);
+	ck_assert_uint_ne(PAGE_OF(va2.current_gpu_va), PAGE_OF(vs.current_gpu_va));
+	ck_assert_uint_ne(PAGE_OF(va2.monitored_gpu_va), PAGE_OF(vs.monitored_gpu_va));
+	OK(e, nf_fence_global_handle(e->rt, sh, &g, &e->err));
+	OK(e, nf_fence_open(e->rt, a, 300, g, &shb, &e->err));
+	struct nf_fence_va vb = va_of(e, shb);
+	ck_assert_uint_eq(vb.current_system_gpu_va, vs.current_system_gpu_va);
+	ck_assert_uint_eq(vb.monitored_system_gpu_va, vs.monitored_system_gpu_va);
+	ck_assert_uint_eq(vb.current_gpu_va, PAGE_OF(vb.current_gpu_va));
+
+	/* Without MapToGpuSystemProcess: no CMP mappings; default stride 8 + 8. */
+	nf_handle fb = fence_new(e, b, NF_FENCE_TYPE_DEFAULT, false, false, 0, 100);
+	nf_handle fb2 = fence_new(e, b, NF_FENCE_TYPE_DEFAULT, false, false, 0, 100);
+	struct nf_fence_va w1 = va_of(e, fb), w2 = va_of(e, fb2);
+	ck_assert_uint_eq(w1.current_system_gpu_va, 0);
+	ck_assert_uint_eq(w1.monitored_system_gpu_va, 0);
+	ck_assert_uint_eq(w1.stride, 16);
+	ck_assert_uint_eq(w2.current_gpu_va, w1.current_gpu_va + 16);
+
+	struct nf_fence_va bad;
+	FAILS(e, NF_EINVAL, nf_fence_gpu_va(e->rt, 0x1234, &bad, &e->err));
+	FAILS(e, NF_EINVAL, nf_fence_gpu_va(e->rt, fb, NULL, &e->err));
+	FAILS(e, NF_EINVAL, nf_fence_gpu_va(NULL, fb, &bad, &e->err));
+	env_end(e);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("engine");
@@ -926,6 +1020,7 @@ int main(void)
 	tcase_add_test(tc, test_atomics32);
 	tcase_add_test(tc, test_cpu_wait_timeout_and_async);
 	tcase_add_test(tc, test_determinism);
+	tcase_add_test(tc, test_fence_gpu_va);
 	suite_add_tcase(s, tc);
 	return nf_test_main(s);
 }
