@@ -391,6 +391,40 @@ START_TEST(concurrent_queries_and_report_analyse_once)
 }
 END_TEST
 
+/* ---- the session directory around the database ---- */
+
+/*
+ * The parser reads the session directory itself: the database, its lock and
+ * the build's temporaries are dot files, which babeltrace2 skips. A trace
+ * newer than the database is analysed again, with the old database in place;
+ * nothing but the database and its lock is left behind.
+ */
+START_TEST(rebuild_next_to_the_database_leaves_no_temporaries)
+{
+	char dir[1024], q[2048], id1[256], id2[256];
+
+	record("overrun", dir, sizeof(dir));
+	snprintf(q, sizeof(q), "'%s' query --csv '%s' \"select value from meta where key = "
+		 "'build_id'\" | tail -n 1", nf_test_nftrace(), dir);
+	ck_assert_int_eq(nf_test_run(q, out, sizeof(out), errb, sizeof(errb)), 0);
+	snprintf(id1, sizeof(id1), "%.200s", out);
+	ck_assert_int_eq(nf_test_run(q, out, sizeof(out), errb, sizeof(errb)), 0);
+	ck_assert_str_eq(out, id1); /* fresh: reused */
+	snprintf(cmd, sizeof(cmd), "sleep 1.1; touch '%s/events'", dir);
+	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), errb, sizeof(errb)), 0);
+	ck_assert_int_eq(nf_test_run(q, out, sizeof(out), errb, sizeof(errb)), 0);
+	snprintf(id2, sizeof(id2), "%.200s", out);
+	ck_assert_msg(strcmp(id1, id2) != 0, "not rebuilt after the trace changed: %s", id2);
+	snprintf(cmd, sizeof(cmd), "'%s' query --csv '%s' \"select count(*) from fence_ops where "
+		 "status = 'lost'\"", nf_test_nftrace(), dir);
+	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), errb, sizeof(errb)), 0);
+	ck_assert_str_eq(out, "count(*)\n1952\n");
+	snprintf(cmd, sizeof(cmd), "ls -A '%s' | sort | tr '\\n' ' '", dir);
+	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), errb, sizeof(errb)), 0);
+	ck_assert_str_eq(out, ".timeline.db .timeline.lock events metadata truth ");
+}
+END_TEST
+
 /* ---- ready-made reports ---- */
 
 START_TEST(reports_stalls_queues_lost)
@@ -444,6 +478,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, query_refuses_attach_pragma_writes_and_vacuum_into);
 	tcase_add_test(tc, concurrent_queries_and_report_analyse_once);
 	tcase_add_test(tc, reports_stalls_queues_lost);
+	tcase_add_test(tc, rebuild_next_to_the_database_leaves_no_temporaries);
 	suite_add_tcase(s, tc);
 	return s;
 }
