@@ -25,6 +25,7 @@ static char tmp[512], cmd[8192], out[1 << 17], err[1 << 14];
 struct log_counts {
 	uint64_t adapter, hwqueue, log_type;
 	uint64_t written, entries, lost, zero, repeated, backwards;
+	uint64_t epochs;                                /* TruthLog events / check's epochs */
 	uint64_t ops, ops_lost, ops_zero, ops_repeated; /* from TruthOp */
 };
 
@@ -57,6 +58,7 @@ static int truth_event(void *ctx, const struct nf_event *ev)
 	if (ev->id == NF_EV_TRUTH_LOG) {
 		l = counts_log(c, ev->f[NFF_TRUTH_LOG_adapter], ev->f[NFF_TRUTH_LOG_hwqueue],
 			       ev->f[NFF_TRUTH_LOG_log_type]);
+		l->epochs++; /* one TruthLog per log epoch */
 		l->written += ev->f[NFF_TRUTH_LOG_written];
 		l->lost += ev->f[NFF_TRUTH_LOG_lost];
 		l->zero += ev->f[NFF_TRUTH_LOG_zero_ts];
@@ -103,7 +105,8 @@ static int read_check(const char *dir, struct counts *c, char *verdict, size_t v
 		"for q in d['queues']:\n"
 		" for l in q['logs']:\n"
 		"  print(q['adapter'], q['hwqueue'], {'waits':1,'signals':2}.get(l['log'],0), l['entries'],"
-		" l['lost'], l['zero_timestamp'], l['repeated_timestamp'], l['backwards_timestamp'])\n";
+		" l['lost'], l['zero_timestamp'], l['repeated_timestamp'], l['backwards_timestamp'],"
+		" l['epochs'])\n";
 	char json[700], py[700];
 	unsigned long long illegal;
 	int st;
@@ -125,18 +128,19 @@ static int read_check(const char *dir, struct counts *c, char *verdict, size_t v
 	ck_assert_int_eq(sscanf(line, "%31s %llu", verdict, &illegal), 2);
 	(void)vlen;
 	while ((line = strchr(line, '\n')) && line[1]) {
-		unsigned long long a, q, t, en, lo, z, r, b;
+		unsigned long long a, q, t, en, lo, z, r, b, ep;
 		struct log_counts *l;
 
 		line++;
-		ck_assert_int_eq(sscanf(line, "%llu %llu %llu %llu %llu %llu %llu %llu", &a, &q, &t,
-					&en, &lo, &z, &r, &b), 8);
+		ck_assert_int_eq(sscanf(line, "%llu %llu %llu %llu %llu %llu %llu %llu %llu", &a, &q,
+					&t, &en, &lo, &z, &r, &b, &ep), 9);
 		l = counts_log(c, a, q, t);
 		l->entries = en;
 		l->lost = lo;
 		l->zero = z;
 		l->repeated = r;
 		l->backwards = b;
+		l->epochs = ep;
 	}
 	return st;
 }
@@ -172,7 +176,7 @@ static const unsigned seeds[] = { 1, 7, 20261121 };
 START_TEST(check_matches_ground_truth)
 {
 	const char *name = fault_samples[_i];
-	uint64_t lost = 0, zero = 0, repeated = 0;
+	uint64_t lost = 0, zero = 0, repeated = 0, epochs = 0;
 
 	for (size_t s = 0; s < sizeof(seeds) / sizeof(seeds[0]); s++) {
 		char sample[256], dir[700], verdict[32];
@@ -201,6 +205,10 @@ START_TEST(check_matches_ground_truth)
 				      " lost, %" PRIu64 " zero, %" PRIu64 " repeated",
 				      name, seeds[s], t->hwqueue, t->log_type, g->entries, g->lost, g->zero,
 				      g->repeated, g->backwards, t->written, t->lost, t->zero, t->repeated);
+			/* log-recreated: every recreation is a new epoch, none an overrun. */
+			ck_assert_msg(g->epochs == t->epochs, "%s seed %u queue 0x%" PRIx64 " log %" PRIu64
+				      ": %" PRIu64 " epochs, truth %" PRIu64, name, seeds[s], t->hwqueue,
+				      t->log_type, g->epochs, t->epochs);
 			/* The per-operation truth tells the same story. */
 			ck_assert_uint_eq(t->ops, t->written);
 			ck_assert_uint_eq(t->ops_lost, t->lost);
@@ -209,6 +217,7 @@ START_TEST(check_matches_ground_truth)
 			lost += t->lost;
 			zero += t->zero;
 			repeated += t->repeated;
+			epochs = t->epochs > epochs ? t->epochs : epochs;
 		}
 		/* No log check reports that the truth does not know. */
 		for (size_t i = 0; i < got.n; i++) {
@@ -231,6 +240,8 @@ START_TEST(check_matches_ground_truth)
 		ck_assert_uint_gt(zero, 0);
 	if (!strcmp(name, "repeated-timestamps"))
 		ck_assert_uint_gt(repeated, 0);
+	if (!strcmp(name, "log-recreated"))
+		ck_assert_uint_gt(epochs, 1);
 }
 END_TEST
 
