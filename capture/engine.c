@@ -1707,9 +1707,15 @@ static int api_hwqueue_destroy(nf_runtime *rt, nf_handle queue, struct nf_error 
 	if (in_flight)
 		return nf_error_set(err, NF_ESTATE, "queue 0x%x still has %llu commands in flight",
 				    queue, (unsigned long long)in_flight);
-	/* Idle: its engine thread has nothing left to do and can go. */
-	if (rt->threaded)
+	/* Idle: its engine thread has nothing left to do and can go. It may be
+	 * about to take the OS lock (to switch to recreated logs), so the join
+	 * happens without it; the queue is already gone for other callers. */
+	if (rt->threaded) {
+		q->alive = false;
+		nf_th_unlock(rt);
 		nf_th_queue_stop(rt, q);
+		nf_th_lock(rt);
+	}
 	rc = queue_read_logs(rt, q, NULL);
 	for (int l = 0; l < 2 && !rc && q->native; l++)
 		rc = emit_truth_log(rt, q, &q->logs[l]);

@@ -69,7 +69,7 @@ struct env {
 	} while (0)
 #define E_ (&e_)
 
-static void env_start(struct env *e, uint32_t vidsch_caps)
+static void env_start_recreating(struct env *e, uint32_t vidsch_caps, uint64_t recreate_ns)
 {
 	struct nf_runtime_config cfg;
 	struct nf_adapter_desc d;
@@ -77,6 +77,7 @@ static void env_start(struct env *e, uint32_t vidsch_caps)
 	memset(e, 0, sizeof(*e));
 	nf_runtime_config_init(&cfg);
 	cfg.mode = NF_MODE_THREADED;
+	cfg.log_recreate_interval_ns = recreate_ns;
 	cfg.log_read_interval_ns = 0; /* the OS reads on interrupts and at the end */
 	cfg.ground_truth = true;
 	cfg.sink.ctx = &e->col;
@@ -85,6 +86,11 @@ static void env_start(struct env *e, uint32_t vidsch_caps)
 	nf_adapter_desc_init(&d);
 	d.vidsch_caps = vidsch_caps;
 	OK(nf_adapter_create(e->rt, &d, &e->adapter, E_));
+}
+
+static void env_start(struct env *e, uint32_t vidsch_caps)
+{
+	env_start_recreating(e, vidsch_caps, 0);
 }
 
 /* Destroys the runtime (joins its threads); the events stay for inspection. */
@@ -429,6 +435,45 @@ START_TEST(test_cross_adapter)
 }
 END_TEST
 
+/* Queues come and go while the OS recreates every log each 50 us: each engine
+ * switches logs between commands, a destroyed queue's engine is joined, and no
+ * entry is lost (the OS reads a log before it replaces it). */
+START_TEST(test_queue_destroy_while_logs_recreated)
+{
+	struct env e;
+	struct nf_runtime_stats st;
+	nf_handle f;
+	uint64_t v = 0;
+
+	env_start_recreating(&e, NF_VIDSCH_NATIVE_GPU_FENCE, 50000);
+	f = mk_fence(&e);
+	for (int round = 0; round < 40; round++) {
+		nf_handle q = mk_queue(&e, 0, "Q");
+		for (int k = 0; k < 50; k++)
+			OK(nf_queue_signal(e.rt, q, f, ++v, E_));
+		spin_until(&e, f, v);
+		struct nf_error err;
+		nf_error_clear(&err);
+		int rc;
+		/* The engine publishes its progress when it catches up: retry until idle. */
+		while ((rc = nf_hwqueue_destroy(e.rt, q, &err)) == NF_ESTATE) {
+			nf_error_clear(&err);
+			sched_yield();
+		}
+		ck_assert_msg(rc == 0, "%s", err.msg);
+	}
+	OK(nf_runtime_finish(e.rt, E_));
+	nf_runtime_get_stats(e.rt, &st);
+	ck_assert_uint_eq(st.signals_executed, v);
+	ck_assert_uint_eq(st.log_entries_written, v);
+	ck_assert_uint_eq(st.log_entries_lost, 0);
+	env_end(&e);
+	ck_assert_uint_ge(count_ev(&e, NF_EV_SET_LOG_BUFFER), 80); /* at least two per queue */
+	ck_assert_uint_eq(count_ev(&e, NF_EV_HWQUEUE_STOP), 40);
+	env_free(&e);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* stress: many queues, fences and CPU threads; no wake-up is lost      */
 
@@ -664,6 +709,7 @@ int main(void)
 	tcase_add_test(tc, test_timeouts);
 	tcase_add_test(tc, test_current_value_never_torn);
 	tcase_add_test(tc, test_cross_adapter);
+	tcase_add_test(tc, test_queue_destroy_while_logs_recreated);
 	tcase_add_test(tc, test_stress);
 	tcase_add_test(tc, test_record_threaded_session);
 	tcase_add_test(tc, test_samples_threaded_match_truth);
