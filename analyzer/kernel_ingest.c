@@ -60,8 +60,80 @@ struct ki_cpu {
 	int64_t start_ns;
 };
 
+/* u64 -> u64, open addressing; key 0 is never stored (keys are stored + 1). */
+struct ki_map {
+	uint64_t *k, *v;
+	size_t cap, n;
+};
+
+#define NF_KI_MAX_KEYS (1u << 22)
+
+static void ki_map_free(struct ki_map *m)
+{
+	free(m->k);
+	free(m->v);
+}
+
+static size_t ki_slot(const struct ki_map *m, uint64_t key)
+{
+	uint64_t h = key * 0x9E3779B97F4A7C15ull;
+	size_t i = (size_t)(h >> 17) & (m->cap - 1);
+
+	while (m->k[i] && m->k[i] != key)
+		i = (i + 1) & (m->cap - 1);
+	return i;
+}
+
+/* The value of key, or NULL. */
+static uint64_t *ki_map_get(const struct ki_map *m, uint64_t key)
+{
+	if (!m->cap)
+		return NULL;
+	size_t i = ki_slot(m, key + 1);
+
+	return m->k[i] ? &m->v[i] : NULL;
+}
+
+/* Sets key to val; 0 or NF_ENOMEM (also past NF_KI_MAX_KEYS). */
+static int ki_map_put(struct ki_map *m, uint64_t key, uint64_t val)
+{
+	if ((m->n + 1) * 2 > m->cap) {
+		struct ki_map n = { 0 };
+
+		if (m->n >= NF_KI_MAX_KEYS)
+			return NF_ENOMEM;
+		n.cap = m->cap ? m->cap * 2 : 256;
+		n.k = calloc(n.cap, sizeof(*n.k));
+		n.v = calloc(n.cap, sizeof(*n.v));
+		if (!n.k || !n.v) {
+			ki_map_free(&n);
+			return NF_ENOMEM;
+		}
+		for (size_t i = 0; i < m->cap; i++)
+			if (m->k[i]) {
+				size_t j = ki_slot(&n, m->k[i]);
+
+				n.k[j] = m->k[i];
+				n.v[j] = m->v[i];
+			}
+		n.n = m->n;
+		ki_map_free(m);
+		*m = n;
+	}
+	size_t i = ki_slot(m, key + 1);
+
+	if (!m->k[i]) {
+		m->k[i] = key + 1;
+		m->n++;
+	}
+	m->v[i] = val;
+	return 0;
+}
+
 struct nf_kernel_ingest {
 	sqlite3 *db;
+	struct ki_map comms;     /* thread -> KernelString id of the comm last written */
+	struct ki_map contexts;  /* dma_fence contexts already in kernel_timelines */
 	sqlite3_stmt *st[KS_COUNT];
 	char **strings;      /* [id] -> text, id from 1 */
 	size_t n_strings;
@@ -110,6 +182,8 @@ void nf_kernel_ingest_destroy(struct nf_kernel_ingest *ki)
 		free(ki->strings[i]);
 	free(ki->strings);
 	free(ki->cpus);
+	ki_map_free(&ki->comms);
+	ki_map_free(&ki->contexts);
 	free(ki);
 }
 
@@ -199,11 +273,19 @@ static void bind_text_or_null(sqlite3_stmt *s, int col, const char *t)
 		sqlite3_bind_null(s, col);
 }
 
-static int ki_thread(struct nf_kernel_ingest *ki, uint64_t tid, const char *comm,
+/* Names a thread; written only when its name changes (sched events repeat it). */
+static int ki_thread(struct nf_kernel_ingest *ki, uint64_t tid, uint64_t comm_id,
 		     struct nf_error *err)
 {
+	const char *comm = ki_str(ki, comm_id);
+	uint64_t *known;
+
 	if (tid == 0 || !comm)
 		return 0;
+	if ((known = ki_map_get(&ki->comms, tid)) && *known == comm_id)
+		return 0;
+	if (ki_map_put(&ki->comms, tid, comm_id))
+		return nf_error_set(err, NF_ENOMEM, "timeline: too many kernel threads");
 	sqlite3_bind_int64(ki->st[KS_THREAD], 1, (int64_t)tid);
 	sqlite3_bind_text(ki->st[KS_THREAD], 2, comm, -1, SQLITE_TRANSIENT);
 	return ki_step(ki, KS_THREAD, err);
@@ -239,9 +321,9 @@ static int ki_switch(struct nf_kernel_ingest *ki, int64_t ns, const struct nf_ev
 	c->has_start = true;
 	c->tid = next;
 	c->start_ns = ns;
-	if ((rc = ki_thread(ki, prev, ki_str(ki, f[NFF_KERNEL_SCHED_SWITCH_prev_comm]), err)))
+	if ((rc = ki_thread(ki, prev, f[NFF_KERNEL_SCHED_SWITCH_prev_comm], err)))
 		return rc;
-	return ki_thread(ki, next, ki_str(ki, f[NFF_KERNEL_SCHED_SWITCH_next_comm]), err);
+	return ki_thread(ki, next, f[NFF_KERNEL_SCHED_SWITCH_next_comm], err);
 }
 
 static int ki_raw(struct nf_kernel_ingest *ki, int64_t ns, uint64_t cpu, uint64_t tid,
@@ -268,7 +350,7 @@ static int ki_wakeup(struct nf_kernel_ingest *ki, int64_t ns, const struct nf_ev
 		 comm ? comm : "", (uint32_t)f[NFF_KERNEL_SCHED_WAKEUP_tid],
 		 (int32_t)(uint32_t)f[NFF_KERNEL_SCHED_WAKEUP_prio],
 		 (uint32_t)f[NFF_KERNEL_SCHED_WAKEUP_target_cpu]);
-	int rc = ki_thread(ki, f[NFF_KERNEL_SCHED_WAKEUP_tid], comm, err);
+	int rc = ki_thread(ki, f[NFF_KERNEL_SCHED_WAKEUP_tid], f[NFF_KERNEL_SCHED_WAKEUP_comm], err);
 	return rc ? rc : ki_raw(ki, ns, f[NFF_KERNEL_SCHED_WAKEUP_cpu],
 				f[NFF_KERNEL_SCHED_WAKEUP_waker], "sched:sched_wakeup", fields, err);
 }
@@ -291,12 +373,16 @@ static int ki_fence(struct nf_kernel_ingest *ki, int64_t ns, const struct nf_eve
 	sqlite3_stmt *s;
 	int rc;
 
-	s = ki->st[KS_STR_TIMELINE];
-	sqlite3_bind_int64(s, 1, ctx);
-	bind_text_or_null(s, 2, ki_str(ki, f[NFF_KERNEL_DMA_FENCE_INIT_driver]));
-	bind_text_or_null(s, 3, ki_str(ki, f[NFF_KERNEL_DMA_FENCE_INIT_timeline]));
-	if ((rc = ki_step(ki, KS_STR_TIMELINE, err)))
-		return rc;
+	if (!ki_map_get(&ki->contexts, (uint64_t)ctx)) {
+		s = ki->st[KS_STR_TIMELINE];
+		sqlite3_bind_int64(s, 1, ctx);
+		bind_text_or_null(s, 2, ki_str(ki, f[NFF_KERNEL_DMA_FENCE_INIT_driver]));
+		bind_text_or_null(s, 3, ki_str(ki, f[NFF_KERNEL_DMA_FENCE_INIT_timeline]));
+		if ((rc = ki_step(ki, KS_STR_TIMELINE, err)))
+			return rc;
+		if (ki_map_put(&ki->contexts, (uint64_t)ctx, 1))
+			return nf_error_set(err, NF_ENOMEM, "timeline: too many dma_fence contexts");
+	}
 	switch (ev->id) {
 	case NF_EV_KERNEL_DMA_FENCE_INIT:
 	case NF_EV_KERNEL_DMA_FENCE_EMIT:
