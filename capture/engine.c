@@ -1884,7 +1884,7 @@ static int api_fence_read(nf_runtime *rt, nf_handle local, uint64_t *current, ui
 		return NF_EINVAL;
 	const struct nf_global_fence *g = &rt->globals[lf->global];
 	if (current)
-		*current = __atomic_load_n(&g->current, __ATOMIC_ACQUIRE);
+		*current = atomic_load(&g->current);
 	if (monitored)
 		*monitored = g->monitored[lf->adapter];
 	return 0;
