@@ -19,7 +19,7 @@
 #define NF_KI_MAX_CPUS 8192u
 
 enum ki_stmt {
-	KS_STR_TIMELINE, KS_FENCE_SEEN, KS_WAIT_START, KS_WAIT_END, KS_WAIT_ORPHAN_END, KS_RUN,
+	KS_STR_TIMELINE, KS_FENCE_SEEN, KS_WAIT, KS_RUN,
 	KS_THREAD, KS_RAW, KS_LOST, KS_COUNT
 };
 
@@ -33,12 +33,8 @@ static const char *const ki_sql[KS_COUNT] = {
 			  "emit_ns = coalesce(emit_ns, excluded.emit_ns), "
 			  "signal_ns = coalesce(signal_ns, excluded.signal_ns), "
 			  "emit_tid = coalesce(emit_tid, excluded.emit_tid)",
-	[KS_WAIT_START] = "INSERT INTO temp.k_waits(tid, context, seqno, start_ns, end_ns) "
-			  "VALUES (?1, ?2, ?3, ?4, NULL)",
-	[KS_WAIT_END] = "UPDATE temp.k_waits SET end_ns = ?4 WHERE rowid = (SELECT max(rowid) "
-			"FROM temp.k_waits WHERE tid = ?1 AND context = ?2 AND seqno = ?3 AND end_ns IS NULL)",
-	[KS_WAIT_ORPHAN_END] = "INSERT INTO temp.k_waits(tid, context, seqno, start_ns, end_ns) "
-			       "VALUES (?1, ?2, ?3, NULL, ?4)",
+	[KS_WAIT] = "INSERT INTO temp.k_waits(tid, context, seqno, start_ns, end_ns) "
+		    "VALUES (?1, ?2, ?3, ?4, ?5)",
 	[KS_RUN] = "INSERT INTO cpu_runs(thread, cpu, start_ns, end_ns, end_state) VALUES (?1, ?2, ?3, ?4, ?5)",
 	[KS_THREAD] = "INSERT OR REPLACE INTO kernel_threads(thread, comm) VALUES (?1, ?2)",
 	[KS_RAW] = "INSERT INTO kernel_events(ts_ns, cpu, thread, name, fields) VALUES (?1, ?2, ?3, ?4, ?5)",
@@ -48,10 +44,17 @@ static const char *const ki_sql[KS_COUNT] = {
 
 static const char ki_staging_sql[] =
 	"CREATE TEMP TABLE k_fences(context INTEGER, seqno INTEGER, init_ns INTEGER, emit_ns INTEGER, "
-	"  signal_ns INTEGER, emit_tid INTEGER, op_id INTEGER, PRIMARY KEY(context, seqno));"
+	"  signal_ns INTEGER, emit_tid INTEGER, op_id INTEGER, PRIMARY KEY(context, seqno)) WITHOUT ROWID;"
 	"CREATE TEMP TABLE k_waits(tid INTEGER, context INTEGER, seqno INTEGER, start_ns INTEGER, "
-	"  end_ns INTEGER);"
-	"CREATE INDEX temp.k_waits_key ON k_waits(tid, context, seqno);";
+	"  end_ns INTEGER);";
+
+/* A CPU wait that has started and not ended yet (kept in memory: few at a time). */
+struct ki_wait {
+	int64_t tid, ctx, seq, start_ns;
+};
+
+/* Open waits kept at most; past it a start is written as a wait that never ended. */
+#define NF_KI_MAX_OPEN_WAITS 65536u
 
 struct ki_cpu {
 	bool known;          /* a sched_switch was seen on this CPU */
@@ -139,6 +142,8 @@ struct nf_kernel_ingest {
 	size_t n_strings;
 	struct ki_cpu *cpus;
 	size_t n_cpus;
+	struct ki_wait *waits;   /* open waits, in start order */
+	size_t n_waits, cap_waits;
 	bool finished;
 };
 
@@ -182,6 +187,7 @@ void nf_kernel_ingest_destroy(struct nf_kernel_ingest *ki)
 		free(ki->strings[i]);
 	free(ki->strings);
 	free(ki->cpus);
+	free(ki->waits);
 	ki_map_free(&ki->comms);
 	ki_map_free(&ki->contexts);
 	free(ki);
@@ -363,6 +369,26 @@ _Static_assert((int)NFF_KERNEL_DMA_FENCE_SIGNALED_context == (int)NFF_KERNEL_DMA
 	       (int)NFF_KERNEL_DMA_FENCE_DESTROY_timeline == (int)NFF_KERNEL_DMA_FENCE_INIT_timeline,
 	       "dma_fence events share their field layout");
 
+/* One row of temp.k_waits: a wait with its start and end when known. */
+static int ki_wait_row(struct nf_kernel_ingest *ki, int64_t tid, int64_t ctx, int64_t seq, bool has_start,
+		       int64_t start, bool has_end, int64_t end, struct nf_error *err)
+{
+	sqlite3_stmt *s = ki->st[KS_WAIT];
+
+	sqlite3_bind_int64(s, 1, tid);
+	sqlite3_bind_int64(s, 2, ctx);
+	sqlite3_bind_int64(s, 3, seq);
+	if (has_start)
+		sqlite3_bind_int64(s, 4, start);
+	else
+		sqlite3_bind_null(s, 4);
+	if (has_end)
+		sqlite3_bind_int64(s, 5, end);
+	else
+		sqlite3_bind_null(s, 5);
+	return ki_step(ki, KS_WAIT, err);
+}
+
 static int ki_fence(struct nf_kernel_ingest *ki, int64_t ns, const struct nf_event *ev,
 		    struct nf_error *err)
 {
@@ -400,29 +426,34 @@ static int ki_fence(struct nf_kernel_ingest *ki, int64_t ns, const struct nf_eve
 			sqlite3_bind_int64(s, 5, ns);
 		return ki_step(ki, KS_FENCE_SEEN, err);
 	case NF_EV_KERNEL_DMA_FENCE_WAIT_START:
-		s = ki->st[KS_WAIT_START];
-		sqlite3_bind_int64(s, 1, tid);
-		sqlite3_bind_int64(s, 2, ctx);
-		sqlite3_bind_int64(s, 3, seq);
-		sqlite3_bind_int64(s, 4, ns);
-		return ki_step(ki, KS_WAIT_START, err);
+		if (ki->n_waits == NF_KI_MAX_OPEN_WAITS)
+			return ki_wait_row(ki, tid, ctx, seq, true, ns, false, 0, err);
+		if (ki->n_waits == ki->cap_waits) {
+			size_t ncap = ki->cap_waits ? ki->cap_waits * 2 : 64;
+			struct ki_wait *nw = realloc(ki->waits, ncap * sizeof(*nw));
+
+			if (!nw)
+				return nf_error_set(err, NF_ENOMEM, "timeline: out of memory");
+			ki->waits = nw;
+			ki->cap_waits = ncap;
+		}
+		ki->waits[ki->n_waits++] = (struct ki_wait){ tid, ctx, seq, ns };
+		return 0;
 	case NF_EV_KERNEL_DMA_FENCE_WAIT_END:
-		s = ki->st[KS_WAIT_END];
-		sqlite3_bind_int64(s, 1, tid);
-		sqlite3_bind_int64(s, 2, ctx);
-		sqlite3_bind_int64(s, 3, seq);
-		sqlite3_bind_int64(s, 4, ns);
-		if ((rc = ki_step(ki, KS_WAIT_END, err)))
-			return rc;
-		if (sqlite3_changes(ki->db) > 0)
-			return 0;
-		/* The wait began before the trace did. */
-		s = ki->st[KS_WAIT_ORPHAN_END];
-		sqlite3_bind_int64(s, 1, tid);
-		sqlite3_bind_int64(s, 2, ctx);
-		sqlite3_bind_int64(s, 3, seq);
-		sqlite3_bind_int64(s, 4, ns);
-		return ki_step(ki, KS_WAIT_ORPHAN_END, err);
+		/* The latest open wait of this thread on this fence; none: it began
+		 * before the trace did. */
+		for (size_t i = ki->n_waits; i-- > 0;) {
+			struct ki_wait *w = &ki->waits[i];
+
+			if (w->tid == tid && w->ctx == ctx && w->seq == seq) {
+				int64_t start = w->start_ns;
+
+				memmove(w, w + 1, (ki->n_waits - i - 1) * sizeof(*w));
+				ki->n_waits--;
+				return ki_wait_row(ki, tid, ctx, seq, true, start, true, ns, err);
+			}
+		}
+		return ki_wait_row(ki, tid, ctx, seq, false, 0, true, ns, err);
 	default:
 		/* enable_signal and destroy: kept as they came. */
 		{
@@ -649,6 +680,14 @@ int nf_kernel_ingest_finish(struct nf_kernel_ingest *ki, struct nf_error *err)
 	if (ki->finished)
 		return nf_error_set(err, NF_ESTATE, "timeline: kernel events already finished");
 	ki->finished = true;
+	/* Waits still going when the trace ended. */
+	for (size_t i = 0; i < ki->n_waits; i++) {
+		const struct ki_wait *w = &ki->waits[i];
+
+		if ((rc = ki_wait_row(ki, w->tid, w->ctx, w->seq, true, w->start_ns, false, 0, err)))
+			return rc;
+	}
+	ki->n_waits = 0;
 	/* Runs still going when the trace ended. */
 	for (size_t c = 0; c < ki->n_cpus; c++) {
 		const struct ki_cpu *cs = &ki->cpus[c];
