@@ -52,3 +52,19 @@ else
 		done
 	done
 fi
+
+# The threaded stress (tests/capture/test_threaded, case "stress") at about a
+# million GPU fence operations: 4 queues waiting on each other in a ring, 6 CPU
+# threads waiting (blocking, async, with timeouts) on random values. It fails
+# if a waiter is not woken, a count is off, or an interrupt was not needed.
+nfb_engine_stress="$NFB_BUILD/tests/capture/test_threaded"
+if [ -x "$nfb_engine_stress" ]; then
+	scale=25
+	ops=$((4 * (2 * 5000 * scale - 1)))
+	nfb_time stress -O "$NFB_WORK/engine-stress.out" -- env CK_RUN_CASE=stress NF_STRESS_SCALE=$scale "$nfb_engine_stress"
+	if [ "$stress_rc" = 0 ]; then
+		nfb_row engine "$ops ops" "threaded stress ops/s (wall), every waiter woken" "$(awk -v n="$ops" -v s="$stress_s" 'BEGIN { printf "%.0f", n / s }')" - - - "passes (no lost wake-up, 0 unneeded interrupts)" "meets"
+	else
+		nfb_row engine "$ops ops" "threaded stress" - - - - "passes" "misses: the stress failed (exit $stress_rc), see $NFB_WORK/engine-stress.out"
+	fi
+fi

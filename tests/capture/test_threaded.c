@@ -6,7 +6,8 @@
  * timeout fails it), and waits that must not end are checked after the only
  * thing that could end them has been withheld.
  *
- * NF_STRESS_SCALE (default 1) multiplies the stress test's operations.
+ * NF_STRESS_SCALE (default 1) multiplies the stress test's operations (about
+ * 40000 per unit); CK_RUN_CASE=stress runs only the stress (bench/engine).
  */
 #include "nf_test.h"
 
@@ -710,9 +711,13 @@ int main(void)
 	tcase_add_test(tc, test_current_value_never_torn);
 	tcase_add_test(tc, test_cross_adapter);
 	tcase_add_test(tc, test_queue_destroy_while_logs_recreated);
-	tcase_add_test(tc, test_stress);
 	tcase_add_test(tc, test_record_threaded_session);
 	tcase_add_test(tc, test_samples_threaded_match_truth);
 	suite_add_tcase(s, tc);
+	/* Its own case, so bench/engine can run just it: CK_RUN_CASE=stress. */
+	TCase *st = tcase_create("stress");
+	tcase_set_timeout(st, 600);
+	tcase_add_test(st, test_stress);
+	suite_add_tcase(s, st);
 	return nf_test_main(s);
 }
