@@ -3,7 +3,7 @@
 # kernel's format files, 100k fences x scale), next to `trace-cmd report` of
 # the same file (the peer: libtracecmd + libtraceevent decoding and printing
 # every event) in the same run; then the timeline build of the imported
-# session (fence_ops, deps, cpu_runs).
+# session (fence_ops, deps, cpu_runs) next to reading the session alone.
 
 nfb_k_make() { # SCALE -> path of the trace.dat (made once, cached)
 	local scale="$1" dat="$NFB_WORK/kernel-x$1.dat"
@@ -44,11 +44,16 @@ else
 		}')"
 		nfb_row kernel "x$scale" "import events/s ($n events, ${imp_s}s)" "$ours" \
 			"trace-cmd report events/s (${tcr_s}s)" "$peer" "$ratio (time)" "<=1.5x trace-cmd report" "$verdict"
+		# The timeline build against reading the session alone (babeltrace2, the
+		# floor of any build): `nftrace info` parses every event and stores nothing.
+		nfb_time kp -O /dev/null -- "$NFB_NFTRACE" info "$NFB_WORK/kernel-x$scale"
 		rm -f "$NFB_WORK/kernel-x$scale/.timeline.db"
-		nfb_time kq -- "$NFB_NFTRACE" query "$NFB_WORK/kernel-x$scale" "select count(*) from deps"
+		nfb_time kq -O /dev/null -- "$NFB_NFTRACE" query "$NFB_WORK/kernel-x$scale" "select count(*) from deps"
 		rate="$(awk -v n="$n" -v s="$kq_s" 'BEGIN { printf "%.0f", (s > 0 ? n / s : 0) }')"
+		prate="$(awk -v n="$n" -v s="$kp_s" 'BEGIN { printf "%.0f", (s > 0 ? n / s : 0) }')"
 		nfb_row kernel "x$scale" "timeline build events/s (${kq_s}s, ${kq_kb} KiB)" "$rate" \
-			"import events/s" "$ours" "$(nfb_div "$kq_s" "$imp_s") (time)" "<=2x import" \
-			"$(awk -v a="$kq_s" -v b="$imp_s" -v rc="$kq_rc" 'BEGIN { if (rc != 0) print "failed (exit " rc ")"; else print a <= 2 * b ? "meets" : sprintf("misses by %.2gx: fences and waits are staged in SQLite and joined at the end", a / (2 * b)) }')"
+			"session read alone (info) events/s (${kp_s}s)" "$prate" "$(nfb_div "$kq_s" "$kp_s") (time)" \
+			"<=3x the read" \
+			"$(awk -v a="$kq_s" -v b="$kp_s" -v rc="$kq_rc" 'BEGIN { if (rc != 0) print "failed (exit " rc ")"; else print a <= 3 * b ? "meets" : sprintf("misses by %.2gx: every fence, wait and run is a SQLite row, then fence_ops, cpu_waits and deps are written from a join", a / (3 * b)) }')"
 	done
 fi
