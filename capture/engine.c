@@ -838,7 +838,7 @@ static int gpu_waiter_add(struct nf_global_fence *g, uint32_t qi, uint64_t value
 static int wake_gpu_waiters(struct nf_runtime *rt, struct nf_global_fence *g, uint32_t adapter)
 {
 	if (rt->threaded) {
-		nf_th_gpu_notify(rt);
+		nf_th_gpu_notify(rt, (uint32_t)(g - rt->globals));
 		return 0;
 	}
 	for (uint32_t i = 0; i < g->n_gpu_waiters;) {
@@ -1846,7 +1846,7 @@ static int api_fence_close(nf_runtime *rt, nf_handle local, struct nf_error *err
 		 * fence closed). They leave the list: an async waiter belongs to its
 		 * event, which frees it once (nf_event_close or destroy). */
 		atomic_store(&g->alive, false);
-		nf_th_gpu_notify(rt); /* GPU waits on a destroyed fence pass */
+		nf_th_gpu_notify(rt, (uint32_t)(g - rt->globals)); /* GPU waits on it pass */
 		for (struct nf_cpu_waiter *w = g->waiters; w; w = w->next)
 			if (!w->done) {
 				w->done = true;

@@ -87,6 +87,7 @@ struct nf_queue {
 	_Alignas(64) struct nf_runtime_stats stats; /* counted by the engine thread */
 	uint32_t wait_global;          /* under gpu_mu: blocked on this fence... */
 	uint64_t wait_value;           /* ...reaching this value */
+	pthread_cond_t gpu_cv;         /* with gpu_mu: this engine's blocked GPU wait re-checks */
 };
 
 struct nf_cpu_waiter {
@@ -123,6 +124,7 @@ struct nf_global_fence {
 	_Atomic uint32_t current32;    /* what a 32-bit GPU wrote */
 	_Atomic uint64_t monitored[NF_MAX_ADAPTERS]; /* MonitoredValue, one copy per GPU */
 	_Atomic uint64_t wait_min;     /* smallest outstanding CPU-waited value (UINT64_MAX: none) */
+	atomic_uint gpu_blocked;       /* threaded: engines blocked on a GPU wait on this fence */
 	uint32_t refs;                 /* open local handles */
 	uint32_t open_mask;            /* adapters with a local handle */
 	struct nf_cpu_waiter *waiters; /* outstanding CPU waiters */
@@ -280,7 +282,7 @@ void nf_th_lock(struct nf_runtime *rt);                /* the OS lock; no-op whe
 void nf_th_unlock(struct nf_runtime *rt);
 void nf_th_log_lock(struct nf_runtime *rt, struct nf_queue *q);
 void nf_th_log_unlock(struct nf_runtime *rt, struct nf_queue *q);
-void nf_th_gpu_notify(struct nf_runtime *rt);          /* a fence value changed in memory */
+void nf_th_gpu_notify(struct nf_runtime *rt, uint32_t gi); /* fence gi changed in memory */
 void nf_th_raise_interrupt(struct nf_runtime *rt, uint32_t qi, uint32_t gi);
 void nf_th_cpu_wake(struct nf_runtime *rt);            /* CPU waiters re-check (OS lock held) */
 /* Blocks the calling CPU thread on the OS lock's condition until woken or

@@ -46,8 +46,7 @@ struct nf_threads {
 	pthread_mutex_t lock;          /* the OS lock */
 	pthread_cond_t cpu_cv;         /* CPU waiters re-check (with lock) */
 	pthread_mutex_t gpu_mu;        /* engines blocked on a GPU wait */
-	pthread_cond_t gpu_cv;
-	atomic_uint gpu_blocked;       /* how many engines are blocked on a GPU wait */
+
 	pthread_mutex_t irq_mu;        /* raised interrupts, CMP/interrupt thread state */
 	pthread_cond_t irq_cv;
 	struct nf_irq_buf pending, spare;
@@ -143,18 +142,23 @@ void nf_th_log_unlock(struct nf_runtime *rt, struct nf_queue *q)
 /* GPU memory: engines blocked on a GPU wait                            */
 
 /*
- * A fence value changed. The writer stored CurrentValue (seq_cst) before this
- * load of gpu_blocked (seq_cst); a blocking engine increments gpu_blocked
- * before it re-reads CurrentValue, under gpu_mu. So either the engine sees the
- * new value, or this sees the engine and broadcasts under gpu_mu, which the
- * engine only releases inside pthread_cond_wait: no wake-up is lost.
+ * Fence gi changed. The writer stored CurrentValue (seq_cst) before this load
+ * of the fence's gpu_blocked (seq_cst); a blocking engine increments it before
+ * it re-reads CurrentValue, under gpu_mu. So either the engine sees the new
+ * value, or this sees the engine and signals it under gpu_mu, which the engine
+ * only releases inside pthread_cond_wait: no wake-up is lost. Only the engines
+ * blocked on this fence are woken.
  */
-void nf_th_gpu_notify(struct nf_runtime *rt)
+void nf_th_gpu_notify(struct nf_runtime *rt, uint32_t gi)
 {
-	if (!rt->threaded || atomic_load(&rt->th->gpu_blocked) == 0)
+	if (!rt->threaded || atomic_load(&rt->globals[gi].gpu_blocked) == 0)
 		return;
 	pthread_mutex_lock(&rt->th->gpu_mu);
-	pthread_cond_broadcast(&rt->th->gpu_cv);
+	for (uint32_t i = 0; i < NF_TH_MAX_QUEUES; i++) {
+		struct nf_queue *q = &rt->queues[i];
+		if (q->blocked && q->wait_global == gi)
+			pthread_cond_signal(&q->gpu_cv);
+	}
 	pthread_mutex_unlock(&rt->th->gpu_mu);
 }
 
@@ -170,11 +174,11 @@ static bool gpu_block(struct nf_runtime *rt, struct nf_queue *q, const struct nf
 	q->wait_global = c->global;
 	q->wait_value = c->value;
 	q->blocked = true;
-	atomic_fetch_add(&th->gpu_blocked, 1);
+	atomic_fetch_add(&rt->globals[c->global].gpu_blocked, 1);
 	while (!(passed = nf_eng_gpu_wait_passes(rt, q->adapter, c->global, c->value)) &&
 	       !atomic_load(&th->stopping))
-		pthread_cond_wait(&th->gpu_cv, &th->gpu_mu);
-	atomic_fetch_sub(&th->gpu_blocked, 1);
+		pthread_cond_wait(&q->gpu_cv, &th->gpu_mu);
+	atomic_fetch_sub(&rt->globals[c->global].gpu_blocked, 1);
 	q->blocked = false;
 	pthread_mutex_unlock(&th->gpu_mu);
 	return passed;
@@ -286,6 +290,7 @@ int nf_th_queue_start(struct nf_runtime *rt, struct nf_queue *q, struct nf_error
 	atomic_init(&q->engine_sleeping, false);
 	pthread_mutex_init(&q->mu, NULL);
 	pthread_cond_init(&q->cv, NULL);
+	pthread_cond_init(&q->gpu_cv, NULL);
 	pthread_mutex_init(&q->log_mu, NULL);
 	atomic_init(&q->recreate_pending, false);
 	q->stop = false;
@@ -516,11 +521,9 @@ int nf_th_start(struct nf_runtime *rt, struct nf_error *err)
 	pthread_mutex_init(&th->lock, NULL);
 	pthread_cond_init(&th->cpu_cv, &ca);
 	pthread_mutex_init(&th->gpu_mu, NULL);
-	pthread_cond_init(&th->gpu_cv, NULL);
 	pthread_mutex_init(&th->irq_mu, NULL);
 	pthread_cond_init(&th->irq_cv, &ca);
 	pthread_condattr_destroy(&ca);
-	atomic_init(&th->gpu_blocked, 0);
 	atomic_init(&th->stopping, false);
 	int e = pthread_create(&th->irq_thread, NULL, irq_main, rt);
 	if (e)
@@ -590,7 +593,8 @@ void nf_th_stop(struct nf_runtime *rt)
 		th->irq_started = false;
 	}
 	pthread_mutex_lock(&th->gpu_mu);
-	pthread_cond_broadcast(&th->gpu_cv);
+	for (uint32_t i = 0; i < rt->n_queues; i++)
+		pthread_cond_signal(&rt->queues[i].gpu_cv);
 	pthread_mutex_unlock(&th->gpu_mu);
 	for (uint32_t i = 0; i < rt->n_queues; i++)
 		nf_th_queue_stop(rt, &rt->queues[i]);
@@ -607,12 +611,12 @@ void nf_th_free(struct nf_runtime *rt)
 
 		pthread_mutex_destroy(&q->mu);
 		pthread_cond_destroy(&q->cv);
+		pthread_cond_destroy(&q->gpu_cv);
 		pthread_mutex_destroy(&q->log_mu);
 	}
 	pthread_mutex_destroy(&th->lock);
 	pthread_cond_destroy(&th->cpu_cv);
 	pthread_mutex_destroy(&th->gpu_mu);
-	pthread_cond_destroy(&th->gpu_cv);
 	pthread_mutex_destroy(&th->irq_mu);
 	pthread_cond_destroy(&th->irq_cv);
 	free(th->pending.v);
