@@ -19,6 +19,20 @@ const char *nf_render_kernel_threads_sql(const struct nf_render_options *opts)
 	return " UNION SELECT thread FROM cpu_runs WHERE thread IS NOT NULL";
 }
 
+void nf_render_kernel_thread_name(sqlite3 *db, int64_t thread, char *name, size_t len)
+{
+	sqlite3_stmt *st = NULL;
+
+	name[0] = '\0';
+	if (sqlite3_prepare_v2(db, "SELECT comm FROM kernel_threads WHERE thread = ?1", -1, &st, NULL) !=
+	    SQLITE_OK)
+		return;
+	sqlite3_bind_int64(st, 1, thread);
+	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+		snprintf(name, len, "%s", (const char *)sqlite3_column_text(st, 0));
+	sqlite3_finalize(st);
+}
+
 static int kr_fail(sqlite3 *db, struct nf_error *err, const char *what)
 {
 	return nf_error_set(err, NF_ESQL, "%s: %s", what, sqlite3_errmsg(db));
@@ -94,6 +108,21 @@ static int kr_links(sqlite3 *db, const struct nf_render_layout *lay, struct nf_r
 	sqlite3_stmt *st = NULL;
 	int rc, ret = 0;
 
+	/*
+	 * Without kernel CPU waits (every GPU-log session) there is nothing to
+	 * join: one probe of fence_ops_queue (queue IS NULL) instead of a pass over
+	 * every dependency.
+	 */
+	if (sqlite3_prepare_v2(db, "SELECT 1 FROM fence_ops WHERE queue IS NULL AND thread IS NOT NULL "
+				   "AND op = 'wait' LIMIT 1", -1, &st, NULL) != SQLITE_OK)
+		return kr_fail(db, err, "reading CPU waits");
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	st = NULL;
+	if (rc == SQLITE_DONE)
+		return 0;
+	if (rc != SQLITE_ROW)
+		return kr_fail(db, err, "reading CPU waits");
 	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
 		return kr_fail(db, err, "reading deps of CPU waits");
 	sqlite3_bind_int64(st, 1, lay->t0);

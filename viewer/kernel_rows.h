@@ -14,6 +14,10 @@
  * "" when operations are filtered by fence (runs belong to no fence). */
 const char *nf_render_kernel_threads_sql(const struct nf_render_options *opts);
 
+/* The name the kernel gave a thread (kernel_threads), into name (empty when
+ * none is known or the table is missing). */
+void nf_render_kernel_thread_name(sqlite3 *db, int64_t thread, char *name, size_t len);
+
 /* Adds the run bars and the signal -> CPU wait arrows. Returns 0 or a negative
  * NF_E* code (NF_ESQL, NF_ENOMEM). */
 int nf_render_collect_kernel(sqlite3 *db, const struct nf_render_options *opts,

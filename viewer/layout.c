@@ -393,6 +393,7 @@ static int place_cpu_rows(sqlite3 *db, const struct nf_render_options *opts,
 		memset(&r, 0, sizeof(r));
 		r.kind = NF_ROW_CPU;
 		r.id = sqlite3_column_int64(st, 0);
+		nf_render_kernel_thread_name(db, r.id, r.name, sizeof(r.name));
 		r.adapter = -1;
 		r.y = *y;
 		r.h = NF_RENDER_CPU_H;

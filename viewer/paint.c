@@ -491,7 +491,10 @@ static void paint_row_labels(cairo_t *cr, const struct nf_render_layout *lay,
 			break;
 		case NF_ROW_CPU:
 			font(cr, 12, 0);
-			snprintf(buf, sizeof(buf), "CPU thread %" PRId64, r->id);
+			if (r->name[0]) /* a kernel thread's name (kernel_rows.c) */
+				snprintf(buf, sizeof(buf), "%.60s (thread %" PRId64 ")", r->name, r->id);
+			else
+				snprintf(buf, sizeof(buf), "CPU thread %" PRId64, r->id);
 			text(cr, 20, r->y + 18, buf, LEFT, th->text);
 			break;
 		}
