@@ -27,6 +27,7 @@
 #include "engine_int.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -54,6 +55,7 @@ struct nf_threads {
 	bool irq_stop;
 	bool irq_oom;
 	atomic_bool stopping;          /* the runtime is being destroyed */
+	atomic_bool os_urgent;         /* the interrupt thread is waiting for the OS lock */
 	pthread_t irq_thread;
 	bool irq_started;
 	uint64_t t0;                   /* CLOCK_MONOTONIC ns at start */
@@ -114,10 +116,26 @@ void nf_th_set_thread_id(uint32_t id)
 	tl_thread = id;
 }
 
+/*
+ * The OS lock. Mutexes are not fair: a thread calling the API in a tight loop
+ * would retake it before the woken interrupt thread runs, and the OS would
+ * stop reading logs and waking waiters. The interrupt thread announces itself
+ * (os_urgent) and other threads step aside until it has the lock.
+ */
 void nf_th_lock(struct nf_runtime *rt)
 {
-	if (rt && rt->threaded)
-		pthread_mutex_lock(&rt->th->lock);
+	if (!rt || !rt->threaded)
+		return;
+	for (int i = 0; i < 64 && atomic_load_explicit(&rt->th->os_urgent, memory_order_relaxed); i++)
+		sched_yield();
+	pthread_mutex_lock(&rt->th->lock);
+}
+
+static void os_lock_urgent(struct nf_runtime *rt)
+{
+	atomic_store(&rt->th->os_urgent, true);
+	pthread_mutex_lock(&rt->th->lock);
+	atomic_store(&rt->th->os_urgent, false);
 }
 
 void nf_th_unlock(struct nf_runtime *rt)
@@ -433,7 +451,7 @@ static void *irq_main(void *arg)
 		th->irq_busy = true;
 		pthread_mutex_unlock(&th->irq_mu);
 
-		nf_th_lock(rt);
+		os_lock_urgent(rt);
 		if (oom && !rt->err.code)
 			nf_error_set(&rt->err, NF_ENOMEM, "out of memory (interrupt queue)");
 		for (uint32_t i = 0; i < batch.len && !rt->finished; i++)
