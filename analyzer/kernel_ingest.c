@@ -525,8 +525,10 @@ int nf_kernel_ingest_event(struct nf_kernel_ingest **kip, sqlite3 *db, int64_t n
 
 /* Signals first (their ids are needed by the waits' deps), then waits. */
 static const char ki_finish_timelines_sql[] =
+	"INSERT OR IGNORE INTO adapters(adapter, name, vidsch_caps, native_fence, gpu_frequency) "
+	"SELECT 4294967295, 'Linux kernel dma_fence', NULL, 0, NULL WHERE EXISTS (SELECT 1 FROM kernel_timelines);"
 	"INSERT OR IGNORE INTO queues(queue, adapter, node, engine, name, start_ns, stop_ns) "
-	"SELECT kt.queue, NULL, NULL, NULL, coalesce(kt.driver, '?') || ' ' || coalesce(kt.timeline, '?'), "
+	"SELECT kt.queue, 4294967295, NULL, NULL, coalesce(kt.driver, '?') || ' ' || coalesce(kt.timeline, '?'), "
 	"  (SELECT min(coalesce(init_ns, emit_ns, signal_ns)) FROM temp.k_fences f WHERE f.context = kt.context), "
 	"  NULL FROM kernel_timelines kt;"
 	"INSERT OR IGNORE INTO fences(fence, type, shared, cross_adapter, initial_value, created_ns, destroyed_ns) "

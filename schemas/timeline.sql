@@ -189,7 +189,8 @@ CREATE TABLE truth_ops (
 -- ---- Linux kernel events (nftrace import, nftrace record --kernel) ----
 -- A dma_fence context is a timeline: it gets a queues row and a fences row,
 -- both numbered 4294967296 + context (above every native 32-bit handle), named
--- "driver timeline" (adapter, node, engine NULL). Each fence (context, seqno)
+-- "driver timeline", on adapter 4294967295 (an adapters row named "Linux
+-- kernel dma_fence"; node and engine NULL). Each fence (context, seqno)
 -- is a fence_ops 'signal' row on that queue with value = seqno, from
 -- dma_fence_emit (or init when no emit was seen) to dma_fence_signaled
 -- (status 'complete'; 'unsignaled' with end_ns NULL when the trace ends first).

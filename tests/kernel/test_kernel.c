@@ -113,8 +113,10 @@ START_TEST(test_fixture_import_rows)
 	      "200,4294967303,2,1800000,3050000,satisfied\n");
 	query(s, "SELECT queue, context, driver, timeline FROM kernel_timelines ORDER BY queue",
 	      "queue,context,driver,timeline\n4294967303,7,nfgpu,gfx\n4294967305,9,nfgpu,compute\n");
-	query(s, "SELECT queue, name, adapter IS NULL AS no_adapter FROM queues ORDER BY queue",
-	      "queue,name,no_adapter\n4294967303,nfgpu gfx,1\n4294967305,nfgpu compute,1\n");
+	query(s, "SELECT q.queue, q.name, a.name AS adapter FROM queues q JOIN adapters a USING (adapter) "
+		 "ORDER BY queue",
+	      "queue,name,adapter\n4294967303,nfgpu gfx,Linux kernel dma_fence\n"
+	      "4294967305,nfgpu compute,Linux kernel dma_fence\n");
 	query(s, "SELECT fence, created_ns FROM fences ORDER BY fence",
 	      "fence,created_ns\n4294967303,1000000\n4294967305,1500000\n");
 	query(s, "SELECT thread, cpu, start_ns, end_ns, end_state FROM cpu_runs ORDER BY cpu, start_ns",
