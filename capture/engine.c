@@ -328,12 +328,14 @@ static int emit_unwait(nf_runtime *rt, const struct nf_cpu_waiter *w, uint64_t c
 static int satisfy_cpu_waiters(struct nf_runtime *rt, struct nf_global_fence *g, uint32_t *woken)
 {
 	struct nf_cpu_waiter **pp = &g->waiters;
+	bool any = false;
 	int rc = 0;
 
-	while (*pp) {
+	while (*pp && !rc) {
 		struct nf_cpu_waiter *w = *pp;
 
 		if (!w->done && g->current >= w->value) {
+			any = true;
 			w->done = true;
 			w->status = 0;
 			rc = emit_unwait(rt, w, g->current);
@@ -345,8 +347,6 @@ static int satisfy_cpu_waiters(struct nf_runtime *rt, struct nf_global_fence *g,
 				if (!handle_lookup(rt, w->event, NF_OBJ_EVENT, &ei))
 					rt->events[ei].signaled = true;
 			}
-			if (rt->threaded)
-				nf_th_cpu_wake(rt);
 		}
 		if (w->done) {
 			*pp = w->next;
@@ -354,9 +354,9 @@ static int satisfy_cpu_waiters(struct nf_runtime *rt, struct nf_global_fence *g,
 			continue;
 		}
 		pp = &w->next;
-		if (rc)
-			return rc;
 	}
+	if (any && rt->threaded)
+		nf_th_cpu_wake(rt); /* the blocked CPU threads re-check their waiter */
 	return rc;
 }
 
