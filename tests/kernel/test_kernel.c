@@ -362,6 +362,18 @@ START_TEST(test_record_kernel)
 			     "SELECT count(*) > 0 AS ran FROM cpu_runs\"", nf_test_nftrace(), tmp), 0);
 	ck_assert_str_eq(out, "count(*)\n2\n\nran\n1\n");
 	ck_assert_int_eq(run("'%s' report '%s/s' -o '%s/r.png'", nf_test_nftrace(), tmp, tmp), 0);
+	/* A program linking the runtime: its session gets the kernel stream too. */
+	const char *bin = getenv("NF_BINARY_DIR");
+	if (bin && run("test -x '%s/nfence-sample'", bin) == 0) {
+		ck_assert_int_eq(run("'%s' record --kernel default -o '%s/ps' -- '%s/nfence-sample'",
+				     nf_test_nftrace(), tmp, bin), 0);
+		ck_assert_int_eq(run("'%s' query --csv '%s/ps' \"SELECT count(*) > 0 AS ops FROM fence_ops "
+				     "WHERE queue < 4294967296; SELECT count(*) > 0 AS ran FROM cpu_runs\"",
+				     nf_test_nftrace(), tmp), 0);
+		ck_assert_str_eq(out, "ops\n1\n\nran\n1\n");
+	} else {
+		fprintf(stderr, "SKIP: nfence-sample is not built; record --kernel -- PROGRAM not tried\n");
+	}
 	ck_assert_int_eq(run("'%s' record --kernel sched:sched_switch -o '%s/p' -- sh -c 'sleep 0.05'",
 			     nf_test_nftrace(), tmp), 1); /* sh records no session: the recorder says so */
 	ck_assert_msg(strstr(errb, "recorded nothing") != NULL, "%s", errb);
