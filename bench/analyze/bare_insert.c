@@ -3,12 +3,14 @@
  * fence_ops (schemas/timeline.sql) through one prepared statement in one
  * transaction, with the same build pragmas (journal off, synchronous off), into
  * a fresh file, then the index the analyzer creates on fence_ops. Prints
- * the row count, the wall seconds of the load alone and of load + index.
+ * the row count, the wall seconds of the load alone and of load + index, and
+ * the CPU seconds (user + system) of the same two.
  *   nfb_bare_insert DB_PATH N
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -22,6 +24,15 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+static double cpu_s(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
 static int die(sqlite3 *db, const char *what)
 {
 	fprintf(stderr, "nfb_bare_insert: %s: %s\n", what, db ? sqlite3_errmsg(db) : "?");
@@ -32,7 +43,7 @@ int main(int argc, char **argv)
 {
 	sqlite3 *db = NULL;
 	sqlite3_stmt *st = NULL;
-	double t0, t1, t2;
+	double t0, t1, t2, c0, c1, c2;
 	long long n;
 
 	if (argc != 3 || (n = atoll(argv[2])) <= 0) {
@@ -41,6 +52,7 @@ int main(int argc, char **argv)
 	}
 	unlink(argv[1]);
 	t0 = now_s();
+	c0 = cpu_s();
 	if (sqlite3_open(argv[1], &db) != SQLITE_OK)
 		return die(db, "open");
 	if (sqlite3_exec(db,
@@ -83,6 +95,7 @@ int main(int argc, char **argv)
 	if (sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
 		return die(db, "commit");
 	t1 = now_s();
+	c1 = cpu_s();
 	if (sqlite3_exec(db,
 			 "CREATE INDEX fence_ops_queue ON fence_ops(queue, queued_ns);",
 			 NULL, NULL, NULL) != SQLITE_OK)
@@ -90,6 +103,7 @@ int main(int argc, char **argv)
 	if (sqlite3_close(db) != SQLITE_OK)
 		return die(db, "close");
 	t2 = now_s();
-	printf("%lld %.6f %.6f\n", n, t1 - t0, t2 - t0);
+	c2 = cpu_s();
+	printf("%lld %.6f %.6f %.6f %.6f\n", n, t1 - t0, t2 - t0, c1 - c0, c2 - c0);
 	return 0;
 }
