@@ -1070,6 +1070,7 @@ struct sc_run {
 	uint64_t vars[SC_MAX_DEPTH];
 	uint64_t ops;
 	uint64_t steps;          /* statements run, repeat iterations included */
+	uint64_t next_tick;      /* steps at which a loop next checks for an interrupt */
 };
 
 __attribute__((format(printf, 3, 4)))
@@ -1210,9 +1211,12 @@ static int run_stmt(struct sc_run *r, const struct sc_stmt *st)
 				return rerr(r, st, "the scenario ran more than %llu statements (the limit)",
 					    (unsigned long long)SC_MAX_STEPS);
 			/* Empty or op-less loops still notice an interrupt. */
-			if (r->progress && r->progress->tick && (r->steps & 0xffff) == 0 &&
-			    (rc = r->progress->tick(r->progress->ctx, r->ops)) != 0)
-				return rc;
+			if (r->steps >= r->next_tick) {
+				r->next_tick = r->steps + 0x10000;
+				if (r->progress && r->progress->tick &&
+				    (rc = r->progress->tick(r->progress->ctx, r->ops)) != 0)
+					return rc;
+			}
 			r->vars[st->var_depth] = i;
 			rc = run_block(r, st->body, st->n_body);
 		}
@@ -1236,7 +1240,7 @@ static int run_block(struct sc_run *r, const struct sc_stmt *v, uint32_t n)
 int nf_scenario_run(const struct nf_scenario *s, nf_runtime *rt,
 		    const struct nf_scenario_progress *progress, struct nf_error *err)
 {
-	struct sc_run r = { s, rt, progress, err, NULL, { 0 }, 0, 0 };
+	struct sc_run r = { s, rt, progress, err, NULL, { 0 }, 0, 0, 0x10000 };
 	int rc;
 
 	r.objs = calloc(s->n_syms ? s->n_syms : 1, sizeof(*r.objs));
