@@ -622,6 +622,21 @@ out_free:
 	return ret;
 }
 
+/* 1 when the table has a row (a failure reads as 1: the real query reports it). */
+static int have_rows(sqlite3 *db, const char *table)
+{
+	char sql[96];
+	sqlite3_stmt *st;
+	int rc;
+
+	snprintf(sql, sizeof(sql), "SELECT 1 FROM %s LIMIT 1", table);
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		return 1;
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	return rc != SQLITE_DONE;
+}
+
 /* A set of drawn links, keyed by rows and pixel columns. */
 struct link_set {
 	uint64_t *slot;
@@ -689,6 +704,8 @@ static int collect_links(sqlite3 *db, const struct nf_render_layout *lay,
 	if (!ls.slot)
 		return oom(err);
 	for (int pass = 0; pass < 2; pass++) {
+		if (pass == 1 && !have_rows(db, "cpu_signals"))
+			break;  /* no CPU signals: no pass over the deps for them */
 		/* Pass 0: GPU signal -> wait; pass 1: CPU signal -> wait. */
 		if (pass == 0)
 			sql = sqlite3_mprintf(
