@@ -1210,9 +1210,10 @@ static int run_stmt(struct sc_run *r, const struct sc_stmt *st)
 			if (++r->steps > SC_MAX_STEPS)
 				return rerr(r, st, "the scenario ran more than %llu statements (the limit)",
 					    (unsigned long long)SC_MAX_STEPS);
-			/* Empty or op-less loops still notice an interrupt. */
+			/* Empty or op-less loops still notice an interrupt (threaded runs
+			 * take real time: 1024 statements of advance 1ms is a second). */
 			if (r->steps >= r->next_tick) {
-				r->next_tick = r->steps + 0x10000;
+				r->next_tick = r->steps + 1024;
 				if (r->progress && r->progress->tick &&
 				    (rc = r->progress->tick(r->progress->ctx, r->ops)) != 0)
 					return rc;
@@ -1240,7 +1241,7 @@ static int run_block(struct sc_run *r, const struct sc_stmt *v, uint32_t n)
 int nf_scenario_run(const struct nf_scenario *s, nf_runtime *rt,
 		    const struct nf_scenario_progress *progress, struct nf_error *err)
 {
-	struct sc_run r = { s, rt, progress, err, NULL, { 0 }, 0, 0, 0x10000 };
+	struct sc_run r = { s, rt, progress, err, NULL, { 0 }, 0, 0, 1024 };
 	int rc;
 
 	r.objs = calloc(s->n_syms ? s->n_syms : 1, sizeof(*r.objs));

@@ -384,6 +384,25 @@ START_TEST(seventy_thousand_logs)
 }
 END_TEST
 
+/* A long loop without GPU operations (real time in threaded mode: 100 s)
+ * still notices SIGINT and closes the session. */
+START_TEST(opless_loop_notices_sigint)
+{
+	char scen[700], dir[700];
+
+	snprintf(scen, sizeof(scen), "%s/loop.nfs", tmp);
+	snprintf(dir, sizeof(dir), "%s/loop", tmp);
+	FILE *f = fopen(scen, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("adapter GPU\nqueue Q adapter GPU\nrepeat 100000 {\n advance 1ms\n}\n", f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "timeout --preserve-status -s INT 2 '%s' record --mode threaded -o '%s' '%s'",
+		 nf_test_nftrace(), dir, scen);
+	int st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	ck_assert_msg(st == 130, "exit %d (130 expected): %.1500s", st, err);
+}
+END_TEST
+
 static Suite *safety_suite(void)
 {
 	Suite *s = suite_create("safety");
@@ -409,6 +428,7 @@ static Suite *safety_suite(void)
 	tcase_add_test(tc, log_capacity_of_2_to_the_63);
 	tcase_add_test(tc, header_claiming_2_to_the_63_entries);
 	tcase_add_test(tc, seventy_thousand_logs);
+	tcase_add_test(tc, opless_loop_notices_sigint);
 	return s;
 }
 
