@@ -18,7 +18,7 @@ nfb_record_bt_rate=""
 nfb_record_bt_cpu_rate=""
 nfb_gnu_time=()
 [ -x /usr/bin/time ] && nfb_gnu_time=(/usr/bin/time -o "$nfb_record_out/cpu" -f "%U %S")
-nfb_record_cpu() { awk -v n="$1" '{ c = $1 + $2; if (c > 0) printf "%.0f", n / c }' "$nfb_record_out/cpu" 2>/dev/null; }
+nfb_record_cpu() { awk -v n="$1" '{ c = $1 + $2; if (c > 0) printf "%.0f", n / c }' "$nfb_record_out/cpu" 2>/dev/null || true; }
 
 for scale in $NFB_SCALES; do
 	scn="$(nfb_scenario "$scale")"
@@ -31,7 +31,10 @@ for scale in $NFB_SCALES; do
 		continue
 	fi
 	# "recorded DIR: N operations, E events, B bytes, L log entries lost"
-	read -r ops bytes < <(sed -n 's/^recorded .*: \([0-9]*\) operations, [0-9]* events, \([0-9]*\) bytes.*/\1 \2/p' "$nfb_record_out/ours.out")
+	if ! read -r ops bytes < <(sed -n 's/^recorded .*: \([0-9]*\) operations, [0-9]* events, \([0-9]*\) bytes.*/\1 \2/p' "$nfb_record_out/ours.out"); then
+		nfb_row record "x$scale" "fence ops/s" - - - - - "no 'recorded ...' line from nftrace record"
+		continue
+	fi
 	rm -rf "$dir"
 	ours_ops=$(awk -v n="$ops" -v s="$ours_s" 'BEGIN { printf "%.0f", n / s }')
 	ours_mbs=$(awk -v b="$bytes" -v s="$ours_s" 'BEGIN { printf "%.1f", b / s / 1e6 }')
@@ -54,7 +57,7 @@ for scale in $NFB_SCALES; do
 		rm -f "$nfb_record_out/cpu"
 		nfb_time bt -O "$nfb_record_out/bt.out" -- "${nfb_gnu_time[@]}" "$NFB_BUILD/bench/record/nfb_record_bt" "$bdir" "$bscn"
 		if [ "$bt_rc" = 0 ]; then
-			read -r bops _ <"$nfb_record_out/bt.out"
+			read -r bops _ <"$nfb_record_out/bt.out" || bops=0
 			nfb_record_bt_rate=$(awk -v n="$bops" -v s="$bt_s" 'BEGIN { printf "%.0f", n / s }')
 			nfb_record_bt_cpu_rate=$(nfb_record_cpu "$bops")
 		fi
