@@ -455,6 +455,9 @@ static void sweep_one(const char *what, const char *dir, const char *args)
 	ck_assert_msg(!strstr(err, "Sanitizer") && !strstr(err, "runtime error:"), "[%s] %s: %.3000s",
 		      what, args, err);
 	ck_assert_msg(st == 0 || st == 1, "[%s] %s: exit %d: %.1500s", what, args, st, err);
+	/* The outcome, for docs/RELIABILITY.md's figures (ctest -V). */
+	printf("sweep: %s: %s: %s\n", what, args, st == 0 ? "read" : "refused");
+	fflush(stdout);
 	if (st == 0)
 		ck_assert_msg(out[0] && !err[0], "[%s] %s: exit 0 but stdout %.200s stderr %.500s", what,
 			      args, out, err);
