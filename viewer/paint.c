@@ -1,7 +1,7 @@
 /*
  * Draws a collected scene with cairo: the title and legend, the row labels
  * grouped by adapter and engine, the boxes (one path and one fill per colour
- * batch), lost spans hatched, open-ended operations dashed to the right edge,
+ * batch), lost spans hatched, operations without an end dashed and open,
  * markers, signal -> wait links, and the time axis with 1/2/5 ticks. Colours
  * follow GPUView: light pink waits, dark pink signals. Nothing here depends
  * on the clock or the environment, so the same scene gives the same bytes.

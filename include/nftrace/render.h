@@ -35,8 +35,9 @@ struct nf_render_options {
 /*
  * Renders the timeline database at db_path (schemas/timeline.sql, opened
  * read-only) to opts->output. Rows: one per hardware queue grouped by adapter
- * and engine, then one per CPU thread; boxes from queued to end time, open-ended
- * (dashed to the window's right edge) when the end is unknown; lost spans
+ * and engine, then one per CPU thread; boxes from queued to end time, open
+ * (dashed, until the lane's next operation starts or to the window's right
+ * edge) when the end is unknown; lost spans
  * hatched; signal -> wait arrows. The same database and options give the same
  * bytes. On failure no output file is left behind.
  * Returns 0, or NF_EINVAL (unknown output extension, bad window, width outside
