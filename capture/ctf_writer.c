@@ -894,6 +894,41 @@ int nf_ctf_writer_open_append(const char *dir, struct nf_ctf_writer **out, struc
 	return 0;
 }
 
+/* Per event, from the schema at compile time: bytes of its header and
+ * fixed-size fields, and whether it has variable-length ones. */
+#define NF_CTF_SZ_U8 1
+#define NF_CTF_SZ_U16 2
+#define NF_CTF_SZ_U32 4
+#define NF_CTF_SZ_U64 8
+#define NF_CTF_SZ_STR 0
+#define NF_CTF_SZ_U32SEQ 0
+#define NF_CTF_SZ_ENTRIES 0
+#define NF_CTF_VAR_U8 0
+#define NF_CTF_VAR_U16 0
+#define NF_CTF_VAR_U32 0
+#define NF_CTF_VAR_U64 0
+#define NF_CTF_VAR_STR 1
+#define NF_CTF_VAR_U32SEQ 1
+#define NF_CTF_VAR_ENTRIES 1
+static const uint32_t nf_ctf_fixed_size[NF_EV_COUNT] = {
+#define NF_EVENT(ID, NAME, DXG, STREAM, DOC) [NF_EV_##ID] = 4 + 8
+#define NF_FIELD(ID, TYPE, NAME, DOC) + NF_CTF_SZ_##TYPE
+#define NF_EVENT_END(ID) ,
+#include "../schemas/events.def"
+#undef NF_EVENT
+#undef NF_FIELD
+#undef NF_EVENT_END
+};
+static const bool nf_ctf_has_var[NF_EV_COUNT] = {
+#define NF_EVENT(ID, NAME, DXG, STREAM, DOC) [NF_EV_##ID] = 0
+#define NF_FIELD(ID, TYPE, NAME, DOC) + NF_CTF_VAR_##TYPE
+#define NF_EVENT_END(ID) ,
+#include "../schemas/events.def"
+#undef NF_EVENT
+#undef NF_FIELD
+#undef NF_EVENT_END
+};
+
 int nf_ctf_writer_emit(struct nf_ctf_writer *w, const struct nf_event *ev)
 {
 	const struct nf_event_desc *d = nf_event_desc(ev->id);
@@ -914,19 +949,17 @@ int nf_ctf_writer_emit(struct nf_ctf_writer *w, const struct nf_event *ev)
 				    "ctf writer: %s timestamp %llu before previous %llu in stream %s",
 				    d->name, (unsigned long long)ev->ts,
 				    (unsigned long long)s->ts_last, s->name);
-	/* Size of the event. */
-	need = 4 + 8;
-	for (uint32_t f = 0; f < d->n_fields; f++) {
-		switch (d->fields[f].type) {
-		case NF_FT_U8: need += 1; break;
-		case NF_FT_U16: need += 2; break;
-		case NF_FT_U32: need += 4; break;
-		case NF_FT_U64: need += 8; break;
-		case NF_FT_STR: need += strlen(ev->str ? ev->str : "") + 1; break;
-		case NF_FT_U32SEQ: need += 4 * (size_t)ev->f[f - 1]; break;
-		case NF_FT_ENTRIES: need += NF_LOG_ENTRY_SIZE * (size_t)ev->f[f - 1]; break;
+	/* Size of the event: fixed part from the schema, then what varies. */
+	need = nf_ctf_fixed_size[ev->id];
+	if (nf_ctf_has_var[ev->id])
+		for (uint32_t f = 0; f < d->n_fields; f++) {
+			switch (d->fields[f].type) {
+			case NF_FT_STR: need += strlen(ev->str ? ev->str : "") + 1; break;
+			case NF_FT_U32SEQ: need += 4 * (size_t)ev->f[f - 1]; break;
+			case NF_FT_ENTRIES: need += NF_LOG_ENTRY_SIZE * (size_t)ev->f[f - 1]; break;
+			default: break;
+			}
 		}
-	}
 	if (s->n_events && s->len + need > w->packet_size) {
 		int rc = stream_flush(w, sid);
 		if (rc)
