@@ -1,10 +1,11 @@
 /*
  * Tests of `nftrace record` as a user runs it: a recorder killed by SIGKILL at
- * random points leaves a session that babeltrace2 and our parser read up to its
- * last complete packet; SIGINT closes the session cleanly (exit 130); a full
- * disk (a file size limit) is one clear error naming the file, and what was
+ * random points leaves a session that babeltrace2 and our parser read up to
+ * its last complete packet, a byte-for-byte prefix of the same recording not
+ * killed; SIGINT closes the session cleanly (exit 130); a full disk (a file
+ * size limit, a full tmpfs) is one clear error naming the file, and what was
  * written stays readable; every sample records twice to byte-identical
- * sessions that babeltrace2 reads without a warning.
+ * sessions that babeltrace2 reads without a warning; `record -- PROGRAM`.
  */
 #include "nf_test.h"
 
@@ -189,6 +190,11 @@ START_TEST(sigkill_leaves_whole_packets)
 		points[i] = 1 + (long long)(rand() % (12 << 20));
 	snprintf(scenario, sizeof(scenario), "%s/stress.nfs", tmp);
 	stress_variant(scenario, 4000);
+	/* The same recording, not killed: deterministic, so what a killed one
+	 * left must be a prefix of it, byte for byte (no gap, nothing torn). */
+	snprintf(dir, sizeof(dir), "%s/whole", tmp);
+	snprintf(cmd, sizeof(cmd), "'%s' record -o '%s' '%s'", nf_test_nftrace(), dir, scenario);
+	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)), 0);
 	for (int i = 0; i < 4; i++) {
 		snprintf(dir, sizeof(dir), "%s/kill%d", tmp, i);
 		snprintf(events, sizeof(events), "%s/events", dir);
@@ -198,6 +204,13 @@ START_TEST(sigkill_leaves_whole_packets)
 		kill(pid, SIGKILL);
 		reap_all();
 		assert_session_readable(dir);
+		if (file_size(events) > 0) {
+			snprintf(cmd, sizeof(cmd), "cmp -n %lld '%s' '%s/whole/events' && cmp '%s/metadata' '%s/whole/metadata'",
+				 file_size(events), events, tmp, dir, tmp);
+			ck_assert_msg(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)) == 0,
+				      "killed at %lld bytes (seed %u): not a prefix of the whole recording: %.500s",
+				      points[i], seed, out);
+		}
 	}
 	/* The analyzer builds its timeline from what a killed recorder left. */
 	snprintf(dir, sizeof(dir), "%s/kill1", tmp);
