@@ -161,6 +161,13 @@ struct queue_map {
 	int64_t *queue;
 	struct queue_lanes *lanes;
 	size_t n, b0, b1, batch;
+	/* CPU thread rows, sorted, and per thread and pixel column what it queued
+	 * there: bit 0 a GPU wait, bit 1 a GPU signal. */
+	int64_t *thread;
+	uint8_t *queued;
+	size_t n_threads;
+	int ncols;
+	double x0;
 };
 
 static int cmp_i64(const void *a, const void *b)
@@ -196,7 +203,26 @@ static void queue_map_release(struct queue_map *m)
 	}
 	free(m->lanes);
 	free(m->queue);
+	free(m->thread);
+	free(m->queued);
 	memset(m, 0, sizeof(*m));
+}
+
+static uint8_t *queue_map_thread(const struct queue_map *m, int64_t thread)
+{
+	size_t lo = 0, hi = m->n_threads;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (m->thread[mid] == thread)
+			return &m->queued[mid * (size_t)m->ncols];
+		if (m->thread[mid] < thread)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
 }
 
 static int queue_map_build(struct queue_map *m, const struct nf_render_layout *lay)
@@ -219,6 +245,16 @@ static int queue_map_build(struct queue_map *m, const struct nf_render_layout *l
 		if (lay->rows[i].kind == NF_ROW_QUEUE)
 			m->queue[m->n++] = lay->rows[i].id;
 	qsort(m->queue, m->n, sizeof(*m->queue), cmp_i64);
+	m->ncols = (int)ceil(lay->plot_x1 - lay->plot_x0);
+	m->x0 = lay->plot_x0;
+	m->thread = calloc(lay->n_threads ? lay->n_threads : 1, sizeof(*m->thread));
+	m->queued = calloc((lay->n_threads ? lay->n_threads : 1) * (size_t)m->ncols, 1);
+	if (!m->thread || !m->queued)
+		return NF_ENOMEM;
+	for (size_t i = 0; i < lay->n_rows; i++)
+		if (lay->rows[i].kind == NF_ROW_CPU && m->n_threads < lay->n_threads)
+			m->thread[m->n_threads++] = lay->rows[i].id;
+	qsort(m->thread, m->n_threads, sizeof(*m->thread), cmp_i64);
 	for (size_t i = 0; i < m->batch; i++)
 		if (nf_render_lane_init(&m->lanes[i].wait, lay) < 0 ||
 		    nf_render_lane_init(&m->lanes[i].stall, lay) < 0 ||
@@ -242,12 +278,58 @@ static void op_sink_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 {
 	struct op_sink *k = sqlite3_user_data(ctx);
 	struct queue_lanes *q = queue_map_find(k->m, sqlite3_value_int64(argv[0]));
+	uint8_t *cols;
 
 	(void)argc;
-	if (q && add_op(q, k->lay, k->s, argv) < 0)
+	if (q && add_op(q, k->lay, k->s, argv) < 0) {
 		sqlite3_result_error_nomem(ctx);
-	else
-		sqlite3_result_null(ctx);
+		return;
+	}
+	/* The thread that queued it (argv[6] is NULL without a queued time). */
+	if (q && !val_null(argv[6]) &&
+	    (cols = queue_map_thread(k->m, sqlite3_value_int64(argv[6])))) {
+		double c = floor(nf_render_layout_x(k->lay, sqlite3_value_int64(argv[2])) - k->m->x0);
+
+		if (c >= 0 && c < k->m->ncols)
+			cols[(int)c] |= (uint8_t)(sqlite3_value_int(argv[1]) ? 1 : 2);
+	}
+	sqlite3_result_null(ctx);
+}
+
+/*
+ * On each CPU thread's row, a short tick along its top where it queued GPU
+ * waits (light) and signals (dark), one per pixel column, runs merged.
+ */
+static int emit_queued(const struct queue_map *m, const struct nf_render_layout *lay,
+		       struct nf_render_scene *s)
+{
+	for (size_t i = 0; i < lay->n_rows; i++) {
+		const struct nf_render_row *r = &lay->rows[i];
+		const uint8_t *cols;
+
+		if (r->kind != NF_ROW_CPU || !(cols = queue_map_thread(m, r->id)))
+			continue;
+		for (int bit = 0; bit < 2; bit++) {
+			for (int c = 0; c < m->ncols;) {
+				int e = c + 1;
+
+				if (!(cols[c] & (1 << bit))) {
+					c++;
+					continue;
+				}
+				while (e < m->ncols && (cols[e] & (1 << bit)))
+					e++;
+				/* 2 px wide so that a lone one shows; signals drawn over waits. */
+				if (nf_render_quads_add(&s->rects[bit ? NF_RB_QUEUED_SIGNAL
+								      : NF_RB_QUEUED_WAIT],
+							m->x0 + c - 0.5, r->y + 1.0,
+							(double)(e - c) + 1.0, 4.5) < 0)
+					return NF_ENOMEM;
+				c = e;
+			}
+		}
+	}
+	return 0;
 }
 
 /* Reads the operations of the queues [m->b0, m->b1) and flushes their lanes. */
@@ -310,14 +392,15 @@ static int collect_ops(sqlite3 *db, const struct nf_render_options *opts,
 		ret = 0;
 		goto out_release;
 	}
-	if (sqlite3_create_function(db, "nf_render_op", 6, SQLITE_UTF8 | SQLITE_DIRECTONLY, &sink,
+	if (sqlite3_create_function(db, "nf_render_op", 7, SQLITE_UTF8 | SQLITE_DIRECTONLY, &sink,
 				    op_sink_fn, NULL, NULL) != SQLITE_OK) {
 		ret = sql_fail(db, err, "reading fence_ops");
 		goto out_release;
 	}
 	sql = sqlite3_mprintf("SELECT count(nf_render_op(queue, op = 'wait', "
 			      "coalesce(queued_ns, observed_ns, end_ns), observed_ns, end_ns, "
-			      "CASE WHEN end_ns IS NULL THEN status END)) "
+			      "CASE WHEN end_ns IS NULL THEN status END, "
+			      "CASE WHEN queued_ns IS NOT NULL THEN thread END)) "
 			      "FROM fence_ops NOT INDEXED WHERE queue >= ?3 AND queue <= ?4%s%s "
 			      "AND (end_ns IS NULL OR end_ns >= ?1) "
 			      "AND coalesce(queued_ns, observed_ns, end_ns, ?1) <= ?2",
@@ -328,10 +411,12 @@ static int collect_ops(sqlite3 *db, const struct nf_render_options *opts,
 		m.b1 = m.b0 + m.batch < m.n ? m.b0 + m.batch : m.n;
 		ret = collect_ops_batch(db, lay, s, &m, st, err);
 	}
+	if (ret == 0 && emit_queued(&m, lay, s) < 0)
+		ret = oom(err);
 out_release:
 	sqlite3_finalize(st);
 	/* The function points at this frame: gone with it. */
-	sqlite3_create_function(db, "nf_render_op", 6, SQLITE_UTF8, NULL, NULL, NULL, NULL);
+	sqlite3_create_function(db, "nf_render_op", 7, SQLITE_UTF8, NULL, NULL, NULL, NULL);
 	queue_map_release(&m);
 	return ret;
 }

@@ -20,6 +20,65 @@ static int sql_fail(sqlite3 *db, struct nf_error *err, const char *what)
 	return nf_error_set(err, NF_ESQL, "%s: %s", what, sqlite3_errmsg(db));
 }
 
+const char *const nf_render_legend_labels[NF_RENDER_LEGEND_ITEMS] = {
+	"wait",
+	"stall (observed \xE2\x86\x92 end)",
+	"signal",
+	"CPU wait",
+	"CPU signal",
+	"queued (wait, signal)",
+	"signal \xE2\x86\x92 released wait",
+	"no end known",
+	"lost span",
+	"zero / repeated timestamp",
+	"other anomaly",
+};
+
+/*
+ * The width of a legend label at 11 px DejaVu Sans, estimated from above per
+ * character class (its advances: narrow punctuation and i, l, t, f, j, r
+ * under 4.6 px; m, M, W under 11 px; other capitals, w and the arrow under
+ * 9.6 px; other letters and digits under 7 px).
+ */
+static double legend_text_w(const char *label)
+{
+	double w = 0;
+
+	for (const unsigned char *p = (const unsigned char *)label; *p; p++) {
+		if ((*p & 0xC0) == 0x80)
+			continue;  /* inside a UTF-8 sequence: counted at its lead byte */
+		if (strchr(" il.,:;!|'()/[]jtfr", *p))
+			w += 4.6;
+		else if (*p == 'm' || *p == 'M' || *p == 'W')
+			w += 11.0;
+		else if ((*p >= 'A' && *p <= 'Z') || *p == 'w' || *p >= 0x80)
+			w += 9.6;
+		else
+			w += 7.0;
+	}
+	return w;
+}
+
+/* Places the legend items left to right, wrapping before the right margin. */
+static void place_legend(struct nf_render_layout *lay)
+{
+	double x = 16, y = NF_RENDER_TITLE_H;
+
+	lay->legend_lines = 1;
+	for (int i = 0; i < NF_RENDER_LEGEND_ITEMS; i++) {
+		double w = 22 + 6 + legend_text_w(nf_render_legend_labels[i]) + 14;
+
+		if (x + w > lay->width - 16 && x > 16) {
+			x = 16;
+			y += NF_RENDER_LEGEND_H;
+			lay->legend_lines++;
+		}
+		lay->legend_x[i] = x;
+		lay->legend_y[i] = y;
+		x += w;
+	}
+}
+
 char *nf_render_in_list(const char *col, const int64_t *v, int n)
 {
 	size_t cap = strlen(col) + 16 + (size_t)(n > 0 ? n : 0) * 22;
@@ -359,18 +418,25 @@ static int place_queue_rows(struct nf_render_layout *lay, const struct queue_inf
 static int place_cpu_rows(sqlite3 *db, const struct nf_render_options *opts,
 			  struct nf_render_layout *lay, size_t *cap, double *y, struct nf_error *err)
 {
-	char *fw = NULL, *fs = NULL, *sql = NULL;
+	char *fw = NULL, *fs = NULL, *fq = NULL, *sql = NULL;
 	sqlite3_stmt *st = NULL;
 	struct nf_render_row r;
 	int rc, ret = 0;
 
 	fw = nf_render_in_list("fence", opts->fences, opts->fences ? opts->n_fences : 0);
 	fs = nf_render_in_list("fence", opts->fences, opts->fences ? opts->n_fences : 0);
-	if (fw && fs)
+	fq = nf_render_in_list("queue", opts->queues, opts->queues ? opts->n_queues : 0);
+	/*
+	 * The threads that wait or signal on the CPU, and those that queued GPU
+	 * work (FENCE_*_QUEUED: one pass over fence_ops, no index has the thread).
+	 */
+	if (fw && fs && fq)
 		sql = sqlite3_mprintf("SELECT thread FROM cpu_waits WHERE thread IS NOT NULL%s "
 				      "UNION SELECT thread FROM cpu_signals WHERE thread IS NOT NULL%s%s "
+				      "UNION SELECT thread FROM fence_ops NOT INDEXED WHERE thread IS NOT NULL "
+				      "AND queue IS NOT NULL AND queued_ns IS NOT NULL%s%s "
 				      "ORDER BY 1",
-				      fw, fs, nf_render_kernel_threads_sql(opts));
+				      fw, fs, nf_render_kernel_threads_sql(opts), fw, fq);
 	if (!sql) {
 		ret = nf_error_set(err, NF_ENOMEM, "out of memory for a query");
 		goto out_free;
@@ -407,6 +473,7 @@ static int place_cpu_rows(sqlite3 *db, const struct nf_render_options *opts,
 out_free:
 	sqlite3_finalize(st);
 	sqlite3_free(sql);
+	free(fq);
 	free(fs);
 	free(fw);
 	return ret;
@@ -434,7 +501,7 @@ int nf_render_layout_build(sqlite3 *db, const struct nf_render_options *opts,
 		goto out_release;
 	if ((ret = load_queues(db, opts, &qs, &nq, err)) < 0)
 		goto out_release;
-	lay->legend_lines = lay->width >= 1280 ? 1 : 2;
+	place_legend(lay);
 	y = NF_RENDER_TITLE_H + NF_RENDER_LEGEND_H * lay->legend_lines + 10.0;
 	lay->rows_y0 = y;
 	if ((ret = place_queue_rows(lay, qs, nq, &cap, &y, err)) < 0 ||

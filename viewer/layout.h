@@ -31,6 +31,14 @@
 #define NF_RENDER_CPU_H 28.0
 #define NF_RENDER_AXIS_H 50.0
 
+/*
+ * The legend: its labels in order (paint.c draws a swatch for each) and where
+ * they go; placed here, with a generous width estimate, so that the rows
+ * start below however many lines it takes.
+ */
+#define NF_RENDER_LEGEND_ITEMS 11
+extern const char *const nf_render_legend_labels[NF_RENDER_LEGEND_ITEMS];
+
 enum nf_render_row_kind {
 	NF_ROW_ADAPTER,   /* header of an adapter group */
 	NF_ROW_ENGINE,    /* header of an engine within an adapter */
@@ -57,6 +65,7 @@ struct nf_render_layout {
 	double rows_y0, rows_y1;  /* the rows area */
 	double axis_y;            /* top of the time axis */
 	int legend_lines;         /* the legend wraps on narrow pages */
+	double legend_x[NF_RENDER_LEGEND_ITEMS], legend_y[NF_RENDER_LEGEND_ITEMS];
 	int64_t t0, t1;           /* the time window drawn, t0 < t1 */
 	int64_t session_end;      /* end of the session (duration_ns, or the last time seen) */
 	int has_duration;         /* session_end came from meta.duration_ns */

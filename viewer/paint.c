@@ -98,6 +98,8 @@ static struct rgba rect_colour(const struct theme *th, int rb)
 	case NF_RB_WAIT_EDGE: return c_wait_edge;
 	case NF_RB_SIGNAL_EDGE: return c_signal_edge;
 	case NF_RB_CPU_TICK: return c_signal;
+	case NF_RB_QUEUED_WAIT: return c_wait_edge;
+	case NF_RB_QUEUED_SIGNAL: return c_signal;
 	default: return th->text;
 	}
 }
@@ -277,7 +279,7 @@ static void paint_title(cairo_t *cr, const struct nf_render_options *opts,
 	text(cr, 16, 52, fit, LEFT, th->dim);
 }
 
-enum swatch { SW_RECT, SW_STALL, SW_OPEN, SW_HATCH, SW_MARK, SW_TICK, SW_LINK };
+enum swatch { SW_RECT, SW_STALL, SW_OPEN, SW_HATCH, SW_MARK, SW_TICK, SW_QUEUED, SW_LINK };
 
 static void paint_hatch_lines(cairo_t *cr, double x0, double y0, double x1, double y1,
 			      const struct theme *th)
@@ -390,6 +392,14 @@ static void paint_swatch(cairo_t *cr, enum swatch sw, struct rgba c, int mk, dou
 		set_colour(cr, c);
 		cairo_fill(cr);
 		break;
+	case SW_QUEUED:
+		cairo_rectangle(cr, x + 5, y + 1, 2, 5);
+		set_colour(cr, c_wait_edge);
+		cairo_fill(cr);
+		cairo_rectangle(cr, x + 14, y + 1, 2, 5);
+		set_colour(cr, c_signal);
+		cairo_fill(cr);
+		break;
 	case SW_LINK:
 		cairo_move_to(cr, x, y + 10);
 		cairo_line_to(cr, x + 17, y + 3);
@@ -407,37 +417,34 @@ static void paint_swatch(cairo_t *cr, enum swatch sw, struct rgba c, int mk, dou
 
 static void paint_legend(cairo_t *cr, const struct nf_render_layout *lay, const struct theme *th)
 {
+	/* The swatches of nf_render_legend_labels (layout.c), in the same order. */
 	static const struct {
 		enum swatch sw;
 		int mk;
-		const char *label;
 	} items[] = {
-		{ SW_RECT, 0, "wait" },
-		{ SW_STALL, 0, "stall (observed \xE2\x86\x92 end)" },
-		{ SW_RECT, 1, "signal" },
-		{ SW_RECT, 2, "CPU wait" },
-		{ SW_TICK, 0, "CPU signal" },
-		{ SW_LINK, 0, "signal \xE2\x86\x92 released wait" },
-		{ SW_OPEN, 0, "no end known (lost, zero / repeated ts, unmatched)" },
-		{ SW_HATCH, 0, "lost span" },
-		{ SW_MARK, NF_MK_TS, "zero / repeated timestamp" },
-		{ SW_MARK, NF_MK_BAD, "other anomaly" },
+		{ SW_RECT, 0 },            /* wait */
+		{ SW_STALL, 0 },           /* stall */
+		{ SW_RECT, 1 },            /* signal */
+		{ SW_RECT, 2 },            /* CPU wait */
+		{ SW_TICK, 0 },            /* CPU signal */
+		{ SW_QUEUED, 0 },          /* queued on the CPU */
+		{ SW_LINK, 0 },            /* signal -> released wait */
+		{ SW_OPEN, 0 },            /* no end known */
+		{ SW_HATCH, 0 },           /* lost span */
+		{ SW_MARK, NF_MK_TS },     /* zero / repeated timestamp */
+		{ SW_MARK, NF_MK_BAD },    /* other anomaly */
 	};
-	double x = 16, y = NF_RENDER_TITLE_H;
+	_Static_assert(sizeof(items) / sizeof(items[0]) == NF_RENDER_LEGEND_ITEMS,
+		       "one swatch per legend label");
 
 	font(cr, 11, 0);
-	for (size_t i = 0; i < sizeof(items) / sizeof(items[0]); i++) {
+	for (size_t i = 0; i < NF_RENDER_LEGEND_ITEMS; i++) {
 		struct rgba c = items[i].mk == 1 ? c_signal : items[i].mk == 2 ? c_cpu : c_wait;
-		double w = 22 + 6 + text_width(cr, items[i].label) + 18;
+		double x = lay->legend_x[i], y = lay->legend_y[i];
 
-		if (x + w > lay->width - 16 && x > 16) {
-			x = 16;
-			y += NF_RENDER_LEGEND_H;
-		}
 		paint_swatch(cr, items[i].sw, items[i].sw == SW_TICK ? c_signal : c, items[i].mk, x,
 			     y, th);
-		text(cr, x + 28, y + 10, items[i].label, LEFT, th->text);
-		x += w;
+		text(cr, x + 28, y + 10, nf_render_legend_labels[i], LEFT, th->text);
 	}
 }
 

@@ -46,6 +46,8 @@ enum nf_render_rb {
 	NF_RB_WAIT_EDGE,
 	NF_RB_SIGNAL_EDGE,
 	NF_RB_CPU_TICK,      /* CPU signals */
+	NF_RB_QUEUED_WAIT,   /* on a CPU thread's row: it queued a GPU wait here */
+	NF_RB_QUEUED_SIGNAL, /* ... a GPU signal */
 	NF_RB_COUNT
 };
 
