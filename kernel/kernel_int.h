@@ -52,6 +52,25 @@ void nf_kdecoder_get_stats(const struct nf_kdecoder *d, struct nf_kernel_stats *
 
 void nf_kdecoder_destroy(struct nf_kdecoder *d);
 
+/* One CPU's ring-buffer sub-buffers, as trace_pipe_raw hands them over. */
+struct nf_kpages {
+	int fd;                /* trace_pipe_raw (live recording only) */
+	unsigned char *pages;  /* n_pages whole sub-buffers */
+	size_t n_pages, cap_pages;
+	uint64_t dropped;      /* sub-buffers read but not kept (memory bound) */
+	uint64_t dropped_ts;   /* timestamp of the first one dropped */
+};
+
+/*
+ * Decodes the sub-buffers of ncpu CPUs (subbuf bytes each, laid out as the
+ * header_page parsed into tep says) with kbuffer, merged across CPUs in time
+ * order, through the decoder. A sub-buffer flagged as following lost events
+ * gives a KernelLostEvents; dropped ones one of unknown count per CPU.
+ * Returns 0 or the decoder's codes.
+ */
+int nf_kpages_decode(struct nf_kdecoder *d, struct tep_handle *tep, const struct nf_kpages *cpus,
+		     int ncpu, size_t subbuf, struct nf_error *err);
+
 /*
  * Loads header_page and the format files of events_dir (a tracefs `events`
  * directory, or a copy of one) into tep: every event of each system named

@@ -33,13 +33,6 @@
 #define NF_LIVE_POLL_NS 20000000L              /* reader wakes every 20 ms */
 #define NF_LIVE_MAX_SYSTEMS 64
 
-struct live_cpu {
-	int fd;
-	unsigned char *pages;  /* whole sub-buffers */
-	size_t n_pages, cap_pages;
-	uint64_t dropped;      /* pages we read but could not keep */
-	uint64_t dropped_ts;   /* timestamp of the first page dropped */
-};
 
 struct nf_kernel_trace {
 	char tracefs[1024];
@@ -49,7 +42,7 @@ struct nf_kernel_trace {
 	size_t n_systems;
 	size_t subbuf;
 	int ncpu;
-	struct live_cpu *cpus;
+	struct nf_kpages *cpus;
 	size_t kept_bytes;
 	pthread_t thread;
 	bool thread_running;
@@ -89,7 +82,7 @@ static size_t drain_once(struct nf_kernel_trace *t)
 	size_t got = 0;
 
 	for (int c = 0; c < t->ncpu; c++) {
-		struct live_cpu *lc = &t->cpus[c];
+		struct nf_kpages *lc = &t->cpus[c];
 
 		for (;;) {
 			if (lc->n_pages == lc->cap_pages && t->kept_bytes + t->subbuf <= NF_LIVE_MAX_BYTES) {
@@ -339,18 +332,20 @@ out_destroy:
 /* One CPU's pages as a stream of records. */
 struct live_iter {
 	struct kbuffer *kb;
+	const struct nf_kpages *cpu;
 	size_t page;
 	bool has;
 	bool first_on_page;
+	bool drop_pending;     /* its dropped sub-buffers are not reported yet */
 	unsigned long long ts;
 	void *data;
 };
 
-static void iter_load(struct nf_kernel_trace *t, struct live_cpu *lc, struct live_iter *it)
+static void iter_load(struct live_iter *it, size_t subbuf)
 {
 	it->has = false;
-	while (it->page < lc->n_pages) {
-		if (kbuffer_load_subbuffer(it->kb, lc->pages + it->page * t->subbuf) == 0 &&
+	while (it->page < it->cpu->n_pages) {
+		if (kbuffer_load_subbuffer(it->kb, (void *)(it->cpu->pages + it->page * subbuf)) == 0 &&
 		    (it->data = kbuffer_read_event(it->kb, &it->ts))) {
 			it->has = true;
 			it->first_on_page = true;
@@ -360,13 +355,70 @@ static void iter_load(struct nf_kernel_trace *t, struct live_cpu *lc, struct liv
 	}
 }
 
-static void iter_next(struct nf_kernel_trace *t, struct live_cpu *lc, struct live_iter *it)
+static void iter_next(struct live_iter *it, size_t subbuf)
 {
 	it->first_on_page = false;
 	if ((it->data = kbuffer_next_event(it->kb, &it->ts)))
 		return;
 	it->page++;
-	iter_load(t, lc, it);
+	iter_load(it, subbuf);
+}
+
+int nf_kpages_decode(struct nf_kdecoder *d, struct tep_handle *tep, const struct nf_kpages *cpus,
+		     int ncpu, size_t subbuf, struct nf_error *err)
+{
+	struct live_iter *its = calloc((size_t)ncpu, sizeof(*its));
+	int rc = 0;
+
+	if (!its)
+		return nf_error_set(err, NF_ENOMEM, "out of memory");
+	for (int c = 0; c < ncpu; c++) {
+		if (!(its[c].kb = tep_kbuffer(tep))) {
+			rc = nf_error_set(err, NF_ENOMEM, "out of memory");
+			goto out_free;
+		}
+		its[c].cpu = &cpus[c];
+		its[c].drop_pending = cpus[c].dropped > 0;
+		iter_load(&its[c], subbuf);
+	}
+	for (;;) {
+		int best = -1, drop = -1;
+
+		for (int c = 0; c < ncpu; c++) {
+			if (its[c].has && (best < 0 || its[c].ts < its[best].ts))
+				best = c;
+			if (its[c].drop_pending && (drop < 0 || cpus[c].dropped_ts < cpus[drop].dropped_ts))
+				drop = c;
+		}
+		/* Sub-buffers the reader could not keep: lost, count unknown, in
+		 * time order with the records. */
+		if (drop >= 0 && (best < 0 || cpus[drop].dropped_ts <= its[best].ts)) {
+			its[drop].drop_pending = false;
+			if ((rc = nf_kdecoder_lost(d, drop, cpus[drop].dropped_ts, -1, err)))
+				goto out_free;
+			continue;
+		}
+		if (best < 0)
+			break;
+		struct live_iter *it = &its[best];
+		struct tep_record rec = { 0 };
+
+		rec.ts = it->ts;
+		rec.data = it->data;
+		rec.size = kbuffer_event_size(it->kb);
+		rec.cpu = best;
+		rec.offset = (unsigned long long)(it->page * subbuf) + (unsigned)kbuffer_curr_offset(it->kb);
+		rec.missed_events = it->first_on_page ? kbuffer_missed_events(it->kb) : 0;
+		if ((rc = nf_kdecoder_record(d, &rec, best, err)))
+			goto out_free;
+		iter_next(it, subbuf);
+	}
+out_free:
+	for (int c = 0; c < ncpu; c++)
+		if (its[c].kb)
+			kbuffer_free(its[c].kb);
+	free(its);
+	return rc;
 }
 
 int nf_kernel_trace_finish(struct nf_kernel_trace *t, const char *session_dir,
@@ -376,7 +428,6 @@ int nf_kernel_trace_finish(struct nf_kernel_trace *t, const char *session_dir,
 	struct nf_ctf_writer *w = NULL;
 	struct nf_kdecoder *d = NULL;
 	struct tep_handle *tep = NULL;
-	struct live_iter *its = NULL;
 	char path[1400];
 	int rc;
 
@@ -413,49 +464,11 @@ int nf_kernel_trace_finish(struct nf_kernel_trace *t, const char *session_dir,
 		rc = err->code ? err->code : NF_ENOMEM;
 		goto out_free;
 	}
-	its = calloc((size_t)t->ncpu, sizeof(*its));
-	if (!its) {
-		rc = nf_error_set(err, NF_ENOMEM, "out of memory");
+	if ((rc = nf_kpages_decode(d, tep, t->cpus, t->ncpu, t->subbuf, err)))
 		goto out_free;
-	}
-	for (int c = 0; c < t->ncpu; c++) {
-		if (!(its[c].kb = tep_kbuffer(tep))) {
-			rc = nf_error_set(err, NF_ENOMEM, "out of memory");
-			goto out_free;
-		}
-		iter_load(t, &t->cpus[c], &its[c]);
-		if (t->cpus[c].dropped &&
-		    (rc = nf_kdecoder_lost(d, c, t->cpus[c].dropped_ts, -1, err)))
-			goto out_free;
-	}
-	for (;;) {
-		int best = -1;
-
-		for (int c = 0; c < t->ncpu; c++)
-			if (its[c].has && (best < 0 || its[c].ts < its[best].ts))
-				best = c;
-		if (best < 0)
-			break;
-		struct live_iter *it = &its[best];
-		struct tep_record rec = { 0 };
-
-		rec.ts = it->ts;
-		rec.data = it->data;
-		rec.size = kbuffer_event_size(it->kb);
-		rec.cpu = best;
-		rec.offset = (unsigned long long)(it->page * t->subbuf) + (unsigned)kbuffer_curr_offset(it->kb);
-		rec.missed_events = it->first_on_page ? kbuffer_missed_events(it->kb) : 0;
-		if ((rc = nf_kdecoder_record(d, &rec, best, err)))
-			goto out_free;
-		iter_next(t, &t->cpus[best], it);
-	}
 	nf_kdecoder_get_stats(d, st);
 	rc = 0;
 out_free:
-	if (its)
-		for (int c = 0; c < t->ncpu; c++)
-			kbuffer_free(its[c].kb);
-	free(its);
 	nf_kdecoder_destroy(d);
 	if (w) {
 		int rc2 = nf_ctf_writer_close(w, rc ? NULL : err);

@@ -12,7 +12,9 @@
 #include "nf_test.h"
 #include "tracedat_writer.h"
 
+#include "kernel_int.h"
 #include "layout.h"
+#include "nftrace/ctf.h"
 #include "nftrace/render.h"
 #include "nftrace/timeline.h"
 
@@ -169,6 +171,96 @@ START_TEST(test_fixture_import_rows)
 	/* The stock babeltrace2 reads the session: the kernel stream is valid CTF. */
 	ck_assert_int_eq(run("babeltrace2 '%s' | grep -c 'KernelDmaFence'", s), 0);
 	ck_assert_str_eq(out, "18\n");
+	nf_test_rmtree(tmp);
+}
+END_TEST
+
+/*
+ * The live path's decoder (what record --kernel does with the sub-buffers it
+ * read from trace_pipe_raw): the fixture's ring-buffer pages, decoded with
+ * kbuffer and the format files, give the same timeline as the import through
+ * libtracecmd; sub-buffers the reader had to drop are one more lost marker.
+ */
+START_TEST(test_live_pages_decode)
+{
+	char formats[4096], events[4096], dat[4096], tmp[1024], s[1100], why[256];
+	unsigned char *pages[2] = { NULL, NULL };
+	size_t lens[2] = { 0, 0 };
+	struct nf_tdw_options o = { 0 };
+	struct nf_kpages cpus[2];
+	struct nf_ctf_writer *w = NULL;
+	struct nf_error err;
+	char *text;
+
+	fixture_paths(formats, sizeof(formats), events, sizeof(events), dat, sizeof(dat));
+	text = nf_tdw_slurp(events, NULL);
+	ck_assert_ptr_nonnull(text);
+	o.cpu_pages = pages;
+	o.cpu_pages_len = lens;
+	o.n_cpu_pages = 2;
+	ck_assert_msg(nf_tdw_write(formats, text, NULL, &o, why, sizeof(why)) == 0, "%s", why);
+	ck_assert(lens[0] % 4096 == 0 && lens[1] % 4096 == 0 && lens[0] && lens[1]);
+
+	struct tep_handle *tep = tep_alloc();
+	ck_assert_ptr_nonnull(tep);
+	tep_set_long_size(tep, 8);
+	tep_set_page_size(tep, 4096);
+	tep_set_cpus(tep, 2);
+	nf_error_clear(&err);
+	ck_assert_msg(nf_kformats_load(tep, formats, NULL, &err) == 0, "%s", err.msg);
+
+	nf_test_tmpdir(tmp, sizeof(tmp));
+	snprintf(s, sizeof(s), "%s/s", tmp);
+	struct nf_ctf_env_entry env[] = {
+		{ "domain", false, 0, "nftrace" },
+		{ "schema_version", true, NF_SCHEMA_VERSION, NULL },
+		{ "source", false, 0, "live pages" },
+		{ "cpu_frequency", true, 1000000000, NULL },
+		{ "start_ticks", true, 5000000000, NULL },
+	};
+	struct nf_ctf_writer_options wo = { 0 };
+	wo.cpu_frequency = 1000000000u;
+	wo.env = env;
+	wo.n_env = sizeof(env) / sizeof(env[0]);
+	ck_assert_msg(nf_ctf_writer_create(s, &wo, &w, &err) == 0, "%s", err.msg);
+	struct nf_kclock_map map = { 5000000000u, 5000000000u, 1000000000u };
+	struct nf_kdecoder *d = nf_kdecoder_create(tep, w, &map, 2, 1, "mono", "pages", &err);
+	ck_assert_msg(d != NULL, "%s", err.msg);
+	memset(cpus, 0, sizeof(cpus));
+	for (int c = 0; c < 2; c++) {
+		cpus[c].fd = -1;
+		cpus[c].pages = pages[c];
+		cpus[c].n_pages = lens[c] / 4096;
+	}
+	cpus[1].dropped = 3;
+	cpus[1].dropped_ts = 5003200000u;
+	ck_assert_msg(nf_kpages_decode(d, tep, cpus, 2, 4096, &err) == 0, "%s", err.msg);
+	struct nf_kernel_stats st;
+	nf_kdecoder_get_stats(d, &st);
+	ck_assert_uint_eq(st.records, 29);
+	ck_assert_uint_eq(st.dma_fence, 18);
+	ck_assert_uint_eq(st.lost_records, 2);
+	ck_assert_uint_eq(st.lost_events, 5);
+	nf_kdecoder_destroy(d);
+	ck_assert_msg(nf_ctf_writer_close(w, &err) == 0, "%s", err.msg);
+	tep_free(tep);
+
+	query(s, "SELECT id, queue, op, value, queued_ns, end_ns, status, thread FROM fence_ops ORDER BY id",
+	      "id,queue,op,value,queued_ns,end_ns,status,thread\n"
+	      "1,4294967303,signal,1,1000000,2000000,complete,100\n"
+	      "2,4294967303,signal,2,1200000,3000000,complete,100\n"
+	      "3,4294967305,signal,1,1500000,2500000,complete,100\n"
+	      "4,4294967303,signal,3,3500000,,unsignaled,100\n"
+	      "5,,wait,1,1600000,2200000,complete,201\n"
+	      "6,,wait,2,1800000,3050000,complete,200\n");
+	query(s, "SELECT signal_id, wait_id, stall_ns FROM deps", "signal_id,wait_id,stall_ns\n2,6,1250000\n");
+	query(s, "SELECT count(*) FROM cpu_runs", "count(*)\n6\n");
+	/* The dropped sub-buffers are one marker at the first one's timestamp. */
+	query(s, "SELECT kind, first_ns, lost_entries FROM anomalies ORDER BY first_ns",
+	      "kind,first_ns,lost_entries\nkernel_lost,2500000,5\nkernel_lost,3200000,\n");
+	for (int c = 0; c < 2; c++)
+		free(pages[c]);
+	free(text);
 	nf_test_rmtree(tmp);
 }
 END_TEST
@@ -431,6 +523,7 @@ static Suite *kernel_suite(void)
 	tcase_add_test(tc, test_fixture_import_rows);
 	tcase_add_test(tc, test_fixture_report);
 	tcase_add_test(tc, test_bad_files);
+	tcase_add_test(tc, test_live_pages_decode);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("live");
 	tcase_set_timeout(tc, 300);

@@ -439,7 +439,21 @@ int nf_tdw_write(const char *formats_dir, const char *events_text, const char *o
 			fail(t, "out of memory");
 			goto out_free;
 		}
-	rc = write_file(t, formats_dir, out_path, opts ? opts : &defaults);
+	if (opts && opts->cpu_pages) {
+		for (unsigned int c = 0; c < opts->n_cpu_pages && c < TDW_MAX_CPUS; c++) {
+			size_t n = t->cpu[c].pages.len;
+
+			opts->cpu_pages[c] = n ? malloc(n) : NULL;
+			opts->cpu_pages_len[c] = n;
+			if (n && !opts->cpu_pages[c]) {
+				fail(t, "out of memory");
+				goto out_free;
+			}
+			if (n)
+				memcpy(opts->cpu_pages[c], t->cpu[c].pages.p, n);
+		}
+	}
+	rc = out_path ? write_file(t, formats_dir, out_path, opts ? opts : &defaults) : 0;
 out_free:
 	if (t) {
 		for (size_t s = 0; s < t->n_sys; s++)

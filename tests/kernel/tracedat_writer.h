@@ -22,10 +22,17 @@ struct nf_tdw_options {
 	bool no_formats;        /* write no event formats (a broken file) */
 	const char *only_system;/* store only this system's formats, NULL: all */
 	unsigned int cpus;      /* CPUs, 0: the highest CPU in the list + 1 */
+	/* When set, also hands over each CPU's ring-buffer pages (malloc'd, the
+	 * caller frees; NULL and 0 for a CPU without events): what trace_pipe_raw
+	 * would give. out_path may then be NULL (no file). */
+	unsigned char **cpu_pages;
+	size_t *cpu_pages_len;
+	unsigned int n_cpu_pages;
 };
 
 /*
- * Writes out_path from the format directory and the event list text. Returns
+ * Writes out_path from the format directory and the event list text (see
+ * nf_tdw_options.cpu_pages for the pages alone). Returns
  * 0, or -1 with a one-line reason in why (size why_len).
  */
 int nf_tdw_write(const char *formats_dir, const char *events_text, const char *out_path,
