@@ -34,6 +34,20 @@ SELECT q.queue, q.adapter, q.name,
 FROM queues q LEFT JOIN fence_ops o ON o.queue = q.queue
 GROUP BY q.queue ORDER BY q.queue;
 
+-- Per queue: time with work in flight, the union of the queue's operations from
+-- CPU-queued to GPU-completed (what the GPUView-style boxes cover; operations
+-- without both times are left out). A window over every operation: slower
+-- than queue_summary on large sessions.
+CREATE VIEW queue_busy AS
+SELECT queue, count(*) AS ops,
+       sum(max(0, end_ns - max(queued_ns, coalesce(prev_end, queued_ns)))) AS busy_ns,
+       max(end_ns) - min(queued_ns) AS span_ns
+FROM (SELECT queue, queued_ns, end_ns,
+             max(end_ns) OVER (PARTITION BY queue ORDER BY queued_ns, id
+                               ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end
+      FROM fence_ops WHERE queue IS NOT NULL AND queued_ns IS NOT NULL AND end_ns IS NOT NULL)
+GROUP BY queue ORDER BY queue;
+
 -- Spans of time on each queue's log where entries were lost.
 CREATE VIEW lost_spans AS
 SELECT queue, log, first_ns, last_ns, lost_entries, detail

@@ -436,6 +436,32 @@ START_TEST(deps_across_queues_and_adapters)
 }
 END_TEST
 
+/* queue_busy: the union of a queue's boxes from CPU-queued to GPU-completed. */
+START_TEST(queue_busy_view)
+{
+	struct fixture fx;
+
+	fx_open(&fx, &test_info_ns);
+	identity_clock(&fx, 0);
+	ev_fence(&fx, 1, 0, 11, 1, 4, 0);
+	ev_queued(&fx, false, 100, 0, 1, 11, 1);  /* [100, 500] */
+	ev_queued(&fx, false, 200, 0, 1, 11, 2);  /* [200, 550]: overlaps the first */
+	ev_queued(&fx, false, 600, 0, 1, 11, 3);  /* [600, 700] */
+	ev_queued(&fx, false, 650, 0, 1, 11, 4);  /* lost: no end, left out */
+	ev_queued(&fx, false, 100, 0, 2, 11, 5);  /* another queue: [100, 300] */
+	entry(&fx, 0, 1, 2, 0, 0, 11, 1, 0, 500);
+	entry(&fx, 0, 1, 2, 0, 1, 11, 2, 0, 550);
+	entry(&fx, 0, 1, 2, 0, 2, 11, 3, 0, 700);
+	entry(&fx, 0, 2, 2, 0, 0, 11, 5, 0, 300);
+	fx_finish(&fx);
+	ck_assert_int_eq(q_int(fx.db, "SELECT busy_ns FROM queue_busy WHERE queue = 1"), 550);
+	ck_assert_int_eq(q_int(fx.db, "SELECT ops FROM queue_busy WHERE queue = 1"), 3);
+	ck_assert_int_eq(q_int(fx.db, "SELECT span_ns FROM queue_busy WHERE queue = 1"), 600);
+	ck_assert_int_eq(q_int(fx.db, "SELECT busy_ns FROM queue_busy WHERE queue = 2"), 200);
+	fx_close(&fx);
+}
+END_TEST
+
 START_TEST(causality_flags)
 {
 	struct fixture fx;
@@ -891,6 +917,7 @@ static Suite *analyzer_suite(void)
 	tcase_add_test(tc, legacy_ops);
 	tcase_add_test(tc, deps_across_queues_and_adapters);
 	tcase_add_test(tc, causality_flags);
+	tcase_add_test(tc, queue_busy_view);
 	tcase_add_test(tc, objects_and_meta);
 	tcase_add_test(tc, build_missing_session);
 	suite_add_tcase(s, tc);
