@@ -2,13 +2,16 @@
  * Kernel rows (see kernel_rows.h): each thread's runs from cpu_runs as a thin
  * dark bar along the bottom of its CPU row, under its CPU waits, and the
  * deps of kernel CPU waits (fence_ops 'wait' rows with a thread and no queue)
- * as arrows from the releasing signal's end to the wait's end. A run that was
+ * as arrows from the releasing signal's end to the wait's end, and the
+ * kernel's lost events as hatched marks on the CPU threads header. A run that was
  * already going when the trace began starts at the session start; one still
  * going at the end lasts to the session end: the trace says no more.
  */
 #include "kernel_rows.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #define KR_BAR_H 5.0
 
@@ -150,6 +153,72 @@ static int kr_links(sqlite3 *db, const struct nf_render_layout *lay, struct nf_r
 	return ret;
 }
 
+/*
+ * Events the kernel ring buffer lost (anomalies 'kernel_lost', per CPU, no
+ * queue): a hatched mark across the CPU threads header at the time, with
+ * "lost N" next to it, like a log overrun on a queue row.
+ */
+static int kr_lost(sqlite3 *db, const struct nf_render_layout *lay, struct nf_render_scene *s,
+		   struct nf_error *err)
+{
+	static const char sql[] = "SELECT first_ns, lost_entries FROM anomalies WHERE kind = 'kernel_lost' "
+				  "AND first_ns >= ?1 AND first_ns <= ?2 ORDER BY first_ns";
+	const struct nf_render_row *head = NULL;
+	sqlite3_stmt *st = NULL;
+	double label_end = 0.0;
+	int rc, ret = 0;
+
+	for (size_t i = 0; i < lay->n_rows && !head; i++)
+		if (lay->rows[i].kind == NF_ROW_CPU_HEAD)
+			head = &lay->rows[i];
+	if (!head)
+		return 0;
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		return kr_fail(db, err, "reading kernel lost events");
+	sqlite3_bind_int64(st, 1, lay->t0);
+	sqlite3_bind_int64(st, 2, lay->t1);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		double x = nf_render_layout_x(lay, sqlite3_column_int64(st, 0));
+		char text[32];
+
+		s->n_anomalies++;
+		if (nf_render_quads_add(&s->rects[NF_RB_LOST_BG], x - 1.5, head->y + 2.0, 3.0, head->h - 4.0) < 0 ||
+		    nf_render_quads_add(&s->hatch, x - 1.5, head->y + 2.0, 3.0, head->h - 4.0) < 0) {
+			ret = nf_error_set(err, NF_ENOMEM, "out of memory while drawing");
+			break;
+		}
+		if (sqlite3_column_type(st, 1) == SQLITE_NULL)
+			snprintf(text, sizeof(text), "lost ?");
+		else
+			snprintf(text, sizeof(text), "lost %lld", (long long)sqlite3_column_int64(st, 1));
+		double w = 6.5 * (double)strlen(text) + 8.0;
+
+		if (x + 4.0 < label_end || x + 4.0 + w > lay->plot_x1)
+			continue;
+		if (s->n_labels == s->cap_labels) {
+			size_t ncap = s->cap_labels ? s->cap_labels * 2 : 16;
+			struct nf_render_label *nl = ncap > 1000000 ? NULL : realloc(s->labels, ncap * sizeof(*nl));
+
+			if (!nl) {
+				ret = nf_error_set(err, NF_ENOMEM, "out of memory while drawing");
+				break;
+			}
+			s->labels = nl;
+			s->cap_labels = ncap;
+		}
+		/* Labels are centred on x: this one starts just right of the mark. */
+		s->labels[s->n_labels].x = x + 4.0 + w / 2.0;
+		s->labels[s->n_labels].y = head->y + head->h / 2.0 + 3.5;
+		snprintf(s->labels[s->n_labels].text, sizeof(s->labels[0].text), "%s", text);
+		s->n_labels++;
+		label_end = x + 4.0 + w;
+	}
+	if (!ret && rc != SQLITE_DONE)
+		ret = kr_fail(db, err, "reading kernel lost events");
+	sqlite3_finalize(st);
+	return ret;
+}
+
 int nf_render_collect_kernel(sqlite3 *db, const struct nf_render_options *opts,
 			     const struct nf_render_layout *lay, struct nf_render_scene *s,
 			     struct nf_error *err)
@@ -158,5 +227,6 @@ int nf_render_collect_kernel(sqlite3 *db, const struct nf_render_options *opts,
 
 	if (!opts->fences || opts->n_fences == 0)
 		ret = kr_runs(db, lay, s, err);
-	return ret ? ret : kr_links(db, lay, s, err);
+	ret = ret ? ret : kr_links(db, lay, s, err);
+	return ret ? ret : kr_lost(db, lay, s, err);
 }

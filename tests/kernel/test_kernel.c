@@ -320,6 +320,14 @@ START_TEST(test_fixture_report)
 	ck_assert_ptr_nonnull(r);
 	ck_assert_uint_eq(pixel(img, nf_render_layout_x(&lay, 1000000), r->y + r->h - 4), 0x5E7A96);
 	ck_assert_uint_ne(pixel(img, nf_render_layout_x(&lay, 1600000), r->y + r->h - 4), 0x5E7A96);
+	/* The 5 events CPU 1 lost at 2.5 ms: a mark on the CPU threads header. */
+	for (size_t i = 0; i < lay.n_rows; i++)
+		if (lay.rows[i].kind == NF_ROW_CPU_HEAD) {
+			double hy = lay.rows[i].y + lay.rows[i].h / 2;
+
+			ck_assert_uint_ne(pixel(img, nf_render_layout_x(&lay, 2500000), hy),
+					  pixel(img, nf_render_layout_x(&lay, 2000000), hy));
+		}
 	cairo_surface_destroy(img);
 	nf_render_layout_release(&lay);
 	sqlite3_close(sql);
