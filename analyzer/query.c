@@ -289,11 +289,46 @@ static int print_csv(sqlite3_stmt *s, FILE *out, bool *first_set, struct nf_erro
 	return 0;
 }
 
+/* Length of the valid UTF-8 sequence at t (n bytes left), or 0 (RFC 3629). */
+static int utf8_seq(const unsigned char *t, int n)
+{
+	unsigned char c = t[0], lo = 0x80, hi = 0xBF;
+	int len;
+
+	if (c >= 0xC2 && c <= 0xDF)
+		len = 2;
+	else if (c >= 0xE0 && c <= 0xEF)
+		len = 3, lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+	else if (c >= 0xF0 && c <= 0xF4)
+		len = 4, lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+	else
+		return 0;
+	if (len > n || t[1] < lo || t[1] > hi)
+		return 0;
+	for (int i = 2; i < len; i++)
+		if ((t[i] & 0xC0) != 0x80)
+			return 0;
+	return len;
+}
+
+/* A JSON string; bytes that are not UTF-8 (a foreign session's names) become
+ * U+FFFD, so the output is always valid JSON. */
 static void put_json_string(FILE *out, const unsigned char *t, int bytes)
 {
 	fputc('"', out);
 	for (int i = 0; i < bytes; i++) {
 		unsigned char ch = t[i];
+
+		if (ch >= 0x80) {
+			int len = utf8_seq(t + i, bytes - i);
+			if (len == 0) {
+				fputs("\\ufffd", out);
+			} else {
+				fwrite(t + i, 1, (size_t)len, out);
+				i += len - 1;
+			}
+			continue;
+		}
 
 		switch (ch) {
 		case '"': fputs("\\\"", out); break;

@@ -384,6 +384,40 @@ START_TEST(seventy_thousand_logs)
 }
 END_TEST
 
+/* A session whose strings are not UTF-8 (a queue name, the source) in a
+ * directory whose name is not either: report draws it, query --json stays
+ * valid UTF-8 (U+FFFD for the bad bytes). */
+START_TEST(foreign_strings_are_drawn_and_escaped)
+{
+	char dir[700];
+	struct nf_event ev = { .id = NF_EV_ADAPTER_START, .ts = 1 };
+
+	snprintf(dir, sizeof(dir), "%s/caf\xe9", tmp);
+	struct nf_ctf_writer *w = crafted_writer(dir);
+	ck_assert_int_eq(nf_ctf_writer_emit(w, &ev), 0);
+	struct nf_event q = { .id = NF_EV_HWQUEUE_START, .ts = 2 };
+	q.f[NFF_HWQUEUE_START_hwqueue] = 0x40000040;
+	q.str = "Q\xff\xfe\x01name\xe2\x82";
+	ck_assert_int_eq(nf_ctf_writer_emit(w, &q), 0);
+	struct nf_event sg = { .id = NF_EV_FENCE_SIGNAL_QUEUED, .ts = 3 };
+	sg.f[NFF_FENCE_SIGNAL_QUEUED_hwqueue] = 0x40000040;
+	sg.f[NFF_FENCE_SIGNAL_QUEUED_value] = 1;
+	ck_assert_int_eq(nf_ctf_writer_emit(w, &sg), 0);
+	close_writer(w);
+	for (int i = 0; i < 2; i++) {
+		snprintf(cmd, sizeof(cmd), "'%s' report '%s' -o '%s/r.%s'", nf_test_nftrace(), dir, tmp,
+			 i ? "svg" : "png");
+		run_ok(cmd);
+	}
+	snprintf(cmd, sizeof(cmd), "'%s' query --json '%s' 'select name from queues'", nf_test_nftrace(),
+		 dir);
+	run_ok(cmd);
+	ck_assert_msg(strstr(out, "\"Q\\ufffd\\ufffd\\u0001name\\ufffd\\ufffd\"") != NULL, "%s", out);
+	for (const unsigned char *u = (const unsigned char *)out; *u; u++)
+		ck_assert_msg(*u < 0x80, "a raw byte 0x%02x in JSON: %s", *u, out);
+}
+END_TEST
+
 /* A long loop without GPU operations (real time in threaded mode: 100 s)
  * still notices SIGINT and closes the session. */
 START_TEST(opless_loop_notices_sigint)
@@ -429,6 +463,7 @@ static Suite *safety_suite(void)
 	tcase_add_test(tc, header_claiming_2_to_the_63_entries);
 	tcase_add_test(tc, seventy_thousand_logs);
 	tcase_add_test(tc, opless_loop_notices_sigint);
+	tcase_add_test(tc, foreign_strings_are_drawn_and_escaped);
 	return s;
 }
 
