@@ -154,9 +154,13 @@ static const unsigned char *cell_text(sqlite3_stmt *s, int col, int *bytes)
 	return t ? t : (const unsigned char *)"";
 }
 
+/* The table is for a terminal: control bytes from a session (an escape
+ * sequence in a name, a NUL in a blob) are shown as '?', never sent raw
+ * (newlines and tabs stay: a multi-line value is shown on several lines). */
 static void put_padded(FILE *out, const unsigned char *t, int bytes, size_t width, size_t pad)
 {
-	fwrite(t, 1, (size_t)bytes, out);
+	for (int i = 0; i < bytes; i++)
+		fputc((t[i] < 0x20 && t[i] != '\n' && t[i] != '\t') || t[i] == 0x7f ? '?' : t[i], out);
 	for (size_t w = width; w < pad; w++)
 		fputc(' ', out);
 }

@@ -83,6 +83,14 @@ static int count_finding(void *ctx, const struct nf_finding *f)
 	return 0;
 }
 
+/* A string from the session, for a terminal: control bytes (an escape
+ * sequence planted in a session) are shown as '?'. */
+static void put_clean(const char *s)
+{
+	for (const unsigned char *u = (const unsigned char *)(s ? s : ""); *u; u++)
+		putchar(*u < 0x20 || *u == 0x7f ? '?' : *u);
+}
+
 int cmd_info(int argc, char **argv)
 {
 	struct nf_error err;
@@ -111,10 +119,14 @@ int cmd_info(int argc, char **argv)
 		return nf_cli_fail("info", &err);
 	}
 	printf("session:        %s\n", argv[1]);
-	printf("source:         %s\n", in->source ? in->source : "");
-	printf("recorded by:    nftrace %s (schema %lld)\n", in->tool_version ? in->tool_version : "?",
-	       (long long)in->schema_version);
-	printf("mode:           %s, seed %llu\n", in->mode ? in->mode : "?", (unsigned long long)in->seed);
+	fputs("source:         ", stdout);
+	put_clean(in->source);
+	putchar('\n');
+	fputs("recorded by:    nftrace ", stdout);
+	put_clean(in->tool_version ? in->tool_version : "?");
+	printf(" (schema %lld)\nmode:           ", (long long)in->schema_version);
+	put_clean(in->mode ? in->mode : "?");
+	printf(", seed %llu\n", (unsigned long long)in->seed);
 	printf("cpu clock:      %llu Hz\n", (unsigned long long)in->cpu_frequency);
 	printf("duration:       %.6f s\n", c.any && in->cpu_frequency
 		       ? (double)(c.last_ts - in->start_ticks) / (double)in->cpu_frequency : 0.0);

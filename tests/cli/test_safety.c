@@ -231,13 +231,15 @@ END_TEST
 /* ------------------------------------------------------------------ */
 /* resource bounds: sessions that claim absurd sizes                   */
 
+static const char *crafted_source = "test_safety";
+
 static struct nf_ctf_writer *crafted_writer(const char *dir)
 {
 	struct nf_ctf_env_entry env[] = {
 		{ "domain", false, 0, "nftrace" },
 		{ "tool_version", false, 0, "crafted" },
 		{ "schema_version", true, NF_SCHEMA_VERSION, NULL },
-		{ "source", false, 0, "test_safety" },
+		{ "source", false, 0, crafted_source },
 		{ "mode", false, 0, "deterministic" },
 		{ "host", false, 0, "deterministic" },
 		{ "seed", true, 1, NULL },
@@ -393,6 +395,8 @@ START_TEST(foreign_strings_are_drawn_and_escaped)
 	struct nf_event ev = { .id = NF_EV_ADAPTER_START, .ts = 1 };
 
 	snprintf(dir, sizeof(dir), "%s/caf\xe9", tmp);
+	/* An escape sequence that would retitle a terminal, in the source. */
+	crafted_source = "\x1b]0;pwned\x07 \xff";
 	struct nf_ctf_writer *w = crafted_writer(dir);
 	ck_assert_int_eq(nf_ctf_writer_emit(w, &ev), 0);
 	struct nf_event q = { .id = NF_EV_HWQUEUE_START, .ts = 2 };
@@ -415,6 +419,18 @@ START_TEST(foreign_strings_are_drawn_and_escaped)
 	ck_assert_msg(strstr(out, "\"Q\\ufffd\\ufffd\\u0001name\\ufffd\\ufffd\"") != NULL, "%s", out);
 	for (const unsigned char *u = (const unsigned char *)out; *u; u++)
 		ck_assert_msg(*u < 0x80, "a raw byte 0x%02x in JSON: %s", *u, out);
+	/* Text for a terminal (info, the query table) carries no control byte. */
+	static const char *const tty[] = { "info '%s'", "query '%s' 'select name from queues'" };
+	for (size_t i = 0; i < 2; i++) {
+		char args[1024];
+
+		snprintf(args, sizeof(args), tty[i], dir);
+		snprintf(cmd, sizeof(cmd), "'%s' %s", nf_test_nftrace(), args);
+		run_ok(cmd);
+		for (const unsigned char *u = (const unsigned char *)out; *u; u++)
+			ck_assert_msg(*u >= 0x20 || *u == '\n', "%s: control byte 0x%02x in: %s", args, *u, out);
+		ck_assert_msg(strstr(out, i ? "?name" : "]0;pwned"), "%s: %s", args, out);
+	}
 }
 END_TEST
 
