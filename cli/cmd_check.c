@@ -132,9 +132,14 @@ static struct check_log *check_log(struct check_state *s, uint32_t adapter, uint
 	return &q->log[slot];
 }
 
+/* Names from the session are printed to a terminal: control bytes (an
+ * escape sequence planted in a session) become '?'. */
 static void check_copy(char *dst, size_t len, const char *src)
 {
 	snprintf(dst, len, "%s", src ? src : "");
+	for (unsigned char *u = (unsigned char *)dst; *u; u++)
+		if (*u < 0x20 || *u == 0x7f)
+			*u = '?';
 }
 
 static int check_event(void *ctx, const struct nf_event *ev)
