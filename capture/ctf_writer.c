@@ -17,8 +17,12 @@
  * EFBIG), and calls only async-signal-safe functions (it may be forked from a
  * threaded program). A write error there (disk full) is reported back with
  * the file and the offset; the stream is cut back to its last whole packet.
- * The committer starts writeback every few MB and fsyncs at the end, so a
- * session reported complete is on disk, and delayed write errors are seen.
+ * Packets handed to the committer are padded to whole 4 KiB blocks (CTF
+ * packets may end in padding), so it writes them with O_DIRECT straight from
+ * the ring, with no copy into the page cache; where the filesystem refuses
+ * direct I/O it writes normally and starts writeback every few MB. It fsyncs
+ * at the end, so a session reported complete is on disk, and delayed write
+ * errors are seen.
  * The metadata is written to a hidden file and renamed into place, so it is
  * either complete or absent.
  */
@@ -371,6 +375,8 @@ static void stream_begin_packet(struct nf_ctf_stream *s)
 /* Packets are handed over through a ring shared with the committer; a packet
  * larger than a quarter of it goes through the socket instead. */
 #define NF_CTF_RING_SIZE (8u << 20)
+/* Packets handed to the committer are whole blocks of this size. */
+#define NF_CTF_BLOCK 4096u
 
 /* Reads exactly len bytes; returns len, or fewer at end-of-file or error. */
 static size_t read_full(int fd, void *buf, size_t len)
@@ -408,6 +414,18 @@ static void committer_reply(int sock, int kind, int sid, int e, uint64_t offset)
 	}
 }
 
+/* write_all, and if direct I/O turns out not to work here, without it. */
+static int committer_write(int fd, const void *buf, size_t len)
+{
+	int rc = write_all(fd, buf, len);
+	int fl;
+
+	if (rc == -EINVAL && (fl = fcntl(fd, F_GETFL)) >= 0 && (fl & O_DIRECT) &&
+	    fcntl(fd, F_SETFL, fl & ~O_DIRECT) == 0)
+		rc = write_all(fd, buf, len);
+	return rc;
+}
+
 /*
  * The committer's whole life: append whole packets, cut off a torn one, sync,
  * report, exit. Only async-signal-safe calls from here on.
@@ -440,8 +458,14 @@ static void committer_main(int sock, const struct nf_ctf_writer *w, unsigned cha
 		    (m.ring && (m.len > NF_CTF_RING_SIZE || m.end < m.len)))
 			break; /* end of the recording (or a torn message: not a packet) */
 		if (!failed && fds[m.sid] < 0) {
-			fds[m.sid] = open(w->streams[m.sid].path,
-					  O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+			/* Direct I/O from the ring: no copy into the page cache and
+			 * no writeback later; where the filesystem refuses it,
+			 * ordinary writes. */
+			fds[m.sid] = open(w->streams[m.sid].path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+					  O_CLOEXEC | O_DIRECT, 0644);
+			if (fds[m.sid] < 0 && errno == EINVAL)
+				fds[m.sid] = open(w->streams[m.sid].path,
+						  O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 			if (fds[m.sid] < 0) {
 				committer_reply(sock, NF_CTF_REPLY_OPEN, (int)m.sid, errno, 0);
 				failed = true;
@@ -452,17 +476,15 @@ static void committer_main(int sock, const struct nf_ctf_writer *w, unsigned cha
 			uint64_t off = (m.end - m.len) % NF_CTF_RING_SIZE;
 
 			if (!failed)
-				rc = write_all(fd, w->ring + off, (size_t)m.len);
+				rc = committer_write(fd, w->ring + off, (size_t)m.len);
 			/* Always hand the space back, or the recorder would wait for ever. */
 			committer_reply(sock, NF_CTF_REPLY_ACK, (int)m.sid, 0, m.end);
 		} else {
 			for (uint64_t left = m.len; left;) {
 				size_t want = left < NF_CTF_COMMIT_CHUNK ? (size_t)left : NF_CTF_COMMIT_CHUNK;
-				ssize_t n = read(sock, buf, want);
+				size_t n = read_full(sock, buf, want); /* whole blocks for O_DIRECT */
 
-				if (n < 0 && errno == EINTR)
-					continue;
-				if (n <= 0) {
+				if (n < want) {
 					/* The recorder died mid-packet: keep only whole packets. */
 					if (!failed && ftruncate(fd, (off_t)committed[m.sid]) != 0)
 						failed = true;
@@ -470,7 +492,7 @@ static void committer_main(int sock, const struct nf_ctf_writer *w, unsigned cha
 				}
 				left -= (uint64_t)n;
 				if (!failed && !rc)
-					rc = write_all(fd, buf, (size_t)n);
+					rc = committer_write(fd, buf, n);
 			}
 		}
 		if (failed)
@@ -596,7 +618,8 @@ static int committer_start(struct nf_ctf_writer *w)
 	}
 	w->ring = mmap(NULL, NF_CTF_RING_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
 		       -1, 0);
-	buf = malloc(NF_CTF_COMMIT_CHUNK);
+	if (posix_memalign((void **)&buf, NF_CTF_BLOCK, NF_CTF_COMMIT_CHUNK) != 0)
+		buf = NULL;
 	if (!buf || w->ring == MAP_FAILED) {
 		if (w->ring != MAP_FAILED)
 			munmap(w->ring, NF_CTF_RING_SIZE);
@@ -727,12 +750,23 @@ static int stream_flush(struct nf_ctf_writer *w, int sid)
 	struct nf_ctf_stream *s = &w->streams[sid];
 	unsigned char *p = s->buf;
 	uint32_t magic = NF_CTF_MAGIC, stream_id = (uint32_t)sid;
-	uint64_t bits = (uint64_t)s->len * 8u, zero = 0;
+	uint64_t bits = (uint64_t)s->len * 8u, zero = 0, pbits;
+	size_t plen = s->len;
 
 	if (!s->buf || s->n_events == 0)
 		return 0;
 	if (w->err.code)
 		return w->err.code;
+	if (w->committer > 0) {
+		/* Whole blocks, so that the committer can write with O_DIRECT
+		 * (CTF packets may end in padding: content_size < packet_size). */
+		plen = (s->len + NF_CTF_BLOCK - 1) & ~(size_t)(NF_CTF_BLOCK - 1);
+		if (stream_reserve(s, plen - s->len))
+			return nf_error_set(&w->err, NF_ENOMEM, "ctf writer: out of memory");
+		memset(s->buf + s->len, 0, plen - s->len);
+		p = s->buf;
+	}
+	pbits = (uint64_t)plen * 8u;
 	if (w->committer <= 0 && s->fd < 0) {
 		s->fd = open(s->path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 		if (s->fd < 0)
@@ -745,11 +779,11 @@ static int stream_flush(struct nf_ctf_writer *w, int sid)
 	memcpy(p + 24, &s->ts_begin, 8);
 	memcpy(p + 32, &s->ts_last, 8);
 	memcpy(p + 40, &bits, 8);
-	memcpy(p + 48, &bits, 8);
+	memcpy(p + 48, &pbits, 8);
 	memcpy(p + 56, &zero, 8);
 	memcpy(p + 64, &s->seq, 8);
 	if (w->committer > 0) {
-		int rc = committer_send(w, sid, s->buf, s->len);
+		int rc = committer_send(w, sid, s->buf, plen);
 		if (rc)
 			return rc;
 		goto sent;
@@ -764,8 +798,8 @@ static int stream_flush(struct nf_ctf_writer *w, int sid)
 				    s->path, (unsigned long long)s->file_size, strerror(-rc));
 	}
 sent:
-	s->file_size += s->len;
-	w->stats.bytes += s->len;
+	s->file_size += plen;
+	w->stats.bytes += plen;
 	w->stats.packets++;
 	s->seq++;
 	stream_begin_packet(s);
