@@ -324,8 +324,7 @@ static void paint_title(cairo_t *cr, const struct nf_render_options *opts,
 		append(line, sizeof(line), "%" PRId64 " other anomalies",
 		       s->n_anomalies - s->n_lost_spans);
 	if (s->links_too_dense)
-		append(line, sizeof(line), "over %" PRId64 " links (too dense to draw: narrow the window)",
-		       s->n_links - 1);
+		append(line, sizeof(line), "links too dense to draw (narrow the window)");
 	else if (s->n_links_merged)
 		append(line, sizeof(line), "%" PRId64 " links, %" PRId64 " not drawn (too dense)",
 		       s->n_links, s->n_links_merged);
