@@ -14,6 +14,7 @@
 #include "nf_test.h"
 
 #include <stdbool.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 /* Seconds before a case counts as a hang (generous: sanitizer builds are slow). */
@@ -330,6 +331,11 @@ START_TEST(bad_scenario)
 		ck_assert_msg(!path_exists(dir, "out/metadata"), "[%s] wrote into another directory", what);
 	if (c->out && !strcmp(c->out, "out") && path_exists(dir, "real"))
 		ck_assert_msg(!path_exists(dir, "real/metadata"), "[%s] recorded through a symlink", what);
+	/* A bound is a clear error long before memory runs out (what these
+	 * scenarios would take without one: from 4.6 GB to far beyond any machine). */
+	struct rusage ru;
+	getrusage(RUSAGE_CHILDREN, &ru);
+	ck_assert_msg(ru.ru_maxrss < 1024L * 1024, "[%s] the recorder took %ld MiB", what, ru.ru_maxrss / 1024);
 }
 END_TEST
 
