@@ -364,6 +364,26 @@ START_TEST(bad_report_output)
 }
 END_TEST
 
+/* record -- PROGRAM with programs that cannot record: no session is left. */
+static const char *const bad_programs[][2] = {
+	{ "/nonexistent/prog", "/nonexistent/prog" },
+	{ "/tmp", "/tmp" },
+	{ "sh -c 'kill -SEGV $$'", "signal 11" },
+	{ "true", "recorded nothing" },
+};
+
+START_TEST(bad_program)
+{
+	char dir[1024], args[2048], what[256];
+
+	case_dir(dir, sizeof(dir), "program", (size_t)_i, "");
+	snprintf(args, sizeof(args), "record -o s -- %s", bad_programs[_i][0]);
+	snprintf(what, sizeof(what), "record -- %s", bad_programs[_i][0]);
+	expect_one_line_failure(dir, args, bad_programs[_i][1], what);
+	ck_assert_msg(!path_exists(dir, "s/metadata"), "[%s] left a session", what);
+}
+END_TEST
+
 /* Standard output on a full disk: the output is not silently cut short. */
 static const char *const full_stdout_cmds[] = {
 	"info '%s'", "check '%s'", "query '%s' 'select * from fence_ops'",
@@ -508,14 +528,14 @@ START_TEST(count_cases)
 	size_t n = N_OF(bad_sessions) * (N_OF(session_cmds) - (have_check ? 0 : 1)) + N_OF(bad_scenarios) +
 		   N_OF(bad_sqls) + N_OF(bad_report_outs) + (have_import ? N_OF(bad_imports) : 0) +
 		   N_OF(full_stdout_cmds) - (have_check ? 0 : 1) + N_OF(long_path_cmds) -
-		   (have_check ? 0 : 1) - (have_import ? 0 : 1);
+		   (have_check ? 0 : 1) - (have_import ? 0 : 1) + N_OF(bad_programs);
 
 	printf("bad-input cases: %zu (%zu bad sessions x %zu commands, %zu scenarios/outputs, "
-	       "%zu SQL files, %zu report outputs, %zu imports, %zu full stdout, %zu long paths), plus a sweep of %d damaged sessions x 2 commands%s%s\n",
+	       "%zu SQL files, %zu report outputs, %zu imports, %zu full stdout, %zu long paths, %zu programs), plus a sweep of %d damaged sessions x 2 commands%s%s\n",
 	       n, N_OF(bad_sessions), N_OF(session_cmds) - (have_check ? 0 : 1), N_OF(bad_scenarios),
 	       N_OF(bad_sqls), N_OF(bad_report_outs), have_import ? N_OF(bad_imports) : (size_t)0,
 	       N_OF(full_stdout_cmds) - (have_check ? 0 : 1),
-	       N_OF(long_path_cmds) - (have_check ? 0 : 1) - (have_import ? 0 : 1),
+	       N_OF(long_path_cmds) - (have_check ? 0 : 1) - (have_import ? 0 : 1), N_OF(bad_programs),
 	       SWEEP_FILES * (SWEEP_TRUNC + SWEEP_FLIP),
 	       have_check ? "" : " [check not registered: skipped]",
 	       have_import ? "" : " [import not registered: skipped]");
@@ -564,6 +584,7 @@ static Suite *bad_input_suite(void)
 	tcase_add_loop_test(tc, bad_import, 0, (int)N_OF(bad_imports));
 	tcase_add_loop_test(tc, full_stdout, 0, (int)N_OF(full_stdout_cmds));
 	tcase_add_loop_test(tc, long_path, 0, (int)N_OF(long_path_cmds));
+	tcase_add_loop_test(tc, bad_program, 0, (int)N_OF(bad_programs));
 	return s;
 }
 
