@@ -15,6 +15,12 @@ if [ ! -x /usr/bin/chromium ]; then
     apt-get install -y -qq --no-install-recommends chromium >/dev/null; } ||
     echo "test.sh: chromium could not be installed; test_chromium will be skipped" >&2
 fi
+# tests/kernel records live kernel events when tracefs is mounted (skipped with a
+# message otherwise); mount it where the machine allows (we run as root in CI).
+if [ -d /sys/kernel/tracing ] && [ ! -e /sys/kernel/tracing/instances ]; then
+  mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null ||
+    echo "test.sh: tracefs could not be mounted; live kernel tests will be skipped" >&2
+fi
 jobs="$(nproc)"
 
 echo "== build (warnings are errors) and test"
