@@ -1,8 +1,8 @@
 /*
  * Valgrind memcheck over a whole run (issue 10): record -> check -> report ->
- * query on the smallest sample, each command under
- * `valgrind --leak-check=full --error-exitcode=99`, failing on any memory error
- * or definite leak. Suppressed: only fontconfig's process-lifetime caches
+ * query on the smallest sample, then import -> report -> query of a kernel
+ * trace, each command under `valgrind --leak-check=full --error-exitcode=99`,
+ * failing on any memory error or definite leak. Suppressed: only fontconfig's process-lifetime caches
  * (tests/valgrind.supp). Skipped visibly (ctest "Skipped", exit 77) when
  * valgrind is not installed or the build uses sanitizers (their runtimes and
  * valgrind cannot share a process).
@@ -36,13 +36,25 @@ START_TEST(record_check_report_query_are_clean)
 	memcheck(args);
 	snprintf(cmd, sizeof(cmd), "'%s' help", nf_test_nftrace());
 	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)), 0);
-	if (strstr(out, "   check "))
+	static char help[sizeof(out)];
+	snprintf(help, sizeof(help), "%s", out);
+	if (strstr(help, "   check "))
 		memcheck("check s");
 	memcheck("report s -o s.png");
 	memcheck("report s -o s.svg --from 100us --to 1ms");
 	memcheck("query --csv s 'select id, op, queue, value, queued_ns, end_ns from fence_ops'");
 	ck_assert_msg(strstr(out, "queued_ns") != NULL, "query printed: %s", out);
 	memcheck("info s");
+	/* The kernel import path too, when the command is there. */
+	if (strstr(help, "   import ")) {
+		char dat[1024];
+
+		nf_test_source_path(dat, sizeof(dat), "tests/kernel/corpus/import/dma-fence.dat");
+		snprintf(args, sizeof(args), "import '%s' -o k", dat);
+		memcheck(args);
+		memcheck("report k -o k.png");
+		memcheck("query --json k 'select * from fence_ops'");
+	}
 	/* An error path too: a corrupt stream. */
 	snprintf(cmd, sizeof(cmd), "cd '%s' && mkdir b && cp s/* b/ && truncate -s 100 b/events", tmp);
 	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)), 0);
