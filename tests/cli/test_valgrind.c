@@ -2,8 +2,8 @@
  * Valgrind memcheck over a whole run (issue 10): record -> check -> report ->
  * query on the smallest sample, then import -> report -> query of a kernel
  * trace, each command under `valgrind --leak-check=full --error-exitcode=99`,
- * failing on any memory error or definite leak. Suppressed: only fontconfig's process-lifetime caches
- * (tests/valgrind.supp). Skipped visibly (ctest "Skipped", exit 77) when
+ * failing on any memory error or definite leak. Suppressed: only fontconfig's
+ * process-lifetime caches (tests/valgrind.supp). Skipped visibly (ctest "Skipped", exit 77) when
  * valgrind is not installed or the build uses sanitizers (their runtimes and
  * valgrind cannot share a process).
  */
