@@ -182,7 +182,13 @@ static int nf_bt_error(struct nf_error *err, int code, const char *dir, const ch
 		}
 		bt_error_release(e);
 	}
-	/* Name the stream file babeltrace2 choked on, when it said which. */
+	/* Name the stream file babeltrace2 choked on, when it said which. With
+	 * its logging off, a trace it cannot create without naming a stream is
+	 * metadata it could not parse (empty, cut, not TSDL). */
+	if (!file[0] && strstr(msg, "Cannot create trace for")) {
+		snprintf(file, sizeof(file), "metadata");
+		what = "not valid CTF 1.8 metadata (TSDL)";
+	}
 	const char *sep = file[0] ? "/" : "";
 	if (!msg[0])
 		return nf_error_set(err, code, "%s%s%s: %s", dir, sep, file, what);
