@@ -146,6 +146,32 @@ START_TEST(stream_link_is_refused_by_every_reader)
 }
 END_TEST
 
+/* The analyzer's own files planted as the wrong kind: a FIFO is replaced or
+ * harmless (never blocked on), a directory is one clear error. */
+START_TEST(analyzer_files_of_the_wrong_kind)
+{
+	static const struct { const char *make, *name; int want; } cases[] = {
+		{ "mkfifo", ".timeline.db", 0 }, { "mkfifo", ".timeline.lock", 0 },
+		{ "mkdir", ".timeline.db", 1 }, { "mkdir", ".timeline.lock", 1 },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		snprintf(cmd, sizeof(cmd), "cd '%s' && rm -rf .timeline.db .timeline.lock && %s %s",
+			 good, cases[i].make, cases[i].name);
+		run_ok(cmd);
+		snprintf(cmd, sizeof(cmd), "exec timeout -k 5 120 '%s' query --csv '%s' 'select count(*) from fence_ops'",
+			 nf_test_nftrace(), good);
+		int st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+		ck_assert_msg(st == cases[i].want, "%s %s: exit %d: %s", cases[i].make, cases[i].name, st, err);
+		if (st == 0)
+			ck_assert_str_eq(out, "count(*)\n2\n");
+		else
+			ck_assert_msg(nf_test_count_lines(err) == 1 && strstr(err, cases[i].name), "%s %s: %s",
+				      cases[i].make, cases[i].name, err);
+	}
+}
+END_TEST
+
 START_TEST(record_force_removes_links_not_targets)
 {
 	char precious[700], link[700], content[256];
@@ -466,6 +492,7 @@ static Suite *safety_suite(void)
 	tcase_add_test(tc, lock_link_is_refused_and_target_not_created);
 	tcase_add_test(tc, stream_link_is_refused_by_every_reader);
 	tcase_add_test(tc, record_force_removes_links_not_targets);
+	tcase_add_test(tc, analyzer_files_of_the_wrong_kind);
 	tcase_add_test(tc, safe_permissions_umask_022);
 	tcase_add_test(tc, safe_permissions_umask_077);
 	tcase_add_test(tc, safe_permissions_umask_000);
