@@ -42,7 +42,7 @@ static uint64_t nf_ps_le(const unsigned char *p, unsigned n)
 }
 
 /* Is DIR/metadata ours, at this schema version? (Other metadata: not scanned.) */
-static bool nf_ps_metadata_is_ours(const char *dir)
+bool nf_prescan_metadata_is_ours(const char *dir)
 {
 	char path[4200], head[512], want[128];
 	ssize_t n;
@@ -248,7 +248,7 @@ int nf_prescan_session(const char *dir, struct nf_error *err)
 	DIR *d;
 	int rc = 0;
 
-	if (!nf_ps_metadata_is_ours(dir))
+	if (!nf_prescan_metadata_is_ours(dir))
 		return 0;
 	d = opendir(dir);
 	if (!d)

@@ -9,6 +9,7 @@
  */
 #include "nftrace/parser.h"
 
+#include "fastread.h"
 #include "prescan.h"
 
 #include <babeltrace2/babeltrace.h>
@@ -21,7 +22,6 @@
 #include <sys/stat.h>
 
 /* Bounds on what one trace may make us allocate. */
-#define NF_READER_MAX_SEQ (1u << 20)      /* elements of one sequence field */
 #define NF_READER_MAX_CLASSES 4096u        /* distinct event classes */
 #define NF_READER_MAX_STREAMS 256u         /* streams whose packets findings name */
 
@@ -50,6 +50,8 @@ struct nf_parser {
 	const bt_plugin *ctf_plugin;
 	const bt_plugin *utils_plugin;
 	bool ran;
+	bool fast;                   /* nftrace's own metadata: the native reader */
+	struct nf_fr_trace tr;       /* what it needs from the trace class */
 };
 
 /* State of one pass over the graph (the environment probe or the full run). */
@@ -583,6 +585,9 @@ static int nf_pass_finding_cb(void *ctx, const struct nf_finding *f)
 	return ps->cb->finding(ps->cb->ctx, &g);
 }
 
+static int nf_pass_replay(struct nf_pass *ps, const struct nf_event *ev, const char *stream,
+			  uint64_t packet, uint64_t index);
+
 static int nf_pass_event(struct nf_pass *ps, const bt_message *msg)
 {
 	struct nf_parser *p = ps->p;
@@ -604,14 +609,54 @@ static int nf_pass_event(struct nf_pass *ps, const bt_message *msg)
 			return nf_error_set(ps->err, rc, "stopped by the event callback (code %d)", rc);
 	}
 	const bt_stream *bst = bt_event_borrow_stream_const(bt_message_event_borrow_event_const(msg));
-	const char *stream = nf_basename(bt_stream_get_name(bst));
 
-	ps->cur_packet = nf_pass_packet_of(ps, bst);
-	rc = nf_logreplay_feed(ps->replay, &ev, stream, index, ps->err);
+	return nf_pass_replay(ps, &ev, nf_basename(bt_stream_get_name(bst)),
+			      nf_pass_packet_of(ps, bst), index);
+}
+
+/* The log replay's turn for an event the caller has seen. */
+static int nf_pass_replay(struct nf_pass *ps, const struct nf_event *ev, const char *stream,
+			  uint64_t packet, uint64_t index)
+{
+	struct nf_parser *p = ps->p;
+	int rc;
+
+	ps->cur_packet = packet;
+	rc = nf_logreplay_feed(ps->replay, ev, stream, index, ps->err);
 	/* A bound the session hit (too many logs or fences): name where. */
 	if (rc == NF_ENOMEM)
 		nf_error_prefix(ps->err, "%s/%s: event #%" PRIu64, p->dir, stream, index);
 	return rc;
+}
+
+/*
+ * What the native reader needs from the trace class: the clock (as
+ * babeltrace2 normalised its offset) and which stream classes
+ * the metadata defines. Without a default clock the session is left to
+ * babeltrace2.
+ */
+static void nf_read_trace_class(struct nf_parser *p, const bt_stream *st)
+{
+	const bt_trace *t = bt_stream_borrow_trace_const(st);
+	const bt_trace_class *tc = bt_trace_borrow_class_const(t);
+	const bt_clock_class *cc = bt_stream_class_borrow_default_clock_class_const(
+		bt_stream_borrow_class_const(st));
+	uint64_t n = bt_trace_class_get_stream_class_count(tc);
+
+	if (!cc) {
+		p->fast = false;
+		return;
+	}
+	p->tr.freq = bt_clock_class_get_frequency(cc);
+	bt_clock_class_get_offset(cc, &p->tr.offset_s, &p->tr.offset_cycles);
+	p->tr.stream_classes = 0;
+	for (uint64_t i = 0; i < n; i++) {
+		const bt_stream_class *sc = bt_trace_class_borrow_stream_class_by_index_const(tc, i);
+		uint64_t id = bt_stream_class_get_id(sc);
+
+		if (id < 32 && bt_stream_class_borrow_default_clock_class_const(sc) == cc)
+			p->tr.stream_classes |= UINT32_C(1) << id;
+	}
 }
 
 static int nf_pass_message(struct nf_pass *ps, const bt_message *msg)
@@ -621,9 +666,11 @@ static int nf_pass_message(struct nf_pass *ps, const bt_message *msg)
 	switch (bt_message_get_type(msg)) {
 	case BT_MESSAGE_TYPE_STREAM_BEGINNING:
 		if (ps->probe && !ps->env_done) {
+			const bt_stream *st = bt_message_stream_beginning_borrow_stream_const(msg);
+
 			ps->env_done = true;
-			return nf_read_env(ps, bt_stream_borrow_trace_const(
-				bt_message_stream_beginning_borrow_stream_const(msg)));
+			nf_read_trace_class(ps->p, st);
+			return nf_read_env(ps, bt_stream_borrow_trace_const(st));
 		}
 		return 0;
 	case BT_MESSAGE_TYPE_PACKET_BEGINNING:
@@ -817,6 +864,14 @@ static int nf_check_plain_files(const char *dir, struct nf_error *err)
 	return rc;
 }
 
+/* NFTRACE_READER=babeltrace2 forces the graph for every session. */
+static bool nf_reader_forced_bt(void)
+{
+	const char *v = getenv("NFTRACE_READER");
+
+	return v && strcmp(v, "babeltrace2") == 0;
+}
+
 int nf_parser_open(const char *dir, struct nf_parser **out, struct nf_error *err)
 {
 	struct nf_parser *p;
@@ -871,6 +926,10 @@ int nf_parser_open(const char *dir, struct nf_parser **out, struct nf_error *err
 	if (rc)
 		goto out_destroy;
 
+	/* Our own metadata at this schema version: the native reader (it reads
+	 * the clock, UUID and stream classes from the probe below). */
+	p->fast = nf_prescan_metadata_is_ours(dir) && !nf_reader_forced_bt();
+
 	/* Probe: run the graph up to the first stream to read the environment. */
 	memset(&ps, 0, sizeof(ps));
 	ps.p = p;
@@ -904,6 +963,29 @@ void nf_parser_get_stats(const struct nf_parser *p, struct nf_parser_stats *st)
 	*st = p->stats;
 }
 
+/* ---- the native reader's sink (fastread.c) ------------------------------- */
+
+static int nf_fast_event(void *ctx, struct nf_event *ev, const char *stream, uint64_t packet)
+{
+	struct nf_pass *ps = ctx;
+	uint64_t index = ps->p->stats.events++;
+	int rc;
+
+	if (ps->cb->event) {
+		rc = ps->cb->event(ps->cb->ctx, ev);
+		if (rc)
+			return nf_error_set(ps->err, rc, "stopped by the event callback (code %d)", rc);
+	}
+	return nf_pass_replay(ps, ev, stream, packet, index);
+}
+
+static void nf_fast_discarded(void *ctx, uint64_t count)
+{
+	struct nf_pass *ps = ctx;
+
+	ps->p->stats.discarded_events += count;
+}
+
 int nf_parser_run(struct nf_parser *p, const struct nf_parser_callbacks *cb, struct nf_error *err)
 {
 	static const struct nf_parser_callbacks none;
@@ -924,11 +1006,17 @@ int nf_parser_run(struct nf_parser *p, const struct nf_parser_callbacks *cb, str
 	ps.replay = nf_logreplay_create(&ps.replay_cb);
 	if (!ps.replay)
 		return nf_error_set(err, NF_ENOMEM, "out of memory");
-	bt_current_thread_clear_error();
-	rc = nf_graph_build(&ps, &g);
-	if (!rc) {
-		rc = nf_graph_drive(&ps, g);
-		bt_graph_put_ref(g);
+	if (p->fast) {
+		struct nf_fr_sink sink = { &ps, nf_fast_event, nf_fast_discarded };
+
+		rc = nf_fastread_run(p->dir, &p->tr, &sink, err);
+	} else {
+		bt_current_thread_clear_error();
+		rc = nf_graph_build(&ps, &g);
+		if (!rc) {
+			rc = nf_graph_drive(&ps, g);
+			bt_graph_put_ref(g);
+		}
 	}
 	nf_logreplay_destroy(ps.replay);
 	nf_pass_release(&ps);

@@ -1,0 +1,325 @@
+/*
+ * The native reader (parser/fastread.c) against babeltrace2's graph: for every
+ * sample recorded with --ground-truth, a threaded-mode recording, a program
+ * recording (nfence-sample) and an imported kernel trace, both paths must
+ * deliver the same events (every field, string, sequence and entry), the same
+ * decoded entries and findings in the same order, the same stats, and
+ * `nftrace check --json` must print the same under both. Damaged copies
+ * (truncated, bytes flipped) must fail the same way under both (same code,
+ * one line) or read the same, and never crash.
+ */
+#include "nf_test.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <sys/stat.h>
+
+#include "nftrace/parser.h"
+
+static char tmp[512], cmd[8192], out[1 << 16], errb[1 << 14];
+
+/* Everything a run saw, as text (one line per callback). */
+struct trace_text {
+	char *buf;
+	size_t len;
+	FILE *f;
+};
+
+static int tt_event(void *ctx, const struct nf_event *ev)
+{
+	FILE *f = ((struct trace_text *)ctx)->f;
+	const struct nf_event_desc *d = nf_event_desc(ev->id);
+
+	fprintf(f, "E %" PRIu32 " %" PRIu64, ev->id, ev->ts);
+	for (int i = 0; i < NF_EVENT_MAX_FIELDS; i++)
+		fprintf(f, " %" PRIu64, ev->f[i]);
+	fprintf(f, " s=%s", ev->str ? ev->str : "(null)");
+	for (uint32_t i = 0; d && i < d->n_fields; i++) {
+		uint64_t n = i ? ev->f[i - 1] : 0;
+
+		if (d->fields[i].type == NF_FT_U32SEQ)
+			for (uint64_t k = 0; k < n; k++)
+				fprintf(f, " u%" PRIu32, ev->u32s[k]);
+		if (d->fields[i].type == NF_FT_ENTRIES)
+			for (uint64_t k = 0; k < n; k++) {
+				const struct nf_log_entry *e = &ev->entries[k];
+
+				fprintf(f, " [%" PRIu64 " %" PRIu32 " %" PRIu32 " %" PRIu64 " %" PRIu64
+					   " %" PRIu64 " %" PRIu64 "]", e->fence_value, e->hnative_fence,
+					e->operation_type, e->reserved0, e->fence_observed_gpu_timestamp,
+					e->reserved1, e->fence_end_gpu_timestamp);
+			}
+	}
+	fputc('\n', f);
+	return 0;
+}
+
+static int tt_entry(void *ctx, const struct nf_decoded_entry *e)
+{
+	FILE *f = ((struct trace_text *)ctx)->f;
+
+	fprintf(f, "N %" PRIu32 " %" PRIu32 " %" PRIu32 " %" PRIu32 " %" PRIu64 " %" PRIu64
+		   " %" PRIu64 " %" PRIu32 " %" PRIu64 " %" PRIu64 " %d\n",
+		e->adapter, e->hwqueue, e->log_type, e->epoch, e->seq, e->read_cpu_ts,
+		e->entry.fence_value, e->entry.hnative_fence, e->entry.fence_observed_gpu_timestamp,
+		e->entry.fence_end_gpu_timestamp, (int)e->ts_class);
+	return 0;
+}
+
+static int tt_finding(void *ctx, const struct nf_finding *g)
+{
+	FILE *f = ((struct trace_text *)ctx)->f;
+
+	fprintf(f, "F %d %" PRIu32 " %" PRIu32 " %" PRIu32 " %" PRIu32 " %" PRIu64 " %" PRIu64
+		   " %" PRIu64 " %" PRIu64 " %" PRIu64 " %s %" PRIu64 " %" PRIu32 " %" PRIu64 " %s\n",
+		(int)g->kind, g->adapter, g->hwqueue, g->log_type, g->epoch, g->count, g->first_seq,
+		g->prev_gpu_ts, g->next_gpu_ts, g->cpu_ts, g->stream, g->event_index, g->entry_index,
+		g->packet, g->detail);
+	return 0;
+}
+
+/* Reads dir with the given reader; returns the code, text in *tt (caller frees). */
+static int read_with(const char *dir, const char *reader, struct trace_text *tt, char *msg,
+		     size_t msg_len)
+{
+	struct nf_parser_callbacks cb = { tt, tt_event, tt_entry, tt_finding };
+	struct nf_error e = { 0 };
+	struct nf_parser *p = NULL;
+	struct nf_parser_stats st;
+	int rc;
+
+	if (reader)
+		setenv("NFTRACE_READER", reader, 1);
+	else
+		unsetenv("NFTRACE_READER");
+	memset(tt, 0, sizeof(*tt));
+	tt->f = open_memstream(&tt->buf, &tt->len);
+	ck_assert(tt->f != NULL);
+	rc = nf_parser_open(dir, &p, &e);
+	if (!rc) {
+		const struct nf_session_info *in = nf_parser_info(p);
+
+		fprintf(tt->f, "I %s %" PRId64 " %s %s %s %" PRIu64 " %" PRIu64 " %" PRIu64 " %d\n",
+			in->tool_version, in->schema_version, in->source, in->mode, in->host, in->seed,
+			in->cpu_frequency, in->start_ticks, (int)in->ground_truth);
+		rc = nf_parser_run(p, &cb, &e);
+		nf_parser_get_stats(p, &st);
+		fprintf(tt->f, "S %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", st.events, st.unknown_events,
+			st.discarded_events);
+	}
+	nf_parser_destroy(p);
+	fclose(tt->f);
+	snprintf(msg, msg_len, "%s", rc ? e.msg : "");
+	unsetenv("NFTRACE_READER");
+	return rc;
+}
+
+/* The first line where a and b differ, for the failure message. */
+static void first_diff(const char *a, const char *b, char *out_, size_t len)
+{
+	size_t line = 1;
+	const char *la = a, *lb = b;
+
+	while (*a && *a == *b) {
+		if (*a == '\n') {
+			line++;
+			la = a + 1;
+			lb = b + 1;
+		}
+		a++;
+		b++;
+	}
+	snprintf(out_, len, "line %zu:\n  fast: %.300s\n  bt2:  %.300s", line, la, lb);
+}
+
+/* Both readers must agree on dir: same code, same text; returns the events seen. */
+static size_t same_both_ways(const char *dir, bool must_read)
+{
+	struct trace_text fast, bt;
+	char mf[1024], mb[1024], diff[1024];
+	int rf = read_with(dir, NULL, &fast, mf, sizeof(mf));
+	int rb = read_with(dir, "babeltrace2", &bt, mb, sizeof(mb));
+	size_t n = 0;
+
+	if (must_read) {
+		ck_assert_msg(rf == 0, "%s: native reader failed: %s", dir, mf);
+		ck_assert_msg(rb == 0, "%s: babeltrace2 failed: %s", dir, mb);
+	}
+	ck_assert_msg(rf == rb, "%s: native reader gave %d (%s), babeltrace2 %d (%s)", dir, rf, mf,
+		      rb, mb);
+	if (rf == 0) {
+		first_diff(fast.buf, bt.buf, diff, sizeof(diff));
+		ck_assert_msg(fast.len == bt.len && memcmp(fast.buf, bt.buf, fast.len) == 0,
+			      "%s: the readers differ at %s", dir, diff);
+	} else {
+		/* One line each, both naming the session. */
+		ck_assert_msg(!strchr(mf, '\n') && strstr(mf, dir) != NULL, "native message: %s", mf);
+		ck_assert_msg(!strchr(mb, '\n') && strstr(mb, dir) != NULL, "bt2 message: %s", mb);
+	}
+	for (const char *c = fast.buf; c && *c; c++)
+		if (*c == 'E' && (c == fast.buf || c[-1] == '\n'))
+			n++;
+	free(fast.buf);
+	free(bt.buf);
+	return n;
+}
+
+/* `nftrace check --json` prints the same under both readers. */
+static void same_check_json(const char *dir)
+{
+	static char a[1 << 16], b[1 << 16];
+	int sa, sb;
+
+	snprintf(cmd, sizeof(cmd), "'%s' check --json '%s'", nf_test_nftrace(), dir);
+	sa = nf_test_run(cmd, a, sizeof(a), errb, sizeof(errb));
+	snprintf(cmd, sizeof(cmd), "NFTRACE_READER=babeltrace2 '%s' check --json '%s'",
+		 nf_test_nftrace(), dir);
+	sb = nf_test_run(cmd, b, sizeof(b), errb, sizeof(errb));
+	ck_assert_msg(sa == sb, "%s: check exits %d (native) and %d (babeltrace2)", dir, sa, sb);
+	ck_assert_msg(a[0] == '{' || a[0] == '[', "%s: check --json printed %.200s", dir, a);
+	ck_assert_msg(strcmp(a, b) == 0, "%s: check --json differs:\n%.500s\n---\n%.500s", dir, a, b);
+}
+
+static void run_ok(const char *what)
+{
+	int st = nf_test_run(cmd, out, sizeof(out), errb, sizeof(errb));
+
+	ck_assert_msg(st == 0, "%s failed (%d): %.1500s", what, st, errb);
+}
+
+static void setup(void)
+{
+	nf_test_tmpdir(tmp, sizeof(tmp));
+}
+
+static void teardown(void)
+{
+	nf_test_rmtree(tmp);
+}
+
+START_TEST(test_samples_same)
+{
+	char sdir[1024], dir[1200];
+	struct dirent *de;
+	DIR *d;
+	int n = 0;
+
+	nf_test_source_path(sdir, sizeof(sdir), "samples");
+	d = opendir(sdir);
+	ck_assert(d != NULL);
+	while ((de = readdir(d)) != NULL) {
+		size_t len = strlen(de->d_name);
+
+		if (len < 5 || strcmp(de->d_name + len - 4, ".nfs") != 0)
+			continue;
+		snprintf(dir, sizeof(dir), "%s/%.*s", tmp, (int)(len - 4), de->d_name);
+		snprintf(cmd, sizeof(cmd), "'%s' record --force --ground-truth -o '%s' '%s/%s'",
+			 nf_test_nftrace(), dir, sdir, de->d_name);
+		run_ok(de->d_name);
+		ck_assert_uint_gt(same_both_ways(dir, true), 0);
+		same_check_json(dir);
+		n++;
+	}
+	closedir(d);
+	ck_assert_int_ge(n, 10);
+}
+END_TEST
+
+START_TEST(test_threaded_same)
+{
+	char src[1024], dir[1200];
+
+	nf_test_source_path(src, sizeof(src), "samples/cross-adapter-scenario-1.nfs");
+	snprintf(dir, sizeof(dir), "%s/threaded", tmp);
+	snprintf(cmd, sizeof(cmd), "'%s' record --force --ground-truth --mode threaded -o '%s' '%s'",
+		 nf_test_nftrace(), dir, src);
+	run_ok("threaded record");
+	ck_assert_uint_gt(same_both_ways(dir, true), 0);
+	same_check_json(dir);
+}
+END_TEST
+
+START_TEST(test_program_same)
+{
+	const char *bin = getenv("NF_BINARY_DIR");
+	char dir[1200];
+
+	ck_assert(bin != NULL);
+	snprintf(dir, sizeof(dir), "%s/program", tmp);
+	snprintf(cmd, sizeof(cmd), "'%s' record --force -o '%s' -- '%s/nfence-sample'",
+		 nf_test_nftrace(), dir, bin);
+	run_ok("program record");
+	ck_assert_uint_gt(same_both_ways(dir, true), 0);
+	same_check_json(dir);
+}
+END_TEST
+
+/* Copies a session, then damages its events file at `at` (truncate or flip). */
+static void damaged_copy(const char *src, const char *dst, long at, bool truncate_it, int xor)
+{
+	char path[1400];
+	struct stat st;
+	int fd;
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s' && cp -r '%s' '%s'", dst, src, dst);
+	run_ok("copy");
+	snprintf(path, sizeof(path), "%s/events", dst);
+	ck_assert_int_eq(stat(path, &st), 0);
+	if (at >= st.st_size)
+		at = st.st_size - 1;
+	if (truncate_it) {
+		ck_assert_int_eq(truncate(path, at), 0);
+		return;
+	}
+	fd = open(path, O_RDWR);
+	ck_assert(fd >= 0);
+	unsigned char c;
+	ck_assert_int_eq(pread(fd, &c, 1, at), 1);
+	c = (unsigned char)(c ^ xor);
+	ck_assert_int_eq(pwrite(fd, &c, 1, at), 1);
+	close(fd);
+}
+
+START_TEST(test_damaged_same)
+{
+	char src[1024], dir[1200], bad[1300];
+	/* header fields, event headers, timestamps, payload and the file's tail */
+	static const long spots[] = { 0, 5, 20, 24, 31, 39, 45, 53, 60, 72, 73, 76, 80, 84, 90,
+				      100, 150, 300, 777, 1500, 4000, 9000 };
+
+	nf_test_source_path(src, sizeof(src), "samples/overrun.nfs");
+	snprintf(dir, sizeof(dir), "%s/orig", tmp);
+	snprintf(cmd, sizeof(cmd), "'%s' record --force -o '%s' '%s'", nf_test_nftrace(), dir, src);
+	run_ok("record");
+	snprintf(bad, sizeof(bad), "%s/bad", tmp);
+	for (size_t i = 0; i < sizeof(spots) / sizeof(spots[0]); i++) {
+		damaged_copy(dir, bad, spots[i], true, 0);
+		same_both_ways(bad, false);
+		damaged_copy(dir, bad, spots[i], false, 0x40);
+		same_both_ways(bad, false);
+		damaged_copy(dir, bad, spots[i], false, 0xff);
+		same_both_ways(bad, false);
+	}
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("fastread");
+	TCase *tc = tcase_create("fastread");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_samples_same);
+	tcase_add_test(tc, test_threaded_same);
+	tcase_add_test(tc, test_program_same);
+	tcase_add_test(tc, test_damaged_same);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return nf_test_main(suite());
+}
