@@ -49,7 +49,7 @@ struct nf_fr_stream {
 	const unsigned char *map;
 	size_t map_len;
 	uint64_t map_off;            /* file offset of map[0] */
-	uint64_t pkt_off, pkt_bytes, content_end, pos, seq_num;
+	uint64_t pkt_off, pkt_bytes, content_end, pos, seq_num, n_packets;
 	int64_t ts_end_ns;
 	bool in_packet;
 	uint64_t disc_prev;
@@ -228,7 +228,10 @@ static int nf_fr_packet(struct nf_fr *r, struct nf_fr_stream *s)
 			r->sink->discarded(r->sink->ctx, disc - s->disc_prev);
 		s->disc_prev = disc;
 	}
-	s->seq_num = nf_fr_le(h + 64, 8);
+	/* Findings name the packet by its ordinal in the stream: babeltrace2 keeps
+	 * packet_seq_num out of the packet context it hands over, so the graph
+	 * path falls back to the ordinal too (they are equal in an intact file). */
+	s->seq_num = s->n_packets++;
 	s->pkt_bytes = packet / 8;
 	s->content_end = off + content / 8;
 	s->pos = off + NF_FR_HDR_SIZE;

@@ -23,7 +23,7 @@ struct nf_fr_trace {
 };
 
 /* Called per event, in muxed order; stream is the file's base name, packet its
- * packet_seq_num. ev's pointers are valid during the call only. */
+ * ordinal in the file (from 0). ev's pointers are valid during the call only. */
 struct nf_fr_sink {
 	void *ctx;
 	int (*event)(void *ctx, struct nf_event *ev, const char *stream, uint64_t packet);
