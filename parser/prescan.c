@@ -6,7 +6,8 @@
  * 2.0.4 would crash on or allocate without bound for: packet or content sizes
  * of 2^63 bits and more (an assertion in its message iterator), sequence
  * lengths beyond the packet (it sizes a GPtrArray from the length before
- * reading a byte: 2^31 and more is a crash, less is gigabytes). It also turns
+ * reading a byte: 2^31 and more is a crash, less is gigabytes), clock values
+ * of 2^64-1 (its "not set": an assertion at the packet's end). It also turns
  * truncated and corrupt streams into one message with the file and offset.
  * Sessions written by other tools (other metadata) go to babeltrace2 as they
  * are. Nothing is allocated from input values; files are mapped read-only.
@@ -103,6 +104,10 @@ static int nf_ps_events(struct nf_ps_file *f, uint64_t pkt, uint64_t pos, uint64
 					    f->path, pkt, ev_at, end - pos);
 		nf_ps_release(f, pos);
 		id = (uint32_t)nf_ps_le(f->b + pos, 4);
+		if (nf_ps_le(f->b + pos + 4, 8) == UINT64_MAX)
+			return nf_error_set(f->err, NF_EFORMAT,
+					    "%s: packet at offset %" PRIu64 ": event at offset %" PRIu64
+					    " has timestamp 2^64-1 (corrupt)", f->path, pkt, ev_at);
 		d = nf_event_desc(id);
 		if (!d || (uint32_t)d->stream != stream_id)
 			return nf_error_set(f->err, NF_EFORMAT,
@@ -194,6 +199,12 @@ static int nf_ps_packets(struct nf_ps_file *f)
 					    "%s: packet at offset %" PRIu64 ": content size %" PRIu64
 					    " bits and packet size %" PRIu64 " bits do not fit together (corrupt)",
 					    f->path, off, content, packet);
+		/* babeltrace2 2.0.4 takes a clock value of 2^64-1 for "not set" and
+		 * asserts when a packet's end is one (msg-iter.c). */
+		if (nf_ps_le(h + 24, 8) == UINT64_MAX || nf_ps_le(h + 32, 8) == UINT64_MAX)
+			return nf_error_set(f->err, NF_EFORMAT,
+					    "%s: packet at offset %" PRIu64 ": timestamp_begin or timestamp_end is 2^64-1 (corrupt)",
+					    f->path, off);
 		if (packet / 8 > left)
 			return nf_error_set(f->err, NF_EFORMAT,
 					    "%s: packet at offset %" PRIu64 " claims %" PRIu64

@@ -2,10 +2,12 @@
  * Fuzz target for reading CTF packets: the input becomes the `events` stream
  * file of a session whose metadata is nftrace's own (written once, at start,
  * by the CTF writer into a temporary directory), and the whole reader runs on
- * it: the pre-scan, babeltrace2's source.ctf.fs and muxer, field decoding by
- * name and the log replay. A run either succeeds or fails with NF_EFORMAT (or
+ * it: the pre-scan, the native reader (parser/fastread.c) and the log replay,
+ * then the same with NFTRACE_READER=babeltrace2 (source.ctf.fs, muxer, field
+ * decoding by name). A run either succeeds or fails with NF_EFORMAT (or
  * NF_EIO) and a message naming the session; it must never crash, hang or
- * allocate without bound.
+ * allocate without bound, and both readers must give the same outcome and
+ * the same events.
  *
  * Seeds: with NF_FUZZ_WRITE_SEEDS=DIR set, the target also writes the stream
  * files of its template session (whole, and in small packets) into DIR; that
@@ -167,45 +169,90 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
+/* What a run delivered: count and a hash of every event (both readers must agree). */
+struct fz_seen {
+	uint64_t n, hash;
+};
+
+static void fz_mix(struct fz_seen *s, const void *p, size_t len)
+{
+	const unsigned char *b = p;
+
+	for (size_t i = 0; i < len; i++)
+		s->hash = (s->hash ^ b[i]) * 0x100000001b3ull;
+}
+
 static int fz_event(void *ctx, const struct nf_event *ev)
 {
-	(void)ctx;
+	struct fz_seen *seen = ctx;
+
+	seen->n++;
+	fz_mix(seen, &ev->id, sizeof(ev->id));
+	fz_mix(seen, &ev->ts, sizeof(ev->ts));
+	fz_mix(seen, ev->f, sizeof(ev->f));
+	if (ev->str)
+		fz_mix(seen, ev->str, strlen(ev->str));
 	/* Touch what the parser hands over, so ASan sees bad pointers. */
 	if (ev->str && strlen(ev->str) > (1u << 30))
 		abort();
 	if (ev->id == NF_EV_LOG_READ && ev->entries && ev->f[NFF_LOG_READ_entry_count])
-		(void)*(volatile const uint64_t *)&ev->entries[ev->f[NFF_LOG_READ_entry_count] - 1]
-			 .fence_end_gpu_timestamp;
+		fz_mix(seen, ev->entries, sizeof(*ev->entries) * ev->f[NFF_LOG_READ_entry_count]);
 	if (ev->id == NF_EV_FENCE_INTERRUPT && ev->u32s && ev->f[NFF_FENCE_INTERRUPT_signaled_count])
-		(void)*(volatile const uint32_t *)&ev->u32s[ev->f[NFF_FENCE_INTERRUPT_signaled_count] - 1];
+		fz_mix(seen, ev->u32s, sizeof(*ev->u32s) * ev->f[NFF_FENCE_INTERRUPT_signaled_count]);
 	return 0;
+}
+
+/* Opens and reads the session with one reader (NULL: the default, native for
+ * this metadata; "babeltrace2": the graph). */
+static int fz_read(const char *session, const char *reader, struct fz_seen *seen,
+		   struct nf_error *err)
+{
+	struct nf_parser_callbacks cb = { seen, fz_event, NULL, NULL };
+	struct nf_parser *p = NULL;
+	int rc;
+
+	if (reader)
+		setenv("NFTRACE_READER", reader, 1);
+	else
+		unsetenv("NFTRACE_READER");
+	memset(seen, 0, sizeof(*seen));
+	nf_error_clear(err);
+	rc = nf_parser_open(session, &p, err);
+	if (rc == 0)
+		rc = nf_parser_run(p, &cb, err);
+	nf_parser_destroy(p);
+	unsetenv("NFTRACE_READER");
+	return rc;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct nf_parser_callbacks cb = { NULL, fz_event, NULL, NULL };
 	char session[300];
-	struct nf_parser *p = NULL;
-	struct nf_error err;
+	struct fz_seen fast, bt;
+	struct nf_error err, err_bt;
 	FILE *f;
-	int rc;
+	int rc, rc_bt;
 
 	f = fopen(fz_stream, "wb");
 	if (!f || (size && fwrite(data, 1, size, f) != size) || fclose(f) != 0)
 		abort();
 	snprintf(session, sizeof(session), "%s/s", fz_dir);
-	nf_error_clear(&err);
-	rc = nf_parser_open(session, &p, &err);
-	if (rc == 0)
-		rc = nf_parser_run(p, &cb, &err);
+	rc = fz_read(session, NULL, &fast, &err);
 	if (getenv("NF_FUZZ_VERBOSE"))
 		fprintf(stderr, "fuzz_ctf: %zu bytes: %s\n", size, rc ? err.msg : "read whole");
 	if (rc != 0 && (rc != NF_EFORMAT && rc != NF_EIO && rc != NF_ENOMEM))
 		abort();
 	if (rc != 0 && err.msg[0] == '\0')
 		abort();
-	nf_parser_destroy(p);
+	/* The native reader and babeltrace2's graph: same outcome, same events. */
+	rc_bt = fz_read(session, "babeltrace2", &bt, &err_bt);
+	if (rc != rc_bt || (rc == 0 && (fast.n != bt.n || fast.hash != bt.hash))) {
+		fprintf(stderr, "fuzz_ctf: readers differ: native %d (%s, %llu events), babeltrace2 %d (%s, %llu events)\n",
+			rc, err.msg, (unsigned long long)fast.n, rc_bt, err_bt.msg,
+			(unsigned long long)bt.n);
+		abort();
+	}
 	return 0;
 }
