@@ -18,7 +18,8 @@
  * a double), ties broken by stream class id, then by stream id, which
  * source.ctf.fs assigns in the order of the files' paths. Like the muxer,
  * a time going backwards within a stream (packet beginning, events, packet
- * end) is an error. Only the current packet of each stream is mapped.
+ * end) is an error. Only the current packet of each stream is mapped, and
+ * what a large packet's reading left behind is handed back every few MiB.
  */
 #include "fastread.h"
 
@@ -36,6 +37,7 @@
 #define NF_FR_MAGIC 0xc1fc1fc1u
 #define NF_FR_HDR_SIZE 72u
 #define NF_FR_EV_HDR_SIZE 12u
+#define NF_FR_RELEASE_STEP (4u << 20)
 
 struct nf_fr_stream {
 	char *path;
@@ -49,6 +51,7 @@ struct nf_fr_stream {
 	const unsigned char *map;
 	size_t map_len;
 	uint64_t map_off;            /* file offset of map[0] */
+	uint64_t released;           /* pages before this offset were handed back */
 	uint64_t pkt_off, pkt_bytes, content_end, pos, seq_num, n_packets;
 	int64_t ts_end_ns;
 	bool in_packet;
@@ -244,6 +247,7 @@ static int nf_fr_packet(struct nf_fr *r, struct nf_fr_stream *s)
 				    s->path, off, strerror(errno));
 	}
 	s->map = m;
+	s->released = s->map_off;
 	madvise(m, s->map_len, MADV_WILLNEED);
 	s->in_packet = true;
 	return 0;
@@ -265,6 +269,15 @@ static int nf_fr_advance(struct nf_fr *r, struct nf_fr_stream *s)
 						    "%s: packet at offset %" PRIu64 ": event at offset %" PRIu64
 						    " cut short (%" PRIu64 " bytes left in the packet's content)",
 						    s->path, s->pkt_off, at, s->content_end - at);
+			/* A big packet stays out of our resident set as it is read:
+			 * nothing before `at` is referenced any more. */
+			if (at - s->released >= NF_FR_RELEASE_STEP) {
+				uint64_t upto = at / r->page * r->page;
+
+				madvise((void *)(uintptr_t)nf_fr_at(s, s->released),
+					(size_t)(upto - s->released), MADV_DONTNEED);
+				s->released = upto;
+			}
 			p = nf_fr_at(s, at);
 			s->head_id = nf_fr_le32(p);
 			s->head_ts = nf_fr_le64(p + 4);

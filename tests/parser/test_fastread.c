@@ -15,6 +15,7 @@
 #include <inttypes.h>
 #include <sys/stat.h>
 
+#include "nftrace/ctf.h"
 #include "nftrace/parser.h"
 
 static char tmp[512], cmd[8192], out[1 << 16], errb[1 << 14];
@@ -256,6 +257,57 @@ START_TEST(test_stress_small_same)
 }
 END_TEST
 
+/* One 12 MiB packet (the native reader hands back what it read every few MiB),
+ * a clock above 1 GHz (distinct ticks, equal nanoseconds: the muxer's tie
+ * break) and a clock offset, written with the CTF writer itself. */
+START_TEST(test_big_packet_same)
+{
+	static const struct nf_ctf_env_entry env[] = {
+		{ "tool_version", false, 0, "test" },
+		{ "schema_version", true, NF_SCHEMA_VERSION, NULL },
+		{ "cpu_frequency", true, 3000000000, NULL },
+		{ "ground_truth", true, 1, NULL },
+	};
+	struct nf_ctf_writer_options o = {
+		.cpu_frequency = 3000000000u, .clock_offset = 7000000001u, .truth_stream = true,
+		.packet_size = 12u << 20, .env = env, .n_env = sizeof(env) / sizeof(env[0]),
+	};
+	struct nf_log_entry e[8];
+	struct nf_ctf_writer *w;
+	struct nf_error err = { 0 };
+	struct nf_event ev;
+	char dir[1200];
+
+	snprintf(dir, sizeof(dir), "%s/big", tmp);
+	ck_assert_int_eq(nf_ctf_writer_create(dir, &o, &w, &err), 0);
+	memset(e, 0, sizeof(e));
+	for (uint64_t i = 0; i < 40000; i++) {
+		memset(&ev, 0, sizeof(ev));
+		ev.id = NF_EV_LOG_READ;
+		ev.ts = 1000 + i * 2; /* 2 ticks: often the same nanosecond */
+		ev.f[NFF_LOG_READ_hwqueue] = 1;
+		ev.f[NFF_LOG_READ_log_type] = NF_LOG_SIGNALS;
+		ev.f[NFF_LOG_READ_header] = ((i * 8 / 64) << 32) | (i * 8 % 64);
+		ev.f[NFF_LOG_READ_capacity] = 64;
+		ev.f[NFF_LOG_READ_first_slot] = (i * 8 + 56) % 64;
+		ev.f[NFF_LOG_READ_entry_count] = 8;
+		for (int k = 0; k < 8; k++) {
+			e[k].fence_value = i * 8 + (uint64_t)k;
+			e[k].fence_end_gpu_timestamp = i * 100 + (uint64_t)k;
+		}
+		ev.entries = e;
+		ck_assert_int_eq(nf_ctf_writer_emit(w, &ev), 0);
+		memset(&ev, 0, sizeof(ev));
+		ev.id = NF_EV_TRUTH_OP;
+		ev.ts = 1001 + i * 2;
+		ev.f[NFF_TRUTH_OP_fence] = i;
+		ck_assert_int_eq(nf_ctf_writer_emit(w, &ev), 0);
+	}
+	ck_assert_int_eq(nf_ctf_writer_close(w, &err), 0);
+	ck_assert_uint_eq(same_both_ways(dir, true), 80000);
+}
+END_TEST
+
 START_TEST(test_kernel_import_same)
 {
 	char src[1024], dir[1200];
@@ -405,6 +457,7 @@ static Suite *suite(void)
 
 	tcase_add_test(samples, test_samples_same);
 	tcase_add_test(sessions, test_stress_small_same);
+	tcase_add_test(sessions, test_big_packet_same);
 	tcase_add_test(sessions, test_kernel_import_same);
 	tcase_add_test(sessions, test_threaded_same);
 	tcase_add_test(sessions, test_program_same);
