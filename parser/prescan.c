@@ -80,9 +80,13 @@ struct nf_ps_file {
 #define NF_PS_RELEASE_STEP (1u << 20)
 static void nf_ps_release(struct nf_ps_file *f, uint64_t upto)
 {
-	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), end = upto / page * page;
+	uint64_t page, end;
 
-	if (end < f->released + NF_PS_RELEASE_STEP)
+	if (upto < f->released + NF_PS_RELEASE_STEP)
+		return;
+	page = (uint64_t)sysconf(_SC_PAGESIZE);
+	end = upto / page * page;
+	if (end <= f->released)
 		return;
 	madvise((void *)(uintptr_t)(f->b + f->released), (size_t)(end - f->released), MADV_DONTNEED);
 	f->released = end;
