@@ -1,7 +1,10 @@
 /*
- * nftrace parser: reads a recorded session (a CTF 1.8 trace directory) through
- * libbabeltrace2 and replays the OS's log-buffer bookkeeping, so that every log
- * entry the GPU wrote is either handed over or accounted for as lost.
+ * nftrace parser: reads a recorded session (a CTF 1.8 trace directory) and
+ * replays the OS's log-buffer bookkeeping, so that every log entry the GPU
+ * wrote is either handed over or accounted for as lost. Sessions nftrace wrote
+ * at this schema version are decoded natively (parser/fastread.c), every other
+ * one through libbabeltrace2's graph; both deliver the same events in the same
+ * order. NFTRACE_READER=babeltrace2 in the environment forces the graph.
  *
  * The parser streams: it calls back for every event, every decoded log entry
  * and every finding, in CPU time order, and holds only per-log state (memory
@@ -122,9 +125,10 @@ const struct nf_session_info *nf_parser_info(const struct nf_parser *p);
  * Reads the whole session once, calling back in time order. Events whose name
  * is not in the schema are skipped (and counted); schema fields are looked up
  * by name, a missing one reads as 0 (NULL for STR). Returns 0, a callback's
- * code, NF_EFORMAT (babeltrace2 could not decode the trace: truncated or
- * corrupt stream, with its cause; callbacks may have run for what came
- * before), NF_ENOMEM, or NF_ESTATE when called a second time.
+ * code, NF_EFORMAT (the trace could not be decoded: truncated or corrupt
+ * stream, time going back within a stream, with the file and offset or
+ * babeltrace2's cause; callbacks may have run for what came before),
+ * NF_EIO, NF_ENOMEM, or NF_ESTATE when called a second time.
  */
 int nf_parser_run(struct nf_parser *p, const struct nf_parser_callbacks *cb,
 		  struct nf_error *err);
