@@ -6,6 +6,11 @@
  * the events to the caller and to the log replay. Babeltrace's own errors are
  * taken off the thread and turned into NF_EFORMAT with their cause; nothing is
  * printed. Buffers for sequences are reused and bounded.
+ *
+ * For a session whose metadata nftrace generated at this schema version, the
+ * graph only probes the environment and the clock; nf_parser_run then reads
+ * the streams with the native reader (fastread.c) and feeds the same
+ * callbacks and log replay. NFTRACE_READER=babeltrace2 keeps the graph.
  */
 #include "nftrace/parser.h"
 
