@@ -228,10 +228,11 @@ static int cmp_queue(const void *a, const void *b)
 
 	if (ax != ay)
 		return ax < ay ? -1 : 1;
-	if (x->engine != y->engine)
-		return x->engine < y->engine ? -1 : 1;
+	/* An engine is (node ordinal, engine ordinal): node first. */
 	if (x->node != y->node)
 		return x->node < y->node ? -1 : 1;
+	if (x->engine != y->engine)
+		return x->engine < y->engine ? -1 : 1;
 	if (x->queue != y->queue)
 		return x->queue < y->queue ? -1 : 1;
 	return 0;
@@ -385,7 +386,8 @@ static int place_queue_rows(struct nf_render_layout *lay, const struct queue_inf
 			if ((ret = push_row(lay, cap, &r, err)) < 0)
 				return ret;
 		}
-		if (i == 0 || q->adapter != qs[i - 1].adapter || q->engine != qs[i - 1].engine) {
+		if (i == 0 || q->adapter != qs[i - 1].adapter || q->node != qs[i - 1].node ||
+		    q->engine != qs[i - 1].engine) {
 			memset(&r, 0, sizeof(r));
 			r.kind = NF_ROW_ENGINE;
 			r.id = q->engine;

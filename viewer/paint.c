@@ -541,8 +541,8 @@ static void paint_row_labels(cairo_t *cr, const struct nf_render_layout *lay,
 			if (r->engine < 0)
 				snprintf(buf, sizeof(buf), "engine ?");
 			else
-				snprintf(buf, sizeof(buf), "engine %" PRId64 " \xC2\xB7 node %" PRId64,
-					 r->engine, r->node);
+				snprintf(buf, sizeof(buf), "node %" PRId64 " \xC2\xB7 engine %" PRId64,
+					 r->node, r->engine);
 			text(cr, 20, r->y + 15, buf, LEFT, th->dim);
 			break;
 		case NF_ROW_QUEUE:
