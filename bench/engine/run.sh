@@ -19,8 +19,10 @@ else
 		prev_scale=""
 		for scale in ${NFB_ENGINE_SCALES:-1 10 100}; do
 			n=$((nfb_engine_base * scale))
-			read -r _ lim_s _ _ < <("$nfb_engine_bin" limit "$n")
-			if ! read -r _ s events lost < <("$nfb_engine_bin" "$mode" "$n"); then
+			nfb_time lim -O "$NFB_WORK/engine-limit.out" -- "$nfb_engine_bin" limit "$n"
+			read -r _ lim_s _ _ <"$NFB_WORK/engine-limit.out"
+			nfb_time eng -O "$NFB_WORK/engine-run.out" -- "$nfb_engine_bin" "$mode" "$n"
+			if [ "$eng_rc" != 0 ] || ! read -r _ s events lost <"$NFB_WORK/engine-run.out"; then
 				nfb_row engine "x$scale" "$mode signals/s" - - - - - "nfb_engine $mode failed"
 				continue
 			fi
@@ -37,6 +39,7 @@ else
 				verdict="reported; $lost of $n entries overwritten before the OS read them"
 			fi
 			nfb_row engine "x$scale" "$metric" "$rate" "plain 48-B log-write loop, same run" "$lim_rate" "$ratio" "$target" "$verdict"
+			nfb_row engine "x$scale" "$mode peak RSS KiB" "$eng_kb" "plain log-write loop's peak RSS" "$lim_kb" "$(nfb_div "$eng_kb" "$lim_kb")" "-" "reported: most of it is the driver's 64 MiB wrapping event buffer, touched as events arrive"
 			if [ -n "$prev_s" ]; then
 				growth=$(nfb_div "$s" "$prev_s")
 				factor=$((scale / prev_scale))
