@@ -26,7 +26,7 @@ nfb_gnu_time=()
 nfb_record_best() {
 	local n="$1" dir="$2" out="$3" r c
 	shift 3
-	best_s="" best_cpu="" best_rc=0
+	best_s="" best_cpu="" best_rc=0 best_kb=0
 	for ((r = 0; r < n; r++)); do
 		[ -z "$dir" ] || rm -rf "$dir"
 		rm -f "$nfb_record_out/cpu"
@@ -35,6 +35,7 @@ nfb_record_best() {
 			best_rc=$run_rc
 			return 0
 		fi
+		[ "$run_kb" -le "$best_kb" ] || best_kb=$run_kb
 		if [ -z "$best_s" ] || awk -v a="$run_s" -v b="$best_s" 'BEGIN { exit !(a < b) }'; then
 			best_s=$run_s
 		fi
@@ -60,6 +61,7 @@ for scale in $NFB_SCALES; do
 		continue
 	fi
 	rm -rf "$dir"
+	ours_kb=$best_kb
 	ours_ops=$(nfb_record_rate "$ops" "$best_s")
 	ours_mbs=$(awk -v b="$bytes" -v s="$best_s" 'BEGIN { printf "%.1f", b / s / 1e6 }')
 	ours_cpu_rate=$(nfb_record_rate "$ops" "$best_cpu")
@@ -80,6 +82,7 @@ for scale in $NFB_SCALES; do
 			read -r bops _ <"$nfb_record_out/bt.out" || bops=0
 			nfb_record_bt_rate=$(nfb_record_rate "$bops" "$best_s")
 			nfb_record_bt_cpu_rate=$(nfb_record_rate "$bops" "$best_cpu")
+			nfb_record_bt_kb=$best_kb
 		fi
 		rm -rf "$bdir"
 	fi
@@ -111,6 +114,9 @@ for scale in $NFB_SCALES; do
 		nfb_row record "x$scale" "fence ops per CPU-second" "$ours_cpu_rate" "the engine alone, events dropped" "$engine_cpu_rate" \
 			"$(nfb_div "$ours_cpu_rate" "$engine_cpu_rate")" "context" "writer, committer and I/O: $writer_share% of our CPU"
 	fi
+
+	nfb_row record "x$scale" "peak RSS KiB (recorder; committer excluded)" "$ours_kb" "babeltrace2 CTF writer run (x1)" "${nfb_record_bt_kb:--}" \
+		"$([ -n "${nfb_record_bt_kb:-}" ] && nfb_div "$ours_kb" "$nfb_record_bt_kb" || echo -)" "-" "reported"
 
 	# The limit: the disk, writing as many bytes with fsync.
 	nfb_record_best 3 "$nfb_record_out/dd.bin" /dev/null dd if=/dev/zero of="$nfb_record_out/dd.bin" bs=64k count=$(((bytes + 65535) / 65536)) conv=fsync status=none
