@@ -185,13 +185,15 @@ static bool sim_periodic(enum nf_sim_type t)
 	return t == NF_SIM_CALIBRATE || t == NF_SIM_PERIODIC_READ || t == NF_SIM_RECREATE_LOGS;
 }
 
-static bool sim_less(const struct nf_sim_event *a, const struct nf_sim_event *b)
+/* (time, seq) is unique, so the order events come out in does not depend on
+ * how the heap is laid out. Bitwise operators: no branch to mispredict. */
+static inline bool sim_less(const struct nf_sim_event *a, const struct nf_sim_event *b)
 {
-	return a->time < b->time || (a->time == b->time && a->seq < b->seq);
+	return (a->time < b->time) | ((a->time == b->time) & (a->seq < b->seq));
 }
 
 static int sim_push(struct nf_runtime *rt, uint64_t time, enum nf_sim_type type, uint32_t a,
-		    uint32_t b, uint64_t c)
+		    uint32_t b, uint32_t c)
 {
 	if (grow((void **)&rt->heap, &rt->heap_cap, rt->heap_len + 1, sizeof(*rt->heap)))
 		return nf_error_set(&rt->err, NF_ENOMEM, "out of memory (event heap)");
@@ -213,26 +215,22 @@ static int sim_push(struct nf_runtime *rt, uint64_t time, enum nf_sim_type type,
 
 static struct nf_sim_event sim_pop(struct nf_runtime *rt)
 {
-	struct nf_sim_event top = rt->heap[0], last = rt->heap[--rt->heap_len];
-	uint32_t i = 0;
+	struct nf_sim_event *h = rt->heap;
+	struct nf_sim_event top = h[0];
+	uint32_t len = --rt->heap_len, i = 0, l;
+	const struct nf_sim_event *last = &h[len];
 
-	for (;;) {
-		uint32_t l = 2 * i + 1, r = l + 1, m = i;
-		const struct nf_sim_event *mv = &last;
+	while ((l = 2 * i + 1) < len) {
+		/* the smaller child, chosen without a branch */
+		uint32_t m = l + (uint32_t)((l + 1 < len) & sim_less(&h[l + 1], &h[l]));
 
-		if (l < rt->heap_len && sim_less(&rt->heap[l], mv)) {
-			m = l;
-			mv = &rt->heap[l];
-		}
-		if (r < rt->heap_len && sim_less(&rt->heap[r], mv))
-			m = r;
-		if (m == i)
+		if (!sim_less(&h[m], last))
 			break;
-		rt->heap[i] = rt->heap[m];
+		h[i] = h[m];
 		i = m;
 	}
-	if (rt->heap_len)
-		rt->heap[i] = last;
+	if (len)
+		h[i] = *last;
 	if (!sim_periodic(top.type))
 		rt->active_sims--;
 	return top;

@@ -187,7 +187,7 @@ struct nf_sim_event {
 	uint64_t seq;
 	enum nf_sim_type type;
 	uint32_t a, b;                 /* queue / adapter / waiter ids, by type */
-	uint64_t c;                    /* interrupt: signaled global fence index + 1 */
+	uint32_t c;                    /* interrupt: the signaled global fence's index */
 };
 
 struct nf_handle_slot {
