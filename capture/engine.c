@@ -126,7 +126,11 @@ static int emit(struct nf_runtime *rt, struct nf_event *ev)
 	return emit_at(rt, ev, now_ns(rt));
 }
 
-#define EV_INIT(ev, ID) do { memset(&(ev), 0, sizeof(ev)); (ev).id = NF_EV_##ID; } while (0)
+/* Copied from a zero event rather than memset: gcc turns a 160-byte memset
+ * into rep stos, whose start-up cost was most of a fence operation's own time;
+ * a copy is ten vector moves. */
+static const struct nf_event nf_ev_zero;
+#define EV_INIT(ev, ID) do { (ev) = nf_ev_zero; (ev).id = NF_EV_##ID; } while (0)
 
 /* ------------------------------------------------------------------ */
 /* handles                                                             */
