@@ -573,6 +573,15 @@ static int cmp_kv(const void *pa, const void *pb)
 	return a->key < b->key ? -1 : a->key > b->key ? 1 : 0;
 }
 
+static int cmp_u32(const void *pa, const void *pb)
+{
+	uint32_t a, b;
+
+	memcpy(&a, pa, sizeof(a));
+	memcpy(&b, pb, sizeof(b));
+	return a < b ? -1 : a > b ? 1 : 0;
+}
+
 /* Sorting in memory and through runs on disk gives the same sorted multiset. */
 START_TEST(external_sort_and_spill)
 {
@@ -586,7 +595,7 @@ START_TEST(external_sort_and_spill)
 			struct nf_sorter *s = nf_sorter_create(NULL, sizeof(struct kv), budget,
 							       cmp_kv, &err);
 			uint64_t x = 88172645463325252ULL, sum_in = 0, sum_out = 0, n = 0;
-			int64_t prev = INT64_MIN;
+			int64_t prev = INT64_MIN, prev_val = -1;
 			const void *p;
 			int rc;
 
@@ -605,7 +614,11 @@ START_TEST(external_sort_and_spill)
 				const struct kv *r = p;
 
 				ck_assert_int_ge(r->key, prev);
+				/* stable: equal keys keep the order they were added in */
+				if (r->key == prev)
+					ck_assert_int_gt(r->val, prev_val);
 				prev = r->key;
+				prev_val = r->val;
 				sum_out += (uint64_t)r->key * 7919u + (uint64_t)r->val;
 				n++;
 			}
@@ -616,6 +629,33 @@ START_TEST(external_sort_and_spill)
 				      counts[c], budget);
 			nf_sorter_destroy(s);
 		}
+	}
+	/* Records that are not whole 8-byte words sort too (12 bytes each). */
+	{
+		struct nf_sorter *s = nf_sorter_create(NULL, 12, 1, cmp_u32, &err);
+		uint32_t prev = 0, n = 0;
+		const void *p;
+		int rc;
+
+		ck_assert_ptr_nonnull(s);
+		for (uint32_t i = 0; i < 3000; i++) {
+			uint32_t r[3] = { (i * 2654435761u) % 977u, i, ~i };
+
+			ck_assert_int_eq(nf_sorter_add(s, r, &err), 0);
+		}
+		ck_assert_int_eq(nf_sorter_sort(s, &err), 0);
+		while ((rc = nf_sorter_next(s, &p, &err)) == 1) {
+			uint32_t r[3];
+
+			memcpy(r, p, sizeof(r));
+			ck_assert_uint_ge(r[0], prev);
+			ck_assert_uint_eq(r[2], ~r[1]);
+			prev = r[0];
+			n++;
+		}
+		ck_assert_int_eq(rc, 0);
+		ck_assert_uint_eq(n, 3000);
+		nf_sorter_destroy(s);
 	}
 	/* A spill reads back what was put, in order, twice. */
 	struct nf_spill *sp = nf_spill_create(NULL, sizeof(struct kv), &err);
