@@ -963,31 +963,52 @@ static const bool nf_ctf_has_var[NF_EV_COUNT] = {
 #undef NF_EVENT_END
 };
 
+/* Each event's field types as NF_FT_* + 1, a 0 after the last, and its
+ * stream: the encoder reads these compact tables, not the descriptors. */
+static const uint8_t nf_ctf_ftypes[NF_EV_COUNT][NF_EVENT_MAX_FIELDS + 1] = {
+#define NF_EVENT(ID, NAME, DXG, STREAM, DOC) [NF_EV_##ID] = {
+#define NF_FIELD(ID, TYPE, NAME, DOC) NF_FT_##TYPE + 1,
+#define NF_EVENT_END(ID) 0 },
+#include "../schemas/events.def"
+#undef NF_EVENT
+#undef NF_FIELD
+#undef NF_EVENT_END
+};
+static const uint8_t nf_ctf_stream_of[NF_EV_COUNT] = {
+#define NF_EVENT(ID, NAME, DXG, STREAM, DOC) [NF_EV_##ID] = STREAM,
+#define NF_FIELD(ID, TYPE, NAME, DOC)
+#define NF_EVENT_END(ID)
+#include "../schemas/events.def"
+#undef NF_EVENT
+#undef NF_FIELD
+#undef NF_EVENT_END
+};
+
 int nf_ctf_writer_emit(struct nf_ctf_writer *w, const struct nf_event *ev)
 {
-	const struct nf_event_desc *d = nf_event_desc(ev->id);
 	struct nf_ctf_stream *s;
 	size_t need;
 	int sid;
 
 	if (w->err.code)
 		return w->err.code;
-	if (!d)
+	if (ev->id >= NF_EV_COUNT)
 		return nf_error_set(&w->err, NF_EINVAL, "ctf writer: unknown event id %u", ev->id);
-	sid = (int)d->stream;
+	sid = nf_ctf_stream_of[ev->id];
 	if (sid == NF_STREAM_TRUTH && !w->truth)
 		return 0; /* ground truth not requested */
+	const uint8_t *ft = nf_ctf_ftypes[ev->id];
 	s = &w->streams[sid];
 	if (s->n_events && ev->ts < s->ts_last)
 		return nf_error_set(&w->err, NF_EINVAL,
 				    "ctf writer: %s timestamp %llu before previous %llu in stream %s",
-				    d->name, (unsigned long long)ev->ts,
+				    nf_event_desc(ev->id)->name, (unsigned long long)ev->ts,
 				    (unsigned long long)s->ts_last, s->name);
 	/* Size of the event: fixed part from the schema, then what varies. */
 	need = nf_ctf_fixed_size[ev->id];
 	if (nf_ctf_has_var[ev->id])
-		for (uint32_t f = 0; f < d->n_fields; f++) {
-			switch (d->fields[f].type) {
+		for (uint32_t f = 0; ft[f]; f++) {
+			switch ((enum nf_field_type)(ft[f] - 1)) {
 			case NF_FT_STR: need += strlen(ev->str ? ev->str : "") + 1; break;
 			case NF_FT_U32SEQ: need += 4 * (size_t)ev->f[f - 1]; break;
 			case NF_FT_ENTRIES: need += NF_LOG_ENTRY_SIZE * (size_t)ev->f[f - 1]; break;
@@ -1014,11 +1035,11 @@ int nf_ctf_writer_emit(struct nf_ctf_writer *w, const struct nf_event *ev)
 	memcpy(p, &id, 4);
 	memcpy(p + 4, &ev->ts, 8);
 	p += 12;
-	for (uint32_t f = 0; f < d->n_fields; f++) {
+	for (uint32_t f = 0; ft[f]; f++) {
 		uint64_t v = ev->f[f];
 		size_t n;
 
-		switch (d->fields[f].type) {
+		switch ((enum nf_field_type)(ft[f] - 1)) {
 		case NF_FT_U8: *p++ = (unsigned char)v; break;
 		case NF_FT_U16: { uint16_t x = (uint16_t)v; memcpy(p, &x, 2); p += 2; break; }
 		case NF_FT_U32: { uint32_t x = (uint32_t)v; memcpy(p, &x, 4); p += 4; break; }
