@@ -1448,6 +1448,11 @@ static int load_ops(struct finisher *f, struct nf_error *err)
 			       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
 			       -1, &s, NULL) != SQLITE_OK)
 		return sql_err(b, err, "prepare fence_ops");
+	/* The text columns' lengths, measured once rather than per row. */
+	int status_len[sizeof(status_name) / sizeof(status_name[0])];
+
+	for (size_t i = 0; i < sizeof(status_name) / sizeof(status_name[0]); i++)
+		status_len[i] = (int)strlen(status_name[i]);
 	if ((rc = nf_spill_rewind(b->ops, err)) != 0)
 		goto out;
 	while ((rc = nf_spill_get(b->ops, &o, err)) == 1) {
@@ -1456,14 +1461,17 @@ static int load_ops(struct finisher *f, struct nf_error *err)
 		sqlite3_bind_int64(s, 1, o.id);
 		sqlite3_bind_int64(s, 2, o.queue);
 		sqlite3_bind_int64(s, 3, o.adapter);
-		sqlite3_bind_text(s, 4, o.log == NF_LOG_WAITS ? "wait" : "signal", -1, SQLITE_STATIC);
+		if (o.log == NF_LOG_WAITS)
+			sqlite3_bind_text(s, 4, "wait", 4, SQLITE_STATIC);
+		else
+			sqlite3_bind_text(s, 4, "signal", 6, SQLITE_STATIC);
 		bind_opt(s, 5, o.flags & OPF_FENCE, o.fence);
 		sqlite3_bind_int64(s, 6, o.handle);
 		sqlite3_bind_int64(s, 7, o.value);
 		bind_opt(s, 8, o.flags & OPF_QUEUED, o.queued);
 		bind_opt(s, 9, o.flags & OPF_OBS, o.observed);
 		bind_opt(s, 10, o.flags & OPF_END, o.end);
-		sqlite3_bind_text(s, 11, status_name[o.status], -1, SQLITE_STATIC);
+		sqlite3_bind_text(s, 11, status_name[o.status], status_len[o.status], SQLITE_STATIC);
 		bind_opt(s, 12, o.flags & OPF_SEQ, o.seq);
 		bind_opt(s, 13, o.flags & OPF_SEQ, o.epoch);
 		bind_opt(s, 14, o.flags & OPF_THREAD, o.thread);
