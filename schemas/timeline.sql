@@ -73,7 +73,8 @@ CREATE TABLE fence_ops (
   observed_ns  INTEGER,             -- GPU time the wait was observed on hardware (waits; NULL otherwise or unknown)
   end_ns       INTEGER,             -- GPU time it completed, on the CPU time base; NULL when unknown (never invented)
   status       TEXT,                -- 'complete', 'lost' (entry overwritten before read), 'zero_timestamp', 'unmatched' (no log entry found), 'legacy' (handled by the OS on the CPU),
-                                    -- 'repeated_timestamp' (the entry repeats the previous entry's end timestamp, so end_ns is unknown: NULL)
+                                    -- 'repeated_timestamp' (the entry repeats the previous entry's end timestamp, so end_ns is unknown: NULL),
+                                    -- 'unsignaled' (a Linux dma_fence signal row whose fence was never signaled before the trace ended: end_ns NULL)
   log_seq      INTEGER,             -- position of its entry in the log's written sequence (NULL if none)
   epoch        INTEGER,             -- log location generation (SetNativeFenceLogBuffer) its entry was in (NULL if none)
   thread       INTEGER              -- CPU thread that queued it (NULL when not queued through FENCE_*_QUEUED)
