@@ -94,9 +94,21 @@ static uint64_t cpu_ticks(const struct nf_runtime *rt, uint64_t t_ns)
 	       (t_ns % 1000000000ull) * f / 1000000000ull;
 }
 
+/* llround without the libm call where that is exact: for 0 <= x < 2^63,
+ * x - trunc(x) is computed without rounding, so comparing it with 0.5 rounds
+ * halves away from zero as llround does. */
+static uint64_t round_ll(double x)
+{
+	if (x >= 0 && x < 9223372036854775808.0) {
+		uint64_t t = (uint64_t)x;
+		return t + (x - (double)t >= 0.5);
+	}
+	return (uint64_t)llround(x);
+}
+
 static uint64_t gpu_ticks(const struct nf_adapter *a, uint64_t t_ns)
 {
-	return a->desc.gpu_clock.offset + (uint64_t)llround((double)t_ns * a->gpu_rate);
+	return a->desc.gpu_clock.offset + round_ll((double)t_ns * a->gpu_rate);
 }
 
 /* ------------------------------------------------------------------ */
@@ -542,7 +554,8 @@ static int log_write(struct nf_runtime *rt, struct nf_queue *q, struct nf_log *l
 
 	nf_th_log_lock(rt, q);
 	uint64_t seq = lg->written;
-	uint32_t slot = (uint32_t)(seq % lg->capacity);
+	/* FirstFreeEntryIndex is always written % capacity: no division */
+	uint32_t slot = lg->header.first_free_entry_index;
 	struct nf_log_entry *e = &lg->entries[slot];
 
 	epoch = lg->epoch;
@@ -584,8 +597,12 @@ static int log_write(struct nf_runtime *rt, struct nf_queue *q, struct nf_log *l
 	t->ts_fault = fault;
 	/* Increment FirstFreeEntryIndex, then a barrier (the interrupt check follows). */
 	lg->written++;
-	lg->header.first_free_entry_index = (uint32_t)(lg->written % lg->capacity);
-	lg->header.wraparound_count = (uint32_t)(lg->written / lg->capacity);
+	if (slot + 1 == lg->capacity) {
+		lg->header.first_free_entry_index = 0;
+		lg->header.wraparound_count++; /* (uint32_t)(written / capacity) */
+	} else {
+		lg->header.first_free_entry_index = slot + 1;
+	}
 	atomic_thread_fence(memory_order_release);
 	nf_th_log_unlock(rt, q);
 	STAT(rt, log_entries_written);
@@ -1292,6 +1309,8 @@ void nf_runtime_destroy(nf_runtime *rt)
 {
 	if (!rt)
 		return;
+	/* A thread still blocked in a CPU wait returns NF_EINTR first. */
+	nf_th_release_waiters(rt);
 	nf_runtime_close_owned(rt, NULL);
 	if (rt->th) {
 		nf_th_stop(rt);
@@ -1404,6 +1423,8 @@ static int api_runtime_finish(nf_runtime *rt, struct nf_error *err)
 		nf_th_unlock(rt);
 		rc = nf_th_quiesce(rt);
 		nf_th_lock(rt);
+		if (rc == NF_EINTR)
+			return nf_error_set(err, NF_EINTR, "interrupted while the queues drained");
 		if (!rc && rt->finished)
 			return nf_error_set(err, NF_ESTATE, "runtime already finished");
 	}
@@ -2166,6 +2187,11 @@ static int api_cpu_wait(nf_runtime *rt, nf_handle fence, uint64_t value, uint64_
 	/* Threaded: this thread really blocks; the interrupt thread, a CPU signal
 	 * or the MonitoredValue resample marks it done and wakes it. */
 	while (rt->threaded && !w.done) {
+		if (nf_th_interrupted(rt)) {
+			waiter_unlink(&rt->globals[gi], &w);
+			return nf_error_set(err, NF_EINTR, "CPU wait on fence 0x%x for %llu interrupted",
+					    fence, (unsigned long long)value);
+		}
 		if (!nf_th_cpu_block(rt, deadline) && !w.done) {
 			rc = wait_timeout(rt, gi, w.wait_id);
 			if (rc)
@@ -2261,6 +2287,8 @@ static int api_event_wait(nf_runtime *rt, nf_handle event, uint64_t timeout_ns, 
 	while (rt->threaded && !rt->events[ei].signaled) {
 		if (!rt->events[ei].alive)
 			return nf_error_set(err, NF_ESTATE, "event 0x%x was closed during the wait", event);
+		if (nf_th_interrupted(rt))
+			return nf_error_set(err, NF_EINTR, "wait on event 0x%x interrupted", event);
 		if (!nf_th_cpu_block(rt, deadline) && !rt->events[ei].signaled)
 			return nf_error_set(err, NF_ETIMEOUT, "wait on event 0x%x timed out", event);
 	}
@@ -2376,8 +2404,8 @@ int nf_runtime_advance(nf_runtime *rt, uint64_t ns, struct nf_error *err)
 		nf_th_lock(rt);
 		int rc = check_rt(rt, err);
 		nf_th_unlock(rt);
-		if (!rc)
-			nf_th_sleep(ns);
+		if (!rc && nf_th_advance(rt, ns) == NF_EINTR)
+			return nf_error_set(err, NF_EINTR, "interrupted");
 		return rc;
 	}
 	return api_runtime_advance(rt, ns, err);
