@@ -523,6 +523,225 @@ START_TEST(test_optimized_interrupt)
 }
 END_TEST
 
+/*
+ * The interrupt payload modes (spec: "Native fence signaled interrupt"; facts:
+ * the payload's pSignaledNativeFenceArray and hHWQueue). Two CPU waiters, on F1
+ * and F2 (value 1 each); one queue signals F1=1 then F2=1 back to back (200 ns
+ * apart, less than the 5 us interrupt latency), so two interrupts are raised
+ * before the OS handles the first. With a fence array the first interrupt
+ * names F1 only and the OS satisfies F1's waiter only; with a NULL array the
+ * OS scans all outstanding waiters and the first interrupt satisfies both.
+ */
+static uint32_t adapter_payload(struct env *e, uint32_t caps, enum nf_interrupt_payload p)
+{
+	struct nf_adapter_desc d;
+	uint32_t a = 0;
+
+	nf_adapter_desc_init(&d);
+	d.name = "GPU";
+	d.vidsch_caps = caps;
+	d.interrupt_payload = p;
+	OK(e, nf_adapter_create(e->rt, &d, &a, &e->err));
+	return a;
+}
+
+/* Index of the first event of id in [from, to) with field == v, or -1. */
+static long find_before(const struct env *e, uint32_t id, int field, uint64_t v, size_t from,
+			size_t to)
+{
+	long i = find_where(e, id, field, v, from);
+
+	return i >= 0 && (size_t)i < to ? i : -1;
+}
+
+static const enum nf_interrupt_payload nonopt_payloads[] = {
+	NF_IRQ_FENCE_ARRAY, NF_IRQ_NULL_ARRAY, NF_IRQ_NULL_ARRAY_LEGACY,
+};
+
+/* Non-optimized adapter: fence_array, null_array, null_array_legacy. */
+START_TEST(test_irq_payload_nonoptimized)
+{
+	struct env *e = &E;
+	enum nf_interrupt_payload p = nonopt_payloads[_i];
+	bool null_array = p != NF_IRQ_FENCE_ARRAY;
+	nf_handle ev1 = 0, ev2 = 0;
+
+	env_config(e);
+	env_start(e);
+	uint32_t a = adapter_payload(e, NF_VIDSCH_NATIVE_GPU_FENCE, p);
+	nf_handle qa = queue_new(e, a, "qa");
+	nf_handle qc = 0;
+	OK(e, nf_hwqueue_create(e->rt, a, 0, 1, "qc", &qc, &e->err)); /* another engine */
+	nf_handle f1 = fence_new(e, a, NF_FENCE_TYPE_DEFAULT, false, false, 0, 1);
+	nf_handle f2 = fence_new(e, a, NF_FENCE_TYPE_DEFAULT, false, false, 0, 1);
+	nf_handle f3 = fence_new(e, a, NF_FENCE_TYPE_DEFAULT, false, false, 0, 1);
+
+	/* qc signals F3 with no waiter: no interrupt, but an entry in qc's log. */
+	OK(e, nf_queue_signal(e->rt, qc, f3, 1, &e->err));
+	OK(e, nf_runtime_advance(e->rt, 1 * MS, &e->err));
+	ck_assert_uint_eq(count_ev(e, NF_EV_FENCE_INTERRUPT), 0);
+	ck_assert_uint_eq(count_ev(e, NF_EV_LOG_READ), 0);
+
+	OK(e, nf_cpu_wait_async(e->rt, f1, 1, &ev1, &e->err));
+	OK(e, nf_cpu_wait_async(e->rt, f2, 1, &ev2, &e->err));
+	size_t mark = e->col.n;
+	OK(e, nf_queue_signal(e->rt, qa, f1, 1, &e->err));
+	OK(e, nf_queue_signal(e->rt, qa, f2, 1, &e->err));
+	OK(e, nf_runtime_advance(e->rt, 1 * MS, &e->err));
+	size_t end = e->col.n;
+
+	/* Both signals needed an interrupt (each fence had a waiter when signaled). */
+	ck_assert_uint_eq(count_where(e, NF_EV_FENCE_INTERRUPT, -1, 0, mark), 2);
+	long i1 = find_where(e, NF_EV_FENCE_INTERRUPT, -1, 0, mark);
+	long i2 = find_where(e, NF_EV_FENCE_INTERRUPT, -1, 0, (size_t)i1 + 1);
+	const struct rec *r1 = &e->col.v[i1], *r2 = &e->col.v[i2];
+	for (int k = 0; k < 2; k++) {
+		const struct nf_event *irq = k ? &r2->ev : &r1->ev;
+
+		ck_assert_uint_eq(irq->f[NFF_FENCE_INTERRUPT_optimized], 0);
+		ck_assert_uint_eq(irq->f[NFF_FENCE_INTERRUPT_hwqueue], UINT32_MAX);
+		ck_assert_uint_eq(irq->f[NFF_FENCE_INTERRUPT_fence_array_null], null_array);
+		ck_assert_uint_eq(irq->f[NFF_FENCE_INTERRUPT_evaluate_legacy],
+				  p == NF_IRQ_NULL_ARRAY_LEGACY);
+		ck_assert_uint_eq(irq->f[NFF_FENCE_INTERRUPT_signaled_count], null_array ? 0 : 1);
+	}
+	ck_assert_uint_eq(r1->n_u32s, null_array ? 0 : 1);
+	/* Which waiters the first interrupt satisfied. */
+	long u1 = find_where(e, NF_EV_CPU_UNWAIT, NFF_CPU_UNWAIT_fence, f1, mark);
+	long u2 = find_where(e, NF_EV_CPU_UNWAIT, NFF_CPU_UNWAIT_fence, f2, mark);
+	ck_assert_int_ge(u1, 0);
+	ck_assert_int_ge(u2, 0);
+	ck_assert_int_lt(u1, i1);
+	if (null_array) {
+		/* NULL array: the OS scanned all waiters; F2's is satisfied by the first. */
+		ck_assert_uint_eq(r1->ev.f[NFF_FENCE_INTERRUPT_waiters_woken], 2);
+		ck_assert_uint_eq(r2->ev.f[NFF_FENCE_INTERRUPT_waiters_woken], 0);
+		ck_assert_int_lt(u2, i1);
+	} else {
+		/* The array named F1 only: F2's waiter waits for its own interrupt. */
+		ck_assert_uint_eq(r1->ev.f[NFF_FENCE_INTERRUPT_waiters_woken], 1);
+		ck_assert_uint_eq(r2->ev.f[NFF_FENCE_INTERRUPT_waiters_woken], 1);
+		ck_assert_int_gt(u2, i1);
+		ck_assert_int_lt(u2, i2);
+	}
+	/* Non-optimized: the OS read the logs of every queue of the device before
+	 * handling the first interrupt, the other engine's qc included. */
+	long rqc = find_before(e, NF_EV_LOG_READ, NFF_LOG_READ_hwqueue, qc, mark, (size_t)i1);
+	long ra = find_before(e, NF_EV_LOG_READ, NFF_LOG_READ_hwqueue, qa, mark, (size_t)i1);
+	ck_assert_int_ge(rqc, 0);
+	ck_assert_int_ge(ra, 0);
+	ck_assert(log_has_entry(e, qc, NF_LOG_SIGNALS, NF_LOG_OP_SIGNAL_EXECUTED, 1, f3));
+	ck_assert(log_has_entry(e, qa, NF_LOG_SIGNALS, NF_LOG_OP_SIGNAL_EXECUTED, 1, f1));
+	ck_assert_uint_le(end, e->col.n);
+	OK(e, nf_event_wait(e->rt, ev1, 0, &e->err));
+	OK(e, nf_event_wait(e->rt, ev2, 0, &e->err));
+	ck_assert_uint_eq(monitored_of(e, f1), UINT64_MAX);
+	ck_assert_uint_eq(monitored_of(e, f2), UINT64_MAX);
+	OK(e, nf_event_close(e->rt, ev1, &e->err));
+	OK(e, nf_event_close(e->rt, ev2, &e->err));
+	OK(e, nf_runtime_finish(e->rt, &e->err));
+	env_end(e);
+}
+END_TEST
+
+static const enum nf_interrupt_payload opt_payloads[] = {
+	NF_IRQ_FENCE_ARRAY, NF_IRQ_OPTIMIZED_NULL_QUEUE,
+};
+
+/*
+ * Optimized adapter: the interrupt names the hardware queue whose log the OS
+ * scans (fence_array here means "a queue is named"), or no queue
+ * (null_queue): the OS scans the logs of every queue of that engine, and
+ * satisfies every waiter those logs can satisfy. qa and qb are on engine 0,
+ * qc on engine 1.
+ */
+START_TEST(test_irq_payload_optimized)
+{
+	struct env *e = &E;
+	enum nf_interrupt_payload p = opt_payloads[_i];
+	bool null_queue = p == NF_IRQ_OPTIMIZED_NULL_QUEUE;
+	nf_handle ev1 = 0, ev2 = 0;
+
+	env_config(e);
+	env_start(e);
+	uint32_t a = adapter_payload(e, NF_VIDSCH_NATIVE_GPU_FENCE |
+				     NF_VIDSCH_OPTIMIZED_NATIVE_FENCE_SIGNALED_INTERRUPT, p);
+	nf_handle qa = queue_new(e, a, "qa");
+	nf_handle qb = queue_new(e, a, "qb");
+	nf_handle qc = 0;
+	OK(e, nf_hwqueue_create(e->rt, a, 0, 1, "qc", &qc, &e->err));
+	nf_handle f1 = fence_new(e, a, NF_FENCE_TYPE_DEFAULT, false, false, 0, 1);
+	nf_handle f2 = fence_new(e, a, NF_FENCE_TYPE_DEFAULT, false, false, 0, 1);
+	nf_handle f3 = fence_new(e, a, NF_FENCE_TYPE_DEFAULT, false, false, 0, 1);
+	nf_handle f4 = fence_new(e, a, NF_FENCE_TYPE_DEFAULT, false, false, 0, 1);
+
+	/* No waiters: no interrupts, entries in qb's and qc's logs. */
+	OK(e, nf_queue_signal(e->rt, qb, f3, 1, &e->err));
+	OK(e, nf_queue_signal(e->rt, qc, f4, 1, &e->err));
+	OK(e, nf_runtime_advance(e->rt, 1 * MS, &e->err));
+	ck_assert_uint_eq(count_ev(e, NF_EV_FENCE_INTERRUPT), 0);
+
+	OK(e, nf_cpu_wait_async(e->rt, f1, 1, &ev1, &e->err));
+	OK(e, nf_cpu_wait_async(e->rt, f2, 1, &ev2, &e->err));
+	size_t mark = e->col.n;
+	OK(e, nf_queue_signal(e->rt, qa, f1, 1, &e->err));
+	OK(e, nf_queue_signal(e->rt, qa, f2, 1, &e->err));
+	OK(e, nf_runtime_advance(e->rt, 1 * MS, &e->err));
+	size_t end = e->col.n;
+
+	ck_assert_uint_eq(count_where(e, NF_EV_FENCE_INTERRUPT, -1, 0, mark), 2);
+	long i1 = find_where(e, NF_EV_FENCE_INTERRUPT, -1, 0, mark);
+	long i2 = find_where(e, NF_EV_FENCE_INTERRUPT, -1, 0, (size_t)i1 + 1);
+	const struct rec *r1 = &e->col.v[i1], *r2 = &e->col.v[i2];
+	for (int k = 0; k < 2; k++) {
+		const struct nf_event *irq = k ? &r2->ev : &r1->ev;
+
+		ck_assert_uint_eq(irq->f[NFF_FENCE_INTERRUPT_optimized], 1);
+		ck_assert_uint_eq(irq->f[NFF_FENCE_INTERRUPT_hwqueue], null_queue ? UINT32_MAX : qa);
+		ck_assert_uint_eq(irq->f[NFF_FENCE_INTERRUPT_node], 0);
+		ck_assert_uint_eq(irq->f[NFF_FENCE_INTERRUPT_engine], 0);
+		ck_assert_uint_eq(irq->f[NFF_FENCE_INTERRUPT_fence_array_null], 1);
+		ck_assert_uint_eq(irq->f[NFF_FENCE_INTERRUPT_evaluate_legacy], 0);
+		ck_assert_uint_eq(irq->f[NFF_FENCE_INTERRUPT_signaled_count], 0);
+	}
+	long u1 = find_where(e, NF_EV_CPU_UNWAIT, NFF_CPU_UNWAIT_fence, f1, mark);
+	long u2 = find_where(e, NF_EV_CPU_UNWAIT, NFF_CPU_UNWAIT_fence, f2, mark);
+	ck_assert_int_ge(u1, 0);
+	ck_assert_int_ge(u2, 0);
+	ck_assert_int_lt(u1, i1);
+	/* Logs read while handling the interrupts (none were read before). */
+	long ra = find_before(e, NF_EV_LOG_READ, NFF_LOG_READ_hwqueue, qa, mark, (size_t)i1);
+	long rb = find_before(e, NF_EV_LOG_READ, NFF_LOG_READ_hwqueue, qb, 0, end);
+	long rqc = find_before(e, NF_EV_LOG_READ, NFF_LOG_READ_hwqueue, qc, 0, end);
+	ck_assert_int_ge(ra, 0);
+	ck_assert_int_lt(rqc, 0); /* another engine: never scanned by these interrupts */
+	if (null_queue) {
+		/* No queue named: every queue of engine 0 scanned, all waiters evaluated. */
+		ck_assert_int_ge(rb, 0);
+		ck_assert_int_lt(rb, i1);
+		ck_assert(log_has_entry(e, qb, NF_LOG_SIGNALS, NF_LOG_OP_SIGNAL_EXECUTED, 1, f3));
+		ck_assert_uint_eq(r1->ev.f[NFF_FENCE_INTERRUPT_waiters_woken], 2);
+		ck_assert_uint_eq(r2->ev.f[NFF_FENCE_INTERRUPT_waiters_woken], 0);
+		ck_assert_int_lt(u2, i1);
+	} else {
+		/* Only qa's log is read. */
+		ck_assert_int_lt(rb, 0);
+		ck_assert_uint_eq(r1->ev.f[NFF_FENCE_INTERRUPT_waiters_woken], 1);
+		ck_assert_uint_eq(r2->ev.f[NFF_FENCE_INTERRUPT_waiters_woken], 1);
+		ck_assert_int_gt(u2, i1);
+		ck_assert_int_lt(u2, i2);
+	}
+	OK(e, nf_event_wait(e->rt, ev1, 0, &e->err));
+	OK(e, nf_event_wait(e->rt, ev2, 0, &e->err));
+	OK(e, nf_event_close(e->rt, ev1, &e->err));
+	OK(e, nf_event_close(e->rt, ev2, &e->err));
+	OK(e, nf_runtime_finish(e->rt, &e->err));
+	/* The end-of-session read still finds qc's entry. */
+	ck_assert(log_has_entry(e, qc, NF_LOG_SIGNALS, NF_LOG_OP_SIGNAL_EXECUTED, 1, f4));
+	env_end(e);
+}
+END_TEST
+
 /* (g) Cross-adapter, scenario 1: both adapters native. */
 START_TEST(test_cross_adapter_native)
 {
@@ -1012,6 +1231,8 @@ int main(void)
 	tcase_add_test(tc, test_close_releases_waiters);
 	tcase_add_test(tc, test_bad_handles);
 	tcase_add_test(tc, test_optimized_interrupt);
+	tcase_add_loop_test(tc, test_irq_payload_nonoptimized, 0, 3);
+	tcase_add_loop_test(tc, test_irq_payload_optimized, 0, 2);
 	tcase_add_test(tc, test_cross_adapter_native);
 	tcase_add_test(tc, test_cross_adapter_legacy_wait);
 	tcase_add_test(tc, test_cross_adapter_legacy_signal);
