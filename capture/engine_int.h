@@ -288,7 +288,13 @@ void nf_th_cpu_wake(struct nf_runtime *rt);            /* CPU waiters re-check (
 /* Blocks the calling CPU thread on the OS lock's condition until woken or
  * deadline (ns since start, UINT64_MAX: none). Returns false at the deadline. */
 bool nf_th_cpu_block(struct nf_runtime *rt, uint64_t deadline);
-int nf_th_quiesce(struct nf_runtime *rt);              /* OS lock not held */
+/* The caller's interrupt flag is set, or the runtime is being destroyed: CPU
+ * waits give up with NF_EINTR (OS lock held). */
+bool nf_th_interrupted(const struct nf_runtime *rt);
+void nf_th_release_waiters(struct nf_runtime *rt);     /* OS lock not held */
+/* Threaded advance: sleeps ns, NF_EINTR early when the interrupt flag is set. */
+int nf_th_advance(struct nf_runtime *rt, uint64_t ns);
+int nf_th_quiesce(struct nf_runtime *rt);              /* OS lock not held; NF_EINTR */
 void nf_th_sleep(uint64_t ns);
 void nf_th_request_recreate(struct nf_runtime *rt);   /* OS lock held */
 

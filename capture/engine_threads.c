@@ -56,6 +56,8 @@ struct nf_threads {
 	bool irq_oom;
 	atomic_bool stopping;          /* the runtime is being destroyed */
 	atomic_bool os_urgent;         /* the interrupt thread is waiting for the OS lock */
+	bool cpu_release;              /* destroy: CPU waiters give up (OS lock) */
+	uint32_t cpu_waiters;          /* threads inside nf_th_cpu_block (OS lock) */
 	pthread_t irq_thread;
 	bool irq_started;
 	uint64_t t0;                   /* CLOCK_MONOTONIC ns at start */
@@ -507,19 +509,78 @@ void nf_th_cpu_wake(struct nf_runtime *rt)
 	pthread_cond_broadcast(&rt->th->cpu_cv);
 }
 
+/* The caller's flag (a signal handler sets it) is polled this often. */
+#define NF_TH_INTR_POLL_NS 20000000ull
+
+bool nf_th_interrupted(const struct nf_runtime *rt)
+{
+	if (rt->cfg.interrupt && *rt->cfg.interrupt)
+		return true;
+	return rt->th && rt->th->cpu_release;
+}
+
 bool nf_th_cpu_block(struct nf_runtime *rt, uint64_t deadline)
 {
 	struct nf_threads *th = rt->th;
 
-	if (deadline == UINT64_MAX) {
-		pthread_cond_wait(&th->cpu_cv, &th->lock);
+	if (nf_th_interrupted(rt))
 		return true;
-	}
-	if (nf_th_now(rt) >= deadline)
+	if (deadline != UINT64_MAX && nf_th_now(rt) >= deadline)
 		return false;
-	struct timespec ts = abs_time(th->t0 + deadline);
-	pthread_cond_timedwait(&th->cpu_cv, &th->lock, &ts);
-	return nf_th_now(rt) < deadline;
+	/* A signal handler cannot signal a condition variable: with an interrupt
+	 * flag to watch, wake now and then to look at it. */
+	uint64_t until = deadline;
+	if (rt->cfg.interrupt) {
+		uint64_t poll = nf_th_now(rt) + NF_TH_INTR_POLL_NS;
+		if (poll < until)
+			until = poll;
+	}
+	th->cpu_waiters++;
+	if (until == UINT64_MAX) {
+		pthread_cond_wait(&th->cpu_cv, &th->lock);
+	} else {
+		struct timespec ts = abs_time(th->t0 + until);
+		pthread_cond_timedwait(&th->cpu_cv, &th->lock, &ts);
+	}
+	th->cpu_waiters--;
+	return deadline == UINT64_MAX || nf_th_now(rt) < deadline || nf_th_interrupted(rt);
+}
+
+/* Destroy: every thread blocked in a CPU wait returns (NF_EINTR) and leaves
+ * the OS lock before the runtime goes away. */
+void nf_th_release_waiters(struct nf_runtime *rt)
+{
+	struct nf_threads *th = rt->th;
+
+	if (!th)
+		return;
+	pthread_mutex_lock(&th->lock);
+	th->cpu_release = true;
+	pthread_cond_broadcast(&th->cpu_cv);
+	while (th->cpu_waiters) {
+		pthread_mutex_unlock(&th->lock);
+		nf_th_sleep(1000000);
+		pthread_mutex_lock(&th->lock);
+	}
+	pthread_mutex_unlock(&th->lock);
+}
+
+int nf_th_advance(struct nf_runtime *rt, uint64_t ns)
+{
+	uint64_t end = nf_th_now(rt) + ns;
+
+	if (!rt->cfg.interrupt) {
+		nf_th_sleep(ns);
+		return 0;
+	}
+	for (;;) {
+		if (*rt->cfg.interrupt)
+			return NF_EINTR;
+		uint64_t now = nf_th_now(rt);
+		if (now >= end)
+			return 0;
+		nf_th_sleep(end - now < NF_TH_INTR_POLL_NS ? end - now : NF_TH_INTR_POLL_NS);
+	}
 }
 
 /* ------------------------------------------------------------------ */
@@ -585,6 +646,8 @@ static bool quiet(struct nf_runtime *rt)
 int nf_th_quiesce(struct nf_runtime *rt)
 {
 	for (;;) {
+		if (rt->cfg.interrupt && *rt->cfg.interrupt)
+			return NF_EINTR;
 		nf_th_lock(rt);
 		int rc = nf_eng_sink_failed(rt);
 		bool done = rc || quiet(rt);

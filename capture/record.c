@@ -1,8 +1,8 @@
 /*
  * The recorder behind `nftrace record`: prepares the session directory, runs a
  * scenario through a runtime whose sink is the CTF writer (or runs a program
- * that records itself through NFTRACE_RECORD_DIR), shows progress on a
- * terminal, and closes the session cleanly on SIGINT.
+ * that records itself through NFTRACE_RECORD_DIR), reports progress to the
+ * caller's callback, and closes the session cleanly on SIGINT.
  */
 #include "nftrace/record.h"
 
@@ -82,24 +82,31 @@ struct progress_ctx {
 	nf_runtime *rt;
 };
 
+static void report_progress(const struct progress_ctx *pc, uint64_t ops, bool done)
+{
+	struct nf_ctf_writer_stats ws;
+	struct nf_runtime_stats rs;
+
+	if (!pc->opts->progress)
+		return;
+	nf_ctf_writer_get_stats(pc->w, &ws);
+	nf_runtime_get_stats(pc->rt, &rs);
+	struct nf_record_progress p = { ops, ws.events, ws.bytes, rs.log_entries_lost, done };
+	pc->opts->progress(pc->opts->progress_ctx, &p);
+}
+
+static bool interrupted(const struct nf_record_options *opts)
+{
+	return opts->interrupted && *opts->interrupted;
+}
+
 static int progress_tick(void *ctx, uint64_t ops)
 {
 	struct progress_ctx *pc = ctx;
 
-	if (pc->opts->interrupted && *pc->opts->interrupted)
+	if (interrupted(pc->opts))
 		return NF_EINTR;
-	if (pc->opts->progress) {
-		struct nf_ctf_writer_stats ws;
-		struct nf_runtime_stats rs;
-
-		nf_ctf_writer_get_stats(pc->w, &ws);
-		nf_runtime_get_stats(pc->rt, &rs);
-		/* The one place the recorder writes to the terminal: a progress line
-		 * the caller asked for (only on a tty). */
-		fprintf(stderr, "\rrecording: %llu ops, %llu events, %.1f MB, %llu lost entries   ",
-			(unsigned long long)ops, (unsigned long long)ws.events, (double)ws.bytes / 1e6,
-			(unsigned long long)rs.log_entries_lost);
-	}
+	report_progress(pc, ops, false);
 	return 0;
 }
 
@@ -132,28 +139,38 @@ int nf_record_scenario(const struct nf_record_options *opts, struct nf_record_re
 	if (rc)
 		goto out_scenario;
 	cfg.sink = nf_ctf_writer_sink(w);
+	/* Threaded advances, CPU waits and the drain stop early on SIGINT. */
+	cfg.interrupt = opts->interrupted;
 	rc = nf_runtime_create(&cfg, &rt, err);
 	if (rc)
 		goto out_writer;
 	struct progress_ctx pc = { opts, w, rt };
 	struct nf_scenario_progress prog = { &pc, progress_tick };
 	rc = nf_scenario_run(sc, rt, &prog, err);
-	if (rc == NF_EINTR) {
+	/* The flag may be set after the scenario's last look at it (the last
+	 * statements, the drain): any phase counts. */
+	if (rc == NF_EINTR || (!rc && interrupted(opts))) {
 		res->interrupted = true;
 		rc = 0;
 	}
-	if (!rc && !res->interrupted)
+	if (!rc && !res->interrupted) {
 		rc = nf_runtime_finish(rt, err);
+		if (rc == NF_EINTR || (!rc && interrupted(opts))) {
+			res->interrupted = true;
+			rc = 0;
+		}
+	}
+	if (res->interrupted)
+		nf_error_clear(err);
 	if (rc && nf_ctf_writer_error(w)->code) {
 		/* The engine only knows its sink failed; the writer knows which file
 		 * and why (disk full, file size limit): that is the message. */
 		nf_error_clear(err);
 		nf_error_set(err, nf_ctf_writer_error(w)->code, "%s", nf_ctf_writer_error(w)->msg);
 	}
-	if (opts->progress)
-		fprintf(stderr, "\r%*s\r", 78, "");
 	struct nf_runtime_stats rs;
 	nf_runtime_get_stats(rt, &rs);
+	report_progress(&pc, rs.operations, true);
 	res->operations = rs.operations;
 	res->lost_entries = rs.log_entries_lost;
 	nf_runtime_destroy(rt);

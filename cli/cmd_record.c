@@ -20,6 +20,18 @@ static void on_sigint(int sig)
 	record_interrupted = 1;
 }
 
+/* The progress line on a terminal; the recorder only reports numbers. */
+static void show_progress(void *ctx, const struct nf_record_progress *p)
+{
+	(void)ctx;
+	if (p->done)
+		fprintf(stderr, "\r%*s\r", 78, "");
+	else
+		fprintf(stderr, "\rrecording: %llu ops, %llu events, %.1f MB, %llu lost entries   ",
+			(unsigned long long)p->operations, (unsigned long long)p->events,
+			(double)p->bytes / 1e6, (unsigned long long)p->lost_entries);
+}
+
 int cmd_record(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -90,7 +102,8 @@ int cmd_record(int argc, char **argv)
 			return nf_cli_usage_error("record", "unexpected argument '%s'", argv[optind + 1]);
 		o.scenario = argv[optind];
 	}
-	o.progress = isatty(STDERR_FILENO);
+	if (isatty(STDERR_FILENO))
+		o.progress = show_progress;
 	o.interrupted = &record_interrupted;
 	struct sigaction sa = { 0 };
 	sa.sa_handler = on_sigint;
@@ -101,7 +114,8 @@ int cmd_record(int argc, char **argv)
 		rc = nf_kernel_record(&o, kernel, &res, &kst, &err);
 	else
 		rc = o.argv ? nf_record_program(&o, &res, &err) : nf_record_scenario(&o, &res, &err);
-	if (rc == NF_EINTR) {
+	/* A signal after the recorder's last look at the flag still counts. */
+	if (rc == NF_EINTR || (!rc && record_interrupted)) {
 		/* 128 + SIGINT, as shells report an interrupted command; the
 		 * session is whole up to the interruption. */
 		if (o.argv)

@@ -15,6 +15,15 @@
 extern "C" {
 #endif
 
+/* What a recording has done so far (the progress callback's argument). */
+struct nf_record_progress {
+	uint64_t operations;
+	uint64_t events;
+	uint64_t bytes;
+	uint64_t lost_entries;
+	bool done;                  /* the last call: the run is over */
+};
+
 struct nf_record_options {
 	const char *out_dir;        /* session directory to create */
 	const char *scenario;       /* scenario file (or NULL with argv) */
@@ -24,8 +33,14 @@ struct nf_record_options {
 	enum nf_mode mode;
 	bool ground_truth;
 	bool force;                 /* replace an existing session */
-	bool progress;              /* print a progress line (the CLI sets it on a tty) */
-	volatile int *interrupted;  /* set asynchronously (SIGINT): finish cleanly */
+	/* Called now and then during a scenario run, and once with done set at
+	 * the end (the CLI prints a progress line on a tty; the library never
+	 * prints). NULL: no calls. */
+	void (*progress)(void *ctx, const struct nf_record_progress *p);
+	void *progress_ctx;
+	/* Set asynchronously (SIGINT): any phase stops, the session is closed
+	 * cleanly and the call returns NF_EINTR. */
+	volatile int *interrupted;
 };
 
 struct nf_record_result {

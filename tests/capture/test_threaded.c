@@ -697,6 +697,84 @@ START_TEST(test_samples_threaded_match_truth)
 }
 END_TEST
 
+/* Waits (yielding) until a CPU waiter is registered on f (MonitoredValue drops
+ * from UINT64_MAX to value - 1). */
+static void until_waiting(struct env *e, nf_handle f)
+{
+	uint64_t mv = UINT64_MAX;
+
+	while (current(e, f, &mv), mv == UINT64_MAX)
+		sched_yield();
+}
+
+/* Destroying the runtime while a thread is blocked in a CPU wait nothing will
+ * satisfy: the waiter returns NF_EINTR before the OS lock goes away (a
+ * regression hangs in pthread_join and the case's timeout fails it). */
+START_TEST(test_destroy_releases_cpu_waiter)
+{
+	struct env e;
+	pthread_t t;
+
+	env_start(&e, NF_VIDSCH_NATIVE_GPU_FENCE);
+	nf_handle f = mk_fence(&e);
+	struct waiter_arg w = { &e, f, 5, NF_NO_TIMEOUT, 0, -1 };
+	ck_assert_int_eq(pthread_create(&t, NULL, waiter_main, &w), 0);
+	until_waiting(&e, f);
+	env_end(&e);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_int_eq(w.rc, NF_EINTR);
+	env_free(&e);
+}
+END_TEST
+
+/* The caller's interrupt flag (a signal handler sets it) stops a CPU wait, a
+ * long advance and the final drain with NF_EINTR; the runtime still closes. */
+START_TEST(test_interrupt_flag_stops_waits)
+{
+	static volatile int flag;
+	struct nf_runtime_config cfg;
+	struct nf_adapter_desc d;
+	struct nf_error err;
+	struct env e;
+	pthread_t t;
+
+	flag = 0;
+	memset(&e, 0, sizeof(e));
+	nf_runtime_config_init(&cfg);
+	cfg.mode = NF_MODE_THREADED;
+	cfg.sink.ctx = &e.col;
+	cfg.sink.emit = col_emit;
+	cfg.interrupt = &flag;
+	ck_assert_msg(nf_runtime_create(&cfg, &e.rt, &e.err) == 0, "%s", e.err.msg);
+	nf_adapter_desc_init(&d);
+	d.vidsch_caps = NF_VIDSCH_NATIVE_GPU_FENCE;
+	OK(nf_adapter_create(e.rt, &d, &e.adapter, E_));
+	nf_handle q = mk_queue(&e, 0, "Q"), f = mk_fence(&e), g = mk_fence(&e);
+	/* Unset, the flag changes nothing. */
+	OK(nf_queue_signal(e.rt, q, g, 1, E_));
+	OK(nf_cpu_wait(e.rt, g, 1, NF_NO_TIMEOUT, E_));
+	OK(nf_runtime_advance(e.rt, 1000000, E_));
+	struct waiter_arg w = { &e, f, 5, NF_NO_TIMEOUT, 0, -1 };
+	ck_assert_int_eq(pthread_create(&t, NULL, waiter_main, &w), 0);
+	until_waiting(&e, f);
+	flag = 1;
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_int_eq(w.rc, NF_EINTR);
+	/* A minute of real time would outlast the case's timeout. */
+	nf_error_clear(&err);
+	ck_assert_int_eq(nf_runtime_advance(e.rt, 60000000000ull, &err), NF_EINTR);
+	ck_assert_int_eq(err.code, NF_EINTR);
+	/* So does the final drain. */
+	ck_assert_int_eq(nf_runtime_finish(e.rt, &err), NF_EINTR);
+	/* The waiter was taken off the fence: a later signal wakes nobody. */
+	flag = 0;
+	OK(nf_cpu_signal(e.rt, f, 5, E_));
+	env_end(&e);
+	ck_assert_uint_gt(count_ev(&e, NF_EV_ADAPTER_START), 0);
+	env_free(&e);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("engine-threaded");
@@ -714,6 +792,12 @@ int main(void)
 	tcase_add_test(tc, test_record_threaded_session);
 	tcase_add_test(tc, test_samples_threaded_match_truth);
 	suite_add_tcase(s, tc);
+	/* A regression hangs: a short timeout fails it. */
+	TCase *intr = tcase_create("interrupt");
+	tcase_set_timeout(intr, 20);
+	tcase_add_test(intr, test_destroy_releases_cpu_waiter);
+	tcase_add_test(intr, test_interrupt_flag_stops_waits);
+	suite_add_tcase(s, intr);
 	/* Its own case, so bench/engine can run just it: CK_RUN_CASE=stress. */
 	TCase *st = tcase_create("stress");
 	tcase_set_timeout(st, 600);
