@@ -8,6 +8,7 @@
  * sessions that babeltrace2 reads without a warning; `record -- PROGRAM`.
  */
 #include "nf_test.h"
+#include "nftrace/record.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -487,6 +488,140 @@ START_TEST(progress_line_and_force)
 }
 END_TEST
 
+/* Waits up to `seconds` for PID to exit; a recorder that ignores its signal is
+ * killed and the test fails instead of hanging. */
+static int wait_exit(pid_t pid, int seconds)
+{
+	const struct timespec ms10 = { 0, 10000000 };
+	int st = 0;
+
+	for (int i = 0; i < seconds * 100; i++) {
+		pid_t r = waitpid(pid, &st, WNOHANG);
+		if (r == pid)
+			return st;
+		nanosleep(&ms10, NULL);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	ck_abort_msg("the recorder did not stop within %d s of its signal", seconds);
+	return st;
+}
+
+/* Threaded mode, a signal during a long advance and during a CPU wait nothing
+ * satisfies: the recorder stops at once (a minute's advance would outlast the
+ * wait), the statement after does not run, the exit status is 130 and the
+ * session is whole. */
+START_TEST(threaded_signal_stops_advance_and_cpu_wait)
+{
+	static const char *const bodies[] = { "advance 60s", "cpu_wait F 5" };
+	static const int sigs[] = { SIGINT, SIGTERM };
+	char scenario[700], dir[700], meta[800];
+
+	for (int i = 0; i < 2; i++) {
+		snprintf(scenario, sizeof(scenario), "%s/t%d.nfs", tmp, i);
+		FILE *f = fopen(scenario, "w");
+		ck_assert_ptr_nonnull(f);
+		fprintf(f, "adapter GPU caps native\nqueue Q adapter GPU node 0 engine 0\n"
+			   "fence F adapter GPU initial 0 process 100\nadvance 1ms\n%s\nsignal Q F 1\n",
+			bodies[i]);
+		fclose(f);
+		snprintf(dir, sizeof(dir), "%s/t%d", tmp, i);
+		snprintf(meta, sizeof(meta), "%s/metadata", dir);
+		pid_t pid = fork();
+		ck_assert_int_ge(pid, 0);
+		if (pid == 0) {
+			int fd = open("/dev/null", O_RDWR);
+			if (fd >= 0) {
+				dup2(fd, 0);
+				dup2(fd, 1);
+				dup2(fd, 2);
+			}
+			execl(nf_test_nftrace(), "nftrace", "record", "--mode", "threaded", "-o", dir,
+			      scenario, (char *)NULL);
+			_exit(127);
+		}
+		/* The session exists: the handler is in place and the run under way
+		 * (a signal in any phase must end the same way). */
+		const struct timespec ms = { 0, 1000000 };
+		while (file_size(meta) < 0 && waitpid(pid, NULL, WNOHANG) == 0)
+			nanosleep(&ms, NULL);
+		const struct timespec settle = { 0, 200000000 };
+		nanosleep(&settle, NULL);
+		kill(pid, sigs[i]);
+		int st = wait_exit(pid, 20);
+		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 130,
+			      "'%s' then signal %d: status 0x%x, not exit 130", bodies[i], sigs[i], st);
+		reap_all();
+		assert_session_readable(dir);
+		snprintf(cmd, sizeof(cmd), "'%s' info '%s'", nf_test_nftrace(), dir);
+		ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)), 0);
+		ck_assert_msg(!strstr(out, "FENCE_SIGNAL_QUEUED"),
+			      "'%s': the statement after the interrupted one ran: %.1500s", bodies[i], out);
+	}
+}
+END_TEST
+
+struct progress_log {
+	unsigned calls, done_calls;
+	bool done_last;
+	struct nf_record_progress last;
+};
+
+static void log_progress(void *ctx, const struct nf_record_progress *p)
+{
+	struct progress_log *l = ctx;
+
+	l->calls++;
+	l->done_calls += p->done;
+	l->done_last = p->done;
+	l->last = *p;
+}
+
+/* The library: an interrupt the scenario never looked at (a short scenario,
+ * set before its first check) still ends the recording as interrupted, with a
+ * whole session; progress goes to the caller's callback, ending with `done`. */
+START_TEST(record_library_interrupt_and_progress)
+{
+	char sample[1024], dir[700];
+	struct nf_record_options o;
+	struct nf_record_result res;
+	struct progress_log pl;
+	struct nf_error e;
+	static volatile int flag;
+
+	nf_test_source_path(sample, sizeof(sample), "samples/monitored-value-41.nfs");
+	snprintf(dir, sizeof(dir), "%s/late", tmp);
+	memset(&o, 0, sizeof(o));
+	o.out_dir = dir;
+	o.scenario = sample;
+	o.interrupted = &flag;
+	flag = 1;
+	nf_error_clear(&e);
+	ck_assert_int_eq(nf_record_scenario(&o, &res, &e), NF_EINTR);
+	ck_assert(res.interrupted);
+	assert_session_readable(dir);
+
+	flag = 0;
+	memset(&pl, 0, sizeof(pl));
+	snprintf(sample, sizeof(sample), "%s/stress1.nfs", tmp);
+	stress_variant(sample, 400); /* 102400 operations: several progress ticks */
+	snprintf(dir, sizeof(dir), "%s/prog", tmp);
+	o.out_dir = dir;
+	o.scenario = sample;
+	o.progress = log_progress;
+	o.progress_ctx = &pl;
+	nf_error_clear(&e);
+	ck_assert_msg(nf_record_scenario(&o, &res, &e) == 0, "%s", e.msg);
+	ck_assert(!res.interrupted);
+	ck_assert_uint_ge(pl.calls, 2);
+	ck_assert_uint_eq(pl.done_calls, 1);
+	ck_assert(pl.done_last);
+	ck_assert_uint_eq(pl.last.operations, res.operations);
+	ck_assert_uint_eq(pl.last.events, res.events);
+	ck_assert_uint_eq(pl.last.bytes, res.bytes);
+}
+END_TEST
+
 static Suite *record_suite(void)
 {
 	Suite *s = suite_create("record");
@@ -497,6 +632,13 @@ static Suite *record_suite(void)
 	tcase_add_test(faults, sigkill_leaves_whole_packets);
 	tcase_add_test(faults, sigint_closes_the_session);
 	tcase_add_test(faults, file_size_limit_is_a_clear_error);
+	/* A recorder that ignores its signal fails here rather than hangs. */
+	TCase *intr = tcase_create("interrupt");
+	tcase_add_checked_fixture(intr, setup, teardown);
+	tcase_set_timeout(intr, 60);
+	tcase_add_test(intr, threaded_signal_stops_advance_and_cpu_wait);
+	tcase_add_test(intr, record_library_interrupt_and_progress);
+	suite_add_tcase(s, intr);
 	suite_add_tcase(s, faults);
 	tcase_add_checked_fixture(samples, setup, teardown);
 	tcase_set_timeout(samples, 300);
