@@ -742,6 +742,68 @@ START_TEST(test_irq_payload_optimized)
 }
 END_TEST
 
+/*
+ * A legacy monitored fence (an adapter without NativeGpuFence): its GPU signal
+ * is a software packet VidSch executes from the CPU, which satisfies the CPU
+ * waiters at once; no native fence signaled interrupt is involved. (The
+ * engine never leaves a legacy waiter whose value is reached unsatisfied, so
+ * EvaluateLegacyMonitoredFences has nothing to evaluate here; the NULL-array
+ * interrupt below only shows it wakes no waiter early.)
+ */
+START_TEST(test_legacy_monitored_fence_cpu_wait)
+{
+	struct env *e = &E;
+	nf_handle ev = 0, evn = 0;
+
+	env_config(e);
+	env_start(e);
+	uint32_t ln = adapter_new(e, "legacyGPU", 0);
+	uint32_t na = adapter_payload(e, NF_VIDSCH_NATIVE_GPU_FENCE, NF_IRQ_NULL_ARRAY);
+	nf_handle ql = queue_new(e, ln, "legacy-q");
+	nf_handle qn = queue_new(e, na, "native-q");
+	nf_handle fl = fence_new(e, ln, NF_FENCE_TYPE_DEFAULT, false, false, 0, 1);
+	nf_handle fn = fence_new(e, na, NF_FENCE_TYPE_DEFAULT, false, false, 0, 1);
+
+	OK(e, nf_cpu_wait_async(e->rt, fl, 5, &ev, &e->err));
+	OK(e, nf_cpu_wait_async(e->rt, fn, 1, &evn, &e->err));
+	/* The native adapter's NULL-array interrupt wakes its own waiter only. */
+	OK(e, nf_queue_signal(e->rt, qn, fn, 1, &e->err));
+	OK(e, nf_runtime_advance(e->rt, 1 * MS, &e->err));
+	ck_assert_uint_eq(count_ev(e, NF_EV_FENCE_INTERRUPT), 1);
+	long i = find_where(e, NF_EV_FENCE_INTERRUPT, -1, 0, 0);
+	ck_assert_uint_eq(e->col.v[i].ev.f[NFF_FENCE_INTERRUPT_adapter], na);
+	ck_assert_uint_eq(e->col.v[i].ev.f[NFF_FENCE_INTERRUPT_waiters_woken], 1);
+	ck_assert_int_lt(find_where(e, NF_EV_CPU_UNWAIT, NFF_CPU_UNWAIT_fence, fl, 0), 0);
+	FAILS(e, NF_ETIMEOUT, nf_event_wait(e->rt, ev, 0, &e->err));
+	OK(e, nf_event_wait(e->rt, evn, 0, &e->err));
+
+	/* The legacy signal of 4 satisfies nothing; 5 satisfies the waiter at once. */
+	size_t mark = e->col.n;
+	OK(e, nf_queue_signal(e->rt, ql, fl, 4, &e->err));
+	OK(e, nf_runtime_advance(e->rt, 1 * MS, &e->err));
+	ck_assert_uint_eq(count_where(e, NF_EV_GPU_SIGNAL_LEGACY, -1, 0, mark), 1);
+	ck_assert_int_lt(find_where(e, NF_EV_CPU_UNWAIT, NFF_CPU_UNWAIT_fence, fl, 0), 0);
+	FAILS(e, NF_ETIMEOUT, nf_event_wait(e->rt, ev, 0, &e->err));
+	mark = e->col.n;
+	OK(e, nf_queue_signal(e->rt, ql, fl, 5, &e->err));
+	OK(e, nf_runtime_advance(e->rt, 1 * MS, &e->err));
+	long s = find_where(e, NF_EV_GPU_SIGNAL_LEGACY, NFF_GPU_SIGNAL_LEGACY_value, 5, mark);
+	long u = find_where(e, NF_EV_CPU_UNWAIT, NFF_CPU_UNWAIT_fence, fl, mark);
+	ck_assert_int_ge(s, 0);
+	ck_assert_int_gt(u, s);
+	ck_assert_uint_eq(e->col.v[u].ev.f[UNWAIT_STATUS], 0);
+	ck_assert_uint_eq(e->col.v[u].ev.f[NFF_CPU_UNWAIT_value], 5);
+	ck_assert_uint_eq(count_where(e, NF_EV_FENCE_INTERRUPT, -1, 0, mark), 0);
+	ck_assert_uint_eq(count_where(e, NF_EV_LOG_READ, NFF_LOG_READ_hwqueue, ql, 0), 0);
+	OK(e, nf_event_wait(e->rt, ev, 0, &e->err));
+	ck_assert_uint_eq(current_of(e, fl), 5);
+	OK(e, nf_event_close(e->rt, ev, &e->err));
+	OK(e, nf_event_close(e->rt, evn, &e->err));
+	OK(e, nf_runtime_finish(e->rt, &e->err));
+	env_end(e);
+}
+END_TEST
+
 /* (g) Cross-adapter, scenario 1: both adapters native. */
 START_TEST(test_cross_adapter_native)
 {
@@ -1233,6 +1295,7 @@ int main(void)
 	tcase_add_test(tc, test_optimized_interrupt);
 	tcase_add_loop_test(tc, test_irq_payload_nonoptimized, 0, 3);
 	tcase_add_loop_test(tc, test_irq_payload_optimized, 0, 2);
+	tcase_add_test(tc, test_legacy_monitored_fence_cpu_wait);
 	tcase_add_test(tc, test_cross_adapter_native);
 	tcase_add_test(tc, test_cross_adapter_legacy_wait);
 	tcase_add_test(tc, test_cross_adapter_legacy_signal);
