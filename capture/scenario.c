@@ -283,30 +283,32 @@ static int parse_expr(struct sc_parser *p, const struct sc_word *w, const struct
 	return rc;
 }
 
-/* Evaluates an expression; vars[d] is the loop counter at depth d. */
+/* Evaluates an expression; vars[d] is the loop counter at depth d. The top of
+ * the stack is kept in a register (st[0] is a dummy under the bottom). */
 static int eval_expr(const struct sc_expr *e, const uint64_t *vars, uint64_t *out)
 {
-	uint64_t st[SC_MAX_EXPR];
-	uint32_t sp = 0;
+	uint64_t st[SC_MAX_EXPR + 1];
+	uint64_t top = 0;
+	uint32_t sp = 0; /* values on the stack, the top included */
 
 	for (uint32_t i = 0; i < e->n; i++) {
-		uint64_t a, b;
+		uint64_t a, b = top;
 
 		switch (e->code[i].t) {
-		case SC_T_CONST: st[sp++] = e->code[i].v; continue;
-		case SC_T_VAR: st[sp++] = vars[e->code[i].v]; continue;
+		case SC_T_CONST: st[sp++] = top; top = e->code[i].v; continue;
+		case SC_T_VAR: st[sp++] = top; top = vars[e->code[i].v]; continue;
 		}
-		b = st[--sp];
 		a = st[--sp];
 		switch (e->code[i].t) {
-		case SC_T_ADD: if (a > UINT64_MAX - b) return NF_EINVAL; st[sp++] = a + b; break;
-		case SC_T_SUB: if (b > a) return NF_EINVAL; st[sp++] = a - b; break;
-		case SC_T_MUL: if (a && b > UINT64_MAX / a) return NF_EINVAL; st[sp++] = a * b; break;
-		case SC_T_DIV: if (!b) return NF_EINVAL; st[sp++] = a / b; break;
-		case SC_T_MOD: if (!b) return NF_EINVAL; st[sp++] = a % b; break;
+		case SC_T_ADD: if (a > UINT64_MAX - b) return NF_EINVAL; top = a + b; break;
+		case SC_T_SUB: if (b > a) return NF_EINVAL; top = a - b; break;
+		case SC_T_MUL: if (a && b > UINT64_MAX / a) return NF_EINVAL; top = a * b; break;
+		case SC_T_DIV: if (!b) return NF_EINVAL; top = a / b; break;
+		case SC_T_MOD: if (!b) return NF_EINVAL; top = a % b; break;
 		}
 	}
-	*out = sp ? st[0] : 0;
+	/* the bottom value, as a stack would leave it */
+	*out = sp == 0 ? 0 : sp == 1 ? top : st[1];
 	return 0;
 }
 
