@@ -1102,7 +1102,8 @@ static int run_stmt(struct sc_run *r, const struct sc_stmt *st)
 	uint64_t x = 0, y = NF_NO_TIMEOUT;
 	int rc = 0;
 
-	nf_error_clear(&e);
+	e.code = NF_OK; /* nf_error_clear, without a call per statement */
+	e.msg[0] = '\0';
 	if (++r->steps > SC_MAX_STEPS)
 		return rerr(r, st, "the scenario ran more than %llu statements (the limit)",
 			    (unsigned long long)SC_MAX_STEPS);
