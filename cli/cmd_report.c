@@ -10,8 +10,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define REPORT_MAX_FILTER 256
+
+/* Whether the extension of path (its last component's) is one nf_render draws. */
+static int known_output_format(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	const char *dot = strrchr(slash ? slash + 1 : path, '.');
+
+	return dot && (!strcasecmp(dot, ".png") || !strcasecmp(dot, ".svg") || !strcasecmp(dot, ".pdf"));
+}
 
 static int parse_id(const char *s, int64_t *out)
 {
@@ -100,6 +110,10 @@ int cmd_report(int argc, char **argv)
 		return nf_cli_usage_error("report", "unexpected argument '%s'", argv[optind + 1]);
 	if (!ro.output)
 		return nf_cli_usage_error("report", "missing -o FILE");
+	/* Checked here, before the session is read or its timeline built. */
+	if (!known_output_format(ro.output))
+		return nf_cli_usage_error("report", "-o %s: unknown output format (use .png, .svg or .pdf)",
+					  ro.output);
 	if (ro.from_ns >= 0 && ro.to_ns >= 0 && ro.to_ns <= ro.from_ns)
 		return nf_cli_usage_error("report", "--to must be after --from");
 	ro.queues = ro.n_queues ? queues : NULL;

@@ -175,9 +175,18 @@ START_TEST(bad_inputs)
 	snprintf(cmd, sizeof(cmd), "'%s' report '%s' -o '%s/a.png'", nf, notsession, tmp);
 	st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
 	assert_one_line_error(st, 1, "notsession");
+	/* An output format report cannot draw is bad usage (exit 2), refused before
+	 * the session is even looked at: the same with a session that does not exist. */
 	snprintf(cmd, sizeof(cmd), "'%s' report '%s' -o '%s/a.bmp'", nf, session, tmp);
 	st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
-	assert_one_line_error(st, 1, "a.bmp");
+	assert_one_line_error(st, 2, "a.bmp");
+	ck_assert_msg(strstr(err, "unknown output format") != NULL, "%s", err);
+	snprintf(cmd, sizeof(cmd), "'%s' report '%s/nope' -o '%s/a.bmp'", nf, tmp, tmp);
+	st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	assert_one_line_error(st, 2, "a.bmp");
+	snprintf(cmd, sizeof(cmd), "'%s' report '%s' -o '%s/png'", nf, session, tmp);
+	st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	assert_one_line_error(st, 2, "png");
 	snprintf(cmd, sizeof(cmd), "'%s' report '%s' -o '%s/a.png' --from banana", nf, session, tmp);
 	st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
 	assert_one_line_error(st, 2, "banana");
