@@ -683,10 +683,15 @@ static int log_read(struct nf_runtime *rt, struct nf_queue *q, struct nf_log *lg
 	}
 	bool want_truth = rt->cfg.ground_truth;
 	uint32_t slot = (uint32_t)(start % lg->capacity);
+	/* Deterministic, and the entries do not wrap: the event points at the log
+	 * itself (nothing writes it before the event is emitted), no copy. */
+	const struct nf_log_entry *entries =
+		!rt->threaded && slot + (uint64_t)n <= lg->capacity ? &lg->entries[slot] : NULL;
 	for (uint32_t i = 0; i < n; i++, slot = slot + 1 == lg->capacity ? 0 : slot + 1) {
 		const struct nf_log_entry *e = &lg->entries[slot];
 
-		rt->scratch_entries[i] = *e;
+		if (!entries)
+			rt->scratch_entries[i] = *e;
 		if (want_truth)
 			rt->scratch_truth[i] = lg->truth[slot];
 		/* What the reader sees, in its own terms (ground truth counts). */
@@ -715,7 +720,7 @@ static int log_read(struct nf_runtime *rt, struct nf_queue *q, struct nf_log *lg
 	ev.f[NFF_LOG_READ_capacity] = capacity;
 	ev.f[NFF_LOG_READ_first_slot] = start % capacity;
 	ev.f[NFF_LOG_READ_entry_count] = n;
-	ev.entries = rt->scratch_entries;
+	ev.entries = entries ? entries : rt->scratch_entries;
 	rc = emit(rt, &ev);
 	if (rc)
 		return rc;
