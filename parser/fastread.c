@@ -306,7 +306,7 @@ static int nf_fr_advance(struct nf_fr *r, struct nf_fr_stream *s)
 	}
 }
 
-static int nf_fr_reserve(void **buf, size_t *cap, size_t n, size_t sz, struct nf_error *err)
+int nf_parser_buf_reserve(void **buf, size_t *cap, size_t n, size_t sz, struct nf_error *err)
 {
 	size_t ncap;
 	void *nb;
@@ -376,7 +376,7 @@ static int nf_fr_deliver(struct nf_fr *r, struct nf_fr_stream *s)
 						    "%s: event %" PRIu64 ": field '%s' has %" PRIu64 " elements (limit %u)",
 						    r->dir, index, fd->name, n, NF_READER_MAX_SEQ);
 			if (fd->type == NF_FT_U32SEQ) {
-				rc = nf_fr_reserve((void **)&r->u32s, &r->cap_u32s, (size_t)n,
+				rc = nf_parser_buf_reserve((void **)&r->u32s, &r->cap_u32s, (size_t)n,
 						   sizeof(*r->u32s), r->err);
 				if (rc)
 					return rc;
@@ -384,7 +384,7 @@ static int nf_fr_deliver(struct nf_fr *r, struct nf_fr_stream *s)
 					memcpy(r->u32s, p, (size_t)(n * el));
 				ev.u32s = r->u32s;
 			} else {
-				rc = nf_fr_reserve((void **)&r->entries, &r->cap_entries, (size_t)n,
+				rc = nf_parser_buf_reserve((void **)&r->entries, &r->cap_entries, (size_t)n,
 						   sizeof(*r->entries), r->err);
 				if (rc)
 					return rc;

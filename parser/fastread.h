@@ -12,6 +12,7 @@
 #include "nftrace/events.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* What the reader needs from the trace class (read by the babeltrace2 probe). */
@@ -34,6 +35,10 @@ struct nf_fr_sink {
  * ("DIR/FILE: packet at offset N: what"), NF_EIO or NF_ENOMEM. */
 int nf_fastread_run(const char *dir, const struct nf_fr_trace *tr, const struct nf_fr_sink *sink,
 		    struct nf_error *err);
+
+/* Grows a reusable buffer to hold n elements of size sz (n bounded by the
+ * caller); both readers use it. 0 or NF_ENOMEM. */
+int nf_parser_buf_reserve(void **buf, size_t *cap, size_t n, size_t sz, struct nf_error *err);
 
 /* The sequence bound the babeltrace2 path applies too (elements per field). */
 #define NF_READER_MAX_SEQ (1u << 20)

@@ -343,25 +343,6 @@ static int nf_class_lookup(struct nf_pass *ps, const bt_event_class *cls,
 	return 0;
 }
 
-/* Grows a reusable buffer to hold n elements of size sz (n bounded by the caller). */
-static int nf_buf_reserve(void **buf, size_t *cap, size_t n, size_t sz, struct nf_error *err)
-{
-	size_t ncap;
-	void *nb;
-
-	if (n <= *cap)
-		return 0;
-	ncap = *cap ? *cap : 64;
-	while (ncap < n)
-		ncap *= 2;
-	nb = realloc(*buf, ncap * sz);
-	if (!nb)
-		return nf_error_set(err, NF_ENOMEM, "out of memory for a sequence of %zu elements", n);
-	*buf = nb;
-	*cap = ncap;
-	return 0;
-}
-
 static int nf_read_array(struct nf_pass *ps, const struct nf_class_map *m,
 			 const struct nf_field_desc *fd, const bt_field *f, uint64_t *len_out,
 			 uint64_t event_index)
@@ -375,7 +356,7 @@ static int nf_read_array(struct nf_pass *ps, const struct nf_class_map *m,
 				    ps->p->dir, event_index, fd->name, n, NF_READER_MAX_SEQ);
 	*len_out = n;
 	if (fd->type == NF_FT_U32SEQ) {
-		rc = nf_buf_reserve((void **)&ps->u32s, &ps->cap_u32s, (size_t)n, sizeof(*ps->u32s),
+		rc = nf_parser_buf_reserve((void **)&ps->u32s, &ps->cap_u32s, (size_t)n, sizeof(*ps->u32s),
 				    ps->err);
 		if (rc)
 			return rc;
@@ -384,7 +365,7 @@ static int nf_read_array(struct nf_pass *ps, const struct nf_class_map *m,
 				bt_field_array_borrow_element_field_by_index_const(f, i));
 		return 0;
 	}
-	rc = nf_buf_reserve((void **)&ps->entries, &ps->cap_entries, (size_t)n,
+	rc = nf_parser_buf_reserve((void **)&ps->entries, &ps->cap_entries, (size_t)n,
 			    sizeof(*ps->entries), ps->err);
 	if (rc)
 		return rc;
