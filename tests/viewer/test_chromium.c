@@ -7,6 +7,7 @@
  * the program says so and exits 77, which ctest reports as skipped.
  */
 #include "nf_test.h"
+#include "nf_image.h"
 
 #include <cairo.h>
 #include <stdint.h>
@@ -28,55 +29,19 @@ static void teardown(void)
 		nf_test_rmtree(tmpdir);
 }
 
-struct image {
-	cairo_surface_t *sf;
-	int w, h, stride;
-	const unsigned char *px;
-};
-
-static void image_load(struct image *im, const char *path)
-{
-	im->sf = cairo_image_surface_create_from_png(path);
-	ck_assert_msg(cairo_surface_status(im->sf) == CAIRO_STATUS_SUCCESS, "%s: not a PNG: %s",
-		      path, cairo_status_to_string(cairo_surface_status(im->sf)));
-	cairo_surface_flush(im->sf);
-	im->w = cairo_image_surface_get_width(im->sf);
-	im->h = cairo_image_surface_get_height(im->sf);
-	im->stride = cairo_image_surface_get_stride(im->sf);
-	im->px = cairo_image_surface_get_data(im->sf);
-}
-
-static uint32_t pixel(const struct image *im, int x, int y)
-{
-	const uint32_t *row = (const uint32_t *)(const void *)(im->px + (size_t)y * (size_t)im->stride);
-
-	return row[x] & 0xFFFFFF;
-}
-
-static int near(uint32_t a, uint32_t b, int tol)
-{
-	for (int sh = 0; sh <= 16; sh += 8) {
-		int d = (int)((a >> sh) & 0xFF) - (int)((b >> sh) & 0xFF);
-
-		if (d > tol || d < -tol)
-			return 0;
-	}
-	return 1;
-}
-
 /* Where a colour is: pixel count and bounding box. */
 struct found {
 	long n;
 	int x0, y0, x1, y1;
 };
 
-static struct found find_colour(const struct image *im, uint32_t rgb)
+static struct found find_colour(const struct nf_image *im, uint32_t rgb)
 {
 	struct found f = { 0, im->w, im->h, -1, -1 };
 
 	for (int y = 0; y < im->h; y++)
 		for (int x = 0; x < im->w; x++) {
-			if (!near(pixel(im, x, y), rgb, 6))
+			if (!nf_image_near(nf_image_pixel(im, x, y), rgb, 6))
 				continue;
 			f.n++;
 			if (x < f.x0)
@@ -110,7 +75,7 @@ START_TEST(svg_in_chromium)
 	char png[2048], svg[2048], shot[2048];
 	static const uint32_t colours[] = { C_WAIT, C_STALL, C_SIGNAL };
 	static const char *const names[] = { "wait", "stall", "signal" };
-	struct image a, b;
+	struct nf_image a, b;
 	long ink = 0;
 
 	nf_test_source_path(sample, sizeof(sample), "samples/log-buffer-example.nfs");
@@ -130,14 +95,14 @@ START_TEST(svg_in_chromium)
 		 chromium, tmpdir, shot, svg);
 	run_ok(cmd);
 
-	image_load(&a, png);
-	image_load(&b, shot);
+	nf_image_load(&a, png);
+	nf_image_load(&b, shot);
 	ck_assert_int_eq(b.w, 2200);
 	ck_assert_int_eq(b.h, 450);
 	/* Not blank: a good part of the page is drawn (text, rows, boxes, axis). */
 	for (int y = 0; y < b.h; y++)
 		for (int x = 0; x < b.w; x++)
-			ink += !near(pixel(&b, x, y), 0xFFFFFF, 8);
+			ink += !nf_image_near(nf_image_pixel(&b, x, y), 0xFFFFFF, 8);
 	ck_assert_msg(ink > (long)b.w * b.h / 50, "screenshot nearly blank: %ld drawn pixels", ink);
 	for (size_t i = 0; i < 3; i++) {
 		struct found p = find_colour(&a, colours[i]), c = find_colour(&b, colours[i]);

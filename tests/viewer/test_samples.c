@@ -8,6 +8,7 @@
  * before committing.
  */
 #include "nf_test.h"
+#include "nf_image.h"
 
 #include <cairo.h>
 #include <stdint.h>
@@ -43,47 +44,11 @@ static const struct {
 	{ "process-a-b-sharing", "process-a-b-sharing", "--width 800" },
 };
 
-struct image {
-	cairo_surface_t *sf;
-	int w, h, stride;
-	const unsigned char *px;
-};
-
-static void image_load(struct image *im, const char *path)
-{
-	im->sf = cairo_image_surface_create_from_png(path);
-	ck_assert_msg(cairo_surface_status(im->sf) == CAIRO_STATUS_SUCCESS, "%s: cannot read: %s",
-		      path, cairo_status_to_string(cairo_surface_status(im->sf)));
-	cairo_surface_flush(im->sf);
-	im->w = cairo_image_surface_get_width(im->sf);
-	im->h = cairo_image_surface_get_height(im->sf);
-	im->stride = cairo_image_surface_get_stride(im->sf);
-	im->px = cairo_image_surface_get_data(im->sf);
-}
-
-static uint32_t pixel(const struct image *im, int x, int y)
-{
-	const uint32_t *row = (const uint32_t *)(const void *)(im->px + (size_t)y * (size_t)im->stride);
-
-	return row[x] & 0xFFFFFF;
-}
-
-static int near(uint32_t a, uint32_t b, int tol)
-{
-	for (int sh = 0; sh <= 16; sh += 8) {
-		int d = (int)((a >> sh) & 0xFF) - (int)((b >> sh) & 0xFF);
-
-		if (d > tol || d < -tol)
-			return 0;
-	}
-	return 1;
-}
-
 START_TEST(sample_reference)
 {
 	const char *name = cases[_i].name;
 	char cmd[16384], out[2048], err[4096], src[4096], png[2048], ref[4200];
-	struct image a, b;
+	struct nf_image a, b;
 	long bad = 0, first_x = -1, first_y = -1;
 	int rc;
 
@@ -101,13 +66,13 @@ START_TEST(sample_reference)
 		snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", png, ref);
 		ck_assert_int_eq(system(cmd), 0);
 	}
-	image_load(&a, png);
-	image_load(&b, ref);
+	nf_image_load(&a, png);
+	nf_image_load(&b, ref);
 	ck_assert_msg(a.w == b.w && a.h == b.h, "[%s] %dx%d, reference %dx%d", name, a.w, a.h,
 		      b.w, b.h);
 	for (int y = 0; y < a.h; y++)
 		for (int x = 0; x < a.w; x++)
-			if (!near(pixel(&a, x, y), pixel(&b, x, y), 24) && bad++ == 0) {
+			if (!nf_image_near(nf_image_pixel(&a, x, y), nf_image_pixel(&b, x, y), 24) && bad++ == 0) {
 				first_x = x;
 				first_y = y;
 			}

@@ -6,6 +6,7 @@
  * image, nf_parse_duration, and clean errors on bad input.
  */
 #include "nf_test.h"
+#include "nf_image.h"
 
 #include <cairo.h>
 #include <sqlite3.h>
@@ -172,42 +173,9 @@ static void layout_of(const char *dbpath, const struct nf_render_options *o,
 	sqlite3_close(db);
 }
 
-struct image {
-	cairo_surface_t *sf;
-	int w, h, stride;
-	const unsigned char *data;
-};
-
-static void image_load(struct image *im, const char *path)
+static uint32_t pixel(const struct nf_image *im, double x, double y)
 {
-	im->sf = cairo_image_surface_create_from_png(path);
-	ck_assert_msg(cairo_surface_status(im->sf) == CAIRO_STATUS_SUCCESS, "%s: not a PNG: %s",
-		      path, cairo_status_to_string(cairo_surface_status(im->sf)));
-	cairo_surface_flush(im->sf);
-	im->w = cairo_image_surface_get_width(im->sf);
-	im->h = cairo_image_surface_get_height(im->sf);
-	im->stride = cairo_image_surface_get_stride(im->sf);
-	im->data = cairo_image_surface_get_data(im->sf);
-}
-
-static uint32_t pixel(const struct image *im, double x, double y)
-{
-	int ix = (int)x, iy = (int)y;
-
-	ck_assert(ix >= 0 && ix < im->w && iy >= 0 && iy < im->h);
-	return *(const uint32_t *)(const void *)(im->data + (size_t)iy * (size_t)im->stride +
-						 (size_t)ix * 4) & 0xFFFFFF;
-}
-
-static int near(uint32_t a, uint32_t b, int tol)
-{
-	for (int s = 0; s < 24; s += 8) {
-		int d = (int)((a >> s) & 0xFF) - (int)((b >> s) & 0xFF);
-
-		if (d > tol || d < -tol)
-			return 0;
-	}
-	return 1;
+	return nf_image_pixel(im, (int)x, (int)y);
 }
 
 #define C_WAIT 0xF4B6C2u
@@ -217,7 +185,7 @@ static int near(uint32_t a, uint32_t b, int tol)
 #define C_WHITE 0xFFFFFFu
 
 /* The pixel at time t in the middle of a lane of a queue's row. */
-static uint32_t lane_pixel(const struct image *im, const struct nf_render_layout *lay,
+static uint32_t lane_pixel(const struct nf_image *im, const struct nf_render_layout *lay,
 			   int64_t queue, enum nf_render_lane_kind lane, int64_t t)
 {
 	const struct nf_render_row *row = nf_render_layout_queue(lay, queue);
@@ -229,14 +197,14 @@ static uint32_t lane_pixel(const struct image *im, const struct nf_render_layout
 }
 
 #define ASSERT_COLOUR(got, want) \
-	ck_assert_msg(near((got), (want), 8), "colour %06X, expected %06X", (got), (want))
+	ck_assert_msg(nf_image_near((got), (want), 8), "colour %06X, expected %06X", (got), (want))
 
 START_TEST(scenario_png_colours)
 {
 	char db[4200], out[4200];
 	struct nf_render_options o;
 	struct nf_render_layout lay;
-	struct image im;
+	struct nf_image im;
 	const struct nf_render_row *cpu;
 	uint32_t px;
 	double y0, y1;
@@ -247,7 +215,7 @@ START_TEST(scenario_png_colours)
 	o = base_opts(out);
 	render_ok(db, &o);
 	layout_of(db, &o, &lay);
-	image_load(&im, out);
+	nf_image_load(&im, out);
 	ck_assert_int_eq(im.w, 1600);
 	ck_assert_int_eq(im.h, (int)lay.height);
 	ck_assert_int_eq(lay.t0, 0);
@@ -267,16 +235,16 @@ START_TEST(scenario_png_colours)
 	ASSERT_COLOUR(lane_pixel(&im, &lay, Q3D, NF_LANE_SIGNAL, 2500 * US), C_WHITE);
 	/* The lost wait is open-ended: tinted to the right edge, never solid. */
 	px = lane_pixel(&im, &lay, QCOMP, NF_LANE_WAIT, 9800 * US);
-	ck_assert_msg(!near(px, C_WAIT, 8) && !near(px, 0xF6F7F9, 4) && (px >> 16) > (px & 0xFF),
+	ck_assert_msg(!nf_image_near(px, C_WAIT, 8) && !nf_image_near(px, 0xF6F7F9, 4) && (px >> 16) > (px & 0xFF),
 		      "open-ended wait colour %06X", px);
 	px = lane_pixel(&im, &lay, QCOMP, NF_LANE_WAIT, 7200 * US);
-	ck_assert_msg(near(px, 0xF6F7F9, 4), "before the open-ended wait: %06X", px);
+	ck_assert_msg(nf_image_near(px, 0xF6F7F9, 4), "before the open-ended wait: %06X", px);
 	/* The lost span (signals log, 8-9 ms) is hatched: not the plain stripe colour. */
 	{
 		int tinted = 0;
 
 		for (int64_t t = 8100 * US; t < 8900 * US; t += 20 * US)
-			if (!near(lane_pixel(&im, &lay, QCOMP, NF_LANE_SIGNAL, t), 0xF6F7F9, 4))
+			if (!nf_image_near(lane_pixel(&im, &lay, QCOMP, NF_LANE_SIGNAL, t), 0xF6F7F9, 4))
 				tinted++;
 		ck_assert_int_ge(tinted, 30);
 	}
@@ -333,7 +301,7 @@ START_TEST(window_filter)
 	char db[4200], out[4200];
 	struct nf_render_options o;
 	struct nf_render_layout lay;
-	struct image im;
+	struct nf_image im;
 	const struct nf_render_row *row;
 	double y0, y1;
 	int pink = 0;
@@ -346,7 +314,7 @@ START_TEST(window_filter)
 	o.to_ns = 10 * MS;
 	render_ok(db, &o);
 	layout_of(db, &o, &lay);
-	image_load(&im, out);
+	nf_image_load(&im, out);
 	ck_assert_int_eq(lay.t0, 5500 * US);
 	/* The wait ended at 5 ms, before the window: no pink anywhere in its lane. */
 	row = nf_render_layout_queue(&lay, Q3D);
@@ -354,7 +322,7 @@ START_TEST(window_filter)
 	for (double x = lay.plot_x0 + 1; x < lay.plot_x1 - 1; x++) {
 		uint32_t p = pixel(&im, x, (y0 + y1) / 2);
 
-		if (near(p, C_WAIT, 8) || near(p, C_STALL, 8))
+		if (nf_image_near(p, C_WAIT, 8) || nf_image_near(p, C_STALL, 8))
 			pink++;
 	}
 	ck_assert_int_eq(pink, 0);
@@ -372,7 +340,7 @@ START_TEST(queue_and_fence_filters)
 	char db[4200], out[4200];
 	struct nf_render_options o;
 	struct nf_render_layout lay;
-	struct image im;
+	struct nf_image im;
 	const int64_t q[] = { Q3D }, f[] = { 2 }, bad[] = { 0x999 };
 	struct nf_error err;
 
@@ -394,7 +362,7 @@ START_TEST(queue_and_fence_filters)
 	o.n_fences = 1;
 	render_ok(db, &o);
 	layout_of(db, &o, &lay);
-	image_load(&im, out);
+	nf_image_load(&im, out);
 	ASSERT_COLOUR(lane_pixel(&im, &lay, Q3D, NF_LANE_SIGNAL, 6500 * US), C_SIGNAL);
 	ASSERT_COLOUR(lane_pixel(&im, &lay, Q3D, NF_LANE_WAIT, 1500 * US), C_WHITE);
 	ASSERT_COLOUR(lane_pixel(&im, &lay, QCOMP, NF_LANE_SIGNAL, 3300 * US), 0xF6F7F9);
@@ -416,7 +384,7 @@ START_TEST(dark_theme)
 	char db[4200], out[4200];
 	struct nf_render_options o;
 	struct nf_render_layout lay;
-	struct image im;
+	struct nf_image im;
 	uint32_t bg;
 
 	path_in_tmp(db, sizeof(db), "t.db");
@@ -427,7 +395,7 @@ START_TEST(dark_theme)
 	o.width = 1000;
 	render_ok(db, &o);
 	layout_of(db, &o, &lay);
-	image_load(&im, out);
+	nf_image_load(&im, out);
 	ck_assert_int_eq(im.w, 1000);
 	bg = pixel(&im, 2, 2);
 	ck_assert_msg((bg & 0xFF) < 0x40, "dark background %06X", bg);
@@ -443,7 +411,7 @@ START_TEST(reference_image)
 {
 	char db[4200], out[4200], ref[4200];
 	struct nf_render_options o;
-	struct image a, b;
+	struct nf_image a, b;
 	long bad = 0;
 
 	path_in_tmp(db, sizeof(db), "t.db");
@@ -458,14 +426,14 @@ START_TEST(reference_image)
 		snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", out, ref);
 		ck_assert_int_eq(system(cmd), 0);
 	}
-	image_load(&a, out);
-	image_load(&b, ref);
+	nf_image_load(&a, out);
+	nf_image_load(&b, ref);
 	ck_assert_int_eq(a.w, b.w);
 	ck_assert_int_eq(a.h, b.h);
 	/* Text may antialias a little differently elsewhere: a per-pixel tolerance. */
 	for (int y = 0; y < a.h; y++)
 		for (int x = 0; x < a.w; x++)
-			if (!near(pixel(&a, x, y), pixel(&b, x, y), 16))
+			if (!nf_image_near(pixel(&a, x, y), pixel(&b, x, y), 16))
 				bad++;
 	ck_assert_msg(bad <= (long)a.w * a.h / 1000, "%ld pixels differ from %s", bad, ref);
 	cairo_surface_destroy(a.sf);
