@@ -514,7 +514,7 @@ void nf_th_cpu_wake(struct nf_runtime *rt)
 
 bool nf_th_interrupted(const struct nf_runtime *rt)
 {
-	if (rt->cfg.interrupt && *rt->cfg.interrupt)
+	if (rt->cfg.interrupt && __atomic_load_n(rt->cfg.interrupt, __ATOMIC_RELAXED))
 		return true;
 	return rt->th && rt->th->cpu_release;
 }
@@ -574,7 +574,7 @@ int nf_th_advance(struct nf_runtime *rt, uint64_t ns)
 		return 0;
 	}
 	for (;;) {
-		if (*rt->cfg.interrupt)
+		if (__atomic_load_n(rt->cfg.interrupt, __ATOMIC_RELAXED))
 			return NF_EINTR;
 		uint64_t now = nf_th_now(rt);
 		if (now >= end)
@@ -646,7 +646,7 @@ static bool quiet(struct nf_runtime *rt)
 int nf_th_quiesce(struct nf_runtime *rt)
 {
 	for (;;) {
-		if (rt->cfg.interrupt && *rt->cfg.interrupt)
+		if (rt->cfg.interrupt && __atomic_load_n(rt->cfg.interrupt, __ATOMIC_RELAXED))
 			return NF_EINTR;
 		nf_th_lock(rt);
 		int rc = nf_eng_sink_failed(rt);

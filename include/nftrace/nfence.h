@@ -102,8 +102,10 @@ struct nf_runtime_config {
 	bool ground_truth;               /* emit TruthOp / TruthLog events */
 	uint64_t max_operations;         /* refuse more queued operations than this (0: no limit) */
 	struct nf_event_sink sink;       /* where events go; emit may be NULL (no recording) */
-	/* Optional flag a signal handler sets: once non-zero, threaded advances,
-	 * CPU waits and the final drain return NF_EINTR (polled every 20 ms). */
+	/* Optional flag a signal handler sets (another thread sets it with an
+	 * atomic store, e.g. __atomic_store_n): once non-zero, threaded advances,
+	 * CPU waits and the final drain return NF_EINTR (polled every 20 ms; read
+	 * with an atomic load). */
 	volatile int *interrupt;
 };
 

@@ -738,7 +738,7 @@ START_TEST(test_interrupt_flag_stops_waits)
 	struct env e;
 	pthread_t t;
 
-	flag = 0;
+	__atomic_store_n(&flag, 0, __ATOMIC_RELAXED);
 	memset(&e, 0, sizeof(e));
 	nf_runtime_config_init(&cfg);
 	cfg.mode = NF_MODE_THREADED;
@@ -757,7 +757,7 @@ START_TEST(test_interrupt_flag_stops_waits)
 	struct waiter_arg w = { &e, f, 5, NF_NO_TIMEOUT, 0, -1 };
 	ck_assert_int_eq(pthread_create(&t, NULL, waiter_main, &w), 0);
 	until_waiting(&e, f);
-	flag = 1;
+	__atomic_store_n(&flag, 1, __ATOMIC_RELAXED);
 	ck_assert_int_eq(pthread_join(t, NULL), 0);
 	ck_assert_int_eq(w.rc, NF_EINTR);
 	/* A minute of real time would outlast the case's timeout. */
@@ -767,7 +767,7 @@ START_TEST(test_interrupt_flag_stops_waits)
 	/* So does the final drain. */
 	ck_assert_int_eq(nf_runtime_finish(e.rt, &err), NF_EINTR);
 	/* The waiter was taken off the fence: a later signal wakes nobody. */
-	flag = 0;
+	__atomic_store_n(&flag, 0, __ATOMIC_RELAXED);
 	OK(nf_cpu_signal(e.rt, f, 5, E_));
 	env_end(&e);
 	ck_assert_uint_gt(count_ev(&e, NF_EV_ADAPTER_START), 0);
