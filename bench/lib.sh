@@ -57,3 +57,19 @@ nfb_session() {
 	fi
 	echo "$dir"
 }
+
+# nfb_growth STAGE WHAT SCALE SECONDS: remembers SECONDS for STAGE/WHAT at SCALE
+# and, from the second scale on, adds a row with how the time grew against how
+# the operations grew (linear is a ratio of 1; the target allows 1.25).
+declare -gA nfb_growth_prev_scale=() nfb_growth_prev_s=()
+nfb_growth() {
+	local stage="$1" what="$2" scale="$3" s="$4" key="$1/$2"
+	local ps="${nfb_growth_prev_scale[$key]:-}" pt="${nfb_growth_prev_s[$key]:-}"
+	nfb_growth_prev_scale[$key]=$scale
+	nfb_growth_prev_s[$key]=$s
+	[ -n "$ps" ] && [ -n "$pt" ] || return 0
+	local f=$((scale / ps)) g verdict
+	g=$(nfb_div "$s" "$pt")
+	verdict=$(awk -v g="$g" -v f="$f" 'BEGIN { if (g == "n/a") print "n/a"; else if (g <= f * 1.25) print "meets (linear)"; else printf "misses: %.2fx worse than linear\n", g / f }')
+	nfb_row "$stage" "x$scale" "$what time growth from x$ps (${f}x ops)" "$g" "linear" "$f" "$(nfb_div "$g" "$f")" "<=1.25x linear" "$verdict"
+}

@@ -35,6 +35,7 @@ for scale in $NFB_SCALES; do
 	nfb_row analyze "x$scale" "ingest entries/s ($n entries, ${an_s}s)" "$ours_rate" \
 		"bare insert rows/s (${bare_load}s; +index ${bare_all}s)" "$bare_rate" \
 		"$ratio (time)" ">=1M/s, <=2x bare" "$verdict"
+	nfb_growth analyze "ingest (wall)" "$scale" "$an_s"
 	nfb_row analyze "x$scale" "ingest CPU s (user+sys)" "$an_cpu" \
 		"bare insert CPU s (+index ${bare_cpu_all}s)" "$bare_cpu" "$(nfb_div "$an_cpu" "$bare_cpu")" \
 		"<=2x bare" "$(awk -v a="$an_cpu" -v b="$bare_cpu" 'BEGIN {

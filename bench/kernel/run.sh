@@ -44,6 +44,7 @@ else
 		}')"
 		nfb_row kernel "x$scale" "import events/s ($n events, ${imp_s}s)" "$ours" \
 			"trace-cmd report events/s (${tcr_s}s)" "$peer" "$ratio (time)" "<=1.5x trace-cmd report" "$verdict"
+		nfb_growth kernel "import (wall)" "$scale" "$imp_s"
 		# The timeline build against reading the session alone (babeltrace2, the
 		# floor of any build): `nftrace info` parses every event and stores nothing.
 		nfb_time kp -O /dev/null -- "$NFB_NFTRACE" info "$NFB_WORK/kernel-x$scale"
@@ -55,5 +56,6 @@ else
 			"session read alone (info) events/s (${kp_s}s)" "$prate" "$(nfb_div "$kq_s" "$kp_s") (time)" \
 			"<=3x the read" \
 			"$(awk -v a="$kq_s" -v b="$kp_s" -v rc="$kq_rc" 'BEGIN { if (rc != 0) print "failed (exit " rc ")"; else print a <= 3 * b ? "meets" : sprintf("misses by %.2gx: every fence, wait and run is a SQLite row, then fence_ops, cpu_waits and deps are written from a join", a / (3 * b)) }')"
+		nfb_growth kernel "timeline build (wall)" "$scale" "$kq_s"
 	done
 fi

@@ -37,6 +37,7 @@ for scale in $NFB_SCALES; do
 	verdict=$(awk -v r="$ratio" 'BEGIN { if (r > 1) print "meets"; else printf "misses by %.2fx: ours adds the log replay\n", 1 / r }')
 	nfb_row parse "x$scale" "log entries/s ($entries entries, $events events)" "$ours_rate" \
 		"babeltrace2 DIR > /dev/null (text dump)" "$bt_rate" "${ratio}x" ">1x" "$verdict"
+	nfb_growth parse "nftrace check (wall)" "$scale" "$ours_s"
 
 	# Peak memory, net of each program's start-up (nftrace maps cairo, SQLite and
 	# friends, babeltrace2 less): compared with the text dump, and with our own

@@ -62,6 +62,7 @@ for scale in $NFB_SCALES; do
 	fi
 	rm -rf "$dir"
 	ours_kb=$best_kb
+	nfb_growth record "nftrace record (wall)" "$scale" "$best_s"
 	ours_ops=$(nfb_record_rate "$ops" "$best_s")
 	ours_mbs=$(awk -v b="$bytes" -v s="$best_s" 'BEGIN { printf "%.1f", b / s / 1e6 }')
 	ours_cpu_rate=$(nfb_record_rate "$ops" "$best_cpu")

@@ -65,6 +65,8 @@ for scale in $NFB_SCALES; do
 	done
 	verdict=$(awk -v m="$svg_mb" 'BEGIN { if (m < 20) print "meets"; else printf "misses by %.1fx\n", m / 20 }')
 	nfb_row render "x$scale" "SVG MB" "$svg_mb" "limit" "20" "$(nfb_div "$svg_mb" 20)x" "<20 MB" "$verdict"
+	nfb_growth render "PNG (wall, db built)" "$scale" "$png_s"
+	nfb_growth render "SVG (wall, db built)" "$scale" "$svg_s"
 
 	ratio=$(nfb_div "$first_s" "$png_s")
 	nfb_row render "x$scale" "PNG s incl. one-time analysis" "$first_s" "PNG s with the db built" "$png_s" "${ratio}x" "-" \
