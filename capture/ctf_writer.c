@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -80,13 +81,16 @@ struct nf_ctf_writer {
 	unsigned char reply[24]; /* a committer reply being received */
 	size_t reply_len;
 	bool committer_done;     /* it said it synced and closed everything */
-	unsigned char *ring;     /* shared with the committer (NF_CTF_RING_SIZE) */
+	unsigned char *shared;   /* shared with the committer: control block, then the ring */
+	unsigned char *ring;     /* NF_CTF_RING_SIZE bytes of packets */
 	uint64_t ring_head;      /* bytes put in the ring so far (with skipped ends) */
-	uint64_t ring_tail;      /* bytes the committer is done with */
+	uint64_t desc_head;      /* packet descriptors published */
+	uint64_t kick_bytes;     /* bytes published since the committer was last woken */
 };
 
-/* Recorder -> committer: a packet of len bytes, either in the shared ring
- * (ring = 1; it ends at ring byte count `end`) or following on the socket. */
+/* Recorder -> committer on the socket: a wake-up (ring = NF_CTF_MSG_WAKE), or
+ * a packet of len bytes following the message (ring = NF_CTF_MSG_PACKET),
+ * to be written after the first `end` ring packets. */
 struct nf_ctf_pkt_msg {
 	uint32_t sid;
 	uint32_t ring;
@@ -95,7 +99,7 @@ struct nf_ctf_pkt_msg {
 };
 
 /* Committer -> recorder: an error (with the stream's committed size), ring
- * space handed back (offset: the ring byte count it is done with), or done. */
+ * space handed back to a waiting recorder (ACK), or done. */
 enum { NF_CTF_REPLY_OPEN = 1, NF_CTF_REPLY_WRITE, NF_CTF_REPLY_SYNC, NF_CTF_REPLY_DONE,
        NF_CTF_REPLY_ACK };
 struct nf_ctf_reply {
@@ -377,6 +381,51 @@ static void stream_begin_packet(struct nf_ctf_stream *s)
 #define NF_CTF_RING_SIZE (8u << 20)
 /* Packets handed to the committer are whole blocks of this size. */
 #define NF_CTF_BLOCK 4096u
+/* Packet descriptors in the shared control block. */
+#define NF_CTF_DESCS 1024u
+/* The recorder wakes a sleeping committer once this many bytes of packets
+ * wait for it (and on flush, close, or when it needs ring space): one
+ * wake-up and one large write per few packets, not one per packet. */
+#define NF_CTF_KICK_BYTES (2u << 20)
+/* The committer's largest single write (contiguous packets of one stream). */
+#define NF_CTF_MAX_WRITE (4u << 20)
+
+/* A packet in the ring: stream, length, and its end as a ring byte count. */
+struct nf_ctf_desc {
+	uint32_t sid;
+	uint32_t zero;
+	uint64_t len;
+	uint64_t end;
+};
+
+/*
+ * The control block shared with the committer, before the ring. The
+ * recorder fills a descriptor, then publishes it by advancing desc_head
+ * (release); the committer writes the packets and advances desc_tail and
+ * ring_tail. A descriptor below desc_head always names a whole packet, so
+ * after the recorder's death the committer writes exactly the published ones.
+ * Wake-ups go through the socket, only when the other side said it sleeps:
+ * committer_idle / recorder_waiting are set by the sleeper before it checks
+ * the indexes one last time, and cleared with an exchange by the waker
+ * (sequentially consistent on both sides, so no wake-up is lost).
+ */
+struct nf_ctf_shared {
+	_Atomic uint64_t desc_head;
+	char pad0[56];
+	_Atomic uint64_t desc_tail;
+	_Atomic uint64_t ring_tail;
+	char pad1[48];
+	_Atomic uint32_t committer_idle;
+	char pad2[60];
+	_Atomic uint32_t recorder_waiting;
+	char pad3[60];
+	struct nf_ctf_desc desc[NF_CTF_DESCS];
+};
+#define NF_CTF_SHARED_SIZE ((sizeof(struct nf_ctf_shared) + NF_CTF_BLOCK - 1) & ~(size_t)(NF_CTF_BLOCK - 1))
+#define NF_CTF_MAP_SIZE (NF_CTF_SHARED_SIZE + NF_CTF_RING_SIZE)
+
+/* Recorder -> committer socket messages. */
+enum { NF_CTF_MSG_PACKET = 0, NF_CTF_MSG_WAKE = 2 };
 
 /* Reads exactly len bytes; returns len, or fewer at end-of-file or error. */
 static size_t read_full(int fd, void *buf, size_t len)
@@ -414,117 +463,244 @@ static void committer_reply(int sock, int kind, int sid, int e, uint64_t offset)
 	}
 }
 
-/* write_all, and if direct I/O turns out not to work here, without it. */
-static int committer_write(int fd, const void *buf, size_t len)
+/* Writes len bytes (fewer only on error: *done says how many went out). */
+static int write_some(int fd, const void *buf, size_t len, size_t *done)
 {
-	int rc = write_all(fd, buf, len);
+	const unsigned char *p = buf;
+
+	*done = 0;
+	while (*done < len) {
+		ssize_t n = write(fd, p + *done, len - *done);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -ENOSPC;
+		*done += (size_t)n;
+	}
+	return 0;
+}
+
+/* write_some, and if direct I/O turns out not to work here, without it. */
+static int committer_write(int fd, const void *buf, size_t len, size_t *done)
+{
+	int rc = write_some(fd, buf, len, done);
 	int fl;
 
-	if (rc == -EINVAL && (fl = fcntl(fd, F_GETFL)) >= 0 && (fl & O_DIRECT) &&
+	if (rc == -EINVAL && *done == 0 && (fl = fcntl(fd, F_GETFL)) >= 0 && (fl & O_DIRECT) &&
 	    fcntl(fd, F_SETFL, fl & ~O_DIRECT) == 0)
-		rc = write_all(fd, buf, len);
+		rc = write_some(fd, buf, len, done);
 	return rc;
+}
+
+/* The committer's state (its own memory, after the fork). */
+struct nf_ctf_committer {
+	int sock;
+	const struct nf_ctf_writer *w;
+	struct nf_ctf_shared *sh;
+	unsigned char *ring;
+	int fds[NF_STREAM_COUNT];
+	uint64_t committed[NF_STREAM_COUNT], started[NF_STREAM_COUNT];
+	uint64_t tail;           /* descriptors done */
+	bool failed;
+};
+
+/* Opens stream sid's file on first use; false when it cannot. */
+static bool committer_open(struct nf_ctf_committer *c, uint32_t sid)
+{
+	if (c->failed)
+		return false;
+	if (c->fds[sid] >= 0)
+		return true;
+	/* Direct I/O from the ring: no copy into the page cache and no
+	 * writeback later; where the filesystem refuses it, ordinary writes. */
+	c->fds[sid] = open(c->w->streams[sid].path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+			   O_CLOEXEC | O_DIRECT, 0644);
+	if (c->fds[sid] < 0 && errno == EINVAL)
+		c->fds[sid] = open(c->w->streams[sid].path,
+				   O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (c->fds[sid] < 0) {
+		committer_reply(c->sock, NF_CTF_REPLY_OPEN, (int)sid, errno, 0);
+		c->failed = true;
+		return false;
+	}
+	return true;
+}
+
+/* Whole packets of len bytes are on disk in stream sid. */
+static void committer_committed(struct nf_ctf_committer *c, uint32_t sid, uint64_t len)
+{
+	c->committed[sid] += len;
+	/* Start the disk on what is written so far, so that the fsync at the
+	 * end has little left to wait for. */
+	if (c->committed[sid] - c->started[sid] >= NF_CTF_WRITEBACK_STEP) {
+		sync_file_range(c->fds[sid], (off_t)c->started[sid],
+				(off_t)(c->committed[sid] - c->started[sid]), SYNC_FILE_RANGE_WRITE);
+		c->started[sid] = c->committed[sid];
+	}
+}
+
+/* A write error: cut the stream back to its last whole packet, report. */
+static void committer_write_failed(struct nf_ctf_committer *c, uint32_t sid, int rc)
+{
+	if (ftruncate(c->fds[sid], (off_t)c->committed[sid]) != 0) {
+		/* the write error below is the one to report */
+	}
+	committer_reply(c->sock, NF_CTF_REPLY_WRITE, (int)sid, -rc, c->committed[sid]);
+	c->failed = true;
+}
+
+/*
+ * Writes the published packets up to descriptor `limit`: runs of packets of
+ * one stream that follow each other in the ring go out in one write. Space
+ * is handed back after each run (and the recorder woken if it waits for it).
+ * Returns false on a descriptor that cannot be the recorder's (not a packet).
+ */
+static bool committer_drain(struct nf_ctf_committer *c, uint64_t limit)
+{
+	while (c->tail < limit) {
+		struct nf_ctf_desc d = c->sh->desc[c->tail % NF_CTF_DESCS];
+		uint64_t off = (d.end - d.len) % NF_CTF_RING_SIZE, run = d.len, end = d.end;
+		uint64_t n = 1;
+
+		if (d.sid >= NF_STREAM_COUNT || d.len > NF_CTF_RING_SIZE || d.end < d.len ||
+		    off + d.len > NF_CTF_RING_SIZE)
+			return false;
+		while (c->tail + n < limit && run < NF_CTF_MAX_WRITE) {
+			const struct nf_ctf_desc *e = &c->sh->desc[(c->tail + n) % NF_CTF_DESCS];
+
+			if (e->sid != d.sid || e->end < e->len || e->end - e->len != end ||
+			    off + run != end % NF_CTF_RING_SIZE || off + run + e->len > NF_CTF_RING_SIZE)
+				break;
+			run += e->len;
+			end = e->end;
+			n++;
+		}
+		if (committer_open(c, d.sid)) {
+			size_t done;
+			int rc = committer_write(c->fds[d.sid], c->ring + off, (size_t)run, &done);
+
+			if (rc) {
+				/* Keep the whole packets that went out before the error. */
+				for (uint64_t k = 0; k < n; k++) {
+					uint64_t len = c->sh->desc[(c->tail + k) % NF_CTF_DESCS].len;
+
+					if (len > done)
+						break;
+					done -= (size_t)len;
+					c->committed[d.sid] += len;
+				}
+				committer_write_failed(c, d.sid, rc);
+			} else {
+				committer_committed(c, d.sid, run);
+			}
+		}
+		c->tail += n;
+		atomic_store(&c->sh->ring_tail, end);
+		atomic_store(&c->sh->desc_tail, c->tail);
+		if (atomic_load(&c->sh->recorder_waiting) && atomic_exchange(&c->sh->recorder_waiting, 0))
+			committer_reply(c->sock, NF_CTF_REPLY_ACK, (int)d.sid, 0, end);
+	}
+	return true;
 }
 
 /*
  * The committer's whole life: append whole packets, cut off a torn one, sync,
  * report, exit. Only async-signal-safe calls from here on.
  *
- * A ring packet is in the shared ring before its message is sent, so every
- * message received whole names a whole packet. A socket packet follows its
- * message and is written as it arrives; if the recorder dies before its end,
- * the stream is cut back to its last whole packet.
+ * Ring packets are published in the shared control block (whole before they
+ * are published). It sleeps on the socket when there is nothing to write: the
+ * recorder wakes it, or closes the socket (end of the recording, or its
+ * death): then it writes every published packet and ends. A socket packet
+ * (one too large for the ring) follows its message and is written as it
+ * arrives, after the ring packets published before it; if the recorder dies
+ * before its end, the stream is cut back to its last whole packet.
  */
 __attribute__((noreturn))
 static void committer_main(int sock, const struct nf_ctf_writer *w, unsigned char *buf)
 {
 	static const int ignored[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGXFSZ };
 	struct sigaction sa;
-	int fds[NF_STREAM_COUNT];
-	uint64_t committed[NF_STREAM_COUNT] = { 0 }, started[NF_STREAM_COUNT] = { 0 };
-	bool failed = false;
+	struct nf_ctf_committer c;
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = SIG_IGN;
 	for (size_t i = 0; i < sizeof(ignored) / sizeof(ignored[0]); i++)
 		sigaction(ignored[i], &sa, NULL);
+	memset(&c, 0, sizeof(c));
+	c.sock = sock;
+	c.w = w;
+	c.sh = (struct nf_ctf_shared *)(void *)w->shared;
+	c.ring = w->ring;
 	for (int s = 0; s < NF_STREAM_COUNT; s++)
-		fds[s] = -1;
+		c.fds[s] = -1;
 	for (;;) {
 		struct nf_ctf_pkt_msg m;
-		int fd, rc = 0;
+		uint64_t head = atomic_load_explicit(&c.sh->desc_head, memory_order_acquire);
 
-		if (read_full(sock, &m, sizeof(m)) != sizeof(m) || m.sid >= NF_STREAM_COUNT ||
-		    (m.ring && (m.len > NF_CTF_RING_SIZE || m.end < m.len)))
-			break; /* end of the recording (or a torn message: not a packet) */
-		if (!failed && fds[m.sid] < 0) {
-			/* Direct I/O from the ring: no copy into the page cache and
-			 * no writeback later; where the filesystem refuses it,
-			 * ordinary writes. */
-			fds[m.sid] = open(w->streams[m.sid].path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
-					  O_CLOEXEC | O_DIRECT, 0644);
-			if (fds[m.sid] < 0 && errno == EINVAL)
-				fds[m.sid] = open(w->streams[m.sid].path,
-						  O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-			if (fds[m.sid] < 0) {
-				committer_reply(sock, NF_CTF_REPLY_OPEN, (int)m.sid, errno, 0);
-				failed = true;
-			}
-		}
-		fd = fds[m.sid];
-		if (m.ring) {
-			uint64_t off = (m.end - m.len) % NF_CTF_RING_SIZE;
-
-			if (!failed)
-				rc = committer_write(fd, w->ring + off, (size_t)m.len);
-			/* Always hand the space back, or the recorder would wait for ever. */
-			committer_reply(sock, NF_CTF_REPLY_ACK, (int)m.sid, 0, m.end);
-		} else {
-			for (uint64_t left = m.len; left;) {
-				size_t want = left < NF_CTF_COMMIT_CHUNK ? (size_t)left : NF_CTF_COMMIT_CHUNK;
-				size_t n = read_full(sock, buf, want); /* whole blocks for O_DIRECT */
-
-				if (n < want) {
-					/* The recorder died mid-packet: keep only whole packets. */
-					if (!failed && ftruncate(fd, (off_t)committed[m.sid]) != 0)
-						failed = true;
-					goto out;
-				}
-				left -= (uint64_t)n;
-				if (!failed && !rc)
-					rc = committer_write(fd, buf, n);
-			}
-		}
-		if (failed)
-			continue; /* drain until the recorder closes */
-		if (rc) {
-			if (ftruncate(fd, (off_t)committed[m.sid]) != 0) {
-				/* the write error below is the one to report */
-			}
-			committer_reply(sock, NF_CTF_REPLY_WRITE, (int)m.sid, -rc, committed[m.sid]);
-			failed = true;
+		if (c.tail != head) {
+			if (!committer_drain(&c, head))
+				goto out;
 			continue;
 		}
-		committed[m.sid] += m.len;
-		/* Start the disk on what is written so far, so that the fsync at
-		 * the end has little left to wait for. */
-		if (committed[m.sid] - started[m.sid] >= NF_CTF_WRITEBACK_STEP) {
-			sync_file_range(fd, (off_t)started[m.sid],
-					(off_t)(committed[m.sid] - started[m.sid]), SYNC_FILE_RANGE_WRITE);
-			started[m.sid] = committed[m.sid];
+		/* Nothing to write: say so, look once more, then sleep. */
+		atomic_store(&c.sh->committer_idle, 1);
+		if (atomic_load(&c.sh->desc_head) != c.tail) {
+			atomic_store(&c.sh->committer_idle, 0);
+			continue;
 		}
+		size_t got = read_full(sock, &m, sizeof(m));
+		atomic_store(&c.sh->committer_idle, 0);
+		head = atomic_load_explicit(&c.sh->desc_head, memory_order_acquire);
+		if (got != sizeof(m)) {
+			/* The end of the recording, or its death: every published
+			 * packet is whole. */
+			committer_drain(&c, head);
+			break;
+		}
+		if (m.ring == NF_CTF_MSG_WAKE)
+			continue;
+		if (m.ring != NF_CTF_MSG_PACKET || m.sid >= NF_STREAM_COUNT || m.end > head ||
+		    m.end < c.tail || !committer_drain(&c, m.end))
+			break; /* a torn message: not a packet */
+		/* A socket packet, after the ring packets published before it. */
+		bool ok = committer_open(&c, m.sid);
+		int fd = c.fds[m.sid], rc = 0;
+		for (uint64_t left = m.len; left;) {
+			size_t want = left < NF_CTF_COMMIT_CHUNK ? (size_t)left : NF_CTF_COMMIT_CHUNK;
+			size_t n = read_full(sock, buf, want), done; /* whole blocks for O_DIRECT */
+
+			if (n < want) {
+				/* The recorder died mid-packet: keep only whole packets. */
+				if (ok && !rc && ftruncate(fd, (off_t)c.committed[m.sid]) != 0)
+					c.failed = true;
+				goto out;
+			}
+			left -= (uint64_t)n;
+			if (ok && !rc)
+				rc = committer_write(fd, buf, n, &done);
+		}
+		if (!ok)
+			continue; /* drain until the recorder closes */
+		if (rc)
+			committer_write_failed(&c, m.sid, rc);
+		else
+			committer_committed(&c, m.sid, m.len);
 	}
 out:
 	for (int s = 0; s < NF_STREAM_COUNT; s++) {
-		if (fds[s] < 0)
+		if (c.fds[s] < 0)
 			continue;
-		if (!failed && fsync(fds[s]) != 0 && errno != EINVAL) {
-			committer_reply(sock, NF_CTF_REPLY_SYNC, s, errno, committed[s]);
-			failed = true;
+		if (!c.failed && fsync(c.fds[s]) != 0 && errno != EINVAL) {
+			committer_reply(sock, NF_CTF_REPLY_SYNC, s, errno, c.committed[s]);
+			c.failed = true;
 		}
-		if (close(fds[s]) != 0 && !failed) {
-			committer_reply(sock, NF_CTF_REPLY_SYNC, s, errno, committed[s]);
-			failed = true;
+		if (close(c.fds[s]) != 0 && !c.failed) {
+			committer_reply(sock, NF_CTF_REPLY_SYNC, s, errno, c.committed[s]);
+			c.failed = true;
 		}
 	}
 	committer_reply(sock, NF_CTF_REPLY_DONE, 0, 0, 0);
@@ -584,11 +760,9 @@ static bool committer_poll(struct nf_ctf_writer *w, enum committer_wait wait)
 		memcpy(&r, w->reply, sizeof(r));
 		w->reply_len = 0;
 		got = true;
-		if (r.kind == NF_CTF_REPLY_ACK)
-			w->ring_tail = r.offset;
-		else if (r.kind == NF_CTF_REPLY_DONE)
+		if (r.kind == NF_CTF_REPLY_DONE)
 			w->committer_done = true;
-		else if (!w->err.code)
+		else if (r.kind != NF_CTF_REPLY_ACK && !w->err.code)
 			committer_error(w, &r);
 	}
 }
@@ -597,7 +771,7 @@ static int committer_start(struct nf_ctf_writer *w)
 {
 	char meta[4200];
 	int sv[2], lock;
-	unsigned char *buf;
+	unsigned char *buf, *map;
 	pid_t pid;
 
 	/* The committer holds an exclusive flock on DIR/metadata for its whole
@@ -616,25 +790,25 @@ static int committer_start(struct nf_ctf_writer *w)
 		close(lock);
 		return nf_error_set(&w->err, NF_EIO, "%s: socketpair: %s", w->dir, strerror(e));
 	}
-	w->ring = mmap(NULL, NF_CTF_RING_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-		       -1, 0);
+	map = mmap(NULL, NF_CTF_MAP_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (posix_memalign((void **)&buf, NF_CTF_BLOCK, NF_CTF_COMMIT_CHUNK) != 0)
 		buf = NULL;
-	if (!buf || w->ring == MAP_FAILED) {
-		if (w->ring != MAP_FAILED)
-			munmap(w->ring, NF_CTF_RING_SIZE);
-		w->ring = NULL;
+	if (!buf || map == MAP_FAILED) {
+		if (map != MAP_FAILED)
+			munmap(map, NF_CTF_MAP_SIZE);
 		free(buf);
 		close(lock);
 		close(sv[0]);
 		close(sv[1]);
 		return nf_error_set(&w->err, NF_ENOMEM, "ctf writer: out of memory");
 	}
+	w->shared = map;
+	w->ring = map + NF_CTF_SHARED_SIZE;
 	pid = fork();
 	if (pid < 0) {
 		int e = errno;
-		munmap(w->ring, NF_CTF_RING_SIZE);
-		w->ring = NULL;
+		munmap(map, NF_CTF_MAP_SIZE);
+		w->shared = w->ring = NULL;
 		free(buf);
 		close(lock);
 		close(sv[0]);
@@ -693,36 +867,82 @@ static int committer_lost(struct nf_ctf_writer *w, int e)
 	return w->err.code;
 }
 
+/* Wakes the committer if it sleeps, and takes in what it has said. */
+static int committer_kick(struct nf_ctf_writer *w)
+{
+	struct nf_ctf_shared *sh = (struct nf_ctf_shared *)(void *)w->shared;
+
+	w->kick_bytes = 0;
+	if (atomic_exchange(&sh->committer_idle, 0)) {
+		struct nf_ctf_pkt_msg m = { 0, NF_CTF_MSG_WAKE, 0, 0 };
+		struct iovec iov = { &m, sizeof(m) };
+		int rc = send_all(w->sock, &iov, 1);
+
+		if (rc)
+			return committer_lost(w, -rc);
+	}
+	if (!committer_poll(w, WAIT_NONE))
+		return committer_lost(w, 0);
+	return w->err.code;
+}
+
+/* Waits until the ring has room up to ring byte count `end` and a
+ * descriptor is free. */
+static int committer_room(struct nf_ctf_writer *w, uint64_t end)
+{
+	struct nf_ctf_shared *sh = (struct nf_ctf_shared *)(void *)w->shared;
+
+	for (;;) {
+		if (end - atomic_load_explicit(&sh->ring_tail, memory_order_acquire) <= NF_CTF_RING_SIZE &&
+		    w->desc_head - atomic_load_explicit(&sh->desc_tail, memory_order_acquire) < NF_CTF_DESCS)
+			return 0;
+		atomic_store(&sh->recorder_waiting, 1);
+		if (end - atomic_load(&sh->ring_tail) <= NF_CTF_RING_SIZE &&
+		    w->desc_head - atomic_load(&sh->desc_tail) < NF_CTF_DESCS)
+			return 0;
+		int rc = committer_kick(w);
+		if (rc)
+			return rc;
+		if (!committer_poll(w, WAIT_ONE))
+			return committer_lost(w, 0);
+		if (w->err.code)
+			return w->err.code;
+	}
+}
+
 /* Hands one whole packet to the committer. */
 static int committer_send(struct nf_ctf_writer *w, int sid, const void *pkt, size_t len)
 {
-	struct nf_ctf_pkt_msg m = { (uint32_t)sid, 0, len, 0 };
-	struct iovec iov[2] = { { &m, sizeof(m) }, { (void *)(uintptr_t)pkt, len } };
+	struct nf_ctf_shared *sh = (struct nf_ctf_shared *)(void *)w->shared;
 	int rc;
 
 	if (len <= NF_CTF_RING_SIZE / 4) {
 		uint64_t pos = w->ring_head % NF_CTF_RING_SIZE;
+		uint64_t skip = pos + len > NF_CTF_RING_SIZE ? NF_CTF_RING_SIZE - pos : 0;
 
-		if (pos + len > NF_CTF_RING_SIZE)
-			w->ring_head += NF_CTF_RING_SIZE - pos; /* a packet never wraps */
-		while (w->ring_head + len - w->ring_tail > NF_CTF_RING_SIZE)
-			if (!committer_poll(w, WAIT_ONE))
-				return committer_lost(w, 0);
-		if (w->err.code)
-			return w->err.code;
+		rc = committer_room(w, w->ring_head + skip + len);
+		if (rc)
+			return rc;
+		w->ring_head += skip; /* a packet never wraps */
 		memcpy(w->ring + w->ring_head % NF_CTF_RING_SIZE, pkt, len);
 		w->ring_head += len;
-		m.ring = 1;
-		m.end = w->ring_head;
-		rc = send_all(w->sock, iov, 1);
-	} else {
-		rc = send_all(w->sock, iov, 2);
+		struct nf_ctf_desc *d = &sh->desc[w->desc_head % NF_CTF_DESCS];
+		d->sid = (uint32_t)sid;
+		d->zero = 0;
+		d->len = len;
+		d->end = w->ring_head;
+		atomic_store(&sh->desc_head, ++w->desc_head);
+		w->kick_bytes += len;
+		return w->kick_bytes >= NF_CTF_KICK_BYTES ? committer_kick(w) : w->err.code;
 	}
+	/* A socket packet: its message says how many ring packets come first. */
+	struct nf_ctf_pkt_msg m = { (uint32_t)sid, NF_CTF_MSG_PACKET, len, w->desc_head };
+	struct iovec iov[2] = { { &m, sizeof(m) }, { (void *)(uintptr_t)pkt, len } };
+
+	rc = send_all(w->sock, iov, 2);
 	if (rc)
 		return committer_lost(w, -rc);
-	if (!committer_poll(w, WAIT_NONE))
-		return committer_lost(w, 0);
-	return w->err.code;
+	return committer_kick(w);
 }
 
 /* Ends the committer: it syncs and closes the files; returns its verdict. */
@@ -738,8 +958,8 @@ static void committer_finish(struct nf_ctf_writer *w)
 		if (errno != EINTR)
 			break;
 	w->committer = 0;
-	munmap(w->ring, NF_CTF_RING_SIZE);
-	w->ring = NULL;
+	munmap(w->shared, NF_CTF_MAP_SIZE);
+	w->shared = w->ring = NULL;
 	if (!w->committer_done && !w->err.code)
 		nf_error_set(&w->err, NF_EIO, "%s: the committer process died before syncing the session",
 			     w->dir);
@@ -1089,7 +1309,8 @@ int nf_ctf_writer_flush(struct nf_ctf_writer *w)
 		if (rc)
 			return rc;
 	}
-	return 0;
+	/* The packets are the committer's to write now, not when more come. */
+	return w->committer > 0 ? committer_kick(w) : 0;
 }
 
 void nf_ctf_writer_get_stats(const struct nf_ctf_writer *w, struct nf_ctf_writer_stats *st)
