@@ -15,6 +15,7 @@
  * entries and bounded sort buffers, never the whole session.
  */
 #include "builder.h"
+#include "bulk.h"
 #include "kernel_ingest.h"
 #include "spill.h"
 
@@ -294,6 +295,7 @@ struct nf_timeline_builder {
 	int64_t ring_base;       /* next id the ring hands to the spill */
 	struct nf_sorter *sigs;  /* signals with a known end (CPU ones while streaming) */
 	struct nf_kernel_ingest *kernel; /* kernel_ingest.c, created at the first kernel event */
+	struct nf_bulk *bulk;    /* bulk.c: the big tables load through it */
 };
 
 int64_t nf_timeline_cpu_ns(uint64_t ticks, uint64_t start_ticks, uint64_t cpu_frequency)
@@ -441,6 +443,9 @@ struct nf_timeline_builder *nf_timeline_builder_create(sqlite3 *db,
 		goto out_free;
 	b->sigs = nf_sorter_create(b->spill_dir, sizeof(struct sig_rec), SORT_BUDGET, cmp_sig, err);
 	if (!b->sigs)
+		goto out_free;
+	b->bulk = nf_bulk_register(db, err);
+	if (!b->bulk)
 		goto out_free;
 	if (exec_sql(b, "BEGIN", err, "begin"))
 		goto out_free;
@@ -1322,14 +1327,6 @@ static int gpu_ns(struct nf_clock_model *m, uint32_t adapter, int64_t gpu, int64
 	return rc;
 }
 
-static void bind_opt(sqlite3_stmt *s, int col, bool has, int64_t v)
-{
-	if (has)
-		sqlite3_bind_int64(s, col, v);
-	else
-		sqlite3_bind_null(s, col);
-}
-
 static int resolve_overruns(struct nf_timeline_builder *b, struct nf_clock_model *m,
 			    struct nf_error *err)
 {
@@ -1369,25 +1366,73 @@ struct finisher {
 	struct nf_timeline_builder *b;
 	struct nf_clock_model *m;
 	struct nf_sorter *unk, *waits;
-	struct nf_spill *deps;   /* the merge's results, written by the merge thread */
-	struct nf_error merr;    /* the merge thread's error */
+	struct nf_error merr;    /* the sorting thread's error */
+	/* the merge's state (merge_begin, merge_next) */
+	const struct sig_rec *sg;
+	struct sig_rec hit;
+	bool have_hit, have_cur;
+	int64_t runmax, cur;
 	/* look-ahead over the unknown-end signals */
 	struct unk_rec *ub;
 	size_t u_head, u_n;
 	bool u_eof;
+	int status_len[sizeof(status_name) / sizeof(status_name[0])];
+	struct nf_spill *anoms;  /* causality anomalies found by the row sources, inserted after */
 };
 
-/* Writes one deps row, and a causality anomaly when the releaser ended late. */
-static int put_dep(struct nf_timeline_builder *b, sqlite3_stmt *d, const struct res_rec *r,
+/* A causality anomaly found while producing rows (the producer cannot use the connection). */
+struct anom_rec {
+	int64_t queue, first_ns, last_ns;
+	uint32_t log;
+	uint32_t pad;
+	char detail[240];
+};
+
+static int defer_anomaly(struct finisher *f, int64_t queue, uint32_t log, int64_t first_ns,
+			 int64_t last_ns, const char *detail, struct nf_error *err)
+{
+	struct anom_rec a;
+
+	memset(&a, 0, sizeof(a));
+	a.queue = queue;
+	a.log = log;
+	a.first_ns = first_ns;
+	a.last_ns = last_ns;
+	snprintf(a.detail, sizeof(a.detail), "%s", detail);
+	return nf_spill_put(f->anoms, &a, err);
+}
+
+/* Inserts the deferred anomalies, in the order they were found, and empties the spill. */
+static int flush_anomalies(struct finisher *f, struct nf_error *err)
+{
+	struct anom_rec a;
+	int rc;
+
+	if (nf_spill_count(f->anoms) == 0)
+		return 0;
+	if ((rc = nf_spill_rewind(f->anoms, err)) != 0)
+		return rc;
+	while ((rc = nf_spill_get(f->anoms, &a, err)) == 1) {
+		rc = add_anomaly(f->b, "causality", a.queue, true, log_name(a.log), &a.first_ns,
+				 &a.last_ns, 0, a.detail, err);
+		if (rc)
+			return rc;
+	}
+	if (rc)
+		return rc;
+	nf_spill_destroy(f->anoms);
+	f->anoms = nf_spill_create(f->b->spill_dir, sizeof(struct anom_rec), err);
+	return f->anoms ? 0 : (err && err->code ? err->code : NF_ENOMEM);
+}
+
+/* Fills one deps row, and defers a causality anomaly when the releaser ended late. */
+static int put_dep(struct finisher *f, struct nf_bulk_row *row, const struct res_rec *r,
 		   struct nf_error *err)
 {
-	bind_opt(d, 1, r->signal_id != 0, r->signal_id);
-	sqlite3_bind_int64(d, 2, r->wait_id);
-	bind_opt(d, 3, r->cpu_id != 0, r->cpu_id);
-	bind_opt(d, 4, r->has_stall != 0, r->stall);
-	if (sqlite3_step(d) != SQLITE_DONE)
-		return sql_err(b, err, "insert deps");
-	sqlite3_reset(d);
+	nf_bulk_opt(row, 0, r->signal_id != 0, r->signal_id);
+	nf_bulk_int(row, 1, r->wait_id);
+	nf_bulk_opt(row, 2, r->cpu_id != 0, r->cpu_id);
+	nf_bulk_opt(row, 3, r->has_stall != 0, r->stall);
 	if (r->late) {
 		char detail[240];
 		int64_t end = r->end, sig_end = r->sig_end;
@@ -1397,8 +1442,7 @@ static int put_dep(struct nf_timeline_builder *b, sqlite3_stmt *d, const struct 
 			 " ns, before its releasing %s %" PRId64 " ends at %" PRId64 " ns",
 			 r->wait_id, r->fence, r->value, end, r->kind ? "signal op" : "CPU signal",
 			 r->kind ? r->signal_id : r->cpu_id, sig_end);
-		return add_anomaly(b, "causality", r->queue, true, "waits", &end, &sig_end, 0,
-				   detail, err);
+		return defer_anomaly(f, r->queue, NF_LOG_WAITS, end, sig_end, detail, err);
 	}
 	return 0;
 }
@@ -1431,93 +1475,86 @@ static int op_times(struct nf_clock_model *m, struct op_rec *o, struct nf_error 
 }
 
 /*
- * The one pass over the spilled operations: each becomes its fence_ops row
- * (GPU times moved onto the CPU clock), and the signals and completed waits
- * go to the sorts of the dependency merge.
+ * The one pass over the spilled operations, as nf_bulk's row source: each
+ * becomes its fence_ops row (GPU times moved onto the CPU clock), and the
+ * signals and completed waits go to the sorts of the dependency merge.
  */
-static int load_ops(struct finisher *f, struct nf_error *err)
+static int ops_row(void *ctx, struct nf_bulk_row *row, struct nf_error *err)
 {
+	struct finisher *f = ctx;
 	struct nf_timeline_builder *b = f->b;
-	sqlite3_stmt *s = NULL;
 	struct op_rec o;
 	int rc;
 
-	if (sqlite3_prepare_v2(b->db,
-			       "INSERT INTO fence_ops(id, queue, adapter, op, fence, handle, value, "
-			       "queued_ns, observed_ns, end_ns, status, log_seq, epoch, thread) "
-			       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
-			       -1, &s, NULL) != SQLITE_OK)
-		return sql_err(b, err, "prepare fence_ops");
-	/* The text columns' lengths, measured once rather than per row. */
-	int status_len[sizeof(status_name) / sizeof(status_name[0])];
+	if ((rc = nf_spill_get(b->ops, &o, err)) != 1)
+		return rc;
+	if ((rc = op_times(f->m, &o, err)) != 0)
+		return rc;
+	nf_bulk_int(row, 0, o.id);
+	nf_bulk_int(row, 1, o.queue);
+	nf_bulk_int(row, 2, o.adapter);
+	if (o.log == NF_LOG_WAITS)
+		nf_bulk_text(row, 3, "wait", 4);
+	else
+		nf_bulk_text(row, 3, "signal", 6);
+	nf_bulk_opt(row, 4, o.flags & OPF_FENCE, o.fence);
+	nf_bulk_int(row, 5, o.handle);
+	nf_bulk_int(row, 6, o.value);
+	nf_bulk_opt(row, 7, o.flags & OPF_QUEUED, o.queued);
+	nf_bulk_opt(row, 8, o.flags & OPF_OBS, o.observed);
+	nf_bulk_opt(row, 9, o.flags & OPF_END, o.end);
+	nf_bulk_text(row, 10, status_name[o.status], f->status_len[o.status]);
+	nf_bulk_opt(row, 11, o.flags & OPF_SEQ, o.seq);
+	nf_bulk_opt(row, 12, o.flags & OPF_SEQ, o.epoch);
+	nf_bulk_opt(row, 13, o.flags & OPF_THREAD, o.thread);
+	if ((o.flags & OPF_END) && (o.flags & OPF_QUEUED) &&
+	    (double)o.end + b->slack_ns < (double)o.queued) {
+		char detail[200];
+		int64_t q = o.queued, e = o.end;
 
-	for (size_t i = 0; i < sizeof(status_name) / sizeof(status_name[0]); i++)
-		status_len[i] = (int)strlen(status_name[i]);
-	if ((rc = nf_spill_rewind(b->ops, err)) != 0)
-		goto out;
-	while ((rc = nf_spill_get(b->ops, &o, err)) == 1) {
-		if ((rc = op_times(f->m, &o, err)) != 0)
-			goto out;
-		sqlite3_bind_int64(s, 1, o.id);
-		sqlite3_bind_int64(s, 2, o.queue);
-		sqlite3_bind_int64(s, 3, o.adapter);
-		if (o.log == NF_LOG_WAITS)
-			sqlite3_bind_text(s, 4, "wait", 4, SQLITE_STATIC);
-		else
-			sqlite3_bind_text(s, 4, "signal", 6, SQLITE_STATIC);
-		bind_opt(s, 5, o.flags & OPF_FENCE, o.fence);
-		sqlite3_bind_int64(s, 6, o.handle);
-		sqlite3_bind_int64(s, 7, o.value);
-		bind_opt(s, 8, o.flags & OPF_QUEUED, o.queued);
-		bind_opt(s, 9, o.flags & OPF_OBS, o.observed);
-		bind_opt(s, 10, o.flags & OPF_END, o.end);
-		sqlite3_bind_text(s, 11, status_name[o.status], status_len[o.status], SQLITE_STATIC);
-		bind_opt(s, 12, o.flags & OPF_SEQ, o.seq);
-		bind_opt(s, 13, o.flags & OPF_SEQ, o.epoch);
-		bind_opt(s, 14, o.flags & OPF_THREAD, o.thread);
-		if (sqlite3_step(s) != SQLITE_DONE) {
-			rc = sql_err(b, err, "insert fence_ops");
-			goto out;
-		}
-		sqlite3_reset(s);
-		if ((o.flags & OPF_END) && (o.flags & OPF_QUEUED) &&
-		    (double)o.end + b->slack_ns < (double)o.queued) {
-			char detail[200];
-			int64_t q = o.queued, e = o.end;
-
-			snprintf(detail, sizeof(detail),
-				 "%s op %" PRId64 " ends at %" PRId64 " ns, before it was queued at %"
-				 PRId64 " ns", o.log == NF_LOG_WAITS ? "wait" : "signal", o.id, e, q);
-			rc = add_anomaly(b, "causality", o.queue, true, log_name(o.log), &e, &q, 0,
-					 detail, err);
-			if (rc)
-				goto out;
-		}
-		if (o.log == NF_LOG_SIGNALS && (o.flags & OPF_FENCE)) {
-			if (o.flags & OPF_END) {
-				struct sig_rec r = { o.fence, o.end, o.id, o.value, 1, 0 };
-
-				rc = nf_sorter_add(b->sigs, &r, err);
-			} else {
-				struct unk_rec r = { o.fence, o.value, o.id,
-						     (o.flags & OPF_QUEUED) ? o.queued : INT64_MIN };
-
-				rc = nf_sorter_add(f->unk, &r, err);
-			}
-		} else if (o.log == NF_LOG_WAITS && (o.flags & OPF_END)) {
-			bool st = (o.flags & OPF_OBS) != 0;
-			struct wait_rec r = { o.fence, o.value, o.id, o.end, o.queue,
-					      st ? o.end - o.observed : 0,
-					      (o.flags & OPF_FENCE) != 0, st };
-
-			rc = nf_sorter_add(f->waits, &r, err);
-		}
-		if (rc)
-			goto out;
+		snprintf(detail, sizeof(detail),
+			 "%s op %" PRId64 " ends at %" PRId64 " ns, before it was queued at %"
+			 PRId64 " ns", o.log == NF_LOG_WAITS ? "wait" : "signal", o.id, e, q);
+		if ((rc = defer_anomaly(f, o.queue, o.log, e, q, detail, err)) != 0)
+			return rc;
 	}
-out:
-	sqlite3_finalize(s);
-	return rc;
+	if (o.log == NF_LOG_SIGNALS && (o.flags & OPF_FENCE)) {
+		if (o.flags & OPF_END) {
+			struct sig_rec r = { o.fence, o.end, o.id, o.value, 1, 0 };
+
+			rc = nf_sorter_add(b->sigs, &r, err);
+		} else {
+			struct unk_rec r = { o.fence, o.value, o.id,
+					     (o.flags & OPF_QUEUED) ? o.queued : INT64_MIN };
+
+			rc = nf_sorter_add(f->unk, &r, err);
+		}
+	} else if (o.log == NF_LOG_WAITS && (o.flags & OPF_END)) {
+		bool st = (o.flags & OPF_OBS) != 0;
+		struct wait_rec r = { o.fence, o.value, o.id, o.end, o.queue,
+				      st ? o.end - o.observed : 0,
+				      (o.flags & OPF_FENCE) != 0, st };
+
+		rc = nf_sorter_add(f->waits, &r, err);
+	}
+	return rc ? rc : 1;
+}
+
+static int load_ops(struct finisher *f, struct nf_error *err)
+{
+	int rc;
+
+	/* The text columns' lengths, measured once rather than per row. */
+	for (size_t i = 0; i < sizeof(status_name) / sizeof(status_name[0]); i++)
+		f->status_len[i] = (int)strlen(status_name[i]);
+	if ((rc = nf_spill_rewind(f->b->ops, err)) != 0)
+		return rc;
+	return nf_bulk_run(f->b->bulk,
+			   "INSERT INTO fence_ops(id, queue, adapter, op, fence, handle, value, "
+			   "queued_ns, observed_ns, end_ns, status, log_seq, epoch, thread) "
+			   "SELECT c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13 "
+			   "FROM nf_bulk", ops_row, f, nf_clock_model_detached(f->m),
+			   "insert fence_ops", err);
 }
 
 /* Appends the next unknown-end signal to the look-ahead: 1, 0 at the end, or an error. */
@@ -1581,113 +1618,115 @@ static int unk_find(struct finisher *f, int64_t fence, int64_t value, int64_t li
  * of its fence, in end order, to reach a value at or above the wait's (GPU
  * signals and CPU signals alike). Signals come sorted by (fence, end), waits
  * by (fence, value): the running maximum of the signaled values only grows,
- * so one forward pass over both answers every wait.
+ * so one forward pass over both answers every wait. merge_begin() starts the
+ * pass over the sorted streams; merge_next() gives the next wait's deps row:
+ * 1, 0 at the end, or an error.
  */
-static int deps_merge(struct finisher *f, struct nf_error *err)
+static int merge_begin(struct finisher *f, struct nf_error *err)
+{
+	const void *p;
+	int rc = nf_sorter_next(f->b->sigs, &p, err);
+
+	if (rc < 0)
+		return rc;
+	f->sg = rc ? p : NULL;
+	f->have_hit = false;
+	f->have_cur = false;
+	f->runmax = 0;
+	f->cur = 0;
+	return 0;
+}
+
+static int merge_next(struct finisher *f, struct res_rec *out, struct nf_error *err)
 {
 	struct nf_timeline_builder *b = f->b;
 	const void *p;
-	const struct sig_rec *sg = NULL;
-	struct sig_rec hit = { 0 };
-	bool have_hit = false, have_cur = false;
-	int64_t runmax = 0, cur = 0;
 	int rc;
 
-	if ((rc = nf_sorter_sort(b->sigs, err)) != 0 || (rc = nf_sorter_sort(f->unk, err)) != 0 ||
-	    (rc = nf_sorter_sort(f->waits, err)) != 0)
+	if ((rc = nf_sorter_next(f->waits, &p, err)) != 1)
 		return rc;
-	rc = nf_sorter_next(b->sigs, &p, err);
-	if (rc < 0)
-		return rc;
-	sg = rc ? p : NULL;
-	while ((rc = nf_sorter_next(f->waits, &p, err)) == 1) {
-		const struct wait_rec *w = p;
-		struct res_rec r = { w->id, 0, 0, w->stall, w->fence, w->value, w->end, w->queue, 0,
-				     w->has_stall, 0, 0, 0 };
+	const struct wait_rec *w = p;
+	struct res_rec r = { w->id, 0, 0, w->stall, w->fence, w->value, w->end, w->queue, 0,
+			     w->has_stall, 0, 0, 0 };
 
-		if (w->has_fence) {
-			uint64_t *init = map_find(&b->initial, (uint64_t)w->fence);
-			bool pre = init && (int64_t)*init >= w->value;
+	if (w->has_fence) {
+		uint64_t *init = map_find(&b->initial, (uint64_t)w->fence);
+		bool pre = init && (int64_t)*init >= w->value;
 
-			if (!have_cur || w->fence != cur) {
-				cur = w->fence;
-				have_cur = true;
-				have_hit = false;
-			}
-			while (!pre && !(have_hit && runmax >= w->value)) {
-				while (sg && sg->fence < cur) {
-					if ((rc = nf_sorter_next(b->sigs, &p, err)) < 0)
-						return rc;
-					sg = rc ? p : NULL;
-				}
-				if (!sg || sg->fence != cur)
-					break;
-				if (!have_hit || sg->value > runmax) {
-					hit = *sg;
-					runmax = sg->value;
-					have_hit = true;
-				}
+		if (!f->have_cur || w->fence != f->cur) {
+			f->cur = w->fence;
+			f->have_cur = true;
+			f->have_hit = false;
+		}
+		while (!pre && !(f->have_hit && f->runmax >= w->value)) {
+			while (f->sg && f->sg->fence < f->cur) {
 				if ((rc = nf_sorter_next(b->sigs, &p, err)) < 0)
 					return rc;
-				sg = rc ? p : NULL;
+				f->sg = rc ? p : NULL;
 			}
-			bool found = !pre && have_hit && runmax >= w->value;
-			bool late = found && (double)hit.end > (double)w->end + b->slack_ns;
-			int64_t unk = 0;
-
-			if (!pre && (!found || late) &&
-			    (rc = unk_find(f, cur, w->value, w->end + (int64_t)b->slack_ns, &unk,
-					   err)) != 0)
+			if (!f->sg || f->sg->fence != f->cur)
+				break;
+			if (!f->have_hit || f->sg->value > f->runmax) {
+				f->hit = *f->sg;
+				f->runmax = f->sg->value;
+				f->have_hit = true;
+			}
+			if ((rc = nf_sorter_next(b->sigs, &p, err)) < 0)
 				return rc;
-			if (unk) {
-				r.signal_id = unk;
-			} else if (found) {
-				if (hit.kind)
-					r.signal_id = hit.id;
-				else
-					r.cpu_id = hit.id;
-				r.late = late;
-				r.kind = hit.kind;
-				r.sig_end = hit.end;
-			}
+			f->sg = rc ? p : NULL;
 		}
-		if ((rc = nf_spill_put(f->deps, &r, err)) != 0)
+		bool found = !pre && f->have_hit && f->runmax >= w->value;
+		bool late = found && (double)f->hit.end > (double)w->end + b->slack_ns;
+		int64_t unk = 0;
+
+		if (!pre && (!found || late) &&
+		    (rc = unk_find(f, f->cur, w->value, w->end + (int64_t)b->slack_ns, &unk,
+				   err)) != 0)
 			return rc;
+		if (unk) {
+			r.signal_id = unk;
+		} else if (found) {
+			if (f->hit.kind)
+				r.signal_id = f->hit.id;
+			else
+				r.cpu_id = f->hit.id;
+			r.late = late;
+			r.kind = f->hit.kind;
+			r.sig_end = f->hit.end;
+		}
 	}
-	return rc;
+	*out = r;
+	return 1;
 }
 
-static void *merge_main(void *arg)
+/* Sorts the signals (known and unknown ends) on a thread while the caller sorts the waits. */
+static void *sort_main(void *arg)
 {
 	struct finisher *f = arg;
+	int rc = nf_sorter_sort(f->b->sigs, &f->merr);
 
-	deps_merge(f, &f->merr);
+	if (rc == 0)
+		nf_sorter_sort(f->unk, &f->merr);
 	return NULL;
 }
 
-/* Inserts the merge's deps rows (and causality anomalies). */
-static int write_deps(struct finisher *f, struct nf_error *err)
+/* nf_bulk's row source for deps: the merge, one wait at a time. */
+static int deps_row(void *ctx, struct nf_bulk_row *row, struct nf_error *err)
 {
-	struct nf_timeline_builder *b = f->b;
-	sqlite3_stmt *d = NULL;
+	struct finisher *f = ctx;
 	struct res_rec r;
 	int rc;
 
-	if (sqlite3_prepare_v2(b->db,
-			       "INSERT INTO deps(signal_id, wait_id, cpu_signal, stall_ns) "
-			       "VALUES (?1, ?2, ?3, ?4)", -1, &d, NULL) != SQLITE_OK)
-		return sql_err(b, err, "prepare deps");
-	rc = nf_spill_rewind(f->deps, err);
-	while (rc == 0 && (rc = nf_spill_get(f->deps, &r, err)) == 1)
-		rc = put_dep(b, d, &r, err);
-	sqlite3_finalize(d);
-	return rc;
+	if ((rc = merge_next(f, &r, err)) != 1)
+		return rc;
+	rc = put_dep(f, row, &r, err);
+	return rc ? rc : 1;
 }
 
 /*
- * Loads fence_ops, then creates the indexes and views (the costly part: one
- * sort of fence_ops) on this thread while another sorts the signals and
- * waits and merges them; the deps rows follow.
+ * Loads fence_ops (the rows produced on another thread), sorts the signals
+ * and the waits on two threads while the indexes and views are created, then
+ * loads deps from the merge (produced on another thread too).
  */
 static int resolve(struct nf_timeline_builder *b, struct nf_clock_model *m, struct nf_error *err)
 {
@@ -1699,22 +1738,25 @@ static int resolve(struct nf_timeline_builder *b, struct nf_clock_model *m, stru
 	f.unk = nf_sorter_create(b->spill_dir, sizeof(struct unk_rec), SORT_BUDGET, cmp_unk, err);
 	f.waits = f.unk ? nf_sorter_create(b->spill_dir, sizeof(struct wait_rec), SORT_BUDGET,
 					   cmp_wait, err) : NULL;
-	f.deps = f.waits ? nf_spill_create(b->spill_dir, sizeof(struct res_rec), err) : NULL;
+	f.anoms = f.waits ? nf_spill_create(b->spill_dir, sizeof(struct anom_rec), err) : NULL;
 	f.ub = malloc(UNK_SCAN * sizeof(*f.ub));
-	if (!f.deps)
+	if (!f.anoms)
 		goto out;
 	if (!f.ub) {
 		rc = oom(err);
 		goto out;
 	}
 	rc = load_ops(&f, err);
+	rc = rc ? rc : flush_anomalies(&f, err);
 	if (rc)
 		goto out;
-	if (pthread_create(&th, NULL, merge_main, &f) != 0) {
-		merge_main(&f); /* no thread: one after the other */
+	if (pthread_create(&th, NULL, sort_main, &f) != 0) {
+		sort_main(&f); /* no thread: one after the other */
 		rc = exec_sql(b, nf_timeline_views_sql, err, "schemas/timeline-views.sql");
+		rc = rc ? rc : nf_sorter_sort(f.waits, err);
 	} else {
 		rc = exec_sql(b, nf_timeline_views_sql, err, "schemas/timeline-views.sql");
+		rc = rc ? rc : nf_sorter_sort(f.waits, err);
 		pthread_join(th, NULL);
 	}
 	if (rc == 0 && f.merr.code) {
@@ -1722,12 +1764,16 @@ static int resolve(struct nf_timeline_builder *b, struct nf_clock_model *m, stru
 		if (err)
 			*err = f.merr;
 	}
-	rc = rc ? rc : write_deps(&f, err);
+	rc = rc ? rc : merge_begin(&f, err);
+	rc = rc ? rc : nf_bulk_run(b->bulk, "INSERT INTO deps(signal_id, wait_id, cpu_signal, stall_ns) "
+				   "SELECT c0, c1, c2, c3 FROM nf_bulk", deps_row, &f, true,
+				   "insert deps", err);
+	rc = rc ? rc : flush_anomalies(&f, err);
 out:
 	free(f.ub);
 	nf_sorter_destroy(f.unk);
 	nf_sorter_destroy(f.waits);
-	nf_spill_destroy(f.deps);
+	nf_spill_destroy(f.anoms);
 	nf_sorter_destroy(b->sigs);
 	b->sigs = NULL;
 	return rc;

@@ -77,6 +77,11 @@ struct nf_clock_model *nf_clock_model_create(sqlite3 *db, struct nf_error *err);
 int nf_clock_model_convert(struct nf_clock_model *m, uint32_t adapter, uint64_t gpu,
 			   double *ns, bool *known, struct nf_error *err);
 void nf_clock_model_destroy(struct nf_clock_model *m);
+/*
+ * True when the model holds every fit point in memory: conversions then use
+ * no SQLite connection and may run on another thread than the connection's.
+ */
+bool nf_clock_model_detached(const struct nf_clock_model *m);
 
 /*
  * Runs sql read-only over timeline databases (query.c): one path is opened as

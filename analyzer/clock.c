@@ -315,12 +315,69 @@ struct seg_cache {
 	double ns_per_tick; /* used when g0 == g1 */
 };
 
+/* A fit point held in memory, in (adapter, gpu, rowid) order. */
+struct mem_point {
+	int64_t gpu;
+	double ns;
+	int64_t freq;
+	uint32_t adapter;
+	uint32_t pad;
+};
+
+/*
+ * Fit points held in memory, at most: one per calibration pair (~100 a second
+ * of session), so ~1.5 hours of session; longer sessions look them up in SQL.
+ */
+#define CLOCK_MEM_POINTS (1u << 19)
+
 struct nf_clock_model {
 	sqlite3 *db;
 	sqlite3_stmt *le, *gt, *lt;
+	struct mem_point *pts; /* every fit point when they fit in memory, else NULL */
+	size_t n_pts;
+	bool detached;         /* pts holds them all: conversions do not use db */
 	struct seg_cache *segs;
 	size_t n_segs, cap_segs;
 };
+
+/* Reads every fit point into memory when there are few enough. */
+static int load_points(struct nf_clock_model *m, struct nf_error *err)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t n = 0;
+	int src, rc = 0;
+
+	if (sqlite3_prepare_v2(m->db, "SELECT count(*) FROM temp.t_fit", -1, &st, NULL) != SQLITE_OK)
+		return sql_fail(m->db, err, "count t_fit");
+	if (sqlite3_step(st) == SQLITE_ROW)
+		n = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	st = NULL;
+	if (n <= 0 || n > (int64_t)CLOCK_MEM_POINTS) {
+		m->detached = n == 0;
+		return 0;
+	}
+	m->pts = malloc((size_t)n * sizeof(*m->pts));
+	if (!m->pts)
+		return nf_error_set(err, NF_ENOMEM, "clock model: out of memory");
+	if (sqlite3_prepare_v2(m->db, "SELECT adapter, gpu, ns, freq FROM temp.t_fit "
+				      "ORDER BY adapter, gpu, rowid", -1, &st, NULL) != SQLITE_OK)
+		return sql_fail(m->db, err, "read t_fit");
+	while ((src = sqlite3_step(st)) == SQLITE_ROW && m->n_pts < (size_t)n) {
+		struct mem_point *p = &m->pts[m->n_pts++];
+
+		p->adapter = (uint32_t)sqlite3_column_int64(st, 0);
+		p->gpu = sqlite3_column_int64(st, 1);
+		p->ns = sqlite3_column_double(st, 2);
+		p->freq = sqlite3_column_int64(st, 3);
+		p->pad = 0;
+	}
+	if (src != SQLITE_ROW && src != SQLITE_DONE)
+		rc = sql_fail(m->db, err, "read t_fit");
+	sqlite3_finalize(st);
+	m->detached = rc == 0;
+	return rc;
+}
 
 struct nf_clock_model *nf_clock_model_create(sqlite3 *db, struct nf_error *err)
 {
@@ -346,7 +403,16 @@ struct nf_clock_model *nf_clock_model_create(sqlite3 *db, struct nf_error *err)
 		nf_clock_model_destroy(m);
 		return NULL;
 	}
+	if (load_points(m, err) != 0) {
+		nf_clock_model_destroy(m);
+		return NULL;
+	}
 	return m;
+}
+
+bool nf_clock_model_detached(const struct nf_clock_model *m)
+{
+	return m->detached;
 }
 
 void nf_clock_model_destroy(struct nf_clock_model *m)
@@ -356,6 +422,7 @@ void nf_clock_model_destroy(struct nf_clock_model *m)
 	sqlite3_finalize(m->le);
 	sqlite3_finalize(m->gt);
 	sqlite3_finalize(m->lt);
+	free(m->pts);
 	free(m->segs);
 	free(m);
 }
@@ -366,12 +433,59 @@ struct fit_point {
 	int64_t freq;
 };
 
+/* Index of the first point not below (adapter, gpu) in order; with upper, not at or below. */
+static size_t mem_bound(const struct nf_clock_model *m, uint32_t adapter, int64_t gpu, bool upper)
+{
+	size_t lo = 0, hi = m->n_pts;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct mem_point *p = &m->pts[mid];
+
+		if (p->adapter < adapter ||
+		    (p->adapter == adapter && (p->gpu < gpu || (upper && p->gpu == gpu))))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * The in-memory lookups, choosing among equal readings as the SQL ones do
+ * through the (adapter, gpu) index: le and lt the last, gt the first.
+ */
+static int mem_lookup(const struct nf_clock_model *m, sqlite3_stmt *st, uint32_t adapter,
+		      int64_t gpu, struct fit_point *out)
+{
+	size_t i;
+	bool below = st != m->gt;
+
+	if (st == m->gt)
+		i = mem_bound(m, adapter, gpu, true);
+	else
+		i = mem_bound(m, adapter, gpu, st == m->le);
+	if (below) {
+		if (i == 0 || m->pts[i - 1].adapter != adapter)
+			return 0;
+		i--;
+	} else if (i == m->n_pts || m->pts[i].adapter != adapter) {
+		return 0;
+	}
+	out->gpu = m->pts[i].gpu;
+	out->ns = m->pts[i].ns;
+	out->freq = m->pts[i].freq;
+	return 1;
+}
+
 /* Runs one of the lookups; returns 1 found, 0 not found, NF_ESQL. */
 static int lookup(struct nf_clock_model *m, sqlite3_stmt *st, uint32_t adapter, int64_t gpu,
 		  struct fit_point *out, struct nf_error *err)
 {
 	int src, rc = 0;
 
+	if (m->detached)
+		return mem_lookup(m, st, adapter, gpu, out);
 	sqlite3_bind_int64(st, 1, adapter);
 	sqlite3_bind_int64(st, 2, gpu);
 	src = sqlite3_step(st);

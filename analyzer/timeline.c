@@ -67,7 +67,7 @@ static int build_into(const char *session_dir, const char *tmp_path, struct nf_e
 	 * grow with the session); 16 KiB pages load and index faster than 4 KiB.
 	 */
 	if (sqlite3_exec(db,
-			 "PRAGMA page_size = 16384; "
+			 "PRAGMA page_size = 65536; "
 			 "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; "
 			 "PRAGMA temp_store = FILE; PRAGMA cache_size = -32768; "
 			 "PRAGMA temp.cache_size = -8192;",

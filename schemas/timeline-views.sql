@@ -1,11 +1,14 @@
 -- nftrace timeline: indexes and ready-made views, created after the tables of
 -- schemas/timeline.sql are loaded (load first, index after: much faster).
 
--- Each index costs build time (about half the load for fence_ops), so there
--- are only the ones the viewer and the views need: fence_ops by queue in
--- queued order (fence_ops is keyed by id already). For other access paths,
--- SQLite builds a transient automatic index when a join needs one.
-CREATE INDEX fence_ops_queue ON fence_ops(queue, queued_ns);
+-- Each index costs build time, so there are only small ones. fence_ops has
+-- no secondary index: it is keyed by id (joins from deps are rowid lookups),
+-- the viewer and the views read it in one pass in storage order, and an
+-- index by queue would cost nearly as much to build as loading the table
+-- (SQLite sorts every row; see docs/PERFORMANCE.md). A query by queue scans
+-- the table (about 30 ms per million operations); for many such queries,
+-- CREATE INDEX in a copy of the database. For other access paths SQLite
+-- builds a transient automatic index when a join needs one.
 CREATE INDEX anomalies_queue ON anomalies(queue, kind);
 -- Joining operations with the ground truth: by queue, op and log position.
 CREATE INDEX truth_ops_seq ON truth_ops(queue, op, epoch, log_seq);
@@ -22,17 +25,24 @@ WHERE d.stall_ns IS NOT NULL
 ORDER BY d.stall_ns DESC;
 
 -- Per queue: operations, time busy between queued and end, time stalled in waits.
+-- (One pass over fence_ops grouped by queue, then the queues joined to it.)
 CREATE VIEW queue_summary AS
 SELECT q.queue, q.adapter, q.name,
-       count(o.id) AS ops,
-       sum(o.op = 'wait') AS waits,
-       sum(o.op = 'signal') AS signals,
-       sum(o.status = 'lost') AS lost,
-       coalesce(sum(CASE WHEN o.op = 'wait' AND o.end_ns IS NOT NULL AND o.observed_ns IS NOT NULL
-                         THEN o.end_ns - o.observed_ns END), 0) AS stalled_ns,
-       coalesce(max(o.end_ns) - min(o.queued_ns), 0) AS span_ns
-FROM queues q LEFT JOIN fence_ops o ON o.queue = q.queue
-GROUP BY q.queue ORDER BY q.queue;
+       coalesce(o.ops, 0) AS ops,
+       o.waits, o.signals, o.lost,
+       coalesce(o.stalled_ns, 0) AS stalled_ns,
+       coalesce(o.span_ns, 0) AS span_ns
+FROM queues q LEFT JOIN
+     (SELECT queue,
+             count(*) AS ops,
+             sum(op = 'wait') AS waits,
+             sum(op = 'signal') AS signals,
+             sum(status = 'lost') AS lost,
+             sum(CASE WHEN op = 'wait' AND end_ns IS NOT NULL AND observed_ns IS NOT NULL
+                      THEN end_ns - observed_ns END) AS stalled_ns,
+             max(end_ns) - min(queued_ns) AS span_ns
+      FROM fence_ops WHERE queue IS NOT NULL GROUP BY queue) o ON o.queue = q.queue
+ORDER BY q.queue;
 
 -- Per queue: time with work in flight, the union of the queue's operations from
 -- CPU-queued to GPU-completed (what the GPUView-style boxes cover; operations

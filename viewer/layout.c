@@ -264,13 +264,13 @@ static int64_t col_int_or(sqlite3_stmt *st, int col, int64_t dflt)
 
 /*
  * The queues: every row of the queues table, plus any queue that fence_ops
- * mentions without a queues row (found by skipping through the index, which is
- * cheap even for millions of operations).
+ * mentions without a queues row (one pass over fence_ops, each row probing a
+ * small transient index of the known queues).
  */
 static int load_queues(sqlite3 *db, const struct nf_render_options *opts,
 		       struct queue_info **out, size_t *n_out, struct nf_error *err)
 {
-	sqlite3_stmt *st = NULL, *next = NULL, *known = NULL, *adp = NULL;
+	sqlite3_stmt *st = NULL, *next = NULL, *adp = NULL;
 	struct queue_info *qs = NULL, q;
 	size_t n = 0, cap = 0;
 	int rc, ret = 0;
@@ -278,9 +278,8 @@ static int load_queues(sqlite3 *db, const struct nf_render_options *opts,
 	if (sqlite3_prepare_v2(db, "SELECT q.queue, q.adapter, q.engine, q.node, q.name, a.name "
 				   "FROM queues q LEFT JOIN adapters a ON a.adapter = q.adapter",
 			       -1, &st, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(db, "SELECT min(queue) FROM fence_ops WHERE queue > ?1", -1, &next,
-			       NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(db, "SELECT 1 FROM queues WHERE queue = ?1", -1, &known,
+	    sqlite3_prepare_v2(db, "SELECT DISTINCT queue FROM fence_ops WHERE queue IS NOT NULL "
+				   "AND queue NOT IN (SELECT queue FROM queues)", -1, &next,
 			       NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(db, "SELECT o.adapter, a.name FROM fence_ops o LEFT JOIN adapters a "
 				   "ON a.adapter = o.adapter WHERE o.queue = ?1 LIMIT 1",
@@ -305,23 +304,9 @@ static int load_queues(sqlite3 *db, const struct nf_render_options *opts,
 		ret = sql_fail(db, err, "reading queues");
 		goto out_finalize;
 	}
-	sqlite3_bind_int64(next, 1, INT64_MIN);
-	for (;;) {
-		int64_t queue;
+	while ((rc = sqlite3_step(next)) == SQLITE_ROW) {
+		int64_t queue = sqlite3_column_int64(next, 0);
 
-		if (sqlite3_step(next) != SQLITE_ROW) {
-			ret = sql_fail(db, err, "reading queues of fence_ops");
-			goto out_finalize;
-		}
-		if (sqlite3_column_type(next, 0) == SQLITE_NULL)
-			break;
-		queue = sqlite3_column_int64(next, 0);
-		sqlite3_reset(next);
-		sqlite3_bind_int64(next, 1, queue);
-		sqlite3_reset(known);
-		sqlite3_bind_int64(known, 1, queue);
-		if (sqlite3_step(known) == SQLITE_ROW)
-			continue;
 		if (!in_filter(opts->queues, opts->n_queues, queue))
 			continue;
 		memset(&q, 0, sizeof(q));
@@ -338,6 +323,10 @@ static int load_queues(sqlite3 *db, const struct nf_render_options *opts,
 		}
 		if ((ret = add_queue(&qs, &n, &cap, &q, err)) < 0)
 			goto out_finalize;
+	}
+	if (rc != SQLITE_DONE) {
+		ret = sql_fail(db, err, "reading queues of fence_ops");
+		goto out_finalize;
 	}
 	/* A queue asked for that the timeline does not have is a user error. */
 	for (int i = 0; opts->queues && i < opts->n_queues; i++) {
@@ -359,7 +348,6 @@ static int load_queues(sqlite3 *db, const struct nf_render_options *opts,
 out_finalize:
 	free(qs);
 	sqlite3_finalize(adp);
-	sqlite3_finalize(known);
 	sqlite3_finalize(next);
 	sqlite3_finalize(st);
 	return ret;
