@@ -209,7 +209,7 @@ static struct nf_local_fence *local_get(nf_runtime *rt, nf_handle h, struct nf_e
 }
 
 /* ------------------------------------------------------------------ */
-/* the simulation clock: a heap of pending events                       */
+/* the simulation clock: a priority queue of pending events             */
 
 static bool sim_periodic(enum nf_sim_type t)
 {
@@ -217,18 +217,27 @@ static bool sim_periodic(enum nf_sim_type t)
 }
 
 /* (time, seq) is unique, so the order events come out in does not depend on
- * how the heap is laid out. Bitwise operators: no branch to mispredict. */
+ * how the queue is laid out. Bitwise operators: no branch to mispredict. */
 static inline bool sim_less(const struct nf_sim_event *a, const struct nf_sim_event *b)
 {
 	return (a->time < b->time) | ((a->time == b->time) & (a->seq < b->seq));
 }
 
 /*
- * A 4-ary heap: half the depth of a binary one, and the four children share
- * two cache lines. Slots past the end hold sentinels (the largest key), always
- * at least four, so a pop compares all four children without checking bounds.
+ * Two layouts, the same order out:
+ * - while few events are pending (the usual case: a few per queue), an array
+ *   sorted latest first. The next event is the last one (a pop takes it, no
+ *   sifting), and a new event, usually among the next few, is put in place
+ *   by moving the few earlier ones up by one;
+ * - past SIM_SORTED_MAX, a 4-ary heap: half the depth of a binary one, and the
+ *   four children share two cache lines. Slots past its end hold sentinels
+ *   (the largest key), always at least four, so a pop compares all four
+ *   children without checking bounds. It goes back to the sorted array when
+ *   SIM_SORTED_BACK or fewer events are left.
  */
 #define SIM_PAD 4u
+#define SIM_SORTED_MAX 64u
+#define SIM_SORTED_BACK 16u
 
 static void sim_sentinels(struct nf_sim_event *h, uint32_t from, uint32_t to)
 {
@@ -260,6 +269,19 @@ static inline void sim_store(struct nf_sim_event *dst, uint64_t time, uint64_t s
 #endif
 }
 
+/* The next event (the queue is not empty). */
+static inline const struct nf_sim_event *sim_top(const struct nf_runtime *rt)
+{
+	return rt->heap_is_heap ? &rt->heap[0] : &rt->heap[rt->heap_len - 1];
+}
+
+static int sim_cmp_latest_first(const void *x, const void *y)
+{
+	const struct nf_sim_event *a = x, *b = y;
+
+	return sim_less(b, a) ? -1 : sim_less(a, b) ? 1 : 0;
+}
+
 static int sim_push(struct nf_runtime *rt, uint64_t time, enum nf_sim_type type, uint32_t a,
 		    uint32_t b, uint32_t c)
 {
@@ -272,14 +294,33 @@ static int sim_push(struct nf_runtime *rt, uint64_t time, enum nf_sim_type type,
 	uint64_t seq = rt->heap_seq++;
 	struct nf_sim_event key = { .time = time, .seq = seq };
 	struct nf_sim_event *h = rt->heap;
-	uint32_t i = rt->heap_len++;
+	uint32_t i = rt->heap_len;
 
-	while (i > 0) {
-		uint32_t p = (i - 1) / 4;
-		if (!sim_less(&key, &h[p]))
-			break;
-		h[i] = h[p];
-		i = p;
+	if (!rt->heap_is_heap && i == SIM_SORTED_MAX) {
+		/* Too many for the sorted array: earliest first is a valid heap. */
+		for (uint32_t lo = 0, hi = i - 1; lo < hi; lo++, hi--) {
+			struct nf_sim_event t = h[lo];
+			h[lo] = h[hi];
+			h[hi] = t;
+		}
+		sim_sentinels(h, i, rt->heap_cap);
+		rt->heap_is_heap = true;
+	}
+	rt->heap_len++;
+	if (rt->heap_is_heap) {
+		while (i > 0) {
+			uint32_t p = (i - 1) / 4;
+			if (!sim_less(&key, &h[p]))
+				break;
+			h[i] = h[p];
+			i = p;
+		}
+	} else {
+		/* Move up the events due before the new one, from the next on. */
+		while (i > 0 && sim_less(&h[i - 1], &key)) {
+			h[i] = h[i - 1];
+			i--;
+		}
 	}
 	sim_store(&h[i], time, seq, type, a, b, c);
 	if (!sim_periodic(type))
@@ -290,6 +331,14 @@ static int sim_push(struct nf_runtime *rt, uint64_t time, enum nf_sim_type type,
 static struct nf_sim_event sim_pop(struct nf_runtime *rt)
 {
 	struct nf_sim_event *h = rt->heap;
+
+	if (!rt->heap_is_heap) {
+		struct nf_sim_event top = h[--rt->heap_len];
+
+		if (!sim_periodic(top.type))
+			rt->active_sims--;
+		return top;
+	}
 	struct nf_sim_event top = h[0];
 	uint32_t len = --rt->heap_len, i = 0, c;
 	struct nf_sim_event last = h[len];
@@ -308,6 +357,11 @@ static struct nf_sim_event sim_pop(struct nf_runtime *rt)
 	}
 	if (len)
 		h[i] = last;
+	if (len <= SIM_SORTED_BACK) {
+		/* Few left: back to the sorted array. */
+		qsort(h, len, sizeof(*h), sim_cmp_latest_first);
+		rt->heap_is_heap = false;
+	}
 	if (!sim_periodic(top.type))
 		rt->active_sims--;
 	return top;
@@ -1222,7 +1276,7 @@ static int sim_dispatch(struct nf_runtime *rt, const struct nf_sim_event *se)
 /* Runs every simulation event up to `until`, then sets the clock there. */
 static int sim_run_until(struct nf_runtime *rt, uint64_t until)
 {
-	while (rt->heap_len && rt->heap[0].time <= until && !rt->err.code) {
+	while (rt->heap_len && sim_top(rt)->time <= until && !rt->err.code) {
 		struct nf_sim_event se = sim_pop(rt);
 
 		if (se.time > rt->now)
@@ -2232,7 +2286,7 @@ static int api_cpu_wait(nf_runtime *rt, nf_handle fence, uint64_t value, uint64_
 	}
 	/* Deterministic: run the world until satisfied or the deadline. */
 	while (!w.done) {
-		if (!rt->heap_len || rt->heap[0].time > deadline || !rt->active_sims) {
+		if (!rt->heap_len || sim_top(rt)->time > deadline || !rt->active_sims) {
 			if (deadline == UINT64_MAX) {
 				waiter_unlink(&rt->globals[gi], &w);
 				update_monitored(rt, &rt->globals[gi], NULL);
@@ -2325,7 +2379,7 @@ static int api_event_wait(nf_runtime *rt, nf_handle event, uint64_t timeout_ns, 
 			return nf_error_set(err, NF_ETIMEOUT, "wait on event 0x%x timed out", event);
 	}
 	while (!rt->events[ei].signaled) {
-		if (!rt->heap_len || rt->heap[0].time > deadline || !rt->active_sims) {
+		if (!rt->heap_len || sim_top(rt)->time > deadline || !rt->active_sims) {
 			if (deadline == UINT64_MAX)
 				return nf_error_set(err, NF_ESTATE,
 						    "event 0x%x can never be signalled: no GPU work is pending",

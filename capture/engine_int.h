@@ -220,9 +220,10 @@ struct nf_runtime {
 	uint32_t n_events, cap_events;
 	uint32_t next_wait_id;
 
-	struct nf_sim_event *heap;
+	struct nf_sim_event *heap;     /* pending sim events (engine.c: sim_push) */
 	uint32_t heap_len, heap_cap;
 	uint64_t heap_seq;
+	bool heap_is_heap;             /* false: sorted, latest first; true: a 4-ary heap */
 	uint32_t active_sims;          /* pending sim events that are not periodic */
 
 	/* Scratch for emitting LOG_READ / interrupts. */
