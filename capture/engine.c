@@ -225,10 +225,12 @@ static inline bool sim_less(const struct nf_sim_event *a, const struct nf_sim_ev
 
 /*
  * Two layouts, the same order out:
- * - while few events are pending (the usual case: a few per queue), an array
- *   sorted latest first. The next event is the last one (a pop takes it, no
- *   sifting), and a new event, usually among the next few, is put in place
- *   by moving the few earlier ones up by one;
+ * - while few events are pending (the usual case: a few per queue), a sorted
+ *   array, earliest first, from heap_head on. A pop takes the first one (no
+ *   sifting). A new event is mostly either the latest of all (a command that
+ *   becomes available after the submission latency: appended) or due soon (a
+ *   command's end, a woken queue: found from the front, and the few events
+ *   before it move down one slot);
  * - past SIM_SORTED_MAX, a 4-ary heap: half the depth of a binary one, and the
  *   four children share two cache lines. Slots past its end hold sentinels
  *   (the largest key), always at least four, so a pop compares all four
@@ -272,42 +274,41 @@ static inline void sim_store(struct nf_sim_event *dst, uint64_t time, uint64_t s
 /* The next event (the queue is not empty). */
 static inline const struct nf_sim_event *sim_top(const struct nf_runtime *rt)
 {
-	return rt->heap_is_heap ? &rt->heap[0] : &rt->heap[rt->heap_len - 1];
+	return &rt->heap[rt->heap_head];
 }
 
-static int sim_cmp_latest_first(const void *x, const void *y)
+static int sim_cmp(const void *x, const void *y)
 {
 	const struct nf_sim_event *a = x, *b = y;
 
-	return sim_less(b, a) ? -1 : sim_less(a, b) ? 1 : 0;
+	return sim_less(a, b) ? -1 : sim_less(b, a) ? 1 : 0;
 }
 
 static int sim_push(struct nf_runtime *rt, uint64_t time, enum nf_sim_type type, uint32_t a,
 		    uint32_t b, uint32_t c)
 {
-	uint32_t old_cap = rt->heap_cap;
+	uint32_t old_cap = rt->heap_cap, need = rt->heap_len + 1 + SIM_PAD;
 
-	if (grow((void **)&rt->heap, &rt->heap_cap, rt->heap_len + 1 + SIM_PAD, sizeof(*rt->heap)))
+	if (grow((void **)&rt->heap, &rt->heap_cap, need < 4 * SIM_SORTED_MAX ? 4 * SIM_SORTED_MAX : need,
+		 sizeof(*rt->heap)))
 		return nf_error_set(&rt->err, NF_ENOMEM, "out of memory (event heap)");
 	if (rt->heap_cap != old_cap)
 		sim_sentinels(rt->heap, old_cap, rt->heap_cap);
 	uint64_t seq = rt->heap_seq++;
 	struct nf_sim_event key = { .time = time, .seq = seq };
 	struct nf_sim_event *h = rt->heap;
-	uint32_t i = rt->heap_len;
+	uint32_t n = rt->heap_len, i;
 
-	if (!rt->heap_is_heap && i == SIM_SORTED_MAX) {
+	if (!rt->heap_is_heap && n == SIM_SORTED_MAX) {
 		/* Too many for the sorted array: earliest first is a valid heap. */
-		for (uint32_t lo = 0, hi = i - 1; lo < hi; lo++, hi--) {
-			struct nf_sim_event t = h[lo];
-			h[lo] = h[hi];
-			h[hi] = t;
-		}
-		sim_sentinels(h, i, rt->heap_cap);
+		memmove(h, h + rt->heap_head, (size_t)n * sizeof(*h));
+		rt->heap_head = 0;
+		sim_sentinels(h, n, rt->heap_cap);
 		rt->heap_is_heap = true;
 	}
 	rt->heap_len++;
 	if (rt->heap_is_heap) {
+		i = n;
 		while (i > 0) {
 			uint32_t p = (i - 1) / 4;
 			if (!sim_less(&key, &h[p]))
@@ -316,10 +317,31 @@ static int sim_push(struct nf_runtime *rt, uint64_t time, enum nf_sim_type type,
 			i = p;
 		}
 	} else {
-		/* Move up the events due before the new one, from the next on. */
-		while (i > 0 && sim_less(&h[i - 1], &key)) {
-			h[i] = h[i - 1];
-			i--;
+		uint32_t head = rt->heap_head, tail = head + n;
+
+		if (tail == rt->heap_cap) {
+			memmove(h, h + head, (size_t)n * sizeof(*h));
+			rt->heap_head = head = 0;
+			tail = n;
+		}
+		if (n == 0 || sim_less(&h[tail - 1], &key)) {
+			i = tail; /* the latest */
+		} else {
+			uint32_t p = head;
+
+			while (sim_less(&h[p], &key))
+				p++;
+			if (head > 0 && p - head <= tail - p) {
+				/* the events due before it move down one slot */
+				for (i = head; i < p; i++)
+					h[i - 1] = h[i];
+				rt->heap_head = head - 1;
+				i = p - 1;
+			} else {
+				for (i = tail; i > p; i--)
+					h[i] = h[i - 1];
+				i = p;
+			}
 		}
 	}
 	sim_store(&h[i], time, seq, type, a, b, c);
@@ -333,8 +355,12 @@ static struct nf_sim_event sim_pop(struct nf_runtime *rt)
 	struct nf_sim_event *h = rt->heap;
 
 	if (!rt->heap_is_heap) {
-		struct nf_sim_event top = h[--rt->heap_len];
+		struct nf_sim_event top = h[rt->heap_head];
 
+		if (--rt->heap_len)
+			rt->heap_head++;
+		else
+			rt->heap_head = 0;
 		if (!sim_periodic(top.type))
 			rt->active_sims--;
 		return top;
@@ -359,7 +385,7 @@ static struct nf_sim_event sim_pop(struct nf_runtime *rt)
 		h[i] = last;
 	if (len <= SIM_SORTED_BACK) {
 		/* Few left: back to the sorted array. */
-		qsort(h, len, sizeof(*h), sim_cmp_latest_first);
+		qsort(h, len, sizeof(*h), sim_cmp);
 		rt->heap_is_heap = false;
 	}
 	if (!sim_periodic(top.type))

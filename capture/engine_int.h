@@ -222,8 +222,9 @@ struct nf_runtime {
 
 	struct nf_sim_event *heap;     /* pending sim events (engine.c: sim_push) */
 	uint32_t heap_len, heap_cap;
+	uint32_t heap_head;            /* sorted: index of the next event */
 	uint64_t heap_seq;
-	bool heap_is_heap;             /* false: sorted, latest first; true: a 4-ary heap */
+	bool heap_is_heap;             /* false: sorted, earliest first; true: a 4-ary heap */
 	uint32_t active_sims;          /* pending sim events that are not periodic */
 
 	/* Scratch for emitting LOG_READ / interrupts. */
