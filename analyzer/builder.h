@@ -13,6 +13,7 @@
 #define NF_ANALYZER_BUILDER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -73,6 +74,9 @@ int nf_clock_fit(sqlite3 *db, uint32_t window, struct nf_error *err);
 
 struct nf_clock_model;
 struct nf_clock_model *nf_clock_model_create(sqlite3 *db, struct nf_error *err);
+/* The same, holding the fit points in memory only when there are at most max_points. */
+struct nf_clock_model *nf_clock_model_create_limit(sqlite3 *db, size_t max_points,
+						   struct nf_error *err);
 /* Sets *known (false: no calibration for that adapter) and *ns. 0 or NF_ESQL. */
 int nf_clock_model_convert(struct nf_clock_model *m, uint32_t adapter, uint64_t gpu,
 			   double *ns, bool *known, struct nf_error *err);

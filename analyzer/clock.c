@@ -341,7 +341,7 @@ struct nf_clock_model {
 };
 
 /* Reads every fit point into memory when there are few enough. */
-static int load_points(struct nf_clock_model *m, struct nf_error *err)
+static int load_points(struct nf_clock_model *m, size_t max_points, struct nf_error *err)
 {
 	sqlite3_stmt *st = NULL;
 	int64_t n = 0;
@@ -353,7 +353,7 @@ static int load_points(struct nf_clock_model *m, struct nf_error *err)
 		n = sqlite3_column_int64(st, 0);
 	sqlite3_finalize(st);
 	st = NULL;
-	if (n <= 0 || n > (int64_t)CLOCK_MEM_POINTS) {
+	if (n <= 0 || (uint64_t)n > max_points) {
 		m->detached = n == 0;
 		return 0;
 	}
@@ -381,6 +381,12 @@ static int load_points(struct nf_clock_model *m, struct nf_error *err)
 
 struct nf_clock_model *nf_clock_model_create(sqlite3 *db, struct nf_error *err)
 {
+	return nf_clock_model_create_limit(db, CLOCK_MEM_POINTS, err);
+}
+
+struct nf_clock_model *nf_clock_model_create_limit(sqlite3 *db, size_t max_points,
+						   struct nf_error *err)
+{
 	static const char *const sql[3] = {
 		"SELECT gpu, ns, freq FROM temp.t_fit WHERE adapter = ?1 AND gpu <= ?2 "
 		"ORDER BY gpu DESC LIMIT 1",
@@ -403,7 +409,7 @@ struct nf_clock_model *nf_clock_model_create(sqlite3 *db, struct nf_error *err)
 		nf_clock_model_destroy(m);
 		return NULL;
 	}
-	if (load_points(m, err) != 0) {
+	if (load_points(m, max_points, err) != 0) {
 		nf_clock_model_destroy(m);
 		return NULL;
 	}

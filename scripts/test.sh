@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every test: install what is missing, build with warnings as errors, run the
 # whole suite with ctest, then again under AddressSanitizer + UBSan, then the
-# threaded engine tests under ThreadSanitizer.
+# threaded engine and analyzer tests under ThreadSanitizer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -34,8 +34,8 @@ cmake --build build-asan -j"$jobs"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --output-on-failure -j"$jobs")
 
-echo "== ThreadSanitizer build, threaded engine tests only (any report fails the test)"
+echo "== ThreadSanitizer build: the threaded engine and the analyzer's threads (any report fails the test)"
 cmake -S . -B build-tsan -DNF_WERROR=ON -DNF_TSAN=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
-cmake --build build-tsan -j"$jobs" --target test_threaded nftrace
+cmake --build build-tsan -j"$jobs" --target test_threaded test_analyzer test_sessions nftrace
 (cd build-tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-  ctest --output-on-failure -R '^test_threaded$')
+  ctest --output-on-failure -R '^(test_threaded|test_analyzer|test_sessions)$')

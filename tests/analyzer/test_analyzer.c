@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "builder.h"
+#include "bulk.h"
 #include "spill.h"
 
 /* ---- helpers ---- */
@@ -942,6 +943,177 @@ START_TEST(build_missing_session)
 }
 END_TEST
 
+/* ---- nf_bulk: the virtual table the big tables load through ---- */
+
+/* A row source: n rows (a = i, b = 7i or NULL every third, c 'odd'/'even'). */
+struct bulk_src {
+	int n, i;
+	int fail_at;      /* > 0: fails with NF_EIO at this row */
+	int dup_at;       /* > 0: repeats a key at this row (a constraint error) */
+};
+
+static int bulk_src_next(void *ctx, struct nf_bulk_row *row, struct nf_error *err)
+{
+	struct bulk_src *s = ctx;
+	int i;
+
+	if (s->i >= s->n)
+		return 0;
+	i = ++s->i;
+	if (s->fail_at && i == s->fail_at)
+		return nf_error_set(err, NF_EIO, "bulk source: read failed at row %d", i);
+	nf_bulk_int(row, 0, s->dup_at && i == s->dup_at ? 1 : i);
+	nf_bulk_opt(row, 1, i % 3 != 0, 7 * (int64_t)i);
+	if (i % 2)
+		nf_bulk_text(row, 2, "odd", 3);
+	else
+		nf_bulk_text(row, 2, "even", 4);
+	return 1;
+}
+
+static sqlite3 *bulk_db(struct nf_bulk **bk, struct nf_error *err)
+{
+	sqlite3 *db;
+
+	ck_assert_int_eq(sqlite3_open(":memory:", &db), SQLITE_OK);
+	*bk = nf_bulk_register(db, err);
+	ck_assert_msg(*bk != NULL, "register: %s", err->msg);
+	ck_assert_int_eq(sqlite3_exec(db, "CREATE TABLE t(a INTEGER PRIMARY KEY, b, c TEXT)",
+				      NULL, NULL, NULL), SQLITE_OK);
+	return db;
+}
+
+static const char bulk_sql[] = "INSERT INTO t(a, b, c) SELECT c0, c1, c2 FROM nf_bulk";
+
+START_TEST(bulk_loads_every_row)
+{
+	/* _i: 0 on this thread, 1 through the producer thread. 5000 rows go round its ring many times. */
+	for (int n = 0; n <= 5000; n += 5000) {
+		struct nf_error err;
+		struct nf_bulk *bk;
+		sqlite3 *db = bulk_db(&bk, &err);
+		struct bulk_src src = { .n = n };
+		int64_t sum_b = 0;
+
+		nf_error_clear(&err);
+		ck_assert_int_eq(nf_bulk_run(bk, bulk_sql, bulk_src_next, &src, _i != 0, "load t", &err), 0);
+		for (int i = 1; i <= n; i++)
+			sum_b += i % 3 ? 7 * (int64_t)i : 0;
+		ck_assert_int_eq(q_int(db, "SELECT count(*) FROM t"), n);
+		ck_assert_int_eq(q_int(db, "SELECT coalesce(sum(a), 0) FROM t"), (int64_t)n * (n + 1) / 2);
+		ck_assert_int_eq(q_int(db, "SELECT coalesce(sum(b), 0) FROM t"), sum_b);
+		ck_assert_int_eq(q_int(db, "SELECT count(*) FROM t WHERE b IS NULL"), n / 3);
+		ck_assert_int_eq(q_int(db, "SELECT count(*) FROM t WHERE c = 'odd'"), (n + 1) / 2);
+		ck_assert_int_eq(q_int(db, "SELECT count(*) FROM t WHERE typeof(b) NOT IN ('integer', 'null')"), 0);
+		/* The table is usable again afterwards, for another source. */
+		src = (struct bulk_src){ .n = 3 };
+		ck_assert_int_eq(sqlite3_exec(db, "DELETE FROM t", NULL, NULL, NULL), SQLITE_OK);
+		ck_assert_int_eq(nf_bulk_run(bk, bulk_sql, bulk_src_next, &src, _i != 0, "load t", &err), 0);
+		ck_assert_int_eq(q_int(db, "SELECT count(*) FROM t"), 3);
+		sqlite3_close(db);
+	}
+}
+END_TEST
+
+START_TEST(bulk_source_error_is_returned)
+{
+	struct nf_error err;
+	struct nf_bulk *bk;
+	sqlite3 *db = bulk_db(&bk, &err);
+	struct bulk_src src = { .n = 100000, .fail_at = 3000 };
+
+	nf_error_clear(&err);
+	ck_assert_int_eq(nf_bulk_run(bk, bulk_sql, bulk_src_next, &src, _i != 0, "load t", &err),
+			 NF_EIO);
+	ck_assert_msg(strstr(err.msg, "read failed at row 3000") != NULL, "%s", err.msg);
+	/* The source stopped at its error (the producer was not left running). */
+	ck_assert_int_eq(src.i, 3000);
+	sqlite3_close(db);
+}
+END_TEST
+
+START_TEST(bulk_sql_error_stops_the_source)
+{
+	struct nf_error err;
+	struct nf_bulk *bk;
+	sqlite3 *db = bulk_db(&bk, &err);
+	struct bulk_src src = { .n = 100000, .dup_at = 2000 };
+
+	nf_error_clear(&err);
+	ck_assert_int_eq(nf_bulk_run(bk, bulk_sql, bulk_src_next, &src, _i != 0, "load t", &err),
+			 NF_ESQL);
+	ck_assert_msg(strstr(err.msg, "load t: ") == err.msg && strstr(err.msg, "UNIQUE") != NULL,
+		      "%s", err.msg);
+	/* Stopped soon after the failing row: at most the producer's ring ahead of it. */
+	ck_assert_msg(src.i >= 2000 && src.i <= 2000 + 5 * 256, "source ran to row %d", src.i);
+	sqlite3_close(db);
+}
+END_TEST
+
+/* The clock model's in-memory lookups give what its SQL lookups give, equal readings included. */
+START_TEST(clock_model_memory_matches_sql)
+{
+	struct fixture fx;
+	uint64_t rng = 7;
+
+	fx_open(&fx, &test_info_ns);
+	for (uint32_t a = 0; a < 3; a++) {
+		uint64_t gpu = 1000000, cpu = 5000000;
+
+		for (int i = 0; i < 300; i++) {
+			/* Every 17th pair repeats the previous GPU reading (a stuck clock). */
+			if (i % 17 != 5)
+				gpu += 100000 + (uint64_t)(urand(&rng) * 50000);
+			cpu += 50000 + (uint64_t)(urand(&rng) * 25000);
+			ev_cal(&fx, a, 1000000000 + a, gpu, cpu);
+		}
+	}
+	ck_assert_int_eq(nf_clock_fit(fx.db, 0, &fx.err), 0);
+
+	struct nf_clock_model *mem = nf_clock_model_create(fx.db, &fx.err);
+	struct nf_clock_model *sql = nf_clock_model_create_limit(fx.db, 0, &fx.err);
+
+	ck_assert_ptr_nonnull(mem);
+	ck_assert_ptr_nonnull(sql);
+	ck_assert(nf_clock_model_detached(mem));
+	ck_assert(!nf_clock_model_detached(sql));
+	sqlite3_stmt *pts;
+	int checked = 0;
+
+	/* At every fit point, one tick either side, and at random readings, before and after. */
+	ck_assert_int_eq(sqlite3_prepare_v2(fx.db, "SELECT adapter, gpu FROM temp.t_fit", -1, &pts,
+					    NULL), SQLITE_OK);
+	while (sqlite3_step(pts) == SQLITE_ROW) {
+		uint32_t a = (uint32_t)sqlite3_column_int64(pts, 0);
+		int64_t g = sqlite3_column_int64(pts, 1);
+		int64_t probe[4] = { g - 1, g, g + 1, (int64_t)(urand(&rng) * 4e7) };
+
+		for (int k = 0; k < 4; k++) {
+			double x = 0, y = 0;
+			bool kx = false, ky = false;
+
+			ck_assert_int_eq(nf_clock_model_convert(mem, a, (uint64_t)probe[k], &x, &kx, &fx.err), 0);
+			ck_assert_int_eq(nf_clock_model_convert(sql, a, (uint64_t)probe[k], &y, &ky, &fx.err), 0);
+			ck_assert(kx == ky);
+			ck_assert_msg(x == y, "adapter %u gpu %lld: memory %.3f, sql %.3f", a,
+				      (long long)probe[k], x, y);
+			checked++;
+		}
+	}
+	sqlite3_finalize(pts);
+	ck_assert_int_ge(checked, 4 * 900);
+	/* An adapter without calibration is unknown to both. */
+	double x;
+	bool kx = true;
+
+	ck_assert_int_eq(nf_clock_model_convert(mem, 7, 12345, &x, &kx, &fx.err), 0);
+	ck_assert(!kx);
+	nf_clock_model_destroy(mem);
+	nf_clock_model_destroy(sql);
+	fx_close(&fx);
+}
+END_TEST
+
 static Suite *analyzer_suite(void)
 {
 	Suite *s = suite_create("analyzer");
@@ -960,6 +1132,10 @@ static Suite *analyzer_suite(void)
 	tcase_add_test(tc, queue_busy_view);
 	tcase_add_test(tc, objects_and_meta);
 	tcase_add_test(tc, build_missing_session);
+	tcase_add_test(tc, clock_model_memory_matches_sql);
+	tcase_add_loop_test(tc, bulk_loads_every_row, 0, 2);
+	tcase_add_loop_test(tc, bulk_source_error_is_returned, 0, 2);
+	tcase_add_loop_test(tc, bulk_sql_error_stops_the_source, 0, 2);
 	suite_add_tcase(s, tc);
 	tcase_add_checked_fixture(tq, query_setup, query_teardown);
 	tcase_add_test(tq, query_formats);
