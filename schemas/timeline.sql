@@ -98,7 +98,7 @@ CREATE TABLE deps (
 CREATE TABLE cpu_waits (
   id         INTEGER PRIMARY KEY, -- wait id
   thread     INTEGER,             -- waiting thread
-  adapter    INTEGER,             -- adapter ordinal
+  adapter    INTEGER,             -- adapter ordinal (NULL: a kernel dma_fence wait)
   fence      INTEGER,             -- global fence handle
   value      INTEGER,             -- value waited for
   start_ns   INTEGER,             -- wait began
