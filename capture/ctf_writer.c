@@ -59,8 +59,13 @@ struct nf_ctf_stream {
 	int fd;
 	const char *name;
 	char path[4096];
-	unsigned char *buf;      /* the packet being built, header included */
-	size_t len, cap;
+	unsigned char *buf;      /* the packet being built, header included: in the
+				  * stream's ring, or in pbuf */
+	size_t len, cap;         /* len 0: no packet begun */
+	unsigned char *pbuf;     /* private buffer (no committer, or a large packet) */
+	size_t pcap;
+	bool in_ring;
+	uint64_t ring_head;      /* bytes put in the stream's ring so far (with skipped ends) */
 	uint64_t ts_begin, ts_last;
 	uint32_t n_events;
 	uint64_t seq;            /* packet sequence number */
@@ -81,9 +86,8 @@ struct nf_ctf_writer {
 	unsigned char reply[24]; /* a committer reply being received */
 	size_t reply_len;
 	bool committer_done;     /* it said it synced and closed everything */
-	unsigned char *shared;   /* shared with the committer: control block, then the ring */
-	unsigned char *ring;     /* NF_CTF_RING_SIZE bytes of packets */
-	uint64_t ring_head;      /* bytes put in the ring so far (with skipped ends) */
+	unsigned char *shared;   /* shared with the committer: control block, then the rings */
+	unsigned char *ring;     /* NF_CTF_RING_SIZE bytes of packets per stream */
 	uint64_t desc_head;      /* packet descriptors published */
 	uint64_t kick_bytes;     /* bytes published since the committer was last woken */
 };
@@ -351,25 +355,31 @@ static int dir_prepare(const char *dir, struct nf_error *err)
 	return 0;
 }
 
+/* Makes room for `more` bytes after the packet's len; a packet outgrowing
+ * its place in the ring moves to the private buffer. */
 static int stream_reserve(struct nf_ctf_stream *s, size_t more)
 {
 	if (s->len + more <= s->cap)
 		return 0;
-	size_t ncap = s->cap ? s->cap : NF_CTF_DEFAULT_PACKET;
+	size_t ncap = s->pcap ? s->pcap : NF_CTF_DEFAULT_PACKET;
 	while (ncap < s->len + more)
 		ncap *= 2;
-	unsigned char *nb = realloc(s->buf, ncap);
-	if (!nb)
-		return NF_ENOMEM;
-	s->buf = nb;
-	s->cap = ncap;
-	return 0;
-}
+	if (ncap > s->pcap) {
+		unsigned char *nb = s->in_ring ? malloc(ncap) : realloc(s->pbuf, ncap);
 
-static void stream_begin_packet(struct nf_ctf_stream *s)
-{
-	s->len = NF_CTF_PKT_HDR_SIZE; /* header filled in at flush */
-	s->n_events = 0;
+		if (!nb)
+			return NF_ENOMEM;
+		if (s->in_ring)
+			free(s->pbuf);
+		s->pbuf = nb;
+		s->pcap = ncap;
+	}
+	if (s->in_ring)
+		memcpy(s->pbuf, s->buf, s->len);
+	s->in_ring = false;
+	s->buf = s->pbuf;
+	s->cap = s->pcap;
+	return 0;
 }
 
 /* ---- the committer process ---- */
@@ -390,7 +400,8 @@ static void stream_begin_packet(struct nf_ctf_stream *s)
 /* The committer's largest single write (contiguous packets of one stream). */
 #define NF_CTF_MAX_WRITE (4u << 20)
 
-/* A packet in the ring: stream, length, and its end as a ring byte count. */
+/* A packet in its stream's ring: stream, length, and its end as a byte count
+ * of that ring. */
 struct nf_ctf_desc {
 	uint32_t sid;
 	uint32_t zero;
@@ -413,8 +424,8 @@ struct nf_ctf_shared {
 	_Atomic uint64_t desc_head;
 	char pad0[56];
 	_Atomic uint64_t desc_tail;
-	_Atomic uint64_t ring_tail;
-	char pad1[48];
+	_Atomic uint64_t ring_tail[NF_STREAM_COUNT];
+	char pad1[56 - 8 * NF_STREAM_COUNT];
 	_Atomic uint32_t committer_idle;
 	char pad2[60];
 	_Atomic uint32_t recorder_waiting;
@@ -422,7 +433,7 @@ struct nf_ctf_shared {
 	struct nf_ctf_desc desc[NF_CTF_DESCS];
 };
 #define NF_CTF_SHARED_SIZE ((sizeof(struct nf_ctf_shared) + NF_CTF_BLOCK - 1) & ~(size_t)(NF_CTF_BLOCK - 1))
-#define NF_CTF_MAP_SIZE (NF_CTF_SHARED_SIZE + NF_CTF_RING_SIZE)
+#define NF_CTF_MAP_SIZE (NF_CTF_SHARED_SIZE + (size_t)NF_STREAM_COUNT * NF_CTF_RING_SIZE)
 
 /* Recorder -> committer socket messages. */
 enum { NF_CTF_MSG_PACKET = 0, NF_CTF_MSG_WAKE = 2 };
@@ -581,7 +592,8 @@ static bool committer_drain(struct nf_ctf_committer *c, uint64_t limit)
 		}
 		if (committer_open(c, d.sid)) {
 			size_t done;
-			int rc = committer_write(c->fds[d.sid], c->ring + off, (size_t)run, &done);
+			int rc = committer_write(c->fds[d.sid], c->ring + (size_t)d.sid * NF_CTF_RING_SIZE + off,
+						 (size_t)run, &done);
 
 			if (rc) {
 				/* Keep the whole packets that went out before the error. */
@@ -599,7 +611,7 @@ static bool committer_drain(struct nf_ctf_committer *c, uint64_t limit)
 			}
 		}
 		c->tail += n;
-		atomic_store(&c->sh->ring_tail, end);
+		atomic_store(&c->sh->ring_tail[d.sid], end);
 		atomic_store(&c->sh->desc_tail, c->tail);
 		if (atomic_load(&c->sh->recorder_waiting) && atomic_exchange(&c->sh->recorder_waiting, 0))
 			committer_reply(c->sock, NF_CTF_REPLY_ACK, (int)d.sid, 0, end);
@@ -886,18 +898,18 @@ static int committer_kick(struct nf_ctf_writer *w)
 	return w->err.code;
 }
 
-/* Waits until the ring has room up to ring byte count `end` and a
+/* Waits until stream sid's ring has room up to its byte count `end` and a
  * descriptor is free. */
-static int committer_room(struct nf_ctf_writer *w, uint64_t end)
+static int committer_room(struct nf_ctf_writer *w, int sid, uint64_t end)
 {
 	struct nf_ctf_shared *sh = (struct nf_ctf_shared *)(void *)w->shared;
 
 	for (;;) {
-		if (end - atomic_load_explicit(&sh->ring_tail, memory_order_acquire) <= NF_CTF_RING_SIZE &&
+		if (end - atomic_load_explicit(&sh->ring_tail[sid], memory_order_acquire) <= NF_CTF_RING_SIZE &&
 		    w->desc_head - atomic_load_explicit(&sh->desc_tail, memory_order_acquire) < NF_CTF_DESCS)
 			return 0;
 		atomic_store(&sh->recorder_waiting, 1);
-		if (end - atomic_load(&sh->ring_tail) <= NF_CTF_RING_SIZE &&
+		if (end - atomic_load(&sh->ring_tail[sid]) <= NF_CTF_RING_SIZE &&
 		    w->desc_head - atomic_load(&sh->desc_tail) < NF_CTF_DESCS)
 			return 0;
 		int rc = committer_kick(w);
@@ -910,30 +922,49 @@ static int committer_room(struct nf_ctf_writer *w, uint64_t end)
 	}
 }
 
-/* Hands one whole packet to the committer. */
-static int committer_send(struct nf_ctf_writer *w, int sid, const void *pkt, size_t len)
+/* Room for a packet of len bytes at the head of stream sid's ring (a packet
+ * never wraps): returns where it goes, or NULL (the writer's error is set). */
+static unsigned char *committer_ring_place(struct nf_ctf_writer *w, int sid, size_t len)
+{
+	struct nf_ctf_stream *s = &w->streams[sid];
+	uint64_t pos = s->ring_head % NF_CTF_RING_SIZE;
+	uint64_t skip = pos + len > NF_CTF_RING_SIZE ? NF_CTF_RING_SIZE - pos : 0;
+
+	if (committer_room(w, sid, s->ring_head + skip + len))
+		return NULL;
+	s->ring_head += skip;
+	return w->ring + (size_t)sid * NF_CTF_RING_SIZE + s->ring_head % NF_CTF_RING_SIZE;
+}
+
+/* Publishes the len bytes at the head of stream sid's ring as a packet. */
+static int committer_publish(struct nf_ctf_writer *w, int sid, size_t len)
 {
 	struct nf_ctf_shared *sh = (struct nf_ctf_shared *)(void *)w->shared;
+	struct nf_ctf_stream *s = &w->streams[sid];
+	struct nf_ctf_desc *d = &sh->desc[w->desc_head % NF_CTF_DESCS];
+
+	s->ring_head += len;
+	d->sid = (uint32_t)sid;
+	d->zero = 0;
+	d->len = len;
+	d->end = s->ring_head;
+	atomic_store(&sh->desc_head, ++w->desc_head);
+	w->kick_bytes += len;
+	return w->kick_bytes >= NF_CTF_KICK_BYTES ? committer_kick(w) : w->err.code;
+}
+
+/* Hands one whole packet built in a private buffer to the committer. */
+static int committer_send(struct nf_ctf_writer *w, int sid, const void *pkt, size_t len)
+{
 	int rc;
 
 	if (len <= NF_CTF_RING_SIZE / 4) {
-		uint64_t pos = w->ring_head % NF_CTF_RING_SIZE;
-		uint64_t skip = pos + len > NF_CTF_RING_SIZE ? NF_CTF_RING_SIZE - pos : 0;
+		unsigned char *dst = committer_ring_place(w, sid, len);
 
-		rc = committer_room(w, w->ring_head + skip + len);
-		if (rc)
-			return rc;
-		w->ring_head += skip; /* a packet never wraps */
-		memcpy(w->ring + w->ring_head % NF_CTF_RING_SIZE, pkt, len);
-		w->ring_head += len;
-		struct nf_ctf_desc *d = &sh->desc[w->desc_head % NF_CTF_DESCS];
-		d->sid = (uint32_t)sid;
-		d->zero = 0;
-		d->len = len;
-		d->end = w->ring_head;
-		atomic_store(&sh->desc_head, ++w->desc_head);
-		w->kick_bytes += len;
-		return w->kick_bytes >= NF_CTF_KICK_BYTES ? committer_kick(w) : w->err.code;
+		if (!dst)
+			return w->err.code;
+		memcpy(dst, pkt, len);
+		return committer_publish(w, sid, len);
 	}
 	/* A socket packet: its message says how many ring packets come first. */
 	struct nf_ctf_pkt_msg m = { (uint32_t)sid, NF_CTF_MSG_PACKET, len, w->desc_head };
@@ -965,6 +996,35 @@ static void committer_finish(struct nf_ctf_writer *w)
 			     w->dir);
 }
 
+/* Begins a packet: built in place in the stream's ring when there is a
+ * committer and the packet fits a quarter of the ring, else in the private
+ * buffer. */
+static int stream_begin_packet(struct nf_ctf_writer *w, int sid)
+{
+	struct nf_ctf_stream *s = &w->streams[sid];
+	size_t slot = ((size_t)w->packet_size + NF_CTF_BLOCK - 1) & ~(size_t)(NF_CTF_BLOCK - 1);
+
+	s->len = 0;
+	s->n_events = 0;
+	if (w->committer > 0 && slot >= NF_CTF_PKT_HDR_SIZE && slot <= NF_CTF_RING_SIZE / 4) {
+		unsigned char *dst = committer_ring_place(w, sid, slot);
+
+		if (!dst)
+			return w->err.code;
+		s->buf = dst;
+		s->cap = slot;
+		s->in_ring = true;
+	} else {
+		s->in_ring = false;
+		s->buf = s->pbuf;
+		s->cap = s->pcap;
+		if (stream_reserve(s, NF_CTF_PKT_HDR_SIZE))
+			return nf_error_set(&w->err, NF_ENOMEM, "ctf writer: out of memory");
+	}
+	s->len = NF_CTF_PKT_HDR_SIZE; /* header filled in at flush */
+	return 0;
+}
+
 static int stream_flush(struct nf_ctf_writer *w, int sid)
 {
 	struct nf_ctf_stream *s = &w->streams[sid];
@@ -973,7 +1033,7 @@ static int stream_flush(struct nf_ctf_writer *w, int sid)
 	uint64_t bits = (uint64_t)s->len * 8u, zero = 0, pbits;
 	size_t plen = s->len;
 
-	if (!s->buf || s->n_events == 0)
+	if (s->len == 0 || s->n_events == 0)
 		return 0;
 	if (w->err.code)
 		return w->err.code;
@@ -1003,7 +1063,7 @@ static int stream_flush(struct nf_ctf_writer *w, int sid)
 	memcpy(p + 56, &zero, 8);
 	memcpy(p + 64, &s->seq, 8);
 	if (w->committer > 0) {
-		int rc = committer_send(w, sid, s->buf, plen);
+		int rc = s->in_ring ? committer_publish(w, sid, plen) : committer_send(w, sid, s->buf, plen);
 		if (rc)
 			return rc;
 		goto sent;
@@ -1022,7 +1082,8 @@ sent:
 	w->stats.bytes += plen;
 	w->stats.packets++;
 	s->seq++;
-	stream_begin_packet(s);
+	s->len = 0; /* the next packet begins with the next event */
+	s->n_events = 0;
 	return 0;
 }
 
@@ -1240,10 +1301,10 @@ int nf_ctf_writer_emit(struct nf_ctf_writer *w, const struct nf_event *ev)
 		if (rc)
 			return rc;
 	}
-	if (!s->buf || s->len == 0) {
-		if (stream_reserve(s, NF_CTF_PKT_HDR_SIZE))
-			return nf_error_set(&w->err, NF_ENOMEM, "ctf writer: out of memory");
-		stream_begin_packet(s);
+	if (s->len == 0) {
+		int rc = stream_begin_packet(w, sid);
+		if (rc)
+			return rc;
 	}
 	if (stream_reserve(s, need))
 		return nf_error_set(&w->err, NF_ENOMEM, "ctf writer: out of memory");
@@ -1346,7 +1407,7 @@ int nf_ctf_writer_close(struct nf_ctf_writer *w, struct nf_error *err)
 			if (close(st->fd) != 0 && !w->err.code)
 				nf_error_set(&w->err, NF_EIO, "%s: close: %s", st->path, strerror(errno));
 		}
-		free(st->buf);
+		free(st->pbuf);
 	}
 	rc = w->err.code;
 	if (rc)
