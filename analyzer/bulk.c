@@ -14,7 +14,7 @@
 #include <string.h>
 
 #define BATCH_ROWS 256
-#define RING 4
+#define RING 16
 
 struct batch {
 	struct nf_bulk_row rows[BATCH_ROWS];

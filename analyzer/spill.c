@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -132,12 +133,27 @@ struct run {
 	size_t n, pos;      /* loaded, consumed */
 };
 
+/* A full buffer being sorted and written as a run, on a thread of its own. */
+struct run_job {
+	char *buf;
+	size_t n, rec_size;
+	off_t off;
+	int fd;
+	nf_sort_cmp cmp;
+	int rc;             /* 0, or NF_EIO with err filled */
+	struct nf_error err;
+};
+
 struct nf_sorter {
 	char dir[4096];
 	size_t rec_size, cap;
 	nf_sort_cmp cmp;
-	char *mem;          /* records in memory */
+	char *mem;          /* records in memory (being added) */
 	size_t n, alloc;
+	char *spare;        /* the other buffer: the one the run job sorts, or free */
+	struct run_job job;
+	pthread_t th;
+	bool th_on;         /* a run job is in flight */
 	uint64_t total;
 	int fd;             /* runs file, -1 until the first run */
 	off_t end;
@@ -159,7 +175,8 @@ struct nf_sorter *nf_sorter_create(const char *dir, size_t rec_size, size_t mem_
 	}
 	snprintf(s->dir, sizeof(s->dir), "%s", dir ? dir : "");
 	s->rec_size = rec_size;
-	s->cap = mem_budget / rec_size;
+	/* Two buffers share the budget: one fills while the other is sorted and written. */
+	s->cap = mem_budget / 2 / rec_size;
 	if (s->cap < 1024)
 		s->cap = 1024;
 	s->cmp = cmp;
@@ -284,17 +301,52 @@ static int merge_sort(char *a, size_t n, size_t sz, int (*cmp)(const void *, con
 	return 0;
 }
 
-static void sort_mem(struct nf_sorter *s)
+static void sort_recs(char *buf, size_t n, size_t sz, nf_sort_cmp cmp)
 {
-	if (merge_sort(s->mem, s->n, s->rec_size, s->cmp) != 0)
-		qsort(s->mem, s->n, s->rec_size, s->cmp);
+	if (merge_sort(buf, n, sz, cmp) != 0)
+		qsort(buf, n, sz, cmp);
 }
 
-static int flush_run(struct nf_sorter *s, struct nf_error *err)
+static void sort_mem(struct nf_sorter *s)
 {
+	sort_recs(s->mem, s->n, s->rec_size, s->cmp);
+}
+
+/* Sorts a run job's buffer and writes it at its place in the runs file. */
+static void *run_job_main(void *arg)
+{
+	struct run_job *j = arg;
+
+	sort_recs(j->buf, j->n, j->rec_size, j->cmp);
+	if (write_all(j->fd, j->buf, j->n * j->rec_size, j->off) != 0)
+		j->rc = nf_error_set(&j->err, NF_EIO, "sort: cannot write a run: %s",
+				     strerror(errno));
+	return NULL;
+}
+
+/* Waits for the run job in flight, if any; returns its error. */
+static int join_job(struct nf_sorter *s, struct nf_error *err)
+{
+	if (!s->th_on)
+		return 0;
+	pthread_join(s->th, NULL);
+	s->th_on = false;
+	if (s->job.rc && err)
+		*err = s->job.err;
+	return s->job.rc;
+}
+
+/*
+ * Makes the records in memory a run of the runs file: sorted and written on a
+ * thread of their own when background is set (the records keep coming into
+ * the other buffer meanwhile; at most one job is in flight), else here.
+ */
+static int flush_run(struct nf_sorter *s, bool background, struct nf_error *err)
+{
+	int rc;
+
 	if (s->n == 0)
 		return 0;
-	sort_mem(s);
 	if (s->fd < 0) {
 		s->fd = temp_fd(s->dir, err);
 		if (s->fd < 0)
@@ -309,19 +361,34 @@ static int flush_run(struct nf_sorter *s, struct nf_error *err)
 		s->runs = r;
 		s->cap_runs = cap;
 	}
-	if (write_all(s->fd, s->mem, s->n * s->rec_size, s->end) != 0)
-		return nf_error_set(err, NF_EIO, "sort: cannot write a run: %s", strerror(errno));
+	if ((rc = join_job(s, err)) != 0)
+		return rc;
+	if (background && !s->spare && !(s->spare = malloc(s->cap * s->rec_size)))
+		background = false; /* no second buffer: sort here */
+	s->job = (struct run_job){ s->mem, s->n, s->rec_size, s->end, s->fd, s->cmp, 0, { 0 } };
 	s->runs[s->n_runs++] = (struct run){ s->end, s->n, NULL, 0, 0 };
 	s->end += (off_t)(s->n * s->rec_size);
 	s->n = 0;
-	return 0;
+	if (background && pthread_create(&s->th, NULL, run_job_main, &s->job) == 0) {
+		char *m = s->mem;
+
+		s->th_on = true;
+		s->mem = s->spare;
+		s->spare = m;
+		s->alloc = s->cap;
+		return 0;
+	}
+	run_job_main(&s->job);
+	if (s->job.rc && err)
+		*err = s->job.err;
+	return s->job.rc;
 }
 
 int nf_sorter_add(struct nf_sorter *s, const void *rec, struct nf_error *err)
 {
 	int rc;
 
-	if (s->n == s->cap && (rc = flush_run(s, err)) != 0)
+	if (s->n == s->cap && (rc = flush_run(s, true, err)) != 0)
 		return rc;
 	if (s->n == s->alloc && (rc = sorter_grow(s, err)) != 0)
 		return rc;
@@ -401,11 +468,14 @@ int nf_sorter_sort(struct nf_sorter *s, struct nf_error *err)
 			sort_mem(s);
 		return 0;
 	}
-	rc = flush_run(s, err);
+	rc = flush_run(s, false, err);
+	rc = rc ? rc : join_job(s, err);
 	if (rc)
 		return rc;
 	free(s->mem);
 	s->mem = NULL;
+	free(s->spare);
+	s->spare = NULL;
 	s->heap = malloc(s->n_runs * sizeof(*s->heap));
 	if (!s->heap)
 		return nf_error_set(err, NF_ENOMEM, "sort: out of memory");
@@ -466,11 +536,13 @@ void nf_sorter_destroy(struct nf_sorter *s)
 {
 	if (!s)
 		return;
+	join_job(s, NULL);
 	for (size_t i = 0; i < s->n_runs; i++)
 		free(s->runs[i].buf);
 	free(s->runs);
 	free(s->heap);
 	free(s->mem);
+	free(s->spare);
 	if (s->fd >= 0)
 		close(s->fd);
 	free(s);
