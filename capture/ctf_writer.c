@@ -1265,6 +1265,64 @@ static const uint8_t nf_ctf_stream_of[NF_EV_COUNT] = {
 #undef NF_EVENT_END
 };
 
+/* Field packers (little-endian host), one per field type. */
+static inline unsigned char *nf_ctf_pack_U8(unsigned char *p, const struct nf_event *ev, uint32_t f)
+{
+	*p = (unsigned char)ev->f[f];
+	return p + 1;
+}
+
+static inline unsigned char *nf_ctf_pack_U16(unsigned char *p, const struct nf_event *ev, uint32_t f)
+{
+	uint16_t x = (uint16_t)ev->f[f];
+
+	memcpy(p, &x, 2);
+	return p + 2;
+}
+
+static inline unsigned char *nf_ctf_pack_U32(unsigned char *p, const struct nf_event *ev, uint32_t f)
+{
+	uint32_t x = (uint32_t)ev->f[f];
+
+	memcpy(p, &x, 4);
+	return p + 4;
+}
+
+static inline unsigned char *nf_ctf_pack_U64(unsigned char *p, const struct nf_event *ev, uint32_t f)
+{
+	memcpy(p, &ev->f[f], 8);
+	return p + 8;
+}
+
+static inline unsigned char *nf_ctf_pack_STR(unsigned char *p, const struct nf_event *ev, uint32_t f)
+{
+	const char *str = ev->str ? ev->str : "";
+	size_t n = strlen(str) + 1;
+
+	(void)f;
+	memcpy(p, str, n);
+	return p + n;
+}
+
+/* Sequences: their length is the field before them. */
+static inline unsigned char *nf_ctf_pack_U32SEQ(unsigned char *p, const struct nf_event *ev, uint32_t f)
+{
+	size_t n = 4 * (size_t)ev->f[f - 1];
+
+	if (n)
+		memcpy(p, ev->u32s, n);
+	return p + n;
+}
+
+static inline unsigned char *nf_ctf_pack_ENTRIES(unsigned char *p, const struct nf_event *ev, uint32_t f)
+{
+	size_t n = NF_LOG_ENTRY_SIZE * (size_t)ev->f[f - 1];
+
+	if (n)
+		memcpy(p, ev->entries, n);
+	return p + n;
+}
+
 int nf_ctf_writer_emit(struct nf_ctf_writer *w, const struct nf_event *ev)
 {
 	struct nf_ctf_stream *s;
@@ -1306,7 +1364,7 @@ int nf_ctf_writer_emit(struct nf_ctf_writer *w, const struct nf_event *ev)
 		if (rc)
 			return rc;
 	}
-	if (stream_reserve(s, need))
+	if (s->len + need > s->cap && stream_reserve(s, need))
 		return nf_error_set(&w->err, NF_ENOMEM, "ctf writer: out of memory");
 	if (s->n_events == 0)
 		s->ts_begin = ev->ts;
@@ -1316,33 +1374,17 @@ int nf_ctf_writer_emit(struct nf_ctf_writer *w, const struct nf_event *ev)
 	memcpy(p, &id, 4);
 	memcpy(p + 4, &ev->ts, 8);
 	p += 12;
-	for (uint32_t f = 0; ft[f]; f++) {
-		uint64_t v = ev->f[f];
-		size_t n;
-
-		switch ((enum nf_field_type)(ft[f] - 1)) {
-		case NF_FT_U8: *p++ = (unsigned char)v; break;
-		case NF_FT_U16: { uint16_t x = (uint16_t)v; memcpy(p, &x, 2); p += 2; break; }
-		case NF_FT_U32: { uint32_t x = (uint32_t)v; memcpy(p, &x, 4); p += 4; break; }
-		case NF_FT_U64: memcpy(p, &v, 8); p += 8; break;
-		case NF_FT_STR:
-			n = strlen(ev->str ? ev->str : "") + 1;
-			memcpy(p, ev->str ? ev->str : "", n);
-			p += n;
-			break;
-		case NF_FT_U32SEQ:
-			n = 4 * (size_t)ev->f[f - 1];
-			if (n)
-				memcpy(p, ev->u32s, n);
-			p += n;
-			break;
-		case NF_FT_ENTRIES:
-			n = NF_LOG_ENTRY_SIZE * (size_t)ev->f[f - 1];
-			if (n)
-				memcpy(p, ev->entries, n);
-			p += n;
-			break;
-		}
+	/* The fields, packed by code generated per event from the schema. */
+	switch (id) {
+#define NF_EVENT(ID, NAME, DXG, STREAM, DOC) case NF_EV_##ID: { uint32_t f_ = 0;
+#define NF_FIELD(ID, TYPE, NAME, DOC) p = nf_ctf_pack_##TYPE(p, ev, f_++);
+#define NF_EVENT_END(ID) (void)f_; break; }
+#include "../schemas/events.def"
+#undef NF_EVENT
+#undef NF_FIELD
+#undef NF_EVENT_END
+	default:
+		break;
 	}
 	s->len = (size_t)(p - s->buf);
 	s->n_events++;
