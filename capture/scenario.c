@@ -39,6 +39,7 @@ enum sc_op {
 enum sc_tok { SC_T_CONST, SC_T_VAR, SC_T_ADD, SC_T_SUB, SC_T_MUL, SC_T_DIV, SC_T_MOD };
 struct sc_expr {
 	uint8_t n;
+	bool chain;  /* a value, then (value, operator) pairs: evaluated left to right */
 	struct { uint8_t t; uint64_t v; } code[SC_MAX_EXPR];
 };
 
@@ -273,6 +274,13 @@ static int parse_expr(struct sc_parser *p, const struct sc_word *w, const struct
 	int rc = ep_sum(&ep, 0);
 	if (!rc && ep.s != ep.end)
 		return perr(p, w->col, "unexpected '%c' in expression '%.*s'", *ep.s, (int)w->len, w->s);
+	/* Most expressions ($b*32+$i+1) apply each operator to the result so
+	 * far and a value: such a chain needs no stack. */
+	e->chain = e->n % 2 == 1;
+	for (uint32_t i = 0; i < e->n && e->chain; i++) {
+		bool value = e->code[i].t == SC_T_CONST || e->code[i].t == SC_T_VAR;
+		e->chain = i == 0 || i % 2 == 1 ? value : !value;
+	}
 	/* A constant expression is checked now, so it cannot fail half way through a run. */
 	if (!rc && expr_is_const(e)) {
 		uint64_t zero[SC_MAX_DEPTH] = { 0 }, v;
@@ -291,6 +299,24 @@ static int eval_expr(const struct sc_expr *e, const uint64_t *vars, uint64_t *ou
 	uint64_t top = 0;
 	uint32_t sp = 0; /* values on the stack, the top included */
 
+	if (e->chain) {
+		/* The same operations, checks and order as the stack would do. */
+		uint64_t acc = e->code[0].t == SC_T_VAR ? vars[e->code[0].v] : e->code[0].v;
+
+		for (uint32_t i = 1; i < e->n; i += 2) {
+			uint64_t b = e->code[i].t == SC_T_VAR ? vars[e->code[i].v] : e->code[i].v;
+
+			switch (e->code[i + 1].t) {
+			case SC_T_ADD: if (acc > UINT64_MAX - b) return NF_EINVAL; acc += b; break;
+			case SC_T_SUB: if (b > acc) return NF_EINVAL; acc -= b; break;
+			case SC_T_MUL: if (acc && b > UINT64_MAX / acc) return NF_EINVAL; acc *= b; break;
+			case SC_T_DIV: if (!b) return NF_EINVAL; acc /= b; break;
+			case SC_T_MOD: if (!b) return NF_EINVAL; acc %= b; break;
+			}
+		}
+		*out = acc;
+		return 0;
+	}
 	for (uint32_t i = 0; i < e->n; i++) {
 		uint64_t a, b = top;
 
