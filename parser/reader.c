@@ -11,7 +11,15 @@
  * graph only probes the environment and the clock; nf_parser_run then reads
  * the streams with the native reader (fastread.c) and feeds the same
  * callbacks and log replay. NFTRACE_READER=babeltrace2 keeps the graph.
+ *
+ * babeltrace2 2.0.4 aborts or crashes on some crafted traces. Any trace the
+ * graph will read (every trace but our own, or all with the variable set) is
+ * first read whole by a child process (nf_bt_contained); only when the child
+ * finished does the graph run in this process. A child killed by a signal, or
+ * still reading after a bound proportional to the trace's size, is one
+ * NF_EFORMAT error.
  */
+#define _GNU_SOURCE /* close_range, pipe2 */
 #include "nftrace/parser.h"
 
 #include "fastread.h"
@@ -20,11 +28,19 @@
 #include <babeltrace2/babeltrace.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 /* Bounds on what one trace may make us allocate. */
 #define NF_READER_MAX_CLASSES 4096u        /* distinct event classes */
@@ -858,11 +874,236 @@ static bool nf_reader_forced_bt(void)
 	return v && strcmp(v, "babeltrace2") == 0;
 }
 
+/* Runs the graph up to the first stream, for the environment and the clock. */
+static int nf_parser_probe(struct nf_parser *p, struct nf_error *err)
+{
+	struct nf_pass ps;
+	bt_graph *g;
+	int rc;
+
+	memset(&ps, 0, sizeof(ps));
+	ps.p = p;
+	ps.probe = true;
+	ps.err = err;
+	rc = nf_graph_build(&ps, &g);
+	if (rc)
+		return rc;
+	rc = nf_graph_drive(&ps, g);
+	bt_graph_put_ref(g);
+	nf_pass_release(&ps);
+	if (!rc && !ps.env_done)
+		rc = nf_error_set(err, NF_EFORMAT, "%s: no events (no stream data next to the metadata)",
+				  p->dir);
+	return rc;
+}
+
+/* ---- containment: babeltrace2 reads the trace in a child first ----------- */
+
+/*
+ * How long the child may read: 60 s, plus 1 s per MiB of the trace's files
+ * (babeltrace2 reads about 100 MiB/s here, so this is a hang, not a slow
+ * machine). NFTRACE_BT_TIMEOUT=SECONDS sets it.
+ */
+#define NF_BT_TIMEOUT_MIN_MS 60000.0
+#define NF_BT_TIMEOUT_MS_PER_MIB 1000.0
+
+static double nf_bt_timeout_ms(const char *dir)
+{
+	const char *v = getenv("NFTRACE_BT_TIMEOUT");
+	double bytes = 0;
+	struct dirent *de;
+	DIR *d;
+
+	if (v && *v) {
+		char *end;
+		double s = strtod(v, &end);
+
+		if (*end == '\0' && s >= 0 && s < 1e9)
+			return s * 1000.0;
+	}
+	d = opendir(dir);
+	while (d && (de = readdir(d)) != NULL) {
+		struct stat st;
+
+		if (de->d_name[0] != '.' && fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISREG(st.st_mode))
+			bytes += (double)st.st_size;
+	}
+	if (d)
+		closedir(d);
+	return NF_BT_TIMEOUT_MIN_MS + bytes / (1024.0 * 1024.0) * NF_BT_TIMEOUT_MS_PER_MIB;
+}
+
+static const char *nf_signal_name(int sig, char *buf, size_t len)
+{
+	static const struct { int sig; const char *name; } names[] = {
+		{ SIGSEGV, "SIGSEGV" }, { SIGABRT, "SIGABRT" }, { SIGBUS, "SIGBUS" },
+		{ SIGFPE, "SIGFPE" }, { SIGILL, "SIGILL" }, { SIGTRAP, "SIGTRAP" },
+		{ SIGKILL, "SIGKILL" }, { SIGSYS, "SIGSYS" }, { SIGXCPU, "SIGXCPU" },
+		{ SIGXFSZ, "SIGXFSZ" }, { SIGTERM, "SIGTERM" }, { SIGINT, "SIGINT" },
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (names[i].sig == sig)
+			return names[i].name;
+	snprintf(buf, len, "signal %d", sig);
+	return buf;
+}
+
+static double nf_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
+}
+
+/* What the child reports through its pipe: the outcome of its read. */
+struct nf_bt_verdict {
+	int code;
+	char msg[NF_ERROR_MSG_MAX];
+};
+
+/*
+ * The child: the same probe and whole read as this process would do, without
+ * callbacks; writes its verdict and _exits (no atexit handlers, no stdio
+ * flush). Its crash signals are the default ones (a crash handler installed
+ * by a sanitizer or fuzzer would otherwise turn the crash into an exit), it
+ * leaves no core file, dies with its parent, and reads and writes nothing
+ * but /dev/null and its pipe.
+ */
+static _Noreturn void nf_bt_child(struct nf_parser *p, int wfd, pid_t parent)
+{
+	static const int crash_sigs[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS };
+	struct rlimit no_core = { 0, 0 };
+	struct sigaction dfl;
+	struct nf_bt_verdict v;
+	struct nf_error e;
+	sigset_t none;
+	int null;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(0);
+	if (wfd <= STDERR_FILENO && (wfd = fcntl(wfd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1)) < 0)
+		_exit(2);
+	setrlimit(RLIMIT_CORE, &no_core);
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	sigemptyset(&dfl.sa_mask);
+	for (size_t i = 0; i < sizeof(crash_sigs) / sizeof(crash_sigs[0]); i++)
+		sigaction(crash_sigs[i], &dfl, NULL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	null = open("/dev/null", O_RDWR);
+	if (null >= 0) {
+		dup2(null, STDIN_FILENO);
+		dup2(null, STDOUT_FILENO);
+		dup2(null, STDERR_FILENO);
+		if (null > STDERR_FILENO)
+			close(null);
+	}
+	/* Descriptors of the caller (a lock, a socket, a pipe someone reads to
+	 * its end) are not held open by the child. */
+	if (wfd > 3)
+		close_range(3, (unsigned)wfd - 1, 0);
+	close_range((unsigned)wfd + 1, ~0u, 0);
+
+	nf_error_clear(&e);
+	v.code = nf_parser_probe(p, &e);
+	if (!v.code)
+		v.code = nf_parser_run(p, NULL, &e);
+	snprintf(v.msg, sizeof(v.msg), "%s", v.code ? e.msg : "");
+	if (write(wfd, &v, sizeof(v)) != (ssize_t)sizeof(v))
+		_exit(2);
+	_exit(0);
+}
+
+/*
+ * Reads the trace in a child first (see the top of the file). Returns 0 when
+ * the child read it whole (the graph then runs here), the child's own error
+ * when babeltrace2 refused the trace (the same one this process would get),
+ * NF_EFORMAT when the child crashed or ran out of time, NF_EIO when it could
+ * not be started.
+ */
+static int nf_bt_contained(struct nf_parser *p, struct nf_error *err)
+{
+	struct nf_bt_verdict v;
+	double timeout = nf_bt_timeout_ms(p->dir), deadline = nf_now_ms() + timeout;
+	size_t got = 0;
+	bool timed_out = false;
+	pid_t parent = getpid(), pid;
+	int fds[2], st = 0;
+	char sig[32];
+
+	if (pipe2(fds, O_CLOEXEC) != 0)
+		return nf_error_set(err, NF_EIO, "%s: cannot start babeltrace2's trial read: %s", p->dir,
+				    strerror(errno));
+	pid = fork();
+	if (pid < 0) {
+		int e = errno;
+
+		close(fds[0]);
+		close(fds[1]);
+		return nf_error_set(err, NF_EIO, "%s: cannot start babeltrace2's trial read: %s", p->dir,
+				    strerror(e));
+	}
+	if (pid == 0) {
+		close(fds[0]);
+		nf_bt_child(p, fds[1], parent);
+	}
+	close(fds[1]);
+	/* The verdict, or end of file when the child is gone. */
+	for (;;) {
+		double left = deadline - nf_now_ms();
+		struct pollfd pf = { fds[0], POLLIN, 0 };
+		ssize_t n;
+		int r;
+
+		if (left <= 0) {
+			timed_out = true;
+			break;
+		}
+		r = poll(&pf, 1, left > 1e9 ? 1000000000 : (int)left + 1);
+		if (r < 0 && errno != EINTR)
+			break;
+		if (r <= 0)
+			continue;
+		n = read(fds[0], (char *)&v + got, sizeof(v) - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	close(fds[0]);
+	if (timed_out)
+		kill(pid, SIGKILL);
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (timed_out)
+		return nf_error_set(err, NF_EFORMAT,
+				    "%s: babeltrace2 did not finish reading this trace in %g s (stopped; "
+				    "NFTRACE_BT_TIMEOUT sets the bound): not a trace nftrace can read",
+				    p->dir, timeout / 1000.0);
+	if (got == sizeof(v)) {
+		v.msg[sizeof(v.msg) - 1] = '\0';
+		if (v.code == 0)
+			return 0;
+		return nf_error_set(err, v.code, "%s", v.msg);
+	}
+	if (WIFSIGNALED(st))
+		return nf_error_set(err, NF_EFORMAT,
+				    "%s: babeltrace2 crashed (%s) reading this trace: not a trace nftrace can read",
+				    p->dir, nf_signal_name(WTERMSIG(st), sig, sizeof(sig)));
+	return nf_error_set(err, NF_EFORMAT,
+			    "%s: babeltrace2 stopped (exit %d) before it finished reading this trace: "
+			    "not a trace nftrace can read", p->dir, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+}
+
 int nf_parser_open(const char *dir, struct nf_parser **out, struct nf_error *err)
 {
 	struct nf_parser *p;
-	struct nf_pass ps;
-	bt_graph *g;
 	struct stat st;
 	char *meta;
 	size_t len;
@@ -916,19 +1157,15 @@ int nf_parser_open(const char *dir, struct nf_parser **out, struct nf_error *err
 	 * the clock, UUID and stream classes from the probe below). */
 	p->fast = nf_prescan_metadata_is_ours(dir) && !nf_reader_forced_bt();
 
+	/* A trace the graph will read is read by a child first: a crash in
+	 * babeltrace2 ends the child, not this process. */
+	if (!p->fast) {
+		rc = nf_bt_contained(p, err);
+		if (rc)
+			goto out_destroy;
+	}
 	/* Probe: run the graph up to the first stream to read the environment. */
-	memset(&ps, 0, sizeof(ps));
-	ps.p = p;
-	ps.probe = true;
-	ps.err = err;
-	rc = nf_graph_build(&ps, &g);
-	if (rc)
-		goto out_destroy;
-	rc = nf_graph_drive(&ps, g);
-	bt_graph_put_ref(g);
-	nf_pass_release(&ps);
-	if (!rc && !ps.env_done)
-		rc = nf_error_set(err, NF_EFORMAT, "%s: no events (no stream data next to the metadata)", dir);
+	rc = nf_parser_probe(p, err);
 	if (rc)
 		goto out_destroy;
 	*out = p;
