@@ -353,6 +353,54 @@ START_TEST(fifo_lost_zero_epoch_unmatched)
 }
 END_TEST
 
+/*
+ * An operation whose entry comes after more operations than the builder's
+ * reorder ring holds (65536) reaches the spill late, out of id order; every
+ * row must still carry its own id (the load then numbers rows explicitly).
+ * The same session without the late one is numbered by SQLite: same rows.
+ */
+START_TEST(late_operation_keeps_its_id)
+{
+	enum { N = 70000 };
+
+	for (int late = 0; late <= 1; late++) {
+		struct fixture fx;
+		char buf[128];
+
+		fx_open(&fx, &test_info_ns);
+		identity_clock(&fx, 0);
+		ev(&fx, NF_EV_HWQUEUE_START, 10, 5, U(0), U(0), U(0), U(7), U(0));
+		ev(&fx, NF_EV_HWQUEUE_START, 11, 5, U(0), U(0), U(0), U(8), U(0));
+		ev_fence(&fx, 20, 0, 100, 1000, 4, 0);
+		ev_fence(&fx, 21, 0, 101, 1001, 4, 0);
+		ev(&fx, NF_EV_SET_LOG_BUFFER, 30, 5, U(0), U(7), U(2), U(0), U(64));
+		ev(&fx, NF_EV_SET_LOG_BUFFER, 31, 5, U(0), U(8), U(2), U(0), U(1u << 20));
+		/* Op 1 on queue 7: its entry is read only at the end (when late). */
+		ev_queued(&fx, false, 100, 0, 7, 100, 1);
+		if (!late)
+			entry(&fx, 0, 7, 2, 0, 0, 100, 1, 0, 150);
+		/* Then N signals on queue 8, each read right away. */
+		for (uint64_t i = 0; i < N; i++) {
+			ev_queued(&fx, false, 200 + 10 * i, 0, 8, 101, i + 1);
+			entry(&fx, 0, 8, 2, 0, i, 101, i + 1, 0, 205 + 10 * i);
+		}
+		if (late)
+			entry(&fx, 0, 7, 2, 0, 0, 100, 1, 0, 150);
+		fx_finish(&fx);
+		ck_assert_int_eq(q_int(fx.db, "SELECT count(*) FROM fence_ops"), N + 1);
+		ck_assert_int_eq(q_int(fx.db, "SELECT max(id) FROM fence_ops"), N + 1);
+		ck_assert_str_eq(q_text(fx.db, "SELECT queue || ':' || value || ':' || end_ns || ':' || "
+					       "status FROM fence_ops WHERE id = 1", buf, sizeof(buf)),
+				 "7:1:150:complete");
+		/* Every other row: id k is queue 8's signal of value k - 1, ending at 195 + 10(k-1). */
+		ck_assert_int_eq(q_int(fx.db, "SELECT count(*) FROM fence_ops WHERE id > 1 AND "
+					      "(queue != 8 OR value != id - 1 OR end_ns != 195 + 10 * (id - 1) "
+					      "OR status != 'complete')"), 0);
+		fx_close(&fx);
+	}
+}
+END_TEST
+
 START_TEST(legacy_ops)
 {
 	struct fixture fx;
@@ -1127,6 +1175,7 @@ static Suite *analyzer_suite(void)
 	tcase_add_test(tc, clock_extrapolates_and_single_pair);
 	tcase_add_test(tc, fifo_lost_zero_epoch_unmatched);
 	tcase_add_test(tc, legacy_ops);
+	tcase_add_test(tc, late_operation_keeps_its_id);
 	tcase_add_test(tc, deps_across_queues_and_adapters);
 	tcase_add_test(tc, causality_flags);
 	tcase_add_test(tc, queue_busy_view);
