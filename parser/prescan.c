@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,26 +43,281 @@ static uint64_t nf_ps_le(const unsigned char *p, unsigned n)
 	return v;
 }
 
-/* Is DIR/metadata ours, at this schema version? (Other metadata: not scanned.) */
+/*
+ * Is DIR/metadata ours, at this schema version? Not only its header: the
+ * whole text must be what the CTF writer generates (capture/ctf_writer.c,
+ * nf_ctf_metadata_text), where only the UUID, the environment's values, the
+ * clock's frequency and offset and whether the truth stream is there vary.
+ * Such a session is read natively and babeltrace2 only probes its metadata
+ * in this process; anything else (a header kept over a changed layout
+ * included) is read by a child first (reader.c).
+ */
+#define NF_PS_META_MAX (1u << 20)
+
+struct nf_ps_text {
+	char *s;
+	size_t len, cap;
+	bool oom;
+};
+
+static void nf_ps_printf(struct nf_ps_text *t, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void nf_ps_printf(struct nf_ps_text *t, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	for (;;) {
+		size_t room = t->cap - t->len;
+
+		va_start(ap, fmt);
+		n = t->oom ? 0 : vsnprintf(t->s ? t->s + t->len : NULL, room, fmt, ap);
+		va_end(ap);
+		if (t->oom || n < 0) {
+			t->oom = true;
+			return;
+		}
+		if ((size_t)n < room) {
+			t->len += (size_t)n;
+			return;
+		}
+		size_t ncap = t->cap ? t->cap * 2 : 16384;
+		while (ncap < t->len + (size_t)n + 1)
+			ncap *= 2;
+		char *ns = realloc(t->s, ncap);
+		if (!ns) {
+			t->oom = true;
+			return;
+		}
+		t->s = ns;
+		t->cap = ncap;
+	}
+}
+
+/* The part after the clock: stream classes and event classes, from events.def. */
+static void nf_ps_meta_classes(struct nf_ps_text *t, bool truth)
+{
+	static const char *const ints[] = { [NF_FT_U8] = "uint8_t", [NF_FT_U16] = "uint16_t",
+					    [NF_FT_U32] = "uint32_t", [NF_FT_U64] = "uint64_t" };
+
+	for (int s = 0; s < NF_STREAM_COUNT; s++) {
+		if (s == NF_STREAM_TRUTH && !truth)
+			continue;
+		nf_ps_printf(t,
+			"stream {\n\tid = %d;\n"
+			"\tpacket.context := struct {\n\t\tcpu_ts_t timestamp_begin;\n"
+			"\t\tcpu_ts_t timestamp_end;\n\t\tuint64_t content_size;\n"
+			"\t\tuint64_t packet_size;\n\t\tuint64_t events_discarded;\n"
+			"\t\tuint64_t packet_seq_num;\n\t};\n"
+			"\tevent.header := struct {\n\t\tuint32_t id;\n\t\tcpu_ts_t timestamp;\n\t};\n};\n\n", s);
+	}
+	for (uint32_t id = 0; id < NF_EV_COUNT; id++) {
+		const struct nf_event_desc *d = nf_event_desc(id);
+
+		if (d->stream == NF_STREAM_TRUTH && !truth)
+			continue;
+		nf_ps_printf(t, "event {\n\tname = \"%s\";\n\tid = %u;\n\tstream_id = %d;\n"
+			     "\tfields := struct {\n", d->name, id, (int)d->stream);
+		for (uint32_t f = 0; f < d->n_fields; f++) {
+			const struct nf_field_desc *fd = &d->fields[f];
+
+			switch (fd->type) {
+			case NF_FT_STR:
+				nf_ps_printf(t, "\t\tstring _%s;\n", fd->name);
+				break;
+			case NF_FT_U32SEQ:
+				nf_ps_printf(t, "\t\tuint32_t _%s[_%s];\n", fd->name, d->fields[f - 1].name);
+				break;
+			case NF_FT_ENTRIES:
+				nf_ps_printf(t, "\t\tstruct nf_log_entry _%s[_%s];\n", fd->name,
+					     d->fields[f - 1].name);
+				break;
+			case NF_FT_U8:
+			case NF_FT_U16:
+			case NF_FT_U32:
+			case NF_FT_U64:
+				nf_ps_printf(t, "\t\t%s _%s;\n", ints[fd->type], fd->name);
+				break;
+			default:
+				t->oom = true; /* a type the writer does not write: never ours */
+				break;
+			}
+		}
+		nf_ps_printf(t, "\t};\n};\n\n");
+	}
+}
+
+/* Consumes the literal `lit` at *p. */
+static bool nf_ps_lit(const char **p, const char *end, const char *lit)
+{
+	size_t n = strlen(lit);
+
+	if ((size_t)(end - *p) < n || memcmp(*p, lit, n) != 0)
+		return false;
+	*p += n;
+	return true;
+}
+
+/* Consumes 1..max decimal digits (a leading '-' when sign). */
+static bool nf_ps_digits(const char **p, const char *end, bool sign, int max, bool nonzero)
+{
+	const char *q = *p, *d;
+	bool any_nonzero = false;
+
+	if (sign && q < end && *q == '-')
+		q++;
+	d = q;
+	while (q < end && *q >= '0' && *q <= '9' && q - d < max) {
+		any_nonzero |= *q != '0';
+		q++;
+	}
+	if (q == d || (q < end && *q >= '0' && *q <= '9') || (nonzero && !any_nonzero))
+		return false;
+	*p = q;
+	return true;
+}
+
+/* A UUID as the writer formats it (8-4-4-4-12 lowercase hex), copied to out. */
+static bool nf_ps_uuid(const char **p, const char *end, char out[37])
+{
+	if (end - *p < 36)
+		return false;
+	for (int i = 0; i < 36; i++) {
+		char c = (*p)[i];
+		bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+
+		if (dash ? c != '-' : !((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+			return false;
+		out[i] = c;
+	}
+	out[36] = '\0';
+	*p += 36;
+	return true;
+}
+
+/* One environment line: "\tKEY = INT;\n" or "\tKEY = \"STRING\";\n". */
+static bool nf_ps_env_line(const char **p, const char *end)
+{
+	const char *q = *p;
+	int n = 0;
+
+	if (!nf_ps_lit(&q, end, "\t"))
+		return false;
+	while (q < end && (*q == '_' || (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') ||
+			   (n && *q >= '0' && *q <= '9')) && n < 64) {
+		q++;
+		n++;
+	}
+	if (!n || !nf_ps_lit(&q, end, " = "))
+		return false;
+	if (q < end && *q == '"') {
+		for (q++, n = 0; q < end && *q != '"' && n < 65536; q++, n++) {
+			unsigned char c = (unsigned char)*q;
+
+			if (c == '\\') {
+				if (q + 1 >= end || (q[1] != '"' && q[1] != '\\'))
+					return false;
+				q++;
+			} else if (c < 0x20 || c == 0x7f) {
+				return false;
+			}
+		}
+		if (!nf_ps_lit(&q, end, "\""))
+			return false;
+	} else if (!nf_ps_digits(&q, end, true, 19, false)) {
+		return false;
+	}
+	if (!nf_ps_lit(&q, end, ";\n"))
+		return false;
+	*p = q;
+	return true;
+}
+
+static bool nf_ps_meta_text_is_ours(const char *m, size_t len)
+{
+	const char *p = m, *end = m + len;
+	char uuid[37], clock_uuid[37], head[256];
+	bool ours = false;
+
+	snprintf(head, sizeof(head),
+		 "/* CTF 1.8 */\n\n"
+		 "/* Generated by nftrace from schemas/events.def (schema version %d). */\n\n",
+		 NF_SCHEMA_VERSION);
+	if (!nf_ps_lit(&p, end, head) ||
+	    !nf_ps_lit(&p, end,
+		       "typealias integer { size = 8; align = 8; signed = false; } := uint8_t;\n"
+		       "typealias integer { size = 16; align = 8; signed = false; } := uint16_t;\n"
+		       "typealias integer { size = 32; align = 8; signed = false; } := uint32_t;\n"
+		       "typealias integer { size = 64; align = 8; signed = false; } := uint64_t;\n"
+		       "typealias integer { size = 64; align = 8; signed = false; map = clock.cpu.value; } := cpu_ts_t;\n\n"
+		       "struct nf_log_entry {\n"
+		       "\tuint64_t fence_value;\n"
+		       "\tuint32_t hnative_fence;\n"
+		       "\tuint32_t operation_type;\n"
+		       "\tuint64_t reserved0;\n"
+		       "\tuint64_t fence_observed_gpu_timestamp;\n"
+		       "\tuint64_t reserved1;\n"
+		       "\tuint64_t fence_end_gpu_timestamp;\n"
+		       "} align(8);\n\n"
+		       "trace {\n\tmajor = 1;\n\tminor = 8;\n\tuuid = \"") ||
+	    !nf_ps_uuid(&p, end, uuid) ||
+	    !nf_ps_lit(&p, end,
+		       "\";\n\tbyte_order = le;\n"
+		       "\tpacket.header := struct {\n\t\tuint32_t magic;\n\t\tuint8_t uuid[16];\n"
+		       "\t\tuint32_t stream_id;\n\t};\n};\n\nenv {\n"))
+		return false;
+	for (int lines = 0; !nf_ps_lit(&p, end, "};\n\n"); lines++)
+		if (lines == 256 || !nf_ps_env_line(&p, end))
+			return false;
+	if (!nf_ps_lit(&p, end, "clock {\n\tname = cpu;\n\tuuid = \"") ||
+	    !nf_ps_uuid(&p, end, clock_uuid) || strcmp(uuid, clock_uuid) != 0 ||
+	    !nf_ps_lit(&p, end, "\";\n\tdescription = \"QPC-like CPU clock of the session\";\n\tfreq = ") ||
+	    !nf_ps_digits(&p, end, false, 19, true) ||
+	    !nf_ps_lit(&p, end, ";\n\tprecision = 1;\n\toffset_s = 0;\n\toffset = ") ||
+	    !nf_ps_digits(&p, end, false, 19, false) ||
+	    !nf_ps_lit(&p, end, ";\n\tabsolute = false;\n};\n\n"))
+		return false;
+	/* The rest: the classes, with or without the truth stream. */
+	for (int truth = 0; truth < 2 && !ours; truth++) {
+		struct nf_ps_text t = { 0 };
+
+		nf_ps_meta_classes(&t, truth != 0);
+		ours = !t.oom && t.len == (size_t)(end - p) && memcmp(t.s, p, t.len) == 0;
+		free(t.s);
+	}
+	return ours;
+}
+
 bool nf_prescan_metadata_is_ours(const char *dir)
 {
-	char path[4200], head[512], want[128];
-	ssize_t n;
+	char path[4200];
+	struct stat st;
+	char *m = NULL;
+	size_t got = 0;
+	bool ours = false;
 	int fd;
 
 	snprintf(path, sizeof(path), "%s/metadata", dir);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return false;
-	n = read(fd, head, sizeof(head) - 1);
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+	    (uint64_t)st.st_size <= NF_PS_META_MAX && (m = malloc((size_t)st.st_size)) != NULL) {
+		while (got < (size_t)st.st_size) {
+			ssize_t n = read(fd, m + got, (size_t)st.st_size - got);
+
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				break;
+			got += (size_t)n;
+		}
+		ours = got == (size_t)st.st_size && nf_ps_meta_text_is_ours(m, got);
+	}
+	free(m);
 	close(fd);
-	if (n <= 0)
-		return false;
-	head[n] = '\0';
-	snprintf(want, sizeof(want),
-		 "/* Generated by nftrace from schemas/events.def (schema version %d). */",
-		 NF_SCHEMA_VERSION);
-	return strncmp(head, "/* CTF 1.8 */", 13) == 0 && strstr(head, want) != NULL;
+	return ours;
 }
 
 struct nf_ps_file {
