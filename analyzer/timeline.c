@@ -6,6 +6,7 @@
  * analyse once), and nf_query_run() queries sessions through them.
  */
 #include "builder.h"
+#include "pipeline.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -83,7 +84,8 @@ static int build_into(const char *session_dir, const char *tmp_path, struct nf_e
 	struct build_ctx ctx = { b, err };
 	struct nf_parser_callbacks cb = { &ctx, cb_event, cb_entry, cb_finding };
 
-	rc = nf_parser_run(p, &cb, err);
+	/* The parser reads and replays on its own thread while the builder matches. */
+	rc = nf_parser_run_pipelined(p, &cb, err);
 	rc = rc ? rc : nf_timeline_builder_finish(b, err);
 out_close:
 	nf_timeline_builder_destroy(b);

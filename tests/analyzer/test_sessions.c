@@ -11,6 +11,7 @@
 
 #include "nftrace/parser.h"
 #include "nftrace/timeline.h"
+#include "pipeline.h"
 
 #include <sqlite3.h>
 #include <stdint.h>
@@ -468,6 +469,117 @@ START_TEST(reports_stalls_queues_lost)
 }
 END_TEST
 
+
+/* ---- the parser on its own thread (analyzer/pipeline.c) ---- */
+
+/* A running FNV-1a digest of every item and what it points to, and a count. */
+struct digest {
+	uint64_t h, items, stop_at;
+};
+
+static void mix(struct digest *d, const void *p, size_t n)
+{
+	const unsigned char *c = p;
+
+	for (size_t i = 0; i < n; i++) {
+		d->h ^= c[i];
+		d->h *= 1099511628211ULL;
+	}
+}
+
+static int dg_stop(struct digest *d)
+{
+	return ++d->items == d->stop_at ? 42 : 0;
+}
+
+static int dg_event(void *ctx, const struct nf_event *ev)
+{
+	struct digest *d = ctx;
+	const struct nf_event_desc *desc = nf_event_desc(ev->id);
+
+	mix(d, "E", 1);
+	mix(d, &ev->id, sizeof(ev->id));
+	mix(d, &ev->ts, sizeof(ev->ts));
+	mix(d, ev->f, sizeof(ev->f));
+	if (ev->str)
+		mix(d, ev->str, strlen(ev->str) + 1);
+	for (uint32_t i = 1; desc && ev->u32s && i < desc->n_fields; i++)
+		if (desc->fields[i].type == NF_FT_U32SEQ)
+			mix(d, ev->u32s, (size_t)ev->f[i - 1] * sizeof(uint32_t));
+	return dg_stop(d);
+}
+
+static int dg_entry(void *ctx, const struct nf_decoded_entry *e)
+{
+	struct digest *d = ctx;
+
+	mix(d, "N", 1);
+	mix(d, e, sizeof(*e));
+	return dg_stop(d);
+}
+
+static int dg_finding(void *ctx, const struct nf_finding *f)
+{
+	struct digest *d = ctx;
+	struct nf_finding c = *f;
+
+	mix(d, "F", 1);
+	c.stream = NULL;
+	mix(d, &c, sizeof(c));
+	if (f->stream)
+		mix(d, f->stream, strlen(f->stream) + 1);
+	return dg_stop(d);
+}
+
+static int digest_run(const char *dir, bool pipelined, struct digest *d, struct nf_error *err)
+{
+	struct nf_parser *p = NULL;
+	struct nf_parser_callbacks cb = { d, dg_event, dg_entry, dg_finding };
+	int rc;
+
+	d->h = 14695981039346656037ULL;
+	d->items = 0;
+	ck_assert_msg(nf_parser_open(dir, &p, err) == 0, "%s", err->msg);
+	rc = pipelined ? nf_parser_run_pipelined(p, &cb, err) : nf_parser_run(p, &cb, err);
+	nf_parser_destroy(p);
+	return rc;
+}
+
+/*
+ * The pipelined parser hands over the very items of the direct one, in the
+ * same order (events with their strings and fence arrays, entries, findings
+ * with their stream names), on samples with interrupts and overruns; a
+ * callback's error stops it with that code.
+ */
+START_TEST(pipelined_parser_delivers_what_the_parser_does)
+{
+	/* Fence arrays (interrupts), overruns, zero timestamps; thousands of items in all. */
+	static const char *const names[] = { "monitored-value-41", "optimized-interrupt", "overrun",
+					     "lda-zero-timestamps" };
+	struct nf_error err;
+	char dir[1024];
+	uint64_t total = 0;
+
+	nf_error_clear(&err);
+	for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
+		struct digest a = { 0, 0, 0 }, b = { 0, 0, 0 };
+
+		record(names[k], dir, sizeof(dir));
+		ck_assert_int_eq(digest_run(dir, false, &a, &err), 0);
+		ck_assert_int_eq(digest_run(dir, true, &b, &err), 0);
+		ck_assert_int_gt(a.items, 10);
+		total += a.items;
+		ck_assert_int_eq(a.items, b.items);
+		ck_assert_msg(a.h == b.h, "%s: items differ", names[k]);
+		/* Stopped by the callback past the first batches. */
+		b.stop_at = a.items - 3;
+		ck_assert_int_eq(digest_run(dir, true, &b, &err), 42);
+		ck_assert_int_eq(b.items, a.items - 3);
+	}
+	ck_assert_int_gt(total, 4 * 512); /* several of the pipeline's batches */
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("analyzer-sessions");
@@ -485,6 +597,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, concurrent_queries_and_report_analyse_once);
 	tcase_add_test(tc, reports_stalls_queues_lost);
 	tcase_add_test(tc, rebuild_next_to_the_database_leaves_no_temporaries);
+	tcase_add_test(tc, pipelined_parser_delivers_what_the_parser_does);
 	suite_add_tcase(s, tc);
 	return s;
 }
