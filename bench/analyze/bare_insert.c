@@ -1,8 +1,8 @@
 /*
  * The analyzer benchmark's peer: a bare SQLite insert of N rows shaped like
  * fence_ops (schemas/timeline.sql) through one prepared statement in one
- * transaction, with the same build pragmas (journal off, synchronous off), into
- * a fresh file; then, for context, an index by (queue, queued_ns) (the analyzer
+ * transaction, with the analyzer's build pragmas (64 KiB pages, journal off,
+ * synchronous off), into a fresh file; then, for context, an index by (queue, queued_ns) (the analyzer
  * had one until it dropped it: building it cost about as much as the load).
  * Prints the row count, the wall seconds of the load alone and of load +
  * index, and the CPU seconds (user + system) of the same two.
@@ -57,7 +57,7 @@ int main(int argc, char **argv)
 	if (sqlite3_open(argv[1], &db) != SQLITE_OK)
 		return die(db, "open");
 	if (sqlite3_exec(db,
-			 "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;"
+			 "PRAGMA page_size = 65536; PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;"
 			 "CREATE TABLE fence_ops(id INTEGER PRIMARY KEY, queue INTEGER, adapter INTEGER,"
 			 " op TEXT, fence INTEGER, handle INTEGER, value INTEGER, queued_ns INTEGER,"
 			 " observed_ns INTEGER, end_ns INTEGER, status TEXT, log_seq INTEGER,"
