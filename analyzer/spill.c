@@ -125,6 +125,12 @@ void nf_spill_destroy(struct nf_spill *s)
 /* ---- external sort ---- */
 
 #define RUN_BUF_BYTES (256u << 10)
+/*
+ * Runs merged at once, at most: beyond, groups of runs are first merged into
+ * longer runs (one more pass over the data), so the read buffers stay within
+ * SORT_FANIN * RUN_BUF_BYTES however large the sort.
+ */
+#define SORT_FANIN 64u
 
 struct run {
 	off_t off;          /* next unread byte of the run */
@@ -456,6 +462,68 @@ static void heap_down(struct nf_sorter *s, size_t i)
 	}
 }
 
+/*
+ * Merges runs[first .. first + count) into one run appended to the file, which
+ * takes their place in the runs (in order: the merge stays stable).
+ */
+static int merge_group(struct nf_sorter *s, size_t first, size_t count, struct nf_error *err)
+{
+	size_t per = RUN_BUF_BYTES / s->rec_size, n_out = 0;
+	char *out = malloc(per * s->rec_size);
+	off_t start = s->end;
+	uint64_t total = 0;
+	int rc = 0;
+
+	if (!out)
+		return nf_error_set(err, NF_ENOMEM, "sort: out of memory");
+	s->n_heap = 0;
+	for (size_t i = first; i < first + count && rc == 0; i++) {
+		rc = run_load(s, &s->runs[i], err);
+		s->heap[s->n_heap++] = i;
+	}
+	for (size_t i = s->n_heap / 2; rc == 0 && i-- > 0;)
+		heap_down(s, i);
+	while (rc == 0 && s->n_heap) {
+		struct run *r = &s->runs[s->heap[0]];
+
+		memcpy(out + n_out * s->rec_size, run_cur(s, r), s->rec_size);
+		total++;
+		if (++n_out == per) {
+			if (write_all(s->fd, out, n_out * s->rec_size, s->end) != 0)
+				rc = nf_error_set(err, NF_EIO, "sort: cannot write a run: %s",
+						  strerror(errno));
+			s->end += (off_t)(n_out * s->rec_size);
+			n_out = 0;
+		}
+		if (++r->pos == r->n) {
+			if (r->left)
+				rc = rc ? rc : run_load(s, r, err);
+			else
+				s->heap[0] = s->heap[--s->n_heap];
+		}
+		if (s->n_heap)
+			heap_down(s, 0);
+	}
+	if (rc == 0 && n_out) {
+		if (write_all(s->fd, out, n_out * s->rec_size, s->end) != 0)
+			rc = nf_error_set(err, NF_EIO, "sort: cannot write a run: %s", strerror(errno));
+		s->end += (off_t)(n_out * s->rec_size);
+	}
+	free(out);
+	for (size_t i = first; i < first + count; i++) {
+		free(s->runs[i].buf);
+		s->runs[i].buf = NULL;
+	}
+	if (rc)
+		return rc;
+	s->runs[first] = (struct run){ start, total, NULL, 0, 0 };
+	memmove(&s->runs[first + 1], &s->runs[first + count],
+		(s->n_runs - first - count) * sizeof(*s->runs));
+	s->n_runs -= count - 1;
+	s->n_heap = 0;
+	return 0;
+}
+
 int nf_sorter_sort(struct nf_sorter *s, struct nf_error *err)
 {
 	int rc;
@@ -476,9 +544,14 @@ int nf_sorter_sort(struct nf_sorter *s, struct nf_error *err)
 	s->mem = NULL;
 	free(s->spare);
 	s->spare = NULL;
-	s->heap = malloc(s->n_runs * sizeof(*s->heap));
+	s->heap = malloc((s->n_runs < SORT_FANIN ? s->n_runs : SORT_FANIN) * sizeof(*s->heap));
 	if (!s->heap)
 		return nf_error_set(err, NF_ENOMEM, "sort: out of memory");
+	while (s->n_runs > SORT_FANIN)
+		for (size_t g = 0; g < s->n_runs; g++)
+			if ((rc = merge_group(s, g, s->n_runs - g < SORT_FANIN ? s->n_runs - g :
+					      SORT_FANIN, err)) != 0)
+				return rc;
 	for (size_t i = 0; i < s->n_runs; i++) {
 		rc = run_load(s, &s->runs[i], err);
 		if (rc)

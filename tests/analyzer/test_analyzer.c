@@ -634,7 +634,8 @@ static int cmp_u32(const void *pa, const void *pb)
 /* Sorting in memory and through runs on disk gives the same sorted multiset. */
 START_TEST(external_sort_and_spill)
 {
-	static const size_t counts[] = { 0, 1, 1000, 1024, 50000 };
+	/* 200000 at the floor: ~195 runs, more than are merged at once (64). */
+	static const size_t counts[] = { 0, 1, 1000, 1024, 50000, 200000 };
 	struct nf_error err;
 
 	nf_error_clear(&err);
