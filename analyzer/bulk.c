@@ -37,6 +37,12 @@ struct nf_bulk {
 	unsigned head, count; /* next batch to consume; batches filled and not yet consumed */
 	bool cancel;          /* the consumer stopped early: the producer ends */
 	bool done;            /* the producer published its last batch */
+	/*
+	 * Who sleeps: a side that waits sleeps until the ring is half full (or
+	 * half empty), so that the two threads wake each other once per half
+	 * ring rather than once per batch (each wake-up is a context switch).
+	 */
+	bool cons_waiting, prod_waiting;
 };
 
 struct bulk_vtab {
@@ -113,7 +119,8 @@ static void release_batch(struct bulk_cursor *c)
 	pthread_mutex_lock(&bk->mu);
 	bk->head = (bk->head + 1) % RING;
 	bk->count--;
-	pthread_cond_signal(&bk->freed);
+	if (bk->prod_waiting && bk->count <= RING / 2)
+		pthread_cond_signal(&bk->freed);
 	pthread_mutex_unlock(&bk->mu);
 	c->cur = NULL;
 }
@@ -126,7 +133,7 @@ static int bulk_close(sqlite3_vtab_cursor *cur)
 		release_batch(c);
 		pthread_mutex_lock(&c->bk->mu);
 		c->bk->cancel = true;
-		pthread_cond_signal(&c->bk->freed);
+		pthread_cond_broadcast(&c->bk->freed);
 		pthread_mutex_unlock(&c->bk->mu);
 	}
 	sqlite3_free(cur);
@@ -175,8 +182,12 @@ static int bulk_next(sqlite3_vtab_cursor *cur)
 	}
 	release_batch(c);
 	pthread_mutex_lock(&bk->mu);
-	while (bk->count == 0)
-		pthread_cond_wait(&bk->filled, &bk->mu);
+	if (bk->count == 0) {
+		bk->cons_waiting = true;
+		while (bk->count < RING / 2 && !bk->done)
+			pthread_cond_wait(&bk->filled, &bk->mu);
+		bk->cons_waiting = false;
+	}
 	c->cur = &bk->ring[bk->head];
 	pthread_mutex_unlock(&bk->mu);
 	c->pos = 0;
@@ -249,8 +260,12 @@ static void *produce(void *arg)
 		int rc = 1;
 
 		pthread_mutex_lock(&bk->mu);
-		while (bk->count == RING && !bk->cancel)
-			pthread_cond_wait(&bk->freed, &bk->mu);
+		if (bk->count == RING) {
+			bk->prod_waiting = true;
+			while (bk->count > RING / 2 && !bk->cancel)
+				pthread_cond_wait(&bk->freed, &bk->mu);
+			bk->prod_waiting = false;
+		}
 		if (bk->cancel) {
 			pthread_mutex_unlock(&bk->mu);
 			break;
@@ -272,7 +287,10 @@ static void *produce(void *arg)
 		pthread_mutex_lock(&bk->mu);
 		tail = (tail + 1) % RING;
 		bk->count++;
-		pthread_cond_signal(&bk->filled);
+		if (b->last)
+			bk->done = true;
+		if (bk->cons_waiting && (bk->count >= RING / 2 || b->last))
+			pthread_cond_signal(&bk->filled);
 		pthread_mutex_unlock(&bk->mu);
 		if (b->last)
 			break;
@@ -327,13 +345,14 @@ int nf_bulk_run(struct nf_bulk *bk, const char *sql, nf_bulk_next_fn next, void 
 	bk->head = 0;
 	bk->count = 0;
 	bk->cancel = false;
+	bk->done = false;
 	bk->threaded = threaded && pthread_create(&th, NULL, produce, bk) == 0;
 	rc = sqlite3_exec(bk->db, sql, NULL, NULL, NULL);
 	if (bk->threaded) {
 		/* The cursor is closed by now: it cancelled the producer if it stopped early. */
 		pthread_mutex_lock(&bk->mu);
 		bk->cancel = true;
-		pthread_cond_signal(&bk->freed);
+		pthread_cond_broadcast(&bk->freed);
 		pthread_mutex_unlock(&bk->mu);
 		pthread_join(th, NULL);
 		bk->threaded = false;

@@ -47,6 +47,9 @@ struct pipe {
 	unsigned tail;        /* producer's batch being filled */
 	bool filling;         /* the producer holds ring[tail] */
 	bool stopped;         /* the consumer stopped: the producer ends */
+	bool done;            /* the producer published its last batch */
+	/* a waiting side sleeps until the ring is half full / half empty (see bulk.c) */
+	bool cons_waiting, prod_waiting;
 	struct nf_parser *p;
 	int prc;              /* nf_parser_run's return */
 	struct nf_error perr;
@@ -60,8 +63,12 @@ static struct pbatch *cur_batch(struct pipe *pp)
 	if (pp->filling)
 		return &pp->ring[pp->tail];
 	pthread_mutex_lock(&pp->mu);
-	while (pp->count == PB_RING && !pp->stopped)
-		pthread_cond_wait(&pp->freed, &pp->mu);
+	if (pp->count == PB_RING) {
+		pp->prod_waiting = true;
+		while (pp->count > PB_RING / 2 && !pp->stopped)
+			pthread_cond_wait(&pp->freed, &pp->mu);
+		pp->prod_waiting = false;
+	}
 	if (pp->stopped) {
 		pthread_mutex_unlock(&pp->mu);
 		return NULL;
@@ -82,7 +89,10 @@ static void publish(struct pipe *pp, bool last)
 	pp->tail = (pp->tail + 1) % PB_RING;
 	pp->count++;
 	pp->filling = false;
-	pthread_cond_signal(&pp->filled);
+	if (last)
+		pp->done = true;
+	if (pp->cons_waiting && (pp->count >= PB_RING / 2 || last))
+		pthread_cond_signal(&pp->filled);
 	pthread_mutex_unlock(&pp->mu);
 }
 
@@ -247,8 +257,12 @@ int nf_parser_run_pipelined(struct nf_parser *p, const struct nf_parser_callback
 		struct pbatch *b;
 
 		pthread_mutex_lock(&pp.mu);
-		while (pp.count == 0)
-			pthread_cond_wait(&pp.filled, &pp.mu);
+		if (pp.count == 0) {
+			pp.cons_waiting = true;
+			while (pp.count < PB_RING / 2 && !pp.done)
+				pthread_cond_wait(&pp.filled, &pp.mu);
+			pp.cons_waiting = false;
+		}
 		b = &pp.ring[pp.head];
 		pthread_mutex_unlock(&pp.mu);
 		for (size_t i = 0; i < b->n && rc == 0; i++)
@@ -257,9 +271,12 @@ int nf_parser_run_pipelined(struct nf_parser *p, const struct nf_parser_callback
 		pthread_mutex_lock(&pp.mu);
 		pp.head = (pp.head + 1) % PB_RING;
 		pp.count--;
-		if (rc)
+		if (rc) {
 			pp.stopped = true;
-		pthread_cond_signal(&pp.freed);
+			pthread_cond_broadcast(&pp.freed);
+		} else if (pp.prod_waiting && pp.count <= PB_RING / 2) {
+			pthread_cond_signal(&pp.freed);
+		}
 		pthread_mutex_unlock(&pp.mu);
 	}
 	pthread_join(th, NULL);
