@@ -1323,7 +1323,8 @@ static inline unsigned char *nf_ctf_pack_ENTRIES(unsigned char *p, const struct 
 	return p + n;
 }
 
-int nf_ctf_writer_emit(struct nf_ctf_writer *w, const struct nf_event *ev)
+/* The sink calls this directly (not through the exported symbol's PLT entry). */
+static int ctf_emit(struct nf_ctf_writer *w, const struct nf_event *ev)
 {
 	struct nf_ctf_stream *s;
 	size_t need;
@@ -1393,9 +1394,14 @@ int nf_ctf_writer_emit(struct nf_ctf_writer *w, const struct nf_event *ev)
 	return 0;
 }
 
+int nf_ctf_writer_emit(struct nf_ctf_writer *w, const struct nf_event *ev)
+{
+	return ctf_emit(w, ev);
+}
+
 static int sink_emit(void *ctx, const struct nf_event *ev)
 {
-	return nf_ctf_writer_emit(ctx, ev);
+	return ctf_emit(ctx, ev);
 }
 
 struct nf_event_sink nf_ctf_writer_sink(struct nf_ctf_writer *w)

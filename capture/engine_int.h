@@ -247,6 +247,10 @@ struct nf_runtime {
 #define NF_TH_MAX_QUEUES 256u
 #define NF_TH_MAX_GLOBALS 65536u
 
+/* Internal to libnfence: hidden, so calls between its files are direct, not
+ * through the PLT. */
+#pragma GCC visibility push(hidden)
+
 /* engine.c: rules the threads run. Callers hold the OS lock unless noted. */
 /* GPU engine thread, no OS lock: executes a signal (native: write value, log
  * entry, conditional interrupt; legacy: takes the OS lock itself). */
@@ -280,10 +284,32 @@ void nf_th_queue_stop(struct nf_runtime *rt, struct nf_queue *q);
 int nf_th_queue_push(struct nf_runtime *rt, struct nf_queue *q, const struct nf_cmd *c,
 		     struct nf_error *err);             /* OS lock held */
 uint64_t nf_th_queue_pending(struct nf_queue *q);      /* queued, not yet finished */
-void nf_th_lock(struct nf_runtime *rt);                /* the OS lock; no-op when deterministic */
-void nf_th_unlock(struct nf_runtime *rt);
-void nf_th_log_lock(struct nf_runtime *rt, struct nf_queue *q);
-void nf_th_log_unlock(struct nf_runtime *rt, struct nf_queue *q);
+/* The OS lock and a queue's log lock: no-ops when deterministic (inline, so
+ * that costs a test, not a call); the threaded halves are in engine_threads.c. */
+void nf_th_lock_threaded(struct nf_runtime *rt);
+void nf_th_unlock_threaded(struct nf_runtime *rt);
+void nf_th_log_lock_threaded(struct nf_queue *q);
+void nf_th_log_unlock_threaded(struct nf_queue *q);
+static inline void nf_th_lock(struct nf_runtime *rt)
+{
+	if (rt && rt->threaded)
+		nf_th_lock_threaded(rt);
+}
+static inline void nf_th_unlock(struct nf_runtime *rt)
+{
+	if (rt && rt->threaded)
+		nf_th_unlock_threaded(rt);
+}
+static inline void nf_th_log_lock(struct nf_runtime *rt, struct nf_queue *q)
+{
+	if (rt->threaded)
+		nf_th_log_lock_threaded(q);
+}
+static inline void nf_th_log_unlock(struct nf_runtime *rt, struct nf_queue *q)
+{
+	if (rt->threaded)
+		nf_th_log_unlock_threaded(q);
+}
 void nf_th_gpu_notify(struct nf_runtime *rt, uint32_t gi); /* fence gi changed in memory */
 void nf_th_raise_interrupt(struct nf_runtime *rt, uint32_t qi, uint32_t gi);
 void nf_th_cpu_wake(struct nf_runtime *rt);            /* CPU waiters re-check (OS lock held) */
@@ -299,5 +325,7 @@ int nf_th_advance(struct nf_runtime *rt, uint64_t ns);
 int nf_th_quiesce(struct nf_runtime *rt);              /* OS lock not held; NF_EINTR */
 void nf_th_sleep(uint64_t ns);
 void nf_th_request_recreate(struct nf_runtime *rt);   /* OS lock held */
+
+#pragma GCC visibility pop
 
 #endif

@@ -124,10 +124,8 @@ void nf_th_set_thread_id(uint32_t id)
  * stop reading logs and waking waiters. The interrupt thread announces itself
  * (os_urgent) and other threads step aside until it has the lock.
  */
-void nf_th_lock(struct nf_runtime *rt)
+void nf_th_lock_threaded(struct nf_runtime *rt)
 {
-	if (!rt || !rt->threaded)
-		return;
 	for (int i = 0; i < 64 && atomic_load_explicit(&rt->th->os_urgent, memory_order_relaxed); i++)
 		sched_yield();
 	pthread_mutex_lock(&rt->th->lock);
@@ -140,22 +138,19 @@ static void os_lock_urgent(struct nf_runtime *rt)
 	atomic_store(&rt->th->os_urgent, false);
 }
 
-void nf_th_unlock(struct nf_runtime *rt)
+void nf_th_unlock_threaded(struct nf_runtime *rt)
 {
-	if (rt && rt->threaded)
-		pthread_mutex_unlock(&rt->th->lock);
+	pthread_mutex_unlock(&rt->th->lock);
 }
 
-void nf_th_log_lock(struct nf_runtime *rt, struct nf_queue *q)
+void nf_th_log_lock_threaded(struct nf_queue *q)
 {
-	if (rt->threaded)
-		pthread_mutex_lock(&q->log_mu);
+	pthread_mutex_lock(&q->log_mu);
 }
 
-void nf_th_log_unlock(struct nf_runtime *rt, struct nf_queue *q)
+void nf_th_log_unlock_threaded(struct nf_queue *q)
 {
-	if (rt->threaded)
-		pthread_mutex_unlock(&q->log_mu);
+	pthread_mutex_unlock(&q->log_mu);
 }
 
 /* ------------------------------------------------------------------ */
