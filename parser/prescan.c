@@ -9,8 +9,9 @@
  * reading a byte: 2^31 and more is a crash, less is gigabytes), clock values
  * of 2^64-1 (its "not set": an assertion at the packet's end). It also turns
  * truncated and corrupt streams into one message with the file and offset.
- * Sessions written by other tools (other metadata) go to babeltrace2 as they
- * are. Nothing is allocated from input values; files are mapped read-only.
+ * Sessions written by other tools (other metadata) are not scanned: reader.c
+ * lets babeltrace2 read them in a child process first. Nothing is allocated
+ * from input values; files are mapped read-only.
  */
 #include "prescan.h"
 

@@ -907,6 +907,11 @@ static int nf_parser_probe(struct nf_parser *p, struct nf_error *err)
 #define NF_BT_TIMEOUT_MIN_MS 60000.0
 #define NF_BT_TIMEOUT_MS_PER_MIB 1000.0
 
+/* The child's memory may grow by this much: babeltrace2 sizes an
+ * array from a sequence length before reading it, and a foreign trace is not
+ * pre-scanned. The graph runs here only after the child read within it. */
+#define NF_BT_CHILD_MEM_MAX (4ull << 30)
+
 static double nf_bt_timeout_ms(const char *dir)
 {
 	const char *v = getenv("NFTRACE_BT_TIMEOUT");
@@ -958,6 +963,37 @@ static double nf_now_ms(void)
 	return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
 }
 
+/*
+ * Caps what the child may add to its private writable memory (RLIMIT_DATA:
+ * brk and private mappings, Linux 4.7 on) at NF_BT_CHILD_MEM_MAX over what it
+ * has now, which includes a sanitizer's shadow; the address space would not
+ * do, a sanitizer's allocator maps inside a range it reserved at start.
+ */
+static void nf_bt_child_limit_memory(void)
+{
+	char buf[4096], *at;
+	unsigned long long kb = 0;
+	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	struct rlimit rl;
+
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	at = strstr(buf, "\nVmData:");
+	if (!at || sscanf(at + 8, "%llu", &kb) != 1 || getrlimit(RLIMIT_DATA, &rl) != 0)
+		return;
+	unsigned long long want = kb * 1024ull + NF_BT_CHILD_MEM_MAX;
+	if (rl.rlim_max != RLIM_INFINITY && want > rl.rlim_max)
+		want = rl.rlim_max;
+	if (rl.rlim_cur == RLIM_INFINITY || want < rl.rlim_cur) {
+		rl.rlim_cur = (rlim_t)want;
+		setrlimit(RLIMIT_DATA, &rl);
+	}
+}
+
 /* What the child reports through its pipe: the outcome of its read. */
 struct nf_bt_verdict {
 	int code;
@@ -988,6 +1024,7 @@ static _Noreturn void nf_bt_child(struct nf_parser *p, int wfd, pid_t parent)
 	if (wfd <= STDERR_FILENO && (wfd = fcntl(wfd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1)) < 0)
 		_exit(2);
 	setrlimit(RLIMIT_CORE, &no_core);
+	nf_bt_child_limit_memory();
 	memset(&dfl, 0, sizeof(dfl));
 	dfl.sa_handler = SIG_DFL;
 	sigemptyset(&dfl.sa_mask);
@@ -1094,11 +1131,15 @@ static int nf_bt_contained(struct nf_parser *p, struct nf_error *err)
 	}
 	if (WIFSIGNALED(st))
 		return nf_error_set(err, NF_EFORMAT,
-				    "%s: babeltrace2 crashed (%s) reading this trace: not a trace nftrace can read",
-				    p->dir, nf_signal_name(WTERMSIG(st), sig, sizeof(sig)));
+				    "%s: babeltrace2 crashed (%s) reading this trace (or needed more than %llu "
+				    "GiB of memory): not a trace nftrace can read", p->dir,
+				    nf_signal_name(WTERMSIG(st), sig, sizeof(sig)), NF_BT_CHILD_MEM_MAX >> 30);
+	/* Exited without a verdict: a sanitizer's or libc's own report of a crash
+	 * or of memory it could not get. */
 	return nf_error_set(err, NF_EFORMAT,
-			    "%s: babeltrace2 stopped (exit %d) before it finished reading this trace: "
-			    "not a trace nftrace can read", p->dir, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+			    "%s: babeltrace2 crashed (exit %d) reading this trace (or needed more than %llu "
+			    "GiB of memory): not a trace nftrace can read", p->dir,
+			    WIFEXITED(st) ? WEXITSTATUS(st) : -1, NF_BT_CHILD_MEM_MAX >> 30);
 }
 
 int nf_parser_open(const char *dir, struct nf_parser **out, struct nf_error *err)

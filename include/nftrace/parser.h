@@ -114,7 +114,12 @@ struct nf_parser;
  * babeltrace2's logging is turned off). Returns 0, NF_ENOENT (no such
  * directory), NF_EFORMAT (no metadata, metadata or stream babeltrace2 rejects,
  * or an environment without schema_version / cpu_frequency: "not an nftrace
- * session"), NF_EUNSUPP (babeltrace2 plugins missing) or NF_ENOMEM.
+ * session"), NF_EUNSUPP (babeltrace2 plugins missing) or NF_ENOMEM. A session
+ * nftrace did not write (or any, with NFTRACE_READER=babeltrace2) is first
+ * read whole by babeltrace2 in a child process: when that child crashes or
+ * does not finish in time (NFTRACE_BT_TIMEOUT seconds; by default 60 plus 1
+ * per MiB), NF_EFORMAT ("DIR: babeltrace2 crashed (SIGSEGV) reading this
+ * trace: ...") and nothing runs in this process; NF_EIO if it cannot start.
  */
 int nf_parser_open(const char *dir, struct nf_parser **out, struct nf_error *err);
 

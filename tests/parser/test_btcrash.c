@@ -253,6 +253,31 @@ START_TEST(entry_count_2_32_segv_contained)
 END_TEST
 
 /*
+ * An entry count of 2^30 in a foreign trace: babeltrace2 sizes the array (8
+ * GiB of pointers, zeroed) and its elements (hundreds of bytes each) from it
+ * before reading. The child's memory may grow by 4 GiB only, so it stops
+ * there and nothing runs in this process. (The stock CLI is only tried under
+ * a 2 GiB limit.)
+ */
+START_TEST(entry_count_2_30_memory_bounded)
+{
+	char dir[700];
+	uint32_t count = 1u << 30;
+
+	snprintf(dir, sizeof(dir), "%s/mem", tmp);
+	write_session(dir);
+	make_foreign(dir);
+	patch_events(dir, -1, &count, 4);
+	snprintf(cmd, sizeof(cmd), "command -v babeltrace2 >/dev/null || exit 77; ulimit -c 0; "
+		 "ulimit -v 2097152; sh -c \"babeltrace2 '%s' >/dev/null; exit \\$?\"", dir);
+	int st = nf_test_run(cmd, NULL, 0, err, sizeof(err));
+	ck_assert_msg(st == 77 || st > 128, "babeltrace2 in 2 GiB: exit %d: %.300s", st, err);
+	library_refuses(dir, "needed more than 4 GiB of memory");
+	one_line(NULL, "check", dir, "needed more than 4 GiB of memory");
+}
+END_TEST
+
+/*
  * Our header kept over a changed layout: packet_size and events_discarded
  * swap places in the metadata, and the stream's events_discarded (which the
  * pre-scan does not judge) is 2^63. Only a metadata text the CTF writer would
@@ -409,6 +434,7 @@ int main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, packet_size_2_63_abort_contained);
 	tcase_add_test(tc, entry_count_2_32_segv_contained);
+	tcase_add_test(tc, entry_count_2_30_memory_bounded);
 	tcase_add_test(tc, own_header_over_changed_layout_contained);
 	tcase_add_test(tc, own_sessions_of_every_kind_start_no_child);
 	tcase_add_test(tc, foreign_whole_trace_reads_the_same);
