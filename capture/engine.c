@@ -438,6 +438,18 @@ bool nf_eng_gpu_wait_passes(const struct nf_runtime *rt, uint32_t adapter, uint3
 static void fence_write(struct nf_runtime *rt, struct nf_global_fence *g, uint32_t adapter,
 			uint64_t value)
 {
+	if (!rt->threaded) {
+		/* Deterministic: one thread, no other side to order the stores
+		 * with, so no locked instruction (the same values). */
+		uint64_t v = rt->adapters[adapter].atomics32
+			     ? extend32(atomic_load_explicit(&g->current, memory_order_relaxed),
+					(uint32_t)value)
+			     : value;
+
+		atomic_store_explicit(&g->current32, (uint32_t)value, memory_order_relaxed);
+		atomic_store_explicit(&g->current, v, memory_order_relaxed);
+		return;
+	}
 	if (rt->adapters[adapter].atomics32) {
 		uint64_t old = atomic_load(&g->current);
 
