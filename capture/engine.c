@@ -104,8 +104,10 @@ static uint64_t cpu_ticks(const struct nf_runtime *rt, uint64_t t_ns)
 static uint64_t round_ll(double x)
 {
 	if (x >= 0 && x < 9223372036854775808.0) {
-		uint64_t t = (uint64_t)x;
-		return t + (x - (double)t >= 0.5);
+		/* through int64_t: one conversion instruction each way, where
+		 * uint64_t needs a test for values past 2^63 (none here) */
+		int64_t t = (int64_t)x;
+		return (uint64_t)t + (x - (double)t >= 0.5);
 	}
 	return (uint64_t)llround(x);
 }
