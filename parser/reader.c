@@ -1069,6 +1069,7 @@ static int nf_bt_contained(struct nf_parser *p, struct nf_error *err)
 	double timeout = nf_bt_timeout_ms(p->dir), deadline = nf_now_ms() + timeout;
 	size_t got = 0;
 	bool timed_out = false;
+	int wait_errno = 0;
 	pid_t parent = getpid(), pid;
 	int fds[2], st = 0;
 	char sig[32];
@@ -1102,8 +1103,10 @@ static int nf_bt_contained(struct nf_parser *p, struct nf_error *err)
 			break;
 		}
 		r = poll(&pf, 1, left > 1e9 ? 1000000000 : (int)left + 1);
-		if (r < 0 && errno != EINTR)
+		if (r < 0 && errno != EINTR) {
+			wait_errno = errno;
 			break;
+		}
 		if (r <= 0)
 			continue;
 		n = read(fds[0], (char *)&v + got, sizeof(v) - got);
@@ -1114,7 +1117,7 @@ static int nf_bt_contained(struct nf_parser *p, struct nf_error *err)
 		got += (size_t)n;
 	}
 	close(fds[0]);
-	if (timed_out)
+	if (timed_out || wait_errno)
 		kill(pid, SIGKILL);
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
@@ -1123,10 +1126,16 @@ static int nf_bt_contained(struct nf_parser *p, struct nf_error *err)
 				    "%s: babeltrace2 did not finish reading this trace in %g s (stopped; "
 				    "NFTRACE_BT_TIMEOUT sets the bound): not a trace nftrace can read",
 				    p->dir, timeout / 1000.0);
+	if (wait_errno)
+		return nf_error_set(err, NF_EIO, "%s: waiting for babeltrace2's trial read: %s", p->dir,
+				    strerror(wait_errno));
 	if (got == sizeof(v)) {
 		v.msg[sizeof(v.msg) - 1] = '\0';
 		if (v.code == 0)
 			return 0;
+		if (!v.msg[0])
+			return nf_error_set(err, v.code, "%s: babeltrace2 cannot read this trace (%s)",
+					    p->dir, nf_strerror(v.code));
 		return nf_error_set(err, v.code, "%s", v.msg);
 	}
 	if (WIFSIGNALED(st))
