@@ -8,11 +8,15 @@
  * when its process is killed, and babeltrace2 refuses a stream file that ends
  * in a torn packet. So by default the recording process never writes the
  * stream files itself: a small committer process, forked when the writer is
- * created, is handed each whole packet (through a ring of shared memory, then
- * a message on a socket) and appends it. If the
- * recorder dies (even by SIGKILL), the committer sees end-of-file, cuts off any
- * packet it received only in part, syncs the files and exits: the session stays
- * readable up to its last complete packet. The committer ignores SIGINT,
+ * created, appends the whole packets. Packets are built in place in a ring of
+ * shared memory per stream and published, once whole, by a descriptor in a
+ * shared control block; the socket between the two only wakes a sleeping
+ * side (every 2 MiB of packets, or when the recorder needs ring space) and
+ * carries the committer's replies. If the recorder dies (even by SIGKILL),
+ * the committer sees end-of-file, writes every published packet (a packet
+ * being built is never published), cuts off a socket packet it received only
+ * in part, syncs the files and exits: the session stays readable up to its
+ * last complete packet. The committer ignores SIGINT,
  * SIGTERM, SIGHUP, SIGQUIT and SIGXFSZ (so a file size limit is a write error,
  * EFBIG), and calls only async-signal-safe functions (it may be forked from a
  * threaded program). A write error there (disk full) is reported back with

@@ -5,15 +5,15 @@
 #     packets, files fsync'ed at the end as our committer does);
 #   - the disk's sequential write limit: dd of the same number of bytes in
 #     64 KiB blocks with conv=fsync (our recorder fsyncs its files at the end).
-# babeltrace2's writer takes tens of seconds per million operations, so it runs
-# on the x1 scenario only; larger scales compare per-operation rates with that
-# x1 run (said in the peer column).
+# babeltrace2's writer takes 2.3-3 us per operation (about 3 s for the x1
+# scenario's million operations), so it runs on the x1 scenario only; larger
+# scales compare per-operation rates with that x1 run (said in the peer column).
 # Sourced by bench/run.sh (see bench/README.md).
 
 # With GNU time, also CPU seconds (user+sys, the committer process included):
 # on a loaded machine wall time varies, CPU time much less. Each command runs
 # several times and the best wall time and the best CPU time count (ours,
-# the engine alone and dd 3 times; the peer, ~10 s a run, twice).
+# the engine alone and dd 3 times; the peer, ~3 s a run, twice).
 nfb_record_out="$NFB_WORK/record"
 mkdir -p "$nfb_record_out"
 nfb_record_bt_rate=""
