@@ -10,7 +10,9 @@
  * committer drops any packet it got only in part, syncs and exits, so the
  * trace stays readable up to its last complete packet. A failed write (disk
  * full, file size limit) cuts the stream back to its last complete packet, and
- * the next emit, flush or close returns NF_EIO with the file and the offset.
+ * once the committer's report is in (the writer reads it at least every 2 MiB
+ * of packets, and at each flush and close), emit, flush and close return
+ * NF_EIO with the file and the offset.
  * (A writer from nf_ctf_writer_open_append writes in-process, one write()
  * per packet, with no committer.)
  */
