@@ -172,6 +172,7 @@ struct log_state {
 
 struct queue_state {
 	struct log_state log[2]; /* [0] waits, [1] signals */
+	uint32_t adapter, hwqueue;
 };
 
 #define FENCE_CROSS_ADAPTER 1u
@@ -516,6 +517,8 @@ static struct log_state *log_for(struct nf_timeline_builder *b, uint32_t adapter
 			b->cap_qs = cap;
 		}
 		memset(&b->qs[b->n_qs], 0, sizeof(b->qs[0]));
+		b->qs[b->n_qs].adapter = adapter;
+		b->qs[b->n_qs].hwqueue = hwqueue;
 		if (map_put(&b->queues, key, b->n_qs))
 			return NULL;
 		idx = map_find(&b->queues, key);
@@ -825,6 +828,8 @@ static int on_legacy_wait(struct nf_timeline_builder *b, const struct nf_event *
 			return op_done(b, &o, err);
 		}
 	}
+	if (!log_for(b, adapter, hwqueue, NF_LOG_WAITS)) /* its queue gets a queues row */
+		return oom(err);
 	o.id = ++b->next_op_id;
 	o.adapter = adapter;
 	o.queue = hwqueue;
@@ -862,6 +867,8 @@ static int on_legacy_signal(struct nf_timeline_builder *b, const struct nf_event
 	o.id = ++b->next_op_id;
 	o.adapter = (uint32_t)ev->f[NFF_GPU_SIGNAL_LEGACY_adapter];
 	o.queue = (uint32_t)ev->f[NFF_GPU_SIGNAL_LEGACY_hwqueue];
+	if (!log_for(b, o.adapter, o.queue, NF_LOG_SIGNALS)) /* its queue gets a queues row */
+		return oom(err);
 	o.log = NF_LOG_SIGNALS;
 	o.handle = (uint32_t)ev->f[NFF_GPU_SIGNAL_LEGACY_fence];
 	o.value = (int64_t)ev->f[NFF_GPU_SIGNAL_LEGACY_value];
@@ -1799,6 +1806,33 @@ out:
 	return rc;
 }
 
+/*
+ * Every queue the operations or logs name gets a queues row, so that readers
+ * can take the queues table as the list of queues (without scanning
+ * fence_ops): one without a HWQUEUE_START (a damaged or partial session) has
+ * only its handle and adapter.
+ */
+static int add_seen_queues(struct nf_timeline_builder *b, struct nf_error *err)
+{
+	sqlite3_stmt *s = NULL;
+	int rc = 0;
+
+	if (b->n_qs == 0)
+		return 0;
+	if (sqlite3_prepare_v2(b->db, "INSERT OR IGNORE INTO queues(queue, adapter) VALUES (?1, ?2)",
+			       -1, &s, NULL) != SQLITE_OK)
+		return sql_err(b, err, "prepare queues");
+	for (size_t i = 0; i < b->n_qs && rc == 0; i++) {
+		sqlite3_bind_int64(s, 1, b->qs[i].hwqueue);
+		sqlite3_bind_int64(s, 2, b->qs[i].adapter);
+		if (sqlite3_step(s) != SQLITE_DONE)
+			rc = sql_err(b, err, "insert queues");
+		sqlite3_reset(s);
+	}
+	sqlite3_finalize(s);
+	return rc;
+}
+
 /* Finishes what still waits: operations without entries, unreleased legacy waits. */
 static int settle_all(struct nf_timeline_builder *b, struct nf_error *err)
 {
@@ -1824,6 +1858,7 @@ int nf_timeline_builder_finish(struct nf_timeline_builder *b, struct nf_error *e
 		return nf_error_set(err, NF_ESTATE, "timeline: builder already finished");
 	b->finished = true;
 	rc = settle_all(b, err);
+	rc = rc ? rc : add_seen_queues(b, err);
 	rc = rc ? rc : nf_clock_fit(b->db, 0, err);
 	if (rc)
 		return rc;

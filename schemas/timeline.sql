@@ -27,7 +27,9 @@ CREATE TABLE adapters (
   gpu_frequency  INTEGER              -- GPU timestamp ticks per second
 );
 
--- One row per hardware queue.
+-- One row per hardware queue: every queue the session names, by HWQUEUE_START or
+-- only by its operations or logs (a damaged or partial session: then node,
+-- engine, name and start_ns are NULL). Readers can take it as the list of queues.
 CREATE TABLE queues (
   queue      INTEGER PRIMARY KEY, -- hardware queue handle
   adapter    INTEGER,             -- adapter ordinal

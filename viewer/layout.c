@@ -263,27 +263,20 @@ static int64_t col_int_or(sqlite3_stmt *st, int col, int64_t dflt)
 }
 
 /*
- * The queues: every row of the queues table, plus any queue that fence_ops
- * mentions without a queues row (one pass over fence_ops, each row probing a
- * small transient index of the known queues).
+ * The queues: the rows of the queues table (the analyzer gives every queue the
+ * operations or logs name a row, so fence_ops need not be scanned for them).
  */
 static int load_queues(sqlite3 *db, const struct nf_render_options *opts,
 		       struct queue_info **out, size_t *n_out, struct nf_error *err)
 {
-	sqlite3_stmt *st = NULL, *next = NULL, *adp = NULL;
+	sqlite3_stmt *st = NULL;
 	struct queue_info *qs = NULL, q;
 	size_t n = 0, cap = 0;
 	int rc, ret = 0;
 
 	if (sqlite3_prepare_v2(db, "SELECT q.queue, q.adapter, q.engine, q.node, q.name, a.name "
 				   "FROM queues q LEFT JOIN adapters a ON a.adapter = q.adapter",
-			       -1, &st, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(db, "SELECT DISTINCT queue FROM fence_ops WHERE queue IS NOT NULL "
-				   "AND queue NOT IN (SELECT queue FROM queues)", -1, &next,
-			       NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(db, "SELECT o.adapter, a.name FROM fence_ops o LEFT JOIN adapters a "
-				   "ON a.adapter = o.adapter WHERE o.queue = ?1 LIMIT 1",
-			       -1, &adp, NULL) != SQLITE_OK) {
+			       -1, &st, NULL) != SQLITE_OK) {
 		ret = sql_fail(db, err, "reading queues");
 		goto out_finalize;
 	}
@@ -302,30 +295,6 @@ static int load_queues(sqlite3 *db, const struct nf_render_options *opts,
 	}
 	if (rc != SQLITE_DONE) {
 		ret = sql_fail(db, err, "reading queues");
-		goto out_finalize;
-	}
-	while ((rc = sqlite3_step(next)) == SQLITE_ROW) {
-		int64_t queue = sqlite3_column_int64(next, 0);
-
-		if (!in_filter(opts->queues, opts->n_queues, queue))
-			continue;
-		memset(&q, 0, sizeof(q));
-		q.queue = queue;
-		q.engine = -1;
-		q.node = -1;
-		sqlite3_reset(adp);
-		sqlite3_bind_int64(adp, 1, queue);
-		if (sqlite3_step(adp) == SQLITE_ROW) {
-			q.adapter = col_int_or(adp, 0, -1);
-			copy_text(q.adapter_name, sizeof(q.adapter_name), adp, 1);
-		} else {
-			q.adapter = -1;
-		}
-		if ((ret = add_queue(&qs, &n, &cap, &q, err)) < 0)
-			goto out_finalize;
-	}
-	if (rc != SQLITE_DONE) {
-		ret = sql_fail(db, err, "reading queues of fence_ops");
 		goto out_finalize;
 	}
 	/* A queue asked for that the timeline does not have is a user error. */
@@ -347,8 +316,6 @@ static int load_queues(sqlite3 *db, const struct nf_render_options *opts,
 	qs = NULL;
 out_finalize:
 	free(qs);
-	sqlite3_finalize(adp);
-	sqlite3_finalize(next);
 	sqlite3_finalize(st);
 	return ret;
 }

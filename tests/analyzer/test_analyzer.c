@@ -401,6 +401,34 @@ START_TEST(late_operation_keeps_its_id)
 }
 END_TEST
 
+/* A queue named only by operations and log entries (no HWQUEUE_START) still gets its queues row. */
+START_TEST(queues_named_only_by_operations)
+{
+	struct fixture fx;
+	char buf[128];
+
+	fx_open(&fx, &test_info_ns);
+	identity_clock(&fx, 0);
+	ev(&fx, NF_EV_HWQUEUE_START, 10, 5, U(0), U(0), U(0), U(7), U(0));
+	ev_fence(&fx, 20, 0, 100, 1000, 4, 0);
+	ev_queued(&fx, false, 100, 0, 7, 100, 1);
+	entry(&fx, 0, 7, 2, 0, 0, 100, 1, 0, 150);
+	/* Queue 9 on adapter 0: a signal queued and read, never started. */
+	ev_queued(&fx, false, 200, 0, 9, 100, 2);
+	entry(&fx, 0, 9, 2, 0, 0, 100, 2, 0, 250);
+	fx_finish(&fx);
+	ck_assert_int_eq(q_int(fx.db, "SELECT count(*) FROM queues"), 2);
+	ck_assert_str_eq(q_text(fx.db, "SELECT adapter || ':' || coalesce(name, 'null') || ':' || "
+				       "coalesce(start_ns, 'null') FROM queues WHERE queue = 9",
+				buf, sizeof(buf)), "0:null:null");
+	/* The started one keeps what HWQUEUE_START said. */
+	ck_assert_int_eq(q_int(fx.db, "SELECT start_ns FROM queues WHERE queue = 7"), 10);
+	ck_assert_int_eq(q_int(fx.db, "SELECT count(*) FROM fence_ops WHERE queue NOT IN "
+				      "(SELECT queue FROM queues)"), 0);
+	fx_close(&fx);
+}
+END_TEST
+
 START_TEST(legacy_ops)
 {
 	struct fixture fx;
@@ -479,8 +507,10 @@ START_TEST(deps_across_queues_and_adapters)
 	ck_assert_int_eq(q_int(fx.db, "SELECT count(*) FROM anomalies WHERE kind = 'causality'"), 0);
 	/* The views work. */
 	ck_assert_int_eq(q_int(fx.db, "SELECT wait_id FROM longest_stalls LIMIT 1"), 6);
-	ck_assert_int_eq(q_int(fx.db, "SELECT ops FROM queue_summary WHERE queue = 3") ==
-				 INT64_MIN, 1); /* queue 3 has no HWQUEUE_START */
+	/* Queue 3 has no HWQUEUE_START: its operations still give it a queues row. */
+	ck_assert_int_gt(q_int(fx.db, "SELECT ops FROM queue_summary WHERE queue = 3"), 0);
+	ck_assert_int_eq(q_int(fx.db, "SELECT ops FROM queue_summary WHERE queue = 3"),
+			 q_int(fx.db, "SELECT count(*) FROM fence_ops WHERE queue = 3"));
 	fx_close(&fx);
 }
 END_TEST
@@ -1177,6 +1207,7 @@ static Suite *analyzer_suite(void)
 	tcase_add_test(tc, fifo_lost_zero_epoch_unmatched);
 	tcase_add_test(tc, legacy_ops);
 	tcase_add_test(tc, late_operation_keeps_its_id);
+	tcase_add_test(tc, queues_named_only_by_operations);
 	tcase_add_test(tc, deps_across_queues_and_adapters);
 	tcase_add_test(tc, causality_flags);
 	tcase_add_test(tc, queue_busy_view);
