@@ -292,6 +292,20 @@ START_TEST(test_cpu_wait_blocks)
 	struct waiter_arg w2 = { &e, g, 3, NF_NO_TIMEOUT, 0, -1 };
 	ck_assert_int_eq(pthread_create(&t1, NULL, waiter_main, &w1), 0);
 	ck_assert_int_eq(pthread_create(&t2, NULL, waiter_main, &w2), 0);
+	/*
+	 * Both waiters registered (counted under the OS lock, MonitoredValue
+	 * written in the same locked call) before anything is signaled: on a
+	 * loaded machine a waiter thread may start late, and g's waiter would
+	 * then find 3 already there, with no interrupt to count.
+	 */
+	for (;;) {
+		struct nf_runtime_stats st0;
+
+		nf_runtime_get_stats(e.rt, &st0);
+		if (st0.cpu_waits == 2)
+			break;
+		sched_yield();
+	}
 	OK(nf_cpu_signal(e.rt, f, 6, E_));
 	OK(nf_queue_signal(e.rt, q, g, 2, E_));
 	spin_until(&e, g, 2);
