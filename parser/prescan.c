@@ -13,8 +13,10 @@
  * lets babeltrace2 read them in a child process first. Nothing is allocated
  * from input values; files are mapped read-only.
  */
+#define _GNU_SOURCE /* memmem */
 #include "prescan.h"
 
+#include "nftrace/ctf_meta.h"
 #include "nftrace/events.h"
 
 #include <dirent.h>
@@ -46,108 +48,14 @@ static uint64_t nf_ps_le(const unsigned char *p, unsigned n)
 
 /*
  * Is DIR/metadata ours, at this schema version? Not only its header: the
- * whole text must be what the CTF writer generates (capture/ctf_writer.c,
- * nf_ctf_metadata_text), where only the UUID, the environment's values, the
- * clock's frequency and offset and whether the truth stream is there vary.
+ * whole text must be what the CTF writer generates (core/ctf_meta.c, the one
+ * generator both use), where only the UUID, the environment, the clock's
+ * frequency and offset and whether the truth stream is there vary.
  * Such a session is read natively and babeltrace2 only probes its metadata
  * in this process; anything else (a header kept over a changed layout
  * included) is read by a child first (reader.c).
  */
 #define NF_PS_META_MAX (1u << 20)
-
-struct nf_ps_text {
-	char *s;
-	size_t len, cap;
-	bool oom;
-};
-
-static void nf_ps_printf(struct nf_ps_text *t, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void nf_ps_printf(struct nf_ps_text *t, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	for (;;) {
-		size_t room = t->cap - t->len;
-
-		va_start(ap, fmt);
-		n = t->oom ? 0 : vsnprintf(t->s ? t->s + t->len : NULL, room, fmt, ap);
-		va_end(ap);
-		if (t->oom || n < 0) {
-			t->oom = true;
-			return;
-		}
-		if ((size_t)n < room) {
-			t->len += (size_t)n;
-			return;
-		}
-		size_t ncap = t->cap ? t->cap * 2 : 16384;
-		while (ncap < t->len + (size_t)n + 1)
-			ncap *= 2;
-		char *ns = realloc(t->s, ncap);
-		if (!ns) {
-			t->oom = true;
-			return;
-		}
-		t->s = ns;
-		t->cap = ncap;
-	}
-}
-
-/* The part after the clock: stream classes and event classes, from events.def. */
-static void nf_ps_meta_classes(struct nf_ps_text *t, bool truth)
-{
-	static const char *const ints[] = { [NF_FT_U8] = "uint8_t", [NF_FT_U16] = "uint16_t",
-					    [NF_FT_U32] = "uint32_t", [NF_FT_U64] = "uint64_t" };
-
-	for (int s = 0; s < NF_STREAM_COUNT; s++) {
-		if (s == NF_STREAM_TRUTH && !truth)
-			continue;
-		nf_ps_printf(t,
-			"stream {\n\tid = %d;\n"
-			"\tpacket.context := struct {\n\t\tcpu_ts_t timestamp_begin;\n"
-			"\t\tcpu_ts_t timestamp_end;\n\t\tuint64_t content_size;\n"
-			"\t\tuint64_t packet_size;\n\t\tuint64_t events_discarded;\n"
-			"\t\tuint64_t packet_seq_num;\n\t};\n"
-			"\tevent.header := struct {\n\t\tuint32_t id;\n\t\tcpu_ts_t timestamp;\n\t};\n};\n\n", s);
-	}
-	for (uint32_t id = 0; id < NF_EV_COUNT; id++) {
-		const struct nf_event_desc *d = nf_event_desc(id);
-
-		if (d->stream == NF_STREAM_TRUTH && !truth)
-			continue;
-		nf_ps_printf(t, "event {\n\tname = \"%s\";\n\tid = %u;\n\tstream_id = %d;\n"
-			     "\tfields := struct {\n", d->name, id, (int)d->stream);
-		for (uint32_t f = 0; f < d->n_fields; f++) {
-			const struct nf_field_desc *fd = &d->fields[f];
-
-			switch (fd->type) {
-			case NF_FT_STR:
-				nf_ps_printf(t, "\t\tstring _%s;\n", fd->name);
-				break;
-			case NF_FT_U32SEQ:
-				nf_ps_printf(t, "\t\tuint32_t _%s[_%s];\n", fd->name, d->fields[f - 1].name);
-				break;
-			case NF_FT_ENTRIES:
-				nf_ps_printf(t, "\t\tstruct nf_log_entry _%s[_%s];\n", fd->name,
-					     d->fields[f - 1].name);
-				break;
-			case NF_FT_U8:
-			case NF_FT_U16:
-			case NF_FT_U32:
-			case NF_FT_U64:
-				nf_ps_printf(t, "\t\t%s _%s;\n", ints[fd->type], fd->name);
-				break;
-			default:
-				t->oom = true; /* a type the writer does not write: never ours */
-				break;
-			}
-		}
-		nf_ps_printf(t, "\t};\n};\n\n");
-	}
-}
 
 /* Consumes the literal `lit` at *p. */
 static bool nf_ps_lit(const char **p, const char *end, const char *lit)
@@ -197,14 +105,28 @@ static bool nf_ps_uuid(const char **p, const char *end, char out[37])
 	return true;
 }
 
-/* One environment line: "\tKEY = INT;\n" or "\tKEY = \"STRING\";\n". */
-static bool nf_ps_env_line(const char **p, const char *end)
+/* The environment read back: keys and values point into the text or into vals. */
+#define NF_PS_ENV_MAX 256
+struct nf_ps_env {
+	struct nf_ctf_env_entry e[NF_PS_ENV_MAX];
+	char keys[NF_PS_ENV_MAX][65];
+	char *vals;            /* unescaped string values, one after another */
+	size_t n, used;
+};
+
+/*
+ * One environment line: "\tKEY = INT;\n" or "\tKEY = \"STRING\";\n" (with \"
+ * and \\ escapes, no control characters), appended to env.
+ */
+static bool nf_ps_env_line(const char **p, const char *end, struct nf_ps_env *env)
 {
-	const char *q = *p;
+	const char *q = *p, *k;
+	struct nf_ctf_env_entry *e = &env->e[env->n];
 	int n = 0;
 
-	if (!nf_ps_lit(&q, end, "\t"))
+	if (env->n == NF_PS_ENV_MAX || !nf_ps_lit(&q, end, "\t"))
 		return false;
+	k = q;
 	while (q < end && (*q == '_' || (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') ||
 			   (n && *q >= '0' && *q <= '9')) && n < 64) {
 		q++;
@@ -212,7 +134,12 @@ static bool nf_ps_env_line(const char **p, const char *end)
 	}
 	if (!n || !nf_ps_lit(&q, end, " = "))
 		return false;
+	memcpy(env->keys[env->n], k, (size_t)n);
+	env->keys[env->n][n] = '\0';
+	e->key = env->keys[env->n];
 	if (q < end && *q == '"') {
+		char *v = env->vals + env->used;
+
 		for (q++, n = 0; q < end && *q != '"' && n < 65536; q++, n++) {
 			unsigned char c = (unsigned char)*q;
 
@@ -223,70 +150,93 @@ static bool nf_ps_env_line(const char **p, const char *end)
 			} else if (c < 0x20 || c == 0x7f) {
 				return false;
 			}
+			env->vals[env->used++] = *q;
 		}
 		if (!nf_ps_lit(&q, end, "\""))
 			return false;
-	} else if (!nf_ps_digits(&q, end, true, 19, false)) {
-		return false;
+		env->vals[env->used++] = '\0';
+		e->is_int = false;
+		e->sval = v;
+	} else {
+		const char *d = q;
+
+		if (!nf_ps_digits(&q, end, true, 19, false))
+			return false;
+		e->is_int = true;
+		e->ival = strtoll(d, NULL, 10);
+		e->sval = NULL;
 	}
 	if (!nf_ps_lit(&q, end, ";\n"))
 		return false;
+	env->n++;
 	*p = q;
 	return true;
 }
 
+/* A decimal number of at most 19 digits at *p (checked by nf_ps_digits first). */
+static uint64_t nf_ps_u64(const char *p)
+{
+	return strtoull(p, NULL, 10);
+}
+
+/*
+ * The metadata's variable parts are read (the UUID, the environment, the
+ * clock's frequency and offset), the writer's text is generated from them
+ * (core/ctf_meta.c, the writer's own generator), with and without the truth
+ * stream, and compared byte for byte with the file.
+ */
 static bool nf_ps_meta_text_is_ours(const char *m, size_t len)
 {
-	const char *p = m, *end = m + len;
-	char uuid[37], clock_uuid[37], head[256];
+	static const char trace_uuid[] = "trace {\n\tmajor = 1;\n\tminor = 8;\n\tuuid = \"";
+	const char *end = m + len, *p, *f;
+	char uuid[37];
+	uint64_t freq, offset;
+	struct nf_ps_env env;
 	bool ours = false;
 
-	snprintf(head, sizeof(head),
-		 "/* CTF 1.8 */\n\n"
-		 "/* Generated by nftrace from schemas/events.def (schema version %d). */\n\n",
-		 NF_SCHEMA_VERSION);
-	if (!nf_ps_lit(&p, end, head) ||
-	    !nf_ps_lit(&p, end,
-		       "typealias integer { size = 8; align = 8; signed = false; } := uint8_t;\n"
-		       "typealias integer { size = 16; align = 8; signed = false; } := uint16_t;\n"
-		       "typealias integer { size = 32; align = 8; signed = false; } := uint32_t;\n"
-		       "typealias integer { size = 64; align = 8; signed = false; } := uint64_t;\n"
-		       "typealias integer { size = 64; align = 8; signed = false; map = clock.cpu.value; } := cpu_ts_t;\n\n"
-		       "struct nf_log_entry {\n"
-		       "\tuint64_t fence_value;\n"
-		       "\tuint32_t hnative_fence;\n"
-		       "\tuint32_t operation_type;\n"
-		       "\tuint64_t reserved0;\n"
-		       "\tuint64_t fence_observed_gpu_timestamp;\n"
-		       "\tuint64_t reserved1;\n"
-		       "\tuint64_t fence_end_gpu_timestamp;\n"
-		       "} align(8);\n\n"
-		       "trace {\n\tmajor = 1;\n\tminor = 8;\n\tuuid = \"") ||
-	    !nf_ps_uuid(&p, end, uuid) ||
-	    !nf_ps_lit(&p, end,
-		       "\";\n\tbyte_order = le;\n"
-		       "\tpacket.header := struct {\n\t\tuint32_t magic;\n\t\tuint8_t uuid[16];\n"
-		       "\t\tuint32_t stream_id;\n\t};\n};\n\nenv {\n"))
+	/* The UUID, then the environment block, then the clock's two numbers. */
+	p = memmem(m, len, trace_uuid, sizeof(trace_uuid) - 1);
+	if (!p)
 		return false;
-	for (int lines = 0; !nf_ps_lit(&p, end, "};\n\n"); lines++)
-		if (lines == 256 || !nf_ps_env_line(&p, end))
-			return false;
-	if (!nf_ps_lit(&p, end, "clock {\n\tname = cpu;\n\tuuid = \"") ||
-	    !nf_ps_uuid(&p, end, clock_uuid) || strcmp(uuid, clock_uuid) != 0 ||
-	    !nf_ps_lit(&p, end, "\";\n\tdescription = \"QPC-like CPU clock of the session\";\n\tfreq = ") ||
-	    !nf_ps_digits(&p, end, false, 19, true) ||
-	    !nf_ps_lit(&p, end, ";\n\tprecision = 1;\n\toffset_s = 0;\n\toffset = ") ||
-	    !nf_ps_digits(&p, end, false, 19, false) ||
-	    !nf_ps_lit(&p, end, ";\n\tabsolute = false;\n};\n\n"))
+	p += sizeof(trace_uuid) - 1;
+	if (!nf_ps_uuid(&p, end, uuid))
 		return false;
-	/* The rest: the classes, with or without the truth stream. */
+	p = memmem(p, (size_t)(end - p), "\nenv {\n", 7);
+	if (!p)
+		return false;
+	p += 7;
+	env.n = 0;
+	env.used = 0;
+	env.vals = malloc(len + 1); /* the unescaped values are shorter than the text */
+	if (!env.vals)
+		return false;
+	while (!nf_ps_lit(&p, end, "};\n\n"))
+		if (!nf_ps_env_line(&p, end, &env))
+			goto out;
+	f = memmem(p, (size_t)(end - p), "\tfreq = ", 8);
+	if (!f)
+		goto out;
+	f += 8;
+	p = f;
+	if (!nf_ps_digits(&p, end, false, 19, true))
+		goto out;
+	freq = nf_ps_u64(f);
+	f = memmem(p, (size_t)(end - p), "\toffset = ", 10);
+	if (!f)
+		goto out;
+	f += 10;
+	p = f;
+	if (!nf_ps_digits(&p, end, false, 19, false))
+		goto out;
+	offset = nf_ps_u64(f);
 	for (int truth = 0; truth < 2 && !ours; truth++) {
-		struct nf_ps_text t = { 0 };
+		char *t = nf_ctf_meta_render(uuid, env.e, env.n, freq, offset, truth != 0);
 
-		nf_ps_meta_classes(&t, truth != 0);
-		ours = !t.oom && t.len == (size_t)(end - p) && memcmp(t.s, p, t.len) == 0;
-		free(t.s);
+		ours = t && strlen(t) == len && memcmp(t, m, len) == 0;
+		free(t);
 	}
+out:
+	free(env.vals);
 	return ours;
 }
 
