@@ -1118,14 +1118,15 @@ static const uint8_t nf_ctf_stream_of[NF_EV_COUNT] = {
 #undef NF_EVENT_END
 };
 
-/* Field packers (little-endian host), one per field type. */
-static inline unsigned char *nf_ctf_pack_U8(unsigned char *p, const struct nf_event *ev, uint32_t f)
+/* Field packers (little-endian host), one per field type (unused ones are fine:
+ * the schema need not have every type). */
+__attribute__((unused)) static inline unsigned char *nf_ctf_pack_U8(unsigned char *p, const struct nf_event *ev, uint32_t f)
 {
 	*p = (unsigned char)ev->f[f];
 	return p + 1;
 }
 
-static inline unsigned char *nf_ctf_pack_U16(unsigned char *p, const struct nf_event *ev, uint32_t f)
+__attribute__((unused)) static inline unsigned char *nf_ctf_pack_U16(unsigned char *p, const struct nf_event *ev, uint32_t f)
 {
 	uint16_t x = (uint16_t)ev->f[f];
 
@@ -1133,7 +1134,7 @@ static inline unsigned char *nf_ctf_pack_U16(unsigned char *p, const struct nf_e
 	return p + 2;
 }
 
-static inline unsigned char *nf_ctf_pack_U32(unsigned char *p, const struct nf_event *ev, uint32_t f)
+__attribute__((unused)) static inline unsigned char *nf_ctf_pack_U32(unsigned char *p, const struct nf_event *ev, uint32_t f)
 {
 	uint32_t x = (uint32_t)ev->f[f];
 
@@ -1141,13 +1142,13 @@ static inline unsigned char *nf_ctf_pack_U32(unsigned char *p, const struct nf_e
 	return p + 4;
 }
 
-static inline unsigned char *nf_ctf_pack_U64(unsigned char *p, const struct nf_event *ev, uint32_t f)
+__attribute__((unused)) static inline unsigned char *nf_ctf_pack_U64(unsigned char *p, const struct nf_event *ev, uint32_t f)
 {
 	memcpy(p, &ev->f[f], 8);
 	return p + 8;
 }
 
-static inline unsigned char *nf_ctf_pack_STR(unsigned char *p, const struct nf_event *ev, uint32_t f)
+__attribute__((unused)) static inline unsigned char *nf_ctf_pack_STR(unsigned char *p, const struct nf_event *ev, uint32_t f)
 {
 	const char *str = ev->str ? ev->str : "";
 	size_t n = strlen(str) + 1;
@@ -1158,7 +1159,7 @@ static inline unsigned char *nf_ctf_pack_STR(unsigned char *p, const struct nf_e
 }
 
 /* Sequences: their length is the field before them. */
-static inline unsigned char *nf_ctf_pack_U32SEQ(unsigned char *p, const struct nf_event *ev, uint32_t f)
+__attribute__((unused)) static inline unsigned char *nf_ctf_pack_U32SEQ(unsigned char *p, const struct nf_event *ev, uint32_t f)
 {
 	size_t n = 4 * (size_t)ev->f[f - 1];
 
@@ -1167,7 +1168,7 @@ static inline unsigned char *nf_ctf_pack_U32SEQ(unsigned char *p, const struct n
 	return p + n;
 }
 
-static inline unsigned char *nf_ctf_pack_ENTRIES(unsigned char *p, const struct nf_event *ev, uint32_t f)
+__attribute__((unused)) static inline unsigned char *nf_ctf_pack_ENTRIES(unsigned char *p, const struct nf_event *ev, uint32_t f)
 {
 	size_t n = NF_LOG_ENTRY_SIZE * (size_t)ev->f[f - 1];
 
