@@ -191,6 +191,150 @@ static int write_all(int fd, const void *buf, size_t len)
 	return write_some(fd, buf, len, &done);
 }
 
+static int dir_prepare(const char *dir, struct nf_error *err)
+{
+	struct stat st;
+
+	if (mkdir(dir, 0755) == 0)
+		return 0;
+	if (errno != EEXIST)
+		return nf_error_set(err, NF_EIO, "%s: cannot create directory: %s", dir,
+				    strerror(errno));
+	if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+		return nf_error_set(err, NF_EEXIST, "%s: exists and is not a directory", dir);
+	DIR *d = opendir(dir);
+	if (!d)
+		return nf_error_set(err, NF_EIO, "%s: %s", dir, strerror(errno));
+	struct dirent *de;
+	bool empty = true;
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			empty = false;
+	closedir(d);
+	if (!empty)
+		return nf_error_set(err, NF_EEXIST, "%s: directory is not empty", dir);
+	return 0;
+}
+
+/* Makes room for `more` bytes after the packet's len; a packet outgrowing
+ * its place in the ring moves to the private buffer. */
+static int stream_reserve(struct nf_ctf_stream *s, size_t more)
+{
+	if (s->len + more <= s->cap)
+		return 0;
+	size_t ncap = s->pcap ? s->pcap : NF_CTF_DEFAULT_PACKET;
+	while (ncap < s->len + more)
+		ncap *= 2;
+	if (ncap > s->pcap) {
+		unsigned char *nb = s->in_ring ? malloc(ncap) : realloc(s->pbuf, ncap);
+
+		if (!nb)
+			return NF_ENOMEM;
+		if (s->in_ring)
+			free(s->pbuf);
+		s->pbuf = nb;
+		s->pcap = ncap;
+	}
+	if (s->in_ring)
+		memcpy(s->pbuf, s->buf, s->len);
+	s->in_ring = false;
+	s->buf = s->pbuf;
+	s->cap = s->pcap;
+	return 0;
+}
+
+/* ---- the committer process ---- */
+
+#define NF_CTF_COMMIT_CHUNK (1u << 20)
+#define NF_CTF_WRITEBACK_STEP (8u << 20)
+/* Packets are handed over through a ring shared with the committer; a packet
+ * larger than a quarter of it goes through the socket instead. */
+#define NF_CTF_RING_SIZE (8u << 20)
+/* Packets handed to the committer are whole blocks of this size. */
+#define NF_CTF_BLOCK 4096u
+/* Packet descriptors in the shared control block. */
+#define NF_CTF_DESCS 1024u
+/* The recorder wakes a sleeping committer once this many bytes of packets
+ * wait for it (and on flush, close, or when it needs ring space): one
+ * wake-up and one large write per few packets, not one per packet. */
+#define NF_CTF_KICK_BYTES (2u << 20)
+/* The committer's largest single write (contiguous packets of one stream). */
+#define NF_CTF_MAX_WRITE (4u << 20)
+
+/* A packet in its stream's ring: stream, length, and its end as a byte count
+ * of that ring. */
+struct nf_ctf_desc {
+	uint32_t sid;
+	uint32_t zero;
+	uint64_t len;
+	uint64_t end;
+};
+
+/*
+ * The control block shared with the committer, before the ring. The
+ * recorder fills a descriptor, then publishes it by advancing desc_head
+ * (release); the committer writes the packets and advances desc_tail and
+ * ring_tail. A descriptor below desc_head always names a whole packet, so
+ * after the recorder's death the committer writes exactly the published ones.
+ * Wake-ups go through the socket, only when the other side said it sleeps:
+ * committer_idle / recorder_waiting are set by the sleeper before it checks
+ * the indexes one last time, and cleared with an exchange by the waker
+ * (sequentially consistent on both sides, so no wake-up is lost).
+ */
+struct nf_ctf_shared {
+	_Atomic uint64_t desc_head;
+	char pad0[56];
+	_Atomic uint64_t desc_tail;
+	_Atomic uint64_t ring_tail[NF_STREAM_COUNT];
+	char pad1[56 - 8 * NF_STREAM_COUNT];
+	_Atomic uint32_t committer_idle;
+	char pad2[60];
+	_Atomic uint32_t recorder_waiting;
+	char pad3[60];
+	struct nf_ctf_desc desc[NF_CTF_DESCS];
+};
+#define NF_CTF_SHARED_SIZE ((sizeof(struct nf_ctf_shared) + NF_CTF_BLOCK - 1) & ~(size_t)(NF_CTF_BLOCK - 1))
+#define NF_CTF_MAP_SIZE (NF_CTF_SHARED_SIZE + (size_t)NF_STREAM_COUNT * NF_CTF_RING_SIZE)
+
+/* Recorder -> committer socket messages. */
+enum { NF_CTF_MSG_PACKET = 0, NF_CTF_MSG_WAKE = 2 };
+
+/* Reads exactly len bytes; returns len, or fewer at end-of-file or error. */
+static size_t read_full(int fd, void *buf, size_t len)
+{
+	unsigned char *p = buf;
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t n = read(fd, p + got, len - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	return got;
+}
+
+static void committer_reply(int sock, int kind, int sid, int e, uint64_t offset)
+{
+	struct nf_ctf_reply r = { kind, sid, e, 0, offset };
+	const unsigned char *p = (const unsigned char *)&r;
+	size_t left = sizeof(r);
+
+	while (left) {
+		ssize_t n = send(sock, p, left, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return; /* the recorder is gone; nobody to tell */
+		p += n;
+		left -= (size_t)n;
+	}
+}
+
 /* write_some, and if direct I/O turns out not to work here, without it. */
 static int committer_write(int fd, const void *buf, size_t len, size_t *done)
 {
