@@ -171,8 +171,16 @@ struct log_state {
 };
 
 struct queue_state {
-	struct log_state log[2]; /* [0] waits, [1] signals */
+	struct log_state log[2]; /* [0] waits, [1] signals (first member: see queue_of) */
 	uint32_t adapter, hwqueue;
+	/*
+	 * The threads that queued work on it: operations per (thread, fence),
+	 * keyed thread << 32 | fence (fence known) or thread (unknown), and the
+	 * run of equal keys being counted.
+	 */
+	struct u64map thr_fence, thr_nofence;
+	uint64_t run_key, run_n;
+	bool run_known;
 };
 
 #define FENCE_CROSS_ADAPTER 1u
@@ -485,6 +493,8 @@ void nf_timeline_builder_destroy(struct nf_timeline_builder *b)
 			free(b->qs[i].log[l].fifo);
 			free(b->qs[i].log[l].spans);
 		}
+		map_free(&b->qs[i].thr_fence);
+		map_free(&b->qs[i].thr_nofence);
 	}
 	free(b->qs);
 	free(b->legacy);
@@ -767,6 +777,87 @@ static void apply_entry(struct op_rec *o, const struct nf_decoded_entry *e)
 	}
 }
 
+/* The queue a log belongs to (log[] is the queue state's first member). */
+static struct queue_state *queue_of(struct log_state *ls, uint32_t log_type)
+{
+	return (struct queue_state *)(void *)(ls - (log_type == NF_LOG_SIGNALS ? 1 : 0));
+}
+
+/* Adds the run being counted to its map. */
+static int flush_thread_run(struct queue_state *q)
+{
+	struct u64map *m = q->run_known ? &q->thr_fence : &q->thr_nofence;
+	uint64_t *v;
+
+	if (!q->run_n)
+		return 0;
+	v = map_find(m, q->run_key);
+	if (v)
+		*v += q->run_n;
+	else if (map_put(m, q->run_key, q->run_n))
+		return NF_ENOMEM;
+	q->run_n = 0;
+	return 0;
+}
+
+/* One more operation queued on q by o's thread, on o's fence. */
+static int count_thread(struct queue_state *q, const struct op_rec *o)
+{
+	bool known = (o->flags & OPF_FENCE) != 0;
+	uint64_t key = (uint64_t)o->thread << 32 | (known ? o->fence : 0);
+
+	if (q->run_n && (q->run_key != key || q->run_known != known) && flush_thread_run(q))
+		return NF_ENOMEM;
+	q->run_key = key;
+	q->run_known = known;
+	q->run_n++;
+	return 0;
+}
+
+/*
+ * queue_threads: for each queue, the threads that queued work on it, per fence,
+ * with the number of operations (the viewer's CPU thread rows come from it).
+ */
+static int write_queue_threads(struct nf_timeline_builder *b, struct nf_error *err)
+{
+	sqlite3_stmt *s = NULL;
+	int rc = 0;
+
+	if (b->n_qs == 0)
+		return 0;
+	if (sqlite3_prepare_v2(b->db, "INSERT INTO queue_threads(queue, fence, thread, ops) "
+				      "VALUES (?1, ?2, ?3, ?4)", -1, &s, NULL) != SQLITE_OK)
+		return sql_err(b, err, "prepare queue_threads");
+	for (size_t i = 0; i < b->n_qs && rc == 0; i++) {
+		struct queue_state *q = &b->qs[i];
+
+		if (flush_thread_run(q)) {
+			rc = oom(err);
+			break;
+		}
+		for (int known = 1; known >= 0 && rc == 0; known--) {
+			const struct u64map *m = known ? &q->thr_fence : &q->thr_nofence;
+
+			for (size_t k = 0; k < m->cap && rc == 0; k++) {
+				if (!m->used[k])
+					continue;
+				sqlite3_bind_int64(s, 1, q->hwqueue);
+				if (known)
+					sqlite3_bind_int64(s, 2, (int64_t)(m->keys[k] & 0xffffffffu));
+				else
+					sqlite3_bind_null(s, 2);
+				sqlite3_bind_int64(s, 3, (int64_t)(m->keys[k] >> 32));
+				sqlite3_bind_int64(s, 4, (int64_t)m->vals[k]);
+				if (sqlite3_step(s) != SQLITE_DONE)
+					rc = sql_err(b, err, "insert queue_threads");
+				sqlite3_reset(s);
+			}
+		}
+	}
+	sqlite3_finalize(s);
+	return rc;
+}
+
 static int on_queued(struct nf_timeline_builder *b, const struct nf_event *ev, uint32_t log_type,
 		     struct nf_error *err)
 {
@@ -789,6 +880,8 @@ static int on_queued(struct nf_timeline_builder *b, const struct nf_event *ev, u
 	o.thread = (uint32_t)ev->f[NFF_FENCE_WAIT_QUEUED_thread];
 	o.flags = OPF_QUEUED | OPF_THREAD;
 	op_fence(b, &o);
+	if (count_thread(queue_of(ls, log_type), &o))
+		return oom(err);
 	if (b->pending >= MAX_PENDING) {
 		/* Bounded memory: the oldest waiting operation of this log gives up. */
 		struct op_rec *f = fifo_front(ls);
@@ -1859,6 +1952,7 @@ int nf_timeline_builder_finish(struct nf_timeline_builder *b, struct nf_error *e
 	b->finished = true;
 	rc = settle_all(b, err);
 	rc = rc ? rc : add_seen_queues(b, err);
+	rc = rc ? rc : write_queue_threads(b, err);
 	rc = rc ? rc : nf_clock_fit(b->db, 0, err);
 	if (rc)
 		return rc;

@@ -577,8 +577,19 @@ static int ki_finish_signals(struct nf_kernel_ingest *ki, struct nf_error *err)
 			goto out_finalize;
 		}
 	}
-	if (src != SQLITE_DONE)
+	if (src != SQLITE_DONE) {
 		rc = ki_sql_err(ki, err, "reading dma_fence signals");
+		goto out_finalize;
+	}
+	/* Who emitted on each timeline: the queue_threads rows of the signals above. */
+	_Static_assert(NF_KERNEL_TIMELINE_BASE == 4294967296LL, "the SQL spells the base out");
+	if (sqlite3_exec(ki->db,
+			 "INSERT INTO queue_threads(queue, fence, thread, ops) "
+			 "SELECT 4294967296 + context, 4294967296 + context, emit_tid, count(*) "
+			 "FROM temp.k_fences WHERE emit_tid IS NOT NULL "
+			 "AND coalesce(emit_ns, init_ns) IS NOT NULL GROUP BY context, emit_tid",
+			 NULL, NULL, NULL) != SQLITE_OK)
+		rc = ki_sql_err(ki, err, "writing the threads of dma_fence signals");
 out_finalize:
 	sqlite3_finalize(upd);
 	sqlite3_finalize(ins);

@@ -89,6 +89,17 @@ CREATE TABLE fence_ops (
 -- signals); when none with a known end fits, a signal of unknown end (lost,
 -- zero timestamp) that may be the real releaser is named instead. Both ids are
 -- NULL when the fence's initial value already satisfied the wait.
+-- Who queued work where: per queue, the CPU threads that queued operations on it
+-- (FENCE_*_QUEUED; for kernel timelines the thread that emitted the dma_fence), per
+-- fence, with how many. Small (threads x fences per queue), so the thread rows of a
+-- report need not read fence_ops.
+CREATE TABLE queue_threads (
+  queue   INTEGER, -- hardware queue handle
+  fence   INTEGER, -- global fence handle (NULL when the handle was unknown)
+  thread  INTEGER, -- CPU thread that queued
+  ops     INTEGER  -- operations it queued there on that fence
+);
+
 CREATE TABLE deps (
   signal_id  INTEGER,   -- fence_ops.id of the releasing signal (NULL when released from the CPU)
   wait_id    INTEGER,   -- fence_ops.id of the wait (one row per wait, in wait_id order)

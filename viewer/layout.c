@@ -385,13 +385,13 @@ static int place_cpu_rows(sqlite3 *db, const struct nf_render_options *opts,
 	fq = nf_render_in_list("queue", opts->queues, opts->queues ? opts->n_queues : 0);
 	/*
 	 * The threads that wait or signal on the CPU, and those that queued GPU
-	 * work (FENCE_*_QUEUED: one pass over fence_ops, no index has the thread).
+	 * work (FENCE_*_QUEUED: the analyzer's queue_threads, per queue and fence).
 	 */
 	if (fw && fs && fq)
 		sql = sqlite3_mprintf("SELECT thread FROM cpu_waits WHERE thread IS NOT NULL%s "
 				      "UNION SELECT thread FROM cpu_signals WHERE thread IS NOT NULL%s%s "
-				      "UNION SELECT thread FROM fence_ops NOT INDEXED WHERE thread IS NOT NULL "
-				      "AND queue IS NOT NULL AND queued_ns IS NOT NULL%s%s "
+				      "UNION SELECT thread FROM queue_threads WHERE thread IS NOT NULL "
+				      "AND queue IS NOT NULL%s%s "
 				      "ORDER BY 1",
 				      fw, fs, nf_render_kernel_threads_sql(opts), fw, fq);
 	if (!sql) {

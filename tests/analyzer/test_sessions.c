@@ -130,6 +130,17 @@ START_TEST(every_completed_wait_has_one_releaser)
 				"WHERE d.wait_id = w.id) != 1") == 0,
 		      "%s: a completed wait without exactly one deps row", name);
 	ck_assert_msg(q_int(db, "SELECT count(*) FROM deps") == waits, "%s: deps rows", name);
+	/* queue_threads says who queued what where, as fence_ops does (both ways). */
+	ck_assert_msg(q_int(db, "SELECT count(*) FROM (SELECT queue, fence, thread, count(*) "
+				"FROM fence_ops WHERE thread IS NOT NULL AND queue IS NOT NULL AND "
+				"queued_ns IS NOT NULL GROUP BY 1, 2, 3 EXCEPT "
+				"SELECT queue, fence, thread, ops FROM queue_threads)") == 0 &&
+		      q_int(db, "SELECT count(*) FROM (SELECT queue, fence, thread, ops FROM "
+				"queue_threads EXCEPT SELECT queue, fence, thread, count(*) FROM fence_ops "
+				"WHERE thread IS NOT NULL AND queue IS NOT NULL AND queued_ns IS NOT NULL "
+				"GROUP BY 1, 2, 3)") == 0 &&
+		      q_int(db, "SELECT count(*) FROM queue_threads") > 0,
+		      "%s: queue_threads differs from fence_ops", name);
 	/* Each names one releaser, unless the fence started at or above the value. */
 	ck_assert_msg(q_int(db, "SELECT count(*) FROM deps d JOIN fence_ops w ON w.id = d.wait_id "
 				"JOIN fences f ON f.fence = w.fence "

@@ -147,6 +147,15 @@ START_TEST(test_fixture_import_rows)
 	      "thread,fence,value,start_ns,end_ns,status\n"
 	      "201,4294967305,1,1600000,2200000,timeout\n"
 	      "200,4294967303,2,1800000,3050000,satisfied\n");
+	/* queue_threads holds the emitting threads of the dma_fence signals, as fence_ops says. */
+	query(s, "SELECT queue, fence, thread, ops FROM queue_threads ORDER BY queue, thread",
+	      "queue,fence,thread,ops\n4294967303,4294967303,100,3\n4294967305,4294967305,100,1\n");
+	query(s, "SELECT count(*) FROM (SELECT queue, fence, thread, count(*) FROM fence_ops "
+		 "WHERE thread IS NOT NULL AND queue IS NOT NULL AND queued_ns IS NOT NULL GROUP BY 1, 2, 3 "
+		 "EXCEPT SELECT queue, fence, thread, ops FROM queue_threads)", "count(*)\n0\n");
+	query(s, "SELECT count(*) FROM (SELECT queue, fence, thread, ops FROM queue_threads EXCEPT "
+		 "SELECT queue, fence, thread, count(*) FROM fence_ops WHERE thread IS NOT NULL AND "
+		 "queue IS NOT NULL AND queued_ns IS NOT NULL GROUP BY 1, 2, 3)", "count(*)\n0\n");
 	query(s, "SELECT queue, context, driver, timeline FROM kernel_timelines ORDER BY queue",
 	      "queue,context,driver,timeline\n4294967303,7,nfgpu,gfx\n4294967305,9,nfgpu,compute\n");
 	query(s, "SELECT q.queue, q.name, a.name AS adapter FROM queues q JOIN adapters a USING (adapter) "
