@@ -254,7 +254,7 @@ bool nf_prescan_metadata_is_ours(const char *dir)
 	if (fd < 0)
 		return false;
 	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
-	    (uint64_t)st.st_size <= NF_PS_META_MAX && (m = malloc((size_t)st.st_size)) != NULL) {
+	    (uint64_t)st.st_size <= NF_PS_META_MAX && (m = malloc((size_t)st.st_size + 1)) != NULL) {
 		while (got < (size_t)st.st_size) {
 			ssize_t n = read(fd, m + got, (size_t)st.st_size - got);
 
@@ -264,6 +264,7 @@ bool nf_prescan_metadata_is_ours(const char *dir)
 				break;
 			got += (size_t)n;
 		}
+		m[got] = '\0'; /* the number parsers (strtoll) stop at it at the latest */
 		ours = got == (size_t)st.st_size && nf_ps_meta_text_is_ours(m, got);
 	}
 	free(m);

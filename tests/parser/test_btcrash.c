@@ -17,6 +17,7 @@
 
 #include "nftrace/ctf.h"
 #include "nftrace/parser.h"
+#include "prescan.h"
 
 #include <signal.h>
 #include <stdbool.h>
@@ -425,6 +426,41 @@ START_TEST(timeout_bound_and_own_sessions_skip_the_child)
 }
 END_TEST
 
+/*
+ * Metadata cut right after a number (an environment value, the clock's
+ * frequency or offset) is not ours and is not read past its end: the file is
+ * NUL-terminated in memory before the number parsers see it (under ASan an
+ * over-read fails this test).
+ */
+START_TEST(metadata_cut_after_a_number_is_not_ours)
+{
+	static const char *const cuts[] = { "\tcpu_frequency = ", "\tfreq = ", "\toffset = " };
+	char dir[700], path[800], *m;
+	size_t len;
+
+	snprintf(dir, sizeof(dir), "%s/cut", tmp);
+	write_session(dir);
+	snprintf(path, sizeof(path), "%s/metadata", dir);
+	m = read_whole(path, &len);
+	ck_assert(nf_prescan_metadata_is_ours(dir));
+	for (size_t k = 0; k < sizeof(cuts) / sizeof(cuts[0]); k++) {
+		char *at = strstr(m, cuts[k]);
+
+		ck_assert_msg(at != NULL, "no '%s' in the metadata", cuts[k]);
+		at += strlen(cuts[k]);
+		while (*at >= '0' && *at <= '9')
+			at++;
+		write_file(path, m, (size_t)(at - m));
+		ck_assert_msg(!nf_prescan_metadata_is_ours(dir), "cut after '%s' taken as ours",
+			      cuts[k]);
+	}
+	/* The whole file is ours again. */
+	write_file(path, m, len);
+	ck_assert(nf_prescan_metadata_is_ours(dir));
+	free(m);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("btcrash");
@@ -436,6 +472,7 @@ int main(void)
 	tcase_add_test(tc, entry_count_2_32_segv_contained);
 	tcase_add_test(tc, entry_count_2_30_memory_bounded);
 	tcase_add_test(tc, own_header_over_changed_layout_contained);
+	tcase_add_test(tc, metadata_cut_after_a_number_is_not_ours);
 	tcase_add_test(tc, own_sessions_of_every_kind_start_no_child);
 	tcase_add_test(tc, foreign_whole_trace_reads_the_same);
 	tcase_add_test(tc, foreign_refused_trace_keeps_the_cause);
