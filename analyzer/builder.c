@@ -1860,8 +1860,10 @@ static int resolve(struct nf_timeline_builder *b, struct nf_clock_model *m, stru
 					   cmp_wait, err) : NULL;
 	f.anoms = f.waits ? nf_spill_create(b->spill_dir, sizeof(struct anom_rec), err) : NULL;
 	f.ub = malloc(UNK_SCAN * sizeof(*f.ub));
-	if (!f.anoms)
+	if (!f.anoms) {
+		rc = err && err->code ? err->code : NF_ENOMEM; /* the creator's error */
 		goto out;
+	}
 	if (!f.ub) {
 		rc = oom(err);
 		goto out;

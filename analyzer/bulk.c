@@ -35,7 +35,7 @@ struct nf_bulk {
 	pthread_cond_t filled, freed;
 	struct batch *ring;
 	unsigned head, count; /* next batch to consume; batches filled and not yet consumed */
-	bool cancel;          /* the consumer stopped early: the producer ends */
+	bool cancel;          /* the consumer stopped early: the producer ends (atomic accesses) */
 	bool done;            /* the producer published its last batch */
 	/*
 	 * Who sleeps: a side that waits sleeps until the ring is half full (or
@@ -132,7 +132,7 @@ static int bulk_close(sqlite3_vtab_cursor *cur)
 	if (c->bk->threaded) {
 		release_batch(c);
 		pthread_mutex_lock(&c->bk->mu);
-		c->bk->cancel = true;
+		__atomic_store_n(&c->bk->cancel, true, __ATOMIC_RELEASE);
 		pthread_cond_broadcast(&c->bk->freed);
 		pthread_mutex_unlock(&c->bk->mu);
 	}
@@ -262,11 +262,11 @@ static void *produce(void *arg)
 		pthread_mutex_lock(&bk->mu);
 		if (bk->count == RING) {
 			bk->prod_waiting = true;
-			while (bk->count > RING / 2 && !bk->cancel)
+			while (bk->count > RING / 2 && !__atomic_load_n(&bk->cancel, __ATOMIC_ACQUIRE))
 				pthread_cond_wait(&bk->freed, &bk->mu);
 			bk->prod_waiting = false;
 		}
-		if (bk->cancel) {
+		if (__atomic_load_n(&bk->cancel, __ATOMIC_ACQUIRE)) {
 			pthread_mutex_unlock(&bk->mu);
 			break;
 		}
@@ -275,13 +275,20 @@ static void *produce(void *arg)
 		b->n = 0;
 		b->last = false;
 		while (b->n < BATCH_ROWS) {
+			/* SQLite stopped (its own error): no more rows, and no error of ours
+			 * to put in front of its. */
+			if (__atomic_load_n(&bk->cancel, __ATOMIC_ACQUIRE)) {
+				rc = 0;
+				break;
+			}
 			b->rows[b->n].set = 0;
 			rc = bk->next(bk->ctx, &b->rows[b->n], &bk->perr);
 			if (rc != 1)
 				break;
 			b->n++;
 		}
-		if (rc < 0)
+		/* A source error counts unless SQLite had already stopped on its own. */
+		if (rc < 0 && !__atomic_load_n(&bk->cancel, __ATOMIC_ACQUIRE))
 			bk->rc = rc;
 		b->last = rc != 1;
 		pthread_mutex_lock(&bk->mu);
@@ -344,14 +351,14 @@ int nf_bulk_run(struct nf_bulk *bk, const char *sql, nf_bulk_next_fn next, void 
 	nf_error_clear(&bk->perr);
 	bk->head = 0;
 	bk->count = 0;
-	bk->cancel = false;
+	__atomic_store_n(&bk->cancel, false, __ATOMIC_RELAXED);
 	bk->done = false;
 	bk->threaded = threaded && pthread_create(&th, NULL, produce, bk) == 0;
 	rc = sqlite3_exec(bk->db, sql, NULL, NULL, NULL);
 	if (bk->threaded) {
 		/* The cursor is closed by now: it cancelled the producer if it stopped early. */
 		pthread_mutex_lock(&bk->mu);
-		bk->cancel = true;
+		__atomic_store_n(&bk->cancel, true, __ATOMIC_RELEASE);
 		pthread_cond_broadcast(&bk->freed);
 		pthread_mutex_unlock(&bk->mu);
 		pthread_join(th, NULL);

@@ -349,8 +349,11 @@ static int load_points(struct nf_clock_model *m, size_t max_points, struct nf_er
 
 	if (sqlite3_prepare_v2(m->db, "SELECT count(*) FROM temp.t_fit", -1, &st, NULL) != SQLITE_OK)
 		return sql_fail(m->db, err, "count t_fit");
-	if (sqlite3_step(st) == SQLITE_ROW)
-		n = sqlite3_column_int64(st, 0);
+	if (sqlite3_step(st) != SQLITE_ROW) {
+		sqlite3_finalize(st);
+		return sql_fail(m->db, err, "count t_fit");
+	}
+	n = sqlite3_column_int64(st, 0);
 	sqlite3_finalize(st);
 	st = NULL;
 	if (n <= 0 || (uint64_t)n > max_points) {

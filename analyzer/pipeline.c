@@ -16,6 +16,12 @@
 
 #define PB_ITEMS 512
 #define PB_RING 8
+/*
+ * A batch goes out early once its strings and arrays pass this many bytes, and
+ * an arena grown past twice that is given back when its batch is reused: the
+ * ring holds a few MiB however long the strings and fence arrays are.
+ */
+#define PB_ARENA_SOFT (1u << 20)
 /* A callback's return telling the parser the consumer stopped (never seen by callers). */
 #define PIPE_STOPPED 1
 
@@ -78,6 +84,11 @@ static struct pbatch *cur_batch(struct pipe *pp)
 	b->n = 0;
 	b->used = 0;
 	b->last = false;
+	if (b->cap > 2 * PB_ARENA_SOFT) {
+		free(b->arena);
+		b->arena = NULL;
+		b->cap = 0;
+	}
 	pp->filling = true;
 	return b;
 }
@@ -101,6 +112,15 @@ static int stash(struct pbatch *b, const void *src, size_t len, size_t *off)
 {
 	if (!src) {
 		*off = SIZE_MAX;
+		return 0;
+	}
+	if (len == 0) {
+		*off = 0; /* an empty array: any valid place (the arena may not exist yet) */
+		if (!b->arena) {
+			if (!(b->arena = malloc(4096)))
+				return NF_ENOMEM;
+			b->cap = 4096;
+		}
 		return 0;
 	}
 	if (b->cap - b->used < len) {
@@ -136,7 +156,7 @@ static struct item *next_item(struct pipe *pp, struct pbatch **bp)
 
 static int item_done(struct pipe *pp, struct pbatch *b)
 {
-	if (++b->n == PB_ITEMS)
+	if (++b->n == PB_ITEMS || b->used >= PB_ARENA_SOFT)
 		publish(pp, false);
 	return 0;
 }

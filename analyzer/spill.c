@@ -547,11 +547,27 @@ int nf_sorter_sort(struct nf_sorter *s, struct nf_error *err)
 	s->heap = malloc((s->n_runs < SORT_FANIN ? s->n_runs : SORT_FANIN) * sizeof(*s->heap));
 	if (!s->heap)
 		return nf_error_set(err, NF_ENOMEM, "sort: out of memory");
-	while (s->n_runs > SORT_FANIN)
-		for (size_t g = 0; g < s->n_runs; g++)
-			if ((rc = merge_group(s, g, s->n_runs - g < SORT_FANIN ? s->n_runs - g :
-					      SORT_FANIN, err)) != 0)
-				return rc;
+	/*
+	 * Too many runs: merge consecutive groups (the merged run takes the
+	 * group's place, so the order stays) until at most SORT_FANIN are left,
+	 * no group larger than needed, and a pass over fresh runs before merged
+	 * ones are merged again.
+	 */
+	for (size_t g = 0; s->n_runs > SORT_FANIN;) {
+		size_t count = s->n_runs - SORT_FANIN + 1;
+
+		if (count > SORT_FANIN)
+			count = SORT_FANIN;
+		if (count > s->n_runs - g)
+			count = s->n_runs - g;
+		if (count < 2) {
+			g = 0; /* the pass reached the end: the next one starts over */
+			continue;
+		}
+		if ((rc = merge_group(s, g, count, err)) != 0)
+			return rc;
+		g++;
+	}
 	for (size_t i = 0; i < s->n_runs; i++) {
 		rc = run_load(s, &s->runs[i], err);
 		if (rc)
