@@ -105,26 +105,17 @@ static bool nf_ps_uuid(const char **p, const char *end, char out[37])
 	return true;
 }
 
-/* The environment read back: keys and values point into the text or into vals. */
-#define NF_PS_ENV_MAX 256
-struct nf_ps_env {
-	struct nf_ctf_env_entry e[NF_PS_ENV_MAX];
-	char keys[NF_PS_ENV_MAX][65];
-	char *vals;            /* unescaped string values, one after another */
-	size_t n, used;
-};
-
 /*
  * One environment line: "\tKEY = INT;\n" or "\tKEY = \"STRING\";\n" (with \"
  * and \\ escapes, no control characters), appended to env.
  */
-static bool nf_ps_env_line(const char **p, const char *end, struct nf_ps_env *env)
+static bool nf_ps_env_line(const char **p, const char *end, struct nf_prescan_meta *env)
 {
 	const char *q = *p, *k;
-	struct nf_ctf_env_entry *e = &env->e[env->n];
+	struct nf_ctf_env_entry *e = &env->env[env->n_env];
 	int n = 0;
 
-	if (env->n == NF_PS_ENV_MAX || !nf_ps_lit(&q, end, "\t"))
+	if (env->n_env == NF_PRESCAN_ENV_MAX || !nf_ps_lit(&q, end, "\t"))
 		return false;
 	k = q;
 	while (q < end && (*q == '_' || (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') ||
@@ -134,9 +125,9 @@ static bool nf_ps_env_line(const char **p, const char *end, struct nf_ps_env *en
 	}
 	if (!n || !nf_ps_lit(&q, end, " = "))
 		return false;
-	memcpy(env->keys[env->n], k, (size_t)n);
-	env->keys[env->n][n] = '\0';
-	e->key = env->keys[env->n];
+	memcpy(env->keys[env->n_env], k, (size_t)n);
+	env->keys[env->n_env][n] = '\0';
+	e->key = env->keys[env->n_env];
 	if (q < end && *q == '"') {
 		char *v = env->vals + env->used;
 
@@ -168,7 +159,7 @@ static bool nf_ps_env_line(const char **p, const char *end, struct nf_ps_env *en
 	}
 	if (!nf_ps_lit(&q, end, ";\n"))
 		return false;
-	env->n++;
+	env->n_env++;
 	*p = q;
 	return true;
 }
@@ -183,15 +174,14 @@ static uint64_t nf_ps_u64(const char *p)
  * The metadata's variable parts are read (the UUID, the environment, the
  * clock's frequency and offset), the writer's text is generated from them
  * (core/ctf_meta.c, the writer's own generator), with and without the truth
- * stream, and compared byte for byte with the file.
+ * stream, and compared byte for byte with the file. True when it is ours;
+ * *mt then holds those parts (its vals allocated; freed by the caller).
  */
-static bool nf_ps_meta_text_is_ours(const char *m, size_t len)
+static bool nf_ps_meta_text_is_ours(const char *m, size_t len, struct nf_prescan_meta *mt)
 {
 	static const char trace_uuid[] = "trace {\n\tmajor = 1;\n\tminor = 8;\n\tuuid = \"";
 	const char *end = m + len, *p, *f;
 	char uuid[37];
-	uint64_t freq, offset;
-	struct nf_ps_env env;
 	bool ours = false;
 
 	/* The UUID, then the environment block, then the clock's two numbers. */
@@ -205,43 +195,51 @@ static bool nf_ps_meta_text_is_ours(const char *m, size_t len)
 	if (!p)
 		return false;
 	p += 7;
-	env.n = 0;
-	env.used = 0;
-	env.vals = malloc(len + 1); /* the unescaped values are shorter than the text */
-	if (!env.vals)
+	mt->n_env = 0;
+	mt->used = 0;
+	mt->vals = malloc(len + 1); /* the unescaped values are shorter than the text */
+	if (!mt->vals)
 		return false;
 	while (!nf_ps_lit(&p, end, "};\n\n"))
-		if (!nf_ps_env_line(&p, end, &env))
-			goto out;
+		if (!nf_ps_env_line(&p, end, mt))
+			return false;
 	f = memmem(p, (size_t)(end - p), "\tfreq = ", 8);
 	if (!f)
-		goto out;
+		return false;
 	f += 8;
 	p = f;
 	if (!nf_ps_digits(&p, end, false, 19, true))
-		goto out;
-	freq = nf_ps_u64(f);
+		return false;
+	mt->freq = nf_ps_u64(f);
 	f = memmem(p, (size_t)(end - p), "\toffset = ", 10);
 	if (!f)
-		goto out;
+		return false;
 	f += 10;
 	p = f;
 	if (!nf_ps_digits(&p, end, false, 19, false))
-		goto out;
-	offset = nf_ps_u64(f);
+		return false;
+	mt->offset = nf_ps_u64(f);
 	for (int truth = 0; truth < 2 && !ours; truth++) {
-		char *t = nf_ctf_meta_render(uuid, env.e, env.n, freq, offset, truth != 0);
+		char *t = nf_ctf_meta_render(uuid, mt->env, mt->n_env, mt->freq, mt->offset, truth != 0);
 
 		ours = t && strlen(t) == len && memcmp(t, m, len) == 0;
+		mt->truth = truth != 0;
 		free(t);
 	}
-out:
-	free(env.vals);
 	return ours;
 }
 
-bool nf_prescan_metadata_is_ours(const char *dir)
+void nf_prescan_meta_free(struct nf_prescan_meta *mt)
 {
+	if (!mt)
+		return;
+	free(mt->vals);
+	free(mt);
+}
+
+struct nf_prescan_meta *nf_prescan_metadata_load(const char *dir)
+{
+	struct nf_prescan_meta *mt = calloc(1, sizeof(*mt));
 	char path[4200];
 	struct stat st;
 	char *m = NULL;
@@ -250,9 +248,13 @@ bool nf_prescan_metadata_is_ours(const char *dir)
 	int fd;
 
 	snprintf(path, sizeof(path), "%s/metadata", dir);
+	if (!mt)
+		return NULL;
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return false;
+	if (fd < 0) {
+		nf_prescan_meta_free(mt);
+		return NULL;
+	}
 	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
 	    (uint64_t)st.st_size <= NF_PS_META_MAX && (m = malloc((size_t)st.st_size + 1)) != NULL) {
 		while (got < (size_t)st.st_size) {
@@ -265,11 +267,23 @@ bool nf_prescan_metadata_is_ours(const char *dir)
 			got += (size_t)n;
 		}
 		m[got] = '\0'; /* the number parsers (strtoll) stop at it at the latest */
-		ours = got == (size_t)st.st_size && nf_ps_meta_text_is_ours(m, got);
+		ours = got == (size_t)st.st_size && nf_ps_meta_text_is_ours(m, got, mt);
 	}
 	free(m);
 	close(fd);
-	return ours;
+	if (!ours) {
+		nf_prescan_meta_free(mt);
+		return NULL;
+	}
+	return mt;
+}
+
+bool nf_prescan_metadata_is_ours(const char *dir)
+{
+	struct nf_prescan_meta *mt = nf_prescan_metadata_load(dir);
+
+	nf_prescan_meta_free(mt);
+	return mt != NULL;
 }
 
 struct nf_ps_file {

@@ -5,9 +5,12 @@
 #ifndef NF_PARSER_PRESCAN_H
 #define NF_PARSER_PRESCAN_H
 
+#include "nftrace/ctf.h"
 #include "nftrace/error.h"
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 /* Is DIR/metadata nftrace's own, at this schema version: the whole text the
  * CTF writer generates, where only the UUID, the environment's values, the
@@ -15,6 +18,26 @@
  * pre-scan and the native reader (fastread.c) only take such sessions;
  * babeltrace2 reads every other one in a child first (reader.c). */
 bool nf_prescan_metadata_is_ours(const char *dir);
+
+/* The variable parts of nftrace's own metadata. */
+#define NF_PRESCAN_ENV_MAX 256
+struct nf_prescan_meta {
+	uint64_t freq, offset;   /* the CPU clock: frequency (Hz) and offset (cycles) */
+	bool truth;              /* the truth stream class is defined */
+	size_t n_env;            /* the environment, in the file's order */
+	struct nf_ctf_env_entry env[NF_PRESCAN_ENV_MAX];
+	char keys[NF_PRESCAN_ENV_MAX][65];
+	char *vals;              /* the string values (env[].sval point here) */
+	size_t used;
+};
+
+/*
+ * The same test, keeping what was read: NULL when DIR/metadata is not ours
+ * (or cannot be read, or memory is short), else its parts, freed with
+ * nf_prescan_meta_free().
+ */
+struct nf_prescan_meta *nf_prescan_metadata_load(const char *dir);
+void nf_prescan_meta_free(struct nf_prescan_meta *mt);
 
 /*
  * When DIR/metadata is nftrace's own (this schema version), checks every

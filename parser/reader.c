@@ -1151,6 +1151,94 @@ static int nf_bt_contained(struct nf_parser *p, struct nf_error *err)
 			    WIFEXITED(st) ? WEXITSTATUS(st) : -1, NF_BT_CHILD_MEM_MAX >> 30);
 }
 
+/* Does dir hold stream data: a non-empty regular file next to the metadata? */
+static bool nf_has_stream_data(const char *dir)
+{
+	struct dirent *de;
+	bool any = false;
+	DIR *d = opendir(dir);
+
+	while (d && !any && (de = readdir(d)) != NULL) {
+		struct stat st;
+
+		any = de->d_name[0] != '.' && strcmp(de->d_name, "metadata") != 0 &&
+		      fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		      S_ISREG(st.st_mode) && st.st_size > 0;
+	}
+	if (d)
+		closedir(d);
+	return any;
+}
+
+/*
+ * The session info and the native reader's trace facts of one of our own
+ * sessions, from its metadata's parts (prescan.c): what the babeltrace2 probe
+ * reads from the trace environment and clock class, the same way.
+ */
+static int nf_own_session_info(struct nf_parser *p, const struct nf_prescan_meta *mt,
+			       struct nf_error *err)
+{
+	struct nf_session_info *in = &p->info;
+	bool have_sv = false, have_freq = false;
+
+	for (size_t i = 0; i < mt->n_env; i++) {
+		const struct nf_ctf_env_entry *e = &mt->env[i];
+		const char **str = NULL;
+
+		if (e->is_int) {
+			uint64_t v = (uint64_t)e->ival;
+
+			if (strcmp(e->key, "schema_version") == 0) {
+				in->schema_version = (int64_t)v;
+				have_sv = true;
+			} else if (strcmp(e->key, "cpu_frequency") == 0) {
+				in->cpu_frequency = v;
+				have_freq = true;
+			} else if (strcmp(e->key, "seed") == 0) {
+				in->seed = v;
+			} else if (strcmp(e->key, "start_ticks") == 0) {
+				in->start_ticks = v;
+			} else if (strcmp(e->key, "ground_truth") == 0) {
+				in->ground_truth = v != 0;
+			}
+			continue;
+		}
+		if (strcmp(e->key, "tool_version") == 0)
+			str = &in->tool_version;
+		else if (strcmp(e->key, "source") == 0)
+			str = &in->source;
+		else if (strcmp(e->key, "mode") == 0)
+			str = &in->mode;
+		else if (strcmp(e->key, "host") == 0)
+			str = &in->host;
+		if (str) {
+			char *c = strdup(e->sval ? e->sval : "");
+
+			if (!c)
+				return nf_error_set(err, NF_ENOMEM, "out of memory for the session environment");
+			if (*str != nf_empty)
+				free((char *)*str);
+			*str = c;
+		}
+	}
+	if (!have_sv || !have_freq || in->cpu_frequency == 0)
+		return nf_error_set(err, NF_EFORMAT,
+				    "%s: not an nftrace session (no schema_version or cpu_frequency in the trace environment)",
+				    p->dir);
+	if (!nf_has_stream_data(p->dir))
+		return nf_error_set(err, NF_EFORMAT, "%s: no events (no stream data next to the metadata)",
+				    p->dir);
+	/* The clock's offset as babeltrace2 normalises it: whole seconds and cycles below freq. */
+	p->tr.freq = mt->freq;
+	p->tr.offset_s = (int64_t)(mt->offset / mt->freq);
+	p->tr.offset_cycles = mt->offset % mt->freq;
+	p->tr.stream_classes = 0;
+	for (int sc = 0; sc < NF_STREAM_COUNT; sc++)
+		if (sc != NF_STREAM_TRUTH || mt->truth)
+			p->tr.stream_classes |= UINT32_C(1) << sc;
+	return 0;
+}
+
 int nf_parser_open(const char *dir, struct nf_parser **out, struct nf_error *err)
 {
 	struct nf_parser *p;
@@ -1197,15 +1285,31 @@ int nf_parser_open(const char *dir, struct nf_parser **out, struct nf_error *err
 		rc = nf_error_set(err, NF_ENOMEM, "out of memory");
 		goto out_destroy;
 	}
+	/*
+	 * Our own metadata at this schema version: the native reader, and what it
+	 * and the session info need (environment, clock, stream classes) comes
+	 * from the metadata text itself. No babeltrace2 at all: its source
+	 * component would index every packet of every stream just to be probed
+	 * (memory growing with the session).
+	 */
+	if (!nf_reader_forced_bt()) {
+		struct nf_prescan_meta *mt = nf_prescan_metadata_load(dir);
+
+		if (mt) {
+			p->fast = true;
+			rc = nf_own_session_info(p, mt, err);
+			nf_prescan_meta_free(mt);
+			if (rc)
+				goto out_destroy;
+			*out = p;
+			return 0;
+		}
+	}
 	rc = nf_find_plugin("ctf", &p->ctf_plugin, err);
 	if (!rc)
 		rc = nf_find_plugin("utils", &p->utils_plugin, err);
 	if (rc)
 		goto out_destroy;
-
-	/* Our own metadata at this schema version: the native reader (it reads
-	 * the clock, UUID and stream classes from the probe below). */
-	p->fast = nf_prescan_metadata_is_ours(dir) && !nf_reader_forced_bt();
 
 	/* A trace the graph will read is read by a child first: a crash in
 	 * babeltrace2 ends the child, not this process. */

@@ -339,6 +339,19 @@ START_TEST(own_sessions_of_every_kind_start_no_child)
 		ck_assert_msg(st == 0 || (st == 1 && err[0] == '\0'), "%s session: exit %d: %.1500s",
 			      kinds[k], st, err);
 		ck_assert_ptr_nonnull(strstr(out, "verdict: "));
+		/*
+		 * Opened without babeltrace2 (environment, clock and stream classes from
+		 * the metadata text): the session reads the same as through babeltrace2.
+		 */
+		static char native[1 << 14];
+
+		snprintf(cmd, sizeof(cmd), "'%s' info '%s'", nf_test_nftrace(), dir);
+		ck_assert_int_eq(nf_test_run(cmd, native, sizeof(native), err, sizeof(err)), 0);
+		snprintf(cmd, sizeof(cmd), "NFTRACE_READER=babeltrace2 '%s' info '%s'", nf_test_nftrace(), dir);
+		ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)), 0);
+		ck_assert_msg(strcmp(native, out) == 0, "%s: info differs:\n%s\n--- babeltrace2:\n%s",
+			      kinds[k], native, out);
+		ck_assert_ptr_nonnull(strstr(native, "cpu clock:"));
 	}
 }
 END_TEST
