@@ -51,8 +51,7 @@ static uint64_t nf_ps_le(const unsigned char *p, unsigned n)
  * whole text must be what the CTF writer generates (core/ctf_meta.c, the one
  * generator both use), where only the UUID, the environment, the clock's
  * frequency and offset and whether the truth stream is there vary.
- * Such a session is read natively and babeltrace2 only probes its metadata
- * in this process; anything else (a header kept over a changed layout
+ * Such a session is opened and read natively, without babeltrace2; anything else (a header kept over a changed layout
  * included) is read by a child first (reader.c).
  */
 #define NF_PS_META_MAX (1u << 20)

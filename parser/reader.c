@@ -7,10 +7,11 @@
  * taken off the thread and turned into NF_EFORMAT with their cause; nothing is
  * printed. Buffers for sequences are reused and bounded.
  *
- * For a session whose metadata nftrace generated at this schema version, the
- * graph only probes the environment and the clock; nf_parser_run then reads
- * the streams with the native reader (fastread.c) and feeds the same
- * callbacks and log replay. NFTRACE_READER=babeltrace2 keeps the graph.
+ * For a session whose metadata nftrace generated at this schema version, no
+ * graph runs at all: the environment, clock and stream classes come from the
+ * metadata text (prescan.c parses it), and nf_parser_run reads the streams
+ * with the native reader (fastread.c), feeding the same callbacks and log
+ * replay. NFTRACE_READER=babeltrace2 keeps the graph.
  *
  * babeltrace2 2.0.4 aborts or crashes on some crafted traces. Any trace the
  * graph will read (every trace but our own, or all with the variable set) is
