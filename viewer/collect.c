@@ -365,7 +365,8 @@ static int collect_ops_batch(sqlite3 *db, const struct nf_render_layout *lay,
 /*
  * Fence operations, in one sequential pass over the table: reading every row
  * in storage order is several times faster than visiting them in queue order
- * through the fence_ops_queue index (each index entry costs a table lookup).
+ * through an index (each index entry costs a table lookup; the analyzer
+ * builds none by queue).
  * The rows are handed to nf_render_op, an SQL function of ours, inside
  * sqlite's scan, which costs about half of stepping through them one by one.
  * Each row goes to the lanes of its queue; all lanes are live at once, so
