@@ -1,6 +1,7 @@
-/* nftrace report: draw a session's timeline to PNG, SVG or PDF. */
+/* nftrace report: draw a session's timeline to PNG, SVG or PDF, or write the interactive HTML page. */
 #include "cli.h"
 
+#include "nftrace/html.h"
 #include "nftrace/render.h"
 #include "nftrace/timeline.h"
 
@@ -20,7 +21,17 @@ static int known_output_format(const char *path)
 	const char *slash = strrchr(path, '/');
 	const char *dot = strrchr(slash ? slash + 1 : path, '.');
 
-	return dot && (!strcasecmp(dot, ".png") || !strcasecmp(dot, ".svg") || !strcasecmp(dot, ".pdf"));
+	return dot && (!strcasecmp(dot, ".png") || !strcasecmp(dot, ".svg") || !strcasecmp(dot, ".pdf") ||
+		       !strcasecmp(dot, ".html") || !strcasecmp(dot, ".htm"));
+}
+
+/* Whether path names an HTML page (written by nf_html_report, not drawn by nf_render). */
+static int is_html(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	const char *dot = strrchr(slash ? slash + 1 : path, '.');
+
+	return dot && (!strcasecmp(dot, ".html") || !strcasecmp(dot, ".htm"));
 }
 
 static int parse_id(const char *s, int64_t *out)
@@ -46,6 +57,7 @@ int cmd_report(int argc, char **argv)
 		{ "width", required_argument, NULL, 'w' },
 		{ "theme", required_argument, NULL, 't' },
 		{ "title", required_argument, NULL, 'n' },
+		{ "max-ops", required_argument, NULL, 'm' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -54,7 +66,8 @@ int cmd_report(int argc, char **argv)
 	int64_t queues[REPORT_MAX_FILTER], fences[REPORT_MAX_FILTER];
 	struct nf_error err;
 	char db[4200];
-	int opt;
+	int opt, width_set = 0, theme_set = 0;
+	long long max_ops = 0;
 	char *end;
 
 	ro.from_ns = -1;
@@ -88,6 +101,14 @@ int cmd_report(int argc, char **argv)
 				return nf_cli_usage_error("report", "--width must be between %d and %d",
 							  NF_RENDER_MIN_WIDTH, NF_RENDER_MAX_WIDTH);
 			ro.width = (int)w;
+			width_set = 1;
+			break;
+		case 'm':
+			errno = 0;
+			max_ops = strtoll(optarg, &end, 10);
+			if (errno || *end || !*optarg || max_ops < 1 || max_ops > NF_HTML_MAX_MAX_OPS)
+				return nf_cli_usage_error("report", "--max-ops must be between 1 and %d",
+							  NF_HTML_MAX_MAX_OPS);
 			break;
 		case 't':
 			if (!strcmp(optarg, "light"))
@@ -96,6 +117,7 @@ int cmd_report(int argc, char **argv)
 				ro.theme = NF_THEME_DARK;
 			else
 				return nf_cli_usage_error("report", "unknown --theme '%s' (light or dark)", optarg);
+			theme_set = 1;
 			break;
 		case 'n': ro.title = optarg; break;
 		case 'h': return nf_cli_common_option("report", "--help");
@@ -112,8 +134,13 @@ int cmd_report(int argc, char **argv)
 		return nf_cli_usage_error("report", "missing -o FILE");
 	/* Checked here, before the session is read or its timeline built. */
 	if (!known_output_format(ro.output))
-		return nf_cli_usage_error("report", "-o %s: unknown output format (use .png, .svg or .pdf)",
+		return nf_cli_usage_error("report", "-o %s: unknown output format (use .png, .svg, .pdf or .html)",
 					  ro.output);
+	if (is_html(ro.output) && (width_set || theme_set))
+		return nf_cli_usage_error("report", "--%s applies to pictures, not to -o %s",
+					  width_set ? "width" : "theme", ro.output);
+	if (!is_html(ro.output) && max_ops)
+		return nf_cli_usage_error("report", "--max-ops applies to -o FILE.html only");
 	if (ro.from_ns >= 0 && ro.to_ns >= 0 && ro.to_ns <= ro.from_ns)
 		return nf_cli_usage_error("report", "--to must be after --from");
 	ro.queues = ro.n_queues ? queues : NULL;
@@ -123,7 +150,26 @@ int cmd_report(int argc, char **argv)
 		const char *slash = strrchr(dir, '/');
 		ro.title = slash && slash[1] ? slash + 1 : dir;
 	}
-	if (nf_timeline_ensure(dir, db, sizeof(db), &err) || nf_render(db, &ro, &err))
+	if (nf_timeline_ensure(dir, db, sizeof(db), &err))
+		return nf_cli_fail("report", &err);
+	if (is_html(ro.output)) {
+		struct nf_html_options ho = { 0 };
+
+		ho.output = ro.output;
+		ho.title = ro.title;
+		ho.session = dir;
+		ho.from_ns = ro.from_ns;
+		ho.to_ns = ro.to_ns;
+		ho.queues = ro.queues;
+		ho.n_queues = ro.n_queues;
+		ho.fences = ro.fences;
+		ho.n_fences = ro.n_fences;
+		ho.max_ops = max_ops;
+		if (nf_html_report(db, &ho, &err))
+			return nf_cli_fail("report", &err);
+		return NF_EXIT_OK;
+	}
+	if (nf_render(db, &ro, &err))
 		return nf_cli_fail("report", &err);
 	return NF_EXIT_OK;
 }

@@ -35,12 +35,18 @@ static const struct nf_cmd nf_commands[] = {
 	  "A killed recorder (even kill -9) leaves a session readable up to its last whole packet.\n"
 	  "SIGINT/SIGTERM closes the session cleanly and exits 130; a full disk is a one-line error\n"
 	  "naming the file, exit 1. A progress line shows on a terminal only.\n" },
-	{ "report", cmd_report, "draw a GPUView-style timeline to PNG, SVG or PDF",
+	{ "report", cmd_report, "draw a GPUView-style timeline to PNG, SVG, PDF or interactive HTML",
 	  "usage: nftrace report DIR -o FILE.{png,svg,pdf} [--from T] [--to T] [--queue Q]... [--fence F]...\n"
 	  "                      [--width PX] [--theme light|dark] [--title TEXT]\n"
+	  "       nftrace report DIR -o FILE.html [--from T] [--to T] [--queue Q]... [--fence F]...\n"
+	  "                      [--title TEXT] [--max-ops N]\n"
 	  "\n"
 	  "Draws one row per hardware queue: light pink waits, dark pink signals, each box from\n"
-	  "when it was queued on the CPU to when the GPU completed it. Times accept units: 12.5ms.\n" },
+	  "when it was queued on the CPU to when the GPU completed it. Times accept units: 12.5ms.\n"
+	  "FILE.html is one self-contained interactive page (wheel zoom, drag pan, hover details,\n"
+	  "wait <-> signal highlighting, search); it holds the details of at most --max-ops\n"
+	  "operations (default 100000) and summaries of the whole window, and names the --from/--to\n"
+	  "to use for the rest.\n" },
 	{ "query", cmd_query, "run SQL over a session's timeline",
 	  "usage: nftrace query DIR [DIR...] [--csv|--json|--table] (\"SQL\" | -f FILE.sql)\n"
 	  "       nftrace query DIR [--csv|--json|--table] --report stalls|queues|lost\n"
