@@ -58,6 +58,8 @@ struct html {
 	int64_t (*handles)[2];
 	size_t n_handles;
 	uint32_t *hist;
+	int64_t *hist_id;       /* per histogram bin: lowest and highest operation id in it */
+	int64_t lo_id, hi_id;   /* ids of the detailed operations lie in [lo_id, hi_id] */
 	int64_t n_ops, n_detail, n_cpu_waits, n_cpu_signals, n_anomalies;
 	int64_t cut, next_to;   /* details cover [t0, cut); the next window [cut, next_to) */
 	int64_t detail_full;    /* 1 when every operation of the window is detailed */
@@ -517,7 +519,7 @@ static int pass_counts(struct html *h)
 	size_t qhint = 0, thint = 0;
 	int rc;
 
-	sql = sqlite3_mprintf("SELECT queue, op = 'wait', " OP_START ", thread, handle "
+	sql = sqlite3_mprintf("SELECT queue, op = 'wait', " OP_START ", thread, handle, id "
 			      "FROM fence_ops NOT INDEXED WHERE queue IS NOT NULL AND " OP_IN_WINDOW
 			      "%s%s",
 			      h->in_q, h->in_f);
@@ -537,7 +539,16 @@ static int pass_counts(struct html *h)
 			continue;
 		h->n_ops++;
 		h->rows[r].bins[bin_of(h, start, NF_HTML_BINS) * 3 + (sqlite3_column_int(st, 1) ? 0 : 1)]++;
-		h->hist[bin_of(h, start, HIST_BINS)]++;
+		{
+			int hb = bin_of(h, start, HIST_BINS);
+			int64_t id = sqlite3_column_int64(st, 5);
+
+			h->hist[hb]++;
+			if (id < h->hist_id[2 * hb])
+				h->hist_id[2 * hb] = id;
+			if (id > h->hist_id[2 * hb + 1])
+				h->hist_id[2 * hb + 1] = id;
+		}
 		if (sqlite3_column_type(st, 3) != SQLITE_NULL && sqlite3_column_type(st, 4) != SQLITE_NULL) {
 			int64_t t = find_row(h, ROW_THREAD, sqlite3_column_int64(st, 3), &thint);
 
@@ -584,16 +595,29 @@ static void find_cut(struct html *h, int64_t max_ops)
 	int64_t sum = 0;
 	int b = 0, b2;
 
+	h->lo_id = INT64_MAX;
+	h->hi_id = INT64_MIN;
 	if (h->n_ops <= max_ops) {
 		h->cut = h->t1 + 1;
 		h->detail_full = 1;
-		return;
+		b = HIST_BINS;
+	} else {
+		while (b < HIST_BINS && sum + h->hist[b] <= max_ops)
+			sum += h->hist[b++];
+		if (b == 0)
+			b = 1;  /* one bin holds more: take it, pass 2 stops at max_ops */
+		h->cut = hist_time(h, b);
 	}
-	while (b < HIST_BINS && sum + h->hist[b] <= max_ops)
-		sum += h->hist[b++];
-	if (b == 0)
-		b = 1;  /* one bin holds more: take it, pass 2 stops at max_ops */
-	h->cut = hist_time(h, b);
+	for (int k = 0; k < b; k++) {
+		if (!h->hist[k])
+			continue;
+		if (h->hist_id[2 * k] < h->lo_id)
+			h->lo_id = h->hist_id[2 * k];
+		if (h->hist_id[2 * k + 1] > h->hi_id)
+			h->hi_id = h->hist_id[2 * k + 1];
+	}
+	if (h->detail_full)
+		return;
 	sum = 0;
 	b2 = b;
 	while (b2 < HIST_BINS && sum + h->hist[b2] <= max_ops)
@@ -613,8 +637,8 @@ static int pass_details(struct html *h, int64_t max_ops)
 	int64_t dep_wait = -1;
 
 	sql = sqlite3_mprintf("SELECT id, queue, op = 'wait', fence, value, queued_ns, observed_ns, "
-			      "end_ns, status, thread FROM fence_ops NOT INDEXED WHERE queue IS NOT NULL "
-			      "AND " OP_IN_WINDOW " AND " OP_START " < ?3%s%s",
+			      "end_ns, status, thread FROM fence_ops WHERE queue IS NOT NULL "
+			      "AND " OP_IN_WINDOW " AND " OP_START " < ?3 AND id BETWEEN ?4 AND ?5%s%s",
 			      h->in_q, h->in_f);
 	if (!sql)
 		return nf_error_set(h->err, NF_ENOMEM, "out of memory");
@@ -622,8 +646,9 @@ static int pass_details(struct html *h, int64_t max_ops)
 	sqlite3_free(sql);
 	if (rc != SQLITE_OK)
 		return sql_fail(h, "reading operations");
+	/* Only the deps of the detailed range are sorted (deps has no index by wait_id). */
 	if (sqlite3_prepare_v2(h->db, "SELECT wait_id, signal_id, cpu_signal, stall_ns FROM deps "
-				      "WHERE wait_id IS NOT NULL ORDER BY wait_id",
+				      "WHERE wait_id BETWEEN ?1 AND ?2 ORDER BY wait_id",
 			       -1, &dp, NULL) != SQLITE_OK) {
 		sqlite3_finalize(st);
 		return sql_fail(h, "reading deps");
@@ -631,6 +656,10 @@ static int pass_details(struct html *h, int64_t max_ops)
 	sqlite3_bind_int64(st, 1, h->t0);
 	sqlite3_bind_int64(st, 2, h->t1);
 	sqlite3_bind_int64(st, 3, h->cut);
+	sqlite3_bind_int64(st, 4, h->lo_id);
+	sqlite3_bind_int64(st, 5, h->hi_id);
+	sqlite3_bind_int64(dp, 1, h->lo_id);
+	sqlite3_bind_int64(dp, 2, h->hi_id);
 	drc = SQLITE_ROW;
 	put(h, "\"ops\":[");
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -965,6 +994,7 @@ static void html_release(struct html *h)
 	free(h->rows);
 	free(h->handles);
 	free(h->hist);
+	free(h->hist_id);
 	sqlite3_free(h->in_q);
 	sqlite3_free(h->in_f);
 	sqlite3_close(h->db);  /* ends the read transaction */
@@ -988,9 +1018,14 @@ int nf_html_report(const char *db_path, const struct nf_html_options *opts, stru
 	h.in_q = in_list("queue", opts->queues, opts->queues ? opts->n_queues : 0);
 	h.in_f = in_list("fence", opts->fences, opts->fences ? opts->n_fences : 0);
 	h.hist = calloc(HIST_BINS, sizeof(uint32_t));
-	if (!h.in_q || !h.in_f || !h.hist) {
+	h.hist_id = malloc(2 * HIST_BINS * sizeof(int64_t));
+	if (!h.in_q || !h.in_f || !h.hist || !h.hist_id) {
 		ret = nf_error_set(err, NF_ENOMEM, "out of memory");
 		goto out_release;
+	}
+	for (int k = 0; k < HIST_BINS; k++) {
+		h.hist_id[2 * k] = INT64_MAX;
+		h.hist_id[2 * k + 1] = INT64_MIN;
 	}
 	if ((ret = open_db(&h, db_path)) < 0)
 		goto out_release;
