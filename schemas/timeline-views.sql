@@ -17,7 +17,10 @@ CREATE INDEX truth_ops_seq ON truth_ops(queue, op, epoch, log_seq);
 CREATE VIEW longest_stalls AS
 SELECT w.id AS wait_id, w.queue AS wait_queue, w.fence, w.value,
        w.observed_ns, w.end_ns, d.stall_ns,
-       s.id AS signal_id, s.queue AS signal_queue, s.end_ns AS signal_end_ns
+       s.id AS signal_id, s.queue AS signal_queue, s.end_ns AS signal_end_ns,
+       -- the handles as people write them (hex text), for reading by hand
+       CASE WHEN w.queue IS NULL THEN NULL ELSE printf('0x%x', w.queue) END AS wait_queue_hex, CASE WHEN w.fence IS NULL THEN NULL ELSE printf('0x%x', w.fence) END AS fence_hex,
+       CASE WHEN s.queue IS NULL THEN NULL ELSE printf('0x%x', s.queue) END AS signal_queue_hex
 FROM deps d
 JOIN fence_ops w ON w.id = d.wait_id
 LEFT JOIN fence_ops s ON s.id = d.signal_id
@@ -31,7 +34,8 @@ SELECT q.queue, q.adapter, q.name,
        coalesce(o.ops, 0) AS ops,
        o.waits, o.signals, o.lost,
        coalesce(o.stalled_ns, 0) AS stalled_ns,
-       coalesce(o.span_ns, 0) AS span_ns
+       coalesce(o.span_ns, 0) AS span_ns,
+       printf('0x%x', q.queue) AS queue_hex
 FROM queues q LEFT JOIN
      (SELECT queue,
              count(*) AS ops,
@@ -51,7 +55,8 @@ ORDER BY q.queue;
 CREATE VIEW queue_busy AS
 SELECT queue, count(*) AS ops,
        sum(max(0, end_ns - max(queued_ns, coalesce(prev_end, queued_ns)))) AS busy_ns,
-       max(end_ns) - min(queued_ns) AS span_ns
+       max(end_ns) - min(queued_ns) AS span_ns,
+       printf('0x%x', queue) AS queue_hex
 FROM (SELECT queue, queued_ns, end_ns,
              max(end_ns) OVER (PARTITION BY queue ORDER BY queued_ns, id
                                ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end
@@ -60,5 +65,6 @@ GROUP BY queue ORDER BY queue;
 
 -- Spans of time on each queue's log where entries were lost.
 CREATE VIEW lost_spans AS
-SELECT queue, log, first_ns, last_ns, lost_entries, detail
+SELECT queue, log, first_ns, last_ns, lost_entries, detail,
+       printf('0x%x', queue) AS queue_hex
 FROM anomalies WHERE kind = 'overrun' ORDER BY queue, first_ns;
