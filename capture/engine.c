@@ -554,7 +554,9 @@ static int update_monitored(struct nf_runtime *rt, struct nf_global_fence *g, ui
 		if (wmin < atomic_load(&g->wait_min))
 			atomic_store(&g->wait_min, wmin);
 		for (uint32_t a = 0; a < rt->n_adapters; a++) {
-			if (!(g->open_mask & (1u << a)) || atomic_load(&g->monitored[a]) == mv)
+			/* UpdateMonitoredValues is a native-fence DDI: an adapter that
+			 * holds the fence as a legacy monitored fence gets no call. */
+			if (!(g->native_mask & (1u << a)) || atomic_load(&g->monitored[a]) == mv)
 				continue;
 			struct nf_event ev;
 
@@ -1803,6 +1805,8 @@ static int local_new(nf_runtime *rt, uint32_t gi, uint32_t adapter, uint32_t pro
 		return rc;
 	g->refs++;
 	g->open_mask |= 1u << adapter;
+	if (lf->native)
+		g->native_mask |= 1u << adapter;
 	*out = lf->handle;
 	EV_INIT(ev, FENCE_START);
 	ev.f[NFF_FENCE_START_adapter] = adapter;
@@ -2020,13 +2024,17 @@ static int api_fence_close(nf_runtime *rt, nf_handle local, struct nf_error *err
 	lf->alive = false;
 	g->refs--;
 	/* Is the fence still open on this adapter through another handle? */
-	bool still = false;
+	bool still = false, still_native = false;
 	for (uint32_t i = 0; i < rt->n_locals; i++)
 		if (rt->locals[i].alive && rt->locals[i].global == lf->global &&
-		    rt->locals[i].adapter == lf->adapter)
+		    rt->locals[i].adapter == lf->adapter) {
 			still = true;
+			still_native |= rt->locals[i].native;
+		}
 	if (!still)
 		g->open_mask &= ~(1u << lf->adapter);
+	if (!still_native)
+		g->native_mask &= ~(1u << lf->adapter);
 	EV_INIT(ev, FENCE_STOP);
 	ev.f[NFF_FENCE_STOP_adapter] = lf->adapter;
 	ev.f[NFF_FENCE_STOP_process] = lf->process;

@@ -127,6 +127,9 @@ struct nf_global_fence {
 	atomic_uint gpu_blocked;       /* threaded: engines blocked on a GPU wait on this fence */
 	uint32_t refs;                 /* open local handles */
 	uint32_t open_mask;            /* adapters with a local handle */
+	uint32_t native_mask;          /* adapters where a local handle is a native fence (the
+	                                * others hold it as a legacy monitored fence: no
+	                                * MonitoredValue, no UpdateMonitoredValues) */
 	struct nf_cpu_waiter *waiters; /* outstanding CPU waiters */
 	struct nf_gpu_waiter *gpu_waiters;
 	uint32_t n_gpu_waiters, cap_gpu_waiters;

@@ -1280,6 +1280,55 @@ START_TEST(test_fence_gpu_va)
 }
 END_TEST
 
+/*
+ * Issue 16, rule 5 (spec: "Cross-adapter native fences" and "Instructing KMD to
+ * update batches of values"): UpdateMonitoredValues is a native-fence DDI. A
+ * cross-adapter fence opened on an adapter without native fences is a regular
+ * monitored fence there: that adapter gets no UpdateMonitoredValues, while a
+ * native adapter that opens the same fence gets its own MonitoredValue copy (0).
+ */
+START_TEST(test_no_monitored_values_on_legacy_open)
+{
+	struct env *e = &E;
+	nf_handle g = 0, fold = 0, fnew = 0, ev = 0, ev2 = 0;
+
+	env_config(e);
+	env_start(e);
+	uint32_t dg = adapter_new(e, "dGPU", NF_VIDSCH_NATIVE_GPU_FENCE);
+	uint32_t old = adapter_new(e, "oldGPU", 0);
+	uint32_t two = adapter_new(e, "secondGPU", NF_VIDSCH_NATIVE_GPU_FENCE);
+	nf_handle qd = queue_new(e, dg, "dq");
+	nf_handle fd = fence_new(e, dg, NF_FENCE_TYPE_DEFAULT, true, true, 0, 7);
+
+	OK(e, nf_fence_global_handle(e->rt, fd, &g, &e->err));
+	OK(e, nf_fence_open(e->rt, old, 7, g, &fold, &e->err));
+	OK(e, nf_fence_open(e->rt, two, 7, g, &fnew, &e->err));
+	/* CPU waiters on both openings, then the dGPU signals 23 from the GPU. */
+	OK(e, nf_cpu_wait_async(e->rt, fold, 23, &ev, &e->err));
+	OK(e, nf_cpu_wait_async(e->rt, fnew, 23, &ev2, &e->err));
+	OK(e, nf_queue_signal(e->rt, qd, fd, 23, &e->err));
+	OK(e, nf_runtime_advance(e->rt, 1 * MS, &e->err));
+	OK(e, nf_event_wait(e->rt, ev, 0, &e->err));
+	OK(e, nf_event_wait(e->rt, ev2, 0, &e->err));
+	OK(e, nf_event_close(e->rt, ev, &e->err));
+	OK(e, nf_event_close(e->rt, ev2, &e->err));
+	OK(e, nf_fence_close(e->rt, fold, &e->err));
+	OK(e, nf_runtime_finish(e->rt, &e->err));
+
+	ck_assert_uint_eq(count_where(e, NF_EV_UPDATE_MONITORED_VALUES,
+				      NFF_UPDATE_MONITORED_VALUES_adapter, old, 0), 0);
+	long m = find_where(e, NF_EV_UPDATE_MONITORED_VALUES, NFF_UPDATE_MONITORED_VALUES_adapter,
+			    two, 0);
+	ck_assert_int_ge(m, 0);
+	ck_assert_uint_eq(e->col.v[m].ev.f[NFF_UPDATE_MONITORED_VALUES_monitored_value], 0);
+	/* The legacy opener still gets the propagated value (no NotificationOnly). */
+	long u = find_where(e, NF_EV_UPDATE_CURRENT_VALUES, NFF_UPDATE_CURRENT_VALUES_adapter, old, 0);
+	ck_assert_int_ge(u, 0);
+	ck_assert_uint_eq(e->col.v[u].ev.f[NFF_UPDATE_CURRENT_VALUES_flags], 0);
+	env_end(e);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("engine");
@@ -1305,6 +1354,7 @@ int main(void)
 	tcase_add_test(tc, test_cpu_wait_timeout_and_async);
 	tcase_add_test(tc, test_determinism);
 	tcase_add_test(tc, test_fence_gpu_va);
+	tcase_add_test(tc, test_no_monitored_values_on_legacy_open);
 	suite_add_tcase(s, tc);
 	return nf_test_main(s);
 }
