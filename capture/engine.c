@@ -737,6 +737,43 @@ static int log_write(struct nf_runtime *rt, struct nf_queue *q, struct nf_log *l
 	return rc;
 }
 
+static int u32_cmp(const void *x, const void *y)
+{
+	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+/*
+ * Optimized interrupt bookkeeping: the OS read a signal entry of global fence
+ * gi from q's log. Only fences with CPU waiters (a waiter registered later is
+ * satisfied by the resample at registration if the value is already there) and
+ * cross-adapter fences (their value goes to the other adapters) are kept. A
+ * full list is sorted and deduplicated before it grows, so it stays
+ * within twice the number of distinct fences.
+ */
+static int pend_add(struct nf_runtime *rt, struct nf_queue *q, uint32_t gi)
+{
+	if (q->n_pend && q->pend[q->n_pend - 1] == gi)
+		return 0;
+	if (q->n_pend == q->cap_pend) {
+		if (q->n_pend >= 64) {
+			uint32_t n = 0;
+
+			qsort(q->pend, q->n_pend, sizeof(*q->pend), u32_cmp);
+			for (uint32_t i = 0; i < q->n_pend; i++)
+				if (!n || q->pend[n - 1] != q->pend[i])
+					q->pend[n++] = q->pend[i];
+			q->n_pend = n;
+		}
+		if ((q->n_pend == q->cap_pend || q->n_pend * 2 > q->cap_pend) &&
+		    grow((void **)&q->pend, &q->cap_pend, q->cap_pend + 1, sizeof(*q->pend)))
+			return nf_error_set(&rt->err, NF_ENOMEM, "out of memory (interrupt bookkeeping)");
+	}
+	q->pend[q->n_pend++] = gi;
+	return 0;
+}
+
 /*
  * The OS reads a log (after DxgkDdiUpdateNativeFenceLogs flushed it): read the
  * header word, compare with the cached one, walk the new entries, and flag an
@@ -778,6 +815,11 @@ static int log_read(struct nf_runtime *rt, struct nf_queue *q, struct nf_log *lg
 		rt->scratch_truth = t;
 	}
 	bool want_truth = rt->cfg.ground_truth;
+	/* An optimized interrupt wakes the waiters of the fences the OS read
+	 * signals of: note them (only on such adapters, only signals). */
+	bool want_fences = lg->type == NF_LOG_SIGNALS && rt->adapters[q->adapter].optimized;
+	uint32_t last_fence = 0;
+	int prc = 0;
 	uint32_t slot = (uint32_t)(start % lg->capacity);
 	/* Deterministic, and the entries do not wrap: the event points at the log
 	 * itself (nothing writes it before the event is emitted), no copy. */
@@ -790,6 +832,16 @@ static int log_read(struct nf_runtime *rt, struct nf_queue *q, struct nf_log *lg
 			rt->scratch_entries[i] = *e;
 		if (want_truth)
 			rt->scratch_truth[i] = lg->truth[slot];
+		if (want_fences && e->hnative_fence != last_fence && !prc) {
+			uint32_t li;
+
+			last_fence = e->hnative_fence;
+			/* An unknown handle names no fence; an overrun covers it. */
+			if (!handle_lookup(rt, e->hnative_fence, NF_OBJ_LOCAL_FENCE, &li) &&
+			    (rt->globals[rt->locals[li].global].waiters ||
+			     rt->globals[rt->locals[li].global].cross_adapter))
+				prc = pend_add(rt, q, rt->locals[li].global);
+		}
 		/* What the reader sees, in its own terms (ground truth counts). */
 		if (e->fence_end_gpu_timestamp == 0) {
 			lg->zero_read++;
@@ -806,6 +858,8 @@ static int log_read(struct nf_runtime *rt, struct nf_queue *q, struct nf_log *lg
 	type = lg->type;
 	lg->read_total = total;
 	nf_th_log_unlock(rt, q);
+	if (prc)
+		return prc;
 
 	EV_INIT(ev, LOG_READ);
 	ev.f[NFF_LOG_READ_adapter] = q->adapter;
@@ -877,9 +931,15 @@ static int emit_truth_log(struct nf_runtime *rt, struct nf_queue *q, struct nf_l
 
 /* The OS destroys a queue's logs and recreates them at a new location. It reads
  * what is there first, so recreation loses nothing. */
+static int overrun_fallback(struct nf_runtime *rt, uint32_t adapter, uint64_t lost);
+
 static int queue_recreate_logs(struct nf_runtime *rt, struct nf_queue *q)
 {
-	int rc = queue_read_logs(rt, q, NULL);
+	uint64_t lost = 0;
+	int rc = queue_read_logs(rt, q, &lost);
+
+	if (!rc)
+		rc = overrun_fallback(rt, q->adapter, lost);
 
 	for (int i = 0; i < 2 && !rc; i++) {
 		struct nf_log *lg = &q->logs[i];
@@ -942,7 +1002,55 @@ static int propagate_cross_adapter(struct nf_runtime *rt, struct nf_global_fence
 	return 0;
 }
 
-/* Handles a native fence signaled interrupt raised by `queue` for fence `gi`. */
+/* The OS evaluates the CPU waiters of one fence: satisfy what CurrentValue
+ * unblocks, then the MonitoredValue protocol. */
+static int evaluate_fence(struct nf_runtime *rt, struct nf_global_fence *o, uint32_t *woken)
+{
+	int rc = satisfy_cpu_waiters(rt, o, woken);
+
+	return rc ? rc : update_monitored(rt, o, woken);
+}
+
+/* Does the adapter hold the fence open as a native fence (legacy: or as a
+ * legacy monitored fence too)? */
+static bool fence_on_adapter(const struct nf_global_fence *o, uint32_t adapter, bool legacy)
+{
+	return atomic_load(&o->alive) &&
+	       ((o->native_mask >> adapter) & 1u || (legacy && (o->open_mask >> adapter) & 1u));
+}
+
+/*
+ * "If an overrun occurred ... the OS scans all the fences and determines which
+ * waiters were unblocked": every native fence of the device (and, when the
+ * interrupt asked for it, its legacy monitored fences).
+ */
+static int scan_device(struct nf_runtime *rt, uint32_t adapter, bool legacy, uint32_t *woken)
+{
+	int rc = 0;
+
+	for (uint32_t i = 0; i < rt->n_globals && !rc; i++)
+		if (fence_on_adapter(&rt->globals[i], adapter, legacy))
+			rc = evaluate_fence(rt, &rt->globals[i], woken);
+	return rc;
+}
+
+/* A read outside an interrupt (periodic, final, before a log is recreated or
+ * its queue destroyed) found an overrun: the same fallback scan. */
+static int overrun_fallback(struct nf_runtime *rt, uint32_t adapter, uint64_t lost)
+{
+	if (!lost)
+		return 0;
+	for (uint32_t i = 0; i < rt->n_queues; i++)
+		if (rt->queues[i].adapter == adapter)
+			rt->queues[i].n_pend = 0; /* the scan covers what they named */
+	return scan_device(rt, adapter, false, NULL);
+}
+
+/*
+ * Handles a native fence signaled interrupt raised by queue qi. gi is the
+ * fence whose signal raised it: the OS uses it only where the payload names
+ * it (a fence array), never for an optimized interrupt (that names a queue).
+ */
 int nf_eng_handle_interrupt(struct nf_runtime *rt, uint32_t qi, uint32_t gi)
 {
 	struct nf_queue *q = &rt->queues[qi];
@@ -977,22 +1085,44 @@ int nf_eng_handle_interrupt(struct nf_runtime *rt, uint32_t qi, uint32_t gi)
 	}
 	if (rc)
 		return rc;
-	/* Wake waiters: the fence named, every fence with waiters when the array
-	 * was NULL, and every fence of the device after an overrun. */
-	for (uint32_t i = 0; i < rt->n_globals && !rc; i++) {
-		struct nf_global_fence *o = &rt->globals[i];
+	/*
+	 * Whose waiters the OS evaluates: after an overrun every fence of the
+	 * device; with a NULL array every native fence with waiters (legacy
+	 * monitored fences too with EvaluateLegacyMonitoredFences); with a fence
+	 * array the fence named; optimized, the fences whose signals it read from
+	 * the scanned queues' logs since their last update (E1..E4, step 5).
+	 */
+	if (lost || null_array) {
+		rc = scan_device(rt, q->adapter, legacy, &woken);
+		for (uint32_t i = 0; optimized && i < rt->n_queues; i++)
+			if (rt->queues[i].adapter == q->adapter)
+				rt->queues[i].n_pend = 0;
+	} else if (optimized) {
+		for (uint32_t i = 0; i < rt->n_queues && !rc; i++) {
+			struct nf_queue *o = &rt->queues[i];
 
-		if (!o->alive || !(o->open_mask & (1u << q->adapter)))
-			continue;
-		if (o != g && !null_array && !lost && !optimized)
-			continue;
-		if (o != g && optimized && !lost && !scan_engine)
-			continue;
-		rc = satisfy_cpu_waiters(rt, o, &woken);
-		if (!rc)
-			rc = update_monitored(rt, o, &woken);
+			if (o->adapter != q->adapter || (o != q && !scan_engine) ||
+			    (scan_engine && (o->node != q->node || o->engine != q->engine)))
+				continue;
+			/* In fence order, each once. */
+			qsort(o->pend, o->n_pend, sizeof(*o->pend), u32_cmp);
+			for (uint32_t k = 0; k < o->n_pend && !rc; k++) {
+				struct nf_global_fence *f = &rt->globals[o->pend[k]];
+
+				if ((k && o->pend[k] == o->pend[k - 1]) || !atomic_load(&f->alive))
+					continue;
+				rc = evaluate_fence(rt, f, &woken);
+				if (!rc)
+					rc = propagate_cross_adapter(rt, f, q->adapter);
+			}
+			o->n_pend = 0;
+		}
+	} else {
+		rc = evaluate_fence(rt, g, &woken);
 	}
-	if (!rc)
+	/* The fence named (or, NULL array or overrun, the one that raised it):
+	 * its new value goes to the other adapters. */
+	if (!rc && (!optimized || lost))
 		rc = propagate_cross_adapter(rt, g, q->adapter);
 	if (rc)
 		return rc;
@@ -1245,13 +1375,18 @@ static int calibrate(struct nf_runtime *rt, uint32_t ai)
 	return emit(rt, &ev);
 }
 
+/* The periodic and the final read of every log; an overrun any of them finds
+ * makes the OS scan the fences of that adapter. */
 static int read_all_logs(struct nf_runtime *rt)
 {
+	uint64_t lost[NF_MAX_ADAPTERS] = { 0 };
 	int rc = 0;
 
 	for (uint32_t i = 0; i < rt->n_queues && !rc; i++)
 		if (rt->queues[i].alive)
-			rc = queue_read_logs(rt, &rt->queues[i], NULL);
+			rc = queue_read_logs(rt, &rt->queues[i], &lost[rt->queues[i].adapter]);
+	for (uint32_t a = 0; a < rt->n_adapters && !rc; a++)
+		rc = overrun_fallback(rt, a, lost[a]);
 	return rc;
 }
 
@@ -1446,6 +1581,7 @@ void nf_runtime_destroy(nf_runtime *rt)
 	}
 	for (uint32_t i = 0; i < rt->n_queues; i++) {
 		free(rt->queues[i].cmds);
+		free(rt->queues[i].pend);
 		for (int l = 0; l < 2; l++) {
 			free(rt->queues[i].logs[l].entries);
 			free(rt->queues[i].logs[l].truth);
@@ -1913,7 +2049,10 @@ static int api_hwqueue_destroy(nf_runtime *rt, nf_handle queue, struct nf_error 
 		nf_th_queue_stop(rt, q);
 		nf_th_lock(rt);
 	}
-	rc = queue_read_logs(rt, q, NULL);
+	uint64_t lost = 0;
+	rc = queue_read_logs(rt, q, &lost);
+	if (!rc)
+		rc = overrun_fallback(rt, q->adapter, lost);
 	for (int l = 0; l < 2 && !rc && q->native; l++)
 		rc = emit_truth_log(rt, q, &q->logs[l]);
 	if (rc)

@@ -67,6 +67,11 @@ struct nf_queue {
 	bool step_scheduled;
 	uint64_t step_at;
 	struct nf_log logs[2];         /* [0] waits, [1] signals */
+	/* OS side, optimized interrupt (OS lock): the global fences with CPU
+	 * waiters named by signal entries the OS read from this queue's log
+	 * since the queue's last interrupt update; unsorted, may repeat. */
+	uint32_t *pend;
+	uint32_t n_pend, cap_pend;
 
 	/* Threaded mode (engine_threads.c): the queue's GPU engine thread. */
 	pthread_t thread;

@@ -652,8 +652,8 @@ static const enum nf_interrupt_payload opt_payloads[] = {
  * Optimized adapter: the interrupt names the hardware queue whose log the OS
  * scans (fence_array here means "a queue is named"), or no queue
  * (null_queue): the OS scans the logs of every queue of that engine, and
- * satisfies every waiter those logs can satisfy. qa and qb are on engine 0,
- * qc on engine 1.
+ * satisfies the waiters of every fence whose signal it read there. qa and qb
+ * are on engine 0, qc on engine 1.
  */
 START_TEST(test_irq_payload_optimized)
 {
@@ -716,21 +716,20 @@ START_TEST(test_irq_payload_optimized)
 	ck_assert_int_ge(ra, 0);
 	ck_assert_int_lt(rqc, 0); /* another engine: never scanned by these interrupts */
 	if (null_queue) {
-		/* No queue named: every queue of engine 0 scanned, all waiters evaluated. */
+		/* No queue named: every queue of engine 0 scanned. */
 		ck_assert_int_ge(rb, 0);
 		ck_assert_int_lt(rb, i1);
 		ck_assert(log_has_entry(e, qb, NF_LOG_SIGNALS, NF_LOG_OP_SIGNAL_EXECUTED, 1, f3));
-		ck_assert_uint_eq(r1->ev.f[NFF_FENCE_INTERRUPT_waiters_woken], 2);
-		ck_assert_uint_eq(r2->ev.f[NFF_FENCE_INTERRUPT_waiters_woken], 0);
-		ck_assert_int_lt(u2, i1);
 	} else {
 		/* Only qa's log is read. */
 		ck_assert_int_lt(rb, 0);
-		ck_assert_uint_eq(r1->ev.f[NFF_FENCE_INTERRUPT_waiters_woken], 1);
-		ck_assert_uint_eq(r2->ev.f[NFF_FENCE_INTERRUPT_waiters_woken], 1);
-		ck_assert_int_gt(u2, i1);
-		ck_assert_int_lt(u2, i2);
 	}
+	/* Either way the first interrupt's read holds both signals (F1 and F2):
+	 * the OS unblocks the waiters of every fence it read, not only of the
+	 * fence whose signal raised the interrupt (it cannot know that one). */
+	ck_assert_uint_eq(r1->ev.f[NFF_FENCE_INTERRUPT_waiters_woken], 2);
+	ck_assert_uint_eq(r2->ev.f[NFF_FENCE_INTERRUPT_waiters_woken], 0);
+	ck_assert_int_lt(u2, i1);
 	OK(e, nf_event_wait(e->rt, ev1, 0, &e->err));
 	OK(e, nf_event_wait(e->rt, ev2, 0, &e->err));
 	OK(e, nf_event_close(e->rt, ev1, &e->err));
@@ -1329,6 +1328,142 @@ START_TEST(test_no_monitored_values_on_legacy_open)
 }
 END_TEST
 
+/* An adapter with the given caps, payload, interrupt latency and log size. */
+static uint32_t adapter_tuned(struct env *e, uint32_t caps, enum nf_interrupt_payload p,
+			      uint64_t irq_latency_ns, uint32_t log_entries)
+{
+	struct nf_adapter_desc d;
+	uint32_t a = 0;
+
+	nf_adapter_desc_init(&d);
+	d.name = "GPU";
+	d.vidsch_caps = caps;
+	d.interrupt_payload = p;
+	d.interrupt_latency_ns = irq_latency_ns;
+	d.log_entries = log_entries;
+	OK(e, nf_adapter_create(e->rt, &d, &a, &e->err));
+	return a;
+}
+
+#define US 1000ull
+#define OPT_CAPS (NF_VIDSCH_NATIVE_GPU_FENCE | NF_VIDSCH_OPTIMIZED_NATIVE_FENCE_SIGNALED_INTERRUPT)
+
+/*
+ * Issue 16, rule 1 (spec: "Example of optimized native fence signaled
+ * interrupt"): HWQueueA signals F1 @ V1, F1 @ V2, F2 @ V3, F2 @ V3 (E1..E4) and
+ * the interrupt names only HWQueueA; Dxgkrnl reads E1..E4 "and unblocks any
+ * waiters waiting on those fences and values". Here V1 = 5, V2 = 6, V3 = 11,
+ * with CPU waiters on F1 for 6 and on F2 for 11: E2 raises the interrupt, and
+ * when the OS handles it (5 us later) E3 and E4 are in the log too, so the
+ * one interrupt unblocks both waiters. _i = 1: a periodic read (every 10 us)
+ * reads E1..E4 before the interrupt (100 us latency) is handled; the
+ * interrupt's own read finds nothing new, and the OS still unblocks the
+ * waiters of the fences read "since the last update".
+ */
+START_TEST(test_optimized_wakes_every_fence_read)
+{
+	struct env *e = &E;
+	bool periodic = _i == 1;
+	nf_handle ev1 = 0, ev2 = 0;
+
+	env_config(e);
+	if (periodic)
+		e->cfg.log_read_interval_ns = 10 * US;
+	env_start(e);
+	uint32_t a = adapter_tuned(e, OPT_CAPS, NF_IRQ_FENCE_ARRAY, periodic ? 100 * US : 5 * US, 0);
+	nf_handle qa = queue_new(e, a, "HWQueueA");
+	nf_handle f1 = fence_new(e, a, NF_FENCE_TYPE_DEFAULT, false, false, 0, 3);
+	nf_handle f2 = fence_new(e, a, NF_FENCE_TYPE_DEFAULT, false, false, 0, 3);
+
+	OK(e, nf_cpu_wait_async(e->rt, f1, 6, &ev1, &e->err));
+	OK(e, nf_cpu_wait_async(e->rt, f2, 11, &ev2, &e->err));
+	size_t mark = e->col.n;
+	OK(e, nf_queue_signal(e->rt, qa, f1, 5, &e->err));  /* E1 */
+	OK(e, nf_queue_signal(e->rt, qa, f1, 6, &e->err));  /* E2: 6 > 5, interrupt */
+	OK(e, nf_queue_signal(e->rt, qa, f2, 11, &e->err)); /* E3 */
+	OK(e, nf_queue_signal(e->rt, qa, f2, 11, &e->err)); /* E4 */
+	OK(e, nf_runtime_advance(e->rt, 1 * MS, &e->err));
+
+	long i1 = find_where(e, NF_EV_FENCE_INTERRUPT, -1, 0, mark);
+	ck_assert_int_ge(i1, 0);
+	ck_assert_uint_eq(e->col.v[i1].ev.f[NFF_FENCE_INTERRUPT_hwqueue], qa);
+	ck_assert_uint_eq(e->col.v[i1].ev.f[NFF_FENCE_INTERRUPT_waiters_woken], 2);
+	long u1 = find_where(e, NF_EV_CPU_UNWAIT, NFF_CPU_UNWAIT_fence, f1, mark);
+	long u2 = find_where(e, NF_EV_CPU_UNWAIT, NFF_CPU_UNWAIT_fence, f2, mark);
+	ck_assert_int_ge(u1, 0);
+	ck_assert_int_ge(u2, 0);
+	ck_assert_int_lt(u1, i1);
+	ck_assert_int_lt(u2, i1);
+	/* Every later interrupt finds nobody left to wake. */
+	ck_assert_uint_eq(count_where(e, NF_EV_CPU_UNWAIT, -1, 0, (size_t)i1), 0);
+	/* The entries were read before the first interrupt was handled. */
+	long r = find_where(e, NF_EV_LOG_READ, NFF_LOG_READ_hwqueue, qa, mark);
+	ck_assert_int_ge(r, 0);
+	ck_assert_uint_eq(e->col.v[r].ev.f[NFF_LOG_READ_entry_count], 4);
+	if (periodic) {
+		/* ... by a periodic read: no CPU_UNWAIT there, the interrupt does it. */
+		ck_assert_int_lt(r, u1);
+		ck_assert_uint_eq(count_where(e, NF_EV_LOG_READ, NFF_LOG_READ_hwqueue, qa, (size_t)r + 1) -
+				  count_where(e, NF_EV_LOG_READ, NFF_LOG_READ_hwqueue, qa, (size_t)i1), 0);
+	}
+	OK(e, nf_event_wait(e->rt, ev1, 0, &e->err));
+	OK(e, nf_event_wait(e->rt, ev2, 0, &e->err));
+	OK(e, nf_event_close(e->rt, ev1, &e->err));
+	OK(e, nf_event_close(e->rt, ev2, &e->err));
+	OK(e, nf_runtime_finish(e->rt, &e->err));
+	env_end(e);
+}
+END_TEST
+
+/*
+ * Issue 16, rule 2 (spec: "Log buffer overrun is permitted"): "If an overrun
+ * occurred ... the OS scans all the fences and determines which waiters were
+ * unblocked". Logs of 4 entries; a CPU waiter on F for 9; the queue signals
+ * F = 9 (interrupt raised, handled 300 us later) and then G = 1..7 with no
+ * waiter, which overwrites F's entry before the OS reads. The periodic read
+ * (every 100 us) finds the overrun first: its fallback scan unblocks F's
+ * waiter then, before the interrupt. _i: 0 optimized interrupt, 1 fence array.
+ */
+START_TEST(test_overrun_fallback_on_periodic_read)
+{
+	struct env *e = &E;
+	bool optimized = _i == 0;
+	nf_handle ev = 0;
+
+	env_config(e);
+	e->cfg.log_read_interval_ns = 100 * US;
+	env_start(e);
+	uint32_t a = adapter_tuned(e, optimized ? OPT_CAPS : NF_VIDSCH_NATIVE_GPU_FENCE,
+				   NF_IRQ_FENCE_ARRAY, 300 * US, 4);
+	nf_handle q = queue_new(e, a, "q");
+	nf_handle f = fence_new(e, a, NF_FENCE_TYPE_DEFAULT, false, false, 0, 3);
+	nf_handle g = fence_new(e, a, NF_FENCE_TYPE_DEFAULT, false, false, 0, 3);
+
+	OK(e, nf_cpu_wait_async(e->rt, f, 9, &ev, &e->err));
+	OK(e, nf_queue_signal(e->rt, q, f, 9, &e->err));
+	for (uint64_t v = 1; v <= 7; v++)
+		OK(e, nf_queue_signal(e->rt, q, g, v, &e->err));
+	OK(e, nf_runtime_advance(e->rt, 1 * MS, &e->err));
+
+	long o = find_where(e, NF_EV_LOG_OVERRUN, -1, 0, 0);
+	ck_assert_int_ge(o, 0);
+	ck_assert_uint_eq(e->col.v[o].ev.f[NFF_LOG_OVERRUN_lost], 4);
+	long i = find_where(e, NF_EV_FENCE_INTERRUPT, -1, 0, 0);
+	ck_assert_int_gt(i, o);
+	long u = find_where(e, NF_EV_CPU_UNWAIT, NFF_CPU_UNWAIT_fence, f, 0);
+	ck_assert_int_gt(u, o);
+	ck_assert_int_lt(u, i);
+	ck_assert_uint_eq(e->col.v[u].ev.f[UNWAIT_STATUS], 0);
+	ck_assert_uint_eq(e->col.v[i].ev.f[NFF_FENCE_INTERRUPT_waiters_woken], 0);
+	/* F's entry was among the lost ones: the read never named F. */
+	ck_assert(!log_has_entry(e, q, NF_LOG_SIGNALS, NF_LOG_OP_SIGNAL_EXECUTED, 9, f));
+	OK(e, nf_event_wait(e->rt, ev, 0, &e->err));
+	OK(e, nf_event_close(e->rt, ev, &e->err));
+	OK(e, nf_runtime_finish(e->rt, &e->err));
+	env_end(e);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("engine");
@@ -1355,6 +1490,8 @@ int main(void)
 	tcase_add_test(tc, test_determinism);
 	tcase_add_test(tc, test_fence_gpu_va);
 	tcase_add_test(tc, test_no_monitored_values_on_legacy_open);
+	tcase_add_loop_test(tc, test_optimized_wakes_every_fence_read, 0, 2);
+	tcase_add_loop_test(tc, test_overrun_fallback_on_periodic_read, 0, 2);
 	suite_add_tcase(s, tc);
 	return nf_test_main(s);
 }
