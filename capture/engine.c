@@ -1879,6 +1879,9 @@ static int fence_map(struct nf_runtime *rt, struct nf_global_fence *g, struct nf
 	memset(&lf->va, 0, sizeof(lf->va));
 	if (!lf->native)
 		return 0;
+	lf->va.current_in_vram = g->type == NF_FENCE_TYPE_INTRA_GPU;
+	lf->va.monitored_in_vram = g->type == NF_FENCE_TYPE_INTRA_GPU ||
+				   rt->cfg.os_support_optimized_default_fence_type;
 	rc = va_space(rt, a, UINT32_MAX, &si);
 	if (!rc)
 		rc = va_space(rt, a, lf->process, &pi);
@@ -2098,6 +2101,9 @@ static int api_fence_create(nf_runtime *rt, uint32_t adapter, const struct nf_fe
 	if (desc->type == NF_FENCE_TYPE_INTRA_GPU && !rt->adapters[adapter].native)
 		return nf_error_set(err, NF_EUNSUPP,
 				    "INTRA_GPU fences need an adapter with native fences");
+	if (desc->type == NF_FENCE_TYPE_INTRA_GPU && !rt->cfg.os_support_intra_gpu_fence_type)
+		return nf_error_set(err, NF_EINVAL,
+				    "D3DDDI_NATIVEFENCE_TYPE_INTRA_GPU is not supported by the OS (SupportIntraGpuFenceType is FALSE, as in 24H2): STATUS_INVALID_PARAMETER");
 	rc = global_new(rt, adapter, desc, &gi);
 	if (!rc)
 		rc = local_new(rt, gi, adapter, desc->process, false, local_out);

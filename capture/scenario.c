@@ -566,6 +566,10 @@ static int parse_settings(struct sc_parser *p, bool os)
 			rc = const_value(p, v, NULL, &cfg->cpu_start_ticks);
 		} else if (os && word_is(k, "native_fence")) {
 			rc = parse_bool(p, v, &cfg->os_native_fence_enabled);
+		} else if (os && word_is(k, "support_intra_gpu_fence_type")) {
+			rc = parse_bool(p, v, &cfg->os_support_intra_gpu_fence_type);
+		} else if (os && word_is(k, "support_optimized_default_fence_type")) {
+			rc = parse_bool(p, v, &cfg->os_support_optimized_default_fence_type);
 		} else if (os && word_is(k, "tracing")) {
 			rc = parse_bool(p, v, &cfg->tracing);
 		} else if (os && word_is(k, "tracing_log_entries")) {

@@ -94,6 +94,10 @@ struct nf_runtime_config {
 	uint64_t cpu_frequency;          /* CPU (QPC-like) ticks per second, default 10 MHz */
 	uint64_t cpu_start_ticks;        /* CPU clock value at session time 0 */
 	bool os_native_fence_enabled;    /* DXGK_FEATURE_NATIVE_FENCE, default on */
+	/* DXGKARGCB_FEATURE_NATIVEFENCE_CAPS_1: fence types the OS supports. Both
+	 * off by default, as in Windows 11 24H2 ("not currently supported by the OS"). */
+	bool os_support_intra_gpu_fence_type;         /* SupportIntraGpuFenceType */
+	bool os_support_optimized_default_fence_type; /* SupportOptimizedDefaultFenceType */
 	bool tracing;                    /* tracing on: the OS enlarges logs to tracing_log_entries */
 	uint32_t tracing_log_entries;    /* default 256 */
 	uint64_t log_read_interval_ns;   /* the OS also reads every log this often; 0: only on interrupts and at the end */
@@ -155,7 +159,12 @@ struct nf_fence_desc {
 };
 
 /* D3DKMTCreateNativeFence: DxgkDdiCreateNativeFence (global) then
- * DxgkDdiOpenNativeFence (this process's local handle). */
+ * DxgkDdiOpenNativeFence (this process's local handle); one FenceStart event
+ * stands for the pair. Returns 0, NF_ENOMEM, or NF_EINVAL for a bad argument,
+ * a cross-adapter fence of a type other than DEFAULT, and an INTRA_GPU fence
+ * while the OS lacks SupportIntraGpuFenceType (STATUS_INVALID_PARAMETER, the
+ * error the D3DKMTCreateNativeFence page names); NF_EUNSUPP for INTRA_GPU on
+ * an adapter without native fences. */
 int nf_fence_create(nf_runtime *rt, uint32_t adapter, const struct nf_fence_desc *desc,
 		    nf_handle *local_out, struct nf_error *err);
 /* The global handle a shared fence is opened by (stands in for the NT handle). */
@@ -188,6 +197,13 @@ struct nf_fence_va {
 	uint64_t current_system_gpu_va;
 	uint64_t monitored_system_gpu_va;
 	uint32_t stride;          /* bytes between packed values; NF_GPU_PAGE_SIZE: own page */
+	/* Where the storage is (D3DKMTCreateNativeFence's table): DEFAULT keeps
+	 * both in system memory, except MonitoredValue in VRAM when the OS has
+	 * SupportOptimizedDefaultFenceType (the optimized DEFAULT type); INTRA_GPU
+	 * keeps both in VRAM; CurrentValue of a cross-adapter fence is always in
+	 * system memory. */
+	bool current_in_vram;
+	bool monitored_in_vram;
 };
 int nf_fence_gpu_va(nf_runtime *rt, nf_handle local, struct nf_fence_va *out,
 		    struct nf_error *err);

@@ -260,7 +260,7 @@ START_TEST(test_monitored_value_41)
 }
 END_TEST
 
-/* (b) INTRA_GPU fences: GPU only, never cross-adapter. */
+/* (b) INTRA_GPU fences (an OS with SupportIntraGpuFenceType): GPU only, never cross-adapter. */
 START_TEST(test_intra_gpu)
 {
 	struct env *e = &E;
@@ -268,6 +268,7 @@ START_TEST(test_intra_gpu)
 	nf_handle ev = 0, bad = 0;
 
 	env_config(e);
+	e->cfg.os_support_intra_gpu_fence_type = true;
 	env_start(e);
 	uint32_t a = adapter_new(e, "GPU", NF_VIDSCH_NATIVE_GPU_FENCE);
 	adapter_new(e, "GPU2", NF_VIDSCH_NATIVE_GPU_FENCE);
@@ -1464,6 +1465,55 @@ START_TEST(test_overrun_fallback_on_periodic_read)
 }
 END_TEST
 
+/*
+ * Issue 16, rule 3 (D3DKMTCreateNativeFence: INTRA_GPU and the optimized
+ * DEFAULT type are "not currently supported by the OS"; the OS announces them
+ * with SupportIntraGpuFenceType / SupportOptimizedDefaultFenceType in
+ * DXGKARGCB_FEATURE_NATIVEFENCE_CAPS_1). 24H2 defaults: INTRA_GPU creation
+ * fails with STATUS_INVALID_PARAMETER (NF_EINVAL) and emits nothing; DEFAULT
+ * keeps MonitoredValue in system memory. With the caps on: INTRA_GPU keeps both
+ * values in VRAM, DEFAULT gets its MonitoredValue in VRAM (CurrentValue stays
+ * in system memory, also for a cross-adapter fence).
+ */
+START_TEST(test_os_fence_type_caps)
+{
+	struct env *e = &E;
+	struct nf_fence_desc intra = { NF_FENCE_TYPE_INTRA_GPU, false, false, 17, 4 };
+	nf_handle f = 0;
+	bool on = _i == 1;
+
+	env_config(e);
+	e->cfg.os_support_intra_gpu_fence_type = on;
+	e->cfg.os_support_optimized_default_fence_type = on;
+	env_start(e);
+	uint32_t a = adapter_new(e, "GPU", NF_VIDSCH_NATIVE_GPU_FENCE);
+	size_t before = e->col.n;
+	nf_handle d = fence_new(e, a, NF_FENCE_TYPE_DEFAULT, false, false, 0, 4);
+	nf_handle x = fence_new(e, a, NF_FENCE_TYPE_DEFAULT, true, true, 0, 4);
+	struct nf_fence_va vd = va_of(e, d), vx = va_of(e, x);
+	ck_assert(!vd.current_in_vram);
+	ck_assert(!vx.current_in_vram);
+	ck_assert(vd.monitored_in_vram == on);
+	ck_assert(vx.monitored_in_vram == on);
+	if (!on) {
+		before = e->col.n;
+		FAILS(e, NF_EINVAL, nf_fence_create(e->rt, a, &intra, &f, &e->err));
+		ck_assert_ptr_nonnull(strstr(e->err.msg, "SupportIntraGpuFenceType"));
+		ck_assert_uint_eq(f, 0);
+		ck_assert_uint_eq(e->col.n, before);
+	} else {
+		OK(e, nf_fence_create(e->rt, a, &intra, &f, &e->err));
+		struct nf_fence_va vi = va_of(e, f);
+		ck_assert(vi.current_in_vram);
+		ck_assert(vi.monitored_in_vram);
+		ck_assert_uint_eq(current_of(e, f), 17);
+	}
+	(void)before;
+	OK(e, nf_runtime_finish(e->rt, &e->err));
+	env_end(e);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("engine");
@@ -1492,6 +1542,7 @@ int main(void)
 	tcase_add_test(tc, test_no_monitored_values_on_legacy_open);
 	tcase_add_loop_test(tc, test_optimized_wakes_every_fence_read, 0, 2);
 	tcase_add_loop_test(tc, test_overrun_fallback_on_periodic_read, 0, 2);
+	tcase_add_loop_test(tc, test_os_fence_type_caps, 0, 2);
 	suite_add_tcase(s, tc);
 	return nf_test_main(s);
 }
