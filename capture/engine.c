@@ -1064,6 +1064,20 @@ int nf_eng_handle_interrupt(struct nf_runtime *rt, uint32_t qi, uint32_t gi)
 	struct nf_event ev;
 
 	STAT(rt, interrupts);
+	if (!((g->native_mask >> q->adapter) & 1u) && payload != NF_IRQ_NULL_ARRAY_LEGACY) {
+		/* A legacy monitored fence's GPU signal raised
+		 * DXGK_INTERRUPT_MONITORED_FENCE_SIGNALED (no event of its own in
+		 * the schema: its CPU_UNWAITs show it): the OS evaluates the
+		 * legacy monitored fence waiters of the adapter. */
+		for (uint32_t i = 0; i < rt->n_globals && !rc; i++) {
+			struct nf_global_fence *o = &rt->globals[i];
+
+			if (atomic_load(&o->alive) && ((o->open_mask >> q->adapter) & 1u) &&
+			    !((o->native_mask >> q->adapter) & 1u))
+				rc = evaluate_fence(rt, o, NULL);
+		}
+		return rc ? rc : propagate_cross_adapter(rt, g, q->adapter);
+	}
 	/* Which logs the OS scans. */
 	if (optimized)
 		scan_engine = payload == NF_IRQ_OPTIMIZED_NULL_QUEUE;
@@ -1232,7 +1246,10 @@ int nf_eng_exec_signal(struct nf_runtime *rt, struct nf_queue *q, const struct n
 	if (!atomic_load(&g->alive))
 		return 0; /* destroyed while the signal was in flight */
 	if (!q->native || !c->native) {
-		/* VidSch executes the software signal packet from the CPU. */
+		/* Without native fences VidSch executes the software signal packet
+		 * from the CPU. A legacy monitored fence on a native adapter is
+		 * written by the GPU, which raises the monitored fence signaled
+		 * interrupt: its waiters wait for the OS to handle that. */
 		struct nf_event ev;
 
 		nf_th_lock(rt);
@@ -1245,6 +1262,17 @@ int nf_eng_exec_signal(struct nf_runtime *rt, struct nf_queue *q, const struct n
 		rc = emit(rt, &ev);
 		if (!rc)
 			rc = wake_gpu_waiters(rt, g, q->adapter);
+		if (!rc && q->native) {
+			uint32_t qi = (uint32_t)(q - rt->queues);
+
+			if (rt->threaded)
+				nf_th_raise_interrupt(rt, qi, c->global);
+			else
+				rc = sim_push(rt, rt->now + rt->adapters[q->adapter].desc.interrupt_latency_ns,
+					      NF_SIM_INTERRUPT, qi, 0, c->global);
+			nf_th_unlock(rt);
+			return rc;
+		}
 		if (!rc)
 			rc = satisfy_cpu_waiters(rt, g, NULL);
 		if (!rc)
@@ -1938,7 +1966,8 @@ static int local_new(nf_runtime *rt, uint32_t gi, uint32_t adapter, uint32_t pro
 	lf->global = gi;
 	lf->adapter = adapter;
 	lf->process = process;
-	lf->native = rt->adapters[adapter].native;
+	lf->native = rt->adapters[adapter].native &&
+		     !(g->legacy_monitored && adapter == g->creator_adapter);
 	rc = fence_map(rt, g, lf);
 	if (rc)
 		return rc;
@@ -2082,7 +2111,7 @@ static int api_hwqueue_progress_fence(nf_runtime *rt, nf_handle queue, nf_handle
 /* public API: fences                                                  */
 
 static int api_fence_create(nf_runtime *rt, uint32_t adapter, const struct nf_fence_desc *desc,
-		    nf_handle *local_out, struct nf_error *err)
+			    bool legacy_monitored, nf_handle *local_out, struct nf_error *err)
 {
 	int rc = check_rt(rt, err);
 	uint32_t gi;
@@ -2095,6 +2124,8 @@ static int api_fence_create(nf_runtime *rt, uint32_t adapter, const struct nf_fe
 		return nf_error_set(err, NF_EINVAL, "no adapter %u", adapter);
 	if (desc->type != NF_FENCE_TYPE_DEFAULT && desc->type != NF_FENCE_TYPE_INTRA_GPU)
 		return nf_error_set(err, NF_EINVAL, "unknown native fence type %u", desc->type);
+	if (legacy_monitored && desc->type != NF_FENCE_TYPE_DEFAULT)
+		return nf_error_set(err, NF_EINVAL, "a legacy monitored fence has no native fence type");
 	if (desc->cross_adapter && desc->type != NF_FENCE_TYPE_DEFAULT)
 		return nf_error_set(err, NF_EINVAL,
 				    "a cross-adapter fence must be of type D3DDDI_NATIVEFENCE_TYPE_DEFAULT");
@@ -2105,8 +2136,10 @@ static int api_fence_create(nf_runtime *rt, uint32_t adapter, const struct nf_fe
 		return nf_error_set(err, NF_EINVAL,
 				    "D3DDDI_NATIVEFENCE_TYPE_INTRA_GPU is not supported by the OS (SupportIntraGpuFenceType is FALSE, as in 24H2): STATUS_INVALID_PARAMETER");
 	rc = global_new(rt, adapter, desc, &gi);
-	if (!rc)
+	if (!rc) {
+		rt->globals[gi].legacy_monitored = legacy_monitored;
 		rc = local_new(rt, gi, adapter, desc->process, false, local_out);
+	}
 	return fail(rt, rc, err);
 }
 
@@ -2716,7 +2749,13 @@ int nf_hwqueue_progress_fence(nf_runtime *rt, nf_handle queue, nf_handle *fence_
 int nf_fence_create(nf_runtime *rt, uint32_t adapter, const struct nf_fence_desc *desc,
 		    nf_handle *local_out, struct nf_error *err)
 {
-	LOCKED(rt, api_fence_create(rt, adapter, desc, local_out, err));
+	LOCKED(rt, api_fence_create(rt, adapter, desc, false, local_out, err));
+}
+
+int nf_monitored_fence_create(nf_runtime *rt, uint32_t adapter, const struct nf_fence_desc *desc,
+			      nf_handle *local_out, struct nf_error *err)
+{
+	LOCKED(rt, api_fence_create(rt, adapter, desc, true, local_out, err));
 }
 
 int nf_fence_global_handle(nf_runtime *rt, nf_handle local, nf_handle *global_out,

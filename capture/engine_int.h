@@ -124,6 +124,7 @@ struct nf_global_fence {
 	atomic_bool alive;
 	uint32_t type;
 	bool shared, cross_adapter;
+	bool legacy_monitored;         /* a WDDM 2.x monitored fence: legacy on its creator adapter */
 	uint32_t creator_adapter;
 	_Atomic uint64_t current;      /* CurrentValue (the OS's 64-bit view), never torn */
 	_Atomic uint32_t current32;    /* what a 32-bit GPU wrote */

@@ -52,6 +52,7 @@ struct sc_stmt {
 	uint64_t steps;              /* statements it runs (repeat: with its body), saturated */
 	struct nf_adapter_desc adesc;
 	struct nf_fence_desc fdesc;
+	bool legacy;                 /* fence: a legacy monitored fence */
 	uint32_t node, engine, process;
 	uint32_t var_depth;          /* repeat: depth of its loop variable */
 	struct sc_stmt *body;        /* repeat */
@@ -657,7 +658,7 @@ static int parse_statement(struct sc_parser *p, struct sc_stmt *st, const char *
 
 		st->op = open ? SC_OP_OPEN : SC_OP_FENCE;
 		rc = need_words(p, 4, open ? "open NAME fence FENCE adapter ADAPTER [process N]"
-					   : "fence NAME adapter ADAPTER [type default|intra_gpu] [shared] [cross_adapter] [initial N] [process N]");
+					   : "fence NAME adapter ADAPTER [type default|intra_gpu] [shared] [cross_adapter] [legacy] [initial N] [process N]");
 		if (!rc)
 			rc = sym_define(p, &p->w[1], SC_FENCE, &st->a);
 		for (uint32_t i = 2; !rc && i < p->nw; i++) {
@@ -665,6 +666,7 @@ static int parse_statement(struct sc_parser *p, struct sc_stmt *st, const char *
 
 			if (!open && word_is(k, "shared")) { st->fdesc.shared = true; continue; }
 			if (!open && word_is(k, "cross_adapter")) { st->fdesc.cross_adapter = true; continue; }
+			if (!open && word_is(k, "legacy")) { st->legacy = true; continue; }
 			if (!v)
 				return perr(p, k->col, "'%.*s' needs a value", (int)k->len, k->s);
 			i++;
@@ -1146,7 +1148,9 @@ static int run_stmt(struct sc_run *r, const struct sc_stmt *st)
 				       r->sc->syms[st->a].name, &r->objs[st->a], &e);
 		break;
 	case SC_OP_FENCE:
-		rc = nf_fence_create(r->rt, r->objs[st->b], &st->fdesc, &r->objs[st->a], &e);
+		rc = st->legacy ? nf_monitored_fence_create(r->rt, r->objs[st->b], &st->fdesc,
+							    &r->objs[st->a], &e)
+				: nf_fence_create(r->rt, r->objs[st->b], &st->fdesc, &r->objs[st->a], &e);
 		break;
 	case SC_OP_OPEN: {
 		nf_handle g;

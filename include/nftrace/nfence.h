@@ -167,6 +167,22 @@ struct nf_fence_desc {
  * an adapter without native fences. */
 int nf_fence_create(nf_runtime *rt, uint32_t adapter, const struct nf_fence_desc *desc,
 		    nf_handle *local_out, struct nf_error *err);
+/*
+ * D3DKMTCreateSynchronizationObject2 with D3DDDI_MONITORED_FENCE: a WDDM 2.x
+ * monitored fence instead of a native fence (desc->type must be DEFAULT). On
+ * the creating adapter it is a legacy monitored fence even when the adapter
+ * has native fences: no log entries, no MonitoredValue. Opened on another
+ * native adapter it is a native fence there. Its GPU signal on a native
+ * adapter writes the value and raises DXGK_INTERRUPT_MONITORED_FENCE_SIGNALED,
+ * after which the OS evaluates the adapter's legacy monitored fence waiters;
+ * when the adapter's payload is NF_IRQ_NULL_ARRAY_LEGACY (hardware that cannot
+ * tell the two interrupts apart) it raises a native fence signaled interrupt
+ * with a NULL array and EvaluateLegacyMonitoredFences instead. A native
+ * NULL-array interrupt without that flag does not evaluate legacy waiters.
+ * Returns as nf_fence_create.
+ */
+int nf_monitored_fence_create(nf_runtime *rt, uint32_t adapter, const struct nf_fence_desc *desc,
+			      nf_handle *local_out, struct nf_error *err);
 /* The global handle a shared fence is opened by (stands in for the NT handle). */
 int nf_fence_global_handle(nf_runtime *rt, nf_handle local, nf_handle *global_out,
 			   struct nf_error *err);

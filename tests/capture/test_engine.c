@@ -745,10 +745,10 @@ END_TEST
 /*
  * A legacy monitored fence (an adapter without NativeGpuFence): its GPU signal
  * is a software packet VidSch executes from the CPU, which satisfies the CPU
- * waiters at once; no native fence signaled interrupt is involved. (The
- * engine never leaves a legacy waiter whose value is reached unsatisfied, so
- * EvaluateLegacyMonitoredFences has nothing to evaluate here; the NULL-array
- * interrupt below only shows it wakes no waiter early.)
+ * waiters at once; no native fence signaled interrupt is involved (the
+ * NULL-array interrupt below only shows it wakes no waiter early). A legacy
+ * monitored fence on a native adapter, whose waiters EvaluateLegacyMonitoredFences
+ * decides about, is test_evaluate_legacy_flag.
  */
 START_TEST(test_legacy_monitored_fence_cpu_wait)
 {
@@ -1514,6 +1514,85 @@ START_TEST(test_os_fence_type_caps)
 }
 END_TEST
 
+/*
+ * Issue 16, rule 6 (spec: "Native fence signaled interrupt"): "By default,
+ * when KMD raises this interrupt with a NULL pSignaledNativeFenceArray,
+ * Dxgkrnl only scans all pending native fence waiters and doesn't scan legacy
+ * monitored fence waiters"; hardware that cannot tell the two interrupts apart
+ * raises only the native one with EvaluateLegacyMonitoredFences = 1, "which
+ * indicates to the OS to scan all waiters". A legacy monitored fence L lives
+ * on a native adapter beside a native fence N; CPU waiters on N for 1 and on L
+ * for 3; the queue signals N = 1, then L = 3 200 ns later, both before the OS
+ * handles N's interrupt (5 us). _i = 0 (null_array): that interrupt wakes N's
+ * waiter only; L's waiter waits for its own monitored fence signaled
+ * interrupt. _i = 1 (null_array_legacy): L's signal raises a native interrupt
+ * too, and the first one, flagged, wakes both.
+ */
+START_TEST(test_evaluate_legacy_flag)
+{
+	struct env *e = &E;
+	bool flag = _i == 1;
+	struct nf_fence_desc d = { NF_FENCE_TYPE_DEFAULT, false, false, 0, 9 };
+	nf_handle l = 0, gl = 0, evn = 0, evl = 0;
+
+	env_config(e);
+	env_start(e);
+	uint32_t a = adapter_payload(e, NF_VIDSCH_NATIVE_GPU_FENCE,
+				     flag ? NF_IRQ_NULL_ARRAY_LEGACY : NF_IRQ_NULL_ARRAY);
+	nf_handle q = queue_new(e, a, "q");
+	nf_handle n = fence_new(e, a, NF_FENCE_TYPE_DEFAULT, false, false, 0, 9);
+	OK(e, nf_monitored_fence_create(e->rt, a, &d, &l, &e->err));
+	OK(e, nf_fence_global_handle(e->rt, l, &gl, &e->err));
+	long st = find_where(e, NF_EV_FENCE_START, NFF_FENCE_START_fence, l, 0);
+	ck_assert_int_ge(st, 0);
+	ck_assert_uint_eq(e->col.v[st].ev.f[NFF_FENCE_START_flags] & 4u, 0); /* not native */
+	struct nf_fence_va va = va_of(e, l);
+	ck_assert_uint_eq(va.monitored_gpu_va, 0); /* no MonitoredValue */
+
+	OK(e, nf_cpu_wait_async(e->rt, n, 1, &evn, &e->err));
+	OK(e, nf_cpu_wait_async(e->rt, l, 3, &evl, &e->err));
+	size_t mark = e->col.n;
+	OK(e, nf_queue_signal(e->rt, q, n, 1, &e->err));
+	OK(e, nf_queue_signal(e->rt, q, l, 3, &e->err));
+	OK(e, nf_runtime_advance(e->rt, 1 * MS, &e->err));
+
+	long i1 = find_where(e, NF_EV_FENCE_INTERRUPT, -1, 0, mark);
+	ck_assert_int_ge(i1, 0);
+	const struct nf_event *irq = &e->col.v[i1].ev;
+	ck_assert_uint_eq(irq->f[NFF_FENCE_INTERRUPT_fence_array_null], 1);
+	ck_assert_uint_eq(irq->f[NFF_FENCE_INTERRUPT_evaluate_legacy], flag);
+	long un = find_where(e, NF_EV_CPU_UNWAIT, NFF_CPU_UNWAIT_fence, n, mark);
+	long ul = find_where(e, NF_EV_CPU_UNWAIT, NFF_CPU_UNWAIT_fence, l, mark);
+	long sl = find_where(e, NF_EV_GPU_SIGNAL_LEGACY, NFF_GPU_SIGNAL_LEGACY_fence, l, mark);
+	ck_assert_int_ge(un, 0);
+	ck_assert_int_ge(ul, 0);
+	ck_assert_int_ge(sl, 0);
+	ck_assert_int_lt(sl, i1); /* L's value was there when the OS scanned */
+	ck_assert_int_lt(un, i1);
+	if (flag) {
+		ck_assert_uint_eq(irq->f[NFF_FENCE_INTERRUPT_waiters_woken], 2);
+		ck_assert_int_lt(ul, i1);
+		ck_assert_uint_eq(count_where(e, NF_EV_FENCE_INTERRUPT, -1, 0, mark), 2);
+	} else {
+		ck_assert_uint_eq(irq->f[NFF_FENCE_INTERRUPT_waiters_woken], 1);
+		ck_assert_int_gt(ul, i1);
+		/* The monitored fence signaled interrupt is not a native one. */
+		ck_assert_uint_eq(count_where(e, NF_EV_FENCE_INTERRUPT, -1, 0, mark), 1);
+	}
+	ck_assert_uint_eq(e->col.v[ul].ev.f[UNWAIT_STATUS], 0);
+	ck_assert_uint_eq(current_of(e, l), 3);
+	/* A legacy monitored fence has no MonitoredValue and no log entries. */
+	ck_assert_uint_eq(count_where(e, NF_EV_UPDATE_MONITORED_VALUES,
+				      NFF_UPDATE_MONITORED_VALUES_global_fence, gl, 0), 0);
+	OK(e, nf_event_close(e->rt, evn, &e->err));
+	OK(e, nf_event_close(e->rt, evl, &e->err));
+	OK(e, nf_runtime_finish(e->rt, &e->err));
+	ck_assert(!log_has_entry(e, q, NF_LOG_SIGNALS, NF_LOG_OP_SIGNAL_EXECUTED, 3, l));
+	ck_assert(log_has_entry(e, q, NF_LOG_SIGNALS, NF_LOG_OP_SIGNAL_EXECUTED, 1, n));
+	env_end(e);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("engine");
@@ -1543,6 +1622,7 @@ int main(void)
 	tcase_add_loop_test(tc, test_optimized_wakes_every_fence_read, 0, 2);
 	tcase_add_loop_test(tc, test_overrun_fallback_on_periodic_read, 0, 2);
 	tcase_add_loop_test(tc, test_os_fence_type_caps, 0, 2);
+	tcase_add_loop_test(tc, test_evaluate_legacy_flag, 0, 2);
 	suite_add_tcase(s, tc);
 	return nf_test_main(s);
 }
