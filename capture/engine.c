@@ -1526,6 +1526,14 @@ void nf_runtime_config_init(struct nf_runtime_config *cfg)
 	cfg->calibration_interval_ns = 10000000;
 }
 
+uint32_t nf_log_entries_effective(const struct nf_runtime_config *cfg, uint32_t log_entries)
+{
+	uint32_t n = log_entries ? log_entries : NF_LOG_DEFAULT_ENTRIES;
+	uint32_t t = cfg->tracing_log_entries ? cfg->tracing_log_entries : 256;
+
+	return cfg->tracing && t > n ? t : n;
+}
+
 void nf_adapter_desc_init(struct nf_adapter_desc *d)
 {
 	memset(d, 0, sizeof(*d));
@@ -1788,8 +1796,7 @@ static int api_adapter_create(nf_runtime *rt, const struct nf_adapter_desc *desc
 	a->optimized = a->native &&
 		       (desc->vidsch_caps & NF_VIDSCH_OPTIMIZED_NATIVE_FENCE_SIGNALED_INTERRUPT);
 	a->atomics32 = (desc->vidsch_caps & NF_VIDSCH_NO64BIT_ATOMICS) != 0;
-	a->log_entries = desc->log_entries ? desc->log_entries
-			 : rt->cfg.tracing ? rt->cfg.tracing_log_entries : NF_LOG_DEFAULT_ENTRIES;
+	a->log_entries = nf_log_entries_effective(&rt->cfg, desc->log_entries);
 	a->gpu_rate = (double)desc->gpu_clock.frequency * (1.0 + desc->gpu_clock.drift_ppm * 1e-6) / 1e9;
 	*adapter_out = rt->n_adapters;
 	EV_INIT(ev, ADAPTER_START);

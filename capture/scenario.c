@@ -958,12 +958,12 @@ static int check_bounds(const struct nf_scenario *sc, struct nf_error *err)
 		if (st->op != SC_OP_QUEUE)
 			continue;
 		/* The queue's adapter is the statement that defined the symbol. */
-		uint64_t entries = 0;
+		uint32_t asked = 0;
 		for (uint32_t j = 0; j < i; j++)
 			if (sc->stmts[j].op == SC_OP_ADAPTER && sc->stmts[j].a == st->b)
-				entries = sc->stmts[j].adesc.log_entries;
-		if (!entries)
-			entries = cfg->tracing ? cfg->tracing_log_entries : NF_LOG_DEFAULT_ENTRIES;
+				asked = sc->stmts[j].adesc.log_entries;
+		/* The size the engine will give the logs (tracing enlarges them). */
+		uint64_t entries = nf_log_entries_effective(cfg, asked);
 		bytes += 2 * entries * slot;
 		queues++;
 		if (bytes > SC_MAX_LOG_BYTES)

@@ -85,7 +85,8 @@ struct nf_adapter_desc {
 	uint64_t submit_latency_ns;      /* queued on the CPU -> visible to the GPU */
 	double zero_ts_rate;             /* probability a log entry gets a zero timestamp (LDA skip) */
 	double repeat_ts_rate;           /* probability a log entry repeats the previous timestamp */
-	uint32_t log_entries;            /* entries per log, 0: the OS default (64, or the tracing size) */
+	uint32_t log_entries;            /* entries per log, 0: the OS default (64); tracing raises it
+	                                  * to tracing_log_entries (nf_log_entries_effective) */
 };
 
 struct nf_runtime_config {
@@ -98,7 +99,7 @@ struct nf_runtime_config {
 	 * off by default, as in Windows 11 24H2 ("not currently supported by the OS"). */
 	bool os_support_intra_gpu_fence_type;         /* SupportIntraGpuFenceType */
 	bool os_support_optimized_default_fence_type; /* SupportOptimizedDefaultFenceType */
-	bool tracing;                    /* tracing on: the OS enlarges logs to tracing_log_entries */
+	bool tracing;                    /* tracing on: the OS enlarges smaller logs to tracing_log_entries */
 	uint32_t tracing_log_entries;    /* default 256 */
 	uint64_t log_read_interval_ns;   /* the OS also reads every log this often; 0: only on interrupts and at the end */
 	uint64_t calibration_interval_ns;/* default 10 ms; at most 30 ms */
@@ -116,6 +117,16 @@ struct nf_runtime_config {
 /* Fills defaults. */
 void nf_runtime_config_init(struct nf_runtime_config *cfg);
 void nf_adapter_desc_init(struct nf_adapter_desc *desc);
+
+/*
+ * Entries per log buffer on an adapter whose desc asks for log_entries: that
+ * many (0: NF_LOG_DEFAULT_ENTRIES, the 64 of the 24H2 scheduler) while tracing
+ * is off. "When tracing is enabled, the OS first increases the size of the log
+ * buffer to prevent overruns": with cfg->tracing the size is raised to
+ * tracing_log_entries (0: 256) and never lowered, i.e. the larger of the two.
+ * SetNativeFenceLogBuffer's capacity in a session is this value.
+ */
+uint32_t nf_log_entries_effective(const struct nf_runtime_config *cfg, uint32_t log_entries);
 
 /* Creates a runtime. Returns 0, NF_EINVAL, NF_ENOMEM. */
 int nf_runtime_create(const struct nf_runtime_config *cfg, nf_runtime **out, struct nf_error *err);

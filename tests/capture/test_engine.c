@@ -1593,6 +1593,56 @@ START_TEST(test_evaluate_legacy_flag)
 }
 END_TEST
 
+/*
+ * Issue 16, rule 4 (spec: "Log buffer overrun is permitted"): "when tracing is
+ * enabled, the OS first increases the size of the log buffer to prevent
+ * overruns in the first place". An adapter's log_entries is the size without
+ * tracing; tracing raises it to tracing_log_entries and never lowers it.
+ * Tracing at 96 entries: an adapter asking for 12 gets 96 (and 40 signals
+ * overrun nothing), one asking for 200 keeps 200, one asking nothing gets 96.
+ * Tracing off: 12 stays 12 (and the 40 signals overrun it by 28).
+ */
+START_TEST(test_tracing_enlarges_logs)
+{
+	struct env *e = &E;
+	bool tracing = _i == 1;
+	const uint32_t asked[3] = { 12, 200, 0 };
+	const uint32_t want[2][3] = { { 12, 200, NF_LOG_DEFAULT_ENTRIES }, { 96, 200, 96 } };
+	nf_handle q[3];
+
+	env_config(e);
+	e->cfg.tracing = tracing;
+	e->cfg.tracing_log_entries = 96;
+	env_start(e);
+	for (int k = 0; k < 3; k++) {
+		uint32_t a = adapter_tuned(e, NF_VIDSCH_NATIVE_GPU_FENCE, NF_IRQ_FENCE_ARRAY, 5 * US,
+					   asked[k]);
+		ck_assert_uint_eq(nf_log_entries_effective(&e->cfg, asked[k]), want[tracing][k]);
+		q[k] = queue_new(e, a, "q");
+		for (uint32_t t = NF_LOG_WAITS; t <= NF_LOG_SIGNALS; t++) {
+			long sl = find_where(e, NF_EV_SET_LOG_BUFFER, NFF_SET_LOG_BUFFER_hwqueue, q[k], 0);
+			while (sl >= 0 && e->col.v[sl].ev.f[NFF_SET_LOG_BUFFER_log_type] != t)
+				sl = find_where(e, NF_EV_SET_LOG_BUFFER, NFF_SET_LOG_BUFFER_hwqueue, q[k],
+						(size_t)sl + 1);
+			ck_assert_int_ge(sl, 0);
+			ck_assert_uint_eq(e->col.v[sl].ev.f[NFF_SET_LOG_BUFFER_capacity], want[tracing][k]);
+		}
+	}
+	nf_handle f = fence_new(e, 0, NF_FENCE_TYPE_DEFAULT, false, false, 0, 2);
+	for (uint64_t v = 1; v <= 40; v++)
+		OK(e, nf_queue_signal(e->rt, q[0], f, v, &e->err));
+	OK(e, nf_runtime_finish(e->rt, &e->err));
+	if (tracing) {
+		ck_assert_uint_eq(count_ev(e, NF_EV_LOG_OVERRUN), 0);
+	} else {
+		long o = find_where(e, NF_EV_LOG_OVERRUN, -1, 0, 0);
+		ck_assert_int_ge(o, 0);
+		ck_assert_uint_eq(e->col.v[o].ev.f[NFF_LOG_OVERRUN_lost], 40 - 12);
+	}
+	env_end(e);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("engine");
@@ -1623,6 +1673,7 @@ int main(void)
 	tcase_add_loop_test(tc, test_overrun_fallback_on_periodic_read, 0, 2);
 	tcase_add_loop_test(tc, test_os_fence_type_caps, 0, 2);
 	tcase_add_loop_test(tc, test_evaluate_legacy_flag, 0, 2);
+	tcase_add_loop_test(tc, test_tracing_enlarges_logs, 0, 2);
 	suite_add_tcase(s, tc);
 	return nf_test_main(s);
 }

@@ -47,6 +47,11 @@ static const struct bad_case bad_cases[] = {
 	{ "duplicate name", HDR "queue F adapter A\n", 0, "t.nfs:6:7: 'F' is already defined" },
 	{ "missing arguments", HDR "wait Q F\n", 0, "t.nfs:6:9: missing arguments" },
 	{ "fraction of a nanosecond", HDR "advance 1.5ns\n", 0, "t.nfs:6:9: '1.5ns' is not a whole number" },
+	/* Tracing enlarges an explicit log size too (2 x 1048576 x 112 bytes a queue). */
+	{ "tracing enlarges the logs past the bound",
+	  "os tracing on tracing_log_entries 1048576\nadapter A caps native log_entries 8\n"
+	  "queue Q1 adapter A\nqueue Q2 adapter A\nqueue Q3 adapter A\nqueue Q4 adapter A\n"
+	  "queue Q5 adapter A\nadvance 1us\n", 0, "t.nfs:7:1: the log buffers of 5 queues" },
 	{ "settings inside repeat", HDR "repeat 2 {\nos tracing on\n}\n", 0, "t.nfs:7:1: 'os' is not allowed inside repeat" },
 };
 
