@@ -223,6 +223,7 @@ struct res_rec {  /* a deps row: what released wait wait_id, and a late releaser
 	int64_t wait_id, signal_id, cpu_id, stall;
 	int64_t fence, value, end, queue, sig_end;  /* for the causality anomaly */
 	int32_t has_stall, late, kind, pad;
+	int64_t late_id;  /* the first signal to reach the value, when it ended too late */
 };
 
 enum stmt_id {
@@ -1544,9 +1545,10 @@ static int put_dep(struct finisher *f, struct nf_bulk_row *row, const struct res
 
 		snprintf(detail, sizeof(detail),
 			 "wait op %" PRId64 " (fence %" PRId64 " value %" PRId64 ") ends at %" PRId64
-			 " ns, before its releasing %s %" PRId64 " ends at %" PRId64 " ns",
+			 " ns, but the first signal to reach its value, %s %" PRId64 ", ends at %" PRId64
+			 " ns and no signal of unknown end could have released it: no releaser named",
 			 r->wait_id, r->fence, r->value, end, r->kind ? "signal op" : "CPU signal",
-			 r->kind ? r->signal_id : r->cpu_id, sig_end);
+			 r->late_id, sig_end);
 		return defer_anomaly(f, r->queue, NF_LOG_WAITS, end, sig_end, detail, err);
 	}
 	return 0;
@@ -1767,7 +1769,7 @@ static int merge_next(struct finisher *f, struct res_rec *out, struct nf_error *
 		return rc;
 	const struct wait_rec *w = p;
 	struct res_rec r = { w->id, 0, 0, w->stall, w->fence, w->value, w->end, w->queue, 0,
-			     w->has_stall, 0, 0, 0 };
+			     w->has_stall, 0, 0, 0, 0 };
 
 	if (w->has_fence) {
 		uint64_t *init = map_find(&b->initial, (uint64_t)w->fence);
@@ -1795,23 +1797,34 @@ static int merge_next(struct finisher *f, struct res_rec *out, struct nf_error *
 				return rc;
 			f->sg = rc ? p : NULL;
 		}
+		/*
+		 * A releaser ends no later than its wait, within the clock
+		 * merge's error (slack_ns). The first known signal to reach the
+		 * value that ends after the wait is only a fallback: a signal of
+		 * unknown end (its entry lost, say) queued in time is the better
+		 * candidate. One that ends beyond the slack is never named: with
+		 * no candidate left the data contradict themselves (causality
+		 * anomaly) and the wait gets no releaser.
+		 */
 		bool found = !pre && f->have_hit && f->runmax >= w->value;
+		bool after = found && f->hit.end > w->end;
 		bool late = found && (double)f->hit.end > (double)w->end + b->slack_ns;
 		int64_t unk = 0;
 
-		if (!pre && (!found || late) &&
+		if (!pre && (!found || after) &&
 		    (rc = unk_find(f, f->cur, w->value, w->end + (int64_t)b->slack_ns, &unk,
 				   err)) != 0)
 			return rc;
 		if (unk) {
 			r.signal_id = unk;
 		} else if (found) {
-			if (f->hit.kind)
+			if (!late && f->hit.kind)
 				r.signal_id = f->hit.id;
-			else
+			else if (!late)
 				r.cpu_id = f->hit.id;
 			r.late = late;
 			r.kind = f->hit.kind;
+			r.late_id = f->hit.id;
 			r.sig_end = f->hit.end;
 		}
 	}

@@ -100,8 +100,14 @@ CREATE TABLE queue_threads (
   ops     INTEGER  -- operations it queued there on that fence
 );
 
+-- A releaser ends no later than its wait, within the clock merge's error (2 us,
+-- NF_TIMELINE_CAUSALITY_SLACK_NS): the first signal of the fence to reach the
+-- wait's value, unless it ended after the wait and a signal of unknown end (its
+-- entry lost, a zero timestamp) queued in time could have released it; one that
+-- ended past the slack is never named: with no such candidate the wait has no
+-- releaser and a 'causality' anomaly says why.
 CREATE TABLE deps (
-  signal_id  INTEGER,   -- fence_ops.id of the releasing signal (NULL when released from the CPU)
+  signal_id  INTEGER,   -- fence_ops.id of the releasing signal (NULL when released from the CPU, or none could be)
   wait_id    INTEGER,   -- fence_ops.id of the wait (one row per wait, in wait_id order)
   cpu_signal INTEGER,   -- cpu_signals.id when a CPU signal released it, else NULL
   stall_ns   INTEGER    -- end_ns - observed_ns of the wait (NULL when either is unknown)
