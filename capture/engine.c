@@ -1064,7 +1064,8 @@ int nf_eng_handle_interrupt(struct nf_runtime *rt, uint32_t qi, uint32_t gi)
 	struct nf_event ev;
 
 	STAT(rt, interrupts);
-	if (!((g->native_mask >> q->adapter) & 1u) && payload != NF_IRQ_NULL_ARRAY_LEGACY) {
+	if (g->legacy_monitored && g->creator_adapter == q->adapter &&
+	    payload != NF_IRQ_NULL_ARRAY_LEGACY) {
 		/* A legacy monitored fence's GPU signal raised
 		 * DXGK_INTERRUPT_MONITORED_FENCE_SIGNALED (no event of its own in
 		 * the schema: its CPU_UNWAITs show it): the OS evaluates the
@@ -1072,8 +1073,8 @@ int nf_eng_handle_interrupt(struct nf_runtime *rt, uint32_t qi, uint32_t gi)
 		for (uint32_t i = 0; i < rt->n_globals && !rc; i++) {
 			struct nf_global_fence *o = &rt->globals[i];
 
-			if (atomic_load(&o->alive) && ((o->open_mask >> q->adapter) & 1u) &&
-			    !((o->native_mask >> q->adapter) & 1u))
+			if (o == g || (atomic_load(&o->alive) && ((o->open_mask >> q->adapter) & 1u) &&
+				       !((o->native_mask >> q->adapter) & 1u)))
 				rc = evaluate_fence(rt, o, NULL);
 		}
 		return rc ? rc : propagate_cross_adapter(rt, g, q->adapter);
