@@ -1449,19 +1449,14 @@ void nf_runtime_destroy(nf_runtime *rt)
 			free(rt->queues[i].logs[l].truth);
 		}
 	}
-	for (uint32_t i = 0; i < rt->n_globals; i++) {
-		struct nf_cpu_waiter *w = rt->globals[i].waiters;
-		while (w) {
-			struct nf_cpu_waiter *n = w->next;
-			if (w->event)
-				free(w); /* async waiters are heap-owned */
-			w = n;
-		}
+	/* Blocking waiters live in their caller's frame; an async one belongs to
+	 * its event (pending or done), which frees it here exactly once. A
+	 * fence's list may still hold pending async waiters: they are not freed
+	 * through it (that freed them before the event read them). */
+	for (uint32_t i = 0; i < rt->n_globals; i++)
 		free(rt->globals[i].gpu_waiters);
-	}
 	for (uint32_t i = 0; i < rt->n_events; i++)
-		if (rt->events[i].waiter && rt->events[i].waiter->done)
-			free(rt->events[i].waiter);
+		free(rt->events[i].waiter);
 	free(rt->queues);
 	free(rt->globals);
 	free(rt->locals);

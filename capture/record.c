@@ -4,6 +4,7 @@
  * that records itself through NFTRACE_RECORD_DIR), reports progress to the
  * caller's callback, and closes the session cleanly on SIGINT.
  */
+#define _GNU_SOURCE /* pipe2 */
 #include "nftrace/record.h"
 
 #include "nftrace/ctf.h"
@@ -289,10 +290,24 @@ int nf_record_program(const struct nf_record_options *opts, struct nf_record_res
 			break;
 		used += (size_t)k;
 	}
+	/* The runtime in the program tells a failed recording on this pipe
+	 * (runtime_env.c): the program's exit status does not say it. */
+	int status[2];
+	if (pipe2(status, O_CLOEXEC) != 0)
+		return nf_error_set(err, NF_EIO, "record: pipe: %s", strerror(errno));
 	pid = fork();
-	if (pid < 0)
-		return nf_error_set(err, NF_EIO, "record: fork: %s", strerror(errno));
+	if (pid < 0) {
+		int e = errno;
+		close(status[0]);
+		close(status[1]);
+		return nf_error_set(err, NF_EIO, "record: fork: %s", strerror(e));
+	}
 	if (pid == 0) {
+		char fdv[16];
+
+		snprintf(fdv, sizeof(fdv), "%d", status[1]);
+		if (fcntl(status[1], F_SETFD, 0) == 0)
+			setenv("NFTRACE_STATUS_FD", fdv, 1);
 		setenv("NFTRACE_RECORD_DIR", opts->out_dir, 1);
 		setenv("NFTRACE_SEED", seed, 1);
 		setenv("NFTRACE_GROUND_TRUTH", opts->ground_truth ? "1" : "0", 1);
@@ -301,15 +316,32 @@ int nf_record_program(const struct nf_record_options *opts, struct nf_record_res
 		execvp(opts->argv[0], opts->argv);
 		_exit(127);
 	}
+	close(status[1]);
 	while (waitpid(pid, &st, 0) < 0)
-		if (errno != EINTR)
+		if (errno != EINTR) {
+			close(status[0]);
 			return nf_error_set(err, NF_EIO, "record: waitpid: %s", strerror(errno));
-	if (WIFEXITED(st) && WEXITSTATUS(st) == 127)
+		}
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 127) {
+		close(status[0]);
 		return nf_error_set(err, NF_ENOENT, "%s: cannot run program", opts->argv[0]);
+	}
 	snprintf(meta, sizeof(meta), "%s/metadata", opts->out_dir);
 	/* The runtime's committer process may outlive the program (killed, or
 	 * exited without closing its runtime): wait until the files are final. */
 	bool recorded = access(meta, F_OK) == 0 && nf_ctf_session_wait(opts->out_dir, NULL) == 0;
+	/* What the runtime said about the recording (nothing when it went well);
+	 * the committer may still hold the pipe's write end: do not block. */
+	char failed[600] = "";
+	if (fcntl(status[0], F_SETFL, O_NONBLOCK) == 0) {
+		ssize_t n = read(status[0], failed, sizeof(failed) - 1);
+
+		failed[n > 0 ? n : 0] = '\0';
+		failed[strcspn(failed, "\n")] = '\0';
+	}
+	close(status[0]);
+	if (failed[0])
+		return nf_error_set(err, NF_EIO, "%s", failed);
 	/* Ctrl-C reaches the whole process group: the program stops, and what
 	 * it recorded up to then is the session. */
 	if (recorded && ((opts->interrupted && *opts->interrupted) ||

@@ -148,6 +148,78 @@ START_TEST(force_refuses_metadata_that_is_a_link_to_ours)
 }
 END_TEST
 
+
+/* ------------------------------------------------------------------ */
+/* 2, 4: record -- PROGRAM                                               */
+
+static const char *prog(void)
+{
+	static char p[1024];
+	const char *bin = getenv("NF_BINARY_DIR");
+
+	snprintf(p, sizeof(p), "%s/nf_hostile_prog", bin ? bin : ".");
+	return p;
+}
+
+/* The runtime's close error (file size limit) is the command's error: the
+ * program exits 0, but its session lost every packet. */
+START_TEST(program_under_a_file_size_limit_fails)
+{
+	char d[700];
+
+	snprintf(d, sizeof(d), "%s/fsize", tmp);
+	/* bash: ulimit -f counts KiB. 64 KiB holds the metadata, not the events. */
+	snprintf(cmd, sizeof(cmd), "ulimit -f 64 && exec '%s' record -o '%s' -- '%s' ops 3000",
+		 nf_test_nftrace(), d, prog());
+	char full[17000];
+	snprintf(full, sizeof(full), "bash -c \"%s\"", cmd);
+	int st = run(full);
+	refused_one_line(st, "ulimit -f 64", "events");
+	ck_assert_msg(strstr(err, "write failed") != NULL, "%s", err);
+	ck_assert_msg(!strstr(out, "recorded"), "reported success: %s", out);
+	/* Without the limit, the same program records. */
+	snprintf(cmd, sizeof(cmd), "'%s' record --force -o '%s' -- '%s' ops 3000 && '%s' check '%s'",
+		 nf_test_nftrace(), d, prog(), nf_test_nftrace(), d);
+	run_ok(cmd);
+}
+END_TEST
+
+static const char async_pending_scenario[] =
+	"session seed 1\n"
+	"adapter GPU caps native gpu_frequency 19.2MHz\n"
+	"queue Q adapter GPU node 0 engine 0\n"
+	"fence F adapter GPU initial 0\n"
+	"cpu_wait_async W F 5\n"
+	"cpu_wait_async W2 F 1\n"
+	"signal Q F 1\n"
+	"advance 1ms\n";
+
+/* A cpu_wait_async still pending when the runtime is destroyed: its waiter
+ * was freed through the fence, then read through the event (ASan, memcheck). */
+START_TEST(pending_async_wait_at_the_end)
+{
+	static const char *const modes[] = { "", "--mode threaded" };
+	char sc[700], d[700];
+	FILE *f;
+
+	snprintf(sc, sizeof(sc), "%s/async.nfs", tmp);
+	f = fopen(sc, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(async_pending_scenario, f);
+	fclose(f);
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		snprintf(d, sizeof(d), "%s/async%zu", tmp, i);
+		snprintf(cmd, sizeof(cmd), "'%s' record %s -o '%s' '%s' && '%s' check '%s'",
+			 nf_test_nftrace(), modes[i], d, sc, nf_test_nftrace(), d);
+		run_ok(cmd);
+	}
+	snprintf(d, sizeof(d), "%s/async-prog", tmp);
+	snprintf(cmd, sizeof(cmd), "'%s' record -o '%s' -- '%s' async-pending && '%s' check '%s'",
+		 nf_test_nftrace(), d, prog(), nf_test_nftrace(), d);
+	run_ok(cmd);
+}
+END_TEST
+
 static Suite *reliability_suite(void)
 {
 	Suite *s = suite_create("reliability");
@@ -162,6 +234,12 @@ static Suite *reliability_suite(void)
 	tcase_add_test(tc, force_with_a_foreign_file_in_our_session_removes_nothing);
 	tcase_add_test(tc, force_replaces_our_own_session_and_its_timeline);
 	tcase_add_test(tc, force_refuses_metadata_that_is_a_link_to_ours);
+	tc = tcase_create("program");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 300);
+	suite_add_tcase(s, tc);
+	tcase_add_test(tc, program_under_a_file_size_limit_fails);
+	tcase_add_test(tc, pending_async_wait_at_the_end);
 	return s;
 }
 
