@@ -220,6 +220,82 @@ START_TEST(pending_async_wait_at_the_end)
 }
 END_TEST
 
+
+/* ------------------------------------------------------------------ */
+/* 6. the timeline cache is keyed on what the session is                 */
+
+static void query_count(const char *dir, char *res, size_t len)
+{
+	snprintf(cmd, sizeof(cmd), "'%s' query --csv '%s' 'select count(*) from fence_ops'",
+		 nf_test_nftrace(), dir);
+	run_ok(cmd);
+	snprintf(res, len, "%.60s", out);
+}
+
+START_TEST(cache_follows_files_replaced_by_older_copies)
+{
+	char other[700], a[64], b[64], c[64];
+
+	snprintf(other, sizeof(other), "%s/other", tmp);
+	record(other, "samples/overrun.nfs", "--ground-truth");
+	query_count(good, a, sizeof(a));
+	query_count(other, b, sizeof(b));
+	ck_assert_str_ne(a, b);
+	/* Older copies of another session's files over this one's, timestamps
+	 * kept (cp -p, rsync -a, tar x): its timeline is now newer than them. */
+	snprintf(cmd, sizeof(cmd), "touch -d '2001-01-01' '%s'/metadata '%s'/events '%s'/truth && "
+		 "cp -p '%s'/metadata '%s'/events '%s'/truth '%s'/",
+		 other, other, other, other, other, other, good);
+	run_ok(cmd);
+	query_count(good, c, sizeof(c));
+	ck_assert_str_eq(c, b);
+	/* And back, by the same means. */
+	record(other, "samples/log-buffer-example.nfs", "--ground-truth --force");
+	snprintf(cmd, sizeof(cmd), "touch -d '2001-01-01' '%s'/metadata '%s'/events '%s'/truth && "
+		 "cp -p '%s'/metadata '%s'/events '%s'/truth '%s'/",
+		 other, other, other, other, other, other, good);
+	run_ok(cmd);
+	query_count(good, c, sizeof(c));
+	ck_assert_str_eq(c, a);
+}
+END_TEST
+
+START_TEST(cache_refuses_a_session_being_recorded)
+{
+	char d[700];
+
+	snprintf(d, sizeof(d), "%s/live", tmp);
+	/* The program records into d and sleeps, its recorder holding the
+	 * session, until SIGTERM ends it cleanly. */
+	snprintf(cmd, sizeof(cmd),
+		 "cd '%s' && NFTRACE_RECORD_DIR='%s' '%s' sleep > ready.txt & pid=$!; "
+		 "cd '%s'; i=0; while ! grep -q ready ready.txt 2>/dev/null && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; "
+		 "'%s' query --csv '%s' 'select count(*) from fence_ops'; echo \"query=$?\"; "
+		 "kill -TERM $pid; wait $pid; echo \"prog=$?\"",
+		 tmp, d, prog(), tmp, nf_test_nftrace(), d);
+	int st = run(cmd);
+	ck_assert_msg(st == 0, "exit %d: %s", st, err);
+	ck_assert_msg(strstr(out, "query=1") && strstr(out, "prog=0"), "%s / %s", out, err);
+	ck_assert_msg(nf_test_count_lines(err) == 1 && strstr(err, "being recorded") && strstr(err, d),
+		      "%s", err);
+	/* Once the recording has ended, the whole session. */
+	char c[64];
+	query_count(d, c, sizeof(c));
+	ck_assert_str_eq(c, "count(*)\n2\n");
+}
+END_TEST
+
+START_TEST(cache_removes_temporaries_of_interrupted_builds)
+{
+	char c[64];
+
+	snprintf(cmd, sizeof(cmd), "head -c 100000 /dev/zero > '%s/..timeline.db.tmp.AbC123'", good);
+	run_ok(cmd);
+	query_count(good, c, sizeof(c));
+	ck_assert(!exists(good, "..timeline.db.tmp.AbC123"));
+}
+END_TEST
+
 static Suite *reliability_suite(void)
 {
 	Suite *s = suite_create("reliability");
@@ -240,6 +316,13 @@ static Suite *reliability_suite(void)
 	suite_add_tcase(s, tc);
 	tcase_add_test(tc, program_under_a_file_size_limit_fails);
 	tcase_add_test(tc, pending_async_wait_at_the_end);
+	tc = tcase_create("cache");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 300);
+	suite_add_tcase(s, tc);
+	tcase_add_test(tc, cache_follows_files_replaced_by_older_copies);
+	tcase_add_test(tc, cache_refuses_a_session_being_recorded);
+	tcase_add_test(tc, cache_removes_temporaries_of_interrupted_builds);
 	return s;
 }
 
