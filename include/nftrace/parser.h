@@ -35,6 +35,11 @@ struct nf_session_info {
 	uint64_t cpu_frequency;     /* CPU clock ticks per second */
 	uint64_t start_ticks;       /* CPU clock value at session start */
 	bool ground_truth;          /* a truth stream was recorded */
+	/* nftrace's own sessions: NULL when the recording ended cleanly and every
+	 * stream is as long as recorded, else what is missing ("no end of
+	 * recording (...)", "events has N of the M bytes recorded"). Always NULL
+	 * for traces of other tools (nothing to tell). */
+	const char *incomplete;
 };
 
 /* What the log replay concluded about an entry or a gap. */

@@ -4,7 +4,7 @@
  *   ops N           N GPU operations, then finish and destroy (exit 0)
  *   async-pending   a cpu_wait_async still pending when the runtime is destroyed
  *   fork N          forks after creating its runtime; both processes record N/2
- *   sleep           records one operation, prints "ready" on stdout and sleeps
+ *   sleep [N]       records N operations (1), prints "ready" on stdout and sleeps
  *                   until a signal ends it
  *   exit127         records a little, then exits with status 127
  * Exit status: 0, or 1 with the library's error on stderr.
@@ -108,7 +108,7 @@ int main(int argc, char **argv)
 		sa.sa_handler = on_signal;
 		sigaction(SIGTERM, &sa, NULL);
 		sigaction(SIGINT, &sa, NULL);
-		rc = ops(&p, 1, 1);
+		rc = ops(&p, 1, argc > 2 ? n : 1);
 		printf("ready\n");
 		fflush(stdout);
 		pause(); /* a signal ends the wait: then close the session cleanly */

@@ -296,6 +296,67 @@ START_TEST(cache_removes_temporaries_of_interrupted_builds)
 }
 END_TEST
 
+
+/* ------------------------------------------------------------------ */
+/* 8. check: incomplete and mixed sessions                                */
+
+START_TEST(check_calls_a_session_cut_at_a_packet_boundary_incomplete)
+{
+	char d[700];
+
+	/* 20000 operations: several 256 KiB packets; keep the first. */
+	snprintf(d, sizeof(d), "%s/cut", tmp);
+	snprintf(cmd, sizeof(cmd), "'%s' record -o '%s' -- '%s' ops 20000 >/dev/null && "
+		 "test $(stat -c %%s '%s/events') -gt 524288 && truncate -s 262144 '%s/events'",
+		 nf_test_nftrace(), d, prog(), d, d);
+	run_ok(cmd);
+	snprintf(cmd, sizeof(cmd), "'%s' check '%s'", nf_test_nftrace(), d);
+	ck_assert_int_eq(run(cmd), 1);
+	ck_assert_msg(strstr(out, "verdict: incomplete (events has 262144 of the "), "%s", out);
+	snprintf(cmd, sizeof(cmd), "'%s' check --json '%s'", nf_test_nftrace(), d);
+	ck_assert_int_eq(run(cmd), 1);
+	ck_assert_msg(strstr(out, "\"verdict\": \"incomplete\"") && strstr(out, "\"incomplete\": \"events has"),
+		      "%s", out);
+}
+END_TEST
+
+START_TEST(check_calls_a_killed_recording_incomplete)
+{
+	char d[700];
+
+	snprintf(d, sizeof(d), "%s/killed", tmp);
+	snprintf(cmd, sizeof(cmd),
+		 "cd '%s' && NFTRACE_RECORD_DIR='%s' '%s' sleep 20000 > ready.txt & pid=$!; "
+		 "cd '%s'; i=0; while ! grep -q ready ready.txt 2>/dev/null && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; "
+		 "kill -KILL $pid; wait $pid; '%s' check '%s'; echo \"check=$?\"",
+		 tmp, d, prog(), tmp, nf_test_nftrace(), d);
+	run(cmd);
+	ck_assert_msg(strstr(out, "verdict: incomplete (no end of recording") && strstr(out, "check=1"),
+		      "%s / %s", out, err);
+	/* The whole recording is not. */
+	snprintf(cmd, sizeof(cmd), "'%s' check '%s'", nf_test_nftrace(), good);
+	ck_assert_int_eq(run(cmd), 0);
+	ck_assert_msg(strstr(out, "verdict: whole"), "%s", out);
+}
+END_TEST
+
+START_TEST(check_refuses_metadata_and_events_of_two_recordings)
+{
+	static const char *const cmds[] = { "check", "info", "query" };
+	char other[700];
+
+	snprintf(other, sizeof(other), "%s/other", tmp);
+	record(other, "samples/log-buffer-example.nfs", "--ground-truth --seed 9");
+	snprintf(cmd, sizeof(cmd), "cp '%s/events' '%s/events'", other, good);
+	run_ok(cmd);
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		snprintf(cmd, sizeof(cmd), "'%s' %s '%s' %s", nf_test_nftrace(), cmds[i], good,
+			 i == 2 ? "'select 1'" : "");
+		refused_one_line(run(cmd), cmds[i], "another recording");
+	}
+}
+END_TEST
+
 static Suite *reliability_suite(void)
 {
 	Suite *s = suite_create("reliability");
@@ -323,6 +384,13 @@ static Suite *reliability_suite(void)
 	tcase_add_test(tc, cache_follows_files_replaced_by_older_copies);
 	tcase_add_test(tc, cache_refuses_a_session_being_recorded);
 	tcase_add_test(tc, cache_removes_temporaries_of_interrupted_builds);
+	tc = tcase_create("check");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 300);
+	suite_add_tcase(s, tc);
+	tcase_add_test(tc, check_calls_a_session_cut_at_a_packet_boundary_incomplete);
+	tcase_add_test(tc, check_calls_a_killed_recording_incomplete);
+	tcase_add_test(tc, check_refuses_metadata_and_events_of_two_recordings);
 	return s;
 }
 
