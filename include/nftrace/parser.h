@@ -42,6 +42,15 @@ struct nf_session_info {
 	const char *incomplete;
 };
 
+/*
+ * The largest GPU clock value (timestamps in log entries, calibration pairs)
+ * the tools take as a time: 2^62 ticks is millennia at any GPU frequency, and
+ * below it every difference of two values fits a signed 64-bit integer. A log
+ * entry with a timestamp beyond it is an NF_FIND_OUT_OF_RANGE finding, and
+ * the analyzer leaves such times NULL.
+ */
+#define NF_GPU_TS_MAX (1ull << 62)
+
 /* What the log replay concluded about an entry or a gap. */
 enum nf_finding_kind {
 	NF_FIND_LOST,               /* entries overwritten before the OS read them (count) */

@@ -357,6 +357,38 @@ START_TEST(check_refuses_metadata_and_events_of_two_recordings)
 }
 END_TEST
 
+
+/* ------------------------------------------------------------------ */
+/* 7. out-of-range timestamps                                            */
+
+/* A GPU clock near 2^63 (every log timestamp and calibration beyond 2^62):
+ * findings, NULL times, no signed overflow (UBSan in the sanitizer run). */
+START_TEST(gpu_clock_near_2_63_gives_findings_and_null_times)
+{
+	char sc[700], d[700];
+
+	snprintf(sc, sizeof(sc), "%s/big.nfs", tmp);
+	snprintf(d, sizeof(d), "%s/big", tmp);
+	char src[1024];
+	nf_test_source_path(src, sizeof(src), "samples/log-buffer-example.nfs");
+	snprintf(cmd, sizeof(cmd), "sed 's/gpu_offset 1000000/gpu_offset 9223372036854775000/' '%s' > '%s' && "
+		 "grep -q 'gpu_offset 9223372036854775000' '%s' && '%s' record -o '%s' '%s' >/dev/null",
+		 src, sc, sc, nf_test_nftrace(), d, sc);
+	run_ok(cmd);
+	snprintf(cmd, sizeof(cmd), "'%s' check '%s'", nf_test_nftrace(), d);
+	ck_assert_int_eq(run(cmd), 1);
+	ck_assert_msg(strstr(out, "out_of_range: entry 0: end GPU timestamp 922337203685478") &&
+		      !strstr(out, "verdict: whole"), "%s", out);
+	ck_assert_msg(!strstr(err, "runtime error"), "%s", err);
+	snprintf(cmd, sizeof(cmd), "'%s' query --csv '%s' \"select count(*), count(end_ns), count(observed_ns) "
+		 "from fence_ops; select count(*) from anomalies where kind = 'out_of_range' and detail like "
+		 "'%%calibration pair%%'\"", nf_test_nftrace(), d);
+	run_ok(cmd);
+	ck_assert_msg(strstr(out, "2,0,0\n") && !strstr(out, "\n0\n"), "%s", out);
+	ck_assert_msg(err[0] == '\0', "%s", err);
+}
+END_TEST
+
 static Suite *reliability_suite(void)
 {
 	Suite *s = suite_create("reliability");
@@ -391,6 +423,7 @@ static Suite *reliability_suite(void)
 	tcase_add_test(tc, check_calls_a_session_cut_at_a_packet_boundary_incomplete);
 	tcase_add_test(tc, check_calls_a_killed_recording_incomplete);
 	tcase_add_test(tc, check_refuses_metadata_and_events_of_two_recordings);
+	tcase_add_test(tc, gpu_clock_near_2_63_gives_findings_and_null_times);
 	return s;
 }
 
