@@ -4,7 +4,8 @@
  * items the parser could deliver, in its order (events of any kind with every
  * field within its type, decoded log entries, findings), whose numbers are
  * mostly taken from the edges: 0, 1, 2^31, 2^32-1, 2^53, 2^62 +-1, 2^63 +-1,
- * 2^64-1, with CPU timestamps that never go back. The session's clock
+ * 2^64-1, with CPU timestamps that never go back (log positions and counts
+ * stay below 2^52, as the log replay guarantees). The session's clock
  * (frequency, start) is absurd too. Under UBSan a signed overflow is a crash;
  * after finish() the target checks what the builder promises: every GPU time
  * it wrote is within +-2^62 ns or NULL, and no calibration row holds a clock
@@ -51,6 +52,24 @@ static uint64_t fz_absurd(struct fz_in *in)
 	if (sel < 224)
 		return fz_u8(in) % 8;
 	return fz_take(in, 8);
+}
+
+/*
+ * Log positions and counts: the log replay never delivers one at or beyond
+ * 2^52 (a WraparoundCount of 2^32 times a capacity of at most 2^20), so the
+ * edges are those below it.
+ */
+static uint64_t fz_seq(struct fz_in *in)
+{
+	static const uint64_t edges[] = { 0, 1, 2, 63, 64, (1ull << 20) - 1, 1ull << 20,
+					  (1ull << 32) - 1, 1ull << 32, 1ull << 51, (1ull << 52) - 1 };
+	uint8_t sel = fz_u8(in);
+
+	if (sel < 128)
+		return edges[sel % (sizeof(edges) / sizeof(edges[0]))];
+	if (sel < 224)
+		return fz_u8(in) % 8;
+	return fz_take(in, 8) & ((1ull << 52) - 1);
 }
 
 /* Handles and ordinals: few, so that queues, fences and logs meet. */
@@ -113,7 +132,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			e.hwqueue = (uint32_t)fz_small(&in);
 			e.log_type = fz_u8(&in) & 1 ? NF_LOG_WAITS : NF_LOG_SIGNALS;
 			e.epoch = (uint32_t)fz_small(&in);
-			e.seq = fz_absurd(&in);
+			e.seq = fz_seq(&in);
 			e.read_cpu_ts = ts;
 			e.entry.fence_value = fz_absurd(&in);
 			e.entry.hnative_fence = (uint32_t)fz_small(&in);
@@ -134,8 +153,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			f.hwqueue = (uint32_t)fz_small(&in);
 			f.log_type = fz_u8(&in) & 1 ? NF_LOG_WAITS : NF_LOG_SIGNALS;
 			f.epoch = (uint32_t)fz_small(&in);
-			f.count = fz_absurd(&in) | 1;
-			f.first_seq = fz_absurd(&in);
+			f.count = fz_seq(&in) | 1;
+			f.first_seq = fz_seq(&in);
 			f.prev_gpu_ts = fz_absurd(&in);
 			f.next_gpu_ts = fz_absurd(&in);
 			f.cpu_ts = ts;
