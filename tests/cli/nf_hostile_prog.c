@@ -7,6 +7,7 @@
  *   sleep [N]       records N operations (1), prints "ready" on stdout and sleeps
  *                   until a signal ends it
  *   exit127         records a little, then exits with status 127
+ *   advance-max     nf_runtime_advance(2^64-1 ns): waits until a signal ends it
  * Exit status: 0, or 1 with the library's error on stderr.
  */
 #include <signal.h>
@@ -116,6 +117,8 @@ int main(int argc, char **argv)
 			rc = nf_runtime_finish(p.rt, &p.err);
 		nf_runtime_destroy(p.rt);
 		return 0;
+	} else if (!rc && !strcmp(mode, "advance-max")) {
+		rc = nf_runtime_advance(p.rt, UINT64_MAX, &p.err);
 	} else if (!rc && !strcmp(mode, "exit127")) {
 		rc = ops(&p, 1, 2);
 		nf_runtime_destroy(p.rt);

@@ -389,6 +389,71 @@ START_TEST(gpu_clock_near_2_63_gives_findings_and_null_times)
 }
 END_TEST
 
+
+/* ------------------------------------------------------------------ */
+/* 5. huge advance / at / latencies                                       */
+
+/* One advance of almost an hour of session time with a read every
+ * nanosecond: SIGINT and SIGTERM stop it (exit 130, the session closed). */
+START_TEST(huge_advance_stops_on_sigint_and_sigterm)
+{
+	static const char *const sigs[] = { "INT", "TERM" };
+	char sc[700], d[700];
+
+	snprintf(sc, sizeof(sc), "%s/spin.nfs", tmp);
+	snprintf(cmd, sizeof(cmd), "printf 'os log_read_interval 1ns\\nadvance 3599s\\n' > '%s'", sc);
+	run_ok(cmd);
+	for (size_t i = 0; i < 2; i++) {
+		snprintf(d, sizeof(d), "%s/spin%zu", tmp, i);
+		snprintf(cmd, sizeof(cmd),
+			 "timeout -s KILL 60 '%s' record -o '%s' '%s' & p=$!; sleep 1; kill -%s $p; wait $p; echo \"exit=$?\"",
+			 nf_test_nftrace(), d, sc, sigs[i]);
+		run(cmd);
+		ck_assert_msg(strstr(out, "exit=130"), "SIG%s: %s / %s", sigs[i], out, err);
+		ck_assert_msg(strstr(err, "closed cleanly"), "SIG%s: %s", sigs[i], err);
+	}
+}
+END_TEST
+
+/* Beyond an hour of session time, and latencies beyond a second: refused
+ * with one line (they ran for ever, filling the disk). */
+START_TEST(huge_times_are_refused)
+{
+	static const struct { const char *text, *what; } cases[] = {
+		{ "advance 18446744073709551615\\n", "past 1 hour" },
+		{ "at 18446744073709551615\\n", "past 1 hour" },
+		{ "advance 1800s\\nadvance 1801s\\n", "past 1 hour" },
+		{ "adapter G caps native irq_latency 18446744073709551615\\n", "irq_latency must be at most 1s" },
+		{ "adapter G caps native submit_latency 2s\\n", "submit_latency must be at most 1s" },
+	};
+	char sc[700], d[700];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		snprintf(sc, sizeof(sc), "%s/t%zu.nfs", tmp, i);
+		snprintf(d, sizeof(d), "%s/t%zu", tmp, i);
+		snprintf(cmd, sizeof(cmd), "printf '%s' > '%s' && exec timeout -s KILL 60 '%s' record -o '%s' '%s'",
+			 cases[i].text, sc, nf_test_nftrace(), d, sc);
+		int st = run(cmd);
+		refused_one_line(st, cases[i].text, cases[i].what);
+	}
+}
+END_TEST
+
+/* A threaded runtime asked to advance 2^64-1 ns waits (it returned at once:
+ * the end time wrapped around). */
+START_TEST(threaded_advance_of_2_64_waits)
+{
+	char d[700];
+
+	snprintf(d, sizeof(d), "%s/adv", tmp);
+	snprintf(cmd, sizeof(cmd),
+		 "NFTRACE_RECORD_DIR='%s' NFTRACE_MODE=threaded timeout 2 '%s' advance-max; echo \"exit=$?\"; "
+		 "grep -c 'mode = \"threaded\"' '%s/metadata'", d, prog(), d);
+	run(cmd);
+	ck_assert_msg(strstr(out, "exit=124\n1\n"), "%s / %s", out, err);
+}
+END_TEST
+
 static Suite *reliability_suite(void)
 {
 	Suite *s = suite_create("reliability");
@@ -424,6 +489,13 @@ static Suite *reliability_suite(void)
 	tcase_add_test(tc, check_calls_a_killed_recording_incomplete);
 	tcase_add_test(tc, check_refuses_metadata_and_events_of_two_recordings);
 	tcase_add_test(tc, gpu_clock_near_2_63_gives_findings_and_null_times);
+	tc = tcase_create("time");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 300);
+	suite_add_tcase(s, tc);
+	tcase_add_test(tc, huge_advance_stops_on_sigint_and_sigterm);
+	tcase_add_test(tc, huge_times_are_refused);
+	tcase_add_test(tc, threaded_advance_of_2_64_waits);
 	return s;
 }
 
