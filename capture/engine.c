@@ -1479,10 +1479,23 @@ static int sim_dispatch(struct nf_runtime *rt, const struct nf_sim_event *se)
 	return 0;
 }
 
-/* Runs every simulation event up to `until`, then sets the clock there. */
+/* The caller's interrupt flag (SIGINT), looked at every 1024 simulation
+ * events: one advance may run millions of periodic reads. */
+static bool sim_interrupted(const struct nf_runtime *rt, uint32_t *n)
+{
+	return (++*n & 1023u) == 0 && rt->cfg.interrupt &&
+	       __atomic_load_n(rt->cfg.interrupt, __ATOMIC_RELAXED);
+}
+
+/* Runs every simulation event up to `until`, then sets the clock there;
+ * NF_EINTR (the clock where it stopped) when interrupted. */
 static int sim_run_until(struct nf_runtime *rt, uint64_t until)
 {
+	uint32_t n = 0;
+
 	while (rt->heap_len && sim_top(rt)->time <= until && !rt->err.code) {
+		if (sim_interrupted(rt, &n))
+			return NF_EINTR;
 		struct nf_sim_event se = sim_pop(rt);
 
 		if (se.time > rt->now)
@@ -1624,19 +1637,14 @@ void nf_runtime_destroy(nf_runtime *rt)
 			free(rt->queues[i].logs[l].truth);
 		}
 	}
-	for (uint32_t i = 0; i < rt->n_globals; i++) {
-		struct nf_cpu_waiter *w = rt->globals[i].waiters;
-		while (w) {
-			struct nf_cpu_waiter *n = w->next;
-			if (w->event)
-				free(w); /* async waiters are heap-owned */
-			w = n;
-		}
+	/* Blocking waiters live in their caller's frame; an async one belongs to
+	 * its event (pending or done), which frees it here exactly once. A
+	 * fence's list may still hold pending async waiters: they are not freed
+	 * through it (that freed them before the event read them). */
+	for (uint32_t i = 0; i < rt->n_globals; i++)
 		free(rt->globals[i].gpu_waiters);
-	}
 	for (uint32_t i = 0; i < rt->n_events; i++)
-		if (rt->events[i].waiter && rt->events[i].waiter->done)
-			free(rt->events[i].waiter);
+		free(rt->events[i].waiter);
 	free(rt->queues);
 	free(rt->globals);
 	free(rt->locals);
@@ -1676,7 +1684,10 @@ static int api_runtime_advance(nf_runtime *rt, uint64_t ns, struct nf_error *err
 		return rc;
 	if (ns > UINT64_MAX - rt->now)
 		return nf_error_set(err, NF_EINVAL, "time would overflow");
-	return fail(rt, sim_run_until(rt, rt->now + ns), err);
+	rc = sim_run_until(rt, rt->now + ns);
+	if (rc == NF_EINTR && !rt->err.code)
+		return nf_error_set(err, NF_EINTR, "interrupted");
+	return fail(rt, rc, err);
 }
 
 uint64_t nf_runtime_now_ns(const nf_runtime *rt)
@@ -1729,9 +1740,13 @@ static int api_runtime_finish(nf_runtime *rt, struct nf_error *err)
 		if (!rc && rt->finished)
 			return nf_error_set(err, NF_ESTATE, "runtime already finished");
 	}
-	while (!rt->threaded && sim_step(rt, &rc))
+	uint32_t polls = 0;
+	while (!rt->threaded && sim_step(rt, &rc)) {
 		if (rc)
 			return fail(rt, rc, err);
+		if (sim_interrupted(rt, &polls))
+			return nf_error_set(err, NF_EINTR, "interrupted while the queues drained");
+	}
 	if (!rc)
 		rc = read_all_logs(rt);
 	for (uint32_t a = 0; a < rt->n_adapters && !rc; a++)
@@ -2519,7 +2534,12 @@ static int api_cpu_wait(nf_runtime *rt, nf_handle fence, uint64_t value, uint64_
 		}
 	}
 	/* Deterministic: run the world until satisfied or the deadline. */
+	uint32_t polls = 0;
 	while (!w.done) {
+		if (sim_interrupted(rt, &polls)) {
+			rc = NF_EINTR;
+			goto out_unlink;
+		}
 		if (!rt->heap_len || sim_top(rt)->time > deadline || !rt->active_sims) {
 			if (deadline == UINT64_MAX) {
 				waiter_unlink(&rt->globals[gi], &w);
@@ -2556,6 +2576,9 @@ out_unlink:
 	/* A failure (the event sink's, say) while waiting: the waiter lives on
 	 * this stack, so it must not stay linked to the fence. */
 	waiter_unlink(&rt->globals[gi], &w);
+	if (rc == NF_EINTR && !rt->err.code)
+		return nf_error_set(err, NF_EINTR, "CPU wait on fence 0x%x for %llu interrupted", fence,
+				    (unsigned long long)value);
 	return fail(rt, rc, err);
 }
 
@@ -2612,13 +2635,18 @@ static int api_event_wait(nf_runtime *rt, nf_handle event, uint64_t timeout_ns, 
 		if (!nf_th_cpu_block(rt, deadline) && !rt->events[ei].signaled)
 			return nf_error_set(err, NF_ETIMEOUT, "wait on event 0x%x timed out", event);
 	}
+	uint32_t polls = 0;
 	while (!rt->events[ei].signaled) {
+		if (sim_interrupted(rt, &polls))
+			return nf_error_set(err, NF_EINTR, "wait on event 0x%x interrupted", event);
 		if (!rt->heap_len || sim_top(rt)->time > deadline || !rt->active_sims) {
 			if (deadline == UINT64_MAX)
 				return nf_error_set(err, NF_ESTATE,
 						    "event 0x%x can never be signalled: no GPU work is pending",
 						    event);
 			rc = sim_run_until(rt, deadline);
+			if (rc == NF_EINTR && !rt->err.code)
+				return nf_error_set(err, NF_EINTR, "wait on event 0x%x interrupted", event);
 			if (rc)
 				return fail(rt, rc, err);
 			if (!rt->events[ei].signaled)

@@ -123,6 +123,11 @@ static void word_copy(const struct sc_word *w, char *buf, size_t len)
 /* numbers and expressions                                             */
 
 struct sc_unit { const char *suffix; double mult; };
+/* A session's time is at most 1 hour: `advance` and `at` beyond it stop
+ * the run (the engine writes periodic reads all along, so a longer one could
+ * fill a disk). */
+#define NF_SC_MAX_SESSION_NS 3600000000000ull
+
 static const struct sc_unit sc_time_units[] = {
 	{ "ns", 1 }, { "us", 1e3 }, { "ms", 1e6 }, { "s", 1e9 }, { NULL, 0 } };
 static const struct sc_unit sc_freq_units[] = {
@@ -451,6 +456,16 @@ static int need_words(struct sc_parser *p, uint32_t n, const char *usage)
 	return 0;
 }
 
+/* Latencies and costs: a GPU or an OS taking more than a second for one
+ * step is no model of either, and a huge one made a single advance run (and
+ * write periodic reads) for ever. */
+static int at_most_1s(struct sc_parser *p, const struct sc_word *v, const char *what, uint64_t ns)
+{
+	if (ns > 1000000000ull)
+		return perr(p, v->col, "%s must be at most 1s", what);
+	return 0;
+}
+
 static int parse_adapter(struct sc_parser *p, struct sc_stmt *st)
 {
 	struct nf_adapter_desc *d = &st->adesc;
@@ -519,12 +534,16 @@ static int parse_adapter(struct sc_parser *p, struct sc_stmt *st)
 					    (int)v->len, v->s);
 		} else if (word_is(k, "signal_cost")) {
 			rc = const_value(p, v, sc_time_units, &d->signal_cost_ns);
+			rc = rc ? rc : at_most_1s(p, v, "signal_cost", d->signal_cost_ns);
 		} else if (word_is(k, "wait_cost")) {
 			rc = const_value(p, v, sc_time_units, &d->wait_cost_ns);
+			rc = rc ? rc : at_most_1s(p, v, "wait_cost", d->wait_cost_ns);
 		} else if (word_is(k, "irq_latency")) {
 			rc = const_value(p, v, sc_time_units, &d->interrupt_latency_ns);
+			rc = rc ? rc : at_most_1s(p, v, "irq_latency", d->interrupt_latency_ns);
 		} else if (word_is(k, "submit_latency")) {
 			rc = const_value(p, v, sc_time_units, &d->submit_latency_ns);
+			rc = rc ? rc : at_most_1s(p, v, "submit_latency", d->submit_latency_ns);
 		} else if (word_is(k, "zero_ts")) {
 			rc = parse_rate(p, v, 0, 1, &d->zero_ts_rate);
 		} else if (word_is(k, "repeat_ts")) {
@@ -1198,6 +1217,9 @@ static int run_stmt(struct sc_run *r, const struct sc_stmt *st)
 		break;
 	case SC_OP_ADVANCE:
 		rc = run_value(r, st, &st->e1, &x);
+		if (!rc && x > NF_SC_MAX_SESSION_NS - nf_runtime_now_ns(r->rt))
+			return rerr(r, st, "'advance %llu' would take the session past 1 hour, the limit (now %llu ns)",
+				    (unsigned long long)x, (unsigned long long)nf_runtime_now_ns(r->rt));
 		if (!rc)
 			rc = nf_runtime_advance(r->rt, x, &e);
 		break;
@@ -1206,6 +1228,9 @@ static int run_stmt(struct sc_run *r, const struct sc_stmt *st)
 		if (!rc && x < nf_runtime_now_ns(r->rt))
 			return rerr(r, st, "'at %llu' is in the past (now %llu ns)", (unsigned long long)x,
 				    (unsigned long long)nf_runtime_now_ns(r->rt));
+		if (!rc && x > NF_SC_MAX_SESSION_NS)
+			return rerr(r, st, "'at %llu' is past 1 hour, the limit of a session's time",
+				    (unsigned long long)x);
 		if (!rc)
 			rc = nf_runtime_advance(r->rt, x - nf_runtime_now_ns(r->rt), &e);
 		break;

@@ -1286,6 +1286,21 @@ int nf_parser_open(const char *dir, struct nf_parser **out, struct nf_error *err
 		rc = nf_error_set(err, NF_ENOMEM, "out of memory");
 		goto out_destroy;
 	}
+	/* Our own sessions say whether the recording ended and how long each
+	 * stream was then (whatever reads them). */
+	{
+		struct nf_prescan_meta *mt = nf_prescan_metadata_load(dir);
+		char what[512];
+
+		if (mt) {
+			nf_prescan_completeness(dir, mt, what, sizeof(what));
+			nf_prescan_meta_free(mt);
+			if (what[0] && !(p->info.incomplete = strdup(what))) {
+				rc = nf_error_set(err, NF_ENOMEM, "out of memory");
+				goto out_destroy;
+			}
+		}
+	}
 	/*
 	 * Our own metadata at this schema version: the native reader, and what it
 	 * and the session info need (environment, clock, stream classes) comes
@@ -1415,6 +1430,7 @@ void nf_parser_destroy(struct nf_parser *p)
 		free((char *)p->info.host);
 	bt_plugin_put_ref(p->ctf_plugin);
 	bt_plugin_put_ref(p->utils_plugin);
+	free((char *)p->info.incomplete);
 	free(p->dir);
 	free(p);
 }

@@ -13,6 +13,9 @@
 -- host, ground_truth (1 when truth_ops was recorded), build_id (process id and
 -- wall-clock time of the build that wrote this file: two analyses of one
 -- session give two values).
+-- session_key: what the session's files were when this file was built (names,
+-- sizes, a hash of each file's first and last 64 KiB); nf_timeline_ensure()
+-- rebuilds when it no longer matches.
 CREATE TABLE meta (
   key   TEXT PRIMARY KEY,   -- name of the fact
   value TEXT                -- its value, as text

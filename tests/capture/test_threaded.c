@@ -15,6 +15,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "nftrace/events.h"
 #include "nftrace/nfence.h"
@@ -934,6 +935,44 @@ START_TEST(test_interrupt_flag_stops_waits)
 }
 END_TEST
 
+/* Sets the flag it is given after 200 ms (a signal handler would). */
+static void *late_interrupt(void *arg)
+{
+	struct timespec ts = { 0, 200000000 };
+
+	nanosleep(&ts, NULL);
+	__atomic_store_n((volatile int *)arg, 1, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+/* Issue 18: an advance of 2^64-1 ns is a wait until interrupted; its end
+ * time wrapped around and it returned at once. */
+START_TEST(test_advance_of_2_64_waits_until_interrupted)
+{
+	static volatile int flag;
+	struct nf_runtime_config cfg;
+	struct nf_error err;
+	struct env e;
+	pthread_t t;
+
+	__atomic_store_n(&flag, 0, __ATOMIC_RELAXED);
+	memset(&e, 0, sizeof(e));
+	nf_runtime_config_init(&cfg);
+	cfg.mode = NF_MODE_THREADED;
+	cfg.sink.ctx = &e.col;
+	cfg.sink.emit = col_emit;
+	cfg.interrupt = &flag;
+	ck_assert_msg(nf_runtime_create(&cfg, &e.rt, &e.err) == 0, "%s", e.err.msg);
+	OK(nf_runtime_advance(e.rt, 1000000, E_));
+	ck_assert_int_eq(pthread_create(&t, NULL, late_interrupt, (void *)&flag), 0);
+	nf_error_clear(&err);
+	ck_assert_int_eq(nf_runtime_advance(e.rt, UINT64_MAX, &err), NF_EINTR);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	env_end(&e);
+	env_free(&e);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("engine-threaded");
@@ -941,6 +980,7 @@ int main(void)
 
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, test_mv41);
+	tcase_add_test(tc, test_advance_of_2_64_waits_until_interrupted);
 	tcase_add_test(tc, test_no_waiter_no_interrupt);
 	tcase_add_test(tc, test_gpu_wait_blocks_queue);
 	tcase_add_test(tc, test_cpu_wait_blocks);
