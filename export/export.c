@@ -1319,6 +1319,7 @@ int nf_export(const char *db_path, const struct nf_export_options *opts,
 {
 	struct exporter x;
 	struct nf_xout out;
+	struct stat sb;
 	char *tmp = NULL;
 	int fd, ret;
 
@@ -1350,6 +1351,22 @@ int nf_export(const char *db_path, const struct nf_export_options *opts,
 		ret = oom(&x);
 		goto out_release;
 	}
+	/* A device or a pipe (/dev/null, /dev/stdout, a FIFO) is written as it is:
+	 * renaming a file over it would replace the device node. */
+	if (stat(opts->output, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+		if (S_ISDIR(sb.st_mode)) {
+			ret = nf_error_set(err, NF_EINVAL, "%s: is a directory", opts->output);
+			goto out_release;
+		}
+		free(tmp);
+		tmp = NULL;
+		if (!(out.f = fopen(opts->output, "wb"))) {
+			ret = nf_error_set(err, NF_EIO, "%s: cannot open: %s", opts->output,
+					   strerror(errno));
+			goto out_release;
+		}
+		goto write;
+	}
 	/* Written next to the final name, renamed over it when complete. */
 	sprintf(tmp, "%s.tmp-XXXXXX", opts->output);
 	if ((fd = mkstemp(tmp)) < 0) {
@@ -1365,6 +1382,7 @@ int nf_export(const char *db_path, const struct nf_export_options *opts,
 		close(fd);
 		goto out_unlink;
 	}
+write:
 	x.w = opts->format == NF_EXPORT_CHROME_JSON ? nf_export_chrome_create(&out)
 						     : nf_export_perfetto_create(&out);
 	if (!x.w) {
@@ -1382,11 +1400,11 @@ out_close:
 		x.w->destroy(x.w);
 	if (fclose(out.f) != 0 && ret == 0)
 		ret = nf_error_set(err, NF_EIO, "%s: write failed: %s", opts->output, strerror(errno));
-	if (ret == 0 && rename(tmp, opts->output) != 0)
+	if (ret == 0 && tmp && rename(tmp, opts->output) != 0)
 		ret = nf_error_set(err, NF_EIO, "%s: cannot rename into place: %s", opts->output,
 				   strerror(errno));
 out_unlink:
-	if (ret < 0)
+	if (ret < 0 && tmp)
 		unlink(tmp);
 out_release:
 	x.st.bytes = out.written;
