@@ -134,7 +134,7 @@ static size_t put_hex(char *d, uint64_t v)
 	return n;
 }
 
-static size_t put_dec(char *d, uint64_t v)
+static size_t __attribute__((unused)) put_dec(char *d, uint64_t v)
 {
 	char tmp[20];
 	size_t n = 0, k = 0;
@@ -148,9 +148,8 @@ static size_t put_dec(char *d, uint64_t v)
 	return k;
 }
 
-/* "PREFIX 0xFENCE OP VALUE" (fence or value unknown: "?"). */
-static void op_name(char *d, const char *prefix, const char *op, sqlite3_stmt *st, int fcol,
-		    int vcol)
+/* "PREFIX 0xFENCE" (fence unknown: "?"): few distinct names, so they intern. */
+static void op_name(char *d, const char *prefix, sqlite3_stmt *st, int fcol)
 {
 	size_t n = strlen(prefix);
 
@@ -160,14 +159,6 @@ static void op_name(char *d, const char *prefix, const char *op, sqlite3_stmt *s
 		d[n++] = '?';
 	else
 		n += put_hex(d + n, (uint64_t)sqlite3_column_int64(st, fcol));
-	d[n++] = ' ';
-	memcpy(d + n, op, strlen(op));
-	n += strlen(op);
-	d[n++] = ' ';
-	if (col_null(st, vcol))
-		d[n++] = '?';
-	else
-		n += put_dec(d + n, (uint64_t)sqlite3_column_int64(st, vcol));
 	d[n] = '\0';
 }
 
@@ -677,7 +668,7 @@ static char *cpu_signal_pred(struct exporter *x, const char *a)
 /* A sorted stream of (key, value) pairs from deps, merged with a scan. */
 struct edge_cursor {
 	sqlite3_stmt *st;
-	int done;
+	int done, started;
 	int64_t key, val;
 };
 
@@ -686,7 +677,14 @@ static int cursor_next(struct exporter *x, struct edge_cursor *c)
 	int rc = sqlite3_step(c->st);
 
 	if (rc == SQLITE_ROW) {
-		c->key = sqlite3_column_int64(c->st, 0);
+		int64_t k = sqlite3_column_int64(c->st, 0);
+
+		if (c->started && k < c->key)
+			return nf_error_set(x->err, NF_EFORMAT,
+					    "deps: rows out of order (%" PRId64 " after %" PRId64 ")", k,
+					    c->key);
+		c->started = 1;
+		c->key = k;
 		c->val = col_or(c->st, 1, 0);
 		return 0;
 	}
@@ -773,6 +771,74 @@ static int emit(struct exporter *x, struct nf_xevent *e)
 }
 
 /*
+ * The waits that end a flow, as a bitmap over fence_ops ids (one bit per
+ * operation: 1.25 MB for ten million), filled from one unsorted read of deps
+ * (its rows are not in wait order, and sorting them costs more than the
+ * rest of the export). bits stays NULL when the ids are too sparse for it.
+ */
+#define RELEASED_MAX_BITS ((int64_t)1 << 33)
+
+struct released {
+	uint8_t *bits;
+	int64_t lo, n;
+};
+
+static int released_has(const struct released *r, int64_t id)
+{
+	int64_t k = id - r->lo;
+
+	return k >= 0 && k < r->n && (r->bits[k >> 3] >> (k & 7)) & 1;
+}
+
+/* Fills r from sql's first column (wait ids); sql stays the caller's. */
+static int released_build(struct exporter *x, struct released *r, const char *sql)
+{
+	sqlite3_stmt *st = NULL;
+	int rc, ret = 0;
+
+	memset(r, 0, sizeof(*r));
+	if (!sql)
+		return oom(x);
+	if (sqlite3_prepare_v2(x->db, "SELECT min(id), max(id) FROM fence_ops", -1, &st, NULL) !=
+		    SQLITE_OK ||
+	    sqlite3_step(st) != SQLITE_ROW) {
+		ret = sql_fail(x, "reading fence_ops");
+		goto out;
+	}
+	if (col_null(st, 0))
+		goto out;  /* no operations: an empty bitmap would do, the cursor too */
+	r->lo = sqlite3_column_int64(st, 0);
+	if (sqlite3_column_int64(st, 1) - r->lo >= RELEASED_MAX_BITS - 1)
+		goto out;
+	r->n = sqlite3_column_int64(st, 1) - r->lo + 1;
+	sqlite3_finalize(st);
+	st = NULL;
+	if (!(r->bits = calloc((size_t)(r->n + 7) / 8, 1))) {
+		ret = oom(x);
+		goto out;
+	}
+	if (sqlite3_prepare_v2(x->db, sql, -1, &st, NULL) != SQLITE_OK) {
+		ret = sql_fail(x, "reading deps");
+		goto out;
+	}
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t k = sqlite3_column_int64(st, 0) - r->lo;
+
+		if (k >= 0 && k < r->n)
+			r->bits[k >> 3] |= (uint8_t)(1u << (k & 7));
+	}
+	if (rc != SQLITE_DONE)
+		ret = sql_fail(x, "reading deps");
+out:
+	sqlite3_finalize(st);
+	if (ret < 0) {
+		free(r->bits);
+		r->bits = NULL;
+	}
+	return ret;
+}
+
+/*
  * fence_ops, in id order. Each operation goes to its queue's lanes (kernel
  * waits without a queue: their thread's), with its flows: the waits it
  * released (deps by signal_id) and the signal that released it (deps by
@@ -780,6 +846,7 @@ static int emit(struct exporter *x, struct nf_xevent *e)
  */
 static int pass_ops(struct exporter *x, int check_ends)
 {
+	struct released rel = { 0 };
 	struct edge_cursor by_wait, by_signal;
 	sqlite3_stmt *st = NULL;
 	char *sql;
@@ -794,16 +861,26 @@ static int pass_ops(struct exporter *x, int check_ends)
 			"SELECT d.wait_id, 0 FROM deps d LEFT JOIN fence_ops s ON s.id = d.signal_id "
 			"WHERE (d.signal_id IS NOT NULL AND s.id IS NOT NULL%s) OR (d.signal_id IS NULL "
 			"AND d.cpu_signal IS NOT NULL AND EXISTS (SELECT 1 FROM cpu_signals c "
-			"WHERE c.id = d.cpu_signal%s)) ORDER BY d.wait_id",
+			"WHERE c.id = d.cpu_signal%s))",
 			x->op_pred_s, x->cpu_pred_c);
 	else
 		sql = sqlite3_mprintf(
 			"SELECT d.wait_id, 0 FROM deps d WHERE d.signal_id IS NOT NULL OR "
 			"(d.cpu_signal IS NOT NULL AND EXISTS (SELECT 1 FROM cpu_signals c "
-			"WHERE c.id = d.cpu_signal%s)) ORDER BY d.wait_id",
+			"WHERE c.id = d.cpu_signal%s))",
 			x->cpu_pred_c);
-	if ((ret = cursor_open(x, &by_wait, sql)) < 0)
+	if ((ret = released_build(x, &rel, sql)) < 0)
 		goto out;
+	if (!rel.bits) {
+		/* Ids too sparse for a bitmap: the same rows sorted by wait, merged. */
+		char *sorted = sqlite3_mprintf("SELECT * FROM (%s) ORDER BY 1", sql);
+
+		sqlite3_free(sql);
+		if ((ret = cursor_open(x, &by_wait, sorted)) < 0)
+			goto out;
+	} else {
+		sqlite3_free(sql);
+	}
 	if (check_ends)
 		sql = sqlite3_mprintf("SELECT d.signal_id, d.wait_id FROM deps d JOIN fence_ops w "
 				      "ON w.id = d.wait_id WHERE d.signal_id IS NOT NULL%s "
@@ -870,7 +947,7 @@ static int pass_ops(struct exporter *x, int check_ends)
 		}
 		if (ret < 0)
 			goto out;
-		op_name(name, is_wait ? "wait" : "signal", is_wait ? ">=" : "=", st, 3, 4);
+		op_name(name, is_wait ? "wait" : "signal", st, 3);
 		e.ts = start;
 		e.end = end;
 		e.name = name;
@@ -884,7 +961,7 @@ static int pass_ops(struct exporter *x, int check_ends)
 		if (!col_null(st, 9))
 			arg_int(&e, "thread", sqlite3_column_int64(st, 9));
 		if (is_wait) {
-			if (cursor_seek(x, &by_wait, id, &ret))
+			if (rel.bits ? released_has(&rel, id) : cursor_seek(x, &by_wait, id, &ret))
 				e.flow_in = (uint64_t)id + 1;
 			else if (ret < 0)
 				goto out;
@@ -902,6 +979,7 @@ out:
 	sqlite3_finalize(st);
 	sqlite3_finalize(by_wait.st);
 	sqlite3_finalize(by_signal.st);
+	free(rel.bits);
 	return ret;
 }
 
@@ -937,7 +1015,7 @@ static int pass_cpu_waits(struct exporter *x)
 				      : thread_track(x, sqlite3_column_int64(st, 1), start, end, &e.track);
 		if (ret < 0)
 			break;
-		op_name(name, "cpu wait", ">=", st, 2, 3);
+		op_name(name, "cpu wait", st, 2);
 		e.ts = start;
 		e.end = end;
 		e.name = name;
@@ -999,7 +1077,7 @@ static int pass_cpu_signals(struct exporter *x, int check_ends)
 				      : thread_track(x, sqlite3_column_int64(st, 1), ts, ts, &e.track);
 		if (ret < 0)
 			goto out;
-		op_name(name, "cpu signal", "=", st, 2, 3);
+		op_name(name, "cpu signal", st, 2);
 		e.ts = e.end = ts;
 		e.name = name;
 		e.cat = "cpu_signal";

@@ -47,7 +47,7 @@ struct nf_xtrack {
 
 /* One argument of an event. */
 struct nf_xarg {
-	const char *key;
+	const char *key;     /* a string literal: writers may know it by its address */
 	enum { NF_XA_INT, NF_XA_HEX, NF_XA_STR } type;
 	int64_t i;
 	const char *s;
@@ -61,7 +61,7 @@ struct nf_xevent {
 	const struct nf_xtrack *track;
 	int64_t ts, end, stall_ts;
 	int instant;
-	const char *name, *cat;
+	const char *name, *cat;  /* cat: a string literal (known by address) */
 	struct nf_xarg args[NF_XARGS_MAX];
 	int n_args;
 	const uint64_t *flows_out;  /* flows starting here */

@@ -4,8 +4,9 @@
  * one trusted packet sequence. Field numbers are those of Perfetto's public
  * protos (protos/perfetto/trace/trace_packet.proto, track_event/track_event.proto, track_descriptor.proto, debug_annotation.proto);
  * tests/export/perfetto_subset.proto lists the ones used here, and the tests
- * decode our files with protoc against it. No interning: every event carries
- * its name, so each packet stands alone.
+ * decode our files with protoc against it. Event names, categories and
+ * annotation names are interned (sent once in a packet's interned_data, then
+ * referred to by iid), which halves the file; values are written in full.
  */
 #include "export_int.h"
 
@@ -18,6 +19,7 @@ enum {
 	TP_TIMESTAMP = 8,
 	TP_SEQUENCE_ID = 10,     /* trusted_packet_sequence_id */
 	TP_TRACK_EVENT = 11,
+	TP_INTERNED_DATA = 12,
 	TP_SEQUENCE_FLAGS = 13,
 	TP_TRACK_DESCRIPTOR = 60,
 	TD_UUID = 1,
@@ -32,7 +34,9 @@ enum {
 	THD_TID = 2,
 	THD_THREAD_NAME = 5,
 	CD_UNIT = 3,
+	TE_CATEGORY_IIDS = 3,
 	TE_DEBUG_ANNOTATIONS = 4,
+	TE_NAME_IID = 10,
 	TE_TYPE = 9,
 	TE_TRACK_UUID = 11,
 	TE_CATEGORIES = 22,
@@ -40,23 +44,29 @@ enum {
 	TE_COUNTER_VALUE = 30,
 	TE_FLOW_IDS = 47,             /* fixed64 */
 	TE_TERMINATING_FLOW_IDS = 48, /* fixed64 */
+	DA_NAME_IID = 1,
 	DA_UINT_VALUE = 3,
 	DA_INT_VALUE = 4,
 	DA_STRING_VALUE = 6,
 	DA_POINTER_VALUE = 7,
 	DA_NAME = 10,
+	ID_EVENT_CATEGORIES = 1,      /* InternedData: EventCategory {iid = 1, name = 2} */
+	ID_EVENT_NAMES = 2,           /* EventName {iid = 1, name = 2} */
+	ID_DEBUG_ANNOTATION_NAMES = 3,/* DebugAnnotationName {iid = 1, name = 2} */
+	IE_IID = 1,
+	IE_NAME = 2,
 };
 
 enum { TYPE_SLICE_BEGIN = 1, TYPE_SLICE_END = 2, TYPE_INSTANT = 3, TYPE_COUNTER = 4 };
-enum { SEQ_INCREMENTAL_STATE_CLEARED = 1 };
+enum { SEQ_INCREMENTAL_STATE_CLEARED = 1, SEQ_NEEDS_INCREMENTAL_STATE = 2 };
 enum { UNIT_COUNT = 2 };
 enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2 };
 
 #define SEQ_ID 1
 #define PB_MAX_DEPTH 8
-/* Room kept for a nested message's length; shrunk to its minimal varint when
- * the message is closed. */
-#define PB_LEN_ROOM 5
+/* Room kept for a nested message's length: one byte, enough for the small
+ * messages that are most of them; a longer one is moved up when closed. */
+#define PB_LEN_ROOM 1
 
 /* One packet being built. */
 struct pb {
@@ -67,10 +77,99 @@ struct pb {
 	int oom;
 };
 
+/*
+ * Interned strings of one kind (event names, categories, annotation names):
+ * each is sent once, in the interned_data of the first packet that uses it,
+ * and referred to by its iid after. At most INTERN_MAX of a kind; past that a
+ * string is written in full every time.
+ */
+#define INTERN_MAX 65536
+#define INTERN_SLOTS (2 * INTERN_MAX)
+
+struct intern {
+	char **key;       /* INTERN_SLOTS slots, NULL: empty */
+	uint32_t *iid;
+	uint32_t n;
+	/* Strings that are literals (categories, argument names): by address. */
+	const char *lit[32];
+	uint32_t lit_iid[32];
+	int n_lit;
+};
+
 struct pf_writer {
 	struct nf_xwriter w;
 	struct pb p;
+	struct intern names, cats, keys;
 };
+
+/* A string to send in this packet's interned_data. */
+struct fresh {
+	unsigned kind;
+	uint32_t iid;
+	const char *s;
+};
+
+static uint32_t hash_str(const char *s)
+{
+	uint32_t h = 2166136261u;
+
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * 16777619u;
+	return h;
+}
+
+/* The iid of s (0: not interned, write it in full); *is_new when first seen. */
+static uint32_t intern_get(struct intern *t, const char *s, int *is_new, int *oom)
+{
+	uint32_t i;
+
+	*is_new = 0;
+	if (!t->key) {
+		t->key = calloc(INTERN_SLOTS, sizeof(*t->key));
+		t->iid = calloc(INTERN_SLOTS, sizeof(*t->iid));
+		if (!t->key || !t->iid) {
+			*oom = 1;
+			return 0;
+		}
+	}
+	for (i = hash_str(s) & (INTERN_SLOTS - 1); t->key[i]; i = (i + 1) & (INTERN_SLOTS - 1))
+		if (!strcmp(t->key[i], s))
+			return t->iid[i];
+	if (t->n == INTERN_MAX)
+		return 0;
+	if (!(t->key[i] = strdup(s))) {
+		*oom = 1;
+		return 0;
+	}
+	t->iid[i] = ++t->n;
+	*is_new = 1;
+	return t->iid[i];
+}
+
+/* intern_get for a string whose address names it (a literal). */
+static uint32_t intern_lit(struct intern *t, const char *s, int *is_new, int *oom)
+{
+	uint32_t iid;
+
+	*is_new = 0;
+	for (int i = 0; i < t->n_lit; i++)
+		if (t->lit[i] == s)
+			return t->lit_iid[i];
+	iid = intern_get(t, s, is_new, oom);
+	if (iid && t->n_lit < 32) {
+		t->lit[t->n_lit] = s;
+		t->lit_iid[t->n_lit++] = iid;
+	}
+	return iid;
+}
+
+static void intern_release(struct intern *t)
+{
+	for (uint32_t i = 0; t->key && i < INTERN_SLOTS; i++)
+		free(t->key[i]);
+	free(t->key);
+	free(t->iid);
+}
 
 static int pb_grow(struct pb *p, size_t n)
 {
@@ -104,18 +203,23 @@ static size_t varint_put(unsigned char *d, uint64_t v)
 	return n;
 }
 
-static void pb_varint(struct pb *p, uint64_t v)
+static inline void pb_varint(struct pb *p, uint64_t v)
 {
-	if (pb_grow(p, 10) == 0)
-		p->len += varint_put(p->buf + p->len, v);
+	if (p->cap - p->len < 10 && pb_grow(p, 10) < 0)
+		return;
+	if (v < 0x80) {
+		p->buf[p->len++] = (unsigned char)v;
+		return;
+	}
+	p->len += varint_put(p->buf + p->len, v);
 }
 
-static void pb_tag(struct pb *p, unsigned field, unsigned wt)
+static inline void pb_tag(struct pb *p, unsigned field, unsigned wt)
 {
 	pb_varint(p, (uint64_t)field << 3 | wt);
 }
 
-static void pb_uint(struct pb *p, unsigned field, uint64_t v)
+static inline void pb_uint(struct pb *p, unsigned field, uint64_t v)
 {
 	pb_tag(p, field, WT_VARINT);
 	pb_varint(p, v);
@@ -163,9 +267,13 @@ static void pb_close(struct pb *p)
 	at = p->open[--p->depth];
 	body = p->len - at - PB_LEN_ROOM;
 	n = varint_put(tmp, body);
-	memmove(p->buf + at + n, p->buf + at + PB_LEN_ROOM, body);
+	if (n > PB_LEN_ROOM) {
+		if (pb_grow(p, n - PB_LEN_ROOM) < 0)
+			return;
+		memmove(p->buf + at + n, p->buf + at + PB_LEN_ROOM, body);
+		p->len += n - PB_LEN_ROOM;
+	}
 	memcpy(p->buf + at, tmp, n);
-	p->len -= PB_LEN_ROOM - n;
 }
 
 /* Starts a TracePacket (built in p, written by packet_end). */
@@ -240,13 +348,16 @@ static int pf_track(struct nf_xwriter *w, const struct nf_xtrack *t)
 	return packet_end(pw);
 }
 
-static void put_args(struct pb *p, const struct nf_xevent *e)
+static void put_args(struct pb *p, const struct nf_xevent *e, const uint32_t *key_iid)
 {
 	for (int i = 0; i < e->n_args; i++) {
 		const struct nf_xarg *a = &e->args[i];
 
 		pb_open(p, TE_DEBUG_ANNOTATIONS);
-		pb_string(p, DA_NAME, a->key);
+		if (key_iid[i])
+			pb_uint(p, DA_NAME_IID, key_iid[i]);
+		else
+			pb_string(p, DA_NAME, a->key);
 		if (a->type == NF_XA_STR)
 			pb_string(p, DA_STRING_VALUE, a->s ? a->s : "");
 		else if (a->type == NF_XA_HEX)
@@ -257,6 +368,21 @@ static void put_args(struct pb *p, const struct nf_xevent *e)
 			pb_uint(p, DA_UINT_VALUE, (uint64_t)a->i);
 		pb_close(p);
 	}
+}
+
+/* interned_data with the strings first used by this packet. */
+static void put_fresh(struct pb *p, const struct fresh *f, int n)
+{
+	if (!n)
+		return;
+	pb_open(p, TP_INTERNED_DATA);
+	for (int i = 0; i < n; i++) {
+		pb_open(p, f[i].kind);
+		pb_uint(p, IE_IID, f[i].iid);
+		pb_string(p, IE_NAME, f[i].s);
+		pb_close(p);
+	}
+	pb_close(p);
 }
 
 static int slice_end(struct pf_writer *pw, uint64_t track, int64_t ts, uint64_t flow_in)
@@ -276,16 +402,41 @@ static int pf_event(struct nf_xwriter *w, const struct nf_xevent *e)
 	struct pf_writer *pw = (struct pf_writer *)w;
 	struct pb *p = &pw->p;
 	uint64_t track = e->track->uuid;
-	int ret;
+	struct fresh fresh[NF_XARGS_MAX + 2];
+	uint32_t name_iid, cat_iid = 0, key_iid[NF_XARGS_MAX];
+	int n_fresh = 0, is_new, oom = 0, ret;
 
+	name_iid = intern_get(&pw->names, e->name, &is_new, &oom);
+	if (is_new)
+		fresh[n_fresh++] = (struct fresh){ ID_EVENT_NAMES, name_iid, e->name };
+	if (e->cat) {
+		cat_iid = intern_lit(&pw->cats, e->cat, &is_new, &oom);
+		if (is_new)
+			fresh[n_fresh++] = (struct fresh){ ID_EVENT_CATEGORIES, cat_iid, e->cat };
+	}
+	for (int i = 0; i < e->n_args; i++) {
+		key_iid[i] = intern_lit(&pw->keys, e->args[i].key, &is_new, &oom);
+		if (is_new)
+			fresh[n_fresh++] = (struct fresh){ ID_DEBUG_ANNOTATION_NAMES, key_iid[i],
+							   e->args[i].key };
+	}
+	if (oom)
+		return NF_ENOMEM;
 	packet_begin(p, e->ts, 1);
+	pb_uint(p, TP_SEQUENCE_FLAGS, SEQ_NEEDS_INCREMENTAL_STATE);
+	put_fresh(p, fresh, n_fresh);
 	pb_open(p, TP_TRACK_EVENT);
 	pb_uint(p, TE_TYPE, e->instant ? TYPE_INSTANT : TYPE_SLICE_BEGIN);
 	pb_uint(p, TE_TRACK_UUID, track);
-	if (e->cat)
+	if (cat_iid)
+		pb_uint(p, TE_CATEGORY_IIDS, cat_iid);
+	else if (e->cat)
 		pb_string(p, TE_CATEGORIES, e->cat);
-	pb_string(p, TE_NAME, e->name);
-	put_args(p, e);
+	if (name_iid)
+		pb_uint(p, TE_NAME_IID, name_iid);
+	else
+		pb_string(p, TE_NAME, e->name);
+	put_args(p, e, key_iid);
 	for (size_t i = 0; i < e->n_flows_out; i++)
 		pb_fixed64(p, TE_FLOW_IDS, e->flows_out[i]);
 	if (e->flow_in && e->instant)
@@ -294,11 +445,23 @@ static int pf_event(struct nf_xwriter *w, const struct nf_xevent *e)
 	if ((ret = packet_end(pw)) < 0 || e->instant)
 		return ret;
 	if (e->stall_ts >= 0) {
+		uint32_t stall_iid = intern_lit(&pw->names, "stall", &is_new, &oom);
+
+		if (oom)
+			return NF_ENOMEM;
 		packet_begin(p, e->stall_ts, 1);
+		pb_uint(p, TP_SEQUENCE_FLAGS, SEQ_NEEDS_INCREMENTAL_STATE);
+		if (is_new) {
+			fresh[0] = (struct fresh){ ID_EVENT_NAMES, stall_iid, "stall" };
+			put_fresh(p, fresh, 1);
+		}
 		pb_open(p, TP_TRACK_EVENT);
 		pb_uint(p, TE_TYPE, TYPE_SLICE_BEGIN);
 		pb_uint(p, TE_TRACK_UUID, track);
-		pb_string(p, TE_NAME, "stall");
+		if (stall_iid)
+			pb_uint(p, TE_NAME_IID, stall_iid);
+		else
+			pb_string(p, TE_NAME, "stall");
 		pb_close(p);
 		if ((ret = packet_end(pw)) < 0 || (ret = slice_end(pw, track, e->end, 0)) < 0)
 			return ret;
@@ -336,6 +499,9 @@ static void pf_destroy(struct nf_xwriter *w)
 	if (!pw)
 		return;
 	free(pw->p.buf);
+	intern_release(&pw->names);
+	intern_release(&pw->cats);
+	intern_release(&pw->keys);
 	free(pw);
 }
 
