@@ -838,6 +838,120 @@ out:
 	return ret;
 }
 
+static int val_null(sqlite3_value *v)
+{
+	return sqlite3_value_type(v) == SQLITE_NULL;
+}
+
+/* What nf_export_op works on, for one pass over fence_ops. */
+struct op_ctx {
+	struct exporter *x;
+	struct released *rel;
+	struct edge_cursor *by_wait, *by_signal;
+	int ret;          /* first error, stops the scan */
+	int64_t last_id;
+};
+
+/*
+ * One fence operation. Values: 0 id, 1 queue, 2 is a wait, 3 fence, 4 value,
+ * 5 start (queued, else observed, else end), 6 observed, 7 end, 8 status,
+ * 9 thread.
+ */
+static int op_row(struct op_ctx *oc, sqlite3_value **v)
+{
+	struct exporter *x = oc->x;
+	int64_t id = sqlite3_value_int64(v[0]);
+	int is_wait = sqlite3_value_int(v[2]);
+	int64_t start = sqlite3_value_int64(v[5]), end = start;
+	const char *status = (const char *)sqlite3_value_text(v[8]);
+	struct nf_xevent e;
+	char name[64];
+	size_t n;
+	int ret = 0;
+
+	if (id <= oc->last_id)
+		return nf_error_set(x->err, NF_EFORMAT, "fence_ops: not read in id order");
+	oc->last_id = id;
+	memset(&e, 0, sizeof(e));
+	e.stall_ts = -1;
+	e.instant = val_null(v[7]);
+	if (!e.instant) {
+		end = sqlite3_value_int64(v[7]);
+		if (end < start) {  /* completed before queued: a causality anomaly, kept as is */
+			int64_t t = end;
+
+			end = start;
+			start = t;
+		}
+		if (is_wait && !val_null(v[6])) {
+			int64_t obs = sqlite3_value_int64(v[6]);
+
+			if (obs < start)
+				obs = start;
+			if (obs < end)
+				e.stall_ts = obs;
+		}
+	}
+	if (!val_null(v[1])) {
+		struct xqueue *q = find_queue(x, sqlite3_value_int64(v[1]));
+
+		if (!q && !(q = add_queue(x, sqlite3_value_int64(v[1]))))
+			return oom(x);
+		ret = queue_track(x, q, start, end, &e.track);
+	} else if (!val_null(v[9])) {
+		ret = thread_track(x, sqlite3_value_int64(v[9]), start, end, &e.track);
+	} else {
+		ret = session_track(x, start, end, &e.track);
+	}
+	if (ret < 0)
+		return ret;
+	/* "wait 0xFENCE": few distinct names, so they intern. */
+	n = is_wait ? 5 : 7;
+	memcpy(name, is_wait ? "wait " : "signal ", n);
+	if (val_null(v[3]))
+		name[n++] = '?';
+	else
+		n += put_hex(name + n, (uint64_t)sqlite3_value_int64(v[3]));
+	name[n] = '\0';
+	e.ts = start;
+	e.end = end;
+	e.name = name;
+	e.cat = is_wait ? "wait" : "signal";
+	arg_int(&e, "id", id);
+	if (!val_null(v[3]))
+		arg_hex(&e, "fence", sqlite3_value_int64(v[3]));
+	if (!val_null(v[4]))
+		arg_int(&e, "value", sqlite3_value_int64(v[4]));
+	arg_str(&e, "status", status ? status : "");
+	if (!val_null(v[9]))
+		arg_int(&e, "thread", sqlite3_value_int64(v[9]));
+	if (is_wait) {
+		if (oc->rel->bits ? released_has(oc->rel, id) : cursor_seek(x, oc->by_wait, id, &ret))
+			e.flow_in = (uint64_t)id + 1;
+		else if (ret < 0)
+			return ret;
+	} else {
+		if ((ret = cursor_collect(x, oc->by_signal, id)) < 0)
+			return ret;
+		e.flows_out = x->flows;
+		e.n_flows_out = x->n_flows;
+	}
+	return emit(x, &e);
+}
+
+/* Called by sqlite for every row of the scan; an error stops it. */
+static void op_sink(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+	struct op_ctx *oc = sqlite3_user_data(ctx);
+
+	(void)argc;
+	if (oc->ret == 0 && (oc->ret = op_row(oc, argv)) < 0) {
+		sqlite3_result_error(ctx, "export stopped", -1);
+		return;
+	}
+	sqlite3_result_null(ctx);
+}
+
 /*
  * fence_ops, in id order. Each operation goes to its queue's lanes (kernel
  * waits without a queue: their thread's), with its flows: the waits it
@@ -848,10 +962,10 @@ static int pass_ops(struct exporter *x, int check_ends)
 {
 	struct released rel = { 0 };
 	struct edge_cursor by_wait, by_signal;
+	struct op_ctx oc = { x, &rel, &by_wait, &by_signal, 0, INT64_MIN };
 	sqlite3_stmt *st = NULL;
 	char *sql;
 	int rc, ret;
-	char name[96];
 
 	memset(&by_wait, 0, sizeof(by_wait));
 	memset(&by_signal, 0, sizeof(by_signal));
@@ -891,9 +1005,16 @@ static int pass_ops(struct exporter *x, int check_ends)
 				      "ORDER BY signal_id, wait_id");
 	if ((ret = cursor_open(x, &by_signal, sql)) < 0)
 		goto out;
-	sql = sqlite3_mprintf("SELECT f.id, f.queue, f.op = 'wait', f.fence, f.value, "
+	if (sqlite3_create_function(x->db, "nf_export_op", 10, SQLITE_UTF8 | SQLITE_DIRECTONLY, &oc,
+				    op_sink, NULL, NULL) != SQLITE_OK) {
+		ret = sql_fail(x, "reading fence_ops");
+		goto out;
+	}
+	/* Each row goes to nf_export_op inside sqlite's scan (in rowid = id order):
+	 * cheaper than stepping out for every row and reading its columns. */
+	sql = sqlite3_mprintf("SELECT count(nf_export_op(f.id, f.queue, f.op = 'wait', f.fence, f.value, "
 			      "coalesce(f.queued_ns, f.observed_ns, f.end_ns), f.observed_ns, f.end_ns, "
-			      "f.status, f.thread FROM fence_ops f WHERE 1%s ORDER BY f.id",
+			      "f.status, f.thread)) FROM fence_ops f WHERE 1%s",
 			      x->op_pred_f);
 	if (!sql) {
 		ret = oom(x);
@@ -905,78 +1026,17 @@ static int pass_ops(struct exporter *x, int check_ends)
 		ret = sql_fail(x, "reading fence_ops");
 		goto out;
 	}
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		int64_t id = sqlite3_column_int64(st, 0);
-		int is_wait = sqlite3_column_int(st, 2);
-		int64_t start = sqlite3_column_int64(st, 5), end = start;
-		struct nf_xevent e;
-		const char *status = (const char *)sqlite3_column_text(st, 8);
-
-		memset(&e, 0, sizeof(e));
-		e.stall_ts = -1;
-		e.instant = col_null(st, 7);
-		if (!e.instant) {
-			end = sqlite3_column_int64(st, 7);
-			if (end < start) {  /* completed before queued: a causality anomaly, kept as is */
-				int64_t t = end;
-
-				end = start;
-				start = t;
-			}
-			if (is_wait && !col_null(st, 6)) {
-				int64_t obs = sqlite3_column_int64(st, 6);
-
-				if (obs < start)
-					obs = start;
-				if (obs < end)
-					e.stall_ts = obs;
-			}
-		}
-		if (!col_null(st, 1)) {
-			struct xqueue *q = find_queue(x, sqlite3_column_int64(st, 1));
-
-			if (!q && !(q = add_queue(x, sqlite3_column_int64(st, 1)))) {
-				ret = oom(x);
-				goto out;
-			}
-			ret = queue_track(x, q, start, end, &e.track);
-		} else if (!col_null(st, 9)) {
-			ret = thread_track(x, sqlite3_column_int64(st, 9), start, end, &e.track);
-		} else {
-			ret = session_track(x, start, end, &e.track);
-		}
-		if (ret < 0)
-			goto out;
-		op_name(name, is_wait ? "wait" : "signal", st, 3);
-		e.ts = start;
-		e.end = end;
-		e.name = name;
-		e.cat = is_wait ? "wait" : "signal";
-		arg_int(&e, "id", id);
-		if (!col_null(st, 3))
-			arg_hex(&e, "fence", sqlite3_column_int64(st, 3));
-		if (!col_null(st, 4))
-			arg_int(&e, "value", sqlite3_column_int64(st, 4));
-		arg_str(&e, "status", status ? status : "");
-		if (!col_null(st, 9))
-			arg_int(&e, "thread", sqlite3_column_int64(st, 9));
-		if (is_wait) {
-			if (rel.bits ? released_has(&rel, id) : cursor_seek(x, &by_wait, id, &ret))
-				e.flow_in = (uint64_t)id + 1;
-			else if (ret < 0)
-				goto out;
-		} else {
-			if ((ret = cursor_collect(x, &by_signal, id)) < 0)
-				goto out;
-			e.flows_out = x->flows;
-			e.n_flows_out = x->n_flows;
-		}
-		if ((ret = emit(x, &e)) < 0)
-			goto out;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		;
+	if (oc.ret < 0) {
+		ret = oc.ret;
+		goto out;
 	}
 	ret = rc == SQLITE_DONE ? 0 : sql_fail(x, "reading fence_ops");
 out:
 	sqlite3_finalize(st);
+	/* The function points at this frame: gone with it. */
+	sqlite3_create_function(x->db, "nf_export_op", 10, SQLITE_UTF8, NULL, NULL, NULL, NULL);
 	sqlite3_finalize(by_wait.st);
 	sqlite3_finalize(by_signal.st);
 	free(rel.bits);

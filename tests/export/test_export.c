@@ -856,6 +856,10 @@ START_TEST(test_filters)
 	}
 	ck_assert_int_eq(x, 3);
 	ck_assert_int_eq(s, 2);
+	/* Names carry the operation and fence, args the id, value and status. */
+	ck_assert(strstr(text, "\"name\":\"wait 0x400001c0\"") &&
+		  strstr(text, "\"name\":\"signal 0x400001c0\""));
+	ck_assert(strstr(text, "\"args\":{\"id\":1,\"fence\":\"0x400001c0\",\"value\":1,\"status\":\"complete\""));
 	free(p.ev);
 	free(text);
 	/* A window before anything was queued. */
