@@ -14,8 +14,8 @@
  *   per CPU thread (cpu_waits, cpu_signals, queue_threads, and the fence_ops
  *   rows without a queue: the dma_fence waits of imported captures);
  * - each fence_ops row with a start (queued_ns, else observed_ns, else end_ns)
- *   and an end (end_ns) as a slice from start to end named "wait FENCE >=
- *   VALUE" or "signal FENCE = VALUE", args id, fence, value, status, queue,
+ *   and an end (end_ns) as a slice from start to end named "wait 0xFENCE" or
+ *   "signal 0xFENCE" (category wait or signal), args id, fence, value, status,
  *   thread; a wait with observed_ns before end_ns has a nested slice "stall"
  *   from observed to end. A row with a start and no end (lost, zero or
  *   repeated timestamp, unmatched, unsignaled) is an instant at its start: no
@@ -27,7 +27,12 @@
  *   written once, as the fence_ops row;
  * - one flow per deps row whose releasing signal (fence_ops or cpu_signals) is
  *   written too: flow id = wait_id + 1, from the signal to the wait (a signal
- *   that released several waits starts several flows; a flow never forks);
+ *   that released several waits starts several flows; a flow never forks). It
+ *   starts on the signal's slice (BEGIN, or its instant; JSON "s" at its start)
+ *   and ends on the wait's (Perfetto: on the wait's END event; JSON: "f" one
+ *   nanosecond before the wait's end, inside it or its stall), because trace
+ *   viewers link flow events in time order and a wait is usually queued before
+ *   the signal that releases it;
  * - each anomalies row with a time (first_ns, else last_ns) as an instant
  *   named by its kind on its queue's "anomalies" track (the "session" track
  *   when it names no queue), args detail and lost entries;
@@ -37,7 +42,8 @@
  * before the previous one ended) gets lanes: child tracks "NAME #2", ... (in
  * JSON, a tid per lane), so that slices on one track always nest.
  * Times are the timeline's nanoseconds since the session start (JSON: "ts"
- * in microseconds with three decimals, exact).
+ * in microseconds with three decimals, exact). Memory: per queue and thread
+ * and lane, plus one bit per fence_ops id (the waits that end a flow).
  */
 #ifndef NFTRACE_EXPORT_H
 #define NFTRACE_EXPORT_H
