@@ -400,8 +400,8 @@ static struct xthread *get_thread(struct exporter *x, int64_t thread)
 	return t;
 }
 
-static int thread_track(struct exporter *x, int64_t thread, int64_t start, int64_t end,
-			const struct nf_xtrack **out)
+/* The thread's lanes, lane 0 (its own track) described on first use. */
+static int thread_ensure(struct exporter *x, int64_t thread, struct xthread **out)
 {
 	struct xthread *t = get_thread(x, thread);
 	struct nf_xtrack base;
@@ -409,6 +409,7 @@ static int thread_track(struct exporter *x, int64_t thread, int64_t start, int64
 
 	if (!t)
 		return oom(x);
+	*out = t;
 	if (t->lanes.n == 0) {
 		char nm[NAME_MAX_LEN + 64];
 		const unsigned char *comm = NULL;
@@ -444,7 +445,16 @@ static int thread_track(struct exporter *x, int64_t thread, int64_t start, int64
 		if ((ret = lanes_add(x, &t->lanes, &base)) < 0)
 			return ret;
 	}
-	return lanes_pick(x, &t->lanes, start, end, out);
+	return 0;
+}
+
+static int thread_track(struct exporter *x, int64_t thread, int64_t start, int64_t end,
+			const struct nf_xtrack **out)
+{
+	struct xthread *t;
+	int ret = thread_ensure(x, thread, &t);
+
+	return ret < 0 ? ret : lanes_pick(x, &t->lanes, start, end, out);
 }
 
 /* The "session" track (items with neither queue nor thread): lane 0 made. */
@@ -1043,6 +1053,47 @@ out:
 	return ret;
 }
 
+/*
+ * A track for every CPU thread the timeline names, first: those that queued
+ * GPU work (queue_threads, within the queue and fence filters) and, for
+ * kernel captures, those sched_switch saw run (cpu_runs, when no fence filter
+ * is given: runs belong to no fence), so each has its track and name even
+ * when nothing of it is drawn.
+ */
+static int pass_threads(struct exporter *x)
+{
+	const struct nf_export_options *o = x->opts;
+	char *qf = in_sql("queue", o->queues, o->queues ? o->n_queues : 0);
+	char *ff = in_sql("fence", o->fences, o->fences ? o->n_fences : 0);
+	int runs = o->n_fences == 0 && has_table(x->db, "cpu_runs");
+	sqlite3_stmt *st = NULL;
+	char *sql = NULL;
+	int rc, ret = 0;
+
+	if (qf && ff)
+		sql = sqlite3_mprintf("SELECT thread FROM queue_threads WHERE thread IS NOT NULL%s%s%s "
+				      "ORDER BY 1",
+				      qf, ff, runs ? " UNION SELECT thread FROM cpu_runs WHERE thread IS NOT NULL" : "");
+	free(qf);
+	free(ff);
+	if (!sql)
+		return oom(x);
+	rc = sqlite3_prepare_v2(x->db, sql, -1, &st, NULL);
+	sqlite3_free(sql);
+	if (rc != SQLITE_OK)
+		return sql_fail(x, "reading queue_threads");
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct xthread *t;
+
+		if ((ret = thread_ensure(x, sqlite3_column_int64(st, 0), &t)) < 0)
+			break;
+	}
+	if (ret == 0 && rc != SQLITE_DONE)
+		ret = sql_fail(x, "reading queue_threads");
+	sqlite3_finalize(st);
+	return ret;
+}
+
 /* cpu_waits (but the dma_fence waits, written as their fence_ops rows). */
 static int pass_cpu_waits(struct exporter *x)
 {
@@ -1441,7 +1492,8 @@ static int export_all(struct exporter *x)
 		return ret;
 	x->st.skipped = (uint64_t)timeless;
 	check_ends = x->filtered || timeless > 0;
-	if ((ret = x->w->begin(x->w)) < 0 || (ret = pass_ops(x, check_ends)) < 0 ||
+	if ((ret = x->w->begin(x->w)) < 0 || (ret = pass_threads(x)) < 0 ||
+	    (ret = pass_ops(x, check_ends)) < 0 ||
 	    (ret = pass_cpu_waits(x)) < 0 || (ret = pass_cpu_signals(x, check_ends)) < 0 ||
 	    (ret = pass_anomalies(x)) < 0)
 		return ret;

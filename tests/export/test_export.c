@@ -856,6 +856,8 @@ START_TEST(test_filters)
 	}
 	ck_assert_int_eq(x, 3);
 	ck_assert_int_eq(s, 2);
+	/* The CPU thread that queued them has its track, though it has no CPU wait. */
+	ck_assert(strstr(text, "\"tid\":1,\"name\":\"thread_name\",\"args\":{\"name\":\"thread 1\"}"));
 	/* Names carry the operation and fence, args the id, value and status. */
 	ck_assert(strstr(text, "\"name\":\"wait 0x400001c0\"") &&
 		  strstr(text, "\"name\":\"signal 0x400001c0\""));
