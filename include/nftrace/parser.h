@@ -35,6 +35,7 @@ struct nf_session_info {
 	uint64_t cpu_frequency;     /* CPU clock ticks per second */
 	uint64_t start_ticks;       /* CPU clock value at session start */
 	bool ground_truth;          /* a truth stream was recorded */
+	const char *import_note;    /* `nftrace import`: what was worked around to read the file ("" none) */
 };
 
 /* What the log replay concluded about an entry or a gap. */

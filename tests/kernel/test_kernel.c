@@ -83,7 +83,7 @@ static void import_fixture(char *tmp, size_t len, char *session, size_t slen)
 	nf_test_tmpdir(tmp, len);
 	snprintf(session, slen, "%s/s", tmp);
 	ck_assert_int_eq(run("'%s' import '%s' -o '%s'", nf_test_nftrace(), dat, session), 0);
-	ck_assert_msg(strstr(out, "29 kernel records on 2 CPUs (18 dma_fence, 10 sched, 1 other), "
+	ck_assert_msg(strstr(out, "29 kernel records on 2 CPUs (18 dma_fence, 10 sched, 0 GPU job/vblank, 0 markers, 1 other), "
 			      "5 events lost by the kernel") != NULL, "%s", out);
 }
 
