@@ -280,7 +280,8 @@ static int encode(struct tdw *t, char *line, unsigned int *cpu, uint64_t *ts, un
 
 			memcpy(rec + f->offset, v, n < (size_t)f->size ? n : (size_t)f->size);
 		} else {
-			long long x = strtoll(v, NULL, 0);
+			/* Kernel addresses (0xffff...) do not fit a long long. */
+			unsigned long long x = v[0] == '-' ? (unsigned long long)strtoll(v, NULL, 0) : strtoull(v, NULL, 0);
 
 			memcpy(rec + f->offset, &x, (size_t)f->size); /* little endian */
 		}
