@@ -280,6 +280,63 @@ static bool v6_is_old_tgids(struct v6_walk *w, uint64_t at, uint64_t len)
 	return sscanf(b, "%u %u", &a, &t) == 2;
 }
 
+/*
+ * The options libtracecmd acts on, checked so that a damaged one gets a
+ * message naming it instead of libtracecmd's refusal (or worse): CPUCOUNT (8)
+ * must agree with the header's CPU count, unless it is the old TGID list;
+ * BUFFER (3) must point inside the file and name its instance. Other ids
+ * (DATE, CPUSTAT, TRACECLOCK, UNAME, ... and ids newer than libtracecmd) are
+ * text or skipped by libtracecmd.
+ */
+static int v6_option(struct v6_walk *w, uint64_t at, uint64_t id, uint64_t len, uint64_t cpus,
+		     struct v6_fixups *fx)
+{
+	unsigned char b[16];
+
+	if (id == 8) {
+		if (len == 4) {
+			uint32_t c;
+
+			if (pread(w->fd, b, 4, (off_t)w->pos) != 4)
+				return nf_error_set(w->err, NF_EIO, "%s: %s", w->path, strerror(errno));
+			c = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+			if (w->big)
+				c = (uint32_t)b[3] | (uint32_t)b[2] << 8 | (uint32_t)b[1] << 16 | (uint32_t)b[0] << 24;
+			if (c != cpus)
+				return nf_error_set(w->err, NF_EFORMAT,
+						    "%s:%llu: option 8 (CPU count) says %u CPUs, the header %llu",
+						    w->path, (unsigned long long)at, c, (unsigned long long)cpus);
+			return 0;
+		}
+		if (!v6_is_old_tgids(w, w->pos, len))
+			return nf_error_set(w->err, NF_EFORMAT,
+					    "%s:%llu: option 8 of %llu bytes is neither a CPU count (4 bytes) "
+					    "nor the saved TGIDs of an old trace-cmd", w->path,
+					    (unsigned long long)at, (unsigned long long)len);
+		if (fx->tgid_at)
+			return nf_error_set(w->err, NF_EFORMAT, "%s:%llu: a second option 8 (saved TGIDs)",
+					    w->path, (unsigned long long)at);
+		fx->tgid_at = at;
+		fx->tgid_len = len;
+		return 0;
+	}
+	if (id == 3) {
+		uint64_t off = 0;
+
+		if (len < 9 || pread(w->fd, b, 9, (off_t)w->pos) != 9)
+			return nf_error_set(w->err, NF_EFORMAT, "%s:%llu: option 3 (buffer instance) of %llu bytes",
+					    w->path, (unsigned long long)at, (unsigned long long)len);
+		for (int i = 0; i < 8; i++)
+			off |= (uint64_t)b[w->big ? i : 7 - i] << (8 * (7 - i));
+		if (off >= w->size)
+			return nf_error_set(w->err, NF_EFORMAT,
+					    "%s:%llu: option 3 (buffer instance) at offset %llu, past the end of "
+					    "the %llu-byte file", w->path, (unsigned long long)at,
+					    (unsigned long long)off, (unsigned long long)w->size);
+	}
+	return 0;
+}
+
 static int check_v6_layout(const char *path, struct v6_fixups *fx, struct nf_error *err)
 {
 	struct v6_walk w = { -1, 12, 0, false, path, err };
@@ -344,12 +401,20 @@ static int check_v6_layout(const char *path, struct v6_fixups *fx, struct nf_err
 					goto out_close;
 				if (n == 0)
 					break;
+				uint64_t opt_at = w.pos - 2;
+
 				if ((rc = v6_num(&w, 4, &v, "the options")))
 					goto out_close;
-				if (n == 8 && v6_is_old_tgids(&w, w.pos, v)) {
-					fx->tgid_at = w.pos - 6;
-					fx->tgid_len = v;
+				if (v > w.size - w.pos) {
+					rc = nf_error_set(err, NF_EFORMAT,
+							  "%s:%llu: option %llu of %llu bytes runs past the end of the "
+							  "%llu-byte file", path, (unsigned long long)opt_at,
+							  (unsigned long long)n, (unsigned long long)v,
+							  (unsigned long long)w.size);
+					goto out_close;
 				}
+				if ((rc = v6_option(&w, opt_at, n, v, cpus, fx)))
+					goto out_close;
 				if ((rc = v6_skip(&w, v, "the options")))
 					goto out_close;
 			}

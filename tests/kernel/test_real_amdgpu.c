@@ -243,6 +243,122 @@ START_TEST(test_report_shows_what_matters)
 }
 END_TEST
 
+/* A damaged copy of the real file: len bytes at off replaced by bytes. */
+static void damaged_copy(const char *dst, long off, const void *bytes, size_t len)
+{
+	FILE *f = fopen(real, "rb");
+	size_t n;
+	char *buf;
+
+	ck_assert_ptr_nonnull(f);
+	fseek(f, 0, SEEK_END);
+	n = (size_t)ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = malloc(n);
+	ck_assert_ptr_nonnull(buf);
+	ck_assert_uint_eq(fread(buf, 1, n, f), n);
+	fclose(f);
+	if (off < 0) { /* a string to find: replaced where it is */
+		char *at = memmem(buf, n, (const char *)bytes, len);
+
+		ck_assert_ptr_nonnull(at);
+		memcpy(at, (const char *)bytes + len + 1, len);
+	} else {
+		memcpy(buf + off, bytes, len);
+	}
+	f = fopen(dst, "wb");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(fwrite(buf, 1, n, f), n);
+	fclose(f);
+	free(buf);
+}
+
+static void expect_refused(const char *tmp, const char *file, const char *what)
+{
+	char session[1200];
+	struct stat st;
+
+	snprintf(session, sizeof(session), "%s/bad-session", tmp);
+	ck_assert_int_eq(run("'%s' import '%s' -o '%s'", nf_test_nftrace(), file, session), 1);
+	ck_assert_msg(nf_test_count_lines(errb) == 1, "expected one line, got: %s", errb);
+	ck_assert_msg(strstr(errb, file) && strstr(errb, what), "'%s' not in: %s", what, errb);
+	ck_assert_msg(stat(session, &st) != 0, "a session was left behind");
+}
+
+/*
+ * Damaged options, CPU data past the end, a format the file lacks: one line
+ * naming the file and where, exit 1, no session. The option section of this
+ * file's first option, 8, is at 5943649 (after the "options  " tag: id, size, 1047 bytes of
+ * TGIDs); the CPU table (offset, size per CPU) at 5945398, after the "flyrecord" tag.
+ */
+START_TEST(test_damaged_copies_refused)
+{
+	char tmp[1024], bad[1200];
+	static const unsigned char huge[4] = { 0xff, 0xff, 0xff, 0x0f }, four[4] = { 4, 0, 0, 0 };
+	static const char tgid_bad[] = "25412 20337\n19610 19610\n\0" "25412 20337\n19610 x9610\n";
+	static const char no_fmt[] = "ID: 1252\n\0" "ID: 9252\n";
+	long opt = 5943649; /* option 8's id, right after the tag */
+
+	nf_test_tmpdir(tmp, sizeof(tmp));
+	snprintf(bad, sizeof(bad), "%s/bad.dat", tmp);
+	/* option 8's size runs past the end of the file */
+	damaged_copy(bad, opt + 2, huge, 4);
+	expect_refused(tmp, bad, ":5943649: option 8 of 268435455 bytes runs past the end");
+	/* option 8 of 4 bytes: a CPU count, "2541" read as a number, not 4 */
+	damaged_copy(bad, opt + 2, four, 4);
+	expect_refused(tmp, bad, ":5943649: option 8 (CPU count) says");
+	/* a TGID line that is not two numbers */
+	damaged_copy(bad, -1, tgid_bad, sizeof(tgid_bad) / 2 - 1);
+	expect_refused(tmp, bad, "a damaged saved TGIDs line in option 8");
+	/* CPU 3's data past the end */
+	damaged_copy(bad, 5945398 + 3 * 16, (const unsigned char[8]){ 0, 0, 0x90, 0, 0, 0, 0, 0 }, 8);
+	expect_refused(tmp, bad, "truncated: CPU 3 data at offset 9437184");
+	/* an unknown option id (CPUSTAT renumbered): skipped, the file still imports */
+	damaged_copy(bad, opt + 2 + 4 + 1047, (const unsigned char[2]){ 0x34, 0x12 }, 2);
+	ck_assert_msg(run("'%s' import '%s' -o '%s/ok'", nf_test_nftrace(), bad, tmp) == 0, "%s", errb);
+	/* amdgpu_cs_ioctl's format renumbered: its records have none */
+	damaged_copy(bad, -1, no_fmt, sizeof(no_fmt) / 2 - 1);
+	expect_refused(tmp, bad, "event id 1252 has no format in the trace");
+	nf_test_rmtree(tmp);
+}
+END_TEST
+
+/* Other people's trace.dat files (no GPU events): each imports with every
+ * record trace-cmd report prints and builds its timeline; what is not a
+ * trace-cmd file is refused in one line. */
+START_TEST(test_public_tracedat)
+{
+	char dir[4096], tmp[1024], session[1200];
+	static const char *const files[] = {
+		"labsisop-buildroot.dat", "kernel-monitor-framework.dat", "driver.dat", "LabSisOp.dat",
+		"LabSisOp_sched_batch.dat", "LabSisOp_sched_other.dat",
+	};
+
+	nf_test_source_path(dir, sizeof(dir), "../shared/real-traces/public-tracedat");
+	nf_test_tmpdir(tmp, sizeof(tmp));
+	snprintf(session, sizeof(session), "%s/s", tmp);
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		char want[128];
+
+		ck_assert_msg(run("trace-cmd report -i '%s/%s' 2>/dev/null | grep -cE '\\[[0-9]{3}\\] +[0-9]+\\.[0-9]+: "
+				  "+[a-zA-Z_0-9]+:'", dir, files[i]) == 0, "%s", errb);
+		snprintf(want, sizeof(want), ": %lld kernel records on ", atoll(out));
+		ck_assert_msg(run("'%s' import '%s/%s' -o '%s' --force", nf_test_nftrace(), dir, files[i], session) == 0,
+			      "%s: %s", files[i], errb);
+		ck_assert_msg(strstr(out, want), "%s: trace-cmd report counts%s; import: %s", files[i], want, out);
+		ck_assert_int_ge(query_num(session, "select count(*) from meta"), 1);
+	}
+	for (int i = 0; i < 2; i++) {
+		char f[4200];
+
+		snprintf(f, sizeof(f), "%s/%s", dir, i ? "focus_scheduler-not-tracecmd.dat"
+						   : "kernel-monitor-framework-appledouble-not-tracecmd.dat");
+		expect_refused(tmp, f, "not a trace-cmd file");
+	}
+	nf_test_rmtree(tmp);
+}
+END_TEST
+
 static Suite *real_suite(void)
 {
 	Suite *s = suite_create("real_amdgpu");
@@ -252,6 +368,8 @@ static Suite *real_suite(void)
 	tcase_add_test(tc, test_every_record_imported);
 	tcase_add_test(tc, test_every_run_job_is_a_job);
 	tcase_add_test(tc, test_report_shows_what_matters);
+	tcase_add_test(tc, test_damaged_copies_refused);
+	tcase_add_test(tc, test_public_tracedat);
 	suite_add_tcase(s, tc);
 	return s;
 }
