@@ -152,8 +152,11 @@ static bool field_line_ok(const char *l, const char *eol)
 		if (*p == '[') {
 			if (depth++)
 				return false;
+			/* "[]": a __data_loc/__rel_loc string, or a flexible array that runs to
+			 * the end of the record (size 0: ftrace:print's "char buf[]"). */
 			if (p[1] == ']' && !(strstr(l, "__data_loc ") && strstr(l, "__data_loc ") < semi) &&
-			    !(strstr(l, "__rel_loc ") && strstr(l, "__rel_loc ") < semi))
+			    !(strstr(l, "__rel_loc ") && strstr(l, "__rel_loc ") < semi) &&
+			    !memmem(semi, (size_t)(eol - semi), "\tsize:0;", 8))
 				return false;
 		} else if (*p == ']') {
 			if (!depth--)

@@ -644,6 +644,11 @@ START_TEST(test_drm_sched_fixture_jobs)
 	      "2,301,1,1,finished,1202000\n"
 	      "3,77,5,,,1501000\n"
 	      "4,300,2,2,scheduled,2501000\n");
+	/* Vblanks per CRTC and the markers on their thread (ftrace:print, "char buf[]"). */
+	query(s, "SELECT ts_ns, crtc, seq FROM vblanks ORDER BY ts_ns",
+	      "ts_ns,crtc,seq\n500000,0,100\n1000000,1,7\n2500000,0,101\n");
+	query(s, "SELECT ts_ns, thread, cpu, text FROM markers ORDER BY id",
+	      "ts_ns,thread,cpu,text\n900000,500,0,frame_1_begin\n2400000,500,0,frame_2_begin\n");
 	/* Context 300's signals come before 301's for the same seqno: 300 is the scheduled fence. */
 	query(s, "SELECT * FROM job_timelines",
 	      "context,driver,ring,scheduled_context,finished_context,jobs_prev_first,jobs_next_later\n"

@@ -275,6 +275,15 @@ static int encode(struct tdw *t, char *line, unsigned int *cpu, uint64_t *ts, un
 			memcpy(rec + f->offset, &loc, 4);
 			memcpy(rec + dyn, v, n);
 			dyn += n;
+		} else if ((f->flags & TEP_FIELD_IS_ARRAY) && f->size == 0) {
+			/* "char buf[]" (ftrace:print): the string runs to the end of the record. */
+			size_t n = strlen(v) + 1;
+
+			if ((size_t)f->offset + n > 112)
+				return fail(t, "%s: record too long", e->name);
+			memcpy(rec + f->offset, v, n);
+			if ((size_t)f->offset + n > dyn)
+				dyn = (size_t)f->offset + n;
 		} else if (f->flags & TEP_FIELD_IS_ARRAY) {
 			size_t n = strlen(v);
 
