@@ -40,7 +40,13 @@ static const struct nf_cmd nf_commands[] = {
 	  "                      [--width PX] [--theme light|dark] [--title TEXT]\n"
 	  "\n"
 	  "Draws one row per hardware queue: light pink waits, dark pink signals, each box from\n"
-	  "when it was queued on the CPU to when the GPU completed it. Times accept units: 12.5ms.\n" },
+	  "when it was queued on the CPU to when the GPU completed it. Times accept units: 12.5ms.\n"
+	  "Linux kernel sessions: GPU rings on top (jobs: submitted -> started shaded, started ->\n"
+	  "finished solid), vblank lines, user markers on their thread's row; CPU rows for the\n"
+	  "threads that submitted GPU work, waited on fences or wrote markers, by process:\n"
+	  "  --threads all        a row for every thread that ran\n"
+	  "  --thread NAME|TID    also this thread (repeatable)\n"
+	  "  --process NAME|PID   also every thread of this process (repeatable)\n" },
 	{ "query", cmd_query, "run SQL over a session's timeline",
 	  "usage: nftrace query DIR [DIR...] [--csv|--json|--table] (\"SQL\" | -f FILE.sql)\n"
 	  "       nftrace query DIR [--csv|--json|--table] --report stalls|queues|lost\n"

@@ -40,6 +40,7 @@ struct nf_session_info {
 	 * recording (...)", "events has N of the M bytes recorded"). Always NULL
 	 * for traces of other tools (nothing to tell). */
 	const char *incomplete;
+	const char *import_note;    /* `nftrace import`: what was worked around to read the file ("" none) */
 };
 
 /*
