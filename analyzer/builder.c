@@ -223,6 +223,7 @@ struct res_rec {  /* a deps row: what released wait wait_id, and a late releaser
 	int64_t wait_id, signal_id, cpu_id, stall;
 	int64_t fence, value, end, queue, sig_end;  /* for the causality anomaly */
 	int32_t has_stall, late, kind, pad;
+	int64_t late_id;  /* the first signal to reach the value, when it ended too late */
 };
 
 enum stmt_id {
@@ -329,6 +330,15 @@ static long double cpu_ns_exact(const struct nf_timeline_builder *b, uint64_t ti
 static int64_t ns_of(struct nf_timeline_builder *b, uint64_t ticks)
 {
 	return nf_timeline_cpu_ns(ticks, b->start_ticks, b->cpu_frequency);
+}
+
+/* A CPU time the timeline can hold: within +-2^62 ns of the session start
+ * (beyond, sums and differences of times could overflow). */
+static bool cpu_time_ok(const struct nf_timeline_builder *b, uint64_t ticks)
+{
+	long double ns = cpu_ns_exact(b, ticks);
+
+	return ns >= -(long double)NF_GPU_TS_MAX && ns <= (long double)NF_GPU_TS_MAX;
 }
 
 static int sql_err(struct nf_timeline_builder *b, struct nf_error *err, const char *what)
@@ -768,10 +778,14 @@ static void apply_entry(struct op_rec *o, const struct nf_decoded_entry *e)
 		o->status = OS_REPEATED;
 	} else {
 		o->status = OS_COMPLETE;
-		o->end = (int64_t)x->fence_end_gpu_timestamp;
-		o->flags |= OPF_END;
+		/* Beyond NF_GPU_TS_MAX (an out_of_range finding): no time, NULL. */
+		if (x->fence_end_gpu_timestamp <= NF_GPU_TS_MAX) {
+			o->end = (int64_t)x->fence_end_gpu_timestamp;
+			o->flags |= OPF_END;
+		}
 	}
-	if (o->log == NF_LOG_WAITS && x->fence_observed_gpu_timestamp != 0) {
+	if (o->log == NF_LOG_WAITS && x->fence_observed_gpu_timestamp != 0 &&
+	    x->fence_observed_gpu_timestamp <= NF_GPU_TS_MAX) {
 		o->observed = (int64_t)x->fence_observed_gpu_timestamp;
 		o->flags |= OPF_OBS;
 	}
@@ -1087,6 +1101,18 @@ int nf_timeline_builder_feed_event(struct nf_timeline_builder *b, const struct n
 
 	if (b->finished)
 		return nf_error_set(err, NF_ESTATE, "timeline: builder already finished");
+	if (!cpu_time_ok(b, ev->ts)) {
+		/* An event the CPU clock cannot place (its tick count, start and
+		 * frequency give a time beyond 2^62 ns): a finding, not a row with
+		 * an impossible time. */
+		char detail[200];
+		const struct nf_event_desc *d = nf_event_desc(ev->id);
+
+		snprintf(detail, sizeof(detail),
+			 "%s at CPU tick %" PRIu64 " is beyond 2^62 ns from the session start: left out",
+			 d ? d->name : "an event", ev->ts);
+		return add_anomaly(b, "out_of_range", 0, false, NULL, NULL, NULL, 0, detail, err);
+	}
 	if (ev->id != NF_EV_TRUTH_OP && ev->id != NF_EV_TRUTH_LOG &&
 	    (!b->any_ts || ev->ts > b->max_ts)) {
 		b->max_ts = ev->ts;
@@ -1203,7 +1229,24 @@ int nf_timeline_builder_feed_event(struct nf_timeline_builder *b, const struct n
 		return step_done(b, ST_MONITORED, err);
 	case NF_EV_FENCE_INTERRUPT:
 		return on_interrupt(b, ev, err);
-	case NF_EV_CALIBRATE_GPU_CLOCK:
+	case NF_EV_CALIBRATE_GPU_CLOCK: {
+		/* A pair the clock model cannot use (a clock beyond NF_GPU_TS_MAX,
+		 * a CPU time or frequency out of range) is a finding, not a pair. */
+		long double cns = cpu_ns_exact(b, f[NFF_CALIBRATE_GPU_CLOCK_cpu_clock]);
+
+		if (f[NFF_CALIBRATE_GPU_CLOCK_gpu_clock] > NF_GPU_TS_MAX ||
+		    f[NFF_CALIBRATE_GPU_CLOCK_gpu_frequency] > NF_GPU_TS_MAX ||
+		    !(cns >= -(long double)NF_GPU_TS_MAX && cns <= (long double)NF_GPU_TS_MAX)) {
+			char detail[200];
+
+			snprintf(detail, sizeof(detail),
+				 "adapter %" PRIu64 ": calibration pair (GPU clock %" PRIu64 ", CPU clock %" PRIu64
+				 ", frequency %" PRIu64 ") beyond 2^62: not used",
+				 f[NFF_CALIBRATE_GPU_CLOCK_adapter], f[NFF_CALIBRATE_GPU_CLOCK_gpu_clock],
+				 f[NFF_CALIBRATE_GPU_CLOCK_cpu_clock], f[NFF_CALIBRATE_GPU_CLOCK_gpu_frequency]);
+			return add_anomaly(b, "out_of_range", 0, false, NULL, &now, &now, 0, detail, err);
+		}
+	}
 		s = b->st[ST_CAL];
 		sqlite3_bind_int64(s, 1, (int64_t)f[NFF_CALIBRATE_GPU_CLOCK_adapter]);
 		sqlite3_bind_int64(s, 2, (int64_t)f[NFF_CALIBRATE_GPU_CLOCK_gpu_clock]);
@@ -1357,9 +1400,10 @@ int nf_timeline_builder_feed_finding(struct nf_timeline_builder *b, const struct
 		return step_done(b, ST_LOST, err);
 	}
 	int64_t at = ns_of(b, fd->cpu_ts);
+	bool at_ok = cpu_time_ok(b, fd->cpu_ts);
 
-	return add_anomaly(b, kind, fd->hwqueue, true, log_name(fd->log_type), &at, &at,
-			   0, detail, err);
+	return add_anomaly(b, kind, fd->hwqueue, true, log_name(fd->log_type), at_ok ? &at : NULL,
+			   at_ok ? &at : NULL, 0, detail, err);
 }
 
 /* ---- finish ---- */
@@ -1425,8 +1469,13 @@ static int gpu_ns(struct nf_clock_model *m, uint32_t adapter, int64_t gpu, int64
 	if (gpu == 0)
 		return 0;
 	rc = nf_clock_model_convert(m, adapter, (uint64_t)gpu, &d, has, err);
-	if (rc == 0 && *has)
-		*ns = (int64_t)llround(d);
+	if (rc == 0 && *has) {
+		/* A time the model cannot represent stays NULL. */
+		if (!(d >= -(double)NF_GPU_TS_MAX && d <= (double)NF_GPU_TS_MAX))
+			*has = false;
+		else
+			*ns = (int64_t)llround(d);
+	}
 	return rc;
 }
 
@@ -1544,9 +1593,10 @@ static int put_dep(struct finisher *f, struct nf_bulk_row *row, const struct res
 
 		snprintf(detail, sizeof(detail),
 			 "wait op %" PRId64 " (fence %" PRId64 " value %" PRId64 ") ends at %" PRId64
-			 " ns, before its releasing %s %" PRId64 " ends at %" PRId64 " ns",
+			 " ns, but the first signal to reach its value, %s %" PRId64 ", ends at %" PRId64
+			 " ns and no signal of unknown end could have released it: no releaser named",
 			 r->wait_id, r->fence, r->value, end, r->kind ? "signal op" : "CPU signal",
-			 r->kind ? r->signal_id : r->cpu_id, sig_end);
+			 r->late_id, sig_end);
 		return defer_anomaly(f, r->queue, NF_LOG_WAITS, end, sig_end, detail, err);
 	}
 	return 0;
@@ -1767,7 +1817,7 @@ static int merge_next(struct finisher *f, struct res_rec *out, struct nf_error *
 		return rc;
 	const struct wait_rec *w = p;
 	struct res_rec r = { w->id, 0, 0, w->stall, w->fence, w->value, w->end, w->queue, 0,
-			     w->has_stall, 0, 0, 0 };
+			     w->has_stall, 0, 0, 0, 0 };
 
 	if (w->has_fence) {
 		uint64_t *init = map_find(&b->initial, (uint64_t)w->fence);
@@ -1795,23 +1845,34 @@ static int merge_next(struct finisher *f, struct res_rec *out, struct nf_error *
 				return rc;
 			f->sg = rc ? p : NULL;
 		}
+		/*
+		 * A releaser ends no later than its wait, within the clock
+		 * merge's error (slack_ns). The first known signal to reach the
+		 * value that ends after the wait is only a fallback: a signal of
+		 * unknown end (its entry lost, say) queued in time is the better
+		 * candidate. One that ends beyond the slack is never named: with
+		 * no candidate left the data contradict themselves (causality
+		 * anomaly) and the wait gets no releaser.
+		 */
 		bool found = !pre && f->have_hit && f->runmax >= w->value;
+		bool after = found && f->hit.end > w->end;
 		bool late = found && (double)f->hit.end > (double)w->end + b->slack_ns;
 		int64_t unk = 0;
 
-		if (!pre && (!found || late) &&
+		if (!pre && (!found || after) &&
 		    (rc = unk_find(f, f->cur, w->value, w->end + (int64_t)b->slack_ns, &unk,
 				   err)) != 0)
 			return rc;
 		if (unk) {
 			r.signal_id = unk;
 		} else if (found) {
-			if (f->hit.kind)
+			if (!late && f->hit.kind)
 				r.signal_id = f->hit.id;
-			else
+			else if (!late)
 				r.cpu_id = f->hit.id;
 			r.late = late;
 			r.kind = f->hit.kind;
+			r.late_id = f->hit.id;
 			r.sig_end = f->hit.end;
 		}
 	}

@@ -601,10 +601,14 @@ int nf_clock_model_convert(struct nf_clock_model *m, uint32_t adapter, uint64_t 
 		if (s->none)
 			return 0;
 	}
+	/* Differences in floating point: a value far from the segment (beyond
+	 * NF_GPU_TS_MAX) must not overflow; the caller refuses what is out of range. */
+	double dg = (double)((long double)gpu - (long double)s->g0);
+
 	if (s->g1 == s->g0)
-		*ns = s->s0 + (double)(gpu - s->g0) * s->ns_per_tick;
+		*ns = s->s0 + dg * s->ns_per_tick;
 	else
-		*ns = s->s0 + (double)(gpu - s->g0) * (s->s1 - s->s0) / (double)(s->g1 - s->g0);
-	*known = true;
+		*ns = s->s0 + dg * (s->s1 - s->s0) / (double)((long double)s->g1 - (long double)s->g0);
+	*known = isfinite(*ns) != 0;
 	return 0;
 }

@@ -20,7 +20,7 @@
 
 enum ki_stmt {
 	KS_STR_TIMELINE, KS_FENCE_SEEN, KS_WAIT, KS_RUN,
-	KS_THREAD, KS_RAW, KS_LOST, KS_COUNT
+	KS_THREAD, KS_RAW, KS_LOST, KS_GPU, KS_VBLANK, KS_MARKER, KS_TASK, KS_COUNT
 };
 
 static const char *const ki_sql[KS_COUNT] = {
@@ -36,17 +36,27 @@ static const char *const ki_sql[KS_COUNT] = {
 	[KS_WAIT] = "INSERT INTO temp.k_waits(tid, context, seqno, start_ns, end_ns) "
 		    "VALUES (?1, ?2, ?3, ?4, ?5)",
 	[KS_RUN] = "INSERT INTO cpu_runs(thread, cpu, start_ns, end_ns, end_state) VALUES (?1, ?2, ?3, ?4, ?5)",
-	[KS_THREAD] = "INSERT OR REPLACE INTO kernel_threads(thread, comm) VALUES (?1, ?2)",
+	[KS_THREAD] = "INSERT INTO kernel_threads(thread, comm) VALUES (?1, ?2) "
+		      "ON CONFLICT(thread) DO UPDATE SET comm = excluded.comm",
 	[KS_RAW] = "INSERT INTO kernel_events(ts_ns, cpu, thread, name, fields) VALUES (?1, ?2, ?3, ?4, ?5)",
 	[KS_LOST] = "INSERT INTO anomalies(kind, queue, log, first_ns, last_ns, lost_entries, detail) "
 		    "VALUES ('kernel_lost', NULL, NULL, ?1, ?1, ?2, ?3)",
+	[KS_GPU] = "INSERT INTO temp.k_gpu(ts, tid, kind, ring, job, context, seqno, fence, dep_context, "
+		   "dep_seqno, flags) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+	[KS_VBLANK] = "INSERT INTO vblanks(ts_ns, crtc, seq) VALUES (?1, ?2, ?3)",
+	[KS_MARKER] = "INSERT INTO markers(ts_ns, thread, cpu, text) VALUES (?1, ?2, ?3, ?4)",
+	[KS_TASK] = "INSERT INTO kernel_threads(thread, process) VALUES (?1, ?2) "
+		    "ON CONFLICT(thread) DO UPDATE SET process = excluded.process",
 };
 
 static const char ki_staging_sql[] =
 	"CREATE TEMP TABLE k_fences(context INTEGER, seqno INTEGER, init_ns INTEGER, emit_ns INTEGER, "
 	"  signal_ns INTEGER, emit_tid INTEGER, op_id INTEGER, PRIMARY KEY(context, seqno)) WITHOUT ROWID;"
 	"CREATE TEMP TABLE k_waits(tid INTEGER, context INTEGER, seqno INTEGER, start_ns INTEGER, "
-	"  end_ns INTEGER);";
+	"  end_ns INTEGER);"
+	"CREATE TEMP TABLE k_gpu(ts INTEGER, tid INTEGER, kind INTEGER, ring TEXT, job INTEGER, "
+	"  context INTEGER, seqno INTEGER, fence INTEGER, dep_context INTEGER, dep_seqno INTEGER, "
+	"  flags INTEGER, kkey TEXT);";
 
 /* A CPU wait that has started and not ended yet (kept in memory: few at a time). */
 struct ki_wait {
@@ -518,6 +528,51 @@ int nf_kernel_ingest_event(struct nf_kernel_ingest **kip, sqlite3 *db, int64_t n
 	case NF_EV_KERNEL_RAW:
 		return ki_raw(ki, ns, f[NFF_KERNEL_RAW_cpu], f[NFF_KERNEL_RAW_tid],
 			      ki_str(ki, f[NFF_KERNEL_RAW_name]), ev->str, err);
+	case NF_EV_KERNEL_GPU_JOB: {
+		sqlite3_stmt *s = ki->st[KS_GPU];
+		uint64_t fl = f[NFF_KERNEL_GPU_JOB_flags];
+
+		sqlite3_bind_int64(s, 1, ns);
+		sqlite3_bind_int64(s, 2, (int64_t)(uint32_t)f[NFF_KERNEL_GPU_JOB_tid]);
+		sqlite3_bind_int64(s, 3, (int64_t)(uint32_t)f[NFF_KERNEL_GPU_JOB_kind]);
+		bind_text_or_null(s, 4, ki_str(ki, f[NFF_KERNEL_GPU_JOB_ring]));
+		sqlite3_bind_int64(s, 5, (int64_t)f[NFF_KERNEL_GPU_JOB_job]);
+		if (fl & 1) {
+			sqlite3_bind_int64(s, 6, (int64_t)f[NFF_KERNEL_GPU_JOB_context]);
+			sqlite3_bind_int64(s, 7, (int64_t)f[NFF_KERNEL_GPU_JOB_seqno]);
+		}
+		sqlite3_bind_int64(s, 8, (int64_t)f[NFF_KERNEL_GPU_JOB_fence]);
+		if (fl & 4) {
+			sqlite3_bind_int64(s, 9, (int64_t)f[NFF_KERNEL_GPU_JOB_dep_context]);
+			sqlite3_bind_int64(s, 10, (int64_t)f[NFF_KERNEL_GPU_JOB_dep_seqno]);
+		}
+		sqlite3_bind_int64(s, 11, (int64_t)fl);
+		return ki_step(ki, KS_GPU, err);
+	}
+	case NF_EV_KERNEL_VBLANK: {
+		sqlite3_stmt *s = ki->st[KS_VBLANK];
+
+		sqlite3_bind_int64(s, 1, ns);
+		sqlite3_bind_int64(s, 2, (int64_t)(int32_t)(uint32_t)f[NFF_KERNEL_VBLANK_crtc]);
+		sqlite3_bind_int64(s, 3, (int64_t)(uint32_t)f[NFF_KERNEL_VBLANK_seq]);
+		return ki_step(ki, KS_VBLANK, err);
+	}
+	case NF_EV_KERNEL_MARKER: {
+		sqlite3_stmt *s = ki->st[KS_MARKER];
+
+		sqlite3_bind_int64(s, 1, ns);
+		sqlite3_bind_int64(s, 2, (int64_t)(uint32_t)f[NFF_KERNEL_MARKER_tid]);
+		sqlite3_bind_int64(s, 3, (int64_t)(uint32_t)f[NFF_KERNEL_MARKER_cpu]);
+		bind_text_or_null(s, 4, ev->str ? ev->str : "");
+		return ki_step(ki, KS_MARKER, err);
+	}
+	case NF_EV_KERNEL_TASK: {
+		sqlite3_stmt *s = ki->st[KS_TASK];
+
+		sqlite3_bind_int64(s, 1, (int64_t)(uint32_t)f[NFF_KERNEL_TASK_tid]);
+		sqlite3_bind_int64(s, 2, (int64_t)(uint32_t)f[NFF_KERNEL_TASK_tgid]);
+		return ki_step(ki, KS_TASK, err);
+	}
 	default:
 		return 0; /* KernelTraceStart: nothing to store */
 	}
@@ -684,6 +739,93 @@ out_finalize:
 	return rc;
 }
 
+/*
+ * GPU jobs (the jobs block of schemas/timeline.sql): the staged KernelGpuJob
+ * events get a job key (the scheduler's job id, else the fence), then one
+ * jobs row per key; the scheduled/finished fence rule per job context is
+ * decided from the dma_fence signals (job_timelines) and fills in starts and
+ * finishes no event gave; then the dependencies.
+ * Kinds: 1 amdgpu_cs_ioctl, 2 amdgpu_sched_run_job, 3 drm_sched queue, 4 run,
+ * 5 done, 6 dependency, 7 i915 add, 8 submit, 9 in, 10 out, 11 retire.
+ */
+static const char ki_finish_jobs_sql[] =
+	"CREATE INDEX temp.k_gpu_fence ON k_gpu(fence, kind, ts);"
+	/* drm_sched before 6.16: a done event names the job by its fence's address. */
+	"UPDATE temp.k_gpu SET job = coalesce((SELECT q.job FROM temp.k_gpu q WHERE q.kind = 3 AND "
+	"  q.fence = k_gpu.fence AND q.ts <= k_gpu.ts AND q.job != 0 ORDER BY q.ts DESC LIMIT 1), 0) "
+	"  WHERE kind = 5 AND job = 0 AND fence != 0 AND context IS NULL;"
+	/* Events naming only the fence join the job whose id another event tied to it. */
+	"CREATE INDEX temp.k_gpu_ctx ON k_gpu(context, seqno);"
+	"UPDATE temp.k_gpu SET job = coalesce((SELECT m.job FROM temp.k_gpu m WHERE m.job != 0 AND "
+	"  m.context = k_gpu.context AND m.seqno = k_gpu.seqno LIMIT 1), 0) "
+	"  WHERE job = 0 AND context IS NOT NULL AND kind <= 6;"
+	"UPDATE temp.k_gpu SET kkey = CASE WHEN job != 0 THEN 'j' || job "
+	"  WHEN context IS NOT NULL THEN 'f' || context || ':' || seqno END;"
+	"CREATE INDEX temp.k_gpu_key ON k_gpu(kkey, kind, ts);"
+	"CREATE TEMP TABLE k_jobs(kkey TEXT PRIMARY KEY, id INTEGER) WITHOUT ROWID;"
+	"INSERT INTO jobs(driver, ring, job, context, seqno, thread, submitted_ns, started_ns, finished_ns) "
+	"SELECT CASE WHEN max(kind IN (1, 2)) THEN 'amdgpu' WHEN max(kind BETWEEN 3 AND 6) THEN 'drm_sched' "
+	"  ELSE 'i915' END, "
+	"  (SELECT r.ring FROM temp.k_gpu r WHERE r.kkey = g.kkey AND r.ring IS NOT NULL ORDER BY r.kind, r.ts "
+	"   LIMIT 1), "
+	"  nullif(max(job), 0), "
+	"  (SELECT c.context FROM temp.k_gpu c WHERE c.kkey = g.kkey AND c.context IS NOT NULL AND c.kind != 6 "
+	"   ORDER BY c.kind LIMIT 1), "
+	"  (SELECT c.seqno FROM temp.k_gpu c WHERE c.kkey = g.kkey AND c.context IS NOT NULL AND c.kind != 6 "
+	"   ORDER BY c.kind LIMIT 1), "
+	"  (SELECT s.tid FROM temp.k_gpu s WHERE s.kkey = g.kkey AND s.kind IN (1, 3, 7) ORDER BY s.ts LIMIT 1), "
+	"  min(CASE WHEN kind IN (1, 3, 7) THEN ts END), "
+	"  min(CASE WHEN kind IN (2, 4, 9) THEN ts END), "
+	"  coalesce(min(CASE WHEN kind = 5 THEN ts END), max(CASE WHEN kind = 10 AND flags & 2 THEN ts END), "
+	"    min(CASE WHEN kind = 11 THEN ts END)) "
+	"FROM temp.k_gpu g WHERE kkey IS NOT NULL GROUP BY kkey "
+	"ORDER BY coalesce(min(CASE WHEN kind IN (1, 3, 7) THEN ts END), min(ts)), kkey;"
+	/* Job key -> row: the key of a row is rebuilt from its job id or fence. */
+	"INSERT INTO temp.k_jobs(kkey, id) SELECT CASE WHEN job IS NOT NULL THEN 'j' || job "
+	"  ELSE 'f' || context || ':' || seqno END, id FROM jobs;"
+	/* Scheduled vs finished, per job context, from the signals. */
+	"INSERT INTO job_timelines(context, driver, ring, scheduled_context, finished_context, jobs_prev_first, "
+	"  jobs_next_later) "
+	"SELECT context, min(driver), min(ring), NULL, context, "
+	"  (SELECT count(*) FROM jobs j JOIN temp.k_fences a ON a.context = j.context - 1 AND a.seqno = j.seqno "
+	"   JOIN temp.k_fences b ON b.context = j.context AND b.seqno = j.seqno "
+	"   WHERE j.context = t.context AND a.signal_ns <= b.signal_ns), "
+	"  (SELECT count(*) FROM jobs j JOIN temp.k_fences a ON a.context = j.context AND a.seqno = j.seqno "
+	"   JOIN temp.k_fences b ON b.context = j.context + 1 AND b.seqno = j.seqno "
+	"   WHERE j.context = t.context AND a.signal_ns <= b.signal_ns) "
+	"FROM jobs t WHERE context IS NOT NULL AND driver != 'i915' GROUP BY context;"
+	"UPDATE job_timelines SET scheduled_context = CASE WHEN jobs_prev_first >= jobs_next_later "
+	"  AND jobs_prev_first > 0 THEN context - 1 WHEN jobs_next_later > 0 THEN context END, "
+	"  finished_context = CASE WHEN jobs_prev_first < jobs_next_later THEN context + 1 ELSE context END;"
+	/* A context whose own jobs say nothing follows the rule its driver's other contexts decided. */
+	"UPDATE job_timelines SET "
+	"  scheduled_context = CASE WHEN (SELECT sum(o.jobs_prev_first) - sum(o.jobs_next_later) FROM job_timelines o "
+	"    WHERE o.driver = job_timelines.driver) > 0 THEN context - 1 "
+	"    WHEN (SELECT sum(o.jobs_next_later) - sum(o.jobs_prev_first) FROM job_timelines o "
+	"    WHERE o.driver = job_timelines.driver) > 0 THEN context END, "
+	"  finished_context = CASE WHEN (SELECT sum(o.jobs_next_later) - sum(o.jobs_prev_first) FROM job_timelines o "
+	"    WHERE o.driver = job_timelines.driver) > 0 THEN context + 1 ELSE context END "
+	"  WHERE jobs_prev_first = 0 AND jobs_next_later = 0;"
+	"UPDATE jobs SET sched_context = (SELECT t.scheduled_context FROM job_timelines t "
+	"  WHERE t.context = jobs.context) WHERE context IS NOT NULL;"
+	"UPDATE jobs SET "
+	"  started_ns = coalesce(started_ns, (SELECT f.signal_ns FROM temp.k_fences f "
+	"    WHERE f.context = jobs.sched_context AND f.seqno = jobs.seqno)), "
+	"  finished_ns = coalesce(finished_ns, (SELECT f.signal_ns FROM temp.k_fences f JOIN job_timelines t "
+	"    ON t.context = jobs.context WHERE f.context = t.finished_context AND f.seqno = jobs.seqno)) "
+	"  WHERE context IS NOT NULL AND driver != 'i915';"
+	"UPDATE jobs SET process = (SELECT k.process FROM kernel_threads k WHERE k.thread = jobs.thread), "
+	"  status = CASE WHEN started_ns IS NULL THEN 'queued' WHEN finished_ns IS NULL THEN 'unfinished' "
+	"  ELSE 'complete' END;"
+	"CREATE INDEX jobs_fence ON jobs(context, seqno);"
+	"INSERT INTO job_deps(job, dep_context, dep_seqno, dep_job, dep_fence, ts_ns) "
+	"SELECT k.id, d.dep_context, d.dep_seqno, coalesce(f.id, s.id), "
+	"  CASE WHEN f.id IS NOT NULL THEN 'finished' WHEN s.id IS NOT NULL THEN 'scheduled' END, d.ts "
+	"FROM temp.k_gpu d JOIN temp.k_jobs k ON k.kkey = d.kkey "
+	"LEFT JOIN jobs f ON f.context = d.dep_context AND f.seqno = d.dep_seqno "
+	"LEFT JOIN jobs s ON f.id IS NULL AND s.sched_context = d.dep_context AND s.seqno = d.dep_seqno "
+	"WHERE d.kind = 6 AND d.flags & 4 ORDER BY k.id, d.ts;";
+
 int nf_kernel_ingest_finish(struct nf_kernel_ingest *ki, struct nf_error *err)
 {
 	int rc;
@@ -717,9 +859,11 @@ int nf_kernel_ingest_finish(struct nf_kernel_ingest *ki, struct nf_error *err)
 			return rc;
 	}
 	if ((rc = ki_exec(ki, ki_finish_timelines_sql, err)) ||
-	    (rc = ki_finish_signals(ki, err)) || (rc = ki_finish_waits(ki, err)))
+	    (rc = ki_finish_signals(ki, err)) || (rc = ki_finish_waits(ki, err)) ||
+	    (rc = ki_exec(ki, ki_finish_jobs_sql, err)))
 		return rc;
-	return ki_exec(ki, "DROP TABLE temp.k_fences; DROP TABLE temp.k_waits;"
+	return ki_exec(ki, "DROP TABLE temp.k_fences; DROP TABLE temp.k_waits; DROP TABLE temp.k_gpu;"
+		       "DROP TABLE temp.k_jobs;"
 		       "CREATE INDEX cpu_runs_thread ON cpu_runs(thread, start_ns);"
 		       "CREATE INDEX kernel_events_ts ON kernel_events(ts_ns);", err);
 }

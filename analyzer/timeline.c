@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,7 +45,8 @@ static int cb_finding(void *ctx, const struct nf_finding *f)
 	return nf_timeline_builder_feed_finding(c->b, f, c->err);
 }
 
-static int build_into(const char *session_dir, const char *tmp_path, struct nf_error *err)
+static int build_into(const char *session_dir, const char *tmp_path, const char *key,
+		      struct nf_error *err)
 {
 	struct nf_parser *p = NULL;
 	struct nf_timeline_builder *b = NULL;
@@ -87,6 +89,20 @@ static int build_into(const char *session_dir, const char *tmp_path, struct nf_e
 	/* The parser reads and replays on its own thread while the builder matches. */
 	rc = nf_parser_run_pipelined(p, &cb, err);
 	rc = rc ? rc : nf_timeline_builder_finish(b, err);
+	if (!rc && key) {
+		/* What the session was when this build began (nf_timeline_ensure). */
+		sqlite3_stmt *s = NULL;
+
+		if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO meta(key, value) VALUES ('session_key', ?1)",
+				       -1, &s, NULL) != SQLITE_OK ||
+		    sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC) != SQLITE_OK ||
+		    sqlite3_step(s) != SQLITE_DONE)
+			rc = nf_error_set(err, NF_ESQL, "%s: %s", tmp_path, sqlite3_errmsg(db));
+		sqlite3_finalize(s);
+	}
+	if (rc == NF_ESQL && err && !strstr(err->msg, tmp_path))
+		/* disk full and the like: say which file */
+		nf_error_prefix(err, "%s", tmp_path);
 out_close:
 	nf_timeline_builder_destroy(b);
 	if (db && sqlite3_close(db) != SQLITE_OK && rc == 0)
@@ -95,7 +111,133 @@ out_close:
 	return rc;
 }
 
+/*
+ * What the session is, for the timeline cache: a 64-bit FNV-1a over the names,
+ * kinds and sizes of its visible entries (in name order) and the content of
+ * each plain file's first and last 64 KiB (the whole metadata, with its UUID,
+ * and every stream's first and last packets, whose headers carry the UUID).
+ * Unlike modification times it does not go back in time when older copies
+ * replace the files (cp -p, rsync -a, tar x), and it changes when a stream
+ * grows. Returns 0, or -1 when the directory cannot be listed.
+ */
+#define NF_KEY_SPAN (64u * 1024u)
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 0x100000001b3ull;
+	return h;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static uint64_t file_hash(uint64_t h, const char *path, const struct stat *st, unsigned char *buf)
+{
+	int fd;
+
+	if (!S_ISREG(st->st_mode))
+		return h;
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return fnv(h, "?", 1);
+	for (int part = 0; part < 2; part++) {
+		off_t from = part == 0 ? 0 : st->st_size - (off_t)NF_KEY_SPAN;
+		size_t got = 0;
+
+		if (part == 1 && st->st_size <= (off_t)NF_KEY_SPAN)
+			break;
+		if (from < (off_t)NF_KEY_SPAN && part == 1)
+			from = NF_KEY_SPAN;
+		while (got < NF_KEY_SPAN) {
+			ssize_t n = pread(fd, buf + got, NF_KEY_SPAN - got, from + (off_t)got);
+
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				break;
+			got += (size_t)n;
+		}
+		h = fnv(h, buf, got);
+	}
+	close(fd);
+	return h;
+}
+
+static int session_key(const char *dir, char *key, size_t key_len)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	char **names = NULL, path[4200];
+	size_t n = 0, cap = 0;
+	uint64_t h = 0xcbf29ce484222325ull, total = 0;
+	unsigned char *buf = NULL;
+	int rc = -1;
+
+	if (!d)
+		return -1;
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.')
+			continue;
+		if (n == cap) {
+			size_t nc = cap ? cap * 2 : 16;
+			char **v = realloc(names, nc * sizeof(*v));
+
+			if (!v)
+				goto out;
+			names = v;
+			cap = nc;
+		}
+		if (!(names[n] = strdup(de->d_name)))
+			goto out;
+		n++;
+	}
+	if (n)
+		qsort(names, n, sizeof(*names), name_cmp);
+	if (!(buf = malloc(NF_KEY_SPAN)))
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		struct stat st;
+		uint64_t meta[2];
+
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, names[i]) >= sizeof(path) ||
+		    lstat(path, &st) != 0)
+			continue;
+		meta[0] = (uint64_t)(st.st_mode & S_IFMT);
+		meta[1] = (uint64_t)st.st_size;
+		total += (uint64_t)st.st_size;
+		h = fnv(h, names[i], strlen(names[i]) + 1);
+		h = fnv(h, meta, sizeof(meta));
+		h = file_hash(h, path, &st, buf);
+	}
+	snprintf(key, key_len, "1:%zu:%" PRIu64 ":%016" PRIx64, n, total, h);
+	rc = 0;
+out:
+	closedir(d);
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	free(buf);
+	return rc;
+}
+
+static int build_keyed(const char *session_dir, const char *db_path, const char *key,
+		       struct nf_error *err);
+
 int nf_timeline_build(const char *session_dir, const char *db_path, struct nf_error *err)
+{
+	char key[96];
+
+	return build_keyed(session_dir, db_path,
+			   session_key(session_dir, key, sizeof(key)) == 0 ? key : NULL, err);
+}
+
+static int build_keyed(const char *session_dir, const char *db_path, const char *key,
+		       struct nf_error *err)
 {
 	size_t n = strlen(db_path);
 	char *tmp = malloc(n + 32), *dir = strdup(db_path), *slash;
@@ -123,7 +265,7 @@ int nf_timeline_build(const char *session_dir, const char *db_path, struct nf_er
 		goto out_free;
 	}
 	close(fd);
-	rc = build_into(session_dir, tmp, err);
+	rc = build_into(session_dir, tmp, key, err);
 	if (rc == 0 && rename(tmp, db_path) != 0)
 		rc = nf_error_set(err, NF_EIO, "%s: cannot rename to %s: %s", tmp, db_path,
 				  strerror(errno));
@@ -135,40 +277,9 @@ out_free:
 	return rc;
 }
 
-/* Newest mtime among the trace files under dir (not the database, not dot files). */
-static void newest_trace_mtime(const char *dir, int depth, struct timespec *newest)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-
-	if (!d)
-		return;
-	while ((de = readdir(d)) != NULL) {
-		char path[4096];
-		struct stat st;
-
-		if (de->d_name[0] == '.' ||
-		    strncmp(de->d_name, NF_TIMELINE_DB_NAME, strlen(NF_TIMELINE_DB_NAME)) == 0)
-			continue;
-		if (snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >= (int)sizeof(path))
-			continue;
-		if (stat(path, &st) != 0)
-			continue;
-		if (S_ISDIR(st.st_mode)) {
-			if (depth > 0)
-				newest_trace_mtime(path, depth - 1, newest);
-			continue;
-		}
-		if (!S_ISREG(st.st_mode))
-			continue;
-		if (st.st_mtim.tv_sec > newest->tv_sec ||
-		    (st.st_mtim.tv_sec == newest->tv_sec && st.st_mtim.tv_nsec > newest->tv_nsec))
-			*newest = st.st_mtim;
-	}
-	closedir(d);
-}
-
-static bool meta_matches(const char *db_path)
+/* The database is of this schema and timeline version and was built from
+ * the session as it is now (its session key). */
+static bool meta_matches(const char *db_path, const char *key)
 {
 	sqlite3 *db = NULL;
 	sqlite3_stmt *s = NULL;
@@ -178,37 +289,82 @@ static bool meta_matches(const char *db_path)
 		goto out;
 	if (sqlite3_prepare_v2(db,
 			       "SELECT key, value FROM meta WHERE key IN "
-			       "('schema_version', 'timeline_version')", -1, &s, NULL) != SQLITE_OK)
+			       "('schema_version', 'timeline_version', 'session_key')", -1, &s,
+			       NULL) != SQLITE_OK)
 		goto out;
 	while (sqlite3_step(s) == SQLITE_ROW) {
 		const char *k = (const char *)sqlite3_column_text(s, 0);
+		const char *t = (const char *)sqlite3_column_text(s, 1);
 		long long v = sqlite3_column_int64(s, 1);
 
 		if (k && strcmp(k, "schema_version") == 0 && v == NF_SCHEMA_VERSION)
 			found |= 1;
 		if (k && strcmp(k, "timeline_version") == 0 && v == NF_TIMELINE_VERSION)
 			found |= 2;
+		if (k && strcmp(k, "session_key") == 0 && t && strcmp(t, key) == 0)
+			found |= 4;
 	}
 out:
 	sqlite3_finalize(s);
 	sqlite3_close(db);
-	return found == 3;
+	return found == 7;
 }
 
-static bool db_is_fresh(const char *session_dir, const char *db_path)
+static bool db_is_fresh(const char *db_path, const char *key)
 {
-	struct timespec newest = { 0, 0 };
 	struct stat st;
 
 	/* lstat: a planted symlink is never read nor written through; the
 	 * rebuild's rename() replaces the link itself. */
 	if (lstat(db_path, &st) != 0 || !S_ISREG(st.st_mode))
 		return false;
-	newest_trace_mtime(session_dir, 2, &newest);
-	if (st.st_mtim.tv_sec < newest.tv_sec ||
-	    (st.st_mtim.tv_sec == newest.tv_sec && st.st_mtim.tv_nsec < newest.tv_nsec))
-		return false;
-	return meta_matches(db_path);
+	return meta_matches(db_path, key);
+}
+
+/*
+ * A recorder (its committer process) holds an exclusive flock on
+ * DIR/metadata until the session files are final (capture/ctf_writer.c). A
+ * timeline built meanwhile would describe part of the recording: refuse.
+ */
+static int check_not_recording(const char *session_dir, struct nf_error *err)
+{
+	char meta[4200];
+	int fd, rc = 0;
+
+	if ((size_t)snprintf(meta, sizeof(meta), "%s/metadata", session_dir) >= sizeof(meta))
+		return 0;
+	fd = open(meta, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return 0; /* the parser says what is wrong with it */
+	while (flock(fd, LOCK_SH | LOCK_NB) != 0) {
+		if (errno == EINTR)
+			continue;
+		if (errno == EWOULDBLOCK)
+			rc = nf_error_set(err, NF_ESTATE,
+					  "%s: still being recorded (its recorder holds metadata); query it once the recording has ended",
+					  session_dir);
+		break;
+	}
+	close(fd);
+	return rc;
+}
+
+/* Temporaries of builds that were interrupted (killed, Ctrl-C): no build runs
+ * while we hold the lock, so any left is garbage. */
+static void remove_stale_temporaries(const char *session_dir)
+{
+	static const char prefix[] = "." NF_TIMELINE_DB_NAME ".tmp.";
+	DIR *d = opendir(session_dir);
+	struct dirent *de;
+	char path[4200];
+
+	if (!d)
+		return;
+	while ((de = readdir(d)) != NULL)
+		if (strncmp(de->d_name, prefix, sizeof(prefix) - 1) == 0 &&
+		    (size_t)snprintf(path, sizeof(path), "%s/%s", session_dir, de->d_name) < sizeof(path))
+			unlink(path);
+	closedir(d);
 }
 
 int nf_timeline_ensure(const char *session_dir, char *db_path, size_t db_path_len,
@@ -229,7 +385,23 @@ int nf_timeline_ensure(const char *session_dir, char *db_path, size_t db_path_le
 	if ((size_t)snprintf(lock_path, sizeof(lock_path), "%s/%s", session_dir,
 			     NF_TIMELINE_LOCK_NAME) >= sizeof(lock_path))
 		return nf_error_set(err, NF_EINVAL, "%s: path too long", session_dir);
+	if ((rc = check_not_recording(session_dir, err)))
+		return rc;
+	char key[96];
+	if (session_key(session_dir, key, sizeof(key)) != 0)
+		return nf_error_set(err, NF_EIO, "%s: %s", session_dir, strerror(errno));
 	fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0 && (errno == EROFS || errno == EACCES || errno == EPERM)) {
+		/* A read-only session (read-only media, another user's files): its
+		 * timeline is used when it is fresh; none can be built there. */
+		int e = errno;
+
+		if (db_is_fresh(db_path, key))
+			return 0;
+		return nf_error_set(err, NF_EIO,
+				    "%s: cannot build the timeline here (%s); copy the session to a writable place",
+				    session_dir, strerror(e));
+	}
 	if (fd < 0)
 		return nf_error_set(err, NF_EIO, "%s: %s", lock_path,
 				    errno == ELOOP ? "is a symbolic link (not following it)" : strerror(errno));
@@ -239,8 +411,9 @@ int nf_timeline_ensure(const char *session_dir, char *db_path, size_t db_path_le
 			goto out_close;
 		}
 	}
-	if (!db_is_fresh(session_dir, db_path))
-		rc = nf_timeline_build(session_dir, db_path, err);
+	remove_stale_temporaries(session_dir);
+	if (!db_is_fresh(db_path, key))
+		rc = build_keyed(session_dir, db_path, key, err);
 	flock(fd, LOCK_UN);
 out_close:
 	close(fd);

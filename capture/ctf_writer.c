@@ -95,6 +95,7 @@ struct nf_ctf_writer {
 	unsigned char *ring;     /* NF_CTF_RING_SIZE bytes of packets per stream */
 	uint64_t desc_head;      /* packet descriptors published */
 	uint64_t kick_bytes;     /* bytes published since the committer was last woken */
+	bool append;             /* nf_ctf_writer_open_append: a stream added to a session */
 };
 
 /* Recorder -> committer on the socket: a wake-up (ring = NF_CTF_MSG_WAKE), or
@@ -1038,6 +1039,7 @@ int nf_ctf_writer_open_append(const char *dir, struct nf_ctf_writer **out, struc
 	snprintf(w->dir, sizeof(w->dir), "%s", dir);
 	w->packet_size = NF_CTF_DEFAULT_PACKET;
 	w->sock = -1; /* no committer: the appended stream is written in-process */
+	w->append = true;
 	memcpy(w->uuid, uuid, 16);
 	for (int s = 0; s < NF_STREAM_COUNT; s++) {
 		w->streams[s].fd = -1;
@@ -1277,6 +1279,106 @@ const struct nf_error *nf_ctf_writer_error(const struct nf_ctf_writer *w)
 	return &w->err;
 }
 
+/*
+ * The end of the recording, in the metadata: once every stream file is final,
+ * the environment gains one line per stream, `recorded_NAME_bytes = N;` (0
+ * for a stream never written), and the metadata is replaced atomically. A
+ * session without these lines was never closed (its recorder was killed, or
+ * the program exited without destroying its runtime); one whose stream is
+ * shorter than recorded was cut since. An appended stream (kernel import into
+ * a session) updates the lines of a session that has them, and only those.
+ * The lines are ordinary integer environment entries, so the metadata stays
+ * what core/ctf_meta.c renders. Returns 0 or an errno.
+ */
+static int mark_end(struct nf_ctf_writer *w)
+{
+	static const char env_open[] = "\nenv {\n", env_close[] = "};\n";
+	char path[4200], tmp[4200], line[128];
+	char *m = NULL, *out = NULL;
+	size_t len = 0, cap = 0, o = 0;
+	int fd, rc = 0;
+
+	snprintf(path, sizeof(path), "%s/metadata", w->dir);
+	snprintf(tmp, sizeof(tmp), "%s/.metadata.tmp", w->dir);
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return errno;
+	for (;;) {
+		if (len + 4096 + 1 > cap) {
+			char *n = realloc(m, cap = cap ? cap * 2 : 16384);
+			if (!n) {
+				close(fd);
+				free(m);
+				return ENOMEM;
+			}
+			m = n;
+		}
+		ssize_t n = read(fd, m + len, cap - len - 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = errno;
+			close(fd);
+			free(m);
+			return rc;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	m[len] = '\0';
+	char *env = strstr(m, env_open), *end = env ? strstr(env, env_close) : NULL;
+	if (!end || (w->append && !strstr(env, "\trecorded_events_bytes = "))) {
+		free(m);
+		return 0; /* not ours, or a session that never ended: leave it */
+	}
+	if (!(out = malloc(len + 512))) {
+		free(m);
+		return ENOMEM;
+	}
+	/* Everything before the end of the environment, minus older lines. */
+	for (char *p = m; p < end;) {
+		char *nl = strchr(p, '\n');
+		size_t l = nl ? (size_t)(nl - p) + 1 : strlen(p);
+
+		if (!(p > env && strncmp(p, "\trecorded_", 11) == 0)) {
+			memcpy(out + o, p, l);
+			o += l;
+		}
+		p += l;
+	}
+	for (int s = 0; s < NF_STREAM_COUNT; s++) {
+		struct stat st;
+		uint64_t size = stat(w->streams[s].path, &st) == 0 ? (uint64_t)st.st_size : 0;
+		int k = snprintf(line, sizeof(line), "\trecorded_%s_bytes = %llu;\n", w->streams[s].name,
+				 (unsigned long long)size);
+		memcpy(out + o, line, (size_t)k);
+		o += (size_t)k;
+	}
+	memcpy(out + o, end, strlen(end));
+	o += strlen(end);
+	free(m);
+	unlink(tmp);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		rc = errno;
+		free(out);
+		return rc;
+	}
+	rc = -write_all(fd, out, o);
+	if (rc == 0 && fsync(fd) != 0)
+		rc = errno;
+	if (close(fd) != 0 && rc == 0)
+		rc = errno;
+	if (rc == 0 && rename(tmp, path) != 0)
+		rc = errno;
+	if (rc)
+		unlink(tmp);
+	free(out);
+	return rc;
+}
+
 int nf_ctf_writer_close(struct nf_ctf_writer *w, struct nf_error *err)
 {
 	int rc;
@@ -1297,6 +1399,13 @@ int nf_ctf_writer_close(struct nf_ctf_writer *w, struct nf_error *err)
 				nf_error_set(&w->err, NF_EIO, "%s: close: %s", st->path, strerror(errno));
 		}
 		free(st->pbuf);
+	}
+	if (!w->err.code) {
+		int e = mark_end(w);
+
+		if (e)
+			nf_error_set(&w->err, NF_EIO, "%s/metadata: cannot record the end of the recording: %s",
+				     w->dir, strerror(e));
 	}
 	rc = w->err.code;
 	if (rc)

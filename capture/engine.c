@@ -554,7 +554,9 @@ static int update_monitored(struct nf_runtime *rt, struct nf_global_fence *g, ui
 		if (wmin < atomic_load(&g->wait_min))
 			atomic_store(&g->wait_min, wmin);
 		for (uint32_t a = 0; a < rt->n_adapters; a++) {
-			if (!(g->open_mask & (1u << a)) || atomic_load(&g->monitored[a]) == mv)
+			/* UpdateMonitoredValues is a native-fence DDI: an adapter that
+			 * holds the fence as a legacy monitored fence gets no call. */
+			if (!(g->native_mask & (1u << a)) || atomic_load(&g->monitored[a]) == mv)
 				continue;
 			struct nf_event ev;
 
@@ -735,6 +737,43 @@ static int log_write(struct nf_runtime *rt, struct nf_queue *q, struct nf_log *l
 	return rc;
 }
 
+static int u32_cmp(const void *x, const void *y)
+{
+	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+/*
+ * Optimized interrupt bookkeeping: the OS read a signal entry of global fence
+ * gi from q's log. Only fences with CPU waiters (a waiter registered later is
+ * satisfied by the resample at registration if the value is already there) and
+ * cross-adapter fences (their value goes to the other adapters) are kept. A
+ * full list is sorted and deduplicated before it grows, so it stays
+ * within twice the number of distinct fences.
+ */
+static int pend_add(struct nf_runtime *rt, struct nf_queue *q, uint32_t gi)
+{
+	if (q->n_pend && q->pend[q->n_pend - 1] == gi)
+		return 0;
+	if (q->n_pend == q->cap_pend) {
+		if (q->n_pend >= 64) {
+			uint32_t n = 0;
+
+			qsort(q->pend, q->n_pend, sizeof(*q->pend), u32_cmp);
+			for (uint32_t i = 0; i < q->n_pend; i++)
+				if (!n || q->pend[n - 1] != q->pend[i])
+					q->pend[n++] = q->pend[i];
+			q->n_pend = n;
+		}
+		if ((q->n_pend == q->cap_pend || q->n_pend * 2 > q->cap_pend) &&
+		    grow((void **)&q->pend, &q->cap_pend, q->cap_pend + 1, sizeof(*q->pend)))
+			return nf_error_set(&rt->err, NF_ENOMEM, "out of memory (interrupt bookkeeping)");
+	}
+	q->pend[q->n_pend++] = gi;
+	return 0;
+}
+
 /*
  * The OS reads a log (after DxgkDdiUpdateNativeFenceLogs flushed it): read the
  * header word, compare with the cached one, walk the new entries, and flag an
@@ -776,6 +815,11 @@ static int log_read(struct nf_runtime *rt, struct nf_queue *q, struct nf_log *lg
 		rt->scratch_truth = t;
 	}
 	bool want_truth = rt->cfg.ground_truth;
+	/* An optimized interrupt wakes the waiters of the fences the OS read
+	 * signals of: note them (only on such adapters, only signals). */
+	bool want_fences = lg->type == NF_LOG_SIGNALS && rt->adapters[q->adapter].optimized;
+	uint32_t last_fence = 0;
+	int prc = 0;
 	uint32_t slot = (uint32_t)(start % lg->capacity);
 	/* Deterministic, and the entries do not wrap: the event points at the log
 	 * itself (nothing writes it before the event is emitted), no copy. */
@@ -788,6 +832,16 @@ static int log_read(struct nf_runtime *rt, struct nf_queue *q, struct nf_log *lg
 			rt->scratch_entries[i] = *e;
 		if (want_truth)
 			rt->scratch_truth[i] = lg->truth[slot];
+		if (want_fences && e->hnative_fence != last_fence && !prc) {
+			uint32_t li;
+
+			last_fence = e->hnative_fence;
+			/* An unknown handle names no fence; an overrun covers it. */
+			if (!handle_lookup(rt, e->hnative_fence, NF_OBJ_LOCAL_FENCE, &li) &&
+			    (rt->globals[rt->locals[li].global].waiters ||
+			     rt->globals[rt->locals[li].global].cross_adapter))
+				prc = pend_add(rt, q, rt->locals[li].global);
+		}
 		/* What the reader sees, in its own terms (ground truth counts). */
 		if (e->fence_end_gpu_timestamp == 0) {
 			lg->zero_read++;
@@ -804,6 +858,8 @@ static int log_read(struct nf_runtime *rt, struct nf_queue *q, struct nf_log *lg
 	type = lg->type;
 	lg->read_total = total;
 	nf_th_log_unlock(rt, q);
+	if (prc)
+		return prc;
 
 	EV_INIT(ev, LOG_READ);
 	ev.f[NFF_LOG_READ_adapter] = q->adapter;
@@ -875,9 +931,15 @@ static int emit_truth_log(struct nf_runtime *rt, struct nf_queue *q, struct nf_l
 
 /* The OS destroys a queue's logs and recreates them at a new location. It reads
  * what is there first, so recreation loses nothing. */
+static int overrun_fallback(struct nf_runtime *rt, uint32_t adapter, uint64_t lost);
+
 static int queue_recreate_logs(struct nf_runtime *rt, struct nf_queue *q)
 {
-	int rc = queue_read_logs(rt, q, NULL);
+	uint64_t lost = 0;
+	int rc = queue_read_logs(rt, q, &lost);
+
+	if (!rc)
+		rc = overrun_fallback(rt, q->adapter, lost);
 
 	for (int i = 0; i < 2 && !rc; i++) {
 		struct nf_log *lg = &q->logs[i];
@@ -940,7 +1002,55 @@ static int propagate_cross_adapter(struct nf_runtime *rt, struct nf_global_fence
 	return 0;
 }
 
-/* Handles a native fence signaled interrupt raised by `queue` for fence `gi`. */
+/* The OS evaluates the CPU waiters of one fence: satisfy what CurrentValue
+ * unblocks, then the MonitoredValue protocol. */
+static int evaluate_fence(struct nf_runtime *rt, struct nf_global_fence *o, uint32_t *woken)
+{
+	int rc = satisfy_cpu_waiters(rt, o, woken);
+
+	return rc ? rc : update_monitored(rt, o, woken);
+}
+
+/* Does the adapter hold the fence open as a native fence (legacy: or as a
+ * legacy monitored fence too)? */
+static bool fence_on_adapter(const struct nf_global_fence *o, uint32_t adapter, bool legacy)
+{
+	return atomic_load(&o->alive) &&
+	       ((o->native_mask >> adapter) & 1u || (legacy && (o->open_mask >> adapter) & 1u));
+}
+
+/*
+ * "If an overrun occurred ... the OS scans all the fences and determines which
+ * waiters were unblocked": every native fence of the device (and, when the
+ * interrupt asked for it, its legacy monitored fences).
+ */
+static int scan_device(struct nf_runtime *rt, uint32_t adapter, bool legacy, uint32_t *woken)
+{
+	int rc = 0;
+
+	for (uint32_t i = 0; i < rt->n_globals && !rc; i++)
+		if (fence_on_adapter(&rt->globals[i], adapter, legacy))
+			rc = evaluate_fence(rt, &rt->globals[i], woken);
+	return rc;
+}
+
+/* A read outside an interrupt (periodic, final, before a log is recreated or
+ * its queue destroyed) found an overrun: the same fallback scan. */
+static int overrun_fallback(struct nf_runtime *rt, uint32_t adapter, uint64_t lost)
+{
+	if (!lost)
+		return 0;
+	for (uint32_t i = 0; i < rt->n_queues; i++)
+		if (rt->queues[i].adapter == adapter)
+			rt->queues[i].n_pend = 0; /* the scan covers what they named */
+	return scan_device(rt, adapter, false, NULL);
+}
+
+/*
+ * Handles a native fence signaled interrupt raised by queue qi. gi is the
+ * fence whose signal raised it: the OS uses it only where the payload names
+ * it (a fence array), never for an optimized interrupt (that names a queue).
+ */
 int nf_eng_handle_interrupt(struct nf_runtime *rt, uint32_t qi, uint32_t gi)
 {
 	struct nf_queue *q = &rt->queues[qi];
@@ -954,6 +1064,21 @@ int nf_eng_handle_interrupt(struct nf_runtime *rt, uint32_t qi, uint32_t gi)
 	struct nf_event ev;
 
 	STAT(rt, interrupts);
+	if (g->legacy_monitored && g->creator_adapter == q->adapter &&
+	    payload != NF_IRQ_NULL_ARRAY_LEGACY) {
+		/* A legacy monitored fence's GPU signal raised
+		 * DXGK_INTERRUPT_MONITORED_FENCE_SIGNALED (no event of its own in
+		 * the schema: its CPU_UNWAITs show it): the OS evaluates the
+		 * legacy monitored fence waiters of the adapter. */
+		for (uint32_t i = 0; i < rt->n_globals && !rc; i++) {
+			struct nf_global_fence *o = &rt->globals[i];
+
+			if (o == g || (atomic_load(&o->alive) && ((o->open_mask >> q->adapter) & 1u) &&
+				       !((o->native_mask >> q->adapter) & 1u)))
+				rc = evaluate_fence(rt, o, NULL);
+		}
+		return rc ? rc : propagate_cross_adapter(rt, g, q->adapter);
+	}
 	/* Which logs the OS scans. */
 	if (optimized)
 		scan_engine = payload == NF_IRQ_OPTIMIZED_NULL_QUEUE;
@@ -975,22 +1100,44 @@ int nf_eng_handle_interrupt(struct nf_runtime *rt, uint32_t qi, uint32_t gi)
 	}
 	if (rc)
 		return rc;
-	/* Wake waiters: the fence named, every fence with waiters when the array
-	 * was NULL, and every fence of the device after an overrun. */
-	for (uint32_t i = 0; i < rt->n_globals && !rc; i++) {
-		struct nf_global_fence *o = &rt->globals[i];
+	/*
+	 * Whose waiters the OS evaluates: after an overrun every fence of the
+	 * device; with a NULL array every native fence with waiters (legacy
+	 * monitored fences too with EvaluateLegacyMonitoredFences); with a fence
+	 * array the fence named; optimized, the fences whose signals it read from
+	 * the scanned queues' logs since their last update (E1..E4, step 5).
+	 */
+	if (lost || null_array) {
+		rc = scan_device(rt, q->adapter, legacy, &woken);
+		for (uint32_t i = 0; optimized && i < rt->n_queues; i++)
+			if (rt->queues[i].adapter == q->adapter)
+				rt->queues[i].n_pend = 0;
+	} else if (optimized) {
+		for (uint32_t i = 0; i < rt->n_queues && !rc; i++) {
+			struct nf_queue *o = &rt->queues[i];
 
-		if (!o->alive || !(o->open_mask & (1u << q->adapter)))
-			continue;
-		if (o != g && !null_array && !lost && !optimized)
-			continue;
-		if (o != g && optimized && !lost && !scan_engine)
-			continue;
-		rc = satisfy_cpu_waiters(rt, o, &woken);
-		if (!rc)
-			rc = update_monitored(rt, o, &woken);
+			if (o->adapter != q->adapter || (o != q && !scan_engine) ||
+			    (scan_engine && (o->node != q->node || o->engine != q->engine)))
+				continue;
+			/* In fence order, each once. */
+			qsort(o->pend, o->n_pend, sizeof(*o->pend), u32_cmp);
+			for (uint32_t k = 0; k < o->n_pend && !rc; k++) {
+				struct nf_global_fence *f = &rt->globals[o->pend[k]];
+
+				if ((k && o->pend[k] == o->pend[k - 1]) || !atomic_load(&f->alive))
+					continue;
+				rc = evaluate_fence(rt, f, &woken);
+				if (!rc)
+					rc = propagate_cross_adapter(rt, f, q->adapter);
+			}
+			o->n_pend = 0;
+		}
+	} else {
+		rc = evaluate_fence(rt, g, &woken);
 	}
-	if (!rc)
+	/* The fence named (or, NULL array or overrun, the one that raised it):
+	 * its new value goes to the other adapters. */
+	if (!rc && (!optimized || lost))
 		rc = propagate_cross_adapter(rt, g, q->adapter);
 	if (rc)
 		return rc;
@@ -1100,7 +1247,10 @@ int nf_eng_exec_signal(struct nf_runtime *rt, struct nf_queue *q, const struct n
 	if (!atomic_load(&g->alive))
 		return 0; /* destroyed while the signal was in flight */
 	if (!q->native || !c->native) {
-		/* VidSch executes the software signal packet from the CPU. */
+		/* Without native fences VidSch executes the software signal packet
+		 * from the CPU. A legacy monitored fence on a native adapter is
+		 * written by the GPU, which raises the monitored fence signaled
+		 * interrupt: its waiters wait for the OS to handle that. */
 		struct nf_event ev;
 
 		nf_th_lock(rt);
@@ -1113,6 +1263,17 @@ int nf_eng_exec_signal(struct nf_runtime *rt, struct nf_queue *q, const struct n
 		rc = emit(rt, &ev);
 		if (!rc)
 			rc = wake_gpu_waiters(rt, g, q->adapter);
+		if (!rc && q->native) {
+			uint32_t qi = (uint32_t)(q - rt->queues);
+
+			if (rt->threaded)
+				nf_th_raise_interrupt(rt, qi, c->global);
+			else
+				rc = sim_push(rt, rt->now + rt->adapters[q->adapter].desc.interrupt_latency_ns,
+					      NF_SIM_INTERRUPT, qi, 0, c->global);
+			nf_th_unlock(rt);
+			return rc;
+		}
 		if (!rc)
 			rc = satisfy_cpu_waiters(rt, g, NULL);
 		if (!rc)
@@ -1243,13 +1404,18 @@ static int calibrate(struct nf_runtime *rt, uint32_t ai)
 	return emit(rt, &ev);
 }
 
+/* The periodic and the final read of every log; an overrun any of them finds
+ * makes the OS scan the fences of that adapter. */
 static int read_all_logs(struct nf_runtime *rt)
 {
+	uint64_t lost[NF_MAX_ADAPTERS] = { 0 };
 	int rc = 0;
 
 	for (uint32_t i = 0; i < rt->n_queues && !rc; i++)
 		if (rt->queues[i].alive)
-			rc = queue_read_logs(rt, &rt->queues[i], NULL);
+			rc = queue_read_logs(rt, &rt->queues[i], &lost[rt->queues[i].adapter]);
+	for (uint32_t a = 0; a < rt->n_adapters && !rc; a++)
+		rc = overrun_fallback(rt, a, lost[a]);
 	return rc;
 }
 
@@ -1313,10 +1479,23 @@ static int sim_dispatch(struct nf_runtime *rt, const struct nf_sim_event *se)
 	return 0;
 }
 
-/* Runs every simulation event up to `until`, then sets the clock there. */
+/* The caller's interrupt flag (SIGINT), looked at every 1024 simulation
+ * events: one advance may run millions of periodic reads. */
+static bool sim_interrupted(const struct nf_runtime *rt, uint32_t *n)
+{
+	return (++*n & 1023u) == 0 && rt->cfg.interrupt &&
+	       __atomic_load_n(rt->cfg.interrupt, __ATOMIC_RELAXED);
+}
+
+/* Runs every simulation event up to `until`, then sets the clock there;
+ * NF_EINTR (the clock where it stopped) when interrupted. */
 static int sim_run_until(struct nf_runtime *rt, uint64_t until)
 {
+	uint32_t n = 0;
+
 	while (rt->heap_len && sim_top(rt)->time <= until && !rt->err.code) {
+		if (sim_interrupted(rt, &n))
+			return NF_EINTR;
 		struct nf_sim_event se = sim_pop(rt);
 
 		if (se.time > rt->now)
@@ -1359,6 +1538,14 @@ void nf_runtime_config_init(struct nf_runtime_config *cfg)
 	cfg->tracing_log_entries = 256;
 	cfg->log_read_interval_ns = 1000000;
 	cfg->calibration_interval_ns = 10000000;
+}
+
+uint32_t nf_log_entries_effective(const struct nf_runtime_config *cfg, uint32_t log_entries)
+{
+	uint32_t n = log_entries ? log_entries : NF_LOG_DEFAULT_ENTRIES;
+	uint32_t t = cfg->tracing_log_entries ? cfg->tracing_log_entries : 256;
+
+	return cfg->tracing && t > n ? t : n;
 }
 
 void nf_adapter_desc_init(struct nf_adapter_desc *d)
@@ -1444,24 +1631,20 @@ void nf_runtime_destroy(nf_runtime *rt)
 	}
 	for (uint32_t i = 0; i < rt->n_queues; i++) {
 		free(rt->queues[i].cmds);
+		free(rt->queues[i].pend);
 		for (int l = 0; l < 2; l++) {
 			free(rt->queues[i].logs[l].entries);
 			free(rt->queues[i].logs[l].truth);
 		}
 	}
-	for (uint32_t i = 0; i < rt->n_globals; i++) {
-		struct nf_cpu_waiter *w = rt->globals[i].waiters;
-		while (w) {
-			struct nf_cpu_waiter *n = w->next;
-			if (w->event)
-				free(w); /* async waiters are heap-owned */
-			w = n;
-		}
+	/* Blocking waiters live in their caller's frame; an async one belongs to
+	 * its event (pending or done), which frees it here exactly once. A
+	 * fence's list may still hold pending async waiters: they are not freed
+	 * through it (that freed them before the event read them). */
+	for (uint32_t i = 0; i < rt->n_globals; i++)
 		free(rt->globals[i].gpu_waiters);
-	}
 	for (uint32_t i = 0; i < rt->n_events; i++)
-		if (rt->events[i].waiter && rt->events[i].waiter->done)
-			free(rt->events[i].waiter);
+		free(rt->events[i].waiter);
 	free(rt->queues);
 	free(rt->globals);
 	free(rt->locals);
@@ -1501,7 +1684,10 @@ static int api_runtime_advance(nf_runtime *rt, uint64_t ns, struct nf_error *err
 		return rc;
 	if (ns > UINT64_MAX - rt->now)
 		return nf_error_set(err, NF_EINVAL, "time would overflow");
-	return fail(rt, sim_run_until(rt, rt->now + ns), err);
+	rc = sim_run_until(rt, rt->now + ns);
+	if (rc == NF_EINTR && !rt->err.code)
+		return nf_error_set(err, NF_EINTR, "interrupted");
+	return fail(rt, rc, err);
 }
 
 uint64_t nf_runtime_now_ns(const nf_runtime *rt)
@@ -1554,9 +1740,13 @@ static int api_runtime_finish(nf_runtime *rt, struct nf_error *err)
 		if (!rc && rt->finished)
 			return nf_error_set(err, NF_ESTATE, "runtime already finished");
 	}
-	while (!rt->threaded && sim_step(rt, &rc))
+	uint32_t polls = 0;
+	while (!rt->threaded && sim_step(rt, &rc)) {
 		if (rc)
 			return fail(rt, rc, err);
+		if (sim_interrupted(rt, &polls))
+			return nf_error_set(err, NF_EINTR, "interrupted while the queues drained");
+	}
 	if (!rc)
 		rc = read_all_logs(rt);
 	for (uint32_t a = 0; a < rt->n_adapters && !rc; a++)
@@ -1622,8 +1812,7 @@ static int api_adapter_create(nf_runtime *rt, const struct nf_adapter_desc *desc
 	a->optimized = a->native &&
 		       (desc->vidsch_caps & NF_VIDSCH_OPTIMIZED_NATIVE_FENCE_SIGNALED_INTERRUPT);
 	a->atomics32 = (desc->vidsch_caps & NF_VIDSCH_NO64BIT_ATOMICS) != 0;
-	a->log_entries = desc->log_entries ? desc->log_entries
-			 : rt->cfg.tracing ? rt->cfg.tracing_log_entries : NF_LOG_DEFAULT_ENTRIES;
+	a->log_entries = nf_log_entries_effective(&rt->cfg, desc->log_entries);
 	a->gpu_rate = (double)desc->gpu_clock.frequency * (1.0 + desc->gpu_clock.drift_ppm * 1e-6) / 1e9;
 	*adapter_out = rt->n_adapters;
 	EV_INIT(ev, ADAPTER_START);
@@ -1741,6 +1930,9 @@ static int fence_map(struct nf_runtime *rt, struct nf_global_fence *g, struct nf
 	memset(&lf->va, 0, sizeof(lf->va));
 	if (!lf->native)
 		return 0;
+	lf->va.current_in_vram = g->type == NF_FENCE_TYPE_INTRA_GPU;
+	lf->va.monitored_in_vram = g->type == NF_FENCE_TYPE_INTRA_GPU ||
+				   rt->cfg.os_support_optimized_default_fence_type;
 	rc = va_space(rt, a, UINT32_MAX, &si);
 	if (!rc)
 		rc = va_space(rt, a, lf->process, &pi);
@@ -1797,12 +1989,15 @@ static int local_new(nf_runtime *rt, uint32_t gi, uint32_t adapter, uint32_t pro
 	lf->global = gi;
 	lf->adapter = adapter;
 	lf->process = process;
-	lf->native = rt->adapters[adapter].native;
+	lf->native = rt->adapters[adapter].native &&
+		     !(g->legacy_monitored && adapter == g->creator_adapter);
 	rc = fence_map(rt, g, lf);
 	if (rc)
 		return rc;
 	g->refs++;
 	g->open_mask |= 1u << adapter;
+	if (lf->native)
+		g->native_mask |= 1u << adapter;
 	*out = lf->handle;
 	EV_INIT(ev, FENCE_START);
 	ev.f[NFF_FENCE_START_adapter] = adapter;
@@ -1909,7 +2104,10 @@ static int api_hwqueue_destroy(nf_runtime *rt, nf_handle queue, struct nf_error 
 		nf_th_queue_stop(rt, q);
 		nf_th_lock(rt);
 	}
-	rc = queue_read_logs(rt, q, NULL);
+	uint64_t lost = 0;
+	rc = queue_read_logs(rt, q, &lost);
+	if (!rc)
+		rc = overrun_fallback(rt, q->adapter, lost);
 	for (int l = 0; l < 2 && !rc && q->native; l++)
 		rc = emit_truth_log(rt, q, &q->logs[l]);
 	if (rc)
@@ -1936,7 +2134,7 @@ static int api_hwqueue_progress_fence(nf_runtime *rt, nf_handle queue, nf_handle
 /* public API: fences                                                  */
 
 static int api_fence_create(nf_runtime *rt, uint32_t adapter, const struct nf_fence_desc *desc,
-		    nf_handle *local_out, struct nf_error *err)
+			    bool legacy_monitored, nf_handle *local_out, struct nf_error *err)
 {
 	int rc = check_rt(rt, err);
 	uint32_t gi;
@@ -1949,15 +2147,22 @@ static int api_fence_create(nf_runtime *rt, uint32_t adapter, const struct nf_fe
 		return nf_error_set(err, NF_EINVAL, "no adapter %u", adapter);
 	if (desc->type != NF_FENCE_TYPE_DEFAULT && desc->type != NF_FENCE_TYPE_INTRA_GPU)
 		return nf_error_set(err, NF_EINVAL, "unknown native fence type %u", desc->type);
+	if (legacy_monitored && desc->type != NF_FENCE_TYPE_DEFAULT)
+		return nf_error_set(err, NF_EINVAL, "a legacy monitored fence has no native fence type");
 	if (desc->cross_adapter && desc->type != NF_FENCE_TYPE_DEFAULT)
 		return nf_error_set(err, NF_EINVAL,
 				    "a cross-adapter fence must be of type D3DDDI_NATIVEFENCE_TYPE_DEFAULT");
 	if (desc->type == NF_FENCE_TYPE_INTRA_GPU && !rt->adapters[adapter].native)
 		return nf_error_set(err, NF_EUNSUPP,
 				    "INTRA_GPU fences need an adapter with native fences");
+	if (desc->type == NF_FENCE_TYPE_INTRA_GPU && !rt->cfg.os_support_intra_gpu_fence_type)
+		return nf_error_set(err, NF_EINVAL,
+				    "D3DDDI_NATIVEFENCE_TYPE_INTRA_GPU is not supported by the OS (SupportIntraGpuFenceType is FALSE, as in 24H2): STATUS_INVALID_PARAMETER");
 	rc = global_new(rt, adapter, desc, &gi);
-	if (!rc)
+	if (!rc) {
+		rt->globals[gi].legacy_monitored = legacy_monitored;
 		rc = local_new(rt, gi, adapter, desc->process, false, local_out);
+	}
 	return fail(rt, rc, err);
 }
 
@@ -2020,13 +2225,17 @@ static int api_fence_close(nf_runtime *rt, nf_handle local, struct nf_error *err
 	lf->alive = false;
 	g->refs--;
 	/* Is the fence still open on this adapter through another handle? */
-	bool still = false;
+	bool still = false, still_native = false;
 	for (uint32_t i = 0; i < rt->n_locals; i++)
 		if (rt->locals[i].alive && rt->locals[i].global == lf->global &&
-		    rt->locals[i].adapter == lf->adapter)
+		    rt->locals[i].adapter == lf->adapter) {
 			still = true;
+			still_native |= rt->locals[i].native;
+		}
 	if (!still)
 		g->open_mask &= ~(1u << lf->adapter);
+	if (!still_native)
+		g->native_mask &= ~(1u << lf->adapter);
 	EV_INIT(ev, FENCE_STOP);
 	ev.f[NFF_FENCE_STOP_adapter] = lf->adapter;
 	ev.f[NFF_FENCE_STOP_process] = lf->process;
@@ -2325,7 +2534,12 @@ static int api_cpu_wait(nf_runtime *rt, nf_handle fence, uint64_t value, uint64_
 		}
 	}
 	/* Deterministic: run the world until satisfied or the deadline. */
+	uint32_t polls = 0;
 	while (!w.done) {
+		if (sim_interrupted(rt, &polls)) {
+			rc = NF_EINTR;
+			goto out_unlink;
+		}
 		if (!rt->heap_len || sim_top(rt)->time > deadline || !rt->active_sims) {
 			if (deadline == UINT64_MAX) {
 				waiter_unlink(&rt->globals[gi], &w);
@@ -2362,6 +2576,9 @@ out_unlink:
 	/* A failure (the event sink's, say) while waiting: the waiter lives on
 	 * this stack, so it must not stay linked to the fence. */
 	waiter_unlink(&rt->globals[gi], &w);
+	if (rc == NF_EINTR && !rt->err.code)
+		return nf_error_set(err, NF_EINTR, "CPU wait on fence 0x%x for %llu interrupted", fence,
+				    (unsigned long long)value);
 	return fail(rt, rc, err);
 }
 
@@ -2418,13 +2635,18 @@ static int api_event_wait(nf_runtime *rt, nf_handle event, uint64_t timeout_ns, 
 		if (!nf_th_cpu_block(rt, deadline) && !rt->events[ei].signaled)
 			return nf_error_set(err, NF_ETIMEOUT, "wait on event 0x%x timed out", event);
 	}
+	uint32_t polls = 0;
 	while (!rt->events[ei].signaled) {
+		if (sim_interrupted(rt, &polls))
+			return nf_error_set(err, NF_EINTR, "wait on event 0x%x interrupted", event);
 		if (!rt->heap_len || sim_top(rt)->time > deadline || !rt->active_sims) {
 			if (deadline == UINT64_MAX)
 				return nf_error_set(err, NF_ESTATE,
 						    "event 0x%x can never be signalled: no GPU work is pending",
 						    event);
 			rc = sim_run_until(rt, deadline);
+			if (rc == NF_EINTR && !rt->err.code)
+				return nf_error_set(err, NF_EINTR, "wait on event 0x%x interrupted", event);
 			if (rc)
 				return fail(rt, rc, err);
 			if (!rt->events[ei].signaled)
@@ -2563,7 +2785,13 @@ int nf_hwqueue_progress_fence(nf_runtime *rt, nf_handle queue, nf_handle *fence_
 int nf_fence_create(nf_runtime *rt, uint32_t adapter, const struct nf_fence_desc *desc,
 		    nf_handle *local_out, struct nf_error *err)
 {
-	LOCKED(rt, api_fence_create(rt, adapter, desc, local_out, err));
+	LOCKED(rt, api_fence_create(rt, adapter, desc, false, local_out, err));
+}
+
+int nf_monitored_fence_create(nf_runtime *rt, uint32_t adapter, const struct nf_fence_desc *desc,
+			      nf_handle *local_out, struct nf_error *err)
+{
+	LOCKED(rt, api_fence_create(rt, adapter, desc, true, local_out, err));
 }
 
 int nf_fence_global_handle(nf_runtime *rt, nf_handle local, nf_handle *global_out,

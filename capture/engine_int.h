@@ -67,6 +67,11 @@ struct nf_queue {
 	bool step_scheduled;
 	uint64_t step_at;
 	struct nf_log logs[2];         /* [0] waits, [1] signals */
+	/* OS side, optimized interrupt (OS lock): the global fences with CPU
+	 * waiters named by signal entries the OS read from this queue's log
+	 * since the queue's last interrupt update; unsorted, may repeat. */
+	uint32_t *pend;
+	uint32_t n_pend, cap_pend;
 
 	/* Threaded mode (engine_threads.c): the queue's GPU engine thread. */
 	pthread_t thread;
@@ -119,6 +124,7 @@ struct nf_global_fence {
 	atomic_bool alive;
 	uint32_t type;
 	bool shared, cross_adapter;
+	bool legacy_monitored;         /* a WDDM 2.x monitored fence: legacy on its creator adapter */
 	uint32_t creator_adapter;
 	_Atomic uint64_t current;      /* CurrentValue (the OS's 64-bit view), never torn */
 	_Atomic uint32_t current32;    /* what a 32-bit GPU wrote */
@@ -127,6 +133,9 @@ struct nf_global_fence {
 	atomic_uint gpu_blocked;       /* threaded: engines blocked on a GPU wait on this fence */
 	uint32_t refs;                 /* open local handles */
 	uint32_t open_mask;            /* adapters with a local handle */
+	uint32_t native_mask;          /* adapters where a local handle is a native fence (the
+	                                * others hold it as a legacy monitored fence: no
+	                                * MonitoredValue, no UpdateMonitoredValues) */
 	struct nf_cpu_waiter *waiters; /* outstanding CPU waiters */
 	struct nf_gpu_waiter *gpu_waiters;
 	uint32_t n_gpu_waiters, cap_gpu_waiters;

@@ -562,7 +562,9 @@ void nf_th_release_waiters(struct nf_runtime *rt)
 
 int nf_th_advance(struct nf_runtime *rt, uint64_t ns)
 {
-	uint64_t end = nf_th_now(rt) + ns;
+	uint64_t now0 = nf_th_now(rt);
+	/* Saturated: a huge duration is a long wait, not one that wrapped to 0. */
+	uint64_t end = ns > UINT64_MAX - now0 ? UINT64_MAX : now0 + ns;
 
 	if (!rt->cfg.interrupt) {
 		nf_th_sleep(ns);

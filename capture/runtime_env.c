@@ -8,6 +8,7 @@
 #include "nftrace/ctf.h"
 #include "session_env.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,15 +44,59 @@ int nf_runtime_create_from_env(const struct nf_runtime_config *cfg, nf_runtime *
 	return 0;
 }
 
+/*
+ * `nftrace record -- PROGRAM` passes the write end of a pipe in
+ * NFTRACE_STATUS_FD. nf_runtime_destroy() returns nothing and the program may
+ * exit 0 whatever happened, so a recording that failed (the writer's close
+ * error: disk full, a file size limit; or the runtime's own error, which the
+ * program may have ignored) is told there, one line, for nftrace to report.
+ */
+static void report_status(const char *msg)
+{
+	const char *v = getenv("NFTRACE_STATUS_FD");
+	char line[sizeof(((struct nf_error *)0)->msg) + 2];
+	char *end;
+	long fd;
+	size_t len, off = 0;
+
+	if (!v || !*v)
+		return;
+	errno = 0;
+	fd = strtol(v, &end, 10);
+	if (errno || *end || fd < 3 || fd > 1 << 20)
+		return;
+	len = (size_t)snprintf(line, sizeof(line), "%s\n", msg && *msg ? msg : "recording failed");
+	if (len >= sizeof(line))
+		len = sizeof(line) - 1;
+	while (off < len) {
+		ssize_t n = write((int)fd, line + off, len - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return;
+		off += (size_t)n;
+	}
+}
+
 int nf_runtime_close_owned(nf_runtime *rt, struct nf_error *err)
 {
+	struct nf_error local;
 	int rc = 0;
 
 	if (!rt || !rt->owned_writer)
 		return 0;
+	memset(&local, 0, sizeof(local));
+	if (!err)
+		err = &local;
 	if (!rt->finished && !rt->err.code)
 		rc = nf_runtime_finish(rt, err);
-	int rc2 = nf_ctf_writer_close(rt->owned_writer, err);
+	int rc2 = nf_ctf_writer_close(rt->owned_writer, rc ? NULL : err);
 	rt->owned_writer = NULL;
-	return rc ? rc : rc2;
+	rc = rc ? rc : rc2;
+	if (rc)
+		report_status(err->msg);
+	else if (rt->err.code)
+		report_status(rt->err.msg);
+	return rc;
 }

@@ -52,6 +52,7 @@ struct sc_stmt {
 	uint64_t steps;              /* statements it runs (repeat: with its body), saturated */
 	struct nf_adapter_desc adesc;
 	struct nf_fence_desc fdesc;
+	bool legacy;                 /* fence: a legacy monitored fence */
 	uint32_t node, engine, process;
 	uint32_t var_depth;          /* repeat: depth of its loop variable */
 	struct sc_stmt *body;        /* repeat */
@@ -122,6 +123,11 @@ static void word_copy(const struct sc_word *w, char *buf, size_t len)
 /* numbers and expressions                                             */
 
 struct sc_unit { const char *suffix; double mult; };
+/* A session's time is at most 1 hour: `advance` and `at` beyond it stop
+ * the run (the engine writes periodic reads all along, so a longer one could
+ * fill a disk). */
+#define NF_SC_MAX_SESSION_NS 3600000000000ull
+
 static const struct sc_unit sc_time_units[] = {
 	{ "ns", 1 }, { "us", 1e3 }, { "ms", 1e6 }, { "s", 1e9 }, { NULL, 0 } };
 static const struct sc_unit sc_freq_units[] = {
@@ -450,6 +456,16 @@ static int need_words(struct sc_parser *p, uint32_t n, const char *usage)
 	return 0;
 }
 
+/* Latencies and costs: a GPU or an OS taking more than a second for one
+ * step is no model of either, and a huge one made a single advance run (and
+ * write periodic reads) for ever. */
+static int at_most_1s(struct sc_parser *p, const struct sc_word *v, const char *what, uint64_t ns)
+{
+	if (ns > 1000000000ull)
+		return perr(p, v->col, "%s must be at most 1s", what);
+	return 0;
+}
+
 static int parse_adapter(struct sc_parser *p, struct sc_stmt *st)
 {
 	struct nf_adapter_desc *d = &st->adesc;
@@ -518,12 +534,16 @@ static int parse_adapter(struct sc_parser *p, struct sc_stmt *st)
 					    (int)v->len, v->s);
 		} else if (word_is(k, "signal_cost")) {
 			rc = const_value(p, v, sc_time_units, &d->signal_cost_ns);
+			rc = rc ? rc : at_most_1s(p, v, "signal_cost", d->signal_cost_ns);
 		} else if (word_is(k, "wait_cost")) {
 			rc = const_value(p, v, sc_time_units, &d->wait_cost_ns);
+			rc = rc ? rc : at_most_1s(p, v, "wait_cost", d->wait_cost_ns);
 		} else if (word_is(k, "irq_latency")) {
 			rc = const_value(p, v, sc_time_units, &d->interrupt_latency_ns);
+			rc = rc ? rc : at_most_1s(p, v, "irq_latency", d->interrupt_latency_ns);
 		} else if (word_is(k, "submit_latency")) {
 			rc = const_value(p, v, sc_time_units, &d->submit_latency_ns);
+			rc = rc ? rc : at_most_1s(p, v, "submit_latency", d->submit_latency_ns);
 		} else if (word_is(k, "zero_ts")) {
 			rc = parse_rate(p, v, 0, 1, &d->zero_ts_rate);
 		} else if (word_is(k, "repeat_ts")) {
@@ -566,6 +586,10 @@ static int parse_settings(struct sc_parser *p, bool os)
 			rc = const_value(p, v, NULL, &cfg->cpu_start_ticks);
 		} else if (os && word_is(k, "native_fence")) {
 			rc = parse_bool(p, v, &cfg->os_native_fence_enabled);
+		} else if (os && word_is(k, "support_intra_gpu_fence_type")) {
+			rc = parse_bool(p, v, &cfg->os_support_intra_gpu_fence_type);
+		} else if (os && word_is(k, "support_optimized_default_fence_type")) {
+			rc = parse_bool(p, v, &cfg->os_support_optimized_default_fence_type);
 		} else if (os && word_is(k, "tracing")) {
 			rc = parse_bool(p, v, &cfg->tracing);
 		} else if (os && word_is(k, "tracing_log_entries")) {
@@ -653,7 +677,7 @@ static int parse_statement(struct sc_parser *p, struct sc_stmt *st, const char *
 
 		st->op = open ? SC_OP_OPEN : SC_OP_FENCE;
 		rc = need_words(p, 4, open ? "open NAME fence FENCE adapter ADAPTER [process N]"
-					   : "fence NAME adapter ADAPTER [type default|intra_gpu] [shared] [cross_adapter] [initial N] [process N]");
+					   : "fence NAME adapter ADAPTER [type default|intra_gpu] [shared] [cross_adapter] [legacy] [initial N] [process N]");
 		if (!rc)
 			rc = sym_define(p, &p->w[1], SC_FENCE, &st->a);
 		for (uint32_t i = 2; !rc && i < p->nw; i++) {
@@ -661,6 +685,7 @@ static int parse_statement(struct sc_parser *p, struct sc_stmt *st, const char *
 
 			if (!open && word_is(k, "shared")) { st->fdesc.shared = true; continue; }
 			if (!open && word_is(k, "cross_adapter")) { st->fdesc.cross_adapter = true; continue; }
+			if (!open && word_is(k, "legacy")) { st->legacy = true; continue; }
 			if (!v)
 				return perr(p, k->col, "'%.*s' needs a value", (int)k->len, k->s);
 			i++;
@@ -952,12 +977,12 @@ static int check_bounds(const struct nf_scenario *sc, struct nf_error *err)
 		if (st->op != SC_OP_QUEUE)
 			continue;
 		/* The queue's adapter is the statement that defined the symbol. */
-		uint64_t entries = 0;
+		uint32_t asked = 0;
 		for (uint32_t j = 0; j < i; j++)
 			if (sc->stmts[j].op == SC_OP_ADAPTER && sc->stmts[j].a == st->b)
-				entries = sc->stmts[j].adesc.log_entries;
-		if (!entries)
-			entries = cfg->tracing ? cfg->tracing_log_entries : NF_LOG_DEFAULT_ENTRIES;
+				asked = sc->stmts[j].adesc.log_entries;
+		/* The size the engine will give the logs (tracing enlarges them). */
+		uint64_t entries = nf_log_entries_effective(cfg, asked);
 		bytes += 2 * entries * slot;
 		queues++;
 		if (bytes > SC_MAX_LOG_BYTES)
@@ -1142,7 +1167,9 @@ static int run_stmt(struct sc_run *r, const struct sc_stmt *st)
 				       r->sc->syms[st->a].name, &r->objs[st->a], &e);
 		break;
 	case SC_OP_FENCE:
-		rc = nf_fence_create(r->rt, r->objs[st->b], &st->fdesc, &r->objs[st->a], &e);
+		rc = st->legacy ? nf_monitored_fence_create(r->rt, r->objs[st->b], &st->fdesc,
+							    &r->objs[st->a], &e)
+				: nf_fence_create(r->rt, r->objs[st->b], &st->fdesc, &r->objs[st->a], &e);
 		break;
 	case SC_OP_OPEN: {
 		nf_handle g;
@@ -1190,6 +1217,9 @@ static int run_stmt(struct sc_run *r, const struct sc_stmt *st)
 		break;
 	case SC_OP_ADVANCE:
 		rc = run_value(r, st, &st->e1, &x);
+		if (!rc && x > NF_SC_MAX_SESSION_NS - nf_runtime_now_ns(r->rt))
+			return rerr(r, st, "'advance %llu' would take the session past 1 hour, the limit (now %llu ns)",
+				    (unsigned long long)x, (unsigned long long)nf_runtime_now_ns(r->rt));
 		if (!rc)
 			rc = nf_runtime_advance(r->rt, x, &e);
 		break;
@@ -1198,6 +1228,9 @@ static int run_stmt(struct sc_run *r, const struct sc_stmt *st)
 		if (!rc && x < nf_runtime_now_ns(r->rt))
 			return rerr(r, st, "'at %llu' is in the past (now %llu ns)", (unsigned long long)x,
 				    (unsigned long long)nf_runtime_now_ns(r->rt));
+		if (!rc && x > NF_SC_MAX_SESSION_NS)
+			return rerr(r, st, "'at %llu' is past 1 hour, the limit of a session's time",
+				    (unsigned long long)x);
 		if (!rc)
 			rc = nf_runtime_advance(r->rt, x - nf_runtime_now_ns(r->rt), &e);
 		break;

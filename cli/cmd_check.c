@@ -60,6 +60,7 @@ struct check_state {
 	uint64_t illegal, not_listed;
 	uint64_t total[NF_FIND_COUNT], entries, reads;
 	bool oom;
+	const char *incomplete;         /* the parser's: what the recording is missing */
 };
 
 static uint64_t check_mix(uint64_t x)
@@ -271,6 +272,8 @@ static const char *check_verdict(const struct check_state *s)
 {
 	if (s->illegal)
 		return "illegal";
+	if (s->incomplete)
+		return "incomplete";
 	if (s->total[NF_FIND_LOST] || s->total[NF_FIND_ZERO_TS] || s->total[NF_FIND_REPEATED_TS])
 		return "legal_anomalies";
 	return "whole";
@@ -353,6 +356,8 @@ static void check_print_text(const char *dir, struct check_state *s, struct chec
 	}
 	if (s->illegal)
 		printf("verdict: illegal (%" PRIu64 " findings that no valid session has)\n", s->illegal);
+	else if (s->incomplete)
+		printf("verdict: incomplete (%s)\n", s->incomplete);
 	else if (!strcmp(check_verdict(s), "legal_anomalies"))
 		printf("verdict: legal anomalies only (%" PRIu64 " lost, %" PRIu64 " zero, %" PRIu64
 		       " repeated timestamps)\n", s->total[NF_FIND_LOST], s->total[NF_FIND_ZERO_TS],
@@ -394,9 +399,14 @@ static void check_print_json(const char *dir, struct check_state *s, struct chec
 	json_str(dir);
 	printf(",\n  \"verdict\": \"%s\",\n  \"events\": %" PRIu64 ",\n  \"unknown_events\": %" PRIu64
 	       ",\n  \"discarded_events\": %" PRIu64 ",\n  \"log_reads\": %" PRIu64
-	       ",\n  \"entries\": %" PRIu64 ",\n  \"illegal\": %" PRIu64 ",\n  \"totals\": {",
+	       ",\n  \"entries\": %" PRIu64 ",\n  \"illegal\": %" PRIu64 ",\n  \"incomplete\": ",
 	       check_verdict(s), st->events, st->unknown_events, st->discarded_events, s->reads,
 	       s->entries, s->illegal);
+	if (s->incomplete)
+		json_str(s->incomplete);
+	else
+		printf("null");
+	printf(",\n  \"totals\": {");
 	for (int k = 0; k < NF_FIND_COUNT; k++)
 		printf("%s\"%s\": %" PRIu64, k ? ", " : "", nf_finding_kind_name((enum nf_finding_kind)k),
 		       s->total[k]);
@@ -501,6 +511,7 @@ int cmd_check(int argc, char **argv)
 		goto out_free;
 	}
 	nf_parser_get_stats(p, &st);
+	s->incomplete = nf_parser_info(p)->incomplete;
 	qs = check_sorted(s, &nq);
 	if (!qs) {
 		nf_error_set(&err, NF_ENOMEM, "out of memory");
@@ -513,7 +524,7 @@ int cmd_check(int argc, char **argv)
 		check_print_text(dir, s, qs, nq, &st);
 	}
 	free(qs);
-	rc = s->illegal ? NF_EXIT_FAIL : NF_EXIT_OK;
+	rc = s->illegal || s->incomplete ? NF_EXIT_FAIL : NF_EXIT_OK;
 out_free:
 	nf_parser_destroy(p);
 	free(s->queues);

@@ -45,7 +45,11 @@ int cmd_import(int argc, char **argv)
 	if (nf_kernel_import(argv[optind], out, force, &st, &err))
 		return nf_cli_fail("import", &err);
 	printf("imported %s into %s: %" PRIu64 " kernel records on %u CPUs (%" PRIu64 " dma_fence, %" PRIu64
-	       " sched, %" PRIu64 " other), %" PRIu64 " events lost by the kernel\n",
-	       argv[optind], out, st.records, st.cpus, st.dma_fence, st.sched, st.raw, st.lost_events);
+	       " sched, %" PRIu64 " GPU job/vblank, %" PRIu64 " markers, %" PRIu64 " other), %" PRIu64
+	       " events lost by the kernel\n",
+	       argv[optind], out, st.records, st.cpus, st.dma_fence, st.sched, st.gpu, st.markers, st.raw,
+	       st.lost_events);
+	if (st.note[0])
+		printf("worked around: %s\n", st.note);
 	return NF_EXIT_OK;
 }

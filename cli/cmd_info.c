@@ -131,6 +131,11 @@ int cmd_info(int argc, char **argv)
 	printf("duration:       %.6f s\n", c.any && in->cpu_frequency
 		       ? (double)(c.last_ts - in->start_ticks) / (double)in->cpu_frequency : 0.0);
 	printf("ground truth:   %s\n", in->ground_truth ? "yes" : "no");
+	if (in->import_note && in->import_note[0]) {
+		fputs("worked around:  ", stdout);
+		put_clean(in->import_note);
+		putchar('\n');
+	}
 	printf("log entries:    %llu read, %llu lost\n", (unsigned long long)c.entries,
 	       (unsigned long long)c.findings[NF_FIND_LOST]);
 	printf("events:\n");

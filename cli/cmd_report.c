@@ -58,12 +58,16 @@ int cmd_report(int argc, char **argv)
 		{ "theme", required_argument, NULL, 't' },
 		{ "title", required_argument, NULL, 'n' },
 		{ "max-ops", required_argument, NULL, 'm' },
+		{ "threads", required_argument, NULL, 'A' },
+		{ "thread", required_argument, NULL, 'R' },
+		{ "process", required_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct nf_render_options ro = { 0 };
 	int64_t queues[REPORT_MAX_FILTER], fences[REPORT_MAX_FILTER];
+	const char *threads[REPORT_MAX_FILTER], *procs[REPORT_MAX_FILTER];
 	struct nf_error err;
 	char db[4200];
 	int opt, width_set = 0, theme_set = 0;
@@ -120,6 +124,23 @@ int cmd_report(int argc, char **argv)
 			theme_set = 1;
 			break;
 		case 'n': ro.title = optarg; break;
+		case 'A':
+			if (strcmp(optarg, "all"))
+				return nf_cli_usage_error("report", "--threads takes 'all' (use --thread NAME|TID for one)");
+			ro.threads_all = 1;
+			break;
+		case 'R':
+		case 'P': {
+			const char **arr = opt == 'R' ? threads : procs;
+			int *n = opt == 'R' ? &ro.n_threads : &ro.n_processes;
+
+			if (*n >= REPORT_MAX_FILTER)
+				return nf_cli_usage_error("report", "too many filters (limit %d)", REPORT_MAX_FILTER);
+			if (!*optarg)
+				return nf_cli_usage_error("report", "--%s needs a name or id", opt == 'R' ? "thread" : "process");
+			arr[(*n)++] = optarg;
+			break;
+		}
 		case 'h': return nf_cli_common_option("report", "--help");
 		case 'V': return nf_cli_common_option("report", "--version");
 		case ':': return nf_cli_usage_error("report", "option '%s' needs a value", argv[optind - 1]);
@@ -139,12 +160,17 @@ int cmd_report(int argc, char **argv)
 	if (is_html(ro.output) && (width_set || theme_set))
 		return nf_cli_usage_error("report", "--%s applies to pictures, not to -o %s",
 					  width_set ? "width" : "theme", ro.output);
+	if (is_html(ro.output) && (ro.threads_all || ro.n_threads || ro.n_processes))
+		return nf_cli_usage_error("report", "--threads, --thread and --process apply to pictures; "
+					  "the HTML page has every thread, grouped by process");
 	if (!is_html(ro.output) && max_ops)
 		return nf_cli_usage_error("report", "--max-ops applies to -o FILE.html only");
 	if (ro.from_ns >= 0 && ro.to_ns >= 0 && ro.to_ns <= ro.from_ns)
 		return nf_cli_usage_error("report", "--to must be after --from");
 	ro.queues = ro.n_queues ? queues : NULL;
 	ro.fences = ro.n_fences ? fences : NULL;
+	ro.threads = ro.n_threads ? threads : NULL;
+	ro.processes = ro.n_processes ? procs : NULL;
 	const char *dir = argv[optind];
 	if (!ro.title) {
 		const char *slash = strrchr(dir, '/');

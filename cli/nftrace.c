@@ -43,6 +43,12 @@ static const struct nf_cmd nf_commands[] = {
 	  "\n"
 	  "Draws one row per hardware queue: light pink waits, dark pink signals, each box from\n"
 	  "when it was queued on the CPU to when the GPU completed it. Times accept units: 12.5ms.\n"
+	  "Linux kernel sessions: GPU rings on top (jobs: submitted -> started shaded, started ->\n"
+	  "finished solid), vblank lines, user markers on their thread's row; CPU rows for the\n"
+	  "threads that submitted GPU work, waited on fences or wrote markers, by process:\n"
+	  "  --threads all        a row for every thread that ran\n"
+	  "  --thread NAME|TID    also this thread (repeatable)\n"
+	  "  --process NAME|PID   also every thread of this process (repeatable)\n"
 	  "FILE.html is one self-contained interactive page (wheel zoom, drag pan, hover details,\n"
 	  "wait <-> signal highlighting, search); it holds the details of at most --max-ops\n"
 	  "operations (default 100000) and summaries of the whole window, and names the --from/--to\n"
@@ -85,6 +91,21 @@ static const struct nf_cmd nf_commands[] = {
 	  "\n"
 	  "  -o, --output DIR   session directory to create\n"
 	  "  --force            replace an existing session in DIR\n" },
+	{ "export", cmd_export, "write a session as a Perfetto trace or Chrome trace JSON",
+	  "usage: nftrace export DIR -o FILE --format perfetto|chrome-json [--from T] [--to T]\n"
+	  "                      [--queue Q]... [--fence F]...\n"
+	  "\n"
+	  "Writes the session's timeline for Perfetto UI (ui.perfetto.dev: Open trace file),\n"
+	  "trace_processor or chrome://tracing: a process per adapter with a track per hardware\n"
+	  "queue, a thread track per CPU thread, each GPU wait and signal a slice from queued to\n"
+	  "end (the stall nested), CPU waits, a flow from each signal to each wait it released,\n"
+	  "lost spans and anomalies as instants, lost entries per log as counters.\n"
+	  "\n"
+	  "  -o, --output FILE   file to write (replaced when complete)\n"
+	  "  --format F          perfetto (protobuf) or chrome-json\n"
+	  "  --from T, --to T    only what overlaps this window (units as in report: 12.5ms)\n"
+	  "  --queue Q           only this hardware queue's operations (repeat for more)\n"
+	  "  --fence F           only operations and CPU waits/signals on this fence (repeat)\n" },
 	{ "help", cmd_help, "show help for nftrace or one command",
 	  "usage: nftrace help [COMMAND]\n" },
 };

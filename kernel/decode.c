@@ -19,7 +19,13 @@
 #define NF_KD_EVENT_IDS 65536u  /* common_type is 16 bits */
 
 enum kd_kind {
-	KD_UNKNOWN = 0, KD_RAW, KD_FENCE, KD_SWITCH, KD_WAKEUP,
+	KD_UNKNOWN = 0, KD_RAW, KD_FENCE, KD_SWITCH, KD_WAKEUP, KD_GPU, KD_VBLANK, KD_PRINT,
+};
+
+/* The fields a GPU job event may have, looked up by name (any may be absent). */
+enum kd_gpu_field {
+	KG_JOB, KG_CONTEXT, KG_SEQNO, KG_FENCE, KG_RING, KG_DEP_CONTEXT, KG_DEP_SEQNO,
+	KG_CLASS, KG_INSTANCE, KG_COMPLETED, KG_COUNT
 };
 
 /* What we know about one event id (the format's fields we read). */
@@ -28,7 +34,8 @@ struct kd_event {
 	uint32_t ev_id;                   /* nf_event_id for KD_FENCE */
 	struct tep_event *event;
 	uint32_t name_id;                 /* interned "system:event" (KD_RAW) */
-	struct tep_format_field *f[8];
+	struct tep_format_field *f[KG_COUNT > 8 ? KG_COUNT : 8];
+	uint32_t gpu_kind;                /* KernelGpuJob.kind (KD_GPU) */
 };
 
 struct kd_str {
@@ -210,12 +217,106 @@ static const struct {
 	{ "dma_fence", "dma_fence_destroy", KD_FENCE, NF_EV_KERNEL_DMA_FENCE_DESTROY },
 	{ "sched", "sched_switch", KD_SWITCH, 0 },
 	{ "sched", "sched_wakeup", KD_WAKEUP, 0 },
+	{ "drm", "drm_vblank_event", KD_VBLANK, 0 },
+	{ "ftrace", "print", KD_PRINT, 0 },
+	/* GPU jobs: ev_id is KernelGpuJob.kind (schemas/events.def). The
+	 * scheduler's events were renamed in Linux 6.16 (queue/run/done/add_dep). */
+	{ "amdgpu", "amdgpu_cs_ioctl", KD_GPU, 1 },
+	{ "amdgpu", "amdgpu_sched_run_job", KD_GPU, 2 },
+	{ "gpu_scheduler", "drm_sched_job", KD_GPU, 3 },
+	{ "gpu_scheduler", "drm_sched_job_queue", KD_GPU, 3 },
+	{ "gpu_scheduler", "drm_run_job", KD_GPU, 4 },
+	{ "gpu_scheduler", "drm_sched_job_run", KD_GPU, 4 },
+	{ "gpu_scheduler", "drm_sched_process_job", KD_GPU, 5 },
+	{ "gpu_scheduler", "drm_sched_job_done", KD_GPU, 5 },
+	{ "gpu_scheduler", "drm_sched_job_wait_dep", KD_GPU, 6 },
+	{ "gpu_scheduler", "drm_sched_job_add_dep", KD_GPU, 6 },
+	{ "i915", "i915_request_add", KD_GPU, 7 },
+	{ "i915", "i915_request_submit", KD_GPU, 8 },
+	{ "i915", "i915_request_in", KD_GPU, 9 },
+	{ "i915", "i915_request_out", KD_GPU, 10 },
+	{ "i915", "i915_request_retire", KD_GPU, 11 },
 };
+
+/* The first of these names the format has, or NULL. */
+static struct tep_format_field *kd_field_any(struct tep_event *e, const char *const *names)
+{
+	for (; *names; names++) {
+		struct tep_format_field *f = tep_find_field(e, *names);
+
+		if (f)
+			return f;
+	}
+	return NULL;
+}
+
+static bool kd_is_string(const struct tep_format_field *f)
+{
+	return f && ((f->flags & TEP_FIELD_IS_DYNAMIC) || ((f->flags & TEP_FIELD_IS_ARRAY) && f->type &&
+							  strstr(f->type, "char")));
+}
+
+static bool kd_is_number(const struct tep_format_field *f)
+{
+	return f && !(f->flags & (TEP_FIELD_IS_DYNAMIC | TEP_FIELD_IS_ARRAY)) && f->size > 0 && f->size <= 8;
+}
+
+/*
+ * The fields of a GPU job event, by the names each kernel version gives them:
+ * the job's fence is "context"/"seqno" (amdgpu), "fence_context"/"fence_seqno"
+ * (drm_sched from 6.16) or "ctx"/"seqno" (i915); a wait_dep's dependency is
+ * "ctx"/"seqno" (drm_sched); the ring is a string ("ring" from amdgpu 4.17,
+ * "timeline" before; "name" for drm_sched) or i915's engine class:instance.
+ * A ring or fence field that is a pointer, not a string or number, is left out.
+ */
+static bool kd_gpu_fields(struct kd_event *ke, uint32_t kind)
+{
+	static const char *const job[] = { "sched_job_id", "id", NULL };
+	static const char *const fctx[] = { "fence_context", "context", NULL };
+	static const char *const fseq[] = { "fence_seqno", "seqno", NULL };
+	static const char *const i915ctx[] = { "ctx", NULL };
+	static const char *const ring_amd[] = { "ring", "timeline", NULL };
+	static const char *const ring_sched[] = { "name", "ring", NULL };
+	static const char *const fence[] = { "fence", NULL };
+	static const char *const depctx[] = { "ctx", NULL };
+	static const char *const depseq[] = { "seqno", NULL };
+	static const char *const cls[] = { "class", NULL };
+	static const char *const inst[] = { "instance", NULL };
+	static const char *const done[] = { "completed", NULL };
+	struct tep_event *e = ke->event;
+	bool i915 = kind >= 7, dep = kind == 6;
+
+	ke->f[KG_JOB] = i915 ? NULL : kd_field_any(e, job);
+	ke->f[KG_CONTEXT] = kd_field_any(e, i915 ? i915ctx : dep ? (const char *const[]){ "fence_context", NULL } : fctx);
+	ke->f[KG_SEQNO] = kd_field_any(e, dep ? (const char *const[]){ "fence_seqno", NULL } : fseq);
+	ke->f[KG_FENCE] = dep ? NULL : kd_field_any(e, fence);
+	ke->f[KG_RING] = i915 ? NULL : kd_field_any(e, kind <= 2 ? ring_amd : ring_sched);
+	ke->f[KG_DEP_CONTEXT] = dep ? kd_field_any(e, depctx) : NULL;
+	ke->f[KG_DEP_SEQNO] = dep ? kd_field_any(e, depseq) : NULL;
+	ke->f[KG_CLASS] = i915 ? kd_field_any(e, cls) : NULL;
+	ke->f[KG_INSTANCE] = i915 ? kd_field_any(e, inst) : NULL;
+	ke->f[KG_COMPLETED] = kind == 10 ? kd_field_any(e, done) : NULL;
+	if (kind <= 2 && ke->f[KG_RING] && !kd_is_string(ke->f[KG_RING]))
+		ke->f[KG_RING] = tep_find_field(e, "timeline"); /* 4.11's ring_name is a pointer */
+	if (ke->f[KG_RING] && !kd_is_string(ke->f[KG_RING]))
+		ke->f[KG_RING] = NULL;
+	for (int i = 0; i < KG_COUNT; i++)
+		if (i != KG_RING && ke->f[i] && !kd_is_number(ke->f[i]))
+			ke->f[i] = NULL;
+	if (ke->f[KG_CONTEXT] && !ke->f[KG_SEQNO])
+		ke->f[KG_CONTEXT] = NULL;
+	if (ke->f[KG_DEP_CONTEXT] && !ke->f[KG_DEP_SEQNO])
+		ke->f[KG_DEP_CONTEXT] = NULL;
+	/* Something must name the job: its id, its fence or its context/seqno. */
+	return ke->f[KG_JOB] || ke->f[KG_FENCE] || ke->f[KG_CONTEXT];
+}
 
 static const char *const kd_fence_fields[] = { "driver", "timeline", "context", "seqno" };
 static const char *const kd_switch_fields[] = { "prev_comm", "prev_pid", "prev_prio", "prev_state",
 						"next_comm", "next_pid", "next_prio" };
 static const char *const kd_wakeup_fields[] = { "comm", "pid", "prio", "target_cpu" };
+static const char *const kd_vblank_fields[] = { "crtc", "seq" };
+static const char *const kd_print_fields[] = { "buf" };
 
 /* Looks the fields up; a format without them is decoded as a raw event. */
 static bool kd_fields(struct kd_event *ke, const char *const *names, size_t n)
@@ -260,10 +361,15 @@ static struct kd_event *kd_event_for(struct nf_kdecoder *d, struct tep_record *r
 			continue;
 		bool ok = kd_known[i].kind == KD_FENCE ? kd_fields(ke, kd_fence_fields, 4)
 			: kd_known[i].kind == KD_SWITCH ? kd_fields(ke, kd_switch_fields, 7)
+			: kd_known[i].kind == KD_VBLANK ? kd_fields(ke, kd_vblank_fields, 2)
+			: kd_known[i].kind == KD_PRINT ? kd_fields(ke, kd_print_fields, 1) && ke->f[0]->type &&
+				strstr(ke->f[0]->type, "char") && !(ke->f[0]->flags & TEP_FIELD_IS_DYNAMIC)
+			: kd_known[i].kind == KD_GPU ? kd_gpu_fields(ke, kd_known[i].ev_id)
 			: kd_fields(ke, kd_wakeup_fields, 4);
 		if (ok) {
 			ke->kind = kd_known[i].kind;
 			ke->ev_id = kd_known[i].ev_id;
+			ke->gpu_kind = kd_known[i].ev_id;
 		}
 	}
 	free(d->events[type]);
@@ -351,6 +457,65 @@ int nf_kdecoder_lost(struct nf_kdecoder *d, int cpu, uint64_t ns, long long coun
 	return kd_emit(d, &ev, err);
 }
 
+/* i915's engine classes (uapi I915_ENGINE_CLASS_*), as the driver names its engines. */
+static const char *const kd_i915_class[] = { "rcs", "bcs", "vcs", "vecs", "ccs" };
+
+static int kd_gpu(struct nf_kdecoder *d, struct tep_record *rec, struct kd_event *ke, int cpu,
+		  uint64_t pid, struct nf_event *ev, struct nf_error *err)
+{
+	uint64_t v[KG_COUNT] = { 0 }, ring = 0;
+	uint32_t flags = 0;
+	int rc;
+
+	for (int i = 0; i < KG_COUNT; i++)
+		if (i != KG_RING && ke->f[i] && (rc = kd_num(d, rec, ke->f[i], &v[i], err)))
+			return rc;
+	if (ke->f[KG_RING]) {
+		if ((rc = kd_intern_field(d, rec, ke->f[KG_RING], ev->ts, &ring, err)))
+			return rc;
+	} else if (ke->f[KG_CLASS] && ke->f[KG_INSTANCE]) {
+		char name[32];
+		uint32_t id;
+
+		if (v[KG_CLASS] < sizeof(kd_i915_class) / sizeof(kd_i915_class[0]))
+			snprintf(name, sizeof(name), "%s%u", kd_i915_class[v[KG_CLASS]], (unsigned)v[KG_INSTANCE]);
+		else
+			snprintf(name, sizeof(name), "engine%u:%u", (unsigned)v[KG_CLASS], (unsigned)v[KG_INSTANCE]);
+		if ((rc = kd_intern(d, name, strlen(name), ev->ts, &id, err)))
+			return rc;
+		ring = id;
+	}
+	if (ke->f[KG_CONTEXT])
+		flags |= 1;
+	if (ke->f[KG_COMPLETED] && v[KG_COMPLETED])
+		flags |= 2;
+	if (ke->f[KG_DEP_CONTEXT])
+		flags |= 4;
+	ev->id = NF_EV_KERNEL_GPU_JOB;
+	ev->f[NFF_KERNEL_GPU_JOB_cpu] = (uint64_t)cpu;
+	ev->f[NFF_KERNEL_GPU_JOB_tid] = pid;
+	ev->f[NFF_KERNEL_GPU_JOB_kind] = ke->gpu_kind;
+	ev->f[NFF_KERNEL_GPU_JOB_ring] = ring;
+	ev->f[NFF_KERNEL_GPU_JOB_job] = v[KG_JOB];
+	ev->f[NFF_KERNEL_GPU_JOB_context] = v[KG_CONTEXT];
+	ev->f[NFF_KERNEL_GPU_JOB_seqno] = v[KG_SEQNO];
+	ev->f[NFF_KERNEL_GPU_JOB_fence] = v[KG_FENCE];
+	ev->f[NFF_KERNEL_GPU_JOB_dep_context] = v[KG_DEP_CONTEXT];
+	ev->f[NFF_KERNEL_GPU_JOB_dep_seqno] = v[KG_DEP_SEQNO];
+	ev->f[NFF_KERNEL_GPU_JOB_flags] = flags;
+	d->stats.gpu++;
+	return kd_emit(d, ev, err);
+}
+
+int nf_kdecoder_task(struct nf_kdecoder *d, uint32_t tid, uint32_t tgid, struct nf_error *err)
+{
+	struct nf_event ev = { .id = NF_EV_KERNEL_TASK, .ts = d->last_ticks };
+
+	ev.f[NFF_KERNEL_TASK_tid] = tid;
+	ev.f[NFF_KERNEL_TASK_tgid] = tgid;
+	return kd_emit(d, &ev, err);
+}
+
 int nf_kdecoder_record(struct nf_kdecoder *d, struct tep_record *rec, int cpu,
 		       struct nf_error *err)
 {
@@ -416,6 +581,43 @@ int nf_kdecoder_record(struct nf_kdecoder *d, struct tep_record *rec, int cpu,
 		ev.f[NFF_KERNEL_SCHED_WAKEUP_waker] = pid;
 		d->stats.sched++;
 		return kd_emit(d, &ev, err);
+	case KD_VBLANK:
+		if ((rc = kd_num(d, rec, ke->f[0], &v[0], err)) || (rc = kd_num(d, rec, ke->f[1], &v[1], err)))
+			return rc;
+		ev.id = NF_EV_KERNEL_VBLANK;
+		ev.f[NFF_KERNEL_VBLANK_cpu] = (uint64_t)cpu;
+		ev.f[NFF_KERNEL_VBLANK_crtc] = (uint32_t)v[0];
+		ev.f[NFF_KERNEL_VBLANK_seq] = (uint32_t)v[1];
+		d->stats.gpu++;
+		return kd_emit(d, &ev, err);
+	case KD_PRINT: {
+		const char *s = NULL;
+		size_t n = 0;
+
+		/* buf is the rest of the record ("char buf;" or "char buf[];", size 0). */
+		if (ke->f[0]->offset < 0 || ke->f[0]->offset > rec->size)
+			return nf_error_set(err, NF_EFORMAT,
+					    "%s: CPU %d, record at offset %llu: field buf outside the %d-byte record",
+					    d->where, rec->cpu, rec->offset, rec->size);
+		s = (const char *)rec->data + ke->f[0]->offset;
+		n = (size_t)(rec->size - ke->f[0]->offset);
+		n = strnlen(s, n > NF_KD_MAX_STRLEN ? NF_KD_MAX_STRLEN : n);
+		while (n > 0 && (s[n - 1] == '\n' || s[n - 1] == '\r'))
+			n--;
+		trace_seq_reset(&d->seq);
+		trace_seq_printf(&d->seq, "%.*s", (int)n, s);
+		trace_seq_terminate(&d->seq);
+		if (d->seq.state != TRACE_SEQ__GOOD)
+			return nf_error_set(err, NF_ENOMEM, "%s: out of memory printing an event", d->where);
+		ev.id = NF_EV_KERNEL_MARKER;
+		ev.f[NFF_KERNEL_MARKER_cpu] = (uint64_t)cpu;
+		ev.f[NFF_KERNEL_MARKER_tid] = pid;
+		ev.str = d->seq.buffer;
+		d->stats.markers++;
+		return kd_emit(d, &ev, err);
+	}
+	case KD_GPU:
+		return kd_gpu(d, rec, ke, cpu, pid, &ev, err);
 	default:
 		break;
 	}

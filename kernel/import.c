@@ -5,6 +5,7 @@
  * kernel events; the CTF writer writes them. The file's header is checked
  * first so that the common ways a file is bad get a precise message.
  */
+#define _GNU_SOURCE /* O_TMPFILE, copy_file_range */
 #include "kernel_int.h"
 
 #include "nftrace/record.h"
@@ -151,8 +152,11 @@ static bool field_line_ok(const char *l, const char *eol)
 		if (*p == '[') {
 			if (depth++)
 				return false;
+			/* "[]": a __data_loc/__rel_loc string, or a flexible array that runs to
+			 * the end of the record (size 0: ftrace:print's "char buf[]"). */
 			if (p[1] == ']' && !(strstr(l, "__data_loc ") && strstr(l, "__data_loc ") < semi) &&
-			    !(strstr(l, "__rel_loc ") && strstr(l, "__rel_loc ") < semi))
+			    !(strstr(l, "__rel_loc ") && strstr(l, "__rel_loc ") < semi) &&
+			    !memmem(semi, (size_t)(eol - semi), "\tsize:0;", 8))
 				return false;
 		} else if (*p == ']') {
 			if (!depth--)
@@ -254,7 +258,89 @@ static int v6_format(struct v6_walk *w, uint64_t len)
 	return rc;
 }
 
-static int check_v6_layout(const char *path, struct nf_error *err)
+/*
+ * What an old trace-cmd wrote differently, found while walking a version 6
+ * file: the trace-cmd of 2017 (gpuvis' recorder, trace-cmd before 2.7) saved
+ * the TGIDs (text lines "PID TGID") under option id 8, which trace-cmd 2.7 and
+ * later use for CPUCOUNT (a 4-byte count): libtracecmd then takes the text for
+ * a CPU count and refuses the file.
+ */
+struct v6_fixups {
+	uint64_t tgid_at;      /* offset of that option's 2-byte id (0: none) */
+	uint64_t tgid_len;     /* its size */
+};
+
+/* Option 8 of this size and content is the old TGID list, not a CPU count. */
+static bool v6_is_old_tgids(struct v6_walk *w, uint64_t at, uint64_t len)
+{
+	char b[64];
+	size_t n = len < sizeof(b) ? (size_t)len : sizeof(b);
+	unsigned a, t;
+
+	if (len == 4 || len < 4 || pread(w->fd, b, n, (off_t)at) != (ssize_t)n)
+		return false;
+	b[n - 1] = '\0';
+	return sscanf(b, "%u %u", &a, &t) == 2;
+}
+
+/*
+ * The options libtracecmd acts on, checked so that a damaged one gets a
+ * message naming it instead of libtracecmd's refusal (or worse): CPUCOUNT (8)
+ * must agree with the header's CPU count, unless it is the old TGID list;
+ * BUFFER (3) must point inside the file and name its instance. Other ids
+ * (DATE, CPUSTAT, TRACECLOCK, UNAME, ... and ids newer than libtracecmd) are
+ * text or skipped by libtracecmd.
+ */
+static int v6_option(struct v6_walk *w, uint64_t at, uint64_t id, uint64_t len, uint64_t cpus,
+		     struct v6_fixups *fx)
+{
+	unsigned char b[16];
+
+	if (id == 8) {
+		if (len == 4) {
+			uint32_t c;
+
+			if (pread(w->fd, b, 4, (off_t)w->pos) != 4)
+				return nf_error_set(w->err, NF_EIO, "%s: %s", w->path, strerror(errno));
+			c = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+			if (w->big)
+				c = (uint32_t)b[3] | (uint32_t)b[2] << 8 | (uint32_t)b[1] << 16 | (uint32_t)b[0] << 24;
+			if (c != cpus)
+				return nf_error_set(w->err, NF_EFORMAT,
+						    "%s:%llu: option 8 (CPU count) says %u CPUs, the header %llu",
+						    w->path, (unsigned long long)at, c, (unsigned long long)cpus);
+			return 0;
+		}
+		if (!v6_is_old_tgids(w, w->pos, len))
+			return nf_error_set(w->err, NF_EFORMAT,
+					    "%s:%llu: option 8 of %llu bytes is neither a CPU count (4 bytes) "
+					    "nor the saved TGIDs of an old trace-cmd", w->path,
+					    (unsigned long long)at, (unsigned long long)len);
+		if (fx->tgid_at)
+			return nf_error_set(w->err, NF_EFORMAT, "%s:%llu: a second option 8 (saved TGIDs)",
+					    w->path, (unsigned long long)at);
+		fx->tgid_at = at;
+		fx->tgid_len = len;
+		return 0;
+	}
+	if (id == 3) {
+		uint64_t off = 0;
+
+		if (len < 9 || pread(w->fd, b, 9, (off_t)w->pos) != 9)
+			return nf_error_set(w->err, NF_EFORMAT, "%s:%llu: option 3 (buffer instance) of %llu bytes",
+					    w->path, (unsigned long long)at, (unsigned long long)len);
+		for (int i = 0; i < 8; i++)
+			off |= (uint64_t)b[w->big ? i : 7 - i] << (8 * (7 - i));
+		if (off >= w->size)
+			return nf_error_set(w->err, NF_EFORMAT,
+					    "%s:%llu: option 3 (buffer instance) at offset %llu, past the end of "
+					    "the %llu-byte file", w->path, (unsigned long long)at,
+					    (unsigned long long)off, (unsigned long long)w->size);
+	}
+	return 0;
+}
+
+static int check_v6_layout(const char *path, struct v6_fixups *fx, struct nf_error *err)
 {
 	struct v6_walk w = { -1, 12, 0, false, path, err };
 	struct stat st;
@@ -318,7 +404,21 @@ static int check_v6_layout(const char *path, struct nf_error *err)
 					goto out_close;
 				if (n == 0)
 					break;
-				if ((rc = v6_num(&w, 4, &v, "the options")) || (rc = v6_skip(&w, v, "the options")))
+				uint64_t opt_at = w.pos - 2;
+
+				if ((rc = v6_num(&w, 4, &v, "the options")))
+					goto out_close;
+				if (v > w.size - w.pos) {
+					rc = nf_error_set(err, NF_EFORMAT,
+							  "%s:%llu: option %llu of %llu bytes runs past the end of the "
+							  "%llu-byte file", path, (unsigned long long)opt_at,
+							  (unsigned long long)n, (unsigned long long)v,
+							  (unsigned long long)w.size);
+					goto out_close;
+				}
+				if ((rc = v6_option(&w, opt_at, n, v, cpus, fx)))
+					goto out_close;
+				if ((rc = v6_skip(&w, v, "the options")))
 					goto out_close;
 			}
 			continue;
@@ -370,7 +470,7 @@ static bool version6(const char *path)
  * first open is tried in a child process, and only a file it opened and
  * closed cleanly is opened here.
  */
-static int probe_open(const char *path, struct nf_error *err)
+static int probe_open(const char *open_path, const char *path, struct nf_error *err)
 {
 	pid_t pid = fork();
 	int st;
@@ -382,7 +482,7 @@ static int probe_open(const char *path, struct nf_error *err)
 
 		if (null >= 0)
 			dup2(null, STDERR_FILENO);
-		struct tracecmd_input *h = tracecmd_open(path, TRACECMD_FL_LOAD_NO_PLUGINS |
+		struct tracecmd_input *h = tracecmd_open(open_path, TRACECMD_FL_LOAD_NO_PLUGINS |
 								TRACECMD_FL_LOAD_NO_SYSTEM_PLUGINS);
 		if (!h)
 			_exit(3);
@@ -400,6 +500,128 @@ static int probe_open(const char *path, struct nf_error *err)
 				    "or CPU data", path);
 	return nf_error_set(err, NF_EFORMAT, "%s: corrupt headers or formats (libtracecmd crashed reading them)",
 			    path);
+}
+
+/* The saved TGIDs of an old file: thread -> process. */
+struct tgid_pair {
+	uint32_t tid, tgid;
+};
+
+struct tgid_list {
+	struct tgid_pair *v;
+	size_t n;
+};
+
+/* The TGID option is text, at most this long (a bound on untrusted input). */
+#define NF_IMPORT_MAX_TGIDS_BYTES (16u << 20)
+
+static int parse_tgids(const char *path, const char *text, size_t len, uint64_t at, struct tgid_list *out,
+		       struct nf_error *err)
+{
+	size_t cap = 0;
+	const char *p = text, *end = text + len;
+
+	while (p < end) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p));
+		char line[64];
+		size_t n = (size_t)((eol ? eol : end) - p);
+		unsigned long tid, tgid;
+		char extra;
+
+		if (n == 0 || (n == 1 && *p == '\0')) {
+			p += n + 1;
+			continue;
+		}
+		if (n >= sizeof(line))
+			return nf_error_set(err, NF_EFORMAT, "%s:%llu: a saved TGIDs line of %zu bytes", path,
+					    (unsigned long long)(at + (uint64_t)(p - text)), n);
+		memcpy(line, p, n);
+		line[n] = '\0';
+		if (sscanf(line, "%lu %lu %c", &tid, &tgid, &extra) != 2 || tid > UINT32_MAX || tgid > UINT32_MAX)
+			return nf_error_set(err, NF_EFORMAT, "%s:%llu: a damaged saved TGIDs line in option 8",
+					    path, (unsigned long long)(at + (uint64_t)(p - text)));
+		if (out->n == cap) {
+			size_t ncap = cap ? cap * 2 : 256;
+			struct tgid_pair *nv = realloc(out->v, ncap * sizeof(*nv));
+
+			if (!nv)
+				return nf_error_set(err, NF_ENOMEM, "out of memory");
+			out->v = nv;
+			cap = ncap;
+		}
+		out->v[out->n++] = (struct tgid_pair){ (uint32_t)tid, (uint32_t)tgid };
+		p += n + 1;
+	}
+	return 0;
+}
+
+/*
+ * A corrected view of a file libtracecmd would refuse: an unnamed copy (an
+ * O_TMPFILE in $TMPDIR, gone when closed) where the old TGID option's id is
+ * renumbered to one libtracecmd skips, opened through /proc/self/fd. The TGIDs
+ * are read here. The original file is never written.
+ */
+#define NF_IMPORT_SKIPPED_OPTION 0x7fffu
+
+static int corrected_view(const char *path, const struct v6_fixups *fx, int *view_fd, char *view,
+			  size_t view_len, struct tgid_list *tgids, struct nf_error *err)
+{
+	const char *dir = getenv("TMPDIR");
+	int in = open(path, O_RDONLY | O_CLOEXEC), out = -1, rc = 0;
+	unsigned char id[2] = { NF_IMPORT_SKIPPED_OPTION & 0xff, NF_IMPORT_SKIPPED_OPTION >> 8 };
+	char *text = NULL;
+	struct stat stt;
+	off_t off = 0;
+
+	if (in < 0 || fstat(in, &stt) != 0) {
+		rc = nf_error_set(err, NF_EIO, "%s: %s", path, strerror(errno));
+		goto out;
+	}
+	if (fx->tgid_len > NF_IMPORT_MAX_TGIDS_BYTES) {
+		rc = nf_error_set(err, NF_EFORMAT, "%s:%llu: option 8 of %llu bytes", path,
+				  (unsigned long long)fx->tgid_at, (unsigned long long)fx->tgid_len);
+		goto out;
+	}
+	if (!(text = malloc((size_t)fx->tgid_len + 1))) {
+		rc = nf_error_set(err, NF_ENOMEM, "out of memory");
+		goto out;
+	}
+	if (pread(in, text, (size_t)fx->tgid_len, (off_t)(fx->tgid_at + 6)) != (ssize_t)fx->tgid_len) {
+		rc = nf_error_set(err, NF_EFORMAT, "%s:%llu: truncated in option 8", path,
+				  (unsigned long long)fx->tgid_at);
+		goto out;
+	}
+	if ((rc = parse_tgids(path, text, (size_t)fx->tgid_len, fx->tgid_at + 6, tgids, err)))
+		goto out;
+	out = open(dir && *dir ? dir : "/tmp", O_TMPFILE | O_RDWR, 0600);
+	if (out < 0) {
+		rc = nf_error_set(err, NF_EIO, "%s: cannot make a corrected copy in %s: %s", path,
+				  dir && *dir ? dir : "/tmp", strerror(errno));
+		goto out;
+	}
+	while (off < stt.st_size) {
+		ssize_t k = copy_file_range(in, &off, out, NULL, (size_t)(stt.st_size - off), 0);
+
+		if (k <= 0) {
+			rc = nf_error_set(err, NF_EIO, "%s: making a corrected copy: %s", path,
+					  k < 0 ? strerror(errno) : "short copy");
+			goto out;
+		}
+	}
+	if (pwrite(out, id, 2, (off_t)fx->tgid_at) != 2) {
+		rc = nf_error_set(err, NF_EIO, "%s: making a corrected copy: %s", path, strerror(errno));
+		goto out;
+	}
+	snprintf(view, view_len, "/proc/self/fd/%d", out);
+	*view_fd = out;
+	out = -1;
+out:
+	free(text);
+	if (out >= 0)
+		close(out);
+	if (in >= 0)
+		close(in);
+	return rc;
 }
 
 /* Removes a session directory we created (plain files only). */
@@ -450,21 +672,39 @@ int nf_kernel_import(const char *path, const char *out_dir, bool force, struct n
 	int n = 0, rc, nbuf;
 	bool created = false, existed;
 	uint64_t first = 0;
+	struct v6_fixups fx = { 0, 0 };
+	struct tgid_list tgids = { NULL, 0 };
+	int view_fd = -1;
+	char view[64];
+	const char *open_path = path;
+	char note[sizeof(st->note)];
 
 	memset(st, 0, sizeof(*st));
 	if ((rc = check_header(path, err)))
 		return rc;
-	if (version6(path) && (rc = check_v6_layout(path, err)))
+	if (version6(path) && (rc = check_v6_layout(path, &fx, err)))
 		return rc;
 	tracecmd_set_loglevel(TEP_LOG_NONE);
 	tep_set_loglevel(TEP_LOG_NONE);
-	if ((rc = probe_open(path, err)))
-		return rc;
-	h = tracecmd_open(path, TRACECMD_FL_LOAD_NO_PLUGINS | TRACECMD_FL_LOAD_NO_SYSTEM_PLUGINS);
-	if (!h)
-		return nf_error_set(err, NF_EFORMAT,
-				    "%s: libtracecmd cannot read it: truncated or corrupt headers, formats "
-				    "or CPU data", path);
+	if (fx.tgid_at) {
+		if ((rc = corrected_view(path, &fx, &view_fd, view, sizeof(view), &tgids, err)))
+			return rc;
+		snprintf(st->note, sizeof(st->note),
+			 "option 8 at offset %llu (%llu bytes) holds the saved TGIDs of the trace-cmd of "
+			 "2017, not the CPU count trace-cmd 2.7 and later store under id 8: read as TGIDs "
+			 "(%zu threads), and libtracecmd was given a copy with that option renumbered",
+			 (unsigned long long)fx.tgid_at, (unsigned long long)fx.tgid_len, tgids.n);
+		open_path = view;
+	}
+	if ((rc = probe_open(open_path, path, err)))
+		goto out_view;
+	h = tracecmd_open(open_path, TRACECMD_FL_LOAD_NO_PLUGINS | TRACECMD_FL_LOAD_NO_SYSTEM_PLUGINS);
+	if (!h) {
+		rc = nf_error_set(err, NF_EFORMAT,
+				  "%s: libtracecmd cannot read it: truncated or corrupt headers, formats "
+				  "or CPU data", path);
+		goto out_view;
+	}
 	tep = tracecmd_get_tep(h);
 	if (!tep || tep_get_events_count(tep) == 0) {
 		rc = nf_error_set(err, NF_EFORMAT, "%s: no event formats stored in the file", path);
@@ -510,12 +750,13 @@ int nf_kernel_import(const char *path, const char *out_dir, bool force, struct n
 			{ "cpu_frequency", true, 1000000000, NULL },
 			{ "start_ticks", true, (int64_t)first, NULL },
 			{ "ground_truth", true, 0, NULL },
+			{ "import_note", false, 0, st->note },
 		};
 		struct nf_ctf_writer_options o = { 0 };
 
 		o.cpu_frequency = 1000000000u;
 		o.env = env;
-		o.n_env = sizeof(env) / sizeof(env[0]);
+		o.n_env = sizeof(env) / sizeof(env[0]) - (st->note[0] ? 0 : 1);
 		if ((rc = nf_ctf_writer_create(out_dir, &o, &w, err)))
 			goto out_close;
 		created = true;
@@ -526,6 +767,9 @@ int nf_kernel_import(const char *path, const char *out_dir, bool force, struct n
 		rc = err->code ? err->code : NF_ENOMEM;
 		goto out_writer;
 	}
+	for (size_t i = 0; i < tgids.n; i++)
+		if ((rc = nf_kdecoder_task(d, tgids.v[i].tid, tgids.v[i].tgid, err)))
+			goto out_writer;
 	struct import_ctx ctx = { d, err, 0 };
 	int irc = n == 1 ? tracecmd_iterate_events(h, NULL, 0, import_record, &ctx)
 			 : tracecmd_iterate_events_multi(handles, n, import_record, &ctx);
@@ -538,7 +782,9 @@ int nf_kernel_import(const char *path, const char *out_dir, bool force, struct n
 				  path);
 		goto out_writer;
 	}
+	memcpy(note, st->note, sizeof(note));
 	nf_kdecoder_get_stats(d, st);
+	memcpy(st->note, note, sizeof(note));
 	st->cpus = (uint32_t)tep_get_cpus(tep);
 	rc = 0;
 out_writer:
@@ -555,5 +801,11 @@ out_close:
 	for (int i = n - 1; i >= 1; i--)
 		tracecmd_close(handles[i]);
 	tracecmd_close(h);
+out_view:
+	if (view_fd >= 0)
+		close(view_fd);
+	free(tgids.v);
+	if (rc)
+		st->note[0] = '\0';
 	return rc;
 }

@@ -48,6 +48,9 @@ int nf_kdecoder_record(struct nf_kdecoder *d, struct tep_record *rec, int cpu,
 int nf_kdecoder_lost(struct nf_kdecoder *d, int cpu, uint64_t ns, long long count,
 		     struct nf_error *err);
 
+/* A thread's process (from a file's saved TGIDs): a KernelTask event. Returns 0 or the writer's code. */
+int nf_kdecoder_task(struct nf_kdecoder *d, uint32_t tid, uint32_t tgid, struct nf_error *err);
+
 void nf_kdecoder_get_stats(const struct nf_kdecoder *d, struct nf_kernel_stats *st);
 
 void nf_kdecoder_destroy(struct nf_kdecoder *d);

@@ -422,7 +422,21 @@ static int nf_deliver_entry(struct nf_read_ctx *c, struct nf_log_state *s,
 		if (rc)
 			return rc;
 	}
-	if (ts == 0) {
+	if (ts > NF_GPU_TS_MAX || e->fence_observed_gpu_timestamp > NF_GPU_TS_MAX) {
+		bool end = ts > NF_GPU_TS_MAX;
+
+		rc = nf_emit_finding(c, NF_FIND_OUT_OF_RANGE, 1, seq, prev, ts, i,
+				     "entry %" PRIu64 ": %s GPU timestamp %" PRIu64 " is beyond 2^62 (no GPU clock reaches it)",
+				     seq, end ? "end" : "observed",
+				     end ? ts : e->fence_observed_gpu_timestamp);
+		if (rc)
+			return rc;
+		if (end)
+			ts = 0; /* not a time: neither compared with nor kept as the last one */
+	}
+	if (ts == 0 && e->fence_end_gpu_timestamp != 0) {
+		rc = 0;
+	} else if (ts == 0) {
 		d.ts_class = NF_FIND_ZERO_TS;
 		rc = nf_emit_finding(c, NF_FIND_ZERO_TS, 1, seq, prev, ts, i,
 				     "entry %" PRIu64 ": zero end timestamp", seq);

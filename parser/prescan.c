@@ -190,6 +190,15 @@ static bool nf_ps_meta_text_is_ours(const char *m, size_t len, struct nf_prescan
 	p += sizeof(trace_uuid) - 1;
 	if (!nf_ps_uuid(&p, end, uuid))
 		return false;
+	for (int i = 0, j = 0; i < 16; i++, j += 2) {
+		unsigned int byte;
+
+		if (uuid[j] == '-')
+			j++;
+		if (sscanf(uuid + j, "%2x", &byte) != 1)
+			return false;
+		mt->uuid[i] = (unsigned char)byte;
+	}
 	p = memmem(p, (size_t)(end - p), "\nenv {\n", 7);
 	if (!p)
 		return false;
@@ -287,6 +296,7 @@ bool nf_prescan_metadata_is_ours(const char *dir)
 
 struct nf_ps_file {
 	const char *path;
+	const unsigned char *uuid; /* the metadata's trace UUID */
 	const unsigned char *b;
 	uint64_t size;
 	uint64_t released;    /* bytes before this were handed back to the kernel */
@@ -412,6 +422,10 @@ static int nf_ps_packets(struct nf_ps_file *f)
 			return nf_error_set(f->err, NF_EFORMAT,
 					    "%s: packet at offset %" PRIu64 ": bad magic 0x%08" PRIx64 " (corrupt)",
 					    f->path, off, nf_ps_le(h, 4));
+		if (memcmp(h + 4, f->uuid, 16) != 0)
+			return nf_error_set(f->err, NF_EFORMAT,
+					    "%s: packet at offset %" PRIu64 ": belongs to another recording (its UUID is not the metadata's)",
+					    f->path, off);
 		stream_id = (uint32_t)nf_ps_le(h + 20, 4);
 		content = nf_ps_le(h + 40, 8);
 		packet = nf_ps_le(h + 48, 8);
@@ -443,9 +457,9 @@ static int nf_ps_packets(struct nf_ps_file *f)
 	return 0;
 }
 
-static int nf_ps_file(const char *path, struct nf_error *err)
+static int nf_ps_file(const char *path, const unsigned char *uuid, struct nf_error *err)
 {
-	struct nf_ps_file f = { .path = path, .err = err };
+	struct nf_ps_file f = { .path = path, .uuid = uuid, .err = err };
 	struct stat st;
 	void *m = NULL;
 	int fd, rc;
@@ -484,11 +498,15 @@ int nf_prescan_session(const char *dir, struct nf_error *err)
 	DIR *d;
 	int rc = 0;
 
-	if (!nf_prescan_metadata_is_ours(dir))
+	struct nf_prescan_meta *mt = nf_prescan_metadata_load(dir);
+
+	if (!mt)
 		return 0;
 	d = opendir(dir);
-	if (!d)
+	if (!d) {
+		nf_prescan_meta_free(mt);
 		return nf_error_set(err, NF_ENOENT, "%s: %s", dir, strerror(errno));
+	}
 	while (!rc && (de = readdir(d)) != NULL) {
 		char path[4200];
 
@@ -496,8 +514,41 @@ int nf_prescan_session(const char *dir, struct nf_error *err)
 		if (de->d_name[0] == '.' || strcmp(de->d_name, "metadata") == 0)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		rc = nf_ps_file(path, err);
+		rc = nf_ps_file(path, mt->uuid, err);
 	}
 	closedir(d);
+	nf_prescan_meta_free(mt);
 	return rc;
+}
+
+void nf_prescan_completeness(const char *dir, const struct nf_prescan_meta *mt, char *out,
+			     size_t len)
+{
+	static const char *const names[] = { "events", "truth", "kernel" };
+	bool ended = false;
+
+	out[0] = '\0';
+	for (size_t i = 0; i < mt->n_env; i++) {
+		const struct nf_ctf_env_entry *e = &mt->env[i];
+		char path[4200];
+		struct stat st;
+
+		if (!e->is_int || strncmp(e->key, "recorded_", 9) != 0)
+			continue;
+		for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
+			size_t n = strlen(names[k]);
+
+			if (strncmp(e->key + 9, names[k], n) != 0 || strcmp(e->key + 9 + n, "_bytes") != 0)
+				continue;
+			if (k == 0)
+				ended = true;
+			snprintf(path, sizeof(path), "%s/%s", dir, names[k]);
+			uint64_t have = stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+			if (e->ival > 0 && have < (uint64_t)e->ival && !out[0])
+				snprintf(out, len, "%s has %" PRIu64 " of the %" PRId64 " bytes recorded",
+					 names[k], have, e->ival);
+		}
+	}
+	if (!ended)
+		snprintf(out, len, "no end of recording (the recorder did not close the session: killed, or the program exited without destroying its runtime)");
 }

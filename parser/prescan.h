@@ -29,6 +29,7 @@ struct nf_prescan_meta {
 	char keys[NF_PRESCAN_ENV_MAX][65];
 	char *vals;              /* the string values (env[].sval point here) */
 	size_t used;
+	unsigned char uuid[16];  /* the trace UUID: every packet header carries it */
 };
 
 /*
@@ -47,5 +48,14 @@ void nf_prescan_meta_free(struct nf_prescan_meta *mt);
  * packet), or NF_EIO / NF_ENOENT when a file cannot be read.
  */
 int nf_prescan_session(const char *dir, struct nf_error *err);
+
+/*
+ * Whether an own session is whole as a recording (capture/ctf_writer.c writes
+ * `recorded_NAME_bytes` into the environment when it closes the session):
+ * writes "" to out when every stream is at least as long as recorded, else
+ * what is missing ("no end of recording (...)", "events has N of M bytes").
+ */
+void nf_prescan_completeness(const char *dir, const struct nf_prescan_meta *mt, char *out,
+			     size_t len);
 
 #endif

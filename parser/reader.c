@@ -516,6 +516,8 @@ static int nf_read_env(struct nf_pass *ps, const bt_trace *t)
 		rc = nf_env_str(t, "mode", &in->mode, ps->err);
 	if (!rc)
 		rc = nf_env_str(t, "host", &in->host, ps->err);
+	if (!rc)
+		rc = nf_env_str(t, "import_note", &in->import_note, ps->err);
 	return rc;
 }
 
@@ -1212,6 +1214,8 @@ static int nf_own_session_info(struct nf_parser *p, const struct nf_prescan_meta
 			str = &in->mode;
 		else if (strcmp(e->key, "host") == 0)
 			str = &in->host;
+		else if (strcmp(e->key, "import_note") == 0)
+			str = &in->import_note;
 		if (str) {
 			char *c = strdup(e->sval ? e->sval : "");
 
@@ -1280,11 +1284,26 @@ int nf_parser_open(const char *dir, struct nf_parser **out, struct nf_error *err
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return nf_error_set(err, NF_ENOMEM, "out of memory");
-	p->info.tool_version = p->info.source = p->info.mode = p->info.host = nf_empty;
+	p->info.tool_version = p->info.source = p->info.mode = p->info.host = p->info.import_note = nf_empty;
 	p->dir = strdup(dir);
 	if (!p->dir) {
 		rc = nf_error_set(err, NF_ENOMEM, "out of memory");
 		goto out_destroy;
+	}
+	/* Our own sessions say whether the recording ended and how long each
+	 * stream was then (whatever reads them). */
+	{
+		struct nf_prescan_meta *mt = nf_prescan_metadata_load(dir);
+		char what[512];
+
+		if (mt) {
+			nf_prescan_completeness(dir, mt, what, sizeof(what));
+			nf_prescan_meta_free(mt);
+			if (what[0] && !(p->info.incomplete = strdup(what))) {
+				rc = nf_error_set(err, NF_ENOMEM, "out of memory");
+				goto out_destroy;
+			}
+		}
 	}
 	/*
 	 * Our own metadata at this schema version: the native reader, and what it
@@ -1413,8 +1432,11 @@ void nf_parser_destroy(struct nf_parser *p)
 		free((char *)p->info.mode);
 	if (p->info.host != nf_empty)
 		free((char *)p->info.host);
+	if (p->info.import_note != nf_empty)
+		free((char *)p->info.import_note);
 	bt_plugin_put_ref(p->ctf_plugin);
 	bt_plugin_put_ref(p->utils_plugin);
+	free((char *)p->info.incomplete);
 	free(p->dir);
 	free(p);
 }

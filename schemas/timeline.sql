@@ -13,6 +13,9 @@
 -- host, ground_truth (1 when truth_ops was recorded), build_id (process id and
 -- wall-clock time of the build that wrote this file: two analyses of one
 -- session give two values).
+-- session_key: what the session's files were when this file was built (names,
+-- sizes, a hash of each file's first and last 64 KiB); nf_timeline_ensure()
+-- rebuilds when it no longer matches.
 CREATE TABLE meta (
   key   TEXT PRIMARY KEY,   -- name of the fact
   value TEXT                -- its value, as text
@@ -100,8 +103,14 @@ CREATE TABLE queue_threads (
   ops     INTEGER  -- operations it queued there on that fence
 );
 
+-- A releaser ends no later than its wait, within the clock merge's error (2 us,
+-- NF_TIMELINE_CAUSALITY_SLACK_NS): the first signal of the fence to reach the
+-- wait's value, unless it ended after the wait and a signal of unknown end (its
+-- entry lost, a zero timestamp) queued in time could have released it; one that
+-- ended past the slack is never named: with no such candidate the wait has no
+-- releaser and a 'causality' anomaly says why.
 CREATE TABLE deps (
-  signal_id  INTEGER,   -- fence_ops.id of the releasing signal (NULL when released from the CPU)
+  signal_id  INTEGER,   -- fence_ops.id of the releasing signal (NULL when released from the CPU, or none could be)
   wait_id    INTEGER,   -- fence_ops.id of the wait (one row per wait, in wait_id order)
   cpu_signal INTEGER,   -- cpu_signals.id when a CPU signal released it, else NULL
   stall_ns   INTEGER    -- end_ns - observed_ns of the wait (NULL when either is unknown)
@@ -233,7 +242,8 @@ CREATE TABLE cpu_runs (
 -- Kernel task names, as the last sched event or cmdline named them.
 CREATE TABLE kernel_threads (
   thread  INTEGER PRIMARY KEY, -- thread id
-  comm    TEXT                 -- task name
+  comm    TEXT,                -- task name
+  process INTEGER              -- its process (thread group id) when the file saved TGIDs, else NULL
 );
 
 -- Kernel events kept as they came (every event not mapped above, and sched_wakeup).
@@ -244,4 +254,92 @@ CREATE TABLE kernel_events (
   thread  INTEGER, -- thread that caused it (common_pid)
   name    TEXT,    -- system:event
   fields  TEXT     -- its fields as libtraceevent prints them
+);
+
+-- ---- GPU jobs, vblanks and user markers (Linux kernel events) ----
+-- A job is one submission to a GPU ring, put together from the events of the
+-- drivers and of the GPU scheduler (KernelGpuJob in schemas/events.def):
+--   amdgpu:    amdgpu_cs_ioctl (submitted, by its thread), amdgpu_sched_run_job
+--              (started: the scheduler handed it to the ring);
+--   drm_sched: drm_sched_job / drm_sched_job_queue (submitted), drm_run_job /
+--              drm_sched_job_run (started), drm_sched_process_job /
+--              drm_sched_job_done (finished), drm_sched_job_wait_dep /
+--              drm_sched_job_add_dep (a dependency: job_deps);
+--   i915:      i915_request_add (submitted), i915_request_submit (ready),
+--              i915_request_in (started on the engine), i915_request_out with
+--              completed=1 (finished; i915_request_retire when no out was seen).
+-- Events of one job are joined by the scheduler's job id when they carry one
+-- (amdgpu's sched_job_id is drm_sched's id), else by the job's fence (context,
+-- seqno). drm_sched before Linux 6.16 names the job's fence in
+-- drm_sched_process_job only by its address: it is the fence of the latest
+-- drm_sched_job with that address.
+--
+-- Scheduled and finished fences. The GPU scheduler gives each job two
+-- dma_fences with the same seqno on two adjacent contexts: "scheduled"
+-- (signaled when the job is handed to the ring) and "finished" (signaled when
+-- the GPU is done). Which context is which is decided from the data, per job
+-- context C (job_timelines): jobs whose fence on C-1 signaled no later than
+-- their fence on C say C-1 is the scheduled fence and C the finished one
+-- (amdgpu's events name the finished fence: Linux 4.11 allocates the
+-- scheduled context first); jobs whose fence on C signaled no later than the
+-- one on C+1 say C is the scheduled fence. The majority decides and both
+-- counts are kept; a context whose jobs show neither (no pair of signals in
+-- the trace) follows the majority of its driver's other contexts. Without an explicit finish event, a job's finished_ns is
+-- its finished fence's dma_fence_signaled, and its started_ns, when no run
+-- event was seen, its scheduled fence's.
+CREATE TABLE jobs (
+  id             INTEGER PRIMARY KEY, -- job row id, in submission order
+  driver         TEXT,    -- 'amdgpu', 'drm_sched' or 'i915': whose events describe it
+  ring           TEXT,    -- ring (amdgpu: gfx, sdma0, comp_1.0.0 ...; i915: rcs0, bcs0, vcs1 ...; NULL unknown)
+  job            INTEGER, -- scheduler job id (NULL when the events carry none: i915)
+  context        INTEGER, -- dma_fence context of the job's finished fence (NULL unknown)
+  seqno          INTEGER, -- its seqno
+  sched_context  INTEGER, -- context of its scheduled fence (NULL: none or undecided)
+  thread         INTEGER, -- submitting thread (NULL: submitted by the kernel, or before the trace)
+  process        INTEGER, -- its process (kernel_threads.process; NULL unknown)
+  submitted_ns   INTEGER, -- submitted (amdgpu_cs_ioctl, drm_sched_job, i915_request_add); NULL not seen
+  started_ns     INTEGER, -- started on the ring (run_job, i915_request_in, else the scheduled fence); NULL not seen
+  finished_ns    INTEGER, -- finished (process_job, request_out, else the finished fence); NULL not seen
+  status         TEXT     -- 'complete' (started and finished), 'unfinished' (started, its finish is not in
+                          -- the trace: the CPU that recorded it had not started recording, or the trace
+                          -- ended), 'queued' (no start recorded)
+);
+
+-- How each job context's two fences were told apart (see above).
+CREATE TABLE job_timelines (
+  context            INTEGER PRIMARY KEY, -- the context the job events name
+  driver             TEXT,
+  ring               TEXT,
+  scheduled_context  INTEGER, -- the scheduled fence's context (NULL: the data does not say)
+  finished_context   INTEGER, -- the finished fence's context
+  jobs_prev_first    INTEGER, -- jobs whose fence on context-1 signaled no later than on context
+  jobs_next_later    INTEGER  -- jobs whose fence on context signaled no later than on context+1
+);
+
+-- A job's dependencies (drm_sched_job_wait_dep / drm_sched_job_add_dep): the
+-- fence it waited for before it could run, and the job that fence belongs to
+-- when that job is in the trace.
+CREATE TABLE job_deps (
+  job          INTEGER, -- jobs.id of the waiting job
+  dep_context  INTEGER, -- the fence waited for
+  dep_seqno    INTEGER,
+  dep_job      INTEGER, -- jobs.id whose finished (or scheduled) fence it is, NULL when none in the trace
+  dep_fence    TEXT,    -- 'finished' or 'scheduled' (which of dep_job's fences), NULL with dep_job
+  ts_ns        INTEGER  -- when the dependency was reported
+);
+
+-- Vertical blanks (drm:drm_vblank_event), per CRTC.
+CREATE TABLE vblanks (
+  ts_ns  INTEGER, -- when
+  crtc   INTEGER, -- CRTC index
+  seq    INTEGER  -- vblank counter
+);
+
+-- User markers (ftrace:print: writes to trace_marker, trace_printk with a plain string).
+CREATE TABLE markers (
+  id      INTEGER PRIMARY KEY,
+  ts_ns   INTEGER, -- when
+  thread  INTEGER, -- the thread that wrote it
+  cpu     INTEGER, -- CPU
+  text    TEXT     -- the text, without its trailing newline
 );

@@ -220,6 +220,148 @@ static int kr_lost(sqlite3 *db, const struct nf_render_layout *lay, struct nf_re
 	return ret;
 }
 
+/*
+ * GPU jobs on their ring's row: one pass for the waits (submitted -> started,
+ * shaded, ordered by submission), one for the jobs (started -> finished,
+ * solid, ordered by start; a job whose finish the trace lacks is open-ended,
+ * like an operation of unknown end). A job submitted and never started is an
+ * open wait.
+ */
+static int kr_jobs_pass(sqlite3 *db, const struct nf_render_layout *lay, struct nf_render_scene *s,
+			int waits, struct nf_error *err)
+{
+	static const char sql_waits[] =
+		"SELECT driver, coalesce(ring, ''), submitted_ns, started_ns FROM jobs "
+		"WHERE submitted_ns IS NOT NULL AND submitted_ns <= ?2 AND (started_ns IS NULL OR started_ns >= ?1) "
+		"ORDER BY driver, coalesce(ring, ''), submitted_ns";
+	static const char sql_jobs[] =
+		"SELECT driver, coalesce(ring, ''), started_ns, finished_ns FROM jobs "
+		"WHERE started_ns IS NOT NULL AND started_ns <= ?2 AND (finished_ns IS NULL OR finished_ns >= ?1) "
+		"ORDER BY driver, coalesce(ring, ''), started_ns";
+	struct nf_render_lane lane;
+	const struct nf_render_row *row = NULL;
+	sqlite3_stmt *st = NULL;
+	char cur_d[16] = "", cur_r[96] = "";
+	int rc, ret = 0, have = 0;
+
+	if (nf_render_lane_init(&lane, lay) < 0)
+		return nf_error_set(err, NF_ENOMEM, "out of memory while drawing");
+	if (sqlite3_prepare_v2(db, waits ? sql_waits : sql_jobs, -1, &st, NULL) != SQLITE_OK) {
+		ret = kr_fail(db, err, "reading jobs");
+		goto out_release;
+	}
+	sqlite3_bind_int64(st, 1, lay->t0);
+	sqlite3_bind_int64(st, 2, lay->t1);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *d = (const char *)sqlite3_column_text(st, 0);
+		const char *r = (const char *)sqlite3_column_text(st, 1);
+
+		d = d ? d : "";
+		r = r ? r : "";
+		if (!have || strncmp(d, cur_d, sizeof(cur_d) - 1) || strncmp(r, cur_r, sizeof(cur_r) - 1)) {
+			if (row && nf_render_lane_flush(&lane, s) < 0)
+				goto out_oom;
+			have = 1;
+			snprintf(cur_d, sizeof(cur_d), "%s", d);
+			snprintf(cur_r, sizeof(cur_r), "%s", r);
+			row = nf_render_layout_ring(lay, cur_d, cur_r);
+			if (row)
+				nf_render_lane_reset(&lane, row->y + 5.0, row->y + row->h - 5.0,
+						     waits ? NF_RB_JOBWAIT : NF_RB_JOB,
+						     waits ? NF_RB_JOBWAIT_D : NF_RB_JOB_D, NF_RB_JOB_EDGE,
+						     NF_RB_OPEN_JOB);
+		}
+		if (!row)
+			continue;
+		double xa = nf_render_layout_x(lay, sqlite3_column_int64(st, 2));
+
+		if (!waits)
+			s->n_jobs++;
+		if (sqlite3_column_type(st, 3) == SQLITE_NULL) {
+			if (nf_render_lane_open(&lane, s, xa, NF_MK_UNMATCHED) < 0)
+				goto out_oom;
+			continue;
+		}
+		if (nf_render_lane_box(&lane, s, xa, nf_render_layout_x(lay, sqlite3_column_int64(st, 3)), !waits) < 0)
+			goto out_oom;
+	}
+	if (rc != SQLITE_DONE) {
+		ret = kr_fail(db, err, "reading jobs");
+		goto out_release;
+	}
+	if (row && nf_render_lane_flush(&lane, s) < 0)
+		goto out_oom;
+	goto out_release;
+out_oom:
+	ret = nf_error_set(err, NF_ENOMEM, "out of memory while drawing");
+out_release:
+	sqlite3_finalize(st);
+	nf_render_lane_release(&lane);
+	return ret;
+}
+
+/* Vblanks: a thin line across every row; user markers: a tick on their thread's row. */
+static int kr_vblanks_markers(sqlite3 *db, const struct nf_render_layout *lay, struct nf_render_scene *s,
+			      struct nf_error *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc, ret = 0;
+
+	if (sqlite3_prepare_v2(db, "SELECT ts_ns FROM vblanks WHERE ts_ns BETWEEN ?1 AND ?2 ORDER BY ts_ns", -1,
+			       &st, NULL) != SQLITE_OK)
+		return kr_fail(db, err, "reading vblanks");
+	sqlite3_bind_int64(st, 1, lay->t0);
+	sqlite3_bind_int64(st, 2, lay->t1);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		double x = nf_render_layout_x(lay, sqlite3_column_int64(st, 0));
+
+		s->n_vblanks++;
+		if (nf_render_quads_add(&s->rects[NF_RB_VBLANK], x - 0.5, lay->rows_y0, 1.0,
+					lay->rows_y1 - lay->rows_y0) < 0) {
+			sqlite3_finalize(st);
+			return nf_error_set(err, NF_ENOMEM, "out of memory while drawing");
+		}
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE)
+		return kr_fail(db, err, "reading vblanks");
+	if (sqlite3_prepare_v2(db, "SELECT ts_ns, thread FROM markers WHERE ts_ns BETWEEN ?1 AND ?2 "
+				   "ORDER BY thread, ts_ns", -1, &st, NULL) != SQLITE_OK)
+		return kr_fail(db, err, "reading markers");
+	sqlite3_bind_int64(st, 1, lay->t0);
+	sqlite3_bind_int64(st, 2, lay->t1);
+	const struct nf_render_row *row = NULL;
+	int64_t cur = 0;
+	int have = 0;
+	double last_x = -1.0;
+
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t thread = sqlite3_column_int64(st, 1);
+		double x = nf_render_layout_x(lay, sqlite3_column_int64(st, 0));
+
+		if (!have || thread != cur) {
+			have = 1;
+			cur = thread;
+			row = nf_render_layout_thread(lay, thread);
+			last_x = -1.0;
+		}
+		if (!row)
+			continue;
+		s->n_markers++;
+		if (x - last_x < 1.0)
+			continue; /* one tick per pixel column */
+		last_x = x;
+		if (nf_render_quads_add(&s->rects[NF_RB_MARKER], x - 0.75, row->y + 2.0, 1.5, 9.0) < 0) {
+			ret = nf_error_set(err, NF_ENOMEM, "out of memory while drawing");
+			break;
+		}
+	}
+	if (!ret && rc != SQLITE_DONE)
+		ret = kr_fail(db, err, "reading markers");
+	sqlite3_finalize(st);
+	return ret;
+}
+
 int nf_render_collect_kernel(sqlite3 *db, const struct nf_render_options *opts,
 			     const struct nf_render_layout *lay, struct nf_render_scene *s,
 			     struct nf_error *err)
@@ -229,5 +371,10 @@ int nf_render_collect_kernel(sqlite3 *db, const struct nf_render_options *opts,
 	if (!opts->fences || opts->n_fences == 0)
 		ret = kr_runs(db, lay, s, err);
 	ret = ret ? ret : kr_links(db, lay, s, err);
-	return ret ? ret : kr_lost(db, lay, s, err);
+	ret = ret ? ret : kr_lost(db, lay, s, err);
+	if (!ret && lay->n_rings)
+		ret = kr_jobs_pass(db, lay, s, 1, err);
+	if (!ret && lay->n_rings)
+		ret = kr_jobs_pass(db, lay, s, 0, err);
+	return ret ? ret : kr_vblanks_markers(db, lay, s, err);
 }

@@ -274,8 +274,15 @@ static int load_queues(sqlite3 *db, const struct nf_render_options *opts,
 	size_t n = 0, cap = 0;
 	int rc, ret = 0;
 
-	if (sqlite3_prepare_v2(db, "SELECT q.queue, q.adapter, q.engine, q.node, q.name, a.name "
-				   "FROM queues q LEFT JOIN adapters a ON a.adapter = q.adapter",
+	/* The dma_fence timelines of GPU jobs' fences are drawn as the jobs' rings
+	 * (unless queues are asked for by name). */
+	if (sqlite3_prepare_v2(db, opts->queues ? "SELECT q.queue, q.adapter, q.engine, q.node, q.name, a.name "
+				   "FROM queues q LEFT JOIN adapters a ON a.adapter = q.adapter"
+				   : "SELECT q.queue, q.adapter, q.engine, q.node, q.name, a.name "
+				   "FROM queues q LEFT JOIN adapters a ON a.adapter = q.adapter WHERE q.queue NOT IN "
+				   "(SELECT 4294967296 + context FROM job_timelines UNION ALL SELECT 4294967296 + "
+				   "finished_context FROM job_timelines UNION ALL SELECT 4294967296 + scheduled_context "
+				   "FROM job_timelines WHERE scheduled_context IS NOT NULL)",
 			       -1, &st, NULL) != SQLITE_OK) {
 		ret = sql_fail(db, err, "reading queues");
 		goto out_finalize;
@@ -341,8 +348,9 @@ static int place_queue_rows(struct nf_render_layout *lay, const struct queue_inf
 			if ((ret = push_row(lay, cap, &r, err)) < 0)
 				return ret;
 		}
-		if (i == 0 || q->adapter != qs[i - 1].adapter || q->node != qs[i - 1].node ||
-		    q->engine != qs[i - 1].engine) {
+		if ((q->engine >= 0 || q->node >= 0) &&
+		    (i == 0 || q->adapter != qs[i - 1].adapter || q->node != qs[i - 1].node ||
+		     q->engine != qs[i - 1].engine)) {
 			memset(&r, 0, sizeof(r));
 			r.kind = NF_ROW_ENGINE;
 			r.id = q->engine;
@@ -372,6 +380,69 @@ static int place_queue_rows(struct nf_render_layout *lay, const struct queue_inf
 	return 0;
 }
 
+/* The GPU rings of Linux kernel jobs, one row each, under a header. */
+static int place_ring_rows(sqlite3 *db, const struct nf_render_options *opts, struct nf_render_layout *lay,
+			   size_t *cap, double *y, struct nf_error *err)
+{
+	sqlite3_stmt *st = NULL;
+	struct nf_render_row r;
+	int rc, ret = 0;
+
+	if (opts->queues || (opts->fences && opts->n_fences > 0))
+		return 0;
+	if (sqlite3_prepare_v2(db, "SELECT driver, coalesce(ring, ''), count(*) FROM jobs GROUP BY 1, 2 "
+				   "ORDER BY 1, 2", -1, &st, NULL) != SQLITE_OK)
+		return sql_fail(db, err, "reading GPU rings");
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (lay->n_rings == 0) {
+			memset(&r, 0, sizeof(r));
+			r.kind = NF_ROW_RING_HEAD;
+			r.adapter = -1;
+			r.y = *y;
+			r.h = NF_RENDER_ADAPTER_H;
+			*y += r.h;
+			if ((ret = push_row(lay, cap, &r, err)) < 0)
+				goto out;
+		}
+		memset(&r, 0, sizeof(r));
+		r.kind = NF_ROW_RING;
+		r.id = (int64_t)lay->n_rings;
+		r.adapter = -1;
+		r.engine = sqlite3_column_int64(st, 2); /* jobs on it, for the label */
+		copy_text(r.driver, sizeof(r.driver), st, 0);
+		copy_text(r.name, sizeof(r.name), st, 1);
+		r.y = *y;
+		r.h = NF_RENDER_RING_H;
+		*y += r.h;
+		if ((ret = push_row(lay, cap, &r, err)) < 0)
+			goto out;
+		lay->n_rings++;
+	}
+	if (rc != SQLITE_DONE)
+		ret = sql_fail(db, err, "reading GPU rings");
+out:
+	sqlite3_finalize(st);
+	return ret;
+}
+
+/* " OR x IN ('a','b') OR x IN (1,2)": a selection of threads or processes by name or id. */
+static char *select_sql(const char *idcol, const char *namecol, const char *const *v, int n)
+{
+	char *sql = sqlite3_mprintf("%s", "");
+
+	for (int i = 0; sql && i < n; i++) {
+		char *end = NULL;
+		long long id = strtoll(v[i], &end, 10);
+		char *next = end && *end == '\0' && end != v[i]
+			? sqlite3_mprintf("%s OR %s = %lld", sql, idcol, id)
+			: sqlite3_mprintf("%s OR %s = %Q", sql, namecol, v[i]);
+
+		sqlite3_free(sql);
+		sql = next;
+	}
+	return sql;
+}
+
 static int place_cpu_rows(sqlite3 *db, const struct nf_render_options *opts,
 			  struct nf_render_layout *lay, size_t *cap, double *y, struct nf_error *err)
 {
@@ -387,13 +458,38 @@ static int place_cpu_rows(sqlite3 *db, const struct nf_render_options *opts,
 	 * The threads that wait or signal on the CPU, and those that queued GPU
 	 * work (FENCE_*_QUEUED: the analyzer's queue_threads, per queue and fence).
 	 */
-	if (fw && fs && fq)
-		sql = sqlite3_mprintf("SELECT thread FROM cpu_waits WHERE thread IS NOT NULL%s "
-				      "UNION SELECT thread FROM cpu_signals WHERE thread IS NOT NULL%s%s "
+	/*
+	 * Kernel sessions add the threads that submitted GPU jobs or wrote
+	 * markers; every thread that ran only with threads_all, or when selected
+	 * by --thread or --process. Rows are grouped by process (the thread's
+	 * own id when its process is unknown), the process's own thread first.
+	 */
+	char *tsel = select_sql("t.thread", "k.comm", opts->threads, opts->threads ? opts->n_threads : 0);
+	char *psel = select_sql("coalesce(k.process, t.thread)", "p.comm", opts->processes,
+				opts->processes ? opts->n_processes : 0);
+	int filtered = opts->fences && opts->n_fences > 0;
+
+	if (fw && fs && fq && tsel && psel)
+		sql = sqlite3_mprintf("WITH rel(thread) AS (SELECT thread FROM cpu_waits WHERE thread IS NOT NULL%s "
+				      "UNION SELECT thread FROM cpu_signals WHERE thread IS NOT NULL%s "
 				      "UNION SELECT thread FROM queue_threads WHERE thread IS NOT NULL "
-				      "AND queue IS NOT NULL%s%s "
-				      "ORDER BY 1",
-				      fw, fs, nf_render_kernel_threads_sql(opts), fw, fq);
+				      "AND queue IS NOT NULL%s%s%s), "
+				      "ran(thread) AS (SELECT thread FROM rel%s), "
+				      "shown(thread) AS (SELECT t.thread FROM ran t LEFT JOIN kernel_threads k "
+				      "ON k.thread = t.thread LEFT JOIN kernel_threads p ON p.thread = "
+				      "coalesce(k.process, t.thread) WHERE %s OR t.thread IN (SELECT thread FROM rel)%s%s) "
+				      "SELECT s.thread, coalesce(k.process, s.thread) AS proc, p.comm, "
+				      "(SELECT count(*) FROM ran) - (SELECT count(*) FROM shown) "
+				      "FROM shown s LEFT JOIN kernel_threads k ON k.thread = s.thread "
+				      "LEFT JOIN kernel_threads p ON p.thread = coalesce(k.process, s.thread) "
+				      "ORDER BY proc, s.thread != proc, s.thread",
+				      fw, fs, fw, fq,
+				      filtered ? "" : " UNION SELECT thread FROM jobs WHERE thread IS NOT NULL "
+						      "UNION SELECT thread FROM markers WHERE thread IS NOT NULL",
+				      filtered ? "" : " UNION SELECT thread FROM cpu_runs WHERE thread IS NOT NULL",
+				      opts->threads_all && !filtered ? "1" : "0", tsel, psel);
+	sqlite3_free(tsel);
+	sqlite3_free(psel);
 	if (!sql) {
 		ret = nf_error_set(err, NF_ENOMEM, "out of memory for a query");
 		goto out_free;
@@ -402,13 +498,39 @@ static int place_cpu_rows(sqlite3 *db, const struct nf_render_options *opts,
 		ret = sql_fail(db, err, "reading CPU threads");
 		goto out_free;
 	}
+	int64_t last_proc = -1;
+	int any_proc = 0;
+
+	{
+		sqlite3_stmt *pst = NULL;
+
+		if (sqlite3_prepare_v2(db, "SELECT 1 FROM kernel_threads WHERE process IS NOT NULL LIMIT 1", -1, &pst,
+				       NULL) == SQLITE_OK)
+			any_proc = sqlite3_step(pst) == SQLITE_ROW;
+		sqlite3_finalize(pst);
+	}
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		lay->threads_left_out = (size_t)sqlite3_column_int64(st, 3);
 		if (lay->n_threads == 0) {
 			memset(&r, 0, sizeof(r));
 			r.kind = NF_ROW_CPU_HEAD;
 			r.adapter = -1;
 			r.y = *y;
 			r.h = NF_RENDER_ADAPTER_H;
+			*y += r.h;
+			if ((ret = push_row(lay, cap, &r, err)) < 0)
+				goto out_free;
+		}
+		/* A process header above its threads (when the file said which is whose). */
+		if (any_proc && (lay->n_threads == 0 || sqlite3_column_int64(st, 1) != last_proc)) {
+			last_proc = sqlite3_column_int64(st, 1);
+			memset(&r, 0, sizeof(r));
+			r.kind = NF_ROW_PROC;
+			r.id = last_proc;
+			r.adapter = -1;
+			copy_text(r.name, sizeof(r.name), st, 2);
+			r.y = *y;
+			r.h = NF_RENDER_PROC_H;
 			*y += r.h;
 			if ((ret = push_row(lay, cap, &r, err)) < 0)
 				goto out_free;
@@ -461,7 +583,8 @@ int nf_render_layout_build(sqlite3 *db, const struct nf_render_options *opts,
 	place_legend(lay);
 	y = NF_RENDER_TITLE_H + NF_RENDER_LEGEND_H * lay->legend_lines + 10.0;
 	lay->rows_y0 = y;
-	if ((ret = place_queue_rows(lay, qs, nq, &cap, &y, err)) < 0 ||
+	if ((ret = place_ring_rows(db, opts, lay, &cap, &y, err)) < 0 ||
+	    (ret = place_queue_rows(lay, qs, nq, &cap, &y, err)) < 0 ||
 	    (ret = place_cpu_rows(db, opts, lay, &cap, &y, err)) < 0)
 		goto out_release;
 	if (lay->n_rows == 0)
@@ -516,6 +639,16 @@ const struct nf_render_row *nf_render_layout_thread(const struct nf_render_layou
 						    int64_t thread)
 {
 	return find_row(lay, NF_ROW_CPU, thread);
+}
+
+const struct nf_render_row *nf_render_layout_ring(const struct nf_render_layout *lay, const char *driver,
+						  const char *ring)
+{
+	for (size_t i = 0; i < lay->n_rows; i++)
+		if (lay->rows[i].kind == NF_ROW_RING && !strcmp(lay->rows[i].driver, driver ? driver : "") &&
+		    !strcmp(lay->rows[i].name, ring ? ring : ""))
+			return &lay->rows[i];
+	return NULL;
 }
 
 void nf_render_lane_extent(const struct nf_render_row *row, enum nf_render_lane_kind lane,

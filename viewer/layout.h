@@ -29,6 +29,8 @@
 #define NF_RENDER_ENGINE_H 20.0
 #define NF_RENDER_QUEUE_H 46.0
 #define NF_RENDER_CPU_H 28.0
+#define NF_RENDER_RING_H 30.0
+#define NF_RENDER_PROC_H 18.0
 #define NF_RENDER_AXIS_H 50.0
 
 /*
@@ -45,6 +47,9 @@ enum nf_render_row_kind {
 	NF_ROW_QUEUE,     /* one hardware queue: a wait lane over a signal lane */
 	NF_ROW_CPU_HEAD,  /* header of the CPU threads */
 	NF_ROW_CPU,       /* one CPU thread */
+	NF_ROW_RING_HEAD, /* header of the GPU rings (Linux kernel jobs) */
+	NF_ROW_RING,      /* one GPU ring: its jobs */
+	NF_ROW_PROC,      /* a process, above its threads' rows */
 };
 
 /* The lanes of a row: where boxes of each kind are drawn. */
@@ -55,7 +60,8 @@ struct nf_render_row {
 	int64_t id;          /* queue handle, thread id, adapter or engine ordinal */
 	int64_t adapter;     /* adapter ordinal, -1 unknown */
 	int64_t engine, node;
-	char name[96];       /* queue name or adapter name ("" if unknown) */
+	char name[96];       /* queue name, adapter name, ring, process name ("" if unknown) */
+	char driver[16];     /* NF_ROW_RING: the driver (amdgpu, drm_sched, i915) */
 	double y, h;         /* top edge and height */
 };
 
@@ -73,6 +79,8 @@ struct nf_render_layout {
 	struct nf_render_row *rows;
 	size_t n_rows;
 	size_t n_queues, n_threads;
+	size_t n_rings;
+	size_t threads_left_out;  /* threads that ran but got no row (see nf_render_options) */
 };
 
 /*
@@ -95,6 +103,9 @@ const struct nf_render_row *nf_render_layout_queue(const struct nf_render_layout
 						   int64_t queue);
 const struct nf_render_row *nf_render_layout_thread(const struct nf_render_layout *lay,
 						    int64_t thread);
+/* The row of a GPU ring (jobs.driver, jobs.ring; NULL ring matches ""), or NULL. */
+const struct nf_render_row *nf_render_layout_ring(const struct nf_render_layout *lay, const char *driver,
+						  const char *ring);
 
 /* The vertical extent [*y0, *y1) of a lane within a row. */
 void nf_render_lane_extent(const struct nf_render_row *row, enum nf_render_lane_kind lane,

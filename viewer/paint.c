@@ -45,6 +45,8 @@ static const struct rgba c_wait = RGB(0xF4B6C2), c_wait_edge = RGB(0xD97F95);
 static const struct rgba c_stall = RGB(0xE3748F);
 static const struct rgba c_signal = RGB(0xC2185B), c_signal_edge = RGB(0x7B0C38);
 static const struct rgba c_cpu = RGB(0xA7BCD1), c_cpu_edge = RGB(0x5E7A96);
+static const struct rgba c_job = RGB(0x2E7D32), c_job_edge = RGB(0x1B5E20), c_jobwait = RGB(0xB9DDBB);
+static const struct rgba c_vblank = RGBA(0x1E88E5, 0.45), c_marker = RGB(0xEF6C00);
 static const struct rgba c_mark[NF_MK_COUNT] = {
 	RGB(0xE8710A), RGB(0x7B1FA2), RGB(0x757575), RGB(0x7B1FA2), RGB(0xD32F2F),
 };
@@ -85,6 +87,10 @@ static struct rgba rect_colour(const struct theme *th, int rb)
 		return mix(th->bg, c_stall, level_alpha[rb - NF_RB_STALL_D]);
 	if (rb >= NF_RB_SIGNAL_D && rb < NF_RB_SIGNAL)
 		return mix(th->bg, c_signal, level_alpha[rb - NF_RB_SIGNAL_D]);
+	if (rb >= NF_RB_JOBWAIT_D && rb < NF_RB_JOBWAIT)
+		return mix(th->bg, c_jobwait, level_alpha[rb - NF_RB_JOBWAIT_D]);
+	if (rb >= NF_RB_JOB_D && rb < NF_RB_JOB)
+		return mix(th->bg, c_job, level_alpha[rb - NF_RB_JOB_D]);
 	switch (rb) {
 	case NF_RB_STRIPE: return th->stripe;
 	case NF_RB_LOST_BG: return th->lost_bg;
@@ -101,6 +107,12 @@ static struct rgba rect_colour(const struct theme *th, int rb)
 	case NF_RB_CPU_TICK: return c_signal;
 	case NF_RB_QUEUED_WAIT: return c_wait_edge;
 	case NF_RB_QUEUED_SIGNAL: return c_signal;
+	case NF_RB_VBLANK: return c_vblank;
+	case NF_RB_OPEN_JOB: return with_alpha(c_job, 0.18);
+	case NF_RB_JOBWAIT: return c_jobwait;
+	case NF_RB_JOB: return c_job;
+	case NF_RB_JOB_EDGE: return c_job_edge;
+	case NF_RB_MARKER: return c_marker;
 	default: return th->text;
 	}
 }
@@ -517,6 +529,7 @@ static void paint_row_labels(cairo_t *cr, const struct nf_render_layout *lay,
 		switch (r->kind) {
 		case NF_ROW_ADAPTER:
 		case NF_ROW_CPU_HEAD:
+		case NF_ROW_RING_HEAD:
 			cairo_rectangle(cr, 0, r->y + 2, lay->width, r->h - 2);
 			set_colour(cr, th->header);
 			cairo_fill(cr);
@@ -524,8 +537,17 @@ static void paint_row_labels(cairo_t *cr, const struct nf_render_layout *lay,
 			set_colour(cr, th->separator);
 			cairo_fill(cr);
 			font(cr, 13, 1);
-			if (r->kind == NF_ROW_CPU_HEAD)
+			if (r->kind == NF_ROW_CPU_HEAD && lay->threads_left_out)
+				snprintf(buf, sizeof(buf), "CPU threads \xC2\xB7 %zu more that only ran are left out "
+					 "(--threads all, --thread NAME|TID, --process NAME|PID show them)",
+					 lay->threads_left_out);
+			else if (r->kind == NF_ROW_CPU_HEAD)
 				snprintf(buf, sizeof(buf), "CPU threads");
+			else if (r->kind == NF_ROW_RING_HEAD)
+				snprintf(buf, sizeof(buf), "GPU rings \xC2\xB7 jobs from submitted (shaded) "
+					 "through started to finished (solid)");
+			else if (r->adapter == 4294967295LL && r->name[0]) /* Linux dma_fence timelines */
+				snprintf(buf, sizeof(buf), "%s timelines", r->name);
 			else if (r->adapter < 0)
 				snprintf(buf, sizeof(buf), "Unknown adapter");
 			else if (r->name[0])
@@ -553,6 +575,21 @@ static void paint_row_labels(cairo_t *cr, const struct nf_render_layout *lay,
 			font(cr, 10.5, 0);
 			snprintf(buf, sizeof(buf), "hw queue 0x%" PRIx64, (uint64_t)r->id);
 			text(cr, 32, r->y + 35, buf, LEFT, th->dim);
+			break;
+		case NF_ROW_RING:
+			font(cr, 12, 1);
+			snprintf(buf, sizeof(buf), "%s %s", r->driver, r->name[0] ? r->name : "ring ?");
+			ellipsize(cr, buf, NF_RENDER_LABEL_W - 44, fit, sizeof(fit));
+			text(cr, 20, r->y + 14, fit, LEFT, th->text);
+			font(cr, 10, 0);
+			snprintf(buf, sizeof(buf), "%" PRId64 " jobs", r->engine);
+			text(cr, 20, r->y + 26, buf, LEFT, th->dim);
+			break;
+		case NF_ROW_PROC:
+			font(cr, 11, 1);
+			snprintf(buf, sizeof(buf), "%.60s \xC2\xB7 process %" PRId64, r->name[0] ? r->name : "?", r->id);
+			ellipsize(cr, buf, NF_RENDER_LABEL_W - 20, fit, sizeof(fit));
+			text(cr, 12, r->y + 13, fit, LEFT, th->dim);
 			break;
 		case NF_ROW_CPU:
 			font(cr, 12, 0);
@@ -681,6 +718,7 @@ static void paint_data(cairo_t *cr, const struct nf_render_layout *lay,
 	cairo_clip(cr);
 	fill_quads(cr, &s->rects[NF_RB_STRIPE], rect_colour(th, NF_RB_STRIPE));
 	paint_axis(cr, lay, th, 1);
+	fill_quads(cr, &s->rects[NF_RB_VBLANK], rect_colour(th, NF_RB_VBLANK));
 	for (int rb = NF_RB_LOST_BG; rb < NF_RB_COUNT; rb++)
 		fill_quads(cr, &s->rects[rb], rect_colour(th, rb));
 	if (s->hatch.n) {

@@ -30,10 +30,12 @@ struct nf_render_quads {
 /* Rectangle batches, drawn in this order (back to front). */
 enum nf_render_rb {
 	NF_RB_STRIPE,        /* alternate row background */
+	NF_RB_VBLANK,        /* vblank lines across the rows (drawn right after the stripes) */
 	NF_RB_LOST_BG,       /* lost span background (hatched over later) */
 	NF_RB_OPEN_WAIT,     /* open-ended regions (translucent, under the boxes) */
 	NF_RB_OPEN_SIGNAL,
 	NF_RB_OPEN_CPU,
+	NF_RB_OPEN_JOB,      /* a GPU job that ran and whose finish the trace lacks */
 	NF_RB_CPUWAIT_D,     /* + level: density bands */
 	NF_RB_CPUWAIT = NF_RB_CPUWAIT_D + NF_RENDER_DENSITY_LEVELS,
 	NF_RB_WAIT_D,
@@ -48,6 +50,12 @@ enum nf_render_rb {
 	NF_RB_CPU_TICK,      /* CPU signals */
 	NF_RB_QUEUED_WAIT,   /* on a CPU thread's row: it queued a GPU wait here */
 	NF_RB_QUEUED_SIGNAL, /* ... a GPU signal */
+	NF_RB_JOBWAIT_D,     /* a GPU job from submitted to started (shaded) */
+	NF_RB_JOBWAIT = NF_RB_JOBWAIT_D + NF_RENDER_DENSITY_LEVELS,
+	NF_RB_JOB_D,         /* a GPU job from started to finished */
+	NF_RB_JOB = NF_RB_JOB_D + NF_RENDER_DENSITY_LEVELS,
+	NF_RB_JOB_EDGE,
+	NF_RB_MARKER,        /* a user marker on its thread's row */
 	NF_RB_COUNT
 };
 
@@ -81,6 +89,7 @@ struct nf_render_scene {
 	int64_t n_links_merged;  /* links not drawn: too dense to show one by one */
 	int links_too_dense;     /* reading stopped: n_links is a lower bound */
 	int64_t n_unplaced;  /* operations without any time (nothing to draw) */
+	int64_t n_jobs, n_vblanks, n_markers;  /* Linux kernel GPU jobs, vblanks, markers drawn */
 };
 
 int nf_render_quads_add(struct nf_render_quads *q, double a, double b, double c, double d);

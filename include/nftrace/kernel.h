@@ -23,10 +23,14 @@ struct nf_kernel_stats {
 	uint64_t dma_fence;     /* dma_fence events */
 	uint64_t sched;         /* sched_switch and sched_wakeup */
 	uint64_t raw;           /* other events, kept as KernelRaw */
+	uint64_t gpu;           /* GPU job and vblank events (KernelGpuJob, KernelVblank) */
+	uint64_t markers;       /* ftrace:print user markers (KernelMarker) */
 	uint64_t lost_records;  /* KernelLostEvents written */
 	uint64_t lost_events;   /* events the kernel counted as lost (unknown counts excluded) */
 	uint64_t before_start;  /* records older than the session start (dropped) */
 	uint32_t cpus;          /* CPUs in the trace */
+	char note[512];         /* import: what was worked around to read the file ("" none);
+				   also in the session environment ("import_note", shown by info) */
 };
 
 /*

@@ -85,7 +85,8 @@ struct nf_adapter_desc {
 	uint64_t submit_latency_ns;      /* queued on the CPU -> visible to the GPU */
 	double zero_ts_rate;             /* probability a log entry gets a zero timestamp (LDA skip) */
 	double repeat_ts_rate;           /* probability a log entry repeats the previous timestamp */
-	uint32_t log_entries;            /* entries per log, 0: the OS default (64, or the tracing size) */
+	uint32_t log_entries;            /* entries per log, 0: the OS default (64); tracing raises it
+	                                  * to tracing_log_entries (nf_log_entries_effective) */
 };
 
 struct nf_runtime_config {
@@ -94,7 +95,11 @@ struct nf_runtime_config {
 	uint64_t cpu_frequency;          /* CPU (QPC-like) ticks per second, default 10 MHz */
 	uint64_t cpu_start_ticks;        /* CPU clock value at session time 0 */
 	bool os_native_fence_enabled;    /* DXGK_FEATURE_NATIVE_FENCE, default on */
-	bool tracing;                    /* tracing on: the OS enlarges logs to tracing_log_entries */
+	/* DXGKARGCB_FEATURE_NATIVEFENCE_CAPS_1: fence types the OS supports. Both
+	 * off by default, as in Windows 11 24H2 ("not currently supported by the OS"). */
+	bool os_support_intra_gpu_fence_type;         /* SupportIntraGpuFenceType */
+	bool os_support_optimized_default_fence_type; /* SupportOptimizedDefaultFenceType */
+	bool tracing;                    /* tracing on: the OS enlarges smaller logs to tracing_log_entries */
 	uint32_t tracing_log_entries;    /* default 256 */
 	uint64_t log_read_interval_ns;   /* the OS also reads every log this often; 0: only on interrupts and at the end */
 	uint64_t calibration_interval_ns;/* default 10 ms; at most 30 ms */
@@ -112,6 +117,16 @@ struct nf_runtime_config {
 /* Fills defaults. */
 void nf_runtime_config_init(struct nf_runtime_config *cfg);
 void nf_adapter_desc_init(struct nf_adapter_desc *desc);
+
+/*
+ * Entries per log buffer on an adapter whose desc asks for log_entries: that
+ * many (0: NF_LOG_DEFAULT_ENTRIES, the 64 of the 24H2 scheduler) while tracing
+ * is off. "When tracing is enabled, the OS first increases the size of the log
+ * buffer to prevent overruns": with cfg->tracing the size is raised to
+ * tracing_log_entries (0: 256) and never lowered, i.e. the larger of the two.
+ * SetNativeFenceLogBuffer's capacity in a session is this value.
+ */
+uint32_t nf_log_entries_effective(const struct nf_runtime_config *cfg, uint32_t log_entries);
 
 /* Creates a runtime. Returns 0, NF_EINVAL, NF_ENOMEM. */
 int nf_runtime_create(const struct nf_runtime_config *cfg, nf_runtime **out, struct nf_error *err);
@@ -155,9 +170,30 @@ struct nf_fence_desc {
 };
 
 /* D3DKMTCreateNativeFence: DxgkDdiCreateNativeFence (global) then
- * DxgkDdiOpenNativeFence (this process's local handle). */
+ * DxgkDdiOpenNativeFence (this process's local handle); one FenceStart event
+ * stands for the pair. Returns 0, NF_ENOMEM, or NF_EINVAL for a bad argument,
+ * a cross-adapter fence of a type other than DEFAULT, and an INTRA_GPU fence
+ * while the OS lacks SupportIntraGpuFenceType (STATUS_INVALID_PARAMETER, the
+ * error the D3DKMTCreateNativeFence page names); NF_EUNSUPP for INTRA_GPU on
+ * an adapter without native fences. */
 int nf_fence_create(nf_runtime *rt, uint32_t adapter, const struct nf_fence_desc *desc,
 		    nf_handle *local_out, struct nf_error *err);
+/*
+ * D3DKMTCreateSynchronizationObject2 with D3DDDI_MONITORED_FENCE: a WDDM 2.x
+ * monitored fence instead of a native fence (desc->type must be DEFAULT). On
+ * the creating adapter it is a legacy monitored fence even when the adapter
+ * has native fences: no log entries, no MonitoredValue. Opened on another
+ * native adapter it is a native fence there. Its GPU signal on a native
+ * adapter writes the value and raises DXGK_INTERRUPT_MONITORED_FENCE_SIGNALED,
+ * after which the OS evaluates the adapter's legacy monitored fence waiters;
+ * when the adapter's payload is NF_IRQ_NULL_ARRAY_LEGACY (hardware that cannot
+ * tell the two interrupts apart) it raises a native fence signaled interrupt
+ * with a NULL array and EvaluateLegacyMonitoredFences instead. A native
+ * NULL-array interrupt without that flag does not evaluate legacy waiters.
+ * Returns as nf_fence_create.
+ */
+int nf_monitored_fence_create(nf_runtime *rt, uint32_t adapter, const struct nf_fence_desc *desc,
+			      nf_handle *local_out, struct nf_error *err);
 /* The global handle a shared fence is opened by (stands in for the NT handle). */
 int nf_fence_global_handle(nf_runtime *rt, nf_handle local, nf_handle *global_out,
 			   struct nf_error *err);
@@ -188,6 +224,13 @@ struct nf_fence_va {
 	uint64_t current_system_gpu_va;
 	uint64_t monitored_system_gpu_va;
 	uint32_t stride;          /* bytes between packed values; NF_GPU_PAGE_SIZE: own page */
+	/* Where the storage is (D3DKMTCreateNativeFence's table): DEFAULT keeps
+	 * both in system memory, except MonitoredValue in VRAM when the OS has
+	 * SupportOptimizedDefaultFenceType (the optimized DEFAULT type); INTRA_GPU
+	 * keeps both in VRAM; CurrentValue of a cross-adapter fence is always in
+	 * system memory. */
+	bool current_in_vram;
+	bool monitored_in_vram;
 };
 int nf_fence_gpu_va(nf_runtime *rt, nf_handle local, struct nf_fence_va *out,
 		    struct nf_error *err);

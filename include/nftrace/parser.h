@@ -35,7 +35,22 @@ struct nf_session_info {
 	uint64_t cpu_frequency;     /* CPU clock ticks per second */
 	uint64_t start_ticks;       /* CPU clock value at session start */
 	bool ground_truth;          /* a truth stream was recorded */
+	/* nftrace's own sessions: NULL when the recording ended cleanly and every
+	 * stream is as long as recorded, else what is missing ("no end of
+	 * recording (...)", "events has N of the M bytes recorded"). Always NULL
+	 * for traces of other tools (nothing to tell). */
+	const char *incomplete;
+	const char *import_note;    /* `nftrace import`: what was worked around to read the file ("" none) */
 };
+
+/*
+ * The largest GPU clock value (timestamps in log entries, calibration pairs)
+ * the tools take as a time: 2^62 ticks is millennia at any GPU frequency, and
+ * below it every difference of two values fits a signed 64-bit integer. A log
+ * entry with a timestamp beyond it is an NF_FIND_OUT_OF_RANGE finding, and
+ * the analyzer leaves such times NULL.
+ */
+#define NF_GPU_TS_MAX (1ull << 62)
 
 /* What the log replay concluded about an entry or a gap. */
 enum nf_finding_kind {

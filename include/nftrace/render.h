@@ -30,6 +30,15 @@ struct nf_render_options {
 	const int64_t *fences;     /* only operations on these fences (NULL: all) */
 	int n_fences;
 	enum nf_render_theme theme;
+	/* CPU thread rows of Linux kernel sessions. By default only the threads
+	 * that submitted GPU jobs, waited on fences or wrote markers (and, for the
+	 * runtime's sessions, waited, signaled or queued work) get a row, grouped
+	 * under their process; a line says how many were left out. */
+	int threads_all;           /* a row for every thread that ran */
+	const char *const *threads;/* also these threads: a thread id or a task name (NULL: none) */
+	int n_threads;
+	const char *const *processes; /* also every thread of these processes: id or name */
+	int n_processes;
 };
 
 /*

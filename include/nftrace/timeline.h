@@ -27,16 +27,23 @@ extern "C" {
  * meta.timeline_version next to meta.schema_version (NF_SCHEMA_VERSION). A
  * database with another value of either is rebuilt by nf_timeline_ensure().
  */
-#define NF_TIMELINE_VERSION 5
+#define NF_TIMELINE_VERSION 7 /* 5: deps never names a releaser that ended past the slack; 6: GPU jobs, vblanks, markers; 7: views' *_hex columns */
 
 /*
- * Builds DIR/.timeline.db from the session when it is missing, older (mtime)
- * than any trace file in DIR, or of another schema or timeline version;
- * otherwise leaves it. Safe when several processes ask at once: the check and
- * the build run under an flock on DIR/.timeline.lock, so one builds and the
- * others wait and reuse it. On success writes the database path to db_path.
- * Returns 0, NF_ENOENT (no such directory), NF_EINVAL (db_path too short),
- * NF_EIO (lock file), or any code of nf_timeline_build().
+ * Builds DIR/.timeline.db from the session when it is missing, of another
+ * schema or timeline version, or built from another state of the session:
+ * meta.session_key holds what the session was (names, kinds and sizes of its
+ * files, a hash of each file's first and last 64 KiB: the metadata with its
+ * UUID, the streams' first and last packets), so files replaced by older
+ * copies or grown since are noticed whatever their times say; otherwise
+ * leaves it. Safe when several processes ask at once: the check and the build
+ * run under an flock on DIR/.timeline.lock, so one builds and the others wait
+ * and reuse it; temporaries left by interrupted builds are removed there. On
+ * success writes the database path to db_path. Returns 0, NF_ENOENT (no such
+ * directory), NF_EINVAL (db_path too short), NF_ESTATE (a recorder still
+ * holds the session: DIR/metadata is flocked by its committer), NF_EIO (lock
+ * file; a read-only directory whose timeline is missing or stale: a fresh one
+ * is used without the lock), or any code of nf_timeline_build().
  */
 int nf_timeline_ensure(const char *session_dir, char *db_path, size_t db_path_len,
 		       struct nf_error *err);

@@ -567,7 +567,64 @@ START_TEST(causality_flags)
 	ck_assert_int_eq(q_int(fx.db, "SELECT count(*) FROM anomalies WHERE kind = 'causality'"), 2);
 	ck_assert_int_eq(q_int(fx.db, "SELECT count(*) FROM anomalies WHERE kind = 'causality' "
 				      "AND queue = 1 AND first_ns = 1000 AND last_ns = 50000"), 1);
-	ck_assert_int_eq(q_int(fx.db, "SELECT signal_id FROM deps WHERE wait_id = 1"), 2);
+	/* Op 2 ended 49 us after wait 1 and nothing else could have released it:
+	 * no releaser is named (issue 16, rule 7), the anomaly says why. */
+	ck_assert_int_eq(q_int(fx.db, "SELECT signal_id FROM deps WHERE wait_id = 1"), INT64_MIN);
+	ck_assert_int_eq(q_int(fx.db, "SELECT count(*) FROM deps WHERE wait_id = 1"), 1);
+	fx_close(&fx);
+}
+END_TEST
+
+/*
+ * Issue 16, rule 7: a releasing signal ends no later than the wait, within the
+ * clock merge's error (NF_TIMELINE_CAUSALITY_SLACK_NS, 2 us). Fence 21: the
+ * real releaser (op 1, value 1) lost its entry; the first known signal to
+ * reach the value (op 2, value 2) ends 1.5 us after the wait (op 3): within
+ * the slack, but the lost signal, queued before the wait ended, is named.
+ * Fence 22: the only signal (op 4) ends 7.5 us after its wait (op 5), beyond
+ * the slack, with no lost candidate: no releaser, one causality anomaly.
+ * Fence 23: the only signal (op 6) ends 0.4 us after its wait (op 7), within
+ * the slack, nothing lost: it is the releaser, no anomaly.
+ */
+START_TEST(releaser_never_after_wait)
+{
+	struct fixture fx;
+
+	fx_open(&fx, &test_info_ns);
+	identity_clock(&fx, 0);
+	ev_fence(&fx, 1, 0, 21, 31, 4, 0);
+	ev_fence(&fx, 1, 0, 22, 32, 4, 0);
+	ev_fence(&fx, 1, 0, 23, 33, 4, 0);
+	ev_queued(&fx, false, 100, 0, 1, 21, 1);  /* op 1: its entry is lost */
+	ev_queued(&fx, false, 150, 0, 1, 21, 2);  /* op 2: ends at 2500 */
+	ev_queued(&fx, true, 120, 0, 2, 21, 1);   /* op 3: wait, ends at 1000 */
+	ev_queued(&fx, false, 200, 0, 3, 22, 5);  /* op 4: ends at 9000 */
+	ev_queued(&fx, true, 210, 0, 4, 22, 5);   /* op 5: wait, ends at 1500 */
+	ev_queued(&fx, false, 300, 0, 5, 23, 1);  /* op 6: ends at 2400 */
+	ev_queued(&fx, true, 310, 0, 6, 23, 1);   /* op 7: wait, ends at 2000 */
+	finding(&fx, NF_FIND_LOST, 0, 1, 2, 0, 0, 1, 0, 0);
+	entry(&fx, 0, 1, 2, 0, 1, 21, 2, 0, 2500);
+	entry(&fx, 0, 2, 1, 0, 0, 21, 1, 500, 1000);
+	entry(&fx, 0, 3, 2, 0, 0, 22, 5, 0, 9000);
+	entry(&fx, 0, 4, 1, 0, 0, 22, 5, 1000, 1500);
+	entry(&fx, 0, 5, 2, 0, 0, 23, 1, 0, 2400);
+	entry(&fx, 0, 6, 1, 0, 0, 23, 1, 1900, 2000);
+	fx_finish(&fx);
+	ck_assert_int_eq(q_int(fx.db, "SELECT count(*) FROM fence_ops WHERE id = 1 AND end_ns IS NULL"
+				      " AND status = 'lost'"), 1);
+	ck_assert_int_eq(q_int(fx.db, "SELECT signal_id FROM deps WHERE wait_id = 3"), 1);
+	ck_assert_int_eq(q_int(fx.db, "SELECT signal_id FROM deps WHERE wait_id = 5"), INT64_MIN);
+	ck_assert_int_eq(q_int(fx.db, "SELECT cpu_signal FROM deps WHERE wait_id = 5"), INT64_MIN);
+	ck_assert_int_eq(q_int(fx.db, "SELECT signal_id FROM deps WHERE wait_id = 7"), 6);
+	ck_assert_int_eq(q_int(fx.db, "SELECT count(*) FROM anomalies WHERE kind = 'causality'"), 1);
+	char buf[300];
+	q_text(fx.db, "SELECT queue || ' ' || first_ns || ' ' || last_ns || ' ' || detail FROM anomalies "
+		      "WHERE kind = 'causality'", buf, sizeof(buf));
+	ck_assert_msg(strncmp(buf, "4 1500 9000 wait op 5 ", 22) == 0 && strstr(buf, "signal op 4, ends at 9000 ns") &&
+		      strstr(buf, "no releaser named"), "%s", buf);
+	/* No deps row names a known releaser that ended beyond the slack. */
+	ck_assert_int_eq(q_int(fx.db, "SELECT count(*) FROM deps d JOIN fence_ops s ON s.id = d.signal_id "
+				      "JOIN fence_ops w ON w.id = d.wait_id WHERE s.end_ns > w.end_ns + 2000"), 0);
 	fx_close(&fx);
 }
 END_TEST
@@ -1210,6 +1267,7 @@ static Suite *analyzer_suite(void)
 	tcase_add_test(tc, queues_named_only_by_operations);
 	tcase_add_test(tc, deps_across_queues_and_adapters);
 	tcase_add_test(tc, causality_flags);
+	tcase_add_test(tc, releaser_never_after_wait);
 	tcase_add_test(tc, queue_busy_view);
 	tcase_add_test(tc, objects_and_meta);
 	tcase_add_test(tc, build_missing_session);

@@ -260,7 +260,7 @@ START_TEST(test_monitored_value_41)
 }
 END_TEST
 
-/* (b) INTRA_GPU fences: GPU only, never cross-adapter. */
+/* (b) INTRA_GPU fences (an OS with SupportIntraGpuFenceType): GPU only, never cross-adapter. */
 START_TEST(test_intra_gpu)
 {
 	struct env *e = &E;
@@ -268,6 +268,7 @@ START_TEST(test_intra_gpu)
 	nf_handle ev = 0, bad = 0;
 
 	env_config(e);
+	e->cfg.os_support_intra_gpu_fence_type = true;
 	env_start(e);
 	uint32_t a = adapter_new(e, "GPU", NF_VIDSCH_NATIVE_GPU_FENCE);
 	adapter_new(e, "GPU2", NF_VIDSCH_NATIVE_GPU_FENCE);
@@ -652,8 +653,8 @@ static const enum nf_interrupt_payload opt_payloads[] = {
  * Optimized adapter: the interrupt names the hardware queue whose log the OS
  * scans (fence_array here means "a queue is named"), or no queue
  * (null_queue): the OS scans the logs of every queue of that engine, and
- * satisfies every waiter those logs can satisfy. qa and qb are on engine 0,
- * qc on engine 1.
+ * satisfies the waiters of every fence whose signal it read there. qa and qb
+ * are on engine 0, qc on engine 1.
  */
 START_TEST(test_irq_payload_optimized)
 {
@@ -716,21 +717,20 @@ START_TEST(test_irq_payload_optimized)
 	ck_assert_int_ge(ra, 0);
 	ck_assert_int_lt(rqc, 0); /* another engine: never scanned by these interrupts */
 	if (null_queue) {
-		/* No queue named: every queue of engine 0 scanned, all waiters evaluated. */
+		/* No queue named: every queue of engine 0 scanned. */
 		ck_assert_int_ge(rb, 0);
 		ck_assert_int_lt(rb, i1);
 		ck_assert(log_has_entry(e, qb, NF_LOG_SIGNALS, NF_LOG_OP_SIGNAL_EXECUTED, 1, f3));
-		ck_assert_uint_eq(r1->ev.f[NFF_FENCE_INTERRUPT_waiters_woken], 2);
-		ck_assert_uint_eq(r2->ev.f[NFF_FENCE_INTERRUPT_waiters_woken], 0);
-		ck_assert_int_lt(u2, i1);
 	} else {
 		/* Only qa's log is read. */
 		ck_assert_int_lt(rb, 0);
-		ck_assert_uint_eq(r1->ev.f[NFF_FENCE_INTERRUPT_waiters_woken], 1);
-		ck_assert_uint_eq(r2->ev.f[NFF_FENCE_INTERRUPT_waiters_woken], 1);
-		ck_assert_int_gt(u2, i1);
-		ck_assert_int_lt(u2, i2);
 	}
+	/* Either way the first interrupt's read holds both signals (F1 and F2):
+	 * the OS unblocks the waiters of every fence it read, not only of the
+	 * fence whose signal raised the interrupt (it cannot know that one). */
+	ck_assert_uint_eq(r1->ev.f[NFF_FENCE_INTERRUPT_waiters_woken], 2);
+	ck_assert_uint_eq(r2->ev.f[NFF_FENCE_INTERRUPT_waiters_woken], 0);
+	ck_assert_int_lt(u2, i1);
 	OK(e, nf_event_wait(e->rt, ev1, 0, &e->err));
 	OK(e, nf_event_wait(e->rt, ev2, 0, &e->err));
 	OK(e, nf_event_close(e->rt, ev1, &e->err));
@@ -745,10 +745,10 @@ END_TEST
 /*
  * A legacy monitored fence (an adapter without NativeGpuFence): its GPU signal
  * is a software packet VidSch executes from the CPU, which satisfies the CPU
- * waiters at once; no native fence signaled interrupt is involved. (The
- * engine never leaves a legacy waiter whose value is reached unsatisfied, so
- * EvaluateLegacyMonitoredFences has nothing to evaluate here; the NULL-array
- * interrupt below only shows it wakes no waiter early.)
+ * waiters at once; no native fence signaled interrupt is involved (the
+ * NULL-array interrupt below only shows it wakes no waiter early). A legacy
+ * monitored fence on a native adapter, whose waiters EvaluateLegacyMonitoredFences
+ * decides about, is test_evaluate_legacy_flag.
  */
 START_TEST(test_legacy_monitored_fence_cpu_wait)
 {
@@ -1280,6 +1280,369 @@ START_TEST(test_fence_gpu_va)
 }
 END_TEST
 
+/*
+ * Issue 16, rule 5 (spec: "Cross-adapter native fences" and "Instructing KMD to
+ * update batches of values"): UpdateMonitoredValues is a native-fence DDI. A
+ * cross-adapter fence opened on an adapter without native fences is a regular
+ * monitored fence there: that adapter gets no UpdateMonitoredValues, while a
+ * native adapter that opens the same fence gets its own MonitoredValue copy (0).
+ */
+START_TEST(test_no_monitored_values_on_legacy_open)
+{
+	struct env *e = &E;
+	nf_handle g = 0, fold = 0, fnew = 0, ev = 0, ev2 = 0;
+
+	env_config(e);
+	env_start(e);
+	uint32_t dg = adapter_new(e, "dGPU", NF_VIDSCH_NATIVE_GPU_FENCE);
+	uint32_t old = adapter_new(e, "oldGPU", 0);
+	uint32_t two = adapter_new(e, "secondGPU", NF_VIDSCH_NATIVE_GPU_FENCE);
+	nf_handle qd = queue_new(e, dg, "dq");
+	nf_handle fd = fence_new(e, dg, NF_FENCE_TYPE_DEFAULT, true, true, 0, 7);
+
+	OK(e, nf_fence_global_handle(e->rt, fd, &g, &e->err));
+	OK(e, nf_fence_open(e->rt, old, 7, g, &fold, &e->err));
+	OK(e, nf_fence_open(e->rt, two, 7, g, &fnew, &e->err));
+	/* CPU waiters on both openings, then the dGPU signals 23 from the GPU. */
+	OK(e, nf_cpu_wait_async(e->rt, fold, 23, &ev, &e->err));
+	OK(e, nf_cpu_wait_async(e->rt, fnew, 23, &ev2, &e->err));
+	OK(e, nf_queue_signal(e->rt, qd, fd, 23, &e->err));
+	OK(e, nf_runtime_advance(e->rt, 1 * MS, &e->err));
+	OK(e, nf_event_wait(e->rt, ev, 0, &e->err));
+	OK(e, nf_event_wait(e->rt, ev2, 0, &e->err));
+	OK(e, nf_event_close(e->rt, ev, &e->err));
+	OK(e, nf_event_close(e->rt, ev2, &e->err));
+	OK(e, nf_fence_close(e->rt, fold, &e->err));
+	OK(e, nf_runtime_finish(e->rt, &e->err));
+
+	ck_assert_uint_eq(count_where(e, NF_EV_UPDATE_MONITORED_VALUES,
+				      NFF_UPDATE_MONITORED_VALUES_adapter, old, 0), 0);
+	long m = find_where(e, NF_EV_UPDATE_MONITORED_VALUES, NFF_UPDATE_MONITORED_VALUES_adapter,
+			    two, 0);
+	ck_assert_int_ge(m, 0);
+	ck_assert_uint_eq(e->col.v[m].ev.f[NFF_UPDATE_MONITORED_VALUES_monitored_value], 0);
+	/* The legacy opener still gets the propagated value (no NotificationOnly). */
+	long u = find_where(e, NF_EV_UPDATE_CURRENT_VALUES, NFF_UPDATE_CURRENT_VALUES_adapter, old, 0);
+	ck_assert_int_ge(u, 0);
+	ck_assert_uint_eq(e->col.v[u].ev.f[NFF_UPDATE_CURRENT_VALUES_flags], 0);
+	env_end(e);
+}
+END_TEST
+
+/* An adapter with the given caps, payload, interrupt latency and log size. */
+static uint32_t adapter_tuned(struct env *e, uint32_t caps, enum nf_interrupt_payload p,
+			      uint64_t irq_latency_ns, uint32_t log_entries)
+{
+	struct nf_adapter_desc d;
+	uint32_t a = 0;
+
+	nf_adapter_desc_init(&d);
+	d.name = "GPU";
+	d.vidsch_caps = caps;
+	d.interrupt_payload = p;
+	d.interrupt_latency_ns = irq_latency_ns;
+	d.log_entries = log_entries;
+	OK(e, nf_adapter_create(e->rt, &d, &a, &e->err));
+	return a;
+}
+
+#define US 1000ull
+#define OPT_CAPS (NF_VIDSCH_NATIVE_GPU_FENCE | NF_VIDSCH_OPTIMIZED_NATIVE_FENCE_SIGNALED_INTERRUPT)
+
+/*
+ * Issue 16, rule 1 (spec: "Example of optimized native fence signaled
+ * interrupt"): HWQueueA signals F1 @ V1, F1 @ V2, F2 @ V3, F2 @ V3 (E1..E4) and
+ * the interrupt names only HWQueueA; Dxgkrnl reads E1..E4 "and unblocks any
+ * waiters waiting on those fences and values". Here V1 = 5, V2 = 6, V3 = 11,
+ * with CPU waiters on F1 for 6 and on F2 for 11: E2 raises the interrupt, and
+ * when the OS handles it (5 us later) E3 and E4 are in the log too, so the
+ * one interrupt unblocks both waiters. _i = 1: a periodic read (every 10 us)
+ * reads E1..E4 before the interrupt (100 us latency) is handled; the
+ * interrupt's own read finds nothing new, and the OS still unblocks the
+ * waiters of the fences read "since the last update".
+ */
+START_TEST(test_optimized_wakes_every_fence_read)
+{
+	struct env *e = &E;
+	bool periodic = _i == 1;
+	nf_handle ev1 = 0, ev2 = 0;
+
+	env_config(e);
+	if (periodic)
+		e->cfg.log_read_interval_ns = 10 * US;
+	env_start(e);
+	uint32_t a = adapter_tuned(e, OPT_CAPS, NF_IRQ_FENCE_ARRAY, periodic ? 100 * US : 5 * US, 0);
+	nf_handle qa = queue_new(e, a, "HWQueueA");
+	nf_handle f1 = fence_new(e, a, NF_FENCE_TYPE_DEFAULT, false, false, 0, 3);
+	nf_handle f2 = fence_new(e, a, NF_FENCE_TYPE_DEFAULT, false, false, 0, 3);
+
+	OK(e, nf_cpu_wait_async(e->rt, f1, 6, &ev1, &e->err));
+	OK(e, nf_cpu_wait_async(e->rt, f2, 11, &ev2, &e->err));
+	size_t mark = e->col.n;
+	OK(e, nf_queue_signal(e->rt, qa, f1, 5, &e->err));  /* E1 */
+	OK(e, nf_queue_signal(e->rt, qa, f1, 6, &e->err));  /* E2: 6 > 5, interrupt */
+	OK(e, nf_queue_signal(e->rt, qa, f2, 11, &e->err)); /* E3 */
+	OK(e, nf_queue_signal(e->rt, qa, f2, 11, &e->err)); /* E4 */
+	OK(e, nf_runtime_advance(e->rt, 1 * MS, &e->err));
+
+	long i1 = find_where(e, NF_EV_FENCE_INTERRUPT, -1, 0, mark);
+	ck_assert_int_ge(i1, 0);
+	ck_assert_uint_eq(e->col.v[i1].ev.f[NFF_FENCE_INTERRUPT_hwqueue], qa);
+	ck_assert_uint_eq(e->col.v[i1].ev.f[NFF_FENCE_INTERRUPT_waiters_woken], 2);
+	long u1 = find_where(e, NF_EV_CPU_UNWAIT, NFF_CPU_UNWAIT_fence, f1, mark);
+	long u2 = find_where(e, NF_EV_CPU_UNWAIT, NFF_CPU_UNWAIT_fence, f2, mark);
+	ck_assert_int_ge(u1, 0);
+	ck_assert_int_ge(u2, 0);
+	ck_assert_int_lt(u1, i1);
+	ck_assert_int_lt(u2, i1);
+	/* Every later interrupt finds nobody left to wake. */
+	ck_assert_uint_eq(count_where(e, NF_EV_CPU_UNWAIT, -1, 0, (size_t)i1), 0);
+	/* The entries were read before the first interrupt was handled. */
+	long r = find_where(e, NF_EV_LOG_READ, NFF_LOG_READ_hwqueue, qa, mark);
+	ck_assert_int_ge(r, 0);
+	ck_assert_uint_eq(e->col.v[r].ev.f[NFF_LOG_READ_entry_count], 4);
+	if (periodic) {
+		/* ... by a periodic read: no CPU_UNWAIT there, the interrupt does it. */
+		ck_assert_int_lt(r, u1);
+		ck_assert_uint_eq(count_where(e, NF_EV_LOG_READ, NFF_LOG_READ_hwqueue, qa, (size_t)r + 1) -
+				  count_where(e, NF_EV_LOG_READ, NFF_LOG_READ_hwqueue, qa, (size_t)i1), 0);
+	}
+	OK(e, nf_event_wait(e->rt, ev1, 0, &e->err));
+	OK(e, nf_event_wait(e->rt, ev2, 0, &e->err));
+	OK(e, nf_event_close(e->rt, ev1, &e->err));
+	OK(e, nf_event_close(e->rt, ev2, &e->err));
+	OK(e, nf_runtime_finish(e->rt, &e->err));
+	env_end(e);
+}
+END_TEST
+
+/*
+ * Issue 16, rule 2 (spec: "Log buffer overrun is permitted"): "If an overrun
+ * occurred ... the OS scans all the fences and determines which waiters were
+ * unblocked". Logs of 4 entries; a CPU waiter on F for 9; the queue signals
+ * F = 9 (interrupt raised, handled 300 us later) and then G = 1..7 with no
+ * waiter, which overwrites F's entry before the OS reads. The periodic read
+ * (every 100 us) finds the overrun first: its fallback scan unblocks F's
+ * waiter then, before the interrupt. _i: 0 optimized interrupt, 1 fence array.
+ */
+START_TEST(test_overrun_fallback_on_periodic_read)
+{
+	struct env *e = &E;
+	bool optimized = _i == 0;
+	nf_handle ev = 0;
+
+	env_config(e);
+	e->cfg.log_read_interval_ns = 100 * US;
+	env_start(e);
+	uint32_t a = adapter_tuned(e, optimized ? OPT_CAPS : NF_VIDSCH_NATIVE_GPU_FENCE,
+				   NF_IRQ_FENCE_ARRAY, 300 * US, 4);
+	nf_handle q = queue_new(e, a, "q");
+	nf_handle f = fence_new(e, a, NF_FENCE_TYPE_DEFAULT, false, false, 0, 3);
+	nf_handle g = fence_new(e, a, NF_FENCE_TYPE_DEFAULT, false, false, 0, 3);
+
+	OK(e, nf_cpu_wait_async(e->rt, f, 9, &ev, &e->err));
+	OK(e, nf_queue_signal(e->rt, q, f, 9, &e->err));
+	for (uint64_t v = 1; v <= 7; v++)
+		OK(e, nf_queue_signal(e->rt, q, g, v, &e->err));
+	OK(e, nf_runtime_advance(e->rt, 1 * MS, &e->err));
+
+	long o = find_where(e, NF_EV_LOG_OVERRUN, -1, 0, 0);
+	ck_assert_int_ge(o, 0);
+	ck_assert_uint_eq(e->col.v[o].ev.f[NFF_LOG_OVERRUN_lost], 4);
+	long i = find_where(e, NF_EV_FENCE_INTERRUPT, -1, 0, 0);
+	ck_assert_int_gt(i, o);
+	long u = find_where(e, NF_EV_CPU_UNWAIT, NFF_CPU_UNWAIT_fence, f, 0);
+	ck_assert_int_gt(u, o);
+	ck_assert_int_lt(u, i);
+	ck_assert_uint_eq(e->col.v[u].ev.f[UNWAIT_STATUS], 0);
+	ck_assert_uint_eq(e->col.v[i].ev.f[NFF_FENCE_INTERRUPT_waiters_woken], 0);
+	/* F's entry was among the lost ones: the read never named F. */
+	ck_assert(!log_has_entry(e, q, NF_LOG_SIGNALS, NF_LOG_OP_SIGNAL_EXECUTED, 9, f));
+	OK(e, nf_event_wait(e->rt, ev, 0, &e->err));
+	OK(e, nf_event_close(e->rt, ev, &e->err));
+	OK(e, nf_runtime_finish(e->rt, &e->err));
+	env_end(e);
+}
+END_TEST
+
+/*
+ * Issue 16, rule 3 (D3DKMTCreateNativeFence: INTRA_GPU and the optimized
+ * DEFAULT type are "not currently supported by the OS"; the OS announces them
+ * with SupportIntraGpuFenceType / SupportOptimizedDefaultFenceType in
+ * DXGKARGCB_FEATURE_NATIVEFENCE_CAPS_1). 24H2 defaults: INTRA_GPU creation
+ * fails with STATUS_INVALID_PARAMETER (NF_EINVAL) and emits nothing; DEFAULT
+ * keeps MonitoredValue in system memory. With the caps on: INTRA_GPU keeps both
+ * values in VRAM, DEFAULT gets its MonitoredValue in VRAM (CurrentValue stays
+ * in system memory, also for a cross-adapter fence).
+ */
+START_TEST(test_os_fence_type_caps)
+{
+	struct env *e = &E;
+	struct nf_fence_desc intra = { NF_FENCE_TYPE_INTRA_GPU, false, false, 17, 4 };
+	nf_handle f = 0;
+	bool on = _i == 1;
+
+	env_config(e);
+	e->cfg.os_support_intra_gpu_fence_type = on;
+	e->cfg.os_support_optimized_default_fence_type = on;
+	env_start(e);
+	uint32_t a = adapter_new(e, "GPU", NF_VIDSCH_NATIVE_GPU_FENCE);
+	size_t before = e->col.n;
+	nf_handle d = fence_new(e, a, NF_FENCE_TYPE_DEFAULT, false, false, 0, 4);
+	nf_handle x = fence_new(e, a, NF_FENCE_TYPE_DEFAULT, true, true, 0, 4);
+	struct nf_fence_va vd = va_of(e, d), vx = va_of(e, x);
+	ck_assert(!vd.current_in_vram);
+	ck_assert(!vx.current_in_vram);
+	ck_assert(vd.monitored_in_vram == on);
+	ck_assert(vx.monitored_in_vram == on);
+	if (!on) {
+		before = e->col.n;
+		FAILS(e, NF_EINVAL, nf_fence_create(e->rt, a, &intra, &f, &e->err));
+		ck_assert_ptr_nonnull(strstr(e->err.msg, "SupportIntraGpuFenceType"));
+		ck_assert_uint_eq(f, 0);
+		ck_assert_uint_eq(e->col.n, before);
+	} else {
+		OK(e, nf_fence_create(e->rt, a, &intra, &f, &e->err));
+		struct nf_fence_va vi = va_of(e, f);
+		ck_assert(vi.current_in_vram);
+		ck_assert(vi.monitored_in_vram);
+		ck_assert_uint_eq(current_of(e, f), 17);
+	}
+	(void)before;
+	OK(e, nf_runtime_finish(e->rt, &e->err));
+	env_end(e);
+}
+END_TEST
+
+/*
+ * Issue 16, rule 6 (spec: "Native fence signaled interrupt"): "By default,
+ * when KMD raises this interrupt with a NULL pSignaledNativeFenceArray,
+ * Dxgkrnl only scans all pending native fence waiters and doesn't scan legacy
+ * monitored fence waiters"; hardware that cannot tell the two interrupts apart
+ * raises only the native one with EvaluateLegacyMonitoredFences = 1, "which
+ * indicates to the OS to scan all waiters". A legacy monitored fence L lives
+ * on a native adapter beside a native fence N; CPU waiters on N for 1 and on L
+ * for 3; the queue signals N = 1, then L = 3 200 ns later, both before the OS
+ * handles N's interrupt (5 us). _i = 0 (null_array): that interrupt wakes N's
+ * waiter only; L's waiter waits for its own monitored fence signaled
+ * interrupt. _i = 1 (null_array_legacy): L's signal raises a native interrupt
+ * too, and the first one, flagged, wakes both.
+ */
+START_TEST(test_evaluate_legacy_flag)
+{
+	struct env *e = &E;
+	bool flag = _i == 1;
+	struct nf_fence_desc d = { NF_FENCE_TYPE_DEFAULT, false, false, 0, 9 };
+	nf_handle l = 0, gl = 0, evn = 0, evl = 0;
+
+	env_config(e);
+	env_start(e);
+	uint32_t a = adapter_payload(e, NF_VIDSCH_NATIVE_GPU_FENCE,
+				     flag ? NF_IRQ_NULL_ARRAY_LEGACY : NF_IRQ_NULL_ARRAY);
+	nf_handle q = queue_new(e, a, "q");
+	nf_handle n = fence_new(e, a, NF_FENCE_TYPE_DEFAULT, false, false, 0, 9);
+	OK(e, nf_monitored_fence_create(e->rt, a, &d, &l, &e->err));
+	OK(e, nf_fence_global_handle(e->rt, l, &gl, &e->err));
+	long st = find_where(e, NF_EV_FENCE_START, NFF_FENCE_START_fence, l, 0);
+	ck_assert_int_ge(st, 0);
+	ck_assert_uint_eq(e->col.v[st].ev.f[NFF_FENCE_START_flags] & 4u, 0); /* not native */
+	struct nf_fence_va va = va_of(e, l);
+	ck_assert_uint_eq(va.monitored_gpu_va, 0); /* no MonitoredValue */
+
+	OK(e, nf_cpu_wait_async(e->rt, n, 1, &evn, &e->err));
+	OK(e, nf_cpu_wait_async(e->rt, l, 3, &evl, &e->err));
+	size_t mark = e->col.n;
+	OK(e, nf_queue_signal(e->rt, q, n, 1, &e->err));
+	OK(e, nf_queue_signal(e->rt, q, l, 3, &e->err));
+	OK(e, nf_runtime_advance(e->rt, 1 * MS, &e->err));
+
+	long i1 = find_where(e, NF_EV_FENCE_INTERRUPT, -1, 0, mark);
+	ck_assert_int_ge(i1, 0);
+	const struct nf_event *irq = &e->col.v[i1].ev;
+	ck_assert_uint_eq(irq->f[NFF_FENCE_INTERRUPT_fence_array_null], 1);
+	ck_assert_uint_eq(irq->f[NFF_FENCE_INTERRUPT_evaluate_legacy], flag);
+	long un = find_where(e, NF_EV_CPU_UNWAIT, NFF_CPU_UNWAIT_fence, n, mark);
+	long ul = find_where(e, NF_EV_CPU_UNWAIT, NFF_CPU_UNWAIT_fence, l, mark);
+	long sl = find_where(e, NF_EV_GPU_SIGNAL_LEGACY, NFF_GPU_SIGNAL_LEGACY_fence, l, mark);
+	ck_assert_int_ge(un, 0);
+	ck_assert_int_ge(ul, 0);
+	ck_assert_int_ge(sl, 0);
+	ck_assert_int_lt(sl, i1); /* L's value was there when the OS scanned */
+	ck_assert_int_lt(un, i1);
+	if (flag) {
+		ck_assert_uint_eq(irq->f[NFF_FENCE_INTERRUPT_waiters_woken], 2);
+		ck_assert_int_lt(ul, i1);
+		ck_assert_uint_eq(count_where(e, NF_EV_FENCE_INTERRUPT, -1, 0, mark), 2);
+	} else {
+		ck_assert_uint_eq(irq->f[NFF_FENCE_INTERRUPT_waiters_woken], 1);
+		ck_assert_int_gt(ul, i1);
+		/* The monitored fence signaled interrupt is not a native one. */
+		ck_assert_uint_eq(count_where(e, NF_EV_FENCE_INTERRUPT, -1, 0, mark), 1);
+	}
+	ck_assert_uint_eq(e->col.v[ul].ev.f[UNWAIT_STATUS], 0);
+	ck_assert_uint_eq(current_of(e, l), 3);
+	/* A legacy monitored fence has no MonitoredValue and no log entries. */
+	ck_assert_uint_eq(count_where(e, NF_EV_UPDATE_MONITORED_VALUES,
+				      NFF_UPDATE_MONITORED_VALUES_global_fence, gl, 0), 0);
+	OK(e, nf_event_close(e->rt, evn, &e->err));
+	OK(e, nf_event_close(e->rt, evl, &e->err));
+	OK(e, nf_runtime_finish(e->rt, &e->err));
+	ck_assert(!log_has_entry(e, q, NF_LOG_SIGNALS, NF_LOG_OP_SIGNAL_EXECUTED, 3, l));
+	ck_assert(log_has_entry(e, q, NF_LOG_SIGNALS, NF_LOG_OP_SIGNAL_EXECUTED, 1, n));
+	env_end(e);
+}
+END_TEST
+
+/*
+ * Issue 16, rule 4 (spec: "Log buffer overrun is permitted"): "when tracing is
+ * enabled, the OS first increases the size of the log buffer to prevent
+ * overruns in the first place". An adapter's log_entries is the size without
+ * tracing; tracing raises it to tracing_log_entries and never lowers it.
+ * Tracing at 96 entries: an adapter asking for 12 gets 96 (and 40 signals
+ * overrun nothing), one asking for 200 keeps 200, one asking nothing gets 96.
+ * Tracing off: 12 stays 12 (and the 40 signals overrun it by 28).
+ */
+START_TEST(test_tracing_enlarges_logs)
+{
+	struct env *e = &E;
+	bool tracing = _i == 1;
+	const uint32_t asked[3] = { 12, 200, 0 };
+	const uint32_t want[2][3] = { { 12, 200, NF_LOG_DEFAULT_ENTRIES }, { 96, 200, 96 } };
+	nf_handle q[3];
+
+	env_config(e);
+	e->cfg.tracing = tracing;
+	e->cfg.tracing_log_entries = 96;
+	env_start(e);
+	for (int k = 0; k < 3; k++) {
+		uint32_t a = adapter_tuned(e, NF_VIDSCH_NATIVE_GPU_FENCE, NF_IRQ_FENCE_ARRAY, 5 * US,
+					   asked[k]);
+		ck_assert_uint_eq(nf_log_entries_effective(&e->cfg, asked[k]), want[tracing][k]);
+		q[k] = queue_new(e, a, "q");
+		for (uint32_t t = NF_LOG_WAITS; t <= NF_LOG_SIGNALS; t++) {
+			long sl = find_where(e, NF_EV_SET_LOG_BUFFER, NFF_SET_LOG_BUFFER_hwqueue, q[k], 0);
+			while (sl >= 0 && e->col.v[sl].ev.f[NFF_SET_LOG_BUFFER_log_type] != t)
+				sl = find_where(e, NF_EV_SET_LOG_BUFFER, NFF_SET_LOG_BUFFER_hwqueue, q[k],
+						(size_t)sl + 1);
+			ck_assert_int_ge(sl, 0);
+			ck_assert_uint_eq(e->col.v[sl].ev.f[NFF_SET_LOG_BUFFER_capacity], want[tracing][k]);
+		}
+	}
+	nf_handle f = fence_new(e, 0, NF_FENCE_TYPE_DEFAULT, false, false, 0, 2);
+	for (uint64_t v = 1; v <= 40; v++)
+		OK(e, nf_queue_signal(e->rt, q[0], f, v, &e->err));
+	OK(e, nf_runtime_finish(e->rt, &e->err));
+	if (tracing) {
+		ck_assert_uint_eq(count_ev(e, NF_EV_LOG_OVERRUN), 0);
+	} else {
+		long o = find_where(e, NF_EV_LOG_OVERRUN, -1, 0, 0);
+		ck_assert_int_ge(o, 0);
+		ck_assert_uint_eq(e->col.v[o].ev.f[NFF_LOG_OVERRUN_lost], 40 - 12);
+	}
+	env_end(e);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("engine");
@@ -1305,6 +1668,12 @@ int main(void)
 	tcase_add_test(tc, test_cpu_wait_timeout_and_async);
 	tcase_add_test(tc, test_determinism);
 	tcase_add_test(tc, test_fence_gpu_va);
+	tcase_add_test(tc, test_no_monitored_values_on_legacy_open);
+	tcase_add_loop_test(tc, test_optimized_wakes_every_fence_read, 0, 2);
+	tcase_add_loop_test(tc, test_overrun_fallback_on_periodic_read, 0, 2);
+	tcase_add_loop_test(tc, test_os_fence_type_caps, 0, 2);
+	tcase_add_loop_test(tc, test_evaluate_legacy_flag, 0, 2);
+	tcase_add_loop_test(tc, test_tracing_enlarges_logs, 0, 2);
 	suite_add_tcase(s, tc);
 	return nf_test_main(s);
 }

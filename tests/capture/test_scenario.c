@@ -47,6 +47,11 @@ static const struct bad_case bad_cases[] = {
 	{ "duplicate name", HDR "queue F adapter A\n", 0, "t.nfs:6:7: 'F' is already defined" },
 	{ "missing arguments", HDR "wait Q F\n", 0, "t.nfs:6:9: missing arguments" },
 	{ "fraction of a nanosecond", HDR "advance 1.5ns\n", 0, "t.nfs:6:9: '1.5ns' is not a whole number" },
+	/* Tracing enlarges an explicit log size too (2 x 1048576 x 112 bytes a queue). */
+	{ "tracing enlarges the logs past the bound",
+	  "os tracing on tracing_log_entries 1048576\nadapter A caps native log_entries 8\n"
+	  "queue Q1 adapter A\nqueue Q2 adapter A\nqueue Q3 adapter A\nqueue Q4 adapter A\n"
+	  "queue Q5 adapter A\nadvance 1us\n", 0, "t.nfs:7:1: the log buffers of 5 queues" },
 	{ "settings inside repeat", HDR "repeat 2 {\nos tracing on\n}\n", 0, "t.nfs:7:1: 'os' is not allowed inside repeat" },
 };
 
@@ -149,6 +154,50 @@ START_TEST(test_error_records_nothing)
 }
 END_TEST
 
+
+/* Issue 16, rule 3: the OS's fence-type capabilities are scenario settings
+ * (off by default, as in 24H2); an INTRA_GPU fence without
+ * support_intra_gpu_fence_type stops the run at its line. */
+START_TEST(test_os_fence_type_settings)
+{
+	static const char on[] = "os support_intra_gpu_fence_type on support_optimized_default_fence_type true\n"
+				 "adapter A caps native\nfence F adapter A type intra_gpu\nadvance 1us\n";
+	static const char off[] = "adapter A caps native\nqueue Q adapter A\nfence F adapter A type intra_gpu\nadvance 1us\n";
+	char tmp[512], path[600], out[600];
+	struct nf_record_options o = { 0 };
+	struct nf_record_result res;
+	struct nf_scenario *sc = NULL;
+	struct nf_runtime_config cfg;
+	struct nf_error err;
+	FILE *f;
+
+	nf_error_clear(&err);
+	ck_assert_msg(nf_scenario_parse("on.nfs", on, sizeof(on) - 1, &sc, &err) == 0, "%s", err.msg);
+	nf_runtime_config_init(&cfg);
+	ck_assert(!cfg.os_support_intra_gpu_fence_type);
+	ck_assert(!cfg.os_support_optimized_default_fence_type);
+	nf_scenario_apply_settings(sc, &cfg);
+	ck_assert(cfg.os_support_intra_gpu_fence_type);
+	ck_assert(cfg.os_support_optimized_default_fence_type);
+	nf_scenario_destroy(sc);
+
+	nf_test_tmpdir(tmp, sizeof(tmp));
+	snprintf(path, sizeof(path), "%s/off.nfs", tmp);
+	snprintf(out, sizeof(out), "%s/session", tmp);
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(off, f);
+	fclose(f);
+	o.scenario = path;
+	o.out_dir = out;
+	nf_error_clear(&err);
+	ck_assert_int_eq(nf_record_scenario(&o, &res, &err), NF_EINVAL);
+	ck_assert_msg(strstr(err.msg, "off.nfs:3: ") && strstr(err.msg, "SupportIntraGpuFenceType"),
+		      "%s", err.msg);
+	nf_test_rmtree(tmp);
+}
+END_TEST
+
 /* Every sample scenario parses. */
 START_TEST(test_samples_parse)
 {
@@ -187,6 +236,7 @@ static Suite *scenario_suite(void)
 	tcase_add_test(tc, test_parse_good);
 	tcase_add_test(tc, test_error_records_nothing);
 	tcase_add_test(tc, test_samples_parse);
+	tcase_add_test(tc, test_os_fence_type_settings);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -15,6 +15,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "nftrace/events.h"
 #include "nftrace/nfence.h"
@@ -670,7 +671,7 @@ START_TEST(test_samples_threaded_match_truth)
 		"overrun", "lda-zero-timestamps", "repeated-timestamps", "log-recreated",
 		"wraparound-32bit", "monitored-value-41", "optimized-interrupt",
 		"process-a-b-sharing", "cross-adapter-scenario-1", "cross-adapter-scenario-2a",
-		"cross-adapter-scenario-2b", "clock-drift",
+		"cross-adapter-scenario-2b", "clock-drift", "legacy-monitored-fence",
 	};
 	char dir[256], sample[512], cmd[4096], out[16384], errb[4096];
 
@@ -708,6 +709,151 @@ START_TEST(test_samples_threaded_match_truth)
 			      samples[i], cl, cz, cr, tl, tz, tr);
 	}
 	nf_test_rmtree(dir);
+}
+END_TEST
+
+
+/* A threaded runtime with periodic reads every read_ns and the given tracing. */
+static void env_start_cfg(struct env *e, uint64_t read_ns, bool tracing)
+{
+	struct nf_runtime_config cfg;
+
+	memset(e, 0, sizeof(*e));
+	nf_runtime_config_init(&cfg);
+	cfg.mode = NF_MODE_THREADED;
+	cfg.log_read_interval_ns = read_ns;
+	cfg.tracing = tracing;
+	cfg.tracing_log_entries = 96;
+	cfg.ground_truth = true;
+	cfg.sink.ctx = &e->col;
+	cfg.sink.emit = col_emit;
+	ck_assert_msg(nf_runtime_create(&cfg, &e->rt, &e->err) == 0, "%s", e->err.msg);
+}
+
+static uint32_t mk_adapter(struct env *e, uint32_t caps, enum nf_interrupt_payload p,
+			   uint32_t log_entries)
+{
+	struct nf_adapter_desc d;
+	uint32_t a;
+
+	nf_adapter_desc_init(&d);
+	d.vidsch_caps = caps;
+	d.interrupt_payload = p;
+	d.log_entries = log_entries;
+	OK(nf_adapter_create(e->rt, &d, &a, E_));
+	return a;
+}
+
+static nf_handle mk_fence_on(struct env *e, uint32_t adapter, bool cross, bool legacy)
+{
+	struct nf_fence_desc fd = { NF_FENCE_TYPE_DEFAULT, cross, cross, 0, 100 };
+	nf_handle f;
+
+	if (legacy)
+		OK(nf_monitored_fence_create(e->rt, adapter, &fd, &f, E_));
+	else
+		OK(nf_fence_create(e->rt, adapter, &fd, &f, E_));
+	return f;
+}
+
+static size_t count_field(const struct env *e, uint32_t id, int field, uint64_t v)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < e->col.n; i++)
+		n += e->col.v[i].ev.id == id && e->col.v[i].ev.f[field] == v;
+	return n;
+}
+
+/*
+ * Issue 16's rules in threaded mode (the engine threads and the interrupt
+ * thread run the same OS code). Waits that must end have no timeout: a lost
+ * wake-up hangs and ctest's timeout fails the case.
+ * - rule 1: optimized adapter, CPU waiters on F1 and F2, one queue signals
+ *   both: every waiter wakes, woken exactly once in all (interrupts and scans);
+ * - rule 2: logs of 4 entries, a waiter on F for 9, F = 9 then 60 signals of
+ *   G: F's entry is overwritten whether the interrupt or a periodic read (every
+ *   100 us) comes first, and the waiter still wakes;
+ * - rule 3: INTRA_GPU refused by the 24H2 OS;
+ * - rule 4: tracing raises an explicit 12-entry log to 96;
+ * - rule 5: no UpdateMonitoredValues for the adapter that opened a
+ *   cross-adapter fence as a legacy monitored fence;
+ * - rule 6: a legacy monitored fence's waiter on a native adapter wakes
+ *   through the monitored fence signaled interrupt (payload null_array).
+ */
+START_TEST(test_issue16_rules_threaded)
+{
+	struct env e;
+	struct nf_runtime_stats st;
+	struct nf_fence_desc intra = { NF_FENCE_TYPE_INTRA_GPU, false, false, 0, 100 };
+	nf_handle ev1, ev2, evf, evl, evo, g, fo, bad = 0;
+	struct nf_error err;
+
+	env_start_cfg(&e, 100000, true);
+	uint32_t opt = mk_adapter(&e, NF_VIDSCH_NATIVE_GPU_FENCE |
+				  NF_VIDSCH_OPTIMIZED_NATIVE_FENCE_SIGNALED_INTERRUPT, NF_IRQ_FENCE_ARRAY, 0);
+	uint32_t small = mk_adapter(&e, NF_VIDSCH_NATIVE_GPU_FENCE |
+				    NF_VIDSCH_OPTIMIZED_NATIVE_FENCE_SIGNALED_INTERRUPT, NF_IRQ_FENCE_ARRAY, 12);
+	uint32_t nul = mk_adapter(&e, NF_VIDSCH_NATIVE_GPU_FENCE, NF_IRQ_NULL_ARRAY, 0);
+	uint32_t old = mk_adapter(&e, 0, NF_IRQ_FENCE_ARRAY, 0);
+	nf_handle qo, qs, qn;
+	OK(nf_hwqueue_create(e.rt, opt, 0, 0, "QO", &qo, E_));
+	OK(nf_hwqueue_create(e.rt, small, 0, 0, "QS", &qs, E_));
+	OK(nf_hwqueue_create(e.rt, nul, 0, 0, "QN", &qn, E_));
+
+	/* rule 3 */
+	nf_error_clear(&err);
+	ck_assert_int_eq(nf_fence_create(e.rt, opt, &intra, &bad, &err), NF_EINVAL);
+	ck_assert_uint_eq(bad, 0);
+
+	/* rule 1 */
+	nf_handle f1 = mk_fence_on(&e, opt, false, false), f2 = mk_fence_on(&e, opt, false, false);
+	OK(nf_cpu_wait_async(e.rt, f1, 1, &ev1, E_));
+	OK(nf_cpu_wait_async(e.rt, f2, 1, &ev2, E_));
+	OK(nf_queue_signal(e.rt, qo, f1, 1, E_));
+	OK(nf_queue_signal(e.rt, qo, f2, 1, E_));
+	OK(nf_event_wait(e.rt, ev1, NF_NO_TIMEOUT, E_));
+	OK(nf_event_wait(e.rt, ev2, NF_NO_TIMEOUT, E_));
+
+	/* rule 2: the small adapter's logs hold 96 entries (tracing): overrun them. */
+	nf_handle f = mk_fence_on(&e, small, false, false), gg = mk_fence_on(&e, small, false, false);
+	OK(nf_cpu_wait_async(e.rt, f, 9, &evf, E_));
+	OK(nf_queue_signal(e.rt, qs, f, 9, E_));
+	for (uint64_t v = 1; v <= 300; v++)
+		OK(nf_queue_signal(e.rt, qs, gg, v, E_));
+	OK(nf_event_wait(e.rt, evf, NF_NO_TIMEOUT, E_));
+
+	/* rule 6 */
+	nf_handle l = mk_fence_on(&e, nul, false, true);
+	OK(nf_cpu_wait_async(e.rt, l, 3, &evl, E_));
+	OK(nf_queue_signal(e.rt, qn, l, 3, E_));
+	OK(nf_event_wait(e.rt, evl, NF_NO_TIMEOUT, E_));
+
+	/* rule 5 */
+	nf_handle x = mk_fence_on(&e, nul, true, false);
+	OK(nf_fence_global_handle(e.rt, x, &g, E_));
+	OK(nf_fence_open(e.rt, old, 100, g, &fo, E_));
+	OK(nf_cpu_wait_async(e.rt, fo, 4, &evo, E_));
+	OK(nf_queue_signal(e.rt, qn, x, 4, E_));
+	OK(nf_event_wait(e.rt, evo, NF_NO_TIMEOUT, E_));
+
+	OK(nf_runtime_finish(e.rt, E_));
+	nf_runtime_get_stats(e.rt, &st);
+	ck_assert_uint_eq(st.interrupts_unneeded, 0);
+	ck_assert_uint_eq(st.cpu_wakeups, 5);
+	env_end(&e);
+	/* rule 1: each of the five waiters woken once. */
+	ck_assert_uint_eq(count_field(&e, NF_EV_CPU_UNWAIT, NFF_CPU_UNWAIT_status, 0), 5);
+	/* rule 4 */
+	ck_assert_uint_eq(count_field(&e, NF_EV_SET_LOG_BUFFER, NFF_SET_LOG_BUFFER_capacity, 96), 6);
+	ck_assert_uint_eq(count_field(&e, NF_EV_SET_LOG_BUFFER, NFF_SET_LOG_BUFFER_capacity, 12), 0);
+	/* rule 2: entries were lost on the small adapter. */
+	ck_assert_uint_ge(count_field(&e, NF_EV_LOG_OVERRUN, NFF_LOG_OVERRUN_adapter, small), 1);
+	/* rule 5 and 6: no MonitoredValue on the legacy adapter nor for the legacy fence. */
+	ck_assert_uint_eq(count_field(&e, NF_EV_UPDATE_MONITORED_VALUES,
+				      NFF_UPDATE_MONITORED_VALUES_adapter, old), 0);
+	ck_assert_uint_ge(count_field(&e, NF_EV_GPU_SIGNAL_LEGACY, NFF_GPU_SIGNAL_LEGACY_fence, l), 1);
+	env_free(&e);
 }
 END_TEST
 
@@ -789,6 +935,44 @@ START_TEST(test_interrupt_flag_stops_waits)
 }
 END_TEST
 
+/* Sets the flag it is given after 200 ms (a signal handler would). */
+static void *late_interrupt(void *arg)
+{
+	struct timespec ts = { 0, 200000000 };
+
+	nanosleep(&ts, NULL);
+	__atomic_store_n((volatile int *)arg, 1, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+/* Issue 18: an advance of 2^64-1 ns is a wait until interrupted; its end
+ * time wrapped around and it returned at once. */
+START_TEST(test_advance_of_2_64_waits_until_interrupted)
+{
+	static volatile int flag;
+	struct nf_runtime_config cfg;
+	struct nf_error err;
+	struct env e;
+	pthread_t t;
+
+	__atomic_store_n(&flag, 0, __ATOMIC_RELAXED);
+	memset(&e, 0, sizeof(e));
+	nf_runtime_config_init(&cfg);
+	cfg.mode = NF_MODE_THREADED;
+	cfg.sink.ctx = &e.col;
+	cfg.sink.emit = col_emit;
+	cfg.interrupt = &flag;
+	ck_assert_msg(nf_runtime_create(&cfg, &e.rt, &e.err) == 0, "%s", e.err.msg);
+	OK(nf_runtime_advance(e.rt, 1000000, E_));
+	ck_assert_int_eq(pthread_create(&t, NULL, late_interrupt, (void *)&flag), 0);
+	nf_error_clear(&err);
+	ck_assert_int_eq(nf_runtime_advance(e.rt, UINT64_MAX, &err), NF_EINTR);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	env_end(&e);
+	env_free(&e);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("engine-threaded");
@@ -796,6 +980,7 @@ int main(void)
 
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, test_mv41);
+	tcase_add_test(tc, test_advance_of_2_64_waits_until_interrupted);
 	tcase_add_test(tc, test_no_waiter_no_interrupt);
 	tcase_add_test(tc, test_gpu_wait_blocks_queue);
 	tcase_add_test(tc, test_cpu_wait_blocks);
@@ -805,6 +990,7 @@ int main(void)
 	tcase_add_test(tc, test_queue_destroy_while_logs_recreated);
 	tcase_add_test(tc, test_record_threaded_session);
 	tcase_add_test(tc, test_samples_threaded_match_truth);
+	tcase_add_test(tc, test_issue16_rules_threaded);
 	suite_add_tcase(s, tc);
 	/* A regression hangs: a short timeout fails it. */
 	TCase *intr = tcase_create("interrupt");

@@ -55,6 +55,14 @@ START_TEST(record_check_report_query_are_clean)
 		memcheck("report k -o k.png");
 		memcheck("query --json k 'select * from fence_ops'");
 	}
+	/* A cpu_wait_async still pending at the end (issue 18: its waiter was
+	 * read after being freed when the runtime was destroyed). */
+	snprintf(cmd, sizeof(cmd),
+		 "cd '%s' && printf 'adapter GPU caps native\\nqueue Q adapter GPU node 0 engine 0\\n"
+		 "fence F adapter GPU initial 0\\ncpu_wait_async W F 5\\nadvance 1ms\\n' > async.nfs",
+		 tmp);
+	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)), 0);
+	memcheck("record -o async async.nfs");
 	/* An error path too: a corrupt stream. */
 	snprintf(cmd, sizeof(cmd), "cd '%s' && mkdir b && cp s/* b/ && truncate -s 100 b/events", tmp);
 	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)), 0);

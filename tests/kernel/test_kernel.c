@@ -83,7 +83,7 @@ static void import_fixture(char *tmp, size_t len, char *session, size_t slen)
 	nf_test_tmpdir(tmp, len);
 	snprintf(session, slen, "%s/s", tmp);
 	ck_assert_int_eq(run("'%s' import '%s' -o '%s'", nf_test_nftrace(), dat, session), 0);
-	ck_assert_msg(strstr(out, "29 kernel records on 2 CPUs (18 dma_fence, 10 sched, 1 other), "
+	ck_assert_msg(strstr(out, "29 kernel records on 2 CPUs (18 dma_fence, 10 sched, 0 GPU job/vblank, 0 markers, 1 other), "
 			      "5 events lost by the kernel") != NULL, "%s", out);
 }
 
@@ -455,6 +455,7 @@ static void assert_report_runs(const char *dir)
 	ro.output = png;
 	ro.from_ns = -1;
 	ro.to_ns = -1;
+	ro.threads_all = 1;
 	ck_assert_int_eq(nf_render_layout_build(sql, &ro, &lay, &err), 0);
 	ck_assert_uint_gt(lay.n_threads, 1);
 	cairo_surface_t *img = cairo_image_surface_create_from_png(png);
@@ -500,7 +501,9 @@ START_TEST(test_extract_import)
 			     "FROM cpu_runs; SELECT count(*) > 0 FROM kernel_threads\"",
 			     nf_test_nftrace(), tmp), 0);
 	ck_assert_msg(strstr(out, "1,1") != NULL, "%s", out);
-	ck_assert_int_eq(run("'%s' report '%s/s' -o '%s/r.png'", nf_test_nftrace(), tmp, tmp), 0);
+	/* No GPU work here, so the default rows (threads that submitted, waited or
+	 * wrote markers) would be none: ask for every thread that ran. */
+	ck_assert_int_eq(run("'%s' report '%s/s' --threads all -o '%s/r.png'", nf_test_nftrace(), tmp, tmp), 0);
 	assert_report_runs(tmp);
 	ck_assert_int_eq(run("'%s' query --csv '%s/s' \"SELECT count(*) FROM cpu_runs WHERE thread = 0\"",
 			     nf_test_nftrace(), tmp), 0);
@@ -586,6 +589,95 @@ END_TEST
  * (test_kernel_extract, test_kernel_record), which exit 77 (ctest: skipped)
  * with a message when this machine cannot run them.
  */
+/*
+ * The drm_sched and i915 fixtures (samples/kernel/drm-sched.events and
+ * i915.events, with format files written as the kernel prints them for those
+ * events in samples/kernel/formats-drm-sched and formats-i915): the committed
+ * .dat files are what the writer makes, and they import into exactly these
+ * jobs, job_deps and job_timelines rows.
+ */
+static void gpu_fixture(const char *name, char *tmp, size_t tlen, char *session, size_t slen)
+{
+	char formats[4096], events[4096], dat[4096], re[1200], rel[256], why[256];
+	size_t a_len, b_len;
+	char *text, *a, *b;
+
+	snprintf(rel, sizeof(rel), "samples/kernel/formats-%s", name);
+	nf_test_source_path(formats, sizeof(formats), rel);
+	snprintf(rel, sizeof(rel), "samples/kernel/%s.events", name);
+	nf_test_source_path(events, sizeof(events), rel);
+	snprintf(rel, sizeof(rel), "samples/kernel/%s.dat", name);
+	nf_test_source_path(dat, sizeof(dat), rel);
+	nf_test_tmpdir(tmp, tlen);
+	snprintf(re, sizeof(re), "%s/re.dat", tmp);
+	text = nf_tdw_slurp(events, NULL);
+	ck_assert_ptr_nonnull(text);
+	ck_assert_msg(nf_tdw_write(formats, text, re, NULL, why, sizeof(why)) == 0, "%s", why);
+	a = nf_tdw_slurp(dat, &a_len);
+	b = nf_tdw_slurp(re, &b_len);
+	ck_assert_ptr_nonnull(a);
+	ck_assert_ptr_nonnull(b);
+	ck_assert_msg(a_len == b_len && memcmp(a, b, a_len) == 0, "%s is stale: regenerate it with "
+		      "nf-make-tracedat samples/kernel/formats-%s samples/kernel/%s.events %s", dat, name, name, dat);
+	free(a);
+	free(b);
+	free(text);
+	snprintf(session, slen, "%s/s", tmp);
+	ck_assert_msg(run("'%s' import '%s' -o '%s'", nf_test_nftrace(), dat, session) == 0, "%s", errb);
+}
+
+static const char jobs_cols[] = "SELECT id, driver, ring, job, context, seqno, sched_context, thread, "
+				"submitted_ns, started_ns, finished_ns, status FROM jobs ORDER BY id";
+
+START_TEST(test_drm_sched_fixture_jobs)
+{
+	char tmp[1024], s[1200];
+
+	gpu_fixture("drm-sched", tmp, sizeof(tmp), s, sizeof(s));
+	/* Job 11's done event names it by an address job 14 reuses later: the latest
+	 * queued job with that address at the time is job 11. */
+	query(s, jobs_cols,
+	      "id,driver,ring,job,context,seqno,sched_context,thread,submitted_ns,started_ns,finished_ns,status\n"
+	      "1,amdgpu,gfx_0.0.0,11,301,1,300,500,1000000,1100000,2000000,complete\n"
+	      "2,amdgpu,gfx_0.0.0,12,301,2,300,500,1200000,2050000,3000000,complete\n"
+	      "3,drm_sched,sdma0,13,,,,90,1500000,1600000,1900000,complete\n"
+	      "4,amdgpu,gfx_0.0.0,14,301,3,300,501,2499000,3100000,,unfinished\n");
+	query(s, "SELECT job, dep_context, dep_seqno, dep_job, dep_fence, ts_ns FROM job_deps ORDER BY job",
+	      "job,dep_context,dep_seqno,dep_job,dep_fence,ts_ns\n"
+	      "2,301,1,1,finished,1202000\n"
+	      "3,77,5,,,1501000\n"
+	      "4,300,2,2,scheduled,2501000\n");
+	/* Vblanks per CRTC and the markers on their thread (ftrace:print, "char buf[]"). */
+	query(s, "SELECT ts_ns, crtc, seq FROM vblanks ORDER BY ts_ns",
+	      "ts_ns,crtc,seq\n500000,0,100\n1000000,1,7\n2500000,0,101\n");
+	query(s, "SELECT ts_ns, thread, cpu, text FROM markers ORDER BY id",
+	      "ts_ns,thread,cpu,text\n900000,500,0,frame_1_begin\n2400000,500,0,frame_2_begin\n");
+	/* Context 300's signals come before 301's for the same seqno: 300 is the scheduled fence. */
+	query(s, "SELECT * FROM job_timelines",
+	      "context,driver,ring,scheduled_context,finished_context,jobs_prev_first,jobs_next_later\n"
+	      "301,amdgpu,gfx_0.0.0,300,301,2,0\n");
+	nf_test_rmtree(tmp);
+}
+END_TEST
+
+START_TEST(test_i915_fixture_jobs)
+{
+	char tmp[1024], s[1200];
+
+	gpu_fixture("i915", tmp, sizeof(tmp), s, sizeof(s));
+	/* 40/1 was preempted (out, completed=0) and ran again: it finished at its completed out;
+	 * 40/2 has no out: its retire. i915 names no dependencies. */
+	query(s, jobs_cols,
+	      "id,driver,ring,job,context,seqno,sched_context,thread,submitted_ns,started_ns,finished_ns,status\n"
+	      "1,i915,rcs0,,40,1,,600,0,100000,1000000,complete\n"
+	      "2,i915,rcs0,,40,2,,600,200000,1050000,2000000,complete\n"
+	      "3,i915,vcs1,,41,7,,601,400000,600000,900000,complete\n"
+	      "4,i915,vcs1,,41,8,,601,2500000,,,queued\n");
+	query(s, "SELECT count(*) FROM job_deps", "count(*)\n0\n");
+	nf_test_rmtree(tmp);
+}
+END_TEST
+
 static Suite *kernel_suite(const char *live)
 {
 	Suite *s = suite_create("kernel");
@@ -598,6 +690,8 @@ static Suite *kernel_suite(const char *live)
 		tcase_set_timeout(tc, 180);
 		tcase_add_test(tc, test_fixture_regenerates);
 		tcase_add_test(tc, test_fixture_import_rows);
+		tcase_add_test(tc, test_drm_sched_fixture_jobs);
+		tcase_add_test(tc, test_i915_fixture_jobs);
 		tcase_add_test(tc, test_fixture_report);
 		tcase_add_test(tc, test_bad_files);
 		tcase_add_test(tc, test_live_pages_decode);

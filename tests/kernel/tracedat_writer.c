@@ -275,12 +275,22 @@ static int encode(struct tdw *t, char *line, unsigned int *cpu, uint64_t *ts, un
 			memcpy(rec + f->offset, &loc, 4);
 			memcpy(rec + dyn, v, n);
 			dyn += n;
+		} else if ((f->flags & TEP_FIELD_IS_ARRAY) && f->size == 0) {
+			/* "char buf[]" (ftrace:print): the string runs to the end of the record. */
+			size_t n = strlen(v) + 1;
+
+			if ((size_t)f->offset + n > 112)
+				return fail(t, "%s: record too long", e->name);
+			memcpy(rec + f->offset, v, n);
+			if ((size_t)f->offset + n > dyn)
+				dyn = (size_t)f->offset + n;
 		} else if (f->flags & TEP_FIELD_IS_ARRAY) {
 			size_t n = strlen(v);
 
 			memcpy(rec + f->offset, v, n < (size_t)f->size ? n : (size_t)f->size);
 		} else {
-			long long x = strtoll(v, NULL, 0);
+			/* Kernel addresses (0xffff...) do not fit a long long. */
+			unsigned long long x = v[0] == '-' ? (unsigned long long)strtoll(v, NULL, 0) : strtoull(v, NULL, 0);
 
 			memcpy(rec + f->offset, &x, (size_t)f->size); /* little endian */
 		}

@@ -1,0 +1,337 @@
+/*
+ * The Chrome trace event format (JSON object form): {"displayTimeUnit":"ns",
+ * "traceEvents":[...]}, as chrome://tracing and Perfetto UI open it. Slices
+ * are complete events ("X", ts and dur in microseconds, written with three
+ * decimals so nanoseconds stay exact), names come from metadata events ("M":
+ * process_name, thread_name, sort indexes), flows are "s"/"f" pairs binding to
+ * the enclosing slices ("f" with "bp":"e"), counters "C" events. Every
+ * string from the database is escaped, and bytes that are not UTF-8 become
+ * '?', so the file is always valid JSON.
+ */
+#include "export_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct cj_writer {
+	struct nf_xwriter w;
+	int first;
+};
+
+/* Unsigned decimal into d; returns the length. */
+static size_t put_u64(char *d, uint64_t v)
+{
+	char tmp[20];
+	size_t n = 0, k = 0;
+
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (n)
+		d[k++] = tmp[--n];
+	return k;
+}
+
+static size_t put_i64(char *d, int64_t v)
+{
+	if (v < 0) {
+		d[0] = '-';
+		return 1 + put_u64(d + 1, (uint64_t)0 - (uint64_t)v);
+	}
+	return put_u64(d, (uint64_t)v);
+}
+
+/* Nanoseconds as microseconds with three decimals ("12.345"). */
+static size_t put_us(char *d, int64_t ns)
+{
+	size_t n = 0;
+	uint64_t a;
+
+	if (ns < 0) {
+		d[n++] = '-';
+		a = (uint64_t)0 - (uint64_t)ns;
+	} else {
+		a = (uint64_t)ns;
+	}
+	n += put_u64(d + n, a / 1000);
+	d[n++] = '.';
+	d[n++] = (char)('0' + a / 100 % 10);
+	d[n++] = (char)('0' + a / 10 % 10);
+	d[n++] = (char)('0' + a % 10);
+	return n;
+}
+
+static void out_num(struct nf_xout *o, const char *key, int64_t v)
+{
+	char b[64];
+	size_t n = strlen(key);
+
+	memcpy(b, key, n);
+	n += put_i64(b + n, v);
+	nf_xout_bytes(o, b, n);
+}
+
+static void out_us(struct nf_xout *o, const char *key, int64_t ns)
+{
+	char b[64];
+	size_t n = strlen(key);
+
+	memcpy(b, key, n);
+	n += put_us(b + n, ns);
+	nf_xout_bytes(o, b, n);
+}
+
+/* Length of the valid UTF-8 sequence at s (0: not valid). */
+static size_t utf8_len(const unsigned char *s)
+{
+	size_t n;
+	unsigned c = s[0];
+
+	if (c < 0xc2 || c > 0xf4)
+		return 0;
+	n = c < 0xe0 ? 2 : c < 0xf0 ? 3 : 4;
+	for (size_t i = 1; i < n; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	return n;
+}
+
+/* A JSON string: quotes, escapes, and '?' for bytes that are not UTF-8. */
+static void out_jstr(struct nf_xout *o, const char *str)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *s = (const unsigned char *)(str ? str : "");
+	const unsigned char *run = s;
+
+	nf_xout_bytes(o, "\"", 1);
+	while (*s) {
+		unsigned char c = *s;
+		size_t u;
+
+		if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
+			s++;
+			continue;
+		}
+		if (c >= 0x80 && (u = utf8_len(s)) > 0) {
+			s += u;
+			continue;
+		}
+		nf_xout_bytes(o, run, (size_t)(s - run));
+		if (c == '"' || c == '\\') {
+			char e[2] = { '\\', (char)c };
+
+			nf_xout_bytes(o, e, 2);
+		} else if (c < 0x20) {
+			char e[6] = { '\\', 'u', '0', '0', hex[c >> 4], hex[c & 15] };
+
+			nf_xout_bytes(o, e, 6);
+		} else {
+			nf_xout_bytes(o, "?", 1);
+		}
+		run = ++s;
+	}
+	nf_xout_bytes(o, run, (size_t)(s - run));
+	nf_xout_bytes(o, "\"", 1);
+}
+
+static void sep(struct cj_writer *cw)
+{
+	if (!cw->first)
+		nf_xout_bytes(cw->w.out, ",\n", 2);
+	cw->first = 0;
+}
+
+/* {"ph":"M","pid":P,"tid":T,"name":WHAT,"args":{"name"|"sort_index":...}} */
+static void meta(struct cj_writer *cw, int32_t pid, int32_t tid, const char *what,
+		 const char *name, int32_t sort)
+{
+	struct nf_xout *o = cw->w.out;
+
+	sep(cw);
+	out_num(o, "{\"ph\":\"M\",\"pid\":", pid);
+	out_num(o, ",\"tid\":", tid);
+	nf_xout_str(o, ",\"name\":\"");
+	nf_xout_str(o, what);
+	nf_xout_str(o, "\",\"args\":{");
+	if (name) {
+		nf_xout_str(o, "\"name\":");
+		out_jstr(o, name);
+	} else {
+		out_num(o, "\"sort_index\":", sort);
+	}
+	nf_xout_str(o, "}}");
+}
+
+static int cj_status(struct cj_writer *cw)
+{
+	return cw->w.out->failed ? NF_EIO : 0;
+}
+
+static int cj_begin(struct nf_xwriter *w)
+{
+	nf_xout_str(w->out, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
+	return cj_status((struct cj_writer *)w);
+}
+
+static int cj_track(struct nf_xwriter *w, const struct nf_xtrack *t)
+{
+	struct cj_writer *cw = (struct cj_writer *)w;
+
+	switch (t->kind) {
+	case NF_XT_PROCESS:
+		meta(cw, t->pid, 0, "process_name", t->name, 0);
+		meta(cw, t->pid, 0, "process_sort_index", NULL, t->sort);
+		break;
+	case NF_XT_THREAD:
+	case NF_XT_PLAIN:
+		if (t->tid == 0)
+			break;
+		meta(cw, t->pid, t->tid, "thread_name", t->name, 0);
+		meta(cw, t->pid, t->tid, "thread_sort_index", NULL, t->sort);
+		break;
+	case NF_XT_COUNTER:
+		break;  /* a "C" event names its counter */
+	}
+	return cj_status(cw);
+}
+
+static void head(struct cj_writer *cw, const char *ph, const struct nf_xtrack *t, int64_t ts)
+{
+	struct nf_xout *o = cw->w.out;
+
+	sep(cw);
+	nf_xout_str(o, "{\"ph\":\"");
+	nf_xout_str(o, ph);
+	out_num(o, "\",\"pid\":", t->pid);
+	out_num(o, ",\"tid\":", t->tid);
+	out_us(o, ",\"ts\":", ts);
+}
+
+static void args(struct nf_xout *o, const struct nf_xevent *e)
+{
+	nf_xout_str(o, ",\"args\":{");
+	for (int i = 0; i < e->n_args; i++) {
+		const struct nf_xarg *a = &e->args[i];
+
+		if (i)
+			nf_xout_bytes(o, ",", 1);
+		out_jstr(o, a->key);
+		nf_xout_bytes(o, ":", 1);
+		if (a->type == NF_XA_STR) {
+			out_jstr(o, a->s);
+		} else if (a->type == NF_XA_HEX) {
+			char b[24];
+			uint64_t v = (uint64_t)a->i;
+			size_t n = 0;
+			int started = 0;
+
+			b[n++] = '"';
+			b[n++] = '0';
+			b[n++] = 'x';
+			for (int sh = 60; sh >= 0; sh -= 4) {
+				unsigned d = (unsigned)(v >> sh) & 15;
+
+				if (d || started || sh == 0) {
+					b[n++] = "0123456789abcdef"[d];
+					started = 1;
+				}
+			}
+			b[n++] = '"';
+			nf_xout_bytes(o, b, n);
+		} else {
+			out_num(o, "", a->i);
+		}
+	}
+	nf_xout_str(o, "}}");
+}
+
+static void flow(struct cj_writer *cw, const char *ph, const struct nf_xtrack *t, int64_t ts,
+		 uint64_t id)
+{
+	struct nf_xout *o = cw->w.out;
+
+	head(cw, ph, t, ts);
+	out_num(o, ",\"id\":", (int64_t)id);
+	nf_xout_str(o, ",\"cat\":\"dep\",\"name\":\"release\"");
+	if (ph[0] == 'f')
+		nf_xout_str(o, ",\"bp\":\"e\"");
+	nf_xout_str(o, "}");
+}
+
+static int cj_event(struct nf_xwriter *w, const struct nf_xevent *e)
+{
+	struct cj_writer *cw = (struct cj_writer *)w;
+	struct nf_xout *o = w->out;
+	/* Flows bind to slices: an instant that carries one is a zero-length slice. */
+	int as_slice = !e->instant || e->n_flows_out || e->flow_in;
+
+	head(cw, as_slice ? "X" : "i", e->track, e->ts);
+	if (as_slice)
+		out_us(o, ",\"dur\":", e->end - e->ts);
+	else
+		nf_xout_str(o, ",\"s\":\"t\"");
+	nf_xout_str(o, ",\"name\":");
+	out_jstr(o, e->name);
+	if (e->cat) {
+		nf_xout_str(o, ",\"cat\":");
+		out_jstr(o, e->cat);
+	}
+	args(o, e);
+	if (!e->instant && e->stall_ts >= 0) {
+		head(cw, "X", e->track, e->stall_ts);
+		out_us(o, ",\"dur\":", e->end - e->stall_ts);
+		nf_xout_str(o, ",\"name\":\"stall\",\"cat\":\"stall\"");
+		args(o, e);
+	}
+	for (size_t i = 0; i < e->n_flows_out; i++)
+		flow(cw, "s", e->track, e->ts, e->flows_out[i]);
+	/* Inside the wait, just before its end: after the signal was queued (flows
+	 * are linked in time order) and clear of the slice's edge. */
+	if (e->flow_in)
+		flow(cw, "f", e->track, e->end - 1 > e->ts ? e->end - 1 : e->ts, e->flow_in);
+	return cj_status(cw);
+}
+
+static int cj_counter(struct nf_xwriter *w, const struct nf_xtrack *t, int64_t ts, int64_t value)
+{
+	struct cj_writer *cw = (struct cj_writer *)w;
+	struct nf_xout *o = w->out;
+
+	sep(cw);
+	out_num(o, "{\"ph\":\"C\",\"pid\":", t->pid);
+	out_us(o, ",\"ts\":", ts);
+	nf_xout_str(o, ",\"name\":");
+	out_jstr(o, t->name);
+	out_num(o, ",\"args\":{\"lost entries\":", value);
+	nf_xout_str(o, "}}");
+	return cj_status(cw);
+}
+
+static int cj_end(struct nf_xwriter *w)
+{
+	nf_xout_str(w->out, "\n]}\n");
+	return cj_status((struct cj_writer *)w);
+}
+
+static void cj_destroy(struct nf_xwriter *w)
+{
+	free(w);
+}
+
+struct nf_xwriter *nf_export_chrome_create(struct nf_xout *out)
+{
+	struct cj_writer *cw = calloc(1, sizeof(*cw));
+
+	if (!cw)
+		return NULL;
+	cw->first = 1;
+	cw->w.begin = cj_begin;
+	cw->w.track = cj_track;
+	cw->w.event = cj_event;
+	cw->w.counter = cj_counter;
+	cw->w.end = cj_end;
+	cw->w.destroy = cj_destroy;
+	cw->w.out = out;
+	return &cw->w;
+}

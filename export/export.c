@@ -1,0 +1,1608 @@
+/*
+ * nf_export: walks a timeline database (schemas/timeline.sql, read-only, as a
+ * user's script would) and hands tracks, slices, instants, flows and counters
+ * to a writer of the chosen format (perfetto.c, chrome_json.c). See
+ * include/nftrace/export.h for what is written.
+ *
+ * Streaming: fence_ops is read once in id order; the flows come from two
+ * sorted reads of deps merged with it (by wait for the flow's end, by signal
+ * for its start), so nothing per operation is kept. What stays in memory is
+ * per queue and thread: its track and, per lane, when the lane's last slice
+ * ends (a slice goes to the first lane that is free before it starts, so that
+ * slices on one track never overlap without nesting).
+ */
+#include "export_int.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define XOUT_BUFFER ((size_t)1 << 20)
+#define NAME_MAX_LEN 200
+/* JSON pids and tids we make up: above every Linux pid (pid_max <= 2^22). */
+#define PID_CPU 0x3fff0000
+#define PID_ADAPTER0 0x3fff0001
+#define TID_SYNTH0 0x40000000
+
+/* The lanes of one queue or thread: lane 0 is its own track, lane k a child. */
+struct lane {
+	struct nf_xtrack t;
+	int64_t end;        /* end of its last slice */
+	int used;
+};
+
+struct lanes {
+	struct lane *v;
+	size_t n, cap;
+	char *name;          /* the base name ("Q0 0x40000040"), lanes "... #2" */
+	char **names;        /* lane names (lane 0 uses name) */
+};
+
+struct xadapter {
+	int64_t adapter;
+	char *name;
+	struct nf_xtrack t;
+	int described;
+};
+
+struct xqueue {
+	int64_t queue;
+	int64_t adapter;
+	int has_adapter;
+	char *name;
+	struct lanes lanes;
+	struct nf_xtrack anom;       /* "anomalies" child, uuid 0 until described */
+	struct nf_xtrack counter[3]; /* waits, signals, other logs */
+	char *counter_name[3];
+	int64_t lost_total[3];
+};
+
+struct xthread {
+	int64_t thread;
+	struct lanes lanes;
+};
+
+struct exporter {
+	sqlite3 *db;
+	const struct nf_export_options *opts;
+	struct nf_xwriter *w;
+	struct nf_export_stats st;
+	struct nf_error *err;
+	int64_t t0, t1;           /* window, inclusive */
+	int filtered;             /* any filter or window given */
+	uint64_t next_uuid;
+	int32_t next_tid;
+	struct xadapter *adapters;
+	size_t n_adapters;
+	struct xqueue *queues;    /* sorted by queue */
+	size_t n_queues, cap_queues;
+	struct xthread *threads;  /* sorted by thread */
+	size_t n_threads, cap_threads;
+	struct nf_xtrack cpu;     /* the "CPU threads" process */
+	int cpu_described;
+	struct xqueue session;    /* items with no queue and no thread */
+	int session_ready;
+	sqlite3_stmt *thread_name;
+	uint64_t *flows;          /* flows out of the current signal */
+	size_t n_flows, cap_flows;
+	/* SQL predicates from the filters (each "" or " AND ..."). */
+	char *op_pred_f, *op_pred_s, *op_pred_w, *cpu_pred_c, *cpu_pred;
+};
+
+static int sql_fail(struct exporter *x, const char *what)
+{
+	return nf_error_set(x->err, NF_ESQL, "%s: %s", what, sqlite3_errmsg(x->db));
+}
+
+static int oom(struct exporter *x)
+{
+	return nf_error_set(x->err, NF_ENOMEM, "out of memory while exporting");
+}
+
+static int col_null(sqlite3_stmt *st, int col)
+{
+	return sqlite3_column_type(st, col) == SQLITE_NULL;
+}
+
+static int64_t col_or(sqlite3_stmt *st, int col, int64_t dflt)
+{
+	return col_null(st, col) ? dflt : sqlite3_column_int64(st, col);
+}
+
+/* Hexadecimal of v after prefix into d ("0x..."); returns the length. */
+static size_t put_hex(char *d, uint64_t v)
+{
+	static const char hx[] = "0123456789abcdef";
+	size_t n = 0;
+	int started = 0;
+
+	d[n++] = '0';
+	d[n++] = 'x';
+	for (int sh = 60; sh >= 0; sh -= 4) {
+		unsigned k = (unsigned)(v >> sh) & 15;
+
+		if (k || started || sh == 0) {
+			d[n++] = hx[k];
+			started = 1;
+		}
+	}
+	return n;
+}
+
+static size_t __attribute__((unused)) put_dec(char *d, uint64_t v)
+{
+	char tmp[20];
+	size_t n = 0, k = 0;
+
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (n)
+		d[k++] = tmp[--n];
+	return k;
+}
+
+/* "PREFIX 0xFENCE" (fence unknown: "?"): few distinct names, so they intern. */
+static void op_name(char *d, const char *prefix, sqlite3_stmt *st, int fcol)
+{
+	size_t n = strlen(prefix);
+
+	memcpy(d, prefix, n);
+	d[n++] = ' ';
+	if (col_null(st, fcol))
+		d[n++] = '?';
+	else
+		n += put_hex(d + n, (uint64_t)sqlite3_column_int64(st, fcol));
+	d[n] = '\0';
+}
+
+static int describe(struct exporter *x, const struct nf_xtrack *t)
+{
+	int ret = x->w->track(x->w, t);
+
+	x->st.tracks++;
+	return ret;
+}
+
+/* ---- tracks ---- */
+
+static int cpu_process(struct exporter *x)
+{
+	if (x->cpu_described)
+		return 0;
+	x->cpu_described = 1;
+	x->cpu.kind = NF_XT_PROCESS;
+	x->cpu.uuid = x->next_uuid++;
+	x->cpu.pid = PID_CPU;
+	x->cpu.sort = 1000000;
+	x->cpu.name = "CPU threads";
+	return describe(x, &x->cpu);
+}
+
+static struct xadapter *find_adapter(struct exporter *x, int64_t adapter)
+{
+	for (size_t i = 0; i < x->n_adapters; i++)
+		if (x->adapters[i].adapter == adapter)
+			return &x->adapters[i];
+	return NULL;
+}
+
+static int adapter_process(struct exporter *x, struct xadapter *a)
+{
+	if (a->described)
+		return 0;
+	a->described = 1;
+	a->t.kind = NF_XT_PROCESS;
+	a->t.uuid = x->next_uuid++;
+	a->t.pid = PID_ADAPTER0 + (int32_t)(a - x->adapters);
+	a->t.sort = (int32_t)(a - x->adapters);
+	a->t.name = a->name;
+	return describe(x, &a->t);
+}
+
+static void lanes_release(struct lanes *l)
+{
+	for (size_t i = 1; i < l->n; i++)
+		free(l->names[i]);
+	free(l->names);
+	free(l->v);
+	free(l->name);
+	memset(l, 0, sizeof(*l));
+}
+
+/* Adds a lane (lane 0: base, as its owner fills it; others: children of lane 0)
+ * and describes its track. */
+static int lanes_add(struct exporter *x, struct lanes *l, const struct nf_xtrack *base)
+{
+	struct lane *ln;
+
+	if (l->n == NF_EXPORT_MAX_LANES)
+		return nf_error_set(x->err, NF_ENOMEM, "%s: more than %d operations in flight at once",
+				    l->name, NF_EXPORT_MAX_LANES);
+	if (l->n == l->cap) {
+		size_t ncap = l->cap ? l->cap * 2 : 4;
+		struct lane *nv = realloc(l->v, ncap * sizeof(*nv));
+		char **nn;
+
+		if (!nv)
+			return oom(x);
+		l->v = nv;
+		nn = realloc(l->names, ncap * sizeof(*nn));
+		if (!nn)
+			return oom(x);
+		l->names = nn;
+		l->cap = ncap;
+	}
+	ln = &l->v[l->n];
+	memset(ln, 0, sizeof(*ln));
+	ln->end = INT64_MIN;
+	if (l->n == 0) {
+		ln->t = *base;
+		ln->t.name = l->name;
+		l->names[0] = NULL;
+	} else {
+		char *nm = malloc(strlen(l->name) + 24);
+
+		if (!nm)
+			return oom(x);
+		sprintf(nm, "%s #%zu", l->name, l->n + 1);
+		l->names[l->n] = nm;
+		ln->t.kind = NF_XT_PLAIN;
+		ln->t.parent = l->v[0].t.uuid;
+		ln->t.pid = l->v[0].t.pid;
+		ln->t.tid = x->next_tid++;
+		ln->t.sort = l->v[0].t.sort;
+		ln->t.name = nm;
+	}
+	ln->t.uuid = x->next_uuid++;
+	l->n++;
+	return describe(x, &ln->t);
+}
+
+/*
+ * The track for a slice from start to end: the first lane whose last slice
+ * ended before start, else a new lane (described now, before its first
+ * event). Lane 0 must exist.
+ */
+static int lanes_pick(struct exporter *x, struct lanes *l, int64_t start, int64_t end,
+		      const struct nf_xtrack **out)
+{
+	size_t i;
+	int ret;
+
+	for (i = 0; i < l->n; i++)
+		if (l->v[i].end < start)
+			break;
+	if (i == l->n && (ret = lanes_add(x, l, NULL)) < 0)
+		return ret;
+	l->v[i].end = end;
+	l->v[i].used = 1;
+	*out = &l->v[i].t;
+	return 0;
+}
+
+static struct xqueue *find_queue(struct exporter *x, int64_t queue)
+{
+	size_t lo = 0, hi = x->n_queues;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (x->queues[mid].queue == queue)
+			return &x->queues[mid];
+		if (x->queues[mid].queue < queue)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+/* A queue the queues table does not list (a damaged timeline): added, sorted. */
+static struct xqueue *add_queue(struct exporter *x, int64_t queue)
+{
+	size_t at = 0;
+	struct xqueue *q;
+	char nm[64];
+
+	if (x->n_queues == x->cap_queues) {
+		size_t ncap = x->cap_queues ? x->cap_queues * 2 : 16;
+		struct xqueue *nq = realloc(x->queues, ncap * sizeof(*nq));
+
+		if (!nq)
+			return NULL;
+		x->queues = nq;
+		x->cap_queues = ncap;
+	}
+	while (at < x->n_queues && x->queues[at].queue < queue)
+		at++;
+	memmove(&x->queues[at + 1], &x->queues[at], (x->n_queues - at) * sizeof(*q));
+	q = &x->queues[at];
+	memset(q, 0, sizeof(*q));
+	q->queue = queue;
+	snprintf(nm, sizeof(nm), "queue 0x%" PRIx64, (uint64_t)queue);
+	q->lanes.name = strdup(nm);
+	x->n_queues++;
+	return q->lanes.name ? q : NULL;
+}
+
+/* The queue's lane-0 track as it is first described. */
+static int queue_base(struct exporter *x, struct xqueue *q, struct nf_xtrack *t)
+{
+	struct xadapter *a = q->has_adapter ? find_adapter(x, q->adapter) : NULL;
+	int ret;
+
+	memset(t, 0, sizeof(*t));
+	t->kind = NF_XT_PLAIN;
+	if (a) {
+		if ((ret = adapter_process(x, a)) < 0)
+			return ret;
+		t->parent = a->t.uuid;
+		t->pid = a->t.pid;
+	} else {
+		if ((ret = cpu_process(x)) < 0)
+			return ret;
+		t->parent = x->cpu.uuid;
+		t->pid = PID_CPU;
+	}
+	t->tid = x->next_tid++;
+	t->sort = (int32_t)(q - x->queues);
+	return 0;
+}
+
+static int queue_track(struct exporter *x, struct xqueue *q, int64_t start, int64_t end,
+		       const struct nf_xtrack **out)
+{
+	struct nf_xtrack base;
+	int ret;
+
+	if (q->lanes.n == 0 &&
+	    ((ret = queue_base(x, q, &base)) < 0 || (ret = lanes_add(x, &q->lanes, &base)) < 0))
+		return ret;
+	return lanes_pick(x, &q->lanes, start, end, out);
+}
+
+static struct xthread *get_thread(struct exporter *x, int64_t thread)
+{
+	size_t lo = 0, hi = x->n_threads;
+	struct xthread *t;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (x->threads[mid].thread == thread)
+			return &x->threads[mid];
+		if (x->threads[mid].thread < thread)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (x->n_threads == x->cap_threads) {
+		size_t ncap = x->cap_threads ? x->cap_threads * 2 : 16;
+		struct xthread *nt = realloc(x->threads, ncap * sizeof(*nt));
+
+		if (!nt)
+			return NULL;
+		x->threads = nt;
+		x->cap_threads = ncap;
+	}
+	memmove(&x->threads[lo + 1], &x->threads[lo], (x->n_threads - lo) * sizeof(*t));
+	t = &x->threads[lo];
+	memset(t, 0, sizeof(*t));
+	t->thread = thread;
+	x->n_threads++;
+	return t;
+}
+
+/* The thread's lanes, lane 0 (its own track) described on first use. */
+static int thread_ensure(struct exporter *x, int64_t thread, struct xthread **out)
+{
+	struct xthread *t = get_thread(x, thread);
+	struct nf_xtrack base;
+	int ret;
+
+	if (!t)
+		return oom(x);
+	*out = t;
+	if (t->lanes.n == 0) {
+		char nm[NAME_MAX_LEN + 64];
+		const unsigned char *comm = NULL;
+
+		if ((ret = cpu_process(x)) < 0)
+			return ret;
+		if (x->thread_name) {
+			sqlite3_reset(x->thread_name);
+			sqlite3_bind_int64(x->thread_name, 1, thread);
+			if (sqlite3_step(x->thread_name) == SQLITE_ROW)
+				comm = sqlite3_column_text(x->thread_name, 0);
+		}
+		if (comm)
+			snprintf(nm, sizeof(nm), "%.*s %" PRId64, NAME_MAX_LEN, (const char *)comm, thread);
+		else
+			snprintf(nm, sizeof(nm), "thread %" PRId64, thread);
+		free(t->lanes.name);
+		if (!(t->lanes.name = strdup(nm)))
+			return oom(x);
+		memset(&base, 0, sizeof(base));
+		base.parent = x->cpu.uuid;
+		base.pid = PID_CPU;
+		/* A real thread id is a thread track; one that does not fit is a plain one. */
+		if (thread > 0 && thread < TID_SYNTH0) {
+			base.kind = NF_XT_THREAD;
+			base.tid = (int32_t)thread;
+			base.parent = 0;
+		} else {
+			base.kind = NF_XT_PLAIN;
+			base.tid = x->next_tid++;
+		}
+		base.sort = (int32_t)(thread > 0 && thread < INT32_MAX ? thread : INT32_MAX);
+		if ((ret = lanes_add(x, &t->lanes, &base)) < 0)
+			return ret;
+	}
+	return 0;
+}
+
+static int thread_track(struct exporter *x, int64_t thread, int64_t start, int64_t end,
+			const struct nf_xtrack **out)
+{
+	struct xthread *t;
+	int ret = thread_ensure(x, thread, &t);
+
+	return ret < 0 ? ret : lanes_pick(x, &t->lanes, start, end, out);
+}
+
+/* The "session" track (items with neither queue nor thread): lane 0 made. */
+static int session_ensure(struct exporter *x)
+{
+	struct nf_xtrack base;
+	int ret;
+
+	if (!x->session_ready) {
+		x->session_ready = 1;
+		if (!(x->session.lanes.name = strdup("session")))
+			return oom(x);
+	}
+	if (x->session.lanes.n == 0) {
+		if ((ret = cpu_process(x)) < 0)
+			return ret;
+		memset(&base, 0, sizeof(base));
+		base.kind = NF_XT_PLAIN;
+		base.parent = x->cpu.uuid;
+		base.pid = PID_CPU;
+		base.tid = x->next_tid++;
+		base.sort = -1;
+		if ((ret = lanes_add(x, &x->session.lanes, &base)) < 0)
+			return ret;
+	}
+	return 0;
+}
+
+static int session_track(struct exporter *x, int64_t start, int64_t end, const struct nf_xtrack **out)
+{
+	int ret = session_ensure(x);
+
+	return ret < 0 ? ret : lanes_pick(x, &x->session.lanes, start, end, out);
+}
+
+/* ---- loading the small tables ---- */
+
+static int load_adapters(struct exporter *x)
+{
+	sqlite3_stmt *st = NULL;
+	size_t cap = 0;
+	int rc, ret = 0;
+
+	if (sqlite3_prepare_v2(x->db, "SELECT adapter, name FROM adapters ORDER BY adapter", -1, &st,
+			       NULL) != SQLITE_OK)
+		return sql_fail(x, "reading adapters");
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct xadapter *a;
+		char dflt[48];
+
+		if (x->n_adapters == cap) {
+			size_t ncap = cap ? cap * 2 : 8;
+			struct xadapter *na = realloc(x->adapters, ncap * sizeof(*na));
+
+			if (!na) {
+				ret = oom(x);
+				goto out;
+			}
+			x->adapters = na;
+			cap = ncap;
+		}
+		a = &x->adapters[x->n_adapters];
+		memset(a, 0, sizeof(*a));
+		a->adapter = sqlite3_column_int64(st, 0);
+		snprintf(dflt, sizeof(dflt), "adapter %" PRId64, a->adapter);
+		if (sqlite3_column_text(st, 1)) {
+			char nm[NAME_MAX_LEN + 64];
+
+			snprintf(nm, sizeof(nm), "%.*s (adapter %" PRId64 ")", NAME_MAX_LEN,
+				 (const char *)sqlite3_column_text(st, 1), a->adapter);
+			a->name = strdup(nm);
+		} else {
+			a->name = strdup(dflt);
+		}
+		if (!a->name) {
+			ret = oom(x);
+			goto out;
+		}
+		x->n_adapters++;
+	}
+	if (rc != SQLITE_DONE)
+		ret = sql_fail(x, "reading adapters");
+out:
+	sqlite3_finalize(st);
+	return ret;
+}
+
+/* Whether the database has a table (tables other helpers may add or drop). */
+static int has_table(sqlite3 *db, const char *name)
+{
+	sqlite3_stmt *st;
+	int yes;
+
+	if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1",
+			       -1, &st, NULL) != SQLITE_OK)
+		return 0;
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	yes = sqlite3_step(st) == SQLITE_ROW;
+	sqlite3_finalize(st);
+	return yes;
+}
+
+static int load_queues(struct exporter *x)
+{
+	const struct nf_export_options *o = x->opts;
+	int kt = has_table(x->db, "kernel_timelines");
+	sqlite3_stmt *st = NULL;
+	int rc, ret = 0;
+	const char *sql = kt ? "SELECT q.queue, q.adapter, q.name, k.driver, k.timeline, k.context "
+			       "FROM queues q LEFT JOIN kernel_timelines k ON k.queue = q.queue "
+			       "ORDER BY q.queue"
+			     : "SELECT queue, adapter, name, NULL, NULL, NULL FROM queues ORDER BY queue";
+
+	if (sqlite3_prepare_v2(x->db, sql, -1, &st, NULL) != SQLITE_OK)
+		return sql_fail(x, "reading queues");
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t queue = sqlite3_column_int64(st, 0);
+		struct xqueue *q;
+		char nm[2 * NAME_MAX_LEN + 96];
+
+		if (!(q = add_queue(x, queue))) {
+			ret = oom(x);
+			goto out;
+		}
+		q->has_adapter = !col_null(st, 1);
+		q->adapter = sqlite3_column_int64(st, 1);
+		if (!col_null(st, 5))  /* a dma_fence context: driver, timeline, context */
+			snprintf(nm, sizeof(nm), "%.*s %.*s (context %" PRId64 ")", NAME_MAX_LEN,
+				 sqlite3_column_text(st, 3) ? (const char *)sqlite3_column_text(st, 3) : "?",
+				 NAME_MAX_LEN,
+				 sqlite3_column_text(st, 4) ? (const char *)sqlite3_column_text(st, 4) : "?",
+				 (int64_t)sqlite3_column_int64(st, 5));
+		else if (sqlite3_column_text(st, 2))
+			snprintf(nm, sizeof(nm), "%.*s 0x%" PRIx64, NAME_MAX_LEN,
+				 (const char *)sqlite3_column_text(st, 2), (uint64_t)queue);
+		else
+			snprintf(nm, sizeof(nm), "queue 0x%" PRIx64, (uint64_t)queue);
+		free(q->lanes.name);
+		if (!(q->lanes.name = strdup(nm))) {
+			ret = oom(x);
+			goto out;
+		}
+	}
+	if (rc != SQLITE_DONE) {
+		ret = sql_fail(x, "reading queues");
+		goto out;
+	}
+	/* A queue asked for that the timeline does not have is a user error. */
+	for (int i = 0; o->queues && i < o->n_queues; i++)
+		if (!find_queue(x, o->queues[i])) {
+			ret = nf_error_set(x->err, NF_ENOENT, "queue 0x%" PRIx64 ": not in the timeline",
+					   (uint64_t)o->queues[i]);
+			goto out;
+		}
+out:
+	sqlite3_finalize(st);
+	return ret;
+}
+
+/* ---- filters ---- */
+
+static char *in_sql(const char *col, const int64_t *v, int n)
+{
+	size_t cap = strlen(col) + 32 + (size_t)(n > 0 ? n : 0) * 22, len;
+	char *s = malloc(cap);
+
+	if (!s)
+		return NULL;
+	s[0] = '\0';
+	if (n <= 0)
+		return s;
+	len = (size_t)snprintf(s, cap, " AND %s IN (", col);
+	for (int i = 0; i < n; i++)
+		len += (size_t)snprintf(s + len, cap - len, "%s%" PRId64, i ? "," : "", v[i]);
+	snprintf(s + len, cap - len, ")");
+	return s;
+}
+
+/*
+ * The predicate an operation (table alias a) must pass to be written: it has
+ * a time; it overlaps the window; its queue and fence pass the filters.
+ */
+static char *op_pred(struct exporter *x, const char *a)
+{
+	const struct nf_export_options *o = x->opts;
+	char col[32];
+	char *q, *f, *s = NULL;
+
+	snprintf(col, sizeof(col), "%s.queue", a);
+	q = in_sql(col, o->queues, o->queues ? o->n_queues : 0);
+	snprintf(col, sizeof(col), "%s.fence", a);
+	f = in_sql(col, o->fences, o->fences ? o->n_fences : 0);
+	if (q && f)
+		s = sqlite3_mprintf(" AND coalesce(%s.queued_ns, %s.observed_ns, %s.end_ns) IS NOT NULL"
+				    " AND coalesce(%s.queued_ns, %s.observed_ns, %s.end_ns) <= %lld"
+				    " AND coalesce(%s.end_ns, %s.queued_ns, %s.observed_ns) >= %lld%s%s",
+				    a, a, a, a, a, a, (long long)x->t1, a, a, a, (long long)x->t0, q, f);
+	free(q);
+	free(f);
+	return s;
+}
+
+/* The predicate a CPU signal (alias a) must pass: window and fence filter. */
+static char *cpu_signal_pred(struct exporter *x, const char *a)
+{
+	const struct nf_export_options *o = x->opts;
+	char col[32];
+	char *f, *s = NULL;
+
+	snprintf(col, sizeof(col), "%s.fence", a);
+	f = in_sql(col, o->fences, o->fences ? o->n_fences : 0);
+	if (f)
+		s = sqlite3_mprintf(" AND %s.ts_ns IS NOT NULL AND %s.ts_ns >= %lld AND %s.ts_ns <= %lld%s",
+				    a, a, (long long)x->t0, a, (long long)x->t1, f);
+	free(f);
+	return s;
+}
+
+/* ---- the passes ---- */
+
+/* A sorted stream of (key, value) pairs from deps, merged with a scan. */
+struct edge_cursor {
+	sqlite3_stmt *st;
+	int done, started;
+	int64_t key, val;
+};
+
+static int cursor_next(struct exporter *x, struct edge_cursor *c)
+{
+	int rc = sqlite3_step(c->st);
+
+	if (rc == SQLITE_ROW) {
+		int64_t k = sqlite3_column_int64(c->st, 0);
+
+		if (c->started && k < c->key)
+			return nf_error_set(x->err, NF_EFORMAT,
+					    "deps: rows out of order (%" PRId64 " after %" PRId64 ")", k,
+					    c->key);
+		c->started = 1;
+		c->key = k;
+		c->val = col_or(c->st, 1, 0);
+		return 0;
+	}
+	c->done = 1;
+	return rc == SQLITE_DONE ? 0 : sql_fail(x, "reading deps");
+}
+
+static int cursor_open(struct exporter *x, struct edge_cursor *c, char *sql)
+{
+	int ret;
+
+	memset(c, 0, sizeof(*c));
+	if (!sql)
+		return oom(x);
+	ret = sqlite3_prepare_v2(x->db, sql, -1, &c->st, NULL) != SQLITE_OK ? sql_fail(x, "reading deps")
+									    : 0;
+	sqlite3_free(sql);
+	return ret ? ret : cursor_next(x, c);
+}
+
+/* Skips keys below k; returns 1 when the cursor is at k. */
+static int cursor_seek(struct exporter *x, struct edge_cursor *c, int64_t k, int *ret)
+{
+	while (!c->done && c->key < k)
+		if ((*ret = cursor_next(x, c)) < 0)
+			return 0;
+	return !c->done && c->key == k;
+}
+
+/* Collects the values of every pair with key k (the waits a signal released). */
+static int cursor_collect(struct exporter *x, struct edge_cursor *c, int64_t k)
+{
+	int ret = 0;
+
+	x->n_flows = 0;
+	if (!cursor_seek(x, c, k, &ret))
+		return ret;
+	while (!c->done && c->key == k) {
+		if (x->n_flows == x->cap_flows) {
+			size_t ncap = x->cap_flows ? x->cap_flows * 2 : 16;
+			uint64_t *nf = realloc(x->flows, ncap * sizeof(*nf));
+
+			if (!nf)
+				return oom(x);
+			x->flows = nf;
+			x->cap_flows = ncap;
+		}
+		x->flows[x->n_flows++] = (uint64_t)c->val + 1;  /* flow id: wait_id + 1 */
+		if ((ret = cursor_next(x, c)) < 0)
+			return ret;
+	}
+	return 0;
+}
+
+static void arg_int(struct nf_xevent *e, const char *key, int64_t v)
+{
+	e->args[e->n_args++] = (struct nf_xarg){ .key = key, .type = NF_XA_INT, .i = v };
+}
+
+static void arg_hex(struct nf_xevent *e, const char *key, int64_t v)
+{
+	e->args[e->n_args++] = (struct nf_xarg){ .key = key, .type = NF_XA_HEX, .i = v };
+}
+
+static void arg_str(struct nf_xevent *e, const char *key, const char *s)
+{
+	e->args[e->n_args++] = (struct nf_xarg){ .key = key, .type = NF_XA_STR, .s = s };
+}
+
+/* Writes e on its track: slices and instants counted. */
+static int emit(struct exporter *x, struct nf_xevent *e)
+{
+	if (e->instant) {
+		x->st.instants++;
+	} else {
+		x->st.slices++;
+		if (e->stall_ts >= 0) {
+			x->st.slices++;
+			x->st.stalls++;
+		}
+	}
+	x->st.flows += e->n_flows_out;
+	return x->w->event(x->w, e);
+}
+
+/*
+ * The waits that end a flow, as a bitmap over fence_ops ids (one bit per
+ * operation: 1.25 MB for ten million), filled from one unsorted read of deps
+ * (its rows are not in wait order, and sorting them costs more than the
+ * rest of the export). bits stays NULL when the ids are too sparse for it.
+ */
+#define RELEASED_MAX_BITS ((int64_t)1 << 33)
+
+struct released {
+	uint8_t *bits;
+	int64_t lo, n;
+};
+
+static int released_has(const struct released *r, int64_t id)
+{
+	int64_t k = id - r->lo;
+
+	return k >= 0 && k < r->n && (r->bits[k >> 3] >> (k & 7)) & 1;
+}
+
+/* Fills r from sql's first column (wait ids); sql stays the caller's. */
+static int released_build(struct exporter *x, struct released *r, const char *sql)
+{
+	sqlite3_stmt *st = NULL;
+	int rc, ret = 0;
+
+	memset(r, 0, sizeof(*r));
+	if (!sql)
+		return oom(x);
+	if (sqlite3_prepare_v2(x->db, "SELECT min(id), max(id) FROM fence_ops", -1, &st, NULL) !=
+		    SQLITE_OK ||
+	    sqlite3_step(st) != SQLITE_ROW) {
+		ret = sql_fail(x, "reading fence_ops");
+		goto out;
+	}
+	if (col_null(st, 0))
+		goto out;  /* no operations: an empty bitmap would do, the cursor too */
+	r->lo = sqlite3_column_int64(st, 0);
+	if (sqlite3_column_int64(st, 1) - r->lo >= RELEASED_MAX_BITS - 1)
+		goto out;
+	r->n = sqlite3_column_int64(st, 1) - r->lo + 1;
+	sqlite3_finalize(st);
+	st = NULL;
+	if (!(r->bits = calloc((size_t)(r->n + 7) / 8, 1))) {
+		ret = oom(x);
+		goto out;
+	}
+	if (sqlite3_prepare_v2(x->db, sql, -1, &st, NULL) != SQLITE_OK) {
+		ret = sql_fail(x, "reading deps");
+		goto out;
+	}
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t k = sqlite3_column_int64(st, 0) - r->lo;
+
+		if (k >= 0 && k < r->n)
+			r->bits[k >> 3] |= (uint8_t)(1u << (k & 7));
+	}
+	if (rc != SQLITE_DONE)
+		ret = sql_fail(x, "reading deps");
+out:
+	sqlite3_finalize(st);
+	if (ret < 0) {
+		free(r->bits);
+		r->bits = NULL;
+	}
+	return ret;
+}
+
+static int val_null(sqlite3_value *v)
+{
+	return sqlite3_value_type(v) == SQLITE_NULL;
+}
+
+/* What nf_export_op works on, for one pass over fence_ops. */
+struct op_ctx {
+	struct exporter *x;
+	struct released *rel;
+	struct edge_cursor *by_wait, *by_signal;
+	int ret;          /* first error, stops the scan */
+	int64_t last_id;
+};
+
+/*
+ * One fence operation. Values: 0 id, 1 queue, 2 is a wait, 3 fence, 4 value,
+ * 5 start (queued, else observed, else end), 6 observed, 7 end, 8 status,
+ * 9 thread.
+ */
+static int op_row(struct op_ctx *oc, sqlite3_value **v)
+{
+	struct exporter *x = oc->x;
+	int64_t id = sqlite3_value_int64(v[0]);
+	int is_wait = sqlite3_value_int(v[2]);
+	int64_t start = sqlite3_value_int64(v[5]), end = start;
+	const char *status = (const char *)sqlite3_value_text(v[8]);
+	struct nf_xevent e;
+	char name[64];
+	size_t n;
+	int ret = 0;
+
+	if (id <= oc->last_id)
+		return nf_error_set(x->err, NF_EFORMAT, "fence_ops: not read in id order");
+	oc->last_id = id;
+	memset(&e, 0, sizeof(e));
+	e.stall_ts = -1;
+	e.instant = val_null(v[7]);
+	if (!e.instant) {
+		end = sqlite3_value_int64(v[7]);
+		if (end < start) {  /* completed before queued: a causality anomaly, kept as is */
+			int64_t t = end;
+
+			end = start;
+			start = t;
+		}
+		if (is_wait && !val_null(v[6])) {
+			int64_t obs = sqlite3_value_int64(v[6]);
+
+			if (obs < start)
+				obs = start;
+			if (obs < end)
+				e.stall_ts = obs;
+		}
+	}
+	if (!val_null(v[1])) {
+		struct xqueue *q = find_queue(x, sqlite3_value_int64(v[1]));
+
+		if (!q && !(q = add_queue(x, sqlite3_value_int64(v[1]))))
+			return oom(x);
+		ret = queue_track(x, q, start, end, &e.track);
+	} else if (!val_null(v[9])) {
+		ret = thread_track(x, sqlite3_value_int64(v[9]), start, end, &e.track);
+	} else {
+		ret = session_track(x, start, end, &e.track);
+	}
+	if (ret < 0)
+		return ret;
+	/* "wait 0xFENCE": few distinct names, so they intern. */
+	n = is_wait ? 5 : 7;
+	memcpy(name, is_wait ? "wait " : "signal ", n);
+	if (val_null(v[3]))
+		name[n++] = '?';
+	else
+		n += put_hex(name + n, (uint64_t)sqlite3_value_int64(v[3]));
+	name[n] = '\0';
+	e.ts = start;
+	e.end = end;
+	e.name = name;
+	e.cat = is_wait ? "wait" : "signal";
+	arg_int(&e, "id", id);
+	if (!val_null(v[3]))
+		arg_hex(&e, "fence", sqlite3_value_int64(v[3]));
+	if (!val_null(v[4]))
+		arg_int(&e, "value", sqlite3_value_int64(v[4]));
+	arg_str(&e, "status", status ? status : "");
+	if (!val_null(v[9]))
+		arg_int(&e, "thread", sqlite3_value_int64(v[9]));
+	if (is_wait) {
+		if (oc->rel->bits ? released_has(oc->rel, id) : cursor_seek(x, oc->by_wait, id, &ret))
+			e.flow_in = (uint64_t)id + 1;
+		else if (ret < 0)
+			return ret;
+	} else {
+		if ((ret = cursor_collect(x, oc->by_signal, id)) < 0)
+			return ret;
+		e.flows_out = x->flows;
+		e.n_flows_out = x->n_flows;
+	}
+	return emit(x, &e);
+}
+
+/* Called by sqlite for every row of the scan; an error stops it. */
+static void op_sink(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+	struct op_ctx *oc = sqlite3_user_data(ctx);
+
+	(void)argc;
+	if (oc->ret == 0 && (oc->ret = op_row(oc, argv)) < 0) {
+		sqlite3_result_error(ctx, "export stopped", -1);
+		return;
+	}
+	sqlite3_result_null(ctx);
+}
+
+/*
+ * fence_ops, in id order. Each operation goes to its queue's lanes (kernel
+ * waits without a queue: their thread's), with its flows: the waits it
+ * released (deps by signal_id) and the signal that released it (deps by
+ * wait_id), each only when the other end is written too.
+ */
+static int pass_ops(struct exporter *x, int check_ends)
+{
+	struct released rel = { 0 };
+	struct edge_cursor by_wait, by_signal;
+	struct op_ctx oc = { x, &rel, &by_wait, &by_signal, 0, INT64_MIN };
+	sqlite3_stmt *st = NULL;
+	char *sql;
+	int rc, ret;
+
+	memset(&by_wait, 0, sizeof(by_wait));
+	memset(&by_signal, 0, sizeof(by_signal));
+	/* Waits whose releaser is written: joined only when some may not be. */
+	if (check_ends)
+		sql = sqlite3_mprintf(
+			"SELECT d.wait_id, 0 FROM deps d LEFT JOIN fence_ops s ON s.id = d.signal_id "
+			"WHERE (d.signal_id IS NOT NULL AND s.id IS NOT NULL%s) OR (d.signal_id IS NULL "
+			"AND d.cpu_signal IS NOT NULL AND EXISTS (SELECT 1 FROM cpu_signals c "
+			"WHERE c.id = d.cpu_signal%s))",
+			x->op_pred_s, x->cpu_pred_c);
+	else
+		sql = sqlite3_mprintf(
+			"SELECT d.wait_id, 0 FROM deps d WHERE d.signal_id IS NOT NULL OR "
+			"(d.cpu_signal IS NOT NULL AND EXISTS (SELECT 1 FROM cpu_signals c "
+			"WHERE c.id = d.cpu_signal%s))",
+			x->cpu_pred_c);
+	if ((ret = released_build(x, &rel, sql)) < 0)
+		goto out;
+	if (!rel.bits) {
+		/* Ids too sparse for a bitmap: the same rows sorted by wait, merged. */
+		char *sorted = sqlite3_mprintf("SELECT * FROM (%s) ORDER BY 1", sql);
+
+		sqlite3_free(sql);
+		if ((ret = cursor_open(x, &by_wait, sorted)) < 0)
+			goto out;
+	} else {
+		sqlite3_free(sql);
+	}
+	if (check_ends)
+		sql = sqlite3_mprintf("SELECT d.signal_id, d.wait_id FROM deps d JOIN fence_ops w "
+				      "ON w.id = d.wait_id WHERE d.signal_id IS NOT NULL%s "
+				      "ORDER BY d.signal_id, d.wait_id",
+				      x->op_pred_w);
+	else
+		sql = sqlite3_mprintf("SELECT signal_id, wait_id FROM deps WHERE signal_id IS NOT NULL "
+				      "ORDER BY signal_id, wait_id");
+	if ((ret = cursor_open(x, &by_signal, sql)) < 0)
+		goto out;
+	if (sqlite3_create_function(x->db, "nf_export_op", 10, SQLITE_UTF8 | SQLITE_DIRECTONLY, &oc,
+				    op_sink, NULL, NULL) != SQLITE_OK) {
+		ret = sql_fail(x, "reading fence_ops");
+		goto out;
+	}
+	/* Each row goes to nf_export_op inside sqlite's scan (in rowid = id order):
+	 * cheaper than stepping out for every row and reading its columns. */
+	sql = sqlite3_mprintf("SELECT count(nf_export_op(f.id, f.queue, f.op = 'wait', f.fence, f.value, "
+			      "coalesce(f.queued_ns, f.observed_ns, f.end_ns), f.observed_ns, f.end_ns, "
+			      "f.status, f.thread)) FROM fence_ops f WHERE 1%s",
+			      x->op_pred_f);
+	if (!sql) {
+		ret = oom(x);
+		goto out;
+	}
+	rc = sqlite3_prepare_v2(x->db, sql, -1, &st, NULL);
+	sqlite3_free(sql);
+	if (rc != SQLITE_OK) {
+		ret = sql_fail(x, "reading fence_ops");
+		goto out;
+	}
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		;
+	if (oc.ret < 0) {
+		ret = oc.ret;
+		goto out;
+	}
+	ret = rc == SQLITE_DONE ? 0 : sql_fail(x, "reading fence_ops");
+out:
+	sqlite3_finalize(st);
+	/* The function points at this frame: gone with it. */
+	sqlite3_create_function(x->db, "nf_export_op", 10, SQLITE_UTF8, NULL, NULL, NULL, NULL);
+	sqlite3_finalize(by_wait.st);
+	sqlite3_finalize(by_signal.st);
+	free(rel.bits);
+	return ret;
+}
+
+/*
+ * A track for every CPU thread the timeline names, first: those that queued
+ * GPU work (queue_threads, within the queue and fence filters) and, for
+ * kernel captures, those sched_switch saw run (cpu_runs, when no fence filter
+ * is given: runs belong to no fence), so each has its track and name even
+ * when nothing of it is drawn.
+ */
+static int pass_threads(struct exporter *x)
+{
+	const struct nf_export_options *o = x->opts;
+	char *qf = in_sql("queue", o->queues, o->queues ? o->n_queues : 0);
+	char *ff = in_sql("fence", o->fences, o->fences ? o->n_fences : 0);
+	int runs = o->n_fences == 0 && has_table(x->db, "cpu_runs");
+	sqlite3_stmt *st = NULL;
+	char *sql = NULL;
+	int rc, ret = 0;
+
+	if (qf && ff)
+		sql = sqlite3_mprintf("SELECT thread FROM queue_threads WHERE thread IS NOT NULL%s%s%s "
+				      "ORDER BY 1",
+				      qf, ff, runs ? " UNION SELECT thread FROM cpu_runs WHERE thread IS NOT NULL" : "");
+	free(qf);
+	free(ff);
+	if (!sql)
+		return oom(x);
+	rc = sqlite3_prepare_v2(x->db, sql, -1, &st, NULL);
+	sqlite3_free(sql);
+	if (rc != SQLITE_OK)
+		return sql_fail(x, "reading queue_threads");
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct xthread *t;
+
+		if ((ret = thread_ensure(x, sqlite3_column_int64(st, 0), &t)) < 0)
+			break;
+	}
+	if (ret == 0 && rc != SQLITE_DONE)
+		ret = sql_fail(x, "reading queue_threads");
+	sqlite3_finalize(st);
+	return ret;
+}
+
+/* cpu_waits (but the dma_fence waits, written as their fence_ops rows). */
+static int pass_cpu_waits(struct exporter *x)
+{
+	sqlite3_stmt *st = NULL;
+	char *sql, name[96];
+	int rc, ret = 0;
+
+	sql = sqlite3_mprintf("SELECT c.id, c.thread, c.fence, c.value, c.start_ns, c.end_ns, c.status "
+			      "FROM cpu_waits c WHERE c.adapter IS NOT NULL AND c.start_ns IS NOT NULL "
+			      "AND c.start_ns <= %lld AND coalesce(c.end_ns, c.start_ns) >= %lld%s "
+			      "ORDER BY c.start_ns, c.id",
+			      (long long)x->t1, (long long)x->t0, x->cpu_pred);
+	if (!sql)
+		return oom(x);
+	rc = sqlite3_prepare_v2(x->db, sql, -1, &st, NULL);
+	sqlite3_free(sql);
+	if (rc != SQLITE_OK)
+		return sql_fail(x, "reading cpu_waits");
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct nf_xevent e;
+		int64_t start = sqlite3_column_int64(st, 4), end = col_or(st, 5, start);
+		const char *status = (const char *)sqlite3_column_text(st, 6);
+
+		memset(&e, 0, sizeof(e));
+		e.stall_ts = -1;
+		e.instant = col_null(st, 5);
+		if (end < start)
+			end = start;
+		ret = col_null(st, 1) ? session_track(x, start, end, &e.track)
+				      : thread_track(x, sqlite3_column_int64(st, 1), start, end, &e.track);
+		if (ret < 0)
+			break;
+		op_name(name, "cpu wait", st, 2);
+		e.ts = start;
+		e.end = end;
+		e.name = name;
+		e.cat = "cpu_wait";
+		arg_int(&e, "cpu wait id", sqlite3_column_int64(st, 0));
+		if (!col_null(st, 2))
+			arg_hex(&e, "fence", sqlite3_column_int64(st, 2));
+		if (!col_null(st, 3))
+			arg_int(&e, "value", sqlite3_column_int64(st, 3));
+		arg_str(&e, "status", status ? status : "");
+		if ((ret = emit(x, &e)) < 0)
+			break;
+	}
+	if (ret == 0 && rc != SQLITE_DONE)
+		ret = sql_fail(x, "reading cpu_waits");
+	sqlite3_finalize(st);
+	return ret;
+}
+
+/* cpu_signals: instants on their thread, with the flows to the waits they released. */
+static int pass_cpu_signals(struct exporter *x, int check_ends)
+{
+	struct edge_cursor by_cpu;
+	sqlite3_stmt *st = NULL;
+	char *sql, name[96];
+	int rc, ret;
+
+	if (check_ends)
+		sql = sqlite3_mprintf("SELECT d.cpu_signal, d.wait_id FROM deps d JOIN fence_ops w "
+				      "ON w.id = d.wait_id WHERE d.signal_id IS NULL AND "
+				      "d.cpu_signal IS NOT NULL%s ORDER BY d.cpu_signal, d.wait_id",
+				      x->op_pred_w);
+	else
+		sql = sqlite3_mprintf("SELECT cpu_signal, wait_id FROM deps WHERE signal_id IS NULL AND "
+				      "cpu_signal IS NOT NULL ORDER BY cpu_signal, wait_id");
+	if ((ret = cursor_open(x, &by_cpu, sql)) < 0)
+		goto out;
+	sql = sqlite3_mprintf("SELECT c.id, c.thread, c.fence, c.value, c.ts_ns FROM cpu_signals c "
+			      "WHERE 1%s ORDER BY c.id",
+			      x->cpu_pred_c);
+	if (!sql) {
+		ret = oom(x);
+		goto out;
+	}
+	rc = sqlite3_prepare_v2(x->db, sql, -1, &st, NULL);
+	sqlite3_free(sql);
+	if (rc != SQLITE_OK) {
+		ret = sql_fail(x, "reading cpu_signals");
+		goto out;
+	}
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct nf_xevent e;
+		int64_t id = sqlite3_column_int64(st, 0), ts = sqlite3_column_int64(st, 4);
+
+		memset(&e, 0, sizeof(e));
+		e.stall_ts = -1;
+		e.instant = 1;
+		ret = col_null(st, 1) ? session_track(x, ts, ts, &e.track)
+				      : thread_track(x, sqlite3_column_int64(st, 1), ts, ts, &e.track);
+		if (ret < 0)
+			goto out;
+		op_name(name, "cpu signal", st, 2);
+		e.ts = e.end = ts;
+		e.name = name;
+		e.cat = "cpu_signal";
+		arg_int(&e, "cpu signal id", id);
+		if (!col_null(st, 2))
+			arg_hex(&e, "fence", sqlite3_column_int64(st, 2));
+		if (!col_null(st, 3))
+			arg_int(&e, "value", sqlite3_column_int64(st, 3));
+		if ((ret = cursor_collect(x, &by_cpu, id)) < 0)
+			goto out;
+		e.flows_out = x->flows;
+		e.n_flows_out = x->n_flows;
+		if ((ret = emit(x, &e)) < 0)
+			goto out;
+	}
+	ret = rc == SQLITE_DONE ? 0 : sql_fail(x, "reading cpu_signals");
+out:
+	sqlite3_finalize(st);
+	sqlite3_finalize(by_cpu.st);
+	return ret;
+}
+
+static int log_slot(const char *log)
+{
+	if (log && !strcmp(log, "waits"))
+		return 0;
+	if (log && !strcmp(log, "signals"))
+		return 1;
+	return 2;
+}
+
+/* The queue's (or the session's) "anomalies" child track, described on first use. */
+static int anomaly_track(struct exporter *x, struct xqueue *q, const struct nf_xtrack **out)
+{
+	struct nf_xtrack base;
+	int ret;
+
+	if (!q->anom.uuid) {
+		char nm[NAME_MAX_LEN + 128];
+
+		if (q == &x->session) {
+			if ((ret = session_ensure(x)) < 0)
+				return ret;
+		} else if (q->lanes.n == 0 && ((ret = queue_base(x, q, &base)) < 0 ||
+					       (ret = lanes_add(x, &q->lanes, &base)) < 0)) {
+			return ret;
+		}
+		snprintf(nm, sizeof(nm), "%s anomalies", q->lanes.name);
+		q->anom.kind = NF_XT_PLAIN;
+		q->anom.uuid = x->next_uuid++;
+		q->anom.parent = q->lanes.v[0].t.uuid;
+		q->anom.pid = q->lanes.v[0].t.pid;
+		q->anom.tid = x->next_tid++;
+		q->anom.sort = q->lanes.v[0].t.sort;
+		q->anom.name = strdup(nm);
+		if (!q->anom.name)
+			return oom(x);
+		if ((ret = describe(x, &q->anom)) < 0)
+			return ret;
+	}
+	*out = &q->anom;
+	return 0;
+}
+
+static int counter_track(struct exporter *x, struct xqueue *q, int slot, const char *log,
+			 const struct nf_xtrack **out)
+{
+	struct nf_xtrack *t = &q->counter[slot];
+	const struct nf_xtrack *a;
+	int ret;
+
+	if (!t->uuid) {
+		char nm[NAME_MAX_LEN + 160];
+
+		if ((ret = anomaly_track(x, q, &a)) < 0)
+			return ret;
+		snprintf(nm, sizeof(nm), "%s %.*s lost entries", q->lanes.name, 64,
+			 slot == 0 ? "waits" : slot == 1 ? "signals" : log && *log ? log : "events");
+		if (!(q->counter_name[slot] = strdup(nm)))
+			return oom(x);
+		t->kind = NF_XT_COUNTER;
+		t->uuid = x->next_uuid++;
+		t->parent = q->lanes.v[0].t.uuid;
+		t->pid = q->lanes.v[0].t.pid;
+		t->name = q->counter_name[slot];
+		if ((ret = describe(x, t)) < 0)
+			return ret;
+	}
+	*out = t;
+	return 0;
+}
+
+/*
+ * anomalies: an instant per row with a time on its queue's anomalies track,
+ * and for rows with lost entries the running total on the queue and log's
+ * counter (rows in time order per queue and log, so the total only grows).
+ */
+static int pass_anomalies(struct exporter *x)
+{
+	const struct nf_export_options *o = x->opts;
+	sqlite3_stmt *st = NULL;
+	char *qf = in_sql("queue", o->queues, o->queues ? o->n_queues : 0), *sql = NULL;
+	int rc, ret = 0;
+
+	if (!qf)
+		return oom(x);
+	sql = sqlite3_mprintf("SELECT id, kind, queue, log, coalesce(first_ns, last_ns), last_ns, "
+			      "lost_entries, detail FROM anomalies WHERE coalesce(first_ns, last_ns) "
+			      "IS NOT NULL AND coalesce(first_ns, last_ns) <= %lld "
+			      "AND coalesce(last_ns, first_ns) >= %lld%s "
+			      "ORDER BY queue, log, coalesce(first_ns, last_ns), id",
+			      (long long)x->t1, (long long)x->t0, qf);
+	free(qf);
+	if (!sql)
+		return oom(x);
+	rc = sqlite3_prepare_v2(x->db, sql, -1, &st, NULL);
+	sqlite3_free(sql);
+	if (rc != SQLITE_OK)
+		return sql_fail(x, "reading anomalies");
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct xqueue *q = &x->session;
+		const char *kind = (const char *)sqlite3_column_text(st, 1);
+		const char *log = (const char *)sqlite3_column_text(st, 3);
+		const char *detail = (const char *)sqlite3_column_text(st, 7);
+		int64_t ts = sqlite3_column_int64(st, 4), lost = col_or(st, 6, 0);
+		struct nf_xevent e;
+		char name[128];
+
+		if (!col_null(st, 2)) {
+			q = find_queue(x, sqlite3_column_int64(st, 2));
+			if (!q && !(q = add_queue(x, sqlite3_column_int64(st, 2)))) {
+				ret = oom(x);
+				break;
+			}
+		}
+		memset(&e, 0, sizeof(e));
+		e.stall_ts = -1;
+		e.instant = 1;
+		if ((ret = anomaly_track(x, q, &e.track)) < 0)
+			break;
+		if (lost > 0)
+			snprintf(name, sizeof(name), "%.40s: %" PRId64 " lost", kind ? kind : "anomaly", lost);
+		else
+			snprintf(name, sizeof(name), "%.40s", kind ? kind : "anomaly");
+		e.ts = e.end = ts;
+		e.name = name;
+		e.cat = "anomaly";
+		arg_int(&e, "anomaly id", sqlite3_column_int64(st, 0));
+		arg_str(&e, "kind", kind ? kind : "");
+		if (log)
+			arg_str(&e, "log", log);
+		if (!col_null(st, 5))
+			arg_int(&e, "last_ns", sqlite3_column_int64(st, 5));
+		arg_int(&e, "lost entries", lost);
+		arg_str(&e, "detail", detail ? detail : "");
+		if ((ret = emit(x, &e)) < 0)
+			break;
+		if (lost > 0) {
+			int slot = log_slot(log);
+			const struct nf_xtrack *ct = NULL;
+
+			if ((ret = counter_track(x, q, slot, log, &ct)) < 0)
+				break;
+			q->lost_total[slot] += lost;
+			x->st.counters++;
+			if ((ret = x->w->counter(x->w, ct, col_or(st, 5, ts), q->lost_total[slot])) < 0)
+				break;
+		}
+	}
+	if (ret == 0 && rc != SQLITE_DONE)
+		ret = sql_fail(x, "reading anomalies");
+	sqlite3_finalize(st);
+	return ret;
+}
+
+/* Whether any fence_ops row has no time at all (then flow ends are checked by join). */
+static int count_timeless(struct exporter *x, int64_t *n)
+{
+	sqlite3_stmt *st;
+	int ret = 0;
+
+	if (sqlite3_prepare_v2(x->db, "SELECT count(*) FROM fence_ops WHERE queued_ns IS NULL AND "
+				      "observed_ns IS NULL AND end_ns IS NULL",
+			       -1, &st, NULL) != SQLITE_OK)
+		return sql_fail(x, "reading fence_ops");
+	if (sqlite3_step(st) == SQLITE_ROW)
+		*n = sqlite3_column_int64(st, 0);
+	else
+		ret = sql_fail(x, "reading fence_ops");
+	sqlite3_finalize(st);
+	return ret;
+}
+
+static int open_db(const char *path, sqlite3 **db, struct nf_error *err)
+{
+	struct stat sb;
+	sqlite3_stmt *st;
+	int ok;
+
+	if (stat(path, &sb) != 0)
+		return nf_error_set(err, errno == ENOENT ? NF_ENOENT : NF_EIO, "%s: %s", path,
+				    strerror(errno));
+	if (sqlite3_open_v2(path, db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+		nf_error_set(err, NF_ESQL, "%s: cannot open: %s", path,
+			     *db ? sqlite3_errmsg(*db) : "out of memory");
+		goto out_close;
+	}
+	if (sqlite3_prepare_v2(*db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND "
+				    "name IN ('meta','queues','fence_ops','deps','anomalies',"
+				    "'cpu_waits','cpu_signals','adapters')",
+			       -1, &st, NULL) != SQLITE_OK) {
+		nf_error_set(err, NF_EFORMAT, "%s: not a timeline database: %s", path,
+			     sqlite3_errmsg(*db));
+		goto out_close;
+	}
+	ok = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) == 8;
+	sqlite3_finalize(st);
+	if (!ok) {
+		nf_error_set(err, NF_EFORMAT,
+			     "%s: not a timeline database (tables of schemas/timeline.sql missing)", path);
+		goto out_close;
+	}
+	/* One read transaction: every pass sees the same snapshot. */
+	if (sqlite3_exec(*db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
+		nf_error_set(err, NF_ESQL, "%s: %s", path, sqlite3_errmsg(*db));
+		goto out_close;
+	}
+	return 0;
+out_close:
+	sqlite3_close(*db);
+	*db = NULL;
+	return err && err->code ? err->code : NF_EFORMAT;
+}
+
+static void exporter_release(struct exporter *x)
+{
+	for (size_t i = 0; i < x->n_adapters; i++)
+		free(x->adapters[i].name);
+	free(x->adapters);
+	for (size_t i = 0; i < x->n_queues; i++) {
+		lanes_release(&x->queues[i].lanes);
+		free((char *)x->queues[i].anom.name);
+		for (int k = 0; k < 3; k++)
+			free(x->queues[i].counter_name[k]);
+	}
+	free(x->queues);
+	for (size_t i = 0; i < x->n_threads; i++)
+		lanes_release(&x->threads[i].lanes);
+	free(x->threads);
+	lanes_release(&x->session.lanes);
+	free((char *)x->session.anom.name);
+	for (int k = 0; k < 3; k++)
+		free(x->session.counter_name[k]);
+	free(x->flows);
+	sqlite3_finalize(x->thread_name);
+	sqlite3_free(x->op_pred_f);
+	sqlite3_free(x->op_pred_s);
+	sqlite3_free(x->op_pred_w);
+	sqlite3_free(x->cpu_pred_c);
+	sqlite3_free(x->cpu_pred);
+}
+
+int nf_export_parse_format(const char *name, enum nf_export_format *out, struct nf_error *err)
+{
+	if (name && !strcmp(name, "perfetto"))
+		*out = NF_EXPORT_PERFETTO;
+	else if (name && !strcmp(name, "chrome-json"))
+		*out = NF_EXPORT_CHROME_JSON;
+	else
+		return nf_error_set(err, NF_EINVAL, "unknown format '%s' (perfetto or chrome-json)",
+				    name ? name : "");
+	return 0;
+}
+
+/* Runs the passes into the writer. */
+static int export_all(struct exporter *x)
+{
+	int64_t timeless = 0;
+	int check_ends, ret;
+
+	if ((ret = load_adapters(x)) < 0 || (ret = load_queues(x)) < 0)
+		return ret;
+	if (has_table(x->db, "kernel_threads") &&
+	    sqlite3_prepare_v2(x->db, "SELECT comm FROM kernel_threads WHERE thread = ?1", -1,
+			       &x->thread_name, NULL) != SQLITE_OK)
+		return sql_fail(x, "reading kernel_threads");
+	x->op_pred_f = op_pred(x, "f");
+	x->op_pred_s = op_pred(x, "s");
+	x->op_pred_w = op_pred(x, "w");
+	x->cpu_pred_c = cpu_signal_pred(x, "c");
+	{
+		const struct nf_export_options *o = x->opts;
+		char *f = in_sql("c.fence", o->fences, o->fences ? o->n_fences : 0);
+
+		x->cpu_pred = f ? sqlite3_mprintf("%s", f) : NULL;
+		free(f);
+	}
+	if (!x->op_pred_f || !x->op_pred_s || !x->op_pred_w || !x->cpu_pred_c || !x->cpu_pred)
+		return oom(x);
+	if (!x->filtered && (ret = count_timeless(x, &timeless)) < 0)
+		return ret;
+	x->st.skipped = (uint64_t)timeless;
+	check_ends = x->filtered || timeless > 0;
+	if ((ret = x->w->begin(x->w)) < 0 || (ret = pass_threads(x)) < 0 ||
+	    (ret = pass_ops(x, check_ends)) < 0 ||
+	    (ret = pass_cpu_waits(x)) < 0 || (ret = pass_cpu_signals(x, check_ends)) < 0 ||
+	    (ret = pass_anomalies(x)) < 0)
+		return ret;
+	if (x->filtered && x->st.slices + x->st.instants + x->st.counters == 0)
+		return nf_error_set(x->err, NF_ENOENT,
+				    "nothing to export: no operation, CPU wait, CPU signal or anomaly "
+				    "matches the window and filters");
+	return x->w->end(x->w);
+}
+
+int nf_export(const char *db_path, const struct nf_export_options *opts,
+	      struct nf_export_stats *stats, struct nf_error *err)
+{
+	struct exporter x;
+	struct nf_xout out;
+	struct stat sb;
+	char *tmp = NULL;
+	int fd, ret;
+
+	if (!db_path || !opts || !opts->output || !*opts->output)
+		return nf_error_set(err, NF_EINVAL, "export: no database or no output file");
+	if (opts->n_queues < 0 || (opts->n_queues > 0 && !opts->queues) || opts->n_fences < 0 ||
+	    (opts->n_fences > 0 && !opts->fences))
+		return nf_error_set(err, NF_EINVAL, "export: bad queue or fence filter");
+	if (opts->from_ns < -1 || opts->to_ns < -1)
+		return nf_error_set(err, NF_EINVAL, "time window: negative time");
+	if (opts->from_ns >= 0 && opts->to_ns >= 0 && opts->to_ns <= opts->from_ns)
+		return nf_error_set(err, NF_EINVAL, "time window: end (%" PRId64
+				    " ns) is not after start (%" PRId64 " ns)", opts->to_ns, opts->from_ns);
+	memset(&x, 0, sizeof(x));
+	memset(&out, 0, sizeof(out));
+	x.opts = opts;
+	x.err = err;
+	x.next_uuid = 1;
+	x.next_tid = TID_SYNTH0;
+	x.t0 = opts->from_ns >= 0 ? opts->from_ns : INT64_MIN;
+	x.t1 = opts->to_ns >= 0 ? opts->to_ns : INT64_MAX;
+	x.filtered = opts->from_ns >= 0 || opts->to_ns >= 0 || opts->n_queues > 0 || opts->n_fences > 0;
+	if ((ret = open_db(db_path, &x.db, err)) < 0)
+		return ret;
+	tmp = malloc(strlen(opts->output) + 16);
+	out.buf = malloc(XOUT_BUFFER);
+	out.cap = XOUT_BUFFER;
+	if (!tmp || !out.buf) {
+		ret = oom(&x);
+		goto out_release;
+	}
+	/* A device or a pipe (/dev/null, /dev/stdout, a FIFO) is written as it is:
+	 * renaming a file over it would replace the device node. */
+	if (stat(opts->output, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+		if (S_ISDIR(sb.st_mode)) {
+			ret = nf_error_set(err, NF_EINVAL, "%s: is a directory", opts->output);
+			goto out_release;
+		}
+		free(tmp);
+		tmp = NULL;
+		if (!(out.f = fopen(opts->output, "wb"))) {
+			ret = nf_error_set(err, NF_EIO, "%s: cannot open: %s", opts->output,
+					   strerror(errno));
+			goto out_release;
+		}
+		goto write;
+	}
+	/* Written next to the final name, renamed over it when complete. */
+	sprintf(tmp, "%s.tmp-XXXXXX", opts->output);
+	if ((fd = mkstemp(tmp)) < 0) {
+		ret = nf_error_set(err, errno == ENOENT ? NF_ENOENT : NF_EIO, "%s: cannot create: %s",
+				   opts->output, strerror(errno));
+		free(tmp);
+		tmp = NULL;
+		goto out_release;
+	}
+	(void)fchmod(fd, 0644);  /* mkstemp makes it 0600 */
+	if (!(out.f = fdopen(fd, "wb"))) {
+		ret = nf_error_set(err, NF_EIO, "%s: %s", tmp, strerror(errno));
+		close(fd);
+		goto out_unlink;
+	}
+write:
+	x.w = opts->format == NF_EXPORT_CHROME_JSON ? nf_export_chrome_create(&out)
+						     : nf_export_perfetto_create(&out);
+	if (!x.w) {
+		ret = oom(&x);
+		goto out_close;
+	}
+	ret = export_all(&x);
+	if (ret == NF_EIO || out.failed || (ret == 0 && nf_xout_flush(&out) < 0)) {
+		nf_error_clear(err);
+		ret = nf_error_set(err, NF_EIO, "%s: write failed after %" PRIu64 " bytes: %s",
+				   opts->output, out.written, strerror(out.err_no ? out.err_no : EIO));
+	}
+out_close:
+	if (x.w)
+		x.w->destroy(x.w);
+	if (fclose(out.f) != 0 && ret == 0)
+		ret = nf_error_set(err, NF_EIO, "%s: write failed: %s", opts->output, strerror(errno));
+	if (ret == 0 && tmp && rename(tmp, opts->output) != 0)
+		ret = nf_error_set(err, NF_EIO, "%s: cannot rename into place: %s", opts->output,
+				   strerror(errno));
+out_unlink:
+	if (ret < 0 && tmp)
+		unlink(tmp);
+out_release:
+	x.st.bytes = out.written;
+	if (stats)
+		*stats = x.st;
+	free(tmp);
+	free(out.buf);
+	exporter_release(&x);
+	sqlite3_close(x.db);
+	return ret;
+}

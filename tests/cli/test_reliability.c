@@ -1,0 +1,505 @@
+/*
+ * Reliability holes found by trying to break nftrace (issue 18), one test (or
+ * more) per item; docs/RELIABILITY.md lists them with what is guaranteed now.
+ * Each test failed before its fix.
+ */
+#include "nf_test.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+static char tmp[512], good[600], cmd[16384], out[1 << 16], err[1 << 14];
+
+static int run(const char *c)
+{
+	return nf_test_run(c, out, sizeof(out), err, sizeof(err));
+}
+
+static void run_ok(const char *c)
+{
+	int st = run(c);
+	ck_assert_msg(st == 0, "%s failed (%d): %.1500s", c, st, err);
+}
+
+static void record(const char *dir, const char *sample, const char *extra)
+{
+	char src[1024];
+
+	nf_test_source_path(src, sizeof(src), sample);
+	snprintf(cmd, sizeof(cmd), "'%s' record %s -o '%s' '%s' >/dev/null", nf_test_nftrace(), extra,
+		 dir, src);
+	run_ok(cmd);
+}
+
+static void setup(void)
+{
+	nf_test_tmpdir(tmp, sizeof(tmp));
+	snprintf(good, sizeof(good), "%s/s", tmp);
+	record(good, "samples/log-buffer-example.nfs", "--ground-truth");
+}
+
+static void teardown(void)
+{
+	nf_test_rmtree(tmp);
+}
+
+static bool exists(const char *dir, const char *name)
+{
+	char p[1200];
+	struct stat st;
+
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	return lstat(p, &st) == 0;
+}
+
+/* One line naming the directory, exit 1 or 2, nothing on stdout. */
+static void refused_one_line(int st, const char *what, const char *name)
+{
+	ck_assert_msg(st == 1 || st == 2, "%s: exit %d: %s", what, st, err);
+	ck_assert_msg(nf_test_count_lines(err) == 1, "%s: not one line: %s", what, err);
+	ck_assert_msg(strstr(err, name) != NULL, "%s: does not name %s: %s", what, name, err);
+}
+
+/* ------------------------------------------------------------------ */
+/* 1. record --force replaces only nftrace's own session                */
+
+static int record_force(const char *dir)
+{
+	char src[1024];
+
+	nf_test_source_path(src, sizeof(src), "samples/log-buffer-example.nfs");
+	snprintf(cmd, sizeof(cmd), "'%s' record --force -o '%s' '%s'", nf_test_nftrace(), dir, src);
+	return run(cmd);
+}
+
+START_TEST(force_keeps_a_folder_with_notes_and_metadata)
+{
+	char d[700];
+
+	snprintf(d, sizeof(d), "%s/notes", tmp);
+	snprintf(cmd, sizeof(cmd), "mkdir '%s' && echo mine > '%s/notes.txt' && echo meta > '%s/metadata'",
+		 d, d, d);
+	run_ok(cmd);
+	refused_one_line(record_force(d), "notes + metadata", d);
+	ck_assert(exists(d, "notes.txt") && exists(d, "metadata"));
+}
+END_TEST
+
+START_TEST(force_keeps_an_lttng_trace)
+{
+	char d[700];
+
+	/* An LTTng-like CTF trace: metadata of another tool, per-CPU streams. */
+	snprintf(d, sizeof(d), "%s/lttng", tmp);
+	snprintf(cmd, sizeof(cmd),
+		 "mkdir '%s' && printf '/* CTF 1.8 */\\ntrace { major = 1; minor = 8; };\\n"
+		 "env { domain = \"kernel\"; tracer_name = \"lttng-modules\"; };\\n' > '%s/metadata' && "
+		 "head -c 4096 /dev/urandom > '%s/channel0_0' && head -c 4096 /dev/urandom > '%s/channel0_1'",
+		 d, d, d, d);
+	run_ok(cmd);
+	refused_one_line(record_force(d), "lttng", d);
+	ck_assert(exists(d, "metadata") && exists(d, "channel0_0") && exists(d, "channel0_1"));
+}
+END_TEST
+
+START_TEST(force_with_a_subfolder_removes_nothing)
+{
+	char sub[700];
+
+	/* Our own session, plus a subfolder: refused before any file goes. */
+	snprintf(sub, sizeof(sub), "%s/sub", good);
+	ck_assert_int_eq(mkdir(sub, 0755), 0);
+	refused_one_line(record_force(good), "subfolder", "sub");
+	ck_assert(exists(good, "metadata") && exists(good, "events") && exists(good, "truth"));
+}
+END_TEST
+
+START_TEST(force_with_a_foreign_file_in_our_session_removes_nothing)
+{
+	snprintf(cmd, sizeof(cmd), "echo mine > '%s/notes.txt'", good);
+	run_ok(cmd);
+	refused_one_line(record_force(good), "foreign file", "notes.txt");
+	ck_assert(exists(good, "notes.txt") && exists(good, "metadata") && exists(good, "events"));
+}
+END_TEST
+
+START_TEST(force_replaces_our_own_session_and_its_timeline)
+{
+	snprintf(cmd, sizeof(cmd), "'%s' query '%s' 'select 1' >/dev/null", nf_test_nftrace(), good);
+	run_ok(cmd);
+	ck_assert(exists(good, ".timeline.db") && exists(good, "truth"));
+	ck_assert_int_eq(record_force(good), 0);
+	/* Replaced: recorded without --ground-truth, so no truth any more. */
+	ck_assert(exists(good, "metadata") && exists(good, "events") && !exists(good, "truth"));
+	ck_assert(!exists(good, ".timeline.db"));
+}
+END_TEST
+
+START_TEST(force_refuses_metadata_that_is_a_link_to_ours)
+{
+	char d[700];
+
+	snprintf(d, sizeof(d), "%s/linked", tmp);
+	snprintf(cmd, sizeof(cmd), "mkdir '%s' && ln -s '%s/metadata' '%s/metadata'", d, good, d);
+	run_ok(cmd);
+	refused_one_line(record_force(d), "metadata link", d);
+	ck_assert(exists(d, "metadata") && exists(good, "metadata"));
+}
+END_TEST
+
+
+/* ------------------------------------------------------------------ */
+/* 2, 4: record -- PROGRAM                                               */
+
+static const char *prog(void)
+{
+	static char p[1024];
+	const char *bin = getenv("NF_BINARY_DIR");
+
+	snprintf(p, sizeof(p), "%s/nf_hostile_prog", bin ? bin : ".");
+	return p;
+}
+
+/* The runtime's close error (file size limit) is the command's error: the
+ * program exits 0, but its session lost every packet. */
+START_TEST(program_under_a_file_size_limit_fails)
+{
+	char d[700];
+
+	snprintf(d, sizeof(d), "%s/fsize", tmp);
+	/* bash: ulimit -f counts KiB. 64 KiB holds the metadata, not the events. */
+	snprintf(cmd, sizeof(cmd), "ulimit -f 64 && exec '%s' record -o '%s' -- '%s' ops 3000",
+		 nf_test_nftrace(), d, prog());
+	char full[17000];
+	snprintf(full, sizeof(full), "bash -c \"%s\"", cmd);
+	int st = run(full);
+	refused_one_line(st, "ulimit -f 64", "events");
+	ck_assert_msg(strstr(err, "write failed") != NULL, "%s", err);
+	ck_assert_msg(!strstr(out, "recorded"), "reported success: %s", out);
+	/* Without the limit, the same program records. */
+	snprintf(cmd, sizeof(cmd), "'%s' record --force -o '%s' -- '%s' ops 3000 && '%s' check '%s'",
+		 nf_test_nftrace(), d, prog(), nf_test_nftrace(), d);
+	run_ok(cmd);
+}
+END_TEST
+
+static const char async_pending_scenario[] =
+	"session seed 1\n"
+	"adapter GPU caps native gpu_frequency 19.2MHz\n"
+	"queue Q adapter GPU node 0 engine 0\n"
+	"fence F adapter GPU initial 0\n"
+	"cpu_wait_async W F 5\n"
+	"cpu_wait_async W2 F 1\n"
+	"signal Q F 1\n"
+	"advance 1ms\n";
+
+/* A cpu_wait_async still pending when the runtime is destroyed: its waiter
+ * was freed through the fence, then read through the event (ASan, memcheck). */
+START_TEST(pending_async_wait_at_the_end)
+{
+	static const char *const modes[] = { "", "--mode threaded" };
+	char sc[700], d[700];
+	FILE *f;
+
+	snprintf(sc, sizeof(sc), "%s/async.nfs", tmp);
+	f = fopen(sc, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(async_pending_scenario, f);
+	fclose(f);
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		snprintf(d, sizeof(d), "%s/async%zu", tmp, i);
+		snprintf(cmd, sizeof(cmd), "'%s' record %s -o '%s' '%s' && '%s' check '%s'",
+			 nf_test_nftrace(), modes[i], d, sc, nf_test_nftrace(), d);
+		run_ok(cmd);
+	}
+	snprintf(d, sizeof(d), "%s/async-prog", tmp);
+	snprintf(cmd, sizeof(cmd), "'%s' record -o '%s' -- '%s' async-pending && '%s' check '%s'",
+		 nf_test_nftrace(), d, prog(), nf_test_nftrace(), d);
+	run_ok(cmd);
+}
+END_TEST
+
+
+/* ------------------------------------------------------------------ */
+/* 6. the timeline cache is keyed on what the session is                 */
+
+static void query_count(const char *dir, char *res, size_t len)
+{
+	snprintf(cmd, sizeof(cmd), "'%s' query --csv '%s' 'select count(*) from fence_ops'",
+		 nf_test_nftrace(), dir);
+	run_ok(cmd);
+	snprintf(res, len, "%.60s", out);
+}
+
+START_TEST(cache_follows_files_replaced_by_older_copies)
+{
+	char other[700], a[64], b[64], c[64];
+
+	snprintf(other, sizeof(other), "%s/other", tmp);
+	record(other, "samples/overrun.nfs", "--ground-truth");
+	query_count(good, a, sizeof(a));
+	query_count(other, b, sizeof(b));
+	ck_assert_str_ne(a, b);
+	/* Older copies of another session's files over this one's, timestamps
+	 * kept (cp -p, rsync -a, tar x): its timeline is now newer than them. */
+	snprintf(cmd, sizeof(cmd), "touch -d '2001-01-01' '%s'/metadata '%s'/events '%s'/truth && "
+		 "cp -p '%s'/metadata '%s'/events '%s'/truth '%s'/",
+		 other, other, other, other, other, other, good);
+	run_ok(cmd);
+	query_count(good, c, sizeof(c));
+	ck_assert_str_eq(c, b);
+	/* And back, by the same means. */
+	record(other, "samples/log-buffer-example.nfs", "--ground-truth --force");
+	snprintf(cmd, sizeof(cmd), "touch -d '2001-01-01' '%s'/metadata '%s'/events '%s'/truth && "
+		 "cp -p '%s'/metadata '%s'/events '%s'/truth '%s'/",
+		 other, other, other, other, other, other, good);
+	run_ok(cmd);
+	query_count(good, c, sizeof(c));
+	ck_assert_str_eq(c, a);
+}
+END_TEST
+
+START_TEST(cache_refuses_a_session_being_recorded)
+{
+	char d[700];
+
+	snprintf(d, sizeof(d), "%s/live", tmp);
+	/* The program records into d and sleeps, its recorder holding the
+	 * session, until SIGTERM ends it cleanly. */
+	snprintf(cmd, sizeof(cmd),
+		 "cd '%s' && NFTRACE_RECORD_DIR='%s' '%s' sleep > ready.txt & pid=$!; "
+		 "cd '%s'; i=0; while ! grep -q ready ready.txt 2>/dev/null && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; "
+		 "'%s' query --csv '%s' 'select count(*) from fence_ops'; echo \"query=$?\"; "
+		 "kill -TERM $pid; wait $pid; echo \"prog=$?\"",
+		 tmp, d, prog(), tmp, nf_test_nftrace(), d);
+	int st = run(cmd);
+	ck_assert_msg(st == 0, "exit %d: %s", st, err);
+	ck_assert_msg(strstr(out, "query=1") && strstr(out, "prog=0"), "%s / %s", out, err);
+	ck_assert_msg(nf_test_count_lines(err) == 1 && strstr(err, "being recorded") && strstr(err, d),
+		      "%s", err);
+	/* Once the recording has ended, the whole session. */
+	char c[64];
+	query_count(d, c, sizeof(c));
+	ck_assert_str_eq(c, "count(*)\n2\n");
+}
+END_TEST
+
+START_TEST(cache_removes_temporaries_of_interrupted_builds)
+{
+	char c[64];
+
+	snprintf(cmd, sizeof(cmd), "head -c 100000 /dev/zero > '%s/..timeline.db.tmp.AbC123'", good);
+	run_ok(cmd);
+	query_count(good, c, sizeof(c));
+	ck_assert(!exists(good, "..timeline.db.tmp.AbC123"));
+}
+END_TEST
+
+
+/* ------------------------------------------------------------------ */
+/* 8. check: incomplete and mixed sessions                                */
+
+START_TEST(check_calls_a_session_cut_at_a_packet_boundary_incomplete)
+{
+	char d[700];
+
+	/* 20000 operations: several 256 KiB packets; keep the first. */
+	snprintf(d, sizeof(d), "%s/cut", tmp);
+	snprintf(cmd, sizeof(cmd), "'%s' record -o '%s' -- '%s' ops 20000 >/dev/null && "
+		 "test $(stat -c %%s '%s/events') -gt 524288 && truncate -s 262144 '%s/events'",
+		 nf_test_nftrace(), d, prog(), d, d);
+	run_ok(cmd);
+	snprintf(cmd, sizeof(cmd), "'%s' check '%s'", nf_test_nftrace(), d);
+	ck_assert_int_eq(run(cmd), 1);
+	ck_assert_msg(strstr(out, "verdict: incomplete (events has 262144 of the "), "%s", out);
+	snprintf(cmd, sizeof(cmd), "'%s' check --json '%s'", nf_test_nftrace(), d);
+	ck_assert_int_eq(run(cmd), 1);
+	ck_assert_msg(strstr(out, "\"verdict\": \"incomplete\"") && strstr(out, "\"incomplete\": \"events has"),
+		      "%s", out);
+}
+END_TEST
+
+START_TEST(check_calls_a_killed_recording_incomplete)
+{
+	char d[700];
+
+	snprintf(d, sizeof(d), "%s/killed", tmp);
+	snprintf(cmd, sizeof(cmd),
+		 "cd '%s' && NFTRACE_RECORD_DIR='%s' '%s' sleep 20000 > ready.txt & pid=$!; "
+		 "cd '%s'; i=0; while ! grep -q ready ready.txt 2>/dev/null && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; "
+		 "kill -KILL $pid; wait $pid; '%s' check '%s'; echo \"check=$?\"",
+		 tmp, d, prog(), tmp, nf_test_nftrace(), d);
+	run(cmd);
+	ck_assert_msg(strstr(out, "verdict: incomplete (no end of recording") && strstr(out, "check=1"),
+		      "%s / %s", out, err);
+	/* The whole recording is not. */
+	snprintf(cmd, sizeof(cmd), "'%s' check '%s'", nf_test_nftrace(), good);
+	ck_assert_int_eq(run(cmd), 0);
+	ck_assert_msg(strstr(out, "verdict: whole"), "%s", out);
+}
+END_TEST
+
+START_TEST(check_refuses_metadata_and_events_of_two_recordings)
+{
+	static const char *const cmds[] = { "check", "info", "query" };
+	char other[700];
+
+	snprintf(other, sizeof(other), "%s/other", tmp);
+	record(other, "samples/log-buffer-example.nfs", "--ground-truth --seed 9");
+	snprintf(cmd, sizeof(cmd), "cp '%s/events' '%s/events'", other, good);
+	run_ok(cmd);
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		snprintf(cmd, sizeof(cmd), "'%s' %s '%s' %s", nf_test_nftrace(), cmds[i], good,
+			 i == 2 ? "'select 1'" : "");
+		refused_one_line(run(cmd), cmds[i], "another recording");
+	}
+}
+END_TEST
+
+
+/* ------------------------------------------------------------------ */
+/* 7. out-of-range timestamps                                            */
+
+/* A GPU clock near 2^63 (every log timestamp and calibration beyond 2^62):
+ * findings, NULL times, no signed overflow (UBSan in the sanitizer run). */
+START_TEST(gpu_clock_near_2_63_gives_findings_and_null_times)
+{
+	char sc[700], d[700];
+
+	snprintf(sc, sizeof(sc), "%s/big.nfs", tmp);
+	snprintf(d, sizeof(d), "%s/big", tmp);
+	char src[1024];
+	nf_test_source_path(src, sizeof(src), "samples/log-buffer-example.nfs");
+	snprintf(cmd, sizeof(cmd), "sed 's/gpu_offset 1000000/gpu_offset 9223372036854775000/' '%s' > '%s' && "
+		 "grep -q 'gpu_offset 9223372036854775000' '%s' && '%s' record -o '%s' '%s' >/dev/null",
+		 src, sc, sc, nf_test_nftrace(), d, sc);
+	run_ok(cmd);
+	snprintf(cmd, sizeof(cmd), "'%s' check '%s'", nf_test_nftrace(), d);
+	ck_assert_int_eq(run(cmd), 1);
+	ck_assert_msg(strstr(out, "out_of_range: entry 0: end GPU timestamp 922337203685478") &&
+		      !strstr(out, "verdict: whole"), "%s", out);
+	ck_assert_msg(!strstr(err, "runtime error"), "%s", err);
+	snprintf(cmd, sizeof(cmd), "'%s' query --csv '%s' \"select count(*), count(end_ns), count(observed_ns) "
+		 "from fence_ops; select count(*) from anomalies where kind = 'out_of_range' and detail like "
+		 "'%%calibration pair%%'\"", nf_test_nftrace(), d);
+	run_ok(cmd);
+	ck_assert_msg(strstr(out, "2,0,0\n") && !strstr(out, "\n0\n"), "%s", out);
+	ck_assert_msg(err[0] == '\0', "%s", err);
+}
+END_TEST
+
+
+/* ------------------------------------------------------------------ */
+/* 5. huge advance / at / latencies                                       */
+
+/* One advance of almost an hour of session time with a read every
+ * nanosecond: SIGINT and SIGTERM stop it (exit 130, the session closed). */
+START_TEST(huge_advance_stops_on_sigint_and_sigterm)
+{
+	static const char *const sigs[] = { "INT", "TERM" };
+	char sc[700], d[700];
+
+	snprintf(sc, sizeof(sc), "%s/spin.nfs", tmp);
+	snprintf(cmd, sizeof(cmd), "printf 'os log_read_interval 1ns\\nadvance 3599s\\n' > '%s'", sc);
+	run_ok(cmd);
+	for (size_t i = 0; i < 2; i++) {
+		snprintf(d, sizeof(d), "%s/spin%zu", tmp, i);
+		snprintf(cmd, sizeof(cmd),
+			 "timeout -s KILL 60 '%s' record -o '%s' '%s' & p=$!; sleep 1; kill -%s $p; wait $p; echo \"exit=$?\"",
+			 nf_test_nftrace(), d, sc, sigs[i]);
+		run(cmd);
+		ck_assert_msg(strstr(out, "exit=130"), "SIG%s: %s / %s", sigs[i], out, err);
+		ck_assert_msg(strstr(err, "closed cleanly"), "SIG%s: %s", sigs[i], err);
+	}
+}
+END_TEST
+
+/* Beyond an hour of session time, and latencies beyond a second: refused
+ * with one line (they ran for ever, filling the disk). */
+START_TEST(huge_times_are_refused)
+{
+	static const struct { const char *text, *what; } cases[] = {
+		{ "advance 18446744073709551615\\n", "past 1 hour" },
+		{ "at 18446744073709551615\\n", "past 1 hour" },
+		{ "advance 1800s\\nadvance 1801s\\n", "past 1 hour" },
+		{ "adapter G caps native irq_latency 18446744073709551615\\n", "irq_latency must be at most 1s" },
+		{ "adapter G caps native submit_latency 2s\\n", "submit_latency must be at most 1s" },
+	};
+	char sc[700], d[700];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		snprintf(sc, sizeof(sc), "%s/t%zu.nfs", tmp, i);
+		snprintf(d, sizeof(d), "%s/t%zu", tmp, i);
+		snprintf(cmd, sizeof(cmd), "printf '%s' > '%s' && exec timeout -s KILL 60 '%s' record -o '%s' '%s'",
+			 cases[i].text, sc, nf_test_nftrace(), d, sc);
+		int st = run(cmd);
+		refused_one_line(st, cases[i].text, cases[i].what);
+	}
+}
+END_TEST
+
+/* A threaded runtime asked to advance 2^64-1 ns waits (it returned at once:
+ * the end time wrapped around). */
+START_TEST(threaded_advance_of_2_64_waits)
+{
+	char d[700];
+
+	snprintf(d, sizeof(d), "%s/adv", tmp);
+	snprintf(cmd, sizeof(cmd),
+		 "NFTRACE_RECORD_DIR='%s' NFTRACE_MODE=threaded timeout 2 '%s' advance-max; echo \"exit=$?\"; "
+		 "grep -c 'mode = \"threaded\"' '%s/metadata'", d, prog(), d);
+	run(cmd);
+	ck_assert_msg(strstr(out, "exit=124\n1\n"), "%s / %s", out, err);
+}
+END_TEST
+
+static Suite *reliability_suite(void)
+{
+	Suite *s = suite_create("reliability");
+	TCase *tc = tcase_create("force");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 300);
+	suite_add_tcase(s, tc);
+	tcase_add_test(tc, force_keeps_a_folder_with_notes_and_metadata);
+	tcase_add_test(tc, force_keeps_an_lttng_trace);
+	tcase_add_test(tc, force_with_a_subfolder_removes_nothing);
+	tcase_add_test(tc, force_with_a_foreign_file_in_our_session_removes_nothing);
+	tcase_add_test(tc, force_replaces_our_own_session_and_its_timeline);
+	tcase_add_test(tc, force_refuses_metadata_that_is_a_link_to_ours);
+	tc = tcase_create("program");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 300);
+	suite_add_tcase(s, tc);
+	tcase_add_test(tc, program_under_a_file_size_limit_fails);
+	tcase_add_test(tc, pending_async_wait_at_the_end);
+	tc = tcase_create("cache");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 300);
+	suite_add_tcase(s, tc);
+	tcase_add_test(tc, cache_follows_files_replaced_by_older_copies);
+	tcase_add_test(tc, cache_refuses_a_session_being_recorded);
+	tcase_add_test(tc, cache_removes_temporaries_of_interrupted_builds);
+	tc = tcase_create("check");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 300);
+	suite_add_tcase(s, tc);
+	tcase_add_test(tc, check_calls_a_session_cut_at_a_packet_boundary_incomplete);
+	tcase_add_test(tc, check_calls_a_killed_recording_incomplete);
+	tcase_add_test(tc, check_refuses_metadata_and_events_of_two_recordings);
+	tcase_add_test(tc, gpu_clock_near_2_63_gives_findings_and_null_times);
+	tc = tcase_create("time");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 300);
+	suite_add_tcase(s, tc);
+	tcase_add_test(tc, huge_advance_stops_on_sigint_and_sigterm);
+	tcase_add_test(tc, huge_times_are_refused);
+	tcase_add_test(tc, threaded_advance_of_2_64_waits);
+	return s;
+}
+
+int main(void)
+{
+	return nf_test_main(reliability_suite());
+}

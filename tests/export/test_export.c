@@ -1,0 +1,998 @@
+/*
+ * nftrace export: both formats against the timeline they came from, on every
+ * bundled sample (recorded here) and on an imported kernel capture (a
+ * trace-cmd file written by tests/kernel's fixture writer).
+ *
+ * - chrome-json: the file is parsed by a strict JSON parser written here; the
+ *   counts of slices, instants, stalls, flows and counters must equal the
+ *   timeline's rows, every flow is one "s" and one "f" with its own id, the
+ *   "s" inside the releasing signal's slice and the "f" inside the wait's
+ *   (or its stall), not before the "s"; slices on one tid nest.
+ * - perfetto (argument "perfetto", its own ctest; skipped with a message when
+ *   protoc is missing): `protoc --decode` against tests/export's subset of
+ *   Perfetto's public format; the same counts, each flow id once as a start
+ *   and once as an end, slices of one track nest.
+ * - bad input: one line and exit 1 or 2, no file left behind.
+ * The expected counts are computed here from the tables with SQL of this
+ * test's own, as export.h states the mapping.
+ */
+/* Paths here are a temporary directory and short names: gcc cannot see
+ * that they fit, and a truncated one would only fail the test. */
+#pragma GCC diagnostic ignored "-Wformat-truncation"
+
+#include "nf_test.h"
+
+#include "nftrace/export.h"
+
+#include <ctype.h>
+#include <inttypes.h>
+#include <sqlite3.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+static const char *const samples[] = {
+	"log-buffer-example", "overrun", "cross-adapter-scenario-1", "cross-adapter-scenario-2a",
+	"cross-adapter-scenario-2b", "lda-zero-timestamps", "repeated-timestamps",
+	"process-a-b-sharing", "monitored-value-41", "optimized-interrupt", "clock-drift",
+	"log-recreated", "wraparound-32bit",
+};
+#define N_SAMPLES (sizeof(samples) / sizeof(samples[0]))
+
+/* ---- expected counts from the timeline ---- */
+
+struct counts {
+	long slices, stalls, instants, flows, counters;
+};
+
+static long q1(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt *st;
+	long v;
+
+	ck_assert_msg(sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK, "%s: %s", sql,
+		      sqlite3_errmsg(db));
+	ck_assert(sqlite3_step(st) == SQLITE_ROW);
+	v = (long)sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+#define S_OF(a) "coalesce(" a ".queued_ns, " a ".observed_ns, " a ".end_ns)"
+
+static sqlite3 *open_db(const char *session)
+{
+	char path[4200];
+	sqlite3 *db;
+
+	snprintf(path, sizeof(path), "%s/.timeline.db", session);
+	ck_assert_msg(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK, "%s", path);
+	return db;
+}
+
+static struct counts expected(const char *session)
+{
+	sqlite3 *db = open_db(session);
+	struct counts c;
+
+	c.stalls = q1(db, "SELECT count(*) FROM fence_ops f WHERE op = 'wait' AND end_ns IS NOT NULL "
+			  "AND observed_ns IS NOT NULL AND max(observed_ns, min(" S_OF("f") ", end_ns)) "
+			  "< max(" S_OF("f") ", end_ns)");
+	c.slices = q1(db, "SELECT count(*) FROM fence_ops f WHERE " S_OF("f") " IS NOT NULL AND end_ns IS NOT NULL") +
+		   c.stalls +
+		   q1(db, "SELECT count(*) FROM cpu_waits WHERE adapter IS NOT NULL AND start_ns IS NOT NULL "
+			  "AND end_ns IS NOT NULL");
+	c.instants = q1(db, "SELECT count(*) FROM fence_ops f WHERE " S_OF("f") " IS NOT NULL AND end_ns IS NULL") +
+		     q1(db, "SELECT count(*) FROM cpu_waits WHERE adapter IS NOT NULL AND start_ns IS NOT NULL "
+			    "AND end_ns IS NULL") +
+		     q1(db, "SELECT count(*) FROM cpu_signals WHERE ts_ns IS NOT NULL") +
+		     q1(db, "SELECT count(*) FROM anomalies WHERE coalesce(first_ns, last_ns) IS NOT NULL");
+	c.flows = q1(db, "SELECT count(*) FROM deps d JOIN fence_ops w ON w.id = d.wait_id "
+			 "LEFT JOIN fence_ops s ON s.id = d.signal_id LEFT JOIN cpu_signals c ON c.id = d.cpu_signal "
+			 "WHERE " S_OF("w") " IS NOT NULL AND ((d.signal_id IS NOT NULL AND " S_OF("s") " IS NOT NULL) "
+			 "OR (d.signal_id IS NULL AND c.ts_ns IS NOT NULL))");
+	c.counters = q1(db, "SELECT count(*) FROM anomalies WHERE coalesce(first_ns, last_ns) IS NOT NULL "
+			    "AND lost_entries > 0");
+	sqlite3_close(db);
+	return c;
+}
+
+/* ---- running the CLI ---- */
+
+static void record_sample(const char *dir, const char *name, char *session, size_t len)
+{
+	char cmd[8192], out[4096], err[4096], src[4096];
+	int rc;
+
+	nf_test_source_path(src, sizeof(src), "");
+	snprintf(session, len, "%s/%s", dir, name);
+	snprintf(cmd, sizeof(cmd), "cd '%s' && '%s' record -o '%s' samples/%s.nfs", src,
+		 nf_test_nftrace(), session, name);
+	rc = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	ck_assert_msg(rc == 0, "record %s: exit %d: %s", name, rc, err);
+}
+
+static void import_kernel(const char *dir, char *session, size_t len)
+{
+	char cmd[8192], out[4096], err[4096], src[4096];
+	const char *bin = getenv("NF_BINARY_DIR");
+	int rc;
+
+	nf_test_source_path(src, sizeof(src), "samples/kernel");
+	snprintf(session, len, "%s/kernel", dir);
+	snprintf(cmd, sizeof(cmd),
+		 "'%s/tests/kernel/nf-make-tracedat' '%s/formats' '%s/dma-fence.events' '%s/k.dat' && "
+		 "'%s' import '%s/k.dat' -o '%s'",
+		 bin ? bin : ".", src, src, dir, nf_test_nftrace(), dir, session);
+	rc = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	ck_assert_msg(rc == 0, "kernel fixture: exit %d: %s", rc, err);
+}
+
+static void export_session(const char *session, const char *format, const char *file,
+			   const char *extra)
+{
+	char cmd[8192], out[4096], err[4096];
+	int rc;
+
+	snprintf(cmd, sizeof(cmd), "'%s' export '%s' -o '%s' --format %s %s", nf_test_nftrace(),
+		 session, file, format, extra ? extra : "");
+	rc = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	ck_assert_msg(rc == 0, "export %s %s: exit %d: %s", session, format, rc, err);
+	ck_assert_msg(strstr(out, file) != NULL, "no summary line: %s", out);
+}
+
+/* ---- a strict JSON parser, keeping what the checks need of each event ---- */
+
+struct jev {
+	char ph;
+	int64_t pid, tid, ts, dur, id, arg_id, arg_cpu;
+	int has_dur, has_id, has_arg_id, has_arg_cpu, bp_e;
+	char name[64];
+};
+
+struct jp {
+	const char *s, *e;
+	struct jev *ev;
+	size_t n, cap;
+	int meta_ok;
+};
+
+static void ws(struct jp *p)
+{
+	while (p->s < p->e && (*p->s == ' ' || *p->s == '\n' || *p->s == '\r' || *p->s == '\t'))
+		p->s++;
+}
+
+static int lit(struct jp *p, const char *w)
+{
+	size_t n = strlen(w);
+
+	if ((size_t)(p->e - p->s) < n || memcmp(p->s, w, n))
+		return -1;
+	p->s += n;
+	return 0;
+}
+
+/* A string into buf (truncated to len-1; NULL: skipped). */
+static int jstring(struct jp *p, char *buf, size_t len)
+{
+	size_t k = 0;
+
+	ws(p);
+	if (p->s >= p->e || *p->s != '"')
+		return -1;
+	p->s++;
+	while (p->s < p->e && *p->s != '"') {
+		char c = *p->s++;
+
+		if ((unsigned char)c < 0x20)
+			return -1;
+		if (c == '\\') {
+			if (p->s >= p->e)
+				return -1;
+			c = *p->s++;
+			if (c == 'u') {
+				for (int i = 0; i < 4; i++)
+					if (p->s >= p->e || !isxdigit((unsigned char)*p->s++))
+						return -1;
+				c = '?';
+			} else if (!strchr("\"\\/bfnrt", c)) {
+				return -1;
+			}
+		}
+		if (buf && k + 1 < len)
+			buf[k++] = c;
+	}
+	if (p->s >= p->e)
+		return -1;
+	p->s++;
+	if (buf)
+		buf[k] = '\0';
+	return 0;
+}
+
+/* A number; *ns gets it times 1000 when it has at most three decimals. */
+static int jnumber(struct jp *p, int64_t *v, int64_t *ns)
+{
+	const char *a;
+	int64_t ip = 0, frac = 0;
+	int neg = 0, nd = 0;
+
+	ws(p);
+	a = p->s;
+	if (p->s < p->e && *p->s == '-') {
+		neg = 1;
+		p->s++;
+	}
+	if (p->s >= p->e || !isdigit((unsigned char)*p->s))
+		return -1;
+	if (*p->s == '0' && p->s + 1 < p->e && isdigit((unsigned char)p->s[1]))
+		return -1;
+	while (p->s < p->e && isdigit((unsigned char)*p->s))
+		ip = ip * 10 + (*p->s++ - '0');
+	if (p->s < p->e && *p->s == '.') {
+		p->s++;
+		if (p->s >= p->e || !isdigit((unsigned char)*p->s))
+			return -1;
+		while (p->s < p->e && isdigit((unsigned char)*p->s)) {
+			if (nd < 3)
+				frac = frac * 10 + (*p->s - '0');
+			nd++;
+			p->s++;
+		}
+	}
+	if (p->s < p->e && (*p->s == 'e' || *p->s == 'E'))
+		return -1;  /* we never write exponents */
+	while (nd < 3) {
+		frac *= 10;
+		nd++;
+	}
+	(void)a;
+	if (v)
+		*v = neg ? -ip : ip;
+	if (ns)
+		*ns = (neg ? -1 : 1) * (ip * 1000 + frac);
+	return 0;
+}
+
+static int jvalue(struct jp *p, int depth);
+
+static int jobject_skip(struct jp *p, int depth)
+{
+	ws(p);
+	if (lit(p, "{"))
+		return -1;
+	ws(p);
+	if (!lit(p, "}"))
+		return 0;
+	for (;;) {
+		if (jstring(p, NULL, 0))
+			return -1;
+		ws(p);
+		if (lit(p, ":") || jvalue(p, depth + 1))
+			return -1;
+		ws(p);
+		if (!lit(p, "}"))
+			return 0;
+		if (lit(p, ","))
+			return -1;
+	}
+}
+
+static int jvalue(struct jp *p, int depth)
+{
+	if (depth > 64)
+		return -1;
+	ws(p);
+	if (p->s >= p->e)
+		return -1;
+	switch (*p->s) {
+	case '{':
+		return jobject_skip(p, depth);
+	case '[':
+		p->s++;
+		ws(p);
+		if (!lit(p, "]"))
+			return 0;
+		for (;;) {
+			if (jvalue(p, depth + 1))
+				return -1;
+			ws(p);
+			if (!lit(p, "]"))
+				return 0;
+			if (lit(p, ","))
+				return -1;
+		}
+	case '"':
+		return jstring(p, NULL, 0);
+	case 't':
+		return lit(p, "true");
+	case 'f':
+		return lit(p, "false");
+	case 'n':
+		return lit(p, "null");
+	default:
+		return jnumber(p, NULL, NULL);
+	}
+}
+
+/* args: keeps "id" and "cpu signal id". */
+static int jargs(struct jp *p, struct jev *ev)
+{
+	char key[64];
+
+	ws(p);
+	if (lit(p, "{"))
+		return -1;
+	ws(p);
+	if (!lit(p, "}"))
+		return 0;
+	for (;;) {
+		if (jstring(p, key, sizeof(key)))
+			return -1;
+		ws(p);
+		if (lit(p, ":"))
+			return -1;
+		if (!strcmp(key, "id")) {
+			if (jnumber(p, &ev->arg_id, NULL))
+				return -1;
+			ev->has_arg_id = 1;
+		} else if (!strcmp(key, "cpu signal id")) {
+			if (jnumber(p, &ev->arg_cpu, NULL))
+				return -1;
+			ev->has_arg_cpu = 1;
+		} else if (jvalue(p, 2)) {
+			return -1;
+		}
+		ws(p);
+		if (!lit(p, "}"))
+			return 0;
+		if (lit(p, ","))
+			return -1;
+	}
+}
+
+static int jevent(struct jp *p, struct jev *ev)
+{
+	char key[32], ph[8];
+
+	memset(ev, 0, sizeof(*ev));
+	ws(p);
+	if (lit(p, "{"))
+		return -1;
+	for (;;) {
+		if (jstring(p, key, sizeof(key)))
+			return -1;
+		ws(p);
+		if (lit(p, ":"))
+			return -1;
+		if (!strcmp(key, "ph")) {
+			if (jstring(p, ph, sizeof(ph)) || strlen(ph) != 1)
+				return -1;
+			ev->ph = ph[0];
+		} else if (!strcmp(key, "name")) {
+			if (jstring(p, ev->name, sizeof(ev->name)))
+				return -1;
+		} else if (!strcmp(key, "bp")) {
+			char bp[8];
+
+			if (jstring(p, bp, sizeof(bp)))
+				return -1;
+			ev->bp_e = !strcmp(bp, "e");
+		} else if (!strcmp(key, "pid") || !strcmp(key, "tid") || !strcmp(key, "id")) {
+			int64_t v;
+
+			if (jnumber(p, &v, NULL))
+				return -1;
+			if (key[0] == 'p')
+				ev->pid = v;
+			else if (key[0] == 't')
+				ev->tid = v;
+			else {
+				ev->id = v;
+				ev->has_id = 1;
+			}
+		} else if (!strcmp(key, "ts")) {
+			if (jnumber(p, NULL, &ev->ts))
+				return -1;
+		} else if (!strcmp(key, "dur")) {
+			if (jnumber(p, NULL, &ev->dur))
+				return -1;
+			ev->has_dur = 1;
+		} else if (!strcmp(key, "args")) {
+			if (jargs(p, ev))
+				return -1;
+		} else if (jvalue(p, 2)) {
+			return -1;
+		}
+		ws(p);
+		if (!lit(p, "}"))
+			return 0;
+		if (lit(p, ","))
+			return -1;
+	}
+}
+
+/* Parses the whole file; fails the test on any syntax error. */
+static void json_parse(const char *path, struct jp *p, char **text_out)
+{
+	FILE *f = fopen(path, "rb");
+	struct stat sb;
+	char key[32], *text;
+
+	ck_assert_msg(f && stat(path, &sb) == 0, "%s", path);
+	text = malloc((size_t)sb.st_size + 1);
+	ck_assert(text);
+	ck_assert(fread(text, 1, (size_t)sb.st_size, f) == (size_t)sb.st_size);
+	fclose(f);
+	memset(p, 0, sizeof(*p));
+	p->s = text;
+	p->e = text + sb.st_size;
+	ws(p);
+	ck_assert_msg(!lit(p, "{"), "%s: not an object", path);
+	for (;;) {
+		ck_assert_msg(!jstring(p, key, sizeof(key)), "%s: bad key at %ld", path, (long)(p->s - text));
+		ws(p);
+		ck_assert(!lit(p, ":"));
+		if (!strcmp(key, "traceEvents")) {
+			ws(p);
+			ck_assert(!lit(p, "["));
+			ws(p);
+			if (lit(p, "]")) {
+				for (;;) {
+					if (p->n == p->cap) {
+						p->cap = p->cap ? p->cap * 2 : 256;
+						p->ev = realloc(p->ev, p->cap * sizeof(*p->ev));
+						ck_assert(p->ev);
+					}
+					ck_assert_msg(!jevent(p, &p->ev[p->n]), "%s: bad event at byte %ld", path,
+						      (long)(p->s - text));
+					p->n++;
+					ws(p);
+					if (!lit(p, "]"))
+						break;
+					ck_assert_msg(!lit(p, ","), "%s: expected , at %ld", path, (long)(p->s - text));
+				}
+			}
+		} else {
+			ck_assert(!jvalue(p, 1));
+		}
+		ws(p);
+		if (!lit(p, "}"))
+			break;
+		ck_assert(!lit(p, ","));
+	}
+	ws(p);
+	ck_assert_msg(p->s == p->e, "%s: trailing bytes", path);
+	*text_out = text;
+}
+
+/* ---- nesting: intervals on one track are nested or disjoint ---- */
+
+struct ival {
+	int64_t key1, key2;  /* track */
+	int64_t a, b;
+};
+
+static int cmp_ival(const void *x, const void *y)
+{
+	const struct ival *p = x, *q = y;
+
+	if (p->key1 != q->key1)
+		return p->key1 < q->key1 ? -1 : 1;
+	if (p->key2 != q->key2)
+		return p->key2 < q->key2 ? -1 : 1;
+	if (p->a != q->a)
+		return p->a < q->a ? -1 : 1;
+	return p->b > q->b ? -1 : p->b < q->b;  /* longer first */
+}
+
+static void check_nesting(struct ival *v, size_t n, const char *what)
+{
+	int64_t *stack = malloc((n + 1) * sizeof(*stack));
+	size_t depth = 0;
+
+	ck_assert(stack);
+	qsort(v, n, sizeof(*v), cmp_ival);
+	for (size_t i = 0; i < n; i++) {
+		if (i == 0 || v[i].key1 != v[i - 1].key1 || v[i].key2 != v[i - 1].key2)
+			depth = 0;
+		while (depth && stack[depth - 1] < v[i].a)
+			depth--;
+		/* Still open: it must contain this one (a zero-length slice at an
+		 * end is inside). */
+		ck_assert_msg(!depth || stack[depth - 1] >= v[i].b,
+			      "%s: track %" PRId64 "/%" PRId64 ": [%" PRId64 ", %" PRId64
+			      "] overlaps a slice ending at %" PRId64 " without nesting",
+			      what, v[i].key1, v[i].key2, v[i].a, v[i].b, stack[depth - 1]);
+		stack[depth++] = v[i].b;
+	}
+	free(stack);
+}
+
+/* ---- the JSON checks ---- */
+
+static const struct jev *find_slice(const struct jp *p, int64_t pid, int64_t tid, int64_t t,
+				    int64_t arg_id, int cpu)
+{
+	for (size_t i = 0; i < p->n; i++) {
+		const struct jev *e = &p->ev[i];
+
+		if (e->ph == 'X' && e->pid == pid && e->tid == tid && e->ts <= t && t <= e->ts + e->dur &&
+		    (cpu ? e->has_arg_cpu && e->arg_cpu == arg_id : e->has_arg_id && e->arg_id == arg_id))
+			return e;
+	}
+	return NULL;
+}
+
+static void check_json(const char *session, const char *file, const struct counts *want)
+{
+	struct jp p;
+	char *text;
+	long nx = 0, ni = 0, nc = 0, nstall = 0, ns = 0, nf = 0;
+	struct ival *iv;
+	size_t niv = 0;
+	sqlite3 *db = open_db(session);
+	sqlite3_stmt *st;
+
+	json_parse(file, &p, &text);
+	iv = malloc((p.n + 1) * sizeof(*iv));
+	ck_assert(iv);
+	for (size_t i = 0; i < p.n; i++) {
+		const struct jev *e = &p.ev[i];
+
+		switch (e->ph) {
+		case 'X':
+			ck_assert_msg(e->has_dur && e->dur >= 0, "%s: X without a duration", file);
+			nx++;
+			nstall += !strcmp(e->name, "stall");
+			iv[niv++] = (struct ival){ e->pid, e->tid, e->ts, e->ts + e->dur };
+			break;
+		case 'i': ni++; break;
+		case 'C': nc++; break;
+		case 's': ns++; break;
+		case 'f':
+			nf++;
+			ck_assert_msg(e->bp_e, "%s: f without bp:e", file);
+			break;
+		case 'M': break;
+		default: ck_abort_msg("%s: unexpected phase '%c'", file, e->ph);
+		}
+	}
+	ck_assert_msg(nx + ni == want->slices + want->instants,
+		      "%s: %ld X + %ld i, timeline %ld slices + %ld instants", file, nx, ni, want->slices,
+		      want->instants);
+	ck_assert_msg(nstall == want->stalls, "%s: %ld stalls, timeline %ld", file, nstall, want->stalls);
+	ck_assert_msg(ns == want->flows && nf == want->flows, "%s: %ld s, %ld f, timeline %ld flows",
+		      file, ns, nf, want->flows);
+	ck_assert_msg(nc == want->counters, "%s: %ld C, timeline %ld", file, nc, want->counters);
+	check_nesting(iv, niv, file);
+
+	/* Every flow: one s, one f, inside the slices of the deps row it stands for. */
+	ck_assert(sqlite3_prepare_v2(db, "SELECT signal_id, cpu_signal FROM deps WHERE wait_id = ?1", -1,
+				     &st, NULL) == SQLITE_OK);
+	for (size_t i = 0; i < p.n; i++) {
+		const struct jev *s = &p.ev[i], *f = NULL;
+		int64_t wait_id, sig;
+		int cpu;
+
+		if (s->ph != 's')
+			continue;
+		ck_assert(s->has_id);
+		for (size_t k = 0; k < p.n; k++) {
+			if (p.ev[k].ph == 's' && k != i)
+				ck_assert_msg(p.ev[k].id != s->id, "%s: flow %" PRId64 " starts twice", file, s->id);
+			if (p.ev[k].ph == 'f' && p.ev[k].id == s->id) {
+				ck_assert_msg(!f, "%s: flow %" PRId64 " forks", file, s->id);
+				f = &p.ev[k];
+			}
+		}
+		ck_assert_msg(f, "%s: flow %" PRId64 " has no end", file, s->id);
+		ck_assert_msg(f->ts >= s->ts, "%s: flow %" PRId64 " ends before it starts", file, s->id);
+		wait_id = s->id - 1;
+		sqlite3_reset(st);
+		sqlite3_bind_int64(st, 1, wait_id);
+		ck_assert_msg(sqlite3_step(st) == SQLITE_ROW, "%s: flow %" PRId64 ": no deps row", file, s->id);
+		cpu = sqlite3_column_type(st, 0) == SQLITE_NULL;
+		sig = sqlite3_column_int64(st, cpu ? 1 : 0);
+		ck_assert_msg(find_slice(&p, s->pid, s->tid, s->ts, sig, cpu),
+			      "%s: flow %" PRId64 " starts outside signal %" PRId64 "'s slice", file, s->id, sig);
+		ck_assert_msg(find_slice(&p, f->pid, f->tid, f->ts, wait_id, 0),
+			      "%s: flow %" PRId64 " ends outside wait %" PRId64 "'s slice", file, s->id, wait_id);
+	}
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	free(iv);
+	free(p.ev);
+	free(text);
+}
+
+/* ---- the Perfetto checks, on protoc's text ---- */
+
+static int have_protoc(void)
+{
+	return system("command -v protoc >/dev/null 2>&1") == 0;
+}
+
+struct flowid {
+	uint64_t id;
+	int starts, ends;
+};
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void check_perfetto(const char *dir, const char *file, const struct counts *want)
+{
+	char cmd[8192], src[4096], txt[4200], line[4096], ev_name[256] = "";
+	FILE *f;
+	long begins = 0, ends = 0, instants = 0, counters = 0, stalls = 0;
+	uint64_t *fo = NULL, *ft = NULL, stall_iid = 0;
+	size_t nfo = 0, nft = 0, cap_fo = 0, cap_ft = 0;
+	/* per packet */
+	int64_t ts = 0;
+	uint64_t track = 0, name_iid = 0;
+	int type = 0, in_names = 0, in_event = 0;
+	uint64_t pend_iid = 0;
+	/* open slices per track, matched in file order */
+	struct open { uint64_t track; int64_t a; } *open = NULL;
+	size_t nopen = 0, cap_open = 0;
+	struct ival *iv = NULL;
+	size_t niv = 0, cap_iv = 0;
+
+	nf_test_source_path(src, sizeof(src), "tests/export");
+	snprintf(txt, sizeof(txt), "%s/decoded.txt", dir);
+	snprintf(cmd, sizeof(cmd),
+		 "protoc --decode=perfetto.protos.Trace -I '%s' '%s/perfetto_subset.proto' <'%s' >'%s'",
+		 src, src, file, txt);
+	ck_assert_msg(system(cmd) == 0, "protoc could not decode %s", file);
+	f = fopen(txt, "r");
+	ck_assert(f);
+	while (fgets(line, sizeof(line), f)) {
+		uint64_t v;
+
+		/* Unknown fields print as numbers: every field we write is in the subset. */
+		ck_assert_msg(!isdigit((unsigned char)line[strspn(line, " ")]),
+			      "%s: a field not in the subset: %s", file, line);
+		if (!strcmp(line, "packet {\n")) {
+			ts = 0;
+			track = name_iid = 0;
+			type = 0;
+			in_event = 0;
+		} else if (sscanf(line, "  timestamp: %" SCNu64, &v) == 1) {
+			ts = (int64_t)v;
+		} else if (!strcmp(line, "  track_event {\n")) {
+			in_names = 0;
+			in_event = 1;
+		} else if (!strcmp(line, "    event_names {\n")) {
+			in_names = 1;
+		} else if (in_names && sscanf(line, "      iid: %" SCNu64, &v) == 1) {
+			pend_iid = v;
+		} else if (in_names && sscanf(line, "      name: \"%255[^\"]\"", ev_name) == 1) {
+			if (!strcmp(ev_name, "stall"))
+				stall_iid = pend_iid;
+			in_names = 0;
+		} else if (in_event == 1 && sscanf(line, "    track_uuid: %" SCNu64, &v) == 1) {
+			track = v;
+		} else if (in_event == 1 && sscanf(line, "    name_iid: %" SCNu64, &v) == 1) {
+			name_iid = v;
+		} else if (in_event == 1 && !strcmp(line, "    name: \"stall\"\n")) {
+			name_iid = UINT64_MAX;
+		} else if (in_event == 1 && !strncmp(line, "    type: TYPE_", 15)) {
+			const char *t = line + 15;
+
+			type = !strncmp(t, "SLICE_BEGIN", 11) ? 1 : !strncmp(t, "SLICE_END", 9) ? 2
+				: !strncmp(t, "INSTANT", 7) ? 3 : !strncmp(t, "COUNTER", 7) ? 4 : 0;
+		} else if (in_event == 1 && sscanf(line, "    flow_ids: %" SCNu64, &v) == 1) {
+			if (nfo == cap_fo)
+				fo = realloc(fo, (cap_fo = cap_fo ? cap_fo * 2 : 64) * sizeof(*fo));
+			fo[nfo++] = v;
+		} else if (in_event == 1 && sscanf(line, "    terminating_flow_ids: %" SCNu64, &v) == 1) {
+			if (nft == cap_ft)
+				ft = realloc(ft, (cap_ft = cap_ft ? cap_ft * 2 : 64) * sizeof(*ft));
+			ft[nft++] = v;
+		} else if (!strcmp(line, "  }\n") && in_event) {
+			in_event = 2;  /* handled at the packet's end, after its interned_data */
+		} else if (!strcmp(line, "}\n") && in_event == 2) {
+			in_event = 0;
+			ck_assert_msg(type, "%s: an event without a type", file);
+			if (type == 1) {
+				begins++;
+				stalls += name_iid && (name_iid == stall_iid || name_iid == UINT64_MAX);
+				if (nopen == cap_open)
+					open = realloc(open, (cap_open = cap_open ? cap_open * 2 : 64) * sizeof(*open));
+				open[nopen++] = (struct open){ track, ts };
+			} else if (type == 2) {
+				size_t k = nopen;
+
+				ends++;
+				while (k && open[k - 1].track != track)
+					k--;
+				ck_assert_msg(k, "%s: END on track %" PRIu64 " with nothing open", file, track);
+				ck_assert_msg(open[k - 1].a <= ts, "%s: slice ends before it begins", file);
+				if (niv == cap_iv)
+					iv = realloc(iv, (cap_iv = cap_iv ? cap_iv * 2 : 64) * sizeof(*iv));
+				iv[niv++] = (struct ival){ (int64_t)track, 0, open[k - 1].a, ts };
+				memmove(&open[k - 1], &open[k], (nopen - k) * sizeof(*open));
+				nopen--;
+			} else if (type == 3) {
+				instants++;
+			} else {
+				counters++;
+			}
+		}
+	}
+	fclose(f);
+	ck_assert_msg(nopen == 0, "%s: %zu slices never end", file, nopen);
+	ck_assert_msg(begins == want->slices && ends == want->slices,
+		      "%s: %ld BEGIN, %ld END, timeline %ld slices", file, begins, ends, want->slices);
+	ck_assert_msg(stalls == want->stalls, "%s: %ld stalls, timeline %ld", file, stalls, want->stalls);
+	ck_assert_msg(instants == want->instants, "%s: %ld INSTANT, timeline %ld", file, instants,
+		      want->instants);
+	ck_assert_msg(counters == want->counters, "%s: %ld COUNTER, timeline %ld", file, counters,
+		      want->counters);
+	ck_assert_msg((long)nfo == want->flows && (long)nft == want->flows,
+		      "%s: %zu flow starts, %zu ends, timeline %ld flows", file, nfo, nft, want->flows);
+	/* One id per edge: each starts once and ends once. */
+	if (nfo) {
+		qsort(fo, nfo, sizeof(*fo), cmp_u64);
+		qsort(ft, nft, sizeof(*ft), cmp_u64);
+		for (size_t i = 0; i < nfo; i++) {
+			ck_assert_msg(fo[i] == ft[i], "%s: flow %" PRIu64 " does not end", file, fo[i]);
+			ck_assert_msg(i == 0 || fo[i] != fo[i - 1], "%s: flow %" PRIu64 " forks", file, fo[i]);
+		}
+	}
+	if (niv)
+		check_nesting(iv, niv, file);
+	free(fo);
+	free(ft);
+	free(open);
+	free(iv);
+	unlink(txt);
+}
+
+/* ---- cases ---- */
+
+static void check_session(const char *dir, const char *session, const char *tag, int perfetto)
+{
+	char file[4200];
+	struct counts want;
+
+	/* The first export builds the timeline; the counts are read from it after. */
+	snprintf(file, sizeof(file), "%s/%s.%s", dir, tag, perfetto ? "pftrace" : "json");
+	export_session(session, perfetto ? "perfetto" : "chrome-json", file, NULL);
+	want = expected(session);
+	if (perfetto)
+		check_perfetto(dir, file, &want);
+	else
+		check_json(session, file, &want);
+}
+
+static void samples_case(int perfetto)
+{
+	char dir[4096], session[4200];
+
+	nf_test_tmpdir(dir, sizeof(dir));
+	for (size_t i = 0; i < N_SAMPLES; i++) {
+		record_sample(dir, samples[i], session, sizeof(session));
+		check_session(dir, session, samples[i], perfetto);
+	}
+	import_kernel(dir, session, sizeof(session));
+	check_session(dir, session, "kernel", perfetto);
+	nf_test_rmtree(dir);
+}
+
+START_TEST(test_json_samples)
+{
+	samples_case(0);
+}
+END_TEST
+
+START_TEST(test_perfetto_samples)
+{
+	samples_case(1);
+}
+END_TEST
+
+/* The counts the tests compare must mean something: the samples have them all. */
+START_TEST(test_samples_cover_every_kind)
+{
+	char dir[4096], session[4200];
+	struct counts sum = { 0 }, c;
+
+	nf_test_tmpdir(dir, sizeof(dir));
+	for (size_t i = 0; i < N_SAMPLES; i++) {
+		char file[4300];
+
+		record_sample(dir, samples[i], session, sizeof(session));
+		snprintf(file, sizeof(file), "%s.json", session);
+		export_session(session, "chrome-json", file, NULL);
+		c = expected(session);
+		sum.slices += c.slices;
+		sum.stalls += c.stalls;
+		sum.instants += c.instants;
+		sum.flows += c.flows;
+		sum.counters += c.counters;
+	}
+	ck_assert(sum.slices > 0 && sum.stalls > 0 && sum.instants > 0 && sum.flows > 0 &&
+		  sum.counters > 0);
+	nf_test_rmtree(dir);
+}
+END_TEST
+
+/* Filters: --queue, --fence and the window keep what report keeps. */
+START_TEST(test_filters)
+{
+	char dir[4096], session[4200], file[4300];
+	struct jp p;
+	char *text;
+	long x, s;
+
+	nf_test_tmpdir(dir, sizeof(dir));
+	record_sample(dir, "log-buffer-example", session, sizeof(session));
+	snprintf(file, sizeof(file), "%s/q.json", dir);
+	/* Only HWQueueA: the wait and its stall, and no flow (its signal is on HWQueueB). */
+	export_session(session, "chrome-json", file, "--queue 0x40000040");
+	json_parse(file, &p, &text);
+	x = s = 0;
+	for (size_t i = 0; i < p.n; i++) {
+		x += p.ev[i].ph == 'X';
+		s += p.ev[i].ph == 's' || p.ev[i].ph == 'f';
+	}
+	ck_assert_int_eq(x, 2);
+	ck_assert_int_eq(s, 0);
+	free(p.ev);
+	free(text);
+	/* A window around the signal only (250 us .. 300 us): the wait overlaps it too. */
+	export_session(session, "chrome-json", file, "--from 250us --to 300us");
+	json_parse(file, &p, &text);
+	x = s = 0;
+	for (size_t i = 0; i < p.n; i++) {
+		x += p.ev[i].ph == 'X';
+		s += p.ev[i].ph == 's' || p.ev[i].ph == 'f';
+	}
+	ck_assert_int_eq(x, 3);
+	ck_assert_int_eq(s, 2);
+	/* The CPU thread that queued them has its track, though it has no CPU wait. */
+	ck_assert(strstr(text, "\"tid\":1,\"name\":\"thread_name\",\"args\":{\"name\":\"thread 1\"}"));
+	/* Names carry the operation and fence, args the id, value and status. */
+	ck_assert(strstr(text, "\"name\":\"wait 0x400001c0\"") &&
+		  strstr(text, "\"name\":\"signal 0x400001c0\""));
+	ck_assert(strstr(text, "\"args\":{\"id\":1,\"fence\":\"0x400001c0\",\"value\":1,\"status\":\"complete\""));
+	free(p.ev);
+	free(text);
+	/* A window before anything was queued. */
+	{
+		char cmd[8192], out[4096], err[4096];
+
+		snprintf(cmd, sizeof(cmd), "'%s' export '%s' -o '%s/none.json' --format chrome-json --to 50us",
+			 nf_test_nftrace(), session, dir);
+		ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)), 1);
+		ck_assert_msg(strstr(err, "nothing to export") && nf_test_count_lines(err) == 1, "%s", err);
+		snprintf(file, sizeof(file), "%s/none.json", dir);
+		ck_assert(access(file, F_OK) != 0);
+	}
+	nf_test_rmtree(dir);
+}
+END_TEST
+
+/* Bad input: one line on stderr, exit 1 (the work failed) or 2 (usage), nothing written. */
+START_TEST(test_bad_input)
+{
+	static const struct {
+		const char *args;  /* after "export"; %S the session, %D the directory */
+		int rc;
+		const char *msg;
+	} cases[] = {
+		{ "%D/no-such-session -o %D/o.pb --format perfetto", 1, "no-such-session" },
+		{ "%S -o %D/o.pb --format protobuf", 2, "unknown format 'protobuf'" },
+		{ "%S -o %D/o.pb", 2, "missing --format" },
+		{ "%S --format perfetto", 2, "missing -o" },
+		{ "-o %D/o.pb --format perfetto", 2, "missing session" },
+		{ "%S -o %D/o.pb --format perfetto --queue 0x12345", 1, "queue 0x12345: not in the timeline" },
+		{ "%S -o %D/o.pb --format perfetto --fence 0x999", 1, "nothing to export" },
+		{ "%S -o %D/o.pb --format perfetto --from 1s --to 2s", 1, "nothing to export" },
+		{ "%S -o %D/o.pb --format perfetto --from 2ms --to 1ms", 2, "--to must be after --from" },
+		{ "%S -o %D/o.pb --format perfetto --from soon", 2, "--from" },
+		{ "%S -o %D/o.pb --format perfetto --queue nope", 2, "bad queue handle" },
+		{ "%S -o %D/missing-dir/o.pb --format perfetto", 1, "missing-dir/o.pb" },
+		{ "%S -o %D --format chrome-json", 1, "is a directory" },
+	};
+	char dir[4096], session[4200], keep[4300];
+	FILE *f;
+
+	nf_test_tmpdir(dir, sizeof(dir));
+	record_sample(dir, "log-buffer-example", session, sizeof(session));
+	/* An existing output survives a failed export. */
+	snprintf(keep, sizeof(keep), "%s/o.pb", dir);
+	f = fopen(keep, "w");
+	ck_assert(f && fputs("keep", f) >= 0 && fclose(f) == 0);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char args[8192], cmd[9000], out[4096], err[4096], *o = args;
+		char buf[16] = "";
+		int rc;
+
+		for (const char *a = cases[i].args; *a; a++) {
+			if (a[0] == '%' && (a[1] == 'S' || a[1] == 'D')) {
+				o += sprintf(o, "%s", a[1] == 'S' ? session : dir);
+				a++;
+			} else {
+				*o++ = *a;
+			}
+		}
+		*o = '\0';
+		snprintf(cmd, sizeof(cmd), "'%s' export %s", nf_test_nftrace(), args);
+		rc = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+		ck_assert_msg(rc == cases[i].rc, "export %s: exit %d, want %d (%s)", args, rc, cases[i].rc, err);
+		ck_assert_msg(nf_test_count_lines(err) == 1 && strstr(err, cases[i].msg),
+			      "export %s: stderr '%s', want one line with '%s'", args, err, cases[i].msg);
+		f = fopen(keep, "r");
+		ck_assert(f && fread(buf, 1, sizeof(buf) - 1, f) == 4);
+		fclose(f);
+		ck_assert_str_eq(buf, "keep");
+	}
+	nf_test_rmtree(dir);
+}
+END_TEST
+
+/* The library: a file that is not a timeline, and bad options, are errors. */
+START_TEST(test_library_errors)
+{
+	char dir[4096], path[4200], out[4300];
+	struct nf_export_options o = { 0 };
+	struct nf_error err;
+	sqlite3 *db;
+
+	nf_test_tmpdir(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/other.db", dir);
+	snprintf(out, sizeof(out), "%s/o.pb", dir);
+	ck_assert(sqlite3_open(path, &db) == SQLITE_OK);
+	ck_assert(sqlite3_exec(db, "CREATE TABLE t(x)", NULL, NULL, NULL) == SQLITE_OK);
+	sqlite3_close(db);
+	o.output = out;
+	o.from_ns = o.to_ns = -1;
+	nf_error_clear(&err);
+	ck_assert_int_eq(nf_export(path, &o, NULL, &err), NF_EFORMAT);
+	ck_assert(strstr(err.msg, "not a timeline database"));
+	ck_assert(access(out, F_OK) != 0);
+	nf_error_clear(&err);
+	o.n_queues = 1;  /* and no array */
+	ck_assert_int_eq(nf_export(path, &o, NULL, &err), NF_EINVAL);
+	o.n_queues = 0;
+	o.from_ns = 5;
+	o.to_ns = 5;
+	nf_error_clear(&err);
+	ck_assert_int_eq(nf_export(path, &o, NULL, &err), NF_EINVAL);
+	nf_error_clear(&err);
+	ck_assert_int_eq(nf_export_parse_format("svg", &o.format, &err), NF_EINVAL);
+	nf_test_rmtree(dir);
+}
+END_TEST
+
+int main(int argc, char **argv)
+{
+	Suite *s = suite_create("export");
+	TCase *tc = tcase_create("export");
+	int perfetto = argc > 1 && !strcmp(argv[1], "perfetto");
+
+	tcase_set_timeout(tc, 600);
+	if (perfetto) {
+		if (!have_protoc()) {
+			printf("SKIP: protoc not found (Debian package protobuf-compiler): the Perfetto "
+			       "export is not decoded\n");
+			return 77;
+		}
+		tcase_add_test(tc, test_perfetto_samples);
+	} else {
+		tcase_add_test(tc, test_json_samples);
+		tcase_add_test(tc, test_samples_cover_every_kind);
+		tcase_add_test(tc, test_filters);
+		tcase_add_test(tc, test_bad_input);
+		tcase_add_test(tc, test_library_errors);
+	}
+	suite_add_tcase(s, tc);
+	return nf_test_main(s);
+}
