@@ -79,7 +79,7 @@ int cmd_report(int argc, char **argv)
 	nf_error_clear(&err);
 	optind = 1;
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":o:", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, ":o:h", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'o': ro.output = optarg; break;
 		case 'F':

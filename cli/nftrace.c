@@ -62,7 +62,7 @@ static const struct nf_cmd nf_commands[] = {
 	  "Reports: stalls (the 20 longest GPU wait stalls and the signal that ended each), queues\n"
 	  "(per queue: operations, lost, time stalled in waits), lost (spans of lost log entries).\n" },
 	{ "info", cmd_info, "show a session's facts, or the event schema",
-	  "usage: nftrace info DIR\n"
+	  "usage: nftrace info DIR [--json]\n"
 	  "       nftrace info --events       (the event reference, as Markdown)\n" },
 	{ "check", cmd_check, "check that a session's logs are whole: lost, zero, repeated, backwards entries",
 	  "usage: nftrace check DIR [--json]\n"

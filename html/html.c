@@ -259,8 +259,8 @@ static int resolve_window(struct html *h)
 	{
 		fmt_dur(a, sizeof(a), o->from_ns);
 		fmt_dur(b, sizeof(b), h->session_end);
-		return nf_error_set(h->err, NF_EINVAL, "--from %s is not before the session's end (%s)",
-				    a, b);
+		return nf_error_set(h->err, NF_EINVAL,
+				    "time window: start %s is not before the session's end (%s)", a, b);
 	}
 	if (o->to_ns < 0 && h->t1 <= h->t0)
 		h->t1 = h->t0 + 1000;  /* an empty session: a 1 µs window */
@@ -319,9 +319,8 @@ static int check_filters(struct html *h)
 			}
 			if (rc == SQLITE_DONE) {
 				sqlite3_finalize(st);
-				return nf_error_set(h->err, NF_ENOENT,
-						    "--%s 0x%" PRIx64 ": no such %s in the timeline",
-						    what[k], (uint64_t)v[i], what[k]);
+				return nf_error_set(h->err, NF_ENOENT, "%s 0x%" PRIx64 ": not in the timeline",
+						    what[k], (uint64_t)v[i]);
 			}
 		}
 		sqlite3_finalize(st);

@@ -176,10 +176,10 @@ START_TEST(errors)
 		const char *args, *needle;
 		int rc;
 	} cases[] = {
-		{ "--fence 0x99", "--fence 0x99: no such fence", 1 },
-		{ "--fence 153", "--fence 0x99: no such fence", 1 },
-		{ "--queue 0x1234", "--queue 0x1234: no such queue", 1 },
-		{ "--from 10s", "--from 10 s is not before the session's end", 1 },
+		{ "--fence 0x99", "fence 0x99: not in the timeline", 1 },
+		{ "--fence 153", "fence 0x99: not in the timeline", 1 },
+		{ "--queue 0x1234", "queue 0x1234: not in the timeline", 1 },
+		{ "--from 10s", "time window: start 10 s is not before the session's end", 1 },
 		{ "--max-ops 0", "--max-ops must be between", 2 },
 		{ "--width 800", "--width applies to pictures", 2 },
 	};
