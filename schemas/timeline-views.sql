@@ -48,20 +48,35 @@ FROM queues q LEFT JOIN
       FROM fence_ops WHERE queue IS NOT NULL GROUP BY queue) o ON o.queue = q.queue
 ORDER BY q.queue;
 
--- Per queue: time with work in flight, the union of the queue's operations from
--- CPU-queued to GPU-completed (what the GPUView-style boxes cover; operations
--- without both times are left out). A window over every operation: slower
+-- Per queue, what the GPUView-style boxes cover, with the stalls told apart:
+--   in_flight_ns  the union of the queue's operations from CPU-queued to GPU-completed
+--                 (work queued and not finished: it includes time the CPU ran ahead
+--                 and time waits stalled the queue; it is not GPU execution time);
+--   stalled_ns    the union of its waits' stalls, GPU-observed to end (inside in_flight_ns);
+--   in_flight_not_stalled_ns  the difference: in flight and not held by a wait.
+-- Operations without both times are left out. Windows over every operation: slower
 -- than queue_summary on large sessions.
 CREATE VIEW queue_busy AS
-SELECT queue, count(*) AS ops,
-       sum(max(0, end_ns - max(queued_ns, coalesce(prev_end, queued_ns)))) AS busy_ns,
-       max(end_ns) - min(queued_ns) AS span_ns,
-       printf('0x%x', queue) AS queue_hex
-FROM (SELECT queue, queued_ns, end_ns,
-             max(end_ns) OVER (PARTITION BY queue ORDER BY queued_ns, id
-                               ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end
-      FROM fence_ops WHERE queue IS NOT NULL AND queued_ns IS NOT NULL AND end_ns IS NOT NULL)
-GROUP BY queue ORDER BY queue;
+SELECT f.queue, f.ops, f.in_flight_ns, coalesce(s.stalled_ns, 0) AS stalled_ns,
+       f.in_flight_ns - coalesce(s.stalled_ns, 0) AS in_flight_not_stalled_ns,
+       f.span_ns, printf('0x%x', f.queue) AS queue_hex
+FROM (SELECT queue, count(*) AS ops,
+             sum(max(0, end_ns - max(queued_ns, coalesce(prev_end, queued_ns)))) AS in_flight_ns,
+             max(end_ns) - min(queued_ns) AS span_ns
+      FROM (SELECT queue, queued_ns, end_ns,
+                   max(end_ns) OVER (PARTITION BY queue ORDER BY queued_ns, id
+                                     ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end
+            FROM fence_ops WHERE queue IS NOT NULL AND queued_ns IS NOT NULL AND end_ns IS NOT NULL)
+      GROUP BY queue) f
+LEFT JOIN
+     (SELECT queue, sum(max(0, end_ns - max(observed_ns, coalesce(prev_end, observed_ns)))) AS stalled_ns
+      FROM (SELECT queue, observed_ns, end_ns,
+                   max(end_ns) OVER (PARTITION BY queue ORDER BY observed_ns, id
+                                     ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end
+            FROM fence_ops WHERE queue IS NOT NULL AND op = 'wait' AND queued_ns IS NOT NULL
+                 AND observed_ns IS NOT NULL AND end_ns IS NOT NULL AND end_ns > observed_ns)
+      GROUP BY queue) s ON s.queue = f.queue
+ORDER BY f.queue;
 
 -- Spans of time on each queue's log where entries were lost.
 CREATE VIEW lost_spans AS
