@@ -1120,7 +1120,8 @@ int nf_eng_handle_interrupt(struct nf_runtime *rt, uint32_t qi, uint32_t gi)
 			    (scan_engine && (o->node != q->node || o->engine != q->engine)))
 				continue;
 			/* In fence order, each once. */
-			qsort(o->pend, o->n_pend, sizeof(*o->pend), u32_cmp);
+			if (o->n_pend > 1)
+				qsort(o->pend, o->n_pend, sizeof(*o->pend), u32_cmp);
 			for (uint32_t k = 0; k < o->n_pend && !rc; k++) {
 				struct nf_global_fence *f = &rt->globals[o->pend[k]];
 
