@@ -16,6 +16,7 @@
 #include "nf_test.h"
 
 #include "layout.h"
+#include "viewer.h"
 #include "nftrace/timeline.h"
 
 #include <sqlite3.h>
@@ -236,9 +237,28 @@ START_TEST(test_report_shows_what_matters)
 	snprintf(png, sizeof(png), "%s/all.png", tmp);
 	ck_assert_msg(run("'%s' report '%s' -o '%s'", nf_test_nftrace(), session, png) == 0, "%s", errb);
 	ck_assert_int_le(png_height(png), 1080);
-	/* A 50 ms window: every job that runs in it is drawn. */
+	/* A 50 ms window: every job in it is drawn, and the page is the same height. */
 	ck_assert_msg(run("'%s' report '%s' -o '%s' --from 2000ms --to 2050ms", nf_test_nftrace(), session, png) == 0,
 		      "%s", errb);
+	ck_assert_int_le(png_height(png), 1080);
+	ck_assert_int_eq(sqlite3_open_v2(db, &sql, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	struct nf_render_scene sc;
+
+	memset(&sc, 0, sizeof(sc));
+	ro.threads_all = 0;
+	ro.from_ns = 2000000000;
+	ro.to_ns = 2050000000;
+	ck_assert_int_eq(nf_render_layout_build(sql, &ro, &lay, &err), 0);
+	ck_assert_int_eq(nf_render_collect(sql, &ro, &lay, &sc, &err), 0);
+	long long in_window = query_num(session, "select count(*) from jobs where coalesce(submitted_ns, started_ns) "
+					"<= 2050000000 and finished_ns >= 2000000000");
+	ck_assert_int_gt(in_window, 10);
+	ck_assert_int_eq(sc.n_jobs, in_window);
+	ck_assert_int_gt(sc.n_vblanks, 3);
+	ck_assert_int_gt(sc.n_markers, 10);
+	nf_render_scene_release(&sc);
+	nf_render_layout_release(&lay);
+	sqlite3_close(sql);
 	nf_test_rmtree(tmp);
 }
 END_TEST
