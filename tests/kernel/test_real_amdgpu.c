@@ -367,6 +367,27 @@ START_TEST(test_public_tracedat)
 			      "%s: %s", files[i], errb);
 		ck_assert_msg(strstr(out, want), "%s: trace-cmd report counts%s; import: %s", files[i], want, out);
 		ck_assert_int_ge(query_num(session, "select count(*) from meta"), 1);
+		if (!strcmp(files[i], "kernel-monitor-framework.dat")) {
+			/* Only the scheduler's events: no thread submitted, waited or marked,
+			 * so every thread that ran gets its row. */
+			char db[4200];
+			struct nf_render_options ro = { 0 };
+			struct nf_render_layout lay;
+			struct nf_error err;
+			sqlite3 *sql;
+
+			nf_error_clear(&err);
+			ck_assert_int_eq(nf_timeline_ensure(session, db, sizeof(db), &err), 0);
+			ck_assert_int_eq(sqlite3_open_v2(db, &sql, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+			ro.from_ns = ro.to_ns = -1;
+			ck_assert_int_eq(nf_render_layout_build(sql, &ro, &lay, &err), 0);
+			ck_assert_int_eq(query_num(session, "select count(distinct thread) from cpu_runs"),
+					 (long long)lay.n_threads);
+			ck_assert_uint_gt(lay.n_threads, 1);
+			ck_assert_uint_eq(lay.threads_left_out, 0);
+			nf_render_layout_release(&lay);
+			sqlite3_close(sql);
+		}
 	}
 	for (int i = 0; i < 2; i++) {
 		char f[4200];
