@@ -325,6 +325,13 @@ static void paint_title(cairo_t *cr, const struct nf_render_options *opts,
 	if (lay->n_threads)
 		append(line, sizeof(line), "%zu CPU thread%s", lay->n_threads,
 		       lay->n_threads == 1 ? "" : "s");
+	if (lay->n_rings)
+		append(line, sizeof(line), "%zu GPU ring%s, %" PRId64 " job%s", lay->n_rings,
+		       lay->n_rings == 1 ? "" : "s", s->n_jobs, s->n_jobs == 1 ? "" : "s");
+	if (s->n_vblanks)
+		append(line, sizeof(line), "%" PRId64 " vblank%s", s->n_vblanks, s->n_vblanks == 1 ? "" : "s");
+	if (s->n_markers)
+		append(line, sizeof(line), "%" PRId64 " marker%s", s->n_markers, s->n_markers == 1 ? "" : "s");
 	append(line, sizeof(line), "%" PRId64 " wait%s, %" PRId64 " signal%s", s->n_waits,
 	       s->n_waits == 1 ? "" : "s", s->n_signals, s->n_signals == 1 ? "" : "s");
 	if (s->n_open)
