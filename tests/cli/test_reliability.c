@@ -454,6 +454,29 @@ START_TEST(threaded_advance_of_2_64_waits)
 }
 END_TEST
 
+
+/* ------------------------------------------------------------------ */
+/* 3. a program that forks after creating its runtime                    */
+
+START_TEST(fork_after_runtime_creation_is_refused_clearly)
+{
+	char d[700];
+
+	snprintf(d, sizeof(d), "%s/fork", tmp);
+	snprintf(cmd, sizeof(cmd), "'%s' record -o '%s' -- '%s' fork 10000", nf_test_nftrace(), d, prog());
+	int st = run(cmd);
+	ck_assert_msg(st == 1, "exit %d: %s", st, err);
+	/* The program says what its child was told; nftrace's own line too. */
+	const char *last = strstr(err, "nftrace record: ");
+	ck_assert_msg(last && strstr(last, "forked from it, must create its own") &&
+			      nf_test_count_lines(last) == 1, "%s", err);
+	/* The parent's events are whole: its 5000 signals and 5000 waits. */
+	snprintf(cmd, sizeof(cmd), "'%s' query --csv '%s' 'select count(*) from fence_ops'", nf_test_nftrace(), d);
+	run_ok(cmd);
+	ck_assert_str_eq(out, "count(*)\n10000\n");
+}
+END_TEST
+
 static Suite *reliability_suite(void)
 {
 	Suite *s = suite_create("reliability");
@@ -474,6 +497,7 @@ static Suite *reliability_suite(void)
 	suite_add_tcase(s, tc);
 	tcase_add_test(tc, program_under_a_file_size_limit_fails);
 	tcase_add_test(tc, pending_async_wait_at_the_end);
+	tcase_add_test(tc, fork_after_runtime_creation_is_refused_clearly);
 	tc = tcase_create("cache");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 300);
