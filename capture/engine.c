@@ -1587,6 +1587,7 @@ int nf_runtime_create(const struct nf_runtime_config *cfg, nf_runtime **out, str
 	if (!rt->cfg.tracing_log_entries)
 		rt->cfg.tracing_log_entries = 256;
 	rt->rng = cfg->seed ^ 0x6a09e667f3bcc908ull;
+	nf_fork_watch(rt);
 	rt->thread = 1;
 	rt->next_wait_id = 1;
 	if (cfg->mode == NF_MODE_THREADED) {
@@ -1623,6 +1624,14 @@ void nf_runtime_destroy(nf_runtime *rt)
 {
 	if (!rt)
 		return;
+	if (nf_fork_check(rt, NULL)) {
+		/* A forked child: the session, the committer and the engine
+		 * threads are the parent's; free this copy's memory only (the
+		 * threads' state is left: its locks may be held, the threads
+		 * do not exist here). */
+		nf_runtime_abandon_owned(rt);
+		rt->th = NULL;
+	}
 	/* A thread still blocked in a CPU wait returns NF_EINTR first. */
 	nf_th_release_waiters(rt);
 	nf_runtime_close_owned(rt, NULL);
@@ -2735,6 +2744,8 @@ static int api_cpu_signal(nf_runtime *rt, nf_handle fence, uint64_t value, struc
 
 #define LOCKED(rt, call)                        \
 	do {                                    \
+		if (nf_fork_check(rt, err))     \
+			return NF_ESTATE;       \
 		nf_th_lock(rt);                 \
 		int rc_ = (call);               \
 		nf_th_unlock(rt);               \
@@ -2748,6 +2759,8 @@ int nf_runtime_finish(nf_runtime *rt, struct nf_error *err)
 
 int nf_runtime_advance(nf_runtime *rt, uint64_t ns, struct nf_error *err)
 {
+	if (nf_fork_check(rt, err))
+		return NF_ESTATE;
 	if (rt && rt->threaded) {
 		/* Real time: the caller's thread sleeps while the engines run. */
 		nf_th_lock(rt);

@@ -137,10 +137,17 @@ static struct check_log *check_log(struct check_state *s, uint32_t adapter, uint
  * escape sequence planted in a session) become '?'. */
 static void check_copy(char *dst, size_t len, const char *src)
 {
-	snprintf(dst, len, "%s", src ? src : "");
-	for (unsigned char *u = (unsigned char *)dst; *u; u++)
-		if (*u < 0x20 || *u == 0x7f)
-			*u = '?';
+	size_t o = 0;
+
+	/* C1 controls (U+009B CSI) too: two bytes become one '?'. */
+	for (const char *p = src ? src : ""; *p && o + 1 < len;) {
+		int n = nf_text_control_len(p);
+
+		dst[o++] = n ? '?' : *p;
+		p += n ? n : 1;
+	}
+	if (len)
+		dst[o] = '\0';
 }
 
 static int check_event(void *ctx, const struct nf_event *ev)

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define QUERY_MAX_SQL (1u << 20)
@@ -104,6 +106,18 @@ int cmd_query(int argc, char **argv)
 		sql = argv[argc - 1];
 	}
 	qo.sessions = (const char *const *)(argv + optind);
+	/* `query DIR SQL1 SQL2`: one SQL argument only (several sessions come
+	 * before it). A "session" that is no path but reads as SQL is a usage
+	 * error, not a missing directory. */
+	for (size_t i = 0; i < qo.n_sessions; i++) {
+		struct stat st;
+		const char *a = qo.sessions[i];
+
+		if (stat(a, &st) != 0 && errno == ENOENT &&
+		    (strchr(a, ' ') || strchr(a, ';') || !strncasecmp(a, "select", 6) ||
+		     !strncasecmp(a, "with", 4) || !strncasecmp(a, "pragma", 6)))
+			return nf_cli_usage_error("query", "'%.60s' is SQL, not a session DIR: give one SQL argument, after the sessions (or -f FILE)", a);
+	}
 	if (sql_file && !(sql = owned = read_sql_file(sql_file, &err)))
 		return nf_cli_fail("query", &err);
 	/* Timelines first, so that an SQL error below names the SQL file. */

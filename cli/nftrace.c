@@ -136,8 +136,12 @@ int nf_cli_fail(const char *cmd, const struct nf_error *err)
 		fputs("cannot write to standard output\n", stderr);
 		return NF_EXIT_FAIL;
 	}
-	for (const char *m = err->msg[0] ? err->msg : nf_strerror(err->code); *m; m++)
-		fputc((unsigned char)*m < 0x20 || *m == 0x7f ? '?' : *m, stderr);
+	for (const char *m = err->msg[0] ? err->msg : nf_strerror(err->code); *m;) {
+		int n = nf_text_control_len(m); /* C0, DEL and UTF-8 C1 controls */
+
+		fputc(n ? '?' : *m, stderr);
+		m += n ? n : 1;
+	}
 	fputc('\n', stderr);
 	return NF_EXIT_FAIL;
 }
