@@ -79,6 +79,20 @@ static const struct nf_cmd nf_commands[] = {
 	  "\n"
 	  "  -o, --output DIR   session directory to create\n"
 	  "  --force            replace an existing session in DIR\n" },
+	{ "critical-path", cmd_critical_path, "why an operation finished when it did: its chain of queues, fences, threads",
+	  "usage: nftrace critical-path DIR [--op ID | --at TIME | --queue Q] [--json]\n"
+	  "\n"
+	  "Explains the latency (queued on the CPU to completed) of one operation: the last one to\n"
+	  "finish (default), operation ID (fence_ops.id), the last to finish by TIME (12.5ms), or\n"
+	  "the last to finish on hardware queue Q (handle or name). Walks back from its end: while\n"
+	  "an operation waited, to the signal that released it (deps) and that signal's queue;\n"
+	  "while a queue was busy with earlier work, to that work; when work waited for the CPU to\n"
+	  "queue it, to the CPU thread (and the CPU waits it did). Prints the segments in time\n"
+	  "order: on which queue or thread, doing what (waiting on fence F >= v, executing,\n"
+	  "running until it queued the work), start, end and duration in ns; the durations add up\n"
+	  "to the latency exactly.\n"
+	  "\n"
+	  "  --json   the same as one JSON object\n" },
 	{ "help", cmd_help, "show help for nftrace or one command",
 	  "usage: nftrace help [COMMAND]\n" },
 };
