@@ -23,6 +23,7 @@ struct an_op {
 	int32_t rel_op;    /* the signal that released this wait (deps), AN_NONE */
 	int32_t rel_cpu;   /* the CPU signal that released it (deps), AN_NONE */
 	bool is_signal, has_queued, has_observed, has_end, has_thread, has_value;
+	bool has_dep;      /* a deps row names this wait (it was released) */
 	bool done;         /* it ran: a status other than 'unmatched' / 'unsignaled', or an end */
 };
 

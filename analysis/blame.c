@@ -47,7 +47,7 @@ int nf_analysis_stall_blame(const struct nf_analysis *a, struct nf_blame_row **r
 		size_t ns = 0, nl = 0;
 		int64_t rq = -1, rt = -1;
 
-		if (o->is_signal || !o->has_observed || !o->has_end || o->end <= o->observed)
+		if (o->is_signal || !o->has_dep || !o->has_observed || !o->has_end || o->end <= o->observed)
 			continue;
 		rc = an_walk_window(a, (int32_t)i, o->observed, &segs, &ns, err);
 		if (rc)

@@ -467,6 +467,7 @@ static int load_cpu(sqlite3 *db, struct nf_analysis *a, struct nf_error *err)
 
 		if (COL_NULL(s, 1) || w == AN_NONE)
 			continue;
+		a->ops[w].has_dep = true;
 		if (!COL_NULL(s, 0))
 			a->ops[w].rel_op = an_op_index(a, sqlite3_column_int64(s, 0));
 		if (!COL_NULL(s, 2))
@@ -644,6 +645,10 @@ static int index_signals(struct nf_analysis *a, struct nf_error *err)
 		if (w->fidx != AN_NONE)
 			first_reaching(&a->fences[w->fidx], w->value, w->end, &w->rel_op, &w->rel_cpu);
 		if (w->has_start && acted_between(acts, nacts, w->thread, w->start, w->end))
+			continue;
+		/* released by its own thread's CPU signal: it was not blocked either */
+		if (w->rel_cpu != AN_NONE && a->csigs[w->rel_cpu].has_thread &&
+		    a->csigs[w->rel_cpu].thread == w->thread)
 			continue;
 		ti = thread_add(a, w->thread, &rc);
 		if (rc) {

@@ -106,8 +106,9 @@ static struct nf_cp_segment seg_thread(enum nf_seg_kind kind, int64_t thread, in
 	return s;
 }
 
-/* The latest satisfied CPU wait of thread ending in (t0, t], AN_NONE if none. */
-static int32_t thread_wait_before(const struct nf_analysis *a, int64_t thread, int64_t t0, int64_t t)
+/* The latest blocking CPU wait of thread ending in (t0, t] other than `skip`, AN_NONE if none. */
+static int32_t thread_wait_before(const struct nf_analysis *a, int64_t thread, int64_t t0, int64_t t,
+				  int32_t skip)
 {
 	int32_t ti = an_thread_index(a, thread);
 	const struct an_thread *th;
@@ -125,6 +126,8 @@ static int32_t thread_wait_before(const struct nf_analysis *a, int64_t thread, i
 		else
 			hi = mid;
 	}
+	while (lo > 0 && th->waits[lo - 1] == skip)
+		lo--;
 	if (lo == 0)
 		return AN_NONE;
 	int32_t w = th->waits[lo - 1];
@@ -144,6 +147,7 @@ static int walk_run(struct walk *w, int32_t start_op, int64_t end, struct nf_err
 	int32_t o = start_op, rel_op = AN_NONE, rel_cpu = AN_NONE;
 	int64_t cur = end, thread = -1, r;
 	int64_t queued_op = -1, queued_csig = -1; /* what the thread queued at cur */
+	int32_t last_cw = AN_NONE;                /* the CPU wait just walked through */
 	size_t steps = 0, max_steps = 4 * (a->n_ops + a->n_cwaits) + 16;
 
 	while (cur > w->t0 && !w->rc) {
@@ -188,11 +192,14 @@ static int walk_run(struct walk *w, int32_t start_op, int64_t end, struct nf_err
 				bool busy = prev && (!op->has_queued || prev->end > op->queued);
 				int64_t ready = busy ? prev->end : op->has_queued ? op->queued : w->t0;
 
+				/* A release counts when it came no later than the wait's end (a
+				 * signal ending after it cannot have released it). */
+				bool has_rel = !op->is_signal &&
+					       an_release_time(a, op->rel_op, op->rel_cpu, &r) && r <= cur;
+
 				/* stalled by its release: the signal came after the wait could start
 				 * and after the GPU reached it (else the wait only took its cost) */
-				if (!op->is_signal &&
-				    an_release_time(a, op->rel_op, op->rel_cpu, &r) && r > ready &&
-				    (!op->has_observed || r > op->observed)) {
+				if (has_rel && r > ready && (!op->has_observed || r > op->observed)) {
 					struct nf_cp_segment s;
 
 					if (r > cur)
@@ -207,6 +214,15 @@ static int walk_run(struct walk *w, int32_t start_op, int64_t end, struct nf_err
 				} else {
 					if (ready > cur)
 						ready = cur;
+					/* a wait that stalled with no known release: waiting, then
+					 * what brought the queue to it */
+					if (!op->is_signal && !has_rel && op->has_observed &&
+					    op->observed > ready && op->observed < cur) {
+						struct nf_cp_segment ws = seg_queue(NF_SEG_WAIT, op, op->observed, cur);
+
+						emit(w, ws);
+						cur = op->observed;
+					}
 					emit(w, seg_queue(NF_SEG_EXECUTE, op, ready, cur));
 					cur = ready;
 					if (busy) {
@@ -222,7 +238,7 @@ static int walk_run(struct walk *w, int32_t start_op, int64_t end, struct nf_err
 			}
 		} else {
 			/* W_THREAD: the thread did something at cur (queued queued_op, signaled queued_csig) */
-			int32_t wi = thread >= 0 ? thread_wait_before(a, thread, w->t0, cur) : AN_NONE;
+			int32_t wi = thread >= 0 ? thread_wait_before(a, thread, w->t0, cur, last_cw) : AN_NONE;
 			struct nf_cp_segment s = seg_thread(NF_SEG_QUEUE, thread, w->t0, cur);
 
 			s.op_id = queued_op;
@@ -233,6 +249,7 @@ static int walk_run(struct walk *w, int32_t start_op, int64_t end, struct nf_err
 				break;
 			}
 			const struct an_cwait *cw = &a->cwaits[wi];
+			last_cw = wi;
 			s.start_ns = cw->end;
 			emit(w, s);
 			cur = cw->end;

@@ -67,7 +67,17 @@ static const struct nf_cmd nf_commands[] = {
 	  "header that goes backwards or a read that does not match it; and a session that\n"
 	  "cannot be read (truncated or corrupt stream, not a CTF trace): one line on stderr.\n"
 	  "\n"
-	  "  --json   the same as one JSON object (verdict: whole, legal_anomalies or illegal)\n" },
+	  "Hangs and deadlocks (over the session's timeline, built when missing): GPU and CPU waits\n"
+	  "still open at the end, each with its wait-for chain (the signals that could satisfy it\n"
+	  "are queued behind which wait). Exit 1 with verdict deadlock: waits in a cycle, each\n"
+	  "edge listed; verdict hang: a wait for a value no signal in the session reaches (never\n"
+	  "signaled), or one blocked behind such waits. A signal that lowers a monitored fence's\n"
+	  "value is illegal. A wait a queued signal can still satisfy (the session ended mid-frame)\n"
+	  "is listed as pending and changes nothing. Verdicts, strongest first: illegal, deadlock,\n"
+	  "hang, legal_anomalies, whole.\n"
+	  "\n"
+	  "  --json   the same as one JSON object (verdict: whole, legal_anomalies, hang, deadlock or\n"
+	  "           illegal; hangs: counts per kind; hang_findings: each with its wait and edges)\n" },
 	{ "import", cmd_import, "convert a trace-cmd file (trace.dat) of Linux kernel events into a session",
 	  "usage: nftrace import TRACE.DAT -o DIR [--force]\n"
 	  "\n"
