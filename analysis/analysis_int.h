@@ -7,6 +7,7 @@
 
 #include "nftrace/analysis.h"
 
+#include <sqlite3.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -24,6 +25,7 @@ struct an_op {
 	int32_t rel_cpu;   /* the CPU signal that released it (deps), AN_NONE */
 	bool is_signal, has_queued, has_observed, has_end, has_thread, has_value;
 	bool has_dep;      /* a deps row names this wait (it was released) */
+	bool prev_known, rel_known; /* lazy model: prev / rel_op, rel_cpu, has_dep looked up */
 	bool done;         /* it ran: a status other than 'unmatched' / 'unsignaled', or an end */
 };
 
@@ -62,6 +64,10 @@ struct an_cwait {
 	int32_t fidx;
 	int32_t rel_op, rel_cpu; /* the first signal of the fence to reach the value, by end */
 	bool has_start, has_end, has_thread, satisfied;
+	bool as_op;        /* adapter NULL: a kernel wait, also a fence_ops row on no queue */
+	bool info_known;   /* rel_op, rel_cpu and blocking computed (lazily in a lazy model) */
+	bool blocking;     /* it blocked its thread: the thread did nothing meanwhile and did not
+			      release it itself (else an asynchronous wait) */
 };
 
 struct an_thread {
@@ -91,10 +97,31 @@ struct nf_analysis {
 	struct an_thread *threads;
 	size_t n_threads, cap_threads;
 	struct an_map qmap, fmap, tmap;
+	/* A lazy model (nf_analysis_open_lazy) loads operations on demand. */
+	bool lazy;
+	sqlite3 *db;
+	sqlite3_stmt *st_op, *st_prev, *st_dep, *st_dep_scan, *st_first_sig, *st_acted;
+	struct an_map opmap;         /* id -> index */
+	int64_t deps_rows;           /* deps rows (rowids 1..deps_rows) */
+	bool kernel_timelines;       /* the session has kernel timelines */
+	size_t cap_ops;
+	int lazy_rc;                 /* first error of a lazy lookup, 0 none */
+	char lazy_msg[NF_ERROR_MSG_MAX];
 };
 
-/* Index of the op with this id, AN_NONE when none (ids are sorted). */
+/* Index of the op with this id, AN_NONE when none (ids are sorted; full model only). */
 int32_t an_op_index(const struct nf_analysis *a, int64_t id);
+
+/*
+ * Accessors that work on both models: a lazy model runs SQL and caches (the
+ * model is logically const). After them, an_lazy_failed() says whether a
+ * lookup failed (and copies its error into err).
+ */
+int32_t an_get_op(const struct nf_analysis *a, int64_t id);
+int32_t an_op_prev(const struct nf_analysis *a, int32_t o);
+void an_op_rel(const struct nf_analysis *a, int32_t o, int32_t *rel_op, int32_t *rel_cpu);
+bool an_cwait_blocking(const struct nf_analysis *a, int32_t w);
+bool an_lazy_failed(const struct nf_analysis *a, struct nf_error *err);
 /* Index of the fence, AN_NONE when unknown. */
 int32_t an_fence_index(const struct nf_analysis *a, int64_t fence);
 /* Index of the thread, AN_NONE when it has no CPU waits. */

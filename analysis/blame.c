@@ -35,6 +35,8 @@ static int row_cmp(const void *x, const void *y)
 int nf_analysis_stall_blame(const struct nf_analysis *a, struct nf_blame_row **rows_out, size_t *n_out,
 			    struct nf_error *err)
 {
+	if (a->lazy)
+		return nf_error_set(err, NF_ESTATE, "%s needs a loaded model (nf_analysis_load)", "stall blame");
 	struct nf_blame_row *rows = NULL, local[16];
 	size_t n = 0, cap = 0;
 	int rc = 0;

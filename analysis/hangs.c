@@ -456,6 +456,8 @@ static int finding_cmp(const void *x, const void *y)
 
 int nf_analysis_hangs(const struct nf_analysis *a, struct nf_hang_report *rep, struct nf_error *err)
 {
+	if (a->lazy)
+		return nf_error_set(err, NF_ESTATE, "%s needs a loaded model (nf_analysis_load)", "the hang check");
 	struct graph g = { a, NULL, 0, 0, NULL, 0, 0, NULL };
 	struct cw_key *keys = NULL;
 	size_t nk = 0, cap = 0;

@@ -157,7 +157,7 @@ bool an_release_time(const struct nf_analysis *a, int32_t rel_op, int32_t rel_cp
 
 int nf_analysis_op(const struct nf_analysis *a, int64_t id, struct nf_op_info *info)
 {
-	int32_t i = an_op_index(a, id);
+	int32_t i = an_get_op(a, id);
 
 	if (i == AN_NONE)
 		return NF_ENOENT;
@@ -314,6 +314,35 @@ static int load_queues_fences(sqlite3 *db, struct nf_analysis *a, struct nf_erro
 	return 0;
 }
 
+/* The columns of OP_COLUMNS, in order, into *o (indexes left to the caller). */
+#define OP_COLUMNS "id, queue, op, fence, value, queued_ns, observed_ns, end_ns, status, thread"
+
+static void op_from_row(struct an_op *o, sqlite3_stmt *s)
+{
+	const char *op = (const char *)sqlite3_column_text(s, 2);
+	const char *st;
+
+	memset(o, 0, sizeof(*o));
+	o->id = sqlite3_column_int64(s, 0);
+	o->is_signal = op && !strcmp(op, "signal");
+	o->fence = sqlite3_column_int64(s, 3);
+	o->has_value = !COL_NULL(s, 4);
+	o->value = sqlite3_column_int64(s, 4);
+	o->has_queued = !COL_NULL(s, 5);
+	o->queued = sqlite3_column_int64(s, 5);
+	o->has_observed = !COL_NULL(s, 6);
+	o->observed = sqlite3_column_int64(s, 6);
+	o->has_end = !COL_NULL(s, 7);
+	o->end = sqlite3_column_int64(s, 7);
+	st = (const char *)sqlite3_column_text(s, 8);
+	o->done = o->has_end || (st && strcmp(st, "unmatched") && strcmp(st, "unsignaled"));
+	o->has_thread = !COL_NULL(s, 9);
+	o->thread = o->has_thread ? sqlite3_column_int64(s, 9) : -1;
+	o->prev = o->rel_op = o->rel_cpu = AN_NONE;
+	o->qidx = o->fidx = AN_NONE;
+	o->queue = -1;
+}
+
 static int load_ops(sqlite3 *db, struct nf_analysis *a, struct nf_error *err)
 {
 	sqlite3_stmt *s = NULL;
@@ -326,35 +355,15 @@ static int load_ops(sqlite3 *db, struct nf_analysis *a, struct nf_error *err)
 	if (!a->ops)
 		return nf_error_set(err, NF_ENOMEM, "out of memory for %zu operations", n);
 	if (sqlite3_prepare_v2(db,
-			       "SELECT id, queue, op, fence, value, queued_ns, observed_ns, end_ns, status, "
-			       "thread FROM fence_ops ORDER BY id", -1, &s, NULL) != SQLITE_OK)
+			       "SELECT " OP_COLUMNS " FROM fence_ops ORDER BY id", -1, &s, NULL) != SQLITE_OK)
 		return sql_fail(db, "fence_ops", err);
 	while ((src = sqlite3_step(s)) == SQLITE_ROW && a->n_ops < n) {
 		struct an_op *o = &a->ops[a->n_ops];
-		const char *op = (const char *)sqlite3_column_text(s, 2);
-		const char *st = (const char *)sqlite3_column_text(s, 8);
 
-		o->id = sqlite3_column_int64(s, 0);
-		o->is_signal = op && !strcmp(op, "signal");
-		o->fence = sqlite3_column_int64(s, 3);
-		o->has_value = !COL_NULL(s, 4);
-		o->value = sqlite3_column_int64(s, 4);
-		o->has_queued = !COL_NULL(s, 5);
-		o->queued = sqlite3_column_int64(s, 5);
-		o->has_observed = !COL_NULL(s, 6);
-		o->observed = sqlite3_column_int64(s, 6);
-		o->has_end = !COL_NULL(s, 7);
-		o->end = sqlite3_column_int64(s, 7);
-		o->has_thread = !COL_NULL(s, 9);
-		o->thread = o->has_thread ? sqlite3_column_int64(s, 9) : -1;
-		o->done = o->has_end || (st && strcmp(st, "unmatched") && strcmp(st, "unsignaled"));
-		o->prev = o->rel_op = o->rel_cpu = AN_NONE;
-		o->qidx = o->fidx = AN_NONE;
+		op_from_row(o, s);
 		if (!COL_NULL(s, 1)) {
 			o->queue = sqlite3_column_int64(s, 1);
 			o->qidx = queue_add(a, o->queue, NULL, &rc);
-		} else {
-			o->queue = -1;
 		}
 		if (!COL_NULL(s, 3))
 			o->fidx = fence_add(a, o->fence, &rc);
@@ -388,6 +397,7 @@ static int load_ops(sqlite3 *db, struct nf_analysis *a, struct nf_error *err)
 			struct an_op *o = &a->ops[q->ops[k]];
 
 			o->prev = prev;
+			o->prev_known = true;
 			if (o->has_end)
 				prev = q->ops[k];
 			if (o->done)
@@ -401,7 +411,7 @@ static int load_cpu(sqlite3 *db, struct nf_analysis *a, struct nf_error *err)
 {
 	sqlite3_stmt *s = NULL;
 	size_t n;
-	int rc = 0, src;
+	int rc = 0;
 
 	if ((rc = count_rows(db, "cpu_signals", &n, err)))
 		return rc;
@@ -434,7 +444,7 @@ static int load_cpu(sqlite3 *db, struct nf_analysis *a, struct nf_error *err)
 	if (!a->cwaits)
 		return nf_error_set(err, NF_ENOMEM, "out of memory for CPU waits");
 	if (sqlite3_prepare_v2(db,
-			       "SELECT id, thread, fence, value, start_ns, end_ns, status FROM cpu_waits "
+			       "SELECT id, thread, fence, value, start_ns, end_ns, status, adapter IS NULL FROM cpu_waits "
 			       "ORDER BY id", -1, &s, NULL) != SQLITE_OK)
 		return sql_fail(db, "cpu_waits", err);
 	while (!rc && a->n_cwaits < n && sqlite3_step(s) == SQLITE_ROW) {
@@ -451,6 +461,7 @@ static int load_cpu(sqlite3 *db, struct nf_analysis *a, struct nf_error *err)
 		w->has_end = !COL_NULL(s, 5);
 		w->end = sqlite3_column_int64(s, 5);
 		w->satisfied = w->has_end && (!st || !strcmp(st, "satisfied"));
+		w->as_op = sqlite3_column_int(s, 7) != 0;
 		w->fidx = COL_NULL(s, 2) ? AN_NONE : fence_add(a, w->fence, &rc);
 		w->rel_op = w->rel_cpu = AN_NONE;
 		a->n_cwaits++;
@@ -458,6 +469,14 @@ static int load_cpu(sqlite3 *db, struct nf_analysis *a, struct nf_error *err)
 	sqlite3_finalize(s);
 	if (rc)
 		return nf_error_set(err, rc, "out of memory loading CPU waits");
+
+	return 0;
+}
+
+static int load_deps(sqlite3 *db, struct nf_analysis *a, struct nf_error *err)
+{
+	sqlite3_stmt *s = NULL;
+	int src;
 
 	if (sqlite3_prepare_v2(db, "SELECT signal_id, wait_id, cpu_signal FROM deps", -1, &s, NULL) !=
 	    SQLITE_OK)
@@ -562,6 +581,8 @@ static bool acted_between(const void *acts_v, size_t n, int64_t thread, int64_t 
 	return lo < n && acts[lo].thread == thread && acts[lo].t < end;
 }
 
+static int index_threads(struct nf_analysis *a, struct nf_error *err);
+
 static int index_signals(struct nf_analysis *a, struct nf_error *err)
 {
 	for (size_t i = 0; i < a->n_ops; i++) {
@@ -633,7 +654,28 @@ static int index_signals(struct nf_analysis *a, struct nf_error *err)
 	}
 	if (nacts)
 		qsort(acts, nacts, sizeof(*acts), act_cmp);
-	/* CPU waits: their releasing signal, and each thread's blocking waits by end. */
+	/* CPU waits: their releasing signal, whether they blocked their thread */
+	for (size_t i = 0; i < a->n_cwaits; i++) {
+		struct an_cwait *w = &a->cwaits[i];
+
+		if (!w->satisfied || !w->has_thread)
+			continue;
+		if (w->fidx != AN_NONE)
+			first_reaching(&a->fences[w->fidx], w->value, w->end, &w->rel_op, &w->rel_cpu);
+		w->blocking = !(w->has_start && acted_between(acts, nacts, w->thread, w->start, w->end)) &&
+			      !(w->rel_cpu != AN_NONE && a->csigs[w->rel_cpu].has_thread &&
+				a->csigs[w->rel_cpu].thread == w->thread);
+		w->info_known = true;
+	}
+	free(acts);
+	for (size_t i = 0; i < a->n_ops; i++)
+		a->ops[i].prev_known = a->ops[i].rel_known = true;
+	return index_threads(a, err);
+}
+
+/* Each thread's satisfied CPU waits, in end order. */
+static int index_threads(struct nf_analysis *a, struct nf_error *err)
+{
 	for (size_t i = 0; i < a->n_cwaits; i++) {
 		struct an_cwait *w = &a->cwaits[i];
 		struct an_thread *t;
@@ -642,27 +684,14 @@ static int index_signals(struct nf_analysis *a, struct nf_error *err)
 
 		if (!w->satisfied || !w->has_thread)
 			continue;
-		if (w->fidx != AN_NONE)
-			first_reaching(&a->fences[w->fidx], w->value, w->end, &w->rel_op, &w->rel_cpu);
-		if (w->has_start && acted_between(acts, nacts, w->thread, w->start, w->end))
-			continue;
-		/* released by its own thread's CPU signal: it was not blocked either */
-		if (w->rel_cpu != AN_NONE && a->csigs[w->rel_cpu].has_thread &&
-		    a->csigs[w->rel_cpu].thread == w->thread)
-			continue;
 		ti = thread_add(a, w->thread, &rc);
-		if (rc) {
-			free(acts);
+		if (rc)
 			return nf_error_set(err, rc, "out of memory indexing CPU waits");
-		}
 		t = &a->threads[ti];
-		if (an_grow((void **)&t->waits, &t->cap, t->n + 1, sizeof(*t->waits))) {
-			free(acts);
+		if (an_grow((void **)&t->waits, &t->cap, t->n + 1, sizeof(*t->waits)))
 			return nf_error_set(err, NF_ENOMEM, "out of memory indexing CPU waits");
-		}
 		t->waits[t->n++] = (int32_t)i;
 	}
-	free(acts);
 	for (size_t ti = 0; ti < a->n_threads; ti++)
 		qsort_r(a->threads[ti].waits, a->threads[ti].n, sizeof(int32_t), cwait_cmp_end, a);
 	return 0;
@@ -695,6 +724,8 @@ int nf_analysis_load(const char *db_path, struct nf_analysis **out, struct nf_er
 		rc = load_ops(db, a, err);
 	if (!rc)
 		rc = load_cpu(db, a, err);
+	if (!rc)
+		rc = load_deps(db, a, err);
 	sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
 	sqlite3_close(db);
 	if (!rc)
@@ -722,6 +753,14 @@ void nf_analysis_destroy(struct nf_analysis *a)
 	}
 	for (size_t i = 0; i < a->n_threads; i++)
 		free(a->threads[i].waits);
+	sqlite3_finalize(a->st_op);
+	sqlite3_finalize(a->st_prev);
+	sqlite3_finalize(a->st_dep);
+	sqlite3_finalize(a->st_dep_scan);
+	sqlite3_finalize(a->st_first_sig);
+	sqlite3_finalize(a->st_acted);
+	sqlite3_close(a->db);
+	map_free(&a->opmap);
 	free(a->ops);
 	free(a->queues);
 	free(a->fences);
@@ -732,4 +771,322 @@ void nf_analysis_destroy(struct nf_analysis *a)
 	map_free(&a->fmap);
 	map_free(&a->tmap);
 	free(a);
+}
+
+/* ---- the lazy model: operations loaded on demand ------------------------------ */
+
+static bool lazy_fail(struct nf_analysis *a, int code, const char *what)
+{
+	if (!a->lazy_rc) {
+		a->lazy_rc = code;
+		snprintf(a->lazy_msg, sizeof(a->lazy_msg), "%s: %s", what,
+			 code == NF_ENOMEM ? "out of memory" : sqlite3_errmsg(a->db));
+	}
+	return false;
+}
+
+bool an_lazy_failed(const struct nf_analysis *a, struct nf_error *err)
+{
+	if (!a->lazy_rc)
+		return false;
+	nf_error_set(err, a->lazy_rc, "%s", a->lazy_msg);
+	return true;
+}
+
+int32_t an_get_op(const struct nf_analysis *ca, int64_t id)
+{
+	struct nf_analysis *a = (struct nf_analysis *)ca; /* lazy caches fill */
+	int32_t i;
+	int src, rc = 0;
+
+	if (!a->lazy)
+		return an_op_index(a, id);
+	i = map_get(&a->opmap, id);
+	if (i != AN_NONE || a->lazy_rc)
+		return i;
+	sqlite3_reset(a->st_op);
+	sqlite3_bind_int64(a->st_op, 1, id);
+	src = sqlite3_step(a->st_op);
+	if (src == SQLITE_DONE)
+		return AN_NONE;
+	if (src != SQLITE_ROW) {
+		lazy_fail(a, NF_ESQL, "reading fence_ops");
+		return AN_NONE;
+	}
+	if (an_grow((void **)&a->ops, &a->cap_ops, a->n_ops + 1, sizeof(*a->ops))) {
+		lazy_fail(a, NF_ENOMEM, "loading an operation");
+		return AN_NONE;
+	}
+	struct an_op *o = &a->ops[a->n_ops];
+	op_from_row(o, a->st_op);
+	if (!COL_NULL(a->st_op, 1)) {
+		o->queue = sqlite3_column_int64(a->st_op, 1);
+		o->qidx = queue_add(a, o->queue, NULL, &rc);
+	}
+	if (!COL_NULL(a->st_op, 3))
+		o->fidx = fence_add(a, o->fence, &rc);
+	sqlite3_reset(a->st_op);
+	if (rc || map_put(&a->opmap, id, (int32_t)a->n_ops)) {
+		lazy_fail(a, NF_ENOMEM, "loading an operation");
+		return AN_NONE;
+	}
+	return (int32_t)a->n_ops++;
+}
+
+int32_t an_op_prev(const struct nf_analysis *ca, int32_t o)
+{
+	struct nf_analysis *a = (struct nf_analysis *)ca;
+	int32_t prev = AN_NONE;
+
+	if (a->ops[o].prev_known || a->lazy_rc)
+		return a->ops[o].prev;
+	if (a->ops[o].qidx != AN_NONE) {
+		/* the queue's previous operation with an end: a backward rowid scan */
+		sqlite3_reset(a->st_prev);
+		sqlite3_bind_int64(a->st_prev, 1, a->ops[o].id);
+		sqlite3_bind_int64(a->st_prev, 2, a->ops[o].queue);
+		int src = sqlite3_step(a->st_prev);
+
+		if (src == SQLITE_ROW) {
+			int64_t id = sqlite3_column_int64(a->st_prev, 0);
+
+			sqlite3_reset(a->st_prev);
+			prev = an_get_op(a, id);
+		} else if (src != SQLITE_DONE) {
+			lazy_fail(a, NF_ESQL, "reading fence_ops");
+		}
+		sqlite3_reset(a->st_prev);
+	}
+	if (a->lazy_rc)
+		return AN_NONE;
+	a->ops[o].prev = prev;
+	a->ops[o].prev_known = true;
+	return prev;
+}
+
+/* The deps row under st_dep (bound to a rowid): its key and columns. */
+struct dep_row {
+	uint64_t fence, value;
+	int64_t wait;
+	bool sig_null, cpu_null;
+	int64_t sig, cpu;
+};
+
+static int dep_at(struct nf_analysis *a, int64_t rowid, struct dep_row *r)
+{
+	int src;
+
+	sqlite3_reset(a->st_dep);
+	sqlite3_bind_int64(a->st_dep, 1, rowid);
+	src = sqlite3_step(a->st_dep);
+	if (src == SQLITE_ROW) {
+		r->wait = sqlite3_column_int64(a->st_dep, 0);
+		r->sig_null = COL_NULL(a->st_dep, 1);
+		r->sig = sqlite3_column_int64(a->st_dep, 1);
+		r->cpu_null = COL_NULL(a->st_dep, 2);
+		r->cpu = sqlite3_column_int64(a->st_dep, 2);
+		r->fence = (uint64_t)sqlite3_column_int64(a->st_dep, 3);
+		r->value = (uint64_t)sqlite3_column_int64(a->st_dep, 4);
+	}
+	sqlite3_reset(a->st_dep);
+	return src == SQLITE_ROW ? 1 : src == SQLITE_DONE ? 0 : -1;
+}
+
+/*
+ * The deps row of wait `id` on fence/value. The analyzer writes deps in
+ * (fence, value) order of the waits, so a binary search over deps' rowids
+ * (each probe joined to its wait for the key) finds it in a few lookups; when
+ * that order does not hold (or rowids have gaps) a scan by wait_id answers.
+ */
+static bool lazy_dep(struct nf_analysis *a, int64_t id, uint64_t fence, uint64_t value, struct dep_row *out)
+{
+	int64_t lo = 1, hi = a->deps_rows + 1; /* first row with key >= (fence, value) */
+	struct dep_row r;
+	int got = 1;
+
+	while (lo < hi) {
+		int64_t mid = lo + (hi - lo) / 2;
+
+		if ((got = dep_at(a, mid, &r)) <= 0)
+			goto scan;
+		if (r.fence < fence || (r.fence == fence && r.value < value))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (int64_t k = lo; k <= a->deps_rows; k++) {
+		if ((got = dep_at(a, k, &r)) <= 0)
+			goto scan;
+		if (r.fence != fence || r.value != value)
+			break;
+		if (r.wait == id) {
+			*out = r;
+			return true;
+		}
+	}
+scan:
+	if (got < 0)
+		return lazy_fail(a, NF_ESQL, "reading deps");
+	sqlite3_reset(a->st_dep_scan);
+	sqlite3_bind_int64(a->st_dep_scan, 1, id);
+	int src = sqlite3_step(a->st_dep_scan);
+
+	if (src == SQLITE_ROW) {
+		out->wait = id;
+		out->sig_null = COL_NULL(a->st_dep_scan, 1);
+		out->sig = sqlite3_column_int64(a->st_dep_scan, 1);
+		out->cpu_null = COL_NULL(a->st_dep_scan, 2);
+		out->cpu = sqlite3_column_int64(a->st_dep_scan, 2);
+	}
+	sqlite3_reset(a->st_dep_scan);
+	if (src != SQLITE_ROW && src != SQLITE_DONE)
+		return lazy_fail(a, NF_ESQL, "reading deps");
+	return src == SQLITE_ROW;
+}
+
+void an_op_rel(const struct nf_analysis *ca, int32_t o, int32_t *rel_op, int32_t *rel_cpu)
+{
+	struct nf_analysis *a = (struct nf_analysis *)ca;
+	struct dep_row d;
+
+	if (!a->ops[o].rel_known && !a->lazy_rc) {
+		int32_t ro = AN_NONE, rc = AN_NONE;
+
+		if (!a->ops[o].is_signal && a->ops[o].has_end &&
+		    lazy_dep(a, a->ops[o].id, (uint64_t)a->ops[o].fence, (uint64_t)a->ops[o].value, &d)) {
+			a->ops[o].has_dep = true;
+			if (!d.sig_null)
+				ro = an_get_op(a, d.sig);
+			if (!d.cpu_null)
+				rc = csig_index(a, d.cpu);
+		}
+		a->ops[o].rel_op = ro;
+		a->ops[o].rel_cpu = rc;
+		a->ops[o].rel_known = !a->lazy_rc;
+	}
+	*rel_op = a->ops[o].rel_op;
+	*rel_cpu = a->ops[o].rel_cpu;
+}
+
+bool an_cwait_blocking(const struct nf_analysis *ca, int32_t wi)
+{
+	struct nf_analysis *a = (struct nf_analysis *)ca;
+	struct an_cwait *w = &a->cwaits[wi];
+	int src;
+
+	if (w->info_known || a->lazy_rc)
+		return w->blocking;
+	/* the first signal of its fence to reach the value: GPU (SQL) or CPU (in memory) */
+	int64_t best_t = 0;
+	int32_t best_op = AN_NONE, best_cpu = AN_NONE;
+
+	sqlite3_reset(a->st_first_sig);
+	sqlite3_bind_int64(a->st_first_sig, 1, w->fence);
+	sqlite3_bind_int64(a->st_first_sig, 2, w->value);
+	sqlite3_bind_int64(a->st_first_sig, 3, w->end);
+	src = sqlite3_step(a->st_first_sig);
+	if (src == SQLITE_ROW) {
+		int64_t id = sqlite3_column_int64(a->st_first_sig, 0);
+
+		best_t = sqlite3_column_int64(a->st_first_sig, 1);
+		sqlite3_reset(a->st_first_sig);
+		best_op = an_get_op(a, id);
+	} else if (src != SQLITE_DONE) {
+		return lazy_fail(a, NF_ESQL, "reading fence_ops");
+	}
+	sqlite3_reset(a->st_first_sig);
+	for (size_t i = 0; i < a->n_csigs; i++) {
+		const struct an_csig *c = &a->csigs[i];
+
+		if (c->fence == w->fence && c->value >= w->value && c->has_ts && c->ts <= w->end &&
+		    ((best_op == AN_NONE && best_cpu == AN_NONE) || c->ts < best_t)) {
+			best_t = c->ts;
+			best_cpu = (int32_t)i;
+			best_op = AN_NONE;
+		}
+	}
+	w->rel_op = best_op;
+	w->rel_cpu = best_cpu;
+	/* did its thread queue anything meanwhile? */
+	bool acted = false;
+	if (w->has_start) {
+		sqlite3_reset(a->st_acted);
+		sqlite3_bind_int64(a->st_acted, 1, w->thread);
+		sqlite3_bind_int64(a->st_acted, 2, w->start);
+		sqlite3_bind_int64(a->st_acted, 3, w->end);
+		src = sqlite3_step(a->st_acted);
+		acted = src == SQLITE_ROW;
+		sqlite3_reset(a->st_acted);
+		if (src != SQLITE_ROW && src != SQLITE_DONE)
+			return lazy_fail(a, NF_ESQL, "reading fence_ops");
+		for (size_t i = 0; i < a->n_csigs && !acted; i++)
+			acted = a->csigs[i].thread == w->thread && a->csigs[i].has_ts &&
+				a->csigs[i].ts > w->start && a->csigs[i].ts < w->end;
+	}
+	w->blocking = !acted && !(best_cpu != AN_NONE && a->csigs[best_cpu].has_thread &&
+				  a->csigs[best_cpu].thread == w->thread);
+	w->info_known = !a->lazy_rc;
+	return w->blocking;
+}
+
+int nf_analysis_open_lazy(const char *db_path, struct nf_analysis **out, struct nf_error *err)
+{
+	struct nf_analysis *a;
+	struct stat st;
+	sqlite3_stmt *s = NULL;
+	int rc = 0;
+
+	*out = NULL;
+	if (stat(db_path, &st) != 0)
+		return nf_error_set(err, NF_ENOENT, "%s: no timeline database", db_path);
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		return nf_error_set(err, NF_ENOMEM, "out of memory");
+	a->lazy = true;
+	if (sqlite3_open_v2(db_path, &a->db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+		rc = nf_error_set(err, NF_ESQL, "%s: %s", db_path, a->db ? sqlite3_errmsg(a->db) : "cannot open");
+		goto out_fail;
+	}
+	rc = load_queues_fences(a->db, a, err);
+	if (!rc)
+		rc = load_cpu(a->db, a, err);
+	if (rc)
+		goto out_fail;
+	if (sqlite3_prepare_v2(a->db, "SELECT " OP_COLUMNS " FROM fence_ops WHERE id = ?1", -1, &a->st_op,
+			       NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(a->db,
+			       "SELECT id FROM fence_ops WHERE id < ?1 AND queue = ?2 AND end_ns IS NOT NULL "
+			       "ORDER BY id DESC LIMIT 1", -1, &a->st_prev, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(a->db,
+			       "SELECT d.wait_id, d.signal_id, d.cpu_signal, w.fence, w.value FROM deps d "
+			       "JOIN fence_ops w ON w.id = d.wait_id WHERE d.rowid = ?1", -1,
+			       &a->st_dep, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(a->db, "SELECT wait_id, signal_id, cpu_signal FROM deps WHERE wait_id = ?1", -1,
+			       &a->st_dep_scan, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(a->db,
+			       "SELECT id, end_ns FROM fence_ops WHERE fence = ?1 AND op = 'signal' AND value >= ?2 "
+			       "AND end_ns IS NOT NULL AND end_ns <= ?3 ORDER BY end_ns, id LIMIT 1", -1,
+			       &a->st_first_sig, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(a->db,
+			       "SELECT 1 FROM fence_ops WHERE thread = ?1 AND queue IS NOT NULL AND queued_ns > ?2 "
+			       "AND queued_ns < ?3 LIMIT 1", -1, &a->st_acted, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(a->db, "SELECT (SELECT max(rowid) FROM deps), "
+			       "EXISTS (SELECT 1 FROM kernel_timelines)", -1, &s, NULL) != SQLITE_OK) {
+		rc = sql_fail(a->db, db_path, err);
+		goto out_fail;
+	}
+	if (sqlite3_step(s) == SQLITE_ROW) {
+		a->deps_rows = sqlite3_column_int64(s, 0);
+		a->kernel_timelines = sqlite3_column_int(s, 1) != 0;
+	}
+	sqlite3_finalize(s);
+	rc = index_threads(a, err);
+	if (rc)
+		goto out_fail;
+	*out = a;
+	return 0;
+out_fail:
+	nf_error_prefix(err, "%s", db_path);
+	nf_analysis_destroy(a);
+	return rc;
 }

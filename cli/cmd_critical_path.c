@@ -227,8 +227,9 @@ int cmd_critical_path(int argc, char **argv)
 	if (!dir)
 		return nf_cli_usage_error("critical-path", "missing session DIR");
 	rc = nf_timeline_ensure(dir, db, sizeof(db), &err);
+	/* on demand: one path reads what it visits, not the whole session */
 	if (!rc)
-		rc = nf_analysis_load(db, &a, &err);
+		rc = nf_analysis_open_lazy(db, &a, &err);
 	if (!rc && queue_text)
 		rc = nf_analysis_find_queue(a, queue_text, &arg, &err);
 	if (!rc)

@@ -44,6 +44,19 @@ struct nf_analysis;
  */
 int nf_analysis_load(const char *db_path, struct nf_analysis **out, struct nf_error *err);
 
+/*
+ * Opens the timeline database at db_path for the critical path alone: the
+ * small tables (queues, fences, CPU waits and signals) are loaded, and
+ * operations, their queues' previous operations and their deps rows are read
+ * on demand (rowid lookups; deps is in wait_id order), so one path costs what
+ * it visits, not the session's size. Such a model answers nf_analysis_target,
+ * nf_analysis_critical_path, nf_analysis_op, nf_analysis_queue_name and
+ * nf_analysis_find_queue (the same answers as a loaded model); not stall blame
+ * nor hangs (NF_ESTATE). The database stays open until nf_analysis_destroy.
+ * Returns 0, NF_ENOENT, NF_EFORMAT, NF_ESQL, NF_ENOMEM.
+ */
+int nf_analysis_open_lazy(const char *db_path, struct nf_analysis **out, struct nf_error *err);
+
 /* Frees the model; NULL is a no-op. */
 void nf_analysis_destroy(struct nf_analysis *a);
 
@@ -73,7 +86,12 @@ enum nf_cp_target { NF_CP_LAST, NF_CP_OP, NF_CP_AT, NF_CP_QUEUE };
  * explain. Writes the fence_ops id to *op_id. Returns 0, NF_ENOENT (no such
  * operation / queue / none finished by then; the message says which), NF_ESTATE
  * (the operation never finished or was never seen queued: no latency),
- * NF_EINVAL (unknown kind).
+ * NF_EINVAL (unknown kind), NF_ESQL (a lazy model's lookup failed).
+ * A lazy model finds the last operation of a queue by reading the queue's
+ * operations backwards from the newest (a queue finishes its operations in
+ * order); the last of the session as the latest of every queue's last (and
+ * with CPU waits or kernel timelines, whose order is not the queue's, by a
+ * scan); the last by a time by a scan.
  */
 int nf_analysis_target(const struct nf_analysis *a, enum nf_cp_target kind, int64_t arg,
 		       int64_t *op_id, struct nf_error *err);

@@ -457,9 +457,20 @@ static void check_generic(const char *dir)
 		ck_assert_msg(h.f[i].kind == NF_HANG_PENDING, "%s: finding %s on wait op %" PRId64, dir,
 			      nf_hang_kind_name(h.f[i].kind), h.f[i].wait.op_id);
 	nf_hang_report_free(&h);
-	/* every finished operation's critical path tiles its latency (the first 2000) */
+	/* every finished operation's critical path tiles its latency (the first 2000),
+	 * and the lazy model (what the CLI uses) walks the same path */
+	char db[4200];
+	struct nf_analysis *lz = NULL;
+	int64_t t_full, t_lazy;
+
+	snprintf(db, sizeof(db), "%s/.timeline.db", dir);
+	ck_assert_int_eq(nf_analysis_open_lazy(db, &lz, &e), 0);
+	ck_assert_int_eq(nf_analysis_target(a, NF_CP_LAST, 0, &t_full, &e) == 0,
+			 nf_analysis_target(lz, NF_CP_LAST, 0, &t_lazy, &e) == 0);
+	if (nf_analysis_target(a, NF_CP_LAST, 0, &t_full, &e) == 0)
+		ck_assert_int_eq(t_full, t_lazy);
 	for (int64_t id = 1; paths < 2000 && id <= (int64_t)nf_analysis_op_count(a); id++) {
-		struct nf_cp_path p;
+		struct nf_cp_path p, q;
 		int64_t t;
 
 		nf_error_clear(&e);
@@ -468,9 +479,26 @@ static void check_generic(const char *dir)
 		nf_error_clear(&e);
 		ck_assert_msg(nf_analysis_critical_path(a, id, &p, &e) == 0, "%s op %" PRId64 ": %s", dir, id, e.msg);
 		check_tiles(&p);
+		nf_error_clear(&e);
+		ck_assert_msg(nf_analysis_critical_path(lz, id, &q, &e) == 0, "%s op %" PRId64 " (lazy): %s", dir,
+			      id, e.msg);
+		ck_assert_msg(p.n == q.n, "%s op %" PRId64 ": lazy path has %zu segments, not %zu", dir, id, q.n, p.n);
+		for (size_t k = 0; k < p.n; k++) {
+			const struct nf_cp_segment *x = &p.segs[k], *y = &q.segs[k];
+
+			ck_assert_msg(x->kind == y->kind && x->on_thread == y->on_thread && x->queue == y->queue &&
+					      x->thread == y->thread && x->op_id == y->op_id &&
+					      x->cpu_wait == y->cpu_wait && x->cpu_signal == y->cpu_signal &&
+					      x->fence == y->fence && x->value == y->value &&
+					      x->release_op == y->release_op && x->start_ns == y->start_ns &&
+					      x->end_ns == y->end_ns,
+				      "%s op %" PRId64 ": lazy path differs at segment %zu", dir, id, k);
+		}
+		nf_cp_path_free(&q);
 		nf_cp_path_free(&p);
 		paths++;
 	}
+	nf_analysis_destroy(lz);
 	ck_assert_int_eq(nf_analysis_stall_blame(a, &rows, &n, &e), 0);
 	for (size_t i = 0; i < n; i++) {
 		ck_assert_int_ge(rows[i].direct_ns, 0);
