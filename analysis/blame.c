@@ -32,15 +32,75 @@ static int row_cmp(const void *x, const void *y)
 	return 0;
 }
 
+/* Rows keyed by (queue, thread, fence, by_queue, by_thread) in an open-addressing table. */
+struct blame_tab {
+	struct nf_blame_row *rows;
+	size_t n, cap;
+	int32_t *slots;
+	size_t nslots;
+};
+
+static uint64_t blame_hash(const struct nf_blame_row *r)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ULL;
+	const int64_t k[5] = { r->queue, r->thread, r->fence, r->by_queue, r->by_thread };
+
+	for (int i = 0; i < 5; i++) {
+		h ^= (uint64_t)k[i];
+		h *= 0xff51afd7ed558ccdULL;
+		h ^= h >> 32;
+	}
+	return h;
+}
+
+static int blame_add(struct blame_tab *t, const struct nf_blame_row *r)
+{
+	if ((t->n + 1) * 2 > t->nslots) {
+		size_t ns = t->nslots ? t->nslots * 2 : 256;
+		int32_t *sl = malloc(ns * sizeof(*sl));
+
+		if (!sl)
+			return NF_ENOMEM;
+		for (size_t i = 0; i < ns; i++)
+			sl[i] = AN_NONE;
+		for (size_t i = 0; i < t->n; i++) {
+			size_t j = (size_t)blame_hash(&t->rows[i]) & (ns - 1);
+
+			while (sl[j] != AN_NONE)
+				j = (j + 1) & (ns - 1);
+			sl[j] = (int32_t)i;
+		}
+		free(t->slots);
+		t->slots = sl;
+		t->nslots = ns;
+	}
+	size_t j = (size_t)blame_hash(r) & (t->nslots - 1);
+	for (; t->slots[j] != AN_NONE; j = (j + 1) & (t->nslots - 1)) {
+		struct nf_blame_row *x = &t->rows[t->slots[j]];
+
+		if (!row_cmp(x, r)) {
+			x->direct_ns += r->direct_ns;
+			x->chain_ns += r->chain_ns;
+			x->waits += r->waits;
+			return 0;
+		}
+	}
+	if (an_grow((void **)&t->rows, &t->cap, t->n + 1, sizeof(*t->rows)))
+		return NF_ENOMEM;
+	t->rows[t->n] = *r;
+	t->slots[j] = (int32_t)t->n++;
+	return 0;
+}
+
 int nf_analysis_stall_blame(const struct nf_analysis *a, struct nf_blame_row **rows_out, size_t *n_out,
 			    struct nf_error *err)
 {
-	if (a->lazy)
-		return nf_error_set(err, NF_ESTATE, "%s needs a loaded model (nf_analysis_load)", "stall blame");
-	struct nf_blame_row *rows = NULL, local[16];
-	size_t n = 0, cap = 0;
+	struct blame_tab tab = { 0 };
+	struct nf_blame_row local[16];
 	int rc = 0;
 
+	if (a->lazy)
+		return nf_error_set(err, NF_ESTATE, "%s needs a loaded model (nf_analysis_load)", "stall blame");
 	*rows_out = NULL;
 	*n_out = 0;
 	for (size_t i = 0; i < a->n_ops; i++) {
@@ -96,33 +156,22 @@ int nf_analysis_stall_blame(const struct nf_analysis *a, struct nf_blame_row **r
 				local[j].chain_ns += s->end_ns - s->start_ns;
 		}
 		free(segs);
-		if (an_grow((void **)&rows, &cap, n + nl, sizeof(*rows))) {
-			rc = nf_error_set(err, NF_ENOMEM, "out of memory for stall blame");
-			goto out_fail;
-		}
-		memcpy(rows + n, local, nl * sizeof(*rows));
-		n += nl;
-	}
-	if (n) {
-		size_t k = 0;
-
-		qsort(rows, n, sizeof(*rows), row_cmp);
-		for (size_t i = 0; i < n; i++) {
-			if (k && !row_cmp(&rows[k - 1], &rows[i])) {
-				rows[k - 1].direct_ns += rows[i].direct_ns;
-				rows[k - 1].chain_ns += rows[i].chain_ns;
-				rows[k - 1].waits += rows[i].waits;
-			} else {
-				rows[k++] = rows[i];
+		for (size_t j = 0; j < nl; j++) {
+			if (blame_add(&tab, &local[j])) {
+				rc = nf_error_set(err, NF_ENOMEM, "out of memory for stall blame");
+				goto out_fail;
 			}
 		}
-		n = k;
 	}
-	*rows_out = rows;
-	*n_out = n;
+	free(tab.slots);
+	if (tab.n)
+		qsort(tab.rows, tab.n, sizeof(*tab.rows), row_cmp);
+	*rows_out = tab.rows;
+	*n_out = tab.n;
 	return 0;
 out_fail:
-	free(rows);
+	free(tab.slots);
+	free(tab.rows);
 	return rc;
 }
 

@@ -106,6 +106,11 @@ int32_t an_op_index(const struct nf_analysis *a, int64_t id)
 {
 	size_t lo = 0, hi = a->n_ops;
 
+	/* ids are dense from the first one in every timeline the analyzer writes */
+	if (a->n_ops && id >= a->ops[0].id && (uint64_t)(id - a->ops[0].id) < a->n_ops &&
+	    a->ops[id - a->ops[0].id].id == id)
+		return (int32_t)(id - a->ops[0].id);
+
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
@@ -629,8 +634,15 @@ static int index_signals(struct nf_analysis *a, struct nf_error *err)
 	 * (an asynchronous wait), so it never stands on a critical path. */
 	struct act_key *acts = NULL;
 	size_t nacts = 0, capacts = 0;
+	struct an_map waiting = { 0 }; /* threads with a satisfied CPU wait: only theirs count */
 
-	for (size_t i = 0; i < a->n_ops + a->n_csigs; i++) {
+	for (size_t i = 0; i < a->n_cwaits; i++)
+		if (a->cwaits[i].satisfied && a->cwaits[i].has_thread &&
+		    map_put(&waiting, a->cwaits[i].thread, 0)) {
+			map_free(&waiting);
+			return nf_error_set(err, NF_ENOMEM, "out of memory indexing threads");
+		}
+	for (size_t i = 0; waiting.used && i < a->n_ops + a->n_csigs; i++) {
 		int64_t th, t;
 
 		if (i < a->n_ops) {
@@ -646,14 +658,23 @@ static int index_signals(struct nf_analysis *a, struct nf_error *err)
 			th = c->thread;
 			t = c->ts;
 		}
+		if (map_get(&waiting, th) == AN_NONE)
+			continue;
 		if (an_grow((void **)&acts, &capacts, nacts + 1, sizeof(*acts))) {
 			free(acts);
+			map_free(&waiting);
 			return nf_error_set(err, NF_ENOMEM, "out of memory indexing threads");
 		}
 		acts[nacts++] = (struct act_key){ th, t };
 	}
-	if (nacts)
-		qsort(acts, nacts, sizeof(*acts), act_cmp);
+	map_free(&waiting);
+	/* operations come in queued order: often sorted already */
+	for (size_t i = 1; i < nacts; i++) {
+		if (act_cmp(&acts[i - 1], &acts[i]) > 0) {
+			qsort(acts, nacts, sizeof(*acts), act_cmp);
+			break;
+		}
+	}
 	/* CPU waits: their releasing signal, whether they blocked their thread */
 	for (size_t i = 0; i < a->n_cwaits; i++) {
 		struct an_cwait *w = &a->cwaits[i];
@@ -707,7 +728,8 @@ int nf_analysis_load(const char *db_path, struct nf_analysis **out, struct nf_er
 	*out = NULL;
 	if (stat(db_path, &st) != 0)
 		return nf_error_set(err, NF_ENOENT, "%s: no timeline database", db_path);
-	if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+	/* one thread uses this connection: no mutexes on every column read */
+	if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
 		rc = nf_error_set(err, NF_ESQL, "%s: %s", db_path, db ? sqlite3_errmsg(db) : "cannot open");
 		sqlite3_close(db);
 		return rc;
