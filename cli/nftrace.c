@@ -37,10 +37,13 @@ static const struct nf_cmd nf_commands[] = {
 	  "naming the file, exit 1. A progress line shows on a terminal only.\n" },
 	{ "report", cmd_report, "draw a GPUView-style timeline to PNG, SVG or PDF",
 	  "usage: nftrace report DIR -o FILE.{png,svg,pdf} [--from T] [--to T] [--queue Q]... [--fence F]...\n"
-	  "                      [--width PX] [--theme light|dark] [--title TEXT]\n"
+	  "                      [--width PX] [--theme light|dark] [--title TEXT] [--critical-path ID]\n"
 	  "\n"
 	  "Draws one row per hardware queue: light pink waits, dark pink signals, each box from\n"
-	  "when it was queued on the CPU to when the GPU completed it. Times accept units: 12.5ms.\n" },
+	  "when it was queued on the CPU to when the GPU completed it. Times accept units: 12.5ms.\n"
+	  "--critical-path ID draws operation ID's critical path (see 'nftrace critical-path') over\n"
+	  "the rows in blue, segment by segment (waits dashed), each joined to the next; without\n"
+	  "--from/--to the window is the path's span with a margin.\n" },
 	{ "query", cmd_query, "run SQL over a session's timeline",
 	  "usage: nftrace query DIR [DIR...] [--csv|--json|--table] (\"SQL\" | -f FILE.sql)\n"
 	  "       nftrace query DIR [--csv|--json|--table] --report stalls|queues|lost\n"

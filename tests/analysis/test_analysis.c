@@ -10,7 +10,11 @@
 #include "nf_test.h"
 
 #include "nftrace/analysis.h"
+#include "nftrace/render.h"
 #include "nftrace/timeline.h"
+
+#include "layout.h"           /* the viewer's layout: where a row and a time land */
+#include "viewer/nf_image.h"
 
 #include <inttypes.h>
 #include <sqlite3.h>
@@ -563,6 +567,67 @@ START_TEST(no_finding_on_program_and_kernel)
 }
 END_TEST
 
+/* report --critical-path: the path's segments are drawn over the rows in blue. */
+START_TEST(report_draws_the_path)
+{
+	char dir[1024], png[1200], plain[1200], db[1200];
+	struct nf_render_options o = { 0 };
+	struct nf_render_layout lay = { 0 };
+	struct nf_image im, im0;
+	struct nf_error e;
+	sqlite3 *sdb;
+
+	record("critical-path-chain", dir, sizeof(dir));
+	snprintf(png, sizeof(png), "%s/path.png", tmp);
+	snprintf(plain, sizeof(plain), "%s/plain.png", tmp);
+	snprintf(cmd, sizeof(cmd), "'%s' report '%s' -o '%s' --critical-path 2", nf_test_nftrace(), dir, png);
+	ck_assert_msg(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)) == 0, "%s", err);
+	/* the same window without the path: the path's span, 1/8 of it (+1 ns) each side */
+	snprintf(cmd, sizeof(cmd), "'%s' report '%s' -o '%s' --from 0 --to 235788", nf_test_nftrace(), dir, plain);
+	ck_assert_msg(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)) == 0, "%s", err);
+	snprintf(db, sizeof(db), "%s/.timeline.db", dir);
+	o.output = png;
+	o.from_ns = 0;
+	o.to_ns = 235788;
+	nf_error_clear(&e);
+	ck_assert_int_eq(sqlite3_open_v2(db, &sdb, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	ck_assert_msg(nf_render_layout_build(sdb, &o, &lay, &e) == 0, "%s", e.msg);
+	sqlite3_close(sdb);
+	nf_image_load(&im, png);
+	nf_image_load(&im0, plain);
+	/* D1 executing op 3 (10 .. 130.2us), I1 executing op 4 (135.2 .. 205.4us) on their
+	 * signal lanes, thread 2 waiting (130.2 .. 135.2us): blue over the path, the plain
+	 * colours without it */
+	static const struct { const char *queue; int64_t thread, t; } at[] = {
+		{ "D1", -1, 70000 }, { "I1", -1, 170000 }, { NULL, 2, 132700 },
+	};
+	struct nf_analysis *a = load(dir);
+	for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++) {
+		const struct nf_render_row *row = at[i].queue ? nf_render_layout_queue(&lay, queue_of(a, at[i].queue))
+							      : nf_render_layout_thread(&lay, at[i].thread);
+		double y0, y1;
+
+		ck_assert_ptr_nonnull(row);
+		nf_render_lane_extent(row, at[i].queue ? NF_LANE_SIGNAL : NF_LANE_CPU, &y0, &y1);
+		int x = (int)nf_render_layout_x(&lay, at[i].t), y = (int)((y0 + y1) / 2);
+		uint32_t px = nf_image_pixel(&im, x, y), px0 = nf_image_pixel(&im0, x, y);
+
+		/* the overlay's blue (#1466F2) pulls red down and blue up over any box colour */
+		ck_assert_msg((px >> 16 & 0xFF) + 15 < (px0 >> 16 & 0xFF) && (px & 0xFF) >= (px0 & 0xFF),
+			      "point %zu: %06X with the path, %06X without", i, px, px0);
+	}
+	nf_analysis_destroy(a);
+	cairo_surface_destroy(im.sf);
+	cairo_surface_destroy(im0.sf);
+	nf_render_layout_release(&lay);
+	/* an operation with no latency: one line, exit 1, no picture */
+	snprintf(cmd, sizeof(cmd), "'%s' report '%s' -o '%s/x.png' --critical-path 77", nf_test_nftrace(), dir, tmp);
+	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)), 1);
+	ck_assert_int_eq(nf_test_count_lines(err), 1);
+	ck_assert_ptr_nonnull(strstr(err, "--critical-path 77"));
+}
+END_TEST
+
 START_TEST(cli_bad_usage)
 {
 	static const char *const bad[] = { "", "--op", "--op x DIR", "--op 1 --at 2ms DIR", "--at 5parsecs DIR",
@@ -608,6 +673,7 @@ int main(void)
 	tcase_add_loop_test(tc, no_finding_on_clean_samples, 0,
 			    (int)(sizeof(clean_samples) / sizeof(clean_samples[0])));
 	tcase_add_test(tc, no_finding_on_program_and_kernel);
+	tcase_add_test(tc, report_draws_the_path);
 	tcase_add_test(tc, cli_bad_usage);
 	suite_add_tcase(s, tc);
 	return nf_test_main(s);
