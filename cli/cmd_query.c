@@ -1,12 +1,14 @@
 /* nftrace query: SQL over one or more sessions' timelines, read-only. */
 #include "cli.h"
 
+#include "nftrace/analysis.h"
 #include "nftrace/timeline.h"
 
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <ctype.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
@@ -47,6 +49,22 @@ static char *read_sql_file(const char *path, struct nf_error *err)
 		return NULL;
 	}
 	return buf;
+}
+
+/* Whether the SQL mentions the stall_blame table (any case). */
+static int names_stall_blame(const char *sql)
+{
+	static const char word[] = "stall_blame";
+
+	for (const char *p = sql; *p; p++) {
+		size_t k = 0;
+
+		while (word[k] && p[k] && tolower((unsigned char)p[k]) == word[k])
+			k++;
+		if (!word[k])
+			return 1;
+	}
+	return 0;
 }
 
 int cmd_query(int argc, char **argv)
@@ -124,7 +142,9 @@ int cmd_query(int argc, char **argv)
 	for (size_t i = 0; i < qo.n_sessions; i++) {
 		char db[4200];
 
-		if (nf_timeline_ensure(qo.sessions[i], db, sizeof(db), &err)) {
+		/* stall_blame is computed on demand, the first time a query names it */
+		if (names_stall_blame(sql) ? nf_analysis_ensure_blame(qo.sessions[i], db, sizeof(db), &err)
+						   : nf_timeline_ensure(qo.sessions[i], db, sizeof(db), &err)) {
 			free(owned);
 			return nf_cli_fail("query", &err);
 		}
