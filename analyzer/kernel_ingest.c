@@ -45,8 +45,10 @@ static const char *const ki_sql[KS_COUNT] = {
 		   "dep_seqno, flags) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
 	[KS_VBLANK] = "INSERT INTO vblanks(ts_ns, crtc, seq) VALUES (?1, ?2, ?3)",
 	[KS_MARKER] = "INSERT INTO markers(ts_ns, thread, cpu, text) VALUES (?1, ?2, ?3, ?4)",
-	[KS_TASK] = "INSERT INTO kernel_threads(thread, process) VALUES (?1, ?2) "
-		    "ON CONFLICT(thread) DO UPDATE SET process = excluded.process",
+	/* A saved cmdline name never replaces one the sched events gave. */
+	[KS_TASK] = "INSERT INTO kernel_threads(thread, process, comm) VALUES (?1, ?2, ?3) "
+		    "ON CONFLICT(thread) DO UPDATE SET process = coalesce(excluded.process, process), "
+		    "comm = coalesce(comm, excluded.comm)",
 };
 
 static const char ki_staging_sql[] =
@@ -570,7 +572,9 @@ int nf_kernel_ingest_event(struct nf_kernel_ingest **kip, sqlite3 *db, int64_t n
 		sqlite3_stmt *s = ki->st[KS_TASK];
 
 		sqlite3_bind_int64(s, 1, (int64_t)(uint32_t)f[NFF_KERNEL_TASK_tid]);
-		sqlite3_bind_int64(s, 2, (int64_t)(uint32_t)f[NFF_KERNEL_TASK_tgid]);
+		if (f[NFF_KERNEL_TASK_tgid])
+			sqlite3_bind_int64(s, 2, (int64_t)(uint32_t)f[NFF_KERNEL_TASK_tgid]);
+		bind_text_or_null(s, 3, ki_str(ki, f[NFF_KERNEL_TASK_comm]));
 		return ki_step(ki, KS_TASK, err);
 	}
 	default:

@@ -10,6 +10,7 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -21,15 +22,40 @@ static const char refused_msg[] =
 struct auth_state {
 	bool armed;
 	bool refused;
+	char function[64];      /* a function refused by name, for the message */
 };
+
+/*
+ * Functions a read-only query may not call, whatever else it does: every
+ * other built-in one is pure or only reads (date('now'), random(),
+ * sqlite_version(), changes() are harmless). fts3_tokenizer() hands out the
+ * address of a tokenizer module (a libsqlite3 pointer) and, with two
+ * arguments, installs one taken from a blob: a function pointer the query
+ * chooses. fts5() hands out the FTS5 API pointer; load_extension() loads code.
+ */
+static const char *const denied_functions[] = { "fts3_tokenizer", "fts5", "load_extension" };
+
+/* Pragmas with no side effect, readable as table-valued functions
+ * (pragma_table_info('fence_ops')) or statements; any other is refused. */
+static const char *const readonly_pragmas[] = {
+	"table_info", "table_xinfo", "table_list", "index_list", "index_info", "index_xinfo",
+	"foreign_key_list", "function_list", "module_list", "pragma_list", "collation_list",
+	"database_list", "compile_options",
+};
+
+static bool in_list(const char *name, const char *const *list, size_t n)
+{
+	for (size_t i = 0; name && i < n; i++)
+		if (sqlite3_stricmp(name, list[i]) == 0)
+			return true;
+	return false;
+}
 
 static int authorize(void *ctx, int action, const char *a, const char *b, const char *c,
 		     const char *d)
 {
 	struct auth_state *st = ctx;
 
-	(void)a;
-	(void)b;
 	(void)c;
 	(void)d;
 	if (!st->armed)
@@ -37,13 +63,33 @@ static int authorize(void *ctx, int action, const char *a, const char *b, const 
 	switch (action) {
 	case SQLITE_SELECT:
 	case SQLITE_READ:
-	case SQLITE_FUNCTION:
 	case SQLITE_RECURSIVE:
 		return SQLITE_OK;
+	case SQLITE_FUNCTION:
+		/* a is NULL, b the function's name. */
+		if (in_list(b, denied_functions, sizeof(denied_functions) / sizeof(denied_functions[0]))) {
+			snprintf(st->function, sizeof(st->function), "%s", b);
+			st->refused = true;
+			return SQLITE_DENY;
+		}
+		return SQLITE_OK;
+	case SQLITE_UPDATE:
+		/* A table-valued function (json_each, pragma_table_info) makes
+		 * SQLite check its schema table as if updated; the database is
+		 * opened read-only and every statement must be read-only anyway. */
+		if (a && (strcmp(a, "sqlite_master") == 0 || strcmp(a, "sqlite_temp_master") == 0))
+			return SQLITE_OK;
+		break;
+	case SQLITE_PRAGMA:
+		/* a the pragma; with a value (b) only the argument forms above. */
+		if (in_list(a, readonly_pragmas, sizeof(readonly_pragmas) / sizeof(readonly_pragmas[0])))
+			return SQLITE_OK;
+		break;
 	default:
-		st->refused = true;
-		return SQLITE_DENY;
+		break;
 	}
+	st->refused = true;
+	return SQLITE_DENY;
 }
 
 /* A file: URI for path with mode=ro (percent-encodes what URIs reserve). */
@@ -160,8 +206,15 @@ static const unsigned char *cell_text(sqlite3_stmt *s, int col, int *bytes)
  * (newlines and tabs stay: a multi-line value is shown on several lines). */
 static void put_padded(FILE *out, const unsigned char *t, int bytes, size_t width, size_t pad)
 {
-	for (int i = 0; i < bytes; i++)
+	for (int i = 0; i < bytes; i++) {
+		/* C1 controls too (U+009B CSI is two bytes of UTF-8): one '?'. */
+		if (t[i] == 0xc2 && i + 1 < bytes && t[i + 1] >= 0x80 && t[i + 1] <= 0x9f) {
+			fputc('?', out);
+			i++;
+			continue;
+		}
 		fputc((t[i] < 0x20 && t[i] != '\n' && t[i] != '\t') || t[i] == 0x7f ? '?' : t[i], out);
+	}
 	for (size_t w = width; w < pad; w++)
 		fputc(' ', out);
 }
@@ -292,17 +345,15 @@ static void put_csv_field(FILE *out, const unsigned char *t, int bytes)
 
 	for (int i = 0; i < bytes && !quote; i++)
 		quote = t[i] == ',' || t[i] == '"' || t[i] == '\r' || t[i] == '\n';
-	if (!quote) {
-		fwrite(t, 1, (size_t)bytes, out);
-		return;
-	}
-	fputc('"', out);
+	if (quote)
+		fputc('"', out);
 	for (int i = 0; i < bytes; i++) {
 		if (t[i] == '"')
 			fputc('"', out);
-		fputc(t[i], out);
+		fputc(t[i] ? t[i] : '?', out); /* a NUL cuts most CSV readers short */
 	}
-	fputc('"', out);
+	if (quote)
+		fputc('"', out);
 }
 
 static int print_csv(sqlite3_stmt *s, FILE *out, bool *first_set, struct nf_error *err)
@@ -322,11 +373,24 @@ static int print_csv(sqlite3_stmt *s, FILE *out, bool *first_set, struct nf_erro
 	fputc('\n', out);
 	while ((src = sqlite3_step(s)) == SQLITE_ROW) {
 		for (int c = 0; c < ncol; c++) {
-			int bytes;
-			const unsigned char *t = cell_text(s, c, &bytes);
+			int bytes, type = sqlite3_column_type(s, c);
 
 			if (c)
 				fputc(',', out);
+			/* As in JSON: a blob is hexadecimal, a real that is not
+			 * finite (Inf, NaN) is empty like NULL, and a NUL in text
+			 * (it cuts most CSV readers short) is '?'. */
+			if (type == SQLITE_BLOB) {
+				const unsigned char *p = sqlite3_column_blob(s, c);
+
+				bytes = sqlite3_column_bytes(s, c);
+				for (int i = 0; i < bytes; i++)
+					fprintf(out, "%02x", p[i]);
+				continue;
+			}
+			if (type == SQLITE_FLOAT && !isfinite(sqlite3_column_double(s, c)))
+				continue;
+			const unsigned char *t = cell_text(s, c, &bytes);
 			put_csv_field(out, t, bytes);
 		}
 		fputc('\n', out);
@@ -395,15 +459,62 @@ static void put_json_string(FILE *out, const unsigned char *t, int bytes)
 	fputc('"', out);
 }
 
+/* The JSON keys of a statement's columns: a name seen before gets ":2",
+ * ":3", ... (select 1 as a, 2 as a), so no object repeats a key. NULL when
+ * out of memory; free with sqlite3_free. */
+static char **json_keys(sqlite3_stmt *s, int ncol)
+{
+	char **k = sqlite3_malloc64(sizeof(*k) * (size_t)(ncol ? ncol : 1));
+
+	if (!k)
+		return NULL;
+	for (int c = 0; c < ncol; c++) {
+		const char *name = sqlite3_column_name(s, c);
+		int dup = 1;
+
+		name = name ? name : "";
+		k[c] = NULL;
+		for (int seen = 0;; seen = 0) {
+			char *cand = dup == 1 ? sqlite3_mprintf("%s", name) : sqlite3_mprintf("%s:%d", name, dup);
+
+			if (!cand) {
+				for (int i = 0; i < c; i++)
+					sqlite3_free(k[i]);
+				sqlite3_free(k);
+				return NULL;
+			}
+			for (int i = 0; i < c && !seen; i++)
+				seen = strcmp(k[i], cand) == 0;
+			if (!seen) {
+				k[c] = cand;
+				break;
+			}
+			sqlite3_free(cand);
+			dup++;
+		}
+	}
+	return k;
+}
+
+static void json_keys_free(char **k, int ncol)
+{
+	for (int c = 0; k && c < ncol; c++)
+		sqlite3_free(k[c]);
+	sqlite3_free(k);
+}
+
 static int print_json(sqlite3_stmt *s, FILE *out, bool *first_row, struct nf_error *err)
 {
 	int ncol = sqlite3_column_count(s), src;
+	char **keys = json_keys(s, ncol);
 
+	if (!keys)
+		return nf_error_set(err, NF_ENOMEM, "query: out of memory");
 	while ((src = sqlite3_step(s)) == SQLITE_ROW) {
 		fputs(*first_row ? "\n  {" : ",\n  {", out);
 		*first_row = false;
 		for (int c = 0; c < ncol; c++) {
-			const char *name = sqlite3_column_name(s, c);
+			const char *name = keys[c];
 
 			if (c)
 				fputs(", ", out);
@@ -445,6 +556,7 @@ static int print_json(sqlite3_stmt *s, FILE *out, bool *first_row, struct nf_err
 		}
 		fputc('}', out);
 	}
+	json_keys_free(keys, ncol);
 	if (src != SQLITE_DONE)
 		return nf_error_set(err, NF_ESQL, "%s", sqlite3_errmsg(sqlite3_db_handle(s)));
 	return 0;
@@ -453,7 +565,7 @@ static int print_json(sqlite3_stmt *s, FILE *out, bool *first_row, struct nf_err
 int nf_query_run_dbs(const char *const *db_paths, size_t n, enum nf_query_format format,
 		     const char *sql, FILE *out, struct nf_error *err)
 {
-	struct auth_state auth = { false, false };
+	struct auth_state auth = { false, false, "" };
 	sqlite3 *db = NULL;
 	const char *tail = sql;
 	bool first = true;
@@ -471,8 +583,13 @@ int nf_query_run_dbs(const char *const *db_paths, size_t n, enum nf_query_format
 		const char *next = NULL;
 
 		auth.refused = false;
+		auth.function[0] = '\0';
 		if (sqlite3_prepare_v2(db, tail, -1, &s, &next) != SQLITE_OK) {
-			if (auth.refused)
+			if (auth.refused && auth.function[0])
+				rc = nf_error_set(err, NF_ESQL,
+						  "query refused: function %s() is not allowed (it hands out or takes process pointers, or loads code)",
+						  auth.function);
+			else if (auth.refused)
 				rc = nf_error_set(err, NF_ESQL, "%s", refused_msg);
 			else
 				rc = nf_error_set(err, NF_ESQL, "%s", sqlite3_errmsg(db));
@@ -499,6 +616,12 @@ int nf_query_run_dbs(const char *const *db_paths, size_t n, enum nf_query_format
 			rc = print_json(s, out, &first, err);
 		}
 		sqlite3_finalize(s);
+		/* Some refusals come when the statement runs (a pragma's
+		 * table-valued function): the same message as at prepare time. */
+		if (rc == NF_ESQL && auth.refused) {
+			nf_error_clear(err);
+			rc = nf_error_set(err, NF_ESQL, "%s", refused_msg);
+		}
 		if (rc)
 			break;
 	}

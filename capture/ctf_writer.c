@@ -1414,6 +1414,22 @@ int nf_ctf_writer_close(struct nf_ctf_writer *w, struct nf_error *err)
 	return rc;
 }
 
+void nf_ctf_writer_abandon(struct nf_ctf_writer *w)
+{
+	if (!w)
+		return;
+	if (w->sock >= 0)
+		close(w->sock);
+	if (w->shared)
+		munmap(w->shared, NF_CTF_MAP_SIZE);
+	for (int s = 0; s < NF_STREAM_COUNT; s++) {
+		if (w->streams[s].fd >= 0)
+			close(w->streams[s].fd);
+		free(w->streams[s].pbuf);
+	}
+	free(w);
+}
+
 int nf_ctf_session_wait(const char *dir, struct nf_error *err)
 {
 	char meta[4200];

@@ -1120,7 +1120,8 @@ int nf_eng_handle_interrupt(struct nf_runtime *rt, uint32_t qi, uint32_t gi)
 			    (scan_engine && (o->node != q->node || o->engine != q->engine)))
 				continue;
 			/* In fence order, each once. */
-			qsort(o->pend, o->n_pend, sizeof(*o->pend), u32_cmp);
+			if (o->n_pend > 1)
+				qsort(o->pend, o->n_pend, sizeof(*o->pend), u32_cmp);
 			for (uint32_t k = 0; k < o->n_pend && !rc; k++) {
 				struct nf_global_fence *f = &rt->globals[o->pend[k]];
 
@@ -1586,6 +1587,7 @@ int nf_runtime_create(const struct nf_runtime_config *cfg, nf_runtime **out, str
 	if (!rt->cfg.tracing_log_entries)
 		rt->cfg.tracing_log_entries = 256;
 	rt->rng = cfg->seed ^ 0x6a09e667f3bcc908ull;
+	nf_fork_watch(rt);
 	rt->thread = 1;
 	rt->next_wait_id = 1;
 	if (cfg->mode == NF_MODE_THREADED) {
@@ -1622,6 +1624,14 @@ void nf_runtime_destroy(nf_runtime *rt)
 {
 	if (!rt)
 		return;
+	if (nf_fork_check(rt, NULL)) {
+		/* A forked child: the session, the committer and the engine
+		 * threads are the parent's; free this copy's memory only (the
+		 * threads' state is left: its locks may be held, the threads
+		 * do not exist here). */
+		nf_runtime_abandon_owned(rt);
+		rt->th = NULL;
+	}
 	/* A thread still blocked in a CPU wait returns NF_EINTR first. */
 	nf_th_release_waiters(rt);
 	nf_runtime_close_owned(rt, NULL);
@@ -2734,6 +2744,8 @@ static int api_cpu_signal(nf_runtime *rt, nf_handle fence, uint64_t value, struc
 
 #define LOCKED(rt, call)                        \
 	do {                                    \
+		if (nf_fork_check(rt, err))     \
+			return NF_ESTATE;       \
 		nf_th_lock(rt);                 \
 		int rc_ = (call);               \
 		nf_th_unlock(rt);               \
@@ -2747,6 +2759,8 @@ int nf_runtime_finish(nf_runtime *rt, struct nf_error *err)
 
 int nf_runtime_advance(nf_runtime *rt, uint64_t ns, struct nf_error *err)
 {
+	if (nf_fork_check(rt, err))
+		return NF_ESTATE;
 	if (rt && rt->threaded) {
 		/* Real time: the caller's thread sleeps while the engines run. */
 		nf_th_lock(rt);

@@ -246,7 +246,21 @@ struct nf_runtime {
 	bool threaded;                 /* NF_MODE_THREADED */
 	struct nf_threads *th;         /* threaded mode state (engine_threads.c) */
 	struct nf_truth_slot *scratch_truth; /* scratch_cap slots */
+
+	/* Fork detection (runtime_env.c): the process generation it was made in. */
+	unsigned fork_gen;
+	int pid;
 };
+
+/* Fork detection (runtime_env.c): a runtime belongs to the process that
+ * created it. nf_fork_watch() notes that process (pthread_atfork counts the
+ * forks, so the check costs a load, not a getpid()); nf_fork_check() returns
+ * 0, or NF_ESTATE with one clear line in a forked child (and tells
+ * `nftrace record` once, on its status pipe). */
+void nf_fork_watch(struct nf_runtime *rt);
+int nf_fork_check(const struct nf_runtime *rt, struct nf_error *err);
+/* In a forked child: frees the owned writer without writing anything. */
+void nf_runtime_abandon_owned(struct nf_runtime *rt);
 
 /* ------------------------------------------------------------------ */
 /* Shared between engine.c (the rules) and engine_threads.c (threaded mode). */

@@ -9,6 +9,8 @@
 #include "session_env.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,4 +101,51 @@ int nf_runtime_close_owned(nf_runtime *rt, struct nf_error *err)
 	else if (rt->err.code)
 		report_status(rt->err.msg);
 	return rc;
+}
+
+/* Forks counted in the child (pthread_atfork), so a runtime can tell it is
+ * used by a process it does not belong to without a getpid() per call. */
+static atomic_uint nf_fork_gen;
+static pthread_once_t nf_fork_once = PTHREAD_ONCE_INIT;
+
+static void nf_fork_child(void)
+{
+	atomic_fetch_add_explicit(&nf_fork_gen, 1, memory_order_relaxed);
+}
+
+static void nf_fork_register(void)
+{
+	pthread_atfork(NULL, NULL, nf_fork_child);
+}
+
+void nf_fork_watch(struct nf_runtime *rt)
+{
+	pthread_once(&nf_fork_once, nf_fork_register);
+	rt->fork_gen = atomic_load_explicit(&nf_fork_gen, memory_order_relaxed);
+	rt->pid = (int)getpid();
+}
+
+int nf_fork_check(const struct nf_runtime *rt, struct nf_error *err)
+{
+	static atomic_int told;
+	char msg[200];
+
+	if (!rt || rt->fork_gen == atomic_load_explicit(&nf_fork_gen, memory_order_relaxed))
+		return 0;
+	/* Its events would interleave with the parent's in one session (or be
+	 * lost): refused, each process must create its own runtime. */
+	snprintf(msg, sizeof(msg),
+		 "this runtime belongs to process %d; process %d, forked from it, must create its own (its events are refused)",
+		 rt->pid, (int)getpid());
+	if (rt->owned_writer && !atomic_exchange(&told, 1))
+		report_status(msg);
+	return nf_error_set(err, NF_ESTATE, "%s", msg);
+}
+
+void nf_runtime_abandon_owned(struct nf_runtime *rt)
+{
+	if (rt && rt->owned_writer) {
+		nf_ctf_writer_abandon(rt->owned_writer);
+		rt->owned_writer = NULL;
+	}
 }

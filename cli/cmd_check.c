@@ -9,7 +9,9 @@
  */
 #include "cli.h"
 
+#include "nftrace/analysis.h"
 #include "nftrace/parser.h"
+#include "nftrace/timeline.h"
 
 #include <inttypes.h>
 #include <stdbool.h>
@@ -137,10 +139,17 @@ static struct check_log *check_log(struct check_state *s, uint32_t adapter, uint
  * escape sequence planted in a session) become '?'. */
 static void check_copy(char *dst, size_t len, const char *src)
 {
-	snprintf(dst, len, "%s", src ? src : "");
-	for (unsigned char *u = (unsigned char *)dst; *u; u++)
-		if (*u < 0x20 || *u == 0x7f)
-			*u = '?';
+	size_t o = 0;
+
+	/* C1 controls (U+009B CSI) too: two bytes become one '?'. */
+	for (const char *p = src ? src : ""; *p && o + 1 < len;) {
+		int n = nf_text_control_len(p);
+
+		dst[o++] = n ? '?' : *p;
+		p += n ? n : 1;
+	}
+	if (len)
+		dst[o] = '\0';
 }
 
 static int check_event(void *ctx, const struct nf_event *ev)
@@ -268,20 +277,211 @@ static uint64_t check_other(const struct check_log *l)
 	       l->count[NF_FIND_OUT_OF_RANGE] + l->count[NF_FIND_CORRUPT];
 }
 
-static const char *check_verdict(const struct check_state *s)
+/* Hang findings listed one by one (pending waits past this are only counted). */
+#define CHECK_MAX_PENDING 50u
+
+static const char *check_verdict(const struct check_state *s, const struct nf_hang_report *h)
 {
-	if (s->illegal)
+	if (s->illegal || h->count[NF_HANG_LOWERED])
 		return "illegal";
 	if (s->incomplete)
 		return "incomplete";
+	if (h->count[NF_HANG_DEADLOCK])
+		return "deadlock";
+	if (h->count[NF_HANG_NEVER_SIGNALED] || h->count[NF_HANG_BLOCKED])
+		return "hang";
 	if (s->total[NF_FIND_LOST] || s->total[NF_FIND_ZERO_TS] || s->total[NF_FIND_REPEATED_TS])
 		return "legal_anomalies";
 	return "whole";
 }
 
-static void check_print_text(const char *dir, struct check_state *s, struct check_queue **qs,
-			     size_t nq, const struct nf_parser_stats *st)
+
+/* ---- hangs and deadlocks (nf_analysis_hangs) ------------------------------------ */
+
+static void hang_queue(const struct nf_analysis *a, int64_t queue, char *buf, size_t len)
 {
+	const char *name = nf_analysis_queue_name(a, queue);
+	char safe[48];
+
+	check_copy(safe, sizeof(safe), name);
+	snprintf(buf, len, "queue 0x%" PRIx64 "%s%s%s", (uint64_t)queue, name ? " (" : "",
+		 name ? safe : "", name ? ")" : "");
+}
+
+/* "queue 0x40000040 (QA) op 1 waits fence 0x40000180 >= 1 (queued at 10000 ns)" */
+static void hang_wait(const struct nf_analysis *a, const struct nf_wait_ref *w, char *buf, size_t len)
+{
+	char who[96];
+
+	if (w->queue >= 0)
+		hang_queue(a, w->queue, who, sizeof(who));
+	else
+		snprintf(who, sizeof(who), "thread %" PRId64, w->thread);
+	if (w->op_id >= 0)
+		snprintf(buf, len, "%s op %" PRId64 " waits fence 0x%" PRIx64 " >= %" PRId64 " (%s at %" PRId64 " ns)",
+			 who, w->op_id, (uint64_t)w->fence, w->value, w->queue >= 0 ? "queued" : "since",
+			 w->since_ns);
+	else
+		snprintf(buf, len, "%s CPU wait %" PRId64 " waits fence 0x%" PRIx64 " >= %" PRId64
+			 " (since %" PRId64 " ns)", who, w->cpu_wait, (uint64_t)w->fence, w->value, w->since_ns);
+}
+
+static void hang_edge_text(const struct nf_analysis *a, const struct nf_hang_edge *e)
+{
+	char from[256], to[256], sq[96];
+
+	hang_wait(a, &e->from, from, sizeof(from));
+	hang_wait(a, &e->to, to, sizeof(to));
+	hang_queue(a, e->signal_queue, sq, sizeof(sq));
+	printf("    %s;\n      its signal op %" PRId64 " (to %" PRId64 ") on %s is queued behind: %s\n", from,
+	       e->signal_op, e->signal_value, sq, to);
+}
+
+static void hang_print_text(const struct nf_analysis *a, const struct nf_hang_report *h)
+{
+	size_t pending = 0;
+	char w[256];
+
+	if (!h->n)
+		return;
+	printf("hangs and deadlocks: %zu deadlock%s, %zu never signaled, %zu blocked, %zu lowered signal%s, "
+	       "%zu pending at the end\n",
+	       h->count[NF_HANG_DEADLOCK], h->count[NF_HANG_DEADLOCK] == 1 ? "" : "s",
+	       h->count[NF_HANG_NEVER_SIGNALED], h->count[NF_HANG_BLOCKED], h->count[NF_HANG_LOWERED],
+	       h->count[NF_HANG_LOWERED] == 1 ? "" : "s", h->count[NF_HANG_PENDING]);
+	for (size_t i = 0; i < h->n; i++) {
+		const struct nf_hang_finding *f = &h->f[i];
+
+		switch (f->kind) {
+		case NF_HANG_DEADLOCK:
+			printf("  deadlock: %zu wait%s for each other, none can ever be satisfied:\n", f->n_edges,
+			       f->n_edges == 1 ? " waits" : "s wait");
+			for (size_t k = 0; k < f->n_edges; k++)
+				hang_edge_text(a, &f->edges[k]);
+			break;
+		case NF_HANG_NEVER_SIGNALED:
+			hang_wait(a, &f->wait, w, sizeof(w));
+			printf("  never signaled: %s: no signal in the session reaches %" PRId64, w, f->wait.value);
+			if (f->value >= 0 && f->op_id >= 0)
+				printf(" (highest: %" PRId64 " by op %" PRId64 ")", f->value, f->op_id);
+			else if (f->value >= 0)
+				printf(" (highest: %" PRId64 ")", f->value);
+			else
+				printf(" (none signals the fence)");
+			putchar('\n');
+			break;
+		case NF_HANG_BLOCKED:
+		case NF_HANG_PENDING:
+			if (f->kind == NF_HANG_PENDING && pending++ >= CHECK_MAX_PENDING) {
+				continue;
+			}
+			hang_wait(a, &f->wait, w, sizeof(w));
+			if (f->kind == NF_HANG_BLOCKED)
+				printf("  blocked: %s can never be satisfied, through:\n", w);
+			else
+				printf("  pending: %s was still waiting when the session ended, and a signal queued in the session can still satisfy it%s\n",
+				       w, f->n_edges ? ", through:" : "");
+			for (size_t k = 0; k < f->n_edges; k++)
+				hang_edge_text(a, &f->edges[k]);
+			break;
+		case NF_HANG_LOWERED:
+			printf("  lowered: fence 0x%" PRIx64 " signaled to %" PRId64 " at %" PRId64 " ns by %s %" PRId64
+			       ", below %" PRId64, (uint64_t)f->fence, f->value, f->ns,
+			       f->op_id >= 0 ? "op" : "CPU signal", f->op_id >= 0 ? f->op_id : f->cpu_signal,
+			       f->prev_value);
+			if (f->prev_op >= 0 || f->prev_cpu_signal >= 0)
+				printf(" set by %s %" PRId64 " at %" PRId64 " ns", f->prev_op >= 0 ? "op" : "CPU signal",
+				       f->prev_op >= 0 ? f->prev_op : f->prev_cpu_signal, f->prev_ns);
+			else
+				printf(" (its initial value)");
+			printf(" (a monitored fence never goes back)\n");
+			break;
+		default:
+			break;
+		}
+	}
+	if (pending > CHECK_MAX_PENDING)
+		printf("  ... and %zu more pending\n", pending - CHECK_MAX_PENDING);
+}
+
+static void json_str(const char *str);
+
+static void json_opt(const char *key, int64_t v)
+{
+	if (v < 0)
+		printf(", \"%s\": null", key);
+	else
+		printf(", \"%s\": %" PRId64, key, v);
+}
+
+static void json_wait(const char *key, const struct nf_wait_ref *w)
+{
+	printf("\"%s\": {\"op\": ", key);
+	if (w->op_id >= 0)
+		printf("%" PRId64, w->op_id);
+	else
+		printf("null");
+	json_opt("cpu_wait", w->cpu_wait);
+	json_opt("queue", w->queue);
+	json_opt("thread", w->thread);
+	printf(", \"fence\": %" PRId64 ", \"value\": %" PRId64, w->fence, w->value);
+	json_opt("since_ns", w->since_ns);
+	putchar('}');
+}
+
+static void hang_print_json(const struct nf_hang_report *h)
+{
+	size_t pending = 0, listed = 0;
+
+	printf(",\n  \"hangs\": {");
+	for (int k = 0; k < NF_HANG_KINDS; k++)
+		printf("%s\"%s\": %zu", k ? ", " : "", nf_hang_kind_name((enum nf_hang_kind)k), h->count[k]);
+	printf("},\n  \"hang_findings\": [");
+	for (size_t i = 0; i < h->n; i++) {
+		const struct nf_hang_finding *f = &h->f[i];
+
+		if (f->kind == NF_HANG_PENDING && pending++ >= CHECK_MAX_PENDING)
+			continue;
+		printf("%s\n    {\"kind\": \"%s\", ", listed++ ? "," : "", nf_hang_kind_name(f->kind));
+		if (f->kind == NF_HANG_LOWERED) {
+			printf("\"fence\": %" PRId64 ", \"value\": %" PRId64 ", \"ns\": %" PRId64, f->fence, f->value,
+			       f->ns);
+			json_opt("op", f->op_id);
+			json_opt("cpu_signal", f->cpu_signal);
+			printf(", \"prev_value\": %" PRId64, f->prev_value);
+			json_opt("prev_ns", f->prev_ns);
+			json_opt("prev_op", f->prev_op);
+			json_opt("prev_cpu_signal", f->prev_cpu_signal);
+			putchar('}');
+			continue;
+		}
+		json_wait("wait", &f->wait);
+		if (f->kind == NF_HANG_NEVER_SIGNALED) {
+			json_opt("highest_value", f->value);
+			json_opt("highest_op", f->op_id);
+		}
+		printf(", \"edges\": [");
+		for (size_t k = 0; k < f->n_edges; k++) {
+			const struct nf_hang_edge *e = &f->edges[k];
+
+			printf("%s{", k ? ", " : "");
+			json_wait("from", &e->from);
+			printf(", \"signal_op\": %" PRId64 ", \"signal_queue\": %" PRId64 ", \"signal_value\": %" PRId64
+			       ", ", e->signal_op, e->signal_queue, e->signal_value);
+			json_wait("to", &e->to);
+			putchar('}');
+		}
+		printf("]}");
+	}
+	printf("%s]", listed ? "\n  " : "");
+}
+
+static void check_print_text(const char *dir, struct check_state *s, struct check_queue **qs,
+			     size_t nq, const struct nf_parser_stats *st, const struct nf_analysis *a,
+			     const struct nf_hang_report *h)
+{
+	const char *verdict = check_verdict(s, h);
+
 	printf("session %s: %" PRIu64 " events (%" PRIu64 " not in the schema, %" PRIu64
 	       " discarded by the recorder), %" PRIu64 " log reads\n",
 	       dir, st->events, st->unknown_events, st->discarded_events, s->reads);
@@ -354,11 +554,20 @@ static void check_print_text(const char *dir, struct check_state *s, struct chec
 		if (s->not_listed)
 			printf("  ... and %" PRIu64 " more\n", s->not_listed);
 	}
-	if (s->illegal)
-		printf("verdict: illegal (%" PRIu64 " findings that no valid session has)\n", s->illegal);
-	else if (s->incomplete)
+	hang_print_text(a, h);
+	if (!strcmp(verdict, "illegal"))
+		printf("verdict: illegal (%" PRIu64 " findings that no valid session has)\n",
+		       s->illegal + h->count[NF_HANG_LOWERED]);
+	else if (!strcmp(verdict, "incomplete"))
 		printf("verdict: incomplete (%s)\n", s->incomplete);
-	else if (!strcmp(check_verdict(s), "legal_anomalies"))
+	else if (!strcmp(verdict, "deadlock"))
+		printf("verdict: deadlock (%zu cycle%s of waits waiting for each other, %zu more waits "
+		       "never satisfied)\n", h->count[NF_HANG_DEADLOCK], h->count[NF_HANG_DEADLOCK] == 1 ? "" : "s",
+		       h->count[NF_HANG_NEVER_SIGNALED] + h->count[NF_HANG_BLOCKED]);
+	else if (!strcmp(verdict, "hang"))
+		printf("verdict: hang (%zu waits can never be satisfied)\n",
+		       h->count[NF_HANG_NEVER_SIGNALED] + h->count[NF_HANG_BLOCKED]);
+	else if (!strcmp(verdict, "legal_anomalies"))
 		printf("verdict: legal anomalies only (%" PRIu64 " lost, %" PRIu64 " zero, %" PRIu64
 		       " repeated timestamps)\n", s->total[NF_FIND_LOST], s->total[NF_FIND_ZERO_TS],
 		       s->total[NF_FIND_REPEATED_TS]);
@@ -393,14 +602,14 @@ static void json_where(const struct check_where *w, bool span)
 }
 
 static void check_print_json(const char *dir, struct check_state *s, struct check_queue **qs,
-			     size_t nq, const struct nf_parser_stats *st)
+			     size_t nq, const struct nf_parser_stats *st, const struct nf_hang_report *h)
 {
 	printf("{\n  \"session\": ");
 	json_str(dir);
 	printf(",\n  \"verdict\": \"%s\",\n  \"events\": %" PRIu64 ",\n  \"unknown_events\": %" PRIu64
 	       ",\n  \"discarded_events\": %" PRIu64 ",\n  \"log_reads\": %" PRIu64
 	       ",\n  \"entries\": %" PRIu64 ",\n  \"illegal\": %" PRIu64 ",\n  \"incomplete\": ",
-	       check_verdict(s), st->events, st->unknown_events, st->discarded_events, s->reads,
+	       check_verdict(s, h), st->events, st->unknown_events, st->discarded_events, s->reads,
 	       s->entries, s->illegal);
 	if (s->incomplete)
 		json_str(s->incomplete);
@@ -462,13 +671,17 @@ static void check_print_json(const char *dir, struct check_state *s, struct chec
 		json_str(f->detail);
 		putchar('}');
 	}
-	printf("%s],\n  \"findings_not_listed\": %" PRIu64 "\n}\n", s->n_listed ? "\n  " : "",
-	       s->not_listed);
+	printf("%s],\n  \"findings_not_listed\": %" PRIu64, s->n_listed ? "\n  " : "", s->not_listed);
+	hang_print_json(h);
+	printf("\n}\n");
 }
 
 int cmd_check(int argc, char **argv)
 {
 	struct check_state *s;
+	struct nf_analysis *a = NULL;
+	struct nf_hang_report hangs = { 0 };
+	char db[4200];
 	struct nf_parser *p = NULL;
 	struct nf_parser_stats st;
 	struct check_queue **qs;
@@ -518,14 +731,28 @@ int cmd_check(int argc, char **argv)
 		rc = nf_cli_fail("check", &err);
 		goto out_free;
 	}
+	/* Hangs and deadlocks: over the session's timeline (built when missing). */
+	rc = nf_timeline_ensure(dir, db, sizeof(db), &err);
+	if (!rc)
+		rc = nf_analysis_load(db, &a, &err);
+	if (!rc)
+		rc = nf_analysis_hangs(a, &hangs, &err);
+	if (rc) {
+		free(qs);
+		rc = nf_cli_fail("check", &err);
+		goto out_free;
+	}
 	if (json) {
-		check_print_json(dir, s, qs, nq, &st);
+		check_print_json(dir, s, qs, nq, &st, &hangs);
 	} else {
-		check_print_text(dir, s, qs, nq, &st);
+		check_print_text(dir, s, qs, nq, &st, a, &hangs);
 	}
 	free(qs);
-	rc = s->illegal || s->incomplete ? NF_EXIT_FAIL : NF_EXIT_OK;
+	rc = strcmp(check_verdict(s, &hangs), "whole") && strcmp(check_verdict(s, &hangs), "legal_anomalies")
+		     ? NF_EXIT_FAIL : NF_EXIT_OK;
 out_free:
+	nf_hang_report_free(&hangs);
+	nf_analysis_destroy(a);
 	nf_parser_destroy(p);
 	free(s->queues);
 	free(s);

@@ -87,8 +87,12 @@ static int count_finding(void *ctx, const struct nf_finding *f)
  * sequence planted in a session) are shown as '?'. */
 static void put_clean(const char *s)
 {
-	for (const unsigned char *u = (const unsigned char *)(s ? s : ""); *u; u++)
-		putchar(*u < 0x20 || *u == 0x7f ? '?' : *u);
+	for (const char *p = s ? s : ""; *p;) {
+		int n = nf_text_control_len(p); /* C0, DEL and UTF-8 C1 controls */
+
+		putchar(n ? '?' : *p);
+		p += n ? n : 1;
+	}
 }
 
 /* A JSON string (control bytes escaped; bytes >= 0x80 passed through). */

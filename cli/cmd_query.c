@@ -1,13 +1,17 @@
 /* nftrace query: SQL over one or more sessions' timelines, read-only. */
 #include "cli.h"
 
+#include "nftrace/analysis.h"
 #include "nftrace/timeline.h"
 
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <ctype.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define QUERY_MAX_SQL (1u << 20)
@@ -45,6 +49,22 @@ static char *read_sql_file(const char *path, struct nf_error *err)
 		return NULL;
 	}
 	return buf;
+}
+
+/* Whether the SQL mentions the stall_blame table (any case). */
+static int names_stall_blame(const char *sql)
+{
+	static const char word[] = "stall_blame";
+
+	for (const char *p = sql; *p; p++) {
+		size_t k = 0;
+
+		while (word[k] && p[k] && tolower((unsigned char)p[k]) == word[k])
+			k++;
+		if (!word[k])
+			return 1;
+	}
+	return 0;
 }
 
 int cmd_query(int argc, char **argv)
@@ -104,13 +124,27 @@ int cmd_query(int argc, char **argv)
 		sql = argv[argc - 1];
 	}
 	qo.sessions = (const char *const *)(argv + optind);
+	/* `query DIR SQL1 SQL2`: one SQL argument only (several sessions come
+	 * before it). A "session" that is no path but reads as SQL is a usage
+	 * error, not a missing directory. */
+	for (size_t i = 0; i < qo.n_sessions; i++) {
+		struct stat st;
+		const char *a = qo.sessions[i];
+
+		if (stat(a, &st) != 0 && errno == ENOENT &&
+		    (strchr(a, ' ') || strchr(a, ';') || !strncasecmp(a, "select", 6) ||
+		     !strncasecmp(a, "with", 4) || !strncasecmp(a, "pragma", 6)))
+			return nf_cli_usage_error("query", "'%.60s' is SQL, not a session DIR: give one SQL argument, after the sessions (or -f FILE)", a);
+	}
 	if (sql_file && !(sql = owned = read_sql_file(sql_file, &err)))
 		return nf_cli_fail("query", &err);
 	/* Timelines first, so that an SQL error below names the SQL file. */
 	for (size_t i = 0; i < qo.n_sessions; i++) {
 		char db[4200];
 
-		if (nf_timeline_ensure(qo.sessions[i], db, sizeof(db), &err)) {
+		/* stall_blame is computed on demand, the first time a query names it */
+		if (names_stall_blame(sql) ? nf_analysis_ensure_blame(qo.sessions[i], db, sizeof(db), &err)
+						   : nf_timeline_ensure(qo.sessions[i], db, sizeof(db), &err)) {
 			free(owned);
 			return nf_cli_fail("query", &err);
 		}

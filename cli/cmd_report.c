@@ -2,10 +2,12 @@
 #include "cli.h"
 
 #include "nftrace/html.h"
+#include "nftrace/analysis.h"
 #include "nftrace/render.h"
 #include "nftrace/timeline.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
@@ -46,6 +48,62 @@ static int parse_id(const char *s, int64_t *out)
 	return 0;
 }
 
+/*
+ * The critical path of operation `op` as overlay marks (ro->marks, malloc'ed:
+ * the caller frees *owned), its title in title[], and when no window was asked
+ * for, the path's span with a margin on each side.
+ */
+static int report_path(const char *db, int64_t op, struct nf_render_options *ro,
+		       struct nf_render_mark **owned, char *title, size_t title_len, struct nf_error *err)
+{
+	struct nf_analysis *a = NULL;
+	struct nf_cp_path p = { 0 };
+	struct nf_render_mark *m;
+	int64_t id;
+	int rc;
+
+	rc = nf_analysis_open_lazy(db, &a, err);
+	if (!rc)
+		rc = nf_analysis_target(a, NF_CP_OP, op, &id, err);
+	if (!rc)
+		rc = nf_analysis_critical_path(a, id, &p, err);
+	nf_analysis_destroy(a);
+	if (rc) {
+		nf_error_prefix(err, "--critical-path %" PRId64, op);
+		return rc;
+	}
+	m = calloc(p.n ? p.n : 1, sizeof(*m));
+	if (!m) {
+		nf_cp_path_free(&p);
+		return nf_error_set(err, NF_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < p.n; i++) {
+		const struct nf_cp_segment *s = &p.segs[i];
+
+		m[i].kind = s->kind == NF_SEG_WAIT ? NF_MARK_WAIT
+			    : s->kind == NF_SEG_EXECUTE ? NF_MARK_EXECUTE : NF_MARK_QUEUE;
+		m[i].on_thread = s->on_thread;
+		m[i].queue = s->queue;
+		m[i].thread = s->thread;
+		m[i].start_ns = s->start_ns;
+		m[i].end_ns = s->end_ns;
+	}
+	snprintf(title, title_len, "critical path of op %" PRId64 ": latency %" PRId64 " ns, %zu segment%s",
+		 op, p.end_ns - p.queued_ns, p.n, p.n == 1 ? "" : "s");
+	if (ro->from_ns < 0 && ro->to_ns < 0) {
+		int64_t span = p.end_ns - p.queued_ns, pad = span / 8 + 1;
+
+		ro->from_ns = p.queued_ns > pad ? p.queued_ns - pad : 0;
+		ro->to_ns = p.end_ns + pad;
+	}
+	ro->marks = m;
+	ro->n_marks = (int)p.n;
+	ro->path_title = title;
+	*owned = m;
+	nf_cp_path_free(&p);
+	return 0;
+}
+
 int cmd_report(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -61,6 +119,7 @@ int cmd_report(int argc, char **argv)
 		{ "threads", required_argument, NULL, 'A' },
 		{ "thread", required_argument, NULL, 'R' },
 		{ "process", required_argument, NULL, 'P' },
+		{ "critical-path", required_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -69,8 +128,11 @@ int cmd_report(int argc, char **argv)
 	int64_t queues[REPORT_MAX_FILTER], fences[REPORT_MAX_FILTER];
 	const char *threads[REPORT_MAX_FILTER], *procs[REPORT_MAX_FILTER];
 	struct nf_error err;
-	char db[4200];
-	int opt, width_set = 0, theme_set = 0;
+	struct nf_render_mark *marks = NULL;
+	char db[4200], path_title[160];
+	int64_t cp_op = -1;
+	int opt, rc;
+	int width_set = 0, theme_set = 0;
 	long long max_ops = 0;
 	char *end;
 
@@ -141,6 +203,10 @@ int cmd_report(int argc, char **argv)
 			arr[(*n)++] = optarg;
 			break;
 		}
+		case 'c':
+			if (parse_id(optarg, &cp_op))
+				return nf_cli_usage_error("report", "bad operation id '%s' for --critical-path", optarg);
+			break;
 		case 'h': return nf_cli_common_option("report", "--help");
 		case 'V': return nf_cli_common_option("report", "--version");
 		case ':': return nf_cli_usage_error("report", "option '%s' needs a value", argv[optind - 1]);
@@ -160,8 +226,8 @@ int cmd_report(int argc, char **argv)
 	if (is_html(ro.output) && (width_set || theme_set))
 		return nf_cli_usage_error("report", "--%s applies to pictures, not to -o %s",
 					  width_set ? "width" : "theme", ro.output);
-	if (is_html(ro.output) && (ro.threads_all || ro.n_threads || ro.n_processes))
-		return nf_cli_usage_error("report", "--threads, --thread and --process apply to pictures; "
+	if (is_html(ro.output) && (ro.threads_all || ro.n_threads || ro.n_processes || cp_op >= 0))
+		return nf_cli_usage_error("report", "--threads, --thread, --process and --critical-path apply to pictures; "
 					  "the HTML page has every thread, grouped by process");
 	if (!is_html(ro.output) && max_ops)
 		return nf_cli_usage_error("report", "--max-ops applies to -o FILE.html only");
@@ -195,7 +261,13 @@ int cmd_report(int argc, char **argv)
 			return nf_cli_fail("report", &err);
 		return NF_EXIT_OK;
 	}
-	if (nf_render(db, &ro, &err))
+	if (cp_op >= 0 && report_path(db, cp_op, &ro, &marks, path_title, sizeof(path_title), &err)) {
+		free(marks);
+		return nf_cli_fail("report", &err);
+	}
+	rc = nf_render(db, &ro, &err);
+	free(marks);
+	if (rc)
 		return nf_cli_fail("report", &err);
 	return NF_EXIT_OK;
 }

@@ -37,7 +37,7 @@ static const struct nf_cmd nf_commands[] = {
 	  "naming the file, exit 1. A progress line shows on a terminal only.\n" },
 	{ "report", cmd_report, "draw a GPUView-style timeline to PNG, SVG, PDF or interactive HTML",
 	  "usage: nftrace report DIR -o FILE.{png,svg,pdf} [--from T] [--to T] [--queue Q]... [--fence F]...\n"
-	  "                      [--width PX] [--theme light|dark] [--title TEXT]\n"
+	  "                      [--width PX] [--theme light|dark] [--title TEXT] [--critical-path ID]\n"
 	  "       nftrace report DIR -o FILE.html [--from T] [--to T] [--queue Q]... [--fence F]...\n"
 	  "                      [--title TEXT] [--max-ops N]\n"
 	  "\n"
@@ -49,6 +49,9 @@ static const struct nf_cmd nf_commands[] = {
 	  "  --threads all        a row for every thread that ran\n"
 	  "  --thread NAME|TID    also this thread (repeatable)\n"
 	  "  --process NAME|PID   also every thread of this process (repeatable)\n"
+	  "--critical-path ID draws operation ID's critical path (see 'nftrace critical-path') over\n"
+	  "the rows in blue, segment by segment (waits dashed), each joined to the next; without\n"
+	  "--from/--to the window is the path's span with a margin.\n"
 	  "FILE.html is one self-contained interactive page (wheel zoom, drag pan, hover details,\n"
 	  "wait <-> signal highlighting, search); it holds the details of at most --max-ops\n"
 	  "operations (default 100000) and summaries of the whole window, and names the --from/--to\n"
@@ -79,7 +82,17 @@ static const struct nf_cmd nf_commands[] = {
 	  "header that goes backwards or a read that does not match it; and a session that\n"
 	  "cannot be read (truncated or corrupt stream, not a CTF trace): one line on stderr.\n"
 	  "\n"
-	  "  --json   the same as one JSON object (verdict: whole, legal_anomalies or illegal)\n" },
+	  "Hangs and deadlocks (over the session's timeline, built when missing): GPU and CPU waits\n"
+	  "still open at the end, each with its wait-for chain (the signals that could satisfy it\n"
+	  "are queued behind which wait). Exit 1 with verdict deadlock: waits in a cycle, each\n"
+	  "edge listed; verdict hang: a wait for a value no signal in the session reaches (never\n"
+	  "signaled), or one blocked behind such waits. A signal that lowers a monitored fence's\n"
+	  "value is illegal. A wait a queued signal can still satisfy (the session ended mid-frame)\n"
+	  "is listed as pending and changes nothing. Verdicts, strongest first: illegal, deadlock,\n"
+	  "hang, legal_anomalies, whole.\n"
+	  "\n"
+	  "  --json   the same as one JSON object (verdict: whole, legal_anomalies, hang, deadlock or\n"
+	  "           illegal; hangs: counts per kind; hang_findings: each with its wait and edges)\n" },
 	{ "import", cmd_import, "convert a trace-cmd file (trace.dat) of Linux kernel events into a session",
 	  "usage: nftrace import TRACE.DAT -o DIR [--force]\n"
 	  "\n"
@@ -106,6 +119,20 @@ static const struct nf_cmd nf_commands[] = {
 	  "  --from T, --to T    only what overlaps this window (units as in report: 12.5ms)\n"
 	  "  --queue Q           only this hardware queue's operations (repeat for more)\n"
 	  "  --fence F           only operations and CPU waits/signals on this fence (repeat)\n" },
+	{ "critical-path", cmd_critical_path, "why an operation finished when it did: its chain of queues, fences, threads",
+	  "usage: nftrace critical-path DIR [--op ID | --at TIME | --queue Q] [--json]\n"
+	  "\n"
+	  "Explains the latency (queued on the CPU to completed) of one operation: the last one to\n"
+	  "finish (default), operation ID (fence_ops.id), the last to finish by TIME (12.5ms), or\n"
+	  "the last to finish on hardware queue Q (handle or name). Walks back from its end: while\n"
+	  "an operation waited, to the signal that released it (deps) and that signal's queue;\n"
+	  "while a queue was busy with earlier work, to that work; when work waited for the CPU to\n"
+	  "queue it, to the CPU thread (and the CPU waits it did). Prints the segments in time\n"
+	  "order: on which queue or thread, doing what (waiting on fence F >= v, executing,\n"
+	  "running until it queued the work), start, end and duration in ns; the durations add up\n"
+	  "to the latency exactly.\n"
+	  "\n"
+	  "  --json   the same as one JSON object\n" },
 	{ "help", cmd_help, "show help for nftrace or one command",
 	  "usage: nftrace help [COMMAND]\n" },
 };
@@ -142,8 +169,12 @@ int nf_cli_fail(const char *cmd, const struct nf_error *err)
 		fputs("cannot write to standard output\n", stderr);
 		return NF_EXIT_FAIL;
 	}
-	for (const char *m = err->msg[0] ? err->msg : nf_strerror(err->code); *m; m++)
-		fputc((unsigned char)*m < 0x20 || *m == 0x7f ? '?' : *m, stderr);
+	for (const char *m = err->msg[0] ? err->msg : nf_strerror(err->code); *m;) {
+		int n = nf_text_control_len(m); /* C0, DEL and UTF-8 C1 controls */
+
+		fputc(n ? '?' : *m, stderr);
+		m += n ? n : 1;
+	}
 	fputc('\n', stderr);
 	return NF_EXIT_FAIL;
 }

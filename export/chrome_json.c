@@ -69,7 +69,7 @@ static void out_num(struct nf_xout *o, const char *key, int64_t v)
 
 	memcpy(b, key, n);
 	n += put_i64(b + n, v);
-	nf_xout_bytes(o, b, n);
+	nf_xout_put(o, b, n);
 }
 
 static void out_us(struct nf_xout *o, const char *key, int64_t ns)
@@ -79,7 +79,7 @@ static void out_us(struct nf_xout *o, const char *key, int64_t ns)
 
 	memcpy(b, key, n);
 	n += put_us(b + n, ns);
-	nf_xout_bytes(o, b, n);
+	nf_xout_put(o, b, n);
 }
 
 /* Length of the valid UTF-8 sequence at s (0: not valid). */
@@ -104,7 +104,7 @@ static void out_jstr(struct nf_xout *o, const char *str)
 	const unsigned char *s = (const unsigned char *)(str ? str : "");
 	const unsigned char *run = s;
 
-	nf_xout_bytes(o, "\"", 1);
+	nf_xout_put(o, "\"", 1);
 	while (*s) {
 		unsigned char c = *s;
 		size_t u;
@@ -117,28 +117,28 @@ static void out_jstr(struct nf_xout *o, const char *str)
 			s += u;
 			continue;
 		}
-		nf_xout_bytes(o, run, (size_t)(s - run));
+		nf_xout_put(o, run, (size_t)(s - run));
 		if (c == '"' || c == '\\') {
 			char e[2] = { '\\', (char)c };
 
-			nf_xout_bytes(o, e, 2);
+			nf_xout_put(o, e, 2);
 		} else if (c < 0x20) {
 			char e[6] = { '\\', 'u', '0', '0', hex[c >> 4], hex[c & 15] };
 
-			nf_xout_bytes(o, e, 6);
+			nf_xout_put(o, e, 6);
 		} else {
-			nf_xout_bytes(o, "?", 1);
+			nf_xout_put(o, "?", 1);
 		}
 		run = ++s;
 	}
-	nf_xout_bytes(o, run, (size_t)(s - run));
-	nf_xout_bytes(o, "\"", 1);
+	nf_xout_put(o, run, (size_t)(s - run));
+	nf_xout_put(o, "\"", 1);
 }
 
 static void sep(struct cj_writer *cw)
 {
 	if (!cw->first)
-		nf_xout_bytes(cw->w.out, ",\n", 2);
+		nf_xout_put(cw->w.out, ",\n", 2);
 	cw->first = 0;
 }
 
@@ -151,16 +151,16 @@ static void meta(struct cj_writer *cw, int32_t pid, int32_t tid, const char *wha
 	sep(cw);
 	out_num(o, "{\"ph\":\"M\",\"pid\":", pid);
 	out_num(o, ",\"tid\":", tid);
-	nf_xout_str(o, ",\"name\":\"");
+	NF_XOUT_LIT(o, ",\"name\":\"");
 	nf_xout_str(o, what);
-	nf_xout_str(o, "\",\"args\":{");
+	NF_XOUT_LIT(o, "\",\"args\":{");
 	if (name) {
-		nf_xout_str(o, "\"name\":");
+		NF_XOUT_LIT(o, "\"name\":");
 		out_jstr(o, name);
 	} else {
 		out_num(o, "\"sort_index\":", sort);
 	}
-	nf_xout_str(o, "}}");
+	NF_XOUT_LIT(o, "}}");
 }
 
 static int cj_status(struct cj_writer *cw)
@@ -170,7 +170,7 @@ static int cj_status(struct cj_writer *cw)
 
 static int cj_begin(struct nf_xwriter *w)
 {
-	nf_xout_str(w->out, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
+	NF_XOUT_LIT(w->out, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
 	return cj_status((struct cj_writer *)w);
 }
 
@@ -201,7 +201,7 @@ static void head(struct cj_writer *cw, const char *ph, const struct nf_xtrack *t
 	struct nf_xout *o = cw->w.out;
 
 	sep(cw);
-	nf_xout_str(o, "{\"ph\":\"");
+	NF_XOUT_LIT(o, "{\"ph\":\"");
 	nf_xout_str(o, ph);
 	out_num(o, "\",\"pid\":", t->pid);
 	out_num(o, ",\"tid\":", t->tid);
@@ -210,14 +210,14 @@ static void head(struct cj_writer *cw, const char *ph, const struct nf_xtrack *t
 
 static void args(struct nf_xout *o, const struct nf_xevent *e)
 {
-	nf_xout_str(o, ",\"args\":{");
+	NF_XOUT_LIT(o, ",\"args\":{");
 	for (int i = 0; i < e->n_args; i++) {
 		const struct nf_xarg *a = &e->args[i];
 
 		if (i)
-			nf_xout_bytes(o, ",", 1);
+			nf_xout_put(o, ",", 1);
 		out_jstr(o, a->key);
-		nf_xout_bytes(o, ":", 1);
+		nf_xout_put(o, ":", 1);
 		if (a->type == NF_XA_STR) {
 			out_jstr(o, a->s);
 		} else if (a->type == NF_XA_HEX) {
@@ -238,12 +238,12 @@ static void args(struct nf_xout *o, const struct nf_xevent *e)
 				}
 			}
 			b[n++] = '"';
-			nf_xout_bytes(o, b, n);
+			nf_xout_put(o, b, n);
 		} else {
 			out_num(o, "", a->i);
 		}
 	}
-	nf_xout_str(o, "}}");
+	NF_XOUT_LIT(o, "}}");
 }
 
 static void flow(struct cj_writer *cw, const char *ph, const struct nf_xtrack *t, int64_t ts,
@@ -253,10 +253,10 @@ static void flow(struct cj_writer *cw, const char *ph, const struct nf_xtrack *t
 
 	head(cw, ph, t, ts);
 	out_num(o, ",\"id\":", (int64_t)id);
-	nf_xout_str(o, ",\"cat\":\"dep\",\"name\":\"release\"");
+	NF_XOUT_LIT(o, ",\"cat\":\"dep\",\"name\":\"release\"");
 	if (ph[0] == 'f')
-		nf_xout_str(o, ",\"bp\":\"e\"");
-	nf_xout_str(o, "}");
+		NF_XOUT_LIT(o, ",\"bp\":\"e\"");
+	NF_XOUT_LIT(o, "}");
 }
 
 static int cj_event(struct nf_xwriter *w, const struct nf_xevent *e)
@@ -270,19 +270,21 @@ static int cj_event(struct nf_xwriter *w, const struct nf_xevent *e)
 	if (as_slice)
 		out_us(o, ",\"dur\":", e->end - e->ts);
 	else
-		nf_xout_str(o, ",\"s\":\"t\"");
-	nf_xout_str(o, ",\"name\":");
+		NF_XOUT_LIT(o, ",\"s\":\"t\"");
+	NF_XOUT_LIT(o, ",\"name\":");
 	out_jstr(o, e->name);
 	if (e->cat) {
-		nf_xout_str(o, ",\"cat\":");
+		NF_XOUT_LIT(o, ",\"cat\":");
 		out_jstr(o, e->cat);
 	}
 	args(o, e);
 	if (!e->instant && e->stall_ts >= 0) {
 		head(cw, "X", e->track, e->stall_ts);
 		out_us(o, ",\"dur\":", e->end - e->stall_ts);
-		nf_xout_str(o, ",\"name\":\"stall\",\"cat\":\"stall\"");
-		args(o, e);
+		NF_XOUT_LIT(o, ",\"name\":\"stall\",\"cat\":\"stall\"");
+		/* Only the wait's id: the rest is on the wait. */
+		out_num(o, ",\"args\":{\"id\":", e->args[0].i);
+		NF_XOUT_LIT(o, "}}");
 	}
 	for (size_t i = 0; i < e->n_flows_out; i++)
 		flow(cw, "s", e->track, e->ts, e->flows_out[i]);
@@ -301,16 +303,16 @@ static int cj_counter(struct nf_xwriter *w, const struct nf_xtrack *t, int64_t t
 	sep(cw);
 	out_num(o, "{\"ph\":\"C\",\"pid\":", t->pid);
 	out_us(o, ",\"ts\":", ts);
-	nf_xout_str(o, ",\"name\":");
+	NF_XOUT_LIT(o, ",\"name\":");
 	out_jstr(o, t->name);
 	out_num(o, ",\"args\":{\"lost entries\":", value);
-	nf_xout_str(o, "}}");
+	NF_XOUT_LIT(o, "}}");
 	return cj_status(cw);
 }
 
 static int cj_end(struct nf_xwriter *w)
 {
-	nf_xout_str(w->out, "\n]}\n");
+	NF_XOUT_LIT(w->out, "\n]}\n");
 	return cj_status((struct cj_writer *)w);
 }
 

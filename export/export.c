@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +70,9 @@ struct xthread {
 
 struct exporter {
 	sqlite3 *db;
+	/* A second connection for what the main thread reads while the scan of
+	 * fence_ops runs on db in the reader thread (deps by signal, thread names). */
+	sqlite3 *db2;
 	const struct nf_export_options *opts;
 	struct nf_xwriter *w;
 	struct nf_export_stats st;
@@ -677,6 +681,7 @@ static char *cpu_signal_pred(struct exporter *x, const char *a)
 
 /* A sorted stream of (key, value) pairs from deps, merged with a scan. */
 struct edge_cursor {
+	sqlite3 *db;
 	sqlite3_stmt *st;
 	int done, started;
 	int64_t key, val;
@@ -699,18 +704,20 @@ static int cursor_next(struct exporter *x, struct edge_cursor *c)
 		return 0;
 	}
 	c->done = 1;
-	return rc == SQLITE_DONE ? 0 : sql_fail(x, "reading deps");
+	return rc == SQLITE_DONE ? 0
+				 : nf_error_set(x->err, NF_ESQL, "reading deps: %s", sqlite3_errmsg(c->db));
 }
 
-static int cursor_open(struct exporter *x, struct edge_cursor *c, char *sql)
+static int cursor_open(struct exporter *x, struct edge_cursor *c, sqlite3 *db, char *sql)
 {
-	int ret;
+	int ret = 0;
 
 	memset(c, 0, sizeof(*c));
+	c->db = db;
 	if (!sql)
 		return oom(x);
-	ret = sqlite3_prepare_v2(x->db, sql, -1, &c->st, NULL) != SQLITE_OK ? sql_fail(x, "reading deps")
-									    : 0;
+	if (sqlite3_prepare_v2(db, sql, -1, &c->st, NULL) != SQLITE_OK)
+		ret = nf_error_set(x->err, NF_ESQL, "reading deps: %s", sqlite3_errmsg(db));
 	sqlite3_free(sql);
 	return ret ? ret : cursor_next(x, c);
 }
@@ -848,53 +855,47 @@ out:
 	return ret;
 }
 
-static int val_null(sqlite3_value *v)
-{
-	return sqlite3_value_type(v) == SQLITE_NULL;
-}
+/* One fence_ops row as the reader thread hands it over. */
+struct oprec {
+	int64_t id, queue, fence, value, start, obs, end, thread;
+	uint8_t has_queue, is_wait, has_fence, has_value, has_obs, has_end, has_thread;
+	char status[32];  /* the schema's statuses are short words; longer is cut */
+};
 
-/* What nf_export_op works on, for one pass over fence_ops. */
+/* What the main thread works on, for one pass over fence_ops. */
 struct op_ctx {
 	struct exporter *x;
 	struct released *rel;
 	struct edge_cursor *by_wait, *by_signal;
-	int ret;          /* first error, stops the scan */
 	int64_t last_id;
 };
 
-/*
- * One fence operation. Values: 0 id, 1 queue, 2 is a wait, 3 fence, 4 value,
- * 5 start (queued, else observed, else end), 6 observed, 7 end, 8 status,
- * 9 thread.
- */
-static int op_row(struct op_ctx *oc, sqlite3_value **v)
+/* One fence operation: its track (lane), name, args and flows, written. */
+static int op_row(struct op_ctx *oc, const struct oprec *r)
 {
 	struct exporter *x = oc->x;
-	int64_t id = sqlite3_value_int64(v[0]);
-	int is_wait = sqlite3_value_int(v[2]);
-	int64_t start = sqlite3_value_int64(v[5]), end = start;
-	const char *status = (const char *)sqlite3_value_text(v[8]);
+	int64_t start = r->start, end = start;
 	struct nf_xevent e;
 	char name[64];
 	size_t n;
 	int ret = 0;
 
-	if (id <= oc->last_id)
+	if (r->id <= oc->last_id)
 		return nf_error_set(x->err, NF_EFORMAT, "fence_ops: not read in id order");
-	oc->last_id = id;
+	oc->last_id = r->id;
 	memset(&e, 0, sizeof(e));
 	e.stall_ts = -1;
-	e.instant = val_null(v[7]);
+	e.instant = !r->has_end;
 	if (!e.instant) {
-		end = sqlite3_value_int64(v[7]);
+		end = r->end;
 		if (end < start) {  /* completed before queued: a causality anomaly, kept as is */
 			int64_t t = end;
 
 			end = start;
 			start = t;
 		}
-		if (is_wait && !val_null(v[6])) {
-			int64_t obs = sqlite3_value_int64(v[6]);
+		if (r->is_wait && r->has_obs) {
+			int64_t obs = r->obs;
 
 			if (obs < start)
 				obs = start;
@@ -902,46 +903,46 @@ static int op_row(struct op_ctx *oc, sqlite3_value **v)
 				e.stall_ts = obs;
 		}
 	}
-	if (!val_null(v[1])) {
-		struct xqueue *q = find_queue(x, sqlite3_value_int64(v[1]));
+	if (r->has_queue) {
+		struct xqueue *q = find_queue(x, r->queue);
 
-		if (!q && !(q = add_queue(x, sqlite3_value_int64(v[1]))))
+		if (!q && !(q = add_queue(x, r->queue)))
 			return oom(x);
 		ret = queue_track(x, q, start, end, &e.track);
-	} else if (!val_null(v[9])) {
-		ret = thread_track(x, sqlite3_value_int64(v[9]), start, end, &e.track);
+	} else if (r->has_thread) {
+		ret = thread_track(x, r->thread, start, end, &e.track);
 	} else {
 		ret = session_track(x, start, end, &e.track);
 	}
 	if (ret < 0)
 		return ret;
 	/* "wait 0xFENCE": few distinct names, so they intern. */
-	n = is_wait ? 5 : 7;
-	memcpy(name, is_wait ? "wait " : "signal ", n);
-	if (val_null(v[3]))
+	n = r->is_wait ? 5 : 7;
+	memcpy(name, r->is_wait ? "wait " : "signal ", n);
+	if (!r->has_fence)
 		name[n++] = '?';
 	else
-		n += put_hex(name + n, (uint64_t)sqlite3_value_int64(v[3]));
+		n += put_hex(name + n, (uint64_t)r->fence);
 	name[n] = '\0';
 	e.ts = start;
 	e.end = end;
 	e.name = name;
-	e.cat = is_wait ? "wait" : "signal";
-	arg_int(&e, "id", id);
-	if (!val_null(v[3]))
-		arg_hex(&e, "fence", sqlite3_value_int64(v[3]));
-	if (!val_null(v[4]))
-		arg_int(&e, "value", sqlite3_value_int64(v[4]));
-	arg_str(&e, "status", status ? status : "");
-	if (!val_null(v[9]))
-		arg_int(&e, "thread", sqlite3_value_int64(v[9]));
-	if (is_wait) {
-		if (oc->rel->bits ? released_has(oc->rel, id) : cursor_seek(x, oc->by_wait, id, &ret))
-			e.flow_in = (uint64_t)id + 1;
+	e.cat = r->is_wait ? "wait" : "signal";
+	arg_int(&e, "id", r->id);
+	if (r->has_fence)
+		arg_hex(&e, "fence", r->fence);
+	if (r->has_value)
+		arg_int(&e, "value", r->value);
+	arg_str(&e, "status", r->status);
+	if (r->has_thread)
+		arg_int(&e, "thread", r->thread);
+	if (r->is_wait) {
+		if (oc->rel->bits ? released_has(oc->rel, r->id) : cursor_seek(x, oc->by_wait, r->id, &ret))
+			e.flow_in = (uint64_t)r->id + 1;
 		else if (ret < 0)
 			return ret;
 	} else {
-		if ((ret = cursor_collect(x, oc->by_signal, id)) < 0)
+		if ((ret = cursor_collect(x, oc->by_signal, r->id)) < 0)
 			return ret;
 		e.flows_out = x->flows;
 		e.n_flows_out = x->n_flows;
@@ -949,17 +950,137 @@ static int op_row(struct op_ctx *oc, sqlite3_value **v)
 	return emit(x, &e);
 }
 
-/* Called by sqlite for every row of the scan; an error stops it. */
-static void op_sink(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+/*
+ * The reader thread: sqlite scans fence_ops and hands each row to
+ * nf_export_op (an SQL function of ours, called inside the scan, cheaper than
+ * stepping out per row), which copies it into blocks of a small ring; the
+ * main thread takes whole blocks, places and encodes them. The two overlap,
+ * so an export costs about the larger of the scan and the encoding, not their
+ * sum. Each thread uses its own connection.
+ */
+#define PIPE_BLOCK 2048
+#define PIPE_DEPTH 8
+
+struct pipe {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct oprec *rec;        /* PIPE_DEPTH blocks of PIPE_BLOCK */
+	size_t fill[PIPE_DEPTH];  /* records in each published block */
+	uint64_t produced, consumed;
+	size_t cur;               /* records in the block being filled (reader only) */
+	int done, stop, rc;
+	char errmsg[256];
+	sqlite3 *db;
+	sqlite3_stmt *st;
+};
+
+/* Publishes the block being filled; waits for a free one. -1: stop. */
+static int pipe_publish(struct pipe *pp, int last)
 {
-	struct op_ctx *oc = sqlite3_user_data(ctx);
+	int stop;
+
+	pthread_mutex_lock(&pp->mu);
+	pp->fill[pp->produced % PIPE_DEPTH] = pp->cur;
+	pp->produced++;
+	pp->cur = 0;
+	pthread_cond_broadcast(&pp->cv);
+	while (!last && !pp->stop && pp->produced - pp->consumed >= PIPE_DEPTH)
+		pthread_cond_wait(&pp->cv, &pp->mu);
+	stop = pp->stop;
+	pthread_mutex_unlock(&pp->mu);
+	return stop ? -1 : 0;
+}
+
+static int val_null(sqlite3_value *v)
+{
+	return sqlite3_value_type(v) == SQLITE_NULL;
+}
+
+/*
+ * Values: 0 id, 1 queue, 2 is a wait, 3 fence, 4 value, 5 start (queued,
+ * else observed, else end), 6 observed, 7 end, 8 status, 9 thread.
+ */
+static void op_sink(sqlite3_context *ctx, int argc, sqlite3_value **v)
+{
+	struct pipe *pp = sqlite3_user_data(ctx);
+	struct oprec *r;
+	const unsigned char *status;
 
 	(void)argc;
-	if (oc->ret == 0 && (oc->ret = op_row(oc, argv)) < 0) {
+	if (pp->cur == PIPE_BLOCK && pipe_publish(pp, 0) < 0) {
 		sqlite3_result_error(ctx, "export stopped", -1);
 		return;
 	}
+	r = &pp->rec[(pp->produced % PIPE_DEPTH) * PIPE_BLOCK + pp->cur++];
+	r->id = sqlite3_value_int64(v[0]);
+	r->has_queue = !val_null(v[1]);
+	r->queue = sqlite3_value_int64(v[1]);
+	r->is_wait = (uint8_t)(sqlite3_value_int(v[2]) != 0);
+	r->has_fence = !val_null(v[3]);
+	r->fence = sqlite3_value_int64(v[3]);
+	r->has_value = !val_null(v[4]);
+	r->value = sqlite3_value_int64(v[4]);
+	r->start = sqlite3_value_int64(v[5]);
+	r->has_obs = !val_null(v[6]);
+	r->obs = sqlite3_value_int64(v[6]);
+	r->has_end = !val_null(v[7]);
+	r->end = sqlite3_value_int64(v[7]);
+	status = sqlite3_value_text(v[8]);
+	snprintf(r->status, sizeof(r->status), "%s", status ? (const char *)status : "");
+	r->has_thread = !val_null(v[9]);
+	r->thread = sqlite3_value_int64(v[9]);
 	sqlite3_result_null(ctx);
+}
+
+static void *pipe_main(void *arg)
+{
+	struct pipe *pp = arg;
+	int rc;
+
+	while ((rc = sqlite3_step(pp->st)) == SQLITE_ROW)
+		;
+	pthread_mutex_lock(&pp->mu);
+	pp->rc = rc;
+	if (rc != SQLITE_DONE)
+		snprintf(pp->errmsg, sizeof(pp->errmsg), "%s", sqlite3_errmsg(pp->db));
+	pthread_mutex_unlock(&pp->mu);
+	pipe_publish(pp, 1);
+	pthread_mutex_lock(&pp->mu);
+	pp->done = 1;
+	pthread_cond_broadcast(&pp->cv);
+	pthread_mutex_unlock(&pp->mu);
+	return NULL;
+}
+
+/* The main thread's side: every published block through op_row. */
+static int pipe_consume(struct pipe *pp, struct op_ctx *oc)
+{
+	int ret = 0;
+
+	for (;;) {
+		size_t idx, n;
+
+		pthread_mutex_lock(&pp->mu);
+		while (pp->consumed == pp->produced && !pp->done)
+			pthread_cond_wait(&pp->cv, &pp->mu);
+		if (pp->consumed == pp->produced) {
+			pthread_mutex_unlock(&pp->mu);
+			return 0;
+		}
+		idx = pp->consumed % PIPE_DEPTH;
+		n = pp->fill[idx];
+		pthread_mutex_unlock(&pp->mu);
+		for (size_t i = 0; i < n && ret == 0; i++)
+			ret = op_row(oc, &pp->rec[idx * PIPE_BLOCK + i]);
+		pthread_mutex_lock(&pp->mu);
+		pp->consumed++;
+		if (ret < 0)
+			pp->stop = 1;
+		pthread_cond_broadcast(&pp->cv);
+		pthread_mutex_unlock(&pp->mu);
+		if (ret < 0)
+			return ret;
+	}
 }
 
 /*
@@ -972,13 +1093,15 @@ static int pass_ops(struct exporter *x, int check_ends)
 {
 	struct released rel = { 0 };
 	struct edge_cursor by_wait, by_signal;
-	struct op_ctx oc = { x, &rel, &by_wait, &by_signal, 0, INT64_MIN };
-	sqlite3_stmt *st = NULL;
+	struct op_ctx oc = { x, &rel, &by_wait, &by_signal, INT64_MIN };
+	struct pipe pp;
+	pthread_t th;
 	char *sql;
 	int rc, ret;
 
 	memset(&by_wait, 0, sizeof(by_wait));
 	memset(&by_signal, 0, sizeof(by_signal));
+	memset(&pp, 0, sizeof(pp));
 	/* Waits whose releaser is written: joined only when some may not be. */
 	if (check_ends)
 		sql = sqlite3_mprintf(
@@ -1000,7 +1123,7 @@ static int pass_ops(struct exporter *x, int check_ends)
 		char *sorted = sqlite3_mprintf("SELECT * FROM (%s) ORDER BY 1", sql);
 
 		sqlite3_free(sql);
-		if ((ret = cursor_open(x, &by_wait, sorted)) < 0)
+		if ((ret = cursor_open(x, &by_wait, x->db2, sorted)) < 0)
 			goto out;
 	} else {
 		sqlite3_free(sql);
@@ -1013,15 +1136,19 @@ static int pass_ops(struct exporter *x, int check_ends)
 	else
 		sql = sqlite3_mprintf("SELECT signal_id, wait_id FROM deps WHERE signal_id IS NOT NULL "
 				      "ORDER BY signal_id, wait_id");
-	if ((ret = cursor_open(x, &by_signal, sql)) < 0)
+	if ((ret = cursor_open(x, &by_signal, x->db2, sql)) < 0)
 		goto out;
-	if (sqlite3_create_function(x->db, "nf_export_op", 10, SQLITE_UTF8 | SQLITE_DIRECTONLY, &oc,
+	pp.db = x->db;
+	if (!(pp.rec = malloc(sizeof(*pp.rec) * PIPE_BLOCK * PIPE_DEPTH))) {
+		ret = oom(x);
+		goto out;
+	}
+	if (sqlite3_create_function(x->db, "nf_export_op", 10, SQLITE_UTF8 | SQLITE_DIRECTONLY, &pp,
 				    op_sink, NULL, NULL) != SQLITE_OK) {
 		ret = sql_fail(x, "reading fence_ops");
 		goto out;
 	}
-	/* Each row goes to nf_export_op inside sqlite's scan (in rowid = id order):
-	 * cheaper than stepping out for every row and reading its columns. */
+	/* In rowid (= id) order: a plain scan of the table. */
 	sql = sqlite3_mprintf("SELECT count(nf_export_op(f.id, f.queue, f.op = 'wait', f.fence, f.value, "
 			      "coalesce(f.queued_ns, f.observed_ns, f.end_ns), f.observed_ns, f.end_ns, "
 			      "f.status, f.thread)) FROM fence_ops f WHERE 1%s",
@@ -1030,21 +1157,27 @@ static int pass_ops(struct exporter *x, int check_ends)
 		ret = oom(x);
 		goto out;
 	}
-	rc = sqlite3_prepare_v2(x->db, sql, -1, &st, NULL);
+	rc = sqlite3_prepare_v2(x->db, sql, -1, &pp.st, NULL);
 	sqlite3_free(sql);
 	if (rc != SQLITE_OK) {
 		ret = sql_fail(x, "reading fence_ops");
 		goto out;
 	}
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-		;
-	if (oc.ret < 0) {
-		ret = oc.ret;
-		goto out;
+	pthread_mutex_init(&pp.mu, NULL);
+	pthread_cond_init(&pp.cv, NULL);
+	if (pthread_create(&th, NULL, pipe_main, &pp) != 0) {
+		ret = nf_error_set(x->err, NF_ENOMEM, "cannot start the reader thread");
+	} else {
+		ret = pipe_consume(&pp, &oc);
+		pthread_join(th, NULL);
+		if (ret == 0 && pp.rc != SQLITE_DONE)
+			ret = nf_error_set(x->err, NF_ESQL, "reading fence_ops: %s", pp.errmsg);
 	}
-	ret = rc == SQLITE_DONE ? 0 : sql_fail(x, "reading fence_ops");
+	pthread_cond_destroy(&pp.cv);
+	pthread_mutex_destroy(&pp.mu);
 out:
-	sqlite3_finalize(st);
+	sqlite3_finalize(pp.st);
+	free(pp.rec);
 	/* The function points at this frame: gone with it. */
 	sqlite3_create_function(x->db, "nf_export_op", 10, SQLITE_UTF8, NULL, NULL, NULL, NULL);
 	sqlite3_finalize(by_wait.st);
@@ -1162,7 +1295,7 @@ static int pass_cpu_signals(struct exporter *x, int check_ends)
 	else
 		sql = sqlite3_mprintf("SELECT cpu_signal, wait_id FROM deps WHERE signal_id IS NULL AND "
 				      "cpu_signal IS NOT NULL ORDER BY cpu_signal, wait_id");
-	if ((ret = cursor_open(x, &by_cpu, sql)) < 0)
+	if ((ret = cursor_open(x, &by_cpu, x->db, sql)) < 0)
 		goto out;
 	sql = sqlite3_mprintf("SELECT c.id, c.thread, c.fence, c.value, c.ts_ns FROM cpu_signals c "
 			      "WHERE 1%s ORDER BY c.id",
@@ -1472,7 +1605,7 @@ static int export_all(struct exporter *x)
 	if ((ret = load_adapters(x)) < 0 || (ret = load_queues(x)) < 0)
 		return ret;
 	if (has_table(x->db, "kernel_threads") &&
-	    sqlite3_prepare_v2(x->db, "SELECT comm FROM kernel_threads WHERE thread = ?1", -1,
+	    sqlite3_prepare_v2(x->db2, "SELECT comm FROM kernel_threads WHERE thread = ?1", -1,
 			       &x->thread_name, NULL) != SQLITE_OK)
 		return sql_fail(x, "reading kernel_threads");
 	x->op_pred_f = op_pred(x, "f");
@@ -1534,6 +1667,10 @@ int nf_export(const char *db_path, const struct nf_export_options *opts,
 	x.filtered = opts->from_ns >= 0 || opts->to_ns >= 0 || opts->n_queues > 0 || opts->n_fences > 0;
 	if ((ret = open_db(db_path, &x.db, err)) < 0)
 		return ret;
+	if ((ret = open_db(db_path, &x.db2, err)) < 0) {
+		sqlite3_close(x.db);
+		return ret;
+	}
 	tmp = malloc(strlen(opts->output) + 16);
 	out.buf = malloc(XOUT_BUFFER);
 	out.cap = XOUT_BUFFER;
@@ -1603,6 +1740,7 @@ out_release:
 	free(tmp);
 	free(out.buf);
 	exporter_release(&x);
+	sqlite3_close(x.db2);
 	sqlite3_close(x.db);
 	return ret;
 }

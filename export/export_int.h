@@ -29,6 +29,20 @@ void nf_xout_bytes(struct nf_xout *o, const void *p, size_t n);
 void nf_xout_str(struct nf_xout *o, const char *s);
 int nf_xout_flush(struct nf_xout *o);
 
+/* nf_xout_bytes with the common case (room in the buffer) inline. */
+static inline void nf_xout_put(struct nf_xout *o, const void *p, size_t n)
+{
+	if (o->cap - o->len >= n) {
+		__builtin_memcpy(o->buf + o->len, p, n);
+		o->len += n;
+	} else {
+		nf_xout_bytes(o, p, n);
+	}
+}
+
+/* A string literal, its length known at compile time. */
+#define NF_XOUT_LIT(o, lit) nf_xout_put((o), (lit), sizeof(lit) - 1)
+
 enum nf_xtrack_kind {
 	NF_XT_PROCESS,  /* an adapter, or the CPU threads: pid, name */
 	NF_XT_THREAD,   /* a CPU thread: pid (its process), tid, name */

@@ -296,8 +296,8 @@ static int packet_end(struct pf_writer *pw)
 		return NF_ENOMEM;
 	hdr[n++] = TRACE_PACKET << 3 | WT_LEN;
 	n += varint_put(hdr + n, p->len);
-	nf_xout_bytes(pw->w.out, hdr, n);
-	nf_xout_bytes(pw->w.out, p->buf, p->len);
+	nf_xout_put(pw->w.out, hdr, n);
+	nf_xout_put(pw->w.out, p->buf, p->len);
 	return pw->w.out->failed ? NF_EIO : 0;
 }
 

@@ -55,7 +55,10 @@ struct nf_kdecoder {
 	uint64_t last_ticks;
 	bool any;
 	struct nf_kernel_stats stats;
+	uint8_t *named;                    /* bit per pid: its cmdline name was sent (KernelTask) */
 };
+
+#define NF_KD_MAX_PID (1u << 22)          /* the kernel's PID_MAX_LIMIT */
 
 static uint64_t kd_hash(const char *s, size_t n)
 {
@@ -193,6 +196,7 @@ void nf_kdecoder_destroy(struct nf_kdecoder *d)
 	for (size_t i = 0; i < d->str_cap; i++)
 		free(d->strs[i].s);
 	free(d->strs);
+	free(d->named);
 	if (d->seq.buffer)
 		trace_seq_destroy(&d->seq);
 	free(d);
@@ -516,6 +520,36 @@ int nf_kdecoder_task(struct nf_kdecoder *d, uint32_t tid, uint32_t tgid, struct 
 	return kd_emit(d, &ev, err);
 }
 
+/*
+ * A thread that submits GPU work or writes markers may never be switched in or
+ * out during the trace: its name then comes from the file's saved cmdlines, sent
+ * once per thread as a KernelTask (tgid 0) before its first such event.
+ */
+static int kd_name_thread(struct nf_kdecoder *d, uint64_t pid, uint64_t ticks, struct nf_error *err)
+{
+	const char *comm;
+	uint32_t id;
+	int rc;
+
+	if (pid == 0 || pid >= NF_KD_MAX_PID)
+		return 0;
+	if (!d->named && !(d->named = calloc(NF_KD_MAX_PID / 8, 1)))
+		return nf_error_set(err, NF_ENOMEM, "%s: out of memory", d->where);
+	if (d->named[pid / 8] & (1u << (pid % 8)))
+		return 0;
+	d->named[pid / 8] |= (uint8_t)(1u << (pid % 8));
+	comm = tep_data_comm_from_pid(d->tep, (int)pid);
+	if (!comm || !strcmp(comm, "<...>"))
+		return 0;
+	if ((rc = kd_intern(d, comm, strlen(comm), ticks, &id, err)))
+		return rc;
+	struct nf_event ev = { .id = NF_EV_KERNEL_TASK, .ts = ticks };
+
+	ev.f[NFF_KERNEL_TASK_tid] = pid;
+	ev.f[NFF_KERNEL_TASK_comm] = id;
+	return kd_emit(d, &ev, err);
+}
+
 int nf_kdecoder_record(struct nf_kdecoder *d, struct tep_record *rec, int cpu,
 		       struct nf_error *err)
 {
@@ -594,6 +628,8 @@ int nf_kdecoder_record(struct nf_kdecoder *d, struct tep_record *rec, int cpu,
 		const char *s = NULL;
 		size_t n = 0;
 
+		if ((rc = kd_name_thread(d, pid, ev.ts, err)))
+			return rc;
 		/* buf is the rest of the record ("char buf;" or "char buf[];", size 0). */
 		if (ke->f[0]->offset < 0 || ke->f[0]->offset > rec->size)
 			return nf_error_set(err, NF_EFORMAT,
@@ -617,6 +653,8 @@ int nf_kdecoder_record(struct nf_kdecoder *d, struct tep_record *rec, int cpu,
 		return kd_emit(d, &ev, err);
 	}
 	case KD_GPU:
+		if ((rc = kd_name_thread(d, pid, ev.ts, err)))
+			return rc;
 		return kd_gpu(d, rec, ke, cpu, pid, &ev, err);
 	default:
 		break;

@@ -9,6 +9,7 @@
  */
 #include "kernel_rows.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -221,32 +222,61 @@ static int kr_lost(sqlite3 *db, const struct nf_render_layout *lay, struct nf_re
 }
 
 /*
- * GPU jobs on their ring's row: one pass for the waits (submitted -> started,
- * shaded, ordered by submission), one for the jobs (started -> finished,
- * solid, ordered by start; a job whose finish the trace lacks is open-ended,
- * like an operation of unknown end). A job submitted and never started is an
- * open wait.
+ * GPU jobs on their ring's row. Jobs on one ring overlap (the scheduler hands
+ * the ring several before the first is done), so each job goes on one of
+ * KR_JOB_LEVELS sub-lanes: the first whose previous job (wait included) ended
+ * before this one was submitted, else the one that frees first; every job is
+ * then its own box at any zoom where it is wider than a pixel. On its sub-lane
+ * a job is drawn shaded from submitted to started and solid from started to
+ * finished; a job whose finish the trace lacks is open-ended (as an operation
+ * of unknown end), one never started an open shaded wait.
  */
-static int kr_jobs_pass(sqlite3 *db, const struct nf_render_layout *lay, struct nf_render_scene *s,
-			int waits, struct nf_error *err)
+#define KR_JOB_LEVELS 3
+#define KR_OPEN_STUB_W 10.0
+
+/*
+ * A job whose end the trace lacks: a short open box (translucent, dashed, with
+ * the "no end known" marker) at its start. Not open to the next job or the
+ * edge as an operation of unknown end is: one job whose finish was never
+ * recorded would look like a job lasting the rest of the trace.
+ */
+static int kr_open_stub(struct nf_render_scene *s, double x, double y0, double y1)
 {
-	static const char sql_waits[] =
-		"SELECT driver, coalesce(ring, ''), submitted_ns, started_ns FROM jobs "
-		"WHERE submitted_ns IS NOT NULL AND submitted_ns <= ?2 AND (started_ns IS NULL OR started_ns >= ?1) "
-		"ORDER BY driver, coalesce(ring, ''), submitted_ns";
-	static const char sql_jobs[] =
-		"SELECT driver, coalesce(ring, ''), started_ns, finished_ns FROM jobs "
-		"WHERE started_ns IS NOT NULL AND started_ns <= ?2 AND (finished_ns IS NULL OR finished_ns >= ?1) "
-		"ORDER BY driver, coalesce(ring, ''), started_ns";
-	struct nf_render_lane lane;
+	double b = x + KR_OPEN_STUB_W;
+
+	if (nf_render_quads_add(&s->rects[NF_RB_OPEN_JOB], x, y0, KR_OPEN_STUB_W, y1 - y0) < 0 ||
+	    nf_render_quads_add(&s->dashes, x, y0 + 0.5, b, y0 + 0.5) < 0 ||
+	    nf_render_quads_add(&s->dashes, x, y1 - 0.5, b, y1 - 0.5) < 0 ||
+	    nf_render_quads_add(&s->dashes, b - 0.5, y0, b - 0.5, y1) < 0 ||
+	    nf_render_quads_add(&s->marks[NF_MK_UNMATCHED], x + 0.5, (y0 + y1) / 2.0, 4.0, 0) < 0)
+		return NF_ENOMEM;
+	return 0;
+}
+
+static int kr_jobs(sqlite3 *db, const struct nf_render_layout *lay, struct nf_render_scene *s,
+		   struct nf_error *err)
+{
+	static const char sql[] =
+		"SELECT driver, coalesce(ring, ''), submitted_ns, started_ns, finished_ns FROM jobs "
+		"WHERE coalesce(submitted_ns, started_ns) <= ?2 AND (finished_ns >= ?1 OR "
+		"(finished_ns IS NULL AND coalesce(started_ns, submitted_ns) >= ?1)) "
+		"ORDER BY driver, coalesce(ring, ''), coalesce(started_ns, submitted_ns), id";
+	struct nf_render_lane wl[KR_JOB_LEVELS], jl[KR_JOB_LEVELS];
+	int64_t free_at[KR_JOB_LEVELS];
 	const struct nf_render_row *row = NULL;
 	sqlite3_stmt *st = NULL;
 	char cur_d[16] = "", cur_r[96] = "";
-	int rc, ret = 0, have = 0;
+	int rc, ret = 0, have = 0, n_init = 0;
 
-	if (nf_render_lane_init(&lane, lay) < 0)
-		return nf_error_set(err, NF_ENOMEM, "out of memory while drawing");
-	if (sqlite3_prepare_v2(db, waits ? sql_waits : sql_jobs, -1, &st, NULL) != SQLITE_OK) {
+	for (; n_init < KR_JOB_LEVELS; n_init++) {
+		if (nf_render_lane_init(&wl[n_init], lay) < 0)
+			goto out_oom;
+		if (nf_render_lane_init(&jl[n_init], lay) < 0) {
+			nf_render_lane_release(&wl[n_init]);
+			goto out_oom;
+		}
+	}
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
 		ret = kr_fail(db, err, "reading jobs");
 		goto out_release;
 	}
@@ -255,48 +285,71 @@ static int kr_jobs_pass(sqlite3 *db, const struct nf_render_layout *lay, struct 
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		const char *d = (const char *)sqlite3_column_text(st, 0);
 		const char *r = (const char *)sqlite3_column_text(st, 1);
+		int has_sub = sqlite3_column_type(st, 2) != SQLITE_NULL;
+		int has_start = sqlite3_column_type(st, 3) != SQLITE_NULL;
+		int has_fin = sqlite3_column_type(st, 4) != SQLITE_NULL;
+		int64_t sub = sqlite3_column_int64(st, 2), start = sqlite3_column_int64(st, 3);
+		int64_t fin = sqlite3_column_int64(st, 4), first = has_sub ? sub : start;
+		int lv = 0;
 
 		d = d ? d : "";
 		r = r ? r : "";
 		if (!have || strncmp(d, cur_d, sizeof(cur_d) - 1) || strncmp(r, cur_r, sizeof(cur_r) - 1)) {
-			if (row && nf_render_lane_flush(&lane, s) < 0)
-				goto out_oom;
+			for (int i = 0; row && i < KR_JOB_LEVELS; i++)
+				if (nf_render_lane_flush(&wl[i], s) < 0 || nf_render_lane_flush(&jl[i], s) < 0)
+					goto out_oom;
 			have = 1;
 			snprintf(cur_d, sizeof(cur_d), "%s", d);
 			snprintf(cur_r, sizeof(cur_r), "%s", r);
 			row = nf_render_layout_ring(lay, cur_d, cur_r);
-			if (row)
-				nf_render_lane_reset(&lane, row->y + 5.0, row->y + row->h - 5.0,
-						     waits ? NF_RB_JOBWAIT : NF_RB_JOB,
-						     waits ? NF_RB_JOBWAIT_D : NF_RB_JOB_D, NF_RB_JOB_EDGE,
-						     NF_RB_OPEN_JOB);
+			for (int i = 0; row && i < KR_JOB_LEVELS; i++) {
+				double h = (row->h - 6.0) / KR_JOB_LEVELS, y0 = row->y + 3.0 + h * i;
+
+				nf_render_lane_reset(&wl[i], y0 + 0.5, y0 + h - 0.5, NF_RB_JOBWAIT, NF_RB_JOBWAIT_D,
+						     NF_RB_JOB_EDGE, NF_RB_OPEN_JOB);
+				nf_render_lane_reset(&jl[i], y0 + 0.5, y0 + h - 0.5, NF_RB_JOB, NF_RB_JOB_D,
+						     NF_RB_JOB_EDGE, NF_RB_OPEN_JOB);
+				free_at[i] = INT64_MIN;
+			}
 		}
 		if (!row)
 			continue;
-		double xa = nf_render_layout_x(lay, sqlite3_column_int64(st, 2));
+		for (int i = 1; i < KR_JOB_LEVELS; i++)
+			if (free_at[lv] > first && free_at[i] < free_at[lv])
+				lv = i;
+		/* An open job holds its sub-lane only at its start: it does not push the
+		 * rest of the ring's jobs aside for the rest of the trace. */
+		free_at[lv] = has_fin ? fin : has_start ? start : sub;
+		s->n_jobs++;
+		if (has_sub && has_start && sub < start &&
+		    nf_render_lane_box(&wl[lv], s, nf_render_layout_x(lay, sub), nf_render_layout_x(lay, start), 0) < 0)
+			goto out_oom;
+		if (!has_start || !has_fin) {
+			double h = (row->h - 6.0) / KR_JOB_LEVELS, y0 = row->y + 3.0 + h * lv;
 
-		if (!waits)
-			s->n_jobs++;
-		if (sqlite3_column_type(st, 3) == SQLITE_NULL) {
-			if (nf_render_lane_open(&lane, s, xa, NF_MK_UNMATCHED) < 0)
+			if (kr_open_stub(s, nf_render_layout_x(lay, has_start ? start : sub), y0 + 0.5, y0 + h - 0.5))
 				goto out_oom;
 			continue;
 		}
-		if (nf_render_lane_box(&lane, s, xa, nf_render_layout_x(lay, sqlite3_column_int64(st, 3)), !waits) < 0)
+		if (nf_render_lane_box(&jl[lv], s, nf_render_layout_x(lay, start), nf_render_layout_x(lay, fin), 1) < 0)
 			goto out_oom;
 	}
 	if (rc != SQLITE_DONE) {
 		ret = kr_fail(db, err, "reading jobs");
 		goto out_release;
 	}
-	if (row && nf_render_lane_flush(&lane, s) < 0)
-		goto out_oom;
+	for (int i = 0; row && i < KR_JOB_LEVELS; i++)
+		if (nf_render_lane_flush(&wl[i], s) < 0 || nf_render_lane_flush(&jl[i], s) < 0)
+			goto out_oom;
 	goto out_release;
 out_oom:
 	ret = nf_error_set(err, NF_ENOMEM, "out of memory while drawing");
 out_release:
 	sqlite3_finalize(st);
-	nf_render_lane_release(&lane);
+	for (int i = 0; i < n_init; i++) {
+		nf_render_lane_release(&wl[i]);
+		nf_render_lane_release(&jl[i]);
+	}
 	return ret;
 }
 
@@ -373,8 +426,6 @@ int nf_render_collect_kernel(sqlite3 *db, const struct nf_render_options *opts,
 	ret = ret ? ret : kr_links(db, lay, s, err);
 	ret = ret ? ret : kr_lost(db, lay, s, err);
 	if (!ret && lay->n_rings)
-		ret = kr_jobs_pass(db, lay, s, 1, err);
-	if (!ret && lay->n_rings)
-		ret = kr_jobs_pass(db, lay, s, 0, err);
+		ret = kr_jobs(db, lay, s, err);
 	return ret ? ret : kr_vblanks_markers(db, lay, s, err);
 }

@@ -518,7 +518,8 @@ static int place_cpu_rows(sqlite3 *db, const struct nf_render_options *opts,
 	/*
 	 * Kernel sessions add the threads that submitted GPU jobs or wrote
 	 * markers; every thread that ran only with threads_all, or when selected
-	 * by --thread or --process. Rows are grouped by process (the thread's
+	 * by --thread or --process, or when no thread did any of that (a trace of
+	 * the scheduler alone: then every thread is what there is to see). Rows are grouped by process (the thread's
 	 * own id when its process is unknown), the process's own thread first.
 	 */
 	char *tsel = select_sql("t.thread", "k.comm", opts->threads, opts->threads ? opts->n_threads : 0);
@@ -534,7 +535,8 @@ static int place_cpu_rows(sqlite3 *db, const struct nf_render_options *opts,
 				      "ran(thread) AS (SELECT thread FROM rel%s), "
 				      "shown(thread) AS (SELECT t.thread FROM ran t LEFT JOIN kernel_threads k "
 				      "ON k.thread = t.thread LEFT JOIN kernel_threads p ON p.thread = "
-				      "coalesce(k.process, t.thread) WHERE %s OR t.thread IN (SELECT thread FROM rel)%s%s) "
+				      "coalesce(k.process, t.thread) WHERE %s OR t.thread IN (SELECT thread FROM rel) "
+				      "OR NOT EXISTS (SELECT 1 FROM rel)%s%s) "
 				      "SELECT s.thread, coalesce(k.process, s.thread) AS proc, p.comm, "
 				      "(SELECT count(*) FROM ran) - (SELECT count(*) FROM shown) "
 				      "FROM shown s LEFT JOIN kernel_threads k ON k.thread = s.thread "

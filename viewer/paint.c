@@ -325,6 +325,13 @@ static void paint_title(cairo_t *cr, const struct nf_render_options *opts,
 	if (lay->n_threads)
 		append(line, sizeof(line), "%zu CPU thread%s", lay->n_threads,
 		       lay->n_threads == 1 ? "" : "s");
+	if (lay->n_rings)
+		append(line, sizeof(line), "%zu GPU ring%s, %" PRId64 " job%s", lay->n_rings,
+		       lay->n_rings == 1 ? "" : "s", s->n_jobs, s->n_jobs == 1 ? "" : "s");
+	if (s->n_vblanks)
+		append(line, sizeof(line), "%" PRId64 " vblank%s", s->n_vblanks, s->n_vblanks == 1 ? "" : "s");
+	if (s->n_markers)
+		append(line, sizeof(line), "%" PRId64 " marker%s", s->n_markers, s->n_markers == 1 ? "" : "s");
 	append(line, sizeof(line), "%" PRId64 " wait%s, %" PRId64 " signal%s", s->n_waits,
 	       s->n_waits == 1 ? "" : "s", s->n_signals, s->n_signals == 1 ? "" : "s");
 	if (s->n_open)
@@ -709,8 +716,9 @@ static void paint_links(cairo_t *cr, const struct nf_render_quads *q, const stru
 	cairo_fill(cr);
 }
 
-static void paint_data(cairo_t *cr, const struct nf_render_layout *lay,
-		       const struct nf_render_scene *s, const struct theme *th)
+static void paint_data(cairo_t *cr, const struct nf_render_options *opts,
+		       const struct nf_render_layout *lay, const struct nf_render_scene *s,
+		       const struct theme *th)
 {
 	cairo_save(cr);
 	cairo_rectangle(cr, lay->plot_x0, lay->rows_y0, lay->plot_x1 - lay->plot_x0,
@@ -762,6 +770,7 @@ static void paint_data(cairo_t *cr, const struct nf_render_layout *lay,
 	paint_links(cr, &s->links, th);
 	for (int mk = 0; mk < NF_MK_COUNT; mk++)
 		paint_marks(cr, &s->marks[mk], mk, th);
+	nf_render_paint_overlay(cr, opts, lay, th == &dark);
 	font(cr, 10, 1);
 	for (size_t i = 0; i < s->n_labels; i++) {
 		const struct nf_render_label *l = &s->labels[i];
@@ -787,7 +796,7 @@ int nf_render_paint(cairo_t *cr, const struct nf_render_options *opts,
 	paint_title(cr, opts, lay, s, th);
 	paint_legend(cr, lay, th);
 	paint_row_labels(cr, lay, th);
-	paint_data(cr, lay, s, th);
+	paint_data(cr, opts, lay, s, th);
 	/* The plot's left edge and the row separators. */
 	cairo_rectangle(cr, lay->plot_x0 - 1, lay->rows_y0, 1, lay->rows_y1 - lay->rows_y0);
 	set_colour(cr, th->separator);

@@ -138,6 +138,10 @@ int nf_render_collect(sqlite3 *db, const struct nf_render_options *opts,
 		      const struct nf_render_layout *lay, struct nf_render_scene *s,
 		      struct nf_error *err);
 
+/* Draws opts->marks over the plot (overlay.c), inside the plot's clip. */
+void nf_render_paint_overlay(cairo_t *cr, const struct nf_render_options *opts,
+			     const struct nf_render_layout *lay, int dark);
+
 /* Draws the page (paint.c); returns 0 or NF_EIO with cairo's reason. */
 int nf_render_paint(cairo_t *cr, const struct nf_render_options *opts,
 		    const struct nf_render_layout *lay, const struct nf_render_scene *s,

@@ -90,6 +90,11 @@ const struct nf_error *nf_ctf_writer_error(const struct nf_ctf_writer *w);
 /* Flushes and closes. Returns the first error seen while writing, if any. */
 int nf_ctf_writer_close(struct nf_ctf_writer *w, struct nf_error *err);
 
+/* Frees a writer in a process forked after it was created: nothing is
+ * written, flushed or sent (the files, the committer and its socket are the
+ * parent's); only this process's descriptors and memory go. NULL: no-op. */
+void nf_ctf_writer_abandon(struct nf_ctf_writer *w);
+
 /* Generates the TSDL metadata text for these options (malloc'd; NULL on ENOMEM). */
 char *nf_ctf_metadata_text(const struct nf_ctf_writer_options *opts, const char *uuid_str);
 

@@ -20,6 +20,19 @@ enum nf_render_theme { NF_THEME_LIGHT, NF_THEME_DARK };
 #define NF_RENDER_MIN_WIDTH 640
 #define NF_RENDER_MAX_WIDTH 16000
 
+/*
+ * A span to draw over the picture (the segments of a critical path): on the
+ * row of a hardware queue or a CPU thread, from start_ns to end_ns.
+ */
+enum nf_render_mark_kind { NF_MARK_WAIT, NF_MARK_EXECUTE, NF_MARK_QUEUE };
+
+struct nf_render_mark {
+	enum nf_render_mark_kind kind;
+	int on_thread;             /* 0: on queue's row, 1: on thread's row */
+	int64_t queue, thread;
+	int64_t start_ns, end_ns;
+};
+
 struct nf_render_options {
 	const char *output;        /* file; format from its extension: .png .svg .pdf */
 	const char *title;         /* session name shown in the title, may be NULL */
@@ -39,6 +52,12 @@ struct nf_render_options {
 	int n_threads;
 	const char *const *processes; /* also every thread of these processes: id or name */
 	int n_processes;
+	/* Overlay: spans drawn over the rows in order, joined by a line from each
+	 * span's end to the next one's start (a critical path); NULL: none. A span
+	 * whose row is not drawn is left out. path_title labels it (may be NULL). */
+	const struct nf_render_mark *marks;
+	int n_marks;
+	const char *path_title;
 };
 
 /*

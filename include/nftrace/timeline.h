@@ -74,15 +74,22 @@ struct nf_query_options {
  * Only reading is allowed: statements that write, attach or detach, change
  * pragmas or VACUUM are refused with NF_ESQL ("query refused: ..."); bad SQL
  * gives NF_ESQL with SQLite's message. NF_EIO when writing to out fails.
+ * Functions that hand out or take process pointers or load code
+ * (fts3_tokenizer, fts5, load_extension) are refused by name; table-valued
+ * functions (json_each, json_tree) and the read-only pragmas (table_info,
+ * index_list, ... also as pragma_table_info(...)) are allowed.
  *
  * Formats: NF_QUERY_TABLE: per statement with columns, a header line, a line
  * of dashes and one line per row, columns left-aligned and separated by two
  * spaces, NULL as empty; result sets separated by a blank line.
  * NF_QUERY_CSV: a header row then the rows, RFC 4180 quoting (fields holding
  * a comma, quote, CR or LF are quoted, quotes doubled), lines end with LF,
- * NULL as an empty field; result sets separated by a blank line.
+ * NULL as an empty field; result sets separated by a blank line. As in JSON,
+ * blobs are hexadecimal and reals that are not finite (Inf, NaN) are empty;
+ * a NUL byte in text is written as '?'.
  * NF_QUERY_JSON: one array of objects (one per row, of every statement), keys
- * the column names, integers and reals as numbers, NULL as null, text as
+ * the column names (a name repeated in one statement gets ":2", ":3", ...),
+ * integers and reals as numbers (not finite: null), NULL as null, text as
  * strings, blobs as hexadecimal strings.
  */
 int nf_query_run(const struct nf_query_options *opts, const char *sql, FILE *out,

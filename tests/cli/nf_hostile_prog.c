@@ -8,6 +8,8 @@
  *                   until a signal ends it
  *   exit127         records a little, then exits with status 127
  *   advance-max     nf_runtime_advance(2^64-1 ns): waits until a signal ends it
+ *   c1-names        a queue whose name holds UTF-8 C1 controls (U+009B CSI,
+ *                   U+009D OSC), then N operations
  * Exit status: 0, or 1 with the library's error on stderr.
  */
 #include <signal.h>
@@ -117,6 +119,17 @@ int main(int argc, char **argv)
 			rc = nf_runtime_finish(p.rt, &p.err);
 		nf_runtime_destroy(p.rt);
 		return 0;
+	} else if (!rc && !strcmp(mode, "c1-names")) {
+		nf_handle q;
+
+		rc = nf_hwqueue_create(p.rt, p.adapter, 0, 2, "C1\xc2\x9b" "31mred\xc2\x9d" "0;title\x07", &q,
+				       &p.err);
+		if (!rc)
+			rc = nf_queue_signal(p.rt, q, p.f, 1, &p.err);
+		if (!rc)
+			rc = ops(&p, 2, n);
+		if (!rc)
+			rc = nf_runtime_finish(p.rt, &p.err);
 	} else if (!rc && !strcmp(mode, "advance-max")) {
 		rc = nf_runtime_advance(p.rt, UINT64_MAX, &p.err);
 	} else if (!rc && !strcmp(mode, "exit127")) {

@@ -122,7 +122,7 @@ END_TEST
 START_TEST(help_json_units)
 {
 	static const char *const cmds[] = { "record", "report", "query", "info", "check",
-					    "import", "export", "help" };
+					    "import", "export", "critical-path", "help" };
 	char dir[1200], cmd[16384], out[16384];
 
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {

@@ -454,6 +454,121 @@ START_TEST(threaded_advance_of_2_64_waits)
 }
 END_TEST
 
+
+/* ------------------------------------------------------------------ */
+/* 3. a program that forks after creating its runtime                    */
+
+START_TEST(fork_after_runtime_creation_is_refused_clearly)
+{
+	char d[700];
+
+	snprintf(d, sizeof(d), "%s/fork", tmp);
+	snprintf(cmd, sizeof(cmd), "'%s' record -o '%s' -- '%s' fork 10000", nf_test_nftrace(), d, prog());
+	int st = run(cmd);
+	ck_assert_msg(st == 1, "exit %d: %s", st, err);
+	/* The program says what its child was told; nftrace's own line too. */
+	const char *last = strstr(err, "nftrace record: ");
+	ck_assert_msg(last && strstr(last, "forked from it, must create its own") &&
+			      nf_test_count_lines(last) == 1, "%s", err);
+	/* The parent's events are whole: its 5000 signals and 5000 waits. */
+	snprintf(cmd, sizeof(cmd), "'%s' query --csv '%s' 'select count(*) from fence_ops'", nf_test_nftrace(), d);
+	run_ok(cmd);
+	ck_assert_str_eq(out, "count(*)\n10000\n");
+}
+END_TEST
+
+
+/* ------------------------------------------------------------------ */
+/* 10. C1 controls from a session never reach the terminal                */
+
+static void assert_no_c1(const char *what, const char *text)
+{
+	for (const unsigned char *u = (const unsigned char *)text; *u; u++)
+		ck_assert_msg(!(u[0] == 0xc2 && u[1] >= 0x80 && u[1] <= 0x9f) && u[0] != 0x1b && u[0] != 0x07,
+			      "%s: a control character at offset %zu: %s", what, (size_t)(u - (const unsigned char *)text),
+			      text);
+}
+
+START_TEST(c1_controls_are_shown_as_question_marks)
+{
+	static const char *const cmds[] = { "check '%s'", "info '%s'", "query '%s' 'select name from queues'" };
+	char d[700], args[1024];
+
+	snprintf(d, sizeof(d), "%s/c1", tmp);
+	snprintf(cmd, sizeof(cmd), "'%s' record -o '%s' -- '%s' c1-names 3 >/dev/null", nf_test_nftrace(), d, prog());
+	run_ok(cmd);
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		snprintf(args, sizeof(args), cmds[i], d);
+		snprintf(cmd, sizeof(cmd), "'%s' %s", nf_test_nftrace(), args);
+		run(cmd);
+		assert_no_c1(args, out);
+		assert_no_c1(args, err);
+		if (i != 1)
+			ck_assert_msg(strstr(out, i == 0 ? "C1?31mred?0;" : "C1?31mred?0;title?"), "%s: %s", args, out);
+	}
+	/* An error line quoting a C1 control (SQLite quotes the bad token). */
+	snprintf(cmd, sizeof(cmd), "'%s' query '%s' \"$(printf 'select x\\302\\233y from queues')\"",
+		 nf_test_nftrace(), d);
+	ck_assert_int_eq(run(cmd), 1);
+	assert_no_c1("error line", err);
+	ck_assert_msg(nf_test_count_lines(err) == 1 && strstr(err, "x?y"), "%s", err);
+}
+END_TEST
+
+
+/* ------------------------------------------------------------------ */
+/* 9. the authorizer; smaller query items                                 */
+
+static int query(const char *fmt, const char *sql)
+{
+	snprintf(cmd, sizeof(cmd), "'%s' query %s '%s' \"%s\"", nf_test_nftrace(), fmt, good, sql);
+	return run(cmd);
+}
+
+START_TEST(fts3_tokenizer_and_pointer_functions_are_refused)
+{
+	static const char *const sqls[] = {
+		"select hex(fts3_tokenizer('simple'))",
+		"select fts3_tokenizer('simple', x'4141414141414141')",
+		"select FTS3_Tokenizer('porter')",
+		"select fts5(NULL)",
+		"select load_extension('/nonexistent')",
+	};
+
+	for (size_t i = 0; i < sizeof(sqls) / sizeof(sqls[0]); i++) {
+		refused_one_line(query("--csv", sqls[i]), sqls[i], "query refused: function");
+		ck_assert_msg(out[0] == '\0', "%s: printed %s", sqls[i], out);
+	}
+	/* What stays allowed: pure and read-only functions, table-valued ones. */
+	ck_assert_int_eq(query("--csv", "select abs(-1), length(hex(randomblob(4))), typeof(date('now'))"), 0);
+	ck_assert_str_eq(out, "abs(-1),length(hex(randomblob(4))),typeof(date('now'))\n1,8,text\n");
+	ck_assert_int_eq(query("--csv", "select value from json_each('[7,8]')"), 0);
+	ck_assert_str_eq(out, "value\n7\n8\n");
+	ck_assert_int_eq(query("--csv", "select name from pragma_table_info('queues') limit 1"), 0);
+	ck_assert_str_eq(out, "name\nqueue\n");
+	/* Pragmas that change anything stay refused, before or while running. */
+	refused_one_line(query("", "pragma writable_schema = 1"), "writable_schema", "query refused");
+	refused_one_line(query("", "select * from pragma_journal_mode"), "pragma_journal_mode", "query refused");
+}
+END_TEST
+
+START_TEST(query_output_formats_hold_absurd_values)
+{
+	/* JSON: no key twice in an object. */
+	ck_assert_int_eq(query("--json", "select 1 as a, 2 as a"), 0);
+	ck_assert_str_eq(out, "[\n  {\"a\": 1, \"a:2\": 2}\n]\n");
+	/* CSV as JSON: blobs hexadecimal, Inf empty (null), a NUL as '?'. */
+	ck_assert_int_eq(query("--csv", "select x'00ff41' as b, 1e999 as i, char(65, 0, 66) as t"), 0);
+	ck_assert_str_eq(out, "b,i,t\n00ff41,,A?B\n");
+	ck_assert_int_eq(query("--json", "select 1e999 as i"), 0);
+	ck_assert_str_eq(out, "[\n  {\"i\": null}\n]\n");
+	/* Two SQL arguments: a usage error (2), not a missing session (1). */
+	snprintf(cmd, sizeof(cmd), "'%s' query '%s' 'select 1' 'select 2'", nf_test_nftrace(), good);
+	ck_assert_int_eq(run(cmd), 2);
+	ck_assert_msg(nf_test_count_lines(err) == 1 && strstr(err, "is SQL, not a session DIR"), "%s", err);
+}
+END_TEST
+
 static Suite *reliability_suite(void)
 {
 	Suite *s = suite_create("reliability");
@@ -474,6 +589,8 @@ static Suite *reliability_suite(void)
 	suite_add_tcase(s, tc);
 	tcase_add_test(tc, program_under_a_file_size_limit_fails);
 	tcase_add_test(tc, pending_async_wait_at_the_end);
+	tcase_add_test(tc, fork_after_runtime_creation_is_refused_clearly);
+	tcase_add_test(tc, c1_controls_are_shown_as_question_marks);
 	tc = tcase_create("cache");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 300);
@@ -489,6 +606,12 @@ static Suite *reliability_suite(void)
 	tcase_add_test(tc, check_calls_a_killed_recording_incomplete);
 	tcase_add_test(tc, check_refuses_metadata_and_events_of_two_recordings);
 	tcase_add_test(tc, gpu_clock_near_2_63_gives_findings_and_null_times);
+	tc = tcase_create("query");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 300);
+	suite_add_tcase(s, tc);
+	tcase_add_test(tc, fts3_tokenizer_and_pointer_functions_are_refused);
+	tcase_add_test(tc, query_output_formats_hold_absurd_values);
 	tc = tcase_create("time");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 300);

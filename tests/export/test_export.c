@@ -938,6 +938,60 @@ START_TEST(test_bad_input)
 }
 END_TEST
 
+static int utf8_valid(const unsigned char *s, size_t n)
+{
+	for (size_t i = 0; i < n;) {
+		size_t k = s[i] < 0x80 ? 1 : s[i] >= 0xc2 && s[i] < 0xe0 ? 2 : s[i] >= 0xe0 && s[i] < 0xf0 ? 3
+			 : s[i] >= 0xf0 && s[i] <= 0xf4 ? 4 : 0;
+
+		if (!k || i + k > n)
+			return 0;
+		for (size_t j = 1; j < k; j++)
+			if ((s[i + j] & 0xc0) != 0x80)
+				return 0;
+		i += k;
+	}
+	return 1;
+}
+
+/* Names from the session with control bytes, quotes and bytes that are not
+ * UTF-8: the JSON still parses and is UTF-8, the names escaped. */
+START_TEST(test_hostile_names)
+{
+	char dir[4096], session[4200], db[4300], copy[4300], file[4300], cmd[9000];
+	struct nf_export_options o = { 0 };
+	struct nf_error err;
+	struct jp p;
+	char *text;
+	sqlite3 *h;
+
+	nf_test_tmpdir(dir, sizeof(dir));
+	record_sample(dir, "log-buffer-example", session, sizeof(session));
+	snprintf(file, sizeof(file), "%s/first.json", dir);
+	export_session(session, "chrome-json", file, NULL);
+	snprintf(db, sizeof(db), "%s/.timeline.db", session);
+	snprintf(copy, sizeof(copy), "%s/hostile.db", dir);
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", db, copy);
+	ck_assert_int_eq(system(cmd), 0);
+	ck_assert(sqlite3_open(copy, &h) == SQLITE_OK);
+	ck_assert(sqlite3_exec(h, "UPDATE queues SET name = 'bad' || char(1) || CAST(x'ff22c3' AS TEXT) || '\\' "
+				  "WHERE queue = 1073741888; UPDATE adapters SET name = CAST(x'e282' AS TEXT)",
+			       NULL, NULL, NULL) == SQLITE_OK);
+	sqlite3_close(h);
+	o.output = file;
+	o.format = NF_EXPORT_CHROME_JSON;
+	o.from_ns = o.to_ns = -1;
+	nf_error_clear(&err);
+	ck_assert_msg(nf_export(copy, &o, NULL, &err) == 0, "%s", err.msg);
+	json_parse(file, &p, &text);
+	ck_assert(utf8_valid((const unsigned char *)text, strlen(text)));
+	ck_assert_msg(strstr(text, "\"bad\\u0001?\\\"?\\\\ 0x40000040\""), "%s", text);
+	free(p.ev);
+	free(text);
+	nf_test_rmtree(dir);
+}
+END_TEST
+
 /* The library: a file that is not a timeline, and bad options, are errors. */
 START_TEST(test_library_errors)
 {
@@ -992,6 +1046,7 @@ int main(int argc, char **argv)
 		tcase_add_test(tc, test_filters);
 		tcase_add_test(tc, test_bad_input);
 		tcase_add_test(tc, test_library_errors);
+		tcase_add_test(tc, test_hostile_names);
 	}
 	suite_add_tcase(s, tc);
 	return nf_test_main(s);

@@ -674,6 +674,9 @@ START_TEST(test_i915_fixture_jobs)
 	      "3,i915,vcs1,,41,7,,601,400000,600000,900000,complete\n"
 	      "4,i915,vcs1,,41,8,,601,2500000,,,queued\n");
 	query(s, "SELECT count(*) FROM job_deps", "count(*)\n0\n");
+	/* The submitters never ran during the trace: their names are the file's saved cmdlines. */
+	query(s, "SELECT thread, comm, process FROM kernel_threads ORDER BY thread",
+	      "thread,comm,process\n600,game,\n601,decoder,\n");
 	nf_test_rmtree(tmp);
 }
 END_TEST

@@ -16,6 +16,7 @@
 #include "nf_test.h"
 
 #include "layout.h"
+#include "viewer.h"
 #include "nftrace/timeline.h"
 
 #include <sqlite3.h>
@@ -236,9 +237,28 @@ START_TEST(test_report_shows_what_matters)
 	snprintf(png, sizeof(png), "%s/all.png", tmp);
 	ck_assert_msg(run("'%s' report '%s' -o '%s'", nf_test_nftrace(), session, png) == 0, "%s", errb);
 	ck_assert_int_le(png_height(png), 1080);
-	/* A 50 ms window: every job that runs in it is drawn. */
+	/* A 50 ms window: every job in it is drawn, and the page is the same height. */
 	ck_assert_msg(run("'%s' report '%s' -o '%s' --from 2000ms --to 2050ms", nf_test_nftrace(), session, png) == 0,
 		      "%s", errb);
+	ck_assert_int_le(png_height(png), 1080);
+	ck_assert_int_eq(sqlite3_open_v2(db, &sql, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	struct nf_render_scene sc;
+
+	memset(&sc, 0, sizeof(sc));
+	ro.threads_all = 0;
+	ro.from_ns = 2000000000;
+	ro.to_ns = 2050000000;
+	ck_assert_int_eq(nf_render_layout_build(sql, &ro, &lay, &err), 0);
+	ck_assert_int_eq(nf_render_collect(sql, &ro, &lay, &sc, &err), 0);
+	long long in_window = query_num(session, "select count(*) from jobs where coalesce(submitted_ns, started_ns) "
+					"<= 2050000000 and finished_ns >= 2000000000");
+	ck_assert_int_gt(in_window, 10);
+	ck_assert_int_eq(sc.n_jobs, in_window);
+	ck_assert_int_gt(sc.n_vblanks, 3);
+	ck_assert_int_gt(sc.n_markers, 10);
+	nf_render_scene_release(&sc);
+	nf_render_layout_release(&lay);
+	sqlite3_close(sql);
 	nf_test_rmtree(tmp);
 }
 END_TEST
@@ -347,6 +367,27 @@ START_TEST(test_public_tracedat)
 			      "%s: %s", files[i], errb);
 		ck_assert_msg(strstr(out, want), "%s: trace-cmd report counts%s; import: %s", files[i], want, out);
 		ck_assert_int_ge(query_num(session, "select count(*) from meta"), 1);
+		if (!strcmp(files[i], "kernel-monitor-framework.dat")) {
+			/* Only the scheduler's events: no thread submitted, waited or marked,
+			 * so every thread that ran gets its row. */
+			char db[4200];
+			struct nf_render_options ro = { 0 };
+			struct nf_render_layout lay;
+			struct nf_error err;
+			sqlite3 *sql;
+
+			nf_error_clear(&err);
+			ck_assert_int_eq(nf_timeline_ensure(session, db, sizeof(db), &err), 0);
+			ck_assert_int_eq(sqlite3_open_v2(db, &sql, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+			ro.from_ns = ro.to_ns = -1;
+			ck_assert_int_eq(nf_render_layout_build(sql, &ro, &lay, &err), 0);
+			ck_assert_int_eq(query_num(session, "select count(distinct thread) from cpu_runs"),
+					 (long long)lay.n_threads);
+			ck_assert_uint_gt(lay.n_threads, 1);
+			ck_assert_uint_eq(lay.threads_left_out, 0);
+			nf_render_layout_release(&lay);
+			sqlite3_close(sql);
+		}
 	}
 	for (int i = 0; i < 2; i++) {
 		char f[4200];

@@ -1,0 +1,142 @@
+/*
+ * nftrace analysis, private: the in-memory model of a timeline that the
+ * critical path, stall blame and hang check walk (loaded by model.c).
+ */
+#ifndef NF_ANALYSIS_INT_H
+#define NF_ANALYSIS_INT_H
+
+#include "nftrace/analysis.h"
+
+#include <sqlite3.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* An index into one of the model's arrays, or NONE. */
+#define AN_NONE (-1)
+
+/* One fence_ops row. */
+struct an_op {
+	int64_t id, queue, fence, value, queued, observed, end, thread;
+	int32_t qidx;      /* index in a->queues, AN_NONE when queue is NULL (a thread's wait) */
+	int32_t qpos;      /* position in its queue's operations */
+	int32_t fidx;      /* index in a->fences, AN_NONE when the fence is NULL */
+	int32_t prev;      /* the queue's previous operation with a known end, AN_NONE */
+	int32_t rel_op;    /* the signal that released this wait (deps), AN_NONE */
+	int32_t rel_cpu;   /* the CPU signal that released it (deps), AN_NONE */
+	bool is_signal, has_queued, has_observed, has_end, has_thread, has_value;
+	bool has_dep;      /* a deps row names this wait (it was released) */
+	bool prev_known, rel_known; /* lazy model: prev / rel_op, rel_cpu, has_dep looked up */
+	bool done;         /* it ran: a status other than 'unmatched' / 'unsignaled', or an end */
+};
+
+struct an_queue {
+	int64_t queue;
+	char *name;        /* NULL when the queues table has none */
+	int32_t *ops;      /* its operations in queued (id) order */
+	size_t n, cap;
+	int32_t last_done; /* position of its last operation that ran, AN_NONE if none */
+};
+
+/* A signal of a fence that ran at a known time: a GPU signal or a CPU signal. */
+struct an_sig {
+	int64_t t, value;
+	int32_t op, csig;  /* one of them is AN_NONE */
+};
+
+struct an_fence {
+	int64_t fence, initial;
+	bool has_initial, kernel, known; /* known: a fences row exists */
+	struct an_sig *sigs; /* in time order */
+	size_t n, cap;
+	int64_t *prefix_max; /* prefix_max[i] = max value of sigs[0..i] */
+	int64_t done_max;    /* highest value of any signal that ran (even at an unknown time) */
+	bool any_done;
+};
+
+struct an_csig {
+	int64_t id, thread, fence, value, ts;
+	int32_t fidx;
+	bool has_ts, has_thread;
+};
+
+struct an_cwait {
+	int64_t id, thread, fence, value, start, end;
+	int32_t fidx;
+	int32_t rel_op, rel_cpu; /* the first signal of the fence to reach the value, by end */
+	bool has_start, has_end, has_thread, satisfied;
+	bool as_op;        /* adapter NULL: a kernel wait, also a fence_ops row on no queue */
+	bool info_known;   /* rel_op, rel_cpu and blocking computed (lazily in a lazy model) */
+	bool blocking;     /* it blocked its thread: the thread did nothing meanwhile and did not
+			      release it itself (else an asynchronous wait) */
+};
+
+struct an_thread {
+	int64_t thread;
+	int32_t *waits;    /* satisfied CPU waits with an end, in end order */
+	size_t n, cap;
+};
+
+/* int64 -> int32 open-addressing map. */
+struct an_map {
+	int64_t *keys;
+	int32_t *vals;
+	size_t cap, used;
+};
+
+struct nf_analysis {
+	struct an_op *ops;
+	size_t n_ops;
+	struct an_queue *queues;
+	size_t n_queues, cap_queues;
+	struct an_fence *fences;
+	size_t n_fences, cap_fences;
+	struct an_csig *csigs;
+	size_t n_csigs;
+	struct an_cwait *cwaits;
+	size_t n_cwaits;
+	struct an_thread *threads;
+	size_t n_threads, cap_threads;
+	struct an_map qmap, fmap, tmap;
+	/* A lazy model (nf_analysis_open_lazy) loads operations on demand. */
+	bool lazy;
+	sqlite3 *db;
+	sqlite3_stmt *st_op, *st_prev, *st_dep, *st_dep_scan, *st_first_sig, *st_acted;
+	struct an_map opmap;         /* id -> index */
+	int64_t deps_rows;           /* deps rows (rowids 1..deps_rows) */
+	bool kernel_timelines;       /* the session has kernel timelines */
+	size_t cap_ops;
+	int lazy_rc;                 /* first error of a lazy lookup, 0 none */
+	char lazy_msg[NF_ERROR_MSG_MAX];
+};
+
+/* Index of the op with this id, AN_NONE when none (ids are sorted; full model only). */
+int32_t an_op_index(const struct nf_analysis *a, int64_t id);
+
+/*
+ * Accessors that work on both models: a lazy model runs SQL and caches (the
+ * model is logically const). After them, an_lazy_failed() says whether a
+ * lookup failed (and copies its error into err).
+ */
+int32_t an_get_op(const struct nf_analysis *a, int64_t id);
+int32_t an_op_prev(const struct nf_analysis *a, int32_t o);
+void an_op_rel(const struct nf_analysis *a, int32_t o, int32_t *rel_op, int32_t *rel_cpu);
+bool an_cwait_blocking(const struct nf_analysis *a, int32_t w);
+bool an_lazy_failed(const struct nf_analysis *a, struct nf_error *err);
+/* Index of the fence, AN_NONE when unknown. */
+int32_t an_fence_index(const struct nf_analysis *a, int64_t fence);
+/* Index of the thread, AN_NONE when it has no CPU waits. */
+int32_t an_thread_index(const struct nf_analysis *a, int64_t thread);
+/* The time a release (signal op or CPU signal) happened: true and *t, or false. */
+bool an_release_time(const struct nf_analysis *a, int32_t rel_op, int32_t rel_cpu, int64_t *t);
+
+/*
+ * The walk of path.c over a window: segments (time order, malloc'ed) of the
+ * path that ends when operation op ends, cut at t0. 0, NF_EFORMAT, NF_ENOMEM.
+ */
+int an_walk_window(const struct nf_analysis *a, int32_t op, int64_t t0, struct nf_cp_segment **segs,
+		   size_t *n, struct nf_error *err);
+
+/* Grows *arr (elements of size sz) to hold at least need; 0 or NF_ENOMEM. */
+int an_grow(void **arr, size_t *cap, size_t need, size_t sz);
+
+#endif

@@ -1,0 +1,250 @@
+/*
+ * nftrace critical-path: why an operation finished when it did. Prints the
+ * chain of queues, fences and CPU threads (nf_analysis_critical_path) as
+ * segments in time order whose durations add up to the operation's latency.
+ */
+#include "cli.h"
+
+#include "nftrace/analysis.h"
+#include "nftrace/render.h"
+#include "nftrace/timeline.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* "queue 0x40000040 (QA)" or "thread 7" into buf. */
+static void actor_label(const struct nf_analysis *a, const struct nf_cp_segment *s, char *buf,
+			size_t len)
+{
+	if (s->on_thread) {
+		if (s->thread >= 0)
+			snprintf(buf, len, "thread %" PRId64, s->thread);
+		else
+			snprintf(buf, len, "CPU (thread unknown)");
+		return;
+	}
+	const char *name = nf_analysis_queue_name(a, s->queue);
+	snprintf(buf, len, "queue 0x%" PRIx64 "%s%s%s", (uint64_t)s->queue, name ? " (" : "",
+		 name ? name : "", name ? ")" : "");
+	/* names come from the session: no control bytes to the terminal */
+	for (unsigned char *u = (unsigned char *)buf; *u; u++)
+		if (*u < 0x20 || *u == 0x7f)
+			*u = '?';
+}
+
+static void op_label(const struct nf_analysis *a, int64_t id, char *buf, size_t len)
+{
+	struct nf_op_info oi;
+
+	if (nf_analysis_op(a, id, &oi)) {
+		snprintf(buf, len, "op %" PRId64, id);
+		return;
+	}
+	snprintf(buf, len, "op %" PRId64 " (%s fence 0x%" PRIx64 " %s %" PRId64 ")", id,
+		 oi.is_signal ? "signal" : "wait", (uint64_t)oi.fence, oi.is_signal ? "to" : ">=",
+		 oi.value);
+}
+
+static void doing_label(const struct nf_analysis *a, const struct nf_cp_segment *s, char *buf,
+			size_t len)
+{
+	char op[128];
+
+	switch (s->kind) {
+	case NF_SEG_WAIT:
+		if (s->release_op >= 0)
+			snprintf(op, sizeof(op), ", released by op %" PRId64, s->release_op);
+		else
+			snprintf(op, sizeof(op), "%s", "");
+		snprintf(buf, len, "waiting on fence 0x%" PRIx64 " >= %" PRId64 " (%s %" PRId64 ")%s",
+			 (uint64_t)s->fence, s->value, s->cpu_wait >= 0 ? "cpu wait" : "op",
+			 s->cpu_wait >= 0 ? s->cpu_wait : s->op_id, op);
+		break;
+	case NF_SEG_EXECUTE:
+		op_label(a, s->op_id, op, sizeof(op));
+		snprintf(buf, len, "executing %s", op);
+		break;
+	case NF_SEG_QUEUE:
+		if (s->op_id >= 0) {
+			op_label(a, s->op_id, op, sizeof(op));
+			snprintf(buf, len, "running until it queued %s", op);
+		} else if (s->cpu_signal >= 0) {
+			snprintf(buf, len, "running until its CPU signal %" PRId64, s->cpu_signal);
+		} else {
+			snprintf(buf, len, "running");
+		}
+		break;
+	}
+}
+
+static const char *kind_name(enum nf_seg_kind k)
+{
+	return k == NF_SEG_WAIT ? "wait" : k == NF_SEG_EXECUTE ? "execute" : "queue";
+}
+
+static void json_str(const char *str)
+{
+	putchar('"');
+	for (const unsigned char *c = (const unsigned char *)(str ? str : ""); *c; c++) {
+		if (*c == '"' || *c == '\\')
+			printf("\\%c", *c);
+		else if (*c < 0x20 || *c >= 0x7f)
+			printf("\\u%04x", *c);
+		else
+			putchar(*c);
+	}
+	putchar('"');
+}
+
+static void json_opt(const char *key, int64_t v)
+{
+	if (v < 0)
+		printf(", \"%s\": null", key);
+	else
+		printf(", \"%s\": %" PRId64, key, v);
+}
+
+static void print_json(const struct nf_analysis *a, const struct nf_cp_path *p)
+{
+	printf("{\"op\": %" PRId64 ", \"queued_ns\": %" PRId64 ", \"end_ns\": %" PRId64
+	       ", \"latency_ns\": %" PRId64 ", \"segments\": [",
+	       p->op_id, p->queued_ns, p->end_ns, p->end_ns - p->queued_ns);
+	for (size_t i = 0; i < p->n; i++) {
+		const struct nf_cp_segment *s = &p->segs[i];
+		char doing[512];
+
+		doing_label(a, s, doing, sizeof(doing));
+		printf("%s\n  {\"on\": \"%s\"", i ? "," : "", s->on_thread ? "thread" : "queue");
+		json_opt("queue", s->on_thread ? -1 : s->queue);
+		printf(", \"name\": ");
+		if (!s->on_thread && nf_analysis_queue_name(a, s->queue))
+			json_str(nf_analysis_queue_name(a, s->queue));
+		else
+			printf("null");
+		json_opt("thread", s->on_thread ? s->thread : -1);
+		printf(", \"kind\": \"%s\"", kind_name(s->kind));
+		json_opt("op", s->op_id);
+		json_opt("cpu_wait", s->cpu_wait);
+		json_opt("cpu_signal", s->cpu_signal);
+		json_opt("fence", s->fence);
+		json_opt("value", s->kind == NF_SEG_WAIT ? s->value : -1);
+		json_opt("release_op", s->release_op);
+		printf(", \"start_ns\": %" PRId64 ", \"end_ns\": %" PRId64 ", \"duration_ns\": %" PRId64
+		       ", \"doing\": ", s->start_ns, s->end_ns, s->end_ns - s->start_ns);
+		json_str(doing);
+		putchar('}');
+	}
+	printf("%s]}\n", p->n ? "\n" : "");
+}
+
+static void print_text(const struct nf_analysis *a, const struct nf_cp_path *p)
+{
+	char what[160], on[128], doing[512];
+	struct nf_cp_segment self = { 0 };
+
+	op_label(a, p->op_id, what, sizeof(what));
+	self.queue = -1;
+	{
+		struct nf_op_info oi;
+
+		if (!nf_analysis_op(a, p->op_id, &oi)) {
+			self.on_thread = !oi.on_queue;
+			self.queue = oi.queue;
+			self.thread = oi.thread;
+		}
+	}
+	actor_label(a, &self, on, sizeof(on));
+	printf("critical path of %s on %s\n", what, on);
+	printf("queued at %" PRId64 " ns, ended at %" PRId64 " ns: latency %" PRId64 " ns in %zu segment%s\n",
+	       p->queued_ns, p->end_ns, p->end_ns - p->queued_ns, p->n, p->n == 1 ? "" : "s");
+	printf("%14s %14s %14s  %-28s %s\n", "start_ns", "end_ns", "duration_ns", "on", "doing");
+	for (size_t i = 0; i < p->n; i++) {
+		const struct nf_cp_segment *s = &p->segs[i];
+
+		actor_label(a, s, on, sizeof(on));
+		doing_label(a, s, doing, sizeof(doing));
+		printf("%14" PRId64 " %14" PRId64 " %14" PRId64 "  %-28s %s\n", s->start_ns, s->end_ns,
+		       s->end_ns - s->start_ns, on, doing);
+	}
+}
+
+int cmd_critical_path(int argc, char **argv)
+{
+	enum nf_cp_target kind = NF_CP_LAST;
+	const char *dir = NULL, *queue_text = NULL;
+	struct nf_analysis *a = NULL;
+	struct nf_cp_path path = { 0 };
+	struct nf_error err;
+	int64_t arg = 0, op = 0;
+	bool json = false;
+	char db[4200];
+	int rc;
+
+	nf_error_clear(&err);
+	for (int i = 1; i < argc; i++) {
+		rc = nf_cli_common_option("critical-path", argv[i]);
+		if (rc >= 0)
+			return rc;
+		if (!strcmp(argv[i], "--json")) {
+			json = true;
+		} else if (!strcmp(argv[i], "--op") || !strcmp(argv[i], "--at") || !strcmp(argv[i], "--queue")) {
+			const char *opt = argv[i];
+
+			if (kind != NF_CP_LAST)
+				return nf_cli_usage_error("critical-path", "give one of --op, --at, --queue");
+			if (i + 1 >= argc)
+				return nf_cli_usage_error("critical-path", "option '%s' needs a value", opt);
+			const char *v = argv[++i];
+			if (!strcmp(opt, "--op")) {
+				char *end;
+
+				errno = 0;
+				long long id = strtoll(v, &end, 0);
+				if (errno || *end || !*v || id < 0)
+					return nf_cli_usage_error("critical-path", "--op: bad operation id '%s'", v);
+				kind = NF_CP_OP;
+				arg = id;
+			} else if (!strcmp(opt, "--at")) {
+				if (nf_parse_duration(v, &arg, &err))
+					return nf_cli_usage_error("critical-path", "--at: %s", err.msg);
+				kind = NF_CP_AT;
+			} else {
+				kind = NF_CP_QUEUE;
+				queue_text = v;
+			}
+		} else if (argv[i][0] == '-' && argv[i][1]) {
+			return nf_cli_usage_error("critical-path", "unknown option '%s'", argv[i]);
+		} else if (dir) {
+			return nf_cli_usage_error("critical-path", "unexpected argument '%s'", argv[i]);
+		} else {
+			dir = argv[i];
+		}
+	}
+	if (!dir)
+		return nf_cli_usage_error("critical-path", "missing session DIR");
+	rc = nf_timeline_ensure(dir, db, sizeof(db), &err);
+	/* on demand: one path reads what it visits, not the whole session */
+	if (!rc)
+		rc = nf_analysis_open_lazy(db, &a, &err);
+	if (!rc && queue_text)
+		rc = nf_analysis_find_queue(a, queue_text, &arg, &err);
+	if (!rc)
+		rc = nf_analysis_target(a, kind, arg, &op, &err);
+	if (!rc)
+		rc = nf_analysis_critical_path(a, op, &path, &err);
+	if (rc) {
+		nf_analysis_destroy(a);
+		return nf_cli_fail("critical-path", &err);
+	}
+	if (json)
+		print_json(a, &path);
+	else
+		print_text(a, &path);
+	nf_cp_path_free(&path);
+	nf_analysis_destroy(a);
+	return NF_EXIT_OK;
+}
