@@ -540,6 +540,7 @@ out_free:
 struct lost_run {
 	double x0, x1, y0, y1;
 	int64_t entries;
+	int64_t gaps;   /* lost spans merged into this run (closer than a pixel) */
 	int have;
 };
 
@@ -567,7 +568,7 @@ static int add_label(struct nf_render_scene *s, double x, double y, const char *
 /* Emits a lost run; its label goes in when it does not overlap the previous one. */
 static int lost_run_flush(struct lost_run *r, struct nf_render_scene *s, double *label_end)
 {
-	char text[32];
+	char text[64];
 	double cx, tw;
 	int ret;
 
@@ -578,7 +579,12 @@ static int lost_run_flush(struct lost_run *r, struct nf_render_scene *s, double 
 				       r->y1 - r->y0)) < 0 ||
 	    (ret = nf_render_quads_add(&s->hatch, r->x0, r->y0, r->x1 - r->x0, r->y1 - r->y0)) < 0)
 		return ret;
-	snprintf(text, sizeof(text), "lost %lld", (long long)r->entries);
+	/* Spans merged at this zoom say so: one label does not pass for one gap. */
+	if (r->gaps > 1)
+		snprintf(text, sizeof(text), "lost %lld in %lld gaps", (long long)r->entries,
+			 (long long)r->gaps);
+	else
+		snprintf(text, sizeof(text), "lost %lld", (long long)r->entries);
 	cx = (r->x0 + r->x1) / 2.0;
 	tw = 6.5 * (double)strlen(text) + 8.0;  /* a generous estimate at 10 px */
 	if (cx - tw / 2.0 < *label_end)
@@ -636,6 +642,10 @@ static int collect_anomalies(sqlite3 *db, const struct nf_render_layout *lay,
 		}
 		if (!row)
 			continue;
+		/* The OS's own overrun flag is legal and its entries are the replay's
+		 * 'overrun' span drawn below: not an "other anomaly" marker. */
+		if (kind && strcmp(kind, "os_overrun_flag") == 0)
+			continue;
 		s->n_anomalies++;
 		if (kind && strcmp(kind, "overrun") == 0) {
 			struct lost_run *r;
@@ -659,6 +669,7 @@ static int collect_anomalies(sqlite3 *db, const struct nf_render_layout *lay,
 				if (x1 > r->x1)
 					r->x1 = x1;
 				r->entries += sqlite3_column_int64(st, 5);
+				r->gaps++;
 				continue;
 			}
 			if (lost_run_flush(r, s, &label_end[k]) < 0)
@@ -667,6 +678,7 @@ static int collect_anomalies(sqlite3 *db, const struct nf_render_layout *lay,
 			r->x0 = x0;
 			r->x1 = x1;
 			r->entries = sqlite3_column_int64(st, 5);
+			r->gaps = 1;
 			if (k == 2) {
 				r->y0 = row->y + 2.0;
 				r->y1 = row->y + row->h - 2.0;
