@@ -768,7 +768,8 @@ static int add_link(struct link_set *ls, const struct nf_render_layout *lay,
 	uint64_t key;
 	int r;
 
-	nf_render_lane_extent(to, NF_LANE_WAIT, &wy0, &wy1);
+	/* To a GPU wait's lane, or to a CPU thread's (a CPU wait released by a GPU signal). */
+	nf_render_lane_extent(to, to->kind == NF_ROW_CPU ? NF_LANE_CPU : NF_LANE_WAIT, &wy0, &wy1);
 	s->n_links++;
 	key = ((uint64_t)(from - lay->rows) << 48) | ((uint64_t)(to - lay->rows) << 32) |
 	      ((uint64_t)(uint16_t)(int)floor(x0) << 16) | (uint64_t)(uint16_t)(int)floor(x1);
@@ -801,11 +802,24 @@ static int collect_links(sqlite3 *db, const struct nf_render_layout *lay,
 	ls.slot = calloc(NF_RENDER_LINK_SLOTS, sizeof(*ls.slot));
 	if (!ls.slot)
 		return oom(err);
-	for (int pass = 0; pass < 2; pass++) {
+	for (int pass = 0; pass < 3; pass++) {
 		if (pass == 1 && !have_rows(db, "cpu_signals"))
-			break;  /* no CPU signals: no pass over the deps for them */
-		/* Pass 0: GPU signal -> wait; pass 1: CPU signal -> wait. */
-		if (pass == 0)
+			continue;  /* no CPU signals: no pass over the deps for them */
+		if (pass == 2 && !have_rows(db, "cpu_waits"))
+			break;
+		/* Pass 0: GPU signal -> wait; pass 1: CPU signal -> wait; pass 2: GPU signal
+		 * -> the CPU wait it released (the first signal on the wait's fence to reach
+		 * its value; Linux dma_fence waits are tied in deps, kernel_rows.c). */
+		if (pass == 2)
+			sql = sqlite3_mprintf(
+				"SELECT s.queue, min(s.end_ns), w.thread, w.end_ns FROM cpu_waits w "
+				"JOIN fence_ops s ON s.fence = w.fence AND s.op = 'signal' "
+				"AND s.value >= w.value AND s.end_ns IS NOT NULL AND s.end_ns <= w.end_ns "
+				"WHERE w.adapter IS NOT NULL AND w.status = 'satisfied' AND w.thread IS NOT NULL "
+				"AND w.end_ns IS NOT NULL AND s.queue IS NOT NULL%s "
+				"AND w.end_ns >= ?1 AND w.end_ns <= ?2 GROUP BY w.id",
+				ff);
+		else if (pass == 0)
 			sql = sqlite3_mprintf(
 				"SELECT s.queue, s.end_ns, w.queue, w.end_ns FROM deps d "
 				"JOIN fence_ops w ON w.id = d.wait_id JOIN fence_ops s ON s.id = d.signal_id "
@@ -825,12 +839,13 @@ static int collect_links(sqlite3 *db, const struct nf_render_layout *lay,
 			const struct nf_render_row *from, *to;
 			double y0, y1;
 
-			from = pass == 0 ? nf_render_layout_queue(lay, sqlite3_column_int64(st, 0))
+			from = pass != 1 ? nf_render_layout_queue(lay, sqlite3_column_int64(st, 0))
 					 : nf_render_layout_thread(lay, sqlite3_column_int64(st, 0));
-			to = nf_render_layout_queue(lay, sqlite3_column_int64(st, 2));
+			to = pass == 2 ? nf_render_layout_thread(lay, sqlite3_column_int64(st, 2))
+				       : nf_render_layout_queue(lay, sqlite3_column_int64(st, 2));
 			if (!from || !to)
 				continue;
-			nf_render_lane_extent(from, pass == 0 ? NF_LANE_SIGNAL : NF_LANE_CPU, &y0, &y1);
+			nf_render_lane_extent(from, pass == 1 ? NF_LANE_CPU : NF_LANE_SIGNAL, &y0, &y1);
 			if (add_link(&ls, lay, s, from, (y0 + y1) / 2.0, sqlite3_column_int64(st, 1), to,
 				     sqlite3_column_int64(st, 3)) < 0) {
 				ret = oom(err);
