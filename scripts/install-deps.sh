@@ -11,6 +11,7 @@ PKGS=(
   libcairo2-dev
   check valgrind
   fontconfig fonts-dejavu-core
+  python3-minimal
 )
 
 missing=()

@@ -105,7 +105,7 @@ int nf_etlw_raw(struct nf_etlw *w, uint16_t cpu, const void *bytes, uint32_t siz
 void nf_etlw_flag(struct nf_etlw *w, uint16_t cpu, uint16_t flags);
 
 /* Flushes every partly filled buffer, in CPU order, then returns the file's
- * bytes (owned by w) in *data/*size; the writer takes no more records. */
+ * bytes (owned by w) in *data and *size; the writer takes no more records. */
 int nf_etlw_finish(struct nf_etlw *w, const uint8_t **data, size_t *size);
 /* nf_etlw_finish, then writes the bytes to path. Returns 0 or -1. */
 int nf_etlw_save(struct nf_etlw *w, const char *path);
