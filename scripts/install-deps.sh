@@ -11,7 +11,7 @@ PKGS=(
   libcairo2-dev
   check valgrind
   fontconfig fonts-dejavu-core
-  python3-minimal
+  python3
 )
 
 missing=()

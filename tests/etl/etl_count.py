@@ -10,8 +10,14 @@ file order; exit 1 with a message on anything it cannot read.
 """
 import struct
 import sys
-import uuid
 from collections import Counter
+
+
+def guid(b):
+    """The text of a GUID stored as Windows does (Data1-3 little-endian)."""
+    d1, d2, d3 = struct.unpack_from("<IHH", b, 0)
+    rest = b[8:16].hex()
+    return f"{d1:08x}-{d2:04x}-{d3:04x}-{rest[:4]}-{rest[4:]}"
 
 
 def main(path):
@@ -35,15 +41,15 @@ def main(path):
                 counts[("kernel", hook, word & 0xFFFF)] += 1
             elif htype in (0x12, 0x13):
                 size = word & 0xFFFF
-                guid = str(uuid.UUID(bytes_le=bytes(data[pos + 24:pos + 40])))
+                guid_text = guid(data[pos + 24:pos + 40])
                 eid, ver = struct.unpack_from("<HB", data, pos + 40)
-                counts[(guid, eid, ver)] += 1
+                counts[(guid_text, eid, ver)] += 1
             elif htype in (0x0A, 0x14, 0x0B, 0x15):
                 size = word & 0xFFFF
-                guid = str(uuid.UUID(bytes_le=bytes(data[pos + 24:pos + 40])))
+                guid_text = guid(data[pos + 24:pos + 40])
                 opcode, = struct.unpack_from("<B", data, pos + 4)
                 ver, = struct.unpack_from("<H", data, pos + 6)
-                counts[(guid, opcode, ver)] += 1
+                counts[(guid_text, opcode, ver)] += 1
             else:
                 sys.exit(f"{path}: buffer at {off}: record at +{pos - off}: header type {htype:#x}")
             if size == 0:
