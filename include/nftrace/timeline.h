@@ -27,7 +27,7 @@ extern "C" {
  * meta.timeline_version next to meta.schema_version (NF_SCHEMA_VERSION). A
  * database with another value of either is rebuilt by nf_timeline_ensure().
  */
-#define NF_TIMELINE_VERSION 4
+#define NF_TIMELINE_VERSION 5
 
 /*
  * Builds DIR/.timeline.db from the session when it is missing, older (mtime)
