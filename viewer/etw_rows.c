@@ -2,7 +2,8 @@
  * ETW rows (see etw_rows.h): DMA packets stream in by node and start time into
  * one level-of-detail lane per node row (sub-pixel packets become density
  * bands, as the other boxes do); VSyncs become one line per pixel column at
- * most.
+ * most, or a short tick at the top of the rows when they are denser than one
+ * per 6 pixels.
  */
 #include "etw_rows.h"
 
@@ -154,7 +155,14 @@ static int collect_vsyncs(sqlite3 *db, const struct nf_render_layout *lay, struc
 		}
 	}
 	sqlite3_finalize(st);
-	return rc == SQLITE_DONE ? 0 : er_fail(db, err, "reading vsyncs");
+	if (rc != SQLITE_DONE)
+		return er_fail(db, err, "reading vsyncs");
+	/* Closer than 6 pixels apart on average, lines would hide the rows: a
+	 * short tick at the top of the rows instead. */
+	if (s->vsyncs.n > 1 && (lay->plot_x1 - lay->plot_x0) / (double)s->vsyncs.n < 6.0)
+		for (size_t i = 0; i < s->vsyncs.n; i++)
+			s->vsyncs.v[i * 4 + 3] = lay->rows_y0 + 8.0;
+	return 0;
 }
 
 int nf_render_collect_etw(sqlite3 *db, const struct nf_render_options *opts,
