@@ -116,6 +116,10 @@ struct nf_etlw *nf_etlw_create(const struct nf_etlw_options *o)
 		w->o = *o;
 	if (!w->o.buffer_size)
 		w->o.buffer_size = 8192;
+	if (w->o.buffer_size < 1024 || w->o.buffer_size % 8) { /* the logfile header must fit */
+		free(w);
+		return NULL;
+	}
 	if (!w->o.cpus)
 		w->o.cpus = 4;
 	if (!w->o.header_pointer_size)

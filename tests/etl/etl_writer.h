@@ -21,7 +21,7 @@
 #include "nftrace/etl.h"
 
 struct nf_etlw_options {
-	uint32_t buffer_size;      /* bytes per buffer; 0: 8192 */
+	uint32_t buffer_size;      /* bytes per buffer, a multiple of 8, at least 1024; 0: 8192 */
 	uint32_t cpus;             /* NumberOfProcessors; 0: 4 */
 	unsigned header_pointer_size; /* 4: SYSTEM32 logfile header, 8: SYSTEM64; 0: 8 */
 	uint32_t pointer_size;     /* the header's PointerSize field; 0: header_pointer_size */
@@ -38,6 +38,7 @@ struct nf_etlw_options {
 
 struct nf_etlw;
 
+/* NULL for a buffer_size the logfile header does not fit, or out of memory. */
 struct nf_etlw *nf_etlw_create(const struct nf_etlw_options *o);
 void nf_etlw_destroy(struct nf_etlw *w);
 
