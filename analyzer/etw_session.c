@@ -408,9 +408,13 @@ static int ingest(sqlite3 *db, const char *etl, const char *source, struct nf_et
 	struct nf_etl_event ev;
 	struct nf_etwi_event e;
 	int64_t max_ns = 0;
+	struct nf_etl_guid last_guid;
+	char last_text[NF_ETL_GUID_STR];
+	bool have_last = false;
 	int rc;
 
 	memset(&s, 0, sizeof(s));
+	memset(&last_guid, 0, sizeof(last_guid));
 	rc = nf_etl_reader_open(etl, NF_ETL_DECODE_DXGKRNL, &r, err);
 	if (rc)
 		return rc;
@@ -435,7 +439,14 @@ static int ingest(sqlite3 *db, const char *etl, const char *source, struct nf_et
 		e.pid = ev.pid;
 		e.tid = ev.tid;
 		if (ev.has_guid) {
-			nf_etl_guid_format(&ev.provider, e.provider);
+			/* Formatting a GUID costs more than the rest of the event: once per run
+			 * of the same provider. */
+			if (!have_last || !nf_etl_guid_eq(&ev.provider, &last_guid)) {
+				nf_etl_guid_format(&ev.provider, last_text);
+				last_guid = ev.provider;
+				have_last = true;
+			}
+			memcpy(e.provider, last_text, sizeof(last_text));
 		} else {
 			const char *g = nf_etl_kernel_group_name((uint8_t)(ev.hook_id >> 8));
 
