@@ -362,8 +362,9 @@ static int write_meta(sqlite3 *db, const char *source, const struct nf_etl_logfi
 				  (int64_t)(lf->buffers_flag_events_lost + lf->buffers_flag_buffer_lost), err);
 	rc = rc ? rc : put_meta_i(db, "etw_events", (int64_t)c->events, err);
 	rc = rc ? rc : put_meta_i(db, "etw_unmatched_unwaits", (int64_t)c->unmatched_unwaits, err);
-	snprintf(buf, sizeof(buf), "%s%s%s", c->kernel ? "" : "kernel,", c->rundown ? "" : "rundown,",
-		 c->dxgkrnl ? "" : "dxgkrnl,");
+	/* Rundown is DxgKrnl's: without DxgKrnl events only that is said. */
+	snprintf(buf, sizeof(buf), "%s%s%s", c->kernel ? "" : "kernel,",
+		 c->rundown || !c->dxgkrnl ? "" : "rundown,", c->dxgkrnl ? "" : "dxgkrnl,");
 	if (buf[0])
 		buf[strlen(buf) - 1] = '\0';
 	rc = rc ? rc : put_meta(db, "etw_lacks", buf, err);

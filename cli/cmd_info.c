@@ -117,6 +117,8 @@ static int info_etw(const char *dir)
 	printf("lacks:          %s\n", es.lacks[0] ? es.lacks : "nothing");
 	if (strstr(es.lacks, "kernel"))
 		printf("                (no NT kernel events: no process or thread names, no context switches)\n");
+	if (strstr(es.lacks, "dxgkrnl"))
+		printf("                (no Microsoft-Windows-DxgKrnl events: no GPU timeline, only raw events)\n");
 	if (strstr(es.lacks, "rundown"))
 		printf("                (no adapter/device/context rundown: contexts are named by node and handle,\n"
 		       "                 their node taken from the scheduler's SelectContext events)\n");

@@ -483,6 +483,91 @@ START_TEST(test_fixture_commands)
 }
 END_TEST
 
+/* NT kernel logger records: context switches become cpu_runs, process
+ * records name processes. */
+START_TEST(test_kernel_records)
+{
+	struct nf_etlw_options o;
+	struct nf_etlw_classic c;
+	struct nf_etlw_buf b;
+	char tmp[1024], etl[1100], s[1100];
+	struct nf_etlw *w;
+	static const struct { int64_t t; uint32_t new_tid, old_tid; uint8_t state; } sw[] = {
+		{ 1000, 10, 0, 0 }, { 1100, 20, 10, 5 }, { 1150, 30, 0, 0 },
+	};
+
+	nf_test_tmpdir(tmp, sizeof(tmp));
+	snprintf(etl, sizeof(etl), "%s/k.etl", tmp);
+	snprintf(s, sizeof(s), "%s/s", tmp);
+	memset(&o, 0, sizeof(o));
+	o.cpus = 2;
+	o.perf_freq = 10000000;
+	o.header_ticks = 1000;
+	w = nf_etlw_create(&o);
+	ck_assert(w != NULL);
+	for (size_t i = 0; i < sizeof(sw) / sizeof(sw[0]); i++) {
+		memset(&b, 0, sizeof(b));
+		b.pointer_size = 8;
+		nf_etlw_put_u32(&b, sw[i].new_tid);
+		nf_etlw_put_u32(&b, sw[i].old_tid);
+		for (int k = 0; k < 6; k++)
+			nf_etlw_put_u8(&b, 0);
+		nf_etlw_put_u8(&b, sw[i].state); /* OldThreadState */
+		nf_etlw_put_u8(&b, 0);
+		nf_etlw_put_u32(&b, 0);
+		nf_etlw_put_u32(&b, 0);
+		memset(&c, 0, sizeof(c));
+		c.kind = NF_ETL_HDR_SYSTEM;
+		c.hook_id = 0x0524;
+		c.version = 2;
+		c.cpu = i == 2 ? 1 : 0;
+		c.ticks = sw[i].t;
+		c.payload = b.p;
+		c.size = (uint32_t)b.n;
+		ck_assert_int_eq(nf_etlw_classic(w, &c), 0);
+		nf_etlw_buf_free(&b);
+	}
+	/* Process DCStart (version 4) of pid 77, game.exe. */
+	memset(&b, 0, sizeof(b));
+	b.pointer_size = 8;
+	nf_etlw_put_ptr(&b, 0xffff800012345678ull); /* UniqueProcessKey */
+	nf_etlw_put_u32(&b, 77);                    /* ProcessId */
+	nf_etlw_put_u32(&b, 4);                     /* ParentId */
+	nf_etlw_put_u32(&b, 1);                     /* SessionId */
+	nf_etlw_put_u32(&b, 259);                   /* ExitStatus */
+	nf_etlw_put_ptr(&b, 0x1aa000);              /* DirectoryTableBase */
+	nf_etlw_put_u32(&b, 0);                     /* Flags */
+	nf_etlw_put_ptr(&b, 0xffff800087654321ull); /* TOKEN_USER: the SID's pointer */
+	nf_etlw_put_ptr(&b, 0);                     /*   and attributes */
+	{
+		static const uint8_t sid[12] = { 1, 1, 0, 0, 0, 0, 0, 5, 18, 0, 0, 0 };
+
+		nf_etlw_put_bytes(&b, sid, sizeof(sid));
+	}
+	nf_etlw_put_bytes(&b, "game.exe", 9);
+	nf_etlw_put_wstr(&b, "game.exe -vr");
+	memset(&c, 0, sizeof(c));
+	c.kind = NF_ETL_HDR_SYSTEM;
+	c.hook_id = 0x0303;
+	c.version = 4;
+	c.ticks = 1200;
+	c.payload = b.p;
+	c.size = (uint32_t)b.n;
+	ck_assert_int_eq(nf_etlw_classic(w, &c), 0);
+	nf_etlw_buf_free(&b);
+	ck_assert_int_eq(nf_etlw_save(w, etl), 0);
+	nf_etlw_destroy(w);
+	ck_assert_msg(run("'%s' import '%s' -o '%s'", nf_test_nftrace(), etl, s) == 0, "%s", errb);
+	expect_rows(s, "SELECT thread, cpu, start_ns, end_ns, end_state FROM cpu_runs ORDER BY cpu, thread",
+		    "10|0|0|10000|5\n20|0|10000||\n30|1|15000||\n");
+	expect_rows(s, "SELECT process, name FROM etw_processes", "77|game.exe\n");
+	expect_rows(s, "SELECT value FROM meta WHERE key = 'etw_lacks'", "dxgkrnl\n");
+	ck_assert_msg(run("'%s' info '%s'", nf_test_nftrace(), s) == 0, "%s", errb);
+	ck_assert_msg(strstr(out, "no GPU timeline") != NULL && strstr(out, "kernel:Thread") != NULL, "%s", out);
+	nf_test_rmtree(tmp);
+}
+END_TEST
+
 /* Nothing of the output exists after a failed import (nor beside it). */
 static void assert_nothing_left(const char *tmp)
 {
@@ -698,6 +783,7 @@ static Suite *etw_suite(void)
 	tcase_add_test(tc, test_fixture_rows_32);
 	tcase_add_test(tc, test_fixture_commands);
 	tcase_add_test(tc, test_damaged_leaves_nothing);
+	tcase_add_test(tc, test_kernel_records);
 	suite_add_tcase(s, tc);
 	return s;
 }
