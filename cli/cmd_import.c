@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 int cmd_import(int argc, char **argv)
 {
@@ -44,7 +45,11 @@ int cmd_import(int argc, char **argv)
 	if (optind + 1 < argc)
 		return nf_cli_usage_error("import", "unexpected argument '%s'", argv[optind + 1]);
 	nf_error_clear(&err);
-	if (nf_etw_file_is(argv[optind])) {
+	/* An ETL by its content, or by its name (so that a damaged one gets the ETL
+	 * reader's message, naming the buffer and offset, not trace-cmd's). */
+	size_t len = strlen(argv[optind]);
+
+	if (nf_etw_file_is(argv[optind]) || (len > 4 && !strcasecmp(argv[optind] + len - 4, ".etl"))) {
 		struct nf_etw_import_stats est;
 
 		if (nf_etw_import(argv[optind], out, force, &est, &err))

@@ -596,6 +596,39 @@ START_TEST(test_damaged_leaves_nothing)
 	ck_assert_int_eq(run("'%s' import '%s' -o '%s'", nf_test_nftrace(), cut, s), 1);
 	ck_assert_msg(strstr(errb, "cut.etl") != NULL && nf_test_count_lines(errb) == 1, "%s", errb);
 	assert_nothing_left(tmp);
+	/* Not an ETL at all, but named like one: the ETL reader's one line. */
+	ck_assert_int_eq(run("head -c 70000 /dev/urandom > '%s/junk.etl' && '%s' import '%s/junk.etl' -o '%s'", tmp,
+			     nf_test_nftrace(), tmp, s), 1);
+	ck_assert_msg(strstr(errb, "junk.etl") != NULL && nf_test_count_lines(errb) == 1, "%s", errb);
+	assert_nothing_left(tmp);
+	/* A compressed capture is refused, saying so. */
+	{
+		struct nf_etlw_options o;
+		struct nf_etlw *w;
+		struct nf_etlw_buf b;
+		struct nf_etlw_event e;
+		char comp[1100];
+
+		memset(&o, 0, sizeof(o));
+		w = nf_etlw_create(&o);
+		memset(&b, 0, sizeof(b));
+		b.pointer_size = 8;
+		nf_etlw_put_u64(&b, 1);
+		memset(&e, 0, sizeof(e));
+		e.provider = &other_provider;
+		e.ticks = 2000;
+		e.payload = b.p;
+		e.size = (uint32_t)b.n;
+		ck_assert_int_eq(nf_etlw_event(w, &e), 0);
+		nf_etlw_buf_free(&b);
+		nf_etlw_flag(w, 0, 0x40);
+		snprintf(comp, sizeof(comp), "%s/comp.etl", tmp);
+		ck_assert_int_eq(nf_etlw_save(w, comp), 0);
+		nf_etlw_destroy(w);
+		ck_assert_int_eq(run("'%s' import '%s' -o '%s'", nf_test_nftrace(), comp, s), 1);
+		ck_assert_msg(strstr(errb, "compressed") != NULL && nf_test_count_lines(errb) == 1, "%s", errb);
+		assert_nothing_left(tmp);
+	}
 	/* An existing non-session directory is refused, and kept. */
 	ck_assert_int_eq(mkdir(s, 0755), 0);
 	ck_assert_int_eq(run("touch '%s/mine' && '%s' import '%s' -o '%s' --force", s, nf_test_nftrace(), etl, s), 1);
