@@ -14,8 +14,12 @@
 #include "etl_writer.h"
 #include "nftrace/etl.h"
 #include "nftrace/etwsession.h"
+#include "layout.h"
+
+#include <cairo.h>
 
 #include <dirent.h>
+#include <math.h>
 #include <inttypes.h>
 #include <sqlite3.h>
 #include <stdarg.h>
@@ -568,6 +572,71 @@ START_TEST(test_kernel_records)
 }
 END_TEST
 
+/* The colour of the pixel at (x, y) of an ARGB32 surface, as 0xRRGGBB. */
+static uint32_t pixel(cairo_surface_t *img, double x, double y)
+{
+	int stride = cairo_image_surface_get_stride(img);
+	const unsigned char *d = cairo_image_surface_get_data(img);
+	uint32_t v;
+
+	memcpy(&v, d + (int)y * stride + (int)x * 4, 4);
+	return v & 0xFFFFFFu;
+}
+
+/* The picture: node rows with their DMA packets, context rows, a VSync line. */
+START_TEST(test_fixture_report)
+{
+	char tmp[1024], s[1100], png[1200], db[1200];
+	struct nf_render_options ro = { 0 };
+	struct nf_render_layout lay;
+	struct nf_error err;
+	const struct nf_render_row *node0 = NULL, *node1 = NULL;
+	sqlite3 *sql;
+	double y0, y1;
+
+	import_fixture(8, tmp, sizeof(tmp), s, sizeof(s));
+	snprintf(png, sizeof(png), "%s/r.png", tmp);
+	ck_assert_msg(run("'%s' report '%s' -o '%s'", nf_test_nftrace(), s, png) == 0, "%s", errb);
+	snprintf(db, sizeof(db), "%s/.timeline.db", s);
+	ck_assert_int_eq(sqlite3_open_v2(db, &sql, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	ro.output = png;
+	ro.from_ns = -1;
+	ro.to_ns = -1;
+	nf_error_clear(&err);
+	ck_assert_int_eq(nf_render_layout_build(sql, &ro, &lay, &err), 0);
+	ck_assert(lay.etw);
+	ck_assert_uint_eq(lay.n_queues, 3);
+	for (size_t i = 0; i < lay.n_rows; i++)
+		if (lay.rows[i].kind == NF_ROW_ENGINE && lay.rows[i].node == 0)
+			node0 = &lay.rows[i];
+		else if (lay.rows[i].kind == NF_ROW_ENGINE && lay.rows[i].node == 1)
+			node1 = &lay.rows[i];
+	ck_assert_ptr_nonnull(node0);
+	ck_assert_ptr_nonnull(node1);
+	ck_assert_str_eq(node0->name, "Node 0");
+	cairo_surface_t *img = cairo_image_surface_create_from_png(png);
+
+	ck_assert_int_eq(cairo_surface_status(img), CAIRO_STATUS_SUCCESS);
+	/* DMA packet 77 (40 .. 51 us) is green on node 0's row, and not before. */
+	ck_assert_uint_eq(pixel(img, nf_render_layout_x(&lay, 45000), node0->y + node0->h / 2 + 1), 0x4F9D69);
+	ck_assert_uint_ne(pixel(img, nf_render_layout_x(&lay, 30000), node0->y + node0->h / 2 + 1), 0x4F9D69);
+	/* Context B (queue 2) signals 111 .. 130.5 us: its signal lane is dark pink at 120 us. */
+	const struct nf_render_row *q = nf_render_layout_queue(&lay, 2);
+
+	ck_assert_ptr_nonnull(q);
+	nf_render_lane_extent(q, NF_LANE_SIGNAL, &y0, &y1);
+	ck_assert_uint_eq(pixel(img, nf_render_layout_x(&lay, 120000), (y0 + y1) / 2), 0xC2185B);
+	/* The VSync at 100 us: a line across node 1's empty row. */
+	double vx = floor(nf_render_layout_x(&lay, 100000));
+
+	ck_assert_uint_ne(pixel(img, vx, node1->y + node1->h / 2), pixel(img, vx + 4, node1->y + node1->h / 2));
+	cairo_surface_destroy(img);
+	nf_render_layout_release(&lay);
+	sqlite3_close(sql);
+	nf_test_rmtree(tmp);
+}
+END_TEST
+
 /* Nothing of the output exists after a failed import (nor beside it). */
 static void assert_nothing_left(const char *tmp)
 {
@@ -817,6 +886,7 @@ static Suite *etw_suite(void)
 	tcase_add_test(tc, test_fixture_commands);
 	tcase_add_test(tc, test_damaged_leaves_nothing);
 	tcase_add_test(tc, test_kernel_records);
+	tcase_add_test(tc, test_fixture_report);
 	suite_add_tcase(s, tc);
 	return s;
 }
