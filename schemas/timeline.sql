@@ -271,7 +271,8 @@ CREATE TABLE kernel_events (
 -- - fence_ops: a wait queue packet (QueuePacketStart 244) is a 'wait' on its
 --   context from queued_ns (the 244) to end_ns (UnwaitQueuePacket 238 of the
 --   same pQueuePacket; an unwait stamped up to 100 us before its wait, as
---   records of different CPUs can be, still ends it), observed_ns when it
+--   records of different CPUs can be, still ends it, at the wait's own
+--   time), observed_ns when it
 --   reached the head of its context (the previous packet of that context
 --   completed, or queued_ns when none was in flight); status 'complete',
 --   'aborted' (AbortQueuePacket 361: end_ns is the abort), or 'pending' (no
@@ -283,12 +284,15 @@ CREATE TABLE kernel_events (
 --   (thread set, observed_ns = start), ended by the UnwaitCpuWaiter (300)
 --   naming the same object and value. CPU signals (296, 462, 550) are
 --   cpu_signals rows. thread is the thread that logged the start event.
--- - deps: per wait with an end, the releasing signal is the first signal of
---   its fence, in end order, that reached the wait's value; a signal queued
+-- - deps: per wait with an end, the releasing signal is the signal of its
+--   fence with the smallest value at or above the wait's (the earliest end
+--   among equals): fence values only grow, so that is the first to reach
+--   the wait's value (signals of unknown end are not taken); a signal queued
 --   to several contexts at once (SignalSynchronizationObject2/FromGpu with
 --   ContextCount > 1: one 245 per context, same object and value) signals
 --   the object when its last packet completes, so only that packet counts.
---   A CPU signal (cpu_signals) releases when no GPU signal did earlier. None:
+--   A CPU signal (cpu_signals, chosen by the same rule) releases it when it
+--   came before that GPU signal. None:
 --   both NULL (released by a signal outside the capture). stall_ns =
 --   end_ns - observed_ns of the wait.
 -- - queue_packets, dma_packets, vsyncs: below. Every event not mapped
