@@ -1,8 +1,12 @@
 /*
  * The ETL reader (include/nftrace/etl.h): opens a file, reads its logfile
- * header, walks every buffer once to index and validate it, then hands the
- * records out merged by timestamp (or in file order), counting them per
+ * header, indexes every buffer by its header, then hands the records out
+ * merged by timestamp (or in file order), counting them per
  * provider, id and version.
+ *
+ * The open reads every buffer's header and the head of its first record
+ * (whose timestamp orders the merge), not the records: each record is read
+ * once, when the merge reaches its buffer, and validated when handed out.
  *
  * Memory: the index holds 32 bytes per non-empty buffer (0.05 % of a file
  * of 64 KiB buffers); the merge holds only the buffers whose time span
@@ -232,6 +236,13 @@ int64_t nf_etl_ticks_to_ns(const struct nf_etl_logfile *lf, int64_t ticks)
 {
 	if (lf->tick_freq == 0)
 		return 0;
+	/* Exact in 64 bits while whole seconds and the remainder's product fit. */
+	if (ticks >= lf->start_ticks && lf->tick_freq <= 9000000000u) {
+		uint64_t d = (uint64_t)ticks - (uint64_t)lf->start_ticks;
+		uint64_t sec = d / lf->tick_freq, rem = d % lf->tick_freq;
+		if (sec < 9000000000u)
+			return (int64_t)(sec * 1000000000u + rem * 1000000000u / lf->tick_freq);
+	}
 	__int128 d = (__int128)ticks - (__int128)lf->start_ticks;
 	__int128 ns = d * 1000000000 / (__int128)lf->tick_freq;
 	if (ns > INT64_MAX)
@@ -517,6 +528,25 @@ bool nf_etl_tracelogging_provider(const struct nf_etl_event *ev, char *out, size
 	return false;
 }
 
+/* The timestamp of the record at pos, read from where its header type keeps
+ * it, without validating the record (parse_record does that when the record
+ * is handed out): for the merge's ordering. Records without a timestamp, and
+ * anything unreadable, take prev. */
+static int64_t record_ts(const uint8_t *p, uint32_t avail, int64_t prev)
+{
+	if (avail < 8)
+		return prev;
+	switch (p[2]) {
+	case 0x01: case 0x02: case 0x03: case 0x04: case 0x12: case 0x13:
+	case 0x0A: case 0x14: case 0x0B: case 0x15:
+		return avail >= 24 ? etl_i64(p + 16) : prev;
+	case 0x10: case 0x11: case 0x0C:
+		return avail >= 16 ? etl_i64(p + 8) : prev;
+	default:
+		return prev;
+	}
+}
+
 /* ------------------------------------------------------------------------ */
 /* Open: the logfile header and the index                                    */
 
@@ -600,31 +630,6 @@ static int read_logfile_header(struct nf_etl_reader *r, const uint8_t *buf, uint
 	return 0;
 }
 
-/* Validates every record of a buffer (whole walk); returns its first and
- * last timestamps and its record count. */
-static int walk_buffer(const uint8_t *data, uint32_t end, const struct where *w, int64_t fallback,
-		       int64_t *first, int64_t *last, uint64_t *nrec, struct nf_error *err)
-{
-	uint32_t pos = BUF_HDR;
-	int64_t prev = fallback;
-	uint64_t k = 0;
-	while (pos < end) {
-		struct nf_etl_event ev;
-		uint32_t len;
-		int rc = parse_record(data, end, pos, prev, w, &ev, &len, err);
-		if (rc < 0)
-			return rc;
-		if (k == 0)
-			*first = ev.ticks;
-		prev = ev.ticks;
-		k++;
-		pos += len;
-	}
-	*last = prev;
-	*nrec = k;
-	return 0;
-}
-
 static int index_cmp(const void *a, const void *b)
 {
 	const struct buf_index *x = a, *y = b;
@@ -642,7 +647,7 @@ static int build_index(struct nf_etl_reader *r, struct nf_error *err)
 	uint64_t off = 0, nr = 0;
 	bool have_ts = false;
 	int rc = 0;
-	int64_t min_ts = 0, max_ts = 0;
+	int64_t min_ts = 0;
 
 	while (off < lf->file_size) {
 		uint8_t h[BUF_HDR];
@@ -695,29 +700,27 @@ static int build_index(struct nf_etl_reader *r, struct nf_error *err)
 			lf->cpus_seen = (uint32_t)cpu + 1;
 
 		if (end > BUF_HDR) {
-			if (end > cap) {
-				uint8_t *nd = realloc(data, end);
+			/* Buffer 0 whole (the logfile header), others only the head of
+			 * their first record: its timestamp orders the merge. */
+			uint32_t want = nr == 0 ? end : (end - BUF_HDR < 24 ? end : BUF_HDR + 24);
+			if (want > cap) {
+				uint8_t *nd = realloc(data, want);
 				if (!nd) {
 					rc = nf_error_set(err, NF_ENOMEM, "%s: out of memory reading a buffer", r->name);
 					goto out;
 				}
 				data = nd;
-				cap = end;
+				cap = want;
 			}
-			rc = src_read(r, off, data, end, err);
+			rc = src_read(r, off, data, want, err);
 			if (rc < 0)
 				goto out;
-			struct where w = {r->name, nr, off};
-			int64_t first = 0, last = 0;
-			uint64_t nrec = 0;
-			rc = walk_buffer(data, end, &w, etl_i64(h + BH_TS), &first, &last, &nrec, err);
-			if (rc < 0)
-				goto out;
-			if (nr == 0 && r->nidx == 0) {
+			if (nr == 0) {
 				rc = read_logfile_header(r, data, end, err);
 				if (rc < 0)
 					goto out;
 			}
+			int64_t first = record_ts(data + BUF_HDR, want - BUF_HDR, etl_i64(h + BH_TS));
 			if (r->nidx == capidx) {
 				size_t nc = capidx ? capidx * 2 : 256;
 				struct buf_index *ni = realloc(r->idx, nc * sizeof(*ni));
@@ -729,11 +732,8 @@ static int build_index(struct nf_etl_reader *r, struct nf_error *err)
 				capidx = nc;
 			}
 			r->idx[r->nidx++] = (struct buf_index){off, first, nr, end, cpu};
-			int64_t lo = first < last ? first : last, hi = first < last ? last : first;
-			if (!have_ts || lo < min_ts)
-				min_ts = lo;
-			if (!have_ts || hi > max_ts)
-				max_ts = hi;
+			if (!have_ts || first < min_ts)
+				min_ts = first;
 			have_ts = true;
 		} else {
 			if (nr == 0) {
@@ -749,7 +749,7 @@ static int build_index(struct nf_etl_reader *r, struct nf_error *err)
 	}
 	lf->buffers = nr;
 	lf->start_ticks = min_ts;
-	lf->end_ticks = max_ts;
+	lf->end_ticks = min_ts;
 	if (!(r->flags & NF_ETL_FILE_ORDER))
 		qsort(r->idx, r->nidx, sizeof(*r->idx), index_cmp);
 out:
@@ -982,33 +982,24 @@ static int heap_push(struct nf_etl_reader *r, struct cursor *c, struct nf_error 
 }
 
 /* Peeks the timestamp of the record at c->pos (c->pos < c->end). */
-static int cursor_peek(struct nf_etl_reader *r, struct cursor *c, struct nf_error *err)
+static void cursor_peek(struct cursor *c)
 {
-	struct where w = {r->name, c->bi->nr, c->bi->off};
-	struct nf_etl_event ev;
-	uint32_t len;
-	int rc = parse_record(c->data, c->end, c->pos, c->prev_ts, &w, &ev, &len, err);
-	if (rc < 0)
-		return rc;
-	c->ts = ev.ticks;
-	return 0;
+	c->ts = record_ts(c->data + c->pos, c->end - c->pos, c->prev_ts);
 }
 
 /* Advances the cursor handed out last; drops it from the heap at its end. */
-static int settle_pending(struct nf_etl_reader *r, struct nf_error *err)
+static void settle_pending(struct nf_etl_reader *r)
 {
 	struct cursor *c = r->pending;
 	if (!c)
-		return 0;
+		return;
 	r->pending = NULL;
 	bool single = c == r->cur_single;
 	if (c->pos < c->end) {
-		int rc = cursor_peek(r, c, err);
-		if (rc < 0)
-			return rc;
+		cursor_peek(c);
 		if (!single)
 			heap_down(r, 0);
-		return 0;
+		return;
 	}
 	if (single) {
 		r->cur_single = NULL;
@@ -1018,7 +1009,6 @@ static int settle_pending(struct nf_etl_reader *r, struct nf_error *err)
 			heap_down(r, 0);
 	}
 	cursor_free(r, c);
-	return 0;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1172,9 +1162,8 @@ int nf_etl_reader_next(struct nf_etl_reader *r, struct nf_etl_event *ev, struct 
 	if (r->failed)
 		return nf_error_set(err, r->failed, "%s", r->fail_err.msg);
 	struct nf_error e2 = {0};
-	int rc = settle_pending(r, &e2);
-	if (rc < 0)
-		goto out_fail;
+	int rc;
+	settle_pending(r);
 
 	struct cursor *c;
 	if (r->flags & NF_ETL_FILE_ORDER) {
@@ -1214,6 +1203,8 @@ int nf_etl_reader_next(struct nf_etl_reader *r, struct nf_etl_event *ev, struct 
 	ev->buffer_index = c->bi->nr;
 	ev->file_offset = c->bi->off + c->pos;
 	ev->ns = nf_etl_ticks_to_ns(&r->lf, ev->ticks);
+	if (ev->ticks > r->lf.end_ticks)
+		r->lf.end_ticks = ev->ticks;
 	c->prev_ts = ev->ticks;
 	c->pos += len;
 	r->pending = c;

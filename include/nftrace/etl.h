@@ -94,7 +94,8 @@ struct nf_etl_logfile {
 	/* The clock: ns = (ticks - start_ticks) * 1e9 / tick_freq, exactly. */
 	uint64_t tick_freq;        /* ticks per second of record timestamps (from the clock type) */
 	int64_t start_ticks;       /* the earliest event timestamp in the file: ns 0 */
-	int64_t end_ticks;         /* the latest first-or-last timestamp of a buffer */
+	int64_t end_ticks;         /* the latest record timestamp read so far (the
+				      capture's last once every record was read) */
 
 	/* Found by the reader's pass over the buffer headers (at open). */
 	uint64_t file_size;
