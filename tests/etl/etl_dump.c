@@ -3,6 +3,7 @@
  * count comparison with tests/etl/etl_count.py) and for looking at captures.
  *
  *   nf-etl-dump [--file-order] [--header] [--counts] [--events] [--decode] FILE
+ *   nf-etl-dump --table     the reference schemas/dxgkrnl.md, from schemas/dxgkrnl.def
  *
  * --header  the logfile facts, one "key value" per line
  * --counts  one line per (provider, id, version): "provider<TAB>id<TAB>version<TAB>events",
@@ -62,8 +63,44 @@ static void print_dxg(const struct nf_etl_dxg_record *rec)
 	}
 }
 
+/* The DxgKrnl table as markdown (schemas/dxgkrnl.md; a test keeps it current). */
+static int print_table(void)
+{
+	printf("# Microsoft-Windows-DxgKrnl events decoded from ETW captures\n\n"
+	       "Generated from `schemas/dxgkrnl.def` by `nf-etl-dump --table` (tests/etl); the test\n"
+	       "`etl_dxgkrnl_doc` fails when this file is stale. Provider GUID\n"
+	       "`802ec45a-1e99-4b83-9920-87c98277ba9d`. A payload is decoded field by field within its\n"
+	       "size; arrays (`ptr[]`, `u64[]`) and `bytes` take their length from the field named in\n"
+	       "brackets; `ptr` is 4 or 8 bytes by the record's header type (not the logfile header's\n"
+	       "pointer size); `bool` is 4 bytes; `wstr` is NUL-terminated UTF-16LE. A field marked\n"
+	       "`since vN` is absent from older versions. The payload must end where the layout does;\n"
+	       "otherwise the verdict is a size mismatch and nothing is decoded (a version newer than\n"
+	       "the table's may be longer: fields are appended). Fence-related events (F) are those a\n"
+	       "size mismatch of which `nftrace check` reports.\n\n");
+	printf("| id | versions | event | F | fields | meaning |\n|---|---|---|---|---|---|\n");
+	for (int e = 1; e < NF_DXG_EV_COUNT; e++) {
+		const struct nf_etl_dxg_event_info *ei = nf_etl_dxg_event_info_by_event(e);
+		printf("| %u | %u", ei->id, ei->min_version);
+		if (ei->max_version != ei->min_version)
+			printf("-%u", ei->max_version);
+		printf(" | %s | %s | ", ei->name, ei->flags & NF_DXG_FENCE ? "F" : "");
+		for (uint32_t i = 0; i < ei->nfields; i++) {
+			const struct nf_etl_dxg_field_info *fi = &ei->fields[i];
+			printf("%s%s %s", i ? ", " : "", nf_etl_dxg_type_name(fi->type), fi->name);
+			if (fi->count_field >= 0)
+				printf("[%s]", ei->fields[fi->count_field].name);
+			if (fi->since > ei->min_version)
+				printf(" (since v%u)", fi->since);
+		}
+		printf(" | %s |\n", ei->doc);
+	}
+	return fflush(stdout) == 0 && !ferror(stdout) ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 2 && !strcmp(argv[1], "--table"))
+		return print_table();
 	unsigned flags = 0;
 	bool header = false, counts = false, events = false, decode = false;
 	const char *path = NULL;
