@@ -321,8 +321,7 @@ static int ew_step(struct nf_etwi *e, enum ew_stmt id, struct nf_error *err)
 	sqlite3_stmt *s = e->st[id];
 	int rc = sqlite3_step(s);
 
-	sqlite3_reset(s);
-	sqlite3_clear_bindings(s);
+	sqlite3_reset(s); /* every caller binds every parameter: no clear_bindings */
 	if (rc != SQLITE_DONE)
 		return ew_sql_err(e, err, ew_sql[id]);
 	return 0;
@@ -1133,7 +1132,7 @@ static int ew_raw(struct nf_etwi *e, const struct nf_etwi_event *ev, struct nf_e
 	sqlite3_bind_int64(s, 2, ev->cpu);
 	ew_bind_opt(s, 3, ev->has_ids, ev->pid);
 	ew_bind_opt(s, 4, ev->has_ids, ev->tid);
-	sqlite3_bind_text(s, 5, ev->provider, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(s, 5, ev->provider, -1, SQLITE_STATIC); /* stepped before ev changes */
 	sqlite3_bind_int64(s, 6, ev->id);
 	sqlite3_bind_int64(s, 7, ev->version);
 	sqlite3_bind_int64(s, 8, ev->opcode);
@@ -1574,15 +1573,18 @@ static int ew_finish_counts(struct nf_etwi *e, struct nf_error *err)
  * CPU signal releases it when it came first.
  */
 static const char ew_deps_sql[] =
-	"CREATE TEMP TABLE etw_sig AS "
-	" SELECT id, fence, value, end_ns FROM ("
-	"  SELECT o.id, o.fence, o.value, o.end_ns, "
-	"   max(o.end_ns) OVER (PARTITION BY coalesce(g.grp, o.id)) AS gend, "
-	"   count(*) OVER (PARTITION BY coalesce(g.grp, o.id)) AS n, "
-	"   count(o.end_ns) OVER (PARTITION BY coalesce(g.grp, o.id)) AS ne "
-	"  FROM fence_ops o LEFT JOIN temp.etw_sig_group g ON g.op = o.id "
-	"  WHERE o.op = 'signal' AND o.fence IS NOT NULL) "
-	" WHERE end_ns IS NOT NULL AND end_ns = gend AND n = ne;"
+	/* The grouped packets that do not count (few): all but the last of a
+	 * finished group, every one of an unfinished group. */
+	"CREATE TEMP TABLE etw_sig_skip AS "
+	" SELECT op FROM (SELECT g.op, o.end_ns, "
+	"   max(o.end_ns) OVER (PARTITION BY g.grp) AS gend, "
+	"   count(*) OVER (PARTITION BY g.grp) AS n, "
+	"   count(o.end_ns) OVER (PARTITION BY g.grp) AS ne "
+	"  FROM temp.etw_sig_group g JOIN fence_ops o ON o.id = g.op) "
+	" WHERE n != ne OR end_ns IS NULL OR end_ns != gend;"
+	"CREATE TEMP TABLE etw_sig AS SELECT id, fence, value, end_ns FROM fence_ops "
+	" WHERE op = 'signal' AND fence IS NOT NULL AND end_ns IS NOT NULL "
+	" AND id NOT IN (SELECT op FROM temp.etw_sig_skip);"
 	"CREATE INDEX temp.etw_sig_fv ON etw_sig(fence, value, end_ns);"
 	"CREATE INDEX etw_csig_fv ON cpu_signals(fence, value, ts_ns);"
 	"INSERT INTO deps(signal_id, wait_id, cpu_signal, stall_ns) "
@@ -1602,8 +1604,7 @@ static const char ew_deps_sql[] =
 	"INSERT INTO queue_threads(queue, fence, thread, ops) "
 	" SELECT queue, fence, thread, count(*) FROM fence_ops "
 	" WHERE queue IS NOT NULL AND thread IS NOT NULL GROUP BY queue, fence, thread;"
-	"CREATE INDEX dma_packets_node ON dma_packets(adapter, node, start_ns);"
-	"CREATE INDEX queue_packets_queue ON queue_packets(queue, queued_ns);";
+	"CREATE INDEX dma_packets_node ON dma_packets(adapter, node, start_ns);";
 
 int nf_etwi_finish(struct nf_etwi *e, struct nf_etwi_counts *c, struct nf_error *err)
 {
