@@ -279,7 +279,7 @@ static const char *const ew_sql[ES_COUNT] = {
 struct nf_etwi {
 	sqlite3 *db;
 	sqlite3_stmt *st[ES_COUNT];
-	struct ew_map ctx_map, hwq_map, sync_map, adapter_map, device_proc, pkt_map, dma_map;
+	struct ew_map ctx_map, hwq_map, sync_map, adapter_map, device_proc, device_adapter, pkt_map, dma_map;
 	struct ew_map count_map, node_map;
 	struct ew_vec ctxs, syncs, adapters, nodes, pkts, dmas, cwaits, counts, runs;
 	char **providers;
@@ -349,7 +349,7 @@ void nf_etwi_destroy(struct nf_etwi *e)
 		free(EW_AT(e->pkts, struct ew_pkt, i)->values);
 	}
 	struct ew_map *maps[] = { &e->ctx_map, &e->hwq_map, &e->sync_map, &e->adapter_map,
-				  &e->device_proc, &e->pkt_map, &e->dma_map, &e->count_map,
+				  &e->device_proc, &e->device_adapter, &e->pkt_map, &e->dma_map, &e->count_map,
 				  &e->node_map };
 	for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++)
 		ew_map_free(maps[i]);
@@ -847,6 +847,7 @@ static int ew_dma_start(struct nf_etwi *e, const struct nf_etwi_event *ev, bool 
 {
 	const struct nf_etwi_dx *d = ev->dx;
 	uint64_t h = hw ? d->hwqueue : d->context;
+	uint64_t sub = hw ? d->value : d->submission; /* hardware queues: ProgressFenceValue */
 	int64_t ci = ew_ctx(e, h, hw ? K_HWQUEUE : K_CONTEXT, err);
 	size_t i;
 
@@ -854,7 +855,7 @@ static int ew_dma_start(struct nf_etwi *e, const struct nf_etwi_event *ev, bool 
 		return NF_ENOMEM;
 	if (ci < 0)
 		return 0;
-	uint64_t key = ew_dma_key(h, d->submission);
+	uint64_t key = ew_dma_key(h, sub);
 	uint64_t *old = ew_map_get(&e->dma_map, key);
 
 	if (old) {
@@ -875,7 +876,7 @@ static int ew_dma_start(struct nf_etwi *e, const struct nf_etwi_event *ev, bool 
 	memset(m, 0, sizeof(*m));
 	m->used = true;
 	m->key_ctx = h;
-	m->key_sub = d->submission;
+	m->key_sub = sub;
 	m->id = e->next_dma++;
 	m->queue = ci;
 	m->adapter = c->adapter;
@@ -917,7 +918,8 @@ static int ew_dma_end(struct nf_etwi *e, const struct nf_etwi_event *ev, bool hw
 {
 	const struct nf_etwi_dx *d = ev->dx;
 	uint64_t h = hw ? d->hwqueue : d->context;
-	uint64_t key = ew_dma_key(h, d->submission);
+	uint64_t sub = hw ? d->value : d->submission;
+	uint64_t key = ew_dma_key(h, sub);
 	uint64_t *v = ew_map_get(&e->dma_map, key);
 
 	if (!v)
@@ -925,7 +927,7 @@ static int ew_dma_end(struct nf_etwi *e, const struct nf_etwi_event *ev, bool hw
 	size_t i = *v;
 	struct ew_dma *m = EW_AT(e->dmas, struct ew_dma, i);
 
-	if (m->key_ctx != h || m->key_sub != d->submission)
+	if (m->key_ctx != h || m->key_sub != sub)
 		return 0;
 	if (isr) {
 		if (m->isr_ns < 0)
@@ -1222,10 +1224,12 @@ static int ew_dxgkrnl(struct nf_etwi *e, const struct nf_etwi_event *ev, struct 
 		if (ev->id == 26)
 			e->rundown = true;
 		break;
-	case 27: case 28: case 29: /* Device: which process */
-		if (ew_adapter(e, d->adapter, err) < -1)
+	case 27: case 28: case 29: /* Device: which process, which adapter */
+		a = ew_adapter(e, d->adapter, err);
+		if (a < -1)
 			return NF_ENOMEM;
-		if (d->device && ew_map_put(&e->device_proc, d->device, d->process))
+		if (d->device && (ew_map_put(&e->device_proc, d->device, d->process) ||
+				  (a >= 0 && ew_map_put(&e->device_adapter, d->device, (uint64_t)a))))
 			return ew_oom(err);
 		if (ev->id == 29)
 			e->rundown = true;
@@ -1237,9 +1241,10 @@ static int ew_dxgkrnl(struct nf_etwi *e, const struct nf_etwi_event *ev, struct 
 		if (ci < 0)
 			break;
 		struct ew_ctx *c = EW_AT(e->ctxs, struct ew_ctx, ci);
+		uint64_t *da = d->device ? ew_map_get(&e->device_adapter, d->device) : NULL;
 
 		c->device = d->device;
-		rc = ew_ctx_place(e, ci, -1, true, d->node, true, err);
+		rc = ew_ctx_place(e, ci, da ? (int64_t)*da : -1, true, d->node, true, err);
 		if (ev->id == 30)
 			c->start_ns = ev->ns;
 		else if (ev->id == 31)
@@ -1599,7 +1604,7 @@ static const char ew_deps_sql[] =
 	"   AND x.value >= w.value ORDER BY x.value, x.end_ns LIMIT 1) "
 	" LEFT JOIN cpu_signals c ON c.id = (SELECT y.id FROM cpu_signals y WHERE y.fence = w.fence "
 	"   AND y.value >= w.value ORDER BY y.value, y.ts_ns LIMIT 1) "
-	" WHERE w.op = 'wait' AND w.end_ns IS NOT NULL ORDER BY w.id;"
+	" WHERE w.op = 'wait' AND w.end_ns IS NOT NULL AND w.status != 'aborted' ORDER BY w.id;"
 	"DROP INDEX etw_csig_fv;"
 	"INSERT INTO queue_threads(queue, fence, thread, ops) "
 	" SELECT queue, fence, thread, count(*) FROM fence_ops "

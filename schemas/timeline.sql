@@ -284,7 +284,7 @@ CREATE TABLE kernel_events (
 --   (thread set, observed_ns = start), ended by the UnwaitCpuWaiter (300)
 --   naming the same object and value. CPU signals (296, 462, 550) are
 --   cpu_signals rows. thread is the thread that logged the start event.
--- - deps: per wait with an end, the releasing signal is the signal of its
+-- - deps: per wait with an end (not aborted), the releasing signal is the signal of its
 --   fence with the smallest value at or above the wait's (the earliest end
 --   among equals): fence values only grow, so that is the first to reach
 --   the wait's value (signals of unknown end are not taken); a signal queued

@@ -487,6 +487,185 @@ START_TEST(test_fixture_commands)
 }
 END_TEST
 
+/*
+ * A capture with DxgKrnl's rundown (adapter, device, nodes, context, hardware
+ * queue, monitored and native fences), a hardware queue's DMA packet, a wait
+ * released by an immediate CPU-side signal, an aborted wait, a scheduling
+ * log's calibration pairs and the lifetimes' ends.
+ */
+START_TEST(test_rundown_rows)
+{
+	struct nf_etlw_options o;
+	struct nf_etlw_buf b;
+	char tmp[1024], etl[1100], s[1100];
+	struct fx f;
+	enum { HWQ = 0xB0B, MF = 0x6000, NF = 0x7000 };
+
+	nf_test_tmpdir(tmp, sizeof(tmp));
+	snprintf(etl, sizeof(etl), "%s/r.etl", tmp);
+	snprintf(s, sizeof(s), "%s/s", tmp);
+	memset(&o, 0, sizeof(o));
+	o.cpus = 2;
+	o.perf_freq = 10000000;
+	o.header_ticks = 1000;
+	f.w = nf_etlw_create(&o);
+	f.ps = 8;
+	ck_assert(f.w != NULL);
+	/* AdapterDCStart */
+	b = B(&f);
+	nf_etlw_put_ptr(&b, 0x1);
+	nf_etlw_put_ptr(&b, ADAPTER);
+	nf_etlw_put_u32(&b, 1);
+	nf_etlw_put_u64(&b, 0);
+	nf_etlw_put_u32(&b, 0);
+	nf_etlw_put_u64(&b, 0);
+	for (int k = 0; k < 9; k++)
+		nf_etlw_put_u32(&b, 0);
+	for (int k = 0; k < 4; k++)
+		nf_etlw_put_u8(&b, 0);
+	for (int k = 0; k < 8; k++)
+		nf_etlw_put_u32(&b, 0);
+	nf_etlw_put_ptr(&b, 0);
+	nf_etlw_put_u64(&b, 0);
+	dxg(&f, 26, 0, 0, 0, 1000, &b);
+	/* DeviceDCStart (v2): process 1234's device on the adapter */
+	b = B(&f);
+	nf_etlw_put_ptr(&b, 1234);
+	nf_etlw_put_ptr(&b, ADAPTER);
+	nf_etlw_put_u32(&b, 0);
+	nf_etlw_put_ptr(&b, DEVICE);
+	nf_etlw_put_u32(&b, 0);
+	nf_etlw_put_u32(&b, 0);
+	nf_etlw_put_u32(&b, 0);
+	nf_etlw_put_ptr(&b, 0);
+	nf_etlw_put_u32(&b, 0);
+	nf_etlw_put_ptr(&b, 0);
+	dxg(&f, 29, 2, 0, 0, 1010, &b);
+	/* NodeMetadata: node 0 "3D", node 2 "Copy" */
+	b = B(&f);
+	nf_etlw_put_ptr(&b, ADAPTER);
+	nf_etlw_put_u32(&b, 0);
+	nf_etlw_put_u32(&b, 1);
+	nf_etlw_put_wstr(&b, "3D");
+	dxg(&f, 250, 0, 0, 0, 1020, &b);
+	b = B(&f);
+	nf_etlw_put_ptr(&b, ADAPTER);
+	nf_etlw_put_u32(&b, 2);
+	nf_etlw_put_u32(&b, 3);
+	nf_etlw_put_wstr(&b, "Copy");
+	dxg(&f, 250, 0, 0, 0, 1021, &b);
+	/* ContextDCStart: the device's context on node 2 */
+	b = B(&f);
+	nf_etlw_put_ptr(&b, DEVICE);
+	nf_etlw_put_u32(&b, 2);
+	for (int k = 0; k < 7; k++)
+		nf_etlw_put_u32(&b, 0);
+	nf_etlw_put_ptr(&b, CTX_A);
+	nf_etlw_put_ptr(&b, 0);
+	nf_etlw_put_ptr(&b, 0);
+	dxg(&f, 32, 0, 0, 0, 1030, &b);
+	/* HwQueueDCStart: a hardware queue of that context */
+	b = B(&f);
+	nf_etlw_put_ptr(&b, CTX_A);
+	nf_etlw_put_ptr(&b, HWQ);
+	nf_etlw_put_ptr(&b, 0);
+	dxg(&f, 424, 0, 0, 0, 1040, &b);
+	/* MonitoredFenceDCStart (initial 10), NativeFenceStart (initial 0) */
+	b = B(&f);
+	nf_etlw_put_ptr(&b, ADAPTER);
+	nf_etlw_put_ptr(&b, MF);
+	nf_etlw_put_u32(&b, 0);
+	nf_etlw_put_u32(&b, 0);
+	nf_etlw_put_ptr(&b, 0);
+	nf_etlw_put_u64(&b, 10);
+	dxg(&f, 293, 0, 0, 0, 1050, &b);
+	b = B(&f);
+	nf_etlw_put_ptr(&b, ADAPTER);
+	nf_etlw_put_ptr(&b, NF);
+	nf_etlw_put_u32(&b, 0);
+	nf_etlw_put_u32(&b, 0);
+	nf_etlw_put_u64(&b, 0);
+	dxg(&f, 542, 0, 0, 0, 1060, &b);
+	/* The hardware queue's DMA packet of progress value 5: 450 .. 451 */
+	b = B(&f);
+	nf_etlw_put_ptr(&b, HWQ);
+	nf_etlw_put_u64(&b, 5);
+	nf_etlw_put_ptr(&b, 0xD0D0);
+	nf_etlw_put_u32(&b, 0);
+	nf_etlw_put_u32(&b, 0);
+	dxg(&f, 450, 0, 0, 0, 1100, &b);
+	b = B(&f);
+	nf_etlw_put_ptr(&b, HWQ);
+	nf_etlw_put_u64(&b, 5);
+	dxg(&f, 451, 0, 1, 0, 1200, &b);
+	/* A wait for the monitored fence at 11, released by an immediate signal. */
+	wait_packet(&f, 1300, 0, CTX_A, 1, MF, 11, PQ1);
+	b = B(&f);
+	nf_etlw_put_u32(&b, 0);
+	nf_etlw_put_ptr(&b, MF);
+	nf_etlw_put_u64(&b, 11);
+	dxg(&f, 462, 0, 1, 700, 1400, &b);
+	unwait(&f, 1410, 1, CTX_A, PQ1);
+	packet_stop(&f, 1420, 1, CTX_A, 1, PQ1);
+	/* A wait for the native fence, aborted. */
+	wait_packet(&f, 1500, 0, CTX_A, 2, NF, 3, PQ2);
+	b = B(&f);
+	nf_etlw_put_ptr(&b, PQ2);
+	nf_etlw_put_ptr(&b, CTX_A);
+	dxg(&f, 361, 0, 0, 0, 1600, &b);
+	packet_stop(&f, 1610, 0, CTX_A, 2, PQ2);
+	/* SchedulingLog: two CPU (QPC ticks) / GPU pairs */
+	b = B(&f);
+	nf_etlw_put_ptr(&b, ADAPTER);
+	nf_etlw_put_u32(&b, 0);
+	nf_etlw_put_u32(&b, 0);
+	nf_etlw_put_u64(&b, 1650);
+	nf_etlw_put_u64(&b, 5000);
+	nf_etlw_put_u64(&b, 1690);
+	nf_etlw_put_u64(&b, 9000);
+	nf_etlw_put_u32(&b, 4);
+	nf_etlw_put_u32(&b, 0xdeadbeef);
+	dxg(&f, 432, 0, 0, 0, 1700, &b);
+	/* NativeFenceStop, HwQueueStop */
+	b = B(&f);
+	nf_etlw_put_ptr(&b, ADAPTER);
+	nf_etlw_put_ptr(&b, NF);
+	nf_etlw_put_u32(&b, 0);
+	nf_etlw_put_u32(&b, 0);
+	nf_etlw_put_u64(&b, 0);
+	dxg(&f, 544, 0, 0, 0, 1800, &b);
+	b = B(&f);
+	nf_etlw_put_ptr(&b, CTX_A);
+	nf_etlw_put_ptr(&b, HWQ);
+	nf_etlw_put_ptr(&b, 0);
+	dxg(&f, 423, 0, 0, 0, 1900, &b);
+	ck_assert_int_eq(nf_etlw_save(f.w, etl), 0);
+	nf_etlw_destroy(f.w);
+	ck_assert_msg(run("'%s' import '%s' -o '%s'", nf_test_nftrace(), etl, s) == 0, "%s", errb);
+	expect_rows(s, "SELECT value FROM meta WHERE key = 'etw_lacks'", "kernel\n");
+	expect_rows(s, "SELECT queue, adapter, node, engine, name, start_ns, stop_ns FROM queues ORDER BY queue",
+		    "1|0|2||Copy context 0xc0a||\n2|0|2||Copy hwqueue 0xb0b||90000\n");
+	expect_rows(s, "SELECT queue, handle, kind, adapter, node, parent, device, process FROM etw_contexts "
+		       "ORDER BY queue", "1|0xc0a|context|0|2||0xde0|1234\n2|0xb0b|hwqueue|0|2|1||\n");
+	expect_rows(s, "SELECT adapter, node, engine_type, name FROM etw_nodes ORDER BY node",
+		    "0|0|1|3D\n0|2|3|Copy\n");
+	expect_rows(s, "SELECT f.fence, e.kind, f.initial_value, f.created_ns, f.destroyed_ns FROM fences f "
+		       "JOIN etw_sync_objects e USING (fence) ORDER BY fence",
+		    "1|monitored_fence|10||\n2|native_fence|0|6000|80000\n");
+	expect_rows(s, "SELECT id, adapter, node, queue, packet_type, submission_id, queue_seq, start_ns, isr_ns, "
+		       "end_ns, status FROM dma_packets", "1|0|2|2||5||10000||20000|complete\n");
+	expect_rows(s, "SELECT id, queue, op, fence, value, queued_ns, observed_ns, end_ns, status FROM fence_ops "
+		       "ORDER BY id", "1|1|wait|1|11|30000|30000|41000|complete\n"
+				      "2|1|wait|2|3|50000|50000|60000|aborted\n");
+	expect_rows(s, "SELECT id, thread, adapter, fence, value, ts_ns FROM cpu_signals", "1|700|0|1|11|40000\n");
+	expect_rows(s, "SELECT wait_id, signal_id, cpu_signal, stall_ns FROM deps", "1||1|11000\n");
+	expect_rows(s, "SELECT adapter, ts_ns, gpu_clock FROM calibrations ORDER BY ts_ns",
+		    "0|65000|5000\n0|69000|9000\n");
+	expect_rows(s, "SELECT count(*) FROM etw_events WHERE provider NOT LIKE 'kernel:%'", "0\n");
+	nf_test_rmtree(tmp);
+}
+END_TEST
+
 /* NT kernel logger records: context switches become cpu_runs, process
  * records name processes. */
 START_TEST(test_kernel_records)
@@ -886,6 +1065,7 @@ static Suite *etw_suite(void)
 	tcase_add_test(tc, test_fixture_commands);
 	tcase_add_test(tc, test_damaged_leaves_nothing);
 	tcase_add_test(tc, test_kernel_records);
+	tcase_add_test(tc, test_rundown_rows);
 	tcase_add_test(tc, test_fixture_report);
 	suite_add_tcase(s, tc);
 	return s;
