@@ -816,6 +816,18 @@ START_TEST(test_fixture_report)
 }
 END_TEST
 
+/* Only the inputs are in tmp: no session directory nor import temporary. */
+static void assert_nothing_left_but(const char *tmp)
+{
+	DIR *d = opendir(tmp);
+	struct dirent *de;
+
+	ck_assert(d != NULL);
+	while ((de = readdir(d)))
+		ck_assert_msg(strstr(de->d_name, ".import-") == NULL, "left behind: %s/%s", tmp, de->d_name);
+	closedir(d);
+}
+
 /* Nothing of the output exists after a failed import (nor beside it). */
 static void assert_nothing_left(const char *tmp)
 {
@@ -886,6 +898,93 @@ START_TEST(test_damaged_leaves_nothing)
 	ck_assert_int_eq(run("rm -r '%s' && '%s' import '%s' -o '%s'", s, nf_test_nftrace(), etl, s), 0);
 	ck_assert_int_eq(run("'%s' import '%s' -o '%s'", nf_test_nftrace(), etl, s), 1);
 	ck_assert_int_eq(run("'%s' import '%s' -o '%s' --force", nf_test_nftrace(), etl, s), 0);
+	nf_test_rmtree(tmp);
+}
+END_TEST
+
+/*
+ * Damaged captures through the whole import, in-process (so ASan and UBSan
+ * watch the ingest too): the fixture with bytes changed at deterministic
+ * pseudo-random places, every one either imported or refused with a message,
+ * and a refused one leaves no session.
+ */
+START_TEST(test_mutations)
+{
+	char tmp[1024], etl[1100], bad[1100], s[1100];
+	struct stat st;
+	uint8_t *good;
+	uint64_t x = 0x9E3779B97F4A7C15ull;
+	int imported = 0, refused = 0;
+	FILE *fp;
+
+	nf_test_tmpdir(tmp, sizeof(tmp));
+	snprintf(etl, sizeof(etl), "%s/fixture.etl", tmp);
+	snprintf(bad, sizeof(bad), "%s/bad.etl", tmp);
+	snprintf(s, sizeof(s), "%s/s", tmp);
+	write_fixture(etl, 8);
+	ck_assert_int_eq(stat(etl, &st), 0);
+	good = malloc((size_t)st.st_size);
+	ck_assert(good != NULL);
+	fp = fopen(etl, "rb");
+	ck_assert(fp && fread(good, 1, (size_t)st.st_size, fp) == (size_t)st.st_size);
+	fclose(fp);
+	/* The bytes that matter: each buffer's header and its records (the rest
+	 * is filler), from the buffer sizes and offsets the file holds. */
+	size_t *spots = malloc((size_t)st.st_size * sizeof(*spots)), n_spots = 0;
+
+	ck_assert(spots != NULL);
+	for (size_t b = 0; b + 72 <= (size_t)st.st_size;) {
+		uint32_t bs = (uint32_t)good[b] | (uint32_t)good[b + 1] << 8 | (uint32_t)good[b + 2] << 16 |
+			      (uint32_t)good[b + 3] << 24;
+		uint32_t end = (uint32_t)good[b + 0x30] | (uint32_t)good[b + 0x31] << 8 |
+			       (uint32_t)good[b + 0x32] << 16 | (uint32_t)good[b + 0x33] << 24;
+
+		if (bs < 72 || b + bs > (size_t)st.st_size)
+			break;
+		for (size_t k = b; k < b + (end <= bs ? end : bs); k++)
+			spots[n_spots++] = k;
+		b += bs;
+	}
+	ck_assert_uint_gt(n_spots, 1000);
+	for (int i = 0; i < 150; i++) {
+		struct nf_etw_import_stats ist;
+		struct nf_error err;
+		uint8_t *m = malloc((size_t)st.st_size);
+		int rc;
+
+		ck_assert(m != NULL);
+		memcpy(m, good, (size_t)st.st_size);
+		for (int k = 0; k < 1 + i % 4; k++) {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			size_t at = spots[x % n_spots];
+
+			m[at] = (uint8_t)(i % 3 == 0 ? m[at] ^ (1u << (x >> 60 & 7)) : (uint8_t)(x >> 56));
+		}
+		fp = fopen(bad, "wb");
+		ck_assert(fp && fwrite(m, 1, (size_t)st.st_size, fp) == (size_t)st.st_size);
+		fclose(fp);
+		free(m);
+		nf_error_clear(&err);
+		rc = nf_etw_import(bad, s, true, &ist, &err);
+		if (rc == 0) {
+			imported++;
+			nf_test_rmtree(s);
+		} else {
+			refused++;
+			ck_assert_msg(err.msg[0] != '\0', "mutation %d: refused without a message", i);
+			ck_assert_msg(access(s, F_OK) != 0, "mutation %d: %s left behind", i, s);
+		}
+		assert_nothing_left_but(tmp);
+	}
+	fprintf(stderr, "mutations: %d imported, %d refused\n", imported, refused);
+	/* Both outcomes happen: the mutations reach what the reader checks and
+	 * what it hands on. */
+	ck_assert_int_gt(imported, 0);
+	ck_assert_int_gt(refused, 0);
+	free(spots);
+	free(good);
 	nf_test_rmtree(tmp);
 }
 END_TEST
@@ -1066,6 +1165,7 @@ static Suite *etw_suite(void)
 	tcase_add_test(tc, test_damaged_leaves_nothing);
 	tcase_add_test(tc, test_kernel_records);
 	tcase_add_test(tc, test_rundown_rows);
+	tcase_add_test(tc, test_mutations);
 	tcase_add_test(tc, test_fixture_report);
 	suite_add_tcase(s, tc);
 	return s;
