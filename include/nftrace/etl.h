@@ -131,14 +131,14 @@ struct nf_etl_reader;
 
 /*
  * Opens the ETL file at path: reads the logfile header and every buffer's
- * header (not the records), so the facts in nf_etl_reader_logfile() are known
- * before the first record. flags: enum nf_etl_open_flags. Returns a reader in
- * *out and 0, or NF_ENOENT (no such file), NF_EIO, NF_ENOMEM, NF_EFORMAT (not
- * an ETL; truncated; a buffer whose size or offsets lie; a logfile header that
- * is not one: the message names the file, the buffer and the offset),
- * NF_EUNSUPP (a compressed log: buffers with the compressed flag 0x40; a
- * header type the reader does not know; buffers overlapping in time beyond
- * NF_ETL_MAX_OPEN_BYTES).
+ * header and the head of its first record (not the records: those are read
+ * and checked by nf_etl_reader_next), so the facts in nf_etl_reader_logfile()
+ * are known before the first record. flags: enum nf_etl_open_flags. Returns a
+ * reader in *out and 0, or NF_ENOENT (no such file), NF_EIO, NF_ENOMEM,
+ * NF_EFORMAT (not a regular file; not an ETL; truncated; a buffer whose size
+ * or end of records lies; a logfile header that is not one or has an unknown
+ * clock: the message names the file, the buffer and the offset), NF_EUNSUPP
+ * (a compressed log: a buffer with the compressed flag 0x40, named).
  */
 int nf_etl_reader_open(const char *path, unsigned flags, struct nf_etl_reader **out,
 		       struct nf_error *err);
