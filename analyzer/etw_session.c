@@ -528,6 +528,8 @@ out:
 
 /* ---- import ---- */
 
+static int copy_bytes(const char *src, const char *dst, struct nf_error *err);
+
 /* Removes the plain files of dir, then dir (a session we made or replace). */
 static void remove_dir_files(const char *dir)
 {
@@ -547,7 +549,22 @@ static void remove_dir_files(const char *dir)
 	rmdir(dir);
 }
 
+/*
+ * Puts the capture into the session: a hard link when src is on the same
+ * filesystem (no copy of a capture that may be gigabytes; the session only
+ * ever reads it, and a capture replaced by a new file keeps the linked one),
+ * else a copy.
+ */
 static int copy_file(const char *src, const char *dst, struct nf_error *err)
+{
+	struct stat lst;
+
+	if (lstat(src, &lst) == 0 && S_ISREG(lst.st_mode) && link(src, dst) == 0)
+		return 0;
+	return copy_bytes(src, dst, err);
+}
+
+static int copy_bytes(const char *src, const char *dst, struct nf_error *err)
 {
 	int in = open(src, O_RDONLY | O_CLOEXEC), out = -1, rc = 0;
 	struct stat st;

@@ -1,7 +1,8 @@
 /*
  * nftrace ETW sessions: a Windows ETW capture (.etl, from xperf, WPR or
  * GPUView's log.cmd) turned into an nftrace session. The session directory
- * holds a copy of the capture (NF_ETW_CAPTURE_NAME) and its timeline
+ * holds the capture (NF_ETW_CAPTURE_NAME: a hard link to the imported file when
+ * both are on one filesystem, else a copy) and its timeline
  * (.timeline.db, schemas/timeline.sql, the "Windows ETW captures" block); the
  * analyzer rebuilds the timeline from the copy like any other session's, so
  * `query`, `report`, `info` and `check` work on it. Reading the file is
@@ -45,8 +46,8 @@ struct nf_etw_import_stats {
 };
 
 /*
- * Imports the capture etl_path into a new session directory out_dir: copies
- * it there and builds the timeline from the copy. The directory is made
+ * Imports the capture etl_path into a new session directory out_dir: links
+ * (same filesystem) or copies it there and builds the timeline from it. The directory is made
  * under a temporary name beside out_dir and renamed into place only once the
  * whole capture was read, so a failed import leaves nothing behind. Refuses
  * an existing non-empty out_dir unless force, and then only when it is an
