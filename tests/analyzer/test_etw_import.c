@@ -463,6 +463,36 @@ START_TEST(test_fixture_rows_32)
 }
 END_TEST
 
+/* The capture in the session: a hard link on the same filesystem, a copy from
+ * another one (/dev/shm, when it is one), the same rows either way. */
+START_TEST(test_link_or_copy)
+{
+	char tmp[1024], etl[1100], s[1100], cap[1200], shm[64];
+	struct stat a, b;
+
+	import_fixture(8, tmp, sizeof(tmp), s, sizeof(s));
+	snprintf(etl, sizeof(etl), "%s/fixture.etl", tmp);
+	snprintf(cap, sizeof(cap), "%s/capture.etl", s);
+	ck_assert_int_eq(stat(etl, &a), 0);
+	ck_assert_int_eq(stat(cap, &b), 0);
+	ck_assert(a.st_ino == b.st_ino && a.st_dev == b.st_dev);
+	nf_test_rmtree(s);
+	snprintf(shm, sizeof(shm), "/dev/shm/nftrace-etw-%d.etl", (int)getpid());
+	if (stat("/dev/shm", &b) == 0 && b.st_dev != a.st_dev &&
+	    run("cp '%s' '%s'", etl, shm) == 0) {
+		ck_assert_msg(run("'%s' import '%s' -o '%s'", nf_test_nftrace(), shm, s) == 0, "%s", errb);
+		ck_assert_int_eq(stat(cap, &b), 0);
+		ck_assert_int_eq((int)b.st_nlink, 1);
+		ck_assert_int_eq((long long)b.st_size, (long long)a.st_size);
+		check_fixture_rows(s, 8);
+		unlink(shm);
+	} else {
+		fprintf(stderr, "note: /dev/shm is not another filesystem here: the copy was not tried\n");
+	}
+	nf_test_rmtree(tmp);
+}
+END_TEST
+
 /* info, check, report and query on the fixture: what they say of it. */
 START_TEST(test_fixture_commands)
 {
@@ -1166,6 +1196,7 @@ static Suite *etw_suite(void)
 	tcase_add_test(tc, test_kernel_records);
 	tcase_add_test(tc, test_rundown_rows);
 	tcase_add_test(tc, test_mutations);
+	tcase_add_test(tc, test_link_or_copy);
 	tcase_add_test(tc, test_fixture_report);
 	suite_add_tcase(s, tc);
 	return s;
