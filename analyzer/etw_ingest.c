@@ -239,6 +239,10 @@ struct ew_count {
 	uint64_t events, mismatches;
 };
 
+struct ew_proc {
+	char name[64];
+};
+
 struct ew_run {
 	bool known, has_start;
 	uint32_t tid;
@@ -280,7 +284,8 @@ struct nf_etwi {
 	sqlite3 *db;
 	sqlite3_stmt *st[ES_COUNT];
 	struct ew_map ctx_map, hwq_map, sync_map, adapter_map, device_proc, device_adapter, pkt_map, dma_map;
-	struct ew_map count_map, node_map;
+	struct ew_map count_map, node_map, proc_map;
+	struct ew_vec procs;       /* process names for queue names (struct ew_proc) */
 	struct ew_vec ctxs, syncs, adapters, nodes, pkts, dmas, cwaits, counts, runs;
 	char **providers;
 	size_t n_providers;
@@ -350,11 +355,11 @@ void nf_etwi_destroy(struct nf_etwi *e)
 	}
 	struct ew_map *maps[] = { &e->ctx_map, &e->hwq_map, &e->sync_map, &e->adapter_map,
 				  &e->device_proc, &e->device_adapter, &e->pkt_map, &e->dma_map, &e->count_map,
-				  &e->node_map };
+				  &e->node_map, &e->proc_map };
 	for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++)
 		ew_map_free(maps[i]);
 	struct ew_vec *vecs[] = { &e->ctxs, &e->syncs, &e->adapters, &e->nodes, &e->pkts,
-				  &e->dmas, &e->cwaits, &e->counts, &e->runs };
+				  &e->dmas, &e->cwaits, &e->counts, &e->runs, &e->procs };
 	for (size_t i = 0; i < sizeof(vecs) / sizeof(vecs[0]); i++)
 		free(vecs[i]->p);
 	for (size_t i = 0; i < e->n_providers; i++)
@@ -381,6 +386,7 @@ struct nf_etwi *nf_etwi_create(sqlite3 *db, struct nf_error *err)
 	e->cwaits.size = sizeof(struct ew_cwait);
 	e->counts.size = sizeof(struct ew_count);
 	e->runs.size = sizeof(struct ew_run);
+	e->procs.size = sizeof(struct ew_proc);
 	e->next_op = e->next_pkt = e->next_dma = e->next_cwait = 1;
 	if (ew_exec(e, "CREATE TEMP TABLE etw_sig_group(op INTEGER PRIMARY KEY, grp INTEGER);", err))
 		goto fail;
@@ -1182,6 +1188,14 @@ static int ew_name(struct nf_etwi *e, const struct nf_etwi_event *ev, struct nf_
 
 	if (!ev->k_name || !ev->k_name[0])
 		return 0;
+	if (ev->kind == NF_ETWI_K_PROCESS) { /* kept for the names of its contexts */
+		uint64_t *v = ew_map_get(&e->proc_map, ev->k_pid);
+		struct ew_proc *p = v ? EW_AT(e->procs, struct ew_proc, *v) : ew_vec_push(&e->procs);
+
+		if (!p || (!v && ew_map_put(&e->proc_map, ev->k_pid, e->procs.n - 1)))
+			return ew_oom(err);
+		snprintf(p->name, sizeof(p->name), "%s", ev->k_name);
+	}
 	sqlite3_bind_int64(s, 1, ev->kind == NF_ETWI_K_THREAD ? ev->k_tid : ev->k_pid);
 	sqlite3_bind_text(s, 2, ev->k_name, -1, SQLITE_TRANSIENT);
 	return ew_step(e, id, err);
@@ -1455,7 +1469,7 @@ static void ew_node_name(struct nf_etwi *e, int64_t adapter, int64_t node, char 
 static int ew_finish_objects(struct nf_etwi *e, struct nf_error *err)
 {
 	sqlite3_stmt *sa = NULL, *sq = NULL, *sc = NULL, *sf = NULL, *ss = NULL, *sn = NULL;
-	char name[160], hex[24], dev[24], nn[80];
+	char name[256], hex[24], dev[24], nn[80];
 	int rc;
 
 	rc = ew_prepare_exec(e, "INSERT INTO adapters(adapter, name) VALUES (?1, ?2)", &sa, err);
@@ -1483,7 +1497,18 @@ static int ew_finish_objects(struct nf_etwi *e, struct nf_error *err)
 		ew_node_name(e, c->adapter, c->node, nn, sizeof(nn));
 		snprintf(hex, sizeof(hex), "0x%" PRIx64, c->handle);
 		snprintf(dev, sizeof(dev), "0x%" PRIx64, c->device);
-		snprintf(name, sizeof(name), "%s %s %s", nn, c->kind == K_CONTEXT ? "context" : "hwqueue", hex);
+		uint64_t *pn = proc ? ew_map_get(&e->proc_map, *proc) : NULL;
+
+		if (pn)
+			snprintf(name, sizeof(name), "%s %s %s (%s %" PRIu64 ")", nn,
+				 c->kind == K_CONTEXT ? "context" : "hwqueue", hex,
+				 EW_AT(e->procs, struct ew_proc, *pn)->name, *proc);
+		else if (proc)
+			snprintf(name, sizeof(name), "%s %s %s (process %" PRIu64 ")", nn,
+				 c->kind == K_CONTEXT ? "context" : "hwqueue", hex, *proc);
+		else
+			snprintf(name, sizeof(name), "%s %s %s", nn,
+				 c->kind == K_CONTEXT ? "context" : "hwqueue", hex);
 		sqlite3_bind_int64(sq, 1, (int64_t)i + 1);
 		ew_bind_opt(sq, 2, c->adapter >= 0, c->adapter);
 		ew_bind_opt(sq, 3, c->node >= 0, c->node);

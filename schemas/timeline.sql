@@ -263,7 +263,8 @@ CREATE TABLE kernel_events (
 --   from ContextStart/DCStart (30/32), else from the scheduler's
 --   SelectContext (23); engine NULL; named like GPUView's rows: "<node name>
 --   context 0x<handle>" ("Node N" when no NodeMetadata named the node), or
---   "... hwqueue 0x<handle>".
+--   "... hwqueue 0x<handle>", followed by " (<image> <pid>)" or " (process
+--   <pid>)" when the device rundown and the kernel's process events say whose.
 -- - fences: every sync object (monitored fence, native fence, or the legacy
 --   sync objects of D3D9/11), numbered 1, 2, ... (etw_sync_objects);
 --   created_ns/destroyed_ns from MonitoredFence/NativeFence start/stop, and

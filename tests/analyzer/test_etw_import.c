@@ -517,6 +517,38 @@ START_TEST(test_fixture_commands)
 }
 END_TEST
 
+/* A Process DCStart record (version 4, 64-bit) naming pid. */
+static void process_record(struct nf_etlw *w, int64_t ticks, uint32_t pid, const char *image)
+{
+	struct nf_etlw_classic c;
+	struct nf_etlw_buf b;
+	static const uint8_t sid[12] = { 1, 1, 0, 0, 0, 0, 0, 5, 18, 0, 0, 0 };
+
+	memset(&b, 0, sizeof(b));
+	b.pointer_size = 8;
+	nf_etlw_put_ptr(&b, 0xffff800012345678ull); /* UniqueProcessKey */
+	nf_etlw_put_u32(&b, pid);                   /* ProcessId */
+	nf_etlw_put_u32(&b, 4);                     /* ParentId */
+	nf_etlw_put_u32(&b, 1);                     /* SessionId */
+	nf_etlw_put_u32(&b, 259);                   /* ExitStatus */
+	nf_etlw_put_ptr(&b, 0x1aa000);              /* DirectoryTableBase */
+	nf_etlw_put_u32(&b, 0);                     /* Flags */
+	nf_etlw_put_ptr(&b, 0xffff800087654321ull); /* TOKEN_USER: the SID's pointer */
+	nf_etlw_put_ptr(&b, 0);                     /*   and attributes */
+	nf_etlw_put_bytes(&b, sid, sizeof(sid));
+	nf_etlw_put_bytes(&b, image, strlen(image) + 1);
+	nf_etlw_put_wstr(&b, image);                /* CommandLine */
+	memset(&c, 0, sizeof(c));
+	c.kind = NF_ETL_HDR_SYSTEM;
+	c.hook_id = 0x0303;
+	c.version = 4;
+	c.ticks = ticks;
+	c.payload = b.p;
+	c.size = (uint32_t)b.n;
+	ck_assert_int_eq(nf_etlw_classic(w, &c), 0);
+	nf_etlw_buf_free(&b);
+}
+
 /*
  * A capture with DxgKrnl's rundown (adapter, device, nodes, context, hardware
  * queue, monitored and native fences), a hardware queue's DMA packet, a wait
@@ -571,6 +603,7 @@ START_TEST(test_rundown_rows)
 	nf_etlw_put_u32(&b, 0);
 	nf_etlw_put_ptr(&b, 0);
 	dxg(&f, 29, 2, 0, 0, 1010, &b);
+	process_record(f.w, 1015, 1234, "vrcompositor.exe");
 	/* NodeMetadata: node 0 "3D", node 2 "Copy" */
 	b = B(&f);
 	nf_etlw_put_ptr(&b, ADAPTER);
@@ -672,9 +705,9 @@ START_TEST(test_rundown_rows)
 	ck_assert_int_eq(nf_etlw_save(f.w, etl), 0);
 	nf_etlw_destroy(f.w);
 	ck_assert_msg(run("'%s' import '%s' -o '%s'", nf_test_nftrace(), etl, s) == 0, "%s", errb);
-	expect_rows(s, "SELECT value FROM meta WHERE key = 'etw_lacks'", "kernel\n");
+	expect_rows(s, "SELECT value FROM meta WHERE key = 'etw_lacks'", "\n");
 	expect_rows(s, "SELECT queue, adapter, node, engine, name, start_ns, stop_ns FROM queues ORDER BY queue",
-		    "1|0|2||Copy context 0xc0a||\n2|0|2||Copy hwqueue 0xb0b||90000\n");
+		    "1|0|2||Copy context 0xc0a (vrcompositor.exe 1234)||\n2|0|2||Copy hwqueue 0xb0b||90000\n");
 	expect_rows(s, "SELECT queue, handle, kind, adapter, node, parent, device, process FROM etw_contexts "
 		       "ORDER BY queue", "1|0xc0a|context|0|2||0xde0|1234\n2|0xb0b|hwqueue|0|2|1||\n");
 	expect_rows(s, "SELECT adapter, node, engine_type, name FROM etw_nodes ORDER BY node",
@@ -741,33 +774,7 @@ START_TEST(test_kernel_records)
 		nf_etlw_buf_free(&b);
 	}
 	/* Process DCStart (version 4) of pid 77, game.exe. */
-	memset(&b, 0, sizeof(b));
-	b.pointer_size = 8;
-	nf_etlw_put_ptr(&b, 0xffff800012345678ull); /* UniqueProcessKey */
-	nf_etlw_put_u32(&b, 77);                    /* ProcessId */
-	nf_etlw_put_u32(&b, 4);                     /* ParentId */
-	nf_etlw_put_u32(&b, 1);                     /* SessionId */
-	nf_etlw_put_u32(&b, 259);                   /* ExitStatus */
-	nf_etlw_put_ptr(&b, 0x1aa000);              /* DirectoryTableBase */
-	nf_etlw_put_u32(&b, 0);                     /* Flags */
-	nf_etlw_put_ptr(&b, 0xffff800087654321ull); /* TOKEN_USER: the SID's pointer */
-	nf_etlw_put_ptr(&b, 0);                     /*   and attributes */
-	{
-		static const uint8_t sid[12] = { 1, 1, 0, 0, 0, 0, 0, 5, 18, 0, 0, 0 };
-
-		nf_etlw_put_bytes(&b, sid, sizeof(sid));
-	}
-	nf_etlw_put_bytes(&b, "game.exe", 9);
-	nf_etlw_put_wstr(&b, "game.exe -vr");
-	memset(&c, 0, sizeof(c));
-	c.kind = NF_ETL_HDR_SYSTEM;
-	c.hook_id = 0x0303;
-	c.version = 4;
-	c.ticks = 1200;
-	c.payload = b.p;
-	c.size = (uint32_t)b.n;
-	ck_assert_int_eq(nf_etlw_classic(w, &c), 0);
-	nf_etlw_buf_free(&b);
+	process_record(w, 1200, 77, "game.exe");
 	ck_assert_int_eq(nf_etlw_save(w, etl), 0);
 	nf_etlw_destroy(w);
 	ck_assert_msg(run("'%s' import '%s' -o '%s'", nf_test_nftrace(), etl, s) == 0, "%s", errb);
