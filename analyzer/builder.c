@@ -1264,8 +1264,10 @@ int nf_timeline_builder_feed_event(struct nf_timeline_builder *b, const struct n
 		snprintf(detail, sizeof(detail),
 			 "the OS flagged %" PRId64 " lost entries (adapter %" PRIu64 ", epoch %" PRIu64 ")",
 			 lost, f[NFF_LOG_OVERRUN_adapter], f[NFF_LOG_OVERRUN_epoch]);
+		/* The replay's 'overrun' rows count these entries; the flag repeats the
+		 * count in its detail only, so that sum(lost_entries) counts each once. */
 		return add_anomaly(b, "os_overrun_flag", (int64_t)f[NFF_LOG_OVERRUN_hwqueue], true,
-				   log_name((uint32_t)f[NFF_LOG_OVERRUN_log_type]), &now, &now, lost,
+				   log_name((uint32_t)f[NFF_LOG_OVERRUN_log_type]), &now, &now, 0,
 				   detail, err);
 	}
 	case NF_EV_TRUTH_OP:

@@ -183,6 +183,51 @@ out:
 	return rc;
 }
 
+/*
+ * The standard error of the drift: an ordinary least-squares line of CPU ns
+ * against GPU ticks through every pair of the adapter (centred sums, three
+ * passes, so that ns-sized residuals are not lost next to 1e18-sized sums);
+ * its slope's standard error sqrt(SSE / (n - 2) / Sxx), in ppm of the nominal
+ * tick. Sets *has = 0 when it cannot be told (fewer than 3 pairs, one GPU reading).
+ */
+static int drift_stderr(sqlite3 *db, uint32_t adapter, uint64_t freq, double *se, int *has,
+			struct nf_error *err)
+{
+	static const char sql[] =
+		"WITH m AS (SELECT count(*) AS n, avg(gpu) AS mx, avg(cpu_ns) AS my FROM temp.t_cal "
+		"WHERE adapter = ?1), "
+		"s AS (SELECT sum((gpu - mx) * (gpu - mx)) AS sxx, sum((gpu - mx) * (cpu_ns - my)) AS sxy "
+		"FROM temp.t_cal, m WHERE adapter = ?1) "
+		"SELECT m.n, s.sxx, s.sxy / s.sxx, (SELECT sum(((cpu_ns - my) - (s.sxy / s.sxx) * (gpu - mx)) * "
+		"((cpu_ns - my) - (s.sxy / s.sxx) * (gpu - mx))) FROM temp.t_cal, m WHERE adapter = ?1) "
+		"FROM m, s";
+	sqlite3_stmt *st;
+	int rc = 0;
+
+	*has = 0;
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		return sql_fail(db, err, "clock fit: drift error");
+	sqlite3_bind_int64(st, 1, adapter);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		double n = sqlite3_column_double(st, 0), sxx = sqlite3_column_double(st, 1);
+		double slope = sqlite3_column_double(st, 2), sse = sqlite3_column_double(st, 3);
+
+		if (n >= 3 && sxx > 0 && slope > 0 && freq > 0 &&
+		    sqlite3_column_type(st, 2) != SQLITE_NULL) {
+			double se_slope = sqrt((sse > 0 ? sse : 0) / (n - 2) / sxx);
+			double nominal = 1e9 / (double)freq;
+
+			/* ppm = (nominal / slope - 1) * 1e6: d ppm = nominal / slope^2 * 1e6 d slope */
+			*se = nominal / (slope * slope) * se_slope * 1e6;
+			*has = 1;
+		}
+	} else {
+		rc = sql_fail(db, err, "clock fit: drift error");
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
 static int fit_adapter(sqlite3 *db, uint32_t adapter, uint64_t n, uint32_t window,
 		       sqlite3_stmt *ins_fit, sqlite3_stmt *ins_cal, sqlite3_stmt *ins_sum,
 		       struct nf_error *err)
@@ -242,11 +287,24 @@ static int fit_adapter(sqlite3 *db, uint32_t adapter, uint64_t n, uint32_t windo
 		if (slope > 0)
 			ppm = (nominal / slope - 1.0) * 1e6;
 	}
+	double se;
+	int has_se = 0;
+
+	if (p->pairs >= 3 && (rc = drift_stderr(db, adapter, p->last_freq, &se, &has_se, err)))
+		goto out;
 	sqlite3_bind_int64(ins_sum, 1, adapter);
 	sqlite3_bind_int64(ins_sum, 2, (sqlite3_int64)p->pairs);
-	sqlite3_bind_double(ins_sum, 3, ppm);
+	/* Two pairs fit any line exactly: no drift is claimed from them. */
+	if (p->pairs >= 3)
+		sqlite3_bind_double(ins_sum, 3, ppm);
+	else
+		sqlite3_bind_null(ins_sum, 3);
 	sqlite3_bind_double(ins_sum, 4, p->pairs ? sqrt(p->sumsq / (double)p->pairs) : 0);
 	sqlite3_bind_double(ins_sum, 5, p->maxabs);
+	if (has_se)
+		sqlite3_bind_double(ins_sum, 6, se);
+	else
+		sqlite3_bind_null(ins_sum, 6);
 	if (sqlite3_step(ins_sum) != SQLITE_DONE)
 		rc = sql_fail(db, err, "insert clock_fit");
 	sqlite3_reset(ins_sum);
@@ -272,7 +330,7 @@ int nf_clock_fit(sqlite3 *db, uint32_t window, struct nf_error *err)
 			       -1, &ins_cal, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(db,
 			       "INSERT OR REPLACE INTO clock_fit(adapter, pairs, ppm, residual_rms_ns, "
-			       "residual_max_ns) VALUES (?1, ?2, ?3, ?4, ?5)",
+			       "residual_max_ns, ppm_stderr) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
 			       -1, &ins_sum, NULL) != SQLITE_OK) {
 		rc = sql_fail(db, err, "prepare");
 		goto out;

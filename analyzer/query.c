@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 static const char refused_msg[] =
@@ -218,22 +219,62 @@ static void put_padded(FILE *out, const unsigned char *t, int bytes, size_t widt
 		fputc(' ', out);
 }
 
+/*
+ * Whether a column holds handles (queue, fence or local handle), by its name:
+ * "queue", "fence", "handle", or ending in "_queue", "_fence", "_handle". The
+ * table view (for people) writes them in hexadecimal, as pictures and `check`
+ * do; CSV and JSON (for programs) keep the integers.
+ */
+static bool is_handle_column(const char *name)
+{
+	static const char *const names[] = { "queue", "fence", "handle" };
+	size_t n = name ? strlen(name) : 0;
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		size_t k = strlen(names[i]);
+
+		if (n == k && strcasecmp(name, names[i]) == 0)
+			return true;
+		if (n > k && name[n - k - 1] == '_' && strcasecmp(name + n - k, names[i]) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* A cell of the table view: a handle column's non-negative integer in hex, else cell_text. */
+static const unsigned char *table_cell(sqlite3_stmt *s, int col, const bool *hex, char *buf,
+				       size_t len, int *bytes)
+{
+	if (hex[col] && sqlite3_column_type(s, col) == SQLITE_INTEGER &&
+	    sqlite3_column_int64(s, col) >= 0) {
+		*bytes = snprintf(buf, len, "0x%" PRIx64, (uint64_t)sqlite3_column_int64(s, col));
+		return (const unsigned char *)buf;
+	}
+	return cell_text(s, col, bytes);
+}
+
 static int print_table(sqlite3_stmt *s, FILE *out, bool *first_set, struct nf_error *err)
 {
 	int ncol = sqlite3_column_count(s), src;
 	size_t *w = calloc((size_t)ncol, sizeof(*w));
+	bool *hex = calloc((size_t)ncol, sizeof(*hex));
+	char hbuf[24];
 
-	if (!w)
+	if (!w || !hex) {
+		free(w);
+		free(hex);
 		return nf_error_set(err, NF_ENOMEM, "query: out of memory");
+	}
 	for (int c = 0; c < ncol; c++) {
 		const char *name = sqlite3_column_name(s, c);
 
 		w[c] = text_width((const unsigned char *)name, (int)strlen(name));
+		hex[c] = is_handle_column(name);
 	}
 	while ((src = sqlite3_step(s)) == SQLITE_ROW) {
 		for (int c = 0; c < ncol; c++) {
 			int bytes;
-			const unsigned char *t = cell_text(s, c, &bytes);
+			const unsigned char *t = table_cell(s, c, hex, hbuf, sizeof(hbuf), &bytes);
 			size_t tw = text_width(t, bytes);
 
 			if (tw > w[c])
@@ -271,14 +312,14 @@ static int print_table(sqlite3_stmt *s, FILE *out, bool *first_set, struct nf_er
 		while (lastc >= 0) {
 			int bytes;
 
-			cell_text(s, lastc, &bytes);
+			table_cell(s, lastc, hex, hbuf, sizeof(hbuf), &bytes);
 			if (bytes)
 				break;
 			lastc--;
 		}
 		for (int c = 0; c <= lastc; c++) {
 			int bytes;
-			const unsigned char *t = cell_text(s, c, &bytes);
+			const unsigned char *t = table_cell(s, c, hex, hbuf, sizeof(hbuf), &bytes);
 
 			last = text_width(t, bytes);
 			if (c)
@@ -290,9 +331,11 @@ static int print_table(sqlite3_stmt *s, FILE *out, bool *first_set, struct nf_er
 	if (src != SQLITE_DONE)
 		goto out_sql;
 	free(w);
+	free(hex);
 	return 0;
 out_sql:
 	free(w);
+	free(hex);
 	return nf_error_set(err, NF_ESQL, "%s", sqlite3_errmsg(sqlite3_db_handle(s)));
 }
 

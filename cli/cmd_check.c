@@ -533,10 +533,10 @@ static void check_print_text(const char *dir, struct check_state *s, struct chec
 				printf(", first in stream %s, packet %" PRIu64 ", event #%" PRIu64 ", entry %" PRIu32,
 				       w->stream, w->packet, w->event_index, w->entry_index);
 				if (kinds[k] == NF_FIND_LOST && w->prev_gpu_ts)
-					printf(" (%" PRIu64 " entries between GPU times %" PRIu64 " and %" PRIu64 ")",
+					printf(" (%" PRIu64 " entries between GPU timestamps %" PRIu64 " and %" PRIu64 " ticks)",
 					       w->count, w->prev_gpu_ts, w->next_gpu_ts);
 				else if (kinds[k] == NF_FIND_LOST)
-					printf(" (%" PRIu64 " entries before GPU time %" PRIu64 ")", w->count,
+					printf(" (%" PRIu64 " entries before GPU timestamp %" PRIu64 " ticks)", w->count,
 					       w->next_gpu_ts);
 				putchar('\n');
 			}

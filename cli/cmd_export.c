@@ -52,7 +52,7 @@ int cmd_export(int argc, char **argv)
 	nf_error_clear(&err);
 	optind = 1;
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":o:", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, ":o:h", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'o': eo.output = optarg; break;
 		case 'm': format = optarg; break;

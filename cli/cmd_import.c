@@ -28,7 +28,7 @@ int cmd_import(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":o:", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, ":o:h", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'o': out = optarg; break;
 		case 'f': force = true; break;

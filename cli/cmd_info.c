@@ -143,11 +143,62 @@ static int info_etw(const char *dir)
 	return NF_EXIT_OK;
 }
 
+/* A JSON string (control bytes escaped; bytes >= 0x80 passed through). */
+static void put_json(const char *s)
+{
+	putchar('"');
+	for (const unsigned char *u = (const unsigned char *)(s ? s : ""); *u; u++) {
+		if (*u == '"' || *u == '\\')
+			printf("\\%c", *u);
+		else if (*u < 0x20 || *u == 0x7f)
+			printf("\\u%04x", *u);
+		else
+			putchar(*u);
+	}
+	putchar('"');
+}
+
+/* The same facts as one JSON object, for scripts (integers, durations in ns). */
+static void print_json(const char *dir, const struct nf_session_info *in, const struct info_counts *c)
+{
+	int first = 1;
+
+	fputs("{\"session\": ", stdout);
+	put_json(dir);
+	fputs(", \"source\": ", stdout);
+	put_json(in->source);
+	fputs(", \"tool_version\": ", stdout);
+	put_json(in->tool_version ? in->tool_version : "");
+	printf(", \"schema\": %lld, \"mode\": ", (long long)in->schema_version);
+	put_json(in->mode ? in->mode : "");
+	printf(", \"seed\": %llu, \"cpu_frequency_hz\": %llu, \"duration_ns\": %llu, "
+	       "\"ground_truth\": %s, \"import_note\": ",
+	       (unsigned long long)in->seed, (unsigned long long)in->cpu_frequency,
+	       c->any && in->cpu_frequency
+		       ? (unsigned long long)((double)(c->last_ts - in->start_ticks) * 1e9 /
+					      (double)in->cpu_frequency)
+		       : 0ULL,
+	       in->ground_truth ? "true" : "false");
+	put_json(in->import_note ? in->import_note : "");
+	printf(", \"log_entries\": {\"read\": %llu, \"lost\": %llu}, \"events\": {",
+	       (unsigned long long)c->entries, (unsigned long long)c->findings[NF_FIND_LOST]);
+	for (uint32_t i = 0; i < NF_EV_COUNT; i++)
+		if (c->per_event[i]) {
+			fputs(first ? "" : ", ", stdout);
+			first = 0;
+			put_json(nf_event_desc(i)->name);
+			printf(": %llu", (unsigned long long)c->per_event[i]);
+		}
+	fputs("}}\n", stdout);
+}
+
 int cmd_info(int argc, char **argv)
 {
 	struct nf_error err;
 	struct nf_parser *p = NULL;
 	struct info_counts c;
+	const char *dir = NULL;
+	int json = 0;
 
 	if (argc < 2)
 		return nf_cli_usage_error("info", "missing session DIR");
@@ -158,13 +209,23 @@ int cmd_info(int argc, char **argv)
 		print_events_markdown();
 		return NF_EXIT_OK;
 	}
-	if (argc > 2)
-		return nf_cli_usage_error("info", "unexpected argument '%s'", argv[2]);
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--json"))
+			json = 1;
+		else if (argv[i][0] == '-' && argv[i][1])
+			return nf_cli_usage_error("info", "unknown option '%s'", argv[i]);
+		else if (dir)
+			return nf_cli_usage_error("info", "unexpected argument '%s'", argv[i]);
+		else
+			dir = argv[i];
+	}
+	if (!dir)
+		return nf_cli_usage_error("info", "missing session DIR");
 	nf_error_clear(&err);
 	if (nf_etw_session_is(argv[1]))
 		return info_etw(argv[1]);
 	memset(&c, 0, sizeof(c));
-	if (nf_parser_open(argv[1], &p, &err))
+	if (nf_parser_open(dir, &p, &err))
 		return nf_cli_fail("info", &err);
 	const struct nf_session_info *in = nf_parser_info(p);
 	struct nf_parser_callbacks cb = { &c, count_event, count_entry, count_finding };
@@ -172,7 +233,12 @@ int cmd_info(int argc, char **argv)
 		nf_parser_destroy(p);
 		return nf_cli_fail("info", &err);
 	}
-	printf("session:        %s\n", argv[1]);
+	if (json) {
+		print_json(dir, in, &c);
+		nf_parser_destroy(p);
+		return NF_EXIT_OK;
+	}
+	printf("session:        %s\n", dir);
 	fputs("source:         ", stdout);
 	put_clean(in->source);
 	putchar('\n');

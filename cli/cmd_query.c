@@ -89,7 +89,7 @@ int cmd_query(int argc, char **argv)
 	qo.format = NF_QUERY_TABLE;
 	optind = 1;
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":f:", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, ":f:h", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'c': qo.format = NF_QUERY_CSV; break;
 		case 'j': qo.format = NF_QUERY_JSON; break;

@@ -60,7 +60,7 @@ int cmd_record(int argc, char **argv)
 		}
 	optind = 1;
 	opterr = 0;
-	while ((opt = getopt_long(dashdash, argv, ":o:", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(dashdash, argv, ":o:h", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'o': o.out_dir = optarg; break;
 		case 's':

@@ -1,7 +1,8 @@
-/* nftrace report: draw a session's timeline to PNG, SVG or PDF. */
+/* nftrace report: draw a session's timeline to PNG, SVG or PDF, or write the interactive HTML page. */
 #include "cli.h"
 
 #include "nftrace/analysis.h"
+#include "nftrace/html.h"
 #include "nftrace/render.h"
 #include "nftrace/timeline.h"
 
@@ -22,7 +23,17 @@ static int known_output_format(const char *path)
 	const char *slash = strrchr(path, '/');
 	const char *dot = strrchr(slash ? slash + 1 : path, '.');
 
-	return dot && (!strcasecmp(dot, ".png") || !strcasecmp(dot, ".svg") || !strcasecmp(dot, ".pdf"));
+	return dot && (!strcasecmp(dot, ".png") || !strcasecmp(dot, ".svg") || !strcasecmp(dot, ".pdf") ||
+		       !strcasecmp(dot, ".html") || !strcasecmp(dot, ".htm"));
+}
+
+/* Whether path names an HTML page (written by nf_html_report, not drawn by nf_render). */
+static int is_html(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	const char *dot = strrchr(slash ? slash + 1 : path, '.');
+
+	return dot && (!strcasecmp(dot, ".html") || !strcasecmp(dot, ".htm"));
 }
 
 static int parse_id(const char *s, int64_t *out)
@@ -104,6 +115,7 @@ int cmd_report(int argc, char **argv)
 		{ "width", required_argument, NULL, 'w' },
 		{ "theme", required_argument, NULL, 't' },
 		{ "title", required_argument, NULL, 'n' },
+		{ "max-ops", required_argument, NULL, 'm' },
 		{ "threads", required_argument, NULL, 'A' },
 		{ "thread", required_argument, NULL, 'R' },
 		{ "process", required_argument, NULL, 'P' },
@@ -119,7 +131,8 @@ int cmd_report(int argc, char **argv)
 	struct nf_render_mark *marks = NULL;
 	char db[4200], path_title[160];
 	int64_t cp_op = -1;
-	int opt, rc;
+	int opt, rc, width_set = 0, theme_set = 0;
+	long long max_ops = 0;
 	char *end;
 
 	ro.from_ns = -1;
@@ -127,7 +140,7 @@ int cmd_report(int argc, char **argv)
 	nf_error_clear(&err);
 	optind = 1;
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":o:", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, ":o:h", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'o': ro.output = optarg; break;
 		case 'F':
@@ -153,6 +166,14 @@ int cmd_report(int argc, char **argv)
 				return nf_cli_usage_error("report", "--width must be between %d and %d",
 							  NF_RENDER_MIN_WIDTH, NF_RENDER_MAX_WIDTH);
 			ro.width = (int)w;
+			width_set = 1;
+			break;
+		case 'm':
+			errno = 0;
+			max_ops = strtoll(optarg, &end, 10);
+			if (errno || *end || !*optarg || max_ops < 1 || max_ops > NF_HTML_MAX_MAX_OPS)
+				return nf_cli_usage_error("report", "--max-ops must be between 1 and %d",
+							  NF_HTML_MAX_MAX_OPS);
 			break;
 		case 't':
 			if (!strcmp(optarg, "light"))
@@ -161,6 +182,7 @@ int cmd_report(int argc, char **argv)
 				ro.theme = NF_THEME_DARK;
 			else
 				return nf_cli_usage_error("report", "unknown --theme '%s' (light or dark)", optarg);
+			theme_set = 1;
 			break;
 		case 'n': ro.title = optarg; break;
 		case 'A':
@@ -198,8 +220,18 @@ int cmd_report(int argc, char **argv)
 		return nf_cli_usage_error("report", "missing -o FILE");
 	/* Checked here, before the session is read or its timeline built. */
 	if (!known_output_format(ro.output))
-		return nf_cli_usage_error("report", "-o %s: unknown output format (use .png, .svg or .pdf)",
+		return nf_cli_usage_error("report", "-o %s: unknown output format (use .png, .svg, .pdf or .html)",
 					  ro.output);
+	if (is_html(ro.output) && (width_set || theme_set))
+		return nf_cli_usage_error("report", "--%s applies to pictures, not to -o %s",
+					  width_set ? "width" : "theme", ro.output);
+	if (is_html(ro.output) && (ro.threads_all || ro.n_threads || ro.n_processes))
+		return nf_cli_usage_error("report", "--threads, --thread and --process apply to pictures; "
+					  "the HTML page has every thread, grouped by process");
+	if (!is_html(ro.output) && max_ops)
+		return nf_cli_usage_error("report", "--max-ops applies to -o FILE.html only");
+	if (is_html(ro.output) && cp_op >= 0)
+		return nf_cli_usage_error("report", "--critical-path applies to pictures, not to -o %s", ro.output);
 	if (ro.from_ns >= 0 && ro.to_ns >= 0 && ro.to_ns <= ro.from_ns)
 		return nf_cli_usage_error("report", "--to must be after --from");
 	ro.queues = ro.n_queues ? queues : NULL;
@@ -211,8 +243,26 @@ int cmd_report(int argc, char **argv)
 		const char *slash = strrchr(dir, '/');
 		ro.title = slash && slash[1] ? slash + 1 : dir;
 	}
-	if (nf_timeline_ensure(dir, db, sizeof(db), &err) ||
-	    (cp_op >= 0 && report_path(db, cp_op, &ro, &marks, path_title, sizeof(path_title), &err))) {
+	if (nf_timeline_ensure(dir, db, sizeof(db), &err))
+		return nf_cli_fail("report", &err);
+	if (is_html(ro.output)) {
+		struct nf_html_options ho = { 0 };
+
+		ho.output = ro.output;
+		ho.title = ro.title;
+		ho.session = dir;
+		ho.from_ns = ro.from_ns;
+		ho.to_ns = ro.to_ns;
+		ho.queues = ro.queues;
+		ho.n_queues = ro.n_queues;
+		ho.fences = ro.fences;
+		ho.n_fences = ro.n_fences;
+		ho.max_ops = max_ops;
+		if (nf_html_report(db, &ho, &err))
+			return nf_cli_fail("report", &err);
+		return NF_EXIT_OK;
+	}
+	if (cp_op >= 0 && report_path(db, cp_op, &ro, &marks, path_title, sizeof(path_title), &err)) {
 		free(marks);
 		return nf_cli_fail("report", &err);
 	}

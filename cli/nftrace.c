@@ -35,9 +35,11 @@ static const struct nf_cmd nf_commands[] = {
 	  "A killed recorder (even kill -9) leaves a session readable up to its last whole packet.\n"
 	  "SIGINT/SIGTERM closes the session cleanly and exits 130; a full disk is a one-line error\n"
 	  "naming the file, exit 1. A progress line shows on a terminal only.\n" },
-	{ "report", cmd_report, "draw a GPUView-style timeline to PNG, SVG or PDF",
+	{ "report", cmd_report, "draw a GPUView-style timeline to PNG, SVG, PDF or interactive HTML",
 	  "usage: nftrace report DIR -o FILE.{png,svg,pdf} [--from T] [--to T] [--queue Q]... [--fence F]...\n"
 	  "                      [--width PX] [--theme light|dark] [--title TEXT] [--critical-path ID]\n"
+	  "       nftrace report DIR -o FILE.html [--from T] [--to T] [--queue Q]... [--fence F]...\n"
+	  "                      [--title TEXT] [--max-ops N]\n"
 	  "\n"
 	  "Draws one row per hardware queue: light pink waits, dark pink signals, each box from\n"
 	  "when it was queued on the CPU to when the GPU completed it. Times accept units: 12.5ms.\n"
@@ -49,7 +51,11 @@ static const struct nf_cmd nf_commands[] = {
 	  "  --process NAME|PID   also every thread of this process (repeatable)\n"
 	  "--critical-path ID draws operation ID's critical path (see 'nftrace critical-path') over\n"
 	  "the rows in blue, segment by segment (waits dashed), each joined to the next; without\n"
-	  "--from/--to the window is the path's span with a margin.\n" },
+	  "--from/--to the window is the path's span with a margin.\n"
+	  "FILE.html is one self-contained interactive page (wheel zoom, drag pan, hover details,\n"
+	  "wait <-> signal highlighting, search); it holds the details of at most --max-ops\n"
+	  "operations (default 100000) and summaries of the whole window, and names the --from/--to\n"
+	  "to use for the rest.\n" },
 	{ "query", cmd_query, "run SQL over a session's timeline",
 	  "usage: nftrace query DIR [DIR...] [--csv|--json|--table] (\"SQL\" | -f FILE.sql)\n"
 	  "       nftrace query DIR [--csv|--json|--table] --report stalls|queues|lost\n"
@@ -59,7 +65,7 @@ static const struct nf_cmd nf_commands[] = {
 	  "Reports: stalls (the 20 longest GPU wait stalls and the signal that ended each), queues\n"
 	  "(per queue: operations, lost, time stalled in waits), lost (spans of lost log entries).\n" },
 	{ "info", cmd_info, "show a session's facts, or the event schema",
-	  "usage: nftrace info DIR\n"
+	  "usage: nftrace info DIR [--json]\n"
 	  "       nftrace info --events       (the event reference, as Markdown)\n" },
 	{ "check", cmd_check, "check that a session's logs are whole: lost, zero, repeated, backwards entries",
 	  "usage: nftrace check DIR [--json]\n"

@@ -17,7 +17,10 @@ CREATE INDEX truth_ops_seq ON truth_ops(queue, op, epoch, log_seq);
 CREATE VIEW longest_stalls AS
 SELECT w.id AS wait_id, w.queue AS wait_queue, w.fence, w.value,
        w.observed_ns, w.end_ns, d.stall_ns,
-       s.id AS signal_id, s.queue AS signal_queue, s.end_ns AS signal_end_ns
+       s.id AS signal_id, s.queue AS signal_queue, s.end_ns AS signal_end_ns,
+       -- the handles as people write them (hex text), for reading by hand
+       CASE WHEN w.queue IS NULL THEN NULL ELSE printf('0x%x', w.queue) END AS wait_queue_hex, CASE WHEN w.fence IS NULL THEN NULL ELSE printf('0x%x', w.fence) END AS fence_hex,
+       CASE WHEN s.queue IS NULL THEN NULL ELSE printf('0x%x', s.queue) END AS signal_queue_hex
 FROM deps d
 JOIN fence_ops w ON w.id = d.wait_id
 LEFT JOIN fence_ops s ON s.id = d.signal_id
@@ -31,7 +34,8 @@ SELECT q.queue, q.adapter, q.name,
        coalesce(o.ops, 0) AS ops,
        o.waits, o.signals, o.lost,
        coalesce(o.stalled_ns, 0) AS stalled_ns,
-       coalesce(o.span_ns, 0) AS span_ns
+       coalesce(o.span_ns, 0) AS span_ns,
+       printf('0x%x', q.queue) AS queue_hex
 FROM queues q LEFT JOIN
      (SELECT queue,
              count(*) AS ops,
@@ -44,21 +48,38 @@ FROM queues q LEFT JOIN
       FROM fence_ops WHERE queue IS NOT NULL GROUP BY queue) o ON o.queue = q.queue
 ORDER BY q.queue;
 
--- Per queue: time with work in flight, the union of the queue's operations from
--- CPU-queued to GPU-completed (what the GPUView-style boxes cover; operations
--- without both times are left out). A window over every operation: slower
+-- Per queue, what the GPUView-style boxes cover, with the stalls told apart:
+--   in_flight_ns  the union of the queue's operations from CPU-queued to GPU-completed
+--                 (work queued and not finished: it includes time the CPU ran ahead
+--                 and time waits stalled the queue; it is not GPU execution time);
+--   stalled_ns    the union of its waits' stalls, GPU-observed to end (inside in_flight_ns);
+--   in_flight_not_stalled_ns  the difference: in flight and not held by a wait.
+-- Operations without both times are left out. Windows over every operation: slower
 -- than queue_summary on large sessions.
 CREATE VIEW queue_busy AS
-SELECT queue, count(*) AS ops,
-       sum(max(0, end_ns - max(queued_ns, coalesce(prev_end, queued_ns)))) AS busy_ns,
-       max(end_ns) - min(queued_ns) AS span_ns
-FROM (SELECT queue, queued_ns, end_ns,
-             max(end_ns) OVER (PARTITION BY queue ORDER BY queued_ns, id
-                               ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end
-      FROM fence_ops WHERE queue IS NOT NULL AND queued_ns IS NOT NULL AND end_ns IS NOT NULL)
-GROUP BY queue ORDER BY queue;
+SELECT f.queue, f.ops, f.in_flight_ns, coalesce(s.stalled_ns, 0) AS stalled_ns,
+       f.in_flight_ns - coalesce(s.stalled_ns, 0) AS in_flight_not_stalled_ns,
+       f.span_ns, printf('0x%x', f.queue) AS queue_hex
+FROM (SELECT queue, count(*) AS ops,
+             sum(max(0, end_ns - max(queued_ns, coalesce(prev_end, queued_ns)))) AS in_flight_ns,
+             max(end_ns) - min(queued_ns) AS span_ns
+      FROM (SELECT queue, queued_ns, end_ns,
+                   max(end_ns) OVER (PARTITION BY queue ORDER BY queued_ns, id
+                                     ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end
+            FROM fence_ops WHERE queue IS NOT NULL AND queued_ns IS NOT NULL AND end_ns IS NOT NULL)
+      GROUP BY queue) f
+LEFT JOIN
+     (SELECT queue, sum(max(0, end_ns - max(observed_ns, coalesce(prev_end, observed_ns)))) AS stalled_ns
+      FROM (SELECT queue, observed_ns, end_ns,
+                   max(end_ns) OVER (PARTITION BY queue ORDER BY observed_ns, id
+                                     ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end
+            FROM fence_ops WHERE queue IS NOT NULL AND op = 'wait' AND queued_ns IS NOT NULL
+                 AND observed_ns IS NOT NULL AND end_ns IS NOT NULL AND end_ns > observed_ns)
+      GROUP BY queue) s ON s.queue = f.queue
+ORDER BY f.queue;
 
 -- Spans of time on each queue's log where entries were lost.
 CREATE VIEW lost_spans AS
-SELECT queue, log, first_ns, last_ns, lost_entries, detail
+SELECT queue, log, first_ns, last_ns, lost_entries, detail,
+       printf('0x%x', queue) AS queue_hex
 FROM anomalies WHERE kind = 'overrun' ORDER BY queue, first_ns;

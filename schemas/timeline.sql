@@ -169,7 +169,9 @@ CREATE TABLE anomalies (
   log           TEXT,    -- 'waits' or 'signals'
   first_ns      INTEGER, -- start of the span (for overruns: last entry read before the gap)
   last_ns       INTEGER, -- end of the span (for overruns: first entry read after the gap)
-  lost_entries  INTEGER, -- entries missing (overrun), else 0
+  lost_entries  INTEGER, -- entries missing (overrun), else 0: the OS's own 'os_overrun_flag' rows
+                         -- repeat an overrun's count in detail only, so sum(lost_entries) counts
+                         -- each lost entry once
   detail        TEXT     -- a human-readable explanation with where it was found
 );
 
@@ -188,8 +190,13 @@ CREATE TABLE clock_fit (
   adapter        INTEGER PRIMARY KEY, -- adapter ordinal
   pairs          INTEGER,             -- calibration pairs used
   ppm            REAL,                -- fitted GPU clock drift against the CPU clock, parts per million
+                                      -- (from the first and last pairs); NULL with fewer than 3 pairs,
+                                      -- where nothing says how far to trust it
   residual_rms_ns REAL,               -- root mean square of the residuals
-  residual_max_ns REAL                -- largest absolute residual
+  residual_max_ns REAL,               -- largest absolute residual
+  ppm_stderr     REAL                 -- standard error of the drift (ppm) from a least-squares line
+                                      -- through every pair: drift is ppm +- 2 ppm_stderr; NULL with
+                                      -- fewer than 3 pairs
 );
 
 -- Ground truth from the simulator (sessions recorded with --ground-truth).

@@ -166,6 +166,52 @@ static int scan_session_end(sqlite3 *db, struct nf_render_layout *lay, struct nf
 	return 0;
 }
 
+/* A duration for an error message: "10 s", "4.935 ms" (three decimals at most). */
+static void window_dur(char *buf, size_t len, int64_t ns)
+{
+	static const struct {
+		int64_t size;
+		const char *unit;
+	} units[] = { { 1000000000, "s" }, { 1000000, "ms" }, { 1000, "\xC2\xB5s" }, { 1, "ns" } };
+	size_t u = 0, n;
+
+	while (u < 3 && (ns < 0 ? -ns : ns) < units[u].size)
+		u++;
+	snprintf(buf, len, "%.3f", (double)ns / (double)units[u].size);
+	n = strlen(buf);
+	while (n > 1 && buf[n - 1] == '0')
+		buf[--n] = 0;
+	if (n > 1 && buf[n - 1] == '.')
+		buf[--n] = 0;
+	snprintf(buf + n, len - n, " %s", units[u].unit);
+}
+
+/* A fence filter naming no fence of the timeline is a user error, as a queue's is. */
+static int check_fences(sqlite3 *db, const struct nf_render_options *opts, struct nf_error *err)
+{
+	sqlite3_stmt *st;
+	int ret = 0;
+
+	if (!opts->fences || opts->n_fences <= 0)
+		return 0;
+	if (sqlite3_prepare_v2(db, "SELECT 1 FROM fences WHERE fence = ?1", -1, &st, NULL) != SQLITE_OK)
+		return sql_fail(db, err, "checking --fence");
+	for (int i = 0; i < opts->n_fences && ret == 0; i++) {
+		int rc;
+
+		sqlite3_reset(st);
+		sqlite3_bind_int64(st, 1, opts->fences[i]);
+		rc = sqlite3_step(st);
+		if (rc == SQLITE_DONE)
+			ret = nf_error_set(err, NF_ENOENT, "fence 0x%" PRIx64 ": not in the timeline",
+					   (uint64_t)opts->fences[i]);
+		else if (rc != SQLITE_ROW)
+			ret = sql_fail(db, err, "checking --fence");
+	}
+	sqlite3_finalize(st);
+	return ret;
+}
+
 static int resolve_window(sqlite3 *db, const struct nf_render_options *opts,
 			  struct nf_render_layout *lay, struct nf_error *err)
 {
@@ -175,6 +221,17 @@ static int resolve_window(sqlite3 *db, const struct nf_render_options *opts,
 		return nf_error_set(err, NF_EINVAL, "time window: negative time");
 	if (!lay->has_duration && (rc = scan_session_end(db, lay, err)) < 0)
 		return rc;
+	if ((rc = check_fences(db, opts, err)) < 0)
+		return rc;
+	/* A window after the session's end would draw an empty page: an error, not a picture. */
+	if (opts->from_ns >= 0 && lay->session_end > 0 && opts->from_ns >= lay->session_end) {
+		char a[32], b[32];
+
+		window_dur(a, sizeof(a), opts->from_ns);
+		window_dur(b, sizeof(b), lay->session_end);
+		return nf_error_set(err, NF_EINVAL,
+				    "time window: start %s is not before the session's end (%s)", a, b);
+	}
 	lay->t0 = opts->from_ns >= 0 ? opts->from_ns : 0;
 	lay->t1 = opts->to_ns >= 0 ? opts->to_ns : lay->session_end;
 	if (opts->to_ns < 0 && lay->t1 <= lay->t0)

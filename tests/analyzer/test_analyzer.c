@@ -233,6 +233,9 @@ START_TEST(clock_drift_and_jitter)
 	ck_assert_msg(ppm >= 55 && ppm <= 70, "ppm %lld", (long long)ppm);
 	int64_t rms = q_int(fx.db, "SELECT CAST(residual_rms_ns AS INTEGER) FROM clock_fit");
 	ck_assert_msg(rms > 800 && rms < 2500, "rms %lld", (long long)rms);
+	/* The drift comes with its uncertainty: small next to it, not zero (the jitter). */
+	double se = (double)q_int(fx.db, "SELECT CAST(ppm_stderr * 1000 AS INTEGER) FROM clock_fit") / 1000.0;
+	ck_assert_msg(se > 0.0 && se < 20.0, "ppm_stderr %.3f", se);
 	fx_close(&fx);
 	free(truth);
 	free(errs);
@@ -528,15 +531,28 @@ START_TEST(queue_busy_view)
 	ev_queued(&fx, false, 600, 0, 1, 11, 3);  /* [600, 700] */
 	ev_queued(&fx, false, 650, 0, 1, 11, 4);  /* lost: no end, left out */
 	ev_queued(&fx, false, 100, 0, 2, 11, 5);  /* another queue: [100, 300] */
+	ev_queued(&fx, true, 100, 0, 3, 11, 1);   /* queue 3: waits [100, 400] stalled [200, 400] */
+	ev_queued(&fx, true, 150, 0, 3, 11, 2);   /* ... and [150, 450] stalled [300, 450] */
+	entry(&fx, 0, 3, NF_LOG_WAITS, 0, 0, 11, 1, 200, 400);
+	entry(&fx, 0, 3, NF_LOG_WAITS, 0, 1, 11, 2, 300, 450);
 	entry(&fx, 0, 1, 2, 0, 0, 11, 1, 0, 500);
 	entry(&fx, 0, 1, 2, 0, 1, 11, 2, 0, 550);
 	entry(&fx, 0, 1, 2, 0, 2, 11, 3, 0, 700);
 	entry(&fx, 0, 2, 2, 0, 0, 11, 5, 0, 300);
 	fx_finish(&fx);
-	ck_assert_int_eq(q_int(fx.db, "SELECT busy_ns FROM queue_busy WHERE queue = 1"), 550);
+	ck_assert_int_eq(q_int(fx.db, "SELECT in_flight_ns FROM queue_busy WHERE queue = 1"), 550);
 	ck_assert_int_eq(q_int(fx.db, "SELECT ops FROM queue_busy WHERE queue = 1"), 3);
 	ck_assert_int_eq(q_int(fx.db, "SELECT span_ns FROM queue_busy WHERE queue = 1"), 600);
-	ck_assert_int_eq(q_int(fx.db, "SELECT busy_ns FROM queue_busy WHERE queue = 2"), 200);
+	ck_assert_int_eq(q_int(fx.db, "SELECT in_flight_ns FROM queue_busy WHERE queue = 2"), 200);
+	/* Stalls told apart: in flight [100, 450], stalled [200, 450] (the union of both stalls). */
+	ck_assert_int_eq(q_int(fx.db, "SELECT in_flight_ns FROM queue_busy WHERE queue = 3"), 350);
+	ck_assert_int_eq(q_int(fx.db, "SELECT stalled_ns FROM queue_busy WHERE queue = 3"), 250);
+	ck_assert_int_eq(q_int(fx.db, "SELECT in_flight_not_stalled_ns FROM queue_busy WHERE queue = 3"), 100);
+	ck_assert_int_eq(q_int(fx.db, "SELECT stalled_ns FROM queue_busy WHERE queue = 1"), 0);
+	/* Two calibration pairs fit any line: no drift is claimed, nor an uncertainty. */
+	ck_assert_int_eq(q_int(fx.db, "SELECT pairs FROM clock_fit WHERE adapter = 0"), 2);
+	ck_assert_int_eq(q_int(fx.db, "SELECT ppm IS NULL AND ppm_stderr IS NULL FROM clock_fit "
+				      "WHERE adapter = 0"), 1);
 	fx_close(&fx);
 }
 END_TEST
@@ -676,8 +692,11 @@ START_TEST(objects_and_meta)
 	ck_assert_str_eq(q_text(fx.db, "SELECT group_concat(x, ' ') FROM (SELECT needed || '/' || "
 				       "coalesce(queue, 'n') AS x FROM interrupts ORDER BY id)", buf,
 				sizeof(buf)), "0/n 1/7");
+	/* The OS's flag repeats the count in its detail only: sum(lost_entries) counts it once. */
 	ck_assert_int_eq(q_int(fx.db, "SELECT lost_entries FROM anomalies WHERE kind = "
-				      "'os_overrun_flag'"), 12);
+				      "'os_overrun_flag'"), 0);
+	ck_assert_int_eq(q_int(fx.db, "SELECT count(*) FROM anomalies WHERE kind = "
+				      "'os_overrun_flag' AND detail LIKE '%flagged 12 lost%'"), 1);
 	ck_assert_str_eq(q_text(fx.db, "SELECT op || fence || fate || log_seq || end_ns FROM "
 				       "truth_ops", buf, sizeof(buf)), "wait1lost530");
 	ck_assert_int_eq(q_int(fx.db, "SELECT destroyed_ns FROM fences WHERE fence = 1"), 900);

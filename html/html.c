@@ -1,0 +1,1056 @@
+/*
+ * nf_html_report: the interactive HTML report. Reads the timeline database in
+ * one read transaction and writes the page streaming:
+ *   1. rows: one per hardware queue (grouped by adapter and node in the page),
+ *      one per CPU thread (grouped by the process that owns the handles it used);
+ *   2. pass 1 over fence_ops counts every operation of the window into its
+ *      row's summary bins and into a fine histogram of start times, from which
+ *      the detail cut (at most max_ops operations) and the next window are found;
+ *   3. pass 2 writes the details of the operations before the cut, each wait
+ *      with the signal that released it (deps, merged by wait id) and its stall;
+ *      then CPU waits, CPU signals and anomalies before the cut;
+ *   4. the rows, the summaries and the page's script (html/report.html).
+ * Memory is bounded by the rows, the bins and the handle map, not the session.
+ */
+#include "nftrace/html.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "report_html.h"
+
+/* Fine histogram of start times, for finding the detail cut. */
+#define HIST_BINS 65536
+/* Anomalies (lost spans, timestamp marks) written at most. */
+#define MAX_ANOMALIES 50000
+/* Rows at most (queues + threads). */
+#define MAX_ROWS 20000
+
+enum row_kind { ROW_QUEUE, ROW_THREAD };
+
+struct row {
+	enum row_kind kind;
+	int64_t id;          /* queue handle or thread id */
+	int64_t adapter, node, engine;
+	int64_t process;     /* threads: owning process of a handle it used, -1 unknown */
+	char name[96];
+	char adapter_name[96];
+	uint32_t *bins;      /* NF_HTML_BINS x 3: waits, signals, CPU waits starting in the bin */
+};
+
+struct html {
+	sqlite3 *db;
+	FILE *f;
+	const struct nf_html_options *o;
+	struct nf_error *err;
+	int64_t t0, t1, session_end;
+	int has_duration;
+	char source[64], mode[64], seed[32], scenario[96];
+	struct row *rows;
+	size_t n_rows, n_queues;
+	/* handle -> process, sorted by handle */
+	int64_t (*handles)[2];
+	size_t n_handles;
+	uint32_t *hist;
+	int64_t *hist_id;       /* per histogram bin: lowest and highest operation id in it */
+	int64_t lo_id, hi_id;   /* ids of the detailed operations lie in [lo_id, hi_id] */
+	int64_t n_ops, n_detail, n_cpu_waits, n_cpu_signals, n_anomalies;
+	int64_t cut, next_to;   /* details cover [t0, cut); the next window [cut, next_to) */
+	int64_t detail_full;    /* 1 when every operation of the window is detailed */
+	char *in_q, *in_f;      /* " AND queue IN (...)" filters or "" */
+};
+
+static int sql_fail(struct html *h, const char *what)
+{
+	return nf_error_set(h->err, NF_ESQL, "%s: %s", what, sqlite3_errmsg(h->db));
+}
+
+/* ---- writing ---- */
+
+static void put(struct html *h, const char *s)
+{
+	fputs(s, h->f);
+}
+
+static void put_i64(struct html *h, int64_t v)
+{
+	char buf[24], *p = buf + sizeof(buf);
+	uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+
+	*--p = 0;
+	do {
+		*--p = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	if (v < 0)
+		*--p = '-';
+	fputs(p, h->f);
+}
+
+/* A value JavaScript holds exactly as a number, else as a decimal string. */
+static void put_big(struct html *h, int64_t v)
+{
+	if (v > ((int64_t)1 << 53) || v < -((int64_t)1 << 53)) {
+		fputc('"', h->f);
+		put_i64(h, v);
+		fputc('"', h->f);
+	} else {
+		put_i64(h, v);
+	}
+}
+
+/* A column: its integer, or null. */
+static void put_col(struct html *h, sqlite3_stmt *st, int col)
+{
+	if (sqlite3_column_type(st, col) == SQLITE_NULL)
+		put(h, "null");
+	else
+		put_big(h, sqlite3_column_int64(st, col));
+}
+
+/* A time column relative to the window start, or null. */
+static void put_time(struct html *h, sqlite3_stmt *st, int col)
+{
+	if (sqlite3_column_type(st, col) == SQLITE_NULL)
+		put(h, "null");
+	else
+		put_i64(h, sqlite3_column_int64(st, col) - h->t0);
+}
+
+/* A JSON string, safe inside <script>: '<' is escaped so that no "</script>" appears. */
+static void put_str(struct html *h, const char *s)
+{
+	fputc('"', h->f);
+	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(h->f, "\\%c", *p);
+		else if (*p < 0x20 || *p == '<' || *p == '>' || *p == '&')
+			fprintf(h->f, "\\u%04x", *p);
+		else
+			fputc(*p, h->f);
+	}
+	fputc('"', h->f);
+}
+
+/* ---- reading ---- */
+
+static int open_db(struct html *h, const char *path)
+{
+	struct stat sb;
+	sqlite3_stmt *st;
+	int ok;
+
+	if (stat(path, &sb) != 0)
+		return nf_error_set(h->err, errno == ENOENT ? NF_ENOENT : NF_EIO, "%s: %s", path,
+				    strerror(errno));
+	if (sqlite3_open_v2(path, &h->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) !=
+	    SQLITE_OK)
+		return nf_error_set(h->err, NF_ESQL, "%s: cannot open: %s", path,
+				    h->db ? sqlite3_errmsg(h->db) : "out of memory");
+	if (sqlite3_prepare_v2(h->db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND "
+				      "name IN ('meta','queues','fence_ops','deps','anomalies',"
+				      "'cpu_waits','cpu_signals','adapters','fences','fence_handles')",
+			       -1, &st, NULL) != SQLITE_OK)
+		return nf_error_set(h->err, NF_EFORMAT, "%s: not a timeline database: %s", path,
+				    sqlite3_errmsg(h->db));
+	ok = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) == 10;
+	sqlite3_finalize(st);
+	if (!ok)
+		return nf_error_set(h->err, NF_EFORMAT,
+				    "%s: not a timeline database (tables of schemas/timeline.sql missing)",
+				    path);
+	if (sqlite3_exec(h->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
+		return nf_error_set(h->err, NF_ESQL, "%s: %s", path, sqlite3_errmsg(h->db));
+	return 0;
+}
+
+static void copy_col(char *dst, size_t len, sqlite3_stmt *st, int col)
+{
+	const unsigned char *t = sqlite3_column_text(st, col);
+
+	snprintf(dst, len, "%s", t ? (const char *)t : "");
+}
+
+static int read_meta(struct html *h)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	if (sqlite3_prepare_v2(h->db, "SELECT key, value FROM meta WHERE key IN "
+				      "('duration_ns','source','mode','seed','scenario')",
+			       -1, &st, NULL) != SQLITE_OK)
+		return sql_fail(h, "reading meta");
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *key = (const char *)sqlite3_column_text(st, 0);
+
+		if (!key || sqlite3_column_type(st, 1) == SQLITE_NULL)
+			continue;
+		if (!strcmp(key, "duration_ns") && sqlite3_column_int64(st, 1) > 0) {
+			h->session_end = sqlite3_column_int64(st, 1);
+			h->has_duration = 1;
+		} else if (!strcmp(key, "source")) {
+			copy_col(h->source, sizeof(h->source), st, 1);
+		} else if (!strcmp(key, "mode")) {
+			copy_col(h->mode, sizeof(h->mode), st, 1);
+		} else if (!strcmp(key, "seed")) {
+			copy_col(h->seed, sizeof(h->seed), st, 1);
+		} else if (!strcmp(key, "scenario")) {
+			copy_col(h->scenario, sizeof(h->scenario), st, 1);
+		}
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE)
+		return sql_fail(h, "reading meta");
+	if (!h->has_duration) {
+		static const char sql[] =
+			"SELECT max(coalesce((SELECT max(max(coalesce(queued_ns,0), coalesce(observed_ns,0),"
+			" coalesce(end_ns,0))) FROM fence_ops), 0),"
+			" coalesce((SELECT max(max(start_ns, coalesce(end_ns,0))) FROM cpu_waits), 0),"
+			" coalesce((SELECT max(ts_ns) FROM cpu_signals), 0))";
+
+		if (sqlite3_prepare_v2(h->db, sql, -1, &st, NULL) != SQLITE_OK)
+			return sql_fail(h, "finding the session end");
+		rc = sqlite3_step(st);
+		if (rc == SQLITE_ROW)
+			h->session_end = sqlite3_column_int64(st, 0);
+		sqlite3_finalize(st);
+		if (rc != SQLITE_ROW)
+			return sql_fail(h, "finding the session end");
+	}
+	return 0;
+}
+
+/* A duration for people: "10 s", "4.935 ms", "120 ns" (up to three decimals, trailing zeros dropped). */
+static void fmt_dur(char *buf, size_t len, int64_t ns)
+{
+	static const struct { int64_t size; const char *unit; } units[] = {
+		{ 1000000000, "s" }, { 1000000, "ms" }, { 1000, "\xC2\xB5s" }, { 1, "ns" } };
+	int64_t a = ns < 0 ? -ns : ns;
+	size_t u = 0, n;
+
+	while (u < 3 && a < units[u].size)
+		u++;
+	snprintf(buf, len, "%.3f", (double)ns / (double)units[u].size);
+	n = strlen(buf);
+	while (n > 1 && buf[n - 1] == '0')
+		buf[--n] = 0;
+	if (n > 1 && buf[n - 1] == '.')
+		buf[--n] = 0;
+	snprintf(buf + n, len - n, " %s", units[u].unit);
+}
+
+static int resolve_window(struct html *h)
+{
+	char a[32], b[32];
+
+	const struct nf_html_options *o = h->o;
+
+	if (o->from_ns < -1 || o->to_ns < -1)
+		return nf_error_set(h->err, NF_EINVAL, "time window: negative time");
+	h->t0 = o->from_ns >= 0 ? o->from_ns : 0;
+	h->t1 = o->to_ns >= 0 ? o->to_ns : h->session_end;
+	if (o->from_ns >= 0 && o->from_ns >= h->session_end && h->session_end > 0)
+	{
+		fmt_dur(a, sizeof(a), o->from_ns);
+		fmt_dur(b, sizeof(b), h->session_end);
+		return nf_error_set(h->err, NF_EINVAL,
+				    "time window: start %s is not before the session's end (%s)", a, b);
+	}
+	if (o->to_ns < 0 && h->t1 <= h->t0)
+		h->t1 = h->t0 + 1000;  /* an empty session: a 1 µs window */
+	if (h->t1 <= h->t0) {
+		fmt_dur(a, sizeof(a), h->t1);
+		fmt_dur(b, sizeof(b), h->t0);
+		return nf_error_set(h->err, NF_EINVAL, "time window: end (%s) is not after start (%s)",
+				    a, b);
+	}
+	return 0;
+}
+
+/* " AND col IN (a,b,...)" or "" (sqlite3_malloc'd). */
+static char *in_list(const char *col, const int64_t *v, int n)
+{
+	char *s = sqlite3_mprintf("%s", n ? " AND " : ""), *t;
+
+	if (!n)
+		return s;
+	for (int i = 0; s && i < n; i++) {
+		t = sqlite3_mprintf("%s%s%s%lld", s, i ? "," : col, i ? "" : " IN (", (long long)v[i]);
+		sqlite3_free(s);
+		s = t;
+	}
+	if (s) {
+		t = sqlite3_mprintf("%s)", s);
+		sqlite3_free(s);
+		s = t;
+	}
+	return s;
+}
+
+/* Each filtered queue and fence must exist: a filter matching nothing is an error. */
+static int check_filters(struct html *h)
+{
+	static const char *const what[2] = { "queue", "fence" };
+	static const char *const sql[2] = { "SELECT 1 FROM queues WHERE queue = ?1",
+					    "SELECT 1 FROM fences WHERE fence = ?1" };
+
+	for (int k = 0; k < 2; k++) {
+		const int64_t *v = k ? h->o->fences : h->o->queues;
+		int n = k ? h->o->n_fences : h->o->n_queues;
+		sqlite3_stmt *st;
+
+		if (sqlite3_prepare_v2(h->db, sql[k], -1, &st, NULL) != SQLITE_OK)
+			return sql_fail(h, "checking the filters");
+		for (int i = 0; i < n; i++) {
+			int rc;
+
+			sqlite3_reset(st);
+			sqlite3_bind_int64(st, 1, v[i]);
+			rc = sqlite3_step(st);
+			if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+				sqlite3_finalize(st);
+				return sql_fail(h, "checking the filters");
+			}
+			if (rc == SQLITE_DONE) {
+				sqlite3_finalize(st);
+				return nf_error_set(h->err, NF_ENOENT, "%s 0x%" PRIx64 ": not in the timeline",
+						    what[k], (uint64_t)v[i]);
+			}
+		}
+		sqlite3_finalize(st);
+	}
+	return 0;
+}
+
+static int push_row(struct html *h, size_t *cap, const struct row *r)
+{
+	if (h->n_rows == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 64;
+		struct row *n;
+
+		if (ncap > MAX_ROWS)
+			return nf_error_set(h->err, NF_ENOMEM, "more than %d rows; filter queues",
+					    MAX_ROWS);
+		n = realloc(h->rows, ncap * sizeof(*n));
+		if (!n)
+			return nf_error_set(h->err, NF_ENOMEM, "out of memory for rows");
+		h->rows = n;
+		*cap = ncap;
+	}
+	h->rows[h->n_rows] = *r;
+	h->rows[h->n_rows].bins = calloc((size_t)NF_HTML_BINS * 3, sizeof(uint32_t));
+	if (!h->rows[h->n_rows].bins)
+		return nf_error_set(h->err, NF_ENOMEM, "out of memory for summaries");
+	h->n_rows++;
+	return 0;
+}
+
+static int build_rows(struct html *h)
+{
+	sqlite3_stmt *st;
+	char *sql;
+	size_t cap = 0;
+	int rc, ret = 0;
+
+	sql = sqlite3_mprintf("SELECT q.queue, coalesce(q.adapter,-1), coalesce(q.node,-1), "
+			      "coalesce(q.engine,-1), q.name, a.name FROM queues q "
+			      "LEFT JOIN adapters a ON a.adapter = q.adapter WHERE 1%s "
+			      "ORDER BY coalesce(q.adapter,-1), coalesce(q.node,-1), q.queue",
+			      h->in_q);
+	if (!sql)
+		return nf_error_set(h->err, NF_ENOMEM, "out of memory");
+	rc = sqlite3_prepare_v2(h->db, sql, -1, &st, NULL);
+	sqlite3_free(sql);
+	if (rc != SQLITE_OK)
+		return sql_fail(h, "reading queues");
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct row r = { .kind = ROW_QUEUE, .process = -1 };
+
+		r.id = sqlite3_column_int64(st, 0);
+		r.adapter = sqlite3_column_int64(st, 1);
+		r.node = sqlite3_column_int64(st, 2);
+		r.engine = sqlite3_column_int64(st, 3);
+		copy_col(r.name, sizeof(r.name), st, 4);
+		copy_col(r.adapter_name, sizeof(r.adapter_name), st, 5);
+		if ((ret = push_row(h, &cap, &r)) < 0)
+			break;
+	}
+	sqlite3_finalize(st);
+	if (ret < 0)
+		return ret;
+	if (rc != SQLITE_DONE)
+		return sql_fail(h, "reading queues");
+	h->n_queues = h->n_rows;
+
+	/* CPU threads: with a queue filter, those that queued work there. */
+	if (h->o->n_queues)
+		sql = sqlite3_mprintf("SELECT DISTINCT thread FROM queue_threads WHERE thread IS NOT NULL"
+				      "%s%s ORDER BY 1", h->in_q, h->in_f);
+	else
+		sql = sqlite3_mprintf("SELECT thread FROM cpu_waits WHERE thread IS NOT NULL%s "
+				      "UNION SELECT thread FROM cpu_signals WHERE thread IS NOT NULL%s "
+				      "UNION SELECT thread FROM queue_threads WHERE thread IS NOT NULL%s "
+				      "ORDER BY 1", h->in_f, h->in_f, h->in_f);
+	if (!sql)
+		return nf_error_set(h->err, NF_ENOMEM, "out of memory");
+	rc = sqlite3_prepare_v2(h->db, sql, -1, &st, NULL);
+	sqlite3_free(sql);
+	if (rc != SQLITE_OK)
+		return sql_fail(h, "reading threads");
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct row r = { .kind = ROW_THREAD, .adapter = -1, .node = -1, .engine = -1,
+				 .process = -1 };
+
+		r.id = sqlite3_column_int64(st, 0);
+		if ((ret = push_row(h, &cap, &r)) < 0)
+			break;
+	}
+	sqlite3_finalize(st);
+	if (ret < 0)
+		return ret;
+	if (rc != SQLITE_DONE)
+		return sql_fail(h, "reading threads");
+	return 0;
+}
+
+/* The row of a queue or thread (rows are sorted by id within each kind? no: by
+ * adapter for queues), found by linear-then-cached lookup. */
+static int64_t find_row(const struct html *h, enum row_kind kind, int64_t id, size_t *hint)
+{
+	size_t lo = kind == ROW_QUEUE ? 0 : h->n_queues, hi = kind == ROW_QUEUE ? h->n_queues : h->n_rows;
+
+	if (*hint >= lo && *hint < hi && h->rows[*hint].id == id)
+		return (int64_t)*hint;
+	if (kind == ROW_THREAD) {  /* threads are sorted by id */
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (h->rows[mid].id < id)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo < h->n_rows && h->rows[lo].id == id) {
+			*hint = lo;
+			return (int64_t)lo;
+		}
+		return -1;
+	}
+	for (size_t i = lo; i < hi; i++)
+		if (h->rows[i].id == id) {
+			*hint = i;
+			return (int64_t)i;
+		}
+	return -1;
+}
+
+static int load_handles(struct html *h)
+{
+	sqlite3_stmt *st;
+	size_t cap = 0;
+	int rc;
+
+	if (sqlite3_prepare_v2(h->db, "SELECT handle, process FROM fence_handles "
+				      "WHERE process IS NOT NULL ORDER BY handle",
+			       -1, &st, NULL) != SQLITE_OK)
+		return sql_fail(h, "reading fence handles");
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (h->n_handles == cap) {
+			size_t ncap = cap ? cap * 2 : 256;
+			int64_t(*n)[2];
+
+			if (ncap > (1u << 24) || !(n = realloc(h->handles, ncap * sizeof(*n)))) {
+				sqlite3_finalize(st);
+				return nf_error_set(h->err, NF_ENOMEM, "out of memory for fence handles");
+			}
+			h->handles = n;
+			cap = ncap;
+		}
+		h->handles[h->n_handles][0] = sqlite3_column_int64(st, 0);
+		h->handles[h->n_handles][1] = sqlite3_column_int64(st, 1);
+		h->n_handles++;
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE)
+		return sql_fail(h, "reading fence handles");
+	return 0;
+}
+
+static int64_t handle_process(const struct html *h, int64_t handle)
+{
+	size_t lo = 0, hi = h->n_handles;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (h->handles[mid][0] < handle)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < h->n_handles && h->handles[lo][0] == handle ? h->handles[lo][1] : -1;
+}
+
+static int bin_of(const struct html *h, int64_t t, int nbins)
+{
+	double b = (double)(t - h->t0) * nbins / (double)(h->t1 - h->t0);
+
+	return b < 0 ? 0 : b >= nbins ? nbins - 1 : (int)b;
+}
+
+/* The start of an operation for placing it: queued, else observed, else end. */
+#define OP_START "coalesce(queued_ns, observed_ns, end_ns)"
+/* In the window: starts in it, or started before and ends (or is open) after t0. */
+#define OP_IN_WINDOW                                                                              \
+	OP_START " <= ?2 AND coalesce(end_ns, observed_ns, queued_ns) >= ?1"
+
+/* Pass 1: summaries, the histogram of starts, thread -> process. */
+static int pass_counts(struct html *h)
+{
+	sqlite3_stmt *st;
+	char *sql;
+	size_t qhint = 0, thint = 0;
+	int rc;
+
+	sql = sqlite3_mprintf("SELECT queue, op = 'wait', " OP_START ", thread, handle, id "
+			      "FROM fence_ops NOT INDEXED WHERE queue IS NOT NULL AND " OP_IN_WINDOW
+			      "%s%s",
+			      h->in_q, h->in_f);
+	if (!sql)
+		return nf_error_set(h->err, NF_ENOMEM, "out of memory");
+	rc = sqlite3_prepare_v2(h->db, sql, -1, &st, NULL);
+	sqlite3_free(sql);
+	if (rc != SQLITE_OK)
+		return sql_fail(h, "reading operations");
+	sqlite3_bind_int64(st, 1, h->t0);
+	sqlite3_bind_int64(st, 2, h->t1);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t r = find_row(h, ROW_QUEUE, sqlite3_column_int64(st, 0), &qhint);
+		int64_t start = sqlite3_column_int64(st, 2);
+
+		if (r < 0)
+			continue;
+		h->n_ops++;
+		h->rows[r].bins[bin_of(h, start, NF_HTML_BINS) * 3 + (sqlite3_column_int(st, 1) ? 0 : 1)]++;
+		{
+			int hb = bin_of(h, start, HIST_BINS);
+			int64_t id = sqlite3_column_int64(st, 5);
+
+			h->hist[hb]++;
+			if (id < h->hist_id[2 * hb])
+				h->hist_id[2 * hb] = id;
+			if (id > h->hist_id[2 * hb + 1])
+				h->hist_id[2 * hb + 1] = id;
+		}
+		if (sqlite3_column_type(st, 3) != SQLITE_NULL && sqlite3_column_type(st, 4) != SQLITE_NULL) {
+			int64_t t = find_row(h, ROW_THREAD, sqlite3_column_int64(st, 3), &thint);
+
+			if (t >= 0 && h->rows[t].process < 0)
+				h->rows[t].process = handle_process(h, sqlite3_column_int64(st, 4));
+		}
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE)
+		return sql_fail(h, "reading operations");
+
+	sql = sqlite3_mprintf("SELECT thread, start_ns FROM cpu_waits WHERE thread IS NOT NULL "
+			      "AND start_ns <= ?2 AND coalesce(end_ns, start_ns) >= ?1%s",
+			      h->in_f);
+	if (!sql)
+		return nf_error_set(h->err, NF_ENOMEM, "out of memory");
+	rc = sqlite3_prepare_v2(h->db, sql, -1, &st, NULL);
+	sqlite3_free(sql);
+	if (rc != SQLITE_OK)
+		return sql_fail(h, "reading CPU waits");
+	sqlite3_bind_int64(st, 1, h->t0);
+	sqlite3_bind_int64(st, 2, h->t1);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t t = find_row(h, ROW_THREAD, sqlite3_column_int64(st, 0), &thint);
+
+		if (t >= 0)
+			h->rows[t].bins[bin_of(h, sqlite3_column_int64(st, 1), NF_HTML_BINS) * 3 + 2]++;
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE)
+		return sql_fail(h, "reading CPU waits");
+	return 0;
+}
+
+/* The time at the start of histogram bin b. */
+static int64_t hist_time(const struct html *h, int b)
+{
+	return h->t0 + (int64_t)((double)(h->t1 - h->t0) * b / HIST_BINS);
+}
+
+/* The detail cut: whole histogram bins from t0 holding at most max_ops operations. */
+static void find_cut(struct html *h, int64_t max_ops)
+{
+	int64_t sum = 0;
+	int b = 0, b2;
+
+	h->lo_id = INT64_MAX;
+	h->hi_id = INT64_MIN;
+	if (h->n_ops <= max_ops) {
+		h->cut = h->t1 + 1;
+		h->detail_full = 1;
+		b = HIST_BINS;
+	} else {
+		while (b < HIST_BINS && sum + h->hist[b] <= max_ops)
+			sum += h->hist[b++];
+		if (b == 0)
+			b = 1;  /* one bin holds more: take it, pass 2 stops at max_ops */
+		h->cut = hist_time(h, b);
+	}
+	for (int k = 0; k < b; k++) {
+		if (!h->hist[k])
+			continue;
+		if (h->hist_id[2 * k] < h->lo_id)
+			h->lo_id = h->hist_id[2 * k];
+		if (h->hist_id[2 * k + 1] > h->hi_id)
+			h->hi_id = h->hist_id[2 * k + 1];
+	}
+	if (h->detail_full)
+		return;
+	sum = 0;
+	b2 = b;
+	while (b2 < HIST_BINS && sum + h->hist[b2] <= max_ops)
+		sum += h->hist[b2++];
+	if (b2 == b)
+		b2 = b + 1;
+	h->next_to = b2 >= HIST_BINS ? h->t1 : hist_time(h, b2);
+}
+
+/* Pass 2: the details of the operations before the cut. */
+static int pass_details(struct html *h, int64_t max_ops)
+{
+	sqlite3_stmt *st, *dp;
+	char *sql;
+	size_t qhint = 0, thint = 0;
+	int rc, drc;
+	int64_t dep_wait = -1;
+
+	sql = sqlite3_mprintf("SELECT id, queue, op = 'wait', fence, value, queued_ns, observed_ns, "
+			      "end_ns, status, thread FROM fence_ops WHERE queue IS NOT NULL "
+			      "AND " OP_IN_WINDOW " AND " OP_START " < ?3 AND id BETWEEN ?4 AND ?5%s%s",
+			      h->in_q, h->in_f);
+	if (!sql)
+		return nf_error_set(h->err, NF_ENOMEM, "out of memory");
+	rc = sqlite3_prepare_v2(h->db, sql, -1, &st, NULL);
+	sqlite3_free(sql);
+	if (rc != SQLITE_OK)
+		return sql_fail(h, "reading operations");
+	/* Only the deps of the detailed range are sorted (deps has no index by wait_id). */
+	if (sqlite3_prepare_v2(h->db, "SELECT wait_id, signal_id, cpu_signal, stall_ns FROM deps "
+				      "WHERE wait_id BETWEEN ?1 AND ?2 ORDER BY wait_id",
+			       -1, &dp, NULL) != SQLITE_OK) {
+		sqlite3_finalize(st);
+		return sql_fail(h, "reading deps");
+	}
+	sqlite3_bind_int64(st, 1, h->t0);
+	sqlite3_bind_int64(st, 2, h->t1);
+	sqlite3_bind_int64(st, 3, h->cut);
+	sqlite3_bind_int64(st, 4, h->lo_id);
+	sqlite3_bind_int64(st, 5, h->hi_id);
+	sqlite3_bind_int64(dp, 1, h->lo_id);
+	sqlite3_bind_int64(dp, 2, h->hi_id);
+	drc = SQLITE_ROW;
+	put(h, "\"ops\":[");
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t id = sqlite3_column_int64(st, 0);
+		int64_t r = find_row(h, ROW_QUEUE, sqlite3_column_int64(st, 1), &qhint);
+		int64_t t = -1;
+		const unsigned char *status = sqlite3_column_text(st, 8);
+		int is_wait = sqlite3_column_int(st, 2);
+
+		if (r < 0)
+			continue;
+		if (h->n_detail >= max_ops)
+			break;
+		/* deps is in wait id order, fence_ops in id order: a merge. */
+		while (drc == SQLITE_ROW && dep_wait < id) {
+			drc = sqlite3_step(dp);
+			dep_wait = drc == SQLITE_ROW ? sqlite3_column_int64(dp, 0) : INT64_MAX;
+		}
+		if (sqlite3_column_type(st, 9) != SQLITE_NULL)
+			t = find_row(h, ROW_THREAD, sqlite3_column_int64(st, 9), &thint);
+		if (h->n_detail++)
+			put(h, ",\n");
+		/* [id,row,wait,fence,value,queued,observed,end,status,thread row,signal,cpu signal,stall] */
+		fputc('[', h->f);
+		put_i64(h, id);
+		fputc(',', h->f);
+		put_i64(h, r);
+		fputc(',', h->f);
+		put_i64(h, is_wait);
+		fputc(',', h->f);
+		put_col(h, st, 3);
+		fputc(',', h->f);
+		put_col(h, st, 4);
+		fputc(',', h->f);
+		put_time(h, st, 5);
+		fputc(',', h->f);
+		put_time(h, st, 6);
+		fputc(',', h->f);
+		put_time(h, st, 7);
+		fputc(',', h->f);
+		put_str(h, status ? (const char *)status : "");
+		fputc(',', h->f);
+		put_i64(h, t);
+		if (is_wait && drc == SQLITE_ROW && dep_wait == id) {
+			fputc(',', h->f);
+			put_col(h, dp, 1);
+			fputc(',', h->f);
+			put_col(h, dp, 2);
+			fputc(',', h->f);
+			put_col(h, dp, 3);
+		}
+		fputc(']', h->f);
+	}
+	sqlite3_finalize(dp);
+	sqlite3_finalize(st);
+	put(h, "],\n");
+	if ((rc != SQLITE_DONE && rc != SQLITE_ROW) || (drc != SQLITE_ROW && drc != SQLITE_DONE))
+		return sql_fail(h, "reading operations");
+	if (rc == SQLITE_ROW)
+		h->detail_full = 0;
+	return 0;
+}
+
+static int write_cpu(struct html *h)
+{
+	sqlite3_stmt *st;
+	char *sql;
+	size_t thint = 0;
+	int rc, first = 1;
+
+	sql = sqlite3_mprintf("SELECT id, thread, fence, value, start_ns, end_ns, status FROM cpu_waits "
+			      "WHERE thread IS NOT NULL AND start_ns <= ?2 AND "
+			      "coalesce(end_ns, start_ns) >= ?1 AND start_ns < ?3%s ORDER BY id",
+			      h->in_f);
+	if (!sql)
+		return nf_error_set(h->err, NF_ENOMEM, "out of memory");
+	rc = sqlite3_prepare_v2(h->db, sql, -1, &st, NULL);
+	sqlite3_free(sql);
+	if (rc != SQLITE_OK)
+		return sql_fail(h, "reading CPU waits");
+	sqlite3_bind_int64(st, 1, h->t0);
+	sqlite3_bind_int64(st, 2, h->t1);
+	sqlite3_bind_int64(st, 3, h->cut);
+	put(h, "\"cpuWaits\":[");
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t t = find_row(h, ROW_THREAD, sqlite3_column_int64(st, 1), &thint);
+		const unsigned char *status = sqlite3_column_text(st, 6);
+
+		if (t < 0)
+			continue;
+		put(h, first ? "[" : ",\n[");
+		first = 0;
+		h->n_cpu_waits++;
+		put_col(h, st, 0);
+		fputc(',', h->f);
+		put_i64(h, t);
+		fputc(',', h->f);
+		put_col(h, st, 2);
+		fputc(',', h->f);
+		put_col(h, st, 3);
+		fputc(',', h->f);
+		put_time(h, st, 4);
+		fputc(',', h->f);
+		put_time(h, st, 5);
+		fputc(',', h->f);
+		put_str(h, status ? (const char *)status : "");
+		fputc(']', h->f);
+	}
+	sqlite3_finalize(st);
+	put(h, "],\n");
+	if (rc != SQLITE_DONE)
+		return sql_fail(h, "reading CPU waits");
+
+	sql = sqlite3_mprintf("SELECT id, thread, fence, value, ts_ns FROM cpu_signals "
+			      "WHERE thread IS NOT NULL AND ts_ns >= ?1 AND ts_ns <= ?2 AND ts_ns < ?3%s "
+			      "ORDER BY id",
+			      h->in_f);
+	if (!sql)
+		return nf_error_set(h->err, NF_ENOMEM, "out of memory");
+	rc = sqlite3_prepare_v2(h->db, sql, -1, &st, NULL);
+	sqlite3_free(sql);
+	if (rc != SQLITE_OK)
+		return sql_fail(h, "reading CPU signals");
+	sqlite3_bind_int64(st, 1, h->t0);
+	sqlite3_bind_int64(st, 2, h->t1);
+	sqlite3_bind_int64(st, 3, h->cut);
+	first = 1;
+	put(h, "\"cpuSignals\":[");
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t t = find_row(h, ROW_THREAD, sqlite3_column_int64(st, 1), &thint);
+
+		if (t < 0)
+			continue;
+		put(h, first ? "[" : ",\n[");
+		first = 0;
+		h->n_cpu_signals++;
+		put_col(h, st, 0);
+		fputc(',', h->f);
+		put_i64(h, t);
+		fputc(',', h->f);
+		put_col(h, st, 2);
+		fputc(',', h->f);
+		put_col(h, st, 3);
+		fputc(',', h->f);
+		put_time(h, st, 4);
+		fputc(']', h->f);
+	}
+	sqlite3_finalize(st);
+	put(h, "],\n");
+	if (rc != SQLITE_DONE)
+		return sql_fail(h, "reading CPU signals");
+	return 0;
+}
+
+/* Anomalies of the window (all of them, not only before the cut: they are few). */
+static int write_anomalies(struct html *h)
+{
+	sqlite3_stmt *st;
+	char *sql;
+	size_t qhint = 0;
+	int rc, first = 1;
+
+	sql = sqlite3_mprintf("SELECT kind, queue, log, first_ns, last_ns, lost_entries, detail "
+			      "FROM anomalies WHERE queue IS NOT NULL AND "
+			      "coalesce(last_ns, first_ns) >= ?1 AND coalesce(first_ns, last_ns) <= ?2%s "
+			      "ORDER BY id",
+			      h->in_q);
+	if (!sql)
+		return nf_error_set(h->err, NF_ENOMEM, "out of memory");
+	rc = sqlite3_prepare_v2(h->db, sql, -1, &st, NULL);
+	sqlite3_free(sql);
+	if (rc != SQLITE_OK)
+		return sql_fail(h, "reading anomalies");
+	sqlite3_bind_int64(st, 1, h->t0);
+	sqlite3_bind_int64(st, 2, h->t1);
+	put(h, "\"anomalies\":[");
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t r = find_row(h, ROW_QUEUE, sqlite3_column_int64(st, 1), &qhint);
+		const unsigned char *s;
+
+		if (r < 0)
+			continue;
+		if (h->n_anomalies >= MAX_ANOMALIES) {
+			h->n_anomalies++;
+			continue;
+		}
+		put(h, first ? "[" : ",\n[");
+		first = 0;
+		h->n_anomalies++;
+		s = sqlite3_column_text(st, 0);
+		put_str(h, s ? (const char *)s : "");
+		fputc(',', h->f);
+		put_i64(h, r);
+		fputc(',', h->f);
+		s = sqlite3_column_text(st, 2);
+		put_str(h, s ? (const char *)s : "");
+		fputc(',', h->f);
+		put_time(h, st, 3);
+		fputc(',', h->f);
+		put_time(h, st, 4);
+		fputc(',', h->f);
+		put_col(h, st, 5);
+		fputc(',', h->f);
+		s = sqlite3_column_text(st, 6);
+		put_str(h, s ? (const char *)s : "");
+		fputc(']', h->f);
+	}
+	sqlite3_finalize(st);
+	put(h, "],\n");
+	if (rc != SQLITE_DONE)
+		return sql_fail(h, "reading anomalies");
+	return 0;
+}
+
+static void write_rows(struct html *h)
+{
+	put(h, "\"rows\":[");
+	for (size_t i = 0; i < h->n_rows; i++) {
+		const struct row *r = &h->rows[i];
+		int first = 1;
+
+		put(h, i ? ",\n{" : "{");
+		put(h, r->kind == ROW_QUEUE ? "\"kind\":\"queue\",\"id\":" : "\"kind\":\"thread\",\"id\":");
+		put_big(h, r->id);
+		put(h, ",\"adapter\":");
+		put_i64(h, r->adapter);
+		put(h, ",\"node\":");
+		put_i64(h, r->node);
+		put(h, ",\"engine\":");
+		put_i64(h, r->engine);
+		put(h, ",\"process\":");
+		put_i64(h, r->process);
+		put(h, ",\"name\":");
+		put_str(h, r->name);
+		put(h, ",\"adapterName\":");
+		put_str(h, r->adapter_name);
+		/* Summary bins, sparse: [bin, waits, signals, cpu waits]... */
+		put(h, ",\"bins\":[");
+		for (int b = 0; b < NF_HTML_BINS; b++) {
+			const uint32_t *c = &r->bins[b * 3];
+
+			if (!c[0] && !c[1] && !c[2])
+				continue;
+			put(h, first ? "" : ",");
+			first = 0;
+			put_i64(h, b);
+			for (int k = 0; k < 3; k++) {
+				fputc(',', h->f);
+				put_i64(h, c[k]);
+			}
+		}
+		put(h, "]}");
+	}
+	put(h, "],\n");
+}
+
+static void write_meta(struct html *h, int64_t max_ops)
+{
+	put(h, "\"title\":");
+	put_str(h, h->o->title ? h->o->title : "nftrace session");
+	put(h, ",\"session\":");
+	put_str(h, h->o->session ? h->o->session : "DIR");
+	put(h, ",\"source\":");
+	put_str(h, h->source);
+	put(h, ",\"mode\":");
+	put_str(h, h->mode);
+	put(h, ",\"seed\":");
+	put_str(h, h->seed);
+	put(h, ",\"scenario\":");
+	put_str(h, h->scenario);
+	put(h, ",\"t0\":");
+	put_i64(h, h->t0);
+	put(h, ",\"span\":");
+	put_i64(h, h->t1 - h->t0);
+	put(h, ",\"sessionEnd\":");
+	put_i64(h, h->session_end);
+	put(h, ",\"bins\":");
+	put_i64(h, NF_HTML_BINS);
+	put(h, ",\"nOps\":");
+	put_i64(h, h->n_ops);
+	put(h, ",\"nDetail\":");
+	put_i64(h, h->n_detail);
+	put(h, ",\"maxOps\":");
+	put_i64(h, max_ops);
+	put(h, ",\"detailFull\":");
+	put_i64(h, h->detail_full);
+	put(h, ",\"cut\":");
+	put_i64(h, h->detail_full ? h->t1 - h->t0 : h->cut - h->t0);
+	put(h, ",\"nextTo\":");
+	put_i64(h, h->detail_full ? 0 : h->next_to);
+	put(h, ",\"nAnomalies\":");
+	put_i64(h, h->n_anomalies);
+	put(h, ",\"filters\":{\"queues\":[");
+	for (int i = 0; i < h->o->n_queues; i++) {
+		put(h, i ? "," : "");
+		put_big(h, h->o->queues[i]);
+	}
+	put(h, "],\"fences\":[");
+	for (int i = 0; i < h->o->n_fences; i++) {
+		put(h, i ? "," : "");
+		put_big(h, h->o->fences[i]);
+	}
+	put(h, "]}\n");
+}
+
+/* The page template is split at its data marker. */
+static const char data_marker[] = "/*@NF_DATA@*/";
+
+static int write_page(struct html *h, int64_t max_ops)
+{
+	const char *mark = strstr(nf_report_html, data_marker);
+	int ret;
+
+	if (!mark)
+		return nf_error_set(h->err, NF_EFORMAT, "page template without its data marker");
+	fwrite(nf_report_html, 1, (size_t)(mark - nf_report_html), h->f);
+	put(h, "{");
+	if ((ret = pass_details(h, max_ops)) < 0 || (ret = write_cpu(h)) < 0 ||
+	    (ret = write_anomalies(h)) < 0)
+		return ret;
+	write_rows(h);
+	write_meta(h, max_ops);
+	put(h, "}");
+	put(h, mark + sizeof(data_marker) - 1);
+	return 0;
+}
+
+static void html_release(struct html *h)
+{
+	for (size_t i = 0; i < h->n_rows; i++)
+		free(h->rows[i].bins);
+	free(h->rows);
+	free(h->handles);
+	free(h->hist);
+	free(h->hist_id);
+	sqlite3_free(h->in_q);
+	sqlite3_free(h->in_f);
+	sqlite3_close(h->db);  /* ends the read transaction */
+}
+
+int nf_html_report(const char *db_path, const struct nf_html_options *opts, struct nf_error *err)
+{
+	struct html h;
+	int64_t max_ops;
+	int ret;
+
+	if (!db_path || !opts || !opts->output || !*opts->output)
+		return nf_error_set(err, NF_EINVAL, "html report: no database or no output file");
+	max_ops = opts->max_ops ? opts->max_ops : NF_HTML_DEFAULT_MAX_OPS;
+	if (max_ops < 1 || max_ops > NF_HTML_MAX_MAX_OPS)
+		return nf_error_set(err, NF_EINVAL, "--max-ops must be between 1 and %d",
+				    NF_HTML_MAX_MAX_OPS);
+	memset(&h, 0, sizeof(h));
+	h.o = opts;
+	h.err = err;
+	h.in_q = in_list("queue", opts->queues, opts->queues ? opts->n_queues : 0);
+	h.in_f = in_list("fence", opts->fences, opts->fences ? opts->n_fences : 0);
+	h.hist = calloc(HIST_BINS, sizeof(uint32_t));
+	h.hist_id = malloc(2 * HIST_BINS * sizeof(int64_t));
+	if (!h.in_q || !h.in_f || !h.hist || !h.hist_id) {
+		ret = nf_error_set(err, NF_ENOMEM, "out of memory");
+		goto out_release;
+	}
+	for (int k = 0; k < HIST_BINS; k++) {
+		h.hist_id[2 * k] = INT64_MAX;
+		h.hist_id[2 * k + 1] = INT64_MIN;
+	}
+	if ((ret = open_db(&h, db_path)) < 0)
+		goto out_release;
+	if ((ret = read_meta(&h)) < 0 || (ret = resolve_window(&h)) < 0 ||
+	    (ret = check_filters(&h)) < 0 || (ret = build_rows(&h)) < 0 ||
+	    (ret = load_handles(&h)) < 0 || (ret = pass_counts(&h)) < 0) {
+		if (ret != NF_EINVAL && ret != NF_ENOENT)
+			nf_error_prefix(err, "%s", db_path);
+		goto out_release;
+	}
+	find_cut(&h, max_ops);
+	h.f = fopen(opts->output, "wb");
+	if (!h.f) {
+		ret = nf_error_set(err, errno == ENOENT ? NF_ENOENT : NF_EIO, "%s: cannot create: %s",
+				   opts->output, strerror(errno));
+		goto out_release;
+	}
+	setvbuf(h.f, NULL, _IOFBF, 1 << 20);
+	ret = write_page(&h, max_ops);
+	if (ret == 0 && ferror(h.f))
+		ret = nf_error_set(err, NF_EIO, "%s: write failed: %s", opts->output, strerror(errno));
+	if (fclose(h.f) != 0 && ret == 0)
+		ret = nf_error_set(err, NF_EIO, "%s: %s", opts->output, strerror(errno));
+	if (ret < 0)
+		unlink(opts->output);  /* no partial page left behind */
+out_release:
+	html_release(&h);
+	return ret;
+}

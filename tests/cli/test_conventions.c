@@ -1,0 +1,157 @@
+/*
+ * One way to write a handle and one CLI convention (issue 20), end to end on
+ * the log-buffer example and the overrun sample:
+ *  - handles in hex where people read them (the query table view, --report
+ *    tables, the views' *_hex columns), integers where programs read them
+ *    (CSV, JSON); options take both forms;
+ *  - a filter matching nothing (--fence, --queue, --from past the end) is a
+ *    one-line error with exit 1, for pictures as for the HTML page;
+ *  - -h on every command; info --json; check's GPU timestamps carry a unit.
+ */
+#include "nf_test.h"
+
+static char tmpdir[1024];
+
+static void setup(void)
+{
+	nf_test_tmpdir(tmpdir, sizeof(tmpdir));
+}
+
+static void teardown(void)
+{
+	if (!getenv("NF_KEEP_TMP"))
+		nf_test_rmtree(tmpdir);
+}
+
+static void run_ok(const char *cmd, char *out, size_t len)
+{
+	char err[4096];
+	int rc = nf_test_run(cmd, out, len, err, sizeof(err));
+
+	ck_assert_msg(rc == 0, "`%.300s` exited %d: %.1500s", cmd, rc, err);
+}
+
+static void record(const char *sample, const char *name, char *dir, size_t len)
+{
+	char cmd[4096], src[2048], rel[256], out[256];
+
+	snprintf(rel, sizeof(rel), "samples/%s", sample);
+	nf_test_source_path(src, sizeof(src), rel);
+	snprintf(dir, len, "%s/%s", tmpdir, name);
+	snprintf(cmd, sizeof(cmd), "'%s' record --seed 7 -o '%s' '%s'", nf_test_nftrace(), dir, src);
+	run_ok(cmd, out, sizeof(out));
+}
+
+START_TEST(handles_hex_for_people_integers_for_programs)
+{
+	char dir[1200], cmd[16384], out[8192];
+
+	record("log-buffer-example.nfs", "s", dir, sizeof(dir));
+	/* the table view */
+	snprintf(cmd, sizeof(cmd), "'%s' query '%s' \"select id, queue, fence, handle from fence_ops order by id limit 1\"",
+		 nf_test_nftrace(), dir);
+	run_ok(cmd, out, sizeof(out));
+	ck_assert_msg(strstr(out, "0x4000") && !strstr(out, "10737"), "table view: %s", out);
+	/* --report tables */
+	snprintf(cmd, sizeof(cmd), "'%s' query '%s' --report queues", nf_test_nftrace(), dir);
+	run_ok(cmd, out, sizeof(out));
+	ck_assert_msg(strstr(out, "\n0x4000") && !strstr(out, "10737"), "--report queues: %s", out);
+	/* CSV and JSON: integers */
+	snprintf(cmd, sizeof(cmd), "'%s' query --csv '%s' \"select queue, fence from fence_ops order by id limit 1\"",
+		 nf_test_nftrace(), dir);
+	run_ok(cmd, out, sizeof(out));
+	ck_assert_msg(strstr(out, "\n10737") && !strstr(out, "0x"), "CSV: %s", out);
+	snprintf(cmd, sizeof(cmd), "'%s' query --json '%s' \"select queue from fence_ops order by id limit 1\"",
+		 nf_test_nftrace(), dir);
+	run_ok(cmd, out, sizeof(out));
+	ck_assert_msg(strstr(out, "\"queue\": 10737") != NULL, "JSON: %s", out);
+	/* the views' hex text columns, equal to the integers */
+	snprintf(cmd, sizeof(cmd), "'%s' query --csv '%s' \"select count(*) from queue_summary "
+		 "where queue_hex = printf('0x%%x', queue); select count(*) from queues\"",
+		 nf_test_nftrace(), dir);
+	run_ok(cmd, out, sizeof(out));
+	{
+		long a, b;
+
+		ck_assert_msg(sscanf(out, "count(*)\n%ld\n\ncount(*)\n%ld", &a, &b) == 2 ||
+				      sscanf(out, "count(*)\n%ld\ncount(*)\n%ld", &a, &b) == 2,
+			      "views: %s", out);
+		ck_assert_int_eq(a, b);
+		ck_assert_int_gt(a, 0);
+	}
+	/* options take both forms: the same picture for 0x... and decimal */
+	snprintf(cmd, sizeof(cmd),
+		 "'%s' report '%s' -o '%s/a.png' --queue 0x40000040 && '%s' report '%s' -o '%s/b.png' "
+		 "--queue 1073741888 && cmp '%s/a.png' '%s/b.png'",
+		 nf_test_nftrace(), dir, tmpdir, nf_test_nftrace(), dir, tmpdir, tmpdir, tmpdir);
+	run_ok(cmd, out, sizeof(out));
+}
+END_TEST
+
+START_TEST(filters_matching_nothing_are_errors)
+{
+	static const char *const exts[] = { "png", "svg", "pdf", "html" };
+	static const struct {
+		const char *args, *needle;
+	} cases[] = {
+		{ "--fence 0x99", "fence 0x99: not in the timeline" },
+		{ "--fence 99", "fence 0x63: not in the timeline" },
+		{ "--queue 0x1234", "queue 0x1234: not in the timeline" },
+		{ "--from 10s", "start 10 s is not before the session's end" },
+	};
+	char dir[1200], cmd[16384], out[1024], err[2048], path[1300];
+
+	record("log-buffer-example.nfs", "s", dir, sizeof(dir));
+	for (size_t e = 0; e < sizeof(exts) / sizeof(exts[0]); e++)
+		for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+			int rc;
+
+			snprintf(path, sizeof(path), "%s/o.%s", tmpdir, exts[e]);
+			snprintf(cmd, sizeof(cmd), "'%s' report '%s' -o '%s' %s", nf_test_nftrace(), dir,
+				 path, cases[i].args);
+			rc = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+			ck_assert_msg(rc == 1, "%s .%s: exit %d (%s)", cases[i].args, exts[e], rc, err);
+			ck_assert_msg(nf_test_count_lines(err) == 1 && strstr(err, cases[i].needle),
+				      "%s .%s: stderr '%s'", cases[i].args, exts[e], err);
+			ck_assert_msg(access(path, F_OK) != 0, "%s .%s: a file was left", cases[i].args,
+				      exts[e]);
+		}
+}
+END_TEST
+
+START_TEST(help_json_units)
+{
+	static const char *const cmds[] = { "record", "report", "query", "info", "check",
+					    "import", "export", "help" };
+	char dir[1200], cmd[16384], out[16384];
+
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		snprintf(cmd, sizeof(cmd), "'%s' %s -h", nf_test_nftrace(), cmds[i]);
+		run_ok(cmd, out, sizeof(out));
+		ck_assert_msg(strstr(out, "usage") != NULL, "%s -h: %s", cmds[i], out);
+	}
+	record("overrun.nfs", "o", dir, sizeof(dir));
+	snprintf(cmd, sizeof(cmd), "'%s' info --json '%s'", nf_test_nftrace(), dir);
+	run_ok(cmd, out, sizeof(out));
+	ck_assert_msg(out[0] == '{' && strstr(out, "\"duration_ns\": ") &&
+			      strstr(out, "\"log_entries\": {\"read\": ") && strstr(out, "\"lost\": 1952"),
+		      "info --json: %s", out);
+	snprintf(cmd, sizeof(cmd), "'%s' check '%s'", nf_test_nftrace(), dir);
+	run_ok(cmd, out, sizeof(out));
+	ck_assert_msg(strstr(out, " ticks)") && !strstr(out, "GPU time "), "check: %s", out);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("conventions");
+	TCase *tc = tcase_create("cli");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 300);
+	tcase_add_test(tc, handles_hex_for_people_integers_for_programs);
+	tcase_add_test(tc, filters_matching_nothing_are_errors);
+	tcase_add_test(tc, help_json_units);
+	suite_add_tcase(s, tc);
+	return nf_test_main(s);
+}
