@@ -7,6 +7,7 @@
  */
 #include "builder.h"
 #include "pipeline.h"
+#include "nftrace/etwsession.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -53,6 +54,9 @@ static int build_into(const char *session_dir, const char *tmp_path, const char 
 	sqlite3 *db = NULL;
 	int rc;
 
+	/* An imported Windows ETW capture: its own reader and mapping. */
+	if (nf_etw_session_is(session_dir))
+		return nf_etw_build_timeline(session_dir, tmp_path, err);
 	rc = nf_parser_open(session_dir, &p, err);
 	if (rc)
 		return rc;

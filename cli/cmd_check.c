@@ -10,6 +10,7 @@
 #include "cli.h"
 
 #include "nftrace/analysis.h"
+#include "nftrace/etwsession.h"
 #include "nftrace/parser.h"
 #include "nftrace/timeline.h"
 
@@ -676,6 +677,53 @@ static void check_print_json(const char *dir, struct check_state *s, struct chec
 	printf("\n}\n");
 }
 
+/*
+ * An imported Windows ETW capture: what was lost, DxgKrnl payloads of a size
+ * no layout has, waits never released. Illegal (exit 1): a fence-related
+ * event whose size matches no layout (its rows are missing from the timeline).
+ */
+static int check_etw(const char *dir, bool json)
+{
+	struct nf_etw_summary es;
+	struct nf_error err;
+	bool illegal;
+
+	nf_error_clear(&err);
+	if (nf_etw_summary_read(dir, &es, &err))
+		return nf_cli_fail("check", &err);
+	illegal = es.fence_size_mismatches > 0;
+	if (json) {
+		printf("{\n  \"session\": ");
+		json_str(dir);
+		printf(",\n  \"source\": \"etw\",\n"
+		       "  \"verdict\": \"%s\",\n  \"events\": %" PRId64 ",\n"
+		       "  \"events_lost\": %" PRId64 ",\n  \"buffers_lost\": %" PRId64 ",\n"
+		       "  \"buffers_flagged_lost\": %" PRId64 ",\n  \"size_mismatches\": %" PRId64 ",\n"
+		       "  \"fence_size_mismatches\": %" PRId64 ",\n  \"waits_never_released\": %" PRId64 ",\n"
+		       "  \"cpu_waits_never_released\": %" PRId64 ",\n  \"unwaits_without_wait\": %" PRId64 "\n}\n",
+		       illegal ? "illegal" : es.events_lost || es.buffers_lost || es.lost_flag_buffers ||
+		       es.size_mismatches || es.waits_pending || es.cpu_waits_pending ? "legal_anomalies" : "whole",
+		       es.events, es.events_lost, es.buffers_lost, es.lost_flag_buffers, es.size_mismatches,
+		       es.fence_size_mismatches, es.waits_pending, es.cpu_waits_pending,
+		       es.waits_unmatched_unwaits);
+	} else {
+		printf("session %s: Windows ETW capture, %" PRId64 " events\n", dir, es.events);
+		printf("lost:                     %" PRId64 " events, %" PRId64 " buffers (logfile header); "
+		       "%" PRId64 " buffers flagged lost\n", es.events_lost, es.buffers_lost, es.lost_flag_buffers);
+		printf("DxgKrnl size mismatches:  %" PRId64 " (%" PRId64 " fence-related)\n", es.size_mismatches,
+		       es.fence_size_mismatches);
+		printf("GPU waits never released: %" PRId64 " of %" PRId64 " (no unwait before the capture ended)\n",
+		       es.waits_pending, es.waits);
+		printf("CPU waits never released: %" PRId64 " of %" PRId64 "\n", es.cpu_waits_pending, es.cpu_waits);
+		printf("unwaits without a wait:   %" PRId64 " (their wait packet was queued before the capture)\n",
+		       es.waits_unmatched_unwaits);
+		printf("verdict: %s\n", illegal ? "ILLEGAL: fence-related events whose size matches no layout"
+		       : "legal");
+	}
+	nf_etw_summary_free(&es);
+	return illegal ? NF_EXIT_FAIL : NF_EXIT_OK;
+}
+
 int cmd_check(int argc, char **argv)
 {
 	struct check_state *s;
@@ -708,6 +756,8 @@ int cmd_check(int argc, char **argv)
 		return nf_cli_usage_error("check", "missing session DIR");
 
 	nf_error_clear(&err);
+	if (nf_etw_session_is(dir))
+		return check_etw(dir, json);
 	s = calloc(1, sizeof(*s));
 	if (!s) {
 		nf_error_set(&err, NF_ENOMEM, "out of memory");

@@ -1,12 +1,15 @@
-/* nftrace import: convert a trace-cmd file (trace.dat) into a session directory. */
+/* nftrace import: convert a trace-cmd file (trace.dat) or a Windows ETW capture (.etl) into a
+ * session directory; which one is told by the file's content. */
 #include "cli.h"
 
+#include "nftrace/etwsession.h"
 #include "nftrace/kernel.h"
 
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 int cmd_import(int argc, char **argv)
 {
@@ -38,10 +41,25 @@ int cmd_import(int argc, char **argv)
 	if (!out)
 		return nf_cli_usage_error("import", "missing -o DIR");
 	if (optind >= argc)
-		return nf_cli_usage_error("import", "missing TRACE.DAT");
+		return nf_cli_usage_error("import", "missing TRACE.DAT or CAPTURE.ETL");
 	if (optind + 1 < argc)
 		return nf_cli_usage_error("import", "unexpected argument '%s'", argv[optind + 1]);
 	nf_error_clear(&err);
+	/* An ETL by its content, or by its name (so that a damaged one gets the ETL
+	 * reader's message, naming the buffer and offset, not trace-cmd's). */
+	size_t len = strlen(argv[optind]);
+
+	if (nf_etw_file_is(argv[optind]) || (len > 4 && !strcasecmp(argv[optind] + len - 4, ".etl"))) {
+		struct nf_etw_import_stats est;
+
+		if (nf_etw_import(argv[optind], out, force, &est, &err))
+			return nf_cli_fail("import", &err);
+		printf("imported %s into %s: %" PRIu64 " ETW events on %u CPUs (%" PRIu64 " DxgKrnl): %" PRIu64
+		       " waits, %" PRIu64 " signals, %" PRIu64 " waits tied to their signal, %" PRIu64
+		       " DMA packets\n", argv[optind], out, est.events, est.cpus, est.dxgkrnl, est.waits,
+		       est.signals, est.deps, est.dma_packets);
+		return NF_EXIT_OK;
+	}
 	if (nf_kernel_import(argv[optind], out, force, &st, &err))
 		return nf_cli_fail("import", &err);
 	printf("imported %s into %s: %" PRIu64 " kernel records on %u CPUs (%" PRIu64 " dma_fence, %" PRIu64

@@ -2,8 +2,10 @@
 #include "cli.h"
 
 #include "nftrace/events.h"
+#include "nftrace/etwsession.h"
 #include "nftrace/parser.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -95,6 +97,52 @@ static void put_clean(const char *s)
 	}
 }
 
+/* An imported Windows ETW capture: what the file says and what it holds. */
+static int info_etw(const char *dir)
+{
+	struct nf_etw_summary es;
+	struct nf_error err;
+
+	nf_error_clear(&err);
+	if (nf_etw_summary_read(dir, &es, &err))
+		return nf_cli_fail("info", &err);
+	printf("session:        %s\n", dir);
+	fputs("source:         Windows ETW capture ", stdout);
+	put_clean(es.source);
+	printf("\nOS build:       %" PRId64 "\n", es.os_build);
+	printf("pointer size:   %" PRId64 " bytes (logfile header)\n", es.pointer_size);
+	printf("CPUs:           %" PRId64 "\n", es.cpus);
+	printf("clock:          %s, %" PRId64 " Hz\n", es.clock, es.clock_frequency);
+	printf("started:        %s\n", es.start_time);
+	printf("duration:       %.6f s\n", (double)es.duration_ns / 1e9);
+	printf("buffers:        %" PRId64 "\n", es.buffers);
+	printf("lost:           %" PRId64 " events, %" PRId64 " buffers; %" PRId64 " buffers flagged lost\n",
+	       es.events_lost, es.buffers_lost, es.lost_flag_buffers);
+	printf("lacks:          %s\n", es.lacks[0] ? es.lacks : "nothing");
+	if (strstr(es.lacks, "kernel"))
+		printf("                (no NT kernel events: no process or thread names, no context switches)\n");
+	if (strstr(es.lacks, "dxgkrnl"))
+		printf("                (no Microsoft-Windows-DxgKrnl events: no GPU timeline, only raw events)\n");
+	if (strstr(es.lacks, "rundown"))
+		printf("                (no adapter/device/context rundown: contexts are named by node and handle,\n"
+		       "                 their node taken from the scheduler's SelectContext events)\n");
+	printf("timeline:       %" PRId64 " queues, %" PRId64 " fences, %" PRId64 " GPU waits, %" PRId64
+	       " signals, %" PRId64 " CPU waits, %" PRId64 " waits tied to their signal, %" PRId64
+	       " DMA packets, %" PRId64 " VSyncs\n", es.queues, es.fences, es.waits, es.signals, es.cpu_waits,
+	       es.deps, es.dma_packets, es.vsyncs);
+	printf("events:         %" PRId64 "\n", es.events);
+	for (size_t i = 0; i < es.n_providers; i++) {
+		printf("  %-36s ", es.providers[i].provider);
+		put_clean(es.providers[i].name[0] ? es.providers[i].name : "-");
+		printf(" %" PRIu64, es.providers[i].events);
+		if (es.providers[i].size_mismatches)
+			printf(" (%" PRIu64 " of a size no layout has)", es.providers[i].size_mismatches);
+		putchar('\n');
+	}
+	nf_etw_summary_free(&es);
+	return NF_EXIT_OK;
+}
+
 /* A JSON string (control bytes escaped; bytes >= 0x80 passed through). */
 static void put_json(const char *s)
 {
@@ -174,6 +222,8 @@ int cmd_info(int argc, char **argv)
 	if (!dir)
 		return nf_cli_usage_error("info", "missing session DIR");
 	nf_error_clear(&err);
+	if (nf_etw_session_is(argv[1]))
+		return info_etw(argv[1]);
 	memset(&c, 0, sizeof(c));
 	if (nf_parser_open(dir, &p, &err))
 		return nf_cli_fail("info", &err);

@@ -1,8 +1,8 @@
 /* nftrace report: draw a session's timeline to PNG, SVG or PDF, or write the interactive HTML page. */
 #include "cli.h"
 
-#include "nftrace/html.h"
 #include "nftrace/analysis.h"
+#include "nftrace/html.h"
 #include "nftrace/render.h"
 #include "nftrace/timeline.h"
 
@@ -131,8 +131,7 @@ int cmd_report(int argc, char **argv)
 	struct nf_render_mark *marks = NULL;
 	char db[4200], path_title[160];
 	int64_t cp_op = -1;
-	int opt, rc;
-	int width_set = 0, theme_set = 0;
+	int opt, rc, width_set = 0, theme_set = 0;
 	long long max_ops = 0;
 	char *end;
 
@@ -231,6 +230,8 @@ int cmd_report(int argc, char **argv)
 					  "the HTML page has every thread, grouped by process");
 	if (!is_html(ro.output) && max_ops)
 		return nf_cli_usage_error("report", "--max-ops applies to -o FILE.html only");
+	if (is_html(ro.output) && cp_op >= 0)
+		return nf_cli_usage_error("report", "--critical-path applies to pictures, not to -o %s", ro.output);
 	if (ro.from_ns >= 0 && ro.to_ns >= 0 && ro.to_ns <= ro.from_ns)
 		return nf_cli_usage_error("report", "--to must be after --from");
 	ro.queues = ro.n_queues ? queues : NULL;

@@ -93,8 +93,15 @@ static const struct nf_cmd nf_commands[] = {
 	  "\n"
 	  "  --json   the same as one JSON object (verdict: whole, legal_anomalies, hang, deadlock or\n"
 	  "           illegal; hangs: counts per kind; hang_findings: each with its wait and edges)\n" },
-	{ "import", cmd_import, "convert a trace-cmd file (trace.dat) of Linux kernel events into a session",
-	  "usage: nftrace import TRACE.DAT -o DIR [--force]\n"
+	{ "import", cmd_import, "convert a trace-cmd file (trace.dat) or a Windows ETW capture (.etl) into a session",
+	  "usage: nftrace import TRACE.DAT|CAPTURE.ETL -o DIR [--force]\n"
+	  "\n"
+	  "A Windows ETW capture (.etl, recognised by its content: xperf, WPR or GPUView's log.cmd)\n"
+	  "is copied into DIR and read without the Windows API: Microsoft-Windows-DxgKrnl contexts\n"
+	  "and hardware queues become queues, sync objects fences, wait and signal queue packets\n"
+	  "fence_ops (tied wait <- signal in deps), CPU waits cpu_waits, DMA packets dma_packets,\n"
+	  "VSyncs vsyncs, other events etw_events (schemas/timeline.sql). Nothing is left behind\n"
+	  "when the capture cannot be read.\n"
 	  "\n"
 	  "Reads a trace-cmd file (versions 6 and 7, every buffer instance in it) with libtracecmd and\n"
 	  "decodes its events with libtraceevent from the formats stored in the file. dma_fence events\n"

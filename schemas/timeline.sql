@@ -350,3 +350,161 @@ CREATE TABLE markers (
   cpu     INTEGER, -- CPU
   text    TEXT     -- the text, without its trailing newline
 );
+
+-- ---- Windows ETW captures (nftrace import capture.etl) ----
+-- An imported .etl is read with etl/ (include/nftrace/etl.h) and decoded with
+-- schemas/dxgkrnl.def; times are ns since the capture's start (QPC, system
+-- time or cycle counter converted exactly). meta: source 'etw', cpu_frequency
+-- 1000000000, start_ticks 0, and etw_* facts (os_build, pointer_size, cpus,
+-- clock, clock_frequency, start_time, buffers, buffers_lost, events_lost,
+-- events, lacks: what the capture has not, comma-separated, of 'kernel'
+-- (no process/thread names nor context switches), 'rundown' (no adapter,
+-- device or context rundown), 'dxgkrnl' (no DxgKrnl events)).
+-- Mapping of Microsoft-Windows-DxgKrnl:
+-- - adapters: one per pDxgAdapter, numbered 0, 1, ... in order of appearance
+--   (name "Adapter 0x..."; vidsch_caps, native_fence, gpu_frequency NULL).
+-- - queues: every context (hContext) and hardware queue (hHwQueue), numbered
+--   1, 2, ... in order of appearance (etw_contexts gives the handle); node
+--   from ContextStart/DCStart (30/32), else from the scheduler's
+--   SelectContext (23); engine NULL; named like GPUView's rows: "<node name>
+--   context 0x<handle>" ("Node N" when no NodeMetadata named the node), or
+--   "... hwqueue 0x<handle>", followed by " (<image> <pid>)" or " (process
+--   <pid>)" when the device rundown and the kernel's process events say whose.
+-- - fences: every sync object (monitored fence, native fence, or the legacy
+--   sync objects of D3D9/11), numbered 1, 2, ... (etw_sync_objects);
+--   created_ns/destroyed_ns from MonitoredFence/NativeFence start/stop, and
+--   initial_value when seen.
+-- - fence_ops: a wait queue packet (QueuePacketStart 244) is a 'wait' on its
+--   context from queued_ns (the 244) to end_ns (UnwaitQueuePacket 238 of the
+--   same pQueuePacket; an unwait stamped up to 100 us before its wait, as
+--   records of different CPUs can be, still ends it, at the wait's own
+--   time), observed_ns when it
+--   reached the head of its context (the previous packet of that context
+--   completed, or queued_ns when none was in flight); status 'complete',
+--   'aborted' (AbortQueuePacket 361: end_ns is the abort), or 'pending' (no
+--   unwait before the capture ended: end_ns NULL). A signal queue packet
+--   (245) is one 'signal' per object it signals, from queued_ns (the 245)
+--   to end_ns (QueuePacketStop 180 of the same pQueuePacket), status
+--   'complete' or 'pending'. A CPU wait (WaitForSynchronizationObjectFromCpu
+--   297, one per object) is a cpu_waits row and a 'wait' row with queue NULL
+--   (thread set, observed_ns = start), ended by the UnwaitCpuWaiter (300)
+--   naming the same object and value. CPU signals (296, 462, 550) are
+--   cpu_signals rows. thread is the thread that logged the start event.
+-- - deps: per wait with an end (not aborted), the releasing signal is the signal of its
+--   fence with the smallest value at or above the wait's (the earliest end
+--   among equals): fence values only grow, so that is the first to reach
+--   the wait's value (signals of unknown end are not taken); a signal queued
+--   to several contexts at once (SignalSynchronizationObject2/FromGpu with
+--   ContextCount > 1: one 245 per context, same object and value) signals
+--   the object when its last packet completes, so only that packet counts.
+--   A CPU signal (cpu_signals, chosen by the same rule) releases it when it
+--   came before that GPU signal. None:
+--   both NULL (released by a signal outside the capture). stall_ns =
+--   end_ns - observed_ns of the wait.
+-- - queue_packets, dma_packets, vsyncs: below. Every event not mapped
+--   (other providers, and DxgKrnl events no table takes) is an etw_events
+--   row; etw_counts counts every event by provider, id and version.
+-- - lost buffers and events are anomalies of kind 'etw_lost' (queue NULL);
+--   a DxgKrnl payload whose size matches no known layout is counted in
+--   etw_counts.size_mismatches and kept only as an etw_events row.
+
+-- Contexts and hardware queues: the handle behind each queues row.
+CREATE TABLE etw_contexts (
+  queue    INTEGER PRIMARY KEY, -- queues.queue
+  handle   TEXT,                -- hContext or hHwQueue, '0x' hexadecimal
+  kind     TEXT,                -- 'context' or 'hwqueue'
+  adapter  INTEGER,             -- adapters.adapter (NULL when no event tied it to one)
+  node     INTEGER,             -- NodeOrdinal (NULL when unknown)
+  parent   INTEGER,             -- for a hardware queue: queues.queue of its context
+  device   TEXT,                -- hDevice, '0x' hexadecimal (NULL without rundown)
+  process  INTEGER              -- owning process id (NULL without rundown)
+);
+
+-- Sync objects: the handle behind each fences row.
+CREATE TABLE etw_sync_objects (
+  fence   INTEGER PRIMARY KEY, -- fences.fence
+  handle  TEXT,                -- the sync object's kernel address, '0x' hexadecimal
+  kind    TEXT                 -- 'monitored_fence', 'native_fence' or 'sync_object' (only seen in waits and signals)
+);
+
+-- GPU nodes (engines) per adapter: the node rows of the picture.
+CREATE TABLE etw_nodes (
+  adapter      INTEGER, -- adapters.adapter
+  node         INTEGER, -- NodeOrdinal
+  engine_type  INTEGER, -- DXGK_ENGINE_TYPE from NodeMetadata (NULL without it)
+  name         TEXT,    -- NodeMetadata's FriendlyName, else "Node N"
+  PRIMARY KEY (adapter, node)
+);
+
+-- Every queue packet of a context (GPUView's context rows): render/DMA
+-- packets (178), wait (244) and signal (245) packets, from queued to
+-- QueuePacketStop (180; for a wait, the unwait).
+CREATE TABLE queue_packets (
+  id           INTEGER PRIMARY KEY, -- in queued order
+  queue        INTEGER,             -- queues.queue of the context
+  kind         TEXT,                -- 'render', 'wait' or 'signal'
+  packet_type  INTEGER,             -- PacketType of 178 (NULL for waits and signals)
+  submit_seq   INTEGER,             -- SubmitSequence
+  present      INTEGER,             -- 1 when 178 says bPresent
+  queued_ns    INTEGER,             -- queued (178, 244, 245)
+  end_ns       INTEGER,             -- completed (180; 238 for a wait); NULL: not before the end
+  preempted    INTEGER,             -- 1 when 180 says bPreempted
+  thread       INTEGER              -- thread that queued it
+);
+
+-- DMA packets: GPU work per node (GPUView's node rows), from DmaPacketStart
+-- (175: submitted to the hardware) to DmaPacketStop (176); for hardware
+-- queues DmaPacket (450) to DmaPacket451 of the same progress fence value.
+CREATE TABLE dma_packets (
+  id             INTEGER PRIMARY KEY, -- in start order
+  adapter        INTEGER,             -- adapters.adapter
+  node           INTEGER,             -- NodeOrdinal of its context (NULL when unknown)
+  queue          INTEGER,             -- queues.queue of the context or hardware queue
+  packet_type    INTEGER,             -- PacketType (NULL for hardware queues)
+  submission_id  INTEGER,             -- uliSubmissionId (hardware queues: ProgressFenceValue)
+  queue_seq      INTEGER,             -- ulQueueSubmitSequence: the queue packet it runs
+  start_ns       INTEGER,             -- submitted to the hardware
+  isr_ns         INTEGER,             -- completion interrupt (177; NULL when not seen)
+  end_ns         INTEGER,             -- completed (NULL: not before the end of the capture)
+  status         TEXT                 -- 'complete', 'preempted' or 'pending'
+);
+
+-- VSync interrupts (VSyncDPC 17): markers.
+CREATE TABLE vsyncs (
+  id       INTEGER PRIMARY KEY,
+  ts_ns    INTEGER, -- when
+  adapter  INTEGER, -- adapters.adapter
+  target   INTEGER, -- VidPnTargetId
+  frame    INTEGER  -- FrameNumber
+);
+
+-- Processes named by the kernel's rundown and process events (thread names
+-- are in kernel_threads; context switches in cpu_runs).
+CREATE TABLE etw_processes (
+  process  INTEGER PRIMARY KEY, -- process id
+  name     TEXT                 -- image file name
+);
+
+-- Every event of the capture that no table above takes.
+CREATE TABLE etw_events (
+  id        INTEGER PRIMARY KEY,
+  ts_ns     INTEGER, -- when
+  cpu       INTEGER, -- CPU whose buffer held it
+  process   INTEGER, -- process id (NULL for headers without one)
+  thread    INTEGER, -- thread id (NULL for headers without one)
+  provider  TEXT,    -- provider GUID (the NT kernel logger's event group for classic headers)
+  event_id  INTEGER, -- event id (classic headers: HookId's opcode)
+  version   INTEGER, -- event version
+  opcode    INTEGER, -- opcode
+  size      INTEGER  -- payload bytes
+);
+
+-- Per provider, event id and version: how many events the capture holds.
+CREATE TABLE etw_counts (
+  provider         TEXT,    -- provider GUID
+  name             TEXT,    -- provider name when known ('Microsoft-Windows-DxgKrnl', ...)
+  event_id         INTEGER, -- event id
+  version          INTEGER, -- event version
+  events           INTEGER, -- events
+  size_mismatches  INTEGER  -- DxgKrnl events whose payload size matched no known layout
+);

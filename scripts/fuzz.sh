@@ -7,14 +7,14 @@
 # tests/kernel/corpus/import/, is read, never written); crashes, leaks and
 # timeouts go to out/fuzz/crashes/ and stop that target.
 #   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]
-#     (default 300 s; targets logreplay ctf scenario duration import)
+#     (default 300 s; targets logreplay ctf scenario duration import etl)
 # Replay one crash:  build-fuzz/tests/fuzz/fuzz_<target> out/fuzz/crashes/<target>-crash-...
-#   (the import target is build-fuzz/tests/kernel/fuzz_import)
+#   (the import target is build-fuzz/tests/kernel/fuzz_import, etl build-fuzz/tests/etl/fuzz_etl)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs="${1:-300}"
 shift || true
-targets="${*:-logreplay ctf scenario duration import}"
+targets="${*:-logreplay ctf scenario duration import etl}"
 build="${NF_FUZZ_BUILD:-build-fuzz}"
 
 CC=clang cmake -S . -B "$build" -DNF_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
@@ -27,6 +27,7 @@ for t in $targets; do
 	# where each target's binary, seed corpus and leak suppressions live
 	case $t in
 	import) dir=tests/kernel corpus=tests/kernel/corpus/import supp=tests/kernel/lsan.supp ;;
+	etl) dir=tests/etl corpus=tests/etl/corpus/etl supp=tests/lsan.supp ;;
 	*) dir=tests/fuzz corpus="tests/fuzz/corpus/$t" supp=tests/lsan.supp ;;
 	esac
 	mkdir -p "out/fuzz/$t"

@@ -12,6 +12,7 @@ PKGS=(
   check valgrind
   fontconfig fonts-dejavu-core
   protobuf-compiler
+  python3
 )
 
 missing=()

@@ -7,6 +7,7 @@
  */
 #include "layout.h"
 #include "kernel_rows.h"
+#include "etw_rows.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -415,7 +416,7 @@ static int place_queue_rows(struct nf_render_layout *lay, const struct queue_inf
 			r.engine = q->engine;
 			r.node = q->node;
 			r.y = *y;
-			r.h = NF_RENDER_ENGINE_H;
+			r.h = lay->etw ? NF_RENDER_NODE_H : NF_RENDER_ENGINE_H;
 			*y += r.h;
 			if ((ret = push_row(lay, cap, &r, err)) < 0)
 				return ret;
@@ -639,12 +640,14 @@ int nf_render_layout_build(sqlite3 *db, const struct nf_render_options *opts,
 		goto out_release;
 	if ((ret = load_queues(db, opts, &qs, &nq, err)) < 0)
 		goto out_release;
+	lay->etw = strcmp(lay->source, "etw") == 0;
 	place_legend(lay);
 	y = NF_RENDER_TITLE_H + NF_RENDER_LEGEND_H * lay->legend_lines + 10.0;
 	lay->rows_y0 = y;
 	if ((ret = place_ring_rows(db, opts, lay, &cap, &y, err)) < 0 ||
 	    (ret = place_queue_rows(lay, qs, nq, &cap, &y, err)) < 0 ||
-	    (ret = place_cpu_rows(db, opts, lay, &cap, &y, err)) < 0)
+	    (ret = place_cpu_rows(db, opts, lay, &cap, &y, err)) < 0 ||
+	    (lay->etw && (ret = nf_render_etw_node_names(db, lay, err)) < 0))
 		goto out_release;
 	if (lay->n_rows == 0)
 		y += NF_RENDER_QUEUE_H;  /* room for "nothing to draw" */

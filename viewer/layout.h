@@ -31,6 +31,7 @@
 #define NF_RENDER_CPU_H 28.0
 #define NF_RENDER_RING_H 30.0
 #define NF_RENDER_PROC_H 18.0
+#define NF_RENDER_NODE_H 30.0    /* a node row with its DMA packets (ETW captures) */
 #define NF_RENDER_AXIS_H 50.0
 
 /*
@@ -76,6 +77,8 @@ struct nf_render_layout {
 	int64_t session_end;      /* end of the session (duration_ns, or the last time seen) */
 	int has_duration;         /* session_end came from meta.duration_ns */
 	char source[64], mode[64], seed[32], scenario[64];
+	int etw;                  /* an imported ETW capture: engine rows are node rows with
+				     DMA packets, queues are contexts (etw_rows.c) */
 	struct nf_render_row *rows;
 	size_t n_rows;
 	size_t n_queues, n_threads;

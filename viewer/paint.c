@@ -48,6 +48,9 @@ static const struct rgba c_signal = RGB(0xC2185B), c_signal_edge = RGB(0x7B0C38)
 static const struct rgba c_cpu = RGB(0xA7BCD1), c_cpu_edge = RGB(0x5E7A96);
 static const struct rgba c_job = RGB(0x2E7D32), c_job_edge = RGB(0x1B5E20), c_jobwait = RGB(0xB9DDBB);
 static const struct rgba c_vblank = RGBA(0x1E88E5, 0.45), c_marker = RGB(0xEF6C00);
+/* DMA packets on node rows and VSync lines (imported ETW captures). */
+static const struct rgba c_dma = RGB(0x4F9D69), c_dma_edge = RGB(0x2E6B43);
+static const struct rgba c_vsync = RGB(0x7E57C2);
 static const struct rgba c_mark[NF_MK_COUNT] = {
 	RGB(0xE8710A), RGB(0x7B1FA2), RGB(0x757575), RGB(0x7B1FA2), RGB(0xD32F2F),
 };
@@ -92,6 +95,8 @@ static struct rgba rect_colour(const struct theme *th, int rb)
 		return mix(th->bg, c_jobwait, level_alpha[rb - NF_RB_JOBWAIT_D]);
 	if (rb >= NF_RB_JOB_D && rb < NF_RB_JOB)
 		return mix(th->bg, c_job, level_alpha[rb - NF_RB_JOB_D]);
+	if (rb >= NF_RB_DMA_D && rb < NF_RB_DMA)
+		return mix(th->bg, c_dma, level_alpha[rb - NF_RB_DMA_D]);
 	switch (rb) {
 	case NF_RB_STRIPE: return th->stripe;
 	case NF_RB_LOST_BG: return th->lost_bg;
@@ -114,6 +119,8 @@ static struct rgba rect_colour(const struct theme *th, int rb)
 	case NF_RB_JOB: return c_job;
 	case NF_RB_JOB_EDGE: return c_job_edge;
 	case NF_RB_MARKER: return c_marker;
+	case NF_RB_DMA: return c_dma;
+	case NF_RB_DMA_EDGE: return c_dma_edge;
 	default: return th->text;
 	}
 }
@@ -571,7 +578,9 @@ static void paint_row_labels(cairo_t *cr, const struct nf_render_layout *lay,
 			break;
 		case NF_ROW_ENGINE:
 			font(cr, 11, 0);
-			if (r->engine < 0)
+			if (lay->etw)
+				snprintf(buf, sizeof(buf), "%s \xC2\xB7 DMA packets", r->name);
+			else if (r->engine < 0)
 				snprintf(buf, sizeof(buf), "engine ?");
 			else
 				snprintf(buf, sizeof(buf), "node %" PRId64 " \xC2\xB7 engine %" PRId64,
@@ -584,7 +593,10 @@ static void paint_row_labels(cairo_t *cr, const struct nf_render_layout *lay,
 				  sizeof(fit));
 			text(cr, 32, r->y + 19, fit, LEFT, th->text);
 			font(cr, 10.5, 0);
-			snprintf(buf, sizeof(buf), "hw queue 0x%" PRIx64, (uint64_t)r->id);
+			if (lay->etw)
+				snprintf(buf, sizeof(buf), "queue %" PRId64 " (etw_contexts)", r->id);
+			else
+				snprintf(buf, sizeof(buf), "hw queue 0x%" PRIx64, (uint64_t)r->id);
 			text(cr, 32, r->y + 35, buf, LEFT, th->dim);
 			break;
 		case NF_ROW_RING:
@@ -731,6 +743,17 @@ static void paint_data(cairo_t *cr, const struct nf_render_options *opts,
 	fill_quads(cr, &s->rects[NF_RB_STRIPE], rect_colour(th, NF_RB_STRIPE));
 	paint_axis(cr, lay, th, 1);
 	fill_quads(cr, &s->rects[NF_RB_VBLANK], rect_colour(th, NF_RB_VBLANK));
+	if (s->vsyncs.n) {
+		for (size_t i = 0; i < s->vsyncs.n; i++) {
+			const double *v = &s->vsyncs.v[i * 4];
+
+			cairo_move_to(cr, v[0], v[1]);
+			cairo_line_to(cr, v[2], v[3]);
+		}
+		cairo_set_line_width(cr, 1.0);
+		set_colour(cr, with_alpha(c_vsync, 0.45));
+		cairo_stroke(cr);
+	}
 	for (int rb = NF_RB_LOST_BG; rb < NF_RB_COUNT; rb++)
 		fill_quads(cr, &s->rects[rb], rect_colour(th, rb));
 	if (s->hatch.n) {

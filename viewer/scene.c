@@ -49,6 +49,7 @@ void nf_render_scene_release(struct nf_render_scene *s)
 	quads_release(&s->hatch);
 	quads_release(&s->dashes);
 	quads_release(&s->links);
+	quads_release(&s->vsyncs);
 	free(s->labels);
 	s->labels = NULL;
 	s->n_labels = s->cap_labels = 0;

@@ -56,6 +56,9 @@ enum nf_render_rb {
 	NF_RB_JOB = NF_RB_JOB_D + NF_RENDER_DENSITY_LEVELS,
 	NF_RB_JOB_EDGE,
 	NF_RB_MARKER,        /* a user marker on its thread's row */
+	NF_RB_DMA_D,         /* DMA packets on a node row (imported ETW captures) */
+	NF_RB_DMA = NF_RB_DMA_D + NF_RENDER_DENSITY_LEVELS,
+	NF_RB_DMA_EDGE,
 	NF_RB_COUNT
 };
 
@@ -81,6 +84,7 @@ struct nf_render_scene {
 	struct nf_render_quads hatch;     /* lost spans (rectangles) to hatch */
 	struct nf_render_quads dashes;    /* open-ended outlines: x0 y0 x1 y1 */
 	struct nf_render_quads links;     /* signal end -> wait end: x0 y0 x1 y1 */
+	struct nf_render_quads vsyncs;    /* VSync lines (ETW captures): x y0 x y1 */
 	struct nf_render_label *labels;
 	size_t n_labels, cap_labels;
 	/* What was found, for the subtitle. */
@@ -90,6 +94,7 @@ struct nf_render_scene {
 	int links_too_dense;     /* reading stopped: n_links is a lower bound */
 	int64_t n_unplaced;  /* operations without any time (nothing to draw) */
 	int64_t n_jobs, n_vblanks, n_markers;  /* Linux kernel GPU jobs, vblanks, markers drawn */
+	int64_t n_dma, n_vsyncs; /* DMA packets and VSyncs drawn (ETW captures) */
 };
 
 int nf_render_quads_add(struct nf_render_quads *q, double a, double b, double c, double d);
