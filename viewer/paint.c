@@ -89,8 +89,9 @@ static struct rgba rect_colour(const struct theme *th, int rb)
 		return mix(th->bg, c_wait, level_alpha[rb - NF_RB_WAIT_D]);
 	if (rb >= NF_RB_STALL_D && rb < NF_RB_STALL)
 		return mix(th->bg, c_stall, level_alpha[rb - NF_RB_STALL_D]);
+	/* Signals stay dark at every density: a light pink band would read as waits. */
 	if (rb >= NF_RB_SIGNAL_D && rb < NF_RB_SIGNAL)
-		return mix(th->bg, c_signal, level_alpha[rb - NF_RB_SIGNAL_D]);
+		return mix(th->bg, c_signal, 0.78 + 0.22 * level_alpha[rb - NF_RB_SIGNAL_D]);
 	if (rb >= NF_RB_JOBWAIT_D && rb < NF_RB_JOBWAIT)
 		return mix(th->bg, c_jobwait, level_alpha[rb - NF_RB_JOBWAIT_D]);
 	if (rb >= NF_RB_JOB_D && rb < NF_RB_JOB)
