@@ -423,6 +423,7 @@ static void json_parse(const char *path, struct jp *p, char **text_out)
 	text = malloc((size_t)sb.st_size + 1);
 	ck_assert(text);
 	ck_assert(fread(text, 1, (size_t)sb.st_size, f) == (size_t)sb.st_size);
+	text[sb.st_size] = '\0'; /* callers search it as a string */
 	fclose(f);
 	memset(p, 0, sizeof(*p));
 	p->s = text;
