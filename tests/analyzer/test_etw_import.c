@@ -1186,6 +1186,12 @@ START_TEST(test_real_capture)
 		ck_assert_msg(tied * 100 >= total * 99, "%lld of %lld tied", tied, total);
 		free(got);
 	}
+	/* And the tie is the release: every GPU wait's signal ended within
+	 * 100 us of its unwait (none long before: no wait is tied to an older
+	 * signal of a value it had not reached). */
+	expect_rows(s, "SELECT count(*) FROM deps d JOIN fence_ops w ON w.id = d.wait_id "
+		       "JOIN fence_ops s ON s.id = d.signal_id WHERE w.queue IS NOT NULL "
+		       "AND abs(s.end_ns - w.end_ns) > 100000", "0\n");
 	nf_test_rmtree(tmp);
 }
 END_TEST
