@@ -285,6 +285,7 @@ struct nf_etwi {
 	sqlite3_stmt *st[ES_COUNT];
 	struct ew_map ctx_map, hwq_map, sync_map, adapter_map, device_proc, device_adapter, pkt_map, dma_map;
 	struct ew_map count_map, node_map, proc_map;
+	struct ew_map thread_proc;  /* thread -> process, from the DxgKrnl events' headers */
 	struct ew_vec procs;       /* process names for queue names (struct ew_proc) */
 	struct ew_vec ctxs, syncs, adapters, nodes, pkts, dmas, cwaits, counts, runs;
 	char **providers;
@@ -355,7 +356,7 @@ void nf_etwi_destroy(struct nf_etwi *e)
 	}
 	struct ew_map *maps[] = { &e->ctx_map, &e->hwq_map, &e->sync_map, &e->adapter_map,
 				  &e->device_proc, &e->device_adapter, &e->pkt_map, &e->dma_map, &e->count_map,
-				  &e->node_map, &e->proc_map };
+				  &e->node_map, &e->proc_map, &e->thread_proc };
 	for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++)
 		ew_map_free(maps[i]);
 	struct ew_vec *vecs[] = { &e->ctxs, &e->syncs, &e->adapters, &e->nodes, &e->pkts,
@@ -1360,6 +1361,15 @@ int nf_etwi_event(struct nf_etwi *e, const struct nf_etwi_event *ev, struct nf_e
 	e->events++;
 	if (ev->dxgkrnl > 0 && ev->dx) {
 		e->dxgkrnl++;
+		/* Whose threads queue GPU work: the CPU thread rows are named by it. */
+		if (ev->has_ids && ev->tid && ev->pid && ev->pid != 4) {
+			uint64_t *p = ew_map_get(&e->thread_proc, ev->tid);
+
+			if (!p || *p != ev->pid) {
+				if (ew_map_put(&e->thread_proc, ev->tid, ev->pid))
+					return ew_oom(err);
+			}
+		}
 		rc = ew_dxgkrnl(e, ev, err);
 		if (rc < 0)
 			return rc;
@@ -1567,6 +1577,29 @@ static int ew_finish_objects(struct nf_etwi *e, struct nf_error *err)
 	return rc;
 }
 
+/* Thread names for the CPU rows: the process's image, or "process N". */
+static int ew_finish_threads(struct nf_etwi *e, struct nf_error *err)
+{
+	char name[96];
+	int rc = 0;
+
+	for (size_t i = 0; rc == 0 && i < e->thread_proc.cap; i++) {
+		if (!e->thread_proc.k[i])
+			continue;
+		uint64_t tid = e->thread_proc.k[i] - 1, pid = e->thread_proc.v[i];
+		uint64_t *pn = ew_map_get(&e->proc_map, pid);
+
+		if (pn)
+			snprintf(name, sizeof(name), "%s %" PRIu64, EW_AT(e->procs, struct ew_proc, *pn)->name, pid);
+		else
+			snprintf(name, sizeof(name), "process %" PRIu64, pid);
+		sqlite3_bind_int64(e->st[ES_THREAD], 1, (int64_t)tid);
+		sqlite3_bind_text(e->st[ES_THREAD], 2, name, -1, SQLITE_TRANSIENT);
+		rc = ew_step(e, ES_THREAD, err);
+	}
+	return rc;
+}
+
 static int ew_finish_counts(struct nf_etwi *e, struct nf_error *err)
 {
 	sqlite3_stmt *s = NULL;
@@ -1642,6 +1675,7 @@ int nf_etwi_finish(struct nf_etwi *e, struct nf_etwi_counts *c, struct nf_error 
 
 	rc = rc ? rc : ew_finish_objects(e, err);
 	rc = rc ? rc : ew_finish_counts(e, err);
+	rc = rc ? rc : ew_finish_threads(e, err);
 	rc = rc ? rc : ew_exec(e, ew_deps_sql, err);
 	if (rc)
 		return rc;

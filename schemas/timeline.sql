@@ -299,6 +299,10 @@ CREATE TABLE kernel_events (
 -- - queue_packets, dma_packets, vsyncs: below. Every event not mapped
 --   (other providers, and DxgKrnl events no table takes) is an etw_events
 --   row; etw_counts counts every event by provider, id and version.
+-- - kernel_threads names every thread that logged a DxgKrnl event by its
+--   process (from the event headers): "<image> <pid>" when the kernel's
+--   process events named it, else "process <pid>" (the System process, 4,
+--   is left out: its threads are the kernel's own).
 -- - lost buffers and events are anomalies of kind 'etw_lost' (queue NULL);
 --   a DxgKrnl payload whose size matches no known layout is counted in
 --   etw_counts.size_mismatches and kept only as an etw_events row.

@@ -102,6 +102,7 @@ enum {
 struct fx {
 	struct nf_etlw *w;
 	unsigned ps;
+	uint32_t pid;  /* of the next DxgKrnl events; 0: 4 (System) */
 };
 
 static void dxg(struct fx *f, uint16_t id, uint8_t version, uint16_t cpu, uint32_t tid, int64_t ticks,
@@ -113,7 +114,7 @@ static void dxg(struct fx *f, uint16_t id, uint8_t version, uint16_t cpu, uint32
 	e.provider = &nf_etl_guid_dxgkrnl;
 	e.id = id;
 	e.version = version;
-	e.pid = 4;
+	e.pid = f->pid ? f->pid : 4;
 	e.tid = tid;
 	e.cpu = cpu;
 	e.ticks = ticks;
@@ -235,6 +236,7 @@ static void write_fixture(const char *path, unsigned ps)
 	o.header_pointer_size = ps;
 	f.w = nf_etlw_create(&o);
 	f.ps = ps;
+	f.pid = 0;
 	ck_assert(f.w != NULL);
 	select_context(&f, 1000, CTX_A, 0);
 	select_context(&f, 1010, CTX_B, 1);
@@ -426,6 +428,8 @@ static void check_fixture_rows(const char *s, unsigned ps)
 		    "244|4|0\n245|3|0\n296|1|0\n297|1|0\n300|1|0\n");
 	expect_rows(s, "SELECT kind, lost_entries, detail FROM anomalies",
 		    "etw_lost|1|1 buffers flagged 'events lost'\n");
+	/* Every DxgKrnl event came from the System process (4): no thread named. */
+	expect_rows(s, "SELECT count(*) FROM kernel_threads", "0\n");
 	expect_rows(s, "SELECT queue, fence, thread, ops FROM queue_threads ORDER BY queue, fence, thread",
 		    "1|1|100|2\n2|1|100|1\n2|1|200|3\n3|1|200|1\n");
 }
@@ -572,6 +576,7 @@ START_TEST(test_rundown_rows)
 	o.header_ticks = 1000;
 	f.w = nf_etlw_create(&o);
 	f.ps = 8;
+	f.pid = 0;
 	ck_assert(f.w != NULL);
 	/* AdapterDCStart */
 	b = B(&f);
@@ -667,7 +672,9 @@ START_TEST(test_rundown_rows)
 	nf_etlw_put_u32(&b, 0);
 	nf_etlw_put_ptr(&b, MF);
 	nf_etlw_put_u64(&b, 11);
+	f.pid = 1234; /* logged by the compositor's thread 700 */
 	dxg(&f, 462, 0, 1, 700, 1400, &b);
+	f.pid = 0;
 	unwait(&f, 1410, 1, CTX_A, PQ1);
 	packet_stop(&f, 1420, 1, CTX_A, 1, PQ1);
 	/* A wait for the native fence, aborted. */
@@ -725,6 +732,7 @@ START_TEST(test_rundown_rows)
 	expect_rows(s, "SELECT adapter, ts_ns, gpu_clock FROM calibrations ORDER BY ts_ns",
 		    "0|65000|5000\n0|69000|9000\n");
 	expect_rows(s, "SELECT count(*) FROM etw_events WHERE provider NOT LIKE 'kernel:%'", "0\n");
+	expect_rows(s, "SELECT thread, comm FROM kernel_threads", "700|vrcompositor.exe 1234\n");
 	nf_test_rmtree(tmp);
 }
 END_TEST
