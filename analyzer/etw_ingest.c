@@ -239,6 +239,56 @@ struct ew_count {
 	uint64_t events, mismatches;
 };
 
+/* queue_threads, counted as operations are written: (queue, fence, thread). */
+struct ew_qt {
+	int64_t queue, fence;
+	uint32_t tid;
+	uint64_t ops;
+};
+
+struct ew_qt_table {
+	struct ew_qt *t;   /* open addressing; queue 0 marks an empty slot */
+	size_t cap, n;
+};
+
+#define EW_MAX_QT (1u << 20)
+
+static size_t ew_qt_slot(const struct ew_qt_table *q, int64_t queue, int64_t fence, uint32_t tid)
+{
+	uint64_t h = ((uint64_t)queue * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)fence * 0xC2B2AE3D27D4EB4Full) ^
+		     ((uint64_t)tid * 0x165667B19E3779F9ull);
+	size_t i = (size_t)(h >> 20) & (q->cap - 1);
+
+	while (q->t[i].queue && (q->t[i].queue != queue || q->t[i].fence != fence || q->t[i].tid != tid))
+		i = (i + 1) & (q->cap - 1);
+	return i;
+}
+
+/* Counts one operation; queue and fence as written (from 1; fence 0: none). */
+static int ew_qt_add(struct ew_qt_table *q, int64_t queue, int64_t fence, uint32_t tid)
+{
+	if ((q->n + 1) * 2 > q->cap) {
+		struct ew_qt_table n = { NULL, q->cap ? q->cap * 2 : 256, 0 };
+
+		if (q->n >= EW_MAX_QT || !(n.t = calloc(n.cap, sizeof(*n.t))))
+			return NF_ENOMEM;
+		for (size_t i = 0; i < q->cap; i++)
+			if (q->t[i].queue)
+				n.t[ew_qt_slot(&n, q->t[i].queue, q->t[i].fence, q->t[i].tid)] = q->t[i];
+		n.n = q->n;
+		free(q->t);
+		*q = n;
+	}
+	size_t i = ew_qt_slot(q, queue, fence, tid);
+
+	if (!q->t[i].queue) {
+		q->t[i] = (struct ew_qt){ queue, fence, tid, 0 };
+		q->n++;
+	}
+	q->t[i].ops++;
+	return 0;
+}
+
 struct ew_proc {
 	char name[64];
 };
@@ -287,6 +337,7 @@ struct nf_etwi {
 	struct ew_map count_map, node_map, proc_map;
 	struct ew_map thread_proc;  /* thread -> process, from the DxgKrnl events' headers */
 	struct ew_vec procs;       /* process names for queue names (struct ew_proc) */
+	struct ew_qt_table qt;     /* queue_threads */
 	struct ew_vec ctxs, syncs, adapters, nodes, pkts, dmas, cwaits, counts, runs;
 	char **providers;
 	size_t n_providers;
@@ -363,6 +414,7 @@ void nf_etwi_destroy(struct nf_etwi *e)
 				  &e->dmas, &e->cwaits, &e->counts, &e->runs, &e->procs };
 	for (size_t i = 0; i < sizeof(vecs) / sizeof(vecs[0]); i++)
 		free(vecs[i]->p);
+	free(e->qt.t);
 	for (size_t i = 0; i < e->n_providers; i++)
 		free(e->providers[i]);
 	free(e->providers);
@@ -525,6 +577,8 @@ static int ew_put_op(struct nf_etwi *e, int64_t id, int64_t queue, int64_t adapt
 		e->waits++;
 	else
 		e->signals++;
+	if (queue >= 0 && has_tid && ew_qt_add(&e->qt, queue + 1, fence + 1, tid))
+		return ew_oom(err);
 	return ew_step(e, ES_OP, err);
 }
 
@@ -1577,6 +1631,28 @@ static int ew_finish_objects(struct nf_etwi *e, struct nf_error *err)
 	return rc;
 }
 
+/* queue_threads from the counts kept while the operations were written. */
+static int ew_finish_queue_threads(struct nf_etwi *e, struct nf_error *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = ew_prepare_exec(e, "INSERT INTO queue_threads(queue, fence, thread, ops) VALUES (?1, ?2, ?3, ?4)",
+				 &st, err);
+
+	for (size_t i = 0; rc == 0 && i < e->qt.cap; i++) {
+		const struct ew_qt *q = &e->qt.t[i];
+
+		if (!q->queue)
+			continue;
+		sqlite3_bind_int64(st, 1, q->queue);
+		ew_bind_opt(st, 2, q->fence > 0, q->fence);
+		sqlite3_bind_int64(st, 3, q->tid);
+		sqlite3_bind_int64(st, 4, (int64_t)q->ops);
+		rc = ew_done(e, st, "queue_threads", err);
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
 /* Thread names for the CPU rows: the process's image, or "process N". */
 static int ew_finish_threads(struct nf_etwi *e, struct nf_error *err)
 {
@@ -1664,9 +1740,6 @@ static const char ew_deps_sql[] =
 	"   AND y.value >= w.value ORDER BY y.value, y.ts_ns LIMIT 1) "
 	" WHERE w.op = 'wait' AND w.end_ns IS NOT NULL AND w.status != 'aborted' ORDER BY w.id;"
 	"DROP INDEX etw_csig_fv;"
-	"INSERT INTO queue_threads(queue, fence, thread, ops) "
-	" SELECT queue, fence, thread, count(*) FROM fence_ops "
-	" WHERE queue IS NOT NULL AND thread IS NOT NULL GROUP BY queue, fence, thread;"
 	"CREATE INDEX dma_packets_node ON dma_packets(adapter, node, start_ns);";
 
 int nf_etwi_finish(struct nf_etwi *e, struct nf_etwi_counts *c, struct nf_error *err)
@@ -1676,6 +1749,7 @@ int nf_etwi_finish(struct nf_etwi *e, struct nf_etwi_counts *c, struct nf_error 
 	rc = rc ? rc : ew_finish_objects(e, err);
 	rc = rc ? rc : ew_finish_counts(e, err);
 	rc = rc ? rc : ew_finish_threads(e, err);
+	rc = rc ? rc : ew_finish_queue_threads(e, err);
 	rc = rc ? rc : ew_exec(e, ew_deps_sql, err);
 	if (rc)
 		return rc;
@@ -1688,6 +1762,12 @@ int nf_etwi_finish(struct nf_etwi *e, struct nf_etwi_counts *c, struct nf_error 
 	c->unmatched_unwaits = e->unmatched_unwaits;
 	c->kernel = e->kernel;
 	c->rundown = e->rundown;
-	c->deps = (uint64_t)sqlite3_changes64(e->db);
-	return 0;
+	sqlite3_stmt *st = NULL;
+
+	rc = ew_prepare_exec(e, "SELECT count(*) FROM deps WHERE signal_id IS NOT NULL OR cpu_signal IS NOT NULL",
+			     &st, err);
+	if (rc == 0 && sqlite3_step(st) == SQLITE_ROW)
+		c->deps = (uint64_t)sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return rc;
 }

@@ -252,9 +252,12 @@ CREATE TABLE kernel_events (
 -- time or cycle counter converted exactly). meta: source 'etw', cpu_frequency
 -- 1000000000, start_ticks 0, and etw_* facts (os_build, pointer_size, cpus,
 -- clock, clock_frequency, start_time, buffers, buffers_lost, events_lost,
--- events, lacks: what the capture has not, comma-separated, of 'kernel'
--- (no process/thread names nor context switches), 'rundown' (no adapter,
--- device or context rundown), 'dxgkrnl' (no DxgKrnl events)).
+-- buffers_flagged_lost, events, dxgkrnl_events, waits, signals, deps_tied,
+-- dma_packets, unmatched_unwaits (unwaits whose wait is not in the capture),
+-- file (the path imported), os_version, lacks: what the capture has not,
+-- comma-separated, of 'kernel' (no process/thread names nor context
+-- switches), 'rundown' (no adapter, device or context rundown), 'dxgkrnl'
+-- (no DxgKrnl events)).
 -- Mapping of Microsoft-Windows-DxgKrnl:
 -- - adapters: one per pDxgAdapter, numbered 0, 1, ... in order of appearance
 --   (name "Adapter 0x..."; vidsch_caps, native_fence, gpu_frequency NULL).
