@@ -347,7 +347,7 @@ struct nf_etwi {
 	struct ew_recent recent[EW_RECENT];
 	uint32_t recent_next;
 	int64_t next_op, next_pkt, next_dma, next_cwait;
-	uint64_t events, dxgkrnl, waits, signals, dma_rows, unmatched_unwaits;
+	uint64_t events, dxgkrnl, waits, signals, dma_rows, unmatched_unwaits, cpu_signals;
 	bool kernel, rundown;
 };
 
@@ -1099,6 +1099,7 @@ static int ew_cpu_signal(struct nf_etwi *e, const struct nf_etwi_event *ev, stru
 		sqlite3_bind_int64(s, 3, f + 1);
 		sqlite3_bind_int64(s, 4, (int64_t)d->values[k]);
 		sqlite3_bind_int64(s, 5, ev->ns);
+		e->cpu_signals++;
 		int rc = ew_step(e, ES_CSIGNAL, err);
 
 		if (rc)
@@ -1724,7 +1725,10 @@ static const char ew_deps_sql[] =
 	"CREATE TEMP TABLE etw_sig AS SELECT id, fence, value, end_ns FROM fence_ops "
 	" WHERE op = 'signal' AND fence IS NOT NULL AND end_ns IS NOT NULL "
 	" AND id NOT IN (SELECT op FROM temp.etw_sig_skip);"
-	"CREATE INDEX temp.etw_sig_fv ON etw_sig(fence, value, end_ns);"
+	"CREATE INDEX temp.etw_sig_fv ON etw_sig(fence, value, end_ns);";
+
+/* deps when the capture has CPU signals: the earlier of the two releases. */
+static const char ew_deps_cpu_sql[] =
 	"CREATE INDEX etw_csig_fv ON cpu_signals(fence, value, ts_ns);"
 	"INSERT INTO deps(signal_id, wait_id, cpu_signal, stall_ns) "
 	" SELECT CASE WHEN c.ts_ns IS NOT NULL AND (s.end_ns IS NULL OR c.ts_ns < s.end_ns) "
@@ -1739,8 +1743,18 @@ static const char ew_deps_sql[] =
 	" LEFT JOIN cpu_signals c ON c.id = (SELECT y.id FROM cpu_signals y WHERE y.fence = w.fence "
 	"   AND y.value >= w.value ORDER BY y.value, y.ts_ns LIMIT 1) "
 	" WHERE w.op = 'wait' AND w.end_ns IS NOT NULL AND w.status != 'aborted' ORDER BY w.id;"
-	"DROP INDEX etw_csig_fv;"
-	"CREATE INDEX dma_packets_node ON dma_packets(adapter, node, start_ns);";
+	"DROP INDEX etw_csig_fv;";
+
+/* deps without CPU signals (the usual capture): one index search per wait. */
+static const char ew_deps_gpu_sql[] =
+	"INSERT INTO deps(signal_id, wait_id, cpu_signal, stall_ns) "
+	" SELECT (SELECT x.id FROM etw_sig x WHERE x.fence = w.fence AND x.value >= w.value "
+	"         ORDER BY x.value, x.end_ns LIMIT 1), "
+	"        w.id, NULL, w.end_ns - w.observed_ns "
+	" FROM fence_ops w "
+	" WHERE w.op = 'wait' AND w.end_ns IS NOT NULL AND w.status != 'aborted' ORDER BY w.id;";
+
+static const char ew_index_sql[] = "CREATE INDEX dma_packets_node ON dma_packets(adapter, node, start_ns);";
 
 int nf_etwi_finish(struct nf_etwi *e, struct nf_etwi_counts *c, struct nf_error *err)
 {
@@ -1751,6 +1765,8 @@ int nf_etwi_finish(struct nf_etwi *e, struct nf_etwi_counts *c, struct nf_error 
 	rc = rc ? rc : ew_finish_threads(e, err);
 	rc = rc ? rc : ew_finish_queue_threads(e, err);
 	rc = rc ? rc : ew_exec(e, ew_deps_sql, err);
+	rc = rc ? rc : ew_exec(e, e->cpu_signals ? ew_deps_cpu_sql : ew_deps_gpu_sql, err);
+	rc = rc ? rc : ew_exec(e, ew_index_sql, err);
 	if (rc)
 		return rc;
 	memset(c, 0, sizeof(*c));

@@ -223,6 +223,9 @@ static void objects(struct nf_etlw_buf *b, uint64_t sync, uint64_t value)
 	nf_etlw_put_u64(b, value);
 }
 
+/* Leaves the CPU signal (296) out of the fixture: deps then take their GPU-only path. */
+static bool fixture_no_cpu_signal;
+
 static void write_fixture(const char *path, unsigned ps)
 {
 	struct nf_etlw_options o;
@@ -302,10 +305,12 @@ static void write_fixture(const char *path, unsigned ps)
 		ck_assert_int_eq(nf_etlw_event(f.w, &e), 0);
 		nf_etlw_buf_free(&b);
 	}
-	b = B(&f);
-	nf_etlw_put_ptr(&b, DEVICE);
-	objects(&b, SYNC2, 9);
-	dxg(&f, 296, 0, 0, 100, 1900, &b);
+	if (!fixture_no_cpu_signal) {
+		b = B(&f);
+		nf_etlw_put_ptr(&b, DEVICE);
+		objects(&b, SYNC2, 9);
+		dxg(&f, 296, 0, 0, 100, 1900, &b);
+	}
 	b = B(&f);
 	nf_etlw_put_ptr(&b, EVENT);
 	nf_etlw_put_u32(&b, 1);
@@ -493,6 +498,22 @@ START_TEST(test_link_or_copy)
 	} else {
 		fprintf(stderr, "note: /dev/shm is not another filesystem here: the copy was not tried\n");
 	}
+	nf_test_rmtree(tmp);
+}
+END_TEST
+
+/* Without CPU signals, deps are computed without looking for them: the CPU
+ * wait has no releaser in the capture, the GPU waits the same ones. */
+START_TEST(test_fixture_no_cpu_signal)
+{
+	char tmp[1024], s[1100];
+
+	fixture_no_cpu_signal = true;
+	import_fixture(8, tmp, sizeof(tmp), s, sizeof(s));
+	fixture_no_cpu_signal = false;
+	expect_rows(s, "SELECT wait_id, signal_id, cpu_signal, stall_ns FROM deps ORDER BY wait_id",
+		    "2|1||30000\n3|1||0\n4|||15000\n5|7||25000\n");
+	expect_rows(s, "SELECT count(*) FROM cpu_signals", "0\n");
 	nf_test_rmtree(tmp);
 }
 END_TEST
@@ -1212,6 +1233,7 @@ static Suite *etw_suite(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, test_fixture_rows_64);
 	tcase_add_test(tc, test_fixture_rows_32);
+	tcase_add_test(tc, test_fixture_no_cpu_signal);
 	tcase_add_test(tc, test_fixture_commands);
 	tcase_add_test(tc, test_damaged_leaves_nothing);
 	tcase_add_test(tc, test_kernel_records);
