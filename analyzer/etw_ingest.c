@@ -198,6 +198,7 @@ struct ew_pkt {
 	uint64_t value;
 	int64_t observed_ns;   /* -1 unknown */
 	int64_t unwait_ns;     /* -1 not yet */
+	int64_t aborted_ns;    /* signal packets: AbortQueuePacket's time, -1 none */
 	/* signal: n ops from op_id, fences and values */
 	uint32_t n;
 	int64_t *fences;
@@ -628,7 +629,7 @@ static struct ew_pkt *ew_pkt_open(struct nf_etwi *e, uint64_t pq, size_t *idx, s
 	memset(p, 0, sizeof(*p));
 	p->used = true;
 	p->pq = pq;
-	p->observed_ns = p->unwait_ns = -1;
+	p->observed_ns = p->unwait_ns = p->aborted_ns = -1;
 	p->fence = -1;
 	if (ew_map_put(&e->pkt_map, pq, i)) {
 		p->used = false;
@@ -815,8 +816,9 @@ static int ew_unwait(struct nf_etwi *e, const struct nf_etwi_event *ev, bool abo
 
 		if (p->kind == P_WAIT && p->unwait_ns < 0)
 			return ew_wait_end(e, p, ev->ns, abort ? "aborted" : "complete", err);
-		if (p->kind != P_WAIT || !abort)
-			return 0;
+		/* An aborted signal packet signals nothing: its stop says so. */
+		if (abort && p->kind == P_SIGNAL && p->aborted_ns < 0)
+			p->aborted_ns = ev->ns;
 		return 0;
 	}
 	if (abort)
@@ -846,8 +848,9 @@ static int ew_packet_stop(struct nf_etwi *e, const struct nf_etwi_event *ev, str
 		rc = ew_wait_end(e, p, ev->ns, "complete", err);
 	for (uint32_t k = 0; rc == 0 && p->kind == P_SIGNAL && k < p->n; k++)
 		rc = ew_put_op(e, p->op_id + k, p->queue, ew_ctx_adapter(e, p->queue), "signal",
-			       p->fences[k], p->values[k], p->queued_ns, -1, ev->ns, "complete", true,
-			       p->tid, err);
+			       p->fences[k], p->values[k], p->queued_ns, -1,
+			       p->aborted_ns >= 0 ? p->aborted_ns : ev->ns,
+			       p->aborted_ns >= 0 ? "aborted" : "complete", true, p->tid, err);
 	rc = rc ? rc : ew_put_packet(e, p, end, ev->dx->preempted, err);
 	if (rc)
 		return rc;
@@ -1723,7 +1726,7 @@ static const char ew_deps_sql[] =
 	"  FROM temp.etw_sig_group g JOIN fence_ops o ON o.id = g.op) "
 	" WHERE n != ne OR end_ns IS NULL OR end_ns != gend;"
 	"CREATE TEMP TABLE etw_sig AS SELECT id, fence, value, end_ns FROM fence_ops "
-	" WHERE op = 'signal' AND fence IS NOT NULL AND end_ns IS NOT NULL "
+	" WHERE op = 'signal' AND fence IS NOT NULL AND end_ns IS NOT NULL AND status = 'complete' "
 	" AND id NOT IN (SELECT op FROM temp.etw_sig_skip);"
 	"CREATE INDEX temp.etw_sig_fv ON etw_sig(fence, value, end_ns);";
 

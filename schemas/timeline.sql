@@ -283,7 +283,8 @@ CREATE TABLE kernel_events (
 --   unwait before the capture ended: end_ns NULL). A signal queue packet
 --   (245) is one 'signal' per object it signals, from queued_ns (the 245)
 --   to end_ns (QueuePacketStop 180 of the same pQueuePacket), status
---   'complete' or 'pending'. A CPU wait (WaitForSynchronizationObjectFromCpu
+--   'complete', 'aborted' (AbortQueuePacket: end_ns is the abort; it
+--   releases nothing) or 'pending'. A CPU wait (WaitForSynchronizationObjectFromCpu
 --   297, one per object) is a cpu_waits row and a 'wait' row with queue NULL
 --   (thread set, observed_ns = start), ended by the UnwaitCpuWaiter (300)
 --   naming the same object and value. CPU signals (296, 462, 550) are

@@ -705,6 +705,15 @@ START_TEST(test_rundown_rows)
 	nf_etlw_put_ptr(&b, CTX_A);
 	dxg(&f, 361, 0, 0, 0, 1600, &b);
 	packet_stop(&f, 1610, 0, CTX_A, 2, PQ2);
+	/* A signal packet of the monitored fence to 12, aborted: it releases nothing. */
+	signal_packet(&f, 1620, 0, CTX_A, 3, MF, 12, PQ3);
+	b = B(&f);
+	nf_etlw_put_ptr(&b, PQ3);
+	nf_etlw_put_ptr(&b, CTX_A);
+	dxg(&f, 361, 0, 0, 0, 1630, &b);
+	packet_stop(&f, 1640, 0, CTX_A, 3, PQ3);
+	wait_packet(&f, 1645, 0, CTX_A, 4, MF, 12, PQ5);
+	unwait(&f, 1647, 0, CTX_A, PQ5);
 	/* SchedulingLog: two CPU (QPC ticks) / GPU pairs */
 	b = B(&f);
 	nf_etlw_put_ptr(&b, ADAPTER);
@@ -747,9 +756,13 @@ START_TEST(test_rundown_rows)
 		       "end_ns, status FROM dma_packets", "1|0|2|2||5||10000||20000|complete\n");
 	expect_rows(s, "SELECT id, queue, op, fence, value, queued_ns, observed_ns, end_ns, status FROM fence_ops "
 		       "ORDER BY id", "1|1|wait|1|11|30000|30000|41000|complete\n"
-				      "2|1|wait|2|3|50000|50000|60000|aborted\n");
+				      "2|1|wait|2|3|50000|50000|60000|aborted\n"
+				      "3|1|signal|1|12|62000||63000|aborted\n"
+				      "4|1|wait|1|12|64500|64500|64700|complete\n");
 	expect_rows(s, "SELECT id, thread, adapter, fence, value, ts_ns FROM cpu_signals", "1|700|0|1|11|40000\n");
-	expect_rows(s, "SELECT wait_id, signal_id, cpu_signal, stall_ns FROM deps", "1||1|11000\n");
+	/* The wait for 12 is released by nothing in the capture: the aborted
+	 * signal does not count. */
+	expect_rows(s, "SELECT wait_id, signal_id, cpu_signal, stall_ns FROM deps", "1||1|11000\n4|||200\n");
 	expect_rows(s, "SELECT adapter, ts_ns, gpu_clock FROM calibrations ORDER BY ts_ns",
 		    "0|65000|5000\n0|69000|9000\n");
 	expect_rows(s, "SELECT count(*) FROM etw_events WHERE provider NOT LIKE 'kernel:%'", "0\n");
