@@ -362,6 +362,11 @@ static int write_meta(sqlite3 *db, const char *source, const struct nf_etl_logfi
 				  (int64_t)(lf->buffers_flag_events_lost + lf->buffers_flag_buffer_lost), err);
 	rc = rc ? rc : put_meta_i(db, "etw_events", (int64_t)c->events, err);
 	rc = rc ? rc : put_meta_i(db, "etw_unmatched_unwaits", (int64_t)c->unmatched_unwaits, err);
+	rc = rc ? rc : put_meta_i(db, "etw_dxgkrnl_events", (int64_t)c->dxgkrnl, err);
+	rc = rc ? rc : put_meta_i(db, "etw_waits", (int64_t)c->waits, err);
+	rc = rc ? rc : put_meta_i(db, "etw_signals", (int64_t)c->signals, err);
+	rc = rc ? rc : put_meta_i(db, "etw_deps_tied", (int64_t)c->deps, err);
+	rc = rc ? rc : put_meta_i(db, "etw_dma_packets", (int64_t)c->dma_packets, err);
 	/* Rundown is DxgKrnl's: without DxgKrnl events only that is said. */
 	snprintf(buf, sizeof(buf), "%s%s%s", c->kernel ? "" : "kernel,",
 		 c->rundown || !c->dxgkrnl ? "" : "rundown,", c->dxgkrnl ? "" : "dxgkrnl,");
@@ -656,11 +661,11 @@ static void read_stats(const char *db_path, struct nf_etw_import_stats *st)
 	if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
 	    sqlite3_prepare_v2(db,
 			       "SELECT (SELECT value FROM meta WHERE key = 'etw_events'), "
-			       "(SELECT coalesce(sum(events), 0) FROM etw_counts WHERE name = 'Microsoft-Windows-DxgKrnl'), "
-			       "(SELECT count(*) FROM fence_ops WHERE op = 'wait'), "
-			       "(SELECT count(*) FROM fence_ops WHERE op = 'signal'), "
-			       "(SELECT count(*) FROM deps WHERE signal_id IS NOT NULL OR cpu_signal IS NOT NULL), "
-			       "(SELECT count(*) FROM dma_packets), "
+			       "(SELECT value FROM meta WHERE key = 'etw_dxgkrnl_events'), "
+			       "(SELECT value FROM meta WHERE key = 'etw_waits'), "
+			       "(SELECT value FROM meta WHERE key = 'etw_signals'), "
+			       "(SELECT value FROM meta WHERE key = 'etw_deps_tied'), "
+			       "(SELECT value FROM meta WHERE key = 'etw_dma_packets'), "
 			       "(SELECT value FROM meta WHERE key = 'etw_cpus')", -1, &s, NULL) == SQLITE_OK &&
 	    sqlite3_step(s) == SQLITE_ROW) {
 		st->events = (uint64_t)sqlite3_column_int64(s, 0);

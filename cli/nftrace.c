@@ -96,8 +96,8 @@ static const struct nf_cmd nf_commands[] = {
 	{ "import", cmd_import, "convert a trace-cmd file (trace.dat) or a Windows ETW capture (.etl) into a session",
 	  "usage: nftrace import TRACE.DAT|CAPTURE.ETL -o DIR [--force]\n"
 	  "\n"
-	  "A Windows ETW capture (.etl, recognised by its content: xperf, WPR or GPUView's log.cmd)\n"
-	  "is copied into DIR and read without the Windows API: Microsoft-Windows-DxgKrnl contexts\n"
+	  "A Windows ETW capture (.etl: by its content or its name; from xperf, WPR or GPUView's\n"
+	  "log.cmd) is linked (same filesystem) or copied into DIR and read without the Windows API: Microsoft-Windows-DxgKrnl contexts\n"
 	  "and hardware queues become queues, sync objects fences, wait and signal queue packets\n"
 	  "fence_ops (tied wait <- signal in deps), CPU waits cpu_waits, DMA packets dma_packets,\n"
 	  "VSyncs vsyncs, other events etw_events (schemas/timeline.sql). Nothing is left behind\n"

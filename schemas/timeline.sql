@@ -357,9 +357,12 @@ CREATE TABLE markers (
 -- time or cycle counter converted exactly). meta: source 'etw', cpu_frequency
 -- 1000000000, start_ticks 0, and etw_* facts (os_build, pointer_size, cpus,
 -- clock, clock_frequency, start_time, buffers, buffers_lost, events_lost,
--- events, lacks: what the capture has not, comma-separated, of 'kernel'
--- (no process/thread names nor context switches), 'rundown' (no adapter,
--- device or context rundown), 'dxgkrnl' (no DxgKrnl events)).
+-- buffers_flagged_lost, events, dxgkrnl_events, waits, signals, deps_tied,
+-- dma_packets, unmatched_unwaits (unwaits whose wait is not in the capture),
+-- file (the path imported), os_version, lacks: what the capture has not,
+-- comma-separated, of 'kernel' (no process/thread names nor context
+-- switches), 'rundown' (no adapter, device or context rundown), 'dxgkrnl'
+-- (no DxgKrnl events)).
 -- Mapping of Microsoft-Windows-DxgKrnl:
 -- - adapters: one per pDxgAdapter, numbered 0, 1, ... in order of appearance
 --   (name "Adapter 0x..."; vidsch_caps, native_fence, gpu_frequency NULL).
@@ -385,7 +388,8 @@ CREATE TABLE markers (
 --   unwait before the capture ended: end_ns NULL). A signal queue packet
 --   (245) is one 'signal' per object it signals, from queued_ns (the 245)
 --   to end_ns (QueuePacketStop 180 of the same pQueuePacket), status
---   'complete' or 'pending'. A CPU wait (WaitForSynchronizationObjectFromCpu
+--   'complete', 'aborted' (AbortQueuePacket: end_ns is the abort; it
+--   releases nothing) or 'pending'. A CPU wait (WaitForSynchronizationObjectFromCpu
 --   297, one per object) is a cpu_waits row and a 'wait' row with queue NULL
 --   (thread set, observed_ns = start), ended by the UnwaitCpuWaiter (300)
 --   naming the same object and value. CPU signals (296, 462, 550) are
@@ -404,6 +408,10 @@ CREATE TABLE markers (
 -- - queue_packets, dma_packets, vsyncs: below. Every event not mapped
 --   (other providers, and DxgKrnl events no table takes) is an etw_events
 --   row; etw_counts counts every event by provider, id and version.
+-- - kernel_threads names every thread that logged a DxgKrnl event by its
+--   process (from the event headers): "<image> <pid>" when the kernel's
+--   process events named it, else "process <pid>" (the System process, 4,
+--   is left out: its threads are the kernel's own).
 -- - lost buffers and events are anomalies of kind 'etw_lost' (queue NULL);
 --   a DxgKrnl payload whose size matches no known layout is counted in
 --   etw_counts.size_mismatches and kept only as an etw_events row.

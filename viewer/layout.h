@@ -41,6 +41,9 @@
  */
 #define NF_RENDER_LEGEND_ITEMS 11
 extern const char *const nf_render_legend_labels[NF_RENDER_LEGEND_ITEMS];
+/* Two more for imported ETW captures (lay->etw): DMA packets and VSyncs. */
+#define NF_RENDER_LEGEND_ETW_ITEMS 2
+extern const char *const nf_render_legend_etw_labels[NF_RENDER_LEGEND_ETW_ITEMS];
 
 enum nf_render_row_kind {
 	NF_ROW_ADAPTER,   /* header of an adapter group */
@@ -73,6 +76,7 @@ struct nf_render_layout {
 	double axis_y;            /* top of the time axis */
 	int legend_lines;         /* the legend wraps on narrow pages */
 	double legend_x[NF_RENDER_LEGEND_ITEMS], legend_y[NF_RENDER_LEGEND_ITEMS];
+	double legend_etw_x[NF_RENDER_LEGEND_ETW_ITEMS], legend_etw_y[NF_RENDER_LEGEND_ETW_ITEMS];
 	int64_t t0, t1;           /* the time window drawn, t0 < t1 */
 	int64_t session_end;      /* end of the session (duration_ns, or the last time seen) */
 	int has_duration;         /* session_end came from meta.duration_ns */

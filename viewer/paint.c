@@ -530,6 +530,18 @@ static void paint_legend(cairo_t *cr, const struct nf_render_layout *lay, const 
 			     y, th);
 		text(cr, x + 28, y + 10, nf_render_legend_labels[i], LEFT, th->text);
 	}
+	if (lay->etw) { /* imported ETW captures: DMA packets, VSync lines */
+		double x = lay->legend_etw_x[0], y = lay->legend_etw_y[0];
+
+		paint_swatch(cr, SW_RECT, c_dma, 0, x, y, th);
+		text(cr, x + 28, y + 10, nf_render_legend_etw_labels[0], LEFT, th->text);
+		x = lay->legend_etw_x[1];
+		y = lay->legend_etw_y[1];
+		cairo_rectangle(cr, x + 10, y - 1, 1, 14);
+		set_colour(cr, c_vsync);
+		cairo_fill(cr);
+		text(cr, x + 28, y + 10, nf_render_legend_etw_labels[1], LEFT, th->text);
+	}
 }
 
 static void paint_row_labels(cairo_t *cr, const struct nf_render_layout *lay,
