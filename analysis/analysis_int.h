@@ -40,7 +40,9 @@ struct an_queue {
 /* A signal of a fence that ran at a known time: a GPU signal or a CPU signal. */
 struct an_sig {
 	int64_t t, value;
-	int32_t op, csig;  /* one of them is AN_NONE */
+	int64_t id;        /* fence_ops.id, or cpu_signals.id when cpu */
+	int32_t op, csig;  /* indexes: one of them is AN_NONE (both in a model of open operations) */
+	bool cpu;
 };
 
 struct an_fence {
@@ -97,8 +99,10 @@ struct nf_analysis {
 	struct an_thread *threads;
 	size_t n_threads, cap_threads;
 	struct an_map qmap, fmap, tmap;
-	/* A lazy model (nf_analysis_open_lazy) loads operations on demand. */
-	bool lazy;
+	/* A lazy model (nf_analysis_open_lazy) loads operations on demand; a model
+	 * of open operations (nf_analysis_load_open) holds only what the hang check
+	 * needs. */
+	bool lazy, open_only;
 	sqlite3 *db;
 	sqlite3_stmt *st_op, *st_prev, *st_dep, *st_dep_scan, *st_first_sig, *st_acted;
 	struct an_map opmap;         /* id -> index */
@@ -135,6 +139,19 @@ bool an_release_time(const struct nf_analysis *a, int32_t rel_op, int32_t rel_cp
  */
 int an_walk_window(const struct nf_analysis *a, int32_t op, int64_t t0, struct nf_cp_segment **segs,
 		   size_t *n, struct nf_error *err);
+
+/* Loads queues, fences, CPU signals and CPU waits (model.c), for the loaders. */
+int an_load_small(sqlite3 *db, struct nf_analysis *a, struct nf_error *err);
+/* Adds a signal that ran at time t to fence f's list; 0 or NF_ENOMEM. */
+int an_add_sig(struct an_fence *f, int64_t t, int64_t value, int32_t op, int32_t csig, int64_t id, bool cpu);
+/* Sorts every fence's signals by time (GPU before CPU at one time, then id). */
+void an_sort_sigs(struct nf_analysis *a);
+/* Registers a queue / fence (model.c); AN_NONE and *rc = NF_ENOMEM on failure. */
+int32_t an_queue_add(struct nf_analysis *a, int64_t queue, int *rc);
+int32_t an_fence_add(struct nf_analysis *a, int64_t fence, int *rc);
+/* Reads a fence_ops row selected as AN_OP_COLUMNS into *o (indexes unset). */
+#define AN_OP_COLUMNS "id, queue, op, fence, value, queued_ns, observed_ns, end_ns, status, thread"
+void an_op_from_row(struct an_op *o, sqlite3_stmt *s);
 
 /* Grows *arr (elements of size sz) to hold at least need; 0 or NF_ENOMEM. */
 int an_grow(void **arr, size_t *cap, size_t need, size_t sz);

@@ -99,7 +99,7 @@ int nf_analysis_stall_blame(const struct nf_analysis *a, struct nf_blame_row **r
 	struct nf_blame_row local[16];
 	int rc = 0;
 
-	if (a->lazy)
+	if (a->lazy || a->open_only)
 		return nf_error_set(err, NF_ESTATE, "%s needs a loaded model (nf_analysis_load)", "stall blame");
 	*rows_out = NULL;
 	*n_out = 0;

@@ -92,6 +92,9 @@ int nf_analysis_target(const struct nf_analysis *a, enum nf_cp_target kind, int6
 {
 	int32_t best = AN_NONE, q = AN_NONE;
 
+	if (a->open_only)
+		return nf_error_set(err, NF_ESTATE, "choosing an operation needs a loaded or lazy model");
+
 	switch (kind) {
 	case NF_CP_OP: {
 		int32_t i = an_get_op(a, arg);
@@ -426,6 +429,8 @@ int nf_analysis_critical_path(const struct nf_analysis *a, int64_t op_id, struct
 	int rc;
 
 	memset(path, 0, sizeof(*path));
+	if (a->open_only)
+		return nf_error_set(err, NF_ESTATE, "the critical path needs a loaded or lazy model");
 	if (an_lazy_failed(a, err))
 		return err->code;
 	if (o == AN_NONE)

@@ -716,7 +716,7 @@ int cmd_check(int argc, char **argv)
 	/* Hangs and deadlocks: over the session's timeline (built when missing). */
 	rc = nf_timeline_ensure(dir, db, sizeof(db), &err);
 	if (!rc)
-		rc = nf_analysis_load(db, &a, &err);
+		rc = nf_analysis_load_open(db, &a, &err);
 	if (!rc)
 		rc = nf_analysis_hangs(a, &hangs, &err);
 	if (rc) {

@@ -57,6 +57,19 @@ int nf_analysis_load(const char *db_path, struct nf_analysis **out, struct nf_er
  */
 int nf_analysis_open_lazy(const char *db_path, struct nf_analysis **out, struct nf_error *err);
 
+/*
+ * Loads only what nf_analysis_hangs needs, in one pass over the operations with
+ * memory that does not grow with the operations that ran: each queue's
+ * operations after the last one that ran, the waits on no queue that never
+ * ended, the small tables, and each fence's highest signaled value and its
+ * signals that ran at a known time (32 bytes each, for the lowered-value
+ * check). The hang check gives the same findings as on a loaded model; such a
+ * model answers nf_analysis_hangs, nf_analysis_queue_name and
+ * nf_analysis_find_queue (the rest: NF_ESTATE or not found).
+ * Returns 0, NF_ENOENT, NF_EFORMAT, NF_ESQL, NF_ENOMEM.
+ */
+int nf_analysis_load_open(const char *db_path, struct nf_analysis **out, struct nf_error *err);
+
 /* Frees the model; NULL is a no-op. */
 void nf_analysis_destroy(struct nf_analysis *a);
 

@@ -245,6 +245,51 @@ START_TEST(stall_chain_blame)
 }
 END_TEST
 
+/* The hang check on a model of open operations (what check uses) finds the same as
+ * on the loaded model. */
+static void same_hangs(const char *db, const struct nf_analysis *full)
+{
+	struct nf_analysis *op = NULL;
+	struct nf_hang_report h1, h2;
+	struct nf_error e;
+
+	nf_error_clear(&e);
+	ck_assert_msg(nf_analysis_load_open(db, &op, &e) == 0, "%s", e.msg);
+	ck_assert_int_eq(nf_analysis_hangs(full, &h1, &e), 0);
+	ck_assert_int_eq(nf_analysis_hangs(op, &h2, &e), 0);
+	ck_assert_uint_eq(h1.n, h2.n);
+	for (size_t i = 0; i < h1.n; i++) {
+		ck_assert_int_eq(h1.f[i].kind, h2.f[i].kind);
+		ck_assert_int_eq(h1.f[i].wait.op_id, h2.f[i].wait.op_id);
+		ck_assert_int_eq(h1.f[i].wait.cpu_wait, h2.f[i].wait.cpu_wait);
+		ck_assert_uint_eq(h1.f[i].n_edges, h2.f[i].n_edges);
+		for (size_t k = 0; k < h1.f[i].n_edges; k++) {
+			ck_assert_int_eq(h1.f[i].edges[k].signal_op, h2.f[i].edges[k].signal_op);
+			ck_assert_int_eq(h1.f[i].edges[k].to.op_id, h2.f[i].edges[k].to.op_id);
+		}
+		ck_assert_int_eq(h1.f[i].op_id, h2.f[i].op_id);
+		ck_assert_int_eq(h1.f[i].value, h2.f[i].value);
+		ck_assert_int_eq(h1.f[i].prev_op, h2.f[i].prev_op);
+	}
+	nf_hang_report_free(&h1);
+	nf_hang_report_free(&h2);
+	/* it answers the hang check only */
+	struct nf_blame_row *rows;
+	size_t n;
+	int64_t t;
+	ck_assert_int_eq(nf_analysis_stall_blame(op, &rows, &n, &e), NF_ESTATE);
+	ck_assert_int_eq(nf_analysis_target(op, NF_CP_LAST, 0, &t, &e), NF_ESTATE);
+	nf_analysis_destroy(op);
+}
+
+static void same_hangs_dir(const char *dir, const struct nf_analysis *full)
+{
+	char db[1200];
+
+	snprintf(db, sizeof(db), "%s/.timeline.db", dir);
+	same_hangs(db, full);
+}
+
 /* Edge from op `from` through signal op `sig` to the blocking wait op `to`. */
 static bool has_edge(const struct nf_hang_finding *f, int64_t from, int64_t sig, int64_t to)
 {
@@ -282,6 +327,7 @@ START_TEST(deadlock_two_queues)
 	ck_assert(has_edge(&h.f[0], 3, 2, 1)); /* QB's op 3 needs op 2, behind QA's op 1 */
 	ck_assert_int_eq(h.f[0].edges[0].from.since_ns, 10000);
 	nf_hang_report_free(&h);
+	same_hangs_dir(dir, a);
 	nf_analysis_destroy(a);
 	/* was "verdict: whole", exit 0 */
 	expect_check(dir, 1, "verdict: deadlock");
@@ -310,6 +356,7 @@ START_TEST(deadlock_three_queues_across_adapters)
 	/* the edges cross adapters: Q1, Q3 on the dGPU, Q2 on the iGPU */
 	ck_assert_int_eq(h.f[0].edges[0].from.queue, queue_of(a, "Q1"));
 	nf_hang_report_free(&h);
+	same_hangs_dir(dir, a);
 	nf_analysis_destroy(a);
 	expect_check(dir, 1, "verdict: deadlock");
 }
@@ -338,6 +385,7 @@ START_TEST(hang_signal_never_queued)
 	ck_assert_uint_eq(h.f[1].n_edges, 1);
 	ck_assert(has_edge(&h.f[1], 4, 3, 2));
 	nf_hang_report_free(&h);
+	same_hangs_dir(dir, a);
 	nf_analysis_destroy(a);
 	expect_check(dir, 1, "verdict: hang");
 	snprintf(cmd, sizeof(cmd), "'%s' check '%s'", nf_test_nftrace(), dir);
@@ -392,6 +440,7 @@ START_TEST(pending_is_not_a_hang)
 	ck_assert_uint_eq(h.n, 2);
 	ck_assert_int_eq(h.count[NF_HANG_PENDING], 2);
 	nf_hang_report_free(&h);
+	same_hangs(path, a);
 	nf_analysis_destroy(a);
 
 	/* the same with Q1 stuck behind a wait nothing signals: op 2 is blocked */
@@ -408,6 +457,7 @@ START_TEST(pending_is_not_a_hang)
 	ck_assert_int_eq(h.count[NF_HANG_BLOCKED], 1);
 	ck_assert_int_eq(h.count[NF_HANG_PENDING], 0);
 	nf_hang_report_free(&h);
+	same_hangs(path, a);
 	nf_analysis_destroy(a);
 }
 END_TEST
@@ -442,6 +492,7 @@ START_TEST(lowered_signals)
 	ck_assert_int_eq(h.f[1].prev_value, 7);
 	ck_assert_int_eq(h.f[1].prev_op, -1);
 	nf_hang_report_free(&h);
+	same_hangs(path, a);
 	nf_analysis_destroy(a);
 }
 END_TEST
@@ -461,6 +512,7 @@ static void check_generic(const char *dir)
 		ck_assert_msg(h.f[i].kind == NF_HANG_PENDING, "%s: finding %s on wait op %" PRId64, dir,
 			      nf_hang_kind_name(h.f[i].kind), h.f[i].wait.op_id);
 	nf_hang_report_free(&h);
+	same_hangs_dir(dir, a);
 	/* every finished operation's critical path tiles its latency (the first 2000),
 	 * and the lazy model (what the CLI uses) walks the same path */
 	char db[4200];
