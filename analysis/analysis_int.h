@@ -52,7 +52,14 @@ struct an_fence {
 	size_t n, cap;
 	int64_t *prefix_max; /* prefix_max[i] = max value of sigs[0..i] */
 	int64_t done_max;    /* highest value of any signal that ran (even at an unknown time) */
+	int64_t done_max_op; /* the first operation (id order) to signal it, -1: a CPU signal */
 	bool any_done;
+	/* model of open operations: where its signals came from, and the lowered-value
+	 * check of a fence signaled from one queue only, done in queue (id) order */
+	int64_t src_queue;   /* the one signaling queue; -1 none yet */
+	bool multi_src;      /* signaled from several queues or from the CPU: sorted in sigs */
+	bool have_last;
+	int64_t last_value, last_t, last_id;
 };
 
 struct an_csig {
@@ -110,6 +117,10 @@ struct nf_analysis {
 	bool kernel_timelines;       /* the session has kernel timelines */
 	size_t cap_ops;
 	int lazy_rc;                 /* first error of a lazy lookup, 0 none */
+	/* model of open operations: lowered values found while streaming (fences
+	 * signaled from one queue), added to nf_analysis_hangs' findings */
+	struct nf_hang_finding *low;
+	size_t n_low, cap_low;
 	char lazy_msg[NF_ERROR_MSG_MAX];
 };
 

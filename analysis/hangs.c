@@ -518,13 +518,10 @@ int nf_analysis_hangs(const struct nf_analysis *a, struct nf_hang_report *rep, s
 
 			f = blank(NF_HANG_NEVER_SIGNALED);
 			/* the highest value signaled in the session, and by which op */
-			if (fe->any_done)
+			if (fe->any_done) {
 				f.value = fe->done_max;
-			for (size_t k = 0; k < fe->n; k++)
-				if (fe->sigs[k].value == fe->done_max && !fe->sigs[k].cpu) {
-					f.op_id = fe->sigs[k].id;
-					break;
-				}
+				f.op_id = fe->done_max_op;
+			}
 			f.fence = fe->fence;
 		} else {
 			f = blank(NF_HANG_BLOCKED);
@@ -539,6 +536,8 @@ int nf_analysis_hangs(const struct nf_analysis *a, struct nf_hang_report *rep, s
 	}
 	if (!rc)
 		rc = lowered(a, rep, &cap);
+	for (size_t i = 0; !rc && i < a->n_low; i++) /* found while a model of open ops streamed */
+		rc = add_finding(rep, &cap, a->low[i]);
 	free(g.nodes);
 	free(g.edges);
 	free(g.node_of_op);

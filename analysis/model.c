@@ -243,6 +243,8 @@ static int32_t fence_add(struct nf_analysis *a, int64_t fence, int *rc)
 	}
 	memset(&a->fences[a->n_fences], 0, sizeof(a->fences[0]));
 	a->fences[a->n_fences].fence = fence;
+	a->fences[a->n_fences].done_max_op = -1;
+	a->fences[a->n_fences].src_queue = -1;
 	return (int32_t)a->n_fences++;
 }
 
@@ -619,8 +621,10 @@ static int index_signals(struct nf_analysis *a, struct nf_error *err)
 		if (!o->is_signal || o->fidx == AN_NONE || !o->done || !o->has_value)
 			continue;
 		f = &a->fences[o->fidx];
-		if (!f->any_done || o->value > f->done_max)
+		if (!f->any_done || o->value > f->done_max) {
 			f->done_max = o->value;
+			f->done_max_op = o->id;
+		}
 		f->any_done = true;
 		if (o->has_end && an_add_sig(f, o->end, o->value, (int32_t)i, AN_NONE, o->id, false))
 			return nf_error_set(err, NF_ENOMEM, "out of memory indexing signals");
@@ -632,8 +636,10 @@ static int index_signals(struct nf_analysis *a, struct nf_error *err)
 		if (c->fidx == AN_NONE)
 			continue;
 		f = &a->fences[c->fidx];
-		if (!f->any_done || c->value > f->done_max)
+		if (!f->any_done || c->value > f->done_max) {
 			f->done_max = c->value;
+			f->done_max_op = -1;
+		}
 		f->any_done = true;
 		if (c->has_ts && an_add_sig(f, c->ts, c->value, AN_NONE, (int32_t)i, c->id, true))
 			return nf_error_set(err, NF_ENOMEM, "out of memory indexing signals");
@@ -805,6 +811,7 @@ void nf_analysis_destroy(struct nf_analysis *a)
 	sqlite3_finalize(a->st_acted);
 	sqlite3_close(a->db);
 	map_free(&a->opmap);
+	free(a->low);
 	free(a->ops);
 	free(a->queues);
 	free(a->fences);
