@@ -284,7 +284,7 @@ static void same_hangs(const char *db, const struct nf_analysis *full)
 
 static void same_hangs_dir(const char *dir, const struct nf_analysis *full)
 {
-	char db[1200];
+	char db[1400];
 
 	snprintf(db, sizeof(db), "%s/.timeline.db", dir);
 	same_hangs(db, full);
@@ -459,6 +459,56 @@ START_TEST(pending_is_not_a_hang)
 	nf_hang_report_free(&h);
 	same_hangs(path, a);
 	nf_analysis_destroy(a);
+}
+END_TEST
+
+/* A session cut at a packet boundary (as a killed recorder leaves it) ends
+ * mid-frame: its open waits are pending, not hangs, and check says whole. */
+START_TEST(session_cut_mid_frame_is_pending)
+{
+	char sample[1024], scen[1200], dir[1200], events[1300];
+	struct nf_analysis *a;
+	struct nf_hang_report h;
+	struct nf_error e;
+	long cut = -1;
+
+	nf_test_source_path(sample, sizeof(sample), "samples/stress.nfs");
+	snprintf(scen, sizeof(scen), "%s/ring.nfs", tmp);
+	snprintf(dir, sizeof(dir), "%s/ring", tmp);
+	snprintf(cmd, sizeof(cmd), "sed 's/^repeat 4000 as/repeat 300 as/' '%s' > '%s' && '%s' record -o '%s' '%s'",
+		 sample, scen, nf_test_nftrace(), dir, scen);
+	ck_assert_msg(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)) == 0, "%s", err);
+	/* the last packet that starts past the middle: packets start on 4 KiB blocks
+	 * with the CTF magic 0xC1FC1FC1 (little endian) */
+	snprintf(events, sizeof(events), "%s/events", dir);
+	FILE *f = fopen(events, "rb");
+	ck_assert_ptr_nonnull(f);
+	fseek(f, 0, SEEK_END);
+	long size = ftell(f);
+	for (long off = 4096; off < size; off += 4096) {
+		unsigned char m[4];
+
+		fseek(f, off, SEEK_SET);
+		if (fread(m, 1, 4, f) == 4 && m[0] == 0xC1 && m[1] == 0x1F && m[2] == 0xFC && m[3] == 0xC1 &&
+		    off > size / 2) {
+			cut = off;
+			break;
+		}
+	}
+	fclose(f);
+	ck_assert_msg(cut > 0, "no packet boundary past the middle of %s", events);
+	ck_assert_int_eq(truncate(events, cut), 0);
+	a = load(dir);
+	ck_assert_int_eq(nf_analysis_hangs(a, &h, &e), 0);
+	ck_assert_int_gt(h.count[NF_HANG_PENDING], 0);
+	ck_assert_uint_eq(h.n, h.count[NF_HANG_PENDING]);
+	nf_hang_report_free(&h);
+	same_hangs_dir(dir, a);
+	nf_analysis_destroy(a);
+	snprintf(cmd, sizeof(cmd), "'%s' check '%s'", nf_test_nftrace(), dir);
+	ck_assert_msg(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)) == 0, "%s %s", out, err);
+	ck_assert_ptr_nonnull(strstr(out, "pending at the end"));
+	ck_assert_ptr_nonnull(strstr(out, "verdict: whole"));
 }
 END_TEST
 
@@ -722,6 +772,7 @@ int main(void)
 	tcase_add_test(tc, hang_signal_never_queued);
 	tcase_add_test(tc, pending_is_not_a_hang);
 	tcase_add_test(tc, lowered_signals);
+	tcase_add_test(tc, session_cut_mid_frame_is_pending);
 	tcase_add_loop_test(tc, no_finding_on_clean_samples, 0,
 			    (int)(sizeof(clean_samples) / sizeof(clean_samples[0])));
 	tcase_add_test(tc, no_finding_on_program_and_kernel);
