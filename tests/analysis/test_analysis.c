@@ -152,18 +152,25 @@ START_TEST(chain_three_queues_two_adapters_cpu_thread)
 	for (size_t i = 0; i < n; i++) {
 		ck_assert_int_eq(rows[i].queue, d2);
 		ck_assert_int_eq(rows[i].waits, 1);
+		/* through X (op 1's fence) for I1 and thread 2, through A (op 3's) for D1 */
+		struct nf_op_info w1, s3;
+		ck_assert_int_eq(nf_analysis_op(a, 1, &w1), 0);
+		ck_assert_int_eq(nf_analysis_op(a, 3, &s3), 0);
 		if (rows[i].by_queue == i1) {
 			ck_assert_int_eq(rows[i].direct_ns, 75300);
 			ck_assert_int_eq(rows[i].chain_ns, 0);
+			ck_assert_int_eq(rows[i].by_fence, w1.fence);
 			seen |= 1;
 		} else if (rows[i].by_queue == d1) {
 			ck_assert_int_eq(rows[i].direct_ns, 0);
 			ck_assert_int_eq(rows[i].chain_ns, 100200);
+			ck_assert_int_eq(rows[i].by_fence, s3.fence);
 			seen |= 2;
 		} else {
 			ck_assert_int_eq(rows[i].by_queue, -1);
 			ck_assert_int_eq(rows[i].by_thread, 2);
 			ck_assert_int_eq(rows[i].chain_ns, 5000);
+			ck_assert_int_eq(rows[i].by_fence, w1.fence);
 			seen |= 4;
 		}
 	}
@@ -228,14 +235,31 @@ START_TEST(stall_chain_blame)
 
 	/* the same through the stall_blame table, as the issue asks it */
 	snprintf(cmd, sizeof(cmd),
-		 "'%s' query '%s' --csv \"select q.name, b.name, s.direct_ns, s.chain_ns, s.stall_ns, s.waits "
+		 "'%s' query '%s' --csv \"select q.name, b.name, s.by_fence = (select fence from fence_ops where id = 4), "
+		 "s.direct_ns, s.chain_ns, s.stall_ns, s.waits "
 		 "from stall_blame s join queues q on q.queue = s.queue join queues b on b.queue = s.by_queue "
 		 "order by stall_ns desc limit 10\"", nf_test_nftrace(), dir);
 	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)), 0);
-	ck_assert_str_eq(out, "name,name,direct_ns,chain_ns,stall_ns,waits\n"
-			      "Q2,Q1,100300,0,100300,1\n"
-			      "Q3,Q1,0,100200,100200,1\n"
-			      "Q3,Q2,30400,0,30400,1\n");
+	/* Q1 held both up through F1 (op 4's fence); Q2 held Q3 up through F2 */
+	ck_assert_str_eq(out, "name,name,s.by_fence = (select fence from fence_ops where id = 4),direct_ns,chain_ns,stall_ns,waits\n"
+			      "Q2,Q1,1,100300,0,100300,1\n"
+			      "Q3,Q1,1,0,100200,100200,1\n"
+			      "Q3,Q2,0,30400,0,30400,1\n");
+	/* a stall_blame of another analysis version (an older nftrace) is computed again */
+	{
+		char db[1400];
+		sqlite3 *sdb;
+
+		snprintf(db, sizeof(db), "%s/.timeline.db", dir);
+		ck_assert_int_eq(sqlite3_open(db, &sdb), SQLITE_OK);
+		ck_assert_int_eq(sqlite3_exec(sdb, "UPDATE meta SET value = '1' WHERE key = 'analysis_version';"
+					      "DELETE FROM stall_blame", NULL, NULL, NULL), SQLITE_OK);
+		sqlite3_close(sdb);
+		snprintf(cmd, sizeof(cmd), "'%s' query '%s' --csv \"select count(*) from stall_blame\"",
+			 nf_test_nftrace(), dir);
+		ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)), 0);
+		ck_assert_str_eq(out, "count(*)\n3\n");
+	}
 	/* per waiting queue the rows add up to its waits' stall in deps */
 	snprintf(cmd, sizeof(cmd),
 		 "'%s' query '%s' --csv \"select (select sum(stall_ns) from stall_blame) = "
@@ -596,7 +620,8 @@ static void check_generic(const char *dir)
 					      x->thread == y->thread && x->op_id == y->op_id &&
 					      x->cpu_wait == y->cpu_wait && x->cpu_signal == y->cpu_signal &&
 					      x->fence == y->fence && x->value == y->value &&
-					      x->release_op == y->release_op && x->start_ns == y->start_ns &&
+					      x->release_op == y->release_op && x->via_fence == y->via_fence &&
+					      x->start_ns == y->start_ns &&
 					      x->end_ns == y->end_ns,
 				      "%s op %" PRId64 ": lazy path differs at segment %zu", dir, id, k);
 		}
