@@ -92,6 +92,9 @@ int nf_analysis_target(const struct nf_analysis *a, enum nf_cp_target kind, int6
 {
 	int32_t best = AN_NONE, q = AN_NONE;
 
+	if (a->open_only)
+		return nf_error_set(err, NF_ESTATE, "choosing an operation needs a loaded or lazy model");
+
 	switch (kind) {
 	case NF_CP_OP: {
 		int32_t i = an_get_op(a, arg);
@@ -160,6 +163,7 @@ int nf_analysis_target(const struct nf_analysis *a, enum nf_cp_target kind, int6
 struct walk {
 	const struct nf_analysis *a;
 	int64_t t0;
+	int64_t via;                /* fence of the last wait the walk went back through, -1 */
 	struct nf_cp_segment *segs; /* emitted backwards */
 	size_t n, cap;
 	int rc;
@@ -167,6 +171,7 @@ struct walk {
 
 static void emit(struct walk *w, struct nf_cp_segment s)
 {
+	s.via_fence = w->via;
 	if (s.start_ns < w->t0)
 		s.start_ns = w->t0;
 	if (s.start_ns >= s.end_ns || w->rc)
@@ -181,7 +186,7 @@ static void emit(struct walk *w, struct nf_cp_segment s)
 static struct nf_cp_segment seg_queue(enum nf_seg_kind kind, const struct an_op *o, int64_t start,
 				      int64_t end)
 {
-	struct nf_cp_segment s = { kind, false, o->queue, -1, o->id, -1, -1, -1, -1, -1, start, end };
+	struct nf_cp_segment s = { kind, false, o->queue, -1, o->id, -1, -1, -1, -1, -1, -1, start, end };
 
 	if (kind == NF_SEG_WAIT) {
 		s.fence = o->fence;
@@ -193,7 +198,7 @@ static struct nf_cp_segment seg_queue(enum nf_seg_kind kind, const struct an_op 
 static struct nf_cp_segment seg_thread(enum nf_seg_kind kind, int64_t thread, int64_t start,
 				       int64_t end)
 {
-	struct nf_cp_segment s = { kind, true, -1, thread, -1, -1, -1, -1, -1, -1, start, end };
+	struct nf_cp_segment s = { kind, true, -1, thread, -1, -1, -1, -1, -1, -1, -1, start, end };
 
 	return s;
 }
@@ -281,6 +286,7 @@ static int walk_run(struct walk *w, int32_t start_op, int64_t end, struct nf_err
 					rel_op = orel;
 					rel_cpu = orel != AN_NONE ? AN_NONE : orcpu;
 					released = true;
+					w->via = op.fence;
 				} else {
 					s.start_ns = lo;
 					emit(w, s);
@@ -310,6 +316,7 @@ static int walk_run(struct walk *w, int32_t start_op, int64_t end, struct nf_err
 					rel_op = orel;
 					rel_cpu = orel != AN_NONE ? AN_NONE : orcpu;
 					released = true;
+					w->via = op.fence;
 				} else {
 					if (ready > cur)
 						ready = cur;
@@ -366,6 +373,7 @@ static int walk_run(struct walk *w, int32_t start_op, int64_t end, struct nf_err
 				rel_op = cw->rel_op;
 				rel_cpu = cw->rel_op != AN_NONE ? AN_NONE : cw->rel_cpu;
 				released = true;
+				w->via = cw->fence;
 			} else {
 				int64_t lo = cw->has_start ? cw->start : w->t0;
 
@@ -404,7 +412,8 @@ static int walk_run(struct walk *w, int32_t start_op, int64_t end, struct nf_err
 
 			if (p->kind == s->kind && p->on_thread == s->on_thread && p->queue == s->queue &&
 			    p->thread == s->thread && p->op_id == s->op_id && p->cpu_wait == s->cpu_wait &&
-			    p->cpu_signal == s->cpu_signal && p->end_ns == s->start_ns) {
+			    p->cpu_signal == s->cpu_signal && p->via_fence == s->via_fence &&
+			    p->end_ns == s->start_ns) {
 				p->end_ns = s->end_ns;
 				continue;
 			}
@@ -421,11 +430,13 @@ static int walk_run(struct walk *w, int32_t start_op, int64_t end, struct nf_err
 int nf_analysis_critical_path(const struct nf_analysis *a, int64_t op_id, struct nf_cp_path *path,
 			      struct nf_error *err)
 {
-	struct walk w = { a, 0, NULL, 0, 0, 0 };
+	struct walk w = { a, 0, -1, NULL, 0, 0, 0 };
 	int32_t o = an_get_op(a, op_id);
 	int rc;
 
 	memset(path, 0, sizeof(*path));
+	if (a->open_only)
+		return nf_error_set(err, NF_ESTATE, "the critical path needs a loaded or lazy model");
 	if (an_lazy_failed(a, err))
 		return err->code;
 	if (o == AN_NONE)
@@ -456,7 +467,7 @@ void nf_cp_path_free(struct nf_cp_path *path)
 int an_walk_window(const struct nf_analysis *a, int32_t op, int64_t t0, struct nf_cp_segment **segs,
 		   size_t *n, struct nf_error *err)
 {
-	struct walk w = { a, t0, NULL, 0, 0, 0 };
+	struct walk w = { a, t0, -1, NULL, 0, 0, 0 };
 	int rc = walk_run(&w, op, a->ops[op].end, err);
 
 	if (rc) {

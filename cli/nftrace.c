@@ -63,7 +63,9 @@ static const struct nf_cmd nf_commands[] = {
 	  "Builds the session's SQLite timeline (DIR/.timeline.db) on first use and runs SQL on it,\n"
 	  "read-only. With several sessions they are attached as s1, s2, ... Tables: schemas/timeline.sql.\n"
 	  "Reports: stalls (the 20 longest GPU wait stalls and the signal that ended each), queues\n"
-	  "(per queue: operations, lost, time stalled in waits), lost (spans of lost log entries).\n" },
+	  "(per queue: operations, lost, time stalled in waits), lost (spans of lost log entries).\n"
+	  "stall_blame (who made each queue wait: schemas/analysis.sql) is computed and kept in the\n"
+	  "timeline the first time a query names it.\n" },
 	{ "info", cmd_info, "show a session's facts, or the event schema",
 	  "usage: nftrace info DIR [--json]\n"
 	  "       nftrace info --events       (the event reference, as Markdown)\n" },

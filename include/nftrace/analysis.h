@@ -57,6 +57,19 @@ int nf_analysis_load(const char *db_path, struct nf_analysis **out, struct nf_er
  */
 int nf_analysis_open_lazy(const char *db_path, struct nf_analysis **out, struct nf_error *err);
 
+/*
+ * Loads only what nf_analysis_hangs needs, in one pass over the operations with
+ * memory that does not grow with the operations that ran: each queue's
+ * operations after the last one that ran, the waits on no queue that never
+ * ended, the small tables, and each fence's highest signaled value and its
+ * signals that ran at a known time (32 bytes each, for the lowered-value
+ * check). The hang check gives the same findings as on a loaded model; such a
+ * model answers nf_analysis_hangs, nf_analysis_queue_name and
+ * nf_analysis_find_queue (the rest: NF_ESTATE or not found).
+ * Returns 0, NF_ENOENT, NF_EFORMAT, NF_ESQL, NF_ENOMEM.
+ */
+int nf_analysis_load_open(const char *db_path, struct nf_analysis **out, struct nf_error *err);
+
 /* Frees the model; NULL is a no-op. */
 void nf_analysis_destroy(struct nf_analysis *a);
 
@@ -115,6 +128,8 @@ struct nf_cp_segment {
 	int64_t cpu_signal;  /* cpu_signals.id a QUEUE segment ended with, -1 if none */
 	int64_t fence, value;/* NF_SEG_WAIT: what was waited for (-1 otherwise) */
 	int64_t release_op;  /* NF_SEG_WAIT: the signal op that released it, -1 if a CPU signal or none */
+	int64_t via_fence;   /* the fence through which the path came to this segment: the fence of
+				the last wait it went back through (-1: none yet, the target's own) */
 	int64_t start_ns, end_ns;
 };
 
@@ -156,6 +171,9 @@ struct nf_blame_row {
 	int64_t fence;       /* the fence waited on */
 	int64_t by_queue;    /* blamed hardware queue, -1 when a thread is blamed */
 	int64_t by_thread;   /* blamed CPU thread, -1 when a queue is blamed (or unknown thread) */
+	int64_t by_fence;    /* the fence through which it held the wait up: the waited fence for
+				the releaser, further back the fence of the wait the path went
+				through to reach it */
 	int64_t direct_ns;   /* time on the path of the queue/thread that released the waits */
 	int64_t chain_ns;    /* time on the path of those further back in the chain */
 	int64_t waits;       /* waits whose stall this row shares */
@@ -168,7 +186,7 @@ struct nf_blame_row {
  * waiting queue's own last wait segment, after the release, goes to the
  * releaser). For each waiting queue the rows' direct_ns + chain_ns add up to
  * its waits' stall_ns. Rows sorted by (queue, thread, fence, by_queue,
- * by_thread). *rows is malloc'ed (free()). Returns 0, NF_EFORMAT, NF_ENOMEM.
+ * by_thread, by_fence). *rows is malloc'ed (free()). Returns 0, NF_EFORMAT, NF_ENOMEM.
  */
 int nf_analysis_stall_blame(const struct nf_analysis *a, struct nf_blame_row **rows, size_t *n,
 			    struct nf_error *err);
