@@ -90,11 +90,13 @@ static const struct nf_cmd nf_commands[] = {
 	  "edge listed; verdict hang: a wait for a value no signal in the session reaches (never\n"
 	  "signaled), or one blocked behind such waits. A signal that lowers a monitored fence's\n"
 	  "value is illegal. A wait a queued signal can still satisfy (the session ended mid-frame)\n"
-	  "is listed as pending and changes nothing. Verdicts, strongest first: illegal, deadlock,\n"
-	  "hang, legal_anomalies, whole.\n"
+	  "is listed as pending and changes nothing. A session without its end of recording\n"
+	  "(recorder killed, files cut) or whose streams belong to another recording: verdict\n"
+	  "incomplete, exit 1. Verdicts, strongest first: illegal, incomplete, deadlock, hang,\n"
+	  "legal_anomalies, whole.\n"
 	  "\n"
-	  "  --json   the same as one JSON object (verdict: whole, legal_anomalies, hang, deadlock or\n"
-	  "           illegal; hangs: counts per kind; hang_findings: each with its wait and edges)\n" },
+	  "  --json   the same as one JSON object (verdict: whole, legal_anomalies, hang, deadlock,\n"
+	  "           incomplete or illegal; hangs: counts per kind; hang_findings: each with its wait and edges)\n" },
 	{ "import", cmd_import, "convert a trace-cmd file (trace.dat) or a Windows ETW capture (.etl) into a session",
 	  "usage: nftrace import TRACE.DAT|CAPTURE.ETL -o DIR [--force]\n"
 	  "\n"

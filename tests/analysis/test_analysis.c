@@ -529,10 +529,12 @@ START_TEST(session_cut_mid_frame_is_pending)
 	nf_hang_report_free(&h);
 	same_hangs_dir(dir, a);
 	nf_analysis_destroy(a);
+	/* The cut session has no end of recording: check says incomplete (exit
+	 * 1), not hang or deadlock, and lists the open waits as pending. */
 	snprintf(cmd, sizeof(cmd), "'%s' check '%s'", nf_test_nftrace(), dir);
-	ck_assert_msg(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)) == 0, "%s %s", out, err);
+	ck_assert_msg(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)) == 1, "%s %s", out, err);
 	ck_assert_ptr_nonnull(strstr(out, "pending at the end"));
-	ck_assert_ptr_nonnull(strstr(out, "verdict: whole"));
+	ck_assert_msg(strstr(out, "verdict: incomplete") != NULL, "%s", out);
 }
 END_TEST
 
