@@ -569,6 +569,48 @@ START_TEST(query_output_formats_hold_absurd_values)
 }
 END_TEST
 
+
+/* ------------------------------------------------------------------ */
+/* 12. signals sent to nftrace alone reach the program                    */
+
+START_TEST(sigterm_and_sigint_to_nftrace_reach_the_program)
+{
+	static const char *const sigs[] = { "TERM", "INT" };
+	char d[700];
+
+	for (size_t i = 0; i < 2; i++) {
+		snprintf(d, sizeof(d), "%s/sig%zu", tmp, i);
+		/* kill names nftrace's pid only (not its group): before, it waited
+		 * for a program that sleeps for ever. */
+		snprintf(cmd, sizeof(cmd),
+			 "cd '%s' && rm -f ready%zu.txt; '%s' record -o '%s' -- '%s' sleep 100 > ready%zu.txt & p=$!; "
+			 "i=0; while ! grep -q ready ready%zu.txt 2>/dev/null && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; "
+			 "( sleep 30; c=$(pgrep -P $p); kill -KILL $p 2>/dev/null; [ -n \"$c\" ] && kill -KILL $c ) & w=$!; "
+			 "kill -%s $p; wait $p; echo \"exit=$?\"; kill $w 2>/dev/null",
+			 tmp, i, nf_test_nftrace(), d, prog(), i, i, sigs[i]);
+		run(cmd);
+		ck_assert_msg(strstr(out, "exit=130") && strstr(err, "closed cleanly"), "SIG%s: %s / %s", sigs[i],
+			      out, err);
+		snprintf(cmd, sizeof(cmd), "'%s' check '%s'", nf_test_nftrace(), d);
+		run(cmd);
+		ck_assert_msg(!strstr(out, "incomplete"), "SIG%s: %s", sigs[i], out);
+	}
+}
+END_TEST
+
+/* A program that ran and exited 127 is not "cannot run program". */
+START_TEST(program_exiting_127_ran)
+{
+	char d[700];
+
+	snprintf(d, sizeof(d), "%s/e127", tmp);
+	snprintf(cmd, sizeof(cmd), "'%s' record -o '%s' -- '%s' exit127", nf_test_nftrace(), d, prog());
+	refused_one_line(run(cmd), "exit 127", "program exited with status 127");
+	snprintf(cmd, sizeof(cmd), "'%s' record -o '%s/missing' -- '%s/no-such-program'", nf_test_nftrace(), tmp, tmp);
+	refused_one_line(run(cmd), "missing program", "cannot run program: No such file or directory");
+}
+END_TEST
+
 static Suite *reliability_suite(void)
 {
 	Suite *s = suite_create("reliability");
@@ -591,6 +633,8 @@ static Suite *reliability_suite(void)
 	tcase_add_test(tc, pending_async_wait_at_the_end);
 	tcase_add_test(tc, fork_after_runtime_creation_is_refused_clearly);
 	tcase_add_test(tc, c1_controls_are_shown_as_question_marks);
+	tcase_add_test(tc, sigterm_and_sigint_to_nftrace_reach_the_program);
+	tcase_add_test(tc, program_exiting_127_ran);
 	tc = tcase_create("cache");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 300);
