@@ -611,6 +611,36 @@ START_TEST(program_exiting_127_ran)
 }
 END_TEST
 
+
+/* ------------------------------------------------------------------ */
+/* 13. bad environment values are refused                                 */
+
+START_TEST(bad_environment_values_are_refused)
+{
+	static const char *const bad[] = { "NFTRACE_SEED=abc", "NFTRACE_SEED=-5", "NFTRACE_SEED=",
+					   "NFTRACE_SEED=18446744073709551616", "NFTRACE_MODE=bogus",
+					   "NFTRACE_GROUND_TRUTH=xyz", "NFTRACE_GROUND_TRUTH=2" };
+	char d[700];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(d, sizeof(d), "%s/env%zu", tmp, i);
+		snprintf(cmd, sizeof(cmd), "env '%s' NFTRACE_RECORD_DIR='%s' '%s' ops 3", bad[i], d, prog());
+		ck_assert_msg(run(cmd) == 1, "%s: accepted: %s", bad[i], err);
+		char name[64];
+		snprintf(name, sizeof(name), "%.*s", (int)(strchr(bad[i], '=') - bad[i]), bad[i]);
+		ck_assert_msg(strstr(err, name), "%s: %s", bad[i], err);
+		ck_assert_msg(!exists(d, "metadata"), "%s: a session was made", bad[i]);
+	}
+	/* Good values still record, with the seed they say. */
+	snprintf(d, sizeof(d), "%s/envok", tmp);
+	snprintf(cmd, sizeof(cmd), "NFTRACE_SEED=4242 NFTRACE_MODE=deterministic NFTRACE_GROUND_TRUTH=1 "
+		 "NFTRACE_RECORD_DIR='%s' '%s' ops 3 && grep -c 'seed = 4242;' '%s/metadata'",
+		 d, prog(), d);
+	run_ok(cmd);
+	ck_assert_str_eq(out, "1\n");
+}
+END_TEST
+
 static Suite *reliability_suite(void)
 {
 	Suite *s = suite_create("reliability");
@@ -635,6 +665,7 @@ static Suite *reliability_suite(void)
 	tcase_add_test(tc, c1_controls_are_shown_as_question_marks);
 	tcase_add_test(tc, sigterm_and_sigint_to_nftrace_reach_the_program);
 	tcase_add_test(tc, program_exiting_127_ran);
+	tcase_add_test(tc, bad_environment_values_are_refused);
 	tc = tcase_create("cache");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 300);
