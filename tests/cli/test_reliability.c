@@ -641,6 +641,34 @@ START_TEST(bad_environment_values_are_refused)
 }
 END_TEST
 
+
+/* ------------------------------------------------------------------ */
+/* 11. stale tracefs instances of killed record --kernel runs              */
+
+START_TEST(stale_kernel_instances_are_removed_by_the_next_command)
+{
+	if (access("/sys/kernel/tracing/instances", W_OK) != 0) {
+		printf("SKIP: /sys/kernel/tracing/instances is not writable (needs root and tracefs)\n");
+		return;
+	}
+	/* A pid that is gone, and an instance named after it, tracing on with
+	 * an event enabled (what a SIGKILLed record --kernel leaves). */
+	snprintf(cmd, sizeof(cmd),
+		 "sh -c 'exit 0' & p=$!; wait $p; i=/sys/kernel/tracing/instances/nftrace-$p; "
+		 "mkdir $i && echo 1 > $i/events/sched/sched_switch/enable && cat $i/tracing_on && "
+		 "'%s' info '%s' >/dev/null && if test -d $i; then echo left; rmdir $i; else echo removed; fi",
+		 nf_test_nftrace(), good);
+	run_ok(cmd);
+	ck_assert_str_eq(out, "1\nremoved\n");
+	/* A live process's instance stays. */
+	snprintf(cmd, sizeof(cmd),
+		 "i=/sys/kernel/tracing/instances/nftrace-$$; mkdir $i && '%s' info '%s' >/dev/null; "
+		 "if test -d $i; then echo kept; rmdir $i; else echo removed; fi", nf_test_nftrace(), good);
+	run_ok(cmd);
+	ck_assert_str_eq(out, "kept\n");
+}
+END_TEST
+
 static Suite *reliability_suite(void)
 {
 	Suite *s = suite_create("reliability");
@@ -666,6 +694,7 @@ static Suite *reliability_suite(void)
 	tcase_add_test(tc, sigterm_and_sigint_to_nftrace_reach_the_program);
 	tcase_add_test(tc, program_exiting_127_ran);
 	tcase_add_test(tc, bad_environment_values_are_refused);
+	tcase_add_test(tc, stale_kernel_instances_are_removed_by_the_next_command);
 	tc = tcase_create("cache");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 300);
