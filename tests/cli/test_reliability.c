@@ -425,6 +425,15 @@ START_TEST(huge_times_are_refused)
 		{ "advance 1800s\\nadvance 1801s\\n", "past 1 hour" },
 		{ "adapter G caps native irq_latency 18446744073709551615\\n", "irq_latency must be at most 1s" },
 		{ "adapter G caps native submit_latency 2s\\n", "submit_latency must be at most 1s" },
+		/* Settings the engine refused only once the session existed (a
+		 * directory with only its metadata was left). */
+		{ "adapter G caps native stride 57\\n", "stride must be at most 56 bytes" },
+		{ "adapter G caps native gpu_frequency 18446744073709551615\\n", "gpu_frequency must be between" },
+		{ "adapter A1\\nadapter A2\\nadapter A3\\nadapter A4\\nadapter A5\\nadapter A6\\n"
+		  "adapter A7\\nadapter A8\\nadapter A9\\nadapter A10\\nadapter A11\\nadapter A12\\n"
+		  "adapter A13\\nadapter A14\\nadapter A15\\nadapter A16\\nadapter A17\\n", "too many adapters" },
+		/* A start no reader could take in nanoseconds. */
+		{ "session cpu_start 9223372036854000000\\n", "beyond 2^62 ns" },
 	};
 	char sc[700], d[700];
 
@@ -435,6 +444,8 @@ START_TEST(huge_times_are_refused)
 			 cases[i].text, sc, nf_test_nftrace(), d, sc);
 		int st = run(cmd);
 		refused_one_line(st, cases[i].text, cases[i].what);
+		if (i >= 5)
+			ck_assert_msg(access(d, F_OK) != 0, "%s: left a session directory", cases[i].text);
 	}
 }
 END_TEST
