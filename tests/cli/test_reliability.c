@@ -680,6 +680,46 @@ START_TEST(stale_kernel_instances_are_removed_by_the_next_command)
 }
 END_TEST
 
+
+/* A read-only session (read-only media) is queried with its fresh timeline;
+ * without one, one line says why. A full disk during the build names the
+ * file. Needs root to mount a tmpfs: skipped otherwise. */
+START_TEST(read_only_and_full_session_directories)
+{
+	char m[700], src[1024];
+
+	snprintf(m, sizeof(m), "%s/mnt", tmp);
+	nf_test_source_path(src, sizeof(src), "samples/log-buffer-example.nfs");
+	snprintf(cmd, sizeof(cmd), "mkdir '%s' && mount -t tmpfs -o size=4m tmpfs '%s' && umount '%s'", m, m, m);
+	if (run(cmd) != 0) {
+		printf("SKIP: cannot mount a tmpfs (needs root): %s", err);
+		return;
+	}
+	snprintf(cmd, sizeof(cmd),
+		 "set -e; cd '%s'; trap \"umount '%s'\" EXIT; mount -t tmpfs -o size=4m tmpfs '%s'; N='%s'; "
+		 "$N record -o '%s/a' '%s' >/dev/null; $N record -o '%s/b' '%s' >/dev/null; "
+		 "$N query --csv '%s/a' 'select count(*) from fence_ops' >/dev/null; "
+		 "mount -o remount,ro '%s'; "
+		 "$N query --csv '%s/a' 'select count(*) from fence_ops'; "
+		 "if $N query '%s/b' 'select 1' 2>err.txt; then echo built; else cat err.txt; fi",
+		 tmp, m, m, nf_test_nftrace(), m, src, m, src, m, m, m, m);
+	int st = run(cmd);
+	ck_assert_msg(st == 0, "exit %d: %s / %s", st, out, err);
+	ck_assert_msg(strstr(out, "count(*)\n2\n") && strstr(out, "/b: cannot build the timeline here (Read-only file system)"),
+		      "%s", out);
+	/* Full: 64 KiB hold the session, not its timeline. */
+	snprintf(cmd, sizeof(cmd),
+		 "set -e; cd '%s'; trap \"umount '%s'\" EXIT; mount -t tmpfs -o size=64k tmpfs '%s'; N='%s'; "
+		 "$N record -o '%s/a' '%s' >/dev/null; if $N query '%s/a' 'select 1' 2>err.txt; then echo built; "
+		 "else cat err.txt; fi; ls -A '%s/a' | tr '\\n' ' '",
+		 tmp, m, m, nf_test_nftrace(), m, src, m, m);
+	st = run(cmd);
+	ck_assert_msg(st == 0, "exit %d: %s / %s", st, out, err);
+	ck_assert_msg(strstr(out, "/a/..timeline.db.tmp.") && strstr(out, "full"), "%s", out);
+	ck_assert_msg(strstr(out, ".timeline.lock events metadata") && !strstr(out, " ..timeline"), "%s", out);
+}
+END_TEST
+
 static Suite *reliability_suite(void)
 {
 	Suite *s = suite_create("reliability");
@@ -713,6 +753,7 @@ static Suite *reliability_suite(void)
 	tcase_add_test(tc, cache_follows_files_replaced_by_older_copies);
 	tcase_add_test(tc, cache_refuses_a_session_being_recorded);
 	tcase_add_test(tc, cache_removes_temporaries_of_interrupted_builds);
+	tcase_add_test(tc, read_only_and_full_session_directories);
 	tc = tcase_create("check");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 300);
