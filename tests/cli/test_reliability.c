@@ -720,6 +720,33 @@ START_TEST(read_only_and_full_session_directories)
 }
 END_TEST
 
+
+/* record --kernel appends the kernel stream after the recorder closed the
+ * session: the end of the recording is updated, once, and a cut kernel
+ * stream is incomplete. Needs a writable tracefs: skipped otherwise. */
+START_TEST(check_follows_an_appended_kernel_stream)
+{
+	char d[700], src[1024];
+
+	if (access("/sys/kernel/tracing/instances", W_OK) != 0) {
+		printf("SKIP: /sys/kernel/tracing/instances is not writable (needs root and tracefs)\n");
+		return;
+	}
+	snprintf(d, sizeof(d), "%s/k", tmp);
+	nf_test_source_path(src, sizeof(src), "samples/log-buffer-example.nfs");
+	snprintf(cmd, sizeof(cmd), "'%s' record --kernel default -o '%s' '%s' >/dev/null && "
+		 "grep -c recorded_ '%s/metadata' && grep -c \"recorded_kernel_bytes = $(stat -c %%s '%s/kernel');\" '%s/metadata' && "
+		 "'%s' check '%s' | tail -n 1",
+		 nf_test_nftrace(), d, src, d, d, d, nf_test_nftrace(), d);
+	run_ok(cmd);
+	ck_assert_msg(strncmp(out, "3\n1\nverdict: whole", 18) == 0, "%s", out);
+	/* The kernel stream gone (its one packet: a cut one is corrupt). */
+	snprintf(cmd, sizeof(cmd), "rm '%s/kernel' && '%s' check '%s' | tail -n 1", d, nf_test_nftrace(), d);
+	run(cmd);
+	ck_assert_msg(strstr(out, "verdict: incomplete (kernel has 0 of the"), "%s", out);
+}
+END_TEST
+
 static Suite *reliability_suite(void)
 {
 	Suite *s = suite_create("reliability");
@@ -761,6 +788,7 @@ static Suite *reliability_suite(void)
 	tcase_add_test(tc, check_calls_a_session_cut_at_a_packet_boundary_incomplete);
 	tcase_add_test(tc, check_calls_a_killed_recording_incomplete);
 	tcase_add_test(tc, check_refuses_metadata_and_events_of_two_recordings);
+	tcase_add_test(tc, check_follows_an_appended_kernel_stream);
 	tcase_add_test(tc, gpu_clock_near_2_63_gives_findings_and_null_times);
 	tc = tcase_create("query");
 	tcase_add_checked_fixture(tc, setup, teardown);
