@@ -104,10 +104,13 @@ static int remove_session(const char *dir, struct nf_error *err)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
 		if (!own_file_name(de->d_name) || lstat(path, &st) != 0 || S_ISDIR(st.st_mode)) {
+			char name[256];
+
+			snprintf(name, sizeof(name), "%s", de->d_name); /* de dies with d */
 			closedir(d);
 			return nf_error_set(err, NF_EEXIST,
 					    "%s: holds %s, which nftrace did not write; refusing to replace the session",
-					    dir, de->d_name);
+					    dir, name);
 		}
 	}
 	rewinddir(d);
