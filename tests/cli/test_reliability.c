@@ -711,12 +711,16 @@ START_TEST(read_only_and_full_session_directories)
 	snprintf(cmd, sizeof(cmd),
 		 "set -e; cd '%s'; trap \"umount '%s'\" EXIT; mount -t tmpfs -o size=64k tmpfs '%s'; N='%s'; "
 		 "$N record -o '%s/a' '%s' >/dev/null; if $N query '%s/a' 'select 1' 2>err.txt; then echo built; "
-		 "else cat err.txt; fi; ls -A '%s/a' | tr '\\n' ' '",
-		 tmp, m, m, nf_test_nftrace(), m, src, m, m);
+		 "else cat err.txt; fi; ls -A '%s/a' | tr '\\n' ' '; "
+		 "if $N record -o '%s/p' -- '%s' ops 3000 >out.txt 2>err.txt; then echo recorded; else cat err.txt; fi",
+		 tmp, m, m, nf_test_nftrace(), m, src, m, m, m, prog());
 	st = run(cmd);
 	ck_assert_msg(st == 0, "exit %d: %s / %s", st, out, err);
 	ck_assert_msg(strstr(out, "/a/..timeline.db.tmp.") && strstr(out, "full"), "%s", out);
 	ck_assert_msg(strstr(out, ".timeline.lock events metadata") && !strstr(out, " ..timeline"), "%s", out);
+	/* And a program recording onto the full disk fails with the writer's line. */
+	ck_assert_msg(strstr(out, "/p/events: write failed after") && strstr(out, "No space left on device") &&
+			      !strstr(out, "recorded"), "%s", out);
 }
 END_TEST
 
