@@ -4,6 +4,8 @@
  */
 #include "cli.h"
 
+#include "nftrace/kernel.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -250,6 +252,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "nftrace: '%s' is not a command (see 'nftrace --help')\n", argv[1]);
 		return NF_EXIT_USAGE;
 	}
+	/* Kernel tracing left running by a killed `record --kernel` (its
+	 * tracefs instance outlives it) stops at the next nftrace command. */
+	nf_kernel_remove_stale_instances(NULL);
 	rc = c->fn(argc - 1, argv + 1);
 	/* Output that could not be written is a failure (git.c does the same). */
 	if (fflush(stdout) != 0 || ferror(stdout)) {

@@ -85,6 +85,14 @@ int nf_kernel_trace_finish(struct nf_kernel_trace *t, const char *session_dir,
 /* Stops the reader if it runs and removes the tracefs instance; NULL is a no-op. */
 void nf_kernel_trace_destroy(struct nf_kernel_trace *t);
 
+/*
+ * Removes what killed `record --kernel` runs left in tracefs (NULL:
+ * /sys/kernel/tracing): every instances/nftrace-<pid> whose process is gone,
+ * tracing and events turned off first. Nothing happens when tracefs is not
+ * there or not writable (not root). nftrace runs it before every command.
+ */
+void nf_kernel_remove_stale_instances(const char *tracefs);
+
 struct nf_record_options;
 struct nf_record_result;
 
