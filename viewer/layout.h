@@ -2,8 +2,9 @@
  * Private to the viewer (and its tests): where everything goes on the page.
  * The layout is computed from the timeline database and the render options
  * only, without cairo, so that a test can ask where a queue's row or a time
- * lands and check the pixels of a rendered PNG there. Rows are grouped by
- * adapter and engine, one row per hardware queue, then one row per CPU thread.
+ * lands and check the pixels of a rendered PNG there. Rows: the GPU rings of
+ * Linux kernel jobs first, then one row per hardware queue grouped by adapter
+ * and engine, then one row per CPU thread (kernel sessions: grouped by process).
  */
 #ifndef NF_VIEWER_LAYOUT_H
 #define NF_VIEWER_LAYOUT_H
