@@ -855,6 +855,174 @@ out:
 	return ret;
 }
 
+/*
+ * deps by signal without sorting it. Its rows come nearly in signal order
+ * (the analyzer writes them in the order it matched them), so a bounded heap
+ * put in front of the unsorted read gives them in order: read into the heap
+ * until it is full, then take its smallest. Whether that works for this
+ * timeline is checked first, by running the same heap over the same read
+ * with keys only: if what comes out never goes back, the real run gives
+ * exactly that order, and whenever the heap's smallest is above a signal, no
+ * row of that signal is left. Otherwise the rows are sorted by sqlite.
+ */
+#define SIG_HEAP_CAP ((size_t)1 << 16)
+
+struct edge {
+	int64_t s, w;
+};
+
+struct sig_heap {
+	struct edge *h;
+	size_t n;
+	sqlite3_stmt *st;
+	int stream_done;
+	struct edge last;  /* last taken */
+	int taken;
+};
+
+static int edge_lt(const struct edge *a, const struct edge *b)
+{
+	return a->s < b->s || (a->s == b->s && a->w < b->w);
+}
+
+static void heap_push(struct sig_heap *hp, struct edge e)
+{
+	size_t i = hp->n++;
+
+	while (i > 0) {
+		size_t up = (i - 1) / 2;
+
+		if (!edge_lt(&e, &hp->h[up]))
+			break;
+		hp->h[i] = hp->h[up];
+		i = up;
+	}
+	hp->h[i] = e;
+}
+
+static struct edge heap_pop(struct sig_heap *hp)
+{
+	struct edge top = hp->h[0], e = hp->h[--hp->n];
+	size_t i = 0;
+
+	for (;;) {
+		size_t c = 2 * i + 1;
+
+		if (c >= hp->n)
+			break;
+		if (c + 1 < hp->n && edge_lt(&hp->h[c + 1], &hp->h[c]))
+			c++;
+		if (!edge_lt(&hp->h[c], &e))
+			break;
+		hp->h[i] = hp->h[c];
+		i = c;
+	}
+	if (hp->n)
+		hp->h[i] = e;
+	return top;
+}
+
+/* Reads rows into the heap until it is full or the read ends. */
+static int heap_fill(struct exporter *x, struct sig_heap *hp, sqlite3 *db)
+{
+	while (!hp->stream_done && hp->n < SIG_HEAP_CAP) {
+		int rc = sqlite3_step(hp->st);
+
+		if (rc == SQLITE_ROW) {
+			heap_push(hp, (struct edge){ sqlite3_column_int64(hp->st, 0),
+						    sqlite3_column_int64(hp->st, 1) });
+		} else {
+			hp->stream_done = 1;
+			if (rc != SQLITE_DONE)
+				return nf_error_set(x->err, NF_ESQL, "reading deps: %s", sqlite3_errmsg(db));
+		}
+	}
+	return 0;
+}
+
+/* Takes the smallest; 1 when it went back (the heap cannot order this read). */
+static int heap_take(struct sig_heap *hp, struct edge *out)
+{
+	*out = heap_pop(hp);
+	if (hp->taken && edge_lt(out, &hp->last))
+		return 1;
+	hp->taken = 1;
+	hp->last = *out;
+	return 0;
+}
+
+static void sig_heap_close(struct sig_heap *hp)
+{
+	sqlite3_finalize(hp->st);
+	free(hp->h);
+	memset(hp, 0, sizeof(*hp));
+}
+
+static int sig_heap_open(struct exporter *x, struct sig_heap *hp, sqlite3 *db, const char *sql)
+{
+	memset(hp, 0, sizeof(*hp));
+	if (!(hp->h = malloc(SIG_HEAP_CAP * sizeof(*hp->h))))
+		return oom(x);
+	if (sqlite3_prepare_v2(db, sql, -1, &hp->st, NULL) != SQLITE_OK)
+		return nf_error_set(x->err, NF_ESQL, "reading deps: %s", sqlite3_errmsg(db));
+	return 0;
+}
+
+/* Whether the heap orders sql's rows (a dry run). Returns 1, 0, or an error. */
+static int sig_heap_works(struct exporter *x, sqlite3 *db, const char *sql)
+{
+	struct sig_heap hp;
+	struct edge e;
+	int ret;
+
+	if ((ret = sig_heap_open(x, &hp, db, sql)) < 0)
+		goto out;
+	for (;;) {
+		if ((ret = heap_fill(x, &hp, db)) < 0)
+			goto out;
+		if (hp.n == 0) {
+			ret = 1;
+			goto out;
+		}
+		if (heap_take(&hp, &e)) {
+			ret = 0;
+			goto out;
+		}
+	}
+out:
+	sig_heap_close(&hp);
+	return ret;
+}
+
+/* The waits signal k released (x->flows), from the heap. */
+static int sig_heap_collect(struct exporter *x, struct sig_heap *hp, sqlite3 *db, int64_t k)
+{
+	struct edge e;
+	int ret;
+
+	x->n_flows = 0;
+	for (;;) {
+		if ((ret = heap_fill(x, hp, db)) < 0)
+			return ret;
+		if (hp->n == 0 || hp->h[0].s > k)
+			return 0;
+		if (heap_take(hp, &e))  /* the dry run said it would not */
+			return nf_error_set(x->err, NF_EFORMAT, "deps: changed during the export");
+		if (e.s < k)
+			continue;  /* a signal not written */
+		if (x->n_flows == x->cap_flows) {
+			size_t ncap = x->cap_flows ? x->cap_flows * 2 : 16;
+			uint64_t *nf = realloc(x->flows, ncap * sizeof(*nf));
+
+			if (!nf)
+				return oom(x);
+			x->flows = nf;
+			x->cap_flows = ncap;
+		}
+		x->flows[x->n_flows++] = (uint64_t)e.w + 1;
+	}
+}
+
 /* One fence_ops row as the reader thread hands it over. */
 struct oprec {
 	int64_t id, queue, fence, value, start, obs, end, thread;
@@ -868,6 +1036,7 @@ struct op_ctx {
 	struct released *rel;
 	struct edge_cursor *by_wait, *by_signal;
 	int64_t last_id;
+	struct sig_heap *heap;  /* deps by signal through the heap, else by_signal */
 };
 
 /* One fence operation: its track (lane), name, args and flows, written. */
@@ -942,7 +1111,8 @@ static int op_row(struct op_ctx *oc, const struct oprec *r)
 		else if (ret < 0)
 			return ret;
 	} else {
-		if ((ret = cursor_collect(x, oc->by_signal, r->id)) < 0)
+		if ((ret = oc->heap ? sig_heap_collect(x, oc->heap, x->db2, r->id)
+				    : cursor_collect(x, oc->by_signal, r->id)) < 0)
 			return ret;
 		e.flows_out = x->flows;
 		e.n_flows_out = x->n_flows;
@@ -1093,7 +1263,8 @@ static int pass_ops(struct exporter *x, int check_ends)
 {
 	struct released rel = { 0 };
 	struct edge_cursor by_wait, by_signal;
-	struct op_ctx oc = { x, &rel, &by_wait, &by_signal, INT64_MIN };
+	struct op_ctx oc = { x, &rel, &by_wait, &by_signal, INT64_MIN, NULL };
+	struct sig_heap heap = { 0 };
 	struct pipe pp;
 	pthread_t th;
 	char *sql;
@@ -1134,10 +1305,27 @@ static int pass_ops(struct exporter *x, int check_ends)
 				      "ORDER BY d.signal_id, d.wait_id",
 				      x->op_pred_w);
 	else
-		sql = sqlite3_mprintf("SELECT signal_id, wait_id FROM deps WHERE signal_id IS NOT NULL "
-				      "ORDER BY signal_id, wait_id");
-	if ((ret = cursor_open(x, &by_signal, x->db2, sql)) < 0)
+		sql = sqlite3_mprintf("SELECT signal_id, wait_id FROM deps WHERE signal_id IS NOT NULL");
+	if (!sql) {
+		ret = oom(x);
 		goto out;
+	}
+	/* Unfiltered, deps by signal comes through the heap when it can order it. */
+	if (!check_ends && (ret = sig_heap_works(x, x->db2, sql)) != 0) {
+		if (ret < 0 || (ret = sig_heap_open(x, &heap, x->db2, sql)) < 0) {
+			sqlite3_free(sql);
+			goto out;
+		}
+		sqlite3_free(sql);
+		oc.heap = &heap;
+	} else {
+		char *sorted = check_ends ? sql : sqlite3_mprintf("%s ORDER BY signal_id, wait_id", sql);
+
+		if (!check_ends)
+			sqlite3_free(sql);
+		if ((ret = cursor_open(x, &by_signal, x->db2, sorted)) < 0)
+			goto out;
+	}
 	pp.db = x->db;
 	if (!(pp.rec = malloc(sizeof(*pp.rec) * PIPE_BLOCK * PIPE_DEPTH))) {
 		ret = oom(x);
@@ -1182,6 +1370,7 @@ out:
 	sqlite3_create_function(x->db, "nf_export_op", 10, SQLITE_UTF8, NULL, NULL, NULL, NULL);
 	sqlite3_finalize(by_wait.st);
 	sqlite3_finalize(by_signal.st);
+	sig_heap_close(&heap);
 	free(rel.bits);
 	return ret;
 }
