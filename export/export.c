@@ -856,28 +856,28 @@ out:
 }
 
 /*
- * deps by signal without sorting it. Its rows come nearly in signal order
- * (the analyzer writes them in the order it matched them), so a bounded heap
- * put in front of the unsorted read gives them in order: read into the heap
- * until it is full, then take its smallest. Whether that works for this
- * timeline is checked first, by running the same heap over the same read
- * with keys only: if what comes out never goes back, the real run gives
- * exactly that order, and whenever the heap's smallest is above a signal, no
- * row of that signal is left. Otherwise the rows are sorted by sqlite.
+ * deps by signal without sorting it. The analyzer writes deps as a few runs
+ * each in signal order (one per group it matched), so a first read of the
+ * rows' signal ids in storage order finds where each run starts, and the
+ * export then reads every run by rowid range at once and merges them with a
+ * heap of one head per run: no sort, memory per run. With more than
+ * RUNS_MAX runs (or a deps table without rowids) sqlite sorts instead.
  */
-#define SIG_HEAP_CAP ((size_t)1 << 16)
+#define RUNS_MAX 4096
 
 struct edge {
 	int64_t s, w;
 };
 
-struct sig_heap {
-	struct edge *h;
-	size_t n;
+struct run {
 	sqlite3_stmt *st;
-	int stream_done;
-	struct edge last;  /* last taken */
-	int taken;
+	struct edge head;
+};
+
+struct sig_runs {
+	struct run *r;
+	int *heap;    /* indices of runs with a head, smallest head first */
+	size_t n, n_heap;
 };
 
 static int edge_lt(const struct edge *a, const struct edge *b)
@@ -885,142 +885,151 @@ static int edge_lt(const struct edge *a, const struct edge *b)
 	return a->s < b->s || (a->s == b->s && a->w < b->w);
 }
 
-static void heap_push(struct sig_heap *hp, struct edge e)
+static int run_lt(const struct sig_runs *m, int a, int b)
 {
-	size_t i = hp->n++;
-
-	while (i > 0) {
-		size_t up = (i - 1) / 2;
-
-		if (!edge_lt(&e, &hp->h[up]))
-			break;
-		hp->h[i] = hp->h[up];
-		i = up;
-	}
-	hp->h[i] = e;
+	return edge_lt(&m->r[a].head, &m->r[b].head);
 }
 
-static struct edge heap_pop(struct sig_heap *hp)
+static void runs_sift_down(struct sig_runs *m, size_t i)
 {
-	struct edge top = hp->h[0], e = hp->h[--hp->n];
-	size_t i = 0;
-
 	for (;;) {
 		size_t c = 2 * i + 1;
+		int t;
 
-		if (c >= hp->n)
-			break;
-		if (c + 1 < hp->n && edge_lt(&hp->h[c + 1], &hp->h[c]))
+		if (c >= m->n_heap)
+			return;
+		if (c + 1 < m->n_heap && run_lt(m, m->heap[c + 1], m->heap[c]))
 			c++;
-		if (!edge_lt(&hp->h[c], &e))
-			break;
-		hp->h[i] = hp->h[c];
+		if (!run_lt(m, m->heap[c], m->heap[i]))
+			return;
+		t = m->heap[i];
+		m->heap[i] = m->heap[c];
+		m->heap[c] = t;
 		i = c;
 	}
-	if (hp->n)
-		hp->h[i] = e;
-	return top;
 }
 
-/* Reads rows into the heap until it is full or the read ends. */
-static int heap_fill(struct exporter *x, struct sig_heap *hp, sqlite3 *db)
+static void sig_runs_close(struct sig_runs *m)
 {
-	while (!hp->stream_done && hp->n < SIG_HEAP_CAP) {
-		int rc = sqlite3_step(hp->st);
-
-		if (rc == SQLITE_ROW) {
-			heap_push(hp, (struct edge){ sqlite3_column_int64(hp->st, 0),
-						    sqlite3_column_int64(hp->st, 1) });
-		} else {
-			hp->stream_done = 1;
-			if (rc != SQLITE_DONE)
-				return nf_error_set(x->err, NF_ESQL, "reading deps: %s", sqlite3_errmsg(db));
-		}
-	}
-	return 0;
+	for (size_t i = 0; m->r && i < m->n; i++)
+		sqlite3_finalize(m->r[i].st);
+	free(m->r);
+	free(m->heap);
+	memset(m, 0, sizeof(*m));
 }
 
-/* Takes the smallest; 1 when it went back (the heap cannot order this read). */
-static int heap_take(struct sig_heap *hp, struct edge *out)
+/* Steps run i to its next row; 1 when it has one, 0 at its end. */
+static int run_next(struct exporter *x, struct sig_runs *m, size_t i, sqlite3 *db)
 {
-	*out = heap_pop(hp);
-	if (hp->taken && edge_lt(out, &hp->last))
+	int rc = sqlite3_step(m->r[i].st);
+
+	if (rc == SQLITE_ROW) {
+		m->r[i].head = (struct edge){ sqlite3_column_int64(m->r[i].st, 0),
+					      sqlite3_column_int64(m->r[i].st, 1) };
 		return 1;
-	hp->taken = 1;
-	hp->last = *out;
-	return 0;
-}
-
-static void sig_heap_close(struct sig_heap *hp)
-{
-	sqlite3_finalize(hp->st);
-	free(hp->h);
-	memset(hp, 0, sizeof(*hp));
-}
-
-static int sig_heap_open(struct exporter *x, struct sig_heap *hp, sqlite3 *db, const char *sql)
-{
-	memset(hp, 0, sizeof(*hp));
-	if (!(hp->h = malloc(SIG_HEAP_CAP * sizeof(*hp->h))))
-		return oom(x);
-	if (sqlite3_prepare_v2(db, sql, -1, &hp->st, NULL) != SQLITE_OK)
-		return nf_error_set(x->err, NF_ESQL, "reading deps: %s", sqlite3_errmsg(db));
-	return 0;
-}
-
-/* Whether the heap orders sql's rows (a dry run). Returns 1, 0, or an error. */
-static int sig_heap_works(struct exporter *x, sqlite3 *db, const char *sql)
-{
-	struct sig_heap hp;
-	struct edge e;
-	int ret;
-
-	if ((ret = sig_heap_open(x, &hp, db, sql)) < 0)
-		goto out;
-	for (;;) {
-		if ((ret = heap_fill(x, &hp, db)) < 0)
-			goto out;
-		if (hp.n == 0) {
-			ret = 1;
-			goto out;
-		}
-		if (heap_take(&hp, &e)) {
-			ret = 0;
-			goto out;
-		}
 	}
+	return rc == SQLITE_DONE ? 0 : nf_error_set(x->err, NF_ESQL, "reading deps: %s", sqlite3_errmsg(db));
+}
+
+/*
+ * Finds deps' runs and opens one read per run. Returns 1 when the merge is
+ * ready, 0 when sqlite should sort instead (too many runs, no rowid), or an
+ * error.
+ */
+static int sig_runs_open(struct exporter *x, struct sig_runs *m, sqlite3 *db)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t *start = NULL;
+	size_t n = 0;
+	struct edge prev = { INT64_MIN, INT64_MIN };
+	int rc, ret = 0;
+
+	memset(m, 0, sizeof(*m));
+	if (sqlite3_prepare_v2(db, "SELECT rowid, signal_id, wait_id FROM deps WHERE signal_id IS NOT NULL",
+			       -1, &st, NULL) != SQLITE_OK)
+		return 0;  /* no rowid: let sqlite sort */
+	if (!(start = malloc(RUNS_MAX * sizeof(*start)))) {
+		ret = oom(x);
+		goto out;
+	}
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct edge e = { sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2) };
+
+		if (n == 0 || edge_lt(&e, &prev)) {
+			if (n == RUNS_MAX)
+				goto out;  /* ret 0: sort instead */
+			start[n++] = sqlite3_column_int64(st, 0);
+		}
+		prev = e;
+	}
+	if (rc != SQLITE_DONE) {
+		ret = nf_error_set(x->err, NF_ESQL, "reading deps: %s", sqlite3_errmsg(db));
+		goto out;
+	}
+	m->r = calloc(n ? n : 1, sizeof(*m->r));
+	m->heap = calloc(n ? n : 1, sizeof(*m->heap));
+	if (!m->r || !m->heap) {
+		ret = oom(x);
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (sqlite3_prepare_v2(db, "SELECT signal_id, wait_id FROM deps WHERE rowid >= ?1 AND "
+					   "rowid < ?2 AND signal_id IS NOT NULL",
+				       -1, &m->r[i].st, NULL) != SQLITE_OK) {
+			ret = nf_error_set(x->err, NF_ESQL, "reading deps: %s", sqlite3_errmsg(db));
+			goto out;
+		}
+		m->n++;
+		sqlite3_bind_int64(m->r[i].st, 1, start[i]);
+		sqlite3_bind_int64(m->r[i].st, 2, i + 1 < n ? start[i + 1] : INT64_MAX);
+		if ((ret = run_next(x, m, i, db)) < 0)
+			goto out;
+		if (ret == 1)
+			m->heap[m->n_heap++] = (int)i;
+	}
+	for (size_t i = m->n_heap / 2; i-- > 0;)
+		runs_sift_down(m, i);
+	ret = 1;
 out:
-	sig_heap_close(&hp);
+	sqlite3_finalize(st);
+	free(start);
+	if (ret != 1)
+		sig_runs_close(m);
 	return ret;
 }
 
-/* The waits signal k released (x->flows), from the heap. */
-static int sig_heap_collect(struct exporter *x, struct sig_heap *hp, sqlite3 *db, int64_t k)
+/* The waits signal k released (x->flows), from the merge of the runs. */
+static int sig_runs_collect(struct exporter *x, struct sig_runs *m, sqlite3 *db, int64_t k)
 {
-	struct edge e;
 	int ret;
 
 	x->n_flows = 0;
-	for (;;) {
-		if ((ret = heap_fill(x, hp, db)) < 0)
-			return ret;
-		if (hp->n == 0 || hp->h[0].s > k)
-			return 0;
-		if (heap_take(hp, &e))  /* the dry run said it would not */
-			return nf_error_set(x->err, NF_EFORMAT, "deps: changed during the export");
-		if (e.s < k)
-			continue;  /* a signal not written */
-		if (x->n_flows == x->cap_flows) {
-			size_t ncap = x->cap_flows ? x->cap_flows * 2 : 16;
-			uint64_t *nf = realloc(x->flows, ncap * sizeof(*nf));
+	while (m->n_heap) {
+		int i = m->heap[0];
+		struct edge e = m->r[i].head;
 
-			if (!nf)
-				return oom(x);
-			x->flows = nf;
-			x->cap_flows = ncap;
+		if (e.s > k)
+			return 0;
+		if (e.s == k) {
+			if (x->n_flows == x->cap_flows) {
+				size_t ncap = x->cap_flows ? x->cap_flows * 2 : 16;
+				uint64_t *nf = realloc(x->flows, ncap * sizeof(*nf));
+
+				if (!nf)
+					return oom(x);
+				x->flows = nf;
+				x->cap_flows = ncap;
+			}
+			x->flows[x->n_flows++] = (uint64_t)e.w + 1;
 		}
-		x->flows[x->n_flows++] = (uint64_t)e.w + 1;
+		/* (e.s < k: a signal that is not written) */
+		if ((ret = run_next(x, m, (size_t)i, db)) < 0)
+			return ret;
+		if (ret == 0)
+			m->heap[0] = m->heap[--m->n_heap];
+		runs_sift_down(m, 0);
 	}
+	return 0;
 }
 
 /* One fence_ops row as the reader thread hands it over. */
@@ -1036,7 +1045,7 @@ struct op_ctx {
 	struct released *rel;
 	struct edge_cursor *by_wait, *by_signal;
 	int64_t last_id;
-	struct sig_heap *heap;  /* deps by signal through the heap, else by_signal */
+	struct sig_runs *runs;  /* deps by signal merged from its runs, else by_signal */
 };
 
 /* One fence operation: its track (lane), name, args and flows, written. */
@@ -1111,7 +1120,7 @@ static int op_row(struct op_ctx *oc, const struct oprec *r)
 		else if (ret < 0)
 			return ret;
 	} else {
-		if ((ret = oc->heap ? sig_heap_collect(x, oc->heap, x->db2, r->id)
+		if ((ret = oc->runs ? sig_runs_collect(x, oc->runs, x->db2, r->id)
 				    : cursor_collect(x, oc->by_signal, r->id)) < 0)
 			return ret;
 		e.flows_out = x->flows;
@@ -1196,7 +1205,12 @@ static void op_sink(sqlite3_context *ctx, int argc, sqlite3_value **v)
 	r->has_end = !val_null(v[7]);
 	r->end = sqlite3_value_int64(v[7]);
 	status = sqlite3_value_text(v[8]);
-	snprintf(r->status, sizeof(r->status), "%s", status ? (const char *)status : "");
+	{
+		size_t n = status ? strnlen((const char *)status, sizeof(r->status) - 1) : 0;
+
+		memcpy(r->status, status ? (const char *)status : "", n);
+		r->status[n] = '\0';
+	}
 	r->has_thread = !val_null(v[9]);
 	r->thread = sqlite3_value_int64(v[9]);
 	sqlite3_result_null(ctx);
@@ -1264,7 +1278,7 @@ static int pass_ops(struct exporter *x, int check_ends)
 	struct released rel = { 0 };
 	struct edge_cursor by_wait, by_signal;
 	struct op_ctx oc = { x, &rel, &by_wait, &by_signal, INT64_MIN, NULL };
-	struct sig_heap heap = { 0 };
+	struct sig_runs runs = { 0 };
 	struct pipe pp;
 	pthread_t th;
 	char *sql;
@@ -1310,14 +1324,12 @@ static int pass_ops(struct exporter *x, int check_ends)
 		ret = oom(x);
 		goto out;
 	}
-	/* Unfiltered, deps by signal comes through the heap when it can order it. */
-	if (!check_ends && (ret = sig_heap_works(x, x->db2, sql)) != 0) {
-		if (ret < 0 || (ret = sig_heap_open(x, &heap, x->db2, sql)) < 0) {
-			sqlite3_free(sql);
-			goto out;
-		}
+	/* Unfiltered, deps by signal is merged from its sorted runs when it can be. */
+	if (!check_ends && (ret = sig_runs_open(x, &runs, x->db2)) != 0) {
 		sqlite3_free(sql);
-		oc.heap = &heap;
+		if (ret < 0)
+			goto out;
+		oc.runs = &runs;
 	} else {
 		char *sorted = check_ends ? sql : sqlite3_mprintf("%s ORDER BY signal_id, wait_id", sql);
 
@@ -1370,7 +1382,7 @@ out:
 	sqlite3_create_function(x->db, "nf_export_op", 10, SQLITE_UTF8, NULL, NULL, NULL, NULL);
 	sqlite3_finalize(by_wait.st);
 	sqlite3_finalize(by_signal.st);
-	sig_heap_close(&heap);
+	sig_runs_close(&runs);
 	free(rel.bits);
 	return ret;
 }
