@@ -932,6 +932,8 @@ START_TEST(test_bad_input)
 		{ "%S -o %D/o.pb --format perfetto --queue nope", 2, "bad queue handle" },
 		{ "%S -o %D/missing-dir/o.pb --format perfetto", 1, "missing-dir/o.pb" },
 		{ "%S -o %D --format chrome-json", 1, "is a directory" },
+		{ "%S -o /dev/full --format chrome-json", 1, "/dev/full: write failed" },
+		{ "%S -o /dev/full --format perfetto", 1, "No space left on device" },
 	};
 	char dir[4096], session[4200], keep[4300];
 	FILE *f;
