@@ -28,15 +28,44 @@
 #include <inttypes.h>
 #include <sqlite3.h>
 #include <stdint.h>
+#include <dirent.h>
 #include <sys/stat.h>
 
-static const char *const samples[] = {
-	"log-buffer-example", "overrun", "cross-adapter-scenario-1", "cross-adapter-scenario-2a",
-	"cross-adapter-scenario-2b", "lda-zero-timestamps", "repeated-timestamps",
-	"process-a-b-sharing", "monitored-value-41", "optimized-interrupt", "clock-drift",
-	"log-recreated", "wraparound-32bit",
-};
-#define N_SAMPLES (sizeof(samples) / sizeof(samples[0]))
+/*
+ * Every .nfs file of samples/ but stress.nfs (a million operations: the benchmark's,
+ * bench/export), so a sample added later is covered too.
+ */
+static char samples[64][128];
+static size_t n_samples;
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(a, b);
+}
+
+static void list_samples(void)
+{
+	char dir[4096];
+	DIR *d;
+	struct dirent *de;
+
+	nf_test_source_path(dir, sizeof(dir), "samples");
+	d = opendir(dir);
+	ck_assert_msg(d != NULL, "%s", dir);
+	n_samples = 0;
+	while ((de = readdir(d)) != NULL) {
+		size_t n = strlen(de->d_name);
+
+		if (n < 5 || strcmp(de->d_name + n - 4, ".nfs") || !strcmp(de->d_name, "stress.nfs") ||
+		    n - 4 >= sizeof(samples[0]) || n_samples == sizeof(samples) / sizeof(samples[0]))
+			continue;
+		memcpy(samples[n_samples], de->d_name, n - 4);
+		samples[n_samples++][n - 4] = '\0';
+	}
+	closedir(d);
+	qsort(samples, n_samples, sizeof(samples[0]), cmp_str);
+	ck_assert_msg(n_samples >= 10, "only %zu samples found", n_samples);
+}
 
 /* ---- expected counts from the timeline ---- */
 
@@ -776,8 +805,9 @@ static void samples_case(int perfetto)
 {
 	char dir[4096], session[4200];
 
+	list_samples();
 	nf_test_tmpdir(dir, sizeof(dir));
-	for (size_t i = 0; i < N_SAMPLES; i++) {
+	for (size_t i = 0; i < n_samples; i++) {
 		record_sample(dir, samples[i], session, sizeof(session));
 		check_session(dir, session, samples[i], perfetto);
 	}
@@ -804,8 +834,9 @@ START_TEST(test_samples_cover_every_kind)
 	char dir[4096], session[4200];
 	struct counts sum = { 0 }, c;
 
+	list_samples();
 	nf_test_tmpdir(dir, sizeof(dir));
-	for (size_t i = 0; i < N_SAMPLES; i++) {
+	for (size_t i = 0; i < n_samples; i++) {
 		char file[4300];
 
 		record_sample(dir, samples[i], session, sizeof(session));
