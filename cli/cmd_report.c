@@ -225,8 +225,8 @@ int cmd_report(int argc, char **argv)
 	if (is_html(ro.output) && (width_set || theme_set))
 		return nf_cli_usage_error("report", "--%s applies to pictures, not to -o %s",
 					  width_set ? "width" : "theme", ro.output);
-	if (is_html(ro.output) && (ro.threads_all || ro.n_threads || ro.n_processes))
-		return nf_cli_usage_error("report", "--threads, --thread and --process apply to pictures; "
+	if (is_html(ro.output) && (ro.threads_all || ro.n_threads || ro.n_processes || cp_op >= 0))
+		return nf_cli_usage_error("report", "--threads, --thread, --process and --critical-path apply to pictures; "
 					  "the HTML page has every thread, grouped by process");
 	if (!is_html(ro.output) && max_ops)
 		return nf_cli_usage_error("report", "--max-ops applies to -o FILE.html only");

@@ -541,6 +541,7 @@ out_free:
 struct lost_run {
 	double x0, x1, y0, y1;
 	int64_t entries;
+	int64_t gaps;   /* lost spans merged into this run (closer than a pixel) */
 	int have;
 };
 
@@ -568,7 +569,7 @@ static int add_label(struct nf_render_scene *s, double x, double y, const char *
 /* Emits a lost run; its label goes in when it does not overlap the previous one. */
 static int lost_run_flush(struct lost_run *r, struct nf_render_scene *s, double *label_end)
 {
-	char text[32];
+	char text[64];
 	double cx, tw;
 	int ret;
 
@@ -579,7 +580,12 @@ static int lost_run_flush(struct lost_run *r, struct nf_render_scene *s, double 
 				       r->y1 - r->y0)) < 0 ||
 	    (ret = nf_render_quads_add(&s->hatch, r->x0, r->y0, r->x1 - r->x0, r->y1 - r->y0)) < 0)
 		return ret;
-	snprintf(text, sizeof(text), "lost %lld", (long long)r->entries);
+	/* Spans merged at this zoom say so: one label does not pass for one gap. */
+	if (r->gaps > 1)
+		snprintf(text, sizeof(text), "lost %lld in %lld gaps", (long long)r->entries,
+			 (long long)r->gaps);
+	else
+		snprintf(text, sizeof(text), "lost %lld", (long long)r->entries);
 	cx = (r->x0 + r->x1) / 2.0;
 	tw = 6.5 * (double)strlen(text) + 8.0;  /* a generous estimate at 10 px */
 	if (cx - tw / 2.0 < *label_end)
@@ -637,6 +643,10 @@ static int collect_anomalies(sqlite3 *db, const struct nf_render_layout *lay,
 		}
 		if (!row)
 			continue;
+		/* The OS's own overrun flag is legal and its entries are the replay's
+		 * 'overrun' span drawn below: not an "other anomaly" marker. */
+		if (kind && strcmp(kind, "os_overrun_flag") == 0)
+			continue;
 		s->n_anomalies++;
 		if (kind && strcmp(kind, "overrun") == 0) {
 			struct lost_run *r;
@@ -660,6 +670,7 @@ static int collect_anomalies(sqlite3 *db, const struct nf_render_layout *lay,
 				if (x1 > r->x1)
 					r->x1 = x1;
 				r->entries += sqlite3_column_int64(st, 5);
+				r->gaps++;
 				continue;
 			}
 			if (lost_run_flush(r, s, &label_end[k]) < 0)
@@ -668,6 +679,7 @@ static int collect_anomalies(sqlite3 *db, const struct nf_render_layout *lay,
 			r->x0 = x0;
 			r->x1 = x1;
 			r->entries = sqlite3_column_int64(st, 5);
+			r->gaps = 1;
 			if (k == 2) {
 				r->y0 = row->y + 2.0;
 				r->y1 = row->y + row->h - 2.0;
@@ -757,7 +769,8 @@ static int add_link(struct link_set *ls, const struct nf_render_layout *lay,
 	uint64_t key;
 	int r;
 
-	nf_render_lane_extent(to, NF_LANE_WAIT, &wy0, &wy1);
+	/* To a GPU wait's lane, or to a CPU thread's (a CPU wait released by a GPU signal). */
+	nf_render_lane_extent(to, to->kind == NF_ROW_CPU ? NF_LANE_CPU : NF_LANE_WAIT, &wy0, &wy1);
 	s->n_links++;
 	key = ((uint64_t)(from - lay->rows) << 48) | ((uint64_t)(to - lay->rows) << 32) |
 	      ((uint64_t)(uint16_t)(int)floor(x0) << 16) | (uint64_t)(uint16_t)(int)floor(x1);
@@ -790,11 +803,24 @@ static int collect_links(sqlite3 *db, const struct nf_render_layout *lay,
 	ls.slot = calloc(NF_RENDER_LINK_SLOTS, sizeof(*ls.slot));
 	if (!ls.slot)
 		return oom(err);
-	for (int pass = 0; pass < 2; pass++) {
+	for (int pass = 0; pass < 3; pass++) {
 		if (pass == 1 && !have_rows(db, "cpu_signals"))
-			break;  /* no CPU signals: no pass over the deps for them */
-		/* Pass 0: GPU signal -> wait; pass 1: CPU signal -> wait. */
-		if (pass == 0)
+			continue;  /* no CPU signals: no pass over the deps for them */
+		if (pass == 2 && !have_rows(db, "cpu_waits"))
+			break;
+		/* Pass 0: GPU signal -> wait; pass 1: CPU signal -> wait; pass 2: GPU signal
+		 * -> the CPU wait it released (the first signal on the wait's fence to reach
+		 * its value; Linux dma_fence waits are tied in deps, kernel_rows.c). */
+		if (pass == 2)
+			sql = sqlite3_mprintf(
+				"SELECT s.queue, min(s.end_ns), w.thread, w.end_ns FROM cpu_waits w "
+				"JOIN fence_ops s ON s.fence = w.fence AND s.op = 'signal' "
+				"AND s.value >= w.value AND s.end_ns IS NOT NULL AND s.end_ns <= w.end_ns "
+				"WHERE w.adapter IS NOT NULL AND w.status = 'satisfied' AND w.thread IS NOT NULL "
+				"AND w.end_ns IS NOT NULL AND s.queue IS NOT NULL%s "
+				"AND w.end_ns >= ?1 AND w.end_ns <= ?2 GROUP BY w.id",
+				ff);
+		else if (pass == 0)
 			sql = sqlite3_mprintf(
 				"SELECT s.queue, s.end_ns, w.queue, w.end_ns FROM deps d "
 				"JOIN fence_ops w ON w.id = d.wait_id JOIN fence_ops s ON s.id = d.signal_id "
@@ -814,12 +840,13 @@ static int collect_links(sqlite3 *db, const struct nf_render_layout *lay,
 			const struct nf_render_row *from, *to;
 			double y0, y1;
 
-			from = pass == 0 ? nf_render_layout_queue(lay, sqlite3_column_int64(st, 0))
+			from = pass != 1 ? nf_render_layout_queue(lay, sqlite3_column_int64(st, 0))
 					 : nf_render_layout_thread(lay, sqlite3_column_int64(st, 0));
-			to = nf_render_layout_queue(lay, sqlite3_column_int64(st, 2));
+			to = pass == 2 ? nf_render_layout_thread(lay, sqlite3_column_int64(st, 2))
+				       : nf_render_layout_queue(lay, sqlite3_column_int64(st, 2));
 			if (!from || !to)
 				continue;
-			nf_render_lane_extent(from, pass == 0 ? NF_LANE_SIGNAL : NF_LANE_CPU, &y0, &y1);
+			nf_render_lane_extent(from, pass == 1 ? NF_LANE_CPU : NF_LANE_SIGNAL, &y0, &y1);
 			if (add_link(&ls, lay, s, from, (y0 + y1) / 2.0, sqlite3_column_int64(st, 1), to,
 				     sqlite3_column_int64(st, 3)) < 0) {
 				ret = oom(err);

@@ -6,6 +6,7 @@
  * path's title above the rows. Inputs are plain spans (nf_render_mark), so the
  * viewer needs nothing of the analysis that computed them.
  */
+#include "svgtext.h"
 #include "viewer.h"
 
 #include <math.h>
@@ -84,7 +85,8 @@ void nf_render_paint_overlay(cairo_t *cr, const struct nf_render_options *opts,
 		cairo_set_font_size(cr, 11);
 		cairo_move_to(cr, lay->plot_x0 + 6, lay->rows_y0 + 14);
 		cairo_set_source_rgba(cr, dark ? 0.55 : OV_R, dark ? 0.75 : OV_G, OV_B, 1.0);
-		cairo_show_text(cr, opts->path_title);
+		if (!nf_render_svg_text(cr, lay->plot_x0 + 6, lay->rows_y0 + 14, opts->path_title))
+			cairo_show_text(cr, opts->path_title);
 	}
 	cairo_restore(cr);
 }

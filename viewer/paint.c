@@ -7,6 +7,7 @@
  * on the clock or the environment, so the same scene gives the same bytes.
  */
 #include "viewer.h"
+#include "svgtext.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -222,6 +223,9 @@ static double text(cairo_t *cr, double x, double y, const char *s, enum align al
 	char buf[1024];
 
 	set_colour(cr, c);
+	/* An SVG page gets the string as a <text> element (svgtext.h). */
+	if (nf_render_svg_text(cr, x, y, utf8_clean(s, buf, sizeof(buf))))
+		return w;
 	cairo_move_to(cr, x, y);
 	cairo_show_text(cr, utf8_clean(s, buf, sizeof(buf)));
 	return w;

@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "svgtext.h"
 #include "viewer.h"
 
 enum format { FMT_PNG, FMT_SVG, FMT_PDF };
@@ -54,6 +55,7 @@ struct sink {
 	char *buf;
 	size_t len, cap;
 	int buffered;
+	const struct nf_svg_texts *texts;  /* SVG: the strings to write as <text> */
 };
 
 static cairo_status_t sink_write(void *closure, const unsigned char *data, unsigned int length)
@@ -96,7 +98,22 @@ static int svg_write_normalized(struct sink *s)
 {
 	static const char tag[] = "surface";
 	long map_old[64], map_new[64];
-	size_t n_map = 0, i = 0, from = 0;
+	size_t n_map = 0, i = 0, from = 0, end_tag = s->len;
+
+	/*
+	 * cairo sizes the page in points ("1600pt"), which a browser shows 4/3
+	 * larger than asked; the page is sized in pixels, as --width says. The
+	 * viewBox is unchanged, so the drawing scales with it.
+	 */
+	for (size_t k = 0; k + 12 < s->len && k < 1024; k++)
+		if (!memcmp(s->buf + k, "pt\" height=\"", 12) || !memcmp(s->buf + k, "pt\" viewBox=", 12))
+			s->buf[k + 1] = 'x';
+	/* The strings go just before the closing tag, over the drawing. */
+	for (size_t k = s->len; k >= 6; k--)
+		if (!memcmp(s->buf + k - 6, "</svg>", 6)) {
+			end_tag = k - 6;
+			break;
+		}
 
 	while (i + sizeof(tag) - 1 < s->len) {
 		char *end, num[24];
@@ -127,7 +144,13 @@ static int svg_write_normalized(struct sink *s)
 		i = (size_t)(end - s->buf);
 		from = i;
 	}
-	if (fwrite(s->buf + from, 1, s->len - from, s->f) != s->len - from)
+	if (end_tag < from)
+		end_tag = from;
+	if (fwrite(s->buf + from, 1, end_tag - from, s->f) != end_tag - from)
+		return -1;
+	if (s->texts && nf_render_svg_write(s->f, s->texts) < 0)
+		return -1;
+	if (fwrite(s->buf + end_tag, 1, s->len - end_tag, s->f) != s->len - end_tag)
 		return -1;
 	return 0;
 }
@@ -221,7 +244,11 @@ static int draw_to(enum format fmt, const struct nf_render_layout *lay,
 				    "creating the page: %s", cairo_status_to_string(st));
 	}
 	cr = cairo_create(sf);
+	if (fmt == FMT_SVG && sk->texts)
+		nf_render_svg_attach(cr, (struct nf_svg_texts *)sk->texts);
 	ret = nf_render_paint(cr, opts, lay, scene, err);
+	if (ret == 0 && sk->texts && sk->texts->failed)
+		ret = nf_error_set(err, NF_ENOMEM, "too much text for one SVG page");
 	cairo_destroy(cr);
 	if (ret == 0 && fmt == FMT_PNG) {
 		cairo_surface_flush(sf);
@@ -246,6 +273,7 @@ int nf_render(const char *db_path, const struct nf_render_options *opts, struct 
 	struct nf_render_layout lay;
 	struct nf_render_scene scene;
 	struct sink sk;
+	struct nf_svg_texts texts = { 0 };
 	sqlite3 *db = NULL;
 	enum format fmt;
 	int ret;
@@ -268,6 +296,11 @@ int nf_render(const char *db_path, const struct nf_render_options *opts, struct 
 		nf_error_prefix(err, "%s", db_path);
 		goto out_release;
 	}
+	/* SVG: each operation wide enough gets a tooltip (svgtext.h). */
+	if (fmt == FMT_SVG && (ret = nf_render_svg_tips(db, opts, &lay, &texts, err)) < 0) {
+		nf_error_prefix(err, "%s", db_path);
+		goto out_release;
+	}
 	sk.f = fopen(opts->output, "wb");
 	if (!sk.f) {
 		ret = nf_error_set(err, errno == ENOENT ? NF_ENOENT : NF_EIO, "%s: cannot create: %s",
@@ -275,7 +308,9 @@ int nf_render(const char *db_path, const struct nf_render_options *opts, struct 
 		goto out_release;
 	}
 	sk.buffered = fmt == FMT_SVG;
+	sk.texts = fmt == FMT_SVG ? &texts : NULL;
 	ret = draw_to(fmt, &lay, &scene, opts, &sk, err);
+	nf_render_svg_release(&texts);
 	free(sk.buf);
 	if (fclose(sk.f) != 0 && ret == 0)
 		ret = nf_error_set(err, NF_EIO, "%s: %s", opts->output, strerror(errno));
@@ -284,6 +319,7 @@ int nf_render(const char *db_path, const struct nf_render_options *opts, struct 
 		unlink(opts->output);  /* no partial page left behind */
 	}
 out_release:
+	nf_render_svg_release(&texts);
 	nf_render_scene_release(&scene);
 	nf_render_layout_release(&lay);
 out_close_db:

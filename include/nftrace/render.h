@@ -36,7 +36,7 @@ struct nf_render_mark {
 struct nf_render_options {
 	const char *output;        /* file; format from its extension: .png .svg .pdf */
 	const char *title;         /* session name shown in the title, may be NULL */
-	int width;                 /* pixels (points for PDF/SVG), 0: default */
+	int width;                 /* pixels (points for PDF), 0: default */
 	int64_t from_ns, to_ns;    /* time window; -1: session start / end */
 	const int64_t *queues;     /* only these queues (NULL: all) */
 	int n_queues;

@@ -122,7 +122,7 @@ END_TEST
 START_TEST(help_json_units)
 {
 	static const char *const cmds[] = { "record", "report", "query", "info", "check",
-					    "import", "export", "help" };
+					    "import", "export", "critical-path", "help" };
 	char dir[1200], cmd[16384], out[16384];
 
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
@@ -142,6 +142,41 @@ START_TEST(help_json_units)
 }
 END_TEST
 
+/* Static pictures: arrows to CPU waits released by GPU signals, honest lost labels. */
+START_TEST(static_pictures_tell_more)
+{
+	char dir[1200], cmd[16384], out[256], svg[1300];
+	FILE *f;
+	static char buf[1 << 20];
+	size_t n;
+
+	/* monitored-value-41: three CPU waits, each released by a GPU signal. */
+	record("monitored-value-41.nfs", "m", dir, sizeof(dir));
+	snprintf(svg, sizeof(svg), "%s/m.svg", tmpdir);
+	snprintf(cmd, sizeof(cmd), "'%s' report '%s' -o '%s'", nf_test_nftrace(), dir, svg);
+	run_ok(cmd, out, sizeof(out));
+	f = fopen(svg, "r");
+	ck_assert(f != NULL);
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = 0;
+	fclose(f);
+	ck_assert_msg(strstr(buf, " \xC2\xB7 3 links<") != NULL, "the CPU waits' arrows are not counted");
+	/* overrun: gaps closer than a pixel share a label that says how many they are. */
+	record("overrun.nfs", "o", dir, sizeof(dir));
+	snprintf(svg, sizeof(svg), "%s/o.svg", tmpdir);
+	snprintf(cmd, sizeof(cmd), "'%s' report '%s' -o '%s'", nf_test_nftrace(), dir, svg);
+	run_ok(cmd, out, sizeof(out));
+	f = fopen(svg, "r");
+	ck_assert(f != NULL);
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = 0;
+	fclose(f);
+	ck_assert_msg(strstr(buf, ">lost 976 in 3 gaps<") != NULL && !strstr(buf, ">lost 976<"),
+		      "merged lost spans do not say how many gaps they are");
+	ck_assert_msg(!strstr(buf, "other anomalies"), "the OS's overrun flags drawn as anomalies");
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("conventions");
@@ -152,6 +187,7 @@ int main(void)
 	tcase_add_test(tc, handles_hex_for_people_integers_for_programs);
 	tcase_add_test(tc, filters_matching_nothing_are_errors);
 	tcase_add_test(tc, help_json_units);
+	tcase_add_test(tc, static_pictures_tell_more);
 	suite_add_tcase(s, tc);
 	return nf_test_main(s);
 }
