@@ -302,7 +302,7 @@ struct ew_run {
 
 enum ew_stmt {
 	ES_OP, ES_PACKET, ES_DMA, ES_CWAIT, ES_CSIGNAL, ES_VSYNC, ES_RAW, ES_LOST, ES_GROUP,
-	ES_CALIB, ES_RUN, ES_THREAD, ES_PROCESS, ES_COUNT
+	ES_CALIB, ES_RUN, ES_THREAD, ES_THREAD_IF_NONE, ES_PROCESS, ES_COUNT
 };
 
 static const char *const ew_sql[ES_COUNT] = {
@@ -328,6 +328,8 @@ static const char *const ew_sql[ES_COUNT] = {
 		     "residual_ns) VALUES (?1, ?2, ?3, NULL, 0, NULL)",
 	[ES_RUN] = "INSERT INTO cpu_runs(thread, cpu, start_ns, end_ns, end_state) VALUES (?1, ?2, ?3, ?4, ?5)",
 	[ES_THREAD] = "INSERT OR REPLACE INTO kernel_threads(thread, comm) VALUES (?1, ?2)",
+	/* A thread the kernel named keeps its name over its process's. */
+	[ES_THREAD_IF_NONE] = "INSERT OR IGNORE INTO kernel_threads(thread, comm) VALUES (?1, ?2)",
 	[ES_PROCESS] = "INSERT OR REPLACE INTO etw_processes(process, name) VALUES (?1, ?2)",
 };
 
@@ -1673,9 +1675,9 @@ static int ew_finish_threads(struct nf_etwi *e, struct nf_error *err)
 			snprintf(name, sizeof(name), "%s %" PRIu64, EW_AT(e->procs, struct ew_proc, *pn)->name, pid);
 		else
 			snprintf(name, sizeof(name), "process %" PRIu64, pid);
-		sqlite3_bind_int64(e->st[ES_THREAD], 1, (int64_t)tid);
-		sqlite3_bind_text(e->st[ES_THREAD], 2, name, -1, SQLITE_TRANSIENT);
-		rc = ew_step(e, ES_THREAD, err);
+		sqlite3_bind_int64(e->st[ES_THREAD_IF_NONE], 1, (int64_t)tid);
+		sqlite3_bind_text(e->st[ES_THREAD_IF_NONE], 2, name, -1, SQLITE_TRANSIENT);
+		rc = ew_step(e, ES_THREAD_IF_NONE, err);
 	}
 	return rc;
 }

@@ -268,6 +268,23 @@ static void kernel_event(struct sess *s, const struct nf_etl_event *ev, struct n
 		e->k_new_tid = rd32(ev->payload);
 		e->k_old_tid = rd32(ev->payload + 4);
 		e->k_old_state = ev->payload[14];
+	} else if (group == 0x05 && type == 72 && ev->payload_size >= 10) { /* Thread SetName */
+		size_t k = 0;
+
+		for (uint32_t off = 8; off + 1 < ev->payload_size && k + 1 < sizeof(s->kname); off += 2) {
+			uint16_t u = (uint16_t)(ev->payload[off] | ev->payload[off + 1] << 8);
+
+			if (!u)
+				break;
+			s->kname[k++] = (char)(u < 0x20 || u > 0x7e ? '?' : u); /* ASCII; others as '?' */
+		}
+		s->kname[k] = '\0';
+		if (k) {
+			e->kind = NF_ETWI_K_THREAD;
+			e->k_pid = rd32(ev->payload);
+			e->k_tid = rd32(ev->payload + 4);
+			e->k_name = s->kname;
+		}
 	} else if (group == 0x03 && (type == 1 || type == 2 || type == 3 || type == 4)) {
 		uint32_t pid = 0;
 

@@ -303,7 +303,9 @@ CREATE TABLE kernel_events (
 -- - queue_packets, dma_packets, vsyncs: below. Every event not mapped
 --   (other providers, and DxgKrnl events no table takes) is an etw_events
 --   row; etw_counts counts every event by provider, id and version.
--- - kernel_threads names every thread that logged a DxgKrnl event by its
+-- - kernel_threads: a thread's name from the kernel's Thread SetName
+--   event (group 5, opcode 72) when the capture has it; else every thread
+--   that logged a DxgKrnl event is named by its
 --   process (from the event headers): "<image> <pid>" when the kernel's
 --   process events named it, else "process <pid>" (the System process, 4,
 --   is left out: its threads are the kernel's own).

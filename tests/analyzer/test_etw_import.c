@@ -817,12 +817,28 @@ START_TEST(test_kernel_records)
 	}
 	/* Process DCStart (version 4) of pid 77, game.exe. */
 	process_record(w, 1200, 77, "game.exe");
+	/* Thread SetName: thread 20 of process 77 is "RenderThread". */
+	memset(&b, 0, sizeof(b));
+	b.pointer_size = 8;
+	nf_etlw_put_u32(&b, 77);
+	nf_etlw_put_u32(&b, 20);
+	nf_etlw_put_wstr(&b, "RenderThread");
+	memset(&c, 0, sizeof(c));
+	c.kind = NF_ETL_HDR_SYSTEM;
+	c.hook_id = 0x0548;
+	c.version = 2;
+	c.ticks = 1250;
+	c.payload = b.p;
+	c.size = (uint32_t)b.n;
+	ck_assert_int_eq(nf_etlw_classic(w, &c), 0);
+	nf_etlw_buf_free(&b);
 	ck_assert_int_eq(nf_etlw_save(w, etl), 0);
 	nf_etlw_destroy(w);
 	ck_assert_msg(run("'%s' import '%s' -o '%s'", nf_test_nftrace(), etl, s) == 0, "%s", errb);
 	expect_rows(s, "SELECT thread, cpu, start_ns, end_ns, end_state FROM cpu_runs ORDER BY cpu, thread",
 		    "10|0|0|10000|5\n20|0|10000||\n30|1|15000||\n");
 	expect_rows(s, "SELECT process, name FROM etw_processes", "77|game.exe\n");
+	expect_rows(s, "SELECT thread, comm FROM kernel_threads", "20|RenderThread\n");
 	expect_rows(s, "SELECT value FROM meta WHERE key = 'etw_lacks'", "dxgkrnl\n");
 	ck_assert_msg(run("'%s' info '%s'", nf_test_nftrace(), s) == 0, "%s", errb);
 	ck_assert_msg(strstr(out, "no GPU timeline") != NULL && strstr(out, "kernel:Thread") != NULL, "%s", out);
