@@ -254,7 +254,8 @@ CREATE TABLE kernel_events (
 -- clock, clock_frequency, start_time, buffers, buffers_lost, events_lost,
 -- buffers_flagged_lost, events, dxgkrnl_events, waits, signals, deps_tied,
 -- dma_packets, unmatched_unwaits (unwaits whose wait is not in the capture),
--- file (the path imported), os_version, lacks: what the capture has not,
+-- file (the path imported), os_version, record_pointer_sizes (of the
+-- records: "4", "8" or "4,8"), lacks: what the capture has not,
 -- comma-separated, of 'kernel' (no process/thread names nor context
 -- switches), 'rundown' (no adapter, device or context rundown), 'dxgkrnl'
 -- (no DxgKrnl events)).

@@ -468,6 +468,7 @@ START_TEST(test_fixture_rows_32)
 	import_fixture(4, tmp, sizeof(tmp), s, sizeof(s));
 	check_fixture_rows(s, 4);
 	expect_rows(s, "SELECT value FROM meta WHERE key = 'etw_pointer_size'", "4\n");
+	expect_rows(s, "SELECT value FROM meta WHERE key = 'etw_record_pointer_sizes'", "4\n");
 	nf_test_rmtree(tmp);
 }
 END_TEST
@@ -1173,6 +1174,7 @@ START_TEST(test_real_capture)
 	ck_assert_msg(run("'%s' import '%s' -o '%s'", nf_test_nftrace(), etl, s) == 0, "%s", errb);
 	ck_assert_msg(run("'%s' info '%s'", nf_test_nftrace(), s) == 0, "%s", errb);
 	ck_assert_msg(strstr(out, "OS build:       17134") && strstr(out, "CPUs:           8") &&
+		      strstr(out, "pointer size:   4 bytes (logfile header); records: 8") &&
 		      strstr(out, "Microsoft-Windows-DxgKrnl 196500") && strstr(out, "lacks:          kernel,rundown"),
 		      "%s", out);
 	ck_assert_msg(run("'%s' check '%s'", nf_test_nftrace(), s) == 0, "%s%s", out, errb);
