@@ -912,6 +912,53 @@ START_TEST(test_fixture_report)
 }
 END_TEST
 
+/* A fence-related DxgKrnl event whose size matches no layout is counted, kept
+ * raw, and makes `check` fail; a mismatch of another event only counts. */
+START_TEST(test_size_mismatch)
+{
+	struct nf_etlw_options o;
+	struct nf_etlw_buf b;
+	char tmp[1024], etl[1100], s[1100];
+	struct fx f;
+
+	nf_test_tmpdir(tmp, sizeof(tmp));
+	snprintf(etl, sizeof(etl), "%s/m.etl", tmp);
+	snprintf(s, sizeof(s), "%s/s", tmp);
+	memset(&o, 0, sizeof(o));
+	o.perf_freq = 10000000;
+	o.header_ticks = 1000;
+	f.w = nf_etlw_create(&o);
+	f.ps = 8;
+	f.pid = 0;
+	ck_assert(f.w != NULL);
+	b = B(&f); /* a wait packet 4 bytes short */
+	nf_etlw_put_ptr(&b, CTX_A);
+	nf_etlw_put_u32(&b, 1);
+	nf_etlw_put_u32(&b, 0);
+	nf_etlw_put_ptr(&b, SYNC);
+	nf_etlw_put_u64(&b, 5);
+	nf_etlw_put_u32(&b, 0x9001);
+	dxg(&f, 244, 1, 0, 200, 1100, &b);
+	b = B(&f); /* a VSync 8 bytes long */
+	nf_etlw_put_u64(&b, 0);
+	dxg(&f, 17, 0, 0, 0, 1200, &b);
+	ck_assert_int_eq(nf_etlw_save(f.w, etl), 0);
+	nf_etlw_destroy(f.w);
+	ck_assert_msg(run("'%s' import '%s' -o '%s'", nf_test_nftrace(), etl, s) == 0, "%s", errb);
+	expect_rows(s, "SELECT event_id, events, size_mismatches FROM etw_counts WHERE name IS NOT NULL "
+		       "ORDER BY event_id", "17|1|1\n244|1|1\n");
+	expect_rows(s, "SELECT event_id, size FROM etw_events WHERE provider NOT LIKE 'kernel:%' ORDER BY id",
+		    "244|36\n17|8\n");
+	expect_rows(s, "SELECT count(*) FROM fence_ops", "0\n");
+	ck_assert_int_eq(run("'%s' check '%s'", nf_test_nftrace(), s), 1);
+	ck_assert_msg(strstr(out, "DxgKrnl size mismatches:  2 (1 fence-related)") && strstr(out, "ILLEGAL"),
+		      "%s", out);
+	ck_assert_msg(run("'%s' info '%s'", nf_test_nftrace(), s) == 0 &&
+		      strstr(out, "(2 of a size no layout has)"), "%s", out);
+	nf_test_rmtree(tmp);
+}
+END_TEST
+
 /* Only the inputs are in tmp: no session directory nor import temporary. */
 static void assert_nothing_left_but(const char *tmp)
 {
@@ -1271,6 +1318,7 @@ static Suite *etw_suite(void)
 	tcase_add_test(tc, test_rundown_rows);
 	tcase_add_test(tc, test_mutations);
 	tcase_add_test(tc, test_link_or_copy);
+	tcase_add_test(tc, test_size_mismatch);
 	tcase_add_test(tc, test_fixture_report);
 	suite_add_tcase(s, tc);
 	return s;
