@@ -160,7 +160,7 @@ struct ew_ctx {
 	uint64_t device;       /* 0 unknown */
 	int64_t start_ns, stop_ns; /* -1 unknown */
 	uint32_t *ring;        /* open packets (pool indices) in queued order */
-	uint32_t r_head, r_n;
+	uint32_t r_head, r_n, r_cap;
 	bool ring_full;        /* a packet was not kept: observed_ns unknown until it empties */
 };
 
@@ -302,7 +302,7 @@ struct ew_run {
 
 enum ew_stmt {
 	ES_OP, ES_PACKET, ES_DMA, ES_CWAIT, ES_CSIGNAL, ES_VSYNC, ES_RAW, ES_LOST, ES_GROUP,
-	ES_CALIB, ES_RUN, ES_THREAD, ES_PROCESS, ES_COUNT
+	ES_CALIB, ES_RUN, ES_THREAD, ES_THREAD_IF_NONE, ES_PROCESS, ES_COUNT
 };
 
 static const char *const ew_sql[ES_COUNT] = {
@@ -328,6 +328,8 @@ static const char *const ew_sql[ES_COUNT] = {
 		     "residual_ns) VALUES (?1, ?2, ?3, NULL, 0, NULL)",
 	[ES_RUN] = "INSERT INTO cpu_runs(thread, cpu, start_ns, end_ns, end_state) VALUES (?1, ?2, ?3, ?4, ?5)",
 	[ES_THREAD] = "INSERT OR REPLACE INTO kernel_threads(thread, comm) VALUES (?1, ?2)",
+	/* A thread the kernel named keeps its name over its process's. */
+	[ES_THREAD_IF_NONE] = "INSERT OR IGNORE INTO kernel_threads(thread, comm) VALUES (?1, ?2)",
 	[ES_PROCESS] = "INSERT OR REPLACE INTO etw_processes(process, name) VALUES (?1, ?2)",
 };
 
@@ -654,21 +656,26 @@ static void ew_pkt_release(struct nf_etwi *e, size_t i)
 }
 
 /* Appends packet i to its context's in-flight ring; true when it is the head. */
-static bool ew_ring_push(struct nf_etwi *e, struct ew_ctx *c, size_t i)
+static bool ew_ring_push(struct ew_ctx *c, size_t i)
 {
-	(void)e;
-	if (!c->ring) {
-		c->ring = malloc(EW_CTX_RING * sizeof(*c->ring));
-		if (!c->ring) {
+	if (c->r_n == c->r_cap) {
+		/* Grown by doubling (most contexts have a few packets in flight), up
+		 * to EW_CTX_RING; past that a packet is not kept. */
+		uint32_t ncap = c->r_cap ? c->r_cap * 2 : 16;
+		uint32_t *nr = ncap <= EW_CTX_RING ? malloc(ncap * sizeof(*nr)) : NULL;
+
+		if (!nr) {
 			c->ring_full = true;
 			return false;
 		}
+		for (uint32_t k = 0; k < c->r_n; k++)
+			nr[k] = c->ring[(c->r_head + k) % c->r_cap];
+		free(c->ring);
+		c->ring = nr;
+		c->r_cap = ncap;
+		c->r_head = 0;
 	}
-	if (c->r_n == EW_CTX_RING) {
-		c->ring_full = true;
-		return false;
-	}
-	c->ring[(c->r_head + c->r_n) % EW_CTX_RING] = (uint32_t)i;
+	c->ring[(c->r_head + c->r_n) % c->r_cap] = (uint32_t)i;
 	c->r_n++;
 	return c->r_n == 1 && !c->ring_full;
 }
@@ -680,13 +687,13 @@ static void ew_ring_remove(struct nf_etwi *e, struct ew_ctx *c, size_t i, int64_
 	uint32_t k;
 
 	for (k = 0; k < c->r_n; k++)
-		if (c->ring[(c->r_head + k) % EW_CTX_RING] == i)
+		if (c->ring[(c->r_head + k) % c->r_cap] == i)
 			break;
 	if (k == c->r_n)
 		return;
 	for (uint32_t j = k; j > 0; j--)
-		c->ring[(c->r_head + j) % EW_CTX_RING] = c->ring[(c->r_head + j - 1) % EW_CTX_RING];
-	c->r_head = (c->r_head + 1) % EW_CTX_RING;
+		c->ring[(c->r_head + j) % c->r_cap] = c->ring[(c->r_head + j - 1) % c->r_cap];
+	c->r_head = (c->r_head + 1) % c->r_cap;
 	c->r_n--;
 	if (c->r_n == 0) {
 		c->ring_full = false;
@@ -787,7 +794,7 @@ static int ew_queue_packet(struct nf_etwi *e, const struct nf_etwi_event *ev, in
 			r->tid = ev->tid;
 		}
 	}
-	if (ew_ring_push(e, EW_AT(e->ctxs, struct ew_ctx, ci), i) && kind == P_WAIT)
+	if (ew_ring_push(EW_AT(e->ctxs, struct ew_ctx, ci), i) && kind == P_WAIT)
 		p->observed_ns = ev->ns;
 	if (kind == P_WAIT) {
 		/* An unwait stamped on another CPU a little before this wait ends it. */
@@ -1673,9 +1680,9 @@ static int ew_finish_threads(struct nf_etwi *e, struct nf_error *err)
 			snprintf(name, sizeof(name), "%s %" PRIu64, EW_AT(e->procs, struct ew_proc, *pn)->name, pid);
 		else
 			snprintf(name, sizeof(name), "process %" PRIu64, pid);
-		sqlite3_bind_int64(e->st[ES_THREAD], 1, (int64_t)tid);
-		sqlite3_bind_text(e->st[ES_THREAD], 2, name, -1, SQLITE_TRANSIENT);
-		rc = ew_step(e, ES_THREAD, err);
+		sqlite3_bind_int64(e->st[ES_THREAD_IF_NONE], 1, (int64_t)tid);
+		sqlite3_bind_text(e->st[ES_THREAD_IF_NONE], 2, name, -1, SQLITE_TRANSIENT);
+		rc = ew_step(e, ES_THREAD_IF_NONE, err);
 	}
 	return rc;
 }

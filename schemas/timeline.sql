@@ -359,7 +359,8 @@ CREATE TABLE markers (
 -- clock, clock_frequency, start_time, buffers, buffers_lost, events_lost,
 -- buffers_flagged_lost, events, dxgkrnl_events, waits, signals, deps_tied,
 -- dma_packets, unmatched_unwaits (unwaits whose wait is not in the capture),
--- file (the path imported), os_version, lacks: what the capture has not,
+-- file (the path imported), os_version, record_pointer_sizes (of the
+-- records: "4", "8" or "4,8"), lacks: what the capture has not,
 -- comma-separated, of 'kernel' (no process/thread names nor context
 -- switches), 'rundown' (no adapter, device or context rundown), 'dxgkrnl'
 -- (no DxgKrnl events)).
@@ -408,7 +409,9 @@ CREATE TABLE markers (
 -- - queue_packets, dma_packets, vsyncs: below. Every event not mapped
 --   (other providers, and DxgKrnl events no table takes) is an etw_events
 --   row; etw_counts counts every event by provider, id and version.
--- - kernel_threads names every thread that logged a DxgKrnl event by its
+-- - kernel_threads: a thread's name from the kernel's Thread SetName
+--   event (group 5, opcode 72) when the capture has it; else every thread
+--   that logged a DxgKrnl event is named by its
 --   process (from the event headers): "<image> <pid>" when the kernel's
 --   process events named it, else "process <pid>" (the System process, 4,
 --   is left out: its threads are the kernel's own).

@@ -468,6 +468,7 @@ START_TEST(test_fixture_rows_32)
 	import_fixture(4, tmp, sizeof(tmp), s, sizeof(s));
 	check_fixture_rows(s, 4);
 	expect_rows(s, "SELECT value FROM meta WHERE key = 'etw_pointer_size'", "4\n");
+	expect_rows(s, "SELECT value FROM meta WHERE key = 'etw_record_pointer_sizes'", "4\n");
 	nf_test_rmtree(tmp);
 }
 END_TEST
@@ -817,12 +818,28 @@ START_TEST(test_kernel_records)
 	}
 	/* Process DCStart (version 4) of pid 77, game.exe. */
 	process_record(w, 1200, 77, "game.exe");
+	/* Thread SetName: thread 20 of process 77 is "RenderThread". */
+	memset(&b, 0, sizeof(b));
+	b.pointer_size = 8;
+	nf_etlw_put_u32(&b, 77);
+	nf_etlw_put_u32(&b, 20);
+	nf_etlw_put_wstr(&b, "RenderThread");
+	memset(&c, 0, sizeof(c));
+	c.kind = NF_ETL_HDR_SYSTEM;
+	c.hook_id = 0x0548;
+	c.version = 2;
+	c.ticks = 1250;
+	c.payload = b.p;
+	c.size = (uint32_t)b.n;
+	ck_assert_int_eq(nf_etlw_classic(w, &c), 0);
+	nf_etlw_buf_free(&b);
 	ck_assert_int_eq(nf_etlw_save(w, etl), 0);
 	nf_etlw_destroy(w);
 	ck_assert_msg(run("'%s' import '%s' -o '%s'", nf_test_nftrace(), etl, s) == 0, "%s", errb);
 	expect_rows(s, "SELECT thread, cpu, start_ns, end_ns, end_state FROM cpu_runs ORDER BY cpu, thread",
 		    "10|0|0|10000|5\n20|0|10000||\n30|1|15000||\n");
 	expect_rows(s, "SELECT process, name FROM etw_processes", "77|game.exe\n");
+	expect_rows(s, "SELECT thread, comm FROM kernel_threads", "20|RenderThread\n");
 	expect_rows(s, "SELECT value FROM meta WHERE key = 'etw_lacks'", "dxgkrnl\n");
 	ck_assert_msg(run("'%s' info '%s'", nf_test_nftrace(), s) == 0, "%s", errb);
 	ck_assert_msg(strstr(out, "no GPU timeline") != NULL && strstr(out, "kernel:Thread") != NULL, "%s", out);
@@ -891,6 +908,53 @@ START_TEST(test_fixture_report)
 	cairo_surface_destroy(img);
 	nf_render_layout_release(&lay);
 	sqlite3_close(sql);
+	nf_test_rmtree(tmp);
+}
+END_TEST
+
+/* A fence-related DxgKrnl event whose size matches no layout is counted, kept
+ * raw, and makes `check` fail; a mismatch of another event only counts. */
+START_TEST(test_size_mismatch)
+{
+	struct nf_etlw_options o;
+	struct nf_etlw_buf b;
+	char tmp[1024], etl[1100], s[1100];
+	struct fx f;
+
+	nf_test_tmpdir(tmp, sizeof(tmp));
+	snprintf(etl, sizeof(etl), "%s/m.etl", tmp);
+	snprintf(s, sizeof(s), "%s/s", tmp);
+	memset(&o, 0, sizeof(o));
+	o.perf_freq = 10000000;
+	o.header_ticks = 1000;
+	f.w = nf_etlw_create(&o);
+	f.ps = 8;
+	f.pid = 0;
+	ck_assert(f.w != NULL);
+	b = B(&f); /* a wait packet 4 bytes short */
+	nf_etlw_put_ptr(&b, CTX_A);
+	nf_etlw_put_u32(&b, 1);
+	nf_etlw_put_u32(&b, 0);
+	nf_etlw_put_ptr(&b, SYNC);
+	nf_etlw_put_u64(&b, 5);
+	nf_etlw_put_u32(&b, 0x9001);
+	dxg(&f, 244, 1, 0, 200, 1100, &b);
+	b = B(&f); /* a VSync 8 bytes long */
+	nf_etlw_put_u64(&b, 0);
+	dxg(&f, 17, 0, 0, 0, 1200, &b);
+	ck_assert_int_eq(nf_etlw_save(f.w, etl), 0);
+	nf_etlw_destroy(f.w);
+	ck_assert_msg(run("'%s' import '%s' -o '%s'", nf_test_nftrace(), etl, s) == 0, "%s", errb);
+	expect_rows(s, "SELECT event_id, events, size_mismatches FROM etw_counts WHERE name IS NOT NULL "
+		       "ORDER BY event_id", "17|1|1\n244|1|1\n");
+	expect_rows(s, "SELECT event_id, size FROM etw_events WHERE provider NOT LIKE 'kernel:%' ORDER BY id",
+		    "244|36\n17|8\n");
+	expect_rows(s, "SELECT count(*) FROM fence_ops", "0\n");
+	ck_assert_int_eq(run("'%s' check '%s'", nf_test_nftrace(), s), 1);
+	ck_assert_msg(strstr(out, "DxgKrnl size mismatches:  2 (1 fence-related)") && strstr(out, "ILLEGAL"),
+		      "%s", out);
+	ck_assert_msg(run("'%s' info '%s'", nf_test_nftrace(), s) == 0 &&
+		      strstr(out, "(2 of a size no layout has)"), "%s", out);
 	nf_test_rmtree(tmp);
 }
 END_TEST
@@ -1157,6 +1221,7 @@ START_TEST(test_real_capture)
 	ck_assert_msg(run("'%s' import '%s' -o '%s'", nf_test_nftrace(), etl, s) == 0, "%s", errb);
 	ck_assert_msg(run("'%s' info '%s'", nf_test_nftrace(), s) == 0, "%s", errb);
 	ck_assert_msg(strstr(out, "OS build:       17134") && strstr(out, "CPUs:           8") &&
+		      strstr(out, "pointer size:   4 bytes (logfile header); records: 8") &&
 		      strstr(out, "Microsoft-Windows-DxgKrnl 196500") && strstr(out, "lacks:          kernel,rundown"),
 		      "%s", out);
 	ck_assert_msg(run("'%s' check '%s'", nf_test_nftrace(), s) == 0, "%s%s", out, errb);
@@ -1253,6 +1318,7 @@ static Suite *etw_suite(void)
 	tcase_add_test(tc, test_rundown_rows);
 	tcase_add_test(tc, test_mutations);
 	tcase_add_test(tc, test_link_or_copy);
+	tcase_add_test(tc, test_size_mismatch);
 	tcase_add_test(tc, test_fixture_report);
 	suite_add_tcase(s, tc);
 	return s;
