@@ -678,11 +678,13 @@ START_TEST(stale_kernel_instances_are_removed_by_the_next_command)
 	 * an event enabled (what a SIGKILLed record --kernel leaves). */
 	snprintf(cmd, sizeof(cmd),
 		 "sh -c 'exit 0' & p=$!; wait $p; i=/sys/kernel/tracing/instances/nftrace-$p; "
-		 "mkdir $i && echo 1 > $i/events/sched/sched_switch/enable && cat $i/tracing_on && "
+		 "mkdir $i && { echo 1 > $i/events/sched/sched_switch/enable; } 2>/dev/null; "
 		 "'%s' info '%s' >/dev/null && if test -d $i; then echo left; rmdir $i; else echo removed; fi",
 		 nf_test_nftrace(), good);
+	/* (Another nftrace running meanwhile, another test's, may remove it
+	 * first: removed all the same.) */
 	run_ok(cmd);
-	ck_assert_str_eq(out, "1\nremoved\n");
+	ck_assert_str_eq(out, "removed\n");
 	/* A live process's instance stays. */
 	snprintf(cmd, sizeof(cmd),
 		 "i=/sys/kernel/tracing/instances/nftrace-$$; mkdir $i && '%s' info '%s' >/dev/null; "
