@@ -406,6 +406,12 @@ CREATE TABLE markers (
 --   came before that GPU signal. None:
 --   both NULL (released by a signal outside the capture). stall_ns =
 --   end_ns - observed_ns of the wait.
+-- - the API calls behind the packets, SignalSynchronizationObject2 and
+--   ...FromGpu (230, 294) and WaitForSynchronizationObject2 and ...FromGpu
+--   (231, 295), are kept in etw_events (230/294 also group the packets of
+--   a multi-context signal): the packets are what the GPU scheduler ran.
+--   With hardware scheduling (hardware queues, 450/451) the waits and
+--   signals of a queue are not logged as packets and are not fence_ops.
 -- - queue_packets, dma_packets, vsyncs: below. Every event not mapped
 --   (other providers, and DxgKrnl events no table takes) is an etw_events
 --   row; etw_counts counts every event by provider, id and version.
