@@ -241,6 +241,22 @@ enum walk_state { W_OP, W_THREAD };
  * Segments come out in time order in w->segs. Operations are copied out of
  * the model before each step: a lazy model grows its arrays as it loads.
  */
+/*
+ * When the release deps names for a wait ending at cur took effect: its
+ * signal's end, or cur when that end was recorded after the wait's. Sessions
+ * nftrace records never name such a releaser (the analyzer gives way to a lost
+ * candidate or names none), but in a Windows ETW capture the OS logs a signal
+ * packet's completion (QueuePacketStop) after it has unwaited the waits it
+ * released, tens of microseconds later: the signal still released the wait.
+ * Always true: the release is followed either way.
+ */
+static bool release_at(int64_t *r, int64_t cur)
+{
+	if (*r > cur)
+		*r = cur;
+	return true;
+}
+
 static int walk_run(struct walk *w, int32_t start_op, int64_t end, struct nf_error *err)
 {
 	const struct nf_analysis *a = w->a;
@@ -278,7 +294,7 @@ static int walk_run(struct walk *w, int32_t start_op, int64_t end, struct nf_err
 				s.op_id = op.id;
 				s.fence = op.fence;
 				s.value = op.value;
-				if (an_release_time(a, orel, orcpu, &r) && r <= cur && r > lo) {
+				if (an_release_time(a, orel, orcpu, &r) && release_at(&r, cur) && r > lo) {
 					s.start_ns = r;
 					s.release_op = orel_id;
 					emit(w, s);
@@ -301,9 +317,8 @@ static int walk_run(struct walk *w, int32_t start_op, int64_t end, struct nf_err
 				bool busy = prev && (!op.has_queued || prev->end > op.queued);
 				int64_t ready = busy ? prev->end : op.has_queued ? op.queued : w->t0;
 
-				/* A release counts when it came no later than the wait's end (a
-				 * signal ending after it cannot have released it). */
-				bool has_rel = !op.is_signal && an_release_time(a, orel, orcpu, &r) && r <= cur;
+				/* The release deps names, taken no later than the wait's end. */
+				bool has_rel = !op.is_signal && an_release_time(a, orel, orcpu, &r) && release_at(&r, cur);
 
 				/* stalled by its release: the signal came after the wait could start
 				 * and after the GPU reached it (else the wait only took its cost) */

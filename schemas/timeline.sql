@@ -108,7 +108,11 @@ CREATE TABLE queue_threads (
 -- wait's value, unless it ended after the wait and a signal of unknown end (its
 -- entry lost, a zero timestamp) queued in time could have released it; one that
 -- ended past the slack is never named: with no such candidate the wait has no
--- releaser and a 'causality' anomaly says why.
+-- releaser and a 'causality' anomaly says why. Windows ETW captures are the
+-- exception (see their mapping below): the OS logs a signal packet's completion
+-- after unwaiting the waits it released, so a releaser's end_ns may follow its
+-- wait's by tens of microseconds; the critical path takes such a release at the
+-- wait's end.
 CREATE TABLE deps (
   signal_id  INTEGER,   -- fence_ops.id of the releasing signal (NULL when released from the CPU, or none could be)
   wait_id    INTEGER,   -- fence_ops.id of the wait (one row per wait, in wait_id order)

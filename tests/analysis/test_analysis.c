@@ -486,6 +486,42 @@ START_TEST(pending_is_not_a_hang)
 }
 END_TEST
 
+/* A Windows ETW capture logs a signal packet's completion after the OS has
+ * unwaited the waits it released: deps names the signal although its end is
+ * later than the wait's. The critical path still goes through that signal,
+ * taken at the wait's end (it used to treat the wait as released by nothing
+ * and blame its own queue's wait for the whole stall). */
+START_TEST(release_recorded_after_the_wait)
+{
+	char path[1024];
+	struct nf_analysis *a;
+	struct nf_cp_path p;
+	struct nf_error e;
+	bool via_signal = false;
+
+	snprintf(path, sizeof(path), "%s/late.db", tmp);
+	make_db(path,
+		"INSERT INTO queues(queue, name) VALUES (1, 'Q1'), (2, 'Q2');"
+		"INSERT INTO fences(fence, initial_value) VALUES (10, 0);"
+		"INSERT INTO fence_ops(id, queue, op, fence, value, queued_ns, observed_ns, end_ns, status, thread) VALUES"
+		" (1, 1, 'signal', 10, 1, 100, 100, 1030, 'complete', 1),"
+		" (2, 2, 'wait', 10, 1, 100, 150, 1000, 'complete', 1);"
+		"INSERT INTO deps(signal_id, wait_id, cpu_signal, stall_ns) VALUES (1, 2, NULL, 850);");
+	ck_assert_int_eq(nf_analysis_load(path, &a, &e), 0);
+	ck_assert_msg(nf_analysis_critical_path(a, 2, &p, &e) == 0, "%s", e.msg);
+	ck_assert_int_eq(p.queued_ns, 100);
+	ck_assert_int_eq(p.end_ns, 1000);
+	check_tiles(&p);
+	for (size_t i = 0; i < p.n; i++)
+		if (p.segs[i].op_id == 1 && !p.segs[i].on_thread && p.segs[i].queue == 1 &&
+		    p.segs[i].kind == NF_SEG_EXECUTE && p.segs[i].end_ns == 1000)
+			via_signal = true;
+	ck_assert_msg(via_signal, "the path does not go through signal op 1 on Q1 (%zu segments)", p.n);
+	nf_cp_path_free(&p);
+	nf_analysis_destroy(a);
+}
+END_TEST
+
 /* A session cut at a packet boundary (as a killed recorder leaves it) ends
  * mid-frame: its open waits are pending, not hangs, and check says whole. */
 START_TEST(session_cut_mid_frame_is_pending)
@@ -794,6 +830,7 @@ int main(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, chain_three_queues_two_adapters_cpu_thread);
 	tcase_add_test(tc, stall_chain_blame);
+	tcase_add_test(tc, release_recorded_after_the_wait);
 	tcase_add_test(tc, deadlock_two_queues);
 	tcase_add_test(tc, deadlock_three_queues_across_adapters);
 	tcase_add_test(tc, hang_signal_never_queued);
