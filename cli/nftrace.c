@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 
 #ifndef NF_VERSION
@@ -255,6 +256,12 @@ int main(int argc, char **argv)
 	/* Kernel tracing left running by a killed `record --kernel` (its
 	 * tracefs instance outlives it) stops at the next nftrace command. */
 	nf_kernel_remove_stale_instances(NULL);
+	/* A file size limit (ulimit -f) is a write error with a message, not a
+	 * silent SIGXFSZ death that leaves a partial output. Not for record: the
+	 * program it runs would inherit the ignored signal (the CTF writer's
+	 * committer ignores it on its own). */
+	if (strcmp(c->name, "record") != 0)
+		signal(SIGXFSZ, SIG_IGN);
 	rc = c->fn(argc - 1, argv + 1);
 	/* Output that could not be written is a failure (git.c does the same). */
 	if (fflush(stdout) != 0 || ferror(stdout)) {

@@ -61,6 +61,39 @@ static void refused_one_line(int st, const char *what, const char *name)
 	ck_assert_msg(strstr(err, name) != NULL, "%s: does not name %s: %s", what, name, err);
 }
 
+/* Outputs written under a file size limit: one line naming the file, exit
+ * 1, nothing left behind (they used to die of SIGXFSZ, exit 153, silently,
+ * leaving a temporary or a truncated file). */
+START_TEST(outputs_under_a_file_size_limit_fail_cleanly)
+{
+	static const char *const outs[][2] = {
+		{ "big.json", "export --format chrome-json" }, { "big.pftrace", "export --format perfetto" },
+		{ "big.html", "report" }, { "big.svg", "report" }, { "big.pdf", "report" },
+		{ "big.png", "report --width 8000" },
+	};
+	char src[1024], d[700], o[800], full[17000];
+
+	nf_test_source_path(src, sizeof(src), "samples/clock-drift.nfs");
+	snprintf(d, sizeof(d), "%s/drift", tmp);
+	/* the timeline first, without the limit */
+	snprintf(cmd, sizeof(cmd), "'%s' record -o '%s' '%s' >/dev/null && '%s' query '%s' 'select 1'",
+		 nf_test_nftrace(), d, src, nf_test_nftrace(), d);
+	run_ok(cmd);
+	for (size_t i = 0; i < sizeof(outs) / sizeof(outs[0]); i++) {
+		snprintf(o, sizeof(o), "%s/%s", tmp, outs[i][0]);
+		/* bash: ulimit -f counts KiB */
+		snprintf(full, sizeof(full), "bash -c \"ulimit -f 8 && exec '%s' %.40s '%s' -o '%s'\"",
+			 nf_test_nftrace(), outs[i][1], d, o);
+		int st = run(full);
+		refused_one_line(st, outs[i][0], outs[i][0]);
+		ck_assert_msg(strstr(err, "large") != NULL, "%s: %s", outs[i][0], err);
+		snprintf(cmd, sizeof(cmd), "ls '%s' | grep -c '^big' || true", tmp);
+		ck_assert_int_eq(run(cmd), 0);
+		ck_assert_msg(!strncmp(out, "0", 1), "%s: left %s", outs[i][0], out);
+	}
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* 1. record --force replaces only nftrace's own session                */
 
@@ -784,6 +817,7 @@ static Suite *reliability_suite(void)
 	tcase_set_timeout(tc, 300);
 	suite_add_tcase(s, tc);
 	tcase_add_test(tc, program_under_a_file_size_limit_fails);
+	tcase_add_test(tc, outputs_under_a_file_size_limit_fail_cleanly);
 	tcase_add_test(tc, pending_async_wait_at_the_end);
 	tcase_add_test(tc, fork_after_runtime_creation_is_refused_clearly);
 	tcase_add_test(tc, c1_controls_are_shown_as_question_marks);
