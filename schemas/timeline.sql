@@ -115,7 +115,7 @@ CREATE TABLE queue_threads (
 -- wait's end.
 CREATE TABLE deps (
   signal_id  INTEGER,   -- fence_ops.id of the releasing signal (NULL when released from the CPU, or none could be)
-  wait_id    INTEGER,   -- fence_ops.id of the wait (one row per wait, in wait_id order)
+  wait_id    INTEGER,   -- fence_ops.id of the wait (one row per wait; rows in no promised order)
   cpu_signal INTEGER,   -- cpu_signals.id when a CPU signal released it, else NULL
   stall_ns   INTEGER    -- end_ns - observed_ns of the wait (NULL when either is unknown)
 );

@@ -48,7 +48,8 @@ int nf_analysis_load(const char *db_path, struct nf_analysis **out, struct nf_er
  * Opens the timeline database at db_path for the critical path alone: the
  * small tables (queues, fences, CPU waits and signals) are loaded, and
  * operations, their queues' previous operations and their deps rows are read
- * on demand (rowid lookups; deps is in wait_id order), so one path costs what
+ * on demand (rowid lookups; deps rows are usually in the waits' (fence, value) order,
+ * which a binary search uses; a scan by wait_id answers when they are not), so one path costs what
  * it visits, not the session's size. Such a model answers nf_analysis_target,
  * nf_analysis_critical_path, nf_analysis_op, nf_analysis_queue_name and
  * nf_analysis_find_queue (the same answers as a loaded model); not stall blame
@@ -186,7 +187,8 @@ struct nf_blame_row {
  * waiting queue's own last wait segment, after the release, goes to the
  * releaser). For each waiting queue the rows' direct_ns + chain_ns add up to
  * its waits' stall_ns. Rows sorted by (queue, thread, fence, by_queue,
- * by_thread, by_fence). *rows is malloc'ed (free()). Returns 0, NF_EFORMAT, NF_ENOMEM.
+ * by_thread, by_fence). *rows is malloc'ed (free()). Returns 0, NF_EFORMAT, NF_ENOMEM,
+ * NF_ESTATE (a model opened for the critical path alone: load it whole).
  */
 int nf_analysis_stall_blame(const struct nf_analysis *a, struct nf_blame_row **rows, size_t *n,
 			    struct nf_error *err);
@@ -265,7 +267,8 @@ struct nf_hang_report {
  * reaches the value) or BLOCKED. Signals of a fence in execution order (GPU
  * end_ns, CPU ts_ns; kernel timelines excluded) that set a value below the
  * previous one are LOWERED. *rep owns its findings (nf_hang_report_free).
- * Returns 0 or NF_ENOMEM.
+ * Returns 0, NF_ENOMEM, or NF_ESTATE (a model opened for the critical path
+ * alone).
  */
 int nf_analysis_hangs(const struct nf_analysis *a, struct nf_hang_report *rep, struct nf_error *err);
 
