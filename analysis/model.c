@@ -353,7 +353,7 @@ void an_op_from_row(struct an_op *o, sqlite3_stmt *s)
 static int load_ops(sqlite3 *db, struct nf_analysis *a, struct nf_error *err)
 {
 	sqlite3_stmt *s = NULL;
-	size_t n;
+	size_t n = 0;
 	int rc, src;
 
 	if ((rc = count_rows(db, "fence_ops", &n, err)))
@@ -417,7 +417,7 @@ static int load_ops(sqlite3 *db, struct nf_analysis *a, struct nf_error *err)
 static int load_cpu(sqlite3 *db, struct nf_analysis *a, struct nf_error *err)
 {
 	sqlite3_stmt *s = NULL;
-	size_t n;
+	size_t n = 0;
 	int rc = 0;
 
 	if ((rc = count_rows(db, "cpu_signals", &n, err)))
