@@ -40,7 +40,9 @@ struct an_queue {
 /* A signal of a fence that ran at a known time: a GPU signal or a CPU signal. */
 struct an_sig {
 	int64_t t, value;
-	int32_t op, csig;  /* one of them is AN_NONE */
+	int64_t id;        /* fence_ops.id, or cpu_signals.id when cpu */
+	int32_t op, csig;  /* indexes: one of them is AN_NONE (both in a model of open operations) */
+	bool cpu;
 };
 
 struct an_fence {
@@ -50,7 +52,14 @@ struct an_fence {
 	size_t n, cap;
 	int64_t *prefix_max; /* prefix_max[i] = max value of sigs[0..i] */
 	int64_t done_max;    /* highest value of any signal that ran (even at an unknown time) */
+	int64_t done_max_op; /* the first operation (id order) to signal it, -1: a CPU signal */
 	bool any_done;
+	/* model of open operations: where its signals came from, and the lowered-value
+	 * check of a fence signaled from one queue only, done in queue (id) order */
+	int64_t src_queue;   /* the one signaling queue; -1 none yet */
+	bool multi_src;      /* signaled from several queues or from the CPU: sorted in sigs */
+	bool have_last;
+	int64_t last_value, last_t, last_id;
 };
 
 struct an_csig {
@@ -97,8 +106,10 @@ struct nf_analysis {
 	struct an_thread *threads;
 	size_t n_threads, cap_threads;
 	struct an_map qmap, fmap, tmap;
-	/* A lazy model (nf_analysis_open_lazy) loads operations on demand. */
-	bool lazy;
+	/* A lazy model (nf_analysis_open_lazy) loads operations on demand; a model
+	 * of open operations (nf_analysis_load_open) holds only what the hang check
+	 * needs. */
+	bool lazy, open_only;
 	sqlite3 *db;
 	sqlite3_stmt *st_op, *st_prev, *st_dep, *st_dep_scan, *st_first_sig, *st_acted;
 	struct an_map opmap;         /* id -> index */
@@ -106,6 +117,10 @@ struct nf_analysis {
 	bool kernel_timelines;       /* the session has kernel timelines */
 	size_t cap_ops;
 	int lazy_rc;                 /* first error of a lazy lookup, 0 none */
+	/* model of open operations: lowered values found while streaming (fences
+	 * signaled from one queue), added to nf_analysis_hangs' findings */
+	struct nf_hang_finding *low;
+	size_t n_low, cap_low;
 	char lazy_msg[NF_ERROR_MSG_MAX];
 };
 
@@ -135,6 +150,19 @@ bool an_release_time(const struct nf_analysis *a, int32_t rel_op, int32_t rel_cp
  */
 int an_walk_window(const struct nf_analysis *a, int32_t op, int64_t t0, struct nf_cp_segment **segs,
 		   size_t *n, struct nf_error *err);
+
+/* Loads queues, fences, CPU signals and CPU waits (model.c), for the loaders. */
+int an_load_small(sqlite3 *db, struct nf_analysis *a, struct nf_error *err);
+/* Adds a signal that ran at time t to fence f's list; 0 or NF_ENOMEM. */
+int an_add_sig(struct an_fence *f, int64_t t, int64_t value, int32_t op, int32_t csig, int64_t id, bool cpu);
+/* Sorts every fence's signals by time (GPU before CPU at one time, then id). */
+void an_sort_sigs(struct nf_analysis *a);
+/* Registers a queue / fence (model.c); AN_NONE and *rc = NF_ENOMEM on failure. */
+int32_t an_queue_add(struct nf_analysis *a, int64_t queue, int *rc);
+int32_t an_fence_add(struct nf_analysis *a, int64_t fence, int *rc);
+/* Reads a fence_ops row selected as AN_OP_COLUMNS into *o (indexes unset). */
+#define AN_OP_COLUMNS "id, queue, op, fence, value, queued_ns, observed_ns, end_ns, status, thread"
+void an_op_from_row(struct an_op *o, sqlite3_stmt *s);
 
 /* Grows *arr (elements of size sz) to hold at least need; 0 or NF_ENOMEM. */
 int an_grow(void **arr, size_t *cap, size_t need, size_t sz);

@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <sqlite3.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -23,10 +24,10 @@
 static int row_cmp(const void *x, const void *y)
 {
 	const struct nf_blame_row *p = x, *q = y;
-	const int64_t kp[5] = { p->queue, p->thread, p->fence, p->by_queue, p->by_thread };
-	const int64_t kq[5] = { q->queue, q->thread, q->fence, q->by_queue, q->by_thread };
+	const int64_t kp[6] = { p->queue, p->thread, p->fence, p->by_queue, p->by_thread, p->by_fence };
+	const int64_t kq[6] = { q->queue, q->thread, q->fence, q->by_queue, q->by_thread, q->by_fence };
 
-	for (int i = 0; i < 5; i++)
+	for (int i = 0; i < 6; i++)
 		if (kp[i] != kq[i])
 			return kp[i] < kq[i] ? -1 : 1;
 	return 0;
@@ -43,9 +44,9 @@ struct blame_tab {
 static uint64_t blame_hash(const struct nf_blame_row *r)
 {
 	uint64_t h = 0x9e3779b97f4a7c15ULL;
-	const int64_t k[5] = { r->queue, r->thread, r->fence, r->by_queue, r->by_thread };
+	const int64_t k[6] = { r->queue, r->thread, r->fence, r->by_queue, r->by_thread, r->by_fence };
 
-	for (int i = 0; i < 5; i++) {
+	for (int i = 0; i < 6; i++) {
 		h ^= (uint64_t)k[i];
 		h *= 0xff51afd7ed558ccdULL;
 		h ^= h >> 32;
@@ -99,7 +100,7 @@ int nf_analysis_stall_blame(const struct nf_analysis *a, struct nf_blame_row **r
 	struct nf_blame_row local[16];
 	int rc = 0;
 
-	if (a->lazy)
+	if (a->lazy || a->open_only)
 		return nf_error_set(err, NF_ESTATE, "%s needs a loaded model (nf_analysis_load)", "stall blame");
 	*rows_out = NULL;
 	*n_out = 0;
@@ -128,6 +129,7 @@ int nf_analysis_stall_blame(const struct nf_analysis *a, struct nf_blame_row **r
 		for (size_t k = 0; k < ns; k++) {
 			const struct nf_cp_segment *s = &segs[k];
 			int64_t bq = s->on_thread ? -1 : s->queue, bt = s->on_thread ? s->thread : -1;
+			int64_t bf = s->via_fence >= 0 ? s->via_fence : o->fence;
 			bool own_tail = s->kind == NF_SEG_WAIT && s->op_id == o->id;
 			bool direct;
 			size_t j;
@@ -138,7 +140,7 @@ int nf_analysis_stall_blame(const struct nf_analysis *a, struct nf_blame_row **r
 			}
 			direct = own_tail || (rq >= 0 ? bq == rq : (rt >= 0 && bq < 0 && bt == rt));
 			for (j = 0; j < nl; j++)
-				if (local[j].by_queue == bq && local[j].by_thread == bt)
+				if (local[j].by_queue == bq && local[j].by_thread == bt && local[j].by_fence == bf)
 					break;
 			if (j == nl) {
 				if (nl == sizeof(local) / sizeof(local[0])) {
@@ -147,7 +149,7 @@ int nf_analysis_stall_blame(const struct nf_analysis *a, struct nf_blame_row **r
 					local[nl++] = (struct nf_blame_row){
 						o->qidx != AN_NONE ? o->queue : -1,
 						o->qidx != AN_NONE ? -1 : o->thread,
-						o->fence, bq, bt, 0, 0, 1 };
+						o->fence, bq, bt, bf, 0, 0, 1 };
 				}
 			}
 			if (direct)
@@ -177,14 +179,20 @@ out_fail:
 
 /* ---- the stall_blame table ------------------------------------------------- */
 
+/* Version of schemas/analysis.sql and of the blame: kept as meta.analysis_version;
+ * a stall_blame of another version is computed again. */
+#define AN_BLAME_VERSION 2
+
 static int has_table(sqlite3 *db, bool *yes)
 {
 	sqlite3_stmt *s = NULL;
 	int rc;
 
-	if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'stall_blame'",
+	if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master m, meta v WHERE m.type = 'table' AND "
+			       "m.name = 'stall_blame' AND v.key = 'analysis_version' AND v.value = ?1",
 			       -1, &s, NULL) != SQLITE_OK)
 		return -1;
+	sqlite3_bind_int(s, 1, AN_BLAME_VERSION);
 	rc = sqlite3_step(s);
 	*yes = rc == SQLITE_ROW;
 	sqlite3_finalize(s);
@@ -213,11 +221,17 @@ static int write_blame(sqlite3 *db, const char *db_path, struct nf_error *err)
 	nf_analysis_destroy(a);
 	if (rc)
 		return rc;
+	char version[96];
+
+	snprintf(version, sizeof(version), "INSERT OR REPLACE INTO meta(key, value) VALUES "
+		 "('analysis_version', '%d')", AN_BLAME_VERSION);
 	if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK ||
+	    sqlite3_exec(db, "DROP TABLE IF EXISTS stall_blame", NULL, NULL, NULL) != SQLITE_OK ||
 	    sqlite3_exec(db, nf_analysis_sql, NULL, NULL, NULL) != SQLITE_OK ||
+	    sqlite3_exec(db, version, NULL, NULL, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(db,
-			       "INSERT INTO stall_blame(queue, thread, fence, by_queue, by_thread, direct_ns, "
-			       "chain_ns, stall_ns, waits) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+			       "INSERT INTO stall_blame(queue, thread, fence, by_queue, by_thread, by_fence, "
+			       "direct_ns, chain_ns, stall_ns, waits) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
 			       -1, &ins, NULL) != SQLITE_OK) {
 		rc = nf_error_set(err, NF_ESQL, "%s: writing stall_blame: %s", db_path, sqlite3_errmsg(db));
 		goto out_rollback;
@@ -230,10 +244,11 @@ static int write_blame(sqlite3 *db, const char *db_path, struct nf_error *err)
 		sqlite3_bind_int64(ins, 3, r->fence);
 		bind_opt(ins, 4, r->by_queue);
 		bind_opt(ins, 5, r->by_thread);
-		sqlite3_bind_int64(ins, 6, r->direct_ns);
-		sqlite3_bind_int64(ins, 7, r->chain_ns);
-		sqlite3_bind_int64(ins, 8, r->direct_ns + r->chain_ns);
-		sqlite3_bind_int64(ins, 9, r->waits);
+		sqlite3_bind_int64(ins, 6, r->by_fence);
+		sqlite3_bind_int64(ins, 7, r->direct_ns);
+		sqlite3_bind_int64(ins, 8, r->chain_ns);
+		sqlite3_bind_int64(ins, 9, r->direct_ns + r->chain_ns);
+		sqlite3_bind_int64(ins, 10, r->waits);
 		if (sqlite3_step(ins) != SQLITE_DONE) {
 			rc = nf_error_set(err, NF_ESQL, "%s: writing stall_blame: %s", db_path,
 					  sqlite3_errmsg(db));

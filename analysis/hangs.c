@@ -400,7 +400,7 @@ static int lowered(const struct nf_analysis *a, struct nf_hang_report *rep, size
 		const struct an_fence *fe = &a->fences[fi];
 		bool have_prev = fe->has_initial;
 		int64_t pv = fe->initial, pt = -1;
-		int32_t pop = AN_NONE, pcs = AN_NONE;
+		int64_t pop = -1, pcs = -1;
 
 		if (fe->kernel)
 			continue;
@@ -413,20 +413,20 @@ static int lowered(const struct nf_analysis *a, struct nf_hang_report *rep, size
 				f.fence = fe->fence;
 				f.value = s->value;
 				f.ns = s->t;
-				f.op_id = s->op != AN_NONE ? a->ops[s->op].id : -1;
-				f.cpu_signal = s->csig != AN_NONE ? a->csigs[s->csig].id : -1;
+				f.op_id = s->cpu ? -1 : s->id;
+				f.cpu_signal = s->cpu ? s->id : -1;
 				f.prev_value = pv;
 				f.prev_ns = pt;
-				f.prev_op = pop != AN_NONE ? a->ops[pop].id : -1;
-				f.prev_cpu_signal = pcs != AN_NONE ? a->csigs[pcs].id : -1;
+				f.prev_op = pop;
+				f.prev_cpu_signal = pcs;
 				if (add_finding(rep, cap, f))
 					return NF_ENOMEM;
 			}
 			have_prev = true;
 			pv = s->value;
 			pt = s->t;
-			pop = s->op;
-			pcs = s->csig;
+			pop = s->cpu ? -1 : s->id;
+			pcs = s->cpu ? s->id : -1;
 		}
 	}
 	return 0;
@@ -518,13 +518,10 @@ int nf_analysis_hangs(const struct nf_analysis *a, struct nf_hang_report *rep, s
 
 			f = blank(NF_HANG_NEVER_SIGNALED);
 			/* the highest value signaled in the session, and by which op */
-			if (fe->any_done)
+			if (fe->any_done) {
 				f.value = fe->done_max;
-			for (size_t k = 0; k < fe->n; k++)
-				if (fe->sigs[k].value == fe->done_max && fe->sigs[k].op != AN_NONE) {
-					f.op_id = a->ops[fe->sigs[k].op].id;
-					break;
-				}
+				f.op_id = fe->done_max_op;
+			}
 			f.fence = fe->fence;
 		} else {
 			f = blank(NF_HANG_BLOCKED);
@@ -539,6 +536,8 @@ int nf_analysis_hangs(const struct nf_analysis *a, struct nf_hang_report *rep, s
 	}
 	if (!rc)
 		rc = lowered(a, rep, &cap);
+	for (size_t i = 0; !rc && i < a->n_low; i++) /* found while a model of open ops streamed */
+		rc = add_finding(rep, &cap, a->low[i]);
 	free(g.nodes);
 	free(g.edges);
 	free(g.node_of_op);

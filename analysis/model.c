@@ -243,6 +243,8 @@ static int32_t fence_add(struct nf_analysis *a, int64_t fence, int *rc)
 	}
 	memset(&a->fences[a->n_fences], 0, sizeof(a->fences[0]));
 	a->fences[a->n_fences].fence = fence;
+	a->fences[a->n_fences].done_max_op = -1;
+	a->fences[a->n_fences].src_queue = -1;
 	return (int32_t)a->n_fences++;
 }
 
@@ -322,7 +324,7 @@ static int load_queues_fences(sqlite3 *db, struct nf_analysis *a, struct nf_erro
 /* The columns of OP_COLUMNS, in order, into *o (indexes left to the caller). */
 #define OP_COLUMNS "id, queue, op, fence, value, queued_ns, observed_ns, end_ns, status, thread"
 
-static void op_from_row(struct an_op *o, sqlite3_stmt *s)
+void an_op_from_row(struct an_op *o, sqlite3_stmt *s)
 {
 	const char *op = (const char *)sqlite3_column_text(s, 2);
 	const char *st;
@@ -351,7 +353,7 @@ static void op_from_row(struct an_op *o, sqlite3_stmt *s)
 static int load_ops(sqlite3 *db, struct nf_analysis *a, struct nf_error *err)
 {
 	sqlite3_stmt *s = NULL;
-	size_t n;
+	size_t n = 0;
 	int rc, src;
 
 	if ((rc = count_rows(db, "fence_ops", &n, err)))
@@ -365,7 +367,7 @@ static int load_ops(sqlite3 *db, struct nf_analysis *a, struct nf_error *err)
 	while ((src = sqlite3_step(s)) == SQLITE_ROW && a->n_ops < n) {
 		struct an_op *o = &a->ops[a->n_ops];
 
-		op_from_row(o, s);
+		an_op_from_row(o, s);
 		if (!COL_NULL(s, 1)) {
 			o->queue = sqlite3_column_int64(s, 1);
 			o->qidx = queue_add(a, o->queue, NULL, &rc);
@@ -415,7 +417,7 @@ static int load_ops(sqlite3 *db, struct nf_analysis *a, struct nf_error *err)
 static int load_cpu(sqlite3 *db, struct nf_analysis *a, struct nf_error *err)
 {
 	sqlite3_stmt *s = NULL;
-	size_t n;
+	size_t n = 0;
 	int rc = 0;
 
 	if ((rc = count_rows(db, "cpu_signals", &n, err)))
@@ -510,19 +512,41 @@ static int sig_cmp(const void *x, const void *y)
 	if (a->t != b->t)
 		return a->t < b->t ? -1 : 1;
 	/* GPU signals before CPU signals at one time, then by id order */
-	if ((a->op == AN_NONE) != (b->op == AN_NONE))
-		return a->op == AN_NONE ? 1 : -1;
-	if (a->op != b->op)
-		return a->op < b->op ? -1 : 1;
-	return a->csig < b->csig ? -1 : a->csig > b->csig;
+	if (a->cpu != b->cpu)
+		return a->cpu ? 1 : -1;
+	return a->id < b->id ? -1 : a->id > b->id;
 }
 
-static int add_sig(struct an_fence *f, int64_t t, int64_t value, int32_t op, int32_t csig)
+int an_add_sig(struct an_fence *f, int64_t t, int64_t value, int32_t op, int32_t csig, int64_t id, bool cpu)
 {
 	if (an_grow((void **)&f->sigs, &f->cap, f->n + 1, sizeof(*f->sigs)))
 		return NF_ENOMEM;
-	f->sigs[f->n++] = (struct an_sig){ t, value, op, csig };
+	f->sigs[f->n++] = (struct an_sig){ t, value, id, op, csig, cpu };
 	return 0;
+}
+
+void an_sort_sigs(struct nf_analysis *a)
+{
+	for (size_t fi = 0; fi < a->n_fences; fi++)
+		if (a->fences[fi].n > 1)
+			qsort(a->fences[fi].sigs, a->fences[fi].n, sizeof(a->fences[fi].sigs[0]), sig_cmp);
+}
+
+int32_t an_queue_add(struct nf_analysis *a, int64_t queue, int *rc)
+{
+	return queue_add(a, queue, NULL, rc);
+}
+
+int32_t an_fence_add(struct nf_analysis *a, int64_t fence, int *rc)
+{
+	return fence_add(a, fence, rc);
+}
+
+int an_load_small(sqlite3 *db, struct nf_analysis *a, struct nf_error *err)
+{
+	int rc = load_queues_fences(db, a, err);
+
+	return rc ? rc : load_cpu(db, a, err);
 }
 
 static int cwait_cmp_end(const void *x, const void *y, void *ctx)
@@ -597,10 +621,12 @@ static int index_signals(struct nf_analysis *a, struct nf_error *err)
 		if (!o->is_signal || o->fidx == AN_NONE || !o->done || !o->has_value)
 			continue;
 		f = &a->fences[o->fidx];
-		if (!f->any_done || o->value > f->done_max)
+		if (!f->any_done || o->value > f->done_max) {
 			f->done_max = o->value;
+			f->done_max_op = o->id;
+		}
 		f->any_done = true;
-		if (o->has_end && add_sig(f, o->end, o->value, (int32_t)i, AN_NONE))
+		if (o->has_end && an_add_sig(f, o->end, o->value, (int32_t)i, AN_NONE, o->id, false))
 			return nf_error_set(err, NF_ENOMEM, "out of memory indexing signals");
 	}
 	for (size_t i = 0; i < a->n_csigs; i++) {
@@ -610,10 +636,12 @@ static int index_signals(struct nf_analysis *a, struct nf_error *err)
 		if (c->fidx == AN_NONE)
 			continue;
 		f = &a->fences[c->fidx];
-		if (!f->any_done || c->value > f->done_max)
+		if (!f->any_done || c->value > f->done_max) {
 			f->done_max = c->value;
+			f->done_max_op = -1;
+		}
 		f->any_done = true;
-		if (c->has_ts && add_sig(f, c->ts, c->value, AN_NONE, (int32_t)i))
+		if (c->has_ts && an_add_sig(f, c->ts, c->value, AN_NONE, (int32_t)i, c->id, true))
 			return nf_error_set(err, NF_ENOMEM, "out of memory indexing signals");
 	}
 	for (size_t fi = 0; fi < a->n_fences; fi++) {
@@ -783,6 +811,7 @@ void nf_analysis_destroy(struct nf_analysis *a)
 	sqlite3_finalize(a->st_acted);
 	sqlite3_close(a->db);
 	map_free(&a->opmap);
+	free(a->low);
 	free(a->ops);
 	free(a->queues);
 	free(a->fences);
@@ -840,7 +869,7 @@ int32_t an_get_op(const struct nf_analysis *ca, int64_t id)
 		return AN_NONE;
 	}
 	struct an_op *o = &a->ops[a->n_ops];
-	op_from_row(o, a->st_op);
+	an_op_from_row(o, a->st_op);
 	if (!COL_NULL(a->st_op, 1)) {
 		o->queue = sqlite3_column_int64(a->st_op, 1);
 		o->qidx = queue_add(a, o->queue, NULL, &rc);

@@ -92,6 +92,9 @@ int nf_analysis_target(const struct nf_analysis *a, enum nf_cp_target kind, int6
 {
 	int32_t best = AN_NONE, q = AN_NONE;
 
+	if (a->open_only)
+		return nf_error_set(err, NF_ESTATE, "choosing an operation needs a loaded or lazy model");
+
 	switch (kind) {
 	case NF_CP_OP: {
 		int32_t i = an_get_op(a, arg);
@@ -160,6 +163,7 @@ int nf_analysis_target(const struct nf_analysis *a, enum nf_cp_target kind, int6
 struct walk {
 	const struct nf_analysis *a;
 	int64_t t0;
+	int64_t via;                /* fence of the last wait the walk went back through, -1 */
 	struct nf_cp_segment *segs; /* emitted backwards */
 	size_t n, cap;
 	int rc;
@@ -167,6 +171,7 @@ struct walk {
 
 static void emit(struct walk *w, struct nf_cp_segment s)
 {
+	s.via_fence = w->via;
 	if (s.start_ns < w->t0)
 		s.start_ns = w->t0;
 	if (s.start_ns >= s.end_ns || w->rc)
@@ -181,7 +186,7 @@ static void emit(struct walk *w, struct nf_cp_segment s)
 static struct nf_cp_segment seg_queue(enum nf_seg_kind kind, const struct an_op *o, int64_t start,
 				      int64_t end)
 {
-	struct nf_cp_segment s = { kind, false, o->queue, -1, o->id, -1, -1, -1, -1, -1, start, end };
+	struct nf_cp_segment s = { kind, false, o->queue, -1, o->id, -1, -1, -1, -1, -1, -1, start, end };
 
 	if (kind == NF_SEG_WAIT) {
 		s.fence = o->fence;
@@ -193,7 +198,7 @@ static struct nf_cp_segment seg_queue(enum nf_seg_kind kind, const struct an_op 
 static struct nf_cp_segment seg_thread(enum nf_seg_kind kind, int64_t thread, int64_t start,
 				       int64_t end)
 {
-	struct nf_cp_segment s = { kind, true, -1, thread, -1, -1, -1, -1, -1, -1, start, end };
+	struct nf_cp_segment s = { kind, true, -1, thread, -1, -1, -1, -1, -1, -1, -1, start, end };
 
 	return s;
 }
@@ -236,6 +241,22 @@ enum walk_state { W_OP, W_THREAD };
  * Segments come out in time order in w->segs. Operations are copied out of
  * the model before each step: a lazy model grows its arrays as it loads.
  */
+/*
+ * When the release deps names for a wait ending at cur took effect: its
+ * signal's end, or cur when that end was recorded after the wait's. Sessions
+ * nftrace records never name such a releaser (the analyzer gives way to a lost
+ * candidate or names none), but in a Windows ETW capture the OS logs a signal
+ * packet's completion (QueuePacketStop) after it has unwaited the waits it
+ * released, tens of microseconds later: the signal still released the wait.
+ * Always true: the release is followed either way.
+ */
+static bool release_at(int64_t *r, int64_t cur)
+{
+	if (*r > cur)
+		*r = cur;
+	return true;
+}
+
 static int walk_run(struct walk *w, int32_t start_op, int64_t end, struct nf_error *err)
 {
 	const struct nf_analysis *a = w->a;
@@ -273,7 +294,7 @@ static int walk_run(struct walk *w, int32_t start_op, int64_t end, struct nf_err
 				s.op_id = op.id;
 				s.fence = op.fence;
 				s.value = op.value;
-				if (an_release_time(a, orel, orcpu, &r) && r <= cur && r > lo) {
+				if (an_release_time(a, orel, orcpu, &r) && release_at(&r, cur) && r > lo) {
 					s.start_ns = r;
 					s.release_op = orel_id;
 					emit(w, s);
@@ -281,6 +302,7 @@ static int walk_run(struct walk *w, int32_t start_op, int64_t end, struct nf_err
 					rel_op = orel;
 					rel_cpu = orel != AN_NONE ? AN_NONE : orcpu;
 					released = true;
+					w->via = op.fence;
 				} else {
 					s.start_ns = lo;
 					emit(w, s);
@@ -295,9 +317,8 @@ static int walk_run(struct walk *w, int32_t start_op, int64_t end, struct nf_err
 				bool busy = prev && (!op.has_queued || prev->end > op.queued);
 				int64_t ready = busy ? prev->end : op.has_queued ? op.queued : w->t0;
 
-				/* A release counts when it came no later than the wait's end (a
-				 * signal ending after it cannot have released it). */
-				bool has_rel = !op.is_signal && an_release_time(a, orel, orcpu, &r) && r <= cur;
+				/* The release deps names, taken no later than the wait's end. */
+				bool has_rel = !op.is_signal && an_release_time(a, orel, orcpu, &r) && release_at(&r, cur);
 
 				/* stalled by its release: the signal came after the wait could start
 				 * and after the GPU reached it (else the wait only took its cost) */
@@ -310,6 +331,7 @@ static int walk_run(struct walk *w, int32_t start_op, int64_t end, struct nf_err
 					rel_op = orel;
 					rel_cpu = orel != AN_NONE ? AN_NONE : orcpu;
 					released = true;
+					w->via = op.fence;
 				} else {
 					if (ready > cur)
 						ready = cur;
@@ -366,6 +388,7 @@ static int walk_run(struct walk *w, int32_t start_op, int64_t end, struct nf_err
 				rel_op = cw->rel_op;
 				rel_cpu = cw->rel_op != AN_NONE ? AN_NONE : cw->rel_cpu;
 				released = true;
+				w->via = cw->fence;
 			} else {
 				int64_t lo = cw->has_start ? cw->start : w->t0;
 
@@ -404,7 +427,8 @@ static int walk_run(struct walk *w, int32_t start_op, int64_t end, struct nf_err
 
 			if (p->kind == s->kind && p->on_thread == s->on_thread && p->queue == s->queue &&
 			    p->thread == s->thread && p->op_id == s->op_id && p->cpu_wait == s->cpu_wait &&
-			    p->cpu_signal == s->cpu_signal && p->end_ns == s->start_ns) {
+			    p->cpu_signal == s->cpu_signal && p->via_fence == s->via_fence &&
+			    p->end_ns == s->start_ns) {
 				p->end_ns = s->end_ns;
 				continue;
 			}
@@ -421,11 +445,13 @@ static int walk_run(struct walk *w, int32_t start_op, int64_t end, struct nf_err
 int nf_analysis_critical_path(const struct nf_analysis *a, int64_t op_id, struct nf_cp_path *path,
 			      struct nf_error *err)
 {
-	struct walk w = { a, 0, NULL, 0, 0, 0 };
+	struct walk w = { a, 0, -1, NULL, 0, 0, 0 };
 	int32_t o = an_get_op(a, op_id);
 	int rc;
 
 	memset(path, 0, sizeof(*path));
+	if (a->open_only)
+		return nf_error_set(err, NF_ESTATE, "the critical path needs a loaded or lazy model");
 	if (an_lazy_failed(a, err))
 		return err->code;
 	if (o == AN_NONE)
@@ -456,7 +482,7 @@ void nf_cp_path_free(struct nf_cp_path *path)
 int an_walk_window(const struct nf_analysis *a, int32_t op, int64_t t0, struct nf_cp_segment **segs,
 		   size_t *n, struct nf_error *err)
 {
-	struct walk w = { a, t0, NULL, 0, 0, 0 };
+	struct walk w = { a, t0, -1, NULL, 0, 0, 0 };
 	int rc = walk_run(&w, op, a->ops[op].end, err);
 
 	if (rc) {

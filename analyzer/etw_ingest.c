@@ -160,7 +160,7 @@ struct ew_ctx {
 	uint64_t device;       /* 0 unknown */
 	int64_t start_ns, stop_ns; /* -1 unknown */
 	uint32_t *ring;        /* open packets (pool indices) in queued order */
-	uint32_t r_head, r_n;
+	uint32_t r_head, r_n, r_cap;
 	bool ring_full;        /* a packet was not kept: observed_ns unknown until it empties */
 };
 
@@ -198,6 +198,7 @@ struct ew_pkt {
 	uint64_t value;
 	int64_t observed_ns;   /* -1 unknown */
 	int64_t unwait_ns;     /* -1 not yet */
+	int64_t aborted_ns;    /* signal packets: AbortQueuePacket's time, -1 none */
 	/* signal: n ops from op_id, fences and values */
 	uint32_t n;
 	int64_t *fences;
@@ -239,6 +240,56 @@ struct ew_count {
 	uint64_t events, mismatches;
 };
 
+/* queue_threads, counted as operations are written: (queue, fence, thread). */
+struct ew_qt {
+	int64_t queue, fence;
+	uint32_t tid;
+	uint64_t ops;
+};
+
+struct ew_qt_table {
+	struct ew_qt *t;   /* open addressing; queue 0 marks an empty slot */
+	size_t cap, n;
+};
+
+#define EW_MAX_QT (1u << 20)
+
+static size_t ew_qt_slot(const struct ew_qt_table *q, int64_t queue, int64_t fence, uint32_t tid)
+{
+	uint64_t h = ((uint64_t)queue * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)fence * 0xC2B2AE3D27D4EB4Full) ^
+		     ((uint64_t)tid * 0x165667B19E3779F9ull);
+	size_t i = (size_t)(h >> 20) & (q->cap - 1);
+
+	while (q->t[i].queue && (q->t[i].queue != queue || q->t[i].fence != fence || q->t[i].tid != tid))
+		i = (i + 1) & (q->cap - 1);
+	return i;
+}
+
+/* Counts one operation; queue and fence as written (from 1; fence 0: none). */
+static int ew_qt_add(struct ew_qt_table *q, int64_t queue, int64_t fence, uint32_t tid)
+{
+	if ((q->n + 1) * 2 > q->cap) {
+		struct ew_qt_table n = { NULL, q->cap ? q->cap * 2 : 256, 0 };
+
+		if (q->n >= EW_MAX_QT || !(n.t = calloc(n.cap, sizeof(*n.t))))
+			return NF_ENOMEM;
+		for (size_t i = 0; i < q->cap; i++)
+			if (q->t[i].queue)
+				n.t[ew_qt_slot(&n, q->t[i].queue, q->t[i].fence, q->t[i].tid)] = q->t[i];
+		n.n = q->n;
+		free(q->t);
+		*q = n;
+	}
+	size_t i = ew_qt_slot(q, queue, fence, tid);
+
+	if (!q->t[i].queue) {
+		q->t[i] = (struct ew_qt){ queue, fence, tid, 0 };
+		q->n++;
+	}
+	q->t[i].ops++;
+	return 0;
+}
+
 struct ew_proc {
 	char name[64];
 };
@@ -251,7 +302,7 @@ struct ew_run {
 
 enum ew_stmt {
 	ES_OP, ES_PACKET, ES_DMA, ES_CWAIT, ES_CSIGNAL, ES_VSYNC, ES_RAW, ES_LOST, ES_GROUP,
-	ES_CALIB, ES_RUN, ES_THREAD, ES_PROCESS, ES_COUNT
+	ES_CALIB, ES_RUN, ES_THREAD, ES_THREAD_IF_NONE, ES_PROCESS, ES_COUNT
 };
 
 static const char *const ew_sql[ES_COUNT] = {
@@ -277,6 +328,8 @@ static const char *const ew_sql[ES_COUNT] = {
 		     "residual_ns) VALUES (?1, ?2, ?3, NULL, 0, NULL)",
 	[ES_RUN] = "INSERT INTO cpu_runs(thread, cpu, start_ns, end_ns, end_state) VALUES (?1, ?2, ?3, ?4, ?5)",
 	[ES_THREAD] = "INSERT OR REPLACE INTO kernel_threads(thread, comm) VALUES (?1, ?2)",
+	/* A thread the kernel named keeps its name over its process's. */
+	[ES_THREAD_IF_NONE] = "INSERT OR IGNORE INTO kernel_threads(thread, comm) VALUES (?1, ?2)",
 	[ES_PROCESS] = "INSERT OR REPLACE INTO etw_processes(process, name) VALUES (?1, ?2)",
 };
 
@@ -285,7 +338,9 @@ struct nf_etwi {
 	sqlite3_stmt *st[ES_COUNT];
 	struct ew_map ctx_map, hwq_map, sync_map, adapter_map, device_proc, device_adapter, pkt_map, dma_map;
 	struct ew_map count_map, node_map, proc_map;
+	struct ew_map thread_proc;  /* thread -> process, from the DxgKrnl events' headers */
 	struct ew_vec procs;       /* process names for queue names (struct ew_proc) */
+	struct ew_qt_table qt;     /* queue_threads */
 	struct ew_vec ctxs, syncs, adapters, nodes, pkts, dmas, cwaits, counts, runs;
 	char **providers;
 	size_t n_providers;
@@ -295,7 +350,7 @@ struct nf_etwi {
 	struct ew_recent recent[EW_RECENT];
 	uint32_t recent_next;
 	int64_t next_op, next_pkt, next_dma, next_cwait;
-	uint64_t events, dxgkrnl, waits, signals, dma_rows, unmatched_unwaits;
+	uint64_t events, dxgkrnl, waits, signals, dma_rows, unmatched_unwaits, cpu_signals;
 	bool kernel, rundown;
 };
 
@@ -355,13 +410,14 @@ void nf_etwi_destroy(struct nf_etwi *e)
 	}
 	struct ew_map *maps[] = { &e->ctx_map, &e->hwq_map, &e->sync_map, &e->adapter_map,
 				  &e->device_proc, &e->device_adapter, &e->pkt_map, &e->dma_map, &e->count_map,
-				  &e->node_map, &e->proc_map };
+				  &e->node_map, &e->proc_map, &e->thread_proc };
 	for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++)
 		ew_map_free(maps[i]);
 	struct ew_vec *vecs[] = { &e->ctxs, &e->syncs, &e->adapters, &e->nodes, &e->pkts,
 				  &e->dmas, &e->cwaits, &e->counts, &e->runs, &e->procs };
 	for (size_t i = 0; i < sizeof(vecs) / sizeof(vecs[0]); i++)
 		free(vecs[i]->p);
+	free(e->qt.t);
 	for (size_t i = 0; i < e->n_providers; i++)
 		free(e->providers[i]);
 	free(e->providers);
@@ -524,6 +580,8 @@ static int ew_put_op(struct nf_etwi *e, int64_t id, int64_t queue, int64_t adapt
 		e->waits++;
 	else
 		e->signals++;
+	if (queue >= 0 && has_tid && ew_qt_add(&e->qt, queue + 1, fence + 1, tid))
+		return ew_oom(err);
 	return ew_step(e, ES_OP, err);
 }
 
@@ -573,7 +631,7 @@ static struct ew_pkt *ew_pkt_open(struct nf_etwi *e, uint64_t pq, size_t *idx, s
 	memset(p, 0, sizeof(*p));
 	p->used = true;
 	p->pq = pq;
-	p->observed_ns = p->unwait_ns = -1;
+	p->observed_ns = p->unwait_ns = p->aborted_ns = -1;
 	p->fence = -1;
 	if (ew_map_put(&e->pkt_map, pq, i)) {
 		p->used = false;
@@ -598,21 +656,26 @@ static void ew_pkt_release(struct nf_etwi *e, size_t i)
 }
 
 /* Appends packet i to its context's in-flight ring; true when it is the head. */
-static bool ew_ring_push(struct nf_etwi *e, struct ew_ctx *c, size_t i)
+static bool ew_ring_push(struct ew_ctx *c, size_t i)
 {
-	(void)e;
-	if (!c->ring) {
-		c->ring = malloc(EW_CTX_RING * sizeof(*c->ring));
-		if (!c->ring) {
+	if (c->r_n == c->r_cap) {
+		/* Grown by doubling (most contexts have a few packets in flight), up
+		 * to EW_CTX_RING; past that a packet is not kept. */
+		uint32_t ncap = c->r_cap ? c->r_cap * 2 : 16;
+		uint32_t *nr = ncap <= EW_CTX_RING ? malloc(ncap * sizeof(*nr)) : NULL;
+
+		if (!nr) {
 			c->ring_full = true;
 			return false;
 		}
+		for (uint32_t k = 0; k < c->r_n; k++)
+			nr[k] = c->ring[(c->r_head + k) % c->r_cap];
+		free(c->ring);
+		c->ring = nr;
+		c->r_cap = ncap;
+		c->r_head = 0;
 	}
-	if (c->r_n == EW_CTX_RING) {
-		c->ring_full = true;
-		return false;
-	}
-	c->ring[(c->r_head + c->r_n) % EW_CTX_RING] = (uint32_t)i;
+	c->ring[(c->r_head + c->r_n) % c->r_cap] = (uint32_t)i;
 	c->r_n++;
 	return c->r_n == 1 && !c->ring_full;
 }
@@ -624,13 +687,13 @@ static void ew_ring_remove(struct nf_etwi *e, struct ew_ctx *c, size_t i, int64_
 	uint32_t k;
 
 	for (k = 0; k < c->r_n; k++)
-		if (c->ring[(c->r_head + k) % EW_CTX_RING] == i)
+		if (c->ring[(c->r_head + k) % c->r_cap] == i)
 			break;
 	if (k == c->r_n)
 		return;
 	for (uint32_t j = k; j > 0; j--)
-		c->ring[(c->r_head + j) % EW_CTX_RING] = c->ring[(c->r_head + j - 1) % EW_CTX_RING];
-	c->r_head = (c->r_head + 1) % EW_CTX_RING;
+		c->ring[(c->r_head + j) % c->r_cap] = c->ring[(c->r_head + j - 1) % c->r_cap];
+	c->r_head = (c->r_head + 1) % c->r_cap;
 	c->r_n--;
 	if (c->r_n == 0) {
 		c->ring_full = false;
@@ -731,7 +794,7 @@ static int ew_queue_packet(struct nf_etwi *e, const struct nf_etwi_event *ev, in
 			r->tid = ev->tid;
 		}
 	}
-	if (ew_ring_push(e, EW_AT(e->ctxs, struct ew_ctx, ci), i) && kind == P_WAIT)
+	if (ew_ring_push(EW_AT(e->ctxs, struct ew_ctx, ci), i) && kind == P_WAIT)
 		p->observed_ns = ev->ns;
 	if (kind == P_WAIT) {
 		/* An unwait stamped on another CPU a little before this wait ends it. */
@@ -760,8 +823,9 @@ static int ew_unwait(struct nf_etwi *e, const struct nf_etwi_event *ev, bool abo
 
 		if (p->kind == P_WAIT && p->unwait_ns < 0)
 			return ew_wait_end(e, p, ev->ns, abort ? "aborted" : "complete", err);
-		if (p->kind != P_WAIT || !abort)
-			return 0;
+		/* An aborted signal packet signals nothing: its stop says so. */
+		if (abort && p->kind == P_SIGNAL && p->aborted_ns < 0)
+			p->aborted_ns = ev->ns;
 		return 0;
 	}
 	if (abort)
@@ -791,8 +855,9 @@ static int ew_packet_stop(struct nf_etwi *e, const struct nf_etwi_event *ev, str
 		rc = ew_wait_end(e, p, ev->ns, "complete", err);
 	for (uint32_t k = 0; rc == 0 && p->kind == P_SIGNAL && k < p->n; k++)
 		rc = ew_put_op(e, p->op_id + k, p->queue, ew_ctx_adapter(e, p->queue), "signal",
-			       p->fences[k], p->values[k], p->queued_ns, -1, ev->ns, "complete", true,
-			       p->tid, err);
+			       p->fences[k], p->values[k], p->queued_ns, -1,
+			       p->aborted_ns >= 0 ? p->aborted_ns : ev->ns,
+			       p->aborted_ns >= 0 ? "aborted" : "complete", true, p->tid, err);
 	rc = rc ? rc : ew_put_packet(e, p, end, ev->dx->preempted, err);
 	if (rc)
 		return rc;
@@ -1044,6 +1109,7 @@ static int ew_cpu_signal(struct nf_etwi *e, const struct nf_etwi_event *ev, stru
 		sqlite3_bind_int64(s, 3, f + 1);
 		sqlite3_bind_int64(s, 4, (int64_t)d->values[k]);
 		sqlite3_bind_int64(s, 5, ev->ns);
+		e->cpu_signals++;
 		int rc = ew_step(e, ES_CSIGNAL, err);
 
 		if (rc)
@@ -1360,6 +1426,15 @@ int nf_etwi_event(struct nf_etwi *e, const struct nf_etwi_event *ev, struct nf_e
 	e->events++;
 	if (ev->dxgkrnl > 0 && ev->dx) {
 		e->dxgkrnl++;
+		/* Whose threads queue GPU work: the CPU thread rows are named by it. */
+		if (ev->has_ids && ev->tid && ev->pid && ev->pid != 4) {
+			uint64_t *p = ew_map_get(&e->thread_proc, ev->tid);
+
+			if (!p || *p != ev->pid) {
+				if (ew_map_put(&e->thread_proc, ev->tid, ev->pid))
+					return ew_oom(err);
+			}
+		}
 		rc = ew_dxgkrnl(e, ev, err);
 		if (rc < 0)
 			return rc;
@@ -1567,6 +1642,51 @@ static int ew_finish_objects(struct nf_etwi *e, struct nf_error *err)
 	return rc;
 }
 
+/* queue_threads from the counts kept while the operations were written. */
+static int ew_finish_queue_threads(struct nf_etwi *e, struct nf_error *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = ew_prepare_exec(e, "INSERT INTO queue_threads(queue, fence, thread, ops) VALUES (?1, ?2, ?3, ?4)",
+				 &st, err);
+
+	for (size_t i = 0; rc == 0 && i < e->qt.cap; i++) {
+		const struct ew_qt *q = &e->qt.t[i];
+
+		if (!q->queue)
+			continue;
+		sqlite3_bind_int64(st, 1, q->queue);
+		ew_bind_opt(st, 2, q->fence > 0, q->fence);
+		sqlite3_bind_int64(st, 3, q->tid);
+		sqlite3_bind_int64(st, 4, (int64_t)q->ops);
+		rc = ew_done(e, st, "queue_threads", err);
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* Thread names for the CPU rows: the process's image, or "process N". */
+static int ew_finish_threads(struct nf_etwi *e, struct nf_error *err)
+{
+	char name[96];
+	int rc = 0;
+
+	for (size_t i = 0; rc == 0 && i < e->thread_proc.cap; i++) {
+		if (!e->thread_proc.k[i])
+			continue;
+		uint64_t tid = e->thread_proc.k[i] - 1, pid = e->thread_proc.v[i];
+		uint64_t *pn = ew_map_get(&e->proc_map, pid);
+
+		if (pn)
+			snprintf(name, sizeof(name), "%s %" PRIu64, EW_AT(e->procs, struct ew_proc, *pn)->name, pid);
+		else
+			snprintf(name, sizeof(name), "process %" PRIu64, pid);
+		sqlite3_bind_int64(e->st[ES_THREAD_IF_NONE], 1, (int64_t)tid);
+		sqlite3_bind_text(e->st[ES_THREAD_IF_NONE], 2, name, -1, SQLITE_TRANSIENT);
+		rc = ew_step(e, ES_THREAD_IF_NONE, err);
+	}
+	return rc;
+}
+
 static int ew_finish_counts(struct nf_etwi *e, struct nf_error *err)
 {
 	sqlite3_stmt *s = NULL;
@@ -1613,9 +1733,12 @@ static const char ew_deps_sql[] =
 	"  FROM temp.etw_sig_group g JOIN fence_ops o ON o.id = g.op) "
 	" WHERE n != ne OR end_ns IS NULL OR end_ns != gend;"
 	"CREATE TEMP TABLE etw_sig AS SELECT id, fence, value, end_ns FROM fence_ops "
-	" WHERE op = 'signal' AND fence IS NOT NULL AND end_ns IS NOT NULL "
+	" WHERE op = 'signal' AND fence IS NOT NULL AND end_ns IS NOT NULL AND status = 'complete' "
 	" AND id NOT IN (SELECT op FROM temp.etw_sig_skip);"
-	"CREATE INDEX temp.etw_sig_fv ON etw_sig(fence, value, end_ns);"
+	"CREATE INDEX temp.etw_sig_fv ON etw_sig(fence, value, end_ns);";
+
+/* deps when the capture has CPU signals: the earlier of the two releases. */
+static const char ew_deps_cpu_sql[] =
 	"CREATE INDEX etw_csig_fv ON cpu_signals(fence, value, ts_ns);"
 	"INSERT INTO deps(signal_id, wait_id, cpu_signal, stall_ns) "
 	" SELECT CASE WHEN c.ts_ns IS NOT NULL AND (s.end_ns IS NULL OR c.ts_ns < s.end_ns) "
@@ -1630,11 +1753,18 @@ static const char ew_deps_sql[] =
 	" LEFT JOIN cpu_signals c ON c.id = (SELECT y.id FROM cpu_signals y WHERE y.fence = w.fence "
 	"   AND y.value >= w.value ORDER BY y.value, y.ts_ns LIMIT 1) "
 	" WHERE w.op = 'wait' AND w.end_ns IS NOT NULL AND w.status != 'aborted' ORDER BY w.id;"
-	"DROP INDEX etw_csig_fv;"
-	"INSERT INTO queue_threads(queue, fence, thread, ops) "
-	" SELECT queue, fence, thread, count(*) FROM fence_ops "
-	" WHERE queue IS NOT NULL AND thread IS NOT NULL GROUP BY queue, fence, thread;"
-	"CREATE INDEX dma_packets_node ON dma_packets(adapter, node, start_ns);";
+	"DROP INDEX etw_csig_fv;";
+
+/* deps without CPU signals (the usual capture): one index search per wait. */
+static const char ew_deps_gpu_sql[] =
+	"INSERT INTO deps(signal_id, wait_id, cpu_signal, stall_ns) "
+	" SELECT (SELECT x.id FROM etw_sig x WHERE x.fence = w.fence AND x.value >= w.value "
+	"         ORDER BY x.value, x.end_ns LIMIT 1), "
+	"        w.id, NULL, w.end_ns - w.observed_ns "
+	" FROM fence_ops w "
+	" WHERE w.op = 'wait' AND w.end_ns IS NOT NULL AND w.status != 'aborted' ORDER BY w.id;";
+
+static const char ew_index_sql[] = "CREATE INDEX dma_packets_node ON dma_packets(adapter, node, start_ns);";
 
 int nf_etwi_finish(struct nf_etwi *e, struct nf_etwi_counts *c, struct nf_error *err)
 {
@@ -1642,7 +1772,11 @@ int nf_etwi_finish(struct nf_etwi *e, struct nf_etwi_counts *c, struct nf_error 
 
 	rc = rc ? rc : ew_finish_objects(e, err);
 	rc = rc ? rc : ew_finish_counts(e, err);
+	rc = rc ? rc : ew_finish_threads(e, err);
+	rc = rc ? rc : ew_finish_queue_threads(e, err);
 	rc = rc ? rc : ew_exec(e, ew_deps_sql, err);
+	rc = rc ? rc : ew_exec(e, e->cpu_signals ? ew_deps_cpu_sql : ew_deps_gpu_sql, err);
+	rc = rc ? rc : ew_exec(e, ew_index_sql, err);
 	if (rc)
 		return rc;
 	memset(c, 0, sizeof(*c));
@@ -1654,6 +1788,12 @@ int nf_etwi_finish(struct nf_etwi *e, struct nf_etwi_counts *c, struct nf_error 
 	c->unmatched_unwaits = e->unmatched_unwaits;
 	c->kernel = e->kernel;
 	c->rundown = e->rundown;
-	c->deps = (uint64_t)sqlite3_changes64(e->db);
-	return 0;
+	sqlite3_stmt *st = NULL;
+
+	rc = ew_prepare_exec(e, "SELECT count(*) FROM deps WHERE signal_id IS NOT NULL OR cpu_signal IS NOT NULL",
+			     &st, err);
+	if (rc == 0 && sqlite3_step(st) == SQLITE_ROW)
+		c->deps = (uint64_t)sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return rc;
 }

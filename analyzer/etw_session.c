@@ -268,6 +268,23 @@ static void kernel_event(struct sess *s, const struct nf_etl_event *ev, struct n
 		e->k_new_tid = rd32(ev->payload);
 		e->k_old_tid = rd32(ev->payload + 4);
 		e->k_old_state = ev->payload[14];
+	} else if (group == 0x05 && type == 72 && ev->payload_size >= 10) { /* Thread SetName */
+		size_t k = 0;
+
+		for (uint32_t off = 8; off + 1 < ev->payload_size && k + 1 < sizeof(s->kname); off += 2) {
+			uint16_t u = (uint16_t)(ev->payload[off] | ev->payload[off + 1] << 8);
+
+			if (!u)
+				break;
+			s->kname[k++] = (char)(u < 0x20 || u > 0x7e ? '?' : u); /* ASCII; others as '?' */
+		}
+		s->kname[k] = '\0';
+		if (k) {
+			e->kind = NF_ETWI_K_THREAD;
+			e->k_pid = rd32(ev->payload);
+			e->k_tid = rd32(ev->payload + 4);
+			e->k_name = s->kname;
+		}
 	} else if (group == 0x03 && (type == 1 || type == 2 || type == 3 || type == 4)) {
 		uint32_t pid = 0;
 
@@ -362,6 +379,11 @@ static int write_meta(sqlite3 *db, const char *source, const struct nf_etl_logfi
 				  (int64_t)(lf->buffers_flag_events_lost + lf->buffers_flag_buffer_lost), err);
 	rc = rc ? rc : put_meta_i(db, "etw_events", (int64_t)c->events, err);
 	rc = rc ? rc : put_meta_i(db, "etw_unmatched_unwaits", (int64_t)c->unmatched_unwaits, err);
+	rc = rc ? rc : put_meta_i(db, "etw_dxgkrnl_events", (int64_t)c->dxgkrnl, err);
+	rc = rc ? rc : put_meta_i(db, "etw_waits", (int64_t)c->waits, err);
+	rc = rc ? rc : put_meta_i(db, "etw_signals", (int64_t)c->signals, err);
+	rc = rc ? rc : put_meta_i(db, "etw_deps_tied", (int64_t)c->deps, err);
+	rc = rc ? rc : put_meta_i(db, "etw_dma_packets", (int64_t)c->dma_packets, err);
 	/* Rundown is DxgKrnl's: without DxgKrnl events only that is said. */
 	snprintf(buf, sizeof(buf), "%s%s%s", c->kernel ? "" : "kernel,",
 		 c->rundown || !c->dxgkrnl ? "" : "rundown,", c->dxgkrnl ? "" : "dxgkrnl,");
@@ -412,6 +434,7 @@ static int ingest(sqlite3 *db, const char *etl, const char *source, struct nf_et
 	struct nf_etl_guid last_guid;
 	char last_text[NF_ETL_GUID_STR];
 	bool have_last = false;
+	unsigned ptr_sizes = 0; /* bit 0: 4-byte pointer records seen, bit 1: 8-byte */
 	int rc;
 
 	memset(&s, 0, sizeof(s));
@@ -467,6 +490,8 @@ static int ingest(sqlite3 *db, const char *etl, const char *source, struct nf_et
 		}
 		if (ev.ns > max_ns)
 			max_ns = ev.ns;
+		if (ev.has_guid || (ev.hook_id >> 8) != 0) /* not the logfile header's own records */
+			ptr_sizes |= ev.pointer_size == 8 ? 2u : 1u;
 		rc = nf_etwi_event(s.in, &e, err);
 	}
 	if (rc < 0)
@@ -474,6 +499,10 @@ static int ingest(sqlite3 *db, const char *etl, const char *source, struct nf_et
 	rc = nf_etwi_finish(s.in, cnt, err);
 	rc = rc ? rc : sql_exec(db, nf_timeline_views_sql, "schemas/timeline-views.sql", err);
 	rc = rc ? rc : write_meta(db, source ? source : etl, s.lf, cnt, max_ns, err);
+	/* The logfile header's pointer size need not be the records' (the gpuvis
+	 * capture: a 32-bit header, 64-bit events). */
+	rc = rc ? rc : put_meta(db, "etw_record_pointer_sizes", ptr_sizes == 3 ? "4,8" : ptr_sizes == 2 ? "8" :
+				ptr_sizes == 1 ? "4" : "", err);
 out:
 	nf_etwi_destroy(s.in);
 	free(s.maps);
@@ -656,11 +685,11 @@ static void read_stats(const char *db_path, struct nf_etw_import_stats *st)
 	if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
 	    sqlite3_prepare_v2(db,
 			       "SELECT (SELECT value FROM meta WHERE key = 'etw_events'), "
-			       "(SELECT coalesce(sum(events), 0) FROM etw_counts WHERE name = 'Microsoft-Windows-DxgKrnl'), "
-			       "(SELECT count(*) FROM fence_ops WHERE op = 'wait'), "
-			       "(SELECT count(*) FROM fence_ops WHERE op = 'signal'), "
-			       "(SELECT count(*) FROM deps WHERE signal_id IS NOT NULL OR cpu_signal IS NOT NULL), "
-			       "(SELECT count(*) FROM dma_packets), "
+			       "(SELECT value FROM meta WHERE key = 'etw_dxgkrnl_events'), "
+			       "(SELECT value FROM meta WHERE key = 'etw_waits'), "
+			       "(SELECT value FROM meta WHERE key = 'etw_signals'), "
+			       "(SELECT value FROM meta WHERE key = 'etw_deps_tied'), "
+			       "(SELECT value FROM meta WHERE key = 'etw_dma_packets'), "
 			       "(SELECT value FROM meta WHERE key = 'etw_cpus')", -1, &s, NULL) == SQLITE_OK &&
 	    sqlite3_step(s) == SQLITE_ROW) {
 		st->events = (uint64_t)sqlite3_column_int64(s, 0);
@@ -762,7 +791,8 @@ int nf_etw_summary_read(const char *dir, struct nf_etw_summary *out, struct nf_e
 	static const char q[] =
 		"SELECT (SELECT value FROM meta WHERE key = 'etw_file'), "
 		"(SELECT value FROM meta WHERE key = 'etw_os_build'), "
-		"(SELECT value FROM meta WHERE key = 'etw_pointer_size'), "
+		"(SELECT value FROM meta WHERE key = 'etw_pointer_size') || ' bytes (logfile header); records: ' || "
+		"coalesce((SELECT value FROM meta WHERE key = 'etw_record_pointer_sizes'), '?'), "
 		"(SELECT value FROM meta WHERE key = 'etw_cpus'), "
 		"(SELECT value FROM meta WHERE key = 'etw_clock'), "
 		"(SELECT value FROM meta WHERE key = 'etw_clock_frequency'), "
@@ -791,6 +821,7 @@ int nf_etw_summary_read(const char *dir, struct nf_etw_summary *out, struct nf_e
 	col_text(s, 0, out->source, sizeof(out->source));
 	out->os_build = sqlite3_column_int64(s, 1);
 	out->pointer_size = sqlite3_column_int64(s, 2);
+	col_text(s, 2, out->pointer_sizes, sizeof(out->pointer_sizes));
 	out->cpus = sqlite3_column_int64(s, 3);
 	col_text(s, 4, out->clock, sizeof(out->clock));
 	out->clock_frequency = sqlite3_column_int64(s, 5);

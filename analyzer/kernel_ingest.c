@@ -7,6 +7,7 @@
  * distinct strings and CPUs, never by the number of events.
  */
 #include "kernel_ingest.h"
+#include "bulk.h"
 
 #include <inttypes.h>
 #include <stdbool.h>
@@ -145,8 +146,20 @@ static int ki_map_put(struct ki_map *m, uint64_t key, uint64_t val)
 	return 0;
 }
 
+/* A run waiting in the batch (see ki_run_flush). */
+struct ki_run {
+	int64_t tid, cpu, start_ns, end_ns, state;
+	bool has_start, has_end;
+};
+
+/* Runs batched before one bulk load (a bound on memory: ~1.5 MB). */
+#define NF_KI_RUN_BATCH 32768u
+
 struct nf_kernel_ingest {
 	sqlite3 *db;
+	struct nf_bulk *bulk;    /* NULL: runs are inserted one by one */
+	struct ki_run *runs;
+	size_t n_runs, run_next;
 	struct ki_map comms;     /* thread -> KernelString id of the comm last written */
 	struct ki_map contexts;  /* dma_fence contexts already in kernel_timelines */
 	sqlite3_stmt *st[KS_COUNT];
@@ -200,6 +213,7 @@ void nf_kernel_ingest_destroy(struct nf_kernel_ingest *ki)
 	free(ki->strings);
 	free(ki->cpus);
 	free(ki->waits);
+	free(ki->runs);
 	ki_map_free(&ki->comms);
 	ki_map_free(&ki->contexts);
 	free(ki);
@@ -309,6 +323,65 @@ static int ki_thread(struct nf_kernel_ingest *ki, uint64_t tid, uint64_t comm_id
 	return ki_step(ki, KS_THREAD, err);
 }
 
+static int ki_run_row(void *ctx, struct nf_bulk_row *row, struct nf_error *err)
+{
+	struct nf_kernel_ingest *ki = ctx;
+	const struct ki_run *r;
+
+	(void)err;
+	if (ki->run_next == ki->n_runs)
+		return 0;
+	r = &ki->runs[ki->run_next++];
+	nf_bulk_int(row, 0, r->tid);
+	nf_bulk_int(row, 1, r->cpu);
+	nf_bulk_opt(row, 2, r->has_start, r->start_ns);
+	nf_bulk_opt(row, 3, r->has_end, r->end_ns);
+	nf_bulk_opt(row, 4, r->has_end, r->state);
+	return 1;
+}
+
+/*
+ * The batched runs into cpu_runs by one INSERT ... SELECT from nf_bulk: a
+ * prepared INSERT per run paid SQLite's statement entry, bind and reset on
+ * each (context switches are most of a real capture's events).
+ */
+static int ki_run_flush(struct nf_kernel_ingest *ki, struct nf_error *err)
+{
+	int rc;
+
+	if (!ki->n_runs)
+		return 0;
+	ki->run_next = 0;
+	rc = nf_bulk_run(ki->bulk, "INSERT INTO cpu_runs(thread, cpu, start_ns, end_ns, end_state) "
+			 "SELECT c0, c1, c2, c3, c4 FROM nf_bulk", ki_run_row, ki, false,
+			 "timeline: kernel events: cpu_runs", err);
+	ki->n_runs = 0;
+	return rc;
+}
+
+/* One run: batched when bulk loading is available, else inserted now. */
+static int ki_run(struct nf_kernel_ingest *ki, int64_t tid, int64_t cpu, bool has_start, int64_t start,
+		  bool has_end, int64_t end, int64_t state, struct nf_error *err)
+{
+	if (!ki->bulk) {
+		sqlite3_stmt *s = ki->st[KS_RUN];
+
+		sqlite3_bind_int64(s, 1, tid);
+		sqlite3_bind_int64(s, 2, cpu);
+		if (has_start)
+			sqlite3_bind_int64(s, 3, start);
+		if (has_end) {
+			sqlite3_bind_int64(s, 4, end);
+			sqlite3_bind_int64(s, 5, state);
+		}
+		return ki_step(ki, KS_RUN, err);
+	}
+	if (!ki->runs && !(ki->runs = malloc(NF_KI_RUN_BATCH * sizeof(*ki->runs))))
+		return nf_error_set(err, NF_ENOMEM, "timeline: out of memory");
+	ki->runs[ki->n_runs++] = (struct ki_run){ tid, cpu, start, end, state, has_start, has_end };
+	return ki->n_runs == NF_KI_RUN_BATCH ? ki_run_flush(ki, err) : 0;
+}
+
 static int ki_switch(struct nf_kernel_ingest *ki, int64_t ns, const struct nf_event *ev,
 		     struct nf_error *err)
 {
@@ -322,17 +395,10 @@ static int ki_switch(struct nf_kernel_ingest *ki, int64_t ns, const struct nf_ev
 		return err->code;
 	if (prev != 0) {
 		/* The run that ends here; its start is known when we saw it switch in. */
-		sqlite3_stmt *s = ki->st[KS_RUN];
+		bool known = c->known && c->has_start && c->tid == prev;
 
-		sqlite3_bind_int64(s, 1, prev);
-		sqlite3_bind_int64(s, 2, (int64_t)f[NFF_KERNEL_SCHED_SWITCH_cpu]);
-		if (c->known && c->has_start && c->tid == prev)
-			sqlite3_bind_int64(s, 3, c->start_ns);
-		else
-			sqlite3_bind_null(s, 3);
-		sqlite3_bind_int64(s, 4, ns);
-		sqlite3_bind_int64(s, 5, (int64_t)f[NFF_KERNEL_SCHED_SWITCH_prev_state]);
-		if ((rc = ki_step(ki, KS_RUN, err)))
+		if ((rc = ki_run(ki, prev, (int64_t)f[NFF_KERNEL_SCHED_SWITCH_cpu], known, known ? c->start_ns : 0,
+				 true, ns, (int64_t)f[NFF_KERNEL_SCHED_SWITCH_prev_state], err)))
 			return rc;
 	}
 	c->known = true;
@@ -480,7 +546,7 @@ static int ki_fence(struct nf_kernel_ingest *ki, int64_t ns, const struct nf_eve
 	}
 }
 
-int nf_kernel_ingest_event(struct nf_kernel_ingest **kip, sqlite3 *db, int64_t ns,
+int nf_kernel_ingest_event(struct nf_kernel_ingest **kip, sqlite3 *db, struct nf_bulk *bulk, int64_t ns,
 			   const struct nf_event *ev, struct nf_error *err)
 {
 	struct nf_kernel_ingest *ki = *kip;
@@ -490,6 +556,7 @@ int nf_kernel_ingest_event(struct nf_kernel_ingest **kip, sqlite3 *db, int64_t n
 		ki = ki_create(db, err);
 		if (!ki)
 			return err && err->code ? err->code : NF_ENOMEM;
+		ki->bulk = bulk;
 		*kip = ki;
 	}
 	if (ki->finished)
@@ -850,18 +917,14 @@ int nf_kernel_ingest_finish(struct nf_kernel_ingest *ki, struct nf_error *err)
 	/* Runs still going when the trace ended. */
 	for (size_t c = 0; c < ki->n_cpus; c++) {
 		const struct ki_cpu *cs = &ki->cpus[c];
-		sqlite3_stmt *s = ki->st[KS_RUN];
 
 		if (!cs->known || cs->tid == 0)
 			continue;
-		sqlite3_bind_int64(s, 1, cs->tid);
-		sqlite3_bind_int64(s, 2, (int64_t)c);
-		sqlite3_bind_int64(s, 3, cs->start_ns);
-		sqlite3_bind_null(s, 4);
-		sqlite3_bind_null(s, 5);
-		if ((rc = ki_step(ki, KS_RUN, err)))
+		if ((rc = ki_run(ki, cs->tid, (int64_t)c, true, cs->start_ns, false, 0, 0, err)))
 			return rc;
 	}
+	if ((rc = ki_run_flush(ki, err)))
+		return rc;
 	if ((rc = ki_exec(ki, ki_finish_timelines_sql, err)) ||
 	    (rc = ki_finish_signals(ki, err)) || (rc = ki_finish_waits(ki, err)) ||
 	    (rc = ki_exec(ki, ki_finish_jobs_sql, err)))

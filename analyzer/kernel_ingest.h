@@ -26,7 +26,11 @@ struct nf_kernel_ingest;
  * the builder's transaction on db. Creates *ki at the first call. Returns 0,
  * NF_ESQL, NF_ENOMEM or NF_EFORMAT (a string id used before its KernelString).
  */
-int nf_kernel_ingest_event(struct nf_kernel_ingest **ki, sqlite3 *db, int64_t ns,
+struct nf_bulk;
+
+/* Runs (sched_switch) are loaded through bulk (bulk.h) in batches when it is
+ * not NULL, else one INSERT each. */
+int nf_kernel_ingest_event(struct nf_kernel_ingest **ki, sqlite3 *db, struct nf_bulk *bulk, int64_t ns,
 			   const struct nf_event *ev, struct nf_error *err);
 
 /* Writes what was staged (open runs, fences, waits, deps). NULL: nothing to do.

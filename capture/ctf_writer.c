@@ -1342,7 +1342,7 @@ static int mark_end(struct nf_ctf_writer *w)
 		char *nl = strchr(p, '\n');
 		size_t l = nl ? (size_t)(nl - p) + 1 : strlen(p);
 
-		if (!(p > env && strncmp(p, "\trecorded_", 11) == 0)) {
+		if (!(p > env && strncmp(p, "\trecorded_", sizeof("\trecorded_") - 1) == 0)) {
 			memcpy(out + o, p, l);
 			o += l;
 		}

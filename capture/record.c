@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 /*
@@ -103,10 +104,13 @@ static int remove_session(const char *dir, struct nf_error *err)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
 		if (!own_file_name(de->d_name) || lstat(path, &st) != 0 || S_ISDIR(st.st_mode)) {
+			char name[256];
+
+			snprintf(name, sizeof(name), "%s", de->d_name); /* de dies with d */
 			closedir(d);
 			return nf_error_set(err, NF_EEXIST,
 					    "%s: holds %s, which nftrace did not write; refusing to replace the session",
-					    dir, de->d_name);
+					    dir, name);
 		}
 	}
 	rewinddir(d);
@@ -292,14 +296,25 @@ int nf_record_program(const struct nf_record_options *opts, struct nf_record_res
 	}
 	/* The runtime in the program tells a failed recording on this pipe
 	 * (runtime_env.c): the program's exit status does not say it. */
-	int status[2];
+	int status[2], execp[2];
 	if (pipe2(status, O_CLOEXEC) != 0)
 		return nf_error_set(err, NF_EIO, "record: pipe: %s", strerror(errno));
+	/* A failed exec writes its errno here; a successful one closes it
+	 * (O_CLOEXEC): so a program that runs and exits 127 is not taken for
+	 * one that could not run. */
+	if (pipe2(execp, O_CLOEXEC) != 0) {
+		int e = errno;
+		close(status[0]);
+		close(status[1]);
+		return nf_error_set(err, NF_EIO, "record: pipe: %s", strerror(e));
+	}
 	pid = fork();
 	if (pid < 0) {
 		int e = errno;
 		close(status[0]);
 		close(status[1]);
+		close(execp[0]);
+		close(execp[1]);
 		return nf_error_set(err, NF_EIO, "record: fork: %s", strerror(e));
 	}
 	if (pid == 0) {
@@ -314,17 +329,56 @@ int nf_record_program(const struct nf_record_options *opts, struct nf_record_res
 		setenv("NFTRACE_MODE", opts->mode == NF_MODE_THREADED ? "threaded" : "deterministic", 1);
 		setenv("NFTRACE_SOURCE", cmdline, 1);
 		execvp(opts->argv[0], opts->argv);
+		int e = errno;
+		if (write(execp[1], &e, sizeof(e)) != (ssize_t)sizeof(e)) {
+			/* the exit status still says it */
+		}
 		_exit(127);
 	}
 	close(status[1]);
-	while (waitpid(pid, &st, 0) < 0)
-		if (errno != EINTR) {
+	close(execp[1]);
+	int exec_errno = 0;
+	{
+		ssize_t n;
+
+		while ((n = read(execp[0], &exec_errno, sizeof(exec_errno))) < 0 && errno == EINTR)
+			;
+		if (n != (ssize_t)sizeof(exec_errno))
+			exec_errno = 0;
+		close(execp[0]);
+	}
+	/* A SIGINT or SIGTERM sent to nftrace alone is forwarded to the program
+	 * (once), unless the program ends by itself within 200 ms (Ctrl-C
+	 * reaches the whole foreground group: it has its own). */
+	bool forwarded = false;
+	int waited_ms = 0;
+	for (;;) {
+		bool stop = opts->interrupted && *opts->interrupted;
+		pid_t w = waitpid(pid, &st, stop && !forwarded ? WNOHANG : 0);
+
+		if (w == pid)
+			break;
+		if (w < 0 && errno != EINTR) {
 			close(status[0]);
 			return nf_error_set(err, NF_EIO, "record: waitpid: %s", strerror(errno));
 		}
-	if (WIFEXITED(st) && WEXITSTATUS(st) == 127) {
+		if (w == 0 && !forwarded) {
+			if (waited_ms < 200) {
+				struct timespec ts = { 0, 10000000 };
+
+				nanosleep(&ts, NULL);
+				waited_ms += 10;
+				continue;
+			}
+			int sig = *opts->interrupted;
+			kill(pid, sig == SIGINT || sig == SIGTERM || sig == SIGHUP ? sig : SIGTERM);
+			forwarded = true;
+		}
+	}
+	if (exec_errno) {
 		close(status[0]);
-		return nf_error_set(err, NF_ENOENT, "%s: cannot run program", opts->argv[0]);
+		return nf_error_set(err, NF_ENOENT, "%s: cannot run program: %s", opts->argv[0],
+				    strerror(exec_errno));
 	}
 	snprintf(meta, sizeof(meta), "%s/metadata", opts->out_dir);
 	/* The runtime's committer process may outlive the program (killed, or

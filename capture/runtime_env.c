@@ -26,12 +26,33 @@ int nf_runtime_create_from_env(const struct nf_runtime_config *cfg, nf_runtime *
 
 	if (!dir || !*dir)
 		return nf_runtime_create(cfg, out, err);
-	if (getenv("NFTRACE_SEED"))
-		c.seed = strtoull(getenv("NFTRACE_SEED"), NULL, 10);
-	if (getenv("NFTRACE_GROUND_TRUTH"))
-		c.ground_truth = atoi(getenv("NFTRACE_GROUND_TRUTH")) != 0;
-	if (getenv("NFTRACE_MODE") && !strcmp(getenv("NFTRACE_MODE"), "threaded"))
-		c.mode = NF_MODE_THREADED;
+	/* Each value is what it says or the runtime is not created: a seed of
+	 * "abc" was 0, "-5" wrapped around, an unknown mode was ignored. */
+	const char *v = getenv("NFTRACE_SEED");
+	if (v) {
+		char *end;
+
+		errno = 0;
+		unsigned long long seed = strtoull(v, &end, 10);
+		if (!*v || *v < '0' || *v > '9' || *end || errno)
+			return nf_error_set(err, NF_EINVAL,
+					    "NFTRACE_SEED='%.40s': not a decimal number from 0 to 18446744073709551615", v);
+		c.seed = seed;
+	}
+	if ((v = getenv("NFTRACE_GROUND_TRUTH"))) {
+		if (strcmp(v, "0") && strcmp(v, "1"))
+			return nf_error_set(err, NF_EINVAL, "NFTRACE_GROUND_TRUTH='%.40s': must be 0 or 1", v);
+		c.ground_truth = v[0] == '1';
+	}
+	if ((v = getenv("NFTRACE_MODE"))) {
+		if (!strcmp(v, "threaded"))
+			c.mode = NF_MODE_THREADED;
+		else if (!strcmp(v, "deterministic"))
+			c.mode = NF_MODE_DETERMINISTIC;
+		else
+			return nf_error_set(err, NF_EINVAL,
+					    "NFTRACE_MODE='%.40s': must be deterministic or threaded", v);
+	}
 	const char *src = getenv("NFTRACE_SOURCE");
 	rc = nf_session_writer_create(dir, &c, src ? src : "program", NULL, 0, &w, err);
 	if (rc)

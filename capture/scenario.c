@@ -92,6 +92,7 @@ struct sc_parser {
 	uint32_t nw;
 	char vars[SC_MAX_DEPTH][32];
 	uint32_t depth;
+	uint32_t n_adapters;     /* adapter statements so far */
 };
 
 __attribute__((format(printf, 3, 4)))
@@ -473,6 +474,11 @@ static int parse_adapter(struct sc_parser *p, struct sc_stmt *st)
 
 	if (rc)
 		return rc;
+	/* What the engine would refuse only once the session exists (leaving a
+	 * directory with only its metadata) is refused here: more than 16
+	 * adapters, a stride beyond 56 bytes, a GPU frequency beyond 10 GHz. */
+	if (++p->n_adapters > 16)
+		return perr(p, p->w[0].col, "too many adapters (at most 16)");
 	rc = sym_define(p, &p->w[1], SC_ADAPTER, &st->a);
 	if (rc)
 		return rc;
@@ -558,8 +564,10 @@ static int parse_adapter(struct sc_parser *p, struct sc_stmt *st)
 		if (rc)
 			return rc;
 	}
-	if (d->gpu_clock.frequency == 0)
-		return perr(p, p->w[1].col, "gpu_frequency must not be 0");
+	if (d->gpu_clock.frequency == 0 || d->gpu_clock.frequency > 10000000000ull)
+		return perr(p, p->w[1].col, "gpu_frequency must be between 1 Hz and 10 GHz");
+	if (d->monitored_value_stride > NF_MONITORED_VALUE_STRIDE_MAX)
+		return perr(p, p->w[1].col, "stride must be at most %u bytes", NF_MONITORED_VALUE_STRIDE_MAX);
 	return 0;
 }
 
@@ -613,6 +621,13 @@ static int parse_settings(struct sc_parser *p, bool os)
 		if (rc)
 			return rc;
 	}
+	/* The session's CPU times must stay readable in nanoseconds (the
+	 * readers refuse a clock value beyond 2^63 ns): a start beyond 2^62 ns
+	 * recorded a session nothing could read. */
+	if (!os && (long double)cfg->cpu_start_ticks * 1e9L / (long double)cfg->cpu_frequency >
+			   (long double)(1ull << 62))
+		return perr(p, p->w[0].col, "cpu_start %llu is beyond 2^62 ns at %llu Hz",
+			    (unsigned long long)cfg->cpu_start_ticks, (unsigned long long)cfg->cpu_frequency);
 	return 0;
 }
 

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Bounds: queues kept apart (more are summed in one bucket), findings listed. */
 #define CHECK_MAX_QUEUES 4096u
@@ -724,11 +725,28 @@ static int check_etw(const char *dir, bool json)
 	return illegal ? NF_EXIT_FAIL : NF_EXIT_OK;
 }
 
+/* A path for a temporary timeline of dir under $TMPDIR (or /tmp): 0, or -1. */
+static int check_temp_timeline(const char *dir, char *db, size_t len)
+{
+	const char *base = getenv("TMPDIR");
+	int fd;
+
+	(void)dir;
+	if ((size_t)snprintf(db, len, "%s/nftrace-check-XXXXXX", base && *base ? base : "/tmp") >= len)
+		return -1;
+	fd = mkstemp(db);
+	if (fd < 0)
+		return -1;
+	close(fd);
+	return 0;
+}
+
 int cmd_check(int argc, char **argv)
 {
 	struct check_state *s;
 	struct nf_analysis *a = NULL;
 	struct nf_hang_report hangs = { 0 };
+	bool tmp_db = false;
 	char db[4200];
 	struct nf_parser *p = NULL;
 	struct nf_parser_stats st;
@@ -781,10 +799,16 @@ int cmd_check(int argc, char **argv)
 		rc = nf_cli_fail("check", &err);
 		goto out_free;
 	}
-	/* Hangs and deadlocks: over the session's timeline (built when missing). */
+	/* Hangs and deadlocks: over the session's timeline (built when missing; in a
+	 * temporary file when the session directory cannot be written). */
 	rc = nf_timeline_ensure(dir, db, sizeof(db), &err);
+	if (rc == NF_EIO && check_temp_timeline(dir, db, sizeof(db)) == 0) {
+		nf_error_clear(&err);
+		rc = nf_timeline_build(dir, db, &err);
+		tmp_db = true;
+	}
 	if (!rc)
-		rc = nf_analysis_load(db, &a, &err);
+		rc = nf_analysis_load_open(db, &a, &err);
 	if (!rc)
 		rc = nf_analysis_hangs(a, &hangs, &err);
 	if (rc) {
@@ -803,6 +827,8 @@ int cmd_check(int argc, char **argv)
 out_free:
 	nf_hang_report_free(&hangs);
 	nf_analysis_destroy(a);
+	if (tmp_db)
+		unlink(db);
 	nf_parser_destroy(p);
 	free(s->queues);
 	free(s);

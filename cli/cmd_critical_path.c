@@ -133,6 +133,7 @@ static void print_json(const struct nf_analysis *a, const struct nf_cp_path *p)
 		json_opt("fence", s->fence);
 		json_opt("value", s->kind == NF_SEG_WAIT ? s->value : -1);
 		json_opt("release_op", s->release_op);
+		json_opt("via_fence", s->via_fence);
 		printf(", \"start_ns\": %" PRId64 ", \"end_ns\": %" PRId64 ", \"duration_ns\": %" PRId64
 		       ", \"doing\": ", s->start_ns, s->end_ns, s->end_ns - s->start_ns);
 		json_str(doing);

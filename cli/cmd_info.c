@@ -110,7 +110,7 @@ static int info_etw(const char *dir)
 	fputs("source:         Windows ETW capture ", stdout);
 	put_clean(es.source);
 	printf("\nOS build:       %" PRId64 "\n", es.os_build);
-	printf("pointer size:   %" PRId64 " bytes (logfile header)\n", es.pointer_size);
+	printf("pointer size:   %s\n", es.pointer_sizes);
 	printf("CPUs:           %" PRId64 "\n", es.cpus);
 	printf("clock:          %s, %" PRId64 " Hz\n", es.clock, es.clock_frequency);
 	printf("started:        %s\n", es.start_time);

@@ -14,10 +14,10 @@
 
 static volatile int record_interrupted;
 
+/* The signal's number: `record -- PROGRAM` forwards it to the program. */
 static void on_sigint(int sig)
 {
-	(void)sig;
-	record_interrupted = 1;
+	record_interrupted = sig;
 }
 
 /* The progress line on a terminal; the recorder only reports numbers. */

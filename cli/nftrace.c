@@ -4,9 +4,12 @@
  */
 #include "cli.h"
 
+#include "nftrace/kernel.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 
 #ifndef NF_VERSION
@@ -63,7 +66,9 @@ static const struct nf_cmd nf_commands[] = {
 	  "Builds the session's SQLite timeline (DIR/.timeline.db) on first use and runs SQL on it,\n"
 	  "read-only. With several sessions they are attached as s1, s2, ... Tables: schemas/timeline.sql.\n"
 	  "Reports: stalls (the 20 longest GPU wait stalls and the signal that ended each), queues\n"
-	  "(per queue: operations, lost, time stalled in waits), lost (spans of lost log entries).\n" },
+	  "(per queue: operations, lost, time stalled in waits), lost (spans of lost log entries).\n"
+	  "stall_blame (who made each queue wait: schemas/analysis.sql) is computed and kept in the\n"
+	  "timeline the first time a query names it.\n" },
 	{ "info", cmd_info, "show a session's facts, or the event schema",
 	  "usage: nftrace info DIR [--json]\n"
 	  "       nftrace info --events       (the event reference, as Markdown)\n" },
@@ -88,16 +93,18 @@ static const struct nf_cmd nf_commands[] = {
 	  "edge listed; verdict hang: a wait for a value no signal in the session reaches (never\n"
 	  "signaled), or one blocked behind such waits. A signal that lowers a monitored fence's\n"
 	  "value is illegal. A wait a queued signal can still satisfy (the session ended mid-frame)\n"
-	  "is listed as pending and changes nothing. Verdicts, strongest first: illegal, deadlock,\n"
-	  "hang, legal_anomalies, whole.\n"
+	  "is listed as pending and changes nothing. A session without its end of recording\n"
+	  "(recorder killed, files cut) or whose streams belong to another recording: verdict\n"
+	  "incomplete, exit 1. Verdicts, strongest first: illegal, incomplete, deadlock, hang,\n"
+	  "legal_anomalies, whole.\n"
 	  "\n"
-	  "  --json   the same as one JSON object (verdict: whole, legal_anomalies, hang, deadlock or\n"
-	  "           illegal; hangs: counts per kind; hang_findings: each with its wait and edges)\n" },
+	  "  --json   the same as one JSON object (verdict: whole, legal_anomalies, hang, deadlock,\n"
+	  "           incomplete or illegal; hangs: counts per kind; hang_findings: each with its wait and edges)\n" },
 	{ "import", cmd_import, "convert a trace-cmd file (trace.dat) or a Windows ETW capture (.etl) into a session",
 	  "usage: nftrace import TRACE.DAT|CAPTURE.ETL -o DIR [--force]\n"
 	  "\n"
-	  "A Windows ETW capture (.etl, recognised by its content: xperf, WPR or GPUView's log.cmd)\n"
-	  "is copied into DIR and read without the Windows API: Microsoft-Windows-DxgKrnl contexts\n"
+	  "A Windows ETW capture (.etl: by its content or its name; from xperf, WPR or GPUView's\n"
+	  "log.cmd) is linked (same filesystem) or copied into DIR and read without the Windows API: Microsoft-Windows-DxgKrnl contexts\n"
 	  "and hardware queues become queues, sync objects fences, wait and signal queue packets\n"
 	  "fence_ops (tied wait <- signal in deps), CPU waits cpu_waits, DMA packets dma_packets,\n"
 	  "VSyncs vsyncs, other events etw_events (schemas/timeline.sql). Nothing is left behind\n"
@@ -246,6 +253,15 @@ int main(int argc, char **argv)
 		fprintf(stderr, "nftrace: '%s' is not a command (see 'nftrace --help')\n", argv[1]);
 		return NF_EXIT_USAGE;
 	}
+	/* Kernel tracing left running by a killed `record --kernel` (its
+	 * tracefs instance outlives it) stops at the next nftrace command. */
+	nf_kernel_remove_stale_instances(NULL);
+	/* A file size limit (ulimit -f) is a write error with a message, not a
+	 * silent SIGXFSZ death that leaves a partial output. Not for record: the
+	 * program it runs would inherit the ignored signal (the CTF writer's
+	 * committer ignores it on its own). */
+	if (strcmp(c->name, "record") != 0)
+		signal(SIGXFSZ, SIG_IGN);
 	rc = c->fn(argc - 1, argv + 1);
 	/* Output that could not be written is a failure (git.c does the same). */
 	if (fflush(stdout) != 0 || ferror(stdout)) {

@@ -1149,9 +1149,10 @@ size_t nf_etl_reader_counts(struct nf_etl_reader *r, const struct nf_etl_count *
 		r->sorted = s;
 		r->nsorted_cap = r->ncounts;
 	}
-	if (r->ncounts)
+	if (r->ncounts) { /* (qsort and memcpy of nothing would take NULL) */
 		memcpy(r->sorted, r->counts, r->ncounts * sizeof(*r->sorted));
-	qsort(r->sorted, r->ncounts, sizeof(*r->sorted), count_cmp);
+		qsort(r->sorted, r->ncounts, sizeof(*r->sorted), count_cmp);
+	}
 	*out = r->sorted;
 	return r->ncounts;
 }

@@ -855,6 +855,183 @@ out:
 	return ret;
 }
 
+/*
+ * deps by signal without sorting it. The analyzer writes deps as a few runs
+ * each in signal order (one per group it matched), so a first read of the
+ * rows' signal ids in storage order finds where each run starts, and the
+ * export then reads every run by rowid range at once and merges them with a
+ * heap of one head per run: no sort, memory per run. With more than
+ * RUNS_MAX runs (or a deps table without rowids) sqlite sorts instead.
+ */
+#define RUNS_MAX 4096
+
+struct edge {
+	int64_t s, w;
+};
+
+struct run {
+	sqlite3_stmt *st;
+	struct edge head;
+};
+
+struct sig_runs {
+	struct run *r;
+	int *heap;    /* indices of runs with a head, smallest head first */
+	size_t n, n_heap;
+};
+
+static int edge_lt(const struct edge *a, const struct edge *b)
+{
+	return a->s < b->s || (a->s == b->s && a->w < b->w);
+}
+
+static int run_lt(const struct sig_runs *m, int a, int b)
+{
+	return edge_lt(&m->r[a].head, &m->r[b].head);
+}
+
+static void runs_sift_down(struct sig_runs *m, size_t i)
+{
+	for (;;) {
+		size_t c = 2 * i + 1;
+		int t;
+
+		if (c >= m->n_heap)
+			return;
+		if (c + 1 < m->n_heap && run_lt(m, m->heap[c + 1], m->heap[c]))
+			c++;
+		if (!run_lt(m, m->heap[c], m->heap[i]))
+			return;
+		t = m->heap[i];
+		m->heap[i] = m->heap[c];
+		m->heap[c] = t;
+		i = c;
+	}
+}
+
+static void sig_runs_close(struct sig_runs *m)
+{
+	for (size_t i = 0; m->r && i < m->n; i++)
+		sqlite3_finalize(m->r[i].st);
+	free(m->r);
+	free(m->heap);
+	memset(m, 0, sizeof(*m));
+}
+
+/* Steps run i to its next row; 1 when it has one, 0 at its end. */
+static int run_next(struct exporter *x, struct sig_runs *m, size_t i, sqlite3 *db)
+{
+	int rc = sqlite3_step(m->r[i].st);
+
+	if (rc == SQLITE_ROW) {
+		m->r[i].head = (struct edge){ sqlite3_column_int64(m->r[i].st, 0),
+					      sqlite3_column_int64(m->r[i].st, 1) };
+		return 1;
+	}
+	return rc == SQLITE_DONE ? 0 : nf_error_set(x->err, NF_ESQL, "reading deps: %s", sqlite3_errmsg(db));
+}
+
+/*
+ * Finds deps' runs and opens one read per run. Returns 1 when the merge is
+ * ready, 0 when sqlite should sort instead (too many runs, no rowid), or an
+ * error.
+ */
+static int sig_runs_open(struct exporter *x, struct sig_runs *m, sqlite3 *db)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t *start = NULL;
+	size_t n = 0;
+	struct edge prev = { INT64_MIN, INT64_MIN };
+	int rc, ret = 0;
+
+	memset(m, 0, sizeof(*m));
+	if (sqlite3_prepare_v2(db, "SELECT rowid, signal_id, wait_id FROM deps WHERE signal_id IS NOT NULL",
+			       -1, &st, NULL) != SQLITE_OK)
+		return 0;  /* no rowid: let sqlite sort */
+	if (!(start = malloc(RUNS_MAX * sizeof(*start)))) {
+		ret = oom(x);
+		goto out;
+	}
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct edge e = { sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2) };
+
+		if (n == 0 || edge_lt(&e, &prev)) {
+			if (n == RUNS_MAX)
+				goto out;  /* ret 0: sort instead */
+			start[n++] = sqlite3_column_int64(st, 0);
+		}
+		prev = e;
+	}
+	if (rc != SQLITE_DONE) {
+		ret = nf_error_set(x->err, NF_ESQL, "reading deps: %s", sqlite3_errmsg(db));
+		goto out;
+	}
+	m->r = calloc(n ? n : 1, sizeof(*m->r));
+	m->heap = calloc(n ? n : 1, sizeof(*m->heap));
+	if (!m->r || !m->heap) {
+		ret = oom(x);
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (sqlite3_prepare_v2(db, "SELECT signal_id, wait_id FROM deps WHERE rowid >= ?1 AND "
+					   "rowid < ?2 AND signal_id IS NOT NULL",
+				       -1, &m->r[i].st, NULL) != SQLITE_OK) {
+			ret = nf_error_set(x->err, NF_ESQL, "reading deps: %s", sqlite3_errmsg(db));
+			goto out;
+		}
+		m->n++;
+		sqlite3_bind_int64(m->r[i].st, 1, start[i]);
+		sqlite3_bind_int64(m->r[i].st, 2, i + 1 < n ? start[i + 1] : INT64_MAX);
+		if ((ret = run_next(x, m, i, db)) < 0)
+			goto out;
+		if (ret == 1)
+			m->heap[m->n_heap++] = (int)i;
+	}
+	for (size_t i = m->n_heap / 2; i-- > 0;)
+		runs_sift_down(m, i);
+	ret = 1;
+out:
+	sqlite3_finalize(st);
+	free(start);
+	if (ret != 1)
+		sig_runs_close(m);
+	return ret;
+}
+
+/* The waits signal k released (x->flows), from the merge of the runs. */
+static int sig_runs_collect(struct exporter *x, struct sig_runs *m, sqlite3 *db, int64_t k)
+{
+	int ret;
+
+	x->n_flows = 0;
+	while (m->n_heap) {
+		int i = m->heap[0];
+		struct edge e = m->r[i].head;
+
+		if (e.s > k)
+			return 0;
+		if (e.s == k) {
+			if (x->n_flows == x->cap_flows) {
+				size_t ncap = x->cap_flows ? x->cap_flows * 2 : 16;
+				uint64_t *nf = realloc(x->flows, ncap * sizeof(*nf));
+
+				if (!nf)
+					return oom(x);
+				x->flows = nf;
+				x->cap_flows = ncap;
+			}
+			x->flows[x->n_flows++] = (uint64_t)e.w + 1;
+		}
+		/* (e.s < k: a signal that is not written) */
+		if ((ret = run_next(x, m, (size_t)i, db)) < 0)
+			return ret;
+		if (ret == 0)
+			m->heap[0] = m->heap[--m->n_heap];
+		runs_sift_down(m, 0);
+	}
+	return 0;
+}
+
 /* One fence_ops row as the reader thread hands it over. */
 struct oprec {
 	int64_t id, queue, fence, value, start, obs, end, thread;
@@ -868,6 +1045,7 @@ struct op_ctx {
 	struct released *rel;
 	struct edge_cursor *by_wait, *by_signal;
 	int64_t last_id;
+	struct sig_runs *runs;  /* deps by signal merged from its runs, else by_signal */
 };
 
 /* One fence operation: its track (lane), name, args and flows, written. */
@@ -942,7 +1120,8 @@ static int op_row(struct op_ctx *oc, const struct oprec *r)
 		else if (ret < 0)
 			return ret;
 	} else {
-		if ((ret = cursor_collect(x, oc->by_signal, r->id)) < 0)
+		if ((ret = oc->runs ? sig_runs_collect(x, oc->runs, x->db2, r->id)
+				    : cursor_collect(x, oc->by_signal, r->id)) < 0)
 			return ret;
 		e.flows_out = x->flows;
 		e.n_flows_out = x->n_flows;
@@ -1026,7 +1205,12 @@ static void op_sink(sqlite3_context *ctx, int argc, sqlite3_value **v)
 	r->has_end = !val_null(v[7]);
 	r->end = sqlite3_value_int64(v[7]);
 	status = sqlite3_value_text(v[8]);
-	snprintf(r->status, sizeof(r->status), "%s", status ? (const char *)status : "");
+	{
+		size_t n = status ? strnlen((const char *)status, sizeof(r->status) - 1) : 0;
+
+		memcpy(r->status, status ? (const char *)status : "", n);
+		r->status[n] = '\0';
+	}
 	r->has_thread = !val_null(v[9]);
 	r->thread = sqlite3_value_int64(v[9]);
 	sqlite3_result_null(ctx);
@@ -1093,7 +1277,8 @@ static int pass_ops(struct exporter *x, int check_ends)
 {
 	struct released rel = { 0 };
 	struct edge_cursor by_wait, by_signal;
-	struct op_ctx oc = { x, &rel, &by_wait, &by_signal, INT64_MIN };
+	struct op_ctx oc = { x, &rel, &by_wait, &by_signal, INT64_MIN, NULL };
+	struct sig_runs runs = { 0 };
 	struct pipe pp;
 	pthread_t th;
 	char *sql;
@@ -1134,10 +1319,25 @@ static int pass_ops(struct exporter *x, int check_ends)
 				      "ORDER BY d.signal_id, d.wait_id",
 				      x->op_pred_w);
 	else
-		sql = sqlite3_mprintf("SELECT signal_id, wait_id FROM deps WHERE signal_id IS NOT NULL "
-				      "ORDER BY signal_id, wait_id");
-	if ((ret = cursor_open(x, &by_signal, x->db2, sql)) < 0)
+		sql = sqlite3_mprintf("SELECT signal_id, wait_id FROM deps WHERE signal_id IS NOT NULL");
+	if (!sql) {
+		ret = oom(x);
 		goto out;
+	}
+	/* Unfiltered, deps by signal is merged from its sorted runs when it can be. */
+	if (!check_ends && (ret = sig_runs_open(x, &runs, x->db2)) != 0) {
+		sqlite3_free(sql);
+		if (ret < 0)
+			goto out;
+		oc.runs = &runs;
+	} else {
+		char *sorted = check_ends ? sql : sqlite3_mprintf("%s ORDER BY signal_id, wait_id", sql);
+
+		if (!check_ends)
+			sqlite3_free(sql);
+		if ((ret = cursor_open(x, &by_signal, x->db2, sorted)) < 0)
+			goto out;
+	}
 	pp.db = x->db;
 	if (!(pp.rec = malloc(sizeof(*pp.rec) * PIPE_BLOCK * PIPE_DEPTH))) {
 		ret = oom(x);
@@ -1182,6 +1382,7 @@ out:
 	sqlite3_create_function(x->db, "nf_export_op", 10, SQLITE_UTF8, NULL, NULL, NULL, NULL);
 	sqlite3_finalize(by_wait.st);
 	sqlite3_finalize(by_signal.st);
+	sig_runs_close(&runs);
 	free(rel.bits);
 	return ret;
 }

@@ -593,7 +593,16 @@ static int corrected_view(const char *path, const struct v6_fixups *fx, int *vie
 	}
 	if ((rc = parse_tgids(path, text, (size_t)fx->tgid_len, fx->tgid_at + 6, tgids, err)))
 		goto out;
-	out = open(dir && *dir ? dir : "/tmp", O_TMPFILE | O_RDWR, 0600);
+	out = open(dir && *dir ? dir : "/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (out < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
+		/* A file system without O_TMPFILE: a named file, unlinked at once. */
+		char tmpl[4096];
+
+		snprintf(tmpl, sizeof(tmpl), "%s/.nftrace-import-XXXXXX", dir && *dir ? dir : "/tmp");
+		out = mkostemp(tmpl, O_CLOEXEC);
+		if (out >= 0)
+			unlink(tmpl);
+	}
 	if (out < 0) {
 		rc = nf_error_set(err, NF_EIO, "%s: cannot make a corrected copy in %s: %s", path,
 				  dir && *dir ? dir : "/tmp", strerror(errno));
@@ -688,7 +697,7 @@ int nf_kernel_import(const char *path, const char *out_dir, bool force, struct n
 	tep_set_loglevel(TEP_LOG_NONE);
 	if (fx.tgid_at) {
 		if ((rc = corrected_view(path, &fx, &view_fd, view, sizeof(view), &tgids, err)))
-			return rc;
+			goto out_view;
 		snprintf(st->note, sizeof(st->note),
 			 "option 8 at offset %llu (%llu bytes) holds the saved TGIDs of the trace-cmd of "
 			 "2017, not the CPU count trace-cmd 2.7 and later store under id 8: read as TGIDs "

@@ -237,10 +237,26 @@ static void remove_stale_instances(const char *tracefs)
 		pid = strtol(de->d_name + 8, &end, 10);
 		if (*end || pid <= 0 || pid > INT32_MAX || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
 			continue;
+		/* Stop it first: should the rmdir fail (a reader still has a
+		 * buffer open), the kernel no longer records for nobody. */
+		snprintf(path, sizeof(path), "%s/%s/tracing_on", dir, de->d_name);
+		write_file(path, "0", NULL);
+		snprintf(path, sizeof(path), "%s/%s/events/enable", dir, de->d_name);
+		write_file(path, "0", NULL);
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
 		rmdir(path);
 	}
 	closedir(d);
+}
+
+void nf_kernel_remove_stale_instances(const char *tracefs)
+{
+	char dir[1100];
+	const char *t = tracefs ? tracefs : "/sys/kernel/tracing";
+
+	snprintf(dir, sizeof(dir), "%s/instances", t);
+	if (access(dir, W_OK) == 0)
+		remove_stale_instances(t);
 }
 
 int nf_kernel_trace_start(const struct nf_kernel_trace_options *o, struct nf_kernel_trace **out,

@@ -1290,32 +1290,28 @@ int nf_parser_open(const char *dir, struct nf_parser **out, struct nf_error *err
 		rc = nf_error_set(err, NF_ENOMEM, "out of memory");
 		goto out_destroy;
 	}
-	/* Our own sessions say whether the recording ended and how long each
-	 * stream was then (whatever reads them). */
+	/*
+	 * Our own metadata at this schema version: the native reader, and what it
+	 * and the session info need (environment, clock, stream classes) comes
+	 * from the metadata text itself. No babeltrace2 at all: its source
+	 * component would index every packet of every stream just to be probed
+	 * (memory growing with the session). Our own sessions also say whether
+	 * the recording ended and how long each stream was then (whatever reads
+	 * them): read once, for both.
+	 */
 	{
 		struct nf_prescan_meta *mt = nf_prescan_metadata_load(dir);
 		char what[512];
 
 		if (mt) {
 			nf_prescan_completeness(dir, mt, what, sizeof(what));
-			nf_prescan_meta_free(mt);
 			if (what[0] && !(p->info.incomplete = strdup(what))) {
+				nf_prescan_meta_free(mt);
 				rc = nf_error_set(err, NF_ENOMEM, "out of memory");
 				goto out_destroy;
 			}
 		}
-	}
-	/*
-	 * Our own metadata at this schema version: the native reader, and what it
-	 * and the session info need (environment, clock, stream classes) comes
-	 * from the metadata text itself. No babeltrace2 at all: its source
-	 * component would index every packet of every stream just to be probed
-	 * (memory growing with the session).
-	 */
-	if (!nf_reader_forced_bt()) {
-		struct nf_prescan_meta *mt = nf_prescan_metadata_load(dir);
-
-		if (mt) {
+		if (mt && !nf_reader_forced_bt()) {
 			p->fast = true;
 			rc = nf_own_session_info(p, mt, err);
 			nf_prescan_meta_free(mt);
@@ -1324,6 +1320,7 @@ int nf_parser_open(const char *dir, struct nf_parser **out, struct nf_error *err
 			*out = p;
 			return 0;
 		}
+		nf_prescan_meta_free(mt);
 	}
 	rc = nf_find_plugin("ctf", &p->ctf_plugin, err);
 	if (!rc)

@@ -108,10 +108,14 @@ CREATE TABLE queue_threads (
 -- wait's value, unless it ended after the wait and a signal of unknown end (its
 -- entry lost, a zero timestamp) queued in time could have released it; one that
 -- ended past the slack is never named: with no such candidate the wait has no
--- releaser and a 'causality' anomaly says why.
+-- releaser and a 'causality' anomaly says why. Windows ETW captures are the
+-- exception (see their mapping below): the OS logs a signal packet's completion
+-- after unwaiting the waits it released, so a releaser's end_ns may follow its
+-- wait's by tens of microseconds; the critical path takes such a release at the
+-- wait's end.
 CREATE TABLE deps (
   signal_id  INTEGER,   -- fence_ops.id of the releasing signal (NULL when released from the CPU, or none could be)
-  wait_id    INTEGER,   -- fence_ops.id of the wait (one row per wait, in wait_id order)
+  wait_id    INTEGER,   -- fence_ops.id of the wait (one row per wait; rows in no promised order)
   cpu_signal INTEGER,   -- cpu_signals.id when a CPU signal released it, else NULL
   stall_ns   INTEGER    -- end_ns - observed_ns of the wait (NULL when either is unknown)
 );
@@ -357,9 +361,13 @@ CREATE TABLE markers (
 -- time or cycle counter converted exactly). meta: source 'etw', cpu_frequency
 -- 1000000000, start_ticks 0, and etw_* facts (os_build, pointer_size, cpus,
 -- clock, clock_frequency, start_time, buffers, buffers_lost, events_lost,
--- events, lacks: what the capture has not, comma-separated, of 'kernel'
--- (no process/thread names nor context switches), 'rundown' (no adapter,
--- device or context rundown), 'dxgkrnl' (no DxgKrnl events)).
+-- buffers_flagged_lost, events, dxgkrnl_events, waits, signals, deps_tied,
+-- dma_packets, unmatched_unwaits (unwaits whose wait is not in the capture),
+-- file (the path imported), os_version, record_pointer_sizes (of the
+-- records: "4", "8" or "4,8"), lacks: what the capture has not,
+-- comma-separated, of 'kernel' (no process/thread names nor context
+-- switches), 'rundown' (no adapter, device or context rundown), 'dxgkrnl'
+-- (no DxgKrnl events)).
 -- Mapping of Microsoft-Windows-DxgKrnl:
 -- - adapters: one per pDxgAdapter, numbered 0, 1, ... in order of appearance
 --   (name "Adapter 0x..."; vidsch_caps, native_fence, gpu_frequency NULL).
@@ -385,7 +393,8 @@ CREATE TABLE markers (
 --   unwait before the capture ended: end_ns NULL). A signal queue packet
 --   (245) is one 'signal' per object it signals, from queued_ns (the 245)
 --   to end_ns (QueuePacketStop 180 of the same pQueuePacket), status
---   'complete' or 'pending'. A CPU wait (WaitForSynchronizationObjectFromCpu
+--   'complete', 'aborted' (AbortQueuePacket: end_ns is the abort; it
+--   releases nothing) or 'pending'. A CPU wait (WaitForSynchronizationObjectFromCpu
 --   297, one per object) is a cpu_waits row and a 'wait' row with queue NULL
 --   (thread set, observed_ns = start), ended by the UnwaitCpuWaiter (300)
 --   naming the same object and value. CPU signals (296, 462, 550) are
@@ -401,9 +410,21 @@ CREATE TABLE markers (
 --   came before that GPU signal. None:
 --   both NULL (released by a signal outside the capture). stall_ns =
 --   end_ns - observed_ns of the wait.
+-- - the API calls behind the packets, SignalSynchronizationObject2 and
+--   ...FromGpu (230, 294) and WaitForSynchronizationObject2 and ...FromGpu
+--   (231, 295), are kept in etw_events (230/294 also group the packets of
+--   a multi-context signal): the packets are what the GPU scheduler ran.
+--   With hardware scheduling (hardware queues, 450/451) the waits and
+--   signals of a queue are not logged as packets and are not fence_ops.
 -- - queue_packets, dma_packets, vsyncs: below. Every event not mapped
 --   (other providers, and DxgKrnl events no table takes) is an etw_events
 --   row; etw_counts counts every event by provider, id and version.
+-- - kernel_threads: a thread's name from the kernel's Thread SetName
+--   event (group 5, opcode 72) when the capture has it; else every thread
+--   that logged a DxgKrnl event is named by its
+--   process (from the event headers): "<image> <pid>" when the kernel's
+--   process events named it, else "process <pid>" (the System process, 4,
+--   is left out: its threads are the kernel's own).
 -- - lost buffers and events are anomalies of kind 'etw_lost' (queue NULL);
 --   a DxgKrnl payload whose size matches no known layout is counted in
 --   etw_counts.size_mismatches and kept only as an etw_events row.

@@ -31,11 +31,13 @@ cmake --build build-ci -j"$jobs"
 echo "== AddressSanitizer + UndefinedBehaviorSanitizer build and test"
 cmake -S . -B build-asan -DNF_WERROR=ON -DNF_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
 cmake --build build-asan -j"$jobs"
-(cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+# check's per-case timeouts are hang guards, not speed limits: sanitizers make the
+# heavy cases 3-10x slower, so they get 4x the time (ctest's own TIMEOUT still bounds each).
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 CK_TIMEOUT_MULTIPLIER=4 \
   ctest --output-on-failure -j"$jobs")
 
 echo "== ThreadSanitizer build: the threaded engine, the analyzer's threads and the export's reader thread (any report fails the test)"
 cmake -S . -B build-tsan -DNF_WERROR=ON -DNF_TSAN=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
 cmake --build build-tsan -j"$jobs" --target test_threaded test_analyzer test_sessions test_export nf-make-tracedat nftrace
-(cd build-tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+(cd build-tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 CK_TIMEOUT_MULTIPLIER=4 \
   ctest --output-on-failure -R '^(test_threaded|test_analyzer|test_sessions|test_export|test_export_perfetto)$')

@@ -1,5 +1,6 @@
 /*
- * Kernel rows (see kernel_rows.h): each thread's runs from cpu_runs as a thin
+ * Kernel rows (see kernel_rows.h; jobs, vblanks and markers further down): each
+ * thread's runs from cpu_runs as a thin
  * dark bar along the bottom of its CPU row, under its CPU waits, and the
  * deps of kernel CPU waits (fence_ops 'wait' rows with a thread and no queue)
  * as arrows from the releasing signal's end to the wait's end, and the
@@ -15,13 +16,6 @@
 #include <string.h>
 
 #define KR_BAR_H 5.0
-
-const char *nf_render_kernel_threads_sql(const struct nf_render_options *opts)
-{
-	if (opts->fences && opts->n_fences > 0)
-		return "";
-	return " UNION SELECT thread FROM cpu_runs WHERE thread IS NOT NULL";
-}
 
 void nf_render_kernel_thread_name(sqlite3 *db, int64_t thread, char *name, size_t len)
 {

@@ -35,6 +35,11 @@ const char *const nf_render_legend_labels[NF_RENDER_LEGEND_ITEMS] = {
 	"other anomaly",
 };
 
+const char *const nf_render_legend_etw_labels[NF_RENDER_LEGEND_ETW_ITEMS] = {
+	"DMA packet (node rows)",
+	"VSync",
+};
+
 /*
  * The width of a legend label at 11 px DejaVu Sans, estimated from above per
  * character class (its advances: narrow punctuation and i, l, t, f, j, r
@@ -64,18 +69,26 @@ static double legend_text_w(const char *label)
 static void place_legend(struct nf_render_layout *lay)
 {
 	double x = 16, y = NF_RENDER_TITLE_H;
+	int n = NF_RENDER_LEGEND_ITEMS + (lay->etw ? NF_RENDER_LEGEND_ETW_ITEMS : 0);
 
 	lay->legend_lines = 1;
-	for (int i = 0; i < NF_RENDER_LEGEND_ITEMS; i++) {
-		double w = 22 + 6 + legend_text_w(nf_render_legend_labels[i]) + 14;
+	for (int i = 0; i < n; i++) {
+		const char *label = i < NF_RENDER_LEGEND_ITEMS ? nf_render_legend_labels[i]
+				    : nf_render_legend_etw_labels[i - NF_RENDER_LEGEND_ITEMS];
+		double w = 22 + 6 + legend_text_w(label) + 14;
 
 		if (x + w > lay->width - 16 && x > 16) {
 			x = 16;
 			y += NF_RENDER_LEGEND_H;
 			lay->legend_lines++;
 		}
-		lay->legend_x[i] = x;
-		lay->legend_y[i] = y;
+		if (i < NF_RENDER_LEGEND_ITEMS) {
+			lay->legend_x[i] = x;
+			lay->legend_y[i] = y;
+		} else {
+			lay->legend_etw_x[i - NF_RENDER_LEGEND_ITEMS] = x;
+			lay->legend_etw_y[i - NF_RENDER_LEGEND_ITEMS] = y;
+		}
 		x += w;
 	}
 }

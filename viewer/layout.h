@@ -2,8 +2,9 @@
  * Private to the viewer (and its tests): where everything goes on the page.
  * The layout is computed from the timeline database and the render options
  * only, without cairo, so that a test can ask where a queue's row or a time
- * lands and check the pixels of a rendered PNG there. Rows are grouped by
- * adapter and engine, one row per hardware queue, then one row per CPU thread.
+ * lands and check the pixels of a rendered PNG there. Rows: the GPU rings of
+ * Linux kernel jobs first, then one row per hardware queue grouped by adapter
+ * and engine, then one row per CPU thread (kernel sessions: grouped by process).
  */
 #ifndef NF_VIEWER_LAYOUT_H
 #define NF_VIEWER_LAYOUT_H
@@ -41,6 +42,9 @@
  */
 #define NF_RENDER_LEGEND_ITEMS 11
 extern const char *const nf_render_legend_labels[NF_RENDER_LEGEND_ITEMS];
+/* Two more for imported ETW captures (lay->etw): DMA packets and VSyncs. */
+#define NF_RENDER_LEGEND_ETW_ITEMS 2
+extern const char *const nf_render_legend_etw_labels[NF_RENDER_LEGEND_ETW_ITEMS];
 
 enum nf_render_row_kind {
 	NF_ROW_ADAPTER,   /* header of an adapter group */
@@ -73,6 +77,7 @@ struct nf_render_layout {
 	double axis_y;            /* top of the time axis */
 	int legend_lines;         /* the legend wraps on narrow pages */
 	double legend_x[NF_RENDER_LEGEND_ITEMS], legend_y[NF_RENDER_LEGEND_ITEMS];
+	double legend_etw_x[NF_RENDER_LEGEND_ETW_ITEMS], legend_etw_y[NF_RENDER_LEGEND_ETW_ITEMS];
 	int64_t t0, t1;           /* the time window drawn, t0 < t1 */
 	int64_t session_end;      /* end of the session (duration_ns, or the last time seen) */
 	int has_duration;         /* session_end came from meta.duration_ns */

@@ -535,6 +535,18 @@ static void paint_legend(cairo_t *cr, const struct nf_render_layout *lay, const 
 			     y, th);
 		text(cr, x + 28, y + 10, nf_render_legend_labels[i], LEFT, th->text);
 	}
+	if (lay->etw) { /* imported ETW captures: DMA packets, VSync lines */
+		double x = lay->legend_etw_x[0], y = lay->legend_etw_y[0];
+
+		paint_swatch(cr, SW_RECT, c_dma, 0, x, y, th);
+		text(cr, x + 28, y + 10, nf_render_legend_etw_labels[0], LEFT, th->text);
+		x = lay->legend_etw_x[1];
+		y = lay->legend_etw_y[1];
+		cairo_rectangle(cr, x + 10, y - 1, 1, 14);
+		set_colour(cr, c_vsync);
+		cairo_fill(cr);
+		text(cr, x + 28, y + 10, nf_render_legend_etw_labels[1], LEFT, th->text);
+	}
 }
 
 static void paint_row_labels(cairo_t *cr, const struct nf_render_layout *lay,
@@ -563,8 +575,9 @@ static void paint_row_labels(cairo_t *cr, const struct nf_render_layout *lay,
 			else if (r->kind == NF_ROW_CPU_HEAD)
 				snprintf(buf, sizeof(buf), "CPU threads");
 			else if (r->kind == NF_ROW_RING_HEAD)
-				snprintf(buf, sizeof(buf), "GPU rings \xC2\xB7 jobs from submitted (shaded) "
-					 "through started to finished (solid)");
+				snprintf(buf, sizeof(buf), "GPU rings \xC2\xB7 jobs: submitted \xE2\x86\x92 started "
+					 "shaded, started \xE2\x86\x92 finished solid \xC2\xB7 blue lines: vblanks "
+					 "\xC2\xB7 orange ticks: user markers");
 			else if (r->adapter == 4294967295LL && r->name[0]) /* Linux dma_fence timelines */
 				snprintf(buf, sizeof(buf), "%s timelines", r->name);
 			else if (r->adapter < 0)
@@ -606,7 +619,7 @@ static void paint_row_labels(cairo_t *cr, const struct nf_render_layout *lay,
 			ellipsize(cr, buf, NF_RENDER_LABEL_W - 44, fit, sizeof(fit));
 			text(cr, 20, r->y + 14, fit, LEFT, th->text);
 			font(cr, 10, 0);
-			snprintf(buf, sizeof(buf), "%" PRId64 " jobs", r->engine);
+			snprintf(buf, sizeof(buf), "%" PRId64 " job%s", r->engine, r->engine == 1 ? "" : "s");
 			text(cr, 20, r->y + 26, buf, LEFT, th->dim);
 			break;
 		case NF_ROW_PROC:

@@ -161,8 +161,8 @@ int main(int argc, char **argv)
 	}
 	/* The logfile header buffer once, then the data buffers block after
 	 * block, moved on in time (record timestamps at offset 16 of every
-	 * EVENT_HEADER, the buffer's own at 0x10). Fence values keep growing
-	 * well enough for the benchmark's purpose: the rows, not their meaning. */
+	 * EVENT_HEADER, the buffer's own at 0x10), fence values raised by the
+	 * frames before (so every wait is released by its own block's signal). */
 	uint32_t bs = o.buffer_size;
 	uint8_t *buf = malloc(bs);
 	size_t first = (size_t)nf_etlw_buffer_offset(w, 1);
@@ -181,8 +181,16 @@ int main(int argc, char **argv)
 			for (uint32_t p = 72; p + 24 <= end && p + 24 <= bs;) {
 				uint16_t sz = rd16(buf + p);
 
-				if (buf[p + 2] == 0x13)
+				if (buf[p + 2] == 0x13) {
 					wr64(buf + p + 16, rd64(buf + p + 16) + shift);
+					/* Fence values go on growing from block to block
+					 * (payload after the 80-byte header: no extended data here). */
+					uint16_t id = rd16(buf + p + 40);
+					uint32_t at = id == 245 ? 28 : id == 244 ? 24 : id == 297 ? 20 : id == 300 ? 12 : 0;
+
+					if (at && 80u + at + 8 <= sz)
+						wr64(buf + p + 80 + at, rd64(buf + p + 80 + at) + (int64_t)c * FRAMES);
+				}
 				if (sz == 0)
 					break;
 				p += (uint32_t)(sz + 7) & ~7u;

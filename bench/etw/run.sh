@@ -55,6 +55,9 @@ for scale in ${NFB_ETW_SCALES:-1 10}; do
 	mb="$(awk -v k="$imp_kb" 'BEGIN { printf "%.0f", k / 1024 }')"
 	nfb_row etw "x$scale" "import peak memory MB" "$mb" "limit" 256 "$(nfb_div "$mb" 256)" "<256 MB" \
 		"$(awk -v m="$mb" 'BEGIN { print m < 256 ? "meets" : "misses: over 256 MB" }')"
-	[ "$what" = synthetic ] && nfb_growth etw "import (wall)" "$scale" "$imp_s"
+	if [ "$what" = synthetic ]; then
+		nfb_growth etw "import (wall)" "$scale" "$imp_s"
+		nfb_growth etw "import (CPU)" "$scale" "$imp_cpu"
+	fi
 	rm -rf "$NFB_WORK/etw-s"
 done

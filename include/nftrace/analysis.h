@@ -48,7 +48,8 @@ int nf_analysis_load(const char *db_path, struct nf_analysis **out, struct nf_er
  * Opens the timeline database at db_path for the critical path alone: the
  * small tables (queues, fences, CPU waits and signals) are loaded, and
  * operations, their queues' previous operations and their deps rows are read
- * on demand (rowid lookups; deps is in wait_id order), so one path costs what
+ * on demand (rowid lookups; deps rows are usually in the waits' (fence, value) order,
+ * which a binary search uses; a scan by wait_id answers when they are not), so one path costs what
  * it visits, not the session's size. Such a model answers nf_analysis_target,
  * nf_analysis_critical_path, nf_analysis_op, nf_analysis_queue_name and
  * nf_analysis_find_queue (the same answers as a loaded model); not stall blame
@@ -56,6 +57,19 @@ int nf_analysis_load(const char *db_path, struct nf_analysis **out, struct nf_er
  * Returns 0, NF_ENOENT, NF_EFORMAT, NF_ESQL, NF_ENOMEM.
  */
 int nf_analysis_open_lazy(const char *db_path, struct nf_analysis **out, struct nf_error *err);
+
+/*
+ * Loads only what nf_analysis_hangs needs, in one pass over the operations with
+ * memory that does not grow with the operations that ran: each queue's
+ * operations after the last one that ran, the waits on no queue that never
+ * ended, the small tables, and each fence's highest signaled value and its
+ * signals that ran at a known time (32 bytes each, for the lowered-value
+ * check). The hang check gives the same findings as on a loaded model; such a
+ * model answers nf_analysis_hangs, nf_analysis_queue_name and
+ * nf_analysis_find_queue (the rest: NF_ESTATE or not found).
+ * Returns 0, NF_ENOENT, NF_EFORMAT, NF_ESQL, NF_ENOMEM.
+ */
+int nf_analysis_load_open(const char *db_path, struct nf_analysis **out, struct nf_error *err);
 
 /* Frees the model; NULL is a no-op. */
 void nf_analysis_destroy(struct nf_analysis *a);
@@ -115,6 +129,8 @@ struct nf_cp_segment {
 	int64_t cpu_signal;  /* cpu_signals.id a QUEUE segment ended with, -1 if none */
 	int64_t fence, value;/* NF_SEG_WAIT: what was waited for (-1 otherwise) */
 	int64_t release_op;  /* NF_SEG_WAIT: the signal op that released it, -1 if a CPU signal or none */
+	int64_t via_fence;   /* the fence through which the path came to this segment: the fence of
+				the last wait it went back through (-1: none yet, the target's own) */
 	int64_t start_ns, end_ns;
 };
 
@@ -156,6 +172,9 @@ struct nf_blame_row {
 	int64_t fence;       /* the fence waited on */
 	int64_t by_queue;    /* blamed hardware queue, -1 when a thread is blamed */
 	int64_t by_thread;   /* blamed CPU thread, -1 when a queue is blamed (or unknown thread) */
+	int64_t by_fence;    /* the fence through which it held the wait up: the waited fence for
+				the releaser, further back the fence of the wait the path went
+				through to reach it */
 	int64_t direct_ns;   /* time on the path of the queue/thread that released the waits */
 	int64_t chain_ns;    /* time on the path of those further back in the chain */
 	int64_t waits;       /* waits whose stall this row shares */
@@ -168,7 +187,8 @@ struct nf_blame_row {
  * waiting queue's own last wait segment, after the release, goes to the
  * releaser). For each waiting queue the rows' direct_ns + chain_ns add up to
  * its waits' stall_ns. Rows sorted by (queue, thread, fence, by_queue,
- * by_thread). *rows is malloc'ed (free()). Returns 0, NF_EFORMAT, NF_ENOMEM.
+ * by_thread, by_fence). *rows is malloc'ed (free()). Returns 0, NF_EFORMAT, NF_ENOMEM,
+ * NF_ESTATE (a model opened for the critical path alone: load it whole).
  */
 int nf_analysis_stall_blame(const struct nf_analysis *a, struct nf_blame_row **rows, size_t *n,
 			    struct nf_error *err);
@@ -247,7 +267,8 @@ struct nf_hang_report {
  * reaches the value) or BLOCKED. Signals of a fence in execution order (GPU
  * end_ns, CPU ts_ns; kernel timelines excluded) that set a value below the
  * previous one are LOWERED. *rep owns its findings (nf_hang_report_free).
- * Returns 0 or NF_ENOMEM.
+ * Returns 0, NF_ENOMEM, or NF_ESTATE (a model opened for the critical path
+ * alone).
  */
 int nf_analysis_hangs(const struct nf_analysis *a, struct nf_hang_report *rep, struct nf_error *err);
 

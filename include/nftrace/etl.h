@@ -71,7 +71,7 @@ enum nf_etl_clock {
 struct nf_etl_logfile {
 	/* From TRACE_LOGFILE_HEADER. */
 	uint32_t buffer_size;      /* bytes per buffer */
-	uint8_t version[4];        /* OS major, minor, service pack major, minor */
+	uint8_t version[4];        /* VersionDetail: OS major, minor, sub, sub-minor (10.0.1.5) */
 	uint32_t os_build;         /* ProviderVersion: the Windows build (17134, ...) */
 	uint32_t cpus;             /* NumberOfProcessors */
 	uint32_t pointer_size;     /* the header's PointerSize (4 or 8); the pointer size of
@@ -93,7 +93,8 @@ struct nf_etl_logfile {
 
 	/* The clock: ns = (ticks - start_ticks) * 1e9 / tick_freq, exactly. */
 	uint64_t tick_freq;        /* ticks per second of record timestamps (from the clock type) */
-	int64_t start_ticks;       /* the earliest event timestamp in the file: ns 0 */
+	int64_t start_ticks;       /* ns 0: the earliest timestamp of a buffer's first record
+				      (each buffer is in time order, so the earliest record) */
 	int64_t end_ticks;         /* the latest record timestamp read so far (the
 				      capture's last once every record was read) */
 

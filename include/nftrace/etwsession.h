@@ -80,6 +80,7 @@ struct nf_etw_summary {
 	char source[512];       /* the imported file's path */
 	int64_t os_build;       /* Windows build number (ProviderVersion) */
 	int64_t pointer_size;   /* logfile header's pointer size (4 or 8) */
+	char pointer_sizes[80]; /* "4 bytes (logfile header); records: 8" */
 	int64_t cpus;
 	char clock[16];         /* 'qpc', 'system', 'cycles' */
 	int64_t clock_frequency;

@@ -43,7 +43,9 @@
  * JSON, a tid per lane), so that slices on one track always nest.
  * Times are the timeline's nanoseconds since the session start (JSON: "ts"
  * in microseconds with three decimals, exact). Memory: per queue and thread
- * and lane, plus one bit per fence_ops id (the waits that end a flow).
+ * and lane, per run of deps, plus one bit per fence_ops id (the waits that
+ * end a flow). The scan of fence_ops runs on a thread of its own (with its
+ * own connection to the database) while the caller's thread encodes.
  */
 #ifndef NFTRACE_EXPORT_H
 #define NFTRACE_EXPORT_H

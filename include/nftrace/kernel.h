@@ -37,11 +37,16 @@ struct nf_kernel_stats {
  * Converts a trace-cmd file (trace.dat, version 6 or 7, every buffer instance
  * in it) into a new session directory out_dir: a CTF trace whose CPU clock is
  * the trace's clock in nanoseconds, starting at its first event. Refuses an
- * existing out_dir unless force (and then only an nftrace session). Returns 0,
+ * existing out_dir unless force (and then only an nftrace session). A version
+ * 6 file whose option 8 holds the saved TGIDs of the trace-cmd of 2017 (not
+ * the CPU count later versions store there, which libtracecmd expects) is
+ * read anyway: the TGIDs become KernelTask events and libtracecmd reads an
+ * unnamed corrected copy in $TMPDIR (or /tmp); st->note says so. Returns 0,
  * NF_ENOENT (no such file), NF_EFORMAT (not a trace-cmd file, unsupported
- * version, truncated, no event formats, a record no format describes: the
- * message names the file and what is wrong), NF_EEXIST, NF_EIO, NF_ENOMEM. On
- * failure no session is left behind.
+ * version, truncated, a damaged option, no event formats, a record no format
+ * describes: the message names the file and where), NF_EEXIST, NF_EIO (also:
+ * the corrected copy could not be made), NF_ENOMEM. On failure no session is
+ * left behind.
  */
 int nf_kernel_import(const char *trace_dat, const char *out_dir, bool force,
 		     struct nf_kernel_stats *st, struct nf_error *err);
@@ -84,6 +89,14 @@ int nf_kernel_trace_finish(struct nf_kernel_trace *t, const char *session_dir,
 
 /* Stops the reader if it runs and removes the tracefs instance; NULL is a no-op. */
 void nf_kernel_trace_destroy(struct nf_kernel_trace *t);
+
+/*
+ * Removes what killed `record --kernel` runs left in tracefs (NULL:
+ * /sys/kernel/tracing): every instances/nftrace-<pid> whose process is gone,
+ * tracing and events turned off first. Nothing happens when tracefs is not
+ * there or not writable (not root). nftrace runs it before every command.
+ */
+void nf_kernel_remove_stale_instances(const char *tracefs);
 
 struct nf_record_options;
 struct nf_record_result;

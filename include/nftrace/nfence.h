@@ -144,7 +144,10 @@ void nf_runtime_destroy(nf_runtime *rt);
 /* If NFTRACE_RECORD_DIR is set (nftrace record -- PROGRAM), creates a runtime that
  * records into it (NFTRACE_SEED, NFTRACE_MODE, NFTRACE_GROUND_TRUTH honoured) and
  * closes the session at nf_runtime_destroy(). Otherwise behaves like
- * nf_runtime_create with cfg. */
+ * nf_runtime_create with cfg. NF_EINVAL, and no session, when NFTRACE_SEED is
+ * not a decimal number of 64 bits, NFTRACE_GROUND_TRUTH not 0 or 1, or
+ * NFTRACE_MODE not deterministic or threaded. A runtime used by a process
+ * forked after its creation refuses every call with NF_ESTATE. */
 int nf_runtime_create_from_env(const struct nf_runtime_config *cfg, nf_runtime **out,
 			       struct nf_error *err);
 

@@ -39,7 +39,10 @@ struct nf_record_options {
 	void (*progress)(void *ctx, const struct nf_record_progress *p);
 	void *progress_ctx;
 	/* Set asynchronously (SIGINT): any phase stops, the session is closed
-	 * cleanly and the call returns NF_EINTR. */
+	 * cleanly and the call returns NF_EINTR. With a program, a value that is
+	 * a signal number (SIGINT, SIGTERM) is forwarded to it unless it ends by
+	 * itself within 200 ms (Ctrl-C reaches it directly; a signal sent to
+	 * nftrace alone does not), and its session is then the recording. */
 	volatile int *interrupted;
 };
 

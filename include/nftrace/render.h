@@ -62,8 +62,10 @@ struct nf_render_options {
 
 /*
  * Renders the timeline database at db_path (schemas/timeline.sql, opened
- * read-only) to opts->output. Rows: one per hardware queue grouped by adapter
- * and engine, then one per CPU thread; boxes from queued to end time, open
+ * read-only) to opts->output. Rows: the GPU rings of Linux kernel jobs (a
+ * box per job: submitted -> started shaded, started -> finished solid), then
+ * one per hardware queue grouped by adapter and engine, then one per CPU
+ * thread (see threads_all); vblank lines and user-marker ticks; boxes from queued to end time, open
  * (dashed, until the lane's next operation starts or to the window's right
  * edge) when the end is unknown; lost spans
  * hatched; signal -> wait arrows. The same database and options give the same

@@ -152,18 +152,25 @@ START_TEST(chain_three_queues_two_adapters_cpu_thread)
 	for (size_t i = 0; i < n; i++) {
 		ck_assert_int_eq(rows[i].queue, d2);
 		ck_assert_int_eq(rows[i].waits, 1);
+		/* through X (op 1's fence) for I1 and thread 2, through A (op 3's) for D1 */
+		struct nf_op_info w1, s3;
+		ck_assert_int_eq(nf_analysis_op(a, 1, &w1), 0);
+		ck_assert_int_eq(nf_analysis_op(a, 3, &s3), 0);
 		if (rows[i].by_queue == i1) {
 			ck_assert_int_eq(rows[i].direct_ns, 75300);
 			ck_assert_int_eq(rows[i].chain_ns, 0);
+			ck_assert_int_eq(rows[i].by_fence, w1.fence);
 			seen |= 1;
 		} else if (rows[i].by_queue == d1) {
 			ck_assert_int_eq(rows[i].direct_ns, 0);
 			ck_assert_int_eq(rows[i].chain_ns, 100200);
+			ck_assert_int_eq(rows[i].by_fence, s3.fence);
 			seen |= 2;
 		} else {
 			ck_assert_int_eq(rows[i].by_queue, -1);
 			ck_assert_int_eq(rows[i].by_thread, 2);
 			ck_assert_int_eq(rows[i].chain_ns, 5000);
+			ck_assert_int_eq(rows[i].by_fence, w1.fence);
 			seen |= 4;
 		}
 	}
@@ -228,14 +235,31 @@ START_TEST(stall_chain_blame)
 
 	/* the same through the stall_blame table, as the issue asks it */
 	snprintf(cmd, sizeof(cmd),
-		 "'%s' query '%s' --csv \"select q.name, b.name, s.direct_ns, s.chain_ns, s.stall_ns, s.waits "
+		 "'%s' query '%s' --csv \"select q.name, b.name, s.by_fence = (select fence from fence_ops where id = 4), "
+		 "s.direct_ns, s.chain_ns, s.stall_ns, s.waits "
 		 "from stall_blame s join queues q on q.queue = s.queue join queues b on b.queue = s.by_queue "
 		 "order by stall_ns desc limit 10\"", nf_test_nftrace(), dir);
 	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)), 0);
-	ck_assert_str_eq(out, "name,name,direct_ns,chain_ns,stall_ns,waits\n"
-			      "Q2,Q1,100300,0,100300,1\n"
-			      "Q3,Q1,0,100200,100200,1\n"
-			      "Q3,Q2,30400,0,30400,1\n");
+	/* Q1 held both up through F1 (op 4's fence); Q2 held Q3 up through F2 */
+	ck_assert_str_eq(out, "name,name,s.by_fence = (select fence from fence_ops where id = 4),direct_ns,chain_ns,stall_ns,waits\n"
+			      "Q2,Q1,1,100300,0,100300,1\n"
+			      "Q3,Q1,1,0,100200,100200,1\n"
+			      "Q3,Q2,0,30400,0,30400,1\n");
+	/* a stall_blame of another analysis version (an older nftrace) is computed again */
+	{
+		char db[1400];
+		sqlite3 *sdb;
+
+		snprintf(db, sizeof(db), "%s/.timeline.db", dir);
+		ck_assert_int_eq(sqlite3_open(db, &sdb), SQLITE_OK);
+		ck_assert_int_eq(sqlite3_exec(sdb, "UPDATE meta SET value = '1' WHERE key = 'analysis_version';"
+					      "DELETE FROM stall_blame", NULL, NULL, NULL), SQLITE_OK);
+		sqlite3_close(sdb);
+		snprintf(cmd, sizeof(cmd), "'%s' query '%s' --csv \"select count(*) from stall_blame\"",
+			 nf_test_nftrace(), dir);
+		ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)), 0);
+		ck_assert_str_eq(out, "count(*)\n3\n");
+	}
 	/* per waiting queue the rows add up to its waits' stall in deps */
 	snprintf(cmd, sizeof(cmd),
 		 "'%s' query '%s' --csv \"select (select sum(stall_ns) from stall_blame) = "
@@ -244,6 +268,51 @@ START_TEST(stall_chain_blame)
 	ck_assert_ptr_nonnull(strstr(out, "\n1\n"));
 }
 END_TEST
+
+/* The hang check on a model of open operations (what check uses) finds the same as
+ * on the loaded model. */
+static void same_hangs(const char *db, const struct nf_analysis *full)
+{
+	struct nf_analysis *op = NULL;
+	struct nf_hang_report h1, h2;
+	struct nf_error e;
+
+	nf_error_clear(&e);
+	ck_assert_msg(nf_analysis_load_open(db, &op, &e) == 0, "%s", e.msg);
+	ck_assert_int_eq(nf_analysis_hangs(full, &h1, &e), 0);
+	ck_assert_int_eq(nf_analysis_hangs(op, &h2, &e), 0);
+	ck_assert_uint_eq(h1.n, h2.n);
+	for (size_t i = 0; i < h1.n; i++) {
+		ck_assert_int_eq(h1.f[i].kind, h2.f[i].kind);
+		ck_assert_int_eq(h1.f[i].wait.op_id, h2.f[i].wait.op_id);
+		ck_assert_int_eq(h1.f[i].wait.cpu_wait, h2.f[i].wait.cpu_wait);
+		ck_assert_uint_eq(h1.f[i].n_edges, h2.f[i].n_edges);
+		for (size_t k = 0; k < h1.f[i].n_edges; k++) {
+			ck_assert_int_eq(h1.f[i].edges[k].signal_op, h2.f[i].edges[k].signal_op);
+			ck_assert_int_eq(h1.f[i].edges[k].to.op_id, h2.f[i].edges[k].to.op_id);
+		}
+		ck_assert_int_eq(h1.f[i].op_id, h2.f[i].op_id);
+		ck_assert_int_eq(h1.f[i].value, h2.f[i].value);
+		ck_assert_int_eq(h1.f[i].prev_op, h2.f[i].prev_op);
+	}
+	nf_hang_report_free(&h1);
+	nf_hang_report_free(&h2);
+	/* it answers the hang check only */
+	struct nf_blame_row *rows;
+	size_t n;
+	int64_t t;
+	ck_assert_int_eq(nf_analysis_stall_blame(op, &rows, &n, &e), NF_ESTATE);
+	ck_assert_int_eq(nf_analysis_target(op, NF_CP_LAST, 0, &t, &e), NF_ESTATE);
+	nf_analysis_destroy(op);
+}
+
+static void same_hangs_dir(const char *dir, const struct nf_analysis *full)
+{
+	char db[1400];
+
+	snprintf(db, sizeof(db), "%s/.timeline.db", dir);
+	same_hangs(db, full);
+}
 
 /* Edge from op `from` through signal op `sig` to the blocking wait op `to`. */
 static bool has_edge(const struct nf_hang_finding *f, int64_t from, int64_t sig, int64_t to)
@@ -282,6 +351,7 @@ START_TEST(deadlock_two_queues)
 	ck_assert(has_edge(&h.f[0], 3, 2, 1)); /* QB's op 3 needs op 2, behind QA's op 1 */
 	ck_assert_int_eq(h.f[0].edges[0].from.since_ns, 10000);
 	nf_hang_report_free(&h);
+	same_hangs_dir(dir, a);
 	nf_analysis_destroy(a);
 	/* was "verdict: whole", exit 0 */
 	expect_check(dir, 1, "verdict: deadlock");
@@ -310,6 +380,7 @@ START_TEST(deadlock_three_queues_across_adapters)
 	/* the edges cross adapters: Q1, Q3 on the dGPU, Q2 on the iGPU */
 	ck_assert_int_eq(h.f[0].edges[0].from.queue, queue_of(a, "Q1"));
 	nf_hang_report_free(&h);
+	same_hangs_dir(dir, a);
 	nf_analysis_destroy(a);
 	expect_check(dir, 1, "verdict: deadlock");
 }
@@ -338,6 +409,7 @@ START_TEST(hang_signal_never_queued)
 	ck_assert_uint_eq(h.f[1].n_edges, 1);
 	ck_assert(has_edge(&h.f[1], 4, 3, 2));
 	nf_hang_report_free(&h);
+	same_hangs_dir(dir, a);
 	nf_analysis_destroy(a);
 	expect_check(dir, 1, "verdict: hang");
 	snprintf(cmd, sizeof(cmd), "'%s' check '%s'", nf_test_nftrace(), dir);
@@ -392,6 +464,7 @@ START_TEST(pending_is_not_a_hang)
 	ck_assert_uint_eq(h.n, 2);
 	ck_assert_int_eq(h.count[NF_HANG_PENDING], 2);
 	nf_hang_report_free(&h);
+	same_hangs(path, a);
 	nf_analysis_destroy(a);
 
 	/* the same with Q1 stuck behind a wait nothing signals: op 2 is blocked */
@@ -408,7 +481,96 @@ START_TEST(pending_is_not_a_hang)
 	ck_assert_int_eq(h.count[NF_HANG_BLOCKED], 1);
 	ck_assert_int_eq(h.count[NF_HANG_PENDING], 0);
 	nf_hang_report_free(&h);
+	same_hangs(path, a);
 	nf_analysis_destroy(a);
+}
+END_TEST
+
+/* A Windows ETW capture logs a signal packet's completion after the OS has
+ * unwaited the waits it released: deps names the signal although its end is
+ * later than the wait's. The critical path still goes through that signal,
+ * taken at the wait's end (it used to treat the wait as released by nothing
+ * and blame its own queue's wait for the whole stall). */
+START_TEST(release_recorded_after_the_wait)
+{
+	char path[1024];
+	struct nf_analysis *a;
+	struct nf_cp_path p;
+	struct nf_error e;
+	bool via_signal = false;
+
+	snprintf(path, sizeof(path), "%s/late.db", tmp);
+	make_db(path,
+		"INSERT INTO queues(queue, name) VALUES (1, 'Q1'), (2, 'Q2');"
+		"INSERT INTO fences(fence, initial_value) VALUES (10, 0);"
+		"INSERT INTO fence_ops(id, queue, op, fence, value, queued_ns, observed_ns, end_ns, status, thread) VALUES"
+		" (1, 1, 'signal', 10, 1, 100, 100, 1030, 'complete', 1),"
+		" (2, 2, 'wait', 10, 1, 100, 150, 1000, 'complete', 1);"
+		"INSERT INTO deps(signal_id, wait_id, cpu_signal, stall_ns) VALUES (1, 2, NULL, 850);");
+	ck_assert_int_eq(nf_analysis_load(path, &a, &e), 0);
+	ck_assert_msg(nf_analysis_critical_path(a, 2, &p, &e) == 0, "%s", e.msg);
+	ck_assert_int_eq(p.queued_ns, 100);
+	ck_assert_int_eq(p.end_ns, 1000);
+	check_tiles(&p);
+	for (size_t i = 0; i < p.n; i++)
+		if (p.segs[i].op_id == 1 && !p.segs[i].on_thread && p.segs[i].queue == 1 &&
+		    p.segs[i].kind == NF_SEG_EXECUTE && p.segs[i].end_ns == 1000)
+			via_signal = true;
+	ck_assert_msg(via_signal, "the path does not go through signal op 1 on Q1 (%zu segments)", p.n);
+	nf_cp_path_free(&p);
+	nf_analysis_destroy(a);
+}
+END_TEST
+
+/* A session cut at a packet boundary (as a killed recorder leaves it) ends
+ * mid-frame: its open waits are pending, not hangs, and check says whole. */
+START_TEST(session_cut_mid_frame_is_pending)
+{
+	char sample[1024], scen[1200], dir[1200], events[1300];
+	struct nf_analysis *a;
+	struct nf_hang_report h;
+	struct nf_error e;
+	long cut = -1;
+
+	nf_test_source_path(sample, sizeof(sample), "samples/stress.nfs");
+	snprintf(scen, sizeof(scen), "%s/ring.nfs", tmp);
+	snprintf(dir, sizeof(dir), "%s/ring", tmp);
+	snprintf(cmd, sizeof(cmd), "sed 's/^repeat 4000 as/repeat 300 as/' '%s' > '%s' && '%s' record -o '%s' '%s'",
+		 sample, scen, nf_test_nftrace(), dir, scen);
+	ck_assert_msg(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)) == 0, "%s", err);
+	/* the last packet that starts past the middle: packets start on 4 KiB blocks
+	 * with the CTF magic 0xC1FC1FC1 (little endian) */
+	snprintf(events, sizeof(events), "%s/events", dir);
+	FILE *f = fopen(events, "rb");
+	ck_assert_ptr_nonnull(f);
+	fseek(f, 0, SEEK_END);
+	long size = ftell(f);
+	for (long off = 4096; off < size; off += 4096) {
+		unsigned char m[4];
+
+		fseek(f, off, SEEK_SET);
+		if (fread(m, 1, 4, f) == 4 && m[0] == 0xC1 && m[1] == 0x1F && m[2] == 0xFC && m[3] == 0xC1 &&
+		    off > size / 2) {
+			cut = off;
+			break;
+		}
+	}
+	fclose(f);
+	ck_assert_msg(cut > 0, "no packet boundary past the middle of %s", events);
+	ck_assert_int_eq(truncate(events, cut), 0);
+	a = load(dir);
+	ck_assert_int_eq(nf_analysis_hangs(a, &h, &e), 0);
+	ck_assert_int_gt(h.count[NF_HANG_PENDING], 0);
+	ck_assert_uint_eq(h.n, h.count[NF_HANG_PENDING]);
+	nf_hang_report_free(&h);
+	same_hangs_dir(dir, a);
+	nf_analysis_destroy(a);
+	/* The cut session has no end of recording: check says incomplete (exit
+	 * 1), not hang or deadlock, and lists the open waits as pending. */
+	snprintf(cmd, sizeof(cmd), "'%s' check '%s'", nf_test_nftrace(), dir);
+	ck_assert_msg(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)) == 1, "%s %s", out, err);
+	ck_assert_ptr_nonnull(strstr(out, "pending at the end"));
+	ck_assert_msg(strstr(out, "verdict: incomplete") != NULL, "%s", out);
 }
 END_TEST
 
@@ -442,6 +604,7 @@ START_TEST(lowered_signals)
 	ck_assert_int_eq(h.f[1].prev_value, 7);
 	ck_assert_int_eq(h.f[1].prev_op, -1);
 	nf_hang_report_free(&h);
+	same_hangs(path, a);
 	nf_analysis_destroy(a);
 }
 END_TEST
@@ -461,6 +624,7 @@ static void check_generic(const char *dir)
 		ck_assert_msg(h.f[i].kind == NF_HANG_PENDING, "%s: finding %s on wait op %" PRId64, dir,
 			      nf_hang_kind_name(h.f[i].kind), h.f[i].wait.op_id);
 	nf_hang_report_free(&h);
+	same_hangs_dir(dir, a);
 	/* every finished operation's critical path tiles its latency (the first 2000),
 	 * and the lazy model (what the CLI uses) walks the same path */
 	char db[4200];
@@ -494,7 +658,8 @@ static void check_generic(const char *dir)
 					      x->thread == y->thread && x->op_id == y->op_id &&
 					      x->cpu_wait == y->cpu_wait && x->cpu_signal == y->cpu_signal &&
 					      x->fence == y->fence && x->value == y->value &&
-					      x->release_op == y->release_op && x->start_ns == y->start_ns &&
+					      x->release_op == y->release_op && x->via_fence == y->via_fence &&
+					      x->start_ns == y->start_ns &&
 					      x->end_ns == y->end_ns,
 				      "%s op %" PRId64 ": lazy path differs at segment %zu", dir, id, k);
 		}
@@ -665,11 +830,13 @@ int main(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, chain_three_queues_two_adapters_cpu_thread);
 	tcase_add_test(tc, stall_chain_blame);
+	tcase_add_test(tc, release_recorded_after_the_wait);
 	tcase_add_test(tc, deadlock_two_queues);
 	tcase_add_test(tc, deadlock_three_queues_across_adapters);
 	tcase_add_test(tc, hang_signal_never_queued);
 	tcase_add_test(tc, pending_is_not_a_hang);
 	tcase_add_test(tc, lowered_signals);
+	tcase_add_test(tc, session_cut_mid_frame_is_pending);
 	tcase_add_loop_test(tc, no_finding_on_clean_samples, 0,
 			    (int)(sizeof(clean_samples) / sizeof(clean_samples[0])));
 	tcase_add_test(tc, no_finding_on_program_and_kernel);

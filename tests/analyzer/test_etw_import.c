@@ -102,6 +102,7 @@ enum {
 struct fx {
 	struct nf_etlw *w;
 	unsigned ps;
+	uint32_t pid;  /* of the next DxgKrnl events; 0: 4 (System) */
 };
 
 static void dxg(struct fx *f, uint16_t id, uint8_t version, uint16_t cpu, uint32_t tid, int64_t ticks,
@@ -113,7 +114,7 @@ static void dxg(struct fx *f, uint16_t id, uint8_t version, uint16_t cpu, uint32
 	e.provider = &nf_etl_guid_dxgkrnl;
 	e.id = id;
 	e.version = version;
-	e.pid = 4;
+	e.pid = f->pid ? f->pid : 4;
 	e.tid = tid;
 	e.cpu = cpu;
 	e.ticks = ticks;
@@ -222,6 +223,9 @@ static void objects(struct nf_etlw_buf *b, uint64_t sync, uint64_t value)
 	nf_etlw_put_u64(b, value);
 }
 
+/* Leaves the CPU signal (296) out of the fixture: deps then take their GPU-only path. */
+static bool fixture_no_cpu_signal;
+
 static void write_fixture(const char *path, unsigned ps)
 {
 	struct nf_etlw_options o;
@@ -235,6 +239,7 @@ static void write_fixture(const char *path, unsigned ps)
 	o.header_pointer_size = ps;
 	f.w = nf_etlw_create(&o);
 	f.ps = ps;
+	f.pid = 0;
 	ck_assert(f.w != NULL);
 	select_context(&f, 1000, CTX_A, 0);
 	select_context(&f, 1010, CTX_B, 1);
@@ -300,10 +305,12 @@ static void write_fixture(const char *path, unsigned ps)
 		ck_assert_int_eq(nf_etlw_event(f.w, &e), 0);
 		nf_etlw_buf_free(&b);
 	}
-	b = B(&f);
-	nf_etlw_put_ptr(&b, DEVICE);
-	objects(&b, SYNC2, 9);
-	dxg(&f, 296, 0, 0, 100, 1900, &b);
+	if (!fixture_no_cpu_signal) {
+		b = B(&f);
+		nf_etlw_put_ptr(&b, DEVICE);
+		objects(&b, SYNC2, 9);
+		dxg(&f, 296, 0, 0, 100, 1900, &b);
+	}
 	b = B(&f);
 	nf_etlw_put_ptr(&b, EVENT);
 	nf_etlw_put_u32(&b, 1);
@@ -426,6 +433,8 @@ static void check_fixture_rows(const char *s, unsigned ps)
 		    "244|4|0\n245|3|0\n296|1|0\n297|1|0\n300|1|0\n");
 	expect_rows(s, "SELECT kind, lost_entries, detail FROM anomalies",
 		    "etw_lost|1|1 buffers flagged 'events lost'\n");
+	/* Every DxgKrnl event came from the System process (4): no thread named. */
+	expect_rows(s, "SELECT count(*) FROM kernel_threads", "0\n");
 	expect_rows(s, "SELECT queue, fence, thread, ops FROM queue_threads ORDER BY queue, fence, thread",
 		    "1|1|100|2\n2|1|100|1\n2|1|200|3\n3|1|200|1\n");
 }
@@ -459,6 +468,7 @@ START_TEST(test_fixture_rows_32)
 	import_fixture(4, tmp, sizeof(tmp), s, sizeof(s));
 	check_fixture_rows(s, 4);
 	expect_rows(s, "SELECT value FROM meta WHERE key = 'etw_pointer_size'", "4\n");
+	expect_rows(s, "SELECT value FROM meta WHERE key = 'etw_record_pointer_sizes'", "4\n");
 	nf_test_rmtree(tmp);
 }
 END_TEST
@@ -489,6 +499,22 @@ START_TEST(test_link_or_copy)
 	} else {
 		fprintf(stderr, "note: /dev/shm is not another filesystem here: the copy was not tried\n");
 	}
+	nf_test_rmtree(tmp);
+}
+END_TEST
+
+/* Without CPU signals, deps are computed without looking for them: the CPU
+ * wait has no releaser in the capture, the GPU waits the same ones. */
+START_TEST(test_fixture_no_cpu_signal)
+{
+	char tmp[1024], s[1100];
+
+	fixture_no_cpu_signal = true;
+	import_fixture(8, tmp, sizeof(tmp), s, sizeof(s));
+	fixture_no_cpu_signal = false;
+	expect_rows(s, "SELECT wait_id, signal_id, cpu_signal, stall_ns FROM deps ORDER BY wait_id",
+		    "2|1||30000\n3|1||0\n4|||15000\n5|7||25000\n");
+	expect_rows(s, "SELECT count(*) FROM cpu_signals", "0\n");
 	nf_test_rmtree(tmp);
 }
 END_TEST
@@ -572,6 +598,7 @@ START_TEST(test_rundown_rows)
 	o.header_ticks = 1000;
 	f.w = nf_etlw_create(&o);
 	f.ps = 8;
+	f.pid = 0;
 	ck_assert(f.w != NULL);
 	/* AdapterDCStart */
 	b = B(&f);
@@ -667,7 +694,9 @@ START_TEST(test_rundown_rows)
 	nf_etlw_put_u32(&b, 0);
 	nf_etlw_put_ptr(&b, MF);
 	nf_etlw_put_u64(&b, 11);
+	f.pid = 1234; /* logged by the compositor's thread 700 */
 	dxg(&f, 462, 0, 1, 700, 1400, &b);
+	f.pid = 0;
 	unwait(&f, 1410, 1, CTX_A, PQ1);
 	packet_stop(&f, 1420, 1, CTX_A, 1, PQ1);
 	/* A wait for the native fence, aborted. */
@@ -677,6 +706,15 @@ START_TEST(test_rundown_rows)
 	nf_etlw_put_ptr(&b, CTX_A);
 	dxg(&f, 361, 0, 0, 0, 1600, &b);
 	packet_stop(&f, 1610, 0, CTX_A, 2, PQ2);
+	/* A signal packet of the monitored fence to 12, aborted: it releases nothing. */
+	signal_packet(&f, 1620, 0, CTX_A, 3, MF, 12, PQ3);
+	b = B(&f);
+	nf_etlw_put_ptr(&b, PQ3);
+	nf_etlw_put_ptr(&b, CTX_A);
+	dxg(&f, 361, 0, 0, 0, 1630, &b);
+	packet_stop(&f, 1640, 0, CTX_A, 3, PQ3);
+	wait_packet(&f, 1645, 0, CTX_A, 4, MF, 12, PQ5);
+	unwait(&f, 1647, 0, CTX_A, PQ5);
 	/* SchedulingLog: two CPU (QPC ticks) / GPU pairs */
 	b = B(&f);
 	nf_etlw_put_ptr(&b, ADAPTER);
@@ -719,12 +757,17 @@ START_TEST(test_rundown_rows)
 		       "end_ns, status FROM dma_packets", "1|0|2|2||5||10000||20000|complete\n");
 	expect_rows(s, "SELECT id, queue, op, fence, value, queued_ns, observed_ns, end_ns, status FROM fence_ops "
 		       "ORDER BY id", "1|1|wait|1|11|30000|30000|41000|complete\n"
-				      "2|1|wait|2|3|50000|50000|60000|aborted\n");
+				      "2|1|wait|2|3|50000|50000|60000|aborted\n"
+				      "3|1|signal|1|12|62000||63000|aborted\n"
+				      "4|1|wait|1|12|64500|64500|64700|complete\n");
 	expect_rows(s, "SELECT id, thread, adapter, fence, value, ts_ns FROM cpu_signals", "1|700|0|1|11|40000\n");
-	expect_rows(s, "SELECT wait_id, signal_id, cpu_signal, stall_ns FROM deps", "1||1|11000\n");
+	/* The wait for 12 is released by nothing in the capture: the aborted
+	 * signal does not count. */
+	expect_rows(s, "SELECT wait_id, signal_id, cpu_signal, stall_ns FROM deps", "1||1|11000\n4|||200\n");
 	expect_rows(s, "SELECT adapter, ts_ns, gpu_clock FROM calibrations ORDER BY ts_ns",
 		    "0|65000|5000\n0|69000|9000\n");
 	expect_rows(s, "SELECT count(*) FROM etw_events WHERE provider NOT LIKE 'kernel:%'", "0\n");
+	expect_rows(s, "SELECT thread, comm FROM kernel_threads", "700|vrcompositor.exe 1234\n");
 	nf_test_rmtree(tmp);
 }
 END_TEST
@@ -775,12 +818,28 @@ START_TEST(test_kernel_records)
 	}
 	/* Process DCStart (version 4) of pid 77, game.exe. */
 	process_record(w, 1200, 77, "game.exe");
+	/* Thread SetName: thread 20 of process 77 is "RenderThread". */
+	memset(&b, 0, sizeof(b));
+	b.pointer_size = 8;
+	nf_etlw_put_u32(&b, 77);
+	nf_etlw_put_u32(&b, 20);
+	nf_etlw_put_wstr(&b, "RenderThread");
+	memset(&c, 0, sizeof(c));
+	c.kind = NF_ETL_HDR_SYSTEM;
+	c.hook_id = 0x0548;
+	c.version = 2;
+	c.ticks = 1250;
+	c.payload = b.p;
+	c.size = (uint32_t)b.n;
+	ck_assert_int_eq(nf_etlw_classic(w, &c), 0);
+	nf_etlw_buf_free(&b);
 	ck_assert_int_eq(nf_etlw_save(w, etl), 0);
 	nf_etlw_destroy(w);
 	ck_assert_msg(run("'%s' import '%s' -o '%s'", nf_test_nftrace(), etl, s) == 0, "%s", errb);
 	expect_rows(s, "SELECT thread, cpu, start_ns, end_ns, end_state FROM cpu_runs ORDER BY cpu, thread",
 		    "10|0|0|10000|5\n20|0|10000||\n30|1|15000||\n");
 	expect_rows(s, "SELECT process, name FROM etw_processes", "77|game.exe\n");
+	expect_rows(s, "SELECT thread, comm FROM kernel_threads", "20|RenderThread\n");
 	expect_rows(s, "SELECT value FROM meta WHERE key = 'etw_lacks'", "dxgkrnl\n");
 	ck_assert_msg(run("'%s' info '%s'", nf_test_nftrace(), s) == 0, "%s", errb);
 	ck_assert_msg(strstr(out, "no GPU timeline") != NULL && strstr(out, "kernel:Thread") != NULL, "%s", out);
@@ -849,6 +908,53 @@ START_TEST(test_fixture_report)
 	cairo_surface_destroy(img);
 	nf_render_layout_release(&lay);
 	sqlite3_close(sql);
+	nf_test_rmtree(tmp);
+}
+END_TEST
+
+/* A fence-related DxgKrnl event whose size matches no layout is counted, kept
+ * raw, and makes `check` fail; a mismatch of another event only counts. */
+START_TEST(test_size_mismatch)
+{
+	struct nf_etlw_options o;
+	struct nf_etlw_buf b;
+	char tmp[1024], etl[1100], s[1100];
+	struct fx f;
+
+	nf_test_tmpdir(tmp, sizeof(tmp));
+	snprintf(etl, sizeof(etl), "%s/m.etl", tmp);
+	snprintf(s, sizeof(s), "%s/s", tmp);
+	memset(&o, 0, sizeof(o));
+	o.perf_freq = 10000000;
+	o.header_ticks = 1000;
+	f.w = nf_etlw_create(&o);
+	f.ps = 8;
+	f.pid = 0;
+	ck_assert(f.w != NULL);
+	b = B(&f); /* a wait packet 4 bytes short */
+	nf_etlw_put_ptr(&b, CTX_A);
+	nf_etlw_put_u32(&b, 1);
+	nf_etlw_put_u32(&b, 0);
+	nf_etlw_put_ptr(&b, SYNC);
+	nf_etlw_put_u64(&b, 5);
+	nf_etlw_put_u32(&b, 0x9001);
+	dxg(&f, 244, 1, 0, 200, 1100, &b);
+	b = B(&f); /* a VSync 8 bytes long */
+	nf_etlw_put_u64(&b, 0);
+	dxg(&f, 17, 0, 0, 0, 1200, &b);
+	ck_assert_int_eq(nf_etlw_save(f.w, etl), 0);
+	nf_etlw_destroy(f.w);
+	ck_assert_msg(run("'%s' import '%s' -o '%s'", nf_test_nftrace(), etl, s) == 0, "%s", errb);
+	expect_rows(s, "SELECT event_id, events, size_mismatches FROM etw_counts WHERE name IS NOT NULL "
+		       "ORDER BY event_id", "17|1|1\n244|1|1\n");
+	expect_rows(s, "SELECT event_id, size FROM etw_events WHERE provider NOT LIKE 'kernel:%' ORDER BY id",
+		    "244|36\n17|8\n");
+	expect_rows(s, "SELECT count(*) FROM fence_ops", "0\n");
+	ck_assert_int_eq(run("'%s' check '%s'", nf_test_nftrace(), s), 1);
+	ck_assert_msg(strstr(out, "DxgKrnl size mismatches:  2 (1 fence-related)") && strstr(out, "ILLEGAL"),
+		      "%s", out);
+	ck_assert_msg(run("'%s' info '%s'", nf_test_nftrace(), s) == 0 &&
+		      strstr(out, "(2 of a size no layout has)"), "%s", out);
 	nf_test_rmtree(tmp);
 }
 END_TEST
@@ -1115,6 +1221,7 @@ START_TEST(test_real_capture)
 	ck_assert_msg(run("'%s' import '%s' -o '%s'", nf_test_nftrace(), etl, s) == 0, "%s", errb);
 	ck_assert_msg(run("'%s' info '%s'", nf_test_nftrace(), s) == 0, "%s", errb);
 	ck_assert_msg(strstr(out, "OS build:       17134") && strstr(out, "CPUs:           8") &&
+		      strstr(out, "pointer size:   4 bytes (logfile header); records: 8") &&
 		      strstr(out, "Microsoft-Windows-DxgKrnl 196500") && strstr(out, "lacks:          kernel,rundown"),
 		      "%s", out);
 	ck_assert_msg(run("'%s' check '%s'", nf_test_nftrace(), s) == 0, "%s%s", out, errb);
@@ -1186,6 +1293,12 @@ START_TEST(test_real_capture)
 		ck_assert_msg(tied * 100 >= total * 99, "%lld of %lld tied", tied, total);
 		free(got);
 	}
+	/* And the tie is the release: every GPU wait's signal ended within
+	 * 100 us of its unwait (none long before: no wait is tied to an older
+	 * signal of a value it had not reached). */
+	expect_rows(s, "SELECT count(*) FROM deps d JOIN fence_ops w ON w.id = d.wait_id "
+		       "JOIN fence_ops s ON s.id = d.signal_id WHERE w.queue IS NOT NULL "
+		       "AND abs(s.end_ns - w.end_ns) > 100000", "0\n");
 	nf_test_rmtree(tmp);
 }
 END_TEST
@@ -1198,12 +1311,14 @@ static Suite *etw_suite(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, test_fixture_rows_64);
 	tcase_add_test(tc, test_fixture_rows_32);
+	tcase_add_test(tc, test_fixture_no_cpu_signal);
 	tcase_add_test(tc, test_fixture_commands);
 	tcase_add_test(tc, test_damaged_leaves_nothing);
 	tcase_add_test(tc, test_kernel_records);
 	tcase_add_test(tc, test_rundown_rows);
 	tcase_add_test(tc, test_mutations);
 	tcase_add_test(tc, test_link_or_copy);
+	tcase_add_test(tc, test_size_mismatch);
 	tcase_add_test(tc, test_fixture_report);
 	suite_add_tcase(s, tc);
 	return s;

@@ -61,6 +61,39 @@ static void refused_one_line(int st, const char *what, const char *name)
 	ck_assert_msg(strstr(err, name) != NULL, "%s: does not name %s: %s", what, name, err);
 }
 
+/* Outputs written under a file size limit: one line naming the file, exit
+ * 1, nothing left behind (they used to die of SIGXFSZ, exit 153, silently,
+ * leaving a temporary or a truncated file). */
+START_TEST(outputs_under_a_file_size_limit_fail_cleanly)
+{
+	static const char *const outs[][2] = {
+		{ "big.json", "export --format chrome-json" }, { "big.pftrace", "export --format perfetto" },
+		{ "big.html", "report" }, { "big.svg", "report" }, { "big.pdf", "report" },
+		{ "big.png", "report --width 8000" },
+	};
+	char src[1024], d[700], o[800], full[17000];
+
+	nf_test_source_path(src, sizeof(src), "samples/clock-drift.nfs");
+	snprintf(d, sizeof(d), "%s/drift", tmp);
+	/* the timeline first, without the limit */
+	snprintf(cmd, sizeof(cmd), "'%s' record -o '%s' '%s' >/dev/null && '%s' query '%s' 'select 1'",
+		 nf_test_nftrace(), d, src, nf_test_nftrace(), d);
+	run_ok(cmd);
+	for (size_t i = 0; i < sizeof(outs) / sizeof(outs[0]); i++) {
+		snprintf(o, sizeof(o), "%s/%s", tmp, outs[i][0]);
+		/* bash: ulimit -f counts KiB */
+		snprintf(full, sizeof(full), "bash -c \"ulimit -f 8 && exec '%s' %.40s '%s' -o '%s'\"",
+			 nf_test_nftrace(), outs[i][1], d, o);
+		int st = run(full);
+		refused_one_line(st, outs[i][0], outs[i][0]);
+		ck_assert_msg(strstr(err, "large") != NULL, "%s: %s", outs[i][0], err);
+		snprintf(cmd, sizeof(cmd), "ls '%s' | grep -c '^big' || true", tmp);
+		ck_assert_int_eq(run(cmd), 0);
+		ck_assert_msg(!strncmp(out, "0", 1), "%s: left %s", outs[i][0], out);
+	}
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* 1. record --force replaces only nftrace's own session                */
 
@@ -196,6 +229,18 @@ static const char async_pending_scenario[] =
 
 /* A cpu_wait_async still pending when the runtime is destroyed: its waiter
  * was freed through the fence, then read through the event (ASan, memcheck). */
+/* The session of a pending async wait is whole; check calls the wait for a
+ * value no signal reaches a hang (exit 1), nothing else. */
+static void check_only_hang(const char *d)
+{
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "'%s' check '%s'", nf_test_nftrace(), d);
+	st = run(cmd);
+	ck_assert_msg(st == 1 && strstr(out, "verdict: hang") && !strstr(out, "incomplete"),
+		      "%s: exit %d: %.1500s %.500s", cmd, st, out, err);
+}
+
 START_TEST(pending_async_wait_at_the_end)
 {
 	static const char *const modes[] = { "", "--mode threaded" };
@@ -209,14 +254,14 @@ START_TEST(pending_async_wait_at_the_end)
 	fclose(f);
 	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
 		snprintf(d, sizeof(d), "%s/async%zu", tmp, i);
-		snprintf(cmd, sizeof(cmd), "'%s' record %s -o '%s' '%s' && '%s' check '%s'",
-			 nf_test_nftrace(), modes[i], d, sc, nf_test_nftrace(), d);
+		snprintf(cmd, sizeof(cmd), "'%s' record %s -o '%s' '%s'", nf_test_nftrace(), modes[i], d, sc);
 		run_ok(cmd);
+		check_only_hang(d);
 	}
 	snprintf(d, sizeof(d), "%s/async-prog", tmp);
-	snprintf(cmd, sizeof(cmd), "'%s' record -o '%s' -- '%s' async-pending && '%s' check '%s'",
-		 nf_test_nftrace(), d, prog(), nf_test_nftrace(), d);
+	snprintf(cmd, sizeof(cmd), "'%s' record -o '%s' -- '%s' async-pending", nf_test_nftrace(), d, prog());
 	run_ok(cmd);
+	check_only_hang(d);
 }
 END_TEST
 
@@ -425,6 +470,15 @@ START_TEST(huge_times_are_refused)
 		{ "advance 1800s\\nadvance 1801s\\n", "past 1 hour" },
 		{ "adapter G caps native irq_latency 18446744073709551615\\n", "irq_latency must be at most 1s" },
 		{ "adapter G caps native submit_latency 2s\\n", "submit_latency must be at most 1s" },
+		/* Settings the engine refused only once the session existed (a
+		 * directory with only its metadata was left). */
+		{ "adapter G caps native stride 57\\n", "stride must be at most 56 bytes" },
+		{ "adapter G caps native gpu_frequency 18446744073709551615\\n", "gpu_frequency must be between" },
+		{ "adapter A1\\nadapter A2\\nadapter A3\\nadapter A4\\nadapter A5\\nadapter A6\\n"
+		  "adapter A7\\nadapter A8\\nadapter A9\\nadapter A10\\nadapter A11\\nadapter A12\\n"
+		  "adapter A13\\nadapter A14\\nadapter A15\\nadapter A16\\nadapter A17\\n", "too many adapters" },
+		/* A start no reader could take in nanoseconds. */
+		{ "session cpu_start 9223372036854000000\\n", "beyond 2^62 ns" },
 	};
 	char sc[700], d[700];
 
@@ -435,6 +489,8 @@ START_TEST(huge_times_are_refused)
 			 cases[i].text, sc, nf_test_nftrace(), d, sc);
 		int st = run(cmd);
 		refused_one_line(st, cases[i].text, cases[i].what);
+		if (i >= 5)
+			ck_assert_msg(access(d, F_OK) != 0, "%s: left a session directory", cases[i].text);
 	}
 }
 END_TEST
@@ -569,6 +625,179 @@ START_TEST(query_output_formats_hold_absurd_values)
 }
 END_TEST
 
+
+/* ------------------------------------------------------------------ */
+/* 12. signals sent to nftrace alone reach the program                    */
+
+START_TEST(sigterm_and_sigint_to_nftrace_reach_the_program)
+{
+	static const char *const sigs[] = { "TERM", "INT" };
+	char d[700];
+
+	for (size_t i = 0; i < 2; i++) {
+		snprintf(d, sizeof(d), "%s/sig%zu", tmp, i);
+		/* kill names nftrace's pid only (not its group): before, it waited
+		 * for a program that sleeps for ever. */
+		snprintf(cmd, sizeof(cmd),
+			 "cd '%s' && rm -f ready%zu.txt; '%s' record -o '%s' -- '%s' sleep 100 > ready%zu.txt & p=$!; "
+			 "i=0; while ! grep -q ready ready%zu.txt 2>/dev/null && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; "
+			 "( sleep 30; c=$(pgrep -P $p); kill -KILL $p 2>/dev/null; [ -n \"$c\" ] && kill -KILL $c ) & w=$!; "
+			 "kill -%s $p; wait $p; echo \"exit=$?\"; kill $w 2>/dev/null",
+			 tmp, i, nf_test_nftrace(), d, prog(), i, i, sigs[i]);
+		run(cmd);
+		ck_assert_msg(strstr(out, "exit=130") && strstr(err, "closed cleanly"), "SIG%s: %s / %s", sigs[i],
+			      out, err);
+		snprintf(cmd, sizeof(cmd), "'%s' check '%s'", nf_test_nftrace(), d);
+		run(cmd);
+		ck_assert_msg(!strstr(out, "incomplete"), "SIG%s: %s", sigs[i], out);
+	}
+}
+END_TEST
+
+/* A program that ran and exited 127 is not "cannot run program". */
+START_TEST(program_exiting_127_ran)
+{
+	char d[700];
+
+	snprintf(d, sizeof(d), "%s/e127", tmp);
+	snprintf(cmd, sizeof(cmd), "'%s' record -o '%s' -- '%s' exit127", nf_test_nftrace(), d, prog());
+	refused_one_line(run(cmd), "exit 127", "program exited with status 127");
+	snprintf(cmd, sizeof(cmd), "'%s' record -o '%s/missing' -- '%s/no-such-program'", nf_test_nftrace(), tmp, tmp);
+	refused_one_line(run(cmd), "missing program", "cannot run program: No such file or directory");
+}
+END_TEST
+
+
+/* ------------------------------------------------------------------ */
+/* 13. bad environment values are refused                                 */
+
+START_TEST(bad_environment_values_are_refused)
+{
+	static const char *const bad[] = { "NFTRACE_SEED=abc", "NFTRACE_SEED=-5", "NFTRACE_SEED=",
+					   "NFTRACE_SEED=18446744073709551616", "NFTRACE_MODE=bogus",
+					   "NFTRACE_GROUND_TRUTH=xyz", "NFTRACE_GROUND_TRUTH=2" };
+	char d[700];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(d, sizeof(d), "%s/env%zu", tmp, i);
+		snprintf(cmd, sizeof(cmd), "env '%s' NFTRACE_RECORD_DIR='%s' '%s' ops 3", bad[i], d, prog());
+		ck_assert_msg(run(cmd) == 1, "%s: accepted: %s", bad[i], err);
+		char name[64];
+		snprintf(name, sizeof(name), "%.*s", (int)(strchr(bad[i], '=') - bad[i]), bad[i]);
+		ck_assert_msg(strstr(err, name), "%s: %s", bad[i], err);
+		ck_assert_msg(!exists(d, "metadata"), "%s: a session was made", bad[i]);
+	}
+	/* Good values still record, with the seed they say. */
+	snprintf(d, sizeof(d), "%s/envok", tmp);
+	snprintf(cmd, sizeof(cmd), "NFTRACE_SEED=4242 NFTRACE_MODE=deterministic NFTRACE_GROUND_TRUTH=1 "
+		 "NFTRACE_RECORD_DIR='%s' '%s' ops 3 && grep -c 'seed = 4242;' '%s/metadata'",
+		 d, prog(), d);
+	run_ok(cmd);
+	ck_assert_str_eq(out, "1\n");
+}
+END_TEST
+
+
+/* ------------------------------------------------------------------ */
+/* 11. stale tracefs instances of killed record --kernel runs              */
+
+START_TEST(stale_kernel_instances_are_removed_by_the_next_command)
+{
+	if (access("/sys/kernel/tracing/instances", W_OK) != 0) {
+		printf("SKIP: /sys/kernel/tracing/instances is not writable (needs root and tracefs)\n");
+		return;
+	}
+	/* A pid that is gone, and an instance named after it, tracing on with
+	 * an event enabled (what a SIGKILLed record --kernel leaves). */
+	snprintf(cmd, sizeof(cmd),
+		 "sh -c 'exit 0' & p=$!; wait $p; i=/sys/kernel/tracing/instances/nftrace-$p; "
+		 "mkdir $i && { echo 1 > $i/events/sched/sched_switch/enable; } 2>/dev/null; "
+		 "'%s' info '%s' >/dev/null && if test -d $i; then echo left; rmdir $i; else echo removed; fi",
+		 nf_test_nftrace(), good);
+	/* (Another nftrace running meanwhile, another test's, may remove it
+	 * first: removed all the same.) */
+	run_ok(cmd);
+	ck_assert_str_eq(out, "removed\n");
+	/* A live process's instance stays. */
+	snprintf(cmd, sizeof(cmd),
+		 "i=/sys/kernel/tracing/instances/nftrace-$$; mkdir $i && '%s' info '%s' >/dev/null; "
+		 "if test -d $i; then echo kept; rmdir $i; else echo removed; fi", nf_test_nftrace(), good);
+	run_ok(cmd);
+	ck_assert_str_eq(out, "kept\n");
+}
+END_TEST
+
+
+/* A read-only session (read-only media) is queried with its fresh timeline;
+ * without one, one line says why. A full disk during the build names the
+ * file. Needs root to mount a tmpfs: skipped otherwise. */
+START_TEST(read_only_and_full_session_directories)
+{
+	char m[700], src[1024];
+
+	snprintf(m, sizeof(m), "%s/mnt", tmp);
+	nf_test_source_path(src, sizeof(src), "samples/log-buffer-example.nfs");
+	snprintf(cmd, sizeof(cmd), "mkdir '%s' && mount -t tmpfs -o size=4m tmpfs '%s' && umount '%s'", m, m, m);
+	if (run(cmd) != 0) {
+		printf("SKIP: cannot mount a tmpfs (needs root): %s", err);
+		return;
+	}
+	snprintf(cmd, sizeof(cmd),
+		 "set -e; cd '%s'; trap \"umount '%s'\" EXIT; mount -t tmpfs -o size=4m tmpfs '%s'; N='%s'; "
+		 "$N record -o '%s/a' '%s' >/dev/null; $N record -o '%s/b' '%s' >/dev/null; "
+		 "$N query --csv '%s/a' 'select count(*) from fence_ops' >/dev/null; "
+		 "mount -o remount,ro '%s'; "
+		 "$N query --csv '%s/a' 'select count(*) from fence_ops'; "
+		 "if $N query '%s/b' 'select 1' 2>err.txt; then echo built; else cat err.txt; fi",
+		 tmp, m, m, nf_test_nftrace(), m, src, m, src, m, m, m, m);
+	int st = run(cmd);
+	ck_assert_msg(st == 0, "exit %d: %s / %s", st, out, err);
+	ck_assert_msg(strstr(out, "count(*)\n2\n") && strstr(out, "/b: cannot build the timeline here (Read-only file system)"),
+		      "%s", out);
+	/* Full: 64 KiB hold the session, not its timeline. */
+	snprintf(cmd, sizeof(cmd),
+		 "set -e; cd '%s'; trap \"umount '%s'\" EXIT; mount -t tmpfs -o size=64k tmpfs '%s'; N='%s'; "
+		 "$N record -o '%s/a' '%s' >/dev/null; if $N query '%s/a' 'select 1' 2>err.txt; then echo built; "
+		 "else cat err.txt; fi; ls -A '%s/a' | tr '\\n' ' '; "
+		 "if $N record -o '%s/p' -- '%s' ops 3000 >out.txt 2>err.txt; then echo recorded; else cat err.txt; fi",
+		 tmp, m, m, nf_test_nftrace(), m, src, m, m, m, prog());
+	st = run(cmd);
+	ck_assert_msg(st == 0, "exit %d: %s / %s", st, out, err);
+	ck_assert_msg(strstr(out, "/a/..timeline.db.tmp.") && strstr(out, "full"), "%s", out);
+	ck_assert_msg(strstr(out, ".timeline.lock events metadata") && !strstr(out, " ..timeline"), "%s", out);
+	/* And a program recording onto the full disk fails with the writer's line. */
+	ck_assert_msg(strstr(out, "/p/events: write failed after") && strstr(out, "No space left on device") &&
+			      !strstr(out, "recorded"), "%s", out);
+}
+END_TEST
+
+
+/* record --kernel appends the kernel stream after the recorder closed the
+ * session: the end of the recording is updated, once, and a cut kernel
+ * stream is incomplete. Needs a writable tracefs: skipped otherwise. */
+START_TEST(check_follows_an_appended_kernel_stream)
+{
+	char d[700], src[1024];
+
+	if (access("/sys/kernel/tracing/instances", W_OK) != 0) {
+		printf("SKIP: /sys/kernel/tracing/instances is not writable (needs root and tracefs)\n");
+		return;
+	}
+	snprintf(d, sizeof(d), "%s/k", tmp);
+	nf_test_source_path(src, sizeof(src), "samples/log-buffer-example.nfs");
+	snprintf(cmd, sizeof(cmd), "'%s' record --kernel default -o '%s' '%s' >/dev/null && "
+		 "grep -c recorded_ '%s/metadata' && grep -c \"recorded_kernel_bytes = $(stat -c %%s '%s/kernel');\" '%s/metadata' && "
+		 "'%s' check '%s' | tail -n 1",
+		 nf_test_nftrace(), d, src, d, d, d, nf_test_nftrace(), d);
+	run_ok(cmd);
+	ck_assert_msg(strncmp(out, "3\n1\nverdict: whole", 18) == 0, "%s", out);
+	/* The kernel stream gone (its one packet: a cut one is corrupt). */
+	snprintf(cmd, sizeof(cmd), "rm '%s/kernel' && '%s' check '%s' | tail -n 1", d, nf_test_nftrace(), d);
+	run(cmd);
+	ck_assert_msg(strstr(out, "verdict: incomplete (kernel has 0 of the"), "%s", out);
+}
+END_TEST
+
 static Suite *reliability_suite(void)
 {
 	Suite *s = suite_create("reliability");
@@ -588,9 +817,14 @@ static Suite *reliability_suite(void)
 	tcase_set_timeout(tc, 300);
 	suite_add_tcase(s, tc);
 	tcase_add_test(tc, program_under_a_file_size_limit_fails);
+	tcase_add_test(tc, outputs_under_a_file_size_limit_fail_cleanly);
 	tcase_add_test(tc, pending_async_wait_at_the_end);
 	tcase_add_test(tc, fork_after_runtime_creation_is_refused_clearly);
 	tcase_add_test(tc, c1_controls_are_shown_as_question_marks);
+	tcase_add_test(tc, sigterm_and_sigint_to_nftrace_reach_the_program);
+	tcase_add_test(tc, program_exiting_127_ran);
+	tcase_add_test(tc, bad_environment_values_are_refused);
+	tcase_add_test(tc, stale_kernel_instances_are_removed_by_the_next_command);
 	tc = tcase_create("cache");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 300);
@@ -598,6 +832,7 @@ static Suite *reliability_suite(void)
 	tcase_add_test(tc, cache_follows_files_replaced_by_older_copies);
 	tcase_add_test(tc, cache_refuses_a_session_being_recorded);
 	tcase_add_test(tc, cache_removes_temporaries_of_interrupted_builds);
+	tcase_add_test(tc, read_only_and_full_session_directories);
 	tc = tcase_create("check");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 300);
@@ -605,6 +840,7 @@ static Suite *reliability_suite(void)
 	tcase_add_test(tc, check_calls_a_session_cut_at_a_packet_boundary_incomplete);
 	tcase_add_test(tc, check_calls_a_killed_recording_incomplete);
 	tcase_add_test(tc, check_refuses_metadata_and_events_of_two_recordings);
+	tcase_add_test(tc, check_follows_an_appended_kernel_stream);
 	tcase_add_test(tc, gpu_clock_near_2_63_gives_findings_and_null_times);
 	tc = tcase_create("query");
 	tcase_add_checked_fixture(tc, setup, teardown);
