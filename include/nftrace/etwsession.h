@@ -1,8 +1,9 @@
 /*
  * nftrace ETW sessions: a Windows ETW capture (.etl, from xperf, WPR or
  * GPUView's log.cmd) turned into an nftrace session. The session directory
- * holds the capture (NF_ETW_CAPTURE_NAME: a hard link to the imported file when
- * both are on one filesystem, else a copy) and its timeline
+ * holds the capture (NF_ETW_CAPTURE_NAME: always a copy of the imported file,
+ * never a hard link, so writing into the session cannot change the original)
+ * and its timeline
  * (.timeline.db, schemas/timeline.sql, the "Windows ETW captures" block); the
  * analyzer rebuilds the timeline from the copy like any other session's, so
  * `query`, `report`, `info` and `check` work on it. Reading the file is
@@ -51,7 +52,10 @@ struct nf_etw_import_stats {
  * under a temporary name beside out_dir and renamed into place only once the
  * whole capture was read, so a failed import leaves nothing behind. Refuses
  * an existing non-empty out_dir unless force, and then only when it is an
- * nftrace session (CTF metadata or an ETW capture). Returns 0, NF_ENOENT (no
+ * nftrace session holding only nftrace's files (nf_session_dir_check,
+ * include/nftrace/sessiondir.h), checked before anything is touched; the old
+ * session is renamed aside, the new one in, and only then the old one removed
+ * (put back if the rename fails). Returns 0, NF_ENOENT (no
  * such file), NF_EFORMAT (not an ETL, truncated, a buffer or record that
  * lies, compressed: the message names the file, the buffer and the offset),
  * NF_EUNSUPP, NF_EEXIST, NF_EIO, NF_ESQL or NF_ENOMEM.

@@ -473,11 +473,11 @@ START_TEST(test_fixture_rows_32)
 }
 END_TEST
 
-/* The capture in the session: a hard link on the same filesystem, a copy from
- * another one (/dev/shm, when it is one), the same rows either way. */
-START_TEST(test_link_or_copy)
+/* The capture in the session is its own copy, never a hard link to the
+ * user's original: writing into the session leaves the original as it was. */
+START_TEST(test_capture_is_a_copy)
 {
-	char tmp[1024], etl[1100], s[1100], cap[1200], shm[64];
+	char tmp[1024], etl[1100], s[1100], cap[1200];
 	struct stat a, b;
 
 	import_fixture(8, tmp, sizeof(tmp), s, sizeof(s));
@@ -485,20 +485,72 @@ START_TEST(test_link_or_copy)
 	snprintf(cap, sizeof(cap), "%s/capture.etl", s);
 	ck_assert_int_eq(stat(etl, &a), 0);
 	ck_assert_int_eq(stat(cap, &b), 0);
-	ck_assert(a.st_ino == b.st_ino && a.st_dev == b.st_dev);
-	nf_test_rmtree(s);
-	snprintf(shm, sizeof(shm), "/dev/shm/nftrace-etw-%d.etl", (int)getpid());
-	if (stat("/dev/shm", &b) == 0 && b.st_dev != a.st_dev &&
-	    run("cp '%s' '%s'", etl, shm) == 0) {
-		ck_assert_msg(run("'%s' import '%s' -o '%s'", nf_test_nftrace(), shm, s) == 0, "%s", errb);
-		ck_assert_int_eq(stat(cap, &b), 0);
-		ck_assert_int_eq((int)b.st_nlink, 1);
-		ck_assert_int_eq((long long)b.st_size, (long long)a.st_size);
-		check_fixture_rows(s, 8);
-		unlink(shm);
-	} else {
-		fprintf(stderr, "note: /dev/shm is not another filesystem here: the copy was not tried\n");
-	}
+	ck_assert(a.st_ino != b.st_ino || a.st_dev != b.st_dev);
+	ck_assert_int_eq((int)a.st_nlink, 1);
+	ck_assert_int_eq((long long)b.st_size, (long long)a.st_size);
+	ck_assert_int_eq(run("echo other > '%s'", cap), 0);
+	ck_assert_int_eq(stat(etl, &b), 0);
+	ck_assert_int_eq((long long)b.st_size, (long long)a.st_size);
+	nf_test_rmtree(tmp);
+}
+END_TEST
+
+/* True when path exists (any kind). */
+static bool exists(const char *fmt, const char *dir)
+{
+	char path[4200];
+	struct stat st;
+
+	snprintf(path, sizeof(path), fmt, dir);
+	return lstat(path, &st) == 0;
+}
+
+/*
+ * import --force replaces nftrace sessions only (a recorded CTF one, an
+ * imported ETW one) and refuses anything else, in one line, with nothing in it
+ * touched; record --force (and so the trace-cmd import, which prepares its
+ * directory the same way) replaces an ETW session.
+ */
+START_TEST(test_force_replaces_sessions_only)
+{
+	char tmp[1024], etl[1100], d[1100], nfs[4200];
+
+	nf_test_tmpdir(tmp, sizeof(tmp));
+	snprintf(etl, sizeof(etl), "%s/fixture.etl", tmp);
+	write_fixture(etl, 8);
+	snprintf(d, sizeof(d), "%s/L", tmp);
+	/* Someone's folder with a file named metadata and a subdirectory. */
+	ck_assert_int_eq(run("mkdir -p '%s/sub' && echo m > '%s/metadata' && echo p > '%s/chan0'", d, d, d), 0);
+	ck_assert_int_eq(run("'%s' import --force '%s' -o '%s'", nf_test_nftrace(), etl, d), 1);
+	ck_assert_msg(nf_test_count_lines(errb) == 1 && strstr(errb, "not an nftrace session"), "%s", errb);
+	ck_assert(exists("%s/metadata", d) && exists("%s/chan0", d) && exists("%s/sub", d));
+	/* A folder holding a capture.etl and a user's file. */
+	snprintf(d, sizeof(d), "%s/U", tmp);
+	ck_assert_int_eq(run("mkdir '%s' && cp '%s' '%s/capture.etl' && echo n > '%s/notes.txt'", d, etl, d, d), 0);
+	ck_assert_int_eq(run("'%s' import --force '%s' -o '%s'", nf_test_nftrace(), etl, d), 1);
+	ck_assert_msg(nf_test_count_lines(errb) == 1 && strstr(errb, "notes.txt"), "%s", errb);
+	ck_assert(exists("%s/notes.txt", d) && exists("%s/capture.etl", d) && !exists("%s/.timeline.db", d));
+	/* An ETW session with a user's file in it is refused too. */
+	snprintf(d, sizeof(d), "%s/E", tmp);
+	ck_assert_int_eq(run("'%s' import '%s' -o '%s'", nf_test_nftrace(), etl, d), 0);
+	ck_assert_int_eq(run("echo n > '%s/notes.txt'", d), 0);
+	ck_assert_int_eq(run("'%s' import --force '%s' -o '%s'", nf_test_nftrace(), etl, d), 1);
+	ck_assert(exists("%s/notes.txt", d) && exists("%s/capture.etl", d));
+	/* A clean ETW session is replaced; a damaged capture leaves the old one whole. */
+	ck_assert_int_eq(run("rm '%s/notes.txt'", d), 0);
+	ck_assert_msg(run("'%s' import --force '%s' -o '%s'", nf_test_nftrace(), etl, d) == 0, "%s", errb);
+	ck_assert_int_eq(run("head -c 20000 '%s' > '%s/cut.etl'", etl, tmp), 0);
+	ck_assert_int_eq(run("'%s' import --force '%s/cut.etl' -o '%s'", nf_test_nftrace(), tmp, d), 1);
+	ck_assert(exists("%s/capture.etl", d) && exists("%s/capture.source", d));
+	check_fixture_rows(d, 8);
+	ck_assert_int_eq(run("ls -d '%s'/*.old-* '%s'/*.import-* 2>/dev/null | grep -q .", tmp, tmp), 1);
+	/* record --force replaces the ETW session, import --force the recorded one. */
+	nf_test_source_path(nfs, sizeof(nfs), "samples/hang-never-signaled.nfs");
+	ck_assert_msg(run("'%s' record --force -o '%s' '%s'", nf_test_nftrace(), d, nfs) == 0, "%s", errb);
+	ck_assert(exists("%s/metadata", d) && !exists("%s/capture.etl", d));
+	ck_assert_msg(run("'%s' import --force '%s' -o '%s'", nf_test_nftrace(), etl, d) == 0, "%s", errb);
+	ck_assert(!exists("%s/metadata", d) && exists("%s/capture.etl", d));
+	check_fixture_rows(d, 8);
 	nf_test_rmtree(tmp);
 }
 END_TEST
@@ -1317,7 +1369,8 @@ static Suite *etw_suite(void)
 	tcase_add_test(tc, test_kernel_records);
 	tcase_add_test(tc, test_rundown_rows);
 	tcase_add_test(tc, test_mutations);
-	tcase_add_test(tc, test_link_or_copy);
+	tcase_add_test(tc, test_capture_is_a_copy);
+	tcase_add_test(tc, test_force_replaces_sessions_only);
 	tcase_add_test(tc, test_size_mismatch);
 	tcase_add_test(tc, test_fixture_report);
 	suite_add_tcase(s, tc);
