@@ -595,6 +595,27 @@ START_TEST(test_fixture_commands)
 }
 END_TEST
 
+/* The timeline of an ETW session is built once: later commands find it
+ * current (meta.session_key) and read it; analyses' tables (stall_blame) stay. */
+START_TEST(test_timeline_built_once)
+{
+	char tmp[1024], s[1100], db[1200];
+	struct stat a, b;
+
+	import_fixture(8, tmp, sizeof(tmp), s, sizeof(s));
+	snprintf(db, sizeof(db), "%s/.timeline.db", s);
+	ck_assert_int_eq(stat(db, &a), 0);
+	expect_rows(s, "SELECT count(*) FROM meta WHERE key = 'session_key'", "1\n");
+	ck_assert_msg(run("'%s' query --csv '%s' 'SELECT count(*) FROM deps'", nf_test_nftrace(), s) == 0, "%s", errb);
+	ck_assert_msg(run("'%s' query --csv '%s' 'SELECT count(*) > 0 FROM stall_blame'", nf_test_nftrace(), s) == 0,
+		      "%s", errb);
+	ck_assert_msg(run("'%s' check '%s'", nf_test_nftrace(), s) == 0, "%s", errb);
+	ck_assert_int_eq(stat(db, &b), 0);
+	ck_assert(a.st_ino == b.st_ino && a.st_dev == b.st_dev);
+	nf_test_rmtree(tmp);
+}
+END_TEST
+
 /* A Process DCStart record (version 4, 64-bit) naming pid. */
 static void process_record(struct nf_etlw *w, int64_t ticks, uint32_t pid, const char *image)
 {
@@ -1370,6 +1391,7 @@ static Suite *etw_suite(void)
 	tcase_add_test(tc, test_rundown_rows);
 	tcase_add_test(tc, test_mutations);
 	tcase_add_test(tc, test_capture_is_a_copy);
+	tcase_add_test(tc, test_timeline_built_once);
 	tcase_add_test(tc, test_force_replaces_sessions_only);
 	tcase_add_test(tc, test_size_mismatch);
 	tcase_add_test(tc, test_fixture_report);
