@@ -581,6 +581,20 @@ START_TEST(test_fixture_commands)
 	ck_assert_msg(strstr(out, "OS build:       17134") && strstr(out, "CPUs:           2") &&
 		      strstr(out, "Microsoft-Windows-DxgKrnl 29") && strstr(out, "lacks:          kernel,rundown"),
 		      "%s", out);
+	/* --json before or after the directory: one JSON object with the same facts. */
+	ck_assert_msg(run("'%s' info --json '%s'", nf_test_nftrace(), s) == 0, "%s", errb);
+	ck_assert_msg(out[0] == '{' && nf_test_count_lines(out) == 1 && strstr(out, "\"kind\": \"etw\"") &&
+		      strstr(out, "\"os_build\": 17134") && strstr(out, "\"cpus\": 2") &&
+		      strstr(out, "\"lacks\": [\"kernel\", \"rundown\"]") &&
+		      strstr(out, "\"name\": \"Microsoft-Windows-DxgKrnl\", \"events\": 29,") &&
+		      strstr(out, "\"buffers_flagged\": 1}"), "%s", out);
+	{
+		static char first[OUT_MAX];
+
+		snprintf(first, sizeof(first), "%s", out);
+		ck_assert_msg(run("'%s' info '%s' --json", nf_test_nftrace(), s) == 0, "%s", errb);
+		ck_assert_str_eq(out, first);
+	}
 	ck_assert_msg(run("'%s' check '%s'", nf_test_nftrace(), s) == 0, "%s%s", out, errb);
 	ck_assert_msg(strstr(out, "GPU waits never released: 1 of 4") &&
 		      strstr(out, "1 buffers flagged lost") && strstr(out, "verdict: legal anomalies only (") &&
