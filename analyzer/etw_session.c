@@ -36,6 +36,19 @@
 #define NF_VERSION "unknown"
 #endif
 
+/*
+ * The caller's interrupt flag during nf_etw_import_interruptible (NULL
+ * otherwise): the ingest and the copy look at it so that a SIGINT or SIGTERM
+ * stops the import within a few thousand events. Per thread, as the import
+ * runs on its caller's thread (nf_timeline_build in between has no room for it).
+ */
+static __thread volatile int *import_interrupt;
+
+static bool interrupted(void)
+{
+	return import_interrupt && *import_interrupt;
+}
+
 bool nf_etw_session_is(const char *dir)
 {
 	char path[PATH_MAX];
@@ -436,6 +449,7 @@ static int ingest(sqlite3 *db, const char *etl, const char *source, struct nf_et
 	char last_text[NF_ETL_GUID_STR];
 	bool have_last = false;
 	unsigned ptr_sizes = 0; /* bit 0: 4-byte pointer records seen, bit 1: 8-byte */
+	uint64_t n_events = 0;
 	int rc;
 
 	memset(&s, 0, sizeof(s));
@@ -494,6 +508,8 @@ static int ingest(sqlite3 *db, const char *etl, const char *source, struct nf_et
 		if (ev.has_guid || (ev.hook_id >> 8) != 0) /* not the logfile header's own records */
 			ptr_sizes |= ev.pointer_size == 8 ? 2u : 1u;
 		rc = nf_etwi_event(s.in, &e, err);
+		if (rc == 0 && (++n_events & 4095) == 0 && interrupted())
+			rc = nf_error_set(err, NF_EINTR, "%s: interrupted", etl);
 	}
 	if (rc < 0)
 		goto out;
@@ -609,18 +625,23 @@ static int copy_bytes(const char *src, const char *dst, struct nf_error *err)
 		goto out;
 	}
 	for (;;) {
-		ssize_t n = copy_file_range(in, NULL, out, NULL, 1 << 30, 0);
+		/* 64 MiB at a time: an interrupt is seen between them */
+		ssize_t n = interrupted() ? (errno = EINTR, -1) : copy_file_range(in, NULL, out, NULL, 1 << 26, 0);
 
 		if (n == 0)
 			break;
 		if (n > 0)
 			continue;
+		if (errno == EINTR) {
+			rc = nf_error_set(err, NF_EINTR, "%s: interrupted while copying it into %s", src, dst);
+			goto out;
+		}
 		if (errno != EXDEV && errno != ENOSYS && errno != EINVAL && errno != EOPNOTSUPP) {
 			rc = nf_error_set(err, NF_EIO, "%s: copying to %s: %s", src, dst, strerror(errno));
 			goto out;
 		}
 		/* No in-kernel copy here: plain reads and writes. */
-		while ((n = read(in, buf, sizeof(buf))) > 0)
+		while (!interrupted() && (n = read(in, buf, sizeof(buf))) > 0)
 			for (ssize_t w = 0; w < n;) {
 				ssize_t k = write(out, buf + w, (size_t)(n - w));
 
@@ -630,7 +651,9 @@ static int copy_bytes(const char *src, const char *dst, struct nf_error *err)
 				}
 				w += k;
 			}
-		if (n < 0)
+		if (interrupted())
+			rc = nf_error_set(err, NF_EINTR, "%s: interrupted while copying it into %s", src, dst);
+		else if (n < 0)
 			rc = nf_error_set(err, NF_EIO, "%s: %s", src, strerror(errno));
 		break;
 	}
@@ -751,7 +774,28 @@ static void read_stats(const char *db_path, struct nf_etw_import_stats *st)
 	sqlite3_close(db);
 }
 
+static int import(const char *etl_path, const char *out_dir, bool force, struct nf_etw_import_stats *st,
+		  struct nf_error *err);
+
 int nf_etw_import(const char *etl_path, const char *out_dir, bool force, struct nf_etw_import_stats *st,
+		  struct nf_error *err)
+{
+	return nf_etw_import_interruptible(etl_path, out_dir, force, NULL, st, err);
+}
+
+int nf_etw_import_interruptible(const char *etl_path, const char *out_dir, bool force,
+				volatile int *interrupt, struct nf_etw_import_stats *st, struct nf_error *err)
+{
+	volatile int *saved = import_interrupt;
+	int rc;
+
+	import_interrupt = interrupt;
+	rc = import(etl_path, out_dir, force, st, err);
+	import_interrupt = saved;
+	return rc;
+}
+
+static int import(const char *etl_path, const char *out_dir, bool force, struct nf_etw_import_stats *st,
 		  struct nf_error *err)
 {
 	char tmp[PATH_MAX], cap[PATH_MAX + 32], db[PATH_MAX + 32];
@@ -788,6 +832,9 @@ int nf_etw_import(const char *etl_path, const char *out_dir, bool force, struct 
 			rc = nf_error_set(err, NF_EIO, "%s: cannot write", src);
 	}
 	rc = rc ? rc : nf_timeline_build(tmp, db, err);
+	/* the last look before the session replaces anything */
+	if (rc == 0 && interrupted())
+		rc = nf_error_set(err, NF_EINTR, "%s: interrupted", etl_path);
 	rc = rc ? rc : swap_in(tmp, out_dir, old, err);
 	if (rc) {
 		remove_dir_files(tmp);

@@ -64,6 +64,17 @@ int nf_etw_import(const char *etl_path, const char *out_dir, bool force,
 		  struct nf_etw_import_stats *st, struct nf_error *err);
 
 /*
+ * nf_etw_import that stops when *interrupt becomes non-zero (set by the
+ * caller's SIGINT/SIGTERM handler; NULL: never): it is looked at every 4096
+ * events, between 64 MiB chunks of the copy and before the new session
+ * replaces anything. Returns NF_EINTR then, with the temporary directory
+ * removed and out_dir as it was; otherwise as nf_etw_import.
+ */
+int nf_etw_import_interruptible(const char *etl_path, const char *out_dir, bool force,
+				volatile int *interrupt, struct nf_etw_import_stats *st,
+				struct nf_error *err);
+
+/*
  * Builds the timeline database db_path from the ETW session session_dir (the
  * analyzer's nf_timeline_build() calls it for such sessions): every table of
  * the ETW block, the indexes and views, and meta. Returns 0, the reader's

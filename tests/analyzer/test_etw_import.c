@@ -22,6 +22,7 @@
 #include <math.h>
 #include <inttypes.h>
 #include <sqlite3.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <sys/stat.h>
 
@@ -1201,6 +1202,98 @@ START_TEST(test_damaged_leaves_nothing)
 }
 END_TEST
 
+/* A capture of n plain events of another provider (a second or so to import). */
+static void big_fixture(const char *path, unsigned n)
+{
+	struct nf_etlw_options o;
+	struct nf_etlw *w;
+
+	memset(&o, 0, sizeof(o));
+	o.cpus = 2;
+	o.perf_freq = 10000000;
+	o.header_ticks = 1000;
+	o.header_pointer_size = 8;
+	w = nf_etlw_create(&o);
+	ck_assert(w != NULL);
+	for (unsigned i = 0; i < n; i++) {
+		struct nf_etlw_buf b;
+		struct nf_etlw_event e;
+
+		memset(&b, 0, sizeof(b));
+		b.pointer_size = 8;
+		nf_etlw_put_u64(&b, i);
+		memset(&e, 0, sizeof(e));
+		e.provider = &other_provider;
+		e.id = (uint16_t)(1 + i % 7);
+		e.pid = 4;
+		e.tid = 8;
+		e.cpu = (uint16_t)(i & 1);
+		e.ticks = 2000 + (int64_t)i;
+		e.pointer_size = 8;
+		e.payload = b.p;
+		e.size = (uint32_t)b.n;
+		ck_assert_int_eq(nf_etlw_event(w, &e), 0);
+		nf_etlw_buf_free(&b);
+	}
+	ck_assert_int_eq(nf_etlw_save(w, path), 0);
+	nf_etlw_destroy(w);
+}
+
+/*
+ * An interrupted import (SIGINT or SIGTERM, or the caller's flag) leaves
+ * nothing: no DIR.import-XXXXXX, no DIR; an existing session it was to
+ * replace stays as it was.
+ */
+START_TEST(test_interrupted_leaves_nothing)
+{
+	char tmp[1024], etl[1100], big[1100], s[1100];
+	struct nf_etw_import_stats ist;
+	struct nf_error err;
+	volatile int flag = SIGINT;
+	int got130 = 0;
+
+	nf_test_tmpdir(tmp, sizeof(tmp));
+	snprintf(etl, sizeof(etl), "%s/fixture.etl", tmp);
+	snprintf(big, sizeof(big), "%s/big.etl", tmp);
+	snprintf(s, sizeof(s), "%s/s", tmp);
+	write_fixture(etl, 8);
+	/* In-process, the flag already set: refused before anything stays. */
+	nf_error_clear(&err);
+	ck_assert_int_eq(nf_etw_import_interruptible(etl, s, false, &flag, &ist, &err), NF_EINTR);
+	ck_assert_msg(strstr(err.msg, "interrupted") != NULL, "%s", err.msg);
+	assert_nothing_left_but(tmp);
+	assert_nothing_left(tmp);
+	/* Replacing a session: the old one stays whole. */
+	ck_assert_int_eq(nf_etw_import(etl, s, false, &ist, &err), 0);
+	ck_assert_int_eq(nf_etw_import_interruptible(etl, s, true, &flag, &ist, &err), NF_EINTR);
+	assert_nothing_left_but(tmp);
+	check_fixture_rows(s, 8);
+	nf_test_rmtree(s);
+	/* The command, signalled while it builds the timeline (retried when the
+	 * import was done before the signal came). */
+	big_fixture(big, 400000);
+	for (int round = 0; round < 6 && got130 < 2; round++) {
+		const char *sig = round & 1 ? "INT" : "TERM";
+		int rc = run("'%s' import '%s' -o '%s' & p=$!; i=0; "
+			     "while [ $i -lt 4000 ] && ! ls -d '%s'.import-*/..timeline.db.tmp.* >/dev/null 2>&1; "
+			     "do i=$((i+1)); sleep 0.001; done; kill -%s $p; wait $p",
+			     nf_test_nftrace(), big, s, s, sig);
+
+		assert_nothing_left_but(tmp);
+		if (rc == 0) {
+			nf_test_rmtree(s);
+			continue;
+		}
+		ck_assert_msg(rc == 130 && nf_test_count_lines(errb) == 1 && strstr(errb, "interrupted"),
+			      "exit %d: %s", rc, errb);
+		assert_nothing_left(tmp);
+		got130++;
+	}
+	ck_assert_msg(got130 > 0, "the import always finished before the signal");
+	nf_test_rmtree(tmp);
+}
+END_TEST
+
 /*
  * Damaged captures through the whole import, in-process (so ASan and UBSan
  * watch the ingest too): the fixture with bytes changed at deterministic
@@ -1484,6 +1577,7 @@ static Suite *etw_suite(void)
 	tcase_add_test(tc, test_capture_is_a_copy);
 	tcase_add_test(tc, test_timeline_built_once);
 	tcase_add_test(tc, test_check_hang);
+	tcase_add_test(tc, test_interrupted_leaves_nothing);
 	tcase_add_test(tc, test_force_replaces_sessions_only);
 	tcase_add_test(tc, test_size_mismatch);
 	tcase_add_test(tc, test_fixture_report);
