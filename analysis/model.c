@@ -342,7 +342,7 @@ void an_op_from_row(struct an_op *o, sqlite3_stmt *s)
 	o->has_end = !COL_NULL(s, 7);
 	o->end = sqlite3_column_int64(s, 7);
 	st = (const char *)sqlite3_column_text(s, 8);
-	o->done = o->has_end || (st && strcmp(st, "unmatched") && strcmp(st, "unsignaled"));
+	o->done = o->has_end || (st && strcmp(st, "unmatched") && strcmp(st, "unsignaled") && strcmp(st, "pending"));
 	o->has_thread = !COL_NULL(s, 9);
 	o->thread = o->has_thread ? sqlite3_column_int64(s, 9) : -1;
 	o->prev = o->rel_op = o->rel_cpu = AN_NONE;

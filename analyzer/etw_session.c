@@ -13,6 +13,7 @@
 
 #include "etw_ingest.h"
 #include "nftrace/etl.h"
+#include "nftrace/sessiondir.h"
 #include "nftrace/events.h"
 #include "nftrace/timeline.h"
 #include "timeline_sql.h"
@@ -34,6 +35,19 @@
 #ifndef NF_VERSION
 #define NF_VERSION "unknown"
 #endif
+
+/*
+ * The caller's interrupt flag during nf_etw_import_interruptible (NULL
+ * otherwise): the ingest and the copy look at it so that a SIGINT or SIGTERM
+ * stops the import within a few thousand events. Per thread, as the import
+ * runs on its caller's thread (nf_timeline_build in between has no room for it).
+ */
+static __thread volatile int *import_interrupt;
+
+static bool interrupted(void)
+{
+	return import_interrupt && *import_interrupt;
+}
 
 bool nf_etw_session_is(const char *dir)
 {
@@ -435,6 +449,7 @@ static int ingest(sqlite3 *db, const char *etl, const char *source, struct nf_et
 	char last_text[NF_ETL_GUID_STR];
 	bool have_last = false;
 	unsigned ptr_sizes = 0; /* bit 0: 4-byte pointer records seen, bit 1: 8-byte */
+	uint64_t n_events = 0;
 	int rc;
 
 	memset(&s, 0, sizeof(s));
@@ -493,6 +508,8 @@ static int ingest(sqlite3 *db, const char *etl, const char *source, struct nf_et
 		if (ev.has_guid || (ev.hook_id >> 8) != 0) /* not the logfile header's own records */
 			ptr_sizes |= ev.pointer_size == 8 ? 2u : 1u;
 		rc = nf_etwi_event(s.in, &e, err);
+		if (rc == 0 && (++n_events & 4095) == 0 && interrupted())
+			rc = nf_error_set(err, NF_EINTR, "%s: interrupted", etl);
 	}
 	if (rc < 0)
 		goto out;
@@ -559,7 +576,7 @@ out:
 
 static int copy_bytes(const char *src, const char *dst, struct nf_error *err);
 
-/* Removes the plain files of dir, then dir (a session we made or replace). */
+/* Removes the plain files of dir, then dir (only the temporary session this import made). */
 static void remove_dir_files(const char *dir)
 {
 	DIR *d = opendir(dir);
@@ -579,17 +596,14 @@ static void remove_dir_files(const char *dir)
 }
 
 /*
- * Puts the capture into the session: a hard link when src is on the same
- * filesystem (no copy of a capture that may be gigabytes; the session only
- * ever reads it, and a capture replaced by a new file keeps the linked one),
- * else a copy.
+ * Puts the capture into the session: always a copy of its bytes, never a hard
+ * link. A link would share the user's original inode, so anything written to
+ * DIR/capture.etl (`cp other.etl DIR/capture.etl`) would overwrite the
+ * original. copy_file_range lets the kernel do the copy (a reflink, sharing
+ * the blocks, on filesystems that have them: btrfs, XFS).
  */
 static int copy_file(const char *src, const char *dst, struct nf_error *err)
 {
-	struct stat lst;
-
-	if (lstat(src, &lst) == 0 && S_ISREG(lst.st_mode) && link(src, dst) == 0)
-		return 0;
 	return copy_bytes(src, dst, err);
 }
 
@@ -611,18 +625,23 @@ static int copy_bytes(const char *src, const char *dst, struct nf_error *err)
 		goto out;
 	}
 	for (;;) {
-		ssize_t n = copy_file_range(in, NULL, out, NULL, 1 << 30, 0);
+		/* 64 MiB at a time: an interrupt is seen between them */
+		ssize_t n = interrupted() ? (errno = EINTR, -1) : copy_file_range(in, NULL, out, NULL, 1 << 26, 0);
 
 		if (n == 0)
 			break;
 		if (n > 0)
 			continue;
+		if (errno == EINTR) {
+			rc = nf_error_set(err, NF_EINTR, "%s: interrupted while copying it into %s", src, dst);
+			goto out;
+		}
 		if (errno != EXDEV && errno != ENOSYS && errno != EINVAL && errno != EOPNOTSUPP) {
 			rc = nf_error_set(err, NF_EIO, "%s: copying to %s: %s", src, dst, strerror(errno));
 			goto out;
 		}
 		/* No in-kernel copy here: plain reads and writes. */
-		while ((n = read(in, buf, sizeof(buf))) > 0)
+		while (!interrupted() && (n = read(in, buf, sizeof(buf))) > 0)
 			for (ssize_t w = 0; w < n;) {
 				ssize_t k = write(out, buf + w, (size_t)(n - w));
 
@@ -632,7 +651,9 @@ static int copy_bytes(const char *src, const char *dst, struct nf_error *err)
 				}
 				w += k;
 			}
-		if (n < 0)
+		if (interrupted())
+			rc = nf_error_set(err, NF_EINTR, "%s: interrupted while copying it into %s", src, dst);
+		else if (n < 0)
 			rc = nf_error_set(err, NF_EIO, "%s: %s", src, strerror(errno));
 		break;
 	}
@@ -643,16 +664,23 @@ out:
 	return rc;
 }
 
-/* Refuses an existing non-empty out_dir unless force and it is a session. */
-static int check_out_dir(const char *out_dir, bool force, bool *replace, struct nf_error *err)
+/*
+ * Refuses an existing non-empty out_dir unless force and it is an nftrace
+ * session holding only nftrace's files (core/session_dir.c, the recogniser
+ * `record --force` uses too); *kind says what is there to replace afterwards
+ * (NF_SESSION_NONE with *exists: an empty directory). Touches nothing.
+ */
+static int check_out_dir(const char *out_dir, bool force, bool *exists, enum nf_session_kind *kind,
+			 struct nf_error *err)
 {
 	struct stat st;
 	DIR *d;
 	struct dirent *de;
 	bool empty = true;
-	char meta[PATH_MAX];
+	int rc;
 
-	*replace = false;
+	*exists = false;
+	*kind = NF_SESSION_NONE;
 	if (lstat(out_dir, &st) != 0)
 		return errno == ENOENT ? 0 : nf_error_set(err, NF_EIO, "%s: %s", out_dir, strerror(errno));
 	if (!S_ISDIR(st.st_mode))
@@ -663,16 +691,58 @@ static int check_out_dir(const char *out_dir, bool force, bool *replace, struct 
 		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
 			empty = false;
 	closedir(d);
-	*replace = true;
+	*exists = true;
 	if (empty)
 		return 0;
 	if (!force)
 		return nf_error_set(err, NF_EEXIST, "%s: already exists (use --force to replace the session)",
 				    out_dir);
-	snprintf(meta, sizeof(meta), "%s/metadata", out_dir);
-	if (access(meta, F_OK) != 0 && !nf_etw_session_is(out_dir))
-		return nf_error_set(err, NF_EEXIST, "%s: exists and is not an nftrace session; refusing to replace it",
-				    out_dir);
+	if ((rc = nf_session_dir_check(out_dir, err)) < 0)
+		return rc;
+	*kind = (enum nf_session_kind)rc;
+	return 0;
+}
+
+/*
+ * Puts the complete new session tmp in place of out_dir. An old session is
+ * first renamed aside (so its files are never missing: on failure it goes
+ * back), then its own files are removed; an empty out_dir is replaced by the
+ * rename itself.
+ */
+static int swap_in(const char *tmp, const char *out_dir, enum nf_session_kind old, struct nf_error *err)
+{
+	char aside[PATH_MAX];
+	struct nf_error e2;
+
+	if (old == NF_SESSION_NONE) {
+		if (rename(tmp, out_dir) != 0)
+			return nf_error_set(err, NF_EIO, "%s: cannot rename %s to it: %s", out_dir, tmp,
+					    strerror(errno));
+		return 0;
+	}
+	if ((size_t)snprintf(aside, sizeof(aside), "%s.old-XXXXXX", out_dir) >= sizeof(aside))
+		return nf_error_set(err, NF_EINVAL, "%s: path too long", out_dir);
+	if (!mkdtemp(aside))
+		return nf_error_set(err, NF_EIO, "%s: cannot create a directory beside it: %s", out_dir,
+				    strerror(errno));
+	/* rename onto the empty directory aside replaces it */
+	if (rename(out_dir, aside) != 0) {
+		int e = errno;
+
+		rmdir(aside);
+		return nf_error_set(err, NF_EIO, "%s: cannot move the old session aside: %s", out_dir, strerror(e));
+	}
+	if (rename(tmp, out_dir) != 0) {
+		int e = errno;
+
+		if (rename(aside, out_dir) != 0)
+			return nf_error_set(err, NF_EIO, "%s: cannot rename %s to it (%s); the old session is in %s",
+					    out_dir, tmp, strerror(e), aside);
+		return nf_error_set(err, NF_EIO, "%s: cannot rename %s to it: %s", out_dir, tmp, strerror(e));
+	}
+	nf_error_clear(&e2);
+	if (nf_session_dir_clear(aside, old, &e2) == 0)
+		rmdir(aside);
 	return 0;
 }
 
@@ -704,12 +774,34 @@ static void read_stats(const char *db_path, struct nf_etw_import_stats *st)
 	sqlite3_close(db);
 }
 
+static int import(const char *etl_path, const char *out_dir, bool force, struct nf_etw_import_stats *st,
+		  struct nf_error *err);
+
 int nf_etw_import(const char *etl_path, const char *out_dir, bool force, struct nf_etw_import_stats *st,
+		  struct nf_error *err)
+{
+	return nf_etw_import_interruptible(etl_path, out_dir, force, NULL, st, err);
+}
+
+int nf_etw_import_interruptible(const char *etl_path, const char *out_dir, bool force,
+				volatile int *interrupt, struct nf_etw_import_stats *st, struct nf_error *err)
+{
+	volatile int *saved = import_interrupt;
+	int rc;
+
+	import_interrupt = interrupt;
+	rc = import(etl_path, out_dir, force, st, err);
+	import_interrupt = saved;
+	return rc;
+}
+
+static int import(const char *etl_path, const char *out_dir, bool force, struct nf_etw_import_stats *st,
 		  struct nf_error *err)
 {
 	char tmp[PATH_MAX], cap[PATH_MAX + 32], db[PATH_MAX + 32];
 	struct nf_etl_reader *r = NULL;
-	bool replace;
+	enum nf_session_kind old;
+	bool exists;
 	int rc;
 
 	memset(st, 0, sizeof(*st));
@@ -718,7 +810,7 @@ int nf_etw_import(const char *etl_path, const char *out_dir, bool force, struct 
 	nf_etl_reader_destroy(r);
 	if (rc)
 		return rc;
-	if ((rc = check_out_dir(out_dir, force, &replace, err)))
+	if ((rc = check_out_dir(out_dir, force, &exists, &old, err)))
 		return rc;
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.import-XXXXXX", out_dir) >= sizeof(tmp))
 		return nf_error_set(err, NF_EINVAL, "%s: path too long", out_dir);
@@ -740,10 +832,10 @@ int nf_etw_import(const char *etl_path, const char *out_dir, bool force, struct 
 			rc = nf_error_set(err, NF_EIO, "%s: cannot write", src);
 	}
 	rc = rc ? rc : nf_timeline_build(tmp, db, err);
-	if (rc == 0 && replace)
-		remove_dir_files(out_dir);
-	if (rc == 0 && rename(tmp, out_dir) != 0)
-		rc = nf_error_set(err, NF_EIO, "%s: cannot rename %s to it: %s", out_dir, tmp, strerror(errno));
+	/* the last look before the session replaces anything */
+	if (rc == 0 && interrupted())
+		rc = nf_error_set(err, NF_EINTR, "%s: interrupted", etl_path);
+	rc = rc ? rc : swap_in(tmp, out_dir, old, err);
 	if (rc) {
 		remove_dir_files(tmp);
 		return rc;

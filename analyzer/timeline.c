@@ -46,6 +46,38 @@ static int cb_finding(void *ctx, const struct nf_finding *f)
 	return nf_timeline_builder_feed_finding(c->b, f, c->err);
 }
 
+/* Records what the session was when this build began (nf_timeline_ensure compares it). */
+static int put_session_key(sqlite3 *db, const char *tmp_path, const char *key, struct nf_error *err)
+{
+	sqlite3_stmt *s = NULL;
+	int rc = 0;
+
+	if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO meta(key, value) VALUES ('session_key', ?1)", -1, &s,
+			       NULL) != SQLITE_OK ||
+	    sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC) != SQLITE_OK || sqlite3_step(s) != SQLITE_DONE)
+		rc = nf_error_set(err, NF_ESQL, "%s: %s", tmp_path, sqlite3_errmsg(db));
+	sqlite3_finalize(s);
+	return rc;
+}
+
+/* An imported Windows ETW capture: its own reader and mapping, then the key
+ * (without it every command would rebuild the timeline). */
+static int build_etw(const char *session_dir, const char *tmp_path, const char *key, struct nf_error *err)
+{
+	sqlite3 *db = NULL;
+	int rc = nf_etw_build_timeline(session_dir, tmp_path, err);
+
+	if (rc || !key)
+		return rc;
+	if (sqlite3_open_v2(tmp_path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK)
+		rc = nf_error_set(err, NF_ESQL, "%s: %s", tmp_path, db ? sqlite3_errmsg(db) : "cannot open");
+	else
+		rc = put_session_key(db, tmp_path, key, err);
+	if (db && sqlite3_close(db) != SQLITE_OK && rc == 0)
+		rc = nf_error_set(err, NF_ESQL, "%s: closing failed", tmp_path);
+	return rc;
+}
+
 static int build_into(const char *session_dir, const char *tmp_path, const char *key,
 		      struct nf_error *err)
 {
@@ -54,9 +86,8 @@ static int build_into(const char *session_dir, const char *tmp_path, const char 
 	sqlite3 *db = NULL;
 	int rc;
 
-	/* An imported Windows ETW capture: its own reader and mapping. */
 	if (nf_etw_session_is(session_dir))
-		return nf_etw_build_timeline(session_dir, tmp_path, err);
+		return build_etw(session_dir, tmp_path, key, err);
 	rc = nf_parser_open(session_dir, &p, err);
 	if (rc)
 		return rc;
@@ -93,17 +124,8 @@ static int build_into(const char *session_dir, const char *tmp_path, const char 
 	/* The parser reads and replays on its own thread while the builder matches. */
 	rc = nf_parser_run_pipelined(p, &cb, err);
 	rc = rc ? rc : nf_timeline_builder_finish(b, err);
-	if (!rc && key) {
-		/* What the session was when this build began (nf_timeline_ensure). */
-		sqlite3_stmt *s = NULL;
-
-		if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO meta(key, value) VALUES ('session_key', ?1)",
-				       -1, &s, NULL) != SQLITE_OK ||
-		    sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC) != SQLITE_OK ||
-		    sqlite3_step(s) != SQLITE_DONE)
-			rc = nf_error_set(err, NF_ESQL, "%s: %s", tmp_path, sqlite3_errmsg(db));
-		sqlite3_finalize(s);
-	}
+	if (!rc && key)
+		rc = put_session_key(db, tmp_path, key, err);
 	if (rc == NF_ESQL && err && !strstr(err->msg, tmp_path))
 		/* disk full and the like: say which file */
 		nf_error_prefix(err, "%s", tmp_path);

@@ -678,53 +678,6 @@ static void check_print_json(const char *dir, struct check_state *s, struct chec
 	printf("\n}\n");
 }
 
-/*
- * An imported Windows ETW capture: what was lost, DxgKrnl payloads of a size
- * no layout has, waits never released. Illegal (exit 1): a fence-related
- * event whose size matches no layout (its rows are missing from the timeline).
- */
-static int check_etw(const char *dir, bool json)
-{
-	struct nf_etw_summary es;
-	struct nf_error err;
-	bool illegal;
-
-	nf_error_clear(&err);
-	if (nf_etw_summary_read(dir, &es, &err))
-		return nf_cli_fail("check", &err);
-	illegal = es.fence_size_mismatches > 0;
-	if (json) {
-		printf("{\n  \"session\": ");
-		json_str(dir);
-		printf(",\n  \"source\": \"etw\",\n"
-		       "  \"verdict\": \"%s\",\n  \"events\": %" PRId64 ",\n"
-		       "  \"events_lost\": %" PRId64 ",\n  \"buffers_lost\": %" PRId64 ",\n"
-		       "  \"buffers_flagged_lost\": %" PRId64 ",\n  \"size_mismatches\": %" PRId64 ",\n"
-		       "  \"fence_size_mismatches\": %" PRId64 ",\n  \"waits_never_released\": %" PRId64 ",\n"
-		       "  \"cpu_waits_never_released\": %" PRId64 ",\n  \"unwaits_without_wait\": %" PRId64 "\n}\n",
-		       illegal ? "illegal" : es.events_lost || es.buffers_lost || es.lost_flag_buffers ||
-		       es.size_mismatches || es.waits_pending || es.cpu_waits_pending ? "legal_anomalies" : "whole",
-		       es.events, es.events_lost, es.buffers_lost, es.lost_flag_buffers, es.size_mismatches,
-		       es.fence_size_mismatches, es.waits_pending, es.cpu_waits_pending,
-		       es.waits_unmatched_unwaits);
-	} else {
-		printf("session %s: Windows ETW capture, %" PRId64 " events\n", dir, es.events);
-		printf("lost:                     %" PRId64 " events, %" PRId64 " buffers (logfile header); "
-		       "%" PRId64 " buffers flagged lost\n", es.events_lost, es.buffers_lost, es.lost_flag_buffers);
-		printf("DxgKrnl size mismatches:  %" PRId64 " (%" PRId64 " fence-related)\n", es.size_mismatches,
-		       es.fence_size_mismatches);
-		printf("GPU waits never released: %" PRId64 " of %" PRId64 " (no unwait before the capture ended)\n",
-		       es.waits_pending, es.waits);
-		printf("CPU waits never released: %" PRId64 " of %" PRId64 "\n", es.cpu_waits_pending, es.cpu_waits);
-		printf("unwaits without a wait:   %" PRId64 " (their wait packet was queued before the capture)\n",
-		       es.waits_unmatched_unwaits);
-		printf("verdict: %s\n", illegal ? "ILLEGAL: fence-related events whose size matches no layout"
-		       : "legal");
-	}
-	nf_etw_summary_free(&es);
-	return illegal ? NF_EXIT_FAIL : NF_EXIT_OK;
-}
-
 /* A path for a temporary timeline of dir under $TMPDIR (or /tmp): 0, or -1. */
 static int check_temp_timeline(const char *dir, char *db, size_t len)
 {
@@ -739,6 +692,109 @@ static int check_temp_timeline(const char *dir, char *db, size_t len)
 		return -1;
 	close(fd);
 	return 0;
+}
+
+/*
+ * An imported Windows ETW capture: what was lost, DxgKrnl payloads of a size
+ * no layout has, waits never released, and the hang analysis every session
+ * gets (nf_analysis_hangs over its timeline: waits open at the capture's end
+ * that nothing in it can satisfy). The verdict uses the same words as other
+ * sessions' (check_verdict): illegal (a fence-related event whose size matches
+ * no layout: its rows are missing from the timeline; or a lowered fence),
+ * deadlock, hang, legal_anomalies (lost events or buffers, size mismatches,
+ * waits still open at the end), whole; exit 1 for illegal, deadlock and hang.
+ */
+static int check_etw(const char *dir, bool json)
+{
+	struct nf_etw_summary es;
+	struct nf_analysis *a = NULL;
+	struct nf_hang_report hangs = { 0 };
+	struct nf_error err;
+	const char *verdict;
+	char db[4200];
+	bool tmp_db = false;
+	int rc;
+
+	nf_error_clear(&err);
+	if (nf_etw_summary_read(dir, &es, &err))
+		return nf_cli_fail("check", &err);
+	rc = nf_timeline_ensure(dir, db, sizeof(db), &err);
+	if (rc == NF_EIO && check_temp_timeline(dir, db, sizeof(db)) == 0) {
+		nf_error_clear(&err);
+		rc = nf_timeline_build(dir, db, &err);
+		tmp_db = true;
+	}
+	rc = rc ? rc : nf_analysis_load_open(db, &a, &err);
+	rc = rc ? rc : nf_analysis_hangs(a, &hangs, &err);
+	if (rc) {
+		rc = nf_cli_fail("check", &err);
+		goto out;
+	}
+	if (es.fence_size_mismatches > 0 || hangs.count[NF_HANG_LOWERED])
+		verdict = "illegal";
+	else if (hangs.count[NF_HANG_DEADLOCK])
+		verdict = "deadlock";
+	else if (hangs.count[NF_HANG_NEVER_SIGNALED] || hangs.count[NF_HANG_BLOCKED])
+		verdict = "hang";
+	else if (es.events_lost || es.buffers_lost || es.lost_flag_buffers || es.size_mismatches ||
+		 es.waits_pending || es.cpu_waits_pending)
+		verdict = "legal_anomalies";
+	else
+		verdict = "whole";
+	if (json) {
+		printf("{\n  \"session\": ");
+		json_str(dir);
+		printf(",\n  \"source\": \"etw\",\n"
+		       "  \"verdict\": \"%s\",\n  \"events\": %" PRId64 ",\n"
+		       "  \"events_lost\": %" PRId64 ",\n  \"buffers_lost\": %" PRId64 ",\n"
+		       "  \"buffers_flagged_lost\": %" PRId64 ",\n  \"size_mismatches\": %" PRId64 ",\n"
+		       "  \"fence_size_mismatches\": %" PRId64 ",\n  \"waits_never_released\": %" PRId64 ",\n"
+		       "  \"cpu_waits_never_released\": %" PRId64 ",\n  \"unwaits_without_wait\": %" PRId64,
+		       verdict, es.events, es.events_lost, es.buffers_lost, es.lost_flag_buffers, es.size_mismatches,
+		       es.fence_size_mismatches, es.waits_pending, es.cpu_waits_pending,
+		       es.waits_unmatched_unwaits);
+		hang_print_json(&hangs);
+		printf("\n}\n");
+	} else {
+		printf("session %s: Windows ETW capture, %" PRId64 " events\n", dir, es.events);
+		printf("lost:                     %" PRId64 " events, %" PRId64 " buffers (logfile header); "
+		       "%" PRId64 " buffers flagged lost\n", es.events_lost, es.buffers_lost, es.lost_flag_buffers);
+		printf("DxgKrnl size mismatches:  %" PRId64 " (%" PRId64 " fence-related)\n", es.size_mismatches,
+		       es.fence_size_mismatches);
+		printf("GPU waits never released: %" PRId64 " of %" PRId64 " (no unwait before the capture ended)\n",
+		       es.waits_pending, es.waits);
+		printf("CPU waits never released: %" PRId64 " of %" PRId64 "\n", es.cpu_waits_pending, es.cpu_waits);
+		printf("unwaits without a wait:   %" PRId64 " (their wait packet was queued before the capture)\n",
+		       es.waits_unmatched_unwaits);
+		hang_print_text(a, &hangs);
+		if (!strcmp(verdict, "illegal"))
+			printf("verdict: illegal (%" PRId64 " fence-related events whose size matches no layout, "
+			       "%zu lowered signal%s)\n", es.fence_size_mismatches, hangs.count[NF_HANG_LOWERED],
+			       hangs.count[NF_HANG_LOWERED] == 1 ? "" : "s");
+		else if (!strcmp(verdict, "deadlock"))
+			printf("verdict: deadlock (%zu cycle%s of waits waiting for each other, %zu more waits "
+			       "blocked)\n", hangs.count[NF_HANG_DEADLOCK], hangs.count[NF_HANG_DEADLOCK] == 1 ? "" : "s",
+			       hangs.count[NF_HANG_BLOCKED]);
+		else if (!strcmp(verdict, "hang"))
+			printf("verdict: hang (%zu waits can never be satisfied)\n",
+			       hangs.count[NF_HANG_NEVER_SIGNALED] + hangs.count[NF_HANG_BLOCKED]);
+		else if (!strcmp(verdict, "legal_anomalies"))
+			printf("verdict: legal anomalies only (%" PRId64 " events and %" PRId64 " buffers lost, %" PRId64
+			       " buffers flagged lost, %" PRId64 " size mismatches, %" PRId64
+			       " waits still open when the capture ended)\n",
+			       es.events_lost, es.buffers_lost, es.lost_flag_buffers, es.size_mismatches,
+			       es.waits_pending + es.cpu_waits_pending);
+		else
+			printf("verdict: whole (%" PRId64 " events, none lost)\n", es.events);
+	}
+	rc = !strcmp(verdict, "whole") || !strcmp(verdict, "legal_anomalies") ? NF_EXIT_OK : NF_EXIT_FAIL;
+out:
+	nf_hang_report_free(&hangs);
+	nf_analysis_destroy(a);
+	if (tmp_db)
+		unlink(db);
+	nf_etw_summary_free(&es);
+	return rc;
 }
 
 int cmd_check(int argc, char **argv)

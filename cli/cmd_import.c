@@ -6,10 +6,18 @@
 #include "nftrace/kernel.h"
 
 #include <getopt.h>
+#include <signal.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+
+static volatile int import_interrupted;
+
+static void on_signal(int sig)
+{
+	import_interrupted = sig;
+}
 
 int cmd_import(int argc, char **argv)
 {
@@ -51,8 +59,21 @@ int cmd_import(int argc, char **argv)
 
 	if (nf_etw_file_is(argv[optind]) || (len > 4 && !strcasecmp(argv[optind] + len - 4, ".etl"))) {
 		struct nf_etw_import_stats est;
+		struct sigaction sa = { 0 };
+		int rc;
 
-		if (nf_etw_import(argv[optind], out, force, &est, &err))
+		/* SIGINT/SIGTERM stop the import, which then removes its temporary
+		 * session and leaves DIR as it was (the trace-cmd import below keeps
+		 * the default action). */
+		sa.sa_handler = on_signal;
+		sigaction(SIGINT, &sa, NULL);
+		sigaction(SIGTERM, &sa, NULL);
+		rc = nf_etw_import_interruptible(argv[optind], out, force, &import_interrupted, &est, &err);
+		if (rc == NF_EINTR) {
+			fprintf(stderr, "nftrace import: interrupted; %s left as it was\n", out);
+			return NF_EXIT_INTERRUPTED;
+		}
+		if (rc)
 			return nf_cli_fail("import", &err);
 		printf("imported %s into %s: %" PRIu64 " ETW events on %u CPUs (%" PRIu64 " DxgKrnl): %" PRIu64
 		       " waits, %" PRIu64 " signals, %" PRIu64 " waits tied to their signal, %" PRIu64

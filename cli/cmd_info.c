@@ -97,8 +97,53 @@ static void put_clean(const char *s)
 	}
 }
 
+static void put_json(const char *s);
+
+/* The ETW summary as one JSON object (integers; durations in ns; lacks as a list). */
+static void print_etw_json(const char *dir, const struct nf_etw_summary *es)
+{
+	char lacks[sizeof(es->lacks)];
+	char *tok, *save = NULL;
+	int first = 1;
+
+	fputs("{\"session\": ", stdout);
+	put_json(dir);
+	fputs(", \"kind\": \"etw\", \"mode\": \"etw-import\", \"source\": ", stdout);
+	put_json(es->source);
+	printf(", \"os_build\": %" PRId64 ", \"pointer_size\": %" PRId64 ", \"pointer_sizes\": ", es->os_build,
+	       es->pointer_size);
+	put_json(es->pointer_sizes);
+	printf(", \"cpus\": %" PRId64 ", \"clock\": ", es->cpus);
+	put_json(es->clock);
+	printf(", \"clock_frequency_hz\": %" PRId64 ", \"start_time\": ", es->clock_frequency);
+	put_json(es->start_time);
+	printf(", \"duration_ns\": %" PRId64 ", \"buffers\": %" PRId64 ", \"lost\": {\"events\": %" PRId64
+	       ", \"buffers\": %" PRId64 ", \"buffers_flagged\": %" PRId64 "}, \"lacks\": [",
+	       es->duration_ns, es->buffers, es->events_lost, es->buffers_lost, es->lost_flag_buffers);
+	snprintf(lacks, sizeof(lacks), "%s", es->lacks);
+	for (tok = strtok_r(lacks, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		fputs(first ? "" : ", ", stdout);
+		first = 0;
+		put_json(tok);
+	}
+	printf("], \"timeline\": {\"queues\": %" PRId64 ", \"fences\": %" PRId64 ", \"gpu_waits\": %" PRId64
+	       ", \"signals\": %" PRId64 ", \"cpu_waits\": %" PRId64 ", \"deps\": %" PRId64
+	       ", \"dma_packets\": %" PRId64 ", \"vsyncs\": %" PRId64 "}, \"events\": %" PRId64
+	       ", \"providers\": [", es->queues, es->fences, es->waits, es->signals, es->cpu_waits, es->deps,
+	       es->dma_packets, es->vsyncs, es->events);
+	for (size_t i = 0; i < es->n_providers; i++) {
+		fputs(i ? ", {\"provider\": " : "{\"provider\": ", stdout);
+		put_json(es->providers[i].provider);
+		fputs(", \"name\": ", stdout);
+		put_json(es->providers[i].name);
+		printf(", \"events\": %" PRIu64 ", \"size_mismatches\": %" PRIu64 "}", es->providers[i].events,
+		       es->providers[i].size_mismatches);
+	}
+	fputs("]}\n", stdout);
+}
+
 /* An imported Windows ETW capture: what the file says and what it holds. */
-static int info_etw(const char *dir)
+static int info_etw(const char *dir, bool json)
 {
 	struct nf_etw_summary es;
 	struct nf_error err;
@@ -106,6 +151,11 @@ static int info_etw(const char *dir)
 	nf_error_clear(&err);
 	if (nf_etw_summary_read(dir, &es, &err))
 		return nf_cli_fail("info", &err);
+	if (json) {
+		print_etw_json(dir, &es);
+		nf_etw_summary_free(&es);
+		return NF_EXIT_OK;
+	}
 	printf("session:        %s\n", dir);
 	fputs("source:         Windows ETW capture ", stdout);
 	put_clean(es.source);
@@ -222,8 +272,8 @@ int cmd_info(int argc, char **argv)
 	if (!dir)
 		return nf_cli_usage_error("info", "missing session DIR");
 	nf_error_clear(&err);
-	if (nf_etw_session_is(argv[1]))
-		return info_etw(argv[1]);
+	if (nf_etw_session_is(dir))
+		return info_etw(dir, json);
 	memset(&c, 0, sizeof(c));
 	if (nf_parser_open(dir, &p, &err))
 		return nf_cli_fail("info", &err);

@@ -1,8 +1,9 @@
 /*
  * nftrace ETW sessions: a Windows ETW capture (.etl, from xperf, WPR or
  * GPUView's log.cmd) turned into an nftrace session. The session directory
- * holds the capture (NF_ETW_CAPTURE_NAME: a hard link to the imported file when
- * both are on one filesystem, else a copy) and its timeline
+ * holds the capture (NF_ETW_CAPTURE_NAME: always a copy of the imported file,
+ * never a hard link, so writing into the session cannot change the original)
+ * and its timeline
  * (.timeline.db, schemas/timeline.sql, the "Windows ETW captures" block); the
  * analyzer rebuilds the timeline from the copy like any other session's, so
  * `query`, `report`, `info` and `check` work on it. Reading the file is
@@ -51,13 +52,27 @@ struct nf_etw_import_stats {
  * under a temporary name beside out_dir and renamed into place only once the
  * whole capture was read, so a failed import leaves nothing behind. Refuses
  * an existing non-empty out_dir unless force, and then only when it is an
- * nftrace session (CTF metadata or an ETW capture). Returns 0, NF_ENOENT (no
+ * nftrace session holding only nftrace's files (nf_session_dir_check,
+ * include/nftrace/sessiondir.h), checked before anything is touched; the old
+ * session is renamed aside, the new one in, and only then the old one removed
+ * (put back if the rename fails). Returns 0, NF_ENOENT (no
  * such file), NF_EFORMAT (not an ETL, truncated, a buffer or record that
  * lies, compressed: the message names the file, the buffer and the offset),
  * NF_EUNSUPP, NF_EEXIST, NF_EIO, NF_ESQL or NF_ENOMEM.
  */
 int nf_etw_import(const char *etl_path, const char *out_dir, bool force,
 		  struct nf_etw_import_stats *st, struct nf_error *err);
+
+/*
+ * nf_etw_import that stops when *interrupt becomes non-zero (set by the
+ * caller's SIGINT/SIGTERM handler; NULL: never): it is looked at every 4096
+ * events, between 64 MiB chunks of the copy and before the new session
+ * replaces anything. Returns NF_EINTR then, with the temporary directory
+ * removed and out_dir as it was; otherwise as nf_etw_import.
+ */
+int nf_etw_import_interruptible(const char *etl_path, const char *out_dir, bool force,
+				volatile int *interrupt, struct nf_etw_import_stats *st,
+				struct nf_error *err);
 
 /*
  * Builds the timeline database db_path from the ETW session session_dir (the

@@ -64,7 +64,10 @@ int nf_record_program(const struct nf_record_options *opts, struct nf_record_res
 		      struct nf_error *err);
 
 /* Prepares out_dir: refuses an existing one unless force (and then only when it
- * is an nftrace session or empty). */
+ * is an nftrace session or empty). An nftrace session is a CTF one or an
+ * imported ETW one holding only nftrace's files (nf_session_dir_check,
+ * include/nftrace/sessiondir.h); its files are removed, anything else refuses
+ * the whole replacement before a file is touched. */
 int nf_record_prepare_dir(const char *dir, bool force, struct nf_error *err);
 
 #ifdef __cplusplus

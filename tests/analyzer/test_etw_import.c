@@ -22,6 +22,7 @@
 #include <math.h>
 #include <inttypes.h>
 #include <sqlite3.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <sys/stat.h>
 
@@ -473,11 +474,11 @@ START_TEST(test_fixture_rows_32)
 }
 END_TEST
 
-/* The capture in the session: a hard link on the same filesystem, a copy from
- * another one (/dev/shm, when it is one), the same rows either way. */
-START_TEST(test_link_or_copy)
+/* The capture in the session is its own copy, never a hard link to the
+ * user's original: writing into the session leaves the original as it was. */
+START_TEST(test_capture_is_a_copy)
 {
-	char tmp[1024], etl[1100], s[1100], cap[1200], shm[64];
+	char tmp[1024], etl[1100], s[1100], cap[1200];
 	struct stat a, b;
 
 	import_fixture(8, tmp, sizeof(tmp), s, sizeof(s));
@@ -485,20 +486,72 @@ START_TEST(test_link_or_copy)
 	snprintf(cap, sizeof(cap), "%s/capture.etl", s);
 	ck_assert_int_eq(stat(etl, &a), 0);
 	ck_assert_int_eq(stat(cap, &b), 0);
-	ck_assert(a.st_ino == b.st_ino && a.st_dev == b.st_dev);
-	nf_test_rmtree(s);
-	snprintf(shm, sizeof(shm), "/dev/shm/nftrace-etw-%d.etl", (int)getpid());
-	if (stat("/dev/shm", &b) == 0 && b.st_dev != a.st_dev &&
-	    run("cp '%s' '%s'", etl, shm) == 0) {
-		ck_assert_msg(run("'%s' import '%s' -o '%s'", nf_test_nftrace(), shm, s) == 0, "%s", errb);
-		ck_assert_int_eq(stat(cap, &b), 0);
-		ck_assert_int_eq((int)b.st_nlink, 1);
-		ck_assert_int_eq((long long)b.st_size, (long long)a.st_size);
-		check_fixture_rows(s, 8);
-		unlink(shm);
-	} else {
-		fprintf(stderr, "note: /dev/shm is not another filesystem here: the copy was not tried\n");
-	}
+	ck_assert(a.st_ino != b.st_ino || a.st_dev != b.st_dev);
+	ck_assert_int_eq((int)a.st_nlink, 1);
+	ck_assert_int_eq((long long)b.st_size, (long long)a.st_size);
+	ck_assert_int_eq(run("echo other > '%s'", cap), 0);
+	ck_assert_int_eq(stat(etl, &b), 0);
+	ck_assert_int_eq((long long)b.st_size, (long long)a.st_size);
+	nf_test_rmtree(tmp);
+}
+END_TEST
+
+/* True when path exists (any kind). */
+static bool exists(const char *fmt, const char *dir)
+{
+	char path[4200];
+	struct stat st;
+
+	snprintf(path, sizeof(path), fmt, dir);
+	return lstat(path, &st) == 0;
+}
+
+/*
+ * import --force replaces nftrace sessions only (a recorded CTF one, an
+ * imported ETW one) and refuses anything else, in one line, with nothing in it
+ * touched; record --force (and so the trace-cmd import, which prepares its
+ * directory the same way) replaces an ETW session.
+ */
+START_TEST(test_force_replaces_sessions_only)
+{
+	char tmp[1024], etl[1100], d[1100], nfs[4200];
+
+	nf_test_tmpdir(tmp, sizeof(tmp));
+	snprintf(etl, sizeof(etl), "%s/fixture.etl", tmp);
+	write_fixture(etl, 8);
+	snprintf(d, sizeof(d), "%s/L", tmp);
+	/* Someone's folder with a file named metadata and a subdirectory. */
+	ck_assert_int_eq(run("mkdir -p '%s/sub' && echo m > '%s/metadata' && echo p > '%s/chan0'", d, d, d), 0);
+	ck_assert_int_eq(run("'%s' import --force '%s' -o '%s'", nf_test_nftrace(), etl, d), 1);
+	ck_assert_msg(nf_test_count_lines(errb) == 1 && strstr(errb, "not an nftrace session"), "%s", errb);
+	ck_assert(exists("%s/metadata", d) && exists("%s/chan0", d) && exists("%s/sub", d));
+	/* A folder holding a capture.etl and a user's file. */
+	snprintf(d, sizeof(d), "%s/U", tmp);
+	ck_assert_int_eq(run("mkdir '%s' && cp '%s' '%s/capture.etl' && echo n > '%s/notes.txt'", d, etl, d, d), 0);
+	ck_assert_int_eq(run("'%s' import --force '%s' -o '%s'", nf_test_nftrace(), etl, d), 1);
+	ck_assert_msg(nf_test_count_lines(errb) == 1 && strstr(errb, "notes.txt"), "%s", errb);
+	ck_assert(exists("%s/notes.txt", d) && exists("%s/capture.etl", d) && !exists("%s/.timeline.db", d));
+	/* An ETW session with a user's file in it is refused too. */
+	snprintf(d, sizeof(d), "%s/E", tmp);
+	ck_assert_int_eq(run("'%s' import '%s' -o '%s'", nf_test_nftrace(), etl, d), 0);
+	ck_assert_int_eq(run("echo n > '%s/notes.txt'", d), 0);
+	ck_assert_int_eq(run("'%s' import --force '%s' -o '%s'", nf_test_nftrace(), etl, d), 1);
+	ck_assert(exists("%s/notes.txt", d) && exists("%s/capture.etl", d));
+	/* A clean ETW session is replaced; a damaged capture leaves the old one whole. */
+	ck_assert_int_eq(run("rm '%s/notes.txt'", d), 0);
+	ck_assert_msg(run("'%s' import --force '%s' -o '%s'", nf_test_nftrace(), etl, d) == 0, "%s", errb);
+	ck_assert_int_eq(run("head -c 20000 '%s' > '%s/cut.etl'", etl, tmp), 0);
+	ck_assert_int_eq(run("'%s' import --force '%s/cut.etl' -o '%s'", nf_test_nftrace(), tmp, d), 1);
+	ck_assert(exists("%s/capture.etl", d) && exists("%s/capture.source", d));
+	check_fixture_rows(d, 8);
+	ck_assert_int_eq(run("ls -d '%s'/*.old-* '%s'/*.import-* 2>/dev/null | grep -q .", tmp, tmp), 1);
+	/* record --force replaces the ETW session, import --force the recorded one. */
+	nf_test_source_path(nfs, sizeof(nfs), "samples/hang-never-signaled.nfs");
+	ck_assert_msg(run("'%s' record --force -o '%s' '%s'", nf_test_nftrace(), d, nfs) == 0, "%s", errb);
+	ck_assert(exists("%s/metadata", d) && !exists("%s/capture.etl", d));
+	ck_assert_msg(run("'%s' import --force '%s' -o '%s'", nf_test_nftrace(), etl, d) == 0, "%s", errb);
+	ck_assert(!exists("%s/metadata", d) && exists("%s/capture.etl", d));
+	check_fixture_rows(d, 8);
 	nf_test_rmtree(tmp);
 }
 END_TEST
@@ -529,16 +582,119 @@ START_TEST(test_fixture_commands)
 	ck_assert_msg(strstr(out, "OS build:       17134") && strstr(out, "CPUs:           2") &&
 		      strstr(out, "Microsoft-Windows-DxgKrnl 29") && strstr(out, "lacks:          kernel,rundown"),
 		      "%s", out);
+	/* --json before or after the directory: one JSON object with the same facts. */
+	ck_assert_msg(run("'%s' info --json '%s'", nf_test_nftrace(), s) == 0, "%s", errb);
+	ck_assert_msg(out[0] == '{' && nf_test_count_lines(out) == 1 && strstr(out, "\"kind\": \"etw\"") &&
+		      strstr(out, "\"os_build\": 17134") && strstr(out, "\"cpus\": 2") &&
+		      strstr(out, "\"lacks\": [\"kernel\", \"rundown\"]") &&
+		      strstr(out, "\"name\": \"Microsoft-Windows-DxgKrnl\", \"events\": 29,") &&
+		      strstr(out, "\"buffers_flagged\": 1}"), "%s", out);
+	{
+		static char first[OUT_MAX];
+
+		snprintf(first, sizeof(first), "%s", out);
+		ck_assert_msg(run("'%s' info '%s' --json", nf_test_nftrace(), s) == 0, "%s", errb);
+		ck_assert_str_eq(out, first);
+	}
 	ck_assert_msg(run("'%s' check '%s'", nf_test_nftrace(), s) == 0, "%s%s", out, errb);
 	ck_assert_msg(strstr(out, "GPU waits never released: 1 of 4") &&
-		      strstr(out, "1 buffers flagged lost"), "%s", out);
+		      strstr(out, "1 buffers flagged lost") && strstr(out, "verdict: legal anomalies only (") &&
+		      strstr(out, "0 never signaled, 0 blocked, 0 lowered signals, 1 pending at the end"), "%s", out);
 	ck_assert_msg(run("'%s' check --json '%s'", nf_test_nftrace(), s) == 0, "%s", errb);
 	ck_assert_msg(strstr(out, "\"verdict\": \"legal_anomalies\"") &&
-		      strstr(out, "\"waits_never_released\": 1"), "%s", out);
+		      strstr(out, "\"waits_never_released\": 1") && strstr(out, "\"pending\": 1}"), "%s", out);
 	ck_assert_msg(run("'%s' report '%s' -o '%s/r.png'", nf_test_nftrace(), s, tmp) == 0, "%s", errb);
 	ck_assert_msg(run("'%s' query --csv '%s' 'SELECT count(*) FROM deps'", nf_test_nftrace(), s) == 0, "%s",
 		      errb);
 	ck_assert_str_eq(out, "count(*)\n4\n");
+	nf_test_rmtree(tmp);
+}
+END_TEST
+
+/* The timeline of an ETW session is built once: later commands find it
+ * current (meta.session_key) and read it; analyses' tables (stall_blame) stay. */
+START_TEST(test_timeline_built_once)
+{
+	char tmp[1024], s[1100], db[1200];
+	struct stat a, b;
+
+	import_fixture(8, tmp, sizeof(tmp), s, sizeof(s));
+	snprintf(db, sizeof(db), "%s/.timeline.db", s);
+	ck_assert_int_eq(stat(db, &a), 0);
+	expect_rows(s, "SELECT count(*) FROM meta WHERE key = 'session_key'", "1\n");
+	ck_assert_msg(run("'%s' query --csv '%s' 'SELECT count(*) FROM deps'", nf_test_nftrace(), s) == 0, "%s", errb);
+	ck_assert_msg(run("'%s' query --csv '%s' 'SELECT count(*) > 0 FROM stall_blame'", nf_test_nftrace(), s) == 0,
+		      "%s", errb);
+	ck_assert_msg(run("'%s' check '%s'", nf_test_nftrace(), s) == 0, "%s", errb);
+	ck_assert_int_eq(stat(db, &b), 0);
+	ck_assert(a.st_ino == b.st_ino && a.st_dev == b.st_dev);
+	nf_test_rmtree(tmp);
+}
+END_TEST
+
+/*
+ * A wait on a native fence created in the capture (initial value 0) that no
+ * signal in the capture reaches: a hang (never signaled), exit 1, in the text
+ * and the JSON alike. With a signal of that value queued but not yet run when
+ * the capture ends, the same wait is only pending.
+ */
+static void hang_fixture(const char *path, bool queued_signal)
+{
+	struct nf_etlw_options o;
+	struct nf_etlw_buf b;
+	struct fx f;
+
+	memset(&o, 0, sizeof(o));
+	o.cpus = 2;
+	o.perf_freq = 10000000;
+	o.header_ticks = 1000;
+	o.header_pointer_size = 8;
+	f.w = nf_etlw_create(&o);
+	f.ps = 8;
+	f.pid = 0;
+	ck_assert(f.w != NULL);
+	select_context(&f, 1000, CTX_A, 0);
+	select_context(&f, 1010, CTX_B, 1);
+	b = B(&f); /* NativeFenceStart: SYNC, initial value 0 */
+	nf_etlw_put_ptr(&b, ADAPTER);
+	nf_etlw_put_ptr(&b, SYNC);
+	nf_etlw_put_u32(&b, 0);
+	nf_etlw_put_u32(&b, 0);
+	nf_etlw_put_u64(&b, 0);
+	dxg(&f, 542, 0, 0, 0, 1020, &b);
+	wait_packet(&f, 1100, 1, CTX_B, 1, SYNC, 7, PQ1);
+	if (queued_signal)
+		signal_packet(&f, 1200, 0, CTX_A, 1, SYNC, 7, PQ2);
+	render_packet(&f, 1300, CTX_A, 2, PQ3);
+	packet_stop(&f, 1400, 0, CTX_A, 2, PQ3);
+	ck_assert_int_eq(nf_etlw_save(f.w, path), 0);
+	nf_etlw_destroy(f.w);
+}
+
+START_TEST(test_check_hang)
+{
+	char tmp[1024], etl[1100], s[1100];
+
+	nf_test_tmpdir(tmp, sizeof(tmp));
+	snprintf(etl, sizeof(etl), "%s/hang.etl", tmp);
+	snprintf(s, sizeof(s), "%s/s", tmp);
+	hang_fixture(etl, false);
+	ck_assert_msg(run("'%s' import '%s' -o '%s'", nf_test_nftrace(), etl, s) == 0, "%s", errb);
+	expect_rows(s, "SELECT op, value, status, end_ns IS NULL FROM fence_ops WHERE op = 'wait'", "wait|7|pending|1\n");
+	ck_assert_int_eq(run("'%s' check '%s'", nf_test_nftrace(), s), 1);
+	ck_assert_msg(strstr(out, "1 never signaled") && strstr(out, "never signaled: queue") &&
+		      strstr(out, "verdict: hang (1 waits can never be satisfied)"), "%s", out);
+	ck_assert_int_eq(run("'%s' check --json '%s'", nf_test_nftrace(), s), 1);
+	ck_assert_msg(strstr(out, "\"verdict\": \"hang\"") && strstr(out, "\"never_signaled\": 1") &&
+		      strstr(out, "{\"kind\": \"never_signaled\", \"wait\": {\"op\": "), "%s", out);
+	nf_test_rmtree(s);
+	hang_fixture(etl, true);
+	ck_assert_msg(run("'%s' import '%s' -o '%s'", nf_test_nftrace(), etl, s) == 0, "%s", errb);
+	ck_assert_msg(run("'%s' check '%s'", nf_test_nftrace(), s) == 0, "%s%s", out, errb);
+	ck_assert_msg(strstr(out, "0 never signaled, 0 blocked, 0 lowered signals, 1 pending at the end") &&
+		      strstr(out, "verdict: legal anomalies only ("), "%s", out);
+	ck_assert_int_eq(run("'%s' check --json '%s'", nf_test_nftrace(), s), 0);
+	ck_assert_msg(strstr(out, "\"verdict\": \"legal_anomalies\"") && strstr(out, "\"pending\": 1}"), "%s", out);
 	nf_test_rmtree(tmp);
 }
 END_TEST
@@ -951,7 +1107,8 @@ START_TEST(test_size_mismatch)
 		    "244|36\n17|8\n");
 	expect_rows(s, "SELECT count(*) FROM fence_ops", "0\n");
 	ck_assert_int_eq(run("'%s' check '%s'", nf_test_nftrace(), s), 1);
-	ck_assert_msg(strstr(out, "DxgKrnl size mismatches:  2 (1 fence-related)") && strstr(out, "ILLEGAL"),
+	ck_assert_msg(strstr(out, "DxgKrnl size mismatches:  2 (1 fence-related)") &&
+		      strstr(out, "verdict: illegal ("),
 		      "%s", out);
 	ck_assert_msg(run("'%s' info '%s'", nf_test_nftrace(), s) == 0 &&
 		      strstr(out, "(2 of a size no layout has)"), "%s", out);
@@ -1041,6 +1198,98 @@ START_TEST(test_damaged_leaves_nothing)
 	ck_assert_int_eq(run("rm -r '%s' && '%s' import '%s' -o '%s'", s, nf_test_nftrace(), etl, s), 0);
 	ck_assert_int_eq(run("'%s' import '%s' -o '%s'", nf_test_nftrace(), etl, s), 1);
 	ck_assert_int_eq(run("'%s' import '%s' -o '%s' --force", nf_test_nftrace(), etl, s), 0);
+	nf_test_rmtree(tmp);
+}
+END_TEST
+
+/* A capture of n plain events of another provider (a second or so to import). */
+static void big_fixture(const char *path, unsigned n)
+{
+	struct nf_etlw_options o;
+	struct nf_etlw *w;
+
+	memset(&o, 0, sizeof(o));
+	o.cpus = 2;
+	o.perf_freq = 10000000;
+	o.header_ticks = 1000;
+	o.header_pointer_size = 8;
+	w = nf_etlw_create(&o);
+	ck_assert(w != NULL);
+	for (unsigned i = 0; i < n; i++) {
+		struct nf_etlw_buf b;
+		struct nf_etlw_event e;
+
+		memset(&b, 0, sizeof(b));
+		b.pointer_size = 8;
+		nf_etlw_put_u64(&b, i);
+		memset(&e, 0, sizeof(e));
+		e.provider = &other_provider;
+		e.id = (uint16_t)(1 + i % 7);
+		e.pid = 4;
+		e.tid = 8;
+		e.cpu = (uint16_t)(i & 1);
+		e.ticks = 2000 + (int64_t)i;
+		e.pointer_size = 8;
+		e.payload = b.p;
+		e.size = (uint32_t)b.n;
+		ck_assert_int_eq(nf_etlw_event(w, &e), 0);
+		nf_etlw_buf_free(&b);
+	}
+	ck_assert_int_eq(nf_etlw_save(w, path), 0);
+	nf_etlw_destroy(w);
+}
+
+/*
+ * An interrupted import (SIGINT or SIGTERM, or the caller's flag) leaves
+ * nothing: no DIR.import-XXXXXX, no DIR; an existing session it was to
+ * replace stays as it was.
+ */
+START_TEST(test_interrupted_leaves_nothing)
+{
+	char tmp[1024], etl[1100], big[1100], s[1100];
+	struct nf_etw_import_stats ist;
+	struct nf_error err;
+	volatile int flag = SIGINT;
+	int got130 = 0;
+
+	nf_test_tmpdir(tmp, sizeof(tmp));
+	snprintf(etl, sizeof(etl), "%s/fixture.etl", tmp);
+	snprintf(big, sizeof(big), "%s/big.etl", tmp);
+	snprintf(s, sizeof(s), "%s/s", tmp);
+	write_fixture(etl, 8);
+	/* In-process, the flag already set: refused before anything stays. */
+	nf_error_clear(&err);
+	ck_assert_int_eq(nf_etw_import_interruptible(etl, s, false, &flag, &ist, &err), NF_EINTR);
+	ck_assert_msg(strstr(err.msg, "interrupted") != NULL, "%s", err.msg);
+	assert_nothing_left_but(tmp);
+	assert_nothing_left(tmp);
+	/* Replacing a session: the old one stays whole. */
+	ck_assert_int_eq(nf_etw_import(etl, s, false, &ist, &err), 0);
+	ck_assert_int_eq(nf_etw_import_interruptible(etl, s, true, &flag, &ist, &err), NF_EINTR);
+	assert_nothing_left_but(tmp);
+	check_fixture_rows(s, 8);
+	nf_test_rmtree(s);
+	/* The command, signalled while it builds the timeline (retried when the
+	 * import was done before the signal came). */
+	big_fixture(big, 400000);
+	for (int round = 0; round < 6 && got130 < 2; round++) {
+		const char *sig = round & 1 ? "INT" : "TERM";
+		int rc = run("'%s' import '%s' -o '%s' & p=$!; i=0; "
+			     "while [ $i -lt 4000 ] && ! ls -d '%s'.import-*/..timeline.db.tmp.* >/dev/null 2>&1; "
+			     "do i=$((i+1)); sleep 0.001; done; kill -%s $p; wait $p",
+			     nf_test_nftrace(), big, s, s, sig);
+
+		assert_nothing_left_but(tmp);
+		if (rc == 0) {
+			nf_test_rmtree(s);
+			continue;
+		}
+		ck_assert_msg(rc == 130 && nf_test_count_lines(errb) == 1 && strstr(errb, "interrupted"),
+			      "exit %d: %s", rc, errb);
+		assert_nothing_left(tmp);
+		got130++;
+	}
+	ck_assert_msg(got130 > 0, "the import always finished before the signal");
 	nf_test_rmtree(tmp);
 }
 END_TEST
@@ -1226,6 +1475,14 @@ START_TEST(test_real_capture)
 		      "%s", out);
 	ck_assert_msg(run("'%s' check '%s'", nf_test_nftrace(), s) == 0, "%s%s", out, errb);
 	ck_assert_msg(strstr(out, "(0 fence-related)") != NULL, "%s", out);
+	/* The capture simply ended: its 5 GPU and 3 CPU waits still open are pending, no hang. */
+	ck_assert_msg(strstr(out, "GPU waits never released: 5 of") &&
+		      strstr(out, "0 never signaled, 0 blocked, 0 lowered signals, 8 pending at the end") &&
+		      strstr(out, "verdict: legal anomalies only ("), "%s", out);
+	ck_assert_msg(run("'%s' check --json '%s'", nf_test_nftrace(), s) == 0, "%s%s", out, errb);
+	ck_assert_msg(strstr(out, "\"verdict\": \"legal_anomalies\"") &&
+		      strstr(out, "\"hangs\": {\"deadlock\": 0, \"never_signaled\": 0, \"blocked\": 0, \"lowered\": 0, "
+			     "\"pending\": 8}") && strstr(out, "\"hang_findings\": ["), "%s", out);
 	ck_assert_msg(run("'%s' report '%s' -o '%s/w.png'", nf_test_nftrace(), s, tmp) == 0, "%s", errb);
 	ck_assert_msg(run("'%s' query --report stalls '%s'", nf_test_nftrace(), s) == 0, "%s", errb);
 	/* Per event id counts, as an independent reading of the file found them
@@ -1317,7 +1574,11 @@ static Suite *etw_suite(void)
 	tcase_add_test(tc, test_kernel_records);
 	tcase_add_test(tc, test_rundown_rows);
 	tcase_add_test(tc, test_mutations);
-	tcase_add_test(tc, test_link_or_copy);
+	tcase_add_test(tc, test_capture_is_a_copy);
+	tcase_add_test(tc, test_timeline_built_once);
+	tcase_add_test(tc, test_check_hang);
+	tcase_add_test(tc, test_interrupted_leaves_nothing);
+	tcase_add_test(tc, test_force_replaces_sessions_only);
 	tcase_add_test(tc, test_size_mismatch);
 	tcase_add_test(tc, test_fixture_report);
 	suite_add_tcase(s, tc);
