@@ -154,5 +154,21 @@ mkdir "$T/notasession"
 "$NF" query --clickhouse "$URL" --json "SELECT session, rows FROM sessions ORDER BY session" > "$T/out" || fail "query --json"
 [ "$(wc -l < "$T/out")" = 3 ] && python3 -c 'import json,sys; [json.loads(l) for l in open(sys.argv[1])]' "$T/out" || fail "query --json: $(cat "$T/out")"
 
+# 7. the README's cross-session queries give SQLite's numbers over the same sessions
+"$NF" record -o "$T/hang-never-signaled" "$SRC/samples/hang-never-signaled.nfs" > /dev/null || fail "record hang"
+"$NF" push "$T/hang-never-signaled" --clickhouse "$URL" --quiet || fail "push hang-never-signaled"
+ALL="$T/stall-chain $T/overrun $T/$S $T/hang-never-signaled"
+[ "$(ch "SELECT count() FROM sessions")" = 4 ] || fail "want 4 sessions listed"
+for q in p99 lost hangs; do
+  awk -v m="<!-- fleet-query: $q -->" '$0 == m { f = 1; next } f && /^```sql/ { g = 1; next } g && /^```/ { exit } g' \
+    "$SRC/README.md" > "$T/$q.sql"
+  [ -s "$T/$q.sql" ] || fail "README has no fleet-query $q"
+  "$NF" query --clickhouse "$URL" --csv -f "$T/$q.sql" > "$T/$q.ch" || fail "README query $q: $(cat "$T/$q.ch")"
+  tail -n +2 "$T/$q.ch" > "$T/$q.got"
+  python3 "$SRC/tests/push/fleet_expect.py" $q $ALL > "$T/$q.want" || fail "fleet_expect $q"
+  [ "$(wc -l < "$T/$q.want")" -ge 1 ] && [ -s "$T/$q.want" ] || fail "README query $q: SQLite gives no rows to compare"
+  diff -u "$T/$q.want" "$T/$q.got" || fail "README query $q: ClickHouse differs from SQLite (- SQLite, + ClickHouse)"
+done
+
 stop_server
 echo "PASS"
