@@ -21,6 +21,8 @@ int cmd_push(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct nf_push_options po = { 0 };
+	const char *urls[64];
+	size_t nurls = 0;
 	struct nf_error err;
 	int opt, quiet = 0;
 
@@ -29,7 +31,11 @@ int cmd_push(int argc, char **argv)
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, ":hq", longopts, NULL)) != -1) {
 		switch (opt) {
-		case 'u': po.url = optarg; break;
+		case 'u':
+			if (nurls == sizeof(urls) / sizeof(urls[0]))
+				return nf_cli_usage_error("push", "more than 64 --clickhouse URLs");
+			urls[nurls++] = optarg;
+			break;
 		case 'd': po.database = optarg; break;
 		case 'b': {
 			char *end;
@@ -39,7 +45,7 @@ int cmd_push(int argc, char **argv)
 			po.batch_bytes = (size_t)v;
 			break;
 		}
-		case 'C': return nf_cli_usage_error("push", "--cluster is not implemented yet");
+		case 'C': po.cluster = optarg; break;
 		case 'q': quiet = 1; break;
 		case 'h': return nf_cli_common_option("push", "--help");
 		case 'V': return nf_cli_common_option("push", "--version");
@@ -47,8 +53,13 @@ int cmd_push(int argc, char **argv)
 		default: return nf_cli_usage_error("push", "unknown option '%s'", argv[optind - 1]);
 		}
 	}
-	if (!po.url)
+	if (!nurls)
 		return nf_cli_usage_error("push", "missing --clickhouse URL");
+	if (nurls > 1 && !po.cluster)
+		return nf_cli_usage_error("push", "several --clickhouse URLs are the shards of a --cluster NAME");
+	po.url = urls[0];
+	po.shards = urls;
+	po.n_shards = nurls;
 	if (optind >= argc)
 		return nf_cli_usage_error("push", "missing session DIR");
 	if (nf_push_prepare(&po, &err))

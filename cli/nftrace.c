@@ -152,6 +152,7 @@ static const struct nf_cmd nf_commands[] = {
 	  "  --json   the same as one JSON object\n" },
 	{ "push", cmd_push, "load sessions into a ClickHouse fleet store (many machines, many sessions)",
 	  "usage: nftrace push DIR... --clickhouse URL [--database DB] [--batch-bytes N] [--quiet]\n"
+	  "       nftrace push DIR... --cluster NAME --clickhouse URL1 --clickhouse URL2... [options]\n"
 	  "\n"
 	  "Loads each session's timeline (built when missing) into ClickHouse over its HTTP interface\n"
 	  "(URL: http://host:8123, may carry ?user=..&password=..), in RowBinary batches of at most\n"
@@ -162,7 +163,9 @@ static const struct nf_cmd nf_commands[] = {
 	  "directory's name. Pushing a session again replaces it; a push that fails half-way leaves\n"
 	  "the previous version, or no listing: a session's rows count only when it is in `sessions`.\n"
 	  "Query with 'nftrace query --clickhouse URL \"SQL\"' or clickhouse-client.\n"
-	  "--cluster (local tables per shard + Distributed) is not implemented yet.\n" },
+	  "--cluster NAME: the servers define cluster NAME (remote_servers); one --clickhouse URL per\n"
+	  "shard, in shard order. Each shard gets <table>_local tables, each a Distributed <table>\n"
+	  "over them (sharding key cityHash64(session)); a session goes whole to its shard.\n" },
 	{ "help", cmd_help, "show help for nftrace or one command",
 	  "usage: nftrace help [COMMAND]\n" },
 };

@@ -50,6 +50,7 @@ struct ch {
 	char *base;      /* URL up to and with '?' or '&' ready for parameters */
 	char shown[256]; /* URL for messages: no query string (it may hold a password) */
 	const char *db;
+	const char *sfx; /* "" on one server; "_local" for the shard tables of a cluster */
 	FILE *out;       /* answer of a 200 goes here when set */
 	int out_failed;
 	struct buf errbody;
@@ -219,13 +220,13 @@ static int valid_db_name(const char *s)
 	return 1;
 }
 
-static int ch_open(struct ch *c, const struct nf_push_options *o, struct nf_error *err)
+static int ch_open(struct ch *c, const struct nf_push_options *o, const char *url, struct nf_error *err)
 {
-	const char *url = o->url;
 	size_t l;
 
 	memset(c, 0, sizeof(*c));
 	c->db = o->database ? o->database : "nftrace";
+	c->sfx = o->cluster ? "_local" : "";
 	c->timeout_s = o->timeout_s > 0 ? o->timeout_s : 600;
 	if (!url || (strncmp(url, "http://", 7) && strncmp(url, "https://", 8)))
 		return nf_error_set(err, NF_EINVAL, "%s: not an http:// or https:// URL", url ? url : "(none)");
@@ -233,6 +234,8 @@ static int ch_open(struct ch *c, const struct nf_push_options *o, struct nf_erro
 	snprintf(c->shown, sizeof(c->shown), "%.*s", (int)(l < 200 ? l : 200), url);
 	if (!valid_db_name(c->db))
 		return nf_error_set(err, NF_EINVAL, "database '%.64s': use letters, digits and '_' only", c->db);
+	if (o->cluster && !valid_db_name(o->cluster))
+		return nf_error_set(err, NF_EINVAL, "cluster '%.64s': use letters, digits and '_' only", o->cluster);
 	c->base = malloc(strlen(url) + 4);
 	c->curl = curl_easy_init();
 	if (!c->base || !c->curl)
@@ -318,6 +321,31 @@ static int ch_post(struct ch *c, const char *sql, const void *data, size_t n, in
 	return rc;
 }
 
+/* Runs sql and copies the first line of its answer to ans. */
+static int ch_scalar(struct ch *c, const char *sql, char *ans, size_t len, struct nf_error *err)
+{
+	int rc = ch_post(c, sql, NULL, 0, 0, err); /* no database: it may not exist yet */
+	size_t k = 0;
+
+	while (!rc && k + 1 < len && k < c->errbody.n && c->errbody.p[k] != '\n') {
+		ans[k] = (char)c->errbody.p[k];
+		k++;
+	}
+	ans[k] = '\0';
+	return rc;
+}
+
+/* The URLs a push talks to: the shards of a cluster, in shard order, or the one server. */
+static const char *const *push_urls(const struct nf_push_options *o, size_t *n)
+{
+	if (o->cluster && o->n_shards) {
+		*n = o->n_shards;
+		return o->shards;
+	}
+	*n = 1;
+	return &o->url;
+}
+
 /* ---- DDL ---- */
 
 static const char *ch_type(enum col_kind k)
@@ -325,7 +353,8 @@ static const char *ch_type(enum col_kind k)
 	return k == COL_INT ? "Nullable(Int64)" : k == COL_REAL ? "Nullable(Float64)" : "Nullable(String)";
 }
 
-static int create_tables(struct ch *c, const struct push_schema *s, struct nf_error *err)
+static int create_tables(struct ch *c, const struct push_schema *s, const char *cluster,
+			 struct nf_error *err)
 {
 	struct buf q = { 0 };
 	char small[512];
@@ -341,6 +370,7 @@ static int create_tables(struct ch *c, const struct push_schema *s, struct nf_er
 		q.n = 0;
 		rc = buf_put(&q, "CREATE TABLE IF NOT EXISTS `", 28);
 		rc = rc ? rc : buf_put(&q, t->name, strlen(t->name));
+		rc = rc ? rc : buf_put(&q, c->sfx, strlen(c->sfx));
 		rc = rc ? rc : buf_put(&q, "` (session String", 17);
 		for (int k = 0; k < t->ncols && !rc; k++) {
 			char col[160];
@@ -359,15 +389,29 @@ static int create_tables(struct ch *c, const struct push_schema *s, struct nf_er
 		}
 		if ((rc = ch_post(c, (const char *)q.p, NULL, 0, 1, err)))
 			break;
-		snprintf(small, sizeof(small), "CREATE TABLE IF NOT EXISTS `_stage_%s` AS `%s`", t->name, t->name);
+		snprintf(small, sizeof(small), "CREATE TABLE IF NOT EXISTS `_stage_%s` AS `%s%s`", t->name, t->name, c->sfx);
 		rc = ch_post(c, small, NULL, 0, 1, err);
+		if (!rc && cluster) {
+			/* the table readers query: over every shard's local table, spread by session */
+			snprintf(small, sizeof(small), "CREATE TABLE IF NOT EXISTS `%s` AS `%s_local` ENGINE = "
+				 "Distributed(`%s`, `%s`, `%s_local`, cityHash64(session))", t->name, t->name,
+				 cluster, c->db, t->name);
+			rc = ch_post(c, small, NULL, 0, 1, err);
+		}
 	}
 	free(q.p);
-	if (!rc)
-		rc = ch_post(c, "CREATE TABLE IF NOT EXISTS sessions (session String, pushed_at DateTime, "
-			     "host String, source String, tool_version String, seed String, rows UInt64, "
-			     "meta Nested(key String, value String)) "
-			     "ENGINE = MergeTree PARTITION BY session ORDER BY session", NULL, 0, 1, err);
+	if (!rc) {
+		snprintf(small, sizeof(small), "CREATE TABLE IF NOT EXISTS sessions%s (session String, pushed_at DateTime, "
+			 "host String, source String, tool_version String, seed String, rows UInt64, "
+			 "meta Nested(key String, value String)) "
+			 "ENGINE = MergeTree PARTITION BY session ORDER BY session", c->sfx);
+		rc = ch_post(c, small, NULL, 0, 1, err);
+	}
+	if (!rc && cluster) {
+		snprintf(small, sizeof(small), "CREATE TABLE IF NOT EXISTS sessions AS sessions_local ENGINE = "
+			 "Distributed(`%s`, `%s`, sessions_local, cityHash64(session))", cluster, c->db);
+		rc = ch_post(c, small, NULL, 0, 1, err);
+	}
 	return rc;
 }
 
@@ -379,10 +423,27 @@ int nf_push_prepare(const struct nf_push_options *opts, struct nf_error *err)
 
 	if (!s)
 		return nf_error_set(err, NF_ENOMEM, "push: out of memory");
-	rc = ch_open(&c, opts, err);
-	rc = rc ? rc : load_schema(s, err);
-	rc = rc ? rc : create_tables(&c, s, err);
-	ch_close(&c);
+	size_t n;
+	const char *const *urls = push_urls(opts, &n);
+
+	rc = load_schema(s, err);
+	for (size_t i = 0; i < n && !rc; i++) {
+		rc = ch_open(&c, opts, urls[i], err);
+		if (!rc && opts->cluster) {
+			/* each URL must be that shard of the cluster, as the server knows it */
+			char q[256], ans[64];
+
+			snprintf(q, sizeof(q), "SELECT count() FROM system.clusters WHERE cluster = '%s' AND replica_num = 1",
+				 opts->cluster);
+			rc = ch_scalar(&c, q, ans, sizeof(ans), err);
+			if (!rc && strtoull(ans, NULL, 10) != n)
+				rc = nf_error_set(err, NF_EINVAL, "%s: cluster '%s' has %s shards there, %zu URLs given "
+						  "(give one --clickhouse URL per shard, in shard order)",
+						  c.shown, opts->cluster, ans, n);
+		}
+		rc = rc ? rc : create_tables(&c, s, opts->cluster, err);
+		ch_close(&c);
+	}
 	free(s);
 	return rc;
 }
@@ -564,7 +625,8 @@ static int push_sessions_row(struct ch *c, sqlite3 *db, const char *id, uint64_t
 		if (rc)
 			rc = nf_error_set(err, NF_ENOMEM, "push: out of memory");
 		else
-			rc = ch_post(c, "INSERT INTO sessions (session, pushed_at, host, source, tool_version, seed, rows, "
+			rc = ch_post(c, c->sfx[0] ? "INSERT INTO sessions_local (session, pushed_at, host, source, tool_version, seed, rows, "
+				     "`meta.key`, `meta.value`) FORMAT RowBinary" : "INSERT INTO sessions (session, pushed_at, host, source, tool_version, seed, rows, "
 				     "`meta.key`, `meta.value`) FORMAT RowBinary", b.p, b.n, 1, err);
 	}
 	for (int i = 0; i < n; i++) {
@@ -604,7 +666,23 @@ int nf_push_session(const struct nf_push_options *opts, const char *dir,
 		rc = nf_error_set(err, NF_ENOMEM, "push: out of memory");
 		goto out;
 	}
-	if ((rc = ch_open(&c, opts, err)) || (rc = load_schema(s, err)))
+	if ((rc = load_schema(s, err)))
+		goto out;
+	size_t nurl;
+	const char *const *urls = push_urls(opts, &nurl);
+	const char *url = urls[0];
+	if (nurl > 1) {
+		/* the shard the Distributed tables' key cityHash64(session) sends it to (weights 1) */
+		char ans[64];
+
+		snprintf(q, sizeof(q), "SELECT cityHash64('%s') %% %zu", id, nurl);
+		if ((rc = ch_open(&c, opts, url, err)) || (rc = ch_scalar(&c, q, ans, sizeof(ans), err)))
+			goto out;
+		ch_close(&c);
+		memset(&c, 0, sizeof(c));
+		url = urls[strtoull(ans, NULL, 10) % nurl];
+	}
+	if ((rc = ch_open(&c, opts, url, err)))
 		goto out;
 	/* 1. stage every table; the live version stays whole and listed meanwhile */
 	for (int i = 0; i < s->ntables; i++) {
@@ -613,12 +691,12 @@ int nf_push_session(const struct nf_push_options *opts, const char *dir,
 		stats->tables++;
 	}
 	/* 2. unlist, swap each table's partition, list again (complete) last */
-	snprintf(q, sizeof(q), "ALTER TABLE sessions DROP PARTITION '%s'", id);
+	snprintf(q, sizeof(q), "ALTER TABLE sessions%s DROP PARTITION '%s'", c.sfx, id);
 	if ((rc = ch_post(&c, q, NULL, 0, 1, err)))
 		goto out;
 	for (int i = 0; i < s->ntables; i++) {
-		snprintf(q, sizeof(q), "ALTER TABLE `%s` REPLACE PARTITION '%s' FROM `_stage_%s`",
-			 s->tables[i].name, id, s->tables[i].name);
+		snprintf(q, sizeof(q), "ALTER TABLE `%s%s` REPLACE PARTITION '%s' FROM `_stage_%s`",
+			 s->tables[i].name, c.sfx, id, s->tables[i].name);
 		if ((rc = ch_post(&c, q, NULL, 0, 1, err)))
 			goto out;
 	}
@@ -645,18 +723,19 @@ int nf_push_query(const struct nf_push_options *opts, const char *sql, const cha
 	struct ch c;
 	int rc;
 
-	if ((rc = ch_open(&c, opts, err)) == 0) {
-		if (format) {
-			/* default_format applies when the SQL names no FORMAT itself */
-			size_t l = strlen(c.base) + strlen(format) + 32;
-			char *nb = malloc(l);
-			if (!nb) {
-				rc = nf_error_set(err, NF_ENOMEM, "push: out of memory");
-			} else {
-				snprintf(nb, l, "%sdefault_format=%s&", c.base, format);
-				free(c.base);
-				c.base = nb;
-			}
+	if ((rc = ch_open(&c, opts, opts->url, err)) == 0) {
+		/* default_format applies when the SQL names no FORMAT itself;
+		 * distributed_product_mode: JOINs of Distributed tables on session
+		 * stay on each shard, where the session's rows all are */
+		size_t l = strlen(c.base) + (format ? strlen(format) : 0) + 80;
+		char *nb = malloc(l);
+		if (!nb) {
+			rc = nf_error_set(err, NF_ENOMEM, "push: out of memory");
+		} else {
+			snprintf(nb, l, "%sdistributed_product_mode=local&%s%s%s", c.base,
+				 format ? "default_format=" : "", format ? format : "", format ? "&" : "");
+			free(c.base);
+			c.base = nb;
 		}
 		c.out = out;
 		if (!rc)

@@ -20,6 +20,14 @@
  * listed; one that fails while swapping leaves the session unlisted until it
  * is pushed again. Pushing a session again replaces it (never doubles it).
  * Two pushes of the same session id at the same time are not supported.
+ *
+ * On a cluster (opts->cluster): every shard gets the tables as <table>_local
+ * (and sessions_local, _stage_<table>), and every shard a Distributed table
+ * <table> (and sessions) over them, sharding key cityHash64(session). A
+ * session goes whole to one shard, the one the key names, through that
+ * shard's URL; so a JOIN on session is local to a shard (query with
+ * distributed_product_mode = 'local', as nf_push_query() does). DDL runs on
+ * each shard URL in turn (no ON CLUSTER: no ZooKeeper needed).
  */
 #ifndef NFTRACE_PUSH_H
 #define NFTRACE_PUSH_H
@@ -44,6 +52,10 @@ struct nf_push_options {
 	const char *database; /* database (created when missing); NULL: "nftrace" */
 	size_t batch_bytes;   /* bytes per INSERT body; 0: NF_PUSH_BATCH_BYTES (min 4096) */
 	long timeout_s;       /* per HTTP request; 0: 600 */
+	const char *cluster;  /* NULL: one server (url). Else a cluster name the servers
+			       * define in remote_servers: shards[] are their HTTP URLs */
+	const char *const *shards; /* the cluster's shards in shard order (replica 1 each) */
+	size_t n_shards;
 };
 
 struct nf_push_stats {
@@ -62,8 +74,10 @@ int nf_push_session_id(const char *session_dir, char *id, size_t id_len, struct 
 
 /*
  * Creates the database, the tables, the staging tables and `sessions` when
- * missing. Returns 0, NF_EINVAL (bad database name: [A-Za-z0-9_] only, or a
- * URL that is not http:// or https://), NF_EIO (server unreachable, or the
+ * missing (on a cluster: on every shard, after checking that the server knows
+ * the cluster with as many shards as URLs given). Returns 0, NF_EINVAL (bad
+ * database or cluster name: [A-Za-z0-9_] only, a URL that is not http:// or
+ * https://, a shard count that does not match), NF_EIO (server unreachable, or the
  * connection broke: message names the URL), NF_ESQL (the server answered with
  * an error: its first line), NF_ENOMEM.
  */
@@ -86,7 +100,9 @@ int nf_push_session(const struct nf_push_options *opts, const char *session_dir,
  * format name: PrettyCompactNoEscapes, CSVWithNames, JSON, ...; NULL: the
  * server's default), streaming it. Returns 0, NF_EINVAL (bad URL or
  * database name), NF_EIO (unreachable, broken connection, writing out
- * failed), NF_ESQL (the server's error, first line), NF_ENOMEM.
+ * failed), NF_ESQL (the server's error, first line), NF_ENOMEM. Runs with
+ * distributed_product_mode = 'local' (JOINs of Distributed tables on session
+ * stay on each shard; no effect on one server).
  */
 int nf_push_query(const struct nf_push_options *opts, const char *sql, const char *format,
 		  FILE *out, struct nf_error *err);

@@ -17,7 +17,7 @@ SRV=
 PROXY=
 PUSHPID=
 cleanup() {
-  for p in $PUSHPID $PROXY $SRV; do kill -9 "$p" 2>/dev/null; done
+  for p in $PUSHPID $PROXY $SRV $SRV2; do kill -9 "$p" 2>/dev/null; done
   wait 2>/dev/null
   rm -rf "$T"
 }
@@ -25,41 +25,56 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*"; [ -f "$T/server.err.log" ] && tail -5 "$T/server.err.log"; exit 1; }
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-HTTP=$(free_port); TCP=$(free_port)
-while [ "$TCP" = "$HTTP" ]; do TCP=$(free_port); done
-cat > "$T/config.xml" <<XML
+HTTP=$(free_port); TCP=$(free_port); HTTP2=$(free_port); TCP2=$(free_port)
+[ "$(printf '%s\n' $HTTP $TCP $HTTP2 $TCP2 | sort -u | wc -l)" = 4 ] || fail "could not find four distinct free ports"
+# server 1 alone for the single-node path; servers 1 and 2 are the two shards of cluster nf
+write_config() { # DIR HTTP TCP
+mkdir -p "$1"
+cat > "$1/config.xml" <<XML
 <?xml version="1.0"?>
 <yandex>
-  <logger><level>warning</level><log>$T/server.log</log><errorlog>$T/server.err.log</errorlog><console>0</console></logger>
-  <http_port>$HTTP</http_port>
-  <tcp_port>$TCP</tcp_port>
+  <logger><level>warning</level><log>$1/server.log</log><errorlog>$1/server.err.log</errorlog><console>0</console></logger>
+  <http_port>$2</http_port>
+  <tcp_port>$3</tcp_port>
   <listen_host>127.0.0.1</listen_host>
-  <path>$T/data/</path>
-  <tmp_path>$T/tmp/</tmp_path>
-  <user_files_path>$T/user_files/</user_files_path>
-  <format_schema_path>$T/format_schemas/</format_schema_path>
+  <path>$1/data/</path>
+  <tmp_path>$1/tmp/</tmp_path>
+  <user_files_path>$1/user_files/</user_files_path>
+  <format_schema_path>$1/format_schemas/</format_schema_path>
   <mark_cache_size>5368709</mark_cache_size>
   <max_concurrent_queries>20</max_concurrent_queries>
   <users><default><password></password><networks><ip>127.0.0.1</ip></networks><profile>default</profile><quota>default</quota></default></users>
   <profiles><default></default></profiles>
   <quotas><default></default></quotas>
+  <remote_servers><nf>
+    <shard><replica><host>127.0.0.1</host><port>$TCP</port></replica></shard>
+    <shard><replica><host>127.0.0.1</host><port>$TCP2</port></replica></shard>
+  </nf></remote_servers>
 </yandex>
 XML
+}
+write_config "$T" $HTTP $TCP
+write_config "$T/s2" $HTTP2 $TCP2
 URL=http://127.0.0.1:$HTTP
+URL2=http://127.0.0.1:$HTTP2
 
-start_server() {
-  "$CHS" --config-file="$T/config.xml" > "$T/server.out" 2>&1 &
-  SRV=$!
+start_server() { # [DIR URL]: sets SRV (or SRV2 for the second)
+  d=${1:-$T}; u=${2:-$URL}
+  "$CHS" --config-file="$d/config.xml" > "$d/server.out" 2>&1 &
+  pid=$!
+  if [ "$d" = "$T" ]; then SRV=$pid; else SRV2=$pid; fi
   i=0
-  until [ "$(curl -s "$URL/ping" 2>/dev/null)" = "Ok." ]; do
+  until [ "$(curl -s "$u/ping" 2>/dev/null)" = "Ok." ]; do
     i=$((i + 1))
-    [ $i -gt 300 ] && fail "clickhouse-server did not answer on $URL in 30 s"
-    kill -0 $SRV 2>/dev/null || fail "clickhouse-server exited: $(tail -3 "$T/server.out")"
+    [ $i -gt 300 ] && fail "clickhouse-server did not answer on $u in 30 s"
+    kill -0 $pid 2>/dev/null || fail "clickhouse-server exited: $(tail -3 "$d/server.out")"
     sleep 0.1
   done
 }
-stop_server() { kill -TERM $SRV 2>/dev/null; wait $SRV 2>/dev/null; SRV=; }
-ch() { "$NF" query --clickhouse "$URL" --csv "$1" | tail -n +2; }
+SRV2=
+stop_server() { kill -TERM $SRV $SRV2 2>/dev/null; wait $SRV $SRV2 2>/dev/null; SRV=; SRV2=; }
+DB=nftrace
+ch() { "$NF" query --clickhouse "$URL" --database $DB --csv "$1" | tail -n +2; }
 lite() { sqlite3 "$1/.timeline.db" "$2"; }
 
 start_server
@@ -159,16 +174,36 @@ mkdir "$T/notasession"
 "$NF" push "$T/hang-never-signaled" --clickhouse "$URL" --quiet || fail "push hang-never-signaled"
 ALL="$T/stall-chain $T/overrun $T/$S $T/hang-never-signaled"
 [ "$(ch "SELECT count() FROM sessions")" = 4 ] || fail "want 4 sessions listed"
+readme_queries() { # SESSION_DIR...
 for q in p99 lost hangs; do
   awk -v m="<!-- fleet-query: $q -->" '$0 == m { f = 1; next } f && /^```sql/ { g = 1; next } g && /^```/ { exit } g' \
     "$SRC/README.md" > "$T/$q.sql"
   [ -s "$T/$q.sql" ] || fail "README has no fleet-query $q"
-  "$NF" query --clickhouse "$URL" --csv -f "$T/$q.sql" > "$T/$q.ch" || fail "README query $q: $(cat "$T/$q.ch")"
+  "$NF" query --clickhouse "$URL" --database $DB --csv -f "$T/$q.sql" > "$T/$q.ch" || fail "README query $q: $(cat "$T/$q.ch")"
   tail -n +2 "$T/$q.ch" > "$T/$q.got"
-  python3 "$SRC/tests/push/fleet_expect.py" $q $ALL > "$T/$q.want" || fail "fleet_expect $q"
+  python3 "$SRC/tests/push/fleet_expect.py" $q "$@" > "$T/$q.want" || fail "fleet_expect $q"
   [ "$(wc -l < "$T/$q.want")" -ge 1 ] && [ -s "$T/$q.want" ] || fail "README query $q: SQLite gives no rows to compare"
-  diff -u "$T/$q.want" "$T/$q.got" || fail "README query $q: ClickHouse differs from SQLite (- SQLite, + ClickHouse)"
+  diff -u "$T/$q.want" "$T/$q.got" || fail "README query $q ($DB): ClickHouse differs from SQLite (- SQLite, + ClickHouse)"
 done
+}
+readme_queries $ALL
 
+# 8. the two-shard cluster: local tables on each shard, Distributed tables over them
+start_server "$T/s2" "$URL2"
+"$NF" push "$T/stall-chain" --cluster nf --clickhouse "$URL" --database fleet > "$T/out" 2> "$T/err"; rc=$?
+[ $rc = 1 ] && [ "$(wc -l < "$T/err")" = 1 ] && grep -q "2 shards" "$T/err" || fail "one URL for two shards: exit $rc: $(cat "$T/err")"
+# run-3 and overrun-2 hash to shard 1, the others to shard 2 (cityHash64(session) % 2)
+"$NF" record -o "$T/run-3" "$SRC/samples/stall-chain.nfs" > /dev/null || fail "record run-3"
+"$NF" record -o "$T/overrun-2" "$SRC/samples/overrun.nfs" --seed 7 > /dev/null || fail "record overrun-2"
+CL="$ALL $T/run-3 $T/overrun-2"
+"$NF" push $CL --cluster nf --clickhouse "$URL" --clickhouse "$URL2" --database fleet --quiet || fail "cluster push"
+"$NF" push "$T/overrun" "$T/overrun-2" --cluster nf --clickhouse "$URL" --clickhouse "$URL2" --database fleet --quiet || fail "cluster push again"
+DB=fleet
+n1=$("$NF" query --clickhouse "$URL" --database fleet --csv "SELECT count() FROM sessions_local" | tail -n 1)
+n2=$("$NF" query --clickhouse "$URL2" --database fleet --csv "SELECT count() FROM sessions_local" | tail -n 1)
+[ "$n1" -ge 1 ] && [ "$n2" -ge 1 ] && [ $((n1 + n2)) = 6 ] || fail "cluster: shards hold $n1 and $n2 sessions, want 6 spread over both"
+for s in stall-chain overrun halfway run-3 overrun-2; do compare_counts $s; done
+readme_queries $CL
+DB=nftrace
 stop_server
 echo "PASS"
