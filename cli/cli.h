@@ -27,6 +27,7 @@ int cmd_check(int argc, char **argv);
 int cmd_import(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_critical_path(int argc, char **argv);
+int cmd_push(int argc, char **argv);
 int cmd_help(int argc, char **argv);
 
 const struct nf_cmd *nf_cli_find(const char *name);

@@ -2,6 +2,7 @@
 #include "cli.h"
 
 #include "nftrace/analysis.h"
+#include "nftrace/push.h"
 #include "nftrace/timeline.h"
 
 #include <errno.h>
@@ -75,6 +76,8 @@ int cmd_query(int argc, char **argv)
 		{ "table", no_argument, NULL, 't' },
 		{ "file", required_argument, NULL, 'f' },
 		{ "report", required_argument, NULL, 'r' },
+		{ "clickhouse", required_argument, NULL, 'u' },
+		{ "database", required_argument, NULL, 'd' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -83,6 +86,7 @@ int cmd_query(int argc, char **argv)
 	struct nf_error err;
 	const char *sql_file = NULL, *sql = NULL, *report = NULL;
 	char *owned = NULL;
+	const char *ch_url = NULL, *ch_db = NULL;
 	int opt, rc;
 
 	nf_error_clear(&err);
@@ -96,6 +100,8 @@ int cmd_query(int argc, char **argv)
 		case 't': qo.format = NF_QUERY_TABLE; break;
 		case 'f': sql_file = optarg; break;
 		case 'r': report = optarg; break;
+		case 'u': ch_url = optarg; break;
+		case 'd': ch_db = optarg; break;
 		case 'h': return nf_cli_common_option("query", "--help");
 		case 'V': return nf_cli_common_option("query", "--version");
 		case ':': return nf_cli_usage_error("query", "option '%s' needs a value", argv[optind - 1]);
@@ -103,6 +109,27 @@ int cmd_query(int argc, char **argv)
 		}
 	}
 	int npos = argc - optind;
+	if (ch_db && !ch_url)
+		return nf_cli_usage_error("query", "--database goes with --clickhouse URL");
+	if (ch_url) {
+		/* SQL over a ClickHouse fleet store (nftrace push): no session DIRs */
+		struct nf_push_options po = { .url = ch_url, .database = ch_db };
+		static const char *const fmts[] = { [NF_QUERY_TABLE] = "PrettyCompactNoEscapes",
+						    [NF_QUERY_CSV] = "CSVWithNames",
+						    [NF_QUERY_JSON] = "JSONEachRow" };
+
+		if (report)
+			return nf_cli_usage_error("query", "--report reads a session DIR, not --clickhouse");
+		if (npos != (sql_file ? 0 : 1))
+			return nf_cli_usage_error("query", "--clickhouse URL takes one SQL argument (or -f FILE) and no session DIR");
+		if (sql_file && !(sql = owned = read_sql_file(sql_file, &err)))
+			return nf_cli_fail("query", &err);
+		if (!sql_file)
+			sql = argv[optind];
+		rc = nf_push_query(&po, sql, fmts[qo.format], stdout, &err);
+		free(owned);
+		return rc ? nf_cli_fail("query", &err) : NF_EXIT_OK;
+	}
 	if (report) {
 		if (sql_file)
 			return nf_cli_usage_error("query", "--report and -f cannot be combined");

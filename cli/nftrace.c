@@ -61,6 +61,7 @@ static const struct nf_cmd nf_commands[] = {
 	  "to use for the rest.\n" },
 	{ "query", cmd_query, "run SQL over a session's timeline",
 	  "usage: nftrace query DIR [DIR...] [--csv|--json|--table] (\"SQL\" | -f FILE.sql)\n"
+	  "       nftrace query --clickhouse URL [--database DB] [--csv|--json|--table] (\"SQL\" | -f FILE.sql)\n"
 	  "       nftrace query DIR [--csv|--json|--table] --report stalls|queues|lost\n"
 	  "\n"
 	  "Builds the session's SQLite timeline (DIR/.timeline.db) on first use and runs SQL on it,\n"
@@ -68,7 +69,10 @@ static const struct nf_cmd nf_commands[] = {
 	  "Reports: stalls (the 20 longest GPU wait stalls and the signal that ended each), queues\n"
 	  "(per queue: operations, lost, time stalled in waits), lost (spans of lost log entries).\n"
 	  "stall_blame (who made each queue wait: schemas/analysis.sql) is computed and kept in the\n"
-	  "timeline the first time a query names it.\n" },
+	  "timeline the first time a query names it.\n"
+	  "--clickhouse URL runs the SQL on a ClickHouse fleet store filled by 'nftrace push'\n"
+	  "(database DB, default nftrace): --table is ClickHouse's PrettyCompactNoEscapes, --csv\n"
+	  "CSVWithNames, --json JSONEachRow (one object per line); a FORMAT clause in the SQL wins.\n" },
 	{ "info", cmd_info, "show a session's facts, or the event schema",
 	  "usage: nftrace info DIR [--json]\n"
 	  "       nftrace info --events       (the event reference, as Markdown)\n" },
@@ -147,6 +151,22 @@ static const struct nf_cmd nf_commands[] = {
 	  "to the latency exactly.\n"
 	  "\n"
 	  "  --json   the same as one JSON object\n" },
+	{ "push", cmd_push, "load sessions into a ClickHouse fleet store (many machines, many sessions)",
+	  "usage: nftrace push DIR... --clickhouse URL [--database DB] [--batch-bytes N] [--quiet]\n"
+	  "       nftrace push DIR... --cluster NAME --clickhouse URL1 --clickhouse URL2... [options]\n"
+	  "\n"
+	  "Loads each session's timeline (built when missing) into ClickHouse over its HTTP interface\n"
+	  "(URL: http://host:8123, may carry ?user=..&password=..), in RowBinary batches of at most\n"
+	  "N bytes (default 4 MiB). Creates database DB (default nftrace) and the tables when missing:\n"
+	  "every table of schemas/timeline.sql with a leading session column (MergeTree, one\n"
+	  "partition per session, ordered by session and time) and `sessions` (one row per complete\n"
+	  "session: host, source, tool_version, seed, rows, every meta pair). The session id is the\n"
+	  "directory's name. Pushing a session again replaces it; a push that fails half-way leaves\n"
+	  "the previous version, or no listing: a session's rows count only when it is in `sessions`.\n"
+	  "Query with 'nftrace query --clickhouse URL \"SQL\"' or clickhouse-client.\n"
+	  "--cluster NAME: the servers define cluster NAME (remote_servers); one --clickhouse URL per\n"
+	  "shard, in shard order. Each shard gets <table>_local tables, each a Distributed <table>\n"
+	  "over them (sharding key cityHash64(session)); a session goes whole to its shard.\n" },
 	{ "help", cmd_help, "show help for nftrace or one command",
 	  "usage: nftrace help [COMMAND]\n" },
 };

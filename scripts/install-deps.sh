@@ -13,6 +13,7 @@ PKGS=(
   fontconfig fonts-dejavu-core
   protobuf-compiler
   python3
+  libcurl4-openssl-dev clickhouse-server clickhouse-client
 )
 
 missing=()

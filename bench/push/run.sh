@@ -1,0 +1,67 @@
+# bench/push: `nftrace push` of the stress session at each scale into a ClickHouse
+# server this stage starts (own config and data directory, free ports on 127.0.0.1,
+# stopped at the end; the stage is skipped with a row when clickhouse-server is absent).
+# Ours: rows per second of the push (timeline database already built: the analyzer
+# stage's work), peak memory. Peer, same run: clickhouse-client inserting the same rows
+# from files (each table's rows, exported from the store in Native format beforehand)
+# into tables of the same structure. Target (issue 23): >= 0.8x the peer's rows/s.
+# Not measured yet: a cross-session query over 100 sessions on a two-shard cluster
+# beside SQLite session by session.
+# Sourced by bench/run.sh (see bench/README.md).
+
+nfb_push_dir="$NFB_WORK/push"
+if ! command -v clickhouse-server >/dev/null || ! command -v clickhouse-client >/dev/null; then
+	nfb_row push - "rows/s" - - - - - "skipped: clickhouse-server/clickhouse-client not installed"
+else
+	rm -rf "$nfb_push_dir" && mkdir -p "$nfb_push_dir"
+	nfb_push_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+	nfb_push_http=$(nfb_push_port); nfb_push_tcp=$(nfb_push_port)
+	d="$nfb_push_dir"
+	cat >"$d/config.xml" <<XML
+<?xml version="1.0"?>
+<yandex>
+  <logger><level>warning</level><log>$d/server.log</log><errorlog>$d/server.err.log</errorlog><console>0</console></logger>
+  <http_port>$nfb_push_http</http_port><tcp_port>$nfb_push_tcp</tcp_port><listen_host>127.0.0.1</listen_host>
+  <path>$d/data/</path><tmp_path>$d/tmp/</tmp_path><user_files_path>$d/uf/</user_files_path>
+  <format_schema_path>$d/fs/</format_schema_path><mark_cache_size>5368709</mark_cache_size>
+  <users><default><password></password><networks><ip>127.0.0.1</ip></networks><profile>default</profile><quota>default</quota></default></users>
+  <profiles><default></default></profiles><quotas><default></default></quotas>
+</yandex>
+XML
+	clickhouse-server --config-file="$d/config.xml" >"$d/server.out" 2>&1 &
+	nfb_push_pid=$!
+	url="http://127.0.0.1:$nfb_push_http"
+	for _ in $(seq 300); do [ "$(curl -s "$url/ping")" = "Ok." ] && break; sleep 0.1; done
+	chq() { curl -sS --data-binary "$1" "$url/?database=nftrace"; }
+	for scale in $NFB_SCALES; do
+		dir="$(nfb_session "$scale")" || { nfb_row push "x$scale" "rows/s" - - - - - "recording the session failed"; continue; }
+		"$NFB_NFTRACE" query "$dir" "select 1" >/dev/null || { nfb_row push "x$scale" "rows/s" - - - - - "analysis failed"; continue; }
+		nfb_time ours -O "$d/push.out" -- "$NFB_NFTRACE" push "$dir" --clickhouse "$url"
+		if [ "$ours_rc" != 0 ]; then
+			nfb_row push "x$scale" "rows/s" - - - - - "nftrace push failed (exit $ours_rc)"
+			continue
+		fi
+		rows=$(sed -n 's/.*: \([0-9]*\) rows in.*/\1/p' "$d/push.out")
+		id=$(basename "$dir")
+		# the peer's input: the same rows, one Native file per table, and empty tables alike
+		tables=$(chq "SELECT name FROM system.tables WHERE database = 'nftrace' AND NOT startsWith(name, '_') AND NOT startsWith(name, 'peer_') AND name != 'sessions'")
+		: >"$d/peer.sh"
+		for t in $tables; do
+			chq "SELECT * FROM \`$t\` WHERE session = '$id' FORMAT Native" >"$d/$t.native"
+			chq "DROP TABLE IF EXISTS \`peer_$t\`" && chq "CREATE TABLE \`peer_$t\` AS \`$t\`"
+			[ -s "$d/$t.native" ] && echo "clickhouse-client --port $nfb_push_tcp -d nftrace -q 'INSERT INTO \`peer_$t\` FORMAT Native' <'$d/$t.native'" >>"$d/peer.sh"
+		done
+		nfb_time peer -- sh -e "$d/peer.sh"
+		peer_rows=$(chq "SELECT sum(rows) FROM system.parts WHERE database = 'nftrace' AND active AND startsWith(table, 'peer_')")
+		rm -f "$d"/*.native
+		rate=$(awk -v n="$rows" -v s="$ours_s" 'BEGIN { if (s > 0) printf "%.0f", n / s; else print 0 }')
+		prate=$(awk -v n="$peer_rows" -v s="$peer_s" 'BEGIN { if (s > 0) printf "%.0f", n / s; else print 0 }')
+		ratio=$(nfb_div "$rate" "$prate")
+		verdict=$(awk -v r="$ratio" -v a="$rows" -v b="$peer_rows" 'BEGIN {
+			if (a != b) printf "peer inserted %s rows, not %s\n", b, a;
+			else if (r >= 0.8) print "meets"; else printf "misses (%.2fx)\n", r }')
+		nfb_row push "x$scale" "rows/s ($rows rows, peak $ours_kb KiB)" "$rate" \
+			"clickhouse-client INSERT FORMAT Native from files (rc $peer_rc)" "$prate" "${ratio}x" ">=0.8x peer" "$verdict"
+	done
+	kill "$nfb_push_pid" 2>/dev/null; wait "$nfb_push_pid" 2>/dev/null || true
+fi

@@ -1,0 +1,80 @@
+/* nftrace push: sessions into a ClickHouse fleet store (push/, include/nftrace/push.h). */
+#include "cli.h"
+
+#include "nftrace/push.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int cmd_push(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "clickhouse", required_argument, NULL, 'u' },
+		{ "database", required_argument, NULL, 'd' },
+		{ "batch-bytes", required_argument, NULL, 'b' },
+		{ "cluster", required_argument, NULL, 'C' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct nf_push_options po = { 0 };
+	const char *urls[64];
+	size_t nurls = 0;
+	struct nf_error err;
+	int opt, quiet = 0;
+
+	nf_error_clear(&err);
+	optind = 1;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":hq", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'u':
+			if (nurls == sizeof(urls) / sizeof(urls[0]))
+				return nf_cli_usage_error("push", "more than 64 --clickhouse URLs");
+			urls[nurls++] = optarg;
+			break;
+		case 'd': po.database = optarg; break;
+		case 'b': {
+			char *end;
+			unsigned long long v = strtoull(optarg, &end, 10);
+			if (*end || !*optarg || v < 4096 || v > (1ull << 30))
+				return nf_cli_usage_error("push", "--batch-bytes '%s': a number of bytes from 4096 to 1 GiB", optarg);
+			po.batch_bytes = (size_t)v;
+			break;
+		}
+		case 'C': po.cluster = optarg; break;
+		case 'q': quiet = 1; break;
+		case 'h': return nf_cli_common_option("push", "--help");
+		case 'V': return nf_cli_common_option("push", "--version");
+		case ':': return nf_cli_usage_error("push", "option '%s' needs a value", argv[optind - 1]);
+		default: return nf_cli_usage_error("push", "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (!nurls)
+		return nf_cli_usage_error("push", "missing --clickhouse URL");
+	if (nurls > 1 && !po.cluster)
+		return nf_cli_usage_error("push", "several --clickhouse URLs are the shards of a --cluster NAME");
+	po.url = urls[0];
+	po.shards = urls;
+	po.n_shards = nurls;
+	if (optind >= argc)
+		return nf_cli_usage_error("push", "missing session DIR");
+	if (nf_push_prepare(&po, &err))
+		return nf_cli_fail("push", &err);
+	for (int i = optind; i < argc; i++) {
+		struct nf_push_stats st;
+		char id[NF_PUSH_ID_MAX + 1];
+
+		if (nf_push_session(&po, argv[i], &st, &err))
+			return nf_cli_fail("push", &err);
+		nf_push_session_id(argv[i], id, sizeof(id), NULL);
+		if (!quiet)
+			printf("%s: session %s: %llu rows in %u tables, %llu batches, %llu bytes\n", argv[i], id,
+			       (unsigned long long)st.rows, st.tables, (unsigned long long)st.batches,
+			       (unsigned long long)st.bytes);
+	}
+	return NF_EXIT_OK;
+}

@@ -1,0 +1,209 @@
+#!/bin/sh
+# test_push: nftrace push / query --clickhouse against a real ClickHouse server
+# started here as this test's own process (own config, data directory and ports
+# on 127.0.0.1, stopped at the end). Skips (77) when clickhouse-server is absent.
+#
+# usage: test_push.sh NFTRACE SOURCE_DIR
+set -u
+NF=$1
+SRC=$2
+CHS=$(command -v clickhouse-server || true)
+if [ -z "$CHS" ]; then
+  echo "SKIP: clickhouse-server is not installed (scripts/install-deps.sh installs it)"
+  exit 77
+fi
+T=$(mktemp -d /tmp/nftrace-push.XXXXXX)
+SRV=
+PROXY=
+PUSHPID=
+cleanup() {
+  for p in $PUSHPID $PROXY $SRV $SRV2; do kill -9 "$p" 2>/dev/null; done
+  wait 2>/dev/null
+  rm -rf "$T"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; [ -f "$T/server.err.log" ] && tail -5 "$T/server.err.log"; exit 1; }
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+HTTP=$(free_port); TCP=$(free_port); HTTP2=$(free_port); TCP2=$(free_port)
+[ "$(printf '%s\n' $HTTP $TCP $HTTP2 $TCP2 | sort -u | wc -l)" = 4 ] || fail "could not find four distinct free ports"
+# server 1 alone for the single-node path; servers 1 and 2 are the two shards of cluster nf
+write_config() { # DIR HTTP TCP
+mkdir -p "$1"
+cat > "$1/config.xml" <<XML
+<?xml version="1.0"?>
+<yandex>
+  <logger><level>warning</level><log>$1/server.log</log><errorlog>$1/server.err.log</errorlog><console>0</console></logger>
+  <http_port>$2</http_port>
+  <tcp_port>$3</tcp_port>
+  <listen_host>127.0.0.1</listen_host>
+  <path>$1/data/</path>
+  <tmp_path>$1/tmp/</tmp_path>
+  <user_files_path>$1/user_files/</user_files_path>
+  <format_schema_path>$1/format_schemas/</format_schema_path>
+  <mark_cache_size>5368709</mark_cache_size>
+  <max_concurrent_queries>20</max_concurrent_queries>
+  <users><default><password></password><networks><ip>127.0.0.1</ip></networks><profile>default</profile><quota>default</quota></default></users>
+  <profiles><default></default></profiles>
+  <quotas><default></default></quotas>
+  <remote_servers><nf>
+    <shard><replica><host>127.0.0.1</host><port>$TCP</port></replica></shard>
+    <shard><replica><host>127.0.0.1</host><port>$TCP2</port></replica></shard>
+  </nf></remote_servers>
+</yandex>
+XML
+}
+write_config "$T" $HTTP $TCP
+write_config "$T/s2" $HTTP2 $TCP2
+URL=http://127.0.0.1:$HTTP
+URL2=http://127.0.0.1:$HTTP2
+
+start_server() { # [DIR URL]: sets SRV (or SRV2 for the second)
+  d=${1:-$T}; u=${2:-$URL}
+  "$CHS" --config-file="$d/config.xml" > "$d/server.out" 2>&1 &
+  pid=$!
+  if [ "$d" = "$T" ]; then SRV=$pid; else SRV2=$pid; fi
+  i=0
+  until [ "$(curl -s "$u/ping" 2>/dev/null)" = "Ok." ]; do
+    i=$((i + 1))
+    [ $i -gt 300 ] && fail "clickhouse-server did not answer on $u in 30 s"
+    kill -0 $pid 2>/dev/null || fail "clickhouse-server exited: $(tail -3 "$d/server.out")"
+    sleep 0.1
+  done
+}
+SRV2=
+stop_server() { kill -TERM $SRV $SRV2 2>/dev/null; wait $SRV $SRV2 2>/dev/null; SRV=; SRV2=; }
+DB=nftrace
+ch() { "$NF" query --clickhouse "$URL" --database $DB --csv "$1" | tail -n +2; }
+lite() { sqlite3 "$1/.timeline.db" "$2"; }
+
+start_server
+for s in stall-chain overrun; do
+  "$NF" record -o "$T/$s" "$SRC/samples/$s.nfs" > /dev/null || fail "record $s"
+done
+
+# 1. two sessions pushed: per-table row counts and aggregates equal SQLite's
+"$NF" push "$T/stall-chain" "$T/overrun" --clickhouse "$URL" > "$T/push.out" || fail "push: $(cat "$T/push.out")"
+TABLES=$(lite "$T/overrun" "SELECT name FROM sqlite_master WHERE type='table' AND name NOT IN ('meta','stall_blame') AND name NOT LIKE 'sqlite%' ORDER BY name")
+[ -n "$TABLES" ] || fail "no tables in the timeline"
+compare_counts() { # SESSION
+  nonzero=0
+  for t in $TABLES; do
+    a=$(lite "$T/$1" "SELECT count(*) FROM $t")
+    b=$(ch "SELECT count() FROM $t WHERE session = '$1'")
+    [ "$a" = "$b" ] || fail "$1.$t: SQLite has $a rows, ClickHouse $b"
+    [ "$a" != 0 ] && nonzero=$((nonzero + 1))
+  done
+  [ $nonzero -ge 5 ] || fail "$1: only $nonzero non-empty tables compared"
+  n=$(ch "SELECT count() FROM sessions WHERE session = '$1'")
+  [ "$n" = 1 ] || fail "$1: listed $n times in sessions"
+}
+compare_counts stall-chain
+compare_counts overrun
+# aggregates and NULLs survive: stall sum, lost operations, NULL end times, a text column
+a=$(lite "$T/stall-chain" "SELECT count(stall_ns), sum(stall_ns), max(stall_ns) FROM deps" | tr '|' ,)
+b=$(ch "SELECT count(stall_ns), sum(stall_ns), max(stall_ns) FROM deps WHERE session = 'stall-chain'")
+[ "$a" = "$b" ] || fail "deps stall count/sum/max: SQLite $a, ClickHouse $b"
+[ "${a%%,*}" != 0 ] || fail "stall-chain has no stalls to compare"
+a=$(lite "$T/overrun" "SELECT count(*), sum(end_ns IS NULL), sum(queue) FROM fence_ops WHERE status = 'lost'" | tr '|' ,)
+b=$(ch "SELECT count(), sum(isNull(end_ns)), sum(queue) FROM fence_ops WHERE session = 'overrun' AND status = 'lost'")
+[ "$a" = "$b" ] || fail "lost operations: SQLite $a, ClickHouse $b"
+[ "${a%%,*}" != 0 ] || fail "overrun has no lost operations to compare"
+a=$(lite "$T/overrun" "SELECT value FROM meta WHERE key = 'seed'")
+b=$(ch "SELECT seed FROM sessions WHERE session = 'overrun'")
+[ "\"$a\"" = "$b" ] || fail "seed: meta $a, sessions $b"
+
+# 2. pushed again: replaced, not doubled
+"$NF" push "$T/overrun" --clickhouse "$URL" --quiet || fail "second push"
+compare_counts overrun
+compare_counts stall-chain
+
+# 3. a push killed half-way (kill -9 while its 10th batch is in flight): the
+#    session is not listed and none of its rows are live; pushed again: exact
+start_proxy() { # MODE N
+  rm -f "$T/proxy.port" "$T/marker"
+  python3 "$SRC/tests/push/ch_proxy.py" "$T/proxy.port" "$HTTP" "$2" "$1" "$T/marker" &
+  PROXY=$!
+  i=0
+  until [ -s "$T/proxy.port" ]; do i=$((i + 1)); [ $i -gt 100 ] && fail "proxy did not start"; sleep 0.1; done
+  PURL=http://127.0.0.1:$(cat "$T/proxy.port")
+}
+S=halfway # the overrun sample again, under another id: ~60 batches of 4 KiB
+"$NF" record -o "$T/$S" "$SRC/samples/overrun.nfs" > /dev/null || fail "record $S"
+start_proxy hang 10
+"$NF" push "$T/$S" --clickhouse "$PURL" --batch-bytes 4096 > /dev/null 2>&1 &
+PUSHPID=$!
+i=0
+until [ -f "$T/marker" ]; do i=$((i + 1)); [ $i -gt 300 ] && fail "the push never reached its 10th batch"; sleep 0.1; done
+kill -9 $PUSHPID; wait $PUSHPID 2>/dev/null; PUSHPID=
+kill -9 $PROXY; wait $PROXY 2>/dev/null; PROXY=
+staged=$(ch "SELECT count() FROM _stage_adapters WHERE session = '$S'")
+[ "$staged" != 0 ] || fail "nothing was staged before the kill (the kill came too late to test anything)"
+[ "$(ch "SELECT count() FROM sessions WHERE session = '$S'")" = 0 ] || fail "a half-pushed session is listed"
+[ "$(ch "SELECT count() FROM fence_ops WHERE session = '$S'")" = 0 ] || fail "a half-pushed session has live rows"
+"$NF" push "$T/$S" --clickhouse "$URL" --quiet || fail "push after a killed push"
+compare_counts $S
+
+# 4. the server goes away mid-push (connection dropped at the 10th batch): one
+#    line naming the session and the URL, exit 1; the previous version stays whole
+start_proxy drop 10
+"$NF" push "$T/$S" --clickhouse "$PURL" --batch-bytes 4096 > "$T/out" 2> "$T/err"
+rc=$?
+wait $PROXY 2>/dev/null; PROXY=
+[ $rc = 1 ] || fail "server gone mid-push: exit $rc, want 1"
+[ "$(wc -l < "$T/err")" = 1 ] || fail "server gone mid-push: want one line, got: $(cat "$T/err")"
+grep -q "$S" "$T/err" && grep -q "$PURL" "$T/err" || fail "error does not name the session and URL: $(cat "$T/err")"
+compare_counts $S
+
+# 5. bad input: unreachable URL, an HTTP error from the server, a directory that is no session
+"$NF" push "$T/$S" --clickhouse "$PURL" > "$T/out" 2> "$T/err"; rc=$?
+[ $rc = 1 ] && [ "$(wc -l < "$T/err")" = 1 ] && grep -q "$PURL" "$T/err" || fail "unreachable URL: exit $rc: $(cat "$T/err")"
+"$NF" query --clickhouse "$URL" "SELECT nosuchcolumn FROM sessions" > "$T/out" 2> "$T/err"; rc=$?
+[ $rc = 1 ] && [ "$(wc -l < "$T/err")" = 1 ] && grep -q "HTTP" "$T/err" || fail "server error: exit $rc: $(cat "$T/err")"
+mkdir "$T/notasession"
+"$NF" push "$T/notasession" --clickhouse "$URL" > "$T/out" 2> "$T/err"; rc=$?
+[ $rc = 1 ] && [ "$(wc -l < "$T/err")" = 1 ] && grep -q notasession "$T/err" || fail "not a session: exit $rc: $(cat "$T/err")"
+[ "$(ch "SELECT count() FROM sessions WHERE session = 'notasession'")" = 0 ] || fail "a non-session was listed"
+
+# 6. query --json: one object per line
+"$NF" query --clickhouse "$URL" --json "SELECT session, rows FROM sessions ORDER BY session" > "$T/out" || fail "query --json"
+[ "$(wc -l < "$T/out")" = 3 ] && python3 -c 'import json,sys; [json.loads(l) for l in open(sys.argv[1])]' "$T/out" || fail "query --json: $(cat "$T/out")"
+
+# 7. the README's cross-session queries give SQLite's numbers over the same sessions
+"$NF" record -o "$T/hang-never-signaled" "$SRC/samples/hang-never-signaled.nfs" > /dev/null || fail "record hang"
+"$NF" push "$T/hang-never-signaled" --clickhouse "$URL" --quiet || fail "push hang-never-signaled"
+ALL="$T/stall-chain $T/overrun $T/$S $T/hang-never-signaled"
+[ "$(ch "SELECT count() FROM sessions")" = 4 ] || fail "want 4 sessions listed"
+readme_queries() { # SESSION_DIR...
+for q in p99 lost hangs; do
+  awk -v m="<!-- fleet-query: $q -->" '$0 == m { f = 1; next } f && /^```sql/ { g = 1; next } g && /^```/ { exit } g' \
+    "$SRC/README.md" > "$T/$q.sql"
+  [ -s "$T/$q.sql" ] || fail "README has no fleet-query $q"
+  "$NF" query --clickhouse "$URL" --database $DB --csv -f "$T/$q.sql" > "$T/$q.ch" || fail "README query $q: $(cat "$T/$q.ch")"
+  tail -n +2 "$T/$q.ch" > "$T/$q.got"
+  python3 "$SRC/tests/push/fleet_expect.py" $q "$@" > "$T/$q.want" || fail "fleet_expect $q"
+  [ "$(wc -l < "$T/$q.want")" -ge 1 ] && [ -s "$T/$q.want" ] || fail "README query $q: SQLite gives no rows to compare"
+  diff -u "$T/$q.want" "$T/$q.got" || fail "README query $q ($DB): ClickHouse differs from SQLite (- SQLite, + ClickHouse)"
+done
+}
+readme_queries $ALL
+
+# 8. the two-shard cluster: local tables on each shard, Distributed tables over them
+start_server "$T/s2" "$URL2"
+"$NF" push "$T/stall-chain" --cluster nf --clickhouse "$URL" --database fleet > "$T/out" 2> "$T/err"; rc=$?
+[ $rc = 1 ] && [ "$(wc -l < "$T/err")" = 1 ] && grep -q "2 shards" "$T/err" || fail "one URL for two shards: exit $rc: $(cat "$T/err")"
+# run-3 and overrun-2 hash to shard 1, the others to shard 2 (cityHash64(session) % 2)
+"$NF" record -o "$T/run-3" "$SRC/samples/stall-chain.nfs" > /dev/null || fail "record run-3"
+"$NF" record -o "$T/overrun-2" "$SRC/samples/overrun.nfs" --seed 7 > /dev/null || fail "record overrun-2"
+CL="$ALL $T/run-3 $T/overrun-2"
+"$NF" push $CL --cluster nf --clickhouse "$URL" --clickhouse "$URL2" --database fleet --quiet || fail "cluster push"
+"$NF" push "$T/overrun" "$T/overrun-2" --cluster nf --clickhouse "$URL" --clickhouse "$URL2" --database fleet --quiet || fail "cluster push again"
+DB=fleet
+n1=$("$NF" query --clickhouse "$URL" --database fleet --csv "SELECT count() FROM sessions_local" | tail -n 1)
+n2=$("$NF" query --clickhouse "$URL2" --database fleet --csv "SELECT count() FROM sessions_local" | tail -n 1)
+[ "$n1" -ge 1 ] && [ "$n2" -ge 1 ] && [ $((n1 + n2)) = 6 ] || fail "cluster: shards hold $n1 and $n2 sessions, want 6 spread over both"
+for s in stall-chain overrun halfway run-3 overrun-2; do compare_counts $s; done
+readme_queries $CL
+DB=nftrace
+stop_server
+echo "PASS"
