@@ -668,10 +668,10 @@ out:
  * Refuses an existing non-empty out_dir unless force and it is an nftrace
  * session holding only nftrace's files (core/session_dir.c, the recogniser
  * `record --force` uses too); *kind says what is there to replace afterwards
- * (NF_SESSION_NONE with *exists: an empty directory). Touches nothing.
+ * (NF_SESSION_NONE: nothing, or an empty directory the rename replaces).
+ * Touches nothing.
  */
-static int check_out_dir(const char *out_dir, bool force, bool *exists, enum nf_session_kind *kind,
-			 struct nf_error *err)
+static int check_out_dir(const char *out_dir, bool force, enum nf_session_kind *kind, struct nf_error *err)
 {
 	struct stat st;
 	DIR *d;
@@ -679,7 +679,6 @@ static int check_out_dir(const char *out_dir, bool force, bool *exists, enum nf_
 	bool empty = true;
 	int rc;
 
-	*exists = false;
 	*kind = NF_SESSION_NONE;
 	if (lstat(out_dir, &st) != 0)
 		return errno == ENOENT ? 0 : nf_error_set(err, NF_EIO, "%s: %s", out_dir, strerror(errno));
@@ -691,7 +690,6 @@ static int check_out_dir(const char *out_dir, bool force, bool *exists, enum nf_
 		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
 			empty = false;
 	closedir(d);
-	*exists = true;
 	if (empty)
 		return 0;
 	if (!force)
@@ -801,7 +799,6 @@ static int import(const char *etl_path, const char *out_dir, bool force, struct 
 	char tmp[PATH_MAX], cap[PATH_MAX + 32], db[PATH_MAX + 32];
 	struct nf_etl_reader *r = NULL;
 	enum nf_session_kind old;
-	bool exists;
 	int rc;
 
 	memset(st, 0, sizeof(*st));
@@ -810,7 +807,7 @@ static int import(const char *etl_path, const char *out_dir, bool force, struct 
 	nf_etl_reader_destroy(r);
 	if (rc)
 		return rc;
-	if ((rc = check_out_dir(out_dir, force, &exists, &old, err)))
+	if ((rc = check_out_dir(out_dir, force, &old, err)))
 		return rc;
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.import-XXXXXX", out_dir) >= sizeof(tmp))
 		return nf_error_set(err, NF_EINVAL, "%s: path too long", out_dir);
