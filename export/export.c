@@ -12,6 +12,7 @@
  * slices on one track never overlap without nesting).
  */
 #include "export_int.h"
+#include "nftrace/outfile.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -1843,9 +1844,8 @@ int nf_export(const char *db_path, const struct nf_export_options *opts,
 {
 	struct exporter x;
 	struct nf_xout out;
-	struct stat sb;
-	char *tmp = NULL;
-	int fd, ret;
+	struct nf_outfile of = { 0 };
+	int ret;
 
 	if (!db_path || !opts || !opts->output || !*opts->output)
 		return nf_error_set(err, NF_EINVAL, "export: no database or no output file");
@@ -1872,45 +1872,17 @@ int nf_export(const char *db_path, const struct nf_export_options *opts,
 		sqlite3_close(x.db);
 		return ret;
 	}
-	tmp = malloc(strlen(opts->output) + 16);
 	out.buf = malloc(XOUT_BUFFER);
 	out.cap = XOUT_BUFFER;
-	if (!tmp || !out.buf) {
+	if (!out.buf) {
 		ret = oom(&x);
 		goto out_release;
 	}
-	/* A device or a pipe (/dev/null, /dev/stdout, a FIFO) is written as it is:
-	 * renaming a file over it would replace the device node. */
-	if (stat(opts->output, &sb) == 0 && !S_ISREG(sb.st_mode)) {
-		if (S_ISDIR(sb.st_mode)) {
-			ret = nf_error_set(err, NF_EINVAL, "%s: is a directory", opts->output);
-			goto out_release;
-		}
-		free(tmp);
-		tmp = NULL;
-		if (!(out.f = fopen(opts->output, "wb"))) {
-			ret = nf_error_set(err, NF_EIO, "%s: cannot open: %s", opts->output,
-					   strerror(errno));
-			goto out_release;
-		}
-		goto write;
-	}
-	/* Written next to the final name, renamed over it when complete. */
-	sprintf(tmp, "%s.tmp-XXXXXX", opts->output);
-	if ((fd = mkstemp(tmp)) < 0) {
-		ret = nf_error_set(err, errno == ENOENT ? NF_ENOENT : NF_EIO, "%s: cannot create: %s",
-				   opts->output, strerror(errno));
-		free(tmp);
-		tmp = NULL;
+	/* Written beside the name and renamed over it when complete (a device or
+	 * a pipe in place): a failure leaves the previous file as it was. */
+	if ((ret = nf_outfile_open(&of, opts->output, err)) < 0)
 		goto out_release;
-	}
-	(void)fchmod(fd, 0644);  /* mkstemp makes it 0600 */
-	if (!(out.f = fdopen(fd, "wb"))) {
-		ret = nf_error_set(err, NF_EIO, "%s: %s", tmp, strerror(errno));
-		close(fd);
-		goto out_unlink;
-	}
-write:
+	out.f = of.f;
 	x.w = opts->format == NF_EXPORT_CHROME_JSON ? nf_export_chrome_create(&out)
 						     : nf_export_perfetto_create(&out);
 	if (!x.w) {
@@ -1926,19 +1898,16 @@ write:
 out_close:
 	if (x.w)
 		x.w->destroy(x.w);
-	if (fclose(out.f) != 0 && ret == 0)
-		ret = nf_error_set(err, NF_EIO, "%s: write failed: %s", opts->output, strerror(errno));
-	if (ret == 0 && tmp && rename(tmp, opts->output) != 0)
-		ret = nf_error_set(err, NF_EIO, "%s: cannot rename into place: %s", opts->output,
-				   strerror(errno));
-out_unlink:
-	if (ret < 0 && tmp)
-		unlink(tmp);
+	{
+		int crc = nf_outfile_close(&of, ret == 0, err);
+
+		if (ret == 0)
+			ret = crc;
+	}
 out_release:
 	x.st.bytes = out.written;
 	if (stats)
 		*stats = x.st;
-	free(tmp);
 	free(out.buf);
 	exporter_release(&x);
 	sqlite3_close(x.db2);

@@ -13,6 +13,7 @@
  * Memory is bounded by the rows, the bins and the handle map, not the session.
  */
 #include "nftrace/html.h"
+#include "nftrace/outfile.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -1002,6 +1003,7 @@ static void html_release(struct html *h)
 int nf_html_report(const char *db_path, const struct nf_html_options *opts, struct nf_error *err)
 {
 	struct html h;
+	struct nf_outfile of;
 	int64_t max_ops;
 	int ret;
 
@@ -1036,20 +1038,22 @@ int nf_html_report(const char *db_path, const struct nf_html_options *opts, stru
 		goto out_release;
 	}
 	find_cut(&h, max_ops);
-	h.f = fopen(opts->output, "wb");
-	if (!h.f) {
-		ret = nf_error_set(err, errno == ENOENT ? NF_ENOENT : NF_EIO, "%s: cannot create: %s",
-				   opts->output, strerror(errno));
+	/* Written beside the name and renamed over it when whole: a failure
+	 * leaves the previous page, and no partial one. */
+	if ((ret = nf_outfile_open(&of, opts->output, err)) < 0)
 		goto out_release;
-	}
+	h.f = of.f;
 	setvbuf(h.f, NULL, _IOFBF, 1 << 20);
 	ret = write_page(&h, max_ops);
 	if (ret == 0 && ferror(h.f))
 		ret = nf_error_set(err, NF_EIO, "%s: write failed: %s", opts->output, strerror(errno));
-	if (fclose(h.f) != 0 && ret == 0)
-		ret = nf_error_set(err, NF_EIO, "%s: %s", opts->output, strerror(errno));
-	if (ret < 0)
-		unlink(opts->output);  /* no partial page left behind */
+	{
+		int crc = nf_outfile_close(&of, ret == 0, err);
+
+		if (ret == 0)
+			ret = crc;
+	}
+	h.f = NULL;
 out_release:
 	html_release(&h);
 	return ret;

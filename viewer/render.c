@@ -6,6 +6,7 @@
  * and a failed render leaves no partial file behind. PDF dates are fixed so
  * that the same database and options always give the same bytes.
  */
+#include "nftrace/outfile.h"
 #include "nftrace/render.h"
 
 #include <cairo-pdf.h>
@@ -274,6 +275,7 @@ int nf_render(const char *db_path, const struct nf_render_options *opts, struct 
 	struct nf_render_scene scene;
 	struct sink sk;
 	struct nf_svg_texts texts = { 0 };
+	struct nf_outfile of;
 	sqlite3 *db = NULL;
 	enum format fmt;
 	int ret;
@@ -301,22 +303,23 @@ int nf_render(const char *db_path, const struct nf_render_options *opts, struct 
 		nf_error_prefix(err, "%s", db_path);
 		goto out_release;
 	}
-	sk.f = fopen(opts->output, "wb");
-	if (!sk.f) {
-		ret = nf_error_set(err, errno == ENOENT ? NF_ENOENT : NF_EIO, "%s: cannot create: %s",
-				   opts->output, strerror(errno));
+	/* Written beside the name and renamed over it when whole: a failure
+	 * leaves the previous picture, and no partial one. */
+	if ((ret = nf_outfile_open(&of, opts->output, err)) < 0)
 		goto out_release;
-	}
+	sk.f = of.f;
 	sk.buffered = fmt == FMT_SVG;
 	sk.texts = fmt == FMT_SVG ? &texts : NULL;
 	ret = draw_to(fmt, &lay, &scene, opts, &sk, err);
 	nf_render_svg_release(&texts);
 	free(sk.buf);
-	if (fclose(sk.f) != 0 && ret == 0)
-		ret = nf_error_set(err, NF_EIO, "%s: %s", opts->output, strerror(errno));
-	if (ret < 0) {
+	if (ret < 0)
 		nf_error_prefix(err, "%s", opts->output);
-		unlink(opts->output);  /* no partial page left behind */
+	{
+		int crc = nf_outfile_close(&of, ret == 0, err);
+
+		if (ret == 0)
+			ret = crc;
 	}
 out_release:
 	nf_render_svg_release(&texts);

@@ -80,6 +80,8 @@ START_TEST(outputs_under_a_file_size_limit_fail_cleanly)
 		 nf_test_nftrace(), d, src, nf_test_nftrace(), d);
 	run_ok(cmd);
 	for (size_t i = 0; i < sizeof(outs) / sizeof(outs[0]); i++) {
+		struct stat before, after;
+
 		snprintf(o, sizeof(o), "%s/%s", tmp, outs[i][0]);
 		/* bash: ulimit -f counts KiB */
 		snprintf(full, sizeof(full), "bash -c \"ulimit -f 8 && exec '%s' %.40s '%s' -o '%s'\"",
@@ -90,6 +92,15 @@ START_TEST(outputs_under_a_file_size_limit_fail_cleanly)
 		snprintf(cmd, sizeof(cmd), "ls '%s' | grep -c '^big' || true", tmp);
 		ck_assert_int_eq(run(cmd), 0);
 		ck_assert_msg(!strncmp(out, "0", 1), "%s: left %s", outs[i][0], out);
+		/* A previous output of that name outlives a failed write, whole. */
+		snprintf(cmd, sizeof(cmd), "'%s' %.40s '%s' -o '%s'", nf_test_nftrace(), outs[i][1], d, o);
+		run_ok(cmd);
+		ck_assert_int_eq(stat(o, &before), 0);
+		refused_one_line(run(full), outs[i][0], outs[i][0]);
+		ck_assert_int_eq(stat(o, &after), 0);
+		ck_assert_msg(after.st_size == before.st_size && after.st_ino == before.st_ino,
+			      "%s: the previous output was replaced by a failed write", outs[i][0]);
+		unlink(o);
 	}
 }
 END_TEST
