@@ -10,6 +10,7 @@
 
 #include <sqlite3.h>
 #include <stdio.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -197,12 +198,26 @@ int nf_analysis_find_queue(const struct nf_analysis *a, const char *text, int64_
 		*queue = v;
 		return 0;
 	}
+	size_t found = 0;
+	int64_t first = -1, second = -1;
+
 	for (size_t i = 0; i < a->n_queues; i++) {
 		if (a->queues[i].name && !strcmp(a->queues[i].name, text)) {
-			*queue = a->queues[i].queue;
-			return 0;
+			if (found++ == 0)
+				first = a->queues[i].queue;
+			else if (found == 2)
+				second = a->queues[i].queue;
 		}
 	}
+	if (found == 1) {
+		*queue = first;
+		return 0;
+	}
+	if (found > 1)
+		return nf_error_set(err, NF_EINVAL,
+				    "%zu hardware queues are named '%s' (0x%" PRIx64 ", 0x%" PRIx64
+				    "%s): name one by its handle", found, text, (uint64_t)first, (uint64_t)second,
+				    found > 2 ? ", ..." : "");
 	return nf_error_set(err, NF_ENOENT, "no hardware queue '%s' in the timeline", text);
 }
 

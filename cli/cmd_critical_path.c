@@ -237,6 +237,8 @@ int cmd_critical_path(int argc, char **argv)
 		rc = nf_analysis_target(a, kind, arg, &op, &err);
 	if (!rc)
 		rc = nf_analysis_critical_path(a, op, &path, &err);
+	if (rc && a && (strncmp(err.msg, dir, strlen(dir)) || err.msg[strlen(dir)] != ':'))
+		nf_error_prefix(&err, "%s", dir); /* which session it is about */
 	if (rc) {
 		nf_analysis_destroy(a);
 		return nf_cli_fail("critical-path", &err);

@@ -281,7 +281,9 @@ const char *nf_hang_kind_name(enum nf_hang_kind kind);
 /* Hardware queue name from the queues table, or NULL when it has none. */
 const char *nf_analysis_queue_name(const struct nf_analysis *a, int64_t queue);
 
-/* Looks a queue up by name or number (decimal or 0x hex): 0 and *queue set, or NF_ENOENT. */
+/* Looks a queue up by number (decimal or 0x hex) or by name: 0 and *queue set,
+ * NF_ENOENT (none), NF_EINVAL (several queues have that name: the message names
+ * two of their handles). */
 int nf_analysis_find_queue(const struct nf_analysis *a, const char *text, int64_t *queue,
 			   struct nf_error *err);
 

@@ -522,6 +522,29 @@ START_TEST(release_recorded_after_the_wait)
 }
 END_TEST
 
+/* --queue NAME names one queue or none: two queues of one name are an error
+ * that says so (it silently took the first). */
+START_TEST(queue_name_shared_by_two_queues)
+{
+	char path[1024];
+	struct nf_analysis *a;
+	struct nf_error e;
+	int64_t q = 0;
+
+	snprintf(path, sizeof(path), "%s/names.db", tmp);
+	make_db(path, "INSERT INTO queues(queue, name) VALUES (1, 'gfx'), (2, 'gfx'), (3, 'sdma0');");
+	ck_assert_int_eq(nf_analysis_load(path, &a, &e), 0);
+	ck_assert_int_eq(nf_analysis_find_queue(a, "sdma0", &q, &e), 0);
+	ck_assert_int_eq(q, 3);
+	ck_assert_int_eq(nf_analysis_find_queue(a, "0x2", &q, &e), 0);
+	ck_assert_int_eq(q, 2);
+	ck_assert_int_eq(nf_analysis_find_queue(a, "gfx", &q, &e), NF_EINVAL);
+	ck_assert_msg(strstr(e.msg, "2 hardware queues are named 'gfx'"), "%s", e.msg);
+	ck_assert_int_eq(nf_analysis_find_queue(a, "compute", &q, &e), NF_ENOENT);
+	nf_analysis_destroy(a);
+}
+END_TEST
+
 /* A session cut at a packet boundary (as a killed recorder leaves it) ends
  * mid-frame: its open waits are pending, not hangs, and check says whole. */
 START_TEST(session_cut_mid_frame_is_pending)
@@ -831,6 +854,7 @@ int main(void)
 	tcase_add_test(tc, chain_three_queues_two_adapters_cpu_thread);
 	tcase_add_test(tc, stall_chain_blame);
 	tcase_add_test(tc, release_recorded_after_the_wait);
+	tcase_add_test(tc, queue_name_shared_by_two_queues);
 	tcase_add_test(tc, deadlock_two_queues);
 	tcase_add_test(tc, deadlock_three_queues_across_adapters);
 	tcase_add_test(tc, hang_signal_never_queued);
