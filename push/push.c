@@ -55,6 +55,10 @@ struct ch {
 	int out_failed;
 	struct buf errbody;
 	long timeout_s;
+	/* set: the body of the next POST is streamed (chunked) from this callback */
+	size_t (*reader)(char *, size_t, size_t, void *);
+	void *reader_ud;
+	struct curl_slist *hdrs;
 };
 
 /* ---- small buffers ---- */
@@ -238,7 +242,9 @@ static int ch_open(struct ch *c, const struct nf_push_options *o, const char *ur
 		return nf_error_set(err, NF_EINVAL, "cluster '%.64s': use letters, digits and '_' only", o->cluster);
 	c->base = malloc(strlen(url) + 4);
 	c->curl = curl_easy_init();
-	if (!c->base || !c->curl)
+	/* no "Expect: 100-continue" round trip before a streamed body */
+	c->hdrs = curl_slist_append(NULL, "Expect:");
+	if (!c->base || !c->curl || !c->hdrs)
 		return nf_error_set(err, NF_ENOMEM, "push: out of memory");
 	strcpy(c->base, url);
 	if (strchr(url, '?'))
@@ -254,6 +260,7 @@ static void ch_close(struct ch *c)
 {
 	if (c->curl)
 		curl_easy_cleanup(c->curl);
+	curl_slist_free_all(c->hdrs);
 	free(c->base);
 	free(c->errbody.p);
 }
@@ -273,7 +280,7 @@ static int ch_post(struct ch *c, const char *sql, const void *data, size_t n, in
 
 	c->errbody.n = 0;
 	c->out_failed = 0;
-	if (data) {
+	if (data || c->reader) {
 		esc = curl_easy_escape(c->curl, sql, 0);
 		if (!esc)
 			return nf_error_set(err, NF_ENOMEM, "push: out of memory");
@@ -289,8 +296,16 @@ static int ch_post(struct ch *c, const char *sql, const void *data, size_t n, in
 	curl_free(esc);
 	curl_easy_setopt(c->curl, CURLOPT_URL, url);
 	curl_easy_setopt(c->curl, CURLOPT_POST, 1L);
-	curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, data ? data : (const void *)sql);
-	curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(data ? n : strlen(sql)));
+	curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, c->hdrs);
+	if (c->reader) {
+		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, NULL);
+		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)-1);
+		curl_easy_setopt(c->curl, CURLOPT_READFUNCTION, c->reader);
+		curl_easy_setopt(c->curl, CURLOPT_READDATA, c->reader_ud);
+	} else {
+		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, data ? data : (const void *)sql);
+		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(data ? n : strlen(sql)));
+	}
 	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_data);
 	curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, c);
 	curl_easy_setopt(c->curl, CURLOPT_TIMEOUT, c->timeout_s);
@@ -475,28 +490,119 @@ int nf_push_session_id(const char *dir, char *id, size_t id_len, struct nf_error
 	return 0;
 }
 
-/* Sends b as one INSERT into table (columns cols) and empties it. */
-static int flush_rows(struct ch *c, const char *sql, struct buf *b, struct nf_push_stats *st,
-		      struct nf_error *err)
-{
-	int rc;
+#define PUSH_CHUNK (256u << 10) /* bytes encoded ahead of the socket */
 
-	if (!b->n)
+/*
+ * One table's rows streamed as INSERT bodies: the reader encodes rows from
+ * the SELECT into a chunk of about PUSH_CHUNK bytes as curl asks for data,
+ * so encoding overlaps the server's parsing and memory stays about one chunk.
+ * An INSERT ends at the first row boundary past `batch` bytes.
+ */
+struct row_stream {
+	sqlite3 *db;
+	sqlite3_stmt *stmt;
+	const struct push_table *t;
+	const char *id;
+	size_t idlen, batch, sent, pos;
+	struct buf rows;
+	int pending; /* a row stepped, not encoded yet */
+	int done;    /* the SELECT is exhausted */
+	int rc;      /* error inside the reader */
+	char msg[200];
+	struct nf_push_stats *st;
+};
+
+static int stream_step(struct row_stream *rs)
+{
+	int step = sqlite3_step(rs->stmt);
+
+	if (step == SQLITE_ROW) {
+		rs->pending = 1;
 		return 0;
-	rc = ch_post(c, sql, b->p, b->n, 1, err);
-	st->bytes += b->n;
-	st->batches++;
-	b->n = 0;
-	return rc;
+	}
+	if (step == SQLITE_DONE) {
+		rs->done = 1;
+		return 0;
+	}
+	rs->rc = NF_ESQL;
+	snprintf(rs->msg, sizeof(rs->msg), "table %s: %s", rs->t->name, sqlite3_errmsg(rs->db));
+	return -1;
+}
+
+static int encode_row(struct row_stream *rs)
+{
+	const struct push_table *t = rs->t;
+	sqlite3_stmt *stmt = rs->stmt;
+	struct buf *b = &rs->rows;
+	int rc = buf_str(b, rs->id, rs->idlen);
+
+	for (int k = 0; k < t->ncols && !rc; k++) {
+		if (sqlite3_column_type(stmt, k) == SQLITE_NULL) {
+			rc = buf_u8(b, 1);
+			continue;
+		}
+		rc = buf_u8(b, 0);
+		if (rc)
+			break;
+		if (t->cols[k].kind == COL_INT) {
+			rc = buf_le(b, (uint64_t)sqlite3_column_int64(stmt, k), 8);
+		} else if (t->cols[k].kind == COL_REAL) {
+			double d = sqlite3_column_double(stmt, k);
+			uint64_t u;
+			memcpy(&u, &d, 8);
+			rc = buf_le(b, u, 8);
+		} else {
+			const void *p = sqlite3_column_text(stmt, k);
+			rc = buf_str(b, p ? p : "", (size_t)sqlite3_column_bytes(stmt, k));
+		}
+	}
+	if (rc) {
+		rs->rc = NF_ENOMEM;
+		snprintf(rs->msg, sizeof(rs->msg), "push: out of memory");
+		return -1;
+	}
+	rs->pending = 0;
+	rs->st->rows++;
+	return 0;
+}
+
+static size_t stream_read(char *p, size_t sz, size_t n, void *ud)
+{
+	struct row_stream *rs = ud;
+	size_t cap = sz * n, out = 0;
+
+	while (out < cap) {
+		if (rs->pos < rs->rows.n) {
+			size_t k = rs->rows.n - rs->pos < cap - out ? rs->rows.n - rs->pos : cap - out;
+			memcpy(p + out, rs->rows.p + rs->pos, k);
+			rs->pos += k;
+			out += k;
+			continue;
+		}
+		rs->rows.n = rs->pos = 0;
+		if (rs->sent >= rs->batch || (rs->done && !rs->pending))
+			break; /* end of this INSERT's body */
+		while (rs->rows.n < PUSH_CHUNK && rs->sent + rs->rows.n < rs->batch) {
+			if (!rs->pending && !rs->done && stream_step(rs))
+				return CURL_READFUNC_ABORT;
+			if (!rs->pending)
+				break;
+			if (encode_row(rs))
+				return CURL_READFUNC_ABORT;
+		}
+		rs->sent += rs->rows.n;
+		rs->st->bytes += rs->rows.n;
+	}
+	return out;
 }
 
 static int push_table(struct ch *c, sqlite3 *db, const struct push_table *t, const char *id,
 		      size_t batch, struct nf_push_stats *st, struct nf_error *err)
 {
-	struct buf sel = { 0 }, ins = { 0 }, rows = { 0 };
-	sqlite3_stmt *stmt = NULL;
+	struct buf sel = { 0 }, ins = { 0 };
+	struct row_stream rs = { 0 };
 	char q[512];
-	int rc = 0, step;
+	int rc = 0;
 
 	snprintf(q, sizeof(q), "ALTER TABLE `_stage_%s` DROP PARTITION '%s'", t->name, id);
 	if ((rc = ch_post(c, q, NULL, 0, 1, err)))
@@ -518,53 +624,47 @@ static int push_table(struct ch *c, sqlite3 *db, const struct push_table *t, con
 		rc = nf_error_set(err, NF_ENOMEM, "push: out of memory");
 		goto out;
 	}
-	if (sqlite3_prepare_v2(db, (const char *)sel.p, -1, &stmt, NULL) != SQLITE_OK) {
+	rs.db = db;
+	rs.t = t;
+	rs.id = id;
+	rs.idlen = strlen(id);
+	rs.batch = batch;
+	rs.st = st;
+	if (sqlite3_prepare_v2(db, (const char *)sel.p, -1, &rs.stmt, NULL) != SQLITE_OK) {
 		rc = nf_error_set(err, NF_ESQL, "table %s: %s", t->name, sqlite3_errmsg(db));
 		goto out;
 	}
-	size_t idlen = strlen(id);
-	while ((step = sqlite3_step(stmt)) == SQLITE_ROW) {
-		rc = buf_str(&rows, id, idlen);
-		for (int k = 0; k < t->ncols && !rc; k++) {
-			int ty = sqlite3_column_type(stmt, k);
+	for (;;) {
+		struct nf_error e2;
 
-			if (ty == SQLITE_NULL) {
-				rc = buf_u8(&rows, 1);
-				continue;
-			}
-			rc = buf_u8(&rows, 0);
-			if (rc)
-				break;
-			if (t->cols[k].kind == COL_INT) {
-				rc = buf_le(&rows, (uint64_t)sqlite3_column_int64(stmt, k), 8);
-			} else if (t->cols[k].kind == COL_REAL) {
-				double d = sqlite3_column_double(stmt, k);
-				uint64_t u;
-				memcpy(&u, &d, 8);
-				rc = buf_le(&rows, u, 8);
-			} else {
-				const void *p = sqlite3_column_text(stmt, k);
-				rc = buf_str(&rows, p ? p : "", (size_t)sqlite3_column_bytes(stmt, k));
-			}
+		/* one INSERT per batch; none for an empty table or after the last row */
+		if (!rs.pending && !rs.done && stream_step(&rs)) {
+			rc = nf_error_set(err, rs.rc, "%s", rs.msg);
+			break;
+		}
+		if (!rs.pending)
+			break;
+		rs.sent = 0;
+		nf_error_clear(&e2);
+		c->reader = stream_read;
+		c->reader_ud = &rs;
+		rc = ch_post(c, (const char *)ins.p, NULL, 0, 1, &e2);
+		c->reader = NULL;
+		st->batches++;
+		if (rs.rc) {
+			rc = nf_error_set(err, rs.rc, "%s", rs.msg);
+			break;
 		}
 		if (rc) {
-			rc = nf_error_set(err, NF_ENOMEM, "push: out of memory");
-			goto out;
+			rc = nf_error_set(err, e2.code, "%s", e2.msg);
+			break;
 		}
-		st->rows++;
-		if (rows.n >= batch && (rc = flush_rows(c, (const char *)ins.p, &rows, st, err)))
-			goto out;
 	}
-	if (step != SQLITE_DONE) {
-		rc = nf_error_set(err, NF_ESQL, "table %s: %s", t->name, sqlite3_errmsg(db));
-		goto out;
-	}
-	rc = flush_rows(c, (const char *)ins.p, &rows, st, err);
 out:
-	sqlite3_finalize(stmt);
+	sqlite3_finalize(rs.stmt);
+	free(rs.rows.p);
 	free(sel.p);
 	free(ins.p);
-	free(rows.p);
 	return rc;
 }
 

@@ -12,7 +12,9 @@
  * host, source, tool_version, seed and every meta pair (meta.key, meta.value).
  *
  * A push loads each table into a staging table (_stage_<table>, same
- * structure) in RowBinary batches of at most batch_bytes, then removes the
+ * structure) in RowBinary INSERTs of about batch_bytes each (ending at the
+ * first row past it), each body streamed while it is encoded, so memory stays
+ * about one 256 KiB chunk whatever the batch, then removes the
  * session's row from `sessions`, moves each staged partition over the live
  * one (ALTER TABLE ... REPLACE PARTITION ... FROM) and inserts the `sessions`
  * row last. A session's rows count only when it is listed in `sessions`:
@@ -42,8 +44,8 @@
 extern "C" {
 #endif
 
-/* Default RowBinary batch size (bytes of one INSERT body). */
-#define NF_PUSH_BATCH_BYTES (4u << 20)
+/* Default batch: bytes of one INSERT body (streamed: memory stays about 256 KiB). */
+#define NF_PUSH_BATCH_BYTES (256u << 20)
 /* Longest session id (bytes). */
 #define NF_PUSH_ID_MAX 200
 
