@@ -504,7 +504,10 @@ struct row_stream {
 	const struct push_table *t;
 	const char *id;
 	size_t idlen, batch, sent, pos;
-	struct buf rows;
+	struct buf rows;    /* the next bytes of the body: whole Native blocks */
+	struct buf col[PUSH_MAX_COLS + 1];   /* a block being built: values per column (0: session) */
+	struct buf nulls[PUSH_MAX_COLS + 1]; /* and its null map (Nullable columns) */
+	size_t brows, bbytes; /* rows and bytes in the block being built */
 	int pending; /* a row stepped, not encoded yet */
 	int done;    /* the SELECT is exhausted */
 	int rc;      /* error inside the reader */
@@ -529,31 +532,33 @@ static int stream_step(struct row_stream *rs)
 	return -1;
 }
 
+/* Appends the stepped row to the block's columns. */
 static int encode_row(struct row_stream *rs)
 {
 	const struct push_table *t = rs->t;
 	sqlite3_stmt *stmt = rs->stmt;
-	struct buf *b = &rs->rows;
-	int rc = buf_str(b, rs->id, rs->idlen);
+	size_t before = rs->col[0].n;
+	int rc = buf_str(&rs->col[0], rs->id, rs->idlen);
 
 	for (int k = 0; k < t->ncols && !rc; k++) {
-		if (sqlite3_column_type(stmt, k) == SQLITE_NULL) {
-			rc = buf_u8(b, 1);
-			continue;
-		}
-		rc = buf_u8(b, 0);
+		struct buf *b = &rs->col[k + 1];
+		int null = sqlite3_column_type(stmt, k) == SQLITE_NULL;
+
+		before += b->n;
+		rc = buf_u8(&rs->nulls[k + 1], (unsigned)null);
 		if (rc)
 			break;
+		/* a NULL still takes its place in the values: 0 or "" */
 		if (t->cols[k].kind == COL_INT) {
-			rc = buf_le(b, (uint64_t)sqlite3_column_int64(stmt, k), 8);
+			rc = buf_le(b, null ? 0 : (uint64_t)sqlite3_column_int64(stmt, k), 8);
 		} else if (t->cols[k].kind == COL_REAL) {
-			double d = sqlite3_column_double(stmt, k);
+			double d = null ? 0.0 : sqlite3_column_double(stmt, k);
 			uint64_t u;
 			memcpy(&u, &d, 8);
 			rc = buf_le(b, u, 8);
 		} else {
-			const void *p = sqlite3_column_text(stmt, k);
-			rc = buf_str(b, p ? p : "", (size_t)sqlite3_column_bytes(stmt, k));
+			const void *p = null ? (const void *)"" : (const void *)sqlite3_column_text(stmt, k);
+			rc = buf_str(b, p ? p : "", null ? 0 : (size_t)sqlite3_column_bytes(stmt, k));
 		}
 	}
 	if (rc) {
@@ -561,10 +566,51 @@ static int encode_row(struct row_stream *rs)
 		snprintf(rs->msg, sizeof(rs->msg), "push: out of memory");
 		return -1;
 	}
+	size_t after = 0;
+	for (int k = 0; k <= t->ncols; k++)
+		after += rs->col[k].n;
+	rs->bbytes += after - before + (size_t)t->ncols;
+	rs->brows++;
 	rs->pending = 0;
 	rs->st->rows++;
 	return 0;
 }
+
+/*
+ * Moves the block built so far into rs->rows as one Native block: column and
+ * row counts, then per column its name, its type and its data (Nullable: the
+ * null map, then the values).
+ */
+static int emit_block(struct row_stream *rs)
+{
+	const struct push_table *t = rs->t;
+	struct buf *o = &rs->rows;
+	int rc = buf_varint(o, (uint64_t)t->ncols + 1);
+
+	rc = rc ? rc : buf_varint(o, rs->brows);
+	rc = rc ? rc : buf_str(o, "session", 7);
+	rc = rc ? rc : buf_str(o, "String", 6);
+	rc = rc ? rc : buf_put(o, rs->col[0].p, rs->col[0].n);
+	for (int k = 0; k < t->ncols && !rc; k++) {
+		const char *ty = ch_type(t->cols[k].kind);
+
+		rc = buf_str(o, t->cols[k].name, strlen(t->cols[k].name));
+		rc = rc ? rc : buf_str(o, ty, strlen(ty));
+		rc = rc ? rc : buf_put(o, rs->nulls[k + 1].p, rs->nulls[k + 1].n);
+		rc = rc ? rc : buf_put(o, rs->col[k + 1].p, rs->col[k + 1].n);
+	}
+	for (int k = 0; k <= t->ncols; k++)
+		rs->col[k].n = rs->nulls[k].n = 0;
+	rs->brows = rs->bbytes = 0;
+	if (rc) {
+		rs->rc = NF_ENOMEM;
+		snprintf(rs->msg, sizeof(rs->msg), "push: out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+#define PUSH_BLOCK_ROWS 65536
 
 static size_t stream_read(char *p, size_t sz, size_t n, void *ud)
 {
@@ -582,7 +628,8 @@ static size_t stream_read(char *p, size_t sz, size_t n, void *ud)
 		rs->rows.n = rs->pos = 0;
 		if (rs->sent >= rs->batch || (rs->done && !rs->pending))
 			break; /* end of this INSERT's body */
-		while (rs->rows.n < PUSH_CHUNK && rs->sent + rs->rows.n < rs->batch) {
+		while (rs->bbytes < PUSH_CHUNK && rs->sent + rs->bbytes < rs->batch &&
+		       rs->brows < PUSH_BLOCK_ROWS) {
 			if (!rs->pending && !rs->done && stream_step(rs))
 				return CURL_READFUNC_ABORT;
 			if (!rs->pending)
@@ -590,6 +637,8 @@ static size_t stream_read(char *p, size_t sz, size_t n, void *ud)
 			if (encode_row(rs))
 				return CURL_READFUNC_ABORT;
 		}
+		if (rs->brows && emit_block(rs))
+			return CURL_READFUNC_ABORT;
 		rs->sent += rs->rows.n;
 		rs->st->bytes += rs->rows.n;
 	}
@@ -619,7 +668,7 @@ static int push_table(struct ch *c, sqlite3 *db, const struct push_table *t, con
 	}
 	snprintf(q, sizeof(q), " FROM \"%s\"", t->name);
 	rc = rc ? rc : buf_put(&sel, q, strlen(q) + 1);
-	rc = rc ? rc : buf_put(&ins, ") FORMAT RowBinary", 19);
+	rc = rc ? rc : buf_put(&ins, ") FORMAT Native", 16);
 	if (rc) {
 		rc = nf_error_set(err, NF_ENOMEM, "push: out of memory");
 		goto out;
@@ -663,6 +712,10 @@ static int push_table(struct ch *c, sqlite3 *db, const struct push_table *t, con
 out:
 	sqlite3_finalize(rs.stmt);
 	free(rs.rows.p);
+	for (int k = 0; k <= PUSH_MAX_COLS; k++) {
+		free(rs.col[k].p);
+		free(rs.nulls[k].p);
+	}
 	free(sel.p);
 	free(ins.p);
 	return rc;
