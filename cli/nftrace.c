@@ -155,7 +155,7 @@ static const struct nf_cmd nf_commands[] = {
 	  "       nftrace push DIR... --cluster NAME --clickhouse URL1 --clickhouse URL2... [options]\n"
 	  "\n"
 	  "Loads each session's timeline (built when missing) into ClickHouse over its HTTP interface\n"
-	  "(URL: http://host:8123, may carry ?user=..&password=..), in RowBinary INSERTs of about\n"
+	  "(URL: http://host:8123, may carry ?user=..&password=..), in Native-format INSERTs of about\n"
 	  "N bytes each (default 256 MiB), each streamed as it is encoded (memory: about 256 KiB).\n"
 	  "Creates database DB (default nftrace) and the tables when missing:\n"
 	  "every table of schemas/timeline.sql with a leading session column (MergeTree, one\n"

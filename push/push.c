@@ -1,6 +1,6 @@
 /*
  * nftrace push: session timelines into ClickHouse over its HTTP interface
- * (libcurl, RowBinary), and SQL over the store. Contract: include/nftrace/push.h.
+ * (libcurl, Native blocks streamed), and SQL over the store. Contract: include/nftrace/push.h.
  */
 #include "nftrace/push.h"
 #include "nftrace/timeline.h"
@@ -101,7 +101,7 @@ static int buf_le(struct buf *b, uint64_t v, int bytes)
 	return buf_put(b, c, (size_t)bytes);
 }
 
-/* LEB128, as RowBinary writes string lengths and array sizes. */
+/* LEB128, as Native and RowBinary write string lengths and array sizes. */
 static int buf_varint(struct buf *b, uint64_t v)
 {
 	do {
@@ -113,7 +113,7 @@ static int buf_varint(struct buf *b, uint64_t v)
 	return 0;
 }
 
-/* RowBinary String: LEB128 length, then the bytes. */
+/* A String value: LEB128 length, then the bytes. */
 static int buf_str(struct buf *b, const void *s, size_t n)
 {
 	return buf_varint(b, n) ? NF_ENOMEM : buf_put(b, s, n);

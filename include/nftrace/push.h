@@ -12,9 +12,10 @@
  * host, source, tool_version, seed and every meta pair (meta.key, meta.value).
  *
  * A push loads each table into a staging table (_stage_<table>, same
- * structure) in RowBinary INSERTs of about batch_bytes each (ending at the
- * first row past it), each body streamed while it is encoded, so memory stays
- * about one 256 KiB chunk whatever the batch, then removes the
+ * structure) in Native-format INSERTs of about batch_bytes each (ending at
+ * the first block past it), each body streamed while it is encoded (blocks of
+ * up to 64K rows or 256 KiB), so memory stays about one block whatever the
+ * batch, then removes the
  * session's row from `sessions`, moves each staged partition over the live
  * one (ALTER TABLE ... REPLACE PARTITION ... FROM) and inserts the `sessions`
  * row last. A session's rows count only when it is listed in `sessions`:
@@ -62,7 +63,7 @@ struct nf_push_options {
 
 struct nf_push_stats {
 	uint64_t rows;    /* rows loaded (all tables, sessions row excluded) */
-	uint64_t bytes;   /* RowBinary bytes sent */
+	uint64_t bytes;   /* INSERT body bytes sent (Native blocks) */
 	uint64_t batches; /* INSERT requests */
 	unsigned tables;  /* tables pushed */
 };
