@@ -71,7 +71,8 @@ static const struct nf_cmd nf_commands[] = {
 	  "timeline the first time a query names it.\n"
 	  "--clickhouse URL runs the SQL on a ClickHouse fleet store filled by 'nftrace push'\n"
 	  "(database DB, default nftrace): --table is ClickHouse's PrettyCompactNoEscapes, --csv\n"
-	  "CSVWithNames, --json JSONEachRow (one object per line); a FORMAT clause in the SQL wins.\n" },
+	  "CSVWithNames, --json JSONEachRow (one object per line, 64-bit integers as numbers); a\n"
+	  "FORMAT clause in the SQL wins.\n" },
 	{ "info", cmd_info, "show a session's facts, or the event schema",
 	  "usage: nftrace info DIR [--json]\n"
 	  "       nftrace info --events       (the event reference, as Markdown)\n" },

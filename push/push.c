@@ -880,12 +880,12 @@ int nf_push_query(const struct nf_push_options *opts, const char *sql, const cha
 		/* default_format applies when the SQL names no FORMAT itself;
 		 * distributed_product_mode: JOINs of Distributed tables on session
 		 * stay on each shard, where the session's rows all are */
-		size_t l = strlen(c.base) + (format ? strlen(format) : 0) + 80;
+		size_t l = strlen(c.base) + (format ? strlen(format) : 0) + 128;
 		char *nb = malloc(l);
 		if (!nb) {
 			rc = nf_error_set(err, NF_ENOMEM, "push: out of memory");
 		} else {
-			snprintf(nb, l, "%sdistributed_product_mode=local&%s%s%s", c.base,
+			snprintf(nb, l, "%sdistributed_product_mode=local&output_format_json_quote_64bit_integers=0&%s%s%s", c.base,
 				 format ? "default_format=" : "", format ? format : "", format ? "&" : "");
 			free(c.base);
 			c.base = nb;

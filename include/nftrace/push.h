@@ -105,7 +105,10 @@ int nf_push_session(const struct nf_push_options *opts, const char *session_dir,
  * database name), NF_EIO (unreachable, broken connection, writing out
  * failed), NF_ESQL (the server's error, first line), NF_ENOMEM. Runs with
  * distributed_product_mode = 'local' (JOINs of Distributed tables on session
- * stay on each shard; no effect on one server).
+ * stay on each shard; no effect on one server) and 64-bit integers unquoted
+ * in JSON formats. An error the server meets after it has begun answering
+ * (HTTP 200 already sent) shows as its text at the end of the output, exit 0:
+ * ClickHouse's HTTP interface cannot report it otherwise without buffering.
  */
 int nf_push_query(const struct nf_push_options *opts, const char *sql, const char *format,
 		  FILE *out, struct nf_error *err);

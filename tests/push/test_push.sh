@@ -173,7 +173,7 @@ mkdir "$T/notasession"
 
 # 6. query --json: one object per line
 "$NF" query --clickhouse "$URL" --json "SELECT session, rows FROM sessions ORDER BY session" > "$T/out" || fail "query --json"
-[ "$(wc -l < "$T/out")" = 4 ] && python3 -c 'import json,sys; [json.loads(l) for l in open(sys.argv[1])]' "$T/out" || fail "query --json: $(cat "$T/out")"
+[ "$(wc -l < "$T/out")" = 4 ] && python3 -c 'import json,sys; assert all(isinstance(json.loads(l)["rows"], int) for l in open(sys.argv[1]))' "$T/out" || fail "query --json: $(cat "$T/out")"
 
 # 7. the README's cross-session queries give SQLite's numbers over the same sessions
 "$NF" record -o "$T/hang-never-signaled" "$SRC/samples/hang-never-signaled.nfs" > /dev/null || fail "record hang"
