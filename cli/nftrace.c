@@ -72,7 +72,8 @@ static const struct nf_cmd nf_commands[] = {
 	  "timeline the first time a query names it.\n"
 	  "--clickhouse URL runs the SQL on a ClickHouse fleet store filled by 'nftrace push'\n"
 	  "(database DB, default nftrace): --table is ClickHouse's PrettyCompactNoEscapes, --csv\n"
-	  "CSVWithNames, --json JSONEachRow (one object per line); a FORMAT clause in the SQL wins.\n" },
+	  "CSVWithNames, --json JSONEachRow (one object per line, 64-bit integers as numbers); a\n"
+	  "FORMAT clause in the SQL wins.\n" },
 	{ "info", cmd_info, "show a session's facts, or the event schema",
 	  "usage: nftrace info DIR [--json]\n"
 	  "       nftrace info --events       (the event reference, as Markdown)\n" },
@@ -156,8 +157,9 @@ static const struct nf_cmd nf_commands[] = {
 	  "       nftrace push DIR... --cluster NAME --clickhouse URL1 --clickhouse URL2... [options]\n"
 	  "\n"
 	  "Loads each session's timeline (built when missing) into ClickHouse over its HTTP interface\n"
-	  "(URL: http://host:8123, may carry ?user=..&password=..), in RowBinary batches of at most\n"
-	  "N bytes (default 4 MiB). Creates database DB (default nftrace) and the tables when missing:\n"
+	  "(URL: http://host:8123, may carry ?user=..&password=..), in Native-format INSERTs of about\n"
+	  "N bytes each (default 256 MiB), each streamed as it is encoded (memory: about 256 KiB).\n"
+	  "Creates database DB (default nftrace) and the tables when missing:\n"
 	  "every table of schemas/timeline.sql with a leading session column (MergeTree, one\n"
 	  "partition per session, ordered by session and time) and `sessions` (one row per complete\n"
 	  "session: host, source, tool_version, seed, rows, every meta pair). The session id is the\n"

@@ -1,6 +1,6 @@
 /*
  * nftrace push: session timelines into ClickHouse over its HTTP interface
- * (libcurl, RowBinary), and SQL over the store. Contract: include/nftrace/push.h.
+ * (libcurl, Native blocks streamed), and SQL over the store. Contract: include/nftrace/push.h.
  */
 #include "nftrace/push.h"
 #include "nftrace/timeline.h"
@@ -55,6 +55,10 @@ struct ch {
 	int out_failed;
 	struct buf errbody;
 	long timeout_s;
+	/* set: the body of the next POST is streamed (chunked) from this callback */
+	size_t (*reader)(char *, size_t, size_t, void *);
+	void *reader_ud;
+	struct curl_slist *hdrs;
 };
 
 /* ---- small buffers ---- */
@@ -97,7 +101,7 @@ static int buf_le(struct buf *b, uint64_t v, int bytes)
 	return buf_put(b, c, (size_t)bytes);
 }
 
-/* LEB128, as RowBinary writes string lengths and array sizes. */
+/* LEB128, as Native and RowBinary write string lengths and array sizes. */
 static int buf_varint(struct buf *b, uint64_t v)
 {
 	do {
@@ -109,7 +113,7 @@ static int buf_varint(struct buf *b, uint64_t v)
 	return 0;
 }
 
-/* RowBinary String: LEB128 length, then the bytes. */
+/* A String value: LEB128 length, then the bytes. */
 static int buf_str(struct buf *b, const void *s, size_t n)
 {
 	return buf_varint(b, n) ? NF_ENOMEM : buf_put(b, s, n);
@@ -238,7 +242,9 @@ static int ch_open(struct ch *c, const struct nf_push_options *o, const char *ur
 		return nf_error_set(err, NF_EINVAL, "cluster '%.64s': use letters, digits and '_' only", o->cluster);
 	c->base = malloc(strlen(url) + 4);
 	c->curl = curl_easy_init();
-	if (!c->base || !c->curl)
+	/* no "Expect: 100-continue" round trip before a streamed body */
+	c->hdrs = curl_slist_append(NULL, "Expect:");
+	if (!c->base || !c->curl || !c->hdrs)
 		return nf_error_set(err, NF_ENOMEM, "push: out of memory");
 	strcpy(c->base, url);
 	if (strchr(url, '?'))
@@ -254,6 +260,7 @@ static void ch_close(struct ch *c)
 {
 	if (c->curl)
 		curl_easy_cleanup(c->curl);
+	curl_slist_free_all(c->hdrs);
 	free(c->base);
 	free(c->errbody.p);
 }
@@ -273,7 +280,7 @@ static int ch_post(struct ch *c, const char *sql, const void *data, size_t n, in
 
 	c->errbody.n = 0;
 	c->out_failed = 0;
-	if (data) {
+	if (data || c->reader) {
 		esc = curl_easy_escape(c->curl, sql, 0);
 		if (!esc)
 			return nf_error_set(err, NF_ENOMEM, "push: out of memory");
@@ -289,8 +296,16 @@ static int ch_post(struct ch *c, const char *sql, const void *data, size_t n, in
 	curl_free(esc);
 	curl_easy_setopt(c->curl, CURLOPT_URL, url);
 	curl_easy_setopt(c->curl, CURLOPT_POST, 1L);
-	curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, data ? data : (const void *)sql);
-	curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(data ? n : strlen(sql)));
+	curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, c->hdrs);
+	if (c->reader) {
+		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, NULL);
+		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)-1);
+		curl_easy_setopt(c->curl, CURLOPT_READFUNCTION, c->reader);
+		curl_easy_setopt(c->curl, CURLOPT_READDATA, c->reader_ud);
+	} else {
+		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, data ? data : (const void *)sql);
+		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(data ? n : strlen(sql)));
+	}
 	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_data);
 	curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, c);
 	curl_easy_setopt(c->curl, CURLOPT_TIMEOUT, c->timeout_s);
@@ -475,28 +490,168 @@ int nf_push_session_id(const char *dir, char *id, size_t id_len, struct nf_error
 	return 0;
 }
 
-/* Sends b as one INSERT into table (columns cols) and empties it. */
-static int flush_rows(struct ch *c, const char *sql, struct buf *b, struct nf_push_stats *st,
-		      struct nf_error *err)
-{
-	int rc;
+#define PUSH_CHUNK (256u << 10) /* bytes encoded ahead of the socket */
 
-	if (!b->n)
+/*
+ * One table's rows streamed as INSERT bodies: the reader encodes rows from
+ * the SELECT into a chunk of about PUSH_CHUNK bytes as curl asks for data,
+ * so encoding overlaps the server's parsing and memory stays about one chunk.
+ * An INSERT ends at the first row boundary past `batch` bytes.
+ */
+struct row_stream {
+	sqlite3 *db;
+	sqlite3_stmt *stmt;
+	const struct push_table *t;
+	const char *id;
+	size_t idlen, batch, sent, pos;
+	struct buf rows;    /* the next bytes of the body: whole Native blocks */
+	struct buf col[PUSH_MAX_COLS + 1];   /* a block being built: values per column (0: session) */
+	struct buf nulls[PUSH_MAX_COLS + 1]; /* and its null map (Nullable columns) */
+	size_t brows, bbytes; /* rows and bytes in the block being built */
+	int pending; /* a row stepped, not encoded yet */
+	int done;    /* the SELECT is exhausted */
+	int rc;      /* error inside the reader */
+	char msg[200];
+	struct nf_push_stats *st;
+};
+
+static int stream_step(struct row_stream *rs)
+{
+	int step = sqlite3_step(rs->stmt);
+
+	if (step == SQLITE_ROW) {
+		rs->pending = 1;
 		return 0;
-	rc = ch_post(c, sql, b->p, b->n, 1, err);
-	st->bytes += b->n;
-	st->batches++;
-	b->n = 0;
-	return rc;
+	}
+	if (step == SQLITE_DONE) {
+		rs->done = 1;
+		return 0;
+	}
+	rs->rc = NF_ESQL;
+	snprintf(rs->msg, sizeof(rs->msg), "table %s: %s", rs->t->name, sqlite3_errmsg(rs->db));
+	return -1;
+}
+
+/* Appends the stepped row to the block's columns. */
+static int encode_row(struct row_stream *rs)
+{
+	const struct push_table *t = rs->t;
+	sqlite3_stmt *stmt = rs->stmt;
+	size_t before = rs->col[0].n;
+	int rc = buf_str(&rs->col[0], rs->id, rs->idlen);
+
+	for (int k = 0; k < t->ncols && !rc; k++) {
+		struct buf *b = &rs->col[k + 1];
+		int null = sqlite3_column_type(stmt, k) == SQLITE_NULL;
+
+		before += b->n;
+		rc = buf_u8(&rs->nulls[k + 1], (unsigned)null);
+		if (rc)
+			break;
+		/* a NULL still takes its place in the values: 0 or "" */
+		if (t->cols[k].kind == COL_INT) {
+			rc = buf_le(b, null ? 0 : (uint64_t)sqlite3_column_int64(stmt, k), 8);
+		} else if (t->cols[k].kind == COL_REAL) {
+			double d = null ? 0.0 : sqlite3_column_double(stmt, k);
+			uint64_t u;
+			memcpy(&u, &d, 8);
+			rc = buf_le(b, u, 8);
+		} else {
+			const void *p = null ? (const void *)"" : (const void *)sqlite3_column_text(stmt, k);
+			rc = buf_str(b, p ? p : "", null ? 0 : (size_t)sqlite3_column_bytes(stmt, k));
+		}
+	}
+	if (rc) {
+		rs->rc = NF_ENOMEM;
+		snprintf(rs->msg, sizeof(rs->msg), "push: out of memory");
+		return -1;
+	}
+	size_t after = 0;
+	for (int k = 0; k <= t->ncols; k++)
+		after += rs->col[k].n;
+	rs->bbytes += after - before + (size_t)t->ncols;
+	rs->brows++;
+	rs->pending = 0;
+	rs->st->rows++;
+	return 0;
+}
+
+/*
+ * Moves the block built so far into rs->rows as one Native block: column and
+ * row counts, then per column its name, its type and its data (Nullable: the
+ * null map, then the values).
+ */
+static int emit_block(struct row_stream *rs)
+{
+	const struct push_table *t = rs->t;
+	struct buf *o = &rs->rows;
+	int rc = buf_varint(o, (uint64_t)t->ncols + 1);
+
+	rc = rc ? rc : buf_varint(o, rs->brows);
+	rc = rc ? rc : buf_str(o, "session", 7);
+	rc = rc ? rc : buf_str(o, "String", 6);
+	rc = rc ? rc : buf_put(o, rs->col[0].p, rs->col[0].n);
+	for (int k = 0; k < t->ncols && !rc; k++) {
+		const char *ty = ch_type(t->cols[k].kind);
+
+		rc = buf_str(o, t->cols[k].name, strlen(t->cols[k].name));
+		rc = rc ? rc : buf_str(o, ty, strlen(ty));
+		rc = rc ? rc : buf_put(o, rs->nulls[k + 1].p, rs->nulls[k + 1].n);
+		rc = rc ? rc : buf_put(o, rs->col[k + 1].p, rs->col[k + 1].n);
+	}
+	for (int k = 0; k <= t->ncols; k++)
+		rs->col[k].n = rs->nulls[k].n = 0;
+	rs->brows = rs->bbytes = 0;
+	if (rc) {
+		rs->rc = NF_ENOMEM;
+		snprintf(rs->msg, sizeof(rs->msg), "push: out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+#define PUSH_BLOCK_ROWS 65536
+
+static size_t stream_read(char *p, size_t sz, size_t n, void *ud)
+{
+	struct row_stream *rs = ud;
+	size_t cap = sz * n, out = 0;
+
+	while (out < cap) {
+		if (rs->pos < rs->rows.n) {
+			size_t k = rs->rows.n - rs->pos < cap - out ? rs->rows.n - rs->pos : cap - out;
+			memcpy(p + out, rs->rows.p + rs->pos, k);
+			rs->pos += k;
+			out += k;
+			continue;
+		}
+		rs->rows.n = rs->pos = 0;
+		if (rs->sent >= rs->batch || (rs->done && !rs->pending))
+			break; /* end of this INSERT's body */
+		while (rs->bbytes < PUSH_CHUNK && rs->sent + rs->bbytes < rs->batch &&
+		       rs->brows < PUSH_BLOCK_ROWS) {
+			if (!rs->pending && !rs->done && stream_step(rs))
+				return CURL_READFUNC_ABORT;
+			if (!rs->pending)
+				break;
+			if (encode_row(rs))
+				return CURL_READFUNC_ABORT;
+		}
+		if (rs->brows && emit_block(rs))
+			return CURL_READFUNC_ABORT;
+		rs->sent += rs->rows.n;
+		rs->st->bytes += rs->rows.n;
+	}
+	return out;
 }
 
 static int push_table(struct ch *c, sqlite3 *db, const struct push_table *t, const char *id,
 		      size_t batch, struct nf_push_stats *st, struct nf_error *err)
 {
-	struct buf sel = { 0 }, ins = { 0 }, rows = { 0 };
-	sqlite3_stmt *stmt = NULL;
+	struct buf sel = { 0 }, ins = { 0 };
+	struct row_stream rs = { 0 };
 	char q[512];
-	int rc = 0, step;
+	int rc = 0;
 
 	snprintf(q, sizeof(q), "ALTER TABLE `_stage_%s` DROP PARTITION '%s'", t->name, id);
 	if ((rc = ch_post(c, q, NULL, 0, 1, err)))
@@ -513,58 +668,56 @@ static int push_table(struct ch *c, sqlite3 *db, const struct push_table *t, con
 	}
 	snprintf(q, sizeof(q), " FROM \"%s\"", t->name);
 	rc = rc ? rc : buf_put(&sel, q, strlen(q) + 1);
-	rc = rc ? rc : buf_put(&ins, ") FORMAT RowBinary", 19);
+	rc = rc ? rc : buf_put(&ins, ") FORMAT Native", 16);
 	if (rc) {
 		rc = nf_error_set(err, NF_ENOMEM, "push: out of memory");
 		goto out;
 	}
-	if (sqlite3_prepare_v2(db, (const char *)sel.p, -1, &stmt, NULL) != SQLITE_OK) {
+	rs.db = db;
+	rs.t = t;
+	rs.id = id;
+	rs.idlen = strlen(id);
+	rs.batch = batch;
+	rs.st = st;
+	if (sqlite3_prepare_v2(db, (const char *)sel.p, -1, &rs.stmt, NULL) != SQLITE_OK) {
 		rc = nf_error_set(err, NF_ESQL, "table %s: %s", t->name, sqlite3_errmsg(db));
 		goto out;
 	}
-	size_t idlen = strlen(id);
-	while ((step = sqlite3_step(stmt)) == SQLITE_ROW) {
-		rc = buf_str(&rows, id, idlen);
-		for (int k = 0; k < t->ncols && !rc; k++) {
-			int ty = sqlite3_column_type(stmt, k);
+	for (;;) {
+		struct nf_error e2;
 
-			if (ty == SQLITE_NULL) {
-				rc = buf_u8(&rows, 1);
-				continue;
-			}
-			rc = buf_u8(&rows, 0);
-			if (rc)
-				break;
-			if (t->cols[k].kind == COL_INT) {
-				rc = buf_le(&rows, (uint64_t)sqlite3_column_int64(stmt, k), 8);
-			} else if (t->cols[k].kind == COL_REAL) {
-				double d = sqlite3_column_double(stmt, k);
-				uint64_t u;
-				memcpy(&u, &d, 8);
-				rc = buf_le(&rows, u, 8);
-			} else {
-				const void *p = sqlite3_column_text(stmt, k);
-				rc = buf_str(&rows, p ? p : "", (size_t)sqlite3_column_bytes(stmt, k));
-			}
+		/* one INSERT per batch; none for an empty table or after the last row */
+		if (!rs.pending && !rs.done && stream_step(&rs)) {
+			rc = nf_error_set(err, rs.rc, "%s", rs.msg);
+			break;
+		}
+		if (!rs.pending)
+			break;
+		rs.sent = 0;
+		nf_error_clear(&e2);
+		c->reader = stream_read;
+		c->reader_ud = &rs;
+		rc = ch_post(c, (const char *)ins.p, NULL, 0, 1, &e2);
+		c->reader = NULL;
+		st->batches++;
+		if (rs.rc) {
+			rc = nf_error_set(err, rs.rc, "%s", rs.msg);
+			break;
 		}
 		if (rc) {
-			rc = nf_error_set(err, NF_ENOMEM, "push: out of memory");
-			goto out;
+			rc = nf_error_set(err, e2.code, "%s", e2.msg);
+			break;
 		}
-		st->rows++;
-		if (rows.n >= batch && (rc = flush_rows(c, (const char *)ins.p, &rows, st, err)))
-			goto out;
 	}
-	if (step != SQLITE_DONE) {
-		rc = nf_error_set(err, NF_ESQL, "table %s: %s", t->name, sqlite3_errmsg(db));
-		goto out;
-	}
-	rc = flush_rows(c, (const char *)ins.p, &rows, st, err);
 out:
-	sqlite3_finalize(stmt);
+	sqlite3_finalize(rs.stmt);
+	free(rs.rows.p);
+	for (int k = 0; k <= PUSH_MAX_COLS; k++) {
+		free(rs.col[k].p);
+		free(rs.nulls[k].p);
+	}
 	free(sel.p);
 	free(ins.p);
-	free(rows.p);
 	return rc;
 }
 
@@ -727,12 +880,12 @@ int nf_push_query(const struct nf_push_options *opts, const char *sql, const cha
 		/* default_format applies when the SQL names no FORMAT itself;
 		 * distributed_product_mode: JOINs of Distributed tables on session
 		 * stay on each shard, where the session's rows all are */
-		size_t l = strlen(c.base) + (format ? strlen(format) : 0) + 80;
+		size_t l = strlen(c.base) + (format ? strlen(format) : 0) + 128;
 		char *nb = malloc(l);
 		if (!nb) {
 			rc = nf_error_set(err, NF_ENOMEM, "push: out of memory");
 		} else {
-			snprintf(nb, l, "%sdistributed_product_mode=local&%s%s%s", c.base,
+			snprintf(nb, l, "%sdistributed_product_mode=local&output_format_json_quote_64bit_integers=0&%s%s%s", c.base,
 				 format ? "default_format=" : "", format ? format : "", format ? "&" : "");
 			free(c.base);
 			c.base = nb;

@@ -5,8 +5,9 @@
 # stage's work), peak memory. Peer, same run: clickhouse-client inserting the same rows
 # from files (each table's rows, exported from the store in Native format beforehand)
 # into tables of the same structure. Target (issue 23): >= 0.8x the peer's rows/s.
-# Not measured yet: a cross-session query over 100 sessions on a two-shard cluster
-# beside SQLite session by session.
+# Then a cross-session query (the README's "machines that lose log entries") over 100
+# sessions pushed to a two-shard cluster (a second server this stage starts), beside
+# the same count run with `nftrace query` on each session's SQLite timeline in turn.
 # Sourced by bench/run.sh (see bench/README.md).
 
 nfb_push_dir="$NFB_WORK/push"
@@ -16,18 +17,27 @@ else
 	rm -rf "$nfb_push_dir" && mkdir -p "$nfb_push_dir"
 	nfb_push_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 	nfb_push_http=$(nfb_push_port); nfb_push_tcp=$(nfb_push_port)
-	d="$nfb_push_dir"
+	nfb_push_http2=$(nfb_push_port); nfb_push_tcp2=$(nfb_push_port)
+	nfb_push_config() { # DIR HTTP TCP
+	d="$1"; mkdir -p "$d"
 	cat >"$d/config.xml" <<XML
 <?xml version="1.0"?>
 <yandex>
   <logger><level>warning</level><log>$d/server.log</log><errorlog>$d/server.err.log</errorlog><console>0</console></logger>
-  <http_port>$nfb_push_http</http_port><tcp_port>$nfb_push_tcp</tcp_port><listen_host>127.0.0.1</listen_host>
+  <http_port>$2</http_port><tcp_port>$3</tcp_port><listen_host>127.0.0.1</listen_host>
   <path>$d/data/</path><tmp_path>$d/tmp/</tmp_path><user_files_path>$d/uf/</user_files_path>
   <format_schema_path>$d/fs/</format_schema_path><mark_cache_size>5368709</mark_cache_size>
   <users><default><password></password><networks><ip>127.0.0.1</ip></networks><profile>default</profile><quota>default</quota></default></users>
   <profiles><default></default></profiles><quotas><default></default></quotas>
+  <remote_servers><nfb>
+    <shard><replica><host>127.0.0.1</host><port>$nfb_push_tcp</port></replica></shard>
+    <shard><replica><host>127.0.0.1</host><port>$nfb_push_tcp2</port></replica></shard>
+  </nfb></remote_servers>
 </yandex>
 XML
+	}
+	nfb_push_config "$nfb_push_dir/s2" "$nfb_push_http2" "$nfb_push_tcp2"
+	nfb_push_config "$nfb_push_dir" "$nfb_push_http" "$nfb_push_tcp"
 	clickhouse-server --config-file="$d/config.xml" >"$d/server.out" 2>&1 &
 	nfb_push_pid=$!
 	url="http://127.0.0.1:$nfb_push_http"
@@ -63,5 +73,29 @@ XML
 		nfb_row push "x$scale" "rows/s ($rows rows, peak $ours_kb KiB)" "$rate" \
 			"clickhouse-client INSERT FORMAT Native from files (rc $peer_rc)" "$prate" "${ratio}x" ">=0.8x peer" "$verdict"
 	done
-	kill "$nfb_push_pid" 2>/dev/null; wait "$nfb_push_pid" 2>/dev/null || true
+	# a cross-session query over 100 sessions on the two-shard cluster
+	clickhouse-server --config-file="$d/s2/config.xml" >"$d/s2/server.out" 2>&1 &
+	nfb_push_pid2=$!
+	url2="http://127.0.0.1:$nfb_push_http2"
+	for _ in $(seq 300); do [ "$(curl -s "$url2/ping")" = "Ok." ] && break; sleep 0.1; done
+	mkdir -p "$d/fleet"
+	for i in $(seq 100); do
+		[ -d "$d/fleet/m$i" ] || "$NFB_NFTRACE" record -o "$d/fleet/m$i" --seed "$i" "$NFB_SOURCE/samples/overrun.nfs" >/dev/null
+		"$NFB_NFTRACE" query "$d/fleet/m$i" "select 1" >/dev/null
+	done
+	nfb_time fpush -- "$NFB_NFTRACE" push "$d"/fleet/m* --cluster nfb --clickhouse "$url" --clickhouse "$url2" --database fleet --quiet
+	sql="SELECT host, uniqExact(session) AS sessions, count() AS lost_ops FROM fence_ops ALL INNER JOIN (SELECT session, host FROM sessions) USING session WHERE status = 'lost' GROUP BY host"
+	nfb_time fq -O "$d/fq.out" -- "$NFB_NFTRACE" query --clickhouse "$url" --database fleet --csv "$sql"
+	printf '%s\n' "$d"/fleet/m* >"$d/fleet.list"
+	nfb_time lq -O "$d/lq.out" -- sh -c 'while read -r s; do "$0" query "$s" --csv "SELECT count(*) FROM fence_ops WHERE status = '"'lost'"'" | tail -n 1; done <"$1"' "$NFB_NFTRACE" "$d/fleet.list"
+	ch_lost=$(tail -n 1 "$d/fq.out" | cut -d, -f3)
+	lite_lost=$(awk '{ s += $1 } END { print s }' "$d/lq.out")
+	if [ "$fpush_rc" != 0 ] || [ "$fq_rc" != 0 ]; then
+		nfb_row push "100 sessions" "cluster query s" - - - - - "push or query failed (exit $fpush_rc/$fq_rc)"
+	else
+		verdict=$([ "$ch_lost" = "$lite_lost" ] && echo "same count ($ch_lost lost)" || echo "counts differ: $ch_lost vs $lite_lost")
+		nfb_row push "100 sessions" "2-shard cluster query s (push of the 100: ${fpush_s} s)" "$fq_s" \
+			"nftrace query on each SQLite timeline in turn" "$lq_s" "$(nfb_div "$fq_s" "$lq_s")x" "(no target)" "$verdict"
+	fi
+	kill "$nfb_push_pid" "$nfb_push_pid2" 2>/dev/null; wait "$nfb_push_pid" "$nfb_push_pid2" 2>/dev/null || true
 fi

@@ -12,7 +12,10 @@
  * host, source, tool_version, seed and every meta pair (meta.key, meta.value).
  *
  * A push loads each table into a staging table (_stage_<table>, same
- * structure) in RowBinary batches of at most batch_bytes, then removes the
+ * structure) in Native-format INSERTs of about batch_bytes each (ending at
+ * the first block past it), each body streamed while it is encoded (blocks of
+ * up to 64K rows or 256 KiB), so memory stays about one block whatever the
+ * batch, then removes the
  * session's row from `sessions`, moves each staged partition over the live
  * one (ALTER TABLE ... REPLACE PARTITION ... FROM) and inserts the `sessions`
  * row last. A session's rows count only when it is listed in `sessions`:
@@ -42,8 +45,8 @@
 extern "C" {
 #endif
 
-/* Default RowBinary batch size (bytes of one INSERT body). */
-#define NF_PUSH_BATCH_BYTES (4u << 20)
+/* Default batch: bytes of one INSERT body (streamed: memory stays about 256 KiB). */
+#define NF_PUSH_BATCH_BYTES (256u << 20)
 /* Longest session id (bytes). */
 #define NF_PUSH_ID_MAX 200
 
@@ -60,7 +63,7 @@ struct nf_push_options {
 
 struct nf_push_stats {
 	uint64_t rows;    /* rows loaded (all tables, sessions row excluded) */
-	uint64_t bytes;   /* RowBinary bytes sent */
+	uint64_t bytes;   /* INSERT body bytes sent (Native blocks) */
 	uint64_t batches; /* INSERT requests */
 	unsigned tables;  /* tables pushed */
 };
@@ -102,7 +105,10 @@ int nf_push_session(const struct nf_push_options *opts, const char *session_dir,
  * database name), NF_EIO (unreachable, broken connection, writing out
  * failed), NF_ESQL (the server's error, first line), NF_ENOMEM. Runs with
  * distributed_product_mode = 'local' (JOINs of Distributed tables on session
- * stay on each shard; no effect on one server).
+ * stay on each shard; no effect on one server) and 64-bit integers unquoted
+ * in JSON formats. An error the server meets after it has begun answering
+ * (HTTP 200 already sent) shows as its text at the end of the output, exit 0:
+ * ClickHouse's HTTP interface cannot report it otherwise without buffering.
  */
 int nf_push_query(const struct nf_push_options *opts, const char *sql, const char *format,
 		  FILE *out, struct nf_error *err);

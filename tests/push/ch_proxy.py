@@ -30,7 +30,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def do_POST(self):
         global inserts
-        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            body = b""  # nftrace push streams INSERT bodies in chunks
+            while True:
+                size = int(self.rfile.readline().split(b";")[0], 16)
+                chunk = self.rfile.read(size)
+                self.rfile.readline()
+                if size == 0:
+                    break
+                body += chunk
+        else:
+            body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
         if "query=INSERT" in self.path:
             with lock:
                 inserts += 1
