@@ -220,7 +220,7 @@ static void print_main_usage(FILE *f)
 	fprintf(f, "usage: nftrace [--version] [--help] COMMAND [ARGS]\n\n"
 		   "nftrace captures and analyses GPU native fence logs (WDDM 3.2).\n\nCommands:\n");
 	for (size_t i = 0; i < N_COMMANDS; i++)
-		fprintf(f, "   %-8s %s\n", nf_commands[i].name, nf_commands[i].summary);
+		fprintf(f, "   %-13s %s\n", nf_commands[i].name, nf_commands[i].summary);
 	fprintf(f, "\nRun 'nftrace COMMAND --help' for a command's options.\n");
 }
 
