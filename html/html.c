@@ -72,6 +72,19 @@ static int sql_fail(struct html *h, const char *what)
 	return nf_error_set(h->err, NF_ESQL, "%s: %s", what, sqlite3_errmsg(h->db));
 }
 
+/* Prepares sql (an sqlite3_mprintf result, freed here; NULL: out of memory)
+ * on the page's connection: 0, or an error about reading `what`. */
+static int prepare_owned(struct html *h, char *sql, sqlite3_stmt **st, const char *what)
+{
+	int rc;
+
+	if (!sql)
+		return nf_error_set(h->err, NF_ENOMEM, "out of memory");
+	rc = sqlite3_prepare_v2(h->db, sql, -1, st, NULL);
+	sqlite3_free(sql);
+	return rc == SQLITE_OK ? 0 : sql_fail(h, what);
+}
+
 /* ---- writing ---- */
 
 static void put(struct html *h, const char *s)
@@ -364,12 +377,8 @@ static int build_rows(struct html *h)
 			      "LEFT JOIN adapters a ON a.adapter = q.adapter WHERE 1%s "
 			      "ORDER BY coalesce(q.adapter,-1), coalesce(q.node,-1), q.queue",
 			      h->in_q);
-	if (!sql)
-		return nf_error_set(h->err, NF_ENOMEM, "out of memory");
-	rc = sqlite3_prepare_v2(h->db, sql, -1, &st, NULL);
-	sqlite3_free(sql);
-	if (rc != SQLITE_OK)
-		return sql_fail(h, "reading queues");
+	if ((rc = prepare_owned(h, sql, &st, "reading queues")) < 0)
+		return rc;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct row r = { .kind = ROW_QUEUE, .process = -1 };
 
@@ -398,12 +407,8 @@ static int build_rows(struct html *h)
 				      "UNION SELECT thread FROM cpu_signals WHERE thread IS NOT NULL%s "
 				      "UNION SELECT thread FROM queue_threads WHERE thread IS NOT NULL%s "
 				      "ORDER BY 1", h->in_f, h->in_f, h->in_f);
-	if (!sql)
-		return nf_error_set(h->err, NF_ENOMEM, "out of memory");
-	rc = sqlite3_prepare_v2(h->db, sql, -1, &st, NULL);
-	sqlite3_free(sql);
-	if (rc != SQLITE_OK)
-		return sql_fail(h, "reading threads");
+	if ((rc = prepare_owned(h, sql, &st, "reading threads")) < 0)
+		return rc;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct row r = { .kind = ROW_THREAD, .adapter = -1, .node = -1, .engine = -1,
 				 .process = -1 };
@@ -523,12 +528,8 @@ static int pass_counts(struct html *h)
 			      "FROM fence_ops NOT INDEXED WHERE queue IS NOT NULL AND " OP_IN_WINDOW
 			      "%s%s",
 			      h->in_q, h->in_f);
-	if (!sql)
-		return nf_error_set(h->err, NF_ENOMEM, "out of memory");
-	rc = sqlite3_prepare_v2(h->db, sql, -1, &st, NULL);
-	sqlite3_free(sql);
-	if (rc != SQLITE_OK)
-		return sql_fail(h, "reading operations");
+	if ((rc = prepare_owned(h, sql, &st, "reading operations")) < 0)
+		return rc;
 	sqlite3_bind_int64(st, 1, h->t0);
 	sqlite3_bind_int64(st, 2, h->t1);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -563,12 +564,8 @@ static int pass_counts(struct html *h)
 	sql = sqlite3_mprintf("SELECT thread, start_ns FROM cpu_waits WHERE thread IS NOT NULL "
 			      "AND start_ns <= ?2 AND coalesce(end_ns, start_ns) >= ?1%s",
 			      h->in_f);
-	if (!sql)
-		return nf_error_set(h->err, NF_ENOMEM, "out of memory");
-	rc = sqlite3_prepare_v2(h->db, sql, -1, &st, NULL);
-	sqlite3_free(sql);
-	if (rc != SQLITE_OK)
-		return sql_fail(h, "reading CPU waits");
+	if ((rc = prepare_owned(h, sql, &st, "reading CPU waits")) < 0)
+		return rc;
 	sqlite3_bind_int64(st, 1, h->t0);
 	sqlite3_bind_int64(st, 2, h->t1);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -640,12 +637,8 @@ static int pass_details(struct html *h, int64_t max_ops)
 			      "end_ns, status, thread FROM fence_ops WHERE queue IS NOT NULL "
 			      "AND " OP_IN_WINDOW " AND " OP_START " < ?3 AND id BETWEEN ?4 AND ?5%s%s",
 			      h->in_q, h->in_f);
-	if (!sql)
-		return nf_error_set(h->err, NF_ENOMEM, "out of memory");
-	rc = sqlite3_prepare_v2(h->db, sql, -1, &st, NULL);
-	sqlite3_free(sql);
-	if (rc != SQLITE_OK)
-		return sql_fail(h, "reading operations");
+	if ((rc = prepare_owned(h, sql, &st, "reading operations")) < 0)
+		return rc;
 	/* Only the deps of the detailed range are sorted (deps has no index by wait_id). */
 	if (sqlite3_prepare_v2(h->db, "SELECT wait_id, signal_id, cpu_signal, stall_ns FROM deps "
 				      "WHERE wait_id BETWEEN ?1 AND ?2 ORDER BY wait_id",
@@ -734,12 +727,8 @@ static int write_cpu(struct html *h)
 			      "WHERE thread IS NOT NULL AND start_ns <= ?2 AND "
 			      "coalesce(end_ns, start_ns) >= ?1 AND start_ns < ?3%s ORDER BY id",
 			      h->in_f);
-	if (!sql)
-		return nf_error_set(h->err, NF_ENOMEM, "out of memory");
-	rc = sqlite3_prepare_v2(h->db, sql, -1, &st, NULL);
-	sqlite3_free(sql);
-	if (rc != SQLITE_OK)
-		return sql_fail(h, "reading CPU waits");
+	if ((rc = prepare_owned(h, sql, &st, "reading CPU waits")) < 0)
+		return rc;
 	sqlite3_bind_int64(st, 1, h->t0);
 	sqlite3_bind_int64(st, 2, h->t1);
 	sqlite3_bind_int64(st, 3, h->cut);
@@ -777,12 +766,8 @@ static int write_cpu(struct html *h)
 			      "WHERE thread IS NOT NULL AND ts_ns >= ?1 AND ts_ns <= ?2 AND ts_ns < ?3%s "
 			      "ORDER BY id",
 			      h->in_f);
-	if (!sql)
-		return nf_error_set(h->err, NF_ENOMEM, "out of memory");
-	rc = sqlite3_prepare_v2(h->db, sql, -1, &st, NULL);
-	sqlite3_free(sql);
-	if (rc != SQLITE_OK)
-		return sql_fail(h, "reading CPU signals");
+	if ((rc = prepare_owned(h, sql, &st, "reading CPU signals")) < 0)
+		return rc;
 	sqlite3_bind_int64(st, 1, h->t0);
 	sqlite3_bind_int64(st, 2, h->t1);
 	sqlite3_bind_int64(st, 3, h->cut);
@@ -827,12 +812,8 @@ static int write_anomalies(struct html *h)
 			      "coalesce(last_ns, first_ns) >= ?1 AND coalesce(first_ns, last_ns) <= ?2%s "
 			      "ORDER BY id",
 			      h->in_q);
-	if (!sql)
-		return nf_error_set(h->err, NF_ENOMEM, "out of memory");
-	rc = sqlite3_prepare_v2(h->db, sql, -1, &st, NULL);
-	sqlite3_free(sql);
-	if (rc != SQLITE_OK)
-		return sql_fail(h, "reading anomalies");
+	if ((rc = prepare_owned(h, sql, &st, "reading anomalies")) < 0)
+		return rc;
 	sqlite3_bind_int64(st, 1, h->t0);
 	sqlite3_bind_int64(st, 2, h->t1);
 	put(h, "\"anomalies\":[");
