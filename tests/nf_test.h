@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,6 +21,26 @@ static inline const char *nf_test_tmpbase(void)
 	return base && *base ? base : "/tmp";
 }
 
+/*
+ * The directories nf_test_tmpdir made in this process (check forks one per
+ * test), removed at exit when still empty: a test that stops before writing
+ * anything (a failed assertion, a skip) left an empty nftrace-test-* behind;
+ * one with content is kept for a look, and the teardown removes the rest.
+ */
+#define NF_TEST_MAX_TMPDIRS 32
+static struct {
+	pid_t pid;
+	char path[4096];
+} nf_test_tmpdirs[NF_TEST_MAX_TMPDIRS];
+static int nf_test_n_tmpdirs;
+
+static inline void nf_test_rmdir_empty(void)
+{
+	for (int i = 0; i < nf_test_n_tmpdirs; i++)
+		if (nf_test_tmpdirs[i].pid == getpid())
+			rmdir(nf_test_tmpdirs[i].path); /* fails, as it should, unless empty */
+}
+
 /* A fresh directory under nf_test_tmpbase(); the test removes it or leaves it. */
 static inline void nf_test_tmpdir(char *buf, size_t len)
 {
@@ -27,6 +48,13 @@ static inline void nf_test_tmpdir(char *buf, size_t len)
 
 	ck_assert_msg(n > 0 && (size_t)n < len, "temporary directory name too long");
 	ck_assert_msg(mkdtemp(buf) != NULL, "mkdtemp failed");
+	if (nf_test_n_tmpdirs < NF_TEST_MAX_TMPDIRS && strlen(buf) < sizeof(nf_test_tmpdirs[0].path)) {
+		if (nf_test_n_tmpdirs == 0)
+			atexit(nf_test_rmdir_empty);
+		nf_test_tmpdirs[nf_test_n_tmpdirs].pid = getpid();
+		strcpy(nf_test_tmpdirs[nf_test_n_tmpdirs].path, buf);
+		nf_test_n_tmpdirs++;
+	}
 }
 
 /* Removes a directory tree made by a test. */
