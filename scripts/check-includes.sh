@@ -16,7 +16,7 @@ cd "${1:-$(dirname "$0")/..}"
 # The stage order, lowest first: the one place it is stated.
 STAGES="core capture parser kernel etl analyzer analysis viewer html export push cli"
 # Top-level folders that are not modules (their files are not checked).
-NON_MODULES="bench docs include samples schemas scripts tests build"
+NON_MODULES="bench docs include samples schemas scripts tests"
 # The module each public header in include/nftrace/ belongs to.
 declare -A PUBLIC=(
   [error.h]=core [events.h]=core [ctf_meta.h]=core [outfile.h]=core [sessiondir.h]=core
@@ -41,6 +41,7 @@ for d in */; do
   d=${d%/}
   [[ -n "${RANK[$d]:-}" ]] && continue
   [[ " $NON_MODULES " == *" $d "* ]] && continue
+  [[ -f $d/CMakeCache.txt ]] && continue   # a build tree (build-asan/, build-ci/ ...)
   if find "$d" -name '*.[ch]' -print -quit | grep -q .; then
     problem "$d/: C sources in a folder that is neither a stage in STAGES nor in NON_MODULES ($0)"
   fi

@@ -18,6 +18,8 @@ mk core/error.c '#include "nftrace/error.h"'
 mk viewer/layout.h '#include <nftrace/timeline.h>'
 mk parser/reader.c '#include "nftrace/error.h"'
 
+mk build-asan/CMakeCache.txt '# a build tree: its C files are not checked'
+mk build-asan/CMakeFiles/id.c '#include "../../include/nftrace/timeline.h"'
 out=$(bash "$script" "$tmp" 2>&1) || fail "clean tree rejected: $out"
 
 mk core/events.c $'#include <stdio.h>\n#include "nftrace/timeline.h"'
