@@ -305,7 +305,7 @@ struct nf_timeline_builder {
 	uint8_t *ready;
 	int64_t ring_base;       /* next id the ring hands to the spill */
 	struct nf_sorter *sigs;  /* signals with a known end (CPU ones while streaming) */
-	struct nf_kernel_ingest *kernel; /* kernel_ingest.c, created at the first kernel event */
+	struct nf_timeline_kernel_ingest *kernel; /* kernel_ingest.c, created at the first kernel event */
 	struct nf_bulk *bulk;    /* bulk.c: the big tables load through it */
 };
 
@@ -493,7 +493,7 @@ void nf_timeline_builder_destroy(struct nf_timeline_builder *b)
 		sqlite3_finalize(b->st[i]);
 	if (b->in_txn)
 		sqlite3_exec(b->db, "ROLLBACK", NULL, NULL, NULL);
-	nf_kernel_ingest_destroy(b->kernel);
+	nf_timeline_kernel_ingest_destroy(b->kernel);
 	map_free(&b->handles);
 	map_free(&b->fences);
 	map_free(&b->initial);
@@ -1119,7 +1119,7 @@ int nf_timeline_builder_feed_event(struct nf_timeline_builder *b, const struct n
 		b->any_ts = true;
 	}
 	if (nf_event_desc(ev->id) && nf_event_desc(ev->id)->stream == NF_STREAM_KERNEL)
-		return nf_kernel_ingest_event(&b->kernel, b->db, b->bulk, now, ev, err);
+		return nf_timeline_kernel_ingest_event(&b->kernel, b->db, b->bulk, now, ev, err);
 	switch (ev->id) {
 	case NF_EV_ADAPTER_START: {
 		uint32_t caps = (uint32_t)f[NFF_ADAPTER_START_vidsch_caps];
@@ -2027,7 +2027,7 @@ int nf_timeline_builder_finish(struct nf_timeline_builder *b, struct nf_error *e
 	rc = resolve_overruns(b, m, err);
 	rc = rc ? rc : resolve(b, m, err);
 	nf_clock_model_destroy(m);
-	rc = rc ? rc : nf_kernel_ingest_finish(b->kernel, err);
+	rc = rc ? rc : nf_timeline_kernel_ingest_finish(b->kernel, err);
 	rc = rc ? rc : write_meta(b, err);
 	if (rc)
 		return rc;

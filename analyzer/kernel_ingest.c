@@ -155,7 +155,7 @@ struct ki_run {
 /* Runs batched before one bulk load (a bound on memory: ~1.5 MB). */
 #define NF_KI_RUN_BATCH 32768u
 
-struct nf_kernel_ingest {
+struct nf_timeline_kernel_ingest {
 	sqlite3 *db;
 	struct nf_bulk *bulk;    /* NULL: runs are inserted one by one */
 	struct ki_run *runs;
@@ -172,13 +172,13 @@ struct nf_kernel_ingest {
 	bool finished;
 };
 
-static int ki_sql_err(struct nf_kernel_ingest *ki, struct nf_error *err, const char *what)
+static int ki_sql_err(struct nf_timeline_kernel_ingest *ki, struct nf_error *err, const char *what)
 {
 	return nf_error_set(err, NF_ESQL, "timeline: kernel events: %s: %s", what,
 			    sqlite3_errmsg(ki->db));
 }
 
-static int ki_exec(struct nf_kernel_ingest *ki, const char *sql, struct nf_error *err)
+static int ki_exec(struct nf_timeline_kernel_ingest *ki, const char *sql, struct nf_error *err)
 {
 	char *msg = NULL;
 
@@ -190,7 +190,7 @@ static int ki_exec(struct nf_kernel_ingest *ki, const char *sql, struct nf_error
 	return 0;
 }
 
-static int ki_step(struct nf_kernel_ingest *ki, enum ki_stmt id, struct nf_error *err)
+static int ki_step(struct nf_timeline_kernel_ingest *ki, enum ki_stmt id, struct nf_error *err)
 {
 	sqlite3_stmt *s = ki->st[id];
 	int rc = sqlite3_step(s);
@@ -202,7 +202,7 @@ static int ki_step(struct nf_kernel_ingest *ki, enum ki_stmt id, struct nf_error
 	return 0;
 }
 
-void nf_kernel_ingest_destroy(struct nf_kernel_ingest *ki)
+void nf_timeline_kernel_ingest_destroy(struct nf_timeline_kernel_ingest *ki)
 {
 	if (!ki)
 		return;
@@ -219,9 +219,9 @@ void nf_kernel_ingest_destroy(struct nf_kernel_ingest *ki)
 	free(ki);
 }
 
-static struct nf_kernel_ingest *ki_create(sqlite3 *db, struct nf_error *err)
+static struct nf_timeline_kernel_ingest *ki_create(sqlite3 *db, struct nf_error *err)
 {
-	struct nf_kernel_ingest *ki = calloc(1, sizeof(*ki));
+	struct nf_timeline_kernel_ingest *ki = calloc(1, sizeof(*ki));
 
 	if (!ki) {
 		nf_error_set(err, NF_ENOMEM, "timeline: out of memory");
@@ -237,19 +237,19 @@ static struct nf_kernel_ingest *ki_create(sqlite3 *db, struct nf_error *err)
 		}
 	return ki;
 out_free:
-	nf_kernel_ingest_destroy(ki);
+	nf_timeline_kernel_ingest_destroy(ki);
 	return NULL;
 }
 
 /* The interned string id, or NULL (0: none; unknown ids read as NULL too). */
-static const char *ki_str(const struct nf_kernel_ingest *ki, uint64_t id)
+static const char *ki_str(const struct nf_timeline_kernel_ingest *ki, uint64_t id)
 {
 	if (id == 0 || id > ki->n_strings)
 		return NULL;
 	return ki->strings[id - 1];
 }
 
-static int ki_string(struct nf_kernel_ingest *ki, const struct nf_event *ev, struct nf_error *err)
+static int ki_string(struct nf_timeline_kernel_ingest *ki, const struct nf_event *ev, struct nf_error *err)
 {
 	uint64_t id = ev->f[NFF_KERNEL_STRING_id];
 	char *dup;
@@ -277,7 +277,7 @@ static int ki_string(struct nf_kernel_ingest *ki, const struct nf_event *ev, str
 	return 0;
 }
 
-static struct ki_cpu *ki_cpu(struct nf_kernel_ingest *ki, uint64_t cpu, struct nf_error *err)
+static struct ki_cpu *ki_cpu(struct nf_timeline_kernel_ingest *ki, uint64_t cpu, struct nf_error *err)
 {
 	if (cpu >= NF_KI_MAX_CPUS) {
 		nf_error_set(err, NF_EFORMAT, "timeline: kernel events: CPU %" PRIu64 " out of range", cpu);
@@ -306,7 +306,7 @@ static void bind_text_or_null(sqlite3_stmt *s, int col, const char *t)
 }
 
 /* Names a thread; written only when its name changes (sched events repeat it). */
-static int ki_thread(struct nf_kernel_ingest *ki, uint64_t tid, uint64_t comm_id,
+static int ki_thread(struct nf_timeline_kernel_ingest *ki, uint64_t tid, uint64_t comm_id,
 		     struct nf_error *err)
 {
 	const char *comm = ki_str(ki, comm_id);
@@ -325,7 +325,7 @@ static int ki_thread(struct nf_kernel_ingest *ki, uint64_t tid, uint64_t comm_id
 
 static int ki_run_row(void *ctx, struct nf_bulk_row *row, struct nf_error *err)
 {
-	struct nf_kernel_ingest *ki = ctx;
+	struct nf_timeline_kernel_ingest *ki = ctx;
 	const struct ki_run *r;
 
 	(void)err;
@@ -345,7 +345,7 @@ static int ki_run_row(void *ctx, struct nf_bulk_row *row, struct nf_error *err)
  * prepared INSERT per run paid SQLite's statement entry, bind and reset on
  * each (context switches are most of a real capture's events).
  */
-static int ki_run_flush(struct nf_kernel_ingest *ki, struct nf_error *err)
+static int ki_run_flush(struct nf_timeline_kernel_ingest *ki, struct nf_error *err)
 {
 	int rc;
 
@@ -360,7 +360,7 @@ static int ki_run_flush(struct nf_kernel_ingest *ki, struct nf_error *err)
 }
 
 /* One run: batched when bulk loading is available, else inserted now. */
-static int ki_run(struct nf_kernel_ingest *ki, int64_t tid, int64_t cpu, bool has_start, int64_t start,
+static int ki_run(struct nf_timeline_kernel_ingest *ki, int64_t tid, int64_t cpu, bool has_start, int64_t start,
 		  bool has_end, int64_t end, int64_t state, struct nf_error *err)
 {
 	if (!ki->bulk) {
@@ -382,7 +382,7 @@ static int ki_run(struct nf_kernel_ingest *ki, int64_t tid, int64_t cpu, bool ha
 	return ki->n_runs == NF_KI_RUN_BATCH ? ki_run_flush(ki, err) : 0;
 }
 
-static int ki_switch(struct nf_kernel_ingest *ki, int64_t ns, const struct nf_event *ev,
+static int ki_switch(struct nf_timeline_kernel_ingest *ki, int64_t ns, const struct nf_event *ev,
 		     struct nf_error *err)
 {
 	const uint64_t *f = ev->f;
@@ -410,7 +410,7 @@ static int ki_switch(struct nf_kernel_ingest *ki, int64_t ns, const struct nf_ev
 	return ki_thread(ki, next, f[NFF_KERNEL_SCHED_SWITCH_next_comm], err);
 }
 
-static int ki_raw(struct nf_kernel_ingest *ki, int64_t ns, uint64_t cpu, uint64_t tid,
+static int ki_raw(struct nf_timeline_kernel_ingest *ki, int64_t ns, uint64_t cpu, uint64_t tid,
 		  const char *name, const char *fields, struct nf_error *err)
 {
 	sqlite3_stmt *s = ki->st[KS_RAW];
@@ -423,7 +423,7 @@ static int ki_raw(struct nf_kernel_ingest *ki, int64_t ns, uint64_t cpu, uint64_
 	return ki_step(ki, KS_RAW, err);
 }
 
-static int ki_wakeup(struct nf_kernel_ingest *ki, int64_t ns, const struct nf_event *ev,
+static int ki_wakeup(struct nf_timeline_kernel_ingest *ki, int64_t ns, const struct nf_event *ev,
 		     struct nf_error *err)
 {
 	const uint64_t *f = ev->f;
@@ -448,7 +448,7 @@ _Static_assert((int)NFF_KERNEL_DMA_FENCE_SIGNALED_context == (int)NFF_KERNEL_DMA
 	       "dma_fence events share their field layout");
 
 /* One row of temp.k_waits: a wait with its start and end when known. */
-static int ki_wait_row(struct nf_kernel_ingest *ki, int64_t tid, int64_t ctx, int64_t seq, bool has_start,
+static int ki_wait_row(struct nf_timeline_kernel_ingest *ki, int64_t tid, int64_t ctx, int64_t seq, bool has_start,
 		       int64_t start, bool has_end, int64_t end, struct nf_error *err)
 {
 	sqlite3_stmt *s = ki->st[KS_WAIT];
@@ -467,7 +467,7 @@ static int ki_wait_row(struct nf_kernel_ingest *ki, int64_t tid, int64_t ctx, in
 	return ki_step(ki, KS_WAIT, err);
 }
 
-static int ki_fence(struct nf_kernel_ingest *ki, int64_t ns, const struct nf_event *ev,
+static int ki_fence(struct nf_timeline_kernel_ingest *ki, int64_t ns, const struct nf_event *ev,
 		    struct nf_error *err)
 {
 	const uint64_t *f = ev->f;
@@ -546,10 +546,10 @@ static int ki_fence(struct nf_kernel_ingest *ki, int64_t ns, const struct nf_eve
 	}
 }
 
-int nf_kernel_ingest_event(struct nf_kernel_ingest **kip, sqlite3 *db, struct nf_bulk *bulk, int64_t ns,
+int nf_timeline_kernel_ingest_event(struct nf_timeline_kernel_ingest **kip, sqlite3 *db, struct nf_bulk *bulk, int64_t ns,
 			   const struct nf_event *ev, struct nf_error *err)
 {
-	struct nf_kernel_ingest *ki = *kip;
+	struct nf_timeline_kernel_ingest *ki = *kip;
 	const uint64_t *f = ev->f;
 
 	if (!ki) {
@@ -660,7 +660,7 @@ static const char ki_finish_timelines_sql[] =
 	"INSERT OR IGNORE INTO fences(fence, type, shared, cross_adapter, initial_value, created_ns, destroyed_ns) "
 	"SELECT q.queue, 0, 0, 0, NULL, q.start_ns, NULL FROM queues q JOIN kernel_timelines kt ON kt.queue = q.queue;";
 
-static int ki_finish_signals(struct nf_kernel_ingest *ki, struct nf_error *err)
+static int ki_finish_signals(struct nf_timeline_kernel_ingest *ki, struct nf_error *err)
 {
 	sqlite3_stmt *sel = NULL, *ins = NULL, *upd = NULL;
 	int rc = 0, src;
@@ -728,7 +728,7 @@ out_finalize:
  * the wait's end; a wait that ended before its fence signaled timed out or was
  * interrupted ('timeout'); one still open at the end is 'pending'.
  */
-static int ki_finish_waits(struct nf_kernel_ingest *ki, struct nf_error *err)
+static int ki_finish_waits(struct nf_timeline_kernel_ingest *ki, struct nf_error *err)
 {
 	static const char sql[] =
 		"SELECT w.tid, w.context, w.seqno, w.start_ns, w.end_ns, f.op_id, f.signal_ns "
@@ -897,7 +897,7 @@ static const char ki_finish_jobs_sql[] =
 	"LEFT JOIN jobs s ON f.id IS NULL AND s.sched_context = d.dep_context AND s.seqno = d.dep_seqno "
 	"WHERE d.kind = 6 AND d.flags & 4 ORDER BY k.id, d.ts;";
 
-int nf_kernel_ingest_finish(struct nf_kernel_ingest *ki, struct nf_error *err)
+int nf_timeline_kernel_ingest_finish(struct nf_timeline_kernel_ingest *ki, struct nf_error *err)
 {
 	int rc;
 

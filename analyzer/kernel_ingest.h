@@ -19,7 +19,7 @@
 /* Queue and fence numbers of dma_fence context c: NF_KERNEL_TIMELINE_BASE + c. */
 #define NF_KERNEL_TIMELINE_BASE 4294967296LL
 
-struct nf_kernel_ingest;
+struct nf_timeline_kernel_ingest;
 
 /*
  * Takes one kernel event at ns (nanoseconds since the session start), inside
@@ -30,14 +30,14 @@ struct nf_bulk;
 
 /* Runs (sched_switch) are loaded through bulk (bulk.h) in batches when it is
  * not NULL, else one INSERT each. */
-int nf_kernel_ingest_event(struct nf_kernel_ingest **ki, sqlite3 *db, struct nf_bulk *bulk, int64_t ns,
+int nf_timeline_kernel_ingest_event(struct nf_timeline_kernel_ingest **ki, sqlite3 *db, struct nf_bulk *bulk, int64_t ns,
 			   const struct nf_event *ev, struct nf_error *err);
 
 /* Writes what was staged (open runs, fences, waits, deps). NULL: nothing to do.
  * Returns 0, NF_ESQL or NF_ENOMEM. */
-int nf_kernel_ingest_finish(struct nf_kernel_ingest *ki, struct nf_error *err);
+int nf_timeline_kernel_ingest_finish(struct nf_timeline_kernel_ingest *ki, struct nf_error *err);
 
 /* Frees; NULL is a no-op. Does not touch the database. */
-void nf_kernel_ingest_destroy(struct nf_kernel_ingest *ki);
+void nf_timeline_kernel_ingest_destroy(struct nf_timeline_kernel_ingest *ki);
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * nf_parser_run_pipelined (pipeline.h): a ring of batches between the parser
+ * nf_timeline_run_pipelined (pipeline.h): a ring of batches between the parser
  * thread (producer) and the caller (consumer). Each batch holds items and an
  * arena for their strings and arrays; arena offsets become pointers again on
  * the consumer side.
@@ -252,7 +252,7 @@ static int deliver(const struct nf_parser_callbacks *cb, struct pbatch *b, struc
 	return 0;
 }
 
-int nf_parser_run_pipelined(struct nf_parser *p, const struct nf_parser_callbacks *cb,
+int nf_timeline_run_pipelined(struct nf_parser *p, const struct nf_parser_callbacks *cb,
 			    struct nf_error *err)
 {
 	struct pipe pp;

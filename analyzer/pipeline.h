@@ -1,5 +1,5 @@
 /*
- * The parser on a thread of its own: nf_parser_run_pipelined() runs
+ * The parser on a thread of its own: nf_timeline_run_pipelined() runs
  * nf_parser_run() on another thread and hands copies of its items (events,
  * decoded entries, findings) to the callbacks on the calling thread, in the
  * same order, a few hundred at a time, so that reading and replaying the logs
@@ -21,7 +21,7 @@
  * NF_ENOMEM when the copies cannot be had. Without a thread, runs the parser
  * directly.
  */
-int nf_parser_run_pipelined(struct nf_parser *p, const struct nf_parser_callbacks *cb,
+int nf_timeline_run_pipelined(struct nf_parser *p, const struct nf_parser_callbacks *cb,
 			    struct nf_error *err);
 
 #endif

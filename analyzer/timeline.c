@@ -122,7 +122,7 @@ static int build_into(const char *session_dir, const char *tmp_path, const char 
 	struct nf_parser_callbacks cb = { &ctx, cb_event, cb_entry, cb_finding };
 
 	/* The parser reads and replays on its own thread while the builder matches. */
-	rc = nf_parser_run_pipelined(p, &cb, err);
+	rc = nf_timeline_run_pipelined(p, &cb, err);
 	rc = rc ? rc : nf_timeline_builder_finish(b, err);
 	if (!rc && key)
 		rc = put_session_key(db, tmp_path, key, err);

@@ -5,7 +5,7 @@
 #ifndef NF_PARSER_PRESCAN_H
 #define NF_PARSER_PRESCAN_H
 
-#include "nftrace/ctf.h"
+#include "nftrace/ctf_meta.h"
 #include "nftrace/error.h"
 
 #include <stdbool.h>

@@ -9,16 +9,52 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* A fresh directory under $TMPDIR (or /tmp); the test removes it or leaves it. */
-static inline void nf_test_tmpdir(char *buf, size_t len)
+/* The directory temporary files go in: $TMPDIR, or /tmp when unset or empty. */
+static inline const char *nf_test_tmpbase(void)
 {
 	const char *base = getenv("TMPDIR");
 
-	snprintf(buf, len, "%s/nftrace-test-XXXXXX", base && *base ? base : "/tmp");
+	return base && *base ? base : "/tmp";
+}
+
+/*
+ * The directories nf_test_tmpdir made in this process (check forks one per
+ * test), removed at exit when still empty: a test that stops before writing
+ * anything (a failed assertion, a skip) left an empty nftrace-test-* behind;
+ * one with content is kept for a look, and the teardown removes the rest.
+ */
+#define NF_TEST_MAX_TMPDIRS 32
+static struct {
+	pid_t pid;
+	char path[4096];
+} nf_test_tmpdirs[NF_TEST_MAX_TMPDIRS];
+static int nf_test_n_tmpdirs;
+
+static inline void nf_test_rmdir_empty(void)
+{
+	for (int i = 0; i < nf_test_n_tmpdirs; i++)
+		if (nf_test_tmpdirs[i].pid == getpid())
+			rmdir(nf_test_tmpdirs[i].path); /* fails, as it should, unless empty */
+}
+
+/* A fresh directory under nf_test_tmpbase(); the test removes it or leaves it. */
+static inline void nf_test_tmpdir(char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "%s/nftrace-test-XXXXXX", nf_test_tmpbase());
+
+	ck_assert_msg(n > 0 && (size_t)n < len, "temporary directory name too long");
 	ck_assert_msg(mkdtemp(buf) != NULL, "mkdtemp failed");
+	if (nf_test_n_tmpdirs < NF_TEST_MAX_TMPDIRS && strlen(buf) < sizeof(nf_test_tmpdirs[0].path)) {
+		if (nf_test_n_tmpdirs == 0)
+			atexit(nf_test_rmdir_empty);
+		nf_test_tmpdirs[nf_test_n_tmpdirs].pid = getpid();
+		strcpy(nf_test_tmpdirs[nf_test_n_tmpdirs].path, buf);
+		nf_test_n_tmpdirs++;
+	}
 }
 
 /* Removes a directory tree made by a test. */
@@ -49,17 +85,22 @@ static inline const char *nf_test_nftrace(void)
 
 /*
  * Runs a shell command, capturing stdout and stderr (each truncated to len-1
- * bytes). Returns the exit status, or 128+signal when it died of a signal.
+ * bytes; the captures are files under nf_test_tmpbase(), removed after).
+ * Returns the exit status, or 128+signal when it died of a signal.
  */
 static inline int nf_test_run(const char *cmd, char *out, size_t out_len, char *errbuf,
 			      size_t err_len)
 {
-	char outf[] = "/tmp/nftrace-out-XXXXXX", errf[] = "/tmp/nftrace-err-XXXXXX";
-	int fo = mkstemp(outf), fe = mkstemp(errf), st;
+	char outf[4096], errf[4096];
+	int fo, fe, st;
 	FILE *f;
 	size_t n;
 
-	ck_assert(fo >= 0 && fe >= 0);
+	snprintf(outf, sizeof(outf), "%s/nftrace-out-XXXXXX", nf_test_tmpbase());
+	snprintf(errf, sizeof(errf), "%s/nftrace-err-XXXXXX", nf_test_tmpbase());
+	fo = mkstemp(outf);
+	fe = mkstemp(errf);
+	ck_assert_msg(fo >= 0 && fe >= 0, "mkstemp in %s failed", nf_test_tmpbase());
 	close(fo);
 	close(fe);
 	size_t need = strlen(cmd) + strlen(outf) + strlen(errf) + 32;

@@ -23,19 +23,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "nftrace/ctf_meta.h"
 #include "nftrace/error.h"
 #include "nftrace/events.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-struct nf_ctf_env_entry {
-	const char *key;
-	bool is_int;
-	int64_t ival;
-	const char *sval;
-};
 
 struct nf_ctf_writer_options {
 	uint64_t cpu_frequency;            /* CTF clock frequency */

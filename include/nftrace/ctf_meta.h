@@ -11,11 +11,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "nftrace/ctf.h"
-
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/*
+ * One entry of the trace environment (the metadata's `env` block): KEY = an
+ * integer (is_int, ival) or a string (sval, not owned). The CTF writer
+ * (nftrace/ctf.h) takes these in its options; the parser's pre-scan reads
+ * them back out of a session's metadata.
+ */
+struct nf_ctf_env_entry {
+	const char *key;
+	bool is_int;
+	int64_t ival;
+	const char *sval;
+};
 
 /*
  * The whole metadata: uuid_str is the trace (and clock) UUID as 36 lowercase

@@ -561,7 +561,7 @@ static int digest_run(const char *dir, bool pipelined, struct digest *d, struct 
 	d->h = 14695981039346656037ULL;
 	d->items = 0;
 	ck_assert_msg(nf_parser_open(dir, &p, err) == 0, "%s", err->msg);
-	rc = pipelined ? nf_parser_run_pipelined(p, &cb, err) : nf_parser_run(p, &cb, err);
+	rc = pipelined ? nf_timeline_run_pipelined(p, &cb, err) : nf_parser_run(p, &cb, err);
 	nf_parser_destroy(p);
 	return rc;
 }

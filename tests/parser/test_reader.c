@@ -219,12 +219,14 @@ static int read_session(const char *dir, struct got *g, struct nf_parser_stats *
 			size_t stderr_len)
 {
 	struct nf_parser_callbacks cb = { g, got_event, got_entry, got_finding };
-	char errf[] = "/tmp/nftrace-stderr-XXXXXX";
-	int fd = mkstemp(errf), saved = dup(2);
+	char errf[4096];
+	int fd, saved = dup(2);
 	struct nf_parser *p = NULL;
 	ssize_t nread;
 	int rc;
 
+	snprintf(errf, sizeof(errf), "%s/nftrace-stderr-XXXXXX", nf_test_tmpbase());
+	fd = mkstemp(errf);
 	ck_assert(fd >= 0 && saved >= 0);
 	fflush(stderr);
 	dup2(fd, 2);

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# check-includes.sh [SOURCE_DIR]: the include graph between modules follows the
+# pipeline. Every #include of every .c/.h in a module folder (and in
+# include/nftrace/) is resolved to the module that owns the included file; a
+# module may include its own files and those of lower stages only. Because the
+# stages form one order, no edge going up also means no cycle between modules.
+# Prints one line per offending include ("FILE:LINE: includes X (module M,
+# stage above module N)") and exits 1; exits 0 when the graph is clean.
+# With --graph first, also prints the module edges found ("FROM -> TO").
+# Run by ctest as check_includes (and check_includes_selftest on a small tree).
+set -euo pipefail
+graph=0
+if [[ ${1:-} == --graph ]]; then graph=1; shift; fi
+cd "${1:-$(dirname "$0")/..}"
+
+# The stage order, lowest first: the one place it is stated.
+STAGES="core capture parser kernel etl analyzer analysis viewer html export push cli"
+# Top-level folders that are not modules (their files are not checked).
+NON_MODULES="bench docs include samples schemas scripts tests"
+# The module each public header in include/nftrace/ belongs to.
+declare -A PUBLIC=(
+  [error.h]=core [events.h]=core [ctf_meta.h]=core [outfile.h]=core [sessiondir.h]=core
+  [nfence.h]=capture [ctf.h]=capture [record.h]=capture
+  [parser.h]=parser [kernel.h]=kernel [etl.h]=etl
+  [timeline.h]=analyzer [etwsession.h]=analyzer
+  [analysis.h]=analysis [render.h]=viewer [html.h]=html [export.h]=export [push.h]=push
+)
+# Folders other modules may include private headers from (CMake exports them).
+EXPORTED_DIRS="capture"
+
+declare -A RANK=()
+i=0
+for m in $STAGES; do RANK[$m]=$i; i=$((i + 1)); done
+
+fail=0
+edges=()
+problem() { echo "$1"; fail=1; }
+
+# Every folder holding C sources is a module with a stage, or a known non-module.
+for d in */; do
+  d=${d%/}
+  [[ -n "${RANK[$d]:-}" ]] && continue
+  [[ " $NON_MODULES " == *" $d "* ]] && continue
+  [[ -f $d/CMakeCache.txt ]] && continue   # a build tree (build-asan/, build-ci/ ...)
+  if find "$d" -name '*.[ch]' -print -quit | grep -q .; then
+    problem "$d/: C sources in a folder that is neither a stage in STAGES nor in NON_MODULES ($0)"
+  fi
+done
+
+# owner PATH: the module a repository-relative path belongs to ('' when none).
+owner() {
+  local p=$1
+  case $p in
+    include/nftrace/*)
+      local h=${p#include/nftrace/}
+      echo "${PUBLIC[$h]:-?}"
+      return ;;
+  esac
+  local top=${p%%/*}
+  echo "${RANK[$top]:+$top}"
+}
+
+# resolve FROM_DIR NAME: the repository path an include names ('' when it is
+# not in the tree: a system or generated header).
+resolve() {
+  local dir=$1 name=$2 p d
+  p=$(realpath -m --relative-to=. "$dir/$name")
+  [[ -f $p ]] && { echo "$p"; return; }
+  for d in include $EXPORTED_DIRS; do
+    p=$(realpath -m --relative-to=. "$d/$name")
+    [[ -f $p ]] && { echo "$p"; return; }
+  done
+  echo ""
+}
+
+files=$(for m in $STAGES; do [[ -d $m ]] && find "$m" -name '*.[ch]'; done; find include/nftrace -name '*.h')
+for f in $files; do
+  from=$(owner "$f")
+  if [[ $from == "?" ]]; then
+    problem "$f: public header with no module in PUBLIC ($0)"
+    continue
+  fi
+  while IFS=: read -r line name; do
+    target=$(resolve "$(dirname "$f")" "$name")
+    [[ -z $target ]] && continue
+    to=$(owner "$target")
+    [[ -z $to || $to == "?" || $to == "$from" ]] && continue
+    edges+=("$from -> $to")
+    if (( RANK[$to] > RANK[$from] )); then
+      problem "$f:$line: includes $name ($target, module $to, stage above module $from)"
+    fi
+  done < <(grep -n -E '^[[:space:]]*#[[:space:]]*include[[:space:]]*["<][^">]+[">]' "$f" |
+           sed -E 's/^([0-9]+):[[:space:]]*#[[:space:]]*include[[:space:]]*["<]([^">]+)[">].*/\1:\2/')
+done
+
+if (( graph )) && (( ${#edges[@]} )); then
+  printf '%s\n' "${edges[@]}" | sort | uniq -c | sort -k2
+fi
+exit $fail
