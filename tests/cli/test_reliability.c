@@ -725,16 +725,20 @@ START_TEST(stale_kernel_instances_are_removed_by_the_next_command)
 	snprintf(cmd, sizeof(cmd),
 		 "sh -c 'exit 0' & p=$!; wait $p; i=/sys/kernel/tracing/instances/nftrace-$p; "
 		 "mkdir $i && { echo 1 > $i/events/sched/sched_switch/enable; } 2>/dev/null; "
-		 "'%s' info '%s' >/dev/null && if test -d $i; then echo left; rmdir $i; else echo removed; fi",
+		 "'%s' info '%s' >/dev/null && "
+		 "for k in 1 2 3 4 5 6 7 8 9 10; do test -d $i || break; sleep 0.1; done; "
+		 "if test -d $i; then echo left; rmdir $i 2>/dev/null || true; else echo removed; fi",
 		 nf_test_nftrace(), good);
-	/* (Another nftrace running meanwhile, another test's, may remove it
-	 * first: removed all the same.) */
+	/* (Another nftrace running meanwhile, another test's, may be removing it
+	 * at the same moment: removed all the same, a moment later; hence the
+	 * short wait before calling it left.) */
 	run_ok(cmd);
 	ck_assert_str_eq(out, "removed\n");
 	/* A live process's instance stays. */
 	snprintf(cmd, sizeof(cmd),
 		 "i=/sys/kernel/tracing/instances/nftrace-$$; mkdir $i && '%s' info '%s' >/dev/null; "
-		 "if test -d $i; then echo kept; rmdir $i; else echo removed; fi", nf_test_nftrace(), good);
+		 "if test -d $i; then echo kept; rmdir $i 2>/dev/null || true; else echo removed; fi",
+		 nf_test_nftrace(), good);
 	run_ok(cmd);
 	ck_assert_str_eq(out, "kept\n");
 }
