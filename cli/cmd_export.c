@@ -12,20 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define EXPORT_MAX_FILTER 256
-
-static int parse_id(const char *s, int64_t *out)
-{
-	char *end;
-
-	errno = 0;
-	long long v = strtoll(s, &end, 0);
-	if (errno || *end || !*s || v < 0)
-		return -1;
-	*out = v;
-	return 0;
-}
-
 int cmd_export(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -41,14 +27,13 @@ int cmd_export(int argc, char **argv)
 	};
 	struct nf_export_options eo = { 0 };
 	struct nf_export_stats st;
-	int64_t queues[EXPORT_MAX_FILTER], fences[EXPORT_MAX_FILTER];
+	struct nf_cli_window win;
 	struct nf_error err;
 	const char *format = NULL;
 	char db[4200];
 	int opt;
 
-	eo.from_ns = -1;
-	eo.to_ns = -1;
+	nf_cli_window_init(&win);
 	nf_error_clear(&err);
 	optind = 1;
 	opterr = 0;
@@ -58,18 +43,12 @@ int cmd_export(int argc, char **argv)
 		case 'm': format = optarg; break;
 		case 'F':
 		case 'T':
-			if (nf_parse_duration(optarg, opt == 'F' ? &eo.from_ns : &eo.to_ns, &err))
-				return nf_cli_usage_error("export", "--%s: %s", opt == 'F' ? "from" : "to", err.msg);
-			break;
 		case 'q':
 		case 'f': {
-			int64_t *arr = opt == 'q' ? queues : fences;
-			int *n = opt == 'q' ? &eo.n_queues : &eo.n_fences;
-			if (*n >= EXPORT_MAX_FILTER)
-				return nf_cli_usage_error("export", "too many filters (limit %d)", EXPORT_MAX_FILTER);
-			if (parse_id(optarg, &arr[*n]))
-				return nf_cli_usage_error("export", "bad %s handle '%s'", opt == 'q' ? "queue" : "fence", optarg);
-			(*n)++;
+			int r = nf_cli_window_option("export", opt, optarg, &win);
+
+			if (r)
+				return r;
 			break;
 		}
 		case 'h': return nf_cli_common_option("export", "--help");
@@ -89,10 +68,14 @@ int cmd_export(int argc, char **argv)
 	/* Checked here, before the session is read or its timeline built. */
 	if (nf_export_parse_format(format, &eo.format, &err))
 		return nf_cli_usage_error("export", "--format: %s", err.msg);
-	if (eo.from_ns >= 0 && eo.to_ns >= 0 && eo.to_ns <= eo.from_ns)
+	if (win.from_ns >= 0 && win.to_ns >= 0 && win.to_ns <= win.from_ns)
 		return nf_cli_usage_error("export", "--to must be after --from");
-	eo.queues = eo.n_queues ? queues : NULL;
-	eo.fences = eo.n_fences ? fences : NULL;
+	eo.from_ns = win.from_ns;
+	eo.to_ns = win.to_ns;
+	eo.n_queues = win.n_queues;
+	eo.n_fences = win.n_fences;
+	eo.queues = win.n_queues ? win.queues : NULL;
+	eo.fences = win.n_fences ? win.fences : NULL;
 	if (nf_timeline_ensure(argv[optind], db, sizeof(db), &err) || nf_export(db, &eo, &st, &err))
 		return nf_cli_fail("export", &err);
 	printf("%s: %" PRIu64 " slices (%" PRIu64 " stalls), %" PRIu64 " instants, %" PRIu64

@@ -15,7 +15,6 @@
 #include <string.h>
 #include <strings.h>
 
-#define REPORT_MAX_FILTER 256
 
 /* Whether the extension of path (its last component's) is one nf_render draws. */
 static int known_output_format(const char *path)
@@ -34,18 +33,6 @@ static int is_html(const char *path)
 	const char *dot = strrchr(slash ? slash + 1 : path, '.');
 
 	return dot && (!strcasecmp(dot, ".html") || !strcasecmp(dot, ".htm"));
-}
-
-static int parse_id(const char *s, int64_t *out)
-{
-	char *end;
-
-	errno = 0;
-	long long v = strtoll(s, &end, 0);
-	if (errno || *end || !*s || v < 0)
-		return -1;
-	*out = v;
-	return 0;
 }
 
 /*
@@ -125,8 +112,8 @@ int cmd_report(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct nf_render_options ro = { 0 };
-	int64_t queues[REPORT_MAX_FILTER], fences[REPORT_MAX_FILTER];
-	const char *threads[REPORT_MAX_FILTER], *procs[REPORT_MAX_FILTER];
+	struct nf_cli_window win;
+	const char *threads[NF_CLI_MAX_FILTER], *procs[NF_CLI_MAX_FILTER];
 	struct nf_error err;
 	struct nf_render_mark *marks = NULL;
 	char db[4200], path_title[160];
@@ -135,8 +122,7 @@ int cmd_report(int argc, char **argv)
 	long long max_ops = 0;
 	char *end;
 
-	ro.from_ns = -1;
-	ro.to_ns = -1;
+	nf_cli_window_init(&win);
 	nf_error_clear(&err);
 	optind = 1;
 	opterr = 0;
@@ -145,18 +131,12 @@ int cmd_report(int argc, char **argv)
 		case 'o': ro.output = optarg; break;
 		case 'F':
 		case 'T':
-			if (nf_parse_duration(optarg, opt == 'F' ? &ro.from_ns : &ro.to_ns, &err))
-				return nf_cli_usage_error("report", "--%s: %s", opt == 'F' ? "from" : "to", err.msg);
-			break;
 		case 'q':
 		case 'f': {
-			int64_t *arr = opt == 'q' ? queues : fences;
-			int *n = opt == 'q' ? &ro.n_queues : &ro.n_fences;
-			if (*n >= REPORT_MAX_FILTER)
-				return nf_cli_usage_error("report", "too many filters (limit %d)", REPORT_MAX_FILTER);
-			if (parse_id(optarg, &arr[*n]))
-				return nf_cli_usage_error("report", "bad %s handle '%s'", opt == 'q' ? "queue" : "fence", optarg);
-			(*n)++;
+			int r = nf_cli_window_option("report", opt, optarg, &win);
+
+			if (r)
+				return r;
 			break;
 		}
 		case 'w':
@@ -195,15 +175,15 @@ int cmd_report(int argc, char **argv)
 			const char **arr = opt == 'R' ? threads : procs;
 			int *n = opt == 'R' ? &ro.n_threads : &ro.n_processes;
 
-			if (*n >= REPORT_MAX_FILTER)
-				return nf_cli_usage_error("report", "too many filters (limit %d)", REPORT_MAX_FILTER);
+			if (*n >= NF_CLI_MAX_FILTER)
+				return nf_cli_usage_error("report", "too many filters (limit %d)", NF_CLI_MAX_FILTER);
 			if (!*optarg)
 				return nf_cli_usage_error("report", "--%s needs a name or id", opt == 'R' ? "thread" : "process");
 			arr[(*n)++] = optarg;
 			break;
 		}
 		case 'c':
-			if (parse_id(optarg, &cp_op))
+			if (nf_cli_parse_id(optarg, &cp_op))
 				return nf_cli_usage_error("report", "bad operation id '%s' for --critical-path", optarg);
 			break;
 		case 'h': return nf_cli_common_option("report", "--help");
@@ -232,10 +212,14 @@ int cmd_report(int argc, char **argv)
 		return nf_cli_usage_error("report", "--max-ops applies to -o FILE.html only");
 	if (is_html(ro.output) && cp_op >= 0)
 		return nf_cli_usage_error("report", "--critical-path applies to pictures, not to -o %s", ro.output);
-	if (ro.from_ns >= 0 && ro.to_ns >= 0 && ro.to_ns <= ro.from_ns)
+	if (win.from_ns >= 0 && win.to_ns >= 0 && win.to_ns <= win.from_ns)
 		return nf_cli_usage_error("report", "--to must be after --from");
-	ro.queues = ro.n_queues ? queues : NULL;
-	ro.fences = ro.n_fences ? fences : NULL;
+	ro.from_ns = win.from_ns;
+	ro.to_ns = win.to_ns;
+	ro.n_queues = win.n_queues;
+	ro.n_fences = win.n_fences;
+	ro.queues = win.n_queues ? win.queues : NULL;
+	ro.fences = win.n_fences ? win.fences : NULL;
 	ro.threads = ro.n_threads ? threads : NULL;
 	ro.processes = ro.n_processes ? procs : NULL;
 	const char *dir = argv[optind];
