@@ -11,6 +11,8 @@
 
 #include <stdarg.h>
 
+#include "nftrace/visibility.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -38,7 +40,7 @@ struct nf_error {
 };
 
 /* Clears an error context so it can be reused. */
-void nf_error_clear(struct nf_error *err);
+NF_API void nf_error_clear(struct nf_error *err);
 
 /*
  * Records an error unless one is already recorded (first error wins).
@@ -55,7 +57,7 @@ void nf_error_prefix(struct nf_error *err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
 /* A short lowercase name for a code ("invalid argument", ...). */
-const char *nf_strerror(int code);
+NF_API const char *nf_strerror(int code);
 
 /*
  * Text from a session or a message is shown on a terminal with its control

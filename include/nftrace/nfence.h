@@ -28,6 +28,7 @@
 
 #include "nftrace/error.h"
 #include "nftrace/events.h"
+#include "nftrace/visibility.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -115,8 +116,8 @@ struct nf_runtime_config {
 };
 
 /* Fills defaults. */
-void nf_runtime_config_init(struct nf_runtime_config *cfg);
-void nf_adapter_desc_init(struct nf_adapter_desc *desc);
+NF_API void nf_runtime_config_init(struct nf_runtime_config *cfg);
+NF_API void nf_adapter_desc_init(struct nf_adapter_desc *desc);
 
 /*
  * Entries per log buffer on an adapter whose desc asks for log_entries: that
@@ -126,20 +127,20 @@ void nf_adapter_desc_init(struct nf_adapter_desc *desc);
  * tracing_log_entries (0: 256) and never lowered, i.e. the larger of the two.
  * SetNativeFenceLogBuffer's capacity in a session is this value.
  */
-uint32_t nf_log_entries_effective(const struct nf_runtime_config *cfg, uint32_t log_entries);
+NF_API uint32_t nf_log_entries_effective(const struct nf_runtime_config *cfg, uint32_t log_entries);
 
 /* Creates a runtime. Returns 0, NF_EINVAL, NF_ENOMEM. */
-int nf_runtime_create(const struct nf_runtime_config *cfg, nf_runtime **out, struct nf_error *err);
+NF_API int nf_runtime_create(const struct nf_runtime_config *cfg, nf_runtime **out, struct nf_error *err);
 
 /*
  * Drains the runtime: lets every queue run until it is idle or blocked for good,
  * does the OS's last read of every log, emits the ground-truth summaries and the
  * stop events. Call once before destroy to end a recording cleanly.
  */
-int nf_runtime_finish(nf_runtime *rt, struct nf_error *err);
+NF_API int nf_runtime_finish(nf_runtime *rt, struct nf_error *err);
 
 /* Frees everything. NULL is a no-op. */
-void nf_runtime_destroy(nf_runtime *rt);
+NF_API void nf_runtime_destroy(nf_runtime *rt);
 
 /* If NFTRACE_RECORD_DIR is set (nftrace record -- PROGRAM), creates a runtime that
  * records into it (NFTRACE_SEED, NFTRACE_MODE, NFTRACE_GROUND_TRUTH honoured) and
@@ -148,20 +149,20 @@ void nf_runtime_destroy(nf_runtime *rt);
  * not a decimal number of 64 bits, NFTRACE_GROUND_TRUTH not 0 or 1, or
  * NFTRACE_MODE not deterministic or threaded. A runtime used by a process
  * forked after its creation refuses every call with NF_ESTATE. */
-int nf_runtime_create_from_env(const struct nf_runtime_config *cfg, nf_runtime **out,
+NF_API int nf_runtime_create_from_env(const struct nf_runtime_config *cfg, nf_runtime **out,
 			       struct nf_error *err);
 
 /* Adapters. Fails with NF_EUNSUPP when the adapter advertises NativeGpuFence but
  * the OS has the native fence feature disabled (as the real OS fails init). */
-int nf_adapter_create(nf_runtime *rt, const struct nf_adapter_desc *desc, uint32_t *adapter_out,
+NF_API int nf_adapter_create(nf_runtime *rt, const struct nf_adapter_desc *desc, uint32_t *adapter_out,
 		      struct nf_error *err);
 
 /* Hardware queues: each gets a native progress fence and a waits log and a
  * signals log (DxgkDdiSetNativeFenceLogBuffer twice). */
-int nf_hwqueue_create(nf_runtime *rt, uint32_t adapter, uint32_t node, uint32_t engine,
+NF_API int nf_hwqueue_create(nf_runtime *rt, uint32_t adapter, uint32_t node, uint32_t engine,
 		      const char *name, nf_handle *queue_out, struct nf_error *err);
-int nf_hwqueue_destroy(nf_runtime *rt, nf_handle queue, struct nf_error *err);
-int nf_hwqueue_progress_fence(nf_runtime *rt, nf_handle queue, nf_handle *fence_out,
+NF_API int nf_hwqueue_destroy(nf_runtime *rt, nf_handle queue, struct nf_error *err);
+NF_API int nf_hwqueue_progress_fence(nf_runtime *rt, nf_handle queue, nf_handle *fence_out,
 			      struct nf_error *err);
 
 struct nf_fence_desc {
@@ -179,7 +180,7 @@ struct nf_fence_desc {
  * while the OS lacks SupportIntraGpuFenceType (STATUS_INVALID_PARAMETER, the
  * error the D3DKMTCreateNativeFence page names); NF_EUNSUPP for INTRA_GPU on
  * an adapter without native fences. */
-int nf_fence_create(nf_runtime *rt, uint32_t adapter, const struct nf_fence_desc *desc,
+NF_API int nf_fence_create(nf_runtime *rt, uint32_t adapter, const struct nf_fence_desc *desc,
 		    nf_handle *local_out, struct nf_error *err);
 /*
  * D3DKMTCreateSynchronizationObject2 with D3DDDI_MONITORED_FENCE: a WDDM 2.x
@@ -195,18 +196,18 @@ int nf_fence_create(nf_runtime *rt, uint32_t adapter, const struct nf_fence_desc
  * NULL-array interrupt without that flag does not evaluate legacy waiters.
  * Returns as nf_fence_create.
  */
-int nf_monitored_fence_create(nf_runtime *rt, uint32_t adapter, const struct nf_fence_desc *desc,
+NF_API int nf_monitored_fence_create(nf_runtime *rt, uint32_t adapter, const struct nf_fence_desc *desc,
 			      nf_handle *local_out, struct nf_error *err);
 /* The global handle a shared fence is opened by (stands in for the NT handle). */
-int nf_fence_global_handle(nf_runtime *rt, nf_handle local, nf_handle *global_out,
+NF_API int nf_fence_global_handle(nf_runtime *rt, nf_handle local, nf_handle *global_out,
 			   struct nf_error *err);
 /* D3DKMTOpenNativeFenceFromNTHandle: a new local handle for process on adapter.
  * On an adapter without native fences, the fence is opened as a legacy monitored fence. */
-int nf_fence_open(nf_runtime *rt, uint32_t adapter, uint32_t process, nf_handle global,
+NF_API int nf_fence_open(nf_runtime *rt, uint32_t adapter, uint32_t process, nf_handle global,
 		  nf_handle *local_out, struct nf_error *err);
 /* D3DKMTDestroySynchronizationObject: close the local handle; the global fence is
  * destroyed with its last local handle. */
-int nf_fence_close(nf_runtime *rt, nf_handle local, struct nf_error *err);
+NF_API int nf_fence_close(nf_runtime *rt, nf_handle local, struct nf_error *err);
 
 /*
  * Where CurrentValue and MonitoredValue live for this handle, as the OS maps
@@ -235,35 +236,35 @@ struct nf_fence_va {
 	bool current_in_vram;
 	bool monitored_in_vram;
 };
-int nf_fence_gpu_va(nf_runtime *rt, nf_handle local, struct nf_fence_va *out,
+NF_API int nf_fence_gpu_va(nf_runtime *rt, nf_handle local, struct nf_fence_va *out,
 		    struct nf_error *err);
 
 /* Reads CurrentValue (never torn) and this handle's adapter's MonitoredValue. */
-int nf_fence_read(nf_runtime *rt, nf_handle local, uint64_t *current, uint64_t *monitored,
+NF_API int nf_fence_read(nf_runtime *rt, nf_handle local, uint64_t *current, uint64_t *monitored,
 		  struct nf_error *err);
 
 /* Work the UMD records on a queue, at the current CPU time, by the current thread:
  * emits FENCE_WAIT_QUEUED / FENCE_SIGNAL_QUEUED. */
-int nf_queue_wait(nf_runtime *rt, nf_handle queue, nf_handle fence, uint64_t value,
+NF_API int nf_queue_wait(nf_runtime *rt, nf_handle queue, nf_handle fence, uint64_t value,
 		  struct nf_error *err);
-int nf_queue_signal(nf_runtime *rt, nf_handle queue, nf_handle fence, uint64_t value,
+NF_API int nf_queue_signal(nf_runtime *rt, nf_handle queue, nf_handle fence, uint64_t value,
 		    struct nf_error *err);
-int nf_queue_work(nf_runtime *rt, nf_handle queue, uint64_t gpu_ns, struct nf_error *err);
+NF_API int nf_queue_work(nf_runtime *rt, nf_handle queue, uint64_t gpu_ns, struct nf_error *err);
 
 /* CPU waits and signals (not allowed on INTRA_GPU fences: NF_EINVAL). */
-int nf_cpu_wait(nf_runtime *rt, nf_handle fence, uint64_t value, uint64_t timeout_ns,
+NF_API int nf_cpu_wait(nf_runtime *rt, nf_handle fence, uint64_t value, uint64_t timeout_ns,
 		struct nf_error *err);                  /* 0 or NF_ETIMEOUT */
-int nf_cpu_wait_async(nf_runtime *rt, nf_handle fence, uint64_t value, nf_handle *event_out,
+NF_API int nf_cpu_wait_async(nf_runtime *rt, nf_handle fence, uint64_t value, nf_handle *event_out,
 		      struct nf_error *err);            /* an event signalled when satisfied */
-int nf_event_wait(nf_runtime *rt, nf_handle event, uint64_t timeout_ns, struct nf_error *err);
-int nf_event_close(nf_runtime *rt, nf_handle event, struct nf_error *err);
-int nf_cpu_signal(nf_runtime *rt, nf_handle fence, uint64_t value, struct nf_error *err);
+NF_API int nf_event_wait(nf_runtime *rt, nf_handle event, uint64_t timeout_ns, struct nf_error *err);
+NF_API int nf_event_close(nf_runtime *rt, nf_handle event, struct nf_error *err);
+NF_API int nf_cpu_signal(nf_runtime *rt, nf_handle fence, uint64_t value, struct nf_error *err);
 
 /* Time. Deterministic: advance moves virtual CPU time on and runs the GPU;
  * threaded: it sleeps. set_thread names the CPU thread that records next. */
-int nf_runtime_advance(nf_runtime *rt, uint64_t ns, struct nf_error *err);
-uint64_t nf_runtime_now_ns(const nf_runtime *rt);
-void nf_runtime_set_thread(nf_runtime *rt, uint32_t thread);
+NF_API int nf_runtime_advance(nf_runtime *rt, uint64_t ns, struct nf_error *err);
+NF_API uint64_t nf_runtime_now_ns(const nf_runtime *rt);
+NF_API void nf_runtime_set_thread(nf_runtime *rt, uint32_t thread);
 
 struct nf_runtime_stats {
 	uint64_t operations;        /* GPU waits and signals queued */
@@ -277,7 +278,7 @@ struct nf_runtime_stats {
 	uint64_t log_reads;
 	uint64_t events_emitted;
 };
-void nf_runtime_get_stats(const nf_runtime *rt, struct nf_runtime_stats *st);
+NF_API void nf_runtime_get_stats(const nf_runtime *rt, struct nf_runtime_stats *st);
 
 #ifdef __cplusplus
 }
