@@ -141,6 +141,7 @@ NF_API int nf_runtime_finish(nf_runtime *rt, struct nf_error *err);
 
 /* Frees everything. NULL is a no-op. */
 NF_API void nf_runtime_destroy(nf_runtime *rt);
+NF_API int nf_runtime_close(nf_runtime *rt, struct nf_error *err);
 
 /* If NFTRACE_RECORD_DIR is set (nftrace record -- PROGRAM), creates a runtime that
  * records into it (NFTRACE_SEED, NFTRACE_MODE, NFTRACE_GROUND_TRUTH honoured) and
