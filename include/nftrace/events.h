@@ -94,14 +94,29 @@ struct nf_event_desc {
 	uint32_t n_fields;
 };
 
-/* The schema table, indexed by enum nf_event_id. */
+/* The schema table, indexed by enum nf_event_id: the event's description
+ * (static, never freed), or NULL when id >= NF_EV_COUNT. Thread-safe. */
 NF_API const struct nf_event_desc *nf_event_desc(uint32_t id);
 
-/* Looks an event up by its CTF name; returns -1 when unknown. */
+/* Looks an event up by its CTF name ("FenceSignalQueued"): returns its enum
+ * nf_event_id, or -1 when the name is unknown (name must not be NULL).
+ * Thread-safe. */
 NF_API int nf_event_id_by_name(const char *name);
 
 /* An event sink: where the runtime sends events (the recorder, a test, ...).
- * emit returns 0 or a negative NF_E* code; a failing sink stops the runtime. */
+ * emit returns 0 or a negative NF_E* code; a failing sink stops the runtime:
+ * the call that produced the event, and every later call that changes the
+ * runtime, return that code (nfence.h).
+ * ev and what it points to (str, u32s, entries) are borrowed for the call
+ * only: copy what you keep. Events come in session order, one call at a time,
+ * never two at once. Which thread calls emit: in NF_MODE_DETERMINISTIC the
+ * thread inside the runtime call that produced the event (the GPU is
+ * simulated inside the calls); in NF_MODE_THREADED any of the caller's
+ * threads inside a runtime call, a GPU engine thread (log recreation) or the
+ * runtime's CMP/interrupt thread (log reads, interrupts, CPU wakeups, clock
+ * calibration), always with the runtime's OS lock held. So emit must not call
+ * the runtime (it would deadlock) and should return quickly: every API call
+ * waits while it runs. ctx is the caller's and must outlive the runtime. */
 struct nf_event_sink {
 	void *ctx;
 	int (*emit)(void *ctx, const struct nf_event *ev);
