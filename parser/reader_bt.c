@@ -19,6 +19,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../core/capbuf.h"
+
 /* Members of a DXGK_NATIVE_FENCE_LOG_ENTRY structure, by CTF name. */
 enum {
 	NF_EM_FENCE_VALUE, NF_EM_HNATIVE_FENCE, NF_EM_OPERATION_TYPE, NF_EM_RESERVED0,
@@ -278,15 +280,9 @@ static int nf_class_lookup(struct nf_pass *ps, const bt_event_class *cls,
 	if (ps->n_classes >= NF_READER_MAX_CLASSES)
 		return nf_error_set(ps->err, NF_EFORMAT, "%s: more than %u event classes",
 				    ps->p->dir, NF_READER_MAX_CLASSES);
-	if (ps->n_classes == ps->cap_classes) {
-		size_t ncap = ps->cap_classes ? ps->cap_classes * 2 : 32;
-		struct nf_class_map *n = realloc(ps->classes, ncap * sizeof(*n));
-
-		if (!n)
-			return nf_error_set(ps->err, NF_ENOMEM, "out of memory for event classes");
-		ps->classes = n;
-		ps->cap_classes = ncap;
-	}
+	if (nf_array_reserve((void **)&ps->classes, &ps->cap_classes, ps->n_classes + 1,
+			     sizeof(*ps->classes), 32, NF_READER_MAX_CLASSES))
+		return nf_error_set(ps->err, NF_ENOMEM, "out of memory for event classes");
 	rc = nf_class_resolve(ps, cls, &ps->classes[ps->n_classes]);
 	if (rc)
 		return rc;

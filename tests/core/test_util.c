@@ -1,7 +1,8 @@
 /* Tests for core's private utility tier: the 64-bit mixer and the
- * open-addressing map of util_hash.h. */
+ * open-addressing map of util_hash.h, the capped array growth of capbuf.h. */
 #include "nf_test.h"
 
+#include "../../core/capbuf.h"
 #include "../../core/util_hash.h"
 
 START_TEST(mix64_known_values)
@@ -96,6 +97,47 @@ START_TEST(u64map_max_keys)
 }
 END_TEST
 
+START_TEST(array_reserve_doubles_and_caps)
+{
+	uint32_t *v = NULL;
+	size_t cap = 0;
+
+	ck_assert_int_eq(nf_array_reserve((void **)&v, &cap, 0, sizeof(*v), 8, 100), 0);
+	ck_assert_uint_eq(cap, 0);
+	ck_assert_int_eq(nf_array_reserve((void **)&v, &cap, 1, sizeof(*v), 8, 100), 0);
+	ck_assert_uint_eq(cap, 8);
+	ck_assert_int_eq(nf_array_reserve((void **)&v, &cap, 9, sizeof(*v), 8, 100), 0);
+	ck_assert_uint_eq(cap, 16);
+	v[15] = 7;
+	ck_assert_int_eq(nf_array_reserve((void **)&v, &cap, 70, sizeof(*v), 8, 100), 0);
+	ck_assert_uint_eq(cap, 100); /* 128 clamped to the bound */
+	ck_assert_uint_eq(v[15], 7);
+	v[99] = 1;
+	/* Past the bound: refused, the array untouched. */
+	uint32_t *before = v;
+	ck_assert_int_eq(nf_array_reserve((void **)&v, &cap, 101, sizeof(*v), 8, 100), NF_ENOMEM);
+	ck_assert_ptr_eq(v, before);
+	ck_assert_uint_eq(cap, 100);
+	free(v);
+}
+END_TEST
+
+START_TEST(array_reserve_overflow)
+{
+	unsigned char *p = NULL;
+	size_t cap = 0;
+
+	/* elem * count would overflow size_t: NF_ENOMEM, not a short block. */
+	ck_assert_int_eq(nf_array_reserve((void **)&p, &cap, SIZE_MAX / 8 + 2, 16, 64, 0), NF_ENOMEM);
+	ck_assert_ptr_null(p);
+	ck_assert_uint_eq(cap, 0);
+	/* Unbounded byte buffer. */
+	ck_assert_int_eq(nf_array_reserve((void **)&p, &cap, 65537, 1, 65536, 0), 0);
+	ck_assert_uint_eq(cap, 131072);
+	free(p);
+}
+END_TEST
+
 static Suite *util_suite(void)
 {
 	Suite *s = suite_create("util");
@@ -106,6 +148,8 @@ static Suite *util_suite(void)
 	tcase_add_test(tc, u64map_grows_and_keeps_all);
 	tcase_add_test(tc, u64map_delete_keeps_chains);
 	tcase_add_test(tc, u64map_max_keys);
+	tcase_add_test(tc, array_reserve_doubles_and_caps);
+	tcase_add_test(tc, array_reserve_overflow);
 	suite_add_tcase(s, tc);
 	return s;
 }
