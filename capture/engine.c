@@ -20,6 +20,8 @@
 #include <emmintrin.h>
 #endif
 
+#include "../core/capbuf.h"
+
 #define NF_HANDLE_BASE 0x40000000u
 #define NF_HANDLE_STEP 0x40u
 #define NF_QUEUE_CAP_MAX (1u << 16)
@@ -74,19 +76,18 @@ static uint32_t cur_thread(const struct nf_runtime *rt)
 			(rt)->stats.f++;                                              \
 	} while (0)
 
+/* core's capped array growth (from 16, at most UINT32_MAX elements), new
+ * elements zeroed. */
 static int grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
 {
+	size_t ncap = *cap;
+
 	if (need <= *cap)
 		return 0;
-	uint32_t ncap = *cap ? *cap : 16;
-	while (ncap < need)
-		ncap *= 2;
-	void *n = realloc(*arr, (size_t)ncap * elem);
-	if (!n)
+	if (nf_array_reserve(arr, &ncap, need, elem, 16, UINT32_MAX))
 		return NF_ENOMEM;
-	memset((char *)n + (size_t)*cap * elem, 0, (size_t)(ncap - *cap) * elem);
-	*arr = n;
-	*cap = ncap;
+	memset((char *)*arr + (size_t)*cap * elem, 0, (ncap - *cap) * elem);
+	*cap = (uint32_t)ncap;
 	return 0;
 }
 
