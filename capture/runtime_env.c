@@ -129,19 +129,19 @@ int nf_runtime_close_owned(nf_runtime *rt, struct nf_error *err)
 static atomic_uint nf_fork_gen;
 static pthread_once_t nf_fork_once = PTHREAD_ONCE_INIT;
 
-static void nf_fork_child(void)
+static void fork_child(void)
 {
 	atomic_fetch_add_explicit(&nf_fork_gen, 1, memory_order_relaxed);
 }
 
-static void nf_fork_register(void)
+static void fork_register(void)
 {
-	pthread_atfork(NULL, NULL, nf_fork_child);
+	pthread_atfork(NULL, NULL, fork_child);
 }
 
 void nf_fork_watch(struct nf_runtime *rt)
 {
-	pthread_once(&nf_fork_once, nf_fork_register);
+	pthread_once(&nf_fork_once, fork_register);
 	rt->fork_gen = atomic_load_explicit(&nf_fork_gen, memory_order_relaxed);
 	rt->pid = (int)getpid();
 }
