@@ -86,7 +86,8 @@ struct nf_test_capture {
 	char out[4096], err[4096];
 };
 
-static inline void nf_test_capture_open(struct nf_test_capture *c)
+/* 0, or -1 when they cannot be made (none is left behind). */
+static inline int nf_test_capture_open(struct nf_test_capture *c)
 {
 	int fo, fe;
 
@@ -94,9 +95,19 @@ static inline void nf_test_capture_open(struct nf_test_capture *c)
 	snprintf(c->err, sizeof(c->err), "%s/nftrace-err-XXXXXX", nf_test_tmpbase());
 	fo = mkstemp(c->out);
 	fe = mkstemp(c->err);
-	ck_assert_msg(fo >= 0 && fe >= 0, "mkstemp in %s failed", nf_test_tmpbase());
-	close(fo);
-	close(fe);
+	if (fo >= 0)
+		close(fo);
+	if (fe >= 0)
+		close(fe);
+	if (fo < 0 || fe < 0) {
+		fprintf(stderr, "mkstemp in %s failed\n", nf_test_tmpbase());
+		if (fo >= 0)
+			unlink(c->out);
+		if (fe >= 0)
+			unlink(c->err);
+		return -1;
+	}
+	return 0;
 }
 
 /* Reads a capture file into buf (truncated to len-1 bytes, NUL-terminated). */
@@ -131,7 +142,8 @@ static inline void nf_test_capture_close(struct nf_test_capture *c, char *out, s
  * set in the child ("NAME" alone unsets it). stdin is /dev/null; stdout and
  * stderr are captured into out and err (each truncated to len-1 bytes; NULL
  * discards). Returns the exit status, 128+signal when the child died of a
- * signal, 127 when argv[0] could not be run.
+ * signal, 127 when argv[0] could not be run, -1 when no child could be
+ * started (the reason on stderr). Asserts nothing: usable outside a test.
  */
 static inline int nf_test_exec(const char *const env[], const char *const argv[], char *out,
 			       size_t out_len, char *err, size_t err_len)
@@ -140,10 +152,15 @@ static inline int nf_test_exec(const char *const env[], const char *const argv[]
 	pid_t pid;
 	int st;
 
-	nf_test_capture_open(&c);
+	if (nf_test_capture_open(&c) != 0)
+		return -1;
 	fflush(NULL); /* nothing buffered is written twice */
 	pid = fork();
-	ck_assert_msg(pid >= 0, "fork failed");
+	if (pid < 0) {
+		perror("fork");
+		nf_test_capture_close(&c, NULL, 0, NULL, 0);
+		return -1;
+	}
 	if (pid == 0) {
 		int in = open("/dev/null", O_RDONLY);
 		int fo = open(c.out, O_WRONLY | O_TRUNC);
@@ -171,8 +188,13 @@ static inline int nf_test_exec(const char *const env[], const char *const argv[]
 		dprintf(2, "cannot run %s\n", argv[0]);
 		_exit(127);
 	}
-	while (waitpid(pid, &st, 0) < 0)
-		ck_assert_msg(errno == EINTR, "waitpid failed");
+	while (waitpid(pid, &st, 0) < 0) {
+		if (errno != EINTR) {
+			perror("waitpid");
+			nf_test_capture_close(&c, NULL, 0, NULL, 0);
+			return -1;
+		}
+	}
 	nf_test_capture_close(&c, out, out_len, err, err_len);
 	if (WIFSIGNALED(st))
 		return 128 + WTERMSIG(st);
@@ -192,7 +214,8 @@ static inline int nf_test_nftrace_env(const char *const env[], const char *const
 	while (args[n])
 		n++;
 	const char **argv = calloc(n + 2, sizeof(*argv));
-	ck_assert(argv != NULL);
+	if (!argv)
+		return -1;
 	argv[0] = nf_test_nftrace();
 	memcpy(argv + 1, args, n * sizeof(*argv));
 	int st = nf_test_exec(env, argv, out, out_len, err, err_len);
@@ -251,7 +274,7 @@ static inline int nf_test_run(const char *cmd, char *out, size_t out_len, char *
 	struct nf_test_capture c;
 	int st;
 
-	nf_test_capture_open(&c);
+	ck_assert_msg(nf_test_capture_open(&c) == 0, "cannot make capture files");
 	size_t need = strlen(cmd) + strlen(c.out) + strlen(c.err) + 32;
 	char *full = malloc(need);
 	ck_assert(full != NULL);
