@@ -255,6 +255,30 @@ static inline void nf_test_record(const char *rel, const char *dir, const char *
 	ck_assert_msg(st == 0, "record %s into %s: exit %d: %.1500s", rel, dir, st, err);
 }
 
+/*
+ * Checks that text is JSON with `python3 -m json.tool` (the text in a file
+ * under nf_test_tmpbase(), removed after): its exit status, 0 when valid,
+ * the reformatted text in out (NULL discards) and Python's complaint in err.
+ */
+static inline int nf_test_json_tool(const char *text, char *out, size_t out_len, char *err,
+				    size_t err_len)
+{
+	char path[4096];
+	int fd, st;
+
+	snprintf(path, sizeof(path), "%s/nftrace-json-XXXXXX", nf_test_tmpbase());
+	fd = mkstemp(path);
+	if (fd < 0)
+		return -1;
+	size_t len = strlen(text);
+	int ok = write(fd, text, len) == (ssize_t)len;
+	close(fd);
+	st = ok ? nf_test_exec(NULL, NF_TEST_ARGV("python3", "-m", "json.tool", path), out, out_len,
+			       err, err_len) : -1;
+	unlink(path);
+	return st;
+}
+
 /* Removes a directory tree made by a test. */
 static inline void nf_test_rmtree(const char *dir)
 {
