@@ -21,6 +21,12 @@
 
 static char tmp[512], good[600], cmd[16384], out[1 << 15], err[1 << 14];
 
+/* Runs nftrace with args (no shell), its output in out and err: the exit status. */
+static int nft(const char *const args[])
+{
+	return nf_test_nftrace_run(args, out, sizeof(out), err, sizeof(err));
+}
+
 static void run_ok(const char *c)
 {
 	int st = nf_test_run(c, out, sizeof(out), err, sizeof(err));
@@ -113,8 +119,7 @@ START_TEST(lock_link_is_refused_and_target_not_created)
 	snprintf(target, sizeof(target), "%s/created-elsewhere", tmp);
 	snprintf(lock, sizeof(lock), "%s/.timeline.lock", good);
 	ck_assert_int_eq(symlink(target, lock), 0);
-	snprintf(cmd, sizeof(cmd), "'%s' query '%s' 'select 1'", nf_test_nftrace(), good);
-	int st_ = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	int st_ = nft(NF_TEST_ARGV("query", good, "select 1"));
 	ck_assert_msg(st_ == 1, "exit %d: %s", st_, err);
 	ck_assert_int_eq(nf_test_count_lines(err), 1);
 	ck_assert_msg(strstr(err, ".timeline.lock") && strstr(err, "symbolic link"), "%s", err);

@@ -11,6 +11,12 @@
 
 static char tmp[512], cmd[8192], out[1 << 14], err[1 << 16];
 
+/* Runs nftrace with args (no shell), its output in out and err: the exit status. */
+static int nft(const char *const args[])
+{
+	return nf_test_nftrace_run(args, out, sizeof(out), err, sizeof(err));
+}
+
 /* Runs `nftrace ARGS` under memcheck and asserts it is clean. */
 static void memcheck(const char *args)
 {
@@ -34,8 +40,7 @@ START_TEST(record_check_report_query_are_clean)
 	nf_test_source_path(src, sizeof(src), "samples/log-buffer-example.nfs");
 	snprintf(args, sizeof(args), "record --ground-truth -o s '%s'", src);
 	memcheck(args);
-	snprintf(cmd, sizeof(cmd), "'%s' help", nf_test_nftrace());
-	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)), 0);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("help")), 0);
 	static char help[sizeof(out)];
 	snprintf(help, sizeof(help), "%s", out);
 	if (strstr(help, "   check "))
