@@ -42,13 +42,11 @@ static void teardown(void)
 /* Records samples/NAME.nfs into tmp/NAME and returns the session path in dir. */
 static void record(const char *name, char *dir, size_t len)
 {
-	char sample[1024];
+	char rel[256];
 
-	nf_test_source_path(sample, sizeof(sample), "samples/");
+	snprintf(rel, sizeof(rel), "samples/%s.nfs", name);
 	snprintf(dir, len, "%s/%s", tmp, name);
-	snprintf(cmd, sizeof(cmd), "'%s' record -o '%s' '%s%s.nfs'", nf_test_nftrace(), dir, sample, name);
-	int st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
-	ck_assert_msg(st == 0, "record %s: %s", name, err);
+	nf_test_record(rel, dir, NULL);
 }
 
 static struct nf_analysis *load(const char *dir)

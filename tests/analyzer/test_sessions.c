@@ -46,15 +46,11 @@ static void teardown(void)
 /* Records samples/NAME.nfs with --ground-truth into tmp/NAME; path in dir. */
 static void record(const char *name, char *dir, size_t len)
 {
-	char src[1024], rel[256];
+	char rel[256];
 
 	snprintf(rel, sizeof(rel), "samples/%s.nfs", name);
-	nf_test_source_path(src, sizeof(src), rel);
 	snprintf(dir, len, "%s/%s", tmp, name);
-	snprintf(cmd, sizeof(cmd), "'%s' record --ground-truth -o '%s' '%s'", nf_test_nftrace(),
-		 dir, src);
-	ck_assert_msg(nf_test_run(cmd, out, sizeof(out), errb, sizeof(errb)) == 0, "%s: %s", cmd,
-		      errb);
+	nf_test_record(rel, dir, NF_TEST_ARGV("--ground-truth"));
 }
 
 /* Builds the session's timeline and opens it read-only. */

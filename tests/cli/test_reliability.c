@@ -22,21 +22,11 @@ static void run_ok(const char *c)
 	ck_assert_msg(st == 0, "%s failed (%d): %.1500s", c, st, err);
 }
 
-static void record(const char *dir, const char *sample, const char *extra)
-{
-	char src[1024];
-
-	nf_test_source_path(src, sizeof(src), sample);
-	snprintf(cmd, sizeof(cmd), "'%s' record %s -o '%s' '%s' >/dev/null", nf_test_nftrace(), extra,
-		 dir, src);
-	run_ok(cmd);
-}
-
 static void setup(void)
 {
 	nf_test_tmpdir(tmp, sizeof(tmp));
 	snprintf(good, sizeof(good), "%s/s", tmp);
-	record(good, "samples/log-buffer-example.nfs", "--ground-truth");
+	nf_test_record("samples/log-buffer-example.nfs", good, NF_TEST_ARGV("--ground-truth"));
 }
 
 static void teardown(void)
@@ -293,7 +283,7 @@ START_TEST(cache_follows_files_replaced_by_older_copies)
 	char other[700], a[64], b[64], c[64];
 
 	snprintf(other, sizeof(other), "%s/other", tmp);
-	record(other, "samples/overrun.nfs", "--ground-truth");
+	nf_test_record("samples/overrun.nfs", other, NF_TEST_ARGV("--ground-truth"));
 	query_count(good, a, sizeof(a));
 	query_count(other, b, sizeof(b));
 	ck_assert_str_ne(a, b);
@@ -306,7 +296,8 @@ START_TEST(cache_follows_files_replaced_by_older_copies)
 	query_count(good, c, sizeof(c));
 	ck_assert_str_eq(c, b);
 	/* And back, by the same means. */
-	record(other, "samples/log-buffer-example.nfs", "--ground-truth --force");
+	nf_test_record("samples/log-buffer-example.nfs", other,
+		       NF_TEST_ARGV("--ground-truth", "--force"));
 	snprintf(cmd, sizeof(cmd), "touch -d '2001-01-01' '%s'/metadata '%s'/events '%s'/truth && "
 		 "cp -p '%s'/metadata '%s'/events '%s'/truth '%s'/",
 		 other, other, other, other, other, other, good);
@@ -404,7 +395,8 @@ START_TEST(check_refuses_metadata_and_events_of_two_recordings)
 	char other[700];
 
 	snprintf(other, sizeof(other), "%s/other", tmp);
-	record(other, "samples/log-buffer-example.nfs", "--ground-truth --seed 9");
+	nf_test_record("samples/log-buffer-example.nfs", other,
+		       NF_TEST_ARGV("--ground-truth", "--seed", "9"));
 	snprintf(cmd, sizeof(cmd), "cp '%s/events' '%s/events'", other, good);
 	run_ok(cmd);
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {

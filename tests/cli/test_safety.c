@@ -33,20 +33,11 @@ static void run_ok(const char *c)
 	ck_assert_msg(st == 0, "%s failed (%d): %.1500s", c, st, err);
 }
 
-static void record(const char *dir, const char *sample, const char *extra)
-{
-	char src[1024];
-
-	nf_test_source_path(src, sizeof(src), sample);
-	snprintf(cmd, sizeof(cmd), "'%s' record %s -o '%s' '%s'", nf_test_nftrace(), extra, dir, src);
-	run_ok(cmd);
-}
-
 static void setup(void)
 {
 	nf_test_tmpdir(tmp, sizeof(tmp));
 	snprintf(good, sizeof(good), "%s/s", tmp);
-	record(good, "samples/log-buffer-example.nfs", "--ground-truth");
+	nf_test_record("samples/log-buffer-example.nfs", good, NF_TEST_ARGV("--ground-truth"));
 }
 
 static void teardown(void)
@@ -96,7 +87,7 @@ START_TEST(timeline_db_link_to_another_fresh_timeline_is_not_read)
 
 	/* Another session (more operations) with its own fresh timeline. */
 	snprintf(other, sizeof(other), "%s/other", tmp);
-	record(other, "samples/overrun.nfs", "");
+	nf_test_record("samples/overrun.nfs", other, NULL);
 	snprintf(cmd, sizeof(cmd), "'%s' query --csv '%s' 'select count(*) from fence_ops'",
 		 nf_test_nftrace(), other);
 	run_ok(cmd);
@@ -189,7 +180,7 @@ START_TEST(record_force_removes_links_not_targets)
 	fclose(f);
 	ck_assert_int_eq(unlink(link), 0);
 	ck_assert_int_eq(symlink(precious, link), 0);
-	record(good, "samples/log-buffer-example.nfs", "--force");
+	nf_test_record("samples/log-buffer-example.nfs", good, NF_TEST_ARGV("--force"));
 	read_file(precious, content, sizeof(content));
 	ck_assert_str_eq(content, "keep me\n");
 	struct stat st;
