@@ -2,7 +2,7 @@
  * nfence: the nftrace native GPU fence runtime.
  *
  * A program links libnfence and gets the whole native-fence engine of the
- * WDDM 3.2 design (../shared/spec/native-gpu-fence-objects.md): adapters with
+ * WDDM 3.2 design (Microsoft's driver documentation, "Native GPU fence object"): adapters with
  * their capabilities, hardware queues with native progress fences, native and
  * legacy monitored fences with CurrentValue / MonitoredValue, GPU and CPU waits
  * and signals, the conditional native-fence-signaled interrupt, cross-adapter

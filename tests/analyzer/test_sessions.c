@@ -425,8 +425,8 @@ START_TEST(rebuild_next_to_the_database_leaves_no_temporaries)
 	snprintf(id1, sizeof(id1), "%.200s", out);
 	ck_assert_int_eq(nf_test_run(q, out, sizeof(out), errb, sizeof(errb)), 0);
 	ck_assert_str_eq(out, id1); /* fresh: reused */
-	/* A new mtime alone is the same session (issue 18: the cache is keyed
-	 * on what the session is, not on times): reused. */
+	/* A new mtime alone is the same session (the cache is keyed on what
+	 * the session is, not on times: a copy keeps its timeline): reused. */
 	snprintf(cmd, sizeof(cmd), "sleep 1.1; touch '%s/events'", dir);
 	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), errb, sizeof(errb)), 0);
 	ck_assert_int_eq(nf_test_run(q, out, sizeof(out), errb, sizeof(errb)), 0);

@@ -210,7 +210,7 @@ START_TEST(sigkill_leaves_whole_packets)
 		assert_session_readable(dir);
 		if (file_size(events) > 0) {
 			/* The metadata too, but for the end of the recording that
-			 * only the whole one has (issue 18). */
+			 * only the whole one has (it tells a cut session from a whole one). */
 			snprintf(cmd, sizeof(cmd), "cmp -n %lld '%s' '%s/whole/events' && "
 				 "grep -v '^\trecorded_' '%s/whole/metadata' | cmp '%s/metadata' - && "
 				 "! grep -q recorded_ '%s/metadata'",
@@ -220,7 +220,7 @@ START_TEST(sigkill_leaves_whole_packets)
 				      points[i], seed, out);
 		}
 	}
-	/* check calls it incomplete (issue 18), and the whole one not. */
+	/* check calls it incomplete (no end of recording), and the whole one not. */
 	snprintf(dir, sizeof(dir), "%s/kill1", tmp);
 	ck_assert_int_eq(nft(NF_TEST_ARGV("check", dir)), 1);
 	ck_assert_msg(strstr(out, "verdict: incomplete (no end of recording"), "%.2000s", out);

@@ -1,5 +1,5 @@
 /*
- * Table-driven bad-input test of every nftrace command (issue 10): each bad
+ * Table-driven bad-input test of every nftrace command: each bad
  * input is prepared in a fresh directory by a shell snippet, the command runs
  * under a timeout, and the test asserts that it fails with exactly one line on
  * stderr naming the file and what is wrong, exit status 1 or 2, no signal

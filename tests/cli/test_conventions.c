@@ -1,5 +1,5 @@
 /*
- * One way to write a handle and one CLI convention (issue 20), end to end on
+ * One way to write a handle and one CLI convention, end to end on
  * the log-buffer example and the overrun sample:
  *  - handles in hex where people read them (the query table view, --report
  *    tables, the views' *_hex columns), integers where programs read them

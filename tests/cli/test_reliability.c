@@ -1,5 +1,5 @@
 /*
- * Reliability holes found by trying to break nftrace (issue 18), one test (or
+ * Reliability holes found by trying to break nftrace, one test (or
  * more) per item; docs/RELIABILITY.md lists them with what is guaranteed now.
  * Each test failed before its fix.
  */

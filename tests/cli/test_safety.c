@@ -1,5 +1,5 @@
 /*
- * Safety and resource bounds of the nftrace CLI (issue 10):
+ * Safety and resource bounds of the nftrace CLI:
  * - symbolic links planted in a session are not followed: a .timeline.db link
  *   is replaced, never written through; a .timeline.lock link is refused and
  *   its target never created; a link to another session's fresh timeline is

@@ -1,5 +1,5 @@
 /*
- * Valgrind memcheck over a whole run (issue 10): record -> check -> report ->
+ * Valgrind memcheck over a whole run: record -> check -> report ->
  * query on the smallest sample, then import -> report -> query of a kernel
  * trace, each command under `valgrind --leak-check=full --error-exitcode=99`,
  * failing on any memory error or definite leak. Suppressed: only fontconfig's
@@ -60,8 +60,8 @@ START_TEST(record_check_report_query_are_clean)
 		memcheck("report k -o k.png");
 		memcheck("query --json k 'select * from fence_ops'");
 	}
-	/* A cpu_wait_async still pending at the end (issue 18: its waiter was
-	 * read after being freed when the runtime was destroyed). */
+	/* A cpu_wait_async still pending at the end (its waiter was once read
+	 * after being freed when the runtime was destroyed). */
 	snprintf(cmd, sizeof(cmd),
 		 "cd '%s' && printf 'adapter GPU caps native\\nqueue Q adapter GPU node 0 engine 0\\n"
 		 "fence F adapter GPU initial 0\\ncpu_wait_async W F 5\\nadvance 1ms\\n' > async.nfs",
