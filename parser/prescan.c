@@ -1,9 +1,11 @@
 /*
- * The pre-scan: before babeltrace2 sees a session whose metadata nftrace wrote
- * (same schema version), walk every stream file's packets and events with the
- * layout the schema gives (packed little-endian integers, NUL-terminated
- * strings, sequences after their length field) and refuse what babeltrace2
- * 2.0.4 would crash on or allocate without bound for: packet or content sizes
+ * The pre-scan: before a session whose metadata nftrace wrote (same schema
+ * version) is read, by the native reader (fastread.c) or, under
+ * NFTRACE_READER=babeltrace2, by babeltrace2's graph, walk every stream file's
+ * packets and events with the layout the schema gives (packed little-endian
+ * integers, NUL-terminated strings, sequences after their length field) and
+ * refuse what does not fit its file, and what babeltrace2 2.0.4 would crash on
+ * or allocate without bound for: packet or content sizes
  * of 2^63 bits and more (an assertion in its message iterator), sequence
  * lengths beyond the packet (it sizes a GPtrArray from the length before
  * reading a byte: 2^31 and more is a crash, less is gigabytes), clock values
