@@ -11,6 +11,20 @@
 
 static char tmp[512], good[600], cmd[16384], out[1 << 16], err[1 << 14];
 
+/* Runs nftrace with args (no shell), its output in out and err: the exit status. */
+static int nft(const char *const args[])
+{
+	return nf_test_nftrace_run(args, out, sizeof(out), err, sizeof(err));
+}
+
+/* nft, failing the test unless nftrace exits 0. */
+static void nft_ok(const char *const args[])
+{
+	int st = nft(args);
+
+	ck_assert_msg(st == 0, "nftrace %s failed (%d): %.1500s", args[0], st, err);
+}
+
 static int run(const char *c)
 {
 	return nf_test_run(c, out, sizeof(out), err, sizeof(err));
@@ -103,8 +117,7 @@ static int record_force(const char *dir)
 	char src[1024];
 
 	nf_test_source_path(src, sizeof(src), "samples/log-buffer-example.nfs");
-	snprintf(cmd, sizeof(cmd), "'%s' record --force -o '%s' '%s'", nf_test_nftrace(), dir, src);
-	return run(cmd);
+	return nft(NF_TEST_ARGV("record", "--force", "-o", dir, src));
 }
 
 START_TEST(force_keeps_a_folder_with_notes_and_metadata)
@@ -160,8 +173,7 @@ END_TEST
 
 START_TEST(force_replaces_our_own_session_and_its_timeline)
 {
-	snprintf(cmd, sizeof(cmd), "'%s' query '%s' 'select 1' >/dev/null", nf_test_nftrace(), good);
-	run_ok(cmd);
+	nft_ok(NF_TEST_ARGV("query", good, "select 1"));
 	ck_assert(exists(good, ".timeline.db") && exists(good, "truth"));
 	ck_assert_int_eq(record_force(good), 0);
 	/* Replaced: recorded without --ground-truth, so no truth any more. */
@@ -236,8 +248,7 @@ static void check_only_hang(const char *d)
 {
 	int st;
 
-	snprintf(cmd, sizeof(cmd), "'%s' check '%s'", nf_test_nftrace(), d);
-	st = run(cmd);
+	st = nft(NF_TEST_ARGV("check", d));
 	ck_assert_msg(st == 1 && strstr(out, "verdict: hang") && !strstr(out, "incomplete"),
 		      "%s: exit %d: %.1500s %.500s", cmd, st, out, err);
 }
@@ -260,8 +271,7 @@ START_TEST(pending_async_wait_at_the_end)
 		check_only_hang(d);
 	}
 	snprintf(d, sizeof(d), "%s/async-prog", tmp);
-	snprintf(cmd, sizeof(cmd), "'%s' record -o '%s' -- '%s' async-pending", nf_test_nftrace(), d, prog());
-	run_ok(cmd);
+	nft_ok(NF_TEST_ARGV("record", "-o", d, "--", prog(), "async-pending"));
 	check_only_hang(d);
 }
 END_TEST
@@ -272,9 +282,7 @@ END_TEST
 
 static void query_count(const char *dir, char *res, size_t len)
 {
-	snprintf(cmd, sizeof(cmd), "'%s' query --csv '%s' 'select count(*) from fence_ops'",
-		 nf_test_nftrace(), dir);
-	run_ok(cmd);
+	nft_ok(NF_TEST_ARGV("query", "--csv", dir, "select count(*) from fence_ops"));
 	snprintf(res, len, "%.60s", out);
 }
 
@@ -357,11 +365,9 @@ START_TEST(check_calls_a_session_cut_at_a_packet_boundary_incomplete)
 		 "test $(stat -c %%s '%s/events') -gt 524288 && truncate -s 262144 '%s/events'",
 		 nf_test_nftrace(), d, prog(), d, d);
 	run_ok(cmd);
-	snprintf(cmd, sizeof(cmd), "'%s' check '%s'", nf_test_nftrace(), d);
-	ck_assert_int_eq(run(cmd), 1);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("check", d)), 1);
 	ck_assert_msg(strstr(out, "verdict: incomplete (events has 262144 of the "), "%s", out);
-	snprintf(cmd, sizeof(cmd), "'%s' check --json '%s'", nf_test_nftrace(), d);
-	ck_assert_int_eq(run(cmd), 1);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("check", "--json", d)), 1);
 	ck_assert_msg(strstr(out, "\"verdict\": \"incomplete\"") && strstr(out, "\"incomplete\": \"events has"),
 		      "%s", out);
 }
@@ -383,8 +389,7 @@ START_TEST(check_calls_a_killed_recording_incomplete)
 	ck_assert_msg(strstr(out, "verdict: incomplete (no end of recording") && strstr(out, "check=1"),
 		      "%s / %s", out, err);
 	/* The whole recording is not. */
-	snprintf(cmd, sizeof(cmd), "'%s' check '%s'", nf_test_nftrace(), good);
-	ck_assert_int_eq(run(cmd), 0);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("check", good)), 0);
 	ck_assert_msg(strstr(out, "verdict: whole"), "%s", out);
 }
 END_TEST
@@ -425,8 +430,7 @@ START_TEST(gpu_clock_near_2_63_gives_findings_and_null_times)
 		 "grep -q 'gpu_offset 9223372036854775000' '%s' && '%s' record -o '%s' '%s' >/dev/null",
 		 src, sc, sc, nf_test_nftrace(), d, sc);
 	run_ok(cmd);
-	snprintf(cmd, sizeof(cmd), "'%s' check '%s'", nf_test_nftrace(), d);
-	ck_assert_int_eq(run(cmd), 1);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("check", d)), 1);
 	ck_assert_msg(strstr(out, "out_of_range: entry 0: end GPU timestamp 922337203685478") &&
 		      !strstr(out, "verdict: whole"), "%s", out);
 	ck_assert_msg(!strstr(err, "runtime error"), "%s", err);
@@ -524,16 +528,14 @@ START_TEST(fork_after_runtime_creation_is_refused_clearly)
 	char d[700];
 
 	snprintf(d, sizeof(d), "%s/fork", tmp);
-	snprintf(cmd, sizeof(cmd), "'%s' record -o '%s' -- '%s' fork 10000", nf_test_nftrace(), d, prog());
-	int st = run(cmd);
+	int st = nft(NF_TEST_ARGV("record", "-o", d, "--", prog(), "fork", "10000"));
 	ck_assert_msg(st == 1, "exit %d: %s", st, err);
 	/* The program says what its child was told; nftrace's own line too. */
 	const char *last = strstr(err, "nftrace record: ");
 	ck_assert_msg(last && strstr(last, "forked from it, must create its own") &&
 			      nf_test_count_lines(last) == 1, "%s", err);
 	/* The parent's events are whole: its 5000 signals and 5000 waits. */
-	snprintf(cmd, sizeof(cmd), "'%s' query --csv '%s' 'select count(*) from fence_ops'", nf_test_nftrace(), d);
-	run_ok(cmd);
+	nft_ok(NF_TEST_ARGV("query", "--csv", d, "select count(*) from fence_ops"));
 	ck_assert_str_eq(out, "count(*)\n10000\n");
 }
 END_TEST
@@ -556,8 +558,7 @@ START_TEST(c1_controls_are_shown_as_question_marks)
 	char d[700], args[1024];
 
 	snprintf(d, sizeof(d), "%s/c1", tmp);
-	snprintf(cmd, sizeof(cmd), "'%s' record -o '%s' -- '%s' c1-names 3 >/dev/null", nf_test_nftrace(), d, prog());
-	run_ok(cmd);
+	nft_ok(NF_TEST_ARGV("record", "-o", d, "--", prog(), "c1-names", "3"));
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
 		snprintf(args, sizeof(args), cmds[i], d);
 		snprintf(cmd, sizeof(cmd), "'%s' %s", nf_test_nftrace(), args);
@@ -568,9 +569,7 @@ START_TEST(c1_controls_are_shown_as_question_marks)
 			ck_assert_msg(strstr(out, i == 0 ? "C1?31mred?0;" : "C1?31mred?0;title?"), "%s: %s", args, out);
 	}
 	/* An error line quoting a C1 control (SQLite quotes the bad token). */
-	snprintf(cmd, sizeof(cmd), "'%s' query '%s' \"$(printf 'select x\\302\\233y from queues')\"",
-		 nf_test_nftrace(), d);
-	ck_assert_int_eq(run(cmd), 1);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("query", d, "select x\302\233y from queues")), 1);
 	assert_no_c1("error line", err);
 	ck_assert_msg(nf_test_count_lines(err) == 1 && strstr(err, "x?y"), "%s", err);
 }
@@ -624,8 +623,7 @@ START_TEST(query_output_formats_hold_absurd_values)
 	ck_assert_int_eq(query("--json", "select 1e999 as i"), 0);
 	ck_assert_str_eq(out, "[\n  {\"i\": null}\n]\n");
 	/* Two SQL arguments: a usage error (2), not a missing session (1). */
-	snprintf(cmd, sizeof(cmd), "'%s' query '%s' 'select 1' 'select 2'", nf_test_nftrace(), good);
-	ck_assert_int_eq(run(cmd), 2);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("query", good, "select 1", "select 2")), 2);
 	ck_assert_msg(nf_test_count_lines(err) == 1 && strstr(err, "is SQL, not a session DIR"), "%s", err);
 }
 END_TEST
@@ -652,8 +650,7 @@ START_TEST(sigterm_and_sigint_to_nftrace_reach_the_program)
 		run(cmd);
 		ck_assert_msg(strstr(out, "exit=130") && strstr(err, "closed cleanly"), "SIG%s: %s / %s", sigs[i],
 			      out, err);
-		snprintf(cmd, sizeof(cmd), "'%s' check '%s'", nf_test_nftrace(), d);
-		run(cmd);
+		nft(NF_TEST_ARGV("check", d));
 		ck_assert_msg(!strstr(out, "incomplete"), "SIG%s: %s", sigs[i], out);
 	}
 }
@@ -665,8 +662,8 @@ START_TEST(program_exiting_127_ran)
 	char d[700];
 
 	snprintf(d, sizeof(d), "%s/e127", tmp);
-	snprintf(cmd, sizeof(cmd), "'%s' record -o '%s' -- '%s' exit127", nf_test_nftrace(), d, prog());
-	refused_one_line(run(cmd), "exit 127", "program exited with status 127");
+	refused_one_line(nft(NF_TEST_ARGV("record", "-o", d, "--", prog(), "exit127")), "exit 127",
+			 "program exited with status 127");
 	snprintf(cmd, sizeof(cmd), "'%s' record -o '%s/missing' -- '%s/no-such-program'", nf_test_nftrace(), tmp, tmp);
 	refused_one_line(run(cmd), "missing program", "cannot run program: No such file or directory");
 }

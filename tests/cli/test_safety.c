@@ -27,6 +27,14 @@ static int nft(const char *const args[])
 	return nf_test_nftrace_run(args, out, sizeof(out), err, sizeof(err));
 }
 
+/* nft, failing the test unless nftrace exits 0. */
+static void nft_ok(const char *const args[])
+{
+	int st = nft(args);
+
+	ck_assert_msg(st == 0, "nftrace %s failed (%d): %.1500s", args[0], st, err);
+}
+
 static void run_ok(const char *c)
 {
 	int st = nf_test_run(c, out, sizeof(out), err, sizeof(err));
@@ -70,9 +78,7 @@ START_TEST(timeline_db_link_is_replaced_not_written)
 	fputs("do not touch\n", f);
 	fclose(f);
 	ck_assert_int_eq(symlink(precious, db), 0);
-	snprintf(cmd, sizeof(cmd), "'%s' query --csv '%s' 'select count(*) from fence_ops'",
-		 nf_test_nftrace(), good);
-	run_ok(cmd);
+	nft_ok(NF_TEST_ARGV("query", "--csv", good, "select count(*) from fence_ops"));
 	ck_assert_str_eq(out, "count(*)\n2\n");
 	read_file(precious, content, sizeof(content));
 	ck_assert_str_eq(content, "do not touch\n");
@@ -88,16 +94,12 @@ START_TEST(timeline_db_link_to_another_fresh_timeline_is_not_read)
 	/* Another session (more operations) with its own fresh timeline. */
 	snprintf(other, sizeof(other), "%s/other", tmp);
 	nf_test_record("samples/overrun.nfs", other, NULL);
-	snprintf(cmd, sizeof(cmd), "'%s' query --csv '%s' 'select count(*) from fence_ops'",
-		 nf_test_nftrace(), other);
-	run_ok(cmd);
+	nft_ok(NF_TEST_ARGV("query", "--csv", other, "select count(*) from fence_ops"));
 	ck_assert_str_ne(out, "count(*)\n2\n");
 	snprintf(db, sizeof(db), "%s/.timeline.db", good);
 	snprintf(target, sizeof(target), "%s/.timeline.db", other);
 	ck_assert_int_eq(symlink(target, db), 0);
-	snprintf(cmd, sizeof(cmd), "'%s' query --csv '%s' 'select count(*) from fence_ops'",
-		 nf_test_nftrace(), good);
-	run_ok(cmd);
+	nft_ok(NF_TEST_ARGV("query", "--csv", good, "select count(*) from fence_ops"));
 	ck_assert_str_eq(out, "count(*)\n2\n");
 }
 END_TEST
@@ -435,9 +437,7 @@ START_TEST(foreign_strings_are_drawn_and_escaped)
 			 i ? "svg" : "png");
 		run_ok(cmd);
 	}
-	snprintf(cmd, sizeof(cmd), "'%s' query --json '%s' 'select name from queues'", nf_test_nftrace(),
-		 dir);
-	run_ok(cmd);
+	nft_ok(NF_TEST_ARGV("query", "--json", dir, "select name from queues"));
 	ck_assert_msg(strstr(out, "\"Q\\ufffd\\ufffd\\u0001name\\ufffd\\ufffd\"") != NULL, "%s", out);
 	for (const unsigned char *u = (const unsigned char *)out; *u; u++)
 		ck_assert_msg(*u < 0x80, "a raw byte 0x%02x in JSON: %s", *u, out);
