@@ -231,6 +231,36 @@ static inline int nf_test_nftrace_run(const char *const args[], char *out, size_
 }
 
 /*
+ * Runs a shell script for what needs a shell (ulimit, pipes, background jobs),
+ * with the paths it works on as positional parameters: args become "$1", "$2",
+ * ... and the nftrace binary is "$NF", so no path is ever quoted into the
+ * script's text. shell: "sh" or "bash". Captures and status as nf_test_exec.
+ */
+static inline int nf_test_shell(const char *shell, const char *script, const char *const args[],
+				char *out, size_t out_len, char *err, size_t err_len)
+{
+	const char *argv[32] = { shell, "-c", script, shell };
+	char nf[4200];
+	size_t n = 4;
+
+	for (size_t i = 0; args && args[i]; i++) {
+		if (n >= 31)
+			return -1;
+		argv[n++] = args[i];
+	}
+	argv[n] = NULL;
+	snprintf(nf, sizeof(nf), "NF=%s", nf_test_nftrace());
+	return nf_test_exec(NF_TEST_ARGV(nf), argv, out, out_len, err, err_len);
+}
+
+/* nf_test_shell with sh (dash on Debian: ulimit -f counts 512-byte blocks, bash's 1024). */
+static inline int nf_test_sh(const char *script, const char *const args[], char *out,
+			     size_t out_len, char *err, size_t err_len)
+{
+	return nf_test_shell("sh", script, args, out, out_len, err, err_len);
+}
+
+/*
  * Records a scenario of the source tree (rel: "samples/overrun.nfs") into the
  * session directory dir with `nftrace record OPTS -o DIR SCENARIO`; opts: NULL
  * or NF_TEST_ARGV("--seed", "7", ...). Fails the test, with nftrace's stderr,

@@ -67,6 +67,18 @@ START_TEST(exec_reports_status_signal_and_env)
 }
 END_TEST
 
+/* A script gets its paths as "$1"... and nftrace as "$NF", untouched by quoting. */
+START_TEST(sh_takes_paths_as_parameters)
+{
+	char out[4096];
+
+	ck_assert_int_eq(nf_test_sh("printf '[%s]' \"$1\" \"$2\"; test -n \"$NF\" && echo nf",
+				    NF_TEST_ARGV("a 'b' \"c\"", "$(x)"), out, sizeof(out), NULL, 0),
+			 0);
+	ck_assert_str_eq(out, "[a 'b' \"c\"][$(x)]nf\n");
+}
+END_TEST
+
 /* A test that makes its directory and writes nothing: it is removed at exit. */
 START_TEST(empty_dir_removed_at_exit)
 {
@@ -114,6 +126,7 @@ int main(void)
 	tcase_add_test(tc, run_captures_under_tmpdir);
 	tcase_add_test(tc, exec_passes_arguments_untouched);
 	tcase_add_test(tc, exec_reports_status_signal_and_env);
+	tcase_add_test(tc, sh_takes_paths_as_parameters);
 	tcase_add_test(tc, empty_dir_removed_at_exit);
 	tcase_add_test(tc, full_dir_kept);
 	suite_add_tcase(s, tc);
