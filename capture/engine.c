@@ -1,7 +1,8 @@
 /*
  * The native GPU fence engine, deterministic mode: a discrete-event simulation
  * on virtual time of the OS scheduler (VidSch), the kernel-mode driver, the GPU
- * engines and the CMP of ../shared/spec/native-gpu-fence-objects.md. Hardware
+ * engines and the CMP of the WDDM 3.2 design (Microsoft's driver documentation,
+ * "Native GPU fence object"). Hardware
  * queues execute their waits and signals in order; signals write CurrentValue,
  * then a log entry, bump FirstFreeEntryIndex and raise the native fence signaled
  * interrupt only when CurrentValue > MonitoredValue; the OS handles interrupts by
