@@ -1,7 +1,8 @@
 /*
  * The native GPU fence engine, deterministic mode: a discrete-event simulation
  * on virtual time of the OS scheduler (VidSch), the kernel-mode driver, the GPU
- * engines and the CMP of ../shared/spec/native-gpu-fence-objects.md. Hardware
+ * engines and the CMP of the WDDM 3.2 design (Microsoft's driver documentation,
+ * "Native GPU fence object"). Hardware
  * queues execute their waits and signals in order; signals write CurrentValue,
  * then a log entry, bump FirstFreeEntryIndex and raise the native fence signaled
  * interrupt only when CurrentValue > MonitoredValue; the OS handles interrupts by
@@ -18,6 +19,8 @@
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
+
+#include "../core/capbuf.h"
 
 #define NF_HANDLE_BASE 0x40000000u
 #define NF_HANDLE_STEP 0x40u
@@ -73,19 +76,18 @@ static uint32_t cur_thread(const struct nf_runtime *rt)
 			(rt)->stats.f++;                                              \
 	} while (0)
 
+/* core's capped array growth (from 16, at most UINT32_MAX elements), new
+ * elements zeroed. */
 static int grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
 {
+	size_t ncap = *cap;
+
 	if (need <= *cap)
 		return 0;
-	uint32_t ncap = *cap ? *cap : 16;
-	while (ncap < need)
-		ncap *= 2;
-	void *n = realloc(*arr, (size_t)ncap * elem);
-	if (!n)
+	if (nf_array_reserve(arr, &ncap, need, elem, 16, UINT32_MAX))
 		return NF_ENOMEM;
-	memset((char *)n + (size_t)*cap * elem, 0, (size_t)(ncap - *cap) * elem);
-	*arr = n;
-	*cap = ncap;
+	memset((char *)*arr + (size_t)*cap * elem, 0, (ncap - *cap) * elem);
+	*cap = (uint32_t)ncap;
 	return 0;
 }
 

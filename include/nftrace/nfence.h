@@ -2,13 +2,14 @@
  * nfence: the nftrace native GPU fence runtime.
  *
  * A program links libnfence and gets the whole native-fence engine of the
- * WDDM 3.2 design (../shared/spec/native-gpu-fence-objects.md): adapters with
- * their capabilities, hardware queues with native progress fences, native and
- * legacy monitored fences with CurrentValue / MonitoredValue, GPU and CPU waits
- * and signals, the conditional native-fence-signaled interrupt, cross-adapter
- * propagation, and the per-queue wait and signal log buffers laid out as the
- * real OS lays them out. It plays the OS (Dxgkrnl/VidSch), the driver, the GPU
- * engines and the CMP, and emits ETW-like events (schemas/events.def) to a sink.
+ * WDDM 3.2 design (Microsoft's driver documentation, "Native GPU fence
+ * object"): adapters with their capabilities, hardware queues with native
+ * progress fences, native and legacy monitored fences with CurrentValue /
+ * MonitoredValue, GPU and CPU waits and signals, the conditional
+ * native-fence-signaled interrupt, cross-adapter propagation, and the
+ * per-queue wait and signal log buffers laid out as the real OS lays them out.
+ * It plays the OS (Dxgkrnl/VidSch), the driver, the GPU engines and the CMP,
+ * and emits ETW-like events (schemas/events.def) to a sink.
  *
  * Calls are in the spirit of D3DKMT: handles in, error code out. Every call
  * validates its arguments: a bad handle returns NF_EINVAL with a message in
@@ -48,6 +49,14 @@
  * thread per hardware queue and a CMP/interrupt thread, with CPU waits that
  * block the calling thread and times from CLOCK_MONOTONIC (docs/ARCHITECTURE.md,
  * "The engine"). Every call is thread-safe in threaded mode.
+ *
+ * Terms: an "event" is a trace record (struct nf_event, schemas/events.def)
+ * that the runtime emits to its sink, except in nf_cpu_wait_async,
+ * nf_event_wait and nf_event_close, where it is a CPU wait handle: like the
+ * Win32 event object D3DKMT signals when a CPU wait is satisfied, a handle
+ * the caller waits on and closes (the engine calls it a CPU event).
+ * nf_clock_model is the simulated GPU clock of an adapter (frequency, offset,
+ * drift, jitter); the analyzer's fit of recorded clocks is another thing.
  */
 #ifndef NFTRACE_NFENCE_H
 #define NFTRACE_NFENCE_H
