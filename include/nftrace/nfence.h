@@ -363,9 +363,9 @@ NF_API int nf_fence_read(nf_runtime *rt, nf_handle local, uint64_t *current, uin
  * queue's engine thread). Returns 0; NF_EINVAL (bad queue or fence handle, a
  * fence on another adapter than the queue, on an adapter without 64-bit
  * atomics a value more than UINT32_MAX/2 from the fence's last signaled
- * value); NF_ENOMEM (cfg->max_operations reached, out of memory, or, threaded,
- * a queue whose 65536 queued commands wait behind a GPU wait nothing queued
- * can satisfy). */
+ * value); NF_ENOMEM (cfg->max_operations reached, out of memory, a queue
+ * holding too many commands behind a GPU wait nothing queued can satisfy:
+ * deterministic, over 4194304; threaded, 65536). */
 NF_API int nf_queue_wait(nf_runtime *rt, nf_handle queue, nf_handle fence, uint64_t value,
 		  struct nf_error *err);
 NF_API int nf_queue_signal(nf_runtime *rt, nf_handle queue, nf_handle fence, uint64_t value,
