@@ -34,6 +34,43 @@ int nf_render_quads_add(struct nf_render_quads *q, double a, double b, double c,
 	return 0;
 }
 
+static size_t sub_slot(int64_t id)
+{
+	return (size_t)(((uint64_t)id * 0x9E3779B97F4A7C15ull) >> 40) & (NF_RENDER_SUB_SLOTS - 1);
+}
+
+int nf_render_sub_put(struct nf_render_scene *s, int64_t id, int sub)
+{
+	size_t i;
+
+	if (s->sub_n >= NF_RENDER_SUB_SLOTS / 2)
+		return 0;  /* full: this op's arrows end at its lane's middle */
+	if (!s->sub_key) {
+		s->sub_key = calloc(NF_RENDER_SUB_SLOTS, sizeof(*s->sub_key));
+		s->sub_val = calloc(NF_RENDER_SUB_SLOTS, 1);
+		if (!s->sub_key || !s->sub_val)
+			return NF_ENOMEM;
+	}
+	for (i = sub_slot(id); s->sub_key[i] && s->sub_key[i] != (uint64_t)id + 1;
+	     i = (i + 1) & (NF_RENDER_SUB_SLOTS - 1))
+		;
+	if (!s->sub_key[i])
+		s->sub_n++;
+	s->sub_key[i] = (uint64_t)id + 1;
+	s->sub_val[i] = (uint8_t)sub;
+	return 0;
+}
+
+int nf_render_sub_get(const struct nf_render_scene *s, int64_t id)
+{
+	if (!s->sub_key)
+		return -1;
+	for (size_t i = sub_slot(id); s->sub_key[i]; i = (i + 1) & (NF_RENDER_SUB_SLOTS - 1))
+		if (s->sub_key[i] == (uint64_t)id + 1)
+			return s->sub_val[i];
+	return -1;
+}
+
 static void quads_release(struct nf_render_quads *q)
 {
 	free(q->v);
@@ -52,6 +89,14 @@ void nf_render_scene_release(struct nf_render_scene *s)
 	quads_release(&s->vsyncs);
 	free(s->labels);
 	s->labels = NULL;
+	free(s->sub_key);
+	free(s->sub_val);
+	s->sub_key = NULL;
+	s->sub_val = NULL;
+	s->sub_n = 0;
+	free(s->box_labels);
+	s->box_labels = NULL;
+	s->n_box_labels = s->cap_box_labels = 0;
 	s->n_labels = s->cap_labels = 0;
 }
 

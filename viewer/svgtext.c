@@ -123,38 +123,59 @@ int nf_render_svg_tips(sqlite3 *db, const struct nf_render_options *opts,
 		       const struct nf_render_layout *lay, struct nf_svg_texts *l,
 		       struct nf_error *err)
 {
-	double ns_per_px = (double)(lay->t1 - lay->t0) / (lay->plot_x1 - lay->plot_x0);
 	char *qf = nf_render_in_list("queue", opts->queues, opts->queues ? opts->n_queues : 0);
 	char *ff = nf_render_in_list("fence", opts->fences, opts->fences ? opts->n_fences : 0);
-	char *sql = qf && ff ? sqlite3_mprintf(
-		"SELECT id, queue, op, fence, value, queued_ns, observed_ns, end_ns, status, "
-		"coalesce(queued_ns, observed_ns) FROM fence_ops NOT INDEXED "
-		"WHERE queue IS NOT NULL AND end_ns IS NOT NULL AND coalesce(queued_ns, observed_ns) IS NOT NULL "
-		"AND end_ns >= ?1 AND coalesce(queued_ns, observed_ns) <= ?2 "
-		"AND end_ns - coalesce(queued_ns, observed_ns) >= ?3%s%s", qf, ff) : NULL;
+	/* Every operation of the window in the scene's order, so that the sub-lanes
+	 * replayed here are the ones drawn (layout.h); those 2 px wide get a tip. */
+	char *sql = qf && ff ? nf_render_ops_sql("", ", status", qf, ff) : NULL;
+	struct nf_render_stack *stacks = calloc(2 * (lay->n_rows ? lay->n_rows : 1), sizeof(*stacks));
+	int64_t qmin = INT64_MAX, qmax = INT64_MIN;
 	sqlite3_stmt *st = NULL;
 	int rc, ret = 0;
 
 	free(qf);
 	free(ff);
-	if (!sql)
+	if (!sql || !stacks) {
+		sqlite3_free(sql);
+		free(stacks);
 		return nf_error_set(err, NF_ENOMEM, "out of memory for tooltips");
+	}
+	for (size_t i = 0; i < lay->n_rows; i++) {
+		nf_render_stack_reset(&stacks[2 * i], lay->max_sub);
+		nf_render_stack_reset(&stacks[2 * i + 1], lay->max_sub);
+		if (lay->rows[i].kind == NF_ROW_QUEUE) {
+			qmin = lay->rows[i].id < qmin ? lay->rows[i].id : qmin;
+			qmax = lay->rows[i].id > qmax ? lay->rows[i].id : qmax;
+		}
+	}
 	rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
 	sqlite3_free(sql);
-	if (rc != SQLITE_OK)
+	if (rc != SQLITE_OK) {
+		free(stacks);
 		return nf_error_set(err, NF_ESQL, "reading tooltips: %s", sqlite3_errmsg(db));
+	}
 	sqlite3_bind_int64(st, 1, lay->t0);
 	sqlite3_bind_int64(st, 2, lay->t1);
-	sqlite3_bind_double(st, 3, 2.0 * ns_per_px);
+	sqlite3_bind_int64(st, 3, qmin);
+	sqlite3_bind_int64(st, 4, qmax);
+	/* Columns (nf_render_ops_sql): 0 queue, 1 is_wait, 2 start, 3 observed, 4 end,
+	 * 7 fence, 8 value, 9 id, 10 queued, 11 status. */
 	while (ret == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		const struct nf_render_row *row = nf_render_layout_queue(lay, sqlite3_column_int64(st, 1));
-		const unsigned char *op = sqlite3_column_text(st, 2), *status = sqlite3_column_text(st, 8);
-		int is_wait = op && !strcmp((const char *)op, "wait");
+		const struct nf_render_row *row = nf_render_layout_queue(lay, sqlite3_column_int64(st, 0));
+		const unsigned char *status = sqlite3_column_text(st, 11);
+		int is_wait = sqlite3_column_int(st, 1) != 0, has_end, k;
 		double x0, x1, y0, y1;
 		char q[32], o[32], e[32], text[512];
 		struct nf_svg_tip *t;
 
-		if (!row)
+		if (!row || sqlite3_column_type(st, 2) == SQLITE_NULL)
+			continue;
+		has_end = sqlite3_column_type(st, 4) != SQLITE_NULL;
+		nf_render_op_span(lay, sqlite3_column_int64(st, 2), has_end, sqlite3_column_int64(st, 4), &x0,
+				  &x1);
+		k = nf_render_stack_place(&stacks[2 * (size_t)(row - lay->rows) + (is_wait ? 0 : 1)], x0, x1);
+		/* Tips for boxes with an end, at least 2 px wide. */
+		if (!has_end || x1 - x0 < 2.0)
 			continue;
 		if (l->n_tips >= NF_SVG_MAX_TIPS) {
 			l->tips_left_out++;
@@ -171,22 +192,20 @@ int nf_render_svg_tips(sqlite3 *db, const struct nf_render_options *opts,
 			l->tips = n;
 			l->cap_tips = ncap;
 		}
-		x0 = nf_render_layout_x(lay, sqlite3_column_int64(st, 9));
-		x1 = nf_render_layout_x(lay, sqlite3_column_int64(st, 7));
 		if (x0 < lay->plot_x0)
 			x0 = lay->plot_x0;
 		if (x1 > lay->plot_x1)
 			x1 = lay->plot_x1;
-		nf_render_lane_extent(row, is_wait ? NF_LANE_WAIT : NF_LANE_SIGNAL, &y0, &y1);
-		tip_time(q, sizeof(q), st, 5);
-		tip_time(o, sizeof(o), st, 6);
-		tip_time(e, sizeof(e), st, 7);
+		nf_render_sublane_extent(row, is_wait ? NF_LANE_WAIT : NF_LANE_SIGNAL, k, &y0, &y1);
+		tip_time(q, sizeof(q), st, 10);
+		tip_time(o, sizeof(o), st, 3);
+		tip_time(e, sizeof(e), st, 4);
 		snprintf(text, sizeof(text),
 			 "%s #%" PRId64 " · queue 0x%" PRIx64 " · fence 0x%" PRIx64 " = %" PRId64
 			 " · queued %s · %s%s%send %s · %s",
-			 is_wait ? "wait" : "signal", (int64_t)sqlite3_column_int64(st, 0),
-			 (uint64_t)sqlite3_column_int64(st, 1), (uint64_t)sqlite3_column_int64(st, 3),
-			 (int64_t)sqlite3_column_int64(st, 4), q, is_wait ? "observed " : "",
+			 is_wait ? "wait" : "signal", (int64_t)sqlite3_column_int64(st, 9),
+			 (uint64_t)sqlite3_column_int64(st, 0), (uint64_t)sqlite3_column_int64(st, 7),
+			 (int64_t)sqlite3_column_int64(st, 8), q, is_wait ? "observed " : "",
 			 is_wait ? o : "", is_wait ? " · " : "", e, status ? (const char *)status : "?");
 		t = &l->tips[l->n_tips];
 		if (!(t->s = strdup(text))) {
@@ -202,6 +221,7 @@ int nf_render_svg_tips(sqlite3 *db, const struct nf_render_options *opts,
 	if (ret == 0 && rc != SQLITE_DONE && rc != SQLITE_ROW)
 		ret = nf_error_set(err, NF_ESQL, "reading tooltips: %s", sqlite3_errmsg(db));
 	sqlite3_finalize(st);
+	free(stacks);
 	return ret;
 }
 
