@@ -442,17 +442,19 @@ static int collect_ops_batch(sqlite3 *db, const struct nf_render_layout *lay,
 	return 0;
 }
 
-char *nf_render_ops_sql(const char *head, const char *tail, const char *qf, const char *ff)
+char *nf_render_ops_sql(const char *head, const char *tail, const char *qf, const char *ff, int full)
 {
+	/* The same WHERE and scan in every pass: the same rows in the same order. */
 	return sqlite3_mprintf("SELECT %s queue, op = 'wait', "
-			       "coalesce(queued_ns, observed_ns, end_ns), observed_ns, end_ns, "
-			       "CASE WHEN end_ns IS NULL THEN status END, "
-			       "CASE WHEN queued_ns IS NOT NULL THEN thread END, fence, value, id, "
-			       "queued_ns %s "
+			       "coalesce(queued_ns, observed_ns, end_ns), %s, end_ns, %s %s "
 			       "FROM fence_ops NOT INDEXED WHERE queue >= ?3 AND queue <= ?4%s%s "
 			       "AND (end_ns IS NULL OR end_ns >= ?1) "
 			       "AND coalesce(queued_ns, observed_ns, end_ns, ?1) <= ?2",
-			       head, tail, qf, ff);
+			       head, full ? "observed_ns" : "NULL",
+			       full ? "CASE WHEN end_ns IS NULL THEN status END, "
+				      "CASE WHEN queued_ns IS NOT NULL THEN thread END, fence, value, id, queued_ns"
+				    : "NULL, NULL, NULL, NULL, NULL, NULL",
+			       tail, qf, ff);
 }
 
 /* The depth pass's state: per queue (sorted handles) its two stacks. */
@@ -495,7 +497,7 @@ int nf_render_collect_depths(sqlite3 *db, const struct nf_render_options *opts,
 	if (n == 0)
 		goto out;
 	k.st = calloc(2 * n, sizeof(*k.st));
-	if (!qf || !ff || !k.st || !(sql = nf_render_ops_sql("count(nf_render_depth(", "))", qf, ff))) {
+	if (!qf || !ff || !k.st || !(sql = nf_render_ops_sql("count(nf_render_depth(", "))", qf, ff, 0))) {
 		ret = oom(err);
 		goto out;
 	}
@@ -568,7 +570,7 @@ static int collect_ops(sqlite3 *db, const struct nf_render_options *opts,
 		ret = sql_fail(db, err, "reading fence_ops");
 		goto out_release;
 	}
-	sql = nf_render_ops_sql("count(nf_render_op(", "))", qf, ff);
+	sql = nf_render_ops_sql("count(nf_render_op(", "))", qf, ff, 1);
 	ret = prepare_window(db, lay, sql, &st, "reading fence_ops", err);
 	sqlite3_free(sql);
 	/* Batches of queues whose accumulators (one set per sub-lane) fit the budget. */

@@ -870,17 +870,21 @@ int nf_render_stack_place(struct nf_render_stack *st, double xa, double xb)
 				st->end[k] = xb;
 			return k;
 		}
-	if (st->n < st->cap) {
+	/* Only boxes a person can see as boxes open a sub-lane: narrower ones are
+	 * density at this zoom (one stacked lane of bands per overlap would say
+	 * nothing more), and are told apart by zooming in. */
+	if (st->n == 0 || (st->n < st->cap && xb - xa >= NF_RENDER_STACK_MIN_W)) {
 		st->end[st->n] = xb;
 		return st->n++;
 	}
-	/* Deeper than the cap: the sub-lane that frees first, counted. */
 	for (int k = 1; k < st->n; k++)
 		if (st->end[k] < st->end[best])
 			best = k;
 	if (xb > st->end[best])
 		st->end[best] = xb;
-	st->shared++;
+	/* Deeper than the cap: it shares the sub-lane that frees first, counted. */
+	if (xb - xa >= NF_RENDER_STACK_MIN_W)
+		st->shared++;
 	return best;
 }
 

@@ -132,11 +132,14 @@ void nf_render_lane_extent(const struct nf_render_row *row, enum nf_render_lane_
  * first-fit in start order (the order the analyzer stores them per queue and
  * kind), which uses as many sub-lanes as the deepest overlap (interval
  * colouring); at most cap sub-lanes, beyond which an operation shares the
- * sub-lane that frees first and is counted. The layout (depth pass), the
+ * sub-lane that frees first and is counted. Boxes narrower than
+ * NF_RENDER_STACK_MIN_W at this zoom open none (they are density bands). The layout (depth pass), the
  * scene (collect.c) and the SVG tooltips (svgtext.c) replay the same
  * placement on the same rows in the same order, so they agree.
  */
 #define NF_RENDER_MAX_SUB 24
+/* Narrower boxes (page px) never open a sub-lane: they share the one freeing first. */
+#define NF_RENDER_STACK_MIN_W 3.0
 
 struct nf_render_stack {
 	double end[NF_RENDER_MAX_SUB];  /* per sub-lane: the right end of its last box */
@@ -175,10 +178,11 @@ int nf_render_collect_depths(sqlite3 *db, const struct nf_render_options *opts,
  * The SQL of the operations of the window in storage order: columns queue,
  * is_wait, start, observed, end, status (NULL unless open), thread (NULL
  * without a queued time), fence, value, id, queued; ?1 = t0, ?2 = t1, queue
- * between ?3 and ?4. Each of the passes above wraps it; sqlite3_free() it.
+ * between ?3 and ?4 (full 0: only queue, is_wait, start and end, the others
+ * NULL, for the depth pass). Each of the passes above wraps it; sqlite3_free() it.
  */
 char *nf_render_ops_sql(const char *select_head, const char *select_tail, const char *qf,
-			const char *ff);
+			const char *ff, int full);
 
 /*
  * A "nice" tick step (1, 2 or 5 times a power of ten, in ns) so that the span
