@@ -46,6 +46,8 @@ static const struct nf_cmd nf_commands[] = {
 	  "\n"
 	  "Draws one row per hardware queue: light pink waits, dark pink signals, each box from\n"
 	  "when it was queued on the CPU to when the GPU completed it. Times accept units: 12.5ms.\n"
+	  "Operations that overlap on a queue are stacked one per sub-lane (queue depth, up to\n"
+	  "24; the page says how many share beyond it), with their fence and value where it fits.\n"
 	  "Linux kernel sessions: GPU rings on top (jobs: submitted -> started shaded, started ->\n"
 	  "finished solid), vblank lines, user markers on their thread's row; CPU rows for the\n"
 	  "threads that submitted GPU work, waited on fences or wrote markers, by process:\n"
