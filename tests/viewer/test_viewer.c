@@ -604,6 +604,51 @@ START_TEST(stacked_cap_is_said)
 }
 END_TEST
 
+
+/* 110 queues 40 deep would pass the page's height limit at 24 sub-lanes: the cap is halved, and said. */
+START_TEST(stacked_cap_halved_on_tall_pages)
+{
+	char db[4200], svg[4200], sql[512], want[128];
+	struct nf_render_options o;
+	struct nf_render_layout lay;
+	sqlite3 *h;
+	char *text;
+	size_t len;
+
+	path_in_tmp(db, sizeof(db), "tall.db");
+	path_in_tmp(svg, sizeof(svg), "tall.svg");
+	h = create_db(db);
+	exec_sql(h, "INSERT INTO meta (key, value) VALUES ('duration_ns','100000');"
+		    "INSERT INTO adapters (adapter, name, vidsch_caps, native_fence, gpu_frequency) VALUES (0,'GPU',0,1,0);");
+	for (int q = 0; q < 110; q++) {
+		snprintf(sql, sizeof(sql), "INSERT INTO queues (queue, adapter, node, engine, name, start_ns, stop_ns) "
+			 "VALUES (%d,0,0,0,'q%d',0,NULL);", 1000 + q, q);
+		exec_sql(h, sql);
+		for (int i = 0; i < 40; i++) {
+			snprintf(sql, sizeof(sql),
+				 "INSERT INTO fence_ops (id, queue, adapter, op, fence, handle, value, queued_ns, observed_ns, end_ns, status, log_seq) "
+				 "VALUES (%d,%d,0,'signal',1,1,%d,%d,NULL,%d,'complete',%d);",
+				 q * 100 + i + 1, 1000 + q, i, 1000 * i, 60000 + 1000 * i, i);
+			exec_sql(h, sql);
+		}
+	}
+	finish_db(h);
+	o = base_opts(svg);
+	render_ok(db, &o);
+	layout_of(db, &o, &lay);
+	ck_assert_int_eq(lay.max_sub, NF_RENDER_MAX_SUB / 2);
+	ck_assert_double_le(lay.height, NF_RENDER_MAX_HEIGHT);
+	ck_assert_int_eq(nf_render_layout_queue(&lay, 1000)->n_sub[1], NF_RENDER_MAX_SUB / 2);
+	ck_assert_int_eq(lay.shared, 110 * (40 - NF_RENDER_MAX_SUB / 2));
+	text = read_file(svg, &len);
+	snprintf(want, sizeof(want), "%d ops deeper than %d share a sub-lane", 110 * (40 - NF_RENDER_MAX_SUB / 2),
+		 NF_RENDER_MAX_SUB / 2);
+	ck_assert_msg(strstr(text, want) != NULL, "no '%s' in the subtitle", want);
+	free(text);
+	nf_render_layout_release(&lay);
+}
+END_TEST
+
 /*
  * The legend matches the drawing: zero and repeated timestamps have their own
  * markers (purple triangle, teal square) and legend entries, as do the circles
@@ -938,6 +983,7 @@ static Suite *viewer_suite(void)
 	tcase_add_test(tc, big_database_level_of_detail);
 	tcase_add_test(tc, stacked_sublanes);
 	tcase_add_test(tc, stacked_cap_is_said);
+	tcase_add_test(tc, stacked_cap_halved_on_tall_pages);
 	tcase_add_test(tc, legend_matches_markers);
 	tcase_add_test(tc, parse_duration_table);
 	tcase_add_test(tc, bad_inputs);
