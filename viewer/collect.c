@@ -17,6 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/capbuf.h"
+#include "../core/util_hash.h"
+
 /* Distinct links (by rows and pixel columns) kept at most; the rest are counted. */
 #define NF_RENDER_MAX_LINKS 100000
 #define NF_RENDER_LINK_SLOTS (1u << 18)
@@ -155,19 +158,13 @@ static int add_box_label(struct nf_render_scene *s, const struct nf_render_layou
 	/* "0x1=2" at 9 px is about 28 px; a sub-lane under 9 px has no room for text. */
 	if (xb - xa < 30.0 || y1 - y0 < 9.0 || val_null(fence) || val_null(value))
 		return 0;
-	if (s->n_box_labels == s->cap_box_labels) {
-		size_t ncap = s->cap_box_labels ? s->cap_box_labels * 2 : 64;
-		struct nf_render_box_label *n;
-
-		if (ncap > NF_RENDER_MAX_BOX_LABELS) {
-			s->box_labels_left_out++;
-			return 0;
-		}
-		if (!(n = realloc(s->box_labels, ncap * sizeof(*n))))
-			return NF_ENOMEM;
-		s->box_labels = n;
-		s->cap_box_labels = ncap;
+	if (s->n_box_labels >= NF_RENDER_MAX_BOX_LABELS) {
+		s->box_labels_left_out++;
+		return 0;
 	}
+	if (nf_array_reserve((void **)&s->box_labels, &s->cap_box_labels, s->n_box_labels + 1,
+			     sizeof(*s->box_labels), 64, NF_RENDER_MAX_BOX_LABELS))
+		return NF_ENOMEM;
 	l = &s->box_labels[s->n_box_labels++];
 	l->x0 = xa;
 	l->x1 = xb;
@@ -918,8 +915,8 @@ struct link_set {
 /* Returns 1 when the key is new (and adds it), 0 when known, -1 when full. */
 static int link_set_add(struct link_set *ls, uint64_t key)
 {
-	uint64_t k = key + 1, h = key * 0x9E3779B97F4A7C15ull;
-	size_t i = (size_t)(h >> 40) & (NF_RENDER_LINK_SLOTS - 1);
+	uint64_t k = key + 1;
+	size_t i = (size_t)nf_mix64(key) & (NF_RENDER_LINK_SLOTS - 1);
 
 	while (ls->slot[i]) {
 		if (ls->slot[i] == k)

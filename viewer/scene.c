@@ -12,20 +12,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/capbuf.h"
+#include "../core/util_hash.h"
+
 int nf_render_quads_add(struct nf_render_quads *q, double a, double b, double c, double d)
 {
-	if (q->n == q->cap) {
-		size_t ncap = q->cap ? q->cap * 2 : 64;
-		double *nv;
-
-		if (ncap > NF_RENDER_MAX_QUADS)
-			return NF_ENOMEM;
-		nv = realloc(q->v, ncap * 4 * sizeof(*nv));
-		if (!nv)
-			return NF_ENOMEM;
-		q->v = nv;
-		q->cap = ncap;
-	}
+	/* A quad is 4 doubles; at most NF_RENDER_MAX_QUADS. */
+	if (nf_array_reserve((void **)&q->v, &q->cap, q->n + 1, 4 * sizeof(*q->v), 64,
+			     NF_RENDER_MAX_QUADS))
+		return NF_ENOMEM;
 	q->v[q->n * 4 + 0] = a;
 	q->v[q->n * 4 + 1] = b;
 	q->v[q->n * 4 + 2] = c;
@@ -34,41 +29,19 @@ int nf_render_quads_add(struct nf_render_quads *q, double a, double b, double c,
 	return 0;
 }
 
-static size_t sub_slot(int64_t id)
-{
-	return (size_t)(((uint64_t)id * 0x9E3779B97F4A7C15ull) >> 40) & (NF_RENDER_SUB_SLOTS - 1);
-}
-
 int nf_render_sub_put(struct nf_render_scene *s, int64_t id, int sub)
 {
-	size_t i;
-
-	if (s->sub_n >= NF_RENDER_SUB_SLOTS / 2)
-		return 0;  /* full: this op's arrows end at its lane's middle */
-	if (!s->sub_key) {
-		s->sub_key = calloc(NF_RENDER_SUB_SLOTS, sizeof(*s->sub_key));
-		s->sub_val = calloc(NF_RENDER_SUB_SLOTS, 1);
-		if (!s->sub_key || !s->sub_val)
-			return NF_ENOMEM;
-	}
-	for (i = sub_slot(id); s->sub_key[i] && s->sub_key[i] != (uint64_t)id + 1;
-	     i = (i + 1) & (NF_RENDER_SUB_SLOTS - 1))
-		;
-	if (!s->sub_key[i])
-		s->sub_n++;
-	s->sub_key[i] = (uint64_t)id + 1;
-	s->sub_val[i] = (uint8_t)sub;
-	return 0;
+	/* Full: this op's arrows end at its lane's middle (not an error). */
+	if (!nf_u64map_find(&s->subs, (uint64_t)id) && s->subs.n >= NF_RENDER_MAX_SUBS_KEPT)
+		return 0;
+	return nf_u64map_put(&s->subs, (uint64_t)id, (uint64_t)sub);
 }
 
 int nf_render_sub_get(const struct nf_render_scene *s, int64_t id)
 {
-	if (!s->sub_key)
-		return -1;
-	for (size_t i = sub_slot(id); s->sub_key[i]; i = (i + 1) & (NF_RENDER_SUB_SLOTS - 1))
-		if (s->sub_key[i] == (uint64_t)id + 1)
-			return s->sub_val[i];
-	return -1;
+	const uint64_t *v = nf_u64map_find(&s->subs, (uint64_t)id);
+
+	return v ? (int)*v : -1;
 }
 
 static void quads_release(struct nf_render_quads *q)
@@ -89,11 +62,7 @@ void nf_render_scene_release(struct nf_render_scene *s)
 	quads_release(&s->vsyncs);
 	free(s->labels);
 	s->labels = NULL;
-	free(s->sub_key);
-	free(s->sub_val);
-	s->sub_key = NULL;
-	s->sub_val = NULL;
-	s->sub_n = 0;
+	nf_u64map_free(&s->subs);
 	free(s->box_labels);
 	s->box_labels = NULL;
 	s->n_box_labels = s->cap_box_labels = 0;

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/capbuf.h"
+
 struct nf_svg_tip {
 	double x, y, w, h;
 	char *s;
@@ -37,16 +39,9 @@ int nf_render_svg_text(cairo_t *cr, double x, double y, const char *s)
 
 	if (!l)
 		return 0;
-	if (l->n == l->cap) {
-		size_t ncap = l->cap ? l->cap * 2 : 256;
-		struct nf_svg_text *n;
-
-		if (ncap > NF_SVG_MAX_TEXTS || !(n = realloc(l->v, ncap * sizeof(*n)))) {
-			l->failed = 1;
-			return 1;
-		}
-		l->v = n;
-		l->cap = ncap;
+	if (nf_array_reserve((void **)&l->v, &l->cap, l->n + 1, sizeof(*l->v), 256, NF_SVG_MAX_TEXTS)) {
+		l->failed = 1;
+		return 1;
 	}
 	t = &l->v[l->n];
 	if (!(t->s = strdup(s))) {
@@ -143,15 +138,9 @@ static int add_tip(struct tip_sink *k, const struct nf_render_row *row, int is_w
 		l->tips_left_out++;
 		return 0;
 	}
-	if (l->n_tips == l->cap_tips) {
-		size_t ncap = l->cap_tips ? l->cap_tips * 2 : 256;
-		struct nf_svg_tip *n = realloc(l->tips, ncap * sizeof(*n));
-
-		if (!n)
-			return -1;
-		l->tips = n;
-		l->cap_tips = ncap;
-	}
+	if (nf_array_reserve((void **)&l->tips, &l->cap_tips, l->n_tips + 1, sizeof(*l->tips), 256,
+			     NF_SVG_MAX_TIPS))
+		return -1;
 	if (x0 < k->lay->plot_x0)
 		x0 = k->lay->plot_x0;
 	if (x1 > k->lay->plot_x1)

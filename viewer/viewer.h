@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "layout.h"
+#include "../core/util_hash.h"
 
 /* A growing list of 4-double items: rectangles, segments or markers. */
 struct nf_render_quads {
@@ -100,11 +101,9 @@ struct nf_render_scene {
 	size_t n_box_labels, cap_box_labels;
 	int64_t box_labels_left_out;
 	/* The sub-lane of each operation on a stacked lane (op id -> sub-lane), so
-	 * that arrows end at their own box; at most NF_RENDER_SUB_SLOTS / 2 kept,
+	 * that arrows end at their own box; at most NF_RENDER_MAX_SUBS_KEPT kept,
 	 * the others' arrows end at their lane's middle. */
-	uint64_t *sub_key;
-	uint8_t *sub_val;
-	size_t sub_n;
+	struct nf_u64map subs;
 	/* What was found, for the subtitle. */
 	int64_t n_waits, n_signals, n_open, n_cpu_waits, n_cpu_signals;
 	int64_t n_lost_spans, lost_entries, n_anomalies, n_links;
@@ -115,7 +114,7 @@ struct nf_render_scene {
 	int64_t n_dma, n_vsyncs; /* DMA packets and VSyncs drawn (ETW captures) */
 };
 
-#define NF_RENDER_SUB_SLOTS (1u << 20)
+#define NF_RENDER_MAX_SUBS_KEPT ((size_t)1 << 19)
 
 int nf_render_quads_add(struct nf_render_quads *q, double a, double b, double c, double d);
 /* Records / looks up an operation's sub-lane (-1 when not recorded). */
