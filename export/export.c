@@ -1798,13 +1798,87 @@ int nf_export_parse_format(const char *name, enum nf_export_format *out, struct 
 	return 0;
 }
 
+/* A duration for an error message, as report writes it: "10 s", "1.25 ms". */
+static void window_dur(char *buf, size_t len, int64_t ns)
+{
+	static const struct {
+		int64_t size;
+		const char *unit;
+	} units[] = { { 1000000000, "s" }, { 1000000, "ms" }, { 1000, "\xC2\xB5s" }, { 1, "ns" } };
+	size_t u = 0, n;
+
+	while (u < 3 && (ns < 0 ? -ns : ns) < units[u].size)
+		u++;
+	snprintf(buf, len, "%.3f", (double)ns / (double)units[u].size);
+	n = strlen(buf);
+	while (n > 1 && buf[n - 1] == '0')
+		buf[--n] = 0;
+	if (n > 1 && buf[n - 1] == '.')
+		buf[--n] = 0;
+	snprintf(buf + n, len - n, " %s", units[u].unit);
+}
+
+/*
+ * The session's end as report takes it: meta's duration_ns, else the latest
+ * time of its operations, CPU waits and signals and anomalies (0: empty).
+ */
+static int session_end(struct exporter *x, int64_t *end)
+{
+	static const char scan[] =
+		"SELECT max(coalesce((SELECT max(max(coalesce(queued_ns,0), coalesce(observed_ns,0),"
+		" coalesce(end_ns,0))) FROM fence_ops), 0),"
+		" coalesce((SELECT max(max(start_ns, coalesce(end_ns,0))) FROM cpu_waits), 0),"
+		" coalesce((SELECT max(ts_ns) FROM cpu_signals), 0),"
+		" coalesce((SELECT max(max(coalesce(first_ns,0), coalesce(last_ns,0))) FROM anomalies), 0))";
+	sqlite3_stmt *st;
+	int rc;
+
+	*end = 0;
+	if (sqlite3_prepare_v2(x->db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'duration_ns'",
+			       -1, &st, NULL) != SQLITE_OK)
+		return sql_fail(x, "reading meta");
+	if ((rc = sqlite3_step(st)) == SQLITE_ROW && !col_null(st, 0))
+		*end = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return sql_fail(x, "reading meta");
+	if (*end > 0)
+		return 0;
+	*end = 0;
+	if (sqlite3_prepare_v2(x->db, scan, -1, &st, NULL) != SQLITE_OK)
+		return sql_fail(x, "finding the session end");
+	if ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		*end = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return rc == SQLITE_ROW ? 0 : sql_fail(x, "finding the session end");
+}
+
+/* A window that starts at or after the session's end is an error (as in report). */
+static int check_window(struct exporter *x)
+{
+	int64_t end;
+	char a[32], b[32];
+	int ret;
+
+	if (x->opts->from_ns < 0)
+		return 0;
+	if ((ret = session_end(x, &end)) < 0)
+		return ret;
+	if (end <= 0 || x->opts->from_ns < end)
+		return 0;
+	window_dur(a, sizeof(a), x->opts->from_ns);
+	window_dur(b, sizeof(b), end);
+	return nf_error_set(x->err, NF_EINVAL,
+			    "time window: start %s is not before the session's end (%s)", a, b);
+}
+
 /* Runs the passes into the writer. */
 static int export_all(struct exporter *x)
 {
 	int64_t timeless = 0;
 	int check_ends, ret;
 
-	if ((ret = load_adapters(x)) < 0 || (ret = load_queues(x)) < 0)
+	if ((ret = check_window(x)) < 0 || (ret = load_adapters(x)) < 0 || (ret = load_queues(x)) < 0)
 		return ret;
 	if (has_table(x->db, "kernel_threads") &&
 	    sqlite3_prepare_v2(x->db2, "SELECT comm FROM kernel_threads WHERE thread = ?1", -1,

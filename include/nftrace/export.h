@@ -98,7 +98,9 @@ int nf_export_parse_format(const char *name, enum nf_export_format *out, struct 
  * over it when complete: on failure no output is left behind and an existing
  * file of that name is untouched. stats may be NULL.
  * Returns 0, or
- *   NF_EINVAL  no output, a negative filter count, --to not after --from;
+ *   NF_EINVAL  no output, a negative filter count, --to not after --from; a
+ *              window that starts at or after the session's end (meta
+ *              duration_ns, else its latest time), as report refuses it;
  *   NF_ENOENT  no database file; a queue in opts->queues that the timeline does
  *              not have; filters or a window that match nothing at all;
  *              the output's directory does not exist;

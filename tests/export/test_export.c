@@ -957,7 +957,12 @@ START_TEST(test_bad_input)
 		{ "-o %D/o.pb --format perfetto", 2, "missing session" },
 		{ "%S -o %D/o.pb --format perfetto --queue 0x12345", 1, "queue 0x12345: not in the timeline" },
 		{ "%S -o %D/o.pb --format perfetto --fence 0x999", 1, "nothing to export" },
-		{ "%S -o %D/o.pb --format perfetto --from 1s --to 2s", 1, "nothing to export" },
+		{ "%S -o %D/o.pb --format perfetto --from 1ms --to 1100us", 1, "nothing to export" },
+		/* Past the session's end (1.25 ms): said so, as report says it. */
+		{ "%S -o %D/o.pb --format perfetto --from 10s", 1,
+		  "time window: start 10 s is not before the session's end (1.25 ms)" },
+		{ "%S -o %D/o.json --format chrome-json --from 1s --to 2s", 1,
+		  "start 1 s is not before the session's end" },
 		{ "%S -o %D/o.pb --format perfetto --from 2ms --to 1ms", 2, "--to must be after --from" },
 		{ "%S -o %D/o.pb --format perfetto --from soon", 2, "--from" },
 		{ "%S -o %D/o.pb --format perfetto --queue nope", 2, "bad queue handle" },
