@@ -1263,8 +1263,9 @@ static int op_flows(struct pipe *pp, size_t blk, struct oprec *r)
 }
 
 /*
- * Values: 0 id, 1 queue, 2 is a wait, 3 fence, 4 value, 5 start (queued,
- * else observed, else end), 6 observed, 7 end, 8 status, 9 thread.
+ * Values: 0 id, 1 queue, 2 op, 3 fence, 4 value, 5 queued, 6 observed, 7 end,
+ * 8 status, 9 thread: the columns as stored, the rest done here (cheaper than
+ * in sqlite's program). A row without any time is not written.
  */
 static void op_sink(sqlite3_context *ctx, int argc, sqlite3_value **v)
 {
@@ -1274,6 +1275,10 @@ static void op_sink(sqlite3_context *ctx, int argc, sqlite3_value **v)
 	size_t blk;
 
 	(void)argc;
+	if (val_null(v[5]) && val_null(v[6]) && val_null(v[7])) {
+		sqlite3_result_null(ctx);
+		return;
+	}
 	if (pp->cur == PIPE_BLOCK && pipe_publish(pp, 0) < 0) {
 		sqlite3_result_error(ctx, "export stopped", -1);
 		return;
@@ -1285,16 +1290,20 @@ static void op_sink(sqlite3_context *ctx, int argc, sqlite3_value **v)
 	r->id = sqlite3_value_int64(v[0]);
 	r->has_queue = !val_null(v[1]);
 	r->queue = sqlite3_value_int64(v[1]);
-	r->is_wait = (uint8_t)(sqlite3_value_int(v[2]) != 0);
+	{
+		const unsigned char *op = sqlite3_value_text(v[2]);
+
+		r->is_wait = (uint8_t)(op && !strcmp((const char *)op, "wait"));
+	}
 	r->has_fence = !val_null(v[3]);
 	r->fence = sqlite3_value_int64(v[3]);
 	r->has_value = !val_null(v[4]);
 	r->value = sqlite3_value_int64(v[4]);
-	r->start = sqlite3_value_int64(v[5]);
 	r->has_obs = !val_null(v[6]);
 	r->obs = sqlite3_value_int64(v[6]);
 	r->has_end = !val_null(v[7]);
 	r->end = sqlite3_value_int64(v[7]);
+	r->start = !val_null(v[5]) ? sqlite3_value_int64(v[5]) : r->has_obs ? r->obs : r->end;
 	status = sqlite3_value_text(v[8]);
 	{
 		size_t n = status ? strnlen((const char *)status, sizeof(r->status) - 1) : 0;
@@ -1528,11 +1537,11 @@ static int pass_ops(struct exporter *x)
 		ret = sql_fail(x, "reading fence_ops");
 		goto out;
 	}
-	/* In rowid (= id) order: a plain scan of the table. */
-	sql = sqlite3_mprintf("SELECT count(nf_export_op(f.id, f.queue, f.op = 'wait', f.fence, f.value, "
-			      "coalesce(f.queued_ns, f.observed_ns, f.end_ns), f.observed_ns, f.end_ns, "
-			      "f.status, f.thread)) FROM fence_ops f WHERE 1%s",
-			      x->op_pred_f);
+	/* In rowid (= id) order: a plain scan of the table (unfiltered, with no
+	 * condition at all: rows without a time are left out by nf_export_op). */
+	sql = sqlite3_mprintf("SELECT count(nf_export_op(f.id, f.queue, f.op, f.fence, f.value, "
+			      "f.queued_ns, f.observed_ns, f.end_ns, f.status, f.thread)) FROM fence_ops f%s%s",
+			      x->filtered ? " WHERE 1" : "", x->filtered ? x->op_pred_f : "");
 	if (!sql) {
 		ret = oom(x);
 		goto out;
