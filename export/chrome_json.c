@@ -264,7 +264,7 @@ static int cj_event(struct nf_xwriter *w, const struct nf_xevent *e)
 	struct cj_writer *cw = (struct cj_writer *)w;
 	struct nf_xout *o = w->out;
 	/* Flows bind to slices: an instant that carries one is a zero-length slice. */
-	int as_slice = !e->instant || e->n_flows_out || e->flow_in;
+	int as_slice = !e->instant || e->n_flows_out || e->flow_in || e->n_flows_in;
 
 	head(cw, as_slice ? "X" : "i", e->track, e->ts);
 	if (as_slice)
@@ -292,6 +292,8 @@ static int cj_event(struct nf_xwriter *w, const struct nf_xevent *e)
 	 * are linked in time order) and clear of the slice's edge. */
 	if (e->flow_in)
 		flow(cw, "f", e->track, e->end - 1 > e->ts ? e->end - 1 : e->ts, e->flow_in);
+	for (size_t i = 0; i < e->n_flows_in; i++)
+		flow(cw, "f", e->track, e->end - 1 > e->ts ? e->end - 1 : e->ts, e->flows_in[i]);
 	return cj_status(cw);
 }
 

@@ -30,6 +30,8 @@
 #define PID_CPU 0x3fff0000
 #define PID_ADAPTER0 0x3fff0001
 #define TID_SYNTH0 0x40000000
+#define PID_JOBS 0x3ffe0000    /* GPU jobs of imported Linux captures */
+#define PID_DISPLAY 0x3ffe0001 /* vblanks (and VSyncs that name no adapter) */
 
 /* The lanes of one queue or thread: lane 0 is its own track, lane k a child. */
 struct lane {
@@ -96,6 +98,11 @@ struct exporter {
 	int session_ready;
 	sqlite3_stmt *thread_name;
 	int check_ends;           /* flows' other ends checked by joins (see flowsrc_open) */
+	struct xgroup *groups;    /* tracks of imported items (rings, CRTCs, nodes, targets) */
+	size_t n_groups, cap_groups;
+	struct nf_xtrack jobs_proc, display_proc;
+	int jobs_described, display_described;
+	int64_t job_flow_base;    /* flow id of job_deps rowid 1 */
 	/* SQL predicates from the filters (each "" or " AND ..."). */
 	char *op_pred_f, *op_pred_s, *op_pred_w, *cpu_pred_c, *cpu_pred;
 };
@@ -1105,6 +1112,8 @@ static int op_row(struct op_ctx *oc, const struct oprec *r, const uint64_t *flow
 	e.flows_out = NULL;
 	e.n_flows_out = 0;
 	e.flow_in = 0;
+	e.flows_in = NULL;
+	e.n_flows_in = 0;
 	if (!e.instant) {
 		end = r->end;
 		if (end < start) {  /* completed before queued: a causality anomaly, kept as is */
@@ -1891,6 +1900,518 @@ static int pass_anomalies(struct exporter *x)
 	return ret;
 }
 
+/* ---- imported captures: GPU jobs, vblanks, markers (Linux), DMA packets, VSyncs (ETW) ---- */
+
+/*
+ * A track of imported items, found by what it stands for: a ring's jobs (and
+ * the jobs waiting to run on it), a CRTC's vblanks, an ETW node's DMA
+ * packets, a VSync target. Few of them: a linear search.
+ */
+enum { GK_RING, GK_RING_WAIT, GK_CRTC, GK_NODE, GK_VSYNC };
+
+struct xgroup {
+	int kind;
+	int64_t k1, k2;
+	char *ks;            /* a ring's name ("" when unknown) */
+	struct lanes lanes;
+};
+
+/* A process of our own (GPU jobs, display), described on first use. */
+static int own_process(struct exporter *x, struct nf_xtrack *t, int *described, int32_t pid,
+		       int32_t sort, const char *name)
+{
+	if (*described)
+		return 0;
+	*described = 1;
+	t->kind = NF_XT_PROCESS;
+	t->uuid = x->next_uuid++;
+	t->pid = pid;
+	t->sort = sort;
+	t->name = name;
+	return describe(x, t);
+}
+
+/* The group's track for an item from start to end (lanes when they overlap). */
+static int group_track(struct exporter *x, int kind, int64_t k1, int64_t k2, const char *ks,
+		       const char *name, const struct nf_xtrack *parent, int64_t start, int64_t end,
+		       const struct nf_xtrack **out)
+{
+	struct xgroup *g = NULL;
+	int ret;
+
+	for (size_t i = 0; i < x->n_groups && !g; i++) {
+		struct xgroup *c = &x->groups[i];
+
+		if (c->kind == kind && c->k1 == k1 && c->k2 == k2 && !strcmp(c->ks, ks ? ks : ""))
+			g = c;
+	}
+	if (!g) {
+		struct nf_xtrack base;
+
+		if (x->n_groups == x->cap_groups) {
+			size_t ncap = x->cap_groups ? x->cap_groups * 2 : 16;
+			struct xgroup *ng = realloc(x->groups, ncap * sizeof(*ng));
+
+			if (!ng)
+				return oom(x);
+			x->groups = ng;
+			x->cap_groups = ncap;
+		}
+		g = &x->groups[x->n_groups];
+		memset(g, 0, sizeof(*g));
+		g->kind = kind;
+		g->k1 = k1;
+		g->k2 = k2;
+		g->ks = strdup(ks ? ks : "");
+		g->lanes.name = strdup(name);
+		x->n_groups++;
+		if (!g->ks || !g->lanes.name)
+			return oom(x);
+		memset(&base, 0, sizeof(base));
+		base.kind = NF_XT_PLAIN;
+		base.parent = parent->uuid;
+		base.pid = parent->pid;
+		base.tid = x->next_tid++;
+		base.sort = (int32_t)x->n_groups;
+		if ((ret = lanes_add(x, &g->lanes, &base)) < 0)
+			return ret;
+	}
+	return lanes_pick(x, &g->lanes, start, end, out);
+}
+
+static void groups_release(struct exporter *x)
+{
+	for (size_t i = 0; i < x->n_groups; i++) {
+		free(x->groups[i].ks);
+		lanes_release(&x->groups[i].lanes);
+	}
+	free(x->groups);
+}
+
+/* Imported items belong to no queue or fence: a --queue or --fence filter leaves them out. */
+static int imported_wanted(struct exporter *x, const char *table)
+{
+	return x->opts->n_queues == 0 && x->opts->n_fences == 0 && has_table(x->db, table);
+}
+
+/* A job is written when it has a time and overlaps the window (alias a). */
+static char *job_pred(struct exporter *x, const char *a)
+{
+	return sqlite3_mprintf("coalesce(%s.submitted_ns, %s.started_ns, %s.finished_ns) IS NOT NULL "
+			       "AND coalesce(%s.submitted_ns, %s.started_ns, %s.finished_ns) <= %lld "
+			       "AND coalesce(%s.finished_ns, %s.started_ns, %s.submitted_ns) >= %lld",
+			       a, a, a, a, a, a, (long long)x->t1, a, a, a, (long long)x->t0);
+}
+
+static void job_args(struct nf_xevent *e, sqlite3_stmt *st)
+{
+	arg_int(e, "job id", sqlite3_column_int64(st, 0));
+	if (!col_null(st, 1))
+		arg_str(e, "driver", (const char *)sqlite3_column_text(st, 1));
+	if (!col_null(st, 3))
+		arg_int(e, "job", sqlite3_column_int64(st, 3));
+	if (!col_null(st, 4))
+		arg_int(e, "context", sqlite3_column_int64(st, 4));
+	if (!col_null(st, 5))
+		arg_int(e, "seqno", sqlite3_column_int64(st, 5));
+	if (!col_null(st, 6))
+		arg_int(e, "thread", sqlite3_column_int64(st, 6));
+	if (!col_null(st, 7))
+		arg_int(e, "process", sqlite3_column_int64(st, 7));
+	arg_str(e, "status", col_null(st, 11) ? "" : (const char *)sqlite3_column_text(st, 11));
+}
+
+/*
+ * jobs: per ring, a track "RING jobs" with each job's run (started ..
+ * finished) and a track "RING waiting" with its wait to run (submitted ..
+ * started); a time missing makes that part an instant at the time known.
+ * job_deps rows whose two jobs are written are flows (id: job_flow_base +
+ * the row's rowid), from the dependency's run to the job's wait (its run
+ * when it has no submit time).
+ */
+static int pass_jobs(struct exporter *x)
+{
+	struct flowbuf fout = { x->err, NULL, 0, 0 }, fbin = { x->err, NULL, 0, 0 };
+	struct edge_cursor by_dep, by_job;
+	sqlite3_stmt *st = NULL;
+	char *pa = NULL, *pb = NULL, *sql;
+	int rc, ret = 0;
+
+	memset(&by_dep, 0, sizeof(by_dep));
+	memset(&by_job, 0, sizeof(by_job));
+	if (!imported_wanted(x, "jobs"))
+		return 0;
+	if (!(pa = job_pred(x, "a")) || !(pb = job_pred(x, "b"))) {
+		ret = oom(x);
+		goto out;
+	}
+	if (has_table(x->db, "job_deps")) {
+		const char *q = "SELECT d.%s, d.rowid + %lld FROM job_deps d JOIN jobs a ON a.id = d.dep_job "
+				"JOIN jobs b ON b.id = d.job WHERE %s AND %s ORDER BY 1, 2";
+
+		if ((ret = cursor_open(x->err, &by_dep, x->db2,
+				       sqlite3_mprintf(q, "dep_job", (long long)x->job_flow_base - 1, pa, pb))) < 0 ||
+		    (ret = cursor_open(x->err, &by_job, x->db3,
+				       sqlite3_mprintf(q, "job", (long long)x->job_flow_base - 1, pa, pb))) < 0)
+			goto out;
+	} else {
+		by_dep.done = by_job.done = 1;
+	}
+	sql = sqlite3_mprintf("SELECT a.id, a.driver, a.ring, a.job, a.context, a.seqno, a.thread, a.process, "
+			      "a.submitted_ns, a.started_ns, a.finished_ns, a.status FROM jobs a WHERE %s "
+			      "ORDER BY a.id",
+			      pa);
+	if (!sql) {
+		ret = oom(x);
+		goto out;
+	}
+	rc = sqlite3_prepare_v2(x->db, sql, -1, &st, NULL);
+	sqlite3_free(sql);
+	if (rc != SQLITE_OK) {
+		ret = sql_fail(x, "reading jobs");
+		goto out;
+	}
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t id = sqlite3_column_int64(st, 0);
+		const char *ring = col_null(st, 2) ? "" : (const char *)sqlite3_column_text(st, 2);
+		int has_sub = !col_null(st, 8), has_start = !col_null(st, 9), has_fin = !col_null(st, 10);
+		int64_t sub = sqlite3_column_int64(st, 8), start = sqlite3_column_int64(st, 9);
+		int64_t done = sqlite3_column_int64(st, 10);
+		int has_run = has_start || has_fin, has_wait = has_sub;
+		char nm[NAME_MAX_LEN + 32];
+		struct nf_xevent e;
+
+		if ((ret = own_process(x, &x->jobs_proc, &x->jobs_described, PID_JOBS, 999000, "GPU jobs")) < 0 ||
+		    (ret = cursor_collect(&fout, &by_dep, id)) < 0 || (ret = cursor_collect(&fbin, &by_job, id)) < 0)
+			goto out;
+		if (has_wait) {
+			int64_t a = sub, b = has_start ? start : sub;
+
+			if (b < a) {
+				a = b;
+				b = sub;
+			}
+			memset(&e, 0, sizeof(e));
+			e.stall_ts = -1;
+			e.instant = !has_start;
+			snprintf(nm, sizeof(nm), "%.*s waiting", NAME_MAX_LEN, *ring ? ring : "ring ?");
+			if ((ret = group_track(x, GK_RING_WAIT, 0, 0, ring, nm, &x->jobs_proc, a, b, &e.track)) < 0)
+				goto out;
+			e.ts = a;
+			e.end = b;
+			e.name = has_start ? "job wait" : "job queued";
+			e.cat = "job";
+			job_args(&e, st);
+			if (!has_run) {
+				e.flows_out = fout.v;
+				e.n_flows_out = fout.n;
+			}
+			e.flows_in = fbin.v;
+			e.n_flows_in = fbin.n;
+			if ((ret = emit(x, &e)) < 0)
+				goto out;
+		}
+		if (has_run) {
+			int64_t a = has_start ? start : done, b = has_fin ? done : a;
+
+			if (b < a) {
+				a = b;
+				b = start;
+			}
+			memset(&e, 0, sizeof(e));
+			e.stall_ts = -1;
+			e.instant = !(has_start && has_fin);
+			snprintf(nm, sizeof(nm), "%.*s jobs", NAME_MAX_LEN, *ring ? ring : "ring ?");
+			if ((ret = group_track(x, GK_RING, 0, 0, ring, nm, &x->jobs_proc, a, b, &e.track)) < 0)
+				goto out;
+			e.ts = a;
+			e.end = b;
+			e.name = *ring ? ring : "job";
+			e.cat = "job";
+			job_args(&e, st);
+			e.flows_out = fout.v;
+			e.n_flows_out = fout.n;
+			if (!has_wait) {
+				e.flows_in = fbin.v;
+				e.n_flows_in = fbin.n;
+			}
+			if ((ret = emit(x, &e)) < 0)
+				goto out;
+		}
+	}
+	if (rc != SQLITE_DONE)
+		ret = sql_fail(x, "reading jobs");
+out:
+	sqlite3_finalize(st);
+	sqlite3_finalize(by_dep.st);
+	sqlite3_finalize(by_job.st);
+	sqlite3_free(pa);
+	sqlite3_free(pb);
+	free(fout.v);
+	free(fbin.v);
+	return ret;
+}
+
+/* vblanks: an instant per row on its CRTC's track (process "Display"). */
+static int pass_vblanks(struct exporter *x)
+{
+	sqlite3_stmt *st = NULL;
+	char *sql;
+	int rc, ret = 0;
+
+	if (!imported_wanted(x, "vblanks"))
+		return 0;
+	sql = sqlite3_mprintf("SELECT ts_ns, crtc, seq FROM vblanks WHERE ts_ns IS NOT NULL AND ts_ns >= %lld "
+			      "AND ts_ns <= %lld ORDER BY ts_ns",
+			      (long long)x->t0, (long long)x->t1);
+	if (!sql)
+		return oom(x);
+	rc = sqlite3_prepare_v2(x->db, sql, -1, &st, NULL);
+	sqlite3_free(sql);
+	if (rc != SQLITE_OK)
+		return sql_fail(x, "reading vblanks");
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t ts = sqlite3_column_int64(st, 0), crtc = col_or(st, 1, -1);
+		struct nf_xevent e;
+		char nm[64];
+
+		memset(&e, 0, sizeof(e));
+		e.stall_ts = -1;
+		e.instant = 1;
+		if (crtc >= 0)
+			snprintf(nm, sizeof(nm), "CRTC %" PRId64 " vblanks", crtc);
+		else
+			snprintf(nm, sizeof(nm), "vblanks");
+		if ((ret = own_process(x, &x->display_proc, &x->display_described, PID_DISPLAY, 999001,
+				       "Display")) < 0 ||
+		    (ret = group_track(x, GK_CRTC, crtc, 0, NULL, nm, &x->display_proc, ts, ts, &e.track)) < 0)
+			break;
+		e.ts = e.end = ts;
+		e.name = "vblank";
+		e.cat = "vblank";
+		if (!col_null(st, 1))
+			arg_int(&e, "crtc", crtc);
+		if (!col_null(st, 2))
+			arg_int(&e, "seq", sqlite3_column_int64(st, 2));
+		if ((ret = emit(x, &e)) < 0)
+			break;
+	}
+	if (ret == 0 && rc != SQLITE_DONE)
+		ret = sql_fail(x, "reading vblanks");
+	sqlite3_finalize(st);
+	return ret;
+}
+
+/* markers: an instant per row on the thread that wrote it, named by its text. */
+static int pass_markers(struct exporter *x)
+{
+	sqlite3_stmt *st = NULL;
+	char *sql;
+	int rc, ret = 0;
+
+	if (!imported_wanted(x, "markers"))
+		return 0;
+	sql = sqlite3_mprintf("SELECT id, ts_ns, thread, cpu, text FROM markers WHERE ts_ns IS NOT NULL "
+			      "AND ts_ns >= %lld AND ts_ns <= %lld ORDER BY id",
+			      (long long)x->t0, (long long)x->t1);
+	if (!sql)
+		return oom(x);
+	rc = sqlite3_prepare_v2(x->db, sql, -1, &st, NULL);
+	sqlite3_free(sql);
+	if (rc != SQLITE_OK)
+		return sql_fail(x, "reading markers");
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t ts = sqlite3_column_int64(st, 1);
+		const char *text = col_null(st, 4) ? "" : (const char *)sqlite3_column_text(st, 4);
+		struct nf_xevent e;
+		char nm[NAME_MAX_LEN + 1];
+
+		memset(&e, 0, sizeof(e));
+		e.stall_ts = -1;
+		e.instant = 1;
+		ret = col_null(st, 2) ? session_track(x, ts, ts, &e.track)
+				      : thread_track(x, sqlite3_column_int64(st, 2), ts, ts, &e.track);
+		if (ret < 0)
+			break;
+		/* The text as the name (cut at NAME_MAX_LEN bytes); whole in the args. */
+		snprintf(nm, sizeof(nm), "%s", *text ? text : "marker");
+		e.ts = e.end = ts;
+		e.name = nm;
+		e.cat = "marker";
+		arg_int(&e, "marker id", sqlite3_column_int64(st, 0));
+		if (!col_null(st, 3))
+			arg_int(&e, "cpu", sqlite3_column_int64(st, 3));
+		arg_str(&e, "text", text);
+		if ((ret = emit(x, &e)) < 0)
+			break;
+	}
+	if (ret == 0 && rc != SQLITE_DONE)
+		ret = sql_fail(x, "reading markers");
+	sqlite3_finalize(st);
+	return ret;
+}
+
+/* The adapter's process, else the "Display" one (an ETW row naming no adapter). */
+static int adapter_or_display(struct exporter *x, sqlite3_stmt *st, int col, const struct nf_xtrack **out)
+{
+	struct xadapter *a = col_null(st, col) ? NULL : find_adapter(x, sqlite3_column_int64(st, col));
+	int ret;
+
+	if (a) {
+		if ((ret = adapter_process(x, a)) < 0)
+			return ret;
+		*out = &a->t;
+		return 0;
+	}
+	if ((ret = own_process(x, &x->display_proc, &x->display_described, PID_DISPLAY, 999001,
+			       "Display")) < 0)
+		return ret;
+	*out = &x->display_proc;
+	return 0;
+}
+
+/*
+ * dma_packets (ETW): per adapter and node, a track "NODE DMA packets" with
+ * each packet from start to end (pending: an instant at its start). With
+ * --queue, the packets of those queues.
+ */
+static int pass_dma_packets(struct exporter *x)
+{
+	const struct nf_export_options *o = x->opts;
+	int nodes = has_table(x->db, "etw_nodes");
+	char *qf, *sql;
+	sqlite3_stmt *st = NULL;
+	int rc, ret = 0;
+
+	if (o->n_fences > 0 || !has_table(x->db, "dma_packets"))
+		return 0;
+	if (!(qf = in_sql("d.queue", o->queues, o->queues ? o->n_queues : 0)))
+		return oom(x);
+	sql = sqlite3_mprintf("SELECT d.id, d.adapter, d.node, d.queue, d.packet_type, d.submission_id, "
+			      "d.queue_seq, d.start_ns, d.isr_ns, d.end_ns, d.status, %s FROM dma_packets d "
+			      "WHERE d.start_ns IS NOT NULL AND d.start_ns <= %lld AND coalesce(d.end_ns, "
+			      "d.start_ns) >= %lld%s ORDER BY d.id",
+			      nodes ? "(SELECT n.name FROM etw_nodes n WHERE n.adapter = d.adapter AND n.node = d.node)"
+				    : "NULL",
+			      (long long)x->t1, (long long)x->t0, qf);
+	free(qf);
+	if (!sql)
+		return oom(x);
+	rc = sqlite3_prepare_v2(x->db, sql, -1, &st, NULL);
+	sqlite3_free(sql);
+	if (rc != SQLITE_OK)
+		return sql_fail(x, "reading dma_packets");
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t start = sqlite3_column_int64(st, 7), end = col_or(st, 9, start);
+		int64_t node = col_or(st, 2, -1);
+		const struct nf_xtrack *proc;
+		struct nf_xevent e;
+		char nm[NAME_MAX_LEN + 64];
+
+		memset(&e, 0, sizeof(e));
+		e.stall_ts = -1;
+		e.instant = col_null(st, 9);
+		if (end < start)
+			end = start;
+		if (!col_null(st, 11))
+			snprintf(nm, sizeof(nm), "%.*s DMA packets", NAME_MAX_LEN, (const char *)sqlite3_column_text(st, 11));
+		else if (node >= 0)
+			snprintf(nm, sizeof(nm), "Node %" PRId64 " DMA packets", node);
+		else
+			snprintf(nm, sizeof(nm), "DMA packets");
+		if ((ret = adapter_or_display(x, st, 1, &proc)) < 0 ||
+		    (ret = group_track(x, GK_NODE, col_or(st, 1, -1), node, NULL, nm, proc, start, end, &e.track)) < 0)
+			break;
+		e.ts = start;
+		e.end = end;
+		e.name = "dma packet";
+		e.cat = "dma";
+		arg_int(&e, "dma packet id", sqlite3_column_int64(st, 0));
+		if (!col_null(st, 3))
+			arg_hex(&e, "queue", sqlite3_column_int64(st, 3));
+		if (!col_null(st, 4))
+			arg_int(&e, "packet type", sqlite3_column_int64(st, 4));
+		if (!col_null(st, 5))
+			arg_int(&e, "submission id", sqlite3_column_int64(st, 5));
+		if (!col_null(st, 6))
+			arg_int(&e, "queue seq", sqlite3_column_int64(st, 6));
+		if (!col_null(st, 8))
+			arg_int(&e, "isr_ns", sqlite3_column_int64(st, 8));
+		arg_str(&e, "status", col_null(st, 10) ? "" : (const char *)sqlite3_column_text(st, 10));
+		if ((ret = emit(x, &e)) < 0)
+			break;
+	}
+	if (ret == 0 && rc != SQLITE_DONE)
+		ret = sql_fail(x, "reading dma_packets");
+	sqlite3_finalize(st);
+	return ret;
+}
+
+/* vsyncs (ETW): an instant per row on its adapter's "VSync target N" track. */
+static int pass_vsyncs(struct exporter *x)
+{
+	sqlite3_stmt *st = NULL;
+	char *sql;
+	int rc, ret = 0;
+
+	if (!imported_wanted(x, "vsyncs"))
+		return 0;
+	sql = sqlite3_mprintf("SELECT id, ts_ns, adapter, target, frame FROM vsyncs WHERE ts_ns IS NOT NULL "
+			      "AND ts_ns >= %lld AND ts_ns <= %lld ORDER BY id",
+			      (long long)x->t0, (long long)x->t1);
+	if (!sql)
+		return oom(x);
+	rc = sqlite3_prepare_v2(x->db, sql, -1, &st, NULL);
+	sqlite3_free(sql);
+	if (rc != SQLITE_OK)
+		return sql_fail(x, "reading vsyncs");
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t ts = sqlite3_column_int64(st, 1), target = col_or(st, 3, -1);
+		const struct nf_xtrack *proc;
+		struct nf_xevent e;
+		char nm[64];
+
+		memset(&e, 0, sizeof(e));
+		e.stall_ts = -1;
+		e.instant = 1;
+		if (target >= 0)
+			snprintf(nm, sizeof(nm), "VSync target %" PRId64, target);
+		else
+			snprintf(nm, sizeof(nm), "VSyncs");
+		if ((ret = adapter_or_display(x, st, 2, &proc)) < 0 ||
+		    (ret = group_track(x, GK_VSYNC, col_or(st, 2, -1), target, NULL, nm, proc, ts, ts, &e.track)) < 0)
+			break;
+		e.ts = e.end = ts;
+		e.name = "vsync";
+		e.cat = "vsync";
+		arg_int(&e, "vsync id", sqlite3_column_int64(st, 0));
+		if (!col_null(st, 4))
+			arg_int(&e, "frame", sqlite3_column_int64(st, 4));
+		if ((ret = emit(x, &e)) < 0)
+			break;
+	}
+	if (ret == 0 && rc != SQLITE_DONE)
+		ret = sql_fail(x, "reading vsyncs");
+	sqlite3_finalize(st);
+	return ret;
+}
+
+/* The first flow id of job_deps: above every fence_ops flow (wait id + 1). */
+static int job_flows_base(struct exporter *x)
+{
+	sqlite3_stmt *st;
+	int ret = 0;
+
+	if (sqlite3_prepare_v2(x->db, "SELECT coalesce(max(id), 0) FROM fence_ops", -1, &st, NULL) != SQLITE_OK)
+		return sql_fail(x, "reading fence_ops");
+	if (sqlite3_step(st) == SQLITE_ROW)
+		x->job_flow_base = sqlite3_column_int64(st, 0) + 2;
+	else
+		ret = sql_fail(x, "reading fence_ops");
+	sqlite3_finalize(st);
+	return ret;
+}
+
 static int open_db(const char *path, sqlite3 **db, struct nf_error *err)
 {
 	struct stat sb;
@@ -1948,6 +2469,7 @@ static void exporter_release(struct exporter *x)
 	for (size_t i = 0; i < x->n_threads; i++)
 		lanes_release(&x->threads[i].lanes);
 	free(x->threads);
+	groups_release(x);
 	lanes_release(&x->session.lanes);
 	free((char *)x->session.anom.name);
 	for (int k = 0; k < 3; k++)
@@ -2073,7 +2595,9 @@ static int export_all(struct exporter *x)
 	if ((ret = x->w->begin(x->w)) < 0 || (ret = pass_threads(x)) < 0 ||
 	    (ret = pass_ops(x)) < 0 ||
 	    (ret = pass_cpu_waits(x)) < 0 || (ret = pass_cpu_signals(x)) < 0 ||
-	    (ret = pass_anomalies(x)) < 0)
+	    (ret = pass_anomalies(x)) < 0 || (ret = job_flows_base(x)) < 0 || (ret = pass_jobs(x)) < 0 ||
+	    (ret = pass_vblanks(x)) < 0 || (ret = pass_markers(x)) < 0 || (ret = pass_dma_packets(x)) < 0 ||
+	    (ret = pass_vsyncs(x)) < 0)
 		return ret;
 	if (x->filtered && x->st.slices + x->st.instants + x->st.counters == 0)
 		return nf_error_set(x->err, NF_ENOENT,

@@ -81,6 +81,8 @@ struct nf_xevent {
 	const uint64_t *flows_out;  /* flows starting here */
 	size_t n_flows_out;
 	uint64_t flow_in;           /* flow ending here, 0: none */
+	const uint64_t *flows_in;   /* more flows ending here (a job's dependencies) */
+	size_t n_flows_in;
 };
 
 struct nf_xwriter {

@@ -385,7 +385,8 @@ static void put_fresh(struct pb *p, const struct fresh *f, int n)
 	pb_close(p);
 }
 
-static int slice_end(struct pf_writer *pw, uint64_t track, int64_t ts, uint64_t flow_in)
+static int slice_end(struct pf_writer *pw, uint64_t track, int64_t ts, uint64_t flow_in,
+		     const uint64_t *more, size_t n_more)
 {
 	packet_begin(&pw->p, ts, 1);
 	pb_open(&pw->p, TP_TRACK_EVENT);
@@ -393,6 +394,8 @@ static int slice_end(struct pf_writer *pw, uint64_t track, int64_t ts, uint64_t 
 	pb_uint(&pw->p, TE_TRACK_UUID, track);
 	if (flow_in)
 		pb_fixed64(&pw->p, TE_TERMINATING_FLOW_IDS, flow_in);
+	for (size_t i = 0; i < n_more; i++)
+		pb_fixed64(&pw->p, TE_TERMINATING_FLOW_IDS, more[i]);
 	pb_close(&pw->p);
 	return packet_end(pw);
 }
@@ -441,6 +444,8 @@ static int pf_event(struct nf_xwriter *w, const struct nf_xevent *e)
 		pb_fixed64(p, TE_FLOW_IDS, e->flows_out[i]);
 	if (e->flow_in && e->instant)
 		pb_fixed64(p, TE_TERMINATING_FLOW_IDS, e->flow_in);
+	for (size_t i = 0; e->instant && i < e->n_flows_in; i++)
+		pb_fixed64(p, TE_TERMINATING_FLOW_IDS, e->flows_in[i]);
 	pb_close(p);
 	if ((ret = packet_end(pw)) < 0 || e->instant)
 		return ret;
@@ -463,13 +468,13 @@ static int pf_event(struct nf_xwriter *w, const struct nf_xevent *e)
 		else
 			pb_string(p, TE_NAME, "stall");
 		pb_close(p);
-		if ((ret = packet_end(pw)) < 0 || (ret = slice_end(pw, track, e->end, 0)) < 0)
+		if ((ret = packet_end(pw)) < 0 || (ret = slice_end(pw, track, e->end, 0, NULL, 0)) < 0)
 			return ret;
 	}
 	/* A flow ends on the wait's END: trace_processor links flows in time order,
 	 * and the signal (queued, the flow's start) may come after the wait was
 	 * queued but not after it ended. */
-	return slice_end(pw, track, e->end, e->flow_in);
+	return slice_end(pw, track, e->end, e->flow_in, e->flows_in, e->n_flows_in);
 }
 
 static int pf_counter(struct nf_xwriter *w, const struct nf_xtrack *t, int64_t ts, int64_t value)
