@@ -2658,8 +2658,13 @@ int nf_export(const char *db_path, const struct nf_export_options *opts,
 		ret = oom(&x);
 		goto out_close;
 	}
+	/* The file written on a thread of its own while the next buffer fills. */
+	nf_xout_start(&out);
 	ret = export_all(&x);
-	if (ret == NF_EIO || out.failed || (ret == 0 && nf_xout_flush(&out) < 0)) {
+	if (ret == 0)
+		nf_xout_flush(&out);
+	nf_xout_stop(&out);
+	if (ret == NF_EIO || out.failed) {
 		nf_error_clear(err);
 		ret = nf_error_set(err, NF_EIO, "%s: write failed after %" PRIu64 " bytes: %s",
 				   opts->output, out.written, strerror(out.err_no ? out.err_no : EIO));

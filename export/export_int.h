@@ -13,14 +13,22 @@
 #include <stdio.h>
 
 /* Buffered output: bytes collect in buf and go to f when it fills. */
+struct nf_xout_bg;
 struct nf_xout {
 	FILE *f;
-	unsigned char *buf;
+	unsigned char *buf;  /* (with a writer thread, the buffers swap: free it after nf_xout_stop) */
 	size_t len, cap;
 	uint64_t written;  /* bytes handed to f so far */
 	int failed;        /* a write failed (errno kept in err_no) */
 	int err_no;
+	struct nf_xout_bg *bg;  /* the writer thread, NULL: writes happen inline */
 };
+
+/* Starts a writer thread (full buffers are written while the next fills);
+ * -1 when it cannot (writes then stay inline). nf_xout_stop waits for it and
+ * ends it; both keep what was written and any error in o. */
+int nf_xout_start(struct nf_xout *o);
+void nf_xout_stop(struct nf_xout *o);
 
 /* Makes room for n more bytes (flushing); returns a pointer to write them at,
  * or NULL after a write error or when n exceeds the buffer. */
