@@ -26,12 +26,18 @@
 
 #define XOUT_BUFFER ((size_t)1 << 20)
 #define NAME_MAX_LEN 200
-/* JSON pids and tids we make up: above every Linux pid (pid_max <= 2^22). */
-#define PID_CPU 0x3fff0000
-#define PID_ADAPTER0 0x3fff0001
+/*
+ * Process ids we make up (every process of the export is ours: real thread
+ * ids appear only as tids in the CPU threads' one), small so that JSON's
+ * per-event "pid" stays short. The tids of tracks we make up: in the CPU
+ * threads' process above every Linux thread id (pid_max <= 2^22), elsewhere
+ * small (unique in the whole file).
+ */
+#define PID_CPU 1
+#define PID_ADAPTER0 16
 #define TID_SYNTH0 0x40000000
-#define PID_JOBS 0x3ffe0000    /* GPU jobs of imported Linux captures */
-#define PID_DISPLAY 0x3ffe0001 /* vblanks (and VSyncs that name no adapter) */
+#define PID_JOBS 2    /* GPU jobs of imported Linux captures */
+#define PID_DISPLAY 3 /* vblanks (and VSyncs that name no adapter) */
 
 /* The lanes of one queue or thread: lane 0 is its own track, lane k a child. */
 struct lane {
@@ -85,7 +91,8 @@ struct exporter {
 	int64_t t0, t1;           /* window, inclusive */
 	int filtered;             /* any filter or window given */
 	uint64_t next_uuid;
-	int32_t next_tid;
+	int32_t next_tid;         /* made-up tids in the CPU threads' process */
+	int32_t next_small_tid;   /* made-up tids elsewhere */
 	struct xadapter *adapters;
 	size_t n_adapters;
 	struct xqueue *queues;    /* sorted by queue */
@@ -173,6 +180,12 @@ static void op_name(char *d, const char *prefix, sqlite3_stmt *st, int fcol)
 	else
 		n += put_hex(d + n, (uint64_t)sqlite3_column_int64(st, fcol));
 	d[n] = '\0';
+}
+
+/* A made-up tid for a track of process pid. */
+static int32_t new_tid(struct exporter *x, int32_t pid)
+{
+	return pid == PID_CPU ? x->next_tid++ : x->next_small_tid++;
 }
 
 static int describe(struct exporter *x, const struct nf_xtrack *t)
@@ -269,7 +282,7 @@ static int lanes_add(struct exporter *x, struct lanes *l, const struct nf_xtrack
 		ln->t.kind = NF_XT_PLAIN;
 		ln->t.parent = l->v[0].t.uuid;
 		ln->t.pid = l->v[0].t.pid;
-		ln->t.tid = x->next_tid++;
+		ln->t.tid = new_tid(x, ln->t.pid);
 		ln->t.sort = l->v[0].t.sort;
 		ln->t.name = nm;
 	}
@@ -364,7 +377,7 @@ static int queue_base(struct exporter *x, struct xqueue *q, struct nf_xtrack *t)
 		t->parent = x->cpu.uuid;
 		t->pid = PID_CPU;
 	}
-	t->tid = x->next_tid++;
+	t->tid = new_tid(x, t->pid);
 	t->sort = (int32_t)(q - x->queues);
 	return 0;
 }
@@ -1777,7 +1790,7 @@ static int anomaly_track(struct exporter *x, struct xqueue *q, const struct nf_x
 		q->anom.uuid = x->next_uuid++;
 		q->anom.parent = q->lanes.v[0].t.uuid;
 		q->anom.pid = q->lanes.v[0].t.pid;
-		q->anom.tid = x->next_tid++;
+		q->anom.tid = new_tid(x, q->anom.pid);
 		q->anom.sort = q->lanes.v[0].t.sort;
 		q->anom.name = strdup(nm);
 		if (!q->anom.name)
@@ -1971,7 +1984,7 @@ static int group_track(struct exporter *x, int kind, int64_t k1, int64_t k2, con
 		base.kind = NF_XT_PLAIN;
 		base.parent = parent->uuid;
 		base.pid = parent->pid;
-		base.tid = x->next_tid++;
+		base.tid = new_tid(x, base.pid);
 		base.sort = (int32_t)x->n_groups;
 		if ((ret = lanes_add(x, &g->lanes, &base)) < 0)
 			return ret;
@@ -2630,6 +2643,7 @@ int nf_export(const char *db_path, const struct nf_export_options *opts,
 	x.err = err;
 	x.next_uuid = 1;
 	x.next_tid = TID_SYNTH0;
+	x.next_small_tid = 1;
 	x.t0 = opts->from_ns >= 0 ? opts->from_ns : INT64_MIN;
 	x.t1 = opts->to_ns >= 0 ? opts->to_ns : INT64_MAX;
 	x.filtered = opts->from_ns >= 0 || opts->to_ns >= 0 || opts->n_queues > 0 || opts->n_fences > 0;
