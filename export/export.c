@@ -1119,6 +1119,7 @@ static int op_row(struct op_ctx *oc, const struct oprec *r, const uint64_t *flow
 		return nf_error_set(x->err, NF_EFORMAT, "fence_ops: not read in id order");
 	oc->last_id = r->id;
 	e.track = NULL;
+	e.name_key = 0;
 	e.stall_ts = -1;
 	e.instant = !r->has_end;
 	e.n_args = 0;
@@ -1168,6 +1169,9 @@ static int op_row(struct op_ctx *oc, const struct oprec *r, const uint64_t *flow
 	e.ts = start;
 	e.end = end;
 	e.name = name;
+	e.name_key = r->has_fence && (uint64_t)r->fence < ((uint64_t)1 << 62)
+			     ? ((uint64_t)r->fence << 1 | r->is_wait) + 1
+			     : 0;
 	e.cat = r->is_wait ? "wait" : "signal";
 	arg_int(&e, "id", r->id);
 	if (r->has_fence)

@@ -84,6 +84,8 @@ struct nf_xevent {
 	int64_t ts, end, stall_ts;
 	int instant;
 	const char *name, *cat;  /* cat: a string literal (known by address) */
+	uint64_t name_key;       /* nonzero: every event with this key has this name
+				  * (writers may know the name by it without reading it) */
 	struct nf_xarg args[NF_XARGS_MAX];
 	int n_args;
 	const uint64_t *flows_out;  /* flows starting here */

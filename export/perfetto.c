@@ -96,10 +96,18 @@ struct intern {
 	int n_lit;
 };
 
+/* Event names known by the event's name_key: key -> iid (INTERN_SLOTS slots, key 0: empty). */
+struct keyed {
+	uint64_t *key;
+	uint32_t *iid;
+	uint32_t n;
+};
+
 struct pf_writer {
 	struct nf_xwriter w;
 	struct pb p;
 	struct intern names, cats, keys;
+	struct keyed by_key;
 };
 
 /* A string to send in this packet's interned_data. */
@@ -144,6 +152,34 @@ static uint32_t intern_get(struct intern *t, const char *s, int *is_new, int *oo
 	t->iid[i] = ++t->n;
 	*is_new = 1;
 	return t->iid[i];
+}
+
+/* The name's iid by its key (the name read and interned on the key's first use). */
+static uint32_t intern_keyed(struct pf_writer *pw, uint64_t key, const char *s, int *is_new, int *oom)
+{
+	struct keyed *k = &pw->by_key;
+	uint32_t i, iid;
+
+	*is_new = 0;
+	if (!k->key) {
+		k->key = calloc(INTERN_SLOTS, sizeof(*k->key));
+		k->iid = calloc(INTERN_SLOTS, sizeof(*k->iid));
+		if (!k->key || !k->iid) {
+			*oom = 1;
+			return 0;
+		}
+	}
+	for (i = (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> 40) & (INTERN_SLOTS - 1); k->key[i];
+	     i = (i + 1) & (INTERN_SLOTS - 1))
+		if (k->key[i] == key)
+			return k->iid[i];
+	iid = intern_get(&pw->names, s, is_new, oom);
+	if (iid && k->n < INTERN_MAX) {  /* (past it, or not interned: by the string) */
+		k->key[i] = key;
+		k->iid[i] = iid;
+		k->n++;
+	}
+	return iid;
 }
 
 /* intern_get for a string whose address names it (a literal). */
@@ -409,7 +445,8 @@ static int pf_event(struct nf_xwriter *w, const struct nf_xevent *e)
 	uint32_t name_iid, cat_iid = 0, key_iid[NF_XARGS_MAX];
 	int n_fresh = 0, is_new, oom = 0, ret;
 
-	name_iid = intern_get(&pw->names, e->name, &is_new, &oom);
+	name_iid = e->name_key ? intern_keyed(pw, e->name_key, e->name, &is_new, &oom)
+			       : intern_get(&pw->names, e->name, &is_new, &oom);
 	if (is_new)
 		fresh[n_fresh++] = (struct fresh){ ID_EVENT_NAMES, name_iid, e->name };
 	if (e->cat) {
@@ -507,6 +544,8 @@ static void pf_destroy(struct nf_xwriter *w)
 	intern_release(&pw->names);
 	intern_release(&pw->cats);
 	intern_release(&pw->keys);
+	free(pw->by_key.key);
+	free(pw->by_key.iid);
 	free(pw);
 }
 
