@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/util_hash.h"
+
 /* Distinct links (by rows and pixel columns) kept at most; the rest are counted. */
 #define NF_RENDER_MAX_LINKS 100000
 #define NF_RENDER_LINK_SLOTS (1u << 18)
@@ -745,8 +747,8 @@ struct link_set {
 /* Returns 1 when the key is new (and adds it), 0 when known, -1 when full. */
 static int link_set_add(struct link_set *ls, uint64_t key)
 {
-	uint64_t k = key + 1, h = key * 0x9E3779B97F4A7C15ull;
-	size_t i = (size_t)(h >> 40) & (NF_RENDER_LINK_SLOTS - 1);
+	uint64_t k = key + 1;
+	size_t i = (size_t)nf_mix64(key) & (NF_RENDER_LINK_SLOTS - 1);
 
 	while (ls->slot[i]) {
 		if (ls->slot[i] == k)

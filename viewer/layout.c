@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/capbuf.h"
+
 #define NF_RENDER_MAX_ROWS 4096
 
 static int sql_fail(sqlite3 *db, struct nf_error *err, const char *what)
@@ -259,18 +261,11 @@ static int resolve_window(sqlite3 *db, const struct nf_render_options *opts,
 static int push_row(struct nf_render_layout *lay, size_t *cap, const struct nf_render_row *r,
 		    struct nf_error *err)
 {
-	if (lay->n_rows == *cap) {
-		size_t ncap = *cap ? *cap * 2 : 32;
-		struct nf_render_row *n;
-
-		if (ncap > NF_RENDER_MAX_ROWS * 3)
-			return nf_error_set(err, NF_ENOMEM, "too many rows to draw; filter queues");
-		n = realloc(lay->rows, ncap * sizeof(*n));
-		if (!n)
-			return nf_error_set(err, NF_ENOMEM, "out of memory for rows");
-		lay->rows = n;
-		*cap = ncap;
-	}
+	if (lay->n_rows + 1 > NF_RENDER_MAX_ROWS * 3)
+		return nf_error_set(err, NF_ENOMEM, "too many rows to draw; filter queues");
+	if (nf_array_reserve((void **)&lay->rows, cap, lay->n_rows + 1, sizeof(*lay->rows), 32,
+			     NF_RENDER_MAX_ROWS * 3))
+		return nf_error_set(err, NF_ENOMEM, "out of memory for rows");
 	lay->rows[lay->n_rows++] = *r;
 	return 0;
 }
@@ -312,18 +307,10 @@ static int cmp_queue(const void *a, const void *b)
 static int add_queue(struct queue_info **qs, size_t *n, size_t *cap, const struct queue_info *q,
 		     struct nf_error *err)
 {
-	if (*n == *cap) {
-		size_t ncap = *cap ? *cap * 2 : 16;
-		struct queue_info *nq;
-
-		if (ncap > NF_RENDER_MAX_ROWS * 2)
-			return nf_error_set(err, NF_ENOMEM, "too many queues to draw; filter queues");
-		nq = realloc(*qs, ncap * sizeof(*nq));
-		if (!nq)
-			return nf_error_set(err, NF_ENOMEM, "out of memory for queues");
-		*qs = nq;
-		*cap = ncap;
-	}
+	if (*n + 1 > NF_RENDER_MAX_ROWS * 2)
+		return nf_error_set(err, NF_ENOMEM, "too many queues to draw; filter queues");
+	if (nf_array_reserve((void **)qs, cap, *n + 1, sizeof(**qs), 16, NF_RENDER_MAX_ROWS * 2))
+		return nf_error_set(err, NF_ENOMEM, "out of memory for queues");
 	(*qs)[(*n)++] = *q;
 	return 0;
 }

@@ -12,20 +12,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/capbuf.h"
+
 int nf_render_quads_add(struct nf_render_quads *q, double a, double b, double c, double d)
 {
-	if (q->n == q->cap) {
-		size_t ncap = q->cap ? q->cap * 2 : 64;
-		double *nv;
-
-		if (ncap > NF_RENDER_MAX_QUADS)
-			return NF_ENOMEM;
-		nv = realloc(q->v, ncap * 4 * sizeof(*nv));
-		if (!nv)
-			return NF_ENOMEM;
-		q->v = nv;
-		q->cap = ncap;
-	}
+	/* A quad is 4 doubles; at most NF_RENDER_MAX_QUADS. */
+	if (nf_array_reserve((void **)&q->v, &q->cap, q->n + 1, 4 * sizeof(*q->v), 64,
+			     NF_RENDER_MAX_QUADS))
+		return NF_ENOMEM;
 	q->v[q->n * 4 + 0] = a;
 	q->v[q->n * 4 + 1] = b;
 	q->v[q->n * 4 + 2] = c;

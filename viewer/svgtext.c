@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/capbuf.h"
+
 struct nf_svg_tip {
 	double x, y, w, h;
 	char *s;
@@ -37,16 +39,9 @@ int nf_render_svg_text(cairo_t *cr, double x, double y, const char *s)
 
 	if (!l)
 		return 0;
-	if (l->n == l->cap) {
-		size_t ncap = l->cap ? l->cap * 2 : 256;
-		struct nf_svg_text *n;
-
-		if (ncap > NF_SVG_MAX_TEXTS || !(n = realloc(l->v, ncap * sizeof(*n)))) {
-			l->failed = 1;
-			return 1;
-		}
-		l->v = n;
-		l->cap = ncap;
+	if (nf_array_reserve((void **)&l->v, &l->cap, l->n + 1, sizeof(*l->v), 256, NF_SVG_MAX_TEXTS)) {
+		l->failed = 1;
+		return 1;
 	}
 	t = &l->v[l->n];
 	if (!(t->s = strdup(s))) {

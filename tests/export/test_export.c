@@ -174,70 +174,76 @@ static struct counts expected(const char *session)
 
 /* ---- running the CLI ---- */
 
+/* Records samples/NAME.nfs into dir/NAME; its path in session. */
 static void record_sample(const char *dir, const char *name, char *session, size_t len)
 {
-	char cmd[8192], out[4096], err[4096], src[4096];
-	int rc;
+	char rel[256];
 
-	nf_test_source_path(src, sizeof(src), "");
+	snprintf(rel, sizeof(rel), "samples/%s.nfs", name);
 	snprintf(session, len, "%s/%s", dir, name);
-	snprintf(cmd, sizeof(cmd), "cd '%s' && '%s' record -o '%s' samples/%s.nfs", src,
-		 nf_test_nftrace(), session, name);
-	rc = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
-	ck_assert_msg(rc == 0, "record %s: exit %d: %s", name, rc, err);
+	nf_test_record(rel, session, NULL);
 }
 
 static void import_kernel(const char *dir, char *session, size_t len)
 {
-	char cmd[8192], out[4096], err[4096], src[4096];
+	char out[4096], err[4096], tool[4096], formats[4096], events[4096], dat[4096];
 	const char *bin = getenv("NF_BINARY_DIR");
 	int rc;
 
-	nf_test_source_path(src, sizeof(src), "samples/kernel");
+	snprintf(tool, sizeof(tool), "%s/tests/kernel/nf-make-tracedat", bin ? bin : ".");
+	nf_test_source_path(formats, sizeof(formats), "samples/kernel/formats");
+	nf_test_source_path(events, sizeof(events), "samples/kernel/dma-fence.events");
+	snprintf(dat, sizeof(dat), "%s/k.dat", dir);
 	snprintf(session, len, "%s/kernel", dir);
-	snprintf(cmd, sizeof(cmd),
-		 "'%s/tests/kernel/nf-make-tracedat' '%s/formats' '%s/dma-fence.events' '%s/k.dat' && "
-		 "'%s' import '%s/k.dat' -o '%s'",
-		 bin ? bin : ".", src, src, dir, nf_test_nftrace(), dir, session);
-	rc = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	rc = nf_test_exec(NULL, NF_TEST_ARGV(tool, formats, events, dat), out, sizeof(out), err,
+			  sizeof(err));
 	ck_assert_msg(rc == 0, "kernel fixture: exit %d: %s", rc, err);
+	rc = nf_test_nftrace_run(NF_TEST_ARGV("import", dat, "-o", session), out, sizeof(out), err,
+				 sizeof(err));
+	ck_assert_msg(rc == 0, "kernel fixture: import: exit %d: %s", rc, err);
 }
 
 /* nftrace import PATH -o DIR/NAME (a trace-cmd file or an ETW capture). */
 static void import_file(const char *dir, const char *path, const char *name, char *session, size_t len)
 {
-	char cmd[8192], out[4096], err[4096];
+	char out[4096], err[4096];
 	int rc;
 
 	snprintf(session, len, "%s/%s", dir, name);
-	snprintf(cmd, sizeof(cmd), "'%s' import '%s' -o '%s'", nf_test_nftrace(), path, session);
-	rc = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	rc = nf_test_nftrace_run(NF_TEST_ARGV("import", path, "-o", session), out, sizeof(out), err,
+				 sizeof(err));
 	ck_assert_msg(rc == 0, "import %s: exit %d: %s", path, rc, err);
 }
 
 /* The ETW fixture (tests/export/make_etl.c), imported. */
 static void import_etl_fixture(const char *dir, char *session, size_t len)
 {
-	char cmd[8192], out[4096], err[4096], etl[4200];
+	char out[4096], err[4096], etl[4200], tool[4200];
 	const char *bin = getenv("NF_BINARY_DIR");
 	int rc;
 
 	snprintf(etl, sizeof(etl), "%s/fixture.etl", dir);
-	snprintf(cmd, sizeof(cmd), "'%s/tests/export/nf-export-make-etl' '%s'", bin ? bin : ".", etl);
-	rc = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	snprintf(tool, sizeof(tool), "%s/tests/export/nf-export-make-etl", bin ? bin : ".");
+	rc = nf_test_exec(NULL, NF_TEST_ARGV(tool, etl), out, sizeof(out), err, sizeof(err));
 	ck_assert_msg(rc == 0, "ETW fixture: exit %d: %s", rc, err);
 	import_file(dir, etl, "etw", session, len);
 }
 
+/* nftrace export SESSION -o FILE --format FORMAT OPTS... (opts: NULL or NF_TEST_ARGV(...)). */
 static void export_session(const char *session, const char *format, const char *file,
-			   const char *extra)
+			   const char *const opts[])
 {
-	char cmd[8192], out[4096], err[4096];
+	const char *argv[16] = { "export", session, "-o", file, "--format", format };
+	char out[4096], err[4096];
+	size_t n = 6;
 	int rc;
 
-	snprintf(cmd, sizeof(cmd), "'%s' export '%s' -o '%s' --format %s %s", nf_test_nftrace(),
-		 session, file, format, extra ? extra : "");
-	rc = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	for (size_t i = 0; opts && opts[i]; i++) {
+		ck_assert(n < 15);
+		argv[n++] = opts[i];
+	}
+	argv[n] = NULL;
+	rc = nf_test_nftrace_run(argv, out, sizeof(out), err, sizeof(err));
 	ck_assert_msg(rc == 0, "export %s %s: exit %d: %s", session, format, rc, err);
 	ck_assert_msg(strstr(out, file) != NULL, "no summary line: %s", out);
 }
@@ -1057,7 +1063,7 @@ START_TEST(test_filters)
 	record_sample(dir, "log-buffer-example", session, sizeof(session));
 	snprintf(file, sizeof(file), "%s/q.json", dir);
 	/* Only HWQueueA: the wait and its stall, and no flow (its signal is on HWQueueB). */
-	export_session(session, "chrome-json", file, "--queue 0x40000040");
+	export_session(session, "chrome-json", file, NF_TEST_ARGV("--queue", "0x40000040"));
 	json_parse(file, &p, &text);
 	x = s = 0;
 	for (size_t i = 0; i < p.n; i++) {
@@ -1069,7 +1075,7 @@ START_TEST(test_filters)
 	free(p.ev);
 	free(text);
 	/* A window around the signal only (250 us .. 300 us): the wait overlaps it too. */
-	export_session(session, "chrome-json", file, "--from 250us --to 300us");
+	export_session(session, "chrome-json", file, NF_TEST_ARGV("--from", "250us", "--to", "300us"));
 	json_parse(file, &p, &text);
 	x = s = 0;
 	for (size_t i = 0; i < p.n; i++) {
@@ -1088,13 +1094,14 @@ START_TEST(test_filters)
 	free(text);
 	/* A window before anything was queued. */
 	{
-		char cmd[8192], out[4096], err[4096];
+		char out[4096], err[4096];
 
-		snprintf(cmd, sizeof(cmd), "'%s' export '%s' -o '%s/none.json' --format chrome-json --to 50us",
-			 nf_test_nftrace(), session, dir);
-		ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)), 1);
-		ck_assert_msg(strstr(err, "nothing to export") && nf_test_count_lines(err) == 1, "%s", err);
 		snprintf(file, sizeof(file), "%s/none.json", dir);
+		ck_assert_int_eq(nf_test_nftrace_run(NF_TEST_ARGV("export", session, "-o", file,
+								  "--format", "chrome-json", "--to",
+								  "50us"),
+						     out, sizeof(out), err, sizeof(err)), 1);
+		ck_assert_msg(strstr(err, "nothing to export") && nf_test_count_lines(err) == 1, "%s", err);
 		ck_assert(access(file, F_OK) != 0);
 	}
 	nf_test_rmtree(dir);
@@ -1110,7 +1117,7 @@ START_TEST(test_filtered_road_same_bytes)
 {
 	static const char *const which[] = { "overrun", "cross-adapter-scenario-1", "monitored-value-41",
 					     "log-recreated" };
-	char dir[4096], session[4200], a[4300], b[4300], cmd[9000];
+	char dir[4096], session[4200], a[4300], b[4300];
 
 	nf_test_tmpdir(dir, sizeof(dir));
 	for (size_t i = 0; i < sizeof(which) / sizeof(which[0]); i++) {
@@ -1121,11 +1128,12 @@ START_TEST(test_filtered_road_same_bytes)
 			snprintf(a, sizeof(a), "%s/%s-a.%s", dir, which[i], f);
 			snprintf(b, sizeof(b), "%s/%s-b.%s", dir, which[i], f);
 			export_session(session, f, a, NULL);
-			export_session(session, f, b, "--from 0");
-			snprintf(cmd, sizeof(cmd), "cmp -s '%s' '%s'", a, b);
-			ck_assert_msg(system(cmd) == 0, "%s %s: a window from 0 changed the file", which[i], f);
-			snprintf(cmd, sizeof(cmd), "rm -rf '%s'", session);
-			ck_assert_int_eq(system(cmd), 0);
+			export_session(session, f, b, NF_TEST_ARGV("--from", "0"));
+			ck_assert_msg(nf_test_exec(NULL, NF_TEST_ARGV("cmp", "-s", a, b), NULL, 0, NULL,
+						   0) == 0,
+				      "%s %s: a window from 0 changed the file", which[i], f);
+			ck_assert_int_eq(nf_test_exec(NULL, NF_TEST_ARGV("rm", "-rf", "--", session), NULL,
+						      0, NULL, 0), 0);
 		}
 	}
 	nf_test_rmtree(dir);
@@ -1136,7 +1144,7 @@ END_TEST
 START_TEST(test_bad_input)
 {
 	static const struct {
-		const char *args;  /* after "export"; %S the session, %D the directory */
+		const char *args;  /* after "export", split at spaces; %S the session, %D the directory */
 		int rc;
 		const char *msg;
 	} cases[] = {
@@ -1171,21 +1179,35 @@ START_TEST(test_bad_input)
 	f = fopen(keep, "w");
 	ck_assert(f && fputs("keep", f) >= 0 && fclose(f) == 0);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		char args[8192], cmd[9000], out[4096], err[4096], *o = args;
+		char args[8192], words[16][4400], out[4096], err[4096], *o = args;
+		const char *argv[18] = { "export" };
 		char buf[16] = "";
+		size_t n = 0;
 		int rc;
 
-		for (const char *a = cases[i].args; *a; a++) {
-			if (a[0] == '%' && (a[1] == 'S' || a[1] == 'D')) {
-				o += sprintf(o, "%s", a[1] == 'S' ? session : dir);
-				a++;
-			} else {
-				*o++ = *a;
+		/* Each word its own argument (a path with spaces stays one); %S, %D substituted. */
+		for (const char *a = cases[i].args; *a;) {
+			size_t len = strcspn(a, " ");
+			char *w = words[n], *end = words[n] + sizeof(words[n]);
+
+			ck_assert(n < 16);
+			for (size_t k = 0; k < len; k++) {
+				if (a[k] == '%' && (a[k + 1] == 'S' || a[k + 1] == 'D')) {
+					w += snprintf(w, (size_t)(end - w), "%s", a[k + 1] == 'S' ? session : dir);
+					k++;
+				} else if (w + 1 < end) {
+					*w++ = a[k];
+				}
 			}
+			*w = '\0';
+			argv[n + 1] = words[n];
+			n++;
+			o += snprintf(o, sizeof(args) - (size_t)(o - args), "%s%s", n > 1 ? " " : "", words[n - 1]);
+			a += len;
+			a += *a == ' ';
 		}
-		*o = '\0';
-		snprintf(cmd, sizeof(cmd), "'%s' export %s", nf_test_nftrace(), args);
-		rc = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+		argv[n + 1] = NULL;
+		rc = nf_test_nftrace_run(argv, out, sizeof(out), err, sizeof(err));
 		ck_assert_msg(rc == cases[i].rc, "export %s: exit %d, want %d (%s)", args, rc, cases[i].rc, err);
 		ck_assert_msg(nf_test_count_lines(err) == 1 && strstr(err, cases[i].msg),
 			      "export %s: stderr '%s', want one line with '%s'", args, err, cases[i].msg);
@@ -1218,7 +1240,7 @@ static int utf8_valid(const unsigned char *s, size_t n)
  * UTF-8: the JSON still parses and is UTF-8, the names escaped. */
 START_TEST(test_hostile_names)
 {
-	char dir[4096], session[4200], db[4300], copy[4300], file[4300], cmd[9000];
+	char dir[4096], session[4200], db[4300], copy[4300], file[4300];
 	struct nf_export_options o = { 0 };
 	struct nf_error err;
 	struct jp p;
@@ -1231,8 +1253,7 @@ START_TEST(test_hostile_names)
 	export_session(session, "chrome-json", file, NULL);
 	snprintf(db, sizeof(db), "%s/.timeline.db", session);
 	snprintf(copy, sizeof(copy), "%s/hostile.db", dir);
-	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", db, copy);
-	ck_assert_int_eq(system(cmd), 0);
+	ck_assert_int_eq(nf_test_exec(NULL, NF_TEST_ARGV("cp", db, copy), NULL, 0, NULL, 0), 0);
 	ck_assert(sqlite3_open(copy, &h) == SQLITE_OK);
 	ck_assert(sqlite3_exec(h, "UPDATE queues SET name = 'bad' || char(1) || CAST(x'ff22c3' AS TEXT) || '\\' "
 				  "WHERE queue = 1073741888; UPDATE adapters SET name = CAST(x'e282' AS TEXT)",

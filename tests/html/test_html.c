@@ -22,12 +22,13 @@ static void teardown(void)
 		nf_test_rmtree(tmpdir);
 }
 
-static void run_ok(const char *cmd, char *out, size_t len)
+/* Runs nftrace with args (no shell), its stdout in out; fails the test unless it exits 0. */
+static void nft_ok(const char *const args[], char *out, size_t len)
 {
 	char err[4096];
-	int rc = nf_test_run(cmd, out, len, err, sizeof(err));
+	int rc = nf_test_nftrace_run(args, out, len, err, sizeof(err));
 
-	ck_assert_msg(rc == 0, "`%.300s` exited %d: %.1500s", cmd, rc, err);
+	ck_assert_msg(rc == 0, "nftrace %s exited %d: %.1500s", args[0], rc, err);
 }
 
 /* Reads a whole file (malloc'd, NUL-terminated). */
@@ -66,38 +67,33 @@ static long long data_int(const char *page, const char *key)
 /* One integer from `nftrace query --csv`. */
 static long long query_int(const char *dir, const char *sql)
 {
-	char cmd[4096], out[4096];
+	char out[4096];
 	const char *nl;
 
-	snprintf(cmd, sizeof(cmd), "'%s' query --csv '%s' \"%s\"", nf_test_nftrace(), dir, sql);
-	run_ok(cmd, out, sizeof(out));
+	nft_ok(NF_TEST_ARGV("query", "--csv", dir, sql), out, sizeof(out));
 	nl = strchr(out, '\n');
 	ck_assert_msg(nl != NULL, "no result for %s", sql);
 	return atoll(nl + 1);
 }
 
+/* Records the log-buffer example into tmpdir/s; its path in dir. */
 static void record_sample(char *dir, size_t len)
 {
-	char cmd[4096], sample[2048], out[256];
-
-	nf_test_source_path(sample, sizeof(sample), "samples/log-buffer-example.nfs");
 	snprintf(dir, len, "%s/s", tmpdir);
-	snprintf(cmd, sizeof(cmd), "'%s' record -o '%s' '%s'", nf_test_nftrace(), dir, sample);
-	run_ok(cmd, out, sizeof(out));
+	nf_test_record("samples/log-buffer-example.nfs", dir, NULL);
 }
 
 START_TEST(self_contained_page)
 {
-	char dir[1200], cmd[8192], out[256], page[1300], page2[1300];
+	char dir[1200], out[256], page[1300], page2[1300];
 	char *a, *b;
 	size_t la, lb;
 
 	record_sample(dir, sizeof(dir));
 	snprintf(page, sizeof(page), "%s/r.html", tmpdir);
 	snprintf(page2, sizeof(page2), "%s/r2.html", tmpdir);
-	snprintf(cmd, sizeof(cmd), "'%s' report '%s' -o '%s' && '%s' report '%s' -o '%s'",
-		 nf_test_nftrace(), dir, page, nf_test_nftrace(), dir, page2);
-	run_ok(cmd, out, sizeof(out));
+	nft_ok(NF_TEST_ARGV("report", dir, "-o", page), out, sizeof(out));
+	nft_ok(NF_TEST_ARGV("report", dir, "-o", page2), out, sizeof(out));
 	a = slurp(page, &la);
 	b = slurp(page2, &lb);
 	ck_assert_msg(la == lb && memcmp(a, b, la) == 0, "two runs gave different pages");
@@ -120,7 +116,7 @@ END_TEST
 
 START_TEST(max_ops_cut)
 {
-	char dir[1200], cmd[8192], out[256], page[1300];
+	char dir[1200], out[256], page[1300];
 	char *a;
 	long long n, cut, next;
 
@@ -128,9 +124,7 @@ START_TEST(max_ops_cut)
 	n = query_int(dir, "select count(*) from fence_ops where queue is not null");
 	ck_assert_msg(n >= 2, "the sample has %lld operations", n);
 	snprintf(page, sizeof(page), "%s/r.html", tmpdir);
-	snprintf(cmd, sizeof(cmd), "'%s' report '%s' -o '%s' --max-ops 1", nf_test_nftrace(), dir,
-		 page);
-	run_ok(cmd, out, sizeof(out));
+	nft_ok(NF_TEST_ARGV("report", dir, "-o", page, "--max-ops", "1"), out, sizeof(out));
 	a = slurp(page, NULL);
 	ck_assert_int_eq(data_int(a, "nOps"), n);
 	ck_assert_int_eq(data_int(a, "nDetail"), 1);
@@ -154,14 +148,13 @@ END_TEST
 
 START_TEST(embedded_text_escaped)
 {
-	char dir[1200], cmd[4096], out[256], page[1300];
+	char dir[1200], out[256], page[1300];
 	char *a;
 
 	record_sample(dir, sizeof(dir));
 	snprintf(page, sizeof(page), "%s/r.html", tmpdir);
-	snprintf(cmd, sizeof(cmd), "'%s' report '%s' -o '%s' --title '</script><b>\"x\\'",
-		 nf_test_nftrace(), dir, page);
-	run_ok(cmd, out, sizeof(out));
+	nft_ok(NF_TEST_ARGV("report", dir, "-o", page, "--title", "</script><b>\"x\\"), out,
+	       sizeof(out));
 	a = slurp(page, NULL);
 	ck_assert_msg(!strstr(a, "</script><b>"), "the title ends the data script");
 	ck_assert(strstr(a, "\\u003c/script\\u003e\\u003cb\\u003e\\\"x\\\\") != NULL);
@@ -173,17 +166,17 @@ END_TEST
 START_TEST(errors)
 {
 	static const struct {
-		const char *args, *needle;
+		const char *opt, *val, *needle;
 		int rc;
 	} cases[] = {
-		{ "--fence 0x99", "fence 0x99: not in the timeline", 1 },
-		{ "--fence 153", "fence 0x99: not in the timeline", 1 },
-		{ "--queue 0x1234", "queue 0x1234: not in the timeline", 1 },
-		{ "--from 10s", "time window: start 10 s is not before the session's end", 1 },
-		{ "--max-ops 0", "--max-ops must be between", 2 },
-		{ "--width 800", "--width applies to pictures", 2 },
+		{ "--fence", "0x99", "fence 0x99: not in the timeline", 1 },
+		{ "--fence", "153", "fence 0x99: not in the timeline", 1 },
+		{ "--queue", "0x1234", "queue 0x1234: not in the timeline", 1 },
+		{ "--from", "10s", "time window: start 10 s is not before the session's end", 1 },
+		{ "--max-ops", "0", "--max-ops must be between", 2 },
+		{ "--width", "800", "--width applies to pictures", 2 },
 	};
-	char dir[1200], cmd[8192], out[256], err[2048], page[1300];
+	char dir[1200], out[256], err[2048], page[1300];
 	struct stat sb;
 
 	record_sample(dir, sizeof(dir));
@@ -191,15 +184,14 @@ START_TEST(errors)
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		int rc;
 
-		snprintf(cmd, sizeof(cmd), "'%s' report '%s' -o '%s' %s", nf_test_nftrace(), dir, page,
-			 cases[i].args);
-		rc = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
-		ck_assert_msg(rc == cases[i].rc, "%s: exit %d, stderr %s", cases[i].args, rc, err);
+		rc = nf_test_nftrace_run(NF_TEST_ARGV("report", dir, "-o", page, cases[i].opt,
+						      cases[i].val), out, sizeof(out), err, sizeof(err));
+		ck_assert_msg(rc == cases[i].rc, "%s: exit %d, stderr %s", cases[i].opt, rc, err);
 		ck_assert_msg(strstr(err, cases[i].needle) != NULL, "%s: stderr '%s' lacks '%s'",
-			      cases[i].args, err, cases[i].needle);
+			      cases[i].opt, err, cases[i].needle);
 		ck_assert_msg(cases[i].rc == 2 || nf_test_count_lines(err) == 1, "%s: stderr '%s'",
-			      cases[i].args, err);
-		ck_assert_msg(stat(page, &sb) != 0, "%s: a page was left behind", cases[i].args);
+			      cases[i].opt, err);
+		ck_assert_msg(stat(page, &sb) != 0, "%s: a page was left behind", cases[i].opt);
 	}
 }
 END_TEST
