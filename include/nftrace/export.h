@@ -64,8 +64,12 @@
  * Times are the timeline's nanoseconds since the session start (JSON: "ts"
  * in microseconds with three decimals, exact). Memory: per queue and thread
  * and lane, per run of deps, plus one bit per fence_ops id (the waits that
- * end a flow). The scan of fence_ops runs on a thread of its own (with its
- * own connection to the database) while the caller's thread encodes.
+ * end a flow). The scan of fence_ops and the reading of the flows run on a
+ * thread of their own (with their own connections to the database) while the
+ * caller's thread encodes, and full output buffers are written by a third.
+ * Unfiltered, the export assumes every operation has a time; when the scan
+ * finds some that have none, the file is discarded and made again with each
+ * flow's ends checked (so such a timeline takes two passes).
  */
 #ifndef NFTRACE_EXPORT_H
 #define NFTRACE_EXPORT_H

@@ -1273,6 +1273,57 @@ START_TEST(test_hostile_names)
 }
 END_TEST
 
+/*
+ * Operations without any time (no sample has them): they are left out and
+ * counted, and the flows of the waits a timeless signal released are not
+ * written (the export is made again with the flows' ends checked). A copy of
+ * a timeline with two releasing signals' times removed, in both formats.
+ */
+START_TEST(test_timeless_ops)
+{
+	char dir[4096], session[4200], db[4300], fake[4300], copy[4400], file[4400];
+	struct nf_export_options o = { 0 };
+	struct nf_export_stats st;
+	struct nf_error err;
+	struct counts want, before;
+	sqlite3 *h;
+
+	nf_test_tmpdir(dir, sizeof(dir));
+	record_sample(dir, "log-recreated", session, sizeof(session));
+	snprintf(file, sizeof(file), "%s/first.json", dir);
+	export_session(session, "chrome-json", file, NULL);
+	before = expected(session);
+	snprintf(db, sizeof(db), "%s/.timeline.db", session);
+	snprintf(fake, sizeof(fake), "%s/timeless", dir);
+	ck_assert_int_eq(mkdir(fake, 0700), 0);
+	snprintf(copy, sizeof(copy), "%s/.timeline.db", fake);
+	ck_assert_int_eq(nf_test_exec(NULL, NF_TEST_ARGV("cp", db, copy), NULL, 0, NULL, 0), 0);
+	ck_assert(sqlite3_open(copy, &h) == SQLITE_OK);
+	ck_assert(sqlite3_exec(h, "UPDATE fence_ops SET queued_ns = NULL, observed_ns = NULL, end_ns = NULL "
+				  "WHERE id IN (SELECT signal_id FROM deps WHERE signal_id IS NOT NULL "
+				  "ORDER BY signal_id LIMIT 2)",
+			       NULL, NULL, NULL) == SQLITE_OK);
+	ck_assert_int_eq(sqlite3_changes(h), 2);
+	sqlite3_close(h);
+	want = expected(fake);
+	ck_assert_msg(want.flows < before.flows, "flows %ld, before %ld", want.flows, before.flows);
+	for (int fmt = 0; fmt < 2; fmt++) {
+		o.output = file;
+		o.format = fmt ? NF_EXPORT_PERFETTO : NF_EXPORT_CHROME_JSON;
+		o.from_ns = o.to_ns = -1;
+		nf_error_clear(&err);
+		ck_assert_msg(nf_export(copy, &o, &st, &err) == 0, "%s", err.msg);
+		ck_assert_int_eq(st.skipped, 2);
+		ck_assert_int_eq((long)st.flows, want.flows);
+		if (!fmt)
+			check_json(fake, file, &want);
+		else if (have_protoc())
+			check_perfetto(dir, file, &want);
+	}
+	nf_test_rmtree(dir);
+}
+END_TEST
+
 /* The library: a file that is not a timeline, and bad options, are errors. */
 START_TEST(test_library_errors)
 {
@@ -1338,6 +1389,7 @@ int main(int argc, char **argv)
 		tcase_add_test(tc, test_bad_input);
 		tcase_add_test(tc, test_library_errors);
 		tcase_add_test(tc, test_hostile_names);
+		tcase_add_test(tc, test_timeless_ops);
 	}
 	suite_add_tcase(s, tc);
 	return nf_test_main(s);
