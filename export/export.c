@@ -127,6 +127,11 @@ static int oom(struct exporter *x)
 	return nf_error_set(x->err, NF_ENOMEM, "out of memory while exporting");
 }
 
+static int val_null(sqlite3_value *v)
+{
+	return sqlite3_value_type(v) == SQLITE_NULL;
+}
+
 static int col_null(sqlite3_stmt *st, int col)
 {
 	return sqlite3_column_type(st, col) == SQLITE_NULL;
@@ -987,56 +992,93 @@ static int run_next(struct nf_error *err, struct sig_runs *m, size_t i)
  * should sort instead (too many runs, no rowid: rel then is to be filled by
  * the caller), or an error.
  */
+/* The read of deps that finds its runs (nf_export_dep, inside sqlite's scan). */
+struct runs_scan {
+	struct released *rel;
+	sqlite3_stmt *cpu_ok;
+	int64_t *start;
+	size_t n;
+	struct edge prev;
+	int too_many;   /* more than RUNS_MAX runs: the scan was stopped */
+	int cpu_rc;     /* cpu_ok's failure (SQLITE_OK: none) */
+};
+
+/* Values: rowid, signal_id, wait_id, cpu_signal of one deps row. */
+static void dep_sink(sqlite3_context *ctx, int argc, sqlite3_value **v)
+{
+	struct runs_scan *rs = sqlite3_user_data(ctx);
+	struct edge e;
+
+	(void)argc;
+	sqlite3_result_null(ctx);
+	if (val_null(v[1])) {
+		/* Released from the CPU: a flow when its CPU signal is written. */
+		if (rs->rel->bits && !val_null(v[3]) && !val_null(v[2])) {
+			int rc;
+
+			sqlite3_reset(rs->cpu_ok);
+			sqlite3_bind_int64(rs->cpu_ok, 1, sqlite3_value_int64(v[3]));
+			if ((rc = sqlite3_step(rs->cpu_ok)) == SQLITE_ROW) {
+				released_set(rs->rel, sqlite3_value_int64(v[2]));
+			} else if (rc != SQLITE_DONE) {
+				rs->cpu_rc = rc;
+				sqlite3_result_error(ctx, "reading cpu_signals", -1);
+			}
+		}
+		return;
+	}
+	e = (struct edge){ sqlite3_value_int64(v[1]), sqlite3_value_int64(v[2]) };
+	if (rs->rel->bits && !val_null(v[2]))
+		released_set(rs->rel, e.w);
+	if (rs->n == 0 || edge_lt(&e, &rs->prev)) {
+		if (rs->n == RUNS_MAX) {
+			rs->too_many = 1;
+			sqlite3_result_error(ctx, "too many runs", -1);
+			return;
+		}
+		rs->start[rs->n++] = sqlite3_value_int64(v[0]);
+	}
+	rs->prev = e;
+}
+
 static int sig_runs_open(struct exporter *x, struct sig_runs *m, sqlite3 *db, struct released *rel,
 			 sqlite3_stmt *cpu_ok)
 {
 	sqlite3_stmt *st = NULL;
 	int64_t *start = NULL;
 	size_t n = 0;
-	struct edge prev = { INT64_MIN, INT64_MIN };
+	struct runs_scan rs;
 	int rc, ret = 0;
 
 	memset(m, 0, sizeof(*m));
+	memset(&rs, 0, sizeof(rs));
 	m->db = db;
-	if (sqlite3_prepare_v2(db, "SELECT rowid, signal_id, wait_id, cpu_signal FROM deps", -1, &st,
-			       NULL) != SQLITE_OK)
-		return 0;  /* no rowid: let sqlite sort */
-	if (!(start = malloc(RUNS_MAX * sizeof(*start)))) {
-		ret = oom(x);
-		goto out;
-	}
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		struct edge e;
-
-		if (col_null(st, 1)) {
-			/* Released from the CPU: a flow when its CPU signal is written. */
-			if (rel->bits && !col_null(st, 3) && !col_null(st, 2)) {
-				sqlite3_reset(cpu_ok);
-				sqlite3_bind_int64(cpu_ok, 1, sqlite3_column_int64(st, 3));
-				if ((rc = sqlite3_step(cpu_ok)) == SQLITE_ROW)
-					released_set(rel, sqlite3_column_int64(st, 2));
-				else if (rc != SQLITE_DONE) {
-					ret = nf_error_set(x->err, NF_ESQL, "reading cpu_signals: %s",
-							   sqlite3_errmsg(db));
-					goto out;
-				}
-			}
-			continue;
-		}
-		e = (struct edge){ sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2) };
-		if (rel->bits && !col_null(st, 2))
-			released_set(rel, e.w);
-		if (n == 0 || edge_lt(&e, &prev)) {
-			if (n == RUNS_MAX)
-				goto out;  /* ret 0: sort instead */
-			start[n++] = sqlite3_column_int64(st, 0);
-		}
-		prev = e;
-	}
-	if (rc != SQLITE_DONE) {
+	if (!(start = malloc(RUNS_MAX * sizeof(*start))))
+		return oom(x);
+	rs.rel = rel;
+	rs.cpu_ok = cpu_ok;
+	rs.start = start;
+	rs.cpu_rc = SQLITE_OK;
+	if (sqlite3_create_function(db, "nf_export_dep", 4, SQLITE_UTF8 | SQLITE_DIRECTONLY, &rs, dep_sink,
+				    NULL, NULL) != SQLITE_OK) {
 		ret = nf_error_set(x->err, NF_ESQL, "reading deps: %s", sqlite3_errmsg(db));
 		goto out;
 	}
+	if (sqlite3_prepare_v2(db, "SELECT count(nf_export_dep(rowid, signal_id, wait_id, cpu_signal)) FROM deps",
+			       -1, &st, NULL) != SQLITE_OK)
+		goto out;  /* ret 0, no rowid: let sqlite sort */
+	rc = sqlite3_step(st);
+	if (rs.too_many)
+		goto out;  /* ret 0: sort instead */
+	if (rs.cpu_rc != SQLITE_OK) {
+		ret = nf_error_set(x->err, NF_ESQL, "reading cpu_signals: %s", sqlite3_errstr(rs.cpu_rc));
+		goto out;
+	}
+	if (rc != SQLITE_ROW) {
+		ret = nf_error_set(x->err, NF_ESQL, "reading deps: %s", sqlite3_errmsg(db));
+		goto out;
+	}
+	n = rs.n;
 	m->r = calloc(n ? n : 1, sizeof(*m->r));
 	m->heap = calloc(n ? n : 1, sizeof(*m->heap));
 	if (!m->r || !m->heap) {
@@ -1063,6 +1105,8 @@ static int sig_runs_open(struct exporter *x, struct sig_runs *m, sqlite3 *db, st
 	ret = 1;
 out:
 	sqlite3_finalize(st);
+	/* The function points at this frame: gone with it. */
+	sqlite3_create_function(db, "nf_export_dep", 4, SQLITE_UTF8, NULL, NULL, NULL, NULL);
 	free(start);
 	if (ret != 1)
 		sig_runs_close(m);
@@ -1249,11 +1293,6 @@ static int pipe_publish(struct pipe *pp, int last)
 	stop = pp->stop;
 	pthread_mutex_unlock(&pp->mu);
 	return stop ? -1 : 0;
-}
-
-static int val_null(sqlite3_value *v)
-{
-	return sqlite3_value_type(v) == SQLITE_NULL;
 }
 
 /* r's flows: whether it ends one (a wait), the ones it starts (a signal). */
