@@ -1230,7 +1230,7 @@ static int op_row(struct op_ctx *oc, const struct oprec *r, const uint64_t *flow
 		arg_int(&e, "thread", r->thread);
 	if (r->flow_in)
 		e.flow_in = (uint64_t)r->id + 1;
-	e.flows_out = flows + r->out_off;
+	e.flows_out = r->n_out ? flows + r->out_off : NULL;
 	e.n_flows_out = r->n_out;
 	return emit(x, &e);
 }
