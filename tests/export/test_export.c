@@ -993,6 +993,17 @@ static int real_case(void)
 		snprintf(name, sizeof(name), "real%zu", i);
 		import_file(dir, path, name, session, sizeof(session));
 		check_session(dir, session, name, 0);
+		/* More than one output buffer (1 MiB): the writer thread's failure is reported. */
+		{
+			char out[4096], err[4096];
+			int rc = nf_test_nftrace_run(NF_TEST_ARGV("export", session, "-o", "/dev/full", "--format",
+								  "chrome-json"),
+						     out, sizeof(out), err, sizeof(err));
+
+			ck_assert_msg(rc == 1 && strstr(err, "/dev/full: write failed after 0 bytes") &&
+					      nf_test_count_lines(err) == 1,
+				      "export to /dev/full: exit %d: %s", rc, err);
+		}
 		if (have_protoc()) {
 			char tag[80];
 
