@@ -2564,6 +2564,33 @@ static int session_end(struct exporter *x, int64_t *end)
 	return rc == SQLITE_ROW ? 0 : sql_fail(x, "finding the session end");
 }
 
+/* A fence filter naming no fence of the timeline is a user error (as in report). */
+static int check_fences(struct exporter *x)
+{
+	const struct nf_export_options *o = x->opts;
+	sqlite3_stmt *st;
+	int ret = 0;
+
+	if (!o->fences || o->n_fences <= 0)
+		return 0;
+	if (sqlite3_prepare_v2(x->db, "SELECT 1 FROM fences WHERE fence = ?1", -1, &st, NULL) != SQLITE_OK)
+		return sql_fail(x, "checking --fence");
+	for (int i = 0; i < o->n_fences && ret == 0; i++) {
+		int rc;
+
+		sqlite3_reset(st);
+		sqlite3_bind_int64(st, 1, o->fences[i]);
+		rc = sqlite3_step(st);
+		if (rc == SQLITE_DONE)
+			ret = nf_error_set(x->err, NF_ENOENT, "fence 0x%" PRIx64 ": not in the timeline",
+					   (uint64_t)o->fences[i]);
+		else if (rc != SQLITE_ROW)
+			ret = sql_fail(x, "checking --fence");
+	}
+	sqlite3_finalize(st);
+	return ret;
+}
+
 /* A window that starts at or after the session's end is an error (as in report). */
 static int check_window(struct exporter *x)
 {
@@ -2588,7 +2615,8 @@ static int export_all(struct exporter *x)
 {
 	int ret;
 
-	if ((ret = check_window(x)) < 0 || (ret = load_adapters(x)) < 0 || (ret = load_queues(x)) < 0)
+	if ((ret = check_fences(x)) < 0 || (ret = check_window(x)) < 0 || (ret = load_adapters(x)) < 0 ||
+	    (ret = load_queues(x)) < 0)
 		return ret;
 	if (has_table(x->db, "kernel_threads") &&
 	    sqlite3_prepare_v2(x->db2, "SELECT comm FROM kernel_threads WHERE thread = ?1", -1,

@@ -125,8 +125,9 @@ int nf_export_parse_format(const char *name, enum nf_export_format *out, struct 
  *   NF_EINVAL  no output, a negative filter count, --to not after --from; a
  *              window that starts at or after the session's end (meta
  *              duration_ns, else its latest time), as report refuses it;
- *   NF_ENOENT  no database file; a queue in opts->queues that the timeline does
- *              not have; filters or a window that match nothing at all;
+ *   NF_ENOENT  no database file; a queue in opts->queues or a fence in
+ *              opts->fences that the timeline does not have (as report says
+ *              it); filters or a window that match nothing at all;
  *              the output's directory does not exist;
  *   NF_EFORMAT the file is not a timeline database (its tables are missing);
  *   NF_ESQL    a query failed;

@@ -1165,7 +1165,7 @@ START_TEST(test_bad_input)
 		{ "%S --format perfetto", 2, "missing -o" },
 		{ "-o %D/o.pb --format perfetto", 2, "missing session" },
 		{ "%S -o %D/o.pb --format perfetto --queue 0x12345", 1, "queue 0x12345: not in the timeline" },
-		{ "%S -o %D/o.pb --format perfetto --fence 0x999", 1, "nothing to export" },
+		{ "%S -o %D/o.pb --format perfetto --fence 0x999", 1, "fence 0x999: not in the timeline" },
 		{ "%S -o %D/o.pb --format perfetto --from 1ms --to 1100us", 1, "nothing to export" },
 		/* Past the session's end (1.25 ms): said so, as report says it. */
 		{ "%S -o %D/o.pb --format perfetto --from 10s", 1,
