@@ -2248,8 +2248,15 @@ static int pass_markers(struct exporter *x)
 				      : thread_track(x, sqlite3_column_int64(st, 2), ts, ts, &e.track);
 		if (ret < 0)
 			break;
-		/* The text as the name (cut at NAME_MAX_LEN bytes); whole in the args. */
-		snprintf(nm, sizeof(nm), "%s", *text ? text : "marker");
+		/* The text as the name (cut at NAME_MAX_LEN bytes, not inside a UTF-8
+		 * sequence); whole in the args. */
+		if (snprintf(nm, sizeof(nm), "%s", *text ? text : "marker") >= (int)sizeof(nm)) {
+			size_t n = sizeof(nm) - 1;  /* text[n]: the first byte left out */
+
+			while (n > 0 && ((unsigned char)text[n] & 0xc0) == 0x80)
+				n--;
+			nm[n] = '\0';
+		}
 		e.ts = e.end = ts;
 		e.name = nm;
 		e.cat = "marker";

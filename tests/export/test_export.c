@@ -1335,6 +1335,49 @@ START_TEST(test_timeless_ops)
 }
 END_TEST
 
+/* A marker's text longer than a name is cut before a UTF-8 sequence, not inside it. */
+START_TEST(test_marker_name_cut)
+{
+	char dir[4096], session[4200], src[4096], path[4300], db[4400], copy[4400], file[4400];
+	char want[256];
+	struct nf_export_options o = { 0 };
+	struct nf_error err;
+	struct jp p;
+	char *text;
+	sqlite3 *h;
+
+	nf_test_tmpdir(dir, sizeof(dir));
+	nf_test_source_path(src, sizeof(src), "samples/kernel");
+	snprintf(path, sizeof(path), "%s/drm-sched.dat", src);
+	import_file(dir, path, "k", session, sizeof(session));
+	snprintf(file, sizeof(file), "%s/first.json", dir);
+	export_session(session, "chrome-json", file, NULL);
+	snprintf(db, sizeof(db), "%s/.timeline.db", session);
+	snprintf(copy, sizeof(copy), "%s/copy.db", dir);
+	ck_assert_int_eq(nf_test_exec(NULL, NF_TEST_ARGV("cp", db, copy), NULL, 0, NULL, 0), 0);
+	ck_assert(sqlite3_open(copy, &h) == SQLITE_OK);
+	/* 199 'a', then a two-byte sequence across the 200-byte cut. */
+	ck_assert(sqlite3_exec(h, "UPDATE markers SET text = substr(replace(hex(zeroblob(200)), '0', 'a'), 1, 199) "
+				  "|| char(233) || 'tail' WHERE id = 1",
+			       NULL, NULL, NULL) == SQLITE_OK);
+	ck_assert_int_eq(sqlite3_changes(h), 1);
+	sqlite3_close(h);
+	o.output = file;
+	o.format = NF_EXPORT_CHROME_JSON;
+	o.from_ns = o.to_ns = -1;
+	nf_error_clear(&err);
+	ck_assert_msg(nf_export(copy, &o, NULL, &err) == 0, "%s", err.msg);
+	json_parse(file, &p, &text);
+	memset(want, 'a', 199);
+	snprintf(want + 199, sizeof(want) - 199, "\",\"cat\":\"marker\"");
+	ck_assert_msg(strstr(text, want), "no marker named by its first 199 bytes");
+	ck_assert(strstr(text, "\xc3\xa9tail\""));  /* whole in its args */
+	free(p.ev);
+	free(text);
+	nf_test_rmtree(dir);
+}
+END_TEST
+
 /* The library: a file that is not a timeline, and bad options, are errors. */
 START_TEST(test_library_errors)
 {
@@ -1401,6 +1444,7 @@ int main(int argc, char **argv)
 		tcase_add_test(tc, test_library_errors);
 		tcase_add_test(tc, test_hostile_names);
 		tcase_add_test(tc, test_timeless_ops);
+		tcase_add_test(tc, test_marker_name_cut);
 	}
 	suite_add_tcase(s, tc);
 	return nf_test_main(s);
