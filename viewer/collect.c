@@ -204,6 +204,11 @@ static int add_op(struct queue_lanes *q, const struct nf_render_layout *lay,
 	end = has_end ? sqlite3_value_int64(v[4]) : start;
 	nf_render_op_span(lay, start, has_end, end, &xa, &xb);
 	k = nf_render_stack_place(is_wait ? &q->sw : &q->ss, xa, xb);
+	if (k >= (is_wait ? q->nw : q->ns)) {
+		/* More depth than the layout has: drawn on its last sub-lane, collected again. */
+		s->needs_stacking = 1;
+		k = (is_wait ? q->nw : q->ns) - 1;
+	}
 	lane = is_wait ? &q->lanes[k] : &q->lanes[2 * q->nw + k];
 	if ((is_wait ? q->nw : q->ns) > 1 && (ret = nf_render_sub_put(s, sqlite3_value_int64(v[9]), k)) < 0)
 		return ret;
@@ -439,19 +444,20 @@ static int collect_ops_batch(sqlite3 *db, const struct nf_render_layout *lay,
 	return 0;
 }
 
-char *nf_render_ops_sql(const char *head, const char *tail, const char *qf, const char *ff, int full)
+char *nf_render_ops_sql(const char *head, const char *tail, const char *qf, const char *ff, int full,
+			const char *where)
 {
 	/* The same WHERE and scan in every pass: the same rows in the same order. */
 	return sqlite3_mprintf("SELECT %s queue, op = 'wait', "
 			       "coalesce(queued_ns, observed_ns, end_ns), %s, end_ns, %s %s "
 			       "FROM fence_ops NOT INDEXED WHERE queue >= ?3 AND queue <= ?4%s%s "
 			       "AND (end_ns IS NULL OR end_ns >= ?1) "
-			       "AND coalesce(queued_ns, observed_ns, end_ns, ?1) <= ?2",
+			       "AND coalesce(queued_ns, observed_ns, end_ns, ?1) <= ?2%s",
 			       head, full ? "observed_ns" : "NULL",
 			       full ? "CASE WHEN end_ns IS NULL THEN status END, "
 				      "CASE WHEN queued_ns IS NOT NULL THEN thread END, fence, value, id, queued_ns"
 				    : "NULL, NULL, NULL, NULL, NULL, NULL",
-			       tail, qf, ff);
+			       tail, qf, ff, where ? where : "");
 }
 
 /* The depth pass's state: per queue (sorted handles) its two stacks. */
@@ -494,7 +500,7 @@ int nf_render_collect_depths(sqlite3 *db, const struct nf_render_options *opts,
 	if (n == 0)
 		goto out;
 	k.st = calloc(2 * n, sizeof(*k.st));
-	if (!qf || !ff || !k.st || !(sql = nf_render_ops_sql("count(nf_render_depth(", "))", qf, ff, 0))) {
+	if (!qf || !ff || !k.st || !(sql = nf_render_ops_sql("count(nf_render_depth(", "))", qf, ff, 0, NULL))) {
 		ret = oom(err);
 		goto out;
 	}
@@ -567,7 +573,7 @@ static int collect_ops(sqlite3 *db, const struct nf_render_options *opts,
 		ret = sql_fail(db, err, "reading fence_ops");
 		goto out_release;
 	}
-	sql = nf_render_ops_sql("count(nf_render_op(", "))", qf, ff, 1);
+	sql = nf_render_ops_sql("count(nf_render_op(", "))", qf, ff, 1, NULL);
 	ret = prepare_window(db, lay, sql, &st, "reading fence_ops", err);
 	sqlite3_free(sql);
 	/* Batches of queues whose accumulators (one set per sub-lane) fit the budget. */

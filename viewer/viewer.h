@@ -104,6 +104,9 @@ struct nf_render_scene {
 	 * that arrows end at their own box; at most NF_RENDER_MAX_SUBS_KEPT kept,
 	 * the others' arrows end at their lane's middle. */
 	struct nf_u64map subs;
+	/* A lane needed more sub-lanes than the layout gave it (a flat layout, see
+	 * nf_render_layout_build_flat): the scene is to be collected again. */
+	int needs_stacking;
 	/* What was found, for the subtitle. */
 	int64_t n_waits, n_signals, n_open, n_cpu_waits, n_cpu_signals;
 	int64_t n_lost_spans, lost_entries, n_anomalies, n_links;
