@@ -190,7 +190,7 @@ int nf_render_collect_depths(sqlite3 *db, const struct nf_render_options *opts,
  * is_wait, start, observed, end, status (NULL unless open), thread (NULL
  * without a queued time), fence, value, id, queued; ?1 = t0, ?2 = t1, queue
  * between ?3 and ?4 (full 0: only queue, is_wait, start and end, the others
- * NULL, for the depth pass); where: more conditions (" AND ...") or NULL. Each of the
+ * NULL, for the depth pass; 1: fence, value and queued NULL, for the scene; 2: all); where: more conditions (" AND ...") or NULL. Each of the
  * passes above wraps it; sqlite3_free() it.
  */
 char *nf_render_ops_sql(const char *select_head, const char *select_tail, const char *qf,

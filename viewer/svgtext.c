@@ -219,7 +219,7 @@ int nf_render_svg_tips(sqlite3 *db, const struct nf_render_options *opts,
 		stacked |= lay->rows[i].kind == NF_ROW_QUEUE && (lay->rows[i].n_sub[0] > 1 || lay->rows[i].n_sub[1] > 1);
 	/* Without stacked rows every box is on sub-lane 0: only those wide enough need
 	 * reading (?5: 2 px in ns); else every one, to replay the placement. */
-	sql = qf && ff ? nf_render_ops_sql("count(nf_render_tip(", ", status))", qf, ff, 1,
+	sql = qf && ff ? nf_render_ops_sql("count(nf_render_tip(", ", status))", qf, ff, 2,
 					   stacked ? NULL : " AND end_ns - coalesce(queued_ns, observed_ns) >= ?5")
 		       : NULL;
 	free(qf);

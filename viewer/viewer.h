@@ -84,7 +84,9 @@ struct nf_render_label {
 /* A fence and value label inside an operation's box (drawn when its text fits). */
 struct nf_render_box_label {
 	double x0, x1, y0, y1;  /* the visible part of the box */
-	int64_t fence, value;
+	int64_t id;             /* the operation (fence_ops.id) */
+	int64_t fence, value;   /* looked up by id after the scan; known 0: none */
+	int known;
 	int on_dark;            /* a signal box: light text */
 };
 
