@@ -471,6 +471,15 @@ static int collect_ops_batch(sqlite3 *db, const struct nf_render_layout *lay,
 
 		if (lay->rows[i].kind != NF_ROW_QUEUE || !(q = queue_map_find(m, lay->rows[i].id)))
 			continue;
+		/* What the lanes needed (m->queue is sorted like s->depths.queue). */
+		{
+			size_t k = (size_t)(q - m->lanes) + m->b0;
+
+			s->depths.queue[k] = m->queue[k];
+			s->depths.n_sub[k][0] = q->sw.n > 0 ? q->sw.n : 1;
+			s->depths.n_sub[k][1] = q->ss.n > 0 ? q->ss.n : 1;
+			s->depths.shared[k] = q->sw.shared + q->ss.shared;
+		}
 		if ((ret = queue_lanes_flush(q, s)) < 0)
 			return oom(err);
 	}
@@ -603,6 +612,15 @@ static int collect_ops(sqlite3 *db, const struct nf_render_options *opts,
 		ret = 0;
 		goto out_release;
 	}
+	s->depths.queue = calloc(m.n, sizeof(*s->depths.queue));
+	s->depths.n_sub = calloc(m.n, sizeof(*s->depths.n_sub));
+	s->depths.shared = calloc(m.n, sizeof(*s->depths.shared));
+	if (!s->depths.queue || !s->depths.n_sub || !s->depths.shared) {
+		ret = oom(err);
+		goto out_release;
+	}
+	s->depths.n = m.n;
+	s->depths.cap = lay->max_sub;
 	if (sqlite3_create_function(db, "nf_render_op", 11, SQLITE_UTF8 | SQLITE_DIRECTONLY, &sink,
 				    op_sink_fn, NULL, NULL) != SQLITE_OK) {
 		ret = sql_fail(db, err, "reading fence_ops");

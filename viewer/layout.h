@@ -110,6 +110,26 @@ int nf_render_layout_build(sqlite3 *db, const struct nf_render_options *opts,
 			   struct nf_render_layout *lay, struct nf_error *err);
 
 /*
+ * Depths found by a scene's pass (per queue handle, sorted: sub-lanes of the
+ * wait and signal lanes, operations sharing), at sub-lane cap `cap`.
+ */
+struct nf_render_depths {
+	int64_t *queue;
+	int (*n_sub)[2];
+	int64_t *shared;
+	size_t n;
+	int cap;
+};
+
+/*
+ * nf_render_layout_build with the depths a flat scene already found (used
+ * instead of the depth pass while the cap is known->cap). Same returns.
+ */
+int nf_render_layout_build_known(sqlite3 *db, const struct nf_render_options *opts,
+				 struct nf_render_layout *lay, const struct nf_render_depths *known,
+				 struct nf_error *err);
+
+/*
  * The same without the depth pass: every queue lane has one sub-lane. The
  * scene's pass then finds whether any lane needs more (scene.needs_stacking);
  * only then is the full layout built and the scene collected again, so a page

@@ -109,6 +109,7 @@ struct nf_render_scene {
 	/* A lane needed more sub-lanes than the layout gave it (a flat layout, see
 	 * nf_render_layout_build_flat): the scene is to be collected again. */
 	int needs_stacking;
+	struct nf_render_depths depths;  /* what each queue's lanes needed (collect_ops) */
 	/* What was found, for the subtitle. */
 	int64_t n_waits, n_signals, n_open, n_cpu_waits, n_cpu_signals;
 	int64_t n_lost_spans, lost_entries, n_anomalies, n_links;
