@@ -184,7 +184,7 @@ static int label_fences(sqlite3 *db, struct nf_render_scene *s, struct nf_error 
 {
 	sqlite3_stmt *st;
 
-	if (!s->n_box_labels)
+	if (!s->n_box_labels || s->needs_stacking)  /* none, or this scene is collected again */
 		return 0;
 	if (sqlite3_prepare_v2(db, "SELECT fence, value FROM fence_ops WHERE id = ?1", -1, &st, NULL) != SQLITE_OK)
 		return sql_fail(db, err, "reading labels");
