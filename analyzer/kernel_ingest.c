@@ -1,13 +1,13 @@
 /*
  * Kernel events into the timeline (see kernel_ingest.h and the kernel block of
  * schemas/timeline.sql): interned strings are kept in memory, sched_switch
- * becomes cpu_runs as it streams (one open run per CPU), dma_fence events are
+ * becomes blocks of cpu_runs as it streams (one open run per CPU; runs.h), dma_fence events are
  * staged per (context, seqno) and per wait in TEMP tables and turned into
  * fence_ops, cpu_waits and deps at finish. Memory is bounded by the number of
  * distinct strings and CPUs, never by the number of events.
  */
 #include "kernel_ingest.h"
-#include "bulk.h"
+#include "runs.h"
 
 #include <inttypes.h>
 #include <stdbool.h>
@@ -20,7 +20,7 @@
 #define NF_KI_MAX_CPUS 8192u
 
 enum ki_stmt {
-	KS_STR_TIMELINE, KS_FENCE_SEEN, KS_WAIT, KS_RUN,
+	KS_STR_TIMELINE, KS_FENCE_SEEN, KS_WAIT,
 	KS_THREAD, KS_RAW, KS_LOST, KS_GPU, KS_VBLANK, KS_MARKER, KS_TASK, KS_COUNT
 };
 
@@ -36,7 +36,6 @@ static const char *const ki_sql[KS_COUNT] = {
 			  "emit_tid = coalesce(emit_tid, excluded.emit_tid)",
 	[KS_WAIT] = "INSERT INTO temp.k_waits(tid, context, seqno, start_ns, end_ns) "
 		    "VALUES (?1, ?2, ?3, ?4, ?5)",
-	[KS_RUN] = "INSERT INTO cpu_runs(thread, cpu, start_ns, end_ns, end_state) VALUES (?1, ?2, ?3, ?4, ?5)",
 	[KS_THREAD] = "INSERT INTO kernel_threads(thread, comm) VALUES (?1, ?2) "
 		      "ON CONFLICT(thread) DO UPDATE SET comm = excluded.comm",
 	[KS_RAW] = "INSERT INTO kernel_events(ts_ns, cpu, thread, name, fields) VALUES (?1, ?2, ?3, ?4, ?5)",
@@ -146,20 +145,9 @@ static int ki_map_put(struct ki_map *m, uint64_t key, uint64_t val)
 	return 0;
 }
 
-/* A run waiting in the batch (see ki_run_flush). */
-struct ki_run {
-	int64_t tid, cpu, start_ns, end_ns, state;
-	bool has_start, has_end;
-};
-
-/* Runs batched before one bulk load (a bound on memory: ~1.5 MB). */
-#define NF_KI_RUN_BATCH 32768u
-
 struct nf_timeline_kernel_ingest {
 	sqlite3 *db;
-	struct nf_bulk *bulk;    /* NULL: runs are inserted one by one */
-	struct ki_run *runs;
-	size_t n_runs, run_next;
+	struct nf_runs *runs;    /* cpu_run_blocks */
 	struct ki_map comms;     /* thread -> KernelString id of the comm last written */
 	struct ki_map contexts;  /* dma_fence contexts already in kernel_timelines */
 	sqlite3_stmt *st[KS_COUNT];
@@ -213,7 +201,7 @@ void nf_timeline_kernel_ingest_destroy(struct nf_timeline_kernel_ingest *ki)
 	free(ki->strings);
 	free(ki->cpus);
 	free(ki->waits);
-	free(ki->runs);
+	nf_runs_destroy(ki->runs);
 	ki_map_free(&ki->comms);
 	ki_map_free(&ki->contexts);
 	free(ki);
@@ -235,6 +223,8 @@ static struct nf_timeline_kernel_ingest *ki_create(sqlite3 *db, struct nf_error 
 			ki_sql_err(ki, err, ki_sql[i]);
 			goto out_free;
 		}
+	if (!(ki->runs = nf_runs_create(db, err)))
+		goto out_free;
 	return ki;
 out_free:
 	nf_timeline_kernel_ingest_destroy(ki);
@@ -323,65 +313,6 @@ static int ki_thread(struct nf_timeline_kernel_ingest *ki, uint64_t tid, uint64_
 	return ki_step(ki, KS_THREAD, err);
 }
 
-static int ki_run_row(void *ctx, struct nf_bulk_row *row, struct nf_error *err)
-{
-	struct nf_timeline_kernel_ingest *ki = ctx;
-	const struct ki_run *r;
-
-	(void)err;
-	if (ki->run_next == ki->n_runs)
-		return 0;
-	r = &ki->runs[ki->run_next++];
-	nf_bulk_int(row, 0, r->tid);
-	nf_bulk_int(row, 1, r->cpu);
-	nf_bulk_opt(row, 2, r->has_start, r->start_ns);
-	nf_bulk_opt(row, 3, r->has_end, r->end_ns);
-	nf_bulk_opt(row, 4, r->has_end, r->state);
-	return 1;
-}
-
-/*
- * The batched runs into cpu_runs by one INSERT ... SELECT from nf_bulk: a
- * prepared INSERT per run paid SQLite's statement entry, bind and reset on
- * each (context switches are most of a real capture's events).
- */
-static int ki_run_flush(struct nf_timeline_kernel_ingest *ki, struct nf_error *err)
-{
-	int rc;
-
-	if (!ki->n_runs)
-		return 0;
-	ki->run_next = 0;
-	rc = nf_bulk_run(ki->bulk, "INSERT INTO cpu_runs(thread, cpu, start_ns, end_ns, end_state) "
-			 "SELECT c0, c1, c2, c3, c4 FROM nf_bulk", ki_run_row, ki, false,
-			 "timeline: kernel events: cpu_runs", err);
-	ki->n_runs = 0;
-	return rc;
-}
-
-/* One run: batched when bulk loading is available, else inserted now. */
-static int ki_run(struct nf_timeline_kernel_ingest *ki, int64_t tid, int64_t cpu, bool has_start, int64_t start,
-		  bool has_end, int64_t end, int64_t state, struct nf_error *err)
-{
-	if (!ki->bulk) {
-		sqlite3_stmt *s = ki->st[KS_RUN];
-
-		sqlite3_bind_int64(s, 1, tid);
-		sqlite3_bind_int64(s, 2, cpu);
-		if (has_start)
-			sqlite3_bind_int64(s, 3, start);
-		if (has_end) {
-			sqlite3_bind_int64(s, 4, end);
-			sqlite3_bind_int64(s, 5, state);
-		}
-		return ki_step(ki, KS_RUN, err);
-	}
-	if (!ki->runs && !(ki->runs = malloc(NF_KI_RUN_BATCH * sizeof(*ki->runs))))
-		return nf_error_set(err, NF_ENOMEM, "timeline: out of memory");
-	ki->runs[ki->n_runs++] = (struct ki_run){ tid, cpu, start, end, state, has_start, has_end };
-	return ki->n_runs == NF_KI_RUN_BATCH ? ki_run_flush(ki, err) : 0;
-}
-
 static int ki_switch(struct nf_timeline_kernel_ingest *ki, int64_t ns, const struct nf_event *ev,
 		     struct nf_error *err)
 {
@@ -397,8 +328,9 @@ static int ki_switch(struct nf_timeline_kernel_ingest *ki, int64_t ns, const str
 		/* The run that ends here; its start is known when we saw it switch in. */
 		bool known = c->known && c->has_start && c->tid == prev;
 
-		if ((rc = ki_run(ki, prev, (int64_t)f[NFF_KERNEL_SCHED_SWITCH_cpu], known, known ? c->start_ns : 0,
-				 true, ns, (int64_t)f[NFF_KERNEL_SCHED_SWITCH_prev_state], err)))
+		if ((rc = nf_runs_add(ki->runs, prev, (int64_t)f[NFF_KERNEL_SCHED_SWITCH_cpu], known,
+				      known ? c->start_ns : 0, true, ns, true,
+				      (int64_t)f[NFF_KERNEL_SCHED_SWITCH_prev_state], err)))
 			return rc;
 	}
 	c->known = true;
@@ -546,7 +478,7 @@ static int ki_fence(struct nf_timeline_kernel_ingest *ki, int64_t ns, const stru
 	}
 }
 
-int nf_timeline_kernel_ingest_event(struct nf_timeline_kernel_ingest **kip, sqlite3 *db, struct nf_bulk *bulk, int64_t ns,
+int nf_timeline_kernel_ingest_event(struct nf_timeline_kernel_ingest **kip, sqlite3 *db, int64_t ns,
 			   const struct nf_event *ev, struct nf_error *err)
 {
 	struct nf_timeline_kernel_ingest *ki = *kip;
@@ -556,7 +488,6 @@ int nf_timeline_kernel_ingest_event(struct nf_timeline_kernel_ingest **kip, sqli
 		ki = ki_create(db, err);
 		if (!ki)
 			return err && err->code ? err->code : NF_ENOMEM;
-		ki->bulk = bulk;
 		*kip = ki;
 	}
 	if (ki->finished)
@@ -920,10 +851,10 @@ int nf_timeline_kernel_ingest_finish(struct nf_timeline_kernel_ingest *ki, struc
 
 		if (!cs->known || cs->tid == 0)
 			continue;
-		if ((rc = ki_run(ki, cs->tid, (int64_t)c, true, cs->start_ns, false, 0, 0, err)))
+		if ((rc = nf_runs_add(ki->runs, cs->tid, (int64_t)c, true, cs->start_ns, false, 0, false, 0, err)))
 			return rc;
 	}
-	if ((rc = ki_run_flush(ki, err)))
+	if ((rc = nf_runs_finish(ki->runs, err)))
 		return rc;
 	if ((rc = ki_exec(ki, ki_finish_timelines_sql, err)) ||
 	    (rc = ki_finish_signals(ki, err)) || (rc = ki_finish_waits(ki, err)) ||
@@ -931,6 +862,5 @@ int nf_timeline_kernel_ingest_finish(struct nf_timeline_kernel_ingest *ki, struc
 		return rc;
 	return ki_exec(ki, "DROP TABLE temp.k_fences; DROP TABLE temp.k_waits; DROP TABLE temp.k_gpu;"
 		       "DROP TABLE temp.k_jobs;"
-		       "CREATE INDEX cpu_runs_thread ON cpu_runs(thread, start_ns);"
 		       "CREATE INDEX kernel_events_ts ON kernel_events(ts_ns);", err);
 }
