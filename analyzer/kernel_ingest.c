@@ -41,8 +41,9 @@ static const char *const ki_sql[KS_COUNT] = {
 	[KS_RAW] = "INSERT INTO kernel_events(ts_ns, cpu, thread, name, fields) VALUES (?1, ?2, ?3, ?4, ?5)",
 	[KS_LOST] = "INSERT INTO anomalies(kind, queue, log, first_ns, last_ns, lost_entries, detail) "
 		    "VALUES ('kernel_lost', NULL, NULL, ?1, ?1, ?2, ?3)",
+	/* ?12 the job key: the scheduler's job id when the event names it (kkey below). */
 	[KS_GPU] = "INSERT INTO temp.k_gpu(ts, tid, kind, ring, job, context, seqno, fence, dep_context, "
-		   "dep_seqno, flags) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+		   "dep_seqno, flags, kkey) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
 	[KS_VBLANK] = "INSERT INTO vblanks(ts_ns, crtc, seq) VALUES (?1, ?2, ?3)",
 	[KS_MARKER] = "INSERT INTO markers(ts_ns, thread, cpu, text) VALUES (?1, ?2, ?3, ?4)",
 	/* A saved cmdline name never replaces one the sched events gave. */
@@ -58,7 +59,7 @@ static const char ki_staging_sql[] =
 	"  end_ns INTEGER);"
 	"CREATE TEMP TABLE k_gpu(ts INTEGER, tid INTEGER, kind INTEGER, ring TEXT, job INTEGER, "
 	"  context INTEGER, seqno INTEGER, fence INTEGER, dep_context INTEGER, dep_seqno INTEGER, "
-	"  flags INTEGER, kkey TEXT);";
+	"  flags INTEGER, kkey INTEGER);";
 
 /* A CPU wait that has started and not ended yet (kept in memory: few at a time). */
 struct ki_wait {
@@ -150,6 +151,8 @@ struct nf_timeline_kernel_ingest {
 	struct nf_runs *runs;    /* cpu_run_blocks */
 	struct ki_map comms;     /* thread -> KernelString id of the comm last written */
 	struct ki_map contexts;  /* dma_fence contexts already in kernel_timelines */
+	struct ki_map sched_fences; /* drm_sched fence address -> job id of its latest queue event */
+	uint64_t gpu_unkeyed;    /* KernelGpuJob events of kind <= 6 naming a fence and no job id */
 	sqlite3_stmt *st[KS_COUNT];
 	char **strings;      /* [id] -> text, id from 1 */
 	size_t n_strings;
@@ -204,6 +207,7 @@ void nf_timeline_kernel_ingest_destroy(struct nf_timeline_kernel_ingest *ki)
 	nf_runs_destroy(ki->runs);
 	ki_map_free(&ki->comms);
 	ki_map_free(&ki->contexts);
+	ki_map_free(&ki->sched_fences);
 	free(ki);
 }
 
@@ -531,12 +535,24 @@ int nf_timeline_kernel_ingest_event(struct nf_timeline_kernel_ingest **kip, sqli
 	case NF_EV_KERNEL_GPU_JOB: {
 		sqlite3_stmt *s = ki->st[KS_GPU];
 		uint64_t fl = f[NFF_KERNEL_GPU_JOB_flags];
+		uint64_t kind = (uint32_t)f[NFF_KERNEL_GPU_JOB_kind], job = f[NFF_KERNEL_GPU_JOB_job];
+		uint64_t fence = f[NFF_KERNEL_GPU_JOB_fence];
+
+		/* drm_sched before 6.16: a done event names the job by its fence's address,
+		 * the address the latest queue event of that job gave (events come in time order). */
+		if (kind == 3 && job != 0 && fence != 0 && ki_map_put(&ki->sched_fences, fence, job))
+			return nf_error_set(err, NF_ENOMEM, "timeline: too many drm_sched fences");
+		if (kind == 5 && job == 0 && fence != 0 && !(fl & 1)) {
+			const uint64_t *j = ki_map_get(&ki->sched_fences, fence);
+
+			job = j ? *j : 0;
+		}
 
 		sqlite3_bind_int64(s, 1, ns);
 		sqlite3_bind_int64(s, 2, (int64_t)(uint32_t)f[NFF_KERNEL_GPU_JOB_tid]);
 		sqlite3_bind_int64(s, 3, (int64_t)(uint32_t)f[NFF_KERNEL_GPU_JOB_kind]);
 		bind_text_or_null(s, 4, ki_str(ki, f[NFF_KERNEL_GPU_JOB_ring]));
-		sqlite3_bind_int64(s, 5, (int64_t)f[NFF_KERNEL_GPU_JOB_job]);
+		sqlite3_bind_int64(s, 5, (int64_t)job);
 		if (fl & 1) {
 			sqlite3_bind_int64(s, 6, (int64_t)f[NFF_KERNEL_GPU_JOB_context]);
 			sqlite3_bind_int64(s, 7, (int64_t)f[NFF_KERNEL_GPU_JOB_seqno]);
@@ -547,6 +563,10 @@ int nf_timeline_kernel_ingest_event(struct nf_timeline_kernel_ingest **kip, sqli
 			sqlite3_bind_int64(s, 10, (int64_t)f[NFF_KERNEL_GPU_JOB_dep_seqno]);
 		}
 		sqlite3_bind_int64(s, 11, (int64_t)fl);
+		if (job != 0)
+			sqlite3_bind_int64(s, 12, (int64_t)job);
+		else if ((fl & 1) && kind <= 6)
+			ki->gpu_unkeyed++;
 		return ki_step(ki, KS_GPU, err);
 	}
 	case NF_EV_KERNEL_VBLANK: {
@@ -750,41 +770,190 @@ out_finalize:
  * Kinds: 1 amdgpu_cs_ioctl, 2 amdgpu_sched_run_job, 3 drm_sched queue, 4 run,
  * 5 done, 6 dependency, 7 i915 add, 8 submit, 9 in, 10 out, 11 retire.
  */
-static const char ki_finish_jobs_sql[] =
-	"CREATE INDEX temp.k_gpu_fence ON k_gpu(fence, kind, ts);"
-	/* drm_sched before 6.16: a done event names the job by its fence's address. */
-	"UPDATE temp.k_gpu SET job = coalesce((SELECT q.job FROM temp.k_gpu q WHERE q.kind = 3 AND "
-	"  q.fence = k_gpu.fence AND q.ts <= k_gpu.ts AND q.job != 0 ORDER BY q.ts DESC LIMIT 1), 0) "
-	"  WHERE kind = 5 AND job = 0 AND fence != 0 AND context IS NULL;"
-	/* Events naming only the fence join the job whose id another event tied to it. */
-	"CREATE INDEX temp.k_gpu_ctx ON k_gpu(context, seqno);"
+/* Events naming only the fence join the job whose id another event tied to it (run
+ * only when such events came: amdgpu's all carry the job id). */
+static const char ki_finish_unkeyed_sql[] =
+	"CREATE INDEX temp.k_gpu_ctx ON k_gpu(context, seqno) WHERE job != 0 AND context IS NOT NULL;"
 	"UPDATE temp.k_gpu SET job = coalesce((SELECT m.job FROM temp.k_gpu m WHERE m.job != 0 AND "
-	"  m.context = k_gpu.context AND m.seqno = k_gpu.seqno LIMIT 1), 0) "
-	"  WHERE job = 0 AND context IS NOT NULL AND kind <= 6;"
-	"UPDATE temp.k_gpu SET kkey = CASE WHEN job != 0 THEN 'j' || job "
-	"  WHEN context IS NOT NULL THEN 'f' || context || ':' || seqno END;"
-	"CREATE INDEX temp.k_gpu_key ON k_gpu(kkey, kind, ts);"
-	"CREATE TEMP TABLE k_jobs(kkey TEXT PRIMARY KEY, id INTEGER) WITHOUT ROWID;"
-	"INSERT INTO jobs(driver, ring, job, context, seqno, thread, submitted_ns, started_ns, finished_ns) "
-	"SELECT CASE WHEN max(kind IN (1, 2)) THEN 'amdgpu' WHEN max(kind BETWEEN 3 AND 6) THEN 'drm_sched' "
-	"  ELSE 'i915' END, "
-	"  (SELECT r.ring FROM temp.k_gpu r WHERE r.kkey = g.kkey AND r.ring IS NOT NULL ORDER BY r.kind, r.ts "
-	"   LIMIT 1), "
-	"  nullif(max(job), 0), "
-	"  (SELECT c.context FROM temp.k_gpu c WHERE c.kkey = g.kkey AND c.context IS NOT NULL AND c.kind != 6 "
-	"   ORDER BY c.kind LIMIT 1), "
-	"  (SELECT c.seqno FROM temp.k_gpu c WHERE c.kkey = g.kkey AND c.context IS NOT NULL AND c.kind != 6 "
-	"   ORDER BY c.kind LIMIT 1), "
-	"  (SELECT s.tid FROM temp.k_gpu s WHERE s.kkey = g.kkey AND s.kind IN (1, 3, 7) ORDER BY s.ts LIMIT 1), "
-	"  min(CASE WHEN kind IN (1, 3, 7) THEN ts END), "
-	"  min(CASE WHEN kind IN (2, 4, 9) THEN ts END), "
-	"  coalesce(min(CASE WHEN kind = 5 THEN ts END), max(CASE WHEN kind = 10 AND flags & 2 THEN ts END), "
-	"    min(CASE WHEN kind = 11 THEN ts END)) "
-	"FROM temp.k_gpu g WHERE kkey IS NOT NULL GROUP BY kkey "
-	"ORDER BY coalesce(min(CASE WHEN kind IN (1, 3, 7) THEN ts END), min(ts)), kkey;"
-	/* Job key -> row: the key of a row is rebuilt from its job id or fence. */
-	"INSERT INTO temp.k_jobs(kkey, id) SELECT CASE WHEN job IS NOT NULL THEN 'j' || job "
-	"  ELSE 'f' || context || ':' || seqno END, id FROM jobs;"
+	"  m.context IS NOT NULL AND m.context = k_gpu.context AND m.seqno = k_gpu.seqno LIMIT 1), 0), "
+	"  kkey = nullif((SELECT m.job FROM temp.k_gpu m WHERE m.job != 0 AND "
+	"  m.context IS NOT NULL AND m.context = k_gpu.context AND m.seqno = k_gpu.seqno LIMIT 1), 0) "
+	"  WHERE job = 0 AND context IS NOT NULL AND kind <= 6;";
+
+static const char ki_finish_jobkeys_sql[] =
+	/* The rest are keyed by their fence: -(a number per (context, seqno)). */
+	"CREATE TEMP TABLE k_fkeys(context INTEGER, seqno INTEGER, UNIQUE(context, seqno));"
+	"INSERT OR IGNORE INTO temp.k_fkeys(context, seqno) SELECT context, seqno FROM temp.k_gpu "
+	"  WHERE kkey IS NULL AND context IS NOT NULL;"
+	"UPDATE temp.k_gpu SET kkey = -(SELECT f.rowid FROM temp.k_fkeys f WHERE f.context = k_gpu.context "
+	"  AND f.seqno = k_gpu.seqno) WHERE kkey IS NULL AND context IS NOT NULL;"
+	"CREATE TEMP TABLE k_jobagg(kkey INTEGER PRIMARY KEY, driver TEXT, ring TEXT, job INTEGER, "
+	"  context INTEGER, seqno INTEGER, thread INTEGER, submitted INTEGER, started INTEGER, "
+	"  finished INTEGER, ord INTEGER);";
+
+/* One job's figures while its events are read (ki_finish_jobagg). */
+struct ki_jobagg {
+	int64_t kkey;
+	bool amd, sched;
+	char *ring;
+	int64_t ring_kind, ring_ts;
+	int64_t job;
+	bool has_ctx;
+	int64_t ctx_kind, context, seqno;
+	bool has_thread;
+	int64_t thread, thread_ts;
+	bool has_sub, has_start, has_done, has_out, has_retire;
+	int64_t sub, start, done, out, retire, first_ts;
+};
+
+static int ki_jobagg_write(sqlite3_stmt *ins, const struct ki_jobagg *a)
+{
+	bool fin = a->has_done || a->has_out || a->has_retire;
+	int64_t finished = a->has_done ? a->done : a->has_out ? a->out : a->retire;
+	int rc;
+
+	sqlite3_bind_int64(ins, 1, a->kkey);
+	sqlite3_bind_text(ins, 2, a->amd ? "amdgpu" : a->sched ? "drm_sched" : "i915", -1, SQLITE_STATIC);
+	bind_text_or_null(ins, 3, a->ring);
+	if (a->job)
+		sqlite3_bind_int64(ins, 4, a->job);
+	if (a->has_ctx) {
+		sqlite3_bind_int64(ins, 5, a->context);
+		sqlite3_bind_int64(ins, 6, a->seqno);
+	}
+	if (a->has_thread)
+		sqlite3_bind_int64(ins, 7, a->thread);
+	if (a->has_sub)
+		sqlite3_bind_int64(ins, 8, a->sub);
+	if (a->has_start)
+		sqlite3_bind_int64(ins, 9, a->start);
+	if (fin)
+		sqlite3_bind_int64(ins, 10, finished);
+	sqlite3_bind_int64(ins, 11, a->has_sub ? a->sub : a->first_ts);
+	rc = sqlite3_step(ins);
+	sqlite3_reset(ins);
+	sqlite3_clear_bindings(ins);
+	return rc == SQLITE_DONE ? 0 : NF_ESQL;
+}
+
+/*
+ * One temp.k_jobagg row per job key from its events, read in key order: the
+ * driver (amdgpu when an amdgpu event names it, else drm_sched when a
+ * scheduler event does, else i915), the ring of the first event of the lowest
+ * kind naming one, the fence of the lowest kind naming one (dependencies
+ * aside), the thread of the first submission, submitted (amdgpu_cs_ioctl,
+ * drm_sched_job, i915_request_add), started (run_job, request_in), finished
+ * (drm_sched_process_job, else the last i915_request_out that completed, else
+ * the retire). One pass instead of a GROUP BY with a subquery per column.
+ */
+static int ki_finish_jobagg(struct nf_timeline_kernel_ingest *ki, struct nf_error *err)
+{
+	sqlite3_stmt *sel = NULL, *ins = NULL;
+	struct ki_jobagg a = { 0 };
+	bool have = false;
+	int rc = 0, src;
+
+	if (sqlite3_prepare_v2(ki->db, "SELECT kkey, kind, ts, tid, ring, job, context, seqno, flags "
+			       "FROM temp.k_gpu WHERE kkey IS NOT NULL ORDER BY kkey, rowid", -1, &sel, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(ki->db, "INSERT INTO temp.k_jobagg(kkey, driver, ring, job, context, seqno, thread, "
+			       "submitted, started, finished, ord) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+			       -1, &ins, NULL) != SQLITE_OK) {
+		rc = ki_sql_err(ki, err, "preparing GPU jobs");
+		goto out;
+	}
+	while ((src = sqlite3_step(sel)) == SQLITE_ROW) {
+		int64_t key = sqlite3_column_int64(sel, 0), kind = sqlite3_column_int64(sel, 1);
+		int64_t ts = sqlite3_column_int64(sel, 2);
+		const char *ring = (const char *)sqlite3_column_text(sel, 4);
+
+		if (have && key != a.kkey) {
+			if (ki_jobagg_write(ins, &a)) {
+				rc = ki_sql_err(ki, err, "writing GPU jobs");
+				goto out;
+			}
+			free(a.ring);
+			have = false;
+		}
+		if (!have) {
+			a = (struct ki_jobagg){ .kkey = key, .first_ts = ts };
+			have = true;
+		}
+		if (ts < a.first_ts)
+			a.first_ts = ts;
+		a.amd |= kind == 1 || kind == 2;
+		a.sched |= kind >= 3 && kind <= 6;
+		if (ring && (!a.ring || kind < a.ring_kind || (kind == a.ring_kind && ts < a.ring_ts))) {
+			char *dup = strdup(ring);
+
+			if (!dup) {
+				rc = nf_error_set(err, NF_ENOMEM, "timeline: out of memory");
+				goto out;
+			}
+			free(a.ring);
+			a.ring = dup;
+			a.ring_kind = kind;
+			a.ring_ts = ts;
+		}
+		if (sqlite3_column_int64(sel, 5) > a.job)
+			a.job = sqlite3_column_int64(sel, 5);
+		if (sqlite3_column_type(sel, 6) != SQLITE_NULL && kind != 6 && (!a.has_ctx || kind < a.ctx_kind)) {
+			a.has_ctx = true;
+			a.ctx_kind = kind;
+			a.context = sqlite3_column_int64(sel, 6);
+			a.seqno = sqlite3_column_int64(sel, 7);
+		}
+		if (kind == 1 || kind == 3 || kind == 7) {
+			if (!a.has_thread || ts < a.thread_ts) {
+				a.has_thread = true;
+				a.thread = sqlite3_column_int64(sel, 3);
+				a.thread_ts = ts;
+			}
+			if (!a.has_sub || ts < a.sub)
+				a.sub = ts;
+			a.has_sub = true;
+		}
+		if (kind == 2 || kind == 4 || kind == 9) {
+			if (!a.has_start || ts < a.start)
+				a.start = ts;
+			a.has_start = true;
+		}
+		if (kind == 5) {
+			if (!a.has_done || ts < a.done)
+				a.done = ts;
+			a.has_done = true;
+		}
+		if (kind == 10 && (sqlite3_column_int64(sel, 8) & 2)) {
+			if (!a.has_out || ts > a.out)
+				a.out = ts;
+			a.has_out = true;
+		}
+		if (kind == 11) {
+			if (!a.has_retire || ts < a.retire)
+				a.retire = ts;
+			a.has_retire = true;
+		}
+	}
+	if (src != SQLITE_DONE) {
+		rc = ki_sql_err(ki, err, "reading GPU job events");
+		goto out;
+	}
+	if (have && ki_jobagg_write(ins, &a))
+		rc = ki_sql_err(ki, err, "writing GPU jobs");
+out:
+	free(a.ring);
+	sqlite3_finalize(ins);
+	sqlite3_finalize(sel);
+	return rc;
+}
+
+static const char ki_finish_jobs_sql[] =
+	/* Job rows in submission order (a job's first event when its submission is not in the trace). */
+	"CREATE TEMP TABLE k_jobs(kkey INTEGER PRIMARY KEY, id INTEGER);"
+	"INSERT INTO temp.k_jobs(kkey, id) SELECT kkey, coalesce((SELECT max(id) FROM jobs), 0) + "
+	"  row_number() OVER (ORDER BY ord, kkey) FROM temp.k_jobagg;"
+	"INSERT INTO jobs(id, driver, ring, job, context, seqno, thread, submitted_ns, started_ns, finished_ns) "
+	"SELECT k.id, a.driver, a.ring, a.job, a.context, a.seqno, a.thread, a.submitted, a.started, a.finished "
+	"FROM temp.k_jobagg a JOIN temp.k_jobs k ON k.kkey = a.kkey ORDER BY k.id;"
 	/* Scheduled vs finished, per job context, from the signals. */
 	"INSERT INTO job_timelines(context, driver, ring, scheduled_context, finished_context, jobs_prev_first, "
 	"  jobs_next_later) "
@@ -858,9 +1027,11 @@ int nf_timeline_kernel_ingest_finish(struct nf_timeline_kernel_ingest *ki, struc
 		return rc;
 	if ((rc = ki_exec(ki, ki_finish_timelines_sql, err)) ||
 	    (rc = ki_finish_signals(ki, err)) || (rc = ki_finish_waits(ki, err)) ||
+	    (ki->gpu_unkeyed && (rc = ki_exec(ki, ki_finish_unkeyed_sql, err))) ||
+	    (rc = ki_exec(ki, ki_finish_jobkeys_sql, err)) || (rc = ki_finish_jobagg(ki, err)) ||
 	    (rc = ki_exec(ki, ki_finish_jobs_sql, err)))
 		return rc;
 	return ki_exec(ki, "DROP TABLE temp.k_fences; DROP TABLE temp.k_waits; DROP TABLE temp.k_gpu;"
-		       "DROP TABLE temp.k_jobs;"
+		       "DROP TABLE temp.k_jobs; DROP TABLE temp.k_jobagg; DROP TABLE temp.k_fkeys;"
 		       "CREATE INDEX kernel_events_ts ON kernel_events(ts_ns);", err);
 }
