@@ -21,7 +21,7 @@
 
 enum ki_stmt {
 	KS_STR_TIMELINE, KS_FENCE_SEEN, KS_WAIT,
-	KS_THREAD, KS_RAW, KS_LOST, KS_GPU, KS_VBLANK, KS_MARKER, KS_TASK, KS_COUNT
+	KS_THREAD, KS_RAW, KS_LOST, KS_GPU, KS_VBLANK, KS_MARKER, KS_TASK, KS_JOBPART, KS_COUNT
 };
 
 static const char *const ki_sql[KS_COUNT] = {
@@ -43,9 +43,12 @@ static const char *const ki_sql[KS_COUNT] = {
 		    "VALUES ('kernel_lost', NULL, NULL, ?1, ?1, ?2, ?3)",
 	/* ?12 the job key: the scheduler's job id when the event names it (kkey below). */
 	[KS_GPU] = "INSERT INTO temp.k_gpu(ts, tid, kind, ring, job, context, seqno, fence, dep_context, "
-		   "dep_seqno, flags, kkey) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+		   "dep_seqno, flags, kkey, folded) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12 IS NOT NULL)",
 	[KS_VBLANK] = "INSERT INTO vblanks(ts_ns, crtc, seq) VALUES (?1, ?2, ?3)",
 	[KS_MARKER] = "INSERT INTO markers(ts_ns, thread, cpu, text) VALUES (?1, ?2, ?3, ?4)",
+	[KS_JOBPART] = "INSERT INTO temp.k_jobpart(kkey, amd, sched, ring, ring_kind, ring_ts, job, ctx_kind, "
+		       "context, seqno, thread, thread_ts, sub, start, done, out, retire, first_ts) VALUES (?1, ?2, "
+		       "?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
 	/* A saved cmdline name never replaces one the sched events gave. */
 	[KS_TASK] = "INSERT INTO kernel_threads(thread, process, comm) VALUES (?1, ?2, ?3) "
 		    "ON CONFLICT(thread) DO UPDATE SET process = coalesce(excluded.process, process), "
@@ -59,7 +62,11 @@ static const char ki_staging_sql[] =
 	"  end_ns INTEGER);"
 	"CREATE TEMP TABLE k_gpu(ts INTEGER, tid INTEGER, kind INTEGER, ring TEXT, job INTEGER, "
 	"  context INTEGER, seqno INTEGER, fence INTEGER, dep_context INTEGER, dep_seqno INTEGER, "
-	"  flags INTEGER, kkey INTEGER);";
+	"  flags INTEGER, kkey INTEGER, folded INTEGER);"
+	"CREATE TEMP TABLE k_jobpart(kkey INTEGER, amd INTEGER, sched INTEGER, ring TEXT, ring_kind INTEGER, "
+	"  ring_ts INTEGER, job INTEGER, ctx_kind INTEGER, context INTEGER, seqno INTEGER, thread INTEGER, "
+	"  thread_ts INTEGER, sub INTEGER, start INTEGER, done INTEGER, out INTEGER, retire INTEGER, "
+	"  first_ts INTEGER);";
 
 /* A CPU wait that has started and not ended yet (kept in memory: few at a time). */
 struct ki_wait {
@@ -146,13 +153,101 @@ static int ki_map_put(struct ki_map *m, uint64_t key, uint64_t val)
 	return 0;
 }
 
+/*
+ * GPU jobs are summed up as their events stream: one partial figure per job
+ * key (the scheduler's job id) in memory, written to temp.k_jobpart when
+ * NF_KI_MAX_OPEN_JOBS are held (a job that spans two writes gets two partial
+ * rows, merged at finish) and at finish. Events without a job id are staged in
+ * temp.k_gpu and keyed at finish (ki_finish_unkeyed_sql); dependency events are
+ * staged too (job_deps). A partial: the driver (amdgpu when an amdgpu event
+ * names it, else drm_sched when a scheduler event does, else i915), the ring of
+ * the first event of the lowest kind naming one, the fence of the lowest kind
+ * naming one (dependencies aside), the thread of the first submission,
+ * submitted (amdgpu_cs_ioctl, drm_sched_job, i915_request_add), started
+ * (run_job, request_in), finished (drm_sched_process_job, else the last
+ * i915_request_out that completed, else the retire).
+ * Kinds: 1 amdgpu_cs_ioctl, 2 amdgpu_sched_run_job, 3 drm_sched queue, 4 run,
+ * 5 done, 6 dependency, 7 i915 add, 8 submit, 9 in, 10 out, 11 retire.
+ */
+#define NF_KI_MAX_OPEN_JOBS 65536u
+
+struct ki_jobagg {
+	int64_t kkey;
+	bool amd, sched;
+	char *ring;          /* owned */
+	int64_t ring_kind, ring_ts;
+	int64_t job;
+	bool has_ctx;
+	int64_t ctx_kind, context, seqno;
+	bool has_thread;
+	int64_t thread, thread_ts;
+	bool has_sub, has_start, has_done, has_out, has_retire;
+	int64_t sub, start, done, out, retire, first_ts;
+};
+
+/* Folds partial b into a (same key); ring ownership moves when b's is taken. */
+static void ki_agg_merge(struct ki_jobagg *a, struct ki_jobagg *b)
+{
+	if (b->first_ts < a->first_ts)
+		a->first_ts = b->first_ts;
+	a->amd |= b->amd;
+	a->sched |= b->sched;
+	if (b->ring && (!a->ring || b->ring_kind < a->ring_kind ||
+			(b->ring_kind == a->ring_kind && b->ring_ts < a->ring_ts))) {
+		free(a->ring);
+		a->ring = b->ring;
+		b->ring = NULL;
+		a->ring_kind = b->ring_kind;
+		a->ring_ts = b->ring_ts;
+	}
+	if (b->job > a->job)
+		a->job = b->job;
+	if (b->has_ctx && (!a->has_ctx || b->ctx_kind < a->ctx_kind)) {
+		a->has_ctx = true;
+		a->ctx_kind = b->ctx_kind;
+		a->context = b->context;
+		a->seqno = b->seqno;
+	}
+	if (b->has_thread && (!a->has_thread || b->thread_ts < a->thread_ts)) {
+		a->has_thread = true;
+		a->thread = b->thread;
+		a->thread_ts = b->thread_ts;
+	}
+#define KI_MIN(f) if (b->has_##f && (!a->has_##f || b->f < a->f)) { a->has_##f = true; a->f = b->f; }
+	KI_MIN(sub)
+	KI_MIN(start)
+	KI_MIN(done)
+	KI_MIN(retire)
+#undef KI_MIN
+	if (b->has_out && (!a->has_out || b->out > a->out)) {
+		a->has_out = true;
+		a->out = b->out;
+	}
+}
+
+/* Held partials: job id -> index into aggs. */
+struct ki_jobs_open {
+	struct ki_map index;
+	struct ki_jobagg *aggs;
+	size_t n, cap;
+};
+
+static void ki_jobs_open_free(struct ki_jobs_open *o)
+{
+	for (size_t i = 0; i < o->n; i++)
+		free(o->aggs[i].ring);
+	free(o->aggs);
+	ki_map_free(&o->index);
+}
+
 struct nf_timeline_kernel_ingest {
 	sqlite3 *db;
 	struct nf_runs *runs;    /* cpu_run_blocks */
 	struct ki_map comms;     /* thread -> KernelString id of the comm last written */
 	struct ki_map contexts;  /* dma_fence contexts already in kernel_timelines */
 	struct ki_map sched_fences; /* drm_sched fence address -> job id of its latest queue event */
-	uint64_t gpu_unkeyed;    /* KernelGpuJob events of kind <= 6 naming a fence and no job id */
+	uint64_t gpu_unkeyed;    /* KernelGpuJob events in k_gpu to key at finish */
+	struct ki_jobs_open jobs; /* partial job figures held */
 	sqlite3_stmt *st[KS_COUNT];
 	char **strings;      /* [id] -> text, id from 1 */
 	size_t n_strings;
@@ -208,6 +303,7 @@ void nf_timeline_kernel_ingest_destroy(struct nf_timeline_kernel_ingest *ki)
 	ki_map_free(&ki->comms);
 	ki_map_free(&ki->contexts);
 	ki_map_free(&ki->sched_fences);
+	ki_jobs_open_free(&ki->jobs);
 	free(ki);
 }
 
@@ -482,6 +578,133 @@ static int ki_fence(struct nf_timeline_kernel_ingest *ki, int64_t ns, const stru
 	}
 }
 
+
+static void ki_bind_opt(sqlite3_stmt *s, int col, bool has, int64_t v)
+{
+	if (has)
+		sqlite3_bind_int64(s, col, v);
+}
+
+/* One partial into temp.k_jobpart. */
+static int ki_jobpart_write(struct nf_timeline_kernel_ingest *ki, const struct ki_jobagg *a, struct nf_error *err)
+{
+	sqlite3_stmt *s = ki->st[KS_JOBPART];
+
+	sqlite3_bind_int64(s, 1, a->kkey);
+	sqlite3_bind_int64(s, 2, a->amd);
+	sqlite3_bind_int64(s, 3, a->sched);
+	bind_text_or_null(s, 4, a->ring);
+	ki_bind_opt(s, 5, a->ring != NULL, a->ring_kind);
+	ki_bind_opt(s, 6, a->ring != NULL, a->ring_ts);
+	sqlite3_bind_int64(s, 7, a->job);
+	ki_bind_opt(s, 8, a->has_ctx, a->ctx_kind);
+	ki_bind_opt(s, 9, a->has_ctx, a->context);
+	ki_bind_opt(s, 10, a->has_ctx, a->seqno);
+	ki_bind_opt(s, 11, a->has_thread, a->thread);
+	ki_bind_opt(s, 12, a->has_thread, a->thread_ts);
+	ki_bind_opt(s, 13, a->has_sub, a->sub);
+	ki_bind_opt(s, 14, a->has_start, a->start);
+	ki_bind_opt(s, 15, a->has_done, a->done);
+	ki_bind_opt(s, 16, a->has_out, a->out);
+	ki_bind_opt(s, 17, a->has_retire, a->retire);
+	sqlite3_bind_int64(s, 18, a->first_ts);
+	return ki_step(ki, KS_JOBPART, err);
+}
+
+/* Every held partial into temp.k_jobpart; none held after. */
+static int ki_jobs_flush(struct nf_timeline_kernel_ingest *ki, struct nf_error *err)
+{
+	struct ki_jobs_open *o = &ki->jobs;
+	int rc = 0;
+
+	for (size_t i = 0; i < o->n && !rc; i++)
+		rc = ki_jobpart_write(ki, &o->aggs[i], err);
+	for (size_t i = 0; i < o->n; i++)
+		free(o->aggs[i].ring);
+	o->n = 0;
+	ki_map_free(&o->index);
+	o->index = (struct ki_map){ 0 };
+	return rc;
+}
+
+/* The partial figure of one event (ring borrowed: copied when kept). */
+static void ki_agg_of_event(struct ki_jobagg *e, int64_t key, int64_t kind, int64_t ts, int64_t tid,
+			    const char *ring, int64_t job, bool has_ctx, int64_t ctx, int64_t seq, uint64_t fl)
+{
+	*e = (struct ki_jobagg){ .kkey = key, .first_ts = ts, .job = job };
+	e->amd = kind == 1 || kind == 2;
+	e->sched = kind >= 3 && kind <= 6;
+	e->ring = (char *)ring;
+	e->ring_kind = kind;
+	e->ring_ts = ts;
+	if (has_ctx && kind != 6) {
+		e->has_ctx = true;
+		e->ctx_kind = kind;
+		e->context = ctx;
+		e->seqno = seq;
+	}
+	if (kind == 1 || kind == 3 || kind == 7) {
+		e->has_thread = e->has_sub = true;
+		e->thread = tid;
+		e->thread_ts = e->sub = ts;
+	}
+	if (kind == 2 || kind == 4 || kind == 9) {
+		e->has_start = true;
+		e->start = ts;
+	}
+	if (kind == 5) {
+		e->has_done = true;
+		e->done = ts;
+	}
+	if (kind == 10 && (fl & 2)) {
+		e->has_out = true;
+		e->out = ts;
+	}
+	if (kind == 11) {
+		e->has_retire = true;
+		e->retire = ts;
+	}
+}
+
+/* Folds an event of job key `job` into its held partial. */
+static int ki_jobs_fold(struct nf_timeline_kernel_ingest *ki, struct ki_jobagg *e, struct nf_error *err)
+{
+	struct ki_jobs_open *o = &ki->jobs;
+	const uint64_t *slot = ki_map_get(&o->index, (uint64_t)e->kkey);
+	struct ki_jobagg *a;
+	int rc;
+
+	if (e->ring && !(e->ring = strdup(e->ring)))
+		return nf_error_set(err, NF_ENOMEM, "timeline: out of memory");
+	if (slot) {
+		ki_agg_merge(&o->aggs[*slot], e);
+		free(e->ring);
+		return 0;
+	}
+	if (o->n == NF_KI_MAX_OPEN_JOBS && (rc = ki_jobs_flush(ki, err))) {
+		free(e->ring);
+		return rc;
+	}
+	if (o->n == o->cap) {
+		size_t ncap = o->cap ? o->cap * 2 : 256;
+		struct ki_jobagg *na = realloc(o->aggs, ncap * sizeof(*na));
+
+		if (!na) {
+			free(e->ring);
+			return nf_error_set(err, NF_ENOMEM, "timeline: out of memory");
+		}
+		o->aggs = na;
+		o->cap = ncap;
+	}
+	if (ki_map_put(&o->index, (uint64_t)e->kkey, o->n)) {
+		free(e->ring);
+		return nf_error_set(err, NF_ENOMEM, "timeline: out of memory");
+	}
+	a = &o->aggs[o->n++];
+	*a = *e;
+	return 0;
+}
+
 int nf_timeline_kernel_ingest_event(struct nf_timeline_kernel_ingest **kip, sqlite3 *db, int64_t ns,
 			   const struct nf_event *ev, struct nf_error *err)
 {
@@ -548,6 +771,22 @@ int nf_timeline_kernel_ingest_event(struct nf_timeline_kernel_ingest **kip, sqli
 			job = j ? *j : 0;
 		}
 
+		/* Events with a job id are summed up in memory; dependencies are kept
+		 * for job_deps, the others keyed at finish. */
+		if (job != 0) {
+			struct ki_jobagg e;
+			int rc;
+
+			ki_agg_of_event(&e, (int64_t)job, (int64_t)kind, ns, (int64_t)(uint32_t)f[NFF_KERNEL_GPU_JOB_tid],
+					ki_str(ki, f[NFF_KERNEL_GPU_JOB_ring]), (int64_t)job, fl & 1,
+					(int64_t)f[NFF_KERNEL_GPU_JOB_context], (int64_t)f[NFF_KERNEL_GPU_JOB_seqno], fl);
+			if ((rc = ki_jobs_fold(ki, &e, err)))
+				return rc;
+			if (kind != 6)
+				return 0;
+		} else if (fl & 1) {
+			ki->gpu_unkeyed++;
+		}
 		sqlite3_bind_int64(s, 1, ns);
 		sqlite3_bind_int64(s, 2, (int64_t)(uint32_t)f[NFF_KERNEL_GPU_JOB_tid]);
 		sqlite3_bind_int64(s, 3, (int64_t)(uint32_t)f[NFF_KERNEL_GPU_JOB_kind]);
@@ -565,8 +804,6 @@ int nf_timeline_kernel_ingest_event(struct nf_timeline_kernel_ingest **kip, sqli
 		sqlite3_bind_int64(s, 11, (int64_t)fl);
 		if (job != 0)
 			sqlite3_bind_int64(s, 12, (int64_t)job);
-		else if ((fl & 1) && kind <= 6)
-			ki->gpu_unkeyed++;
 		return ki_step(ki, KS_GPU, err);
 	}
 	case NF_EV_KERNEL_VBLANK: {
@@ -770,42 +1007,39 @@ out_finalize:
  * Kinds: 1 amdgpu_cs_ioctl, 2 amdgpu_sched_run_job, 3 drm_sched queue, 4 run,
  * 5 done, 6 dependency, 7 i915 add, 8 submit, 9 in, 10 out, 11 retire.
  */
-/* Events naming only the fence join the job whose id another event tied to it (run
- * only when such events came: amdgpu's all carry the job id). */
+/*
+ * Events naming only the fence join the job whose id another event tied to that
+ * fence; the rest are keyed by their fence, -(a number per (context, seqno));
+ * then each becomes a partial of its own (merged with the others of its key by
+ * ki_finish_jobagg). Run only when such events came: amdgpu's all carry the id.
+ */
 static const char ki_finish_unkeyed_sql[] =
+	"CREATE INDEX temp.k_jobpart_ctx ON k_jobpart(context, seqno);"
 	"CREATE INDEX temp.k_gpu_ctx ON k_gpu(context, seqno) WHERE job != 0 AND context IS NOT NULL;"
-	"UPDATE temp.k_gpu SET job = coalesce((SELECT m.job FROM temp.k_gpu m WHERE m.job != 0 AND "
-	"  m.context IS NOT NULL AND m.context = k_gpu.context AND m.seqno = k_gpu.seqno LIMIT 1), 0), "
-	"  kkey = nullif((SELECT m.job FROM temp.k_gpu m WHERE m.job != 0 AND "
+	"UPDATE temp.k_gpu SET job = coalesce((SELECT p.job FROM temp.k_jobpart p WHERE p.context = k_gpu.context "
+	"  AND p.seqno = k_gpu.seqno AND p.job != 0 LIMIT 1), (SELECT m.job FROM temp.k_gpu m WHERE m.job != 0 AND "
 	"  m.context IS NOT NULL AND m.context = k_gpu.context AND m.seqno = k_gpu.seqno LIMIT 1), 0) "
-	"  WHERE job = 0 AND context IS NOT NULL AND kind <= 6;";
-
-static const char ki_finish_jobkeys_sql[] =
-	/* The rest are keyed by their fence: -(a number per (context, seqno)). */
+	"  WHERE job = 0 AND context IS NOT NULL AND kind <= 6;"
+	"UPDATE temp.k_gpu SET kkey = job WHERE kkey IS NULL AND job != 0;"
 	"CREATE TEMP TABLE k_fkeys(context INTEGER, seqno INTEGER, UNIQUE(context, seqno));"
 	"INSERT OR IGNORE INTO temp.k_fkeys(context, seqno) SELECT context, seqno FROM temp.k_gpu "
 	"  WHERE kkey IS NULL AND context IS NOT NULL;"
 	"UPDATE temp.k_gpu SET kkey = -(SELECT f.rowid FROM temp.k_fkeys f WHERE f.context = k_gpu.context "
 	"  AND f.seqno = k_gpu.seqno) WHERE kkey IS NULL AND context IS NOT NULL;"
-	"CREATE TEMP TABLE k_jobagg(kkey INTEGER PRIMARY KEY, driver TEXT, ring TEXT, job INTEGER, "
-	"  context INTEGER, seqno INTEGER, thread INTEGER, submitted INTEGER, started INTEGER, "
-	"  finished INTEGER, ord INTEGER);";
+	"INSERT INTO temp.k_jobpart(kkey, amd, sched, ring, ring_kind, ring_ts, job, ctx_kind, context, seqno, "
+	"  thread, thread_ts, sub, start, done, out, retire, first_ts) "
+	"SELECT kkey, kind IN (1, 2), kind BETWEEN 3 AND 6, ring, CASE WHEN ring IS NOT NULL THEN kind END, "
+	"  CASE WHEN ring IS NOT NULL THEN ts END, job, "
+	"  CASE WHEN context IS NOT NULL AND kind != 6 THEN kind END, "
+	"  CASE WHEN context IS NOT NULL AND kind != 6 THEN context END, "
+	"  CASE WHEN context IS NOT NULL AND kind != 6 THEN seqno END, "
+	"  CASE WHEN kind IN (1, 3, 7) THEN tid END, CASE WHEN kind IN (1, 3, 7) THEN ts END, "
+	"  CASE WHEN kind IN (1, 3, 7) THEN ts END, CASE WHEN kind IN (2, 4, 9) THEN ts END, "
+	"  CASE WHEN kind = 5 THEN ts END, CASE WHEN kind = 10 AND flags & 2 THEN ts END, "
+	"  CASE WHEN kind = 11 THEN ts END, ts "
+	"FROM temp.k_gpu WHERE kkey IS NOT NULL AND folded = 0;";
 
-/* One job's figures while its events are read (ki_finish_jobagg). */
-struct ki_jobagg {
-	int64_t kkey;
-	bool amd, sched;
-	char *ring;
-	int64_t ring_kind, ring_ts;
-	int64_t job;
-	bool has_ctx;
-	int64_t ctx_kind, context, seqno;
-	bool has_thread;
-	int64_t thread, thread_ts;
-	bool has_sub, has_start, has_done, has_out, has_retire;
-	int64_t sub, start, done, out, retire, first_ts;
-};
-
+/* One job's final row into temp.k_jobagg. */
 static int ki_jobagg_write(sqlite3_stmt *ins, const struct ki_jobagg *a)
 {
 	bool fin = a->has_done || a->has_out || a->has_retire;
@@ -815,20 +1049,13 @@ static int ki_jobagg_write(sqlite3_stmt *ins, const struct ki_jobagg *a)
 	sqlite3_bind_int64(ins, 1, a->kkey);
 	sqlite3_bind_text(ins, 2, a->amd ? "amdgpu" : a->sched ? "drm_sched" : "i915", -1, SQLITE_STATIC);
 	bind_text_or_null(ins, 3, a->ring);
-	if (a->job)
-		sqlite3_bind_int64(ins, 4, a->job);
-	if (a->has_ctx) {
-		sqlite3_bind_int64(ins, 5, a->context);
-		sqlite3_bind_int64(ins, 6, a->seqno);
-	}
-	if (a->has_thread)
-		sqlite3_bind_int64(ins, 7, a->thread);
-	if (a->has_sub)
-		sqlite3_bind_int64(ins, 8, a->sub);
-	if (a->has_start)
-		sqlite3_bind_int64(ins, 9, a->start);
-	if (fin)
-		sqlite3_bind_int64(ins, 10, finished);
+	ki_bind_opt(ins, 4, a->job != 0, a->job);
+	ki_bind_opt(ins, 5, a->has_ctx, a->context);
+	ki_bind_opt(ins, 6, a->has_ctx, a->seqno);
+	ki_bind_opt(ins, 7, a->has_thread, a->thread);
+	ki_bind_opt(ins, 8, a->has_sub, a->sub);
+	ki_bind_opt(ins, 9, a->has_start, a->start);
+	ki_bind_opt(ins, 10, fin, finished);
 	sqlite3_bind_int64(ins, 11, a->has_sub ? a->sub : a->first_ts);
 	rc = sqlite3_step(ins);
 	sqlite3_reset(ins);
@@ -836,25 +1063,25 @@ static int ki_jobagg_write(sqlite3_stmt *ins, const struct ki_jobagg *a)
 	return rc == SQLITE_DONE ? 0 : NF_ESQL;
 }
 
-/*
- * One temp.k_jobagg row per job key from its events, read in key order: the
- * driver (amdgpu when an amdgpu event names it, else drm_sched when a
- * scheduler event does, else i915), the ring of the first event of the lowest
- * kind naming one, the fence of the lowest kind naming one (dependencies
- * aside), the thread of the first submission, submitted (amdgpu_cs_ioctl,
- * drm_sched_job, i915_request_add), started (run_job, request_in), finished
- * (drm_sched_process_job, else the last i915_request_out that completed, else
- * the retire). One pass instead of a GROUP BY with a subquery per column.
- */
+static bool ki_col_opt(sqlite3_stmt *s, int col, int64_t *v)
+{
+	if (sqlite3_column_type(s, col) == SQLITE_NULL)
+		return false;
+	*v = sqlite3_column_int64(s, col);
+	return true;
+}
+
+/* The partials of temp.k_jobpart merged per key into temp.k_jobagg (one pass in key order). */
 static int ki_finish_jobagg(struct nf_timeline_kernel_ingest *ki, struct nf_error *err)
 {
 	sqlite3_stmt *sel = NULL, *ins = NULL;
-	struct ki_jobagg a = { 0 };
+	struct ki_jobagg a = { 0 }, b;
 	bool have = false;
 	int rc = 0, src;
 
-	if (sqlite3_prepare_v2(ki->db, "SELECT kkey, kind, ts, tid, ring, job, context, seqno, flags "
-			       "FROM temp.k_gpu WHERE kkey IS NOT NULL ORDER BY kkey, rowid", -1, &sel, NULL) != SQLITE_OK ||
+	if (sqlite3_prepare_v2(ki->db, "SELECT kkey, amd, sched, ring, ring_kind, ring_ts, job, ctx_kind, context, "
+			       "seqno, thread, thread_ts, sub, start, done, out, retire, first_ts FROM temp.k_jobpart "
+			       "ORDER BY kkey", -1, &sel, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(ki->db, "INSERT INTO temp.k_jobagg(kkey, driver, ring, job, context, seqno, thread, "
 			       "submitted, started, finished, ord) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
 			       -1, &ins, NULL) != SQLITE_OK) {
@@ -862,76 +1089,45 @@ static int ki_finish_jobagg(struct nf_timeline_kernel_ingest *ki, struct nf_erro
 		goto out;
 	}
 	while ((src = sqlite3_step(sel)) == SQLITE_ROW) {
-		int64_t key = sqlite3_column_int64(sel, 0), kind = sqlite3_column_int64(sel, 1);
-		int64_t ts = sqlite3_column_int64(sel, 2);
-		const char *ring = (const char *)sqlite3_column_text(sel, 4);
+		const char *ring = (const char *)sqlite3_column_text(sel, 3);
 
-		if (have && key != a.kkey) {
+		b = (struct ki_jobagg){ .kkey = sqlite3_column_int64(sel, 0) };
+		b.amd = sqlite3_column_int64(sel, 1) != 0;
+		b.sched = sqlite3_column_int64(sel, 2) != 0;
+		b.ring_kind = sqlite3_column_int64(sel, 4);
+		b.ring_ts = sqlite3_column_int64(sel, 5);
+		b.job = sqlite3_column_int64(sel, 6);
+		b.has_ctx = ki_col_opt(sel, 7, &b.ctx_kind);
+		b.context = sqlite3_column_int64(sel, 8);
+		b.seqno = sqlite3_column_int64(sel, 9);
+		b.thread = sqlite3_column_int64(sel, 10);
+		b.has_thread = ki_col_opt(sel, 11, &b.thread_ts);
+		b.has_sub = ki_col_opt(sel, 12, &b.sub);
+		b.has_start = ki_col_opt(sel, 13, &b.start);
+		b.has_done = ki_col_opt(sel, 14, &b.done);
+		b.has_out = ki_col_opt(sel, 15, &b.out);
+		b.has_retire = ki_col_opt(sel, 16, &b.retire);
+		b.first_ts = sqlite3_column_int64(sel, 17);
+		if (have && b.kkey != a.kkey) {
 			if (ki_jobagg_write(ins, &a)) {
 				rc = ki_sql_err(ki, err, "writing GPU jobs");
 				goto out;
 			}
 			free(a.ring);
+			a.ring = NULL;
 			have = false;
 		}
+		if (ring && !(b.ring = strdup(ring))) {
+			rc = nf_error_set(err, NF_ENOMEM, "timeline: out of memory");
+			goto out;
+		}
 		if (!have) {
-			a = (struct ki_jobagg){ .kkey = key, .first_ts = ts };
+			a = b;
 			have = true;
+			continue;
 		}
-		if (ts < a.first_ts)
-			a.first_ts = ts;
-		a.amd |= kind == 1 || kind == 2;
-		a.sched |= kind >= 3 && kind <= 6;
-		if (ring && (!a.ring || kind < a.ring_kind || (kind == a.ring_kind && ts < a.ring_ts))) {
-			char *dup = strdup(ring);
-
-			if (!dup) {
-				rc = nf_error_set(err, NF_ENOMEM, "timeline: out of memory");
-				goto out;
-			}
-			free(a.ring);
-			a.ring = dup;
-			a.ring_kind = kind;
-			a.ring_ts = ts;
-		}
-		if (sqlite3_column_int64(sel, 5) > a.job)
-			a.job = sqlite3_column_int64(sel, 5);
-		if (sqlite3_column_type(sel, 6) != SQLITE_NULL && kind != 6 && (!a.has_ctx || kind < a.ctx_kind)) {
-			a.has_ctx = true;
-			a.ctx_kind = kind;
-			a.context = sqlite3_column_int64(sel, 6);
-			a.seqno = sqlite3_column_int64(sel, 7);
-		}
-		if (kind == 1 || kind == 3 || kind == 7) {
-			if (!a.has_thread || ts < a.thread_ts) {
-				a.has_thread = true;
-				a.thread = sqlite3_column_int64(sel, 3);
-				a.thread_ts = ts;
-			}
-			if (!a.has_sub || ts < a.sub)
-				a.sub = ts;
-			a.has_sub = true;
-		}
-		if (kind == 2 || kind == 4 || kind == 9) {
-			if (!a.has_start || ts < a.start)
-				a.start = ts;
-			a.has_start = true;
-		}
-		if (kind == 5) {
-			if (!a.has_done || ts < a.done)
-				a.done = ts;
-			a.has_done = true;
-		}
-		if (kind == 10 && (sqlite3_column_int64(sel, 8) & 2)) {
-			if (!a.has_out || ts > a.out)
-				a.out = ts;
-			a.has_out = true;
-		}
-		if (kind == 11) {
-			if (!a.has_retire || ts < a.retire)
-				a.retire = ts;
-			a.has_retire = true;
-		}
+		ki_agg_merge(&a, &b);
+		free(b.ring);
 	}
 	if (src != SQLITE_DONE) {
 		rc = ki_sql_err(ki, err, "reading GPU job events");
@@ -1027,11 +1223,16 @@ int nf_timeline_kernel_ingest_finish(struct nf_timeline_kernel_ingest *ki, struc
 		return rc;
 	if ((rc = ki_exec(ki, ki_finish_timelines_sql, err)) ||
 	    (rc = ki_finish_signals(ki, err)) || (rc = ki_finish_waits(ki, err)) ||
+	    (rc = ki_jobs_flush(ki, err)) ||
 	    (ki->gpu_unkeyed && (rc = ki_exec(ki, ki_finish_unkeyed_sql, err))) ||
-	    (rc = ki_exec(ki, ki_finish_jobkeys_sql, err)) || (rc = ki_finish_jobagg(ki, err)) ||
+	    (rc = ki_exec(ki, "CREATE TEMP TABLE k_jobagg(kkey INTEGER PRIMARY KEY, driver TEXT, ring TEXT, "
+			  "job INTEGER, context INTEGER, seqno INTEGER, thread INTEGER, submitted INTEGER, "
+			  "started INTEGER, finished INTEGER, ord INTEGER);", err)) ||
+	    (rc = ki_finish_jobagg(ki, err)) ||
 	    (rc = ki_exec(ki, ki_finish_jobs_sql, err)))
 		return rc;
 	return ki_exec(ki, "DROP TABLE temp.k_fences; DROP TABLE temp.k_waits; DROP TABLE temp.k_gpu;"
-		       "DROP TABLE temp.k_jobs; DROP TABLE temp.k_jobagg; DROP TABLE temp.k_fkeys;"
+		       "DROP TABLE temp.k_jobs; DROP TABLE temp.k_jobagg; DROP TABLE temp.k_jobpart;"
+		       "DROP TABLE IF EXISTS temp.k_fkeys;"
 		       "CREATE INDEX kernel_events_ts ON kernel_events(ts_ns);", err);
 }
