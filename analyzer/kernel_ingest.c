@@ -255,6 +255,8 @@ struct nf_timeline_kernel_ingest {
 	size_t n_cpus;
 	struct ki_wait *waits;   /* open waits, in start order */
 	size_t n_waits, cap_waits;
+	uint64_t wait_rows;      /* rows written to temp.k_waits */
+	uint64_t gpu_deps;       /* dependency events staged in temp.k_gpu */
 	bool finished;
 };
 
@@ -484,6 +486,8 @@ static int ki_wait_row(struct nf_timeline_kernel_ingest *ki, int64_t tid, int64_
 		       int64_t start, bool has_end, int64_t end, struct nf_error *err)
 {
 	sqlite3_stmt *s = ki->st[KS_WAIT];
+
+	ki->wait_rows++;
 
 	sqlite3_bind_int64(s, 1, tid);
 	sqlite3_bind_int64(s, 2, ctx);
@@ -804,6 +808,8 @@ int nf_timeline_kernel_ingest_event(struct nf_timeline_kernel_ingest **kip, sqli
 		sqlite3_bind_int64(s, 11, (int64_t)fl);
 		if (job != 0)
 			sqlite3_bind_int64(s, 12, (int64_t)job);
+		if (kind == 6 && (fl & 4))
+			ki->gpu_deps++;
 		return ki_step(ki, KS_GPU, err);
 	}
 	case NF_EV_KERNEL_VBLANK: {
@@ -853,6 +859,18 @@ static int ki_finish_signals(struct nf_timeline_kernel_ingest *ki, struct nf_err
 	sqlite3_stmt *sel = NULL, *ins = NULL, *upd = NULL;
 	int rc = 0, src;
 
+	/* No wait needs a signal's operation id: one INSERT ... SELECT. */
+	if (!ki->wait_rows) {
+		_Static_assert(NF_KERNEL_TIMELINE_BASE == 4294967296LL, "the SQL spells the base out");
+		if ((rc = ki_exec(ki, "INSERT INTO fence_ops(queue, adapter, op, fence, handle, value, queued_ns, "
+				  "observed_ns, end_ns, status, log_seq, epoch, thread) "
+				  "SELECT 4294967296 + context, NULL, 'signal', 4294967296 + context, NULL, seqno, "
+				  "coalesce(emit_ns, init_ns), NULL, signal_ns, "
+				  "CASE WHEN signal_ns IS NULL THEN 'unsignaled' ELSE 'complete' END, NULL, NULL, emit_tid "
+				  "FROM temp.k_fences ORDER BY coalesce(emit_ns, init_ns, signal_ns), context, seqno", err)))
+			return rc;
+		goto out_threads;
+	}
 	if (sqlite3_prepare_v2(ki->db,
 			       "SELECT context, seqno, coalesce(emit_ns, init_ns), signal_ns, emit_tid "
 			       "FROM temp.k_fences ORDER BY coalesce(emit_ns, init_ns, signal_ns), context, seqno",
@@ -895,8 +913,8 @@ static int ki_finish_signals(struct nf_timeline_kernel_ingest *ki, struct nf_err
 		rc = ki_sql_err(ki, err, "reading dma_fence signals");
 		goto out_finalize;
 	}
+out_threads:
 	/* Who emitted on each timeline: the queue_threads rows of the signals above. */
-	_Static_assert(NF_KERNEL_TIMELINE_BASE == 4294967296LL, "the SQL spells the base out");
 	if (sqlite3_exec(ki->db,
 			 "INSERT INTO queue_threads(queue, fence, thread, ops) "
 			 "SELECT 4294967296 + context, 4294967296 + context, emit_tid, count(*) "
@@ -1142,14 +1160,19 @@ out:
 	return rc;
 }
 
-static const char ki_finish_jobs_sql[] =
-	/* Job rows in submission order (a job's first event when its submission is not in the trace). */
+/* Job key -> jobs.id, for the dependencies (only when there are any). */
+static const char ki_finish_jobids_sql[] =
 	"CREATE TEMP TABLE k_jobs(kkey INTEGER PRIMARY KEY, id INTEGER);"
 	"INSERT INTO temp.k_jobs(kkey, id) SELECT kkey, coalesce((SELECT max(id) FROM jobs), 0) + "
-	"  row_number() OVER (ORDER BY ord, kkey) FROM temp.k_jobagg;"
-	"INSERT INTO jobs(id, driver, ring, job, context, seqno, thread, submitted_ns, started_ns, finished_ns) "
-	"SELECT k.id, a.driver, a.ring, a.job, a.context, a.seqno, a.thread, a.submitted, a.started, a.finished "
-	"FROM temp.k_jobagg a JOIN temp.k_jobs k ON k.kkey = a.kkey ORDER BY k.id;"
+	"  row_number() OVER (ORDER BY ord, kkey) FROM temp.k_jobagg;";
+
+static const char ki_finish_jobs_sql[] =
+	/* Job rows in submission order (a job's first event when its submission is not
+	 * in the trace): the same order as k_jobs' ids. */
+	"INSERT INTO jobs(driver, ring, job, context, seqno, thread, submitted_ns, started_ns, finished_ns, "
+	"  finish_source) "
+	"SELECT driver, ring, job, context, seqno, thread, submitted, started, finished, "
+	"  CASE WHEN finished IS NOT NULL THEN 'event' END FROM temp.k_jobagg ORDER BY ord, kkey;"
 	/* Scheduled vs finished, per job context, from the signals. */
 	"INSERT INTO job_timelines(context, driver, ring, scheduled_context, finished_context, jobs_prev_first, "
 	"  jobs_next_later) "
@@ -1173,25 +1196,40 @@ static const char ki_finish_jobs_sql[] =
 	"  finished_context = CASE WHEN (SELECT sum(o.jobs_next_later) - sum(o.jobs_prev_first) FROM job_timelines o "
 	"    WHERE o.driver = job_timelines.driver) > 0 THEN context + 1 ELSE context END "
 	"  WHERE jobs_prev_first = 0 AND jobs_next_later = 0;"
-	"UPDATE jobs SET sched_context = (SELECT t.scheduled_context FROM job_timelines t "
-	"  WHERE t.context = jobs.context) WHERE context IS NOT NULL;"
-	"UPDATE jobs SET "
-	"  started_ns = coalesce(started_ns, (SELECT f.signal_ns FROM temp.k_fences f "
-	"    WHERE f.context = jobs.sched_context AND f.seqno = jobs.seqno)), "
-	"  finished_ns = coalesce(finished_ns, (SELECT f.signal_ns FROM temp.k_fences f JOIN job_timelines t "
-	"    ON t.context = jobs.context WHERE f.context = t.finished_context AND f.seqno = jobs.seqno)) "
-	"  WHERE context IS NOT NULL AND driver != 'i915';"
+	/* Starts and finishes no event gave, from the job's two fences. */
+	"UPDATE jobs SET sched_context = t.scheduled_context, "
+	"  started_ns = coalesce(jobs.started_ns, (SELECT f.signal_ns FROM temp.k_fences f "
+	"    WHERE f.context = t.scheduled_context AND f.seqno = jobs.seqno)), "
+	"  finished_ns = coalesce(jobs.finished_ns, (SELECT f.signal_ns FROM temp.k_fences f "
+	"    WHERE f.context = t.finished_context AND f.seqno = jobs.seqno)) "
+	"  FROM job_timelines t WHERE t.context = jobs.context AND jobs.driver != 'i915';"
+	"UPDATE jobs SET finish_source = 'signaled' WHERE finish_source IS NULL AND finished_ns IS NOT NULL;"
+	/*
+	 * amdgpu: a ring's fences signal in the order the jobs were run on it
+	 * (amdgpu_fence_process signals every seqno up to the one it read), so a job
+	 * run later on the same ring that finished bounds the finish of one whose
+	 * signal is not in the trace: finished no later than the earliest such
+	 * finish ('ring_order'). Only finishes seen in the trace bound others.
+	 */
+	"UPDATE jobs SET finished_ns = b.bound, finish_source = 'ring_order' FROM ("
+	"  SELECT id, min(CASE WHEN finish_source IS NOT NULL THEN finished_ns END) OVER (PARTITION BY ring "
+	"    ORDER BY started_ns DESC, id DESC ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS bound "
+	"  FROM jobs WHERE driver = 'amdgpu' AND ring IS NOT NULL AND started_ns IS NOT NULL) b "
+	"  WHERE jobs.id = b.id AND jobs.finished_ns IS NULL AND b.bound IS NOT NULL;"
 	"UPDATE jobs SET process = (SELECT k.process FROM kernel_threads k WHERE k.thread = jobs.thread), "
 	"  status = CASE WHEN started_ns IS NULL THEN 'queued' WHEN finished_ns IS NULL THEN 'unfinished' "
 	"  ELSE 'complete' END;"
-	"CREATE INDEX jobs_fence ON jobs(context, seqno);"
+	"CREATE INDEX jobs_fence ON jobs(context, seqno);";
+
+static const char ki_finish_deps_sql[] =
 	"INSERT INTO job_deps(job, dep_context, dep_seqno, dep_job, dep_fence, ts_ns) "
 	"SELECT k.id, d.dep_context, d.dep_seqno, coalesce(f.id, s.id), "
 	"  CASE WHEN f.id IS NOT NULL THEN 'finished' WHEN s.id IS NOT NULL THEN 'scheduled' END, d.ts "
 	"FROM temp.k_gpu d JOIN temp.k_jobs k ON k.kkey = d.kkey "
 	"LEFT JOIN jobs f ON f.context = d.dep_context AND f.seqno = d.dep_seqno "
 	"LEFT JOIN jobs s ON f.id IS NULL AND s.sched_context = d.dep_context AND s.seqno = d.dep_seqno "
-	"WHERE d.kind = 6 AND d.flags & 4 ORDER BY k.id, d.ts;";
+	"WHERE d.kind = 6 AND d.flags & 4 ORDER BY k.id, d.ts;"
+	"DROP TABLE temp.k_jobs;";
 
 int nf_timeline_kernel_ingest_finish(struct nf_timeline_kernel_ingest *ki, struct nf_error *err)
 {
@@ -1229,10 +1267,12 @@ int nf_timeline_kernel_ingest_finish(struct nf_timeline_kernel_ingest *ki, struc
 			  "job INTEGER, context INTEGER, seqno INTEGER, thread INTEGER, submitted INTEGER, "
 			  "started INTEGER, finished INTEGER, ord INTEGER);", err)) ||
 	    (rc = ki_finish_jobagg(ki, err)) ||
-	    (rc = ki_exec(ki, ki_finish_jobs_sql, err)))
+	    (ki->gpu_deps && (rc = ki_exec(ki, ki_finish_jobids_sql, err))) ||
+	    (rc = ki_exec(ki, ki_finish_jobs_sql, err)) ||
+	    (ki->gpu_deps && (rc = ki_exec(ki, ki_finish_deps_sql, err))))
 		return rc;
 	return ki_exec(ki, "DROP TABLE temp.k_fences; DROP TABLE temp.k_waits; DROP TABLE temp.k_gpu;"
-		       "DROP TABLE temp.k_jobs; DROP TABLE temp.k_jobagg; DROP TABLE temp.k_jobpart;"
+		       "DROP TABLE temp.k_jobagg; DROP TABLE temp.k_jobpart;"
 		       "DROP TABLE IF EXISTS temp.k_fkeys;"
 		       "CREATE INDEX kernel_events_ts ON kernel_events(ts_ns);", err);
 }

@@ -681,6 +681,62 @@ START_TEST(test_i915_fixture_jobs)
 }
 END_TEST
 
+/*
+ * amdgpu jobs whose finished fence's signal is not in the trace: a ring's
+ * fences signal in the order its jobs were run, so the earliest signaled finish
+ * of a job run later on the same ring bounds theirs (finish_source
+ * 'ring_order'); only finishes seen in the trace bound others (job 20's bound
+ * is job 22's finish, not job 21's bound), and a job with no later job on its
+ * ring keeps no finish (job 24, the only sdma0 job).
+ */
+START_TEST(test_ring_order_finish)
+{
+	static const char events[] =
+		"cmdline 500 app\n"
+		"0 5000900000 amdgpu:amdgpu_cs_ioctl 500 sched_job_id=20 timeline=gfx context=301 seqno=1 "
+		"fence=0xffff888100000001 ring=gfx num_ibs=1\n"
+		"0 5000950000 amdgpu:amdgpu_sched_run_job 500 sched_job_id=20 timeline=gfx context=301 seqno=1 "
+		"ring=gfx num_ibs=1\n"
+		"0 5001000000 amdgpu:amdgpu_cs_ioctl 500 sched_job_id=21 timeline=gfx context=301 seqno=2 "
+		"fence=0xffff888100000002 ring=gfx num_ibs=1\n"
+		"0 5001010000 amdgpu:amdgpu_cs_ioctl 500 sched_job_id=24 timeline=sdma0 context=401 seqno=1 "
+		"fence=0xffff888100000004 ring=sdma0 num_ibs=1\n"
+		"0 5001050000 amdgpu:amdgpu_sched_run_job 500 sched_job_id=24 timeline=sdma0 context=401 seqno=1 "
+		"ring=sdma0 num_ibs=1\n"
+		"0 5001100000 amdgpu:amdgpu_sched_run_job 500 sched_job_id=21 timeline=gfx context=301 seqno=2 "
+		"ring=gfx num_ibs=1\n"
+		"0 5001200000 amdgpu:amdgpu_cs_ioctl 500 sched_job_id=22 timeline=gfx context=301 seqno=3 "
+		"fence=0xffff888100000003 ring=gfx num_ibs=1\n"
+		"0 5001300000 amdgpu:amdgpu_sched_run_job 500 sched_job_id=22 timeline=gfx context=301 seqno=3 "
+		"ring=gfx num_ibs=1\n"
+		"0 5001301000 dma_fence:dma_fence_signaled 500 driver=drm_sched timeline=gfx context=300 seqno=3\n"
+		"0 5002000000 dma_fence:dma_fence_signaled 0 driver=drm_sched timeline=gfx context=301 seqno=3\n"
+		"0 5002050000 amdgpu:amdgpu_cs_ioctl 500 sched_job_id=23 timeline=gfx context=301 seqno=4 "
+		"fence=0xffff888100000005 ring=gfx num_ibs=1\n"
+		"0 5002100000 amdgpu:amdgpu_sched_run_job 500 sched_job_id=23 timeline=gfx context=301 seqno=4 "
+		"ring=gfx num_ibs=1\n"
+		"0 5002101000 dma_fence:dma_fence_signaled 500 driver=drm_sched timeline=gfx context=300 seqno=4\n"
+		"0 5002500000 dma_fence:dma_fence_signaled 0 driver=drm_sched timeline=gfx context=301 seqno=4\n";
+	char tmp[1024], formats[4096], dat[1200], s[1200], why[256];
+
+	nf_test_source_path(formats, sizeof(formats), "samples/kernel/formats-drm-sched");
+	nf_test_tmpdir(tmp, sizeof(tmp));
+	/* Times in the rows are since the first event (5.0009 s). */
+	snprintf(dat, sizeof(dat), "%s/ring.dat", tmp);
+	ck_assert_msg(nf_tdw_write(formats, events, dat, NULL, why, sizeof(why)) == 0, "%s", why);
+	snprintf(s, sizeof(s), "%s/s", tmp);
+	ck_assert_msg(run("'%s' import '%s' -o '%s'", nf_test_nftrace(), dat, s) == 0, "%s", errb);
+	query(s, "SELECT job, ring, started_ns, finished_ns, finish_source, status FROM jobs ORDER BY id",
+	      "job,ring,started_ns,finished_ns,finish_source,status\n"
+	      "20,gfx,50000,1100000,ring_order,complete\n"
+	      "21,gfx,200000,1100000,ring_order,complete\n"
+	      "24,sdma0,150000,,,unfinished\n"
+	      "22,gfx,400000,1100000,signaled,complete\n"
+	      "23,gfx,1200000,1600000,signaled,complete\n");
+	nf_test_rmtree(tmp);
+}
+END_TEST
+
 static Suite *kernel_suite(const char *live)
 {
 	Suite *s = suite_create("kernel");
@@ -695,6 +751,7 @@ static Suite *kernel_suite(const char *live)
 		tcase_add_test(tc, test_fixture_import_rows);
 		tcase_add_test(tc, test_drm_sched_fixture_jobs);
 		tcase_add_test(tc, test_i915_fixture_jobs);
+		tcase_add_test(tc, test_ring_order_finish);
 		tcase_add_test(tc, test_fixture_report);
 		tcase_add_test(tc, test_bad_files);
 		tcase_add_test(tc, test_live_pages_decode);

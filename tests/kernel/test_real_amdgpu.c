@@ -156,9 +156,13 @@ END_TEST
 
 /*
  * Every amdgpu_sched_run_job is a job with its start; it has its finish
- * whenever the file holds its finished fence's signal (52 jobs' finishes
- * happened on CPUs whose recording had not begun yet: those and only those are
- * 'unfinished'); scheduled and finished fences are told apart from the data.
+ * whenever the file holds its finished fence's signal (641 jobs, 'signaled').
+ * 52 jobs' signals happened on CPUs whose recording had not begun yet: 51 of
+ * them have a job run later on the same ring whose signal is in the file, and
+ * a ring's fences signal in run order (checked here: no signaled finish on a
+ * ring comes before that of a job run earlier), so that later finish bounds
+ * theirs ('ring_order'); the one left (the only sdma0 job) stays 'unfinished'.
+ * Scheduled and finished fences are told apart from the data.
  */
 START_TEST(test_every_run_job_is_a_job)
 {
@@ -178,8 +182,22 @@ START_TEST(test_every_run_job_is_a_job)
 				   "(select 1 from fence_ops o where o.op = 'signal' and o.end_ns is not null and "
 				   "o.fence = 4294967296 + j.context and o.value = j.seqno)"), 0);
 	ck_assert_int_eq(query_num(session, "select count(*) from jobs where status = 'complete' and "
-				   "started_ns <= finished_ns"), runs - 52);
-	ck_assert_int_eq(query_num(session, "select count(*) from jobs where status = 'unfinished'"), 52);
+				   "finish_source = 'signaled' and started_ns <= finished_ns"), runs - 52);
+	/* The rule ring_order rests on holds in this file: signaled finishes in run order per ring. */
+	ck_assert_int_eq(query_num(session, "select count(*) from (select finished_ns f, lead(finished_ns) over "
+				   "(partition by ring order by started_ns, id) nf from jobs where finish_source = "
+				   "'signaled') where nf < f"), 0);
+	ck_assert_int_eq(query_num(session, "select count(*) from jobs where finish_source = 'ring_order' and "
+				   "status = 'complete' and started_ns <= finished_ns"), 51);
+	/* Each bound is the earliest signaled finish of a job run later on its ring. */
+	ck_assert_int_eq(query_num(session, "select count(*) from jobs j where finish_source = 'ring_order' and "
+				   "finished_ns is not (select min(l.finished_ns) from jobs l where l.ring = j.ring and "
+				   "l.finish_source = 'signaled' and (l.started_ns, l.id) > (j.started_ns, j.id))"), 0);
+	ck_assert_int_eq(query_num(session, "select count(*) from jobs where status = 'unfinished' and "
+				   "finished_ns is null and finish_source is null and ring = 'sdma0'"), 1);
+	ck_assert_int_eq(query_num(session, "select count(*) from jobs where status = 'unfinished'"), 1);
+	ck_assert_int_eq(query_num(session, "select count(*) from jobs where started_ns is not null and "
+				   "finished_ns is not null"), runs - 1);
 	/* The scheduled fence is context - 1: it signals at the run, the finished one later. */
 	ck_assert_int_eq(query_num(session, "select count(*) from job_timelines where scheduled_context = "
 				   "context - 1 and finished_context = context"),
