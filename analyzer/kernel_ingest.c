@@ -1221,7 +1221,9 @@ static const char ki_finish_jobs_sql[] =
 	"UPDATE jobs SET process = (SELECT k.process FROM kernel_threads k WHERE k.thread = jobs.thread), "
 	"  status = CASE WHEN started_ns IS NULL THEN 'queued' WHEN finished_ns IS NULL THEN 'unfinished' "
 	"  ELSE 'complete' END;"
-	"CREATE INDEX jobs_fence ON jobs(context, seqno);";
+	"CREATE INDEX jobs_fence ON jobs(context, seqno);"
+	/* The job run before another on its ring (critical paths of jobs). */
+	"CREATE INDEX jobs_ring ON jobs(ring, started_ns);";
 
 static const char ki_finish_deps_sql[] =
 	"INSERT INTO job_deps(job, dep_context, dep_seqno, dep_job, dep_fence, ts_ns) "

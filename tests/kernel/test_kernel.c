@@ -737,6 +737,45 @@ START_TEST(test_ring_order_finish)
 }
 END_TEST
 
+/*
+ * nftrace critical-path on a kernel session with jobs and no queued fence
+ * operation: the last job to finish (job 12, row 2) ran from 2.05 ms, after its
+ * dependency job 11 (row 1) finished at 2.0 ms, which ran from before job 12
+ * was submitted (1.2 ms): three segments adding up to 1.8 ms. --job picks a
+ * job; one without a start says so.
+ */
+START_TEST(test_job_critical_path)
+{
+	char tmp[1024], s[1200];
+
+	gpu_fixture("drm-sched", tmp, sizeof(tmp), s, sizeof(s));
+	ck_assert_msg(run("'%s' critical-path '%s'", nf_test_nftrace(), s) == 0, "%s", errb);
+	ck_assert_msg(strstr(out, "critical path of job 2 (amdgpu gfx_0.0.0, job id 12) submitted by thread 500\n"
+			     "submitted at 1200000 ns, finished at 3000000 ns: latency 1800000 ns in 3 segments\n"),
+		      "%s", out);
+	ck_assert_msg(strstr(out, "1200000        2000000         800000  ring gfx_0.0.0               executing job 1 "
+			     "(amdgpu gfx_0.0.0, job id 11)\n"), "%s", out);
+	ck_assert_msg(strstr(out, "2000000        2050000          50000  ring gfx_0.0.0               job 2 (amdgpu "
+			     "gfx_0.0.0, job id 12) waiting to run until job 1 (amdgpu gfx_0.0.0, job id 11) finished\n"),
+		      "%s", out);
+	ck_assert_msg(strstr(out, "2050000        3000000         950000  ring gfx_0.0.0               executing job 2 "),
+		      "%s", out);
+	ck_assert_msg(run("'%s' critical-path '%s' --job 3 --json", nf_test_nftrace(), s) == 0, "%s", errb);
+	ck_assert_msg(strstr(out, "{\"job\": 3, \"submitted_ns\": 1500000, \"end_ns\": 1900000, \"latency_ns\": 400000, "
+			     "\"segments\": [\n  {\"on\": \"ring sdma0\", \"kind\": \"queued\", \"job\": 3, \"thread\": null, "
+			     "\"dep_job\": null, \"start_ns\": 1500000, \"end_ns\": 1600000, \"duration_ns\": 100000"), "%s", out);
+	/* Job 14 (row 4) never finished: no latency; a job that does not exist is named. */
+	ck_assert_int_eq(run("'%s' critical-path '%s' --job 4", nf_test_nftrace(), s), 1);
+	ck_assert_msg(strstr(errb, "job 4 has no finish in the trace"), "%s", errb);
+	ck_assert_int_eq(run("'%s' critical-path '%s' --job 99", nf_test_nftrace(), s), 1);
+	ck_assert_msg(strstr(errb, "no job 99"), "%s", errb);
+	/* Before any job finished: nothing to explain, said in one line. */
+	ck_assert_int_eq(run("'%s' critical-path '%s' --at 1ms", nf_test_nftrace(), s), 1);
+	ck_assert_msg(strstr(errb, "no operation and no GPU job finished by that time"), "%s", errb);
+	nf_test_rmtree(tmp);
+}
+END_TEST
+
 static Suite *kernel_suite(const char *live)
 {
 	Suite *s = suite_create("kernel");
@@ -752,6 +791,7 @@ static Suite *kernel_suite(const char *live)
 		tcase_add_test(tc, test_drm_sched_fixture_jobs);
 		tcase_add_test(tc, test_i915_fixture_jobs);
 		tcase_add_test(tc, test_ring_order_finish);
+		tcase_add_test(tc, test_job_critical_path);
 		tcase_add_test(tc, test_fixture_report);
 		tcase_add_test(tc, test_bad_files);
 		tcase_add_test(tc, test_live_pages_decode);

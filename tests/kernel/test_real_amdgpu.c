@@ -211,6 +211,61 @@ START_TEST(test_every_run_job_is_a_job)
 }
 END_TEST
 
+/*
+ * nftrace critical-path on the real capture (its dma_fence signals carry no
+ * queued time, so no fence operation has a latency): the last job to finish,
+ * and each job by --job, explained as contiguous segments adding up to its
+ * latency (submission to finish).
+ */
+START_TEST(test_job_critical_path)
+{
+	char tmp[1024], session[1200];
+
+	import_real(tmp, sizeof(tmp), session, sizeof(session));
+	long long last = query_num(session, "select id from jobs where finish_source in ('event', 'signaled') "
+				   "order by finished_ns desc, id desc limit 1");
+	long long some = query_num(session, "select id from jobs where finish_source = 'signaled' and "
+				   "ring = 'gfx' order by id limit 1 offset 100");
+	long long ids[2] = { last, some };
+
+	for (int k = 0; k < 2; k++) {
+		char pick[64];
+
+		/* The capture lasts 3.5 s: --at 10s is the last job to finish, as with no option. */
+		if (k)
+			snprintf(pick, sizeof(pick), "--job %lld", ids[k]);
+		else
+			snprintf(pick, sizeof(pick), "--at 10s");
+		ck_assert_msg(run("'%s' critical-path '%s' %s --json", nf_test_nftrace(), session, pick) == 0, "%s",
+			      errb);
+		char *p = strstr(out, "\"latency_ns\": ");
+		long long lat, sum = 0, prev_end = -1, first = -1, end = -1;
+		int n = 0;
+
+		ck_assert_msg(p != NULL, "%s", out);
+		lat = atoll(p + 14);
+		ck_assert_int_gt(lat, 0);
+		char want[64];
+		snprintf(want, sizeof(want), "{\"job\": %lld,", ids[k]);
+		ck_assert_msg(strncmp(out, want, strlen(want)) == 0, "%s", out);
+		for (p = out; (p = strstr(p, "\"start_ns\": ")); n++) {
+			long long a = atoll(p + 12), b = atoll(strstr(p, "\"end_ns\": ") + 10);
+
+			ck_assert_msg(prev_end < 0 || a == prev_end, "segments not contiguous: %s", out);
+			if (first < 0)
+				first = a;
+			prev_end = end = b;
+			sum += b - a;
+			p += 12;
+		}
+		ck_assert_int_gt(n, 0);
+		ck_assert_int_eq(sum, lat);
+		ck_assert_int_eq(end - first, lat);
+	}
+	nf_test_rmtree(tmp);
+}
+END_TEST
+
 /* The height of a PNG (its IHDR). */
 static long png_height(const char *path)
 {
@@ -441,6 +496,7 @@ static Suite *real_suite(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, test_every_record_imported);
 	tcase_add_test(tc, test_every_run_job_is_a_job);
+	tcase_add_test(tc, test_job_critical_path);
 	tcase_add_test(tc, test_report_shows_what_matters);
 	tcase_add_test(tc, test_damaged_copies_refused);
 	tcase_add_test(tc, test_public_tracedat);
