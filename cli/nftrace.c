@@ -139,7 +139,7 @@ static const struct nf_cmd nf_commands[] = {
 	  "  --queue Q           only this hardware queue's operations (repeat for more)\n"
 	  "  --fence F           only operations and CPU waits/signals on this fence (repeat)\n" },
 	{ "critical-path", cmd_critical_path, "why an operation finished when it did: its chain of queues, fences, threads",
-	  "usage: nftrace critical-path DIR [--op ID | --at TIME | --queue Q] [--json]\n"
+	  "usage: nftrace critical-path DIR [--op ID | --at TIME | --queue Q | --job ID] [--json]\n"
 	  "\n"
 	  "Explains the latency (queued on the CPU to completed) of one operation: the last one to\n"
 	  "finish (default), operation ID (fence_ops.id), the last to finish by TIME (12.5ms), or\n"
@@ -150,6 +150,9 @@ static const struct nf_cmd nf_commands[] = {
 	  "order: on which queue or thread, doing what (waiting on fence F >= v, executing,\n"
 	  "running until it queued the work), start, end and duration in ns; the durations add up\n"
 	  "to the latency exactly.\n"
+	  "Linux kernel sessions with GPU jobs: when no operation finished (or with --job ID,\n"
+	  "jobs.id), the job: on its ring, behind the job run before it, released by its\n"
+	  "dependency (job_deps), submitted by its thread.\n"
 	  "\n"
 	  "  --json   the same as one JSON object\n" },
 	{ "push", cmd_push, "load sessions into a ClickHouse fleet store (many machines, many sessions)",

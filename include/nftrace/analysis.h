@@ -2,7 +2,8 @@
  * nftrace analysis: why the GPU waited. Over any session's timeline (scenarios,
  * programs, Linux kernel imports; only the generic tables fence_ops, deps,
  * cpu_waits, cpu_signals, queues, fences and kernel_timelines are read, through
- * SQL) it answers three questions:
+ * SQL, and for GPU jobs of Linux kernel sessions jobs and job_deps) it answers
+ * three questions:
  *
  *  - the critical path of an operation: the chain of queues, fences and CPU
  *    threads that decided when it finished, as segments in time order whose
