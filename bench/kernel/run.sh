@@ -27,6 +27,40 @@ nfb_k_make() { # SCALE -> path of the trace.dat (made once, cached)
 	echo "$dat"
 }
 
+# The timeline build of SESSION next to reading it alone (`nftrace info` parses every
+# event and stores nothing: the floor of any build), three tries each, interleaved, the
+# best wall and the best CPU (user+sys, nfb_time's VAR_cpu) of each kept: on a loaded machine
+# the wall ratio swings with the neighbours, the CPU ratio much less. Prints one row with
+# both ratios; the target (<= 3x the read) is judged on each.
+nfb_k_build_row() { # LABEL SESSION EVENTS QUERY WHY_IT_MISSES
+	local label="$1" ses="$2" n="$3" q="$4" why="$5" i bw="" bc="" rw="" rc_="" kb=0 rc=0
+	for i in 1 2 3; do
+		nfb_time kr -O /dev/null -- "$NFB_NFTRACE" info "$ses"
+		rw="$(awk -v a="$rw" -v b="$kr_s" 'BEGIN { print (a == "" || b < a) ? b : a }')"
+		rc_="$(awk -v a="$rc_" -v b="$kr_cpu" 'BEGIN { print (a == "" || b < a) ? b : a }')"
+		rm -f "$ses/.timeline.db"
+		nfb_time kb_ -O /dev/null -- "$NFB_NFTRACE" query "$ses" "$q"
+		[ "$kb__rc" != 0 ] && rc="$kb__rc"
+		kb="$kb__kb"
+		bw="$(awk -v a="$bw" -v b="$kb__s" 'BEGIN { print (a == "" || b < a) ? b : a }')"
+		bc="$(awk -v a="$bc" -v b="$kb__cpu" 'BEGIN { print (a == "" || b < a) ? b : a }')"
+	done
+	gq_s="$bw"
+	local wr cr
+	wr="$(nfb_div "$bw" "$rw")"
+	cr="$(nfb_div "$bc" "$rc_")"
+	nfb_row kernel "$label" "timeline build events/s (wall ${bw}s, cpu ${bc}s, ${kb} KiB)" \
+		"$(awk -v n="$n" -v s="$bw" 'BEGIN { printf "%.0f", (s > 0 ? n / s : 0) }')" \
+		"session read alone (info) events/s (wall ${rw}s, cpu ${rc_}s)" \
+		"$(awk -v n="$n" -v s="$rw" 'BEGIN { printf "%.0f", (s > 0 ? n / s : 0) }')" \
+		"${wr} (wall), ${cr} (cpu)" "<=3x the read" \
+		"$(awk -v w="$wr" -v c="$cr" -v rc="$rc" -v why="$why" 'BEGIN {
+			if (rc != 0) { print "failed (exit " rc ")"; exit }
+			if (w <= 3 && c <= 3) print "meets"
+			else if (c <= 3) printf "meets in CPU time (%.2gx); misses in wall time (%.2gx) on this loaded machine\n", c, w
+			else printf "misses by %.3gx in CPU time (%.3gx wall): %s\n", c / 3, w, why }')"
+}
+
 if [ ! -x "$NFB_BUILD/tests/kernel/nf-make-tracedat" ] || ! command -v trace-cmd >/dev/null; then
 	nfb_row kernel - "import" - "trace-cmd report" - - - "skipped: needs nf-make-tracedat and trace-cmd"
 else
@@ -45,17 +79,9 @@ else
 		nfb_row kernel "x$scale" "import events/s ($n events, ${imp_s}s)" "$ours" \
 			"trace-cmd report events/s (${tcr_s}s)" "$peer" "$ratio (time)" "<=1.5x trace-cmd report" "$verdict"
 		nfb_growth kernel "import (wall)" "$scale" "$imp_s"
-		# The timeline build against reading the session alone (babeltrace2, the
-		# floor of any build): `nftrace info` parses every event and stores nothing.
-		nfb_time kp -O /dev/null -- "$NFB_NFTRACE" info "$NFB_WORK/kernel-x$scale"
-		rm -f "$NFB_WORK/kernel-x$scale/.timeline.db"
-		nfb_time kq -O /dev/null -- "$NFB_NFTRACE" query "$NFB_WORK/kernel-x$scale" "select count(*) from deps"
-		rate="$(awk -v n="$n" -v s="$kq_s" 'BEGIN { printf "%.0f", (s > 0 ? n / s : 0) }')"
-		prate="$(awk -v n="$n" -v s="$kp_s" 'BEGIN { printf "%.0f", (s > 0 ? n / s : 0) }')"
-		nfb_row kernel "x$scale" "timeline build events/s (${kq_s}s, ${kq_kb} KiB)" "$rate" \
-			"session read alone (info) events/s (${kp_s}s)" "$prate" "$(nfb_div "$kq_s" "$kp_s") (time)" \
-			"<=3x the read" \
-			"$(awk -v a="$kq_s" -v b="$kp_s" -v rc="$kq_rc" 'BEGIN { if (rc != 0) print "failed (exit " rc ")"; else print a <= 3 * b ? "meets" : sprintf("misses by %.2gx: every fence, wait and run is a SQLite row, then fence_ops, cpu_waits and deps are written from a join", a / (3 * b)) }')"
+		nfb_k_build_row "x$scale" "$NFB_WORK/kernel-x$scale" "$n" "select count(*) from deps" \
+			"every dma_fence signal and wait is a fence_ops row, every wait a cpu_waits and a deps row too, written one by one (see docs/PERFORMANCE.md)"
+		kq_s="$gq_s"
 		nfb_growth kernel "timeline build (wall)" "$scale" "$kq_s"
 	done
 fi
@@ -89,15 +115,8 @@ nfb_k_gpu_row() { # LABEL DAT SESSION EVENTS
 		"$(awk -v n="$n" -v s="$gt_s" 'BEGIN { printf "%.0f", (s > 0 ? n / s : 0) }')" \
 		"$(nfb_div "$gi_s" "$gt_s") (time)" "<=1.5x trace-cmd report" \
 		"$(awk -v q="$(nfb_div "$gi_s" "$gt_s")" -v rc="$gi_rc" 'BEGIN { if (rc != 0) print "failed (exit " rc ")"; else print q <= 1.5 ? "meets" : "misses" }')"
-	nfb_time gp -O /dev/null -- "$NFB_NFTRACE" info "$ses"
-	rm -f "$ses/.timeline.db"
-	nfb_time gq -O /dev/null -- "$NFB_NFTRACE" query "$ses" "select count(*) from jobs"
-	nfb_row kernel "$label" "timeline build events/s (${gq_s}s, ${gq_kb} KiB)" \
-		"$(awk -v n="$n" -v s="$gq_s" 'BEGIN { printf "%.0f", (s > 0 ? n / s : 0) }')" \
-		"session read alone (info) events/s (${gp_s}s)" \
-		"$(awk -v n="$n" -v s="$gp_s" 'BEGIN { printf "%.0f", (s > 0 ? n / s : 0) }')" \
-		"$(nfb_div "$gq_s" "$gp_s") (time)" "<=3x the read" \
-		"$(awk -v a="$gq_s" -v b="$gp_s" -v rc="$gq_rc" 'BEGIN { if (rc != 0) print "failed (exit " rc ")"; else print a <= 3 * b ? "meets" : sprintf("misses by %.2gx: each event is one or two SQLite rows (see docs/PERFORMANCE.md)", a / (3 * b)) }')"
+	nfb_k_build_row "$label" "$ses" "$n" "select count(*) from jobs" \
+		"see docs/PERFORMANCE.md"
 }
 
 nfb_k_gpu_make() { # SCALE -> path of a generated GPU capture (made once, cached)

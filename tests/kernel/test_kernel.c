@@ -776,6 +776,73 @@ START_TEST(test_job_critical_path)
 }
 END_TEST
 
+/*
+ * Past the analyzer's bounds: more jobs at once than it holds in memory (65536:
+ * their partial figures are written and merged at the end) with one job whose
+ * submission comes before that write and its run and finish after, and a
+ * thread with more runs than one cpu_run_blocks row holds (1024).
+ */
+START_TEST(test_many_jobs_and_runs)
+{
+	enum { JOBS = 66000, SWITCHES = 2500 };
+	size_t cap = (size_t)JOBS * 200 + SWITCHES * 200 + 4096, len = 0;
+	char *ev = malloc(cap);
+	char tmp[1024], formats[4096], dat[1200], sess[1200], why[256];
+	long long t = 5000000000LL;
+
+	ck_assert_ptr_nonnull(ev);
+	len += (size_t)snprintf(ev + len, cap - len, "cmdline 500 app\ncmdline 501 other\n");
+	/* Job 1 (context 301/1) is submitted first, by thread 501. */
+	len += (size_t)snprintf(ev + len, cap - len, "0 %lld amdgpu:amdgpu_cs_ioctl 501 sched_job_id=1 timeline=gfx "
+				"context=301 seqno=1 fence=0xffff888100000001 ring=gfx num_ibs=1\n", t);
+	for (int j = 2; j <= JOBS; j++) {
+		t += 1000;
+		len += (size_t)snprintf(ev + len, cap - len, "0 %lld amdgpu:amdgpu_cs_ioctl 500 sched_job_id=%d "
+					"timeline=sdma0 context=401 seqno=%d fence=0xffff888100000002 ring=sdma0 "
+					"num_ibs=1\n", t, j, j);
+	}
+	t += 1000;
+	len += (size_t)snprintf(ev + len, cap - len, "0 %lld amdgpu:amdgpu_sched_run_job 500 sched_job_id=1 "
+				"timeline=gfx context=301 seqno=1 ring=gfx num_ibs=1\n", t);
+	len += (size_t)snprintf(ev + len, cap - len, "0 %lld dma_fence:dma_fence_signaled 500 driver=drm_sched "
+				"timeline=gfx context=300 seqno=1\n", t + 10);
+	len += (size_t)snprintf(ev + len, cap - len, "0 %lld dma_fence:dma_fence_signaled 0 driver=drm_sched "
+				"timeline=gfx context=301 seqno=1\n", t + 5000);
+	for (int k = 0; k < SWITCHES; k++) {
+		t += 10000;
+		len += (size_t)snprintf(ev + len, cap - len, "1 %lld sched:sched_switch 500 prev_comm=app prev_pid=500 "
+					"prev_prio=120 prev_state=1 next_comm=other next_pid=501 next_prio=120\n", t);
+		len += (size_t)snprintf(ev + len, cap - len, "1 %lld sched:sched_switch 501 prev_comm=other "
+					"prev_pid=501 prev_prio=120 prev_state=0 next_comm=app next_pid=500 "
+					"next_prio=120\n", t + 4000);
+	}
+	ck_assert_uint_lt(len, cap - 1);
+	nf_test_source_path(formats, sizeof(formats), "samples/kernel/formats-drm-sched");
+	nf_test_tmpdir(tmp, sizeof(tmp));
+	snprintf(dat, sizeof(dat), "%s/many.dat", tmp);
+	ck_assert_msg(nf_tdw_write(formats, ev, dat, NULL, why, sizeof(why)) == 0, "%s", why);
+	free(ev);
+	snprintf(sess, sizeof(sess), "%s/s", tmp);
+	ck_assert_msg(run("'%s' import '%s' -o '%s'", nf_test_nftrace(), dat, sess) == 0, "%s", errb);
+	/* Job 1 is one row with its submission (before the write), its run and finish (after). */
+	query(sess, "SELECT count(*), count(DISTINCT job) FROM jobs", "count(*),count(DISTINCT job)\n66000,66000\n");
+	query(sess, "SELECT id, ring, thread, submitted_ns, started_ns - submitted_ns, finished_ns - started_ns, "
+	      "finish_source, status FROM jobs WHERE job = 1",
+	      "id,ring,thread,submitted_ns,started_ns - submitted_ns,finished_ns - started_ns,finish_source,status\n"
+	      "1,gfx,501,0,66000000,5000,signaled,complete\n");
+	query(sess, "SELECT count(*) FROM jobs WHERE ring = 'sdma0' AND thread = 500 AND status = 'queued'",
+	      "count(*)\n65999\n");
+	/* 2500 runs of each thread (the first of 500 and the last of 501 open-ended): 3 blocks each. */
+	query(sess, "SELECT thread, count(*), sum(start_ns IS NULL), sum(end_ns IS NULL), min(end_ns - start_ns), "
+	      "max(end_ns - start_ns) FROM cpu_runs GROUP BY thread ORDER BY thread",
+	      "thread,count(*),sum(start_ns IS NULL),sum(end_ns IS NULL),min(end_ns - start_ns),"
+	      "max(end_ns - start_ns)\n500,2501,1,1,6000,6000\n501,2500,0,0,4000,4000\n");
+	query(sess, "SELECT thread, count(*), sum(n) FROM cpu_run_blocks GROUP BY thread ORDER BY thread",
+	      "thread,count(*),sum(n)\n500,3,2501\n501,3,2500\n");
+	nf_test_rmtree(tmp);
+}
+END_TEST
+
 static Suite *kernel_suite(const char *live)
 {
 	Suite *s = suite_create("kernel");
@@ -792,6 +859,7 @@ static Suite *kernel_suite(const char *live)
 		tcase_add_test(tc, test_i915_fixture_jobs);
 		tcase_add_test(tc, test_ring_order_finish);
 		tcase_add_test(tc, test_job_critical_path);
+		tcase_add_test(tc, test_many_jobs_and_runs);
 		tcase_add_test(tc, test_fixture_report);
 		tcase_add_test(tc, test_bad_files);
 		tcase_add_test(tc, test_live_pages_decode);
