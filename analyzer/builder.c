@@ -1119,7 +1119,7 @@ int nf_timeline_builder_feed_event(struct nf_timeline_builder *b, const struct n
 		b->any_ts = true;
 	}
 	if (nf_event_desc(ev->id) && nf_event_desc(ev->id)->stream == NF_STREAM_KERNEL)
-		return nf_timeline_kernel_ingest_event(&b->kernel, b->db, now, ev, err);
+		return nf_timeline_kernel_ingest_event(&b->kernel, b->db, b->bulk, now, ev, err);
 	switch (ev->id) {
 	case NF_EV_ADAPTER_START: {
 		uint32_t caps = (uint32_t)f[NFF_ADAPTER_START_vidsch_caps];

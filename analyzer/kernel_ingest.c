@@ -7,6 +7,7 @@
  * distinct strings and CPUs, never by the number of events.
  */
 #include "kernel_ingest.h"
+#include "bulk.h"
 #include "runs.h"
 
 #include <inttypes.h>
@@ -240,9 +241,35 @@ static void ki_jobs_open_free(struct ki_jobs_open *o)
 	ki_map_free(&o->index);
 }
 
+/*
+ * Rows staged for one INSERT ... SELECT from nf_bulk (bulk.h) per batch: the
+ * dma_fence sightings, vblanks and markers, which a real capture has by the
+ * thousand and a prepared INSERT stepped per row paid SQLite's statement entry,
+ * bind and reset on each. Text is copied into the stage's arena.
+ */
+#define NF_KI_STAGE_ROWS 8192u
+
+struct ki_srow {
+	int64_t v[6];
+	uint32_t set;        /* bit i: column i is not NULL */
+	int text_col;        /* -1: none */
+	size_t text_off;
+	int text_len;
+};
+
+struct ki_stage {
+	const char *sql, *what;
+	struct ki_srow *rows;
+	size_t n, next;
+	char *arena;
+	size_t alen, acap;
+};
+
 struct nf_timeline_kernel_ingest {
 	sqlite3 *db;
 	struct nf_runs *runs;    /* cpu_run_blocks */
+	struct nf_bulk *bulk;    /* NULL: staged rows go one INSERT each */
+	struct ki_stage fences, vblanks, markers;
 	struct ki_map comms;     /* thread -> KernelString id of the comm last written */
 	struct ki_map contexts;  /* dma_fence contexts already in kernel_timelines */
 	struct ki_map sched_fences; /* drm_sched fence address -> job id of its latest queue event */
@@ -302,6 +329,12 @@ void nf_timeline_kernel_ingest_destroy(struct nf_timeline_kernel_ingest *ki)
 	free(ki->cpus);
 	free(ki->waits);
 	nf_runs_destroy(ki->runs);
+	free(ki->fences.rows);
+	free(ki->fences.arena);
+	free(ki->vblanks.rows);
+	free(ki->vblanks.arena);
+	free(ki->markers.rows);
+	free(ki->markers.arena);
 	ki_map_free(&ki->comms);
 	ki_map_free(&ki->contexts);
 	ki_map_free(&ki->sched_fences);
@@ -503,6 +536,87 @@ static int ki_wait_row(struct nf_timeline_kernel_ingest *ki, int64_t tid, int64_
 	return ki_step(ki, KS_WAIT, err);
 }
 
+static int ki_stage_row(void *ctx, struct nf_bulk_row *row, struct nf_error *err)
+{
+	struct ki_stage *st = ctx;
+	const struct ki_srow *r;
+
+	(void)err;
+	if (st->next == st->n)
+		return 0;
+	r = &st->rows[st->next++];
+	for (int c = 0; c < 6; c++)
+		if (c == r->text_col)
+			nf_bulk_text(row, c, st->arena + r->text_off, r->text_len);
+		else if (r->set & (1u << c))
+			nf_bulk_int(row, c, r->v[c]);
+	return 1;
+}
+
+/* The staged rows into their table; none staged after. */
+static int ki_stage_flush(struct nf_timeline_kernel_ingest *ki, struct ki_stage *st, struct nf_error *err)
+{
+	int rc;
+
+	if (!st->n)
+		return 0;
+	st->next = 0;
+	rc = nf_bulk_run(ki->bulk, st->sql, ki_stage_row, st, false, st->what, err);
+	st->n = 0;
+	st->alen = 0;
+	return rc;
+}
+
+/* A row for stage st (columns set by the caller through the returned row); NULL out of memory. */
+static struct ki_srow *ki_stage_add(struct ki_stage *st)
+{
+	if (!st->rows && !(st->rows = malloc(NF_KI_STAGE_ROWS * sizeof(*st->rows))))
+		return NULL;
+	struct ki_srow *r = &st->rows[st->n++];
+
+	r->set = 0;
+	r->text_col = -1;
+	return r;
+}
+
+/* Copies text into st's arena as column col of r; false out of memory. */
+static bool ki_stage_text(struct ki_stage *st, struct ki_srow *r, int col, const char *text)
+{
+	size_t len = strlen(text);
+
+	if (len > (size_t)INT32_MAX)
+		len = (size_t)INT32_MAX;
+	if (st->acap - st->alen < len) {
+		size_t ncap = st->acap ? st->acap : 65536;
+		char *na;
+
+		while (ncap - st->alen < len)
+			ncap *= 2;
+		if (!(na = realloc(st->arena, ncap)))
+			return false;
+		st->arena = na;
+		st->acap = ncap;
+	}
+	memcpy(st->arena + st->alen, text, len);
+	r->text_col = col;
+	r->text_off = st->alen;
+	r->text_len = (int)len;
+	st->alen += len;
+	return true;
+}
+
+static void ki_srow_int(struct ki_srow *r, int col, int64_t v)
+{
+	r->set |= 1u << col;
+	r->v[col] = v;
+}
+
+/* Counts the row in; the batch goes in when full. */
+static int ki_stage_done(struct nf_timeline_kernel_ingest *ki, struct ki_stage *st, struct nf_error *err)
+{
+	return st->n == NF_KI_STAGE_ROWS ? ki_stage_flush(ki, st, err) : 0;
+}
+
 static int ki_fence(struct nf_timeline_kernel_ingest *ki, int64_t ns, const struct nf_event *ev,
 		    struct nf_error *err)
 {
@@ -527,6 +641,19 @@ static int ki_fence(struct nf_timeline_kernel_ingest *ki, int64_t ns, const stru
 	case NF_EV_KERNEL_DMA_FENCE_INIT:
 	case NF_EV_KERNEL_DMA_FENCE_EMIT:
 	case NF_EV_KERNEL_DMA_FENCE_SIGNALED:
+		if (ki->bulk) {
+			struct ki_srow *r = ki_stage_add(&ki->fences);
+
+			if (!r)
+				return nf_error_set(err, NF_ENOMEM, "timeline: out of memory");
+			ki_srow_int(r, 0, ctx);
+			ki_srow_int(r, 1, seq);
+			ki_srow_int(r, ev->id == NF_EV_KERNEL_DMA_FENCE_INIT ? 2
+				    : ev->id == NF_EV_KERNEL_DMA_FENCE_EMIT ? 3 : 4, ns);
+			if (ev->id == NF_EV_KERNEL_DMA_FENCE_EMIT)
+				ki_srow_int(r, 5, tid);
+			return ki_stage_done(ki, &ki->fences, err);
+		}
 		s = ki->st[KS_FENCE_SEEN];
 		sqlite3_bind_int64(s, 1, ctx);
 		sqlite3_bind_int64(s, 2, seq);
@@ -709,7 +836,7 @@ static int ki_jobs_fold(struct nf_timeline_kernel_ingest *ki, struct ki_jobagg *
 	return 0;
 }
 
-int nf_timeline_kernel_ingest_event(struct nf_timeline_kernel_ingest **kip, sqlite3 *db, int64_t ns,
+int nf_timeline_kernel_ingest_event(struct nf_timeline_kernel_ingest **kip, sqlite3 *db, struct nf_bulk *bulk, int64_t ns,
 			   const struct nf_event *ev, struct nf_error *err)
 {
 	struct nf_timeline_kernel_ingest *ki = *kip;
@@ -719,6 +846,20 @@ int nf_timeline_kernel_ingest_event(struct nf_timeline_kernel_ingest **kip, sqli
 		ki = ki_create(db, err);
 		if (!ki)
 			return err && err->code ? err->code : NF_ENOMEM;
+		ki->bulk = bulk;
+		ki->fences = (struct ki_stage){
+			.sql = "INSERT INTO temp.k_fences(context, seqno, init_ns, emit_ns, signal_ns, emit_tid) "
+			       "SELECT c0, c1, c2, c3, c4, c5 FROM nf_bulk WHERE true ON CONFLICT(context, seqno) DO UPDATE SET "
+			       "init_ns = coalesce(init_ns, excluded.init_ns), "
+			       "emit_ns = coalesce(emit_ns, excluded.emit_ns), "
+			       "signal_ns = coalesce(signal_ns, excluded.signal_ns), "
+			       "emit_tid = coalesce(emit_tid, excluded.emit_tid)",
+			.what = "timeline: kernel events: dma_fence sightings" };
+		ki->vblanks = (struct ki_stage){ .sql = "INSERT INTO vblanks(ts_ns, crtc, seq) SELECT c0, c1, c2 FROM nf_bulk",
+						 .what = "timeline: kernel events: vblanks" };
+		ki->markers = (struct ki_stage){
+			.sql = "INSERT INTO markers(ts_ns, thread, cpu, text) SELECT c0, c1, c2, c3 FROM nf_bulk",
+			.what = "timeline: kernel events: markers" };
 		*kip = ki;
 	}
 	if (ki->finished)
@@ -815,6 +956,17 @@ int nf_timeline_kernel_ingest_event(struct nf_timeline_kernel_ingest **kip, sqli
 	case NF_EV_KERNEL_VBLANK: {
 		sqlite3_stmt *s = ki->st[KS_VBLANK];
 
+		if (ki->bulk) {
+			struct ki_srow *r = ki_stage_add(&ki->vblanks);
+
+			if (!r)
+				return nf_error_set(err, NF_ENOMEM, "timeline: out of memory");
+			ki_srow_int(r, 0, ns);
+			ki_srow_int(r, 1, (int64_t)(int32_t)(uint32_t)f[NFF_KERNEL_VBLANK_crtc]);
+			ki_srow_int(r, 2, (int64_t)(uint32_t)f[NFF_KERNEL_VBLANK_seq]);
+			return ki_stage_done(ki, &ki->vblanks, err);
+		}
+
 		sqlite3_bind_int64(s, 1, ns);
 		sqlite3_bind_int64(s, 2, (int64_t)(int32_t)(uint32_t)f[NFF_KERNEL_VBLANK_crtc]);
 		sqlite3_bind_int64(s, 3, (int64_t)(uint32_t)f[NFF_KERNEL_VBLANK_seq]);
@@ -822,6 +974,17 @@ int nf_timeline_kernel_ingest_event(struct nf_timeline_kernel_ingest **kip, sqli
 	}
 	case NF_EV_KERNEL_MARKER: {
 		sqlite3_stmt *s = ki->st[KS_MARKER];
+
+		if (ki->bulk) {
+			struct ki_srow *r = ki_stage_add(&ki->markers);
+
+			if (!r || !ki_stage_text(&ki->markers, r, 3, ev->str ? ev->str : ""))
+				return nf_error_set(err, NF_ENOMEM, "timeline: out of memory");
+			ki_srow_int(r, 0, ns);
+			ki_srow_int(r, 1, (int64_t)(uint32_t)f[NFF_KERNEL_MARKER_tid]);
+			ki_srow_int(r, 2, (int64_t)(uint32_t)f[NFF_KERNEL_MARKER_cpu]);
+			return ki_stage_done(ki, &ki->markers, err);
+		}
 
 		sqlite3_bind_int64(s, 1, ns);
 		sqlite3_bind_int64(s, 2, (int64_t)(uint32_t)f[NFF_KERNEL_MARKER_tid]);
@@ -1261,7 +1424,8 @@ int nf_timeline_kernel_ingest_finish(struct nf_timeline_kernel_ingest *ki, struc
 		if ((rc = nf_runs_add(ki->runs, cs->tid, (int64_t)c, true, cs->start_ns, false, 0, false, 0, err)))
 			return rc;
 	}
-	if ((rc = nf_runs_finish(ki->runs, err)))
+	if ((rc = nf_runs_finish(ki->runs, err)) || (rc = ki_stage_flush(ki, &ki->fences, err)) ||
+	    (rc = ki_stage_flush(ki, &ki->vblanks, err)) || (rc = ki_stage_flush(ki, &ki->markers, err)))
 		return rc;
 	if ((rc = ki_exec(ki, ki_finish_timelines_sql, err)) ||
 	    (rc = ki_finish_signals(ki, err)) || (rc = ki_finish_waits(ki, err)) ||

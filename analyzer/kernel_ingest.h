@@ -26,8 +26,12 @@ struct nf_timeline_kernel_ingest;
  * the builder's transaction on db. Creates *ki at the first call. Returns 0,
  * NF_ESQL, NF_ENOMEM or NF_EFORMAT (a string id used before its KernelString).
  */
-/* Runs (sched_switch) go into cpu_run_blocks, a row per 1024 runs of a thread (runs.h). */
-int nf_timeline_kernel_ingest_event(struct nf_timeline_kernel_ingest **ki, sqlite3 *db, int64_t ns,
+struct nf_bulk;
+
+/* Runs (sched_switch) go into cpu_run_blocks, a row per 1024 runs of a thread
+ * (runs.h); dma_fence sightings, vblanks and markers are loaded through bulk
+ * (bulk.h) in batches when it is not NULL, else one INSERT each. */
+int nf_timeline_kernel_ingest_event(struct nf_timeline_kernel_ingest **ki, sqlite3 *db, struct nf_bulk *bulk, int64_t ns,
 			   const struct nf_event *ev, struct nf_error *err);
 
 /* Writes what was staged (open runs, fences, waits, deps). NULL: nothing to do.
