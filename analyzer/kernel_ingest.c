@@ -82,6 +82,10 @@ struct ki_cpu {
 	bool has_start;      /* the running task's start is known */
 	uint32_t tid;        /* task running */
 	int64_t start_ns;
+	/* comms maps tid to comm_id, as of comms_gen (a switch-out of the same task
+	 * under the same name needs no lookup) */
+	bool comm_ok;
+	uint64_t comm_id, comm_gen;
 };
 
 /* u64 -> u64, open addressing; key 0 is never stored (keys are stored + 1). */
@@ -271,6 +275,7 @@ struct nf_timeline_kernel_ingest {
 	struct nf_bulk *bulk;    /* NULL: staged rows go one INSERT each */
 	struct ki_stage fences, vblanks, markers;
 	struct ki_map comms;     /* thread -> KernelString id of the comm last written */
+	uint64_t comms_gen;      /* changes of comms so far */
 	struct ki_map contexts;  /* dma_fence contexts already in kernel_timelines */
 	struct ki_map sched_fences; /* drm_sched fence address -> job id of its latest queue event */
 	uint64_t gpu_unkeyed;    /* KernelGpuJob events in k_gpu to key at finish */
@@ -443,6 +448,7 @@ static int ki_thread(struct nf_timeline_kernel_ingest *ki, uint64_t tid, uint64_
 		return 0;
 	if (ki_map_put(&ki->comms, tid, comm_id))
 		return nf_error_set(err, NF_ENOMEM, "timeline: too many kernel threads");
+	ki->comms_gen++;
 	sqlite3_bind_int64(ki->st[KS_THREAD], 1, (int64_t)tid);
 	sqlite3_bind_text(ki->st[KS_THREAD], 2, comm, -1, SQLITE_TRANSIENT);
 	return ki_step(ki, KS_THREAD, err);
@@ -468,13 +474,21 @@ static int ki_switch(struct nf_timeline_kernel_ingest *ki, int64_t ns, const str
 				      (int64_t)f[NFF_KERNEL_SCHED_SWITCH_prev_state], err)))
 			return rc;
 	}
+	bool named = c->comm_ok && c->tid == prev && c->comm_id == f[NFF_KERNEL_SCHED_SWITCH_prev_comm] &&
+		     c->comm_gen == ki->comms_gen;
+
 	c->known = true;
 	c->has_start = true;
 	c->tid = next;
 	c->start_ns = ns;
-	if ((rc = ki_thread(ki, prev, f[NFF_KERNEL_SCHED_SWITCH_prev_comm], err)))
+	c->comm_ok = false;
+	if ((!named && (rc = ki_thread(ki, prev, f[NFF_KERNEL_SCHED_SWITCH_prev_comm], err))) ||
+	    (rc = ki_thread(ki, next, f[NFF_KERNEL_SCHED_SWITCH_next_comm], err)))
 		return rc;
-	return ki_thread(ki, next, f[NFF_KERNEL_SCHED_SWITCH_next_comm], err);
+	c->comm_ok = true;
+	c->comm_id = f[NFF_KERNEL_SCHED_SWITCH_next_comm];
+	c->comm_gen = ki->comms_gen;
+	return 0;
 }
 
 static int ki_raw(struct nf_timeline_kernel_ingest *ki, int64_t ns, uint64_t cpu, uint64_t tid,
