@@ -9,6 +9,7 @@
 #include "kernel_ingest.h"
 #include "bulk.h"
 #include "runs.h"
+#include "../core/util_hash.h"
 
 #include <inttypes.h>
 #include <stdbool.h>
@@ -88,75 +89,8 @@ struct ki_cpu {
 	uint64_t comm_id, comm_gen;
 };
 
-/* u64 -> u64, open addressing; key 0 is never stored (keys are stored + 1). */
-struct ki_map {
-	uint64_t *k, *v;
-	size_t cap, n;
-};
-
+/* The maps are core's nf_u64map (core/util_hash.h), at most this many keys. */
 #define NF_KI_MAX_KEYS (1u << 22)
-
-static void ki_map_free(struct ki_map *m)
-{
-	free(m->k);
-	free(m->v);
-}
-
-static size_t ki_slot(const struct ki_map *m, uint64_t key)
-{
-	uint64_t h = key * 0x9E3779B97F4A7C15ull;
-	size_t i = (size_t)(h >> 17) & (m->cap - 1);
-
-	while (m->k[i] && m->k[i] != key)
-		i = (i + 1) & (m->cap - 1);
-	return i;
-}
-
-/* The value of key, or NULL. */
-static uint64_t *ki_map_get(const struct ki_map *m, uint64_t key)
-{
-	if (!m->cap)
-		return NULL;
-	size_t i = ki_slot(m, key + 1);
-
-	return m->k[i] ? &m->v[i] : NULL;
-}
-
-/* Sets key to val; 0 or NF_ENOMEM (also past NF_KI_MAX_KEYS). */
-static int ki_map_put(struct ki_map *m, uint64_t key, uint64_t val)
-{
-	if ((m->n + 1) * 2 > m->cap) {
-		struct ki_map n = { 0 };
-
-		if (m->n >= NF_KI_MAX_KEYS)
-			return NF_ENOMEM;
-		n.cap = m->cap ? m->cap * 2 : 256;
-		n.k = calloc(n.cap, sizeof(*n.k));
-		n.v = calloc(n.cap, sizeof(*n.v));
-		if (!n.k || !n.v) {
-			ki_map_free(&n);
-			return NF_ENOMEM;
-		}
-		for (size_t i = 0; i < m->cap; i++)
-			if (m->k[i]) {
-				size_t j = ki_slot(&n, m->k[i]);
-
-				n.k[j] = m->k[i];
-				n.v[j] = m->v[i];
-			}
-		n.n = m->n;
-		ki_map_free(m);
-		*m = n;
-	}
-	size_t i = ki_slot(m, key + 1);
-
-	if (!m->k[i]) {
-		m->k[i] = key + 1;
-		m->n++;
-	}
-	m->v[i] = val;
-	return 0;
-}
 
 /*
  * GPU jobs are summed up as their events stream: one partial figure per job
@@ -232,7 +166,7 @@ static void ki_agg_merge(struct ki_jobagg *a, struct ki_jobagg *b)
 
 /* Held partials: job id -> index into aggs. */
 struct ki_jobs_open {
-	struct ki_map index;
+	struct nf_u64map index;
 	struct ki_jobagg *aggs;
 	size_t n, cap;
 };
@@ -242,7 +176,7 @@ static void ki_jobs_open_free(struct ki_jobs_open *o)
 	for (size_t i = 0; i < o->n; i++)
 		free(o->aggs[i].ring);
 	free(o->aggs);
-	ki_map_free(&o->index);
+	nf_u64map_free(&o->index);
 }
 
 /*
@@ -274,10 +208,10 @@ struct nf_timeline_kernel_ingest {
 	struct nf_runs *runs;    /* cpu_run_blocks */
 	struct nf_bulk *bulk;    /* NULL: staged rows go one INSERT each */
 	struct ki_stage fences, vblanks, markers;
-	struct ki_map comms;     /* thread -> KernelString id of the comm last written */
+	struct nf_u64map comms;     /* thread -> KernelString id of the comm last written */
 	uint64_t comms_gen;      /* changes of comms so far */
-	struct ki_map contexts;  /* dma_fence contexts already in kernel_timelines */
-	struct ki_map sched_fences; /* drm_sched fence address -> job id of its latest queue event */
+	struct nf_u64map contexts;  /* dma_fence contexts already in kernel_timelines */
+	struct nf_u64map sched_fences; /* drm_sched fence address -> job id of its latest queue event */
 	uint64_t gpu_unkeyed;    /* KernelGpuJob events in k_gpu to key at finish */
 	struct ki_jobs_open jobs; /* partial job figures held */
 	sqlite3_stmt *st[KS_COUNT];
@@ -340,9 +274,9 @@ void nf_timeline_kernel_ingest_destroy(struct nf_timeline_kernel_ingest *ki)
 	free(ki->vblanks.arena);
 	free(ki->markers.rows);
 	free(ki->markers.arena);
-	ki_map_free(&ki->comms);
-	ki_map_free(&ki->contexts);
-	ki_map_free(&ki->sched_fences);
+	nf_u64map_free(&ki->comms);
+	nf_u64map_free(&ki->contexts);
+	nf_u64map_free(&ki->sched_fences);
 	ki_jobs_open_free(&ki->jobs);
 	free(ki);
 }
@@ -356,6 +290,8 @@ static struct nf_timeline_kernel_ingest *ki_create(sqlite3 *db, struct nf_error 
 		return NULL;
 	}
 	ki->db = db;
+	ki->comms.max_keys = ki->contexts.max_keys = ki->sched_fences.max_keys = NF_KI_MAX_KEYS;
+	ki->jobs.index.max_keys = NF_KI_MAX_KEYS;
 	if (ki_exec(ki, ki_staging_sql, err))
 		goto out_free;
 	for (int i = 0; i < KS_COUNT; i++)
@@ -444,9 +380,9 @@ static int ki_thread(struct nf_timeline_kernel_ingest *ki, uint64_t tid, uint64_
 
 	if (tid == 0 || !comm)
 		return 0;
-	if ((known = ki_map_get(&ki->comms, tid)) && *known == comm_id)
+	if ((known = nf_u64map_find(&ki->comms, tid)) && *known == comm_id)
 		return 0;
-	if (ki_map_put(&ki->comms, tid, comm_id))
+	if (nf_u64map_put(&ki->comms, tid, comm_id))
 		return nf_error_set(err, NF_ENOMEM, "timeline: too many kernel threads");
 	ki->comms_gen++;
 	sqlite3_bind_int64(ki->st[KS_THREAD], 1, (int64_t)tid);
@@ -641,14 +577,14 @@ static int ki_fence(struct nf_timeline_kernel_ingest *ki, int64_t ns, const stru
 	sqlite3_stmt *s;
 	int rc;
 
-	if (!ki_map_get(&ki->contexts, (uint64_t)ctx)) {
+	if (!nf_u64map_find(&ki->contexts, (uint64_t)ctx)) {
 		s = ki->st[KS_STR_TIMELINE];
 		sqlite3_bind_int64(s, 1, ctx);
 		bind_text_or_null(s, 2, ki_str(ki, f[NFF_KERNEL_DMA_FENCE_INIT_driver]));
 		bind_text_or_null(s, 3, ki_str(ki, f[NFF_KERNEL_DMA_FENCE_INIT_timeline]));
 		if ((rc = ki_step(ki, KS_STR_TIMELINE, err)))
 			return rc;
-		if (ki_map_put(&ki->contexts, (uint64_t)ctx, 1))
+		if (nf_u64map_put(&ki->contexts, (uint64_t)ctx, 1))
 			return nf_error_set(err, NF_ENOMEM, "timeline: too many dma_fence contexts");
 	}
 	switch (ev->id) {
@@ -767,8 +703,7 @@ static int ki_jobs_flush(struct nf_timeline_kernel_ingest *ki, struct nf_error *
 	for (size_t i = 0; i < o->n; i++)
 		free(o->aggs[i].ring);
 	o->n = 0;
-	ki_map_free(&o->index);
-	o->index = (struct ki_map){ 0 };
+	nf_u64map_free(&o->index); /* keeps its max_keys */
 	return rc;
 }
 
@@ -815,7 +750,7 @@ static void ki_agg_of_event(struct ki_jobagg *e, int64_t key, int64_t kind, int6
 static int ki_jobs_fold(struct nf_timeline_kernel_ingest *ki, struct ki_jobagg *e, struct nf_error *err)
 {
 	struct ki_jobs_open *o = &ki->jobs;
-	const uint64_t *slot = ki_map_get(&o->index, (uint64_t)e->kkey);
+	const uint64_t *slot = nf_u64map_find(&o->index, (uint64_t)e->kkey);
 	struct ki_jobagg *a;
 	int rc;
 
@@ -841,7 +776,7 @@ static int ki_jobs_fold(struct nf_timeline_kernel_ingest *ki, struct ki_jobagg *
 		o->aggs = na;
 		o->cap = ncap;
 	}
-	if (ki_map_put(&o->index, (uint64_t)e->kkey, o->n)) {
+	if (nf_u64map_put(&o->index, (uint64_t)e->kkey, o->n)) {
 		free(e->ring);
 		return nf_error_set(err, NF_ENOMEM, "timeline: out of memory");
 	}
@@ -922,10 +857,10 @@ int nf_timeline_kernel_ingest_event(struct nf_timeline_kernel_ingest **kip, sqli
 
 		/* drm_sched before 6.16: a done event names the job by its fence's address,
 		 * the address the latest queue event of that job gave (events come in time order). */
-		if (kind == 3 && job != 0 && fence != 0 && ki_map_put(&ki->sched_fences, fence, job))
+		if (kind == 3 && job != 0 && fence != 0 && nf_u64map_put(&ki->sched_fences, fence, job))
 			return nf_error_set(err, NF_ENOMEM, "timeline: too many drm_sched fences");
 		if (kind == 5 && job == 0 && fence != 0 && !(fl & 1)) {
-			const uint64_t *j = ki_map_get(&ki->sched_fences, fence);
+			const uint64_t *j = nf_u64map_find(&ki->sched_fences, fence);
 
 			job = j ? *j : 0;
 		}

@@ -291,6 +291,24 @@ static void print_job_json(const struct nf_analysis *a, const struct nf_job_path
 	}
 	printf("%s]}\n", p->n ? "\n" : "");
 }
+/* What `nftrace critical-path --help` prints; the options it names are parsed below. */
+const char cmd_critical_path_usage[] =
+	"usage: nftrace critical-path DIR [--op ID | --at TIME | --queue Q | --job ID] [--json]\n"
+	"\n"
+	"Explains the latency (queued on the CPU to completed) of one operation: the last one to\n"
+	"finish (default), operation ID (fence_ops.id), the last to finish by TIME (12.5ms), or\n"
+	"the last to finish on hardware queue Q (handle or name). Walks back from its end: while\n"
+	"an operation waited, to the signal that released it (deps) and that signal's queue;\n"
+	"while a queue was busy with earlier work, to that work; when work waited for the CPU to\n"
+	"queue it, to the CPU thread (and the CPU waits it did). Prints the segments in time\n"
+	"order: on which queue or thread, doing what (waiting on fence F >= v, executing,\n"
+	"running until it queued the work), start, end and duration in ns; the durations add up\n"
+	"to the latency exactly.\n"
+	"Linux kernel sessions with GPU jobs: when no operation finished (or with --job ID,\n"
+	"jobs.id), the job: on its ring, behind the job run before it, released by its\n"
+	"dependency (job_deps), submitted by its thread.\n"
+	"\n"
+	"  --json   the same as one JSON object\n";
 
 int cmd_critical_path(int argc, char **argv)
 {
