@@ -169,6 +169,9 @@ struct ki_jobs_open {
 	struct nf_u64map index;
 	struct ki_jobagg *aggs;
 	size_t n, cap;
+	bool flushed;        /* partials were written to temp.k_jobpart */
+	size_t next;         /* ki_jobs_direct_row's place */
+	int64_t first_id;    /* jobs.id of aggs[0] there */
 };
 
 static void ki_jobs_open_free(struct ki_jobs_open *o)
@@ -698,6 +701,8 @@ static int ki_jobs_flush(struct nf_timeline_kernel_ingest *ki, struct nf_error *
 	struct ki_jobs_open *o = &ki->jobs;
 	int rc = 0;
 
+	if (o->n)
+		o->flushed = true;
 	for (size_t i = 0; i < o->n && !rc; i++)
 		rc = ki_jobpart_write(ki, &o->aggs[i], err);
 	for (size_t i = 0; i < o->n; i++)
@@ -1278,13 +1283,100 @@ static const char ki_finish_jobids_sql[] =
 	"INSERT INTO temp.k_jobs(kkey, id) SELECT kkey, coalesce((SELECT max(id) FROM jobs), 0) + "
 	"  row_number() OVER (ORDER BY ord, kkey) FROM temp.k_jobagg;";
 
-static const char ki_finish_jobs_sql[] =
-	/* Job rows in submission order (a job's first event when its submission is not
-	 * in the trace): the same order as k_jobs' ids. */
+/* Job rows in submission order (a job's first event when its submission is not in
+ * the trace): the same order as k_jobs' ids. */
+static const char ki_finish_jobrows_sql[] =
 	"INSERT INTO jobs(driver, ring, job, context, seqno, thread, submitted_ns, started_ns, finished_ns, "
 	"  finish_source) "
 	"SELECT driver, ring, job, context, seqno, thread, submitted, started, finished, "
-	"  CASE WHEN finished IS NOT NULL THEN 'event' END FROM temp.k_jobagg ORDER BY ord, kkey;"
+	"  CASE WHEN finished IS NOT NULL THEN 'event' END FROM temp.k_jobagg ORDER BY ord, kkey;";
+
+/* Submission order of two held jobs (ki_finish_jobs_direct). */
+static int ki_job_cmp(const void *pa, const void *pb)
+{
+	const struct ki_jobagg *a = pa, *b = pb;
+	int64_t oa = a->has_sub ? a->sub : a->first_ts, ob = b->has_sub ? b->sub : b->first_ts;
+
+	if (oa != ob)
+		return oa < ob ? -1 : 1;
+	return a->kkey < b->kkey ? -1 : a->kkey > b->kkey;
+}
+
+static int ki_jobs_direct_row(void *ctx, struct nf_bulk_row *row, struct nf_error *err)
+{
+	struct ki_jobs_open *o = ctx;
+	const struct ki_jobagg *a;
+	bool fin;
+
+	(void)err;
+	if (o->next == o->n)
+		return 0;
+	a = &o->aggs[o->next++];
+	fin = a->has_done || a->has_out || a->has_retire;
+	nf_bulk_text(row, 0, a->amd ? "amdgpu" : a->sched ? "drm_sched" : "i915",
+		     a->amd ? 6 : a->sched ? 9 : 4);
+	if (a->ring)
+		nf_bulk_text(row, 1, a->ring, (int)strlen(a->ring));
+	nf_bulk_opt(row, 2, a->job != 0, a->job);
+	nf_bulk_opt(row, 3, a->has_ctx, a->context);
+	nf_bulk_opt(row, 4, a->has_ctx, a->seqno);
+	nf_bulk_opt(row, 5, a->has_thread, a->thread);
+	nf_bulk_opt(row, 6, a->has_sub, a->sub);
+	nf_bulk_opt(row, 7, a->has_start, a->start);
+	nf_bulk_opt(row, 8, fin, a->has_done ? a->done : a->has_out ? a->out : a->retire);
+	if (fin)
+		nf_bulk_text(row, 9, "event", 5);
+	return 1;
+}
+
+static int ki_jobs_ids_row(void *ctx, struct nf_bulk_row *row, struct nf_error *err)
+{
+	struct ki_jobs_open *o = ctx;
+
+	(void)err;
+	if (o->next == o->n)
+		return 0;
+	nf_bulk_int(row, 0, o->aggs[o->next].kkey);
+	nf_bulk_int(row, 1, o->first_id + (int64_t)o->next);
+	o->next++;
+	return 1;
+}
+
+/*
+ * When every job's events were summed up in memory (no partial written, every
+ * event with a job id): the jobs rows straight from there, in submission
+ * order, without the k_jobpart/k_jobagg round trip. The same rows as
+ * ki_finish_jobrows_sql (and k_jobs as ki_finish_jobids_sql).
+ */
+static int ki_finish_jobs_direct(struct nf_timeline_kernel_ingest *ki, struct nf_error *err)
+{
+	struct ki_jobs_open *o = &ki->jobs;
+	sqlite3_stmt *s = NULL;
+	int rc;
+
+	qsort(o->aggs, o->n, sizeof(*o->aggs), ki_job_cmp);
+	if (sqlite3_prepare_v2(ki->db, "SELECT coalesce(max(id), 0) + 1 FROM jobs", -1, &s, NULL) != SQLITE_OK ||
+	    sqlite3_step(s) != SQLITE_ROW) {
+		sqlite3_finalize(s);
+		return ki_sql_err(ki, err, "reading jobs");
+	}
+	o->first_id = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	o->next = 0;
+	if ((rc = nf_bulk_run(ki->bulk, "INSERT INTO jobs(driver, ring, job, context, seqno, thread, submitted_ns, "
+			      "started_ns, finished_ns, finish_source) SELECT c0, c1, c2, c3, c4, c5, c6, c7, c8, c9 "
+			      "FROM nf_bulk", ki_jobs_direct_row, o, false, "timeline: kernel events: jobs", err)))
+		return rc;
+	if (!ki->gpu_deps)
+		return 0;
+	o->next = 0;
+	if ((rc = ki_exec(ki, "CREATE TEMP TABLE k_jobs(kkey INTEGER PRIMARY KEY, id INTEGER);", err)))
+		return rc;
+	return nf_bulk_run(ki->bulk, "INSERT INTO temp.k_jobs(kkey, id) SELECT c0, c1 FROM nf_bulk",
+			   ki_jobs_ids_row, o, false, "timeline: kernel events: job ids", err);
+}
+
+static const char ki_finish_jobs_sql[] =
 	/* Scheduled vs finished, per job context, from the signals. */
 	"INSERT INTO job_timelines(context, driver, ring, scheduled_context, finished_context, jobs_prev_first, "
 	"  jobs_next_later) "
@@ -1378,14 +1470,21 @@ int nf_timeline_kernel_ingest_finish(struct nf_timeline_kernel_ingest *ki, struc
 		return rc;
 	if ((rc = ki_exec(ki, ki_finish_timelines_sql, err)) ||
 	    (rc = ki_finish_signals(ki, err)) || (rc = ki_finish_waits(ki, err)) ||
-	    (rc = ki_jobs_flush(ki, err)) ||
-	    (ki->gpu_unkeyed && (rc = ki_exec(ki, ki_finish_unkeyed_sql, err))) ||
 	    (rc = ki_exec(ki, "CREATE TEMP TABLE k_jobagg(kkey INTEGER PRIMARY KEY, driver TEXT, ring TEXT, "
 			  "job INTEGER, context INTEGER, seqno INTEGER, thread INTEGER, submitted INTEGER, "
-			  "started INTEGER, finished INTEGER, ord INTEGER);", err)) ||
-	    (rc = ki_finish_jobagg(ki, err)) ||
-	    (ki->gpu_deps && (rc = ki_exec(ki, ki_finish_jobids_sql, err))) ||
-	    (rc = ki_exec(ki, ki_finish_jobs_sql, err)) ||
+			  "started INTEGER, finished INTEGER, ord INTEGER);", err)))
+		return rc;
+	if (ki->bulk && !ki->jobs.flushed && !ki->gpu_unkeyed) {
+		if ((rc = ki_finish_jobs_direct(ki, err)))
+			return rc;
+	} else if ((rc = ki_jobs_flush(ki, err)) ||
+		   (ki->gpu_unkeyed && (rc = ki_exec(ki, ki_finish_unkeyed_sql, err))) ||
+		   (rc = ki_finish_jobagg(ki, err)) ||
+		   (ki->gpu_deps && (rc = ki_exec(ki, ki_finish_jobids_sql, err))) ||
+		   (rc = ki_exec(ki, ki_finish_jobrows_sql, err))) {
+		return rc;
+	}
+	if ((rc = ki_exec(ki, ki_finish_jobs_sql, err)) ||
 	    (ki->gpu_deps && (rc = ki_exec(ki, ki_finish_deps_sql, err))))
 		return rc;
 	return ki_exec(ki, "DROP TABLE temp.k_fences; DROP TABLE temp.k_waits; DROP TABLE temp.k_gpu;"
