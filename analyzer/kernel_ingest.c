@@ -1354,7 +1354,8 @@ static int ki_finish_jobs_direct(struct nf_timeline_kernel_ingest *ki, struct nf
 	sqlite3_stmt *s = NULL;
 	int rc;
 
-	qsort(o->aggs, o->n, sizeof(*o->aggs), ki_job_cmp);
+	if (o->n) /* aggs is NULL when no job came */
+		qsort(o->aggs, o->n, sizeof(*o->aggs), ki_job_cmp);
 	if (sqlite3_prepare_v2(ki->db, "SELECT coalesce(max(id), 0) + 1 FROM jobs", -1, &s, NULL) != SQLITE_OK ||
 	    sqlite3_step(s) != SQLITE_ROW) {
 		sqlite3_finalize(s);
