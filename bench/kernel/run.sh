@@ -5,19 +5,22 @@
 # every event) in the same run; then the timeline build of the imported
 # session (fence_ops, deps, cpu_runs) next to reading the session alone.
 
+# Times are printed with %.0f: mawk (Debian's awk) clamps %d to 2^31 - 1, which made
+# every event of these captures share one timestamp until 2026-11-24 (their .dat files
+# are named -v2 so caches made before are not reused).
 nfb_k_make() { # SCALE -> path of the trace.dat (made once, cached)
-	local scale="$1" dat="$NFB_WORK/kernel-x$1.dat"
+	local scale="$1" dat="$NFB_WORK/kernel-v2-x$1.dat"
 	if [ ! -f "$dat" ]; then
 		awk -v n=$((100000 * scale)) 'BEGIN {
 			t = 5000000000
 			for (i = 1; i <= n; i++) {
 				ctx = 1 + i % 4; t += 1000
-				printf "0 %d dma_fence:dma_fence_emit 100 driver=nfgpu timeline=ring%d context=%d seqno=%d\n", t, ctx, ctx, i
-				printf "0 %d sched:sched_switch 100 prev_comm=render prev_pid=100 prev_prio=120 prev_state=1 next_comm=waiter next_pid=200 next_prio=120\n", t + 100
-				printf "0 %d dma_fence:dma_fence_wait_start 200 driver=nfgpu timeline=ring%d context=%d seqno=%d\n", t + 200, ctx, ctx, i
-				printf "1 %d dma_fence:dma_fence_signaled 0 driver=nfgpu timeline=ring%d context=%d seqno=%d\n", t + 600, ctx, ctx, i
-				printf "0 %d dma_fence:dma_fence_wait_end 200 driver=nfgpu timeline=ring%d context=%d seqno=%d\n", t + 700, ctx, ctx, i
-				printf "0 %d sched:sched_switch 200 prev_comm=waiter prev_pid=200 prev_prio=120 prev_state=1 next_comm=render next_pid=100 next_prio=120\n", t + 800
+				printf "0 %.0f dma_fence:dma_fence_emit 100 driver=nfgpu timeline=ring%d context=%d seqno=%d\n", t, ctx, ctx, i
+				printf "0 %.0f sched:sched_switch 100 prev_comm=render prev_pid=100 prev_prio=120 prev_state=1 next_comm=waiter next_pid=200 next_prio=120\n", t + 100
+				printf "0 %.0f dma_fence:dma_fence_wait_start 200 driver=nfgpu timeline=ring%d context=%d seqno=%d\n", t + 200, ctx, ctx, i
+				printf "1 %.0f dma_fence:dma_fence_signaled 0 driver=nfgpu timeline=ring%d context=%d seqno=%d\n", t + 600, ctx, ctx, i
+				printf "0 %.0f dma_fence:dma_fence_wait_end 200 driver=nfgpu timeline=ring%d context=%d seqno=%d\n", t + 700, ctx, ctx, i
+				printf "0 %.0f sched:sched_switch 200 prev_comm=waiter prev_pid=200 prev_prio=120 prev_state=1 next_comm=render next_pid=100 next_prio=120\n", t + 800
 			}
 		}' >"$NFB_WORK/kernel-x$scale.events"
 		"$NFB_BUILD/tests/kernel/nf-make-tracedat" "$NFB_SOURCE/samples/kernel/formats" \
@@ -120,29 +123,29 @@ nfb_k_gpu_row() { # LABEL DAT SESSION EVENTS
 }
 
 nfb_k_gpu_make() { # SCALE -> path of a generated GPU capture (made once, cached)
-	local scale="$1" dat="$NFB_WORK/gpu-x$1.dat"
+	local scale="$1" dat="$NFB_WORK/gpu-v2-x$1.dat"
 	if [ ! -f "$dat" ]; then
 		awk -v frames=$((316 * scale)) 'BEGIN {
 			t = 5000000000; job = 0; s0 = 0
 			for (f = 1; f <= frames; f++) {
 				t += 11100000
-				printf "0 %d ftrace:print 500 ip=0xffffffff81234567 buf=frame_%d\n", t, f
+				printf "0 %.0f ftrace:print 500 ip=0xffffffff81234567 buf=frame_%d\n", t, f
 				for (j = 0; j < 2; j++) {
 					job++; s0++
 					a = t + 1000 + j * 400000
-					printf "0 %d amdgpu:amdgpu_cs_ioctl 500 sched_job_id=%d timeline=gfx context=301 seqno=%d fence=0xffff888100%06d ring=gfx num_ibs=1\n", a, job, s0, job % 4096
-					printf "0 %d gpu_scheduler:drm_sched_job 500 entity=0xffff888200000000 fence=0xffff888100%06d name=gfx id=%d job_count=1 hw_job_count=0\n", a + 1000, job % 4096, job
-					printf "1 %d gpu_scheduler:drm_run_job 200 entity=0xffff888200000000 fence=0xffff888100%06d name=gfx id=%d job_count=0 hw_job_count=1\n", a + 50000, job % 4096, job
-					printf "1 %d amdgpu:amdgpu_sched_run_job 200 sched_job_id=%d timeline=gfx context=301 seqno=%d ring=gfx num_ibs=1\n", a + 50000, job, s0
-					printf "1 %d dma_fence:dma_fence_signaled 200 driver=drm_sched timeline=gfx context=300 seqno=%d\n", a + 51000, s0
-					printf "1 %d gpu_scheduler:drm_sched_process_job 0 fence=0xffff888100%06d\n", a + 350000, job % 4096
-					printf "1 %d dma_fence:dma_fence_signaled 0 driver=drm_sched timeline=gfx context=301 seqno=%d\n", a + 351000, s0
+					printf "0 %.0f amdgpu:amdgpu_cs_ioctl 500 sched_job_id=%d timeline=gfx context=301 seqno=%d fence=0xffff888100%06d ring=gfx num_ibs=1\n", a, job, s0, job % 4096
+					printf "0 %.0f gpu_scheduler:drm_sched_job 500 entity=0xffff888200000000 fence=0xffff888100%06d name=gfx id=%d job_count=1 hw_job_count=0\n", a + 1000, job % 4096, job
+					printf "1 %.0f gpu_scheduler:drm_run_job 200 entity=0xffff888200000000 fence=0xffff888100%06d name=gfx id=%d job_count=0 hw_job_count=1\n", a + 50000, job % 4096, job
+					printf "1 %.0f amdgpu:amdgpu_sched_run_job 200 sched_job_id=%d timeline=gfx context=301 seqno=%d ring=gfx num_ibs=1\n", a + 50000, job, s0
+					printf "1 %.0f dma_fence:dma_fence_signaled 200 driver=drm_sched timeline=gfx context=300 seqno=%d\n", a + 51000, s0
+					printf "1 %.0f gpu_scheduler:drm_sched_process_job 0 fence=0xffff888100%06d\n", a + 350000, job % 4096
+					printf "1 %.0f dma_fence:dma_fence_signaled 0 driver=drm_sched timeline=gfx context=301 seqno=%d\n", a + 351000, s0
 				}
-				printf "1 %d drm:drm_vblank_event 0 crtc=0 seq=%d time=%d high_prec=1\n", t + 900000, f, t + 900000
+				printf "1 %.0f drm:drm_vblank_event 0 crtc=0 seq=%d time=%.0f high_prec=1\n", t + 900000, f, t + 900000
 				for (k = 0; k < 70; k++) {
 					c = t + 1000000 + k * 100000
-					printf "0 %d sched:sched_switch 500 prev_comm=app prev_pid=500 prev_prio=120 prev_state=1 next_comm=worker next_pid=%d next_prio=120\n", c, 600 + k % 40
-					printf "0 %d sched:sched_switch %d prev_comm=worker prev_pid=%d prev_prio=120 prev_state=1 next_comm=app next_pid=500 next_prio=120\n", c + 50000, 600 + k % 40, 600 + k % 40
+					printf "0 %.0f sched:sched_switch 500 prev_comm=app prev_pid=500 prev_prio=120 prev_state=1 next_comm=worker next_pid=%d next_prio=120\n", c, 600 + k % 40
+					printf "0 %.0f sched:sched_switch %d prev_comm=worker prev_pid=%d prev_prio=120 prev_state=1 next_comm=app next_pid=500 next_prio=120\n", c + 50000, 600 + k % 40, 600 + k % 40
 				}
 			}
 		}' >"$NFB_WORK/gpu-x$scale.events"
