@@ -337,7 +337,8 @@ CREATE TABLE jobs (
   submitted_ns   INTEGER, -- submitted (amdgpu_cs_ioctl, drm_sched_job, i915_request_add); NULL not seen
   started_ns     INTEGER, -- started on the ring (run_job, i915_request_in, else the scheduled fence); NULL not seen
   finished_ns    INTEGER, -- finished (process_job, request_out, else the finished fence); NULL not seen
-  status         TEXT,    -- 'complete' (started and finished), 'unfinished' (started, its finish is not in
+  status         TEXT,    -- 'complete' (started and finished: finish_source says whether the finish was
+                          -- seen or is a ring-order bound), 'unfinished' (started, its finish is not in
                           -- the trace: the CPU that recorded it had not started recording, or the trace
                           -- ended), 'queued' (no start recorded)
   finish_source  TEXT     -- where finished_ns came from: 'event' (drm_sched_process_job, i915_request_out
