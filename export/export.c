@@ -582,7 +582,7 @@ static int has_table(sqlite3 *db, const char *name)
 	sqlite3_stmt *st;
 	int yes;
 
-	if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1",
+	if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type IN ('table', 'view') AND name = ?1",
 			       -1, &st, NULL) != SQLITE_OK)
 		return 0;
 	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);

@@ -1044,8 +1044,12 @@ static int write_jobs(struct html *h)
 		any_ring |= h->rows[i].kind == ROW_RING;
 	put(h, "\"jobs\":[");
 	if (any_ring) {
+		/* A ring-order finish (jobs.finish_source) is a bound, not a time the trace shows:
+		 * the job is drawn as one whose finish is unknown. */
 		if (sqlite3_prepare_v2(h->db, "SELECT id, driver, coalesce(ring, ''), job, context, seqno, thread, "
-					      "submitted_ns, started_ns, finished_ns, status FROM jobs "
+					      "submitted_ns, started_ns, CASE WHEN finish_source = 'ring_order' THEN NULL "
+					      "ELSE finished_ns END, CASE WHEN finish_source = 'ring_order' THEN "
+					      "'unfinished' ELSE status END FROM jobs "
 					      "WHERE coalesce(submitted_ns, started_ns, finished_ns) <= ?2 AND "
 					      "coalesce(finished_ns, started_ns, submitted_ns) >= ?1 ORDER BY id",
 				       -1, &st, NULL) != SQLITE_OK)
