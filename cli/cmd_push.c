@@ -15,6 +15,7 @@ int cmd_push(int argc, char **argv)
 		{ "database", required_argument, NULL, 'd' },
 		{ "batch-bytes", required_argument, NULL, 'b' },
 		{ "cluster", required_argument, NULL, 'C' },
+		{ "streams", required_argument, NULL, 's' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -46,6 +47,14 @@ int cmd_push(int argc, char **argv)
 			break;
 		}
 		case 'C': po.cluster = optarg; break;
+		case 's': {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+			if (*end || !*optarg || v < 1 || v > 64)
+				return nf_cli_usage_error("push", "--streams '%s': a number from 1 to 64", optarg);
+			po.streams = (unsigned)v;
+			break;
+		}
 		case 'q': quiet = 1; break;
 		case 'h': return nf_cli_common_option("push", "--help");
 		case 'V': return nf_cli_common_option("push", "--version");

@@ -153,12 +153,13 @@ static const struct nf_cmd nf_commands[] = {
 	  "\n"
 	  "  --json   the same as one JSON object\n" },
 	{ "push", cmd_push, "load sessions into a ClickHouse fleet store (many machines, many sessions)",
-	  "usage: nftrace push DIR... --clickhouse URL [--database DB] [--batch-bytes N] [--quiet]\n"
+	  "usage: nftrace push DIR... --clickhouse URL [--database DB] [--batch-bytes N] [--streams K] [--quiet]\n"
 	  "       nftrace push DIR... --cluster NAME --clickhouse URL1 --clickhouse URL2... [options]\n"
 	  "\n"
 	  "Loads each session's timeline (built when missing) into ClickHouse over its HTTP interface\n"
 	  "(URL: http://host:8123, may carry ?user=..&password=..), in Native-format INSERTs of about\n"
-	  "N bytes each (default 256 MiB), each streamed as it is encoded (memory: about 256 KiB).\n"
+	  "N bytes each (default 256 MiB), each streamed as it is encoded, over K connections at once\n"
+	  "(default 2; each reads the timeline on a thread of its own; memory: about 12 MiB each).\n"
 	  "Creates database DB (default nftrace) and the tables when missing:\n"
 	  "every table of schemas/timeline.sql with a leading session column (MergeTree, one\n"
 	  "partition per session, ordered by session and time) and `sessions` (one row per complete\n"

@@ -47,6 +47,8 @@ extern "C" {
 
 /* Default batch: bytes of one INSERT body (streamed: memory stays about 256 KiB). */
 #define NF_PUSH_BATCH_BYTES (256u << 20)
+/* Default number of INSERT streams (connections, each with a reader thread) of a push. */
+#define NF_PUSH_STREAMS 2
 /* Longest session id (bytes). */
 #define NF_PUSH_ID_MAX 200
 
@@ -59,6 +61,7 @@ struct nf_push_options {
 			       * define in remote_servers: shards[] are their HTTP URLs */
 	const char *const *shards; /* the cluster's shards in shard order (replica 1 each) */
 	size_t n_shards;
+	unsigned streams;     /* INSERT streams at once; 0: NF_PUSH_STREAMS (at most 64) */
 };
 
 struct nf_push_stats {
