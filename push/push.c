@@ -539,7 +539,7 @@ int nf_push_session_id(const char *dir, char *id, size_t id_len, struct nf_error
  * PUSH_BLOCK_BYTES. An INSERT ends at the first block boundary past `batch`
  * bytes; blocks never exceed the batch (small batches: small blocks).
  */
-#define PUSH_BLOCK_BYTES (4u << 20) /* bytes of one Native block, about (a row may pass it) */
+#define PUSH_BLOCK_BYTES (2u << 20) /* bytes of one Native block, about (a row may pass it) */
 #define PUSH_BLOCK_ROWS 65536       /* rows of one block at most */
 #define PUSH_NBLOCKS 3              /* blocks in flight: being filled, queued, being sent */
 #define PUSH_SESS_REP (64u << 10)   /* bytes of the repeated session value buffer, about */
@@ -860,13 +860,24 @@ static size_t feed_send(char *p, size_t sz, size_t n, void *ud)
 	return out;
 }
 
-/* Sets up f for table t (reader not started). */
+/* Sets up f for table t (reader not started). f's buffers stay from its
+ * previous unit (a stream reuses one feed: no allocation per unit). */
 static int feed_init(struct feed *f, sqlite3 *db, const struct push_table *t, const char *id, size_t batch)
 {
 	size_t idlen = strlen(id);
 	unsigned char v[10];
 	int rc = 0;
 
+	f->stmt = NULL;
+	f->free_list = f->full_head = f->full_tail = NULL;
+	f->done = f->stop = f->rc = 0;
+	f->msg[0] = '\0';
+	f->rows = f->bytes = 0;
+	f->cur = NULL;
+	f->seg_i = f->seg_off = f->sent = 0;
+	f->sess.n = 0;
+	for (int k = 0; k <= PUSH_MAX_COLS; k++)
+		f->colhdr[k].n = 0;
 	f->db = db;
 	f->t = t;
 	f->batch = batch;
@@ -936,19 +947,16 @@ struct streams {
 	struct nf_push_stats st; /* under mu: sums */
 };
 
-static int push_unit(struct ch *c, sqlite3 *db, const struct push_table *t, const struct unit *u,
-		     const char *id, const char *tok, size_t batch, const int *abort,
+static int push_unit(struct ch *c, sqlite3 *db, struct feed *f, const struct push_table *t,
+		     const struct unit *u, const char *id, const char *tok, size_t batch, const int *abort,
 		     struct nf_push_stats *st, struct nf_error *err)
 {
 	struct buf sel = { 0 }, ins = { 0 };
-	struct feed *f = calloc(1, sizeof(*f));
 	pthread_t th;
 	int started = 0, sync = 0;
 	char q[512];
 	int rc = 0;
 
-	if (!f)
-		return nf_error_set(err, NF_ENOMEM, "push: out of memory");
 	f->abort = abort;
 	rc = buf_put(&sel, "SELECT ", 7);
 	snprintf(q, sizeof(q), "INSERT INTO `_stage_%s_%s` (session", tok, t->name);
@@ -1026,8 +1034,7 @@ out:
 		pthread_mutex_destroy(&f->mu);
 	}
 	sqlite3_finalize(f->stmt);
-	feed_free(f);
-	free(f);
+	f->stmt = NULL;
 	free(sel.p);
 	free(ins.p);
 	return rc;
@@ -1040,11 +1047,14 @@ static void *stream_run(void *ud)
 	struct nf_push_stats st = { 0 };
 	struct nf_error err;
 	sqlite3 *db = NULL;
+	struct feed *f = calloc(1, sizeof(*f)); /* one per stream, reused by its units */
 	struct ch c;
 	int rc;
 
 	nf_error_clear(&err);
 	rc = ch_open(&c, S->opts, S->url, &err);
+	if (!rc && !f)
+		rc = nf_error_set(&err, NF_ENOMEM, "push: out of memory");
 	if (!rc && sqlite3_open_v2(S->dbpath, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK)
 		rc = nf_error_set(&err, NF_EIO, "%s: %s", S->dbpath, db ? sqlite3_errmsg(db) : "cannot open");
 	while (!rc && !__atomic_load_n(&S->abort, __ATOMIC_RELAXED)) {
@@ -1056,7 +1066,7 @@ static void *stream_run(void *ud)
 		pthread_mutex_unlock(&S->mu);
 		if (!u)
 			break;
-		rc = push_unit(&c, db, &S->s->tables[u->table], u, S->id, S->tok, S->batch, &S->abort, &st, &err);
+		rc = push_unit(&c, db, f, &S->s->tables[u->table], u, S->id, S->tok, S->batch, &S->abort, &st, &err);
 	}
 	pthread_mutex_lock(&S->mu);
 	if (rc && !S->rc) {
@@ -1071,6 +1081,9 @@ static void *stream_run(void *ud)
 		__atomic_store_n(&S->abort, 1, __ATOMIC_RELAXED);
 	ch_close(&c);
 	sqlite3_close(db);
+	if (f)
+		feed_free(f);
+	free(f);
 	return NULL;
 }
 
@@ -1426,7 +1439,11 @@ int nf_push_query(const struct nf_push_options *opts, const char *sql, const cha
 		if (!nb) {
 			rc = nf_error_set(err, NF_ENOMEM, "push: out of memory");
 		} else {
-			snprintf(nb, l, "%sdistributed_product_mode=local&output_format_json_quote_64bit_integers=0&%s%s%s", c.base,
+			/* wait_end_of_query: the server holds the answer (beyond 1 MiB
+			 * in a file of its own) until the query has ended, so an error
+			 * met after the first rows comes as an HTTP error, not as text
+			 * after the rows of an HTTP 200 */
+			snprintf(nb, l, "%swait_end_of_query=1&distributed_product_mode=local&output_format_json_quote_64bit_integers=0&%s%s%s", c.base,
 				 format ? "default_format=" : "", format ? format : "", format ? "&" : "");
 			free(c.base);
 			c.base = nb;

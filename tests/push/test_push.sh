@@ -191,6 +191,16 @@ compare_counts $S
 [ $rc = 1 ] && [ "$(wc -l < "$T/err")" = 1 ] && grep -q "$PURL" "$T/err" || fail "unreachable URL: exit $rc: $(cat "$T/err")"
 "$NF" query --clickhouse "$URL" "SELECT nosuchcolumn FROM sessions" > "$T/out" 2> "$T/err"; rc=$?
 [ $rc = 1 ] && [ "$(wc -l < "$T/err")" = 1 ] && grep -q "HTTP" "$T/err" || fail "server error: exit $rc: $(cat "$T/err")"
+# an error the server meets after its first rows (division by zero at row 300000,
+# blocks of 1000 rows): one line, exit 1, and no partial answer on stdout (without
+# the server holding the answer to the end, rows then the error's text came out
+# with exit 0)
+"$NF" query --clickhouse "$URL" --csv "SELECT number, intDiv(1, number - 300000) FROM system.numbers LIMIT 400000 SETTINGS max_block_size = 1000" > "$T/out" 2> "$T/err"; rc=$?
+[ $rc = 1 ] && [ "$(wc -l < "$T/err")" = 1 ] && grep -q "Division by zero" "$T/err" || fail "late server error: exit $rc: $(head -c 300 "$T/err")"
+[ ! -s "$T/out" ] || fail "late server error: a partial answer was written ($(wc -l < "$T/out") lines)"
+# and the same query without the error streams all its rows
+"$NF" query --clickhouse "$URL" --csv "SELECT number, intDiv(1, number - 500000) FROM system.numbers LIMIT 400000 SETTINGS max_block_size = 1000" > "$T/out" || fail "query of 400000 rows"
+[ "$(wc -l < "$T/out")" = 400001 ] || fail "query of 400000 rows: $(wc -l < "$T/out") lines"
 mkdir "$T/notasession"
 "$NF" push "$T/notasession" --clickhouse "$URL" > "$T/out" 2> "$T/err"; rc=$?
 [ $rc = 1 ] && [ "$(wc -l < "$T/err")" = 1 ] && grep -q notasession "$T/err" || fail "not a session: exit $rc: $(cat "$T/err")"
