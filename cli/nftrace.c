@@ -159,7 +159,7 @@ static const struct nf_cmd nf_commands[] = {
 	  "Loads each session's timeline (built when missing) into ClickHouse over its HTTP interface\n"
 	  "(URL: http://host:8123, may carry ?user=..&password=..), in Native-format INSERTs of about\n"
 	  "N bytes each (default 256 MiB), each streamed as it is encoded, over K connections at once\n"
-	  "(default 2; each reads the timeline on a thread of its own; memory: about 12 MiB each).\n"
+	  "(default 2; each reads the timeline on a thread of its own; memory: about 6 MiB each).\n"
 	  "Creates database DB (default nftrace) and the tables when missing:\n"
 	  "every table of schemas/timeline.sql with a leading session column (MergeTree, one\n"
 	  "partition per session, ordered by session and time) and `sessions` (one row per complete\n"
