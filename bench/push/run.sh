@@ -4,7 +4,7 @@
 # Ours: rows per second of the push (timeline database already built: the analyzer
 # stage's work), peak memory. Peer, same run: clickhouse-client inserting the same rows
 # from files (each table's rows, exported from the store in Native format beforehand)
-# into tables of the same structure. Target (issue 23): >= 0.8x the peer's rows/s.
+# into tables of the same structure. Target (docs/PERFORMANCE.md): >= 0.8x the peer's rows/s.
 # NFB_PUSH_ROUNDS (default 3) rounds of ours then the peer, each after the server's
 # merges have ended; the best wall of each is compared, and a second row compares
 # CPU time: the client's (user+sys) plus the server's while it ran.
