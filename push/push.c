@@ -83,6 +83,8 @@ static int buf_reserve(struct buf *b, size_t more)
 
 static int buf_put(struct buf *b, const void *d, size_t n)
 {
+	if (!n)
+		return 0; /* d may be NULL then (an empty answer) */
 	if (buf_reserve(b, n))
 		return NF_ENOMEM;
 	memcpy(b->p + b->n, d, n);
