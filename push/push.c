@@ -1054,6 +1054,8 @@ static void *stream_run(void *ud)
 	int rc;
 
 	nf_error_clear(&err);
+	/* curl's global setup already ran on the calling thread (its first
+	 * curl_easy_init, before any stream started): safe to make handles here */
 	rc = ch_open(&c, S->opts, S->url, &err);
 	if (!rc && !f)
 		rc = nf_error_set(&err, NF_ENOMEM, "push: out of memory");

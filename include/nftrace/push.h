@@ -52,7 +52,7 @@
 extern "C" {
 #endif
 
-/* Default batch: bytes of one INSERT body (streamed: memory stays about 256 KiB). */
+/* Default batch: bytes of one INSERT body (streamed: memory stays about three 2 MiB blocks per stream). */
 #define NF_PUSH_BATCH_BYTES (256u << 20)
 /* Default number of INSERT streams (connections, each with a reader thread) of a push. */
 #define NF_PUSH_STREAMS 2
