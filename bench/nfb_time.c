@@ -2,7 +2,7 @@
  *
  *   nfb_time [-o FILE] [-i INPUT] [-O OUTPUT] -- PROGRAM [ARGS...]
  *
- * Prints "<seconds> <maxrss_kib> <exit_status>" on one line to FILE (default
+ * Prints "<seconds> <maxrss_kib> <exit_status> <cpu_seconds>" on one line to FILE (default
  * stderr). -i/-O redirect the child's stdin/stdout (default /dev/null for both,
  * so a text dump is measured without a terminal in the way). */
 #define _GNU_SOURCE
