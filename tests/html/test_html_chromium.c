@@ -391,6 +391,45 @@ START_TEST(etw_session)
 }
 END_TEST
 
+/*
+ * Level of detail: a redraw of the whole window of a dense page (samples/stress.nfs at a tenth:
+ * 102,400 operations, 100,000 detailed, about three per pixel column of each sub-lane in a 640 px
+ * window) looks at no more than two items per pixel column of each sub-lane drawn (one box, or
+ * one item standing for the column's sub-pixel items), not at every item in view.
+ */
+START_TEST(dense_page_lod)
+{
+	char nfs[1200], src[2048], dir[1200], page[1300], cmd[16384], out[1024], v[256];
+	static char dom[1 << 20];
+	long long visited, sublanes, columns, in_view;
+
+	nf_test_source_path(src, sizeof(src), "samples/stress.nfs");
+	snprintf(nfs, sizeof(nfs), "%s/dense.nfs", tmpdir);
+	snprintf(dir, sizeof(dir), "%s/dense", tmpdir);
+	snprintf(page, sizeof(page), "%s/dense.html", tmpdir);
+	snprintf(cmd, sizeof(cmd), "sed 's/^repeat 4000 as/repeat 400 as/' '%s' >'%s' && '%s' record -o '%s' '%s' >/dev/null && "
+		 "'%s' report '%s' -o '%s'", src, nfs, nf_test_nftrace(), dir, nfs, nf_test_nftrace(), dir, page);
+	run_ok(cmd, out, sizeof(out));
+	snprintf(cmd, sizeof(cmd),
+		 "timeout 200 '%s' --headless --no-sandbox --disable-gpu --hide-scrollbars "
+		 "--no-first-run --disable-crash-reporter --user-data-dir='%s/profile' "
+		 "--window-size=640,600 --virtual-time-budget=60000 --dump-dom 'file://%s#selftest'",
+		 chromium, tmpdir, page);
+	run_ok(cmd, dom, sizeof(dom));
+	ck_assert_msg(strstr(dom, "selftest=done"), "the self-test did not finish");
+	ck_assert_int_eq(atoll(need(dom, "ops.detailed", v, sizeof(v))), 100000);
+	visited = atoll(need(dom, "perf.whole_visited", v, sizeof(v)));
+	sublanes = atoll(need(dom, "perf.whole_sublanes", v, sizeof(v)));
+	columns = atoll(need(dom, "perf.whole_columns", v, sizeof(v)));
+	in_view = atoll(need(dom, "perf.whole_in_view", v, sizeof(v)));
+	ck_assert_int_gt(sublanes, 0);
+	ck_assert_msg(in_view > sublanes * (2 * columns + 4), "the page is not dense enough to tell: %lld items in view, "
+		      "%lld sub-lanes of %lld columns", in_view, sublanes, columns);
+	ck_assert_msg(visited <= sublanes * (2 * columns + 4), "the redraw looked at %lld items (%lld in view) for %lld sub-lanes "
+		      "of %lld columns", visited, in_view, sublanes, columns);
+}
+END_TEST
+
 static int real_trace(const char *name, char *path, size_t len)
 {
 	char rel[256];
@@ -480,6 +519,7 @@ int main(int argc, char **argv)
 	tcase_add_test(tc, screenshots_at_zooms);
 	tcase_add_test(tc, kernel_session);
 	tcase_add_test(tc, etw_session);
+	tcase_add_test(tc, dense_page_lod);
 	suite_add_tcase(s, tc);
 	return nf_test_main(s);
 }
