@@ -66,4 +66,14 @@ for scale in $NFB_SCALES; do
 	verdict=$(awk -v v="$zp95" 'BEGIN { if (v < 50) print "meets"; else printf "misses by %.1fx\n", v / 50 }')
 	nfb_row html "x$scale" "zoom step ms, p95 of $zsteps" "$zp95" "empty-page redraw p95 (mean $emean, worst $emax)" "$ep95" "$(nfb_div "$zp95" "$ep95")x" "<50 ms" "$verdict"
 	nfb_row html "x$scale" "zoom step ms, mean of $zsteps" "$zmean" "empty-page redraw mean" "$emean" "$(nfb_div "$zmean" "$emean")x" "<50 ms" "-"
+	# Redraws at fixed views (whole window, 1/4, 1/16, 1/64 from its start), eleven each:
+	# the smallest and the median, against the same empty-page reference.
+	for f in 1 4 16 64; do
+		vv="$(sed -n "s/.*perf.view_1_${f}_ms=\([^<]*\).*/\1/p" "$nfb_html_out/x$scale.dom" | head -1)"
+		vmin="$(echo "$vv" | awk '{ print $2 }')"
+		vmed="$(echo "$vv" | awk '{ print $4 }')"
+		[ -n "$vmin" ] || continue
+		verdict=$(awk -v v="$vmed" 'BEGIN { if (v < 50) print "meets"; else printf "misses by %.1fx\n", v / 50 }')
+		nfb_row html "x$scale" "redraw ms at 1/$f of the window (median of 11; smallest $vmin)" "$vmed" "empty-page redraw mean" "$emean" "$(nfb_div "$vmed" "$emean")x" "<50 ms" "$verdict"
+	done
 done
