@@ -29,12 +29,13 @@ static void teardown(void)
 		nf_test_rmtree(tmpdir);
 }
 
-static void run_ok(const char *cmd, char *out, size_t len)
+/* Runs nftrace with args (no shell), its stdout in out; fails the test unless it exits 0. */
+static void nft_ok(const char *const args[], char *out, size_t len)
 {
 	char err[4096];
-	int rc = nf_test_run(cmd, out, len, err, sizeof(err));
+	int rc = nf_test_nftrace_run(args, out, len, err, sizeof(err));
 
-	ck_assert_msg(rc == 0, "`%.300s` exited %d: %.1500s", cmd, rc, err);
+	ck_assert_msg(rc == 0, "nftrace %s exited %d: %.1500s", args[0], rc, err);
 }
 
 /* Reads a whole file (malloc'd, NUL-terminated). */
@@ -73,38 +74,33 @@ static long long data_int(const char *page, const char *key)
 /* One integer from `nftrace query --csv`. */
 static long long query_int(const char *dir, const char *sql)
 {
-	char cmd[4096], out[4096];
+	char out[4096];
 	const char *nl;
 
-	snprintf(cmd, sizeof(cmd), "'%s' query --csv '%s' \"%s\"", nf_test_nftrace(), dir, sql);
-	run_ok(cmd, out, sizeof(out));
+	nft_ok(NF_TEST_ARGV("query", "--csv", dir, sql), out, sizeof(out));
 	nl = strchr(out, '\n');
 	ck_assert_msg(nl != NULL, "no result for %s", sql);
 	return atoll(nl + 1);
 }
 
+/* Records the log-buffer example into tmpdir/s; its path in dir. */
 static void record_sample(char *dir, size_t len)
 {
-	char cmd[4096], sample[2048], out[256];
-
-	nf_test_source_path(sample, sizeof(sample), "samples/log-buffer-example.nfs");
 	snprintf(dir, len, "%s/s", tmpdir);
-	snprintf(cmd, sizeof(cmd), "'%s' record -o '%s' '%s'", nf_test_nftrace(), dir, sample);
-	run_ok(cmd, out, sizeof(out));
+	nf_test_record("samples/log-buffer-example.nfs", dir, NULL);
 }
 
 START_TEST(self_contained_page)
 {
-	char dir[1200], cmd[8192], out[256], page[1300], page2[1300];
+	char dir[1200], out[256], page[1300], page2[1300];
 	char *a, *b;
 	size_t la, lb;
 
 	record_sample(dir, sizeof(dir));
 	snprintf(page, sizeof(page), "%s/r.html", tmpdir);
 	snprintf(page2, sizeof(page2), "%s/r2.html", tmpdir);
-	snprintf(cmd, sizeof(cmd), "'%s' report '%s' -o '%s' && '%s' report '%s' -o '%s'",
-		 nf_test_nftrace(), dir, page, nf_test_nftrace(), dir, page2);
-	run_ok(cmd, out, sizeof(out));
+	nft_ok(NF_TEST_ARGV("report", dir, "-o", page), out, sizeof(out));
+	nft_ok(NF_TEST_ARGV("report", dir, "-o", page2), out, sizeof(out));
 	a = slurp(page, &la);
 	b = slurp(page2, &lb);
 	ck_assert_msg(la == lb && memcmp(a, b, la) == 0, "two runs gave different pages");
@@ -127,7 +123,7 @@ END_TEST
 
 START_TEST(max_ops_cut)
 {
-	char dir[1200], cmd[8192], out[256], page[1300];
+	char dir[1200], out[256], page[1300];
 	char *a;
 	long long n, cut, next;
 
@@ -135,9 +131,7 @@ START_TEST(max_ops_cut)
 	n = query_int(dir, "select count(*) from fence_ops where queue is not null");
 	ck_assert_msg(n >= 2, "the sample has %lld operations", n);
 	snprintf(page, sizeof(page), "%s/r.html", tmpdir);
-	snprintf(cmd, sizeof(cmd), "'%s' report '%s' -o '%s' --max-ops 1", nf_test_nftrace(), dir,
-		 page);
-	run_ok(cmd, out, sizeof(out));
+	nft_ok(NF_TEST_ARGV("report", dir, "-o", page, "--max-ops", "1"), out, sizeof(out));
 	a = slurp(page, NULL);
 	ck_assert_int_eq(data_int(a, "nOps"), n);
 	ck_assert_int_eq(data_int(a, "nDetail"), 1);
@@ -161,14 +155,13 @@ END_TEST
 
 START_TEST(embedded_text_escaped)
 {
-	char dir[1200], cmd[4096], out[256], page[1300];
+	char dir[1200], out[256], page[1300];
 	char *a;
 
 	record_sample(dir, sizeof(dir));
 	snprintf(page, sizeof(page), "%s/r.html", tmpdir);
-	snprintf(cmd, sizeof(cmd), "'%s' report '%s' -o '%s' --title '</script><b>\"x\\'",
-		 nf_test_nftrace(), dir, page);
-	run_ok(cmd, out, sizeof(out));
+	nft_ok(NF_TEST_ARGV("report", dir, "-o", page, "--title", "</script><b>\"x\\"), out,
+	       sizeof(out));
 	a = slurp(page, NULL);
 	ck_assert_msg(!strstr(a, "</script><b>"), "the title ends the data script");
 	ck_assert(strstr(a, "\\u003c/script\\u003e\\u003cb\\u003e\\\"x\\\\") != NULL);
@@ -180,17 +173,17 @@ END_TEST
 START_TEST(errors)
 {
 	static const struct {
-		const char *args, *needle;
+		const char *opt, *val, *needle;
 		int rc;
 	} cases[] = {
-		{ "--fence 0x99", "fence 0x99: not in the timeline", 1 },
-		{ "--fence 153", "fence 0x99: not in the timeline", 1 },
-		{ "--queue 0x1234", "queue 0x1234: not in the timeline", 1 },
-		{ "--from 10s", "time window: start 10 s is not before the session's end", 1 },
-		{ "--max-ops 0", "--max-ops must be between", 2 },
-		{ "--width 800", "--width applies to pictures", 2 },
+		{ "--fence", "0x99", "fence 0x99: not in the timeline", 1 },
+		{ "--fence", "153", "fence 0x99: not in the timeline", 1 },
+		{ "--queue", "0x1234", "queue 0x1234: not in the timeline", 1 },
+		{ "--from", "10s", "time window: start 10 s is not before the session's end", 1 },
+		{ "--max-ops", "0", "--max-ops must be between", 2 },
+		{ "--width", "800", "--width applies to pictures", 2 },
 	};
-	char dir[1200], cmd[8192], out[256], err[2048], page[1300];
+	char dir[1200], out[256], err[2048], page[1300];
 	struct stat sb;
 
 	record_sample(dir, sizeof(dir));
@@ -198,29 +191,31 @@ START_TEST(errors)
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		int rc;
 
-		snprintf(cmd, sizeof(cmd), "'%s' report '%s' -o '%s' %s", nf_test_nftrace(), dir, page,
-			 cases[i].args);
-		rc = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
-		ck_assert_msg(rc == cases[i].rc, "%s: exit %d, stderr %s", cases[i].args, rc, err);
+		rc = nf_test_nftrace_run(NF_TEST_ARGV("report", dir, "-o", page, cases[i].opt,
+						      cases[i].val), out, sizeof(out), err, sizeof(err));
+		ck_assert_msg(rc == cases[i].rc, "%s: exit %d, stderr %s", cases[i].opt, rc, err);
 		ck_assert_msg(strstr(err, cases[i].needle) != NULL, "%s: stderr '%s' lacks '%s'",
-			      cases[i].args, err, cases[i].needle);
+			      cases[i].opt, err, cases[i].needle);
 		ck_assert_msg(cases[i].rc == 2 || nf_test_count_lines(err) == 1, "%s: stderr '%s'",
-			      cases[i].args, err);
-		ck_assert_msg(stat(page, &sb) != 0, "%s: a page was left behind", cases[i].args);
+			      cases[i].opt, err);
+		ck_assert_msg(stat(page, &sb) != 0, "%s: a page was left behind", cases[i].opt);
 	}
 }
 END_TEST
 
-/* Imports a file into tmpdir/NAME and writes its page tmpdir/NAME.html (extra: report options). */
-static char *import_page(const char *file, const char *name, const char *extra, char *dir, size_t dlen)
+/* Imports a file into tmpdir/NAME and writes its page tmpdir/NAME.html (opt val: a report option). */
+static char *import_page(const char *file, const char *name, const char *opt, const char *val,
+			 char *dir, size_t dlen)
 {
-	char cmd[8192], out[1024], page[1300];
+	char out[1024], page[1300];
 
 	snprintf(dir, dlen, "%s/%s", tmpdir, name);
 	snprintf(page, sizeof(page), "%s/%s.html", tmpdir, name);
-	snprintf(cmd, sizeof(cmd), "'%s' import '%s' -o '%s' --force >/dev/null && '%s' report '%s' -o '%s' %s",
-		 nf_test_nftrace(), file, dir, nf_test_nftrace(), dir, page, extra ? extra : "");
-	run_ok(cmd, out, sizeof(out));
+	nft_ok(NF_TEST_ARGV("import", file, "-o", dir, "--force"), out, sizeof(out));
+	if (opt)
+		nft_ok(NF_TEST_ARGV("report", dir, "-o", page, opt, val), out, sizeof(out));
+	else
+		nft_ok(NF_TEST_ARGV("report", dir, "-o", page), out, sizeof(out));
 	return slurp(page, NULL);
 }
 
@@ -241,7 +236,7 @@ START_TEST(kernel_rows)
 	char *a;
 
 	nf_test_source_path(dat, sizeof(dat), "samples/kernel/drm-sched.dat");
-	a = import_page(dat, "k", NULL, dir, sizeof(dir));
+	a = import_page(dat, "k", NULL, NULL, dir, sizeof(dir));
 	/* Thread rows 0..2 (90 kworker, 500 app, 501 app-render, by id), then the rings. */
 	ck_assert_int_eq(count_of(a, "\"kind\":\"thread\""), 3);
 	ck_assert_msg(strstr(a, "\"kind\":\"thread\",\"id\":500,") && strstr(a, "\"name\":\"app\""), "no row for app (500)");
@@ -263,7 +258,7 @@ START_TEST(kernel_rows)
 	ck_assert_int_eq(data_int(a, "etw"), 0);
 	free(a);
 	/* With a fence filter, no rings (as the static report). */
-	a = import_page(dat, "k2", "--fence 0x10000012d", dir, sizeof(dir));
+	a = import_page(dat, "k2", "--fence", "0x10000012d", dir, sizeof(dir));
 	ck_assert_int_eq(count_of(a, "\"kind\":\"ring\""), 0);
 	ck_assert_msg(strstr(a, "\"jobs\":[]"), "jobs without rings");
 	free(a);
@@ -278,7 +273,7 @@ START_TEST(etw_rows)
 
 	snprintf(etl, sizeof(etl), "%s/f.etl", tmpdir);
 	ck_assert_int_eq(html_etl_write(etl), 0);
-	a = import_page(etl, "w", NULL, dir, sizeof(dir));
+	a = import_page(etl, "w", NULL, NULL, dir, sizeof(dir));
 	ck_assert_int_eq(data_int(a, "etw"), 1);
 	/* Queue rows 0 (context A, node 0) and 1 (B, node 1), thread rows 2 and 3 (100 signalled, 200
 	 * waited), a DMA packet row per node after them (4, 5). */
@@ -294,7 +289,7 @@ START_TEST(etw_rows)
 	ck_assert_msg(strstr(a, "\"vsyncs\":[100000,0,0,42,116600,0,0,43]"), "vsyncs: %.200s", strstr(a, "\"vsyncs\""));
 	free(a);
 	/* --queue keeps the DMA packets of that queue only. */
-	a = import_page(etl, "w2", "--queue 2", dir, sizeof(dir));
+	a = import_page(etl, "w2", "--queue", "2", dir, sizeof(dir));
 	ck_assert_int_eq(count_of(a, "\"kind\":\"node\""), 1);
 	ck_assert_msg(strstr(a, "\"dma\":[[3,") && strstr(a, ",0,1,90,63000,null,70000,\"complete\"]],"), "dma of queue 2: %.300s",
 		      strstr(a, "\"dma\""));
@@ -319,7 +314,7 @@ START_TEST(real_amdgpu_threads)
 	long long jobs, related, all;
 
 	ck_assert(real_trace("gpuvis-amdgpu.dat", dat, sizeof(dat)));
-	a = import_page(dat, "r", NULL, dir, sizeof(dir));
+	a = import_page(dat, "r", NULL, NULL, dir, sizeof(dir));
 	jobs = query_int(dir, "select count(*) from jobs");
 	ck_assert_int_eq(count_of(a, "\"kind\":\"ring\""), query_int(dir, "select count(distinct driver || ring) from jobs"));
 	ck_assert_int_eq(count_of(a, "\"jobs\":[[") , 1);
@@ -338,11 +333,11 @@ START_TEST(real_amdgpu_threads)
 	ck_assert_int_gt(all - related, 0);
 	free(a);
 	/* --threads all: every thread that ran; --process Xorg: its threads too; --thread 1: that one too. */
-	a = import_page(dat, "r2", "--threads all", dir, sizeof(dir));
+	a = import_page(dat, "r2", "--threads", "all", dir, sizeof(dir));
 	ck_assert_int_eq(count_of(a, "\"kind\":\"thread\""), all);
 	ck_assert_int_eq(data_int(a, "threadsLeftOut"), 0);
 	free(a);
-	a = import_page(dat, "r3", "--process Xorg", dir, sizeof(dir));
+	a = import_page(dat, "r3", "--process", "Xorg", dir, sizeof(dir));
 	ck_assert_int_eq(count_of(a, "\"kind\":\"thread\""),
 			 related + query_int(dir, "select count(distinct r.thread) from cpu_runs r join kernel_threads k on "
 						  "k.thread = r.thread join kernel_threads p on p.thread = k.process where p.comm = 'Xorg' "
