@@ -364,6 +364,33 @@ START_TEST(kernel_session)
 }
 END_TEST
 
+/* The other kernel fixtures: i915's rings (samples/kernel/i915.events: four jobs on rcs0 and
+ * vcs1, one never started) and dma-fence's timelines, CPU waits and the one a signal released. */
+START_TEST(kernel_fixtures)
+{
+	char dat[2048], dir[1200], page[1300], v[2048];
+	static char dom[1 << 20];
+
+	nf_test_source_path(dat, sizeof(dat), "samples/kernel/i915.dat");
+	import_page(dat, "i915", dir, sizeof(dir), page, sizeof(page));
+	run_selftest(page, dom, sizeof(dom));
+	ck_assert_str_eq(need(dom, "rows.kinds", v, sizeof(v)), "ring:2,thread:2");
+	ck_assert_str_eq(need(dom, "rows.display", v, sizeof(v)),
+			 "[GPU rings]|i915 rcs0|i915 vcs1|[CPU threads]|[process unknown]|game (thread 600)|decoder (thread 601)");
+	ck_assert_int_eq(drawn(dom, "job"), query_int(dir, "select count(*) from jobs"));
+	nf_test_source_path(dat, sizeof(dat), "samples/kernel/dma-fence.dat");
+	import_page(dat, "dma-fence", dir, sizeof(dir), page, sizeof(page));
+	run_selftest(page, dom, sizeof(dom));
+	ck_assert_str_eq(need(dom, "rows.kinds", v, sizeof(v)), "queue:2,thread:3");
+	ck_assert_int_eq(drawn(dom, "cpuwait"), query_int(dir, "select count(*) from cpu_waits"));
+	ck_assert_int_eq(drawn(dom, "op"), query_int(dir, "select count(*) from fence_ops where queue is not null"));
+	ck_assert_int_eq(atoll(need(dom, "kernel.runs", v, sizeof(v))), query_int(dir, "select count(*) from cpu_runs"));
+	ck_assert_int_ge(drawn(dom, "run"), 1);
+	ck_assert_int_eq(atoll(need(dom, "cpu.links", v, sizeof(v))),
+			 query_int(dir, "select count(*) from cpu_waits where status = 'satisfied'"));
+}
+END_TEST
+
 /* tests/html/html_etl.c: nodes 0 and 1, DMA packets 77, 78 (node 0) and 90 (node 1), two VSyncs. */
 START_TEST(etw_session)
 {
@@ -519,6 +546,7 @@ int main(int argc, char **argv)
 	tcase_add_test(tc, screenshots_at_zooms);
 	tcase_add_test(tc, kernel_session);
 	tcase_add_test(tc, etw_session);
+	tcase_add_test(tc, kernel_fixtures);
 	tcase_add_test(tc, dense_page_lod);
 	suite_add_tcase(s, tc);
 	return nf_test_main(s);
