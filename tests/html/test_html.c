@@ -182,6 +182,9 @@ START_TEST(errors)
 		{ "--from", "10s", "time window: start 10 s is not before the session's end", 1 },
 		{ "--max-ops", "0", "--max-ops must be between", 2 },
 		{ "--width", "800", "--width applies to pictures", 2 },
+		{ "--thread", "nosuch", "thread 'nosuch': not in the timeline", 1 },
+		{ "--thread", "999999", "thread '999999': not in the timeline", 1 },
+		{ "--process", "nosuch", "process 'nosuch': not in the timeline", 1 },
 	};
 	char dir[1200], out[256], err[2048], page[1300];
 	struct stat sb;
