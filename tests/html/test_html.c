@@ -352,17 +352,9 @@ END_TEST
 
 int main(int argc, char **argv)
 {
-	Suite *s = suite_create("html");
-	TCase *tc = tcase_create("page");
+	Suite *s;
+	TCase *tc;
 
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 120);
-	tcase_add_test(tc, self_contained_page);
-	tcase_add_test(tc, max_ops_cut);
-	tcase_add_test(tc, embedded_text_escaped);
-	tcase_add_test(tc, errors);
-	tcase_add_test(tc, kernel_rows);
-	tcase_add_test(tc, etw_rows);
 	/* `test_html real`: the real traces only, its own ctest (skips when absent). */
 	if (argc > 1 && !strcmp(argv[1], "real")) {
 		char path[2048];
@@ -371,12 +363,24 @@ int main(int argc, char **argv)
 			printf("SKIP: %s is absent (real traces live in ../shared/real-traces)\n", path);
 			return 77;
 		}
+		s = suite_create("html_real");
 		tc = tcase_create("real");
 		tcase_add_checked_fixture(tc, setup, teardown);
 		tcase_set_timeout(tc, 300);
 		tcase_add_test(tc, real_amdgpu_threads);
-		s = suite_create("html_real");
+		suite_add_tcase(s, tc);
+		return nf_test_main(s);
 	}
+	s = suite_create("html");
+	tc = tcase_create("page");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, self_contained_page);
+	tcase_add_test(tc, max_ops_cut);
+	tcase_add_test(tc, embedded_text_escaped);
+	tcase_add_test(tc, errors);
+	tcase_add_test(tc, kernel_rows);
+	tcase_add_test(tc, etw_rows);
 	suite_add_tcase(s, tc);
 	return nf_test_main(s);
 }
