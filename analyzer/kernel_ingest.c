@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/anomaly_kinds.h"
 #include "../core/util_hash.h"
 
 /* Interned strings and CPUs kept at most (a corrupt session cannot exhaust memory). */
@@ -43,7 +44,7 @@ static const char *const ki_sql[KS_COUNT] = {
 		      "ON CONFLICT(thread) DO UPDATE SET comm = excluded.comm",
 	[KS_RAW] = "INSERT INTO kernel_events(ts_ns, cpu, thread, name, fields) VALUES (?1, ?2, ?3, ?4, ?5)",
 	[KS_LOST] = "INSERT INTO anomalies(kind, queue, log, first_ns, last_ns, lost_entries, detail) "
-		    "VALUES ('kernel_lost', NULL, NULL, ?1, ?1, ?2, ?3)",
+		    "VALUES (?4, NULL, NULL, ?1, ?1, ?2, ?3)", /* ?4: kernel_lost */
 	[KS_GPU] = "INSERT INTO temp.k_gpu(ts, tid, kind, ring, job, context, seqno, fence, dep_context, "
 		   "dep_seqno, flags) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
 	[KS_VBLANK] = "INSERT INTO vblanks(ts_ns, crtc, seq) VALUES (?1, ?2, ?3)",
@@ -528,6 +529,7 @@ int nf_timeline_kernel_ingest_event(struct nf_timeline_kernel_ingest **kip, sqli
 		else
 			sqlite3_bind_null(s, 2);
 		sqlite3_bind_text(s, 3, detail, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(s, 4, nf_anomaly_name(NF_ANOMALY_KERNEL_LOST), -1, SQLITE_STATIC);
 		return ki_step(ki, KS_LOST, err);
 	}
 	case NF_EV_KERNEL_RAW:
