@@ -14,10 +14,11 @@ enum { NF_EXIT_OK = 0, NF_EXIT_FAIL = 1, NF_EXIT_USAGE = 2 };
 /* `record` stopped by SIGINT or SIGTERM, session closed cleanly (128 + SIGINT). */
 enum { NF_EXIT_INTERRUPTED = 130 };
 
-struct nf_cmd {
+/* A command of the table in nftrace.c (not the GPU command of capture/engine_int.h). */
+struct nf_command {
 	const char *name;
 	int (*fn)(int argc, char **argv);
-	const char *summary;
+	const char *summary;    /* one line in `nftrace --help` */
 	const char *usage;      /* full usage text printed by --help */
 };
 
@@ -32,7 +33,18 @@ int cmd_critical_path(int argc, char **argv);
 int cmd_push(int argc, char **argv);
 int cmd_help(int argc, char **argv);
 
-const struct nf_cmd *nf_cli_find(const char *name);
+/* Each command's --help text, defined in its cli/cmd_*.c next to its options. */
+extern const char cmd_record_usage[];
+extern const char cmd_report_usage[];
+extern const char cmd_query_usage[];
+extern const char cmd_info_usage[];
+extern const char cmd_check_usage[];
+extern const char cmd_import_usage[];
+extern const char cmd_export_usage[];
+extern const char cmd_critical_path_usage[];
+extern const char cmd_push_usage[];
+
+const struct nf_command *nf_cli_find(const char *name);
 
 /* Prints "nftrace CMD: message" on stderr and returns NF_EXIT_USAGE. */
 int nf_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -571,6 +571,36 @@ out:
 	return rc;
 }
 
+/* What `nftrace check --help` prints; the options it names are parsed below. */
+const char cmd_check_usage[] =
+	"usage: nftrace check DIR [--json]\n"
+	"\n"
+	"Reads the session and replays the OS's log bookkeeping. Prints, per hardware queue and\n"
+	"log (waits, signals), the epochs, the entries read, the entries lost to overruns, the\n"
+	"zero, repeated and backwards end timestamps and the other findings, with where the\n"
+	"first of each kind was found; illegal findings are listed one by one (the first 50).\n"
+	"\n"
+	"Legal (exit 0): entries lost to an overrun (wraparound), zero end timestamps (an LDA\n"
+	"skipped write), repeated end timestamps, a log recreated at a new location (new epoch).\n"
+	"Illegal (exit 1): an end timestamp that goes backwards, an unknown fence handle, an\n"
+	"operation type that does not match the log, an index or capacity out of range, a\n"
+	"header that goes backwards or a read that does not match it; and a session that\n"
+	"cannot be read (truncated or corrupt stream, not a CTF trace): one line on stderr.\n"
+	"\n"
+	"Hangs and deadlocks (over the session's timeline, built when missing): GPU and CPU waits\n"
+	"still open at the end, each with its wait-for chain (the signals that could satisfy it\n"
+	"are queued behind which wait). Exit 1 with verdict deadlock: waits in a cycle, each\n"
+	"edge listed; verdict hang: a wait for a value no signal in the session reaches (never\n"
+	"signaled), or one blocked behind such waits. A signal that lowers a monitored fence's\n"
+	"value is illegal. A wait a queued signal can still satisfy (the session ended mid-frame)\n"
+	"is listed as pending and changes nothing. A session without its end of recording\n"
+	"(recorder killed, files cut) or whose streams belong to another recording: verdict\n"
+	"incomplete, exit 1. Verdicts, strongest first: illegal, incomplete, deadlock, hang,\n"
+	"legal_anomalies, whole.\n"
+	"\n"
+	"  --json   the same as one JSON object (verdict: whole, legal_anomalies, hang, deadlock,\n"
+	"           incomplete or illegal; hangs: counts per kind; hang_findings: each with its wait and edges)\n";
+
 int cmd_check(int argc, char **argv)
 {
 	struct nf_log_summary *s = NULL;

@@ -173,6 +173,22 @@ static void print_text(const struct nf_analysis *a, const struct nf_cp_path *p)
 	}
 }
 
+/* What `nftrace critical-path --help` prints; the options it names are parsed below. */
+const char cmd_critical_path_usage[] =
+	"usage: nftrace critical-path DIR [--op ID | --at TIME | --queue Q] [--json]\n"
+	"\n"
+	"Explains the latency (queued on the CPU to completed) of one operation: the last one to\n"
+	"finish (default), operation ID (fence_ops.id), the last to finish by TIME (12.5ms), or\n"
+	"the last to finish on hardware queue Q (handle or name). Walks back from its end: while\n"
+	"an operation waited, to the signal that released it (deps) and that signal's queue;\n"
+	"while a queue was busy with earlier work, to that work; when work waited for the CPU to\n"
+	"queue it, to the CPU thread (and the CPU waits it did). Prints the segments in time\n"
+	"order: on which queue or thread, doing what (waiting on fence F >= v, executing,\n"
+	"running until it queued the work), start, end and duration in ns; the durations add up\n"
+	"to the latency exactly.\n"
+	"\n"
+	"  --json   the same as one JSON object\n";
+
 int cmd_critical_path(int argc, char **argv)
 {
 	enum nf_cp_target kind = NF_CP_LAST;

@@ -12,6 +12,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* What `nftrace export --help` prints; the options it names are parsed below. */
+const char cmd_export_usage[] =
+	"usage: nftrace export DIR -o FILE --format perfetto|chrome-json [--from T] [--to T]\n"
+	"                      [--queue Q]... [--fence F]...\n"
+	"\n"
+	"Writes the session's timeline for Perfetto UI (ui.perfetto.dev: Open trace file),\n"
+	"trace_processor or chrome://tracing: a process per adapter with a track per hardware\n"
+	"queue, a thread track per CPU thread, each GPU wait and signal a slice from queued to\n"
+	"end (the stall nested), CPU waits, a flow from each signal to each wait it released,\n"
+	"lost spans and anomalies as instants, lost entries per log as counters.\n"
+	"\n"
+	"  -o, --output FILE   file to write (replaced when complete)\n"
+	"  --format F          perfetto (protobuf) or chrome-json\n"
+	"  --from T, --to T    only what overlaps this window (units as in report: 12.5ms)\n"
+	"  --queue Q           only this hardware queue's operations (repeat for more)\n"
+	"  --fence F           only operations and CPU waits/signals on this fence (repeat)\n";
+
 int cmd_export(int argc, char **argv)
 {
 	static const struct option longopts[] = {

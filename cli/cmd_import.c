@@ -19,6 +19,26 @@ static void on_signal(int sig)
 	import_interrupted = sig;
 }
 
+/* What `nftrace import --help` prints; the options it names are parsed below. */
+const char cmd_import_usage[] =
+	"usage: nftrace import TRACE.DAT|CAPTURE.ETL -o DIR [--force]\n"
+	"\n"
+	"A Windows ETW capture (.etl: told by its content, or taken as one by its name; from xperf,\n"
+	"WPR or GPUView's log.cmd) is copied into DIR and read without the Windows API:\n"
+	"Microsoft-Windows-DxgKrnl contexts and hardware queues become queues, sync objects\n"
+	"fences, wait and signal queue packets fence_ops (tied wait <- signal in deps), CPU waits\n"
+	"cpu_waits, DMA packets dma_packets, VSyncs vsyncs, other events etw_events\n"
+	"(schemas/timeline.sql). Nothing is left behind when the capture cannot be read.\n"
+	"\n"
+	"Reads a trace-cmd file (versions 6 and 7, every buffer instance in it) with libtracecmd and\n"
+	"decodes its events with libtraceevent from the formats stored in the file. dma_fence events\n"
+	"become fences on per-timeline rows, waits and signals (fence_ops, deps), sched_switch CPU\n"
+	"thread rows (cpu_runs), other events raw rows (kernel_events), lost events anomalies.\n"
+	"The session's clock is the trace's clock in nanoseconds from its first event.\n"
+	"\n"
+	"  -o, --output DIR   session directory to create\n"
+	"  --force            replace an existing session in DIR\n";
+
 int cmd_import(int argc, char **argv)
 {
 	static const struct option longopts[] = {

@@ -242,6 +242,11 @@ static void print_json(const char *dir, const struct nf_session_info *in, const 
 	fputs("}}\n", stdout);
 }
 
+/* What `nftrace info --help` prints; the options it names are parsed below. */
+const char cmd_info_usage[] =
+	"usage: nftrace info DIR [--json]\n"
+	"       nftrace info --events       (the event reference, as Markdown)\n";
+
 int cmd_info(int argc, char **argv)
 {
 	struct nf_error err;

@@ -8,6 +8,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* What `nftrace push --help` prints; the options it names are parsed below. */
+const char cmd_push_usage[] =
+	"usage: nftrace push DIR... --clickhouse URL [--database DB] [--batch-bytes N] [--quiet]\n"
+	"       nftrace push DIR... --cluster NAME --clickhouse URL1 --clickhouse URL2... [options]\n"
+	"\n"
+	"Loads each session's timeline (built when missing) into ClickHouse over its HTTP interface\n"
+	"(URL: http://host:8123, may carry ?user=..&password=..), in Native-format INSERTs of about\n"
+	"N bytes each (default 256 MiB), each streamed as it is encoded (memory: about 256 KiB).\n"
+	"Creates database DB (default nftrace) and the tables when missing:\n"
+	"every table of schemas/timeline.sql with a leading session column (MergeTree, one\n"
+	"partition per session, ordered by session and time) and `sessions` (one row per complete\n"
+	"session: host, source, tool_version, seed, rows, every meta pair). The session id is the\n"
+	"directory's name. Pushing a session again replaces it; a push that fails half-way leaves\n"
+	"the previous version, or no listing: a session's rows count only when it is in `sessions`.\n"
+	"Query with 'nftrace query --clickhouse URL \"SQL\"' or clickhouse-client.\n"
+	"--cluster NAME: the servers define cluster NAME (remote_servers); one --clickhouse URL per\n"
+	"shard, in shard order. Each shard gets <table>_local tables, each a Distributed <table>\n"
+	"over them (sharding key cityHash64(session)); a session goes whole to its shard.\n";
+
 int cmd_push(int argc, char **argv)
 {
 	static const struct option longopts[] = {

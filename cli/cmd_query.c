@@ -68,6 +68,23 @@ static int names_stall_blame(const char *sql)
 	return 0;
 }
 
+/* What `nftrace query --help` prints; the options it names are parsed below. */
+const char cmd_query_usage[] =
+	"usage: nftrace query DIR [DIR...] [--csv|--json|--table] (\"SQL\" | -f FILE.sql)\n"
+	"       nftrace query --clickhouse URL [--database DB] [--csv|--json|--table] (\"SQL\" | -f FILE.sql)\n"
+	"       nftrace query DIR [--csv|--json|--table] --report stalls|queues|lost\n"
+	"\n"
+	"Builds the session's SQLite timeline (DIR/.timeline.db) on first use and runs SQL on it,\n"
+	"read-only. With several sessions they are attached as s1, s2, ... Tables: schemas/timeline.sql.\n"
+	"Reports: stalls (the 20 longest GPU wait stalls and the signal that ended each), queues\n"
+	"(per queue: operations, lost, time stalled in waits), lost (spans of lost log entries).\n"
+	"stall_blame (who made each queue wait: schemas/analysis.sql) is computed and kept in the\n"
+	"timeline the first time a query names it.\n"
+	"--clickhouse URL runs the SQL on a ClickHouse fleet store filled by 'nftrace push'\n"
+	"(database DB, default nftrace): --table is ClickHouse's PrettyCompactNoEscapes, --csv\n"
+	"CSVWithNames, --json JSONEachRow (one object per line, 64-bit integers as numbers); a\n"
+	"FORMAT clause in the SQL wins.\n";
+
 int cmd_query(int argc, char **argv)
 {
 	static const struct option longopts[] = {

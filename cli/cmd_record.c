@@ -32,6 +32,29 @@ static void show_progress(void *ctx, const struct nf_record_progress *p)
 			(double)p->bytes / 1e6, (unsigned long long)p->lost_entries);
 }
 
+/* What `nftrace record --help` prints; the options it names are parsed below. */
+const char cmd_record_usage[] =
+	"usage: nftrace record -o DIR [--seed N] [--mode deterministic|threaded] [--ground-truth] [--force]\n"
+	"                      [--kernel EVENTS] SCENARIO\n"
+	"       nftrace record -o DIR [options] -- PROGRAM [ARGS...]\n"
+	"\n"
+	"Runs SCENARIO (a scenario file, see schemas/scenario.md) through the native fence\n"
+	"runtime, or runs PROGRAM (which links libnfence), and writes a CTF 1.8 session to DIR.\n"
+	"\n"
+	"  -o, --output DIR   session directory to create\n"
+	"  --seed N           simulation seed (default: the scenario's, else 1)\n"
+	"  --mode MODE        deterministic (default) or threaded\n"
+	"  --ground-truth     also record the simulator's true times (truth stream)\n"
+	"  --force            replace an existing session in DIR\n"
+	"  --kernel EVENTS    also record Linux kernel events in a private tracefs instance while it\n"
+	"                     runs (root): comma-separated system or system:event, '?' after one makes\n"
+	"                     it optional; 'default' = dma_fence,gpu_scheduler?,sched:sched_switch,\n"
+	"                     sched:sched_wakeup. The session starts when tracing began.\n"
+	"\n"
+	"A killed recorder (even kill -9) leaves a session readable up to its last whole packet.\n"
+	"SIGINT/SIGTERM closes the session cleanly and exits 130; a full disk is a one-line error\n"
+	"naming the file, exit 1. A progress line shows on a terminal only.\n";
+
 int cmd_record(int argc, char **argv)
 {
 	static const struct option longopts[] = {

@@ -91,6 +91,31 @@ static int report_path(const char *db, int64_t op, struct nf_render_options *ro,
 	return 0;
 }
 
+/* What `nftrace report --help` prints; the options it names are parsed below. */
+const char cmd_report_usage[] =
+	"usage: nftrace report DIR -o FILE.{png,svg,pdf} [--from T] [--to T] [--queue Q]... [--fence F]...\n"
+	"                      [--width PX] [--theme light|dark] [--title TEXT] [--critical-path ID]\n"
+	"       nftrace report DIR -o FILE.html [--from T] [--to T] [--queue Q]... [--fence F]...\n"
+	"                      [--title TEXT] [--max-ops N]\n"
+	"\n"
+	"Draws one row per hardware queue: light pink waits, dark pink signals, each box from\n"
+	"when it was queued on the CPU to when the GPU completed it. Times accept units: 12.5ms.\n"
+	"Operations that overlap on a queue are stacked one per sub-lane (queue depth, up to\n"
+	"24; the page says how many share beyond it), with their fence and value where it fits.\n"
+	"Linux kernel sessions: GPU rings on top (jobs: submitted -> started shaded, started ->\n"
+	"finished solid), vblank lines, user markers on their thread's row; CPU rows for the\n"
+	"threads that submitted GPU work, waited on fences or wrote markers, by process:\n"
+	"  --threads all        a row for every thread that ran\n"
+	"  --thread NAME|TID    also this thread (repeatable)\n"
+	"  --process NAME|PID   also every thread of this process (repeatable)\n"
+	"--critical-path ID draws operation ID's critical path (see 'nftrace critical-path') over\n"
+	"the rows in blue, segment by segment (waits dashed), each joined to the next; without\n"
+	"--from/--to the window is the path's span with a margin.\n"
+	"FILE.html is one self-contained interactive page (wheel zoom, drag pan, hover details,\n"
+	"wait <-> signal highlighting, search); it holds the details of at most --max-ops\n"
+	"operations (default 100000) and summaries of the whole window, and names the --from/--to\n"
+	"to use for the rest.\n";
+
 int cmd_report(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -205,9 +230,6 @@ int cmd_report(int argc, char **argv)
 	if (is_html(ro.output) && (width_set || theme_set))
 		return nf_cli_usage_error("report", "--%s applies to pictures, not to -o %s",
 					  width_set ? "width" : "theme", ro.output);
-	if (is_html(ro.output) && (ro.threads_all || ro.n_threads || ro.n_processes || cp_op >= 0))
-		return nf_cli_usage_error("report", "--threads, --thread, --process and --critical-path apply to pictures; "
-					  "the HTML page has every thread, grouped by process");
 	if (!is_html(ro.output) && max_ops)
 		return nf_cli_usage_error("report", "--max-ops applies to -o FILE.html only");
 	if (is_html(ro.output) && cp_op >= 0)
@@ -242,6 +264,11 @@ int cmd_report(int argc, char **argv)
 		ho.fences = ro.fences;
 		ho.n_fences = ro.n_fences;
 		ho.max_ops = max_ops;
+		ho.threads_all = ro.threads_all;
+		ho.threads = ro.threads;
+		ho.n_threads = ro.n_threads;
+		ho.processes = ro.processes;
+		ho.n_processes = ro.n_processes;
 		if (nf_html_report(db, &ho, &err))
 			return nf_cli_fail("report", &err);
 		return NF_EXIT_OK;

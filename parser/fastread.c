@@ -83,7 +83,7 @@ struct nf_fr {
 	size_t cap_entries;
 };
 
-static inline uint64_t nf_fr_le(const unsigned char *p, unsigned n)
+static inline uint64_t fr_le(const unsigned char *p, unsigned n)
 {
 	uint64_t v = 0;
 
@@ -92,7 +92,7 @@ static inline uint64_t nf_fr_le(const unsigned char *p, unsigned n)
 	return v;
 }
 
-static inline uint64_t nf_fr_le64(const unsigned char *p)
+static inline uint64_t fr_le64(const unsigned char *p)
 {
 	uint64_t v;
 
@@ -100,7 +100,7 @@ static inline uint64_t nf_fr_le64(const unsigned char *p)
 	return v;
 }
 
-static inline uint32_t nf_fr_le32(const unsigned char *p)
+static inline uint32_t fr_le32(const unsigned char *p)
 {
 	uint32_t v;
 
@@ -109,7 +109,7 @@ static inline uint32_t nf_fr_le32(const unsigned char *p)
 }
 
 /* babeltrace2's cycles -> ns (bt_util_ns_from_value): a double division. */
-static uint64_t nf_fr_ns_from_value(uint64_t freq, uint64_t v)
+static uint64_t fr_ns_from_value(uint64_t freq, uint64_t v)
 {
 	double d;
 
@@ -122,9 +122,9 @@ static uint64_t nf_fr_ns_from_value(uint64_t freq, uint64_t v)
 }
 
 /* Nanoseconds from origin, -1 when babeltrace2 would report an overflow. */
-static int nf_fr_ns(const struct nf_fr *r, uint64_t cycles, int64_t *out)
+static int fr_ns(const struct nf_fr *r, uint64_t cycles, int64_t *out)
 {
-	uint64_t ns = nf_fr_ns_from_value(r->tr->freq, cycles);
+	uint64_t ns = fr_ns_from_value(r->tr->freq, cycles);
 
 	if (ns >= (uint64_t)INT64_MAX)
 		return -1;
@@ -134,12 +134,12 @@ static int nf_fr_ns(const struct nf_fr *r, uint64_t cycles, int64_t *out)
 	return 0;
 }
 
-static const unsigned char *nf_fr_at(const struct nf_fr_stream *s, uint64_t off)
+static const unsigned char *fr_at(const struct nf_fr_stream *s, uint64_t off)
 {
 	return s->map + (off - s->map_off);
 }
 
-static void nf_fr_unmap(struct nf_fr_stream *s)
+static void fr_unmap(struct nf_fr_stream *s)
 {
 	if (s->map)
 		munmap((void *)(uintptr_t)s->map, s->map_len);
@@ -148,7 +148,7 @@ static void nf_fr_unmap(struct nf_fr_stream *s)
 }
 
 /* A message of stream s at time ns: it may not go back in time. */
-static int nf_fr_time(struct nf_fr *r, struct nf_fr_stream *s, int64_t ns, const char *what,
+static int fr_time(struct nf_fr *r, struct nf_fr_stream *s, int64_t ns, const char *what,
 		      uint64_t at)
 {
 	if (s->have_last && ns < s->last_ns)
@@ -161,7 +161,7 @@ static int nf_fr_time(struct nf_fr *r, struct nf_fr_stream *s, int64_t ns, const
 	return 0;
 }
 
-static int nf_fr_range(struct nf_fr *r, const struct nf_fr_stream *s, uint64_t at)
+static int fr_range(struct nf_fr *r, const struct nf_fr_stream *s, uint64_t at)
 {
 	return nf_error_set(r->err, NF_EFORMAT,
 			    "%s: packet at offset %" PRIu64 ": timestamp at offset %" PRIu64
@@ -169,7 +169,7 @@ static int nf_fr_range(struct nf_fr *r, const struct nf_fr_stream *s, uint64_t a
 }
 
 /* Opens the packet at s->pkt_off (the previous one is unmapped). */
-static int nf_fr_packet(struct nf_fr *r, struct nf_fr_stream *s)
+static int fr_packet(struct nf_fr *r, struct nf_fr_stream *s)
 {
 	unsigned char h[NF_FR_HDR_SIZE];
 	uint64_t off = s->pkt_off, left = s->size - off, content, packet, disc;
@@ -178,7 +178,7 @@ static int nf_fr_packet(struct nf_fr *r, struct nf_fr_stream *s)
 	ssize_t got;
 	void *m;
 
-	nf_fr_unmap(s);
+	fr_unmap(s);
 	if (left < NF_FR_HDR_SIZE)
 		return nf_error_set(r->err, NF_EFORMAT,
 				    "%s: packet at offset %" PRIu64 ": header cut short (%" PRIu64
@@ -190,12 +190,12 @@ static int nf_fr_packet(struct nf_fr *r, struct nf_fr_stream *s)
 		return nf_error_set(r->err, NF_EFORMAT,
 				    "%s: packet at offset %" PRIu64 ": header cut short (truncated file)",
 				    s->path, off);
-	if (nf_fr_le(h, 4) != NF_FR_MAGIC)
+	if (fr_le(h, 4) != NF_FR_MAGIC)
 		return nf_error_set(r->err, NF_EFORMAT,
 				    "%s: packet at offset %" PRIu64 ": bad magic 0x%08" PRIx64 " (corrupt)",
-				    s->path, off, nf_fr_le(h, 4));
+				    s->path, off, fr_le(h, 4));
 	/* The UUID is not compared: babeltrace2 2.0.4 reads on when it differs. */
-	class_id = (uint32_t)nf_fr_le(h + 20, 4);
+	class_id = (uint32_t)fr_le(h + 20, 4);
 	if (class_id >= 32 || !(r->tr->stream_classes & (UINT32_C(1) << class_id)) ||
 	    (s->class_known && class_id != s->class_id))
 		return nf_error_set(r->err, NF_EFORMAT,
@@ -204,8 +204,8 @@ static int nf_fr_packet(struct nf_fr *r, struct nf_fr_stream *s)
 				    s->path, off, class_id);
 	s->class_id = class_id;
 	s->class_known = true;
-	content = nf_fr_le(h + 40, 8);
-	packet = nf_fr_le(h + 48, 8);
+	content = fr_le(h + 40, 8);
+	packet = fr_le(h + 48, 8);
 	if (packet % 8 || content % 8 || content > packet || content < NF_FR_HDR_SIZE * 8u)
 		return nf_error_set(r->err, NF_EFORMAT,
 				    "%s: packet at offset %" PRIu64 ": content size %" PRIu64
@@ -217,15 +217,15 @@ static int nf_fr_packet(struct nf_fr *r, struct nf_fr_stream *s)
 				    " bytes but the file has %" PRIu64 " left (truncated or corrupt)",
 				    s->path, off, packet / 8, left);
 	/* Packet beginning: its time may not go back. */
-	if (nf_fr_ns(r, nf_fr_le(h + 24, 8), &ns))
-		return nf_fr_range(r, s, off + 24);
-	if (nf_fr_time(r, s, ns, "packet beginning", off + 24))
+	if (fr_ns(r, fr_le(h + 24, 8), &ns))
+		return fr_range(r, s, off + 24);
+	if (fr_time(r, s, ns, "packet beginning", off + 24))
 		return r->err->code;
-	if (nf_fr_ns(r, nf_fr_le(h + 32, 8), &s->ts_end_ns))
-		return nf_fr_range(r, s, off + 32);
+	if (fr_ns(r, fr_le(h + 32, 8), &s->ts_end_ns))
+		return fr_range(r, s, off + 32);
 	/* Discarded events: what the counter grew by since the stream's previous
 	 * packet (babeltrace2 2.0.4 reports nothing for a first packet). */
-	disc = nf_fr_le(h + 56, 8);
+	disc = fr_le(h + 56, 8);
 	if (off == 0)
 		s->disc_prev = disc;
 	if (disc != s->disc_prev) {
@@ -256,7 +256,7 @@ static int nf_fr_packet(struct nf_fr *r, struct nf_fr_stream *s)
 }
 
 /* Finds s's next event header (across packets); sets has_head or done. */
-static int nf_fr_advance(struct nf_fr *r, struct nf_fr_stream *s)
+static int fr_advance(struct nf_fr *r, struct nf_fr_stream *s)
 {
 	int rc;
 
@@ -276,33 +276,33 @@ static int nf_fr_advance(struct nf_fr *r, struct nf_fr_stream *s)
 			if (at - s->released >= NF_FR_RELEASE_STEP) {
 				uint64_t upto = at / r->page * r->page;
 
-				madvise((void *)(uintptr_t)nf_fr_at(s, s->released),
+				madvise((void *)(uintptr_t)fr_at(s, s->released),
 					(size_t)(upto - s->released), MADV_DONTNEED);
 				s->released = upto;
 			}
-			p = nf_fr_at(s, at);
-			s->head_id = nf_fr_le32(p);
-			s->head_ts = nf_fr_le64(p + 4);
-			if (nf_fr_ns(r, s->head_ts, &s->head_ns))
-				return nf_fr_range(r, s, at + 4);
-			if (nf_fr_time(r, s, s->head_ns, "event", at))
+			p = fr_at(s, at);
+			s->head_id = fr_le32(p);
+			s->head_ts = fr_le64(p + 4);
+			if (fr_ns(r, s->head_ts, &s->head_ns))
+				return fr_range(r, s, at + 4);
+			if (fr_time(r, s, s->head_ns, "event", at))
 				return r->err->code;
 			s->has_head = true;
 			return 0;
 		}
 		if (s->in_packet) {
 			/* Packet end. */
-			if (nf_fr_time(r, s, s->ts_end_ns, "packet end", s->pkt_off + 32))
+			if (fr_time(r, s, s->ts_end_ns, "packet end", s->pkt_off + 32))
 				return r->err->code;
 			s->in_packet = false;
 			s->pkt_off += s->pkt_bytes;
 		}
 		if (s->pkt_off >= s->size) {
-			nf_fr_unmap(s);
+			fr_unmap(s);
 			s->done = true;
 			return 0;
 		}
-		rc = nf_fr_packet(r, s);
+		rc = fr_packet(r, s);
 		if (rc)
 			return rc;
 	}
@@ -316,7 +316,7 @@ int nf_parser_buf_reserve(void **buf, size_t *cap, size_t n, size_t sz, struct n
 }
 
 /* Decodes s's head event and hands it to the sink; moves s past it. */
-static int nf_fr_deliver(struct nf_fr *r, struct nf_fr_stream *s)
+static int fr_deliver(struct nf_fr *r, struct nf_fr_stream *s)
 {
 	const struct nf_event_desc *d = nf_event_desc(s->head_id);
 	uint64_t ev_at = s->pos, pos = s->pos + NF_FR_EV_HDR_SIZE, end = s->content_end;
@@ -334,7 +334,7 @@ static int nf_fr_deliver(struct nf_fr *r, struct nf_fr_stream *s)
 	ev.ts = s->head_ts;
 	for (uint32_t i = 0; i < d->n_fields; i++) {
 		const struct nf_field_desc *fd = &d->fields[i];
-		const unsigned char *p = nf_fr_at(s, pos), *z;
+		const unsigned char *p = fr_at(s, pos), *z;
 		uint64_t left = end - pos, need, n;
 
 		switch (fd->type) {
@@ -396,17 +396,17 @@ static int nf_fr_deliver(struct nf_fr *r, struct nf_fr_stream *s)
 					    "%s: packet at offset %" PRIu64 ": event %s at offset %" PRIu64
 					    ": field '%s' cut short (corrupt or truncated)",
 					    s->path, s->pkt_off, d->name, ev_at, fd->name);
-		ev.f[i] = nf_fr_le(p, (unsigned)need);
+		ev.f[i] = fr_le(p, (unsigned)need);
 		pos += need;
 	}
 	s->pos = pos;
 	rc = r->sink->event(r->sink->ctx, &ev, s->name, s->seq_num);
 	if (rc)
 		return rc;
-	return nf_fr_advance(r, s);
+	return fr_advance(r, s);
 }
 
-static int nf_fr_cmp_path(const void *a, const void *b)
+static int fr_cmp_path(const void *a, const void *b)
 {
 	const struct nf_fr_stream *x = a, *y = b;
 
@@ -414,7 +414,7 @@ static int nf_fr_cmp_path(const void *a, const void *b)
 }
 
 /* The stream files: every visible file but the metadata, as babeltrace2 reads them. */
-static int nf_fr_open_streams(struct nf_fr *r)
+static int fr_open_streams(struct nf_fr *r)
 {
 	struct dirent *de;
 	size_t cap = 0;
@@ -454,7 +454,7 @@ static int nf_fr_open_streams(struct nf_fr *r)
 	closedir(d);
 	if (rc)
 		return rc;
-	qsort(r->s, r->n, sizeof(*r->s), nf_fr_cmp_path);
+	qsort(r->s, r->n, sizeof(*r->s), fr_cmp_path);
 	for (size_t i = 0; i < r->n; i++) {
 		struct nf_fr_stream *s = &r->s[i];
 		struct stat st;
@@ -490,10 +490,10 @@ int nf_fastread_run(const char *dir, const struct nf_fr_trace *tr, const struct 
 	    tr->offset_s >= INT64_MAX / INT64_C(1000000000) - 1)
 		return nf_error_set(err, NF_EFORMAT, "%s/metadata: clock offset or frequency out of range", dir);
 	r.base_ns = tr->offset_s * INT64_C(1000000000) +
-		    (int64_t)nf_fr_ns_from_value(tr->freq, tr->offset_cycles);
-	rc = nf_fr_open_streams(&r);
+		    (int64_t)fr_ns_from_value(tr->freq, tr->offset_cycles);
+	rc = fr_open_streams(&r);
 	for (size_t i = 0; !rc && i < r.n; i++)
-		rc = nf_fr_advance(&r, &r.s[i]);
+		rc = fr_advance(&r, &r.s[i]);
 	while (!rc) {
 		struct nf_fr_stream *best = NULL;
 
@@ -511,10 +511,10 @@ int nf_fastread_run(const char *dir, const struct nf_fr_trace *tr, const struct 
 		}
 		if (!best)
 			break;
-		rc = nf_fr_deliver(&r, best);
+		rc = fr_deliver(&r, best);
 	}
 	for (size_t i = 0; i < r.n; i++) {
-		nf_fr_unmap(&r.s[i]);
+		fr_unmap(&r.s[i]);
 		if (r.s[i].fd >= 0)
 			close(r.s[i].fd);
 		free(r.s[i].path);

@@ -1,9 +1,11 @@
 /*
- * The pre-scan: before babeltrace2 sees a session whose metadata nftrace wrote
- * (same schema version), walk every stream file's packets and events with the
- * layout the schema gives (packed little-endian integers, NUL-terminated
- * strings, sequences after their length field) and refuse what babeltrace2
- * 2.0.4 would crash on or allocate without bound for: packet or content sizes
+ * The pre-scan: before a session whose metadata nftrace wrote (same schema
+ * version) is read, by the native reader (fastread.c) or, under
+ * NFTRACE_READER=babeltrace2, by babeltrace2's graph, walk every stream file's
+ * packets and events with the layout the schema gives (packed little-endian
+ * integers, NUL-terminated strings, sequences after their length field) and
+ * refuse what does not fit its file, and what babeltrace2 2.0.4 would crash on
+ * or allocate without bound for: packet or content sizes
  * of 2^63 bits and more (an assertion in its message iterator), sequence
  * lengths beyond the packet (it sizes a GPtrArray from the length before
  * reading a byte: 2^31 and more is a crash, less is gigabytes), clock values
@@ -37,7 +39,7 @@
 #define NF_PS_HDR_SIZE 72u
 #define NF_PS_EV_HDR_SIZE 12u     /* id u32, timestamp u64 */
 
-static uint64_t nf_ps_le(const unsigned char *p, unsigned n)
+static uint64_t ps_le(const unsigned char *p, unsigned n)
 {
 	uint64_t v = 0;
 
@@ -57,7 +59,7 @@ static uint64_t nf_ps_le(const unsigned char *p, unsigned n)
 #define NF_PS_META_MAX (1u << 20)
 
 /* Consumes the literal `lit` at *p. */
-static bool nf_ps_lit(const char **p, const char *end, const char *lit)
+static bool ps_lit(const char **p, const char *end, const char *lit)
 {
 	size_t n = strlen(lit);
 
@@ -68,7 +70,7 @@ static bool nf_ps_lit(const char **p, const char *end, const char *lit)
 }
 
 /* Consumes 1..max decimal digits (a leading '-' when sign). */
-static bool nf_ps_digits(const char **p, const char *end, bool sign, int max, bool nonzero)
+static bool ps_digits(const char **p, const char *end, bool sign, int max, bool nonzero)
 {
 	const char *q = *p, *d;
 	bool any_nonzero = false;
@@ -87,7 +89,7 @@ static bool nf_ps_digits(const char **p, const char *end, bool sign, int max, bo
 }
 
 /* A UUID as the writer formats it (8-4-4-4-12 lowercase hex), copied to out. */
-static bool nf_ps_uuid(const char **p, const char *end, char out[37])
+static bool ps_uuid(const char **p, const char *end, char out[37])
 {
 	if (end - *p < 36)
 		return false;
@@ -108,13 +110,13 @@ static bool nf_ps_uuid(const char **p, const char *end, char out[37])
  * One environment line: "\tKEY = INT;\n" or "\tKEY = \"STRING\";\n" (with \"
  * and \\ escapes, no control characters), appended to env.
  */
-static bool nf_ps_env_line(const char **p, const char *end, struct nf_prescan_meta *env)
+static bool ps_env_line(const char **p, const char *end, struct nf_prescan_meta *env)
 {
 	const char *q = *p, *k;
 	struct nf_ctf_env_entry *e = &env->env[env->n_env];
 	int n = 0;
 
-	if (env->n_env == NF_PRESCAN_ENV_MAX || !nf_ps_lit(&q, end, "\t"))
+	if (env->n_env == NF_PRESCAN_ENV_MAX || !ps_lit(&q, end, "\t"))
 		return false;
 	k = q;
 	while (q < end && (*q == '_' || (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') ||
@@ -122,7 +124,7 @@ static bool nf_ps_env_line(const char **p, const char *end, struct nf_prescan_me
 		q++;
 		n++;
 	}
-	if (!n || !nf_ps_lit(&q, end, " = "))
+	if (!n || !ps_lit(&q, end, " = "))
 		return false;
 	memcpy(env->keys[env->n_env], k, (size_t)n);
 	env->keys[env->n_env][n] = '\0';
@@ -142,7 +144,7 @@ static bool nf_ps_env_line(const char **p, const char *end, struct nf_prescan_me
 			}
 			env->vals[env->used++] = *q;
 		}
-		if (!nf_ps_lit(&q, end, "\""))
+		if (!ps_lit(&q, end, "\""))
 			return false;
 		env->vals[env->used++] = '\0';
 		e->is_int = false;
@@ -150,21 +152,21 @@ static bool nf_ps_env_line(const char **p, const char *end, struct nf_prescan_me
 	} else {
 		const char *d = q;
 
-		if (!nf_ps_digits(&q, end, true, 19, false))
+		if (!ps_digits(&q, end, true, 19, false))
 			return false;
 		e->is_int = true;
 		e->ival = strtoll(d, NULL, 10);
 		e->sval = NULL;
 	}
-	if (!nf_ps_lit(&q, end, ";\n"))
+	if (!ps_lit(&q, end, ";\n"))
 		return false;
 	env->n_env++;
 	*p = q;
 	return true;
 }
 
-/* A decimal number of at most 19 digits at *p (checked by nf_ps_digits first). */
-static uint64_t nf_ps_u64(const char *p)
+/* A decimal number of at most 19 digits at *p (checked by ps_digits first). */
+static uint64_t ps_u64(const char *p)
 {
 	return strtoull(p, NULL, 10);
 }
@@ -176,7 +178,7 @@ static uint64_t nf_ps_u64(const char *p)
  * stream, and compared byte for byte with the file. True when it is ours;
  * *mt then holds those parts (its vals allocated; freed by the caller).
  */
-static bool nf_ps_meta_text_is_ours(const char *m, size_t len, struct nf_prescan_meta *mt)
+static bool ps_meta_text_is_ours(const char *m, size_t len, struct nf_prescan_meta *mt)
 {
 	static const char trace_uuid[] = "trace {\n\tmajor = 1;\n\tminor = 8;\n\tuuid = \"";
 	const char *end = m + len, *p, *f;
@@ -188,7 +190,7 @@ static bool nf_ps_meta_text_is_ours(const char *m, size_t len, struct nf_prescan
 	if (!p)
 		return false;
 	p += sizeof(trace_uuid) - 1;
-	if (!nf_ps_uuid(&p, end, uuid))
+	if (!ps_uuid(&p, end, uuid))
 		return false;
 	for (int i = 0, j = 0; i < 16; i++, j += 2) {
 		unsigned int byte;
@@ -208,25 +210,25 @@ static bool nf_ps_meta_text_is_ours(const char *m, size_t len, struct nf_prescan
 	mt->vals = malloc(len + 1); /* the unescaped values are shorter than the text */
 	if (!mt->vals)
 		return false;
-	while (!nf_ps_lit(&p, end, "};\n\n"))
-		if (!nf_ps_env_line(&p, end, mt))
+	while (!ps_lit(&p, end, "};\n\n"))
+		if (!ps_env_line(&p, end, mt))
 			return false;
 	f = memmem(p, (size_t)(end - p), "\tfreq = ", 8);
 	if (!f)
 		return false;
 	f += 8;
 	p = f;
-	if (!nf_ps_digits(&p, end, false, 19, true))
+	if (!ps_digits(&p, end, false, 19, true))
 		return false;
-	mt->freq = nf_ps_u64(f);
+	mt->freq = ps_u64(f);
 	f = memmem(p, (size_t)(end - p), "\toffset = ", 10);
 	if (!f)
 		return false;
 	f += 10;
 	p = f;
-	if (!nf_ps_digits(&p, end, false, 19, false))
+	if (!ps_digits(&p, end, false, 19, false))
 		return false;
-	mt->offset = nf_ps_u64(f);
+	mt->offset = ps_u64(f);
 	for (int truth = 0; truth < 2 && !ours; truth++) {
 		char *t = nf_ctf_meta_render(uuid, mt->env, mt->n_env, mt->freq, mt->offset, truth != 0);
 
@@ -275,7 +277,7 @@ struct nf_prescan_meta *nf_prescan_metadata_load(const char *dir)
 			got += (size_t)n;
 		}
 		m[got] = '\0'; /* the number parsers (strtoll) stop at it at the latest */
-		ours = got == (size_t)st.st_size && nf_ps_meta_text_is_ours(m, got, mt);
+		ours = got == (size_t)st.st_size && ps_meta_text_is_ours(m, got, mt);
 	}
 	free(m);
 	close(fd);
@@ -294,7 +296,7 @@ bool nf_prescan_metadata_is_ours(const char *dir)
 	return mt != NULL;
 }
 
-struct nf_ps_file {
+struct ps_file {
 	const char *path;
 	const unsigned char *uuid; /* the metadata's trace UUID */
 	const unsigned char *b;
@@ -309,7 +311,7 @@ struct nf_ps_file {
  * peak would grow with the session.
  */
 #define NF_PS_RELEASE_STEP (1u << 20)
-static void nf_ps_release(struct nf_ps_file *f, uint64_t upto)
+static void ps_release(struct ps_file *f, uint64_t upto)
 {
 	uint64_t page, end;
 
@@ -324,7 +326,7 @@ static void nf_ps_release(struct nf_ps_file *f, uint64_t upto)
 }
 
 /* Walks the events of one packet's content [pos, end). */
-static int nf_ps_events(struct nf_ps_file *f, uint64_t pkt, uint64_t pos, uint64_t end,
+static int ps_events(struct ps_file *f, uint64_t pkt, uint64_t pos, uint64_t end,
 			uint32_t stream_id)
 {
 	while (pos < end) {
@@ -337,9 +339,9 @@ static int nf_ps_events(struct nf_ps_file *f, uint64_t pkt, uint64_t pos, uint64
 					    "%s: packet at offset %" PRIu64 ": event at offset %" PRIu64
 					    " cut short (%" PRIu64 " bytes left in the packet's content)",
 					    f->path, pkt, ev_at, end - pos);
-		nf_ps_release(f, pos);
-		id = (uint32_t)nf_ps_le(f->b + pos, 4);
-		if (nf_ps_le(f->b + pos + 4, 8) == UINT64_MAX)
+		ps_release(f, pos);
+		id = (uint32_t)ps_le(f->b + pos, 4);
+		if (ps_le(f->b + pos + 4, 8) == UINT64_MAX)
 			return nf_error_set(f->err, NF_EFORMAT,
 					    "%s: packet at offset %" PRIu64 ": event at offset %" PRIu64
 					    " has timestamp 2^64-1 (corrupt)", f->path, pkt, ev_at);
@@ -393,7 +395,7 @@ static int nf_ps_events(struct nf_ps_file *f, uint64_t pkt, uint64_t pos, uint64
 						    ": field '%s' cut short (corrupt or truncated)",
 						    f->path, pkt, d->name, ev_at, d->fields[i].name);
 			if (need <= 8 && d->fields[i].type <= NF_FT_U64)
-				prev = nf_ps_le(f->b + pos, (unsigned)need);
+				prev = ps_le(f->b + pos, (unsigned)need);
 			pos += need;
 		}
 	}
@@ -401,7 +403,7 @@ static int nf_ps_events(struct nf_ps_file *f, uint64_t pkt, uint64_t pos, uint64
 }
 
 /* Walks the packets of one stream file. */
-static int nf_ps_packets(struct nf_ps_file *f)
+static int ps_packets(struct ps_file *f)
 {
 	uint64_t off = 0;
 
@@ -418,17 +420,17 @@ static int nf_ps_packets(struct nf_ps_file *f)
 			return nf_error_set(f->err, NF_EFORMAT,
 					    "%s: packet at offset %" PRIu64 ": header cut short (%" PRIu64
 					    " of %u bytes; truncated file)", f->path, off, left, NF_PS_HDR_SIZE);
-		if (nf_ps_le(h, 4) != NF_PS_MAGIC)
+		if (ps_le(h, 4) != NF_PS_MAGIC)
 			return nf_error_set(f->err, NF_EFORMAT,
 					    "%s: packet at offset %" PRIu64 ": bad magic 0x%08" PRIx64 " (corrupt)",
-					    f->path, off, nf_ps_le(h, 4));
+					    f->path, off, ps_le(h, 4));
 		if (memcmp(h + 4, f->uuid, 16) != 0)
 			return nf_error_set(f->err, NF_EFORMAT,
 					    "%s: packet at offset %" PRIu64 ": belongs to another recording (its UUID is not the metadata's)",
 					    f->path, off);
-		stream_id = (uint32_t)nf_ps_le(h + 20, 4);
-		content = nf_ps_le(h + 40, 8);
-		packet = nf_ps_le(h + 48, 8);
+		stream_id = (uint32_t)ps_le(h + 20, 4);
+		content = ps_le(h + 40, 8);
+		packet = ps_le(h + 48, 8);
 		if (stream_id >= NF_STREAM_COUNT)
 			return nf_error_set(f->err, NF_EFORMAT,
 					    "%s: packet at offset %" PRIu64 ": stream id %" PRIu32 " is not in the metadata (corrupt)",
@@ -440,7 +442,7 @@ static int nf_ps_packets(struct nf_ps_file *f)
 					    f->path, off, content, packet);
 		/* babeltrace2 2.0.4 takes a clock value of 2^64-1 for "not set" and
 		 * asserts when a packet's end is one (msg-iter.c). */
-		if (nf_ps_le(h + 24, 8) == UINT64_MAX || nf_ps_le(h + 32, 8) == UINT64_MAX)
+		if (ps_le(h + 24, 8) == UINT64_MAX || ps_le(h + 32, 8) == UINT64_MAX)
 			return nf_error_set(f->err, NF_EFORMAT,
 					    "%s: packet at offset %" PRIu64 ": timestamp_begin or timestamp_end is 2^64-1 (corrupt)",
 					    f->path, off);
@@ -449,7 +451,7 @@ static int nf_ps_packets(struct nf_ps_file *f)
 					    "%s: packet at offset %" PRIu64 " claims %" PRIu64
 					    " bytes but the file has %" PRIu64 " left (truncated or corrupt)",
 					    f->path, off, packet / 8, left);
-		rc = nf_ps_events(f, off, off + NF_PS_HDR_SIZE, off + content / 8, stream_id);
+		rc = ps_events(f, off, off + NF_PS_HDR_SIZE, off + content / 8, stream_id);
 		if (rc)
 			return rc;
 		off += packet / 8;
@@ -457,9 +459,9 @@ static int nf_ps_packets(struct nf_ps_file *f)
 	return 0;
 }
 
-static int nf_ps_file(const char *path, const unsigned char *uuid, struct nf_error *err)
+static int ps_file(const char *path, const unsigned char *uuid, struct nf_error *err)
 {
-	struct nf_ps_file f = { .path = path, .uuid = uuid, .err = err };
+	struct ps_file f = { .path = path, .uuid = uuid, .err = err };
 	struct stat st;
 	void *m = NULL;
 	int fd, rc;
@@ -484,7 +486,7 @@ static int nf_ps_file(const char *path, const unsigned char *uuid, struct nf_err
 		}
 		f.b = m;
 	}
-	rc = nf_ps_packets(&f);
+	rc = ps_packets(&f);
 	if (m)
 		munmap(m, (size_t)f.size);
 out_close:
@@ -514,7 +516,7 @@ int nf_prescan_session(const char *dir, struct nf_error *err)
 		if (de->d_name[0] == '.' || strcmp(de->d_name, "metadata") == 0)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		rc = nf_ps_file(path, mt->uuid, err);
+		rc = ps_file(path, mt->uuid, err);
 	}
 	closedir(d);
 	nf_prescan_meta_free(mt);

@@ -3,7 +3,7 @@
 # the lazy model, from opening the database to the path), and the hang check
 # and the stall blame (each with the model's load from the database), next to
 # the analyzer's build of the same session's timeline in the same run.
-# Targets (issue 19): critical path under 1 s at x10; hang check and stall
+# Targets (docs/PERFORMANCE.md): critical path under 1 s at x10; hang check and stall
 # blame at >= 1M operations/s.
 
 nfb_as_out="$NFB_WORK/analysis"

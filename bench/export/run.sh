@@ -5,7 +5,7 @@
 # shell reading the fence_ops columns the export reads (one aggregate, nothing
 # printed per row) and reading deps once (the export reads it twice, unsorted).
 # An export has to read every operation, so that read is its floor.
-# Targets (issue 22): >= 2M operations/s for the x10 session, and peak memory
+# Targets (docs/PERFORMANCE.md): >= 2M operations/s for the x10 session, and peak memory
 # flat across scales (it must not grow with the session).
 # Sourced by bench/run.sh (see bench/README.md).
 

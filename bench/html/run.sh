@@ -4,7 +4,7 @@
 # measures the first paint (from navigation start) and ten wheel zoom steps
 # (each a full redraw), read back with --dump-dom.
 # Peer, measured in the same run: the PNG report of the same session (the
-# static picture reads the same operations). Targets (issue 20): page written
+# static picture reads the same operations). Targets (docs/PERFORMANCE.md): page written
 # in < 3 s and < 30 MB at x1; first paint < 2 s and a zoom step < 50 ms.
 # The browser figures are skipped (said so in the table) without chromium.
 # Sourced by bench/run.sh (see bench/README.md).

@@ -4,7 +4,7 @@
 # Ours: rows per second of the push (timeline database already built: the analyzer
 # stage's work), peak memory. Peer, same run: clickhouse-client inserting the same rows
 # from files (each table's rows, exported from the store in Native format beforehand)
-# into tables of the same structure. Target (issue 23): >= 0.8x the peer's rows/s.
+# into tables of the same structure. Target (docs/PERFORMANCE.md): >= 0.8x the peer's rows/s.
 # Then a cross-session query (the README's "machines that lose log entries") over 100
 # sessions pushed to a two-shard cluster (a second server this stage starts), beside
 # the same count run with `nftrace query` on each session's SQLite timeline in turn.

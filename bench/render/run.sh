@@ -7,7 +7,7 @@
 # printed per row). A report of the whole session has to read every operation,
 # so that scan is the floor the render time is compared with; the ratio says
 # how much drawing, level of detail and encoding add on top of it.
-# Targets (issue 7): PNG under 3 s and SVG under 20 MB on the x1 session; the
+# Targets (docs/PERFORMANCE.md): PNG under 3 s and SVG under 20 MB on the x1 session; the
 # same targets are applied to larger scales as a stretch.
 # Sourced by bench/run.sh (see bench/README.md).
 

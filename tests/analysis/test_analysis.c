@@ -23,6 +23,12 @@
 static char tmp[512];
 static char cmd[8192], out[1 << 16], err[1 << 14];
 
+/* Runs nftrace with args (no shell), its output in out and err: the exit status. */
+static int nft(const char *const args[])
+{
+	return nf_test_nftrace_run(args, out, sizeof(out), err, sizeof(err));
+}
+
 static void setup(void)
 {
 	nf_test_tmpdir(tmp, sizeof(tmp));
@@ -36,13 +42,11 @@ static void teardown(void)
 /* Records samples/NAME.nfs into tmp/NAME and returns the session path in dir. */
 static void record(const char *name, char *dir, size_t len)
 {
-	char sample[1024];
+	char rel[256];
 
-	nf_test_source_path(sample, sizeof(sample), "samples/");
+	snprintf(rel, sizeof(rel), "samples/%s.nfs", name);
 	snprintf(dir, len, "%s/%s", tmp, name);
-	snprintf(cmd, sizeof(cmd), "'%s' record -o '%s' '%s%s.nfs'", nf_test_nftrace(), dir, sample, name);
-	int st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
-	ck_assert_msg(st == 0, "record %s: %s", name, err);
+	nf_test_record(rel, dir, NULL);
 }
 
 static struct nf_analysis *load(const char *dir)
@@ -184,8 +188,7 @@ START_TEST(chain_three_queues_two_adapters_cpu_thread)
 	nf_analysis_destroy(a);
 
 	/* the CLI: text adds up, JSON parses */
-	snprintf(cmd, sizeof(cmd), "'%s' critical-path '%s'", nf_test_nftrace(), dir);
-	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)), 0);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("critical-path", dir)), 0);
 	ck_assert_ptr_nonnull(strstr(out, "latency 200700 ns in 5 segments"));
 	ck_assert_ptr_nonnull(strstr(out, "thread 2"));
 	snprintf(cmd, sizeof(cmd),
@@ -234,12 +237,11 @@ START_TEST(stall_chain_blame)
 	nf_analysis_destroy(a);
 
 	/* the same through the stall_blame table, as the issue asks it */
-	snprintf(cmd, sizeof(cmd),
-		 "'%s' query '%s' --csv \"select q.name, b.name, s.by_fence = (select fence from fence_ops where id = 4), "
-		 "s.direct_ns, s.chain_ns, s.stall_ns, s.waits "
-		 "from stall_blame s join queues q on q.queue = s.queue join queues b on b.queue = s.by_queue "
-		 "order by stall_ns desc limit 10\"", nf_test_nftrace(), dir);
-	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)), 0);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("query", dir, "--csv",
+			 "select q.name, b.name, s.by_fence = (select fence from fence_ops where id = 4), "
+			 "s.direct_ns, s.chain_ns, s.stall_ns, s.waits "
+			 "from stall_blame s join queues q on q.queue = s.queue join queues b on b.queue = s.by_queue "
+			 "order by stall_ns desc limit 10")), 0);
 	/* Q1 held both up through F1 (op 4's fence); Q2 held Q3 up through F2 */
 	ck_assert_str_eq(out, "name,name,s.by_fence = (select fence from fence_ops where id = 4),direct_ns,chain_ns,stall_ns,waits\n"
 			      "Q2,Q1,1,100300,0,100300,1\n"
@@ -255,16 +257,14 @@ START_TEST(stall_chain_blame)
 		ck_assert_int_eq(sqlite3_exec(sdb, "UPDATE meta SET value = '1' WHERE key = 'analysis_version';"
 					      "DELETE FROM stall_blame", NULL, NULL, NULL), SQLITE_OK);
 		sqlite3_close(sdb);
-		snprintf(cmd, sizeof(cmd), "'%s' query '%s' --csv \"select count(*) from stall_blame\"",
-			 nf_test_nftrace(), dir);
-		ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)), 0);
+		ck_assert_int_eq(nft(NF_TEST_ARGV("query", dir, "--csv",
+				 "select count(*) from stall_blame")), 0);
 		ck_assert_str_eq(out, "count(*)\n3\n");
 	}
 	/* per waiting queue the rows add up to its waits' stall in deps */
-	snprintf(cmd, sizeof(cmd),
-		 "'%s' query '%s' --csv \"select (select sum(stall_ns) from stall_blame) = "
-		 "(select sum(stall_ns) from deps where stall_ns > 0)\"", nf_test_nftrace(), dir);
-	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)), 0);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("query", dir, "--csv",
+			 "select (select sum(stall_ns) from stall_blame) = "
+			 "(select sum(stall_ns) from deps where stall_ns > 0)")), 0);
 	ck_assert_ptr_nonnull(strstr(out, "\n1\n"));
 }
 END_TEST
@@ -326,8 +326,7 @@ static bool has_edge(const struct nf_hang_finding *f, int64_t from, int64_t sig,
 
 static void expect_check(const char *dir, int status, const char *verdict)
 {
-	snprintf(cmd, sizeof(cmd), "'%s' check '%s'", nf_test_nftrace(), dir);
-	int st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	int st = nft(NF_TEST_ARGV("check", dir));
 	ck_assert_msg(st == status, "check exit %d: %s %s", st, out, err);
 	ck_assert_msg(strstr(out, verdict) != NULL, "'%s' not in %s", verdict, out);
 	snprintf(cmd, sizeof(cmd), "'%s' check --json '%s' | python3 -m json.tool >/dev/null", nf_test_nftrace(),
@@ -355,8 +354,7 @@ START_TEST(deadlock_two_queues)
 	nf_analysis_destroy(a);
 	/* was "verdict: whole", exit 0 */
 	expect_check(dir, 1, "verdict: deadlock");
-	snprintf(cmd, sizeof(cmd), "'%s' check --json '%s'", nf_test_nftrace(), dir);
-	nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	nft(NF_TEST_ARGV("check", "--json", dir));
 	ck_assert_ptr_nonnull(strstr(out, "\"verdict\": \"deadlock\""));
 	ck_assert_ptr_nonnull(strstr(out, "\"deadlock\": 1"));
 }
@@ -412,8 +410,7 @@ START_TEST(hang_signal_never_queued)
 	same_hangs_dir(dir, a);
 	nf_analysis_destroy(a);
 	expect_check(dir, 1, "verdict: hang");
-	snprintf(cmd, sizeof(cmd), "'%s' check '%s'", nf_test_nftrace(), dir);
-	nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	nft(NF_TEST_ARGV("check", dir));
 	ck_assert_ptr_nonnull(strstr(out, "no signal in the session reaches 2 (highest: 1 by op 1)"));
 }
 END_TEST
@@ -592,8 +589,7 @@ START_TEST(session_cut_mid_frame_is_pending)
 	nf_analysis_destroy(a);
 	/* The cut session has no end of recording: check says incomplete (exit
 	 * 1), not hang or deadlock, and lists the open waits as pending. */
-	snprintf(cmd, sizeof(cmd), "'%s' check '%s'", nf_test_nftrace(), dir);
-	ck_assert_msg(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)) == 1, "%s %s", out, err);
+	ck_assert_msg(nft(NF_TEST_ARGV("check", dir)) == 1, "%s %s", out, err);
 	ck_assert_ptr_nonnull(strstr(out, "pending at the end"));
 	ck_assert_msg(strstr(out, "verdict: incomplete") != NULL, "%s", out);
 }
@@ -701,14 +697,12 @@ static void check_generic(const char *dir)
 	}
 	free(rows);
 	nf_analysis_destroy(a);
-	snprintf(cmd, sizeof(cmd),
-		 "'%s' query '%s' --csv \"select coalesce((select sum(stall_ns) from stall_blame), 0) = "
-		 "coalesce((select sum(d.stall_ns) from deps d join fence_ops w on w.id = d.wait_id "
-		 "where d.stall_ns > 0 and w.observed_ns is not null), 0)\"", nf_test_nftrace(), dir);
-	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)), 0);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("query", dir, "--csv",
+			 "select coalesce((select sum(stall_ns) from stall_blame), 0) = "
+			 "coalesce((select sum(d.stall_ns) from deps d join fence_ops w on w.id = d.wait_id "
+			 "where d.stall_ns > 0 and w.observed_ns is not null), 0)")), 0);
 	ck_assert_msg(strstr(out, "\n1\n") != NULL, "%s: blame does not add up to the stalls", dir);
-	snprintf(cmd, sizeof(cmd), "'%s' check '%s'", nf_test_nftrace(), dir);
-	int st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	int st = nft(NF_TEST_ARGV("check", dir));
 	ck_assert_msg(st == 0, "%s: check exit %d: %s", dir, st, err);
 	ck_assert_ptr_null(strstr(out, "hangs and deadlocks"));
 }
@@ -738,20 +732,17 @@ START_TEST(no_finding_on_program_and_kernel)
 
 	snprintf(bin, sizeof(bin), "%s/nfence-sample", bindir ? bindir : ".");
 	snprintf(dir, sizeof(dir), "%s/program", tmp);
-	snprintf(cmd, sizeof(cmd), "'%s' record -o '%s' -- '%s'", nf_test_nftrace(), dir, bin);
-	ck_assert_msg(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)) == 0, "%s", err);
+	ck_assert_msg(nft(NF_TEST_ARGV("record", "-o", dir, "--", bin)) == 0, "%s", err);
 	check_generic(dir);
 	for (size_t i = 0; i < sizeof(dats) / sizeof(dats[0]); i++) {
 		nf_test_source_path(src, sizeof(src), dats[i]);
 		snprintf(dir, sizeof(dir), "%s/kernel%zu", tmp, i);
-		snprintf(cmd, sizeof(cmd), "'%s' import '%s' -o '%s'", nf_test_nftrace(), src, dir);
-		ck_assert_msg(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)) == 0, "%s: %s", src, err);
+		ck_assert_msg(nft(NF_TEST_ARGV("import", src, "-o", dir)) == 0, "%s: %s", src, err);
 		check_generic(dir);
 	}
 	/* the dma_fence fixture: thread 200's wait, released by the timeline's second fence */
 	snprintf(dir, sizeof(dir), "%s/kernel0", tmp);
-	snprintf(cmd, sizeof(cmd), "'%s' critical-path '%s'", nf_test_nftrace(), dir);
-	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)), 0);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("critical-path", dir)), 0);
 	ck_assert_ptr_nonnull(strstr(out, "on thread 200"));
 	ck_assert_ptr_nonnull(strstr(out, "released by op 2"));
 }
@@ -770,11 +761,11 @@ START_TEST(report_draws_the_path)
 	record("critical-path-chain", dir, sizeof(dir));
 	snprintf(png, sizeof(png), "%s/path.png", tmp);
 	snprintf(plain, sizeof(plain), "%s/plain.png", tmp);
-	snprintf(cmd, sizeof(cmd), "'%s' report '%s' -o '%s' --critical-path 2", nf_test_nftrace(), dir, png);
-	ck_assert_msg(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)) == 0, "%s", err);
+	ck_assert_msg(nft(NF_TEST_ARGV("report", dir, "-o", png, "--critical-path", "2")) == 0,
+		      "%s", err);
 	/* the same window without the path: the path's span, 1/8 of it (+1 ns) each side */
-	snprintf(cmd, sizeof(cmd), "'%s' report '%s' -o '%s' --from 0 --to 235788", nf_test_nftrace(), dir, plain);
-	ck_assert_msg(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)) == 0, "%s", err);
+	ck_assert_msg(nft(NF_TEST_ARGV("report", dir, "-o", plain, "--from", "0", "--to",
+		      "235788")) == 0, "%s", err);
 	snprintf(db, sizeof(db), "%s/.timeline.db", dir);
 	o.output = png;
 	o.from_ns = 0;

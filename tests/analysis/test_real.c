@@ -12,7 +12,13 @@
 #include <inttypes.h>
 #include <sys/stat.h>
 
-static char tmp[512], cmd[8192], out[1 << 16], err[1 << 14];
+static char tmp[512], out[1 << 16], err[1 << 14];
+
+/* Runs nftrace with args (no shell), its output in out and err: the exit status. */
+static int nft(const char *const args[])
+{
+	return nf_test_nftrace_run(args, out, sizeof(out), err, sizeof(err));
+}
 
 static int check_one(const char *dat, int k)
 {
@@ -22,8 +28,7 @@ static int check_one(const char *dat, int k)
 	struct nf_error e;
 
 	snprintf(dir, sizeof(dir), "%s/s%d", tmp, k);
-	snprintf(cmd, sizeof(cmd), "'%s' import '%s' -o '%s'", nf_test_nftrace(), dat, dir);
-	if (nf_test_run(cmd, out, sizeof(out), err, sizeof(err)) != 0) {
+	if (nft(NF_TEST_ARGV("import", dat, "-o", dir)) != 0) {
 		printf("%s: does not import (%.200s), left out\n", dat, err);
 		return 0;
 	}
@@ -35,8 +40,7 @@ static int check_one(const char *dat, int k)
 		ck_assert_msg(h.f[i].kind == NF_HANG_PENDING, "%s: %s finding", dat, nf_hang_kind_name(h.f[i].kind));
 	nf_hang_report_free(&h);
 	nf_analysis_destroy(a);
-	snprintf(cmd, sizeof(cmd), "'%s' check '%s'", nf_test_nftrace(), dir);
-	ck_assert_msg(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)) == 0, "%s: check: %s %s", dat, out, err);
+	ck_assert_msg(nft(NF_TEST_ARGV("check", dir)) == 0, "%s: check: %s %s", dat, out, err);
 	ck_assert_ptr_null(strstr(out, "hangs and deadlocks"));
 	printf("%s: imported, no finding\n", dat);
 	return 1;

@@ -584,7 +584,8 @@ START_TEST(causality_flags)
 	ck_assert_int_eq(q_int(fx.db, "SELECT count(*) FROM anomalies WHERE kind = 'causality' "
 				      "AND queue = 1 AND first_ns = 1000 AND last_ns = 50000"), 1);
 	/* Op 2 ended 49 us after wait 1 and nothing else could have released it:
-	 * no releaser is named (issue 16, rule 7), the anomaly says why. */
+	 * no releaser is named (a releasing signal ends no later than its wait),
+	 * the anomaly says why. */
 	ck_assert_int_eq(q_int(fx.db, "SELECT signal_id FROM deps WHERE wait_id = 1"), INT64_MIN);
 	ck_assert_int_eq(q_int(fx.db, "SELECT count(*) FROM deps WHERE wait_id = 1"), 1);
 	fx_close(&fx);
@@ -592,7 +593,7 @@ START_TEST(causality_flags)
 END_TEST
 
 /*
- * Issue 16, rule 7: a releasing signal ends no later than the wait, within the
+ * A releasing signal ends no later than the wait, within the
  * clock merge's error (NF_TIMELINE_CAUSALITY_SLACK_NS, 2 us). Fence 21: the
  * real releaser (op 1, value 1) lost its entry; the first known signal to
  * reach the value (op 2, value 2) ends 1.5 us after the wait (op 3): within

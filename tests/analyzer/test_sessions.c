@@ -27,6 +27,12 @@ static const char *const samples[] = {
 
 static char tmp[512], cmd[8192], out[1 << 16], errb[1 << 14];
 
+/* Runs nftrace with args (no shell), its output in out and errb: the exit status. */
+static int nft(const char *const args[])
+{
+	return nf_test_nftrace_run(args, out, sizeof(out), errb, sizeof(errb));
+}
+
 static void setup(void)
 {
 	nf_test_tmpdir(tmp, sizeof(tmp));
@@ -40,15 +46,11 @@ static void teardown(void)
 /* Records samples/NAME.nfs with --ground-truth into tmp/NAME; path in dir. */
 static void record(const char *name, char *dir, size_t len)
 {
-	char src[1024], rel[256];
+	char rel[256];
 
 	snprintf(rel, sizeof(rel), "samples/%s.nfs", name);
-	nf_test_source_path(src, sizeof(src), rel);
 	snprintf(dir, len, "%s/%s", tmp, name);
-	snprintf(cmd, sizeof(cmd), "'%s' record --ground-truth -o '%s' '%s'", nf_test_nftrace(),
-		 dir, src);
-	ck_assert_msg(nf_test_run(cmd, out, sizeof(out), errb, sizeof(errb)) == 0, "%s: %s", cmd,
-		      errb);
+	nf_test_record(rel, dir, NF_TEST_ARGV("--ground-truth"));
 }
 
 /* Builds the session's timeline and opens it read-only. */
@@ -338,9 +340,7 @@ START_TEST(query_refuses_attach_pragma_writes_and_vacuum_into)
 	};
 
 	record("log-buffer-example", dir, sizeof(dir));
-	snprintf(cmd, sizeof(cmd), "'%s' query '%s' 'select count(*) from fence_ops'",
-		 nf_test_nftrace(), dir);
-	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), errb, sizeof(errb)), 0);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("query", dir, "select count(*) from fence_ops")), 0);
 	snprintf(db_path, sizeof(db_path), "%s/%s", dir, NF_TIMELINE_DB_NAME);
 	snprintf(other, sizeof(other), "%s/attached.db", tmp);
 	snprintf(vac, sizeof(vac), "%s/copy.db", tmp);
@@ -350,8 +350,7 @@ START_TEST(query_refuses_attach_pragma_writes_and_vacuum_into)
 
 		snprintf(sql, sizeof(sql), "%s%s%s", stmts[i].before,
 			 stmts[i].file == 1 ? other : stmts[i].file == 2 ? vac : "", stmts[i].after);
-		snprintf(cmd, sizeof(cmd), "'%s' query '%s' \"%s\"", nf_test_nftrace(), dir, sql);
-		ck_assert_msg(nf_test_run(cmd, out, sizeof(out), errb, sizeof(errb)) == 1,
+		ck_assert_msg(nft(NF_TEST_ARGV("query", dir, sql)) == 1,
 			      "not refused: %s", sql);
 		ck_assert_msg(strstr(errb, "refused") != NULL || strstr(errb, "readonly") != NULL ||
 				      strstr(errb, "read-only") != NULL,
@@ -365,9 +364,8 @@ START_TEST(query_refuses_attach_pragma_writes_and_vacuum_into)
 	free(before);
 	free(after);
 	/* Reading still works after all that. */
-	snprintf(cmd, sizeof(cmd), "'%s' query --csv '%s' 'select count(*) from fence_ops'",
-		 nf_test_nftrace(), dir);
-	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), errb, sizeof(errb)), 0);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("query", "--csv", dir, "select count(*) from fence_ops")),
+			 0);
 	ck_assert_str_eq(out, "count(*)\n2\n");
 }
 END_TEST
@@ -399,9 +397,8 @@ START_TEST(concurrent_queries_and_report_analyse_once)
 	/* Queries on the built session reuse it: the build id stays. */
 	char first[sizeof(out)];
 
-	snprintf(cmd, sizeof(cmd), "'%s' query --csv '%s' \"select value from meta where "
-		 "key = 'build_id'\"", nf_test_nftrace(), dir);
-	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), errb, sizeof(errb)), 0);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("query", "--csv", dir,
+			 "select value from meta where key = 'build_id'")), 0);
 	memcpy(first, out, sizeof(out));
 	snprintf(cmd, sizeof(cmd), "cat '%s/q1.out'", tmp);
 	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), errb, sizeof(errb)), 0);
@@ -428,8 +425,8 @@ START_TEST(rebuild_next_to_the_database_leaves_no_temporaries)
 	snprintf(id1, sizeof(id1), "%.200s", out);
 	ck_assert_int_eq(nf_test_run(q, out, sizeof(out), errb, sizeof(errb)), 0);
 	ck_assert_str_eq(out, id1); /* fresh: reused */
-	/* A new mtime alone is the same session (issue 18: the cache is keyed
-	 * on what the session is, not on times): reused. */
+	/* A new mtime alone is the same session (the cache is keyed on what
+	 * the session is, not on times: a copy keeps its timeline): reused. */
 	snprintf(cmd, sizeof(cmd), "sleep 1.1; touch '%s/events'", dir);
 	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), errb, sizeof(errb)), 0);
 	ck_assert_int_eq(nf_test_run(q, out, sizeof(out), errb, sizeof(errb)), 0);
@@ -437,15 +434,13 @@ START_TEST(rebuild_next_to_the_database_leaves_no_temporaries)
 	/* Recorded again (another seed, so another UUID): rebuilt. */
 	char src[1024];
 	nf_test_source_path(src, sizeof(src), "samples/overrun.nfs");
-	snprintf(cmd, sizeof(cmd), "'%s' record --force --seed 2 --ground-truth -o '%s' '%s'",
-		 nf_test_nftrace(), dir, src);
-	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), errb, sizeof(errb)), 0);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("record", "--force", "--seed", "2", "--ground-truth",
+			 "-o", dir, src)), 0);
 	ck_assert_int_eq(nf_test_run(q, out, sizeof(out), errb, sizeof(errb)), 0);
 	snprintf(id2, sizeof(id2), "%.200s", out);
 	ck_assert_msg(strcmp(id1, id2) != 0, "not rebuilt after the trace changed: %s", id2);
-	snprintf(cmd, sizeof(cmd), "'%s' query --csv '%s' \"select count(*) from fence_ops where "
-		 "status = 'lost'\"", nf_test_nftrace(), dir);
-	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), errb, sizeof(errb)), 0);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("query", "--csv", dir,
+			 "select count(*) from fence_ops where status = 'lost'")), 0);
 	ck_assert_str_eq(out, "count(*)\n1952\n");
 	snprintf(cmd, sizeof(cmd), "ls -A '%s' | sort | tr '\\n' ' '", dir);
 	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), errb, sizeof(errb)), 0);
@@ -461,12 +456,11 @@ START_TEST(reports_stalls_queues_lost)
 
 	record("overrun", dir, sizeof(dir));
 	/* queues: both queues signal 1000 times and lose 976 each (1952 lost in all). */
-	snprintf(cmd, sizeof(cmd), "'%s' query --csv '%s' --report queues", nf_test_nftrace(), dir);
-	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), errb, sizeof(errb)), 0);
-	ck_assert_msg(strncmp(out, "queue,name,adapter,ops,waits,signals,lost,stalled_ns,span_ns\n",
-			      61) == 0, "%s", out);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("query", "--csv", dir, "--report", "queues")), 0);
+	ck_assert_msg(strncmp(out, "queue,name,adapter,adapter_name,ops,waits,signals,lost,stalled_ns,span_ns\n",
+			      74) == 0, "%s", out);
 	ck_assert_int_eq(nf_test_count_lines(out), 3);
-	ck_assert_msg(strstr(out, ",Q0,0,1000,0,1000,976,0,") && strstr(out, ",Q1,0,1000,0,1000,976,0,"),
+	ck_assert_msg(strstr(out, ",Q0,0,GPU,1000,0,1000,976,0,") && strstr(out, ",Q1,0,GPU,1000,0,1000,976,0,"),
 		      "%s", out);
 	/* lost: one row per lost span, summing to the parser's count. */
 	snprintf(cmd, sizeof(cmd), "'%s' query --csv '%s' --report lost | awk -F, "
@@ -481,12 +475,9 @@ START_TEST(reports_stalls_queues_lost)
 	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), errb, sizeof(errb)), 0);
 	ck_assert_str_eq(out, "20 0\n");
 	/* Unknown report, or with SQL too: usage errors. */
-	snprintf(cmd, sizeof(cmd), "'%s' query '%s' --report nope", nf_test_nftrace(), dir);
-	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), errb, sizeof(errb)), 2);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("query", dir, "--report", "nope")), 2);
 	ck_assert_msg(strstr(errb, "stalls|queues|lost") != NULL, "%s", errb);
-	snprintf(cmd, sizeof(cmd), "'%s' query '%s' '%s' --report queues", nf_test_nftrace(), dir,
-		 drift);
-	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), errb, sizeof(errb)), 2);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("query", dir, drift, "--report", "queues")), 2);
 }
 END_TEST
 

@@ -1,6 +1,7 @@
 /*
  * Tests of the native fence engine (capture/engine.c) against the rules of the
- * WDDM 3.2 design (shared/spec/native-gpu-fence-objects.md): every test runs
+ * WDDM 3.2 design (Microsoft's driver documentation, "Native GPU fence object";
+ * "spec:" below names its sections): every test runs
  * a deterministic runtime whose sink collects the events into an array, then
  * asserts on the exact events emitted. Each test breaks if its rule breaks.
  */
@@ -1281,7 +1282,7 @@ START_TEST(test_fence_gpu_va)
 END_TEST
 
 /*
- * Issue 16, rule 5 (spec: "Cross-adapter native fences" and "Instructing KMD to
+ * Spec: "Cross-adapter native fences" and "Instructing KMD to
  * update batches of values"): UpdateMonitoredValues is a native-fence DDI. A
  * cross-adapter fence opened on an adapter without native fences is a regular
  * monitored fence there: that adapter gets no UpdateMonitoredValues, while a
@@ -1350,7 +1351,7 @@ static uint32_t adapter_tuned(struct env *e, uint32_t caps, enum nf_interrupt_pa
 #define OPT_CAPS (NF_VIDSCH_NATIVE_GPU_FENCE | NF_VIDSCH_OPTIMIZED_NATIVE_FENCE_SIGNALED_INTERRUPT)
 
 /*
- * Issue 16, rule 1 (spec: "Example of optimized native fence signaled
+ * Spec: "Example of optimized native fence signaled
  * interrupt"): HWQueueA signals F1 @ V1, F1 @ V2, F2 @ V3, F2 @ V3 (E1..E4) and
  * the interrupt names only HWQueueA; Dxgkrnl reads E1..E4 "and unblocks any
  * waiters waiting on those fences and values". Here V1 = 5, V2 = 6, V3 = 11,
@@ -1417,7 +1418,7 @@ START_TEST(test_optimized_wakes_every_fence_read)
 END_TEST
 
 /*
- * Issue 16, rule 2 (spec: "Log buffer overrun is permitted"): "If an overrun
+ * Spec: "Log buffer overrun is permitted": "If an overrun
  * occurred ... the OS scans all the fences and determines which waiters were
  * unblocked". Logs of 4 entries; a CPU waiter on F for 9; the queue signals
  * F = 9 (interrupt raised, handled 300 us later) and then G = 1..7 with no
@@ -1466,7 +1467,7 @@ START_TEST(test_overrun_fallback_on_periodic_read)
 END_TEST
 
 /*
- * Issue 16, rule 3 (D3DKMTCreateNativeFence: INTRA_GPU and the optimized
+ * D3DKMTCreateNativeFence: INTRA_GPU and the optimized
  * DEFAULT type are "not currently supported by the OS"; the OS announces them
  * with SupportIntraGpuFenceType / SupportOptimizedDefaultFenceType in
  * DXGKARGCB_FEATURE_NATIVEFENCE_CAPS_1). 24H2 defaults: INTRA_GPU creation
@@ -1515,7 +1516,7 @@ START_TEST(test_os_fence_type_caps)
 END_TEST
 
 /*
- * Issue 16, rule 6 (spec: "Native fence signaled interrupt"): "By default,
+ * Spec: "Native fence signaled interrupt": "By default,
  * when KMD raises this interrupt with a NULL pSignaledNativeFenceArray,
  * Dxgkrnl only scans all pending native fence waiters and doesn't scan legacy
  * monitored fence waiters"; hardware that cannot tell the two interrupts apart
@@ -1594,7 +1595,7 @@ START_TEST(test_evaluate_legacy_flag)
 END_TEST
 
 /*
- * Issue 16, rule 4 (spec: "Log buffer overrun is permitted"): "when tracing is
+ * Spec: "Log buffer overrun is permitted": "when tracing is
  * enabled, the OS first increases the size of the log buffer to prevent
  * overruns in the first place". An adapter's log_entries is the size without
  * tracing; tracing raises it to tracing_log_entries and never lowers it.

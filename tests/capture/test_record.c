@@ -22,6 +22,12 @@
 
 static char tmp[512], cmd[8192], out[1 << 16], err[1 << 14];
 
+/* Runs nftrace with args (no shell), its output in out and err: the exit status. */
+static int nft(const char *const args[])
+{
+	return nf_test_nftrace_run(args, out, sizeof(out), err, sizeof(err));
+}
+
 static void setup(void)
 {
 	nf_test_tmpdir(tmp, sizeof(tmp));
@@ -131,8 +137,7 @@ static long info_event_count(const char *dir)
 {
 	long total = 0;
 
-	snprintf(cmd, sizeof(cmd), "'%s' info '%s'", nf_test_nftrace(), dir);
-	int st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	int st = nft(NF_TEST_ARGV("info", dir));
 	ck_assert_msg(st == 0, "nftrace info %s: exit %d: %.1500s", dir, st, err);
 	for (char *l = strstr(out, "events:\n"); l && (l = strchr(l, '\n')); l++) {
 		unsigned long long n;
@@ -164,8 +169,7 @@ static void assert_session_readable(const char *dir)
 	snprintf(events, sizeof(events), "%s/events", dir);
 	if (file_size(events) <= 0) {
 		/* Killed before the first packet: nothing to read, and info says so. */
-		snprintf(cmd, sizeof(cmd), "'%s' info '%s'", nf_test_nftrace(), dir);
-		int st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+		int st = nft(NF_TEST_ARGV("info", dir));
 		ck_assert_msg(st == 1, "info on an empty session: exit %d", st);
 		ck_assert_msg(nf_test_count_lines(err) == 1 && strstr(err, dir),
 			      "info on an empty session: %.1500s", err);
@@ -194,8 +198,7 @@ START_TEST(sigkill_leaves_whole_packets)
 	/* The same recording, not killed: deterministic, so what a killed one
 	 * left must be a prefix of it, byte for byte (no gap, nothing torn). */
 	snprintf(dir, sizeof(dir), "%s/whole", tmp);
-	snprintf(cmd, sizeof(cmd), "'%s' record -o '%s' '%s'", nf_test_nftrace(), dir, scenario);
-	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)), 0);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("record", "-o", dir, scenario)), 0);
 	for (int i = 0; i < 4; i++) {
 		snprintf(dir, sizeof(dir), "%s/kill%d", tmp, i);
 		snprintf(events, sizeof(events), "%s/events", dir);
@@ -207,7 +210,7 @@ START_TEST(sigkill_leaves_whole_packets)
 		assert_session_readable(dir);
 		if (file_size(events) > 0) {
 			/* The metadata too, but for the end of the recording that
-			 * only the whole one has (issue 18). */
+			 * only the whole one has (it tells a cut session from a whole one). */
 			snprintf(cmd, sizeof(cmd), "cmp -n %lld '%s' '%s/whole/events' && "
 				 "grep -v '^\trecorded_' '%s/whole/metadata' | cmp '%s/metadata' - && "
 				 "! grep -q recorded_ '%s/metadata'",
@@ -217,19 +220,16 @@ START_TEST(sigkill_leaves_whole_packets)
 				      points[i], seed, out);
 		}
 	}
-	/* check calls it incomplete (issue 18), and the whole one not. */
+	/* check calls it incomplete (no end of recording), and the whole one not. */
 	snprintf(dir, sizeof(dir), "%s/kill1", tmp);
-	snprintf(cmd, sizeof(cmd), "'%s' check '%s'", nf_test_nftrace(), dir);
-	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)), 1);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("check", dir)), 1);
 	ck_assert_msg(strstr(out, "verdict: incomplete (no end of recording"), "%.2000s", out);
 	snprintf(cmd, sizeof(cmd), "'%s' check '%s/whole'", nf_test_nftrace(), tmp);
 	nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
 	ck_assert_msg(!strstr(out, "incomplete"), "%.2000s", out);
 	/* The analyzer builds its timeline from what a killed recorder left. */
 	snprintf(dir, sizeof(dir), "%s/kill1", tmp);
-	snprintf(cmd, sizeof(cmd), "'%s' query --csv '%s' 'select count(*) > 0 from fence_ops'",
-		 nf_test_nftrace(), dir);
-	int st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	int st = nft(NF_TEST_ARGV("query", "--csv", dir, "select count(*) > 0 from fence_ops"));
 	ck_assert_msg(st == 0 && strstr(out, "\n1\n"), "query on a killed session: exit %d: %.500s %.1000s",
 		      st, out, err);
 }
@@ -329,8 +329,7 @@ START_TEST(file_size_limit_is_a_clear_error)
 			      strstr(err, "Read-only file system"), "exit %d: %.1500s", st, err);
 	}
 	/* An unwritable place for the session. */
-	snprintf(cmd, sizeof(cmd), "'%s' record -o /proc/nftrace-session '%s'", nf_test_nftrace(), src);
-	st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	st = nft(NF_TEST_ARGV("record", "-o", "/proc/nftrace-session", src));
 	ck_assert_msg(st == 1 && nf_test_count_lines(err) == 1 && strstr(err, "/proc/nftrace-session"),
 		      "exit %d: %.1500s", st, err);
 }
@@ -384,8 +383,8 @@ START_TEST(every_sample_is_deterministic_and_readable)
 			ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)), 0);
 			snprintf(src, sizeof(src), "%s/stress-small.nfs", tmp);
 			stress_variant(src, 40);
-			snprintf(cmd, sizeof(cmd), "'%s' record --ground-truth -o '%s' '%s'", nf_test_nftrace(), a, src);
-			ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)), 0);
+			ck_assert_int_eq(nft(NF_TEST_ARGV("record", "--ground-truth", "-o", a,
+					 src)), 0);
 		}
 		long ours = info_event_count(a);
 		ck_assert_int_gt(ours, 0);
@@ -437,17 +436,14 @@ START_TEST(record_a_program)
 	snprintf(a, sizeof(a), "%s/p1", tmp);
 	snprintf(b, sizeof(b), "%s/p2", tmp);
 	for (int i = 0; i < 2; i++) {
-		snprintf(cmd, sizeof(cmd), "'%s' record --ground-truth -o '%s' -- '%s'", nf_test_nftrace(),
-			 i ? b : a, prog);
-		st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+		st = nft(NF_TEST_ARGV("record", "--ground-truth", "-o", i ? b : a, "--", prog));
 		ck_assert_msg(st == 0, "exit %d: %.1500s", st, err);
 		ck_assert_msg(strstr(out, "recorded"), "stdout: %.1500s", out);
 	}
 	snprintf(cmd, sizeof(cmd), "diff -r '%s' '%s' && test -s '%s/truth'", a, b, a);
 	ck_assert_msg(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)) == 0, "%.1500s", out);
 	assert_session_readable(a);
-	snprintf(cmd, sizeof(cmd), "'%s' info '%s'", nf_test_nftrace(), a);
-	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)), 0);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("info", a)), 0);
 	ck_assert_msg(strstr(out, "nfence-sample"), "info does not name the program: %.1500s", out);
 
 	snprintf(cmd, sizeof(cmd), "'%s' record -o '%s/t' -- true", nf_test_nftrace(), tmp);
@@ -471,8 +467,7 @@ START_TEST(progress_line_and_force)
 	snprintf(scenario, sizeof(scenario), "%s/stress-small.nfs", tmp);
 	stress_variant(scenario, 400); /* 102400 operations: at least one progress tick */
 	snprintf(dir, sizeof(dir), "%s/s", tmp);
-	snprintf(cmd, sizeof(cmd), "'%s' record -o '%s' '%s'", nf_test_nftrace(), dir, scenario);
-	st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	st = nft(NF_TEST_ARGV("record", "-o", dir, scenario));
 	ck_assert_int_eq(st, 0);
 	ck_assert_msg(err[0] == '\0', "no terminal, yet stderr says: %.1500s", err);
 	ck_assert_msg(strstr(out, "recorded ") && strstr(out, "102400 operations"), "stdout: %.1500s", out);
@@ -565,8 +560,7 @@ START_TEST(threaded_signal_stops_advance_and_cpu_wait)
 			      "'%s' then signal %d: status 0x%x, not exit 130", bodies[i], sigs[i], st);
 		reap_all();
 		assert_session_readable(dir);
-		snprintf(cmd, sizeof(cmd), "'%s' info '%s'", nf_test_nftrace(), dir);
-		ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)), 0);
+		ck_assert_int_eq(nft(NF_TEST_ARGV("info", dir)), 0);
 		ck_assert_msg(!strstr(out, "FENCE_SIGNAL_QUEUED"),
 			      "'%s': the statement after the interrupted one ran: %.1500s", bodies[i], out);
 	}

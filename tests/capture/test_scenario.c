@@ -155,7 +155,7 @@ START_TEST(test_error_records_nothing)
 END_TEST
 
 
-/* Issue 16, rule 3: the OS's fence-type capabilities are scenario settings
+/* The OS's fence-type capabilities are scenario settings
  * (off by default, as in 24H2); an INTRA_GPU fence without
  * support_intra_gpu_fence_type stops the run at its line. */
 START_TEST(test_os_fence_type_settings)

@@ -769,7 +769,7 @@ static size_t count_field(const struct env *e, uint32_t id, int field, uint64_t 
 }
 
 /*
- * Issue 16's rules in threaded mode (the engine threads and the interrupt
+ * The native fence rules of test_engine.c in threaded mode (the engine threads and the interrupt
  * thread run the same OS code). Waits that must end have no timeout: a lost
  * wake-up hangs and ctest's timeout fails the case.
  * - rule 1: optimized adapter, CPU waiters on F1 and F2, one queue signals
@@ -785,7 +785,7 @@ static size_t count_field(const struct env *e, uint32_t id, int field, uint64_t 
  * - rule 6: a legacy monitored fence's waiter on a native adapter wakes
  *   through the monitored fence signaled interrupt (payload null_array).
  */
-START_TEST(test_issue16_rules_threaded)
+START_TEST(test_fence_rules_threaded)
 {
 	struct env e;
 	struct nf_runtime_stats st;
@@ -947,8 +947,8 @@ static void *late_interrupt(void *arg)
 	return NULL;
 }
 
-/* Issue 18: an advance of 2^64-1 ns is a wait until interrupted; its end
- * time wrapped around and it returned at once. */
+/* An advance of 2^64-1 ns is a wait until interrupted (its end time once
+ * wrapped around and it returned at once). */
 START_TEST(test_advance_of_2_64_waits_until_interrupted)
 {
 	static volatile int flag;
@@ -992,7 +992,7 @@ int main(void)
 	tcase_add_test(tc, test_queue_destroy_while_logs_recreated);
 	tcase_add_test(tc, test_record_threaded_session);
 	tcase_add_test(tc, test_samples_threaded_match_truth);
-	tcase_add_test(tc, test_issue16_rules_threaded);
+	tcase_add_test(tc, test_fence_rules_threaded);
 	suite_add_tcase(s, tc);
 	/* A regression hangs: a short timeout fails it. */
 	TCase *intr = tcase_create("interrupt");

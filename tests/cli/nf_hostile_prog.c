@@ -1,5 +1,6 @@
 /*
- * A program that links libnfence and misbehaves in the ways issue 18 found,
+ * A program that links libnfence and misbehaves in the ways that once lost
+ * data or crashed the recorder,
  * for `nftrace record -- nf_hostile_prog MODE [N]` in test_reliability:
  *   ops N           N GPU operations, then finish and destroy (exit 0)
  *   async-pending   a cpu_wait_async still pending when the runtime is destroyed

@@ -1,5 +1,5 @@
 /*
- * Table-driven bad-input test of every nftrace command (issue 10): each bad
+ * Table-driven bad-input test of every nftrace command: each bad
  * input is prepared in a fresh directory by a shell snippet, the command runs
  * under a timeout, and the test asserts that it fails with exactly one line on
  * stderr naming the file and what is wrong, exit status 1 or 2, no signal
@@ -22,6 +22,12 @@
 
 static char tmp[512], good[600], good_nt[600];
 static char cmd[16384], out[1 << 14], err[1 << 14];
+
+/* Runs nftrace with args (no shell), its output in out and err: the exit status. */
+static int nft(const char *const args[])
+{
+	return nf_test_nftrace_run(args, out, sizeof(out), err, sizeof(err));
+}
 static bool have_check, have_import;
 
 /* A shell prelude every setup snippet gets: G is a good session (with a truth
@@ -272,8 +278,7 @@ static void setup_sessions(void)
 	int st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
 	ck_assert_msg(st == 0, "recording the good sessions failed: %s", err);
 	/* check and import arrive with other work: use them when registered. */
-	snprintf(cmd, sizeof(cmd), "'%s' help", nf_test_nftrace());
-	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)), 0);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("help")), 0);
 	have_check = strstr(out, "   check ") != NULL;
 	have_import = strstr(out, "   import ") != NULL;
 }

@@ -8,23 +8,19 @@
 #include <stdbool.h>
 #include <sys/stat.h>
 
-static char tmp[512], session[600], cmd[8192], out[1 << 16], err[1 << 14];
+static char tmp[512], session[600], out[1 << 16], err[1 << 14];
 
-static void record_sample(const char *sample, const char *dir, const char *extra)
+/* Runs nftrace with args (no shell), its output in out and err. */
+static int nft(const char *const args[])
 {
-	char src[1024];
-
-	nf_test_source_path(src, sizeof(src), sample);
-	snprintf(cmd, sizeof(cmd), "'%s' record %s -o '%s' '%s'", nf_test_nftrace(), extra, dir, src);
-	int st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
-	ck_assert_msg(st == 0, "record failed (%d): %.1500s", st, err);
+	return nf_test_nftrace_run(args, out, sizeof(out), err, sizeof(err));
 }
 
 static void setup(void)
 {
 	nf_test_tmpdir(tmp, sizeof(tmp));
 	snprintf(session, sizeof(session), "%s/s", tmp);
-	record_sample("samples/log-buffer-example.nfs", session, "--ground-truth");
+	nf_test_record("samples/log-buffer-example.nfs", session, NF_TEST_ARGV("--ground-truth"));
 }
 
 static void teardown(void)
@@ -43,8 +39,7 @@ static void assert_one_line_error(int st, int want, const char *must_contain)
 START_TEST(babeltrace_reads_every_event)
 {
 	/* Count the events the recorder wrote with our own reader, then with babeltrace2. */
-	snprintf(cmd, sizeof(cmd), "'%s' info '%s'", nf_test_nftrace(), session);
-	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)), 0);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("info", session)), 0);
 	long ours = 0;
 	for (char *l = strstr(out, "events:\n"); l && (l = strchr(l, '\n')); l++) {
 		unsigned long long n;
@@ -53,8 +48,8 @@ START_TEST(babeltrace_reads_every_event)
 			ours += (long)n;
 	}
 	ck_assert_int_gt(ours, 10);
-	snprintf(cmd, sizeof(cmd), "babeltrace2 '%s'", session);
-	int st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	int st = nf_test_exec(NULL, NF_TEST_ARGV("babeltrace2", session), out, sizeof(out), err,
+			      sizeof(err));
 	ck_assert_msg(st == 0, "babeltrace2 failed: %s", err);
 	ck_assert_msg(err[0] == '\0', "babeltrace2 warned: %s", err);
 	ck_assert_int_eq(nf_test_count_lines(out), ours);
@@ -66,10 +61,8 @@ END_TEST
 
 START_TEST(query_returns_the_two_operations)
 {
-	snprintf(cmd, sizeof(cmd),
-		 "'%s' query --csv '%s' \"select op, value, queued_ns, end_ns, status from fence_ops order by id\"",
-		 nf_test_nftrace(), session);
-	int st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	int st = nft(NF_TEST_ARGV("query", "--csv", session,
+				  "select op, value, queued_ns, end_ns, status from fence_ops order by id"));
 	ck_assert_msg(st == 0, "query failed: %s", err);
 	ck_assert_int_eq(nf_test_count_lines(out), 3);
 	char op1[16], op2[16], s1[32], s2[32];
@@ -94,9 +87,9 @@ START_TEST(query_returns_the_two_operations)
 	ck_assert_msg(llabs(e2 - 320200) < 1000 && llabs(e1 - 320300) < 1000,
 		      "end times %lld %lld far from truth", e1, e2);
 	/* The timeline kept beside the trace must not break CTF readers. */
-	snprintf(cmd, sizeof(cmd), "babeltrace2 '%s' >/dev/null && '%s' info '%s' >/dev/null",
-		 session, nf_test_nftrace(), session);
-	st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	st = nf_test_exec(NULL, NF_TEST_ARGV("babeltrace2", session), NULL, 0, err, sizeof(err));
+	ck_assert_msg(st == 0, "session unreadable by babeltrace2 after a query: %.1500s", err);
+	st = nft(NF_TEST_ARGV("info", session));
 	ck_assert_msg(st == 0, "session unreadable after a query: %.1500s", err);
 }
 END_TEST
@@ -114,9 +107,9 @@ START_TEST(report_png_and_svg)
 
 	snprintf(png, sizeof(png), "%s/r.png", tmp);
 	snprintf(svg, sizeof(svg), "%s/r.svg", tmp);
-	snprintf(cmd, sizeof(cmd), "'%s' report '%s' -o '%s' && '%s' report '%s' -o '%s'",
-		 nf_test_nftrace(), session, png, nf_test_nftrace(), session, svg);
-	int st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	int st = nft(NF_TEST_ARGV("report", session, "-o", png));
+	ck_assert_msg(st == 0, "report failed: %s", err);
+	st = nft(NF_TEST_ARGV("report", session, "-o", svg));
 	ck_assert_msg(st == 0, "report failed: %s", err);
 	ck_assert_int_gt(file_size(png), 1000);
 	ck_assert_int_gt(file_size(svg), 1000);
@@ -135,8 +128,7 @@ END_TEST
 /* Bad input to each command: one line naming what is wrong, non-zero exit. */
 START_TEST(bad_inputs)
 {
-	char empty[700], notsession[700], garbage[700];
-	const char *nf = nf_test_nftrace();
+	char empty[700], notsession[700], garbage[700], x[700], missing[700], nope[700], file[700];
 	int st;
 
 	snprintf(empty, sizeof(empty), "%s/empty.nfs", tmp);
@@ -147,76 +139,67 @@ START_TEST(bad_inputs)
 	FILE *f = fopen(garbage, "w");
 	fputs("adapter G caps native\nqueue Q adapter G\nfrobnicate Q\n", f);
 	fclose(f);
+	snprintf(x, sizeof(x), "%s/x", tmp);
+	snprintf(missing, sizeof(missing), "%s/missing.nfs", tmp);
+	snprintf(nope, sizeof(nope), "%s/nope", tmp);
 
 	/* record */
-	snprintf(cmd, sizeof(cmd), "'%s' record -o '%s/x' '%s/missing.nfs'", nf, tmp, tmp);
-	st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	st = nft(NF_TEST_ARGV("record", "-o", x, missing));
 	assert_one_line_error(st, 1, "missing.nfs");
-	snprintf(cmd, sizeof(cmd), "'%s' record -o '%s/x' '%s'", nf, tmp, empty);
-	st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	st = nft(NF_TEST_ARGV("record", "-o", x, empty));
 	assert_one_line_error(st, 1, "empty.nfs:1:1");
-	snprintf(cmd, sizeof(cmd), "'%s' record -o '%s/x' '%s'", nf, tmp, garbage);
-	st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	st = nft(NF_TEST_ARGV("record", "-o", x, garbage));
 	assert_one_line_error(st, 1, "garbage.nfs:3:1: unknown statement 'frobnicate'");
-	snprintf(cmd, sizeof(cmd), "'%s' record '%s'", nf, garbage);
-	st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	st = nft(NF_TEST_ARGV("record", garbage));
 	assert_one_line_error(st, 2, "missing -o");
 	/* refuses to overwrite a session */
 	char src[1024];
 	nf_test_source_path(src, sizeof(src), "samples/log-buffer-example.nfs");
-	snprintf(cmd, sizeof(cmd), "'%s' record -o '%s' '%s'", nf, session, src);
-	st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	st = nft(NF_TEST_ARGV("record", "-o", session, src));
 	assert_one_line_error(st, 1, "--force");
 
 	/* report */
-	snprintf(cmd, sizeof(cmd), "'%s' report '%s/nope' -o '%s/a.png'", nf, tmp, tmp);
-	st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	snprintf(file, sizeof(file), "%s/a.png", tmp);
+	st = nft(NF_TEST_ARGV("report", nope, "-o", file));
 	assert_one_line_error(st, 1, "nope");
-	snprintf(cmd, sizeof(cmd), "'%s' report '%s' -o '%s/a.png'", nf, notsession, tmp);
-	st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	snprintf(file, sizeof(file), "%s/a.png", tmp);
+	st = nft(NF_TEST_ARGV("report", notsession, "-o", file));
 	assert_one_line_error(st, 1, "notsession");
 	/* An output format report cannot draw is bad usage (exit 2), refused before
 	 * the session is even looked at: the same with a session that does not exist. */
-	snprintf(cmd, sizeof(cmd), "'%s' report '%s' -o '%s/a.bmp'", nf, session, tmp);
-	st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	snprintf(file, sizeof(file), "%s/a.bmp", tmp);
+	st = nft(NF_TEST_ARGV("report", session, "-o", file));
 	assert_one_line_error(st, 2, "a.bmp");
 	ck_assert_msg(strstr(err, "unknown output format") != NULL, "%s", err);
-	snprintf(cmd, sizeof(cmd), "'%s' report '%s/nope' -o '%s/a.bmp'", nf, tmp, tmp);
-	st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	snprintf(file, sizeof(file), "%s/a.bmp", tmp);
+	st = nft(NF_TEST_ARGV("report", nope, "-o", file));
 	assert_one_line_error(st, 2, "a.bmp");
-	snprintf(cmd, sizeof(cmd), "'%s' report '%s' -o '%s/png'", nf, session, tmp);
-	st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	snprintf(file, sizeof(file), "%s/png", tmp);
+	st = nft(NF_TEST_ARGV("report", session, "-o", file));
 	assert_one_line_error(st, 2, "png");
-	snprintf(cmd, sizeof(cmd), "'%s' report '%s' -o '%s/a.png' --from banana", nf, session, tmp);
-	st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	snprintf(file, sizeof(file), "%s/a.png", tmp);
+	st = nft(NF_TEST_ARGV("report", session, "-o", file, "--from", "banana"));
 	assert_one_line_error(st, 2, "banana");
 
 	/* query */
-	snprintf(cmd, sizeof(cmd), "'%s' query '%s' 'select * from no_such_table'", nf, session);
-	st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	st = nft(NF_TEST_ARGV("query", session, "select * from no_such_table"));
 	assert_one_line_error(st, 1, "no_such_table");
-	snprintf(cmd, sizeof(cmd), "'%s' query '%s' 'selec oops'", nf, session);
-	st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	st = nft(NF_TEST_ARGV("query", session, "selec oops"));
 	assert_one_line_error(st, 1, "syntax error");
-	snprintf(cmd, sizeof(cmd), "'%s' query '%s' 'delete from fence_ops'", nf, session);
-	st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	st = nft(NF_TEST_ARGV("query", session, "delete from fence_ops"));
 	ck_assert_int_eq(st, 1);
-	snprintf(cmd, sizeof(cmd), "'%s' query --csv '%s' 'select count(*) from fence_ops'", nf, session);
-	st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	st = nft(NF_TEST_ARGV("query", "--csv", session, "select count(*) from fence_ops"));
 	ck_assert_int_eq(st, 0);
 	ck_assert_ptr_nonnull(strstr(out, "\n2\n"));
-	snprintf(cmd, sizeof(cmd), "'%s' query '%s' 'select 1'", nf, empty);
-	st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	st = nft(NF_TEST_ARGV("query", empty, "select 1"));
 	assert_one_line_error(st, 1, "empty.nfs");
 
 	/* info */
-	snprintf(cmd, sizeof(cmd), "'%s' info '%s'", nf, notsession);
-	st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	st = nft(NF_TEST_ARGV("info", notsession));
 	assert_one_line_error(st, 1, "notsession");
 
 	/* usage */
-	snprintf(cmd, sizeof(cmd), "'%s' frobnicate", nf);
-	st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	st = nft(NF_TEST_ARGV("frobnicate"));
 	assert_one_line_error(st, 2, "frobnicate");
 }
 END_TEST
@@ -226,11 +209,9 @@ START_TEST(help_and_version_on_every_command)
 	static const char *const cmds[] = { "record", "report", "query", "info", "help" };
 
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
-		snprintf(cmd, sizeof(cmd), "'%s' %s --help", nf_test_nftrace(), cmds[i]);
-		ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)), 0);
+		ck_assert_int_eq(nft(NF_TEST_ARGV(cmds[i], "--help")), 0);
 		ck_assert_msg(strstr(out, "usage: nftrace") != NULL, "%s --help: %s", cmds[i], out);
-		snprintf(cmd, sizeof(cmd), "'%s' %s --version", nf_test_nftrace(), cmds[i]);
-		ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)), 0);
+		ck_assert_int_eq(nft(NF_TEST_ARGV(cmds[i], "--version")), 0);
 		ck_assert_ptr_nonnull(strstr(out, "nftrace "));
 	}
 }
@@ -239,11 +220,18 @@ END_TEST
 START_TEST(events_doc_matches_schema)
 {
 	char doc[1024];
+	static char want[1 << 16];
 
 	nf_test_source_path(doc, sizeof(doc), "schemas/events.md");
-	snprintf(cmd, sizeof(cmd), "'%s' info --events | diff -u '%s' -", nf_test_nftrace(), doc);
-	int st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
-	ck_assert_msg(st == 0, "schemas/events.md is stale; regenerate with nftrace info --events > schemas/events.md: %.1500s", out);
+	FILE *f = fopen(doc, "r");
+	ck_assert_msg(f != NULL, "cannot open %s", doc);
+	size_t n = fread(want, 1, sizeof(want) - 1, f);
+	want[n] = '\0';
+	fclose(f);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("info", "--events")), 0);
+	ck_assert_msg(n < sizeof(want) - 1 && strlen(out) < sizeof(out) - 1, "events.md outgrew the test's buffers");
+	ck_assert_msg(strcmp(out, want) == 0,
+		      "schemas/events.md is stale; regenerate with nftrace info --events > schemas/events.md");
 }
 END_TEST
 
@@ -252,10 +240,43 @@ START_TEST(deterministic_sessions_are_identical)
 	char a[700];
 
 	snprintf(a, sizeof(a), "%s/again", tmp);
-	record_sample("samples/log-buffer-example.nfs", a, "--ground-truth");
-	snprintf(cmd, sizeof(cmd), "cmp '%s/metadata' '%s/metadata' && cmp '%s/events' '%s/events' && cmp '%s/truth' '%s/truth'",
-		 session, a, session, a, session, a);
-	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)), 0);
+	nf_test_record("samples/log-buffer-example.nfs", a, NF_TEST_ARGV("--ground-truth"));
+	static const char *const files[] = { "metadata", "events", "truth" };
+	for (size_t i = 0; i < 3; i++) {
+		char x[800], y[800];
+
+		snprintf(x, sizeof(x), "%s/%s", session, files[i]);
+		snprintf(y, sizeof(y), "%s/%s", a, files[i]);
+		ck_assert_msg(nf_test_exec(NULL, NF_TEST_ARGV("cmp", x, y), out, sizeof(out), err,
+					   sizeof(err)) == 0, "%s differs: %s", files[i], out);
+	}
+}
+END_TEST
+
+/*
+ * A session under a directory whose name has spaces, quotes and shell
+ * characters: every command takes the path as it is, and an error names it.
+ */
+START_TEST(odd_path_names)
+{
+	char dir[1024], s[1100], png[1100], bad[1100];
+
+	snprintf(dir, sizeof(dir), "%s/it's a \"quoted\" dir $HOME;`x` *", tmp);
+	ck_assert_int_eq(mkdir(dir, 0755), 0);
+	snprintf(s, sizeof(s), "%s/s 1", dir);
+	snprintf(png, sizeof(png), "%s/r 'x'.png", dir);
+	nf_test_record("samples/log-buffer-example.nfs", s, NF_TEST_ARGV("--seed", "3"));
+	ck_assert_msg(nft(NF_TEST_ARGV("info", s)) == 0, "info: %.1500s", err);
+	ck_assert_ptr_nonnull(strstr(out, "events:"));
+	ck_assert_msg(nft(NF_TEST_ARGV("check", s)) == 0, "check: %.1500s", err);
+	ck_assert_msg(nft(NF_TEST_ARGV("query", "--csv", s, "select count(*) from fence_ops")) == 0,
+		      "query: %.1500s", err);
+	ck_assert_ptr_nonnull(strstr(out, "\n2\n"));
+	ck_assert_msg(nft(NF_TEST_ARGV("report", s, "-o", png)) == 0, "report: %.1500s", err);
+	ck_assert_int_gt(file_size(png), 1000);
+	/* A missing session under the same directory: one line that names it whole. */
+	snprintf(bad, sizeof(bad), "%s/none", dir);
+	assert_one_line_error(nft(NF_TEST_ARGV("info", bad)), 1, bad);
 }
 END_TEST
 
@@ -273,6 +294,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, help_and_version_on_every_command);
 	tcase_add_test(tc, events_doc_matches_schema);
 	tcase_add_test(tc, deterministic_sessions_are_identical);
+	tcase_add_test(tc, odd_path_names);
 	suite_add_tcase(s, tc);
 	return s;
 }

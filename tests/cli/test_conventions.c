@@ -1,5 +1,5 @@
 /*
- * One way to write a handle and one CLI convention (issue 20), end to end on
+ * One way to write a handle and one CLI convention, end to end on
  * the log-buffer example and the overrun sample:
  *  - handles in hex where people read them (the query table view, --report
  *    tables, the views' *_hex columns), integers where programs read them
@@ -23,53 +23,51 @@ static void teardown(void)
 		nf_test_rmtree(tmpdir);
 }
 
-static void run_ok(const char *cmd, char *out, size_t len)
+/* Runs nftrace with args (no shell), its stdout in out; fails the test unless it exits 0. */
+static void nft_ok(const char *const args[], char *out, size_t len)
 {
 	char err[4096];
-	int rc = nf_test_run(cmd, out, len, err, sizeof(err));
+	int rc = nf_test_nftrace_run(args, out, len, err, sizeof(err));
 
-	ck_assert_msg(rc == 0, "`%.300s` exited %d: %.1500s", cmd, rc, err);
+	ck_assert_msg(rc == 0, "nftrace %s exited %d: %.1500s", args[0], rc, err);
 }
 
+/* Records samples/SAMPLE with seed 7 into tmpdir/NAME; its path in dir. */
 static void record(const char *sample, const char *name, char *dir, size_t len)
 {
-	char cmd[4096], src[2048], rel[256], out[256];
+	char rel[256];
 
 	snprintf(rel, sizeof(rel), "samples/%s", sample);
-	nf_test_source_path(src, sizeof(src), rel);
 	snprintf(dir, len, "%s/%s", tmpdir, name);
-	snprintf(cmd, sizeof(cmd), "'%s' record --seed 7 -o '%s' '%s'", nf_test_nftrace(), dir, src);
-	run_ok(cmd, out, sizeof(out));
+	nf_test_record(rel, dir, NF_TEST_ARGV("--seed", "7"));
 }
 
 START_TEST(handles_hex_for_people_integers_for_programs)
 {
-	char dir[1200], cmd[16384], out[8192];
+	char dir[1200], out[8192], a_png[1300], b_png[1300];
 
 	record("log-buffer-example.nfs", "s", dir, sizeof(dir));
 	/* the table view */
-	snprintf(cmd, sizeof(cmd), "'%s' query '%s' \"select id, queue, fence, handle from fence_ops order by id limit 1\"",
-		 nf_test_nftrace(), dir);
-	run_ok(cmd, out, sizeof(out));
+	nft_ok(NF_TEST_ARGV("query", dir,
+			    "select id, queue, fence, handle from fence_ops order by id limit 1"),
+	       out, sizeof(out));
 	ck_assert_msg(strstr(out, "0x4000") && !strstr(out, "10737"), "table view: %s", out);
 	/* --report tables */
-	snprintf(cmd, sizeof(cmd), "'%s' query '%s' --report queues", nf_test_nftrace(), dir);
-	run_ok(cmd, out, sizeof(out));
+	nft_ok(NF_TEST_ARGV("query", dir, "--report", "queues"), out, sizeof(out));
 	ck_assert_msg(strstr(out, "\n0x4000") && !strstr(out, "10737"), "--report queues: %s", out);
 	/* CSV and JSON: integers */
-	snprintf(cmd, sizeof(cmd), "'%s' query --csv '%s' \"select queue, fence from fence_ops order by id limit 1\"",
-		 nf_test_nftrace(), dir);
-	run_ok(cmd, out, sizeof(out));
+	nft_ok(NF_TEST_ARGV("query", "--csv", dir,
+			    "select queue, fence from fence_ops order by id limit 1"),
+	       out, sizeof(out));
 	ck_assert_msg(strstr(out, "\n10737") && !strstr(out, "0x"), "CSV: %s", out);
-	snprintf(cmd, sizeof(cmd), "'%s' query --json '%s' \"select queue from fence_ops order by id limit 1\"",
-		 nf_test_nftrace(), dir);
-	run_ok(cmd, out, sizeof(out));
+	nft_ok(NF_TEST_ARGV("query", "--json", dir, "select queue from fence_ops order by id limit 1"),
+	       out, sizeof(out));
 	ck_assert_msg(strstr(out, "\"queue\": 10737") != NULL, "JSON: %s", out);
 	/* the views' hex text columns, equal to the integers */
-	snprintf(cmd, sizeof(cmd), "'%s' query --csv '%s' \"select count(*) from queue_summary "
-		 "where queue_hex = printf('0x%%x', queue); select count(*) from queues\"",
-		 nf_test_nftrace(), dir);
-	run_ok(cmd, out, sizeof(out));
+	nft_ok(NF_TEST_ARGV("query", "--csv", dir,
+			    "select count(*) from queue_summary "
+			    "where queue_hex = printf('0x%x', queue); select count(*) from queues"),
+	       out, sizeof(out));
 	{
 		long a, b;
 
@@ -80,11 +78,12 @@ START_TEST(handles_hex_for_people_integers_for_programs)
 		ck_assert_int_gt(a, 0);
 	}
 	/* options take both forms: the same picture for 0x... and decimal */
-	snprintf(cmd, sizeof(cmd),
-		 "'%s' report '%s' -o '%s/a.png' --queue 0x40000040 && '%s' report '%s' -o '%s/b.png' "
-		 "--queue 1073741888 && cmp '%s/a.png' '%s/b.png'",
-		 nf_test_nftrace(), dir, tmpdir, nf_test_nftrace(), dir, tmpdir, tmpdir, tmpdir);
-	run_ok(cmd, out, sizeof(out));
+	snprintf(a_png, sizeof(a_png), "%s/a.png", tmpdir);
+	snprintf(b_png, sizeof(b_png), "%s/b.png", tmpdir);
+	nft_ok(NF_TEST_ARGV("report", dir, "-o", a_png, "--queue", "0x40000040"), out, sizeof(out));
+	nft_ok(NF_TEST_ARGV("report", dir, "-o", b_png, "--queue", "1073741888"), out, sizeof(out));
+	ck_assert_msg(nf_test_exec(NULL, NF_TEST_ARGV("cmp", a_png, b_png), out, sizeof(out), NULL,
+				   0) == 0, "--queue 0x40000040 and 1073741888 differ: %s", out);
 }
 END_TEST
 
@@ -92,14 +91,14 @@ START_TEST(filters_matching_nothing_are_errors)
 {
 	static const char *const exts[] = { "png", "svg", "pdf", "html" };
 	static const struct {
-		const char *args, *needle;
+		const char *opt, *val, *needle;
 	} cases[] = {
-		{ "--fence 0x99", "fence 0x99: not in the timeline" },
-		{ "--fence 99", "fence 0x63: not in the timeline" },
-		{ "--queue 0x1234", "queue 0x1234: not in the timeline" },
-		{ "--from 10s", "start 10 s is not before the session's end" },
+		{ "--fence", "0x99", "fence 0x99: not in the timeline" },
+		{ "--fence", "99", "fence 0x63: not in the timeline" },
+		{ "--queue", "0x1234", "queue 0x1234: not in the timeline" },
+		{ "--from", "10s", "start 10 s is not before the session's end" },
 	};
-	char dir[1200], cmd[16384], out[1024], err[2048], path[1300];
+	char dir[1200], out[1024], err[2048], path[1300];
 
 	record("log-buffer-example.nfs", "s", dir, sizeof(dir));
 	for (size_t e = 0; e < sizeof(exts) / sizeof(exts[0]); e++)
@@ -107,13 +106,13 @@ START_TEST(filters_matching_nothing_are_errors)
 			int rc;
 
 			snprintf(path, sizeof(path), "%s/o.%s", tmpdir, exts[e]);
-			snprintf(cmd, sizeof(cmd), "'%s' report '%s' -o '%s' %s", nf_test_nftrace(), dir,
-				 path, cases[i].args);
-			rc = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
-			ck_assert_msg(rc == 1, "%s .%s: exit %d (%s)", cases[i].args, exts[e], rc, err);
+			rc = nf_test_nftrace_run(NF_TEST_ARGV("report", dir, "-o", path, cases[i].opt,
+							      cases[i].val), out, sizeof(out), err,
+						 sizeof(err));
+			ck_assert_msg(rc == 1, "%s .%s: exit %d (%s)", cases[i].opt, exts[e], rc, err);
 			ck_assert_msg(nf_test_count_lines(err) == 1 && strstr(err, cases[i].needle),
-				      "%s .%s: stderr '%s'", cases[i].args, exts[e], err);
-			ck_assert_msg(access(path, F_OK) != 0, "%s .%s: a file was left", cases[i].args,
+				      "%s .%s: stderr '%s'", cases[i].opt, exts[e], err);
+			ck_assert_msg(access(path, F_OK) != 0, "%s .%s: a file was left", cases[i].opt,
 				      exts[e]);
 		}
 }
@@ -123,21 +122,18 @@ START_TEST(help_json_units)
 {
 	static const char *const cmds[] = { "record", "report", "query", "info", "check",
 					    "import", "export", "critical-path", "help" };
-	char dir[1200], cmd[16384], out[16384];
+	char dir[1200], out[16384];
 
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
-		snprintf(cmd, sizeof(cmd), "'%s' %s -h", nf_test_nftrace(), cmds[i]);
-		run_ok(cmd, out, sizeof(out));
+		nft_ok(NF_TEST_ARGV(cmds[i], "-h"), out, sizeof(out));
 		ck_assert_msg(strstr(out, "usage") != NULL, "%s -h: %s", cmds[i], out);
 	}
 	record("overrun.nfs", "o", dir, sizeof(dir));
-	snprintf(cmd, sizeof(cmd), "'%s' info --json '%s'", nf_test_nftrace(), dir);
-	run_ok(cmd, out, sizeof(out));
+	nft_ok(NF_TEST_ARGV("info", "--json", dir), out, sizeof(out));
 	ck_assert_msg(out[0] == '{' && strstr(out, "\"duration_ns\": ") &&
 			      strstr(out, "\"log_entries\": {\"read\": ") && strstr(out, "\"lost\": 1952"),
 		      "info --json: %s", out);
-	snprintf(cmd, sizeof(cmd), "'%s' check '%s'", nf_test_nftrace(), dir);
-	run_ok(cmd, out, sizeof(out));
+	nft_ok(NF_TEST_ARGV("check", dir), out, sizeof(out));
 	ck_assert_msg(strstr(out, " ticks)") && !strstr(out, "GPU time "), "check: %s", out);
 }
 END_TEST
@@ -145,7 +141,7 @@ END_TEST
 /* Static pictures: arrows to CPU waits released by GPU signals, honest lost labels. */
 START_TEST(static_pictures_tell_more)
 {
-	char dir[1200], cmd[16384], out[256], svg[1300];
+	char dir[1200], out[256], svg[1300];
 	FILE *f;
 	static char buf[1 << 20];
 	size_t n;
@@ -153,8 +149,7 @@ START_TEST(static_pictures_tell_more)
 	/* monitored-value-41: three CPU waits, each released by a GPU signal. */
 	record("monitored-value-41.nfs", "m", dir, sizeof(dir));
 	snprintf(svg, sizeof(svg), "%s/m.svg", tmpdir);
-	snprintf(cmd, sizeof(cmd), "'%s' report '%s' -o '%s'", nf_test_nftrace(), dir, svg);
-	run_ok(cmd, out, sizeof(out));
+	nft_ok(NF_TEST_ARGV("report", dir, "-o", svg), out, sizeof(out));
 	f = fopen(svg, "r");
 	ck_assert(f != NULL);
 	n = fread(buf, 1, sizeof(buf) - 1, f);
@@ -164,8 +159,7 @@ START_TEST(static_pictures_tell_more)
 	/* overrun: gaps closer than a pixel share a label that says how many they are. */
 	record("overrun.nfs", "o", dir, sizeof(dir));
 	snprintf(svg, sizeof(svg), "%s/o.svg", tmpdir);
-	snprintf(cmd, sizeof(cmd), "'%s' report '%s' -o '%s'", nf_test_nftrace(), dir, svg);
-	run_ok(cmd, out, sizeof(out));
+	nft_ok(NF_TEST_ARGV("report", dir, "-o", svg), out, sizeof(out));
 	f = fopen(svg, "r");
 	ck_assert(f != NULL);
 	n = fread(buf, 1, sizeof(buf) - 1, f);

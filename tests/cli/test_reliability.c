@@ -1,5 +1,5 @@
 /*
- * Reliability holes found by trying to break nftrace (issue 18), one test (or
+ * Reliability holes found by trying to break nftrace, one test (or
  * more) per item; docs/RELIABILITY.md lists them with what is guaranteed now.
  * Each test failed before its fix.
  */
@@ -9,34 +9,39 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
-static char tmp[512], good[600], cmd[16384], out[1 << 16], err[1 << 14];
+static char tmp[512], good[600], out[1 << 16], err[1 << 14];
 
-static int run(const char *c)
+/* Runs nftrace with args (no shell), its output in out and err: the exit status. */
+static int nft(const char *const args[])
 {
-	return nf_test_run(c, out, sizeof(out), err, sizeof(err));
+	return nf_test_nftrace_run(args, out, sizeof(out), err, sizeof(err));
 }
 
-static void run_ok(const char *c)
+/* A shell script with its paths as "$1"... and nftrace as "$NF" (nf_test_sh). */
+static int sh(const char *script, const char *const args[])
 {
-	int st = run(c);
-	ck_assert_msg(st == 0, "%s failed (%d): %.1500s", c, st, err);
+	return nf_test_sh(script, args, out, sizeof(out), err, sizeof(err));
 }
 
-static void record(const char *dir, const char *sample, const char *extra)
+static void sh_ok(const char *script, const char *const args[])
 {
-	char src[1024];
+	int st = sh(script, args);
+	ck_assert_msg(st == 0, "%s failed (%d): %.1500s", script, st, err);
+}
 
-	nf_test_source_path(src, sizeof(src), sample);
-	snprintf(cmd, sizeof(cmd), "'%s' record %s -o '%s' '%s' >/dev/null", nf_test_nftrace(), extra,
-		 dir, src);
-	run_ok(cmd);
+/* nft, failing the test unless nftrace exits 0. */
+static void nft_ok(const char *const args[])
+{
+	int st = nft(args);
+
+	ck_assert_msg(st == 0, "nftrace %s failed (%d): %.1500s", args[0], st, err);
 }
 
 static void setup(void)
 {
 	nf_test_tmpdir(tmp, sizeof(tmp));
 	snprintf(good, sizeof(good), "%s/s", tmp);
-	record(good, "samples/log-buffer-example.nfs", "--ground-truth");
+	nf_test_record("samples/log-buffer-example.nfs", good, NF_TEST_ARGV("--ground-truth"));
 }
 
 static void teardown(void)
@@ -71,32 +76,31 @@ START_TEST(outputs_under_a_file_size_limit_fail_cleanly)
 		{ "big.html", "report" }, { "big.svg", "report" }, { "big.pdf", "report" },
 		{ "big.png", "report --width 8000" },
 	};
-	char src[1024], d[700], o[800], full[17000];
+	char src[1024], d[700], o[800];
 
 	nf_test_source_path(src, sizeof(src), "samples/clock-drift.nfs");
 	snprintf(d, sizeof(d), "%s/drift", tmp);
 	/* the timeline first, without the limit */
-	snprintf(cmd, sizeof(cmd), "'%s' record -o '%s' '%s' >/dev/null && '%s' query '%s' 'select 1'",
-		 nf_test_nftrace(), d, src, nf_test_nftrace(), d);
-	run_ok(cmd);
+	nft_ok(NF_TEST_ARGV("record", "-o", d, src));
+	nft_ok(NF_TEST_ARGV("query", d, "select 1"));
 	for (size_t i = 0; i < sizeof(outs) / sizeof(outs[0]); i++) {
 		struct stat before, after;
 
 		snprintf(o, sizeof(o), "%s/%s", tmp, outs[i][0]);
-		/* bash: ulimit -f counts KiB */
-		snprintf(full, sizeof(full), "bash -c \"ulimit -f 8 && exec '%s' %.40s '%s' -o '%s'\"",
-			 nf_test_nftrace(), outs[i][1], d, o);
-		int st = run(full);
+		/* bash: ulimit -f counts KiB; the command's words ($2) split on purpose */
+		static const char limited[] = "ulimit -f 8 && exec \"$NF\" $2 \"$1\" -o \"$3\"";
+		int st = nf_test_shell("bash", limited, NF_TEST_ARGV(d, outs[i][1], o), out, sizeof(out),
+				       err, sizeof(err));
 		refused_one_line(st, outs[i][0], outs[i][0]);
 		ck_assert_msg(strstr(err, "large") != NULL, "%s: %s", outs[i][0], err);
-		snprintf(cmd, sizeof(cmd), "ls '%s' | grep -c '^big' || true", tmp);
-		ck_assert_int_eq(run(cmd), 0);
+		ck_assert_int_eq(sh("ls \"$1\" | grep -c '^big' || true", NF_TEST_ARGV(tmp)), 0);
 		ck_assert_msg(!strncmp(out, "0", 1), "%s: left %s", outs[i][0], out);
 		/* A previous output of that name outlives a failed write, whole. */
-		snprintf(cmd, sizeof(cmd), "'%s' %.40s '%s' -o '%s'", nf_test_nftrace(), outs[i][1], d, o);
-		run_ok(cmd);
+		sh_ok("exec \"$NF\" $2 \"$1\" -o \"$3\"", NF_TEST_ARGV(d, outs[i][1], o));
 		ck_assert_int_eq(stat(o, &before), 0);
-		refused_one_line(run(full), outs[i][0], outs[i][0]);
+		refused_one_line(nf_test_shell("bash", limited, NF_TEST_ARGV(d, outs[i][1], o), out,
+					       sizeof(out), err, sizeof(err)),
+				 outs[i][0], outs[i][0]);
 		ck_assert_int_eq(stat(o, &after), 0);
 		ck_assert_msg(after.st_size == before.st_size && after.st_ino == before.st_ino,
 			      "%s: the previous output was replaced by a failed write", outs[i][0]);
@@ -113,8 +117,7 @@ static int record_force(const char *dir)
 	char src[1024];
 
 	nf_test_source_path(src, sizeof(src), "samples/log-buffer-example.nfs");
-	snprintf(cmd, sizeof(cmd), "'%s' record --force -o '%s' '%s'", nf_test_nftrace(), dir, src);
-	return run(cmd);
+	return nft(NF_TEST_ARGV("record", "--force", "-o", dir, src));
 }
 
 START_TEST(force_keeps_a_folder_with_notes_and_metadata)
@@ -122,9 +125,8 @@ START_TEST(force_keeps_a_folder_with_notes_and_metadata)
 	char d[700];
 
 	snprintf(d, sizeof(d), "%s/notes", tmp);
-	snprintf(cmd, sizeof(cmd), "mkdir '%s' && echo mine > '%s/notes.txt' && echo meta > '%s/metadata'",
-		 d, d, d);
-	run_ok(cmd);
+	sh_ok("mkdir \"$1\" && echo mine > \"$1/notes.txt\" && echo meta > \"$1/metadata\"",
+	      NF_TEST_ARGV(d));
 	refused_one_line(record_force(d), "notes + metadata", d);
 	ck_assert(exists(d, "notes.txt") && exists(d, "metadata"));
 }
@@ -136,12 +138,10 @@ START_TEST(force_keeps_an_lttng_trace)
 
 	/* An LTTng-like CTF trace: metadata of another tool, per-CPU streams. */
 	snprintf(d, sizeof(d), "%s/lttng", tmp);
-	snprintf(cmd, sizeof(cmd),
-		 "mkdir '%s' && printf '/* CTF 1.8 */\\ntrace { major = 1; minor = 8; };\\n"
-		 "env { domain = \"kernel\"; tracer_name = \"lttng-modules\"; };\\n' > '%s/metadata' && "
-		 "head -c 4096 /dev/urandom > '%s/channel0_0' && head -c 4096 /dev/urandom > '%s/channel0_1'",
-		 d, d, d, d);
-	run_ok(cmd);
+	sh_ok("mkdir \"$1\" && printf '/* CTF 1.8 */\\ntrace { major = 1; minor = 8; };\\n"
+	      "env { domain = \"kernel\"; tracer_name = \"lttng-modules\"; };\\n' > \"$1/metadata\" && "
+	      "head -c 4096 /dev/urandom > \"$1/channel0_0\" && head -c 4096 /dev/urandom > \"$1/channel0_1\"",
+	      NF_TEST_ARGV(d));
 	refused_one_line(record_force(d), "lttng", d);
 	ck_assert(exists(d, "metadata") && exists(d, "channel0_0") && exists(d, "channel0_1"));
 }
@@ -161,8 +161,7 @@ END_TEST
 
 START_TEST(force_with_a_foreign_file_in_our_session_removes_nothing)
 {
-	snprintf(cmd, sizeof(cmd), "echo mine > '%s/notes.txt'", good);
-	run_ok(cmd);
+	sh_ok("echo mine > \"$1/notes.txt\"", NF_TEST_ARGV(good));
 	refused_one_line(record_force(good), "foreign file", "notes.txt");
 	ck_assert(exists(good, "notes.txt") && exists(good, "metadata") && exists(good, "events"));
 }
@@ -170,8 +169,7 @@ END_TEST
 
 START_TEST(force_replaces_our_own_session_and_its_timeline)
 {
-	snprintf(cmd, sizeof(cmd), "'%s' query '%s' 'select 1' >/dev/null", nf_test_nftrace(), good);
-	run_ok(cmd);
+	nft_ok(NF_TEST_ARGV("query", good, "select 1"));
 	ck_assert(exists(good, ".timeline.db") && exists(good, "truth"));
 	ck_assert_int_eq(record_force(good), 0);
 	/* Replaced: recorded without --ground-truth, so no truth any more. */
@@ -185,8 +183,7 @@ START_TEST(force_refuses_metadata_that_is_a_link_to_ours)
 	char d[700];
 
 	snprintf(d, sizeof(d), "%s/linked", tmp);
-	snprintf(cmd, sizeof(cmd), "mkdir '%s' && ln -s '%s/metadata' '%s/metadata'", d, good, d);
-	run_ok(cmd);
+	sh_ok("mkdir \"$1\" && ln -s \"$2/metadata\" \"$1/metadata\"", NF_TEST_ARGV(d, good));
 	refused_one_line(record_force(d), "metadata link", d);
 	ck_assert(exists(d, "metadata") && exists(good, "metadata"));
 }
@@ -213,18 +210,14 @@ START_TEST(program_under_a_file_size_limit_fails)
 
 	snprintf(d, sizeof(d), "%s/fsize", tmp);
 	/* bash: ulimit -f counts KiB. 64 KiB holds the metadata, not the events. */
-	snprintf(cmd, sizeof(cmd), "ulimit -f 64 && exec '%s' record -o '%s' -- '%s' ops 3000",
-		 nf_test_nftrace(), d, prog());
-	char full[17000];
-	snprintf(full, sizeof(full), "bash -c \"%s\"", cmd);
-	int st = run(full);
+	int st = nf_test_shell("bash", "ulimit -f 64 && exec \"$NF\" record -o \"$1\" -- \"$2\" ops 3000",
+			       NF_TEST_ARGV(d, prog()), out, sizeof(out), err, sizeof(err));
 	refused_one_line(st, "ulimit -f 64", "events");
 	ck_assert_msg(strstr(err, "write failed") != NULL, "%s", err);
 	ck_assert_msg(!strstr(out, "recorded"), "reported success: %s", out);
 	/* Without the limit, the same program records. */
-	snprintf(cmd, sizeof(cmd), "'%s' record --force -o '%s' -- '%s' ops 3000 && '%s' check '%s'",
-		 nf_test_nftrace(), d, prog(), nf_test_nftrace(), d);
-	run_ok(cmd);
+	nft_ok(NF_TEST_ARGV("record", "--force", "-o", d, "--", prog(), "ops", "3000"));
+	nft_ok(NF_TEST_ARGV("check", d));
 }
 END_TEST
 
@@ -246,15 +239,14 @@ static void check_only_hang(const char *d)
 {
 	int st;
 
-	snprintf(cmd, sizeof(cmd), "'%s' check '%s'", nf_test_nftrace(), d);
-	st = run(cmd);
+	st = nft(NF_TEST_ARGV("check", d));
 	ck_assert_msg(st == 1 && strstr(out, "verdict: hang") && !strstr(out, "incomplete"),
-		      "%s: exit %d: %.1500s %.500s", cmd, st, out, err);
+		      "check %s: exit %d: %.1500s %.500s", d, st, out, err);
 }
 
 START_TEST(pending_async_wait_at_the_end)
 {
-	static const char *const modes[] = { "", "--mode threaded" };
+	static const char *const modes[] = { "deterministic", "threaded" };
 	char sc[700], d[700];
 	FILE *f;
 
@@ -265,13 +257,11 @@ START_TEST(pending_async_wait_at_the_end)
 	fclose(f);
 	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
 		snprintf(d, sizeof(d), "%s/async%zu", tmp, i);
-		snprintf(cmd, sizeof(cmd), "'%s' record %s -o '%s' '%s'", nf_test_nftrace(), modes[i], d, sc);
-		run_ok(cmd);
+		nft_ok(NF_TEST_ARGV("record", "--mode", modes[i], "-o", d, sc));
 		check_only_hang(d);
 	}
 	snprintf(d, sizeof(d), "%s/async-prog", tmp);
-	snprintf(cmd, sizeof(cmd), "'%s' record -o '%s' -- '%s' async-pending", nf_test_nftrace(), d, prog());
-	run_ok(cmd);
+	nft_ok(NF_TEST_ARGV("record", "-o", d, "--", prog(), "async-pending"));
 	check_only_hang(d);
 }
 END_TEST
@@ -282,9 +272,7 @@ END_TEST
 
 static void query_count(const char *dir, char *res, size_t len)
 {
-	snprintf(cmd, sizeof(cmd), "'%s' query --csv '%s' 'select count(*) from fence_ops'",
-		 nf_test_nftrace(), dir);
-	run_ok(cmd);
+	nft_ok(NF_TEST_ARGV("query", "--csv", dir, "select count(*) from fence_ops"));
 	snprintf(res, len, "%.60s", out);
 }
 
@@ -293,24 +281,21 @@ START_TEST(cache_follows_files_replaced_by_older_copies)
 	char other[700], a[64], b[64], c[64];
 
 	snprintf(other, sizeof(other), "%s/other", tmp);
-	record(other, "samples/overrun.nfs", "--ground-truth");
+	nf_test_record("samples/overrun.nfs", other, NF_TEST_ARGV("--ground-truth"));
 	query_count(good, a, sizeof(a));
 	query_count(other, b, sizeof(b));
 	ck_assert_str_ne(a, b);
 	/* Older copies of another session's files over this one's, timestamps
 	 * kept (cp -p, rsync -a, tar x): its timeline is now newer than them. */
-	snprintf(cmd, sizeof(cmd), "touch -d '2001-01-01' '%s'/metadata '%s'/events '%s'/truth && "
-		 "cp -p '%s'/metadata '%s'/events '%s'/truth '%s'/",
-		 other, other, other, other, other, other, good);
-	run_ok(cmd);
+	sh_ok("touch -d '2001-01-01' \"$1\"/metadata \"$1\"/events \"$1\"/truth && "
+		"cp -p \"$1\"/metadata \"$1\"/events \"$1\"/truth \"$2\"/", NF_TEST_ARGV(other, good));
 	query_count(good, c, sizeof(c));
 	ck_assert_str_eq(c, b);
 	/* And back, by the same means. */
-	record(other, "samples/log-buffer-example.nfs", "--ground-truth --force");
-	snprintf(cmd, sizeof(cmd), "touch -d '2001-01-01' '%s'/metadata '%s'/events '%s'/truth && "
-		 "cp -p '%s'/metadata '%s'/events '%s'/truth '%s'/",
-		 other, other, other, other, other, other, good);
-	run_ok(cmd);
+	nf_test_record("samples/log-buffer-example.nfs", other,
+		       NF_TEST_ARGV("--ground-truth", "--force"));
+	sh_ok("touch -d '2001-01-01' \"$1\"/metadata \"$1\"/events \"$1\"/truth && "
+		"cp -p \"$1\"/metadata \"$1\"/events \"$1\"/truth \"$2\"/", NF_TEST_ARGV(other, good));
 	query_count(good, c, sizeof(c));
 	ck_assert_str_eq(c, a);
 }
@@ -323,13 +308,10 @@ START_TEST(cache_refuses_a_session_being_recorded)
 	snprintf(d, sizeof(d), "%s/live", tmp);
 	/* The program records into d and sleeps, its recorder holding the
 	 * session, until SIGTERM ends it cleanly. */
-	snprintf(cmd, sizeof(cmd),
-		 "cd '%s' && NFTRACE_RECORD_DIR='%s' '%s' sleep > ready.txt & pid=$!; "
-		 "cd '%s'; i=0; while ! grep -q ready ready.txt 2>/dev/null && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; "
-		 "'%s' query --csv '%s' 'select count(*) from fence_ops'; echo \"query=$?\"; "
-		 "kill -TERM $pid; wait $pid; echo \"prog=$?\"",
-		 tmp, d, prog(), tmp, nf_test_nftrace(), d);
-	int st = run(cmd);
+	int st = sh("cd \"$1\" && NFTRACE_RECORD_DIR=\"$2\" \"$3\" sleep > ready.txt & pid=$!; "
+		"cd \"$1\"; i=0; while ! grep -q ready ready.txt 2>/dev/null && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; "
+		"\"$NF\" query --csv \"$2\" 'select count(*) from fence_ops'; echo \"query=$?\"; "
+		"kill -TERM $pid; wait $pid; echo \"prog=$?\"", NF_TEST_ARGV(tmp, d, prog()));
 	ck_assert_msg(st == 0, "exit %d: %s", st, err);
 	ck_assert_msg(strstr(out, "query=1") && strstr(out, "prog=0"), "%s / %s", out, err);
 	ck_assert_msg(nf_test_count_lines(err) == 1 && strstr(err, "being recorded") && strstr(err, d),
@@ -345,8 +327,7 @@ START_TEST(cache_removes_temporaries_of_interrupted_builds)
 {
 	char c[64];
 
-	snprintf(cmd, sizeof(cmd), "head -c 100000 /dev/zero > '%s/..timeline.db.tmp.AbC123'", good);
-	run_ok(cmd);
+	sh_ok("head -c 100000 /dev/zero > \"$1/..timeline.db.tmp.AbC123\"", NF_TEST_ARGV(good));
 	query_count(good, c, sizeof(c));
 	ck_assert(!exists(good, "..timeline.db.tmp.AbC123"));
 }
@@ -362,15 +343,12 @@ START_TEST(check_calls_a_session_cut_at_a_packet_boundary_incomplete)
 
 	/* 20000 operations: several 256 KiB packets; keep the first. */
 	snprintf(d, sizeof(d), "%s/cut", tmp);
-	snprintf(cmd, sizeof(cmd), "'%s' record -o '%s' -- '%s' ops 20000 >/dev/null && "
-		 "test $(stat -c %%s '%s/events') -gt 524288 && truncate -s 262144 '%s/events'",
-		 nf_test_nftrace(), d, prog(), d, d);
-	run_ok(cmd);
-	snprintf(cmd, sizeof(cmd), "'%s' check '%s'", nf_test_nftrace(), d);
-	ck_assert_int_eq(run(cmd), 1);
+	nft_ok(NF_TEST_ARGV("record", "-o", d, "--", prog(), "ops", "20000"));
+	sh_ok("test $(stat -c %s \"$1/events\") -gt 524288 && truncate -s 262144 \"$1/events\"",
+	      NF_TEST_ARGV(d));
+	ck_assert_int_eq(nft(NF_TEST_ARGV("check", d)), 1);
 	ck_assert_msg(strstr(out, "verdict: incomplete (events has 262144 of the "), "%s", out);
-	snprintf(cmd, sizeof(cmd), "'%s' check --json '%s'", nf_test_nftrace(), d);
-	ck_assert_int_eq(run(cmd), 1);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("check", "--json", d)), 1);
 	ck_assert_msg(strstr(out, "\"verdict\": \"incomplete\"") && strstr(out, "\"incomplete\": \"events has"),
 		      "%s", out);
 }
@@ -381,19 +359,16 @@ START_TEST(check_calls_a_killed_recording_incomplete)
 	char d[700];
 
 	snprintf(d, sizeof(d), "%s/killed", tmp);
-	snprintf(cmd, sizeof(cmd),
-		 "cd '%s' && NFTRACE_RECORD_DIR='%s' '%s' sleep 20000 > ready.txt & pid=$!; "
-		 "cd '%s'; i=0; while ! grep -q ready ready.txt 2>/dev/null && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; "
-		 /* the committer finishes the session after its recorder died, holding
-		  * metadata's lock until then: wait for it as a user would */
-		 "kill -KILL $pid; wait $pid; flock -s -w 300 '%s/metadata' true; '%s' check '%s'; echo \"check=$?\"",
-		 tmp, d, prog(), tmp, d, nf_test_nftrace(), d);
-	run(cmd);
+	sh("cd \"$1\" && NFTRACE_RECORD_DIR=\"$2\" \"$3\" sleep 20000 > ready.txt & pid=$!; "
+	   "cd \"$1\"; i=0; while ! grep -q ready ready.txt 2>/dev/null && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; "
+	   /* the committer finishes the session after its recorder died, holding
+	    * metadata's lock until then: wait for it as a user would */
+	   "kill -KILL $pid; wait $pid; flock -s -w 300 \"$2/metadata\" true; \"$NF\" check \"$2\"; echo \"check=$?\"",
+	   NF_TEST_ARGV(tmp, d, prog()));
 	ck_assert_msg(strstr(out, "verdict: incomplete (no end of recording") && strstr(out, "check=1"),
 		      "%s / %s", out, err);
 	/* The whole recording is not. */
-	snprintf(cmd, sizeof(cmd), "'%s' check '%s'", nf_test_nftrace(), good);
-	ck_assert_int_eq(run(cmd), 0);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("check", good)), 0);
 	ck_assert_msg(strstr(out, "verdict: whole"), "%s", out);
 }
 END_TEST
@@ -404,14 +379,13 @@ START_TEST(check_refuses_metadata_and_events_of_two_recordings)
 	char other[700];
 
 	snprintf(other, sizeof(other), "%s/other", tmp);
-	record(other, "samples/log-buffer-example.nfs", "--ground-truth --seed 9");
-	snprintf(cmd, sizeof(cmd), "cp '%s/events' '%s/events'", other, good);
-	run_ok(cmd);
-	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
-		snprintf(cmd, sizeof(cmd), "'%s' %s '%s' %s", nf_test_nftrace(), cmds[i], good,
-			 i == 2 ? "'select 1'" : "");
-		refused_one_line(run(cmd), cmds[i], "another recording");
-	}
+	nf_test_record("samples/log-buffer-example.nfs", other,
+		       NF_TEST_ARGV("--ground-truth", "--seed", "9"));
+	sh_ok("cp \"$1/events\" \"$2/events\"", NF_TEST_ARGV(other, good));
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		refused_one_line(i == 2 ? nft(NF_TEST_ARGV(cmds[i], good, "select 1"))
+					: nft(NF_TEST_ARGV(cmds[i], good)),
+				 cmds[i], "another recording");
 }
 END_TEST
 
@@ -429,19 +403,17 @@ START_TEST(gpu_clock_near_2_63_gives_findings_and_null_times)
 	snprintf(d, sizeof(d), "%s/big", tmp);
 	char src[1024];
 	nf_test_source_path(src, sizeof(src), "samples/log-buffer-example.nfs");
-	snprintf(cmd, sizeof(cmd), "sed 's/gpu_offset 1000000/gpu_offset 9223372036854775000/' '%s' > '%s' && "
-		 "grep -q 'gpu_offset 9223372036854775000' '%s' && '%s' record -o '%s' '%s' >/dev/null",
-		 src, sc, sc, nf_test_nftrace(), d, sc);
-	run_ok(cmd);
-	snprintf(cmd, sizeof(cmd), "'%s' check '%s'", nf_test_nftrace(), d);
-	ck_assert_int_eq(run(cmd), 1);
+	sh_ok("sed 's/gpu_offset 1000000/gpu_offset 9223372036854775000/' \"$1\" > \"$2\" && "
+	      "grep -q 'gpu_offset 9223372036854775000' \"$2\"", NF_TEST_ARGV(src, sc));
+	nft_ok(NF_TEST_ARGV("record", "-o", d, sc));
+	ck_assert_int_eq(nft(NF_TEST_ARGV("check", d)), 1);
 	ck_assert_msg(strstr(out, "out_of_range: entry 0: end GPU timestamp 922337203685478") &&
 		      !strstr(out, "verdict: whole"), "%s", out);
 	ck_assert_msg(!strstr(err, "runtime error"), "%s", err);
-	snprintf(cmd, sizeof(cmd), "'%s' query --csv '%s' \"select count(*), count(end_ns), count(observed_ns) "
-		 "from fence_ops; select count(*) from anomalies where kind = 'out_of_range' and detail like "
-		 "'%%calibration pair%%'\"", nf_test_nftrace(), d);
-	run_ok(cmd);
+	nft_ok(NF_TEST_ARGV("query", "--csv", d,
+			    "select count(*), count(end_ns), count(observed_ns) from fence_ops; "
+			    "select count(*) from anomalies where kind = 'out_of_range' and detail like "
+			    "'%calibration pair%'"));
 	ck_assert_msg(strstr(out, "2,0,0\n") && !strstr(out, "\n0\n"), "%s", out);
 	ck_assert_msg(err[0] == '\0', "%s", err);
 }
@@ -459,14 +431,11 @@ START_TEST(huge_advance_stops_on_sigint_and_sigterm)
 	char sc[700], d[700];
 
 	snprintf(sc, sizeof(sc), "%s/spin.nfs", tmp);
-	snprintf(cmd, sizeof(cmd), "printf 'os log_read_interval 1ns\\nadvance 3599s\\n' > '%s'", sc);
-	run_ok(cmd);
+	sh_ok("printf 'os log_read_interval 1ns\\nadvance 3599s\\n' > \"$1\"", NF_TEST_ARGV(sc));
 	for (size_t i = 0; i < 2; i++) {
 		snprintf(d, sizeof(d), "%s/spin%zu", tmp, i);
-		snprintf(cmd, sizeof(cmd),
-			 "timeout -s KILL 60 '%s' record -o '%s' '%s' & p=$!; sleep 1; kill -%s $p; wait $p; echo \"exit=$?\"",
-			 nf_test_nftrace(), d, sc, sigs[i]);
-		run(cmd);
+		sh("timeout -s KILL 60 \"$NF\" record -o \"$1\" \"$2\" & p=$!; sleep 1; kill -$3 $p; wait $p; echo \"exit=$?\"",
+		   NF_TEST_ARGV(d, sc, sigs[i]));
 		ck_assert_msg(strstr(out, "exit=130"), "SIG%s: %s / %s", sigs[i], out, err);
 		ck_assert_msg(strstr(err, "closed cleanly"), "SIG%s: %s", sigs[i], err);
 	}
@@ -498,9 +467,8 @@ START_TEST(huge_times_are_refused)
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		snprintf(sc, sizeof(sc), "%s/t%zu.nfs", tmp, i);
 		snprintf(d, sizeof(d), "%s/t%zu", tmp, i);
-		snprintf(cmd, sizeof(cmd), "printf '%s' > '%s' && exec timeout -s KILL 60 '%s' record -o '%s' '%s'",
-			 cases[i].text, sc, nf_test_nftrace(), d, sc);
-		int st = run(cmd);
+		int st = sh("printf \"$1\" > \"$2\" && exec timeout -s KILL 60 \"$NF\" record -o \"$3\" \"$2\"",
+			    NF_TEST_ARGV(cases[i].text, sc, d));
 		refused_one_line(st, cases[i].text, cases[i].what);
 		if (i >= 5)
 			ck_assert_msg(access(d, F_OK) != 0, "%s: left a session directory", cases[i].text);
@@ -515,10 +483,8 @@ START_TEST(threaded_advance_of_2_64_waits)
 	char d[700];
 
 	snprintf(d, sizeof(d), "%s/adv", tmp);
-	snprintf(cmd, sizeof(cmd),
-		 "NFTRACE_RECORD_DIR='%s' NFTRACE_MODE=threaded timeout 2 '%s' advance-max; echo \"exit=$?\"; "
-		 "grep -c 'mode = \"threaded\"' '%s/metadata'", d, prog(), d);
-	run(cmd);
+	sh("NFTRACE_RECORD_DIR=\"$1\" NFTRACE_MODE=threaded timeout 2 \"$2\" advance-max; echo \"exit=$?\"; "
+		"grep -c 'mode = \"threaded\"' \"$1/metadata\"", NF_TEST_ARGV(d, prog()));
 	ck_assert_msg(strstr(out, "exit=124\n1\n"), "%s / %s", out, err);
 }
 END_TEST
@@ -532,16 +498,14 @@ START_TEST(fork_after_runtime_creation_is_refused_clearly)
 	char d[700];
 
 	snprintf(d, sizeof(d), "%s/fork", tmp);
-	snprintf(cmd, sizeof(cmd), "'%s' record -o '%s' -- '%s' fork 10000", nf_test_nftrace(), d, prog());
-	int st = run(cmd);
+	int st = nft(NF_TEST_ARGV("record", "-o", d, "--", prog(), "fork", "10000"));
 	ck_assert_msg(st == 1, "exit %d: %s", st, err);
 	/* The program says what its child was told; nftrace's own line too. */
 	const char *last = strstr(err, "nftrace record: ");
 	ck_assert_msg(last && strstr(last, "forked from it, must create its own") &&
 			      nf_test_count_lines(last) == 1, "%s", err);
 	/* The parent's events are whole: its 5000 signals and 5000 waits. */
-	snprintf(cmd, sizeof(cmd), "'%s' query --csv '%s' 'select count(*) from fence_ops'", nf_test_nftrace(), d);
-	run_ok(cmd);
+	nft_ok(NF_TEST_ARGV("query", "--csv", d, "select count(*) from fence_ops"));
 	ck_assert_str_eq(out, "count(*)\n10000\n");
 }
 END_TEST
@@ -560,25 +524,25 @@ static void assert_no_c1(const char *what, const char *text)
 
 START_TEST(c1_controls_are_shown_as_question_marks)
 {
-	static const char *const cmds[] = { "check '%s'", "info '%s'", "query '%s' 'select name from queues'" };
-	char d[700], args[1024];
+	static const char *const cmds[] = { "check", "info", "query" };
+	char d[700];
 
 	snprintf(d, sizeof(d), "%s/c1", tmp);
-	snprintf(cmd, sizeof(cmd), "'%s' record -o '%s' -- '%s' c1-names 3 >/dev/null", nf_test_nftrace(), d, prog());
-	run_ok(cmd);
+	nft_ok(NF_TEST_ARGV("record", "-o", d, "--", prog(), "c1-names", "3"));
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
-		snprintf(args, sizeof(args), cmds[i], d);
-		snprintf(cmd, sizeof(cmd), "'%s' %s", nf_test_nftrace(), args);
-		run(cmd);
+		const char *args = cmds[i];
+
+		if (i == 2)
+			nft(NF_TEST_ARGV(cmds[i], d, "select name from queues"));
+		else
+			nft(NF_TEST_ARGV(cmds[i], d));
 		assert_no_c1(args, out);
 		assert_no_c1(args, err);
 		if (i != 1)
 			ck_assert_msg(strstr(out, i == 0 ? "C1?31mred?0;" : "C1?31mred?0;title?"), "%s: %s", args, out);
 	}
 	/* An error line quoting a C1 control (SQLite quotes the bad token). */
-	snprintf(cmd, sizeof(cmd), "'%s' query '%s' \"$(printf 'select x\\302\\233y from queues')\"",
-		 nf_test_nftrace(), d);
-	ck_assert_int_eq(run(cmd), 1);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("query", d, "select x\302\233y from queues")), 1);
 	assert_no_c1("error line", err);
 	ck_assert_msg(nf_test_count_lines(err) == 1 && strstr(err, "x?y"), "%s", err);
 }
@@ -588,10 +552,10 @@ END_TEST
 /* ------------------------------------------------------------------ */
 /* 9. the authorizer; smaller query items                                 */
 
+/* nftrace query [FMT] GOOD SQL (fmt "": the table view). */
 static int query(const char *fmt, const char *sql)
 {
-	snprintf(cmd, sizeof(cmd), "'%s' query %s '%s' \"%s\"", nf_test_nftrace(), fmt, good, sql);
-	return run(cmd);
+	return fmt[0] ? nft(NF_TEST_ARGV("query", fmt, good, sql)) : nft(NF_TEST_ARGV("query", good, sql));
 }
 
 START_TEST(fts3_tokenizer_and_pointer_functions_are_refused)
@@ -632,8 +596,7 @@ START_TEST(query_output_formats_hold_absurd_values)
 	ck_assert_int_eq(query("--json", "select 1e999 as i"), 0);
 	ck_assert_str_eq(out, "[\n  {\"i\": null}\n]\n");
 	/* Two SQL arguments: a usage error (2), not a missing session (1). */
-	snprintf(cmd, sizeof(cmd), "'%s' query '%s' 'select 1' 'select 2'", nf_test_nftrace(), good);
-	ck_assert_int_eq(run(cmd), 2);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("query", good, "select 1", "select 2")), 2);
 	ck_assert_msg(nf_test_count_lines(err) == 1 && strstr(err, "is SQL, not a session DIR"), "%s", err);
 }
 END_TEST
@@ -651,17 +614,15 @@ START_TEST(sigterm_and_sigint_to_nftrace_reach_the_program)
 		snprintf(d, sizeof(d), "%s/sig%zu", tmp, i);
 		/* kill names nftrace's pid only (not its group): before, it waited
 		 * for a program that sleeps for ever. */
-		snprintf(cmd, sizeof(cmd),
-			 "cd '%s' && rm -f ready%zu.txt; '%s' record -o '%s' -- '%s' sleep 100 > ready%zu.txt & p=$!; "
-			 "i=0; while ! grep -q ready ready%zu.txt 2>/dev/null && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; "
-			 "( sleep 30; c=$(pgrep -P $p); kill -KILL $p 2>/dev/null; [ -n \"$c\" ] && kill -KILL $c ) & w=$!; "
-			 "kill -%s $p; wait $p; echo \"exit=$?\"; kill $w 2>/dev/null",
-			 tmp, i, nf_test_nftrace(), d, prog(), i, i, sigs[i]);
-		run(cmd);
+		/* $4: ready0.txt, ready1.txt */
+		sh("cd \"$1\" && rm -f \"$4\"; \"$NF\" record -o \"$2\" -- \"$3\" sleep 100 > \"$4\" & p=$!; "
+		   "i=0; while ! grep -q ready \"$4\" 2>/dev/null && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; "
+		   "( sleep 30; c=$(pgrep -P $p); kill -KILL $p 2>/dev/null; [ -n \"$c\" ] && kill -KILL $c ) & w=$!; "
+		   "kill -$5 $p; wait $p; echo \"exit=$?\"; kill $w 2>/dev/null",
+		   NF_TEST_ARGV(tmp, d, prog(), i ? "ready1.txt" : "ready0.txt", sigs[i]));
 		ck_assert_msg(strstr(out, "exit=130") && strstr(err, "closed cleanly"), "SIG%s: %s / %s", sigs[i],
 			      out, err);
-		snprintf(cmd, sizeof(cmd), "'%s' check '%s'", nf_test_nftrace(), d);
-		run(cmd);
+		nft(NF_TEST_ARGV("check", d));
 		ck_assert_msg(!strstr(out, "incomplete"), "SIG%s: %s", sigs[i], out);
 	}
 }
@@ -673,10 +634,11 @@ START_TEST(program_exiting_127_ran)
 	char d[700];
 
 	snprintf(d, sizeof(d), "%s/e127", tmp);
-	snprintf(cmd, sizeof(cmd), "'%s' record -o '%s' -- '%s' exit127", nf_test_nftrace(), d, prog());
-	refused_one_line(run(cmd), "exit 127", "program exited with status 127");
-	snprintf(cmd, sizeof(cmd), "'%s' record -o '%s/missing' -- '%s/no-such-program'", nf_test_nftrace(), tmp, tmp);
-	refused_one_line(run(cmd), "missing program", "cannot run program: No such file or directory");
+	refused_one_line(nft(NF_TEST_ARGV("record", "-o", d, "--", prog(), "exit127")), "exit 127",
+			 "program exited with status 127");
+	refused_one_line(sh("\"$NF\" record -o \"$1/missing\" -- \"$1/no-such-program\"",
+			 NF_TEST_ARGV(tmp)), "missing program",
+			 "cannot run program: No such file or directory");
 }
 END_TEST
 
@@ -693,8 +655,9 @@ START_TEST(bad_environment_values_are_refused)
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		snprintf(d, sizeof(d), "%s/env%zu", tmp, i);
-		snprintf(cmd, sizeof(cmd), "env '%s' NFTRACE_RECORD_DIR='%s' '%s' ops 3", bad[i], d, prog());
-		ck_assert_msg(run(cmd) == 1, "%s: accepted: %s", bad[i], err);
+		ck_assert_msg(sh("env \"$1\" NFTRACE_RECORD_DIR=\"$2\" \"$3\" ops 3",
+			      NF_TEST_ARGV(bad[i], d, prog())) == 1, "%s: accepted: %s", bad[i],
+			      err);
 		char name[64];
 		snprintf(name, sizeof(name), "%.*s", (int)(strchr(bad[i], '=') - bad[i]), bad[i]);
 		ck_assert_msg(strstr(err, name), "%s: %s", bad[i], err);
@@ -702,10 +665,8 @@ START_TEST(bad_environment_values_are_refused)
 	}
 	/* Good values still record, with the seed they say. */
 	snprintf(d, sizeof(d), "%s/envok", tmp);
-	snprintf(cmd, sizeof(cmd), "NFTRACE_SEED=4242 NFTRACE_MODE=deterministic NFTRACE_GROUND_TRUTH=1 "
-		 "NFTRACE_RECORD_DIR='%s' '%s' ops 3 && grep -c 'seed = 4242;' '%s/metadata'",
-		 d, prog(), d);
-	run_ok(cmd);
+	sh_ok("NFTRACE_SEED=4242 NFTRACE_MODE=deterministic NFTRACE_GROUND_TRUTH=1 "
+		"NFTRACE_RECORD_DIR=\"$1\" \"$2\" ops 3 && grep -c 'seed = 4242;' \"$1/metadata\"", NF_TEST_ARGV(d, prog()));
 	ck_assert_str_eq(out, "1\n");
 }
 END_TEST
@@ -722,24 +683,18 @@ START_TEST(stale_kernel_instances_are_removed_by_the_next_command)
 	}
 	/* A pid that is gone, and an instance named after it, tracing on with
 	 * an event enabled (what a SIGKILLed record --kernel leaves). */
-	snprintf(cmd, sizeof(cmd),
-		 "sh -c 'exit 0' & p=$!; wait $p; i=/sys/kernel/tracing/instances/nftrace-$p; "
-		 "mkdir $i && { echo 1 > $i/events/sched/sched_switch/enable; } 2>/dev/null; "
-		 "'%s' info '%s' >/dev/null && "
-		 "for k in 1 2 3 4 5 6 7 8 9 10; do test -d $i || break; sleep 0.1; done; "
-		 "if test -d $i; then echo left; rmdir $i 2>/dev/null || true; else echo removed; fi",
-		 nf_test_nftrace(), good);
 	/* (Another nftrace running meanwhile, another test's, may be removing it
 	 * at the same moment: removed all the same, a moment later; hence the
 	 * short wait before calling it left.) */
-	run_ok(cmd);
+	sh_ok("sh -c 'exit 0' & p=$!; wait $p; i=/sys/kernel/tracing/instances/nftrace-$p; "
+		"mkdir $i && { echo 1 > $i/events/sched/sched_switch/enable; } 2>/dev/null; "
+		"\"$NF\" info \"$1\" >/dev/null && "
+		"for k in 1 2 3 4 5 6 7 8 9 10; do test -d $i || break; sleep 0.1; done; "
+		"if test -d $i; then echo left; rmdir $i 2>/dev/null || true; else echo removed; fi", NF_TEST_ARGV(good));
 	ck_assert_str_eq(out, "removed\n");
 	/* A live process's instance stays. */
-	snprintf(cmd, sizeof(cmd),
-		 "i=/sys/kernel/tracing/instances/nftrace-$$; mkdir $i && '%s' info '%s' >/dev/null; "
-		 "if test -d $i; then echo kept; rmdir $i 2>/dev/null || true; else echo removed; fi",
-		 nf_test_nftrace(), good);
-	run_ok(cmd);
+	sh_ok("i=/sys/kernel/tracing/instances/nftrace-$$; mkdir $i && \"$NF\" info \"$1\" >/dev/null; "
+		"if test -d $i; then echo kept; rmdir $i 2>/dev/null || true; else echo removed; fi", NF_TEST_ARGV(good));
 	ck_assert_str_eq(out, "kept\n");
 }
 END_TEST
@@ -754,31 +709,25 @@ START_TEST(read_only_and_full_session_directories)
 
 	snprintf(m, sizeof(m), "%s/mnt", tmp);
 	nf_test_source_path(src, sizeof(src), "samples/log-buffer-example.nfs");
-	snprintf(cmd, sizeof(cmd), "mkdir '%s' && mount -t tmpfs -o size=4m tmpfs '%s' && umount '%s'", m, m, m);
-	if (run(cmd) != 0) {
+	if (sh("mkdir \"$1\" && mount -t tmpfs -o size=4m tmpfs \"$1\" && umount \"$1\"",
+	    NF_TEST_ARGV(m)) != 0) {
 		printf("SKIP: cannot mount a tmpfs (needs root): %s", err);
 		return;
 	}
-	snprintf(cmd, sizeof(cmd),
-		 "set -e; cd '%s'; trap \"umount '%s'\" EXIT; mount -t tmpfs -o size=4m tmpfs '%s'; N='%s'; "
-		 "$N record -o '%s/a' '%s' >/dev/null; $N record -o '%s/b' '%s' >/dev/null; "
-		 "$N query --csv '%s/a' 'select count(*) from fence_ops' >/dev/null; "
-		 "mount -o remount,ro '%s'; "
-		 "$N query --csv '%s/a' 'select count(*) from fence_ops'; "
-		 "if $N query '%s/b' 'select 1' 2>err.txt; then echo built; else cat err.txt; fi",
-		 tmp, m, m, nf_test_nftrace(), m, src, m, src, m, m, m, m);
-	int st = run(cmd);
+	int st = sh("set -e; cd \"$1\"; trap 'umount \"$2\"' EXIT; mount -t tmpfs -o size=4m tmpfs \"$2\"; N=\"$NF\"; "
+		"$N record -o \"$2/a\" \"$3\" >/dev/null; $N record -o \"$2/b\" \"$3\" >/dev/null; "
+		"$N query --csv \"$2/a\" 'select count(*) from fence_ops' >/dev/null; "
+		"mount -o remount,ro \"$2\"; "
+		"$N query --csv \"$2/a\" 'select count(*) from fence_ops'; "
+		"if $N query \"$2/b\" 'select 1' 2>err.txt; then echo built; else cat err.txt; fi", NF_TEST_ARGV(tmp, m, src));
 	ck_assert_msg(st == 0, "exit %d: %s / %s", st, out, err);
 	ck_assert_msg(strstr(out, "count(*)\n2\n") && strstr(out, "/b: cannot build the timeline here (Read-only file system)"),
 		      "%s", out);
 	/* Full: 64 KiB hold the session, not its timeline. */
-	snprintf(cmd, sizeof(cmd),
-		 "set -e; cd '%s'; trap \"umount '%s'\" EXIT; mount -t tmpfs -o size=64k tmpfs '%s'; N='%s'; "
-		 "$N record -o '%s/a' '%s' >/dev/null; if $N query '%s/a' 'select 1' 2>err.txt; then echo built; "
-		 "else cat err.txt; fi; ls -A '%s/a' | tr '\\n' ' '; "
-		 "if $N record -o '%s/p' -- '%s' ops 3000 >out.txt 2>err.txt; then echo recorded; else cat err.txt; fi",
-		 tmp, m, m, nf_test_nftrace(), m, src, m, m, m, prog());
-	st = run(cmd);
+	st = sh("set -e; cd \"$1\"; trap 'umount \"$2\"' EXIT; mount -t tmpfs -o size=64k tmpfs \"$2\"; N=\"$NF\"; "
+		"$N record -o \"$2/a\" \"$3\" >/dev/null; if $N query \"$2/a\" 'select 1' 2>err.txt; then echo built; "
+		"else cat err.txt; fi; ls -A \"$2/a\" | tr '\\n' ' '; "
+		"if $N record -o \"$2/p\" -- \"$4\" ops 3000 >out.txt 2>err.txt; then echo recorded; else cat err.txt; fi", NF_TEST_ARGV(tmp, m, src, prog()));
 	ck_assert_msg(st == 0, "exit %d: %s / %s", st, out, err);
 	ck_assert_msg(strstr(out, "/a/..timeline.db.tmp.") && strstr(out, "full"), "%s", out);
 	ck_assert_msg(strstr(out, ".timeline.lock events metadata") && !strstr(out, " ..timeline"), "%s", out);
@@ -802,15 +751,12 @@ START_TEST(check_follows_an_appended_kernel_stream)
 	}
 	snprintf(d, sizeof(d), "%s/k", tmp);
 	nf_test_source_path(src, sizeof(src), "samples/log-buffer-example.nfs");
-	snprintf(cmd, sizeof(cmd), "'%s' record --kernel default -o '%s' '%s' >/dev/null && "
-		 "grep -c recorded_ '%s/metadata' && grep -c \"recorded_kernel_bytes = $(stat -c %%s '%s/kernel');\" '%s/metadata' && "
-		 "'%s' check '%s' | tail -n 1",
-		 nf_test_nftrace(), d, src, d, d, d, nf_test_nftrace(), d);
-	run_ok(cmd);
+	sh_ok("\"$NF\" record --kernel default -o \"$1\" \"$2\" >/dev/null && "
+		"grep -c recorded_ \"$1/metadata\" && grep -c \"recorded_kernel_bytes = $(stat -c %s \"$1/kernel\");\" \"$1/metadata\" && "
+		"\"$NF\" check \"$1\" | tail -n 1", NF_TEST_ARGV(d, src));
 	ck_assert_msg(strncmp(out, "3\n1\nverdict: whole", 18) == 0, "%s", out);
 	/* The kernel stream gone (its one packet: a cut one is corrupt). */
-	snprintf(cmd, sizeof(cmd), "rm '%s/kernel' && '%s' check '%s' | tail -n 1", d, nf_test_nftrace(), d);
-	run(cmd);
+	sh("rm \"$1/kernel\" && \"$NF\" check \"$1\" | tail -n 1", NF_TEST_ARGV(d));
 	ck_assert_msg(strstr(out, "verdict: incomplete (kernel has 0 of the"), "%s", out);
 }
 END_TEST

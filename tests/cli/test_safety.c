@@ -1,5 +1,5 @@
 /*
- * Safety and resource bounds of the nftrace CLI (issue 10):
+ * Safety and resource bounds of the nftrace CLI:
  * - symbolic links planted in a session are not followed: a .timeline.db link
  *   is replaced, never written through; a .timeline.lock link is refused and
  *   its target never created; a link to another session's fresh timeline is
@@ -21,26 +21,31 @@
 
 static char tmp[512], good[600], cmd[16384], out[1 << 15], err[1 << 14];
 
+/* Runs nftrace with args (no shell), its output in out and err: the exit status. */
+static int nft(const char *const args[])
+{
+	return nf_test_nftrace_run(args, out, sizeof(out), err, sizeof(err));
+}
+
+/* nft, failing the test unless nftrace exits 0. */
+static void nft_ok(const char *const args[])
+{
+	int st = nft(args);
+
+	ck_assert_msg(st == 0, "nftrace %s failed (%d): %.1500s", args[0], st, err);
+}
+
 static void run_ok(const char *c)
 {
 	int st = nf_test_run(c, out, sizeof(out), err, sizeof(err));
 	ck_assert_msg(st == 0, "%s failed (%d): %.1500s", c, st, err);
 }
 
-static void record(const char *dir, const char *sample, const char *extra)
-{
-	char src[1024];
-
-	nf_test_source_path(src, sizeof(src), sample);
-	snprintf(cmd, sizeof(cmd), "'%s' record %s -o '%s' '%s'", nf_test_nftrace(), extra, dir, src);
-	run_ok(cmd);
-}
-
 static void setup(void)
 {
 	nf_test_tmpdir(tmp, sizeof(tmp));
 	snprintf(good, sizeof(good), "%s/s", tmp);
-	record(good, "samples/log-buffer-example.nfs", "--ground-truth");
+	nf_test_record("samples/log-buffer-example.nfs", good, NF_TEST_ARGV("--ground-truth"));
 }
 
 static void teardown(void)
@@ -73,9 +78,7 @@ START_TEST(timeline_db_link_is_replaced_not_written)
 	fputs("do not touch\n", f);
 	fclose(f);
 	ck_assert_int_eq(symlink(precious, db), 0);
-	snprintf(cmd, sizeof(cmd), "'%s' query --csv '%s' 'select count(*) from fence_ops'",
-		 nf_test_nftrace(), good);
-	run_ok(cmd);
+	nft_ok(NF_TEST_ARGV("query", "--csv", good, "select count(*) from fence_ops"));
 	ck_assert_str_eq(out, "count(*)\n2\n");
 	read_file(precious, content, sizeof(content));
 	ck_assert_str_eq(content, "do not touch\n");
@@ -90,17 +93,13 @@ START_TEST(timeline_db_link_to_another_fresh_timeline_is_not_read)
 
 	/* Another session (more operations) with its own fresh timeline. */
 	snprintf(other, sizeof(other), "%s/other", tmp);
-	record(other, "samples/overrun.nfs", "");
-	snprintf(cmd, sizeof(cmd), "'%s' query --csv '%s' 'select count(*) from fence_ops'",
-		 nf_test_nftrace(), other);
-	run_ok(cmd);
+	nf_test_record("samples/overrun.nfs", other, NULL);
+	nft_ok(NF_TEST_ARGV("query", "--csv", other, "select count(*) from fence_ops"));
 	ck_assert_str_ne(out, "count(*)\n2\n");
 	snprintf(db, sizeof(db), "%s/.timeline.db", good);
 	snprintf(target, sizeof(target), "%s/.timeline.db", other);
 	ck_assert_int_eq(symlink(target, db), 0);
-	snprintf(cmd, sizeof(cmd), "'%s' query --csv '%s' 'select count(*) from fence_ops'",
-		 nf_test_nftrace(), good);
-	run_ok(cmd);
+	nft_ok(NF_TEST_ARGV("query", "--csv", good, "select count(*) from fence_ops"));
 	ck_assert_str_eq(out, "count(*)\n2\n");
 }
 END_TEST
@@ -113,8 +112,7 @@ START_TEST(lock_link_is_refused_and_target_not_created)
 	snprintf(target, sizeof(target), "%s/created-elsewhere", tmp);
 	snprintf(lock, sizeof(lock), "%s/.timeline.lock", good);
 	ck_assert_int_eq(symlink(target, lock), 0);
-	snprintf(cmd, sizeof(cmd), "'%s' query '%s' 'select 1'", nf_test_nftrace(), good);
-	int st_ = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	int st_ = nft(NF_TEST_ARGV("query", good, "select 1"));
 	ck_assert_msg(st_ == 1, "exit %d: %s", st_, err);
 	ck_assert_int_eq(nf_test_count_lines(err), 1);
 	ck_assert_msg(strstr(err, ".timeline.lock") && strstr(err, "symbolic link"), "%s", err);
@@ -184,7 +182,7 @@ START_TEST(record_force_removes_links_not_targets)
 	fclose(f);
 	ck_assert_int_eq(unlink(link), 0);
 	ck_assert_int_eq(symlink(precious, link), 0);
-	record(good, "samples/log-buffer-example.nfs", "--force");
+	nf_test_record("samples/log-buffer-example.nfs", good, NF_TEST_ARGV("--force"));
 	read_file(precious, content, sizeof(content));
 	ck_assert_str_eq(content, "keep me\n");
 	struct stat st;
@@ -439,9 +437,7 @@ START_TEST(foreign_strings_are_drawn_and_escaped)
 			 i ? "svg" : "png");
 		run_ok(cmd);
 	}
-	snprintf(cmd, sizeof(cmd), "'%s' query --json '%s' 'select name from queues'", nf_test_nftrace(),
-		 dir);
-	run_ok(cmd);
+	nft_ok(NF_TEST_ARGV("query", "--json", dir, "select name from queues"));
 	ck_assert_msg(strstr(out, "\"Q\\ufffd\\ufffd\\u0001name\\ufffd\\ufffd\"") != NULL, "%s", out);
 	for (const unsigned char *u = (const unsigned char *)out; *u; u++)
 		ck_assert_msg(*u < 0x80, "a raw byte 0x%02x in JSON: %s", *u, out);

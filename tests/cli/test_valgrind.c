@@ -1,5 +1,5 @@
 /*
- * Valgrind memcheck over a whole run (issue 10): record -> check -> report ->
+ * Valgrind memcheck over a whole run: record -> check -> report ->
  * query on the smallest sample, then import -> report -> query of a kernel
  * trace, each command under `valgrind --leak-check=full --error-exitcode=99`,
  * failing on any memory error or definite leak. Suppressed: only fontconfig's
@@ -10,6 +10,12 @@
 #include "nf_test.h"
 
 static char tmp[512], cmd[8192], out[1 << 14], err[1 << 16];
+
+/* Runs nftrace with args (no shell), its output in out and err: the exit status. */
+static int nft(const char *const args[])
+{
+	return nf_test_nftrace_run(args, out, sizeof(out), err, sizeof(err));
+}
 
 /* Runs `nftrace ARGS` under memcheck and asserts it is clean. */
 static void memcheck(const char *args)
@@ -34,8 +40,7 @@ START_TEST(record_check_report_query_are_clean)
 	nf_test_source_path(src, sizeof(src), "samples/log-buffer-example.nfs");
 	snprintf(args, sizeof(args), "record --ground-truth -o s '%s'", src);
 	memcheck(args);
-	snprintf(cmd, sizeof(cmd), "'%s' help", nf_test_nftrace());
-	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)), 0);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("help")), 0);
 	static char help[sizeof(out)];
 	snprintf(help, sizeof(help), "%s", out);
 	if (strstr(help, "   check "))
@@ -55,8 +60,8 @@ START_TEST(record_check_report_query_are_clean)
 		memcheck("report k -o k.png");
 		memcheck("query --json k 'select * from fence_ops'");
 	}
-	/* A cpu_wait_async still pending at the end (issue 18: its waiter was
-	 * read after being freed when the runtime was destroyed). */
+	/* A cpu_wait_async still pending at the end (its waiter was once read
+	 * after being freed when the runtime was destroyed). */
 	snprintf(cmd, sizeof(cmd),
 		 "cd '%s' && printf 'adapter GPU caps native\\nqueue Q adapter GPU node 0 engine 0\\n"
 		 "fence F adapter GPU initial 0\\ncpu_wait_async W F 5\\nadvance 1ms\\n' > async.nfs",

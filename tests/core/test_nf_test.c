@@ -1,10 +1,13 @@
 /*
  * The test helpers themselves (tests/nf_test.h): temporary files go under
  * $TMPDIR, and a test's directory left empty is gone once its process exits,
- * while one with content is kept.
+ * while one with content is kept; a command run with an argument list gets
+ * each argument as it is (spaces, quotes, no shell), its output, its exit
+ * status or its signal.
  */
 #include "nf_test.h"
 
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 
@@ -22,6 +25,57 @@ START_TEST(run_captures_under_tmpdir)
 	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), NULL, 0), 0);
 	ck_assert_msg(strstr(out, "nftrace-out-") && strstr(out, "nftrace-err-"),
 		      "no capture file in %s: %s", nf_test_tmpbase(), out);
+}
+END_TEST
+
+/* Each argument arrives as it is: no shell splits or expands it. */
+START_TEST(exec_passes_arguments_untouched)
+{
+	char out[4096], err[256];
+	const char *odd = "it's a \"dir\" with  spaces $HOME `x` *";
+
+	int st = nf_test_exec(NULL, NF_TEST_ARGV("printf", "[%s]\\n", odd, "", "a;b"), out,
+			      sizeof(out), err, sizeof(err));
+	ck_assert_int_eq(st, 0);
+	ck_assert_str_eq(out, "[it's a \"dir\" with  spaces $HOME `x` *]\n[]\n[a;b]\n");
+	ck_assert_str_eq(err, "");
+}
+END_TEST
+
+/* Exit status, stderr, a signal, a program that is not there, the environment. */
+START_TEST(exec_reports_status_signal_and_env)
+{
+	char out[256], err[256];
+
+	ck_assert_int_eq(nf_test_exec(NULL, NF_TEST_ARGV("sh", "-c", "echo oops >&2; exit 3"), out,
+				      sizeof(out), err, sizeof(err)), 3);
+	ck_assert_str_eq(out, "");
+	ck_assert_str_eq(err, "oops\n");
+	ck_assert_int_eq(nf_test_exec(NULL, NF_TEST_ARGV("sh", "-c", "kill -TERM $$"), NULL, 0,
+				      NULL, 0), 128 + SIGTERM);
+	ck_assert_int_eq(nf_test_exec(NULL, NF_TEST_ARGV("/nonexistent/nf-no-such-program"), NULL,
+				      0, err, sizeof(err)), 127);
+	ck_assert_ptr_nonnull(strstr(err, "nf-no-such-program"));
+	setenv("NF_TEST_GONE", "x", 1);
+	ck_assert_int_eq(nf_test_exec(NF_TEST_ARGV("NF_TEST_SET=a b", "NF_TEST_GONE"),
+				      NF_TEST_ARGV("sh", "-c", "printf '%s|%s' \"$NF_TEST_SET\" \"${NF_TEST_GONE-unset}\""),
+				      out, sizeof(out), NULL, 0), 0);
+	ck_assert_str_eq(out, "a b|unset");
+	/* stdin is /dev/null: a reader gets end of file at once. */
+	ck_assert_int_eq(nf_test_exec(NULL, NF_TEST_ARGV("cat"), out, sizeof(out), NULL, 0), 0);
+	ck_assert_str_eq(out, "");
+}
+END_TEST
+
+/* A script gets its paths as "$1"... and nftrace as "$NF", untouched by quoting. */
+START_TEST(sh_takes_paths_as_parameters)
+{
+	char out[4096];
+
+	ck_assert_int_eq(nf_test_sh("printf '[%s]' \"$1\" \"$2\"; test -n \"$NF\" && echo nf",
+				    NF_TEST_ARGV("a 'b' \"c\"", "$(x)"), out, sizeof(out), NULL, 0),
+			 0);
+	ck_assert_str_eq(out, "[a 'b' \"c\"][$(x)]nf\n");
 }
 END_TEST
 
@@ -54,7 +108,7 @@ END_TEST
 
 int main(void)
 {
-	char base[4096], cmd[4200];
+	char base[4096];
 	struct stat st;
 	int bad = 0;
 
@@ -70,6 +124,9 @@ int main(void)
 	TCase *tc = tcase_create("helpers");
 
 	tcase_add_test(tc, run_captures_under_tmpdir);
+	tcase_add_test(tc, exec_passes_arguments_untouched);
+	tcase_add_test(tc, exec_reports_status_signal_and_env);
+	tcase_add_test(tc, sh_takes_paths_as_parameters);
 	tcase_add_test(tc, empty_dir_removed_at_exit);
 	tcase_add_test(tc, full_dir_kept);
 	suite_add_tcase(s, tc);
@@ -83,8 +140,7 @@ int main(void)
 		fprintf(stderr, "test directory with content '%s' was removed\n", sh->full);
 		bad = 1;
 	}
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base);
-	if (system(cmd) != 0)
+	if (nf_test_exec(NULL, NF_TEST_ARGV("rm", "-rf", "--", base), NULL, 0, NULL, 0) != 0)
 		bad = 1;
 	return bad ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -1,6 +1,7 @@
 /*
  * Fuzz target for the timeline builder (analyzer/builder.c, clock.c) with
- * absurd but well-formed values (issue 18): the input is read as a program of
+ * absurd but well-formed values (edges of every field's type, where sums and
+ * products overflowed): the input is read as a program of
  * items the parser could deliver, in its order (events of any kind with every
  * field within its type, decoded log entries, findings), whose numbers are
  * mostly taken from the edges: 0, 1, 2^31, 2^32-1, 2^53, 2^62 +-1, 2^63 +-1,

@@ -26,6 +26,18 @@
 
 static char tmp[512], cmd[8192], out[1 << 16], err[1 << 14];
 
+/* Runs nftrace with args (no shell), its output in out and err: the exit status. */
+static int nft(const char *const args[])
+{
+	return nf_test_nftrace_run(args, out, sizeof(out), err, sizeof(err));
+}
+
+/* nft with environment changes ("NAME=value"). */
+static int nft_env(const char *const env[], const char *const args[])
+{
+	return nf_test_nftrace_env(env, args, out, sizeof(out), err, sizeof(err));
+}
+
 static void setup(void)
 {
 	nf_test_tmpdir(tmp, sizeof(tmp));
@@ -334,8 +346,7 @@ START_TEST(own_sessions_of_every_kind_start_no_child)
 		snprintf(cmd, sizeof(cmd), "'%s' %s -o '%s' '%s'", nf_test_nftrace(), kinds[k], dir, src);
 		st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
 		ck_assert_msg(st == 0, "%s: exit %d: %.1500s", kinds[k], st, err);
-		snprintf(cmd, sizeof(cmd), "NFTRACE_BT_TIMEOUT=0 '%s' check '%s'", nf_test_nftrace(), dir);
-		st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+		st = nft_env(NF_TEST_ARGV("NFTRACE_BT_TIMEOUT=0"), NF_TEST_ARGV("check", dir));
 		ck_assert_msg(st == 0 || (st == 1 && err[0] == '\0'), "%s session: exit %d: %.1500s",
 			      kinds[k], st, err);
 		ck_assert_ptr_nonnull(strstr(out, "verdict: "));
@@ -345,10 +356,10 @@ START_TEST(own_sessions_of_every_kind_start_no_child)
 		 */
 		static char native[1 << 14];
 
-		snprintf(cmd, sizeof(cmd), "'%s' info '%s'", nf_test_nftrace(), dir);
-		ck_assert_int_eq(nf_test_run(cmd, native, sizeof(native), err, sizeof(err)), 0);
-		snprintf(cmd, sizeof(cmd), "NFTRACE_READER=babeltrace2 '%s' info '%s'", nf_test_nftrace(), dir);
-		ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)), 0);
+		ck_assert_int_eq(nf_test_nftrace_run(NF_TEST_ARGV("info", dir), native,
+				 sizeof(native), err, sizeof(err)), 0);
+		ck_assert_int_eq(nft_env(NF_TEST_ARGV("NFTRACE_READER=babeltrace2"),
+				 NF_TEST_ARGV("info", dir)), 0);
 		ck_assert_msg(strcmp(native, out) == 0, "%s: info differs:\n%s\n--- babeltrace2:\n%s",
 			      kinds[k], native, out);
 		ck_assert_ptr_nonnull(strstr(native, "cpu clock:"));
@@ -370,18 +381,15 @@ START_TEST(foreign_whole_trace_reads_the_same)
 	write_session(own);
 	write_session(foreign);
 	make_foreign(foreign);
-	snprintf(cmd, sizeof(cmd), "'%s' check --json '%s'", nf_test_nftrace(), own);
-	st = nf_test_run(cmd, a, sizeof(a), err, sizeof(err));
+	st = nf_test_nftrace_run(NF_TEST_ARGV("check", "--json", own), a, sizeof(a), err,
+				 sizeof(err));
 	ck_assert_msg(st == 0, "%.1500s", err);
-	snprintf(cmd, sizeof(cmd), "'%s' check --json '%s'", nf_test_nftrace(), foreign);
-	st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	st = nft(NF_TEST_ARGV("check", "--json", foreign));
 	ck_assert_msg(st == 0, "%.1500s", err);
 	ck_assert_ptr_nonnull(strstr(out, "\"verdict\": \"whole\""));
 	/* Same findings and counts; only the session path differs. */
 	ck_assert_str_eq(strstr(out, "\"verdict\""), strstr(a, "\"verdict\""));
-	snprintf(cmd, sizeof(cmd), "'%s' query '%s' 'select count(*) from fence_ops'",
-		 nf_test_nftrace(), foreign);
-	st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	st = nft(NF_TEST_ARGV("query", foreign, "select count(*) from fence_ops"));
 	ck_assert_msg(st == 0, "%.1500s", err);
 }
 END_TEST
@@ -425,16 +433,14 @@ START_TEST(timeout_bound_and_own_sessions_skip_the_child)
 	make_foreign(foreign);
 	one_line("NFTRACE_BT_TIMEOUT=0", "check", foreign, "babeltrace2 did not finish reading this trace");
 	one_line("NFTRACE_BT_TIMEOUT=0", "info", foreign, "babeltrace2 did not finish reading this trace");
-	snprintf(cmd, sizeof(cmd), "NFTRACE_BT_TIMEOUT=0 '%s' check '%s'", nf_test_nftrace(), own);
-	st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	st = nft_env(NF_TEST_ARGV("NFTRACE_BT_TIMEOUT=0"), NF_TEST_ARGV("check", own));
 	ck_assert_msg(st == 0, "own session: exit %d: %.1500s", st, err);
 	ck_assert_ptr_nonnull(strstr(out, "verdict: whole"));
 	one_line("NFTRACE_BT_TIMEOUT=0 NFTRACE_READER=babeltrace2", "check", own,
 		 "babeltrace2 did not finish reading this trace");
 	/* A generous bound changes nothing. */
-	snprintf(cmd, sizeof(cmd), "NFTRACE_BT_TIMEOUT=600 NFTRACE_READER=babeltrace2 '%s' check '%s'",
-		 nf_test_nftrace(), own);
-	st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	st = nft_env(NF_TEST_ARGV("NFTRACE_BT_TIMEOUT=600", "NFTRACE_READER=babeltrace2"),
+		     NF_TEST_ARGV("check", own));
 	ck_assert_msg(st == 0, "exit %d: %.1500s", st, err);
 }
 END_TEST

@@ -17,7 +17,13 @@
 #include "nftrace/ctf.h"
 #include "nftrace/parser.h"
 
-static char tmp[512], cmd[8192], out[1 << 17], err[1 << 14];
+static char tmp[512], out[1 << 17], err[1 << 14];
+
+/* Runs nftrace with args (no shell), its output in out and err: the exit status. */
+static int nft(const char *const args[])
+{
+	return nf_test_nftrace_run(args, out, sizeof(out), err, sizeof(err));
+}
 
 #define MAX_LOGS 16
 
@@ -100,7 +106,7 @@ static int read_check(const char *dir, struct counts *c, char *verdict, size_t v
 {
 	static const char flatten[] =
 		"import json,sys\n"
-		"d=json.load(sys.stdin)\n"
+		"d=json.load(open(sys.argv[1]))\n"
 		"print(d['verdict'], d['illegal'])\n"
 		"for q in d['queues']:\n"
 		" for l in q['logs']:\n"
@@ -117,11 +123,15 @@ static int read_check(const char *dir, struct counts *c, char *verdict, size_t v
 	ck_assert_ptr_nonnull(f);
 	fputs(flatten, f);
 	ck_assert_int_eq(fclose(f), 0);
-	snprintf(cmd, sizeof(cmd), "'%s' check --json '%s' >'%s'", nf_test_nftrace(), dir, json);
-	st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	st = nft(NF_TEST_ARGV("check", "--json", dir));
 	ck_assert_msg(st == 0 || st == 1, "check died (%d): %.1500s", st, err);
-	snprintf(cmd, sizeof(cmd), "python3 '%s' <'%s'", py, json);
-	ck_assert_msg(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)) == 0,
+	ck_assert_msg(strlen(out) < sizeof(out) - 1, "check --json outgrew the buffer");
+	f = fopen(json, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(out, f);
+	ck_assert_int_eq(fclose(f), 0);
+	ck_assert_msg(nf_test_exec(NULL, NF_TEST_ARGV("python3", py, json), out, sizeof(out), err,
+				   sizeof(err)) == 0,
 		      "check --json is not valid JSON: %.1500s", err);
 	memset(c, 0, sizeof(*c));
 	char *line = out;
@@ -147,13 +157,10 @@ static int read_check(const char *dir, struct counts *c, char *verdict, size_t v
 
 static void record(const char *sample, const char *dir, unsigned seed)
 {
-	char src[1024];
+	char s[16];
 
-	nf_test_source_path(src, sizeof(src), sample);
-	snprintf(cmd, sizeof(cmd), "'%s' record --force --ground-truth --seed %u -o '%s' '%s'",
-		 nf_test_nftrace(), seed, dir, src);
-	int st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
-	ck_assert_msg(st == 0, "record %s failed (%d): %.1500s", sample, st, err);
+	snprintf(s, sizeof(s), "%u", seed);
+	nf_test_record(sample, dir, NF_TEST_ARGV("--force", "--ground-truth", "--seed", s));
 }
 
 static void setup(void)
@@ -251,8 +258,7 @@ START_TEST(check_text_summary)
 
 	snprintf(dir, sizeof(dir), "%s/o", tmp);
 	record("samples/overrun.nfs", dir, 3);
-	snprintf(cmd, sizeof(cmd), "'%s' check '%s'", nf_test_nftrace(), dir);
-	int st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	int st = nft(NF_TEST_ARGV("check", dir));
 	ck_assert_msg(st == 0, "exit %d: %s", st, err);
 	ck_assert_str_eq(err, "");
 	ck_assert_ptr_nonnull(strstr(out, "signals"));
@@ -260,12 +266,9 @@ START_TEST(check_text_summary)
 	ck_assert_ptr_nonnull(strstr(out, "first in stream events, packet "));
 	ck_assert_ptr_nonnull(strstr(out, "verdict: legal anomalies only"));
 	/* Usage errors exit 2. */
-	snprintf(cmd, sizeof(cmd), "'%s' check", nf_test_nftrace());
-	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)), 2);
-	snprintf(cmd, sizeof(cmd), "'%s' check --bogus '%s'", nf_test_nftrace(), dir);
-	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)), 2);
-	snprintf(cmd, sizeof(cmd), "'%s' check --help", nf_test_nftrace());
-	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)), 0);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("check")), 2);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("check", "--bogus", dir)), 2);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("check", "--help")), 0);
 	ck_assert_ptr_nonnull(strstr(out, "Illegal (exit 1)"));
 }
 END_TEST
@@ -276,8 +279,8 @@ END_TEST
 static void expect_one_line(const char *dir, const char *needle)
 {
 	/* timeout: a hang fails the test instead of stalling it (exit 124). */
-	snprintf(cmd, sizeof(cmd), "timeout 120 '%s' check '%s'", nf_test_nftrace(), dir);
-	int st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	int st = nf_test_exec(NULL, NF_TEST_ARGV("timeout", "120", nf_test_nftrace(), "check", dir),
+			      out, sizeof(out), err, sizeof(err));
 	ck_assert_msg(st == 1, "%s: exit %d, stderr %.1500s", dir, st, err);
 	ck_assert_msg(nf_test_count_lines(err) == 1, "not one line: %.1500s", err);
 	ck_assert_msg(strstr(err, dir) != NULL, "the message does not name %s: %.1500s", dir, err);
@@ -483,8 +486,8 @@ START_TEST(check_flipped_bytes)
 		}
 		write_file(path, m, len);
 		free(m);
-		snprintf(cmd, sizeof(cmd), "timeout 60 '%s' check '%s'", nf_test_nftrace(), dir);
-		int st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+		int st = nf_test_exec(NULL, NF_TEST_ARGV("timeout", "60", nf_test_nftrace(),
+				      "check", dir), out, sizeof(out), err, sizeof(err));
 		ck_assert_msg(st == 0 || st == 1, "round %d: exit %d: %.1500s", round, st, err);
 		ck_assert_msg(nf_test_count_lines(err) <= 1, "round %d: %.1500s", round, err);
 		if (err[0]) {
@@ -636,17 +639,16 @@ static size_t hand_events(struct nf_event *ev, uint64_t header, uint64_t capacit
 /* Runs check on a hand session; expects exit 1 with `kind` among the findings. */
 static void expect_illegal(const char *dir, const char *kind)
 {
-	snprintf(cmd, sizeof(cmd), "'%s' check '%s'", nf_test_nftrace(), dir);
-	int st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	int st = nft(NF_TEST_ARGV("check", dir));
 	ck_assert_msg(st == 1, "exit %d: %.1500s %.1500s", st, out, err);
 	ck_assert_str_eq(err, "");
 	ck_assert_ptr_nonnull(strstr(out, "verdict: illegal"));
 	ck_assert_msg(strstr(out, kind) != NULL, "no %s in %.2000s", kind, out);
 	/* Where: stream, packet (the only one: packet_seq_num 0), event, entry. */
 	ck_assert_msg(strstr(out, "events packet 0 event #2 entry") != NULL, "%.2000s", out);
-	snprintf(cmd, sizeof(cmd), "'%s' check --json '%s' | python3 -m json.tool", nf_test_nftrace(),
-		 dir);
-	st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	st = nft(NF_TEST_ARGV("check", "--json", dir));
+	ck_assert_msg(st == 1, "exit %d: %.1500s", st, err);
+	st = nf_test_json_tool(out, out, sizeof(out), err, sizeof(err));
 	ck_assert_msg(st == 0, "invalid JSON: %.1500s", err);
 	ck_assert_ptr_nonnull(strstr(out, "\"verdict\": \"illegal\""));
 	ck_assert_ptr_nonnull(strstr(out, kind));
@@ -662,8 +664,7 @@ START_TEST(check_whole_and_backwards)
 	snprintf(dir, sizeof(dir), "%s/whole", tmp);
 	n = hand_events(ev, 1ull << 32, 4, 4);
 	write_hand_session(dir, ev, n);
-	snprintf(cmd, sizeof(cmd), "'%s' check '%s'", nf_test_nftrace(), dir);
-	int st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	int st = nft(NF_TEST_ARGV("check", dir));
 	ck_assert_msg(st == 0, "exit %d: %.1500s", st, err);
 	ck_assert_ptr_nonnull(strstr(out, "verdict: whole (4 entries, none lost)"));
 
@@ -704,10 +705,10 @@ START_TEST(check_header_claims_2_63)
 	snprintf(dir, sizeof(dir), "%s/wrap", tmp);
 	n = hand_events(ev, 0xffffffffull << 32, 4, 4);
 	write_hand_session(dir, ev, n);
-	snprintf(cmd, sizeof(cmd), "'%s' check --json '%s' | python3 -m json.tool", nf_test_nftrace(),
-		 dir);
-	int st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
-	ck_assert_msg(st == 0, "%.1500s", err);
+	int st = nft(NF_TEST_ARGV("check", "--json", dir));
+	ck_assert_msg(st == 0, "exit %d: %.1500s", st, err);
+	st = nf_test_json_tool(out, out, sizeof(out), err, sizeof(err));
+	ck_assert_msg(st == 0, "invalid JSON: %.1500s", err);
 	/* 4 * (2^32 - 1) written, 4 read: the rest was lost, exactly. */
 	char want[64];
 	snprintf(want, sizeof(want), "\"lost\": %" PRIu64, (uint64_t)(4 * 0xffffffffull - 4));

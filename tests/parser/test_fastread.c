@@ -172,11 +172,10 @@ static void same_check_json(const char *dir)
 	static char a[1 << 16], b[1 << 16];
 	int sa, sb;
 
-	snprintf(cmd, sizeof(cmd), "'%s' check --json '%s'", nf_test_nftrace(), dir);
-	sa = nf_test_run(cmd, a, sizeof(a), errb, sizeof(errb));
-	snprintf(cmd, sizeof(cmd), "NFTRACE_READER=babeltrace2 '%s' check --json '%s'",
-		 nf_test_nftrace(), dir);
-	sb = nf_test_run(cmd, b, sizeof(b), errb, sizeof(errb));
+	sa = nf_test_nftrace_run(NF_TEST_ARGV("check", "--json", dir), a, sizeof(a), errb,
+				 sizeof(errb));
+	sb = nf_test_nftrace_env(NF_TEST_ARGV("NFTRACE_READER=babeltrace2"),
+				 NF_TEST_ARGV("check", "--json", dir), b, sizeof(b), errb, sizeof(errb));
 	ck_assert_msg(sa == sb, "%s: check exits %d (native) and %d (babeltrace2)", dir, sa, sb);
 	ck_assert_msg(a[0] == '{' || a[0] == '[', "%s: check --json printed %.200s", dir, a);
 	ck_assert_msg(strcmp(a, b) == 0, "%s: check --json differs:\n%.500s\n---\n%.500s", dir, a, b);
