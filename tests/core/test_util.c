@@ -4,6 +4,7 @@
 
 #include "../../core/anomaly_kinds.h"
 #include "../../core/capbuf.h"
+#include "../../core/text.h"
 #include "../../core/util_hash.h"
 
 START_TEST(mix64_known_values)
@@ -165,6 +166,22 @@ START_TEST(anomaly_kind_names)
 }
 END_TEST
 
+START_TEST(text_copy_clean)
+{
+	char buf[8];
+
+	nf_text_copy_clean(buf, sizeof(buf), "a\x1b[2Jb");
+	ck_assert_str_eq(buf, "a?[2Jb");
+	nf_text_copy_clean(buf, sizeof(buf), "x\xc2\x9by"); /* U+009B CSI: one '?' */
+	ck_assert_str_eq(buf, "x?y");
+	nf_text_copy_clean(buf, sizeof(buf), "0123456789");
+	ck_assert_str_eq(buf, "0123456"); /* cut to the buffer, terminated */
+	nf_text_copy_clean(buf, sizeof(buf), NULL);
+	ck_assert_str_eq(buf, "");
+	nf_text_copy_clean(buf, 0, "abc"); /* nothing written */
+}
+END_TEST
+
 static Suite *util_suite(void)
 {
 	Suite *s = suite_create("util");
@@ -178,6 +195,7 @@ static Suite *util_suite(void)
 	tcase_add_test(tc, array_reserve_doubles_and_caps);
 	tcase_add_test(tc, array_reserve_overflow);
 	tcase_add_test(tc, anomaly_kind_names);
+	tcase_add_test(tc, text_copy_clean);
 	suite_add_tcase(s, tc);
 	return s;
 }
