@@ -837,7 +837,8 @@ int nf_timeline_builder_feed_event(struct nf_timeline_builder *b, const struct n
 		snprintf(detail, sizeof(detail),
 			 "%s at CPU tick %" PRIu64 " is beyond 2^62 ns from the session start: left out",
 			 d ? d->name : "an event", ev->ts);
-		return nf_tb_add_anomaly(b, "out_of_range", 0, false, NULL, NULL, NULL, 0, detail, err);
+		return nf_tb_add_anomaly(b, nf_finding_anomaly_name(NF_FIND_OUT_OF_RANGE), 0, false, NULL,
+					 NULL, NULL, 0, detail, err);
 	}
 	if (ev->id != NF_EV_TRUTH_OP && ev->id != NF_EV_TRUTH_LOG &&
 	    (!b->any_ts || ev->ts > b->max_ts)) {
@@ -970,7 +971,8 @@ int nf_timeline_builder_feed_event(struct nf_timeline_builder *b, const struct n
 				 ", frequency %" PRIu64 ") beyond 2^62: not used",
 				 f[NFF_CALIBRATE_GPU_CLOCK_adapter], f[NFF_CALIBRATE_GPU_CLOCK_gpu_clock],
 				 f[NFF_CALIBRATE_GPU_CLOCK_cpu_clock], f[NFF_CALIBRATE_GPU_CLOCK_gpu_frequency]);
-			return nf_tb_add_anomaly(b, "out_of_range", 0, false, NULL, &now, &now, 0, detail, err);
+			return nf_tb_add_anomaly(b, nf_finding_anomaly_name(NF_FIND_OUT_OF_RANGE), 0, false,
+						 NULL, &now, &now, 0, detail, err);
 		}
 	}
 		s = b->st[ST_CAL];
@@ -990,11 +992,12 @@ int nf_timeline_builder_feed_event(struct nf_timeline_builder *b, const struct n
 		snprintf(detail, sizeof(detail),
 			 "the OS flagged %" PRId64 " lost entries (adapter %" PRIu64 ", epoch %" PRIu64 ")",
 			 lost, f[NFF_LOG_OVERRUN_adapter], f[NFF_LOG_OVERRUN_epoch]);
-		/* The replay's 'overrun' rows count these entries; the flag repeats the
+		/* The replay's 'lost' rows count these entries; the flag repeats the
 		 * count in its detail only, so that sum(lost_entries) counts each once. */
-		return nf_tb_add_anomaly(b, "os_overrun_flag", (int64_t)f[NFF_LOG_OVERRUN_hwqueue], true,
-				   log_name((uint32_t)f[NFF_LOG_OVERRUN_log_type]), &now, &now, 0,
-				   detail, err);
+		return nf_tb_add_anomaly(b, nf_anomaly_name(NF_ANOMALY_OS_OVERRUN_FLAG),
+					 (int64_t)f[NFF_LOG_OVERRUN_hwqueue], true,
+					 log_name((uint32_t)f[NFF_LOG_OVERRUN_log_type]), &now, &now, 0,
+					 detail, err);
 	}
 	case NF_EV_TRUTH_OP:
 		return on_truth(b, ev, err);
@@ -1037,8 +1040,8 @@ int nf_timeline_builder_feed_entry(struct nf_timeline_builder *b,
 				 " value %" PRIu64 " but op %" PRId64 " queued handle %" PRIu32
 				 " value %" PRId64, e->seq, e->epoch, e->entry.hnative_fence,
 				 e->entry.fence_value, o.id, o.handle, o.value);
-			rc = nf_tb_add_anomaly(b, "corrupt", o.queue, true, log_name(e->log_type), NULL, NULL,
-					 0, detail, err);
+			rc = nf_tb_add_anomaly(b, nf_finding_anomaly_name(NF_FIND_CORRUPT), o.queue, true,
+					       log_name(e->log_type), NULL, NULL, 0, detail, err);
 			if (rc)
 				return rc;
 		} else {
@@ -1061,27 +1064,12 @@ int nf_timeline_builder_feed_entry(struct nf_timeline_builder *b,
 	return nf_tb_op_done(b, &o, err);
 }
 
-static const char *finding_kind(enum nf_finding_kind k)
-{
-	switch (k) {
-	case NF_FIND_LOST: return "overrun";
-	case NF_FIND_ZERO_TS: return "zero_timestamp";
-	case NF_FIND_REPEATED_TS: return "repeated_timestamp";
-	case NF_FIND_BACKWARDS_TS: return "backwards_timestamp";
-	case NF_FIND_UNKNOWN_FENCE: return "unknown_fence";
-	case NF_FIND_BAD_OPERATION: return "bad_operation";
-	case NF_FIND_OUT_OF_RANGE: return "out_of_range";
-	case NF_FIND_CORRUPT: return "corrupt";
-	default: return NULL;
-	}
-}
-
 int nf_timeline_builder_feed_finding(struct nf_timeline_builder *b, const struct nf_finding *fd,
 				     struct nf_error *err)
 {
 	struct log_state *ls = log_for(b, fd->adapter, fd->hwqueue, fd->log_type);
 	char detail[320];
-	const char *kind = finding_kind(fd->kind);
+	const char *kind = nf_finding_anomaly_name((unsigned)fd->kind);
 
 	if (b->finished)
 		return nf_error_set(err, NF_ESTATE, "timeline: builder already finished");

@@ -14,6 +14,7 @@
 #include "builder.h"
 #include "bulk.h"
 #include "spill.h"
+#include "../core/anomaly_kinds.h"
 #include "../core/util_hash.h"
 
 #include <sqlite3.h>

@@ -138,7 +138,8 @@ static int resolve_overruns(struct nf_timeline_builder *b, struct nf_clock_model
 
 		rc = gpu_ns(m, adapter, sqlite3_column_int64(sel, 4), &first, &hf, err);
 		rc = rc ? rc : gpu_ns(m, adapter, sqlite3_column_int64(sel, 5), &last, &hl, err);
-		rc = rc ? rc : nf_tb_add_anomaly(b, "overrun", sqlite3_column_int64(sel, 1), true,
+		rc = rc ? rc : nf_tb_add_anomaly(b, nf_finding_anomaly_name(NF_FIND_LOST),
+					   sqlite3_column_int64(sel, 1), true,
 					   log_name((uint32_t)sqlite3_column_int(sel, 2)),
 					   hf ? &first : NULL, hl ? &last : NULL,
 					   sqlite3_column_int64(sel, 3),
@@ -209,7 +210,7 @@ static int flush_anomalies(struct finisher *f, struct nf_error *err)
 	if ((rc = nf_spill_rewind(f->anoms, err)) != 0)
 		return rc;
 	while ((rc = nf_spill_get(f->anoms, &a, err)) == 1) {
-		rc = nf_tb_add_anomaly(f->b, "causality", a.queue, true, log_name(a.log), &a.first_ns,
+		rc = nf_tb_add_anomaly(f->b, nf_anomaly_name(NF_ANOMALY_CAUSALITY), a.queue, true, log_name(a.log), &a.first_ns,
 				 &a.last_ns, 0, a.detail, err);
 		if (rc)
 			return rc;

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/anomaly_kinds.h"
 #include "../core/capbuf.h"
 #include "../core/util_hash.h"
 
@@ -228,7 +229,7 @@ static const char *const ew_sql[ES_COUNT] = {
 	[ES_RAW] = "INSERT INTO etw_events(ts_ns, cpu, process, thread, provider, event_id, version, "
 		   "opcode, size) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
 	[ES_LOST] = "INSERT INTO anomalies(kind, queue, log, first_ns, last_ns, lost_entries, detail) "
-		    "VALUES ('etw_lost', NULL, NULL, ?1, ?1, ?2, ?3)",
+		    "VALUES (?4, NULL, NULL, ?1, ?1, ?2, ?3)", /* ?4: etw_lost */
 	[ES_GROUP] = "INSERT INTO temp.etw_sig_group(op, grp) VALUES (?1, ?2)",
 	[ES_CALIB] = "INSERT INTO calibrations(adapter, ts_ns, gpu_clock, gpu_frequency, from_cmp, "
 		     "residual_ns) VALUES (?1, ?2, ?3, NULL, 0, NULL)",
@@ -1377,6 +1378,7 @@ int nf_etwi_lost(struct nf_etwi *e, int64_t ns, uint64_t count, const char *deta
 	sqlite3_bind_int64(e->st[ES_LOST], 1, ns);
 	sqlite3_bind_int64(e->st[ES_LOST], 2, (int64_t)count);
 	sqlite3_bind_text(e->st[ES_LOST], 3, detail, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(e->st[ES_LOST], 4, nf_anomaly_name(NF_ANOMALY_ETW_LOST), -1, SQLITE_STATIC);
 	return ew_step(e, ES_LOST, err);
 }
 

@@ -9,6 +9,7 @@
 #include "kernel_ingest.h"
 #include "bulk.h"
 #include "runs.h"
+#include "../core/anomaly_kinds.h"
 #include "../core/util_hash.h"
 
 #include <inttypes.h>
@@ -16,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "../core/anomaly_kinds.h"
 
 /* Interned strings and CPUs kept at most (a corrupt session cannot exhaust memory). */
 #define NF_KI_MAX_STRINGS (1u << 22)
@@ -42,7 +45,7 @@ static const char *const ki_sql[KS_COUNT] = {
 		      "ON CONFLICT(thread) DO UPDATE SET comm = excluded.comm",
 	[KS_RAW] = "INSERT INTO kernel_events(ts_ns, cpu, thread, name, fields) VALUES (?1, ?2, ?3, ?4, ?5)",
 	[KS_LOST] = "INSERT INTO anomalies(kind, queue, log, first_ns, last_ns, lost_entries, detail) "
-		    "VALUES ('kernel_lost', NULL, NULL, ?1, ?1, ?2, ?3)",
+		    "VALUES (?4, NULL, NULL, ?1, ?1, ?2, ?3)", /* ?4: kernel_lost */
 	/* ?12 the job key: the scheduler's job id when the event names it (kkey below). */
 	[KS_GPU] = "INSERT INTO temp.k_gpu(ts, tid, kind, ring, job, context, seqno, fence, dep_context, "
 		   "dep_seqno, flags, kkey, folded) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12 IS NOT NULL)",
@@ -849,6 +852,7 @@ int nf_timeline_kernel_ingest_event(struct nf_timeline_kernel_ingest **kip, sqli
 		else
 			sqlite3_bind_null(s, 2);
 		sqlite3_bind_text(s, 3, detail, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(s, 4, nf_anomaly_name(NF_ANOMALY_KERNEL_LOST), -1, SQLITE_STATIC);
 		return ki_step(ki, KS_LOST, err);
 	}
 	case NF_EV_KERNEL_RAW:

@@ -7,8 +7,8 @@
  * Crash safety: a write() of many pages can be cut short between two pages
  * when its process is killed, and babeltrace2 refuses a stream file that ends
  * in a torn packet. So by default the recording process never writes the
- * stream files itself: a small committer process, forked when the writer is
- * created, appends the whole packets. Packets are built in place in a ring of
+ * stream files itself: a small committer process (ctf_committer.c), forked
+ * when the writer is created, appends the whole packets. Packets are built in place in a ring of
  * shared memory per stream and published, once whole, by a descriptor in a
  * shared control block; the socket between the two only wakes a sleeping
  * side (every 2 MiB of packets, or when the recorder needs ring space) and

@@ -21,6 +21,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../core/text.h"
+
 /* ---- output ---------------------------------------------------------------- */
 
 static const char *const check_log_names[NF_LOG_SUMMARY_LOGS] = { "other", "waits", "signals" };
@@ -50,23 +52,6 @@ static const char *check_verdict(const struct nf_log_summary *s, const struct nf
 }
 
 
-/* Names from the session are printed to a terminal: control bytes (an
- * escape sequence planted in a session) become '?'. */
-static void check_copy(char *dst, size_t len, const char *src)
-{
-	size_t o = 0;
-
-	/* C1 controls (U+009B CSI) too: two bytes become one '?'. */
-	for (const char *p = src ? src : ""; *p && o + 1 < len;) {
-		int n = nf_text_control_len(p);
-
-		dst[o++] = n ? '?' : *p;
-		p += n ? n : 1;
-	}
-	if (len)
-		dst[o] = '\0';
-}
-
 /* ---- hangs and deadlocks (nf_analysis_hangs) ------------------------------------ */
 
 static void hang_queue(const struct nf_analysis *a, int64_t queue, char *buf, size_t len)
@@ -74,7 +59,7 @@ static void hang_queue(const struct nf_analysis *a, int64_t queue, char *buf, si
 	const char *name = nf_analysis_queue_name(a, queue);
 	char safe[48];
 
-	check_copy(safe, sizeof(safe), name);
+	nf_text_copy_clean(safe, sizeof(safe), name);
 	snprintf(buf, len, "queue 0x%" PRIx64 "%s%s%s", (uint64_t)queue, name ? " (" : "",
 		 name ? safe : "", name ? ")" : "");
 }

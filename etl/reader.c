@@ -25,6 +25,9 @@
 
 #include "etl_int.h"
 
+#include "../core/capbuf.h"
+#include "../core/util_hash.h"
+
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "etl/ loads little-endian fields with memcpy");
 
 #define BUF_HDR 72u           /* WMI_BUFFER_HEADER */
@@ -721,15 +724,9 @@ static int build_index(struct nf_etl_reader *r, struct nf_error *err)
 					goto out;
 			}
 			int64_t first = record_ts(data + BUF_HDR, want - BUF_HDR, etl_i64(h + BH_TS));
-			if (r->nidx == capidx) {
-				size_t nc = capidx ? capidx * 2 : 256;
-				struct buf_index *ni = realloc(r->idx, nc * sizeof(*ni));
-				if (!ni) {
-					rc = nf_error_set(err, NF_ENOMEM, "%s: out of memory indexing buffers", r->name);
-					goto out;
-				}
-				r->idx = ni;
-				capidx = nc;
+			if (nf_array_reserve((void **)&r->idx, &capidx, r->nidx + 1, sizeof(*r->idx), 256, 0)) {
+				rc = nf_error_set(err, NF_ENOMEM, "%s: out of memory indexing buffers", r->name);
+				goto out;
 			}
 			r->idx[r->nidx++] = (struct buf_index){off, first, nr, end, cpu};
 			if (!have_ts || first < min_ts)
@@ -961,14 +958,8 @@ static void heap_down(struct nf_etl_reader *r, size_t i)
 
 static int heap_push(struct nf_etl_reader *r, struct cursor *c, struct nf_error *err)
 {
-	if (r->nheap == r->capheap) {
-		size_t nc = r->capheap ? r->capheap * 2 : 16;
-		struct cursor **nh = realloc(r->heap, nc * sizeof(*nh));
-		if (!nh)
-			return nf_error_set(err, NF_ENOMEM, "%s: out of memory", r->name);
-		r->heap = nh;
-		r->capheap = nc;
-	}
+	if (nf_array_reserve((void **)&r->heap, &r->capheap, r->nheap + 1, sizeof(*r->heap), 16, 0))
+		return nf_error_set(err, NF_ENOMEM, "%s: out of memory", r->name);
 	size_t i = r->nheap++;
 	r->heap[i] = c;
 	while (i > 0) {
@@ -1018,12 +1009,13 @@ static void settle_pending(struct nf_etl_reader *r)
 
 static uint64_t count_hash(const struct nf_etl_event *ev)
 {
-	uint64_t h = 1469598103934665603ull;
-	h = (h ^ ev->provider.data1) * 1099511628211ull;
-	h = (h ^ ((uint64_t)ev->provider.data2 << 16 | ev->provider.data3)) * 1099511628211ull;
-	h = (h ^ etl_u64(ev->provider.data4)) * 1099511628211ull;
-	h = (h ^ ((uint64_t)ev->id << 17 | (uint64_t)ev->version << 1 | ev->has_guid)) * 1099511628211ull;
-	return h ^ (h >> 29);
+	/* core's mixer over each part of the key (the slots only index counts,
+	 * kept in first-seen order, so the hash never shows in the output) */
+	uint64_t h = nf_mix64(ev->provider.data1);
+
+	h = nf_mix64(h ^ ((uint64_t)ev->provider.data2 << 16 | ev->provider.data3));
+	h = nf_mix64(h ^ etl_u64(ev->provider.data4));
+	return nf_mix64(h ^ ((uint64_t)ev->id << 17 | (uint64_t)ev->version << 1 | ev->has_guid));
 }
 
 static bool count_match(const struct nf_etl_count *c, const struct nf_etl_event *ev)
@@ -1080,14 +1072,9 @@ static int count_event(struct nf_etl_reader *r, const struct nf_etl_event *ev, s
 				r->overflow++;
 				return 0;
 			}
-			if (r->ncounts == r->capcounts) {
-				size_t nc = r->capcounts ? r->capcounts * 2 : 64;
-				struct nf_etl_count *n2 = realloc(r->counts, nc * sizeof(*n2));
-				if (!n2)
-					return nf_error_set(err, NF_ENOMEM, "%s: out of memory counting events", r->name);
-				r->counts = n2;
-				r->capcounts = nc;
-			}
+			if (nf_array_reserve((void **)&r->counts, &r->capcounts, r->ncounts + 1,
+					     sizeof(*r->counts), 64, NF_ETL_MAX_COUNTS))
+				return nf_error_set(err, NF_ENOMEM, "%s: out of memory counting events", r->name);
 			c = &r->counts[r->ncounts];
 			memset(c, 0, sizeof(*c));
 			c->has_guid = ev->has_guid;

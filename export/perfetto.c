@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/util_hash.h"
+
 /* Field numbers (Perfetto's public format). */
 enum {
 	TRACE_PACKET = 1,
@@ -169,7 +171,7 @@ static uint32_t intern_keyed(struct pf_writer *pw, uint64_t key, const char *s, 
 			return 0;
 		}
 	}
-	for (i = (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> 40) & (INTERN_SLOTS - 1); k->key[i];
+	for (i = (uint32_t)nf_mix64(key) & (INTERN_SLOTS - 1); k->key[i];
 	     i = (i + 1) & (INTERN_SLOTS - 1))
 		if (k->key[i] == key)
 			return k->iid[i];

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/anomaly_kinds.h"
 #include "../core/util_hash.h"
 
 /* Bounds on what a session may make us hold. */
@@ -50,42 +51,30 @@ struct nf_logreplay {
 	size_t fences_cap, fences_used;
 };
 
-static const char *const nf_finding_names[NF_FIND_COUNT] = {
-	[NF_FIND_LOST] = "lost",
-	[NF_FIND_ZERO_TS] = "zero_timestamp",
-	[NF_FIND_REPEATED_TS] = "repeated_timestamp",
-	[NF_FIND_BACKWARDS_TS] = "backwards_timestamp",
-	[NF_FIND_UNKNOWN_FENCE] = "unknown_fence",
-	[NF_FIND_BAD_OPERATION] = "bad_operation",
-	[NF_FIND_OUT_OF_RANGE] = "out_of_range",
-	[NF_FIND_CORRUPT] = "corrupt",
-	[NF_FIND_NEW_EPOCH] = "new_epoch",
-};
+/* Finding names and legality come from schemas/anomalies.def (core's
+ * anomaly_kinds.h); enum nf_finding_kind in parser.h must follow its order. */
+#define NF_FINDING(id, name, illegal, row, doc)                                     \
+	_Static_assert((int)NF_FIND_##id == (int)NF_FINDING_POS_##id,               \
+		       "enum nf_finding_kind follows schemas/anomalies.def: " #id);
+#define NF_ANOMALY(id, name, doc)
+#include "../schemas/anomalies.def"
+#undef NF_FINDING
+#undef NF_ANOMALY
+_Static_assert((int)NF_FIND_COUNT == (int)NF_FINDING_POS_COUNT,
+	       "enum nf_finding_kind has one entry per NF_FINDING of schemas/anomalies.def");
 
 const char *nf_finding_kind_name(enum nf_finding_kind kind)
 {
-	if ((unsigned)kind >= NF_FIND_COUNT)
-		return "unknown";
-	return nf_finding_names[kind];
+	const struct nf_finding_kind_info *i = nf_finding_kind_info((unsigned)kind);
+
+	return i ? i->name : "unknown";
 }
 
 bool nf_finding_is_illegal(enum nf_finding_kind kind)
 {
-	switch (kind) {
-	case NF_FIND_BACKWARDS_TS:
-	case NF_FIND_UNKNOWN_FENCE:
-	case NF_FIND_BAD_OPERATION:
-	case NF_FIND_OUT_OF_RANGE:
-	case NF_FIND_CORRUPT:
-		return true;
-	case NF_FIND_LOST:
-	case NF_FIND_ZERO_TS:
-	case NF_FIND_REPEATED_TS:
-	case NF_FIND_NEW_EPOCH:
-	case NF_FIND_COUNT:
-		break;
-	}
-	return false;
+	const struct nf_finding_kind_info *i = nf_finding_kind_info((unsigned)kind);
+
+	return i && i->illegal;
 }
 
 struct nf_logreplay *nf_logreplay_create(const struct nf_parser_callbacks *cb)

@@ -9,6 +9,7 @@
  */
 #include "nftrace/parser.h"
 
+#include "../core/text.h"
 #include "../core/util_hash.h"
 
 #include <stdbool.h>
@@ -88,23 +89,6 @@ static struct nf_log_counts *logsum_log(struct logsum_state *s, uint32_t adapter
 	return &q->log[slot];
 }
 
-/* Names from the session are printed to a terminal: control bytes (an
- * escape sequence planted in a session) become '?'. */
-static void logsum_copy(char *dst, size_t len, const char *src)
-{
-	size_t o = 0;
-
-	/* C1 controls (U+009B CSI) too: two bytes become one '?'. */
-	for (const char *p = src ? src : ""; *p && o + 1 < len;) {
-		int n = nf_text_control_len(p);
-
-		dst[o++] = n ? '?' : *p;
-		p += n ? n : 1;
-	}
-	if (len)
-		dst[o] = '\0';
-}
-
 static int logsum_event(void *ctx, const struct nf_event *ev)
 {
 	struct logsum_state *s = ctx;
@@ -112,7 +96,7 @@ static int logsum_event(void *ctx, const struct nf_event *ev)
 
 	switch (ev->id) {
 	case NF_EV_HWQUEUE_START:
-		logsum_copy(logsum_queue(s, (uint32_t)ev->f[NFF_HWQUEUE_START_adapter],
+		nf_text_copy_clean(logsum_queue(s, (uint32_t)ev->f[NFF_HWQUEUE_START_adapter],
 				       (uint32_t)ev->f[NFF_HWQUEUE_START_hwqueue])->name,
 			   sizeof(((struct nf_queue_summary *)0)->name), ev->str);
 		break;
@@ -166,7 +150,7 @@ static int logsum_finding(void *ctx, const struct nf_finding *f)
 		l->epochs++;
 	}
 	if (!l->first[k].set) {
-		logsum_copy(l->first[k].stream, sizeof(l->first[k].stream), f->stream);
+		nf_text_copy_clean(l->first[k].stream, sizeof(l->first[k].stream), f->stream);
 		l->first[k].event_index = f->event_index;
 		l->first[k].entry_index = f->entry_index;
 		l->first[k].packet = f->packet;
@@ -181,7 +165,7 @@ static int logsum_finding(void *ctx, const struct nf_finding *f)
 			struct nf_listed_finding *c = &s->pub.listed[s->pub.n_listed++];
 
 			c->f = *f;
-			logsum_copy(c->stream, sizeof(c->stream), f->stream);
+			nf_text_copy_clean(c->stream, sizeof(c->stream), f->stream);
 			c->f.stream = c->stream;
 		} else {
 			s->pub.not_listed++;

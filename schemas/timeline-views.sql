@@ -82,4 +82,4 @@ ORDER BY f.queue;
 CREATE VIEW lost_spans AS
 SELECT queue, log, first_ns, last_ns, lost_entries, detail,
        printf('0x%x', queue) AS queue_hex
-FROM anomalies WHERE kind = 'overrun' ORDER BY queue, first_ns;
+FROM anomalies WHERE kind = 'lost' ORDER BY queue, first_ns;

@@ -168,11 +168,11 @@ CREATE TABLE monitored_values (
 -- What the log forensics found: lost spans and timestamp anomalies.
 CREATE TABLE anomalies (
   id            INTEGER PRIMARY KEY,
-  kind          TEXT,    -- 'overrun', 'zero_timestamp', 'repeated_timestamp', 'backwards_timestamp', 'unknown_fence', 'bad_operation', 'out_of_range', 'corrupt', 'os_overrun_flag', 'causality'
+  kind          TEXT,    -- 'lost', 'zero_timestamp', 'repeated_timestamp', 'backwards_timestamp', 'unknown_fence', 'bad_operation', 'out_of_range', 'corrupt', 'os_overrun_flag', 'causality', 'kernel_lost', 'etw_lost' (names and meanings: schemas/anomalies.def; before version 9 lost was called overrun)
   queue         INTEGER, -- hardware queue handle
   log           TEXT,    -- 'waits' or 'signals'
-  first_ns      INTEGER, -- start of the span (for overruns: last entry read before the gap)
-  last_ns       INTEGER, -- end of the span (for overruns: first entry read after the gap)
+  first_ns      INTEGER, -- start of the span (for 'lost': last entry read before the gap)
+  last_ns       INTEGER, -- end of the span (for 'lost': first entry read after the gap)
   lost_entries  INTEGER, -- entries missing (overrun), else 0: the OS's own 'os_overrun_flag' rows
                          -- repeat an overrun's count in detail only, so sum(lost_entries) counts
                          -- each lost entry once

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/anomaly_kinds.h"
 #include "../core/capbuf.h"
 #include "../core/util_hash.h"
 
@@ -825,6 +826,7 @@ static int lost_run_flush(struct lost_run *r, struct nf_render_scene *s, double 
 static int collect_anomalies(sqlite3 *db, const struct nf_render_layout *lay,
 			     struct nf_render_scene *s, const char *qf, struct nf_error *err)
 {
+	const char *lost_kind = nf_finding_anomaly_name(NF_FINDING_POS_LOST);
 	struct lost_run runs[3];
 	sqlite3_stmt *st = NULL;
 	const struct nf_render_row *row = NULL;
@@ -835,14 +837,14 @@ static int collect_anomalies(sqlite3 *db, const struct nf_render_layout *lay,
 
 	memset(runs, 0, sizeof(runs));
 	/*
-	 * An overrun without a first time lost entries from the start of the log
+	 * A 'lost' span without a first time lost entries from the start of the log
 	 * (nothing was read before the gap): its span starts at the session start;
 	 * one without a last time runs to the session end (?3).
 	 */
 	sql = sqlite3_mprintf("SELECT kind, queue, log, f, l, lost_entries FROM ("
-			      "SELECT kind, queue, log, lost_entries, CASE WHEN kind = 'overrun' "
+			      "SELECT kind, queue, log, lost_entries, CASE WHEN kind = ?4 "
 			      "THEN coalesce(first_ns, CASE WHEN last_ns IS NOT NULL THEN 0 END) "
-			      "ELSE coalesce(first_ns, last_ns) END AS f, CASE WHEN kind = 'overrun' "
+			      "ELSE coalesce(first_ns, last_ns) END AS f, CASE WHEN kind = ?4 "
 			      "THEN coalesce(last_ns, CASE WHEN first_ns IS NOT NULL THEN ?3 END) "
 			      "ELSE coalesce(last_ns, first_ns) END AS l "
 			      "FROM anomalies WHERE queue IS NOT NULL%s) "
@@ -851,6 +853,7 @@ static int collect_anomalies(sqlite3 *db, const struct nf_render_layout *lay,
 	if ((ret = prepare_window(db, lay, sql, &st, "reading anomalies", err)) < 0)
 		goto out_free;
 	sqlite3_bind_int64(st, 3, lay->session_end > lay->t1 ? lay->session_end : lay->t1);
+	sqlite3_bind_text(st, 4, lost_kind, -1, SQLITE_STATIC);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		const char *kind = (const char *)sqlite3_column_text(st, 0);
 		const char *log = (const char *)sqlite3_column_text(st, 2);
@@ -872,11 +875,11 @@ static int collect_anomalies(sqlite3 *db, const struct nf_render_layout *lay,
 		if (!row)
 			continue;
 		/* The OS's own overrun flag is legal and its entries are the replay's
-		 * 'overrun' span drawn below: not an "other anomaly" marker. */
-		if (kind && strcmp(kind, "os_overrun_flag") == 0)
+		 * 'lost' span drawn below: not an "other anomaly" marker. */
+		if (kind && strcmp(kind, nf_anomaly_name(NF_ANOMALY_OS_OVERRUN_FLAG)) == 0)
 			continue;
 		s->n_anomalies++;
-		if (kind && strcmp(kind, "overrun") == 0) {
+		if (kind && strcmp(kind, lost_kind) == 0) {
 			struct lost_run *r;
 			double x0 = nf_render_layout_x(lay, first), x1 = nf_render_layout_x(lay, last);
 

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/anomaly_kinds.h"
 #include "../core/capbuf.h"
 
 #define KR_BAR_H 5.0
@@ -159,7 +160,7 @@ static int kr_links(sqlite3 *db, const struct nf_render_layout *lay, struct nf_r
 static int kr_lost(sqlite3 *db, const struct nf_render_layout *lay, struct nf_render_scene *s,
 		   struct nf_error *err)
 {
-	static const char sql[] = "SELECT first_ns, lost_entries FROM anomalies WHERE kind = 'kernel_lost' "
+	static const char sql[] = "SELECT first_ns, lost_entries FROM anomalies WHERE kind = ?3 "
 				  "AND first_ns >= ?1 AND first_ns <= ?2 ORDER BY first_ns";
 	const struct nf_render_row *head = NULL;
 	sqlite3_stmt *st = NULL;
@@ -175,6 +176,7 @@ static int kr_lost(sqlite3 *db, const struct nf_render_layout *lay, struct nf_re
 		return kr_fail(db, err, "reading kernel lost events");
 	sqlite3_bind_int64(st, 1, lay->t0);
 	sqlite3_bind_int64(st, 2, lay->t1);
+	sqlite3_bind_text(st, 3, nf_anomaly_name(NF_ANOMALY_KERNEL_LOST), -1, SQLITE_STATIC);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		double x = nf_render_layout_x(lay, sqlite3_column_int64(st, 0));
 		char text[32];

@@ -322,11 +322,11 @@ START_TEST(fifo_lost_zero_epoch_unmatched)
 				       "(SELECT log_seq FROM fence_ops WHERE status = 'lost' ORDER BY id)",
 				buf, sizeof(buf)), "3,4,5,6");
 	/* The overrun's count equals the lost ops. */
-	ck_assert_int_eq(q_int(fx.db, "SELECT lost_entries FROM anomalies WHERE kind = 'overrun'"),
+	ck_assert_int_eq(q_int(fx.db, "SELECT lost_entries FROM anomalies WHERE kind = 'lost'"),
 			 4);
-	ck_assert_int_eq(q_int(fx.db, "SELECT first_ns FROM anomalies WHERE kind = 'overrun'"),
+	ck_assert_int_eq(q_int(fx.db, "SELECT first_ns FROM anomalies WHERE kind = 'lost'"),
 			 5002);
-	ck_assert_int_eq(q_int(fx.db, "SELECT last_ns FROM anomalies WHERE kind = 'overrun'"),
+	ck_assert_int_eq(q_int(fx.db, "SELECT last_ns FROM anomalies WHERE kind = 'lost'"),
 			 5007);
 	ck_assert_str_eq(q_text(fx.db, "SELECT status || ':' || coalesce(end_ns, 'null') "
 				       "FROM fence_ops WHERE value = 9", buf, sizeof(buf)),

@@ -2,7 +2,9 @@
  * open-addressing map of util_hash.h, the capped array growth of capbuf.h. */
 #include "nf_test.h"
 
+#include "../../core/anomaly_kinds.h"
 #include "../../core/capbuf.h"
+#include "../../core/text.h"
 #include "../../core/util_hash.h"
 
 START_TEST(mix64_known_values)
@@ -138,6 +140,48 @@ START_TEST(array_reserve_overflow)
 }
 END_TEST
 
+START_TEST(anomaly_kind_names)
+{
+	/* One name per kind, all distinct; 'lost' everywhere for lost entries. */
+	const char *seen[NF_FINDING_POS_COUNT + NF_ANOMALY_COUNT];
+	size_t n = 0;
+
+	ck_assert_str_eq(nf_finding_kind_info(NF_FINDING_POS_LOST)->name, "lost");
+	ck_assert_str_eq(nf_finding_anomaly_name(NF_FINDING_POS_LOST), "lost");
+	ck_assert_ptr_null(nf_finding_anomaly_name(NF_FINDING_POS_NEW_EPOCH)); /* no row */
+	ck_assert(!nf_finding_kind_info(NF_FINDING_POS_ZERO_TS)->illegal);
+	ck_assert(nf_finding_kind_info(NF_FINDING_POS_BACKWARDS_TS)->illegal);
+	ck_assert_ptr_null(nf_finding_kind_info(NF_FINDING_POS_COUNT));
+	ck_assert_str_eq(nf_anomaly_name(NF_ANOMALY_OS_OVERRUN_FLAG), "os_overrun_flag");
+	ck_assert_str_eq(nf_anomaly_name(NF_ANOMALY_COUNT), "unknown");
+	for (unsigned k = 0; k < NF_FINDING_POS_COUNT; k++)
+		seen[n++] = nf_finding_kind_info(k)->name;
+	for (unsigned k = 0; k < NF_ANOMALY_COUNT; k++)
+		seen[n++] = nf_anomaly_name((enum nf_anomaly_kind)k);
+	for (size_t i = 0; i < n; i++) {
+		ck_assert_ptr_nonnull(seen[i]);
+		for (size_t j = 0; j < i; j++)
+			ck_assert_str_ne(seen[i], seen[j]);
+	}
+}
+END_TEST
+
+START_TEST(text_copy_clean)
+{
+	char buf[8];
+
+	nf_text_copy_clean(buf, sizeof(buf), "a\x1b[2Jb");
+	ck_assert_str_eq(buf, "a?[2Jb");
+	nf_text_copy_clean(buf, sizeof(buf), "x\xc2\x9by"); /* U+009B CSI: one '?' */
+	ck_assert_str_eq(buf, "x?y");
+	nf_text_copy_clean(buf, sizeof(buf), "0123456789");
+	ck_assert_str_eq(buf, "0123456"); /* cut to the buffer, terminated */
+	nf_text_copy_clean(buf, sizeof(buf), NULL);
+	ck_assert_str_eq(buf, "");
+	nf_text_copy_clean(buf, 0, "abc"); /* nothing written */
+}
+END_TEST
+
 static Suite *util_suite(void)
 {
 	Suite *s = suite_create("util");
@@ -150,6 +194,8 @@ static Suite *util_suite(void)
 	tcase_add_test(tc, u64map_max_keys);
 	tcase_add_test(tc, array_reserve_doubles_and_caps);
 	tcase_add_test(tc, array_reserve_overflow);
+	tcase_add_test(tc, anomaly_kind_names);
+	tcase_add_test(tc, text_copy_clean);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -132,7 +132,7 @@ static void make_scenario(const char *path)
 		 " (5, 512, 0, 'wait',   2, 21, 1, 7500000, NULL, NULL, 'lost', NULL);"
 		 "INSERT INTO deps (signal_id, wait_id, cpu_signal, stall_ns) VALUES (3, 2, NULL, 3000000);"
 		 "INSERT INTO anomalies (id, kind, queue, log, first_ns, last_ns, lost_entries, detail) VALUES"
-		 " (1, 'overrun', 512, 'signals', 8000000, 9000000, 12, 'lost 12 entries'),"
+		 " (1, 'lost', 512, 'signals', 8000000, 9000000, 12, 'lost 12 entries'),"
 		 " (2, 'zero_timestamp', 256, 'waits', 8500000, 8500000, 0, 'zero'),"
 		 " (3, 'backwards_timestamp', 256, 'signals', 9000000, 9000000, 0, 'backwards');"
 		 "INSERT INTO cpu_waits (id, thread, adapter, fence, value, start_ns, end_ns, status) VALUES (1, 42, 0, 1, 1, 500000, 2500000, 'satisfied');"
@@ -798,7 +798,7 @@ START_TEST(big_database_level_of_detail)
 	sqlite3_finalize(ins);
 	sqlite3_finalize(dep);
 	exec_sql(h, "INSERT INTO anomalies (id, kind, queue, log, first_ns, last_ns, lost_entries, detail) "
-		    "VALUES (1,'overrun',3,'waits',400000000,420000000,77,'x');");
+		    "VALUES (1,'lost',3,'waits',400000000,420000000,77,'x');");
 	finish_db(h);
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
