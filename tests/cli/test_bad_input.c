@@ -273,9 +273,8 @@ static void setup_sessions(void)
 	snprintf(good, sizeof(good), "%s/good", tmp);
 	snprintf(good_nt, sizeof(good_nt), "%s/good-nt", tmp);
 	nf_test_source_path(src, sizeof(src), "samples/log-buffer-example.nfs");
-	snprintf(cmd, sizeof(cmd), "'%s' record --ground-truth -o '%s' '%s' && '%s' record -o '%s' '%s'",
-		 nf_test_nftrace(), good, src, nf_test_nftrace(), good_nt, src);
-	int st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	int st = nf_test_sh("\"$NF\" record --ground-truth -o \"$1\" \"$2\" && \"$NF\" record -o \"$3\" \"$2\"",
+			    NF_TEST_ARGV(good, src, good_nt), out, sizeof(out), err, sizeof(err));
 	ck_assert_msg(st == 0, "recording the good sessions failed: %s", err);
 	/* check and import arrive with other work: use them when registered. */
 	ck_assert_int_eq(nft(NF_TEST_ARGV("help")), 0);

@@ -157,9 +157,8 @@ START_TEST(analyzer_files_of_the_wrong_kind)
 		snprintf(cmd, sizeof(cmd), "cd '%s' && rm -rf .timeline.db .timeline.lock && %s %s",
 			 good, cases[i].make, cases[i].name);
 		run_ok(cmd);
-		snprintf(cmd, sizeof(cmd), "exec timeout -k 5 120 '%s' query --csv '%s' 'select count(*) from fence_ops'",
-			 nf_test_nftrace(), good);
-		int st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+		int st = nf_test_sh("exec timeout -k 5 120 \"$NF\" query --csv \"$1\" 'select count(*) from fence_ops'",
+				    NF_TEST_ARGV(good), out, sizeof(out), err, sizeof(err));
 		ck_assert_msg(st == cases[i].want, "%s %s: exit %d: %s", cases[i].make, cases[i].name, st, err);
 		if (st == 0)
 			ck_assert_str_eq(out, "count(*)\n2\n");
@@ -468,9 +467,8 @@ START_TEST(opless_loop_notices_sigint)
 	ck_assert_ptr_nonnull(f);
 	fputs("adapter GPU\nqueue Q adapter GPU\nrepeat 100000 {\n advance 1ms\n}\n", f);
 	fclose(f);
-	snprintf(cmd, sizeof(cmd), "timeout --preserve-status -s INT 2 '%s' record --mode threaded -o '%s' '%s'",
-		 nf_test_nftrace(), dir, scen);
-	int st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	int st = nf_test_sh("timeout --preserve-status -s INT 2 \"$NF\" record --mode threaded -o \"$1\" \"$2\"",
+			    NF_TEST_ARGV(dir, scen), out, sizeof(out), err, sizeof(err));
 	ck_assert_msg(st == 130, "exit %d (130 expected): %.1500s", st, err);
 }
 END_TEST

@@ -62,20 +62,14 @@ START_TEST(record_check_report_query_are_clean)
 	}
 	/* A cpu_wait_async still pending at the end (its waiter was once read
 	 * after being freed when the runtime was destroyed). */
-	snprintf(cmd, sizeof(cmd),
-		 "cd '%s' && printf 'adapter GPU caps native\\nqueue Q adapter GPU node 0 engine 0\\n"
-		 "fence F adapter GPU initial 0\\ncpu_wait_async W F 5\\nadvance 1ms\\n' > async.nfs",
-		 tmp);
-	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)), 0);
+	ck_assert_int_eq(nf_test_sh("cd \"$1\" && printf 'adapter GPU caps native\\nqueue Q adapter GPU node 0 engine 0\\n"
+		"fence F adapter GPU initial 0\\ncpu_wait_async W F 5\\nadvance 1ms\\n' > async.nfs", NF_TEST_ARGV(tmp), out, sizeof(out), err, sizeof(err)), 0);
 	memcheck("record -o async async.nfs");
 	/* An error path too: a corrupt stream. */
 	snprintf(cmd, sizeof(cmd), "cd '%s' && mkdir b && cp s/* b/ && truncate -s 100 b/events", tmp);
 	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)), 0);
-	snprintf(cmd, sizeof(cmd),
-		 "cd '%s' && valgrind -q --leak-check=full --show-leak-kinds=definite "
-		 "--errors-for-leak-kinds=definite --error-exitcode=99 '%s' query b 'select 1'",
-		 tmp, nf_test_nftrace());
-	int st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	int st = nf_test_sh("cd \"$1\" && valgrind -q --leak-check=full --show-leak-kinds=definite "
+		"--errors-for-leak-kinds=definite --error-exitcode=99 \"$NF\" query b 'select 1'", NF_TEST_ARGV(tmp), out, sizeof(out), err, sizeof(err));
 	ck_assert_msg(st == 1 && nf_test_count_lines(err) == 1,
 		      "memcheck on a corrupt session: exit %d\n%.8000s", st, err);
 }

@@ -240,8 +240,8 @@ static void contained(const char *dir, int sig, const char *name)
 	one_line(NULL, "check", dir, needle);
 	one_line(NULL, "query", dir, needle);
 	/* No database or temporary was left behind by the query. */
-	snprintf(cmd, sizeof(cmd), "ls -A '%s'", dir);
-	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)), 0);
+	ck_assert_int_eq(nf_test_sh("ls -A \"$1\"", NF_TEST_ARGV(dir), out, sizeof(out), err,
+			 sizeof(err)), 0);
 	ck_assert_msg(strstr(out, ".timeline.db\n") == NULL && strstr(out, ".tmp.") == NULL, "%s", out);
 }
 
