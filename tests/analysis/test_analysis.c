@@ -21,7 +21,7 @@
 #include <stdbool.h>
 
 static char tmp[512];
-static char cmd[8192], out[1 << 16], err[1 << 14];
+static char out[1 << 16], err[1 << 14];
 
 /* Runs nftrace with args (no shell), its output in out and err: the exit status. */
 static int nft(const char *const args[])
@@ -813,16 +813,17 @@ START_TEST(cli_bad_usage)
 
 	record("log-buffer-example", dir, sizeof(dir));
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		snprintf(cmd, sizeof(cmd), "'%s' critical-path %s", nf_test_nftrace(), bad[i]);
-		int st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+		/* the table's words split by the shell, as typed */
+		int st = nf_test_sh("exec \"$NF\" critical-path $1", NF_TEST_ARGV(bad[i]), out,
+				    sizeof(out), err, sizeof(err));
 		ck_assert_msg(st == 2, "'%s': exit %d", bad[i], st);
 		ck_assert_int_eq(nf_test_count_lines(err), 1);
 	}
 	/* failures of the work: one line naming what, exit 1 */
 	static const char *const fail[] = { "--op 99", "--queue NoSuchQueue", "--at 1ns" };
 	for (size_t i = 0; i < sizeof(fail) / sizeof(fail[0]); i++) {
-		snprintf(cmd, sizeof(cmd), "'%s' critical-path '%s' %s", nf_test_nftrace(), dir, fail[i]);
-		int st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+		int st = nf_test_sh("exec \"$NF\" critical-path \"$1\" $2", NF_TEST_ARGV(dir, fail[i]),
+				    out, sizeof(out), err, sizeof(err));
 		ck_assert_msg(st == 1, "'%s': exit %d", fail[i], st);
 		ck_assert_int_eq(nf_test_count_lines(err), 1);
 		ck_assert_msg(out[0] == '\0', "stdout on failure: %s", out);

@@ -1087,10 +1087,9 @@ START_TEST(build_missing_session)
 	ck_assert_int_ne(nf_timeline_build(dir, db, &err), 0);
 	ck_assert_int_ne(err.msg[0], '\0');
 	ck_assert_int_ne(access(db, F_OK), 0);
-	char cmd[800], out[256];
+	char out[256];
 
-	snprintf(cmd, sizeof(cmd), "ls -A '%s'", dir);
-	nf_test_run(cmd, out, sizeof(out), NULL, 0);
+	nf_test_exec(NULL, NF_TEST_ARGV("ls", "-A", dir), out, sizeof(out), NULL, 0);
 	ck_assert_str_eq(out, "");
 	nf_error_clear(&err);
 	ck_assert_int_eq(nf_timeline_ensure("/nonexistent/session", db, sizeof(db), &err),

@@ -20,7 +20,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-static char tmp[512], cmd[8192], out[1 << 16], err[1 << 14];
+static char tmp[512], out[1 << 16], err[1 << 14];
 
 /* Runs nftrace with args (no shell), its output in out and err: the exit status. */
 static int nft(const char *const args[])
@@ -54,9 +54,12 @@ static void stress_variant(const char *path, int outer)
 	char src[1024];
 
 	nf_test_source_path(src, sizeof(src), "samples/stress.nfs");
-	snprintf(cmd, sizeof(cmd), "sed 's/^repeat 4000 as/repeat %d as/' '%s' > '%s' && grep -q '^repeat %d as' '%s'",
-		 outer, src, path, outer, path);
-	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)), 0);
+	char n[16];
+
+	snprintf(n, sizeof(n), "%d", outer);
+	ck_assert_int_eq(nf_test_sh("sed \"s/^repeat 4000 as/repeat $3 as/\" \"$1\" > \"$2\" && "
+				    "grep -q \"^repeat $3 as\" \"$2\"",
+				    NF_TEST_ARGV(src, path, n), out, sizeof(out), err, sizeof(err)), 0);
 }
 
 /* Starts `nftrace record -o DIR SCENARIO` with its output thrown away. */
@@ -211,11 +214,14 @@ START_TEST(sigkill_leaves_whole_packets)
 		if (file_size(events) > 0) {
 			/* The metadata too, but for the end of the recording that
 			 * only the whole one has (it tells a cut session from a whole one). */
-			snprintf(cmd, sizeof(cmd), "cmp -n %lld '%s' '%s/whole/events' && "
-				 "grep -v '^\trecorded_' '%s/whole/metadata' | cmp '%s/metadata' - && "
-				 "! grep -q recorded_ '%s/metadata'",
-				 file_size(events), events, tmp, tmp, dir, dir);
-			ck_assert_msg(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)) == 0,
+			char n[32];
+
+			snprintf(n, sizeof(n), "%lld", file_size(events));
+			ck_assert_msg(nf_test_sh("cmp -n \"$1\" \"$2\" \"$3/whole/events\" && "
+						 "grep -v '^\trecorded_' \"$3/whole/metadata\" | "
+						 "cmp \"$4/metadata\" - && ! grep -q recorded_ \"$4/metadata\"",
+						 NF_TEST_ARGV(n, events, tmp, dir), out, sizeof(out), err,
+						 sizeof(err)) == 0,
 				      "killed at %lld bytes (seed %u): not a prefix of the whole recording: %.500s",
 				      points[i], seed, out);
 		}
@@ -279,9 +285,9 @@ START_TEST(file_size_limit_is_a_clear_error)
 	for (int ignore = 0; ignore < 2; ignore++) {
 		snprintf(dir, sizeof(dir), "%s/fsize%d", tmp, ignore);
 		snprintf(events, sizeof(events), "%s/events", dir);
-		snprintf(cmd, sizeof(cmd), "%s ulimit -f 2048; exec '%s' record -o '%s' '%s'",
-			 ignore ? "trap '' XFSZ;" : "", nf_test_nftrace(), dir, src);
-		st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+		st = nf_test_sh(ignore ? "trap '' XFSZ; ulimit -f 2048; exec \"$NF\" record -o \"$1\" \"$2\""
+				       : "ulimit -f 2048; exec \"$NF\" record -o \"$1\" \"$2\"",
+				NF_TEST_ARGV(dir, src), out, sizeof(out), err, sizeof(err));
 		ck_assert_msg(st == 1, "exit %d: %.1500s", st, err);
 		ck_assert_msg(nf_test_count_lines(err) == 1, "stderr: %.1500s", err);
 		ck_assert_msg(strstr(err, events) && strstr(err, "File too large"), "stderr: %.1500s", err);
@@ -353,21 +359,22 @@ START_TEST(every_sample_is_deterministic_and_readable)
 		 * double its size, and every other sample checks that stream. */
 		bool stress = !strcmp(de->d_name, "stress.nfs");
 		for (int i = 0; i < 2; i++) {
-			snprintf(cmd, sizeof(cmd), "'%s' record %s --mode deterministic -o '%s' '%s'",
-				 nf_test_nftrace(), stress ? "" : "--ground-truth", i ? b : a, src);
-			int st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+			int st = stress ? nft(NF_TEST_ARGV("record", "--mode", "deterministic", "-o",
+							   i ? b : a, src))
+					: nft(NF_TEST_ARGV("record", "--ground-truth", "--mode", "deterministic",
+							   "-o", i ? b : a, src));
 			ck_assert_msg(st == 0, "%s: exit %d: %.1500s", de->d_name, st, err);
 		}
-		snprintf(cmd, sizeof(cmd), "diff -r '%s' '%s' && test -s '%s/events' && %s test -s '%s/truth'", a, b, a,
-			 stress ? "!" : "", a);
-		ck_assert_msg(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)) == 0,
+		ck_assert_msg(nf_test_sh(stress ? "diff -r \"$1\" \"$2\" && test -s \"$1/events\" && ! test -s \"$1/truth\""
+					 : "diff -r \"$1\" \"$2\" && test -s \"$1/events\" && test -s \"$1/truth\"",
+					 NF_TEST_ARGV(a, b), out, sizeof(out), err, sizeof(err)) == 0,
 			      "%s: two deterministic recordings differ: %.1500s", de->d_name, out);
 		/* The environment names the source and each adapter's capabilities and clock. */
-		snprintf(cmd, sizeof(cmd),
-			 "grep -q 'source = \".*%s\";' '%s/metadata' && grep -q 'adapter0_vidsch_caps = [0-9]' '%s/metadata' && "
-			 "grep -q 'adapter0_gpu_frequency = [1-9]' '%s/metadata' && grep -q 'log_read_interval_ns = ' '%s/metadata'",
-			 de->d_name, a, a, a, a);
-		ck_assert_msg(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)) == 0,
+		ck_assert_msg(nf_test_sh("grep -q \"source = \\\".*$2\\\";\" \"$1/metadata\" && "
+					 "grep -q 'adapter0_vidsch_caps = [0-9]' \"$1/metadata\" && "
+					 "grep -q 'adapter0_gpu_frequency = [1-9]' \"$1/metadata\" && "
+					 "grep -q 'log_read_interval_ns = ' \"$1/metadata\"",
+					 NF_TEST_ARGV(a, de->d_name), out, sizeof(out), err, sizeof(err)) == 0,
 			      "%s: two deterministic recordings differ: %.1500s", de->d_name, out);
 		if (stress) {
 			ck_assert_int_eq(nf_test_sh("rm -rf \"$1\" \"$2\"", NF_TEST_ARGV(a, b), out,
