@@ -34,21 +34,23 @@ static void teardown(void)
 		nf_test_rmtree(tmpdir);
 }
 
-static void run_ok(const char *cmd, char *out, size_t len)
+/* A shell script with its paths as "$1"... and nftrace as "$NF" (nf_test_sh); exit 0 or the test fails. */
+static void sh_ok(const char *script, const char *const args[], char *out, size_t len)
 {
 	char err[4096];
-	int rc = nf_test_run(cmd, out, len, err, sizeof(err));
+	int rc = nf_test_sh(script, args, out, len, err, sizeof(err));
 
-	ck_assert_msg(rc == 0, "`%.300s` exited %d: %.1500s", cmd, rc, err);
+	ck_assert_msg(rc == 0, "`%.300s` exited %d: %.1500s", script, rc, err);
 }
 
 static long long query_int(const char *dir, const char *sql)
 {
-	char cmd[4096], out[4096];
+	char out[4096], err[4096];
 	const char *nl;
+	int rc = nf_test_nftrace_run(NF_TEST_ARGV("query", "--csv", dir, sql), out, sizeof(out), err,
+				     sizeof(err));
 
-	snprintf(cmd, sizeof(cmd), "'%s' query --csv '%s' \"%s\"", nf_test_nftrace(), dir, sql);
-	run_ok(cmd, out, sizeof(out));
+	ck_assert_msg(rc == 0, "query %s exited %d: %.1500s", sql, rc, err);
 	nl = strchr(out, '\n');
 	ck_assert_msg(nl && nl[1], "no result for %s", sql);
 	return atoll(nl + 1);
@@ -57,7 +59,7 @@ static long long query_int(const char *dir, const char *sql)
 /* Records the sample program and writes its page; dir and page are filled. */
 static void make_page(char *dir, size_t dlen, char *page, size_t plen)
 {
-	char cmd[8192], out[512];
+	char out[512];
 	const char *bin = getenv("NF_BINARY_DIR");
 
 	ck_assert_msg(bin != NULL, "NF_BINARY_DIR not set (run through ctest)");
@@ -65,11 +67,8 @@ static void make_page(char *dir, size_t dlen, char *page, size_t plen)
 	snprintf(page, plen, "%s/ns.html", tmpdir);
 	/* Run from the temporary directory as ./nfence-sample: the page names the program as
 	 * it was started, and the screenshots must not depend on where the build is. */
-	snprintf(cmd, sizeof(cmd),
-		 "cp '%s/nfence-sample' '%s/' && cd '%s' && '%s' record -o ns -- ./nfence-sample && "
-		 "'%s' report ns -o ns.html",
-		 bin, tmpdir, tmpdir, nf_test_nftrace(), nf_test_nftrace());
-	run_ok(cmd, out, sizeof(out));
+	sh_ok("cp \"$1/nfence-sample\" \"$2/\" && cd \"$2\" && \"$NF\" record -o ns -- ./nfence-sample && "
+	      "\"$NF\" report ns -o ns.html", NF_TEST_ARGV(bin, tmpdir), out, sizeof(out));
 }
 
 /* The value of "key=" in the self-test's output (copied into val), or NULL. */
@@ -102,17 +101,15 @@ static const char *need(const char *dom, const char *key, char *val, size_t len)
 
 START_TEST(selftest_in_chromium)
 {
-	char dir[1200], page[1200], cmd[8192], v[512], want[128], sql[512];
+	char dir[1200], page[1200], v[512], want[128], sql[512];
 	static char dom[1 << 20];
 	long long wait, signal, fence, n;
 
 	make_page(dir, sizeof(dir), page, sizeof(page));
-	snprintf(cmd, sizeof(cmd),
-		 "timeout 120 '%s' --headless --no-sandbox --disable-gpu --hide-scrollbars "
-		 "--no-first-run --disable-crash-reporter --user-data-dir='%s/profile' "
-		 "--window-size=1400,700 --virtual-time-budget=10000 --dump-dom 'file://%s#selftest'",
-		 chromium, tmpdir, page);
-	run_ok(cmd, dom, sizeof(dom));
+	sh_ok("timeout 120 \"$1\" --headless --no-sandbox --disable-gpu --hide-scrollbars "
+	      "--no-first-run --disable-crash-reporter --user-data-dir=\"$2/profile\" "
+	      "--window-size=1400,700 --virtual-time-budget=10000 --dump-dom \"file://$3#selftest\"",
+	      NF_TEST_ARGV(chromium, tmpdir, page), dom, sizeof(dom));
 	ck_assert_msg(strstr(dom, "selftest=done"), "the self-test did not finish: %.3000s",
 		      strstr(dom, "id=\"selftest\"") ? strstr(dom, "id=\"selftest\"") : dom);
 
@@ -185,7 +182,7 @@ START_TEST(screenshots_at_zooms)
 		{ "#view=0,600000", "nfence-sample-600us.png" },
 		{ "#view=140000,200000&select=2", "nfence-sample-60us-selected.png" },
 	};
-	char dir[1200], page[1200], cmd[8192], out[512], shot[1300], ref[2048], rel[256];
+	char dir[1200], page[1200], out[512], shot[1300], ref[2048], rel[256];
 
 	make_page(dir, sizeof(dir), page, sizeof(page));
 	for (size_t i = 0; i < sizeof(views) / sizeof(views[0]); i++) {
@@ -194,17 +191,14 @@ START_TEST(screenshots_at_zooms)
 		long ink = 0;
 
 		snprintf(shot, sizeof(shot), "%s/shot%zu.png", tmpdir, i);
-		snprintf(cmd, sizeof(cmd),
-			 "timeout 120 '%s' --headless --no-sandbox --disable-gpu --hide-scrollbars "
-			 "--no-first-run --disable-crash-reporter --user-data-dir='%s/profile' "
-			 "--window-size=1400,700 --virtual-time-budget=5000 --screenshot='%s' 'file://%s%s'",
-			 chromium, tmpdir, shot, page, views[i].hash);
-		run_ok(cmd, out, sizeof(out));
+		sh_ok("timeout 120 \"$1\" --headless --no-sandbox --disable-gpu --hide-scrollbars "
+		      "--no-first-run --disable-crash-reporter --user-data-dir=\"$2/profile\" "
+		      "--window-size=1400,700 --virtual-time-budget=5000 --screenshot=\"$3\" \"file://$4$5\"",
+		      NF_TEST_ARGV(chromium, tmpdir, shot, page, views[i].hash), out, sizeof(out));
 		snprintf(rel, sizeof(rel), "tests/html/ref/%s", views[i].ref);
 		nf_test_source_path(ref, sizeof(ref), rel);
 		if (getenv("NF_UPDATE_REF")) {
-			snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", shot, ref);
-			run_ok(cmd, out, sizeof(out));
+			sh_ok("cp \"$1\" \"$2\"", NF_TEST_ARGV(shot, ref), out, sizeof(out));
 		}
 		nf_image_load(&a, shot);
 		ck_assert_int_eq(a.w, 1400);
