@@ -317,9 +317,11 @@ static inline void nf_test_rmtree(const char *dir)
 }
 
 /*
- * Runs a shell command (for pipelines and redirections; nftrace itself is run
- * with nf_test_nftrace_run, without a shell), capturing stdout and stderr (each truncated to len-1
- * bytes; the captures are files under nf_test_tmpbase(), removed after).
+ * Runs a shell command line as it is. Only for a command with no path or
+ * other outside text in it: nftrace runs with nf_test_nftrace_run, and a
+ * script that needs paths takes them as parameters (nf_test_sh). Captures
+ * stdout and stderr (each truncated to len-1 bytes; the captures are files
+ * under nf_test_tmpbase(), removed after).
  * Returns the exit status, or 128+signal when it died of a signal.
  */
 static inline int nf_test_run(const char *cmd, char *out, size_t out_len, char *errbuf,
