@@ -11,6 +11,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "../core/util_hash.h"
+
 /* An index into one of the model's arrays, or NONE. */
 #define AN_NONE (-1)
 
@@ -85,13 +87,6 @@ struct an_thread {
 	size_t n, cap;
 };
 
-/* int64 -> int32 open-addressing map. */
-struct an_map {
-	int64_t *keys;
-	int32_t *vals;
-	size_t cap, used;
-};
-
 struct nf_analysis {
 	struct an_op *ops;
 	size_t n_ops;
@@ -105,14 +100,14 @@ struct nf_analysis {
 	size_t n_cwaits;
 	struct an_thread *threads;
 	size_t n_threads, cap_threads;
-	struct an_map qmap, fmap, tmap;
+	struct nf_u64map qmap, fmap, tmap;
 	/* A lazy model (nf_analysis_open_lazy) loads operations on demand; a model
 	 * of open operations (nf_analysis_load_open) holds only what the hang check
 	 * needs. */
 	bool lazy, open_only;
 	sqlite3 *db;
 	sqlite3_stmt *st_op, *st_prev, *st_dep, *st_dep_scan, *st_first_sig, *st_acted;
-	struct an_map opmap;         /* id -> index */
+	struct nf_u64map opmap;         /* id -> index */
 	int64_t deps_rows;           /* deps rows (rowids 1..deps_rows) */
 	bool kernel_timelines;       /* the session has kernel timelines */
 	size_t cap_ops;

@@ -43,14 +43,13 @@ struct blame_tab {
 
 static uint64_t blame_hash(const struct nf_blame_row *r)
 {
-	uint64_t h = 0x9e3779b97f4a7c15ULL;
 	const int64_t k[6] = { r->queue, r->thread, r->fence, r->by_queue, r->by_thread, r->by_fence };
+	uint64_t h = 0;
 
-	for (int i = 0; i < 6; i++) {
-		h ^= (uint64_t)k[i];
-		h *= 0xff51afd7ed558ccdULL;
-		h ^= h >> 32;
-	}
+	/* core's mixer over each field in turn (the slots only index rows, kept
+	 * in insertion order, so the hash never shows in the output) */
+	for (int i = 0; i < 6; i++)
+		h = nf_mix64(h ^ (uint64_t)k[i]);
 	return h;
 }
 

@@ -15,90 +15,30 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../core/capbuf.h"
+
 int an_grow(void **arr, size_t *cap, size_t need, size_t sz)
 {
-	size_t ncap = *cap ? *cap : 8;
-	void *p;
-
-	if (need <= *cap)
-		return 0;
-	while (ncap < need)
-		ncap *= 2;
-	p = realloc(*arr, ncap * sz);
-	if (!p)
-		return NF_ENOMEM;
-	*arr = p;
-	*cap = ncap;
-	return 0;
+	return nf_array_reserve(arr, cap, need, sz, 8, 0);
 }
 
 /* ---- int64 -> int32 map ---------------------------------------------------- */
 
-static size_t map_hash(int64_t k, size_t mask)
+static int32_t map_get(const struct nf_u64map *m, int64_t k)
 {
-	uint64_t x = (uint64_t)k;
+	const uint64_t *v = nf_u64map_find(m, (uint64_t)k);
 
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	return (size_t)x & mask;
+	return v ? (int32_t)*v : AN_NONE;
 }
 
-static int32_t map_get(const struct an_map *m, int64_t k)
+static int map_put(struct nf_u64map *m, int64_t k, int32_t v)
 {
-	if (!m->cap)
-		return AN_NONE;
-	for (size_t i = map_hash(k, m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
-		if (m->vals[i] == AN_NONE)
-			return AN_NONE;
-		if (m->keys[i] == k)
-			return m->vals[i];
-	}
+	return nf_u64map_put(m, (uint64_t)k, (uint64_t)(uint32_t)v);
 }
 
-static int map_put(struct an_map *m, int64_t k, int32_t v)
+static void map_free(struct nf_u64map *m)
 {
-	if ((m->used + 1) * 2 > m->cap) {
-		size_t ncap = m->cap ? m->cap * 2 : 64;
-		int64_t *nk = malloc(ncap * sizeof(*nk));
-		int32_t *nv = malloc(ncap * sizeof(*nv));
-
-		if (!nk || !nv) {
-			free(nk);
-			free(nv);
-			return NF_ENOMEM;
-		}
-		for (size_t i = 0; i < ncap; i++)
-			nv[i] = AN_NONE;
-		for (size_t i = 0; i < m->cap; i++) {
-			if (m->vals[i] == AN_NONE)
-				continue;
-			size_t j = map_hash(m->keys[i], ncap - 1);
-			while (nv[j] != AN_NONE)
-				j = (j + 1) & (ncap - 1);
-			nk[j] = m->keys[i];
-			nv[j] = m->vals[i];
-		}
-		free(m->keys);
-		free(m->vals);
-		m->keys = nk;
-		m->vals = nv;
-		m->cap = ncap;
-	}
-	size_t i = map_hash(k, m->cap - 1);
-	while (m->vals[i] != AN_NONE && m->keys[i] != k)
-		i = (i + 1) & (m->cap - 1);
-	if (m->vals[i] == AN_NONE)
-		m->used++;
-	m->keys[i] = k;
-	m->vals[i] = v;
-	return 0;
-}
-
-static void map_free(struct an_map *m)
-{
-	free(m->keys);
-	free(m->vals);
+	nf_u64map_free(m);
 }
 
 /* ---- lookups ----------------------------------------------------------------- */
@@ -677,7 +617,7 @@ static int index_signals(struct nf_analysis *a, struct nf_error *err)
 	 * (an asynchronous wait), so it never stands on a critical path. */
 	struct act_key *acts = NULL;
 	size_t nacts = 0, capacts = 0;
-	struct an_map waiting = { 0 }; /* threads with a satisfied CPU wait: only theirs count */
+	struct nf_u64map waiting = { 0 }; /* threads with a satisfied CPU wait: only theirs count */
 
 	for (size_t i = 0; i < a->n_cwaits; i++)
 		if (a->cwaits[i].satisfied && a->cwaits[i].has_thread &&
@@ -685,7 +625,7 @@ static int index_signals(struct nf_analysis *a, struct nf_error *err)
 			map_free(&waiting);
 			return nf_error_set(err, NF_ENOMEM, "out of memory indexing threads");
 		}
-	for (size_t i = 0; waiting.used && i < a->n_ops + a->n_csigs; i++) {
+	for (size_t i = 0; waiting.n && i < a->n_ops + a->n_csigs; i++) {
 		int64_t th, t;
 
 		if (i < a->n_ops) {

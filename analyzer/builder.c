@@ -13,224 +13,18 @@
  * it and writes its deps row. Memory holds per-queue,
  * per-fence and per-adapter state, the operations still waiting for their
  * entries and bounded sort buffers, never the whole session.
+ *
+ * This file: create/destroy and the streaming match; builder_resolve.c is
+ * finish() (the final resolve pass); builder_int.h what they share.
  */
-#include "builder.h"
-#include "bulk.h"
+#include "builder_int.h"
 #include "kernel_ingest.h"
-#include "spill.h"
 
 #include <inttypes.h>
-#include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "timeline_sql.h"
-#include "timeline_views_sql.h"
-
-/* ---- a small open-addressing map, uint64 -> uint64 ---- */
-
-struct u64map {
-	uint64_t *keys, *vals;
-	uint8_t *used;
-	size_t cap, n;
-};
-
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ULL;
-	x ^= x >> 33;
-	return x;
-}
-
-static void map_free(struct u64map *m)
-{
-	free(m->keys);
-	free(m->vals);
-	free(m->used);
-	memset(m, 0, sizeof(*m));
-}
-
-static uint64_t *map_find(const struct u64map *m, uint64_t key)
-{
-	if (!m->cap)
-		return NULL;
-	for (size_t i = mix64(key) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
-		if (!m->used[i])
-			return NULL;
-		if (m->keys[i] == key)
-			return &m->vals[i];
-	}
-}
-
-static int map_grow(struct u64map *m)
-{
-	struct u64map g = { 0 };
-
-	g.cap = m->cap ? m->cap * 2 : 64;
-	g.keys = malloc(g.cap * sizeof(*g.keys));
-	g.vals = malloc(g.cap * sizeof(*g.vals));
-	g.used = calloc(g.cap, 1);
-	if (!g.keys || !g.vals || !g.used) {
-		map_free(&g);
-		return NF_ENOMEM;
-	}
-	for (size_t i = 0; i < m->cap; i++) {
-		if (!m->used[i])
-			continue;
-		size_t j = mix64(m->keys[i]) & (g.cap - 1);
-
-		while (g.used[j])
-			j = (j + 1) & (g.cap - 1);
-		g.used[j] = 1;
-		g.keys[j] = m->keys[i];
-		g.vals[j] = m->vals[i];
-		g.n++;
-	}
-	map_free(m);
-	*m = g;
-	return 0;
-}
-
-/* Inserts or overwrites; returns 0 or NF_ENOMEM. */
-static int map_put(struct u64map *m, uint64_t key, uint64_t val)
-{
-	uint64_t *v = map_find(m, key);
-
-	if (v) {
-		*v = val;
-		return 0;
-	}
-	if ((m->n + 1) * 4 > m->cap * 3 && map_grow(m))
-		return NF_ENOMEM;
-	size_t i = mix64(key) & (m->cap - 1);
-
-	while (m->used[i])
-		i = (i + 1) & (m->cap - 1);
-	m->used[i] = 1;
-	m->keys[i] = key;
-	m->vals[i] = val;
-	m->n++;
-	return 0;
-}
-
-/* ---- builder state ---- */
-
-/* One log (waits or signals) of one hardware queue. */
-/* ---- builder state ---- */
-
-/* A queued operation or log entry, from the stream to its fence_ops row. */
-struct op_rec {
-	int64_t id;
-	int64_t ord;           /* position in its log's operation sequence (queued ops) */
-	int64_t queued;        /* CPU ns */
-	int64_t observed, end; /* GPU ticks when OPF_GPU, else CPU ns */
-	int64_t value, seq;
-	uint32_t adapter, queue, handle, fence, epoch, thread;
-	uint16_t flags;
-	uint8_t log, status;
-	uint32_t spare;        /* explicit padding: spilled records hold no uninitialised bytes */
-};
-
-enum {
-	OPF_FENCE = 1, OPF_QUEUED = 2, OPF_OBS = 4, OPF_END = 8, OPF_SEQ = 16, OPF_THREAD = 32,
-	OPF_GPU = 64,
-};
-
-enum op_status { OS_COMPLETE, OS_LOST, OS_ZERO, OS_UNMATCHED, OS_LEGACY, OS_REPEATED };
-
-static const char *const status_name[] = {
-	[OS_COMPLETE] = "complete", [OS_LOST] = "lost", [OS_ZERO] = "zero_timestamp",
-	[OS_UNMATCHED] = "unmatched", [OS_LEGACY] = "legacy",
-	[OS_REPEATED] = "repeated_timestamp",
-};
-
-/* A span of lost positions of one log. */
-struct lost_span {
-	int64_t first, count, first_seq;
-	uint32_t epoch;
-};
-
-/* One log (waits or signals) of one hardware queue. */
-struct log_state {
-	uint64_t next_op;     /* operations queued so far: the next one's position */
-	uint32_t epoch;       /* current location generation */
-	uint64_t base;        /* position of seq 0 of the current epoch */
-	uint64_t written;     /* entries known written in the current epoch */
-	/* queued operations waiting for their entry, in position order (a ring) */
-	struct op_rec *fifo;
-	size_t f_cap, f_head, f_n;
-	/* lost spans that may still cover a waiting operation */
-	struct lost_span *spans;
-	size_t s_n, s_cap;
-};
-
-struct queue_state {
-	struct log_state log[2]; /* [0] waits, [1] signals (first member: see queue_of) */
-	uint32_t adapter, hwqueue;
-	/*
-	 * The threads that queued work on it: operations per (thread, fence),
-	 * keyed thread << 32 | fence (fence known) or thread (unknown), and the
-	 * run of equal keys being counted.
-	 */
-	struct u64map thr_fence, thr_nofence;
-	uint64_t run_key, run_n;
-	bool run_known;
-};
-
-#define FENCE_CROSS_ADAPTER 1u
-
-/* Entry timestamp classes. */
-enum { TS_OK = 0, TS_ZERO = 1, TS_REPEATED = 2 };
-
-/*
- * Finished operations go to the spill in id order through a reorder ring of
- * this many records; an operation still waiting for its entry when the ring
- * is full is passed over and spilled late (out of order), which is correct,
- * only slower to insert.
- */
-#define RING_CAP (1u << 16)
-/*
- * Operations waiting for their log entries, at most; beyond it the oldest of a
- * log is settled early (lost or unmatched). Only a session whose logs go
- * unread for this many operations gets there, and then the log overran anyway.
- */
-#define MAX_PENDING (1u << 19)
-/* Memory of each external sort. */
-#define SORT_BUDGET (32u << 20)
-/* How many unknown-end signals a wait looks through for its releaser. */
-#define UNK_SCAN 4096u
-
-/* Sort records of the dependency pass. */
-struct sig_rec {  /* a signal whose end is known: GPU op or CPU signal */
-	int64_t fence, end, id, value;
-	int32_t kind;  /* 0 CPU signal, 1 GPU op (CPU first on equal ends) */
-	int32_t pad;
-};
-struct unk_rec {  /* a GPU signal whose end is unknown */
-	int64_t fence, value, id, queued;
-};
-struct wait_rec { /* a wait that completed */
-	int64_t fence, value, id, end, queue, stall;
-	int32_t has_fence, has_stall;
-};
-struct res_rec {  /* a deps row: what released wait wait_id, and a late releaser */
-	int64_t wait_id, signal_id, cpu_id, stall;
-	int64_t fence, value, end, queue, sig_end;  /* for the causality anomaly */
-	int32_t has_stall, late, kind, pad;
-	int64_t late_id;  /* the first signal to reach the value, when it ended too late */
-};
-
-enum stmt_id {
-	ST_ADAPTER, ST_QUEUE, ST_QUEUE_STOP, ST_FENCE, ST_FENCE_DESTROY, ST_HANDLE, ST_HANDLE_CLOSE,
-	ST_LOST, ST_CAL, ST_CPU_WAIT, ST_CPU_UNWAIT, ST_CPU_SIGNAL, ST_INTERRUPT, ST_MONITORED,
-	ST_ANOMALY, ST_TRUTH, ST_COUNT
-};
 
 static const char *const stmt_sql[ST_COUNT] = {
 	[ST_ADAPTER] = "INSERT OR REPLACE INTO adapters(adapter, name, vidsch_caps, native_fence, "
@@ -273,42 +67,6 @@ static const char staging_sql[] =
 	"  from_cmp INTEGER);"
 	"CREATE TEMP TABLE t_fit(adapter INTEGER, gpu INTEGER, ns REAL, freq INTEGER);";
 
-struct nf_timeline_builder {
-	sqlite3 *db;
-	bool in_txn, finished;
-	/* session facts (strings owned) */
-	char *tool_version, *source, *mode, *host;
-	uint64_t seed, cpu_frequency, start_ticks;
-	int64_t schema_version;
-	bool ground_truth;
-	uint64_t max_ts;
-	bool any_ts;
-
-	sqlite3_stmt *st[ST_COUNT];
-	int64_t next_op_id;
-	bool ops_late;           /* an operation reached the spill out of id order */
-	int64_t next_cpu_signal;
-	struct u64map handles;   /* local handle -> global fence */
-	struct u64map fences;    /* global fence -> FENCE_* flags */
-	struct u64map initial;   /* global fence -> initial value */
-	struct u64map queues;    /* adapter<<32 | hwqueue -> index into qs */
-	struct queue_state *qs;
-	size_t n_qs, cap_qs;
-	struct op_rec *legacy;   /* GPU waits on legacy fences not yet released */
-	size_t n_legacy, cap_legacy;
-	uint64_t pending;        /* operations in the logs' fifos */
-	double slack_ns;
-
-	char *spill_dir;
-	struct nf_spill *ops;    /* finished operations, mostly in id order */
-	struct op_rec *ring;     /* reorder ring, indexed by id % RING_CAP */
-	uint8_t *ready;
-	int64_t ring_base;       /* next id the ring hands to the spill */
-	struct nf_sorter *sigs;  /* signals with a known end (CPU ones while streaming) */
-	struct nf_timeline_kernel_ingest *kernel; /* kernel_ingest.c, created at the first kernel event */
-	struct nf_bulk *bulk;    /* bulk.c: the big tables load through it */
-};
-
 int64_t nf_timeline_cpu_ns(uint64_t ticks, uint64_t start_ticks, uint64_t cpu_frequency)
 {
 	if (cpu_frequency == 0)
@@ -327,10 +85,6 @@ static long double cpu_ns_exact(const struct nf_timeline_builder *b, uint64_t ti
 	return d * 1e9L / (long double)b->cpu_frequency;
 }
 
-static int64_t ns_of(struct nf_timeline_builder *b, uint64_t ticks)
-{
-	return nf_timeline_cpu_ns(ticks, b->start_ticks, b->cpu_frequency);
-}
 
 /* A CPU time the timeline can hold: within +-2^62 ns of the session start
  * (beyond, sums and differences of times could overflow). */
@@ -341,7 +95,7 @@ static bool cpu_time_ok(const struct nf_timeline_builder *b, uint64_t ticks)
 	return ns >= -(long double)NF_GPU_TS_MAX && ns <= (long double)NF_GPU_TS_MAX;
 }
 
-static int sql_err(struct nf_timeline_builder *b, struct nf_error *err, const char *what)
+int nf_tb_sql_err(struct nf_timeline_builder *b, struct nf_error *err, const char *what)
 {
 	return nf_error_set(err, NF_ESQL, "timeline: %s: %s", what, sqlite3_errmsg(b->db));
 }
@@ -355,7 +109,7 @@ static int step_done(struct nf_timeline_builder *b, enum stmt_id id, struct nf_e
 	sqlite3_reset(s);
 	sqlite3_clear_bindings(s);
 	if (src != SQLITE_DONE)
-		return sql_err(b, err, stmt_sql[id]);
+		return nf_tb_sql_err(b, err, stmt_sql[id]);
 	return 0;
 }
 
@@ -364,7 +118,7 @@ static char *dup_str(const char *s)
 	return strdup(s ? s : "");
 }
 
-static int exec_sql(struct nf_timeline_builder *b, const char *sql, struct nf_error *err,
+int nf_tb_exec_sql(struct nf_timeline_builder *b, const char *sql, struct nf_error *err,
 		    const char *what)
 {
 	char *msg = NULL;
@@ -378,8 +132,6 @@ static int exec_sql(struct nf_timeline_builder *b, const char *sql, struct nf_er
 	return 0;
 }
 
-#define CMP(a, b) ((a) < (b) ? -1 : (a) > (b) ? 1 : 0)
-
 static int cmp_sig(const void *pa, const void *pb)
 {
 	const struct sig_rec *a = pa, *b = pb;
@@ -389,28 +141,6 @@ static int cmp_sig(const void *pa, const void *pb)
 		c = CMP(a->end, b->end);
 	if (!c)
 		c = CMP(a->kind, b->kind);
-	return c ? c : CMP(a->id, b->id);
-}
-
-static int cmp_unk(const void *pa, const void *pb)
-{
-	const struct unk_rec *a = pa, *b = pb;
-	int c = CMP(a->fence, b->fence);
-
-	if (!c)
-		c = CMP(a->value, b->value);
-	return c ? c : CMP(a->id, b->id);
-}
-
-static int cmp_wait(const void *pa, const void *pb)
-{
-	const struct wait_rec *a = pa, *b = pb;
-	int c = CMP(a->has_fence, b->has_fence);
-
-	if (!c)
-		c = CMP(a->fence, b->fence);
-	if (!c)
-		c = CMP(a->value, b->value);
 	return c ? c : CMP(a->id, b->id);
 }
 
@@ -467,15 +197,15 @@ struct nf_timeline_builder *nf_timeline_builder_create(sqlite3 *db,
 	b->bulk = nf_bulk_register(db, err);
 	if (!b->bulk)
 		goto out_free;
-	if (exec_sql(b, "BEGIN", err, "begin"))
+	if (nf_tb_exec_sql(b, "BEGIN", err, "begin"))
 		goto out_free;
 	b->in_txn = true;
-	if (exec_sql(b, nf_timeline_sql, err, "schemas/timeline.sql") ||
-	    exec_sql(b, staging_sql, err, "staging tables"))
+	if (nf_tb_exec_sql(b, nf_timeline_sql, err, "schemas/timeline.sql") ||
+	    nf_tb_exec_sql(b, staging_sql, err, "staging tables"))
 		goto out_free;
 	for (int i = 0; i < ST_COUNT; i++) {
 		if (sqlite3_prepare_v2(db, stmt_sql[i], -1, &b->st[i], NULL) != SQLITE_OK) {
-			sql_err(b, err, stmt_sql[i]);
+			nf_tb_sql_err(b, err, stmt_sql[i]);
 			goto out_free;
 		}
 	}
@@ -494,17 +224,17 @@ void nf_timeline_builder_destroy(struct nf_timeline_builder *b)
 	if (b->in_txn)
 		sqlite3_exec(b->db, "ROLLBACK", NULL, NULL, NULL);
 	nf_timeline_kernel_ingest_destroy(b->kernel);
-	map_free(&b->handles);
-	map_free(&b->fences);
-	map_free(&b->initial);
-	map_free(&b->queues);
+	nf_u64map_free(&b->handles);
+	nf_u64map_free(&b->fences);
+	nf_u64map_free(&b->initial);
+	nf_u64map_free(&b->queues);
 	for (size_t i = 0; i < b->n_qs; i++) {
 		for (int l = 0; l < 2; l++) {
 			free(b->qs[i].log[l].fifo);
 			free(b->qs[i].log[l].spans);
 		}
-		map_free(&b->qs[i].thr_fence);
-		map_free(&b->qs[i].thr_nofence);
+		nf_u64map_free(&b->qs[i].thr_fence);
+		nf_u64map_free(&b->qs[i].thr_nofence);
 	}
 	free(b->qs);
 	free(b->legacy);
@@ -524,7 +254,7 @@ static struct log_state *log_for(struct nf_timeline_builder *b, uint32_t adapter
 				 uint32_t hwqueue, uint32_t log_type)
 {
 	uint64_t key = (uint64_t)adapter << 32 | hwqueue;
-	uint64_t *idx = map_find(&b->queues, key);
+	uint64_t *idx = nf_u64map_find(&b->queues, key);
 
 	if (!idx) {
 		if (b->n_qs == b->cap_qs) {
@@ -539,9 +269,9 @@ static struct log_state *log_for(struct nf_timeline_builder *b, uint32_t adapter
 		memset(&b->qs[b->n_qs], 0, sizeof(b->qs[0]));
 		b->qs[b->n_qs].adapter = adapter;
 		b->qs[b->n_qs].hwqueue = hwqueue;
-		if (map_put(&b->queues, key, b->n_qs))
+		if (nf_u64map_put(&b->queues, key, b->n_qs))
 			return NULL;
-		idx = map_find(&b->queues, key);
+		idx = nf_u64map_find(&b->queues, key);
 		b->n_qs++;
 	}
 	return &b->qs[*idx].log[log_type == NF_LOG_SIGNALS ? 1 : 0];
@@ -569,7 +299,7 @@ static void log_saw(struct log_state *ls, uint64_t written)
 
 static int64_t global_of(const struct nf_timeline_builder *b, uint32_t handle, bool *known)
 {
-	uint64_t *g = map_find(&b->handles, handle);
+	uint64_t *g = nf_u64map_find(&b->handles, handle);
 
 	*known = g != NULL;
 	return g ? (int64_t)*g : 0;
@@ -595,12 +325,8 @@ static void bind_text(sqlite3_stmt *s, int col, const char *t)
 		sqlite3_bind_null(s, col);
 }
 
-static const char *log_name(uint32_t log_type)
-{
-	return log_type == NF_LOG_WAITS ? "waits" : log_type == NF_LOG_SIGNALS ? "signals" : NULL;
-}
 
-static int add_anomaly(struct nf_timeline_builder *b, const char *kind, int64_t queue,
+int nf_tb_add_anomaly(struct nf_timeline_builder *b, const char *kind, int64_t queue,
 		       bool has_queue, const char *log, const int64_t *first_ns,
 		       const int64_t *last_ns, int64_t lost, const char *detail,
 		       struct nf_error *err)
@@ -622,13 +348,13 @@ static int add_anomaly(struct nf_timeline_builder *b, const char *kind, int64_t 
 
 /* ---- operations: matching while streaming ---- */
 
-static int oom(struct nf_error *err)
+int nf_tb_oom(struct nf_error *err)
 {
 	return nf_error_set(err, NF_ENOMEM, "timeline: out of memory");
 }
 
 /* Hands a finished operation to the spill, in id order through the ring. */
-static int op_done(struct nf_timeline_builder *b, const struct op_rec *o, struct nf_error *err)
+int nf_tb_op_done(struct nf_timeline_builder *b, const struct op_rec *o, struct nf_error *err)
 {
 	int rc;
 
@@ -661,7 +387,7 @@ static int op_done(struct nf_timeline_builder *b, const struct op_rec *o, struct
 }
 
 /* Spills what is left in the ring, in id order. */
-static int ring_flush(struct nf_timeline_builder *b, struct nf_error *err)
+int nf_tb_ring_flush(struct nf_timeline_builder *b, struct nf_error *err)
 {
 	for (; b->ring_base <= b->next_op_id; b->ring_base++) {
 		size_t i = (size_t)b->ring_base % RING_CAP;
@@ -741,7 +467,7 @@ static void classify_missing(struct log_state *ls, struct op_rec *o)
 }
 
 /* Finishes the waiting operations of a log placed before position `before`. */
-static int settle_before(struct nf_timeline_builder *b, struct log_state *ls, int64_t before,
+int nf_tb_settle_before(struct nf_timeline_builder *b, struct log_state *ls, int64_t before,
 			 struct nf_error *err)
 {
 	struct op_rec *f;
@@ -753,7 +479,7 @@ static int settle_before(struct nf_timeline_builder *b, struct log_state *ls, in
 		fifo_pop(ls);
 		b->pending--;
 		classify_missing(ls, &o);
-		if ((rc = op_done(b, &o, err)) != 0)
+		if ((rc = nf_tb_op_done(b, &o, err)) != 0)
 			return rc;
 	}
 	return 0;
@@ -800,15 +526,15 @@ static struct queue_state *queue_of(struct log_state *ls, uint32_t log_type)
 /* Adds the run being counted to its map. */
 static int flush_thread_run(struct queue_state *q)
 {
-	struct u64map *m = q->run_known ? &q->thr_fence : &q->thr_nofence;
+	struct nf_u64map *m = q->run_known ? &q->thr_fence : &q->thr_nofence;
 	uint64_t *v;
 
 	if (!q->run_n)
 		return 0;
-	v = map_find(m, q->run_key);
+	v = nf_u64map_find(m, q->run_key);
 	if (v)
 		*v += q->run_n;
-	else if (map_put(m, q->run_key, q->run_n))
+	else if (nf_u64map_put(m, q->run_key, q->run_n))
 		return NF_ENOMEM;
 	q->run_n = 0;
 	return 0;
@@ -832,7 +558,7 @@ static int count_thread(struct queue_state *q, const struct op_rec *o)
  * queue_threads: for each queue, the threads that queued work on it, per fence,
  * with the number of operations (the viewer's CPU thread rows come from it).
  */
-static int write_queue_threads(struct nf_timeline_builder *b, struct nf_error *err)
+int nf_tb_write_queue_threads(struct nf_timeline_builder *b, struct nf_error *err)
 {
 	sqlite3_stmt *s = NULL;
 	int rc = 0;
@@ -841,16 +567,16 @@ static int write_queue_threads(struct nf_timeline_builder *b, struct nf_error *e
 		return 0;
 	if (sqlite3_prepare_v2(b->db, "INSERT INTO queue_threads(queue, fence, thread, ops) "
 				      "VALUES (?1, ?2, ?3, ?4)", -1, &s, NULL) != SQLITE_OK)
-		return sql_err(b, err, "prepare queue_threads");
+		return nf_tb_sql_err(b, err, "prepare queue_threads");
 	for (size_t i = 0; i < b->n_qs && rc == 0; i++) {
 		struct queue_state *q = &b->qs[i];
 
 		if (flush_thread_run(q)) {
-			rc = oom(err);
+			rc = nf_tb_oom(err);
 			break;
 		}
 		for (int known = 1; known >= 0 && rc == 0; known--) {
-			const struct u64map *m = known ? &q->thr_fence : &q->thr_nofence;
+			const struct nf_u64map *m = known ? &q->thr_fence : &q->thr_nofence;
 
 			for (size_t k = 0; k < m->cap && rc == 0; k++) {
 				if (!m->used[k])
@@ -863,7 +589,7 @@ static int write_queue_threads(struct nf_timeline_builder *b, struct nf_error *e
 				sqlite3_bind_int64(s, 3, (int64_t)(m->keys[k] >> 32));
 				sqlite3_bind_int64(s, 4, (int64_t)m->vals[k]);
 				if (sqlite3_step(s) != SQLITE_DONE)
-					rc = sql_err(b, err, "insert queue_threads");
+					rc = nf_tb_sql_err(b, err, "insert queue_threads");
 				sqlite3_reset(s);
 			}
 		}
@@ -882,7 +608,7 @@ static int on_queued(struct nf_timeline_builder *b, const struct nf_event *ev, u
 	struct op_rec o = { 0 };
 
 	if (!ls)
-		return oom(err);
+		return nf_tb_oom(err);
 	o.id = ++b->next_op_id;
 	o.ord = (int64_t)ls->next_op++;
 	o.adapter = adapter;
@@ -895,17 +621,17 @@ static int on_queued(struct nf_timeline_builder *b, const struct nf_event *ev, u
 	o.flags = OPF_QUEUED | OPF_THREAD;
 	op_fence(b, &o);
 	if (count_thread(queue_of(ls, log_type), &o))
-		return oom(err);
+		return nf_tb_oom(err);
 	if (b->pending >= MAX_PENDING) {
 		/* Bounded memory: the oldest waiting operation of this log gives up. */
 		struct op_rec *f = fifo_front(ls);
 		int rc;
 
-		if (f && (rc = settle_before(b, ls, f->ord + 1, err)) != 0)
+		if (f && (rc = nf_tb_settle_before(b, ls, f->ord + 1, err)) != 0)
 			return rc;
 	}
 	if (fifo_push(ls, &o))
-		return oom(err);
+		return nf_tb_oom(err);
 	b->pending++;
 	return 0;
 }
@@ -932,11 +658,11 @@ static int on_legacy_wait(struct nf_timeline_builder *b, const struct nf_event *
 			o.flags |= OPF_END;
 			memmove(w, w + 1, (b->n_legacy - i - 1) * sizeof(*w));
 			b->n_legacy--;
-			return op_done(b, &o, err);
+			return nf_tb_op_done(b, &o, err);
 		}
 	}
 	if (!log_for(b, adapter, hwqueue, NF_LOG_WAITS)) /* its queue gets a queues row */
-		return oom(err);
+		return nf_tb_oom(err);
 	o.id = ++b->next_op_id;
 	o.adapter = adapter;
 	o.queue = hwqueue;
@@ -949,7 +675,7 @@ static int on_legacy_wait(struct nf_timeline_builder *b, const struct nf_event *
 		/* Released without a queued record (it began before the session). */
 		o.end = now;
 		o.flags |= OPF_END;
-		return op_done(b, &o, err);
+		return nf_tb_op_done(b, &o, err);
 	}
 	o.queued = o.observed = now;
 	o.flags |= OPF_QUEUED | OPF_OBS;
@@ -958,7 +684,7 @@ static int on_legacy_wait(struct nf_timeline_builder *b, const struct nf_event *
 		struct op_rec *n = realloc(b->legacy, cap * sizeof(*n));
 
 		if (!n)
-			return oom(err);
+			return nf_tb_oom(err);
 		b->legacy = n;
 		b->cap_legacy = cap;
 	}
@@ -975,7 +701,7 @@ static int on_legacy_signal(struct nf_timeline_builder *b, const struct nf_event
 	o.adapter = (uint32_t)ev->f[NFF_GPU_SIGNAL_LEGACY_adapter];
 	o.queue = (uint32_t)ev->f[NFF_GPU_SIGNAL_LEGACY_hwqueue];
 	if (!log_for(b, o.adapter, o.queue, NF_LOG_SIGNALS)) /* its queue gets a queues row */
-		return oom(err);
+		return nf_tb_oom(err);
 	o.log = NF_LOG_SIGNALS;
 	o.handle = (uint32_t)ev->f[NFF_GPU_SIGNAL_LEGACY_fence];
 	o.value = (int64_t)ev->f[NFF_GPU_SIGNAL_LEGACY_value];
@@ -983,7 +709,7 @@ static int on_legacy_signal(struct nf_timeline_builder *b, const struct nf_event
 	o.queued = o.end = ns_of(b, ev->ts);
 	o.flags = OPF_QUEUED | OPF_END;
 	op_fence(b, &o);
-	return op_done(b, &o, err);
+	return nf_tb_op_done(b, &o, err);
 }
 
 static int on_fence_start(struct nf_timeline_builder *b, const struct nf_event *ev,
@@ -993,7 +719,7 @@ static int on_fence_start(struct nf_timeline_builder *b, const struct nf_event *
 	uint32_t global = (uint32_t)ev->f[NFF_FENCE_START_global_fence];
 	uint32_t handle = (uint32_t)ev->f[NFF_FENCE_START_fence];
 	int64_t now = ns_of(b, ev->ts);
-	uint64_t *known = map_find(&b->fences, global);
+	uint64_t *known = nf_u64map_find(&b->fences, global);
 	uint64_t fflags = (flags & 2u) ? FENCE_CROSS_ADAPTER : 0;
 	sqlite3_stmt *s = b->st[ST_FENCE];
 	int rc;
@@ -1001,8 +727,8 @@ static int on_fence_start(struct nf_timeline_builder *b, const struct nf_event *
 	if (known)
 		fflags |= *known;
 	/* The first creation's initial value holds, as in the fences table. */
-	if ((!known && map_put(&b->initial, global, ev->f[NFF_FENCE_START_initial_value])) ||
-	    map_put(&b->fences, global, fflags) || map_put(&b->handles, handle, global))
+	if ((!known && nf_u64map_put(&b->initial, global, ev->f[NFF_FENCE_START_initial_value])) ||
+	    nf_u64map_put(&b->fences, global, fflags) || nf_u64map_put(&b->handles, handle, global))
 		return nf_error_set(err, NF_ENOMEM, "timeline: out of memory");
 	sqlite3_bind_int64(s, 1, global);
 	sqlite3_bind_int64(s, 2, (int64_t)ev->f[NFF_FENCE_START_type]);
@@ -1034,7 +760,7 @@ static int on_interrupt(struct nf_timeline_builder *b, const struct nf_event *ev
 	bool needed = woken > 0;
 
 	for (uint64_t i = 0; !needed && ev->u32s && i < count; i++) {
-		uint64_t *fl = map_find(&b->fences, ev->u32s[i]);
+		uint64_t *fl = nf_u64map_find(&b->fences, ev->u32s[i]);
 
 		needed = fl && (*fl & FENCE_CROSS_ADAPTER);
 	}
@@ -1111,7 +837,7 @@ int nf_timeline_builder_feed_event(struct nf_timeline_builder *b, const struct n
 		snprintf(detail, sizeof(detail),
 			 "%s at CPU tick %" PRIu64 " is beyond 2^62 ns from the session start: left out",
 			 d ? d->name : "an event", ev->ts);
-		return add_anomaly(b, "out_of_range", 0, false, NULL, NULL, NULL, 0, detail, err);
+		return nf_tb_add_anomaly(b, "out_of_range", 0, false, NULL, NULL, NULL, 0, detail, err);
 	}
 	if (ev->id != NF_EV_TRUTH_OP && ev->id != NF_EV_TRUTH_LOG &&
 	    (!b->any_ts || ev->ts > b->max_ts)) {
@@ -1244,7 +970,7 @@ int nf_timeline_builder_feed_event(struct nf_timeline_builder *b, const struct n
 				 ", frequency %" PRIu64 ") beyond 2^62: not used",
 				 f[NFF_CALIBRATE_GPU_CLOCK_adapter], f[NFF_CALIBRATE_GPU_CLOCK_gpu_clock],
 				 f[NFF_CALIBRATE_GPU_CLOCK_cpu_clock], f[NFF_CALIBRATE_GPU_CLOCK_gpu_frequency]);
-			return add_anomaly(b, "out_of_range", 0, false, NULL, &now, &now, 0, detail, err);
+			return nf_tb_add_anomaly(b, "out_of_range", 0, false, NULL, &now, &now, 0, detail, err);
 		}
 	}
 		s = b->st[ST_CAL];
@@ -1266,7 +992,7 @@ int nf_timeline_builder_feed_event(struct nf_timeline_builder *b, const struct n
 			 lost, f[NFF_LOG_OVERRUN_adapter], f[NFF_LOG_OVERRUN_epoch]);
 		/* The replay's 'overrun' rows count these entries; the flag repeats the
 		 * count in its detail only, so that sum(lost_entries) counts each once. */
-		return add_anomaly(b, "os_overrun_flag", (int64_t)f[NFF_LOG_OVERRUN_hwqueue], true,
+		return nf_tb_add_anomaly(b, "os_overrun_flag", (int64_t)f[NFF_LOG_OVERRUN_hwqueue], true,
 				   log_name((uint32_t)f[NFF_LOG_OVERRUN_log_type]), &now, &now, 0,
 				   detail, err);
 	}
@@ -1288,14 +1014,14 @@ int nf_timeline_builder_feed_entry(struct nf_timeline_builder *b,
 	if (b->finished)
 		return nf_error_set(err, NF_ESTATE, "timeline: builder already finished");
 	if (!ls)
-		return oom(err);
+		return nf_tb_oom(err);
 	log_advance(ls, e->epoch);
 	if (e->epoch < ls->epoch)
 		return 0; /* a stale epoch: its place in the sequence is unknown */
 	log_saw(ls, e->seq + 1);
 	at = (int64_t)(ls->base + e->seq);
 	/* Entries come in position order: what waits before this one never got its entry. */
-	if ((rc = settle_before(b, ls, at, err)) != 0)
+	if ((rc = nf_tb_settle_before(b, ls, at, err)) != 0)
 		return rc;
 	f = fifo_front(ls);
 	if (f && f->ord == at) {
@@ -1311,14 +1037,14 @@ int nf_timeline_builder_feed_entry(struct nf_timeline_builder *b,
 				 " value %" PRIu64 " but op %" PRId64 " queued handle %" PRIu32
 				 " value %" PRId64, e->seq, e->epoch, e->entry.hnative_fence,
 				 e->entry.fence_value, o.id, o.handle, o.value);
-			rc = add_anomaly(b, "corrupt", o.queue, true, log_name(e->log_type), NULL, NULL,
+			rc = nf_tb_add_anomaly(b, "corrupt", o.queue, true, log_name(e->log_type), NULL, NULL,
 					 0, detail, err);
 			if (rc)
 				return rc;
 		} else {
 			apply_entry(&o, e);
 		}
-		return op_done(b, &o, err);
+		return nf_tb_op_done(b, &o, err);
 	}
 	if (at < (int64_t)ls->next_op)
 		return 0; /* a position delivered twice: the first entry won */
@@ -1332,7 +1058,7 @@ int nf_timeline_builder_feed_entry(struct nf_timeline_builder *b,
 	o.value = (int64_t)e->entry.fence_value;
 	op_fence(b, &o);
 	apply_entry(&o, e);
-	return op_done(b, &o, err);
+	return nf_tb_op_done(b, &o, err);
 }
 
 static const char *finding_kind(enum nf_finding_kind k)
@@ -1360,7 +1086,7 @@ int nf_timeline_builder_feed_finding(struct nf_timeline_builder *b, const struct
 	if (b->finished)
 		return nf_error_set(err, NF_ESTATE, "timeline: builder already finished");
 	if (!ls)
-		return oom(err);
+		return nf_tb_oom(err);
 	log_advance(ls, fd->epoch);
 	if (!kind)
 		return 0; /* NEW_EPOCH: handled by log_advance */
@@ -1384,13 +1110,13 @@ int nf_timeline_builder_feed_finding(struct nf_timeline_builder *b, const struct
 			struct lost_span *n = realloc(ls->spans, cap * sizeof(*n));
 
 			if (!n)
-				return oom(err);
+				return nf_tb_oom(err);
 			ls->spans = n;
 			ls->s_cap = cap;
 		}
 		ls->spans[ls->s_n++] = sp;
 		/* The operations up to the end of the span will get no entry. */
-		if ((rc = settle_before(b, ls, sp.first + sp.count, err)) != 0)
+		if ((rc = nf_tb_settle_before(b, ls, sp.first + sp.count, err)) != 0)
 			return rc;
 		sqlite3_bind_int64(s, 1, fd->adapter);
 		sqlite3_bind_int64(s, 2, fd->hwqueue);
@@ -1404,641 +1130,6 @@ int nf_timeline_builder_feed_finding(struct nf_timeline_builder *b, const struct
 	int64_t at = ns_of(b, fd->cpu_ts);
 	bool at_ok = cpu_time_ok(b, fd->cpu_ts);
 
-	return add_anomaly(b, kind, fd->hwqueue, true, log_name(fd->log_type), at_ok ? &at : NULL,
+	return nf_tb_add_anomaly(b, kind, fd->hwqueue, true, log_name(fd->log_type), at_ok ? &at : NULL,
 			   at_ok ? &at : NULL, 0, detail, err);
-}
-
-/* ---- finish ---- */
-
-static int put_meta(struct nf_timeline_builder *b, const char *key, const char *val,
-		    struct nf_error *err)
-{
-	sqlite3_stmt *s = NULL;
-	int rc = 0;
-
-	if (sqlite3_prepare_v2(b->db, "INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)", -1,
-			       &s, NULL) != SQLITE_OK)
-		return sql_err(b, err, "meta");
-	sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 2, val, -1, SQLITE_STATIC);
-	if (sqlite3_step(s) != SQLITE_DONE)
-		rc = sql_err(b, err, "meta");
-	sqlite3_finalize(s);
-	return rc;
-}
-
-static int write_meta(struct nf_timeline_builder *b, struct nf_error *err)
-{
-	char buf[64];
-	int rc = 0;
-
-#define META_U(key, v) \
-	(snprintf(buf, sizeof(buf), "%" PRIu64, (uint64_t)(v)), put_meta(b, key, buf, err))
-#define META_I(key, v) \
-	(snprintf(buf, sizeof(buf), "%" PRId64, (int64_t)(v)), put_meta(b, key, buf, err))
-	rc = META_I("schema_version", NF_SCHEMA_VERSION);
-	rc = rc ? rc : META_I("timeline_version", NF_TIMELINE_VERSION);
-	rc = rc ? rc : META_I("recorded_schema_version", b->schema_version);
-	rc = rc ? rc : META_U("cpu_frequency", b->cpu_frequency);
-	rc = rc ? rc : META_U("start_ticks", b->start_ticks);
-	rc = rc ? rc : META_I("duration_ns", b->any_ts ? ns_of(b, b->max_ts) : 0);
-	rc = rc ? rc : put_meta(b, "source", b->source, err);
-	rc = rc ? rc : put_meta(b, "mode", b->mode, err);
-	rc = rc ? rc : META_U("seed", b->seed);
-	rc = rc ? rc : put_meta(b, "tool_version", b->tool_version, err);
-	rc = rc ? rc : put_meta(b, "host", b->host, err);
-	rc = rc ? rc : META_I("ground_truth", b->ground_truth);
-	/* Which build made this file: tells two analyses of one session apart. */
-	struct timespec now;
-
-	clock_gettime(CLOCK_REALTIME, &now);
-	snprintf(buf, sizeof(buf), "%ld-%lld.%09ld", (long)getpid(), (long long)now.tv_sec,
-		 (long)now.tv_nsec);
-	rc = rc ? rc : put_meta(b, "build_id", buf, err);
-#undef META_U
-#undef META_I
-	return rc;
-}
-
-/* Converts a GPU timestamp; *has is false when it is 0 or the adapter has no calibration. */
-static int gpu_ns(struct nf_clock_model *m, uint32_t adapter, int64_t gpu, int64_t *ns,
-		  bool *has, struct nf_error *err)
-{
-	double d = 0;
-	int rc;
-
-	*has = false;
-	if (gpu == 0)
-		return 0;
-	rc = nf_clock_model_convert(m, adapter, (uint64_t)gpu, &d, has, err);
-	if (rc == 0 && *has) {
-		/* A time the model cannot represent stays NULL. */
-		if (!(d >= -(double)NF_GPU_TS_MAX && d <= (double)NF_GPU_TS_MAX))
-			*has = false;
-		else
-			*ns = (int64_t)llround(d);
-	}
-	return rc;
-}
-
-static int resolve_overruns(struct nf_timeline_builder *b, struct nf_clock_model *m,
-			    struct nf_error *err)
-{
-	sqlite3_stmt *sel = NULL;
-	int rc = 0, src;
-
-	if (sqlite3_prepare_v2(b->db,
-			       "SELECT adapter, queue, log, count, prev_gpu, next_gpu, detail "
-			       "FROM temp.t_lost ORDER BY rowid", -1, &sel, NULL) != SQLITE_OK)
-		return sql_err(b, err, "select t_lost");
-	while ((src = sqlite3_step(sel)) == SQLITE_ROW) {
-		uint32_t adapter = (uint32_t)sqlite3_column_int64(sel, 0);
-		int64_t first = 0, last = 0;
-		bool hf, hl;
-
-		rc = gpu_ns(m, adapter, sqlite3_column_int64(sel, 4), &first, &hf, err);
-		rc = rc ? rc : gpu_ns(m, adapter, sqlite3_column_int64(sel, 5), &last, &hl, err);
-		rc = rc ? rc : add_anomaly(b, "overrun", sqlite3_column_int64(sel, 1), true,
-					   log_name((uint32_t)sqlite3_column_int(sel, 2)),
-					   hf ? &first : NULL, hl ? &last : NULL,
-					   sqlite3_column_int64(sel, 3),
-					   (const char *)sqlite3_column_text(sel, 6), err);
-		if (rc)
-			break;
-	}
-	if (rc == 0 && src != SQLITE_DONE)
-		rc = sql_err(b, err, "read t_lost");
-	sqlite3_finalize(sel);
-	return rc;
-}
-
-/* Inputs of one fence_ops row. */
-
-/* ---- finish: times, dependencies, rows ---- */
-
-struct finisher {
-	struct nf_timeline_builder *b;
-	struct nf_clock_model *m;
-	struct nf_sorter *unk, *waits;
-	struct nf_error merr;    /* the sorting thread's error */
-	/* the merge's state (merge_begin, merge_next) */
-	const struct sig_rec *sg;
-	struct sig_rec hit;
-	bool have_hit, have_cur;
-	int64_t runmax, cur;
-	/* look-ahead over the unknown-end signals */
-	struct unk_rec *ub;
-	size_t u_head, u_n;
-	bool u_eof;
-	int status_len[sizeof(status_name) / sizeof(status_name[0])];
-	struct nf_spill *anoms;  /* causality anomalies found by the row sources, inserted after */
-	bool auto_id;            /* the spill holds ids 1, 2, ... in order: SQLite numbers the rows */
-	int64_t last_id;
-};
-
-/* A causality anomaly found while producing rows (the producer cannot use the connection). */
-struct anom_rec {
-	int64_t queue, first_ns, last_ns;
-	uint32_t log;
-	uint32_t pad;
-	char detail[240];
-};
-
-static int defer_anomaly(struct finisher *f, int64_t queue, uint32_t log, int64_t first_ns,
-			 int64_t last_ns, const char *detail, struct nf_error *err)
-{
-	struct anom_rec a;
-
-	memset(&a, 0, sizeof(a));
-	a.queue = queue;
-	a.log = log;
-	a.first_ns = first_ns;
-	a.last_ns = last_ns;
-	snprintf(a.detail, sizeof(a.detail), "%s", detail);
-	return nf_spill_put(f->anoms, &a, err);
-}
-
-/* Inserts the deferred anomalies, in the order they were found, and empties the spill. */
-static int flush_anomalies(struct finisher *f, struct nf_error *err)
-{
-	struct anom_rec a;
-	int rc;
-
-	if (nf_spill_count(f->anoms) == 0)
-		return 0;
-	if ((rc = nf_spill_rewind(f->anoms, err)) != 0)
-		return rc;
-	while ((rc = nf_spill_get(f->anoms, &a, err)) == 1) {
-		rc = add_anomaly(f->b, "causality", a.queue, true, log_name(a.log), &a.first_ns,
-				 &a.last_ns, 0, a.detail, err);
-		if (rc)
-			return rc;
-	}
-	if (rc)
-		return rc;
-	nf_spill_destroy(f->anoms);
-	f->anoms = nf_spill_create(f->b->spill_dir, sizeof(struct anom_rec), err);
-	return f->anoms ? 0 : (err && err->code ? err->code : NF_ENOMEM);
-}
-
-/* Fills one deps row, and defers a causality anomaly when the releaser ended late. */
-static int put_dep(struct finisher *f, struct nf_bulk_row *row, const struct res_rec *r,
-		   struct nf_error *err)
-{
-	nf_bulk_opt(row, 0, r->signal_id != 0, r->signal_id);
-	nf_bulk_int(row, 1, r->wait_id);
-	nf_bulk_opt(row, 2, r->cpu_id != 0, r->cpu_id);
-	nf_bulk_opt(row, 3, r->has_stall != 0, r->stall);
-	if (r->late) {
-		char detail[240];
-		int64_t end = r->end, sig_end = r->sig_end;
-
-		snprintf(detail, sizeof(detail),
-			 "wait op %" PRId64 " (fence %" PRId64 " value %" PRId64 ") ends at %" PRId64
-			 " ns, but the first signal to reach its value, %s %" PRId64 ", ends at %" PRId64
-			 " ns and no signal of unknown end could have released it: no releaser named",
-			 r->wait_id, r->fence, r->value, end, r->kind ? "signal op" : "CPU signal",
-			 r->late_id, sig_end);
-		return defer_anomaly(f, r->queue, NF_LOG_WAITS, end, sig_end, detail, err);
-	}
-	return 0;
-}
-
-/* Moves a record's GPU ticks onto the CPU time base; drops what cannot be converted. */
-static int op_times(struct nf_clock_model *m, struct op_rec *o, struct nf_error *err)
-{
-	int64_t ns = 0;
-	bool has;
-	int rc;
-
-	if (!(o->flags & OPF_GPU))
-		return 0;
-	o->flags &= (uint16_t)~OPF_GPU;
-	if (o->flags & OPF_END) {
-		if ((rc = gpu_ns(m, o->adapter, o->end, &ns, &has, err)) != 0)
-			return rc;
-		o->end = ns;
-		if (!has)
-			o->flags &= (uint16_t)~OPF_END;
-	}
-	if (o->flags & OPF_OBS) {
-		if ((rc = gpu_ns(m, o->adapter, o->observed, &ns, &has, err)) != 0)
-			return rc;
-		o->observed = ns;
-		if (!has)
-			o->flags &= (uint16_t)~OPF_OBS;
-	}
-	return 0;
-}
-
-/*
- * The one pass over the spilled operations, as nf_bulk's row source: each
- * becomes its fence_ops row (GPU times moved onto the CPU clock), and the
- * signals and completed waits go to the sorts of the dependency merge.
- */
-static int ops_row(void *ctx, struct nf_bulk_row *row, struct nf_error *err)
-{
-	struct finisher *f = ctx;
-	struct nf_timeline_builder *b = f->b;
-	struct op_rec o;
-	int rc;
-
-	if ((rc = nf_spill_get(b->ops, &o, err)) != 1)
-		return rc;
-	if ((rc = op_times(f->m, &o, err)) != 0)
-		return rc;
-	if (f->auto_id && o.id != ++f->last_id)
-		return nf_error_set(err, NF_ESTATE, "timeline: operation %" PRId64
-				    " reached the load out of order", o.id);
-	nf_bulk_int(row, 0, o.id);
-	nf_bulk_int(row, 1, o.queue);
-	nf_bulk_int(row, 2, o.adapter);
-	if (o.log == NF_LOG_WAITS)
-		nf_bulk_text(row, 3, "wait", 4);
-	else
-		nf_bulk_text(row, 3, "signal", 6);
-	nf_bulk_opt(row, 4, o.flags & OPF_FENCE, o.fence);
-	nf_bulk_int(row, 5, o.handle);
-	nf_bulk_int(row, 6, o.value);
-	nf_bulk_opt(row, 7, o.flags & OPF_QUEUED, o.queued);
-	nf_bulk_opt(row, 8, o.flags & OPF_OBS, o.observed);
-	nf_bulk_opt(row, 9, o.flags & OPF_END, o.end);
-	nf_bulk_text(row, 10, status_name[o.status], f->status_len[o.status]);
-	nf_bulk_opt(row, 11, o.flags & OPF_SEQ, o.seq);
-	nf_bulk_opt(row, 12, o.flags & OPF_SEQ, o.epoch);
-	nf_bulk_opt(row, 13, o.flags & OPF_THREAD, o.thread);
-	if ((o.flags & OPF_END) && (o.flags & OPF_QUEUED) &&
-	    (double)o.end + b->slack_ns < (double)o.queued) {
-		char detail[200];
-		int64_t q = o.queued, e = o.end;
-
-		snprintf(detail, sizeof(detail),
-			 "%s op %" PRId64 " ends at %" PRId64 " ns, before it was queued at %"
-			 PRId64 " ns", o.log == NF_LOG_WAITS ? "wait" : "signal", o.id, e, q);
-		if ((rc = defer_anomaly(f, o.queue, o.log, e, q, detail, err)) != 0)
-			return rc;
-	}
-	if (o.log == NF_LOG_SIGNALS && (o.flags & OPF_FENCE)) {
-		if (o.flags & OPF_END) {
-			struct sig_rec r = { o.fence, o.end, o.id, o.value, 1, 0 };
-
-			rc = nf_sorter_add(b->sigs, &r, err);
-		} else {
-			struct unk_rec r = { o.fence, o.value, o.id,
-					     (o.flags & OPF_QUEUED) ? o.queued : INT64_MIN };
-
-			rc = nf_sorter_add(f->unk, &r, err);
-		}
-	} else if (o.log == NF_LOG_WAITS && (o.flags & OPF_END)) {
-		bool st = (o.flags & OPF_OBS) != 0;
-		struct wait_rec r = { o.fence, o.value, o.id, o.end, o.queue,
-				      st ? o.end - o.observed : 0,
-				      (o.flags & OPF_FENCE) != 0, st };
-
-		rc = nf_sorter_add(f->waits, &r, err);
-	}
-	return rc ? rc : 1;
-}
-
-static int load_ops(struct finisher *f, struct nf_error *err)
-{
-	struct nf_timeline_builder *b = f->b;
-	int rc;
-
-	/* The text columns' lengths, measured once rather than per row. */
-	for (size_t i = 0; i < sizeof(status_name) / sizeof(status_name[0]); i++)
-		f->status_len[i] = (int)strlen(status_name[i]);
-	if ((rc = nf_spill_rewind(b->ops, err)) != 0)
-		return rc;
-	/*
-	 * When every operation reached the spill in id order (the usual case), the
-	 * k-th row has id k and SQLite numbers the rows itself: an explicit key
-	 * costs a uniqueness probe per row (about a third of the insert).
-	 */
-	f->auto_id = !b->ops_late && nf_spill_count(b->ops) == (uint64_t)b->next_op_id;
-	f->last_id = 0;
-	return nf_bulk_run(b->bulk, f->auto_id ?
-			   "INSERT INTO fence_ops(queue, adapter, op, fence, handle, value, "
-			   "queued_ns, observed_ns, end_ns, status, log_seq, epoch, thread) "
-			   "SELECT c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13 "
-			   "FROM nf_bulk" :
-			   "INSERT INTO fence_ops(id, queue, adapter, op, fence, handle, value, "
-			   "queued_ns, observed_ns, end_ns, status, log_seq, epoch, thread) "
-			   "SELECT c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13 "
-			   "FROM nf_bulk", ops_row, f, nf_clock_model_detached(f->m),
-			   "insert fence_ops", err);
-}
-
-/* Appends the next unknown-end signal to the look-ahead: 1, 0 at the end, or an error. */
-static int unk_fill(struct finisher *f, struct nf_error *err)
-{
-	const void *p;
-	int rc;
-
-	if (f->u_eof)
-		return 0;
-	rc = nf_sorter_next(f->unk, &p, err);
-	if (rc == 1)
-		f->ub[(f->u_head + f->u_n++) % UNK_SCAN] = *(const struct unk_rec *)p;
-	else if (rc == 0)
-		f->u_eof = true;
-	return rc;
-}
-
-/*
- * A signal whose end is unknown (zero timestamp, lost entry, unmatched) may be
- * the real releaser: the one of lowest value >= the wait's, not queued after
- * the wait ended. Waits come in (fence, value) order, so the look-ahead only
- * moves forward. Sets *id (0: none).
- */
-static int unk_find(struct finisher *f, int64_t fence, int64_t value, int64_t limit,
-		    int64_t *id, struct nf_error *err)
-{
-	int rc;
-
-	*id = 0;
-	for (;;) {
-		if (f->u_n == 0 && (rc = unk_fill(f, err)) != 1)
-			return rc;
-		const struct unk_rec *u = &f->ub[f->u_head];
-
-		if (u->fence > fence || (u->fence == fence && u->value >= value))
-			break;
-		f->u_head = (f->u_head + 1) % UNK_SCAN;
-		f->u_n--;
-	}
-	for (size_t i = 0;; i++) {
-		if (i == f->u_n) {
-			if (f->u_n == UNK_SCAN)
-				return 0;
-			if ((rc = unk_fill(f, err)) != 1)
-				return rc;
-		}
-		const struct unk_rec *u = &f->ub[(f->u_head + i) % UNK_SCAN];
-
-		if (u->fence != fence)
-			return 0;
-		if (u->queued == INT64_MIN || u->queued <= limit) {
-			*id = u->id;
-			return 0;
-		}
-	}
-}
-
-/*
- * Ties each completed wait to the signal that released it: the first signal
- * of its fence, in end order, to reach a value at or above the wait's (GPU
- * signals and CPU signals alike). Signals come sorted by (fence, end), waits
- * by (fence, value): the running maximum of the signaled values only grows,
- * so one forward pass over both answers every wait. merge_begin() starts the
- * pass over the sorted streams; merge_next() gives the next wait's deps row:
- * 1, 0 at the end, or an error.
- */
-static int merge_begin(struct finisher *f, struct nf_error *err)
-{
-	const void *p;
-	int rc = nf_sorter_next(f->b->sigs, &p, err);
-
-	if (rc < 0)
-		return rc;
-	f->sg = rc ? p : NULL;
-	f->have_hit = false;
-	f->have_cur = false;
-	f->runmax = 0;
-	f->cur = 0;
-	return 0;
-}
-
-static int merge_next(struct finisher *f, struct res_rec *out, struct nf_error *err)
-{
-	struct nf_timeline_builder *b = f->b;
-	const void *p;
-	int rc;
-
-	if ((rc = nf_sorter_next(f->waits, &p, err)) != 1)
-		return rc;
-	const struct wait_rec *w = p;
-	struct res_rec r = { w->id, 0, 0, w->stall, w->fence, w->value, w->end, w->queue, 0,
-			     w->has_stall, 0, 0, 0, 0 };
-
-	if (w->has_fence) {
-		uint64_t *init = map_find(&b->initial, (uint64_t)w->fence);
-		bool pre = init && (int64_t)*init >= w->value;
-
-		if (!f->have_cur || w->fence != f->cur) {
-			f->cur = w->fence;
-			f->have_cur = true;
-			f->have_hit = false;
-		}
-		while (!pre && !(f->have_hit && f->runmax >= w->value)) {
-			while (f->sg && f->sg->fence < f->cur) {
-				if ((rc = nf_sorter_next(b->sigs, &p, err)) < 0)
-					return rc;
-				f->sg = rc ? p : NULL;
-			}
-			if (!f->sg || f->sg->fence != f->cur)
-				break;
-			if (!f->have_hit || f->sg->value > f->runmax) {
-				f->hit = *f->sg;
-				f->runmax = f->sg->value;
-				f->have_hit = true;
-			}
-			if ((rc = nf_sorter_next(b->sigs, &p, err)) < 0)
-				return rc;
-			f->sg = rc ? p : NULL;
-		}
-		/*
-		 * A releaser ends no later than its wait, within the clock
-		 * merge's error (slack_ns). The first known signal to reach the
-		 * value that ends after the wait is only a fallback: a signal of
-		 * unknown end (its entry lost, say) queued in time is the better
-		 * candidate. One that ends beyond the slack is never named: with
-		 * no candidate left the data contradict themselves (causality
-		 * anomaly) and the wait gets no releaser.
-		 */
-		bool found = !pre && f->have_hit && f->runmax >= w->value;
-		bool after = found && f->hit.end > w->end;
-		bool late = found && (double)f->hit.end > (double)w->end + b->slack_ns;
-		int64_t unk = 0;
-
-		if (!pre && (!found || after) &&
-		    (rc = unk_find(f, f->cur, w->value, w->end + (int64_t)b->slack_ns, &unk,
-				   err)) != 0)
-			return rc;
-		if (unk) {
-			r.signal_id = unk;
-		} else if (found) {
-			if (!late && f->hit.kind)
-				r.signal_id = f->hit.id;
-			else if (!late)
-				r.cpu_id = f->hit.id;
-			r.late = late;
-			r.kind = f->hit.kind;
-			r.late_id = f->hit.id;
-			r.sig_end = f->hit.end;
-		}
-	}
-	*out = r;
-	return 1;
-}
-
-/* Sorts the signals (known and unknown ends) on a thread while the caller sorts the waits. */
-static void *sort_main(void *arg)
-{
-	struct finisher *f = arg;
-	int rc = nf_sorter_sort(f->b->sigs, &f->merr);
-
-	if (rc == 0)
-		nf_sorter_sort(f->unk, &f->merr);
-	return NULL;
-}
-
-/* nf_bulk's row source for deps: the merge, one wait at a time. */
-static int deps_row(void *ctx, struct nf_bulk_row *row, struct nf_error *err)
-{
-	struct finisher *f = ctx;
-	struct res_rec r;
-	int rc;
-
-	if ((rc = merge_next(f, &r, err)) != 1)
-		return rc;
-	rc = put_dep(f, row, &r, err);
-	return rc ? rc : 1;
-}
-
-/*
- * Loads fence_ops (the rows produced on another thread), sorts the signals
- * and the waits on two threads while the indexes and views are created, then
- * loads deps from the merge (produced on another thread too).
- */
-static int resolve(struct nf_timeline_builder *b, struct nf_clock_model *m, struct nf_error *err)
-{
-	struct finisher f = { .b = b, .m = m };
-	pthread_t th;
-	int rc = NF_ENOMEM;
-
-	nf_error_clear(&f.merr);
-	f.unk = nf_sorter_create(b->spill_dir, sizeof(struct unk_rec), SORT_BUDGET, cmp_unk, err);
-	f.waits = f.unk ? nf_sorter_create(b->spill_dir, sizeof(struct wait_rec), SORT_BUDGET,
-					   cmp_wait, err) : NULL;
-	f.anoms = f.waits ? nf_spill_create(b->spill_dir, sizeof(struct anom_rec), err) : NULL;
-	f.ub = malloc(UNK_SCAN * sizeof(*f.ub));
-	if (!f.anoms) {
-		rc = err && err->code ? err->code : NF_ENOMEM; /* the creator's error */
-		goto out;
-	}
-	if (!f.ub) {
-		rc = oom(err);
-		goto out;
-	}
-	rc = load_ops(&f, err);
-	rc = rc ? rc : flush_anomalies(&f, err);
-	if (rc)
-		goto out;
-	if (pthread_create(&th, NULL, sort_main, &f) != 0) {
-		sort_main(&f); /* no thread: one after the other */
-		rc = exec_sql(b, nf_timeline_views_sql, err, "schemas/timeline-views.sql");
-		rc = rc ? rc : nf_sorter_sort(f.waits, err);
-	} else {
-		rc = exec_sql(b, nf_timeline_views_sql, err, "schemas/timeline-views.sql");
-		rc = rc ? rc : nf_sorter_sort(f.waits, err);
-		pthread_join(th, NULL);
-	}
-	if (rc == 0 && f.merr.code) {
-		rc = f.merr.code;
-		if (err)
-			*err = f.merr;
-	}
-	rc = rc ? rc : merge_begin(&f, err);
-	rc = rc ? rc : nf_bulk_run(b->bulk, "INSERT INTO deps(signal_id, wait_id, cpu_signal, stall_ns) "
-				   "SELECT c0, c1, c2, c3 FROM nf_bulk", deps_row, &f, true,
-				   "insert deps", err);
-	rc = rc ? rc : flush_anomalies(&f, err);
-out:
-	free(f.ub);
-	nf_sorter_destroy(f.unk);
-	nf_sorter_destroy(f.waits);
-	nf_spill_destroy(f.anoms);
-	nf_sorter_destroy(b->sigs);
-	b->sigs = NULL;
-	return rc;
-}
-
-/*
- * Every queue the operations or logs name gets a queues row, so that readers
- * can take the queues table as the list of queues (without scanning
- * fence_ops): one without a HWQUEUE_START (a damaged or partial session) has
- * only its handle and adapter.
- */
-static int add_seen_queues(struct nf_timeline_builder *b, struct nf_error *err)
-{
-	sqlite3_stmt *s = NULL;
-	int rc = 0;
-
-	if (b->n_qs == 0)
-		return 0;
-	if (sqlite3_prepare_v2(b->db, "INSERT OR IGNORE INTO queues(queue, adapter) VALUES (?1, ?2)",
-			       -1, &s, NULL) != SQLITE_OK)
-		return sql_err(b, err, "prepare queues");
-	for (size_t i = 0; i < b->n_qs && rc == 0; i++) {
-		sqlite3_bind_int64(s, 1, b->qs[i].hwqueue);
-		sqlite3_bind_int64(s, 2, b->qs[i].adapter);
-		if (sqlite3_step(s) != SQLITE_DONE)
-			rc = sql_err(b, err, "insert queues");
-		sqlite3_reset(s);
-	}
-	sqlite3_finalize(s);
-	return rc;
-}
-
-/* Finishes what still waits: operations without entries, unreleased legacy waits. */
-static int settle_all(struct nf_timeline_builder *b, struct nf_error *err)
-{
-	int rc;
-
-	for (size_t i = 0; i < b->n_qs; i++)
-		for (int l = 0; l < 2; l++)
-			if ((rc = settle_before(b, &b->qs[i].log[l], INT64_MAX, err)) != 0)
-				return rc;
-	for (size_t i = 0; i < b->n_legacy; i++)
-		if ((rc = op_done(b, &b->legacy[i], err)) != 0)
-			return rc;
-	b->n_legacy = 0;
-	return ring_flush(b, err);
-}
-
-int nf_timeline_builder_finish(struct nf_timeline_builder *b, struct nf_error *err)
-{
-	struct nf_clock_model *m = NULL;
-	int rc;
-
-	if (b->finished)
-		return nf_error_set(err, NF_ESTATE, "timeline: builder already finished");
-	b->finished = true;
-	rc = settle_all(b, err);
-	rc = rc ? rc : add_seen_queues(b, err);
-	rc = rc ? rc : write_queue_threads(b, err);
-	rc = rc ? rc : nf_clock_fit(b->db, 0, err);
-	if (rc)
-		return rc;
-	m = nf_clock_model_create(b->db, err);
-	if (!m)
-		return err && err->code ? err->code : NF_ENOMEM;
-	rc = resolve_overruns(b, m, err);
-	rc = rc ? rc : resolve(b, m, err);
-	nf_clock_model_destroy(m);
-	rc = rc ? rc : nf_timeline_kernel_ingest_finish(b->kernel, err);
-	rc = rc ? rc : write_meta(b, err);
-	if (rc)
-		return rc;
-	for (int i = 0; i < ST_COUNT; i++) {
-		sqlite3_finalize(b->st[i]);
-		b->st[i] = NULL;
-	}
-	if (exec_sql(b, "DROP TABLE temp.t_lost; DROP TABLE temp.t_cal; DROP TABLE temp.t_fit;",
-		     err, "drop staging") ||
-	    exec_sql(b, "COMMIT", err, "commit"))
-		return NF_ESQL;
-	b->in_txn = false;
-	return 0;
 }

@@ -15,6 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/capbuf.h"
+#include "../core/util_hash.h"
+
 /* Distinct keys in one map at most (a hostile capture cannot exhaust memory). */
 #define EW_MAX_KEYS (1u << 22)
 /* Packets of one context in flight kept in order at most (past it observed_ns
@@ -30,94 +33,7 @@
 #define EW_MAX_CPU_WAITS 65536u
 #define EW_MAX_PROVIDERS 4096u
 
-/* ---- u64 -> u64 map, open addressing; keys stored + 1 (0 is empty) ---- */
-struct ew_map {
-	uint64_t *k, *v;
-	size_t cap, n;
-};
-
-static void ew_map_free(struct ew_map *m)
-{
-	free(m->k);
-	free(m->v);
-	memset(m, 0, sizeof(*m));
-}
-
-static size_t ew_slot(const struct ew_map *m, uint64_t key)
-{
-	uint64_t h = key * 0x9E3779B97F4A7C15ull;
-	size_t i = (size_t)(h >> 17) & (m->cap - 1);
-
-	while (m->k[i] && m->k[i] != key)
-		i = (i + 1) & (m->cap - 1);
-	return i;
-}
-
-static uint64_t *ew_map_get(const struct ew_map *m, uint64_t key)
-{
-	if (!m->cap)
-		return NULL;
-	size_t i = ew_slot(m, key + 1);
-
-	return m->k[i] ? &m->v[i] : NULL;
-}
-
-static int ew_map_put(struct ew_map *m, uint64_t key, uint64_t val)
-{
-	if ((m->n + 1) * 2 > m->cap) {
-		struct ew_map n = { 0 };
-
-		if (m->n >= EW_MAX_KEYS)
-			return NF_ENOMEM;
-		n.cap = m->cap ? m->cap * 2 : 256;
-		n.k = calloc(n.cap, sizeof(*n.k));
-		n.v = calloc(n.cap, sizeof(*n.v));
-		if (!n.k || !n.v) {
-			ew_map_free(&n);
-			return NF_ENOMEM;
-		}
-		for (size_t i = 0; i < m->cap; i++)
-			if (m->k[i]) {
-				size_t j = ew_slot(&n, m->k[i]);
-
-				n.k[j] = m->k[i];
-				n.v[j] = m->v[i];
-			}
-		n.n = m->n;
-		ew_map_free(m);
-		*m = n;
-	}
-	size_t i = ew_slot(m, key + 1);
-
-	if (!m->k[i]) {
-		m->k[i] = key + 1;
-		m->n++;
-	}
-	m->v[i] = val;
-	return 0;
-}
-
-/* Removes key (backward-shift deletion keeps probe chains whole). */
-static void ew_map_del(struct ew_map *m, uint64_t key)
-{
-	if (!m->cap)
-		return;
-	size_t i = ew_slot(m, key + 1);
-
-	if (!m->k[i])
-		return;
-	m->k[i] = 0;
-	m->n--;
-	for (size_t j = (i + 1) & (m->cap - 1); m->k[j]; j = (j + 1) & (m->cap - 1)) {
-		uint64_t kk = m->k[j], vv = m->v[j];
-
-		m->k[j] = 0;
-		size_t t = ew_slot(m, kk);
-
-		m->k[t] = kk;
-		m->v[t] = vv;
-	}
-}
+/* The maps are core's nf_u64map (core/util_hash.h), at most EW_MAX_KEYS keys each. */
 
 /* A growing array of fixed-size items. */
 struct ew_vec {
@@ -127,18 +43,8 @@ struct ew_vec {
 
 static void *ew_vec_push(struct ew_vec *v)
 {
-	if (v->n == v->cap) {
-		size_t nc = v->cap ? v->cap * 2 : 64;
-
-		if (v->n >= EW_MAX_KEYS)
-			return NULL;
-		void *np = realloc(v->p, nc * v->size);
-
-		if (!np)
-			return NULL;
-		v->p = np;
-		v->cap = nc;
-	}
+	if (nf_array_reserve(&v->p, &v->cap, v->n + 1, v->size, 64, EW_MAX_KEYS))
+		return NULL;
 	void *it = (char *)v->p + v->n * v->size;
 
 	memset(it, 0, v->size);
@@ -336,9 +242,9 @@ static const char *const ew_sql[ES_COUNT] = {
 struct nf_etwi {
 	sqlite3 *db;
 	sqlite3_stmt *st[ES_COUNT];
-	struct ew_map ctx_map, hwq_map, sync_map, adapter_map, device_proc, device_adapter, pkt_map, dma_map;
-	struct ew_map count_map, node_map, proc_map;
-	struct ew_map thread_proc;  /* thread -> process, from the DxgKrnl events' headers */
+	struct nf_u64map ctx_map, hwq_map, sync_map, adapter_map, device_proc, device_adapter, pkt_map, dma_map;
+	struct nf_u64map count_map, node_map, proc_map;
+	struct nf_u64map thread_proc;  /* thread -> process, from the DxgKrnl events' headers */
 	struct ew_vec procs;       /* process names for queue names (struct ew_proc) */
 	struct ew_qt_table qt;     /* queue_threads */
 	struct ew_vec ctxs, syncs, adapters, nodes, pkts, dmas, cwaits, counts, runs;
@@ -408,11 +314,11 @@ void nf_etwi_destroy(struct nf_etwi *e)
 		free(EW_AT(e->pkts, struct ew_pkt, i)->fences);
 		free(EW_AT(e->pkts, struct ew_pkt, i)->values);
 	}
-	struct ew_map *maps[] = { &e->ctx_map, &e->hwq_map, &e->sync_map, &e->adapter_map,
+	struct nf_u64map *maps[] = { &e->ctx_map, &e->hwq_map, &e->sync_map, &e->adapter_map,
 				  &e->device_proc, &e->device_adapter, &e->pkt_map, &e->dma_map, &e->count_map,
 				  &e->node_map, &e->proc_map, &e->thread_proc };
 	for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++)
-		ew_map_free(maps[i]);
+		nf_u64map_free(maps[i]);
 	struct ew_vec *vecs[] = { &e->ctxs, &e->syncs, &e->adapters, &e->nodes, &e->pkts,
 				  &e->dmas, &e->cwaits, &e->counts, &e->runs, &e->procs };
 	for (size_t i = 0; i < sizeof(vecs) / sizeof(vecs[0]); i++)
@@ -433,6 +339,14 @@ struct nf_etwi *nf_etwi_create(sqlite3 *db, struct nf_error *err)
 		return NULL;
 	}
 	e->db = db;
+	{
+		struct nf_u64map *maps[] = { &e->ctx_map, &e->hwq_map, &e->sync_map, &e->adapter_map,
+					  &e->device_proc, &e->device_adapter, &e->pkt_map, &e->dma_map,
+					  &e->count_map, &e->node_map, &e->proc_map, &e->thread_proc };
+
+		for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++)
+			maps[i]->max_keys = EW_MAX_KEYS;
+	}
 	e->ctxs.size = sizeof(struct ew_ctx);
 	e->syncs.size = sizeof(struct ew_sync);
 	e->adapters.size = sizeof(uint64_t);
@@ -466,11 +380,11 @@ static int64_t ew_adapter(struct nf_etwi *e, uint64_t h, struct nf_error *err)
 
 	if (!h)
 		return -1;
-	if ((v = ew_map_get(&e->adapter_map, h)))
+	if ((v = nf_u64map_find(&e->adapter_map, h)))
 		return (int64_t)*v;
 	uint64_t *slot = ew_vec_push(&e->adapters);
 
-	if (!slot || ew_map_put(&e->adapter_map, h, e->adapters.n - 1)) {
+	if (!slot || nf_u64map_put(&e->adapter_map, h, e->adapters.n - 1)) {
 		ew_oom(err);
 		return -2;
 	}
@@ -481,16 +395,16 @@ static int64_t ew_adapter(struct nf_etwi *e, uint64_t h, struct nf_error *err)
 /* Context (kind K_CONTEXT) or hardware queue index; -1 for handle 0, -2 on error. */
 static int64_t ew_ctx(struct nf_etwi *e, uint64_t h, int kind, struct nf_error *err)
 {
-	struct ew_map *m = kind == K_CONTEXT ? &e->ctx_map : &e->hwq_map;
+	struct nf_u64map *m = kind == K_CONTEXT ? &e->ctx_map : &e->hwq_map;
 	uint64_t *v;
 
 	if (!h)
 		return -1;
-	if ((v = ew_map_get(m, h)))
+	if ((v = nf_u64map_find(m, h)))
 		return (int64_t)*v;
 	struct ew_ctx *c = ew_vec_push(&e->ctxs);
 
-	if (!c || ew_map_put(m, h, e->ctxs.n - 1)) {
+	if (!c || nf_u64map_put(m, h, e->ctxs.n - 1)) {
 		ew_oom(err);
 		return -2;
 	}
@@ -507,11 +421,11 @@ static int64_t ew_sync(struct nf_etwi *e, uint64_t h, struct nf_error *err)
 
 	if (!h)
 		return -1;
-	if ((v = ew_map_get(&e->sync_map, h)))
+	if ((v = nf_u64map_find(&e->sync_map, h)))
 		return (int64_t)*v;
 	struct ew_sync *s = ew_vec_push(&e->syncs);
 
-	if (!s || ew_map_put(&e->sync_map, h, e->syncs.n - 1)) {
+	if (!s || nf_u64map_put(&e->sync_map, h, e->syncs.n - 1)) {
 		ew_oom(err);
 		return -2;
 	}
@@ -525,13 +439,13 @@ static int64_t ew_sync(struct nf_etwi *e, uint64_t h, struct nf_error *err)
 static struct ew_node *ew_node(struct nf_etwi *e, int64_t adapter, uint32_t node, struct nf_error *err)
 {
 	uint64_t key = ((uint64_t)(adapter + 1) << 32) | node;
-	uint64_t *v = ew_map_get(&e->node_map, key);
+	uint64_t *v = nf_u64map_find(&e->node_map, key);
 
 	if (v)
 		return EW_AT(e->nodes, struct ew_node, *v);
 	struct ew_node *n = ew_vec_push(&e->nodes);
 
-	if (!n || ew_map_put(&e->node_map, key, e->nodes.n - 1)) {
+	if (!n || nf_u64map_put(&e->node_map, key, e->nodes.n - 1)) {
 		ew_oom(err);
 		return NULL;
 	}
@@ -633,7 +547,7 @@ static struct ew_pkt *ew_pkt_open(struct nf_etwi *e, uint64_t pq, size_t *idx, s
 	p->pq = pq;
 	p->observed_ns = p->unwait_ns = p->aborted_ns = -1;
 	p->fence = -1;
-	if (ew_map_put(&e->pkt_map, pq, i)) {
+	if (nf_u64map_put(&e->pkt_map, pq, i)) {
 		p->used = false;
 		ew_oom(err);
 		return NULL;
@@ -732,7 +646,7 @@ static int ew_queue_packet(struct nf_etwi *e, const struct nf_etwi_event *ev, in
 		return NF_ENOMEM;
 	if (ci < 0 || !d->packet)
 		return 0; /* no context or packet: nothing to tie it to */
-	uint64_t *old = ew_map_get(&e->pkt_map, d->packet);
+	uint64_t *old = nf_u64map_find(&e->pkt_map, d->packet);
 
 	if (old) {
 		/* The address was reused: the earlier packet's stop was not seen. */
@@ -751,7 +665,7 @@ static int ew_queue_packet(struct nf_etwi *e, const struct nf_etwi_event *ev, in
 			return rc;
 		ew_ring_remove(e, EW_AT(e->ctxs, struct ew_ctx, op->queue), *old, ev->ns);
 		ew_pkt_release(e, *old);
-		ew_map_del(&e->pkt_map, d->packet);
+		nf_u64map_del(&e->pkt_map, d->packet);
 	}
 	struct ew_pkt *p = ew_pkt_open(e, d->packet, &i, err);
 
@@ -816,7 +730,7 @@ static int ew_queue_packet(struct nf_etwi *e, const struct nf_etwi_event *ev, in
 
 static int ew_unwait(struct nf_etwi *e, const struct nf_etwi_event *ev, bool abort, struct nf_error *err)
 {
-	uint64_t *v = ew_map_get(&e->pkt_map, ev->dx->packet);
+	uint64_t *v = nf_u64map_find(&e->pkt_map, ev->dx->packet);
 
 	if (v) {
 		struct ew_pkt *p = EW_AT(e->pkts, struct ew_pkt, *v);
@@ -842,7 +756,7 @@ static int ew_unwait(struct nf_etwi *e, const struct nf_etwi_event *ev, bool abo
 
 static int ew_packet_stop(struct nf_etwi *e, const struct nf_etwi_event *ev, struct nf_error *err)
 {
-	uint64_t *v = ew_map_get(&e->pkt_map, ev->dx->packet);
+	uint64_t *v = nf_u64map_find(&e->pkt_map, ev->dx->packet);
 	int rc = 0;
 
 	if (!v)
@@ -863,7 +777,7 @@ static int ew_packet_stop(struct nf_etwi *e, const struct nf_etwi_event *ev, str
 		return rc;
 	ew_ring_remove(e, EW_AT(e->ctxs, struct ew_ctx, p->queue), i, ev->ns);
 	ew_pkt_release(e, i);
-	ew_map_del(&e->pkt_map, ev->dx->packet);
+	nf_u64map_del(&e->pkt_map, ev->dx->packet);
 	return 0;
 }
 
@@ -877,7 +791,7 @@ static int ew_signal_group(struct nf_etwi *e, const struct nf_etwi_event *ev, st
 	if (d->n_contexts < 2)
 		return 0;
 	for (uint32_t k = 0; k < d->n_objects; k++) {
-		uint64_t *fv = ew_map_get(&e->sync_map, d->objects[k]);
+		uint64_t *fv = nf_u64map_find(&e->sync_map, d->objects[k]);
 		int64_t members[NF_ETWI_MAX_ARRAY], grp = -1;
 		uint32_t n = 0;
 
@@ -927,7 +841,7 @@ static int ew_dma_start(struct nf_etwi *e, const struct nf_etwi_event *ev, bool 
 	if (ci < 0)
 		return 0;
 	uint64_t key = ew_dma_key(h, sub);
-	uint64_t *old = ew_map_get(&e->dma_map, key);
+	uint64_t *old = nf_u64map_find(&e->dma_map, key);
 
 	if (old) {
 		i = *old; /* a start again: the first one's stop was not seen; keep the latest */
@@ -938,7 +852,7 @@ static int ew_dma_start(struct nf_etwi *e, const struct nf_etwi_event *ev, bool 
 		if (i == e->dmas.n && !ew_vec_push(&e->dmas))
 			return ew_oom(err);
 		e->dma_free_hint = i + 1;
-		if (ew_map_put(&e->dma_map, key, i))
+		if (nf_u64map_put(&e->dma_map, key, i))
 			return ew_oom(err);
 	}
 	struct ew_dma *m = EW_AT(e->dmas, struct ew_dma, i);
@@ -991,7 +905,7 @@ static int ew_dma_end(struct nf_etwi *e, const struct nf_etwi_event *ev, bool hw
 	uint64_t h = hw ? d->hwqueue : d->context;
 	uint64_t sub = hw ? d->value : d->submission;
 	uint64_t key = ew_dma_key(h, sub);
-	uint64_t *v = ew_map_get(&e->dma_map, key);
+	uint64_t *v = nf_u64map_find(&e->dma_map, key);
 
 	if (!v)
 		return 0;
@@ -1010,7 +924,7 @@ static int ew_dma_end(struct nf_etwi *e, const struct nf_etwi_event *ev, bool hw
 	m->used = false;
 	if (i < e->dma_free_hint)
 		e->dma_free_hint = i;
-	ew_map_del(&e->dma_map, key);
+	nf_u64map_del(&e->dma_map, key);
 	return rc;
 }
 
@@ -1066,7 +980,7 @@ static int ew_cpu_unwait(struct nf_etwi *e, const struct nf_etwi_event *ev, stru
 	const struct nf_etwi_dx *d = ev->dx;
 
 	for (uint32_t k = 0; k < d->n_objects; k++) {
-		uint64_t *fv = ew_map_get(&e->sync_map, d->objects[k]);
+		uint64_t *fv = nf_u64map_find(&e->sync_map, d->objects[k]);
 
 		if (!fv)
 			continue;
@@ -1179,14 +1093,14 @@ static int ew_count(struct nf_etwi *e, const struct nf_etwi_event *ev, struct nf
 	if (p < 0)
 		return 0;
 	uint64_t key = ((uint64_t)p << 24) | ((uint64_t)ev->id << 8) | ev->version;
-	uint64_t *v = ew_map_get(&e->count_map, key);
+	uint64_t *v = nf_u64map_find(&e->count_map, key);
 	struct ew_count *c;
 
 	if (v) {
 		c = EW_AT(e->counts, struct ew_count, *v);
 	} else {
 		c = ew_vec_push(&e->counts);
-		if (!c || ew_map_put(&e->count_map, key, e->counts.n - 1))
+		if (!c || nf_u64map_put(&e->count_map, key, e->counts.n - 1))
 			return ew_oom(err);
 		c->provider = (uint32_t)p;
 		c->id = ev->id;
@@ -1255,10 +1169,10 @@ static int ew_name(struct nf_etwi *e, const struct nf_etwi_event *ev, struct nf_
 	if (!ev->k_name || !ev->k_name[0])
 		return 0;
 	if (ev->kind == NF_ETWI_K_PROCESS) { /* kept for the names of its contexts */
-		uint64_t *v = ew_map_get(&e->proc_map, ev->k_pid);
+		uint64_t *v = nf_u64map_find(&e->proc_map, ev->k_pid);
 		struct ew_proc *p = v ? EW_AT(e->procs, struct ew_proc, *v) : ew_vec_push(&e->procs);
 
-		if (!p || (!v && ew_map_put(&e->proc_map, ev->k_pid, e->procs.n - 1)))
+		if (!p || (!v && nf_u64map_put(&e->proc_map, ev->k_pid, e->procs.n - 1)))
 			return ew_oom(err);
 		snprintf(p->name, sizeof(p->name), "%s", ev->k_name);
 	}
@@ -1308,8 +1222,8 @@ static int ew_dxgkrnl(struct nf_etwi *e, const struct nf_etwi_event *ev, struct 
 		a = ew_adapter(e, d->adapter, err);
 		if (a < -1)
 			return NF_ENOMEM;
-		if (d->device && (ew_map_put(&e->device_proc, d->device, d->process) ||
-				  (a >= 0 && ew_map_put(&e->device_adapter, d->device, (uint64_t)a))))
+		if (d->device && (nf_u64map_put(&e->device_proc, d->device, d->process) ||
+				  (a >= 0 && nf_u64map_put(&e->device_adapter, d->device, (uint64_t)a))))
 			return ew_oom(err);
 		if (ev->id == 29)
 			e->rundown = true;
@@ -1321,7 +1235,7 @@ static int ew_dxgkrnl(struct nf_etwi *e, const struct nf_etwi_event *ev, struct 
 		if (ci < 0)
 			break;
 		struct ew_ctx *c = EW_AT(e->ctxs, struct ew_ctx, ci);
-		uint64_t *da = d->device ? ew_map_get(&e->device_adapter, d->device) : NULL;
+		uint64_t *da = d->device ? nf_u64map_find(&e->device_adapter, d->device) : NULL;
 
 		c->device = d->device;
 		rc = ew_ctx_place(e, ci, da ? (int64_t)*da : -1, true, d->node, true, err);
@@ -1428,10 +1342,10 @@ int nf_etwi_event(struct nf_etwi *e, const struct nf_etwi_event *ev, struct nf_e
 		e->dxgkrnl++;
 		/* Whose threads queue GPU work: the CPU thread rows are named by it. */
 		if (ev->has_ids && ev->tid && ev->pid && ev->pid != 4) {
-			uint64_t *p = ew_map_get(&e->thread_proc, ev->tid);
+			uint64_t *p = nf_u64map_find(&e->thread_proc, ev->tid);
 
 			if (!p || *p != ev->pid) {
-				if (ew_map_put(&e->thread_proc, ev->tid, ev->pid))
+				if (nf_u64map_put(&e->thread_proc, ev->tid, ev->pid))
 					return ew_oom(err);
 			}
 		}
@@ -1530,7 +1444,7 @@ static int ew_done(struct nf_etwi *e, sqlite3_stmt *s, const char *what, struct 
 static void ew_node_name(struct nf_etwi *e, int64_t adapter, int64_t node, char *buf, size_t len)
 {
 	uint64_t key = ((uint64_t)(adapter + 1) << 32) | (uint32_t)node;
-	uint64_t *v = adapter >= 0 && node >= 0 ? ew_map_get(&e->node_map, key) : NULL;
+	uint64_t *v = adapter >= 0 && node >= 0 ? nf_u64map_find(&e->node_map, key) : NULL;
 	const struct ew_node *n = v ? EW_AT(e->nodes, struct ew_node, *v) : NULL;
 
 	if (n && n->name[0])
@@ -1567,12 +1481,12 @@ static int ew_finish_objects(struct nf_etwi *e, struct nf_error *err)
 	}
 	for (size_t i = 0; rc == 0 && i < e->ctxs.n; i++) {
 		const struct ew_ctx *c = EW_AT(e->ctxs, struct ew_ctx, i);
-		uint64_t *proc = c->device ? ew_map_get(&e->device_proc, c->device) : NULL;
+		uint64_t *proc = c->device ? nf_u64map_find(&e->device_proc, c->device) : NULL;
 
 		ew_node_name(e, c->adapter, c->node, nn, sizeof(nn));
 		snprintf(hex, sizeof(hex), "0x%" PRIx64, c->handle);
 		snprintf(dev, sizeof(dev), "0x%" PRIx64, c->device);
-		uint64_t *pn = proc ? ew_map_get(&e->proc_map, *proc) : NULL;
+		uint64_t *pn = proc ? nf_u64map_find(&e->proc_map, *proc) : NULL;
 
 		if (pn)
 			snprintf(name, sizeof(name), "%s %s %s (%s %" PRIu64 ")", nn,
@@ -1671,10 +1585,10 @@ static int ew_finish_threads(struct nf_etwi *e, struct nf_error *err)
 	int rc = 0;
 
 	for (size_t i = 0; rc == 0 && i < e->thread_proc.cap; i++) {
-		if (!e->thread_proc.k[i])
+		if (!e->thread_proc.used[i])
 			continue;
-		uint64_t tid = e->thread_proc.k[i] - 1, pid = e->thread_proc.v[i];
-		uint64_t *pn = ew_map_get(&e->proc_map, pid);
+		uint64_t tid = e->thread_proc.keys[i], pid = e->thread_proc.vals[i];
+		uint64_t *pn = nf_u64map_find(&e->proc_map, pid);
 
 		if (pn)
 			snprintf(name, sizeof(name), "%s %" PRIu64, EW_AT(e->procs, struct ew_proc, *pn)->name, pid);

@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/util_hash.h"
+
 /* Interned strings and CPUs kept at most (a corrupt session cannot exhaust memory). */
 #define NF_KI_MAX_STRINGS (1u << 22)
 #define NF_KI_MAX_CPUS 8192u
@@ -76,75 +78,8 @@ struct ki_cpu {
 	int64_t start_ns;
 };
 
-/* u64 -> u64, open addressing; key 0 is never stored (keys are stored + 1). */
-struct ki_map {
-	uint64_t *k, *v;
-	size_t cap, n;
-};
-
+/* The maps are core's nf_u64map (core/util_hash.h), at most this many keys. */
 #define NF_KI_MAX_KEYS (1u << 22)
-
-static void ki_map_free(struct ki_map *m)
-{
-	free(m->k);
-	free(m->v);
-}
-
-static size_t ki_slot(const struct ki_map *m, uint64_t key)
-{
-	uint64_t h = key * 0x9E3779B97F4A7C15ull;
-	size_t i = (size_t)(h >> 17) & (m->cap - 1);
-
-	while (m->k[i] && m->k[i] != key)
-		i = (i + 1) & (m->cap - 1);
-	return i;
-}
-
-/* The value of key, or NULL. */
-static uint64_t *ki_map_get(const struct ki_map *m, uint64_t key)
-{
-	if (!m->cap)
-		return NULL;
-	size_t i = ki_slot(m, key + 1);
-
-	return m->k[i] ? &m->v[i] : NULL;
-}
-
-/* Sets key to val; 0 or NF_ENOMEM (also past NF_KI_MAX_KEYS). */
-static int ki_map_put(struct ki_map *m, uint64_t key, uint64_t val)
-{
-	if ((m->n + 1) * 2 > m->cap) {
-		struct ki_map n = { 0 };
-
-		if (m->n >= NF_KI_MAX_KEYS)
-			return NF_ENOMEM;
-		n.cap = m->cap ? m->cap * 2 : 256;
-		n.k = calloc(n.cap, sizeof(*n.k));
-		n.v = calloc(n.cap, sizeof(*n.v));
-		if (!n.k || !n.v) {
-			ki_map_free(&n);
-			return NF_ENOMEM;
-		}
-		for (size_t i = 0; i < m->cap; i++)
-			if (m->k[i]) {
-				size_t j = ki_slot(&n, m->k[i]);
-
-				n.k[j] = m->k[i];
-				n.v[j] = m->v[i];
-			}
-		n.n = m->n;
-		ki_map_free(m);
-		*m = n;
-	}
-	size_t i = ki_slot(m, key + 1);
-
-	if (!m->k[i]) {
-		m->k[i] = key + 1;
-		m->n++;
-	}
-	m->v[i] = val;
-	return 0;
-}
 
 /* A run waiting in the batch (see ki_run_flush). */
 struct ki_run {
@@ -160,8 +95,8 @@ struct nf_timeline_kernel_ingest {
 	struct nf_bulk *bulk;    /* NULL: runs are inserted one by one */
 	struct ki_run *runs;
 	size_t n_runs, run_next;
-	struct ki_map comms;     /* thread -> KernelString id of the comm last written */
-	struct ki_map contexts;  /* dma_fence contexts already in kernel_timelines */
+	struct nf_u64map comms;     /* thread -> KernelString id of the comm last written */
+	struct nf_u64map contexts;  /* dma_fence contexts already in kernel_timelines */
 	sqlite3_stmt *st[KS_COUNT];
 	char **strings;      /* [id] -> text, id from 1 */
 	size_t n_strings;
@@ -214,8 +149,8 @@ void nf_timeline_kernel_ingest_destroy(struct nf_timeline_kernel_ingest *ki)
 	free(ki->cpus);
 	free(ki->waits);
 	free(ki->runs);
-	ki_map_free(&ki->comms);
-	ki_map_free(&ki->contexts);
+	nf_u64map_free(&ki->comms);
+	nf_u64map_free(&ki->contexts);
 	free(ki);
 }
 
@@ -228,6 +163,7 @@ static struct nf_timeline_kernel_ingest *ki_create(sqlite3 *db, struct nf_error 
 		return NULL;
 	}
 	ki->db = db;
+	ki->comms.max_keys = ki->contexts.max_keys = NF_KI_MAX_KEYS;
 	if (ki_exec(ki, ki_staging_sql, err))
 		goto out_free;
 	for (int i = 0; i < KS_COUNT; i++)
@@ -314,9 +250,9 @@ static int ki_thread(struct nf_timeline_kernel_ingest *ki, uint64_t tid, uint64_
 
 	if (tid == 0 || !comm)
 		return 0;
-	if ((known = ki_map_get(&ki->comms, tid)) && *known == comm_id)
+	if ((known = nf_u64map_find(&ki->comms, tid)) && *known == comm_id)
 		return 0;
-	if (ki_map_put(&ki->comms, tid, comm_id))
+	if (nf_u64map_put(&ki->comms, tid, comm_id))
 		return nf_error_set(err, NF_ENOMEM, "timeline: too many kernel threads");
 	sqlite3_bind_int64(ki->st[KS_THREAD], 1, (int64_t)tid);
 	sqlite3_bind_text(ki->st[KS_THREAD], 2, comm, -1, SQLITE_TRANSIENT);
@@ -477,14 +413,14 @@ static int ki_fence(struct nf_timeline_kernel_ingest *ki, int64_t ns, const stru
 	sqlite3_stmt *s;
 	int rc;
 
-	if (!ki_map_get(&ki->contexts, (uint64_t)ctx)) {
+	if (!nf_u64map_find(&ki->contexts, (uint64_t)ctx)) {
 		s = ki->st[KS_STR_TIMELINE];
 		sqlite3_bind_int64(s, 1, ctx);
 		bind_text_or_null(s, 2, ki_str(ki, f[NFF_KERNEL_DMA_FENCE_INIT_driver]));
 		bind_text_or_null(s, 3, ki_str(ki, f[NFF_KERNEL_DMA_FENCE_INIT_timeline]));
 		if ((rc = ki_step(ki, KS_STR_TIMELINE, err)))
 			return rc;
-		if (ki_map_put(&ki->contexts, (uint64_t)ctx, 1))
+		if (nf_u64map_put(&ki->contexts, (uint64_t)ctx, 1))
 			return nf_error_set(err, NF_ENOMEM, "timeline: too many dma_fence contexts");
 	}
 	switch (ev->id) {

@@ -644,8 +644,12 @@ static const struct {
 	  "LEFT JOIN queues qs ON qs.queue = s.signal_queue "
 	  "ORDER BY s.stall_ns DESC, s.wait_id LIMIT 20" },
 	{ "queues",
-	  "SELECT queue, name, adapter, ops, waits, signals, lost, stalled_ns, span_ns "
-	  "FROM queue_summary ORDER BY queue" },
+	  /* The Linux import's pseudo-adapter (4294967295: no adapter) is named,
+	   * not numbered: its adapters row says what it is. */
+	  "SELECT s.queue, s.name, CASE WHEN s.adapter = 4294967295 THEN NULL ELSE s.adapter END "
+	  "AS adapter, a.name AS adapter_name, s.ops, s.waits, s.signals, s.lost, s.stalled_ns, "
+	  "s.span_ns FROM queue_summary s LEFT JOIN adapters a ON a.adapter = s.adapter "
+	  "ORDER BY s.queue" },
 	{ "lost",
 	  "SELECT l.queue, q.name, l.log, l.first_ns, l.last_ns, l.lost_entries, l.detail "
 	  "FROM lost_spans l LEFT JOIN queues q ON q.queue = l.queue "

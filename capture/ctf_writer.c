@@ -33,6 +33,7 @@
 #define _GNU_SOURCE /* sync_file_range */
 #include "nftrace/ctf.h"
 #include "nftrace/ctf_meta.h"
+#include "ctf_commit.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -98,27 +99,6 @@ struct nf_ctf_writer {
 	bool append;             /* nf_ctf_writer_open_append: a stream added to a session */
 };
 
-/* Recorder -> committer on the socket: a wake-up (ring = NF_CTF_MSG_WAKE), or
- * a packet of len bytes following the message (ring = NF_CTF_MSG_PACKET),
- * to be written after the first `end` ring packets. */
-struct nf_ctf_pkt_msg {
-	uint32_t sid;
-	uint32_t ring;
-	uint64_t len;
-	uint64_t end;
-};
-
-/* Committer -> recorder: an error (with the stream's committed size), ring
- * space handed back to a waiting recorder (ACK), or done. */
-enum { NF_CTF_REPLY_OPEN = 1, NF_CTF_REPLY_WRITE, NF_CTF_REPLY_SYNC, NF_CTF_REPLY_DONE,
-       NF_CTF_REPLY_ACK };
-struct nf_ctf_reply {
-	int32_t kind;
-	int32_t sid;
-	int32_t err;             /* errno */
-	int32_t zero;
-	uint64_t offset;         /* bytes of whole packets in the stream file */
-};
 
 static const char *const nf_ctf_stream_names[NF_STREAM_COUNT] = { "events", "truth", "kernel" };
 
@@ -164,32 +144,12 @@ static void uuid_format(const unsigned char u[16], char out[37])
 		 u[12], u[13], u[14], u[15]);
 }
 
-/* Writes len bytes (fewer only on error: *done says how many went out). */
-static int write_some(int fd, const void *buf, size_t len, size_t *done)
-{
-	const unsigned char *p = buf;
-
-	*done = 0;
-	while (*done < len) {
-		ssize_t n = write(fd, p + *done, len - *done);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			return -ENOSPC;
-		*done += (size_t)n;
-	}
-	return 0;
-}
 
 static int write_all(int fd, const void *buf, size_t len)
 {
 	size_t done;
 
-	return write_some(fd, buf, len, &done);
+	return nf_ctf_write_some(fd, buf, len, &done);
 }
 
 static int dir_prepare(const char *dir, struct nf_error *err)
@@ -244,322 +204,8 @@ static int stream_reserve(struct nf_ctf_stream *s, size_t more)
 	return 0;
 }
 
-/* ---- the committer process ---- */
 
-#define NF_CTF_COMMIT_CHUNK (1u << 20)
-#define NF_CTF_WRITEBACK_STEP (8u << 20)
-/* Packets are handed over through a ring shared with the committer; a packet
- * larger than a quarter of it goes through the socket instead. */
-#define NF_CTF_RING_SIZE (8u << 20)
-/* Packets handed to the committer are whole blocks of this size. */
-#define NF_CTF_BLOCK 4096u
-/* Packet descriptors in the shared control block. */
-#define NF_CTF_DESCS 1024u
-/* The recorder wakes a sleeping committer once this many bytes of packets
- * wait for it (and on flush, close, or when it needs ring space): one
- * wake-up and one large write per few packets, not one per packet. */
-#define NF_CTF_KICK_BYTES (2u << 20)
-/* The committer's largest single write (contiguous packets of one stream). */
-#define NF_CTF_MAX_WRITE (4u << 20)
-
-/* A packet in its stream's ring: stream, length, and its end as a byte count
- * of that ring. */
-struct nf_ctf_desc {
-	uint32_t sid;
-	uint32_t zero;
-	uint64_t len;
-	uint64_t end;
-};
-
-/*
- * The control block shared with the committer, before the ring. The
- * recorder fills a descriptor, then publishes it by advancing desc_head
- * (release); the committer writes the packets and advances desc_tail and
- * ring_tail. A descriptor below desc_head always names a whole packet, so
- * after the recorder's death the committer writes exactly the published ones.
- * Wake-ups go through the socket, only when the other side said it sleeps:
- * committer_idle / recorder_waiting are set by the sleeper before it checks
- * the indexes one last time, and cleared with an exchange by the waker
- * (sequentially consistent on both sides, so no wake-up is lost).
- */
-struct nf_ctf_shared {
-	_Atomic uint64_t desc_head;
-	char pad0[56];
-	_Atomic uint64_t desc_tail;
-	_Atomic uint64_t ring_tail[NF_STREAM_COUNT];
-	char pad1[56 - 8 * NF_STREAM_COUNT];
-	_Atomic uint32_t committer_idle;
-	char pad2[60];
-	_Atomic uint32_t recorder_waiting;
-	char pad3[60];
-	struct nf_ctf_desc desc[NF_CTF_DESCS];
-};
-#define NF_CTF_SHARED_SIZE ((sizeof(struct nf_ctf_shared) + NF_CTF_BLOCK - 1) & ~(size_t)(NF_CTF_BLOCK - 1))
-#define NF_CTF_MAP_SIZE (NF_CTF_SHARED_SIZE + (size_t)NF_STREAM_COUNT * NF_CTF_RING_SIZE)
-
-/* Recorder -> committer socket messages. */
-enum { NF_CTF_MSG_PACKET = 0, NF_CTF_MSG_WAKE = 2 };
-
-/* Reads exactly len bytes; returns len, or fewer at end-of-file or error. */
-static size_t read_full(int fd, void *buf, size_t len)
-{
-	unsigned char *p = buf;
-	size_t got = 0;
-
-	while (got < len) {
-		ssize_t n = read(fd, p + got, len - got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
-	return got;
-}
-
-static void committer_reply(int sock, int kind, int sid, int e, uint64_t offset)
-{
-	struct nf_ctf_reply r = { kind, sid, e, 0, offset };
-	const unsigned char *p = (const unsigned char *)&r;
-	size_t left = sizeof(r);
-
-	while (left) {
-		ssize_t n = send(sock, p, left, MSG_NOSIGNAL);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return; /* the recorder is gone; nobody to tell */
-		p += n;
-		left -= (size_t)n;
-	}
-}
-
-/* write_some, and if direct I/O turns out not to work here, without it. */
-static int committer_write(int fd, const void *buf, size_t len, size_t *done)
-{
-	int rc = write_some(fd, buf, len, done);
-	int fl;
-
-	if (rc == -EINVAL && *done == 0 && (fl = fcntl(fd, F_GETFL)) >= 0 && (fl & O_DIRECT) &&
-	    fcntl(fd, F_SETFL, fl & ~O_DIRECT) == 0)
-		rc = write_some(fd, buf, len, done);
-	return rc;
-}
-
-/* The committer's state (its own memory, after the fork). */
-struct nf_ctf_committer {
-	int sock;
-	const struct nf_ctf_writer *w;
-	struct nf_ctf_shared *sh;
-	unsigned char *ring;
-	int fds[NF_STREAM_COUNT];
-	uint64_t committed[NF_STREAM_COUNT], started[NF_STREAM_COUNT];
-	uint64_t tail;           /* descriptors done */
-	bool failed;
-};
-
-/* Opens stream sid's file on first use; false when it cannot. */
-static bool committer_open(struct nf_ctf_committer *c, uint32_t sid)
-{
-	if (c->failed)
-		return false;
-	if (c->fds[sid] >= 0)
-		return true;
-	/* Direct I/O from the ring: no copy into the page cache and no
-	 * writeback later; where the filesystem refuses it, ordinary writes. */
-	c->fds[sid] = open(c->w->streams[sid].path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
-			   O_CLOEXEC | O_DIRECT, 0644);
-	if (c->fds[sid] < 0 && errno == EINVAL)
-		c->fds[sid] = open(c->w->streams[sid].path,
-				   O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (c->fds[sid] < 0) {
-		committer_reply(c->sock, NF_CTF_REPLY_OPEN, (int)sid, errno, 0);
-		c->failed = true;
-		return false;
-	}
-	return true;
-}
-
-/* Whole packets of len bytes are on disk in stream sid. */
-static void committer_committed(struct nf_ctf_committer *c, uint32_t sid, uint64_t len)
-{
-	c->committed[sid] += len;
-	/* Start the disk on what is written so far, so that the fsync at the
-	 * end has little left to wait for. */
-	if (c->committed[sid] - c->started[sid] >= NF_CTF_WRITEBACK_STEP) {
-		sync_file_range(c->fds[sid], (off_t)c->started[sid],
-				(off_t)(c->committed[sid] - c->started[sid]), SYNC_FILE_RANGE_WRITE);
-		c->started[sid] = c->committed[sid];
-	}
-}
-
-/* A write error: cut the stream back to its last whole packet, report. */
-static void committer_write_failed(struct nf_ctf_committer *c, uint32_t sid, int rc)
-{
-	if (ftruncate(c->fds[sid], (off_t)c->committed[sid]) != 0) {
-		/* the write error below is the one to report */
-	}
-	committer_reply(c->sock, NF_CTF_REPLY_WRITE, (int)sid, -rc, c->committed[sid]);
-	c->failed = true;
-}
-
-/*
- * Writes the published packets up to descriptor `limit`: runs of packets of
- * one stream that follow each other in the ring go out in one write. Space
- * is handed back after each run (and the recorder woken if it waits for it).
- * Returns false on a descriptor that cannot be the recorder's (not a packet).
- */
-static bool committer_drain(struct nf_ctf_committer *c, uint64_t limit)
-{
-	while (c->tail < limit) {
-		struct nf_ctf_desc d = c->sh->desc[c->tail % NF_CTF_DESCS];
-		uint64_t off = (d.end - d.len) % NF_CTF_RING_SIZE, run = d.len, end = d.end;
-		uint64_t n = 1;
-
-		if (d.sid >= NF_STREAM_COUNT || d.len > NF_CTF_RING_SIZE || d.end < d.len ||
-		    off + d.len > NF_CTF_RING_SIZE)
-			return false;
-		while (c->tail + n < limit && run < NF_CTF_MAX_WRITE) {
-			const struct nf_ctf_desc *e = &c->sh->desc[(c->tail + n) % NF_CTF_DESCS];
-
-			if (e->sid != d.sid || e->end < e->len || e->end - e->len != end ||
-			    off + run != end % NF_CTF_RING_SIZE || off + run + e->len > NF_CTF_RING_SIZE)
-				break;
-			run += e->len;
-			end = e->end;
-			n++;
-		}
-		if (committer_open(c, d.sid)) {
-			size_t done;
-			int rc = committer_write(c->fds[d.sid], c->ring + (size_t)d.sid * NF_CTF_RING_SIZE + off,
-						 (size_t)run, &done);
-
-			if (rc) {
-				/* Keep the whole packets that went out before the error. */
-				for (uint64_t k = 0; k < n; k++) {
-					uint64_t len = c->sh->desc[(c->tail + k) % NF_CTF_DESCS].len;
-
-					if (len > done)
-						break;
-					done -= (size_t)len;
-					c->committed[d.sid] += len;
-				}
-				committer_write_failed(c, d.sid, rc);
-			} else {
-				committer_committed(c, d.sid, run);
-			}
-		}
-		c->tail += n;
-		atomic_store(&c->sh->ring_tail[d.sid], end);
-		atomic_store(&c->sh->desc_tail, c->tail);
-		if (atomic_load(&c->sh->recorder_waiting) && atomic_exchange(&c->sh->recorder_waiting, 0))
-			committer_reply(c->sock, NF_CTF_REPLY_ACK, (int)d.sid, 0, end);
-	}
-	return true;
-}
-
-/*
- * The committer's whole life: append whole packets, cut off a torn one, sync,
- * report, exit. Only async-signal-safe calls from here on.
- *
- * Ring packets are published in the shared control block (whole before they
- * are published). It sleeps on the socket when there is nothing to write: the
- * recorder wakes it, or closes the socket (end of the recording, or its
- * death): then it writes every published packet and ends. A socket packet
- * (one too large for the ring) follows its message and is written as it
- * arrives, after the ring packets published before it; if the recorder dies
- * before its end, the stream is cut back to its last whole packet.
- */
-__attribute__((noreturn))
-static void committer_main(int sock, const struct nf_ctf_writer *w, unsigned char *buf)
-{
-	static const int ignored[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGXFSZ };
-	struct sigaction sa;
-	struct nf_ctf_committer c;
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = SIG_IGN;
-	for (size_t i = 0; i < sizeof(ignored) / sizeof(ignored[0]); i++)
-		sigaction(ignored[i], &sa, NULL);
-	memset(&c, 0, sizeof(c));
-	c.sock = sock;
-	c.w = w;
-	c.sh = (struct nf_ctf_shared *)(void *)w->shared;
-	c.ring = w->ring;
-	for (int s = 0; s < NF_STREAM_COUNT; s++)
-		c.fds[s] = -1;
-	for (;;) {
-		struct nf_ctf_pkt_msg m;
-		uint64_t head = atomic_load_explicit(&c.sh->desc_head, memory_order_acquire);
-
-		if (c.tail != head) {
-			if (!committer_drain(&c, head))
-				goto out;
-			continue;
-		}
-		/* Nothing to write: say so, look once more, then sleep. */
-		atomic_store(&c.sh->committer_idle, 1);
-		if (atomic_load(&c.sh->desc_head) != c.tail) {
-			atomic_store(&c.sh->committer_idle, 0);
-			continue;
-		}
-		size_t got = read_full(sock, &m, sizeof(m));
-		atomic_store(&c.sh->committer_idle, 0);
-		head = atomic_load_explicit(&c.sh->desc_head, memory_order_acquire);
-		if (got != sizeof(m)) {
-			/* The end of the recording, or its death: every published
-			 * packet is whole. */
-			committer_drain(&c, head);
-			break;
-		}
-		if (m.ring == NF_CTF_MSG_WAKE)
-			continue;
-		if (m.ring != NF_CTF_MSG_PACKET || m.sid >= NF_STREAM_COUNT || m.end > head ||
-		    m.end < c.tail || !committer_drain(&c, m.end))
-			break; /* a torn message: not a packet */
-		/* A socket packet, after the ring packets published before it. */
-		bool ok = committer_open(&c, m.sid);
-		int fd = c.fds[m.sid], rc = 0;
-		for (uint64_t left = m.len; left;) {
-			size_t want = left < NF_CTF_COMMIT_CHUNK ? (size_t)left : NF_CTF_COMMIT_CHUNK;
-			size_t n = read_full(sock, buf, want), done; /* whole blocks for O_DIRECT */
-
-			if (n < want) {
-				/* The recorder died mid-packet: keep only whole packets. */
-				if (ok && !rc && ftruncate(fd, (off_t)c.committed[m.sid]) != 0)
-					c.failed = true;
-				goto out;
-			}
-			left -= (uint64_t)n;
-			if (ok && !rc)
-				rc = committer_write(fd, buf, n, &done);
-		}
-		if (!ok)
-			continue; /* drain until the recorder closes */
-		if (rc)
-			committer_write_failed(&c, m.sid, rc);
-		else
-			committer_committed(&c, m.sid, m.len);
-	}
-out:
-	for (int s = 0; s < NF_STREAM_COUNT; s++) {
-		if (c.fds[s] < 0)
-			continue;
-		if (!c.failed && fsync(c.fds[s]) != 0 && errno != EINVAL) {
-			committer_reply(sock, NF_CTF_REPLY_SYNC, s, errno, c.committed[s]);
-			c.failed = true;
-		}
-		if (close(c.fds[s]) != 0 && !c.failed) {
-			committer_reply(sock, NF_CTF_REPLY_SYNC, s, errno, c.committed[s]);
-			c.failed = true;
-		}
-	}
-	committer_reply(sock, NF_CTF_REPLY_DONE, 0, 0, 0);
-	free(buf);  /* memcheck follows the fork: leave no block behind */
-	_exit(0);
-}
+/* ---- talking to the committer process (ctf_committer.c) ---- */
 
 /* Turns a committer's error reply into the writer's error. */
 static void committer_error(struct nf_ctf_writer *w, const struct nf_ctf_reply *r)
@@ -623,6 +269,7 @@ static bool committer_poll(struct nf_ctf_writer *w, enum committer_wait wait)
 static int committer_start(struct nf_ctf_writer *w)
 {
 	char meta[4200];
+	const char *paths[NF_STREAM_COUNT];
 	int sv[2], lock;
 	unsigned char *buf, *map;
 	pid_t pid;
@@ -644,12 +291,16 @@ static int committer_start(struct nf_ctf_writer *w)
 		return nf_error_set(&w->err, NF_EIO, "%s: socketpair: %s", w->dir, strerror(e));
 	}
 	map = mmap(NULL, NF_CTF_MAP_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (posix_memalign((void **)&buf, NF_CTF_BLOCK, NF_CTF_COMMIT_CHUNK) != 0)
-		buf = NULL;
-	if (!buf || map == MAP_FAILED) {
+	/* The committer's buffer for socket packets: a mapping, whole pages
+	 * (so aligned for O_DIRECT), that the child never has to free (free is
+	 * not async-signal-safe). */
+	buf = mmap(NULL, NF_CTF_COMMIT_CHUNK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		   -1, 0);
+	if (buf == MAP_FAILED || map == MAP_FAILED) {
 		if (map != MAP_FAILED)
 			munmap(map, NF_CTF_MAP_SIZE);
-		free(buf);
+		if (buf != MAP_FAILED)
+			munmap(buf, NF_CTF_COMMIT_CHUNK);
 		close(lock);
 		close(sv[0]);
 		close(sv[1]);
@@ -657,12 +308,14 @@ static int committer_start(struct nf_ctf_writer *w)
 	}
 	w->shared = map;
 	w->ring = map + NF_CTF_SHARED_SIZE;
+	for (int s = 0; s < NF_STREAM_COUNT; s++)
+		paths[s] = w->streams[s].path;
 	pid = fork();
 	if (pid < 0) {
 		int e = errno;
 		munmap(map, NF_CTF_MAP_SIZE);
 		w->shared = w->ring = NULL;
-		free(buf);
+		munmap(buf, NF_CTF_COMMIT_CHUNK);
 		close(lock);
 		close(sv[0]);
 		close(sv[1]);
@@ -671,9 +324,9 @@ static int committer_start(struct nf_ctf_writer *w)
 	}
 	if (pid == 0) {
 		close(sv[0]);
-		committer_main(sv[1], w, buf);
+		nf_ctf_committer_main(sv[1], paths, map, w->ring, buf);
 	}
-	free(buf);
+	munmap(buf, NF_CTF_COMMIT_CHUNK);
 	close(lock);
 	close(sv[1]);
 	w->sock = sv[0];

@@ -10,7 +10,6 @@
  * updating MonitoredValue with the write-barrier-resample protocol.
  */
 #include "engine_int.h"
-#include "session_env.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -20,6 +19,8 @@
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
+
+#include "../core/capbuf.h"
 
 #define NF_HANDLE_BASE 0x40000000u
 #define NF_HANDLE_STEP 0x40u
@@ -75,19 +76,18 @@ static uint32_t cur_thread(const struct nf_runtime *rt)
 			(rt)->stats.f++;                                              \
 	} while (0)
 
+/* core's capped array growth (from 16, at most UINT32_MAX elements), new
+ * elements zeroed. */
 static int grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
 {
+	size_t ncap = *cap;
+
 	if (need <= *cap)
 		return 0;
-	uint32_t ncap = *cap ? *cap : 16;
-	while (ncap < need)
-		ncap *= 2;
-	void *n = realloc(*arr, (size_t)ncap * elem);
-	if (!n)
+	if (nf_array_reserve(arr, &ncap, need, elem, 16, UINT32_MAX))
 		return NF_ENOMEM;
-	memset((char *)n + (size_t)*cap * elem, 0, (size_t)(ncap - *cap) * elem);
-	*arr = n;
-	*cap = ncap;
+	memset((char *)*arr + (size_t)*cap * elem, 0, (ncap - *cap) * elem);
+	*cap = (uint32_t)ncap;
 	return 0;
 }
 
@@ -1621,21 +1621,59 @@ out_oom:
 	return nf_error_set(err, NF_ENOMEM, "out of memory");
 }
 
+void nf_runtime_set_owner(nf_runtime *rt, const struct nf_runtime_owner *owner)
+{
+	rt->owner = *owner;
+}
+
+/* Ends what the owner holds (runtime_owner.h): finishes the runtime first
+ * unless it is finished or failed, then hands the owner the runtime's own
+ * error. Returns the runtime's first error, else the finish's, else the
+ * owner's. */
+static int close_owner(nf_runtime *rt, struct nf_error *err)
+{
+	struct nf_error fin;
+	int rc = 0;
+
+	if (!rt->owner.close)
+		return rt->err.code ? nf_error_set(err, rt->err.code, "%s", rt->err.msg) : 0;
+	memset(&fin, 0, sizeof(fin));
+	if (!rt->finished && !rt->err.code)
+		rc = nf_runtime_finish(rt, &fin);
+	const struct nf_error *failure = rt->err.code ? &rt->err : rc ? &fin : NULL;
+	if (failure)
+		nf_error_set(err, failure->code, "%s", failure->msg);
+	int rc2 = rt->owner.close(rt->owner.ctx, failure, err);
+	memset(&rt->owner, 0, sizeof(rt->owner));
+	return failure ? failure->code : rc2;
+}
+
 void nf_runtime_destroy(nf_runtime *rt)
 {
+	nf_runtime_close(rt, NULL);
+}
+
+int nf_runtime_close(nf_runtime *rt, struct nf_error *err)
+{
+	int rc;
+
 	if (!rt)
-		return;
-	if (nf_fork_check(rt, NULL)) {
+		return 0;
+	rc = nf_fork_check(rt, err);
+	if (rc) {
 		/* A forked child: the session, the committer and the engine
 		 * threads are the parent's; free this copy's memory only (the
 		 * threads' state is left: its locks may be held, the threads
 		 * do not exist here). */
-		nf_runtime_abandon_owned(rt);
+		if (rt->owner.abandon)
+			rt->owner.abandon(rt->owner.ctx);
+		memset(&rt->owner, 0, sizeof(rt->owner));
 		rt->th = NULL;
 	}
 	/* A thread still blocked in a CPU wait returns NF_EINTR first. */
 	nf_th_release_waiters(rt);
-	nf_runtime_close_owned(rt, NULL);
+	if (!rc)
+		rc = close_owner(rt, err);
 	if (rt->th) {
 		nf_th_stop(rt);
 		nf_th_free(rt);
@@ -1667,6 +1705,7 @@ void nf_runtime_destroy(nf_runtime *rt)
 	for (uint32_t a = 0; a < rt->n_adapters; a++)
 		free(rt->adapters[a].va_spaces);
 	free(rt);
+	return rc;
 }
 
 static int check_rt(nf_runtime *rt, struct nf_error *err)

@@ -6,6 +6,7 @@
 #define NF_ENGINE_INT_H
 
 #include "nftrace/nfence.h"
+#include "runtime_owner.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -240,27 +241,26 @@ struct nf_runtime {
 	struct nf_log_entry *scratch_entries;
 	uint32_t scratch_cap;
 
-	/* Owned recorder when created from the environment. */
-	void *owned_writer;
+	/* What the runtime's creator handed it to close at the end (the
+	 * session of a runtime created from the environment: runtime_env.c). */
+	struct nf_runtime_owner owner;
 
 	bool threaded;                 /* NF_MODE_THREADED */
 	struct nf_threads *th;         /* threaded mode state (engine_threads.c) */
 	struct nf_truth_slot *scratch_truth; /* scratch_cap slots */
 
-	/* Fork detection (runtime_env.c): the process generation it was made in. */
+	/* Fork detection (engine_fork.c): the process generation it was made in. */
 	unsigned fork_gen;
 	int pid;
 };
 
-/* Fork detection (runtime_env.c): a runtime belongs to the process that
+/* Fork detection (engine_fork.c): a runtime belongs to the process that
  * created it. nf_fork_watch() notes that process (pthread_atfork counts the
  * forks, so the check costs a load, not a getpid()); nf_fork_check() returns
- * 0, or NF_ESTATE with one clear line in a forked child (and tells
- * `nftrace record` once, on its status pipe). */
+ * 0, or NF_ESTATE with one clear line in a forked child (and tells the
+ * runtime's owner once: `nftrace record`, on its status pipe). */
 void nf_fork_watch(struct nf_runtime *rt);
 int nf_fork_check(const struct nf_runtime *rt, struct nf_error *err);
-/* In a forked child: frees the owned writer without writing anything. */
-void nf_runtime_abandon_owned(struct nf_runtime *rt);
 
 /* ------------------------------------------------------------------ */
 /* Shared between engine.c (the rules) and engine_threads.c (threaded mode). */

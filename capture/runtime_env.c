@@ -1,20 +1,26 @@
 /*
  * Recording from inside a program: when `nftrace record -- PROGRAM` runs a
  * program that links libnfence, NFTRACE_RECORD_DIR tells the runtime to write
- * its events into that session directory. The session is closed when the
- * runtime is destroyed.
+ * its events into that session directory. This file assembles that runtime
+ * from the outside: it reads the NFTRACE_* environment, opens the session's
+ * CTF writer, creates an ordinary runtime with the writer as its sink, and
+ * hands the writer to it as its owner (runtime_owner.h) to close at
+ * nf_runtime_close()/nf_runtime_destroy(). The engine includes none of this.
  */
-#include "engine_int.h"
 #include "nftrace/ctf.h"
+#include "nftrace/nfence.h"
+#include "runtime_owner.h"
 #include "session_env.h"
 
 #include <errno.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+static int env_close(void *ctx, const struct nf_error *failure, struct nf_error *err);
+static void env_abandon(void *ctx);
+static void env_forked(void *ctx, const char *msg);
 
 int nf_runtime_create_from_env(const struct nf_runtime_config *cfg, nf_runtime **out,
 			       struct nf_error *err)
@@ -63,7 +69,8 @@ int nf_runtime_create_from_env(const struct nf_runtime_config *cfg, nf_runtime *
 		nf_ctf_writer_close(w, NULL);
 		return rc;
 	}
-	(*out)->owned_writer = w;
+	const struct nf_runtime_owner owner = { w, env_close, env_abandon, env_forked };
+	nf_runtime_set_owner(*out, &owner);
 	return 0;
 }
 
@@ -102,71 +109,30 @@ static void report_status(const char *msg)
 	}
 }
 
-int nf_runtime_close_owned(nf_runtime *rt, struct nf_error *err)
+/* The owner's close: the writer's close error is the caller's error
+ * (nf_runtime_close) and, with the runtime's own failure, told on the status
+ * pipe (nf_runtime_destroy returns nothing; the program may exit 0). */
+static int env_close(void *ctx, const struct nf_error *failure, struct nf_error *err)
 {
 	struct nf_error local;
-	int rc = 0;
+	int rc;
 
-	if (!rt || !rt->owned_writer)
-		return 0;
 	memset(&local, 0, sizeof(local));
-	if (!err)
-		err = &local;
-	if (!rt->finished && !rt->err.code)
-		rc = nf_runtime_finish(rt, err);
-	int rc2 = nf_ctf_writer_close(rt->owned_writer, rc ? NULL : err);
-	rt->owned_writer = NULL;
-	rc = rc ? rc : rc2;
-	if (rc)
-		report_status(err->msg);
-	else if (rt->err.code)
-		report_status(rt->err.msg);
-	return rc;
+	rc = nf_ctf_writer_close(ctx, &local);
+	if (failure)
+		report_status(failure->msg);
+	else if (rc)
+		report_status(local.msg);
+	return rc ? nf_error_set(err, rc, "%s", local.msg) : 0;
 }
 
-/* Forks counted in the child (pthread_atfork), so a runtime can tell it is
- * used by a process it does not belong to without a getpid() per call. */
-static atomic_uint nf_fork_gen;
-static pthread_once_t nf_fork_once = PTHREAD_ONCE_INIT;
-
-static void fork_child(void)
+static void env_abandon(void *ctx)
 {
-	atomic_fetch_add_explicit(&nf_fork_gen, 1, memory_order_relaxed);
+	nf_ctf_writer_abandon(ctx);
 }
 
-static void fork_register(void)
+static void env_forked(void *ctx, const char *msg)
 {
-	pthread_atfork(NULL, NULL, fork_child);
-}
-
-void nf_fork_watch(struct nf_runtime *rt)
-{
-	pthread_once(&nf_fork_once, fork_register);
-	rt->fork_gen = atomic_load_explicit(&nf_fork_gen, memory_order_relaxed);
-	rt->pid = (int)getpid();
-}
-
-int nf_fork_check(const struct nf_runtime *rt, struct nf_error *err)
-{
-	static atomic_int told;
-	char msg[200];
-
-	if (!rt || rt->fork_gen == atomic_load_explicit(&nf_fork_gen, memory_order_relaxed))
-		return 0;
-	/* Its events would interleave with the parent's in one session (or be
-	 * lost): refused, each process must create its own runtime. */
-	snprintf(msg, sizeof(msg),
-		 "this runtime belongs to process %d; process %d, forked from it, must create its own (its events are refused)",
-		 rt->pid, (int)getpid());
-	if (rt->owned_writer && !atomic_exchange(&told, 1))
-		report_status(msg);
-	return nf_error_set(err, NF_ESTATE, "%s", msg);
-}
-
-void nf_runtime_abandon_owned(struct nf_runtime *rt)
-{
-	if (rt && rt->owned_writer) {
-		nf_ctf_writer_abandon(rt->owned_writer);
-		rt->owned_writer = NULL;
-	}
+	(void)ctx;
+	report_status(msg);
 }

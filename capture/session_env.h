@@ -15,7 +15,4 @@ int nf_session_writer_create(const char *dir, const struct nf_runtime_config *cf
 			     const char *source, const struct nf_adapter_desc *const *adapters,
 			     size_t n_adapters, struct nf_ctf_writer **out, struct nf_error *err);
 
-/* Closes the writer a runtime created from the environment owns (libnfence). */
-int nf_runtime_close_owned(nf_runtime *rt, struct nf_error *err);
-
 #endif

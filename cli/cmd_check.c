@@ -21,121 +21,34 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Bounds: queues kept apart (more are summed in one bucket), findings listed. */
-#define CHECK_MAX_QUEUES 4096u
-#define CHECK_MAX_LISTED 50u
+/* ---- output ---------------------------------------------------------------- */
 
-/* Slots of a queue's logs: the two real log types and everything else. */
-enum { CHECK_LOG_OTHER, CHECK_LOG_WAITS, CHECK_LOG_SIGNALS, CHECK_LOGS };
+static const char *const check_log_names[NF_LOG_SUMMARY_LOGS] = { "other", "waits", "signals" };
 
-struct check_where {
-	char stream[32];
-	uint64_t event_index, packet;
-	uint32_t entry_index;
-	uint64_t count, prev_gpu_ts, next_gpu_ts; /* LOST: the first gap and its span */
-	bool set;
-};
-
-struct check_log {
-	uint64_t reads, entries, epochs, capacity, lost_spans;
-	uint64_t count[NF_FIND_COUNT];  /* LOST: entries; others: findings */
-	struct check_where first[NF_FIND_COUNT];
-	bool seen;
-};
-
-struct check_queue {
-	uint32_t adapter, hwqueue;
-	bool used, overflow;            /* overflow: the bucket for queues past the bound */
-	char name[48];
-	struct check_log log[CHECK_LOGS];
-};
-
-struct check_listed {
-	struct nf_finding f;            /* f.stream points into stream[] */
-	char stream[32];
-};
-
-struct check_state {
-	struct check_queue *queues;     /* open addressing, power-of-two size */
-	size_t cap, used;
-	struct check_queue overflow;
-	struct check_listed listed[CHECK_MAX_LISTED];
-	size_t n_listed;
-	uint64_t illegal, not_listed;
-	uint64_t total[NF_FIND_COUNT], entries, reads;
-	bool oom;
-	const char *incomplete;         /* the parser's: what the recording is missing */
-};
-
-static uint64_t check_mix(uint64_t x)
+static uint64_t check_other(const struct nf_log_counts *l)
 {
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	return x;
+	return l->count[NF_FIND_UNKNOWN_FENCE] + l->count[NF_FIND_BAD_OPERATION] +
+	       l->count[NF_FIND_OUT_OF_RANGE] + l->count[NF_FIND_CORRUPT];
 }
 
-static struct check_queue *check_slot(struct check_queue *tab, size_t cap, uint32_t adapter,
-				      uint32_t hwqueue)
-{
-	size_t mask = cap - 1;
-	size_t i = (size_t)check_mix((uint64_t)adapter << 32 | hwqueue) & mask;
+/* Hang findings listed one by one (pending waits past this are only counted). */
+#define CHECK_MAX_PENDING 50u
 
-	for (;; i = (i + 1) & mask)
-		if (!tab[i].used || (tab[i].adapter == adapter && tab[i].hwqueue == hwqueue))
-			return &tab[i];
+static const char *check_verdict(const struct nf_log_summary *s, const struct nf_hang_report *h)
+{
+	if (s->illegal || h->count[NF_HANG_LOWERED])
+		return "illegal";
+	if (s->incomplete)
+		return "incomplete";
+	if (h->count[NF_HANG_DEADLOCK])
+		return "deadlock";
+	if (h->count[NF_HANG_NEVER_SIGNALED] || h->count[NF_HANG_BLOCKED])
+		return "hang";
+	if (s->total[NF_FIND_LOST] || s->total[NF_FIND_ZERO_TS] || s->total[NF_FIND_REPEATED_TS])
+		return "legal_anomalies";
+	return "whole";
 }
 
-/* The queue's record; past the bound (or out of memory) the shared overflow bucket. */
-static struct check_queue *check_queue(struct check_state *s, uint32_t adapter, uint32_t hwqueue)
-{
-	struct check_queue *q;
-
-	if (s->queues) {
-		q = check_slot(s->queues, s->cap, adapter, hwqueue);
-		if (q->used)
-			return q;
-	}
-	if (s->used >= CHECK_MAX_QUEUES || s->oom)
-		goto overflow;
-	if ((s->used + 1) * 2 > s->cap) {
-		size_t ncap = s->cap ? s->cap * 2 : 16;
-		struct check_queue *nt = calloc(ncap, sizeof(*nt));
-
-		if (!nt) {
-			s->oom = true;
-			goto overflow;
-		}
-		for (size_t i = 0; i < s->cap; i++)
-			if (s->queues[i].used)
-				*check_slot(nt, ncap, s->queues[i].adapter, s->queues[i].hwqueue) =
-					s->queues[i];
-		free(s->queues);
-		s->queues = nt;
-		s->cap = ncap;
-	}
-	q = check_slot(s->queues, s->cap, adapter, hwqueue);
-	q->used = true;
-	q->adapter = adapter;
-	q->hwqueue = hwqueue;
-	s->used++;
-	return q;
-
-overflow:
-	s->overflow.used = s->overflow.overflow = true;
-	return &s->overflow;
-}
-
-static struct check_log *check_log(struct check_state *s, uint32_t adapter, uint32_t hwqueue,
-				   uint64_t log_type)
-{
-	struct check_queue *q = check_queue(s, adapter, hwqueue);
-	size_t slot = log_type == NF_LOG_WAITS ? CHECK_LOG_WAITS
-		      : log_type == NF_LOG_SIGNALS ? CHECK_LOG_SIGNALS : CHECK_LOG_OTHER;
-
-	q->log[slot].seen = true;
-	return &q->log[slot];
-}
 
 /* Names from the session are printed to a terminal: control bytes (an
  * escape sequence planted in a session) become '?'. */
@@ -153,150 +66,6 @@ static void check_copy(char *dst, size_t len, const char *src)
 	if (len)
 		dst[o] = '\0';
 }
-
-static int check_event(void *ctx, const struct nf_event *ev)
-{
-	struct check_state *s = ctx;
-	struct check_log *l;
-
-	switch (ev->id) {
-	case NF_EV_HWQUEUE_START:
-		check_copy(check_queue(s, (uint32_t)ev->f[NFF_HWQUEUE_START_adapter],
-				       (uint32_t)ev->f[NFF_HWQUEUE_START_hwqueue])->name,
-			   sizeof(((struct check_queue *)0)->name), ev->str);
-		break;
-	case NF_EV_SET_LOG_BUFFER:
-		l = check_log(s, (uint32_t)ev->f[NFF_SET_LOG_BUFFER_adapter],
-			      (uint32_t)ev->f[NFF_SET_LOG_BUFFER_hwqueue],
-			      ev->f[NFF_SET_LOG_BUFFER_log_type]);
-		l->capacity = ev->f[NFF_SET_LOG_BUFFER_capacity];
-		break;
-	case NF_EV_LOG_READ:
-		l = check_log(s, (uint32_t)ev->f[NFF_LOG_READ_adapter],
-			      (uint32_t)ev->f[NFF_LOG_READ_hwqueue], ev->f[NFF_LOG_READ_log_type]);
-		l->reads++;
-		s->reads++;
-		if (l->epochs == 0)
-			l->epochs = 1; /* a log read without SetNativeFenceLogBuffer */
-		if (l->capacity == 0)
-			l->capacity = ev->f[NFF_LOG_READ_capacity];
-		break;
-	default:
-		break;
-	}
-	return 0;
-}
-
-static int check_entry(void *ctx, const struct nf_decoded_entry *e)
-{
-	struct check_state *s = ctx;
-
-	check_log(s, e->adapter, e->hwqueue, e->log_type)->entries++;
-	s->entries++;
-	return 0;
-}
-
-static int check_finding(void *ctx, const struct nf_finding *f)
-{
-	struct check_state *s = ctx;
-	struct check_log *l = check_log(s, f->adapter, f->hwqueue, f->log_type);
-	unsigned k = (unsigned)f->kind;
-
-	if (k >= NF_FIND_COUNT)
-		return 0;
-	if (f->kind == NF_FIND_LOST) {
-		l->count[k] += f->count;
-		l->lost_spans++;
-	} else {
-		l->count[k]++;
-	}
-	s->total[k] += f->kind == NF_FIND_LOST ? f->count : 1;
-	if (f->kind == NF_FIND_NEW_EPOCH) {
-		l->epochs++;
-	}
-	if (!l->first[k].set) {
-		check_copy(l->first[k].stream, sizeof(l->first[k].stream), f->stream);
-		l->first[k].event_index = f->event_index;
-		l->first[k].entry_index = f->entry_index;
-		l->first[k].packet = f->packet;
-		l->first[k].count = f->count;
-		l->first[k].prev_gpu_ts = f->prev_gpu_ts;
-		l->first[k].next_gpu_ts = f->next_gpu_ts;
-		l->first[k].set = true;
-	}
-	if (nf_finding_is_illegal(f->kind)) {
-		s->illegal++;
-		if (s->n_listed < CHECK_MAX_LISTED) {
-			struct check_listed *c = &s->listed[s->n_listed++];
-
-			c->f = *f;
-			check_copy(c->stream, sizeof(c->stream), f->stream);
-			c->f.stream = c->stream;
-		} else {
-			s->not_listed++;
-		}
-	}
-	return 0;
-}
-
-/* ---- output ---------------------------------------------------------------- */
-
-static int check_cmp_queue(const void *a, const void *b)
-{
-	const struct check_queue *x = *(const struct check_queue *const *)a;
-	const struct check_queue *y = *(const struct check_queue *const *)b;
-
-	if (x->adapter != y->adapter)
-		return x->adapter < y->adapter ? -1 : 1;
-	if (x->hwqueue != y->hwqueue)
-		return x->hwqueue < y->hwqueue ? -1 : 1;
-	return 0;
-}
-
-/* The queues in (adapter, hwqueue) order, the overflow bucket last. NULL: ENOMEM. */
-static struct check_queue **check_sorted(struct check_state *s, size_t *n)
-{
-	struct check_queue **v = malloc((s->used + 1) * sizeof(*v));
-	size_t k = 0;
-
-	if (!v)
-		return NULL;
-	for (size_t i = 0; i < s->cap; i++)
-		if (s->queues[i].used)
-			v[k++] = &s->queues[i];
-	qsort(v, k, sizeof(*v), check_cmp_queue);
-	if (s->overflow.used)
-		v[k++] = &s->overflow;
-	*n = k;
-	return v;
-}
-
-static const char *const check_log_names[CHECK_LOGS] = { "other", "waits", "signals" };
-
-static uint64_t check_other(const struct check_log *l)
-{
-	return l->count[NF_FIND_UNKNOWN_FENCE] + l->count[NF_FIND_BAD_OPERATION] +
-	       l->count[NF_FIND_OUT_OF_RANGE] + l->count[NF_FIND_CORRUPT];
-}
-
-/* Hang findings listed one by one (pending waits past this are only counted). */
-#define CHECK_MAX_PENDING 50u
-
-static const char *check_verdict(const struct check_state *s, const struct nf_hang_report *h)
-{
-	if (s->illegal || h->count[NF_HANG_LOWERED])
-		return "illegal";
-	if (s->incomplete)
-		return "incomplete";
-	if (h->count[NF_HANG_DEADLOCK])
-		return "deadlock";
-	if (h->count[NF_HANG_NEVER_SIGNALED] || h->count[NF_HANG_BLOCKED])
-		return "hang";
-	if (s->total[NF_FIND_LOST] || s->total[NF_FIND_ZERO_TS] || s->total[NF_FIND_REPEATED_TS])
-		return "legal_anomalies";
-	return "whole";
-}
-
 
 /* ---- hangs and deadlocks (nf_analysis_hangs) ------------------------------------ */
 
@@ -478,10 +247,12 @@ static void hang_print_json(const struct nf_hang_report *h)
 	printf("%s]", listed ? "\n  " : "");
 }
 
-static void check_print_text(const char *dir, struct check_state *s, struct check_queue **qs,
-			     size_t nq, const struct nf_parser_stats *st, const struct nf_analysis *a,
-			     const struct nf_hang_report *h)
+static void check_print_text(const char *dir, const struct nf_log_summary *s,
+			     const struct nf_analysis *a, const struct nf_hang_report *h)
 {
+	struct nf_queue_summary *const *qs = s->queues;
+	const struct nf_parser_stats *st = &s->stats;
+	size_t nq = s->n_queues;
 	const char *verdict = check_verdict(s, h);
 
 	printf("session %s: %" PRIu64 " events (%" PRIu64 " not in the schema, %" PRIu64
@@ -490,22 +261,22 @@ static void check_print_text(const char *dir, struct check_state *s, struct chec
 	printf("%-10s %-7s %-12s %-8s %6s %9s %9s %6s %8s %9s %6s\n", "queue", "adapter", "name",
 	       "log", "epochs", "entries", "lost", "zero", "repeated", "backwards", "other");
 	for (size_t i = 0; i < nq; i++) {
-		const struct check_queue *q = qs[i];
+		const struct nf_queue_summary *q = qs[i];
 		char hq[16];
 
 		if (q->overflow)
 			snprintf(hq, sizeof(hq), "(more)");
 		else
 			snprintf(hq, sizeof(hq), "0x%08" PRIx32, q->hwqueue);
-		for (int t = CHECK_LOG_WAITS; t < CHECK_LOGS + CHECK_LOG_WAITS; t++) {
-			const struct check_log *l = &q->log[t % CHECK_LOGS];
+		for (int t = NF_LOG_SUMMARY_WAITS; t < NF_LOG_SUMMARY_LOGS + NF_LOG_SUMMARY_WAITS; t++) {
+			const struct nf_log_counts *l = &q->log[t % NF_LOG_SUMMARY_LOGS];
 
 			if (!l->seen)
 				continue;
 			printf("%-10s %-7" PRIu32 " %-12.12s %-8s %6" PRIu64 " %9" PRIu64 " %9" PRIu64
 			       " %6" PRIu64 " %8" PRIu64 " %9" PRIu64 " %6" PRIu64 "\n",
 			       hq, q->overflow ? 0 : q->adapter, q->name[0] ? q->name : "-",
-			       check_log_names[t % CHECK_LOGS], l->epochs, l->entries,
+			       check_log_names[t % NF_LOG_SUMMARY_LOGS], l->epochs, l->entries,
 			       l->count[NF_FIND_LOST], l->count[NF_FIND_ZERO_TS],
 			       l->count[NF_FIND_REPEATED_TS], l->count[NF_FIND_BACKWARDS_TS],
 			       check_other(l));
@@ -513,16 +284,16 @@ static void check_print_text(const char *dir, struct check_state *s, struct chec
 	}
 	/* Where the legal anomalies start, per log (illegal ones are listed below). */
 	for (size_t i = 0; i < nq; i++) {
-		const struct check_queue *q = qs[i];
+		const struct nf_queue_summary *q = qs[i];
 
-		for (int t = 0; t < CHECK_LOGS; t++) {
-			const struct check_log *l = &q->log[t];
+		for (int t = 0; t < NF_LOG_SUMMARY_LOGS; t++) {
+			const struct nf_log_counts *l = &q->log[t];
 			static const enum nf_finding_kind kinds[] = {
 				NF_FIND_LOST, NF_FIND_ZERO_TS, NF_FIND_REPEATED_TS
 			};
 
 			for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
-				const struct check_where *w = &l->first[kinds[k]];
+				const struct nf_log_where *w = &l->first[kinds[k]];
 
 				if (!w->set)
 					continue;
@@ -591,7 +362,7 @@ static void json_str(const char *str)
 	putchar('"');
 }
 
-static void json_where(const struct check_where *w, bool span)
+static void json_where(const struct nf_log_where *w, bool span)
 {
 	printf("{\"stream\": ");
 	json_str(w->stream);
@@ -603,9 +374,12 @@ static void json_where(const struct check_where *w, bool span)
 	putchar('}');
 }
 
-static void check_print_json(const char *dir, struct check_state *s, struct check_queue **qs,
-			     size_t nq, const struct nf_parser_stats *st, const struct nf_hang_report *h)
+static void check_print_json(const char *dir, const struct nf_log_summary *s,
+			     const struct nf_hang_report *h)
 {
+	struct nf_queue_summary *const *qs = s->queues;
+	const struct nf_parser_stats *st = &s->stats;
+	size_t nq = s->n_queues;
 	printf("{\n  \"session\": ");
 	json_str(dir);
 	printf(",\n  \"verdict\": \"%s\",\n  \"events\": %" PRIu64 ",\n  \"unknown_events\": %" PRIu64
@@ -623,22 +397,22 @@ static void check_print_json(const char *dir, struct check_state *s, struct chec
 		       s->total[k]);
 	printf("},\n  \"queues\": [");
 	for (size_t i = 0; i < nq; i++) {
-		const struct check_queue *q = qs[i];
+		const struct nf_queue_summary *q = qs[i];
 		bool first_log = true;
 
 		printf("%s\n    {\"adapter\": %" PRIu32 ", \"hwqueue\": %" PRIu32 ", \"name\": ",
 		       i ? "," : "", q->overflow ? 0 : q->adapter, q->overflow ? 0 : q->hwqueue);
 		json_str(q->name);
 		printf(", \"more_queues\": %s, \"logs\": [", q->overflow ? "true" : "false");
-		for (int t = CHECK_LOG_WAITS; t < CHECK_LOGS + CHECK_LOG_WAITS; t++) {
-			const struct check_log *l = &q->log[t % CHECK_LOGS];
+		for (int t = NF_LOG_SUMMARY_WAITS; t < NF_LOG_SUMMARY_LOGS + NF_LOG_SUMMARY_WAITS; t++) {
+			const struct nf_log_counts *l = &q->log[t % NF_LOG_SUMMARY_LOGS];
 			bool first_where = true;
 
 			if (!l->seen)
 				continue;
 			printf("%s\n      {\"log\": \"%s\", \"epochs\": %" PRIu64 ", \"capacity\": %" PRIu64
 			       ", \"reads\": %" PRIu64 ", \"entries\": %" PRIu64 ", \"lost_gaps\": %" PRIu64,
-			       first_log ? "" : ",", check_log_names[t % CHECK_LOGS], l->epochs,
+			       first_log ? "" : ",", check_log_names[t % NF_LOG_SUMMARY_LOGS], l->epochs,
 			       l->capacity, l->reads, l->entries, l->lost_spans);
 			first_log = false;
 			for (int k = 0; k < NF_FIND_COUNT; k++)
@@ -829,18 +603,14 @@ const char cmd_check_usage[] =
 
 int cmd_check(int argc, char **argv)
 {
-	struct check_state *s;
+	struct nf_log_summary *s = NULL;
 	struct nf_analysis *a = NULL;
 	struct nf_hang_report hangs = { 0 };
 	bool tmp_db = false;
 	char db[4200];
-	struct nf_parser *p = NULL;
-	struct nf_parser_stats st;
-	struct check_queue **qs;
 	struct nf_error err;
 	const char *dir = NULL;
 	bool json = false;
-	size_t nq = 0;
 	int rc;
 
 	for (int i = 1; i < argc; i++) {
@@ -862,29 +632,9 @@ int cmd_check(int argc, char **argv)
 	nf_error_clear(&err);
 	if (nf_etw_session_is(dir))
 		return check_etw(dir, json);
-	s = calloc(1, sizeof(*s));
-	if (!s) {
-		nf_error_set(&err, NF_ENOMEM, "out of memory");
+	rc = nf_log_summary_read(dir, &s, &err);
+	if (rc)
 		return nf_cli_fail("check", &err);
-	}
-	struct nf_parser_callbacks cb = { s, check_event, check_entry, check_finding };
-	rc = nf_parser_open(dir, &p, &err);
-	if (!rc)
-		rc = nf_parser_run(p, &cb, &err);
-	if (!rc && s->oom)
-		rc = nf_error_set(&err, NF_ENOMEM, "%s: out of memory for queue summaries", dir);
-	if (rc) {
-		rc = nf_cli_fail("check", &err);
-		goto out_free;
-	}
-	nf_parser_get_stats(p, &st);
-	s->incomplete = nf_parser_info(p)->incomplete;
-	qs = check_sorted(s, &nq);
-	if (!qs) {
-		nf_error_set(&err, NF_ENOMEM, "out of memory");
-		rc = nf_cli_fail("check", &err);
-		goto out_free;
-	}
 	/* Hangs and deadlocks: over the session's timeline (built when missing; in a
 	 * temporary file when the session directory cannot be written). */
 	rc = nf_timeline_ensure(dir, db, sizeof(db), &err);
@@ -898,16 +648,14 @@ int cmd_check(int argc, char **argv)
 	if (!rc)
 		rc = nf_analysis_hangs(a, &hangs, &err);
 	if (rc) {
-		free(qs);
 		rc = nf_cli_fail("check", &err);
 		goto out_free;
 	}
 	if (json) {
-		check_print_json(dir, s, qs, nq, &st, &hangs);
+		check_print_json(dir, s, &hangs);
 	} else {
-		check_print_text(dir, s, qs, nq, &st, a, &hangs);
+		check_print_text(dir, s, a, &hangs);
 	}
-	free(qs);
 	rc = strcmp(check_verdict(s, &hangs), "whole") && strcmp(check_verdict(s, &hangs), "legal_anomalies")
 		     ? NF_EXIT_FAIL : NF_EXIT_OK;
 out_free:
@@ -915,8 +663,6 @@ out_free:
 	nf_analysis_destroy(a);
 	if (tmp_db)
 		unlink(db);
-	nf_parser_destroy(p);
-	free(s->queues);
-	free(s);
+	nf_log_summary_destroy(s);
 	return rc;
 }

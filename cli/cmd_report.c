@@ -100,6 +100,8 @@ const char cmd_report_usage[] =
 	"\n"
 	"Draws one row per hardware queue: light pink waits, dark pink signals, each box from\n"
 	"when it was queued on the CPU to when the GPU completed it. Times accept units: 12.5ms.\n"
+	"Operations that overlap on a queue are stacked one per sub-lane (queue depth, up to\n"
+	"24; the page says how many share beyond it), with their fence and value where it fits.\n"
 	"Linux kernel sessions: GPU rings on top (jobs: submitted -> started shaded, started ->\n"
 	"finished solid), vblank lines, user markers on their thread's row; CPU rows for the\n"
 	"threads that submitted GPU work, waited on fences or wrote markers, by process:\n"
@@ -228,9 +230,6 @@ int cmd_report(int argc, char **argv)
 	if (is_html(ro.output) && (width_set || theme_set))
 		return nf_cli_usage_error("report", "--%s applies to pictures, not to -o %s",
 					  width_set ? "width" : "theme", ro.output);
-	if (is_html(ro.output) && (ro.threads_all || ro.n_threads || ro.n_processes || cp_op >= 0))
-		return nf_cli_usage_error("report", "--threads, --thread, --process and --critical-path apply to pictures; "
-					  "the HTML page has every thread, grouped by process");
 	if (!is_html(ro.output) && max_ops)
 		return nf_cli_usage_error("report", "--max-ops applies to -o FILE.html only");
 	if (is_html(ro.output) && cp_op >= 0)
@@ -265,6 +264,11 @@ int cmd_report(int argc, char **argv)
 		ho.fences = ro.fences;
 		ho.n_fences = ro.n_fences;
 		ho.max_ops = max_ops;
+		ho.threads_all = ro.threads_all;
+		ho.threads = ro.threads;
+		ho.n_threads = ro.n_threads;
+		ho.processes = ro.processes;
+		ho.n_processes = ro.n_processes;
 		if (nf_html_report(db, &ho, &err))
 			return nf_cli_fail("report", &err);
 		return NF_EXIT_OK;

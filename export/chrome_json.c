@@ -62,25 +62,29 @@ static size_t put_us(char *d, int64_t ns)
 	return n;
 }
 
-static void out_num(struct nf_xout *o, const char *key, int64_t v)
+/* key (a literal of at most 40 bytes) and a number, formatted straight into the output. */
+static void out_num_n(struct nf_xout *o, const char *key, size_t kn, int64_t v)
 {
-	char b[64];
-	size_t n = strlen(key);
+	unsigned char *d = nf_xout_reserve(o, kn + 24);
 
-	memcpy(b, key, n);
-	n += put_i64(b + n, v);
-	nf_xout_put(o, b, n);
+	if (!d)
+		return;
+	memcpy(d, key, kn);
+	o->len += kn + put_i64((char *)d + kn, v);
 }
 
-static void out_us(struct nf_xout *o, const char *key, int64_t ns)
+static void out_us_n(struct nf_xout *o, const char *key, size_t kn, int64_t ns)
 {
-	char b[64];
-	size_t n = strlen(key);
+	unsigned char *d = nf_xout_reserve(o, kn + 28);
 
-	memcpy(b, key, n);
-	n += put_us(b + n, ns);
-	nf_xout_put(o, b, n);
+	if (!d)
+		return;
+	memcpy(d, key, kn);
+	o->len += kn + put_us((char *)d + kn, ns);
 }
+
+#define out_num(o, key, v) out_num_n((o), (key), sizeof(key) - 1, (v))
+#define out_us(o, key, ns) out_us_n((o), (key), sizeof(key) - 1, (ns))
 
 /* Length of the valid UTF-8 sequence at s (0: not valid). */
 static size_t utf8_len(const unsigned char *s)
@@ -216,8 +220,19 @@ static void args(struct nf_xout *o, const struct nf_xevent *e)
 
 		if (i)
 			nf_xout_put(o, ",", 1);
-		out_jstr(o, a->key);
-		nf_xout_put(o, ":", 1);
+		/* Keys are our own literals, plain ASCII: no escaping. */
+		{
+			size_t kn = strlen(a->key);
+			unsigned char *d = nf_xout_reserve(o, kn + 3);
+
+			if (!d)
+				return;
+			d[0] = '"';
+			memcpy(d + 1, a->key, kn);
+			d[kn + 1] = '"';
+			d[kn + 2] = ':';
+			o->len += kn + 3;
+		}
 		if (a->type == NF_XA_STR) {
 			out_jstr(o, a->s);
 		} else if (a->type == NF_XA_HEX) {
@@ -240,7 +255,7 @@ static void args(struct nf_xout *o, const struct nf_xevent *e)
 			b[n++] = '"';
 			nf_xout_put(o, b, n);
 		} else {
-			out_num(o, "", a->i);
+			out_num_n(o, "", 0, a->i);
 		}
 	}
 	NF_XOUT_LIT(o, "}}");
@@ -264,7 +279,7 @@ static int cj_event(struct nf_xwriter *w, const struct nf_xevent *e)
 	struct cj_writer *cw = (struct cj_writer *)w;
 	struct nf_xout *o = w->out;
 	/* Flows bind to slices: an instant that carries one is a zero-length slice. */
-	int as_slice = !e->instant || e->n_flows_out || e->flow_in;
+	int as_slice = !e->instant || e->n_flows_out || e->flow_in || e->n_flows_in;
 
 	head(cw, as_slice ? "X" : "i", e->track, e->ts);
 	if (as_slice)
@@ -281,10 +296,8 @@ static int cj_event(struct nf_xwriter *w, const struct nf_xevent *e)
 	if (!e->instant && e->stall_ts >= 0) {
 		head(cw, "X", e->track, e->stall_ts);
 		out_us(o, ",\"dur\":", e->end - e->stall_ts);
-		NF_XOUT_LIT(o, ",\"name\":\"stall\",\"cat\":\"stall\"");
-		/* Only the wait's id: the rest is on the wait. */
-		out_num(o, ",\"args\":{\"id\":", e->args[0].i);
-		NF_XOUT_LIT(o, "}}");
+		/* Nested in its wait, which carries everything else. */
+		NF_XOUT_LIT(o, ",\"name\":\"stall\"}");
 	}
 	for (size_t i = 0; i < e->n_flows_out; i++)
 		flow(cw, "s", e->track, e->ts, e->flows_out[i]);
@@ -292,6 +305,8 @@ static int cj_event(struct nf_xwriter *w, const struct nf_xevent *e)
 	 * are linked in time order) and clear of the slice's edge. */
 	if (e->flow_in)
 		flow(cw, "f", e->track, e->end - 1 > e->ts ? e->end - 1 : e->ts, e->flow_in);
+	for (size_t i = 0; i < e->n_flows_in; i++)
+		flow(cw, "f", e->track, e->end - 1 > e->ts ? e->end - 1 : e->ts, e->flows_in[i]);
 	return cj_status(cw);
 }
 

@@ -26,10 +26,18 @@
 
 #define XOUT_BUFFER ((size_t)1 << 20)
 #define NAME_MAX_LEN 200
-/* JSON pids and tids we make up: above every Linux pid (pid_max <= 2^22). */
-#define PID_CPU 0x3fff0000
-#define PID_ADAPTER0 0x3fff0001
+/*
+ * Process ids we make up (every process of the export is ours: real thread
+ * ids appear only as tids in the CPU threads' one), small so that JSON's
+ * per-event "pid" stays short. The tids of tracks we make up: in the CPU
+ * threads' process above every Linux thread id (pid_max <= 2^22), elsewhere
+ * small (unique in the whole file).
+ */
+#define PID_CPU 1
+#define PID_ADAPTER0 16
 #define TID_SYNTH0 0x40000000
+#define PID_JOBS 2    /* GPU jobs of imported Linux captures */
+#define PID_DISPLAY 3 /* vblanks (and VSyncs that name no adapter) */
 
 /* The lanes of one queue or thread: lane 0 is its own track, lane k a child. */
 struct lane {
@@ -74,6 +82,8 @@ struct exporter {
 	/* A second connection for what the main thread reads while the scan of
 	 * fence_ops runs on db in the reader thread (deps by signal, thread names). */
 	sqlite3 *db2;
+	/* A third, the reader thread's for deps while it scans fence_ops (the flows). */
+	sqlite3 *db3;
 	const struct nf_export_options *opts;
 	struct nf_xwriter *w;
 	struct nf_export_stats st;
@@ -81,7 +91,8 @@ struct exporter {
 	int64_t t0, t1;           /* window, inclusive */
 	int filtered;             /* any filter or window given */
 	uint64_t next_uuid;
-	int32_t next_tid;
+	int32_t next_tid;         /* made-up tids in the CPU threads' process */
+	int32_t next_small_tid;   /* made-up tids elsewhere */
 	struct xadapter *adapters;
 	size_t n_adapters;
 	struct xqueue *queues;    /* sorted by queue */
@@ -93,8 +104,12 @@ struct exporter {
 	struct xqueue session;    /* items with no queue and no thread */
 	int session_ready;
 	sqlite3_stmt *thread_name;
-	uint64_t *flows;          /* flows out of the current signal */
-	size_t n_flows, cap_flows;
+	int check_ends;           /* flows' other ends checked by joins (see flowsrc_open) */
+	struct xgroup *groups;    /* tracks of imported items (rings, CRTCs, nodes, targets) */
+	size_t n_groups, cap_groups;
+	struct nf_xtrack jobs_proc, display_proc;
+	int jobs_described, display_described;
+	int64_t job_flow_base;    /* flow id of job_deps rowid 1 */
 	/* SQL predicates from the filters (each "" or " AND ..."). */
 	char *op_pred_f, *op_pred_s, *op_pred_w, *cpu_pred_c, *cpu_pred;
 };
@@ -165,6 +180,12 @@ static void op_name(char *d, const char *prefix, sqlite3_stmt *st, int fcol)
 	else
 		n += put_hex(d + n, (uint64_t)sqlite3_column_int64(st, fcol));
 	d[n] = '\0';
+}
+
+/* A made-up tid for a track of process pid. */
+static int32_t new_tid(struct exporter *x, int32_t pid)
+{
+	return pid == PID_CPU ? x->next_tid++ : x->next_small_tid++;
 }
 
 static int describe(struct exporter *x, const struct nf_xtrack *t)
@@ -261,7 +282,7 @@ static int lanes_add(struct exporter *x, struct lanes *l, const struct nf_xtrack
 		ln->t.kind = NF_XT_PLAIN;
 		ln->t.parent = l->v[0].t.uuid;
 		ln->t.pid = l->v[0].t.pid;
-		ln->t.tid = x->next_tid++;
+		ln->t.tid = new_tid(x, ln->t.pid);
 		ln->t.sort = l->v[0].t.sort;
 		ln->t.name = nm;
 	}
@@ -356,7 +377,7 @@ static int queue_base(struct exporter *x, struct xqueue *q, struct nf_xtrack *t)
 		t->parent = x->cpu.uuid;
 		t->pid = PID_CPU;
 	}
-	t->tid = x->next_tid++;
+	t->tid = new_tid(x, t->pid);
 	t->sort = (int32_t)(q - x->queues);
 	return 0;
 }
@@ -680,6 +701,32 @@ static char *cpu_signal_pred(struct exporter *x, const char *a)
 
 /* ---- the passes ---- */
 
+/*
+ * Flow ids collected for one signal, and where errors go: the main thread's
+ * for the CPU signals' pass, the reader thread's own for fence_ops (the two
+ * threads never share one).
+ */
+struct flowbuf {
+	struct nf_error *err;
+	uint64_t *v;
+	size_t n, cap;
+};
+
+static int flowbuf_add(struct flowbuf *fb, uint64_t id)
+{
+	if (fb->n == fb->cap) {
+		size_t ncap = fb->cap ? fb->cap * 2 : 16;
+		uint64_t *nv = realloc(fb->v, ncap * sizeof(*nv));
+
+		if (!nv)
+			return nf_error_set(fb->err, NF_ENOMEM, "out of memory while exporting");
+		fb->v = nv;
+		fb->cap = ncap;
+	}
+	fb->v[fb->n++] = id;
+	return 0;
+}
+
 /* A sorted stream of (key, value) pairs from deps, merged with a scan. */
 struct edge_cursor {
 	sqlite3 *db;
@@ -688,7 +735,7 @@ struct edge_cursor {
 	int64_t key, val;
 };
 
-static int cursor_next(struct exporter *x, struct edge_cursor *c)
+static int cursor_next(struct nf_error *err, struct edge_cursor *c)
 {
 	int rc = sqlite3_step(c->st);
 
@@ -696,7 +743,7 @@ static int cursor_next(struct exporter *x, struct edge_cursor *c)
 		int64_t k = sqlite3_column_int64(c->st, 0);
 
 		if (c->started && k < c->key)
-			return nf_error_set(x->err, NF_EFORMAT,
+			return nf_error_set(err, NF_EFORMAT,
 					    "deps: rows out of order (%" PRId64 " after %" PRId64 ")", k,
 					    c->key);
 		c->started = 1;
@@ -706,52 +753,44 @@ static int cursor_next(struct exporter *x, struct edge_cursor *c)
 	}
 	c->done = 1;
 	return rc == SQLITE_DONE ? 0
-				 : nf_error_set(x->err, NF_ESQL, "reading deps: %s", sqlite3_errmsg(c->db));
+				 : nf_error_set(err, NF_ESQL, "reading deps: %s", sqlite3_errmsg(c->db));
 }
 
-static int cursor_open(struct exporter *x, struct edge_cursor *c, sqlite3 *db, char *sql)
+static int cursor_open(struct nf_error *err, struct edge_cursor *c, sqlite3 *db, char *sql)
 {
 	int ret = 0;
 
 	memset(c, 0, sizeof(*c));
 	c->db = db;
 	if (!sql)
-		return oom(x);
+		return nf_error_set(err, NF_ENOMEM, "out of memory while exporting");
 	if (sqlite3_prepare_v2(db, sql, -1, &c->st, NULL) != SQLITE_OK)
-		ret = nf_error_set(x->err, NF_ESQL, "reading deps: %s", sqlite3_errmsg(db));
+		ret = nf_error_set(err, NF_ESQL, "reading deps: %s", sqlite3_errmsg(db));
 	sqlite3_free(sql);
-	return ret ? ret : cursor_next(x, c);
+	return ret ? ret : cursor_next(err, c);
 }
 
 /* Skips keys below k; returns 1 when the cursor is at k. */
-static int cursor_seek(struct exporter *x, struct edge_cursor *c, int64_t k, int *ret)
+static int cursor_seek(struct nf_error *err, struct edge_cursor *c, int64_t k, int *ret)
 {
 	while (!c->done && c->key < k)
-		if ((*ret = cursor_next(x, c)) < 0)
+		if ((*ret = cursor_next(err, c)) < 0)
 			return 0;
 	return !c->done && c->key == k;
 }
 
 /* Collects the values of every pair with key k (the waits a signal released). */
-static int cursor_collect(struct exporter *x, struct edge_cursor *c, int64_t k)
+static int cursor_collect(struct flowbuf *fb, struct edge_cursor *c, int64_t k)
 {
 	int ret = 0;
 
-	x->n_flows = 0;
-	if (!cursor_seek(x, c, k, &ret))
+	fb->n = 0;
+	if (!cursor_seek(fb->err, c, k, &ret))
 		return ret;
 	while (!c->done && c->key == k) {
-		if (x->n_flows == x->cap_flows) {
-			size_t ncap = x->cap_flows ? x->cap_flows * 2 : 16;
-			uint64_t *nf = realloc(x->flows, ncap * sizeof(*nf));
-
-			if (!nf)
-				return oom(x);
-			x->flows = nf;
-			x->cap_flows = ncap;
-		}
-		x->flows[x->n_flows++] = (uint64_t)c->val + 1;  /* flow id: wait_id + 1 */
-		if ((ret = cursor_next(x, c)) < 0)
+		if ((ret = flowbuf_add(fb, (uint64_t)c->val + 1)) < 0)  /* flow id: wait_id + 1 */
+			return ret;
+		if ((ret = cursor_next(fb->err, c)) < 0)
 			return ret;
 	}
 	return 0;
@@ -790,7 +829,7 @@ static int emit(struct exporter *x, struct nf_xevent *e)
 
 /*
  * The waits that end a flow, as a bitmap over fence_ops ids (one bit per
- * operation: 1.25 MB for ten million), filled from one unsorted read of deps
+ * operation: 1.25 MB for ten million), filled from an unsorted read of deps
  * (its rows are not in wait order, and sorting them costs more than the
  * rest of the export). bits stays NULL when the ids are too sparse for it.
  */
@@ -808,19 +847,24 @@ static int released_has(const struct released *r, int64_t id)
 	return k >= 0 && k < r->n && (r->bits[k >> 3] >> (k & 7)) & 1;
 }
 
-/* Fills r from sql's first column (wait ids); sql stays the caller's. */
-static int released_build(struct exporter *x, struct released *r, const char *sql)
+static void released_set(struct released *r, int64_t id)
+{
+	int64_t k = id - r->lo;
+
+	if (k >= 0 && k < r->n)
+		r->bits[k >> 3] |= (uint8_t)(1u << (k & 7));
+}
+
+/* Sizes r over fence_ops' ids, read on db (bits NULL: no operations, or too sparse). */
+static int released_alloc(struct exporter *x, sqlite3 *db, struct released *r)
 {
 	sqlite3_stmt *st = NULL;
-	int rc, ret = 0;
+	int ret = 0;
 
 	memset(r, 0, sizeof(*r));
-	if (!sql)
-		return oom(x);
-	if (sqlite3_prepare_v2(x->db, "SELECT min(id), max(id) FROM fence_ops", -1, &st, NULL) !=
-		    SQLITE_OK ||
+	if (sqlite3_prepare_v2(db, "SELECT min(id), max(id) FROM fence_ops", -1, &st, NULL) != SQLITE_OK ||
 	    sqlite3_step(st) != SQLITE_ROW) {
-		ret = sql_fail(x, "reading fence_ops");
+		ret = nf_error_set(x->err, NF_ESQL, "reading fence_ops: %s", sqlite3_errmsg(db));
 		goto out;
 	}
 	if (col_null(st, 0))
@@ -829,30 +873,28 @@ static int released_build(struct exporter *x, struct released *r, const char *sq
 	if (sqlite3_column_int64(st, 1) - r->lo >= RELEASED_MAX_BITS - 1)
 		goto out;
 	r->n = sqlite3_column_int64(st, 1) - r->lo + 1;
-	sqlite3_finalize(st);
-	st = NULL;
-	if (!(r->bits = calloc((size_t)(r->n + 7) / 8, 1))) {
+	if (!(r->bits = calloc((size_t)(r->n + 7) / 8, 1)))
 		ret = oom(x);
-		goto out;
-	}
-	if (sqlite3_prepare_v2(x->db, sql, -1, &st, NULL) != SQLITE_OK) {
-		ret = sql_fail(x, "reading deps");
-		goto out;
-	}
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		int64_t k = sqlite3_column_int64(st, 0) - r->lo;
-
-		if (k >= 0 && k < r->n)
-			r->bits[k >> 3] |= (uint8_t)(1u << (k & 7));
-	}
-	if (rc != SQLITE_DONE)
-		ret = sql_fail(x, "reading deps");
 out:
 	sqlite3_finalize(st);
-	if (ret < 0) {
-		free(r->bits);
-		r->bits = NULL;
-	}
+	return ret;
+}
+
+/* Sets the bits of sql's first column (wait ids), read on db; sql stays the caller's. */
+static int released_fill(struct exporter *x, sqlite3 *db, struct released *r, const char *sql)
+{
+	sqlite3_stmt *st = NULL;
+	int rc, ret = 0;
+
+	if (!sql)
+		return oom(x);
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		return nf_error_set(x->err, NF_ESQL, "reading deps: %s", sqlite3_errmsg(db));
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		released_set(r, sqlite3_column_int64(st, 0));
+	if (rc != SQLITE_DONE)
+		ret = nf_error_set(x->err, NF_ESQL, "reading deps: %s", sqlite3_errmsg(db));
+	sqlite3_finalize(st);
 	return ret;
 }
 
@@ -879,6 +921,7 @@ struct sig_runs {
 	struct run *r;
 	int *heap;    /* indices of runs with a head, smallest head first */
 	size_t n, n_heap;
+	sqlite3 *db;
 };
 
 static int edge_lt(const struct edge *a, const struct edge *b)
@@ -920,7 +963,7 @@ static void sig_runs_close(struct sig_runs *m)
 }
 
 /* Steps run i to its next row; 1 when it has one, 0 at its end. */
-static int run_next(struct exporter *x, struct sig_runs *m, size_t i, sqlite3 *db)
+static int run_next(struct nf_error *err, struct sig_runs *m, size_t i)
 {
 	int rc = sqlite3_step(m->r[i].st);
 
@@ -929,15 +972,20 @@ static int run_next(struct exporter *x, struct sig_runs *m, size_t i, sqlite3 *d
 					      sqlite3_column_int64(m->r[i].st, 1) };
 		return 1;
 	}
-	return rc == SQLITE_DONE ? 0 : nf_error_set(x->err, NF_ESQL, "reading deps: %s", sqlite3_errmsg(db));
+	return rc == SQLITE_DONE ? 0 : nf_error_set(err, NF_ESQL, "reading deps: %s", sqlite3_errmsg(m->db));
 }
 
 /*
- * Finds deps' runs and opens one read per run. Returns 1 when the merge is
- * ready, 0 when sqlite should sort instead (too many runs, no rowid), or an
- * error.
+ * Finds deps' runs (on db) and opens one read per run. In the same read,
+ * when rel has bits, it marks the waits that end a flow as the unfiltered
+ * export takes them: every wait with a releasing signal, and those released
+ * by a CPU signal that cpu_ok (bound to the CPU signal's id) returns a row
+ * for. Returns 1 when the merge is ready (and rel filled), 0 when sqlite
+ * should sort instead (too many runs, no rowid: rel then is to be filled by
+ * the caller), or an error.
  */
-static int sig_runs_open(struct exporter *x, struct sig_runs *m, sqlite3 *db)
+static int sig_runs_open(struct exporter *x, struct sig_runs *m, sqlite3 *db, struct released *rel,
+			 sqlite3_stmt *cpu_ok)
 {
 	sqlite3_stmt *st = NULL;
 	int64_t *start = NULL;
@@ -946,16 +994,35 @@ static int sig_runs_open(struct exporter *x, struct sig_runs *m, sqlite3 *db)
 	int rc, ret = 0;
 
 	memset(m, 0, sizeof(*m));
-	if (sqlite3_prepare_v2(db, "SELECT rowid, signal_id, wait_id FROM deps WHERE signal_id IS NOT NULL",
-			       -1, &st, NULL) != SQLITE_OK)
+	m->db = db;
+	if (sqlite3_prepare_v2(db, "SELECT rowid, signal_id, wait_id, cpu_signal FROM deps", -1, &st,
+			       NULL) != SQLITE_OK)
 		return 0;  /* no rowid: let sqlite sort */
 	if (!(start = malloc(RUNS_MAX * sizeof(*start)))) {
 		ret = oom(x);
 		goto out;
 	}
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		struct edge e = { sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2) };
+		struct edge e;
 
+		if (col_null(st, 1)) {
+			/* Released from the CPU: a flow when its CPU signal is written. */
+			if (rel->bits && !col_null(st, 3) && !col_null(st, 2)) {
+				sqlite3_reset(cpu_ok);
+				sqlite3_bind_int64(cpu_ok, 1, sqlite3_column_int64(st, 3));
+				if ((rc = sqlite3_step(cpu_ok)) == SQLITE_ROW)
+					released_set(rel, sqlite3_column_int64(st, 2));
+				else if (rc != SQLITE_DONE) {
+					ret = nf_error_set(x->err, NF_ESQL, "reading cpu_signals: %s",
+							   sqlite3_errmsg(db));
+					goto out;
+				}
+			}
+			continue;
+		}
+		e = (struct edge){ sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2) };
+		if (rel->bits && !col_null(st, 2))
+			released_set(rel, e.w);
 		if (n == 0 || edge_lt(&e, &prev)) {
 			if (n == RUNS_MAX)
 				goto out;  /* ret 0: sort instead */
@@ -983,7 +1050,7 @@ static int sig_runs_open(struct exporter *x, struct sig_runs *m, sqlite3 *db)
 		m->n++;
 		sqlite3_bind_int64(m->r[i].st, 1, start[i]);
 		sqlite3_bind_int64(m->r[i].st, 2, i + 1 < n ? start[i + 1] : INT64_MAX);
-		if ((ret = run_next(x, m, i, db)) < 0)
+		if ((ret = run_next(x->err, m, i)) < 0)
 			goto out;
 		if (ret == 1)
 			m->heap[m->n_heap++] = (int)i;
@@ -999,32 +1066,22 @@ out:
 	return ret;
 }
 
-/* The waits signal k released (x->flows), from the merge of the runs. */
-static int sig_runs_collect(struct exporter *x, struct sig_runs *m, sqlite3 *db, int64_t k)
+/* The waits signal k released (fb), from the merge of the runs. */
+static int sig_runs_collect(struct flowbuf *fb, struct sig_runs *m, int64_t k)
 {
 	int ret;
 
-	x->n_flows = 0;
+	fb->n = 0;
 	while (m->n_heap) {
 		int i = m->heap[0];
 		struct edge e = m->r[i].head;
 
 		if (e.s > k)
 			return 0;
-		if (e.s == k) {
-			if (x->n_flows == x->cap_flows) {
-				size_t ncap = x->cap_flows ? x->cap_flows * 2 : 16;
-				uint64_t *nf = realloc(x->flows, ncap * sizeof(*nf));
-
-				if (!nf)
-					return oom(x);
-				x->flows = nf;
-				x->cap_flows = ncap;
-			}
-			x->flows[x->n_flows++] = (uint64_t)e.w + 1;
-		}
+		if (e.s == k && (ret = flowbuf_add(fb, (uint64_t)e.w + 1)) < 0)
+			return ret;
 		/* (e.s < k: a signal that is not written) */
-		if ((ret = run_next(x, m, (size_t)i, db)) < 0)
+		if ((ret = run_next(fb->err, m, (size_t)i)) < 0)
 			return ret;
 		if (ret == 0)
 			m->heap[0] = m->heap[--m->n_heap];
@@ -1033,24 +1090,23 @@ static int sig_runs_collect(struct exporter *x, struct sig_runs *m, sqlite3 *db,
 	return 0;
 }
 
-/* One fence_ops row as the reader thread hands it over. */
+/* One fence_ops row as the reader thread hands it over, with its flows. */
 struct oprec {
 	int64_t id, queue, fence, value, start, obs, end, thread;
 	uint8_t has_queue, is_wait, has_fence, has_value, has_obs, has_end, has_thread;
+	uint8_t flow_in;        /* a wait that ends a flow (id + 1) */
+	uint32_t out_off, n_out; /* a signal's flows: in its block's flow ids */
 	char status[32];  /* the schema's statuses are short words; longer is cut */
 };
 
 /* What the main thread works on, for one pass over fence_ops. */
 struct op_ctx {
 	struct exporter *x;
-	struct released *rel;
-	struct edge_cursor *by_wait, *by_signal;
 	int64_t last_id;
-	struct sig_runs *runs;  /* deps by signal merged from its runs, else by_signal */
 };
 
 /* One fence operation: its track (lane), name, args and flows, written. */
-static int op_row(struct op_ctx *oc, const struct oprec *r)
+static int op_row(struct op_ctx *oc, const struct oprec *r, const uint64_t *flows)
 {
 	struct exporter *x = oc->x;
 	int64_t start = r->start, end = start;
@@ -1062,9 +1118,16 @@ static int op_row(struct op_ctx *oc, const struct oprec *r)
 	if (r->id <= oc->last_id)
 		return nf_error_set(x->err, NF_EFORMAT, "fence_ops: not read in id order");
 	oc->last_id = r->id;
-	memset(&e, 0, sizeof(e));
+	e.track = NULL;
+	e.name_key = 0;
 	e.stall_ts = -1;
 	e.instant = !r->has_end;
+	e.n_args = 0;
+	e.flows_out = NULL;
+	e.n_flows_out = 0;
+	e.flow_in = 0;
+	e.flows_in = NULL;
+	e.n_flows_in = 0;
 	if (!e.instant) {
 		end = r->end;
 		if (end < start) {  /* completed before queued: a causality anomaly, kept as is */
@@ -1106,6 +1169,9 @@ static int op_row(struct op_ctx *oc, const struct oprec *r)
 	e.ts = start;
 	e.end = end;
 	e.name = name;
+	e.name_key = r->has_fence && (uint64_t)r->fence < ((uint64_t)1 << 62)
+			     ? ((uint64_t)r->fence << 1 | r->is_wait) + 1
+			     : 0;
 	e.cat = r->is_wait ? "wait" : "signal";
 	arg_int(&e, "id", r->id);
 	if (r->has_fence)
@@ -1115,28 +1181,33 @@ static int op_row(struct op_ctx *oc, const struct oprec *r)
 	arg_str(&e, "status", r->status);
 	if (r->has_thread)
 		arg_int(&e, "thread", r->thread);
-	if (r->is_wait) {
-		if (oc->rel->bits ? released_has(oc->rel, r->id) : cursor_seek(x, oc->by_wait, r->id, &ret))
-			e.flow_in = (uint64_t)r->id + 1;
-		else if (ret < 0)
-			return ret;
-	} else {
-		if ((ret = oc->runs ? sig_runs_collect(x, oc->runs, x->db2, r->id)
-				    : cursor_collect(x, oc->by_signal, r->id)) < 0)
-			return ret;
-		e.flows_out = x->flows;
-		e.n_flows_out = x->n_flows;
-	}
+	if (r->flow_in)
+		e.flow_in = (uint64_t)r->id + 1;
+	e.flows_out = flows + r->out_off;
+	e.n_flows_out = r->n_out;
 	return emit(x, &e);
 }
 
 /*
+ * Where the flows of fence_ops rows come from, read by the reader thread on
+ * a connection of its own (db3): the waits that end one (a bitmap, else deps
+ * sorted by wait) and, per signal, the waits it released (deps merged from
+ * its sorted runs, else sorted by sqlite).
+ */
+struct flowsrc {
+	struct released rel;
+	struct edge_cursor by_wait, by_signal;
+	struct sig_runs runs;
+	int use_runs;
+};
+
+/*
  * The reader thread: sqlite scans fence_ops and hands each row to
  * nf_export_op (an SQL function of ours, called inside the scan, cheaper than
- * stepping out per row), which copies it into blocks of a small ring; the
- * main thread takes whole blocks, places and encodes them. The two overlap,
- * so an export costs about the larger of the scan and the encoding, not their
- * sum. Each thread uses its own connection.
+ * stepping out per row), which copies it into blocks of a small ring with
+ * its flows; the main thread takes whole blocks, places and encodes them.
+ * The two overlap, so an export costs about the larger of the scan and the
+ * encoding, not their sum. Each thread uses its own connections.
  */
 #define PIPE_BLOCK 2048
 #define PIPE_DEPTH 8
@@ -1146,12 +1217,17 @@ struct pipe {
 	pthread_cond_t cv;
 	struct oprec *rec;        /* PIPE_DEPTH blocks of PIPE_BLOCK */
 	size_t fill[PIPE_DEPTH];  /* records in each published block */
+	uint64_t *fl[PIPE_DEPTH]; /* each block's flow ids (oprec.out_off) */
+	size_t fl_n[PIPE_DEPTH], fl_cap[PIPE_DEPTH];
 	uint64_t produced, consumed;
 	size_t cur;               /* records in the block being filled (reader only) */
 	int done, stop, rc;
 	char errmsg[256];
 	sqlite3 *db;
 	sqlite3_stmt *st;
+	struct flowsrc *fs;       /* (reader only) */
+	struct flowbuf fb;        /* one signal's flows (reader only) */
+	struct nf_error ferr;     /* the reader's errors reading flows */
 };
 
 /* Publishes the block being filled; waits for a free one. -1: stop. */
@@ -1176,35 +1252,84 @@ static int val_null(sqlite3_value *v)
 	return sqlite3_value_type(v) == SQLITE_NULL;
 }
 
+/* r's flows: whether it ends one (a wait), the ones it starts (a signal). */
+static int op_flows(struct pipe *pp, size_t blk, struct oprec *r)
+{
+	struct flowsrc *fs = pp->fs;
+	int ret = 0;
+
+	r->flow_in = 0;
+	r->out_off = 0;
+	r->n_out = 0;
+	if (r->is_wait) {
+		r->flow_in = (uint8_t)(fs->rel.bits ? released_has(&fs->rel, r->id)
+						    : cursor_seek(&pp->ferr, &fs->by_wait, r->id, &ret));
+		return ret;
+	}
+	if ((ret = fs->use_runs ? sig_runs_collect(&pp->fb, &fs->runs, r->id)
+				: cursor_collect(&pp->fb, &fs->by_signal, r->id)) < 0 ||
+	    pp->fb.n == 0)
+		return ret;
+	if (pp->fl_cap[blk] - pp->fl_n[blk] < pp->fb.n) {
+		size_t ncap = pp->fl_cap[blk] ? pp->fl_cap[blk] : 4096;
+		uint64_t *nv;
+
+		while (ncap - pp->fl_n[blk] < pp->fb.n)
+			ncap *= 2;
+		if (ncap > UINT32_MAX || !(nv = realloc(pp->fl[blk], ncap * sizeof(*nv))))
+			return nf_error_set(&pp->ferr, NF_ENOMEM, "out of memory while exporting");
+		pp->fl[blk] = nv;
+		pp->fl_cap[blk] = ncap;
+	}
+	memcpy(pp->fl[blk] + pp->fl_n[blk], pp->fb.v, pp->fb.n * sizeof(*pp->fb.v));
+	r->out_off = (uint32_t)pp->fl_n[blk];
+	r->n_out = (uint32_t)pp->fb.n;
+	pp->fl_n[blk] += pp->fb.n;
+	return 0;
+}
+
 /*
- * Values: 0 id, 1 queue, 2 is a wait, 3 fence, 4 value, 5 start (queued,
- * else observed, else end), 6 observed, 7 end, 8 status, 9 thread.
+ * Values: 0 id, 1 queue, 2 op, 3 fence, 4 value, 5 queued, 6 observed, 7 end,
+ * 8 status, 9 thread: the columns as stored, the rest done here (cheaper than
+ * in sqlite's program). A row without any time is not written.
  */
 static void op_sink(sqlite3_context *ctx, int argc, sqlite3_value **v)
 {
 	struct pipe *pp = sqlite3_user_data(ctx);
 	struct oprec *r;
 	const unsigned char *status;
+	size_t blk;
 
 	(void)argc;
+	if (val_null(v[5]) && val_null(v[6]) && val_null(v[7])) {
+		sqlite3_result_null(ctx);
+		return;
+	}
 	if (pp->cur == PIPE_BLOCK && pipe_publish(pp, 0) < 0) {
 		sqlite3_result_error(ctx, "export stopped", -1);
 		return;
 	}
-	r = &pp->rec[(pp->produced % PIPE_DEPTH) * PIPE_BLOCK + pp->cur++];
+	blk = pp->produced % PIPE_DEPTH;
+	if (pp->cur == 0)
+		pp->fl_n[blk] = 0;
+	r = &pp->rec[blk * PIPE_BLOCK + pp->cur++];
 	r->id = sqlite3_value_int64(v[0]);
 	r->has_queue = !val_null(v[1]);
 	r->queue = sqlite3_value_int64(v[1]);
-	r->is_wait = (uint8_t)(sqlite3_value_int(v[2]) != 0);
+	{
+		const unsigned char *op = sqlite3_value_text(v[2]);
+
+		r->is_wait = (uint8_t)(op && !strcmp((const char *)op, "wait"));
+	}
 	r->has_fence = !val_null(v[3]);
 	r->fence = sqlite3_value_int64(v[3]);
 	r->has_value = !val_null(v[4]);
 	r->value = sqlite3_value_int64(v[4]);
-	r->start = sqlite3_value_int64(v[5]);
 	r->has_obs = !val_null(v[6]);
 	r->obs = sqlite3_value_int64(v[6]);
 	r->has_end = !val_null(v[7]);
 	r->end = sqlite3_value_int64(v[7]);
+	r->start = !val_null(v[5]) ? sqlite3_value_int64(v[5]) : r->has_obs ? r->obs : r->end;
 	status = sqlite3_value_text(v[8]);
 	{
 		size_t n = status ? strnlen((const char *)status, sizeof(r->status) - 1) : 0;
@@ -1214,6 +1339,10 @@ static void op_sink(sqlite3_context *ctx, int argc, sqlite3_value **v)
 	}
 	r->has_thread = !val_null(v[9]);
 	r->thread = sqlite3_value_int64(v[9]);
+	if (op_flows(pp, blk, r) < 0) {
+		sqlite3_result_error(ctx, pp->ferr.msg, -1);
+		return;
+	}
 	sqlite3_result_null(ctx);
 }
 
@@ -1256,7 +1385,7 @@ static int pipe_consume(struct pipe *pp, struct op_ctx *oc)
 		n = pp->fill[idx];
 		pthread_mutex_unlock(&pp->mu);
 		for (size_t i = 0; i < n && ret == 0; i++)
-			ret = op_row(oc, &pp->rec[idx * PIPE_BLOCK + i]);
+			ret = op_row(oc, &pp->rec[idx * PIPE_BLOCK + i], pp->fl[idx]);
 		pthread_mutex_lock(&pp->mu);
 		pp->consumed++;
 		if (ret < 0)
@@ -1268,26 +1397,73 @@ static int pipe_consume(struct pipe *pp, struct op_ctx *oc)
 	}
 }
 
-/*
- * fence_ops, in id order. Each operation goes to its queue's lanes (kernel
- * waits without a queue: their thread's), with its flows: the waits it
- * released (deps by signal_id) and the signal that released it (deps by
- * wait_id), each only when the other end is written too.
- */
-static int pass_ops(struct exporter *x, int check_ends)
-{
-	struct released rel = { 0 };
-	struct edge_cursor by_wait, by_signal;
-	struct op_ctx oc = { x, &rel, &by_wait, &by_signal, INT64_MIN, NULL };
-	struct sig_runs runs = { 0 };
-	struct pipe pp;
-	pthread_t th;
-	char *sql;
-	int rc, ret;
+/* Counts the fence_ops rows with no time at all (on its own thread). */
+struct timeless {
+	sqlite3 *db;
+	int64_t n;
+	int rc;
+	char errmsg[256];
+};
 
-	memset(&by_wait, 0, sizeof(by_wait));
-	memset(&by_signal, 0, sizeof(by_signal));
-	memset(&pp, 0, sizeof(pp));
+static void *timeless_main(void *arg)
+{
+	struct timeless *t = arg;
+	sqlite3_stmt *st;
+
+	t->rc = sqlite3_prepare_v2(t->db, "SELECT count(*) FROM fence_ops WHERE queued_ns IS NULL AND "
+					  "observed_ns IS NULL AND end_ns IS NULL",
+				   -1, &st, NULL);
+	if (t->rc == SQLITE_OK) {
+		if ((t->rc = sqlite3_step(st)) == SQLITE_ROW) {
+			t->n = sqlite3_column_int64(st, 0);
+			t->rc = SQLITE_OK;
+		}
+		sqlite3_finalize(st);
+	}
+	if (t->rc != SQLITE_OK)
+		snprintf(t->errmsg, sizeof(t->errmsg), "%s", sqlite3_errmsg(t->db));
+	return NULL;
+}
+
+static void flowsrc_close(struct flowsrc *fs)
+{
+	sqlite3_finalize(fs->by_wait.st);
+	sqlite3_finalize(fs->by_signal.st);
+	sig_runs_close(&fs->runs);
+	free(fs->rel.bits);
+	memset(fs, 0, sizeof(*fs));
+}
+
+/*
+ * The flows' sources on db. check_ends: some flow's other end may not be
+ * written (a filter, or operations without a time), so each is checked by a
+ * join; else every deps row with a written end is a flow, and one read of
+ * deps finds both the waits that end one and its sorted runs.
+ */
+static int flowsrc_open(struct exporter *x, struct flowsrc *fs, sqlite3 *db, int check_ends)
+{
+	char *sql, *sorted;
+	int ret;
+
+	memset(fs, 0, sizeof(*fs));
+	if ((ret = released_alloc(x, db, &fs->rel)) < 0)
+		return ret;
+	if (!check_ends) {
+		sqlite3_stmt *cpu_ok = NULL;
+
+		sql = sqlite3_mprintf("SELECT 1 FROM cpu_signals c WHERE c.id = ?1%s", x->cpu_pred_c);
+		if (!sql)
+			return oom(x);
+		ret = sqlite3_prepare_v2(db, sql, -1, &cpu_ok, NULL);
+		sqlite3_free(sql);
+		if (ret != SQLITE_OK)
+			return nf_error_set(x->err, NF_ESQL, "reading cpu_signals: %s", sqlite3_errmsg(db));
+		ret = sig_runs_open(x, &fs->runs, db, &fs->rel, cpu_ok);
+		sqlite3_finalize(cpu_ok);
+		if (ret < 0)
+			return ret;
+		fs->use_runs = ret == 1;
+	}
 	/* Waits whose releaser is written: joined only when some may not be. */
 	if (check_ends)
 		sql = sqlite3_mprintf(
@@ -1302,44 +1478,82 @@ static int pass_ops(struct exporter *x, int check_ends)
 			"(d.cpu_signal IS NOT NULL AND EXISTS (SELECT 1 FROM cpu_signals c "
 			"WHERE c.id = d.cpu_signal%s))",
 			x->cpu_pred_c);
-	if ((ret = released_build(x, &rel, sql)) < 0)
-		goto out;
-	if (!rel.bits) {
+	if (!sql)
+		return oom(x);
+	if (!fs->rel.bits) {
 		/* Ids too sparse for a bitmap: the same rows sorted by wait, merged. */
-		char *sorted = sqlite3_mprintf("SELECT * FROM (%s) ORDER BY 1", sql);
-
+		sorted = sqlite3_mprintf("SELECT * FROM (%s) ORDER BY 1", sql);
 		sqlite3_free(sql);
-		if ((ret = cursor_open(x, &by_wait, x->db2, sorted)) < 0)
-			goto out;
+		if ((ret = cursor_open(x->err, &fs->by_wait, db, sorted)) < 0)
+			return ret;
 	} else {
+		ret = fs->use_runs ? 0 : released_fill(x, db, &fs->rel, sql);
 		sqlite3_free(sql);
+		if (ret < 0)
+			return ret;
 	}
+	if (fs->use_runs)
+		return 0;
 	if (check_ends)
 		sql = sqlite3_mprintf("SELECT d.signal_id, d.wait_id FROM deps d JOIN fence_ops w "
 				      "ON w.id = d.wait_id WHERE d.signal_id IS NOT NULL%s "
 				      "ORDER BY d.signal_id, d.wait_id",
 				      x->op_pred_w);
 	else
-		sql = sqlite3_mprintf("SELECT signal_id, wait_id FROM deps WHERE signal_id IS NOT NULL");
-	if (!sql) {
-		ret = oom(x);
-		goto out;
-	}
-	/* Unfiltered, deps by signal is merged from its sorted runs when it can be. */
-	if (!check_ends && (ret = sig_runs_open(x, &runs, x->db2)) != 0) {
-		sqlite3_free(sql);
+		sql = sqlite3_mprintf("SELECT signal_id, wait_id FROM deps WHERE signal_id IS NOT NULL "
+				      "ORDER BY signal_id, wait_id");
+	return cursor_open(x->err, &fs->by_signal, db, sql);
+}
+
+/*
+ * fence_ops, in id order. Each operation goes to its queue's lanes (kernel
+ * waits without a queue: their thread's), with its flows: the waits it
+ * released (deps by signal_id) and the signal that released it (deps by
+ * wait_id), each only when the other end is written too. Unfiltered, the
+ * count of operations without a time (which decides how flows are checked)
+ * runs on a thread of its own while deps is read.
+ */
+static int pass_ops(struct exporter *x)
+{
+	struct flowsrc fs;
+	struct op_ctx oc = { x, INT64_MIN };
+	struct pipe pp;
+	pthread_t th;
+	char *sql;
+	int rc, ret;
+
+	memset(&fs, 0, sizeof(fs));
+	memset(&pp, 0, sizeof(pp));
+	x->check_ends = x->filtered;
+	if (!x->filtered) {
+		struct timeless tl = { x->db, 0, SQLITE_OK, "" };
+		pthread_t tt;
+		int started = pthread_create(&tt, NULL, timeless_main, &tl) == 0;
+
+		if (!started)
+			timeless_main(&tl);
+		ret = flowsrc_open(x, &fs, x->db3, 0);
+		if (started)
+			pthread_join(tt, NULL);
 		if (ret < 0)
 			goto out;
-		oc.runs = &runs;
-	} else {
-		char *sorted = check_ends ? sql : sqlite3_mprintf("%s ORDER BY signal_id, wait_id", sql);
-
-		if (!check_ends)
-			sqlite3_free(sql);
-		if ((ret = cursor_open(x, &by_signal, x->db2, sorted)) < 0)
+		if (tl.rc != SQLITE_OK) {
+			ret = nf_error_set(x->err, NF_ESQL, "reading fence_ops: %s", tl.errmsg);
 			goto out;
+		}
+		x->st.skipped = (uint64_t)tl.n;
+		if (tl.n > 0) {
+			/* Some signal may not be written: the flows checked by joins. */
+			flowsrc_close(&fs);
+			x->check_ends = 1;
+		}
 	}
+	if (x->check_ends && (ret = flowsrc_open(x, &fs, x->db3, 1)) < 0)
+		goto out;
 	pp.db = x->db;
+	pp.fs = &fs;
+	pp.fb.err = &pp.ferr;
+	nf_error_clear(&pp.ferr);
 	if (!(pp.rec = malloc(sizeof(*pp.rec) * PIPE_BLOCK * PIPE_DEPTH))) {
 		ret = oom(x);
 		goto out;
@@ -1349,11 +1563,11 @@ static int pass_ops(struct exporter *x, int check_ends)
 		ret = sql_fail(x, "reading fence_ops");
 		goto out;
 	}
-	/* In rowid (= id) order: a plain scan of the table. */
-	sql = sqlite3_mprintf("SELECT count(nf_export_op(f.id, f.queue, f.op = 'wait', f.fence, f.value, "
-			      "coalesce(f.queued_ns, f.observed_ns, f.end_ns), f.observed_ns, f.end_ns, "
-			      "f.status, f.thread)) FROM fence_ops f WHERE 1%s",
-			      x->op_pred_f);
+	/* In rowid (= id) order: a plain scan of the table (unfiltered, with no
+	 * condition at all: rows without a time are left out by nf_export_op). */
+	sql = sqlite3_mprintf("SELECT count(nf_export_op(f.id, f.queue, f.op, f.fence, f.value, "
+			      "f.queued_ns, f.observed_ns, f.end_ns, f.status, f.thread)) FROM fence_ops f%s%s",
+			      x->filtered ? " WHERE 1" : "", x->filtered ? x->op_pred_f : "");
 	if (!sql) {
 		ret = oom(x);
 		goto out;
@@ -1371,7 +1585,9 @@ static int pass_ops(struct exporter *x, int check_ends)
 	} else {
 		ret = pipe_consume(&pp, &oc);
 		pthread_join(th, NULL);
-		if (ret == 0 && pp.rc != SQLITE_DONE)
+		if (ret == 0 && pp.ferr.code)
+			ret = nf_error_set(x->err, pp.ferr.code, "%s", pp.ferr.msg);
+		else if (ret == 0 && pp.rc != SQLITE_DONE)
 			ret = nf_error_set(x->err, NF_ESQL, "reading fence_ops: %s", pp.errmsg);
 	}
 	pthread_cond_destroy(&pp.cv);
@@ -1379,12 +1595,12 @@ static int pass_ops(struct exporter *x, int check_ends)
 out:
 	sqlite3_finalize(pp.st);
 	free(pp.rec);
+	for (int i = 0; i < PIPE_DEPTH; i++)
+		free(pp.fl[i]);
+	free(pp.fb.v);
 	/* The function points at this frame: gone with it. */
 	sqlite3_create_function(x->db, "nf_export_op", 10, SQLITE_UTF8, NULL, NULL, NULL, NULL);
-	sqlite3_finalize(by_wait.st);
-	sqlite3_finalize(by_signal.st);
-	sig_runs_close(&runs);
-	free(rel.bits);
+	flowsrc_close(&fs);
 	return ret;
 }
 
@@ -1482,14 +1698,15 @@ static int pass_cpu_waits(struct exporter *x)
 }
 
 /* cpu_signals: instants on their thread, with the flows to the waits they released. */
-static int pass_cpu_signals(struct exporter *x, int check_ends)
+static int pass_cpu_signals(struct exporter *x)
 {
+	struct flowbuf fb = { x->err, NULL, 0, 0 };
 	struct edge_cursor by_cpu;
 	sqlite3_stmt *st = NULL;
 	char *sql, name[96];
 	int rc, ret;
 
-	if (check_ends)
+	if (x->check_ends)
 		sql = sqlite3_mprintf("SELECT d.cpu_signal, d.wait_id FROM deps d JOIN fence_ops w "
 				      "ON w.id = d.wait_id WHERE d.signal_id IS NULL AND "
 				      "d.cpu_signal IS NOT NULL%s ORDER BY d.cpu_signal, d.wait_id",
@@ -1497,7 +1714,7 @@ static int pass_cpu_signals(struct exporter *x, int check_ends)
 	else
 		sql = sqlite3_mprintf("SELECT cpu_signal, wait_id FROM deps WHERE signal_id IS NULL AND "
 				      "cpu_signal IS NOT NULL ORDER BY cpu_signal, wait_id");
-	if ((ret = cursor_open(x, &by_cpu, x->db, sql)) < 0)
+	if ((ret = cursor_open(x->err, &by_cpu, x->db, sql)) < 0)
 		goto out;
 	sql = sqlite3_mprintf("SELECT c.id, c.thread, c.fence, c.value, c.ts_ns FROM cpu_signals c "
 			      "WHERE 1%s ORDER BY c.id",
@@ -1532,10 +1749,10 @@ static int pass_cpu_signals(struct exporter *x, int check_ends)
 			arg_hex(&e, "fence", sqlite3_column_int64(st, 2));
 		if (!col_null(st, 3))
 			arg_int(&e, "value", sqlite3_column_int64(st, 3));
-		if ((ret = cursor_collect(x, &by_cpu, id)) < 0)
+		if ((ret = cursor_collect(&fb, &by_cpu, id)) < 0)
 			goto out;
-		e.flows_out = x->flows;
-		e.n_flows_out = x->n_flows;
+		e.flows_out = fb.v;
+		e.n_flows_out = fb.n;
 		if ((ret = emit(x, &e)) < 0)
 			goto out;
 	}
@@ -1543,6 +1760,7 @@ static int pass_cpu_signals(struct exporter *x, int check_ends)
 out:
 	sqlite3_finalize(st);
 	sqlite3_finalize(by_cpu.st);
+	free(fb.v);
 	return ret;
 }
 
@@ -1576,7 +1794,7 @@ static int anomaly_track(struct exporter *x, struct xqueue *q, const struct nf_x
 		q->anom.uuid = x->next_uuid++;
 		q->anom.parent = q->lanes.v[0].t.uuid;
 		q->anom.pid = q->lanes.v[0].t.pid;
-		q->anom.tid = x->next_tid++;
+		q->anom.tid = new_tid(x, q->anom.pid);
 		q->anom.sort = q->lanes.v[0].t.sort;
 		q->anom.name = strdup(nm);
 		if (!q->anom.name)
@@ -1699,18 +1917,512 @@ static int pass_anomalies(struct exporter *x)
 	return ret;
 }
 
-/* Whether any fence_ops row has no time at all (then flow ends are checked by join). */
-static int count_timeless(struct exporter *x, int64_t *n)
+/* ---- imported captures: GPU jobs, vblanks, markers (Linux), DMA packets, VSyncs (ETW) ---- */
+
+/*
+ * A track of imported items, found by what it stands for: a ring's jobs (and
+ * the jobs waiting to run on it), a CRTC's vblanks, an ETW node's DMA
+ * packets, a VSync target. Few of them: a linear search.
+ */
+enum { GK_RING, GK_RING_WAIT, GK_CRTC, GK_NODE, GK_VSYNC };
+
+struct xgroup {
+	int kind;
+	int64_t k1, k2;
+	char *ks;            /* a ring's name ("" when unknown) */
+	struct lanes lanes;
+};
+
+/* A process of our own (GPU jobs, display), described on first use. */
+static int own_process(struct exporter *x, struct nf_xtrack *t, int *described, int32_t pid,
+		       int32_t sort, const char *name)
+{
+	if (*described)
+		return 0;
+	*described = 1;
+	t->kind = NF_XT_PROCESS;
+	t->uuid = x->next_uuid++;
+	t->pid = pid;
+	t->sort = sort;
+	t->name = name;
+	return describe(x, t);
+}
+
+/* The group's track for an item from start to end (lanes when they overlap). */
+static int group_track(struct exporter *x, int kind, int64_t k1, int64_t k2, const char *ks,
+		       const char *name, const struct nf_xtrack *parent, int64_t start, int64_t end,
+		       const struct nf_xtrack **out)
+{
+	struct xgroup *g = NULL;
+	int ret;
+
+	for (size_t i = 0; i < x->n_groups && !g; i++) {
+		struct xgroup *c = &x->groups[i];
+
+		if (c->kind == kind && c->k1 == k1 && c->k2 == k2 && !strcmp(c->ks, ks ? ks : ""))
+			g = c;
+	}
+	if (!g) {
+		struct nf_xtrack base;
+
+		if (x->n_groups == x->cap_groups) {
+			size_t ncap = x->cap_groups ? x->cap_groups * 2 : 16;
+			struct xgroup *ng = realloc(x->groups, ncap * sizeof(*ng));
+
+			if (!ng)
+				return oom(x);
+			x->groups = ng;
+			x->cap_groups = ncap;
+		}
+		g = &x->groups[x->n_groups];
+		memset(g, 0, sizeof(*g));
+		g->kind = kind;
+		g->k1 = k1;
+		g->k2 = k2;
+		g->ks = strdup(ks ? ks : "");
+		g->lanes.name = strdup(name);
+		x->n_groups++;
+		if (!g->ks || !g->lanes.name)
+			return oom(x);
+		memset(&base, 0, sizeof(base));
+		base.kind = NF_XT_PLAIN;
+		base.parent = parent->uuid;
+		base.pid = parent->pid;
+		base.tid = new_tid(x, base.pid);
+		base.sort = (int32_t)x->n_groups;
+		if ((ret = lanes_add(x, &g->lanes, &base)) < 0)
+			return ret;
+	}
+	return lanes_pick(x, &g->lanes, start, end, out);
+}
+
+static void groups_release(struct exporter *x)
+{
+	for (size_t i = 0; i < x->n_groups; i++) {
+		free(x->groups[i].ks);
+		lanes_release(&x->groups[i].lanes);
+	}
+	free(x->groups);
+}
+
+/* Imported items belong to no queue or fence: a --queue or --fence filter leaves them out. */
+static int imported_wanted(struct exporter *x, const char *table)
+{
+	return x->opts->n_queues == 0 && x->opts->n_fences == 0 && has_table(x->db, table);
+}
+
+/* A job is written when it has a time and overlaps the window (alias a). */
+static char *job_pred(struct exporter *x, const char *a)
+{
+	return sqlite3_mprintf("coalesce(%s.submitted_ns, %s.started_ns, %s.finished_ns) IS NOT NULL "
+			       "AND coalesce(%s.submitted_ns, %s.started_ns, %s.finished_ns) <= %lld "
+			       "AND coalesce(%s.finished_ns, %s.started_ns, %s.submitted_ns) >= %lld",
+			       a, a, a, a, a, a, (long long)x->t1, a, a, a, (long long)x->t0);
+}
+
+static void job_args(struct nf_xevent *e, sqlite3_stmt *st)
+{
+	arg_int(e, "job id", sqlite3_column_int64(st, 0));
+	if (!col_null(st, 1))
+		arg_str(e, "driver", (const char *)sqlite3_column_text(st, 1));
+	if (!col_null(st, 3))
+		arg_int(e, "job", sqlite3_column_int64(st, 3));
+	if (!col_null(st, 4))
+		arg_int(e, "context", sqlite3_column_int64(st, 4));
+	if (!col_null(st, 5))
+		arg_int(e, "seqno", sqlite3_column_int64(st, 5));
+	if (!col_null(st, 6))
+		arg_int(e, "thread", sqlite3_column_int64(st, 6));
+	if (!col_null(st, 7))
+		arg_int(e, "process", sqlite3_column_int64(st, 7));
+	arg_str(e, "status", col_null(st, 11) ? "" : (const char *)sqlite3_column_text(st, 11));
+}
+
+/*
+ * jobs: per ring, a track "RING jobs" with each job's run (started ..
+ * finished) and a track "RING waiting" with its wait to run (submitted ..
+ * started); a time missing makes that part an instant at the time known.
+ * job_deps rows whose two jobs are written are flows (id: job_flow_base +
+ * the row's rowid), from the dependency's run to the job's wait (its run
+ * when it has no submit time).
+ */
+static int pass_jobs(struct exporter *x)
+{
+	struct flowbuf fout = { x->err, NULL, 0, 0 }, fbin = { x->err, NULL, 0, 0 };
+	struct edge_cursor by_dep, by_job;
+	sqlite3_stmt *st = NULL;
+	char *pa = NULL, *pb = NULL, *sql;
+	int rc, ret = 0;
+
+	memset(&by_dep, 0, sizeof(by_dep));
+	memset(&by_job, 0, sizeof(by_job));
+	if (!imported_wanted(x, "jobs"))
+		return 0;
+	if (!(pa = job_pred(x, "a")) || !(pb = job_pred(x, "b"))) {
+		ret = oom(x);
+		goto out;
+	}
+	if (has_table(x->db, "job_deps")) {
+		const char *q = "SELECT d.%s, d.rowid + %lld FROM job_deps d JOIN jobs a ON a.id = d.dep_job "
+				"JOIN jobs b ON b.id = d.job WHERE %s AND %s ORDER BY 1, 2";
+
+		if ((ret = cursor_open(x->err, &by_dep, x->db2,
+				       sqlite3_mprintf(q, "dep_job", (long long)x->job_flow_base - 1, pa, pb))) < 0 ||
+		    (ret = cursor_open(x->err, &by_job, x->db3,
+				       sqlite3_mprintf(q, "job", (long long)x->job_flow_base - 1, pa, pb))) < 0)
+			goto out;
+	} else {
+		by_dep.done = by_job.done = 1;
+	}
+	sql = sqlite3_mprintf("SELECT a.id, a.driver, a.ring, a.job, a.context, a.seqno, a.thread, a.process, "
+			      "a.submitted_ns, a.started_ns, a.finished_ns, a.status FROM jobs a WHERE %s "
+			      "ORDER BY a.id",
+			      pa);
+	if (!sql) {
+		ret = oom(x);
+		goto out;
+	}
+	rc = sqlite3_prepare_v2(x->db, sql, -1, &st, NULL);
+	sqlite3_free(sql);
+	if (rc != SQLITE_OK) {
+		ret = sql_fail(x, "reading jobs");
+		goto out;
+	}
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t id = sqlite3_column_int64(st, 0);
+		const char *ring = col_null(st, 2) ? "" : (const char *)sqlite3_column_text(st, 2);
+		int has_sub = !col_null(st, 8), has_start = !col_null(st, 9), has_fin = !col_null(st, 10);
+		int64_t sub = sqlite3_column_int64(st, 8), start = sqlite3_column_int64(st, 9);
+		int64_t done = sqlite3_column_int64(st, 10);
+		int has_run = has_start || has_fin, has_wait = has_sub;
+		char nm[NAME_MAX_LEN + 32];
+		struct nf_xevent e;
+
+		if ((ret = own_process(x, &x->jobs_proc, &x->jobs_described, PID_JOBS, 999000, "GPU jobs")) < 0 ||
+		    (ret = cursor_collect(&fout, &by_dep, id)) < 0 || (ret = cursor_collect(&fbin, &by_job, id)) < 0)
+			goto out;
+		if (has_wait) {
+			int64_t a = sub, b = has_start ? start : sub;
+
+			if (b < a) {
+				a = b;
+				b = sub;
+			}
+			memset(&e, 0, sizeof(e));
+			e.stall_ts = -1;
+			e.instant = !has_start;
+			snprintf(nm, sizeof(nm), "%.*s waiting", NAME_MAX_LEN, *ring ? ring : "ring ?");
+			if ((ret = group_track(x, GK_RING_WAIT, 0, 0, ring, nm, &x->jobs_proc, a, b, &e.track)) < 0)
+				goto out;
+			e.ts = a;
+			e.end = b;
+			e.name = has_start ? "job wait" : "job queued";
+			e.cat = "job";
+			job_args(&e, st);
+			if (!has_run) {
+				e.flows_out = fout.v;
+				e.n_flows_out = fout.n;
+			}
+			e.flows_in = fbin.v;
+			e.n_flows_in = fbin.n;
+			if ((ret = emit(x, &e)) < 0)
+				goto out;
+		}
+		if (has_run) {
+			int64_t a = has_start ? start : done, b = has_fin ? done : a;
+
+			if (b < a) {
+				a = b;
+				b = start;
+			}
+			memset(&e, 0, sizeof(e));
+			e.stall_ts = -1;
+			e.instant = !(has_start && has_fin);
+			snprintf(nm, sizeof(nm), "%.*s jobs", NAME_MAX_LEN, *ring ? ring : "ring ?");
+			if ((ret = group_track(x, GK_RING, 0, 0, ring, nm, &x->jobs_proc, a, b, &e.track)) < 0)
+				goto out;
+			e.ts = a;
+			e.end = b;
+			e.name = *ring ? ring : "job";
+			e.cat = "job";
+			job_args(&e, st);
+			e.flows_out = fout.v;
+			e.n_flows_out = fout.n;
+			if (!has_wait) {
+				e.flows_in = fbin.v;
+				e.n_flows_in = fbin.n;
+			}
+			if ((ret = emit(x, &e)) < 0)
+				goto out;
+		}
+	}
+	if (rc != SQLITE_DONE)
+		ret = sql_fail(x, "reading jobs");
+out:
+	sqlite3_finalize(st);
+	sqlite3_finalize(by_dep.st);
+	sqlite3_finalize(by_job.st);
+	sqlite3_free(pa);
+	sqlite3_free(pb);
+	free(fout.v);
+	free(fbin.v);
+	return ret;
+}
+
+/* vblanks: an instant per row on its CRTC's track (process "Display"). */
+static int pass_vblanks(struct exporter *x)
+{
+	sqlite3_stmt *st = NULL;
+	char *sql;
+	int rc, ret = 0;
+
+	if (!imported_wanted(x, "vblanks"))
+		return 0;
+	sql = sqlite3_mprintf("SELECT ts_ns, crtc, seq FROM vblanks WHERE ts_ns IS NOT NULL AND ts_ns >= %lld "
+			      "AND ts_ns <= %lld ORDER BY ts_ns",
+			      (long long)x->t0, (long long)x->t1);
+	if (!sql)
+		return oom(x);
+	rc = sqlite3_prepare_v2(x->db, sql, -1, &st, NULL);
+	sqlite3_free(sql);
+	if (rc != SQLITE_OK)
+		return sql_fail(x, "reading vblanks");
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t ts = sqlite3_column_int64(st, 0), crtc = col_or(st, 1, -1);
+		struct nf_xevent e;
+		char nm[64];
+
+		memset(&e, 0, sizeof(e));
+		e.stall_ts = -1;
+		e.instant = 1;
+		if (crtc >= 0)
+			snprintf(nm, sizeof(nm), "CRTC %" PRId64 " vblanks", crtc);
+		else
+			snprintf(nm, sizeof(nm), "vblanks");
+		if ((ret = own_process(x, &x->display_proc, &x->display_described, PID_DISPLAY, 999001,
+				       "Display")) < 0 ||
+		    (ret = group_track(x, GK_CRTC, crtc, 0, NULL, nm, &x->display_proc, ts, ts, &e.track)) < 0)
+			break;
+		e.ts = e.end = ts;
+		e.name = "vblank";
+		e.cat = "vblank";
+		if (!col_null(st, 1))
+			arg_int(&e, "crtc", crtc);
+		if (!col_null(st, 2))
+			arg_int(&e, "seq", sqlite3_column_int64(st, 2));
+		if ((ret = emit(x, &e)) < 0)
+			break;
+	}
+	if (ret == 0 && rc != SQLITE_DONE)
+		ret = sql_fail(x, "reading vblanks");
+	sqlite3_finalize(st);
+	return ret;
+}
+
+/* markers: an instant per row on the thread that wrote it, named by its text. */
+static int pass_markers(struct exporter *x)
+{
+	sqlite3_stmt *st = NULL;
+	char *sql;
+	int rc, ret = 0;
+
+	if (!imported_wanted(x, "markers"))
+		return 0;
+	sql = sqlite3_mprintf("SELECT id, ts_ns, thread, cpu, text FROM markers WHERE ts_ns IS NOT NULL "
+			      "AND ts_ns >= %lld AND ts_ns <= %lld ORDER BY id",
+			      (long long)x->t0, (long long)x->t1);
+	if (!sql)
+		return oom(x);
+	rc = sqlite3_prepare_v2(x->db, sql, -1, &st, NULL);
+	sqlite3_free(sql);
+	if (rc != SQLITE_OK)
+		return sql_fail(x, "reading markers");
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t ts = sqlite3_column_int64(st, 1);
+		const char *text = col_null(st, 4) ? "" : (const char *)sqlite3_column_text(st, 4);
+		struct nf_xevent e;
+		char nm[NAME_MAX_LEN + 1];
+
+		memset(&e, 0, sizeof(e));
+		e.stall_ts = -1;
+		e.instant = 1;
+		ret = col_null(st, 2) ? session_track(x, ts, ts, &e.track)
+				      : thread_track(x, sqlite3_column_int64(st, 2), ts, ts, &e.track);
+		if (ret < 0)
+			break;
+		/* The text as the name (cut at NAME_MAX_LEN bytes); whole in the args. */
+		snprintf(nm, sizeof(nm), "%s", *text ? text : "marker");
+		e.ts = e.end = ts;
+		e.name = nm;
+		e.cat = "marker";
+		arg_int(&e, "marker id", sqlite3_column_int64(st, 0));
+		if (!col_null(st, 3))
+			arg_int(&e, "cpu", sqlite3_column_int64(st, 3));
+		arg_str(&e, "text", text);
+		if ((ret = emit(x, &e)) < 0)
+			break;
+	}
+	if (ret == 0 && rc != SQLITE_DONE)
+		ret = sql_fail(x, "reading markers");
+	sqlite3_finalize(st);
+	return ret;
+}
+
+/* The adapter's process, else the "Display" one (an ETW row naming no adapter). */
+static int adapter_or_display(struct exporter *x, sqlite3_stmt *st, int col, const struct nf_xtrack **out)
+{
+	struct xadapter *a = col_null(st, col) ? NULL : find_adapter(x, sqlite3_column_int64(st, col));
+	int ret;
+
+	if (a) {
+		if ((ret = adapter_process(x, a)) < 0)
+			return ret;
+		*out = &a->t;
+		return 0;
+	}
+	if ((ret = own_process(x, &x->display_proc, &x->display_described, PID_DISPLAY, 999001,
+			       "Display")) < 0)
+		return ret;
+	*out = &x->display_proc;
+	return 0;
+}
+
+/*
+ * dma_packets (ETW): per adapter and node, a track "NODE DMA packets" with
+ * each packet from start to end (pending: an instant at its start). With
+ * --queue, the packets of those queues.
+ */
+static int pass_dma_packets(struct exporter *x)
+{
+	const struct nf_export_options *o = x->opts;
+	int nodes = has_table(x->db, "etw_nodes");
+	char *qf, *sql;
+	sqlite3_stmt *st = NULL;
+	int rc, ret = 0;
+
+	if (o->n_fences > 0 || !has_table(x->db, "dma_packets"))
+		return 0;
+	if (!(qf = in_sql("d.queue", o->queues, o->queues ? o->n_queues : 0)))
+		return oom(x);
+	sql = sqlite3_mprintf("SELECT d.id, d.adapter, d.node, d.queue, d.packet_type, d.submission_id, "
+			      "d.queue_seq, d.start_ns, d.isr_ns, d.end_ns, d.status, %s FROM dma_packets d "
+			      "WHERE d.start_ns IS NOT NULL AND d.start_ns <= %lld AND coalesce(d.end_ns, "
+			      "d.start_ns) >= %lld%s ORDER BY d.id",
+			      nodes ? "(SELECT n.name FROM etw_nodes n WHERE n.adapter = d.adapter AND n.node = d.node)"
+				    : "NULL",
+			      (long long)x->t1, (long long)x->t0, qf);
+	free(qf);
+	if (!sql)
+		return oom(x);
+	rc = sqlite3_prepare_v2(x->db, sql, -1, &st, NULL);
+	sqlite3_free(sql);
+	if (rc != SQLITE_OK)
+		return sql_fail(x, "reading dma_packets");
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t start = sqlite3_column_int64(st, 7), end = col_or(st, 9, start);
+		int64_t node = col_or(st, 2, -1);
+		const struct nf_xtrack *proc;
+		struct nf_xevent e;
+		char nm[NAME_MAX_LEN + 64];
+
+		memset(&e, 0, sizeof(e));
+		e.stall_ts = -1;
+		e.instant = col_null(st, 9);
+		if (end < start)
+			end = start;
+		if (!col_null(st, 11))
+			snprintf(nm, sizeof(nm), "%.*s DMA packets", NAME_MAX_LEN, (const char *)sqlite3_column_text(st, 11));
+		else if (node >= 0)
+			snprintf(nm, sizeof(nm), "Node %" PRId64 " DMA packets", node);
+		else
+			snprintf(nm, sizeof(nm), "DMA packets");
+		if ((ret = adapter_or_display(x, st, 1, &proc)) < 0 ||
+		    (ret = group_track(x, GK_NODE, col_or(st, 1, -1), node, NULL, nm, proc, start, end, &e.track)) < 0)
+			break;
+		e.ts = start;
+		e.end = end;
+		e.name = "dma packet";
+		e.cat = "dma";
+		arg_int(&e, "dma packet id", sqlite3_column_int64(st, 0));
+		if (!col_null(st, 3))
+			arg_hex(&e, "queue", sqlite3_column_int64(st, 3));
+		if (!col_null(st, 4))
+			arg_int(&e, "packet type", sqlite3_column_int64(st, 4));
+		if (!col_null(st, 5))
+			arg_int(&e, "submission id", sqlite3_column_int64(st, 5));
+		if (!col_null(st, 6))
+			arg_int(&e, "queue seq", sqlite3_column_int64(st, 6));
+		if (!col_null(st, 8))
+			arg_int(&e, "isr_ns", sqlite3_column_int64(st, 8));
+		arg_str(&e, "status", col_null(st, 10) ? "" : (const char *)sqlite3_column_text(st, 10));
+		if ((ret = emit(x, &e)) < 0)
+			break;
+	}
+	if (ret == 0 && rc != SQLITE_DONE)
+		ret = sql_fail(x, "reading dma_packets");
+	sqlite3_finalize(st);
+	return ret;
+}
+
+/* vsyncs (ETW): an instant per row on its adapter's "VSync target N" track. */
+static int pass_vsyncs(struct exporter *x)
+{
+	sqlite3_stmt *st = NULL;
+	char *sql;
+	int rc, ret = 0;
+
+	if (!imported_wanted(x, "vsyncs"))
+		return 0;
+	sql = sqlite3_mprintf("SELECT id, ts_ns, adapter, target, frame FROM vsyncs WHERE ts_ns IS NOT NULL "
+			      "AND ts_ns >= %lld AND ts_ns <= %lld ORDER BY id",
+			      (long long)x->t0, (long long)x->t1);
+	if (!sql)
+		return oom(x);
+	rc = sqlite3_prepare_v2(x->db, sql, -1, &st, NULL);
+	sqlite3_free(sql);
+	if (rc != SQLITE_OK)
+		return sql_fail(x, "reading vsyncs");
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t ts = sqlite3_column_int64(st, 1), target = col_or(st, 3, -1);
+		const struct nf_xtrack *proc;
+		struct nf_xevent e;
+		char nm[64];
+
+		memset(&e, 0, sizeof(e));
+		e.stall_ts = -1;
+		e.instant = 1;
+		if (target >= 0)
+			snprintf(nm, sizeof(nm), "VSync target %" PRId64, target);
+		else
+			snprintf(nm, sizeof(nm), "VSyncs");
+		if ((ret = adapter_or_display(x, st, 2, &proc)) < 0 ||
+		    (ret = group_track(x, GK_VSYNC, col_or(st, 2, -1), target, NULL, nm, proc, ts, ts, &e.track)) < 0)
+			break;
+		e.ts = e.end = ts;
+		e.name = "vsync";
+		e.cat = "vsync";
+		arg_int(&e, "vsync id", sqlite3_column_int64(st, 0));
+		if (!col_null(st, 4))
+			arg_int(&e, "frame", sqlite3_column_int64(st, 4));
+		if ((ret = emit(x, &e)) < 0)
+			break;
+	}
+	if (ret == 0 && rc != SQLITE_DONE)
+		ret = sql_fail(x, "reading vsyncs");
+	sqlite3_finalize(st);
+	return ret;
+}
+
+/* The first flow id of job_deps: above every fence_ops flow (wait id + 1). */
+static int job_flows_base(struct exporter *x)
 {
 	sqlite3_stmt *st;
 	int ret = 0;
 
-	if (sqlite3_prepare_v2(x->db, "SELECT count(*) FROM fence_ops WHERE queued_ns IS NULL AND "
-				      "observed_ns IS NULL AND end_ns IS NULL",
-			       -1, &st, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(x->db, "SELECT coalesce(max(id), 0) FROM fence_ops", -1, &st, NULL) != SQLITE_OK)
 		return sql_fail(x, "reading fence_ops");
 	if (sqlite3_step(st) == SQLITE_ROW)
-		*n = sqlite3_column_int64(st, 0);
+		x->job_flow_base = sqlite3_column_int64(st, 0) + 2;
 	else
 		ret = sql_fail(x, "reading fence_ops");
 	sqlite3_finalize(st);
@@ -1746,6 +2458,7 @@ static int open_db(const char *path, sqlite3 **db, struct nf_error *err)
 			     "%s: not a timeline database (tables of schemas/timeline.sql missing)", path);
 		goto out_close;
 	}
+
 	/* One read transaction: every pass sees the same snapshot. */
 	if (sqlite3_exec(*db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
 		nf_error_set(err, NF_ESQL, "%s: %s", path, sqlite3_errmsg(*db));
@@ -1773,11 +2486,11 @@ static void exporter_release(struct exporter *x)
 	for (size_t i = 0; i < x->n_threads; i++)
 		lanes_release(&x->threads[i].lanes);
 	free(x->threads);
+	groups_release(x);
 	lanes_release(&x->session.lanes);
 	free((char *)x->session.anom.name);
 	for (int k = 0; k < 3; k++)
 		free(x->session.counter_name[k]);
-	free(x->flows);
 	sqlite3_finalize(x->thread_name);
 	sqlite3_free(x->op_pred_f);
 	sqlite3_free(x->op_pred_s);
@@ -1798,13 +2511,86 @@ int nf_export_parse_format(const char *name, enum nf_export_format *out, struct 
 	return 0;
 }
 
+/* A duration for an error message, as report writes it: "10 s", "1.25 ms". */
+static void window_dur(char *buf, size_t len, int64_t ns)
+{
+	static const struct {
+		int64_t size;
+		const char *unit;
+	} units[] = { { 1000000000, "s" }, { 1000000, "ms" }, { 1000, "\xC2\xB5s" }, { 1, "ns" } };
+	size_t u = 0, n;
+
+	while (u < 3 && (ns < 0 ? -ns : ns) < units[u].size)
+		u++;
+	snprintf(buf, len, "%.3f", (double)ns / (double)units[u].size);
+	n = strlen(buf);
+	while (n > 1 && buf[n - 1] == '0')
+		buf[--n] = 0;
+	if (n > 1 && buf[n - 1] == '.')
+		buf[--n] = 0;
+	snprintf(buf + n, len - n, " %s", units[u].unit);
+}
+
+/*
+ * The session's end as report takes it: meta's duration_ns, else the latest
+ * time of its operations, CPU waits and signals and anomalies (0: empty).
+ */
+static int session_end(struct exporter *x, int64_t *end)
+{
+	static const char scan[] =
+		"SELECT max(coalesce((SELECT max(max(coalesce(queued_ns,0), coalesce(observed_ns,0),"
+		" coalesce(end_ns,0))) FROM fence_ops), 0),"
+		" coalesce((SELECT max(max(start_ns, coalesce(end_ns,0))) FROM cpu_waits), 0),"
+		" coalesce((SELECT max(ts_ns) FROM cpu_signals), 0),"
+		" coalesce((SELECT max(max(coalesce(first_ns,0), coalesce(last_ns,0))) FROM anomalies), 0))";
+	sqlite3_stmt *st;
+	int rc;
+
+	*end = 0;
+	if (sqlite3_prepare_v2(x->db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'duration_ns'",
+			       -1, &st, NULL) != SQLITE_OK)
+		return sql_fail(x, "reading meta");
+	if ((rc = sqlite3_step(st)) == SQLITE_ROW && !col_null(st, 0))
+		*end = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return sql_fail(x, "reading meta");
+	if (*end > 0)
+		return 0;
+	*end = 0;
+	if (sqlite3_prepare_v2(x->db, scan, -1, &st, NULL) != SQLITE_OK)
+		return sql_fail(x, "finding the session end");
+	if ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		*end = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return rc == SQLITE_ROW ? 0 : sql_fail(x, "finding the session end");
+}
+
+/* A window that starts at or after the session's end is an error (as in report). */
+static int check_window(struct exporter *x)
+{
+	int64_t end;
+	char a[32], b[32];
+	int ret;
+
+	if (x->opts->from_ns < 0)
+		return 0;
+	if ((ret = session_end(x, &end)) < 0)
+		return ret;
+	if (end <= 0 || x->opts->from_ns < end)
+		return 0;
+	window_dur(a, sizeof(a), x->opts->from_ns);
+	window_dur(b, sizeof(b), end);
+	return nf_error_set(x->err, NF_EINVAL,
+			    "time window: start %s is not before the session's end (%s)", a, b);
+}
+
 /* Runs the passes into the writer. */
 static int export_all(struct exporter *x)
 {
-	int64_t timeless = 0;
-	int check_ends, ret;
+	int ret;
 
-	if ((ret = load_adapters(x)) < 0 || (ret = load_queues(x)) < 0)
+	if ((ret = check_window(x)) < 0 || (ret = load_adapters(x)) < 0 || (ret = load_queues(x)) < 0)
 		return ret;
 	if (has_table(x->db, "kernel_threads") &&
 	    sqlite3_prepare_v2(x->db2, "SELECT comm FROM kernel_threads WHERE thread = ?1", -1,
@@ -1823,14 +2609,12 @@ static int export_all(struct exporter *x)
 	}
 	if (!x->op_pred_f || !x->op_pred_s || !x->op_pred_w || !x->cpu_pred_c || !x->cpu_pred)
 		return oom(x);
-	if (!x->filtered && (ret = count_timeless(x, &timeless)) < 0)
-		return ret;
-	x->st.skipped = (uint64_t)timeless;
-	check_ends = x->filtered || timeless > 0;
 	if ((ret = x->w->begin(x->w)) < 0 || (ret = pass_threads(x)) < 0 ||
-	    (ret = pass_ops(x, check_ends)) < 0 ||
-	    (ret = pass_cpu_waits(x)) < 0 || (ret = pass_cpu_signals(x, check_ends)) < 0 ||
-	    (ret = pass_anomalies(x)) < 0)
+	    (ret = pass_ops(x)) < 0 ||
+	    (ret = pass_cpu_waits(x)) < 0 || (ret = pass_cpu_signals(x)) < 0 ||
+	    (ret = pass_anomalies(x)) < 0 || (ret = job_flows_base(x)) < 0 || (ret = pass_jobs(x)) < 0 ||
+	    (ret = pass_vblanks(x)) < 0 || (ret = pass_markers(x)) < 0 || (ret = pass_dma_packets(x)) < 0 ||
+	    (ret = pass_vsyncs(x)) < 0)
 		return ret;
 	if (x->filtered && x->st.slices + x->st.instants + x->st.counters == 0)
 		return nf_error_set(x->err, NF_ENOENT,
@@ -1863,12 +2647,15 @@ int nf_export(const char *db_path, const struct nf_export_options *opts,
 	x.err = err;
 	x.next_uuid = 1;
 	x.next_tid = TID_SYNTH0;
+	x.next_small_tid = 1;
 	x.t0 = opts->from_ns >= 0 ? opts->from_ns : INT64_MIN;
 	x.t1 = opts->to_ns >= 0 ? opts->to_ns : INT64_MAX;
 	x.filtered = opts->from_ns >= 0 || opts->to_ns >= 0 || opts->n_queues > 0 || opts->n_fences > 0;
 	if ((ret = open_db(db_path, &x.db, err)) < 0)
 		return ret;
-	if ((ret = open_db(db_path, &x.db2, err)) < 0) {
+	if ((ret = open_db(db_path, &x.db2, err)) < 0 || (ret = open_db(db_path, &x.db3, err)) < 0) {
+		sqlite3_close(x.db3);
+	sqlite3_close(x.db2);
 		sqlite3_close(x.db);
 		return ret;
 	}
@@ -1889,8 +2676,13 @@ int nf_export(const char *db_path, const struct nf_export_options *opts,
 		ret = oom(&x);
 		goto out_close;
 	}
+	/* The file written on a thread of its own while the next buffer fills. */
+	nf_xout_start(&out);
 	ret = export_all(&x);
-	if (ret == NF_EIO || out.failed || (ret == 0 && nf_xout_flush(&out) < 0)) {
+	if (ret == 0)
+		nf_xout_flush(&out);
+	nf_xout_stop(&out);
+	if (ret == NF_EIO || out.failed) {
 		nf_error_clear(err);
 		ret = nf_error_set(err, NF_EIO, "%s: write failed after %" PRIu64 " bytes: %s",
 				   opts->output, out.written, strerror(out.err_no ? out.err_no : EIO));

@@ -13,14 +13,22 @@
 #include <stdio.h>
 
 /* Buffered output: bytes collect in buf and go to f when it fills. */
+struct nf_xout_bg;
 struct nf_xout {
 	FILE *f;
-	unsigned char *buf;
+	unsigned char *buf;  /* (with a writer thread, the buffers swap: free it after nf_xout_stop) */
 	size_t len, cap;
 	uint64_t written;  /* bytes handed to f so far */
 	int failed;        /* a write failed (errno kept in err_no) */
 	int err_no;
+	struct nf_xout_bg *bg;  /* the writer thread, NULL: writes happen inline */
 };
+
+/* Starts a writer thread (full buffers are written while the next fills);
+ * -1 when it cannot (writes then stay inline). nf_xout_stop waits for it and
+ * ends it; both keep what was written and any error in o. */
+int nf_xout_start(struct nf_xout *o);
+void nf_xout_stop(struct nf_xout *o);
 
 /* Makes room for n more bytes (flushing); returns a pointer to write them at,
  * or NULL after a write error or when n exceeds the buffer. */
@@ -76,11 +84,15 @@ struct nf_xevent {
 	int64_t ts, end, stall_ts;
 	int instant;
 	const char *name, *cat;  /* cat: a string literal (known by address) */
+	uint64_t name_key;       /* nonzero: every event with this key has this name
+				  * (writers may know the name by it without reading it) */
 	struct nf_xarg args[NF_XARGS_MAX];
 	int n_args;
 	const uint64_t *flows_out;  /* flows starting here */
 	size_t n_flows_out;
 	uint64_t flow_in;           /* flow ending here, 0: none */
+	const uint64_t *flows_in;   /* more flows ending here (a job's dependencies) */
+	size_t n_flows_in;
 };
 
 struct nf_xwriter {

@@ -96,10 +96,18 @@ struct intern {
 	int n_lit;
 };
 
+/* Event names known by the event's name_key: key -> iid (INTERN_SLOTS slots, key 0: empty). */
+struct keyed {
+	uint64_t *key;
+	uint32_t *iid;
+	uint32_t n;
+};
+
 struct pf_writer {
 	struct nf_xwriter w;
 	struct pb p;
 	struct intern names, cats, keys;
+	struct keyed by_key;
 };
 
 /* A string to send in this packet's interned_data. */
@@ -144,6 +152,34 @@ static uint32_t intern_get(struct intern *t, const char *s, int *is_new, int *oo
 	t->iid[i] = ++t->n;
 	*is_new = 1;
 	return t->iid[i];
+}
+
+/* The name's iid by its key (the name read and interned on the key's first use). */
+static uint32_t intern_keyed(struct pf_writer *pw, uint64_t key, const char *s, int *is_new, int *oom)
+{
+	struct keyed *k = &pw->by_key;
+	uint32_t i, iid;
+
+	*is_new = 0;
+	if (!k->key) {
+		k->key = calloc(INTERN_SLOTS, sizeof(*k->key));
+		k->iid = calloc(INTERN_SLOTS, sizeof(*k->iid));
+		if (!k->key || !k->iid) {
+			*oom = 1;
+			return 0;
+		}
+	}
+	for (i = (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> 40) & (INTERN_SLOTS - 1); k->key[i];
+	     i = (i + 1) & (INTERN_SLOTS - 1))
+		if (k->key[i] == key)
+			return k->iid[i];
+	iid = intern_get(&pw->names, s, is_new, oom);
+	if (iid && k->n < INTERN_MAX) {  /* (past it, or not interned: by the string) */
+		k->key[i] = key;
+		k->iid[i] = iid;
+		k->n++;
+	}
+	return iid;
 }
 
 /* intern_get for a string whose address names it (a literal). */
@@ -385,7 +421,8 @@ static void put_fresh(struct pb *p, const struct fresh *f, int n)
 	pb_close(p);
 }
 
-static int slice_end(struct pf_writer *pw, uint64_t track, int64_t ts, uint64_t flow_in)
+static int slice_end(struct pf_writer *pw, uint64_t track, int64_t ts, uint64_t flow_in,
+		     const uint64_t *more, size_t n_more)
 {
 	packet_begin(&pw->p, ts, 1);
 	pb_open(&pw->p, TP_TRACK_EVENT);
@@ -393,6 +430,8 @@ static int slice_end(struct pf_writer *pw, uint64_t track, int64_t ts, uint64_t 
 	pb_uint(&pw->p, TE_TRACK_UUID, track);
 	if (flow_in)
 		pb_fixed64(&pw->p, TE_TERMINATING_FLOW_IDS, flow_in);
+	for (size_t i = 0; i < n_more; i++)
+		pb_fixed64(&pw->p, TE_TERMINATING_FLOW_IDS, more[i]);
 	pb_close(&pw->p);
 	return packet_end(pw);
 }
@@ -406,7 +445,8 @@ static int pf_event(struct nf_xwriter *w, const struct nf_xevent *e)
 	uint32_t name_iid, cat_iid = 0, key_iid[NF_XARGS_MAX];
 	int n_fresh = 0, is_new, oom = 0, ret;
 
-	name_iid = intern_get(&pw->names, e->name, &is_new, &oom);
+	name_iid = e->name_key ? intern_keyed(pw, e->name_key, e->name, &is_new, &oom)
+			       : intern_get(&pw->names, e->name, &is_new, &oom);
 	if (is_new)
 		fresh[n_fresh++] = (struct fresh){ ID_EVENT_NAMES, name_iid, e->name };
 	if (e->cat) {
@@ -441,6 +481,8 @@ static int pf_event(struct nf_xwriter *w, const struct nf_xevent *e)
 		pb_fixed64(p, TE_FLOW_IDS, e->flows_out[i]);
 	if (e->flow_in && e->instant)
 		pb_fixed64(p, TE_TERMINATING_FLOW_IDS, e->flow_in);
+	for (size_t i = 0; e->instant && i < e->n_flows_in; i++)
+		pb_fixed64(p, TE_TERMINATING_FLOW_IDS, e->flows_in[i]);
 	pb_close(p);
 	if ((ret = packet_end(pw)) < 0 || e->instant)
 		return ret;
@@ -463,13 +505,13 @@ static int pf_event(struct nf_xwriter *w, const struct nf_xevent *e)
 		else
 			pb_string(p, TE_NAME, "stall");
 		pb_close(p);
-		if ((ret = packet_end(pw)) < 0 || (ret = slice_end(pw, track, e->end, 0)) < 0)
+		if ((ret = packet_end(pw)) < 0 || (ret = slice_end(pw, track, e->end, 0, NULL, 0)) < 0)
 			return ret;
 	}
 	/* A flow ends on the wait's END: trace_processor links flows in time order,
 	 * and the signal (queued, the flow's start) may come after the wait was
 	 * queued but not after it ended. */
-	return slice_end(pw, track, e->end, e->flow_in);
+	return slice_end(pw, track, e->end, e->flow_in, e->flows_in, e->n_flows_in);
 }
 
 static int pf_counter(struct nf_xwriter *w, const struct nf_xtrack *t, int64_t ts, int64_t value)
@@ -502,6 +544,8 @@ static void pf_destroy(struct nf_xwriter *w)
 	intern_release(&pw->names);
 	intern_release(&pw->cats);
 	intern_release(&pw->keys);
+	free(pw->by_key.key);
+	free(pw->by_key.iid);
 	free(pw);
 }
 

@@ -33,15 +33,19 @@
 /* Rows at most (queues + threads). */
 #define MAX_ROWS 20000
 
-enum row_kind { ROW_QUEUE, ROW_THREAD };
+/* Rows: queues first, then threads (sorted by id), GPU rings (kernel jobs),
+ * GPU nodes (ETW DMA packets). */
+enum row_kind { ROW_QUEUE, ROW_THREAD, ROW_RING, ROW_NODE };
 
 struct row {
 	enum row_kind kind;
 	int64_t id;          /* queue handle or thread id */
 	int64_t adapter, node, engine;
-	int64_t process;     /* threads: owning process of a handle it used, -1 unknown */
-	char name[96];
+	int64_t process;     /* threads: its process (kernel_threads, else of a handle it used), -1 unknown */
+	int64_t count;       /* rings: jobs on it */
+	char name[96];       /* queue name, thread's comm, ring or node name */
 	char adapter_name[96];
+	char pname[96];      /* threads: the process's name when known; rings: the driver */
 	uint32_t *bins;      /* NF_HTML_BINS x 3: waits, signals, CPU waits starting in the bin */
 };
 
@@ -54,7 +58,11 @@ struct html {
 	int has_duration;
 	char source[64], mode[64], seed[32], scenario[96];
 	struct row *rows;
-	size_t n_rows, n_queues;
+	size_t n_rows, n_queues, threads_end;  /* threads are rows [n_queues, threads_end) */
+	int is_etw;
+	int64_t threads_left_out;  /* threads that only ran, not shown (see nf_html_options) */
+	int64_t n_jobs, n_job_deps, n_vblanks, n_markers, n_runs, n_dma, n_vsyncs;
+	char cut_kinds[128];       /* the extra kinds cut at NF_HTML_MAX_EXTRA, comma-separated */
 	/* handle -> process, sorted by handle */
 	int64_t (*handles)[2];
 	size_t n_handles;
@@ -365,6 +373,148 @@ static int push_row(struct html *h, size_t *cap, const struct row *r)
 	return 0;
 }
 
+/* " OR col = id OR name = 'x'": a selection of threads or processes by name or id (sqlite3_malloc'd). */
+static char *select_sql(const char *idcol, const char *namecol, const char *const *v, int n)
+{
+	char *sql = sqlite3_mprintf("%s", "");
+
+	for (int i = 0; sql && v && i < n; i++) {
+		char *end = NULL;
+		long long id = strtoll(v[i], &end, 10);
+		char *next = end && *end == '\0' && end != v[i]
+			? sqlite3_mprintf("%s OR %s = %lld", sql, idcol, id)
+			: sqlite3_mprintf("%s OR %s = %Q", sql, namecol, v[i]);
+
+		sqlite3_free(sql);
+		sql = next;
+	}
+	return sql;
+}
+
+/*
+ * The CPU thread rows, chosen as the static report does (viewer/layout.c):
+ * the threads related to the GPU work (CPU waits and signals, queued work;
+ * in kernel sessions also job submitters and marker writers), and the
+ * threads that only ran with --threads all, when named, or when no thread is
+ * related. Sorted by id (find_row searches them).
+ */
+static int build_thread_rows(struct html *h, size_t *cap)
+{
+	const struct nf_html_options *o = h->o;
+	int filtered = o->n_fences > 0, rc, ret = 0;
+	char *tsel = select_sql("t.thread", "k.comm", o->threads, o->n_threads);
+	char *psel = select_sql("coalesce(k.process, t.thread)", "p.comm", o->processes, o->n_processes);
+	char *sql = NULL;
+	sqlite3_stmt *st;
+
+	if (tsel && psel)
+		sql = sqlite3_mprintf(
+			"WITH rel(thread) AS (SELECT thread FROM cpu_waits WHERE thread IS NOT NULL%s "
+			"UNION SELECT thread FROM cpu_signals WHERE thread IS NOT NULL%s "
+			"UNION SELECT thread FROM queue_threads WHERE thread IS NOT NULL AND queue IS NOT NULL%s%s%s), "
+			"ran(thread) AS (SELECT thread FROM rel%s), "
+			"shown(thread) AS (SELECT t.thread FROM ran t LEFT JOIN kernel_threads k ON k.thread = t.thread "
+			"LEFT JOIN kernel_threads p ON p.thread = coalesce(k.process, t.thread) WHERE %s "
+			"OR t.thread IN (SELECT thread FROM rel) OR NOT EXISTS (SELECT 1 FROM rel)%s%s) "
+			"SELECT s.thread, coalesce(k.process, -1), k.comm, p.comm, "
+			"(SELECT count(*) FROM ran) - (SELECT count(*) FROM shown) "
+			"FROM shown s LEFT JOIN kernel_threads k ON k.thread = s.thread "
+			"LEFT JOIN kernel_threads p ON p.thread = k.process ORDER BY s.thread",
+			h->in_f, h->in_f, h->in_f, h->in_q,
+			filtered ? "" : " UNION SELECT thread FROM jobs WHERE thread IS NOT NULL "
+					"UNION SELECT thread FROM markers WHERE thread IS NOT NULL",
+			filtered ? "" : " UNION SELECT thread FROM cpu_runs WHERE thread IS NOT NULL",
+			o->threads_all && !filtered ? "1" : "0", tsel, psel);
+	sqlite3_free(tsel);
+	sqlite3_free(psel);
+	if ((rc = prepare_owned(h, sql, &st, "reading threads")) < 0)
+		return rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct row r = { .kind = ROW_THREAD, .adapter = -1, .node = -1, .engine = -1 };
+
+		r.id = sqlite3_column_int64(st, 0);
+		r.process = sqlite3_column_int64(st, 1);
+		copy_col(r.name, sizeof(r.name), st, 2);
+		copy_col(r.pname, sizeof(r.pname), st, 3);
+		h->threads_left_out = sqlite3_column_int64(st, 4);
+		if ((ret = push_row(h, cap, &r)) < 0)
+			break;
+	}
+	sqlite3_finalize(st);
+	if (ret < 0)
+		return ret;
+	if (rc != SQLITE_DONE)
+		return sql_fail(h, "reading threads");
+	return 0;
+}
+
+/* The GPU rings of Linux kernel jobs (not with a queue or fence filter, as in the static report). */
+static int build_ring_rows(struct html *h, size_t *cap)
+{
+	sqlite3_stmt *st;
+	int rc, ret = 0;
+
+	if (h->o->n_queues || h->o->n_fences)
+		return 0;
+	if (sqlite3_prepare_v2(h->db, "SELECT driver, coalesce(ring, ''), count(*) FROM jobs GROUP BY 1, 2 "
+				      "ORDER BY 1, 2", -1, &st, NULL) != SQLITE_OK)
+		return sql_fail(h, "reading GPU rings");
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct row r = { .kind = ROW_RING, .adapter = -1, .node = -1, .engine = -1, .process = -1 };
+
+		copy_col(r.pname, sizeof(r.pname), st, 0);
+		copy_col(r.name, sizeof(r.name), st, 1);
+		r.count = sqlite3_column_int64(st, 2);
+		r.id = (int64_t)(h->n_rows - h->threads_end);
+		if ((ret = push_row(h, cap, &r)) < 0)
+			break;
+	}
+	sqlite3_finalize(st);
+	if (ret < 0)
+		return ret;
+	return rc == SQLITE_DONE ? 0 : sql_fail(h, "reading GPU rings");
+}
+
+/* ETW captures: one DMA packet row per GPU node that has queue rows, named from etw_nodes. */
+static int build_node_rows(struct html *h, size_t *cap)
+{
+	sqlite3_stmt *st;
+	int ret = 0;
+	size_t nq = h->n_queues;
+
+	if (!h->is_etw)
+		return 0;
+	if (sqlite3_prepare_v2(h->db, "SELECT name FROM etw_nodes WHERE adapter = ?1 AND node = ?2", -1, &st,
+			       NULL) != SQLITE_OK)
+		return sql_fail(h, "reading etw_nodes");
+	for (size_t i = 0; i < nq && ret == 0; i++) {
+		const struct row *q = &h->rows[i];
+		struct row r = { .kind = ROW_NODE, .engine = -1, .process = -1 };
+		size_t k;
+
+		if (q->node < 0)
+			continue;
+		for (k = 0; k < i && (h->rows[k].adapter != q->adapter || h->rows[k].node != q->node); k++)
+			;
+		if (k < i)
+			continue;  /* this node already has its row */
+		r.adapter = q->adapter;
+		r.node = q->node;
+		r.id = q->node;
+		snprintf(r.adapter_name, sizeof(r.adapter_name), "%s", q->adapter_name);
+		sqlite3_reset(st);
+		sqlite3_bind_int64(st, 1, q->adapter);
+		sqlite3_bind_int64(st, 2, q->node);
+		if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+			copy_col(r.name, sizeof(r.name), st, 0);
+		else
+			snprintf(r.name, sizeof(r.name), "Node %lld", (long long)q->node);
+		ret = push_row(h, cap, &r);
+	}
+	sqlite3_finalize(st);
+	return ret;
+}
+
 static int build_rows(struct html *h)
 {
 	sqlite3_stmt *st;
@@ -372,11 +522,18 @@ static int build_rows(struct html *h)
 	size_t cap = 0;
 	int rc, ret = 0;
 
+	/* The dma_fence timelines of GPU jobs' fences are drawn as the jobs' rings
+	 * (unless queues are asked for), as in the static report. */
 	sql = sqlite3_mprintf("SELECT q.queue, coalesce(q.adapter,-1), coalesce(q.node,-1), "
 			      "coalesce(q.engine,-1), q.name, a.name FROM queues q "
-			      "LEFT JOIN adapters a ON a.adapter = q.adapter WHERE 1%s "
+			      "LEFT JOIN adapters a ON a.adapter = q.adapter WHERE 1%s%s "
 			      "ORDER BY coalesce(q.adapter,-1), coalesce(q.node,-1), q.queue",
-			      h->in_q);
+			      h->in_q,
+			      h->o->n_queues ? "" :
+			      " AND q.queue NOT IN (SELECT 4294967296 + context FROM job_timelines "
+			      "UNION ALL SELECT 4294967296 + finished_context FROM job_timelines "
+			      "UNION ALL SELECT 4294967296 + scheduled_context FROM job_timelines "
+			      "WHERE scheduled_context IS NOT NULL)");
 	if ((rc = prepare_owned(h, sql, &st, "reading queues")) < 0)
 		return rc;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -397,39 +554,19 @@ static int build_rows(struct html *h)
 	if (rc != SQLITE_DONE)
 		return sql_fail(h, "reading queues");
 	h->n_queues = h->n_rows;
-
-	/* CPU threads: with a queue filter, those that queued work there. */
-	if (h->o->n_queues)
-		sql = sqlite3_mprintf("SELECT DISTINCT thread FROM queue_threads WHERE thread IS NOT NULL"
-				      "%s%s ORDER BY 1", h->in_q, h->in_f);
-	else
-		sql = sqlite3_mprintf("SELECT thread FROM cpu_waits WHERE thread IS NOT NULL%s "
-				      "UNION SELECT thread FROM cpu_signals WHERE thread IS NOT NULL%s "
-				      "UNION SELECT thread FROM queue_threads WHERE thread IS NOT NULL%s "
-				      "ORDER BY 1", h->in_f, h->in_f, h->in_f);
-	if ((rc = prepare_owned(h, sql, &st, "reading threads")) < 0)
-		return rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		struct row r = { .kind = ROW_THREAD, .adapter = -1, .node = -1, .engine = -1,
-				 .process = -1 };
-
-		r.id = sqlite3_column_int64(st, 0);
-		if ((ret = push_row(h, &cap, &r)) < 0)
-			break;
-	}
-	sqlite3_finalize(st);
-	if (ret < 0)
+	if ((ret = build_thread_rows(h, &cap)) < 0)
 		return ret;
-	if (rc != SQLITE_DONE)
-		return sql_fail(h, "reading threads");
-	return 0;
+	h->threads_end = h->n_rows;
+	if ((ret = build_ring_rows(h, &cap)) < 0)
+		return ret;
+	return build_node_rows(h, &cap);
 }
 
 /* The row of a queue or thread (rows are sorted by id within each kind? no: by
  * adapter for queues), found by linear-then-cached lookup. */
 static int64_t find_row(const struct html *h, enum row_kind kind, int64_t id, size_t *hint)
 {
-	size_t lo = kind == ROW_QUEUE ? 0 : h->n_queues, hi = kind == ROW_QUEUE ? h->n_queues : h->n_rows;
+	size_t lo = kind == ROW_QUEUE ? 0 : h->n_queues, hi = kind == ROW_QUEUE ? h->n_queues : h->threads_end;
 
 	if (*hint >= lo && *hint < hi && h->rows[*hint].id == id)
 		return (int64_t)*hint;
@@ -442,7 +579,7 @@ static int64_t find_row(const struct html *h, enum row_kind kind, int64_t id, si
 			else
 				hi = mid;
 		}
-		if (lo < h->n_rows && h->rows[lo].id == id) {
+		if (lo < h->threads_end && h->rows[lo].id == id) {
 			*hint = lo;
 			return (int64_t)lo;
 		}
@@ -855,6 +992,347 @@ static int write_anomalies(struct html *h)
 	return 0;
 }
 
+/* ---- kernel and ETW rows ---- */
+
+/* Notes a kind cut at NF_HTML_MAX_EXTRA (named in the page). */
+static void cut_kind(struct html *h, const char *kind)
+{
+	size_t n = strlen(h->cut_kinds);
+
+	snprintf(h->cut_kinds + n, sizeof(h->cut_kinds) - n, "%s%s", n ? "," : "", kind);
+}
+
+/* The ring row of (driver, ring), or -1. */
+static int64_t ring_row(const struct html *h, const char *driver, const char *ring)
+{
+	for (size_t i = h->threads_end; i < h->n_rows; i++)
+		if (h->rows[i].kind == ROW_RING && !strcmp(h->rows[i].pname, driver) && !strcmp(h->rows[i].name, ring))
+			return (int64_t)i;
+	return -1;
+}
+
+/* The DMA packet row of (adapter, node), or -1. */
+static int64_t node_row(const struct html *h, int64_t adapter, int64_t node)
+{
+	for (size_t i = h->threads_end; i < h->n_rows; i++)
+		if (h->rows[i].kind == ROW_NODE && h->rows[i].adapter == adapter && h->rows[i].node == node)
+			return (int64_t)i;
+	return -1;
+}
+
+/* A thread's row or -1, from a column that may be NULL. */
+static int64_t thread_col(struct html *h, sqlite3_stmt *st, int col, size_t *hint)
+{
+	if (sqlite3_column_type(st, col) == SQLITE_NULL)
+		return -1;
+	return find_row(h, ROW_THREAD, sqlite3_column_int64(st, col), hint);
+}
+
+/*
+ * Jobs on their rings: [id, ring row, scheduler job, context, seqno, thread
+ * row, submitted, started, finished, status], and their dependencies
+ * [job, dep job, dep context, dep seqno, 'finished'|'scheduled', reported].
+ */
+static int write_jobs(struct html *h)
+{
+	sqlite3_stmt *st;
+	size_t thint = 0;
+	int rc, first = 1, any_ring = 0;
+	int64_t lo = INT64_MAX, hi = INT64_MIN;
+
+	for (size_t i = h->threads_end; i < h->n_rows; i++)
+		any_ring |= h->rows[i].kind == ROW_RING;
+	put(h, "\"jobs\":[");
+	if (any_ring) {
+		if (sqlite3_prepare_v2(h->db, "SELECT id, driver, coalesce(ring, ''), job, context, seqno, thread, "
+					      "submitted_ns, started_ns, finished_ns, status FROM jobs "
+					      "WHERE coalesce(submitted_ns, started_ns, finished_ns) <= ?2 AND "
+					      "coalesce(finished_ns, started_ns, submitted_ns) >= ?1 ORDER BY id",
+				       -1, &st, NULL) != SQLITE_OK)
+			return sql_fail(h, "reading jobs");
+		sqlite3_bind_int64(st, 1, h->t0);
+		sqlite3_bind_int64(st, 2, h->t1);
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+			const char *d = (const char *)sqlite3_column_text(st, 1);
+			const char *r = (const char *)sqlite3_column_text(st, 2);
+			const unsigned char *status = sqlite3_column_text(st, 10);
+			int64_t row = ring_row(h, d ? d : "", r ? r : "");
+
+			if (row < 0)
+				continue;
+			if (h->n_jobs >= NF_HTML_MAX_EXTRA) {
+				cut_kind(h, "jobs");
+				break;
+			}
+			put(h, first ? "[" : ",\n[");
+			first = 0;
+			h->n_jobs++;
+			if (sqlite3_column_int64(st, 0) < lo)
+				lo = sqlite3_column_int64(st, 0);
+			if (sqlite3_column_int64(st, 0) > hi)
+				hi = sqlite3_column_int64(st, 0);
+			put_col(h, st, 0);
+			fputc(',', h->f);
+			put_i64(h, row);
+			for (int c = 3; c <= 5; c++) {
+				fputc(',', h->f);
+				put_col(h, st, c);
+			}
+			fputc(',', h->f);
+			put_i64(h, thread_col(h, st, 6, &thint));
+			for (int c = 7; c <= 9; c++) {
+				fputc(',', h->f);
+				put_time(h, st, c);
+			}
+			fputc(',', h->f);
+			put_str(h, status ? (const char *)status : "");
+			fputc(']', h->f);
+		}
+		sqlite3_finalize(st);
+		if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+			return sql_fail(h, "reading jobs");
+	}
+	put(h, "],\n\"jobDeps\":[");
+	first = 1;
+	if (h->n_jobs) {
+		if (sqlite3_prepare_v2(h->db, "SELECT job, dep_job, dep_context, dep_seqno, dep_fence, ts_ns "
+					      "FROM job_deps WHERE job BETWEEN ?1 AND ?2 ORDER BY job, ts_ns",
+				       -1, &st, NULL) != SQLITE_OK)
+			return sql_fail(h, "reading job_deps");
+		sqlite3_bind_int64(st, 1, lo);
+		sqlite3_bind_int64(st, 2, hi);
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+			const unsigned char *which = sqlite3_column_text(st, 4);
+
+			if (h->n_job_deps >= NF_HTML_MAX_EXTRA) {
+				cut_kind(h, "job deps");
+				break;
+			}
+			put(h, first ? "[" : ",\n[");
+			first = 0;
+			h->n_job_deps++;
+			for (int c = 0; c < 4; c++) {
+				put_col(h, st, c);
+				fputc(',', h->f);
+			}
+			if (which)
+				put_str(h, (const char *)which);
+			else
+				put(h, "null");
+			fputc(',', h->f);
+			put_time(h, st, 5);
+			fputc(']', h->f);
+		}
+		sqlite3_finalize(st);
+		if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+			return sql_fail(h, "reading job_deps");
+	}
+	put(h, "],\n");
+	return 0;
+}
+
+/*
+ * Points in time of the window, flattened: "key":[t, a, b, ...] with the
+ * given integer columns after the time (column 0, relative to t0).
+ */
+static int write_points(struct html *h, const char *key, const char *sql, int ncols, int64_t *n,
+			const char *what)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	put(h, "\"");
+	put(h, key);
+	put(h, "\":[");
+	if (sqlite3_prepare_v2(h->db, sql, -1, &st, NULL) != SQLITE_OK)
+		return sql_fail(h, what);
+	sqlite3_bind_int64(st, 1, h->t0);
+	sqlite3_bind_int64(st, 2, h->t1);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (*n >= NF_HTML_MAX_EXTRA) {
+			cut_kind(h, key);
+			break;
+		}
+		if ((*n)++)
+			fputc(',', h->f);
+		put_time(h, st, 0);
+		for (int c = 1; c < ncols; c++) {
+			fputc(',', h->f);
+			put_col(h, st, c);
+		}
+	}
+	sqlite3_finalize(st);
+	put(h, "],\n");
+	return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : sql_fail(h, what);
+}
+
+/* User markers on their threads' rows: [id, thread row, at, text (up to 200 bytes)]. */
+static int write_markers(struct html *h)
+{
+	sqlite3_stmt *st;
+	size_t thint = 0;
+	int rc, first = 1;
+
+	put(h, "\"markers\":[");
+	if (sqlite3_prepare_v2(h->db, "SELECT id, thread, ts_ns, substr(text, 1, 200) FROM markers "
+				      "WHERE thread IS NOT NULL AND ts_ns BETWEEN ?1 AND ?2 ORDER BY ts_ns, id",
+			       -1, &st, NULL) != SQLITE_OK)
+		return sql_fail(h, "reading markers");
+	sqlite3_bind_int64(st, 1, h->t0);
+	sqlite3_bind_int64(st, 2, h->t1);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t t = thread_col(h, st, 1, &thint);
+		const unsigned char *text = sqlite3_column_text(st, 3);
+
+		if (t < 0)
+			continue;
+		if (h->n_markers >= NF_HTML_MAX_EXTRA) {
+			cut_kind(h, "markers");
+			break;
+		}
+		put(h, first ? "[" : ",\n[");
+		first = 0;
+		h->n_markers++;
+		put_col(h, st, 0);
+		fputc(',', h->f);
+		put_i64(h, t);
+		fputc(',', h->f);
+		put_time(h, st, 2);
+		fputc(',', h->f);
+		put_str(h, text ? (const char *)text : "");
+		fputc(']', h->f);
+	}
+	sqlite3_finalize(st);
+	put(h, "],\n");
+	return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : sql_fail(h, "reading markers");
+}
+
+/*
+ * When the shown threads ran (cpu_runs), flattened [thread row, start, end,
+ * cpu, ...]; a run going on at the window's start starts there, one going on
+ * at its end ends there. Not with a fence filter (as the static report).
+ */
+static int write_runs(struct html *h)
+{
+	sqlite3_stmt *st;
+	size_t thint = 0;
+	int rc;
+	int64_t end_all = h->session_end < h->t1 ? h->session_end : h->t1;
+
+	put(h, "\"runs\":[");
+	if (!h->o->n_fences) {
+		if (sqlite3_prepare_v2(h->db, "SELECT thread, start_ns, end_ns, cpu FROM cpu_runs WHERE thread IS NOT NULL "
+					      "AND (end_ns IS NULL OR end_ns >= ?1) AND (start_ns IS NULL OR start_ns <= ?2) "
+					      "ORDER BY thread, start_ns",
+				       -1, &st, NULL) != SQLITE_OK)
+			return sql_fail(h, "reading cpu_runs");
+		sqlite3_bind_int64(st, 1, h->t0);
+		sqlite3_bind_int64(st, 2, h->t1);
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+			int64_t t = thread_col(h, st, 0, &thint);
+			int64_t a = sqlite3_column_type(st, 1) == SQLITE_NULL ? h->t0 : sqlite3_column_int64(st, 1);
+			int64_t b = sqlite3_column_type(st, 2) == SQLITE_NULL ? end_all : sqlite3_column_int64(st, 2);
+
+			if (t < 0 || b < a)
+				continue;
+			if (h->n_runs >= NF_HTML_MAX_EXTRA) {
+				cut_kind(h, "runs");
+				break;
+			}
+			if (h->n_runs++)
+				fputc(',', h->f);
+			put_i64(h, t);
+			fputc(',', h->f);
+			put_i64(h, (a < h->t0 ? h->t0 : a) - h->t0);
+			fputc(',', h->f);
+			put_i64(h, b - h->t0);
+			fputc(',', h->f);
+			put_col(h, st, 3);
+		}
+		sqlite3_finalize(st);
+		if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+			return sql_fail(h, "reading cpu_runs");
+	}
+	put(h, "],\n");
+	return 0;
+}
+
+/* DMA packets on their nodes' rows: [id, node row, queue row, packet type, submission, start, isr, end, status]. */
+static int write_dma(struct html *h)
+{
+	sqlite3_stmt *st;
+	char *sql;
+	size_t qhint = 0;
+	int rc, first = 1;
+
+	put(h, "\"dma\":[");
+	if (h->is_etw) {
+		sql = sqlite3_mprintf("SELECT id, coalesce(adapter, -1), coalesce(node, -1), queue, packet_type, "
+				      "submission_id, start_ns, isr_ns, end_ns, status FROM dma_packets "
+				      "WHERE start_ns <= ?2 AND (end_ns IS NULL OR end_ns >= ?1)%s ORDER BY id",
+				      h->in_q);
+		if ((rc = prepare_owned(h, sql, &st, "reading dma_packets")) < 0)
+			return rc;
+		sqlite3_bind_int64(st, 1, h->t0);
+		sqlite3_bind_int64(st, 2, h->t1);
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+			int64_t r = node_row(h, sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2));
+			int64_t q = sqlite3_column_type(st, 3) == SQLITE_NULL ? -1
+				    : find_row(h, ROW_QUEUE, sqlite3_column_int64(st, 3), &qhint);
+			const unsigned char *status = sqlite3_column_text(st, 9);
+
+			if (r < 0)
+				continue;
+			if (h->n_dma >= NF_HTML_MAX_EXTRA) {
+				cut_kind(h, "DMA packets");
+				break;
+			}
+			put(h, first ? "[" : ",\n[");
+			first = 0;
+			h->n_dma++;
+			put_col(h, st, 0);
+			fputc(',', h->f);
+			put_i64(h, r);
+			fputc(',', h->f);
+			put_i64(h, q);
+			fputc(',', h->f);
+			put_col(h, st, 4);
+			fputc(',', h->f);
+			put_col(h, st, 5);
+			for (int c = 6; c <= 8; c++) {
+				fputc(',', h->f);
+				put_time(h, st, c);
+			}
+			fputc(',', h->f);
+			put_str(h, status ? (const char *)status : "");
+			fputc(']', h->f);
+		}
+		sqlite3_finalize(st);
+		if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+			return sql_fail(h, "reading dma_packets");
+	}
+	put(h, "],\n");
+	return 0;
+}
+
+static int write_extras(struct html *h)
+{
+	int ret;
+
+	if ((ret = write_jobs(h)) < 0 ||
+	    (ret = write_points(h, "vblanks", "SELECT ts_ns, crtc, seq FROM vblanks WHERE ts_ns BETWEEN ?1 AND ?2 "
+					      "ORDER BY ts_ns", 3, &h->n_vblanks, "reading vblanks")) < 0 ||
+	    (ret = write_markers(h)) < 0 || (ret = write_runs(h)) < 0 || (ret = write_dma(h)) < 0)
+		return ret;
+	if (!h->is_etw) {
+		put(h, "\"vsyncs\":[],\n");
+		return 0;
+	}
+	return write_points(h, "vsyncs", "SELECT ts_ns, adapter, target, frame FROM vsyncs "
+					 "WHERE ts_ns BETWEEN ?1 AND ?2 ORDER BY ts_ns", 4, &h->n_vsyncs,
+			    "reading vsyncs");
+}
+
 static void write_rows(struct html *h)
 {
 	put(h, "\"rows\":[");
@@ -863,7 +1341,11 @@ static void write_rows(struct html *h)
 		int first = 1;
 
 		put(h, i ? ",\n{" : "{");
-		put(h, r->kind == ROW_QUEUE ? "\"kind\":\"queue\",\"id\":" : "\"kind\":\"thread\",\"id\":");
+		static const char *const kinds[] = { "queue", "thread", "ring", "node" };
+
+		put(h, "\"kind\":\"");
+		put(h, kinds[r->kind]);
+		put(h, "\",\"id\":");
 		put_big(h, r->id);
 		put(h, ",\"adapter\":");
 		put_i64(h, r->adapter);
@@ -877,6 +1359,14 @@ static void write_rows(struct html *h)
 		put_str(h, r->name);
 		put(h, ",\"adapterName\":");
 		put_str(h, r->adapter_name);
+		if (r->kind == ROW_THREAD || r->kind == ROW_RING) {
+			put(h, r->kind == ROW_RING ? ",\"driver\":" : ",\"pname\":");
+			put_str(h, r->pname);
+		}
+		if (r->kind == ROW_RING) {
+			put(h, ",\"count\":");
+			put_i64(h, r->count);
+		}
 		/* Summary bins, sparse: [bin, waits, signals, cpu waits]... */
 		put(h, ",\"bins\":[");
 		for (int b = 0; b < NF_HTML_BINS; b++) {
@@ -933,6 +1423,14 @@ static void write_meta(struct html *h, int64_t max_ops)
 	put_i64(h, h->detail_full ? 0 : h->next_to);
 	put(h, ",\"nAnomalies\":");
 	put_i64(h, h->n_anomalies);
+	put(h, ",\"etw\":");
+	put_i64(h, h->is_etw);
+	put(h, ",\"threadsLeftOut\":");
+	put_i64(h, h->threads_left_out);
+	put(h, ",\"extraCut\":");
+	put_str(h, h->cut_kinds);
+	put(h, ",\"extraCutAt\":");
+	put_i64(h, NF_HTML_MAX_EXTRA);
 	put(h, ",\"filters\":{\"queues\":[");
 	for (int i = 0; i < h->o->n_queues; i++) {
 		put(h, i ? "," : "");
@@ -959,7 +1457,7 @@ static int write_page(struct html *h, int64_t max_ops)
 	fwrite(nf_report_html, 1, (size_t)(mark - nf_report_html), h->f);
 	put(h, "{");
 	if ((ret = pass_details(h, max_ops)) < 0 || (ret = write_cpu(h)) < 0 ||
-	    (ret = write_anomalies(h)) < 0)
+	    (ret = write_anomalies(h)) < 0 || (ret = write_extras(h)) < 0)
 		return ret;
 	write_rows(h);
 	write_meta(h, max_ops);
@@ -1011,7 +1509,9 @@ int nf_html_report(const char *db_path, const struct nf_html_options *opts, stru
 	}
 	if ((ret = open_db(&h, db_path)) < 0)
 		goto out_release;
-	if ((ret = read_meta(&h)) < 0 || (ret = resolve_window(&h)) < 0 ||
+	ret = read_meta(&h);
+	h.is_etw = strcmp(h.source, "etw") == 0;
+	if (ret < 0 || (ret = resolve_window(&h)) < 0 ||
 	    (ret = check_filters(&h)) < 0 || (ret = build_rows(&h)) < 0 ||
 	    (ret = load_handles(&h)) < 0 || (ret = pass_counts(&h)) < 0) {
 		if (ret != NF_EINVAL && ret != NF_ENOENT)

@@ -34,6 +34,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../core/capbuf.h"
+
 #define NF_FR_MAGIC 0xc1fc1fc1u
 #define NF_FR_HDR_SIZE 72u
 #define NF_FR_EV_HDR_SIZE 12u
@@ -308,19 +310,8 @@ static int fr_advance(struct nf_fr *r, struct nf_fr_stream *s)
 
 int nf_parser_buf_reserve(void **buf, size_t *cap, size_t n, size_t sz, struct nf_error *err)
 {
-	size_t ncap;
-	void *nb;
-
-	if (n <= *cap)
-		return 0;
-	ncap = *cap ? *cap : 64;
-	while (ncap < n)
-		ncap *= 2;
-	nb = realloc(*buf, ncap * sz);
-	if (!nb)
+	if (nf_array_reserve(buf, cap, n, sz, 64, 0))
 		return nf_error_set(err, NF_ENOMEM, "out of memory for a sequence of %zu elements", n);
-	*buf = nb;
-	*cap = ncap;
 	return 0;
 }
 

@@ -19,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/util_hash.h"
+
 /* Bounds on what a session may make us hold. */
 #define NF_LOGREPLAY_MAX_LOGS 65536u
 #define NF_LOGREPLAY_MAX_FENCES (1u << 22)
@@ -104,16 +106,6 @@ void nf_logreplay_destroy(struct nf_logreplay *r)
 	free(r->logs);
 	free(r->fences);
 	free(r);
-}
-
-static uint64_t nf_mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ULL;
-	x ^= x >> 33;
-	return x;
 }
 
 static size_t nf_log_hash(uint32_t adapter, uint32_t hwqueue, uint32_t log_type, size_t mask)

@@ -11,6 +11,7 @@
 #include <sqlite3.h>
 
 #include <ctype.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -19,6 +20,7 @@
 #define PUSH_MAX_COLS 64
 #define PUSH_MAX_TABLES 96
 #define PUSH_NAME_MAX 64
+#define PUSH_UPLOAD_BUF (1L << 20) /* curl's upload buffer for streamed INSERT bodies */
 
 enum col_kind { COL_INT, COL_REAL, COL_TEXT };
 
@@ -302,6 +304,8 @@ static int ch_post(struct ch *c, const char *sql, const void *data, size_t n, in
 		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)-1);
 		curl_easy_setopt(c->curl, CURLOPT_READFUNCTION, c->reader);
 		curl_easy_setopt(c->curl, CURLOPT_READDATA, c->reader_ud);
+		/* fewer, larger reads and socket writes (curl's default is 64 KiB) */
+		curl_easy_setopt(c->curl, CURLOPT_UPLOAD_BUFFERSIZE, (long)PUSH_UPLOAD_BUF);
 	} else {
 		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, data ? data : (const void *)sql);
 		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(data ? n : strlen(sql)));
@@ -490,172 +494,390 @@ int nf_push_session_id(const char *dir, char *id, size_t id_len, struct nf_error
 	return 0;
 }
 
-#define PUSH_CHUNK (256u << 10) /* bytes encoded ahead of the socket */
-
 /*
- * One table's rows streamed as INSERT bodies: the reader encodes rows from
- * the SELECT into a chunk of about PUSH_CHUNK bytes as curl asks for data,
- * so encoding overlaps the server's parsing and memory stays about one chunk.
- * An INSERT ends at the first row boundary past `batch` bytes.
+ * One table's rows streamed as INSERT bodies of Native blocks, read and
+ * encoded on a reader thread while the calling thread sends: the reader
+ * steps the SELECT and writes each row's values straight into the columns of
+ * a free block (fixed-width columns at their place, no per-value growth
+ * checks); a full block goes to a queue; curl's read callback copies the
+ * queued blocks' pieces (segments: no block is assembled into one buffer) to
+ * the socket and gives each block back when sent. So SQLite and the encoder
+ * run while the server parses, and memory stays PUSH_NBLOCKS blocks of about
+ * PUSH_BLOCK_BYTES. An INSERT ends at the first block boundary past `batch`
+ * bytes; blocks never exceed the batch (small batches: small blocks).
  */
-struct row_stream {
+#define PUSH_BLOCK_BYTES (4u << 20) /* bytes of one Native block, about (a row may pass it) */
+#define PUSH_BLOCK_ROWS 65536       /* rows of one block at most */
+#define PUSH_NBLOCKS 3              /* blocks in flight: being filled, queued, being sent */
+#define PUSH_SESS_REP (64u << 10)   /* bytes of the repeated session value buffer, about */
+
+struct seg {
+	const unsigned char *p;
+	size_t n;
+};
+
+struct block {
+	struct buf col[PUSH_MAX_COLS];   /* values per column of the table */
+	struct buf nulls[PUSH_MAX_COLS]; /* null map per column (1: NULL) */
+	unsigned char head[20];          /* LEB128 column count, row count */
+	size_t rows, text;               /* rows, bytes of the text columns */
+	struct seg *segs;
+	size_t nseg, segcap, total;      /* segments, their bytes */
+	struct block *next;
+};
+
+struct feed {
+	/* set before the reader starts, read-only after */
 	sqlite3 *db;
 	sqlite3_stmt *stmt;
 	const struct push_table *t;
-	const char *id;
-	size_t idlen, batch, sent, pos;
-	struct buf rows;    /* the next bytes of the body: whole Native blocks */
-	struct buf col[PUSH_MAX_COLS + 1];   /* a block being built: values per column (0: session) */
-	struct buf nulls[PUSH_MAX_COLS + 1]; /* and its null map (Nullable columns) */
-	size_t brows, bbytes; /* rows and bytes in the block being built */
-	int pending; /* a row stepped, not encoded yet */
-	int done;    /* the SELECT is exhausted */
-	int rc;      /* error inside the reader */
+	size_t rows_cap, block_bytes, fixed_row; /* fixed_row: bytes of a row without its text */
+	struct buf sess;                          /* the session value, Native-encoded, repeated */
+	size_t sess_one;                          /* bytes of one */
+	struct buf colhdr[PUSH_MAX_COLS + 1];     /* name and type per column (0: session) */
+	struct block blocks[PUSH_NBLOCKS];
+	/* shared, under mu */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct block *free_list, *full_head, *full_tail;
+	int done; /* the reader has ended: every row queued, or rc set */
+	int stop; /* the sender gave up: the reader ends */
+	int rc;   /* the reader's error */
 	char msg[200];
-	struct nf_push_stats *st;
+	uint64_t rows; /* rows read (reader's; read after join) */
+	/* the sender's (curl read callback) */
+	struct block *cur;
+	size_t seg_i, seg_off, sent, batch;
+	uint64_t bytes;
 };
 
-static int stream_step(struct row_stream *rs)
+static void put_le64(unsigned char *p, uint64_t v)
 {
-	int step = sqlite3_step(rs->stmt);
-
-	if (step == SQLITE_ROW) {
-		rs->pending = 1;
-		return 0;
-	}
-	if (step == SQLITE_DONE) {
-		rs->done = 1;
-		return 0;
-	}
-	rs->rc = NF_ESQL;
-	snprintf(rs->msg, sizeof(rs->msg), "table %s: %s", rs->t->name, sqlite3_errmsg(rs->db));
-	return -1;
+	for (int i = 0; i < 8; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
 }
 
-/* Appends the stepped row to the block's columns. */
-static int encode_row(struct row_stream *rs)
+static size_t put_varint(unsigned char *p, uint64_t v)
 {
-	const struct push_table *t = rs->t;
-	sqlite3_stmt *stmt = rs->stmt;
-	size_t before = rs->col[0].n;
-	int rc = buf_str(&rs->col[0], rs->id, rs->idlen);
+	size_t n = 0;
 
+	do {
+		unsigned c = (unsigned)(v & 0x7f);
+		v >>= 7;
+		p[n++] = (unsigned char)(c | (v ? 0x80u : 0));
+	} while (v);
+	return n;
+}
+
+static int seg_add(struct block *b, const void *p, size_t n)
+{
+	if (!n)
+		return 0;
+	if (b->nseg == b->segcap) {
+		size_t cap = b->segcap ? 2 * b->segcap : 64;
+		struct seg *s = realloc(b->segs, cap * sizeof(*s));
+		if (!s)
+			return NF_ENOMEM;
+		b->segs = s;
+		b->segcap = cap;
+	}
+	b->segs[b->nseg].p = p;
+	b->segs[b->nseg++].n = n;
+	b->total += n;
+	return 0;
+}
+
+/* Lists a filled block's pieces in Native order: counts, then per column its
+ * name and type, then (Nullable) its null map and its values. */
+static int block_finish(struct feed *f, struct block *b)
+{
+	const struct push_table *t = f->t;
+	size_t h = put_varint(b->head, (uint64_t)t->ncols + 1);
+	int rc;
+
+	h += put_varint(b->head + h, b->rows);
+	b->nseg = b->total = 0;
+	rc = seg_add(b, b->head, h);
+	rc = rc ? rc : seg_add(b, f->colhdr[0].p, f->colhdr[0].n);
+	for (size_t left = b->rows * f->sess_one; left && !rc;) {
+		size_t k = left < f->sess.n ? left : f->sess.n;
+		rc = seg_add(b, f->sess.p, k);
+		left -= k;
+	}
 	for (int k = 0; k < t->ncols && !rc; k++) {
-		struct buf *b = &rs->col[k + 1];
+		rc = seg_add(b, f->colhdr[k + 1].p, f->colhdr[k + 1].n);
+		rc = rc ? rc : seg_add(b, b->nulls[k].p, b->rows);
+		if (t->cols[k].kind != COL_TEXT)
+			b->col[k].n = 8 * b->rows; /* written in place by encode_row */
+		rc = rc ? rc : seg_add(b, b->col[k].p, b->col[k].n);
+	}
+	return rc;
+}
+
+/* Appends the stepped row to block b: values written in place, the fixed
+ * columns' room reserved when the block was started. */
+static int encode_row(struct feed *f, struct block *b)
+{
+	const struct push_table *t = f->t;
+	sqlite3_stmt *stmt = f->stmt;
+	size_t r = b->rows;
+
+	for (int k = 0; k < t->ncols; k++) {
+		struct buf *c = &b->col[k];
 		int null = sqlite3_column_type(stmt, k) == SQLITE_NULL;
 
-		before += b->n;
-		rc = buf_u8(&rs->nulls[k + 1], (unsigned)null);
-		if (rc)
-			break;
+		b->nulls[k].p[r] = (unsigned char)null;
 		/* a NULL still takes its place in the values: 0 or "" */
-		if (t->cols[k].kind == COL_INT) {
-			rc = buf_le(b, null ? 0 : (uint64_t)sqlite3_column_int64(stmt, k), 8);
-		} else if (t->cols[k].kind == COL_REAL) {
+		switch (t->cols[k].kind) {
+		case COL_INT:
+			put_le64(c->p + 8 * r, null ? 0 : (uint64_t)sqlite3_column_int64(stmt, k));
+			break;
+		case COL_REAL: {
 			double d = null ? 0.0 : sqlite3_column_double(stmt, k);
 			uint64_t u;
 			memcpy(&u, &d, 8);
-			rc = buf_le(b, u, 8);
-		} else {
-			const void *p = null ? (const void *)"" : (const void *)sqlite3_column_text(stmt, k);
-			rc = buf_str(b, p ? p : "", null ? 0 : (size_t)sqlite3_column_bytes(stmt, k));
+			put_le64(c->p + 8 * r, u);
+			break;
+		}
+		default: {
+			const unsigned char *s = null ? NULL : sqlite3_column_text(stmt, k);
+			size_t n = s ? (size_t)sqlite3_column_bytes(stmt, k) : 0;
+
+			if (buf_reserve(c, n + 10))
+				return NF_ENOMEM;
+			c->n += put_varint(c->p + c->n, n);
+			if (n)
+				memcpy(c->p + c->n, s, n);
+			c->n += n;
+			b->text += n + 1;
+			break;
+		}
 		}
 	}
-	if (rc) {
-		rs->rc = NF_ENOMEM;
-		snprintf(rs->msg, sizeof(rs->msg), "push: out of memory");
-		return -1;
-	}
-	size_t after = 0;
-	for (int k = 0; k <= t->ncols; k++)
-		after += rs->col[k].n;
-	rs->bbytes += after - before + (size_t)t->ncols;
-	rs->brows++;
-	rs->pending = 0;
-	rs->st->rows++;
+	b->rows++;
 	return 0;
 }
 
-/*
- * Moves the block built so far into rs->rows as one Native block: column and
- * row counts, then per column its name, its type and its data (Nullable: the
- * null map, then the values).
- */
-static int emit_block(struct row_stream *rs)
+/* Empties block b for rows_cap rows: the fixed columns sized once. */
+static int block_start(struct feed *f, struct block *b)
 {
-	const struct push_table *t = rs->t;
-	struct buf *o = &rs->rows;
-	int rc = buf_varint(o, (uint64_t)t->ncols + 1);
+	const struct push_table *t = f->t;
 
-	rc = rc ? rc : buf_varint(o, rs->brows);
-	rc = rc ? rc : buf_str(o, "session", 7);
-	rc = rc ? rc : buf_str(o, "String", 6);
-	rc = rc ? rc : buf_put(o, rs->col[0].p, rs->col[0].n);
-	for (int k = 0; k < t->ncols && !rc; k++) {
-		const char *ty = ch_type(t->cols[k].kind);
-
-		rc = buf_str(o, t->cols[k].name, strlen(t->cols[k].name));
-		rc = rc ? rc : buf_str(o, ty, strlen(ty));
-		rc = rc ? rc : buf_put(o, rs->nulls[k + 1].p, rs->nulls[k + 1].n);
-		rc = rc ? rc : buf_put(o, rs->col[k + 1].p, rs->col[k + 1].n);
-	}
-	for (int k = 0; k <= t->ncols; k++)
-		rs->col[k].n = rs->nulls[k].n = 0;
-	rs->brows = rs->bbytes = 0;
-	if (rc) {
-		rs->rc = NF_ENOMEM;
-		snprintf(rs->msg, sizeof(rs->msg), "push: out of memory");
-		return -1;
+	b->rows = b->text = 0;
+	for (int k = 0; k < t->ncols; k++) {
+		b->col[k].n = b->nulls[k].n = 0;
+		if (buf_reserve(&b->nulls[k], f->rows_cap) ||
+		    (t->cols[k].kind != COL_TEXT && buf_reserve(&b->col[k], 8 * f->rows_cap)))
+			return NF_ENOMEM;
 	}
 	return 0;
 }
 
-#define PUSH_BLOCK_ROWS 65536
-
-static size_t stream_read(char *p, size_t sz, size_t n, void *ud)
+static void feed_fail(struct feed *f, int rc, const char *msg)
 {
-	struct row_stream *rs = ud;
+	pthread_mutex_lock(&f->mu);
+	if (!f->rc) {
+		f->rc = rc;
+		snprintf(f->msg, sizeof(f->msg), "%s", msg);
+	}
+	pthread_mutex_unlock(&f->mu);
+}
+
+/* The reader thread: fills free blocks from the SELECT and queues them. */
+static void *feed_reader(void *ud)
+{
+	struct feed *f = ud;
+	int eof = 0;
+
+	while (!eof) {
+		struct block *b;
+		int step = SQLITE_ROW;
+
+		pthread_mutex_lock(&f->mu);
+		while (!f->free_list && !f->stop)
+			pthread_cond_wait(&f->cv, &f->mu);
+		b = f->stop ? NULL : f->free_list;
+		if (b)
+			f->free_list = b->next;
+		pthread_mutex_unlock(&f->mu);
+		if (!b)
+			break;
+		if (block_start(f, b)) {
+			feed_fail(f, NF_ENOMEM, "push: out of memory");
+			break;
+		}
+		while (b->rows < f->rows_cap && b->rows * f->fixed_row + b->text < f->block_bytes &&
+		       (step = sqlite3_step(f->stmt)) == SQLITE_ROW) {
+			if (encode_row(f, b)) {
+				step = SQLITE_NOMEM;
+				break;
+			}
+		}
+		if (step != SQLITE_ROW && step != SQLITE_DONE) {
+			char m[200];
+
+			snprintf(m, sizeof(m), step == SQLITE_NOMEM ? "push: out of memory" : "table %s: %s",
+				 f->t->name, sqlite3_errmsg(f->db));
+			feed_fail(f, step == SQLITE_NOMEM ? NF_ENOMEM : NF_ESQL, m);
+			break;
+		}
+		eof = step == SQLITE_DONE;
+		f->rows += b->rows;
+		if (b->rows && block_finish(f, b)) {
+			feed_fail(f, NF_ENOMEM, "push: out of memory");
+			break;
+		}
+		pthread_mutex_lock(&f->mu);
+		b->next = NULL;
+		if (!b->rows) {
+			b->next = f->free_list;
+			f->free_list = b;
+		} else if (f->full_tail) {
+			f->full_tail->next = b;
+			f->full_tail = b;
+		} else {
+			f->full_head = f->full_tail = b;
+		}
+		pthread_cond_broadcast(&f->cv);
+		pthread_mutex_unlock(&f->mu);
+	}
+	pthread_mutex_lock(&f->mu);
+	f->done = 1;
+	pthread_cond_broadcast(&f->cv);
+	pthread_mutex_unlock(&f->mu);
+	return NULL;
+}
+
+/* Waits for a queued block or the reader's end: 1 a block is queued, 0 every
+ * row was queued and sent, -1 the reader failed (f->rc). */
+static int feed_wait(struct feed *f)
+{
+	int r;
+
+	pthread_mutex_lock(&f->mu);
+	while (!f->full_head && !f->done && !f->rc)
+		pthread_cond_wait(&f->cv, &f->mu);
+	r = f->rc ? -1 : f->full_head ? 1 : 0;
+	pthread_mutex_unlock(&f->mu);
+	return r;
+}
+
+/* curl's read callback: the queued blocks' bytes, until `batch` is passed. */
+static size_t feed_send(char *p, size_t sz, size_t n, void *ud)
+{
+	struct feed *f = ud;
 	size_t cap = sz * n, out = 0;
 
 	while (out < cap) {
-		if (rs->pos < rs->rows.n) {
-			size_t k = rs->rows.n - rs->pos < cap - out ? rs->rows.n - rs->pos : cap - out;
-			memcpy(p + out, rs->rows.p + rs->pos, k);
-			rs->pos += k;
+		if (!f->cur) {
+			if (f->sent >= f->batch)
+				break; /* end of this INSERT's body */
+			int w = feed_wait(f);
+
+			if (w < 0)
+				return CURL_READFUNC_ABORT;
+			if (!w)
+				break; /* every row sent */
+			pthread_mutex_lock(&f->mu);
+			f->cur = f->full_head;
+			f->full_head = f->cur->next;
+			if (!f->full_head)
+				f->full_tail = NULL;
+			pthread_mutex_unlock(&f->mu);
+			f->seg_i = f->seg_off = 0;
+		}
+		struct block *b = f->cur;
+		while (out < cap && f->seg_i < b->nseg) {
+			const struct seg *s = &b->segs[f->seg_i];
+			size_t k = s->n - f->seg_off < cap - out ? s->n - f->seg_off : cap - out;
+
+			memcpy(p + out, s->p + f->seg_off, k);
 			out += k;
-			continue;
+			f->seg_off += k;
+			if (f->seg_off == s->n) {
+				f->seg_i++;
+				f->seg_off = 0;
+			}
 		}
-		rs->rows.n = rs->pos = 0;
-		if (rs->sent >= rs->batch || (rs->done && !rs->pending))
-			break; /* end of this INSERT's body */
-		while (rs->bbytes < PUSH_CHUNK && rs->sent + rs->bbytes < rs->batch &&
-		       rs->brows < PUSH_BLOCK_ROWS) {
-			if (!rs->pending && !rs->done && stream_step(rs))
-				return CURL_READFUNC_ABORT;
-			if (!rs->pending)
-				break;
-			if (encode_row(rs))
-				return CURL_READFUNC_ABORT;
+		if (f->seg_i == b->nseg) {
+			f->sent += b->total;
+			f->bytes += b->total;
+			pthread_mutex_lock(&f->mu);
+			b->next = f->free_list;
+			f->free_list = b;
+			pthread_cond_broadcast(&f->cv);
+			pthread_mutex_unlock(&f->mu);
+			f->cur = NULL;
 		}
-		if (rs->brows && emit_block(rs))
-			return CURL_READFUNC_ABORT;
-		rs->sent += rs->rows.n;
-		rs->st->bytes += rs->rows.n;
 	}
 	return out;
+}
+
+/* Sets up f for table t (reader not started). */
+static int feed_init(struct feed *f, sqlite3 *db, const struct push_table *t, const char *id, size_t batch)
+{
+	size_t idlen = strlen(id);
+	unsigned char v[10];
+	int rc = 0;
+
+	f->db = db;
+	f->t = t;
+	f->batch = batch;
+	f->block_bytes = batch < PUSH_BLOCK_BYTES ? batch : PUSH_BLOCK_BYTES;
+	f->sess_one = put_varint(v, idlen) + idlen;
+	f->fixed_row = f->sess_one;
+	for (int k = 0; k < t->ncols; k++)
+		f->fixed_row += t->cols[k].kind == COL_TEXT ? 1 : 9;
+	f->rows_cap = f->block_bytes / f->fixed_row + 1;
+	if (f->rows_cap > PUSH_BLOCK_ROWS)
+		f->rows_cap = PUSH_BLOCK_ROWS;
+	/* the session column: the same value on every row, from one buffer */
+	for (size_t i = 0; !rc && (i == 0 || f->sess.n + f->sess_one <= PUSH_SESS_REP); i++)
+		rc = buf_str(&f->sess, id, idlen);
+	rc = rc ? rc : buf_str(&f->colhdr[0], "session", 7);
+	rc = rc ? rc : buf_str(&f->colhdr[0], "String", 6);
+	for (int k = 0; k < t->ncols && !rc; k++) {
+		const char *ty = ch_type(t->cols[k].kind);
+
+		rc = buf_str(&f->colhdr[k + 1], t->cols[k].name, strlen(t->cols[k].name));
+		rc = rc ? rc : buf_str(&f->colhdr[k + 1], ty, strlen(ty));
+	}
+	for (int i = 0; i < PUSH_NBLOCKS; i++) {
+		f->blocks[i].next = f->free_list;
+		f->free_list = &f->blocks[i];
+	}
+	return rc;
+}
+
+static void feed_free(struct feed *f)
+{
+	free(f->sess.p);
+	for (int k = 0; k <= PUSH_MAX_COLS; k++)
+		free(f->colhdr[k].p);
+	for (int i = 0; i < PUSH_NBLOCKS; i++) {
+		for (int k = 0; k < PUSH_MAX_COLS; k++) {
+			free(f->blocks[i].col[k].p);
+			free(f->blocks[i].nulls[k].p);
+		}
+		free(f->blocks[i].segs);
+	}
 }
 
 static int push_table(struct ch *c, sqlite3 *db, const struct push_table *t, const char *id,
 		      size_t batch, struct nf_push_stats *st, struct nf_error *err)
 {
 	struct buf sel = { 0 }, ins = { 0 };
-	struct row_stream rs = { 0 };
+	struct feed *f = calloc(1, sizeof(*f));
+	pthread_t th;
+	int started = 0, sync = 0;
 	char q[512];
 	int rc = 0;
 
+	if (!f)
+		return nf_error_set(err, NF_ENOMEM, "push: out of memory");
 	snprintf(q, sizeof(q), "ALTER TABLE `_stage_%s` DROP PARTITION '%s'", t->name, id);
 	if ((rc = ch_post(c, q, NULL, 0, 1, err)))
-		return rc;
+		goto out;
 	rc = buf_put(&sel, "SELECT ", 7);
 	snprintf(q, sizeof(q), "INSERT INTO `_stage_%s` (session", t->name);
 	rc = rc ? rc : buf_put(&ins, q, strlen(q));
@@ -666,56 +888,69 @@ static int push_table(struct ch *c, sqlite3 *db, const struct push_table *t, con
 		l = snprintf(col, sizeof(col), ", `%s`", t->cols[k].name);
 		rc = rc ? rc : buf_put(&ins, col, (size_t)l);
 	}
+	/* no ORDER BY: the table's own (rowid) order, no sort */
 	snprintf(q, sizeof(q), " FROM \"%s\"", t->name);
 	rc = rc ? rc : buf_put(&sel, q, strlen(q) + 1);
 	rc = rc ? rc : buf_put(&ins, ") FORMAT Native", 16);
+	rc = rc ? rc : feed_init(f, db, t, id, batch);
 	if (rc) {
 		rc = nf_error_set(err, NF_ENOMEM, "push: out of memory");
 		goto out;
 	}
-	rs.db = db;
-	rs.t = t;
-	rs.id = id;
-	rs.idlen = strlen(id);
-	rs.batch = batch;
-	rs.st = st;
-	if (sqlite3_prepare_v2(db, (const char *)sel.p, -1, &rs.stmt, NULL) != SQLITE_OK) {
+	if (sqlite3_prepare_v2(db, (const char *)sel.p, -1, &f->stmt, NULL) != SQLITE_OK) {
 		rc = nf_error_set(err, NF_ESQL, "table %s: %s", t->name, sqlite3_errmsg(db));
 		goto out;
 	}
-	for (;;) {
+	if (pthread_mutex_init(&f->mu, NULL)) {
+		rc = nf_error_set(err, NF_ENOMEM, "push: cannot create a lock");
+		goto out;
+	}
+	if (pthread_cond_init(&f->cv, NULL)) {
+		pthread_mutex_destroy(&f->mu);
+		rc = nf_error_set(err, NF_ENOMEM, "push: cannot create a condition variable");
+		goto out;
+	}
+	sync = 1;
+	if (pthread_create(&th, NULL, feed_reader, f)) {
+		rc = nf_error_set(err, NF_ENOMEM, "push: cannot start the reader thread");
+		goto out;
+	}
+	started = 1;
+	/* one INSERT per batch; none for an empty table or after the last row */
+	while (feed_wait(f) > 0) {
 		struct nf_error e2;
 
-		/* one INSERT per batch; none for an empty table or after the last row */
-		if (!rs.pending && !rs.done && stream_step(&rs)) {
-			rc = nf_error_set(err, rs.rc, "%s", rs.msg);
-			break;
-		}
-		if (!rs.pending)
-			break;
-		rs.sent = 0;
+		f->sent = 0;
 		nf_error_clear(&e2);
-		c->reader = stream_read;
-		c->reader_ud = &rs;
+		c->reader = feed_send;
+		c->reader_ud = f;
 		rc = ch_post(c, (const char *)ins.p, NULL, 0, 1, &e2);
 		c->reader = NULL;
 		st->batches++;
-		if (rs.rc) {
-			rc = nf_error_set(err, rs.rc, "%s", rs.msg);
-			break;
-		}
 		if (rc) {
-			rc = nf_error_set(err, e2.code, "%s", e2.msg);
+			rc = nf_error_set(err, e2.code, "%s", e2.msg); /* the reader's error wins below */
 			break;
 		}
 	}
 out:
-	sqlite3_finalize(rs.stmt);
-	free(rs.rows.p);
-	for (int k = 0; k <= PUSH_MAX_COLS; k++) {
-		free(rs.col[k].p);
-		free(rs.nulls[k].p);
+	if (started) {
+		pthread_mutex_lock(&f->mu);
+		f->stop = 1;
+		pthread_cond_broadcast(&f->cv);
+		pthread_mutex_unlock(&f->mu);
+		pthread_join(th, NULL);
+		st->rows += f->rows;
+		st->bytes += f->bytes;
+		if (f->rc) /* the reader failed: the INSERT was aborted because of it */
+			rc = nf_error_set(err, f->rc, "%s", f->msg);
 	}
+	if (sync) {
+		pthread_cond_destroy(&f->cv);
+		pthread_mutex_destroy(&f->mu);
+	}
+	sqlite3_finalize(f->stmt);
+	feed_free(f);
+	free(f);
 	free(sel.p);
 	free(ins.p);
 	return rc;
@@ -811,7 +1046,7 @@ int nf_push_session(const struct nf_push_options *opts, const char *dir,
 		return rc;
 	if ((rc = nf_timeline_ensure(dir, dbpath, sizeof(dbpath), err)))
 		return rc;
-	if (sqlite3_open_v2(dbpath, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+	if (sqlite3_open_v2(dbpath, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
 		rc = nf_error_set(err, NF_EIO, "%s: %s", dbpath, db ? sqlite3_errmsg(db) : "cannot open");
 		goto out;
 	}

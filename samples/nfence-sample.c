@@ -62,7 +62,11 @@ int main(void)
 	rc = nf_runtime_create_from_env(&cfg, &rt, &err);
 	if (!rc)
 		rc = run(rt, &err);
-	nf_runtime_destroy(rt);
+	/* Close, not destroy: a recording that could not be written (disk
+	 * full) is an error of this program too. */
+	int close_rc = nf_runtime_close(rt, rc ? NULL : &err);
+	if (!rc)
+		rc = close_rc;
 	if (rc) {
 		fprintf(stderr, "nfence-sample: %s (%s)\n", err.msg, nf_strerror(rc));
 		return EXIT_FAILURE;

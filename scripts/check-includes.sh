@@ -19,14 +19,15 @@ STAGES="core capture parser kernel etl analyzer analysis viewer html export push
 NON_MODULES="bench docs include samples schemas scripts tests"
 # The module each public header in include/nftrace/ belongs to.
 declare -A PUBLIC=(
-  [error.h]=core [events.h]=core [ctf_meta.h]=core [outfile.h]=core [sessiondir.h]=core
+  [error.h]=core [events.h]=core [visibility.h]=core [ctf_meta.h]=core [outfile.h]=core [sessiondir.h]=core
   [nfence.h]=capture [ctf.h]=capture [record.h]=capture
   [parser.h]=parser [kernel.h]=kernel [etl.h]=etl
   [timeline.h]=analyzer [etwsession.h]=analyzer
   [analysis.h]=analysis [render.h]=viewer [html.h]=html [export.h]=export [push.h]=push
 )
-# Folders other modules may include private headers from (CMake exports them).
-EXPORTED_DIRS="capture"
+# Folders other modules may include private headers from (CMake exports them):
+# none; nfcapture keeps capture/ private.
+EXPORTED_DIRS=""
 
 declare -A RANK=()
 i=0

@@ -34,6 +34,7 @@ for t in $targets; do
 	echo "== fuzz_$t for ${secs}s"
 	LSAN_OPTIONS="suppressions=$PWD/$supp:print_suppressions=0" \
 	ASAN_OPTIONS="fast_unwind_on_malloc=0" \
+	UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" \
 	"$build/$dir/fuzz_$t" -max_total_time="$secs" -timeout=30 -rss_limit_mb=2048 \
 		-print_final_stats=1 -artifact_prefix="out/fuzz/crashes/$t-" \
 		"out/fuzz/$t" "$corpus" 2>"out/fuzz/$t.log" || {

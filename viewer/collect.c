@@ -17,6 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/capbuf.h"
+#include "../core/util_hash.h"
+
 /* Distinct links (by rows and pixel columns) kept at most; the rest are counted. */
 #define NF_RENDER_MAX_LINKS 100000
 #define NF_RENDER_LINK_SLOTS (1u << 18)
@@ -49,11 +52,33 @@ static int col_null(sqlite3_stmt *st, int col)
 	return sqlite3_column_type(st, col) == SQLITE_NULL;
 }
 
-/* The lanes of the queue row being streamed. */
+/*
+ * The lanes of the queue row being streamed: per sub-lane a wait, a stall
+ * and a signal accumulator (lanes[0..nw) waits, [nw..2nw) their stalls,
+ * [2nw..2nw+ns) signals), and the placement of the two stacks.
+ */
 struct queue_lanes {
-	struct nf_render_lane wait, stall, signal;
+	struct nf_render_lane *lanes;
+	int nw, ns;
+	struct nf_render_stack sw, ss;
 	const struct nf_render_row *row;
 };
+
+/* Bytes of accumulators a queue row needs (nf_render_lane: 6 bytes per column). */
+static size_t queue_lanes_cost(const struct nf_render_row *row, int ncols)
+{
+	return (size_t)(2 * row->n_sub[0] + row->n_sub[1]) * 6u * (size_t)ncols;
+}
+
+static void queue_lanes_release(struct queue_lanes *q)
+{
+	for (int i = 0; q->lanes && i < 2 * q->nw + q->ns; i++)
+		nf_render_lane_release(&q->lanes[i]);
+	free(q->lanes);
+	q->lanes = NULL;
+	q->nw = q->ns = 0;
+	q->row = NULL;
+}
 
 static int queue_lanes_flush(struct queue_lanes *q, struct nf_render_scene *s)
 {
@@ -61,36 +86,53 @@ static int queue_lanes_flush(struct queue_lanes *q, struct nf_render_scene *s)
 
 	if (!q->row)
 		return 0;
-	if ((ret = nf_render_lane_flush(&q->wait, s)) < 0 ||
-	    (ret = nf_render_lane_flush(&q->stall, s)) < 0 ||
-	    (ret = nf_render_lane_flush(&q->signal, s)) < 0)
-		return ret;
+	for (int i = 0; i < 2 * q->nw + q->ns; i++)
+		if ((ret = nf_render_lane_flush(&q->lanes[i], s)) < 0)
+			return ret;
 	q->row = NULL;
 	return 0;
 }
 
-static void queue_lanes_start(struct queue_lanes *q, const struct nf_render_row *row)
+static int queue_lanes_start(struct queue_lanes *q, const struct nf_render_layout *lay,
+			     const struct nf_render_row *row)
 {
 	double y0, y1;
 
+	q->nw = row->n_sub[0] > 1 ? row->n_sub[0] : 1;
+	q->ns = row->n_sub[1] > 1 ? row->n_sub[1] : 1;
+	q->lanes = calloc((size_t)(2 * q->nw + q->ns), sizeof(*q->lanes));
+	if (!q->lanes)
+		return NF_ENOMEM;
 	q->row = row;
-	nf_render_lane_extent(row, NF_LANE_WAIT, &y0, &y1);
-	nf_render_lane_reset(&q->wait, y0, y1, NF_RB_WAIT, NF_RB_WAIT_D, NF_RB_WAIT_EDGE,
-			     NF_RB_OPEN_WAIT);
-	nf_render_lane_reset(&q->stall, y0, y1, NF_RB_STALL, NF_RB_STALL_D, NF_RB_WAIT_EDGE,
-			     NF_RB_OPEN_WAIT);
-	nf_render_lane_extent(row, NF_LANE_SIGNAL, &y0, &y1);
-	nf_render_lane_reset(&q->signal, y0, y1, NF_RB_SIGNAL, NF_RB_SIGNAL_D, NF_RB_SIGNAL_EDGE,
-			     NF_RB_OPEN_SIGNAL);
+	nf_render_stack_reset(&q->sw, lay->max_sub);
+	nf_render_stack_reset(&q->ss, lay->max_sub);
+	for (int i = 0; i < 2 * q->nw + q->ns; i++) {
+		int sig = i >= 2 * q->nw, k = sig ? i - 2 * q->nw : i % q->nw;
+
+		if (nf_render_lane_init(&q->lanes[i], lay) < 0)
+			return NF_ENOMEM;
+		nf_render_sublane_extent(row, sig ? NF_LANE_SIGNAL : NF_LANE_WAIT, k, &y0, &y1);
+		if (sig)
+			nf_render_lane_reset(&q->lanes[i], y0, y1, NF_RB_SIGNAL, NF_RB_SIGNAL_D,
+					     NF_RB_SIGNAL_EDGE, NF_RB_OPEN_SIGNAL);
+		else if (i < q->nw)
+			nf_render_lane_reset(&q->lanes[i], y0, y1, NF_RB_WAIT, NF_RB_WAIT_D,
+					     NF_RB_WAIT_EDGE, NF_RB_OPEN_WAIT);
+		else
+			nf_render_lane_reset(&q->lanes[i], y0, y1, NF_RB_STALL, NF_RB_STALL_D,
+					     NF_RB_WAIT_EDGE, NF_RB_OPEN_WAIT);
+	}
+	return 0;
 }
 
 static enum nf_render_mk open_marker(const char *status)
 {
 	if (status && strcmp(status, "lost") == 0)
 		return NF_MK_LOST;
-	if (status && (strcmp(status, "zero_timestamp") == 0 ||
-		       strcmp(status, "repeated_timestamp") == 0))
+	if (status && strcmp(status, "zero_timestamp") == 0)
 		return NF_MK_ZERO_OP;
+	if (status && strcmp(status, "repeated_timestamp") == 0)
+		return NF_MK_REPEAT_OP;
 	return NF_MK_UNMATCHED;
 }
 
@@ -99,18 +141,55 @@ static int val_null(sqlite3_value *v)
 	return sqlite3_value_type(v) == SQLITE_NULL;
 }
 
+/* Box labels kept at most (each needs a box wider than its text). */
+#define NF_RENDER_MAX_BOX_LABELS 100000
+
+/* A fence and value label inside a box wide and tall enough (paint.c picks the form that fits). */
+static int add_box_label(struct nf_render_scene *s, const struct nf_render_layout *lay, double xa,
+			 double xb, double y0, double y1, int on_dark, sqlite3_value *fence,
+			 sqlite3_value *value)
+{
+	struct nf_render_box_label *l;
+
+	if (xa < lay->plot_x0)
+		xa = lay->plot_x0;
+	if (xb > lay->plot_x1)
+		xb = lay->plot_x1;
+	/* "0x1=2" at 9 px is about 28 px; a sub-lane under 9 px has no room for text. */
+	if (xb - xa < 30.0 || y1 - y0 < 9.0 || val_null(fence) || val_null(value))
+		return 0;
+	if (s->n_box_labels >= NF_RENDER_MAX_BOX_LABELS) {
+		s->box_labels_left_out++;
+		return 0;
+	}
+	if (nf_array_reserve((void **)&s->box_labels, &s->cap_box_labels, s->n_box_labels + 1,
+			     sizeof(*s->box_labels), 64, NF_RENDER_MAX_BOX_LABELS))
+		return NF_ENOMEM;
+	l = &s->box_labels[s->n_box_labels++];
+	l->x0 = xa;
+	l->x1 = xb;
+	l->y0 = y0;
+	l->y1 = y1;
+	l->on_dark = on_dark;
+	l->fence = sqlite3_value_int64(fence);
+	l->value = sqlite3_value_int64(value);
+	return 0;
+}
+
 /*
- * One fence operation of a queue. Values (see collect_ops): 1 is a wait,
- * 2 start (queued, else observed, else end time), 3 observed (waits), 4 end,
- * 5 status (only when there is no end). The SQL does the coalescing so that
- * each row costs few value reads.
+ * One fence operation of a queue. Values (see nf_render_ops_sql): 1 is a
+ * wait, 2 start (queued, else observed, else end time), 3 observed (waits),
+ * 4 end, 5 status (only when there is no end), 7 fence, 8 value. The SQL
+ * does the coalescing so that each row costs few value reads. The operation
+ * goes to the sub-lane the stack gives it (its stall with it).
  */
 static int add_op(struct queue_lanes *q, const struct nf_render_layout *lay,
 		  struct nf_render_scene *s, sqlite3_value **v)
 {
-	int is_wait = sqlite3_value_int(v[1]) != 0;
-	struct nf_render_lane *lane = is_wait ? &q->wait : &q->signal;
+	int is_wait = sqlite3_value_int(v[1]) != 0, has_end = !val_null(v[4]), k;
+	struct nf_render_lane *lane;
 	int64_t start, end;
+	double xa, xb;
 	int ret;
 
 	if (is_wait)
@@ -122,21 +201,20 @@ static int add_op(struct queue_lanes *q, const struct nf_render_layout *lay,
 		return 0;
 	}
 	start = sqlite3_value_int64(v[2]);
-	if (val_null(v[4])) {
+	end = has_end ? sqlite3_value_int64(v[4]) : start;
+	nf_render_op_span(lay, start, has_end, end, &xa, &xb);
+	k = nf_render_stack_place(is_wait ? &q->sw : &q->ss, xa, xb);
+	lane = is_wait ? &q->lanes[k] : &q->lanes[2 * q->nw + k];
+	if ((is_wait ? q->nw : q->ns) > 1 && (ret = nf_render_sub_put(s, sqlite3_value_int64(v[9]), k)) < 0)
+		return ret;
+	if (!has_end) {
 		s->n_open++;
-		return nf_render_lane_open(lane, s, nf_render_layout_x(lay, start),
+		return nf_render_lane_open(lane, s, xa,
 					   open_marker((const char *)sqlite3_value_text(v[5])));
 	}
-	end = sqlite3_value_int64(v[4]);
-	/* A completion before its queued time is a causality anomaly: draw it as it is. */
-	if (end < start) {
-		int64_t t = end;
-
-		end = start;
-		start = t;
-	}
-	if ((ret = nf_render_lane_box(lane, s, nf_render_layout_x(lay, start),
-				      nf_render_layout_x(lay, end), 1)) < 0)
+	if ((ret = nf_render_lane_box(lane, s, xa, xb, 1)) < 0)
+		return ret;
+	if ((ret = add_box_label(s, lay, xa, xb, lane->y0, lane->y1, !is_wait, v[7], v[8])) < 0)
 		return ret;
 	if (is_wait && !val_null(v[3])) {
 		int64_t obs = sqlite3_value_int64(v[3]);
@@ -144,7 +222,7 @@ static int add_op(struct queue_lanes *q, const struct nf_render_layout *lay,
 		if (obs < start)
 			obs = start;
 		if (obs < end &&
-		    (ret = nf_render_lane_box(&q->stall, s, nf_render_layout_x(lay, obs),
+		    (ret = nf_render_lane_box(&q->lanes[q->nw + k], s, nf_render_layout_x(lay, obs),
 					      nf_render_layout_x(lay, end), 0)) < 0)
 			return ret;
 	}
@@ -160,8 +238,9 @@ static int add_op(struct queue_lanes *q, const struct nf_render_layout *lay,
  */
 struct queue_map {
 	int64_t *queue;
+	const struct nf_render_row **row;  /* per queue (sorted like queue) */
 	struct queue_lanes *lanes;
-	size_t n, b0, b1, batch;
+	size_t n, b0, b1;
 	/* CPU thread rows, sorted, and per thread and pixel column what it queued
 	 * there: bit 0 a GPU wait, bit 1 a GPU signal. */
 	int64_t *thread;
@@ -195,15 +274,18 @@ static struct queue_lanes *queue_map_find(const struct queue_map *m, int64_t que
 	return NULL;
 }
 
+static void queue_map_release_batch(struct queue_map *m)
+{
+	for (size_t i = m->b0; m->lanes && i < m->b1; i++)
+		queue_lanes_release(&m->lanes[i - m->b0]);
+}
+
 static void queue_map_release(struct queue_map *m)
 {
-	for (size_t i = 0; m->lanes && i < m->batch; i++) {
-		nf_render_lane_release(&m->lanes[i].wait);
-		nf_render_lane_release(&m->lanes[i].stall);
-		nf_render_lane_release(&m->lanes[i].signal);
-	}
+	queue_map_release_batch(m);
 	free(m->lanes);
 	free(m->queue);
+	free(m->row);
 	free(m->thread);
 	free(m->queued);
 	memset(m, 0, sizeof(*m));
@@ -228,24 +310,22 @@ static uint8_t *queue_map_thread(const struct queue_map *m, int64_t thread)
 
 static int queue_map_build(struct queue_map *m, const struct nf_render_layout *lay)
 {
-	size_t k = 0, per_queue = 3 * (size_t)ceil(lay->plot_x1 - lay->plot_x0) * 6;
+	size_t k = 0;
 
 	memset(m, 0, sizeof(*m));
 	for (size_t i = 0; i < lay->n_rows; i++)
 		k += lay->rows[i].kind == NF_ROW_QUEUE;
-	m->batch = NF_RENDER_LANE_BUDGET / per_queue;
-	if (m->batch < 1)
-		m->batch = 1;
-	if (m->batch > k)
-		m->batch = k ? k : 1;
 	m->queue = calloc(k ? k : 1, sizeof(*m->queue));
-	m->lanes = calloc(m->batch, sizeof(*m->lanes));
-	if (!m->queue || !m->lanes)
+	m->row = calloc(k ? k : 1, sizeof(*m->row));
+	m->lanes = calloc(k ? k : 1, sizeof(*m->lanes));
+	if (!m->queue || !m->row || !m->lanes)
 		return NF_ENOMEM;
 	for (size_t i = 0; i < lay->n_rows; i++)
 		if (lay->rows[i].kind == NF_ROW_QUEUE)
 			m->queue[m->n++] = lay->rows[i].id;
 	qsort(m->queue, m->n, sizeof(*m->queue), cmp_i64);
+	for (size_t i = 0; i < m->n; i++)
+		m->row[i] = nf_render_layout_queue(lay, m->queue[i]);
 	m->ncols = (int)ceil(lay->plot_x1 - lay->plot_x0);
 	m->x0 = lay->plot_x0;
 	m->thread = calloc(lay->n_threads ? lay->n_threads : 1, sizeof(*m->thread));
@@ -256,11 +336,6 @@ static int queue_map_build(struct queue_map *m, const struct nf_render_layout *l
 		if (lay->rows[i].kind == NF_ROW_CPU && m->n_threads < lay->n_threads)
 			m->thread[m->n_threads++] = lay->rows[i].id;
 	qsort(m->thread, m->n_threads, sizeof(*m->thread), cmp_i64);
-	for (size_t i = 0; i < m->batch; i++)
-		if (nf_render_lane_init(&m->lanes[i].wait, lay) < 0 ||
-		    nf_render_lane_init(&m->lanes[i].stall, lay) < 0 ||
-		    nf_render_lane_init(&m->lanes[i].signal, lay) < 0)
-			return NF_ENOMEM;
 	return 0;
 }
 
@@ -341,7 +416,8 @@ static int collect_ops_batch(sqlite3 *db, const struct nf_render_layout *lay,
 	int rc, ret;
 
 	for (size_t i = m->b0; i < m->b1; i++)
-		queue_lanes_start(&m->lanes[i - m->b0], nf_render_layout_queue(lay, m->queue[i]));
+		if (queue_lanes_start(&m->lanes[i - m->b0], lay, m->row[i]) < 0)
+			return oom(err);
 	sqlite3_reset(st);
 	sqlite3_bind_int64(st, 3, m->queue[m->b0]);
 	sqlite3_bind_int64(st, 4, m->queue[m->b1 - 1]);
@@ -361,6 +437,98 @@ static int collect_ops_batch(sqlite3 *db, const struct nf_render_layout *lay,
 			return oom(err);
 	}
 	return 0;
+}
+
+char *nf_render_ops_sql(const char *head, const char *tail, const char *qf, const char *ff, int full)
+{
+	/* The same WHERE and scan in every pass: the same rows in the same order. */
+	return sqlite3_mprintf("SELECT %s queue, op = 'wait', "
+			       "coalesce(queued_ns, observed_ns, end_ns), %s, end_ns, %s %s "
+			       "FROM fence_ops NOT INDEXED WHERE queue >= ?3 AND queue <= ?4%s%s "
+			       "AND (end_ns IS NULL OR end_ns >= ?1) "
+			       "AND coalesce(queued_ns, observed_ns, end_ns, ?1) <= ?2",
+			       head, full ? "observed_ns" : "NULL",
+			       full ? "CASE WHEN end_ns IS NULL THEN status END, "
+				      "CASE WHEN queued_ns IS NOT NULL THEN thread END, fence, value, id, queued_ns"
+				    : "NULL, NULL, NULL, NULL, NULL, NULL",
+			       tail, qf, ff);
+}
+
+/* The depth pass's state: per queue (sorted handles) its two stacks. */
+struct depth_sink {
+	const struct nf_render_layout *lay;
+	const int64_t *queue;
+	size_t n;
+	struct nf_render_stack *st;  /* 2 per queue: waits, signals */
+};
+
+static void depth_fn(sqlite3_context *ctx, int argc, sqlite3_value **v)
+{
+	struct depth_sink *k = sqlite3_user_data(ctx);
+	int64_t q = sqlite3_value_int64(v[0]), *f;
+	int has_end = !val_null(v[4]);
+	double xa, xb;
+
+	(void)argc;
+	sqlite3_result_null(ctx);
+	if (val_null(v[2]) || !(f = bsearch(&q, k->queue, k->n, sizeof(q), cmp_i64)))
+		return;
+	nf_render_op_span(k->lay, sqlite3_value_int64(v[2]), has_end,
+			  has_end ? sqlite3_value_int64(v[4]) : 0, &xa, &xb);
+	nf_render_stack_place(&k->st[(size_t)(f - k->queue) * 2 + (sqlite3_value_int(v[1]) ? 0 : 1)],
+			      xa, xb);
+}
+
+int nf_render_collect_depths(sqlite3 *db, const struct nf_render_options *opts,
+			     const struct nf_render_layout *lay, const int64_t *queues, size_t n,
+			     int cap, int (*n_sub)[2], int64_t *shared, struct nf_error *err)
+{
+	int nf = opts->fences ? opts->n_fences : 0, nq = opts->queues ? opts->n_queues : 0;
+	struct depth_sink k = { lay, queues, n, NULL };
+	char *qf = nf_render_in_list("queue", opts->queues, nq);
+	char *ff = nf_render_in_list("fence", opts->fences, nf);
+	char *sql = NULL;
+	sqlite3_stmt *st = NULL;
+	int ret = 0, rc;
+
+	if (n == 0)
+		goto out;
+	k.st = calloc(2 * n, sizeof(*k.st));
+	if (!qf || !ff || !k.st || !(sql = nf_render_ops_sql("count(nf_render_depth(", "))", qf, ff, 0))) {
+		ret = oom(err);
+		goto out;
+	}
+	for (size_t i = 0; i < 2 * n; i++)
+		nf_render_stack_reset(&k.st[i], cap);
+	if (sqlite3_create_function(db, "nf_render_depth", 11, SQLITE_UTF8 | SQLITE_DIRECTONLY, &k,
+				    depth_fn, NULL, NULL) != SQLITE_OK) {
+		ret = sql_fail(db, err, "reading fence_ops");
+		goto out;
+	}
+	if ((ret = prepare_window(db, lay, sql, &st, "reading fence_ops", err)) < 0)
+		goto out;
+	sqlite3_bind_int64(st, 3, queues[0]);
+	sqlite3_bind_int64(st, 4, queues[n - 1]);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		;
+	if (rc != SQLITE_DONE) {
+		ret = rc == SQLITE_NOMEM ? oom(err) : sql_fail(db, err, "reading fence_ops");
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		n_sub[i][0] = k.st[2 * i].n;
+		n_sub[i][1] = k.st[2 * i + 1].n;
+		shared[i] = k.st[2 * i].shared + k.st[2 * i + 1].shared;
+	}
+out:
+	sqlite3_finalize(st);
+	if (k.st)  /* the function points at this frame: gone with it */
+		sqlite3_create_function(db, "nf_render_depth", 11, SQLITE_UTF8, NULL, NULL, NULL, NULL);
+	sqlite3_free(sql);
+	free(k.st);
+	free(qf);
+	free(ff);
+	return ret;
 }
 
 /*
@@ -394,31 +562,32 @@ static int collect_ops(sqlite3 *db, const struct nf_render_options *opts,
 		ret = 0;
 		goto out_release;
 	}
-	if (sqlite3_create_function(db, "nf_render_op", 7, SQLITE_UTF8 | SQLITE_DIRECTONLY, &sink,
+	if (sqlite3_create_function(db, "nf_render_op", 11, SQLITE_UTF8 | SQLITE_DIRECTONLY, &sink,
 				    op_sink_fn, NULL, NULL) != SQLITE_OK) {
 		ret = sql_fail(db, err, "reading fence_ops");
 		goto out_release;
 	}
-	sql = sqlite3_mprintf("SELECT count(nf_render_op(queue, op = 'wait', "
-			      "coalesce(queued_ns, observed_ns, end_ns), observed_ns, end_ns, "
-			      "CASE WHEN end_ns IS NULL THEN status END, "
-			      "CASE WHEN queued_ns IS NOT NULL THEN thread END)) "
-			      "FROM fence_ops NOT INDEXED WHERE queue >= ?3 AND queue <= ?4%s%s "
-			      "AND (end_ns IS NULL OR end_ns >= ?1) "
-			      "AND coalesce(queued_ns, observed_ns, end_ns, ?1) <= ?2",
-			      qf, ff);
+	sql = nf_render_ops_sql("count(nf_render_op(", "))", qf, ff, 1);
 	ret = prepare_window(db, lay, sql, &st, "reading fence_ops", err);
 	sqlite3_free(sql);
+	/* Batches of queues whose accumulators (one set per sub-lane) fit the budget. */
 	for (m.b0 = 0; ret == 0 && m.b0 < m.n; m.b0 = m.b1) {
-		m.b1 = m.b0 + m.batch < m.n ? m.b0 + m.batch : m.n;
+		size_t cost = queue_lanes_cost(m.row[m.b0], m.ncols);
+
+		for (m.b1 = m.b0 + 1; m.b1 < m.n; m.b1++) {
+			cost += queue_lanes_cost(m.row[m.b1], m.ncols);
+			if (cost > NF_RENDER_LANE_BUDGET)
+				break;
+		}
 		ret = collect_ops_batch(db, lay, s, &m, st, err);
+		queue_map_release_batch(&m);
 	}
 	if (ret == 0 && emit_queued(&m, lay, s) < 0)
 		ret = oom(err);
 out_release:
 	sqlite3_finalize(st);
 	/* The function points at this frame: gone with it. */
-	sqlite3_create_function(db, "nf_render_op", 7, SQLITE_UTF8, NULL, NULL, NULL, NULL);
+	sqlite3_create_function(db, "nf_render_op", 11, SQLITE_UTF8, NULL, NULL, NULL, NULL);
 	queue_map_release(&m);
 	return ret;
 }
@@ -603,7 +772,7 @@ static int collect_anomalies(sqlite3 *db, const struct nf_render_layout *lay,
 	char *sql;
 	int64_t cur = 0;
 	int rc, ret, have_cur = 0;
-	double last_col[2] = { -1.0, -1.0 }, label_end[3] = { 0, 0, 0 };
+	double last_col[3] = { -1.0, -1.0, -1.0 }, label_end[3] = { 0, 0, 0 };
 
 	memset(runs, 0, sizeof(runs));
 	/*
@@ -638,7 +807,7 @@ static int collect_anomalies(sqlite3 *db, const struct nf_render_layout *lay,
 			have_cur = 1;
 			cur = queue;
 			row = nf_render_layout_queue(lay, queue);
-			last_col[0] = last_col[1] = -1.0;
+			last_col[0] = last_col[1] = last_col[2] = -1.0;
 			label_end[0] = label_end[1] = label_end[2] = 0.0;
 		}
 		if (!row)
@@ -691,8 +860,9 @@ static int collect_anomalies(sqlite3 *db, const struct nf_render_layout *lay,
 			}
 			continue;
 		}
-		k = kind && (strcmp(kind, "zero_timestamp") == 0 ||
-			     strcmp(kind, "repeated_timestamp") == 0) ? 0 : 1;
+		/* Zero and repeated timestamps each their own marker (the legend tells them apart). */
+		k = kind && strcmp(kind, "zero_timestamp") == 0 ? 0
+		    : kind && strcmp(kind, "repeated_timestamp") == 0 ? 1 : 2;
 		if (first < lay->t0)
 			continue;
 		x = nf_render_layout_x(lay, first);
@@ -700,8 +870,8 @@ static int collect_anomalies(sqlite3 *db, const struct nf_render_layout *lay,
 		if (col == last_col[k])
 			continue;
 		last_col[k] = col;
-		if (nf_render_quads_add(&s->marks[k ? NF_MK_BAD : NF_MK_TS], col + 0.5,
-					row->y + (k ? row->h - 4.0 : 4.0), 5.0, 0) < 0)
+		if (nf_render_quads_add(&s->marks[k == 0 ? NF_MK_TS_ZERO : k == 1 ? NF_MK_TS_REPEAT : NF_MK_BAD],
+					col + 0.5, row->y + (k == 2 ? row->h - 4.0 : 4.0), 5.0, 0) < 0)
 			goto out_oom;
 	}
 	if (rc != SQLITE_DONE) {
@@ -745,8 +915,8 @@ struct link_set {
 /* Returns 1 when the key is new (and adds it), 0 when known, -1 when full. */
 static int link_set_add(struct link_set *ls, uint64_t key)
 {
-	uint64_t k = key + 1, h = key * 0x9E3779B97F4A7C15ull;
-	size_t i = (size_t)(h >> 40) & (NF_RENDER_LINK_SLOTS - 1);
+	uint64_t k = key + 1;
+	size_t i = (size_t)nf_mix64(key) & (NF_RENDER_LINK_SLOTS - 1);
 
 	while (ls->slot[i]) {
 		if (ls->slot[i] == k)
@@ -760,20 +930,34 @@ static int link_set_add(struct link_set *ls, uint64_t key)
 	return 1;
 }
 
+/* The y an arrow starts or ends at: the op's own sub-lane when known, else the lane's middle. */
+static double link_y(const struct nf_render_scene *s, const struct nf_render_row *row,
+		     enum nf_render_lane_kind lane, sqlite3_stmt *st, int id_col)
+{
+	double y0, y1;
+	int k = row->kind == NF_ROW_QUEUE && sqlite3_column_type(st, id_col) != SQLITE_NULL
+		? nf_render_sub_get(s, sqlite3_column_int64(st, id_col)) : -1;
+
+	if (k >= 0)
+		nf_render_sublane_extent(row, lane, k, &y0, &y1);
+	else
+		nf_render_lane_extent(row, lane, &y0, &y1);
+	return (y0 + y1) / 2.0;
+}
+
 static int add_link(struct link_set *ls, const struct nf_render_layout *lay,
 		    struct nf_render_scene *s, const struct nf_render_row *from, double fy,
-		    int64_t from_t, const struct nf_render_row *to, int64_t to_t)
+		    int64_t from_t, const struct nf_render_row *to, double ty, int64_t to_t)
 {
 	double x0 = nf_render_layout_x(lay, from_t), x1 = nf_render_layout_x(lay, to_t);
-	double wy0, wy1;
 	uint64_t key;
 	int r;
 
-	/* To a GPU wait's lane, or to a CPU thread's (a CPU wait released by a GPU signal). */
-	nf_render_lane_extent(to, to->kind == NF_ROW_CPU ? NF_LANE_CPU : NF_LANE_WAIT, &wy0, &wy1);
 	s->n_links++;
 	key = ((uint64_t)(from - lay->rows) << 48) | ((uint64_t)(to - lay->rows) << 32) |
 	      ((uint64_t)(uint16_t)(int)floor(x0) << 16) | (uint64_t)(uint16_t)(int)floor(x1);
+	/* Stacked lanes: arrows to different boxes at the same columns are different arrows. */
+	key ^= (uint64_t)(uint32_t)(int)floor(fy) * 0x100000001B3ull ^ (uint64_t)(uint32_t)(int)floor(ty) << 8;
 	r = link_set_add(ls, key);
 	if (r < 0) {
 		s->n_links_merged++;
@@ -781,7 +965,7 @@ static int add_link(struct link_set *ls, const struct nf_render_layout *lay,
 	}
 	if (r == 0)
 		return 0;
-	return nf_render_quads_add(&s->links, x0, fy, x1, (wy0 + wy1) / 2.0);
+	return nf_render_quads_add(&s->links, x0, fy, x1, ty);
 }
 
 static int collect_links(sqlite3 *db, const struct nf_render_layout *lay,
@@ -813,7 +997,7 @@ static int collect_links(sqlite3 *db, const struct nf_render_layout *lay,
 		 * its value; Linux dma_fence waits are tied in deps, kernel_rows.c). */
 		if (pass == 2)
 			sql = sqlite3_mprintf(
-				"SELECT s.queue, min(s.end_ns), w.thread, w.end_ns FROM cpu_waits w "
+				"SELECT s.queue, min(s.end_ns), w.thread, w.end_ns, s.id, NULL FROM cpu_waits w "
 				"JOIN fence_ops s ON s.fence = w.fence AND s.op = 'signal' "
 				"AND s.value >= w.value AND s.end_ns IS NOT NULL AND s.end_ns <= w.end_ns "
 				"WHERE w.adapter IS NOT NULL AND w.status = 'satisfied' AND w.thread IS NOT NULL "
@@ -822,14 +1006,14 @@ static int collect_links(sqlite3 *db, const struct nf_render_layout *lay,
 				ff);
 		else if (pass == 0)
 			sql = sqlite3_mprintf(
-				"SELECT s.queue, s.end_ns, w.queue, w.end_ns FROM deps d "
+				"SELECT s.queue, s.end_ns, w.queue, w.end_ns, s.id, w.id FROM deps d "
 				"JOIN fence_ops w ON w.id = d.wait_id JOIN fence_ops s ON s.id = d.signal_id "
 				"WHERE s.end_ns IS NOT NULL AND w.end_ns IS NOT NULL%s "
 				"AND max(s.end_ns, w.end_ns) >= ?1 AND min(s.end_ns, w.end_ns) <= ?2",
 				ff);
 		else
 			sql = sqlite3_mprintf(
-				"SELECT c.thread, c.ts_ns, w.queue, w.end_ns FROM deps d "
+				"SELECT c.thread, c.ts_ns, w.queue, w.end_ns, NULL, w.id FROM deps d "
 				"JOIN fence_ops w ON w.id = d.wait_id JOIN cpu_signals c ON c.id = d.cpu_signal "
 				"WHERE d.signal_id IS NULL AND c.ts_ns IS NOT NULL AND w.end_ns IS NOT NULL%s "
 				"AND max(c.ts_ns, w.end_ns) >= ?1 AND min(c.ts_ns, w.end_ns) <= ?2",
@@ -838,7 +1022,6 @@ static int collect_links(sqlite3 *db, const struct nf_render_layout *lay,
 			goto out_free;
 		while (s->links.n <= limit && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 			const struct nf_render_row *from, *to;
-			double y0, y1;
 
 			from = pass != 1 ? nf_render_layout_queue(lay, sqlite3_column_int64(st, 0))
 					 : nf_render_layout_thread(lay, sqlite3_column_int64(st, 0));
@@ -846,8 +1029,11 @@ static int collect_links(sqlite3 *db, const struct nf_render_layout *lay,
 				       : nf_render_layout_queue(lay, sqlite3_column_int64(st, 2));
 			if (!from || !to)
 				continue;
-			nf_render_lane_extent(from, pass == 1 ? NF_LANE_CPU : NF_LANE_SIGNAL, &y0, &y1);
-			if (add_link(&ls, lay, s, from, (y0 + y1) / 2.0, sqlite3_column_int64(st, 1), to,
+			/* To a GPU wait's lane, or to a CPU thread's (a CPU wait released by a GPU signal). */
+			if (add_link(&ls, lay, s, from,
+				     link_y(s, from, pass == 1 ? NF_LANE_CPU : NF_LANE_SIGNAL, st, 4),
+				     sqlite3_column_int64(st, 1), to,
+				     link_y(s, to, to->kind == NF_ROW_CPU ? NF_LANE_CPU : NF_LANE_WAIT, st, 5),
 				     sqlite3_column_int64(st, 3)) < 0) {
 				ret = oom(err);
 				goto out_free;

@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/capbuf.h"
+
 #define KR_BAR_H 5.0
 
 void nf_render_kernel_thread_name(sqlite3 *db, int64_t thread, char *name, size_t len)
@@ -191,16 +193,10 @@ static int kr_lost(sqlite3 *db, const struct nf_render_layout *lay, struct nf_re
 
 		if (x + 4.0 < label_end || x + 4.0 + w > lay->plot_x1)
 			continue;
-		if (s->n_labels == s->cap_labels) {
-			size_t ncap = s->cap_labels ? s->cap_labels * 2 : 16;
-			struct nf_render_label *nl = ncap > 1000000 ? NULL : realloc(s->labels, ncap * sizeof(*nl));
-
-			if (!nl) {
-				ret = nf_error_set(err, NF_ENOMEM, "out of memory while drawing");
-				break;
-			}
-			s->labels = nl;
-			s->cap_labels = ncap;
+		if (nf_array_reserve((void **)&s->labels, &s->cap_labels, s->n_labels + 1,
+				     sizeof(*s->labels), 16, 1000000)) {
+			ret = nf_error_set(err, NF_ENOMEM, "out of memory while drawing");
+			break;
 		}
 		/* Labels are centred on x: this one starts just right of the mark. */
 		s->labels[s->n_labels].x = x + 4.0 + w / 2.0;

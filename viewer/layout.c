@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/capbuf.h"
+
 #define NF_RENDER_MAX_ROWS 4096
 
 static int sql_fail(sqlite3 *db, struct nf_error *err, const char *what)
@@ -30,8 +32,11 @@ const char *const nf_render_legend_labels[NF_RENDER_LEGEND_ITEMS] = {
 	"queued (wait, signal)",
 	"signal \xE2\x86\x92 released wait",
 	"no end known",
+	"end unmatched",
+	"op lost",
 	"lost span",
-	"zero / repeated timestamp",
+	"zero timestamp",
+	"repeated timestamp",
 	"other anomaly",
 };
 
@@ -259,18 +264,11 @@ static int resolve_window(sqlite3 *db, const struct nf_render_options *opts,
 static int push_row(struct nf_render_layout *lay, size_t *cap, const struct nf_render_row *r,
 		    struct nf_error *err)
 {
-	if (lay->n_rows == *cap) {
-		size_t ncap = *cap ? *cap * 2 : 32;
-		struct nf_render_row *n;
-
-		if (ncap > NF_RENDER_MAX_ROWS * 3)
-			return nf_error_set(err, NF_ENOMEM, "too many rows to draw; filter queues");
-		n = realloc(lay->rows, ncap * sizeof(*n));
-		if (!n)
-			return nf_error_set(err, NF_ENOMEM, "out of memory for rows");
-		lay->rows = n;
-		*cap = ncap;
-	}
+	if (lay->n_rows + 1 > NF_RENDER_MAX_ROWS * 3)
+		return nf_error_set(err, NF_ENOMEM, "too many rows to draw; filter queues");
+	if (nf_array_reserve((void **)&lay->rows, cap, lay->n_rows + 1, sizeof(*lay->rows), 32,
+			     NF_RENDER_MAX_ROWS * 3))
+		return nf_error_set(err, NF_ENOMEM, "out of memory for rows");
 	lay->rows[lay->n_rows++] = *r;
 	return 0;
 }
@@ -289,6 +287,8 @@ static int in_filter(const int64_t *v, int n, int64_t x)
 struct queue_info {
 	int64_t queue, adapter, engine, node;
 	char name[96], adapter_name[96];
+	int n_sub[2];     /* sub-lanes of its wait and signal lanes (the depth pass) */
+	int64_t shared;
 };
 
 static int cmp_queue(const void *a, const void *b)
@@ -309,21 +309,20 @@ static int cmp_queue(const void *a, const void *b)
 	return 0;
 }
 
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 static int add_queue(struct queue_info **qs, size_t *n, size_t *cap, const struct queue_info *q,
 		     struct nf_error *err)
 {
-	if (*n == *cap) {
-		size_t ncap = *cap ? *cap * 2 : 16;
-		struct queue_info *nq;
-
-		if (ncap > NF_RENDER_MAX_ROWS * 2)
-			return nf_error_set(err, NF_ENOMEM, "too many queues to draw; filter queues");
-		nq = realloc(*qs, ncap * sizeof(*nq));
-		if (!nq)
-			return nf_error_set(err, NF_ENOMEM, "out of memory for queues");
-		*qs = nq;
-		*cap = ncap;
-	}
+	if (*n + 1 > NF_RENDER_MAX_ROWS * 2)
+		return nf_error_set(err, NF_ENOMEM, "too many queues to draw; filter queues");
+	if (nf_array_reserve((void **)qs, cap, *n + 1, sizeof(**qs), 16, NF_RENDER_MAX_ROWS * 2))
+		return nf_error_set(err, NF_ENOMEM, "out of memory for queues");
 	(*qs)[(*n)++] = *q;
 	return 0;
 }
@@ -441,8 +440,14 @@ static int place_queue_rows(struct nf_render_layout *lay, const struct queue_inf
 		r.engine = q->engine;
 		r.node = q->node;
 		snprintf(r.name, sizeof(r.name), "%s", q->name);
+		r.n_sub[0] = q->n_sub[0] > 1 ? q->n_sub[0] : 1;
+		r.n_sub[1] = q->n_sub[1] > 1 ? q->n_sub[1] : 1;
+		r.shared = q->shared;
+		lay->shared += q->shared;
 		r.y = *y;
-		r.h = NF_RENDER_QUEUE_H;
+		/* Stacked lanes grow the row: 5 px above, 4 between, 5 below. */
+		r.h = NF_RENDER_QUEUE_H - 32.0 + r.n_sub[0] * nf_render_sublane_h(r.n_sub[0]) +
+		      r.n_sub[1] * nf_render_sublane_h(r.n_sub[1]);
 		*y += r.h;
 		if ((ret = push_row(lay, cap, &r, err)) < 0)
 			return ret;
@@ -631,13 +636,81 @@ out_free:
 	return ret;
 }
 
+/* The depth pass for the queues (sorted by handle for it, then back in row order). */
+static int queue_depths(sqlite3 *db, const struct nf_render_options *opts, struct nf_render_layout *lay,
+			struct queue_info *qs, size_t nq, int cap, struct nf_error *err)
+{
+	int64_t *h = NULL, *shared = NULL;
+	int(*n_sub)[2] = NULL;
+	int ret = 0;
+
+	if (nq == 0)
+		return 0;
+	h = malloc(nq * sizeof(*h));
+	shared = calloc(nq, sizeof(*shared));
+	n_sub = calloc(nq, sizeof(*n_sub));
+	if (!h || !shared || !n_sub) {
+		ret = nf_error_set(err, NF_ENOMEM, "out of memory for queues");
+		goto out;
+	}
+	/* The rows are sorted by adapter and engine; the pass wants handles sorted. */
+	for (size_t i = 0; i < nq; i++)
+		h[i] = qs[i].queue;
+	qsort(h, nq, sizeof(*h), cmp_i64);
+	if ((ret = nf_render_collect_depths(db, opts, lay, h, nq, cap, n_sub, shared, err)) < 0)
+		goto out;
+	for (size_t i = 0; i < nq; i++) {
+		int64_t *f = bsearch(&qs[i].queue, h, nq, sizeof(*h), cmp_i64);
+		size_t k = (size_t)(f - h);
+
+		qs[i].n_sub[0] = n_sub[k][0];
+		qs[i].n_sub[1] = n_sub[k][1];
+		qs[i].shared = shared[k];
+	}
+out:
+	free(h);
+	free(shared);
+	free(n_sub);
+	return ret;
+}
+
+/* Places every row for sub-lane cap `cap`; on success the page's height is known. */
+static int place_rows(sqlite3 *db, const struct nf_render_options *opts, struct nf_render_layout *lay,
+		      struct queue_info *qs, size_t nq, int cap, struct nf_error *err)
+{
+	size_t rcap = 0;
+	double y;
+	int ret;
+
+	free(lay->rows);
+	lay->rows = NULL;
+	lay->n_rows = lay->n_queues = lay->n_threads = lay->n_rings = 0;
+	lay->threads_left_out = 0;
+	lay->shared = 0;
+	lay->max_sub = cap;
+	if ((ret = queue_depths(db, opts, lay, qs, nq, cap, err)) < 0)
+		return ret;
+	y = NF_RENDER_TITLE_H + NF_RENDER_LEGEND_H * lay->legend_lines + 10.0;
+	lay->rows_y0 = y;
+	if ((ret = place_ring_rows(db, opts, lay, &rcap, &y, err)) < 0 ||
+	    (ret = place_queue_rows(lay, qs, nq, &rcap, &y, err)) < 0 ||
+	    (ret = place_cpu_rows(db, opts, lay, &rcap, &y, err)) < 0 ||
+	    (lay->etw && (ret = nf_render_etw_node_names(db, lay, err)) < 0))
+		return ret;
+	if (lay->n_rows == 0)
+		y += NF_RENDER_QUEUE_H;  /* room for "nothing to draw" */
+	lay->rows_y1 = y;
+	lay->axis_y = y + 6.0;
+	lay->height = lay->axis_y + NF_RENDER_AXIS_H;
+	return 0;
+}
+
 int nf_render_layout_build(sqlite3 *db, const struct nf_render_options *opts,
 			   struct nf_render_layout *lay, struct nf_error *err)
 {
 	struct queue_info *qs = NULL;
-	size_t nq = 0, cap = 0;
-	double y;
-	int ret;
+	size_t nq = 0;
+	int ret, cap = NF_RENDER_MAX_SUB;
 
 	memset(lay, 0, sizeof(*lay));
 	if (opts->width != 0 && (opts->width < NF_RENDER_MIN_WIDTH || opts->width > NF_RENDER_MAX_WIDTH))
@@ -655,18 +728,12 @@ int nf_render_layout_build(sqlite3 *db, const struct nf_render_options *opts,
 		goto out_release;
 	lay->etw = strcmp(lay->source, "etw") == 0;
 	place_legend(lay);
-	y = NF_RENDER_TITLE_H + NF_RENDER_LEGEND_H * lay->legend_lines + 10.0;
-	lay->rows_y0 = y;
-	if ((ret = place_ring_rows(db, opts, lay, &cap, &y, err)) < 0 ||
-	    (ret = place_queue_rows(lay, qs, nq, &cap, &y, err)) < 0 ||
-	    (ret = place_cpu_rows(db, opts, lay, &cap, &y, err)) < 0 ||
-	    (lay->etw && (ret = nf_render_etw_node_names(db, lay, err)) < 0))
+	/* A page too tall with deep stacks is drawn with fewer sub-lanes (said on the page). */
+	while ((ret = place_rows(db, opts, lay, qs, nq, cap, err)) == 0 &&
+	       lay->height > NF_RENDER_MAX_HEIGHT && cap > 1)
+		cap /= 2;
+	if (ret < 0)
 		goto out_release;
-	if (lay->n_rows == 0)
-		y += NF_RENDER_QUEUE_H;  /* room for "nothing to draw" */
-	lay->rows_y1 = y;
-	lay->axis_y = y + 6.0;
-	lay->height = lay->axis_y + NF_RENDER_AXIS_H;
 	if (lay->height > NF_RENDER_MAX_HEIGHT) {
 		ret = nf_error_set(err, NF_ENOMEM,
 				   "%zu queues and %zu CPU threads do not fit on one page; filter queues",
@@ -726,17 +793,26 @@ const struct nf_render_row *nf_render_layout_ring(const struct nf_render_layout 
 	return NULL;
 }
 
+double nf_render_sublane_h(int n)
+{
+	/* 10 px boxes (with the 1 px gap) hold a 9 px label at every depth up to the cap. */
+	return n <= 1 ? 16.0 : n <= 4 ? 13.0 : 11.0;
+}
+
 void nf_render_lane_extent(const struct nf_render_row *row, enum nf_render_lane_kind lane,
 			   double *y0, double *y1)
 {
+	int nw = row->n_sub[0] > 1 ? row->n_sub[0] : 1, ns = row->n_sub[1] > 1 ? row->n_sub[1] : 1;
+	double hw = nw * nf_render_sublane_h(nw), hs = ns * nf_render_sublane_h(ns);
+
 	switch (lane) {
 	case NF_LANE_WAIT:
 		*y0 = row->y + 5.0;
-		*y1 = row->y + 21.0;
+		*y1 = *y0 + hw;
 		break;
 	case NF_LANE_SIGNAL:
-		*y0 = row->y + 25.0;
-		*y1 = row->y + 41.0;
+		*y0 = row->y + 5.0 + hw + 4.0;
+		*y1 = *y0 + hs;
 		break;
 	case NF_LANE_CPU:
 	default:
@@ -744,6 +820,74 @@ void nf_render_lane_extent(const struct nf_render_row *row, enum nf_render_lane_
 		*y1 = row->y + row->h - 6.0;
 		break;
 	}
+}
+
+void nf_render_sublane_extent(const struct nf_render_row *row, enum nf_render_lane_kind lane, int k,
+			      double *y0, double *y1)
+{
+	int n = lane == NF_LANE_WAIT ? row->n_sub[0] : lane == NF_LANE_SIGNAL ? row->n_sub[1] : 1;
+	double h;
+
+	nf_render_lane_extent(row, lane, y0, y1);
+	if (n <= 1 || lane == NF_LANE_CPU)
+		return;
+	if (k < 0)
+		k = 0;
+	if (k >= n)
+		k = n - 1;
+	h = nf_render_sublane_h(n);
+	*y0 += h * k;
+	*y1 = *y0 + h - 1.0;  /* a 1 px gap tells stacked boxes apart */
+}
+
+void nf_render_stack_reset(struct nf_render_stack *st, int cap)
+{
+	st->n = 0;
+	st->cap = cap < 1 ? 1 : cap > NF_RENDER_MAX_SUB ? NF_RENDER_MAX_SUB : cap;
+	st->shared = 0;
+}
+
+int nf_render_stack_place(struct nf_render_stack *st, double xa, double xb)
+{
+	int best = 0;
+
+	for (int k = 0; k < st->n; k++)
+		if (st->end[k] <= xa) {
+			if (xb > st->end[k])
+				st->end[k] = xb;
+			return k;
+		}
+	/* Only boxes a person can see as boxes open a sub-lane: narrower ones are
+	 * density at this zoom (one stacked lane of bands per overlap would say
+	 * nothing more), and are told apart by zooming in. */
+	if (st->n == 0 || (st->n < st->cap && xb - xa >= NF_RENDER_STACK_MIN_W)) {
+		st->end[st->n] = xb;
+		return st->n++;
+	}
+	for (int k = 1; k < st->n; k++)
+		if (st->end[k] < st->end[best])
+			best = k;
+	if (xb > st->end[best])
+		st->end[best] = xb;
+	/* Deeper than the cap: it shares the sub-lane that frees first, counted. */
+	if (xb - xa >= NF_RENDER_STACK_MIN_W)
+		st->shared++;
+	return best;
+}
+
+void nf_render_op_span(const struct nf_render_layout *lay, int64_t start, int has_end, int64_t end,
+		       double *xa, double *xb)
+{
+	if (!has_end)
+		end = start;
+	if (end < start) {
+		int64_t t = end;
+
+		end = start;
+		start = t;
+	}
+	*xa = nf_render_layout_x(lay, start);
+	*xb = nf_render_layout_x(lay, end);
 }
 
 int64_t nf_render_tick_step(int64_t span_ns, int max_ticks)

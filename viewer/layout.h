@@ -40,7 +40,7 @@
  * they go; placed here, with a generous width estimate, so that the rows
  * start below however many lines it takes.
  */
-#define NF_RENDER_LEGEND_ITEMS 11
+#define NF_RENDER_LEGEND_ITEMS 14
 extern const char *const nf_render_legend_labels[NF_RENDER_LEGEND_ITEMS];
 /* Two more for imported ETW captures (lay->etw): DMA packets and VSyncs. */
 #define NF_RENDER_LEGEND_ETW_ITEMS 2
@@ -68,6 +68,12 @@ struct nf_render_row {
 	char name[96];       /* queue name, adapter name, ring, process name ("" if unknown) */
 	char driver[16];     /* NF_ROW_RING: the driver (amdgpu, drm_sched, i915) */
 	double y, h;         /* top edge and height */
+	/* NF_ROW_QUEUE: sub-lanes of the wait [0] and signal [1] lanes (at least 1):
+	 * operations that overlap in time are stacked, one per sub-lane, as GPUView
+	 * stacks packets by queue depth; shared: operations deeper than the cap that
+	 * share a sub-lane with another (the row says so). */
+	int n_sub[2];
+	int64_t shared;
 };
 
 struct nf_render_layout {
@@ -89,6 +95,8 @@ struct nf_render_layout {
 	size_t n_queues, n_threads;
 	size_t n_rings;
 	size_t threads_left_out;  /* threads that ran but got no row (see nf_render_options) */
+	int max_sub;              /* the cap on sub-lanes per lane used for this page */
+	int64_t shared;           /* operations that share a sub-lane (sum over rows) */
 };
 
 /*
@@ -115,9 +123,66 @@ const struct nf_render_row *nf_render_layout_thread(const struct nf_render_layou
 const struct nf_render_row *nf_render_layout_ring(const struct nf_render_layout *lay, const char *driver,
 						  const char *ring);
 
-/* The vertical extent [*y0, *y1) of a lane within a row. */
+/* The vertical extent [*y0, *y1) of a lane within a row (all its sub-lanes). */
 void nf_render_lane_extent(const struct nf_render_row *row, enum nf_render_lane_kind lane,
 			   double *y0, double *y1);
+
+/*
+ * Sub-lanes. Operations overlapping in time on one lane of a queue are placed
+ * first-fit in start order (the order the analyzer stores them per queue and
+ * kind), which uses as many sub-lanes as the deepest overlap (interval
+ * colouring); at most cap sub-lanes, beyond which an operation shares the
+ * sub-lane that frees first and is counted. Boxes narrower than
+ * NF_RENDER_STACK_MIN_W at this zoom open none (they are density bands). The layout (depth pass), the
+ * scene (collect.c) and the SVG tooltips (svgtext.c) replay the same
+ * placement on the same rows in the same order, so they agree.
+ */
+#define NF_RENDER_MAX_SUB 24
+/* Narrower boxes (page px) never open a sub-lane: they share the one freeing first. */
+#define NF_RENDER_STACK_MIN_W 3.0
+
+struct nf_render_stack {
+	double end[NF_RENDER_MAX_SUB];  /* per sub-lane: the right end of its last box */
+	int n, cap;
+	int64_t shared;
+};
+
+void nf_render_stack_reset(struct nf_render_stack *st, int cap);
+/* Places the interval [xa, xb] (page x, xa <= xb); returns its sub-lane. */
+int nf_render_stack_place(struct nf_render_stack *st, double xa, double xb);
+
+/*
+ * The page interval of a fence operation, from its start (queued, else
+ * observed, else end time) and end (has_end 0: open, drawn from the start on):
+ * a completion before its start is drawn as it is (swapped).
+ */
+void nf_render_op_span(const struct nf_render_layout *lay, int64_t start, int has_end, int64_t end,
+		       double *xa, double *xb);
+
+/* The vertical extent of sub-lane k of a lane of a queue row (1 px apart when stacked). */
+void nf_render_sublane_extent(const struct nf_render_row *row, enum nf_render_lane_kind lane, int k,
+			      double *y0, double *y1);
+/* The height of one sub-lane when a lane has n of them. */
+double nf_render_sublane_h(int n);
+
+/*
+ * The depth pass (collect.c): for the queues (sorted handles) the number of
+ * sub-lanes their wait and signal lanes need in the window, at most cap, and
+ * how many operations share. Returns 0, NF_ESQL or NF_ENOMEM.
+ */
+int nf_render_collect_depths(sqlite3 *db, const struct nf_render_options *opts,
+			     const struct nf_render_layout *lay, const int64_t *queues, size_t n,
+			     int cap, int (*n_sub)[2], int64_t *shared, struct nf_error *err);
+
+/*
+ * The SQL of the operations of the window in storage order: columns queue,
+ * is_wait, start, observed, end, status (NULL unless open), thread (NULL
+ * without a queued time), fence, value, id, queued; ?1 = t0, ?2 = t1, queue
+ * between ?3 and ?4 (full 0: only queue, is_wait, start and end, the others
+ * NULL, for the depth pass). Each of the passes above wraps it; sqlite3_free() it.
+ */
+char *nf_render_ops_sql(const char *select_head, const char *select_tail, const char *qf,
+			const char *ff, int full);
 
 /*
  * A "nice" tick step (1, 2 or 5 times a power of ten, in ns) so that the span

@@ -51,9 +51,14 @@ static const struct rgba c_vblank = RGBA(0x1E88E5, 0.45), c_marker = RGB(0xEF6C0
 /* DMA packets on node rows and VSync lines (imported ETW captures). */
 static const struct rgba c_dma = RGB(0x4F9D69), c_dma_edge = RGB(0x2E6B43);
 static const struct rgba c_vsync = RGB(0x7E57C2);
+/* Markers: lost op, zero-timestamp op, repeated-timestamp op, unmatched op (a white
+ * circle with a grey ring), zero timestamp, repeated timestamp, other anomaly. */
 static const struct rgba c_mark[NF_MK_COUNT] = {
-	RGB(0xE8710A), RGB(0x7B1FA2), RGB(0x757575), RGB(0x7B1FA2), RGB(0xD32F2F),
+	RGB(0xE8710A), RGB(0x7B1FA2), RGB(0x00897B), RGB(0xFFFFFF), RGB(0x7B1FA2), RGB(0x00897B),
+	RGB(0xD32F2F),
 };
+/* The ring around each marker (the background's colour, except the unmatched op's). */
+static const struct rgba c_mark_ring_unmatched = RGB(0x616161);
 
 static void set_colour(cairo_t *cr, struct rgba c)
 {
@@ -364,11 +369,15 @@ static void paint_title(cairo_t *cr, const struct nf_render_options *opts,
 		       s->n_links == 1 ? "" : "s");
 	if (s->n_unplaced)
 		append(line, sizeof(line), "%" PRId64 " ops without any time", s->n_unplaced);
+	if (lay->shared)
+		append(line, sizeof(line), "%" PRId64 " op%s deeper than %d share a sub-lane (narrow "
+		       "--from/--to)", lay->shared, lay->shared == 1 ? "" : "s", lay->max_sub);
 	ellipsize(cr, line, lay->width - 32, fit, sizeof(fit));
 	text(cr, 16, 52, fit, LEFT, th->dim);
 }
 
-enum swatch { SW_RECT, SW_STALL, SW_OPEN, SW_HATCH, SW_MARK, SW_TICK, SW_QUEUED, SW_LINK };
+enum swatch { SW_RECT, SW_STALL, SW_OPEN, SW_HATCH, SW_MARK, SW_MARK2, SW_OPEN_MARK, SW_TICK, SW_QUEUED,
+	      SW_LINK };
 
 static void paint_hatch_lines(cairo_t *cr, double x0, double y0, double x1, double y1,
 			      const struct theme *th)
@@ -393,11 +402,14 @@ static void mark_path(cairo_t *cr, int mk, double x, double y, double r)
 		cairo_line_to(cr, x - r, y);
 		cairo_close_path(cr);
 		break;
-	case NF_MK_TS: /* triangle pointing down into the row */
+	case NF_MK_TS_ZERO: /* triangle pointing down into the row */
 		cairo_move_to(cr, x - r, y - r * 0.8);
 		cairo_line_to(cr, x + r, y - r * 0.8);
 		cairo_line_to(cr, x, y + r * 0.9);
 		cairo_close_path(cr);
+		break;
+	case NF_MK_TS_REPEAT: /* square */
+		cairo_rectangle(cr, x - r * 0.75, y - r * 0.75, r * 1.5, r * 1.5);
 		break;
 	case NF_MK_BAD: /* triangle pointing up into the row */
 		cairo_move_to(cr, x - r, y + r * 0.8);
@@ -413,6 +425,16 @@ static void mark_path(cairo_t *cr, int mk, double x, double y, double r)
 	}
 }
 
+/* A marker's fill and ring, the same on the rows and in the legend. */
+static void fill_mark(cairo_t *cr, int mk, const struct theme *th)
+{
+	set_colour(cr, c_mark[mk]);
+	cairo_fill_preserve(cr);
+	set_colour(cr, mk == NF_MK_UNMATCHED ? c_mark_ring_unmatched : th->bg);
+	cairo_set_line_width(cr, mk == NF_MK_UNMATCHED ? 1.2 : 1.0);
+	cairo_stroke(cr);
+}
+
 static void paint_marks(cairo_t *cr, const struct nf_render_quads *q, int mk,
 			const struct theme *th)
 {
@@ -420,11 +442,7 @@ static void paint_marks(cairo_t *cr, const struct nf_render_quads *q, int mk,
 		return;
 	for (size_t i = 0; i < q->n; i++)
 		mark_path(cr, mk, q->v[i * 4], q->v[i * 4 + 1], q->v[i * 4 + 2]);
-	set_colour(cr, c_mark[mk]);
-	cairo_fill_preserve(cr);
-	set_colour(cr, th->bg);
-	cairo_set_line_width(cr, 1.0);
-	cairo_stroke(cr);
+	fill_mark(cr, mk, th);
 }
 
 /* Draws one legend swatch in the 22x12 box at (x, y). */
@@ -473,8 +491,20 @@ static void paint_swatch(cairo_t *cr, enum swatch sw, struct rgba c, int mk, dou
 		break;
 	case SW_MARK:
 		mark_path(cr, mk, x + 11, y + 6, 5);
-		set_colour(cr, c_mark[mk]);
+		fill_mark(cr, mk, th);
+		break;
+	case SW_MARK2: /* an anomaly's marker and the circle of an op it left without an end */
+		mark_path(cr, mk, x + 6, y + 6, 5);
+		fill_mark(cr, mk, th);
+		mark_path(cr, mk == NF_MK_TS_ZERO ? NF_MK_ZERO_OP : NF_MK_REPEAT_OP, x + 17, y + 6, 5);
+		fill_mark(cr, mk == NF_MK_TS_ZERO ? NF_MK_ZERO_OP : NF_MK_REPEAT_OP, th);
+		break;
+	case SW_OPEN_MARK: /* an open band starting with the marker */
+		cairo_rectangle(cr, x + 6, y + 1, 16, 10);
+		set_colour(cr, with_alpha(c_wait, 0.3));
 		cairo_fill(cr);
+		mark_path(cr, mk, x + 6, y + 6, 4.5);
+		fill_mark(cr, mk, th);
 		break;
 	case SW_TICK:
 		cairo_rectangle(cr, x + 10, y - 1, 2, 14);
@@ -519,8 +549,11 @@ static void paint_legend(cairo_t *cr, const struct nf_render_layout *lay, const 
 		{ SW_QUEUED, 0 },          /* queued on the CPU */
 		{ SW_LINK, 0 },            /* signal -> released wait */
 		{ SW_OPEN, 0 },            /* no end known */
+		{ SW_OPEN_MARK, NF_MK_UNMATCHED }, /* its start: no end matched */
+		{ SW_OPEN_MARK, NF_MK_LOST },      /* its start: lost in a gap */
 		{ SW_HATCH, 0 },           /* lost span */
-		{ SW_MARK, NF_MK_TS },     /* zero / repeated timestamp */
+		{ SW_MARK2, NF_MK_TS_ZERO },   /* zero timestamp */
+		{ SW_MARK2, NF_MK_TS_REPEAT }, /* repeated timestamp */
 		{ SW_MARK, NF_MK_BAD },    /* other anomaly */
 	};
 	_Static_assert(sizeof(items) / sizeof(items[0]) == NF_RENDER_LEGEND_ITEMS,
@@ -528,7 +561,8 @@ static void paint_legend(cairo_t *cr, const struct nf_render_layout *lay, const 
 
 	font(cr, 11, 0);
 	for (size_t i = 0; i < NF_RENDER_LEGEND_ITEMS; i++) {
-		struct rgba c = items[i].mk == 1 ? c_signal : items[i].mk == 2 ? c_cpu : c_wait;
+		int rect = items[i].sw == SW_RECT;
+		struct rgba c = rect && items[i].mk == 1 ? c_signal : rect && items[i].mk == 2 ? c_cpu : c_wait;
 		double x = lay->legend_x[i], y = lay->legend_y[i];
 
 		paint_swatch(cr, items[i].sw, items[i].sw == SW_TICK ? c_signal : c, items[i].mk, x,
@@ -612,6 +646,17 @@ static void paint_row_labels(cairo_t *cr, const struct nf_render_layout *lay,
 			else
 				snprintf(buf, sizeof(buf), "hw queue 0x%" PRIx64, (uint64_t)r->id);
 			text(cr, 32, r->y + 35, buf, LEFT, th->dim);
+			/* Stacked lanes say how deep they go, and when the cap made some share. */
+			if ((r->n_sub[0] > 1 || r->n_sub[1] > 1) && r->h >= 56) {
+				snprintf(buf, sizeof(buf), "stacked: %d wait%s, %d signal%s deep", r->n_sub[0],
+					 r->n_sub[0] == 1 ? "" : "s", r->n_sub[1], r->n_sub[1] == 1 ? "" : "s");
+				text(cr, 32, r->y + 50, buf, LEFT, th->dim);
+			}
+			if (r->shared && r->h >= 70) {
+				snprintf(buf, sizeof(buf), "%" PRId64 " op%s deeper than %d share", r->shared,
+					 r->shared == 1 ? "" : "s", lay->max_sub);
+				text(cr, 32, r->y + 64, buf, LEFT, c_mark[NF_MK_BAD]);
+			}
 			break;
 		case NF_ROW_RING:
 			font(cr, 12, 1);
@@ -746,6 +791,33 @@ static void paint_links(cairo_t *cr, const struct nf_render_quads *q, const stru
 	cairo_fill(cr);
 }
 
+/*
+ * Fence and value inside the boxes where they fit: the longest of
+ * "fence 0x5 = 12", "0x5 = 12", "0x5=12" narrower than the box.
+ */
+static void paint_box_labels(cairo_t *cr, const struct nf_render_scene *s)
+{
+	static const struct rgba on_light = RGB(0x5A1025), on_dark = RGB(0xFFFFFF);
+	char buf[64];
+
+	font(cr, 9, 0);
+	for (size_t i = 0; i < s->n_box_labels; i++) {
+		const struct nf_render_box_label *l = &s->box_labels[i];
+		double room = l->x1 - l->x0 - 6.0;
+
+		for (int form = 0; form < 3; form++) {
+			snprintf(buf, sizeof(buf), form == 0 ? "fence 0x%" PRIx64 " = %" PRId64
+				 : form == 1 ? "0x%" PRIx64 " = %" PRId64 : "0x%" PRIx64 "=%" PRId64,
+				 (uint64_t)l->fence, l->value);
+			if (text_width(cr, buf) <= room) {
+				text(cr, l->x0 + 3.0, (l->y0 + l->y1) / 2.0 + 3.2, buf, LEFT,
+				     l->on_dark ? on_dark : on_light);
+				break;
+			}
+		}
+	}
+}
+
 static void paint_data(cairo_t *cr, const struct nf_render_options *opts,
 		       const struct nf_render_layout *lay, const struct nf_render_scene *s,
 		       const struct theme *th)
@@ -795,6 +867,7 @@ static void paint_data(cairo_t *cr, const struct nf_render_options *opts,
 		}
 		cairo_restore(cr);
 	}
+	paint_box_labels(cr, s);
 	if (s->dashes.n) {
 		for (size_t i = 0; i < s->dashes.n; i++) {
 			const double *v = &s->dashes.v[i * 4];

@@ -21,6 +21,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../core/capbuf.h"
+
 #include "svgtext.h"
 #include "viewer.h"
 
@@ -66,18 +68,10 @@ static cairo_status_t sink_write(void *closure, const unsigned char *data, unsig
 	if (s->failed)
 		return CAIRO_STATUS_WRITE_ERROR;
 	if (s->buffered) {
-		if (s->len + length > s->cap) {
-			size_t ncap = s->cap ? s->cap : 65536;
-			char *nb;
-
-			while (ncap < s->len + length)
-				ncap *= 2;
-			if (ncap > NF_RENDER_MAX_SVG || !(nb = realloc(s->buf, ncap))) {
-				s->failed = 1;
-				return CAIRO_STATUS_NO_MEMORY;
-			}
-			s->buf = nb;
-			s->cap = ncap;
+		if (nf_array_reserve((void **)&s->buf, &s->cap, s->len + length, 1, 65536,
+				     NF_RENDER_MAX_SVG)) {
+			s->failed = 1;
+			return CAIRO_STATUS_NO_MEMORY;
 		}
 		memcpy(s->buf + s->len, data, length);
 		s->len += length;

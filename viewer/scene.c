@@ -12,26 +12,36 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/capbuf.h"
+#include "../core/util_hash.h"
+
 int nf_render_quads_add(struct nf_render_quads *q, double a, double b, double c, double d)
 {
-	if (q->n == q->cap) {
-		size_t ncap = q->cap ? q->cap * 2 : 64;
-		double *nv;
-
-		if (ncap > NF_RENDER_MAX_QUADS)
-			return NF_ENOMEM;
-		nv = realloc(q->v, ncap * 4 * sizeof(*nv));
-		if (!nv)
-			return NF_ENOMEM;
-		q->v = nv;
-		q->cap = ncap;
-	}
+	/* A quad is 4 doubles; at most NF_RENDER_MAX_QUADS. */
+	if (nf_array_reserve((void **)&q->v, &q->cap, q->n + 1, 4 * sizeof(*q->v), 64,
+			     NF_RENDER_MAX_QUADS))
+		return NF_ENOMEM;
 	q->v[q->n * 4 + 0] = a;
 	q->v[q->n * 4 + 1] = b;
 	q->v[q->n * 4 + 2] = c;
 	q->v[q->n * 4 + 3] = d;
 	q->n++;
 	return 0;
+}
+
+int nf_render_sub_put(struct nf_render_scene *s, int64_t id, int sub)
+{
+	/* Full: this op's arrows end at its lane's middle (not an error). */
+	if (!nf_u64map_find(&s->subs, (uint64_t)id) && s->subs.n >= NF_RENDER_MAX_SUBS_KEPT)
+		return 0;
+	return nf_u64map_put(&s->subs, (uint64_t)id, (uint64_t)sub);
+}
+
+int nf_render_sub_get(const struct nf_render_scene *s, int64_t id)
+{
+	const uint64_t *v = nf_u64map_find(&s->subs, (uint64_t)id);
+
+	return v ? (int)*v : -1;
 }
 
 static void quads_release(struct nf_render_quads *q)
@@ -52,6 +62,10 @@ void nf_render_scene_release(struct nf_render_scene *s)
 	quads_release(&s->vsyncs);
 	free(s->labels);
 	s->labels = NULL;
+	nf_u64map_free(&s->subs);
+	free(s->box_labels);
+	s->box_labels = NULL;
+	s->n_box_labels = s->cap_box_labels = 0;
 	s->n_labels = s->cap_labels = 0;
 }
 

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/capbuf.h"
+
 struct nf_svg_tip {
 	double x, y, w, h;
 	char *s;
@@ -37,16 +39,9 @@ int nf_render_svg_text(cairo_t *cr, double x, double y, const char *s)
 
 	if (!l)
 		return 0;
-	if (l->n == l->cap) {
-		size_t ncap = l->cap ? l->cap * 2 : 256;
-		struct nf_svg_text *n;
-
-		if (ncap > NF_SVG_MAX_TEXTS || !(n = realloc(l->v, ncap * sizeof(*n)))) {
-			l->failed = 1;
-			return 1;
-		}
-		l->v = n;
-		l->cap = ncap;
+	if (nf_array_reserve((void **)&l->v, &l->cap, l->n + 1, sizeof(*l->v), 256, NF_SVG_MAX_TEXTS)) {
+		l->failed = 1;
+		return 1;
 	}
 	t = &l->v[l->n];
 	if (!(t->s = strdup(s))) {
@@ -111,97 +106,151 @@ int nf_render_svg_write(FILE *f, const struct nf_svg_texts *l)
 }
 
 /* A time for a tooltip: "1.234567 ms" (ns precision kept), or "unknown". */
-static void tip_time(char *buf, size_t len, sqlite3_stmt *st, int col)
+static void tip_time(char *buf, size_t len, sqlite3_value *v)
 {
-	if (sqlite3_column_type(st, col) == SQLITE_NULL)
+	if (sqlite3_value_type(v) == SQLITE_NULL)
 		snprintf(buf, len, "unknown");
 	else
-		snprintf(buf, len, "%.6f ms", (double)sqlite3_column_int64(st, col) / 1e6);
+		snprintf(buf, len, "%.6f ms", (double)sqlite3_value_int64(v) / 1e6);
+}
+
+/* What the tips pass's SQL function works on. */
+struct tip_sink {
+	const struct nf_render_layout *lay;
+	struct nf_svg_texts *l;
+	struct nf_render_stack *stacks;  /* 2 per layout row: waits, signals */
+	const struct nf_render_row *last_row;
+	int64_t last_queue;
+	int failed;
+};
+
+/* One tooltip for an operation's box; returns 0 or -1 (out of memory). */
+static int add_tip(struct tip_sink *k, const struct nf_render_row *row, int is_wait, int sub, double x0,
+		   double x1, sqlite3_value **v)
+{
+	struct nf_svg_texts *l = k->l;
+	const unsigned char *status = sqlite3_value_text(v[11]);
+	char q[32], o[32], e[32], text[512];
+	double y0, y1;
+	struct nf_svg_tip *t;
+
+	if (l->n_tips >= NF_SVG_MAX_TIPS) {
+		l->tips_left_out++;
+		return 0;
+	}
+	if (nf_array_reserve((void **)&l->tips, &l->cap_tips, l->n_tips + 1, sizeof(*l->tips), 256,
+			     NF_SVG_MAX_TIPS))
+		return -1;
+	if (x0 < k->lay->plot_x0)
+		x0 = k->lay->plot_x0;
+	if (x1 > k->lay->plot_x1)
+		x1 = k->lay->plot_x1;
+	nf_render_sublane_extent(row, is_wait ? NF_LANE_WAIT : NF_LANE_SIGNAL, sub, &y0, &y1);
+	tip_time(q, sizeof(q), v[10]);
+	tip_time(o, sizeof(o), v[3]);
+	tip_time(e, sizeof(e), v[4]);
+	snprintf(text, sizeof(text),
+		 "%s #%" PRId64 " · queue 0x%" PRIx64 " · fence 0x%" PRIx64 " = %" PRId64
+		 " · queued %s · %s%s%send %s · %s",
+		 is_wait ? "wait" : "signal", (int64_t)sqlite3_value_int64(v[9]),
+		 (uint64_t)sqlite3_value_int64(v[0]), (uint64_t)sqlite3_value_int64(v[7]),
+		 (int64_t)sqlite3_value_int64(v[8]), q, is_wait ? "observed " : "",
+		 is_wait ? o : "", is_wait ? " · " : "", e, status ? (const char *)status : "?");
+	t = &l->tips[l->n_tips];
+	if (!(t->s = strdup(text)))
+		return -1;
+	t->x = x0;
+	t->y = y0;
+	t->w = x1 - x0;
+	t->h = y1 - y0;
+	l->n_tips++;
+	return 0;
+}
+
+/*
+ * Called by sqlite for every operation of the window, inside its scan (as
+ * collect.c's nf_render_op): replays the sub-lane placement and keeps a tip
+ * for each box with an end at least 2 px wide. Columns: nf_render_ops_sql's,
+ * then 11 status.
+ */
+static void tip_fn(sqlite3_context *ctx, int argc, sqlite3_value **v)
+{
+	struct tip_sink *k = sqlite3_user_data(ctx);
+	int64_t queue = sqlite3_value_int64(v[0]);
+	int is_wait = sqlite3_value_int(v[1]) != 0, has_end = sqlite3_value_type(v[4]) != SQLITE_NULL, sub;
+	const struct nf_render_row *row;
+	double x0, x1;
+
+	(void)argc;
+	sqlite3_result_null(ctx);
+	if (k->failed || sqlite3_value_type(v[2]) == SQLITE_NULL)
+		return;
+	if (!k->last_row || queue != k->last_queue) {
+		k->last_queue = queue;
+		k->last_row = nf_render_layout_queue(k->lay, queue);
+	}
+	if (!(row = k->last_row))
+		return;
+	nf_render_op_span(k->lay, sqlite3_value_int64(v[2]), has_end, has_end ? sqlite3_value_int64(v[4]) : 0,
+			  &x0, &x1);
+	sub = nf_render_stack_place(&k->stacks[2 * (size_t)(row - k->lay->rows) + (is_wait ? 0 : 1)], x0, x1);
+	if (has_end && x1 - x0 >= 2.0 && add_tip(k, row, is_wait, sub, x0, x1, v) < 0) {
+		k->failed = 1;
+		sqlite3_result_error_nomem(ctx);
+	}
 }
 
 int nf_render_svg_tips(sqlite3 *db, const struct nf_render_options *opts,
 		       const struct nf_render_layout *lay, struct nf_svg_texts *l,
 		       struct nf_error *err)
 {
-	double ns_per_px = (double)(lay->t1 - lay->t0) / (lay->plot_x1 - lay->plot_x0);
 	char *qf = nf_render_in_list("queue", opts->queues, opts->queues ? opts->n_queues : 0);
 	char *ff = nf_render_in_list("fence", opts->fences, opts->fences ? opts->n_fences : 0);
-	char *sql = qf && ff ? sqlite3_mprintf(
-		"SELECT id, queue, op, fence, value, queued_ns, observed_ns, end_ns, status, "
-		"coalesce(queued_ns, observed_ns) FROM fence_ops NOT INDEXED "
-		"WHERE queue IS NOT NULL AND end_ns IS NOT NULL AND coalesce(queued_ns, observed_ns) IS NOT NULL "
-		"AND end_ns >= ?1 AND coalesce(queued_ns, observed_ns) <= ?2 "
-		"AND end_ns - coalesce(queued_ns, observed_ns) >= ?3%s%s", qf, ff) : NULL;
+	/* Every operation of the window in the scene's order, so that the sub-lanes
+	 * replayed here are the ones drawn (layout.h); those 2 px wide get a tip. */
+	char *sql = qf && ff ? nf_render_ops_sql("count(nf_render_tip(", ", status))", qf, ff, 1) : NULL;
+	struct tip_sink k = { lay, l, NULL, NULL, 0, 0 };
+	int64_t qmin = INT64_MAX, qmax = INT64_MIN;
 	sqlite3_stmt *st = NULL;
 	int rc, ret = 0;
 
 	free(qf);
 	free(ff);
-	if (!sql)
-		return nf_error_set(err, NF_ENOMEM, "out of memory for tooltips");
-	rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
-	sqlite3_free(sql);
-	if (rc != SQLITE_OK)
-		return nf_error_set(err, NF_ESQL, "reading tooltips: %s", sqlite3_errmsg(db));
+	k.stacks = calloc(2 * (lay->n_rows ? lay->n_rows : 1), sizeof(*k.stacks));
+	if (!sql || !k.stacks) {
+		ret = nf_error_set(err, NF_ENOMEM, "out of memory for tooltips");
+		goto out;
+	}
+	for (size_t i = 0; i < lay->n_rows; i++) {
+		nf_render_stack_reset(&k.stacks[2 * i], lay->max_sub);
+		nf_render_stack_reset(&k.stacks[2 * i + 1], lay->max_sub);
+		if (lay->rows[i].kind == NF_ROW_QUEUE) {
+			qmin = lay->rows[i].id < qmin ? lay->rows[i].id : qmin;
+			qmax = lay->rows[i].id > qmax ? lay->rows[i].id : qmax;
+		}
+	}
+	if (sqlite3_create_function(db, "nf_render_tip", 12, SQLITE_UTF8 | SQLITE_DIRECTONLY, &k, tip_fn, NULL,
+				    NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+		ret = nf_error_set(err, NF_ESQL, "reading tooltips: %s", sqlite3_errmsg(db));
+		goto out;
+	}
 	sqlite3_bind_int64(st, 1, lay->t0);
 	sqlite3_bind_int64(st, 2, lay->t1);
-	sqlite3_bind_double(st, 3, 2.0 * ns_per_px);
-	while (ret == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		const struct nf_render_row *row = nf_render_layout_queue(lay, sqlite3_column_int64(st, 1));
-		const unsigned char *op = sqlite3_column_text(st, 2), *status = sqlite3_column_text(st, 8);
-		int is_wait = op && !strcmp((const char *)op, "wait");
-		double x0, x1, y0, y1;
-		char q[32], o[32], e[32], text[512];
-		struct nf_svg_tip *t;
-
-		if (!row)
-			continue;
-		if (l->n_tips >= NF_SVG_MAX_TIPS) {
-			l->tips_left_out++;
-			continue;
-		}
-		if (l->n_tips == l->cap_tips) {
-			size_t ncap = l->cap_tips ? l->cap_tips * 2 : 256;
-			struct nf_svg_tip *n = realloc(l->tips, ncap * sizeof(*n));
-
-			if (!n) {
-				ret = nf_error_set(err, NF_ENOMEM, "out of memory for tooltips");
-				break;
-			}
-			l->tips = n;
-			l->cap_tips = ncap;
-		}
-		x0 = nf_render_layout_x(lay, sqlite3_column_int64(st, 9));
-		x1 = nf_render_layout_x(lay, sqlite3_column_int64(st, 7));
-		if (x0 < lay->plot_x0)
-			x0 = lay->plot_x0;
-		if (x1 > lay->plot_x1)
-			x1 = lay->plot_x1;
-		nf_render_lane_extent(row, is_wait ? NF_LANE_WAIT : NF_LANE_SIGNAL, &y0, &y1);
-		tip_time(q, sizeof(q), st, 5);
-		tip_time(o, sizeof(o), st, 6);
-		tip_time(e, sizeof(e), st, 7);
-		snprintf(text, sizeof(text),
-			 "%s #%" PRId64 " · queue 0x%" PRIx64 " · fence 0x%" PRIx64 " = %" PRId64
-			 " · queued %s · %s%s%send %s · %s",
-			 is_wait ? "wait" : "signal", (int64_t)sqlite3_column_int64(st, 0),
-			 (uint64_t)sqlite3_column_int64(st, 1), (uint64_t)sqlite3_column_int64(st, 3),
-			 (int64_t)sqlite3_column_int64(st, 4), q, is_wait ? "observed " : "",
-			 is_wait ? o : "", is_wait ? " · " : "", e, status ? (const char *)status : "?");
-		t = &l->tips[l->n_tips];
-		if (!(t->s = strdup(text))) {
-			ret = nf_error_set(err, NF_ENOMEM, "out of memory for tooltips");
-			break;
-		}
-		t->x = x0;
-		t->y = y0;
-		t->w = x1 - x0;
-		t->h = y1 - y0;
-		l->n_tips++;
-	}
-	if (ret == 0 && rc != SQLITE_DONE && rc != SQLITE_ROW)
+	sqlite3_bind_int64(st, 3, qmin);
+	sqlite3_bind_int64(st, 4, qmax);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		;
+	if (k.failed || rc == SQLITE_NOMEM)
+		ret = nf_error_set(err, NF_ENOMEM, "out of memory for tooltips");
+	else if (rc != SQLITE_DONE)
 		ret = nf_error_set(err, NF_ESQL, "reading tooltips: %s", sqlite3_errmsg(db));
+out:
 	sqlite3_finalize(st);
+	/* The function points at this frame: gone with it. */
+	sqlite3_create_function(db, "nf_render_tip", 12, SQLITE_UTF8, NULL, NULL, NULL, NULL);
+	sqlite3_free(sql);
+	free(k.stacks);
 	return ret;
 }
 

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "layout.h"
+#include "../core/util_hash.h"
 
 /* A growing list of 4-double items: rectangles, segments or markers. */
 struct nf_render_quads {
@@ -64,11 +65,13 @@ enum nf_render_rb {
 
 /* Marker batches: (x, y, size, 0) drawn as small shapes. */
 enum nf_render_mk {
-	NF_MK_LOST,          /* open-ended op, status lost */
-	NF_MK_ZERO_OP,       /* open-ended op, status zero_timestamp or repeated_timestamp */
-	NF_MK_UNMATCHED,     /* open-ended op, other status */
-	NF_MK_TS,            /* zero or repeated timestamp anomaly */
-	NF_MK_BAD,           /* other anomalies */
+	NF_MK_LOST,          /* open-ended op, status lost (orange diamond) */
+	NF_MK_ZERO_OP,       /* open-ended op, status zero_timestamp (purple circle) */
+	NF_MK_REPEAT_OP,     /* open-ended op, status repeated_timestamp (teal circle) */
+	NF_MK_UNMATCHED,     /* open-ended op, other status (white circle, grey ring) */
+	NF_MK_TS_ZERO,       /* zero timestamp anomaly (purple triangle) */
+	NF_MK_TS_REPEAT,     /* repeated timestamp anomaly (teal square) */
+	NF_MK_BAD,           /* other anomalies (red triangle) */
 	NF_MK_COUNT
 };
 
@@ -76,6 +79,13 @@ enum nf_render_mk {
 struct nf_render_label {
 	double x, y;         /* centre of the text baseline */
 	char text[32];
+};
+
+/* A fence and value label inside an operation's box (drawn when its text fits). */
+struct nf_render_box_label {
+	double x0, x1, y0, y1;  /* the visible part of the box */
+	int64_t fence, value;
+	int on_dark;            /* a signal box: light text */
 };
 
 struct nf_render_scene {
@@ -87,6 +97,13 @@ struct nf_render_scene {
 	struct nf_render_quads vsyncs;    /* VSync lines (ETW captures): x y0 x y1 */
 	struct nf_render_label *labels;
 	size_t n_labels, cap_labels;
+	struct nf_render_box_label *box_labels;
+	size_t n_box_labels, cap_box_labels;
+	int64_t box_labels_left_out;
+	/* The sub-lane of each operation on a stacked lane (op id -> sub-lane), so
+	 * that arrows end at their own box; at most NF_RENDER_MAX_SUBS_KEPT kept,
+	 * the others' arrows end at their lane's middle. */
+	struct nf_u64map subs;
 	/* What was found, for the subtitle. */
 	int64_t n_waits, n_signals, n_open, n_cpu_waits, n_cpu_signals;
 	int64_t n_lost_spans, lost_entries, n_anomalies, n_links;
@@ -97,7 +114,12 @@ struct nf_render_scene {
 	int64_t n_dma, n_vsyncs; /* DMA packets and VSyncs drawn (ETW captures) */
 };
 
+#define NF_RENDER_MAX_SUBS_KEPT ((size_t)1 << 19)
+
 int nf_render_quads_add(struct nf_render_quads *q, double a, double b, double c, double d);
+/* Records / looks up an operation's sub-lane (-1 when not recorded). */
+int nf_render_sub_put(struct nf_render_scene *s, int64_t id, int sub);
+int nf_render_sub_get(const struct nf_render_scene *s, int64_t id);
 void nf_render_scene_release(struct nf_render_scene *s);
 
 /*

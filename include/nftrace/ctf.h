@@ -81,7 +81,12 @@ void nf_ctf_writer_get_stats(const struct nf_ctf_writer *w, struct nf_ctf_writer
 /* The first error the writer hit (its emit returns only the code). */
 const struct nf_error *nf_ctf_writer_error(const struct nf_ctf_writer *w);
 
-/* Flushes and closes. Returns the first error seen while writing, if any. */
+/* Ends the session and frees the writer (w is invalid afterwards, whatever
+ * the result): flushes the last packets, waits for the committer to write
+ * them, syncs and closes the stream files and marks the recording ended in
+ * the metadata. Returns 0, or the first error seen while writing or here
+ * (NF_EIO with the file and the offset: disk full, a file size limit), with
+ * err filled. NULL: returns 0. */
 int nf_ctf_writer_close(struct nf_ctf_writer *w, struct nf_error *err);
 
 /* Frees a writer in a process forked after it was created: nothing is

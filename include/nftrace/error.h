@@ -11,6 +11,8 @@
 
 #include <stdarg.h>
 
+#include "nftrace/visibility.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -37,8 +39,9 @@ struct nf_error {
 	char msg[NF_ERROR_MSG_MAX];   /* one line, no trailing newline */
 };
 
-/* Clears an error context so it can be reused. */
-void nf_error_clear(struct nf_error *err);
+/* Clears an error context so it can be reused (code NF_OK, empty message).
+ * NULL is a no-op. Touches only *err. */
+NF_API void nf_error_clear(struct nf_error *err);
 
 /*
  * Records an error unless one is already recorded (first error wins).
@@ -50,12 +53,16 @@ int nf_error_set(struct nf_error *err, int code, const char *fmt, ...)
 int nf_error_vset(struct nf_error *err, int code, const char *fmt, va_list ap)
 	__attribute__((format(printf, 3, 0)));
 
-/* Prepends "<prefix>: " to the recorded message (adds context on the way up). */
+/* Prepends "<prefix>: " to the recorded message (adds context on the way up);
+ * the result is cut to NF_ERROR_MSG_MAX - 1 bytes. A no-op when err is NULL
+ * or holds no error. Returns nothing: it cannot fail. */
 void nf_error_prefix(struct nf_error *err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-/* A short lowercase name for a code ("invalid argument", ...). */
-const char *nf_strerror(int code);
+/* A short lowercase name for a code ("invalid argument", ...): a static
+ * string, never NULL ("unknown error" for a code not in enum nf_errcode).
+ * Thread-safe. */
+NF_API const char *nf_strerror(int code);
 
 /*
  * Text from a session or a message is shown on a terminal with its control

@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "nftrace/visibility.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -27,25 +29,11 @@ enum nf_field_type {
 	NF_FT_U8, NF_FT_U16, NF_FT_U32, NF_FT_U64, NF_FT_STR, NF_FT_U32SEQ, NF_FT_ENTRIES,
 };
 
-enum nf_event_id {
-#define NF_EVENT(ID, NAME, DXG, STREAM, DOC) NF_EV_##ID,
-#define NF_FIELD(ID, TYPE, NAME, DOC)
-#define NF_EVENT_END(ID)
-#include "../../schemas/events.def"
-#undef NF_EVENT
-#undef NF_FIELD
-#undef NF_EVENT_END
-	NF_EV_COUNT
-};
-
-/* Field indices: NFF_<EVENT>_<field> is the field's slot in nf_event.f[]. */
-#define NF_EVENT(ID, NAME, DXG, STREAM, DOC) enum {
-#define NF_FIELD(ID, TYPE, NAME, DOC) NFF_##ID##_##NAME,
-#define NF_EVENT_END(ID) NFF_##ID##__COUNT };
-#include "../../schemas/events.def"
-#undef NF_EVENT
-#undef NF_FIELD
-#undef NF_EVENT_END
+/* enum nf_event_id (NF_EV_<ID>, NF_EV_COUNT) and the field indices
+ * (NFF_<EVENT>_<field>: the field's slot in nf_event.f[]), generated at build
+ * time from schemas/events.def (CMakeLists.txt, nf_gen_event_ids) and
+ * installed beside this header. */
+#include "nftrace/events_ids.h"
 
 #define NF_EVENT_MAX_FIELDS 16
 
@@ -106,14 +94,29 @@ struct nf_event_desc {
 	uint32_t n_fields;
 };
 
-/* The schema table, indexed by enum nf_event_id. */
-const struct nf_event_desc *nf_event_desc(uint32_t id);
+/* The schema table, indexed by enum nf_event_id: the event's description
+ * (static, never freed), or NULL when id >= NF_EV_COUNT. Thread-safe. */
+NF_API const struct nf_event_desc *nf_event_desc(uint32_t id);
 
-/* Looks an event up by its CTF name; returns -1 when unknown. */
-int nf_event_id_by_name(const char *name);
+/* Looks an event up by its CTF name ("FenceSignalQueued"): returns its enum
+ * nf_event_id, or -1 when the name is unknown (name must not be NULL).
+ * Thread-safe. */
+NF_API int nf_event_id_by_name(const char *name);
 
 /* An event sink: where the runtime sends events (the recorder, a test, ...).
- * emit returns 0 or a negative NF_E* code; a failing sink stops the runtime. */
+ * emit returns 0 or a negative NF_E* code; a failing sink stops the runtime:
+ * the call that produced the event, and every later call that changes the
+ * runtime, return that code (nfence.h).
+ * ev and what it points to (str, u32s, entries) are borrowed for the call
+ * only: copy what you keep. Events come in session order, one call at a time,
+ * never two at once. Which thread calls emit: in NF_MODE_DETERMINISTIC the
+ * thread inside the runtime call that produced the event (the GPU is
+ * simulated inside the calls); in NF_MODE_THREADED any of the caller's
+ * threads inside a runtime call, a GPU engine thread (log recreation) or the
+ * runtime's CMP/interrupt thread (log reads, interrupts, CPU wakeups, clock
+ * calibration), always with the runtime's OS lock held. So emit must not call
+ * the runtime (it would deadlock) and should return quickly: every API call
+ * waits while it runs. ctx is the caller's and must outlive the runtime. */
 struct nf_event_sink {
 	void *ctx;
 	int (*emit)(void *ctx, const struct nf_event *ev);

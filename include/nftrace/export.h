@@ -38,6 +38,26 @@
  *   when it names no queue), args detail and lost entries;
  * - per queue and log, a counter "QUEUE LOG lost entries": the running total
  *   of lost_entries, one value at each anomalies row with lost_entries > 0.
+ * Imported captures add (each only when its table exists; GPU jobs, vblanks,
+ * markers and VSyncs belong to no queue or fence, so a --queue or --fence
+ * filter leaves them out, and DMA packets are kept by --queue only):
+ * - Linux GPU jobs (jobs): a process "GPU jobs" with, per ring, a track
+ *   "RING jobs" holding each job's run (started_ns .. finished_ns, named by
+ *   its ring, category job) and a track "RING waiting" holding its wait to
+ *   run (submitted_ns .. started_ns, "job wait"); a part with one time only
+ *   is an instant at it ("job queued" when it never started); args job id,
+ *   driver, job, context, seqno, thread, process, status. Each job_deps row
+ *   whose two jobs are written is a flow, id = max(fence_ops.id) + 2 + the
+ *   row's rowid (above every operation's flow), from the dependency's run
+ *   (its wait when it has no run) to the job's wait (its run when it has no
+ *   submit time);
+ * - vblanks: an instant "vblank" per row on a track "CRTC N vblanks" of a
+ *   process "Display"; markers: an instant per row on the thread that wrote
+ *   it, named by its text (cut at 200 bytes; whole in the "text" arg);
+ * - ETW DMA packets (dma_packets): per adapter and node, a track "NODE DMA
+ *   packets" in the adapter's process, each packet a slice from start_ns to
+ *   end_ns ("dma packet"; pending: an instant at its start); VSyncs (vsyncs):
+ *   an instant "vsync" per row on the adapter's "VSync target N" track.
  * A queue or thread whose slices overlap without nesting (operations queued
  * before the previous one ended) gets lanes: child tracks "NAME #2", ... (in
  * JSON, a tid per lane), so that slices on one track always nest.
@@ -98,7 +118,9 @@ int nf_export_parse_format(const char *name, enum nf_export_format *out, struct 
  * over it when complete: on failure no output is left behind and an existing
  * file of that name is untouched. stats may be NULL.
  * Returns 0, or
- *   NF_EINVAL  no output, a negative filter count, --to not after --from;
+ *   NF_EINVAL  no output, a negative filter count, --to not after --from; a
+ *              window that starts at or after the session's end (meta
+ *              duration_ns, else its latest time), as report refuses it;
  *   NF_ENOENT  no database file; a queue in opts->queues that the timeline does
  *              not have; filters or a window that match nothing at all;
  *              the output's directory does not exist;

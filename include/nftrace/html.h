@@ -7,6 +7,13 @@
  * reads the timeline through the SQL schema only (schemas/timeline.sql) and
  * writes the page streaming, so memory does not grow with the session.
  *
+ * Linux kernel sessions (nftrace import trace.dat) add their GPU rings on
+ * top (jobs: submitted -> started shaded, started -> finished solid; a job's
+ * dependencies highlighted on click), vblank lines, user markers and run bars
+ * on the thread rows. Windows ETW sessions add a DMA packet row per GPU node
+ * and VSync lines. These are written in full up to NF_HTML_MAX_EXTRA each
+ * (the page says when a kind was cut).
+ *
  * Level of detail: per-row summaries (operation counts in bins) cover the
  * whole window; the details (one record per operation) cover the window's
  * first max_ops operations, from its start up to a cut time. The page says
@@ -27,6 +34,8 @@ extern "C" {
 #define NF_HTML_DEFAULT_MAX_OPS 100000
 /* Upper bound accepted for max_ops (the page stays below ~100 MB). */
 #define NF_HTML_MAX_MAX_OPS 2000000
+/* Jobs, job deps, DMA packets, vblanks, VSyncs, markers and runs written at most, each. */
+#define NF_HTML_MAX_EXTRA 500000
 /* Summary bins per row over the whole window. */
 #define NF_HTML_BINS 2048
 
@@ -40,6 +49,15 @@ struct nf_html_options {
 	const int64_t *fences;     /* only operations on these fences (NULL: all) */
 	int n_fences;
 	int64_t max_ops;           /* operations with details, 0: NF_HTML_DEFAULT_MAX_OPS */
+	/* CPU thread rows, chosen as the static report chooses them (render.h):
+	 * the threads that wait, signal, queued GPU work, submitted GPU jobs or
+	 * wrote markers; every thread that only ran (cpu_runs) with threads_all,
+	 * or when named by threads (name or id) or processes (name or id). */
+	int threads_all;
+	const char *const *threads;
+	int n_threads;
+	const char *const *processes;
+	int n_processes;
 };
 
 /*

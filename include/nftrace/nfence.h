@@ -15,6 +15,35 @@
  * validates its arguments: a bad handle returns NF_EINVAL with a message in
  * err, never a crash. Times are nanoseconds.
  *
+ * What every function below that returns int has in common (each one's own
+ * comment adds its codes):
+ *   - It returns 0 or a negative NF_E* code (include/nftrace/error.h) and then
+ *     fills err, when err is not NULL, with one line (first error wins: clear
+ *     err with nf_error_clear() before reusing it). Outputs are written only
+ *     on success.
+ *   - NF_EINVAL: rt is NULL, a handle is not one of this runtime's (or names
+ *     an object of another kind, or one already destroyed), a required
+ *     pointer is NULL.
+ *   - A runtime whose sink failed keeps that failure: its event sink's
+ *     emit returned an error (the recorder: NF_EIO, disk full), and from then
+ *     on every call that changes the runtime returns that first code and
+ *     message ("event sink failed (...)"). Only close/destroy remain useful.
+ *   - NF_ESTATE after nf_runtime_finish() ("runtime already finished") from
+ *     every call that changes the runtime; the queries (nf_fence_read,
+ *     nf_fence_gpu_va, nf_fence_global_handle, nf_hwqueue_progress_fence,
+ *     nf_runtime_now_ns, nf_runtime_get_stats) still answer.
+ *   - NF_ESTATE in a process forked after the runtime was created: a runtime
+ *     belongs to the process that created it; the child must create its own.
+ * Ownership: the runtime copies what the config and descriptors point to
+ * (names included) or uses them only during the call; handles are the
+ * runtime's and die with it. Nothing a call returns needs to be freed,
+ * except the runtime itself (nf_runtime_close or nf_runtime_destroy).
+ * Threads: in NF_MODE_DETERMINISTIC a runtime is used by one thread at a
+ * time (the caller's, which also runs the simulated GPU inside the calls); in
+ * NF_MODE_THREADED every call may come from any thread at any time, except
+ * nf_runtime_close/destroy, which must be the last call (no other thread
+ * still inside a call but a CPU wait, which then returns NF_EINTR).
+ *
  * Modes: NF_MODE_DETERMINISTIC runs on virtual time with a seed and no threads
  * (same inputs, same events, byte for byte); NF_MODE_THREADED runs a GPU engine
  * thread per hardware queue and a CMP/interrupt thread, with CPU waits that
@@ -37,6 +66,7 @@
 
 #include "nftrace/error.h"
 #include "nftrace/events.h"
+#include "nftrace/visibility.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -123,9 +153,15 @@ struct nf_runtime_config {
 	volatile int *interrupt;
 };
 
-/* Fills defaults. */
-void nf_runtime_config_init(struct nf_runtime_config *cfg);
-void nf_adapter_desc_init(struct nf_adapter_desc *desc);
+/* Fill cfg (or desc) with the defaults: deterministic mode, seed 1, a 10 MHz
+ * CPU clock from 0, the OS native fence feature on, tracing off (256 entries
+ * when on), a log read every 1 ms, a 10 ms calibration interval, no sink (no
+ * recording); an adapter "GPU" with native fences, a stride of 8, a
+ * 19.2 MHz GPU clock, the fence-array interrupt payload and small GPU costs.
+ * Neither fails; the pointer must not be NULL (it is written through, as by
+ * memset). Thread-safe: they touch only *cfg / *desc. */
+NF_API void nf_runtime_config_init(struct nf_runtime_config *cfg);
+NF_API void nf_adapter_desc_init(struct nf_adapter_desc *desc);
 
 /*
  * Entries per log buffer on an adapter whose desc asks for log_entries: that
@@ -133,44 +169,100 @@ void nf_adapter_desc_init(struct nf_adapter_desc *desc);
  * is off. "When tracing is enabled, the OS first increases the size of the log
  * buffer to prevent overruns": with cfg->tracing the size is raised to
  * tracing_log_entries (0: 256) and never lowered, i.e. the larger of the two.
- * SetNativeFenceLogBuffer's capacity in a session is this value.
+ * SetNativeFenceLogBuffer's capacity in a session is this value. A pure
+ * function of its arguments (cfg must not be NULL); thread-safe.
  */
-uint32_t nf_log_entries_effective(const struct nf_runtime_config *cfg, uint32_t log_entries);
+NF_API uint32_t nf_log_entries_effective(const struct nf_runtime_config *cfg, uint32_t log_entries);
 
-/* Creates a runtime. Returns 0, NF_EINVAL, NF_ENOMEM. */
-int nf_runtime_create(const struct nf_runtime_config *cfg, nf_runtime **out, struct nf_error *err);
+/*
+ * Creates a runtime from cfg (copied; cfg->sink.ctx and cfg->interrupt are
+ * borrowed: they must outlive the runtime). In threaded mode it starts the
+ * CMP/interrupt thread here. *out is set on success and NULL on failure.
+ * Returns 0; NF_EINVAL for a NULL out or cfg, an unknown mode, a CPU
+ * frequency of 0 or above 10 GHz, or a calibration interval outside
+ * 1 ns..30 ms; NF_ENOMEM when memory or a thread cannot be had. The caller
+ * owns the runtime and ends it with nf_runtime_close() or
+ * nf_runtime_destroy().
+ */
+NF_API int nf_runtime_create(const struct nf_runtime_config *cfg, nf_runtime **out, struct nf_error *err);
 
 /*
  * Drains the runtime: lets every queue run until it is idle or blocked for good,
  * does the OS's last read of every log, emits the ground-truth summaries and the
- * stop events. Call once before destroy to end a recording cleanly.
+ * stop events. Call it once, before close/destroy, to end a recording cleanly
+ * (close/destroy of a runtime created from the environment call it when the
+ * program did not). Returns 0; the sink's error (then some stop events may be
+ * missing); NF_EINTR when cfg->interrupt was set while the queues drained (the
+ * runtime is not finished then: calling again resumes the drain); NF_ESTATE
+ * ("runtime already finished") on any call after one that returned 0, and
+ * nothing is emitted then; a runtime whose sink failed returns that failure
+ * again instead (tests/capture/test_runtime_end.c). After it, the runtime
+ * refuses changes (see above). Threaded: takes the OS lock; other threads'
+ * calls wait for it and are refused with NF_ESTATE once it is done.
  */
-int nf_runtime_finish(nf_runtime *rt, struct nf_error *err);
+NF_API int nf_runtime_finish(nf_runtime *rt, struct nf_error *err);
 
-/* Frees everything. NULL is a no-op. */
-void nf_runtime_destroy(nf_runtime *rt);
+/*
+ * Ends the runtime and frees everything it owns; rt is invalid afterwards
+ * whatever the result. A thread still blocked in a CPU wait or an event wait
+ * returns NF_EINTR first. A runtime created from the environment
+ * (nf_runtime_create_from_env with NFTRACE_RECORD_DIR) is finished here if
+ * the program did not finish it (and it did not fail), and its session is
+ * closed. nf_runtime_close returns how that went: 0; the runtime's own first
+ * error (its sink's, or the final nf_runtime_finish's); the session's close
+ * error (NF_EIO: a packet could not be written, disk full or a file size
+ * limit; the message names the file); NF_ESTATE in a process forked after
+ * creation (that process's copy is freed, nothing is written: the session
+ * stays the parent's). nf_runtime_destroy is the same without the result
+ * (`nftrace record -- PROGRAM` still learns a session's failure through its
+ * status pipe). NULL: returns 0, a no-op. Must be the runtime's last call.
+ */
+NF_API void nf_runtime_destroy(nf_runtime *rt);
+NF_API int nf_runtime_close(nf_runtime *rt, struct nf_error *err);
 
-/* If NFTRACE_RECORD_DIR is set (nftrace record -- PROGRAM), creates a runtime that
- * records into it (NFTRACE_SEED, NFTRACE_MODE, NFTRACE_GROUND_TRUTH honoured) and
- * closes the session at nf_runtime_destroy(). Otherwise behaves like
- * nf_runtime_create with cfg. NF_EINVAL, and no session, when NFTRACE_SEED is
- * not a decimal number of 64 bits, NFTRACE_GROUND_TRUTH not 0 or 1, or
- * NFTRACE_MODE not deterministic or threaded. A runtime used by a process
- * forked after its creation refuses every call with NF_ESTATE. */
-int nf_runtime_create_from_env(const struct nf_runtime_config *cfg, nf_runtime **out,
+/*
+ * If NFTRACE_RECORD_DIR is set (nftrace record -- PROGRAM), creates a runtime
+ * that records into it: the session directory is created, the CTF writer is
+ * the sink (cfg->sink is replaced), NFTRACE_SEED, NFTRACE_MODE (deterministic
+ * or threaded) and NFTRACE_GROUND_TRUTH (0 or 1) override cfg, NFTRACE_SOURCE
+ * names the source in the session; close/destroy closes the session.
+ * Otherwise behaves exactly like nf_runtime_create with cfg. Returns what
+ * nf_runtime_create returns, and NF_EINVAL (no session created) when
+ * NFTRACE_SEED is not a decimal number of 64 bits, NFTRACE_GROUND_TRUTH not 0
+ * or 1, or NFTRACE_MODE not deterministic or threaded; the CTF writer's
+ * NF_EEXIST (the directory exists and is not empty), NF_EIO or NF_ENOMEM
+ * when the session cannot be started. A runtime used by a process forked
+ * after its creation refuses every call with NF_ESTATE.
+ */
+NF_API int nf_runtime_create_from_env(const struct nf_runtime_config *cfg, nf_runtime **out,
 			       struct nf_error *err);
 
-/* Adapters. Fails with NF_EUNSUPP when the adapter advertises NativeGpuFence but
+/* Adapters. Creates the next adapter (ordinals from 0, in creation order;
+ * desc copied, desc->name too) and emits AdapterStart and its first clock
+ * calibration. Returns 0; NF_EINVAL for a NULL argument, a monitored value
+ * stride above NF_MONITORED_VALUE_STRIDE_MAX, a GPU clock frequency of 0 or
+ * above 10 GHz, a drift beyond 10000 ppm, a timestamp fault rate outside
+ * 0..1, a log size above 1048576 entries; NF_ENOMEM beyond 16 adapters or
+ * out of memory; NF_EUNSUPP when the adapter advertises NativeGpuFence but
  * the OS has the native fence feature disabled (as the real OS fails init). */
-int nf_adapter_create(nf_runtime *rt, const struct nf_adapter_desc *desc, uint32_t *adapter_out,
+NF_API int nf_adapter_create(nf_runtime *rt, const struct nf_adapter_desc *desc, uint32_t *adapter_out,
 		      struct nf_error *err);
 
 /* Hardware queues: each gets a native progress fence and a waits log and a
- * signals log (DxgkDdiSetNativeFenceLogBuffer twice). */
-int nf_hwqueue_create(nf_runtime *rt, uint32_t adapter, uint32_t node, uint32_t engine,
+ * signals log (DxgkDdiSetNativeFenceLogBuffer twice); emits HwQueueStart and
+ * the two SetLogBuffer events; name is copied (NULL: no name). Threaded: also
+ * starts the queue's GPU engine thread. nf_hwqueue_create returns 0; NF_EINVAL
+ * (no such adapter, NULL queue_out); NF_ENOMEM (out of memory, a thread that
+ * cannot start, more than 256 queues in threaded mode).
+ * nf_hwqueue_destroy reads the queue's logs a last time and emits its truth
+ * and HwQueueStop; returns 0, NF_EINVAL (bad handle) or NF_ESTATE while the
+ * queue still has commands in flight (let it drain: advance, or wait for its
+ * progress fence). nf_hwqueue_progress_fence returns 0 or NF_EINVAL (bad
+ * handle, NULL fence_out); the fence is the queue's and dies with it. */
+NF_API int nf_hwqueue_create(nf_runtime *rt, uint32_t adapter, uint32_t node, uint32_t engine,
 		      const char *name, nf_handle *queue_out, struct nf_error *err);
-int nf_hwqueue_destroy(nf_runtime *rt, nf_handle queue, struct nf_error *err);
-int nf_hwqueue_progress_fence(nf_runtime *rt, nf_handle queue, nf_handle *fence_out,
+NF_API int nf_hwqueue_destroy(nf_runtime *rt, nf_handle queue, struct nf_error *err);
+NF_API int nf_hwqueue_progress_fence(nf_runtime *rt, nf_handle queue, nf_handle *fence_out,
 			      struct nf_error *err);
 
 struct nf_fence_desc {
@@ -187,8 +279,9 @@ struct nf_fence_desc {
  * a cross-adapter fence of a type other than DEFAULT, and an INTRA_GPU fence
  * while the OS lacks SupportIntraGpuFenceType (STATUS_INVALID_PARAMETER, the
  * error the D3DKMTCreateNativeFence page names); NF_EUNSUPP for INTRA_GPU on
- * an adapter without native fences. */
-int nf_fence_create(nf_runtime *rt, uint32_t adapter, const struct nf_fence_desc *desc,
+ * an adapter without native fences. The local handle is closed with
+ * nf_fence_close (or goes with the runtime). */
+NF_API int nf_fence_create(nf_runtime *rt, uint32_t adapter, const struct nf_fence_desc *desc,
 		    nf_handle *local_out, struct nf_error *err);
 /*
  * D3DKMTCreateSynchronizationObject2 with D3DDDI_MONITORED_FENCE: a WDDM 2.x
@@ -202,20 +295,27 @@ int nf_fence_create(nf_runtime *rt, uint32_t adapter, const struct nf_fence_desc
  * tell the two interrupts apart) it raises a native fence signaled interrupt
  * with a NULL array and EvaluateLegacyMonitoredFences instead. A native
  * NULL-array interrupt without that flag does not evaluate legacy waiters.
- * Returns as nf_fence_create.
+ * Returns as nf_fence_create (NF_EINVAL also for a type other than DEFAULT).
  */
-int nf_monitored_fence_create(nf_runtime *rt, uint32_t adapter, const struct nf_fence_desc *desc,
+NF_API int nf_monitored_fence_create(nf_runtime *rt, uint32_t adapter, const struct nf_fence_desc *desc,
 			      nf_handle *local_out, struct nf_error *err);
-/* The global handle a shared fence is opened by (stands in for the NT handle). */
-int nf_fence_global_handle(nf_runtime *rt, nf_handle local, nf_handle *global_out,
+/* The global handle a shared fence is opened by (stands in for the NT handle).
+ * Returns 0 or NF_EINVAL (bad local handle, NULL global_out). */
+NF_API int nf_fence_global_handle(nf_runtime *rt, nf_handle local, nf_handle *global_out,
 			   struct nf_error *err);
 /* D3DKMTOpenNativeFenceFromNTHandle: a new local handle for process on adapter.
- * On an adapter without native fences, the fence is opened as a legacy monitored fence. */
-int nf_fence_open(nf_runtime *rt, uint32_t adapter, uint32_t process, nf_handle global,
+ * On an adapter without native fences, the fence is opened as a legacy
+ * monitored fence. Emits FenceStart (opened). Returns 0; NF_EINVAL (NULL
+ * local_out, no such adapter, a global handle that names no fence, a fence
+ * that is not shared, another adapter for a fence that is not cross-adapter);
+ * NF_ENOMEM. */
+NF_API int nf_fence_open(nf_runtime *rt, uint32_t adapter, uint32_t process, nf_handle global,
 		  nf_handle *local_out, struct nf_error *err);
 /* D3DKMTDestroySynchronizationObject: close the local handle; the global fence is
- * destroyed with its last local handle. */
-int nf_fence_close(nf_runtime *rt, nf_handle local, struct nf_error *err);
+ * destroyed with its last local handle (FenceStop; CPU waiters on it return
+ * NF_ESTATE, "destroyed during the wait"). Returns 0 or NF_EINVAL (bad
+ * handle, already closed). */
+NF_API int nf_fence_close(nf_runtime *rt, nf_handle local, struct nf_error *err);
 
 /*
  * Where CurrentValue and MonitoredValue live for this handle, as the OS maps
@@ -244,35 +344,66 @@ struct nf_fence_va {
 	bool current_in_vram;
 	bool monitored_in_vram;
 };
-int nf_fence_gpu_va(nf_runtime *rt, nf_handle local, struct nf_fence_va *out,
+/* Fills *out for the local handle. Returns 0 or NF_EINVAL (bad handle, NULL out). */
+NF_API int nf_fence_gpu_va(nf_runtime *rt, nf_handle local, struct nf_fence_va *out,
 		    struct nf_error *err);
 
-/* Reads CurrentValue (never torn) and this handle's adapter's MonitoredValue. */
-int nf_fence_read(nf_runtime *rt, nf_handle local, uint64_t *current, uint64_t *monitored,
+/* Reads CurrentValue (never torn) and this handle's adapter's MonitoredValue;
+ * either pointer may be NULL. Emits nothing. Returns 0 or NF_EINVAL (bad
+ * handle). */
+NF_API int nf_fence_read(nf_runtime *rt, nf_handle local, uint64_t *current, uint64_t *monitored,
 		  struct nf_error *err);
 
 /* Work the UMD records on a queue, at the current CPU time, by the current thread:
- * emits FENCE_WAIT_QUEUED / FENCE_SIGNAL_QUEUED. */
-int nf_queue_wait(nf_runtime *rt, nf_handle queue, nf_handle fence, uint64_t value,
+ * emits FENCE_WAIT_QUEUED / FENCE_SIGNAL_QUEUED (queue_work emits nothing;
+ * it occupies the GPU for gpu_ns). The GPU executes them later, in queue
+ * order (deterministic: inside later calls that move time; threaded: on the
+ * queue's engine thread). Returns 0; NF_EINVAL (bad queue or fence handle, a
+ * fence on another adapter than the queue, on an adapter without 64-bit
+ * atomics a value more than UINT32_MAX/2 from the fence's last signaled
+ * value); NF_ENOMEM (cfg->max_operations reached, out of memory, or, threaded,
+ * a queue whose 65536 queued commands wait behind a GPU wait nothing queued
+ * can satisfy). */
+NF_API int nf_queue_wait(nf_runtime *rt, nf_handle queue, nf_handle fence, uint64_t value,
 		  struct nf_error *err);
-int nf_queue_signal(nf_runtime *rt, nf_handle queue, nf_handle fence, uint64_t value,
+NF_API int nf_queue_signal(nf_runtime *rt, nf_handle queue, nf_handle fence, uint64_t value,
 		    struct nf_error *err);
-int nf_queue_work(nf_runtime *rt, nf_handle queue, uint64_t gpu_ns, struct nf_error *err);
+NF_API int nf_queue_work(nf_runtime *rt, nf_handle queue, uint64_t gpu_ns, struct nf_error *err);
 
-/* CPU waits and signals (not allowed on INTRA_GPU fences: NF_EINVAL). */
-int nf_cpu_wait(nf_runtime *rt, nf_handle fence, uint64_t value, uint64_t timeout_ns,
-		struct nf_error *err);                  /* 0 or NF_ETIMEOUT */
-int nf_cpu_wait_async(nf_runtime *rt, nf_handle fence, uint64_t value, nf_handle *event_out,
-		      struct nf_error *err);            /* an event signalled when satisfied */
-int nf_event_wait(nf_runtime *rt, nf_handle event, uint64_t timeout_ns, struct nf_error *err);
-int nf_event_close(nf_runtime *rt, nf_handle event, struct nf_error *err);
-int nf_cpu_signal(nf_runtime *rt, nf_handle fence, uint64_t value, struct nf_error *err);
+/* CPU waits and signals (not allowed on INTRA_GPU fences: NF_EINVAL).
+ * nf_cpu_wait blocks until the fence reaches value (deterministic: virtual
+ * time runs inside the call) and returns 0; NF_ETIMEOUT after timeout_ns
+ * (NF_NO_TIMEOUT: never; threaded: real time); NF_ESTATE when the fence is
+ * destroyed during the wait; NF_EINTR when cfg->interrupt is set or the
+ * runtime is closed meanwhile (threaded); NF_EINVAL (bad handle).
+ * nf_cpu_wait_async registers the wait and returns at once: *event_out is an
+ * event handle, signalled when the fence reaches value; returns 0, NF_EINVAL
+ * (bad handle, NULL event_out) or NF_ENOMEM. nf_event_wait waits for it like
+ * nf_cpu_wait (0, NF_ETIMEOUT, NF_EINTR, NF_ESTATE when the event is closed
+ * during the wait, NF_EINVAL for a bad or closed event). nf_event_close
+ * releases the event (a pending wait ends with CpuUnwait): 0 or NF_EINVAL;
+ * it still works after nf_runtime_finish. nf_cpu_signal sets the fence's
+ * value from the CPU, wakes its waiters and propagates it across adapters:
+ * 0 or NF_EINVAL (bad handle, the 32-bit atomics window as for
+ * nf_queue_signal). */
+NF_API int nf_cpu_wait(nf_runtime *rt, nf_handle fence, uint64_t value, uint64_t timeout_ns,
+		struct nf_error *err);
+NF_API int nf_cpu_wait_async(nf_runtime *rt, nf_handle fence, uint64_t value, nf_handle *event_out,
+		      struct nf_error *err);
+NF_API int nf_event_wait(nf_runtime *rt, nf_handle event, uint64_t timeout_ns, struct nf_error *err);
+NF_API int nf_event_close(nf_runtime *rt, nf_handle event, struct nf_error *err);
+NF_API int nf_cpu_signal(nf_runtime *rt, nf_handle fence, uint64_t value, struct nf_error *err);
 
-/* Time. Deterministic: advance moves virtual CPU time on and runs the GPU;
- * threaded: it sleeps. set_thread names the CPU thread that records next. */
-int nf_runtime_advance(nf_runtime *rt, uint64_t ns, struct nf_error *err);
-uint64_t nf_runtime_now_ns(const nf_runtime *rt);
-void nf_runtime_set_thread(nf_runtime *rt, uint32_t thread);
+/* Time. nf_runtime_advance: deterministic, moves virtual CPU time on by ns
+ * and runs the GPU until then; threaded, sleeps ns while the engines run.
+ * Returns 0; NF_EINVAL when virtual time would overflow; NF_EINTR when
+ * cfg->interrupt is set. nf_runtime_now_ns: the runtime's time in ns (0 for
+ * NULL); never fails. nf_runtime_set_thread names the CPU thread that records
+ * next (deterministic: for the runtime; threaded: for the calling thread
+ * only); NULL is a no-op. */
+NF_API int nf_runtime_advance(nf_runtime *rt, uint64_t ns, struct nf_error *err);
+NF_API uint64_t nf_runtime_now_ns(const nf_runtime *rt);
+NF_API void nf_runtime_set_thread(nf_runtime *rt, uint32_t thread);
 
 struct nf_runtime_stats {
 	uint64_t operations;        /* GPU waits and signals queued */
@@ -286,7 +417,9 @@ struct nf_runtime_stats {
 	uint64_t log_reads;
 	uint64_t events_emitted;
 };
-void nf_runtime_get_stats(const nf_runtime *rt, struct nf_runtime_stats *st);
+/* Copies the counters into *st (threaded: a consistent snapshot taken under
+ * the OS lock). Never fails; NULL rt or st is a no-op. Works after finish. */
+NF_API void nf_runtime_get_stats(const nf_runtime *rt, struct nf_runtime_stats *st);
 
 #ifdef __cplusplus
 }

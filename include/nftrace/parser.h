@@ -194,6 +194,79 @@ int nf_logreplay_feed(struct nf_logreplay *r, const struct nf_event *ev,
 		      const char *stream, uint64_t event_index, struct nf_error *err);
 void nf_logreplay_destroy(struct nf_logreplay *r);
 
+/* ---- the log summary (what `nftrace check` reports) ---------------------- */
+
+/*
+ * nf_log_summary_read reads a whole session through the parser and sums, per
+ * hardware queue and per log (waits, signals, anything else), the entries
+ * read, the log reads and epochs, every finding kind (NF_FIND_LOST counts
+ * entries, the others findings) with where the first of each kind was found;
+ * illegal findings (nf_finding_is_illegal) are also kept one by one, up to
+ * NF_LOG_SUMMARY_MAX_LISTED. Memory is bounded by the number of queues
+ * (nothing is kept per event): past NF_LOG_SUMMARY_MAX_QUEUES queues the rest
+ * are summed in one bucket (overflow true). Names and streams from the
+ * session are copied with control bytes replaced by '?' (they are printed to
+ * terminals). The caller prints it (cli/cmd_check.c).
+ */
+#define NF_LOG_SUMMARY_MAX_QUEUES 4096u
+#define NF_LOG_SUMMARY_MAX_LISTED 50u
+
+/* A queue's log slots: the two real log types and everything else. */
+enum { NF_LOG_SUMMARY_OTHER, NF_LOG_SUMMARY_WAITS, NF_LOG_SUMMARY_SIGNALS, NF_LOG_SUMMARY_LOGS };
+
+/* Where the first finding of a kind was found. */
+struct nf_log_where {
+	char stream[32];
+	uint64_t event_index, packet;
+	uint32_t entry_index;
+	uint64_t count, prev_gpu_ts, next_gpu_ts; /* LOST: the first gap and its span */
+	bool set;
+};
+
+struct nf_log_counts {
+	uint64_t reads, entries, epochs, capacity, lost_spans;
+	uint64_t count[NF_FIND_COUNT];  /* LOST: entries; others: findings */
+	struct nf_log_where first[NF_FIND_COUNT];
+	bool seen;                      /* the log appeared in the session */
+};
+
+struct nf_queue_summary {
+	uint32_t adapter, hwqueue;
+	bool used, overflow;            /* overflow: the bucket for queues past the bound */
+	char name[48];
+	struct nf_log_counts log[NF_LOG_SUMMARY_LOGS];
+};
+
+struct nf_listed_finding {
+	struct nf_finding f;            /* f.stream points into stream[], f.detail is static */
+	char stream[32];
+};
+
+struct nf_log_summary {
+	/* The queues in (adapter, hwqueue) order, the overflow bucket last. */
+	struct nf_queue_summary *const *queues;
+	size_t n_queues;
+	struct nf_listed_finding listed[NF_LOG_SUMMARY_MAX_LISTED];
+	size_t n_listed;
+	uint64_t illegal, not_listed;   /* illegal findings; those past the list */
+	uint64_t total[NF_FIND_COUNT];  /* over all queues (LOST: entries) */
+	uint64_t entries, reads;        /* log entries decoded; log reads */
+	struct nf_parser_stats stats;   /* the parser's, after the run */
+	const char *incomplete;         /* the parser's info.incomplete (a copy), or NULL */
+};
+
+/*
+ * Reads the session in dir and fills *out (the caller frees it with
+ * nf_log_summary_destroy). Returns 0; or what nf_parser_open and
+ * nf_parser_run return (NF_ENOENT, NF_EFORMAT, NF_ENOMEM, NF_EIO ...);
+ * NF_ENOMEM when the summary itself runs out of memory ("DIR: out of memory
+ * for queue summaries"). *out is NULL on error. Not thread-safe on one
+ * summary; separate calls are independent.
+ */
+int nf_log_summary_read(const char *dir, struct nf_log_summary **out, struct nf_error *err);
+/* Frees a summary; NULL is a no-op. */
+void nf_log_summary_destroy(struct nf_log_summary *s);
+
 #ifdef __cplusplus
 }
 #endif

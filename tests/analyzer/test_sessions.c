@@ -454,10 +454,10 @@ START_TEST(reports_stalls_queues_lost)
 	record("overrun", dir, sizeof(dir));
 	/* queues: both queues signal 1000 times and lose 976 each (1952 lost in all). */
 	ck_assert_int_eq(nft(NF_TEST_ARGV("query", "--csv", dir, "--report", "queues")), 0);
-	ck_assert_msg(strncmp(out, "queue,name,adapter,ops,waits,signals,lost,stalled_ns,span_ns\n",
-			      61) == 0, "%s", out);
+	ck_assert_msg(strncmp(out, "queue,name,adapter,adapter_name,ops,waits,signals,lost,stalled_ns,span_ns\n",
+			      74) == 0, "%s", out);
 	ck_assert_int_eq(nf_test_count_lines(out), 3);
-	ck_assert_msg(strstr(out, ",Q0,0,1000,0,1000,976,0,") && strstr(out, ",Q1,0,1000,0,1000,976,0,"),
+	ck_assert_msg(strstr(out, ",Q0,0,GPU,1000,0,1000,976,0,") && strstr(out, ",Q1,0,GPU,1000,0,1000,976,0,"),
 		      "%s", out);
 	/* lost: one row per lost span, summing to the parser's count. */
 	ck_assert_int_eq(nf_test_sh("\"$NF\" query --csv \"$1\" --report lost | awk -F, "

@@ -98,6 +98,52 @@ static sqlite3 *open_db(const char *session)
 	return db;
 }
 
+static int has_table(sqlite3 *db, const char *name)
+{
+	char sql[256];
+
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '%s'", name);
+	return q1(db, sql) > 0;
+}
+
+/* What imported captures add (export.h): GPU jobs, vblanks, markers, DMA packets, VSyncs. */
+struct imported {
+	long job_slices, job_instants, job_flows, vblanks, markers, dma_slices, dma_instants, vsyncs;
+};
+
+#define J_OF(a) "coalesce(" a ".submitted_ns, " a ".started_ns, " a ".finished_ns)"
+
+static void imported_counts(sqlite3 *db, struct counts *c, struct imported *out)
+{
+	struct imported im = { 0 };
+
+	if (has_table(db, "jobs")) {
+		im.job_slices = q1(db, "SELECT count(*) FROM jobs WHERE submitted_ns IS NOT NULL AND started_ns IS NOT NULL") +
+				q1(db, "SELECT count(*) FROM jobs WHERE started_ns IS NOT NULL AND finished_ns IS NOT NULL");
+		im.job_instants = q1(db, "SELECT count(*) FROM jobs WHERE submitted_ns IS NOT NULL AND started_ns IS NULL") +
+				  q1(db, "SELECT count(*) FROM jobs WHERE (started_ns IS NULL) != (finished_ns IS NULL)");
+		if (has_table(db, "job_deps"))
+			im.job_flows = q1(db, "SELECT count(*) FROM job_deps d JOIN jobs a ON a.id = d.dep_job "
+					      "JOIN jobs b ON b.id = d.job WHERE " J_OF("a") " IS NOT NULL AND " J_OF("b")
+					      " IS NOT NULL");
+	}
+	if (has_table(db, "vblanks"))
+		im.vblanks = q1(db, "SELECT count(*) FROM vblanks WHERE ts_ns IS NOT NULL");
+	if (has_table(db, "markers"))
+		im.markers = q1(db, "SELECT count(*) FROM markers WHERE ts_ns IS NOT NULL");
+	if (has_table(db, "dma_packets")) {
+		im.dma_slices = q1(db, "SELECT count(*) FROM dma_packets WHERE start_ns IS NOT NULL AND end_ns IS NOT NULL");
+		im.dma_instants = q1(db, "SELECT count(*) FROM dma_packets WHERE start_ns IS NOT NULL AND end_ns IS NULL");
+	}
+	if (has_table(db, "vsyncs"))
+		im.vsyncs = q1(db, "SELECT count(*) FROM vsyncs WHERE ts_ns IS NOT NULL");
+	c->slices += im.job_slices + im.dma_slices;
+	c->instants += im.job_instants + im.vblanks + im.markers + im.dma_instants + im.vsyncs;
+	c->flows += im.job_flows;
+	if (out)
+		*out = im;
+}
+
 static struct counts expected(const char *session)
 {
 	sqlite3 *db = open_db(session);
@@ -121,6 +167,7 @@ static struct counts expected(const char *session)
 			 "OR (d.signal_id IS NULL AND c.ts_ns IS NOT NULL))");
 	c.counters = q1(db, "SELECT count(*) FROM anomalies WHERE coalesce(first_ns, last_ns) IS NOT NULL "
 			    "AND lost_entries > 0");
+	imported_counts(db, &c, NULL);
 	sqlite3_close(db);
 	return c;
 }
@@ -156,6 +203,32 @@ static void import_kernel(const char *dir, char *session, size_t len)
 	ck_assert_msg(rc == 0, "kernel fixture: import: exit %d: %s", rc, err);
 }
 
+/* nftrace import PATH -o DIR/NAME (a trace-cmd file or an ETW capture). */
+static void import_file(const char *dir, const char *path, const char *name, char *session, size_t len)
+{
+	char out[4096], err[4096];
+	int rc;
+
+	snprintf(session, len, "%s/%s", dir, name);
+	rc = nf_test_nftrace_run(NF_TEST_ARGV("import", path, "-o", session), out, sizeof(out), err,
+				 sizeof(err));
+	ck_assert_msg(rc == 0, "import %s: exit %d: %s", path, rc, err);
+}
+
+/* The ETW fixture (tests/export/make_etl.c), imported. */
+static void import_etl_fixture(const char *dir, char *session, size_t len)
+{
+	char out[4096], err[4096], etl[4200], tool[4200];
+	const char *bin = getenv("NF_BINARY_DIR");
+	int rc;
+
+	snprintf(etl, sizeof(etl), "%s/fixture.etl", dir);
+	snprintf(tool, sizeof(tool), "%s/tests/export/nf-export-make-etl", bin ? bin : ".");
+	rc = nf_test_exec(NULL, NF_TEST_ARGV(tool, etl), out, sizeof(out), err, sizeof(err));
+	ck_assert_msg(rc == 0, "ETW fixture: exit %d: %s", rc, err);
+	import_file(dir, etl, "etw", session, len);
+}
+
 /* nftrace export SESSION -o FILE --format FORMAT OPTS... (opts: NULL or NF_TEST_ARGV(...)). */
 static void export_session(const char *session, const char *format, const char *file,
 			   const char *const opts[])
@@ -179,8 +252,8 @@ static void export_session(const char *session, const char *format, const char *
 
 struct jev {
 	char ph;
-	int64_t pid, tid, ts, dur, id, arg_id, arg_cpu;
-	int has_dur, has_id, has_arg_id, has_arg_cpu, bp_e;
+	int64_t pid, tid, ts, dur, id, arg_id, arg_cpu, arg_job;
+	int has_dur, has_id, has_arg_id, has_arg_cpu, has_arg_job, bp_e;
 	char name[64];
 };
 
@@ -350,7 +423,7 @@ static int jvalue(struct jp *p, int depth)
 	}
 }
 
-/* args: keeps "id" and "cpu signal id". */
+/* args: keeps "id", "cpu signal id" and "job id". */
 static int jargs(struct jp *p, struct jev *ev)
 {
 	char key[64];
@@ -375,6 +448,10 @@ static int jargs(struct jp *p, struct jev *ev)
 			if (jnumber(p, &ev->arg_cpu, NULL))
 				return -1;
 			ev->has_arg_cpu = 1;
+		} else if (!strcmp(key, "job id")) {
+			if (jnumber(p, &ev->arg_job, NULL))
+				return -1;
+			ev->has_arg_job = 1;
 		} else if (jvalue(p, 2)) {
 			return -1;
 		}
@@ -547,14 +624,17 @@ static void check_nesting(struct ival *v, size_t n, const char *what)
 
 /* ---- the JSON checks ---- */
 
+/* The X event on (pid, tid) around t of the operation (what 0), CPU signal (1) or job (2) arg_id. */
 static const struct jev *find_slice(const struct jp *p, int64_t pid, int64_t tid, int64_t t,
-				    int64_t arg_id, int cpu)
+				    int64_t arg_id, int what)
 {
 	for (size_t i = 0; i < p->n; i++) {
 		const struct jev *e = &p->ev[i];
 
 		if (e->ph == 'X' && e->pid == pid && e->tid == tid && e->ts <= t && t <= e->ts + e->dur &&
-		    (cpu ? e->has_arg_cpu && e->arg_cpu == arg_id : e->has_arg_id && e->arg_id == arg_id))
+		    (what == 1   ? e->has_arg_cpu && e->arg_cpu == arg_id
+		     : what == 2 ? e->has_arg_job && e->arg_job == arg_id
+				 : e->has_arg_id && e->arg_id == arg_id))
 			return e;
 	}
 	return NULL;
@@ -568,7 +648,9 @@ static void check_json(const char *session, const char *file, const struct count
 	struct ival *iv;
 	size_t niv = 0;
 	sqlite3 *db = open_db(session);
-	sqlite3_stmt *st;
+	sqlite3_stmt *st, *jst = NULL;
+	int64_t job_base;
+	long njobflows = 0;
 
 	json_parse(file, &p, &text);
 	iv = malloc((p.n + 1) * sizeof(*iv));
@@ -603,7 +685,13 @@ static void check_json(const char *session, const char *file, const struct count
 	ck_assert_msg(nc == want->counters, "%s: %ld C, timeline %ld", file, nc, want->counters);
 	check_nesting(iv, niv, file);
 
-	/* Every flow: one s, one f, inside the slices of the deps row it stands for. */
+	/* Every flow: one s, one f, inside the slices of the deps row it stands for
+	 * (ids from base = max(fence_ops.id) + 2 on: the job_deps row of rowid id - base,
+	 * from the dependency's job to the job). */
+	job_base = q1(db, "SELECT coalesce(max(id), 0) FROM fence_ops") + 2;
+	if (has_table(db, "job_deps"))
+		ck_assert(sqlite3_prepare_v2(db, "SELECT dep_job, job FROM job_deps WHERE rowid = ?1", -1, &jst,
+					     NULL) == SQLITE_OK);
 	ck_assert(sqlite3_prepare_v2(db, "SELECT signal_id, cpu_signal FROM deps WHERE wait_id = ?1", -1,
 				     &st, NULL) == SQLITE_OK);
 	for (size_t i = 0; i < p.n; i++) {
@@ -624,6 +712,23 @@ static void check_json(const char *session, const char *file, const struct count
 		}
 		ck_assert_msg(f, "%s: flow %" PRId64 " has no end", file, s->id);
 		ck_assert_msg(f->ts >= s->ts, "%s: flow %" PRId64 " ends before it starts", file, s->id);
+		if (s->id >= job_base) {
+			int64_t dep_job, job;
+
+			ck_assert_msg(jst, "%s: flow %" PRId64 " past the operations' ids, no job_deps", file, s->id);
+			sqlite3_reset(jst);
+			sqlite3_bind_int64(jst, 1, s->id - job_base);
+			ck_assert_msg(sqlite3_step(jst) == SQLITE_ROW, "%s: flow %" PRId64 ": no job_deps row", file,
+				      s->id);
+			dep_job = sqlite3_column_int64(jst, 0);
+			job = sqlite3_column_int64(jst, 1);
+			ck_assert_msg(find_slice(&p, s->pid, s->tid, s->ts, dep_job, 2),
+				      "%s: flow %" PRId64 " starts outside job %" PRId64 "'s slice", file, s->id, dep_job);
+			ck_assert_msg(find_slice(&p, f->pid, f->tid, f->ts, job, 2),
+				      "%s: flow %" PRId64 " ends outside job %" PRId64 "'s slice", file, s->id, job);
+			njobflows++;
+			continue;
+		}
 		wait_id = s->id - 1;
 		sqlite3_reset(st);
 		sqlite3_bind_int64(st, 1, wait_id);
@@ -636,6 +741,15 @@ static void check_json(const char *session, const char *file, const struct count
 			      "%s: flow %" PRId64 " ends outside wait %" PRId64 "'s slice", file, s->id, wait_id);
 	}
 	sqlite3_finalize(st);
+	sqlite3_finalize(jst);
+	{
+		struct counts dummy = { 0 };
+		struct imported im;
+
+		imported_counts(db, &dummy, &im);
+		ck_assert_msg(njobflows == im.job_flows, "%s: %ld job flows, timeline %ld", file, njobflows,
+			      im.job_flows);
+	}
 	sqlite3_close(db);
 	free(iv);
 	free(p.ev);
@@ -807,9 +921,23 @@ static void check_session(const char *dir, const char *session, const char *tag,
 		check_json(session, file, &want);
 }
 
+/* The imported kinds of a session (its timeline built by an export first). */
+static struct imported imported_of(const char *session)
+{
+	sqlite3 *db = open_db(session);
+	struct counts c = { 0 };
+	struct imported im;
+
+	imported_counts(db, &c, &im);
+	sqlite3_close(db);
+	return im;
+}
+
 static void samples_case(int perfetto)
 {
-	char dir[4096], session[4200];
+	static const char *const kernel_dats[] = { "dma-fence", "drm-sched", "i915" };
+	char dir[4096], session[4200], src[4096], path[4300];
+	struct imported sum = { 0 }, im;
 
 	list_samples();
 	nf_test_tmpdir(dir, sizeof(dir));
@@ -819,8 +947,70 @@ static void samples_case(int perfetto)
 	}
 	import_kernel(dir, session, sizeof(session));
 	check_session(dir, session, "kernel", perfetto);
+	/* Every samples/kernel capture (GPU jobs, job_deps, vblanks, markers) and the
+	 * ETW fixture (DMA packets, VSyncs): the kinds they add are all there. */
+	nf_test_source_path(src, sizeof(src), "samples/kernel");
+	for (size_t i = 0; i < sizeof(kernel_dats) / sizeof(kernel_dats[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s.dat", src, kernel_dats[i]);
+		import_file(dir, path, kernel_dats[i], session, sizeof(session));
+		check_session(dir, session, kernel_dats[i], perfetto);
+		im = imported_of(session);
+		sum.job_slices += im.job_slices;
+		sum.job_instants += im.job_instants;
+		sum.job_flows += im.job_flows;
+		sum.vblanks += im.vblanks;
+		sum.markers += im.markers;
+	}
+	import_etl_fixture(dir, session, sizeof(session));
+	check_session(dir, session, "etw", perfetto);
+	im = imported_of(session);
+	ck_assert_msg(sum.job_slices > 0 && sum.job_instants > 0 && sum.job_flows > 0 && sum.vblanks > 0 &&
+			      sum.markers > 0,
+		      "samples/kernel: jobs %ld/%ld, job flows %ld, vblanks %ld, markers %ld", sum.job_slices,
+		      sum.job_instants, sum.job_flows, sum.vblanks, sum.markers);
+	ck_assert_msg(im.dma_slices > 0 && im.dma_instants > 0 && im.vsyncs > 0,
+		      "ETW fixture: DMA packets %ld + %ld pending, VSyncs %ld", im.dma_slices, im.dma_instants,
+		      im.vsyncs);
 	nf_test_rmtree(dir);
 }
+
+/* The real captures, when ../shared/real-traces has them: both formats, the counts exact. */
+static int real_case(void)
+{
+	static const char *const files[] = { "gpuvis-amdgpu.dat", "gpuvis-windows.etl" };
+	char dir[4096], session[4200], src[4096], path[4300], name[64];
+	int found = 0;
+
+	nf_test_source_path(src, sizeof(src), "../shared/real-traces");
+	nf_test_tmpdir(dir, sizeof(dir));
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", src, files[i]);
+		if (access(path, R_OK) != 0) {
+			printf("SKIP: %s absent: its export is not checked\n", path);
+			continue;
+		}
+		found++;
+		snprintf(name, sizeof(name), "real%zu", i);
+		import_file(dir, path, name, session, sizeof(session));
+		check_session(dir, session, name, 0);
+		if (have_protoc()) {
+			char tag[80];
+
+			snprintf(tag, sizeof(tag), "%s-pf", name);
+			check_session(dir, session, tag, 1);
+		} else {
+			printf("SKIP: protoc not found: the Perfetto export of %s is not decoded\n", files[i]);
+		}
+	}
+	nf_test_rmtree(dir);
+	return found;
+}
+
+START_TEST(test_real_captures)
+{
+	ck_assert(real_case() > 0);
+}
+END_TEST
 
 START_TEST(test_json_samples)
 {
@@ -965,7 +1155,12 @@ START_TEST(test_bad_input)
 		{ "-o %D/o.pb --format perfetto", 2, "missing session" },
 		{ "%S -o %D/o.pb --format perfetto --queue 0x12345", 1, "queue 0x12345: not in the timeline" },
 		{ "%S -o %D/o.pb --format perfetto --fence 0x999", 1, "nothing to export" },
-		{ "%S -o %D/o.pb --format perfetto --from 1s --to 2s", 1, "nothing to export" },
+		{ "%S -o %D/o.pb --format perfetto --from 1ms --to 1100us", 1, "nothing to export" },
+		/* Past the session's end (1.25 ms): said so, as report says it. */
+		{ "%S -o %D/o.pb --format perfetto --from 10s", 1,
+		  "time window: start 10 s is not before the session's end (1.25 ms)" },
+		{ "%S -o %D/o.json --format chrome-json --from 1s --to 2s", 1,
+		  "start 1 s is not before the session's end" },
 		{ "%S -o %D/o.pb --format perfetto --from 2ms --to 1ms", 2, "--to must be after --from" },
 		{ "%S -o %D/o.pb --format perfetto --from soon", 2, "--from" },
 		{ "%S -o %D/o.pb --format perfetto --queue nope", 2, "bad queue handle" },
@@ -1119,7 +1314,16 @@ int main(int argc, char **argv)
 	int perfetto = argc > 1 && !strcmp(argv[1], "perfetto");
 
 	tcase_set_timeout(tc, 600);
-	if (perfetto) {
+	if (argc > 1 && !strcmp(argv[1], "real")) {
+		char path[4300];
+
+		nf_test_source_path(path, sizeof(path), "../shared/real-traces");
+		if (access(path, R_OK) != 0) {
+			printf("SKIP: %s absent: the real captures' exports are not checked\n", path);
+			return 77;
+		}
+		tcase_add_test(tc, test_real_captures);
+	} else if (perfetto) {
 		if (!have_protoc()) {
 			printf("SKIP: protoc not found (Debian package protobuf-compiler): the Perfetto "
 			       "export is not decoded\n");

@@ -3,9 +3,16 @@
  * self-contained file (no network, no external script), holds the details of
  * every operation of the window (or of --max-ops of them, saying where the cut
  * is), escapes what it embeds, gives the same bytes twice, and filters that
- * match nothing are one-line errors leaving no file behind.
+ * match nothing are one-line errors leaving no file behind. Kernel sessions
+ * (samples/kernel/drm-sched.dat) carry their rings, jobs, job deps, vblanks,
+ * markers and runs; ETW sessions (a capture of tests/html/html_etl.c) their
+ * DMA packet node rows and VSyncs. `test_html real` (its own ctest, skipped
+ * when ../shared/real-traces is absent): the real amdgpu trace and its thread
+ * rows chosen as the static report chooses them (--threads all, --thread,
+ * --process).
  */
 #include "nf_test.h"
+#include "html_etl.h"
 
 #include <sys/stat.h>
 
@@ -196,7 +203,148 @@ START_TEST(errors)
 }
 END_TEST
 
-int main(void)
+/* Imports a file into tmpdir/NAME and writes its page tmpdir/NAME.html (extra: report options). */
+static char *import_page(const char *file, const char *name, const char *extra, char *dir, size_t dlen)
+{
+	char cmd[8192], out[1024], page[1300];
+
+	snprintf(dir, dlen, "%s/%s", tmpdir, name);
+	snprintf(page, sizeof(page), "%s/%s.html", tmpdir, name);
+	snprintf(cmd, sizeof(cmd), "'%s' import '%s' -o '%s' --force >/dev/null && '%s' report '%s' -o '%s' %s",
+		 nf_test_nftrace(), file, dir, nf_test_nftrace(), dir, page, extra ? extra : "");
+	run_ok(cmd, out, sizeof(out));
+	return slurp(page, NULL);
+}
+
+/* How many times needle occurs in s. */
+static int count_of(const char *s, const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = strstr(s, needle); p; p = strstr(p + 1, needle))
+		n++;
+	return n;
+}
+
+/* samples/kernel/drm-sched.events says what each row must be. */
+START_TEST(kernel_rows)
+{
+	char dat[2048], dir[1200];
+	char *a;
+
+	nf_test_source_path(dat, sizeof(dat), "samples/kernel/drm-sched.dat");
+	a = import_page(dat, "k", NULL, dir, sizeof(dir));
+	/* Thread rows 0..2 (90 kworker, 500 app, 501 app-render, by id), then the rings. */
+	ck_assert_int_eq(count_of(a, "\"kind\":\"thread\""), 3);
+	ck_assert_msg(strstr(a, "\"kind\":\"thread\",\"id\":500,") && strstr(a, "\"name\":\"app\""), "no row for app (500)");
+	ck_assert_msg(strstr(a, "\"kind\":\"ring\",\"id\":0,") &&
+		      strstr(a, "\"name\":\"gfx_0.0.0\",\"adapterName\":\"\",\"driver\":\"amdgpu\",\"count\":3"), "no gfx ring");
+	ck_assert_msg(strstr(a, "\"name\":\"sdma0\",\"adapterName\":\"\",\"driver\":\"drm_sched\",\"count\":1"), "no sdma0 ring");
+	/* The jobs' dma_fence timelines are drawn as the rings, not as queue rows (as the static report). */
+	ck_assert_int_eq(count_of(a, "\"kind\":\"queue\""), 0);
+	/* Jobs: [id, ring row, job, context, seqno, thread row, submitted, started, finished, status]. */
+	ck_assert_msg(strstr(a, "\"jobs\":[[1,3,11,301,1,1,1000000,1100000,2000000,\"complete\"],\n"
+				"[2,3,12,301,2,1,1200000,2050000,3000000,\"complete\"],\n"
+				"[3,4,13,null,null,0,1500000,1600000,1900000,\"complete\"],\n"
+				"[4,3,14,301,3,2,2499000,3100000,null,\"unfinished\"]]"), "jobs: %.600s", strstr(a, "\"jobs\""));
+	ck_assert_msg(strstr(a, "\"jobDeps\":[[2,1,301,1,\"finished\",1202000],\n[3,null,77,5,null,1501000],\n"
+				"[4,2,300,2,\"scheduled\",2501000]]"), "job deps: %.300s", strstr(a, "\"jobDeps\""));
+	ck_assert_msg(strstr(a, "\"vblanks\":[500000,0,100,1000000,1,7,2500000,0,101]"), "vblanks");
+	ck_assert_msg(strstr(a, "\"markers\":[[1,1,900000,\"frame_1_begin\"],\n[2,1,2400000,\"frame_2_begin\"]]"), "markers");
+	ck_assert_int_eq(data_int(a, "threadsLeftOut"), 0);
+	ck_assert_int_eq(data_int(a, "etw"), 0);
+	free(a);
+	/* With a fence filter, no rings (as the static report). */
+	a = import_page(dat, "k2", "--fence 0x10000012d", dir, sizeof(dir));
+	ck_assert_int_eq(count_of(a, "\"kind\":\"ring\""), 0);
+	ck_assert_msg(strstr(a, "\"jobs\":[]"), "jobs without rings");
+	free(a);
+}
+END_TEST
+
+/* tests/html/html_etl.c says what each row must be. */
+START_TEST(etw_rows)
+{
+	char etl[1200], dir[1200];
+	char *a;
+
+	snprintf(etl, sizeof(etl), "%s/f.etl", tmpdir);
+	ck_assert_int_eq(html_etl_write(etl), 0);
+	a = import_page(etl, "w", NULL, dir, sizeof(dir));
+	ck_assert_int_eq(data_int(a, "etw"), 1);
+	/* Queue rows 0 (context A, node 0) and 1 (B, node 1), thread rows 2 and 3 (100 signalled, 200
+	 * waited), a DMA packet row per node after them (4, 5). */
+	ck_assert_int_eq(count_of(a, "\"kind\":\"queue\""), 2);
+	ck_assert_msg(strstr(a, "\"kind\":\"node\",\"id\":0,\"adapter\":0,\"node\":0,") &&
+		      strstr(a, "\"kind\":\"node\",\"id\":1,\"adapter\":0,\"node\":1,"), "node rows");
+	ck_assert_msg(strstr(a, "\"name\":\"Node 0\",\"adapterName\":\"Adapter 0xa000\""), "node 0's name");
+	/* [id, node row, queue row, type, submission, start, isr, end, status], times in ns. */
+	ck_assert_int_eq(count_of(a, "\"kind\":\"thread\""), 2);
+	ck_assert_msg(strstr(a, "\"dma\":[[1,4,0,1,77,40000,null,51000,\"complete\"],\n"
+				"[2,4,0,1,78,52000,null,58000,\"complete\"],\n"
+				"[3,5,1,1,90,63000,null,70000,\"complete\"]]"), "dma: %.400s", strstr(a, "\"dma\""));
+	ck_assert_msg(strstr(a, "\"vsyncs\":[100000,0,0,42,116600,0,0,43]"), "vsyncs: %.200s", strstr(a, "\"vsyncs\""));
+	free(a);
+	/* --queue keeps the DMA packets of that queue only. */
+	a = import_page(etl, "w2", "--queue 2", dir, sizeof(dir));
+	ck_assert_int_eq(count_of(a, "\"kind\":\"node\""), 1);
+	ck_assert_msg(strstr(a, "\"dma\":[[3,") && strstr(a, ",0,1,90,63000,null,70000,\"complete\"]],"), "dma of queue 2: %.300s",
+		      strstr(a, "\"dma\""));
+	free(a);
+}
+END_TEST
+
+static int real_trace(const char *name, char *path, size_t len)
+{
+	char rel[256];
+
+	snprintf(rel, sizeof(rel), "../shared/real-traces/%s", name);
+	nf_test_source_path(path, len, rel);
+	return access(path, R_OK) == 0;
+}
+
+/* The real amdgpu trace: its rings and jobs, and the thread rows of the static report's choice. */
+START_TEST(real_amdgpu_threads)
+{
+	char dat[2048], dir[1200];
+	char *a;
+	long long jobs, related, all;
+
+	ck_assert(real_trace("gpuvis-amdgpu.dat", dat, sizeof(dat)));
+	a = import_page(dat, "r", NULL, dir, sizeof(dir));
+	jobs = query_int(dir, "select count(*) from jobs");
+	ck_assert_int_eq(count_of(a, "\"kind\":\"ring\""), query_int(dir, "select count(distinct driver || ring) from jobs"));
+	ck_assert_int_eq(count_of(a, "\"jobs\":[[") , 1);
+	ck_assert_int_eq(count_of(strstr(a, "\"jobs\":["), "\"complete\"]") + count_of(strstr(a, "\"jobs\":["), "\"unfinished\"]") +
+			 count_of(strstr(a, "\"jobs\":["), "\"queued\"]"), jobs);
+	/* Threads that submitted jobs or wrote markers have rows; those that only ran are counted. */
+	related = query_int(dir, "select count(*) from (select thread from cpu_waits where thread is not null union "
+				 "select thread from cpu_signals where thread is not null union select thread from queue_threads "
+				 "where thread is not null and queue is not null union select thread from jobs where thread is not null "
+				 "union select thread from markers where thread is not null)");
+	all = query_int(dir, "select count(*) from (select thread from cpu_runs where thread is not null union "
+			     "select thread from jobs where thread is not null union select thread from markers where thread is not null "
+			     "union select thread from cpu_waits where thread is not null)");
+	ck_assert_int_eq(count_of(a, "\"kind\":\"thread\""), related);
+	ck_assert_int_eq(data_int(a, "threadsLeftOut"), all - related);
+	ck_assert_int_gt(all - related, 0);
+	free(a);
+	/* --threads all: every thread that ran; --process Xorg: its threads too; --thread 1: that one too. */
+	a = import_page(dat, "r2", "--threads all", dir, sizeof(dir));
+	ck_assert_int_eq(count_of(a, "\"kind\":\"thread\""), all);
+	ck_assert_int_eq(data_int(a, "threadsLeftOut"), 0);
+	free(a);
+	a = import_page(dat, "r3", "--process Xorg", dir, sizeof(dir));
+	ck_assert_int_eq(count_of(a, "\"kind\":\"thread\""),
+			 related + query_int(dir, "select count(distinct r.thread) from cpu_runs r join kernel_threads k on "
+						  "k.thread = r.thread join kernel_threads p on p.thread = k.process where p.comm = 'Xorg' "
+						  "and r.thread not in (select thread from jobs where thread is not null union "
+						  "select thread from markers where thread is not null)"));
+	free(a);
+}
+END_TEST
+
+int main(int argc, char **argv)
 {
 	Suite *s = suite_create("html");
 	TCase *tc = tcase_create("page");
@@ -207,6 +355,22 @@ int main(void)
 	tcase_add_test(tc, max_ops_cut);
 	tcase_add_test(tc, embedded_text_escaped);
 	tcase_add_test(tc, errors);
+	tcase_add_test(tc, kernel_rows);
+	tcase_add_test(tc, etw_rows);
+	/* `test_html real`: the real traces only, its own ctest (skips when absent). */
+	if (argc > 1 && !strcmp(argv[1], "real")) {
+		char path[2048];
+
+		if (!real_trace("gpuvis-amdgpu.dat", path, sizeof(path))) {
+			printf("SKIP: %s is absent (real traces live in ../shared/real-traces)\n", path);
+			return 77;
+		}
+		tc = tcase_create("real");
+		tcase_add_checked_fixture(tc, setup, teardown);
+		tcase_set_timeout(tc, 300);
+		tcase_add_test(tc, real_amdgpu_threads);
+		s = suite_create("html_real");
+	}
 	suite_add_tcase(s, tc);
 	return nf_test_main(s);
 }

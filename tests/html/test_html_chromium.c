@@ -9,10 +9,19 @@
  *    the timeline (nftrace query) says;
  *  - screenshots it at three zooms (#view=FROM,TO) and compares each with
  *    the PNGs in tests/html/ref with a tolerance (NF_UPDATE_REF=1 rewrites them).
+ * Kernel sessions (samples/kernel/drm-sched.dat) and ETW sessions (a capture
+ * of tests/html/html_etl.c): the self-test lists the rows, counts what a draw
+ * of the whole window put on the canvas (job boxes, vblank and VSync lines,
+ * marker ticks, DMA packets), hovers and clicks a job and the job it depended
+ * on, hovers a marker and a DMA packet; a screenshot of each is compared with
+ * its reference. `test_html_chromium real` (its own ctest, skipped when
+ * ../shared/real-traces is absent) does the same on the real amdgpu trace and
+ * Windows capture.
  * Without /usr/bin/chromium (or $NF_CHROMIUM) it says so and exits 77 (skipped).
  */
 #include "nf_test.h"
 #include "nf_image.h"
+#include "html_etl.h"
 
 #include <cairo.h>
 #include <stdint.h>
@@ -221,10 +230,218 @@ START_TEST(screenshots_at_zooms)
 }
 END_TEST
 
-int main(void)
+/* Imports file into tmpdir/name, writes tmpdir/name.html; page filled. */
+static void import_page(const char *file, const char *name, char *dir, size_t dlen, char *page, size_t plen)
+{
+	char cmd[8192], out[1024];
+
+	snprintf(dir, dlen, "%s/%s", tmpdir, name);
+	snprintf(page, plen, "%s/%s.html", tmpdir, name);
+	/* Imported by its base name from its folder: the page names the file as given, and the
+	 * screenshots must not depend on where the sources are. */
+	snprintf(cmd, sizeof(cmd), "cd \"$(dirname '%s')\" && '%s' import \"$(basename '%s')\" -o '%s' --force >/dev/null && "
+		 "'%s' report '%s' -o '%s' --title '%s'",
+		 file, nf_test_nftrace(), file, dir, nf_test_nftrace(), dir, page, name);
+	run_ok(cmd, out, sizeof(out));
+}
+
+/* The page at #selftest in Chromium: its self-test's output in dom. */
+static void run_selftest(const char *page, char *dom, size_t len)
+{
+	char cmd[8192];
+
+	snprintf(cmd, sizeof(cmd),
+		 "timeout 120 '%s' --headless --no-sandbox --disable-gpu --hide-scrollbars "
+		 "--no-first-run --disable-crash-reporter --user-data-dir='%s/profile' "
+		 "--window-size=1400,900 --virtual-time-budget=20000 --dump-dom 'file://%s#selftest'",
+		 chromium, tmpdir, page);
+	run_ok(cmd, dom, len);
+	ck_assert_msg(strstr(dom, "selftest=done"), "the self-test did not finish: %.3000s",
+		      strstr(dom, "id=\"selftest\"") ? strstr(dom, "id=\"selftest\"") : dom);
+	if (getenv("NF_SHOW_SELFTEST")) {
+		const char *p = strstr(dom, "id=\"selftest\"");
+
+		fprintf(stderr, "%.4000s\n", p ? p : dom);
+	}
+}
+
+/* The count of kind in a "draw.whole" list "a:1,b:2" (0 when absent). */
+static long long drawn(const char *dom, const char *kind)
+{
+	char v[1024], pat[64];
+	const char *p;
+
+	need(dom, "draw.whole", v, sizeof(v));
+	snprintf(pat, sizeof(pat), "%s:", kind);
+	for (p = v; (p = strstr(p, pat)) != NULL; p++)
+		if (p == v || p[-1] == ',')
+			return atoll(p + strlen(pat));
+	return 0;
+}
+
+/* A screenshot of page+hash compared with tests/html/ref/ref (NF_UPDATE_REF=1 rewrites it). */
+static void shot_matches(const char *page, const char *hash, const char *refname, int w, int h)
+{
+	char cmd[8192], out[512], shot[1300], ref[2048], rel[256];
+	struct nf_image a, b;
+	long ink = 0;
+	double d;
+
+	snprintf(shot, sizeof(shot), "%s/%s", tmpdir, refname);
+	snprintf(cmd, sizeof(cmd),
+		 "timeout 120 '%s' --headless --no-sandbox --disable-gpu --hide-scrollbars "
+		 "--no-first-run --disable-crash-reporter --user-data-dir='%s/profile' "
+		 "--window-size=%d,%d --virtual-time-budget=5000 --screenshot='%s' 'file://%s%s'",
+		 chromium, tmpdir, w, h, shot, page, hash);
+	run_ok(cmd, out, sizeof(out));
+	snprintf(rel, sizeof(rel), "tests/html/ref/%s", refname);
+	nf_test_source_path(ref, sizeof(ref), rel);
+	if (getenv("NF_UPDATE_REF")) {
+		snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", shot, ref);
+		run_ok(cmd, out, sizeof(out));
+	}
+	nf_image_load(&a, shot);
+	ck_assert_int_eq(a.w, w);
+	ck_assert_int_eq(a.h, h);
+	for (int y = 0; y < a.h; y++)
+		for (int x = 0; x < a.w; x++)
+			ink += !nf_image_near(nf_image_pixel(&a, x, y), 0xFFFFFF, 8);
+	ck_assert_msg(ink > (long)a.w * a.h / 20, "%s: nearly blank (%ld px)", refname, ink);
+	ck_assert_msg(access(ref, R_OK) == 0, "%s missing: run with NF_UPDATE_REF=1 to create it from %s", ref, shot);
+	nf_image_load(&b, ref);
+	ck_assert_int_eq(b.w, a.w);
+	ck_assert_int_eq(b.h, a.h);
+	d = differing(&a, &b);
+	ck_assert_msg(d < 0.005, "%s: %.2f%% of pixels differ from the reference (kept: %s)", refname, d * 100.0, shot);
+	cairo_surface_destroy(a.sf);
+	cairo_surface_destroy(b.sf);
+}
+
+/* samples/kernel/drm-sched.events: two rings, jobs 11..14, 12 after 11, 14 after 12's scheduled fence. */
+START_TEST(kernel_session)
+{
+	char dat[2048], dir[1200], page[1300], v[2048];
+	static char dom[1 << 20];
+
+	nf_test_source_path(dat, sizeof(dat), "samples/kernel/drm-sched.dat");
+	import_page(dat, "drm-sched", dir, sizeof(dir), page, sizeof(page));
+	run_selftest(page, dom, sizeof(dom));
+	ck_assert_str_eq(need(dom, "rows.kinds", v, sizeof(v)), "ring:2,thread:3");
+	/* rings on top, then the threads by process */
+	ck_assert_str_eq(need(dom, "rows.display", v, sizeof(v)),
+			 "[GPU rings]|amdgpu gfx_0.0.0|drm_sched sdma0|[CPU threads]|[process unknown]|"
+			 "kworker/u64:2 (thread 90)|app (thread 500)|app-render (thread 501)");
+	ck_assert_int_eq(atoll(need(dom, "kernel.jobs", v, sizeof(v))), query_int(dir, "select count(*) from jobs"));
+	ck_assert_int_eq(atoll(need(dom, "kernel.job_deps", v, sizeof(v))), 3);
+	ck_assert_int_eq(atoll(need(dom, "kernel.vblanks", v, sizeof(v))), 3);
+	ck_assert_int_eq(atoll(need(dom, "kernel.markers", v, sizeof(v))), 2);
+	/* what the whole window's draw put on the canvas: every job, vblank and marker (all apart) */
+	ck_assert_int_eq(drawn(dom, "job"), 4);
+	ck_assert_int_eq(drawn(dom, "vblank"), 3);
+	ck_assert_int_eq(drawn(dom, "marker"), 2);
+	ck_assert_int_ge(drawn(dom, "run"), 1);
+	/* job #2 (scheduler job 12) depended on job #1; job #4 on job #2 */
+	ck_assert_str_eq(need(dom, "job.expect", v, sizeof(v)), "job #2 after job #1");
+	ck_assert_str_eq(need(dom, "job.hover", v, sizeof(v)), "job:2");
+	ck_assert_str_eq(need(dom, "job.hover_fields", v, sizeof(v)), "1");
+	ck_assert_str_eq(need(dom, "job.click.selected", v, sizeof(v)), "job #2");
+	ck_assert_str_eq(need(dom, "job.click.related", v, sizeof(v)), "job #1,job #4");
+	ck_assert_str_eq(need(dom, "job.click.arrows", v, sizeof(v)), "2");
+	ck_assert_str_eq(need(dom, "job.click2.selected", v, sizeof(v)), "job #1");
+	ck_assert_str_eq(need(dom, "job.click2.related", v, sizeof(v)), "job #2");
+	/* the marker thread 500 wrote at 0.9 ms */
+	ck_assert_str_eq(need(dom, "marker.hover", v, sizeof(v)), "marker:1");
+	ck_assert_str_eq(need(dom, "marker.text", v, sizeof(v)), "frame_1_begin");
+	ck_assert_str_eq(need(dom, "marker.row", v, sizeof(v)), "app (thread 500)");
+	shot_matches(page, "", "drm-sched-whole.png", 1400, 700);
+	shot_matches(page, "#view=800000,3200000&select=job:2", "drm-sched-job2-selected.png", 1400, 700);
+}
+END_TEST
+
+/* tests/html/html_etl.c: nodes 0 and 1, DMA packets 77, 78 (node 0) and 90 (node 1), two VSyncs. */
+START_TEST(etw_session)
+{
+	char etl[1200], dir[1200], page[1300], v[2048];
+	static char dom[1 << 20];
+
+	snprintf(etl, sizeof(etl), "%s/f.etl", tmpdir);
+	ck_assert_int_eq(html_etl_write(etl), 0);
+	import_page(etl, "etw", dir, sizeof(dir), page, sizeof(page));
+	run_selftest(page, dom, sizeof(dom));
+	ck_assert_str_eq(need(dom, "rows.kinds", v, sizeof(v)), "node:2,queue:2,thread:2");
+	need(dom, "rows.display", v, sizeof(v));
+	ck_assert_msg(strstr(v, "[node 0 \xC2\xB7 Node 0]|Node 0 \xC2\xB7 DMA packets|0x1 Node 0 context 0xc0a|"
+			     "[node 1 \xC2\xB7 Node 1]|Node 1 \xC2\xB7 DMA packets|0x2 Node 1 context 0xc0b") != NULL,
+		      "rows: %s", v);
+	ck_assert_int_eq(atoll(need(dom, "etw.dma", v, sizeof(v))), 3);
+	ck_assert_int_eq(atoll(need(dom, "etw.vsyncs", v, sizeof(v))), 2);
+	ck_assert_int_eq(drawn(dom, "dma"), 3);
+	ck_assert_int_eq(drawn(dom, "vsync"), 2);
+	ck_assert_str_eq(need(dom, "dma.hover", v, sizeof(v)), "dma:1");
+	ck_assert_str_eq(need(dom, "dma.row", v, sizeof(v)), "Node 0 \xC2\xB7 DMA packets");
+	/* the wait on context B and the signal that released it, as for any session */
+	ck_assert_str_eq(need(dom, "click.related", v, sizeof(v)), "signal #1");
+	shot_matches(page, "", "etw-fixture-whole.png", 1400, 700);
+}
+END_TEST
+
+static int real_trace(const char *name, char *path, size_t len)
+{
+	char rel[256];
+
+	snprintf(rel, sizeof(rel), "../shared/real-traces/%s", name);
+	nf_test_source_path(path, len, rel);
+	return access(path, R_OK) == 0;
+}
+
+START_TEST(real_amdgpu)
+{
+	char dat[2048], dir[1200], page[1300], v[2048], want[128];
+	static char dom[1 << 20];
+
+	ck_assert(real_trace("gpuvis-amdgpu.dat", dat, sizeof(dat)));
+	import_page(dat, "amdgpu", dir, sizeof(dir), page, sizeof(page));
+	run_selftest(page, dom, sizeof(dom));
+	need(dom, "rows.kinds", v, sizeof(v));
+	snprintf(want, sizeof(want), "ring:%lld,", query_int(dir, "select count(distinct driver || ring) from jobs"));
+	ck_assert_msg(strstr(v, want) != NULL, "rows %s lack %s", v, want);
+	ck_assert_int_eq(atoll(need(dom, "kernel.jobs", v, sizeof(v))), query_int(dir, "select count(*) from jobs"));
+	ck_assert_int_eq(atoll(need(dom, "kernel.vblanks", v, sizeof(v))), query_int(dir, "select count(*) from vblanks"));
+	ck_assert_int_eq(atoll(need(dom, "kernel.markers", v, sizeof(v))), query_int(dir, "select count(*) from markers"));
+	ck_assert_int_gt(drawn(dom, "job"), 0);
+	ck_assert_int_gt(drawn(dom, "vblank"), 0);
+	ck_assert_int_gt(drawn(dom, "marker"), 0);
+	ck_assert_int_gt(drawn(dom, "run"), 0);
+	ck_assert_str_eq(need(dom, "marker.hover", v, sizeof(v)), "marker:1");
+	ck_assert_msg(strlen(need(dom, "marker.text", v, sizeof(v))) > 0, "no marker text");
+}
+END_TEST
+
+START_TEST(real_windows)
+{
+	char etl[2048], dir[1200], page[1300], v[2048], want[128];
+	static char dom[1 << 20];
+
+	ck_assert(real_trace("gpuvis-windows.etl", etl, sizeof(etl)));
+	import_page(etl, "windows", dir, sizeof(dir), page, sizeof(page));
+	run_selftest(page, dom, sizeof(dom));
+	ck_assert_int_eq(atoll(need(dom, "etw.dma", v, sizeof(v))),
+			 query_int(dir, "select count(*) from dma_packets where node is not null and (adapter, node) in "
+					"(select adapter, node from queues)"));
+	ck_assert_int_eq(atoll(need(dom, "etw.vsyncs", v, sizeof(v))), query_int(dir, "select count(*) from vsyncs"));
+	ck_assert_int_gt(drawn(dom, "dma"), 0);
+	ck_assert_int_gt(drawn(dom, "vsync"), 0);
+	snprintf(want, sizeof(want), "dma:%lld", query_int(dir, "select min(id) from dma_packets where node is not null "
+								 "and (adapter, node) in (select adapter, node from queues)"));
+	ck_assert_str_eq(need(dom, "dma.hover", v, sizeof(v)), want);
+}
+END_TEST
+
+int main(int argc, char **argv)
 {
 	Suite *s;
 	TCase *tc;
+	int real = argc > 1 && !strcmp(argv[1], "real");
 
 	chromium = getenv("NF_CHROMIUM");
 	if (!chromium || !*chromium)
@@ -240,8 +457,23 @@ int main(void)
 	tc = tcase_create("page");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 300);
+	if (real) {  /* `test_html_chromium real`: the real traces only, its own ctest */
+		char path[2048];
+
+		if (!real_trace("gpuvis-amdgpu.dat", path, sizeof(path)) ||
+		    !real_trace("gpuvis-windows.etl", path, sizeof(path))) {
+			printf("SKIP: %s is absent (real traces live in ../shared/real-traces)\n", path);
+			return SKIP_CODE;
+		}
+		tcase_add_test(tc, real_amdgpu);
+		tcase_add_test(tc, real_windows);
+		suite_add_tcase(s, tc);
+		return nf_test_main(s);
+	}
 	tcase_add_test(tc, selftest_in_chromium);
 	tcase_add_test(tc, screenshots_at_zooms);
+	tcase_add_test(tc, kernel_session);
+	tcase_add_test(tc, etw_session);
 	suite_add_tcase(s, tc);
 	return nf_test_main(s);
 }

@@ -315,6 +315,112 @@ static unsigned char *read_whole(const char *path, size_t *len)
 	return b;
 }
 
+/* ---- the library function behind `check`: nf_log_summary_read ---- */
+
+/* Independent counts: the parser's own callbacks, summed here. */
+struct indep {
+	uint64_t entries, reads, total[NF_FIND_COUNT], illegal;
+};
+
+static int indep_event(void *ctx, const struct nf_event *ev)
+{
+	if (ev->id == NF_EV_LOG_READ)
+		((struct indep *)ctx)->reads++;
+	return 0;
+}
+
+static int indep_entry(void *ctx, const struct nf_decoded_entry *e)
+{
+	(void)e;
+	((struct indep *)ctx)->entries++;
+	return 0;
+}
+
+static int indep_finding(void *ctx, const struct nf_finding *f)
+{
+	struct indep *c = ctx;
+
+	c->total[f->kind] += f->kind == NF_FIND_LOST ? f->count : 1;
+	c->illegal += nf_finding_is_illegal(f->kind);
+	return 0;
+}
+
+START_TEST(log_summary_matches_the_parser)
+{
+	static const char *const samples[] = { "overrun", "lda-zero-timestamps", "log-recreated" };
+	char dir[700], src[300];
+
+	for (size_t i = 0; i < sizeof(samples) / sizeof(samples[0]); i++) {
+		struct nf_log_summary *sum = NULL;
+		struct nf_parser *p = NULL;
+		struct indep c = { 0 };
+		struct nf_parser_callbacks cb = { &c, indep_event, indep_entry, indep_finding };
+		struct nf_error e;
+		uint64_t per_queue[NF_FIND_COUNT] = { 0 }, entries = 0;
+
+		snprintf(dir, sizeof(dir), "%s/%s", tmp, samples[i]);
+		snprintf(src, sizeof(src), "samples/%s.nfs", samples[i]);
+		record(src, dir, 5);
+		nf_error_clear(&e);
+		ck_assert_int_eq(nf_parser_open(dir, &p, &e), 0);
+		ck_assert_int_eq(nf_parser_run(p, &cb, &e), 0);
+		nf_parser_destroy(p);
+
+		ck_assert_int_eq(nf_log_summary_read(dir, &sum, &e), 0);
+		ck_assert_ptr_nonnull(sum);
+		ck_assert_uint_eq(sum->entries, c.entries);
+		ck_assert_uint_eq(sum->reads, c.reads);
+		ck_assert_uint_eq(sum->illegal, c.illegal);
+		ck_assert_uint_gt(sum->stats.events, 0);
+		ck_assert_ptr_null(sum->incomplete);
+		ck_assert_uint_gt(sum->n_queues, 0);
+		for (int k = 0; k < NF_FIND_COUNT; k++)
+			ck_assert_uint_eq(sum->total[k], c.total[k]);
+		/* Sorted by (adapter, hwqueue), no overflow bucket; the per-log
+		 * counts add up to the totals. */
+		for (size_t q = 0; q < sum->n_queues; q++) {
+			const struct nf_queue_summary *qs = sum->queues[q];
+
+			ck_assert(!qs->overflow);
+			if (q)
+				ck_assert(((uint64_t)sum->queues[q - 1]->adapter << 32 | sum->queues[q - 1]->hwqueue) <
+					  ((uint64_t)qs->adapter << 32 | qs->hwqueue));
+			for (int l = 0; l < NF_LOG_SUMMARY_LOGS; l++) {
+				entries += qs->log[l].entries;
+				for (int k = 0; k < NF_FIND_COUNT; k++)
+					per_queue[k] += qs->log[l].count[k];
+			}
+		}
+		ck_assert_uint_eq(entries, c.entries);
+		for (int k = 0; k < NF_FIND_COUNT; k++)
+			ck_assert_uint_eq(per_queue[k], c.total[k]);
+		if (i == 0) /* overrun.nfs loses entries */
+			ck_assert_uint_gt(sum->total[NF_FIND_LOST], 0);
+		nf_log_summary_destroy(sum);
+	}
+	nf_log_summary_destroy(NULL);
+}
+END_TEST
+
+START_TEST(log_summary_errors)
+{
+	struct nf_log_summary *sum = (struct nf_log_summary *)&sum;
+	struct nf_error e;
+	char dir[700];
+
+	nf_error_clear(&e);
+	snprintf(dir, sizeof(dir), "%s/missing", tmp);
+	ck_assert_int_eq(nf_log_summary_read(dir, &sum, &e), NF_ENOENT);
+	ck_assert_ptr_null(sum);
+	ck_assert_msg(strstr(e.msg, "no such directory") != NULL, "%s", e.msg);
+	snprintf(dir, sizeof(dir), "%s/empty", tmp);
+	ck_assert_int_eq(mkdir(dir, 0755), 0);
+	nf_error_clear(&e);
+	ck_assert_int_eq(nf_log_summary_read(dir, &sum, &e), NF_EFORMAT);
+	ck_assert_ptr_null(sum);
+}
+END_TEST
+
 START_TEST(check_empty_and_missing_dir)
 {
 	char dir[700];
@@ -650,6 +756,8 @@ int main(void)
 			    (int)(sizeof(fault_samples) / sizeof(fault_samples[0])));
 	tcase_add_test(tc, check_text_summary);
 	tcase_add_test(tc, check_empty_and_missing_dir);
+	tcase_add_test(tc, log_summary_matches_the_parser);
+	tcase_add_test(tc, log_summary_errors);
 	tcase_add_test(tc, check_truncated_files);
 	tcase_add_test(tc, check_flipped_bytes);
 	tcase_add_test(tc, check_other_tool);

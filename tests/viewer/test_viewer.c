@@ -9,12 +9,14 @@
 #include "nf_image.h"
 
 #include <cairo.h>
+#include <math.h>
 #include <sqlite3.h>
 #include <stdint.h>
 #include <sys/stat.h>
 #include <time.h>
 
 #include "layout.h"
+#include "viewer.h"
 #include "nftrace/render.h"
 
 #define MS 1000000LL
@@ -193,7 +195,8 @@ static uint32_t lane_pixel(const struct nf_image *im, const struct nf_render_lay
 
 	ck_assert_ptr_nonnull(row);
 	nf_render_lane_extent(row, lane, &y0, &y1);
-	return pixel(im, nf_render_layout_x(lay, t), (y0 + y1) / 2.0);
+	/* Near the top: the middle of a wide box holds its fence and value label. */
+	return pixel(im, nf_render_layout_x(lay, t), y0 + 2.5);
 }
 
 #define ASSERT_COLOUR(got, want) \
@@ -435,6 +438,299 @@ START_TEST(reference_image)
 	ck_assert_msg(bad <= (long)a.w * a.h / 1000, "%ld pixels differ from %s", bad, ref);
 	cairo_surface_destroy(a.sf);
 	cairo_surface_destroy(b.sf);
+}
+END_TEST
+
+
+/*
+ * The CPU running ahead (the issue's nfence-sample window): on queue A 19 waits
+ * and on queue B 19 signals, each queued 1 us after the previous and completed
+ * 2 us after it, all overlapping in a 100 us window; signal i releases wait i.
+ * extra: that many more signals on B, all overlapping (to pass the cap).
+ */
+#define DEEP_N 19
+#define QA 0x40000040
+#define QB 0x40000100
+static void make_deep(const char *path, int extra)
+{
+	sqlite3 *db = create_db(path);
+	char sql[512];
+
+	exec_sql(db, "INSERT INTO meta (key, value) VALUES ('duration_ns','100000');"
+		     "INSERT INTO adapters (adapter, name, vidsch_caps, native_fence, gpu_frequency) VALUES (0,'GPU',0,1,0);"
+		     "INSERT INTO queues (queue, adapter, node, engine, name, start_ns, stop_ns) VALUES "
+		     "(1073741888,0,0,0,'waiter',0,NULL),(1073742080,0,0,1,'signaler',0,NULL);");
+	for (int i = 0; i < DEEP_N + extra; i++) {
+		if (i < DEEP_N) {
+			snprintf(sql, sizeof(sql),
+				 "INSERT INTO fence_ops (id, queue, adapter, op, fence, handle, value, queued_ns, observed_ns, end_ns, status, log_seq) "
+				 "VALUES (%d, 1073741888, 0, 'wait', 7, 7, %d, %d, NULL, %d, 'complete', %d);"
+				 "INSERT INTO deps (signal_id, wait_id, cpu_signal, stall_ns) VALUES (%d, %d, NULL, 0);",
+				 1 + i, 100 + i, 1000 * i, 62000 + 2000 * i, i, 1000 + i, 1 + i);
+			exec_sql(db, sql);
+		}
+		snprintf(sql, sizeof(sql),
+			 "INSERT INTO fence_ops (id, queue, adapter, op, fence, handle, value, queued_ns, observed_ns, end_ns, status, log_seq) "
+			 "VALUES (%d, 1073742080, 0, 'signal', 7, 7, %d, %d, NULL, %d, 'complete', %d);",
+			 1000 + i, 100 + i, 500 + 1000 * i, 60000 + 2000 * i, i);
+		exec_sql(db, sql);
+	}
+	finish_db(db);
+}
+
+static size_t count_str(const char *hay, const char *needle)
+{
+	size_t n = 0;
+
+	for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
+/* Overlapping operations are stacked: each of the 19 boxes of a lane has its own sub-lane. */
+START_TEST(stacked_sublanes)
+{
+	char db[4200], png[4200], svg[4200];
+	struct nf_render_options o;
+	struct nf_render_layout lay;
+	struct nf_image im;
+	const struct nf_render_row *ra, *rb;
+	char *text;
+	size_t len;
+
+	path_in_tmp(db, sizeof(db), "deep.db");
+	path_in_tmp(png, sizeof(png), "deep.png");
+	path_in_tmp(svg, sizeof(svg), "deep.svg");
+	make_deep(db, 0);
+	o = base_opts(png);
+	render_ok(db, &o);
+	layout_of(db, &o, &lay);
+	ra = nf_render_layout_queue(&lay, QA);
+	rb = nf_render_layout_queue(&lay, QB);
+	ck_assert_ptr_nonnull(ra);
+	ck_assert_ptr_nonnull(rb);
+	ck_assert_int_eq(ra->n_sub[0], DEEP_N);
+	ck_assert_int_eq(ra->n_sub[1], 1);
+	ck_assert_int_eq(rb->n_sub[1], DEEP_N);
+	ck_assert_int_eq(lay.shared, 0);
+	ck_assert_double_gt(ra->h, 46.0 + 18 * 8.0);
+	nf_image_load(&im, png);
+	/* At 59 us every box is open: 19 pink bands, each with the background under it (the gap). */
+	for (int k = 0; k < DEEP_N; k++) {
+		double y0, y1, x = nf_render_layout_x(&lay, 59000);
+
+		nf_render_sublane_extent(ra, NF_LANE_WAIT, k, &y0, &y1);
+		ASSERT_COLOUR(pixel(&im, x, y0 + 1.5), C_WAIT);
+		ck_assert_msg(!nf_image_near(pixel(&im, x, y1 + 0.2), C_WAIT, 8), "wait sub-lane %d has no gap below", k);
+		nf_render_sublane_extent(rb, NF_LANE_SIGNAL, k, &y0, &y1);
+		ASSERT_COLOUR(pixel(&im, x, y0 + 1.5), C_SIGNAL);
+		ck_assert_msg(!nf_image_near(pixel(&im, x, y1 + 0.2), C_SIGNAL, 8), "signal sub-lane %d has no gap below", k);
+	}
+	cairo_surface_destroy(im.sf);
+
+	/* The SVG: a tooltip per box, each at its own height, and a fence/value label in each. */
+	o.output = svg;
+	render_ok(db, &o);
+	text = read_file(svg, &len);
+	ck_assert_uint_eq(count_str(text, "<title>wait #"), DEEP_N);
+	ck_assert_uint_eq(count_str(text, "<title>signal #"), DEEP_N);
+	for (int i = 0; i < DEEP_N; i++) {
+		char want[64];
+
+		snprintf(want, sizeof(want), ">fence 0x7 = %d<", 100 + i);
+		ck_assert_msg(count_str(text, want) == 2, "label %s: %zu", want, count_str(text, want));
+	}
+	ck_assert_ptr_nonnull(strstr(text, "stacked: 19 waits, 1 signal deep"));
+	free(text);
+
+	/* Each arrow ends at its own wait's box: 19 distinct heights. */
+	{
+		struct nf_render_scene sc;
+		struct nf_error err;
+		sqlite3 *h;
+		double ys[DEEP_N];
+		int n = 0;
+
+		memset(&sc, 0, sizeof(sc));
+		nf_error_clear(&err);
+		ck_assert_int_eq(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+		ck_assert_msg(nf_render_collect(h, &o, &lay, &sc, &err) == 0, "%s", err.msg);
+		ck_assert_int_eq(sc.links.n, DEEP_N);
+		for (size_t i = 0; i < sc.links.n; i++) {
+			int seen = 0;
+
+			for (int j = 0; j < n; j++)
+				seen |= ys[j] == sc.links.v[i * 4 + 3];
+			if (!seen)
+				ys[n++] = sc.links.v[i * 4 + 3];
+		}
+		ck_assert_int_eq(n, DEEP_N);
+		nf_render_scene_release(&sc);
+		sqlite3_close(h);
+	}
+	nf_render_layout_release(&lay);
+}
+END_TEST
+
+/* Deeper than the cap: the operations past it share a sub-lane, and the page says so. */
+START_TEST(stacked_cap_is_said)
+{
+	char db[4200], svg[4200];
+	struct nf_render_options o;
+	struct nf_render_layout lay;
+	char *text, want[128];
+	size_t len;
+
+	path_in_tmp(db, sizeof(db), "deep40.db");
+	path_in_tmp(svg, sizeof(svg), "deep40.svg");
+	make_deep(db, 21);  /* 40 overlapping signals */
+	o = base_opts(svg);
+	render_ok(db, &o);
+	layout_of(db, &o, &lay);
+	ck_assert_int_eq(lay.max_sub, NF_RENDER_MAX_SUB);
+	ck_assert_int_eq(nf_render_layout_queue(&lay, QB)->n_sub[1], NF_RENDER_MAX_SUB);
+	ck_assert_int_eq(lay.shared, 40 - NF_RENDER_MAX_SUB);
+	text = read_file(svg, &len);
+	snprintf(want, sizeof(want), "%d ops deeper than %d share a sub-lane", 40 - NF_RENDER_MAX_SUB,
+		 NF_RENDER_MAX_SUB);
+	ck_assert_msg(strstr(text, want) != NULL, "no '%s' in the subtitle", want);
+	snprintf(want, sizeof(want), "%d ops deeper than %d share<", 40 - NF_RENDER_MAX_SUB, NF_RENDER_MAX_SUB);
+	ck_assert_msg(strstr(text, want) != NULL, "no '%s' on the row", want);
+	free(text);
+	nf_render_layout_release(&lay);
+}
+END_TEST
+
+
+/* 110 queues 40 deep would pass the page's height limit at 24 sub-lanes: the cap is halved, and said. */
+START_TEST(stacked_cap_halved_on_tall_pages)
+{
+	char db[4200], svg[4200], sql[512], want[128];
+	struct nf_render_options o;
+	struct nf_render_layout lay;
+	sqlite3 *h;
+	char *text;
+	size_t len;
+
+	path_in_tmp(db, sizeof(db), "tall.db");
+	path_in_tmp(svg, sizeof(svg), "tall.svg");
+	h = create_db(db);
+	exec_sql(h, "INSERT INTO meta (key, value) VALUES ('duration_ns','100000');"
+		    "INSERT INTO adapters (adapter, name, vidsch_caps, native_fence, gpu_frequency) VALUES (0,'GPU',0,1,0);");
+	for (int q = 0; q < 110; q++) {
+		snprintf(sql, sizeof(sql), "INSERT INTO queues (queue, adapter, node, engine, name, start_ns, stop_ns) "
+			 "VALUES (%d,0,0,0,'q%d',0,NULL);", 1000 + q, q);
+		exec_sql(h, sql);
+		for (int i = 0; i < 40; i++) {
+			snprintf(sql, sizeof(sql),
+				 "INSERT INTO fence_ops (id, queue, adapter, op, fence, handle, value, queued_ns, observed_ns, end_ns, status, log_seq) "
+				 "VALUES (%d,%d,0,'signal',1,1,%d,%d,NULL,%d,'complete',%d);",
+				 q * 100 + i + 1, 1000 + q, i, 1000 * i, 60000 + 1000 * i, i);
+			exec_sql(h, sql);
+		}
+	}
+	finish_db(h);
+	o = base_opts(svg);
+	render_ok(db, &o);
+	layout_of(db, &o, &lay);
+	ck_assert_int_eq(lay.max_sub, NF_RENDER_MAX_SUB / 2);
+	ck_assert_double_le(lay.height, NF_RENDER_MAX_HEIGHT);
+	ck_assert_int_eq(nf_render_layout_queue(&lay, 1000)->n_sub[1], NF_RENDER_MAX_SUB / 2);
+	ck_assert_int_eq(lay.shared, 110 * (40 - NF_RENDER_MAX_SUB / 2));
+	text = read_file(svg, &len);
+	snprintf(want, sizeof(want), "%d ops deeper than %d share a sub-lane", 110 * (40 - NF_RENDER_MAX_SUB / 2),
+		 NF_RENDER_MAX_SUB / 2);
+	ck_assert_msg(strstr(text, want) != NULL, "no '%s' in the subtitle", want);
+	free(text);
+	nf_render_layout_release(&lay);
+}
+END_TEST
+
+/*
+ * The legend matches the drawing: zero and repeated timestamps have their own
+ * markers (purple triangle, teal square) and legend entries, as do the circles
+ * of operations left without an end; dense and instant signals stay dark.
+ */
+START_TEST(legend_matches_markers)
+{
+	char db[4200], png[4200], svg[4200];
+	struct nf_render_options o;
+	struct nf_render_layout lay;
+	struct nf_image im;
+	const struct nf_render_row *r;
+	sqlite3 *h;
+	char *text;
+	size_t len;
+	double y0, y1;
+	int dark = 0, light = 0;
+
+	path_in_tmp(db, sizeof(db), "marks.db");
+	path_in_tmp(png, sizeof(png), "marks.png");
+	path_in_tmp(svg, sizeof(svg), "marks.svg");
+	h = create_db(db);
+	exec_sql(h, "INSERT INTO meta (key, value) VALUES ('duration_ns','10000000');"
+		    "INSERT INTO adapters (adapter, name, vidsch_caps, native_fence, gpu_frequency) VALUES (0,'GPU',0,1,0);"
+		    "INSERT INTO queues (queue, adapter, node, engine, name, start_ns, stop_ns) VALUES (256,0,0,0,'q',0,NULL);"
+		    "INSERT INTO anomalies (id, kind, queue, log, first_ns, last_ns, lost_entries, detail) VALUES"
+		    " (1,'zero_timestamp',256,'waits',2000000,2000000,0,'z'),"
+		    " (2,'repeated_timestamp',256,'signals',6000000,6000000,0,'r');"
+		    /* ops without an end: a repeated-timestamp one, a zero one, an unmatched one */
+		    "INSERT INTO fence_ops (id, queue, adapter, op, fence, handle, value, queued_ns, observed_ns, end_ns, status, log_seq) VALUES"
+		    " (1,256,0,'wait',1,1,1,1000000,NULL,NULL,'zero_timestamp',0),"
+		    " (2,256,0,'wait',1,1,2,3000000,NULL,NULL,'repeated_timestamp',1),"
+		    " (3,256,0,'wait',1,1,3,5000000,NULL,NULL,'unmatched',2);");
+	/* 3000 instant signals in 1 ms (sub-pixel: a density band), one lone instant signal at 9 ms */
+	for (int i = 0; i < 3000; i++) {
+		char sql[256];
+
+		snprintf(sql, sizeof(sql),
+			 "INSERT INTO fence_ops (id, queue, adapter, op, fence, handle, value, queued_ns, observed_ns, end_ns, status, log_seq) "
+			 "VALUES (%d,256,0,'signal',2,2,%d,NULL,NULL,%d,'complete',%d);", 10 + i, i, 7000000 + i * 333, i);
+		exec_sql(h, sql);
+	}
+	exec_sql(h, "INSERT INTO fence_ops (id, queue, adapter, op, fence, handle, value, queued_ns, observed_ns, end_ns, status, log_seq) "
+		    "VALUES (9000,256,0,'signal',3,3,1,NULL,NULL,9000000,'complete',0);");
+	finish_db(h);
+	o = base_opts(png);
+	render_ok(db, &o);
+	layout_of(db, &o, &lay);
+	nf_image_load(&im, png);
+	r = nf_render_layout_queue(&lay, 256);
+	/* Anomaly markers near the row's top: zero purple, repeated teal. */
+	ASSERT_COLOUR(pixel(&im, floor(nf_render_layout_x(&lay, 2000000)) + 0.5, r->y + 3.5), 0x7B1FA2);
+	ASSERT_COLOUR(pixel(&im, floor(nf_render_layout_x(&lay, 6000000)) + 0.5, r->y + 4.0), 0x00897B);
+	/* Open ops' circles at their start in the wait lane: zero purple, repeated teal, unmatched white. */
+	nf_render_lane_extent(r, NF_LANE_WAIT, &y0, &y1);
+	ASSERT_COLOUR(pixel(&im, floor(nf_render_layout_x(&lay, 1000000)) + 0.5, (y0 + y1) / 2), 0x7B1FA2);
+	ASSERT_COLOUR(pixel(&im, floor(nf_render_layout_x(&lay, 3000000)) + 0.5, (y0 + y1) / 2), 0x00897B);
+	ASSERT_COLOUR(pixel(&im, floor(nf_render_layout_x(&lay, 5000000)) + 0.5, (y0 + y1) / 2), C_WHITE);
+	/* The dense band and the lone instant signal: dark pink, never the waits' light pink. */
+	nf_render_lane_extent(r, NF_LANE_SIGNAL, &y0, &y1);
+	for (double x = nf_render_layout_x(&lay, 7000000) + 1; x < nf_render_layout_x(&lay, 7990000); x++) {
+		uint32_t p = pixel(&im, x, (y0 + y1) / 2);
+
+		dark += ((p >> 8) & 0xFF) < 0x70;
+		light += nf_image_near(p, C_WAIT, 40);
+	}
+	ck_assert_int_eq(light, 0);
+	ck_assert_int_gt(dark, 100);
+	{
+		uint32_t p = pixel(&im, nf_render_layout_x(&lay, 9000000), (y0 + y1) / 2);
+
+		ck_assert_msg(((p >> 8) & 0xFF) < 0x70 && !nf_image_near(p, C_WAIT, 40), "lone instant signal %06X", p);
+	}
+	cairo_surface_destroy(im.sf);
+	/* Their legend entries (the SVG's text). */
+	o.output = svg;
+	render_ok(db, &o);
+	text = read_file(svg, &len);
+	ck_assert_ptr_nonnull(strstr(text, ">zero timestamp<"));
+	ck_assert_ptr_nonnull(strstr(text, ">repeated timestamp<"));
+	ck_assert_ptr_nonnull(strstr(text, ">end unmatched<"));
+	ck_assert_ptr_nonnull(strstr(text, ">op lost<"));
+	ck_assert_ptr_null(strstr(text, "zero / repeated"));
+	free(text);
+	nf_render_layout_release(&lay);
 }
 END_TEST
 
@@ -682,6 +978,10 @@ static Suite *viewer_suite(void)
 	tcase_add_test(tc, dark_theme);
 	tcase_add_test(tc, reference_image);
 	tcase_add_test(tc, big_database_level_of_detail);
+	tcase_add_test(tc, stacked_sublanes);
+	tcase_add_test(tc, stacked_cap_is_said);
+	tcase_add_test(tc, stacked_cap_halved_on_tall_pages);
+	tcase_add_test(tc, legend_matches_markers);
 	tcase_add_test(tc, parse_duration_table);
 	tcase_add_test(tc, bad_inputs);
 	tcase_add_test(tc, empty_timeline);
