@@ -203,16 +203,19 @@ START_TEST(errors)
 }
 END_TEST
 
-/* Imports a file into tmpdir/NAME and writes its page tmpdir/NAME.html (extra: report options). */
-static char *import_page(const char *file, const char *name, const char *extra, char *dir, size_t dlen)
+/* Imports a file into tmpdir/NAME and writes its page tmpdir/NAME.html (opt val: a report option, or NULL). */
+static char *import_page(const char *file, const char *name, const char *opt, const char *val,
+			 char *dir, size_t dlen)
 {
-	char cmd[8192], out[1024], page[1300];
+	char out[1024], page[1300];
 
 	snprintf(dir, dlen, "%s/%s", tmpdir, name);
 	snprintf(page, sizeof(page), "%s/%s.html", tmpdir, name);
-	snprintf(cmd, sizeof(cmd), "'%s' import '%s' -o '%s' --force >/dev/null && '%s' report '%s' -o '%s' %s",
-		 nf_test_nftrace(), file, dir, nf_test_nftrace(), dir, page, extra ? extra : "");
-	run_ok(cmd, out, sizeof(out));
+	nft_ok(NF_TEST_ARGV("import", file, "-o", dir, "--force"), out, sizeof(out));
+	if (opt)
+		nft_ok(NF_TEST_ARGV("report", dir, "-o", page, opt, val), out, sizeof(out));
+	else
+		nft_ok(NF_TEST_ARGV("report", dir, "-o", page), out, sizeof(out));
 	return slurp(page, NULL);
 }
 
@@ -233,7 +236,7 @@ START_TEST(kernel_rows)
 	char *a;
 
 	nf_test_source_path(dat, sizeof(dat), "samples/kernel/drm-sched.dat");
-	a = import_page(dat, "k", NULL, dir, sizeof(dir));
+	a = import_page(dat, "k", NULL, NULL, dir, sizeof(dir));
 	/* Thread rows 0..2 (90 kworker, 500 app, 501 app-render, by id), then the rings. */
 	ck_assert_int_eq(count_of(a, "\"kind\":\"thread\""), 3);
 	ck_assert_msg(strstr(a, "\"kind\":\"thread\",\"id\":500,") && strstr(a, "\"name\":\"app\""), "no row for app (500)");
@@ -255,7 +258,7 @@ START_TEST(kernel_rows)
 	ck_assert_int_eq(data_int(a, "etw"), 0);
 	free(a);
 	/* With a fence filter, no rings (as the static report). */
-	a = import_page(dat, "k2", "--fence 0x10000012d", dir, sizeof(dir));
+	a = import_page(dat, "k2", "--fence", "0x10000012d", dir, sizeof(dir));
 	ck_assert_int_eq(count_of(a, "\"kind\":\"ring\""), 0);
 	ck_assert_msg(strstr(a, "\"jobs\":[]"), "jobs without rings");
 	free(a);
@@ -270,7 +273,7 @@ START_TEST(etw_rows)
 
 	snprintf(etl, sizeof(etl), "%s/f.etl", tmpdir);
 	ck_assert_int_eq(html_etl_write(etl), 0);
-	a = import_page(etl, "w", NULL, dir, sizeof(dir));
+	a = import_page(etl, "w", NULL, NULL, dir, sizeof(dir));
 	ck_assert_int_eq(data_int(a, "etw"), 1);
 	/* Queue rows 0 (context A, node 0) and 1 (B, node 1), thread rows 2 and 3 (100 signalled, 200
 	 * waited), a DMA packet row per node after them (4, 5). */
@@ -286,7 +289,7 @@ START_TEST(etw_rows)
 	ck_assert_msg(strstr(a, "\"vsyncs\":[100000,0,0,42,116600,0,0,43]"), "vsyncs: %.200s", strstr(a, "\"vsyncs\""));
 	free(a);
 	/* --queue keeps the DMA packets of that queue only. */
-	a = import_page(etl, "w2", "--queue 2", dir, sizeof(dir));
+	a = import_page(etl, "w2", "--queue", "2", dir, sizeof(dir));
 	ck_assert_int_eq(count_of(a, "\"kind\":\"node\""), 1);
 	ck_assert_msg(strstr(a, "\"dma\":[[3,") && strstr(a, ",0,1,90,63000,null,70000,\"complete\"]],"), "dma of queue 2: %.300s",
 		      strstr(a, "\"dma\""));
@@ -311,7 +314,7 @@ START_TEST(real_amdgpu_threads)
 	long long jobs, related, all;
 
 	ck_assert(real_trace("gpuvis-amdgpu.dat", dat, sizeof(dat)));
-	a = import_page(dat, "r", NULL, dir, sizeof(dir));
+	a = import_page(dat, "r", NULL, NULL, dir, sizeof(dir));
 	jobs = query_int(dir, "select count(*) from jobs");
 	ck_assert_int_eq(count_of(a, "\"kind\":\"ring\""), query_int(dir, "select count(distinct driver || ring) from jobs"));
 	ck_assert_int_eq(count_of(a, "\"jobs\":[[") , 1);
@@ -330,11 +333,11 @@ START_TEST(real_amdgpu_threads)
 	ck_assert_int_gt(all - related, 0);
 	free(a);
 	/* --threads all: every thread that ran; --process Xorg: its threads too; --thread 1: that one too. */
-	a = import_page(dat, "r2", "--threads all", dir, sizeof(dir));
+	a = import_page(dat, "r2", "--threads", "all", dir, sizeof(dir));
 	ck_assert_int_eq(count_of(a, "\"kind\":\"thread\""), all);
 	ck_assert_int_eq(data_int(a, "threadsLeftOut"), 0);
 	free(a);
-	a = import_page(dat, "r3", "--process Xorg", dir, sizeof(dir));
+	a = import_page(dat, "r3", "--process", "Xorg", dir, sizeof(dir));
 	ck_assert_int_eq(count_of(a, "\"kind\":\"thread\""),
 			 related + query_int(dir, "select count(distinct r.thread) from cpu_runs r join kernel_threads k on "
 						  "k.thread = r.thread join kernel_threads p on p.thread = k.process where p.comm = 'Xorg' "

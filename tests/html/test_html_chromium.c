@@ -233,29 +233,24 @@ END_TEST
 /* Imports file into tmpdir/name, writes tmpdir/name.html; page filled. */
 static void import_page(const char *file, const char *name, char *dir, size_t dlen, char *page, size_t plen)
 {
-	char cmd[8192], out[1024];
+	char out[1024];
 
 	snprintf(dir, dlen, "%s/%s", tmpdir, name);
 	snprintf(page, plen, "%s/%s.html", tmpdir, name);
 	/* Imported by its base name from its folder: the page names the file as given, and the
 	 * screenshots must not depend on where the sources are. */
-	snprintf(cmd, sizeof(cmd), "cd \"$(dirname '%s')\" && '%s' import \"$(basename '%s')\" -o '%s' --force >/dev/null && "
-		 "'%s' report '%s' -o '%s' --title '%s'",
-		 file, nf_test_nftrace(), file, dir, nf_test_nftrace(), dir, page, name);
-	run_ok(cmd, out, sizeof(out));
+	sh_ok("cd \"$(dirname \"$1\")\" && \"$NF\" import \"$(basename \"$1\")\" -o \"$2\" --force >/dev/null && "
+	      "\"$NF\" report \"$2\" -o \"$3\" --title \"$4\"",
+	      NF_TEST_ARGV(file, dir, page, name), out, sizeof(out));
 }
 
 /* The page at #selftest in Chromium: its self-test's output in dom. */
 static void run_selftest(const char *page, char *dom, size_t len)
 {
-	char cmd[8192];
-
-	snprintf(cmd, sizeof(cmd),
-		 "timeout 120 '%s' --headless --no-sandbox --disable-gpu --hide-scrollbars "
-		 "--no-first-run --disable-crash-reporter --user-data-dir='%s/profile' "
-		 "--window-size=1400,900 --virtual-time-budget=20000 --dump-dom 'file://%s#selftest'",
-		 chromium, tmpdir, page);
-	run_ok(cmd, dom, len);
+	sh_ok("timeout 120 \"$1\" --headless --no-sandbox --disable-gpu --hide-scrollbars "
+	      "--no-first-run --disable-crash-reporter --user-data-dir=\"$2/profile\" "
+	      "--window-size=1400,900 --virtual-time-budget=20000 --dump-dom \"file://$3#selftest\"",
+	      NF_TEST_ARGV(chromium, tmpdir, page), dom, len);
 	ck_assert_msg(strstr(dom, "selftest=done"), "the self-test did not finish: %.3000s",
 		      strstr(dom, "id=\"selftest\"") ? strstr(dom, "id=\"selftest\"") : dom);
 	if (getenv("NF_SHOW_SELFTEST")) {
@@ -282,23 +277,21 @@ static long long drawn(const char *dom, const char *kind)
 /* A screenshot of page+hash compared with tests/html/ref/ref (NF_UPDATE_REF=1 rewrites it). */
 static void shot_matches(const char *page, const char *hash, const char *refname, int w, int h)
 {
-	char cmd[8192], out[512], shot[1300], ref[2048], rel[256];
+	char out[512], shot[1300], ref[2048], rel[256], size[32];
 	struct nf_image a, b;
 	long ink = 0;
 	double d;
 
 	snprintf(shot, sizeof(shot), "%s/%s", tmpdir, refname);
-	snprintf(cmd, sizeof(cmd),
-		 "timeout 120 '%s' --headless --no-sandbox --disable-gpu --hide-scrollbars "
-		 "--no-first-run --disable-crash-reporter --user-data-dir='%s/profile' "
-		 "--window-size=%d,%d --virtual-time-budget=5000 --screenshot='%s' 'file://%s%s'",
-		 chromium, tmpdir, w, h, shot, page, hash);
-	run_ok(cmd, out, sizeof(out));
+	snprintf(size, sizeof(size), "%d,%d", w, h);
+	sh_ok("timeout 120 \"$1\" --headless --no-sandbox --disable-gpu --hide-scrollbars "
+	      "--no-first-run --disable-crash-reporter --user-data-dir=\"$2/profile\" "
+	      "--window-size=\"$3\" --virtual-time-budget=5000 --screenshot=\"$4\" \"file://$5$6\"",
+	      NF_TEST_ARGV(chromium, tmpdir, size, shot, page, hash), out, sizeof(out));
 	snprintf(rel, sizeof(rel), "tests/html/ref/%s", refname);
 	nf_test_source_path(ref, sizeof(ref), rel);
 	if (getenv("NF_UPDATE_REF")) {
-		snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", shot, ref);
-		run_ok(cmd, out, sizeof(out));
+		sh_ok("cp \"$1\" \"$2\"", NF_TEST_ARGV(shot, ref), out, sizeof(out));
 	}
 	nf_image_load(&a, shot);
 	ck_assert_int_eq(a.w, w);

@@ -182,7 +182,7 @@ START_TEST(test_fixture_import_rows)
 	      "kernel_lost,,2500000,2500000,5,CPU 1: the kernel ring buffer lost 5 events before this point\n");
 	/* The ready-made queues report names the pseudo-adapter instead of
 	 * numbering it 4294967295. */
-	ck_assert_int_eq(run("'%s' query --csv '%s' --report queues", nf_test_nftrace(), s), 0);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("query", "--csv", s, "--report", "queues")), 0);
 	ck_assert_str_eq(out, "queue,name,adapter,adapter_name,ops,waits,signals,lost,stalled_ns,span_ns\n"
 			      "4294967303,nfgpu gfx,,Linux kernel dma_fence,3,0,3,0,0,2000000\n"
 			      "4294967305,nfgpu compute,,Linux kernel dma_fence,1,0,1,0,0,1000000\n");
