@@ -203,7 +203,7 @@ START_TEST(errors)
 }
 END_TEST
 
-/* Imports a file into tmpdir/NAME and writes its page tmpdir/NAME.html (opt val: a report option, or NULL). */
+/* Imports a file into tmpdir/NAME and writes its page tmpdir/NAME.html (opt val: a report option). */
 static char *import_page(const char *file, const char *name, const char *opt, const char *val,
 			 char *dir, size_t dlen)
 {
