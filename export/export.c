@@ -25,6 +25,8 @@
 #include <unistd.h>
 
 #define XOUT_BUFFER ((size_t)1 << 20)
+/* pass_ops: operations without a time were seen, the export is to be made again. */
+#define EXPORT_RETRY 1
 #define NAME_MAX_LEN 200
 /*
  * Process ids we make up (every process of the export is ours: real thread
@@ -105,6 +107,7 @@ struct exporter {
 	int session_ready;
 	sqlite3_stmt *thread_name;
 	int check_ends;           /* flows' other ends checked by joins (see flowsrc_open) */
+	int force_check;          /* check_ends even unfiltered (the second try, see pass_ops) */
 	struct xgroup *groups;    /* tracks of imported items (rings, CRTCs, nodes, targets) */
 	size_t n_groups, cap_groups;
 	struct nf_xtrack jobs_proc, display_proc;
@@ -122,6 +125,11 @@ static int sql_fail(struct exporter *x, const char *what)
 static int oom(struct exporter *x)
 {
 	return nf_error_set(x->err, NF_ENOMEM, "out of memory while exporting");
+}
+
+static int val_null(sqlite3_value *v)
+{
+	return sqlite3_value_type(v) == SQLITE_NULL;
 }
 
 static int col_null(sqlite3_stmt *st, int col)
@@ -984,56 +992,93 @@ static int run_next(struct nf_error *err, struct sig_runs *m, size_t i)
  * should sort instead (too many runs, no rowid: rel then is to be filled by
  * the caller), or an error.
  */
+/* The read of deps that finds its runs (nf_export_dep, inside sqlite's scan). */
+struct runs_scan {
+	struct released *rel;
+	sqlite3_stmt *cpu_ok;
+	int64_t *start;
+	size_t n;
+	struct edge prev;
+	int too_many;   /* more than RUNS_MAX runs: the scan was stopped */
+	int cpu_rc;     /* cpu_ok's failure (SQLITE_OK: none) */
+};
+
+/* Values: rowid, signal_id, wait_id, cpu_signal of one deps row. */
+static void dep_sink(sqlite3_context *ctx, int argc, sqlite3_value **v)
+{
+	struct runs_scan *rs = sqlite3_user_data(ctx);
+	struct edge e;
+
+	(void)argc;
+	sqlite3_result_null(ctx);
+	if (val_null(v[1])) {
+		/* Released from the CPU: a flow when its CPU signal is written. */
+		if (rs->rel->bits && !val_null(v[3]) && !val_null(v[2])) {
+			int rc;
+
+			sqlite3_reset(rs->cpu_ok);
+			sqlite3_bind_int64(rs->cpu_ok, 1, sqlite3_value_int64(v[3]));
+			if ((rc = sqlite3_step(rs->cpu_ok)) == SQLITE_ROW) {
+				released_set(rs->rel, sqlite3_value_int64(v[2]));
+			} else if (rc != SQLITE_DONE) {
+				rs->cpu_rc = rc;
+				sqlite3_result_error(ctx, "reading cpu_signals", -1);
+			}
+		}
+		return;
+	}
+	e = (struct edge){ sqlite3_value_int64(v[1]), sqlite3_value_int64(v[2]) };
+	if (rs->rel->bits && !val_null(v[2]))
+		released_set(rs->rel, e.w);
+	if (rs->n == 0 || edge_lt(&e, &rs->prev)) {
+		if (rs->n == RUNS_MAX) {
+			rs->too_many = 1;
+			sqlite3_result_error(ctx, "too many runs", -1);
+			return;
+		}
+		rs->start[rs->n++] = sqlite3_value_int64(v[0]);
+	}
+	rs->prev = e;
+}
+
 static int sig_runs_open(struct exporter *x, struct sig_runs *m, sqlite3 *db, struct released *rel,
 			 sqlite3_stmt *cpu_ok)
 {
 	sqlite3_stmt *st = NULL;
 	int64_t *start = NULL;
 	size_t n = 0;
-	struct edge prev = { INT64_MIN, INT64_MIN };
+	struct runs_scan rs;
 	int rc, ret = 0;
 
 	memset(m, 0, sizeof(*m));
+	memset(&rs, 0, sizeof(rs));
 	m->db = db;
-	if (sqlite3_prepare_v2(db, "SELECT rowid, signal_id, wait_id, cpu_signal FROM deps", -1, &st,
-			       NULL) != SQLITE_OK)
-		return 0;  /* no rowid: let sqlite sort */
-	if (!(start = malloc(RUNS_MAX * sizeof(*start)))) {
-		ret = oom(x);
-		goto out;
-	}
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		struct edge e;
-
-		if (col_null(st, 1)) {
-			/* Released from the CPU: a flow when its CPU signal is written. */
-			if (rel->bits && !col_null(st, 3) && !col_null(st, 2)) {
-				sqlite3_reset(cpu_ok);
-				sqlite3_bind_int64(cpu_ok, 1, sqlite3_column_int64(st, 3));
-				if ((rc = sqlite3_step(cpu_ok)) == SQLITE_ROW)
-					released_set(rel, sqlite3_column_int64(st, 2));
-				else if (rc != SQLITE_DONE) {
-					ret = nf_error_set(x->err, NF_ESQL, "reading cpu_signals: %s",
-							   sqlite3_errmsg(db));
-					goto out;
-				}
-			}
-			continue;
-		}
-		e = (struct edge){ sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2) };
-		if (rel->bits && !col_null(st, 2))
-			released_set(rel, e.w);
-		if (n == 0 || edge_lt(&e, &prev)) {
-			if (n == RUNS_MAX)
-				goto out;  /* ret 0: sort instead */
-			start[n++] = sqlite3_column_int64(st, 0);
-		}
-		prev = e;
-	}
-	if (rc != SQLITE_DONE) {
+	if (!(start = malloc(RUNS_MAX * sizeof(*start))))
+		return oom(x);
+	rs.rel = rel;
+	rs.cpu_ok = cpu_ok;
+	rs.start = start;
+	rs.cpu_rc = SQLITE_OK;
+	if (sqlite3_create_function(db, "nf_export_dep", 4, SQLITE_UTF8 | SQLITE_DIRECTONLY, &rs, dep_sink,
+				    NULL, NULL) != SQLITE_OK) {
 		ret = nf_error_set(x->err, NF_ESQL, "reading deps: %s", sqlite3_errmsg(db));
 		goto out;
 	}
+	if (sqlite3_prepare_v2(db, "SELECT count(nf_export_dep(rowid, signal_id, wait_id, cpu_signal)) FROM deps",
+			       -1, &st, NULL) != SQLITE_OK)
+		goto out;  /* ret 0, no rowid: let sqlite sort */
+	rc = sqlite3_step(st);
+	if (rs.too_many)
+		goto out;  /* ret 0: sort instead */
+	if (rs.cpu_rc != SQLITE_OK) {
+		ret = nf_error_set(x->err, NF_ESQL, "reading cpu_signals: %s", sqlite3_errstr(rs.cpu_rc));
+		goto out;
+	}
+	if (rc != SQLITE_ROW) {
+		ret = nf_error_set(x->err, NF_ESQL, "reading deps: %s", sqlite3_errmsg(db));
+		goto out;
+	}
+	n = rs.n;
 	m->r = calloc(n ? n : 1, sizeof(*m->r));
 	m->heap = calloc(n ? n : 1, sizeof(*m->heap));
 	if (!m->r || !m->heap) {
@@ -1060,6 +1105,8 @@ static int sig_runs_open(struct exporter *x, struct sig_runs *m, sqlite3 *db, st
 	ret = 1;
 out:
 	sqlite3_finalize(st);
+	/* The function points at this frame: gone with it. */
+	sqlite3_create_function(db, "nf_export_dep", 4, SQLITE_UTF8, NULL, NULL, NULL, NULL);
 	free(start);
 	if (ret != 1)
 		sig_runs_close(m);
@@ -1183,7 +1230,7 @@ static int op_row(struct op_ctx *oc, const struct oprec *r, const uint64_t *flow
 		arg_int(&e, "thread", r->thread);
 	if (r->flow_in)
 		e.flow_in = (uint64_t)r->id + 1;
-	e.flows_out = flows + r->out_off;
+	e.flows_out = r->n_out ? flows + r->out_off : NULL;
 	e.n_flows_out = r->n_out;
 	return emit(x, &e);
 }
@@ -1226,6 +1273,7 @@ struct pipe {
 	sqlite3 *db;
 	sqlite3_stmt *st;
 	struct flowsrc *fs;       /* (reader only) */
+	uint64_t skipped;         /* rows without any time, left out (reader only) */
 	struct flowbuf fb;        /* one signal's flows (reader only) */
 	struct nf_error ferr;     /* the reader's errors reading flows */
 };
@@ -1245,11 +1293,6 @@ static int pipe_publish(struct pipe *pp, int last)
 	stop = pp->stop;
 	pthread_mutex_unlock(&pp->mu);
 	return stop ? -1 : 0;
-}
-
-static int val_null(sqlite3_value *v)
-{
-	return sqlite3_value_type(v) == SQLITE_NULL;
 }
 
 /* r's flows: whether it ends one (a wait), the ones it starts (a signal). */
@@ -1302,6 +1345,7 @@ static void op_sink(sqlite3_context *ctx, int argc, sqlite3_value **v)
 
 	(void)argc;
 	if (val_null(v[5]) && val_null(v[6]) && val_null(v[7])) {
+		pp->skipped++;
 		sqlite3_result_null(ctx);
 		return;
 	}
@@ -1397,34 +1441,6 @@ static int pipe_consume(struct pipe *pp, struct op_ctx *oc)
 	}
 }
 
-/* Counts the fence_ops rows with no time at all (on its own thread). */
-struct timeless {
-	sqlite3 *db;
-	int64_t n;
-	int rc;
-	char errmsg[256];
-};
-
-static void *timeless_main(void *arg)
-{
-	struct timeless *t = arg;
-	sqlite3_stmt *st;
-
-	t->rc = sqlite3_prepare_v2(t->db, "SELECT count(*) FROM fence_ops WHERE queued_ns IS NULL AND "
-					  "observed_ns IS NULL AND end_ns IS NULL",
-				   -1, &st, NULL);
-	if (t->rc == SQLITE_OK) {
-		if ((t->rc = sqlite3_step(st)) == SQLITE_ROW) {
-			t->n = sqlite3_column_int64(st, 0);
-			t->rc = SQLITE_OK;
-		}
-		sqlite3_finalize(st);
-	}
-	if (t->rc != SQLITE_OK)
-		snprintf(t->errmsg, sizeof(t->errmsg), "%s", sqlite3_errmsg(t->db));
-	return NULL;
-}
-
 static void flowsrc_close(struct flowsrc *fs)
 {
 	sqlite3_finalize(fs->by_wait.st);
@@ -1510,8 +1526,10 @@ static int flowsrc_open(struct exporter *x, struct flowsrc *fs, sqlite3 *db, int
  * waits without a queue: their thread's), with its flows: the waits it
  * released (deps by signal_id) and the signal that released it (deps by
  * wait_id), each only when the other end is written too. Unfiltered, the
- * count of operations without a time (which decides how flows are checked)
- * runs on a thread of its own while deps is read.
+ * pass assumes every operation has a time (then every deps row is a flow
+ * whose two ends are written, and no join is needed); the scan counts the
+ * rows without one, and when there are any the pass returns EXPORT_RETRY:
+ * the export is made again with x->force_check (flows checked by joins).
  */
 static int pass_ops(struct exporter *x)
 {
@@ -1524,31 +1542,8 @@ static int pass_ops(struct exporter *x)
 
 	memset(&fs, 0, sizeof(fs));
 	memset(&pp, 0, sizeof(pp));
-	x->check_ends = x->filtered;
-	if (!x->filtered) {
-		struct timeless tl = { x->db, 0, SQLITE_OK, "" };
-		pthread_t tt;
-		int started = pthread_create(&tt, NULL, timeless_main, &tl) == 0;
-
-		if (!started)
-			timeless_main(&tl);
-		ret = flowsrc_open(x, &fs, x->db3, 0);
-		if (started)
-			pthread_join(tt, NULL);
-		if (ret < 0)
-			goto out;
-		if (tl.rc != SQLITE_OK) {
-			ret = nf_error_set(x->err, NF_ESQL, "reading fence_ops: %s", tl.errmsg);
-			goto out;
-		}
-		x->st.skipped = (uint64_t)tl.n;
-		if (tl.n > 0) {
-			/* Some signal may not be written: the flows checked by joins. */
-			flowsrc_close(&fs);
-			x->check_ends = 1;
-		}
-	}
-	if (x->check_ends && (ret = flowsrc_open(x, &fs, x->db3, 1)) < 0)
+	x->check_ends = x->filtered || x->force_check;
+	if ((ret = flowsrc_open(x, &fs, x->db3, x->check_ends)) < 0)
 		goto out;
 	pp.db = x->db;
 	pp.fs = &fs;
@@ -1589,6 +1584,9 @@ static int pass_ops(struct exporter *x)
 			ret = nf_error_set(x->err, pp.ferr.code, "%s", pp.ferr.msg);
 		else if (ret == 0 && pp.rc != SQLITE_DONE)
 			ret = nf_error_set(x->err, NF_ESQL, "reading fence_ops: %s", pp.errmsg);
+		x->st.skipped = x->filtered ? 0 : pp.skipped;
+		if (ret == 0 && pp.skipped && !x->check_ends)
+			ret = EXPORT_RETRY;  /* some signal may not be written: again, with joins */
 	}
 	pthread_cond_destroy(&pp.cv);
 	pthread_mutex_destroy(&pp.mu);
@@ -2250,8 +2248,15 @@ static int pass_markers(struct exporter *x)
 				      : thread_track(x, sqlite3_column_int64(st, 2), ts, ts, &e.track);
 		if (ret < 0)
 			break;
-		/* The text as the name (cut at NAME_MAX_LEN bytes); whole in the args. */
-		snprintf(nm, sizeof(nm), "%s", *text ? text : "marker");
+		/* The text as the name (cut at NAME_MAX_LEN bytes, not inside a UTF-8
+		 * sequence); whole in the args. */
+		if (snprintf(nm, sizeof(nm), "%s", *text ? text : "marker") >= (int)sizeof(nm)) {
+			size_t n = sizeof(nm) - 1;  /* text[n]: the first byte left out */
+
+			while (n > 0 && ((unsigned char)text[n] & 0xc0) == 0x80)
+				n--;
+			nm[n] = '\0';
+		}
 		e.ts = e.end = ts;
 		e.name = nm;
 		e.cat = "marker";
@@ -2566,6 +2571,33 @@ static int session_end(struct exporter *x, int64_t *end)
 	return rc == SQLITE_ROW ? 0 : sql_fail(x, "finding the session end");
 }
 
+/* A fence filter naming no fence of the timeline is a user error (as in report). */
+static int check_fences(struct exporter *x)
+{
+	const struct nf_export_options *o = x->opts;
+	sqlite3_stmt *st;
+	int ret = 0;
+
+	if (!o->fences || o->n_fences <= 0)
+		return 0;
+	if (sqlite3_prepare_v2(x->db, "SELECT 1 FROM fences WHERE fence = ?1", -1, &st, NULL) != SQLITE_OK)
+		return sql_fail(x, "checking --fence");
+	for (int i = 0; i < o->n_fences && ret == 0; i++) {
+		int rc;
+
+		sqlite3_reset(st);
+		sqlite3_bind_int64(st, 1, o->fences[i]);
+		rc = sqlite3_step(st);
+		if (rc == SQLITE_DONE)
+			ret = nf_error_set(x->err, NF_ENOENT, "fence 0x%" PRIx64 ": not in the timeline",
+					   (uint64_t)o->fences[i]);
+		else if (rc != SQLITE_ROW)
+			ret = sql_fail(x, "checking --fence");
+	}
+	sqlite3_finalize(st);
+	return ret;
+}
+
 /* A window that starts at or after the session's end is an error (as in report). */
 static int check_window(struct exporter *x)
 {
@@ -2590,7 +2622,8 @@ static int export_all(struct exporter *x)
 {
 	int ret;
 
-	if ((ret = check_window(x)) < 0 || (ret = load_adapters(x)) < 0 || (ret = load_queues(x)) < 0)
+	if ((ret = check_fences(x)) < 0 || (ret = check_window(x)) < 0 || (ret = load_adapters(x)) < 0 ||
+	    (ret = load_queues(x)) < 0)
 		return ret;
 	if (has_table(x->db, "kernel_threads") &&
 	    sqlite3_prepare_v2(x->db2, "SELECT comm FROM kernel_threads WHERE thread = ?1", -1,
@@ -2610,7 +2643,7 @@ static int export_all(struct exporter *x)
 	if (!x->op_pred_f || !x->op_pred_s || !x->op_pred_w || !x->cpu_pred_c || !x->cpu_pred)
 		return oom(x);
 	if ((ret = x->w->begin(x->w)) < 0 || (ret = pass_threads(x)) < 0 ||
-	    (ret = pass_ops(x)) < 0 ||
+	    (ret = pass_ops(x)) != 0 ||
 	    (ret = pass_cpu_waits(x)) < 0 || (ret = pass_cpu_signals(x)) < 0 ||
 	    (ret = pass_anomalies(x)) < 0 || (ret = job_flows_base(x)) < 0 || (ret = pass_jobs(x)) < 0 ||
 	    (ret = pass_vblanks(x)) < 0 || (ret = pass_markers(x)) < 0 || (ret = pass_dma_packets(x)) < 0 ||
@@ -2623,42 +2656,30 @@ static int export_all(struct exporter *x)
 	return x->w->end(x->w);
 }
 
-int nf_export(const char *db_path, const struct nf_export_options *opts,
-	      struct nf_export_stats *stats, struct nf_error *err)
+/* One try of nf_export; *retry set (nothing written) when it is to be made with force_check. */
+static int export_once(const char *db_path, const struct nf_export_options *opts,
+		       struct nf_export_stats *stats, struct nf_error *err, int force_check, int *retry)
 {
 	struct exporter x;
 	struct nf_xout out;
 	struct nf_outfile of = { 0 };
 	int ret;
 
-	if (!db_path || !opts || !opts->output || !*opts->output)
-		return nf_error_set(err, NF_EINVAL, "export: no database or no output file");
-	if (opts->n_queues < 0 || (opts->n_queues > 0 && !opts->queues) || opts->n_fences < 0 ||
-	    (opts->n_fences > 0 && !opts->fences))
-		return nf_error_set(err, NF_EINVAL, "export: bad queue or fence filter");
-	if (opts->from_ns < -1 || opts->to_ns < -1)
-		return nf_error_set(err, NF_EINVAL, "time window: negative time");
-	if (opts->from_ns >= 0 && opts->to_ns >= 0 && opts->to_ns <= opts->from_ns)
-		return nf_error_set(err, NF_EINVAL, "time window: end (%" PRId64
-				    " ns) is not after start (%" PRId64 " ns)", opts->to_ns, opts->from_ns);
+	*retry = 0;
 	memset(&x, 0, sizeof(x));
 	memset(&out, 0, sizeof(out));
 	x.opts = opts;
 	x.err = err;
+	x.force_check = force_check;
 	x.next_uuid = 1;
 	x.next_tid = TID_SYNTH0;
 	x.next_small_tid = 1;
 	x.t0 = opts->from_ns >= 0 ? opts->from_ns : INT64_MIN;
 	x.t1 = opts->to_ns >= 0 ? opts->to_ns : INT64_MAX;
 	x.filtered = opts->from_ns >= 0 || opts->to_ns >= 0 || opts->n_queues > 0 || opts->n_fences > 0;
-	if ((ret = open_db(db_path, &x.db, err)) < 0)
-		return ret;
-	if ((ret = open_db(db_path, &x.db2, err)) < 0 || (ret = open_db(db_path, &x.db3, err)) < 0) {
-		sqlite3_close(x.db3);
-	sqlite3_close(x.db2);
-		sqlite3_close(x.db);
-		return ret;
-	}
+	if ((ret = open_db(db_path, &x.db, err)) < 0 || (ret = open_db(db_path, &x.db2, err)) < 0 ||
+	    (ret = open_db(db_path, &x.db3, err)) < 0)
+		goto out_release;
 	out.buf = malloc(XOUT_BUFFER);
 	out.cap = XOUT_BUFFER;
 	if (!out.buf) {
@@ -2682,6 +2703,11 @@ int nf_export(const char *db_path, const struct nf_export_options *opts,
 	if (ret == 0)
 		nf_xout_flush(&out);
 	nf_xout_stop(&out);
+	if (ret == EXPORT_RETRY) {
+		*retry = 1;
+		ret = 0;
+		goto out_close;  /* the file is not kept */
+	}
 	if (ret == NF_EIO || out.failed) {
 		nf_error_clear(err);
 		ret = nf_error_set(err, NF_EIO, "%s: write failed after %" PRIu64 " bytes: %s",
@@ -2691,9 +2717,9 @@ out_close:
 	if (x.w)
 		x.w->destroy(x.w);
 	{
-		int crc = nf_outfile_close(&of, ret == 0, err);
+		int crc = nf_outfile_close(&of, ret == 0 && !*retry, err);
 
-		if (ret == 0)
+		if (ret == 0 && !*retry)
 			ret = crc;
 	}
 out_release:
@@ -2702,7 +2728,29 @@ out_release:
 		*stats = x.st;
 	free(out.buf);
 	exporter_release(&x);
+	sqlite3_close(x.db3);
 	sqlite3_close(x.db2);
 	sqlite3_close(x.db);
+	return ret;
+}
+
+int nf_export(const char *db_path, const struct nf_export_options *opts,
+	      struct nf_export_stats *stats, struct nf_error *err)
+{
+	int retry, ret;
+
+	if (!db_path || !opts || !opts->output || !*opts->output)
+		return nf_error_set(err, NF_EINVAL, "export: no database or no output file");
+	if (opts->n_queues < 0 || (opts->n_queues > 0 && !opts->queues) || opts->n_fences < 0 ||
+	    (opts->n_fences > 0 && !opts->fences))
+		return nf_error_set(err, NF_EINVAL, "export: bad queue or fence filter");
+	if (opts->from_ns < -1 || opts->to_ns < -1)
+		return nf_error_set(err, NF_EINVAL, "time window: negative time");
+	if (opts->from_ns >= 0 && opts->to_ns >= 0 && opts->to_ns <= opts->from_ns)
+		return nf_error_set(err, NF_EINVAL, "time window: end (%" PRId64
+				    " ns) is not after start (%" PRId64 " ns)", opts->to_ns, opts->from_ns);
+	ret = export_once(db_path, opts, stats, err, 0, &retry);
+	if (ret == 0 && retry)
+		ret = export_once(db_path, opts, stats, err, 1, &retry);
 	return ret;
 }

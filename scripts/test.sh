@@ -40,4 +40,4 @@ echo "== ThreadSanitizer build: the threaded engine, the analyzer's threads and 
 cmake -S . -B build-tsan -DNF_WERROR=ON -DNF_TSAN=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
 cmake --build build-tsan -j"$jobs" --target test_threaded test_runtime_end test_analyzer test_sessions test_export nf-make-tracedat nftrace
 (cd build-tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 CK_TIMEOUT_MULTIPLIER=4 \
-  ctest --output-on-failure -R '^(test_threaded|test_runtime_end|test_analyzer|test_sessions|test_export|test_export_perfetto)$')
+  ctest --output-on-failure -R '^(test_threaded|test_runtime_end|test_analyzer|test_sessions|test_export|test_export_perfetto|test_export_real)$')

@@ -3,7 +3,8 @@
 # operations (fence_ops rows) per second, file size, peak memory.
 # Peer, measured in the same run: the timeline read alone, the stock sqlite3
 # shell reading the fence_ops columns the export reads (one aggregate, nothing
-# printed per row) and reading deps once (the export reads it twice, unsorted).
+# printed per row) and reading deps once (the export reads it once unsorted, to
+# find its sorted runs, then once more run by run).
 # An export has to read every operation, so that read is its floor.
 # Targets (docs/PERFORMANCE.md): >= 2M operations/s for the x10 session, and peak memory
 # flat across scales (it must not grow with the session).

@@ -275,7 +275,8 @@ int nf_analysis_hangs(const struct nf_analysis *a, struct nf_hang_report *rep, s
 /* Frees the findings and clears *rep; safe on a cleared report. */
 void nf_hang_report_free(struct nf_hang_report *rep);
 
-/* "deadlock", "never_signaled", "blocked", "lowered", "pending". */
+/* "deadlock", "never_signaled", "blocked", "lowered", "pending"; "unknown"
+ * for any other value. A static string, never NULL. */
 const char *nf_hang_kind_name(enum nf_hang_kind kind);
 
 /* Hardware queue name from the queues table, or NULL when it has none. */

@@ -45,7 +45,11 @@ struct nf_ctf_writer;
 /* Creates DIR (must not exist, or be empty), writes the metadata and starts
  * the committer process. The committer holds an exclusive flock(2) on
  * DIR/metadata until the session files are final (even when the caller was
- * killed): nf_ctf_session_wait waits for it. */
+ * killed): nf_ctf_session_wait waits for it. Returns 0 and *out (the
+ * caller's: nf_ctf_writer_close); NF_EINVAL (no directory or clock frequency,
+ * a name too long); NF_EEXIST (DIR is a file or a directory that is not
+ * empty); NF_EIO (DIR or a file cannot be created or written, the committer
+ * cannot start); NF_ENOMEM. */
 int nf_ctf_writer_create(const char *dir, const struct nf_ctf_writer_options *opts,
 			 struct nf_ctf_writer **out, struct nf_error *err);
 
@@ -61,13 +65,20 @@ int nf_ctf_writer_open_append(const char *dir, struct nf_ctf_writer **out, struc
  * flock on DIR/metadata). Returns 0, or NF_ENOENT when there is no metadata. */
 int nf_ctf_session_wait(const char *dir, struct nf_error *err);
 
-/* Appends an event. Timestamps must not decrease within a stream. */
+/* Appends an event (copied: ev is borrowed for the call). Timestamps must not
+ * decrease within a stream. Returns 0; NF_EINVAL (an unknown event id, or a
+ * timestamp before the stream's previous one); NF_EIO once a
+ * packet could not be written (see above); NF_ENOMEM. The first error is
+ * kept (nf_ctf_writer_error) and returned by every later call. Not
+ * thread-safe: one thread at a time per writer (the runtime calls its sink
+ * under its lock). */
 int nf_ctf_writer_emit(struct nf_ctf_writer *w, const struct nf_event *ev);
 
 /* The writer as an event sink for the runtime. */
 struct nf_event_sink nf_ctf_writer_sink(struct nf_ctf_writer *w);
 
-/* Flushes the current packets (ends them early). */
+/* Flushes the current packets (ends them early) and hands them to the
+ * committer. Returns 0, or NF_EIO / NF_ENOMEM as emit. */
 int nf_ctf_writer_flush(struct nf_ctf_writer *w);
 
 /* Counters, for the progress line. */
@@ -76,9 +87,11 @@ struct nf_ctf_writer_stats {
 	uint64_t bytes;
 	uint64_t packets;
 };
+/* Copies the counters into *st; never fails. */
 void nf_ctf_writer_get_stats(const struct nf_ctf_writer *w, struct nf_ctf_writer_stats *st);
 
-/* The first error the writer hit (its emit returns only the code). */
+/* The first error the writer hit (its emit returns only the code): borrowed,
+ * valid until close; code NF_OK when there was none. */
 const struct nf_error *nf_ctf_writer_error(const struct nf_ctf_writer *w);
 
 /* Ends the session and frees the writer (w is invalid afterwards, whatever

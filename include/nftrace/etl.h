@@ -51,6 +51,7 @@ extern const struct nf_etl_guid nf_etl_guid_dxgkrnl;
 
 /* Writes g as lowercase text without braces into out (NF_ETL_GUID_STR bytes). */
 void nf_etl_guid_format(const struct nf_etl_guid *g, char out[NF_ETL_GUID_STR]);
+/* True when a and b are the same GUID (all 16 bytes equal). */
 bool nf_etl_guid_eq(const struct nf_etl_guid *a, const struct nf_etl_guid *b);
 
 /* The name of a provider this library knows ("Microsoft-Windows-DxgKrnl"),
@@ -145,7 +146,9 @@ int nf_etl_reader_open(const char *path, unsigned flags, struct nf_etl_reader **
 		       struct nf_error *err);
 
 /* The same on bytes in memory (for tests and the fuzz target); data is
- * borrowed and must outlive the reader; name is used in messages. */
+ * borrowed and must outlive the reader; name is used in messages. Returns
+ * 0, NF_EFORMAT, NF_EUNSUPP or NF_ENOMEM as nf_etl_reader_open does (there
+ * is no file to be missing or unreadable). */
 int nf_etl_reader_open_mem(const void *data, size_t size, const char *name, unsigned flags,
 			   struct nf_etl_reader **out, struct nf_error *err);
 
@@ -169,7 +172,8 @@ enum nf_etl_header_kind {
 	NF_ETL_HDR_MESSAGE,      /* 0x0F WPP message */
 };
 
-/* A short name of a header kind ("event", "system", ...). */
+/* A short name of a header kind ("event", "system", ...), "?" for an
+ * unknown kind: a static string, never NULL. */
 const char *nf_etl_header_kind_name(int kind);
 
 /* One record. Pointers are borrowed: valid until the next nf_etl_reader_next
@@ -402,10 +406,13 @@ struct nf_etl_dxg_event_info {
 	uint32_t nfields;
 	const struct nf_etl_dxg_field_info *fields;
 };
+/* The table's description of DxgKrnl event id (static, never freed), or NULL
+ * when the table does not describe it. */
 const struct nf_etl_dxg_event_info *nf_etl_dxg_event_info(uint16_t id);
 /* By enum nf_etl_dxg_event (1 .. NF_DXG_EV_COUNT-1), else NULL. */
 const struct nf_etl_dxg_event_info *nf_etl_dxg_event_info_by_event(int event);
-/* A name of a type ("u32", "ptr", "ptr[]", ...). */
+/* A name of a type ("u32", "ptr", "ptr[]", ...), "?" for an unknown type: a
+ * static string, never NULL. */
 const char *nf_etl_dxg_type_name(int type);
 
 #ifdef __cplusplus

@@ -64,8 +64,12 @@
  * Times are the timeline's nanoseconds since the session start (JSON: "ts"
  * in microseconds with three decimals, exact). Memory: per queue and thread
  * and lane, per run of deps, plus one bit per fence_ops id (the waits that
- * end a flow). The scan of fence_ops runs on a thread of its own (with its
- * own connection to the database) while the caller's thread encodes.
+ * end a flow). The scan of fence_ops and the reading of the flows run on a
+ * thread of their own (with their own connections to the database) while the
+ * caller's thread encodes, and full output buffers are written by a third.
+ * Unfiltered, the export assumes every operation has a time; when the scan
+ * finds some that have none, the file is discarded and made again with each
+ * flow's ends checked (so such a timeline takes two passes).
  */
 #ifndef NFTRACE_EXPORT_H
 #define NFTRACE_EXPORT_H
@@ -121,8 +125,9 @@ int nf_export_parse_format(const char *name, enum nf_export_format *out, struct 
  *   NF_EINVAL  no output, a negative filter count, --to not after --from; a
  *              window that starts at or after the session's end (meta
  *              duration_ns, else its latest time), as report refuses it;
- *   NF_ENOENT  no database file; a queue in opts->queues that the timeline does
- *              not have; filters or a window that match nothing at all;
+ *   NF_ENOENT  no database file; a queue in opts->queues or a fence in
+ *              opts->fences that the timeline does not have (as report says
+ *              it); filters or a window that match nothing at all;
  *              the output's directory does not exist;
  *   NF_EFORMAT the file is not a timeline database (its tables are missing);
  *   NF_ESQL    a query failed;

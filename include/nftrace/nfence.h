@@ -146,7 +146,8 @@ struct nf_runtime_config {
 	uint64_t log_recreate_interval_ns; /* destroy and recreate every log this often; 0: never */
 	bool ground_truth;               /* emit TruthOp / TruthLog events */
 	uint64_t max_operations;         /* refuse more queued operations than this (0: no limit) */
-	struct nf_event_sink sink;       /* where events go; emit may be NULL (no recording) */
+	struct nf_event_sink sink;       /* where events go; emit may be NULL (no recording); which
+	                                  * thread calls emit, and under which lock: events.h */
 	/* Optional flag a signal handler sets (another thread sets it with an
 	 * atomic store, e.g. __atomic_store_n): once non-zero, threaded advances,
 	 * CPU waits and the final drain return NF_EINTR (polled every 20 ms; read
@@ -239,7 +240,7 @@ NF_API int nf_runtime_create_from_env(const struct nf_runtime_config *cfg, nf_ru
 			       struct nf_error *err);
 
 /* Adapters. Creates the next adapter (ordinals from 0, in creation order;
- * desc copied, desc->name too) and emits AdapterStart and its first clock
+ * desc copied, desc->name too: up to 63 bytes, NULL: "GPU") and emits AdapterStart and its first clock
  * calibration. Returns 0; NF_EINVAL for a NULL argument, a monitored value
  * stride above NF_MONITORED_VALUE_STRIDE_MAX, a GPU clock frequency of 0 or
  * above 10 GHz, a drift beyond 10000 ppm, a timestamp fault rate outside
@@ -251,7 +252,8 @@ NF_API int nf_adapter_create(nf_runtime *rt, const struct nf_adapter_desc *desc,
 
 /* Hardware queues: each gets a native progress fence and a waits log and a
  * signals log (DxgkDdiSetNativeFenceLogBuffer twice); emits HwQueueStart and
- * the two SetLogBuffer events; name is copied (NULL: no name). Threaded: also
+ * the two SetLogBuffer events; name is copied (up to 63 bytes; NULL or "":
+ * "queue"). Threaded: also
  * starts the queue's GPU engine thread. nf_hwqueue_create returns 0; NF_EINVAL
  * (no such adapter, NULL queue_out); NF_ENOMEM (out of memory, a thread that
  * cannot start, more than 256 queues in threaded mode).
@@ -362,9 +364,9 @@ NF_API int nf_fence_read(nf_runtime *rt, nf_handle local, uint64_t *current, uin
  * queue's engine thread). Returns 0; NF_EINVAL (bad queue or fence handle, a
  * fence on another adapter than the queue, on an adapter without 64-bit
  * atomics a value more than UINT32_MAX/2 from the fence's last signaled
- * value); NF_ENOMEM (cfg->max_operations reached, out of memory, or, threaded,
- * a queue whose 65536 queued commands wait behind a GPU wait nothing queued
- * can satisfy). */
+ * value); NF_ENOMEM (cfg->max_operations reached, out of memory, a queue
+ * holding too many commands behind a GPU wait nothing queued can satisfy:
+ * deterministic, over 4194304; threaded, 65536). */
 NF_API int nf_queue_wait(nf_runtime *rt, nf_handle queue, nf_handle fence, uint64_t value,
 		  struct nf_error *err);
 NF_API int nf_queue_signal(nf_runtime *rt, nf_handle queue, nf_handle fence, uint64_t value,

@@ -66,10 +66,14 @@ enum nf_finding_kind {
 	NF_FIND_COUNT
 };
 
-/* Short stable names: "lost", "zero_timestamp", "repeated_timestamp", ... */
+/* Short stable names: "lost", "zero_timestamp", "repeated_timestamp", ...;
+ * "unknown" out of range. A static string, never NULL. */
 const char *nf_finding_kind_name(enum nf_finding_kind kind);
 
-/* Illegal findings make `nftrace check` exit non-zero. */
+/* True for the findings that are illegal (backwards timestamps, unknown
+ * fence, bad operation, out of range, corrupt): they make `nftrace check`
+ * exit non-zero; false for the legal ones (lost, zero or repeated timestamps,
+ * a new epoch). */
 bool nf_finding_is_illegal(enum nf_finding_kind kind);
 
 #define NF_PACKET_UNKNOWN UINT64_MAX
@@ -159,8 +163,10 @@ struct nf_parser_stats {
 	uint64_t unknown_events;   /* records whose name is not in the schema (skipped) */
 	uint64_t discarded_events; /* events the recorder reported as dropped */
 };
+/* Copies the counts so far into *st; never fails. */
 void nf_parser_get_stats(const struct nf_parser *p, struct nf_parser_stats *st);
 
+/* Frees the parser and the strings of its nf_session_info. NULL is a no-op. */
 void nf_parser_destroy(struct nf_parser *p);
 
 /*
@@ -188,6 +194,8 @@ void nf_parser_destroy(struct nf_parser *p);
  * Bounds: 65536 logs and 2^22 fence handles in use (then NF_ENOMEM).
  */
 struct nf_logreplay;
+/* A new log replay calling cb (copied; NULL: no callbacks); the caller's, freed
+ * with nf_logreplay_destroy (NULL is a no-op). NULL when out of memory. */
 struct nf_logreplay *nf_logreplay_create(const struct nf_parser_callbacks *cb);
 /* Returns 0, a callback's code, or NF_ENOMEM. Bad data becomes findings, not errors. */
 int nf_logreplay_feed(struct nf_logreplay *r, const struct nf_event *ev,

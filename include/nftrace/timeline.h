@@ -71,8 +71,8 @@ struct nf_query_options {
  * the rows to out. With one session its tables are reachable unqualified and
  * as s1.<table>; with several, as s1.<table>, s2.<table>, ... (an unqualified
  * name then resolves to the first session that has it).
- * Only reading is allowed: statements that write, attach or detach, change
- * pragmas or VACUUM are refused with NF_ESQL ("query refused: ..."); bad SQL
+ * Returns 0 when every statement ran. Only reading is allowed: statements
+ * that write, attach or detach, change pragmas or VACUUM are refused with NF_ESQL ("query refused: ..."); bad SQL
  * gives NF_ESQL with SQLite's message. NF_EIO when writing to out fails.
  * Functions that hand out or take process pointers or load code
  * (fts3_tokenizer, fts5, load_extension) are refused by name; table-valued

@@ -115,6 +115,19 @@ START_TEST(filters_matching_nothing_are_errors)
 			ck_assert_msg(access(path, F_OK) != 0, "%s .%s: a file was left", cases[i].opt,
 				      exts[e]);
 		}
+	/* export refuses them with report's words (cli/window.c parses both). */
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int rc;
+
+		snprintf(path, sizeof(path), "%s/o.pftrace", tmpdir);
+		rc = nf_test_nftrace_run(NF_TEST_ARGV("export", dir, "-o", path, "--format", "perfetto",
+						      cases[i].opt, cases[i].val),
+					 out, sizeof(out), err, sizeof(err));
+		ck_assert_msg(rc == 1, "export %s: exit %d (%s)", cases[i].opt, rc, err);
+		ck_assert_msg(nf_test_count_lines(err) == 1 && strstr(err, cases[i].needle),
+			      "export %s: stderr '%s'", cases[i].opt, err);
+		ck_assert_msg(access(path, F_OK) != 0, "export %s: a file was left", cases[i].opt);
+	}
 }
 END_TEST
 

@@ -993,6 +993,17 @@ static int real_case(void)
 		snprintf(name, sizeof(name), "real%zu", i);
 		import_file(dir, path, name, session, sizeof(session));
 		check_session(dir, session, name, 0);
+		/* More than one output buffer (1 MiB): the writer thread's failure is reported. */
+		{
+			char out[4096], err[4096];
+			int rc = nf_test_nftrace_run(NF_TEST_ARGV("export", session, "-o", "/dev/full", "--format",
+								  "chrome-json"),
+						     out, sizeof(out), err, sizeof(err));
+
+			ck_assert_msg(rc == 1 && strstr(err, "/dev/full: write failed after 0 bytes") &&
+					      nf_test_count_lines(err) == 1,
+				      "export to /dev/full: exit %d: %s", rc, err);
+		}
 		if (have_protoc()) {
 			char tag[80];
 
@@ -1154,7 +1165,7 @@ START_TEST(test_bad_input)
 		{ "%S --format perfetto", 2, "missing -o" },
 		{ "-o %D/o.pb --format perfetto", 2, "missing session" },
 		{ "%S -o %D/o.pb --format perfetto --queue 0x12345", 1, "queue 0x12345: not in the timeline" },
-		{ "%S -o %D/o.pb --format perfetto --fence 0x999", 1, "nothing to export" },
+		{ "%S -o %D/o.pb --format perfetto --fence 0x999", 1, "fence 0x999: not in the timeline" },
 		{ "%S -o %D/o.pb --format perfetto --from 1ms --to 1100us", 1, "nothing to export" },
 		/* Past the session's end (1.25 ms): said so, as report says it. */
 		{ "%S -o %D/o.pb --format perfetto --from 10s", 1,
@@ -1273,6 +1284,100 @@ START_TEST(test_hostile_names)
 }
 END_TEST
 
+/*
+ * Operations without any time (no sample has them): they are left out and
+ * counted, and the flows of the waits a timeless signal released are not
+ * written (the export is made again with the flows' ends checked). A copy of
+ * a timeline with two releasing signals' times removed, in both formats.
+ */
+START_TEST(test_timeless_ops)
+{
+	char dir[4096], session[4200], db[4300], fake[4300], copy[4400], file[4400];
+	struct nf_export_options o = { 0 };
+	struct nf_export_stats st;
+	struct nf_error err;
+	struct counts want, before;
+	sqlite3 *h;
+
+	nf_test_tmpdir(dir, sizeof(dir));
+	record_sample(dir, "log-recreated", session, sizeof(session));
+	snprintf(file, sizeof(file), "%s/first.json", dir);
+	export_session(session, "chrome-json", file, NULL);
+	before = expected(session);
+	snprintf(db, sizeof(db), "%s/.timeline.db", session);
+	snprintf(fake, sizeof(fake), "%s/timeless", dir);
+	ck_assert_int_eq(mkdir(fake, 0700), 0);
+	snprintf(copy, sizeof(copy), "%s/.timeline.db", fake);
+	ck_assert_int_eq(nf_test_exec(NULL, NF_TEST_ARGV("cp", db, copy), NULL, 0, NULL, 0), 0);
+	ck_assert(sqlite3_open(copy, &h) == SQLITE_OK);
+	ck_assert(sqlite3_exec(h, "UPDATE fence_ops SET queued_ns = NULL, observed_ns = NULL, end_ns = NULL "
+				  "WHERE id IN (SELECT signal_id FROM deps WHERE signal_id IS NOT NULL "
+				  "ORDER BY signal_id LIMIT 2)",
+			       NULL, NULL, NULL) == SQLITE_OK);
+	ck_assert_int_eq(sqlite3_changes(h), 2);
+	sqlite3_close(h);
+	want = expected(fake);
+	ck_assert_msg(want.flows < before.flows, "flows %ld, before %ld", want.flows, before.flows);
+	for (int fmt = 0; fmt < 2; fmt++) {
+		o.output = file;
+		o.format = fmt ? NF_EXPORT_PERFETTO : NF_EXPORT_CHROME_JSON;
+		o.from_ns = o.to_ns = -1;
+		nf_error_clear(&err);
+		ck_assert_msg(nf_export(copy, &o, &st, &err) == 0, "%s", err.msg);
+		ck_assert_int_eq(st.skipped, 2);
+		ck_assert_int_eq((long)st.flows, want.flows);
+		if (!fmt)
+			check_json(fake, file, &want);
+		else if (have_protoc())
+			check_perfetto(dir, file, &want);
+	}
+	nf_test_rmtree(dir);
+}
+END_TEST
+
+/* A marker's text longer than a name is cut before a UTF-8 sequence, not inside it. */
+START_TEST(test_marker_name_cut)
+{
+	char dir[4096], session[4200], src[4096], path[4300], db[4400], copy[4400], file[4400];
+	char want[256];
+	struct nf_export_options o = { 0 };
+	struct nf_error err;
+	struct jp p;
+	char *text;
+	sqlite3 *h;
+
+	nf_test_tmpdir(dir, sizeof(dir));
+	nf_test_source_path(src, sizeof(src), "samples/kernel");
+	snprintf(path, sizeof(path), "%s/drm-sched.dat", src);
+	import_file(dir, path, "k", session, sizeof(session));
+	snprintf(file, sizeof(file), "%s/first.json", dir);
+	export_session(session, "chrome-json", file, NULL);
+	snprintf(db, sizeof(db), "%s/.timeline.db", session);
+	snprintf(copy, sizeof(copy), "%s/copy.db", dir);
+	ck_assert_int_eq(nf_test_exec(NULL, NF_TEST_ARGV("cp", db, copy), NULL, 0, NULL, 0), 0);
+	ck_assert(sqlite3_open(copy, &h) == SQLITE_OK);
+	/* 199 'a', then a two-byte sequence across the 200-byte cut. */
+	ck_assert(sqlite3_exec(h, "UPDATE markers SET text = substr(replace(hex(zeroblob(200)), '0', 'a'), 1, 199) "
+				  "|| char(233) || 'tail' WHERE id = 1",
+			       NULL, NULL, NULL) == SQLITE_OK);
+	ck_assert_int_eq(sqlite3_changes(h), 1);
+	sqlite3_close(h);
+	o.output = file;
+	o.format = NF_EXPORT_CHROME_JSON;
+	o.from_ns = o.to_ns = -1;
+	nf_error_clear(&err);
+	ck_assert_msg(nf_export(copy, &o, NULL, &err) == 0, "%s", err.msg);
+	json_parse(file, &p, &text);
+	memset(want, 'a', 199);
+	snprintf(want + 199, sizeof(want) - 199, "\",\"cat\":\"marker\"");
+	ck_assert_msg(strstr(text, want), "no marker named by its first 199 bytes");
+	ck_assert(strstr(text, "\xc3\xa9tail\""));  /* whole in its args */
+	free(p.ev);
+	free(text);
+	nf_test_rmtree(dir);
+}
+END_TEST
+
 /* The library: a file that is not a timeline, and bad options, are errors. */
 START_TEST(test_library_errors)
 {
@@ -1338,6 +1443,8 @@ int main(int argc, char **argv)
 		tcase_add_test(tc, test_bad_input);
 		tcase_add_test(tc, test_library_errors);
 		tcase_add_test(tc, test_hostile_names);
+		tcase_add_test(tc, test_timeless_ops);
+		tcase_add_test(tc, test_marker_name_cut);
 	}
 	suite_add_tcase(s, tc);
 	return nf_test_main(s);
