@@ -28,8 +28,9 @@ struct nf_timeline_kernel_ingest;
  */
 struct nf_bulk;
 
-/* Runs (sched_switch) are loaded through bulk (bulk.h) in batches when it is
- * not NULL, else one INSERT each. */
+/* Runs (sched_switch) go into cpu_run_blocks, a row per 1024 runs of a thread
+ * (runs.h); dma_fence sightings, vblanks and markers are loaded through bulk
+ * (bulk.h) in batches when it is not NULL, else one INSERT each. */
 int nf_timeline_kernel_ingest_event(struct nf_timeline_kernel_ingest **ki, sqlite3 *db, struct nf_bulk *bulk, int64_t ns,
 			   const struct nf_event *ev, struct nf_error *err);
 

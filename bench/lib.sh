@@ -5,7 +5,8 @@
 #   NFB_TABLE   the TSV table the stages append to
 #
 #   nfb_time VAR [-i IN] [-O OUT] -- CMD...   run CMD, set VAR_s (wall seconds),
-#                                             VAR_kb (peak RSS KiB), VAR_rc
+#                                             VAR_kb (peak RSS KiB), VAR_rc,
+#                                             VAR_cpu (user+sys CPU seconds)
 #   nfb_row STAGE SCALE METRIC OURS PEER_NAME PEER RATIO TARGET VERDICT
 #                                             append one row to the table
 #   nfb_div A B                               A / B with 3 significant digits
@@ -18,9 +19,10 @@ nfb_time() {
 	local res="$NFB_WORK/.time.$$"
 	local rc=0
 	"$NFB_BUILD/bench/nfb_time" -o "$res" "$@" || rc=$?
-	local s kb code
-	read -r s kb code <"$res" || { s=0; kb=0; code=$rc; }
+	local s kb code cpu
+	read -r s kb code cpu <"$res" || { s=0; kb=0; code=$rc; cpu=0; }
 	rm -f "$res"
+	printf -v "${var}_cpu" '%s' "${cpu:-0}"
 	printf -v "${var}_s" '%s' "$s"
 	printf -v "${var}_kb" '%s' "$kb"
 	printf -v "${var}_rc" '%s' "$code"

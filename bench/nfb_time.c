@@ -2,7 +2,7 @@
  *
  *   nfb_time [-o FILE] [-i INPUT] [-O OUTPUT] -- PROGRAM [ARGS...]
  *
- * Prints "<seconds> <maxrss_kib> <exit_status>" on one line to FILE (default
+ * Prints "<seconds> <maxrss_kib> <exit_status> <cpu_seconds>" on one line to FILE (default
  * stderr). -i/-O redirect the child's stdin/stdout (default /dev/null for both,
  * so a text dump is measured without a terminal in the way). */
 #define _GNU_SOURCE
@@ -79,7 +79,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "nfb_time: %s: %s\n", out, strerror(errno));
 		return 1;
 	}
-	fprintf(f, "%.6f %ld %d\n", t, ru.ru_maxrss, code);
+	/* 4th field: the command's CPU seconds (user + sys), for ratios on a loaded machine. */
+	fprintf(f, "%.6f %ld %d %.6f\n", t, ru.ru_maxrss, code,
+		(double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
+		(double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6);
 	if (out)
 		fclose(f);
 	return code;

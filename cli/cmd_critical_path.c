@@ -173,9 +173,127 @@ static void print_text(const struct nf_analysis *a, const struct nf_cp_path *p)
 	}
 }
 
+/* "job 12 (amdgpu gfx, job id 4455)" into buf; names cleaned of control bytes. */
+static void job_label(const struct nf_analysis *a, int64_t id, char *buf, size_t len)
+{
+	struct nf_job_info ji;
+	struct nf_error e;
+	char jid[48] = "";
+
+	nf_error_clear(&e);
+	if (nf_analysis_job(a, id, &ji, &e)) {
+		snprintf(buf, len, "job %" PRId64, id);
+		return;
+	}
+	if (ji.job >= 0)
+		snprintf(jid, sizeof(jid), ", job id %" PRId64, ji.job);
+	snprintf(buf, len, "job %" PRId64 " (%s %s%s)", id, ji.driver, ji.ring[0] ? ji.ring : "ring ?", jid);
+	for (unsigned char *u = (unsigned char *)buf; *u; u++)
+		if (*u < 0x20 || *u == 0x7f)
+			*u = '?';
+}
+
+static void job_on(const struct nf_analysis *a, const struct nf_job_segment *s, char *buf, size_t len)
+{
+	struct nf_job_info ji;
+	struct nf_error e;
+
+	nf_error_clear(&e);
+	if (s->kind == NF_JSEG_SUBMIT) {
+		if (s->thread >= 0)
+			snprintf(buf, len, "thread %" PRId64, s->thread);
+		else
+			snprintf(buf, len, "CPU (thread unknown)");
+		return;
+	}
+	if (nf_analysis_job(a, s->job, &ji, &e) || !ji.ring[0])
+		snprintf(buf, len, "ring ?");
+	else
+		snprintf(buf, len, "ring %s", ji.ring);
+	for (unsigned char *u = (unsigned char *)buf; *u; u++)
+		if (*u < 0x20 || *u == 0x7f)
+			*u = '?';
+}
+
+static const char *job_kind_name(enum nf_job_seg_kind k)
+{
+	return k == NF_JSEG_EXECUTE ? "execute" : k == NF_JSEG_DEP ? "dependency" : k == NF_JSEG_QUEUED ? "queued"
+												: "submit";
+}
+
+static void job_doing(const struct nf_analysis *a, const struct nf_job_segment *s, char *buf, size_t len)
+{
+	char j[400], d[400];
+
+	job_label(a, s->job, j, sizeof(j));
+	switch (s->kind) {
+	case NF_JSEG_EXECUTE:
+		snprintf(buf, len, "executing %s", j);
+		break;
+	case NF_JSEG_DEP:
+		job_label(a, s->dep_job, d, sizeof(d));
+		snprintf(buf, len, "%s waiting to run until %s %s", j, d, s->dep_scheduled ? "started" : "finished");
+		break;
+	case NF_JSEG_QUEUED:
+		snprintf(buf, len, "%s submitted, waiting to run", j);
+		break;
+	case NF_JSEG_SUBMIT:
+		snprintf(buf, len, "running until it submitted %s", j);
+		break;
+	}
+}
+
+static void print_job_text(const struct nf_analysis *a, const struct nf_job_path *p)
+{
+	char what[400], on[300], doing[1000];
+	struct nf_job_info ji;
+	struct nf_error e;
+
+	nf_error_clear(&e);
+	job_label(a, p->job, what, sizeof(what));
+	printf("critical path of %s", what);
+	if (!nf_analysis_job(a, p->job, &ji, &e) && ji.thread >= 0)
+		printf(" submitted by thread %" PRId64, ji.thread);
+	printf("\nsubmitted at %" PRId64 " ns, finished at %" PRId64 " ns: latency %" PRId64 " ns in %zu segment%s\n",
+	       p->submitted_ns, p->end_ns, p->end_ns - p->submitted_ns, p->n, p->n == 1 ? "" : "s");
+	printf("%14s %14s %14s  %-28s %s\n", "start_ns", "end_ns", "duration_ns", "on", "doing");
+	for (size_t i = 0; i < p->n; i++) {
+		const struct nf_job_segment *s = &p->segs[i];
+
+		job_on(a, s, on, sizeof(on));
+		job_doing(a, s, doing, sizeof(doing));
+		printf("%14" PRId64 " %14" PRId64 " %14" PRId64 "  %-28s %s\n", s->start_ns, s->end_ns,
+		       s->end_ns - s->start_ns, on, doing);
+	}
+}
+
+static void print_job_json(const struct nf_analysis *a, const struct nf_job_path *p)
+{
+	printf("{\"job\": %" PRId64 ", \"submitted_ns\": %" PRId64 ", \"end_ns\": %" PRId64
+	       ", \"latency_ns\": %" PRId64 ", \"segments\": [",
+	       p->job, p->submitted_ns, p->end_ns, p->end_ns - p->submitted_ns);
+	for (size_t i = 0; i < p->n; i++) {
+		const struct nf_job_segment *s = &p->segs[i];
+		char on[300], doing[1000];
+
+		job_on(a, s, on, sizeof(on));
+		job_doing(a, s, doing, sizeof(doing));
+		printf("%s\n  {\"on\": ", i ? "," : "");
+		json_str(on);
+		printf(", \"kind\": \"%s\"", job_kind_name(s->kind));
+		json_opt("job", s->job);
+		json_opt("thread", s->kind == NF_JSEG_SUBMIT ? s->thread : -1);
+		json_opt("dep_job", s->dep_job);
+		printf(", \"start_ns\": %" PRId64 ", \"end_ns\": %" PRId64 ", \"duration_ns\": %" PRId64
+		       ", \"doing\": ", s->start_ns, s->end_ns, s->end_ns - s->start_ns);
+		json_str(doing);
+		putchar('}');
+	}
+	printf("%s]}\n", p->n ? "\n" : "");
+}
 /* What `nftrace critical-path --help` prints; the options it names are parsed below. */
 const char cmd_critical_path_usage[] =
-	"usage: nftrace critical-path DIR [--op ID | --at TIME | --queue Q] [--json]\n"
+	"usage: nftrace critical-path DIR [--op ID | --at TIME | --queue Q | --job ID] [--json]\n"
 	"\n"
 	"Explains the latency (queued on the CPU to completed) of one operation: the last one to\n"
 	"finish (default), operation ID (fence_ops.id), the last to finish by TIME (12.5ms), or\n"
@@ -186,6 +304,9 @@ const char cmd_critical_path_usage[] =
 	"order: on which queue or thread, doing what (waiting on fence F >= v, executing,\n"
 	"running until it queued the work), start, end and duration in ns; the durations add up\n"
 	"to the latency exactly.\n"
+	"Linux kernel sessions with GPU jobs: when no operation finished (or with --job ID,\n"
+	"jobs.id), the job: on its ring, behind the job run before it, released by its\n"
+	"dependency (job_deps), submitted by its thread.\n"
 	"\n"
 	"  --json   the same as one JSON object\n";
 
@@ -195,9 +316,10 @@ int cmd_critical_path(int argc, char **argv)
 	const char *dir = NULL, *queue_text = NULL;
 	struct nf_analysis *a = NULL;
 	struct nf_cp_path path = { 0 };
+	struct nf_job_path jpath = { 0 };
 	struct nf_error err;
 	int64_t arg = 0, op = 0;
-	bool json = false;
+	bool json = false, by_job = false;
 	char db[4200];
 	int rc;
 
@@ -208,22 +330,25 @@ int cmd_critical_path(int argc, char **argv)
 			return rc;
 		if (!strcmp(argv[i], "--json")) {
 			json = true;
-		} else if (!strcmp(argv[i], "--op") || !strcmp(argv[i], "--at") || !strcmp(argv[i], "--queue")) {
+		} else if (!strcmp(argv[i], "--op") || !strcmp(argv[i], "--at") || !strcmp(argv[i], "--queue") ||
+			   !strcmp(argv[i], "--job")) {
 			const char *opt = argv[i];
 
-			if (kind != NF_CP_LAST)
-				return nf_cli_usage_error("critical-path", "give one of --op, --at, --queue");
+			if (kind != NF_CP_LAST || by_job)
+				return nf_cli_usage_error("critical-path", "give one of --op, --at, --queue, --job");
 			if (i + 1 >= argc)
 				return nf_cli_usage_error("critical-path", "option '%s' needs a value", opt);
 			const char *v = argv[++i];
-			if (!strcmp(opt, "--op")) {
+			if (!strcmp(opt, "--op") || !strcmp(opt, "--job")) {
 				char *end;
 
 				errno = 0;
 				long long id = strtoll(v, &end, 0);
 				if (errno || *end || !*v || id < 0)
-					return nf_cli_usage_error("critical-path", "--op: bad operation id '%s'", v);
+					return nf_cli_usage_error("critical-path", "%s: bad %s id '%s'", opt,
+								  opt[2] == 'o' ? "operation" : "job", v);
 				kind = NF_CP_OP;
+				by_job = opt[2] == 'j';
 				arg = id;
 			} else if (!strcmp(opt, "--at")) {
 				if (nf_parse_duration(v, &arg, &err))
@@ -249,21 +374,44 @@ int cmd_critical_path(int argc, char **argv)
 		rc = nf_analysis_open_lazy(db, &a, &err);
 	if (!rc && queue_text)
 		rc = nf_analysis_find_queue(a, queue_text, &arg, &err);
-	if (!rc)
+	/* Kernel sessions: a GPU job when asked for one, or when no operation finished
+	 * (the usual case of a trace whose fences show no queueing) but a job did. */
+	if (!rc && !by_job) {
 		rc = nf_analysis_target(a, kind, arg, &op, &err);
-	if (!rc)
+		if (rc == NF_ENOENT && (kind == NF_CP_LAST || kind == NF_CP_AT) && nf_analysis_has_jobs(a)) {
+			nf_error_clear(&err);
+			by_job = true;
+			rc = 0;
+		}
+	}
+	if (!rc && by_job) {
+		rc = nf_analysis_job_target(a, kind, arg, &op, &err);
+		if (!rc)
+			rc = nf_analysis_job_path(a, op, &jpath, &err);
+		if (rc == NF_ENOENT && kind != NF_CP_OP) {
+			nf_error_clear(&err);
+			nf_error_set(&err, NF_ENOENT, "no operation and no GPU job finished %s",
+				     kind == NF_CP_AT ? "by that time" : "in this session");
+		}
+	} else if (!rc) {
 		rc = nf_analysis_critical_path(a, op, &path, &err);
+	}
 	if (rc && a && (strncmp(err.msg, dir, strlen(dir)) || err.msg[strlen(dir)] != ':'))
 		nf_error_prefix(&err, "%s", dir); /* which session it is about */
 	if (rc) {
 		nf_analysis_destroy(a);
 		return nf_cli_fail("critical-path", &err);
 	}
-	if (json)
+	if (by_job && json)
+		print_job_json(a, &jpath);
+	else if (by_job)
+		print_job_text(a, &jpath);
+	else if (json)
 		print_json(a, &path);
 	else
 		print_text(a, &path);
 	nf_cp_path_free(&path);
+	nf_job_path_free(&jpath);
 	nf_analysis_destroy(a);
 	return NF_EXIT_OK;
 }

@@ -96,7 +96,7 @@ const char cmd_report_usage[] =
 	"usage: nftrace report DIR -o FILE.{png,svg,pdf} [--from T] [--to T] [--queue Q]... [--fence F]...\n"
 	"                      [--width PX] [--theme light|dark] [--title TEXT] [--critical-path ID]\n"
 	"       nftrace report DIR -o FILE.html [--from T] [--to T] [--queue Q]... [--fence F]...\n"
-	"                      [--title TEXT] [--max-ops N]\n"
+	"                      [--title TEXT] [--max-ops N] [--threads all] [--thread T]... [--process P]...\n"
 	"\n"
 	"Draws one row per hardware queue: light pink waits, dark pink signals, each box from\n"
 	"when it was queued on the CPU to when the GPU completed it. Times accept units: 12.5ms.\n"
@@ -114,7 +114,9 @@ const char cmd_report_usage[] =
 	"FILE.html is one self-contained interactive page (wheel zoom, drag pan, hover details,\n"
 	"wait <-> signal highlighting, search); it holds the details of at most --max-ops\n"
 	"operations (default 100000) and summaries of the whole window, and names the --from/--to\n"
-	"to use for the rest.\n";
+	"to use for the rest. It has the rows of the pictures: kernel sessions' rings, jobs (click:\n"
+	"the jobs it depended on and those that depended on it), vblanks, markers and the same\n"
+	"thread rows (--threads, --thread, --process); ETW sessions' DMA packets per node, VSyncs.\n";
 
 int cmd_report(int argc, char **argv)
 {

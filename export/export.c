@@ -582,7 +582,7 @@ static int has_table(sqlite3 *db, const char *name)
 	sqlite3_stmt *st;
 	int yes;
 
-	if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1",
+	if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type IN ('table', 'view') AND name = ?1",
 			       -1, &st, NULL) != SQLITE_OK)
 		return 0;
 	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
@@ -2034,12 +2034,20 @@ static void job_args(struct nf_xevent *e, sqlite3_stmt *st)
 	if (!col_null(st, 7))
 		arg_int(e, "process", sqlite3_column_int64(st, 7));
 	arg_str(e, "status", col_null(st, 11) ? "" : (const char *)sqlite3_column_text(st, 11));
+	if (!col_null(st, 12))
+		arg_str(e, "finish source", (const char *)sqlite3_column_text(st, 12));
+	/* A ring-order finish is a bound, not a time the trace shows: the run is
+	 * drawn as the viewer and the page draw it (unfinished), the bound an arg. */
+	if (!col_null(st, 12) && !strcmp((const char *)sqlite3_column_text(st, 12), "ring_order") &&
+	    !col_null(st, 13))
+		arg_int(e, "finished no later than ns", sqlite3_column_int64(st, 13));
 }
 
 /*
  * jobs: per ring, a track "RING jobs" with each job's run (started ..
  * finished) and a track "RING waiting" with its wait to run (submitted ..
- * started); a time missing makes that part an instant at the time known.
+ * started); a time missing makes that part an instant at the time known (a
+ * ring-order finish, jobs.finish_source, is a bound: an arg, not an end).
  * job_deps rows whose two jobs are written are flows (id: job_flow_base +
  * the row's rowid), from the dependency's run to the job's wait (its run
  * when it has no submit time).
@@ -2073,7 +2081,8 @@ static int pass_jobs(struct exporter *x)
 		by_dep.done = by_job.done = 1;
 	}
 	sql = sqlite3_mprintf("SELECT a.id, a.driver, a.ring, a.job, a.context, a.seqno, a.thread, a.process, "
-			      "a.submitted_ns, a.started_ns, a.finished_ns, a.status FROM jobs a WHERE %s "
+			      "a.submitted_ns, a.started_ns, CASE WHEN a.finish_source = 'ring_order' THEN NULL "
+			      "ELSE a.finished_ns END, a.status, a.finish_source, a.finished_ns FROM jobs a WHERE %s "
 			      "ORDER BY a.id",
 			      pa);
 	if (!sql) {

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define PUSH_ERRBODY_MAX (64u << 10) /* bytes of an error answer kept */
 #define PUSH_MAX_COLS 64
@@ -82,6 +83,8 @@ static int buf_reserve(struct buf *b, size_t more)
 
 static int buf_put(struct buf *b, const void *d, size_t n)
 {
+	if (!n)
+		return 0; /* d may be NULL then (an empty answer) */
 	if (buf_reserve(b, n))
 		return NF_ENOMEM;
 	memcpy(b->p + b->n, d, n);
@@ -408,9 +411,7 @@ static int create_tables(struct ch *c, const struct push_schema *s, const char *
 		}
 		if ((rc = ch_post(c, (const char *)q.p, NULL, 0, 1, err)))
 			break;
-		snprintf(small, sizeof(small), "CREATE TABLE IF NOT EXISTS `_stage_%s` AS `%s%s`", t->name, t->name, c->sfx);
-		rc = ch_post(c, small, NULL, 0, 1, err);
-		if (!rc && cluster) {
+		if (cluster) {
 			/* the table readers query: over every shard's local table, spread by session */
 			snprintf(small, sizeof(small), "CREATE TABLE IF NOT EXISTS `%s` AS `%s_local` ENGINE = "
 				 "Distributed(`%s`, `%s`, `%s_local`, cityHash64(session))", t->name, t->name,
@@ -431,6 +432,39 @@ static int create_tables(struct ch *c, const struct push_schema *s, const char *
 			 "Distributed(`%s`, `%s`, sessions_local, cityHash64(session))", cluster, c->db);
 		rc = ch_post(c, small, NULL, 0, 1, err);
 	}
+	return rc;
+}
+
+/*
+ * Staging tables a push left when it was killed (a failed push drops its
+ * own): those created more than PUSH_STAGE_STALE_S ago go. A push running
+ * that long still has its tables: they are younger, made when it began... or
+ * it has run for a day, and then it loses its staged rows and fails.
+ */
+#define PUSH_STAGE_STALE_S 86400
+
+static int drop_stale_stage(struct ch *c, struct nf_error *err)
+{
+	char q[320];
+	struct buf names = { 0 };
+	int rc;
+
+	snprintf(q, sizeof(q), "SELECT name FROM system.tables WHERE database = '%s' AND startsWith(name, '_stage_') "
+		 "AND metadata_modification_time < now() - %d FORMAT TSV", c->db, PUSH_STAGE_STALE_S);
+	if ((rc = ch_post(c, q, NULL, 0, 0, err)))
+		return rc;
+	if (buf_put(&names, c->errbody.p, c->errbody.n) || buf_u8(&names, 0))
+		rc = nf_error_set(err, NF_ENOMEM, "push: out of memory");
+	for (char *line = (char *)names.p, *nl; !rc && line && *line; line = nl) {
+		nl = strchr(line, '\n');
+		if (nl)
+			*nl++ = '\0';
+		if (!*line || strchr(line, '`') || strchr(line, '\\') || strlen(line) > 200)
+			continue; /* not a name this program made */
+		snprintf(q, sizeof(q), "DROP TABLE IF EXISTS `%s`", line);
+		rc = ch_post(c, q, NULL, 0, 1, err);
+	}
+	free(names.p);
 	return rc;
 }
 
@@ -461,6 +495,7 @@ int nf_push_prepare(const struct nf_push_options *opts, struct nf_error *err)
 						  c.shown, opts->cluster, ans, n);
 		}
 		rc = rc ? rc : create_tables(&c, s, opts->cluster, err);
+		rc = rc ? rc : drop_stale_stage(&c, err);
 		ch_close(&c);
 	}
 	free(s);
@@ -506,10 +541,11 @@ int nf_push_session_id(const char *dir, char *id, size_t id_len, struct nf_error
  * PUSH_BLOCK_BYTES. An INSERT ends at the first block boundary past `batch`
  * bytes; blocks never exceed the batch (small batches: small blocks).
  */
-#define PUSH_BLOCK_BYTES (4u << 20) /* bytes of one Native block, about (a row may pass it) */
+#define PUSH_BLOCK_BYTES (2u << 20) /* bytes of one Native block, about (a row may pass it) */
 #define PUSH_BLOCK_ROWS 65536       /* rows of one block at most */
 #define PUSH_NBLOCKS 3              /* blocks in flight: being filled, queued, being sent */
 #define PUSH_SESS_REP (64u << 10)   /* bytes of the repeated session value buffer, about */
+#define PUSH_UNIT_ROWS (1 << 20)    /* rowids per unit of a large table at most (units go to streams in turn) */
 
 struct seg {
 	const unsigned char *p;
@@ -544,6 +580,7 @@ struct feed {
 	int stop; /* the sender gave up: the reader ends */
 	int rc;   /* the reader's error */
 	char msg[200];
+	const int *abort; /* atomic, set by another stream that failed: stop */
 	uint64_t rows; /* rows read (reader's; read after join) */
 	/* the sender's (curl read callback) */
 	struct block *cur;
@@ -553,8 +590,12 @@ struct feed {
 
 static void put_le64(unsigned char *p, uint64_t v)
 {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	memcpy(p, &v, 8); /* one store (gcc kept the byte loop below as a loop) */
+#else
 	for (int i = 0; i < 8; i++)
 		p[i] = (unsigned char)(v >> (8 * i));
+#endif
 }
 
 static size_t put_varint(unsigned char *p, uint64_t v)
@@ -624,24 +665,28 @@ static int encode_row(struct feed *f, struct block *b)
 
 	for (int k = 0; k < t->ncols; k++) {
 		struct buf *c = &b->col[k];
-		int null = sqlite3_column_type(stmt, k) == SQLITE_NULL;
+		/* one column lookup per value: the row's own sqlite3_value (the
+		 * connection is this thread's alone while it reads, so the value's
+		 * lack of a mutex does not matter), then its type and content */
+		sqlite3_value *v = sqlite3_column_value(stmt, k);
+		int null = sqlite3_value_type(v) == SQLITE_NULL;
 
 		b->nulls[k].p[r] = (unsigned char)null;
 		/* a NULL still takes its place in the values: 0 or "" */
 		switch (t->cols[k].kind) {
 		case COL_INT:
-			put_le64(c->p + 8 * r, null ? 0 : (uint64_t)sqlite3_column_int64(stmt, k));
+			put_le64(c->p + 8 * r, null ? 0 : (uint64_t)sqlite3_value_int64(v));
 			break;
 		case COL_REAL: {
-			double d = null ? 0.0 : sqlite3_column_double(stmt, k);
+			double d = null ? 0.0 : sqlite3_value_double(v);
 			uint64_t u;
 			memcpy(&u, &d, 8);
 			put_le64(c->p + 8 * r, u);
 			break;
 		}
 		default: {
-			const unsigned char *s = null ? NULL : sqlite3_column_text(stmt, k);
-			size_t n = s ? (size_t)sqlite3_column_bytes(stmt, k) : 0;
+			const unsigned char *s = null ? NULL : sqlite3_value_text(v);
+			size_t n = s ? (size_t)sqlite3_value_bytes(v) : 0;
 
 			if (buf_reserve(c, n + 10))
 				return NF_ENOMEM;
@@ -693,6 +738,8 @@ static void *feed_reader(void *ud)
 		struct block *b;
 		int step = SQLITE_ROW;
 
+		if (__atomic_load_n(f->abort, __ATOMIC_RELAXED))
+			break;
 		pthread_mutex_lock(&f->mu);
 		while (!f->free_list && !f->stop)
 			pthread_cond_wait(&f->cv, &f->mu);
@@ -769,6 +816,8 @@ static size_t feed_send(char *p, size_t sz, size_t n, void *ud)
 	size_t cap = sz * n, out = 0;
 
 	while (out < cap) {
+		if (__atomic_load_n(f->abort, __ATOMIC_RELAXED))
+			return CURL_READFUNC_ABORT;
 		if (!f->cur) {
 			if (f->sent >= f->batch)
 				break; /* end of this INSERT's body */
@@ -813,13 +862,24 @@ static size_t feed_send(char *p, size_t sz, size_t n, void *ud)
 	return out;
 }
 
-/* Sets up f for table t (reader not started). */
+/* Sets up f for table t (reader not started). f's buffers stay from its
+ * previous unit (a stream reuses one feed: no allocation per unit). */
 static int feed_init(struct feed *f, sqlite3 *db, const struct push_table *t, const char *id, size_t batch)
 {
 	size_t idlen = strlen(id);
 	unsigned char v[10];
 	int rc = 0;
 
+	f->stmt = NULL;
+	f->free_list = f->full_head = f->full_tail = NULL;
+	f->done = f->stop = f->rc = 0;
+	f->msg[0] = '\0';
+	f->rows = f->bytes = 0;
+	f->cur = NULL;
+	f->seg_i = f->seg_off = f->sent = 0;
+	f->sess.n = 0;
+	for (int k = 0; k <= PUSH_MAX_COLS; k++)
+		f->colhdr[k].n = 0;
 	f->db = db;
 	f->t = t;
 	f->batch = batch;
@@ -863,23 +923,45 @@ static void feed_free(struct feed *f)
 	}
 }
 
-static int push_table(struct ch *c, sqlite3 *db, const struct push_table *t, const char *id,
-		      size_t batch, struct nf_push_stats *st, struct nf_error *err)
+/* Rows of one table, or of one rowid range of it, pushed by one stream. */
+struct unit {
+	int table;
+	int64_t lo, hi; /* rowids lo..hi; hi < lo: the whole table */
+};
+
+/*
+ * A push's INSERT streams: each is a thread with its own connection to the
+ * server and its own SQLite connection, taking units in turn until none is
+ * left or one stream fails (the others stop at once: their INSERT is aborted).
+ */
+struct streams {
+	const struct nf_push_options *opts;
+	const struct push_schema *s;
+	const char *url, *dbpath, *id, *tok;
+	size_t batch;
+	const struct unit *units;
+	size_t nunits;
+	pthread_mutex_t mu;
+	size_t next;          /* under mu: the next unit to take */
+	int abort;            /* atomic: a stream failed, stop */
+	int rc;               /* under mu: the first failure */
+	struct nf_error err;  /* and its message */
+	struct nf_push_stats st; /* under mu: sums */
+};
+
+static int push_unit(struct ch *c, sqlite3 *db, struct feed *f, const struct push_table *t,
+		     const struct unit *u, const char *id, const char *tok, size_t batch, const int *abort,
+		     struct nf_push_stats *st, struct nf_error *err)
 {
 	struct buf sel = { 0 }, ins = { 0 };
-	struct feed *f = calloc(1, sizeof(*f));
 	pthread_t th;
 	int started = 0, sync = 0;
 	char q[512];
 	int rc = 0;
 
-	if (!f)
-		return nf_error_set(err, NF_ENOMEM, "push: out of memory");
-	snprintf(q, sizeof(q), "ALTER TABLE `_stage_%s` DROP PARTITION '%s'", t->name, id);
-	if ((rc = ch_post(c, q, NULL, 0, 1, err)))
-		goto out;
+	f->abort = abort;
 	rc = buf_put(&sel, "SELECT ", 7);
-	snprintf(q, sizeof(q), "INSERT INTO `_stage_%s` (session", t->name);
+	snprintf(q, sizeof(q), "INSERT INTO `_stage_%s_%s` (session", tok, t->name);
 	rc = rc ? rc : buf_put(&ins, q, strlen(q));
 	for (int k = 0; k < t->ncols && !rc; k++) {
 		char col[100];
@@ -888,8 +970,13 @@ static int push_table(struct ch *c, sqlite3 *db, const struct push_table *t, con
 		l = snprintf(col, sizeof(col), ", `%s`", t->cols[k].name);
 		rc = rc ? rc : buf_put(&ins, col, (size_t)l);
 	}
-	/* no ORDER BY: the table's own (rowid) order, no sort */
-	snprintf(q, sizeof(q), " FROM \"%s\"", t->name);
+	/* no ORDER BY: the table's own (rowid) order, no sort; a range is a
+	 * seek on the rowid b-tree */
+	if (u->hi >= u->lo)
+		snprintf(q, sizeof(q), " FROM \"%s\" WHERE rowid BETWEEN %lld AND %lld", t->name,
+			 (long long)u->lo, (long long)u->hi);
+	else
+		snprintf(q, sizeof(q), " FROM \"%s\"", t->name);
 	rc = rc ? rc : buf_put(&sel, q, strlen(q) + 1);
 	rc = rc ? rc : buf_put(&ins, ") FORMAT Native", 16);
 	rc = rc ? rc : feed_init(f, db, t, id, batch);
@@ -912,12 +999,12 @@ static int push_table(struct ch *c, sqlite3 *db, const struct push_table *t, con
 	}
 	sync = 1;
 	if (pthread_create(&th, NULL, feed_reader, f)) {
-		rc = nf_error_set(err, NF_ENOMEM, "push: cannot start the reader thread");
+		rc = nf_error_set(err, NF_ENOMEM, "push: cannot start a reader thread");
 		goto out;
 	}
 	started = 1;
-	/* one INSERT per batch; none for an empty table or after the last row */
-	while (feed_wait(f) > 0) {
+	/* one INSERT per batch; none for an empty range or after the last row */
+	while (!__atomic_load_n(abort, __ATOMIC_RELAXED) && feed_wait(f) > 0) {
 		struct nf_error e2;
 
 		f->sent = 0;
@@ -949,11 +1036,59 @@ out:
 		pthread_mutex_destroy(&f->mu);
 	}
 	sqlite3_finalize(f->stmt);
-	feed_free(f);
-	free(f);
+	f->stmt = NULL;
 	free(sel.p);
 	free(ins.p);
 	return rc;
+}
+
+/* One INSERT stream: units in turn. */
+static void *stream_run(void *ud)
+{
+	struct streams *S = ud;
+	struct nf_push_stats st = { 0 };
+	struct nf_error err;
+	sqlite3 *db = NULL;
+	struct feed *f = calloc(1, sizeof(*f)); /* one per stream, reused by its units */
+	struct ch c;
+	int rc;
+
+	nf_error_clear(&err);
+	/* curl's global setup already ran on the calling thread (its first
+	 * curl_easy_init, before any stream started): safe to make handles here */
+	rc = ch_open(&c, S->opts, S->url, &err);
+	if (!rc && !f)
+		rc = nf_error_set(&err, NF_ENOMEM, "push: out of memory");
+	if (!rc && sqlite3_open_v2(S->dbpath, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK)
+		rc = nf_error_set(&err, NF_EIO, "%s: %s", S->dbpath, db ? sqlite3_errmsg(db) : "cannot open");
+	while (!rc && !__atomic_load_n(&S->abort, __ATOMIC_RELAXED)) {
+		const struct unit *u = NULL;
+
+		pthread_mutex_lock(&S->mu);
+		if (S->next < S->nunits)
+			u = &S->units[S->next++];
+		pthread_mutex_unlock(&S->mu);
+		if (!u)
+			break;
+		rc = push_unit(&c, db, f, &S->s->tables[u->table], u, S->id, S->tok, S->batch, &S->abort, &st, &err);
+	}
+	pthread_mutex_lock(&S->mu);
+	if (rc && !S->rc) {
+		S->rc = rc;
+		S->err = err;
+	}
+	S->st.rows += st.rows;
+	S->st.bytes += st.bytes;
+	S->st.batches += st.batches;
+	pthread_mutex_unlock(&S->mu);
+	if (rc)
+		__atomic_store_n(&S->abort, 1, __ATOMIC_RELAXED);
+	ch_close(&c);
+	sqlite3_close(db);
+	if (f)
+		feed_free(f);
+	free(f);
+	return NULL;
 }
 
 static const char *meta_get(char **keys, char **vals, int n, const char *k)
@@ -966,7 +1101,8 @@ static const char *meta_get(char **keys, char **vals, int n, const char *k)
 
 #define PUSH_META_MAX 256
 
-static int push_sessions_row(struct ch *c, sqlite3 *db, const char *id, uint64_t nrows,
+/* The session's `sessions` row, into this push's staging table for it. */
+static int push_sessions_row(struct ch *c, sqlite3 *db, const char *id, const char *tok, uint64_t nrows,
 			     struct nf_error *err)
 {
 	char *keys[PUSH_META_MAX], *vals[PUSH_META_MAX];
@@ -1012,10 +1148,13 @@ static int push_sessions_row(struct ch *c, sqlite3 *db, const char *id, uint64_t
 			rc = buf_str(&b, vals[i], strlen(vals[i]));
 		if (rc)
 			rc = nf_error_set(err, NF_ENOMEM, "push: out of memory");
-		else
-			rc = ch_post(c, c->sfx[0] ? "INSERT INTO sessions_local (session, pushed_at, host, source, tool_version, seed, rows, "
-				     "`meta.key`, `meta.value`) FORMAT RowBinary" : "INSERT INTO sessions (session, pushed_at, host, source, tool_version, seed, rows, "
-				     "`meta.key`, `meta.value`) FORMAT RowBinary", b.p, b.n, 1, err);
+		else {
+			char q[256];
+
+			snprintf(q, sizeof(q), "INSERT INTO `_stage_%s_sessions` (session, pushed_at, host, source, tool_version, "
+				 "seed, rows, `meta.key`, `meta.value`) FORMAT RowBinary", tok);
+			rc = ch_post(c, q, b.p, b.n, 1, err);
+		}
 	}
 	for (int i = 0; i < n; i++) {
 		free(keys[i]);
@@ -1025,23 +1164,148 @@ static int push_sessions_row(struct ch *c, sqlite3 *db, const char *id, uint64_t
 	return rc;
 }
 
+/* A name for this push's staging tables: unique among pushes running at once
+ * (process id, clocks, a counter), so two pushes never share staged rows. */
+static void push_token(char tok[17])
+{
+	static unsigned counter;
+	struct timespec a, b;
+	uint64_t x;
+
+	clock_gettime(CLOCK_REALTIME, &a);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	x = (uint64_t)a.tv_sec * 1000000007u ^ (uint64_t)a.tv_nsec ^ ((uint64_t)getpid() << 40) ^
+	    ((uint64_t)b.tv_nsec << 20) ^ __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED);
+	/* splitmix64 finaliser: every input bit moves every output bit */
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	x ^= x >> 31;
+	snprintf(tok, 17, "%016llx", (unsigned long long)x);
+}
+
+/* The units of a session: each non-empty table whole, or in rowid ranges of
+ * unit_rows when larger, the largest tables first (so the streams end
+ * together). nonempty[i]: table i has rows. */
+static int plan_units(sqlite3 *db, const struct push_schema *s, uint64_t unit_rows, struct unit **units,
+		      size_t *n, unsigned char *nonempty, struct nf_error *err)
+{
+	int64_t lo[PUSH_MAX_TABLES], hi[PUSH_MAX_TABLES];
+	int order[PUSH_MAX_TABLES], m = 0;
+	size_t cap = 0;
+
+	*units = NULL;
+	*n = 0;
+	for (int i = 0; i < s->ntables; i++) {
+		char q[160];
+		sqlite3_stmt *st = NULL;
+
+		nonempty[i] = 0;
+		snprintf(q, sizeof(q), "SELECT min(rowid), max(rowid) FROM \"%s\"", s->tables[i].name);
+		if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK || sqlite3_step(st) != SQLITE_ROW) {
+			nf_error_set(err, NF_ESQL, "table %s: %s", s->tables[i].name, sqlite3_errmsg(db));
+			sqlite3_finalize(st);
+			return NF_ESQL;
+		}
+		if (sqlite3_column_type(st, 0) != SQLITE_NULL) {
+			lo[i] = sqlite3_column_int64(st, 0);
+			hi[i] = sqlite3_column_int64(st, 1);
+			nonempty[i] = 1;
+			order[m++] = i;
+		}
+		sqlite3_finalize(st);
+	}
+	/* largest rowid span first (insertion sort: a few dozen tables) */
+	for (int a = 1; a < m; a++)
+		for (int b = a; b > 0 && (uint64_t)(hi[order[b]] - lo[order[b]]) > (uint64_t)(hi[order[b - 1]] - lo[order[b - 1]]); b--) {
+			int tmp = order[b];
+			order[b] = order[b - 1];
+			order[b - 1] = tmp;
+		}
+	for (int a = 0; a < m; a++) {
+		int i = order[a];
+		uint64_t span = (uint64_t)(hi[i] - lo[i]);
+		size_t k = span < unit_rows ? 1 : (size_t)(span / unit_rows) + 1;
+
+		if (*n + k > cap) {
+			size_t nc = (*n + k) * 2;
+			struct unit *u = realloc(*units, nc * sizeof(*u));
+			if (!u) {
+				free(*units);
+				*units = NULL;
+				return nf_error_set(err, NF_ENOMEM, "push: out of memory");
+			}
+			*units = u;
+			cap = nc;
+		}
+		for (size_t j = 0; j < k; j++) {
+			struct unit *u = &(*units)[(*n)++];
+
+			u->table = i;
+			if (k == 1) {
+				u->lo = 1;
+				u->hi = 0; /* the whole table */
+			} else {
+				u->lo = lo[i] + (int64_t)(j * unit_rows);
+				u->hi = j + 1 == k ? hi[i] : u->lo + (int64_t)unit_rows - 1;
+			}
+		}
+	}
+	return 0;
+}
+
+/* Drops this push's staging tables (best effort: on a failed push the server
+ * may be gone; stale ones are dropped by a later nf_push_prepare()). */
+static void drop_stage(struct ch *c, const struct push_schema *s, const unsigned char *made, int made_sessions,
+		       const char *tok)
+{
+	char q[256];
+
+	for (int i = 0; i < s->ntables; i++) {
+		struct nf_error e2;
+
+		if (!made[i])
+			continue;
+		nf_error_clear(&e2);
+		snprintf(q, sizeof(q), "DROP TABLE IF EXISTS `_stage_%s_%s`", tok, s->tables[i].name);
+		if (ch_post(c, q, NULL, 0, 1, &e2))
+			return;
+	}
+	if (made_sessions) {
+		struct nf_error e2;
+
+		nf_error_clear(&e2);
+		snprintf(q, sizeof(q), "DROP TABLE IF EXISTS `_stage_%s_sessions`", tok);
+		ch_post(c, q, NULL, 0, 1, &e2);
+	}
+}
+
 int nf_push_session(const struct nf_push_options *opts, const char *dir,
 		    struct nf_push_stats *stats, struct nf_error *err)
 {
 	struct nf_push_stats local = { 0 };
 	struct push_schema *s = NULL;
-	char id[NF_PUSH_ID_MAX + 1], dbpath[4200], q[512];
+	char id[NF_PUSH_ID_MAX + 1], dbpath[4200], q[512], tok[17];
+	unsigned char nonempty[PUSH_MAX_TABLES] = { 0 }, made[PUSH_MAX_TABLES] = { 0 };
+	int made_sessions = 0;
+	struct unit *units = NULL;
+	size_t nunits = 0;
 	sqlite3 *db = NULL;
 	struct ch c;
 	size_t batch = opts->batch_bytes ? opts->batch_bytes : NF_PUSH_BATCH_BYTES;
+	unsigned nstreams = opts->streams ? opts->streams : NF_PUSH_STREAMS;
 	int rc;
 
 	if (batch < 4096)
 		batch = 4096;
+	if (nstreams > 64)
+		nstreams = 64;
 	if (!stats)
 		stats = &local;
 	memset(stats, 0, sizeof(*stats));
 	memset(&c, 0, sizeof(c));
+	push_token(tok);
 	if ((rc = nf_push_session_id(dir, id, sizeof(id), err)))
 		return rc;
 	if ((rc = nf_timeline_ensure(dir, dbpath, sizeof(dbpath), err)))
@@ -1054,7 +1318,10 @@ int nf_push_session(const struct nf_push_options *opts, const char *dir,
 		rc = nf_error_set(err, NF_ENOMEM, "push: out of memory");
 		goto out;
 	}
-	if ((rc = load_schema(s, err)))
+	/* units of batch/64 rowids: a batch or less for rows of 64 bytes or more
+	 * in Native (the large tables'); small batches (tests) split small tables */
+	uint64_t unit_rows = batch / 64 < PUSH_UNIT_ROWS ? batch / 64 : PUSH_UNIT_ROWS;
+	if ((rc = load_schema(s, err)) || (rc = plan_units(db, s, unit_rows, &units, &nunits, nonempty, err)))
 		goto out;
 	size_t nurl;
 	const char *const *urls = push_urls(opts, &nurl);
@@ -1072,34 +1339,90 @@ int nf_push_session(const struct nf_push_options *opts, const char *dir,
 	}
 	if ((rc = ch_open(&c, opts, url, err)))
 		goto out;
-	/* 1. stage every table; the live version stays whole and listed meanwhile */
+	/* 1. this push's own staging tables, one per table with rows, and the
+	 *    sessions row's; the live version stays whole and listed meanwhile */
 	for (int i = 0; i < s->ntables; i++) {
-		if ((rc = push_table(&c, db, &s->tables[i], id, batch, stats, err)))
+		if (!nonempty[i])
+			continue;
+		snprintf(q, sizeof(q), "CREATE TABLE `_stage_%s_%s` AS `%s%s`", tok, s->tables[i].name,
+			 s->tables[i].name, c.sfx);
+		made[i] = 1;
+		if ((rc = ch_post(&c, q, NULL, 0, 1, err)))
 			goto out;
-		stats->tables++;
 	}
-	/* 2. unlist, swap each table's partition, list again (complete) last */
+	snprintf(q, sizeof(q), "CREATE TABLE `_stage_%s_sessions` AS sessions%s", tok, c.sfx);
+	made_sessions = 1;
+	if ((rc = ch_post(&c, q, NULL, 0, 1, err)))
+		goto out;
+	/* 2. the rows, by several INSERT streams at once */
+	if (nunits) {
+		struct streams S;
+		pthread_t th[64];
+		unsigned nth = 0;
+
+		memset(&S, 0, sizeof(S));
+		S.opts = opts;
+		S.s = s;
+		S.url = url;
+		S.dbpath = dbpath;
+		S.id = id;
+		S.tok = tok;
+		S.batch = batch;
+		S.units = units;
+		S.nunits = nunits;
+		nf_error_clear(&S.err);
+		if (pthread_mutex_init(&S.mu, NULL)) {
+			rc = nf_error_set(err, NF_ENOMEM, "push: cannot create a lock");
+			goto out;
+		}
+		if (nstreams > nunits)
+			nstreams = (unsigned)nunits;
+		/* this thread is the first stream; the others run beside it */
+		while (nth + 1 < nstreams && !pthread_create(&th[nth], NULL, stream_run, &S))
+			nth++;
+		stream_run(&S);
+		for (unsigned i = 0; i < nth; i++)
+			pthread_join(th[i], NULL);
+		pthread_mutex_destroy(&S.mu);
+		stats->rows = S.st.rows;
+		stats->bytes = S.st.bytes;
+		stats->batches = S.st.batches;
+		if ((rc = S.rc)) {
+			*err = S.err;
+			goto out;
+		}
+	}
+	stats->tables = (unsigned)s->ntables;
+	if ((rc = push_sessions_row(&c, db, id, tok, stats->rows, err)))
+		goto out;
+	/* 2. unlist, swap each table's partition (or drop it: no rows now), list
+	 *    again (complete) last. REPLACE PARTITION is atomic per table; two
+	 *    pushes of one session at once end with one of them per table and
+	 *    one `sessions` row */
 	snprintf(q, sizeof(q), "ALTER TABLE sessions%s DROP PARTITION '%s'", c.sfx, id);
 	if ((rc = ch_post(&c, q, NULL, 0, 1, err)))
 		goto out;
 	for (int i = 0; i < s->ntables; i++) {
-		snprintf(q, sizeof(q), "ALTER TABLE `%s%s` REPLACE PARTITION '%s' FROM `_stage_%s`",
-			 s->tables[i].name, c.sfx, id, s->tables[i].name);
+		if (nonempty[i])
+			snprintf(q, sizeof(q), "ALTER TABLE `%s%s` REPLACE PARTITION '%s' FROM `_stage_%s_%s`",
+				 s->tables[i].name, c.sfx, id, tok, s->tables[i].name);
+		else
+			snprintf(q, sizeof(q), "ALTER TABLE `%s%s` DROP PARTITION '%s'", s->tables[i].name, c.sfx, id);
 		if ((rc = ch_post(&c, q, NULL, 0, 1, err)))
 			goto out;
 	}
-	if ((rc = push_sessions_row(&c, db, id, stats->rows, err)))
+	snprintf(q, sizeof(q), "ALTER TABLE sessions%s REPLACE PARTITION '%s' FROM `_stage_%s_sessions`", c.sfx, id, tok);
+	if ((rc = ch_post(&c, q, NULL, 0, 1, err)))
 		goto out;
-	/* 3. the staged parts are now shared with the live tables: drop the staging copy */
-	for (int i = 0; i < s->ntables; i++) {
-		snprintf(q, sizeof(q), "ALTER TABLE `_stage_%s` DROP PARTITION '%s'", s->tables[i].name, id);
-		if ((rc = ch_post(&c, q, NULL, 0, 1, err)))
-			goto out;
-	}
 out:
+	/* 3. the staged parts are now shared with the live tables (or the push
+	 *    failed): this push's staging tables go */
+	if (c.curl)
+		drop_stage(&c, s, made, made_sessions, tok);
 	if (rc)
 		nf_error_prefix(err, "%s", dir);
 	ch_close(&c);
+	free(units);
 	free(s);
 	sqlite3_close(db);
 	return rc;
@@ -1120,7 +1443,11 @@ int nf_push_query(const struct nf_push_options *opts, const char *sql, const cha
 		if (!nb) {
 			rc = nf_error_set(err, NF_ENOMEM, "push: out of memory");
 		} else {
-			snprintf(nb, l, "%sdistributed_product_mode=local&output_format_json_quote_64bit_integers=0&%s%s%s", c.base,
+			/* wait_end_of_query: the server holds the answer (beyond 1 MiB
+			 * in a file of its own) until the query has ended, so an error
+			 * met after the first rows comes as an HTTP error, not as text
+			 * after the rows of an HTTP 200 */
+			snprintf(nb, l, "%swait_end_of_query=1&distributed_product_mode=local&output_format_json_quote_64bit_integers=0&%s%s%s", c.base,
 				 format ? "default_format=" : "", format ? format : "", format ? "&" : "");
 			free(c.base);
 			c.base = nb;

@@ -241,14 +241,40 @@ CREATE TABLE kernel_timelines (
   timeline  TEXT                 -- timeline name
 );
 
--- When each thread ran on a CPU, from sched_switch (the idle task is left out).
-CREATE TABLE cpu_runs (
-  thread     INTEGER, -- thread id
-  cpu        INTEGER, -- CPU it ran on
-  start_ns   INTEGER, -- switched in (NULL: already running when the trace began)
-  end_ns     INTEGER, -- switched out (NULL: still running when the trace ended)
-  end_state  INTEGER  -- prev_state when switched out: 0 preempted (still runnable), else the sleep bits
+-- When each thread ran on a CPU, from sched_switch (the idle task is left out),
+-- stored as blocks: one row holds up to 1024 runs of one thread, in time order,
+-- as a JSON array of [cpu, start, end, end_state] whose start and end are
+-- nanoseconds after base_ns (null: not known). One SQLite row per context switch
+-- cost more than reading the whole session (timeline version 9); read the runs
+-- through the cpu_runs view below, or the blocks directly (json_each) when the
+-- block span first_ns..last_ns filters most of them out.
+CREATE TABLE cpu_run_blocks (
+  thread    INTEGER, -- thread id
+  first_ns  INTEGER, -- earliest known start or end of its runs (NULL: none known)
+  last_ns   INTEGER, -- latest known start or end of its runs
+  n         INTEGER, -- runs in the block
+  base_ns   INTEGER, -- the times in runs are offsets from it
+  runs      TEXT     -- JSON array of [cpu, start - base_ns, end - base_ns, end_state]
 );
+
+-- One row per run (a view over cpu_run_blocks, any SQL reader sees rows):
+--   thread     thread id
+--   cpu        CPU it ran on
+--   start_ns   switched in (NULL: already running when the trace began)
+--   end_ns     switched out (NULL: still running when the trace ended)
+--   end_state  prev_state when switched out: 0 preempted (still runnable), else the sleep bits
+-- An INSERT into the view becomes a block of one run (writers that batch use the blocks).
+CREATE VIEW cpu_runs(thread, cpu, start_ns, end_ns, end_state) AS
+  SELECT b.thread, r.value ->> 0, b.base_ns + (r.value ->> 1), b.base_ns + (r.value ->> 2), r.value ->> 3
+  FROM cpu_run_blocks b, json_each(b.runs) r;
+CREATE TRIGGER cpu_runs_insert INSTEAD OF INSERT ON cpu_runs BEGIN
+  INSERT INTO cpu_run_blocks(thread, first_ns, last_ns, n, base_ns, runs)
+  VALUES (NEW.thread, coalesce(min(NEW.start_ns, NEW.end_ns), NEW.start_ns, NEW.end_ns),
+          coalesce(max(NEW.start_ns, NEW.end_ns), NEW.start_ns, NEW.end_ns), 1,
+          coalesce(NEW.start_ns, NEW.end_ns, 0),
+          json_array(json_array(NEW.cpu, NEW.start_ns - coalesce(NEW.start_ns, NEW.end_ns, 0),
+                                NEW.end_ns - coalesce(NEW.start_ns, NEW.end_ns, 0), NEW.end_state)));
+END;
 
 -- Kernel task names, as the last sched event or cmdline named them.
 CREATE TABLE kernel_threads (
@@ -311,9 +337,16 @@ CREATE TABLE jobs (
   submitted_ns   INTEGER, -- submitted (amdgpu_cs_ioctl, drm_sched_job, i915_request_add); NULL not seen
   started_ns     INTEGER, -- started on the ring (run_job, i915_request_in, else the scheduled fence); NULL not seen
   finished_ns    INTEGER, -- finished (process_job, request_out, else the finished fence); NULL not seen
-  status         TEXT     -- 'complete' (started and finished), 'unfinished' (started, its finish is not in
+  status         TEXT,    -- 'complete' (started and finished: finish_source says whether the finish was
+                          -- seen or is a ring-order bound), 'unfinished' (started, its finish is not in
                           -- the trace: the CPU that recorded it had not started recording, or the trace
                           -- ended), 'queued' (no start recorded)
+  finish_source  TEXT     -- where finished_ns came from: 'event' (drm_sched_process_job, i915_request_out
+                          -- or _retire), 'signaled' (the dma_fence_signaled of its finished fence),
+                          -- 'ring_order' (amdgpu only: no signal of its own in the trace; a ring's
+                          -- fences signal in the order its jobs were run, so this is the earliest finish
+                          -- ('event' or 'signaled') of a job run later on the same ring: an upper bound,
+                          -- it finished no later); NULL when finished_ns is NULL
 );
 
 -- How each job context's two fences were told apart (see above).

@@ -146,8 +146,7 @@ static int val_null(sqlite3_value *v)
 
 /* A fence and value label inside a box wide and tall enough (paint.c picks the form that fits). */
 static int add_box_label(struct nf_render_scene *s, const struct nf_render_layout *lay, double xa,
-			 double xb, double y0, double y1, int on_dark, sqlite3_value *fence,
-			 sqlite3_value *value)
+			 double xb, double y0, double y1, int on_dark, int64_t id)
 {
 	struct nf_render_box_label *l;
 
@@ -156,7 +155,7 @@ static int add_box_label(struct nf_render_scene *s, const struct nf_render_layou
 	if (xb > lay->plot_x1)
 		xb = lay->plot_x1;
 	/* "0x1=2" at 9 px is about 28 px; a sub-lane under 9 px has no room for text. */
-	if (xb - xa < 30.0 || y1 - y0 < 9.0 || val_null(fence) || val_null(value))
+	if (xb - xa < 30.0 || y1 - y0 < 9.0)
 		return 0;
 	if (s->n_box_labels >= NF_RENDER_MAX_BOX_LABELS) {
 		s->box_labels_left_out++;
@@ -171,15 +170,48 @@ static int add_box_label(struct nf_render_scene *s, const struct nf_render_layou
 	l->y0 = y0;
 	l->y1 = y1;
 	l->on_dark = on_dark;
-	l->fence = sqlite3_value_int64(fence);
-	l->value = sqlite3_value_int64(value);
+	l->id = id;
+	l->known = 0;
+	return 0;
+}
+
+/*
+ * The fence and value of each labelled box, by id (a rowid lookup each): the
+ * scan does not read them for every operation, only the few wide enough to
+ * carry a label need them.
+ */
+static int label_fences(sqlite3 *db, struct nf_render_scene *s, struct nf_error *err)
+{
+	sqlite3_stmt *st;
+
+	if (!s->n_box_labels || s->needs_stacking)  /* none, or this scene is collected again */
+		return 0;
+	if (sqlite3_prepare_v2(db, "SELECT fence, value FROM fence_ops WHERE id = ?1", -1, &st, NULL) != SQLITE_OK)
+		return sql_fail(db, err, "reading labels");
+	for (size_t i = 0; i < s->n_box_labels; i++) {
+		struct nf_render_box_label *l = &s->box_labels[i];
+		int rc;
+
+		sqlite3_reset(st);
+		sqlite3_bind_int64(st, 1, l->id);
+		rc = sqlite3_step(st);
+		if (rc == SQLITE_ROW && !col_null(st, 0) && !col_null(st, 1)) {
+			l->fence = sqlite3_column_int64(st, 0);
+			l->value = sqlite3_column_int64(st, 1);
+			l->known = 1;
+		} else if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+			sqlite3_finalize(st);
+			return sql_fail(db, err, "reading labels");
+		}
+	}
+	sqlite3_finalize(st);
 	return 0;
 }
 
 /*
  * One fence operation of a queue. Values (see nf_render_ops_sql): 1 is a
  * wait, 2 start (queued, else observed, else end time), 3 observed (waits),
- * 4 end, 5 status (only when there is no end), 7 fence, 8 value. The SQL
+ * 4 end, 5 status (only when there is no end), 9 id. The SQL
  * does the coalescing so that each row costs few value reads. The operation
  * goes to the sub-lane the stack gives it (its stall with it).
  */
@@ -204,6 +236,11 @@ static int add_op(struct queue_lanes *q, const struct nf_render_layout *lay,
 	end = has_end ? sqlite3_value_int64(v[4]) : start;
 	nf_render_op_span(lay, start, has_end, end, &xa, &xb);
 	k = nf_render_stack_place(is_wait ? &q->sw : &q->ss, xa, xb);
+	if (k >= (is_wait ? q->nw : q->ns)) {
+		/* More depth than the layout has: drawn on its last sub-lane, collected again. */
+		s->needs_stacking = 1;
+		k = (is_wait ? q->nw : q->ns) - 1;
+	}
 	lane = is_wait ? &q->lanes[k] : &q->lanes[2 * q->nw + k];
 	if ((is_wait ? q->nw : q->ns) > 1 && (ret = nf_render_sub_put(s, sqlite3_value_int64(v[9]), k)) < 0)
 		return ret;
@@ -214,7 +251,8 @@ static int add_op(struct queue_lanes *q, const struct nf_render_layout *lay,
 	}
 	if ((ret = nf_render_lane_box(lane, s, xa, xb, 1)) < 0)
 		return ret;
-	if ((ret = add_box_label(s, lay, xa, xb, lane->y0, lane->y1, !is_wait, v[7], v[8])) < 0)
+	if ((ret = add_box_label(s, lay, xa, xb, lane->y0, lane->y1, !is_wait,
+				 sqlite3_value_int64(v[9]))) < 0)
 		return ret;
 	if (is_wait && !val_null(v[3])) {
 		int64_t obs = sqlite3_value_int64(v[3]);
@@ -433,25 +471,37 @@ static int collect_ops_batch(sqlite3 *db, const struct nf_render_layout *lay,
 
 		if (lay->rows[i].kind != NF_ROW_QUEUE || !(q = queue_map_find(m, lay->rows[i].id)))
 			continue;
+		/* What the lanes needed (m->queue is sorted like s->depths.queue). */
+		{
+			size_t k = (size_t)(q - m->lanes) + m->b0;
+
+			s->depths.queue[k] = m->queue[k];
+			s->depths.n_sub[k][0] = q->sw.n > 0 ? q->sw.n : 1;
+			s->depths.n_sub[k][1] = q->ss.n > 0 ? q->ss.n : 1;
+			s->depths.shared[k] = q->sw.shared + q->ss.shared;
+		}
 		if ((ret = queue_lanes_flush(q, s)) < 0)
 			return oom(err);
 	}
 	return 0;
 }
 
-char *nf_render_ops_sql(const char *head, const char *tail, const char *qf, const char *ff, int full)
+char *nf_render_ops_sql(const char *head, const char *tail, const char *qf, const char *ff, int full,
+			const char *where)
 {
-	/* The same WHERE and scan in every pass: the same rows in the same order. */
+	/* The same WHERE and scan in every pass: the same rows in the same order.
+	 * Columns a pass does not use are NULL (each column read costs on 10M rows). */
 	return sqlite3_mprintf("SELECT %s queue, op = 'wait', "
-			       "coalesce(queued_ns, observed_ns, end_ns), %s, end_ns, %s %s "
+			       "coalesce(queued_ns, observed_ns, end_ns), %s, end_ns, %s, %s, %s, %s %s "
 			       "FROM fence_ops NOT INDEXED WHERE queue >= ?3 AND queue <= ?4%s%s "
 			       "AND (end_ns IS NULL OR end_ns >= ?1) "
-			       "AND coalesce(queued_ns, observed_ns, end_ns, ?1) <= ?2",
+			       "AND coalesce(queued_ns, observed_ns, end_ns, ?1) <= ?2%s",
 			       head, full ? "observed_ns" : "NULL",
 			       full ? "CASE WHEN end_ns IS NULL THEN status END, "
-				      "CASE WHEN queued_ns IS NOT NULL THEN thread END, fence, value, id, queued_ns"
-				    : "NULL, NULL, NULL, NULL, NULL, NULL",
-			       tail, qf, ff);
+				      "CASE WHEN queued_ns IS NOT NULL THEN thread END"
+				    : "NULL, NULL",
+			       full == 2 ? "fence, value" : "NULL, NULL", full ? "id" : "NULL",
+			       full == 2 ? "queued_ns" : "NULL", tail, qf, ff, where ? where : "");
 }
 
 /* The depth pass's state: per queue (sorted handles) its two stacks. */
@@ -494,7 +544,7 @@ int nf_render_collect_depths(sqlite3 *db, const struct nf_render_options *opts,
 	if (n == 0)
 		goto out;
 	k.st = calloc(2 * n, sizeof(*k.st));
-	if (!qf || !ff || !k.st || !(sql = nf_render_ops_sql("count(nf_render_depth(", "))", qf, ff, 0))) {
+	if (!qf || !ff || !k.st || !(sql = nf_render_ops_sql("count(nf_render_depth(", "))", qf, ff, 0, NULL))) {
 		ret = oom(err);
 		goto out;
 	}
@@ -562,12 +612,21 @@ static int collect_ops(sqlite3 *db, const struct nf_render_options *opts,
 		ret = 0;
 		goto out_release;
 	}
+	s->depths.queue = calloc(m.n, sizeof(*s->depths.queue));
+	s->depths.n_sub = calloc(m.n, sizeof(*s->depths.n_sub));
+	s->depths.shared = calloc(m.n, sizeof(*s->depths.shared));
+	if (!s->depths.queue || !s->depths.n_sub || !s->depths.shared) {
+		ret = oom(err);
+		goto out_release;
+	}
+	s->depths.n = m.n;
+	s->depths.cap = lay->max_sub;
 	if (sqlite3_create_function(db, "nf_render_op", 11, SQLITE_UTF8 | SQLITE_DIRECTONLY, &sink,
 				    op_sink_fn, NULL, NULL) != SQLITE_OK) {
 		ret = sql_fail(db, err, "reading fence_ops");
 		goto out_release;
 	}
-	sql = nf_render_ops_sql("count(nf_render_op(", "))", qf, ff, 1);
+	sql = nf_render_ops_sql("count(nf_render_op(", "))", qf, ff, 1, NULL);
 	ret = prepare_window(db, lay, sql, &st, "reading fence_ops", err);
 	sqlite3_free(sql);
 	/* Batches of queues whose accumulators (one set per sub-lane) fit the budget. */
@@ -1093,6 +1152,7 @@ int nf_render_collect(sqlite3 *db, const struct nf_render_options *opts,
 		}
 	}
 	if ((ret = collect_ops(db, opts, lay, s, qf, ff, err)) < 0 ||
+	    (ret = label_fences(db, s, err)) < 0 ||
 	    (ret = collect_cpu_waits(db, lay, s, cff, err)) < 0 ||
 	    (ret = collect_cpu_signals(db, lay, s, cff, err)) < 0 ||
 	    (ret = collect_anomalies(db, lay, s, qf, err)) < 0 ||

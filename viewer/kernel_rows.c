@@ -219,7 +219,8 @@ static int kr_lost(sqlite3 *db, const struct nf_render_layout *lay, struct nf_re
  * then its own box at any zoom where it is wider than a pixel. On its sub-lane
  * a job is drawn shaded from submitted to started and solid from started to
  * finished; a job whose finish the trace lacks is open-ended (as an operation
- * of unknown end), one never started an open shaded wait.
+ * of unknown end), and so is one whose finish is only bounded by a later job on
+ * its ring (jobs.finish_source 'ring_order'); one never started an open shaded wait.
  */
 #define KR_JOB_LEVELS 3
 #define KR_OPEN_STUB_W 10.0
@@ -247,7 +248,9 @@ static int kr_jobs(sqlite3 *db, const struct nf_render_layout *lay, struct nf_re
 		   struct nf_error *err)
 {
 	static const char sql[] =
-		"SELECT driver, coalesce(ring, ''), submitted_ns, started_ns, finished_ns FROM jobs "
+		/* A ring-order finish is a bound, not a time the trace shows: drawn as unknown. */
+		"SELECT driver, coalesce(ring, ''), submitted_ns, started_ns, "
+		"CASE WHEN finish_source = 'ring_order' THEN NULL ELSE finished_ns END FROM jobs "
 		"WHERE coalesce(submitted_ns, started_ns) <= ?2 AND (finished_ns >= ?1 OR "
 		"(finished_ns IS NULL AND coalesce(started_ns, submitted_ns) >= ?1)) "
 		"ORDER BY driver, coalesce(ring, ''), coalesce(started_ns, submitted_ns), id";

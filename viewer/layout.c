@@ -638,12 +638,32 @@ out_free:
 
 /* The depth pass for the queues (sorted by handle for it, then back in row order). */
 static int queue_depths(sqlite3 *db, const struct nf_render_options *opts, struct nf_render_layout *lay,
-			struct queue_info *qs, size_t nq, int cap, struct nf_error *err)
+			struct queue_info *qs, size_t nq, int cap, int flat, const struct nf_render_depths *known,
+			struct nf_error *err)
 {
 	int64_t *h = NULL, *shared = NULL;
 	int(*n_sub)[2] = NULL;
 	int ret = 0;
 
+	if (flat) {  /* one sub-lane each, no pass (see nf_render_layout_build_flat) */
+		for (size_t i = 0; i < nq; i++) {
+			qs[i].n_sub[0] = qs[i].n_sub[1] = 1;
+			qs[i].shared = 0;
+		}
+		return 0;
+	}
+	if (known && known->cap == cap) {  /* a flat scene's pass found them: no pass */
+		for (size_t i = 0; i < nq; i++) {
+			int64_t *f = known->n ? bsearch(&qs[i].queue, known->queue, known->n, sizeof(int64_t), cmp_i64)
+					      : NULL;
+			size_t k = f ? (size_t)(f - known->queue) : 0;
+
+			qs[i].n_sub[0] = f ? known->n_sub[k][0] : 1;
+			qs[i].n_sub[1] = f ? known->n_sub[k][1] : 1;
+			qs[i].shared = f ? known->shared[k] : 0;
+		}
+		return 0;
+	}
 	if (nq == 0)
 		return 0;
 	h = malloc(nq * sizeof(*h));
@@ -676,7 +696,8 @@ out:
 
 /* Places every row for sub-lane cap `cap`; on success the page's height is known. */
 static int place_rows(sqlite3 *db, const struct nf_render_options *opts, struct nf_render_layout *lay,
-		      struct queue_info *qs, size_t nq, int cap, struct nf_error *err)
+		      struct queue_info *qs, size_t nq, int cap, int flat, const struct nf_render_depths *known,
+		      struct nf_error *err)
 {
 	size_t rcap = 0;
 	double y;
@@ -688,7 +709,8 @@ static int place_rows(sqlite3 *db, const struct nf_render_options *opts, struct 
 	lay->threads_left_out = 0;
 	lay->shared = 0;
 	lay->max_sub = cap;
-	if ((ret = queue_depths(db, opts, lay, qs, nq, cap, err)) < 0)
+	lay->flat = flat;
+	if ((ret = queue_depths(db, opts, lay, qs, nq, cap, flat, known, err)) < 0)
 		return ret;
 	y = NF_RENDER_TITLE_H + NF_RENDER_LEGEND_H * lay->legend_lines + 10.0;
 	lay->rows_y0 = y;
@@ -705,8 +727,8 @@ static int place_rows(sqlite3 *db, const struct nf_render_options *opts, struct 
 	return 0;
 }
 
-int nf_render_layout_build(sqlite3 *db, const struct nf_render_options *opts,
-			   struct nf_render_layout *lay, struct nf_error *err)
+static int layout_build(sqlite3 *db, const struct nf_render_options *opts, struct nf_render_layout *lay,
+			int flat, const struct nf_render_depths *known, struct nf_error *err)
 {
 	struct queue_info *qs = NULL;
 	size_t nq = 0;
@@ -729,7 +751,7 @@ int nf_render_layout_build(sqlite3 *db, const struct nf_render_options *opts,
 	lay->etw = strcmp(lay->source, "etw") == 0;
 	place_legend(lay);
 	/* A page too tall with deep stacks is drawn with fewer sub-lanes (said on the page). */
-	while ((ret = place_rows(db, opts, lay, qs, nq, cap, err)) == 0 &&
+	while ((ret = place_rows(db, opts, lay, qs, nq, cap, flat, known, err)) == 0 &&
 	       lay->height > NF_RENDER_MAX_HEIGHT && cap > 1)
 		cap /= 2;
 	if (ret < 0)
@@ -746,6 +768,25 @@ out_release:
 	free(qs);
 	nf_render_layout_release(lay);
 	return ret;
+}
+
+int nf_render_layout_build(sqlite3 *db, const struct nf_render_options *opts,
+			   struct nf_render_layout *lay, struct nf_error *err)
+{
+	return layout_build(db, opts, lay, 0, NULL, err);
+}
+
+int nf_render_layout_build_known(sqlite3 *db, const struct nf_render_options *opts,
+				 struct nf_render_layout *lay, const struct nf_render_depths *known,
+				 struct nf_error *err)
+{
+	return layout_build(db, opts, lay, 0, known, err);
+}
+
+int nf_render_layout_build_flat(sqlite3 *db, const struct nf_render_options *opts,
+				struct nf_render_layout *lay, struct nf_error *err)
+{
+	return layout_build(db, opts, lay, 1, NULL, err);
 }
 
 void nf_render_layout_release(struct nf_render_layout *lay)

@@ -96,6 +96,7 @@ struct nf_render_layout {
 	size_t n_rings;
 	size_t threads_left_out;  /* threads that ran but got no row (see nf_render_options) */
 	int max_sub;              /* the cap on sub-lanes per lane used for this page */
+	int flat;                 /* built by nf_render_layout_build_flat: depths not known */
 	int64_t shared;           /* operations that share a sub-lane (sum over rows) */
 };
 
@@ -107,6 +108,36 @@ struct nf_render_layout {
  */
 int nf_render_layout_build(sqlite3 *db, const struct nf_render_options *opts,
 			   struct nf_render_layout *lay, struct nf_error *err);
+
+/*
+ * Depths found by a scene's pass (per queue handle, sorted: sub-lanes of the
+ * wait and signal lanes, operations sharing), at sub-lane cap `cap`.
+ */
+struct nf_render_depths {
+	int64_t *queue;
+	int (*n_sub)[2];
+	int64_t *shared;
+	size_t n;
+	int cap;
+};
+
+/*
+ * nf_render_layout_build with the depths a flat scene already found (used
+ * instead of the depth pass while the cap is known->cap). Same returns.
+ */
+int nf_render_layout_build_known(sqlite3 *db, const struct nf_render_options *opts,
+				 struct nf_render_layout *lay, const struct nf_render_depths *known,
+				 struct nf_error *err);
+
+/*
+ * The same without the depth pass: every queue lane has one sub-lane. The
+ * scene's pass then finds whether any lane needs more (scene.needs_stacking);
+ * only then is the full layout built and the scene collected again, so a page
+ * where nothing overlaps wide enough to stack (a whole large session, where
+ * boxes are density) reads the operations once. Same returns.
+ */
+int nf_render_layout_build_flat(sqlite3 *db, const struct nf_render_options *opts,
+				struct nf_render_layout *lay, struct nf_error *err);
 
 /* Frees what the layout holds; safe on a zeroed or released layout. */
 void nf_render_layout_release(struct nf_render_layout *lay);
@@ -179,10 +210,11 @@ int nf_render_collect_depths(sqlite3 *db, const struct nf_render_options *opts,
  * is_wait, start, observed, end, status (NULL unless open), thread (NULL
  * without a queued time), fence, value, id, queued; ?1 = t0, ?2 = t1, queue
  * between ?3 and ?4 (full 0: only queue, is_wait, start and end, the others
- * NULL, for the depth pass). Each of the passes above wraps it; sqlite3_free() it.
+ * NULL, for the depth pass; 1: fence, value and queued NULL, for the scene; 2: all); where: more conditions (" AND ...") or NULL. Each of the
+ * passes above wraps it; sqlite3_free() it.
  */
 char *nf_render_ops_sql(const char *select_head, const char *select_tail, const char *qf,
-			const char *ff, int full);
+			const char *ff, int full, const char *where);
 
 /*
  * A "nice" tick step (1, 2 or 5 times a power of ten, in ns) so that the span

@@ -805,6 +805,9 @@ static void paint_box_labels(cairo_t *cr, const struct nf_render_scene *s)
 		const struct nf_render_box_label *l = &s->box_labels[i];
 		double room = l->x1 - l->x0 - 6.0;
 
+		if (!l->known)
+			continue;
+
 		for (int form = 0; form < 3; form++) {
 			snprintf(buf, sizeof(buf), form == 0 ? "fence 0x%" PRIx64 " = %" PRId64
 				 : form == 1 ? "0x%" PRIx64 " = %" PRId64 : "0x%" PRIx64 "=%" PRId64,

@@ -284,13 +284,35 @@ int nf_render(const char *db_path, const struct nf_render_options *opts, struct 
 		return ret;
 	memset(&scene, 0, sizeof(scene));
 	memset(&sk, 0, sizeof(sk));
-	if ((ret = nf_render_layout_build(db, opts, &lay, err)) < 0) {
+	/* One sub-lane per lane first; stacked (layout.h) only when something overlaps. */
+	if ((ret = nf_render_layout_build_flat(db, opts, &lay, err)) < 0) {
 		nf_error_prefix(err, "%s", db_path);
 		goto out_close_db;
 	}
 	if ((ret = nf_render_collect(db, opts, &lay, &scene, err)) < 0) {
 		nf_error_prefix(err, "%s", db_path);
 		goto out_release;
+	}
+	if (scene.needs_stacking) {
+		/* The flat scene's pass found the depths: the layout needs no pass of its own. */
+		struct nf_render_depths known = scene.depths;
+
+		memset(&scene.depths, 0, sizeof(scene.depths));
+		nf_render_scene_release(&scene);
+		memset(&scene, 0, sizeof(scene));
+		nf_render_layout_release(&lay);
+		ret = nf_render_layout_build_known(db, opts, &lay, &known, err);
+		free(known.queue);
+		free(known.n_sub);
+		free(known.shared);
+		if (ret < 0) {
+			nf_error_prefix(err, "%s", db_path);
+			goto out_close_db;
+		}
+		if ((ret = nf_render_collect(db, opts, &lay, &scene, err)) < 0) {
+			nf_error_prefix(err, "%s", db_path);
+			goto out_release;
+		}
 	}
 	/* SVG: each operation wide enough gets a tooltip (svgtext.h). */
 	if (fmt == FMT_SVG && (ret = nf_render_svg_tips(db, opts, &lay, &texts, err)) < 0) {

@@ -63,6 +63,10 @@ void nf_render_scene_release(struct nf_render_scene *s)
 	free(s->labels);
 	s->labels = NULL;
 	nf_u64map_free(&s->subs);
+	free(s->depths.queue);
+	free(s->depths.n_sub);
+	free(s->depths.shared);
+	memset(&s->depths, 0, sizeof(s->depths));
 	free(s->box_labels);
 	s->box_labels = NULL;
 	s->n_box_labels = s->cap_box_labels = 0;

@@ -208,12 +208,20 @@ int nf_render_svg_tips(sqlite3 *db, const struct nf_render_options *opts,
 	char *ff = nf_render_in_list("fence", opts->fences, opts->fences ? opts->n_fences : 0);
 	/* Every operation of the window in the scene's order, so that the sub-lanes
 	 * replayed here are the ones drawn (layout.h); those 2 px wide get a tip. */
-	char *sql = qf && ff ? nf_render_ops_sql("count(nf_render_tip(", ", status))", qf, ff, 1) : NULL;
+	int stacked = 0;
+	char *sql;
 	struct tip_sink k = { lay, l, NULL, NULL, 0, 0 };
 	int64_t qmin = INT64_MAX, qmax = INT64_MIN;
 	sqlite3_stmt *st = NULL;
 	int rc, ret = 0;
 
+	for (size_t i = 0; i < lay->n_rows; i++)
+		stacked |= lay->rows[i].kind == NF_ROW_QUEUE && (lay->rows[i].n_sub[0] > 1 || lay->rows[i].n_sub[1] > 1);
+	/* Without stacked rows every box is on sub-lane 0: only those wide enough need
+	 * reading (?5: 2 px in ns); else every one, to replay the placement. */
+	sql = qf && ff ? nf_render_ops_sql("count(nf_render_tip(", ", status))", qf, ff, 2,
+					   stacked ? NULL : " AND end_ns - coalesce(queued_ns, observed_ns) >= ?5")
+		       : NULL;
 	free(qf);
 	free(ff);
 	k.stacks = calloc(2 * (lay->n_rows ? lay->n_rows : 1), sizeof(*k.stacks));
@@ -239,6 +247,8 @@ int nf_render_svg_tips(sqlite3 *db, const struct nf_render_options *opts,
 	sqlite3_bind_int64(st, 2, lay->t1);
 	sqlite3_bind_int64(st, 3, qmin);
 	sqlite3_bind_int64(st, 4, qmax);
+	if (!stacked)
+		sqlite3_bind_double(st, 5, 2.0 * (double)(lay->t1 - lay->t0) / (lay->plot_x1 - lay->plot_x0));
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
 		;
 	if (k.failed || rc == SQLITE_NOMEM)

@@ -84,7 +84,9 @@ struct nf_render_label {
 /* A fence and value label inside an operation's box (drawn when its text fits). */
 struct nf_render_box_label {
 	double x0, x1, y0, y1;  /* the visible part of the box */
-	int64_t fence, value;
+	int64_t id;             /* the operation (fence_ops.id) */
+	int64_t fence, value;   /* looked up by id after the scan; known 0: none */
+	int known;
 	int on_dark;            /* a signal box: light text */
 };
 
@@ -104,6 +106,10 @@ struct nf_render_scene {
 	 * that arrows end at their own box; at most NF_RENDER_MAX_SUBS_KEPT kept,
 	 * the others' arrows end at their lane's middle. */
 	struct nf_u64map subs;
+	/* A lane needed more sub-lanes than the layout gave it (a flat layout, see
+	 * nf_render_layout_build_flat): the scene is to be collected again. */
+	int needs_stacking;
+	struct nf_render_depths depths;  /* what each queue's lanes needed (collect_ops) */
 	/* What was found, for the subtitle. */
 	int64_t n_waits, n_signals, n_open, n_cpu_waits, n_cpu_signals;
 	int64_t n_lost_spans, lost_entries, n_anomalies, n_links;

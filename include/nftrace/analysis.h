@@ -2,7 +2,8 @@
  * nftrace analysis: why the GPU waited. Over any session's timeline (scenarios,
  * programs, Linux kernel imports; only the generic tables fence_ops, deps,
  * cpu_waits, cpu_signals, queues, fences and kernel_timelines are read, through
- * SQL) it answers three questions:
+ * SQL, and for GPU jobs of Linux kernel sessions jobs and job_deps) it answers
+ * three questions:
  *
  *  - the critical path of an operation: the chain of queues, fences and CPU
  *    threads that decided when it finished, as segments in time order whose
@@ -159,6 +160,82 @@ int nf_analysis_critical_path(const struct nf_analysis *a, int64_t op_id, struct
 
 /* Frees path->segs and clears *path; safe on a cleared path. */
 void nf_cp_path_free(struct nf_cp_path *path);
+
+/* ---- critical path of a GPU job (Linux kernel sessions: jobs, job_deps) ---- */
+
+enum nf_job_seg_kind {
+	NF_JSEG_EXECUTE, /* on its ring: the job ran (from its start, or from when the ring
+			    finished the job run before it, which held it back) */
+	NF_JSEG_DEP,     /* on its ring: started by the scheduler after dep_job released it
+			    (job_deps: dep_job's finished fence, or its scheduled fence) */
+	NF_JSEG_QUEUED,  /* on its ring: submitted, waiting to be run (no dependency in the trace
+			    explains the wait) */
+	NF_JSEG_SUBMIT,  /* on the submitting thread: running until it submitted the job */
+};
+
+struct nf_job_segment {
+	enum nf_job_seg_kind kind;
+	int64_t job;         /* jobs.id the segment is about */
+	int64_t thread;      /* NF_JSEG_SUBMIT: the submitting thread (-1 unknown) */
+	int64_t dep_job;     /* NF_JSEG_DEP: the job whose fence released it (else -1) */
+	bool dep_scheduled;  /* NF_JSEG_DEP: released by dep_job's scheduled fence (its start) */
+	int64_t start_ns, end_ns;
+};
+
+struct nf_job_path {
+	int64_t job;                   /* the target (jobs.id) */
+	int64_t submitted_ns, end_ns;  /* its latency is end_ns - submitted_ns (submitted_ns: its
+					  start when its submission is not in the trace) */
+	struct nf_job_segment *segs;   /* in time order, contiguous from submitted_ns to end_ns */
+	size_t n;
+};
+
+/*
+ * Chooses a job whose latency to explain (lazy model: nf_analysis_open_lazy):
+ * NF_CP_LAST the last to finish (largest finished_ns, then id), NF_CP_AT the
+ * last to finish at or before arg (ns), NF_CP_OP the job with id arg. Only
+ * jobs that started and finished as the trace shows it (finish_source 'event'
+ * or 'signaled') are chosen by time; by id any job with a start and a finish.
+ * Writes jobs.id to *job. Returns 0, NF_ENOENT (no such job / none finished;
+ * the message says which), NF_ESTATE (the job has no start or no finish, or
+ * the model was loaded, not opened lazily), NF_EINVAL (NF_CP_QUEUE), NF_ESQL.
+ */
+int nf_analysis_job_target(const struct nf_analysis *a, enum nf_cp_target kind, int64_t arg, int64_t *job,
+			   struct nf_error *err);
+
+/*
+ * Walks backwards from job's finish to its submission: while it ran, on its
+ * ring; when the ring was still busy with the job run before it on that ring
+ * when it started, to that job; while it waited to be run, to the dependency
+ * (job_deps) that released it last and that job; when that chain reaches back
+ * before a job was submitted, to the thread that submitted it. Only finishes
+ * seen in the trace ('event', 'signaled') hold a job back. Zero-length
+ * segments are dropped. On success *path owns the segments
+ * (nf_job_path_free). Returns 0, NF_ENOENT (no such job), NF_ESTATE (no start
+ * or finish; or not a lazy model), NF_EFORMAT (times loop back), NF_ENOMEM,
+ * NF_ESQL.
+ */
+int nf_analysis_job_path(const struct nf_analysis *a, int64_t job, struct nf_job_path *path,
+			 struct nf_error *err);
+
+/* Frees path->segs and clears *path; safe on a cleared path. */
+void nf_job_path_free(struct nf_job_path *path);
+
+/* A job as printed with its path. */
+struct nf_job_info {
+	int64_t id;              /* jobs.id */
+	int64_t job;             /* the scheduler's job id, -1 none */
+	int64_t thread;          /* submitting thread, -1 unknown */
+	char ring[256];          /* ring name, "" unknown (or longer than this) */
+	char driver[32];
+	char finish_source[16];  /* jobs.finish_source, "" none */
+};
+
+/* Fills *info for job id: 0, NF_ENOENT, NF_ESTATE (not a lazy model), NF_ESQL. */
+int nf_analysis_job(const struct nf_analysis *a, int64_t id, struct nf_job_info *info, struct nf_error *err);
+
+/* Whether the session has GPU jobs (a jobs table with rows); false on a loaded model. */
+bool nf_analysis_has_jobs(const struct nf_analysis *a);
 
 /* ---- stall blame ---------------------------------------------------------- */
 

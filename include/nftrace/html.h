@@ -66,7 +66,8 @@ struct nf_html_options {
  * is left behind. The same database and options give the same bytes.
  * Returns 0, or NF_EINVAL (no output, bad window, --from past the session's
  * end, max_ops outside 1..NF_HTML_MAX_MAX_OPS), NF_ENOENT (no database, the
- * output directory missing, a filtered queue or fence not in the timeline),
+ * output directory missing, a filtered queue or fence not in the timeline, a
+ * thread or process filter naming no thread or process of the timeline),
  * NF_EFORMAT (not a timeline database), NF_ESQL, NF_EIO (the output cannot be
  * written), NF_ENOMEM.
  */

@@ -11,21 +11,28 @@
  * `sessions` holds one row per complete session: its id, when it was pushed,
  * host, source, tool_version, seed and every meta pair (meta.key, meta.value).
  *
- * A push loads each table into a staging table (_stage_<table>, same
- * structure) in Native-format INSERTs of about batch_bytes each (ending at
- * the first block past it), each body streamed while it is encoded (blocks of
- * up to 64K rows or 256 KiB), so memory stays about one block whatever the
- * batch, then removes the
+ * A push loads each table with rows into a staging table of its own
+ * (_stage_<token>_<table>, same structure; the token is unique to the push)
+ * in Native-format INSERTs of about batch_bytes each (ending at the first
+ * block past it), over opts->streams connections at once: large tables go in
+ * rowid ranges, each stream has a reader thread that reads and encodes blocks
+ * (up to 64K rows or 4 MiB, at most a batch) while the stream sends the
+ * previous ones, so memory stays about three blocks per stream whatever the
+ * batch. Then it stages the `sessions` row the same way, removes the
  * session's row from `sessions`, moves each staged partition over the live
- * one (ALTER TABLE ... REPLACE PARTITION ... FROM) and inserts the `sessions`
- * row last. A session's rows count only when it is listed in `sessions`:
- * a push that fails while loading leaves the previous version in place and
+ * one (ALTER TABLE ... REPLACE PARTITION ... FROM; a table without rows:
+ * DROP PARTITION), moves the `sessions` row in last, and drops its staging
+ * tables. A session's rows count only when it is listed in `sessions`: a
+ * push that fails while loading leaves the previous version in place and
  * listed; one that fails while swapping leaves the session unlisted until it
  * is pushed again. Pushing a session again replaces it (never doubles it).
- * Two pushes of the same session id at the same time are not supported.
+ * Two pushes of one session id at the same time stage apart; each REPLACE is
+ * atomic, so the session ends with one push's rows per table (the same rows
+ * when both pushed the same timeline) and one `sessions` row. A killed push
+ * leaves its staging tables; nf_push_prepare() drops those a day old.
  *
  * On a cluster (opts->cluster): every shard gets the tables as <table>_local
- * (and sessions_local, _stage_<table>), and every shard a Distributed table
+ * (and sessions_local; staging tables are made on the session's shard), and every shard a Distributed table
  * <table> (and sessions) over them, sharding key cityHash64(session). A
  * session goes whole to one shard, the one the key names, through that
  * shard's URL; so a JOIN on session is local to a shard (query with
@@ -45,8 +52,10 @@
 extern "C" {
 #endif
 
-/* Default batch: bytes of one INSERT body (streamed: memory stays about 256 KiB). */
+/* Default batch: bytes of one INSERT body (streamed: memory stays about three 2 MiB blocks per stream). */
 #define NF_PUSH_BATCH_BYTES (256u << 20)
+/* Default number of INSERT streams (connections, each with a reader thread) of a push. */
+#define NF_PUSH_STREAMS 2
 /* Longest session id (bytes). */
 #define NF_PUSH_ID_MAX 200
 
@@ -59,6 +68,7 @@ struct nf_push_options {
 			       * define in remote_servers: shards[] are their HTTP URLs */
 	const char *const *shards; /* the cluster's shards in shard order (replica 1 each) */
 	size_t n_shards;
+	unsigned streams;     /* INSERT streams at once; 0: NF_PUSH_STREAMS (at most 64) */
 };
 
 struct nf_push_stats {
@@ -76,9 +86,10 @@ struct nf_push_stats {
 int nf_push_session_id(const char *session_dir, char *id, size_t id_len, struct nf_error *err);
 
 /*
- * Creates the database, the tables, the staging tables and `sessions` when
- * missing (on a cluster: on every shard, after checking that the server knows
- * the cluster with as many shards as URLs given). Returns 0, NF_EINVAL (bad
+ * Creates the database, the tables and `sessions` when missing (on a
+ * cluster: on every shard, after checking that the server knows the cluster
+ * with as many shards as URLs given), and drops staging tables older than a
+ * day (left by killed pushes). Returns 0, NF_EINVAL (bad
  * database or cluster name: [A-Za-z0-9_] only, a URL that is not http:// or
  * https://, a shard count that does not match), NF_EIO (server unreachable, or the
  * connection broke: message names the URL), NF_ESQL (the server answered with
@@ -106,9 +117,11 @@ int nf_push_session(const struct nf_push_options *opts, const char *session_dir,
  * failed), NF_ESQL (the server's error, first line), NF_ENOMEM. Runs with
  * distributed_product_mode = 'local' (JOINs of Distributed tables on session
  * stay on each shard; no effect on one server) and 64-bit integers unquoted
- * in JSON formats. An error the server meets after it has begun answering
- * (HTTP 200 already sent) shows as its text at the end of the output, exit 0:
- * ClickHouse's HTTP interface cannot report it otherwise without buffering.
+ * in JSON formats, and with wait_end_of_query = 1: the server holds the
+ * answer until the query has ended (in memory, then in a temporary file of
+ * its own), so an error met after the first rows is NF_ESQL with nothing
+ * written to out, never rows followed by the error's text; the answer
+ * arrives when the query has ended.
  */
 int nf_push_query(const struct nf_push_options *opts, const char *sql, const char *format,
 		  FILE *out, struct nf_error *err);

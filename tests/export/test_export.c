@@ -118,10 +118,13 @@ static void imported_counts(sqlite3 *db, struct counts *c, struct imported *out)
 	struct imported im = { 0 };
 
 	if (has_table(db, "jobs")) {
+		/* A ring-order finish is a bound, not an end: such a run is an instant. */
+#define J_FIN "(CASE WHEN finish_source = 'ring_order' THEN NULL ELSE finished_ns END)"
 		im.job_slices = q1(db, "SELECT count(*) FROM jobs WHERE submitted_ns IS NOT NULL AND started_ns IS NOT NULL") +
-				q1(db, "SELECT count(*) FROM jobs WHERE started_ns IS NOT NULL AND finished_ns IS NOT NULL");
+				q1(db, "SELECT count(*) FROM jobs WHERE started_ns IS NOT NULL AND " J_FIN " IS NOT NULL");
 		im.job_instants = q1(db, "SELECT count(*) FROM jobs WHERE submitted_ns IS NOT NULL AND started_ns IS NULL") +
-				  q1(db, "SELECT count(*) FROM jobs WHERE (started_ns IS NULL) != (finished_ns IS NULL)");
+				  q1(db, "SELECT count(*) FROM jobs WHERE (started_ns IS NULL) != (" J_FIN " IS NULL)");
+#undef J_FIN
 		if (has_table(db, "job_deps"))
 			im.job_flows = q1(db, "SELECT count(*) FROM job_deps d JOIN jobs a ON a.id = d.dep_job "
 					      "JOIN jobs b ON b.id = d.job WHERE " J_OF("a") " IS NOT NULL AND " J_OF("b")

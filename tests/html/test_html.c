@@ -182,6 +182,9 @@ START_TEST(errors)
 		{ "--from", "10s", "time window: start 10 s is not before the session's end", 1 },
 		{ "--max-ops", "0", "--max-ops must be between", 2 },
 		{ "--width", "800", "--width applies to pictures", 2 },
+		{ "--thread", "nosuch", "thread 'nosuch': not in the timeline", 1 },
+		{ "--thread", "999999", "thread '999999': not in the timeline", 1 },
+		{ "--process", "nosuch", "process 'nosuch': not in the timeline", 1 },
 	};
 	char dir[1200], out[256], err[2048], page[1300];
 	struct stat sb;
@@ -349,17 +352,9 @@ END_TEST
 
 int main(int argc, char **argv)
 {
-	Suite *s = suite_create("html");
-	TCase *tc = tcase_create("page");
+	Suite *s;
+	TCase *tc;
 
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 120);
-	tcase_add_test(tc, self_contained_page);
-	tcase_add_test(tc, max_ops_cut);
-	tcase_add_test(tc, embedded_text_escaped);
-	tcase_add_test(tc, errors);
-	tcase_add_test(tc, kernel_rows);
-	tcase_add_test(tc, etw_rows);
 	/* `test_html real`: the real traces only, its own ctest (skips when absent). */
 	if (argc > 1 && !strcmp(argv[1], "real")) {
 		char path[2048];
@@ -368,12 +363,24 @@ int main(int argc, char **argv)
 			printf("SKIP: %s is absent (real traces live in ../shared/real-traces)\n", path);
 			return 77;
 		}
+		s = suite_create("html_real");
 		tc = tcase_create("real");
 		tcase_add_checked_fixture(tc, setup, teardown);
 		tcase_set_timeout(tc, 300);
 		tcase_add_test(tc, real_amdgpu_threads);
-		s = suite_create("html_real");
+		suite_add_tcase(s, tc);
+		return nf_test_main(s);
 	}
+	s = suite_create("html");
+	tc = tcase_create("page");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, self_contained_page);
+	tcase_add_test(tc, max_ops_cut);
+	tcase_add_test(tc, embedded_text_escaped);
+	tcase_add_test(tc, errors);
+	tcase_add_test(tc, kernel_rows);
+	tcase_add_test(tc, etw_rows);
 	suite_add_tcase(s, tc);
 	return nf_test_main(s);
 }

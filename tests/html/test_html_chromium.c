@@ -351,6 +351,33 @@ START_TEST(kernel_session)
 }
 END_TEST
 
+/* The other kernel fixtures: i915's rings (samples/kernel/i915.events: four jobs on rcs0 and
+ * vcs1, one never started) and dma-fence's timelines, CPU waits and the one a signal released. */
+START_TEST(kernel_fixtures)
+{
+	char dat[2048], dir[1200], page[1300], v[2048];
+	static char dom[1 << 20];
+
+	nf_test_source_path(dat, sizeof(dat), "samples/kernel/i915.dat");
+	import_page(dat, "i915", dir, sizeof(dir), page, sizeof(page));
+	run_selftest(page, dom, sizeof(dom));
+	ck_assert_str_eq(need(dom, "rows.kinds", v, sizeof(v)), "ring:2,thread:2");
+	ck_assert_str_eq(need(dom, "rows.display", v, sizeof(v)),
+			 "[GPU rings]|i915 rcs0|i915 vcs1|[CPU threads]|[process unknown]|game (thread 600)|decoder (thread 601)");
+	ck_assert_int_eq(drawn(dom, "job"), query_int(dir, "select count(*) from jobs"));
+	nf_test_source_path(dat, sizeof(dat), "samples/kernel/dma-fence.dat");
+	import_page(dat, "dma-fence", dir, sizeof(dir), page, sizeof(page));
+	run_selftest(page, dom, sizeof(dom));
+	ck_assert_str_eq(need(dom, "rows.kinds", v, sizeof(v)), "queue:2,thread:3");
+	ck_assert_int_eq(drawn(dom, "cpuwait"), query_int(dir, "select count(*) from cpu_waits"));
+	ck_assert_int_eq(drawn(dom, "op"), query_int(dir, "select count(*) from fence_ops where queue is not null"));
+	ck_assert_int_eq(atoll(need(dom, "kernel.runs", v, sizeof(v))), query_int(dir, "select count(*) from cpu_runs"));
+	ck_assert_int_ge(drawn(dom, "run"), 1);
+	ck_assert_int_eq(atoll(need(dom, "cpu.links", v, sizeof(v))),
+			 query_int(dir, "select count(*) from cpu_waits where status = 'satisfied'"));
+}
+END_TEST
+
 /* tests/html/html_etl.c: nodes 0 and 1, DMA packets 77, 78 (node 0) and 90 (node 1), two VSyncs. */
 START_TEST(etw_session)
 {
@@ -375,6 +402,45 @@ START_TEST(etw_session)
 	/* the wait on context B and the signal that released it, as for any session */
 	ck_assert_str_eq(need(dom, "click.related", v, sizeof(v)), "signal #1");
 	shot_matches(page, "", "etw-fixture-whole.png", 1400, 700);
+}
+END_TEST
+
+/*
+ * Level of detail: a redraw of the whole window of a dense page (samples/stress.nfs at a tenth:
+ * 102,400 operations, 100,000 detailed, about three per pixel column of each sub-lane in a 640 px
+ * window) looks at no more than two items per pixel column of each sub-lane drawn (one box, or
+ * one item standing for the column's sub-pixel items), not at every item in view.
+ */
+START_TEST(dense_page_lod)
+{
+	char nfs[1200], src[2048], dir[1200], page[1300], cmd[16384], out[1024], v[256];
+	static char dom[1 << 20];
+	long long visited, sublanes, columns, in_view;
+
+	nf_test_source_path(src, sizeof(src), "samples/stress.nfs");
+	snprintf(nfs, sizeof(nfs), "%s/dense.nfs", tmpdir);
+	snprintf(dir, sizeof(dir), "%s/dense", tmpdir);
+	snprintf(page, sizeof(page), "%s/dense.html", tmpdir);
+	snprintf(cmd, sizeof(cmd), "sed 's/^repeat 4000 as/repeat 400 as/' '%s' >'%s' && '%s' record -o '%s' '%s' >/dev/null && "
+		 "'%s' report '%s' -o '%s'", src, nfs, nf_test_nftrace(), dir, nfs, nf_test_nftrace(), dir, page);
+	run_ok(cmd, out, sizeof(out));
+	snprintf(cmd, sizeof(cmd),
+		 "timeout 200 '%s' --headless --no-sandbox --disable-gpu --hide-scrollbars "
+		 "--no-first-run --disable-crash-reporter --user-data-dir='%s/profile' "
+		 "--window-size=640,600 --virtual-time-budget=60000 --dump-dom 'file://%s#selftest'",
+		 chromium, tmpdir, page);
+	run_ok(cmd, dom, sizeof(dom));
+	ck_assert_msg(strstr(dom, "selftest=done"), "the self-test did not finish");
+	ck_assert_int_eq(atoll(need(dom, "ops.detailed", v, sizeof(v))), 100000);
+	visited = atoll(need(dom, "perf.whole_visited", v, sizeof(v)));
+	sublanes = atoll(need(dom, "perf.whole_sublanes", v, sizeof(v)));
+	columns = atoll(need(dom, "perf.whole_columns", v, sizeof(v)));
+	in_view = atoll(need(dom, "perf.whole_in_view", v, sizeof(v)));
+	ck_assert_int_gt(sublanes, 0);
+	ck_assert_msg(in_view > sublanes * (2 * columns + 4), "the page is not dense enough to tell: %lld items in view, "
+		      "%lld sub-lanes of %lld columns", in_view, sublanes, columns);
+	ck_assert_msg(visited <= sublanes * (2 * columns + 4), "the redraw looked at %lld items (%lld in view) for %lld sub-lanes "
+		      "of %lld columns", visited, in_view, sublanes, columns);
 }
 END_TEST
 
@@ -446,18 +512,21 @@ int main(int argc, char **argv)
 		fprintf(stderr, "test_html_chromium: skipped: no %s\n", chromium);
 		return SKIP_CODE;
 	}
-	s = suite_create("html_chromium");
-	tc = tcase_create("page");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 300);
 	if (real) {  /* `test_html_chromium real`: the real traces only, its own ctest */
 		char path[2048];
 
+		/* checked before anything is allocated: a skip leaves nothing for LeakSanitizer */
 		if (!real_trace("gpuvis-amdgpu.dat", path, sizeof(path)) ||
 		    !real_trace("gpuvis-windows.etl", path, sizeof(path))) {
 			printf("SKIP: %s is absent (real traces live in ../shared/real-traces)\n", path);
 			return SKIP_CODE;
 		}
+	}
+	s = suite_create("html_chromium");
+	tc = tcase_create("page");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 300);
+	if (real) {
 		tcase_add_test(tc, real_amdgpu);
 		tcase_add_test(tc, real_windows);
 		suite_add_tcase(s, tc);
@@ -467,6 +536,8 @@ int main(int argc, char **argv)
 	tcase_add_test(tc, screenshots_at_zooms);
 	tcase_add_test(tc, kernel_session);
 	tcase_add_test(tc, etw_session);
+	tcase_add_test(tc, kernel_fixtures);
+	tcase_add_test(tc, dense_page_lod);
 	suite_add_tcase(s, tc);
 	return nf_test_main(s);
 }

@@ -693,6 +693,168 @@ START_TEST(test_i915_fixture_jobs)
 }
 END_TEST
 
+/*
+ * amdgpu jobs whose finished fence's signal is not in the trace: a ring's
+ * fences signal in the order its jobs were run, so the earliest signaled finish
+ * of a job run later on the same ring bounds theirs (finish_source
+ * 'ring_order'); only finishes seen in the trace bound others (job 20's bound
+ * is job 22's finish, not job 21's bound), and a job with no later job on its
+ * ring keeps no finish (job 24, the only sdma0 job).
+ */
+START_TEST(test_ring_order_finish)
+{
+	static const char events[] =
+		"cmdline 500 app\n"
+		"0 5000900000 amdgpu:amdgpu_cs_ioctl 500 sched_job_id=20 timeline=gfx context=301 seqno=1 "
+		"fence=0xffff888100000001 ring=gfx num_ibs=1\n"
+		"0 5000950000 amdgpu:amdgpu_sched_run_job 500 sched_job_id=20 timeline=gfx context=301 seqno=1 "
+		"ring=gfx num_ibs=1\n"
+		"0 5001000000 amdgpu:amdgpu_cs_ioctl 500 sched_job_id=21 timeline=gfx context=301 seqno=2 "
+		"fence=0xffff888100000002 ring=gfx num_ibs=1\n"
+		"0 5001010000 amdgpu:amdgpu_cs_ioctl 500 sched_job_id=24 timeline=sdma0 context=401 seqno=1 "
+		"fence=0xffff888100000004 ring=sdma0 num_ibs=1\n"
+		"0 5001050000 amdgpu:amdgpu_sched_run_job 500 sched_job_id=24 timeline=sdma0 context=401 seqno=1 "
+		"ring=sdma0 num_ibs=1\n"
+		"0 5001100000 amdgpu:amdgpu_sched_run_job 500 sched_job_id=21 timeline=gfx context=301 seqno=2 "
+		"ring=gfx num_ibs=1\n"
+		"0 5001200000 amdgpu:amdgpu_cs_ioctl 500 sched_job_id=22 timeline=gfx context=301 seqno=3 "
+		"fence=0xffff888100000003 ring=gfx num_ibs=1\n"
+		"0 5001300000 amdgpu:amdgpu_sched_run_job 500 sched_job_id=22 timeline=gfx context=301 seqno=3 "
+		"ring=gfx num_ibs=1\n"
+		"0 5001301000 dma_fence:dma_fence_signaled 500 driver=drm_sched timeline=gfx context=300 seqno=3\n"
+		"0 5002000000 dma_fence:dma_fence_signaled 0 driver=drm_sched timeline=gfx context=301 seqno=3\n"
+		"0 5002050000 amdgpu:amdgpu_cs_ioctl 500 sched_job_id=23 timeline=gfx context=301 seqno=4 "
+		"fence=0xffff888100000005 ring=gfx num_ibs=1\n"
+		"0 5002100000 amdgpu:amdgpu_sched_run_job 500 sched_job_id=23 timeline=gfx context=301 seqno=4 "
+		"ring=gfx num_ibs=1\n"
+		"0 5002101000 dma_fence:dma_fence_signaled 500 driver=drm_sched timeline=gfx context=300 seqno=4\n"
+		"0 5002500000 dma_fence:dma_fence_signaled 0 driver=drm_sched timeline=gfx context=301 seqno=4\n";
+	char tmp[1024], formats[4096], dat[1200], s[1200], why[256];
+
+	nf_test_source_path(formats, sizeof(formats), "samples/kernel/formats-drm-sched");
+	nf_test_tmpdir(tmp, sizeof(tmp));
+	/* Times in the rows are since the first event (5.0009 s). */
+	snprintf(dat, sizeof(dat), "%s/ring.dat", tmp);
+	ck_assert_msg(nf_tdw_write(formats, events, dat, NULL, why, sizeof(why)) == 0, "%s", why);
+	snprintf(s, sizeof(s), "%s/s", tmp);
+	ck_assert_msg(run("'%s' import '%s' -o '%s'", nf_test_nftrace(), dat, s) == 0, "%s", errb);
+	query(s, "SELECT job, ring, started_ns, finished_ns, finish_source, status FROM jobs ORDER BY id",
+	      "job,ring,started_ns,finished_ns,finish_source,status\n"
+	      "20,gfx,50000,1100000,ring_order,complete\n"
+	      "21,gfx,200000,1100000,ring_order,complete\n"
+	      "24,sdma0,150000,,,unfinished\n"
+	      "22,gfx,400000,1100000,signaled,complete\n"
+	      "23,gfx,1200000,1600000,signaled,complete\n");
+	nf_test_rmtree(tmp);
+}
+END_TEST
+
+/*
+ * nftrace critical-path on a kernel session with jobs and no queued fence
+ * operation: the last job to finish (job 12, row 2) ran from 2.05 ms, after its
+ * dependency job 11 (row 1) finished at 2.0 ms, which ran from before job 12
+ * was submitted (1.2 ms): three segments adding up to 1.8 ms. --job picks a
+ * job; one without a start says so.
+ */
+START_TEST(test_job_critical_path)
+{
+	char tmp[1024], s[1200];
+
+	gpu_fixture("drm-sched", tmp, sizeof(tmp), s, sizeof(s));
+	ck_assert_msg(run("'%s' critical-path '%s'", nf_test_nftrace(), s) == 0, "%s", errb);
+	ck_assert_msg(strstr(out, "critical path of job 2 (amdgpu gfx_0.0.0, job id 12) submitted by thread 500\n"
+			     "submitted at 1200000 ns, finished at 3000000 ns: latency 1800000 ns in 3 segments\n"),
+		      "%s", out);
+	ck_assert_msg(strstr(out, "1200000        2000000         800000  ring gfx_0.0.0               executing job 1 "
+			     "(amdgpu gfx_0.0.0, job id 11)\n"), "%s", out);
+	ck_assert_msg(strstr(out, "2000000        2050000          50000  ring gfx_0.0.0               job 2 (amdgpu "
+			     "gfx_0.0.0, job id 12) waiting to run until job 1 (amdgpu gfx_0.0.0, job id 11) finished\n"),
+		      "%s", out);
+	ck_assert_msg(strstr(out, "2050000        3000000         950000  ring gfx_0.0.0               executing job 2 "),
+		      "%s", out);
+	ck_assert_msg(run("'%s' critical-path '%s' --job 3 --json", nf_test_nftrace(), s) == 0, "%s", errb);
+	ck_assert_msg(strstr(out, "{\"job\": 3, \"submitted_ns\": 1500000, \"end_ns\": 1900000, \"latency_ns\": 400000, "
+			     "\"segments\": [\n  {\"on\": \"ring sdma0\", \"kind\": \"queued\", \"job\": 3, \"thread\": null, "
+			     "\"dep_job\": null, \"start_ns\": 1500000, \"end_ns\": 1600000, \"duration_ns\": 100000"), "%s", out);
+	/* Job 14 (row 4) never finished: no latency; a job that does not exist is named. */
+	ck_assert_int_eq(run("'%s' critical-path '%s' --job 4", nf_test_nftrace(), s), 1);
+	ck_assert_msg(strstr(errb, "job 4 has no finish in the trace"), "%s", errb);
+	ck_assert_int_eq(run("'%s' critical-path '%s' --job 99", nf_test_nftrace(), s), 1);
+	ck_assert_msg(strstr(errb, "no job 99"), "%s", errb);
+	/* Before any job finished: nothing to explain, said in one line. */
+	ck_assert_int_eq(run("'%s' critical-path '%s' --at 1ms", nf_test_nftrace(), s), 1);
+	ck_assert_msg(strstr(errb, "no operation and no GPU job finished by that time"), "%s", errb);
+	nf_test_rmtree(tmp);
+}
+END_TEST
+
+/*
+ * Past the analyzer's bounds: more jobs at once than it holds in memory (65536:
+ * their partial figures are written and merged at the end) with one job whose
+ * submission comes before that write and its run and finish after, and a
+ * thread with more runs than one cpu_run_blocks row holds (1024).
+ */
+START_TEST(test_many_jobs_and_runs)
+{
+	enum { JOBS = 66000, SWITCHES = 2500 };
+	size_t cap = (size_t)JOBS * 200 + SWITCHES * 200 + 4096, len = 0;
+	char *ev = malloc(cap);
+	char tmp[1024], formats[4096], dat[1200], sess[1200], why[256];
+	long long t = 5000000000LL;
+
+	ck_assert_ptr_nonnull(ev);
+	len += (size_t)snprintf(ev + len, cap - len, "cmdline 500 app\ncmdline 501 other\n");
+	/* Job 1 (context 301/1) is submitted first, by thread 501. */
+	len += (size_t)snprintf(ev + len, cap - len, "0 %lld amdgpu:amdgpu_cs_ioctl 501 sched_job_id=1 timeline=gfx "
+				"context=301 seqno=1 fence=0xffff888100000001 ring=gfx num_ibs=1\n", t);
+	for (int j = 2; j <= JOBS; j++) {
+		t += 1000;
+		len += (size_t)snprintf(ev + len, cap - len, "0 %lld amdgpu:amdgpu_cs_ioctl 500 sched_job_id=%d "
+					"timeline=sdma0 context=401 seqno=%d fence=0xffff888100000002 ring=sdma0 "
+					"num_ibs=1\n", t, j, j);
+	}
+	t += 1000;
+	len += (size_t)snprintf(ev + len, cap - len, "0 %lld amdgpu:amdgpu_sched_run_job 500 sched_job_id=1 "
+				"timeline=gfx context=301 seqno=1 ring=gfx num_ibs=1\n", t);
+	len += (size_t)snprintf(ev + len, cap - len, "0 %lld dma_fence:dma_fence_signaled 500 driver=drm_sched "
+				"timeline=gfx context=300 seqno=1\n", t + 10);
+	len += (size_t)snprintf(ev + len, cap - len, "0 %lld dma_fence:dma_fence_signaled 0 driver=drm_sched "
+				"timeline=gfx context=301 seqno=1\n", t + 5000);
+	for (int k = 0; k < SWITCHES; k++) {
+		t += 10000;
+		len += (size_t)snprintf(ev + len, cap - len, "1 %lld sched:sched_switch 500 prev_comm=app prev_pid=500 "
+					"prev_prio=120 prev_state=1 next_comm=other next_pid=501 next_prio=120\n", t);
+		len += (size_t)snprintf(ev + len, cap - len, "1 %lld sched:sched_switch 501 prev_comm=other "
+					"prev_pid=501 prev_prio=120 prev_state=0 next_comm=app next_pid=500 "
+					"next_prio=120\n", t + 4000);
+	}
+	ck_assert_uint_lt(len, cap - 1);
+	nf_test_source_path(formats, sizeof(formats), "samples/kernel/formats-drm-sched");
+	nf_test_tmpdir(tmp, sizeof(tmp));
+	snprintf(dat, sizeof(dat), "%s/many.dat", tmp);
+	ck_assert_msg(nf_tdw_write(formats, ev, dat, NULL, why, sizeof(why)) == 0, "%s", why);
+	free(ev);
+	snprintf(sess, sizeof(sess), "%s/s", tmp);
+	ck_assert_msg(run("'%s' import '%s' -o '%s'", nf_test_nftrace(), dat, sess) == 0, "%s", errb);
+	/* Job 1 is one row with its submission (before the write), its run and finish (after). */
+	query(sess, "SELECT count(*), count(DISTINCT job) FROM jobs", "count(*),count(DISTINCT job)\n66000,66000\n");
+	query(sess, "SELECT id, ring, thread, submitted_ns, started_ns - submitted_ns, finished_ns - started_ns, "
+	      "finish_source, status FROM jobs WHERE job = 1",
+	      "id,ring,thread,submitted_ns,started_ns - submitted_ns,finished_ns - started_ns,finish_source,status\n"
+	      "1,gfx,501,0,66000000,5000,signaled,complete\n");
+	query(sess, "SELECT count(*) FROM jobs WHERE ring = 'sdma0' AND thread = 500 AND status = 'queued'",
+	      "count(*)\n65999\n");
+	/* 2500 runs of each thread (the first of 500 and the last of 501 open-ended): 3 blocks each. */
+	query(sess, "SELECT thread, count(*), sum(start_ns IS NULL), sum(end_ns IS NULL), min(end_ns - start_ns), "
+	      "max(end_ns - start_ns) FROM cpu_runs GROUP BY thread ORDER BY thread",
+	      "thread,count(*),sum(start_ns IS NULL),sum(end_ns IS NULL),min(end_ns - start_ns),"
+	      "max(end_ns - start_ns)\n500,2501,1,1,6000,6000\n501,2500,0,0,4000,4000\n");
+	query(sess, "SELECT thread, count(*), sum(n) FROM cpu_run_blocks GROUP BY thread ORDER BY thread",
+	      "thread,count(*),sum(n)\n500,3,2501\n501,3,2500\n");
+	nf_test_rmtree(tmp);
+}
+END_TEST
+
 static Suite *kernel_suite(const char *live)
 {
 	Suite *s = suite_create("kernel");
@@ -707,6 +869,9 @@ static Suite *kernel_suite(const char *live)
 		tcase_add_test(tc, test_fixture_import_rows);
 		tcase_add_test(tc, test_drm_sched_fixture_jobs);
 		tcase_add_test(tc, test_i915_fixture_jobs);
+		tcase_add_test(tc, test_ring_order_finish);
+		tcase_add_test(tc, test_job_critical_path);
+		tcase_add_test(tc, test_many_jobs_and_runs);
 		tcase_add_test(tc, test_fixture_report);
 		tcase_add_test(tc, test_bad_files);
 		tcase_add_test(tc, test_live_pages_decode);

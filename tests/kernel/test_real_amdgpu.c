@@ -156,9 +156,13 @@ END_TEST
 
 /*
  * Every amdgpu_sched_run_job is a job with its start; it has its finish
- * whenever the file holds its finished fence's signal (52 jobs' finishes
- * happened on CPUs whose recording had not begun yet: those and only those are
- * 'unfinished'); scheduled and finished fences are told apart from the data.
+ * whenever the file holds its finished fence's signal (641 jobs, 'signaled').
+ * 52 jobs' signals happened on CPUs whose recording had not begun yet: 51 of
+ * them have a job run later on the same ring whose signal is in the file, and
+ * a ring's fences signal in run order (checked here: no signaled finish on a
+ * ring comes before that of a job run earlier), so that later finish bounds
+ * theirs ('ring_order'); the one left (the only sdma0 job) stays 'unfinished'.
+ * Scheduled and finished fences are told apart from the data.
  */
 START_TEST(test_every_run_job_is_a_job)
 {
@@ -178,8 +182,22 @@ START_TEST(test_every_run_job_is_a_job)
 				   "(select 1 from fence_ops o where o.op = 'signal' and o.end_ns is not null and "
 				   "o.fence = 4294967296 + j.context and o.value = j.seqno)"), 0);
 	ck_assert_int_eq(query_num(session, "select count(*) from jobs where status = 'complete' and "
-				   "started_ns <= finished_ns"), runs - 52);
-	ck_assert_int_eq(query_num(session, "select count(*) from jobs where status = 'unfinished'"), 52);
+				   "finish_source = 'signaled' and started_ns <= finished_ns"), runs - 52);
+	/* The rule ring_order rests on holds in this file: signaled finishes in run order per ring. */
+	ck_assert_int_eq(query_num(session, "select count(*) from (select finished_ns f, lead(finished_ns) over "
+				   "(partition by ring order by started_ns, id) nf from jobs where finish_source = "
+				   "'signaled') where nf < f"), 0);
+	ck_assert_int_eq(query_num(session, "select count(*) from jobs where finish_source = 'ring_order' and "
+				   "status = 'complete' and started_ns <= finished_ns"), 51);
+	/* Each bound is the earliest signaled finish of a job run later on its ring. */
+	ck_assert_int_eq(query_num(session, "select count(*) from jobs j where finish_source = 'ring_order' and "
+				   "finished_ns is not (select min(l.finished_ns) from jobs l where l.ring = j.ring and "
+				   "l.finish_source = 'signaled' and (l.started_ns, l.id) > (j.started_ns, j.id))"), 0);
+	ck_assert_int_eq(query_num(session, "select count(*) from jobs where status = 'unfinished' and "
+				   "finished_ns is null and finish_source is null and ring = 'sdma0'"), 1);
+	ck_assert_int_eq(query_num(session, "select count(*) from jobs where status = 'unfinished'"), 1);
+	ck_assert_int_eq(query_num(session, "select count(*) from jobs where started_ns is not null and "
+				   "finished_ns is not null"), runs - 1);
 	/* The scheduled fence is context - 1: it signals at the run, the finished one later. */
 	ck_assert_int_eq(query_num(session, "select count(*) from job_timelines where scheduled_context = "
 				   "context - 1 and finished_context = context"),
@@ -189,6 +207,61 @@ START_TEST(test_every_run_job_is_a_job)
 				   "where o.end_ns < j.started_ns or o.end_ns > j.started_ns + 100000"), 0);
 	/* Submitters are threads of their process (the saved TGIDs). */
 	ck_assert_int_eq(query_num(session, "select count(*) from jobs where thread is not null and process is null"), 0);
+	nf_test_rmtree(tmp);
+}
+END_TEST
+
+/*
+ * nftrace critical-path on the real capture (its dma_fence signals carry no
+ * queued time, so no fence operation has a latency): the last job to finish,
+ * and each job by --job, explained as contiguous segments adding up to its
+ * latency (submission to finish).
+ */
+START_TEST(test_job_critical_path)
+{
+	char tmp[1024], session[1200];
+
+	import_real(tmp, sizeof(tmp), session, sizeof(session));
+	long long last = query_num(session, "select id from jobs where finish_source in ('event', 'signaled') "
+				   "order by finished_ns desc, id desc limit 1");
+	long long some = query_num(session, "select id from jobs where finish_source = 'signaled' and "
+				   "ring = 'gfx' order by id limit 1 offset 100");
+	long long ids[2] = { last, some };
+
+	for (int k = 0; k < 2; k++) {
+		char pick[64];
+
+		/* The capture lasts 3.5 s: --at 10s is the last job to finish, as with no option. */
+		if (k)
+			snprintf(pick, sizeof(pick), "--job %lld", ids[k]);
+		else
+			snprintf(pick, sizeof(pick), "--at 10s");
+		ck_assert_msg(run("'%s' critical-path '%s' %s --json", nf_test_nftrace(), session, pick) == 0, "%s",
+			      errb);
+		char *p = strstr(out, "\"latency_ns\": ");
+		long long lat, sum = 0, prev_end = -1, first = -1, end = -1;
+		int n = 0;
+
+		ck_assert_msg(p != NULL, "%s", out);
+		lat = atoll(p + 14);
+		ck_assert_int_gt(lat, 0);
+		char want[64];
+		snprintf(want, sizeof(want), "{\"job\": %lld,", ids[k]);
+		ck_assert_msg(strncmp(out, want, strlen(want)) == 0, "%s", out);
+		for (p = out; (p = strstr(p, "\"start_ns\": ")); n++) {
+			long long a = atoll(p + 12), b = atoll(strstr(p, "\"end_ns\": ") + 10);
+
+			ck_assert_msg(prev_end < 0 || a == prev_end, "segments not contiguous: %s", out);
+			if (first < 0)
+				first = a;
+			prev_end = end = b;
+			sum += b - a;
+			p += 12;
+		}
+		ck_assert_int_gt(n, 0);
+		ck_assert_int_eq(sum, lat);
+		ck_assert_int_eq(end - first, lat);
+	}
 	nf_test_rmtree(tmp);
 }
 END_TEST
@@ -425,6 +498,7 @@ static Suite *real_suite(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, test_every_record_imported);
 	tcase_add_test(tc, test_every_run_job_is_a_job);
+	tcase_add_test(tc, test_job_critical_path);
 	tcase_add_test(tc, test_report_shows_what_matters);
 	tcase_add_test(tc, test_damaged_copies_refused);
 	tcase_add_test(tc, test_public_tracedat);

@@ -143,12 +143,37 @@ i=0
 until [ -f "$T/marker" ]; do i=$((i + 1)); [ $i -gt 300 ] && fail "the push never reached its 10th batch"; sleep 0.1; done
 kill -9 $PUSHPID; wait $PUSHPID 2>/dev/null; PUSHPID=
 kill -9 $PROXY; wait $PROXY 2>/dev/null; PROXY=
-staged=$(ch "SELECT count() FROM _stage_adapters WHERE session = '$S'")
-[ "$staged" != 0 ] || fail "nothing was staged before the kill (the kill came too late to test anything)"
+# the killed push's own staging tables hold what it loaded
+staged=$(ch "SELECT sum(rows) FROM system.parts WHERE database = '$DB' AND active AND startsWith(table, '_stage_')")
+[ -n "$staged" ] && [ "$staged" -gt 0 ] || fail "nothing was staged before the kill (the kill came too late to test anything): '$staged'"
+nstage=$(ch "SELECT count() FROM system.tables WHERE database = '$DB' AND startsWith(name, '_stage_')")
 [ "$(ch "SELECT count() FROM sessions WHERE session = '$S'")" = 0 ] || fail "a half-pushed session is listed"
 [ "$(ch "SELECT count() FROM fence_ops WHERE session = '$S'")" = 0 ] || fail "a half-pushed session has live rows"
 "$NF" push "$T/$S" --clickhouse "$URL" --quiet || fail "push after a killed push"
 compare_counts $S
+# a push that ends (here: well) drops its own staging tables; the killed one's stay
+[ "$(ch "SELECT count() FROM system.tables WHERE database = '$DB' AND startsWith(name, '_stage_')")" = "$nstage" ] ||
+  fail "the push left staging tables: $(ch "SELECT name FROM system.tables WHERE database = '$DB' AND startsWith(name, '_stage_')" | tr '\n' ' ')"
+
+# 3b. two pushes of one session at once, in many small INSERTs over two
+#     streams each: each loads its own staging tables, so the session ends
+#     whole (exact counts) and listed once (with one shared staging partition,
+#     one push's DROP PARTITION removed the other's staged rows, or both
+#     pushes' rows were staged and swapped in doubled)
+for i in 1 2 3; do
+  "$NF" push "$T/$S" --clickhouse "$URL" --batch-bytes 4096 --quiet & P1=$!
+  "$NF" push "$T/$S" --clickhouse "$URL" --batch-bytes 4096 --quiet & P2=$!
+  PUSHPID="$P1 $P2"
+  wait $P1 || fail "concurrent push 1 (round $i)"
+  wait $P2 || fail "concurrent push 2 (round $i)"
+  PUSHPID=
+  compare_counts $S
+done
+# one stream: the same rows
+"$NF" push "$T/$S" --clickhouse "$URL" --streams 1 --quiet || fail "push --streams 1"
+compare_counts $S
+"$NF" push "$T/$S" --clickhouse "$URL" --streams 0 > "$T/out" 2> "$T/err"; rc=$?
+[ $rc = 2 ] && grep -q -- "--streams" "$T/err" || fail "--streams 0: exit $rc: $(cat "$T/err")"
 
 # 4. the server goes away mid-push (connection dropped at the 10th batch): one
 #    line naming the session and the URL, exit 1; the previous version stays whole
@@ -166,6 +191,16 @@ compare_counts $S
 [ $rc = 1 ] && [ "$(wc -l < "$T/err")" = 1 ] && grep -q "$PURL" "$T/err" || fail "unreachable URL: exit $rc: $(cat "$T/err")"
 "$NF" query --clickhouse "$URL" "SELECT nosuchcolumn FROM sessions" > "$T/out" 2> "$T/err"; rc=$?
 [ $rc = 1 ] && [ "$(wc -l < "$T/err")" = 1 ] && grep -q "HTTP" "$T/err" || fail "server error: exit $rc: $(cat "$T/err")"
+# an error the server meets after its first rows (division by zero at row 300000,
+# blocks of 1000 rows): one line, exit 1, and no partial answer on stdout (without
+# the server holding the answer to the end, rows then the error's text came out
+# with exit 0)
+"$NF" query --clickhouse "$URL" --csv "SELECT number, intDiv(1, number - 300000) FROM system.numbers LIMIT 400000 SETTINGS max_block_size = 1000" > "$T/out" 2> "$T/err"; rc=$?
+[ $rc = 1 ] && [ "$(wc -l < "$T/err")" = 1 ] && grep -q "Division by zero" "$T/err" || fail "late server error: exit $rc: $(head -c 300 "$T/err")"
+[ ! -s "$T/out" ] || fail "late server error: a partial answer was written ($(wc -l < "$T/out") lines)"
+# and the same query without the error streams all its rows
+"$NF" query --clickhouse "$URL" --csv "SELECT number, intDiv(1, number - 500000) FROM system.numbers LIMIT 400000 SETTINGS max_block_size = 1000" > "$T/out" || fail "query of 400000 rows"
+[ "$(wc -l < "$T/out")" = 400001 ] || fail "query of 400000 rows: $(wc -l < "$T/out") lines"
 mkdir "$T/notasession"
 "$NF" push "$T/notasession" --clickhouse "$URL" > "$T/out" 2> "$T/err"; rc=$?
 [ $rc = 1 ] && [ "$(wc -l < "$T/err")" = 1 ] && grep -q notasession "$T/err" || fail "not a session: exit $rc: $(cat "$T/err")"

@@ -679,13 +679,14 @@ START_TEST(legend_matches_markers)
 		    " (1,256,0,'wait',1,1,1,1000000,NULL,NULL,'zero_timestamp',0),"
 		    " (2,256,0,'wait',1,1,2,3000000,NULL,NULL,'repeated_timestamp',1),"
 		    " (3,256,0,'wait',1,1,3,5000000,NULL,NULL,'unmatched',2);");
-	/* 3000 instant signals in 1 ms (sub-pixel: a density band), one lone instant signal at 9 ms */
-	for (int i = 0; i < 3000; i++) {
+	/* 300 instant signals in 1 ms (about 2 per pixel column: the lightest density level) and
+	 * one lone instant signal at 9 ms; both light pink before the fix */
+	for (int i = 0; i < 300; i++) {
 		char sql[256];
 
 		snprintf(sql, sizeof(sql),
 			 "INSERT INTO fence_ops (id, queue, adapter, op, fence, handle, value, queued_ns, observed_ns, end_ns, status, log_seq) "
-			 "VALUES (%d,256,0,'signal',2,2,%d,NULL,NULL,%d,'complete',%d);", 10 + i, i, 7000000 + i * 333, i);
+			 "VALUES (%d,256,0,'signal',2,2,%d,NULL,NULL,%d,'complete',%d);", 10 + i, i, 7000000 + i * 3333, i);
 		exec_sql(h, sql);
 	}
 	exec_sql(h, "INSERT INTO fence_ops (id, queue, adapter, op, fence, handle, value, queued_ns, observed_ns, end_ns, status, log_seq) "

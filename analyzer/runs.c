@@ -1,0 +1,247 @@
+/*
+ * CPU runs as blocks (see runs.h and the cpu_run_blocks table of
+ * schemas/timeline.sql): each thread has one open block, a JSON array text
+ * "[[cpu,start,end,state],...]" whose times are offsets from the block's
+ * base_ns (its first known time), written as one row when it holds
+ * NF_RUNS_BLOCK runs, when all open blocks together pass NF_RUNS_MAX_BYTES,
+ * or at finish.
+ */
+#include "runs.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define NF_RUNS_MAX_THREADS (1u << 22)
+
+struct runs_block {
+	int64_t tid;
+	char *buf;           /* elements, comma-separated, without the outer brackets */
+	size_t len, cap;
+	uint32_t n;          /* runs in buf */
+	int64_t base, first, last;
+	bool has_first;      /* first/last hold a known time */
+};
+
+struct nf_runs {
+	sqlite3 *db;
+	sqlite3_stmt *ins;
+	struct runs_block *blocks;
+	size_t n_blocks, cap_blocks;
+	uint32_t *slot;      /* open addressing: index + 1 into blocks, 0 empty */
+	size_t cap_slot;
+	size_t bytes;        /* text held by all open blocks */
+};
+
+static int runs_sql_err(struct nf_runs *r, struct nf_error *err, const char *what)
+{
+	return nf_error_set(err, NF_ESQL, "timeline: cpu runs: %s: %s", what, sqlite3_errmsg(r->db));
+}
+
+void nf_runs_destroy(struct nf_runs *r)
+{
+	if (!r)
+		return;
+	sqlite3_finalize(r->ins);
+	for (size_t i = 0; i < r->n_blocks; i++)
+		free(r->blocks[i].buf);
+	free(r->blocks);
+	free(r->slot);
+	free(r);
+}
+
+struct nf_runs *nf_runs_create(sqlite3 *db, struct nf_error *err)
+{
+	struct nf_runs *r = calloc(1, sizeof(*r));
+
+	if (!r) {
+		nf_error_set(err, NF_ENOMEM, "timeline: out of memory");
+		return NULL;
+	}
+	r->db = db;
+	if (sqlite3_prepare_v2(db, "INSERT INTO cpu_run_blocks(thread, first_ns, last_ns, n, base_ns, runs) "
+			       "VALUES (?1, ?2, ?3, ?4, ?5, ?6)", -1, &r->ins, NULL) != SQLITE_OK) {
+		runs_sql_err(r, err, "preparing the block insert");
+		nf_runs_destroy(r);
+		return NULL;
+	}
+	return r;
+}
+
+static size_t runs_hash(int64_t tid, size_t cap)
+{
+	return (size_t)(((uint64_t)tid * 0x9E3779B97F4A7C15ull) >> 17) & (cap - 1);
+}
+
+/* The open block of tid, made when missing; NULL when out of memory. */
+static struct runs_block *runs_block_of(struct nf_runs *r, int64_t tid)
+{
+	size_t i;
+
+	if (r->cap_slot) {
+		for (i = runs_hash(tid, r->cap_slot); r->slot[i]; i = (i + 1) & (r->cap_slot - 1))
+			if (r->blocks[r->slot[i] - 1].tid == tid)
+				return &r->blocks[r->slot[i] - 1];
+	}
+	if (r->n_blocks >= NF_RUNS_MAX_THREADS)
+		return NULL;
+	if ((r->n_blocks + 1) * 2 > r->cap_slot) {
+		size_t ncap = r->cap_slot ? r->cap_slot * 2 : 256;
+		uint32_t *ns = calloc(ncap, sizeof(*ns));
+
+		if (!ns)
+			return NULL;
+		for (size_t b = 0; b < r->n_blocks; b++) {
+			for (i = runs_hash(r->blocks[b].tid, ncap); ns[i]; i = (i + 1) & (ncap - 1))
+				;
+			ns[i] = (uint32_t)b + 1;
+		}
+		free(r->slot);
+		r->slot = ns;
+		r->cap_slot = ncap;
+	}
+	if (r->n_blocks == r->cap_blocks) {
+		size_t ncap = r->cap_blocks ? r->cap_blocks * 2 : 64;
+		struct runs_block *nb = realloc(r->blocks, ncap * sizeof(*nb));
+
+		if (!nb)
+			return NULL;
+		r->blocks = nb;
+		r->cap_blocks = ncap;
+	}
+	for (i = runs_hash(tid, r->cap_slot); r->slot[i]; i = (i + 1) & (r->cap_slot - 1))
+		;
+	r->slot[i] = (uint32_t)r->n_blocks + 1;
+	r->blocks[r->n_blocks] = (struct runs_block){ .tid = tid };
+	return &r->blocks[r->n_blocks++];
+}
+
+/* Writes b as one row (nothing when empty) and empties it; its buffer is freed. */
+static int runs_write(struct nf_runs *r, struct runs_block *b, struct nf_error *err)
+{
+	sqlite3_stmt *s = r->ins;
+	int rc;
+
+	if (!b->n)
+		return 0;
+	/* The elements were written after a '[' kept at buf[0]; close the array. */
+	b->buf[b->len] = ']';
+	sqlite3_bind_int64(s, 1, b->tid);
+	if (b->has_first) {
+		sqlite3_bind_int64(s, 2, b->first);
+		sqlite3_bind_int64(s, 3, b->last);
+	} else {
+		sqlite3_bind_null(s, 2);
+		sqlite3_bind_null(s, 3);
+	}
+	sqlite3_bind_int64(s, 4, b->n);
+	sqlite3_bind_int64(s, 5, b->base);
+	sqlite3_bind_text(s, 6, b->buf, (int)b->len + 1, SQLITE_STATIC);
+	rc = sqlite3_step(s);
+	sqlite3_reset(s);
+	sqlite3_clear_bindings(s);
+	r->bytes -= b->cap;
+	free(b->buf);
+	*b = (struct runs_block){ .tid = b->tid };
+	return rc == SQLITE_DONE ? 0 : runs_sql_err(r, err, "writing a block");
+}
+
+/* Decimal text of v at p; returns the length (at most 20). */
+static size_t runs_itoa(char *p, int64_t v)
+{
+	char tmp[24];
+	size_t n = 0, len = 0;
+	uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+
+	do {
+		tmp[n++] = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	if (v < 0)
+		p[len++] = '-';
+	while (n)
+		p[len++] = tmp[--n];
+	return len;
+}
+
+static size_t runs_opt(char *p, bool has, int64_t v)
+{
+	if (!has) {
+		memcpy(p, "null", 4);
+		return 4;
+	}
+	return runs_itoa(p, v);
+}
+
+int nf_runs_add(struct nf_runs *r, int64_t tid, int64_t cpu, bool has_start, int64_t start_ns, bool has_end,
+		int64_t end_ns, bool has_state, int64_t state, struct nf_error *err)
+{
+	struct runs_block *b = runs_block_of(r, tid);
+	char *p;
+	int rc;
+
+	if (!b)
+		return nf_error_set(err, NF_ENOMEM, "timeline: out of memory for cpu runs");
+	/* An element is at most 4 numbers of 20 characters, 3 commas, brackets and the
+	 * separating comma; the buffer keeps room for the closing ']'. */
+	if (b->cap - b->len < 96) {
+		size_t ncap = b->cap ? b->cap * 2 : 4096;
+		char *nb = realloc(b->buf, ncap);
+
+		if (!nb)
+			return nf_error_set(err, NF_ENOMEM, "timeline: out of memory for cpu runs");
+		r->bytes += ncap - b->cap;
+		b->buf = nb;
+		b->cap = ncap;
+	}
+	if (!b->n) {
+		b->base = has_start ? start_ns : has_end ? end_ns : 0;
+		b->buf[0] = '[';
+		b->len = 1;
+	} else {
+		b->buf[b->len++] = ',';
+	}
+	for (int k = 0; k < 2; k++) {
+		bool has = k == 0 ? has_start : has_end;
+		int64_t t = k == 0 ? start_ns : end_ns;
+
+		if (!has)
+			continue;
+		if (!b->has_first || t < b->first)
+			b->first = t;
+		if (!b->has_first || t > b->last)
+			b->last = t;
+		b->has_first = true;
+	}
+	p = b->buf + b->len;
+	*p++ = '[';
+	p += runs_itoa(p, cpu);
+	*p++ = ',';
+	p += runs_opt(p, has_start, start_ns - b->base);
+	*p++ = ',';
+	p += runs_opt(p, has_end, end_ns - b->base);
+	*p++ = ',';
+	p += runs_opt(p, has_state, state);
+	*p++ = ']';
+	b->len = (size_t)(p - b->buf);
+	b->n++;
+	if (b->n == NF_RUNS_BLOCK)
+		return runs_write(r, b, err);
+	if (r->bytes > NF_RUNS_MAX_BYTES)
+		for (size_t i = 0; i < r->n_blocks; i++)
+			if ((rc = runs_write(r, &r->blocks[i], err)))
+				return rc;
+	return 0;
+}
+
+int nf_runs_finish(struct nf_runs *r, struct nf_error *err)
+{
+	int rc;
+
+	for (size_t i = 0; i < r->n_blocks; i++)
+		if ((rc = runs_write(r, &r->blocks[i], err)))
+			return rc;
+	if (sqlite3_exec(r->db, "CREATE INDEX IF NOT EXISTS cpu_run_blocks_thread ON cpu_run_blocks(thread, first_ns)",
+			 NULL, NULL, NULL) != SQLITE_OK)
+		return runs_sql_err(r, err, "indexing the blocks");
+	return 0;
+}
