@@ -413,7 +413,7 @@ END_TEST
  */
 START_TEST(dense_page_lod)
 {
-	char nfs[1200], src[2048], dir[1200], page[1300], cmd[16384], out[1024], v[256];
+	char nfs[1200], src[2048], dir[1200], page[1300], out[1024], v[256];
 	static char dom[1 << 20];
 	long long visited, sublanes, columns, in_view;
 
@@ -421,15 +421,13 @@ START_TEST(dense_page_lod)
 	snprintf(nfs, sizeof(nfs), "%s/dense.nfs", tmpdir);
 	snprintf(dir, sizeof(dir), "%s/dense", tmpdir);
 	snprintf(page, sizeof(page), "%s/dense.html", tmpdir);
-	snprintf(cmd, sizeof(cmd), "sed 's/^repeat 4000 as/repeat 400 as/' '%s' >'%s' && '%s' record -o '%s' '%s' >/dev/null && "
-		 "'%s' report '%s' -o '%s'", src, nfs, nf_test_nftrace(), dir, nfs, nf_test_nftrace(), dir, page);
-	run_ok(cmd, out, sizeof(out));
-	snprintf(cmd, sizeof(cmd),
-		 "timeout 200 '%s' --headless --no-sandbox --disable-gpu --hide-scrollbars "
-		 "--no-first-run --disable-crash-reporter --user-data-dir='%s/profile' "
-		 "--window-size=640,600 --virtual-time-budget=60000 --dump-dom 'file://%s#selftest'",
-		 chromium, tmpdir, page);
-	run_ok(cmd, dom, sizeof(dom));
+	sh_ok("sed 's/^repeat 4000 as/repeat 400 as/' \"$1\" >\"$2\" && "
+	      "\"$NF\" record -o \"$3\" \"$2\" >/dev/null && \"$NF\" report \"$3\" -o \"$4\"",
+	      NF_TEST_ARGV(src, nfs, dir, page), out, sizeof(out));
+	sh_ok("timeout 200 \"$1\" --headless --no-sandbox --disable-gpu --hide-scrollbars "
+	      "--no-first-run --disable-crash-reporter --user-data-dir=\"$2/profile\" "
+	      "--window-size=640,600 --virtual-time-budget=60000 --dump-dom \"file://$3#selftest\"",
+	      NF_TEST_ARGV(chromium, tmpdir, page), dom, sizeof(dom));
 	ck_assert_msg(strstr(dom, "selftest=done"), "the self-test did not finish");
 	ck_assert_int_eq(atoll(need(dom, "ops.detailed", v, sizeof(v))), 100000);
 	visited = atoll(need(dom, "perf.whole_visited", v, sizeof(v)));

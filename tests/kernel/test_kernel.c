@@ -737,7 +737,7 @@ START_TEST(test_ring_order_finish)
 	snprintf(dat, sizeof(dat), "%s/ring.dat", tmp);
 	ck_assert_msg(nf_tdw_write(formats, events, dat, NULL, why, sizeof(why)) == 0, "%s", why);
 	snprintf(s, sizeof(s), "%s/s", tmp);
-	ck_assert_msg(run("'%s' import '%s' -o '%s'", nf_test_nftrace(), dat, s) == 0, "%s", errb);
+	ck_assert_msg(nft(NF_TEST_ARGV("import", dat, "-o", s)) == 0, "%s", errb);
 	query(s, "SELECT job, ring, started_ns, finished_ns, finish_source, status FROM jobs ORDER BY id",
 	      "job,ring,started_ns,finished_ns,finish_source,status\n"
 	      "20,gfx,50000,1100000,ring_order,complete\n"
@@ -761,7 +761,7 @@ START_TEST(test_job_critical_path)
 	char tmp[1024], s[1200];
 
 	gpu_fixture("drm-sched", tmp, sizeof(tmp), s, sizeof(s));
-	ck_assert_msg(run("'%s' critical-path '%s'", nf_test_nftrace(), s) == 0, "%s", errb);
+	ck_assert_msg(nft(NF_TEST_ARGV("critical-path", s)) == 0, "%s", errb);
 	ck_assert_msg(strstr(out, "critical path of job 2 (amdgpu gfx_0.0.0, job id 12) submitted by thread 500\n"
 			     "submitted at 1200000 ns, finished at 3000000 ns: latency 1800000 ns in 3 segments\n"),
 		      "%s", out);
@@ -772,17 +772,18 @@ START_TEST(test_job_critical_path)
 		      "%s", out);
 	ck_assert_msg(strstr(out, "2050000        3000000         950000  ring gfx_0.0.0               executing job 2 "),
 		      "%s", out);
-	ck_assert_msg(run("'%s' critical-path '%s' --job 3 --json", nf_test_nftrace(), s) == 0, "%s", errb);
+	ck_assert_msg(nft(NF_TEST_ARGV("critical-path", s, "--job", "3", "--json")) == 0, "%s",
+		      errb);
 	ck_assert_msg(strstr(out, "{\"job\": 3, \"submitted_ns\": 1500000, \"end_ns\": 1900000, \"latency_ns\": 400000, "
 			     "\"segments\": [\n  {\"on\": \"ring sdma0\", \"kind\": \"queued\", \"job\": 3, \"thread\": null, "
 			     "\"dep_job\": null, \"start_ns\": 1500000, \"end_ns\": 1600000, \"duration_ns\": 100000"), "%s", out);
 	/* Job 14 (row 4) never finished: no latency; a job that does not exist is named. */
-	ck_assert_int_eq(run("'%s' critical-path '%s' --job 4", nf_test_nftrace(), s), 1);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("critical-path", s, "--job", "4")), 1);
 	ck_assert_msg(strstr(errb, "job 4 has no finish in the trace"), "%s", errb);
-	ck_assert_int_eq(run("'%s' critical-path '%s' --job 99", nf_test_nftrace(), s), 1);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("critical-path", s, "--job", "99")), 1);
 	ck_assert_msg(strstr(errb, "no job 99"), "%s", errb);
 	/* Before any job finished: nothing to explain, said in one line. */
-	ck_assert_int_eq(run("'%s' critical-path '%s' --at 1ms", nf_test_nftrace(), s), 1);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("critical-path", s, "--at", "1ms")), 1);
 	ck_assert_msg(strstr(errb, "no operation and no GPU job finished by that time"), "%s", errb);
 	nf_test_rmtree(tmp);
 }
@@ -835,7 +836,7 @@ START_TEST(test_many_jobs_and_runs)
 	ck_assert_msg(nf_tdw_write(formats, ev, dat, NULL, why, sizeof(why)) == 0, "%s", why);
 	free(ev);
 	snprintf(sess, sizeof(sess), "%s/s", tmp);
-	ck_assert_msg(run("'%s' import '%s' -o '%s'", nf_test_nftrace(), dat, sess) == 0, "%s", errb);
+	ck_assert_msg(nft(NF_TEST_ARGV("import", dat, "-o", sess)) == 0, "%s", errb);
 	/* Job 1 is one row with its submission (before the write), its run and finish (after). */
 	query(sess, "SELECT count(*), count(DISTINCT job) FROM jobs", "count(*),count(DISTINCT job)\n66000,66000\n");
 	query(sess, "SELECT id, ring, thread, submitted_ns, started_ns - submitted_ns, finished_ns - started_ns, "

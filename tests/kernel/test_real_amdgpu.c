@@ -229,15 +229,13 @@ START_TEST(test_job_critical_path)
 	long long ids[2] = { last, some };
 
 	for (int k = 0; k < 2; k++) {
-		char pick[64];
+		char id[32];
 
 		/* The capture lasts 3.5 s: --at 10s is the last job to finish, as with no option. */
-		if (k)
-			snprintf(pick, sizeof(pick), "--job %lld", ids[k]);
-		else
-			snprintf(pick, sizeof(pick), "--at 10s");
-		ck_assert_msg(run("'%s' critical-path '%s' %s --json", nf_test_nftrace(), session, pick) == 0, "%s",
-			      errb);
+		snprintf(id, sizeof(id), "%lld", ids[k]);
+		ck_assert_msg(nft(k ? NF_TEST_ARGV("critical-path", session, "--job", id, "--json")
+				    : NF_TEST_ARGV("critical-path", session, "--at", "10s", "--json")) == 0,
+			      "%s", errb);
 		char *p = strstr(out, "\"latency_ns\": ");
 		long long lat, sum = 0, prev_end = -1, first = -1, end = -1;
 		int n = 0;
