@@ -66,26 +66,27 @@ int64_t nf_timeline_cpu_ns(uint64_t ticks, uint64_t start_ticks, uint64_t cpu_fr
  * with a local least-squares line over a sliding window of pairs whose size is
  * chosen by leave-one-out cross-validation (window 0 = choose), and writes
  * temp.t_fit(adapter, gpu, ns, freq), the calibrations rows (with residuals)
- * and the clock_fit rows. The model then maps a GPU timestamp to CPU ns by
- * linear interpolation between successive smoothed pairs, extrapolating with
- * the nearest segment outside them.
+ * and the clock_fit rows. The fitted clock (struct nf_clock_fitted; not
+ * nfence.h's nf_clock_model, the simulated GPU clock) then maps a GPU
+ * timestamp to CPU ns by linear interpolation between successive smoothed
+ * pairs, extrapolating with the nearest segment outside them.
  */
 int nf_clock_fit(sqlite3 *db, uint32_t window, struct nf_error *err);
 
-struct nf_clock_model;
-struct nf_clock_model *nf_clock_model_create(sqlite3 *db, struct nf_error *err);
+struct nf_clock_fitted;
+struct nf_clock_fitted *nf_clock_fitted_create(sqlite3 *db, struct nf_error *err);
 /* The same, holding the fit points in memory only when there are at most max_points. */
-struct nf_clock_model *nf_clock_model_create_limit(sqlite3 *db, size_t max_points,
-						   struct nf_error *err);
+struct nf_clock_fitted *nf_clock_fitted_create_limit(sqlite3 *db, size_t max_points,
+						    struct nf_error *err);
 /* Sets *known (false: no calibration for that adapter) and *ns. 0 or NF_ESQL. */
-int nf_clock_model_convert(struct nf_clock_model *m, uint32_t adapter, uint64_t gpu,
-			   double *ns, bool *known, struct nf_error *err);
-void nf_clock_model_destroy(struct nf_clock_model *m);
+int nf_clock_fitted_convert(struct nf_clock_fitted *m, uint32_t adapter, uint64_t gpu,
+			    double *ns, bool *known, struct nf_error *err);
+void nf_clock_fitted_destroy(struct nf_clock_fitted *m);
 /*
  * True when the model holds every fit point in memory: conversions then use
  * no SQLite connection and may run on another thread than the connection's.
  */
-bool nf_clock_model_detached(const struct nf_clock_model *m);
+bool nf_clock_fitted_detached(const struct nf_clock_fitted *m);
 
 /*
  * Runs sql read-only over timeline databases (query.c): one path is opened as

@@ -101,7 +101,7 @@ static int write_meta(struct nf_timeline_builder *b, struct nf_error *err)
 }
 
 /* Converts a GPU timestamp; *has is false when it is 0 or the adapter has no calibration. */
-static int gpu_ns(struct nf_clock_model *m, uint32_t adapter, int64_t gpu, int64_t *ns,
+static int gpu_ns(struct nf_clock_fitted *m, uint32_t adapter, int64_t gpu, int64_t *ns,
 		  bool *has, struct nf_error *err)
 {
 	double d = 0;
@@ -110,7 +110,7 @@ static int gpu_ns(struct nf_clock_model *m, uint32_t adapter, int64_t gpu, int64
 	*has = false;
 	if (gpu == 0)
 		return 0;
-	rc = nf_clock_model_convert(m, adapter, (uint64_t)gpu, &d, has, err);
+	rc = nf_clock_fitted_convert(m, adapter, (uint64_t)gpu, &d, has, err);
 	if (rc == 0 && *has) {
 		/* A time the model cannot represent stays NULL. */
 		if (!(d >= -(double)NF_GPU_TS_MAX && d <= (double)NF_GPU_TS_MAX))
@@ -121,7 +121,7 @@ static int gpu_ns(struct nf_clock_model *m, uint32_t adapter, int64_t gpu, int64
 	return rc;
 }
 
-static int resolve_overruns(struct nf_timeline_builder *b, struct nf_clock_model *m,
+static int resolve_overruns(struct nf_timeline_builder *b, struct nf_clock_fitted *m,
 			    struct nf_error *err)
 {
 	sqlite3_stmt *sel = NULL;
@@ -159,7 +159,7 @@ static int resolve_overruns(struct nf_timeline_builder *b, struct nf_clock_model
 
 struct finisher {
 	struct nf_timeline_builder *b;
-	struct nf_clock_model *m;
+	struct nf_clock_fitted *m;
 	struct nf_sorter *unk, *waits;
 	struct nf_error merr;    /* the sorting thread's error */
 	/* the merge's state (merge_begin, merge_next) */
@@ -246,7 +246,7 @@ static int put_dep(struct finisher *f, struct nf_bulk_row *row, const struct res
 }
 
 /* Moves a record's GPU ticks onto the CPU time base; drops what cannot be converted. */
-static int op_times(struct nf_clock_model *m, struct op_rec *o, struct nf_error *err)
+static int op_times(struct nf_clock_fitted *m, struct op_rec *o, struct nf_error *err)
 {
 	int64_t ns = 0;
 	bool has;
@@ -366,7 +366,7 @@ static int load_ops(struct finisher *f, struct nf_error *err)
 			   "INSERT INTO fence_ops(id, queue, adapter, op, fence, handle, value, "
 			   "queued_ns, observed_ns, end_ns, status, log_seq, epoch, thread) "
 			   "SELECT c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13 "
-			   "FROM nf_bulk", ops_row, f, nf_clock_model_detached(f->m),
+			   "FROM nf_bulk", ops_row, f, nf_clock_fitted_detached(f->m),
 			   "insert fence_ops", err);
 }
 
@@ -552,7 +552,7 @@ static int deps_row(void *ctx, struct nf_bulk_row *row, struct nf_error *err)
  * and the waits on two threads while the indexes and views are created, then
  * loads deps from the merge (produced on another thread too).
  */
-static int resolve(struct nf_timeline_builder *b, struct nf_clock_model *m, struct nf_error *err)
+static int resolve(struct nf_timeline_builder *b, struct nf_clock_fitted *m, struct nf_error *err)
 {
 	struct finisher f = { .b = b, .m = m };
 	pthread_t th;
@@ -650,7 +650,7 @@ static int settle_all(struct nf_timeline_builder *b, struct nf_error *err)
 
 int nf_timeline_builder_finish(struct nf_timeline_builder *b, struct nf_error *err)
 {
-	struct nf_clock_model *m = NULL;
+	struct nf_clock_fitted *m = NULL;
 	int rc;
 
 	if (b->finished)
@@ -662,12 +662,12 @@ int nf_timeline_builder_finish(struct nf_timeline_builder *b, struct nf_error *e
 	rc = rc ? rc : nf_clock_fit(b->db, 0, err);
 	if (rc)
 		return rc;
-	m = nf_clock_model_create(b->db, err);
+	m = nf_clock_fitted_create(b->db, err);
 	if (!m)
 		return err && err->code ? err->code : NF_ENOMEM;
 	rc = resolve_overruns(b, m, err);
 	rc = rc ? rc : resolve(b, m, err);
-	nf_clock_model_destroy(m);
+	nf_clock_fitted_destroy(m);
 	rc = rc ? rc : nf_timeline_kernel_ingest_finish(b->kernel, err);
 	rc = rc ? rc : write_meta(b, err);
 	if (rc)

@@ -388,7 +388,7 @@ struct mem_point {
  */
 #define CLOCK_MEM_POINTS (1u << 19)
 
-struct nf_clock_model {
+struct nf_clock_fitted {
 	sqlite3 *db;
 	sqlite3_stmt *le, *gt, *lt;
 	struct mem_point *pts; /* every fit point when they fit in memory, else NULL */
@@ -399,7 +399,7 @@ struct nf_clock_model {
 };
 
 /* Reads every fit point into memory when there are few enough. */
-static int load_points(struct nf_clock_model *m, size_t max_points, struct nf_error *err)
+static int load_points(struct nf_clock_fitted *m, size_t max_points, struct nf_error *err)
 {
 	sqlite3_stmt *st = NULL;
 	int64_t n = 0;
@@ -440,13 +440,13 @@ static int load_points(struct nf_clock_model *m, size_t max_points, struct nf_er
 	return rc;
 }
 
-struct nf_clock_model *nf_clock_model_create(sqlite3 *db, struct nf_error *err)
+struct nf_clock_fitted *nf_clock_fitted_create(sqlite3 *db, struct nf_error *err)
 {
-	return nf_clock_model_create_limit(db, CLOCK_MEM_POINTS, err);
+	return nf_clock_fitted_create_limit(db, CLOCK_MEM_POINTS, err);
 }
 
-struct nf_clock_model *nf_clock_model_create_limit(sqlite3 *db, size_t max_points,
-						   struct nf_error *err)
+struct nf_clock_fitted *nf_clock_fitted_create_limit(sqlite3 *db, size_t max_points,
+						    struct nf_error *err)
 {
 	static const char *const sql[3] = {
 		"SELECT gpu, ns, freq FROM temp.t_fit WHERE adapter = ?1 AND gpu <= ?2 "
@@ -456,7 +456,7 @@ struct nf_clock_model *nf_clock_model_create_limit(sqlite3 *db, size_t max_point
 		"SELECT gpu, ns, freq FROM temp.t_fit WHERE adapter = ?1 AND gpu < ?2 "
 		"ORDER BY gpu DESC LIMIT 1",
 	};
-	struct nf_clock_model *m = calloc(1, sizeof(*m));
+	struct nf_clock_fitted *m = calloc(1, sizeof(*m));
 
 	if (!m) {
 		nf_error_set(err, NF_ENOMEM, "clock model: out of memory");
@@ -467,22 +467,22 @@ struct nf_clock_model *nf_clock_model_create_limit(sqlite3 *db, size_t max_point
 	    sqlite3_prepare_v2(db, sql[1], -1, &m->gt, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(db, sql[2], -1, &m->lt, NULL) != SQLITE_OK) {
 		sql_fail(db, err, "prepare model");
-		nf_clock_model_destroy(m);
+		nf_clock_fitted_destroy(m);
 		return NULL;
 	}
 	if (load_points(m, max_points, err) != 0) {
-		nf_clock_model_destroy(m);
+		nf_clock_fitted_destroy(m);
 		return NULL;
 	}
 	return m;
 }
 
-bool nf_clock_model_detached(const struct nf_clock_model *m)
+bool nf_clock_fitted_detached(const struct nf_clock_fitted *m)
 {
 	return m->detached;
 }
 
-void nf_clock_model_destroy(struct nf_clock_model *m)
+void nf_clock_fitted_destroy(struct nf_clock_fitted *m)
 {
 	if (!m)
 		return;
@@ -501,7 +501,7 @@ struct fit_point {
 };
 
 /* Index of the first point not below (adapter, gpu) in order; with upper, not at or below. */
-static size_t mem_bound(const struct nf_clock_model *m, uint32_t adapter, int64_t gpu, bool upper)
+static size_t mem_bound(const struct nf_clock_fitted *m, uint32_t adapter, int64_t gpu, bool upper)
 {
 	size_t lo = 0, hi = m->n_pts;
 
@@ -522,7 +522,7 @@ static size_t mem_bound(const struct nf_clock_model *m, uint32_t adapter, int64_
  * The in-memory lookups, choosing among equal readings as the SQL ones do
  * through the (adapter, gpu) index: le and lt the last, gt the first.
  */
-static int mem_lookup(const struct nf_clock_model *m, sqlite3_stmt *st, uint32_t adapter,
+static int mem_lookup(const struct nf_clock_fitted *m, sqlite3_stmt *st, uint32_t adapter,
 		      int64_t gpu, struct fit_point *out)
 {
 	size_t i;
@@ -546,7 +546,7 @@ static int mem_lookup(const struct nf_clock_model *m, sqlite3_stmt *st, uint32_t
 }
 
 /* Runs one of the lookups; returns 1 found, 0 not found, NF_ESQL. */
-static int lookup(struct nf_clock_model *m, sqlite3_stmt *st, uint32_t adapter, int64_t gpu,
+static int lookup(struct nf_clock_fitted *m, sqlite3_stmt *st, uint32_t adapter, int64_t gpu,
 		  struct fit_point *out, struct nf_error *err)
 {
 	int src, rc = 0;
@@ -568,7 +568,7 @@ static int lookup(struct nf_clock_model *m, sqlite3_stmt *st, uint32_t adapter, 
 	return rc;
 }
 
-static struct seg_cache *seg_for(struct nf_clock_model *m, uint32_t adapter)
+static struct seg_cache *seg_for(struct nf_clock_fitted *m, uint32_t adapter)
 {
 	for (size_t i = 0; i < m->n_segs; i++)
 		if (m->segs[i].adapter == adapter)
@@ -603,7 +603,7 @@ static void seg_set(struct seg_cache *s, const struct fit_point *a, const struct
 }
 
 /* Finds the segment for gpu; returns 0 (s->none set when there is none) or NF_ESQL. */
-static int seg_seek(struct nf_clock_model *m, struct seg_cache *s, int64_t gpu,
+static int seg_seek(struct nf_clock_fitted *m, struct seg_cache *s, int64_t gpu,
 		    struct nf_error *err)
 {
 	struct fit_point a, b, o;
@@ -640,8 +640,8 @@ static int seg_seek(struct nf_clock_model *m, struct seg_cache *s, int64_t gpu,
 	return 0;
 }
 
-int nf_clock_model_convert(struct nf_clock_model *m, uint32_t adapter, uint64_t gpu_u,
-			   double *ns, bool *known, struct nf_error *err)
+int nf_clock_fitted_convert(struct nf_clock_fitted *m, uint32_t adapter, uint64_t gpu_u,
+			    double *ns, bool *known, struct nf_error *err)
 {
 	struct seg_cache *s = seg_for(m, adapter);
 	int64_t gpu = (int64_t)gpu_u;

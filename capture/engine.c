@@ -512,10 +512,10 @@ static int satisfy_cpu_waiters(struct nf_runtime *rt, struct nf_global_fence *g,
 			STAT(rt, cpu_wakeups);
 			if (woken)
 				(*woken)++;
-			if (w->event) {
+			if (w->cpu_event) {
 				uint32_t ei;
-				if (!handle_lookup(rt, w->event, NF_OBJ_EVENT, &ei))
-					rt->events[ei].signaled = true;
+				if (!handle_lookup(rt, w->cpu_event, NF_OBJ_CPU_EVENT, &ei))
+					rt->cpu_events[ei].signaled = true;
 			}
 		}
 		if (w->done) {
@@ -1692,12 +1692,12 @@ int nf_runtime_close(nf_runtime *rt, struct nf_error *err)
 	 * through it (that freed them before the event read them). */
 	for (uint32_t i = 0; i < rt->n_globals; i++)
 		free(rt->globals[i].gpu_waiters);
-	for (uint32_t i = 0; i < rt->n_events; i++)
-		free(rt->events[i].waiter);
+	for (uint32_t i = 0; i < rt->n_cpu_events; i++)
+		free(rt->cpu_events[i].waiter);
 	free(rt->queues);
 	free(rt->globals);
 	free(rt->locals);
-	free(rt->events);
+	free(rt->cpu_events);
 	free(rt->handles);
 	free(rt->heap);
 	free(rt->scratch_entries);
@@ -2494,7 +2494,7 @@ static int emit_unwait(nf_runtime *rt, const struct nf_cpu_waiter *w, uint64_t c
 
 /* Registers a CPU waiter: VidSch tracks it, then the MonitoredValue protocol. */
 static int waiter_add(nf_runtime *rt, struct nf_local_fence *lf, uint64_t value,
-		      struct nf_cpu_waiter *w, nf_handle event, uint64_t timeout_ns, bool async)
+		      struct nf_cpu_waiter *w, nf_handle cpu_event, uint64_t timeout_ns, bool async)
 {
 	struct nf_global_fence *g = &rt->globals[lf->global];
 	struct nf_event ev;
@@ -2507,7 +2507,7 @@ static int waiter_add(nf_runtime *rt, struct nf_local_fence *lf, uint64_t value,
 	w->adapter = lf->adapter;
 	w->value = value;
 	w->thread = cur_thread(rt);
-	w->event = event;
+	w->cpu_event = cpu_event;
 	STAT(rt, cpu_waits);
 	EV_INIT(ev, CPU_WAIT);
 	ev.f[NFF_CPU_WAIT_adapter] = lf->adapter;
@@ -2643,17 +2643,18 @@ static int api_cpu_wait_async(nf_runtime *rt, nf_handle fence, uint64_t value, n
 		return rc;
 	if (!event_out)
 		return nf_error_set(err, NF_EINVAL, "nf_cpu_wait_async: NULL output");
-	if (grow((void **)&rt->events, &rt->cap_events, rt->n_events + 1, sizeof(*rt->events)))
+	if (grow((void **)&rt->cpu_events, &rt->cap_cpu_events, rt->n_cpu_events + 1,
+		 sizeof(*rt->cpu_events)))
 		return nf_error_set(err, NF_ENOMEM, "out of memory");
 	struct nf_cpu_waiter *w = malloc(sizeof(*w));
 	if (!w)
 		return nf_error_set(err, NF_ENOMEM, "out of memory");
-	rc = handle_new(rt, NF_OBJ_EVENT, rt->n_events, &eh);
+	rc = handle_new(rt, NF_OBJ_CPU_EVENT, rt->n_cpu_events, &eh);
 	if (rc) {
 		free(w);
 		return fail(rt, rc, err);
 	}
-	struct nf_event_obj *eo = &rt->events[rt->n_events++];
+	struct nf_cpu_event *eo = &rt->cpu_events[rt->n_cpu_events++];
 	eo->alive = true;
 	eo->waiter = w;
 	rc = waiter_add(rt, lf, value, w, eh, NF_NO_TIMEOUT, true);
@@ -2672,21 +2673,21 @@ static int api_event_wait(nf_runtime *rt, nf_handle event, uint64_t timeout_ns, 
 
 	if (rc)
 		return rc;
-	if (handle_lookup(rt, event, NF_OBJ_EVENT, &ei) || !rt->events[ei].alive)
+	if (handle_lookup(rt, event, NF_OBJ_CPU_EVENT, &ei) || !rt->cpu_events[ei].alive)
 		return nf_error_set(err, NF_EINVAL, "invalid event handle 0x%x", event);
 	uint64_t now = now_ns(rt);
 	uint64_t deadline = timeout_ns == NF_NO_TIMEOUT || timeout_ns > UINT64_MAX - now
 			    ? UINT64_MAX : now + timeout_ns;
-	while (rt->threaded && !rt->events[ei].signaled) {
-		if (!rt->events[ei].alive)
+	while (rt->threaded && !rt->cpu_events[ei].signaled) {
+		if (!rt->cpu_events[ei].alive)
 			return nf_error_set(err, NF_ESTATE, "event 0x%x was closed during the wait", event);
 		if (nf_th_interrupted(rt))
 			return nf_error_set(err, NF_EINTR, "wait on event 0x%x interrupted", event);
-		if (!nf_th_cpu_block(rt, deadline) && !rt->events[ei].signaled)
+		if (!nf_th_cpu_block(rt, deadline) && !rt->cpu_events[ei].signaled)
 			return nf_error_set(err, NF_ETIMEOUT, "wait on event 0x%x timed out", event);
 	}
 	uint32_t polls = 0;
-	while (!rt->events[ei].signaled) {
+	while (!rt->cpu_events[ei].signaled) {
 		if (sim_interrupted(rt, &polls))
 			return nf_error_set(err, NF_EINTR, "wait on event 0x%x interrupted", event);
 		if (!rt->heap_len || sim_top(rt)->time > deadline || !rt->active_sims) {
@@ -2699,7 +2700,7 @@ static int api_event_wait(nf_runtime *rt, nf_handle event, uint64_t timeout_ns, 
 				return nf_error_set(err, NF_EINTR, "wait on event 0x%x interrupted", event);
 			if (rc)
 				return fail(rt, rc, err);
-			if (!rt->events[ei].signaled)
+			if (!rt->cpu_events[ei].signaled)
 				return nf_error_set(err, NF_ETIMEOUT, "wait on event 0x%x timed out", event);
 			break;
 		}
@@ -2717,9 +2718,9 @@ static int api_event_close(nf_runtime *rt, nf_handle event, struct nf_error *err
 {
 	uint32_t ei;
 
-	if (!rt || handle_lookup(rt, event, NF_OBJ_EVENT, &ei) || !rt->events[ei].alive)
+	if (!rt || handle_lookup(rt, event, NF_OBJ_CPU_EVENT, &ei) || !rt->cpu_events[ei].alive)
 		return nf_error_set(err, NF_EINVAL, "invalid event handle 0x%x", event);
-	struct nf_event_obj *eo = &rt->events[ei];
+	struct nf_cpu_event *eo = &rt->cpu_events[ei];
 	struct nf_cpu_waiter *w = eo->waiter;
 	eo->alive = false;
 	if (w && !w->done) {

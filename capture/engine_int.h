@@ -16,7 +16,7 @@
 #define NF_MAX_ADAPTERS 16u
 #define NF_MAX_HANDLES (1u << 22)
 
-enum nf_obj_type { NF_OBJ_FREE = 0, NF_OBJ_QUEUE, NF_OBJ_LOCAL_FENCE, NF_OBJ_GLOBAL_FENCE, NF_OBJ_EVENT };
+enum nf_obj_type { NF_OBJ_FREE = 0, NF_OBJ_QUEUE, NF_OBJ_LOCAL_FENCE, NF_OBJ_GLOBAL_FENCE, NF_OBJ_CPU_EVENT };
 
 enum nf_cmd_type { NF_CMD_WAIT, NF_CMD_SIGNAL, NF_CMD_WORK };
 
@@ -103,7 +103,7 @@ struct nf_cpu_waiter {
 	uint32_t adapter;
 	uint64_t value;
 	uint32_t thread;
-	nf_handle event;               /* async: event to signal, else 0 */
+	nf_handle cpu_event;           /* async: the CPU event to signal, else 0 */
 	bool done;
 	int status;                    /* 0 satisfied, 1 timeout, 2 closed */
 	uint64_t deadline_ns;
@@ -164,7 +164,9 @@ struct nf_va_space {
 	uint32_t cur_used, mon_used;   /* bytes used in them */
 };
 
-struct nf_event_obj {
+/* A CPU event: the wait handle nf_cpu_wait_async returns (nf_event_wait,
+ * nf_event_close), not a trace event. */
+struct nf_cpu_event {
 	bool alive;
 	bool signaled;
 	struct nf_cpu_waiter *waiter;
@@ -226,8 +228,8 @@ struct nf_runtime {
 	uint32_t n_globals, cap_globals;
 	struct nf_local_fence *locals;
 	uint32_t n_locals, cap_locals;
-	struct nf_event_obj *events;
-	uint32_t n_events, cap_events;
+	struct nf_cpu_event *cpu_events;  /* nf_cpu_wait_async's wait handles */
+	uint32_t n_cpu_events, cap_cpu_events;
 	uint32_t next_wait_id;
 
 	struct nf_sim_event *heap;     /* pending sim events (engine.c: sim_push) */

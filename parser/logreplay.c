@@ -36,7 +36,7 @@ struct nf_log_state {
 	uint64_t since;        /* CPU ticks of the last read (or of the epoch's start) */
 };
 
-struct nf_fence_slot {
+struct fence_slot {
 	uint64_t key;       /* adapter << 32 | local handle */
 	uint64_t closed_at; /* CPU ticks of the stop that closed it (opens == 0) */
 	uint32_t opens;     /* open local handles with this value */
@@ -47,7 +47,7 @@ struct nf_logreplay {
 	struct nf_parser_callbacks cb;
 	struct nf_log_state *logs; /* open addressing, power-of-two size */
 	size_t logs_cap, logs_used;
-	struct nf_fence_slot *fences;
+	struct fence_slot *fences;
 	size_t fences_cap, fences_used;
 };
 
@@ -97,17 +97,17 @@ void nf_logreplay_destroy(struct nf_logreplay *r)
 	free(r);
 }
 
-static size_t nf_log_hash(uint32_t adapter, uint32_t hwqueue, uint32_t log_type, size_t mask)
+static size_t log_hash(uint32_t adapter, uint32_t hwqueue, uint32_t log_type, size_t mask)
 {
 	uint64_t h = nf_mix64(((uint64_t)adapter << 32 | hwqueue) ^ ((uint64_t)log_type << 61));
 
 	return (size_t)h & mask;
 }
 
-static struct nf_log_state *nf_log_slot(struct nf_log_state *tab, size_t cap, uint32_t adapter,
+static struct nf_log_state *log_slot(struct nf_log_state *tab, size_t cap, uint32_t adapter,
 					uint32_t hwqueue, uint32_t log_type)
 {
-	size_t mask = cap - 1, i = nf_log_hash(adapter, hwqueue, log_type, mask);
+	size_t mask = cap - 1, i = log_hash(adapter, hwqueue, log_type, mask);
 
 	for (;; i = (i + 1) & mask) {
 		struct nf_log_state *s = &tab[i];
@@ -119,14 +119,14 @@ static struct nf_log_state *nf_log_slot(struct nf_log_state *tab, size_t cap, ui
 }
 
 /* Finds or adds the state of a log; log_type must be non-zero. NULL: ENOMEM. */
-static struct nf_log_state *nf_logreplay_log(struct nf_logreplay *r, uint32_t adapter,
+static struct nf_log_state *logreplay_log(struct nf_logreplay *r, uint32_t adapter,
 					     uint32_t hwqueue, uint32_t log_type,
 					     struct nf_error *err)
 {
 	struct nf_log_state *s;
 
 	if (r->logs) {
-		s = nf_log_slot(r->logs, r->logs_cap, adapter, hwqueue, log_type);
+		s = log_slot(r->logs, r->logs_cap, adapter, hwqueue, log_type);
 		if (s->log_type != 0)
 			return s;
 	}
@@ -145,13 +145,13 @@ static struct nf_log_state *nf_logreplay_log(struct nf_logreplay *r, uint32_t ad
 		}
 		for (size_t i = 0; i < r->logs_cap; i++)
 			if (r->logs[i].log_type != 0)
-				*nf_log_slot(nt, ncap, r->logs[i].adapter, r->logs[i].hwqueue,
+				*log_slot(nt, ncap, r->logs[i].adapter, r->logs[i].hwqueue,
 					     r->logs[i].log_type) = r->logs[i];
 		free(r->logs);
 		r->logs = nt;
 		r->logs_cap = ncap;
 	}
-	s = nf_log_slot(r->logs, r->logs_cap, adapter, hwqueue, log_type);
+	s = log_slot(r->logs, r->logs_cap, adapter, hwqueue, log_type);
 	memset(s, 0, sizeof(*s));
 	s->adapter = adapter;
 	s->hwqueue = hwqueue;
@@ -160,7 +160,7 @@ static struct nf_log_state *nf_logreplay_log(struct nf_logreplay *r, uint32_t ad
 	return s;
 }
 
-static struct nf_fence_slot *nf_fence_slot(struct nf_fence_slot *tab, size_t cap, uint64_t key)
+static struct fence_slot *fence_slot(struct fence_slot *tab, size_t cap, uint64_t key)
 {
 	size_t mask = cap - 1, i = (size_t)nf_mix64(key) & mask;
 
@@ -174,19 +174,19 @@ static struct nf_fence_slot *nf_fence_slot(struct nf_fence_slot *tab, size_t cap
  * closed one too if it closed after `since`: the GPU may have written the entry
  * while it was open and the OS read it only after the close.
  */
-static bool nf_fence_known(const struct nf_logreplay *r, uint32_t adapter, uint32_t handle,
+static bool fence_known(const struct nf_logreplay *r, uint32_t adapter, uint32_t handle,
 			   uint64_t since)
 {
-	const struct nf_fence_slot *f;
+	const struct fence_slot *f;
 
 	if (!r->fences)
 		return false;
-	f = nf_fence_slot(r->fences, r->fences_cap, (uint64_t)adapter << 32 | handle);
+	f = fence_slot(r->fences, r->fences_cap, (uint64_t)adapter << 32 | handle);
 	return f->used && (f->opens != 0 || f->closed_at >= since);
 }
 
 /* The oldest read time any log may still check a closed handle against. */
-static uint64_t nf_oldest_since(const struct nf_logreplay *r)
+static uint64_t oldest_since(const struct nf_logreplay *r)
 {
 	uint64_t m = UINT64_MAX;
 
@@ -197,20 +197,20 @@ static uint64_t nf_oldest_since(const struct nf_logreplay *r)
 }
 
 /* Rebuilds the handle table at ncap slots, dropping handles closed before `keep_after`. */
-static int nf_fence_rehash(struct nf_logreplay *r, size_t ncap, uint64_t keep_after,
+static int fence_rehash(struct nf_logreplay *r, size_t ncap, uint64_t keep_after,
 			   struct nf_error *err)
 {
-	struct nf_fence_slot *nt = calloc(ncap, sizeof(*nt));
+	struct fence_slot *nt = calloc(ncap, sizeof(*nt));
 	size_t used = 0;
 
 	if (!nt)
 		return nf_error_set(err, NF_ENOMEM, "out of memory for fence handles");
 	for (size_t i = 0; i < r->fences_cap; i++) {
-		const struct nf_fence_slot *f = &r->fences[i];
+		const struct fence_slot *f = &r->fences[i];
 
 		if (!f->used || (f->opens == 0 && f->closed_at < keep_after))
 			continue;
-		*nf_fence_slot(nt, ncap, f->key) = *f;
+		*fence_slot(nt, ncap, f->key) = *f;
 		used++;
 	}
 	free(r->fences);
@@ -220,15 +220,15 @@ static int nf_fence_rehash(struct nf_logreplay *r, size_t ncap, uint64_t keep_af
 	return 0;
 }
 
-static int nf_fence_open(struct nf_logreplay *r, uint32_t adapter, uint32_t handle,
+static int fence_open(struct nf_logreplay *r, uint32_t adapter, uint32_t handle,
 			 struct nf_error *err)
 {
 	uint64_t key = (uint64_t)adapter << 32 | handle;
-	struct nf_fence_slot *s;
+	struct fence_slot *s;
 	int rc;
 
 	if (r->fences) {
-		s = nf_fence_slot(r->fences, r->fences_cap, key);
+		s = fence_slot(r->fences, r->fences_cap, key);
 		if (s->used) {
 			if (s->opens < UINT32_MAX)
 				s->opens++;
@@ -239,19 +239,19 @@ static int nf_fence_open(struct nf_logreplay *r, uint32_t adapter, uint32_t hand
 		/* Forget handles no log can still need, then grow if still full. */
 		size_t ncap = r->fences_cap ? r->fences_cap : 64;
 
-		rc = nf_fence_rehash(r, ncap, nf_oldest_since(r), err);
+		rc = fence_rehash(r, ncap, oldest_since(r), err);
 		if (rc)
 			return rc;
 		if ((r->fences_used + 1) * 2 > r->fences_cap) {
 			if (r->fences_used >= NF_LOGREPLAY_MAX_FENCES)
 				return nf_error_set(err, NF_ENOMEM, "more than %u fence handles in use",
 						    NF_LOGREPLAY_MAX_FENCES);
-			rc = nf_fence_rehash(r, r->fences_cap * 2, 0, err);
+			rc = fence_rehash(r, r->fences_cap * 2, 0, err);
 			if (rc)
 				return rc;
 		}
 	}
-	s = nf_fence_slot(r->fences, r->fences_cap, key);
+	s = fence_slot(r->fences, r->fences_cap, key);
 	s->used = true;
 	s->key = key;
 	s->opens = 1;
@@ -261,13 +261,13 @@ static int nf_fence_open(struct nf_logreplay *r, uint32_t adapter, uint32_t hand
 }
 
 /* Closes one opening of a handle; at zero it is remembered as closed at `ts`. */
-static void nf_fence_close(struct nf_logreplay *r, uint32_t adapter, uint32_t handle, uint64_t ts)
+static void fence_close(struct nf_logreplay *r, uint32_t adapter, uint32_t handle, uint64_t ts)
 {
-	struct nf_fence_slot *s;
+	struct fence_slot *s;
 
 	if (!r->fences)
 		return;
-	s = nf_fence_slot(r->fences, r->fences_cap, (uint64_t)adapter << 32 | handle);
+	s = fence_slot(r->fences, r->fences_cap, (uint64_t)adapter << 32 | handle);
 	if (!s->used || s->opens == 0)
 		return;
 	if (--s->opens == 0)
@@ -284,12 +284,12 @@ struct nf_read_ctx {
 	struct nf_error *err;
 };
 
-static int nf_emit_finding(const struct nf_read_ctx *c, enum nf_finding_kind kind,
+static int emit_finding(const struct nf_read_ctx *c, enum nf_finding_kind kind,
 			   uint64_t count, uint64_t first_seq, uint64_t prev_ts, uint64_t next_ts,
 			   uint32_t entry_index, const char *fmt, ...)
 	__attribute__((format(printf, 8, 9)));
 
-static int nf_emit_finding(const struct nf_read_ctx *c, enum nf_finding_kind kind,
+static int emit_finding(const struct nf_read_ctx *c, enum nf_finding_kind kind,
 			   uint64_t count, uint64_t first_seq, uint64_t prev_ts, uint64_t next_ts,
 			   uint32_t entry_index, const char *fmt, ...)
 {
@@ -323,13 +323,13 @@ static int nf_emit_finding(const struct nf_read_ctx *c, enum nf_finding_kind kin
 	return rc;
 }
 
-static const char *nf_log_type_name(uint32_t log_type)
+static const char *log_type_name(uint32_t log_type)
 {
 	return log_type == NF_LOG_WAITS ? "waits" : log_type == NF_LOG_SIGNALS ? "signals" : "?";
 }
 
 /* Starts a new epoch of a log (SetNativeFenceLogBuffer, or a read that shows one). */
-static void nf_log_reset(struct nf_log_state *s, uint32_t epoch, uint64_t capacity,
+static void log_reset(struct nf_log_state *s, uint32_t epoch, uint64_t capacity,
 			 uint64_t since)
 {
 	s->since = since;
@@ -339,36 +339,36 @@ static void nf_log_reset(struct nf_log_state *s, uint32_t epoch, uint64_t capaci
 	s->last_ts = 0;
 }
 
-static bool nf_capacity_ok(uint64_t capacity)
+static bool capacity_ok(uint64_t capacity)
 {
 	return capacity != 0 && capacity <= NF_LOGREPLAY_MAX_CAPACITY;
 }
 
-static int nf_feed_set_log_buffer(struct nf_read_ctx *c)
+static int feed_set_log_buffer(struct nf_read_ctx *c)
 {
 	const struct nf_event *ev = c->ev;
 	uint64_t capacity = ev->f[NFF_SET_LOG_BUFFER_capacity];
 	struct nf_log_state *s;
 
 	if (c->log_type != NF_LOG_WAITS && c->log_type != NF_LOG_SIGNALS)
-		return nf_emit_finding(c, NF_FIND_OUT_OF_RANGE, 1, 0, 0, 0, 0,
+		return emit_finding(c, NF_FIND_OUT_OF_RANGE, 1, 0, 0, 0, 0,
 				       "SetNativeFenceLogBuffer: log type %" PRIu32 " is neither 1 (waits) nor 2 (signals)",
 				       c->log_type);
-	if (!nf_capacity_ok(capacity))
-		return nf_emit_finding(c, NF_FIND_OUT_OF_RANGE, 1, 0, 0, 0, 0,
+	if (!capacity_ok(capacity))
+		return emit_finding(c, NF_FIND_OUT_OF_RANGE, 1, 0, 0, 0, 0,
 				       "SetNativeFenceLogBuffer: capacity %" PRIu64 " outside 1..%u",
 				       capacity, NF_LOGREPLAY_MAX_CAPACITY);
-	s = nf_logreplay_log(c->r, c->adapter, c->hwqueue, c->log_type, c->err);
+	s = logreplay_log(c->r, c->adapter, c->hwqueue, c->log_type, c->err);
 	if (!s)
 		return NF_ENOMEM;
-	nf_log_reset(s, c->epoch, capacity, c->ev->ts);
-	return nf_emit_finding(c, NF_FIND_NEW_EPOCH, 1, 0, 0, 0, 0,
+	log_reset(s, c->epoch, capacity, c->ev->ts);
+	return emit_finding(c, NF_FIND_NEW_EPOCH, 1, 0, 0, 0, 0,
 			       "%s log of queue %" PRIu32 " (adapter %" PRIu32 ") at epoch %" PRIu32 ", %" PRIu64 " entries",
-			       nf_log_type_name(c->log_type), c->hwqueue, c->adapter, c->epoch, capacity);
+			       log_type_name(c->log_type), c->hwqueue, c->adapter, c->epoch, capacity);
 }
 
 /* The first non-zero end timestamp among the entries, 0 if none. */
-static uint64_t nf_first_nonzero_ts(const struct nf_log_entry *e, uint32_t n)
+static uint64_t first_nonzero_ts(const struct nf_log_entry *e, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++)
 		if (e[i].fence_end_gpu_timestamp != 0)
@@ -377,7 +377,7 @@ static uint64_t nf_first_nonzero_ts(const struct nf_log_entry *e, uint32_t n)
 }
 
 /* Checks one delivered entry and hands it over. */
-static int nf_deliver_entry(struct nf_read_ctx *c, struct nf_log_state *s,
+static int deliver_entry(struct nf_read_ctx *c, struct nf_log_state *s,
 			    const struct nf_log_entry *e, uint64_t seq, uint32_t i)
 {
 	struct nf_logreplay *r = c->r;
@@ -390,14 +390,14 @@ static int nf_deliver_entry(struct nf_read_ctx *c, struct nf_log_state *s,
 	memset(&d, 0, sizeof(d));
 	d.ts_class = NF_FIND_COUNT;
 	if (e->operation_type != want_op) {
-		rc = nf_emit_finding(c, NF_FIND_BAD_OPERATION, 1, seq, prev, ts, i,
+		rc = emit_finding(c, NF_FIND_BAD_OPERATION, 1, seq, prev, ts, i,
 				     "entry %" PRIu64 ": OperationType %" PRIu32 " in a %s log (expected %" PRIu32 ")",
-				     seq, e->operation_type, nf_log_type_name(c->log_type), want_op);
+				     seq, e->operation_type, log_type_name(c->log_type), want_op);
 		if (rc)
 			return rc;
 	}
-	if (!nf_fence_known(r, c->adapter, e->hnative_fence, s->since)) {
-		rc = nf_emit_finding(c, NF_FIND_UNKNOWN_FENCE, 1, seq, prev, ts, i,
+	if (!fence_known(r, c->adapter, e->hnative_fence, s->since)) {
+		rc = emit_finding(c, NF_FIND_UNKNOWN_FENCE, 1, seq, prev, ts, i,
 				     "entry %" PRIu64 ": hNativeFence 0x%" PRIx32 " was not an open fence handle on adapter %" PRIu32 " since the last read",
 				     seq, e->hnative_fence, c->adapter);
 		if (rc)
@@ -406,7 +406,7 @@ static int nf_deliver_entry(struct nf_read_ctx *c, struct nf_log_state *s,
 	if (ts > NF_GPU_TS_MAX || e->fence_observed_gpu_timestamp > NF_GPU_TS_MAX) {
 		bool end = ts > NF_GPU_TS_MAX;
 
-		rc = nf_emit_finding(c, NF_FIND_OUT_OF_RANGE, 1, seq, prev, ts, i,
+		rc = emit_finding(c, NF_FIND_OUT_OF_RANGE, 1, seq, prev, ts, i,
 				     "entry %" PRIu64 ": %s GPU timestamp %" PRIu64 " is beyond 2^62 (no GPU clock reaches it)",
 				     seq, end ? "end" : "observed",
 				     end ? ts : e->fence_observed_gpu_timestamp);
@@ -419,16 +419,16 @@ static int nf_deliver_entry(struct nf_read_ctx *c, struct nf_log_state *s,
 		rc = 0;
 	} else if (ts == 0) {
 		d.ts_class = NF_FIND_ZERO_TS;
-		rc = nf_emit_finding(c, NF_FIND_ZERO_TS, 1, seq, prev, ts, i,
+		rc = emit_finding(c, NF_FIND_ZERO_TS, 1, seq, prev, ts, i,
 				     "entry %" PRIu64 ": zero end timestamp", seq);
 	} else if (prev != 0 && ts == prev) {
 		d.ts_class = NF_FIND_REPEATED_TS;
-		rc = nf_emit_finding(c, NF_FIND_REPEATED_TS, 1, seq, prev, ts, i,
+		rc = emit_finding(c, NF_FIND_REPEATED_TS, 1, seq, prev, ts, i,
 				     "entry %" PRIu64 ": end timestamp %" PRIu64 " repeats the previous one",
 				     seq, ts);
 	} else if (ts < prev) {
 		d.ts_class = NF_FIND_BACKWARDS_TS;
-		rc = nf_emit_finding(c, NF_FIND_BACKWARDS_TS, 1, seq, prev, ts, i,
+		rc = emit_finding(c, NF_FIND_BACKWARDS_TS, 1, seq, prev, ts, i,
 				     "entry %" PRIu64 ": end timestamp %" PRIu64 " is below the previous %" PRIu64,
 				     seq, ts, prev);
 	} else {
@@ -453,7 +453,7 @@ static int nf_deliver_entry(struct nf_read_ctx *c, struct nf_log_state *s,
 	return rc;
 }
 
-static int nf_feed_log_read(struct nf_read_ctx *c)
+static int feed_log_read(struct nf_read_ctx *c)
 {
 	const struct nf_event *ev = c->ev;
 	uint64_t header = ev->f[NFF_LOG_READ_header];
@@ -467,41 +467,41 @@ static int nf_feed_log_read(struct nf_read_ctx *c)
 	int rc;
 
 	if (c->log_type != NF_LOG_WAITS && c->log_type != NF_LOG_SIGNALS)
-		return nf_emit_finding(c, NF_FIND_OUT_OF_RANGE, 1, 0, 0, 0, 0,
+		return emit_finding(c, NF_FIND_OUT_OF_RANGE, 1, 0, 0, 0, 0,
 				       "log read: log type %" PRIu32 " is neither 1 (waits) nor 2 (signals)",
 				       c->log_type);
-	if (!nf_capacity_ok(capacity))
-		return nf_emit_finding(c, NF_FIND_OUT_OF_RANGE, 1, 0, 0, 0, 0,
+	if (!capacity_ok(capacity))
+		return emit_finding(c, NF_FIND_OUT_OF_RANGE, 1, 0, 0, 0, 0,
 				       "log read: NumberOfEntries %" PRIu64 " outside 1..%u",
 				       capacity, NF_LOGREPLAY_MAX_CAPACITY);
 	if (index >= capacity)
-		return nf_emit_finding(c, NF_FIND_OUT_OF_RANGE, 1, 0, 0, 0, 0,
+		return emit_finding(c, NF_FIND_OUT_OF_RANGE, 1, 0, 0, 0, 0,
 				       "log read: FirstFreeEntryIndex %" PRIu64 " >= NumberOfEntries %" PRIu64,
 				       index, capacity);
 	if (first_slot >= capacity)
-		return nf_emit_finding(c, NF_FIND_OUT_OF_RANGE, 1, 0, 0, 0, 0,
+		return emit_finding(c, NF_FIND_OUT_OF_RANGE, 1, 0, 0, 0, 0,
 				       "log read: first slot %" PRIu64 " >= NumberOfEntries %" PRIu64,
 				       first_slot, capacity);
 
-	s = nf_logreplay_log(c->r, c->adapter, c->hwqueue, c->log_type, c->err);
+	s = logreplay_log(c->r, c->adapter, c->hwqueue, c->log_type, c->err);
 	if (!s)
 		return NF_ENOMEM;
 	if (s->capacity == 0) {
 		/* No SetNativeFenceLogBuffer seen: the log predates the session. */
-		nf_log_reset(s, c->epoch, capacity, 0);
+		log_reset(s, c->epoch, capacity, 0);
 	} else if (c->epoch != s->epoch) {
 		/* A read from another location generation than the last one set. */
 		bool forward = c->epoch > s->epoch;
 
-		rc = nf_emit_finding(c, forward ? NF_FIND_NEW_EPOCH : NF_FIND_CORRUPT, 1, 0, 0, 0, 0,
+		rc = emit_finding(c, forward ? NF_FIND_NEW_EPOCH : NF_FIND_CORRUPT, 1, 0, 0, 0, 0,
 				     "log read at epoch %" PRIu32 " while the log is at epoch %" PRIu32 "%s",
 				     c->epoch, s->epoch,
 				     forward ? " (no SetNativeFenceLogBuffer seen)" : "");
 		if (rc)
 			return rc;
-		nf_log_reset(s, c->epoch, capacity, s->since);
+		log_reset(s, c->epoch, capacity, s->since);
 	} else if (capacity != s->capacity) {
-		rc = nf_emit_finding(c, NF_FIND_CORRUPT, 1, s->cached_total, s->last_ts, 0, 0,
+		rc = emit_finding(c, NF_FIND_CORRUPT, 1, s->cached_total, s->last_ts, 0, 0,
 				     "log read: NumberOfEntries %" PRIu64 " but the log has %" PRIu64 " in this epoch",
 				     capacity, s->capacity);
 		if (rc)
@@ -516,7 +516,7 @@ static int nf_feed_log_read(struct nf_read_ctx *c)
 	/* wrap < 2^32 and capacity <= 2^20: total fits easily in 64 bits. */
 	total = wrap * capacity + index;
 	if (total < s->cached_total) {
-		rc = nf_emit_finding(c, NF_FIND_CORRUPT, 1, total, s->last_ts, 0, 0,
+		rc = emit_finding(c, NF_FIND_CORRUPT, 1, total, s->last_ts, 0, 0,
 				     "log read: header went back from %" PRIu64 " to %" PRIu64 " entries written",
 				     s->cached_total, total);
 		s->cached_total = total;
@@ -537,8 +537,8 @@ static int nf_feed_log_read(struct nf_read_ctx *c)
 		snprintf(why, sizeof(why), "%" PRIu64 " entries announced but none recorded", count);
 	/* The header alone says how many were overwritten, whatever the entries. */
 	if (lost > 0) {
-		rc = nf_emit_finding(c, NF_FIND_LOST, lost, s->cached_total, s->last_ts,
-				     why[0] ? 0 : nf_first_nonzero_ts(ev->entries, (uint32_t)count), 0,
+		rc = emit_finding(c, NF_FIND_LOST, lost, s->cached_total, s->last_ts,
+				     why[0] ? 0 : first_nonzero_ts(ev->entries, (uint32_t)count), 0,
 				     "%" PRIu64 " entries overwritten before the OS read them (positions %" PRIu64 "..%" PRIu64 ")",
 				     lost, s->cached_total, s->cached_total + lost - 1);
 		if (rc)
@@ -548,12 +548,12 @@ static int nf_feed_log_read(struct nf_read_ctx *c)
 		/* Entries whose places are unknown are not handed over; resync. */
 		s->cached_total = total;
 		s->since = ev->ts;
-		return nf_emit_finding(c, NF_FIND_CORRUPT, 1, start, s->last_ts, 0, 0,
+		return emit_finding(c, NF_FIND_CORRUPT, 1, start, s->last_ts, 0, 0,
 				       "log read: %s", why);
 	}
 	s->cached_total = total;
 	for (uint32_t i = 0; i < (uint32_t)count; i++) {
-		rc = nf_deliver_entry(c, s, &ev->entries[i], start + i, i);
+		rc = deliver_entry(c, s, &ev->entries[i], start + i, i);
 		if (rc)
 			return rc;
 	}
@@ -570,10 +570,10 @@ int nf_logreplay_feed(struct nf_logreplay *r, const struct nf_event *ev, const c
 
 	switch (ev->id) {
 	case NF_EV_FENCE_START:
-		return nf_fence_open(r, (uint32_t)ev->f[NFF_FENCE_START_adapter],
+		return fence_open(r, (uint32_t)ev->f[NFF_FENCE_START_adapter],
 				     (uint32_t)ev->f[NFF_FENCE_START_fence], err);
 	case NF_EV_FENCE_STOP:
-		nf_fence_close(r, (uint32_t)ev->f[NFF_FENCE_STOP_adapter],
+		fence_close(r, (uint32_t)ev->f[NFF_FENCE_STOP_adapter],
 			       (uint32_t)ev->f[NFF_FENCE_STOP_fence], ev->ts);
 		return 0;
 	case NF_EV_SET_LOG_BUFFER:
@@ -581,13 +581,13 @@ int nf_logreplay_feed(struct nf_logreplay *r, const struct nf_event *ev, const c
 		c.hwqueue = (uint32_t)ev->f[NFF_SET_LOG_BUFFER_hwqueue];
 		c.log_type = (uint32_t)ev->f[NFF_SET_LOG_BUFFER_log_type];
 		c.epoch = (uint32_t)ev->f[NFF_SET_LOG_BUFFER_epoch];
-		return nf_feed_set_log_buffer(&c);
+		return feed_set_log_buffer(&c);
 	case NF_EV_LOG_READ:
 		c.adapter = (uint32_t)ev->f[NFF_LOG_READ_adapter];
 		c.hwqueue = (uint32_t)ev->f[NFF_LOG_READ_hwqueue];
 		c.log_type = (uint32_t)ev->f[NFF_LOG_READ_log_type];
 		c.epoch = (uint32_t)ev->f[NFF_LOG_READ_epoch];
-		return nf_feed_log_read(&c);
+		return feed_log_read(&c);
 	default:
 		return 0;
 	}

@@ -35,14 +35,14 @@
 const char nf_empty[] = "";
 
 /* The replay's callbacks: the caller's, with the packet filled in. */
-static int nf_pass_entry_cb(void *ctx, const struct nf_decoded_entry *e)
+static int pass_entry_cb(void *ctx, const struct nf_decoded_entry *e)
 {
 	const struct nf_pass *ps = ctx;
 
 	return ps->cb->entry(ps->cb->ctx, e);
 }
 
-static int nf_pass_finding_cb(void *ctx, const struct nf_finding *f)
+static int pass_finding_cb(void *ctx, const struct nf_finding *f)
 {
 	const struct nf_pass *ps = ctx;
 	struct nf_finding g = *f;
@@ -74,7 +74,7 @@ int nf_pass_replay(struct nf_pass *ps, const struct nf_event *ev, const char *st
  * session, /dev/zero) is not followed, and a FIFO, device or directory (which
  * babeltrace2 would block on or skip silently) is refused.
  */
-static int nf_check_plain_files(const char *dir, struct nf_error *err)
+static int check_plain_files(const char *dir, struct nf_error *err)
 {
 	DIR *d = opendir(dir);
 	struct dirent *de;
@@ -111,7 +111,7 @@ static int nf_check_plain_files(const char *dir, struct nf_error *err)
 }
 
 /* NFTRACE_READER=babeltrace2 forces the graph for every session. */
-static bool nf_reader_forced_bt(void)
+static bool reader_forced_bt(void)
 {
 	const char *v = getenv("NFTRACE_READER");
 
@@ -119,7 +119,7 @@ static bool nf_reader_forced_bt(void)
 }
 
 /* Does dir hold stream data: a non-empty regular file next to the metadata? */
-static bool nf_has_stream_data(const char *dir)
+static bool has_stream_data(const char *dir)
 {
 	struct dirent *de;
 	bool any = false;
@@ -142,7 +142,7 @@ static bool nf_has_stream_data(const char *dir)
  * sessions, from its metadata's parts (prescan.c): what the babeltrace2 probe
  * reads from the trace environment and clock class, the same way.
  */
-static int nf_own_session_info(struct nf_parser *p, const struct nf_prescan_meta *mt,
+static int own_session_info(struct nf_parser *p, const struct nf_prescan_meta *mt,
 			       struct nf_error *err)
 {
 	struct nf_session_info *in = &p->info;
@@ -194,7 +194,7 @@ static int nf_own_session_info(struct nf_parser *p, const struct nf_prescan_meta
 		return nf_error_set(err, NF_EFORMAT,
 				    "%s: not an nftrace session (no schema_version or cpu_frequency in the trace environment)",
 				    p->dir);
-	if (!nf_has_stream_data(p->dir))
+	if (!has_stream_data(p->dir))
 		return nf_error_set(err, NF_EFORMAT, "%s: no events (no stream data next to the metadata)",
 				    p->dir);
 	/* The clock's offset as babeltrace2 normalises it: whole seconds and cycles below freq. */
@@ -232,7 +232,7 @@ int nf_parser_open(const char *dir, struct nf_parser **out, struct nf_error *err
 	free(meta);
 	if (rc != 0 || !(S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)))
 		return nf_error_set(err, NF_EFORMAT, "%s: not an nftrace session (no CTF metadata)", dir);
-	rc = nf_check_plain_files(dir, err);
+	rc = check_plain_files(dir, err);
 	if (rc)
 		return rc;
 
@@ -275,9 +275,9 @@ int nf_parser_open(const char *dir, struct nf_parser **out, struct nf_error *err
 				goto out_destroy;
 			}
 		}
-		if (mt && !nf_reader_forced_bt()) {
+		if (mt && !reader_forced_bt()) {
 			p->fast = true;
-			rc = nf_own_session_info(p, mt, err);
+			rc = own_session_info(p, mt, err);
 			nf_prescan_meta_free(mt);
 			if (rc)
 				goto out_destroy;
@@ -323,7 +323,7 @@ void nf_parser_get_stats(const struct nf_parser *p, struct nf_parser_stats *st)
 
 /* ---- the native reader's sink (fastread.c) ------------------------------- */
 
-static int nf_fast_event(void *ctx, struct nf_event *ev, const char *stream, uint64_t packet)
+static int fast_event(void *ctx, struct nf_event *ev, const char *stream, uint64_t packet)
 {
 	struct nf_pass *ps = ctx;
 	uint64_t index = ps->p->stats.events++;
@@ -337,7 +337,7 @@ static int nf_fast_event(void *ctx, struct nf_event *ev, const char *stream, uin
 	return nf_pass_replay(ps, ev, stream, packet, index);
 }
 
-static void nf_fast_discarded(void *ctx, uint64_t count)
+static void fast_discarded(void *ctx, uint64_t count)
 {
 	struct nf_pass *ps = ctx;
 
@@ -359,13 +359,13 @@ int nf_parser_run(struct nf_parser *p, const struct nf_parser_callbacks *cb, str
 	ps.cb = cb ? cb : &none;
 	ps.err = err;
 	ps.replay_cb.ctx = &ps;
-	ps.replay_cb.entry = ps.cb->entry ? nf_pass_entry_cb : NULL;
-	ps.replay_cb.finding = ps.cb->finding ? nf_pass_finding_cb : NULL;
+	ps.replay_cb.entry = ps.cb->entry ? pass_entry_cb : NULL;
+	ps.replay_cb.finding = ps.cb->finding ? pass_finding_cb : NULL;
 	ps.replay = nf_logreplay_create(&ps.replay_cb);
 	if (!ps.replay)
 		return nf_error_set(err, NF_ENOMEM, "out of memory");
 	if (p->fast) {
-		struct nf_fr_sink sink = { &ps, nf_fast_event, nf_fast_discarded };
+		struct nf_fr_sink sink = { &ps, fast_event, fast_discarded };
 
 		rc = nf_fastread_run(p->dir, &p->tr, &sink, err);
 	} else {

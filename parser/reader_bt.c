@@ -45,7 +45,7 @@ struct nf_class_map {
  * ("... stream file `/x/s/events`" or "'/x/s/events'"), or "" (metadata and
  * directories are not named: the message already names the directory).
  */
-static void nf_bt_quoted_file(const char *m, char *out, size_t len)
+static void quoted_file(const char *m, char *out, size_t len)
 {
 	for (const char *q = m; *q; q++) {
 		if (*q != '`' && *q != '\'')
@@ -75,7 +75,7 @@ static void nf_bt_quoted_file(const char *m, char *out, size_t len)
  * Appends a babeltrace2 cause to msg without its object addresses
  * ("msg-it-addr=0x55..., " and the like), which mean nothing to a user.
  */
-static size_t nf_bt_append_clean(char *msg, size_t len, size_t cap, const char *m)
+static size_t append_clean(char *msg, size_t len, size_t cap, const char *m)
 {
 	while (*m && len + 1 < cap) {
 		const char *eq = NULL;
@@ -110,7 +110,7 @@ static size_t nf_bt_append_clean(char *msg, size_t len, size_t cap, const char *
  * Records babeltrace's current thread error (if any) as `code`, prefixed with
  * the directory; the root cause comes first. Always releases the error.
  */
-static int nf_bt_error(struct nf_error *err, int code, const char *dir, const char *what)
+static int fail_from_bt(struct nf_error *err, int code, const char *dir, const char *what)
 {
 	const bt_error *e = bt_current_thread_take_error();
 	char msg[NF_ERROR_MSG_MAX], file[256] = "";
@@ -133,12 +133,12 @@ static int nf_bt_error(struct nf_error *err, int code, const char *dir, const ch
 			if (!m || !*m || (mod && strcmp(mod, "libbabeltrace2") == 0 && len))
 				continue;
 			if (!file[0])
-				nf_bt_quoted_file(m, file, sizeof(file));
+				quoted_file(m, file, sizeof(file));
 			if (len)
 				len += (size_t)snprintf(msg + len, sizeof(msg) - len, "; ");
 			if (len >= sizeof(msg))
 				len = sizeof(msg) - 1;
-			len = nf_bt_append_clean(msg, len, sizeof(msg), m);
+			len = append_clean(msg, len, sizeof(msg), m);
 		}
 		bt_error_release(e);
 	}
@@ -170,12 +170,12 @@ int nf_find_plugin(const char *name, const bt_plugin **out, struct nf_error *err
 
 /* ---- field decoding ---------------------------------------------------- */
 
-static bool nf_fc_is_int(const bt_field_class *fc)
+static bool fc_is_int(const bt_field_class *fc)
 {
 	return bt_field_class_type_is(bt_field_class_get_type(fc), BT_FIELD_CLASS_TYPE_INTEGER);
 }
 
-static uint64_t nf_field_int(const bt_field *f)
+static uint64_t field_int(const bt_field *f)
 {
 	bt_field_class_type t = bt_field_get_class_type(f);
 
@@ -185,7 +185,7 @@ static uint64_t nf_field_int(const bt_field *f)
 }
 
 /* A member's index by name; "_name" also matches (TSDL's escape for identifiers). */
-static int64_t nf_member_index(const bt_field_class *st, const char *name)
+static int64_t member_index(const bt_field_class *st, const char *name)
 {
 	uint64_t n = bt_field_class_structure_get_member_count(st);
 	int64_t escaped = -1;
@@ -202,14 +202,14 @@ static int64_t nf_member_index(const bt_field_class *st, const char *name)
 	return escaped;
 }
 
-static const bt_field_class *nf_member_class(const bt_field_class *st, int64_t idx)
+static const bt_field_class *member_class(const bt_field_class *st, int64_t idx)
 {
 	return bt_field_class_structure_member_borrow_field_class_const(
 		bt_field_class_structure_borrow_member_by_index_const(st, (uint64_t)idx));
 }
 
 /* Resolves an event class against the schema: which member holds which field. */
-static int nf_class_resolve(struct nf_pass *ps, const bt_event_class *cls, struct nf_class_map *m)
+static int class_resolve(struct nf_pass *ps, const bt_event_class *cls, struct nf_class_map *m)
 {
 	const char *name = bt_event_class_get_name(cls);
 	const bt_field_class *payload = bt_event_class_borrow_payload_field_class_const(cls);
@@ -229,33 +229,33 @@ static int nf_class_resolve(struct nf_pass *ps, const bt_event_class *cls, struc
 	d = nf_event_desc((uint32_t)m->id);
 	for (uint32_t i = 0; payload && i < d->n_fields; i++) {
 		const struct nf_field_desc *fd = &d->fields[i];
-		int64_t idx = nf_member_index(payload, fd->name);
+		int64_t idx = member_index(payload, fd->name);
 		const bt_field_class *fc, *el;
 		bool ok;
 
 		if (idx < 0)
 			continue;
-		fc = nf_member_class(payload, idx);
+		fc = member_class(payload, idx);
 		switch (fd->type) {
 		case NF_FT_STR:
 			ok = bt_field_class_get_type(fc) == BT_FIELD_CLASS_TYPE_STRING;
 			break;
 		case NF_FT_U32SEQ:
 			ok = bt_field_class_type_is(bt_field_class_get_type(fc), BT_FIELD_CLASS_TYPE_ARRAY) &&
-			     nf_fc_is_int(bt_field_class_array_borrow_element_field_class_const(fc));
+			     fc_is_int(bt_field_class_array_borrow_element_field_class_const(fc));
 			break;
 		case NF_FT_ENTRIES:
 			ok = bt_field_class_type_is(bt_field_class_get_type(fc), BT_FIELD_CLASS_TYPE_ARRAY);
 			el = ok ? bt_field_class_array_borrow_element_field_class_const(fc) : NULL;
 			ok = ok && bt_field_class_get_type(el) == BT_FIELD_CLASS_TYPE_STRUCTURE;
 			for (int k = 0; ok && k < NF_EM_COUNT; k++) {
-				m->entry_member[k] = nf_member_index(el, nf_entry_member_names[k]);
-				if (m->entry_member[k] >= 0 && !nf_fc_is_int(nf_member_class(el, m->entry_member[k])))
+				m->entry_member[k] = member_index(el, nf_entry_member_names[k]);
+				if (m->entry_member[k] >= 0 && !fc_is_int(member_class(el, m->entry_member[k])))
 					ok = false;
 			}
 			break;
 		default:
-			ok = nf_fc_is_int(fc);
+			ok = fc_is_int(fc);
 			break;
 		}
 		if (!ok)
@@ -267,7 +267,7 @@ static int nf_class_resolve(struct nf_pass *ps, const bt_event_class *cls, struc
 	return 0;
 }
 
-static int nf_class_lookup(struct nf_pass *ps, const bt_event_class *cls,
+static int class_lookup(struct nf_pass *ps, const bt_event_class *cls,
 			   const struct nf_class_map **out)
 {
 	int rc;
@@ -283,14 +283,14 @@ static int nf_class_lookup(struct nf_pass *ps, const bt_event_class *cls,
 	if (nf_array_reserve((void **)&ps->classes, &ps->cap_classes, ps->n_classes + 1,
 			     sizeof(*ps->classes), 32, NF_READER_MAX_CLASSES))
 		return nf_error_set(ps->err, NF_ENOMEM, "out of memory for event classes");
-	rc = nf_class_resolve(ps, cls, &ps->classes[ps->n_classes]);
+	rc = class_resolve(ps, cls, &ps->classes[ps->n_classes]);
 	if (rc)
 		return rc;
 	*out = &ps->classes[ps->n_classes++];
 	return 0;
 }
 
-static int nf_read_array(struct nf_pass *ps, const struct nf_class_map *m,
+static int read_array(struct nf_pass *ps, const struct nf_class_map *m,
 			 const struct nf_field_desc *fd, const bt_field *f, uint64_t *len_out,
 			 uint64_t event_index)
 {
@@ -308,7 +308,7 @@ static int nf_read_array(struct nf_pass *ps, const struct nf_class_map *m,
 		if (rc)
 			return rc;
 		for (uint64_t i = 0; i < n; i++)
-			ps->u32s[i] = (uint32_t)nf_field_int(
+			ps->u32s[i] = (uint32_t)field_int(
 				bt_field_array_borrow_element_field_by_index_const(f, i));
 		return 0;
 	}
@@ -323,7 +323,7 @@ static int nf_read_array(struct nf_pass *ps, const struct nf_class_map *m,
 
 		for (int k = 0; k < NF_EM_COUNT; k++)
 			if (m->entry_member[k] >= 0)
-				v[k] = nf_field_int(bt_field_structure_borrow_member_field_by_index_const(
+				v[k] = field_int(bt_field_structure_borrow_member_field_by_index_const(
 					el, (uint64_t)m->entry_member[k]));
 		e->fence_value = v[NF_EM_FENCE_VALUE];
 		e->hnative_fence = (uint32_t)v[NF_EM_HNATIVE_FENCE];
@@ -337,7 +337,7 @@ static int nf_read_array(struct nf_pass *ps, const struct nf_class_map *m,
 }
 
 /* Fills ev from an event message; *known is false for an event not in the schema. */
-static int nf_decode_event(struct nf_pass *ps, const bt_message *msg, struct nf_event *ev,
+static int decode_event(struct nf_pass *ps, const bt_message *msg, struct nf_event *ev,
 			   bool *known, uint64_t event_index)
 {
 	const bt_event *e = bt_message_event_borrow_event_const(msg);
@@ -346,7 +346,7 @@ static int nf_decode_event(struct nf_pass *ps, const bt_message *msg, struct nf_
 	const struct nf_event_desc *d;
 	int rc;
 
-	rc = nf_class_lookup(ps, bt_event_borrow_class_const(e), &m);
+	rc = class_lookup(ps, bt_event_borrow_class_const(e), &m);
 	if (rc)
 		return rc;
 	*known = m->id >= 0;
@@ -372,7 +372,7 @@ static int nf_decode_event(struct nf_pass *ps, const bt_message *msg, struct nf_
 		case NF_FT_U32SEQ:
 		case NF_FT_ENTRIES:
 			/* The sequence's own length wins over the length field before it. */
-			rc = nf_read_array(ps, m, fd, f, &ev->f[i - 1], event_index);
+			rc = read_array(ps, m, fd, f, &ev->f[i - 1], event_index);
 			if (rc)
 				return rc;
 			if (fd->type == NF_FT_U32SEQ)
@@ -381,7 +381,7 @@ static int nf_decode_event(struct nf_pass *ps, const bt_message *msg, struct nf_
 				ev->entries = ps->entries;
 			break;
 		default:
-			ev->f[i] = nf_field_int(f);
+			ev->f[i] = field_int(f);
 			break;
 		}
 	}
@@ -390,7 +390,7 @@ static int nf_decode_event(struct nf_pass *ps, const bt_message *msg, struct nf_
 
 /* ---- session environment ----------------------------------------------- */
 
-static int nf_env_int(const bt_trace *t, const char *key, bool required, uint64_t *out)
+static int env_int(const bt_trace *t, const char *key, bool required, uint64_t *out)
 {
 	const bt_value *v = bt_trace_borrow_environment_entry_value_by_name_const(t, key);
 
@@ -408,7 +408,7 @@ static int nf_env_int(const bt_trace *t, const char *key, bool required, uint64_
 	}
 }
 
-static int nf_env_str(const bt_trace *t, const char *key, const char **out, struct nf_error *err)
+static int env_str(const bt_trace *t, const char *key, const char **out, struct nf_error *err)
 {
 	const bt_value *v = bt_trace_borrow_environment_entry_value_by_name_const(t, key);
 	char *s;
@@ -422,38 +422,38 @@ static int nf_env_str(const bt_trace *t, const char *key, const char **out, stru
 	return 0;
 }
 
-static int nf_read_env(struct nf_pass *ps, const bt_trace *t)
+static int read_env(struct nf_pass *ps, const bt_trace *t)
 {
 	struct nf_parser *p = ps->p;
 	struct nf_session_info *in = &p->info;
 	uint64_t sv = 0, gt = 0;
 	int rc;
 
-	if (nf_env_int(t, "schema_version", true, &sv) || nf_env_int(t, "cpu_frequency", true, &in->cpu_frequency) ||
+	if (env_int(t, "schema_version", true, &sv) || env_int(t, "cpu_frequency", true, &in->cpu_frequency) ||
 	    in->cpu_frequency == 0)
 		return nf_error_set(ps->err, NF_EFORMAT,
 				    "%s: not an nftrace session (no schema_version or cpu_frequency in the trace environment)",
 				    p->dir);
 	in->schema_version = (int64_t)sv;
-	nf_env_int(t, "seed", false, &in->seed);
-	nf_env_int(t, "start_ticks", false, &in->start_ticks);
-	nf_env_int(t, "ground_truth", false, &gt);
+	env_int(t, "seed", false, &in->seed);
+	env_int(t, "start_ticks", false, &in->start_ticks);
+	env_int(t, "ground_truth", false, &gt);
 	in->ground_truth = gt != 0;
-	rc = nf_env_str(t, "tool_version", &in->tool_version, ps->err);
+	rc = env_str(t, "tool_version", &in->tool_version, ps->err);
 	if (!rc)
-		rc = nf_env_str(t, "source", &in->source, ps->err);
+		rc = env_str(t, "source", &in->source, ps->err);
 	if (!rc)
-		rc = nf_env_str(t, "mode", &in->mode, ps->err);
+		rc = env_str(t, "mode", &in->mode, ps->err);
 	if (!rc)
-		rc = nf_env_str(t, "host", &in->host, ps->err);
+		rc = env_str(t, "host", &in->host, ps->err);
 	if (!rc)
-		rc = nf_env_str(t, "import_note", &in->import_note, ps->err);
+		rc = env_str(t, "import_note", &in->import_note, ps->err);
 	return rc;
 }
 
 /* ---- the graph ---------------------------------------------------------- */
 
-static const char *nf_basename(const char *path)
+static const char *path_basename(const char *path)
 {
 	const char *s;
 
@@ -464,7 +464,7 @@ static const char *nf_basename(const char *path)
 }
 
 /* A packet begins: remember its packet_seq_num (else its ordinal) for its stream. */
-static void nf_pass_packet(struct nf_pass *ps, const bt_packet *pk)
+static void pass_packet(struct nf_pass *ps, const bt_packet *pk)
 {
 	const bt_stream *st = bt_packet_borrow_stream_const(pk);
 	const bt_field *ctx = bt_packet_borrow_context_field_const(pk);
@@ -483,19 +483,19 @@ static void nf_pass_packet(struct nf_pass *ps, const bt_packet *pk)
 	}
 	ps->streams[i].packet = ps->streams[i].ordinal;
 	if (ctx && bt_field_get_class_type(ctx) == BT_FIELD_CLASS_TYPE_STRUCTURE) {
-		int64_t m = nf_member_index(bt_field_borrow_class_const(ctx), "packet_seq_num");
+		int64_t m = member_index(bt_field_borrow_class_const(ctx), "packet_seq_num");
 
 		if (m >= 0) {
 			const bt_field *f = bt_field_structure_borrow_member_field_by_index_const(
 				ctx, (uint64_t)m);
 
 			if (bt_field_class_type_is(bt_field_get_class_type(f), BT_FIELD_CLASS_TYPE_INTEGER))
-				ps->streams[i].packet = nf_field_int(f);
+				ps->streams[i].packet = field_int(f);
 		}
 	}
 }
 
-static uint64_t nf_pass_packet_of(const struct nf_pass *ps, const bt_stream *st)
+static uint64_t pass_packet_of(const struct nf_pass *ps, const bt_stream *st)
 {
 	for (size_t i = 0; i < ps->n_streams; i++)
 		if (ps->streams[i].stream == st)
@@ -503,7 +503,7 @@ static uint64_t nf_pass_packet_of(const struct nf_pass *ps, const bt_stream *st)
 	return NF_PACKET_UNKNOWN;
 }
 
-static int nf_pass_event(struct nf_pass *ps, const bt_message *msg)
+static int pass_event(struct nf_pass *ps, const bt_message *msg)
 {
 	struct nf_parser *p = ps->p;
 	uint64_t index = p->stats.events++;
@@ -511,7 +511,7 @@ static int nf_pass_event(struct nf_pass *ps, const bt_message *msg)
 	bool known;
 	int rc;
 
-	rc = nf_decode_event(ps, msg, &ev, &known, index);
+	rc = decode_event(ps, msg, &ev, &known, index);
 	if (rc)
 		return rc;
 	if (!known) {
@@ -525,8 +525,8 @@ static int nf_pass_event(struct nf_pass *ps, const bt_message *msg)
 	}
 	const bt_stream *bst = bt_event_borrow_stream_const(bt_message_event_borrow_event_const(msg));
 
-	return nf_pass_replay(ps, &ev, nf_basename(bt_stream_get_name(bst)),
-			      nf_pass_packet_of(ps, bst), index);
+	return nf_pass_replay(ps, &ev, path_basename(bt_stream_get_name(bst)),
+			      pass_packet_of(ps, bst), index);
 }
 
 /*
@@ -535,7 +535,7 @@ static int nf_pass_event(struct nf_pass *ps, const bt_message *msg)
  * the metadata defines. Without a default clock the session is left to
  * babeltrace2.
  */
-static void nf_read_trace_class(struct nf_parser *p, const bt_stream *st)
+static void read_trace_class(struct nf_parser *p, const bt_stream *st)
 {
 	const bt_trace *t = bt_stream_borrow_trace_const(st);
 	const bt_trace_class *tc = bt_trace_borrow_class_const(t);
@@ -559,7 +559,7 @@ static void nf_read_trace_class(struct nf_parser *p, const bt_stream *st)
 	}
 }
 
-static int nf_pass_message(struct nf_pass *ps, const bt_message *msg)
+static int pass_message(struct nf_pass *ps, const bt_message *msg)
 {
 	uint64_t n;
 
@@ -569,16 +569,16 @@ static int nf_pass_message(struct nf_pass *ps, const bt_message *msg)
 			const bt_stream *st = bt_message_stream_beginning_borrow_stream_const(msg);
 
 			ps->env_done = true;
-			nf_read_trace_class(ps->p, st);
-			return nf_read_env(ps, bt_stream_borrow_trace_const(st));
+			read_trace_class(ps->p, st);
+			return read_env(ps, bt_stream_borrow_trace_const(st));
 		}
 		return 0;
 	case BT_MESSAGE_TYPE_PACKET_BEGINNING:
 		if (!ps->probe)
-			nf_pass_packet(ps, bt_message_packet_beginning_borrow_packet_const(msg));
+			pass_packet(ps, bt_message_packet_beginning_borrow_packet_const(msg));
 		return 0;
 	case BT_MESSAGE_TYPE_EVENT:
-		return ps->probe ? 0 : nf_pass_event(ps, msg);
+		return ps->probe ? 0 : pass_event(ps, msg);
 	case BT_MESSAGE_TYPE_DISCARDED_EVENTS:
 		if (!ps->probe && bt_message_discarded_events_get_count(msg, &n) ==
 					  BT_PROPERTY_AVAILABILITY_AVAILABLE)
@@ -590,7 +590,7 @@ static int nf_pass_message(struct nf_pass *ps, const bt_message *msg)
 }
 
 static bt_graph_simple_sink_component_consume_func_status
-nf_sink_consume(bt_message_iterator *it, void *data)
+sink_consume(bt_message_iterator *it, void *data)
 {
 	struct nf_pass *ps = data;
 	bt_message_array_const msgs;
@@ -610,7 +610,7 @@ nf_sink_consume(bt_message_iterator *it, void *data)
 	}
 	for (i = 0; i < count; i++) {
 		if (ps->rc == 0)
-			ps->rc = nf_pass_message(ps, msgs[i]);
+			ps->rc = pass_message(ps, msgs[i]);
 		bt_message_put_ref(msgs[i]);
 	}
 	return ps->rc ? BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_ERROR
@@ -649,14 +649,14 @@ int nf_graph_build(struct nf_pass *ps, bt_graph **out)
 	}
 	if (bt_graph_add_source_component(g, src_cls, "source", params, BT_LOGGING_LEVEL_NONE,
 					  &src) != BT_GRAPH_ADD_COMPONENT_STATUS_OK) {
-		rc = nf_bt_error(ps->err, NF_EFORMAT, p->dir, "cannot open the CTF trace");
+		rc = fail_from_bt(ps->err, NF_EFORMAT, p->dir, "cannot open the CTF trace");
 		goto out_put_graph;
 	}
 	if (bt_graph_add_filter_component(g, mux_cls, "muxer", NULL, BT_LOGGING_LEVEL_NONE,
 					  &mux) != BT_GRAPH_ADD_COMPONENT_STATUS_OK ||
-	    bt_graph_add_simple_sink_component(g, "sink", NULL, nf_sink_consume, NULL, ps,
+	    bt_graph_add_simple_sink_component(g, "sink", NULL, sink_consume, NULL, ps,
 					       &sink) != BT_GRAPH_ADD_COMPONENT_STATUS_OK) {
-		rc = nf_bt_error(ps->err, NF_ENOMEM, p->dir, "cannot build the babeltrace2 graph");
+		rc = fail_from_bt(ps->err, NF_ENOMEM, p->dir, "cannot build the babeltrace2 graph");
 		goto out_put_graph;
 	}
 	/* One muxer input per stream: the muxer adds a free input port after each connection. */
@@ -667,14 +667,14 @@ int nf_graph_build(struct nf_pass *ps, bt_graph **out)
 			mux, bt_component_filter_get_input_port_count(mux) - 1);
 
 		if (bt_graph_connect_ports(g, op, ip, NULL) != BT_GRAPH_CONNECT_PORTS_STATUS_OK) {
-			rc = nf_bt_error(ps->err, NF_EFORMAT, p->dir, "cannot connect a stream");
+			rc = fail_from_bt(ps->err, NF_EFORMAT, p->dir, "cannot connect a stream");
 			goto out_put_graph;
 		}
 	}
 	if (bt_graph_connect_ports(g, bt_component_filter_borrow_output_port_by_index_const(mux, 0),
 				   bt_component_sink_borrow_input_port_by_index_const(sink, 0),
 				   NULL) != BT_GRAPH_CONNECT_PORTS_STATUS_OK) {
-		rc = nf_bt_error(ps->err, NF_EFORMAT, p->dir, "cannot connect the muxer");
+		rc = fail_from_bt(ps->err, NF_EFORMAT, p->dir, "cannot connect the muxer");
 		goto out_put_graph;
 	}
 	bt_value_put_ref(params);
@@ -706,9 +706,9 @@ int nf_graph_drive(struct nf_pass *ps, bt_graph *g)
 		case BT_GRAPH_RUN_ONCE_STATUS_END:
 			return 0;
 		case BT_GRAPH_RUN_ONCE_STATUS_MEMORY_ERROR:
-			return nf_bt_error(ps->err, NF_ENOMEM, ps->p->dir, "out of memory reading the trace");
+			return fail_from_bt(ps->err, NF_ENOMEM, ps->p->dir, "out of memory reading the trace");
 		default:
-			return nf_bt_error(ps->err, NF_EFORMAT, ps->p->dir, "cannot read the trace");
+			return fail_from_bt(ps->err, NF_EFORMAT, ps->p->dir, "cannot read the trace");
 		}
 	}
 }

@@ -39,7 +39,7 @@
  * pre-scanned. The graph runs here only after the child read within it. */
 #define NF_BT_CHILD_MEM_MAX (4ull << 30)
 
-static double nf_bt_timeout_ms(const char *dir)
+static double child_timeout_ms(const char *dir)
 {
 	const char *v = getenv("NFTRACE_BT_TIMEOUT");
 	double bytes = 0;
@@ -66,7 +66,7 @@ static double nf_bt_timeout_ms(const char *dir)
 	return NF_BT_TIMEOUT_MIN_MS + bytes / (1024.0 * 1024.0) * NF_BT_TIMEOUT_MS_PER_MIB;
 }
 
-static const char *nf_signal_name(int sig, char *buf, size_t len)
+static const char *signal_name(int sig, char *buf, size_t len)
 {
 	static const struct { int sig; const char *name; } names[] = {
 		{ SIGSEGV, "SIGSEGV" }, { SIGABRT, "SIGABRT" }, { SIGBUS, "SIGBUS" },
@@ -82,7 +82,7 @@ static const char *nf_signal_name(int sig, char *buf, size_t len)
 	return buf;
 }
 
-static double nf_now_ms(void)
+static double now_ms(void)
 {
 	struct timespec ts;
 
@@ -96,7 +96,7 @@ static double nf_now_ms(void)
  * has now, which includes a sanitizer's shadow; the address space would not
  * do, a sanitizer's allocator maps inside a range it reserved at start.
  */
-static void nf_bt_child_limit_memory(void)
+static void child_limit_memory(void)
 {
 	char buf[4096], *at;
 	unsigned long long kb = 0;
@@ -135,7 +135,7 @@ struct nf_bt_verdict {
  * leaves no core file, dies with its parent, and reads and writes nothing
  * but /dev/null and its pipe.
  */
-static _Noreturn void nf_bt_child(struct nf_parser *p, int wfd, pid_t parent)
+static _Noreturn void child_read(struct nf_parser *p, int wfd, pid_t parent)
 {
 	static const int crash_sigs[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS };
 	struct rlimit no_core = { 0, 0 };
@@ -151,7 +151,7 @@ static _Noreturn void nf_bt_child(struct nf_parser *p, int wfd, pid_t parent)
 	if (wfd <= STDERR_FILENO && (wfd = fcntl(wfd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1)) < 0)
 		_exit(2);
 	setrlimit(RLIMIT_CORE, &no_core);
-	nf_bt_child_limit_memory();
+	child_limit_memory();
 	memset(&dfl, 0, sizeof(dfl));
 	dfl.sa_handler = SIG_DFL;
 	sigemptyset(&dfl.sa_mask);
@@ -193,7 +193,7 @@ static _Noreturn void nf_bt_child(struct nf_parser *p, int wfd, pid_t parent)
 int nf_bt_contained(struct nf_parser *p, struct nf_error *err)
 {
 	struct nf_bt_verdict v;
-	double timeout = nf_bt_timeout_ms(p->dir), deadline = nf_now_ms() + timeout;
+	double timeout = child_timeout_ms(p->dir), deadline = now_ms() + timeout;
 	size_t got = 0;
 	bool timed_out = false;
 	int wait_errno = 0;
@@ -215,12 +215,12 @@ int nf_bt_contained(struct nf_parser *p, struct nf_error *err)
 	}
 	if (pid == 0) {
 		close(fds[0]);
-		nf_bt_child(p, fds[1], parent);
+		child_read(p, fds[1], parent);
 	}
 	close(fds[1]);
 	/* The verdict, or end of file when the child is gone. */
 	for (;;) {
-		double left = deadline - nf_now_ms();
+		double left = deadline - now_ms();
 		struct pollfd pf = { fds[0], POLLIN, 0 };
 		ssize_t n;
 		int r;
@@ -269,7 +269,7 @@ int nf_bt_contained(struct nf_parser *p, struct nf_error *err)
 		return nf_error_set(err, NF_EFORMAT,
 				    "%s: babeltrace2 crashed (%s) reading this trace (or needed more than %llu "
 				    "GiB of memory): not a trace nftrace can read", p->dir,
-				    nf_signal_name(WTERMSIG(st), sig, sizeof(sig)), NF_BT_CHILD_MEM_MAX >> 30);
+				    signal_name(WTERMSIG(st), sig, sizeof(sig)), NF_BT_CHILD_MEM_MAX >> 30);
 	/* Exited without a verdict: a sanitizer's or libc's own report of a crash
 	 * or of memory it could not get. */
 	return nf_error_set(err, NF_EFORMAT,

@@ -7,6 +7,7 @@
 #define NF_TEST_H
 
 #include <check.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -145,19 +146,55 @@ static inline void nf_test_capture_close(struct nf_test_capture *c, char *out, s
  * signal, 127 when argv[0] could not be run, -1 when no child could be
  * started (the reason on stderr). Asserts nothing: usable outside a test.
  */
+extern char **environ;
+
+/* The name part of "NAME=value" (or all of "NAME") equals that of e. */
+static inline int nf_test_env_same_name(const char *a, const char *e)
+{
+	size_t n = strcspn(a, "=");
+
+	return strncmp(a, e, n) == 0 && (e[n] == '=' || e[n] == '\0');
+}
+
 static inline int nf_test_exec(const char *const env[], const char *const argv[], char *out,
 			       size_t out_len, char *err, size_t err_len)
 {
 	struct nf_test_capture c;
+	size_t n_env = 0, n_new = 0, k = 0;
+	char **envp;
 	pid_t pid;
 	int st;
 
-	if (nf_test_capture_open(&c) != 0)
+	/* The child's environment is made here: after fork, in a process that may
+	 * have threads, the child only calls what is async-signal-safe. */
+	while (environ[n_env])
+		n_env++;
+	while (env && env[n_new])
+		n_new++;
+	envp = calloc(n_env + n_new + 1, sizeof(*envp));
+	if (!envp)
 		return -1;
+	for (size_t i = 0; i < n_env; i++) {
+		bool replaced = false;
+
+		for (size_t j = 0; j < n_new && !replaced; j++)
+			replaced = nf_test_env_same_name(env[j], environ[i]);
+		if (!replaced)
+			envp[k++] = environ[i];
+	}
+	for (size_t j = 0; j < n_new; j++)
+		if (strchr(env[j], '='))
+			envp[k++] = (char *)(uintptr_t)env[j];
+	envp[k] = NULL;
+	if (nf_test_capture_open(&c) != 0) {
+		free(envp);
+		return -1;
+	}
 	fflush(NULL); /* nothing buffered is written twice */
 	pid = fork();
 	if (pid < 0) {
 		perror("fork");
+		free(envp);
 		nf_test_capture_close(&c, NULL, 0, NULL, 0);
 		return -1;
 	}
@@ -169,25 +206,15 @@ static inline int nf_test_exec(const char *const env[], const char *const argv[]
 		if (in < 0 || fo < 0 || fe < 0 || dup2(in, 0) < 0 || dup2(fo, 1) < 0 ||
 		    dup2(fe, 2) < 0)
 			_exit(127);
-		for (size_t i = 0; env && env[i]; i++) {
-			const char *eq = strchr(env[i], '=');
-			char name[256];
-
-			if (!eq) {
-				unsetenv(env[i]);
-				continue;
-			}
-			if ((size_t)(eq - env[i]) >= sizeof(name))
-				_exit(127);
-			memcpy(name, env[i], (size_t)(eq - env[i]));
-			name[eq - env[i]] = '\0';
-			setenv(name, eq + 1, 1);
-		}
+		environ = envp; /* execvp passes environ on */
 		/* execvp's argv is char *const[] for historical reasons; it does not write it. */
 		execvp(argv[0], (char *const *)(uintptr_t)argv);
-		dprintf(2, "cannot run %s\n", argv[0]);
+		/* write(2) only: the reason is the exit status, the line is for people */
+		if (write(2, "cannot run ", 11) == 11 && write(2, argv[0], strlen(argv[0])) > 0)
+			(void)!write(2, "\n", 1);
 		_exit(127);
 	}
+	free(envp);
 	while (waitpid(pid, &st, 0) < 0) {
 		if (errno != EINTR) {
 			perror("waitpid");
@@ -317,9 +344,11 @@ static inline void nf_test_rmtree(const char *dir)
 }
 
 /*
- * Runs a shell command (for pipelines and redirections; nftrace itself is run
- * with nf_test_nftrace_run, without a shell), capturing stdout and stderr (each truncated to len-1
- * bytes; the captures are files under nf_test_tmpbase(), removed after).
+ * Runs a shell command line as it is. Only for a command with no path or
+ * other outside text in it: nftrace runs with nf_test_nftrace_run, and a
+ * script that needs paths takes them as parameters (nf_test_sh). Captures
+ * stdout and stderr (each truncated to len-1 bytes; the captures are files
+ * under nf_test_tmpbase(), removed after).
  * Returns the exit status, or 128+signal when it died of a signal.
  */
 static inline int nf_test_run(const char *cmd, char *out, size_t out_len, char *errbuf,

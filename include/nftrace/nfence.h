@@ -56,7 +56,8 @@
  * Win32 event object D3DKMT signals when a CPU wait is satisfied, a handle
  * the caller waits on and closes (the engine calls it a CPU event).
  * nf_clock_model is the simulated GPU clock of an adapter (frequency, offset,
- * drift, jitter); the analyzer's fit of recorded clocks is another thing.
+ * drift, jitter); the analyzer's fit of recorded clocks is another thing
+ * (nf_clock_fitted, analyzer/builder.h).
  */
 #ifndef NFTRACE_NFENCE_H
 #define NFTRACE_NFENCE_H

@@ -21,7 +21,7 @@
 #include <stdbool.h>
 
 static char tmp[512];
-static char cmd[8192], out[1 << 16], err[1 << 14];
+static char out[1 << 16], err[1 << 14];
 
 /* Runs nftrace with args (no shell), its output in out and err: the exit status. */
 static int nft(const char *const args[])
@@ -191,11 +191,8 @@ START_TEST(chain_three_queues_two_adapters_cpu_thread)
 	ck_assert_int_eq(nft(NF_TEST_ARGV("critical-path", dir)), 0);
 	ck_assert_ptr_nonnull(strstr(out, "latency 200700 ns in 5 segments"));
 	ck_assert_ptr_nonnull(strstr(out, "thread 2"));
-	snprintf(cmd, sizeof(cmd),
-		 "'%s' critical-path '%s' --queue I1 --json | python3 -c 'import json,sys; d=json.load(sys.stdin); "
-		 "print(d[\"op\"], sum(s[\"duration_ns\"] for s in d[\"segments\"]), d[\"latency_ns\"])'",
-		 nf_test_nftrace(), dir);
-	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)), 0);
+	ck_assert_int_eq(nf_test_sh("\"$NF\" critical-path \"$1\" --queue I1 --json | python3 -c 'import json,sys; d=json.load(sys.stdin); "
+		"print(d[\"op\"], sum(s[\"duration_ns\"] for s in d[\"segments\"]), d[\"latency_ns\"])'", NF_TEST_ARGV(dir), out, sizeof(out), err, sizeof(err)), 0);
 	ck_assert_str_eq(out, "4 70200 70200\n");
 }
 END_TEST
@@ -329,9 +326,8 @@ static void expect_check(const char *dir, int status, const char *verdict)
 	int st = nft(NF_TEST_ARGV("check", dir));
 	ck_assert_msg(st == status, "check exit %d: %s %s", st, out, err);
 	ck_assert_msg(strstr(out, verdict) != NULL, "'%s' not in %s", verdict, out);
-	snprintf(cmd, sizeof(cmd), "'%s' check --json '%s' | python3 -m json.tool >/dev/null", nf_test_nftrace(),
-		 dir);
-	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)), 0);
+	ck_assert_int_eq(nf_test_sh("\"$NF\" check --json \"$1\" | python3 -m json.tool >/dev/null",
+			 NF_TEST_ARGV(dir), out, sizeof(out), err, sizeof(err)), 0);
 }
 
 START_TEST(deadlock_two_queues)
@@ -557,9 +553,9 @@ START_TEST(session_cut_mid_frame_is_pending)
 	nf_test_source_path(sample, sizeof(sample), "samples/stress.nfs");
 	snprintf(scen, sizeof(scen), "%s/ring.nfs", tmp);
 	snprintf(dir, sizeof(dir), "%s/ring", tmp);
-	snprintf(cmd, sizeof(cmd), "sed 's/^repeat 4000 as/repeat 300 as/' '%s' > '%s' && '%s' record -o '%s' '%s'",
-		 sample, scen, nf_test_nftrace(), dir, scen);
-	ck_assert_msg(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)) == 0, "%s", err);
+	ck_assert_msg(nf_test_sh("sed 's/^repeat 4000 as/repeat 300 as/' \"$1\" > \"$2\" && \"$NF\" record -o \"$3\" \"$2\"",
+		      NF_TEST_ARGV(sample, scen, dir), out, sizeof(out), err, sizeof(err)) == 0,
+		      "%s", err);
 	/* the last packet that starts past the middle: packets start on 4 KiB blocks
 	 * with the CTF magic 0xC1FC1FC1 (little endian) */
 	snprintf(events, sizeof(events), "%s/events", dir);
@@ -802,8 +798,8 @@ START_TEST(report_draws_the_path)
 	cairo_surface_destroy(im0.sf);
 	nf_render_layout_release(&lay);
 	/* an operation with no latency: one line, exit 1, no picture */
-	snprintf(cmd, sizeof(cmd), "'%s' report '%s' -o '%s/x.png' --critical-path 77", nf_test_nftrace(), dir, tmp);
-	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)), 1);
+	ck_assert_int_eq(nf_test_sh("\"$NF\" report \"$1\" -o \"$2/x.png\" --critical-path 77",
+			 NF_TEST_ARGV(dir, tmp), out, sizeof(out), err, sizeof(err)), 1);
 	ck_assert_int_eq(nf_test_count_lines(err), 1);
 	ck_assert_ptr_nonnull(strstr(err, "--critical-path 77"));
 }
@@ -817,22 +813,23 @@ START_TEST(cli_bad_usage)
 
 	record("log-buffer-example", dir, sizeof(dir));
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		snprintf(cmd, sizeof(cmd), "'%s' critical-path %s", nf_test_nftrace(), bad[i]);
-		int st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+		/* the table's words split by the shell, as typed */
+		int st = nf_test_sh("exec \"$NF\" critical-path $1", NF_TEST_ARGV(bad[i]), out,
+				    sizeof(out), err, sizeof(err));
 		ck_assert_msg(st == 2, "'%s': exit %d", bad[i], st);
 		ck_assert_int_eq(nf_test_count_lines(err), 1);
 	}
 	/* failures of the work: one line naming what, exit 1 */
 	static const char *const fail[] = { "--op 99", "--queue NoSuchQueue", "--at 1ns" };
 	for (size_t i = 0; i < sizeof(fail) / sizeof(fail[0]); i++) {
-		snprintf(cmd, sizeof(cmd), "'%s' critical-path '%s' %s", nf_test_nftrace(), dir, fail[i]);
-		int st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+		int st = nf_test_sh("exec \"$NF\" critical-path \"$1\" $2", NF_TEST_ARGV(dir, fail[i]),
+				    out, sizeof(out), err, sizeof(err));
 		ck_assert_msg(st == 1, "'%s': exit %d", fail[i], st);
 		ck_assert_int_eq(nf_test_count_lines(err), 1);
 		ck_assert_msg(out[0] == '\0', "stdout on failure: %s", out);
 	}
-	snprintf(cmd, sizeof(cmd), "'%s' critical-path '%s/none'", nf_test_nftrace(), tmp);
-	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)), 1);
+	ck_assert_int_eq(nf_test_sh("\"$NF\" critical-path \"$1/none\"", NF_TEST_ARGV(tmp), out,
+			 sizeof(out), err, sizeof(err)), 1);
 	ck_assert_int_eq(nf_test_count_lines(err), 1);
 }
 END_TEST

@@ -255,24 +255,24 @@ START_TEST(clock_extrapolates_and_single_pair)
 	/* The fit on its own: finish() would drop the staging tables. */
 	ck_assert_int_eq(nf_clock_fit(fx.db, 0, &fx.err), 0);
 
-	struct nf_clock_model *m = nf_clock_model_create(fx.db, &fx.err);
+	struct nf_clock_fitted *m = nf_clock_fitted_create(fx.db, &fx.err);
 	double ns;
 	bool known;
 
 	ck_assert_ptr_nonnull(m);
-	ck_assert_int_eq(nf_clock_model_convert(m, 0, 1000000000, &ns, &known, &fx.err), 0);
+	ck_assert_int_eq(nf_clock_fitted_convert(m, 0, 1000000000, &ns, &known, &fx.err), 0);
 	ck_assert(known);
 	ck_assert_double_eq_tol(ns, 500000000.0, 1.0);
-	ck_assert_int_eq(nf_clock_model_convert(m, 0, 5000000000, &ns, &known, &fx.err), 0);
+	ck_assert_int_eq(nf_clock_fitted_convert(m, 0, 5000000000, &ns, &known, &fx.err), 0);
 	ck_assert_double_eq_tol(ns, 2500000000.0, 1.0);
-	ck_assert_int_eq(nf_clock_model_convert(m, 0, 8000000000, &ns, &known, &fx.err), 0);
+	ck_assert_int_eq(nf_clock_fitted_convert(m, 0, 8000000000, &ns, &known, &fx.err), 0);
 	ck_assert_double_eq_tol(ns, 4000000000.0, 1.0);
-	ck_assert_int_eq(nf_clock_model_convert(m, 1, 1500, &ns, &known, &fx.err), 0);
+	ck_assert_int_eq(nf_clock_fitted_convert(m, 1, 1500, &ns, &known, &fx.err), 0);
 	ck_assert(known);
 	ck_assert_double_eq_tol(ns, 2000.0, 0.01);
-	ck_assert_int_eq(nf_clock_model_convert(m, 9, 1500, &ns, &known, &fx.err), 0);
+	ck_assert_int_eq(nf_clock_fitted_convert(m, 9, 1500, &ns, &known, &fx.err), 0);
 	ck_assert(!known);
-	nf_clock_model_destroy(m);
+	nf_clock_fitted_destroy(m);
 	fx_close(&fx);
 }
 END_TEST
@@ -1087,10 +1087,9 @@ START_TEST(build_missing_session)
 	ck_assert_int_ne(nf_timeline_build(dir, db, &err), 0);
 	ck_assert_int_ne(err.msg[0], '\0');
 	ck_assert_int_ne(access(db, F_OK), 0);
-	char cmd[800], out[256];
+	char out[256];
 
-	snprintf(cmd, sizeof(cmd), "ls -A '%s'", dir);
-	nf_test_run(cmd, out, sizeof(out), NULL, 0);
+	nf_test_exec(NULL, NF_TEST_ARGV("ls", "-A", dir), out, sizeof(out), NULL, 0);
 	ck_assert_str_eq(out, "");
 	nf_error_clear(&err);
 	ck_assert_int_eq(nf_timeline_ensure("/nonexistent/session", db, sizeof(db), &err),
@@ -1226,13 +1225,13 @@ START_TEST(clock_model_memory_matches_sql)
 	}
 	ck_assert_int_eq(nf_clock_fit(fx.db, 0, &fx.err), 0);
 
-	struct nf_clock_model *mem = nf_clock_model_create(fx.db, &fx.err);
-	struct nf_clock_model *sql = nf_clock_model_create_limit(fx.db, 0, &fx.err);
+	struct nf_clock_fitted *mem = nf_clock_fitted_create(fx.db, &fx.err);
+	struct nf_clock_fitted *sql = nf_clock_fitted_create_limit(fx.db, 0, &fx.err);
 
 	ck_assert_ptr_nonnull(mem);
 	ck_assert_ptr_nonnull(sql);
-	ck_assert(nf_clock_model_detached(mem));
-	ck_assert(!nf_clock_model_detached(sql));
+	ck_assert(nf_clock_fitted_detached(mem));
+	ck_assert(!nf_clock_fitted_detached(sql));
 	sqlite3_stmt *pts;
 	int checked = 0;
 
@@ -1248,8 +1247,8 @@ START_TEST(clock_model_memory_matches_sql)
 			double x = 0, y = 0;
 			bool kx = false, ky = false;
 
-			ck_assert_int_eq(nf_clock_model_convert(mem, a, (uint64_t)probe[k], &x, &kx, &fx.err), 0);
-			ck_assert_int_eq(nf_clock_model_convert(sql, a, (uint64_t)probe[k], &y, &ky, &fx.err), 0);
+			ck_assert_int_eq(nf_clock_fitted_convert(mem, a, (uint64_t)probe[k], &x, &kx, &fx.err), 0);
+			ck_assert_int_eq(nf_clock_fitted_convert(sql, a, (uint64_t)probe[k], &y, &ky, &fx.err), 0);
 			ck_assert(kx == ky);
 			ck_assert_msg(x == y, "adapter %u gpu %lld: memory %.3f, sql %.3f", a,
 				      (long long)probe[k], x, y);
@@ -1262,10 +1261,10 @@ START_TEST(clock_model_memory_matches_sql)
 	double x;
 	bool kx = true;
 
-	ck_assert_int_eq(nf_clock_model_convert(mem, 7, 12345, &x, &kx, &fx.err), 0);
+	ck_assert_int_eq(nf_clock_fitted_convert(mem, 7, 12345, &x, &kx, &fx.err), 0);
 	ck_assert(!kx);
-	nf_clock_model_destroy(mem);
-	nf_clock_model_destroy(sql);
+	nf_clock_fitted_destroy(mem);
+	nf_clock_fitted_destroy(sql);
 	fx_close(&fx);
 }
 END_TEST

@@ -23,22 +23,21 @@
 #include <inttypes.h>
 #include <sqlite3.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <sys/stat.h>
 
 #define OUT_MAX (1 << 20)
 static char out[OUT_MAX], errb[OUT_MAX];
 
-static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int run(const char *fmt, ...)
+/* Runs nftrace with args (no shell), its output in out and errb: the exit status. */
+static int nft(const char *const args[])
 {
-	char cmd[8192];
-	va_list ap;
+	return nf_test_nftrace_run(args, out, sizeof(out), errb, sizeof(errb));
+}
 
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	return nf_test_run(cmd, out, sizeof(out), errb, sizeof(errb));
+/* A shell script with its paths as "$1"... and nftrace as "$NF" (nf_test_sh). */
+static int sh(const char *script, const char *const args[])
+{
+	return nf_test_sh(script, args, out, sizeof(out), errb, sizeof(errb));
 }
 
 /* The rows of sql on the session's timeline, "a|b|c\n" each, NULL as "". */
@@ -448,7 +447,7 @@ static void import_fixture(unsigned ps, char *tmp, size_t tlen, char *session, s
 	snprintf(etl, sizeof(etl), "%s/fixture.etl", tmp);
 	snprintf(session, slen, "%s/s", tmp);
 	write_fixture(etl, ps);
-	ck_assert_msg(run("'%s' import '%s' -o '%s'", nf_test_nftrace(), etl, session) == 0, "%s", errb);
+	ck_assert_msg(nft(NF_TEST_ARGV("import", etl, "-o", session)) == 0, "%s", errb);
 }
 
 START_TEST(test_fixture_rows_64)
@@ -489,7 +488,7 @@ START_TEST(test_capture_is_a_copy)
 	ck_assert(a.st_ino != b.st_ino || a.st_dev != b.st_dev);
 	ck_assert_int_eq((int)a.st_nlink, 1);
 	ck_assert_int_eq((long long)b.st_size, (long long)a.st_size);
-	ck_assert_int_eq(run("echo other > '%s'", cap), 0);
+	ck_assert_int_eq(sh("echo other > \"$1\"", NF_TEST_ARGV(cap)), 0);
 	ck_assert_int_eq(stat(etl, &b), 0);
 	ck_assert_int_eq((long long)b.st_size, (long long)a.st_size);
 	nf_test_rmtree(tmp);
@@ -521,35 +520,39 @@ START_TEST(test_force_replaces_sessions_only)
 	write_fixture(etl, 8);
 	snprintf(d, sizeof(d), "%s/L", tmp);
 	/* Someone's folder with a file named metadata and a subdirectory. */
-	ck_assert_int_eq(run("mkdir -p '%s/sub' && echo m > '%s/metadata' && echo p > '%s/chan0'", d, d, d), 0);
-	ck_assert_int_eq(run("'%s' import --force '%s' -o '%s'", nf_test_nftrace(), etl, d), 1);
+	ck_assert_int_eq(sh("mkdir -p \"$1/sub\" && echo m > \"$1/metadata\" && echo p > \"$1/chan0\"",
+			 NF_TEST_ARGV(d)), 0);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("import", "--force", etl, "-o", d)), 1);
 	ck_assert_msg(nf_test_count_lines(errb) == 1 && strstr(errb, "not an nftrace session"), "%s", errb);
 	ck_assert(exists("%s/metadata", d) && exists("%s/chan0", d) && exists("%s/sub", d));
 	/* A folder holding a capture.etl and a user's file. */
 	snprintf(d, sizeof(d), "%s/U", tmp);
-	ck_assert_int_eq(run("mkdir '%s' && cp '%s' '%s/capture.etl' && echo n > '%s/notes.txt'", d, etl, d, d), 0);
-	ck_assert_int_eq(run("'%s' import --force '%s' -o '%s'", nf_test_nftrace(), etl, d), 1);
+	ck_assert_int_eq(sh("mkdir \"$1\" && cp \"$2\" \"$1/capture.etl\" && echo n > \"$1/notes.txt\"",
+			 NF_TEST_ARGV(d, etl)), 0);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("import", "--force", etl, "-o", d)), 1);
 	ck_assert_msg(nf_test_count_lines(errb) == 1 && strstr(errb, "notes.txt"), "%s", errb);
 	ck_assert(exists("%s/notes.txt", d) && exists("%s/capture.etl", d) && !exists("%s/.timeline.db", d));
 	/* An ETW session with a user's file in it is refused too. */
 	snprintf(d, sizeof(d), "%s/E", tmp);
-	ck_assert_int_eq(run("'%s' import '%s' -o '%s'", nf_test_nftrace(), etl, d), 0);
-	ck_assert_int_eq(run("echo n > '%s/notes.txt'", d), 0);
-	ck_assert_int_eq(run("'%s' import --force '%s' -o '%s'", nf_test_nftrace(), etl, d), 1);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("import", etl, "-o", d)), 0);
+	ck_assert_int_eq(sh("echo n > \"$1/notes.txt\"", NF_TEST_ARGV(d)), 0);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("import", "--force", etl, "-o", d)), 1);
 	ck_assert(exists("%s/notes.txt", d) && exists("%s/capture.etl", d));
 	/* A clean ETW session is replaced; a damaged capture leaves the old one whole. */
-	ck_assert_int_eq(run("rm '%s/notes.txt'", d), 0);
-	ck_assert_msg(run("'%s' import --force '%s' -o '%s'", nf_test_nftrace(), etl, d) == 0, "%s", errb);
-	ck_assert_int_eq(run("head -c 20000 '%s' > '%s/cut.etl'", etl, tmp), 0);
-	ck_assert_int_eq(run("'%s' import --force '%s/cut.etl' -o '%s'", nf_test_nftrace(), tmp, d), 1);
+	ck_assert_int_eq(sh("rm \"$1/notes.txt\"", NF_TEST_ARGV(d)), 0);
+	ck_assert_msg(nft(NF_TEST_ARGV("import", "--force", etl, "-o", d)) == 0, "%s", errb);
+	ck_assert_int_eq(sh("head -c 20000 \"$1\" > \"$2/cut.etl\"", NF_TEST_ARGV(etl, tmp)), 0);
+	ck_assert_int_eq(sh("\"$NF\" import --force \"$1/cut.etl\" -o \"$2\"", NF_TEST_ARGV(tmp,
+			 d)), 1);
 	ck_assert(exists("%s/capture.etl", d) && exists("%s/capture.source", d));
 	check_fixture_rows(d, 8);
-	ck_assert_int_eq(run("ls -d '%s'/*.old-* '%s'/*.import-* 2>/dev/null | grep -q .", tmp, tmp), 1);
+	ck_assert_int_eq(sh("ls -d \"$1\"/*.old-* \"$1\"/*.import-* 2>/dev/null | grep -q .",
+			 NF_TEST_ARGV(tmp)), 1);
 	/* record --force replaces the ETW session, import --force the recorded one. */
 	nf_test_source_path(nfs, sizeof(nfs), "samples/hang-never-signaled.nfs");
-	ck_assert_msg(run("'%s' record --force -o '%s' '%s'", nf_test_nftrace(), d, nfs) == 0, "%s", errb);
+	ck_assert_msg(nft(NF_TEST_ARGV("record", "--force", "-o", d, nfs)) == 0, "%s", errb);
 	ck_assert(exists("%s/metadata", d) && !exists("%s/capture.etl", d));
-	ck_assert_msg(run("'%s' import --force '%s' -o '%s'", nf_test_nftrace(), etl, d) == 0, "%s", errb);
+	ck_assert_msg(nft(NF_TEST_ARGV("import", "--force", etl, "-o", d)) == 0, "%s", errb);
 	ck_assert(!exists("%s/metadata", d) && exists("%s/capture.etl", d));
 	check_fixture_rows(d, 8);
 	nf_test_rmtree(tmp);
@@ -578,12 +581,12 @@ START_TEST(test_fixture_commands)
 	char tmp[1024], s[1100];
 
 	import_fixture(8, tmp, sizeof(tmp), s, sizeof(s));
-	ck_assert_msg(run("'%s' info '%s'", nf_test_nftrace(), s) == 0, "%s", errb);
+	ck_assert_msg(nft(NF_TEST_ARGV("info", s)) == 0, "%s", errb);
 	ck_assert_msg(strstr(out, "OS build:       17134") && strstr(out, "CPUs:           2") &&
 		      strstr(out, "Microsoft-Windows-DxgKrnl 29") && strstr(out, "lacks:          kernel,rundown"),
 		      "%s", out);
 	/* --json before or after the directory: one JSON object with the same facts. */
-	ck_assert_msg(run("'%s' info --json '%s'", nf_test_nftrace(), s) == 0, "%s", errb);
+	ck_assert_msg(nft(NF_TEST_ARGV("info", "--json", s)) == 0, "%s", errb);
 	ck_assert_msg(out[0] == '{' && nf_test_count_lines(out) == 1 && strstr(out, "\"kind\": \"etw\"") &&
 		      strstr(out, "\"os_build\": 17134") && strstr(out, "\"cpus\": 2") &&
 		      strstr(out, "\"lacks\": [\"kernel\", \"rundown\"]") &&
@@ -593,18 +596,20 @@ START_TEST(test_fixture_commands)
 		static char first[OUT_MAX];
 
 		snprintf(first, sizeof(first), "%s", out);
-		ck_assert_msg(run("'%s' info '%s' --json", nf_test_nftrace(), s) == 0, "%s", errb);
+		ck_assert_msg(nft(NF_TEST_ARGV("info", s, "--json")) == 0, "%s", errb);
 		ck_assert_str_eq(out, first);
 	}
-	ck_assert_msg(run("'%s' check '%s'", nf_test_nftrace(), s) == 0, "%s%s", out, errb);
+	ck_assert_msg(nft(NF_TEST_ARGV("check", s)) == 0, "%s%s", out, errb);
 	ck_assert_msg(strstr(out, "GPU waits never released: 1 of 4") &&
 		      strstr(out, "1 buffers flagged lost") && strstr(out, "verdict: legal anomalies only (") &&
 		      strstr(out, "0 never signaled, 0 blocked, 0 lowered signals, 1 pending at the end"), "%s", out);
-	ck_assert_msg(run("'%s' check --json '%s'", nf_test_nftrace(), s) == 0, "%s", errb);
+	ck_assert_msg(nft(NF_TEST_ARGV("check", "--json", s)) == 0, "%s", errb);
 	ck_assert_msg(strstr(out, "\"verdict\": \"legal_anomalies\"") &&
 		      strstr(out, "\"waits_never_released\": 1") && strstr(out, "\"pending\": 1}"), "%s", out);
-	ck_assert_msg(run("'%s' report '%s' -o '%s/r.png'", nf_test_nftrace(), s, tmp) == 0, "%s", errb);
-	ck_assert_msg(run("'%s' query --csv '%s' 'SELECT count(*) FROM deps'", nf_test_nftrace(), s) == 0, "%s",
+	ck_assert_msg(sh("\"$NF\" report \"$1\" -o \"$2/r.png\"", NF_TEST_ARGV(s, tmp)) == 0, "%s",
+		      errb);
+	ck_assert_msg(nft(NF_TEST_ARGV("query", "--csv", s, "SELECT count(*) FROM deps")) == 0,
+		      "%s",
 		      errb);
 	ck_assert_str_eq(out, "count(*)\n4\n");
 	nf_test_rmtree(tmp);
@@ -622,10 +627,12 @@ START_TEST(test_timeline_built_once)
 	snprintf(db, sizeof(db), "%s/.timeline.db", s);
 	ck_assert_int_eq(stat(db, &a), 0);
 	expect_rows(s, "SELECT count(*) FROM meta WHERE key = 'session_key'", "1\n");
-	ck_assert_msg(run("'%s' query --csv '%s' 'SELECT count(*) FROM deps'", nf_test_nftrace(), s) == 0, "%s", errb);
-	ck_assert_msg(run("'%s' query --csv '%s' 'SELECT count(*) > 0 FROM stall_blame'", nf_test_nftrace(), s) == 0,
+	ck_assert_msg(nft(NF_TEST_ARGV("query", "--csv", s, "SELECT count(*) FROM deps")) == 0,
 		      "%s", errb);
-	ck_assert_msg(run("'%s' check '%s'", nf_test_nftrace(), s) == 0, "%s", errb);
+	ck_assert_msg(nft(NF_TEST_ARGV("query", "--csv", s,
+		      "SELECT count(*) > 0 FROM stall_blame")) == 0,
+		      "%s", errb);
+	ck_assert_msg(nft(NF_TEST_ARGV("check", s)) == 0, "%s", errb);
 	ck_assert_int_eq(stat(db, &b), 0);
 	ck_assert(a.st_ino == b.st_ino && a.st_dev == b.st_dev);
 	nf_test_rmtree(tmp);
@@ -679,21 +686,21 @@ START_TEST(test_check_hang)
 	snprintf(etl, sizeof(etl), "%s/hang.etl", tmp);
 	snprintf(s, sizeof(s), "%s/s", tmp);
 	hang_fixture(etl, false);
-	ck_assert_msg(run("'%s' import '%s' -o '%s'", nf_test_nftrace(), etl, s) == 0, "%s", errb);
+	ck_assert_msg(nft(NF_TEST_ARGV("import", etl, "-o", s)) == 0, "%s", errb);
 	expect_rows(s, "SELECT op, value, status, end_ns IS NULL FROM fence_ops WHERE op = 'wait'", "wait|7|pending|1\n");
-	ck_assert_int_eq(run("'%s' check '%s'", nf_test_nftrace(), s), 1);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("check", s)), 1);
 	ck_assert_msg(strstr(out, "1 never signaled") && strstr(out, "never signaled: queue") &&
 		      strstr(out, "verdict: hang (1 waits can never be satisfied)"), "%s", out);
-	ck_assert_int_eq(run("'%s' check --json '%s'", nf_test_nftrace(), s), 1);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("check", "--json", s)), 1);
 	ck_assert_msg(strstr(out, "\"verdict\": \"hang\"") && strstr(out, "\"never_signaled\": 1") &&
 		      strstr(out, "{\"kind\": \"never_signaled\", \"wait\": {\"op\": "), "%s", out);
 	nf_test_rmtree(s);
 	hang_fixture(etl, true);
-	ck_assert_msg(run("'%s' import '%s' -o '%s'", nf_test_nftrace(), etl, s) == 0, "%s", errb);
-	ck_assert_msg(run("'%s' check '%s'", nf_test_nftrace(), s) == 0, "%s%s", out, errb);
+	ck_assert_msg(nft(NF_TEST_ARGV("import", etl, "-o", s)) == 0, "%s", errb);
+	ck_assert_msg(nft(NF_TEST_ARGV("check", s)) == 0, "%s%s", out, errb);
 	ck_assert_msg(strstr(out, "0 never signaled, 0 blocked, 0 lowered signals, 1 pending at the end") &&
 		      strstr(out, "verdict: legal anomalies only ("), "%s", out);
-	ck_assert_int_eq(run("'%s' check --json '%s'", nf_test_nftrace(), s), 0);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("check", "--json", s)), 0);
 	ck_assert_msg(strstr(out, "\"verdict\": \"legal_anomalies\"") && strstr(out, "\"pending\": 1}"), "%s", out);
 	nf_test_rmtree(tmp);
 }
@@ -898,7 +905,7 @@ START_TEST(test_rundown_rows)
 	dxg(&f, 423, 0, 0, 0, 1900, &b);
 	ck_assert_int_eq(nf_etlw_save(f.w, etl), 0);
 	nf_etlw_destroy(f.w);
-	ck_assert_msg(run("'%s' import '%s' -o '%s'", nf_test_nftrace(), etl, s) == 0, "%s", errb);
+	ck_assert_msg(nft(NF_TEST_ARGV("import", etl, "-o", s)) == 0, "%s", errb);
 	expect_rows(s, "SELECT value FROM meta WHERE key = 'etw_lacks'", "\n");
 	expect_rows(s, "SELECT queue, adapter, node, engine, name, start_ns, stop_ns FROM queues ORDER BY queue",
 		    "1|0|2||Copy context 0xc0a (vrcompositor.exe 1234)||\n2|0|2||Copy hwqueue 0xb0b||90000\n");
@@ -991,13 +998,13 @@ START_TEST(test_kernel_records)
 	nf_etlw_buf_free(&b);
 	ck_assert_int_eq(nf_etlw_save(w, etl), 0);
 	nf_etlw_destroy(w);
-	ck_assert_msg(run("'%s' import '%s' -o '%s'", nf_test_nftrace(), etl, s) == 0, "%s", errb);
+	ck_assert_msg(nft(NF_TEST_ARGV("import", etl, "-o", s)) == 0, "%s", errb);
 	expect_rows(s, "SELECT thread, cpu, start_ns, end_ns, end_state FROM cpu_runs ORDER BY cpu, thread",
 		    "10|0|0|10000|5\n20|0|10000||\n30|1|15000||\n");
 	expect_rows(s, "SELECT process, name FROM etw_processes", "77|game.exe\n");
 	expect_rows(s, "SELECT thread, comm FROM kernel_threads", "20|RenderThread\n");
 	expect_rows(s, "SELECT value FROM meta WHERE key = 'etw_lacks'", "dxgkrnl\n");
-	ck_assert_msg(run("'%s' info '%s'", nf_test_nftrace(), s) == 0, "%s", errb);
+	ck_assert_msg(nft(NF_TEST_ARGV("info", s)) == 0, "%s", errb);
 	ck_assert_msg(strstr(out, "no GPU timeline") != NULL && strstr(out, "kernel:Thread") != NULL, "%s", out);
 	nf_test_rmtree(tmp);
 }
@@ -1027,7 +1034,7 @@ START_TEST(test_fixture_report)
 
 	import_fixture(8, tmp, sizeof(tmp), s, sizeof(s));
 	snprintf(png, sizeof(png), "%s/r.png", tmp);
-	ck_assert_msg(run("'%s' report '%s' -o '%s'", nf_test_nftrace(), s, png) == 0, "%s", errb);
+	ck_assert_msg(nft(NF_TEST_ARGV("report", s, "-o", png)) == 0, "%s", errb);
 	snprintf(db, sizeof(db), "%s/.timeline.db", s);
 	ck_assert_int_eq(sqlite3_open_v2(db, &sql, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
 	ro.output = png;
@@ -1100,17 +1107,17 @@ START_TEST(test_size_mismatch)
 	dxg(&f, 17, 0, 0, 0, 1200, &b);
 	ck_assert_int_eq(nf_etlw_save(f.w, etl), 0);
 	nf_etlw_destroy(f.w);
-	ck_assert_msg(run("'%s' import '%s' -o '%s'", nf_test_nftrace(), etl, s) == 0, "%s", errb);
+	ck_assert_msg(nft(NF_TEST_ARGV("import", etl, "-o", s)) == 0, "%s", errb);
 	expect_rows(s, "SELECT event_id, events, size_mismatches FROM etw_counts WHERE name IS NOT NULL "
 		       "ORDER BY event_id", "17|1|1\n244|1|1\n");
 	expect_rows(s, "SELECT event_id, size FROM etw_events WHERE provider NOT LIKE 'kernel:%' ORDER BY id",
 		    "244|36\n17|8\n");
 	expect_rows(s, "SELECT count(*) FROM fence_ops", "0\n");
-	ck_assert_int_eq(run("'%s' check '%s'", nf_test_nftrace(), s), 1);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("check", s)), 1);
 	ck_assert_msg(strstr(out, "DxgKrnl size mismatches:  2 (1 fence-related)") &&
 		      strstr(out, "verdict: illegal ("),
 		      "%s", out);
-	ck_assert_msg(run("'%s' info '%s'", nf_test_nftrace(), s) == 0 &&
+	ck_assert_msg(nft(NF_TEST_ARGV("info", s)) == 0 &&
 		      strstr(out, "(2 of a size no layout has)"), "%s", out);
 	nf_test_rmtree(tmp);
 }
@@ -1152,13 +1159,15 @@ START_TEST(test_damaged_leaves_nothing)
 	write_fixture(etl, 8);
 	ck_assert_int_eq(stat(etl, &st), 0);
 	/* Cut in the middle of the last buffer. */
-	ck_assert_int_eq(run("head -c %lld '%s' > '%s'", (long long)st.st_size - 3000, etl, cut), 0);
-	ck_assert_int_eq(run("'%s' import '%s' -o '%s'", nf_test_nftrace(), cut, s), 1);
+	char keep[32];
+	snprintf(keep, sizeof(keep), "%lld", (long long)st.st_size - 3000);
+	ck_assert_int_eq(sh("head -c \"$1\" \"$2\" > \"$3\"", NF_TEST_ARGV(keep, etl, cut)), 0);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("import", cut, "-o", s)), 1);
 	ck_assert_msg(strstr(errb, "cut.etl") != NULL && nf_test_count_lines(errb) == 1, "%s", errb);
 	assert_nothing_left(tmp);
 	/* Not an ETL at all, but named like one: the ETL reader's one line. */
-	ck_assert_int_eq(run("head -c 70000 /dev/urandom > '%s/junk.etl' && '%s' import '%s/junk.etl' -o '%s'", tmp,
-			     nf_test_nftrace(), tmp, s), 1);
+	ck_assert_int_eq(sh("head -c 70000 /dev/urandom > \"$1/junk.etl\" && \"$NF\" import \"$1/junk.etl\" -o \"$2\"",
+			 NF_TEST_ARGV(tmp, s)), 1);
 	ck_assert_msg(strstr(errb, "junk.etl") != NULL && nf_test_count_lines(errb) == 1, "%s", errb);
 	assert_nothing_left(tmp);
 	/* A compressed capture is refused, saying so. */
@@ -1185,19 +1194,21 @@ START_TEST(test_damaged_leaves_nothing)
 		snprintf(comp, sizeof(comp), "%s/comp.etl", tmp);
 		ck_assert_int_eq(nf_etlw_save(w, comp), 0);
 		nf_etlw_destroy(w);
-		ck_assert_int_eq(run("'%s' import '%s' -o '%s'", nf_test_nftrace(), comp, s), 1);
+		ck_assert_int_eq(nft(NF_TEST_ARGV("import", comp, "-o", s)), 1);
 		ck_assert_msg(strstr(errb, "compressed") != NULL && nf_test_count_lines(errb) == 1, "%s", errb);
 		assert_nothing_left(tmp);
 	}
 	/* An existing non-session directory is refused, and kept. */
 	ck_assert_int_eq(mkdir(s, 0755), 0);
-	ck_assert_int_eq(run("touch '%s/mine' && '%s' import '%s' -o '%s' --force", s, nf_test_nftrace(), etl, s), 1);
+	ck_assert_int_eq(sh("touch \"$1/mine\" && \"$NF\" import \"$2\" -o \"$1\" --force",
+			 NF_TEST_ARGV(s, etl)), 1);
 	ck_assert_msg(strstr(errb, "not an nftrace session") != NULL, "%s", errb);
-	ck_assert_int_eq(run("test -f '%s/mine'", s), 0);
+	ck_assert_int_eq(sh("test -f \"$1/mine\"", NF_TEST_ARGV(s)), 0);
 	/* A session is replaced with --force only. */
-	ck_assert_int_eq(run("rm -r '%s' && '%s' import '%s' -o '%s'", s, nf_test_nftrace(), etl, s), 0);
-	ck_assert_int_eq(run("'%s' import '%s' -o '%s'", nf_test_nftrace(), etl, s), 1);
-	ck_assert_int_eq(run("'%s' import '%s' -o '%s' --force", nf_test_nftrace(), etl, s), 0);
+	ck_assert_int_eq(sh("rm -r \"$1\" && \"$NF\" import \"$2\" -o \"$1\"", NF_TEST_ARGV(s,
+			 etl)), 0);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("import", etl, "-o", s)), 1);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("import", etl, "-o", s, "--force")), 0);
 	nf_test_rmtree(tmp);
 }
 END_TEST
@@ -1274,10 +1285,10 @@ START_TEST(test_interrupted_leaves_nothing)
 	big_fixture(big, 400000);
 	for (int round = 0; round < 6 && got130 < 2; round++) {
 		const char *sig = round & 1 ? "INT" : "TERM";
-		int rc = run("'%s' import '%s' -o '%s' & p=$!; i=0; "
-			     "while [ $i -lt 4000 ] && ! ls -d '%s'.import-*/..timeline.db.tmp.* >/dev/null 2>&1; "
-			     "do i=$((i+1)); sleep 0.001; done; kill -%s $p; wait $p",
-			     nf_test_nftrace(), big, s, s, sig);
+		int rc = sh("\"$NF\" import \"$1\" -o \"$2\" & p=$!; i=0; "
+			    "while [ $i -lt 4000 ] && ! ls -d \"$2\".import-*/..timeline.db.tmp.* >/dev/null 2>&1; "
+			    "do i=$((i+1)); sleep 0.001; done; kill -$3 $p; wait $p",
+			    NF_TEST_ARGV(big, s, sig));
 
 		assert_nothing_left_but(tmp);
 		if (rc == 0) {
@@ -1467,24 +1478,25 @@ START_TEST(test_real_capture)
 	}
 	nf_test_tmpdir(tmp, sizeof(tmp));
 	snprintf(s, sizeof(s), "%s/w", tmp);
-	ck_assert_msg(run("'%s' import '%s' -o '%s'", nf_test_nftrace(), etl, s) == 0, "%s", errb);
-	ck_assert_msg(run("'%s' info '%s'", nf_test_nftrace(), s) == 0, "%s", errb);
+	ck_assert_msg(nft(NF_TEST_ARGV("import", etl, "-o", s)) == 0, "%s", errb);
+	ck_assert_msg(nft(NF_TEST_ARGV("info", s)) == 0, "%s", errb);
 	ck_assert_msg(strstr(out, "OS build:       17134") && strstr(out, "CPUs:           8") &&
 		      strstr(out, "pointer size:   4 bytes (logfile header); records: 8") &&
 		      strstr(out, "Microsoft-Windows-DxgKrnl 196500") && strstr(out, "lacks:          kernel,rundown"),
 		      "%s", out);
-	ck_assert_msg(run("'%s' check '%s'", nf_test_nftrace(), s) == 0, "%s%s", out, errb);
+	ck_assert_msg(nft(NF_TEST_ARGV("check", s)) == 0, "%s%s", out, errb);
 	ck_assert_msg(strstr(out, "(0 fence-related)") != NULL, "%s", out);
 	/* The capture simply ended: its 5 GPU and 3 CPU waits still open are pending, no hang. */
 	ck_assert_msg(strstr(out, "GPU waits never released: 5 of") &&
 		      strstr(out, "0 never signaled, 0 blocked, 0 lowered signals, 8 pending at the end") &&
 		      strstr(out, "verdict: legal anomalies only ("), "%s", out);
-	ck_assert_msg(run("'%s' check --json '%s'", nf_test_nftrace(), s) == 0, "%s%s", out, errb);
+	ck_assert_msg(nft(NF_TEST_ARGV("check", "--json", s)) == 0, "%s%s", out, errb);
 	ck_assert_msg(strstr(out, "\"verdict\": \"legal_anomalies\"") &&
 		      strstr(out, "\"hangs\": {\"deadlock\": 0, \"never_signaled\": 0, \"blocked\": 0, \"lowered\": 0, "
 			     "\"pending\": 8}") && strstr(out, "\"hang_findings\": ["), "%s", out);
-	ck_assert_msg(run("'%s' report '%s' -o '%s/w.png'", nf_test_nftrace(), s, tmp) == 0, "%s", errb);
-	ck_assert_msg(run("'%s' query --report stalls '%s'", nf_test_nftrace(), s) == 0, "%s", errb);
+	ck_assert_msg(sh("\"$NF\" report \"$1\" -o \"$2/w.png\"", NF_TEST_ARGV(s, tmp)) == 0, "%s",
+		      errb);
+	ck_assert_msg(nft(NF_TEST_ARGV("query", "--report", "stalls", s)) == 0, "%s", errb);
 	/* Per event id counts, as an independent reading of the file found them
 	 * (a throwaway walker of the buffers, outside the project). */
 	expect_rows(s, "SELECT event_id, sum(events) FROM etw_counts WHERE name = 'Microsoft-Windows-DxgKrnl' "

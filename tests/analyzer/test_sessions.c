@@ -25,7 +25,7 @@ static const char *const samples[] = {
 };
 #define N_SAMPLES (sizeof(samples) / sizeof(samples[0]))
 
-static char tmp[512], cmd[8192], out[1 << 16], errb[1 << 14];
+static char tmp[512], out[1 << 16], errb[1 << 14];
 
 /* Runs nftrace with args (no shell), its output in out and errb: the exit status. */
 static int nft(const char *const args[])
@@ -382,16 +382,13 @@ START_TEST(concurrent_queries_and_report_analyse_once)
 	 * every one must succeed, and all must read the same build (meta.build_id
 	 * names the process and time of the build that wrote the file).
 	 */
-	snprintf(cmd, sizeof(cmd),
-		 "cd '%s' && pids=''; for i in 1 2 3 4 5 6 7 8; do "
-		 "'%s' query --csv '%s' \"select value from meta where key = 'build_id'\" "
-		 ">q$i.out 2>q$i.err & pids=\"$pids $!\"; done; "
-		 "'%s' report '%s' -o r.png >r.out 2>r.err & pids=\"$pids $!\"; "
-		 "fail=0; for p in $pids; do wait $p || fail=$((fail + 1)); done; "
-		 "echo failed=$fail; cat q*.err r.err; sort q*.out | uniq -c | wc -l; "
-		 "grep -vc value q*.out | grep -c ':1$'; test -s r.png && echo png",
-		 tmp, nf_test_nftrace(), dir, nf_test_nftrace(), dir);
-	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), errb, sizeof(errb)), 0);
+	ck_assert_int_eq(nf_test_sh("cd \"$1\" && pids=''; for i in 1 2 3 4 5 6 7 8; do "
+		"\"$NF\" query --csv \"$2\" \"select value from meta where key = 'build_id'\" "
+		">q$i.out 2>q$i.err & pids=\"$pids $!\"; done; "
+		"\"$NF\" report \"$2\" -o r.png >r.out 2>r.err & pids=\"$pids $!\"; "
+		"fail=0; for p in $pids; do wait $p || fail=$((fail + 1)); done; "
+		"echo failed=$fail; cat q*.err r.err; sort q*.out | uniq -c | wc -l; "
+		"grep -vc value q*.out | grep -c ':1$'; test -s r.png && echo png", NF_TEST_ARGV(tmp, dir), out, sizeof(out), errb, sizeof(errb)), 0);
 	/* no failures, no errors, two distinct lines (header, one id), 8 answers, a picture */
 	ck_assert_msg(strcmp(out, "failed=0\n2\n8\npng\n") == 0, "%s", out);
 	/* Queries on the built session reuse it: the build id stays. */
@@ -400,8 +397,8 @@ START_TEST(concurrent_queries_and_report_analyse_once)
 	ck_assert_int_eq(nft(NF_TEST_ARGV("query", "--csv", dir,
 			 "select value from meta where key = 'build_id'")), 0);
 	memcpy(first, out, sizeof(out));
-	snprintf(cmd, sizeof(cmd), "cat '%s/q1.out'", tmp);
-	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), errb, sizeof(errb)), 0);
+	ck_assert_int_eq(nf_test_sh("cat \"$1/q1.out\"", NF_TEST_ARGV(tmp), out, sizeof(out), errb,
+			 sizeof(errb)), 0);
 	ck_assert_str_eq(first, out);
 }
 END_TEST
@@ -416,34 +413,34 @@ END_TEST
  */
 START_TEST(rebuild_next_to_the_database_leaves_no_temporaries)
 {
-	char dir[1024], q[2048], id1[256], id2[256];
+	static const char q[] = "\"$NF\" query --csv \"$1\" "
+				"\"select value from meta where key = 'build_id'\" | tail -n 1";
+	char dir[1024], id1[256], id2[256];
 
 	record("overrun", dir, sizeof(dir));
-	snprintf(q, sizeof(q), "'%s' query --csv '%s' \"select value from meta where key = "
-		 "'build_id'\" | tail -n 1", nf_test_nftrace(), dir);
-	ck_assert_int_eq(nf_test_run(q, out, sizeof(out), errb, sizeof(errb)), 0);
+	ck_assert_int_eq(nf_test_sh(q, NF_TEST_ARGV(dir), out, sizeof(out), errb, sizeof(errb)), 0);
 	snprintf(id1, sizeof(id1), "%.200s", out);
-	ck_assert_int_eq(nf_test_run(q, out, sizeof(out), errb, sizeof(errb)), 0);
+	ck_assert_int_eq(nf_test_sh(q, NF_TEST_ARGV(dir), out, sizeof(out), errb, sizeof(errb)), 0);
 	ck_assert_str_eq(out, id1); /* fresh: reused */
 	/* A new mtime alone is the same session (the cache is keyed on what
 	 * the session is, not on times: a copy keeps its timeline): reused. */
-	snprintf(cmd, sizeof(cmd), "sleep 1.1; touch '%s/events'", dir);
-	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), errb, sizeof(errb)), 0);
-	ck_assert_int_eq(nf_test_run(q, out, sizeof(out), errb, sizeof(errb)), 0);
+	ck_assert_int_eq(nf_test_sh("sleep 1.1; touch \"$1/events\"", NF_TEST_ARGV(dir), out,
+			 sizeof(out), errb, sizeof(errb)), 0);
+	ck_assert_int_eq(nf_test_sh(q, NF_TEST_ARGV(dir), out, sizeof(out), errb, sizeof(errb)), 0);
 	ck_assert_str_eq(out, id1);
 	/* Recorded again (another seed, so another UUID): rebuilt. */
 	char src[1024];
 	nf_test_source_path(src, sizeof(src), "samples/overrun.nfs");
 	ck_assert_int_eq(nft(NF_TEST_ARGV("record", "--force", "--seed", "2", "--ground-truth",
 			 "-o", dir, src)), 0);
-	ck_assert_int_eq(nf_test_run(q, out, sizeof(out), errb, sizeof(errb)), 0);
+	ck_assert_int_eq(nf_test_sh(q, NF_TEST_ARGV(dir), out, sizeof(out), errb, sizeof(errb)), 0);
 	snprintf(id2, sizeof(id2), "%.200s", out);
 	ck_assert_msg(strcmp(id1, id2) != 0, "not rebuilt after the trace changed: %s", id2);
 	ck_assert_int_eq(nft(NF_TEST_ARGV("query", "--csv", dir,
 			 "select count(*) from fence_ops where status = 'lost'")), 0);
 	ck_assert_str_eq(out, "count(*)\n1952\n");
-	snprintf(cmd, sizeof(cmd), "ls -A '%s' | sort | tr '\\n' ' '", dir);
-	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), errb, sizeof(errb)), 0);
+	ck_assert_int_eq(nf_test_sh("ls -A \"$1\" | sort | tr '\\n' ' '", NF_TEST_ARGV(dir), out,
+			 sizeof(out), errb, sizeof(errb)), 0);
 	ck_assert_str_eq(out, ".timeline.db .timeline.lock events metadata truth ");
 }
 END_TEST
@@ -463,16 +460,14 @@ START_TEST(reports_stalls_queues_lost)
 	ck_assert_msg(strstr(out, ",Q0,0,GPU,1000,0,1000,976,0,") && strstr(out, ",Q1,0,GPU,1000,0,1000,976,0,"),
 		      "%s", out);
 	/* lost: one row per lost span, summing to the parser's count. */
-	snprintf(cmd, sizeof(cmd), "'%s' query --csv '%s' --report lost | awk -F, "
-		 "'NR > 1 { n++; s += $6 } END { print n, s }'", nf_test_nftrace(), dir);
-	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), errb, sizeof(errb)), 0);
+	ck_assert_int_eq(nf_test_sh("\"$NF\" query --csv \"$1\" --report lost | awk -F, "
+		"'NR > 1 { n++; s += $6 } END { print n, s }'", NF_TEST_ARGV(dir), out, sizeof(out), errb, sizeof(errb)), 0);
 	ck_assert_str_eq(out, "6 1952\n");
 	/* stalls: the 20 longest, longest first, each with the queue of its signal. */
 	record("clock-drift", drift, sizeof(drift));
-	snprintf(cmd, sizeof(cmd), "'%s' query --csv '%s' --report stalls | awk -F, "
-		 "'NR > 1 { n++; if (p != \"\" && $5 > p) bad++; p = $5; if ($9 != \"Q0\") bad++ } "
-		 "END { print n, bad + 0 }'", nf_test_nftrace(), drift);
-	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), errb, sizeof(errb)), 0);
+	ck_assert_int_eq(nf_test_sh("\"$NF\" query --csv \"$1\" --report stalls | awk -F, "
+		"'NR > 1 { n++; if (p != \"\" && $5 > p) bad++; p = $5; if ($9 != \"Q0\") bad++ } "
+		"END { print n, bad + 0 }'", NF_TEST_ARGV(drift), out, sizeof(out), errb, sizeof(errb)), 0);
 	ck_assert_str_eq(out, "20 0\n");
 	/* Unknown report, or with SQL too: usage errors. */
 	ck_assert_int_eq(nft(NF_TEST_ARGV("query", dir, "--report", "nope")), 2);

@@ -20,7 +20,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-static char tmp[512], cmd[8192], out[1 << 16], err[1 << 14];
+static char tmp[512], out[1 << 16], err[1 << 14];
 
 /* Runs nftrace with args (no shell), its output in out and err: the exit status. */
 static int nft(const char *const args[])
@@ -54,9 +54,12 @@ static void stress_variant(const char *path, int outer)
 	char src[1024];
 
 	nf_test_source_path(src, sizeof(src), "samples/stress.nfs");
-	snprintf(cmd, sizeof(cmd), "sed 's/^repeat 4000 as/repeat %d as/' '%s' > '%s' && grep -q '^repeat %d as' '%s'",
-		 outer, src, path, outer, path);
-	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)), 0);
+	char n[16];
+
+	snprintf(n, sizeof(n), "%d", outer);
+	ck_assert_int_eq(nf_test_sh("sed \"s/^repeat 4000 as/repeat $3 as/\" \"$1\" > \"$2\" && "
+				    "grep -q \"^repeat $3 as\" \"$2\"",
+				    NF_TEST_ARGV(src, path, n), out, sizeof(out), err, sizeof(err)), 0);
 }
 
 /* Starts `nftrace record -o DIR SCENARIO` with its output thrown away. */
@@ -152,8 +155,8 @@ static long info_event_count(const char *dir)
 /* babeltrace2 prints the session without a word on stderr; returns its lines. */
 static long babeltrace_count(const char *dir)
 {
-	snprintf(cmd, sizeof(cmd), "babeltrace2 '%s' | wc -l", dir);
-	int st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	int st = nf_test_sh("babeltrace2 \"$1\" | wc -l", NF_TEST_ARGV(dir), out, sizeof(out), err,
+			    sizeof(err));
 	ck_assert_msg(st == 0, "babeltrace2 %s: exit %d: %.1500s", dir, st, err);
 	ck_assert_msg(err[0] == '\0', "babeltrace2 %s warned: %.1500s", dir, err);
 	return atol(out);
@@ -211,11 +214,14 @@ START_TEST(sigkill_leaves_whole_packets)
 		if (file_size(events) > 0) {
 			/* The metadata too, but for the end of the recording that
 			 * only the whole one has (it tells a cut session from a whole one). */
-			snprintf(cmd, sizeof(cmd), "cmp -n %lld '%s' '%s/whole/events' && "
-				 "grep -v '^\trecorded_' '%s/whole/metadata' | cmp '%s/metadata' - && "
-				 "! grep -q recorded_ '%s/metadata'",
-				 file_size(events), events, tmp, tmp, dir, dir);
-			ck_assert_msg(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)) == 0,
+			char n[32];
+
+			snprintf(n, sizeof(n), "%lld", file_size(events));
+			ck_assert_msg(nf_test_sh("cmp -n \"$1\" \"$2\" \"$3/whole/events\" && "
+						 "grep -v '^\trecorded_' \"$3/whole/metadata\" | "
+						 "cmp \"$4/metadata\" - && ! grep -q recorded_ \"$4/metadata\"",
+						 NF_TEST_ARGV(n, events, tmp, dir), out, sizeof(out), err,
+						 sizeof(err)) == 0,
 				      "killed at %lld bytes (seed %u): not a prefix of the whole recording: %.500s",
 				      points[i], seed, out);
 		}
@@ -224,8 +230,8 @@ START_TEST(sigkill_leaves_whole_packets)
 	snprintf(dir, sizeof(dir), "%s/kill1", tmp);
 	ck_assert_int_eq(nft(NF_TEST_ARGV("check", dir)), 1);
 	ck_assert_msg(strstr(out, "verdict: incomplete (no end of recording"), "%.2000s", out);
-	snprintf(cmd, sizeof(cmd), "'%s' check '%s/whole'", nf_test_nftrace(), tmp);
-	nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	nf_test_sh("\"$NF\" check \"$1/whole\"", NF_TEST_ARGV(tmp), out, sizeof(out), err,
+		   sizeof(err));
 	ck_assert_msg(!strstr(out, "incomplete"), "%.2000s", out);
 	/* The analyzer builds its timeline from what a killed recorder left. */
 	snprintf(dir, sizeof(dir), "%s/kill1", tmp);
@@ -259,10 +265,8 @@ START_TEST(sigint_closes_the_session)
 
 	/* The message, as a user sees it. */
 	snprintf(dir, sizeof(dir), "%s/s2", tmp);
-	snprintf(cmd, sizeof(cmd),
-		 "'%s' record -o '%s' '%s' & p=$!; while [ ! -s '%s/events' ] && kill -0 $p; do sleep 0.01; done; kill -INT $p; wait $p",
-		 nf_test_nftrace(), dir, scenario, dir);
-	st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	st = nf_test_sh("\"$NF\" record -o \"$1\" \"$2\" & p=$!; while [ ! -s \"$1/events\" ] && kill -0 $p; do sleep 0.01; done; kill -INT $p; wait $p",
+			NF_TEST_ARGV(dir, scenario), out, sizeof(out), err, sizeof(err));
 	ck_assert_int_eq(st, 130);
 	ck_assert_msg(nf_test_count_lines(err) == 1 && strstr(err, "interrupted") && strstr(err, dir),
 		      "stderr: %.1500s", err);
@@ -281,9 +285,9 @@ START_TEST(file_size_limit_is_a_clear_error)
 	for (int ignore = 0; ignore < 2; ignore++) {
 		snprintf(dir, sizeof(dir), "%s/fsize%d", tmp, ignore);
 		snprintf(events, sizeof(events), "%s/events", dir);
-		snprintf(cmd, sizeof(cmd), "%s ulimit -f 2048; exec '%s' record -o '%s' '%s'",
-			 ignore ? "trap '' XFSZ;" : "", nf_test_nftrace(), dir, src);
-		st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+		st = nf_test_sh(ignore ? "trap '' XFSZ; ulimit -f 2048; exec \"$NF\" record -o \"$1\" \"$2\""
+				       : "ulimit -f 2048; exec \"$NF\" record -o \"$1\" \"$2\"",
+				NF_TEST_ARGV(dir, src), out, sizeof(out), err, sizeof(err));
 		ck_assert_msg(st == 1, "exit %d: %.1500s", st, err);
 		ck_assert_msg(nf_test_count_lines(err) == 1, "stderr: %.1500s", err);
 		ck_assert_msg(strstr(err, events) && strstr(err, "File too large"), "stderr: %.1500s", err);
@@ -292,9 +296,8 @@ START_TEST(file_size_limit_is_a_clear_error)
 	}
 	/* A limit below the metadata's size: the metadata itself is refused. */
 	snprintf(dir, sizeof(dir), "%s/fsize-meta", tmp);
-	snprintf(cmd, sizeof(cmd), "trap '' XFSZ; ulimit -f 2; exec '%s' record -o '%s' '%s'",
-		 nf_test_nftrace(), dir, src);
-	st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	st = nf_test_sh("trap '' XFSZ; ulimit -f 2; exec \"$NF\" record -o \"$1\" \"$2\"",
+			NF_TEST_ARGV(dir, src), out, sizeof(out), err, sizeof(err));
 	ck_assert_msg(st == 1 && nf_test_count_lines(err) == 1, "exit %d: %.1500s", st, err);
 	ck_assert_msg(strstr(err, "metadata") && strstr(err, "File too large"), "stderr: %.1500s", err);
 	snprintf(events, sizeof(events), "%s/metadata", dir);
@@ -306,11 +309,8 @@ START_TEST(file_size_limit_is_a_clear_error)
 	snprintf(mnt, sizeof(mnt), "%s/mnt", tmp);
 	snprintf(copy, sizeof(copy), "%s/full-copy", tmp);
 	mkdir(mnt, 0755);
-	snprintf(cmd, sizeof(cmd),
-		 "mount -t tmpfs -o size=1m nftrace-test '%s' 2>/dev/null || exit 77; "
-		 "'%s' record -o '%s/s' '%s'; rc=$?; cp -r '%s/s' '%s'; umount '%s'; exit $rc",
-		 mnt, nf_test_nftrace(), mnt, src, mnt, copy, mnt);
-	st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	st = nf_test_sh("mount -t tmpfs -o size=1m nftrace-test \"$1\" 2>/dev/null || exit 77; "
+		"\"$NF\" record -o \"$1/s\" \"$2\"; rc=$?; cp -r \"$1/s\" \"$3\"; umount \"$1\"; exit $rc", NF_TEST_ARGV(mnt, src, copy), out, sizeof(out), err, sizeof(err));
 	if (st == 77) {
 		fprintf(stderr, "note: cannot mount a tmpfs here; the ENOSPC case was not tested\n");
 	} else {
@@ -320,11 +320,8 @@ START_TEST(file_size_limit_is_a_clear_error)
 			      "stderr: %.1500s", err);
 		assert_session_readable(copy);
 		/* A directory nobody may write to, even root: a read-only mount. */
-		snprintf(cmd, sizeof(cmd),
-			 "mount -t tmpfs -o ro,size=1m nftrace-test '%s' || exit 77; "
-			 "'%s' record -o '%s/s' '%s'; rc=$?; umount '%s'; exit $rc",
-			 mnt, nf_test_nftrace(), mnt, src, mnt);
-		st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+		st = nf_test_sh("mount -t tmpfs -o ro,size=1m nftrace-test \"$1\" || exit 77; "
+			"\"$NF\" record -o \"$1/s\" \"$2\"; rc=$?; umount \"$1\"; exit $rc", NF_TEST_ARGV(mnt, src), out, sizeof(out), err, sizeof(err));
 		ck_assert_msg(st == 1 && nf_test_count_lines(err) == 1 && strstr(err, mnt) &&
 			      strstr(err, "Read-only file system"), "exit %d: %.1500s", st, err);
 	}
@@ -362,25 +359,26 @@ START_TEST(every_sample_is_deterministic_and_readable)
 		 * double its size, and every other sample checks that stream. */
 		bool stress = !strcmp(de->d_name, "stress.nfs");
 		for (int i = 0; i < 2; i++) {
-			snprintf(cmd, sizeof(cmd), "'%s' record %s --mode deterministic -o '%s' '%s'",
-				 nf_test_nftrace(), stress ? "" : "--ground-truth", i ? b : a, src);
-			int st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+			int st = stress ? nft(NF_TEST_ARGV("record", "--mode", "deterministic", "-o",
+							   i ? b : a, src))
+					: nft(NF_TEST_ARGV("record", "--ground-truth", "--mode", "deterministic",
+							   "-o", i ? b : a, src));
 			ck_assert_msg(st == 0, "%s: exit %d: %.1500s", de->d_name, st, err);
 		}
-		snprintf(cmd, sizeof(cmd), "diff -r '%s' '%s' && test -s '%s/events' && %s test -s '%s/truth'", a, b, a,
-			 stress ? "!" : "", a);
-		ck_assert_msg(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)) == 0,
+		ck_assert_msg(nf_test_sh(stress ? "diff -r \"$1\" \"$2\" && test -s \"$1/events\" && ! test -s \"$1/truth\""
+					 : "diff -r \"$1\" \"$2\" && test -s \"$1/events\" && test -s \"$1/truth\"",
+					 NF_TEST_ARGV(a, b), out, sizeof(out), err, sizeof(err)) == 0,
 			      "%s: two deterministic recordings differ: %.1500s", de->d_name, out);
 		/* The environment names the source and each adapter's capabilities and clock. */
-		snprintf(cmd, sizeof(cmd),
-			 "grep -q 'source = \".*%s\";' '%s/metadata' && grep -q 'adapter0_vidsch_caps = [0-9]' '%s/metadata' && "
-			 "grep -q 'adapter0_gpu_frequency = [1-9]' '%s/metadata' && grep -q 'log_read_interval_ns = ' '%s/metadata'",
-			 de->d_name, a, a, a, a);
-		ck_assert_msg(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)) == 0,
+		ck_assert_msg(nf_test_sh("grep -q \"source = \\\".*$2\\\";\" \"$1/metadata\" && "
+					 "grep -q 'adapter0_vidsch_caps = [0-9]' \"$1/metadata\" && "
+					 "grep -q 'adapter0_gpu_frequency = [1-9]' \"$1/metadata\" && "
+					 "grep -q 'log_read_interval_ns = ' \"$1/metadata\"",
+					 NF_TEST_ARGV(a, de->d_name), out, sizeof(out), err, sizeof(err)) == 0,
 			      "%s: two deterministic recordings differ: %.1500s", de->d_name, out);
 		if (stress) {
-			snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s'", a, b);
-			ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)), 0);
+			ck_assert_int_eq(nf_test_sh("rm -rf \"$1\" \"$2\"", NF_TEST_ARGV(a, b), out,
+					 sizeof(out), err, sizeof(err)), 0);
 			snprintf(src, sizeof(src), "%s/stress-small.nfs", tmp);
 			stress_variant(src, 40);
 			ck_assert_int_eq(nft(NF_TEST_ARGV("record", "--ground-truth", "-o", a,
@@ -389,8 +387,8 @@ START_TEST(every_sample_is_deterministic_and_readable)
 		long ours = info_event_count(a);
 		ck_assert_int_gt(ours, 0);
 		ck_assert_int_eq(babeltrace_count(a), ours);
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s'", a, b);
-		ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)), 0);
+		ck_assert_int_eq(nf_test_sh("rm -rf \"$1\" \"$2\"", NF_TEST_ARGV(a, b), out,
+				 sizeof(out), err, sizeof(err)), 0);
 		n++;
 	}
 	closedir(d);
@@ -414,9 +412,9 @@ START_TEST(fault_samples_show_their_fault)
 		snprintf(src, sizeof(src), "%s/samples/%s.nfs", getenv("NF_SOURCE_DIR") ? getenv("NF_SOURCE_DIR") : ".",
 			 cases[i].sample);
 		snprintf(dir, sizeof(dir), "%s/%s", tmp, cases[i].sample);
-		snprintf(cmd, sizeof(cmd), "'%s' record -o '%s' '%s' >/dev/null && '%s' check '%s' | grep -q '%s'",
-			 nf_test_nftrace(), dir, src, nf_test_nftrace(), dir, cases[i].pattern);
-		int st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+		int st = nf_test_sh("\"$NF\" record -o \"$1\" \"$2\" >/dev/null && \"$NF\" check \"$1\" | grep -q \"$3\"",
+				    NF_TEST_ARGV(dir, src, cases[i].pattern), out, sizeof(out), err,
+				    sizeof(err));
 		ck_assert_msg(st == 0, "%s does not show its fault (%s): %.1500s", cases[i].sample,
 			      cases[i].pattern, err);
 	}
@@ -440,18 +438,18 @@ START_TEST(record_a_program)
 		ck_assert_msg(st == 0, "exit %d: %.1500s", st, err);
 		ck_assert_msg(strstr(out, "recorded"), "stdout: %.1500s", out);
 	}
-	snprintf(cmd, sizeof(cmd), "diff -r '%s' '%s' && test -s '%s/truth'", a, b, a);
-	ck_assert_msg(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)) == 0, "%.1500s", out);
+	ck_assert_msg(nf_test_sh("diff -r \"$1\" \"$2\" && test -s \"$1/truth\"", NF_TEST_ARGV(a, b),
+				 out, sizeof(out), err, sizeof(err)) == 0, "%.1500s", out);
 	assert_session_readable(a);
 	ck_assert_int_eq(nft(NF_TEST_ARGV("info", a)), 0);
 	ck_assert_msg(strstr(out, "nfence-sample"), "info does not name the program: %.1500s", out);
 
-	snprintf(cmd, sizeof(cmd), "'%s' record -o '%s/t' -- true", nf_test_nftrace(), tmp);
-	st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	st = nf_test_sh("\"$NF\" record -o \"$1/t\" -- true", NF_TEST_ARGV(tmp), out, sizeof(out),
+			err, sizeof(err));
 	ck_assert_msg(st == 1 && nf_test_count_lines(err) == 1 && strstr(err, "recorded nothing"),
 		      "exit %d: %.1500s", st, err);
-	snprintf(cmd, sizeof(cmd), "'%s' record -o '%s/n' -- '%s/no-such-program'", nf_test_nftrace(), tmp, tmp);
-	st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	st = nf_test_sh("\"$NF\" record -o \"$1/n\" -- \"$1/no-such-program\"", NF_TEST_ARGV(tmp),
+			out, sizeof(out), err, sizeof(err));
 	ck_assert_msg(st == 1 && nf_test_count_lines(err) == 1 && strstr(err, "no-such-program"),
 		      "exit %d: %.1500s", st, err);
 }
@@ -472,9 +470,10 @@ START_TEST(progress_line_and_force)
 	ck_assert_msg(err[0] == '\0', "no terminal, yet stderr says: %.1500s", err);
 	ck_assert_msg(strstr(out, "recorded ") && strstr(out, "102400 operations"), "stdout: %.1500s", out);
 	/* On a terminal (script(1) gives it one). */
-	snprintf(cmd, sizeof(cmd), "command -v script >/dev/null || exit 77; script -qec \"'%s' record --force -o '%s' '%s'\" /dev/null",
-		 nf_test_nftrace(), dir, scenario);
-	st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	/* script runs its command with a shell of its own: the paths go to it in the environment. */
+	st = nf_test_sh("command -v script >/dev/null || exit 77; export D=\"$1\" S=\"$2\"; "
+			"script -qec '\"$NF\" record --force -o \"$D\" \"$S\"' /dev/null",
+			NF_TEST_ARGV(dir, scenario), out, sizeof(out), err, sizeof(err));
 	if (st == 77) {
 		fprintf(stderr, "note: no script(1) here; the progress line on a terminal was not tested\n");
 	} else {
@@ -485,9 +484,8 @@ START_TEST(progress_line_and_force)
 	assert_session_readable(dir); /* replaced by --force, whole */
 	/* --force never empties a directory that is not a session. */
 	snprintf(other, sizeof(other), "%s/notes", tmp);
-	snprintf(cmd, sizeof(cmd), "mkdir '%s' && echo keep > '%s/notes.txt' && '%s' record --force -o '%s' '%s'",
-		 other, other, nf_test_nftrace(), other, scenario);
-	st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	st = nf_test_sh("mkdir \"$1\" && echo keep > \"$1/notes.txt\" && \"$NF\" record --force -o \"$1\" \"$2\"",
+			NF_TEST_ARGV(other, scenario), out, sizeof(out), err, sizeof(err));
 	ck_assert_msg(st == 1 && nf_test_count_lines(err) == 1 && strstr(err, "not an nftrace session"),
 		      "exit %d: %.1500s", st, err);
 	snprintf(other, sizeof(other), "%s/notes/notes.txt", tmp);

@@ -638,25 +638,22 @@ END_TEST
  * babeltrace2 read. */
 START_TEST(test_record_threaded_session)
 {
-	char dir[256], sample[512], cmd[2048], out[8192], errb[4096];
+	char dir[256], session[300], out[8192], errb[4096];
 
 	nf_test_tmpdir(dir, sizeof(dir));
-	nf_test_source_path(sample, sizeof(sample), "samples/log-buffer-example.nfs");
-	snprintf(cmd, sizeof(cmd), "'%s' record --mode threaded -o '%s/s' '%s'", nf_test_nftrace(),
-		 dir, sample);
-	ck_assert_msg(nf_test_run(cmd, out, sizeof(out), errb, sizeof(errb)) == 0, "%s", errb);
-	snprintf(cmd, sizeof(cmd), "'%s' info '%s/s'", nf_test_nftrace(), dir);
-	ck_assert_msg(nf_test_run(cmd, out, sizeof(out), errb, sizeof(errb)) == 0, "%s", errb);
+	snprintf(session, sizeof(session), "%s/s", dir);
+	nf_test_record("samples/log-buffer-example.nfs", session, NF_TEST_ARGV("--mode", "threaded"));
+	ck_assert_msg(nf_test_nftrace_run(NF_TEST_ARGV("info", session), out, sizeof(out), errb,
+					  sizeof(errb)) == 0, "%s", errb);
 	ck_assert_ptr_nonnull(strstr(out, "threaded"));
-	snprintf(cmd, sizeof(cmd), "'%s' check '%s/s'", nf_test_nftrace(), dir);
-	ck_assert_msg(nf_test_run(cmd, out, sizeof(out), errb, sizeof(errb)) == 0, "%s%s", out, errb);
+	ck_assert_msg(nf_test_nftrace_run(NF_TEST_ARGV("check", session), out, sizeof(out), errb,
+					  sizeof(errb)) == 0, "%s%s", out, errb);
 	ck_assert_ptr_nonnull(strstr(out, "none lost"));
-	snprintf(cmd, sizeof(cmd),
-		 "'%s' query '%s/s' \"select count(*) from fence_ops where op = 'wait'\"",
-		 nf_test_nftrace(), dir);
-	ck_assert_msg(nf_test_run(cmd, out, sizeof(out), errb, sizeof(errb)) == 0, "%s", errb);
-	snprintf(cmd, sizeof(cmd), "babeltrace2 '%s/s' | grep -c NativeFenceLogRead", dir);
-	ck_assert_msg(nf_test_run(cmd, out, sizeof(out), errb, sizeof(errb)) == 0, "%s", errb);
+	ck_assert_msg(nf_test_nftrace_run(NF_TEST_ARGV("query", session,
+						       "select count(*) from fence_ops where op = 'wait'"),
+					  out, sizeof(out), errb, sizeof(errb)) == 0, "%s", errb);
+	ck_assert_msg(nf_test_sh("babeltrace2 \"$1/s\" | grep -c NativeFenceLogRead",
+		      NF_TEST_ARGV(dir), out, sizeof(out), errb, sizeof(errb)) == 0, "%s", errb);
 	ck_assert_int_ge(atoi(out), 2);
 	nf_test_rmtree(dir);
 }
@@ -673,36 +670,34 @@ START_TEST(test_samples_threaded_match_truth)
 		"process-a-b-sharing", "cross-adapter-scenario-1", "cross-adapter-scenario-2a",
 		"cross-adapter-scenario-2b", "clock-drift", "legacy-monitored-fence",
 	};
-	char dir[256], sample[512], cmd[4096], out[16384], errb[4096];
+	char dir[256], session[300], rel[256], out[16384], errb[4096];
 
 	nf_test_tmpdir(dir, sizeof(dir));
+	snprintf(session, sizeof(session), "%s/s", dir);
 	for (size_t i = 0; i < sizeof(samples) / sizeof(samples[0]); i++) {
 		unsigned long long tl = 0, tz = 0, tr = 0, cl = 0, cz = 0, cr = 0;
 
-		nf_test_source_path(sample, sizeof(sample), "samples/");
-		snprintf(cmd, sizeof(cmd),
-			 "'%s' record --mode threaded --ground-truth --force -o '%s/s' '%s%s.nfs'",
-			 nf_test_nftrace(), dir, sample, samples[i]);
-		ck_assert_msg(nf_test_run(cmd, out, sizeof(out), errb, sizeof(errb)) == 0, "%s: %s",
-			      samples[i], errb);
-		snprintf(cmd, sizeof(cmd),
-			 "babeltrace2 '%s/s' | sed -n 's/.*TruthLog: .* lost = \\([0-9]*\\), zero_ts = \\([0-9]*\\), repeated_ts = \\([0-9]*\\).*/\\1 \\2 \\3/p' "
-			 "| awk '{ l += $1; z += $2; r += $3; n++ } END { print n, l, z, r }'",
-			 dir);
-		ck_assert_msg(nf_test_run(cmd, out, sizeof(out), errb, sizeof(errb)) == 0, "%s: %s",
-			      samples[i], errb);
+		snprintf(rel, sizeof(rel), "samples/%s.nfs", samples[i]);
+		nf_test_record(rel, session,
+			       NF_TEST_ARGV("--mode", "threaded", "--ground-truth", "--force"));
+		ck_assert_msg(nf_test_sh("babeltrace2 \"$1/s\" | sed -n 's/.*TruthLog: .* lost = "
+					 "\\([0-9]*\\), zero_ts = \\([0-9]*\\), repeated_ts = "
+					 "\\([0-9]*\\).*/\\1 \\2 \\3/p' "
+					 "| awk '{ l += $1; z += $2; r += $3; n++ } END { print n, l, z, r }'",
+					 NF_TEST_ARGV(dir), out, sizeof(out), errb, sizeof(errb)) == 0,
+			      "%s: %s", samples[i], errb);
 		int logs = 0;
 		ck_assert_int_eq(sscanf(out, "%d %llu %llu %llu", &logs, &tl, &tz, &tr), 4);
 		ck_assert_msg(logs > 0, "%s: no TruthLog events", samples[i]);
 		/* The log counts from check's JSON totals: check also judges the fence
 		 * values, and threads racing to signal one fence (lda-zero-timestamps'
 		 * two queues) can really lower it, which check reports as illegal. */
-		snprintf(cmd, sizeof(cmd),
-			 "'%s' check --json '%s/s' | python3 -c 'import json,sys; t=json.load(sys.stdin)[\"totals\"]; "
-			 "print(t[\"lost\"], t[\"zero_timestamp\"], t[\"repeated_timestamp\"], "
-			 "t[\"backwards_timestamp\"] + t[\"unknown_fence\"] + t[\"bad_operation\"] + "
-			 "t[\"out_of_range\"] + t[\"corrupt\"])'", nf_test_nftrace(), dir);
-		nf_test_run(cmd, out, sizeof(out), errb, sizeof(errb));
+		nf_test_sh("\"$NF\" check --json \"$1/s\" | python3 -c 'import json,sys; "
+			   "t=json.load(sys.stdin)[\"totals\"]; "
+			   "print(t[\"lost\"], t[\"zero_timestamp\"], t[\"repeated_timestamp\"], "
+			   "t[\"backwards_timestamp\"] + t[\"unknown_fence\"] + t[\"bad_operation\"] + "
+			   "t[\"out_of_range\"] + t[\"corrupt\"])'",
+			   NF_TEST_ARGV(dir), out, sizeof(out), errb, sizeof(errb));
 		unsigned long long bad = 1;
 		ck_assert_msg(sscanf(out, "%llu %llu %llu %llu", &cl, &cz, &cr, &bad) == 4, "%s: %s%s",
 			      samples[i], out, errb);

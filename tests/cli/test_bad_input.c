@@ -19,6 +19,7 @@
 
 /* Seconds before a case counts as a hang (generous: sanitizer builds are slow). */
 #define CASE_TIMEOUT 120
+#define CASE_TIMEOUT_S "120"
 
 static char tmp[512], good[600], good_nt[600];
 static char cmd[16384], out[1 << 14], err[1 << 14];
@@ -199,25 +200,27 @@ static const struct bad_report_out bad_report_outs[] = {
 /* ------------------------------------------------------------------ */
 /* running one case                                                    */
 
-static void sh_ok(const char *fmt, const char *arg)
-{
-	char c[4096];
-
-	snprintf(c, sizeof(c), fmt, arg);
-	int st = nf_test_run(c, out, sizeof(out), err, sizeof(err));
-	ck_assert_msg(st == 0, "%s failed (%d): %.1500s", c, st, err);
-}
-
-/* Makes a fresh directory for one case and runs its setup there. */
+/* Makes a fresh directory for one case and runs its setup there. The tables
+ * are shell text (eval'd); the paths come in as parameters, never quoted in. */
 static void case_dir(char *buf, size_t len, const char *tag, size_t i, const char *setup)
 {
 	snprintf(buf, len, "%s/%s-%zu", tmp, tag, i);
-	sh_ok("mkdir '%s'", buf);
+	ck_assert_msg(mkdir(buf, 0755) == 0, "mkdir %s failed", buf);
 	if (setup && *setup) {
-		snprintf(cmd, sizeof(cmd), "cd '%s' && G='%s' GN='%s' && %s %s", buf, good, good_nt, prelude, setup);
-		int st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+		snprintf(cmd, sizeof(cmd), "%s %s", prelude, setup);
+		int st = nf_test_sh("cd \"$1\" && G=\"$2\" GN=\"$3\" && eval \"$4\"",
+				    NF_TEST_ARGV(buf, good, good_nt, cmd), out, sizeof(out), err,
+				    sizeof(err));
 		ck_assert_msg(st == 0, "setup of %s-%zu failed (%d): %.1500s", tag, i, st, err);
 	}
+}
+
+/* Runs nftrace in dir under a timeout with args, shell words from the tables (eval'd). */
+static int nft_in(const char *dir, const char *args)
+{
+	return nf_test_sh("cd \"$1\" && eval \"exec timeout -k 5 $2 \\\"\\$NF\\\" $3\"",
+			  NF_TEST_ARGV(dir, CASE_TIMEOUT_S, args), out, sizeof(out), err,
+			  sizeof(err));
 }
 
 /*
@@ -227,9 +230,7 @@ static void case_dir(char *buf, size_t len, const char *tag, size_t i, const cha
 static void expect_one_line_failure(const char *dir, const char *args, const char *names,
 				    const char *what)
 {
-	snprintf(cmd, sizeof(cmd), "cd '%s' && exec timeout -k 5 %d '%s' %s", dir, CASE_TIMEOUT,
-		 nf_test_nftrace(), args);
-	int st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	int st = nft_in(dir, args);
 
 	ck_assert_msg(st != 124 && st != 137, "[%s] nftrace %s: hung (killed after %d s)", what, args,
 		      CASE_TIMEOUT);
@@ -273,9 +274,8 @@ static void setup_sessions(void)
 	snprintf(good, sizeof(good), "%s/good", tmp);
 	snprintf(good_nt, sizeof(good_nt), "%s/good-nt", tmp);
 	nf_test_source_path(src, sizeof(src), "samples/log-buffer-example.nfs");
-	snprintf(cmd, sizeof(cmd), "'%s' record --ground-truth -o '%s' '%s' && '%s' record -o '%s' '%s'",
-		 nf_test_nftrace(), good, src, nf_test_nftrace(), good_nt, src);
-	int st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	int st = nf_test_sh("\"$NF\" record --ground-truth -o \"$1\" \"$2\" && \"$NF\" record -o \"$3\" \"$2\"",
+			    NF_TEST_ARGV(good, src, good_nt), out, sizeof(out), err, sizeof(err));
 	ck_assert_msg(st == 0, "recording the good sessions failed: %s", err);
 	/* check and import arrive with other work: use them when registered. */
 	ck_assert_int_eq(nft(NF_TEST_ARGV("help")), 0);
@@ -478,9 +478,7 @@ static const char *const sweep_files[SWEEP_FILES] = { "events", "truth", "metada
 
 static void sweep_one(const char *what, const char *dir, const char *args)
 {
-	snprintf(cmd, sizeof(cmd), "cd '%s' && exec timeout -k 5 %d '%s' %s", dir, CASE_TIMEOUT,
-		 nf_test_nftrace(), args);
-	int st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	int st = nft_in(dir, args);
 
 	ck_assert_msg(st != 124 && st != 137, "[%s] %s: hung", what, args);
 	ck_assert_msg(!strstr(err, "Sanitizer") && !strstr(err, "runtime error:"), "[%s] %s: %.3000s",

@@ -19,7 +19,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
-static char tmp[512], good[600], cmd[16384], out[1 << 15], err[1 << 14];
+static char tmp[512], good[600], out[1 << 15], err[1 << 14];
 
 /* Runs nftrace with args (no shell), its output in out and err: the exit status. */
 static int nft(const char *const args[])
@@ -35,10 +35,41 @@ static void nft_ok(const char *const args[])
 	ck_assert_msg(st == 0, "nftrace %s failed (%d): %.1500s", args[0], st, err);
 }
 
-static void run_ok(const char *c)
+/* A shell script with its paths as "$1"... and nftrace as "$NF" (nf_test_sh); exit 0 or the test fails. */
+static void sh_ok(const char *script, const char *const args[])
 {
-	int st = nf_test_run(c, out, sizeof(out), err, sizeof(err));
-	ck_assert_msg(st == 0, "%s failed (%d): %.1500s", c, st, err);
+	int st = nf_test_sh(script, args, out, sizeof(out), err, sizeof(err));
+	ck_assert_msg(st == 0, "%s failed (%d): %.1500s", script, st, err);
+}
+
+/* A command of the tables below: its words, "%s" standing for the session. */
+#define NF_MAX_WORDS 8
+typedef const char *const words_t[NF_MAX_WORDS];
+
+/* Runs nftrace (under `timeout` when prefix is) with the words of w, "%s" replaced by dir. */
+static int nft_words(const char *const prefix[], const words_t w, const char *dir)
+{
+	const char *argv[NF_MAX_WORDS + 8];
+	size_t n = 0;
+
+	for (size_t i = 0; prefix && prefix[i]; i++)
+		argv[n++] = prefix[i];
+	argv[n++] = nf_test_nftrace();
+	for (size_t i = 0; i < NF_MAX_WORDS && w[i]; i++)
+		argv[n++] = strcmp(w[i], "%s") ? w[i] : dir;
+	argv[n] = NULL;
+	return nf_test_exec(NULL, argv, out, sizeof(out), err, sizeof(err));
+}
+
+/* The words of w as one line, for messages. */
+static const char *words_line(const words_t w, char *buf, size_t len)
+{
+	size_t o = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < NF_MAX_WORDS && w[i] && o < len; i++)
+		o += (size_t)snprintf(buf + o, len - o, "%s%s", i ? " " : "", w[i]);
+	return buf;
 }
 
 static void setup(void)
@@ -122,9 +153,9 @@ END_TEST
 
 START_TEST(stream_link_is_refused_by_every_reader)
 {
-	static const char *const cmds[] = { "info '%s'", "check '%s'", "query '%s' 'select 1'",
-					    "report '%s' -o x.png" };
-	char truth[700];
+	static words_t cmds[] = { { "info", "%s" }, { "check", "%s" }, { "query", "%s", "select 1" },
+				  { "report", "%s", "-o", "x.png" } };
+	char truth[700], x_png[700];
 
 	snprintf(truth, sizeof(truth), "%s/truth", good);
 	ck_assert_int_eq(unlink(truth), 0);
@@ -132,9 +163,11 @@ START_TEST(stream_link_is_refused_by_every_reader)
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
 		char args[1024];
 
-		snprintf(args, sizeof(args), cmds[i], good);
-		snprintf(cmd, sizeof(cmd), "cd '%s' && '%s' %s", tmp, nf_test_nftrace(), args);
-		int st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+		words_line(cmds[i], args, sizeof(args));
+		/* report's x.png: under tmp, not the test's working directory */
+		snprintf(x_png, sizeof(x_png), "%s/x.png", tmp);
+		int st = i == 3 ? nft(NF_TEST_ARGV("report", good, "-o", x_png))
+				: nft_words(NULL, cmds[i], good);
 		ck_assert_msg(st == 1, "%s: exit %d: %s", args, st, err);
 		ck_assert_msg(nf_test_count_lines(err) == 1 && strstr(err, "truth") &&
 				      strstr(err, "symbolic link"),
@@ -154,12 +187,10 @@ START_TEST(analyzer_files_of_the_wrong_kind)
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		snprintf(cmd, sizeof(cmd), "cd '%s' && rm -rf .timeline.db .timeline.lock && %s %s",
-			 good, cases[i].make, cases[i].name);
-		run_ok(cmd);
-		snprintf(cmd, sizeof(cmd), "exec timeout -k 5 120 '%s' query --csv '%s' 'select count(*) from fence_ops'",
-			 nf_test_nftrace(), good);
-		int st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+		sh_ok("cd \"$1\" && rm -rf .timeline.db .timeline.lock && $2 \"$3\"",
+		      NF_TEST_ARGV(good, cases[i].make, cases[i].name));
+		int st = nf_test_sh("exec timeout -k 5 120 \"$NF\" query --csv \"$1\" 'select count(*) from fence_ops'",
+				    NF_TEST_ARGV(good), out, sizeof(out), err, sizeof(err));
 		ck_assert_msg(st == cases[i].want, "%s %s: exit %d: %s", cases[i].make, cases[i].name, st, err);
 		if (st == 0)
 			ck_assert_str_eq(out, "count(*)\n2\n");
@@ -203,13 +234,10 @@ static void check_modes(const char *umask_str, unsigned want_file, unsigned want
 	snprintf(s, sizeof(s), "%s/u%s", tmp, umask_str);
 	char src[1024];
 	nf_test_source_path(src, sizeof(src), "samples/log-buffer-example.nfs");
-	snprintf(cmd, sizeof(cmd),
-		 "umask %s && '%s' record --ground-truth -o '%s' '%s' >/dev/null && "
-		 "'%s' query '%s' 'select 1' >/dev/null && '%s' report '%s' -o '%s.png' && "
-		 "stat -c '%%a %%n' '%s' '%s'/* '%s'/.timeline.db '%s'/.timeline.lock '%s.png'",
-		 umask_str, nf_test_nftrace(), s, src, nf_test_nftrace(), s, nf_test_nftrace(), s, s,
-		 s, s, s, s, s);
-	run_ok(cmd);
+	sh_ok("umask \"$1\" && \"$NF\" record --ground-truth -o \"$2\" \"$3\" >/dev/null && "
+	      "\"$NF\" query \"$2\" 'select 1' >/dev/null && \"$NF\" report \"$2\" -o \"$2.png\" && "
+	      "stat -c '%a %n' \"$2\" \"$2\"/* \"$2\"/.timeline.db \"$2\"/.timeline.lock \"$2.png\"",
+	      NF_TEST_ARGV(umask_str, s, src));
 	for (char *l = out; *l; ) {
 		unsigned mode;
 		char name[1024];
@@ -332,15 +360,14 @@ static long children_maxrss_mib(void)
  * line), none dies, and none takes more than a bounded amount of memory. */
 static void read_bounded(const char *dir, const char *what, const char *expect)
 {
-	static const char *const cmds[] = { "check '%s'",
-					    "query '%s' 'select kind, detail from anomalies'" };
+	static words_t cmds[] = { { "check", "%s" },
+				  { "query", "%s", "select kind, detail from anomalies" } };
 
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
 		char args[1024];
 
-		snprintf(args, sizeof(args), cmds[i], dir);
-		snprintf(cmd, sizeof(cmd), "exec timeout -k 5 120 '%s' %s", nf_test_nftrace(), args);
-		int st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+		words_line(cmds[i], args, sizeof(args));
+		int st = nft_words(NF_TEST_ARGV("timeout", "-k", "5", "120"), cmds[i], dir);
 		ck_assert_msg(st == 0 || st == 1, "[%s] %s: exit %d: %.1500s", what, args, st, err);
 		ck_assert_msg(!strstr(err, "Sanitizer") && !strstr(err, "runtime error:"),
 			      "[%s] %s: %.3000s", what, args, err);
@@ -433,22 +460,22 @@ START_TEST(foreign_strings_are_drawn_and_escaped)
 	ck_assert_int_eq(nf_ctf_writer_emit(w, &sg), 0);
 	close_writer(w);
 	for (int i = 0; i < 2; i++) {
-		snprintf(cmd, sizeof(cmd), "'%s' report '%s' -o '%s/r.%s'", nf_test_nftrace(), dir, tmp,
-			 i ? "svg" : "png");
-		run_ok(cmd);
+		char r[700];
+
+		snprintf(r, sizeof(r), "%s/r.%s", tmp, i ? "svg" : "png");
+		nft_ok(NF_TEST_ARGV("report", dir, "-o", r));
 	}
 	nft_ok(NF_TEST_ARGV("query", "--json", dir, "select name from queues"));
 	ck_assert_msg(strstr(out, "\"Q\\ufffd\\ufffd\\u0001name\\ufffd\\ufffd\"") != NULL, "%s", out);
 	for (const unsigned char *u = (const unsigned char *)out; *u; u++)
 		ck_assert_msg(*u < 0x80, "a raw byte 0x%02x in JSON: %s", *u, out);
 	/* Text for a terminal (info, the query table) carries no control byte. */
-	static const char *const tty[] = { "info '%s'", "query '%s' 'select name from queues'" };
+	static words_t tty[] = { { "info", "%s" }, { "query", "%s", "select name from queues" } };
 	for (size_t i = 0; i < 2; i++) {
 		char args[1024];
 
-		snprintf(args, sizeof(args), tty[i], dir);
-		snprintf(cmd, sizeof(cmd), "'%s' %s", nf_test_nftrace(), args);
-		run_ok(cmd);
+		words_line(tty[i], args, sizeof(args));
+		ck_assert_msg(nft_words(NULL, tty[i], dir) == 0, "%s: %s", args, err);
 		for (const unsigned char *u = (const unsigned char *)out; *u; u++)
 			ck_assert_msg(*u >= 0x20 || *u == '\n', "%s: control byte 0x%02x in: %s", args, *u, out);
 		ck_assert_msg(strstr(out, i ? "?name" : "]0;pwned"), "%s: %s", args, out);
@@ -468,9 +495,8 @@ START_TEST(opless_loop_notices_sigint)
 	ck_assert_ptr_nonnull(f);
 	fputs("adapter GPU\nqueue Q adapter GPU\nrepeat 100000 {\n advance 1ms\n}\n", f);
 	fclose(f);
-	snprintf(cmd, sizeof(cmd), "timeout --preserve-status -s INT 2 '%s' record --mode threaded -o '%s' '%s'",
-		 nf_test_nftrace(), dir, scen);
-	int st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	int st = nf_test_sh("timeout --preserve-status -s INT 2 \"$NF\" record --mode threaded -o \"$1\" \"$2\"",
+			    NF_TEST_ARGV(dir, scen), out, sizeof(out), err, sizeof(err));
 	ck_assert_msg(st == 130, "exit %d (130 expected): %.1500s", st, err);
 }
 END_TEST

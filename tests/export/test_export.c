@@ -780,7 +780,7 @@ static int cmp_u64(const void *a, const void *b)
 
 static void check_perfetto(const char *dir, const char *file, const struct counts *want)
 {
-	char cmd[8192], src[4096], txt[4200], line[4096], ev_name[256] = "";
+	char src[4096], txt[4200], line[4096], ev_name[256] = "";
 	FILE *f;
 	long begins = 0, ends = 0, instants = 0, counters = 0, stalls = 0;
 	uint64_t *fo = NULL, *ft = NULL, stall_iid = 0;
@@ -798,10 +798,10 @@ static void check_perfetto(const char *dir, const char *file, const struct count
 
 	nf_test_source_path(src, sizeof(src), "tests/export");
 	snprintf(txt, sizeof(txt), "%s/decoded.txt", dir);
-	snprintf(cmd, sizeof(cmd),
-		 "protoc --decode=perfetto.protos.Trace -I '%s' '%s/perfetto_subset.proto' <'%s' >'%s'",
-		 src, src, file, txt);
-	ck_assert_msg(system(cmd) == 0, "protoc could not decode %s", file);
+	ck_assert_msg(nf_test_sh("protoc --decode=perfetto.protos.Trace -I \"$1\" "
+				 "\"$1/perfetto_subset.proto\" <\"$2\" >\"$3\"",
+				 NF_TEST_ARGV(src, file, txt), NULL, 0, NULL, 0) == 0,
+		      "protoc could not decode %s", file);
 	f = fopen(txt, "r");
 	ck_assert(f);
 	while (fgets(line, sizeof(line), f)) {

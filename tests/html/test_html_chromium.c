@@ -43,21 +43,23 @@ static void teardown(void)
 		nf_test_rmtree(tmpdir);
 }
 
-static void run_ok(const char *cmd, char *out, size_t len)
+/* A shell script with its paths as "$1"... and nftrace as "$NF" (nf_test_sh); exit 0 or the test fails. */
+static void sh_ok(const char *script, const char *const args[], char *out, size_t len)
 {
 	char err[4096];
-	int rc = nf_test_run(cmd, out, len, err, sizeof(err));
+	int rc = nf_test_sh(script, args, out, len, err, sizeof(err));
 
-	ck_assert_msg(rc == 0, "`%.300s` exited %d: %.1500s", cmd, rc, err);
+	ck_assert_msg(rc == 0, "`%.300s` exited %d: %.1500s", script, rc, err);
 }
 
 static long long query_int(const char *dir, const char *sql)
 {
-	char cmd[4096], out[4096];
+	char out[4096], err[4096];
 	const char *nl;
+	int rc = nf_test_nftrace_run(NF_TEST_ARGV("query", "--csv", dir, sql), out, sizeof(out), err,
+				     sizeof(err));
 
-	snprintf(cmd, sizeof(cmd), "'%s' query --csv '%s' \"%s\"", nf_test_nftrace(), dir, sql);
-	run_ok(cmd, out, sizeof(out));
+	ck_assert_msg(rc == 0, "query %s exited %d: %.1500s", sql, rc, err);
 	nl = strchr(out, '\n');
 	ck_assert_msg(nl && nl[1], "no result for %s", sql);
 	return atoll(nl + 1);
@@ -66,7 +68,7 @@ static long long query_int(const char *dir, const char *sql)
 /* Records the sample program and writes its page; dir and page are filled. */
 static void make_page(char *dir, size_t dlen, char *page, size_t plen)
 {
-	char cmd[8192], out[512];
+	char out[512];
 	const char *bin = getenv("NF_BINARY_DIR");
 
 	ck_assert_msg(bin != NULL, "NF_BINARY_DIR not set (run through ctest)");
@@ -74,11 +76,8 @@ static void make_page(char *dir, size_t dlen, char *page, size_t plen)
 	snprintf(page, plen, "%s/ns.html", tmpdir);
 	/* Run from the temporary directory as ./nfence-sample: the page names the program as
 	 * it was started, and the screenshots must not depend on where the build is. */
-	snprintf(cmd, sizeof(cmd),
-		 "cp '%s/nfence-sample' '%s/' && cd '%s' && '%s' record -o ns -- ./nfence-sample && "
-		 "'%s' report ns -o ns.html",
-		 bin, tmpdir, tmpdir, nf_test_nftrace(), nf_test_nftrace());
-	run_ok(cmd, out, sizeof(out));
+	sh_ok("cp \"$1/nfence-sample\" \"$2/\" && cd \"$2\" && \"$NF\" record -o ns -- ./nfence-sample && "
+	      "\"$NF\" report ns -o ns.html", NF_TEST_ARGV(bin, tmpdir), out, sizeof(out));
 }
 
 /* The value of "key=" in the self-test's output (copied into val), or NULL. */
@@ -111,17 +110,15 @@ static const char *need(const char *dom, const char *key, char *val, size_t len)
 
 START_TEST(selftest_in_chromium)
 {
-	char dir[1200], page[1200], cmd[8192], v[512], want[128], sql[512];
+	char dir[1200], page[1200], v[512], want[128], sql[512];
 	static char dom[1 << 20];
 	long long wait, signal, fence, n;
 
 	make_page(dir, sizeof(dir), page, sizeof(page));
-	snprintf(cmd, sizeof(cmd),
-		 "timeout 120 '%s' --headless --no-sandbox --disable-gpu --hide-scrollbars "
-		 "--no-first-run --disable-crash-reporter --user-data-dir='%s/profile' "
-		 "--window-size=1400,700 --virtual-time-budget=10000 --dump-dom 'file://%s#selftest'",
-		 chromium, tmpdir, page);
-	run_ok(cmd, dom, sizeof(dom));
+	sh_ok("timeout 120 \"$1\" --headless --no-sandbox --disable-gpu --hide-scrollbars "
+	      "--no-first-run --disable-crash-reporter --user-data-dir=\"$2/profile\" "
+	      "--window-size=1400,700 --virtual-time-budget=10000 --dump-dom \"file://$3#selftest\"",
+	      NF_TEST_ARGV(chromium, tmpdir, page), dom, sizeof(dom));
 	ck_assert_msg(strstr(dom, "selftest=done"), "the self-test did not finish: %.3000s",
 		      strstr(dom, "id=\"selftest\"") ? strstr(dom, "id=\"selftest\"") : dom);
 
@@ -194,7 +191,7 @@ START_TEST(screenshots_at_zooms)
 		{ "#view=0,600000", "nfence-sample-600us.png" },
 		{ "#view=140000,200000&select=2", "nfence-sample-60us-selected.png" },
 	};
-	char dir[1200], page[1200], cmd[8192], out[512], shot[1300], ref[2048], rel[256];
+	char dir[1200], page[1200], out[512], shot[1300], ref[2048], rel[256];
 
 	make_page(dir, sizeof(dir), page, sizeof(page));
 	for (size_t i = 0; i < sizeof(views) / sizeof(views[0]); i++) {
@@ -203,17 +200,14 @@ START_TEST(screenshots_at_zooms)
 		long ink = 0;
 
 		snprintf(shot, sizeof(shot), "%s/shot%zu.png", tmpdir, i);
-		snprintf(cmd, sizeof(cmd),
-			 "timeout 120 '%s' --headless --no-sandbox --disable-gpu --hide-scrollbars "
-			 "--no-first-run --disable-crash-reporter --user-data-dir='%s/profile' "
-			 "--window-size=1400,700 --virtual-time-budget=5000 --screenshot='%s' 'file://%s%s'",
-			 chromium, tmpdir, shot, page, views[i].hash);
-		run_ok(cmd, out, sizeof(out));
+		sh_ok("timeout 120 \"$1\" --headless --no-sandbox --disable-gpu --hide-scrollbars "
+		      "--no-first-run --disable-crash-reporter --user-data-dir=\"$2/profile\" "
+		      "--window-size=1400,700 --virtual-time-budget=5000 --screenshot=\"$3\" \"file://$4$5\"",
+		      NF_TEST_ARGV(chromium, tmpdir, shot, page, views[i].hash), out, sizeof(out));
 		snprintf(rel, sizeof(rel), "tests/html/ref/%s", views[i].ref);
 		nf_test_source_path(ref, sizeof(ref), rel);
 		if (getenv("NF_UPDATE_REF")) {
-			snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", shot, ref);
-			run_ok(cmd, out, sizeof(out));
+			sh_ok("cp \"$1\" \"$2\"", NF_TEST_ARGV(shot, ref), out, sizeof(out));
 		}
 		nf_image_load(&a, shot);
 		ck_assert_int_eq(a.w, 1400);
@@ -239,29 +233,24 @@ END_TEST
 /* Imports file into tmpdir/name, writes tmpdir/name.html; page filled. */
 static void import_page(const char *file, const char *name, char *dir, size_t dlen, char *page, size_t plen)
 {
-	char cmd[8192], out[1024];
+	char out[1024];
 
 	snprintf(dir, dlen, "%s/%s", tmpdir, name);
 	snprintf(page, plen, "%s/%s.html", tmpdir, name);
 	/* Imported by its base name from its folder: the page names the file as given, and the
 	 * screenshots must not depend on where the sources are. */
-	snprintf(cmd, sizeof(cmd), "cd \"$(dirname '%s')\" && '%s' import \"$(basename '%s')\" -o '%s' --force >/dev/null && "
-		 "'%s' report '%s' -o '%s' --title '%s'",
-		 file, nf_test_nftrace(), file, dir, nf_test_nftrace(), dir, page, name);
-	run_ok(cmd, out, sizeof(out));
+	sh_ok("cd \"$(dirname \"$1\")\" && \"$NF\" import \"$(basename \"$1\")\" -o \"$2\" --force >/dev/null && "
+	      "\"$NF\" report \"$2\" -o \"$3\" --title \"$4\"",
+	      NF_TEST_ARGV(file, dir, page, name), out, sizeof(out));
 }
 
 /* The page at #selftest in Chromium: its self-test's output in dom. */
 static void run_selftest(const char *page, char *dom, size_t len)
 {
-	char cmd[8192];
-
-	snprintf(cmd, sizeof(cmd),
-		 "timeout 120 '%s' --headless --no-sandbox --disable-gpu --hide-scrollbars "
-		 "--no-first-run --disable-crash-reporter --user-data-dir='%s/profile' "
-		 "--window-size=1400,900 --virtual-time-budget=20000 --dump-dom 'file://%s#selftest'",
-		 chromium, tmpdir, page);
-	run_ok(cmd, dom, len);
+	sh_ok("timeout 120 \"$1\" --headless --no-sandbox --disable-gpu --hide-scrollbars "
+	      "--no-first-run --disable-crash-reporter --user-data-dir=\"$2/profile\" "
+	      "--window-size=1400,900 --virtual-time-budget=20000 --dump-dom \"file://$3#selftest\"",
+	      NF_TEST_ARGV(chromium, tmpdir, page), dom, len);
 	ck_assert_msg(strstr(dom, "selftest=done"), "the self-test did not finish: %.3000s",
 		      strstr(dom, "id=\"selftest\"") ? strstr(dom, "id=\"selftest\"") : dom);
 	if (getenv("NF_SHOW_SELFTEST")) {
@@ -288,23 +277,21 @@ static long long drawn(const char *dom, const char *kind)
 /* A screenshot of page+hash compared with tests/html/ref/ref (NF_UPDATE_REF=1 rewrites it). */
 static void shot_matches(const char *page, const char *hash, const char *refname, int w, int h)
 {
-	char cmd[8192], out[512], shot[1300], ref[2048], rel[256];
+	char out[512], shot[1300], ref[2048], rel[256], size[32];
 	struct nf_image a, b;
 	long ink = 0;
 	double d;
 
 	snprintf(shot, sizeof(shot), "%s/%s", tmpdir, refname);
-	snprintf(cmd, sizeof(cmd),
-		 "timeout 120 '%s' --headless --no-sandbox --disable-gpu --hide-scrollbars "
-		 "--no-first-run --disable-crash-reporter --user-data-dir='%s/profile' "
-		 "--window-size=%d,%d --virtual-time-budget=5000 --screenshot='%s' 'file://%s%s'",
-		 chromium, tmpdir, w, h, shot, page, hash);
-	run_ok(cmd, out, sizeof(out));
+	snprintf(size, sizeof(size), "%d,%d", w, h);
+	sh_ok("timeout 120 \"$1\" --headless --no-sandbox --disable-gpu --hide-scrollbars "
+	      "--no-first-run --disable-crash-reporter --user-data-dir=\"$2/profile\" "
+	      "--window-size=\"$3\" --virtual-time-budget=5000 --screenshot=\"$4\" \"file://$5$6\"",
+	      NF_TEST_ARGV(chromium, tmpdir, size, shot, page, hash), out, sizeof(out));
 	snprintf(rel, sizeof(rel), "tests/html/ref/%s", refname);
 	nf_test_source_path(ref, sizeof(ref), rel);
 	if (getenv("NF_UPDATE_REF")) {
-		snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", shot, ref);
-		run_ok(cmd, out, sizeof(out));
+		sh_ok("cp \"$1\" \"$2\"", NF_TEST_ARGV(shot, ref), out, sizeof(out));
 	}
 	nf_image_load(&a, shot);
 	ck_assert_int_eq(a.w, w);
@@ -426,7 +413,7 @@ END_TEST
  */
 START_TEST(dense_page_lod)
 {
-	char nfs[1200], src[2048], dir[1200], page[1300], cmd[16384], out[1024], v[256];
+	char nfs[1200], src[2048], dir[1200], page[1300], out[1024], v[256];
 	static char dom[1 << 20];
 	long long visited, sublanes, columns, in_view;
 
@@ -434,15 +421,13 @@ START_TEST(dense_page_lod)
 	snprintf(nfs, sizeof(nfs), "%s/dense.nfs", tmpdir);
 	snprintf(dir, sizeof(dir), "%s/dense", tmpdir);
 	snprintf(page, sizeof(page), "%s/dense.html", tmpdir);
-	snprintf(cmd, sizeof(cmd), "sed 's/^repeat 4000 as/repeat 400 as/' '%s' >'%s' && '%s' record -o '%s' '%s' >/dev/null && "
-		 "'%s' report '%s' -o '%s'", src, nfs, nf_test_nftrace(), dir, nfs, nf_test_nftrace(), dir, page);
-	run_ok(cmd, out, sizeof(out));
-	snprintf(cmd, sizeof(cmd),
-		 "timeout 200 '%s' --headless --no-sandbox --disable-gpu --hide-scrollbars "
-		 "--no-first-run --disable-crash-reporter --user-data-dir='%s/profile' "
-		 "--window-size=640,600 --virtual-time-budget=60000 --dump-dom 'file://%s#selftest'",
-		 chromium, tmpdir, page);
-	run_ok(cmd, dom, sizeof(dom));
+	sh_ok("sed 's/^repeat 4000 as/repeat 400 as/' \"$1\" >\"$2\" && "
+	      "\"$NF\" record -o \"$3\" \"$2\" >/dev/null && \"$NF\" report \"$3\" -o \"$4\"",
+	      NF_TEST_ARGV(src, nfs, dir, page), out, sizeof(out));
+	sh_ok("timeout 200 \"$1\" --headless --no-sandbox --disable-gpu --hide-scrollbars "
+	      "--no-first-run --disable-crash-reporter --user-data-dir=\"$2/profile\" "
+	      "--window-size=640,600 --virtual-time-budget=60000 --dump-dom \"file://$3#selftest\"",
+	      NF_TEST_ARGV(chromium, tmpdir, page), dom, sizeof(dom));
 	ck_assert_msg(strstr(dom, "selftest=done"), "the self-test did not finish");
 	ck_assert_int_eq(atoll(need(dom, "ops.detailed", v, sizeof(v))), 100000);
 	visited = atoll(need(dom, "perf.whole_visited", v, sizeof(v)));

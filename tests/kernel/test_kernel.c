@@ -29,16 +29,16 @@
 
 static char out[OUT_MAX], errb[OUT_MAX];
 
-static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int run(const char *fmt, ...)
+/* Runs nftrace with args (no shell), its output in out and errb: the exit status. */
+static int nft(const char *const args[])
 {
-	char cmd[8192];
-	va_list ap;
+	return nf_test_nftrace_run(args, out, sizeof(out), errb, sizeof(errb));
+}
 
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	return nf_test_run(cmd, out, sizeof(out), errb, sizeof(errb));
+/* A shell script with its paths as "$1"... and nftrace as "$NF" (nf_test_sh). */
+static int sh(const char *script, const char *const args[])
+{
+	return nf_test_sh(script, args, out, sizeof(out), errb, sizeof(errb));
 }
 
 static void fixture_paths(char *formats, size_t flen, char *events, size_t elen, char *dat, size_t dlen)
@@ -82,7 +82,7 @@ static void import_fixture(char *tmp, size_t len, char *session, size_t slen)
 	fixture_paths(formats, sizeof(formats), events, sizeof(events), dat, sizeof(dat));
 	nf_test_tmpdir(tmp, len);
 	snprintf(session, slen, "%s/s", tmp);
-	ck_assert_int_eq(run("'%s' import '%s' -o '%s'", nf_test_nftrace(), dat, session), 0);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("import", dat, "-o", session)), 0);
 	ck_assert_msg(strstr(out, "29 kernel records on 2 CPUs (18 dma_fence, 10 sched, 0 GPU job/vblank, 0 markers, 1 other), "
 			      "5 events lost by the kernel") != NULL, "%s", out);
 }
@@ -102,7 +102,7 @@ static void query(const char *session, const char *sql, const char *expect)
 
 	snprintf(db, sizeof(db), "%s/.timeline.db", session);
 	if (access(db, F_OK) != 0) {
-		ck_assert_int_eq(run("'%s' query --csv '%s' \"%s\"", nf_test_nftrace(), session, sql), 0);
+		ck_assert_int_eq(nft(NF_TEST_ARGV("query", "--csv", session, sql)), 0);
 		ck_assert_msg(strcmp(out, expect) == 0, "%s\n--- got:\n%s--- expected:\n%s", sql, out, expect);
 		return;
 	}
@@ -182,12 +182,12 @@ START_TEST(test_fixture_import_rows)
 	      "kernel_lost,,2500000,2500000,5,CPU 1: the kernel ring buffer lost 5 events before this point\n");
 	/* The ready-made queues report names the pseudo-adapter instead of
 	 * numbering it 4294967295. */
-	ck_assert_int_eq(run("'%s' query --csv '%s' --report queues", nf_test_nftrace(), s), 0);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("query", "--csv", s, "--report", "queues")), 0);
 	ck_assert_str_eq(out, "queue,name,adapter,adapter_name,ops,waits,signals,lost,stalled_ns,span_ns\n"
 			      "4294967303,nfgpu gfx,,Linux kernel dma_fence,3,0,3,0,0,2000000\n"
 			      "4294967305,nfgpu compute,,Linux kernel dma_fence,1,0,1,0,0,1000000\n");
 	/* The stock babeltrace2 reads the session: the kernel stream is valid CTF. */
-	ck_assert_int_eq(run("babeltrace2 '%s' | grep -c 'KernelDmaFence'", s), 0);
+	ck_assert_int_eq(sh("babeltrace2 \"$1\" | grep -c 'KernelDmaFence'", NF_TEST_ARGV(s)), 0);
 	ck_assert_str_eq(out, "18\n");
 	nf_test_rmtree(tmp);
 }
@@ -305,7 +305,7 @@ START_TEST(test_fixture_report)
 
 	import_fixture(tmp, sizeof(tmp), s, sizeof(s));
 	snprintf(png, sizeof(png), "%s/r.png", tmp);
-	ck_assert_int_eq(run("'%s' report '%s' -o '%s'", nf_test_nftrace(), s, png), 0);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("report", s, "-o", png)), 0);
 	/* Where things are, from the same layout the viewer used. */
 	snprintf(db, sizeof(db), "%s/.timeline.db", s);
 	ck_assert_int_eq(sqlite3_open_v2(db, &sql, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
@@ -358,7 +358,7 @@ static void expect_bad(const char *tmp, const char *file, const char *what)
 	struct stat st;
 
 	snprintf(session, sizeof(session), "%s/bad-session", tmp);
-	ck_assert_int_eq(run("'%s' import '%s' -o '%s'", nf_test_nftrace(), file, session), 1);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("import", file, "-o", session)), 1);
 	ck_assert_msg(nf_test_count_lines(errb) == 1, "expected one line, got: %s", errb);
 	ck_assert_msg(strstr(errb, file) != NULL && strstr(errb, what) != NULL,
 		      "'%s' not in: %s", what, errb);
@@ -493,26 +493,28 @@ START_TEST(test_extract_import)
 	snprintf(inst, sizeof(inst), "/sys/kernel/tracing/instances/%s", name);
 	/* Scheduler events in a private instance while some processes run, then
 	 * `trace-cmd extract`: what users do on machines where record fails. */
-	ck_assert_int_eq(run("mkdir '%s' && echo mono > '%s/trace_clock' && "
-			     "echo 1 > '%s/events/sched/sched_switch/enable' && "
-			     "echo 1 > '%s/events/sched/sched_wakeup/enable' && "
-			     "for i in 1 2 3 4 5 6 7 8; do sleep 0.01; done; echo 0 > '%s/tracing_on'",
-			     inst, inst, inst, inst, inst), 0);
-	int rc = run("cd '%s' && trace-cmd extract -B '%s' -o '%s/x.dat'", tmp, name, tmp);
+	ck_assert_int_eq(sh("mkdir \"$1\" && echo mono > \"$1/trace_clock\" && "
+			    "echo 1 > \"$1/events/sched/sched_switch/enable\" && "
+			    "echo 1 > \"$1/events/sched/sched_wakeup/enable\" && "
+			    "for i in 1 2 3 4 5 6 7 8; do sleep 0.01; done; echo 0 > \"$1/tracing_on\"",
+			 NF_TEST_ARGV(inst)), 0);
+	int rc = sh("cd \"$1\" && trace-cmd extract -B \"$2\" -o \"$1/x.dat\"", NF_TEST_ARGV(tmp,
+		    name));
 	rmdir(inst);
 	ck_assert_msg(rc == 0, "trace-cmd extract failed: %s", errb);
-	ck_assert_int_eq(run("'%s' import '%s/x.dat' -o '%s/s'", nf_test_nftrace(), tmp, tmp), 0);
+	ck_assert_int_eq(sh("\"$NF\" import \"$1/x.dat\" -o \"$1/s\"", NF_TEST_ARGV(tmp)), 0);
 	/* The sleeps switched: there are runs, and threads with names. */
-	ck_assert_int_eq(run("'%s' query --csv '%s/s' \"SELECT count(*) > 0, count(DISTINCT thread) > 1 "
-			     "FROM cpu_runs; SELECT count(*) > 0 FROM kernel_threads\"",
-			     nf_test_nftrace(), tmp), 0);
+	ck_assert_int_eq(sh("\"$NF\" query --csv \"$1/s\" \"SELECT count(*) > 0, count(DISTINCT thread) > 1 "
+			    "FROM cpu_runs; SELECT count(*) > 0 FROM kernel_threads\"",
+			 NF_TEST_ARGV(tmp)), 0);
 	ck_assert_msg(strstr(out, "1,1") != NULL, "%s", out);
 	/* No GPU work here, so the default rows (threads that submitted, waited or
 	 * wrote markers) would be none: ask for every thread that ran. */
-	ck_assert_int_eq(run("'%s' report '%s/s' --threads all -o '%s/r.png'", nf_test_nftrace(), tmp, tmp), 0);
+	ck_assert_int_eq(sh("\"$NF\" report \"$1/s\" --threads all -o \"$1/r.png\"",
+			 NF_TEST_ARGV(tmp)), 0);
 	assert_report_runs(tmp);
-	ck_assert_int_eq(run("'%s' query --csv '%s/s' \"SELECT count(*) FROM cpu_runs WHERE thread = 0\"",
-			     nf_test_nftrace(), tmp), 0);
+	ck_assert_int_eq(sh("\"$NF\" query --csv \"$1/s\" \"SELECT count(*) FROM cpu_runs WHERE thread = 0\"",
+			 NF_TEST_ARGV(tmp)), 0);
 	ck_assert_str_eq(out, "count(*)\n0\n"); /* the idle task is no thread row */
 	nf_test_rmtree(tmp);
 }
@@ -549,41 +551,45 @@ START_TEST(test_record_kernel)
 	nf_test_tmpdir(tmp, sizeof(tmp));
 	nf_test_source_path(scen, sizeof(scen), "samples/log-buffer-example.nfs");
 	/* A scenario with scheduler events around it, through a program too. */
-	ck_assert_int_eq(run("'%s' record --kernel sched:sched_switch,sched:sched_wakeup,dma_fence?,nosuch? "
-			     "-o '%s/s' '%s'", nf_test_nftrace(), tmp, scen), 0);
+	ck_assert_int_eq(sh("\"$NF\" record --kernel sched:sched_switch,sched:sched_wakeup,dma_fence?,nosuch? "
+			    "-o \"$1/s\" \"$2\"",
+			 NF_TEST_ARGV(tmp, scen)), 0);
 	ck_assert_msg(strstr(out, "recorded ") && strstr(out, "kernel: "), "%s", out);
 	assert_no_instances_left();
 	/* The runtime's events and the kernel's in one session, both streams readable. */
-	ck_assert_int_eq(run("babeltrace2 '%s/s' | grep -c -e FENCE_SIGNAL_QUEUED -e KernelTraceStart", tmp), 0);
+	ck_assert_int_eq(sh("babeltrace2 \"$1/s\" | grep -c -e FENCE_SIGNAL_QUEUED -e KernelTraceStart",
+			 NF_TEST_ARGV(tmp)), 0);
 	ck_assert_str_eq(out, "2\n");
-	ck_assert_int_eq(run("'%s' query --csv '%s/s' \"SELECT count(*) FROM fence_ops WHERE queue < 4294967296; "
-			     "SELECT count(*) > 0 AS ran FROM cpu_runs\"", nf_test_nftrace(), tmp), 0);
+	ck_assert_int_eq(sh("\"$NF\" query --csv \"$1/s\" \"SELECT count(*) FROM fence_ops WHERE queue < 4294967296; "
+			    "SELECT count(*) > 0 AS ran FROM cpu_runs\"",
+			 NF_TEST_ARGV(tmp)), 0);
 	ck_assert_str_eq(out, "count(*)\n2\n\nran\n1\n");
-	ck_assert_int_eq(run("'%s' report '%s/s' -o '%s/r.png'", nf_test_nftrace(), tmp, tmp), 0);
+	ck_assert_int_eq(sh("\"$NF\" report \"$1/s\" -o \"$1/r.png\"", NF_TEST_ARGV(tmp)), 0);
 	/* A program linking the runtime: its session gets the kernel stream too. */
 	const char *bin = getenv("NF_BINARY_DIR");
-	if (bin && run("test -x '%s/nfence-sample'", bin) == 0) {
+	if (bin && sh("test -x \"$1/nfence-sample\"", NF_TEST_ARGV(bin)) == 0) {
 		/* The defaults need dma_fence events, which some kernels are built without. */
 		const char *evs = access("/sys/kernel/tracing/events/dma_fence", F_OK) == 0 ? "default"
 											     : "sched:sched_switch";
-		ck_assert_int_eq(run("'%s' record --kernel %s -o '%s/ps' -- '%s/nfence-sample'",
-				     nf_test_nftrace(), evs, tmp, bin), 0);
-		ck_assert_int_eq(run("'%s' query --csv '%s/ps' \"SELECT count(*) > 0 AS ops FROM fence_ops "
-				     "WHERE queue < 4294967296; SELECT count(*) > 0 AS ran FROM cpu_runs\"",
-				     nf_test_nftrace(), tmp), 0);
+		ck_assert_int_eq(sh("\"$NF\" record --kernel \"$1\" -o \"$2/ps\" -- \"$3/nfence-sample\"",
+				    NF_TEST_ARGV(evs, tmp, bin)), 0);
+		ck_assert_int_eq(sh("\"$NF\" query --csv \"$1/ps\" \"SELECT count(*) > 0 AS ops FROM fence_ops "
+				    "WHERE queue < 4294967296; SELECT count(*) > 0 AS ran FROM cpu_runs\"",
+				 NF_TEST_ARGV(tmp)), 0);
 		ck_assert_str_eq(out, "ops\n1\n\nran\n1\n");
 	} else {
 		fprintf(stderr, "SKIP: nfence-sample is not built; record --kernel -- PROGRAM not tried\n");
 	}
-	ck_assert_int_eq(run("'%s' record --kernel sched:sched_switch -o '%s/p' -- sh -c 'sleep 0.05'",
-			     nf_test_nftrace(), tmp), 1); /* sh records no session: the recorder says so */
+	ck_assert_int_eq(sh("\"$NF\" record --kernel sched:sched_switch -o \"$1/p\" -- sh -c 'sleep 0.05'",
+			 NF_TEST_ARGV(tmp)), 1); /* sh records no session: the recorder says so */
 	ck_assert_msg(strstr(errb, "recorded nothing") != NULL, "%s", errb);
 	assert_no_instances_left();
 	/* An event this kernel does not have: one line, no session, no instance. */
-	ck_assert_int_eq(run("'%s' record --kernel sched:nosuch -o '%s/n' '%s'", nf_test_nftrace(), tmp, scen), 1);
+	ck_assert_int_eq(sh("\"$NF\" record --kernel sched:nosuch -o \"$1/n\" \"$2\"",
+			 NF_TEST_ARGV(tmp, scen)), 1);
 	ck_assert_msg(nf_test_count_lines(errb) == 1 && strstr(errb, "has no event 'sched:nosuch'"), "%s", errb);
 	ck_assert_int_ne(stat(tmp, &st), -1);
-	ck_assert_int_ne(run("test -e '%s/n'", tmp), 0);
+	ck_assert_int_ne(sh("test -e \"$1/n\"", NF_TEST_ARGV(tmp)), 0);
 	assert_no_instances_left();
 	nf_test_rmtree(tmp);
 }
@@ -629,7 +635,7 @@ static void gpu_fixture(const char *name, char *tmp, size_t tlen, char *session,
 	free(b);
 	free(text);
 	snprintf(session, slen, "%s/s", tmp);
-	ck_assert_msg(run("'%s' import '%s' -o '%s'", nf_test_nftrace(), dat, session) == 0, "%s", errb);
+	ck_assert_msg(nft(NF_TEST_ARGV("import", dat, "-o", session)) == 0, "%s", errb);
 }
 
 static const char jobs_cols[] = "SELECT id, driver, ring, job, context, seqno, sched_context, thread, "
@@ -731,7 +737,7 @@ START_TEST(test_ring_order_finish)
 	snprintf(dat, sizeof(dat), "%s/ring.dat", tmp);
 	ck_assert_msg(nf_tdw_write(formats, events, dat, NULL, why, sizeof(why)) == 0, "%s", why);
 	snprintf(s, sizeof(s), "%s/s", tmp);
-	ck_assert_msg(run("'%s' import '%s' -o '%s'", nf_test_nftrace(), dat, s) == 0, "%s", errb);
+	ck_assert_msg(nft(NF_TEST_ARGV("import", dat, "-o", s)) == 0, "%s", errb);
 	query(s, "SELECT job, ring, started_ns, finished_ns, finish_source, status FROM jobs ORDER BY id",
 	      "job,ring,started_ns,finished_ns,finish_source,status\n"
 	      "20,gfx,50000,1100000,ring_order,complete\n"
@@ -755,7 +761,7 @@ START_TEST(test_job_critical_path)
 	char tmp[1024], s[1200];
 
 	gpu_fixture("drm-sched", tmp, sizeof(tmp), s, sizeof(s));
-	ck_assert_msg(run("'%s' critical-path '%s'", nf_test_nftrace(), s) == 0, "%s", errb);
+	ck_assert_msg(nft(NF_TEST_ARGV("critical-path", s)) == 0, "%s", errb);
 	ck_assert_msg(strstr(out, "critical path of job 2 (amdgpu gfx_0.0.0, job id 12) submitted by thread 500\n"
 			     "submitted at 1200000 ns, finished at 3000000 ns: latency 1800000 ns in 3 segments\n"),
 		      "%s", out);
@@ -766,17 +772,18 @@ START_TEST(test_job_critical_path)
 		      "%s", out);
 	ck_assert_msg(strstr(out, "2050000        3000000         950000  ring gfx_0.0.0               executing job 2 "),
 		      "%s", out);
-	ck_assert_msg(run("'%s' critical-path '%s' --job 3 --json", nf_test_nftrace(), s) == 0, "%s", errb);
+	ck_assert_msg(nft(NF_TEST_ARGV("critical-path", s, "--job", "3", "--json")) == 0, "%s",
+		      errb);
 	ck_assert_msg(strstr(out, "{\"job\": 3, \"submitted_ns\": 1500000, \"end_ns\": 1900000, \"latency_ns\": 400000, "
 			     "\"segments\": [\n  {\"on\": \"ring sdma0\", \"kind\": \"queued\", \"job\": 3, \"thread\": null, "
 			     "\"dep_job\": null, \"start_ns\": 1500000, \"end_ns\": 1600000, \"duration_ns\": 100000"), "%s", out);
 	/* Job 14 (row 4) never finished: no latency; a job that does not exist is named. */
-	ck_assert_int_eq(run("'%s' critical-path '%s' --job 4", nf_test_nftrace(), s), 1);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("critical-path", s, "--job", "4")), 1);
 	ck_assert_msg(strstr(errb, "job 4 has no finish in the trace"), "%s", errb);
-	ck_assert_int_eq(run("'%s' critical-path '%s' --job 99", nf_test_nftrace(), s), 1);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("critical-path", s, "--job", "99")), 1);
 	ck_assert_msg(strstr(errb, "no job 99"), "%s", errb);
 	/* Before any job finished: nothing to explain, said in one line. */
-	ck_assert_int_eq(run("'%s' critical-path '%s' --at 1ms", nf_test_nftrace(), s), 1);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("critical-path", s, "--at", "1ms")), 1);
 	ck_assert_msg(strstr(errb, "no operation and no GPU job finished by that time"), "%s", errb);
 	nf_test_rmtree(tmp);
 }
@@ -829,7 +836,7 @@ START_TEST(test_many_jobs_and_runs)
 	ck_assert_msg(nf_tdw_write(formats, ev, dat, NULL, why, sizeof(why)) == 0, "%s", why);
 	free(ev);
 	snprintf(sess, sizeof(sess), "%s/s", tmp);
-	ck_assert_msg(run("'%s' import '%s' -o '%s'", nf_test_nftrace(), dat, sess) == 0, "%s", errb);
+	ck_assert_msg(nft(NF_TEST_ARGV("import", dat, "-o", sess)) == 0, "%s", errb);
 	/* Job 1 is one row with its submission (before the write), its run and finish (after). */
 	query(sess, "SELECT count(*), count(DISTINCT job) FROM jobs", "count(*),count(DISTINCT job)\n66000,66000\n");
 	query(sess, "SELECT id, ring, thread, submitted_ns, started_ns - submitted_ns, finished_ns - started_ns, "

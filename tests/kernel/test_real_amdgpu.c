@@ -20,7 +20,6 @@
 #include "nftrace/timeline.h"
 
 #include <sqlite3.h>
-#include <stdarg.h>
 #include <sys/stat.h>
 
 #define SKIP_CODE 77
@@ -29,22 +28,22 @@
 static char out[OUT_MAX], errb[65536];
 static char real[4096];
 
-static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int run(const char *fmt, ...)
+/* Runs nftrace with args (no shell), its output in out and errb: the exit status. */
+static int nft(const char *const args[])
 {
-	char cmd[8192];
-	va_list ap;
+	return nf_test_nftrace_run(args, out, sizeof(out), errb, sizeof(errb));
+}
 
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	return nf_test_run(cmd, out, sizeof(out), errb, sizeof(errb));
+/* A shell script with its paths as "$1"... and nftrace as "$NF" (nf_test_sh). */
+static int sh(const char *script, const char *const args[])
+{
+	return nf_test_sh(script, args, out, sizeof(out), errb, sizeof(errb));
 }
 
 /* One number printed by a query (the whole output). */
 static long long query_num(const char *session, const char *sql)
 {
-	ck_assert_msg(run("'%s' query '%s' --csv \"%s\"", nf_test_nftrace(), session, sql) == 0,
+	ck_assert_msg(nft(NF_TEST_ARGV("query", session, "--csv", sql)) == 0,
 		      "query %s: %s", sql, errb);
 	const char *nl = strchr(out, '\n');
 	ck_assert_ptr_nonnull(nl);
@@ -55,7 +54,7 @@ static void import_real(char *tmp, size_t len, char *session, size_t slen)
 {
 	nf_test_tmpdir(tmp, len);
 	snprintf(session, slen, "%s/s", tmp);
-	ck_assert_msg(run("'%s' import '%s' -o '%s'", nf_test_nftrace(), real, session) == 0, "import: %s%s",
+	ck_assert_msg(nft(NF_TEST_ARGV("import", real, "-o", session)) == 0, "import: %s%s",
 		      out, errb);
 }
 
@@ -67,9 +66,10 @@ static void import_real(char *tmp, size_t len, char *session, size_t slen)
  */
 static long long tracecmd_lines(const char *file, const char *name_re)
 {
-	ck_assert_msg(run("for i in 1 2 3; do n=$(trace-cmd report -i '%s' 2>/dev/null | "
-			  "grep -cE '\\[[0-9]{3}\\] +[0-9]+\\.[0-9]+: +%s'); [ \"$n\" != 0 ] && break; done; "
-			  "echo \"${n:-0}\"", file, name_re) == 0, "trace-cmd report -i %s: %s", file, errb);
+	/* $2 is an extended regular expression, spliced into grep's pattern. */
+	ck_assert_msg(sh("for i in 1 2 3; do n=$(trace-cmd report -i \"$1\" 2>/dev/null | "
+			 "grep -cE '\\[[0-9]{3}\\] +[0-9]+\\.[0-9]+: +'\"$2\"); [ \"$n\" != 0 ] && break; done; "
+			 "echo \"${n:-0}\"", NF_TEST_ARGV(file, name_re)) == 0, "trace-cmd report -i %s: %s", file, errb);
 	return atoll(out);
 }
 
@@ -137,7 +137,7 @@ START_TEST(test_every_record_imported)
 
 	for (size_t i = 0; i < 6; i++)
 		theirs[i] = tracecmd_count(tmp, kinds[i].theirs);
-	ck_assert_msg(run("'%s' info '%s'", nf_test_nftrace(), session) == 0, "%s", errb);
+	ck_assert_msg(nft(NF_TEST_ARGV("info", session)) == 0, "%s", errb);
 	ck_assert_msg(strstr(out, "worked around:  option 8") && strstr(out, "saved TGIDs"), "%s", out);
 	for (size_t i = 0; i < 6; i++) {
 		char line[128];
@@ -229,15 +229,13 @@ START_TEST(test_job_critical_path)
 	long long ids[2] = { last, some };
 
 	for (int k = 0; k < 2; k++) {
-		char pick[64];
+		char id[32];
 
 		/* The capture lasts 3.5 s: --at 10s is the last job to finish, as with no option. */
-		if (k)
-			snprintf(pick, sizeof(pick), "--job %lld", ids[k]);
-		else
-			snprintf(pick, sizeof(pick), "--at 10s");
-		ck_assert_msg(run("'%s' critical-path '%s' %s --json", nf_test_nftrace(), session, pick) == 0, "%s",
-			      errb);
+		snprintf(id, sizeof(id), "%lld", ids[k]);
+		ck_assert_msg(nft(k ? NF_TEST_ARGV("critical-path", session, "--job", id, "--json")
+				    : NF_TEST_ARGV("critical-path", session, "--at", "10s", "--json")) == 0,
+			      "%s", errb);
 		char *p = strstr(out, "\"latency_ns\": ");
 		long long lat, sum = 0, prev_end = -1, first = -1, end = -1;
 		int n = 0;
@@ -322,10 +320,11 @@ START_TEST(test_report_shows_what_matters)
 	nf_render_layout_release(&lay);
 	sqlite3_close(sql);
 	snprintf(png, sizeof(png), "%s/all.png", tmp);
-	ck_assert_msg(run("'%s' report '%s' -o '%s'", nf_test_nftrace(), session, png) == 0, "%s", errb);
+	ck_assert_msg(nft(NF_TEST_ARGV("report", session, "-o", png)) == 0, "%s", errb);
 	ck_assert_int_le(png_height(png), 1080);
 	/* A 50 ms window: every job in it is drawn, and the page is the same height. */
-	ck_assert_msg(run("'%s' report '%s' -o '%s' --from 2000ms --to 2050ms", nf_test_nftrace(), session, png) == 0,
+	ck_assert_msg(nft(NF_TEST_ARGV("report", session, "-o", png, "--from", "2000ms", "--to",
+		      "2050ms")) == 0,
 		      "%s", errb);
 	ck_assert_int_le(png_height(png), 1080);
 	ck_assert_int_eq(sqlite3_open_v2(db, &sql, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
@@ -386,7 +385,7 @@ static void expect_refused(const char *tmp, const char *file, const char *what)
 	struct stat st;
 
 	snprintf(session, sizeof(session), "%s/bad-session", tmp);
-	ck_assert_int_eq(run("'%s' import '%s' -o '%s'", nf_test_nftrace(), file, session), 1);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("import", file, "-o", session)), 1);
 	ck_assert_msg(nf_test_count_lines(errb) == 1, "expected one line, got: %s", errb);
 	ck_assert_msg(strstr(errb, file) && strstr(errb, what), "'%s' not in: %s", what, errb);
 	ck_assert_msg(stat(session, &st) != 0, "a session was left behind");
@@ -422,7 +421,8 @@ START_TEST(test_damaged_copies_refused)
 	expect_refused(tmp, bad, "truncated: CPU 3 data at offset 9437184");
 	/* an unknown option id (CPUSTAT renumbered): skipped, the file still imports */
 	damaged_copy(bad, opt + 2 + 4 + 1047, (const unsigned char[2]){ 0x34, 0x12 }, 2);
-	ck_assert_msg(run("'%s' import '%s' -o '%s/ok'", nf_test_nftrace(), bad, tmp) == 0, "%s", errb);
+	ck_assert_msg(sh("\"$NF\" import \"$1\" -o \"$2/ok\"", NF_TEST_ARGV(bad, tmp)) == 0, "%s",
+		      errb);
 	/* amdgpu_cs_ioctl's format renumbered: its records have none */
 	damaged_copy(bad, -1, no_fmt, sizeof(no_fmt) / 2 - 1);
 	expect_refused(tmp, bad, "event id 1252 has no format in the trace");
@@ -451,7 +451,7 @@ START_TEST(test_public_tracedat)
 
 		snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
 		snprintf(want, sizeof(want), ": %lld kernel records on ", tracecmd_lines(path, "[a-zA-Z_0-9]+:"));
-		ck_assert_msg(run("'%s' import '%s/%s' -o '%s' --force", nf_test_nftrace(), dir, files[i], session) == 0,
+		ck_assert_msg(nft(NF_TEST_ARGV("import", path, "-o", session, "--force")) == 0,
 			      "%s: %s", files[i], errb);
 		ck_assert_msg(strstr(out, want), "%s: trace-cmd report counts%s; import: %s", files[i], want, out);
 		ck_assert_int_ge(query_num(session, "select count(*) from meta"), 1);

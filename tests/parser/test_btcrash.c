@@ -24,7 +24,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
-static char tmp[512], cmd[8192], out[1 << 16], err[1 << 14];
+static char tmp[512], out[1 << 16], err[1 << 14];
 
 /* Runs nftrace with args (no shell), its output in out and err: the exit status. */
 static int nft(const char *const args[])
@@ -189,9 +189,9 @@ static void crafted(const char *dir, int kind)
 static void stock_babeltrace2_dies(const char *dir, int sig)
 {
 	/* The inner shell reports the signal (on the captured stderr). */
-	snprintf(cmd, sizeof(cmd), "command -v babeltrace2 >/dev/null || exit 77; ulimit -c 0; "
-		 "sh -c \"timeout 60 babeltrace2 '%s' >/dev/null; exit \\$?\"", dir);
-	int st = nf_test_run(cmd, NULL, 0, err, sizeof(err));
+	int st = nf_test_sh("command -v babeltrace2 >/dev/null || exit 77; ulimit -c 0; "
+			    "sh -c 'timeout 60 babeltrace2 \"$1\" >/dev/null; exit $?' sh \"$1\"",
+			    NF_TEST_ARGV(dir), NULL, 0, err, sizeof(err));
 	if (st == 77) {
 		fprintf(stderr, "note: no babeltrace2 CLI; not checking that it crashes\n");
 		return;
@@ -203,9 +203,11 @@ static void stock_babeltrace2_dies(const char *dir, int sig)
 /* Exit 1, nothing on stdout, one line on stderr naming the session and `needle`. */
 static void one_line(const char *env, const char *command, const char *dir, const char *needle)
 {
-	snprintf(cmd, sizeof(cmd), "ulimit -c 0; %s timeout 120 '%s' %s '%s'%s", env ? env : "",
-		 nf_test_nftrace(), command, dir, strcmp(command, "query") == 0 ? " 'select 1'" : "");
-	int st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	/* env: NAME=value words, exported by the shell before timeout runs nftrace */
+	int st = nf_test_sh("ulimit -c 0; if [ -n \"$1\" ]; then export $1; fi; "
+			    "if [ \"$2\" = query ]; then set -- \"$@\" 'select 1'; fi; "
+			    "exec timeout 120 \"$NF\" \"$2\" \"$3\" ${4:+\"$4\"}",
+			    NF_TEST_ARGV(env ? env : "", command, dir), out, sizeof(out), err, sizeof(err));
 
 	ck_assert_msg(st == 1, "%s %s: exit %d (128+N: signal N), stderr %.1500s", command, dir, st,
 		      err);
@@ -240,8 +242,8 @@ static void contained(const char *dir, int sig, const char *name)
 	one_line(NULL, "check", dir, needle);
 	one_line(NULL, "query", dir, needle);
 	/* No database or temporary was left behind by the query. */
-	snprintf(cmd, sizeof(cmd), "ls -A '%s'", dir);
-	ck_assert_int_eq(nf_test_run(cmd, out, sizeof(out), err, sizeof(err)), 0);
+	ck_assert_int_eq(nf_test_sh("ls -A \"$1\"", NF_TEST_ARGV(dir), out, sizeof(out), err,
+			 sizeof(err)), 0);
 	ck_assert_msg(strstr(out, ".timeline.db\n") == NULL && strstr(out, ".tmp.") == NULL, "%s", out);
 }
 
@@ -281,9 +283,9 @@ START_TEST(entry_count_2_30_memory_bounded)
 	write_session(dir);
 	make_foreign(dir);
 	patch_events(dir, -1, &count, 4);
-	snprintf(cmd, sizeof(cmd), "command -v babeltrace2 >/dev/null || exit 77; ulimit -c 0; "
-		 "ulimit -v 2097152; sh -c \"babeltrace2 '%s' >/dev/null; exit \\$?\"", dir);
-	int st = nf_test_run(cmd, NULL, 0, err, sizeof(err));
+	int st = nf_test_sh("command -v babeltrace2 >/dev/null || exit 77; ulimit -c 0; "
+			    "ulimit -v 2097152; sh -c 'babeltrace2 \"$1\" >/dev/null; exit $?' sh \"$1\"",
+			    NF_TEST_ARGV(dir), NULL, 0, err, sizeof(err));
 	ck_assert_msg(st == 77 || st > 128, "babeltrace2 in 2 GiB: exit %d: %.300s", st, err);
 	library_refuses(dir, "needed more than 4 GiB of memory");
 	one_line(NULL, "check", dir, "needed more than 4 GiB of memory");
@@ -327,28 +329,28 @@ END_TEST
 START_TEST(own_sessions_of_every_kind_start_no_child)
 {
 	char dir[700], src[1024];
-	const char *const kinds[] = { "record", "record --ground-truth", "import" };
+	static const char *const kinds[][2] = { { "record", NULL }, { "record", "--ground-truth" },
+						 { "import", NULL } };
 
 	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
-		bool import = strcmp(kinds[k], "import") == 0;
+		bool import = strcmp(kinds[k][0], "import") == 0;
 		int st;
 
 		snprintf(dir, sizeof(dir), "%s/kind%zu", tmp, k);
 		nf_test_source_path(src, sizeof(src),
 				    import ? "samples/kernel/dma-fence.dat" : "samples/overrun.nfs");
 		if (import) {
-			snprintf(cmd, sizeof(cmd), "'%s' help | grep -qw import", nf_test_nftrace());
-			if (nf_test_run(cmd, NULL, 0, NULL, 0) != 0) {
+			if (nf_test_sh("\"$NF\" help | grep -qw import", NULL, NULL, 0, NULL, 0) != 0) {
 				fprintf(stderr, "note: no import command; kernel sessions not checked\n");
 				continue;
 			}
 		}
-		snprintf(cmd, sizeof(cmd), "'%s' %s -o '%s' '%s'", nf_test_nftrace(), kinds[k], dir, src);
-		st = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
-		ck_assert_msg(st == 0, "%s: exit %d: %.1500s", kinds[k], st, err);
+		st = kinds[k][1] ? nft(NF_TEST_ARGV(kinds[k][0], kinds[k][1], "-o", dir, src))
+				 : nft(NF_TEST_ARGV(kinds[k][0], "-o", dir, src));
+		ck_assert_msg(st == 0, "%s: exit %d: %.1500s", kinds[k][0], st, err);
 		st = nft_env(NF_TEST_ARGV("NFTRACE_BT_TIMEOUT=0"), NF_TEST_ARGV("check", dir));
 		ck_assert_msg(st == 0 || (st == 1 && err[0] == '\0'), "%s session: exit %d: %.1500s",
-			      kinds[k], st, err);
+			      kinds[k][0], st, err);
 		ck_assert_ptr_nonnull(strstr(out, "verdict: "));
 		/*
 		 * Opened without babeltrace2 (environment, clock and stream classes from
@@ -361,7 +363,7 @@ START_TEST(own_sessions_of_every_kind_start_no_child)
 		ck_assert_int_eq(nft_env(NF_TEST_ARGV("NFTRACE_READER=babeltrace2"),
 				 NF_TEST_ARGV("info", dir)), 0);
 		ck_assert_msg(strcmp(native, out) == 0, "%s: info differs:\n%s\n--- babeltrace2:\n%s",
-			      kinds[k], native, out);
+			      kinds[k][0], native, out);
 		ck_assert_ptr_nonnull(strstr(native, "cpu clock:"));
 	}
 }

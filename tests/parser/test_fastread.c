@@ -18,7 +18,7 @@
 #include "nftrace/ctf.h"
 #include "nftrace/parser.h"
 
-static char tmp[512], cmd[8192], out[1 << 16], errb[1 << 14];
+static char tmp[512], out[1 << 16], errb[1 << 14];
 
 /* Everything a run saw, as text (one line per callback). */
 struct trace_text {
@@ -181,9 +181,18 @@ static void same_check_json(const char *dir)
 	ck_assert_msg(strcmp(a, b) == 0, "%s: check --json differs:\n%.500s\n---\n%.500s", dir, a, b);
 }
 
-static void run_ok(const char *what)
+/* Runs nftrace with args (no shell); what names it when it fails. */
+static void nft_ok(const char *what, const char *const args[])
 {
-	int st = nf_test_run(cmd, out, sizeof(out), errb, sizeof(errb));
+	int st = nf_test_nftrace_run(args, out, sizeof(out), errb, sizeof(errb));
+
+	ck_assert_msg(st == 0, "%s failed (%d): %.1500s", what, st, errb);
+}
+
+/* A shell script with its paths as "$1"... and nftrace as "$NF" (nf_test_sh). */
+static void sh_ok(const char *what, const char *script, const char *const args[])
+{
+	int st = nf_test_sh(script, args, out, sizeof(out), errb, sizeof(errb));
 
 	ck_assert_msg(st == 0, "%s failed (%d): %.1500s", what, st, errb);
 }
@@ -216,9 +225,10 @@ START_TEST(test_samples_same)
 		snprintf(dir, sizeof(dir), "%s/%.*s", tmp, (int)(len - 4), de->d_name);
 		if (strcmp(de->d_name, "stress.nfs") == 0)
 			continue; /* a million operations: stress_small below */
-		snprintf(cmd, sizeof(cmd), "'%s' record --force --ground-truth -o '%s' '%s/%s'",
-			 nf_test_nftrace(), dir, sdir, de->d_name);
-		run_ok(de->d_name);
+		char src[1400];
+
+		snprintf(src, sizeof(src), "%s/%s", sdir, de->d_name);
+		nft_ok(de->d_name, NF_TEST_ARGV("record", "--force", "--ground-truth", "-o", dir, src));
 		ck_assert_uint_gt(same_both_ways(dir, true), 0);
 		same_check_json(dir);
 		n++;
@@ -234,11 +244,13 @@ static void record_stress_small(const char *dir, int rounds, bool ground_truth)
 	char src[1024];
 
 	nf_test_source_path(src, sizeof(src), "samples/stress.nfs");
-	snprintf(cmd, sizeof(cmd),
-		 "sed 's/^repeat 4000 as/repeat %d as/' '%s' >'%s/stress-small.nfs' && "
-		 "'%s' record --force %s -o '%s' '%s/stress-small.nfs'",
-		 rounds, src, tmp, nf_test_nftrace(), ground_truth ? "--ground-truth" : "", dir, tmp);
-	run_ok("stress-small record");
+	char n[16];
+
+	snprintf(n, sizeof(n), "%d", rounds);
+	sh_ok("stress-small record",
+	      "sed \"s/^repeat 4000 as/repeat $1 as/\" \"$2\" >\"$3/stress-small.nfs\" && "
+	      "exec \"$NF\" record --force $5 -o \"$4\" \"$3/stress-small.nfs\"",
+	      NF_TEST_ARGV(n, src, tmp, dir, ground_truth ? "--ground-truth" : ""));
 }
 
 START_TEST(test_stress_small_same)
@@ -313,8 +325,7 @@ START_TEST(test_kernel_import_same)
 
 	nf_test_source_path(src, sizeof(src), "samples/kernel/dma-fence.dat");
 	snprintf(dir, sizeof(dir), "%s/kernel", tmp);
-	snprintf(cmd, sizeof(cmd), "'%s' import --force -o '%s' '%s'", nf_test_nftrace(), dir, src);
-	run_ok("import");
+	nft_ok("import", NF_TEST_ARGV("import", "--force", "-o", dir, src));
 	ck_assert_uint_gt(same_both_ways(dir, true), 0);
 	same_check_json(dir);
 }
@@ -326,9 +337,8 @@ START_TEST(test_threaded_same)
 
 	nf_test_source_path(src, sizeof(src), "samples/cross-adapter-scenario-1.nfs");
 	snprintf(dir, sizeof(dir), "%s/threaded", tmp);
-	snprintf(cmd, sizeof(cmd), "'%s' record --force --ground-truth --mode threaded -o '%s' '%s'",
-		 nf_test_nftrace(), dir, src);
-	run_ok("threaded record");
+	nft_ok("threaded record",
+	       NF_TEST_ARGV("record", "--force", "--ground-truth", "--mode", "threaded", "-o", dir, src));
 	ck_assert_uint_gt(same_both_ways(dir, true), 0);
 	same_check_json(dir);
 }
@@ -341,9 +351,10 @@ START_TEST(test_program_same)
 
 	ck_assert(bin != NULL);
 	snprintf(dir, sizeof(dir), "%s/program", tmp);
-	snprintf(cmd, sizeof(cmd), "'%s' record --force -o '%s' -- '%s/nfence-sample'",
-		 nf_test_nftrace(), dir, bin);
-	run_ok("program record");
+	char prog[1024];
+
+	snprintf(prog, sizeof(prog), "%s/nfence-sample", bin);
+	nft_ok("program record", NF_TEST_ARGV("record", "--force", "-o", dir, "--", prog));
 	ck_assert_uint_gt(same_both_ways(dir, true), 0);
 	same_check_json(dir);
 }
@@ -356,8 +367,7 @@ static void damaged_copy(const char *src, const char *dst, long at, bool truncat
 	struct stat st;
 	int fd;
 
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s' && cp -r '%s' '%s'", dst, src, dst);
-	run_ok("copy");
+	sh_ok("copy", "rm -rf \"$2\" && cp -r \"$1\" \"$2\"", NF_TEST_ARGV(src, dst));
 	snprintf(path, sizeof(path), "%s/events", dst);
 	ck_assert_int_eq(stat(path, &st), 0);
 	if (at >= st.st_size)

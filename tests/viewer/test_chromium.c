@@ -58,12 +58,13 @@ static struct found find_colour(const struct nf_image *im, uint32_t rgb)
 	return f;
 }
 
-static void run_ok(const char *cmd)
+/* A shell script with its paths as "$1"... and nftrace as "$NF" (nf_test_sh); exit 0 or the test fails. */
+static void sh_ok(const char *script, const char *const args[])
 {
 	char out[2048], err[4096];
-	int rc = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	int rc = nf_test_sh(script, args, out, sizeof(out), err, sizeof(err));
 
-	ck_assert_msg(rc == 0, "`%.300s` exited %d: %.1500s", cmd, rc, err);
+	ck_assert_msg(rc == 0, "`%.300s` exited %d: %.1500s", script, rc, err);
 }
 
 /* The viewer's data colours (viewer/paint.c): the same in both themes. */
@@ -73,7 +74,7 @@ static void run_ok(const char *cmd)
 
 START_TEST(svg_in_chromium)
 {
-	char cmd[16384], sample[4096];
+	char sample[4096];
 	char png[2048], svg[2048], shot[2048];
 	static const uint32_t colours[] = { C_WAIT, C_STALL, C_SIGNAL };
 	static const char *const names[] = { "wait", "stall", "signal" };
@@ -84,11 +85,8 @@ START_TEST(svg_in_chromium)
 	snprintf(png, sizeof(png), "%s/r.png", tmpdir);
 	snprintf(svg, sizeof(svg), "%s/r.svg", tmpdir);
 	snprintf(shot, sizeof(shot), "%s/shot.png", tmpdir);
-	snprintf(cmd, sizeof(cmd), "'%s' record -o '%s/s' '%s'", nf_test_nftrace(), tmpdir, sample);
-	run_ok(cmd);
-	snprintf(cmd, sizeof(cmd), "'%s' report '%s/s' -o '%s' && '%s' report '%s/s' -o '%s'",
-		 nf_test_nftrace(), tmpdir, png, nf_test_nftrace(), tmpdir, svg);
-	run_ok(cmd);
+	sh_ok("\"$NF\" record -o \"$1/s\" \"$2\" && \"$NF\" report \"$1/s\" -o \"$3\" && "
+	      "\"$NF\" report \"$1/s\" -o \"$4\"", NF_TEST_ARGV(tmpdir, sample, png, svg));
 	/* The page is sized in pixels: no pt-to-px scaling in the browser. */
 	{
 		FILE *f = fopen(svg, "r");
@@ -105,12 +103,10 @@ START_TEST(svg_in_chromium)
 		ck_assert_msg(strstr(buf, "<title>wait #") && strstr(buf, "<title>signal #"),
 			      "SVG without operation tooltips");
 	}
-	snprintf(cmd, sizeof(cmd),
-		 "timeout 120 '%s' --headless --no-sandbox --disable-gpu --hide-scrollbars "
-		 "--no-first-run --disable-crash-reporter --user-data-dir='%s/profile' "
-		 "--window-size=2200,450 --screenshot='%s' 'file://%s'",
-		 chromium, tmpdir, shot, svg);
-	run_ok(cmd);
+	sh_ok("timeout 120 \"$1\" --headless --no-sandbox --disable-gpu --hide-scrollbars "
+	      "--no-first-run --disable-crash-reporter --user-data-dir=\"$2/profile\" "
+	      "--window-size=2200,450 --screenshot=\"$3\" \"file://$4\"",
+	      NF_TEST_ARGV(chromium, tmpdir, shot, svg));
 
 	nf_image_load(&a, png);
 	nf_image_load(&b, shot);

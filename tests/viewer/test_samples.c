@@ -30,7 +30,7 @@ static void teardown(void)
 static const struct {
 	const char *name;    /* reference: tests/viewer/ref/<name>.png */
 	const char *sample;  /* samples/<sample>.nfs */
-	const char *args;    /* report options */
+	const char *args;    /* report options, words split by the shell */
 } cases[] = {
 	/* Waits with their stall, a signal, the arrow between queues. */
 	{ "log-buffer-example", "log-buffer-example", "--width 800" },
@@ -47,7 +47,7 @@ static const struct {
 START_TEST(sample_reference)
 {
 	const char *name = cases[_i].name;
-	char cmd[16384], out[2048], err[4096], src[4096], png[2048], ref[4200];
+	char out[2048], err[4096], src[4096], png[2048], ref[4200];
 	struct nf_image a, b;
 	long bad = 0, first_x = -1, first_y = -1;
 	int rc;
@@ -55,16 +55,14 @@ START_TEST(sample_reference)
 	nf_test_source_path(src, 4000, "");
 	snprintf(png, sizeof(png), "%s/%s.png", tmpdir, name);
 	snprintf(ref, sizeof(ref), "%s/tests/viewer/ref/%s.png", src, name);
-	snprintf(cmd, sizeof(cmd),
-		 "cd '%s' && '%s' record -o '%s/%s' samples/%s.nfs && "
-		 "'%s' report '%s/%s' -o '%s' %s",
-		 src, nf_test_nftrace(), tmpdir, cases[_i].sample, cases[_i].sample,
-		 nf_test_nftrace(), tmpdir, cases[_i].sample, png, cases[_i].args);
-	rc = nf_test_run(cmd, out, sizeof(out), err, sizeof(err));
+	/* Recorded from the source tree: the session names samples/NAME.nfs as its source. */
+	rc = nf_test_sh("cd \"$1\" && \"$NF\" record -o \"$2/$3\" \"samples/$3.nfs\" && "
+			"\"$NF\" report \"$2/$3\" -o \"$4\" $5",
+			NF_TEST_ARGV(src, tmpdir, cases[_i].sample, png, cases[_i].args), out,
+			sizeof(out), err, sizeof(err));
 	ck_assert_msg(rc == 0, "[%s] exit %d: %.1500s", name, rc, err);
 	if (getenv("NF_UPDATE_REF")) {
-		snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", png, ref);
-		ck_assert_int_eq(system(cmd), 0);
+		ck_assert_int_eq(nf_test_exec(NULL, NF_TEST_ARGV("cp", png, ref), NULL, 0, NULL, 0), 0);
 	}
 	nf_image_load(&a, png);
 	nf_image_load(&b, ref);

@@ -424,10 +424,7 @@ START_TEST(reference_image)
 	o = base_opts(out);
 	render_ok(db, &o);
 	if (getenv("NF_UPDATE_REF")) {
-		char cmd[9000];
-
-		snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", out, ref);
-		ck_assert_int_eq(system(cmd), 0);
+		ck_assert_int_eq(nf_test_exec(NULL, NF_TEST_ARGV("cp", out, ref), NULL, 0, NULL, 0), 0);
 	}
 	nf_image_load(&a, out);
 	nf_image_load(&b, ref);
