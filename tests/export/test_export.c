@@ -1146,6 +1146,20 @@ START_TEST(test_filtered_road_same_bytes)
 			ck_assert_msg(nf_test_exec(NULL, NF_TEST_ARGV("cmp", "-s", a, b), NULL, 0, NULL,
 						   0) == 0,
 				      "%s %s: a window from 0 changed the file", which[i], f);
+			/* Direct writes (O_DIRECT, export/out.c) and plain buffered
+			 * ones give the same bytes. */
+			{
+				char out[4096], err[4096];
+
+				ck_assert_int_eq(nf_test_nftrace_env(NF_TEST_ARGV("NFTRACE_EXPORT_BUFFERED=1"),
+								     NF_TEST_ARGV("export", session, "-o", b,
+										  "--format", f),
+								     out, sizeof(out), err, sizeof(err)),
+						 0);
+				ck_assert_msg(nf_test_exec(NULL, NF_TEST_ARGV("cmp", "-s", a, b), NULL, 0,
+							   NULL, 0) == 0,
+					      "%s %s: buffered and direct writes differ", which[i], f);
+			}
 			ck_assert_int_eq(nf_test_exec(NULL, NF_TEST_ARGV("rm", "-rf", "--", session), NULL,
 						      0, NULL, 0), 0);
 		}
