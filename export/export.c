@@ -13,6 +13,7 @@
  */
 #include "export_int.h"
 #include "nftrace/outfile.h"
+#include "../core/text.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -2525,25 +2526,6 @@ int nf_export_parse_format(const char *name, enum nf_export_format *out, struct 
 	return 0;
 }
 
-/* A duration for an error message, as report writes it: "10 s", "1.25 ms". */
-static void window_dur(char *buf, size_t len, int64_t ns)
-{
-	static const struct {
-		int64_t size;
-		const char *unit;
-	} units[] = { { 1000000000, "s" }, { 1000000, "ms" }, { 1000, "\xC2\xB5s" }, { 1, "ns" } };
-	size_t u = 0, n;
-
-	while (u < 3 && (ns < 0 ? -ns : ns) < units[u].size)
-		u++;
-	snprintf(buf, len, "%.3f", (double)ns / (double)units[u].size);
-	n = strlen(buf);
-	while (n > 1 && buf[n - 1] == '0')
-		buf[--n] = 0;
-	if (n > 1 && buf[n - 1] == '.')
-		buf[--n] = 0;
-	snprintf(buf + n, len - n, " %s", units[u].unit);
-}
 
 /*
  * The session's end as report takes it: meta's duration_ns, else the latest
@@ -2620,8 +2602,8 @@ static int check_window(struct exporter *x)
 		return ret;
 	if (end <= 0 || x->opts->from_ns < end)
 		return 0;
-	window_dur(a, sizeof(a), x->opts->from_ns);
-	window_dur(b, sizeof(b), end);
+	nf_text_duration(a, sizeof(a), x->opts->from_ns);
+	nf_text_duration(b, sizeof(b), end);
 	return nf_error_set(x->err, NF_EINVAL,
 			    "time window: start %s is not before the session's end (%s)", a, b);
 }

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "report_html.h"
+#include "../core/text.h"
 
 /* Fine histogram of start times, for finding the detail cut. */
 #define HIST_BINS 65536
@@ -248,25 +249,6 @@ static int read_meta(struct html *h)
 	return 0;
 }
 
-/* A duration for people: "10 s", "4.935 ms", "120 ns" (up to three decimals, trailing zeros dropped). */
-static void fmt_dur(char *buf, size_t len, int64_t ns)
-{
-	static const struct { int64_t size; const char *unit; } units[] = {
-		{ 1000000000, "s" }, { 1000000, "ms" }, { 1000, "\xC2\xB5s" }, { 1, "ns" } };
-	int64_t a = ns < 0 ? -ns : ns;
-	size_t u = 0, n;
-
-	while (u < 3 && a < units[u].size)
-		u++;
-	snprintf(buf, len, "%.3f", (double)ns / (double)units[u].size);
-	n = strlen(buf);
-	while (n > 1 && buf[n - 1] == '0')
-		buf[--n] = 0;
-	if (n > 1 && buf[n - 1] == '.')
-		buf[--n] = 0;
-	snprintf(buf + n, len - n, " %s", units[u].unit);
-}
-
 static int resolve_window(struct html *h)
 {
 	char a[32], b[32];
@@ -279,16 +261,16 @@ static int resolve_window(struct html *h)
 	h->t1 = o->to_ns >= 0 ? o->to_ns : h->session_end;
 	if (o->from_ns >= 0 && o->from_ns >= h->session_end && h->session_end > 0)
 	{
-		fmt_dur(a, sizeof(a), o->from_ns);
-		fmt_dur(b, sizeof(b), h->session_end);
+		nf_text_duration(a, sizeof(a), o->from_ns);
+		nf_text_duration(b, sizeof(b), h->session_end);
 		return nf_error_set(h->err, NF_EINVAL,
 				    "time window: start %s is not before the session's end (%s)", a, b);
 	}
 	if (o->to_ns < 0 && h->t1 <= h->t0)
 		h->t1 = h->t0 + 1000;  /* an empty session: a 1 µs window */
 	if (h->t1 <= h->t0) {
-		fmt_dur(a, sizeof(a), h->t1);
-		fmt_dur(b, sizeof(b), h->t0);
+		nf_text_duration(a, sizeof(a), h->t1);
+		nf_text_duration(b, sizeof(b), h->t0);
 		return nf_error_set(h->err, NF_EINVAL, "time window: end (%s) is not after start (%s)",
 				    a, b);
 	}

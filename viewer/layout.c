@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "../core/capbuf.h"
+#include "../core/text.h"
 
 #define NF_RENDER_MAX_ROWS 4096
 
@@ -184,25 +185,6 @@ static int scan_session_end(sqlite3 *db, struct nf_render_layout *lay, struct nf
 	return 0;
 }
 
-/* A duration for an error message: "10 s", "4.935 ms" (three decimals at most). */
-static void window_dur(char *buf, size_t len, int64_t ns)
-{
-	static const struct {
-		int64_t size;
-		const char *unit;
-	} units[] = { { 1000000000, "s" }, { 1000000, "ms" }, { 1000, "\xC2\xB5s" }, { 1, "ns" } };
-	size_t u = 0, n;
-
-	while (u < 3 && (ns < 0 ? -ns : ns) < units[u].size)
-		u++;
-	snprintf(buf, len, "%.3f", (double)ns / (double)units[u].size);
-	n = strlen(buf);
-	while (n > 1 && buf[n - 1] == '0')
-		buf[--n] = 0;
-	if (n > 1 && buf[n - 1] == '.')
-		buf[--n] = 0;
-	snprintf(buf + n, len - n, " %s", units[u].unit);
-}
 
 /* A fence filter naming no fence of the timeline is a user error, as a queue's is. */
 static int check_fences(sqlite3 *db, const struct nf_render_options *opts, struct nf_error *err)
@@ -245,8 +227,8 @@ static int resolve_window(sqlite3 *db, const struct nf_render_options *opts,
 	if (opts->from_ns >= 0 && lay->session_end > 0 && opts->from_ns >= lay->session_end) {
 		char a[32], b[32];
 
-		window_dur(a, sizeof(a), opts->from_ns);
-		window_dur(b, sizeof(b), lay->session_end);
+		nf_text_duration(a, sizeof(a), opts->from_ns);
+		nf_text_duration(b, sizeof(b), lay->session_end);
 		return nf_error_set(err, NF_EINVAL,
 				    "time window: start %s is not before the session's end (%s)", a, b);
 	}
