@@ -128,6 +128,22 @@ static int oom(struct exporter *x)
 	return nf_error_set(x->err, NF_ENOMEM, "out of memory while exporting");
 }
 
+/* Prepares sql (an sqlite3_mprintf result, NULL: out of memory) on db and
+ * frees it; 0, or the error named by what (NF_ESQL, NF_ENOMEM). */
+static int prepare_owned(struct exporter *x, sqlite3 *db, char *sql, sqlite3_stmt **st,
+			 const char *what)
+{
+	int rc;
+
+	if (!sql)
+		return oom(x);
+	rc = sqlite3_prepare_v2(db, sql, -1, st, NULL);
+	sqlite3_free(sql);
+	if (rc != SQLITE_OK)
+		return nf_error_set(x->err, NF_ESQL, "%s: %s", what, sqlite3_errmsg(db));
+	return 0;
+}
+
 static int val_null(sqlite3_value *v)
 {
 	return sqlite3_value_type(v) == SQLITE_NULL;
@@ -1626,12 +1642,8 @@ static int pass_threads(struct exporter *x)
 				      qf, ff, runs ? " UNION SELECT thread FROM cpu_runs WHERE thread IS NOT NULL" : "");
 	free(qf);
 	free(ff);
-	if (!sql)
-		return oom(x);
-	rc = sqlite3_prepare_v2(x->db, sql, -1, &st, NULL);
-	sqlite3_free(sql);
-	if (rc != SQLITE_OK)
-		return sql_fail(x, "reading queue_threads");
+	if ((ret = prepare_owned(x, x->db, sql, &st, "reading queue_threads")) < 0)
+		return ret;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct xthread *t;
 
@@ -1656,12 +1668,8 @@ static int pass_cpu_waits(struct exporter *x)
 			      "AND c.start_ns <= %lld AND coalesce(c.end_ns, c.start_ns) >= %lld%s "
 			      "ORDER BY c.start_ns, c.id",
 			      (long long)x->t1, (long long)x->t0, x->cpu_pred);
-	if (!sql)
-		return oom(x);
-	rc = sqlite3_prepare_v2(x->db, sql, -1, &st, NULL);
-	sqlite3_free(sql);
-	if (rc != SQLITE_OK)
-		return sql_fail(x, "reading cpu_waits");
+	if ((ret = prepare_owned(x, x->db, sql, &st, "reading cpu_waits")) < 0)
+		return ret;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct nf_xevent e;
 		int64_t start = sqlite3_column_int64(st, 4), end = col_or(st, 5, start);
@@ -1854,12 +1862,8 @@ static int pass_anomalies(struct exporter *x)
 			      "ORDER BY queue, log, coalesce(first_ns, last_ns), id",
 			      (long long)x->t1, (long long)x->t0, qf);
 	free(qf);
-	if (!sql)
-		return oom(x);
-	rc = sqlite3_prepare_v2(x->db, sql, -1, &st, NULL);
-	sqlite3_free(sql);
-	if (rc != SQLITE_OK)
-		return sql_fail(x, "reading anomalies");
+	if ((ret = prepare_owned(x, x->db, sql, &st, "reading anomalies")) < 0)
+		return ret;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct xqueue *q = &x->session;
 		const char *kind = (const char *)sqlite3_column_text(st, 1);
@@ -2189,12 +2193,8 @@ static int pass_vblanks(struct exporter *x)
 	sql = sqlite3_mprintf("SELECT ts_ns, crtc, seq FROM vblanks WHERE ts_ns IS NOT NULL AND ts_ns >= %lld "
 			      "AND ts_ns <= %lld ORDER BY ts_ns",
 			      (long long)x->t0, (long long)x->t1);
-	if (!sql)
-		return oom(x);
-	rc = sqlite3_prepare_v2(x->db, sql, -1, &st, NULL);
-	sqlite3_free(sql);
-	if (rc != SQLITE_OK)
-		return sql_fail(x, "reading vblanks");
+	if ((ret = prepare_owned(x, x->db, sql, &st, "reading vblanks")) < 0)
+		return ret;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		int64_t ts = sqlite3_column_int64(st, 0), crtc = col_or(st, 1, -1);
 		struct nf_xevent e;
@@ -2239,12 +2239,8 @@ static int pass_markers(struct exporter *x)
 	sql = sqlite3_mprintf("SELECT id, ts_ns, thread, cpu, text FROM markers WHERE ts_ns IS NOT NULL "
 			      "AND ts_ns >= %lld AND ts_ns <= %lld ORDER BY id",
 			      (long long)x->t0, (long long)x->t1);
-	if (!sql)
-		return oom(x);
-	rc = sqlite3_prepare_v2(x->db, sql, -1, &st, NULL);
-	sqlite3_free(sql);
-	if (rc != SQLITE_OK)
-		return sql_fail(x, "reading markers");
+	if ((ret = prepare_owned(x, x->db, sql, &st, "reading markers")) < 0)
+		return ret;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		int64_t ts = sqlite3_column_int64(st, 1);
 		const char *text = col_null(st, 4) ? "" : (const char *)sqlite3_column_text(st, 4);
@@ -2327,12 +2323,8 @@ static int pass_dma_packets(struct exporter *x)
 				    : "NULL",
 			      (long long)x->t1, (long long)x->t0, qf);
 	free(qf);
-	if (!sql)
-		return oom(x);
-	rc = sqlite3_prepare_v2(x->db, sql, -1, &st, NULL);
-	sqlite3_free(sql);
-	if (rc != SQLITE_OK)
-		return sql_fail(x, "reading dma_packets");
+	if ((ret = prepare_owned(x, x->db, sql, &st, "reading dma_packets")) < 0)
+		return ret;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		int64_t start = sqlite3_column_int64(st, 7), end = col_or(st, 9, start);
 		int64_t node = col_or(st, 2, -1);
@@ -2391,12 +2383,8 @@ static int pass_vsyncs(struct exporter *x)
 	sql = sqlite3_mprintf("SELECT id, ts_ns, adapter, target, frame FROM vsyncs WHERE ts_ns IS NOT NULL "
 			      "AND ts_ns >= %lld AND ts_ns <= %lld ORDER BY id",
 			      (long long)x->t0, (long long)x->t1);
-	if (!sql)
-		return oom(x);
-	rc = sqlite3_prepare_v2(x->db, sql, -1, &st, NULL);
-	sqlite3_free(sql);
-	if (rc != SQLITE_OK)
-		return sql_fail(x, "reading vsyncs");
+	if ((ret = prepare_owned(x, x->db, sql, &st, "reading vsyncs")) < 0)
+		return ret;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		int64_t ts = sqlite3_column_int64(st, 1), target = col_or(st, 3, -1);
 		const struct nf_xtrack *proc;
