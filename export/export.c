@@ -13,6 +13,7 @@
  */
 #include "export_int.h"
 #include "nftrace/outfile.h"
+#include "nftrace/timeline.h"
 #include "../core/text.h"
 
 #include <errno.h>
@@ -2432,48 +2433,6 @@ static int job_flows_base(struct exporter *x)
 	return ret;
 }
 
-static int open_db(const char *path, sqlite3 **db, struct nf_error *err)
-{
-	struct stat sb;
-	sqlite3_stmt *st;
-	int ok;
-
-	if (stat(path, &sb) != 0)
-		return nf_error_set(err, errno == ENOENT ? NF_ENOENT : NF_EIO, "%s: %s", path,
-				    strerror(errno));
-	if (sqlite3_open_v2(path, db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
-		nf_error_set(err, NF_ESQL, "%s: cannot open: %s", path,
-			     *db ? sqlite3_errmsg(*db) : "out of memory");
-		goto out_close;
-	}
-	if (sqlite3_prepare_v2(*db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND "
-				    "name IN ('meta','queues','fence_ops','deps','anomalies',"
-				    "'cpu_waits','cpu_signals','adapters')",
-			       -1, &st, NULL) != SQLITE_OK) {
-		nf_error_set(err, NF_EFORMAT, "%s: not a timeline database: %s", path,
-			     sqlite3_errmsg(*db));
-		goto out_close;
-	}
-	ok = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) == 8;
-	sqlite3_finalize(st);
-	if (!ok) {
-		nf_error_set(err, NF_EFORMAT,
-			     "%s: not a timeline database (tables of schemas/timeline.sql missing)", path);
-		goto out_close;
-	}
-
-	/* One read transaction: every pass sees the same snapshot. */
-	if (sqlite3_exec(*db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
-		nf_error_set(err, NF_ESQL, "%s: %s", path, sqlite3_errmsg(*db));
-		goto out_close;
-	}
-	return 0;
-out_close:
-	sqlite3_close(*db);
-	*db = NULL;
-	return err && err->code ? err->code : NF_EFORMAT;
-}
-
 static void exporter_release(struct exporter *x)
 {
 	for (size_t i = 0; i < x->n_adapters; i++)
@@ -2656,8 +2615,8 @@ static int export_once(const char *db_path, const struct nf_export_options *opts
 	x.t0 = opts->from_ns >= 0 ? opts->from_ns : INT64_MIN;
 	x.t1 = opts->to_ns >= 0 ? opts->to_ns : INT64_MAX;
 	x.filtered = opts->from_ns >= 0 || opts->to_ns >= 0 || opts->n_queues > 0 || opts->n_fences > 0;
-	if ((ret = open_db(db_path, &x.db, err)) < 0 || (ret = open_db(db_path, &x.db2, err)) < 0 ||
-	    (ret = open_db(db_path, &x.db3, err)) < 0)
+	if ((ret = nf_timeline_open_read(db_path, &x.db, err)) < 0 || (ret = nf_timeline_open_read(db_path, &x.db2, err)) < 0 ||
+	    (ret = nf_timeline_open_read(db_path, &x.db3, err)) < 0)
 		goto out_release;
 	out.buf = malloc(XOUT_BUFFER);
 	out.cap = XOUT_BUFFER;

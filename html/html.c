@@ -13,6 +13,7 @@
  * Memory is bounded by the rows, the bins and the handle map, not the session.
  */
 #include "nftrace/html.h"
+#include "nftrace/timeline.h"
 #include "nftrace/outfile.h"
 
 #include <errno.h>
@@ -162,36 +163,6 @@ static void put_str(struct html *h, const char *s)
 }
 
 /* ---- reading ---- */
-
-static int open_db(struct html *h, const char *path)
-{
-	struct stat sb;
-	sqlite3_stmt *st;
-	int ok;
-
-	if (stat(path, &sb) != 0)
-		return nf_error_set(h->err, errno == ENOENT ? NF_ENOENT : NF_EIO, "%s: %s", path,
-				    strerror(errno));
-	if (sqlite3_open_v2(path, &h->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) !=
-	    SQLITE_OK)
-		return nf_error_set(h->err, NF_ESQL, "%s: cannot open: %s", path,
-				    h->db ? sqlite3_errmsg(h->db) : "out of memory");
-	if (sqlite3_prepare_v2(h->db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND "
-				      "name IN ('meta','queues','fence_ops','deps','anomalies',"
-				      "'cpu_waits','cpu_signals','adapters','fences','fence_handles')",
-			       -1, &st, NULL) != SQLITE_OK)
-		return nf_error_set(h->err, NF_EFORMAT, "%s: not a timeline database: %s", path,
-				    sqlite3_errmsg(h->db));
-	ok = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) == 10;
-	sqlite3_finalize(st);
-	if (!ok)
-		return nf_error_set(h->err, NF_EFORMAT,
-				    "%s: not a timeline database (tables of schemas/timeline.sql missing)",
-				    path);
-	if (sqlite3_exec(h->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
-		return nf_error_set(h->err, NF_ESQL, "%s: %s", path, sqlite3_errmsg(h->db));
-	return 0;
-}
 
 static void copy_col(char *dst, size_t len, sqlite3_stmt *st, int col)
 {
@@ -1533,7 +1504,7 @@ int nf_html_report(const char *db_path, const struct nf_html_options *opts, stru
 		h.hist_id[2 * k] = INT64_MAX;
 		h.hist_id[2 * k + 1] = INT64_MIN;
 	}
-	if ((ret = open_db(&h, db_path)) < 0)
+	if ((ret = nf_timeline_open_read(db_path, &h.db, h.err)) < 0)
 		goto out_release;
 	ret = read_meta(&h);
 	h.is_etw = strcmp(h.source, "etw") == 0;

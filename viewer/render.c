@@ -7,6 +7,7 @@
  * that the same database and options always give the same bytes.
  */
 #include "nftrace/outfile.h"
+#include "nftrace/timeline.h"
 #include "nftrace/render.h"
 
 #include <cairo-pdf.h>
@@ -150,50 +151,6 @@ static int svg_write_normalized(struct sink *s)
 	return 0;
 }
 
-static int open_db(const char *path, sqlite3 **db, struct nf_error *err)
-{
-	struct stat sb;
-	sqlite3_stmt *st;
-	int ok;
-
-	if (stat(path, &sb) != 0)
-		return nf_error_set(err, errno == ENOENT ? NF_ENOENT : NF_EIO, "%s: %s", path,
-				    strerror(errno));
-	if (sqlite3_open_v2(path, db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
-		nf_error_set(err, NF_ESQL, "%s: cannot open: %s", path,
-			     *db ? sqlite3_errmsg(*db) : "out of memory");
-		sqlite3_close(*db);
-		*db = NULL;
-		return NF_ESQL;
-	}
-	/* A file that is not a timeline gets a clear message instead of an SQL error. */
-	if (sqlite3_prepare_v2(*db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND "
-				    "name IN ('meta','queues','fence_ops','deps','anomalies',"
-				    "'cpu_waits','cpu_signals','adapters')",
-			       -1, &st, NULL) != SQLITE_OK) {
-		nf_error_set(err, NF_EFORMAT, "%s: not a timeline database: %s", path,
-			     sqlite3_errmsg(*db));
-		goto out_close;
-	}
-	ok = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) == 8;
-	sqlite3_finalize(st);
-	if (!ok) {
-		nf_error_set(err, NF_EFORMAT,
-			     "%s: not a timeline database (tables of schemas/timeline.sql missing)",
-			     path);
-		goto out_close;
-	}
-	if (sqlite3_exec(*db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
-		nf_error_set(err, NF_ESQL, "%s: %s", path, sqlite3_errmsg(*db));
-		goto out_close;
-	}
-	return 0;
-out_close:
-	sqlite3_close(*db);
-	*db = NULL;
-	return err ? err->code : NF_EFORMAT;
-}
-
 static cairo_surface_t *create_surface(enum format fmt, const struct nf_render_layout *lay,
 				       const struct nf_render_options *opts, struct sink *sk)
 {
@@ -280,7 +237,7 @@ int nf_render(const char *db_path, const struct nf_render_options *opts, struct 
 		return nf_error_set(err, NF_EINVAL,
 				    "%s: unknown output format (use .png, .svg or .pdf)",
 				    opts->output);
-	if ((ret = open_db(db_path, &db, err)) < 0)
+	if ((ret = nf_timeline_open_read(db_path, &db, err)) < 0)
 		return ret;
 	memset(&scene, 0, sizeof(scene));
 	memset(&sk, 0, sizeof(sk));

@@ -107,6 +107,20 @@ const char *nf_query_report_sql(const char *name);
 /* The report names, separated by '|' ("stalls|queues|lost"), for usage text. */
 #define NF_QUERY_REPORTS "stalls|queues|lost"
 
+struct sqlite3;
+
+/*
+ * Opens the timeline database at path for reading, as the report, the HTML
+ * page and the export read it: read-only, without SQLite's mutexes (one
+ * thread uses the connection at a time), checked to hold the tables of
+ * schemas/timeline.sql, and inside one read transaction (every pass sees the
+ * same snapshot). Returns 0 with *db open (the caller closes it), or, with
+ * *db NULL: NF_ENOENT (no such file), NF_EIO (cannot stat it), NF_ESQL
+ * (SQLite cannot open it, or BEGIN failed), NF_EFORMAT (not a timeline
+ * database); the message names path.
+ */
+int nf_timeline_open_read(const char *path, struct sqlite3 **db, struct nf_error *err);
+
 #ifdef __cplusplus
 }
 #endif
