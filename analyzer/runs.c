@@ -145,22 +145,40 @@ static int runs_write(struct nf_runs *r, struct runs_block *b, struct nf_error *
 	return rc == SQLITE_DONE ? 0 : runs_sql_err(r, err, "writing a block");
 }
 
-/* Decimal text of v at p; returns the length (at most 20). */
+/* Decimal text of v at p; returns the length (at most 20). Two digits per
+ * step from a table, written backwards from the end (the length is found
+ * first): the runs' text is most of a block's cost. */
 static size_t runs_itoa(char *p, int64_t v)
 {
-	char tmp[24];
-	size_t n = 0, len = 0;
+	static const char pairs[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+				       "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+				       "8081828384858687888990919293949596979899";
 	uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+	uint64_t lim = 10;
+	size_t n = 1, sign = v < 0;
+	char *e;
 
-	do {
-		tmp[n++] = (char)('0' + u % 10);
-		u /= 10;
-	} while (u);
-	if (v < 0)
-		p[len++] = '-';
-	while (n)
-		p[len++] = tmp[--n];
-	return len;
+	while (n < 20 && u >= lim) {
+		n++;
+		lim *= 10;
+	}
+	if (sign)
+		*p++ = '-';
+	e = p + n;
+	while (u >= 100) {
+		size_t i = (size_t)(u % 100) * 2;
+
+		u /= 100;
+		*--e = pairs[i + 1];
+		*--e = pairs[i];
+	}
+	if (u >= 10) {
+		*--e = pairs[u * 2 + 1];
+		*--e = pairs[u * 2];
+	} else {
+		*--e = (char)('0' + u);
+	}
+	return n + sign;
 }
 
 static size_t runs_opt(char *p, bool has, int64_t v)
