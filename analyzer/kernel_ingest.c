@@ -8,6 +8,7 @@
  */
 #include "kernel_ingest.h"
 #include "bulk.h"
+#include "kernel_fences.h"
 #include "runs.h"
 #include "../core/anomaly_kinds.h"
 #include "../core/util_hash.h"
@@ -229,6 +230,13 @@ struct nf_timeline_kernel_ingest {
 	size_t n_waits, cap_waits;
 	uint64_t wait_rows;      /* rows written to temp.k_waits */
 	uint64_t gpu_deps;       /* dependency events staged in temp.k_gpu */
+	/*
+	 * dma_fence sightings and waits held in memory (kernel_fences.h) while
+	 * mem; past its bound (or with no bulk) they go to temp.k_fences and
+	 * temp.k_waits instead, and finish writes them with SQL.
+	 */
+	struct nf_kfences kf;
+	bool mem;
 	bool finished;
 };
 
@@ -274,6 +282,7 @@ void nf_timeline_kernel_ingest_destroy(struct nf_timeline_kernel_ingest *ki)
 	free(ki->cpus);
 	free(ki->waits);
 	nf_runs_destroy(ki->runs);
+	nf_kf_free(&ki->kf);
 	free(ki->fences.rows);
 	free(ki->fences.arena);
 	free(ki->vblanks.rows);
@@ -470,13 +479,13 @@ _Static_assert((int)NFF_KERNEL_DMA_FENCE_SIGNALED_context == (int)NFF_KERNEL_DMA
 	       (int)NFF_KERNEL_DMA_FENCE_DESTROY_timeline == (int)NFF_KERNEL_DMA_FENCE_INIT_timeline,
 	       "dma_fence events share their field layout");
 
+static int ki_mem_spill(struct nf_timeline_kernel_ingest *ki, struct nf_error *err);
+
 /* One row of temp.k_waits: a wait with its start and end when known. */
-static int ki_wait_row(struct nf_timeline_kernel_ingest *ki, int64_t tid, int64_t ctx, int64_t seq, bool has_start,
+static int ki_wait_sql(struct nf_timeline_kernel_ingest *ki, int64_t tid, int64_t ctx, int64_t seq, bool has_start,
 		       int64_t start, bool has_end, int64_t end, struct nf_error *err)
 {
 	sqlite3_stmt *s = ki->st[KS_WAIT];
-
-	ki->wait_rows++;
 
 	sqlite3_bind_int64(s, 1, tid);
 	sqlite3_bind_int64(s, 2, ctx);
@@ -490,6 +499,25 @@ static int ki_wait_row(struct nf_timeline_kernel_ingest *ki, int64_t tid, int64_
 	else
 		sqlite3_bind_null(s, 5);
 	return ki_step(ki, KS_WAIT, err);
+}
+
+/* A wait's row: held in memory while ki->mem, else one row of temp.k_waits. */
+static int ki_wait_row(struct nf_timeline_kernel_ingest *ki, int64_t tid, int64_t ctx, int64_t seq, bool has_start,
+		       int64_t start, bool has_end, int64_t end, struct nf_error *err)
+{
+	int rc;
+
+	ki->wait_rows++;
+	if (ki->mem) {
+		rc = nf_kf_wait(&ki->kf, (uint32_t)tid, (uint32_t)ctx, seq, has_start, start, has_end, end);
+		if (rc < 0)
+			return nf_error_set(err, NF_ENOMEM, "timeline: out of memory");
+		if (rc == 0)
+			return 0;
+		if ((rc = ki_mem_spill(ki, err)))
+			return rc;
+	}
+	return ki_wait_sql(ki, tid, ctx, seq, has_start, start, has_end, end, err);
 }
 
 static int ki_stage_row(void *ctx, struct nf_bulk_row *row, struct nf_error *err)
@@ -573,6 +601,47 @@ static int ki_stage_done(struct nf_timeline_kernel_ingest *ki, struct ki_stage *
 	return st->n == NF_KI_STAGE_ROWS ? ki_stage_flush(ki, st, err) : 0;
 }
 
+/*
+ * Past the memory bound: every held fence becomes a staged sighting row of
+ * temp.k_fences (one row with each first time) and every held wait a row of
+ * temp.k_waits, in the order they came; the rest of the session goes there
+ * too, and finish writes them with SQL (the same rows either way).
+ */
+static int ki_mem_spill(struct nf_timeline_kernel_ingest *ki, struct nf_error *err)
+{
+	const struct nf_kfences *m = &ki->kf;
+	int rc;
+
+	ki->mem = false;
+	for (size_t i = 0; i < m->nf; i++) {
+		const struct nf_kf_fence *f = &m->f[i];
+		struct ki_srow *r = ki_stage_add(&ki->fences);
+
+		if (!r)
+			return nf_error_set(err, NF_ENOMEM, "timeline: out of memory");
+		ki_srow_int(r, 0, f->ctx);
+		ki_srow_int(r, 1, f->seq);
+		if (f->has & NF_KF_INIT)
+			ki_srow_int(r, 2, f->init);
+		if (f->has & NF_KF_EMIT)
+			ki_srow_int(r, 3, f->emit);
+		if (f->has & NF_KF_SIGNAL)
+			ki_srow_int(r, 4, f->signal);
+		if (f->has & NF_KF_TID)
+			ki_srow_int(r, 5, f->tid);
+		if ((rc = ki_stage_done(ki, &ki->fences, err)))
+			return rc;
+	}
+	for (size_t i = 0; i < m->nw; i++) {
+		const struct nf_kf_wait *w = &m->w[i];
+
+		if ((rc = ki_wait_sql(ki, w->tid, w->ctx, w->seq, w->has_start, w->start, w->has_end, w->end, err)))
+			return rc;
+	}
+	nf_kf_free(&ki->kf);
+	return 0;
+}
+
 static int ki_fence(struct nf_timeline_kernel_ingest *ki, int64_t ns, const struct nf_event *ev,
 		    struct nf_error *err)
 {
@@ -597,6 +666,17 @@ static int ki_fence(struct nf_timeline_kernel_ingest *ki, int64_t ns, const stru
 	case NF_EV_KERNEL_DMA_FENCE_INIT:
 	case NF_EV_KERNEL_DMA_FENCE_EMIT:
 	case NF_EV_KERNEL_DMA_FENCE_SIGNALED:
+		if (ki->mem) {
+			rc = nf_kf_sight(&ki->kf, (uint32_t)ctx, seq, ev->id == NF_EV_KERNEL_DMA_FENCE_INIT ? NF_KF_INIT
+					 : ev->id == NF_EV_KERNEL_DMA_FENCE_EMIT ? NF_KF_EMIT : NF_KF_SIGNAL,
+					 ns, (uint32_t)tid);
+			if (rc < 0)
+				return nf_error_set(err, NF_ENOMEM, "timeline: out of memory");
+			if (rc == 0)
+				return 0;
+			if ((rc = ki_mem_spill(ki, err)))
+				return rc;
+		}
 		if (ki->bulk) {
 			struct ki_srow *r = ki_stage_add(&ki->fences);
 
@@ -804,6 +884,8 @@ int nf_timeline_kernel_ingest_event(struct nf_timeline_kernel_ingest **kip, sqli
 		if (!ki)
 			return err && err->code ? err->code : NF_ENOMEM;
 		ki->bulk = bulk;
+		nf_kf_init(&ki->kf);
+		ki->mem = bulk != NULL;
 		ki->fences = (struct ki_stage){
 			.sql = "INSERT INTO temp.k_fences(context, seqno, init_ns, emit_ns, signal_ns, emit_tid) "
 			       "SELECT c0, c1, c2, c3, c4, c5 FROM nf_bulk WHERE true ON CONFLICT(context, seqno) DO UPDATE SET "
@@ -964,16 +1046,21 @@ int nf_timeline_kernel_ingest_event(struct nf_timeline_kernel_ingest **kip, sqli
 	}
 }
 
-/* Signals first (their ids are needed by the waits' deps), then waits. */
-static const char ki_finish_timelines_sql[] =
-	"INSERT OR IGNORE INTO adapters(adapter, name, vidsch_caps, native_fence, gpu_frequency) "
-	"SELECT 4294967295, 'Linux kernel dma_fence', NULL, 0, NULL WHERE EXISTS (SELECT 1 FROM kernel_timelines);"
-	"INSERT OR IGNORE INTO queues(queue, adapter, node, engine, name, start_ns, stop_ns) "
-	"SELECT kt.queue, 4294967295, NULL, NULL, coalesce(kt.driver, '?') || ' ' || coalesce(kt.timeline, '?'), "
-	"  (SELECT min(coalesce(init_ns, emit_ns, signal_ns)) FROM temp.k_fences f WHERE f.context = kt.context), "
-	"  NULL FROM kernel_timelines kt;"
-	"INSERT OR IGNORE INTO fences(fence, type, shared, cross_adapter, initial_value, created_ns, destroyed_ns) "
-	"SELECT q.queue, 0, 0, 0, NULL, q.start_ns, NULL FROM queues q JOIN kernel_timelines kt ON kt.queue = q.queue;";
+/* Signals first (their ids are needed by the waits' deps), then waits. The
+ * queues' start: each context's first sighting, from temp.k_fences, or from
+ * temp.k_fstart when the fences were held in memory (kernel_fences.h). */
+#define KI_FINISH_TIMELINES_SQL(start_sql)                                                                   \
+	"INSERT OR IGNORE INTO adapters(adapter, name, vidsch_caps, native_fence, gpu_frequency) "          \
+	"SELECT 4294967295, 'Linux kernel dma_fence', NULL, 0, NULL WHERE EXISTS (SELECT 1 FROM kernel_timelines);" \
+	"INSERT OR IGNORE INTO queues(queue, adapter, node, engine, name, start_ns, stop_ns) "              \
+	"SELECT kt.queue, 4294967295, NULL, NULL, coalesce(kt.driver, '?') || ' ' || coalesce(kt.timeline, '?'), " \
+	"  (" start_sql "), NULL FROM kernel_timelines kt;"                                                  \
+	"INSERT OR IGNORE INTO fences(fence, type, shared, cross_adapter, initial_value, created_ns, destroyed_ns) " \
+	"SELECT q.queue, 0, 0, 0, NULL, q.start_ns, NULL FROM queues q JOIN kernel_timelines kt ON kt.queue = q.queue;"
+static const char ki_finish_timelines_sql[] = KI_FINISH_TIMELINES_SQL(
+	"SELECT min(coalesce(init_ns, emit_ns, signal_ns)) FROM temp.k_fences f WHERE f.context = kt.context");
+static const char ki_finish_timelines_mem_sql[] = KI_FINISH_TIMELINES_SQL(
+	"SELECT f.start_ns FROM temp.k_fstart f WHERE f.context = kt.context");
 
 static int ki_finish_signals(struct nf_timeline_kernel_ingest *ki, struct nf_error *err)
 {
@@ -1473,9 +1560,20 @@ int nf_timeline_kernel_ingest_finish(struct nf_timeline_kernel_ingest *ki, struc
 	if ((rc = nf_runs_finish(ki->runs, err)) || (rc = ki_stage_flush(ki, &ki->fences, err)) ||
 	    (rc = ki_stage_flush(ki, &ki->vblanks, err)) || (rc = ki_stage_flush(ki, &ki->markers, err)))
 		return rc;
-	if ((rc = ki_exec(ki, ki_finish_timelines_sql, err)) ||
-	    (rc = ki_finish_signals(ki, err)) || (rc = ki_finish_waits(ki, err)) ||
-	    (rc = ki_exec(ki, "CREATE TEMP TABLE k_jobagg(kkey INTEGER PRIMARY KEY, driver TEXT, ring TEXT, "
+	if (ki->mem) {
+		/* temp.k_fences is read by the jobs' SQL only: filled when there are jobs. */
+		bool jobs = ki->jobs.n || ki->jobs.flushed || ki->gpu_unkeyed || ki->gpu_deps;
+
+		if ((rc = nf_kf_write_starts(&ki->kf, ki->db, err)) ||
+		    (rc = ki_exec(ki, ki_finish_timelines_mem_sql, err)) ||
+		    (rc = nf_kf_write(&ki->kf, ki->db, ki->bulk, jobs, err)))
+			return rc;
+		nf_kf_free(&ki->kf);
+	} else if ((rc = ki_exec(ki, ki_finish_timelines_sql, err)) || (rc = ki_finish_signals(ki, err)) ||
+		   (rc = ki_finish_waits(ki, err))) {
+		return rc;
+	}
+	if ((rc = ki_exec(ki, "CREATE TEMP TABLE k_jobagg(kkey INTEGER PRIMARY KEY, driver TEXT, ring TEXT, "
 			  "job INTEGER, context INTEGER, seqno INTEGER, thread INTEGER, submitted INTEGER, "
 			  "started INTEGER, finished INTEGER, ord INTEGER);", err)))
 		return rc;
@@ -1494,6 +1592,6 @@ int nf_timeline_kernel_ingest_finish(struct nf_timeline_kernel_ingest *ki, struc
 		return rc;
 	return ki_exec(ki, "DROP TABLE temp.k_fences; DROP TABLE temp.k_waits; DROP TABLE temp.k_gpu;"
 		       "DROP TABLE temp.k_jobagg; DROP TABLE temp.k_jobpart;"
-		       "DROP TABLE IF EXISTS temp.k_fkeys;"
+		       "DROP TABLE IF EXISTS temp.k_fkeys; DROP TABLE IF EXISTS temp.k_fstart;"
 		       "CREATE INDEX kernel_events_ts ON kernel_events(ts_ns);", err);
 }

@@ -124,11 +124,9 @@ static void query(const char *session, const char *sql, const char *expect)
 	ck_assert_msg(strcmp(out, expect) == 0, "%s\n--- got:\n%s--- expected:\n%s", sql, out, expect);
 }
 
-START_TEST(test_fixture_import_rows)
+/* The fixture's dma_fence rows: fence_ops, deps, cpu_waits, queue_threads. */
+static void fixture_fence_rows(const char *s)
 {
-	char tmp[1024], s[4200];
-
-	import_fixture(tmp, sizeof(tmp), s, sizeof(s));
 	/* Every fence (context, seqno) is a signal on its timeline; the CPU waits are
 	 * wait ops on their thread (queue NULL). Times: ns since the first event. */
 	query(s, "SELECT id, queue, op, fence, value, queued_ns, observed_ns, end_ns, status, thread "
@@ -156,6 +154,14 @@ START_TEST(test_fixture_import_rows)
 	query(s, "SELECT count(*) FROM (SELECT queue, fence, thread, ops FROM queue_threads EXCEPT "
 		 "SELECT queue, fence, thread, count(*) FROM fence_ops WHERE thread IS NOT NULL AND "
 		 "queue IS NOT NULL AND queued_ns IS NOT NULL GROUP BY 1, 2, 3)", "count(*)\n0\n");
+}
+
+START_TEST(test_fixture_import_rows)
+{
+	char tmp[1024], s[4200];
+
+	import_fixture(tmp, sizeof(tmp), s, sizeof(s));
+	fixture_fence_rows(s);
 	query(s, "SELECT queue, context, driver, timeline FROM kernel_timelines ORDER BY queue",
 	      "queue,context,driver,timeline\n4294967303,7,nfgpu,gfx\n4294967305,9,nfgpu,compute\n");
 	query(s, "SELECT q.queue, q.name, a.name AS adapter FROM queues q JOIN adapters a USING (adapter) "
@@ -189,6 +195,34 @@ START_TEST(test_fixture_import_rows)
 	/* The stock babeltrace2 reads the session: the kernel stream is valid CTF. */
 	ck_assert_int_eq(sh("babeltrace2 \"$1\" | grep -c 'KernelDmaFence'", NF_TEST_ARGV(s)), 0);
 	ck_assert_str_eq(out, "18\n");
+	nf_test_rmtree(tmp);
+}
+END_TEST
+
+/*
+ * The dma_fence sightings and waits are held in memory up to a bound
+ * (analyzer/kernel_fences.h; NFTRACE_KERNEL_FENCES_IN_MEMORY sets it), past it
+ * they go to TEMP tables and are written with SQL: the same rows whether the
+ * bound is never reached, reached at once (0) or in the middle of the session
+ * (after 1, 2 or 3 fences or waits).
+ */
+START_TEST(test_fixture_fence_memory_bound)
+{
+	static const char *const bounds[] = { "0", "1", "2", "3", NULL };
+	char tmp[1024], s[4200], db[4300], env[64];
+
+	import_fixture(tmp, sizeof(tmp), s, sizeof(s));
+	snprintf(db, sizeof(db), "%s/.timeline.db", s);
+	for (int i = 0; bounds[i]; i++) {
+		snprintf(env, sizeof(env), "NFTRACE_KERNEL_FENCES_IN_MEMORY=%s", bounds[i]);
+		unlink(db);
+		ck_assert_msg(nf_test_nftrace_env(NF_TEST_ARGV(env), NF_TEST_ARGV("query", s, "SELECT 1"), out,
+						  sizeof(out), errb, sizeof(errb)) == 0, "%s: %s", env, errb);
+		fixture_fence_rows(s);
+		/* A timeline's start: its first sighting. */
+		query(s, "SELECT fence, created_ns FROM fences ORDER BY fence",
+		      "fence,created_ns\n4294967303,1000000\n4294967305,1500000\n");
+	}
 	nf_test_rmtree(tmp);
 }
 END_TEST
@@ -868,6 +902,7 @@ static Suite *kernel_suite(const char *live)
 		tcase_set_timeout(tc, 180);
 		tcase_add_test(tc, test_fixture_regenerates);
 		tcase_add_test(tc, test_fixture_import_rows);
+		tcase_add_test(tc, test_fixture_fence_memory_bound);
 		tcase_add_test(tc, test_drm_sched_fixture_jobs);
 		tcase_add_test(tc, test_i915_fixture_jobs);
 		tcase_add_test(tc, test_ring_order_finish);

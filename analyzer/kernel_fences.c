@@ -1,0 +1,488 @@
+/*
+ * dma_fence sightings and CPU waits held in memory, written at finish by
+ * nf_bulk loads with the operation ids assigned here (kernel_fences.h). The
+ * rows are those of kernel_ingest.c's TEMP-table path (ki_finish_signals,
+ * ki_finish_waits): the same orders, ids and values.
+ */
+#include "kernel_fences.h"
+#include "bulk.h"
+#include "kernel_ingest.h"
+#include "../core/util_hash.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+void nf_kf_init(struct nf_kfences *m)
+{
+	const char *v = getenv("NFTRACE_KERNEL_FENCES_IN_MEMORY");
+	char *end;
+	unsigned long long n;
+
+	memset(m, 0, sizeof(*m));
+	m->max = NF_KF_DEFAULT_MAX;
+	if (v && *v) {
+		errno = 0;
+		n = strtoull(v, &end, 10);
+		/* At most 2^31 (the slots are 32-bit indexes, grown to twice the count). */
+		if (!errno && !*end && n <= (1ull << 31))
+			m->max = (size_t)n;
+	}
+}
+
+void nf_kf_free(struct nf_kfences *m)
+{
+	size_t max = m->max;
+
+	free(m->f);
+	free(m->slot);
+	free(m->w);
+	memset(m, 0, sizeof(*m));
+	m->max = max;
+}
+
+static size_t kf_hash(uint32_t ctx, int64_t seq, size_t cap)
+{
+	return (size_t)nf_mix64((uint64_t)seq * 0x9E3779B97F4A7C15ull + ctx) & (cap - 1);
+}
+
+/* The index of fence (ctx, seq) in m->f, or where it is not held: -1 */
+static int64_t kf_find(const struct nf_kfences *m, uint32_t ctx, int64_t seq)
+{
+	if (!m->cap_slot)
+		return -1;
+	for (size_t i = kf_hash(ctx, seq, m->cap_slot); m->slot[i]; i = (i + 1) & (m->cap_slot - 1)) {
+		const struct nf_kf_fence *f = &m->f[m->slot[i] - 1];
+
+		if (f->ctx == ctx && f->seq == seq)
+			return (int64_t)m->slot[i] - 1;
+	}
+	return -1;
+}
+
+int nf_kf_sight(struct nf_kfences *m, uint32_t ctx, int64_t seq, uint32_t kind, int64_t ns, uint32_t tid)
+{
+	struct nf_kf_fence *f = NULL;
+	size_t i = 0;
+
+	if (m->cap_slot) {
+		for (i = kf_hash(ctx, seq, m->cap_slot); m->slot[i]; i = (i + 1) & (m->cap_slot - 1)) {
+			struct nf_kf_fence *g = &m->f[m->slot[i] - 1];
+
+			if (g->ctx == ctx && g->seq == seq) {
+				f = g;
+				break;
+			}
+		}
+	}
+	if (!f) {
+		if (m->nf >= m->max)
+			return 1;
+		if ((m->nf + 1) * 2 > m->cap_slot) {
+			size_t ncap = m->cap_slot ? m->cap_slot * 2 : 1024;
+			uint32_t *nsl = calloc(ncap, sizeof(*nsl));
+
+			if (!nsl)
+				return NF_ENOMEM;
+			for (size_t k = 0; k < m->nf; k++) {
+				size_t j = kf_hash(m->f[k].ctx, m->f[k].seq, ncap);
+
+				while (nsl[j])
+					j = (j + 1) & (ncap - 1);
+				nsl[j] = (uint32_t)k + 1;
+			}
+			free(m->slot);
+			m->slot = nsl;
+			m->cap_slot = ncap;
+			for (i = kf_hash(ctx, seq, ncap); m->slot[i]; i = (i + 1) & (ncap - 1))
+				;
+		}
+		if (m->nf == m->capf) {
+			size_t ncap = m->capf ? m->capf * 2 : 1024;
+			struct nf_kf_fence *nfs = realloc(m->f, ncap * sizeof(*nfs));
+
+			if (!nfs)
+				return NF_ENOMEM;
+			m->f = nfs;
+			m->capf = ncap;
+		}
+		m->slot[i] = (uint32_t)m->nf + 1;
+		f = &m->f[m->nf++];
+		*f = (struct nf_kf_fence){ .ctx = ctx, .seq = seq };
+	}
+	/* The first time each was seen is kept (the TEMP path's coalesce). */
+	if (kind == NF_KF_INIT && !(f->has & NF_KF_INIT))
+		f->init = ns;
+	if (kind == NF_KF_EMIT && !(f->has & NF_KF_EMIT)) {
+		f->emit = ns;
+		if (!(f->has & NF_KF_TID)) {
+			f->tid = tid;
+			f->has |= NF_KF_TID;
+		}
+	}
+	if (kind == NF_KF_SIGNAL && !(f->has & NF_KF_SIGNAL))
+		f->signal = ns;
+	f->has |= kind;
+	return 0;
+}
+
+int nf_kf_wait(struct nf_kfences *m, uint32_t tid, uint32_t ctx, int64_t seq, bool has_start, int64_t start,
+	       bool has_end, int64_t end)
+{
+	if (m->nw >= m->max)
+		return 1;
+	if (m->nw == m->capw) {
+		size_t ncap = m->capw ? m->capw * 2 : 1024;
+		struct nf_kf_wait *nw = realloc(m->w, ncap * sizeof(*nw));
+
+		if (!nw)
+			return NF_ENOMEM;
+		m->w = nw;
+		m->capw = ncap;
+	}
+	m->w[m->nw++] = (struct nf_kf_wait){ .seq = seq, .start = has_start ? start : 0, .end = has_end ? end : 0,
+					     .ctx = ctx, .tid = tid, .has_start = has_start, .has_end = has_end };
+	return 0;
+}
+
+static int kf_sql_err(sqlite3 *db, struct nf_error *err, const char *what)
+{
+	return nf_error_set(err, NF_ESQL, "timeline: kernel events: %s: %s", what, sqlite3_errmsg(db));
+}
+
+int nf_kf_write_starts(struct nf_kfences *m, sqlite3 *db, struct nf_error *err)
+{
+	struct nf_u64map min = { 0 };
+	sqlite3_stmt *ins = NULL;
+	int rc = 0;
+
+	for (size_t i = 0; i < m->nf; i++) {
+		const struct nf_kf_fence *f = &m->f[i];
+		int64_t t = f->has & NF_KF_INIT ? f->init : f->has & NF_KF_EMIT ? f->emit : f->signal;
+		uint64_t *v = nf_u64map_find(&min, f->ctx);
+
+		if (v) {
+			if (t < (int64_t)*v)
+				*v = (uint64_t)t;
+		} else if (nf_u64map_put(&min, f->ctx, (uint64_t)t)) {
+			rc = nf_error_set(err, NF_ENOMEM, "timeline: out of memory");
+			goto out;
+		}
+	}
+	if (sqlite3_exec(db, "CREATE TEMP TABLE k_fstart(context INTEGER PRIMARY KEY, start_ns INTEGER)", NULL, NULL,
+			 NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(db, "INSERT INTO temp.k_fstart(context, start_ns) VALUES (?1, ?2)", -1, &ins, NULL) !=
+		    SQLITE_OK) {
+		rc = kf_sql_err(db, err, "dma_fence timelines");
+		goto out;
+	}
+	for (size_t i = 0; i < min.cap && !rc; i++) {
+		if (!min.used[i])
+			continue;
+		sqlite3_bind_int64(ins, 1, (int64_t)min.keys[i]);
+		sqlite3_bind_int64(ins, 2, (int64_t)min.vals[i]);
+		if (sqlite3_step(ins) != SQLITE_DONE)
+			rc = kf_sql_err(db, err, "dma_fence timelines");
+		sqlite3_reset(ins);
+	}
+out:
+	sqlite3_finalize(ins);
+	nf_u64map_free(&min);
+	return rc;
+}
+
+/* A signal's place in the signal order: coalesce(emit, init, signal), context, seqno. */
+struct kf_sig {
+	int64_t key, seq;
+	uint32_t ctx, idx;
+};
+
+static int kf_sig_cmp(const void *pa, const void *pb)
+{
+	const struct kf_sig *a = pa, *b = pb;
+
+	if (a->key != b->key)
+		return a->key < b->key ? -1 : 1;
+	if (a->ctx != b->ctx)
+		return a->ctx < b->ctx ? -1 : 1;
+	return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+/* A wait's place: coalesce(start, end), then arrival. */
+struct kf_wo {
+	int64_t key;
+	uint32_t idx;
+	int32_t fence;       /* its fence's index, -1 none */
+};
+
+static int kf_wo_cmp(const void *pa, const void *pb)
+{
+	const struct kf_wo *a = pa, *b = pb;
+
+	if (a->key != b->key)
+		return a->key < b->key ? -1 : 1;
+	return a->idx < b->idx ? -1 : a->idx > b->idx;
+}
+
+/* The state of the nf_bulk sources below. */
+struct kf_src {
+	const struct nf_kfences *m;
+	const struct kf_sig *sig;
+	const struct kf_wo *wo;
+	const int64_t *op;   /* [fence index] -> its signal's fence_ops id */
+	size_t pos, n;
+	int64_t next_id;
+};
+
+static int kf_signal_row(void *ctx, struct nf_bulk_row *row, struct nf_error *err)
+{
+	struct kf_src *s = ctx;
+	const struct nf_kf_fence *f;
+
+	(void)err;
+	if (s->pos == s->n)
+		return 0;
+	f = &s->m->f[s->sig[s->pos].idx];
+	nf_bulk_int(row, 0, s->op[s->sig[s->pos].idx]);
+	nf_bulk_int(row, 1, NF_KERNEL_TIMELINE_BASE + f->ctx);
+	nf_bulk_int(row, 2, f->seq);
+	nf_bulk_opt(row, 3, (f->has & (NF_KF_EMIT | NF_KF_INIT)) != 0, f->has & NF_KF_EMIT ? f->emit : f->init);
+	nf_bulk_opt(row, 4, (f->has & NF_KF_SIGNAL) != 0, f->signal);
+	if (f->has & NF_KF_SIGNAL)
+		nf_bulk_text(row, 5, "complete", 8);
+	else
+		nf_bulk_text(row, 5, "unsignaled", 10);
+	nf_bulk_opt(row, 6, (f->has & NF_KF_TID) != 0, f->tid);
+	s->pos++;
+	return 1;
+}
+
+/* Was wait o released by its fence's signal (the signal no later than the wait's end)? */
+static bool kf_released(const struct nf_kfences *m, const struct kf_wo *o)
+{
+	const struct nf_kf_wait *w = &m->w[o->idx];
+
+	return w->has_end && o->fence >= 0 && (m->f[o->fence].has & NF_KF_SIGNAL) && m->f[o->fence].signal <= w->end;
+}
+
+static int kf_wait_op_row(void *ctx, struct nf_bulk_row *row, struct nf_error *err)
+{
+	struct kf_src *s = ctx;
+	const struct nf_kf_wait *w;
+
+	(void)err;
+	if (s->pos == s->n)
+		return 0;
+	w = &s->m->w[s->wo[s->pos].idx];
+	nf_bulk_int(row, 0, s->next_id + (int64_t)s->pos);
+	nf_bulk_int(row, 1, NF_KERNEL_TIMELINE_BASE + w->ctx);
+	nf_bulk_int(row, 2, w->seq);
+	nf_bulk_opt(row, 3, w->has_start, w->start);
+	nf_bulk_opt(row, 4, w->has_end, w->end);
+	if (w->has_end)
+		nf_bulk_text(row, 5, "complete", 8);
+	else
+		nf_bulk_text(row, 5, "pending", 7);
+	nf_bulk_int(row, 6, w->tid);
+	s->pos++;
+	return 1;
+}
+
+static int kf_cpu_wait_row(void *ctx, struct nf_bulk_row *row, struct nf_error *err)
+{
+	struct kf_src *s = ctx;
+	const struct nf_kf_wait *w;
+
+	(void)err;
+	if (s->pos == s->n)
+		return 0;
+	w = &s->m->w[s->wo[s->pos].idx];
+	nf_bulk_int(row, 0, w->tid);
+	nf_bulk_int(row, 1, NF_KERNEL_TIMELINE_BASE + w->ctx);
+	nf_bulk_int(row, 2, w->seq);
+	nf_bulk_opt(row, 3, w->has_start, w->start);
+	nf_bulk_opt(row, 4, w->has_end, w->end);
+	if (!w->has_end)
+		nf_bulk_text(row, 5, "pending", 7);
+	else if (kf_released(s->m, &s->wo[s->pos]))
+		nf_bulk_text(row, 5, "satisfied", 9);
+	else
+		nf_bulk_text(row, 5, "timeout", 7);
+	s->pos++;
+	return 1;
+}
+
+static int kf_dep_row(void *ctx, struct nf_bulk_row *row, struct nf_error *err)
+{
+	struct kf_src *s = ctx;
+
+	(void)err;
+	while (s->pos < s->n && !kf_released(s->m, &s->wo[s->pos]))
+		s->pos++;
+	if (s->pos == s->n)
+		return 0;
+	const struct kf_wo *o = &s->wo[s->pos];
+	const struct nf_kf_wait *w = &s->m->w[o->idx];
+
+	nf_bulk_int(row, 0, s->op[o->fence]);
+	nf_bulk_int(row, 1, s->next_id + (int64_t)s->pos);
+	nf_bulk_opt(row, 2, w->has_start, w->end - w->start);
+	s->pos++;
+	return 1;
+}
+
+static int kf_k_fence_row(void *ctx, struct nf_bulk_row *row, struct nf_error *err)
+{
+	struct kf_src *s = ctx;
+	const struct nf_kf_fence *f;
+
+	(void)err;
+	if (s->pos == s->n)
+		return 0;
+	f = &s->m->f[s->pos];
+	nf_bulk_int(row, 0, f->ctx);
+	nf_bulk_int(row, 1, f->seq);
+	nf_bulk_opt(row, 2, (f->has & NF_KF_INIT) != 0, f->init);
+	nf_bulk_opt(row, 3, (f->has & NF_KF_EMIT) != 0, f->emit);
+	nf_bulk_opt(row, 4, (f->has & NF_KF_SIGNAL) != 0, f->signal);
+	nf_bulk_opt(row, 5, (f->has & NF_KF_TID) != 0, f->tid);
+	nf_bulk_int(row, 6, s->op[s->pos]);
+	s->pos++;
+	return 1;
+}
+
+static int u64_cmp(const void *pa, const void *pb)
+{
+	uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
+
+	return a < b ? -1 : a > b;
+}
+
+/* queue_threads: per (context, emitting thread) of the signals, how many (in that order). */
+static int kf_write_threads(const struct nf_kfences *m, sqlite3 *db, struct nf_error *err)
+{
+	uint64_t *keys = malloc((m->nf ? m->nf : 1) * sizeof(*keys));
+	sqlite3_stmt *ins = NULL;
+	size_t n = 0;
+	int rc = 0;
+
+	if (!keys)
+		return nf_error_set(err, NF_ENOMEM, "timeline: out of memory");
+	for (size_t i = 0; i < m->nf; i++)
+		if ((m->f[i].has & NF_KF_TID) && (m->f[i].has & (NF_KF_EMIT | NF_KF_INIT)))
+			keys[n++] = (uint64_t)m->f[i].ctx << 32 | m->f[i].tid;
+	qsort(keys, n, sizeof(*keys), u64_cmp);
+	if (n && sqlite3_prepare_v2(db, "INSERT INTO queue_threads(queue, fence, thread, ops) VALUES (?1, ?1, ?2, ?3)",
+				    -1, &ins, NULL) != SQLITE_OK) {
+		rc = kf_sql_err(db, err, "writing the threads of dma_fence signals");
+		goto out;
+	}
+	for (size_t i = 0; i < n && !rc;) {
+		size_t j = i;
+
+		while (j < n && keys[j] == keys[i])
+			j++;
+		sqlite3_bind_int64(ins, 1, NF_KERNEL_TIMELINE_BASE + (int64_t)(keys[i] >> 32));
+		sqlite3_bind_int64(ins, 2, (int64_t)(uint32_t)keys[i]);
+		sqlite3_bind_int64(ins, 3, (int64_t)(j - i));
+		if (sqlite3_step(ins) != SQLITE_DONE)
+			rc = kf_sql_err(db, err, "writing the threads of dma_fence signals");
+		sqlite3_reset(ins);
+		i = j;
+	}
+out:
+	sqlite3_finalize(ins);
+	free(keys);
+	return rc;
+}
+
+int nf_kf_write(struct nf_kfences *m, sqlite3 *db, struct nf_bulk *bk, bool k_fences, struct nf_error *err)
+{
+	struct kf_sig *sig = malloc((m->nf ? m->nf : 1) * sizeof(*sig));
+	struct kf_wo *wo = malloc((m->nw ? m->nw : 1) * sizeof(*wo));
+	int64_t *op = malloc((m->nf ? m->nf : 1) * sizeof(*op));
+	struct kf_src s = { .m = m };
+	sqlite3_stmt *st = NULL;
+	int64_t base;
+	bool sorted = true;
+	int rc;
+
+	if (!sig || !wo || !op) {
+		rc = nf_error_set(err, NF_ENOMEM, "timeline: out of memory");
+		goto out;
+	}
+	if (sqlite3_prepare_v2(db, "SELECT coalesce(max(id), 0) FROM fence_ops", -1, &st, NULL) != SQLITE_OK ||
+	    sqlite3_step(st) != SQLITE_ROW) {
+		rc = kf_sql_err(db, err, "reading fence_ops");
+		goto out;
+	}
+	base = sqlite3_column_int64(st, 0);
+	/* The signals in their order (most often the order they came in: checked first). */
+	for (size_t i = 0; i < m->nf; i++) {
+		const struct nf_kf_fence *f = &m->f[i];
+
+		sig[i] = (struct kf_sig){ .key = f->has & NF_KF_EMIT ? f->emit : f->has & NF_KF_INIT ? f->init : f->signal,
+					  .seq = f->seq, .ctx = f->ctx, .idx = (uint32_t)i };
+		if (i && sorted && kf_sig_cmp(&sig[i - 1], &sig[i]) > 0)
+			sorted = false;
+	}
+	if (!sorted)
+		qsort(sig, m->nf, sizeof(*sig), kf_sig_cmp);
+	for (size_t i = 0; i < m->nf; i++)
+		op[sig[i].idx] = base + 1 + (int64_t)i;
+	s.sig = sig;
+	s.op = op;
+	s.n = m->nf;
+	if ((rc = nf_bulk_run(bk, "INSERT INTO fence_ops(id, queue, adapter, op, fence, handle, value, queued_ns, "
+			      "observed_ns, end_ns, status, log_seq, epoch, thread) SELECT c0, c1, NULL, 'signal', c1, "
+			      "NULL, c2, c3, NULL, c4, c5, NULL, NULL, c6 FROM nf_bulk",
+			      kf_signal_row, &s, false, "timeline: kernel events: dma_fence signals", err)) ||
+	    (rc = kf_write_threads(m, db, err)))
+		goto out;
+
+	/* The waits in their order, each with its fence. */
+	sorted = true;
+	for (size_t i = 0; i < m->nw; i++) {
+		const struct nf_kf_wait *w = &m->w[i];
+		int64_t fi = kf_find(m, w->ctx, w->seq);
+
+		wo[i] = (struct kf_wo){ .key = w->has_start ? w->start : w->end, .idx = (uint32_t)i,
+					.fence = (int32_t)fi };
+		if (i && sorted && kf_wo_cmp(&wo[i - 1], &wo[i]) > 0)
+			sorted = false;
+	}
+	if (!sorted)
+		qsort(wo, m->nw, sizeof(*wo), kf_wo_cmp);
+	s.wo = wo;
+	s.n = m->nw;
+	s.next_id = base + 1 + (int64_t)m->nf;
+	s.pos = 0;
+	if ((rc = nf_bulk_run(bk, "INSERT INTO fence_ops(id, queue, adapter, op, fence, handle, value, queued_ns, "
+			      "observed_ns, end_ns, status, log_seq, epoch, thread) SELECT c0, NULL, NULL, 'wait', c1, "
+			      "NULL, c2, c3, c3, c4, c5, NULL, NULL, c6 FROM nf_bulk",
+			      kf_wait_op_row, &s, false, "timeline: kernel events: dma_fence waits", err)))
+		goto out;
+	s.pos = 0;
+	if ((rc = nf_bulk_run(bk, "INSERT INTO cpu_waits(thread, adapter, fence, value, start_ns, end_ns, status) "
+			      "SELECT c0, NULL, c1, c2, c3, c4, c5 FROM nf_bulk",
+			      kf_cpu_wait_row, &s, false, "timeline: kernel events: dma_fence CPU waits", err)))
+		goto out;
+	s.pos = 0;
+	if ((rc = nf_bulk_run(bk, "INSERT INTO deps(signal_id, wait_id, cpu_signal, stall_ns) "
+			      "SELECT c0, c1, NULL, c2 FROM nf_bulk",
+			      kf_dep_row, &s, false, "timeline: kernel events: dma_fence waits' signals", err)))
+		goto out;
+	if (k_fences) {
+		s.pos = 0;
+		s.n = m->nf;
+		rc = nf_bulk_run(bk, "INSERT INTO temp.k_fences(context, seqno, init_ns, emit_ns, signal_ns, emit_tid, "
+				 "op_id) SELECT c0, c1, c2, c3, c4, c5, c6 FROM nf_bulk",
+				 kf_k_fence_row, &s, false, "timeline: kernel events: dma_fence sightings", err);
+	}
+out:
+	sqlite3_finalize(st);
+	free(op);
+	free(wo);
+	free(sig);
+	return rc;
+}
