@@ -243,7 +243,7 @@ static int kf_signal_row(void *ctx, struct nf_bulk_row *row, struct nf_error *er
 	if (s->pos == s->n)
 		return 0;
 	f = &s->m->f[s->sig[s->pos].idx];
-	nf_bulk_int(row, 0, s->op[s->sig[s->pos].idx]);
+	/* c0 (its id) is not written: see kf_check_ids. */
 	nf_bulk_int(row, 1, NF_KERNEL_TIMELINE_BASE + f->ctx);
 	nf_bulk_int(row, 2, f->seq);
 	nf_bulk_opt(row, 3, (f->has & (NF_KF_EMIT | NF_KF_INIT)) != 0, f->has & NF_KF_EMIT ? f->emit : f->init);
@@ -274,7 +274,6 @@ static int kf_wait_op_row(void *ctx, struct nf_bulk_row *row, struct nf_error *e
 	if (s->pos == s->n)
 		return 0;
 	w = &s->m->w[s->wo[s->pos].idx];
-	nf_bulk_int(row, 0, s->next_id + (int64_t)s->pos);
 	nf_bulk_int(row, 1, NF_KERNEL_TIMELINE_BASE + w->ctx);
 	nf_bulk_int(row, 2, w->seq);
 	nf_bulk_opt(row, 3, w->has_start, w->start);
@@ -351,6 +350,25 @@ static int kf_k_fence_row(void *ctx, struct nf_bulk_row *row, struct nf_error *e
 	return 1;
 }
 
+/*
+ * The rows go in with the ids SQLite gives (max(id) + 1 each: an explicit id
+ * costs a seek per row); this checks they are the ids assigned above, which
+ * the deps rows name.
+ */
+static int kf_check_ids(sqlite3 *db, sqlite3_stmt *max_id, int64_t want, struct nf_error *err)
+{
+	int64_t got;
+
+	sqlite3_reset(max_id);
+	if (sqlite3_step(max_id) != SQLITE_ROW)
+		return kf_sql_err(db, err, "reading fence_ops");
+	got = sqlite3_column_int64(max_id, 0);
+	if (got != want)
+		return nf_error_set(err, NF_ESQL, "timeline: kernel events: fence_ops ids end at %lld, not %lld as assigned",
+				    (long long)got, (long long)want);
+	return 0;
+}
+
 static int u64_cmp(const void *pa, const void *pb)
 {
 	uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
@@ -417,6 +435,7 @@ int nf_kf_write(struct nf_kfences *m, sqlite3 *db, struct nf_bulk *bk, bool k_fe
 		goto out;
 	}
 	base = sqlite3_column_int64(st, 0);
+	sqlite3_reset(st);
 	/* The signals in their order (most often the order they came in: checked first). */
 	for (size_t i = 0; i < m->nf; i++) {
 		const struct nf_kf_fence *f = &m->f[i];
@@ -434,10 +453,10 @@ int nf_kf_write(struct nf_kfences *m, sqlite3 *db, struct nf_bulk *bk, bool k_fe
 	s.op = op;
 	s.n = m->nf;
 	if ((rc = nf_bulk_run(bk, "INSERT INTO fence_ops(id, queue, adapter, op, fence, handle, value, queued_ns, "
-			      "observed_ns, end_ns, status, log_seq, epoch, thread) SELECT c0, c1, NULL, 'signal', c1, "
+			      "observed_ns, end_ns, status, log_seq, epoch, thread) SELECT NULL, c1, NULL, 'signal', c1, "
 			      "NULL, c2, c3, NULL, c4, c5, NULL, NULL, c6 FROM nf_bulk",
 			      kf_signal_row, &s, false, "timeline: kernel events: dma_fence signals", err)) ||
-	    (rc = kf_write_threads(m, db, err)))
+	    (rc = kf_check_ids(db, st, base + (int64_t)m->nf, err)) || (rc = kf_write_threads(m, db, err)))
 		goto out;
 
 	/* The waits in their order, each with its fence. */
@@ -458,9 +477,10 @@ int nf_kf_write(struct nf_kfences *m, sqlite3 *db, struct nf_bulk *bk, bool k_fe
 	s.next_id = base + 1 + (int64_t)m->nf;
 	s.pos = 0;
 	if ((rc = nf_bulk_run(bk, "INSERT INTO fence_ops(id, queue, adapter, op, fence, handle, value, queued_ns, "
-			      "observed_ns, end_ns, status, log_seq, epoch, thread) SELECT c0, NULL, NULL, 'wait', c1, "
+			      "observed_ns, end_ns, status, log_seq, epoch, thread) SELECT NULL, NULL, NULL, 'wait', c1, "
 			      "NULL, c2, c3, c3, c4, c5, NULL, NULL, c6 FROM nf_bulk",
-			      kf_wait_op_row, &s, false, "timeline: kernel events: dma_fence waits", err)))
+			      kf_wait_op_row, &s, false, "timeline: kernel events: dma_fence waits", err)) ||
+	    (rc = kf_check_ids(db, st, base + (int64_t)(m->nf + m->nw), err)))
 		goto out;
 	s.pos = 0;
 	if ((rc = nf_bulk_run(bk, "INSERT INTO cpu_waits(thread, adapter, fence, value, start_ns, end_ns, status) "
