@@ -73,6 +73,9 @@ int64_t nf_timeline_cpu_ns(uint64_t ticks, uint64_t start_ticks, uint64_t cpu_fr
 		return 0;
 	__int128 d = (__int128)ticks - (__int128)start_ticks;
 
+	/* A nanosecond clock (Linux kernel sessions): no 128-bit division per event. */
+	if (cpu_frequency == 1000000000)
+		return (int64_t)d;
 	return (int64_t)(d * 1000000000 / (__int128)cpu_frequency);
 }
 
@@ -90,6 +93,13 @@ static long double cpu_ns_exact(const struct nf_timeline_builder *b, uint64_t ti
  * (beyond, sums and differences of times could overflow). */
 static bool cpu_time_ok(const struct nf_timeline_builder *b, uint64_t ticks)
 {
+	/* A nanosecond clock and a time well inside the bound: no long double work per event. */
+	if (b->cpu_frequency == 1000000000) {
+		__int128 d = (__int128)ticks - (__int128)b->start_ticks;
+
+		if (d > -(__int128)(NF_GPU_TS_MAX / 2) && d < (__int128)(NF_GPU_TS_MAX / 2))
+			return true;
+	}
 	long double ns = cpu_ns_exact(b, ticks);
 
 	return ns >= -(long double)NF_GPU_TS_MAX && ns <= (long double)NF_GPU_TS_MAX;

@@ -215,6 +215,16 @@ struct kf_wo {
 	int32_t fence;       /* its fence's index, -1 none */
 };
 
+/* temp.k_fences' key order: context, seqno. */
+static int kf_key_cmp(const void *pa, const void *pb)
+{
+	const struct kf_sig *a = pa, *b = pb;
+
+	if (a->ctx != b->ctx)
+		return a->ctx < b->ctx ? -1 : 1;
+	return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
 static int kf_wo_cmp(const void *pa, const void *pb)
 {
 	const struct kf_wo *a = pa, *b = pb;
@@ -334,18 +344,20 @@ static int kf_k_fence_row(void *ctx, struct nf_bulk_row *row, struct nf_error *e
 {
 	struct kf_src *s = ctx;
 	const struct nf_kf_fence *f;
+	uint32_t i;
 
 	(void)err;
 	if (s->pos == s->n)
 		return 0;
-	f = &s->m->f[s->pos];
+	i = s->sig[s->pos].idx;
+	f = &s->m->f[i];
 	nf_bulk_int(row, 0, f->ctx);
 	nf_bulk_int(row, 1, f->seq);
 	nf_bulk_opt(row, 2, (f->has & NF_KF_INIT) != 0, f->init);
 	nf_bulk_opt(row, 3, (f->has & NF_KF_EMIT) != 0, f->emit);
 	nf_bulk_opt(row, 4, (f->has & NF_KF_SIGNAL) != 0, f->signal);
 	nf_bulk_opt(row, 5, (f->has & NF_KF_TID) != 0, f->tid);
-	nf_bulk_int(row, 6, s->op[s->pos]);
+	nf_bulk_int(row, 6, s->op[i]);
 	s->pos++;
 	return 1;
 }
@@ -493,6 +505,8 @@ int nf_kf_write(struct nf_kfences *m, sqlite3 *db, struct nf_bulk *bk, bool k_fe
 			      kf_dep_row, &s, false, "timeline: kernel events: dma_fence waits' signals", err)))
 		goto out;
 	if (k_fences) {
+		/* In key order: appended to the b-tree rather than each placed by a seek. */
+		qsort(sig, m->nf, sizeof(*sig), kf_key_cmp);
 		s.pos = 0;
 		s.n = m->nf;
 		rc = nf_bulk_run(bk, "INSERT INTO temp.k_fences(context, seqno, init_ns, emit_ns, signal_ns, emit_tid, "
