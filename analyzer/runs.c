@@ -58,6 +58,17 @@ struct nf_runs *nf_runs_create(sqlite3 *db, struct nf_error *err)
 		return NULL;
 	}
 	r->db = db;
+	/*
+	 * The index is kept as the blocks go in (a few thousand rows) rather than
+	 * built at the end: that read every block back, and they are most of the
+	 * database (the pages had long left SQLite's cache: 176 MB of reads at gpu-x100).
+	 */
+	if (sqlite3_exec(db, "CREATE INDEX IF NOT EXISTS cpu_run_blocks_thread ON cpu_run_blocks(thread, first_ns)",
+			 NULL, NULL, NULL) != SQLITE_OK) {
+		runs_sql_err(r, err, "indexing the blocks");
+		nf_runs_destroy(r);
+		return NULL;
+	}
 	if (sqlite3_prepare_v2(db, "INSERT INTO cpu_run_blocks(thread, first_ns, last_ns, n, base_ns, runs) "
 			       "VALUES (?1, ?2, ?3, ?4, ?5, ?6)", -1, &r->ins, NULL) != SQLITE_OK) {
 		runs_sql_err(r, err, "preparing the block insert");
