@@ -24,7 +24,7 @@ void nf_kf_init(struct nf_kfences *m)
 	if (v && *v) {
 		errno = 0;
 		n = strtoull(v, &end, 10);
-		/* At most 2^31 (the slots are 32-bit indexes, grown to twice the count). */
+		/* At most 2^31 (the slots hold 32-bit indexes, and twice the count). */
 		if (!errno && !*end && n <= (1ull << 31))
 			m->max = (size_t)n;
 	}
@@ -41,61 +41,78 @@ void nf_kf_free(struct nf_kfences *m)
 	m->max = max;
 }
 
-static size_t kf_hash(uint32_t ctx, int64_t seq, size_t cap)
+static uint64_t kf_hash(uint32_t ctx, int64_t seq)
 {
-	return (size_t)nf_mix64((uint64_t)seq * 0x9E3779B97F4A7C15ull + ctx) & (cap - 1);
+	return nf_mix64((uint64_t)seq * 0x9E3779B97F4A7C15ull + ctx);
 }
 
-/* The index of fence (ctx, seq) in m->f, or where it is not held: -1 */
+/*
+ * A slot: the fence's index + 1 in its low 32 bits (0: empty), the high 32
+ * bits of its hash above, compared before the fence itself is read (a probe
+ * that reads m->f is a cache miss: the fences are megabytes).
+ */
+#define KF_SLOT(h, idx) (((h) & 0xFFFFFFFF00000000ull) | ((uint64_t)(idx) + 1))
+
+/* The slot of fence (ctx, seq) with hash h, or the empty slot where it would go (cap_slot > 0). */
+static size_t kf_slot(const struct nf_kfences *m, uint32_t ctx, int64_t seq, uint64_t h)
+{
+	size_t i = (size_t)h & (m->cap_slot - 1);
+
+	for (; m->slot[i]; i = (i + 1) & (m->cap_slot - 1)) {
+		const struct nf_kf_fence *f;
+
+		if ((m->slot[i] ^ h) >> 32)
+			continue;
+		f = &m->f[(uint32_t)m->slot[i] - 1];
+		if (f->ctx == ctx && f->seq == seq)
+			break;
+	}
+	return i;
+}
+
+/* The index of fence (ctx, seq) in m->f, or -1 when it is not held. */
 static int64_t kf_find(const struct nf_kfences *m, uint32_t ctx, int64_t seq)
 {
+	size_t i;
+
 	if (!m->cap_slot)
 		return -1;
-	for (size_t i = kf_hash(ctx, seq, m->cap_slot); m->slot[i]; i = (i + 1) & (m->cap_slot - 1)) {
-		const struct nf_kf_fence *f = &m->f[m->slot[i] - 1];
-
-		if (f->ctx == ctx && f->seq == seq)
-			return (int64_t)m->slot[i] - 1;
-	}
-	return -1;
+	i = kf_slot(m, ctx, seq, kf_hash(ctx, seq));
+	return m->slot[i] ? (int64_t)(uint32_t)m->slot[i] - 1 : -1;
 }
 
 int nf_kf_sight(struct nf_kfences *m, uint32_t ctx, int64_t seq, uint32_t kind, int64_t ns, uint32_t tid)
 {
+	uint64_t h = kf_hash(ctx, seq);
 	struct nf_kf_fence *f = NULL;
 	size_t i = 0;
 
 	if (m->cap_slot) {
-		for (i = kf_hash(ctx, seq, m->cap_slot); m->slot[i]; i = (i + 1) & (m->cap_slot - 1)) {
-			struct nf_kf_fence *g = &m->f[m->slot[i] - 1];
-
-			if (g->ctx == ctx && g->seq == seq) {
-				f = g;
-				break;
-			}
-		}
+		i = kf_slot(m, ctx, seq, h);
+		if (m->slot[i])
+			f = &m->f[(uint32_t)m->slot[i] - 1];
 	}
 	if (!f) {
 		if (m->nf >= m->max)
 			return 1;
 		if ((m->nf + 1) * 2 > m->cap_slot) {
 			size_t ncap = m->cap_slot ? m->cap_slot * 2 : 1024;
-			uint32_t *nsl = calloc(ncap, sizeof(*nsl));
+			uint64_t *nsl = calloc(ncap, sizeof(*nsl));
 
 			if (!nsl)
 				return NF_ENOMEM;
 			for (size_t k = 0; k < m->nf; k++) {
-				size_t j = kf_hash(m->f[k].ctx, m->f[k].seq, ncap);
+				uint64_t hk = kf_hash(m->f[k].ctx, m->f[k].seq);
+				size_t j = (size_t)hk & (ncap - 1);
 
 				while (nsl[j])
 					j = (j + 1) & (ncap - 1);
-				nsl[j] = (uint32_t)k + 1;
+				nsl[j] = KF_SLOT(hk, k);
 			}
 			free(m->slot);
 			m->slot = nsl;
 			m->cap_slot = ncap;
-			for (i = kf_hash(ctx, seq, ncap); m->slot[i]; i = (i + 1) & (ncap - 1))
-				;
+			i = kf_slot(m, ctx, seq, h);
 		}
 		if (m->nf == m->capf) {
 			size_t ncap = m->capf ? m->capf * 2 : 1024;
@@ -106,7 +123,7 @@ int nf_kf_sight(struct nf_kfences *m, uint32_t ctx, int64_t seq, uint32_t kind, 
 			m->f = nfs;
 			m->capf = ncap;
 		}
-		m->slot[i] = (uint32_t)m->nf + 1;
+		m->slot[i] = KF_SLOT(h, m->nf);
 		f = &m->f[m->nf++];
 		*f = (struct nf_kf_fence){ .ctx = ctx, .seq = seq };
 	}

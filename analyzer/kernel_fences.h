@@ -10,7 +10,7 @@
  * SQL at finish); that path stays for sessions with more fences or waits than
  * are held here (nf_kf_sight and nf_kf_wait say "full", the caller moves what
  * is held into the TEMP tables and goes on there). Memory: at most max fences
- * (48 bytes each, plus a 4-byte slot per fence at most twice over) and max
+ * (48 bytes each, plus an 8-byte slot per fence at most four times over) and max
  * waits (40 bytes each).
  */
 #ifndef NF_ANALYZER_KERNEL_FENCES_H
@@ -48,7 +48,7 @@ struct nf_kf_wait {
 struct nf_kfences {
 	struct nf_kf_fence *f;
 	size_t nf, capf;
-	uint32_t *slot;      /* open addressing over f: index + 1, 0 empty */
+	uint64_t *slot;      /* open addressing over f (kernel_fences.c: KF_SLOT) */
 	size_t cap_slot;
 	struct nf_kf_wait *w;
 	size_t nw, capw;

@@ -157,21 +157,29 @@ static int runs_write(struct nf_runs *r, struct runs_block *b, struct nf_error *
 }
 
 /* Decimal text of v at p; returns the length (at most 20). Two digits per
- * step from a table, written backwards from the end (the length is found
- * first): the runs' text is most of a block's cost. */
+ * step from a table, written backwards from the end; the length comes from
+ * the bit length (log10 2 ~ 1233 / 4096) and one comparison: the runs' text
+ * is most of a block's cost. */
 static size_t runs_itoa(char *p, int64_t v)
 {
 	static const char pairs[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
 				       "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
 				       "8081828384858687888990919293949596979899";
+	static const uint64_t pow10[20] = { 1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull,
+					    10000000ull, 100000000ull, 1000000000ull, 10000000000ull,
+					    100000000000ull, 1000000000000ull, 10000000000000ull,
+					    100000000000000ull, 1000000000000000ull, 10000000000000000ull,
+					    100000000000000000ull, 1000000000000000000ull,
+					    10000000000000000000ull };
 	uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
-	uint64_t lim = 10;
 	size_t n = 1, sign = v < 0;
 	char *e;
 
-	while (n < 20 && u >= lim) {
-		n++;
-		lim *= 10;
+	if (u) {
+		/* At most 2^63 here: t <= 19. */
+		size_t t = (size_t)(64 - __builtin_clzll(u)) * 1233 >> 12;
+
+		n = t + (u >= pow10[t]);
 	}
 	if (sign)
 		*p++ = '-';
