@@ -357,28 +357,6 @@ static int kf_dep_row(void *ctx, struct nf_bulk_row *row, struct nf_error *err)
 	return 1;
 }
 
-static int kf_k_fence_row(void *ctx, struct nf_bulk_row *row, struct nf_error *err)
-{
-	struct kf_src *s = ctx;
-	const struct nf_kf_fence *f;
-	uint32_t i;
-
-	(void)err;
-	if (s->pos == s->n)
-		return 0;
-	i = s->sig[s->pos].idx;
-	f = &s->m->f[i];
-	nf_bulk_int(row, 0, f->ctx);
-	nf_bulk_int(row, 1, f->seq);
-	nf_bulk_opt(row, 2, (f->has & NF_KF_INIT) != 0, f->init);
-	nf_bulk_opt(row, 3, (f->has & NF_KF_EMIT) != 0, f->emit);
-	nf_bulk_opt(row, 4, (f->has & NF_KF_SIGNAL) != 0, f->signal);
-	nf_bulk_opt(row, 5, (f->has & NF_KF_TID) != 0, f->tid);
-	nf_bulk_int(row, 6, s->op[i]);
-	s->pos++;
-	return 1;
-}
-
 /*
  * The rows go in with the ids SQLite gives (max(id) + 1 each: an explicit id
  * costs a seek per row); this checks they are the ids assigned above, which
@@ -392,9 +370,302 @@ static int kf_check_ids(sqlite3 *db, sqlite3_stmt *max_id, int64_t want, struct 
 	if (sqlite3_step(max_id) != SQLITE_ROW)
 		return kf_sql_err(db, err, "reading fence_ops");
 	got = sqlite3_column_int64(max_id, 0);
+	sqlite3_reset(max_id);
 	if (got != want)
 		return nf_error_set(err, NF_ESQL, "timeline: kernel events: fence_ops ids end at %lld, not %lld as assigned",
 				    (long long)got, (long long)want);
+	return 0;
+}
+
+/*
+ * temp.k_fences for the jobs' SQL, as a virtual table over the fences held
+ * (loading them into a TEMP table cost a row insert each, 45 ms at gpu-x100,
+ * for a few lookups by (context, seqno) each). It owns the fences once made:
+ * they go with the connection (the module's destructor). Read-only; a scan
+ * gives the rows in key order (context, seqno), as the TEMP table did.
+ */
+struct kf_table {
+	struct nf_kfences kf;  /* f, slot (no waits) */
+	int64_t *op;           /* [index] -> its signal's fence_ops id */
+	uint32_t *order;       /* indexes in key order */
+};
+
+struct kf_vtab {
+	sqlite3_vtab base;
+	const struct kf_table *t;
+};
+
+struct kf_cursor {
+	sqlite3_vtab_cursor base;
+	const struct kf_table *t;
+	int mode;              /* 3: one row (row); else order[pos..end) */
+	int64_t row;
+	size_t pos, end;
+};
+
+static void kf_table_free(void *p)
+{
+	struct kf_table *t = p;
+
+	if (!t)
+		return;
+	nf_kf_free(&t->kf);
+	free(t->op);
+	free(t->order);
+	free(t);
+}
+
+static int kf_vt_connect(sqlite3 *db, void *aux, int argc, const char *const *argv, sqlite3_vtab **out,
+			 char **errmsg)
+{
+	struct kf_vtab *v;
+	int rc;
+
+	(void)argc;
+	(void)argv;
+	(void)errmsg;
+	rc = sqlite3_declare_vtab(db, "CREATE TABLE x(context INTEGER, seqno INTEGER, init_ns INTEGER, "
+				      "emit_ns INTEGER, signal_ns INTEGER, emit_tid INTEGER, op_id INTEGER)");
+	if (rc != SQLITE_OK)
+		return rc;
+	if (!(v = sqlite3_malloc(sizeof(*v))))
+		return SQLITE_NOMEM;
+	memset(v, 0, sizeof(*v));
+	v->t = aux;
+	*out = &v->base;
+	return SQLITE_OK;
+}
+
+static int kf_vt_disconnect(sqlite3_vtab *vt)
+{
+	sqlite3_free(vt);
+	return SQLITE_OK;
+}
+
+static int kf_vt_best_index(sqlite3_vtab *vt, sqlite3_index_info *info)
+{
+	double n = (double)((struct kf_vtab *)vt)->t->kf.nf + 1;
+	int ic = -1, is = -1;
+
+	for (int i = 0; i < info->nConstraint; i++) {
+		const struct sqlite3_index_constraint *c = &info->aConstraint[i];
+
+		if (!c->usable || c->op != SQLITE_INDEX_CONSTRAINT_EQ)
+			continue;
+		if (c->iColumn == 0)
+			ic = i;
+		else if (c->iColumn == 1)
+			is = i;
+	}
+	if (ic >= 0 && is >= 0) {
+		info->aConstraintUsage[ic].argvIndex = 1;
+		info->aConstraintUsage[ic].omit = 1;
+		info->aConstraintUsage[is].argvIndex = 2;
+		info->aConstraintUsage[is].omit = 1;
+		info->idxNum = 3;
+		info->estimatedCost = 1;
+		info->estimatedRows = 1;
+		info->idxFlags = SQLITE_INDEX_SCAN_UNIQUE;
+	} else if (ic >= 0) {
+		info->aConstraintUsage[ic].argvIndex = 1;
+		info->aConstraintUsage[ic].omit = 1;
+		info->idxNum = 1;
+		info->estimatedCost = n / 4 + 2;
+		info->estimatedRows = (sqlite3_int64)(n / 4) + 1;
+	} else {
+		info->idxNum = 0;
+		info->estimatedCost = n * 2;
+		info->estimatedRows = (sqlite3_int64)n;
+	}
+	return SQLITE_OK;
+}
+
+static int kf_vt_open(sqlite3_vtab *vt, sqlite3_vtab_cursor **out)
+{
+	struct kf_cursor *c = sqlite3_malloc(sizeof(*c));
+
+	if (!c)
+		return SQLITE_NOMEM;
+	memset(c, 0, sizeof(*c));
+	c->t = ((struct kf_vtab *)vt)->t;
+	*out = &c->base;
+	return SQLITE_OK;
+}
+
+static int kf_vt_close(sqlite3_vtab_cursor *cur)
+{
+	sqlite3_free(cur);
+	return SQLITE_OK;
+}
+
+/* An argument as the INTEGER column compares with it: false when nothing can equal it. */
+static bool kf_arg(sqlite3_value *v, int64_t *out)
+{
+	switch (sqlite3_value_numeric_type(v)) {
+	case SQLITE_INTEGER:
+		*out = sqlite3_value_int64(v);
+		return true;
+	case SQLITE_FLOAT: {
+		double d = sqlite3_value_double(v);
+
+		if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0) || d != (double)(int64_t)d)
+			return false;
+		*out = (int64_t)d;
+		return true;
+	}
+	default:
+		return false;
+	}
+}
+
+static int kf_vt_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int argc, sqlite3_value **argv)
+{
+	struct kf_cursor *c = (struct kf_cursor *)cur;
+	const struct kf_table *t = c->t;
+	int64_t ctx = 0, seq = 0;
+	bool ok = true;
+
+	(void)idx_str;
+	c->mode = idx;
+	c->pos = c->end = 0;
+	if (idx >= 1 && (argc < 1 || !kf_arg(argv[0], &ctx) || ctx < 0 || ctx > (int64_t)UINT32_MAX))
+		ok = false;
+	if (idx == 3) {
+		c->row = -1;
+		if (ok && argc >= 2 && kf_arg(argv[1], &seq))
+			c->row = kf_find(&t->kf, (uint32_t)ctx, seq);
+		return SQLITE_OK;
+	}
+	if (!ok)
+		return SQLITE_OK;
+	c->end = t->kf.nf;
+	if (idx == 1) {
+		/* The range of the context in key order. */
+		size_t lo = 0, hi = t->kf.nf;
+
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (t->kf.f[t->order[mid]].ctx < (uint32_t)ctx)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		c->pos = lo;
+		for (hi = t->kf.nf; lo < hi;) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (t->kf.f[t->order[mid]].ctx <= (uint32_t)ctx)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		c->end = lo;
+	}
+	return SQLITE_OK;
+}
+
+static int kf_vt_next(sqlite3_vtab_cursor *cur)
+{
+	struct kf_cursor *c = (struct kf_cursor *)cur;
+
+	if (c->mode == 3)
+		c->row = -1;
+	else
+		c->pos++;
+	return SQLITE_OK;
+}
+
+static int kf_vt_eof(sqlite3_vtab_cursor *cur)
+{
+	const struct kf_cursor *c = (const struct kf_cursor *)cur;
+
+	return c->mode == 3 ? c->row < 0 : c->pos >= c->end;
+}
+
+static int64_t kf_vt_index(const struct kf_cursor *c)
+{
+	return c->mode == 3 ? c->row : (int64_t)c->t->order[c->pos];
+}
+
+static int kf_vt_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col)
+{
+	const struct kf_cursor *c = (const struct kf_cursor *)cur;
+	int64_t i = kf_vt_index(c);
+	const struct nf_kf_fence *f = &c->t->kf.f[i];
+
+	switch (col) {
+	case 0: sqlite3_result_int64(ctx, f->ctx); break;
+	case 1: sqlite3_result_int64(ctx, f->seq); break;
+	case 2: if (f->has & NF_KF_INIT) sqlite3_result_int64(ctx, f->init); break;
+	case 3: if (f->has & NF_KF_EMIT) sqlite3_result_int64(ctx, f->emit); break;
+	case 4: if (f->has & NF_KF_SIGNAL) sqlite3_result_int64(ctx, f->signal); break;
+	case 5: if (f->has & NF_KF_TID) sqlite3_result_int64(ctx, f->tid); break;
+	case 6: sqlite3_result_int64(ctx, c->t->op[i]); break;
+	default: break; /* NULL */
+	}
+	return SQLITE_OK;
+}
+
+static int kf_vt_rowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *rowid)
+{
+	*rowid = kf_vt_index((const struct kf_cursor *)cur) + 1;
+	return SQLITE_OK;
+}
+
+static const sqlite3_module kf_module = {
+	.iVersion = 0,
+	.xCreate = kf_vt_connect,
+	.xConnect = kf_vt_connect,
+	.xBestIndex = kf_vt_best_index,
+	.xDisconnect = kf_vt_disconnect,
+	.xDestroy = kf_vt_disconnect,
+	.xOpen = kf_vt_open,
+	.xClose = kf_vt_close,
+	.xFilter = kf_vt_filter,
+	.xNext = kf_vt_next,
+	.xEof = kf_vt_eof,
+	.xColumn = kf_vt_column,
+	.xRowid = kf_vt_rowid,
+};
+
+/*
+ * Replaces the (empty) TEMP table temp.k_fences with the virtual table over
+ * m's fences, which move to it (m keeps none after); op moves too.
+ */
+static int kf_make_table(struct nf_kfences *m, int64_t *op, struct kf_sig *sig, sqlite3 *db,
+			 struct nf_error *err)
+{
+	struct kf_table *t = calloc(1, sizeof(*t));
+	char *msg = NULL;
+	int rc;
+
+	if (!t || !(t->order = malloc((m->nf ? m->nf : 1) * sizeof(*t->order)))) {
+		free(t);
+		free(op);
+		return nf_error_set(err, NF_ENOMEM, "timeline: out of memory");
+	}
+	qsort(sig, m->nf, sizeof(*sig), kf_key_cmp);
+	for (size_t i = 0; i < m->nf; i++)
+		t->order[i] = sig[i].idx;
+	t->op = op;
+	t->kf = *m;
+	t->kf.w = NULL;
+	t->kf.nw = t->kf.capw = 0;
+	m->f = NULL;
+	m->slot = NULL;
+	m->nf = m->capf = m->cap_slot = 0;
+	/* On failure SQLite calls the destructor itself. */
+	if (sqlite3_create_module_v2(db, "nf_kfences", &kf_module, t, kf_table_free) != SQLITE_OK)
+		return kf_sql_err(db, err, "registering nf_kfences");
+	rc = sqlite3_exec(db, "DROP TABLE temp.k_fences; CREATE VIRTUAL TABLE temp.k_fences USING nf_kfences",
+			  NULL, NULL, &msg);
+	if (rc != SQLITE_OK) {
+		nf_error_set(err, NF_ESQL, "timeline: kernel events: dma_fence sightings: %s",
+			     msg ? msg : sqlite3_errmsg(db));
+		sqlite3_free(msg);
+		return NF_ESQL;
+	}
 	return 0;
 }
 
@@ -522,13 +793,8 @@ int nf_kf_write(struct nf_kfences *m, sqlite3 *db, struct nf_bulk *bk, bool k_fe
 			      kf_dep_row, &s, false, "timeline: kernel events: dma_fence waits' signals", err)))
 		goto out;
 	if (k_fences) {
-		/* In key order: appended to the b-tree rather than each placed by a seek. */
-		qsort(sig, m->nf, sizeof(*sig), kf_key_cmp);
-		s.pos = 0;
-		s.n = m->nf;
-		rc = nf_bulk_run(bk, "INSERT INTO temp.k_fences(context, seqno, init_ns, emit_ns, signal_ns, emit_tid, "
-				 "op_id) SELECT c0, c1, c2, c3, c4, c5, c6 FROM nf_bulk",
-				 kf_k_fence_row, &s, false, "timeline: kernel events: dma_fence sightings", err);
+		rc = kf_make_table(m, op, sig, db, err);
+		op = NULL; /* moved */
 	}
 out:
 	sqlite3_finalize(st);

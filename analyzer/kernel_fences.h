@@ -83,8 +83,11 @@ int nf_kf_write_starts(struct nf_kfences *m, sqlite3 *db, struct nf_error *err);
  * context, seqno order, the queue_threads of the emits, then per wait in
  * coalesce(start, end), arrival order: a fence_ops wait, a cpu_waits row and,
  * when its fence's signal came no later than its end, a deps row. With
- * k_fences, temp.k_fences gets every fence too (with its signal's op_id),
- * for the jobs' SQL. Returns 0, NF_ENOMEM or NF_ESQL with err filled.
+ * k_fences, the (empty) TEMP table temp.k_fences is replaced by a read-only
+ * virtual table over the fences (context, seqno, init_ns, emit_ns, signal_ns,
+ * emit_tid, op_id), for the jobs' SQL: the fences move to it and are freed
+ * with the connection (m holds none after). Returns 0, NF_ENOMEM or NF_ESQL
+ * with err filled.
  */
 int nf_kf_write(struct nf_kfences *m, sqlite3 *db, struct nf_bulk *bk, bool k_fences, struct nf_error *err);
 
