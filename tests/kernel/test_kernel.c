@@ -702,6 +702,29 @@ START_TEST(test_drm_sched_fixture_jobs)
 	query(s, "SELECT * FROM job_timelines",
 	      "context,driver,ring,scheduled_context,finished_context,jobs_prev_first,jobs_next_later\n"
 	      "301,amdgpu,gfx_0.0.0,300,301,2,0\n");
+	/*
+	 * The same jobs when the fences are not held in memory (the bound at 0:
+	 * temp.k_fences is a TEMP table, not the virtual table over the held
+	 * fences, for the jobs' SQL).
+	 */
+	{
+		char db[1300];
+
+		snprintf(db, sizeof(db), "%s/.timeline.db", s);
+		unlink(db);
+		ck_assert_msg(nf_test_nftrace_env(NF_TEST_ARGV("NFTRACE_KERNEL_FENCES_IN_MEMORY=0"),
+						  NF_TEST_ARGV("query", s, "SELECT 1"), out, sizeof(out), errb,
+						  sizeof(errb)) == 0, "%s", errb);
+		query(s, jobs_cols,
+		      "id,driver,ring,job,context,seqno,sched_context,thread,submitted_ns,started_ns,finished_ns,status\n"
+		      "1,amdgpu,gfx_0.0.0,11,301,1,300,500,1000000,1100000,2000000,complete\n"
+		      "2,amdgpu,gfx_0.0.0,12,301,2,300,500,1200000,2050000,3000000,complete\n"
+		      "3,drm_sched,sdma0,13,,,,90,1500000,1600000,1900000,complete\n"
+		      "4,amdgpu,gfx_0.0.0,14,301,3,300,501,2499000,3100000,,unfinished\n");
+		query(s, "SELECT * FROM job_timelines",
+		      "context,driver,ring,scheduled_context,finished_context,jobs_prev_first,jobs_next_later\n"
+		      "301,amdgpu,gfx_0.0.0,300,301,2,0\n");
+	}
 	nf_test_rmtree(tmp);
 }
 END_TEST
