@@ -126,14 +126,25 @@ static struct runs_block *runs_block_of(struct nf_runs *r, int64_t tid)
 	return &r->blocks[r->n_blocks++];
 }
 
-/* Writes b as one row (nothing when empty) and empties it; its buffer is freed. */
-static int runs_write(struct nf_runs *r, struct runs_block *b, struct nf_error *err)
+/*
+ * Writes b as one row (nothing when empty) and empties it. Its buffer is kept
+ * for the thread's next block when keep and the open blocks hold at most half
+ * of NF_RUNS_MAX_BYTES (a full block's text was grown by realloc from 4 KiB
+ * again for each block), else freed.
+ */
+static int runs_write(struct nf_runs *r, struct runs_block *b, bool keep, struct nf_error *err)
 {
 	sqlite3_stmt *s = r->ins;
 	int rc;
 
-	if (!b->n)
+	if (!b->n) {
+		if (!keep && b->buf) {
+			r->bytes -= b->cap;
+			free(b->buf);
+			*b = (struct runs_block){ .tid = b->tid };
+		}
 		return 0;
+	}
 	/* The elements were written after a '[' kept at buf[0]; close the array. */
 	b->buf[b->len] = ']';
 	sqlite3_bind_int64(s, 1, b->tid);
@@ -150,9 +161,13 @@ static int runs_write(struct nf_runs *r, struct runs_block *b, struct nf_error *
 	rc = sqlite3_step(s);
 	sqlite3_reset(s);
 	sqlite3_clear_bindings(s);
-	r->bytes -= b->cap;
-	free(b->buf);
-	*b = (struct runs_block){ .tid = b->tid };
+	if (keep && r->bytes <= NF_RUNS_MAX_BYTES / 2) {
+		*b = (struct runs_block){ .tid = b->tid, .buf = b->buf, .cap = b->cap };
+	} else {
+		r->bytes -= b->cap;
+		free(b->buf);
+		*b = (struct runs_block){ .tid = b->tid };
+	}
 	return rc == SQLITE_DONE ? 0 : runs_sql_err(r, err, "writing a block");
 }
 
@@ -262,10 +277,10 @@ int nf_runs_add(struct nf_runs *r, int64_t tid, int64_t cpu, bool has_start, int
 	b->len = (size_t)(p - b->buf);
 	b->n++;
 	if (b->n == NF_RUNS_BLOCK)
-		return runs_write(r, b, err);
+		return runs_write(r, b, true, err);
 	if (r->bytes > NF_RUNS_MAX_BYTES)
 		for (size_t i = 0; i < r->n_blocks; i++)
-			if ((rc = runs_write(r, &r->blocks[i], err)))
+			if ((rc = runs_write(r, &r->blocks[i], false, err)))
 				return rc;
 	return 0;
 }
@@ -275,7 +290,7 @@ int nf_runs_finish(struct nf_runs *r, struct nf_error *err)
 	int rc;
 
 	for (size_t i = 0; i < r->n_blocks; i++)
-		if ((rc = runs_write(r, &r->blocks[i], err)))
+		if ((rc = runs_write(r, &r->blocks[i], false, err)))
 			return rc;
 	if (sqlite3_exec(r->db, "CREATE INDEX IF NOT EXISTS cpu_run_blocks_thread ON cpu_run_blocks(thread, first_ns)",
 			 NULL, NULL, NULL) != SQLITE_OK)
