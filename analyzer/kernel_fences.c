@@ -387,17 +387,17 @@ static int kf_check_ids(sqlite3 *db, sqlite3_stmt *max_id, int64_t want, struct 
 struct kf_table {
 	struct nf_kfences kf;  /* f, slot (no waits) */
 	int64_t *op;           /* [index] -> its signal's fence_ops id */
-	uint32_t *order;       /* indexes in key order */
+	uint32_t *order;       /* indexes in key order, made at the first scan (lookups need none) */
 };
 
 struct kf_vtab {
 	sqlite3_vtab base;
-	const struct kf_table *t;
+	struct kf_table *t;
 };
 
 struct kf_cursor {
 	sqlite3_vtab_cursor base;
-	const struct kf_table *t;
+	struct kf_table *t;
 	int mode;              /* 3: one row (row); else order[pos..end) */
 	int64_t row;
 	size_t pos, end;
@@ -518,10 +518,34 @@ static bool kf_arg(sqlite3_value *v, int64_t *out)
 	}
 }
 
+/* t->order, when not made yet; false out of memory. */
+static bool kf_order(struct kf_table *t)
+{
+	struct kf_sig *k;
+
+	if (t->order)
+		return true;
+	k = malloc((t->kf.nf ? t->kf.nf : 1) * sizeof(*k));
+	t->order = malloc((t->kf.nf ? t->kf.nf : 1) * sizeof(*t->order));
+	if (!k || !t->order) {
+		free(k);
+		free(t->order);
+		t->order = NULL;
+		return false;
+	}
+	for (size_t i = 0; i < t->kf.nf; i++)
+		k[i] = (struct kf_sig){ .seq = t->kf.f[i].seq, .ctx = t->kf.f[i].ctx, .idx = (uint32_t)i };
+	qsort(k, t->kf.nf, sizeof(*k), kf_key_cmp);
+	for (size_t i = 0; i < t->kf.nf; i++)
+		t->order[i] = k[i].idx;
+	free(k);
+	return true;
+}
+
 static int kf_vt_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int argc, sqlite3_value **argv)
 {
 	struct kf_cursor *c = (struct kf_cursor *)cur;
-	const struct kf_table *t = c->t;
+	struct kf_table *t = c->t;
 	int64_t ctx = 0, seq = 0;
 	bool ok = true;
 
@@ -538,6 +562,8 @@ static int kf_vt_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, 
 	}
 	if (!ok)
 		return SQLITE_OK;
+	if (!kf_order(t))
+		return SQLITE_NOMEM;
 	c->end = t->kf.nf;
 	if (idx == 1) {
 		/* The range of the context in key order. */
@@ -633,21 +659,16 @@ static const sqlite3_module kf_module = {
  * Replaces the (empty) TEMP table temp.k_fences with the virtual table over
  * m's fences, which move to it (m keeps none after); op moves too.
  */
-static int kf_make_table(struct nf_kfences *m, int64_t *op, struct kf_sig *sig, sqlite3 *db,
-			 struct nf_error *err)
+static int kf_make_table(struct nf_kfences *m, int64_t *op, sqlite3 *db, struct nf_error *err)
 {
 	struct kf_table *t = calloc(1, sizeof(*t));
 	char *msg = NULL;
 	int rc;
 
-	if (!t || !(t->order = malloc((m->nf ? m->nf : 1) * sizeof(*t->order)))) {
-		free(t);
+	if (!t) {
 		free(op);
 		return nf_error_set(err, NF_ENOMEM, "timeline: out of memory");
 	}
-	qsort(sig, m->nf, sizeof(*sig), kf_key_cmp);
-	for (size_t i = 0; i < m->nf; i++)
-		t->order[i] = sig[i].idx;
 	t->op = op;
 	t->kf = *m;
 	t->kf.w = NULL;
@@ -793,7 +814,7 @@ int nf_kf_write(struct nf_kfences *m, sqlite3 *db, struct nf_bulk *bk, bool k_fe
 			      kf_dep_row, &s, false, "timeline: kernel events: dma_fence waits' signals", err)))
 		goto out;
 	if (k_fences) {
-		rc = kf_make_table(m, op, sig, db, err);
+		rc = kf_make_table(m, op, db, err);
 		op = NULL; /* moved */
 	}
 out:

@@ -12,6 +12,8 @@
 
 #include "builder.h"
 #include "bulk.h"
+#include "kernel_fences.h"
+#include "kernel_ingest.h"
 #include "spill.h"
 
 /* ---- helpers ---- */
@@ -1269,6 +1271,92 @@ START_TEST(clock_model_memory_matches_sql)
 }
 END_TEST
 
+
+/* Rows of a query as "a,b|c,d|" (NULL as empty). */
+static void q_rows(sqlite3 *db, const char *sql, const char *expect)
+{
+	sqlite3_stmt *st;
+	char got[1024];
+	size_t n = 0;
+
+	got[0] = '\0';
+	ck_assert_msg(sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK, "%s: %s", sql, sqlite3_errmsg(db));
+	while (sqlite3_step(st) == SQLITE_ROW)
+		for (int c = 0; c < sqlite3_column_count(st) && n < sizeof(got) - 64; c++) {
+			const unsigned char *t = sqlite3_column_text(st, c);
+
+			n += (size_t)snprintf(got + n, sizeof(got) - n, "%s%s", t ? (const char *)t : "",
+					      c + 1 < sqlite3_column_count(st) ? "," : "|");
+		}
+	sqlite3_finalize(st);
+	ck_assert_msg(strcmp(got, expect) == 0, "%s\n got: %s\nwant: %s", sql, got, expect);
+}
+
+/*
+ * The dma_fence sightings and waits held in memory (kernel_fences.h): the
+ * signals in coalesce(emit, init, signal) order, then the waits in start
+ * order, with the ids the deps rows name; then temp.k_fences as the virtual
+ * table over them: lookups by (context, seqno) with the INTEGER column's
+ * comparisons, scans in key order.
+ */
+START_TEST(kernel_fences_rows_and_table)
+{
+	struct nf_error err;
+	struct nf_bulk *bk;
+	struct nf_kfences m;
+	sqlite3 *db;
+
+	ck_assert_int_eq(sqlite3_open(":memory:", &db), SQLITE_OK);
+	nf_error_clear(&err);
+	bk = nf_bulk_register(db, &err);
+	ck_assert_ptr_nonnull(bk);
+	ck_assert_int_eq(sqlite3_exec(db,
+		"CREATE TABLE fence_ops(id INTEGER PRIMARY KEY, queue, adapter, op, fence, handle, value, queued_ns, "
+		"  observed_ns, end_ns, status, log_seq, epoch, thread);"
+		"CREATE TABLE queue_threads(queue, fence, thread, ops);"
+		"CREATE TABLE cpu_waits(id INTEGER PRIMARY KEY, thread, adapter, fence, value, start_ns, end_ns, status);"
+		"CREATE TABLE deps(signal_id, wait_id, cpu_signal, stall_ns);"
+		"CREATE TEMP TABLE k_fences(context INTEGER, seqno INTEGER, init_ns INTEGER, emit_ns INTEGER, "
+		"  signal_ns INTEGER, emit_tid INTEGER, op_id INTEGER, PRIMARY KEY(context, seqno)) WITHOUT ROWID;"
+		"INSERT INTO fence_ops(id, op) VALUES (10, 'native');", NULL, NULL, NULL), SQLITE_OK);
+	nf_kf_init(&m);
+	ck_assert_int_eq(nf_kf_sight(&m, 7, 2, NF_KF_EMIT, 100, 5), 0);
+	ck_assert_int_eq(nf_kf_sight(&m, 9, 1, NF_KF_INIT, 50, 0), 0);
+	ck_assert_int_eq(nf_kf_sight(&m, 7, 1, NF_KF_EMIT, 200, 5), 0);
+	ck_assert_int_eq(nf_kf_sight(&m, 7, 1, NF_KF_SIGNAL, 250, 0), 0);
+	ck_assert_int_eq(nf_kf_sight(&m, 7, 2, NF_KF_SIGNAL, 300, 0), 0);
+	ck_assert_int_eq(nf_kf_sight(&m, 7, 2, NF_KF_SIGNAL, 310, 0), 0); /* the first one counts */
+	ck_assert_int_eq(nf_kf_sight(&m, 3, 5, NF_KF_SIGNAL, 400, 0), 0);
+	/* Waits, in the order their rows were made (at their ends). */
+	ck_assert_int_eq(nf_kf_wait(&m, 12, 9, 1, true, 60, true, 70), 0);
+	ck_assert_int_eq(nf_kf_wait(&m, 11, 7, 2, true, 150, true, 320), 0);
+	ck_assert_int_eq(nf_kf_wait(&m, 13, 8, 8, true, 10, false, 0), 0);
+	ck_assert_int_eq(nf_kf_write(&m, db, bk, true, &err), 0);
+	nf_kf_free(&m);
+	q_rows(db, "SELECT id, queue - 4294967296, op, fence - 4294967296, value, queued_ns, observed_ns, end_ns, "
+		   "status, thread FROM fence_ops WHERE id > 10 ORDER BY id",
+	       "11,9,signal,9,1,50,,,unsignaled,|12,7,signal,7,2,100,,300,complete,5|"
+	       "13,7,signal,7,1,200,,250,complete,5|14,3,signal,3,5,,,400,complete,|"
+	       "15,,wait,8,8,10,10,,pending,13|16,,wait,9,1,60,60,70,complete,12|17,,wait,7,2,150,150,320,complete,11|");
+	q_rows(db, "SELECT thread, fence - 4294967296, value, start_ns, end_ns, status FROM cpu_waits ORDER BY id",
+	       "13,8,8,10,,pending|12,9,1,60,70,timeout|11,7,2,150,320,satisfied|");
+	q_rows(db, "SELECT * FROM deps", "12,17,,170|");
+	q_rows(db, "SELECT queue - 4294967296, fence - 4294967296, thread, ops FROM queue_threads", "7,7,5,2|");
+	/* The virtual temp.k_fences. */
+	q_rows(db, "SELECT context, seqno, init_ns, emit_ns, signal_ns, emit_tid, op_id FROM temp.k_fences",
+	       "3,5,,,400,,14|7,1,,200,250,5,13|7,2,,100,300,5,12|9,1,50,,,,11|");
+	q_rows(db, "SELECT seqno FROM temp.k_fences WHERE context = 7", "1|2|");
+	q_rows(db, "SELECT op_id FROM temp.k_fences WHERE context = 7 AND seqno = 2", "12|");
+	q_rows(db, "SELECT op_id FROM temp.k_fences WHERE context = 7.0 AND seqno = '1'", "13|");
+	q_rows(db, "SELECT op_id FROM temp.k_fences WHERE context = 7.5 OR context = NULL OR context = 'x' "
+		   "OR context = -1 OR (context = 7 AND seqno = 3)", "");
+	q_rows(db, "SELECT o.id FROM fence_ops o JOIN temp.k_fences f ON f.context = o.fence - 4294967296 "
+		   "AND f.seqno = o.value WHERE o.op = 'wait' ORDER BY o.id", "16|17|");
+	ck_assert_int_eq(sqlite3_exec(db, "DROP TABLE temp.k_fences", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+}
+END_TEST
+
 static Suite *analyzer_suite(void)
 {
 	Suite *s = suite_create("analyzer");
@@ -1294,6 +1382,7 @@ static Suite *analyzer_suite(void)
 	tcase_add_loop_test(tc, bulk_loads_every_row, 0, 2);
 	tcase_add_loop_test(tc, bulk_source_error_is_returned, 0, 2);
 	tcase_add_loop_test(tc, bulk_sql_error_stops_the_source, 0, 2);
+	tcase_add_test(tc, kernel_fences_rows_and_table);
 	suite_add_tcase(s, tc);
 	tcase_add_checked_fixture(tq, query_setup, query_teardown);
 	tcase_add_test(tq, query_formats);
