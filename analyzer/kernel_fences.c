@@ -700,38 +700,58 @@ static int u64_cmp(const void *pa, const void *pb)
 /* queue_threads: per (context, emitting thread) of the signals, how many (in that order). */
 static int kf_write_threads(const struct nf_kfences *m, sqlite3 *db, struct nf_error *err)
 {
-	uint64_t *keys = malloc((m->nf ? m->nf : 1) * sizeof(*keys));
+	struct nf_u64map count = { 0 };
+	uint64_t *keys = NULL, last = 0, *last_n = NULL;
 	sqlite3_stmt *ins = NULL;
 	size_t n = 0;
 	int rc = 0;
 
-	if (!keys)
-		return nf_error_set(err, NF_ENOMEM, "timeline: out of memory");
-	for (size_t i = 0; i < m->nf; i++)
-		if ((m->f[i].has & NF_KF_TID) && (m->f[i].has & (NF_KF_EMIT | NF_KF_INIT)))
-			keys[n++] = (uint64_t)m->f[i].ctx << 32 | m->f[i].tid;
+	/* Counted in a map (a session has few such pairs), the pairs then sorted. */
+	for (size_t i = 0; i < m->nf; i++) {
+		uint64_t key;
+
+		if (!(m->f[i].has & NF_KF_TID) || !(m->f[i].has & (NF_KF_EMIT | NF_KF_INIT)))
+			continue;
+		key = (uint64_t)m->f[i].ctx << 32 | m->f[i].tid;
+		if (!last_n || key != last) {
+			if (!(last_n = nf_u64map_find(&count, key))) {
+				if (nf_u64map_put(&count, key, 0)) {
+					rc = nf_error_set(err, NF_ENOMEM, "timeline: out of memory");
+					goto out;
+				}
+				last_n = nf_u64map_find(&count, key);
+			}
+			last = key;
+		}
+		(*last_n)++;
+	}
+	if (!count.n)
+		goto out;
+	if (!(keys = malloc(count.n * sizeof(*keys)))) {
+		rc = nf_error_set(err, NF_ENOMEM, "timeline: out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < count.cap; i++)
+		if (count.used[i])
+			keys[n++] = count.keys[i];
 	qsort(keys, n, sizeof(*keys), u64_cmp);
-	if (n && sqlite3_prepare_v2(db, "INSERT INTO queue_threads(queue, fence, thread, ops) VALUES (?1, ?1, ?2, ?3)",
-				    -1, &ins, NULL) != SQLITE_OK) {
+	if (sqlite3_prepare_v2(db, "INSERT INTO queue_threads(queue, fence, thread, ops) VALUES (?1, ?1, ?2, ?3)",
+			       -1, &ins, NULL) != SQLITE_OK) {
 		rc = kf_sql_err(db, err, "writing the threads of dma_fence signals");
 		goto out;
 	}
-	for (size_t i = 0; i < n && !rc;) {
-		size_t j = i;
-
-		while (j < n && keys[j] == keys[i])
-			j++;
+	for (size_t i = 0; i < n && !rc; i++) {
 		sqlite3_bind_int64(ins, 1, NF_KERNEL_TIMELINE_BASE + (int64_t)(keys[i] >> 32));
 		sqlite3_bind_int64(ins, 2, (int64_t)(uint32_t)keys[i]);
-		sqlite3_bind_int64(ins, 3, (int64_t)(j - i));
+		sqlite3_bind_int64(ins, 3, (int64_t)*nf_u64map_find(&count, keys[i]));
 		if (sqlite3_step(ins) != SQLITE_DONE)
 			rc = kf_sql_err(db, err, "writing the threads of dma_fence signals");
 		sqlite3_reset(ins);
-		i = j;
 	}
 out:
 	sqlite3_finalize(ins);
 	free(keys);
+	nf_u64map_free(&count);
 	return rc;
 }
 
