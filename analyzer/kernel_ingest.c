@@ -2,9 +2,10 @@
  * Kernel events into the timeline (see kernel_ingest.h and the kernel block of
  * schemas/timeline.sql): interned strings are kept in memory, sched_switch
  * becomes blocks of cpu_runs as it streams (one open run per CPU; runs.h), dma_fence events are
- * staged per (context, seqno) and per wait in TEMP tables and turned into
- * fence_ops, cpu_waits and deps at finish. Memory is bounded by the number of
- * distinct strings and CPUs, never by the number of events.
+ * held per (context, seqno) and per wait in memory (kernel_fences.h, up to its
+ * bound) or past it staged in TEMP tables, and turned into fence_ops,
+ * cpu_waits and deps at finish. Memory is bounded by the number of distinct
+ * strings and CPUs and by that bound, never by the number of events.
  */
 #include "kernel_ingest.h"
 #include "bulk.h"

@@ -3,8 +3,9 @@
  * `nftrace import` and `nftrace record --kernel`) into the kernel tables of
  * schemas/timeline.sql and, for dma_fences, into queues, fences, fence_ops,
  * cpu_waits and deps. The builder hands over every kernel event; what needs
- * later events (a fence's signal, a wait's end) is staged in TEMP tables and
- * written at finish, after the builder has written its own operations.
+ * later events (a fence's signal, a wait's end) is held in memory
+ * (kernel_fences.h; past its bound staged in TEMP tables) and written at
+ * finish, after the builder has written its own operations.
  */
 #ifndef NF_ANALYZER_KERNEL_INGEST_H
 #define NF_ANALYZER_KERNEL_INGEST_H
