@@ -800,6 +800,9 @@ int nf_kf_write(struct nf_kfences *m, sqlite3 *db, struct nf_bulk *bk, bool k_fe
 	    (rc = kf_check_ids(db, st, base + (int64_t)m->nf, err)) || (rc = kf_write_threads(m, db, err)))
 		goto out;
 
+	/* The signal order is not needed any more (a scan of temp.k_fences makes its own). */
+	free(sig);
+	sig = NULL;
 	/* The waits in their order, each with its fence. */
 	sorted = true;
 	for (size_t i = 0; i < m->nw; i++) {
