@@ -1281,6 +1281,86 @@ static void drop_stage(struct ch *c, const struct push_schema *s, const unsigned
 	}
 }
 
+/*
+ * The swap of two pushes of one session must not overlap: ClickHouse 18.16's
+ * REPLACE PARTITION takes the block range it drops before it has cloned the
+ * source's parts and commits them after, so two at once can each leave the
+ * other's parts live (seen in CI: 7 rows of a table that has 4, with staged
+ * tables of many parts). A lock table per session serialises the swaps:
+ * CREATE TABLE succeeds for one caller only (the others get code 57, "already
+ * exists") and the holder drops it when its swap is done. The lock of a push
+ * killed during its swap is older than PUSH_LOCK_STALE_S (a swap is a few
+ * ALTERs of hard links): a waiter renames it away (one rename wins) and drops
+ * it. A waiter gives up after PUSH_LOCK_WAIT_S.
+ */
+#define PUSH_LOCK_STALE_S 120
+#define PUSH_LOCK_WAIT_S 900
+
+static int ch_code_is(const struct ch *c, const char *code)
+{
+	size_t l = strlen(code);
+
+	return c->errbody.n > 6 + l && !memcmp(c->errbody.p, "Code: ", 6) && !memcmp(c->errbody.p + 6, code, l) &&
+	       !isdigit(c->errbody.p[6 + l]);
+}
+
+static int swap_lock(struct ch *c, const char *id, const char *tok, struct nf_error *err)
+{
+	char q[512], ans[64];
+	struct timespec t0, now;
+	unsigned nap_ms = 20;
+	int rc;
+
+	/* NFTRACE_PUSH_LOCK_STALE_S: tests take over a lock without waiting two minutes */
+	const char *env = getenv("NFTRACE_PUSH_LOCK_STALE_S");
+	long stale_s = env && *env ? strtol(env, NULL, 10) : PUSH_LOCK_STALE_S;
+
+	if (stale_s < 0 || stale_s > 86400)
+		stale_s = PUSH_LOCK_STALE_S;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		snprintf(q, sizeof(q), "CREATE TABLE `_lock_%s` (holder String) ENGINE = Memory", id);
+		if (!(rc = ch_post(c, q, NULL, 0, 1, err)))
+			return 0;
+		if (!ch_code_is(c, "57"))
+			return rc;
+		nf_error_clear(err);
+		/* held: by a live push (wait), or by a killed one (take it away) */
+		snprintf(q, sizeof(q), "SELECT count() FROM system.tables WHERE database = '%s' AND name = '_lock_%s' "
+			 "AND metadata_modification_time < now() - %ld", c->db, id, stale_s);
+		if ((rc = ch_scalar(c, q, ans, sizeof(ans), err)))
+			return rc;
+		if (strtoull(ans, NULL, 10) > 0) {
+			snprintf(q, sizeof(q), "RENAME TABLE `_lock_%s` TO `_lock_%s_stale_%s`", id, id, tok);
+			if (!ch_post(c, q, NULL, 0, 1, err)) {
+				snprintf(q, sizeof(q), "DROP TABLE IF EXISTS `_lock_%s_stale_%s`", id, tok);
+				if ((rc = ch_post(c, q, NULL, 0, 1, err)))
+					return rc;
+			}
+			nf_error_clear(err); /* another waiter renamed it first: try again */
+			continue;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec - t0.tv_sec > PUSH_LOCK_WAIT_S)
+			return nf_error_set(err, NF_ETIMEOUT, "%s: another push of session '%s' has held `_lock_%s` for "
+					    "over %d s", c->shown, id, id, PUSH_LOCK_WAIT_S);
+		struct timespec nap = { 0, (long)nap_ms * 1000000L };
+		nanosleep(&nap, NULL);
+		if (nap_ms < 200)
+			nap_ms *= 2;
+	}
+}
+
+static void swap_unlock(struct ch *c, const char *id)
+{
+	char q[256];
+	struct nf_error e2;
+
+	nf_error_clear(&e2);
+	snprintf(q, sizeof(q), "DROP TABLE IF EXISTS `_lock_%s`", id);
+	ch_post(c, q, NULL, 0, 1, &e2);
+}
+
 int nf_push_session(const struct nf_push_options *opts, const char *dir,
 		    struct nf_push_stats *stats, struct nf_error *err)
 {
@@ -1288,7 +1368,7 @@ int nf_push_session(const struct nf_push_options *opts, const char *dir,
 	struct push_schema *s = NULL;
 	char id[NF_PUSH_ID_MAX + 1], dbpath[4200], q[512], tok[17];
 	unsigned char nonempty[PUSH_MAX_TABLES] = { 0 }, made[PUSH_MAX_TABLES] = { 0 };
-	int made_sessions = 0;
+	int made_sessions = 0, locked = 0;
 	struct unit *units = NULL;
 	size_t nunits = 0;
 	sqlite3 *db = NULL;
@@ -1395,10 +1475,11 @@ int nf_push_session(const struct nf_push_options *opts, const char *dir,
 	stats->tables = (unsigned)s->ntables;
 	if ((rc = push_sessions_row(&c, db, id, tok, stats->rows, err)))
 		goto out;
-	/* 2. unlist, swap each table's partition (or drop it: no rows now), list
-	 *    again (complete) last. REPLACE PARTITION is atomic per table; two
-	 *    pushes of one session at once end with one of them per table and
-	 *    one `sessions` row */
+	/* 3. unlist, swap each table's partition (or drop it: no rows now), list
+	 *    again (complete) last; one push of a session at a time (swap_lock) */
+	if ((rc = swap_lock(&c, id, tok, err)))
+		goto out;
+	locked = 1;
 	snprintf(q, sizeof(q), "ALTER TABLE sessions%s DROP PARTITION '%s'", c.sfx, id);
 	if ((rc = ch_post(&c, q, NULL, 0, 1, err)))
 		goto out;
@@ -1415,8 +1496,10 @@ int nf_push_session(const struct nf_push_options *opts, const char *dir,
 	if ((rc = ch_post(&c, q, NULL, 0, 1, err)))
 		goto out;
 out:
-	/* 3. the staged parts are now shared with the live tables (or the push
+	/* 4. the staged parts are now shared with the live tables (or the push
 	 *    failed): this push's staging tables go */
+	if (c.curl && locked)
+		swap_unlock(&c, id);
 	if (c.curl)
 		drop_stage(&c, s, made, made_sessions, tok);
 	if (rc)
