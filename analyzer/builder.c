@@ -855,7 +855,7 @@ int nf_timeline_builder_feed_event(struct nf_timeline_builder *b, const struct n
 		b->max_ts = ev->ts;
 		b->any_ts = true;
 	}
-	if (nf_event_desc(ev->id) && nf_event_desc(ev->id)->stream == NF_STREAM_KERNEL)
+	if (ev->id < NF_EV_COUNT && nf_event_desc(ev->id)->stream == NF_STREAM_KERNEL)
 		return nf_timeline_kernel_ingest_event(&b->kernel, b->db, b->bulk, now, ev, err);
 	switch (ev->id) {
 	case NF_EV_ADAPTER_START: {

@@ -166,7 +166,8 @@ static int put_event(void *ctx, const struct nf_event *ev)
 	struct pipe *pp = ctx;
 	struct pbatch *b;
 	struct item *it = next_item(pp, &b);
-	const struct nf_event_desc *d = nf_event_desc(ev->id);
+	/* The schema is needed only to find an array's length (few events have one). */
+	const struct nf_event_desc *d = ev->u32s ? nf_event_desc(ev->id) : NULL;
 	size_t n_u32 = 0;
 
 	if (!it)
@@ -238,11 +239,15 @@ static void *produce(void *arg)
 static int deliver(const struct nf_parser_callbacks *cb, struct pbatch *b, struct item *it)
 {
 	switch (it->kind) {
-	case IT_EVENT:
-		it->u.ev.str = it->str_off == SIZE_MAX ? NULL : b->arena + it->str_off;
-		it->u.ev.u32s = it->u32_off == SIZE_MAX ? NULL :
-				(const uint32_t *)(const void *)(b->arena + it->u32_off);
-		return cb->event ? cb->event(cb->ctx, &it->u.ev) : 0;
+	case IT_EVENT: {
+		/* A copy: the consumer never writes into the ring's lines, so the producer's
+		 * next store there takes them back without a write-back from this core. */
+		struct nf_event ev = it->u.ev;
+
+		ev.str = it->str_off == SIZE_MAX ? NULL : b->arena + it->str_off;
+		ev.u32s = it->u32_off == SIZE_MAX ? NULL : (const uint32_t *)(const void *)(b->arena + it->u32_off);
+		return cb->event ? cb->event(cb->ctx, &ev) : 0;
+	}
 	case IT_ENTRY:
 		return cb->entry ? cb->entry(cb->ctx, &it->u.de) : 0;
 	case IT_FINDING:
