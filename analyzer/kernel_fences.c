@@ -21,6 +21,7 @@ void nf_kf_init(struct nf_kfences *m)
 
 	memset(m, 0, sizeof(*m));
 	m->max = NF_KF_DEFAULT_MAX;
+	m->win_of.max_keys = 1u << 16; /* contexts with a window; the fences of others are hashed */
 	if (v && *v) {
 		errno = 0;
 		n = strtoull(v, &end, 10);
@@ -34,6 +35,10 @@ void nf_kf_free(struct nf_kfences *m)
 {
 	size_t max = m->max;
 
+	for (size_t i = 0; i < m->nwin; i++)
+		free(m->win[i].idx);
+	free(m->win);
+	nf_u64map_free(&m->win_of);
 	free(m->f);
 	free(m->slot);
 	free(m->w);
@@ -70,50 +75,128 @@ static size_t kf_slot(const struct nf_kfences *m, uint32_t ctx, int64_t seq, uin
 	return i;
 }
 
+/* The window of context ctx, or NULL. */
+static struct nf_kf_window *kf_window(const struct nf_kfences *m, uint32_t ctx)
+{
+	const uint64_t *wi = m->nwin ? nf_u64map_find(&m->win_of, ctx) : NULL;
+
+	return wi ? &m->win[*wi] : NULL;
+}
+
 /* The index of fence (ctx, seq) in m->f, or -1 when it is not held. */
 static int64_t kf_find(const struct nf_kfences *m, uint32_t ctx, int64_t seq)
 {
+	const struct nf_kf_window *w = kf_window(m, ctx);
 	size_t i;
 
-	if (!m->cap_slot)
+	if (w && seq >= w->base && (uint64_t)seq - (uint64_t)w->base < w->len &&
+	    w->idx[(uint64_t)seq - (uint64_t)w->base])
+		return (int64_t)w->idx[(uint64_t)seq - (uint64_t)w->base] - 1;
+	if (!m->n_hashed)
 		return -1;
 	i = kf_slot(m, ctx, seq, kf_hash(ctx, seq));
 	return m->slot[i] ? (int64_t)(uint32_t)m->slot[i] - 1 : -1;
 }
 
-int nf_kf_sight(struct nf_kfences *m, uint32_t ctx, int64_t seq, uint32_t kind, int64_t ns, uint32_t tid)
+/*
+ * Places new fence idx (ctx, seq) in its context's window: 0 placed, 1 not
+ * (the caller hashes it), NF_ENOMEM. A window grows to a later seqno only
+ * while at least about an eighth of it is used (8 (count + 1) + 1024
+ * entries): a context's seqnos may be shared with others (every fourth).
+ */
+static int kf_window_put(struct nf_kfences *m, uint32_t ctx, int64_t seq, size_t idx)
+{
+	struct nf_kf_window *w = kf_window(m, ctx);
+	uint64_t off;
+
+	if (!w) {
+		if (m->nwin == m->capwin) {
+			size_t ncap = m->capwin ? m->capwin * 2 : 16;
+			struct nf_kf_window *nw = realloc(m->win, ncap * sizeof(*nw));
+
+			if (!nw)
+				return NF_ENOMEM;
+			m->win = nw;
+			m->capwin = ncap;
+		}
+		w = &m->win[m->nwin];
+		*w = (struct nf_kf_window){ .base = seq, .cap = 64 };
+		if (!(w->idx = calloc(w->cap, sizeof(*w->idx))))
+			return NF_ENOMEM;
+		if (nf_u64map_put(&m->win_of, ctx, m->nwin)) {
+			free(w->idx);
+			return 1; /* too many contexts for windows: hashed */
+		}
+		m->nwin++;
+	}
+	if (seq < w->base)
+		return 1;
+	off = (uint64_t)seq - (uint64_t)w->base;
+	if (off >= w->len) {
+		if (off + 1 > 8 * ((uint64_t)w->count + 1) + 1024)
+			return 1;
+		if (off + 1 > w->cap) {
+			size_t ncap = w->cap;
+			uint32_t *ni;
+
+			while (ncap < off + 1)
+				ncap *= 2;
+			if (!(ni = realloc(w->idx, ncap * sizeof(*ni))))
+				return NF_ENOMEM;
+			memset(ni + w->cap, 0, (ncap - w->cap) * sizeof(*ni));
+			w->idx = ni;
+			w->cap = ncap;
+		}
+		w->len = (size_t)off + 1;
+	}
+	w->idx[off] = (uint32_t)idx + 1;
+	w->count++;
+	return 0;
+}
+
+/* Hashes new fence idx (ctx, seq). Returns 0 or NF_ENOMEM. */
+static int kf_hash_put(struct nf_kfences *m, uint32_t ctx, int64_t seq, size_t idx)
 {
 	uint64_t h = kf_hash(ctx, seq);
-	struct nf_kf_fence *f = NULL;
-	size_t i = 0;
 
-	if (m->cap_slot) {
-		i = kf_slot(m, ctx, seq, h);
-		if (m->slot[i])
-			f = &m->f[(uint32_t)m->slot[i] - 1];
+	if ((m->n_hashed + 1) * 2 > m->cap_slot) {
+		size_t ncap = m->cap_slot ? m->cap_slot * 2 : 1024;
+		uint64_t *nsl = calloc(ncap, sizeof(*nsl));
+
+		if (!nsl)
+			return NF_ENOMEM;
+		for (size_t k = 0; k < m->nf; k++) {
+			uint64_t hk;
+			size_t j;
+
+			if (!(m->f[k].has & NF_KF_HASHED))
+				continue;
+			hk = kf_hash(m->f[k].ctx, m->f[k].seq);
+			for (j = (size_t)hk & (ncap - 1); nsl[j]; j = (j + 1) & (ncap - 1))
+				;
+			nsl[j] = KF_SLOT(hk, k);
+		}
+		free(m->slot);
+		m->slot = nsl;
+		m->cap_slot = ncap;
 	}
-	if (!f) {
+	m->slot[kf_slot(m, ctx, seq, h)] = KF_SLOT(h, idx);
+	m->n_hashed++;
+	m->f[idx].has |= NF_KF_HASHED;
+	return 0;
+}
+
+int nf_kf_sight(struct nf_kfences *m, uint32_t ctx, int64_t seq, uint32_t kind, int64_t ns, uint32_t tid)
+{
+	int64_t found = kf_find(m, ctx, seq);
+	struct nf_kf_fence *f;
+	int rc;
+
+	if (found >= 0) {
+		f = &m->f[found];
+	} else {
 		if (m->nf >= m->max)
 			return 1;
-		if ((m->nf + 1) * 2 > m->cap_slot) {
-			size_t ncap = m->cap_slot ? m->cap_slot * 2 : 1024;
-			uint64_t *nsl = calloc(ncap, sizeof(*nsl));
-
-			if (!nsl)
-				return NF_ENOMEM;
-			for (size_t k = 0; k < m->nf; k++) {
-				uint64_t hk = kf_hash(m->f[k].ctx, m->f[k].seq);
-				size_t j = (size_t)hk & (ncap - 1);
-
-				while (nsl[j])
-					j = (j + 1) & (ncap - 1);
-				nsl[j] = KF_SLOT(hk, k);
-			}
-			free(m->slot);
-			m->slot = nsl;
-			m->cap_slot = ncap;
-			i = kf_slot(m, ctx, seq, h);
-		}
 		if (m->nf == m->capf) {
 			size_t ncap = m->capf ? m->capf * 2 : 1024;
 			struct nf_kf_fence *nfs = realloc(m->f, ncap * sizeof(*nfs));
@@ -123,9 +206,13 @@ int nf_kf_sight(struct nf_kfences *m, uint32_t ctx, int64_t seq, uint32_t kind, 
 			m->f = nfs;
 			m->capf = ncap;
 		}
-		m->slot[i] = KF_SLOT(h, m->nf);
+		m->f[m->nf] = (struct nf_kf_fence){ .ctx = ctx, .seq = seq };
+		rc = kf_window_put(m, ctx, seq, m->nf);
+		if (rc == 1)
+			rc = kf_hash_put(m, ctx, seq, m->nf);
+		if (rc)
+			return rc;
 		f = &m->f[m->nf++];
-		*f = (struct nf_kf_fence){ .ctx = ctx, .seq = seq };
 	}
 	/* The first time each was seen is kept (the TEMP path's coalesce). */
 	if (kind == NF_KF_INIT && !(f->has & NF_KF_INIT))
@@ -673,9 +760,12 @@ static int kf_make_table(struct nf_kfences *m, int64_t *op, sqlite3 *db, struct 
 	t->kf = *m;
 	t->kf.w = NULL;
 	t->kf.nw = t->kf.capw = 0;
-	m->f = NULL;
-	m->slot = NULL;
-	m->nf = m->capf = m->cap_slot = 0;
+	/* m keeps its waits and bound, nothing of the fences. */
+	{
+		struct nf_kfences rest = { .w = m->w, .nw = m->nw, .capw = m->capw, .max = m->max };
+
+		*m = rest;
+	}
 	/* On failure SQLite calls the destructor itself. */
 	if (sqlite3_create_module_v2(db, "nf_kfences", &kf_module, t, kf_table_free) != SQLITE_OK)
 		return kf_sql_err(db, err, "registering nf_kfences");

@@ -1327,6 +1327,9 @@ START_TEST(kernel_fences_rows_and_table)
 	ck_assert_int_eq(nf_kf_sight(&m, 7, 2, NF_KF_SIGNAL, 300, 0), 0);
 	ck_assert_int_eq(nf_kf_sight(&m, 7, 2, NF_KF_SIGNAL, 310, 0), 0); /* the first one counts */
 	ck_assert_int_eq(nf_kf_sight(&m, 3, 5, NF_KF_SIGNAL, 400, 0), 0);
+	/* Far past its context's seqnos (outside the context's window: hashed, as (7, 1) is). */
+	ck_assert_int_eq(nf_kf_sight(&m, 7, 5000, NF_KF_INIT, 500, 0), 0);
+	ck_assert_int_eq(nf_kf_sight(&m, 7, 5000, NF_KF_SIGNAL, 510, 0), 0);
 	/* Waits, in the order their rows were made (at their ends). */
 	ck_assert_int_eq(nf_kf_wait(&m, 12, 9, 1, true, 60, true, 70), 0);
 	ck_assert_int_eq(nf_kf_wait(&m, 11, 7, 2, true, 150, true, 320), 0);
@@ -1337,21 +1340,23 @@ START_TEST(kernel_fences_rows_and_table)
 		   "status, thread FROM fence_ops WHERE id > 10 ORDER BY id",
 	       "11,9,signal,9,1,50,,,unsignaled,|12,7,signal,7,2,100,,300,complete,5|"
 	       "13,7,signal,7,1,200,,250,complete,5|14,3,signal,3,5,,,400,complete,|"
-	       "15,,wait,8,8,10,10,,pending,13|16,,wait,9,1,60,60,70,complete,12|17,,wait,7,2,150,150,320,complete,11|");
+	       "15,7,signal,7,5000,500,,510,complete,|"
+	       "16,,wait,8,8,10,10,,pending,13|17,,wait,9,1,60,60,70,complete,12|18,,wait,7,2,150,150,320,complete,11|");
 	q_rows(db, "SELECT thread, fence - 4294967296, value, start_ns, end_ns, status FROM cpu_waits ORDER BY id",
 	       "13,8,8,10,,pending|12,9,1,60,70,timeout|11,7,2,150,320,satisfied|");
-	q_rows(db, "SELECT * FROM deps", "12,17,,170|");
+	q_rows(db, "SELECT * FROM deps", "12,18,,170|");
 	q_rows(db, "SELECT queue - 4294967296, fence - 4294967296, thread, ops FROM queue_threads", "7,7,5,2|");
 	/* The virtual temp.k_fences. */
 	q_rows(db, "SELECT context, seqno, init_ns, emit_ns, signal_ns, emit_tid, op_id FROM temp.k_fences",
-	       "3,5,,,400,,14|7,1,,200,250,5,13|7,2,,100,300,5,12|9,1,50,,,,11|");
-	q_rows(db, "SELECT seqno FROM temp.k_fences WHERE context = 7", "1|2|");
+	       "3,5,,,400,,14|7,1,,200,250,5,13|7,2,,100,300,5,12|7,5000,500,,510,,15|9,1,50,,,,11|");
+	q_rows(db, "SELECT seqno FROM temp.k_fences WHERE context = 7", "1|2|5000|");
+	q_rows(db, "SELECT op_id FROM temp.k_fences WHERE context = 7 AND seqno = 5000", "15|");
 	q_rows(db, "SELECT op_id FROM temp.k_fences WHERE context = 7 AND seqno = 2", "12|");
 	q_rows(db, "SELECT op_id FROM temp.k_fences WHERE context = 7.0 AND seqno = '1'", "13|");
 	q_rows(db, "SELECT op_id FROM temp.k_fences WHERE context = 7.5 OR context = NULL OR context = 'x' "
 		   "OR context = -1 OR (context = 7 AND seqno = 3)", "");
 	q_rows(db, "SELECT o.id FROM fence_ops o JOIN temp.k_fences f ON f.context = o.fence - 4294967296 "
-		   "AND f.seqno = o.value WHERE o.op = 'wait' ORDER BY o.id", "16|17|");
+		   "AND f.seqno = o.value WHERE o.op = 'wait' ORDER BY o.id", "17|18|");
 	ck_assert_int_eq(sqlite3_exec(db, "DROP TABLE temp.k_fences", NULL, NULL, NULL), SQLITE_OK);
 	sqlite3_close(db);
 }
