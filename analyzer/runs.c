@@ -171,15 +171,28 @@ static int runs_write(struct nf_runs *r, struct runs_block *b, bool keep, struct
 	return rc == SQLITE_DONE ? 0 : runs_sql_err(r, err, "writing a block");
 }
 
-/* Decimal text of v at p; returns the length (at most 20). Two digits per
- * step from a table, written backwards from the end; the length comes from
- * the bit length (log10 2 ~ 1233 / 4096) and one comparison: the runs' text
- * is most of a block's cost. */
+static const char runs_pairs[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+				     "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+				     "8081828384858687888990919293949596979899";
+
+/* The 4 digits of x < 10000 at d (two independent pairs). */
+static inline void runs_4(char *d, uint32_t x)
+{
+	uint32_t hi = x / 100, lo = x % 100;
+
+	memcpy(d, runs_pairs + 2 * hi, 2);
+	memcpy(d + 2, runs_pairs + 2 * lo, 2);
+}
+
+/*
+ * Decimal text of v at p; returns the length (at most 20). The length comes
+ * from the bit length (log10 2 ~ 1233 / 4096) and one comparison; the digits
+ * are written from the end in groups of 8 and 4 (independent halves) and then
+ * pairs from a table: the runs' text is most of a block's cost, and a loop of
+ * one division by 100 after another was a chain of dependent multiplies.
+ */
 static size_t runs_itoa(char *p, int64_t v)
 {
-	static const char pairs[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-				       "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-				       "8081828384858687888990919293949596979899";
 	static const uint64_t pow10[20] = { 1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull,
 					    10000000ull, 100000000ull, 1000000000ull, 10000000000ull,
 					    100000000000ull, 1000000000000ull, 10000000000000ull,
@@ -188,6 +201,7 @@ static size_t runs_itoa(char *p, int64_t v)
 					    10000000000000000000ull };
 	uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
 	size_t n = 1, sign = v < 0;
+	uint32_t x;
 	char *e;
 
 	if (u) {
@@ -199,18 +213,32 @@ static size_t runs_itoa(char *p, int64_t v)
 	if (sign)
 		*p++ = '-';
 	e = p + n;
-	while (u >= 100) {
-		size_t i = (size_t)(u % 100) * 2;
+	while (u >= 100000000) {
+		uint32_t r = (uint32_t)(u % 100000000);
 
-		u /= 100;
-		*--e = pairs[i + 1];
-		*--e = pairs[i];
+		u /= 100000000;
+		runs_4(e - 4, r % 10000);
+		runs_4(e - 8, r / 10000);
+		e -= 8;
 	}
-	if (u >= 10) {
-		*--e = pairs[u * 2 + 1];
-		*--e = pairs[u * 2];
+	x = (uint32_t)u;
+	if (x >= 10000) {
+		runs_4(e - 4, x % 10000);
+		x /= 10000;
+		e -= 4;
+	}
+	while (x >= 100) {
+		uint32_t i = x % 100 * 2;
+
+		x /= 100;
+		*--e = runs_pairs[i + 1];
+		*--e = runs_pairs[i];
+	}
+	if (x >= 10) {
+		*--e = runs_pairs[x * 2 + 1];
+		*--e = runs_pairs[x * 2];
 	} else {
-		*--e = (char)('0' + u);
+		*--e = (char)('0' + x);
 	}
 	return n + sign;
 }
