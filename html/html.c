@@ -1037,12 +1037,14 @@ static int write_jobs(struct html *h)
 		any_ring |= h->rows[i].kind == ROW_RING;
 	put(h, "\"jobs\":[");
 	if (any_ring) {
-		/* A ring-order finish (jobs.finish_source) is a bound, not a time the trace shows:
-		 * the job is drawn as one whose finish is unknown. */
+		/* A ring-order or recording-start finish (jobs.finish_source) is a bound, not a
+		 * time the trace shows: the job is drawn as one whose finish is unknown and
+		 * the bound goes beside it for the tooltip. */
 		if (sqlite3_prepare_v2(h->db, "SELECT id, driver, coalesce(ring, ''), job, context, seqno, thread, "
-					      "submitted_ns, started_ns, CASE WHEN finish_source = 'ring_order' THEN NULL "
-					      "ELSE finished_ns END, CASE WHEN finish_source = 'ring_order' THEN "
-					      "'unfinished' ELSE status END FROM jobs "
+					      "submitted_ns, started_ns, CASE WHEN finish_source IN ('ring_order', 'recording_start') THEN NULL "
+					      "ELSE finished_ns END, CASE WHEN finish_source IN ('ring_order', 'recording_start') THEN "
+					      "'unfinished' ELSE status END, CASE WHEN finish_source IN ('ring_order', "
+					      "'recording_start') THEN finished_ns END, finish_source FROM jobs "
 					      "WHERE coalesce(submitted_ns, started_ns, finished_ns) <= ?2 AND "
 					      "coalesce(finished_ns, started_ns, submitted_ns) >= ?1 ORDER BY id",
 				       -1, &st, NULL) != SQLITE_OK)
@@ -1083,6 +1085,10 @@ static int write_jobs(struct html *h)
 			}
 			fputc(',', h->f);
 			put_str(h, status ? (const char *)status : "");
+			fputc(',', h->f);
+			put_time(h, st, 11);
+			fputc(',', h->f);
+			put_str(h, sqlite3_column_type(st, 12) == SQLITE_NULL ? "" : (const char *)sqlite3_column_text(st, 12));
 			fputc(']', h->f);
 		}
 		sqlite3_finalize(st);
