@@ -121,6 +121,18 @@ struct sqlite3;
  */
 int nf_timeline_open_read(const char *path, struct sqlite3 **db, struct nf_error *err);
 
+/*
+ * Checks the thread selection of a report (--thread, --process): each of
+ * threads[0..n_threads) names a thread of the timeline by id, or by name
+ * (kernel_threads.comm); each of processes[0..n_processes) a process by id
+ * (or a thread's id) or by name. A filter that matches nothing is an error,
+ * as for queues and fences. NULL lists are empty. Returns 0, NF_ENOENT
+ * ("thread 'X': not in the timeline", naming the first that matches nothing)
+ * or NF_ESQL.
+ */
+int nf_timeline_check_threads(struct sqlite3 *db, const char *const *threads, int n_threads,
+			      const char *const *processes, int n_processes, struct nf_error *err);
+
 #ifdef __cplusplus
 }
 #endif

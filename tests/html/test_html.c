@@ -203,6 +203,19 @@ START_TEST(errors)
 			      cases[i].opt, err);
 		ck_assert_msg(stat(page, &sb) != 0, "%s: a page was left behind", cases[i].opt);
 	}
+	/* The static report refuses the same thread filters (it once drew without them). */
+	snprintf(page, sizeof(page), "%s/bad.png", tmpdir);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int rc;
+
+		if (strcmp(cases[i].opt, "--thread") && strcmp(cases[i].opt, "--process"))
+			continue;
+		rc = nf_test_nftrace_run(NF_TEST_ARGV("report", dir, "-o", page, cases[i].opt, cases[i].val), out,
+					 sizeof(out), err, sizeof(err));
+		ck_assert_msg(rc == 1 && strstr(err, cases[i].needle) && nf_test_count_lines(err) == 1,
+			      "png %s %s: exit %d, stderr %s", cases[i].opt, cases[i].val, rc, err);
+		ck_assert_msg(stat(page, &sb) != 0, "%s: a picture was left behind", cases[i].opt);
+	}
 }
 END_TEST
 
