@@ -227,6 +227,10 @@ struct nf_timeline_kernel_ingest {
 	size_t n_strings;
 	struct ki_cpu *cpus;
 	size_t n_cpus;
+	/* Per CPU: from when its record is whole (its first event, moved on to each
+	 * lost-events marker of that CPU); see ki_finish_recording */
+	int64_t cpu_whole_from[NF_KI_MAX_CPUS];
+	unsigned char cpu_seen[NF_KI_MAX_CPUS];
 	struct ki_wait *waits;   /* open waits, in start order */
 	size_t n_waits, cap_waits;
 	uint64_t wait_rows;      /* rows written to temp.k_waits */
@@ -874,6 +878,30 @@ static int ki_jobs_fold(struct nf_timeline_kernel_ingest *ki, struct ki_jobagg *
 	return 0;
 }
 
+/* The CPU an event was recorded on; false for events of no CPU (strings, tasks, start). */
+static bool ki_event_cpu(const struct nf_event *ev, uint64_t *cpu)
+{
+	const uint64_t *f = ev->f;
+
+	switch (ev->id) {
+	case NF_EV_KERNEL_SCHED_SWITCH: *cpu = f[NFF_KERNEL_SCHED_SWITCH_cpu]; return true;
+	case NF_EV_KERNEL_SCHED_WAKEUP: *cpu = f[NFF_KERNEL_SCHED_WAKEUP_cpu]; return true;
+	case NF_EV_KERNEL_DMA_FENCE_INIT: *cpu = f[NFF_KERNEL_DMA_FENCE_INIT_cpu]; return true;
+	case NF_EV_KERNEL_DMA_FENCE_EMIT: *cpu = f[NFF_KERNEL_DMA_FENCE_EMIT_cpu]; return true;
+	case NF_EV_KERNEL_DMA_FENCE_ENABLE_SIGNAL: *cpu = f[NFF_KERNEL_DMA_FENCE_ENABLE_SIGNAL_cpu]; return true;
+	case NF_EV_KERNEL_DMA_FENCE_SIGNALED: *cpu = f[NFF_KERNEL_DMA_FENCE_SIGNALED_cpu]; return true;
+	case NF_EV_KERNEL_DMA_FENCE_WAIT_START: *cpu = f[NFF_KERNEL_DMA_FENCE_WAIT_START_cpu]; return true;
+	case NF_EV_KERNEL_DMA_FENCE_WAIT_END: *cpu = f[NFF_KERNEL_DMA_FENCE_WAIT_END_cpu]; return true;
+	case NF_EV_KERNEL_DMA_FENCE_DESTROY: *cpu = f[NFF_KERNEL_DMA_FENCE_DESTROY_cpu]; return true;
+	case NF_EV_KERNEL_LOST: *cpu = f[NFF_KERNEL_LOST_cpu]; return true;
+	case NF_EV_KERNEL_RAW: *cpu = f[NFF_KERNEL_RAW_cpu]; return true;
+	case NF_EV_KERNEL_GPU_JOB: *cpu = f[NFF_KERNEL_GPU_JOB_cpu]; return true;
+	case NF_EV_KERNEL_VBLANK: *cpu = f[NFF_KERNEL_VBLANK_cpu]; return true;
+	case NF_EV_KERNEL_MARKER: *cpu = f[NFF_KERNEL_MARKER_cpu]; return true;
+	default: return false;
+	}
+}
+
 int nf_timeline_kernel_ingest_event(struct nf_timeline_kernel_ingest **kip, sqlite3 *db, struct nf_bulk *bulk, int64_t ns,
 			   const struct nf_event *ev, struct nf_error *err)
 {
@@ -904,6 +932,15 @@ int nf_timeline_kernel_ingest_event(struct nf_timeline_kernel_ingest **kip, sqli
 	}
 	if (ki->finished)
 		return nf_error_set(err, NF_ESTATE, "timeline: kernel events after finish");
+	uint64_t cpu;
+	if (ki_event_cpu(ev, &cpu)) {
+		if (cpu >= NF_KI_MAX_CPUS)
+			return nf_error_set(err, NF_EFORMAT, "timeline: kernel events: CPU %" PRIu64 " out of range", cpu);
+		/* events come in time order: the first one of a CPU is its earliest */
+		if (!ki->cpu_seen[cpu] || ev->id == NF_EV_KERNEL_LOST)
+			ki->cpu_whole_from[cpu] = ns;
+		ki->cpu_seen[cpu] = 1;
+	}
 	switch (ev->id) {
 	case NF_EV_KERNEL_STRING:
 		return ki_string(ki, ev, err);
@@ -1532,6 +1569,59 @@ static const char ki_finish_deps_sql[] =
 	"WHERE d.kind = 6 AND d.flags & 4 ORDER BY k.id, d.ts;"
 	"DROP TABLE temp.k_jobs;";
 
+/*
+ * Jobs whose finish is not in the trace, bounded by the start of the whole
+ * record. A trace-cmd capture's per-CPU buffers begin at different times (an
+ * overwriting ring buffer keeps each CPU's latest pages), so before the moment
+ * the last CPU began recording a signal can be missing; from then on every CPU
+ * is recorded (a lost-events marker moves its CPU's moment on), so a finish
+ * after it would be in the file. A job that started before that moment and has
+ * no finish in the file therefore finished no later than it
+ * ('recording_start', stored in meta as kernel_all_cpus_from_ns) -- provided
+ * it finished before the trace ended: proven for a job with a ring-order
+ * bound (a later job on its ring finished in the trace; the tighter bound is
+ * kept), assumed otherwise, and only when jobs of its driver are seen
+ * finishing after that moment (the finishes are traced and the GPU is
+ * running). No CPU recorded anything: nothing to bound.
+ */
+static int ki_finish_recording(struct nf_timeline_kernel_ingest *ki, struct nf_error *err)
+{
+	static const char sql[] =
+		"UPDATE jobs SET finished_ns = ?1, finish_source = 'recording_start', status = 'complete' "
+		"WHERE started_ns IS NOT NULL AND started_ns < ?1 AND "
+		"(finished_ns IS NULL OR (finish_source = 'ring_order' AND finished_ns > ?1)) AND "
+		"EXISTS (SELECT 1 FROM jobs d WHERE d.driver = jobs.driver AND d.finish_source IN ('event', 'signaled') "
+		"  AND d.finished_ns > ?1)";
+	sqlite3_stmt *st = NULL;
+	int64_t from = 0;
+	bool any = false;
+	int rc = 0;
+
+	for (size_t c = 0; c < NF_KI_MAX_CPUS; c++)
+		if (ki->cpu_seen[c] && (!any || ki->cpu_whole_from[c] > from)) {
+			from = ki->cpu_whole_from[c];
+			any = true;
+		}
+	if (!any)
+		return 0;
+	if (sqlite3_prepare_v2(ki->db, "INSERT OR REPLACE INTO meta(key, value) VALUES ('kernel_all_cpus_from_ns', ?1)",
+			       -1, &st, NULL) != SQLITE_OK)
+		return ki_sql_err(ki, err, "meta kernel_all_cpus_from_ns");
+	sqlite3_bind_int64(st, 1, from);
+	if (sqlite3_step(st) != SQLITE_DONE)
+		rc = ki_sql_err(ki, err, "meta kernel_all_cpus_from_ns");
+	sqlite3_finalize(st);
+	if (rc)
+		return rc;
+	if (sqlite3_prepare_v2(ki->db, sql, -1, &st, NULL) != SQLITE_OK)
+		return ki_sql_err(ki, err, "jobs finished before every CPU was recording");
+	sqlite3_bind_int64(st, 1, from);
+	if (sqlite3_step(st) != SQLITE_DONE)
+		rc = ki_sql_err(ki, err, "jobs finished before every CPU was recording");
+	sqlite3_finalize(st);
+	return rc;
+}
+
 int nf_timeline_kernel_ingest_finish(struct nf_timeline_kernel_ingest *ki, struct nf_error *err)
 {
 	int rc;
@@ -1588,7 +1678,7 @@ int nf_timeline_kernel_ingest_finish(struct nf_timeline_kernel_ingest *ki, struc
 		   (rc = ki_exec(ki, ki_finish_jobrows_sql, err))) {
 		return rc;
 	}
-	if ((rc = ki_exec(ki, ki_finish_jobs_sql, err)) ||
+	if ((rc = ki_exec(ki, ki_finish_jobs_sql, err)) || (rc = ki_finish_recording(ki, err)) ||
 	    (ki->gpu_deps && (rc = ki_exec(ki, ki_finish_deps_sql, err))))
 		return rc;
 	return ki_exec(ki, "DROP TABLE temp.k_fences; DROP TABLE temp.k_waits; DROP TABLE temp.k_gpu;"

@@ -401,46 +401,6 @@ static int build_thread_rows(struct html *h, size_t *cap)
 	return 0;
 }
 
-/* Each --thread and --process names a thread or process of the timeline (by id, or by name in
- * kernel_threads): a filter matching nothing is an error, as for queues and fences. */
-static int check_thread_filters(struct html *h)
-{
-	static const char sql_id[] =
-		"SELECT 1 FROM (SELECT thread FROM cpu_runs UNION SELECT thread FROM cpu_waits UNION "
-		"SELECT thread FROM cpu_signals UNION SELECT thread FROM queue_threads UNION SELECT thread FROM jobs "
-		"UNION SELECT thread FROM markers UNION SELECT thread FROM kernel_threads) WHERE thread = ?1";
-	static const char sql_pid[] = "SELECT 1 FROM kernel_threads WHERE process = ?1 OR thread = ?1";
-	static const char sql_name[] = "SELECT 1 FROM kernel_threads WHERE comm = ?1";
-
-	for (int k = 0; k < 2; k++) {
-		const char *const *v = k ? h->o->processes : h->o->threads;
-		int n = k ? h->o->n_processes : h->o->n_threads;
-
-		for (int i = 0; v && i < n; i++) {
-			char *end = NULL;
-			long long id = strtoll(v[i], &end, 10);
-			int numeric = end && *end == '\0' && end != v[i];
-			sqlite3_stmt *st;
-			int rc;
-
-			if (sqlite3_prepare_v2(h->db, numeric ? (k ? sql_pid : sql_id) : sql_name, -1, &st, NULL) != SQLITE_OK)
-				return sql_fail(h, "checking the thread filters");
-			if (numeric)
-				sqlite3_bind_int64(st, 1, id);
-			else
-				sqlite3_bind_text(st, 1, v[i], -1, SQLITE_STATIC);
-			rc = sqlite3_step(st);
-			sqlite3_finalize(st);
-			if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-				return sql_fail(h, "checking the thread filters");
-			if (rc == SQLITE_DONE)
-				return nf_error_set(h->err, NF_ENOENT, "%s '%s': not in the timeline", k ? "process" : "thread",
-						    v[i]);
-		}
-	}
-	return 0;
-}
-
 /* The GPU rings of Linux kernel jobs (not with a queue or fence filter, as in the static report). */
 static int build_ring_rows(struct html *h, size_t *cap)
 {
@@ -547,7 +507,8 @@ static int build_rows(struct html *h)
 	if (rc != SQLITE_DONE)
 		return sql_fail(h, "reading queues");
 	h->n_queues = h->n_rows;
-	if ((ret = check_thread_filters(h)) < 0 || (ret = build_thread_rows(h, &cap)) < 0)
+	if ((ret = nf_timeline_check_threads(h->db, h->o->threads, h->o->n_threads, h->o->processes,
+					     h->o->n_processes, h->err)) < 0 || (ret = build_thread_rows(h, &cap)) < 0)
 		return ret;
 	h->threads_end = h->n_rows;
 	if ((ret = build_ring_rows(h, &cap)) < 0)
@@ -1037,12 +998,14 @@ static int write_jobs(struct html *h)
 		any_ring |= h->rows[i].kind == ROW_RING;
 	put(h, "\"jobs\":[");
 	if (any_ring) {
-		/* A ring-order finish (jobs.finish_source) is a bound, not a time the trace shows:
-		 * the job is drawn as one whose finish is unknown. */
+		/* A ring-order or recording-start finish (jobs.finish_source) is a bound, not a
+		 * time the trace shows: the job is drawn as one whose finish is unknown and
+		 * the bound goes beside it for the tooltip. */
 		if (sqlite3_prepare_v2(h->db, "SELECT id, driver, coalesce(ring, ''), job, context, seqno, thread, "
-					      "submitted_ns, started_ns, CASE WHEN finish_source = 'ring_order' THEN NULL "
-					      "ELSE finished_ns END, CASE WHEN finish_source = 'ring_order' THEN "
-					      "'unfinished' ELSE status END FROM jobs "
+					      "submitted_ns, started_ns, CASE WHEN finish_source IN ('ring_order', 'recording_start') THEN NULL "
+					      "ELSE finished_ns END, CASE WHEN finish_source IN ('ring_order', 'recording_start') THEN "
+					      "'unfinished' ELSE status END, CASE WHEN finish_source IN ('ring_order', "
+					      "'recording_start') THEN finished_ns END, finish_source FROM jobs "
 					      "WHERE coalesce(submitted_ns, started_ns, finished_ns) <= ?2 AND "
 					      "coalesce(finished_ns, started_ns, submitted_ns) >= ?1 ORDER BY id",
 				       -1, &st, NULL) != SQLITE_OK)
@@ -1083,6 +1046,10 @@ static int write_jobs(struct html *h)
 			}
 			fputc(',', h->f);
 			put_str(h, status ? (const char *)status : "");
+			fputc(',', h->f);
+			put_time(h, st, 11);
+			fputc(',', h->f);
+			put_str(h, sqlite3_column_type(st, 12) == SQLITE_NULL ? "" : (const char *)sqlite3_column_text(st, 12));
 			fputc(']', h->f);
 		}
 		sqlite3_finalize(st);

@@ -13,6 +13,9 @@
 -- host, ground_truth (1 when truth_ops was recorded), build_id (process id and
 -- wall-clock time of the build that wrote this file: two analyses of one
 -- session give two values).
+-- kernel_all_cpus_from_ns (Linux kernel captures: from this moment every CPU's
+-- record is whole -- the latest of each CPU's first event and lost-events
+-- markers; see jobs.finish_source 'recording_start');
 -- session_key: what the session's files were when this file was built (names,
 -- sizes, a hash of each file's first and last 64 KiB); nf_timeline_ensure()
 -- rebuilds when it no longer matches.
@@ -346,7 +349,15 @@ CREATE TABLE jobs (
                           -- 'ring_order' (amdgpu only: no signal of its own in the trace; a ring's
                           -- fences signal in the order its jobs were run, so this is the earliest finish
                           -- ('event' or 'signaled') of a job run later on the same ring: an upper bound,
-                          -- it finished no later); NULL when finished_ns is NULL
+                          -- it finished no later), 'recording_start' (no signal of its own in the trace
+                          -- and started before meta kernel_all_cpus_from_ns, the moment from which every
+                          -- CPU is recorded: trace-cmd's per-CPU buffers begin at different times, so a
+                          -- finish after that moment would be in the file; finished_ns is that moment, an
+                          -- upper bound. Proven when a later job on its ring finished in the trace (its
+                          -- ring-order bound, later, is replaced by this tighter one); otherwise it rests
+                          -- on the job having finished before the trace ended, and is given only when jobs
+                          -- of its driver are seen finishing after that moment); NULL when finished_ns is
+                          -- NULL. Readers draw 'ring_order' and 'recording_start' finishes as unknown ends.
 );
 
 -- How each job context's two fences were told apart (see above).

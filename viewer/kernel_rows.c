@@ -222,7 +222,8 @@ static int kr_lost(sqlite3 *db, const struct nf_render_layout *lay, struct nf_re
  * a job is drawn shaded from submitted to started and solid from started to
  * finished; a job whose finish the trace lacks is open-ended (as an operation
  * of unknown end), and so is one whose finish is only bounded by a later job on
- * its ring (jobs.finish_source 'ring_order'); one never started an open shaded wait.
+ * its ring or by the start of the whole record (jobs.finish_source 'ring_order',
+ * 'recording_start'); one never started an open shaded wait.
  */
 #define KR_JOB_LEVELS 3
 #define KR_OPEN_STUB_W 10.0
@@ -250,9 +251,9 @@ static int kr_jobs(sqlite3 *db, const struct nf_render_layout *lay, struct nf_re
 		   struct nf_error *err)
 {
 	static const char sql[] =
-		/* A ring-order finish is a bound, not a time the trace shows: drawn as unknown. */
+		/* A ring-order or recording-start finish is a bound, not a time the trace shows: drawn as unknown. */
 		"SELECT driver, coalesce(ring, ''), submitted_ns, started_ns, "
-		"CASE WHEN finish_source = 'ring_order' THEN NULL ELSE finished_ns END FROM jobs "
+		"CASE WHEN finish_source IN ('ring_order', 'recording_start') THEN NULL ELSE finished_ns END FROM jobs "
 		"WHERE coalesce(submitted_ns, started_ns) <= ?2 AND (finished_ns >= ?1 OR "
 		"(finished_ns IS NULL AND coalesce(started_ns, submitted_ns) >= ?1)) "
 		"ORDER BY driver, coalesce(ring, ''), coalesce(started_ns, submitted_ns), id";

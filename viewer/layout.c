@@ -8,6 +8,7 @@
 #include "layout.h"
 #include "kernel_rows.h"
 #include "etw_rows.h"
+#include "nftrace/timeline.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -698,6 +699,8 @@ static int place_rows(sqlite3 *db, const struct nf_render_options *opts, struct 
 	lay->rows_y0 = y;
 	if ((ret = place_ring_rows(db, opts, lay, &rcap, &y, err)) < 0 ||
 	    (ret = place_queue_rows(lay, qs, nq, &rcap, &y, err)) < 0 ||
+	    (ret = nf_timeline_check_threads(db, opts->threads, opts->threads ? opts->n_threads : 0, opts->processes,
+					     opts->processes ? opts->n_processes : 0, err)) < 0 ||
 	    (ret = place_cpu_rows(db, opts, lay, &rcap, &y, err)) < 0 ||
 	    (lay->etw && (ret = nf_render_etw_node_names(db, lay, err)) < 0))
 		return ret;

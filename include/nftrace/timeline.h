@@ -27,7 +27,7 @@ extern "C" {
  * meta.timeline_version next to meta.schema_version (NF_SCHEMA_VERSION). A
  * database with another value of either is rebuilt by nf_timeline_ensure().
  */
-#define NF_TIMELINE_VERSION 10 /* 5: deps never names a releaser that ended past the slack; 6: GPU jobs, vblanks, markers; 7: Windows ETW captures, views' *_hex columns; 8: queue_busy in_flight/stalled, clock_fit ppm_stderr, os_overrun_flag rows lose their lost_entries; 9: cpu_runs is a view over cpu_run_blocks (a row per 1024 runs of a thread); 10: anomalies kind 'overrun' is 'lost', as in nftrace check (schemas/anomalies.def) */
+#define NF_TIMELINE_VERSION 11 /* 5: deps never names a releaser that ended past the slack; 6: GPU jobs, vblanks, markers; 7: Windows ETW captures, views' *_hex columns; 8: queue_busy in_flight/stalled, clock_fit ppm_stderr, os_overrun_flag rows lose their lost_entries; 9: cpu_runs is a view over cpu_run_blocks (a row per 1024 runs of a thread); 10: anomalies kind 'overrun' is 'lost', as in nftrace check (schemas/anomalies.def); 11: jobs.finish_source 'recording_start', meta kernel_all_cpus_from_ns */
 
 /*
  * Builds DIR/.timeline.db from the session when it is missing, of another
@@ -120,6 +120,18 @@ struct sqlite3;
  * database); the message names path.
  */
 int nf_timeline_open_read(const char *path, struct sqlite3 **db, struct nf_error *err);
+
+/*
+ * Checks the thread selection of a report (--thread, --process): each of
+ * threads[0..n_threads) names a thread of the timeline by id, or by name
+ * (kernel_threads.comm); each of processes[0..n_processes) a process by id
+ * (or a thread's id) or by name. A filter that matches nothing is an error,
+ * as for queues and fences. NULL lists are empty. Returns 0, NF_ENOENT
+ * ("thread 'X': not in the timeline", naming the first that matches nothing)
+ * or NF_ESQL.
+ */
+int nf_timeline_check_threads(struct sqlite3 *db, const char *const *threads, int n_threads,
+			      const char *const *processes, int n_processes, struct nf_error *err);
 
 #ifdef __cplusplus
 }

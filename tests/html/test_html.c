@@ -203,6 +203,19 @@ START_TEST(errors)
 			      cases[i].opt, err);
 		ck_assert_msg(stat(page, &sb) != 0, "%s: a page was left behind", cases[i].opt);
 	}
+	/* The static report refuses the same thread filters (it once drew without them). */
+	snprintf(page, sizeof(page), "%s/bad.png", tmpdir);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int rc;
+
+		if (strcmp(cases[i].opt, "--thread") && strcmp(cases[i].opt, "--process"))
+			continue;
+		rc = nf_test_nftrace_run(NF_TEST_ARGV("report", dir, "-o", page, cases[i].opt, cases[i].val), out,
+					 sizeof(out), err, sizeof(err));
+		ck_assert_msg(rc == 1 && strstr(err, cases[i].needle) && nf_test_count_lines(err) == 1,
+			      "png %s %s: exit %d, stderr %s", cases[i].opt, cases[i].val, rc, err);
+		ck_assert_msg(stat(page, &sb) != 0, "%s: a picture was left behind", cases[i].opt);
+	}
 }
 END_TEST
 
@@ -248,11 +261,12 @@ START_TEST(kernel_rows)
 	ck_assert_msg(strstr(a, "\"name\":\"sdma0\",\"adapterName\":\"\",\"driver\":\"drm_sched\",\"count\":1"), "no sdma0 ring");
 	/* The jobs' dma_fence timelines are drawn as the rings, not as queue rows (as the static report). */
 	ck_assert_int_eq(count_of(a, "\"kind\":\"queue\""), 0);
-	/* Jobs: [id, ring row, job, context, seqno, thread row, submitted, started, finished, status]. */
-	ck_assert_msg(strstr(a, "\"jobs\":[[1,3,11,301,1,1,1000000,1100000,2000000,\"complete\"],\n"
-				"[2,3,12,301,2,1,1200000,2050000,3000000,\"complete\"],\n"
-				"[3,4,13,null,null,0,1500000,1600000,1900000,\"complete\"],\n"
-				"[4,3,14,301,3,2,2499000,3100000,null,\"unfinished\"]]"), "jobs: %.600s", strstr(a, "\"jobs\""));
+	/* Jobs: [id, ring row, job, context, seqno, thread row, submitted, started, finished, status,
+	 * bound, finish source]. */
+	ck_assert_msg(strstr(a, "\"jobs\":[[1,3,11,301,1,1,1000000,1100000,2000000,\"complete\",null,\"event\"],\n"
+				"[2,3,12,301,2,1,1200000,2050000,3000000,\"complete\",null,\"event\"],\n"
+				"[3,4,13,null,null,0,1500000,1600000,1900000,\"complete\",null,\"event\"],\n"
+				"[4,3,14,301,3,2,2499000,3100000,null,\"unfinished\",null,\"\"]]"), "jobs: %.600s", strstr(a, "\"jobs\""));
 	ck_assert_msg(strstr(a, "\"jobDeps\":[[2,1,301,1,\"finished\",1202000],\n[3,null,77,5,null,1501000],\n"
 				"[4,2,300,2,\"scheduled\",2501000]]"), "job deps: %.300s", strstr(a, "\"jobDeps\""));
 	ck_assert_msg(strstr(a, "\"vblanks\":[500000,0,100,1000000,1,7,2500000,0,101]"), "vblanks");
@@ -321,8 +335,12 @@ START_TEST(real_amdgpu_threads)
 	jobs = query_int(dir, "select count(*) from jobs");
 	ck_assert_int_eq(count_of(a, "\"kind\":\"ring\""), query_int(dir, "select count(distinct driver || ring) from jobs"));
 	ck_assert_int_eq(count_of(a, "\"jobs\":[[") , 1);
-	ck_assert_int_eq(count_of(strstr(a, "\"jobs\":["), "\"complete\"]") + count_of(strstr(a, "\"jobs\":["), "\"unfinished\"]") +
-			 count_of(strstr(a, "\"jobs\":["), "\"queued\"]"), jobs);
+	ck_assert_int_eq(count_of(strstr(a, "\"jobs\":["), "\"complete\",null,") + count_of(strstr(a, "\"jobs\":["), "\"unfinished\",") +
+			 count_of(strstr(a, "\"jobs\":["), "\"queued\",null,\"\"]"), jobs);
+	/* A bounded finish is drawn unknown, its bound beside it (the tooltip says it). */
+	ck_assert_int_eq(count_of(strstr(a, "\"jobs\":["), ",null,\"unfinished\",1172814271,\"recording_start\"]"),
+			 query_int(dir, "select count(*) from jobs where finish_source = 'recording_start'"));
+	ck_assert_int_eq(query_int(dir, "select count(*) from jobs where finish_source = 'recording_start'"), 52);
 	/* Threads that submitted jobs or wrote markers have rows; those that only ran are counted. */
 	related = query_int(dir, "select count(*) from (select thread from cpu_waits where thread is not null union "
 				 "select thread from cpu_signals where thread is not null union select thread from queue_threads "

@@ -807,6 +807,77 @@ START_TEST(test_ring_order_finish)
 END_TEST
 
 /*
+ * Jobs that started before every CPU was recording and whose finish is not in
+ * the file: CPU 1's record begins at 1.0 ms and is whole only from its
+ * lost-events marker at 1.5 ms (meta kernel_all_cpus_from_ns), so a finish
+ * after 1.5 ms would be in the file and theirs is bounded by it
+ * ('recording_start'): jobs 30 and 31 (their ring-order bound, job 32's finish
+ * at 2.5 ms, is later) and job 33 (alone on sdma0). Job 34 started after
+ * 1.5 ms: nothing bounds it. Without a finish of the driver seen after 1.5 ms
+ * (job 32's signal removed) the bound is not given.
+ */
+START_TEST(test_recording_start_finish)
+{
+#define RS_JOB(cpu, ts, ev, id, ring, ctx, seq, extra)                                                   \
+	cpu " " ts " amdgpu:amdgpu_" ev " 500 sched_job_id=" id " timeline=" ring " context=" ctx " seqno=" seq \
+	    extra " ring=" ring " num_ibs=1\n"
+	static const char head[] =
+		"cmdline 500 app\n"
+		"0 5000000000 sched:sched_switch 0 prev_comm=swapper prev_pid=0 prev_prio=120 prev_state=0 "
+		"next_comm=app next_pid=500 next_prio=120\n"
+		RS_JOB("0", "5000100000", "cs_ioctl", "30", "gfx", "301", "1", " fence=0xffff888100000030")
+		RS_JOB("0", "5000110000", "sched_run_job", "30", "gfx", "301", "1", "")
+		RS_JOB("0", "5000200000", "cs_ioctl", "33", "sdma0", "401", "1", " fence=0xffff888100000033")
+		RS_JOB("0", "5000210000", "sched_run_job", "33", "sdma0", "401", "1", "")
+		"1 5001000000 sched:sched_switch 0 prev_comm=swapper prev_pid=0 prev_prio=120 prev_state=0 "
+		"next_comm=app next_pid=500 next_prio=120\n"
+		RS_JOB("0", "5001100000", "cs_ioctl", "31", "gfx", "301", "2", " fence=0xffff888100000031")
+		RS_JOB("0", "5001200000", "sched_run_job", "31", "gfx", "301", "2", "")
+		"lost 1 3\n"
+		"1 5001500000 sched:sched_switch 500 prev_comm=app prev_pid=500 prev_prio=120 prev_state=1 "
+		"next_comm=swapper next_pid=0 next_prio=120\n"
+		RS_JOB("0", "5001900000", "cs_ioctl", "32", "gfx", "301", "3", " fence=0xffff888100000032")
+		RS_JOB("0", "5002000000", "sched_run_job", "32", "gfx", "301", "3", "")
+		"0 5002001000 dma_fence:dma_fence_signaled 500 driver=drm_sched timeline=gfx context=300 seqno=3\n";
+	static const char signal32[] =
+		"1 5002500000 dma_fence:dma_fence_signaled 0 driver=drm_sched timeline=gfx context=301 seqno=3\n";
+	static const char tail[] =
+		RS_JOB("0", "5002900000", "cs_ioctl", "34", "gfx", "301", "4", " fence=0xffff888100000034")
+		RS_JOB("0", "5003000000", "sched_run_job", "34", "gfx", "301", "4", "")
+		"0 5003100000 sched:sched_switch 500 prev_comm=app prev_pid=500 prev_prio=120 prev_state=1 "
+		"next_comm=swapper next_pid=0 next_prio=120\n";
+#undef RS_JOB
+	char tmp[1024], formats[4096], dat[1200], s[1200], why[256], events[4096];
+
+	nf_test_source_path(formats, sizeof(formats), "samples/kernel/formats-drm-sched");
+	nf_test_tmpdir(tmp, sizeof(tmp));
+	snprintf(events, sizeof(events), "%s%s%s", head, signal32, tail);
+	snprintf(dat, sizeof(dat), "%s/rec.dat", tmp);
+	ck_assert_msg(nf_tdw_write(formats, events, dat, NULL, why, sizeof(why)) == 0, "%s", why);
+	snprintf(s, sizeof(s), "%s/s", tmp);
+	ck_assert_msg(nft(NF_TEST_ARGV("import", dat, "-o", s)) == 0, "%s", errb);
+	query(s, "SELECT value FROM meta WHERE key = 'kernel_all_cpus_from_ns'", "value\n1500000\n");
+	query(s, "SELECT job, ring, started_ns, finished_ns, finish_source, status FROM jobs ORDER BY job",
+	      "job,ring,started_ns,finished_ns,finish_source,status\n"
+	      "30,gfx,110000,1500000,recording_start,complete\n"
+	      "31,gfx,1200000,1500000,recording_start,complete\n"
+	      "32,gfx,2000000,2500000,signaled,complete\n"
+	      "33,sdma0,210000,1500000,recording_start,complete\n"
+	      "34,gfx,3000000,,,unfinished\n");
+	/* no finish of the driver seen after 1.5 ms: nothing is bounded */
+	snprintf(events, sizeof(events), "%s%s", head, tail);
+	snprintf(dat, sizeof(dat), "%s/rec2.dat", tmp);
+	ck_assert_msg(nf_tdw_write(formats, events, dat, NULL, why, sizeof(why)) == 0, "%s", why);
+	snprintf(s, sizeof(s), "%s/s2", tmp);
+	ck_assert_msg(nft(NF_TEST_ARGV("import", dat, "-o", s)) == 0, "%s", errb);
+	query(s, "SELECT job, finished_ns, finish_source, status FROM jobs ORDER BY job",
+	      "job,finished_ns,finish_source,status\n30,,,unfinished\n31,,,unfinished\n32,,,unfinished\n"
+	      "33,,,unfinished\n34,,,unfinished\n");
+	nf_test_rmtree(tmp);
+}
+END_TEST
+
+/*
  * nftrace critical-path on a kernel session with jobs and no queued fence
  * operation: the last job to finish (job 12, row 2) ran from 2.05 ms, after its
  * dependency job 11 (row 1) finished at 2.0 ms, which ran from before job 12
@@ -929,6 +1000,7 @@ static Suite *kernel_suite(const char *live)
 		tcase_add_test(tc, test_drm_sched_fixture_jobs);
 		tcase_add_test(tc, test_i915_fixture_jobs);
 		tcase_add_test(tc, test_ring_order_finish);
+		tcase_add_test(tc, test_recording_start_finish);
 		tcase_add_test(tc, test_job_critical_path);
 		tcase_add_test(tc, test_many_jobs_and_runs);
 		tcase_add_test(tc, test_fixture_report);

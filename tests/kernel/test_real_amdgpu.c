@@ -78,9 +78,8 @@ static long long tracecmd_lines(const char *file, const char *name_re)
  * "options  " tag) gets an id trace-cmd does not know, so trace-cmd report
  * skips it; then its event lines, per event name.
  */
-static long long tracecmd_count(const char *tmp, const char *event)
+static void tracecmd_copy(const char *tmp, char *copy, size_t copy_len)
 {
-	char copy[4200];
 	FILE *f = fopen(real, "rb");
 	static const char tag[10] = "options  ";
 	size_t len;
@@ -99,16 +98,41 @@ static long long tracecmd_count(const char *tmp, const char *event)
 	ck_assert_msg(at[10] == 8 && at[11] == 0, "the first option is not id 8");
 	at[10] = (char)0xf0;
 	at[11] = 0x7f;
-	snprintf(copy, sizeof(copy), "%s/corrected.dat", tmp);
+	snprintf(copy, copy_len, "%s/corrected.dat", tmp);
 	f = fopen(copy, "wb");
 	ck_assert_ptr_nonnull(f);
 	ck_assert_uint_eq(fwrite(buf, 1, len, f), len);
 	fclose(f);
 	free(buf);
+}
+
+static long long tracecmd_count(const char *tmp, const char *event)
+{
+	char copy[4200];
+
+	tracecmd_copy(tmp, copy, sizeof(copy));
 	long long n = tracecmd_lines(copy, event);
 
 	unlink(copy);
 	return n;
+}
+
+/*
+ * From trace-cmd report of the corrected copy: microseconds from the first
+ * event line to the latest first line of a CPU (when every CPU is recording).
+ */
+static long long tracecmd_all_cpus_from_us(const char *tmp)
+{
+	char copy[4200];
+
+	tracecmd_copy(tmp, copy, sizeof(copy));
+	ck_assert_msg(sh("trace-cmd report -i \"$1\" 2>/dev/null | awk 'match($0, /\\[[0-9][0-9][0-9]\\] +[0-9]+\\.[0-9]+:/) { "
+			 "f = substr($0, RSTART, RLENGTH); c = substr(f, 2, 3); sub(/^\\[[0-9]+\\] +/, \"\", f); sub(/:$/, \"\", f); "
+			 "if (t0 == \"\") t0 = f; if (!(c in first)) first[c] = f } "
+			 "END { m = 0; for (c in first) if (first[c] - t0 > m) m = first[c] - t0; printf \"%.0f\\n\", m * 1e6 }'",
+			 NF_TEST_ARGV(copy)) == 0, "trace-cmd report -i %s: %s", copy, errb);
+	unlink(copy);
+	return atoll(out);
 }
 
 START_TEST(test_every_record_imported)
@@ -157,11 +181,15 @@ END_TEST
 /*
  * Every amdgpu_sched_run_job is a job with its start; it has its finish
  * whenever the file holds its finished fence's signal (641 jobs, 'signaled').
- * 52 jobs' signals happened on CPUs whose recording had not begun yet: 51 of
- * them have a job run later on the same ring whose signal is in the file, and
- * a ring's fences signal in run order (checked here: no signaled finish on a
- * ring comes before that of a job run earlier), so that later finish bounds
- * theirs ('ring_order'); the one left (the only sdma0 job) stays 'unfinished'.
+ * 52 jobs' signals happened on CPUs whose recording had not begun yet: CPU 1,
+ * the last, began at 1.172814271 s (trace-cmd report's first CPU 1 line), and
+ * every one of the 52 started before it, every signaled job after it. From
+ * then on every signal is in the file, so they finished no later than that
+ * moment ('recording_start'). 51 of them have a job run later on the same ring
+ * whose signal is in the file, and a ring's fences signal in run order
+ * (checked here), which proves they finished within the trace and bounds them
+ * later ('ring_order', replaced by the tighter bound); the only sdma0 job has
+ * none: its bound assumes it did not run the 2.4 s to the end of the trace.
  * Scheduled and finished fences are told apart from the data.
  */
 START_TEST(test_every_run_job_is_a_job)
@@ -187,17 +215,26 @@ START_TEST(test_every_run_job_is_a_job)
 	ck_assert_int_eq(query_num(session, "select count(*) from (select finished_ns f, lead(finished_ns) over "
 				   "(partition by ring order by started_ns, id) nf from jobs where finish_source = "
 				   "'signaled') where nf < f"), 0);
-	ck_assert_int_eq(query_num(session, "select count(*) from jobs where finish_source = 'ring_order' and "
-				   "status = 'complete' and started_ns <= finished_ns"), 51);
-	/* Each bound is the earliest signaled finish of a job run later on its ring. */
-	ck_assert_int_eq(query_num(session, "select count(*) from jobs j where finish_source = 'ring_order' and "
-				   "finished_ns is not (select min(l.finished_ns) from jobs l where l.ring = j.ring and "
-				   "l.finish_source = 'signaled' and (l.started_ns, l.id) > (j.started_ns, j.id))"), 0);
-	ck_assert_int_eq(query_num(session, "select count(*) from jobs where status = 'unfinished' and "
-				   "finished_ns is null and finish_source is null and ring = 'sdma0'"), 1);
-	ck_assert_int_eq(query_num(session, "select count(*) from jobs where status = 'unfinished'"), 1);
+	/* The moment every CPU records: the latest first line of a CPU in trace-cmd report. */
+	long long from_us = tracecmd_all_cpus_from_us(tmp);
+	ck_assert_int_eq(query_num(session, "select value from meta where key = 'kernel_all_cpus_from_ns'"),
+			 1172814271);
+	ck_assert_msg(llabs(from_us - 1172814) <= 1, "trace-cmd report: every CPU recording from %lld us", from_us);
+	ck_assert_int_eq(query_num(session, "select count(*) from jobs where finish_source = 'recording_start' and "
+				   "status = 'complete' and started_ns < finished_ns and finished_ns = 1172814271"), 52);
+	ck_assert_int_eq(query_num(session, "select count(*) from jobs where finish_source = 'signaled' and "
+				   "started_ns < 1172814271"), 0);
+	/* 51 of them also have a ring-order bound, later than this one: a job run later on
+	 * their ring finished (signaled) after 1.1728 s. The sdma0 job has none. */
+	ck_assert_int_eq(query_num(session, "select count(*) from jobs j where finish_source = 'recording_start' and "
+				   "(select min(l.finished_ns) from jobs l where l.ring = j.ring and l.finish_source = "
+				   "'signaled' and (l.started_ns, l.id) > (j.started_ns, j.id)) > 1172814271"), 51);
+	ck_assert_int_eq(query_num(session, "select count(*) from jobs j where finish_source = 'recording_start' and "
+				   "ring = 'sdma0' and not exists (select 1 from jobs l where l.ring = 'sdma0' and l.id != j.id)"), 1);
+	ck_assert_int_eq(query_num(session, "select count(*) from jobs where status = 'unfinished'"), 0);
+	/* Every amdgpu_sched_run_job is a job with a start and a finish. */
 	ck_assert_int_eq(query_num(session, "select count(*) from jobs where started_ns is not null and "
-				   "finished_ns is not null"), runs - 1);
+				   "finished_ns is not null"), runs);
 	/* The scheduled fence is context - 1: it signals at the run, the finished one later. */
 	ck_assert_int_eq(query_num(session, "select count(*) from job_timelines where scheduled_context = "
 				   "context - 1 and finished_context = context"),
