@@ -133,7 +133,8 @@ static int kf_window_put(struct nf_kfences *m, uint32_t ctx, int64_t seq, size_t
 		return 1;
 	off = (uint64_t)seq - (uint64_t)w->base;
 	if (off >= w->len) {
-		if (off + 1 > 8 * ((uint64_t)w->count + 1) + 1024)
+		/* (off itself may be up to 2^64 - 1: compared, never incremented first) */
+		if (off >= 8 * ((uint64_t)w->count + 1) + 1024)
 			return 1;
 		if (off + 1 > w->cap) {
 			size_t ncap = w->cap;

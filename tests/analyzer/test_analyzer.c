@@ -1359,6 +1359,28 @@ START_TEST(kernel_fences_rows_and_table)
 		   "AND f.seqno = o.value WHERE o.op = 'wait' ORDER BY o.id", "17|18|");
 	ck_assert_int_eq(sqlite3_exec(db, "DROP TABLE temp.k_fences", NULL, NULL, NULL), SQLITE_OK);
 	sqlite3_close(db);
+
+	/* Seqnos at both ends of the range in one context (a window from the lowest
+	 * must not reach the highest), each found again rather than added twice. */
+	nf_kf_init(&m);
+	for (int round = 0; round < 2; round++) {
+		ck_assert_int_eq(nf_kf_sight(&m, 5, INT64_MIN, NF_KF_EMIT, 1, 1), 0);
+		ck_assert_int_eq(nf_kf_sight(&m, 5, INT64_MAX, NF_KF_EMIT, 2, 1), 0);
+		ck_assert_int_eq(nf_kf_sight(&m, 5, -1, NF_KF_EMIT, 3, 1), 0);
+		ck_assert_int_eq(nf_kf_sight(&m, 5, 0, NF_KF_EMIT, 4, 1), 0);
+		ck_assert_int_eq(nf_kf_sight(&m, 6, INT64_MAX, NF_KF_EMIT, 5, 1), 0);
+		ck_assert_uint_eq(m.nf, 5);
+	}
+	ck_assert_int_eq(m.f[1].seq, INT64_MAX);
+	ck_assert_int_eq(m.f[1].emit, 2);
+	/* The bound: a new fence past it is not kept (the caller moves to the TEMP tables). */
+	m.max = 5;
+	ck_assert_int_eq(nf_kf_sight(&m, 5, 1, NF_KF_EMIT, 6, 1), 1);
+	ck_assert_int_eq(nf_kf_sight(&m, 5, 0, NF_KF_SIGNAL, 7, 1), 0);
+	ck_assert_int_eq(m.f[3].signal, 7);
+	m.max = 0;
+	ck_assert_int_eq(nf_kf_wait(&m, 1, 5, 0, true, 1, true, 2), 1);
+	nf_kf_free(&m);
 }
 END_TEST
 
