@@ -1652,7 +1652,8 @@ int nf_timeline_kernel_ingest_finish(struct nf_timeline_kernel_ingest *ki, struc
 	    (rc = ki_stage_flush(ki, &ki->vblanks, err)) || (rc = ki_stage_flush(ki, &ki->markers, err)))
 		return rc;
 	if (ki->mem) {
-		/* temp.k_fences is read by the jobs' SQL only: filled when there are jobs. */
+		/* temp.k_fences is read by the jobs' SQL only: when there are jobs, it
+		 * becomes the virtual table over the held fences (kernel_fences.h). */
 		bool jobs = ki->jobs.n || ki->jobs.flushed || ki->gpu_unkeyed || ki->gpu_deps;
 
 		if ((rc = nf_kf_write_starts(&ki->kf, ki->db, err)) ||
