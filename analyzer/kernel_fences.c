@@ -12,6 +12,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 void nf_kf_init(struct nf_kfences *m)
 {
@@ -46,9 +48,33 @@ void nf_kf_free(struct nf_kfences *m)
 	m->max = max;
 }
 
+/*
+ * The hash is seeded once per process: nf_mix64 can be inverted, so a trace
+ * file could otherwise hold seqnos chosen to share their slots and turn every
+ * probe into a walk of one long cluster. Only lookups use it: the rows and
+ * their order do not depend on the seed.
+ */
+static uint64_t kf_seed;
+
+static uint64_t kf_seed_get(void)
+{
+	uint64_t s = __atomic_load_n(&kf_seed, __ATOMIC_RELAXED);
+
+	if (!s) {
+		struct timespec a, b;
+
+		clock_gettime(CLOCK_REALTIME, &a);
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		s = nf_mix64((uint64_t)a.tv_nsec ^ ((uint64_t)a.tv_sec << 20) ^ ((uint64_t)b.tv_nsec << 40) ^
+			     ((uint64_t)getpid() << 12) ^ (uint64_t)(uintptr_t)&a) | 1;
+		__atomic_store_n(&kf_seed, s, __ATOMIC_RELAXED);
+	}
+	return s;
+}
+
 static uint64_t kf_hash(uint32_t ctx, int64_t seq)
 {
-	return nf_mix64((uint64_t)seq * 0x9E3779B97F4A7C15ull + ctx);
+	return nf_mix64(((uint64_t)seq ^ kf_seed_get()) * 0x9E3779B97F4A7C15ull + ctx);
 }
 
 /*
@@ -56,6 +82,9 @@ static uint64_t kf_hash(uint32_t ctx, int64_t seq)
  * bits of its hash above, compared before the fence itself is read (a probe
  * that reads m->f is a cache miss: the fences are megabytes).
  */
+/* Entries of all windows together at most: 8 per fence held, plus 2^20 (4 bytes each). */
+#define KF_WIN_TOTAL(m) (8 * (m)->max + ((size_t)1 << 20))
+
 #define KF_SLOT(h, idx) (((h) & 0xFFFFFFFF00000000ull) | ((uint64_t)(idx) + 1))
 
 /* The slot of fence (ctx, seq) with hash h, or the empty slot where it would go (cap_slot > 0). */
@@ -119,6 +148,8 @@ static int kf_window_put(struct nf_kfences *m, uint32_t ctx, int64_t seq, size_t
 			m->win = nw;
 			m->capwin = ncap;
 		}
+		if (m->win_total + 64 > KF_WIN_TOTAL(m))
+			return 1;
 		w = &m->win[m->nwin];
 		*w = (struct nf_kf_window){ .base = seq, .cap = 64 };
 		if (!(w->idx = calloc(w->cap, sizeof(*w->idx))))
@@ -128,6 +159,7 @@ static int kf_window_put(struct nf_kfences *m, uint32_t ctx, int64_t seq, size_t
 			return 1; /* too many contexts for windows: hashed */
 		}
 		m->nwin++;
+		m->win_total += w->cap;
 	}
 	if (seq < w->base)
 		return 1;
@@ -142,9 +174,14 @@ static int kf_window_put(struct nf_kfences *m, uint32_t ctx, int64_t seq, size_t
 
 			while (ncap < off + 1)
 				ncap *= 2;
+			/* all windows together stay within KF_WIN_TOTAL entries: many
+			 * contexts with sparse seqnos are hashed instead */
+			if (m->win_total - w->cap + ncap > KF_WIN_TOTAL(m))
+				return 1;
 			if (!(ni = realloc(w->idx, ncap * sizeof(*ni))))
 				return NF_ENOMEM;
 			memset(ni + w->cap, 0, (ncap - w->cap) * sizeof(*ni));
+			m->win_total += ncap - w->cap;
 			w->idx = ni;
 			w->cap = ncap;
 		}

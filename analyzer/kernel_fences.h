@@ -10,9 +10,9 @@
  * SQL at finish); that path stays for sessions with more fences or waits than
  * are held here (nf_kf_sight and nf_kf_wait say "full", the caller moves what
  * is held into the TEMP tables and goes on there). Memory: at most max fences
- * (48 bytes each, plus 4 bytes in their context's window, at most eight times
- * over, or for the few outside a window an 8-byte slot at most four times over) and
- * max waits (40 bytes each).
+ * (48 bytes each, plus their contexts' windows, 4 bytes an entry and all
+ * windows together at most 8 max + 2^20 entries, or for the fences outside a
+ * window an 8-byte slot at most four times over) and max waits (40 bytes each).
  */
 #ifndef NF_ANALYZER_KERNEL_FENCES_H
 #define NF_ANALYZER_KERNEL_FENCES_H
@@ -64,6 +64,7 @@ struct nf_kfences {
 	size_t nf, capf;
 	struct nf_kf_window *win; /* the windows, and context -> its window */
 	size_t nwin, capwin;
+	size_t win_total;    /* entries of all windows' idx together (KF_WIN_TOTAL at most) */
 	struct nf_u64map win_of;
 	uint64_t *slot;      /* the fences outside their window (NF_KF_HASHED): open addressing (KF_SLOT) */
 	size_t cap_slot, n_hashed;

@@ -231,6 +231,7 @@ struct nf_timeline_kernel_ingest {
 	 * lost-events marker of that CPU); see ki_finish_recording */
 	int64_t cpu_whole_from[NF_KI_MAX_CPUS];
 	unsigned char cpu_seen[NF_KI_MAX_CPUS];
+	bool live;           /* KernelTraceStart says a live tracefs capture (not a file) */
 	struct ki_wait *waits;   /* open waits, in start order */
 	size_t n_waits, cap_waits;
 	uint64_t wait_rows;      /* rows written to temp.k_waits */
@@ -1079,8 +1080,11 @@ int nf_timeline_kernel_ingest_event(struct nf_timeline_kernel_ingest **kip, sqli
 		bind_text_or_null(s, 3, ki_str(ki, f[NFF_KERNEL_TASK_comm]));
 		return ki_step(ki, KS_TASK, err);
 	}
+	case NF_EV_KERNEL_START:
+		ki->live = f[NFF_KERNEL_START_source] == 1;
+		return 0;
 	default:
-		return 0; /* KernelTraceStart: nothing to store */
+		return 0;
 	}
 }
 
@@ -1582,7 +1586,11 @@ static const char ki_finish_deps_sql[] =
  * bound (a later job on its ring finished in the trace; the tighter bound is
  * kept), assumed otherwise, and only when jobs of its driver are seen
  * finishing after that moment (the finishes are traced and the GPU is
- * running). No CPU recorded anything: nothing to bound.
+ * running). No CPU recorded anything, or a live capture (every CPU's buffer
+ * starts at once there; a CPU's late first event is a quiet CPU): nothing to
+ * bound. In a file, a CPU that was recording but quiet at the start would
+ * also move the moment on; trace-cmd's per-CPU size limit (-m) and overwrite
+ * snapshots, where buffers begin at different times, are what this reads.
  */
 static int ki_finish_recording(struct nf_timeline_kernel_ingest *ki, struct nf_error *err)
 {
@@ -1590,8 +1598,7 @@ static int ki_finish_recording(struct nf_timeline_kernel_ingest *ki, struct nf_e
 		"UPDATE jobs SET finished_ns = ?1, finish_source = 'recording_start', status = 'complete' "
 		"WHERE started_ns IS NOT NULL AND started_ns < ?1 AND "
 		"(finished_ns IS NULL OR (finish_source = 'ring_order' AND finished_ns > ?1)) AND "
-		"EXISTS (SELECT 1 FROM jobs d WHERE d.driver = jobs.driver AND d.finish_source IN ('event', 'signaled') "
-		"  AND d.finished_ns > ?1)";
+		"driver IN (SELECT driver FROM jobs WHERE finish_source IN ('event', 'signaled') AND finished_ns > ?1)";
 	sqlite3_stmt *st = NULL;
 	int64_t from = 0;
 	bool any = false;
@@ -1602,7 +1609,9 @@ static int ki_finish_recording(struct nf_timeline_kernel_ingest *ki, struct nf_e
 			from = ki->cpu_whole_from[c];
 			any = true;
 		}
-	if (!any)
+	/* a live capture starts every CPU's buffer at once: a CPU's first event is no
+	 * start of its record there (a quiet CPU would move the moment on) */
+	if (!any || ki->live)
 		return 0;
 	if (sqlite3_prepare_v2(ki->db, "INSERT OR REPLACE INTO meta(key, value) VALUES ('kernel_all_cpus_from_ns', ?1)",
 			       -1, &st, NULL) != SQLITE_OK)

@@ -356,7 +356,9 @@ CREATE TABLE jobs (
                           -- upper bound. Proven when a later job on its ring finished in the trace (its
                           -- ring-order bound, later, is replaced by this tighter one); otherwise it rests
                           -- on the job having finished before the trace ended, and is given only when jobs
-                          -- of its driver are seen finishing after that moment); NULL when finished_ns is
+                          -- of its driver are seen finishing after that moment; trace-cmd files only: a
+                          -- live capture starts every CPU at once, and a CPU recording but quiet at the
+                          -- start of a file would make the moment late); NULL when finished_ns is
                           -- NULL. Readers draw 'ring_order' and 'recording_start' finishes as unknown ends.
 );
 

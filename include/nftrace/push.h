@@ -104,11 +104,13 @@ int nf_push_prepare(const struct nf_push_options *opts, struct nf_error *err);
  * that is not a readable session (message names it), NF_EINVAL (bad session
  * id), NF_EIO, NF_ESQL (as nf_push_prepare(); the message names the session),
  * NF_ETIMEOUT (another push of the same session kept its swap lock, the table
- * `_lock_<session>`, for 15 minutes), NF_ENOMEM. Pushes of one session from
- * several processes or machines at once are safe: each loads its own staging
- * tables, and their swaps into the live tables take turns (a lock older than
- * 2 minutes, or NFTRACE_PUSH_LOCK_STALE_S seconds when set, is a killed push's
- * and is taken over).
+ * `_lock_<session>`, for 15 minutes past the time it would have gone stale),
+ * NF_ENOMEM. Pushes of one session from several processes or machines at once
+ * are safe: each loads its own staging tables, and their swaps into the live
+ * tables take turns (a lock older than 2 minutes (or than the request timeout
+ * and a minute, when longer; NFTRACE_PUSH_LOCK_STALE_S seconds when set) is a
+ * killed push's and is taken over; a push drops only the lock holding its own
+ * token).
  */
 int nf_push_session(const struct nf_push_options *opts, const char *session_dir,
 		    struct nf_push_stats *stats, struct nf_error *err);

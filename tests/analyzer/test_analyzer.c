@@ -1293,6 +1293,33 @@ static void q_rows(sqlite3 *db, const char *sql, const char *expect)
 }
 
 /*
+ * Many contexts with sparse seqnos (0 and 1039 each: a window of 2048 entries
+ * per context) once took 8 KiB of windows per 2 fences (526 MB for 131k
+ * fences): all windows together stay within 8 per fence held plus 2^20
+ * entries, the others are hashed, and every fence is still found once.
+ */
+START_TEST(kernel_fences_window_bound)
+{
+	struct nf_kfences m;
+
+	nf_kf_init(&m);
+	m.max = 4000;
+	for (uint32_t ctx = 1; ctx <= 1500; ctx++) {
+		ck_assert_int_eq(nf_kf_sight(&m, ctx, 0, NF_KF_SIGNAL, 10, 0), 0);
+		ck_assert_int_eq(nf_kf_sight(&m, ctx, 1039, NF_KF_SIGNAL, 20, 0), 0);
+	}
+	ck_assert_uint_eq(m.nf, 3000);
+	ck_assert_uint_le(m.win_total, 8 * m.max + ((size_t)1 << 20));
+	for (uint32_t ctx = 1; ctx <= 1500; ctx++) { /* seen again: found, not added */
+		ck_assert_int_eq(nf_kf_sight(&m, ctx, 1039, NF_KF_EMIT, 30, 1), 0);
+		ck_assert_int_eq(nf_kf_sight(&m, ctx, 0, NF_KF_EMIT, 30, 1), 0);
+	}
+	ck_assert_uint_eq(m.nf, 3000);
+	nf_kf_free(&m);
+}
+END_TEST
+
+/*
  * The dma_fence sightings and waits held in memory (kernel_fences.h): the
  * signals in coalesce(emit, init, signal) order, then the waits in start
  * order, with the ids the deps rows name; then temp.k_fences as the virtual
@@ -1410,6 +1437,7 @@ static Suite *analyzer_suite(void)
 	tcase_add_loop_test(tc, bulk_source_error_is_returned, 0, 2);
 	tcase_add_loop_test(tc, bulk_sql_error_stops_the_source, 0, 2);
 	tcase_add_test(tc, kernel_fences_rows_and_table);
+	tcase_add_test(tc, kernel_fences_window_bound);
 	suite_add_tcase(s, tc);
 	tcase_add_checked_fixture(tq, query_setup, query_teardown);
 	tcase_add_test(tq, query_formats);
