@@ -19,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "../core/text.h"
 
@@ -437,22 +436,6 @@ static void check_print_json(const char *dir, const struct nf_log_summary *s,
 	printf("\n}\n");
 }
 
-/* A path for a temporary timeline of dir under $TMPDIR (or /tmp): 0, or -1. */
-static int check_temp_timeline(const char *dir, char *db, size_t len)
-{
-	const char *base = getenv("TMPDIR");
-	int fd;
-
-	(void)dir;
-	if ((size_t)snprintf(db, len, "%s/nftrace-check-XXXXXX", base && *base ? base : "/tmp") >= len)
-		return -1;
-	fd = mkstemp(db);
-	if (fd < 0)
-		return -1;
-	close(fd);
-	return 0;
-}
-
 /*
  * An imported Windows ETW capture: what was lost, DxgKrnl payloads of a size
  * no layout has, waits never released, and the hang analysis every session
@@ -463,40 +446,29 @@ static int check_temp_timeline(const char *dir, char *db, size_t len)
  * deadlock, hang, legal_anomalies (lost events or buffers, size mismatches,
  * waits still open at the end), whole; exit 1 for illegal, deadlock and hang.
  */
-static int check_etw(const char *dir, bool json)
+static int check_etw(const char *dir, const char *db, const struct nf_etw_summary *es, bool json)
 {
-	struct nf_etw_summary es;
 	struct nf_analysis *a = NULL;
 	struct nf_hang_report hangs = { 0 };
 	struct nf_error err;
 	const char *verdict;
-	char db[4200];
-	bool tmp_db = false;
 	int rc;
 
 	nf_error_clear(&err);
-	if (nf_etw_summary_read(dir, &es, &err))
-		return nf_cli_fail("check", &err);
-	rc = nf_timeline_ensure(dir, db, sizeof(db), &err);
-	if (rc == NF_EIO && check_temp_timeline(dir, db, sizeof(db)) == 0) {
-		nf_error_clear(&err);
-		rc = nf_timeline_build(dir, db, &err);
-		tmp_db = true;
-	}
-	rc = rc ? rc : nf_analysis_load_open(db, &a, &err);
+	rc = nf_analysis_load_open(db, &a, &err);
 	rc = rc ? rc : nf_analysis_hangs(a, &hangs, &err);
 	if (rc) {
 		rc = nf_cli_fail("check", &err);
 		goto out;
 	}
-	if (es.fence_size_mismatches > 0 || hangs.count[NF_HANG_LOWERED])
+	if (es->fence_size_mismatches > 0 || hangs.count[NF_HANG_LOWERED])
 		verdict = "illegal";
 	else if (hangs.count[NF_HANG_DEADLOCK])
 		verdict = "deadlock";
 	else if (hangs.count[NF_HANG_NEVER_SIGNALED] || hangs.count[NF_HANG_BLOCKED])
 		verdict = "hang";
-	else if (es.events_lost || es.buffers_lost || es.lost_flag_buffers || es.size_mismatches ||
-		 es.waits_pending || es.cpu_waits_pending)
+	else if (es->events_lost || es->buffers_lost || es->lost_flag_buffers || es->size_mismatches ||
+		 es->waits_pending || es->cpu_waits_pending)
 		verdict = "legal_anomalies";
 	else
 		verdict = "whole";
@@ -509,26 +481,26 @@ static int check_etw(const char *dir, bool json)
 		       "  \"buffers_flagged_lost\": %" PRId64 ",\n  \"size_mismatches\": %" PRId64 ",\n"
 		       "  \"fence_size_mismatches\": %" PRId64 ",\n  \"waits_never_released\": %" PRId64 ",\n"
 		       "  \"cpu_waits_never_released\": %" PRId64 ",\n  \"unwaits_without_wait\": %" PRId64,
-		       verdict, es.events, es.events_lost, es.buffers_lost, es.lost_flag_buffers, es.size_mismatches,
-		       es.fence_size_mismatches, es.waits_pending, es.cpu_waits_pending,
-		       es.waits_unmatched_unwaits);
+		       verdict, es->events, es->events_lost, es->buffers_lost, es->lost_flag_buffers, es->size_mismatches,
+		       es->fence_size_mismatches, es->waits_pending, es->cpu_waits_pending,
+		       es->waits_unmatched_unwaits);
 		hang_print_json(&hangs);
 		printf("\n}\n");
 	} else {
-		printf("session %s: Windows ETW capture, %" PRId64 " events\n", dir, es.events);
+		printf("session %s: Windows ETW capture, %" PRId64 " events\n", dir, es->events);
 		printf("lost:                     %" PRId64 " events, %" PRId64 " buffers (logfile header); "
-		       "%" PRId64 " buffers flagged lost\n", es.events_lost, es.buffers_lost, es.lost_flag_buffers);
-		printf("DxgKrnl size mismatches:  %" PRId64 " (%" PRId64 " fence-related)\n", es.size_mismatches,
-		       es.fence_size_mismatches);
+		       "%" PRId64 " buffers flagged lost\n", es->events_lost, es->buffers_lost, es->lost_flag_buffers);
+		printf("DxgKrnl size mismatches:  %" PRId64 " (%" PRId64 " fence-related)\n", es->size_mismatches,
+		       es->fence_size_mismatches);
 		printf("GPU waits never released: %" PRId64 " of %" PRId64 " (no unwait before the capture ended)\n",
-		       es.waits_pending, es.waits);
-		printf("CPU waits never released: %" PRId64 " of %" PRId64 "\n", es.cpu_waits_pending, es.cpu_waits);
+		       es->waits_pending, es->waits);
+		printf("CPU waits never released: %" PRId64 " of %" PRId64 "\n", es->cpu_waits_pending, es->cpu_waits);
 		printf("unwaits without a wait:   %" PRId64 " (their wait packet was queued before the capture)\n",
-		       es.waits_unmatched_unwaits);
+		       es->waits_unmatched_unwaits);
 		hang_print_text(a, &hangs);
 		if (!strcmp(verdict, "illegal"))
 			printf("verdict: illegal (%" PRId64 " fence-related events whose size matches no layout, "
-			       "%zu lowered signal%s)\n", es.fence_size_mismatches, hangs.count[NF_HANG_LOWERED],
+			       "%zu lowered signal%s)\n", es->fence_size_mismatches, hangs.count[NF_HANG_LOWERED],
 			       hangs.count[NF_HANG_LOWERED] == 1 ? "" : "s");
 		else if (!strcmp(verdict, "deadlock"))
 			printf("verdict: deadlock (%zu cycle%s of waits waiting for each other, %zu more waits "
@@ -541,113 +513,128 @@ static int check_etw(const char *dir, bool json)
 			printf("verdict: legal anomalies only (%" PRId64 " events and %" PRId64 " buffers lost, %" PRId64
 			       " buffers flagged lost, %" PRId64 " size mismatches, %" PRId64
 			       " waits still open when the capture ended)\n",
-			       es.events_lost, es.buffers_lost, es.lost_flag_buffers, es.size_mismatches,
-			       es.waits_pending + es.cpu_waits_pending);
+			       es->events_lost, es->buffers_lost, es->lost_flag_buffers, es->size_mismatches,
+			       es->waits_pending + es->cpu_waits_pending);
 		else
-			printf("verdict: whole (%" PRId64 " events, none lost)\n", es.events);
+			printf("verdict: whole (%" PRId64 " events, none lost)\n", es->events);
 	}
 	rc = !strcmp(verdict, "whole") || !strcmp(verdict, "legal_anomalies") ? NF_EXIT_OK : NF_EXIT_FAIL;
 out:
 	nf_hang_report_free(&hangs);
 	nf_analysis_destroy(a);
-	if (tmp_db)
-		unlink(db);
-	nf_etw_summary_free(&es);
 	return rc;
 }
 
-/* What `nftrace check --help` prints; the options it names are parsed below. */
-const char cmd_check_usage[] =
-	"usage: nftrace check DIR [--json]\n"
-	"\n"
-	"Reads the session and replays the OS's log bookkeeping. Prints, per hardware queue and\n"
-	"log (waits, signals), the epochs, the entries read, the entries lost to overruns, the\n"
-	"zero, repeated and backwards end timestamps and the other findings, with where the\n"
-	"first of each kind was found; illegal findings are listed one by one (the first 50).\n"
-	"\n"
-	"Legal (exit 0): entries lost to an overrun (wraparound), zero end timestamps (an LDA\n"
-	"skipped write), repeated end timestamps, a log recreated at a new location (new epoch).\n"
-	"Illegal (exit 1): an end timestamp that goes backwards, an unknown fence handle, an\n"
-	"operation type that does not match the log, an index or capacity out of range, a\n"
-	"header that goes backwards or a read that does not match it; and a session that\n"
-	"cannot be read (truncated or corrupt stream, not a CTF trace): one line on stderr.\n"
-	"\n"
-	"Hangs and deadlocks (over the session's timeline, built when missing): GPU and CPU waits\n"
-	"still open at the end, each with its wait-for chain (the signals that could satisfy it\n"
-	"are queued behind which wait). Exit 1 with verdict deadlock: waits in a cycle, each\n"
-	"edge listed; verdict hang: a wait for a value no signal in the session reaches (never\n"
-	"signaled), or one blocked behind such waits. A signal that lowers a monitored fence's\n"
-	"value is illegal. A wait a queued signal can still satisfy (the session ended mid-frame)\n"
-	"is listed as pending and changes nothing. A session without its end of recording\n"
-	"(recorder killed, files cut) or whose streams belong to another recording: verdict\n"
-	"incomplete, exit 1. Verdicts, strongest first: illegal, incomplete, deadlock, hang,\n"
-	"legal_anomalies, whole.\n"
-	"\n"
-	"  --json   the same as one JSON object (verdict: whole, legal_anomalies, hang, deadlock,\n"
-	"           incomplete or illegal; hangs: counts per kind; hang_findings: each with its wait and edges)\n";
+enum { O_JSON };
 
-int cmd_check(int argc, char **argv)
+static const struct nf_cli_option options[] = {
+	[O_JSON] = { .name = "json",
+		     .help = "the same as one JSON object (verdict: whole, legal_anomalies, hang, deadlock,\n"
+			     "incomplete or illegal; hangs: counts per kind; hang_findings: each with its\n"
+			     "wait and edges)" },
+	{ 0 },
+};
+
+struct check_state {
+	bool etw;
+	struct nf_etw_summary es;       /* etw */
+	struct nf_log_summary *s;       /* else */
+};
+
+/* The logs first (a session that cannot be read is said so by the parser), then the timeline. */
+static int check_prepare(struct nf_cli *c)
 {
-	struct nf_log_summary *s = NULL;
-	struct nf_analysis *a = NULL;
-	struct nf_hang_report hangs = { 0 };
-	bool tmp_db = false;
-	char db[4200];
+	struct check_state *st = c->state;
+	const char *dir = c->args[0];
 	struct nf_error err;
-	const char *dir = NULL;
-	bool json = false;
-	int rc;
-
-	for (int i = 1; i < argc; i++) {
-		rc = nf_cli_common_option("check", argv[i]);
-		if (rc >= 0)
-			return rc;
-		if (!strcmp(argv[i], "--json"))
-			json = true;
-		else if (argv[i][0] == '-' && argv[i][1])
-			return nf_cli_usage_error("check", "unknown option '%s'", argv[i]);
-		else if (dir)
-			return nf_cli_usage_error("check", "unexpected argument '%s'", argv[i]);
-		else
-			dir = argv[i];
-	}
-	if (!dir)
-		return nf_cli_usage_error("check", "missing session DIR");
 
 	nf_error_clear(&err);
-	if (nf_etw_session_is(dir))
-		return check_etw(dir, json);
-	rc = nf_log_summary_read(dir, &s, &err);
-	if (rc)
-		return nf_cli_fail("check", &err);
-	/* Hangs and deadlocks: over the session's timeline (built when missing; in a
-	 * temporary file when the session directory cannot be written). */
-	rc = nf_timeline_ensure(dir, db, sizeof(db), &err);
-	if (rc == NF_EIO && check_temp_timeline(dir, db, sizeof(db)) == 0) {
-		nf_error_clear(&err);
-		rc = nf_timeline_build(dir, db, &err);
-		tmp_db = true;
+	if (nf_etw_session_is(dir)) {
+		if (nf_etw_summary_read(dir, &st->es, &err))
+			return nf_cli_fail("check", &err);
+		st->etw = true;
+		return 0;
 	}
-	if (!rc)
-		rc = nf_analysis_load_open(db, &a, &err);
+	if (nf_log_summary_read(dir, &st->s, &err))
+		return nf_cli_fail("check", &err);
+	return 0;
+}
+
+/* Hangs and deadlocks over the session's timeline (the dispatcher built it,
+ * in a temporary file when the session directory cannot be written). */
+static int check_run(struct nf_cli *c)
+{
+	struct check_state *st = c->state;
+	const char *dir = c->args[0], *db = c->db[0];
+	bool json = nf_cli_has(c, O_JSON);
+	struct nf_analysis *a = NULL;
+	struct nf_hang_report hangs = { 0 };
+	struct nf_error err;
+	int rc;
+
+	if (st->etw)
+		return check_etw(dir, db, &st->es, json);
+	nf_error_clear(&err);
+	rc = nf_analysis_load_open(db, &a, &err);
 	if (!rc)
 		rc = nf_analysis_hangs(a, &hangs, &err);
 	if (rc) {
 		rc = nf_cli_fail("check", &err);
 		goto out_free;
 	}
-	if (json) {
-		check_print_json(dir, s, &hangs);
-	} else {
-		check_print_text(dir, s, a, &hangs);
-	}
-	rc = strcmp(check_verdict(s, &hangs), "whole") && strcmp(check_verdict(s, &hangs), "legal_anomalies")
+	if (json)
+		check_print_json(dir, st->s, &hangs);
+	else
+		check_print_text(dir, st->s, a, &hangs);
+	rc = strcmp(check_verdict(st->s, &hangs), "whole") && strcmp(check_verdict(st->s, &hangs), "legal_anomalies")
 		     ? NF_EXIT_FAIL : NF_EXIT_OK;
 out_free:
 	nf_hang_report_free(&hangs);
 	nf_analysis_destroy(a);
-	if (tmp_db)
-		unlink(db);
-	nf_log_summary_destroy(s);
 	return rc;
 }
+
+static void check_finish(struct nf_cli *c)
+{
+	struct check_state *st = c->state;
+
+	if (st->etw)
+		nf_etw_summary_free(&st->es);
+	nf_log_summary_destroy(st->s);
+}
+
+const struct nf_cli_cmd cmd_check = {
+	.options = options,
+	.args = "session DIR",
+	.min_args = 1,
+	.max_args = 1,
+	.args_complete = NF_COMPLETE_SESSION,
+	.synopsis = "nftrace check DIR [--json]\n",
+	.description =
+		"Reads the session and replays the OS's log bookkeeping. Prints, per hardware queue and\n"
+		"log (waits, signals), the epochs, the entries read, the entries lost to overruns, the\n"
+		"zero, repeated and backwards end timestamps and the other findings, with where the\n"
+		"first of each kind was found; illegal findings are listed one by one (the first 50).\n"
+		"\n"
+		"Legal (exit 0): entries lost to an overrun (wraparound), zero end timestamps (an LDA\n"
+		"skipped write), repeated end timestamps, a log recreated at a new location (new epoch).\n"
+		"Illegal (exit 1): an end timestamp that goes backwards, an unknown fence handle, an\n"
+		"operation type that does not match the log, an index or capacity out of range, a\n"
+		"header that goes backwards or a read that does not match it; and a session that\n"
+		"cannot be read (truncated or corrupt stream, not a CTF trace): one line on stderr.\n"
+		"\n"
+		"Hangs and deadlocks (over the session's timeline, built when missing): GPU and CPU waits\n"
+		"still open at the end, each with its wait-for chain (the signals that could satisfy it\n"
+		"are queued behind which wait). Exit 1 with verdict deadlock: waits in a cycle, each\n"
+		"edge listed; verdict hang: a wait for a value no signal in the session reaches (never\n"
+		"signaled), or one blocked behind such waits. A signal that lowers a monitored fence's\n"
+		"value is illegal. A wait a queued signal can still satisfy (the session ended mid-frame)\n"
+		"is listed as pending and changes nothing. A session without its end of recording\n"
+		"(recorder killed, files cut) or whose streams belong to another recording: verdict\n"
+		"incomplete, exit 1. Verdicts, strongest first: illegal, incomplete, deadlock, hang,\n"
+		"legal_anomalies, whole.\n",
+	.state_size = sizeof(struct check_state),
+	.prepare = check_prepare,
+	.run = check_run,
+	.finish = check_finish,
+};
