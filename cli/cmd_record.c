@@ -134,8 +134,9 @@ const struct nf_cli_cmd cmd_record = {
 		"               [--kernel EVENTS] SCENARIO\n"
 		"nftrace record -o DIR [options] -- PROGRAM [ARGS...]\n",
 	.description =
-		"Runs SCENARIO (a scenario file, see schemas/scenario.md) through the native fence\n"
-		"runtime, or runs PROGRAM (which links libnfence), and writes a CTF 1.8 session to DIR.\n"
+		"Runs SCENARIO (a scenario file: the language is schemas/scenario.md, installed in\n"
+		"share/doc/nftrace) through the native fence runtime, or runs PROGRAM (which links\n"
+		"libnfence), and writes a CTF 1.8 session to DIR.\n"
 		"\n"
 		"A killed recorder (even kill -9) leaves a session readable up to its last whole packet.\n"
 		"SIGINT/SIGTERM closes the session cleanly and exits 130; a full disk is a one-line error\n"
