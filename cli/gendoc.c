@@ -13,7 +13,8 @@
  *   nftrace-gendoc bash OUT | zsh OUT
  *       the completion scripts.
  *   nftrace-gendoc list
- *       every command, then its options ("COMMAND --option [VALUE...]"), for tests.
+ *       every command, then each of its options, for tests: "COMMAND --name
+ *       [-x] [:ARG] [=VALUE...]" (short form, the value's name, the values).
  *
  * The text of --help descriptions, of cli/doc/NAME.txt and of SQL comments is
  * plain: paragraphs split by blank lines, "- " starts a list item (its
@@ -1020,6 +1021,8 @@ static void list(void)
 			printf("%s --%s", nf_commands[i].name, o->name);
 			if (o->short_name)
 				printf(" -%c", o->short_name);
+			if (o->arg)
+				printf(" :%s", o->arg);
 			for (const char *p = o->values; p && *p; p++)
 				if (p == o->values || p[-1] == '|')
 					printf(" =%.*s", (int)strcspn(p, "|"), p);

@@ -53,22 +53,6 @@ static bool one_of(const char *values, const char *value)
 	return false;
 }
 
-/* "a or b", "a, b or c" from "a|b|c", into buf. */
-static void values_text(const char *values, char *buf, size_t len)
-{
-	size_t o = 0;
-
-	buf[0] = '\0';
-	for (const char *p = values; p && o < len;) {
-		const char *bar = strchr(p, '|');
-		int n = bar ? (int)(bar - p) : (int)strlen(p);
-		const char *sep = p == values ? "" : bar ? ", " : " or ";
-
-		o += (size_t)snprintf(buf + o, len - o, "%s%.*s", sep, n, p);
-		p = bar ? bar + 1 : NULL;
-	}
-}
-
 /*
  * The option named by the long option text name (nlen bytes, no "--"):
  * its index, OPT_HELP, OPT_VERSION, or -1 (unknown; *ambiguous set when
@@ -137,20 +121,17 @@ static int take(struct nf_cli *c, int i, const char *value)
 	const struct nf_cli_option *o = &c->command->cmd->options[i];
 
 	if (o->values && !one_of(o->values, value)) {
-		char list[256];
+		char what[64];
+		size_t k = 0;
 
 		if (!strchr(o->values, '|'))
 			return nf_cli_usage_error(c->name, "--%s takes only '%s', not '%s'", o->name, o->values,
 						  value);
-		values_text(o->values, list, sizeof(list));
-		/* "--format: unknown format 'x' (perfetto or chrome-json)" */
-		char what[64];
-		size_t k = 0;
-
+		/* "--format: unknown format 'x' (one of perfetto|chrome-json)" */
 		for (const char *a = o->arg ? o->arg : o->name; *a && k + 1 < sizeof(what); a++)
 			what[k++] = (char)(*a >= 'A' && *a <= 'Z' ? *a - 'A' + 'a' : *a);
 		what[k] = '\0';
-		return nf_cli_usage_error(c->name, "--%s: unknown %s '%s' (%s)", o->name, what, value, list);
+		return nf_cli_usage_error(c->name, "--%s: unknown %s '%s' (one of %s)", o->name, what, value, o->values);
 	}
 	c->given[c->n_given].opt = i;
 	c->given[c->n_given].value = value;

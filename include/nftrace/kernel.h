@@ -101,8 +101,8 @@ void nf_kernel_remove_stale_instances(const char *tracefs);
 
 /*
  * Where tracefs is mounted (/proc/self/mounts; /sys/kernel/tracing when it is
- * one of several), into buf: 0, or -1 when it is not mounted (or the path
- * does not fit in len).
+ * one of several), into buf. Returns 0, or -1 when it is not mounted (or the
+ * path does not fit in len).
  */
 int nf_kernel_tracefs_find(char *buf, size_t len);
 
