@@ -892,13 +892,18 @@ static void gen_bash(const char *out)
 
 /* ---- zsh completion --------------------------------------------------------------- */
 
-/* The first line of text, for an _arguments description: ' [ ] : and \ escaped. */
-static void zsh_desc(FILE *f, const char *text)
+/*
+ * text on one line inside single quotes: a description in _arguments'
+ * brackets (bracket escaped) or a _describe entry (colon escaped).
+ */
+static void zsh_desc(FILE *f, const char *text, bool brackets)
 {
-	for (const char *p = text; *p && *p != '\n'; p++) {
+	for (const char *p = text; *p; p++) {
 		if (*p == '\'')
 			fputs("'\\''", f);
-		else if (*p == '[' || *p == ']' || *p == ':' || *p == '\\')
+		else if (*p == '\n')
+			fputc(' ', f);
+		else if (*p == '\\' || (brackets ? *p == '[' || *p == ']' : *p == ':'))
 			fprintf(f, "\\%c", *p);
 		else
 			fputc(*p, f);
@@ -943,7 +948,7 @@ static void gen_zsh(const char *out)
 		fputs("        '", f);
 		sh_word(f, nf_commands[i].name);
 		fputc(':', f);
-		zsh_desc(f, nf_commands[i].summary);
+		zsh_desc(f, nf_commands[i].summary, false);
 		fputs("'\n", f);
 	}
 	fputs("    )\n    _describe -t commands 'nftrace command' cmds\n}\n\n", f);
@@ -970,11 +975,11 @@ static void gen_zsh(const char *out)
 				sh_word(f, o->name);
 				fprintf(f, "%s[", o->arg ? "=" : "");
 			}
-			zsh_desc(f, o->help);
+			zsh_desc(f, o->help, true);
 			fputs("]", f);
 			if (o->arg) {
 				fputc(':', f);
-				zsh_desc(f, o->arg);
+				zsh_desc(f, o->arg, false);
 				fputc(':', f);
 				zsh_action(f, o->complete, o->exts, o->values);
 			}
@@ -985,7 +990,7 @@ static void gen_zsh(const char *out)
 		if (cmd->max_args != 0) {
 			fputs(" \\\n        '", f);
 			fputs(cmd->max_args == 1 ? "1:" : "*:", f);
-			zsh_desc(f, cmd->args);
+			zsh_desc(f, cmd->args, false);
 			fputc(':', f);
 			zsh_action(f, cmd->args_complete, cmd->args_exts, NULL);
 			fputc('\'', f);
