@@ -24,6 +24,7 @@
  */
 #include "cli.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -182,6 +183,27 @@ static void roff_fill(FILE *f, const char *s, size_t n)
 		n -= cut + 1;
 	}
 	roff_line(f, s, n);
+}
+
+/* Whether ch may stand unquoted in the completion scripts' words. */
+static bool sh_safe(char ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+	       strchr("-_.|,:", ch);
+}
+
+/* The values "a|b|c" with sep between them, as roff text or as shell words. */
+static void put_values(FILE *f, const char *values, const char *sep, bool roff)
+{
+	for (const char *p = values; *p; p++)
+		if (*p == '|')
+			fputs(sep, f);
+		else if (roff)
+			roff_text(f, p, 1, false);
+		else if (sh_safe(*p))
+			fputc(*p, f);
+		else
+			die("'%s': a character the completion scripts do not quote", values);
 }
 
 /* The plain text between text and end, as roff paragraphs, lists and literal blocks. */
@@ -369,11 +391,7 @@ static void man_option(FILE *f, const struct nf_cli_option *o)
 	}
 	if (o->values && !named) {
 		fputs("(one of: ", f);
-		for (const char *p = o->values; *p; p++)
-			if (*p == '|')
-				fputs(", ", f);
-			else
-				roff_text(f, p, 1, false);
+		put_values(f, o->values, ", ", true);
 		fputs(")\n", f);
 	}
 	if (o->flags & NF_OPT_REQUIRED)
@@ -765,8 +783,7 @@ static void man_timeline(const char *out, const char *version, const char *date,
 static void sh_word(FILE *f, const char *s)
 {
 	for (const char *p = s; *p; p++) {
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-		      strchr("-_.|,:", *p)))
+		if (!sh_safe(*p))
 			die("'%s': a character the completion scripts do not quote", s);
 		fputc(*p, f);
 	}
@@ -777,8 +794,7 @@ static void bash_complete(FILE *f, enum nf_cli_complete k, const char *exts, con
 {
 	if (values) {
 		fputs("COMPREPLY=($(compgen -W \"", f);
-		for (const char *p = values; *p; p++)
-			fputc(*p == '|' ? ' ' : *p, f);
+		put_values(f, values, " ", false);
 		fputs("\" -- \"$cur\"))", f);
 		return;
 	}
@@ -914,8 +930,7 @@ static void zsh_action(FILE *f, enum nf_cli_complete k, const char *exts, const 
 {
 	if (values) {
 		fputs("(", f);
-		for (const char *p = values; *p; p++)
-			fputc(*p == '|' ? ' ' : *p, f);
+		put_values(f, values, " ", false);
 		fputs(")", f);
 		return;
 	}
@@ -1036,6 +1051,27 @@ static void list(void)
 	}
 }
 
+/* Every DOCDIR/NAME.txt is nftrace.txt or a command's (the build makes a page of each). */
+static void check_docdir(const char *docdir)
+{
+	DIR *d = opendir(docdir);
+	struct dirent *de;
+
+	if (!d)
+		die("%s: %s", docdir, strerror(errno));
+	while ((de = readdir(d))) {
+		size_t n = strlen(de->d_name);
+		char name[256];
+
+		if (n < 5 || strcmp(de->d_name + n - 4, ".txt"))
+			continue;
+		snprintf(name, sizeof(name), "%.*s", (int)(n - 4), de->d_name);
+		if (strcmp(name, "nftrace") && !nf_cli_find(name))
+			die("%s/%s: no command '%s' in the table (cli/nftrace.c)", docdir, de->d_name, name);
+	}
+	closedir(d);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 2 && !strcmp(argv[1], "list")) {
@@ -1043,6 +1079,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (argc == 6 && !strcmp(argv[1], "man1")) {
+		check_docdir(argv[3]);
 		man_main(argv[2], argv[3], argv[4], argv[5]);
 		for (size_t i = 0; i < nf_n_commands; i++)
 			man_command(&nf_commands[i], argv[2], argv[3], argv[4], argv[5]);
