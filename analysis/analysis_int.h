@@ -5,7 +5,7 @@
 #ifndef NF_ANALYSIS_INT_H
 #define NF_ANALYSIS_INT_H
 
-#include "nftrace/analysis.h"
+#include "contract/analysis.h"
 
 #include <sqlite3.h>
 #include <stdbool.h>

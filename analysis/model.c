@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE /* qsort_r */
 #include "analysis_int.h"
+#include "contract/errors.h"
 
 #include <sqlite3.h>
 #include <stdio.h>

@@ -10,6 +10,7 @@
  * updating MonitoredValue with the write-barrier-resample protocol.
  */
 #include "engine_int.h"
+#include "contract/errors.h"
 
 #include <math.h>
 #include <stddef.h>

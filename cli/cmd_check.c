@@ -9,10 +9,10 @@
  */
 #include "cli.h"
 
-#include "nftrace/analysis.h"
-#include "nftrace/etwsession.h"
-#include "nftrace/parser.h"
-#include "nftrace/timeline.h"
+#include "contract/analysis.h"
+#include "contract/etwsession.h"
+#include "contract/parser.h"
+#include "contract/session.h"
 
 #include <inttypes.h>
 #include <stdbool.h>

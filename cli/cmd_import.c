@@ -2,8 +2,8 @@
  * session directory; which one is told by the file's content. */
 #include "cli.h"
 
-#include "nftrace/etwsession.h"
-#include "nftrace/kernel.h"
+#include "contract/etwsession.h"
+#include "contract/kernel.h"
 
 #include <getopt.h>
 #include <signal.h>

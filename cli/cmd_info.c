@@ -1,9 +1,10 @@
 /* nftrace info: a session's facts and counts, or the event reference. */
 #include "cli.h"
+#include "contract/errors.h"
 
 #include "nftrace/events.h"
-#include "nftrace/etwsession.h"
-#include "nftrace/parser.h"
+#include "contract/etwsession.h"
+#include "contract/parser.h"
 
 #include <inttypes.h>
 #include <stdio.h>

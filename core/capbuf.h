@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nftrace/error.h"
+#include "contract/errors.h"
 
 /*
  * Makes room for at least `need` elements of `elem` bytes in *arr (capacity

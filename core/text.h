@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "nftrace/error.h"
+#include "contract/errors.h"
 
 /* Copies src (NULL: "") into dst[len], always NUL-terminated when len > 0. */
 static inline void nf_text_copy_clean(char *dst, size_t len, const char *src)

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nftrace/error.h"
+#include "contract/errors.h"
 
 /* The finaliser of MurmurHash3 (fmix64): every input bit moves every output bit. */
 static inline uint64_t nf_mix64(uint64_t x)

@@ -7,8 +7,9 @@
  */
 #define _GNU_SOURCE /* O_TMPFILE, copy_file_range */
 #include "kernel_int.h"
+#include "contract/errors.h"
 
-#include "nftrace/record.h"
+#include "contract/record.h"
 
 #include <dirent.h>
 #include <errno.h>

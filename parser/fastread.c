@@ -22,6 +22,7 @@
  * what a large packet's reading left behind is handed back every few MiB.
  */
 #include "fastread.h"
+#include "contract/errors.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -11,7 +11,8 @@
  * an error. Memory is bounded by the number of logs and of fence handles in use,
  * never by the number of events, and no allocation is sized from input fields.
  */
-#include "nftrace/parser.h"
+#include "contract/parser.h"
+#include "contract/errors.h"
 
 #include <inttypes.h>
 #include <stdarg.h>

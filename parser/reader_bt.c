@@ -10,6 +10,7 @@
  * with NFTRACE_READER=babeltrace2.
  */
 #include "reader_int.h"
+#include "contract/errors.h"
 
 #include <babeltrace2/babeltrace.h>
 #include <errno.h>

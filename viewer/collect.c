@@ -9,6 +9,7 @@
  * operation without an end is drawn open until its lane's next operation.
  */
 #include "viewer.h"
+#include "contract/errors.h"
 #include "kernel_rows.h"
 #include "etw_rows.h"
 

@@ -9,6 +9,7 @@
  * going at the end lasts to the session end: the trace says no more.
  */
 #include "kernel_rows.h"
+#include "contract/errors.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -6,9 +6,10 @@
  * a rendered image.
  */
 #include "layout.h"
+#include "contract/errors.h"
 #include "kernel_rows.h"
 #include "etw_rows.h"
-#include "nftrace/timeline.h"
+#include "contract/timeline.h"
 
 #include <inttypes.h>
 #include <stdio.h>

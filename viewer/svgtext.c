@@ -1,5 +1,6 @@
 /* Real text in SVG pages: see svgtext.h. */
 #include "svgtext.h"
+#include "contract/errors.h"
 
 #include <inttypes.h>
 #include <stdint.h>

@@ -4,7 +4,7 @@
  * Each input is written to a file and imported into a fresh directory, which
  * is removed afterwards; errors are fine, crashes and sanitizer reports are not.
  */
-#include "nftrace/kernel.h"
+#include "contract/kernel.h"
 
 #include <stdint.h>
 #include <stdio.h>

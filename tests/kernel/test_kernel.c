@@ -15,9 +15,9 @@
 
 #include "kernel_int.h"
 #include "layout.h"
-#include "nftrace/ctf.h"
-#include "nftrace/render.h"
-#include "nftrace/timeline.h"
+#include "contract/ctf.h"
+#include "contract/render.h"
+#include "contract/timeline.h"
 
 #include <cairo.h>
 #include <dirent.h>
@@ -201,7 +201,7 @@ END_TEST
 
 /*
  * The dma_fence sightings and waits are held in memory up to a bound
- * (analyzer/kernel_fences.h; NFTRACE_KERNEL_FENCES_IN_MEMORY sets it), past it
+ * (importers/kernel/kernel_fences.h; NFTRACE_KERNEL_FENCES_IN_MEMORY sets it), past it
  * they go to TEMP tables and are written with SQL: the same rows whether the
  * bound is never reached, reached at once (0) or in the middle of the session
  * (after 1, 2 or 3 fences or waits).
