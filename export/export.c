@@ -15,7 +15,7 @@
 #include "contract/errors.h"
 #include "contract/outfile.h"
 #include "contract/timeline.h"
-#include "../core/text.h"
+#include "contract/text.h"
 
 #include <errno.h>
 #include <inttypes.h>

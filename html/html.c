@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #include "report_html.h"
-#include "../core/text.h"
+#include "contract/text.h"
 
 /* Fine histogram of start times, for finding the detail cut. */
 #define HIST_BINS 65536

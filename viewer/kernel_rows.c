@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/anomaly_kinds.h"
-#include "../core/capbuf.h"
+#include "contract/anomaly_kinds.h"
+#include "contract/capbuf.h"
 
 #define KR_BAR_H 5.0
 

@@ -25,7 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "timeline_sql.h"
 
 static const char *const stmt_sql[ST_COUNT] = {
 	[ST_ADAPTER] = "INSERT OR REPLACE INTO adapters(adapter, name, vidsch_caps, native_fence, "
@@ -108,7 +107,7 @@ static bool cpu_time_ok(const struct nf_timeline_builder *b, uint64_t ticks)
 
 int nf_tb_sql_err(struct nf_timeline_builder *b, struct nf_error *err, const char *what)
 {
-	return nf_error_set(err, NF_ESQL, "timeline: %s: %s", what, sqlite3_errmsg(b->db));
+	return nf_writer_sql_error(b->db, "build", what, err);
 }
 
 /* Steps a prepared insert/update to completion and resets it. */
@@ -132,15 +131,7 @@ static char *dup_str(const char *s)
 int nf_tb_exec_sql(struct nf_timeline_builder *b, const char *sql, struct nf_error *err,
 		    const char *what)
 {
-	char *msg = NULL;
-
-	if (sqlite3_exec(b->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-		nf_error_set(err, NF_ESQL, "timeline: %s: %s", what,
-			     msg ? msg : sqlite3_errmsg(b->db));
-		sqlite3_free(msg);
-		return NF_ESQL;
-	}
-	return 0;
+	return nf_writer_exec(b->db, what, sql, err);
 }
 
 static int cmp_sig(const void *pa, const void *pb)
@@ -208,11 +199,10 @@ struct nf_timeline_builder *nf_timeline_builder_create(sqlite3 *db,
 	b->bulk = nf_bulk_register(db, err);
 	if (!b->bulk)
 		goto out_free;
-	if (nf_tb_exec_sql(b, "BEGIN", err, "begin"))
+	if (nf_writer_begin(db, "schemas/timeline.sql", err))
 		goto out_free;
 	b->in_txn = true;
-	if (nf_tb_exec_sql(b, nf_timeline_sql, err, "schemas/timeline.sql") ||
-	    nf_tb_exec_sql(b, staging_sql, err, "staging tables"))
+	if (nf_tb_exec_sql(b, staging_sql, err, "staging tables"))
 		goto out_free;
 	for (int i = 0; i < ST_COUNT; i++) {
 		if (sqlite3_prepare_v2(db, stmt_sql[i], -1, &b->st[i], NULL) != SQLITE_OK) {

@@ -14,8 +14,8 @@
 #include "builder.h"
 #include "contract/timeline_writer.h"
 #include "spill.h"
-#include "../../core/anomaly_kinds.h"
-#include "../../core/util_hash.h"
+#include "contract/anomaly_kinds.h"
+#include "contract/util_hash.h"
 
 #include <sqlite3.h>
 #include <stdbool.h>

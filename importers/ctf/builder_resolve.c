@@ -19,7 +19,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "timeline_views_sql.h"
 
 static const char *const status_name[] = {
 	[OS_COMPLETE] = "complete", [OS_LOST] = "lost", [OS_ZERO] = "zero_timestamp",
@@ -51,54 +50,24 @@ static int cmp_wait(const void *pa, const void *pb)
 
 /* ---- finish ---- */
 
-static int put_meta(struct nf_timeline_builder *b, const char *key, const char *val,
-		    struct nf_error *err)
-{
-	sqlite3_stmt *s = NULL;
-	int rc = 0;
-
-	if (sqlite3_prepare_v2(b->db, "INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)", -1,
-			       &s, NULL) != SQLITE_OK)
-		return nf_tb_sql_err(b, err, "meta");
-	sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 2, val, -1, SQLITE_STATIC);
-	if (sqlite3_step(s) != SQLITE_DONE)
-		rc = nf_tb_sql_err(b, err, "meta");
-	sqlite3_finalize(s);
-	return rc;
-}
-
 static int write_meta(struct nf_timeline_builder *b, struct nf_error *err)
 {
-	char buf[64];
-	int rc = 0;
+	struct nf_writer_session m = {
+		.cpu_frequency = b->cpu_frequency,
+		.start_ticks = b->start_ticks,
+		.duration_ns = b->any_ts ? ns_of(b, b->max_ts) : 0,
+		.source = b->source,
+		.mode = b->mode,
+		.tool_version = b->tool_version,
+		.host = b->host,
+		.ground_truth = b->ground_truth != 0,
+		.has_seed = true,
+		.seed = b->seed,
+		.has_recorded_schema = true,
+		.recorded_schema = b->schema_version,
+	};
 
-#define META_U(key, v) \
-	(snprintf(buf, sizeof(buf), "%" PRIu64, (uint64_t)(v)), put_meta(b, key, buf, err))
-#define META_I(key, v) \
-	(snprintf(buf, sizeof(buf), "%" PRId64, (int64_t)(v)), put_meta(b, key, buf, err))
-	rc = META_I("schema_version", NF_SCHEMA_VERSION);
-	rc = rc ? rc : META_I("timeline_version", NF_TIMELINE_VERSION);
-	rc = rc ? rc : META_I("recorded_schema_version", b->schema_version);
-	rc = rc ? rc : META_U("cpu_frequency", b->cpu_frequency);
-	rc = rc ? rc : META_U("start_ticks", b->start_ticks);
-	rc = rc ? rc : META_I("duration_ns", b->any_ts ? ns_of(b, b->max_ts) : 0);
-	rc = rc ? rc : put_meta(b, "source", b->source, err);
-	rc = rc ? rc : put_meta(b, "mode", b->mode, err);
-	rc = rc ? rc : META_U("seed", b->seed);
-	rc = rc ? rc : put_meta(b, "tool_version", b->tool_version, err);
-	rc = rc ? rc : put_meta(b, "host", b->host, err);
-	rc = rc ? rc : META_I("ground_truth", b->ground_truth);
-	/* Which build made this file: tells two analyses of one session apart. */
-	struct timespec now;
-
-	clock_gettime(CLOCK_REALTIME, &now);
-	snprintf(buf, sizeof(buf), "%ld-%lld.%09ld", (long)getpid(), (long long)now.tv_sec,
-		 (long)now.tv_nsec);
-	rc = rc ? rc : put_meta(b, "build_id", buf, err);
-#undef META_U
-#undef META_I
-	return rc;
+	return nf_writer_session_meta(b->db, &m, err);
 }
 
 /* Converts a GPU timestamp; *has is false when it is 0 or the adapter has no calibration. */
@@ -579,10 +548,10 @@ static int resolve(struct nf_timeline_builder *b, struct nf_clock_fitted *m, str
 		goto out;
 	if (pthread_create(&th, NULL, sort_main, &f) != 0) {
 		sort_main(&f); /* no thread: one after the other */
-		rc = nf_tb_exec_sql(b, nf_timeline_views_sql, err, "schemas/timeline-views.sql");
+		rc = nf_writer_views(b->db, "schemas/timeline-views.sql", err);
 		rc = rc ? rc : nf_sorter_sort(f.waits, err);
 	} else {
-		rc = nf_tb_exec_sql(b, nf_timeline_views_sql, err, "schemas/timeline-views.sql");
+		rc = nf_writer_views(b->db, "schemas/timeline-views.sql", err);
 		rc = rc ? rc : nf_sorter_sort(f.waits, err);
 		pthread_join(th, NULL);
 	}
@@ -681,7 +650,7 @@ int nf_timeline_builder_finish(struct nf_timeline_builder *b, struct nf_error *e
 	}
 	if (nf_tb_exec_sql(b, "DROP TABLE temp.t_lost; DROP TABLE temp.t_cal; DROP TABLE temp.t_fit;",
 		     err, "drop staging") ||
-	    nf_tb_exec_sql(b, "COMMIT", err, "commit"))
+	    nf_writer_commit(b->db, "commit", err))
 		return NF_ESQL;
 	b->in_txn = false;
 	return 0;

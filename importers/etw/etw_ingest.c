@@ -10,15 +10,16 @@
  */
 #include "etw_ingest.h"
 #include "contract/errors.h"
+#include "contract/timeline_writer.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../core/anomaly_kinds.h"
-#include "../../core/capbuf.h"
-#include "../../core/util_hash.h"
+#include "contract/anomaly_kinds.h"
+#include "contract/capbuf.h"
+#include "contract/util_hash.h"
 
 /* Distinct keys in one map at most (a hostile capture cannot exhaust memory). */
 #define EW_MAX_KEYS (1u << 22)
@@ -264,7 +265,7 @@ struct nf_etwi {
 
 static int ew_sql_err(struct nf_etwi *e, struct nf_error *err, const char *what)
 {
-	return nf_error_set(err, NF_ESQL, "timeline: ETW capture: %s: %s", what, sqlite3_errmsg(e->db));
+	return nf_writer_sql_error(e->db, "ETW capture", what, err);
 }
 
 static int ew_oom(struct nf_error *err)
@@ -274,25 +275,12 @@ static int ew_oom(struct nf_error *err)
 
 static int ew_exec(struct nf_etwi *e, const char *sql, struct nf_error *err)
 {
-	char *msg = NULL;
-
-	if (sqlite3_exec(e->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-		nf_error_set(err, NF_ESQL, "timeline: ETW capture: %s", msg ? msg : sqlite3_errmsg(e->db));
-		sqlite3_free(msg);
-		return NF_ESQL;
-	}
-	return 0;
+	return nf_writer_exec(e->db, "ETW capture", sql, err);
 }
 
 static int ew_step(struct nf_etwi *e, enum ew_stmt id, struct nf_error *err)
 {
-	sqlite3_stmt *s = e->st[id];
-	int rc = sqlite3_step(s);
-
-	sqlite3_reset(s); /* every caller binds every parameter: no clear_bindings */
-	if (rc != SQLITE_DONE)
-		return ew_sql_err(e, err, ew_sql[id]);
-	return 0;
+	return nf_writer_step(e->db, e->st[id], "ETW capture", ew_sql[id], err);
 }
 
 /* Binds an optional integer: NULL when !has. */

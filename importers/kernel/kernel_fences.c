@@ -8,7 +8,7 @@
 #include "contract/errors.h"
 #include "contract/timeline_writer.h"
 #include "kernel_ingest.h"
-#include "../../core/util_hash.h"
+#include "contract/util_hash.h"
 
 #include <errno.h>
 #include <stdlib.h>

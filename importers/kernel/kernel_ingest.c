@@ -12,8 +12,8 @@
 #include "contract/timeline_writer.h"
 #include "kernel_fences.h"
 #include "runs.h"
-#include "../../core/anomaly_kinds.h"
-#include "../../core/util_hash.h"
+#include "contract/anomaly_kinds.h"
+#include "contract/util_hash.h"
 
 #include <inttypes.h>
 #include <stdbool.h>
@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../core/anomaly_kinds.h"
+#include "contract/anomaly_kinds.h"
 
 /* Interned strings and CPUs kept at most (a corrupt session cannot exhaust memory). */
 #define NF_KI_MAX_STRINGS (1u << 22)
@@ -249,32 +249,17 @@ struct nf_timeline_kernel_ingest {
 
 static int ki_sql_err(struct nf_timeline_kernel_ingest *ki, struct nf_error *err, const char *what)
 {
-	return nf_error_set(err, NF_ESQL, "timeline: kernel events: %s: %s", what,
-			    sqlite3_errmsg(ki->db));
+	return nf_writer_sql_error(ki->db, "kernel events", what, err);
 }
 
 static int ki_exec(struct nf_timeline_kernel_ingest *ki, const char *sql, struct nf_error *err)
 {
-	char *msg = NULL;
-
-	if (sqlite3_exec(ki->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-		nf_error_set(err, NF_ESQL, "timeline: kernel events: %s", msg ? msg : sqlite3_errmsg(ki->db));
-		sqlite3_free(msg);
-		return NF_ESQL;
-	}
-	return 0;
+	return nf_writer_exec(ki->db, "kernel events", sql, err);
 }
 
 static int ki_step(struct nf_timeline_kernel_ingest *ki, enum ki_stmt id, struct nf_error *err)
 {
-	sqlite3_stmt *s = ki->st[id];
-	int rc = sqlite3_step(s);
-
-	sqlite3_reset(s);
-	sqlite3_clear_bindings(s);
-	if (rc != SQLITE_DONE)
-		return ki_sql_err(ki, err, ki_sql[id]);
-	return 0;
+	return nf_writer_step(ki->db, ki->st[id], "kernel events", ki_sql[id], err);
 }
 
 void nf_timeline_kernel_ingest_destroy(struct nf_timeline_kernel_ingest *ki)
