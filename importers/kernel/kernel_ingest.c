@@ -10,6 +10,7 @@
 #include "kernel_ingest.h"
 #include "contract/errors.h"
 #include "contract/timeline_writer.h"
+#include "contract/deps.h"
 #include "kernel_fences.h"
 #include "runs.h"
 #include "contract/anomaly_kinds.h"
@@ -259,7 +260,10 @@ static int ki_exec(struct nf_timeline_kernel_ingest *ki, const char *sql, struct
 
 static int ki_step(struct nf_timeline_kernel_ingest *ki, enum ki_stmt id, struct nf_error *err)
 {
-	return nf_writer_step(ki->db, ki->st[id], "kernel events", ki_sql[id], err);
+	int rc = nf_writer_step(ki->db, ki->st[id], "kernel events", ki_sql[id], err);
+
+	sqlite3_clear_bindings(ki->st[id]); /* the kernel's statements leave optional parameters unbound */
+	return rc;
 }
 
 void nf_timeline_kernel_ingest_destroy(struct nf_timeline_kernel_ingest *ki)
@@ -1201,7 +1205,7 @@ static int ki_finish_waits(struct nf_timeline_kernel_ingest *ki, struct nf_error
 		bool has_end = sqlite3_column_type(sel, 4) != SQLITE_NULL;
 		bool has_sig = sqlite3_column_type(sel, 6) != SQLITE_NULL;
 		int64_t end = sqlite3_column_int64(sel, 4);
-		bool released = has_end && has_sig && sqlite3_column_int64(sel, 6) <= end;
+		bool released = nf_deps_one_shot_released(has_end, end, has_sig, sqlite3_column_int64(sel, 6));
 		const char *status = !has_end ? "pending" : released ? "satisfied" : "timeout";
 
 		sqlite3_bind_int64(op, 1, fence);

@@ -49,8 +49,10 @@ int nf_writer_close(sqlite3 *db, const char *db_path, int rc, struct nf_error *e
 /* Runs sql (one or more statements). Returns 0, or NF_ESQL ("timeline: WHO: SQLite's message"). */
 int nf_writer_exec(sqlite3 *db, const char *who, const char *sql, struct nf_error *err);
 
-/* Steps the prepared statement s to completion, then resets it and clears its
- * bindings. Returns 0, or NF_ESQL ("timeline: WHO: WHAT: SQLite's message"). */
+/* Steps the prepared statement s to completion, then resets it (its bindings
+ * stay: the caller binds every parameter each time, or clears them: clearing
+ * costs more than the step of a small insert). Returns 0, or NF_ESQL
+ * ("timeline: WHO: WHAT: SQLite's message"). */
 int nf_writer_step(sqlite3 *db, sqlite3_stmt *s, const char *who, const char *what, struct nf_error *err);
 
 /* Sets err from db's last error: returns NF_ESQL ("timeline: WHO: WHAT: SQLite's message"). */
