@@ -12,7 +12,7 @@
 #ifndef NF_CLI_H
 #define NF_CLI_H
 
-#include "nftrace/error.h"
+#include "contract/errors.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -90,7 +90,8 @@ struct nf_cli_cmd {
 	int (*prepare)(struct nf_cli *c);
 	/* The work; returns the exit code. */
 	int (*run)(struct nf_cli *c);
-	/* Optional: frees what prepare kept in c->state (run or not). */
+	/* Optional: frees what prepare kept in c->state, once prepare has run
+	 * (whether it, the timeline or run failed or not). */
 	void (*finish)(struct nf_cli *c);
 };
 

@@ -2,8 +2,7 @@
  * session directory; which one is told by the file's content. */
 #include "cli.h"
 
-#include "nftrace/etwsession.h"
-#include "nftrace/kernel.h"
+#include "contract/session.h"
 
 #include <signal.h>
 #include <inttypes.h>
@@ -29,50 +28,28 @@ static const struct nf_cli_option options[] = {
 
 static int import_run(struct nf_cli *c)
 {
-	struct nf_kernel_stats st;
+	const char *file = c->args[0], *out = nf_cli_get(c, O_OUTPUT);
+	struct nf_import_result res;
+	struct sigaction sa = { 0 };
 	struct nf_error err;
-	const char *out = nf_cli_get(c, O_OUTPUT);
-	bool force = nf_cli_has(c, O_FORCE);
-	const char *file = c->args[0];
+	int rc;
 
 	nf_error_clear(&err);
-	/* An ETL by its content, or by its name (so that a damaged one gets the ETL
-	 * reader's message, naming the buffer and offset, not trace-cmd's). */
-	size_t len = strlen(file);
-
-	if (nf_etw_file_is(file) || (len > 4 && !strcasecmp(file + len - 4, ".etl"))) {
-		struct nf_etw_import_stats est;
-		struct sigaction sa = { 0 };
-		int rc;
-
-		/* SIGINT/SIGTERM stop the import, which then removes its temporary
-		 * session and leaves DIR as it was (the trace-cmd import below keeps
-		 * the default action). */
-		sa.sa_handler = on_signal;
-		sigaction(SIGINT, &sa, NULL);
-		sigaction(SIGTERM, &sa, NULL);
-		rc = nf_etw_import_interruptible(file, out, force, &import_interrupted, &est, &err);
-		if (rc == NF_EINTR) {
-			fprintf(stderr, "nftrace import: interrupted; %s left as it was\n", out);
-			return NF_EXIT_INTERRUPTED;
-		}
-		if (rc)
-			return nf_cli_fail("import", &err);
-		printf("imported %s into %s: %" PRIu64 " ETW events on %u CPUs (%" PRIu64 " DxgKrnl): %" PRIu64
-		       " waits, %" PRIu64 " signals, %" PRIu64 " waits tied to their signal, %" PRIu64
-		       " DMA packets\n", file, out, est.events, est.cpus, est.dxgkrnl, est.waits,
-		       est.signals, est.deps, est.dma_packets);
-		return NF_EXIT_OK;
+	/* SIGINT/SIGTERM stop the import, which then removes its temporary
+	 * session and leaves DIR as it was. */
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	rc = nf_import(file, out, nf_cli_has(c, O_FORCE), &import_interrupted, &res, &err);
+	if (rc == NF_EINTR) {
+		fprintf(stderr, "nftrace import: interrupted; %s left as it was\n", out);
+		return NF_EXIT_INTERRUPTED;
 	}
-	if (nf_kernel_import(file, out, force, &st, &err))
+	if (rc)
 		return nf_cli_fail("import", &err);
-	printf("imported %s into %s: %" PRIu64 " kernel records on %u CPUs (%" PRIu64 " dma_fence, %" PRIu64
-	       " sched, %" PRIu64 " GPU job/vblank, %" PRIu64 " markers, %" PRIu64 " other), %" PRIu64
-	       " events lost by the kernel\n",
-	       file, out, st.records, st.cpus, st.dma_fence, st.sched, st.gpu, st.markers, st.raw,
-	       st.lost_events);
-	if (st.note[0])
-		printf("worked around: %s\n", st.note);
+	printf("imported %s into %s: %s\n", file, out, res.summary);
+	if (res.note[0])
+		printf("worked around: %s\n", res.note);
 	return NF_EXIT_OK;
 }
 
@@ -90,12 +67,15 @@ const struct nf_cli_cmd cmd_import = {
 		"Microsoft-Windows-DxgKrnl contexts and hardware queues become queues, sync objects\n"
 		"fences, wait and signal queue packets fence_ops (tied wait <- signal in deps), CPU waits\n"
 		"cpu_waits, DMA packets dma_packets, VSyncs vsyncs, other events etw_events\n"
-		"(nftrace-timeline(5)). Nothing is left behind when the capture cannot be read.\n"
+		"(nftrace-timeline(5)).\n"
 		"\n"
 		"Reads a trace-cmd file (versions 6 and 7, every buffer instance in it) with libtracecmd and\n"
 		"decodes its events with libtraceevent from the formats stored in the file. dma_fence events\n"
 		"become fences on per-timeline rows, waits and signals (fence_ops, deps), sched_switch CPU\n"
 		"thread rows (cpu_runs), other events raw rows (kernel_events), lost events anomalies.\n"
-		"The session's clock is the trace's clock in nanoseconds from its first event.\n",
+		"The session's clock is the trace's clock in nanoseconds from its first event.\n"
+		"\n"
+		"The new session is built beside DIR and takes its place only once complete: a file\n"
+		"that cannot be read, Ctrl-C (exit 130) or SIGTERM leave DIR as it was.\n",
 	.run = import_run,
 };

@@ -11,6 +11,7 @@
  * cli/doc/NAME.txt (the man page's longer description and examples).
  */
 #include "cli.h"
+#include "contract/errors.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -10,9 +10,9 @@
  */
 #include "cli.h"
 
-#include "nftrace/analysis.h"
-#include "nftrace/kernel.h"
-#include "nftrace/timeline.h"
+#include "contract/analysis.h"
+#include "contract/kernel.h"
+#include "contract/session.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -327,9 +327,9 @@ int nf_cli_dispatch(const struct nf_command *row, int argc, char **argv)
 	}
 	c.sessions = c.args;
 	c.n_sessions = c.n_args ? 1 : 0;
+	prepared = true;
 	if (cmd->prepare && (rc = cmd->prepare(&c)) != 0)
 		goto out;
-	prepared = true;
 	if ((row->flags & NF_CMD_TIMELINE) && (rc = ensure_timelines(&c)) != 0)
 		goto out;
 	rc = cmd->run(&c);
