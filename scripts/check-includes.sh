@@ -14,7 +14,7 @@ if [[ ${1:-} == --graph ]]; then graph=1; shift; fi
 cd "${1:-$(dirname "$0")/..}"
 
 # The stage order, lowest first: the one place it is stated.
-STAGES="core capture parser kernel etl analyzer analysis viewer html export push cli"
+STAGES="core capture parser kernel etl analyzer analysis viewer html export diff push cli"
 # Top-level folders that are not modules (their files are not checked).
 NON_MODULES="bench docs include samples schemas scripts tests"
 # The module each public header in include/nftrace/ belongs to.
@@ -23,7 +23,7 @@ declare -A PUBLIC=(
   [nfence.h]=capture [ctf.h]=capture [record.h]=capture
   [parser.h]=parser [kernel.h]=kernel [etl.h]=etl
   [timeline.h]=analyzer [etwsession.h]=analyzer
-  [analysis.h]=analysis [render.h]=viewer [html.h]=html [export.h]=export [push.h]=push
+  [analysis.h]=analysis [render.h]=viewer [html.h]=html [export.h]=export [diff.h]=diff [push.h]=push
 )
 # Folders other modules may include private headers from (CMake exports them):
 # none; nfcapture keeps capture/ private.
