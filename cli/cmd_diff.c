@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* What `nftrace diff --help` prints; the options it names are parsed below. */
 const char cmd_diff_usage[] =
@@ -188,6 +189,14 @@ int cmd_diff(int argc, char **argv)
 	if (!dirs[1]) {
 		rc = nf_cli_usage_error("diff", "give two sessions: nftrace diff A B");
 		goto out;
+	}
+	if (pic.output) {
+		const char *dot = strrchr(pic.output, '.');
+
+		if (!dot || strchr(dot, '/') || strcasecmp(dot, ".png")) {
+			rc = nf_cli_usage_error("diff", "-o: the picture is a PNG (FILE.png), not '%s'", pic.output);
+			goto out;
+		}
 	}
 	if (pic.from_ns >= 0 && pic.to_ns >= 0 && pic.to_ns <= pic.from_ns) {
 		rc = nf_cli_usage_error("diff", "--to must be after --from");

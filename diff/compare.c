@@ -44,7 +44,7 @@ static const char *own(struct nf_diff *d, const char *text)
 
 static void side_fill(struct nf_diff_side *x, const struct dd_series *s, double z)
 {
-	x->present = true;
+	x->present = s->metric < DM_N_DIST || s->has_value;
 	x->members = s->members;
 	x->value = s->value;
 	x->aux = s->aux;
@@ -62,44 +62,63 @@ static void side_fill(struct nf_diff_side *x, const struct dd_series *s, double 
 	x->stat[NF_DIFF_MAX] = s->v[s->n - 1];
 }
 
-/* Why side `who` ("A" or "B") of a session lacks series x (the other side has it). */
+/* What one sample of a distribution is, for "A has no ...". */
+static const char *sample_name(int metric)
+{
+	switch (metric) {
+	case DM_STALL: return "GPU wait with a known stall";
+	case DM_LATENCY: return "GPU wait released by a signal of known time";
+	case DM_Q2E: return "operation with both its queued and end times";
+	case DM_CPU_WAIT: return "satisfied CPU wait with a known end";
+	case DM_JOB: return "job started and finished as the file shows it";
+	case DM_FRAME: return "frame with an interval";
+	default: return "sample";
+	}
+}
+
+/* What session s lacks for metric x, when the whole kind of data is missing
+ * ("A has no jobs"): true and the reason in buf; false when it has that kind. */
+static bool lacks_kind(const struct dd_session *s, const struct dd_series *x, const char *who, char *buf, size_t len)
+{
+	if (x->metric == DM_JOB && !s->has_jobs)
+		snprintf(buf, len, "%s has no jobs", who);
+	else if (x->metric == DM_FRAME && !s->has_frames)
+		snprintf(buf, len, "%s has no frames", who);
+	else if (x->metric == DM_FRAME && !s->frames_usable)
+		snprintf(buf, len, "%s's frames table has no interval_ns column", who);
+	else if (x->metric == DM_CPU_WAIT && !s->has_cpu_waits)
+		snprintf(buf, len, "%s has no CPU waits", who);
+	else
+		return false;
+	return true;
+}
+
+/* Why side `who` of a session lacks series x (the other side has it). */
 static void lacks(const struct dd_session *s, const struct dd_series *x, const char *who, char *buf, size_t len)
 {
-	const char *scope = dd_scope_names[x->scope];
+	if (!lacks_kind(s, x, who, buf, len))
+		snprintf(buf, len, "%s has no %s of that name", who, dd_scope_names[x->scope]);
+}
 
-	switch (x->metric) {
-	case DM_JOB:
-		if (!s->has_jobs) {
-			snprintf(buf, len, "%s has no jobs", who);
-			return;
-		}
-		break;
-	case DM_FRAME:
-		if (!s->has_frames) {
-			snprintf(buf, len, "%s has no frames", who);
-			return;
-		}
-		if (!s->frames_usable) {
-			snprintf(buf, len, "%s's frames table has no interval_ns column", who);
-			return;
-		}
-		break;
-	case DM_CPU_WAIT:
-		if (!s->has_cpu_waits) {
-			snprintf(buf, len, "%s has no CPU waits", who);
-			return;
-		}
-		break;
-	case DM_FINDINGS:
-		if (!s->hangs_ok) {
-			snprintf(buf, len, "%s: %s", who, s->hangs_why);
-			return;
-		}
-		break;
-	default:
-		break;
-	}
-	snprintf(buf, len, "%s has no %s of that name", who, scope);
+/* Why side `who` has series x without samples. */
+static void lacks_samples(const struct dd_session *s, const struct dd_series *x, const char *who, char *buf,
+			  size_t len)
+{
+	if (!lacks_kind(s, x, who, buf, len))
+		snprintf(buf, len, "%s has no %s", who, sample_name(x->metric));
+}
+
+/* Why side `who` has series x without a value. */
+static void lacks_value(const struct dd_session *s, const struct dd_series *x, const char *who, char *buf, size_t len)
+{
+	if (x->metric == DM_FINDINGS)
+		snprintf(buf, len, "%s: %s", who, s->hangs_why);
+	else if (x->metric == DM_BUSY)
+		snprintf(buf, len, "%s has no operation with both its queued and end times", who);
+	else if (x->metric == DM_LOST)
+		snprintf(buf, len, "%s's queue has no log entries", who);
+	else
+		snprintf(buf, len, "%s has no value", who);
 }
 
 /* Counts one side lacks are zero, not unknown: anomalies of a kind, findings of a
@@ -154,7 +173,7 @@ static int make_row(struct nf_diff *d, const struct dd_series *sa, const struct 
 {
 	const struct dd_series *x = sa ? sa : sb;
 	char why[400];
-	static const struct dd_series zero = { .name = "" };
+	static const struct dd_series zero = { .name = "", .has_value = true };
 
 	memset(r, 0, sizeof(*r));
 	r->metric = dd_metric_names[x->metric];
@@ -171,26 +190,28 @@ static int make_row(struct nf_diff *d, const struct dd_series *sa, const struct 
 	if (sb)
 		side_fill(&r->b, sb, z);
 	if (!sa || !sb) {
+		/* the other side has nothing either: no row */
+		if (x->metric < DM_N_DIST ? !x->n : !x->has_value)
+			return 0;
 		lacks(&d->s[sa ? 1 : 0], x, sa ? "B" : "A", why, sizeof(why));
 		r->verdict = NF_DIFF_NOT_COMPARABLE;
 		return (r->why = own(d, why)) ? 1 : NF_ENOMEM;
 	}
-	/* findings the hang check could not give on one side */
-	if (x->metric == DM_FINDINGS && (!d->s[0].hangs_ok || !d->s[1].hangs_ok)) {
-		int who = d->s[0].hangs_ok ? 1 : 0;
-
-		snprintf(why, sizeof(why), "%s: %s", who ? "B" : "A", d->s[who].hangs_why);
-		r->verdict = NF_DIFF_NOT_COMPARABLE;
-		return (r->why = own(d, why)) ? 1 : NF_ENOMEM;
-	}
 	if (!r->distribution) {
+		if (!sa->has_value && !sb->has_value)
+			return 0;
+		if (!sa->has_value || !sb->has_value) {
+			lacks_value(&d->s[sa->has_value ? 1 : 0], x, sa->has_value ? "B" : "A", why, sizeof(why));
+			r->verdict = NF_DIFF_NOT_COMPARABLE;
+			return (r->why = own(d, why)) ? 1 : NF_ENOMEM;
+		}
 		r->verdict = sa->value == sb->value ? NF_DIFF_NO_CHANGE : NF_DIFF_CHANGED;
 		return 1;
 	}
 	if (!sa->n && !sb->n)
 		return 0;
 	if (!sa->n || !sb->n) {
-		snprintf(why, sizeof(why), "%s has no samples", sa->n ? "B" : "A");
+		lacks_samples(&d->s[sa->n ? 1 : 0], x, sa->n ? "B" : "A", why, sizeof(why));
 		r->verdict = NF_DIFF_NOT_COMPARABLE;
 		return (r->why = own(d, why)) ? 1 : NF_ENOMEM;
 	}

@@ -83,6 +83,7 @@ int nf_diff_run(const char *a, const char *b, const struct nf_diff_options *opts
 		d->info[k].dir = d->s[k].dir;
 		d->info[k].source = d->s[k].source;
 		d->info[k].seed = d->s[k].seed;
+		d->info[k].mode = d->s[k].mode;
 		d->info[k].duration_ns = d->s[k].duration_ns;
 		d->info[k].ops = d->s[k].ops;
 	}

@@ -70,6 +70,8 @@ struct dd_series {
 	int64_t *v;          /* distributions: samples (sorted once read) */
 	size_t n, cap;
 	int64_t value, aux;  /* values */
+	bool has_value;      /* values: known (busy: some operation had both times; lost of a
+				queue: it has a log; findings: the hang check ran) */
 };
 
 /* A new series of s (name copied); its index, or NF_ENOMEM. */
@@ -96,7 +98,7 @@ struct dd_session {
 	char db[4200];
 	bool want_ops;
 	/* meta */
-	char *source, *seed;
+	char *source, *seed, *mode;
 	int64_t duration_ns, ops;
 	/* what the timeline holds */
 	bool has_jobs, has_cpu_waits, has_frames, frames_usable;

@@ -294,9 +294,9 @@ static int parse_clause(struct parser *ps, struct clause *c)
 		if (k < DM_N_DIST) {
 			char msg[200];
 
-			snprintf(msg, sizeof(msg), "%%s is measured per item: write p50(%s), p90, p99, max or count",
+			snprintf(msg, sizeof(msg), "'%%s' is measured per item: write p50(%s), p90, p99, max or count",
 				 dd_metric_names[k]);
-			return perr(ps, at, msg, word(at, w, sizeof(w)));
+			return perr(ps, at, msg, dd_metric_names[k]);
 		}
 		c->type = C_VALUE;
 		c->metric = k;
@@ -406,26 +406,17 @@ static void row_label(const struct nf_diff_row *r, char *buf, size_t len)
 		snprintf(buf, len, "%s %s %s", r->metric, r->scope, r->name);
 }
 
-/* Whether the change of a statistic in row r is significant: a percentile whose
- * intervals (A's and B's) do not overlap; a percentile too close to the end of
- * its samples for a bounded interval, and the max, by the U test (significant
- * at alpha, B shifted the same way as the change); a count needs no test. */
+/* Whether the change of a statistic in row r is significant: the percentile's
+ * intervals (A's and B's) do not overlap, or the U test finds B shifted the way
+ * the statistic moved (the test of the max); a count needs no test. */
 static bool stat_significant(const struct nf_diff *d, const struct clause *c, const struct nf_diff_row *r,
 			     double change)
 {
-	int k = c->stat;
-	bool u = r->tested && r->mw_p < d->opts.alpha && ((change > 0 && r->mw_z > 0) || (change < 0 && r->mw_z < 0));
-
-	if (k == ST_COUNT)
+	if (c->stat == ST_COUNT)
 		return true;
-	if (k == ST_MAX)
-		return u;
-	if (r->sig[k])
+	if (c->stat <= ST_P99 && r->sig[c->stat])
 		return true;
-	bool unbounded = r->a.lo[k] == INT64_MIN || r->a.hi[k] == INT64_MAX || r->b.lo[k] == INT64_MIN ||
-			 r->b.hi[k] == INT64_MAX;
-
-	return unbounded && u;
+	return r->tested && r->mw_p < d->opts.alpha && ((change > 0 && r->mw_z > 0) || (change < 0 && r->mw_z < 0));
 }
 
 /* The change of the clause's quantity in row r: *change (percent when relative),

@@ -61,6 +61,8 @@ static int hangs(struct dd_session *s, struct nf_error *err)
 		return 0;
 	}
 	s->hangs_ok = true;
+	if (all >= 0)
+		s->series[all].has_value = true;
 	for (int k = 0; k < NF_HANG_KINDS; k++) {
 		kind_series[k] = -1;
 		if (k == NF_HANG_PENDING) /* not a finding: the session ended mid-frame */
@@ -68,6 +70,7 @@ static int hangs(struct dd_session *s, struct nf_error *err)
 		if ((kind_series[k] = dd_series_new(s, DM_FINDINGS, DS_KIND, nf_hang_kind_name((enum nf_hang_kind)k))) <
 		    0)
 			goto out_nomem;
+		s->series[kind_series[k]].has_value = true;
 	}
 	for (size_t i = 0; i < rep.n; i++) {
 		const struct nf_hang_finding *f = &rep.f[i];

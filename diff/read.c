@@ -30,7 +30,7 @@ enum { QM_STALL, QM_LATENCY, QM_Q2E, QM_BUSY, QM_LOST };
 /* One queue (handle) while fence_ops streams: its share of queue_busy. */
 struct qstate {
 	int32_t group;
-	bool any, any_w, order_bad;
+	bool any, any_w, order_bad, logged;
 	int64_t last_q, prev_end, in_flight, min_q, max_end;
 	int64_t last_obs, prev_wend, stalled;
 };
@@ -144,7 +144,7 @@ static int read_meta(struct reader *r)
 	int rc;
 
 	s->duration_ns = -1;
-	if (sqlite3_prepare_v2(r->db, "SELECT key, value FROM meta WHERE key IN ('source', 'seed', 'duration_ns')",
+	if (sqlite3_prepare_v2(r->db, "SELECT key, value FROM meta WHERE key IN ('source', 'seed', 'mode', 'duration_ns')",
 			       -1, &st, NULL) != SQLITE_OK)
 		return sql_fail(r, "meta");
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -155,7 +155,7 @@ static int read_meta(struct reader *r)
 		if (!strcmp(k, "duration_ns")) {
 			s->duration_ns = sqlite3_column_int64(st, 1);
 		} else {
-			char **dst = !strcmp(k, "source") ? &s->source : &s->seed;
+			char **dst = !strcmp(k, "source") ? &s->source : !strcmp(k, "mode") ? &s->mode : &s->seed;
 
 			free(*dst);
 			if (!(*dst = strdup(v))) {
@@ -167,7 +167,8 @@ static int read_meta(struct reader *r)
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE)
 		return sql_fail(r, "meta");
-	if ((!s->source && !(s->source = strdup(""))) || (!s->seed && !(s->seed = strdup(""))))
+	if ((!s->source && !(s->source = strdup(""))) || (!s->seed && !(s->seed = strdup(""))) ||
+	    (!s->mode && !(s->mode = strdup(""))))
 		return nomem(r);
 	return 0;
 }
@@ -320,7 +321,7 @@ static int64_t val_i64(sqlite3_value *v)
 	return sqlite3_value_type(v) == SQLITE_NULL ? DD_NONE : sqlite3_value_int64(v);
 }
 
-/* nf_diff_op(id, queue, op, fence, value, queued_ns, observed_ns, end_ns, status),
+/* nf_diff_op(id, queue, op, fence, value, queued_ns, observed_ns, end_ns, status, log_seq),
  * called for each fence_ops row in storage order: an SQL function rather than a
  * statement stepped here, so no row pays the column API's locking. */
 static void op_row(sqlite3_context *ctx, int argc, sqlite3_value **argv)
@@ -330,6 +331,7 @@ static void op_row(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 	int64_t id = sqlite3_value_int64(argv[0]);
 	int64_t queued = val_i64(argv[5]), observed = val_i64(argv[6]), end = val_i64(argv[7]);
 	bool wait = sqlite3_value_bytes(argv[2]) == 4; /* 'wait' (else 'signal') */
+	bool logged = sqlite3_value_type(argv[9]) != SQLITE_NULL; /* it has a log entry */
 	int32_t g = -1;
 
 	(void)argc;
@@ -356,6 +358,7 @@ static void op_row(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 		struct qstate *q = &r->q[k];
 
 		g = q->group;
+		q->logged |= logged;
 		if (queued != DD_NONE && end != DD_NONE) {
 			busy_add(q, wait, queued, observed, end);
 			/* 'aborted' is the only 7-byte status that is not an end ('pending' has none) */
@@ -421,9 +424,9 @@ static int run_pass(struct reader *r, const char *fn, int n_args,
 
 static int pass_ops(struct reader *r)
 {
-	int rc = run_pass(r, "nf_diff_op", 9, op_row,
-			  "SELECT count(nf_diff_op(id, queue, op, fence, value, queued_ns, observed_ns, end_ns, status)) "
-			  "FROM fence_ops",
+	int rc = run_pass(r, "nf_diff_op", 10, op_row,
+			  "SELECT count(nf_diff_op(id, queue, op, fence, value, queued_ns, observed_ns, end_ns, status, "
+			  "log_seq)) FROM fence_ops",
 			  "fence_ops");
 
 	r->s->ops = (int64_t)r->n_op;
@@ -506,9 +509,11 @@ static int finish_busy(struct reader *r)
 	sqlite3_stmt *st;
 	int rc;
 
-	for (size_t i = 0; i < r->n_q; i++)
-		if (r->q[i].order_bad)
-			r->busy_bad = true;
+	for (size_t i = 0; i < r->n_q; i++) {
+		r->busy_bad |= r->q[i].order_bad;
+		if (r->q[i].logged) /* a queue without a log (a kernel timeline) loses no entries */
+			s->series[r->gser[r->q[i].group * N_QM + QM_LOST]].has_value = true;
+	}
 	if (!r->busy_bad) {
 		for (size_t i = 0; i < r->n_q; i++) {
 			const struct qstate *q = &r->q[i];
@@ -516,6 +521,7 @@ static int finish_busy(struct reader *r)
 
 			if (!q->any)
 				continue;
+			b->has_value = true;
 			b->value += q->in_flight - q->stalled;
 			b->aux += q->max_end - q->min_q;
 		}
@@ -532,6 +538,7 @@ static int finish_busy(struct reader *r)
 			continue;
 		struct dd_series *b = &s->series[r->gser[r->q[*qi].group * N_QM + QM_BUSY]];
 
+		b->has_value = true;
 		b->value += sqlite3_column_int64(st, 1);
 		b->aux += sqlite3_column_int64(st, 2);
 	}
@@ -725,13 +732,16 @@ static int read_anomalies(struct reader *r, struct keyed *keys)
 			return nomem(r);
 		}
 		s->series[idx].value += n;
+		s->series[idx].has_value = true;
 		s->series[r->all[DM_ANOMALIES]].value += n;
 		s->series[r->all[DM_LOST]].value += lost;
 		if (sqlite3_column_type(st, 1) != SQLITE_NULL) {
 			uint64_t *qi = nf_u64map_find(&r->qidx, (uint64_t)sqlite3_column_int64(st, 1));
 
-			if (qi)
+			if (qi) {
 				s->series[r->gser[r->q[*qi].group * N_QM + QM_LOST]].value += lost;
+				s->series[r->gser[r->q[*qi].group * N_QM + QM_LOST]].has_value = true;
+			}
 		}
 	}
 	sqlite3_finalize(st);
@@ -766,9 +776,10 @@ static int finish_series(struct reader *r)
 	for (size_t i = 0; i < s->n_series; i++) {
 		struct dd_series *x = &s->series[i];
 
-		if (x->metric == DM_BUSY && x->scope == DS_QUEUE) {
+		if (x->metric == DM_BUSY && x->scope == DS_QUEUE && x->has_value) {
 			s->series[r->all[DM_BUSY]].value += x->value;
 			s->series[r->all[DM_BUSY]].aux += x->aux;
+			s->series[r->all[DM_BUSY]].has_value = true;
 		}
 		if (x->metric < DM_N_DIST && dd_sort(x->v, x->n))
 			return nomem(r);
@@ -784,11 +795,14 @@ int dd_session_read(struct dd_session *s, struct nf_error *err)
 
 	if ((rc = nf_timeline_open_read(s->db, &r.db, err)))
 		return rc;
-	for (int m = 0; m < DM_N; m++)
+	for (int m = 0; m < DM_N; m++) {
 		if ((r.all[m] = dd_series_new(s, m, DS_ALL, "")) < 0) {
 			rc = nomem(&r);
 			goto out;
 		}
+		/* counts of the whole session (findings: once the hang check ran) */
+		s->series[r.all[m]].has_value = m == DM_LOST || m == DM_ANOMALIES;
+	}
 	if ((rc = read_meta(&r)) || (rc = read_queues(&r)) || (rc = read_cpu_signals(&r)) || (rc = pass_ops(&r)) ||
 	    (rc = pass_deps(&r)))
 		goto out;
@@ -833,5 +847,6 @@ void dd_session_free(struct dd_session *s)
 	free(s->waits);
 	free(s->source);
 	free(s->seed);
+	free(s->mode);
 	memset(s, 0, sizeof(*s));
 }

@@ -1,9 +1,9 @@
 /*
  * Writing a diff: text for a terminal or a CI log, one JSON object, or CSV.
  * Every string that comes from a session (queue, thread and ring names, the
- * source, finding keys) is untrusted: control characters become '?' on a
- * terminal and in CSV (whose names are also guarded against spreadsheet
- * formulas), JSON escapes them (and invalid UTF-8 becomes U+FFFD).
+ * source, finding keys) is untrusted: control characters and bytes that are
+ * not UTF-8 become '?' on a terminal and in CSV (whose names are also guarded
+ * against spreadsheet formulas), JSON escapes them (invalid UTF-8 as U+FFFD).
  */
 #include "diff_int.h"
 
@@ -29,17 +29,6 @@ static const char *verdict_name(enum nf_diff_verdict v)
 }
 
 /* ---- escaping ------------------------------------------------------------------ */
-
-/* Text for a terminal: control characters (C0, DEL, UTF-8 C1) as '?'. */
-static void put_text(FILE *f, const char *s)
-{
-	for (const char *p = s ? s : ""; *p;) {
-		int n = nf_text_control_len(p);
-
-		fputc(n ? '?' : *p, f);
-		p += n ? n : 1;
-	}
-}
 
 /* The length of the valid UTF-8 sequence at p (1..4), 0 when it is not one. */
 static int utf8_len(const unsigned char *p)
@@ -67,6 +56,21 @@ static int utf8_len(const unsigned char *p)
 	return n;
 }
 
+/* Text for a terminal: control characters (C0, DEL, UTF-8 C1) and bytes that are
+ * not UTF-8 as '?'. */
+static void put_text(FILE *f, const char *s)
+{
+	for (const char *p = s ? s : ""; *p;) {
+		int c = nf_text_control_len(p), n = c ? c : utf8_len((const unsigned char *)p);
+
+		if (c || !n)
+			fputc('?', f);
+		else
+			fwrite(p, 1, (size_t)n, f);
+		p += n ? n : 1;
+	}
+}
+
 static void put_json_str(FILE *f, const char *s)
 {
 	fputc('"', f);
@@ -90,7 +94,8 @@ static void put_json_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-/* A CSV field: controls as '?', quoted when it holds , " CR LF or an edge space;
+/* A CSV field: controls and bytes that are not UTF-8 as '?', quoted when it holds
+ * , " CR LF or an edge space;
  * guard: a leading = + - @ gets a ' first (no formula in a spreadsheet). */
 static void put_csv(FILE *f, const char *s, bool guard)
 {
@@ -103,16 +108,17 @@ static void put_csv(FILE *f, const char *s, bool guard)
 	if (guard && strchr("=+-@", p[0]) && p[0])
 		fputc('\'', f);
 	while (*p) {
-		int n = nf_text_control_len(p);
+		int c = nf_text_control_len(p), n = c ? c : utf8_len((const unsigned char *)p);
 
-		if (n) {
+		if (c || !n) {
 			fputc('?', f);
-			p += n;
+			p += n ? n : 1;
 			continue;
 		}
 		if (*p == '"')
 			fputc('"', f);
-		fputc(*p++, f);
+		fwrite(p, 1, (size_t)n, f);
+		p += n;
 	}
 	if (quote)
 		fputc('"', f);
@@ -219,14 +225,16 @@ static void text_row(FILE *f, const struct nf_diff_row *r)
 	char a[40], b[40], c[40];
 
 	if (r->verdict == NF_DIFF_NOT_COMPARABLE) {
-		const struct nf_diff_side *s = r->a.present ? &r->a : &r->b;
+		/* the side that has it */
+		bool in_a = r->distribution ? r->a.present && r->a.n > 0 : r->a.present;
+		const struct nf_diff_side *s = in_a ? &r->a : &r->b;
 
 		fprintf(f, "  %-14s not comparable: ", r->metric);
 		put_text(f, r->why);
 		if (s->present && r->distribution)
-			fprintf(f, " (%s: %" PRId64 " samples)", r->a.present ? "A" : "B", s->n);
+			fprintf(f, " (%s: %" PRId64 " samples)", in_a ? "A" : "B", s->n);
 		else if (s->present)
-			fmt_val(a, sizeof(a), r, s->value), fprintf(f, " (%s: %s)", r->a.present ? "A" : "B", a);
+			fmt_val(a, sizeof(a), r, s->value), fprintf(f, " (%s: %s)", in_a ? "A" : "B", a);
 		fputc('\n', f);
 		return;
 	}
@@ -261,7 +269,12 @@ static void text_session(FILE *f, const char *which, const struct nf_diff_sessio
 		put_text(f, s->source);
 		fputs(", ", f);
 	}
-	if (s->seed[0]) {
+	if (s->mode[0]) {
+		fputs("mode ", f);
+		put_text(f, s->mode);
+		fputs(", ", f);
+	}
+	if (s->seed[0] && (!strcmp(s->mode, "deterministic") || !strcmp(s->mode, "threaded"))) {
 		fputs("seed ", f);
 		put_text(f, s->seed);
 		fputs(", ", f);
@@ -387,17 +400,43 @@ static void write_text(const struct nf_diff *d, const struct nf_diff_gate *gate,
 		count[NF_DIFF_REGRESSION], count[NF_DIFF_REGRESSION] == 1 ? "" : "s", count[NF_DIFF_IMPROVEMENT],
 		count[NF_DIFF_IMPROVEMENT] == 1 ? "" : "s", count[NF_DIFF_NOT_SIGNIFICANT], count[NF_DIFF_NO_CHANGE],
 		count[NF_DIFF_CHANGED], count[NF_DIFF_NOT_COMPARABLE]);
-	for (size_t i = 0, shown = 0; i < d->n_rows; i++) {
-		const struct nf_diff_row *r = &d->rows[i], *p = shown ? &d->rows[shown - 1] : NULL;
+	for (size_t i = 0, j; i < d->n_rows; i = j) {
+		const struct nf_diff_row *r = &d->rows[i];
+		bool only = true, in_a = r->a.present, shown = false;
 
-		/* kinds of anomaly or finding neither session has: nothing to say */
-		if (!strcmp(r->scope, "kind") && !r->distribution && r->a.present && r->b.present && !r->a.value &&
-		    !r->b.value)
-			continue;
-		if (!p || strcmp(p->scope, r->scope) || strcmp(p->name, r->name))
+		/* the rows of one scope: [i, j) */
+		for (j = i; j < d->n_rows && !strcmp(d->rows[j].scope, r->scope) && !strcmp(d->rows[j].name, r->name); j++)
+			only &= d->rows[j].verdict == NF_DIFF_NOT_COMPARABLE && d->rows[j].a.present != d->rows[j].b.present &&
+				d->rows[j].a.present == in_a;
+		if (only && strcmp(r->scope, "all")) { /* a scope one session lacks: one line */
 			text_scope(f, r);
-		text_row(f, r);
-		shown = i + 1;
+			fprintf(f, "  only in %s:", in_a ? "A" : "B");
+			for (size_t k = i; k < j; k++) {
+				const struct nf_diff_row *x = &d->rows[k];
+				const struct nf_diff_side *sd = in_a ? &x->a : &x->b;
+				char v[32];
+
+				if (x->distribution)
+					snprintf(v, sizeof(v), "%" PRId64 " samples", sd->n);
+				else
+					fmt_val(v, sizeof(v), x, sd->value);
+				fprintf(f, "%s %s %s", k > i ? "," : "", x->metric, v);
+			}
+			fputc('\n', f);
+			continue;
+		}
+		for (size_t k = i; k < j; k++) {
+			const struct nf_diff_row *x = &d->rows[k];
+
+			/* kinds of anomaly or finding neither session has: nothing to say */
+			if (!strcmp(x->scope, "kind") && !x->distribution && x->a.present && x->b.present && !x->a.value &&
+			    !x->b.value)
+				continue;
+			if (!shown)
+				text_scope(f, x);
+			shown = true;
+			text_row(f, x);
+		}
 	}
 	if (d->s[0].hangs_ok && d->s[1].hangs_ok) {
 		fprintf(f, "\nhang findings: %zu appeared in B, %zu disappeared\n", d->n_appeared, d->n_disappeared);
@@ -526,6 +565,8 @@ static void json_session(FILE *f, const struct nf_diff_session *s, const struct 
 	put_json_str(f, s->dir);
 	fputs(", \"source\": ", f);
 	put_json_str(f, s->source);
+	fputs(", \"mode\": ", f);
+	put_json_str(f, s->mode);
 	fputs(", \"seed\": ", f);
 	put_json_str(f, s->seed);
 	json_i64(f, "duration_ns", s->duration_ns, s->duration_ns >= 0);

@@ -138,7 +138,8 @@ size_t nf_diff_rows(const struct nf_diff *d, const struct nf_diff_row **rows);
 struct nf_diff_session {
 	const char *dir;         /* as given */
 	const char *source;      /* meta source ("" when absent; untrusted) */
-	const char *seed;        /* meta seed ("" when absent) */
+	const char *mode;        /* meta mode ("deterministic", "kernel-import", ...; "" when absent) */
+	const char *seed;        /* meta seed ("" when absent; a recording's) */
 	int64_t duration_ns;     /* meta duration_ns, -1 when absent */
 	int64_t ops;             /* fence_ops rows */
 };
@@ -176,9 +177,11 @@ size_t nf_diff_ops(const struct nf_diff *d, const struct nf_diff_op **ops, int64
  * > >= < <=, THRESHOLD a change from A to B: [+|-]NUMBER followed by '%'
  * (relative to A), a time unit (ns us ms s) or nothing (the metric's unit).
  * A clause without a scope checks every series of its metric. A clause fails
- * when the change passes its threshold and, for p50/p90/p99, that change is
- * significant (intervals apart); a series one side lacks cannot be checked,
- * which fails the clause too (with the reason).
+ * when the change passes its threshold and, for p50/p90/p99/max, that change
+ * is significant (the percentile's intervals apart, or the U test finding B
+ * shifted that way; a count needs no test); a series the clause names that
+ * one side lacks, or a metric no series of which can be compared, cannot be
+ * checked, which fails the clause too (with the reason).
  */
 struct nf_diff_gate;
 
