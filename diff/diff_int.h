@@ -183,6 +183,9 @@ int dd_compare(struct nf_diff *d, struct nf_error *err);
 /* Aligns the sessions' waits into d->ops; 0 or NF_ENOMEM. */
 int dd_align(struct nf_diff *d, struct nf_error *err);
 
+/* A duration as people read it: 950ns, 1.234us, 12.35ms, 1.500s. */
+void dd_fmt_ns(char *buf, size_t len, int64_t ns);
+
 /* Whether b - a is beyond both minimum effects of the options. */
 bool dd_beyond(const struct nf_diff_options *o, int64_t a, int64_t b);
 

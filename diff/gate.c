@@ -458,7 +458,7 @@ static void check_clause(struct clause *c, const struct nf_diff *d)
 {
 	const struct nf_diff_row *rows;
 	size_t n = nf_diff_rows(d, &rows), seen = 0, fails = 0, cannot = 0, comparable = 0;
-	char first_fail[300] = "", first_cannot[300] = "", worst[300] = "", label[200], ch[48];
+	char first_fail[400] = "", first_cannot[400] = "", worst[300] = "", label[200], ch[48];
 	double worst_change = -INFINITY;
 
 	c->out.failed = false;
@@ -491,9 +491,17 @@ static void check_clause(struct clause *c, const struct nf_diff *d)
 		fmt_change(c, change, ch, sizeof(ch));
 		if (cmp_true(c->cmp, change, c->threshold)) {
 			if (sig) {
+				char xa[32], xb[32];
+
+				if (c->type == C_STAT ? c->stat != ST_COUNT : c->metric == DM_BUSY) {
+					dd_fmt_ns(xa, sizeof(xa), va);
+					dd_fmt_ns(xb, sizeof(xb), vb);
+				} else {
+					snprintf(xa, sizeof(xa), "%" PRId64, va);
+					snprintf(xb, sizeof(xb), "%" PRId64, vb);
+				}
 				if (!fails++)
-					snprintf(first_fail, sizeof(first_fail), "%s: %s (%" PRId64 " -> %" PRId64 ")%s", label,
-						 ch, va, vb,
+					snprintf(first_fail, sizeof(first_fail), "%s: %s (%s -> %s)%s", label, ch, xa, xb,
 						 c->type != C_STAT || c->stat == ST_COUNT ? ""
 						 : c->stat <= ST_P99 && r->sig[c->stat] ? ", significant (intervals apart)"
 											: ", significant (U test)");

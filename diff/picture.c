@@ -62,8 +62,8 @@ static int render_side(const struct nf_diff *d, int k, const struct nf_diff_pict
 		n++;
 	}
 	snprintf(title, sizeof(title), "%s: %.1000s", k ? "B" : "A", d->info[k].dir);
-	snprintf(path_title, sizeof(path_title), "%zu changed wait%s marked (of %zu; most changed first)", n,
-		 n == 1 ? "" : "s", d->n_ops);
+	snprintf(path_title, sizeof(path_title), "changed waits outlined in blue: %zu (of %zu changed, the most changed "
+		 "first)", n, d->n_ops);
 	ro.output = path;
 	ro.title = title;
 	ro.width = o->width;

@@ -7,7 +7,9 @@
  */
 #include "diff_int.h"
 
+#include <inttypes.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -281,4 +283,22 @@ bool dd_beyond(const struct nf_diff_options *o, int64_t a, int64_t b)
 	if (a == 0)
 		return true;
 	return d / fabs((double)a) >= o->min_effect;
+}
+
+void dd_fmt_ns(char *buf, size_t len, int64_t ns)
+{
+	static const struct {
+		double div;
+		const char *unit;
+	} u[] = { { 1e9, "s" }, { 1e6, "ms" }, { 1e3, "us" } };
+	double a = fabs((double)ns);
+
+	for (size_t i = 0; i < sizeof(u) / sizeof(u[0]); i++)
+		if (a >= u[i].div) {
+			double v = (double)ns / u[i].div, av = fabs(v);
+
+			snprintf(buf, len, av < 10 ? "%.3f%s" : av < 100 ? "%.2f%s" : "%.1f%s", v, u[i].unit);
+			return;
+		}
+	snprintf(buf, len, "%" PRId64 "ns", ns);
 }

@@ -126,27 +126,10 @@ static void put_csv(FILE *f, const char *s, bool guard)
 
 /* ---- numbers ------------------------------------------------------------------- */
 
-static void fmt_ns(char *buf, size_t len, int64_t ns)
-{
-	static const struct { double div; const char *unit; } u[] = {
-		{ 1e9, "s" }, { 1e6, "ms" }, { 1e3, "us" },
-	};
-	double a = fabs((double)ns);
-
-	for (size_t i = 0; i < sizeof(u) / sizeof(u[0]); i++)
-		if (a >= u[i].div) {
-			double v = (double)ns / u[i].div, av = fabs(v);
-
-			snprintf(buf, len, av < 10 ? "%.3f%s" : av < 100 ? "%.2f%s" : "%.1f%s", v, u[i].unit);
-			return;
-		}
-	snprintf(buf, len, "%" PRId64 "ns", ns);
-}
-
 static void fmt_val(char *buf, size_t len, const struct nf_diff_row *r, int64_t v)
 {
 	if (!strcmp(r->unit, "ns"))
-		fmt_ns(buf, len, v);
+		dd_fmt_ns(buf, len, v);
 	else
 		snprintf(buf, len, "%" PRId64, v);
 }
@@ -197,7 +180,7 @@ static void text_scope(FILE *f, const struct nf_diff_row *r)
 	fputc('\n', f);
 }
 
-static void text_dist(FILE *f, const struct nf_diff_row *r)
+static void text_dist(FILE *f, const struct nf_diff_row *r, bool *header)
 {
 	char v[NF_DIFF_STATS][32], w[NF_DIFF_STATS][32], c[NF_DIFF_STATS][40], p[24];
 
@@ -208,6 +191,9 @@ static void text_dist(FILE *f, const struct nf_diff_row *r)
 			v[0], v[1], v[2], v[3]);
 		return;
 	}
+	if (!*header) /* the columns, once per scope */
+		fprintf(f, "  %-14s   %8s %11s %11s %11s %11s\n", "", "n", "p50", "p90", "p99", "max");
+	*header = true;
 	for (int k = 0; k < NF_DIFF_STATS; k++) {
 		fmt_val(v[k], sizeof(v[k]), r, r->a.stat[k]);
 		fmt_val(w[k], sizeof(w[k]), r, r->b.stat[k]);
@@ -220,7 +206,7 @@ static void text_dist(FILE *f, const struct nf_diff_row *r)
 		c[2], c[3], verdict_name(r->verdict), p, r->mw_z, r->p_b_greater);
 }
 
-static void text_row(FILE *f, const struct nf_diff_row *r)
+static void text_row(FILE *f, const struct nf_diff_row *r, bool *header)
 {
 	char a[40], b[40], c[40];
 
@@ -239,7 +225,7 @@ static void text_row(FILE *f, const struct nf_diff_row *r)
 		return;
 	}
 	if (r->distribution) {
-		text_dist(f, r);
+		text_dist(f, r, header);
 		return;
 	}
 	fmt_val(a, sizeof(a), r, r->a.value);
@@ -261,7 +247,7 @@ static void text_session(FILE *f, const char *which, const struct nf_diff_sessio
 	char dur[32] = "?";
 
 	if (s->duration_ns >= 0)
-		fmt_ns(dur, sizeof(dur), s->duration_ns);
+		dd_fmt_ns(dur, sizeof(dur), s->duration_ns);
 	fprintf(f, "  %s  ", which);
 	put_text(f, s->dir);
 	fputs(": ", f);
@@ -298,7 +284,7 @@ static void text_paths(FILE *f, const struct nf_diff *d)
 			fputc('\n', f);
 			continue;
 		}
-		fmt_ns(x, sizeof(x), s->cp_latency);
+		dd_fmt_ns(x, sizeof(x), s->cp_latency);
 		put_text(f, s->cp_what);
 		fprintf(f, ": latency %s\n", x);
 	}
@@ -314,11 +300,11 @@ static void text_paths(FILE *f, const struct nf_diff *d)
 		if (r->a == DD_NONE)
 			snprintf(x, sizeof(x), "-");
 		else
-			fmt_ns(x, sizeof(x), r->a);
+			dd_fmt_ns(x, sizeof(x), r->a);
 		if (r->b == DD_NONE)
 			snprintf(y, sizeof(y), "-");
 		else
-			fmt_ns(y, sizeof(y), r->b);
+			dd_fmt_ns(y, sizeof(y), r->b);
 		if (r->a == DD_NONE || r->b == DD_NONE)
 			snprintf(c, sizeof(c), "%s", r->a == DD_NONE ? "only in B" : "only in A");
 		else
@@ -351,13 +337,13 @@ static void text_ops(FILE *f, const struct nf_diff *d, size_t limit)
 		snprintf(la, sizeof(la), "?");
 		snprintf(lb, sizeof(lb), "?");
 		if (o->stall_a != DD_NONE)
-			fmt_ns(sa, sizeof(sa), o->stall_a);
+			dd_fmt_ns(sa, sizeof(sa), o->stall_a);
 		if (o->stall_b != DD_NONE)
-			fmt_ns(sb, sizeof(sb), o->stall_b);
+			dd_fmt_ns(sb, sizeof(sb), o->stall_b);
 		if (o->latency_a != DD_NONE)
-			fmt_ns(la, sizeof(la), o->latency_a);
+			dd_fmt_ns(la, sizeof(la), o->latency_a);
 		if (o->latency_b != DD_NONE)
-			fmt_ns(lb, sizeof(lb), o->latency_b);
+			dd_fmt_ns(lb, sizeof(lb), o->latency_b);
 		if (o->stall_a != DD_NONE && o->stall_b != DD_NONE)
 			fmt_change(ds, sizeof(ds), &ns_row, o->stall_a, o->stall_b, false);
 		else
@@ -387,7 +373,7 @@ static void write_text(const struct nf_diff *d, const struct nf_diff_gate *gate,
 	fputs("nftrace diff\n", f);
 	text_session(f, "A", &d->info[0]);
 	text_session(f, "B", &d->info[1]);
-	fmt_ns(mn, sizeof(mn), d->opts.min_effect_ns);
+	dd_fmt_ns(mn, sizeof(mn), d->opts.min_effect_ns);
 	snprintf(me, sizeof(me), "%g%%", d->opts.min_effect * 100);
 	fprintf(f,
 		"test: Mann-Whitney U (two-sided, normal approximation, tie- and continuity-corrected) and each\n"
@@ -402,7 +388,7 @@ static void write_text(const struct nf_diff *d, const struct nf_diff_gate *gate,
 		count[NF_DIFF_CHANGED], count[NF_DIFF_NOT_COMPARABLE]);
 	for (size_t i = 0, j; i < d->n_rows; i = j) {
 		const struct nf_diff_row *r = &d->rows[i];
-		bool only = true, in_a = r->a.present, shown = false;
+		bool only = true, in_a = r->a.present, shown = false, header = false;
 
 		/* the rows of one scope: [i, j) */
 		for (j = i; j < d->n_rows && !strcmp(d->rows[j].scope, r->scope) && !strcmp(d->rows[j].name, r->name); j++)
@@ -435,7 +421,7 @@ static void write_text(const struct nf_diff *d, const struct nf_diff_gate *gate,
 			if (!shown)
 				text_scope(f, x);
 			shown = true;
-			text_row(f, x);
+			text_row(f, x, &header);
 		}
 	}
 	if (d->s[0].hangs_ok && d->s[1].hangs_ok) {
