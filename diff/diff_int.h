@@ -107,6 +107,7 @@ struct dd_session {
 	size_t n_series, cap_series;
 	struct dd_names queue_names;
 	/* hangs */
+	bool may_hang;             /* the hang check could find something (read.c says when) */
 	struct dd_names findings;  /* finding keys ("deadlock: queue Q1 waits ...") */
 	bool hangs_ok;
 	char hangs_why[160];

@@ -2,7 +2,7 @@
  * What `nftrace diff` asks the analysis about one session: its hang
  * findings (nf_analysis_hangs: each keyed by what it is about, with queue
  * names instead of handles, so the same finding is recognised in the other
- * session) and the critical path of its last operation (or, on a kernel
+ * session; not asked when the reader saw that none is possible) and the critical path of its last operation (or, on a kernel
  * capture where none finished, of its last GPU job), summed per actor and
  * kind of segment for a side-by-side view.
  */
@@ -48,8 +48,10 @@ static int hangs(struct dd_session *s, struct nf_error *err)
 		if (s->series[i].metric == DM_FINDINGS && s->series[i].scope == DS_ALL)
 			all = (int)i;
 	nf_error_clear(&e);
-	rc = nf_analysis_load_open(s->db, &a, &e);
-	if (!rc)
+	/* every wait ended and no fence's value can have gone down: no finding, and no
+	 * pass over the operations to find none */
+	rc = s->may_hang ? nf_analysis_load_open(s->db, &a, &e) : 0;
+	if (!rc && a)
 		rc = nf_analysis_hangs(a, &rep, &e);
 	if (rc == NF_ENOMEM) {
 		nf_analysis_destroy(a);

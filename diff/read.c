@@ -27,6 +27,15 @@ static const int queue_metrics[] = { DM_STALL, DM_LATENCY, DM_Q2E, DM_BUSY, DM_L
 #define N_QM ((int)(sizeof(queue_metrics) / sizeof(queue_metrics[0])))
 enum { QM_STALL, QM_LATENCY, QM_Q2E, QM_BUSY, QM_LOST };
 
+/* One fence while the signals stream: is its value, in the order its signals ran,
+ * provably never lowered? (may_hang) */
+struct fstate {
+	bool has_initial, any, cpu, gpu;
+	int64_t initial, last_t, last_value;        /* GPU signals, in id order */
+	int64_t cpu_last_t, cpu_last_value;           /* CPU signals, in id order */
+	bool cpu_any;
+};
+
 /* One queue (handle) while fence_ops streams: its share of queue_busy. */
 struct qstate {
 	int32_t group;
@@ -51,6 +60,10 @@ struct reader {
 	int32_t *grp, *widx;
 	size_t n_op, cap_op;
 	struct nf_u64map cpu_sig; /* cpu_signals.id -> ts_ns */
+	/* what could make the hang check find something (see may_hang) */
+	struct nf_u64map fidx;    /* fence -> index into fs */
+	struct fstate *fs;
+	size_t n_fs, cap_fs;
 	bool busy_bad;
 	bool cb_failed;           /* an SQL function's callback ran out of memory */
 };
@@ -289,6 +302,79 @@ static ptrdiff_t op_index(const struct reader *r, int64_t id)
 	return lo < r->n_op && r->ids[lo] == id ? (ptrdiff_t)lo : -1;
 }
 
+/* The state of fence f (added when unseen): its index, or NF_ENOMEM. */
+static int fence_state(struct reader *r, int64_t f)
+{
+	uint64_t *k = nf_u64map_find(&r->fidx, (uint64_t)f);
+
+	if (k)
+		return (int)*k;
+	if (nf_array_reserve((void **)&r->fs, &r->cap_fs, r->n_fs + 1, sizeof(*r->fs), 16, 0) ||
+	    nf_u64map_put(&r->fidx, (uint64_t)f, r->n_fs))
+		return NF_ENOMEM;
+	memset(&r->fs[r->n_fs], 0, sizeof(r->fs[0]));
+	return (int)r->n_fs++;
+}
+
+/*
+ * Whether the hang check (nf_analysis_hangs) could find anything is decided
+ * while the tables stream, so a session where it cannot is spared its pass
+ * over the operations. It can find a deadlock, a wait never signaled or
+ * blocked only from a wait that never ended: an operation not done (no end
+ * and status unmatched, unsignaled, pending or none, as the analysis reads
+ * it), a CPU wait without an end. It can find a lowered value only where a
+ * fence's signals, in the order they ran, go down: that cannot happen when
+ * its GPU signals (with an end) come in id order with ends and values never
+ * going back and never below its initial value, equal ends carrying equal
+ * values, and it has no CPU signals besides (or only CPU signals, alike in
+ * their order). Anything else runs the check.
+ */
+static void signal_seen(struct reader *r, struct fstate *f, int64_t t, int64_t value, bool cpu)
+{
+	if (cpu) {
+		if (f->cpu_any && (t < f->cpu_last_t || value < f->cpu_last_value ||
+				   (t == f->cpu_last_t && value != f->cpu_last_value)))
+			r->s->may_hang = true;
+		if (!f->cpu_any && f->has_initial && value < f->initial)
+			r->s->may_hang = true;
+		f->cpu_any = f->cpu = true;
+		f->cpu_last_t = t;
+		f->cpu_last_value = value;
+	} else {
+		if (f->any && (t < f->last_t || value < f->last_value || (t == f->last_t && value != f->last_value)))
+			r->s->may_hang = true;
+		if (!f->any && f->has_initial && value < f->initial)
+			r->s->may_hang = true;
+		f->any = f->gpu = true;
+		f->last_t = t;
+		f->last_value = value;
+	}
+	if (f->cpu && f->gpu)
+		r->s->may_hang = true;
+}
+
+static int read_fences(struct reader *r)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	if (sqlite3_prepare_v2(r->db, "SELECT fence, initial_value FROM fences WHERE fence IS NOT NULL", -1, &st, NULL) !=
+	    SQLITE_OK)
+		return sql_fail(r, "fences");
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int k = fence_state(r, sqlite3_column_int64(st, 0));
+
+		if (k < 0) {
+			sqlite3_finalize(st);
+			return nomem(r);
+		}
+		r->fs[k].has_initial = sqlite3_column_type(st, 1) != SQLITE_NULL;
+		r->fs[k].initial = sqlite3_column_int64(st, 1);
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : sql_fail(r, "fences");
+}
+
 static int64_t max64(int64_t a, int64_t b)
 {
 	return a > b ? a : b;
@@ -335,6 +421,21 @@ static void op_row(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 	int32_t g = -1;
 
 	(void)argc;
+	if (end == DD_NONE && !s->may_hang) {
+		/* not done, as the analysis reads it: the hang check could find something */
+		const char *st = (const char *)sqlite3_value_text(argv[8]);
+
+		if (!st || !strcmp(st, "unmatched") || !strcmp(st, "unsignaled") || !strcmp(st, "pending"))
+			s->may_hang = true;
+	}
+	if (!wait && end != DD_NONE && !s->may_hang && sqlite3_value_type(argv[3]) != SQLITE_NULL &&
+	    sqlite3_value_type(argv[4]) != SQLITE_NULL) {
+		int k = fence_state(r, sqlite3_value_int64(argv[3]));
+
+		if (k < 0)
+			goto out_nomem;
+		signal_seen(r, &r->fs[k], end, sqlite3_value_int64(argv[4]), false);
+	}
 	if (op_grow(r))
 		goto out_nomem;
 	if (!r->n_op) {
@@ -440,15 +541,25 @@ static int read_cpu_signals(struct reader *r)
 	sqlite3_stmt *st;
 	int rc;
 
-	if (sqlite3_prepare_v2(r->db, "SELECT id, ts_ns FROM cpu_signals WHERE ts_ns IS NOT NULL", -1, &st, NULL) !=
-	    SQLITE_OK)
+	if (sqlite3_prepare_v2(r->db, "SELECT id, ts_ns, fence, value FROM cpu_signals WHERE ts_ns IS NOT NULL ORDER BY id",
+			       -1, &st, NULL) != SQLITE_OK)
 		return sql_fail(r, "cpu_signals");
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		if (nf_u64map_put(&r->cpu_sig, (uint64_t)sqlite3_column_int64(st, 0),
 				  (uint64_t)sqlite3_column_int64(st, 1))) {
 			sqlite3_finalize(st);
 			return nomem(r);
 		}
+		if (sqlite3_column_type(st, 2) != SQLITE_NULL && sqlite3_column_type(st, 3) != SQLITE_NULL) {
+			int k = fence_state(r, sqlite3_column_int64(st, 2));
+
+			if (k < 0) {
+				sqlite3_finalize(st);
+				return nomem(r);
+			}
+			signal_seen(r, &r->fs[k], sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 3), true);
+		}
+	}
 	sqlite3_finalize(st);
 	return rc == SQLITE_DONE ? 0 : sql_fail(r, "cpu_signals");
 }
@@ -590,6 +701,8 @@ static int read_cpu_waits(struct reader *r, struct keyed *keys)
 		int idx;
 
 		s->has_cpu_waits = true;
+		if (end == DD_NONE) /* still waiting: the hang check has something to look at */
+			s->may_hang = true;
 		if (cached) {
 			idx = (int)*cached;
 		} else {
@@ -803,8 +916,8 @@ int dd_session_read(struct dd_session *s, struct nf_error *err)
 		/* counts of the whole session (findings: once the hang check ran) */
 		s->series[r.all[m]].has_value = m == DM_LOST || m == DM_ANOMALIES;
 	}
-	if ((rc = read_meta(&r)) || (rc = read_queues(&r)) || (rc = read_cpu_signals(&r)) || (rc = pass_ops(&r)) ||
-	    (rc = pass_deps(&r)))
+	if ((rc = read_meta(&r)) || (rc = read_queues(&r)) || (rc = read_fences(&r)) || (rc = read_cpu_signals(&r)) ||
+	    (rc = pass_ops(&r)) || (rc = pass_deps(&r)))
 		goto out;
 	/* the per-operation arrays are not needed past deps */
 	free(r.ids);
@@ -814,6 +927,9 @@ int dd_session_read(struct dd_session *s, struct nf_error *err)
 	r.ids = r.end = NULL;
 	r.grp = r.widx = NULL;
 	nf_u64map_free(&r.cpu_sig);
+	nf_u64map_free(&r.fidx);
+	free(r.fs);
+	r.fs = NULL;
 	if ((rc = finish_busy(&r)) || (rc = read_cpu_waits(&r, &keys)) || (rc = read_jobs(&r, &keys)) ||
 	    (rc = read_frames(&r, &keys)) || (rc = read_anomalies(&r, &keys)) || (rc = finish_series(&r)))
 		goto out;
@@ -827,6 +943,8 @@ out:
 	free(r.gser);
 	nf_u64map_free(&r.qidx);
 	nf_u64map_free(&r.cpu_sig);
+	nf_u64map_free(&r.fidx);
+	free(r.fs);
 	dd_names_free(&keys.names);
 	free(keys.idx);
 	return rc;

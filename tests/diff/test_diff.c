@@ -11,6 +11,7 @@
  */
 #include "nf_test.h"
 
+#include "nftrace/analysis.h"
 #include "nftrace/diff.h"
 #include "nftrace/timeline.h"
 
@@ -631,6 +632,79 @@ START_TEST(picture_two_timelines)
 }
 END_TEST
 
+
+/* ---- the hang check spared only where it cannot find anything ------------------------ */
+
+/* Reads dir with the diff's reader and runs the hang check itself: where the reader says
+ * nothing can be found (may_hang false), the check finds nothing. 1 when it may hang. */
+static int may_hang_agrees(const char *dir)
+{
+	struct dd_session s;
+	struct nf_analysis *a = NULL;
+	struct nf_hang_report rep = { 0 };
+	struct nf_error e;
+	size_t findings = 0;
+
+	memset(&s, 0, sizeof(s));
+	s.dir = dir;
+	nf_error_clear(&e);
+	ck_assert_msg(nf_timeline_ensure(dir, s.db, sizeof(s.db), &e) == 0, "%s", e.msg);
+	ck_assert_msg(dd_session_read(&s, &e) == 0, "%s: %s", dir, e.msg);
+	ck_assert_msg(nf_analysis_load_open(s.db, &a, &e) == 0 && nf_analysis_hangs(a, &rep, &e) == 0, "%s: %s", dir,
+		      e.msg);
+	for (size_t i = 0; i < rep.n; i++)
+		findings += rep.f[i].kind != NF_HANG_PENDING;
+	ck_assert_msg(s.may_hang || !findings, "%s: %zu findings, but the reader would skip the check", dir, findings);
+	int r = s.may_hang;
+
+	nf_hang_report_free(&rep);
+	nf_analysis_destroy(a);
+	dd_session_free(&s);
+	return r;
+}
+
+START_TEST(hang_check_spared_only_when_empty)
+{
+	static const char *const scenarios[] = {
+		"samples/clock-drift.nfs", "samples/critical-path-chain.nfs", "samples/cross-adapter-scenario-1.nfs",
+		"samples/cross-adapter-scenario-2a.nfs", "samples/cross-adapter-scenario-2b.nfs",
+		"samples/deadlock-three-queues.nfs", "samples/deadlock-two-queues.nfs", "samples/hang-never-signaled.nfs",
+		"samples/lda-zero-timestamps.nfs", "samples/legacy-monitored-fence.nfs", "samples/log-buffer-example.nfs",
+		"samples/log-recreated.nfs", "samples/monitored-value-41.nfs", "samples/optimized-interrupt.nfs",
+		"samples/overrun.nfs", "samples/process-a-b-sharing.nfs", "samples/repeated-timestamps.nfs",
+		"samples/stall-chain.nfs", "samples/wraparound-32bit.nfs", "tests/diff/pipeline.nfs",
+		"tests/diff/jitter.nfs",
+	};
+	static const char *const captures[] = { "samples/kernel/dma-fence.dat", "samples/kernel/drm-sched.dat",
+						"samples/kernel/i915.dat" };
+	char dir[1024], src[4096];
+	int spared = 0, checked = 0;
+
+	for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "s%zu", i);
+		record(scenarios[i], name, NULL, dir, sizeof(dir));
+		int h = may_hang_agrees(dir);
+
+		if (strstr(scenarios[i], "deadlock") || strstr(scenarios[i], "hang-"))
+			ck_assert_msg(h, "%s: a hang sample whose check would be skipped", scenarios[i]);
+		spared += !h;
+		checked++;
+	}
+	for (size_t i = 0; i < sizeof(captures) / sizeof(captures[0]); i++) {
+		snprintf(dir, sizeof(dir), "%s/k%zu", tmp, i);
+		nf_test_source_path(src, sizeof(src), captures[i]);
+		ck_assert_msg(nft(NF_TEST_ARGV("import", src, "-o", dir)) == 0, "%s", err);
+		may_hang_agrees(dir);
+		checked++;
+	}
+	/* the fast path is taken where it should be (the pipeline, the stall chain) */
+	ck_assert_int_ge(spared, 2);
+	ck_assert_int_lt(spared, checked);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("diff");
@@ -649,6 +723,7 @@ int main(void)
 	tcase_add_test(tc, bad_usage_exit_2);
 	tcase_add_test(tc, hostile_names_escaped);
 	tcase_add_test(tc, picture_two_timelines);
+	tcase_add_test(tc, hang_check_spared_only_when_empty);
 	suite_add_tcase(s, tc);
 	return nf_test_main(s);
 }
