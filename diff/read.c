@@ -115,12 +115,16 @@ struct keyed {
 static int series_get(struct dd_session *s, struct keyed *keys, int metric, int scope, const char *name,
 		      bool *is_new)
 {
-	char key[1200];
-	size_t before = keys->names.n;
+	size_t before = keys->names.n, len = strlen(name) + 32;
+	char *key = malloc(len);
 	int k, idx;
 
-	snprintf(key, sizeof(key), "%d/%d/%s", metric, scope, name);
-	if ((k = dd_names_get(&keys->names, key)) < 0)
+	if (!key)
+		return NF_ENOMEM;
+	snprintf(key, len, "%d/%d/%s", metric, scope, name);
+	k = dd_names_get(&keys->names, key);
+	free(key);
+	if (k < 0)
 		return k;
 	if (is_new)
 		*is_new = keys->names.n != before;

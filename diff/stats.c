@@ -12,6 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "../core/capbuf.h"
 #include "../core/util_hash.h"
@@ -48,9 +51,29 @@ int dd_scope_find(const char *text, size_t len)
 
 /* ---- string map ---------------------------------------------------------------- */
 
+/* Names come from sessions (untrusted): the hash is seeded per process, so names
+ * crafted to collide cannot make every lookup walk the whole table. */
+static uint64_t hash_seed(void)
+{
+	static _Atomic uint64_t seed;
+	uint64_t v = seed;
+
+	if (!v) {
+		if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != (ssize_t)sizeof(v)) {
+			struct timespec t;
+
+			clock_gettime(CLOCK_MONOTONIC, &t);
+			v = nf_mix64((uint64_t)t.tv_nsec ^ (uint64_t)t.tv_sec << 32 ^ (uint64_t)getpid());
+		}
+		v |= 1;
+		seed = v;
+	}
+	return v;
+}
+
 static uint64_t str_hash(const char *s)
 {
-	uint64_t h = 1469598103934665603ull; /* FNV-1a, then mixed */
+	uint64_t h = 1469598103934665603ull ^ hash_seed(); /* FNV-1a, seeded, then mixed */
 
 	for (; *s; s++)
 		h = (h ^ (unsigned char)*s) * 1099511628211ull;

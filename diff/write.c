@@ -448,6 +448,16 @@ static void write_text(const struct nf_diff *d, const struct nf_diff_gate *gate,
 
 /* ---- JSON ---------------------------------------------------------------------------- */
 
+/* , "key": "string" (NULL: null) */
+static void json_kv(FILE *f, const char *key, const char *v)
+{
+	fprintf(f, ", \"%s\": ", key);
+	if (v)
+		put_json_str(f, v);
+	else
+		fputs("null", f);
+}
+
 static void json_i64(FILE *f, const char *key, int64_t v, bool known)
 {
 	fprintf(f, ", \"%s\": ", key);
@@ -508,22 +518,14 @@ static void json_row(FILE *f, const struct nf_diff_row *r)
 {
 	fputs("{\"metric\": ", f);
 	put_json_str(f, r->metric);
-	fputs(", \"unit\": ", f);
-	put_json_str(f, r->unit);
-	fputs(", \"scope\": ", f);
-	put_json_str(f, r->scope);
-	fputs(", \"name\": ", f);
-	put_json_str(f, r->name);
+	json_kv(f, "unit", r->unit);
+	json_kv(f, "scope", r->scope);
+	json_kv(f, "name", r->name);
 	fprintf(f, ", \"distribution\": %s", r->distribution ? "true" : "false");
 	json_side(f, "a", r, &r->a);
 	json_side(f, "b", r, &r->b);
-	fputs(", \"verdict\": ", f);
-	put_json_str(f, verdict_name(r->verdict));
-	fputs(", \"why\": ", f);
-	if (r->why)
-		put_json_str(f, r->why);
-	else
-		fputs("null", f);
+	json_kv(f, "verdict", verdict_name(r->verdict));
+	json_kv(f, "why", r->why);
 	if (r->verdict != NF_DIFF_NOT_COMPARABLE) {
 		fputs(", \"change\": {", f);
 		if (r->distribution) {
@@ -549,12 +551,9 @@ static void json_session(FILE *f, const struct nf_diff_session *s, const struct 
 {
 	fputs("{\"dir\": ", f);
 	put_json_str(f, s->dir);
-	fputs(", \"source\": ", f);
-	put_json_str(f, s->source);
-	fputs(", \"mode\": ", f);
-	put_json_str(f, s->mode);
-	fputs(", \"seed\": ", f);
-	put_json_str(f, s->seed);
+	json_kv(f, "source", s->source);
+	json_kv(f, "mode", s->mode);
+	json_kv(f, "seed", s->seed);
 	json_i64(f, "duration_ns", s->duration_ns, s->duration_ns >= 0);
 	json_i64(f, "ops", s->ops, true);
 	fputs(", \"critical_path\": ", f);

@@ -153,7 +153,9 @@ START_TEST(amdgpu_captures)
 	check_side(d, 1, b);
 	nf_diff_destroy(d);
 	ck_assert_int_eq(nft(NF_TEST_ARGV("diff", a, b)), 0);
-	ck_assert_msg(strstr(out, "ring amdgpu gfx\n  job"), "%s", out);
+	const char *ring = strstr(out, "\nring amdgpu gfx\n");
+
+	ck_assert_msg(ring && strstr(ring, "\n  job            A "), "%s", out);
 	ck_assert_msg(strstr(out, "critical path of the last operation\n  A  job "), "%s", out);
 	ck_assert_int_eq(nft(NF_TEST_ARGV("diff", a, b, "--json")), 0);
 	ck_assert_int_eq(nf_test_json_tool(out, NULL, 0, err, sizeof(err)), 0);
