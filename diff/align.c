@@ -50,7 +50,8 @@ static int order_waits(struct dd_session *s)
 	qsort_r(by, ng, sizeof(*by), name_cmp, &s->queue_names);
 	for (size_t k = 0; k < ng; k++)
 		rank[by[k]] = (int32_t)k;
-	qsort_r(s->waits, s->n_waits, sizeof(*s->waits), wait_cmp, rank);
+	if (s->n_waits)
+		qsort_r(s->waits, s->n_waits, sizeof(*s->waits), wait_cmp, rank);
 	for (size_t i = 0; i < s->n_waits; i++) {
 		const struct dd_wait *p = i ? &s->waits[i - 1] : NULL, *w = &s->waits[i];
 
@@ -166,6 +167,7 @@ int dd_align(struct nf_diff *d, struct nf_error *err)
 		o->latency_a = a->latency;
 		o->latency_b = b->latency;
 	}
-	qsort(d->ops, d->n_ops, sizeof(*d->ops), op_cmp);
+	if (d->n_ops)
+		qsort(d->ops, d->n_ops, sizeof(*d->ops), op_cmp);
 	return 0;
 }
