@@ -5,13 +5,13 @@
 #ifndef NF_ANALYSIS_INT_H
 #define NF_ANALYSIS_INT_H
 
-#include "nftrace/analysis.h"
+#include "contract/analysis.h"
 
 #include <sqlite3.h>
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../core/util_hash.h"
+#include "contract/util_hash.h"
 
 /* An index into one of the model's arrays, or NONE. */
 #define AN_NONE (-1)

@@ -6,8 +6,9 @@
  * (schemas/analysis.sql) on demand.
  */
 #include "analysis_int.h"
+#include "contract/errors.h"
 
-#include "nftrace/timeline.h"
+#include "contract/session.h"
 
 #include "analysis_sql.h"
 

@@ -8,6 +8,7 @@
  * fence's value.
  */
 #include "analysis_int.h"
+#include "contract/errors.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -10,6 +10,7 @@
  * is one or two SQL lookups (lazy model), so a path costs what it visits.
  */
 #include "analysis_int.h"
+#include "contract/errors.h"
 
 #include <inttypes.h>
 #include <stdio.h>

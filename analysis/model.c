@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE /* qsort_r */
 #include "analysis_int.h"
+#include "contract/errors.h"
 
 #include <sqlite3.h>
 #include <stdio.h>
@@ -15,7 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../core/capbuf.h"
+#include "contract/capbuf.h"
 
 int an_grow(void **arr, size_t *cap, size_t need, size_t sz)
 {

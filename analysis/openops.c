@@ -8,6 +8,7 @@
  * in queue order as the operations stream by, nothing kept).
  */
 #include "analysis_int.h"
+#include "contract/errors.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -5,6 +5,7 @@
  * segment per step, so the segments tile the interval exactly.
  */
 #include "analysis_int.h"
+#include "contract/errors.h"
 
 #include <inttypes.h>
 #include <stdint.h>

@@ -31,8 +31,9 @@
  * either complete or absent.
  */
 #define _GNU_SOURCE /* sync_file_range */
-#include "nftrace/ctf.h"
-#include "nftrace/ctf_meta.h"
+#include "contract/ctf.h"
+#include "contract/errors.h"
+#include "contract/ctf_meta.h"
 #include "ctf_commit.h"
 
 #include <errno.h>

@@ -10,6 +10,7 @@
  * updating MonitoredValue with the write-barrier-resample protocol.
  */
 #include "engine_int.h"
+#include "contract/errors.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -20,7 +21,7 @@
 #include <emmintrin.h>
 #endif
 
-#include "../core/capbuf.h"
+#include "contract/capbuf.h"
 
 #define NF_HANDLE_BASE 0x40000000u
 #define NF_HANDLE_STEP 0x40u

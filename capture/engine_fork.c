@@ -5,6 +5,7 @@
  * would interleave with the parent's in one session, or be lost).
  */
 #include "engine_int.h"
+#include "contract/errors.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

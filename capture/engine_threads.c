@@ -25,6 +25,7 @@
  * and GPU ticks are derived from it through the configured clock models.
  */
 #include "engine_int.h"
+#include "contract/errors.h"
 
 #include <errno.h>
 #include <sched.h>

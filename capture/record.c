@@ -5,10 +5,11 @@
  * caller's callback, and closes the session cleanly on SIGINT.
  */
 #define _GNU_SOURCE /* pipe2 */
-#include "nftrace/record.h"
+#include "contract/record.h"
+#include "contract/errors.h"
 
-#include "nftrace/ctf.h"
-#include "nftrace/sessiondir.h"
+#include "contract/ctf.h"
+#include "contract/sessiondir.h"
 #include "scenario.h"
 #include "session_env.h"
 

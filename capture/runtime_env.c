@@ -7,7 +7,8 @@
  * hands the writer to it as its owner (runtime_owner.h) to close at
  * nf_runtime_close()/nf_runtime_destroy(). The engine includes none of this.
  */
-#include "nftrace/ctf.h"
+#include "contract/ctf.h"
+#include "contract/errors.h"
 #include "nftrace/nfence.h"
 #include "runtime_owner.h"
 #include "session_env.h"

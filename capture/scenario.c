@@ -5,6 +5,7 @@
  * the runtime. Grammar and examples: schemas/scenario.md.
  */
 #include "scenario.h"
+#include "contract/errors.h"
 
 #include <ctype.h>
 #include <errno.h>

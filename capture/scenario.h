@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "nftrace/error.h"
+#include "contract/errors.h"
 #include "nftrace/nfence.h"
 
 struct nf_scenario;

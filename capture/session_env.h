@@ -5,7 +5,7 @@
 #ifndef NF_SESSION_ENV_H
 #define NF_SESSION_ENV_H
 
-#include "nftrace/ctf.h"
+#include "contract/ctf.h"
 #include "nftrace/nfence.h"
 
 /* Creates the CTF writer for a session recorded with this runtime config.

@@ -5,7 +5,7 @@
 #ifndef NF_CLI_H
 #define NF_CLI_H
 
-#include "nftrace/error.h"
+#include "contract/errors.h"
 
 #include <stdint.h>
 

@@ -4,10 +4,11 @@
  * segments in time order whose durations add up to the operation's latency.
  */
 #include "cli.h"
+#include "contract/errors.h"
 
-#include "nftrace/analysis.h"
-#include "nftrace/render.h"
-#include "nftrace/timeline.h"
+#include "contract/analysis.h"
+#include "contract/render.h"
+#include "contract/session.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -1,13 +1,13 @@
 /*
  * nftrace diff: what changed between two sessions, as a report and as a CI
- * gate (include/nftrace/diff.h does the work; this file reads the options,
+ * gate (include/contract/diff.h does the work; this file reads the options,
  * prints, and maps the gate to the exit status: 0 within budget, 1 a budget
  * exceeded, 2 bad usage).
  */
 #include "cli.h"
 
-#include "nftrace/diff.h"
-#include "nftrace/render.h"
+#include "contract/diff.h"
+#include "contract/render.h"
 
 #include <errno.h>
 #include <math.h>

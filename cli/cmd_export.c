@@ -1,9 +1,9 @@
 /* nftrace export: a session's timeline as a Perfetto trace or Chrome trace JSON. */
 #include "cli.h"
 
-#include "nftrace/export.h"
-#include "nftrace/render.h"
-#include "nftrace/timeline.h"
+#include "contract/export.h"
+#include "contract/render.h"
+#include "contract/session.h"
 
 #include <errno.h>
 #include <getopt.h>

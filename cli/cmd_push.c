@@ -1,7 +1,7 @@
-/* nftrace push: sessions into a ClickHouse fleet store (push/, include/nftrace/push.h). */
+/* nftrace push: sessions into a ClickHouse fleet store (push/, include/contract/push.h). */
 #include "cli.h"
 
-#include "nftrace/push.h"
+#include "contract/push.h"
 
 #include <getopt.h>
 #include <stdio.h>

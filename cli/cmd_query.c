@@ -1,9 +1,10 @@
 /* nftrace query: SQL over one or more sessions' timelines, read-only. */
 #include "cli.h"
+#include "contract/errors.h"
 
-#include "nftrace/analysis.h"
-#include "nftrace/push.h"
-#include "nftrace/timeline.h"
+#include "contract/analysis.h"
+#include "contract/push.h"
+#include "contract/session.h"
 
 #include <errno.h>
 #include <getopt.h>

@@ -1,8 +1,8 @@
 /* nftrace record: run a scenario or a program and write a session directory. */
 #include "cli.h"
 
-#include "nftrace/kernel.h"
-#include "nftrace/record.h"
+#include "contract/kernel.h"
+#include "contract/record.h"
 
 #include <errno.h>
 #include <getopt.h>

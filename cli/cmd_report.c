@@ -1,10 +1,11 @@
 /* nftrace report: draw a session's timeline to PNG, SVG or PDF, or write the interactive HTML page. */
 #include "cli.h"
+#include "contract/errors.h"
 
-#include "nftrace/analysis.h"
-#include "nftrace/html.h"
-#include "nftrace/render.h"
-#include "nftrace/timeline.h"
+#include "contract/analysis.h"
+#include "contract/html.h"
+#include "contract/render.h"
+#include "contract/session.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -5,8 +5,9 @@
  * stdout was written.
  */
 #include "cli.h"
+#include "contract/errors.h"
 
-#include "nftrace/kernel.h"
+#include "contract/kernel.h"
 
 #include <stdarg.h>
 #include <stdio.h>

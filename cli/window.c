@@ -1,7 +1,7 @@
 /* The time window and filters `report` and `export` share (cli.h). */
 #include "cli.h"
 
-#include "nftrace/render.h"
+#include "contract/render.h"
 
 #include <errno.h>
 #include <stdlib.h>

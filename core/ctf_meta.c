@@ -1,8 +1,8 @@
 /*
- * nf_ctf_meta_render (nftrace/ctf_meta.h): the metadata text, built with a
+ * nf_ctf_meta_render (contract/ctf_meta.h): the metadata text, built with a
  * growing buffer. Every byte of it is fixed by its arguments and events.def.
  */
-#include "nftrace/ctf_meta.h"
+#include "contract/ctf_meta.h"
 
 #include <stdarg.h>
 #include <stdio.h>

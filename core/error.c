@@ -1,5 +1,5 @@
 /* The error context shared by every nftrace library (see include/nftrace/error.h). */
-#include "nftrace/error.h"
+#include "contract/errors.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,5 +1,6 @@
-/* An output file renamed into place when complete (include/nftrace/outfile.h). */
-#include "nftrace/outfile.h"
+/* An output file renamed into place when complete (include/contract/outfile.h). */
+#include "contract/outfile.h"
+#include "contract/errors.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,10 +1,11 @@
 /*
- * The recogniser of nftrace session directories (include/nftrace/sessiondir.h),
+ * The recogniser of nftrace session directories (include/contract/sessiondir.h),
  * shared by the recorder (capture/record.c), the trace-cmd import (through the
  * recorder's nf_record_prepare_dir) and the ETW import (analyzer/etw_session.c),
  * so that every `--force` replaces the same things and refuses the rest.
  */
-#include "nftrace/sessiondir.h"
+#include "contract/sessiondir.h"
+#include "contract/errors.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -34,7 +35,7 @@ static bool ctf_name(const char *name)
 	return analyzer_name(name);
 }
 
-/* The ETW import's capture and source note (include/nftrace/etwsession.h). */
+/* The ETW import's capture and source note (include/contract/etwsession.h). */
 static bool etw_name(const char *name)
 {
 	return !strcmp(name, "capture.etl") || !strcmp(name, "capture.source") || analyzer_name(name);

@@ -1,6 +1,6 @@
 /*
  * Comparing the two sessions' series: matched by (scope, name, metric), each
- * pair gets its statistics, the tests and a verdict (include/nftrace/diff.h
+ * pair gets its statistics, the tests and a verdict (include/contract/diff.h
  * states the rules); a series one side lacks gets the reason. Then the hang
  * findings that appeared or disappeared, and the two critical paths side by
  * side.
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/capbuf.h"
+#include "contract/capbuf.h"
 
 static const double levels[3] = { 0.5, 0.9, 0.99 };
 

@@ -6,7 +6,7 @@
  */
 #include "diff_int.h"
 
-#include "nftrace/timeline.h"
+#include "contract/session.h"
 
 #include <pthread.h>
 #include <stdlib.h>

@@ -7,8 +7,8 @@
 #ifndef NF_DIFF_INT_H
 #define NF_DIFF_INT_H
 
-#include "nftrace/analysis.h"
-#include "nftrace/diff.h"
+#include "contract/analysis.h"
+#include "contract/diff.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,5 +1,5 @@
 /*
- * The budget language of `nftrace diff --fail-on` (include/nftrace/diff.h
+ * The budget language of `nftrace diff --fail-on` (include/contract/diff.h
  * states it; README has examples): a small recursive-descent parser that
  * names the column of what it cannot read, and the check of each clause
  * against the compared series.
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/capbuf.h"
+#include "contract/capbuf.h"
 
 enum { ST_P50, ST_P90, ST_P99, ST_MAX, ST_COUNT };
 static const char *const stat_names[] = { "p50", "p90", "p99", "max", "count" };

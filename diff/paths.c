@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/capbuf.h"
+#include "contract/capbuf.h"
 
 /* "queue NAME" (or "queue 0x..." when unnamed), as the series name queues. */
 static void queue_actor(const struct nf_analysis *a, int64_t queue, char *buf, size_t len)

@@ -6,8 +6,8 @@
  */
 #include "diff_int.h"
 
-#include "nftrace/outfile.h"
-#include "nftrace/render.h"
+#include "contract/outfile.h"
+#include "contract/render.h"
 
 #include <cairo.h>
 #include <errno.h>

@@ -11,7 +11,7 @@
  */
 #include "diff_int.h"
 
-#include "nftrace/timeline.h"
+#include "contract/timeline.h"
 
 #include <inttypes.h>
 #include <sqlite3.h>
@@ -19,8 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/capbuf.h"
-#include "../core/util_hash.h"
+#include "contract/capbuf.h"
+#include "contract/util_hash.h"
 
 /* The series a queue scope has, in this order, per group. */
 static const int queue_metrics[] = { DM_STALL, DM_LATENCY, DM_Q2E, DM_BUSY, DM_LOST };

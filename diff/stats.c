@@ -16,8 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../core/capbuf.h"
-#include "../core/util_hash.h"
+#include "contract/capbuf.h"
+#include "contract/util_hash.h"
 
 const char *const dd_metric_names[DM_N] = {
 	[DM_STALL] = "stall",       [DM_LATENCY] = "latency", [DM_Q2E] = "queued_to_end",

@@ -3,7 +3,7 @@
  * schemas/dxgkrnl.def: the field lists, the id -> event map, and the decoder
  * that reads a payload field by field within its size.
  */
-#include "nftrace/etl.h"
+#include "contract/etl.h"
 
 #include <string.h>
 

@@ -1,5 +1,5 @@
 /*
- * The ETL reader (include/nftrace/etl.h): opens a file, reads its logfile
+ * The ETL reader (include/contract/etl.h): opens a file, reads its logfile
  * header, indexes every buffer by its header, then hands the records out
  * merged by timestamp (or in file order), counting them per
  * provider, id and version.
@@ -13,7 +13,8 @@
  * overlaps the current time (about one per CPU), never more than
  * NF_ETL_MAX_OPEN_BYTES.
  */
-#include "nftrace/etl.h"
+#include "contract/etl.h"
+#include "contract/errors.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -25,8 +26,8 @@
 
 #include "etl_int.h"
 
-#include "../core/capbuf.h"
-#include "../core/util_hash.h"
+#include "contract/capbuf.h"
+#include "contract/util_hash.h"
 
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "etl/ loads little-endian fields with memcpy");
 

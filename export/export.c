@@ -2,7 +2,7 @@
  * nf_export: walks a timeline database (schemas/timeline.sql, read-only, as a
  * user's script would) and hands tracks, slices, instants, flows and counters
  * to a writer of the chosen format (perfetto.c, chrome_json.c). See
- * include/nftrace/export.h for what is written.
+ * include/contract/export.h for what is written.
  *
  * Streaming: fence_ops is read once in id order; the flows come from two
  * sorted reads of deps merged with it (by wait for the flow's end, by signal
@@ -12,9 +12,10 @@
  * slices on one track never overlap without nesting).
  */
 #include "export_int.h"
-#include "nftrace/outfile.h"
-#include "nftrace/timeline.h"
-#include "../core/text.h"
+#include "contract/errors.h"
+#include "contract/outfile.h"
+#include "contract/timeline.h"
+#include "contract/text.h"
 
 #include <errno.h>
 #include <inttypes.h>

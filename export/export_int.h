@@ -7,7 +7,7 @@
 #ifndef NF_EXPORT_INT_H
 #define NF_EXPORT_INT_H
 
-#include "nftrace/export.h"
+#include "contract/export.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -12,9 +12,10 @@
  *   4. the rows, the summaries and the page's script (html/report.html).
  * Memory is bounded by the rows, the bins and the handle map, not the session.
  */
-#include "nftrace/html.h"
-#include "nftrace/timeline.h"
-#include "nftrace/outfile.h"
+#include "contract/html.h"
+#include "contract/errors.h"
+#include "contract/timeline.h"
+#include "contract/outfile.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -26,7 +27,7 @@
 #include <unistd.h>
 
 #include "report_html.h"
-#include "../core/text.h"
+#include "contract/text.h"
 
 /* Fine histogram of start times, for finding the detail cut. */
 #define HIST_BINS 65536

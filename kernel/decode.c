@@ -6,6 +6,7 @@
  * did not write. Strings that repeat are interned (KernelString).
  */
 #include "kernel_int.h"
+#include "contract/errors.h"
 
 #include <errno.h>
 #include <inttypes.h>

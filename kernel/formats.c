@@ -4,6 +4,7 @@
  * instance's, or a copy of one such as samples/kernel/formats).
  */
 #include "kernel_int.h"
+#include "contract/errors.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -7,8 +7,9 @@
  */
 #define _GNU_SOURCE /* O_TMPFILE, copy_file_range */
 #include "kernel_int.h"
+#include "contract/errors.h"
 
-#include "nftrace/record.h"
+#include "contract/record.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -33,12 +34,28 @@ static const unsigned char nf_tracecmd_magic[10] = { 0x17, 0x08, 0x44, 't', 'r',
 /* The buffer instances a file can hold, at most (a bound on untrusted input). */
 #define NF_IMPORT_MAX_BUFFERS 256
 
+bool nf_kernel_file_is(const char *path)
+{
+	unsigned char h[sizeof(nf_tracecmd_magic)];
+	struct stat st;
+	bool yes = false;
+	/* O_NONBLOCK: opening a FIFO does not wait for a writer */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+
+	if (fd < 0)
+		return false;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && read(fd, h, sizeof(h)) == (ssize_t)sizeof(h))
+		yes = memcmp(h, nf_tracecmd_magic, sizeof(h)) == 0;
+	close(fd);
+	return yes;
+}
+
 static int check_header(const char *path, struct nf_error *err)
 {
 	unsigned char h[32];
 	struct stat st;
 	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 
 	if (fd < 0)
 		return nf_error_set(err, errno == ENOENT ? NF_ENOENT : NF_EIO, "%s: %s", path,
@@ -657,6 +674,9 @@ struct import_ctx {
 	struct nf_kdecoder *d;
 	struct nf_error *err;
 	int rc;
+	volatile int *interrupt; /* stop when it becomes non-zero (NULL: never) */
+	uint64_t n;
+	const char *path;
 };
 
 static int import_record(struct tracecmd_input *h, struct tep_record *rec, int cpu, void *data)
@@ -666,11 +686,13 @@ static int import_record(struct tracecmd_input *h, struct tep_record *rec, int c
 	(void)h;
 	(void)cpu; /* libtracecmd passes something else here: the record knows its CPU */
 	c->rc = nf_kdecoder_record(c->d, rec, rec->cpu, c->err);
+	if (!c->rc && (++c->n & 4095) == 0 && c->interrupt && *c->interrupt)
+		c->rc = nf_error_set(c->err, NF_EINTR, "%s: interrupted", c->path);
 	return c->rc ? -1 : 0;
 }
 
-int nf_kernel_import(const char *path, const char *out_dir, bool force, struct nf_kernel_stats *st,
-		     struct nf_error *err)
+int nf_kernel_import(const char *path, const char *out_dir, volatile int *interrupt,
+		     struct nf_kernel_stats *st, struct nf_error *err)
 {
 	struct tracecmd_input *handles[NF_IMPORT_MAX_BUFFERS + 1];
 	struct tracecmd_input *h;
@@ -744,7 +766,7 @@ int nf_kernel_import(const char *path, const char *out_dir, bool force, struct n
 			first = t;
 	}
 	st->cpus = (uint32_t)tep_get_cpus(tep);
-	if ((rc = nf_record_prepare_dir(out_dir, force, err)))
+	if ((rc = nf_record_prepare_dir(out_dir, false, err)))
 		goto out_close;
 	existed = stat(out_dir, &sst) == 0;
 	{
@@ -779,7 +801,7 @@ int nf_kernel_import(const char *path, const char *out_dir, bool force, struct n
 	for (size_t i = 0; i < tgids.n; i++)
 		if ((rc = nf_kdecoder_task(d, tgids.v[i].tid, tgids.v[i].tgid, err)))
 			goto out_writer;
-	struct import_ctx ctx = { d, err, 0 };
+	struct import_ctx ctx = { d, err, 0, interrupt, 0, path };
 	int irc = n == 1 ? tracecmd_iterate_events(h, NULL, 0, import_record, &ctx)
 			 : tracecmd_iterate_events_multi(handles, n, import_record, &ctx);
 	if (ctx.rc) {

@@ -12,9 +12,9 @@
 
 #include <event-parse.h>
 
-#include "nftrace/ctf.h"
-#include "nftrace/error.h"
-#include "nftrace/kernel.h"
+#include "contract/ctf.h"
+#include "contract/errors.h"
+#include "contract/kernel.h"
 
 struct nf_kdecoder;
 

@@ -11,8 +11,9 @@
  * KernelLostEvents; so do pages we could not keep (memory bound).
  */
 #include "kernel_int.h"
+#include "contract/errors.h"
 
-#include "nftrace/parser.h"
+#include "contract/parser.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -3,8 +3,8 @@
  * a private tracefs instance records kernel events; they are appended to the
  * session it wrote as the `kernel` stream. The instance is always removed.
  */
-#include "nftrace/kernel.h"
-#include "nftrace/record.h"
+#include "contract/kernel.h"
+#include "contract/record.h"
 
 #include <string.h>
 

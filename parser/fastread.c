@@ -22,6 +22,7 @@
  * what a large packet's reading left behind is handed back every few MiB.
  */
 #include "fastread.h"
+#include "contract/errors.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -34,7 +35,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../core/capbuf.h"
+#include "contract/capbuf.h"
 
 #define NF_FR_MAGIC 0xc1fc1fc1u
 #define NF_FR_HDR_SIZE 72u

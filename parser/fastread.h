@@ -8,7 +8,7 @@
 #ifndef NF_PARSER_FASTREAD_H
 #define NF_PARSER_FASTREAD_H
 
-#include "nftrace/error.h"
+#include "contract/errors.h"
 #include "nftrace/events.h"
 
 #include <stdbool.h>

@@ -11,7 +11,8 @@
  * an error. Memory is bounded by the number of logs and of fence handles in use,
  * never by the number of events, and no allocation is sized from input fields.
  */
-#include "nftrace/parser.h"
+#include "contract/parser.h"
+#include "contract/errors.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -19,8 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/anomaly_kinds.h"
-#include "../core/util_hash.h"
+#include "contract/anomaly_kinds.h"
+#include "contract/util_hash.h"
 
 /* Bounds on what a session may make us hold. */
 #define NF_LOGREPLAY_MAX_LOGS 65536u

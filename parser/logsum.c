@@ -7,10 +7,11 @@
  * check` (cli/cmd_check.c) prints it, as git keeps fsck.c apart from
  * builtin/fsck.c.
  */
-#include "nftrace/parser.h"
+#include "contract/parser.h"
+#include "contract/errors.h"
 
-#include "../core/text.h"
-#include "../core/util_hash.h"
+#include "contract/text.h"
+#include "contract/util_hash.h"
 
 #include <stdbool.h>
 #include <stdint.h>

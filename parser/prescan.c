@@ -17,8 +17,9 @@
  */
 #define _GNU_SOURCE /* memmem */
 #include "prescan.h"
+#include "contract/errors.h"
 
-#include "nftrace/ctf_meta.h"
+#include "contract/ctf_meta.h"
 #include "nftrace/events.h"
 
 #include <dirent.h>

@@ -5,8 +5,8 @@
 #ifndef NF_PARSER_PRESCAN_H
 #define NF_PARSER_PRESCAN_H
 
-#include "nftrace/ctf_meta.h"
-#include "nftrace/error.h"
+#include "contract/ctf_meta.h"
+#include "contract/errors.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -19,6 +19,7 @@
  * size, is one NF_EFORMAT error.
  */
 #include "reader_int.h"
+#include "contract/errors.h"
 
 #include "prescan.h"
 

@@ -10,6 +10,7 @@
  * with NFTRACE_READER=babeltrace2.
  */
 #include "reader_int.h"
+#include "contract/errors.h"
 
 #include <babeltrace2/babeltrace.h>
 #include <errno.h>
@@ -19,7 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../core/capbuf.h"
+#include "contract/capbuf.h"
 
 /* Members of a DXGK_NATIVE_FENCE_LOG_ENTRY structure, by CTF name. */
 enum {

@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE /* close_range, pipe2 */
 #include "reader_int.h"
+#include "contract/errors.h"
 
 #include <dirent.h>
 #include <errno.h>

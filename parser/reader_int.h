@@ -13,7 +13,7 @@
 #ifndef NF_PARSER_READER_INT_H
 #define NF_PARSER_READER_INT_H
 
-#include "nftrace/parser.h"
+#include "contract/parser.h"
 
 #include "fastread.h"
 

@@ -1,9 +1,10 @@
 /*
  * nftrace push: session timelines into ClickHouse over its HTTP interface
- * (libcurl, Native blocks streamed), and SQL over the store. Contract: include/nftrace/push.h.
+ * (libcurl, Native blocks streamed), and SQL over the store. Contract: include/contract/push.h.
  */
-#include "nftrace/push.h"
-#include "nftrace/timeline.h"
+#include "contract/push.h"
+#include "contract/errors.h"
+#include "contract/session.h"
 
 #include "timeline_sql.h"
 

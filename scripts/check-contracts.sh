@@ -17,7 +17,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if (($# == 0)); then
-  set -- include/nftrace/*.h
+  set -- include/nftrace/*.h include/contract/*.h
 fi
 exec python3 - "$@" <<'EOF'
 import re

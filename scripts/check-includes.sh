@@ -6,6 +6,14 @@
 # stages form one order, no edge going up also means no cycle between modules.
 # Prints one line per offending include ("FILE:LINE: includes X (module M,
 # stage above module N)") and exits 1; exits 0 when the graph is clean.
+# Two more rules: no importer includes another (importers/ctf, importers/kernel,
+# importers/etw ... are sub-modules; only the table in importers/*.c names
+# them all), and the readers (READERS) include, of the modules below them,
+# core and the timeline's read side (READ_SIDE) only: never the writer, an
+# importer, a format reader or the engine.
+# Header tiers: include/nftrace/ holds the installed headers (libnfence's),
+# include/contract/ the contracts between modules, each owned by one module
+# (CONTRACT); a module's private headers sit in its folder (*_int.h).
 # With --graph first, also prints the module edges found ("FROM -> TO").
 # Run by ctest as check_includes (and check_includes_selftest on a small tree).
 set -euo pipefail
@@ -14,15 +22,25 @@ if [[ ${1:-} == --graph ]]; then graph=1; shift; fi
 cd "${1:-$(dirname "$0")/..}"
 
 # The stage order, lowest first: the one place it is stated.
-STAGES="core capture parser kernel etl analyzer analysis viewer html export diff push cli"
+STAGES="core capture parser kernel etl timeline importers analysis viewer html export diff push cli"
+# Modules that read timelines and must stay blind to where the data came from.
+READERS="viewer html export"
+# What of the modules below them readers may include (besides core).
+READ_SIDE="include/contract/timeline.h"
 # Top-level folders that are not modules (their files are not checked).
 NON_MODULES="bench docs include samples schemas scripts tests"
-# The module each public header in include/nftrace/ belongs to.
+# The module each installed header (include/nftrace/) belongs to.
 declare -A PUBLIC=(
-  [error.h]=core [events.h]=core [visibility.h]=core [ctf_meta.h]=core [outfile.h]=core [sessiondir.h]=core
-  [nfence.h]=capture [ctf.h]=capture [record.h]=capture
+  [error.h]=core [events.h]=core [visibility.h]=core [nfence.h]=capture
+)
+# The module each contract header (include/contract/) belongs to.
+declare -A CONTRACT=(
+  [errors.h]=core [ctf_meta.h]=core [outfile.h]=core [sessiondir.h]=core
+  [anomaly_kinds.h]=core [capbuf.h]=core [text.h]=core [util_hash.h]=core
+  [ctf.h]=capture [record.h]=capture
   [parser.h]=parser [kernel.h]=kernel [etl.h]=etl
-  [timeline.h]=analyzer [etwsession.h]=analyzer
+  [timeline.h]=timeline [timeline_writer.h]=timeline
+  [session.h]=importers
   [analysis.h]=analysis [render.h]=viewer [html.h]=html [export.h]=export [diff.h]=diff [push.h]=push
 )
 # Folders other modules may include private headers from (CMake exports them):
@@ -56,9 +74,21 @@ owner() {
       local h=${p#include/nftrace/}
       echo "${PUBLIC[$h]:-?}"
       return ;;
+    include/contract/*)
+      local h=${p#include/contract/}
+      echo "${CONTRACT[$h]:-?}"
+      return ;;
   esac
   local top=${p%%/*}
   echo "${RANK[$top]:+$top}"
+}
+
+# importer PATH: the importer sub-module (importers/NAME) a path is in, or ''.
+importer() {
+  case $1 in
+    importers/*/*) local r=${1#importers/}; echo "importers/${r%%/*}" ;;
+    *) echo "" ;;
+  esac
 }
 
 # resolve FROM_DIR NAME: the repository path an include names ('' when it is
@@ -74,21 +104,32 @@ resolve() {
   echo ""
 }
 
-files=$(for m in $STAGES; do [[ -d $m ]] && find "$m" -name '*.[ch]'; done; find include/nftrace -name '*.h')
+files=$(for m in $STAGES; do [[ -d $m ]] && find "$m" -name '*.[ch]'; done
+        for d in include/nftrace include/contract; do [[ -d $d ]] && find "$d" -name '*.h'; done)
 for f in $files; do
   from=$(owner "$f")
   if [[ $from == "?" ]]; then
-    problem "$f: public header with no module in PUBLIC ($0)"
+    problem "$f: public header with no module in PUBLIC or CONTRACT ($0)"
     continue
   fi
   while IFS=: read -r line name; do
     target=$(resolve "$(dirname "$f")" "$name")
     [[ -z $target ]] && continue
     to=$(owner "$target")
-    [[ -z $to || $to == "?" || $to == "$from" ]] && continue
+    [[ -z $to || $to == "?" ]] && continue
+    if [[ $to == "$from" ]]; then
+      fi_=$(importer "$f"); ti_=$(importer "$target")
+      if [[ -n $fi_ && -n $ti_ && $fi_ != "$ti_" ]]; then
+        problem "$f:$line: includes $name ($target): importer $fi_ includes importer $ti_ (no importer includes another)"
+      fi
+      continue
+    fi
     edges+=("$from -> $to")
     if (( RANK[$to] > RANK[$from] )); then
       problem "$f:$line: includes $name ($target, module $to, stage above module $from)"
+    elif [[ " $READERS " == *" $from "* && $to != core && " $READ_SIDE " != *" $target "* &&
+            " $READERS " != *" $to "* ]]; then
+      problem "$f:$line: includes $name ($target, module $to): a reader includes only core and the timeline's read side ($READ_SIDE)"
     fi
   done < <(grep -n -E '^[[:space:]]*#[[:space:]]*include[[:space:]]*["<][^">]+[">]' "$f" |
            sed -E 's/^([0-9]+):[[:space:]]*#[[:space:]]*include[[:space:]]*["<]([^">]+)[">].*/\1:\2/')

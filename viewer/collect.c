@@ -9,6 +9,7 @@
  * operation without an end is drawn open until its lane's next operation.
  */
 #include "viewer.h"
+#include "contract/errors.h"
 #include "kernel_rows.h"
 #include "etw_rows.h"
 
@@ -17,9 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/anomaly_kinds.h"
-#include "../core/capbuf.h"
-#include "../core/util_hash.h"
+#include "contract/anomaly_kinds.h"
+#include "contract/capbuf.h"
+#include "contract/util_hash.h"
 
 /* Distinct links (by rows and pixel columns) kept at most; the rest are counted. */
 #define NF_RENDER_MAX_LINKS 100000

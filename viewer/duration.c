@@ -5,7 +5,8 @@
  * signs, spaces, exponents, unknown units, trailing junk, precision below a
  * nanosecond and values that do not fit in 63 bits.
  */
-#include "nftrace/render.h"
+#include "contract/render.h"
+#include "contract/errors.h"
 
 #include <stdint.h>
 #include <string.h>

@@ -6,6 +6,7 @@
  * per 6 pixels.
  */
 #include "etw_rows.h"
+#include "contract/errors.h"
 
 #include <math.h>
 #include <stdio.h>

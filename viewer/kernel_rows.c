@@ -9,14 +9,15 @@
  * going at the end lasts to the session end: the trace says no more.
  */
 #include "kernel_rows.h"
+#include "contract/errors.h"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/anomaly_kinds.h"
-#include "../core/capbuf.h"
+#include "contract/anomaly_kinds.h"
+#include "contract/capbuf.h"
 
 #define KR_BAR_H 5.0
 

@@ -6,17 +6,18 @@
  * a rendered image.
  */
 #include "layout.h"
+#include "contract/errors.h"
 #include "kernel_rows.h"
 #include "etw_rows.h"
-#include "nftrace/timeline.h"
+#include "contract/timeline.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/capbuf.h"
-#include "../core/text.h"
+#include "contract/capbuf.h"
+#include "contract/text.h"
 
 #define NF_RENDER_MAX_ROWS 4096
 

@@ -13,8 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "nftrace/error.h"
-#include "nftrace/render.h"
+#include "contract/errors.h"
+#include "contract/render.h"
 
 #define NF_RENDER_DEFAULT_WIDTH 1600
 #define NF_RENDER_MAX_HEIGHT 30000

@@ -7,6 +7,7 @@
  * on the clock or the environment, so the same scene gives the same bytes.
  */
 #include "viewer.h"
+#include "contract/errors.h"
 #include "svgtext.h"
 
 #include <inttypes.h>

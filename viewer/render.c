@@ -6,9 +6,10 @@
  * and a failed render leaves no partial file behind. PDF dates are fixed so
  * that the same database and options always give the same bytes.
  */
-#include "nftrace/outfile.h"
-#include "nftrace/timeline.h"
-#include "nftrace/render.h"
+#include "contract/outfile.h"
+#include "contract/errors.h"
+#include "contract/timeline.h"
+#include "contract/render.h"
 
 #include <cairo-pdf.h>
 #include <cairo-svg.h>
@@ -22,7 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../core/capbuf.h"
+#include "contract/capbuf.h"
 
 #include "svgtext.h"
 #include "viewer.h"

@@ -1,12 +1,13 @@
 /* Real text in SVG pages: see svgtext.h. */
 #include "svgtext.h"
+#include "contract/errors.h"
 
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/capbuf.h"
+#include "contract/capbuf.h"
 
 struct nf_svg_tip {
 	double x, y, w, h;

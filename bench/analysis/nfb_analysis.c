@@ -9,7 +9,7 @@
  *   OPS LOAD_S HANGS_S BLAME_S PATH_S SEGMENTS FINDINGS BLAME_ROWS LOAD_CPU HANGS_CPU BLAME_CPU PATH_CPU
  * Exit 0, or 1 with a message on stderr.
  */
-#include "nftrace/analysis.h"
+#include "contract/analysis.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -7,7 +7,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 
-#include "nftrace/etl.h"
+#include "contract/etl.h"
 
 int main(int argc, char **argv)
 {

@@ -1,5 +1,5 @@
 /*
- * Tests of the analysis module (include/nftrace/analysis.h) and of the
+ * Tests of the analysis module (include/contract/analysis.h) and of the
  * commands built on it (critical-path, check's hangs, query's stall_blame).
  * The samples' answers are computed by hand from the engine's costs (see the
  * comment at the top of each samples/ scenario) and written here; the generic
@@ -9,9 +9,9 @@
  */
 #include "nf_test.h"
 
-#include "nftrace/analysis.h"
-#include "nftrace/render.h"
-#include "nftrace/timeline.h"
+#include "contract/analysis.h"
+#include "contract/render.h"
+#include "contract/session.h"
 
 #include "layout.h"           /* the viewer's layout: where a row and a time land */
 #include "viewer/nf_image.h"

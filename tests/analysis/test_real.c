@@ -5,8 +5,8 @@
  */
 #include "nf_test.h"
 
-#include "nftrace/analysis.h"
-#include "nftrace/timeline.h"
+#include "contract/analysis.h"
+#include "contract/session.h"
 
 #include <dirent.h>
 #include <inttypes.h>

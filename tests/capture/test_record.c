@@ -8,7 +8,7 @@
  * sessions that babeltrace2 reads without a warning; `record -- PROGRAM`.
  */
 #include "nf_test.h"
-#include "nftrace/record.h"
+#include "contract/record.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -5,7 +5,7 @@
  */
 #include "../../capture/scenario.h"
 #include "nf_test.h"
-#include "nftrace/record.h"
+#include "contract/record.h"
 
 #include <dirent.h>
 #include <sys/stat.h>

@@ -12,7 +12,7 @@
  */
 #include "nf_test.h"
 
-#include "nftrace/ctf.h"
+#include "contract/ctf.h"
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -1,7 +1,7 @@
 /* Tests for core/: the error context and the event schema table. */
 #include "nf_test.h"
 
-#include "nftrace/error.h"
+#include "contract/errors.h"
 #include "nftrace/events.h"
 
 START_TEST(error_first_wins)

@@ -1,5 +1,5 @@
 /*
- * Tests of `nftrace diff` (include/nftrace/diff.h, cli/cmd_diff.c): two
+ * Tests of `nftrace diff` (include/contract/diff.h, cli/cmd_diff.c): two
  * recordings of one scenario and seed are "no change"; a scenario whose
  * producer works 20% longer is caught by --fail-on and its aligned view lists
  * exactly the waits that changed; two seeds that only jitter the clock and
@@ -11,9 +11,9 @@
  */
 #include "nf_test.h"
 
-#include "nftrace/analysis.h"
-#include "nftrace/diff.h"
-#include "nftrace/timeline.h"
+#include "contract/analysis.h"
+#include "contract/diff.h"
+#include "contract/session.h"
 
 #include "diff_int.h" /* the statistics, checked on their own */
 

@@ -8,8 +8,8 @@
  */
 #include "nf_test.h"
 
-#include "nftrace/diff.h"
-#include "nftrace/timeline.h"
+#include "contract/diff.h"
+#include "contract/session.h"
 
 #include <inttypes.h>
 #include <sqlite3.h>

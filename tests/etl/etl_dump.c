@@ -17,7 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "nftrace/etl.h"
+#include "contract/etl.h"
 
 static void print_header(const struct nf_etl_logfile *lf)
 {

@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "nftrace/etl.h"
+#include "contract/etl.h"
 
 struct nf_etlw_options {
 	uint32_t buffer_size;      /* bytes per buffer, a multiple of 8, at least 1024; 0: 8192 */

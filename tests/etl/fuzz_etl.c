@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nftrace/etl.h"
+#include "contract/etl.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,5 +1,5 @@
 /*
- * Tests of etl/ (include/nftrace/etl.h): small ETL files from the test writer
+ * Tests of etl/ (include/contract/etl.h): small ETL files from the test writer
  * (etl_writer.h) read back as exact rows — every header type, both pointer
  * sizes, every clock, buffer flags, the merge by time — every DxgKrnl event of
  * schemas/dxgkrnl.def decoded, size mismatches, and hostile files refused
@@ -16,7 +16,7 @@
 
 #include "etl_writer.h"
 #include "nf_test.h"
-#include "nftrace/etl.h"
+#include "contract/etl.h"
 
 static const struct nf_etl_guid guid_a = {0x11223344, 0x5566, 0x7788, {0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff, 0x00}};
 static const struct nf_etl_guid guid_b = {0x0a0b0c0d, 0x0e0f, 0x1011, {1, 2, 3, 4, 5, 6, 7, 8}};

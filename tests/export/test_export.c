@@ -22,7 +22,7 @@
 
 #include "nf_test.h"
 
-#include "nftrace/export.h"
+#include "contract/export.h"
 
 #include <ctype.h>
 #include <inttypes.h>

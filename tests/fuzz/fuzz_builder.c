@@ -1,5 +1,5 @@
 /*
- * Fuzz target for the timeline builder (analyzer/builder.c, clock.c) with
+ * Fuzz target for the timeline builder (importers/ctf/builder.c, clock.c) with
  * absurd but well-formed values (edges of every field's type, where sums and
  * products overflowed): the input is read as a program of
  * items the parser could deliver, in its order (events of any kind with every

@@ -15,8 +15,8 @@
  * environment below, so the seeds match the metadata). NF_FUZZ_VERBOSE=1
  * prints how each input ended.
  */
-#include "nftrace/ctf.h"
-#include "nftrace/parser.h"
+#include "contract/ctf.h"
+#include "contract/parser.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -5,7 +5,7 @@
  * in [0, 2^63) or NF_EINVAL with a message; the value is checked against an
  * independent reading of the same text where one is easy to make.
  */
-#include "nftrace/render.h"
+#include "contract/render.h"
 
 #include <stdint.h>
 #include <stdlib.h>

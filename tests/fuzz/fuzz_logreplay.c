@@ -8,7 +8,7 @@
  * known finding kinds with a count, NUL-terminated details, entries with a
  * timestamp class, at most N entries handed over per read.
  */
-#include "nftrace/parser.h"
+#include "contract/parser.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -15,14 +15,16 @@
 
 #include "kernel_int.h"
 #include "layout.h"
-#include "nftrace/ctf.h"
-#include "nftrace/render.h"
-#include "nftrace/timeline.h"
+#include "contract/ctf.h"
+#include "contract/render.h"
+#include "contract/timeline.h"
 
 #include <cairo.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 
 #define OUT_MAX 65536
@@ -201,7 +203,7 @@ END_TEST
 
 /*
  * The dma_fence sightings and waits are held in memory up to a bound
- * (analyzer/kernel_fences.h; NFTRACE_KERNEL_FENCES_IN_MEMORY sets it), past it
+ * (importers/kernel/kernel_fences.h; NFTRACE_KERNEL_FENCES_IN_MEMORY sets it), past it
  * they go to TEMP tables and are written with SQL: the same rows whether the
  * bound is never reached, reached at once (0) or in the middle of the session
  * (after 1, 2 or 3 fences or waits).
@@ -459,6 +461,129 @@ START_TEST(test_bad_files)
 	ck_assert_msg(nf_tdw_write(formats, text, path, &o, why, sizeof(why)) == 0, "%s", why);
 	expect_bad(tmp, path, "has no format in the trace");
 	free(text);
+	nf_test_rmtree(tmp);
+}
+END_TEST
+
+
+/* Every file of dir (names, sizes, contents) as one text, to see that a failed run left it as it was. */
+static char *dir_fingerprint(const char *dir)
+{
+	char *cmd = NULL, *res;
+	const char *const args[] = { dir, NULL };
+
+	(void)cmd;
+	ck_assert_int_eq(sh("cd \"$1\" && for f in $(ls -A | sort); do printf '%s %s ' \"$f\" \"$(wc -c < \"$f\")\"; "
+			    "sha1sum < \"$f\"; done", args), 0);
+	res = strdup(out);
+	ck_assert_ptr_nonnull(res);
+	return res;
+}
+
+/* What is beside dir: the entries of its parent that start with its name and a dot. */
+static void assert_nothing_beside(const char *dir)
+{
+	const char *const args[] = { dir, NULL };
+
+	ck_assert_int_eq(sh("ls -d \"$1\".* 2>/dev/null | wc -l", args), 0);
+	ck_assert_msg(atoi(out) == 0, "left beside %s: %s", dir, out);
+}
+
+/*
+ * One rule for every import: the new session is built beside DIR and swapped
+ * in only once whole. A trace.dat that fails after its header checks, a FIFO,
+ * SIGTERM and SIGINT in the middle, a killed import's leftovers: DIR stays as
+ * it was, and nothing is left beside it.
+ */
+START_TEST(test_import_keeps_session)
+{
+	char formats[4096], events[4096], dat[4096], tmp[1024], sess[1200], bad[1200], fifo[1200], big[1200];
+	char left[1300], held[1300], why[256];
+	struct nf_tdw_options o = { 0 };
+	char *text, *before, *after;
+
+	import_fixture(tmp, sizeof(tmp), sess, sizeof(sess));
+	fixture_paths(formats, sizeof(formats), events, sizeof(events), dat, sizeof(dat));
+	ck_assert_int_eq(nft(NF_TEST_ARGV("query", sess, "select count(*) from fence_ops")), 0);
+	before = dir_fingerprint(sess);
+	/* Formats for the sched events only: the dma_fence records fail the import midway. */
+	text = nf_tdw_slurp(events, NULL);
+	ck_assert_ptr_nonnull(text);
+	o.only_system = "sched";
+	snprintf(bad, sizeof(bad), "%s/partial.dat", tmp);
+	ck_assert_msg(nf_tdw_write(formats, text, bad, &o, why, sizeof(why)) == 0, "%s", why);
+	free(text);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("import", "--force", bad, "-o", sess)), 1);
+	ck_assert_msg(strstr(errb, "has no format in the trace") != NULL, "%s", errb);
+	after = dir_fingerprint(sess);
+	ck_assert_str_eq(before, after);
+	free(after);
+	assert_nothing_beside(sess);
+	/* A FIFO is refused before it is opened: no wait for a writer. */
+	snprintf(fifo, sizeof(fifo), "%s/fifo", tmp);
+	ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+	ck_assert_int_eq(sh("timeout 20 \"$NF\" import \"$1\" -o \"$2\"", NF_TEST_ARGV(fifo, sess)), 1);
+	ck_assert_msg(strstr(errb, "not a regular file") != NULL, "%s", errb);
+	/* -o DIR/ is DIR. */
+	snprintf(left, sizeof(left), "%s/", sess);
+	ck_assert_msg(nft(NF_TEST_ARGV("import", "--force", dat, "-o", left)) == 0, "%s", errb);
+	assert_nothing_beside(sess);
+	free(before);
+	before = dir_fingerprint(sess);
+	/* What a killed import left (its lock free) goes at the next import; one
+	 * still held (a running import's) stays. */
+	snprintf(left, sizeof(left), "%s.import-AbCdEf", sess);
+	snprintf(held, sizeof(held), "%s.import-HeLdXx", sess);
+	ck_assert_int_eq(mkdir(left, 0755), 0);
+	ck_assert_int_eq(mkdir(held, 0755), 0);
+	ck_assert_int_eq(sh("echo x > \"$1/events\"", NF_TEST_ARGV(left)), 0);
+	int hfd = open(held, O_RDONLY | O_DIRECTORY);
+
+	ck_assert_int_ge(hfd, 0);
+	ck_assert_int_eq(flock(hfd, LOCK_EX), 0);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("import", "--force", bad, "-o", sess)), 1);
+	ck_assert_msg(access(left, F_OK) != 0, "a dead import's %s was not removed", left);
+	ck_assert_msg(access(held, F_OK) == 0, "a held %s was removed", held);
+	close(hfd);
+	rmdir(held);
+	/* Signals in the middle of a large import (retried when it finished first). */
+	{
+		enum { N = 150000 };
+		size_t cap = (size_t)N * 120 + 256, len = 0;
+		char *ev = malloc(cap);
+		int got = 0;
+
+		ck_assert_ptr_nonnull(ev);
+		len += (size_t)snprintf(ev + len, cap - len, "cmdline 100 render\n");
+		for (int i = 0; i < N; i++)
+			len += (size_t)snprintf(ev + len, cap - len,
+						"%d %lld dma_fence:dma_fence_emit 100 driver=nfgpu timeline=gfx context=7 "
+						"seqno=%d\n", i & 1, 5000000000LL + i * 1000LL, i + 1);
+		snprintf(big, sizeof(big), "%s/big.dat", tmp);
+		ck_assert_msg(nf_tdw_write(formats, ev, big, NULL, why, sizeof(why)) == 0, "%s", why);
+		free(ev);
+		for (int round = 0; round < 8 && got < 2; round++) {
+			const char *sig = round & 1 ? "INT" : "TERM";
+			int rc = sh("\"$NF\" import --force \"$1\" -o \"$2\" & p=$!; i=0; "
+				    "while [ $i -lt 4000 ] && ! ls -d \"$2\".import-* >/dev/null 2>&1; "
+				    "do i=$((i+1)); sleep 0.001; done; kill -$3 $p; wait $p",
+				    NF_TEST_ARGV(big, sess, sig));
+
+			if (rc == 0) /* done before the signal: the big session replaced ours; put it back */
+				ck_assert_msg(nft(NF_TEST_ARGV("import", "--force", dat, "-o", sess)) == 0, "%s", errb);
+			else {
+				ck_assert_msg(rc == 130, "SIG%s: exit %d: %s", sig, rc, errb);
+				ck_assert_msg(strstr(errb, "left as it was") != NULL, "%s", errb);
+				got++;
+				after = dir_fingerprint(sess);
+				ck_assert_str_eq(before, after);
+				free(after);
+			}
+			assert_nothing_beside(sess);
+		}
+		ck_assert_msg(got >= 1, "no signal reached an import in progress");
+	}
+	free(before);
 	nf_test_rmtree(tmp);
 }
 END_TEST
@@ -1005,6 +1130,7 @@ static Suite *kernel_suite(const char *live)
 		tcase_add_test(tc, test_many_jobs_and_runs);
 		tcase_add_test(tc, test_fixture_report);
 		tcase_add_test(tc, test_bad_files);
+		tcase_add_test(tc, test_import_keeps_session);
 		tcase_add_test(tc, test_live_pages_decode);
 	} else {
 		tc = tcase_create("live");

@@ -17,7 +17,7 @@
 
 #include "layout.h"
 #include "viewer.h"
-#include "nftrace/timeline.h"
+#include "contract/session.h"
 
 #include <sqlite3.h>
 #include <sys/stat.h>

@@ -15,8 +15,8 @@
  */
 #include "nf_test.h"
 
-#include "nftrace/ctf.h"
-#include "nftrace/parser.h"
+#include "contract/ctf.h"
+#include "contract/parser.h"
 #include "prescan.h"
 
 #include <signal.h>

@@ -14,8 +14,8 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
-#include "nftrace/ctf.h"
-#include "nftrace/parser.h"
+#include "contract/ctf.h"
+#include "contract/parser.h"
 
 static char tmp[512], out[1 << 17], err[1 << 14];
 

@@ -15,8 +15,8 @@
 #include <inttypes.h>
 #include <sys/stat.h>
 
-#include "nftrace/ctf.h"
-#include "nftrace/parser.h"
+#include "contract/ctf.h"
+#include "contract/parser.h"
 
 static char tmp[512], out[1 << 16], errb[1 << 14];
 

@@ -7,7 +7,7 @@
 #include "nf_test.h"
 #include "test_parser.h"
 
-#include "nftrace/parser.h"
+#include "contract/parser.h"
 
 /* The tables below leave trailing fields zero on purpose. */
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"

@@ -12,8 +12,8 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
-#include "nftrace/ctf.h"
-#include "nftrace/parser.h"
+#include "contract/ctf.h"
+#include "contract/parser.h"
 
 #define CPU_HZ 10000000u
 

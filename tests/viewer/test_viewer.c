@@ -17,7 +17,7 @@
 
 #include "layout.h"
 #include "viewer.h"
-#include "nftrace/render.h"
+#include "contract/render.h"
 
 #define MS 1000000LL
 #define US 1000LL

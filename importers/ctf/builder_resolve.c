@@ -1,0 +1,657 @@
+/*
+ * The timeline builder's final resolve pass (nf_timeline_builder_finish):
+ * fits the clocks, makes one pass over the spill that writes the fence_ops
+ * rows (their GPU times converted now that every calibration pair is known)
+ * and sorts the signals and completed waits; one merge of the two sorted
+ * streams ties every completed wait to the signal that released it and
+ * writes its deps row; then overruns, anomalies, summaries and meta. The
+ * streaming part is builder.c; builder_int.h is what they share.
+ */
+#include "builder_int.h"
+#include "contract/errors.h"
+#include "../importers_int.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+
+static const char *const status_name[] = {
+	[OS_COMPLETE] = "complete", [OS_LOST] = "lost", [OS_ZERO] = "zero_timestamp",
+	[OS_UNMATCHED] = "unmatched", [OS_LEGACY] = "legacy",
+	[OS_REPEATED] = "repeated_timestamp",
+};
+
+static int cmp_unk(const void *pa, const void *pb)
+{
+	const struct unk_rec *a = pa, *b = pb;
+	int c = CMP(a->fence, b->fence);
+
+	if (!c)
+		c = CMP(a->value, b->value);
+	return c ? c : CMP(a->id, b->id);
+}
+
+static int cmp_wait(const void *pa, const void *pb)
+{
+	const struct wait_rec *a = pa, *b = pb;
+	int c = CMP(a->has_fence, b->has_fence);
+
+	if (!c)
+		c = CMP(a->fence, b->fence);
+	if (!c)
+		c = CMP(a->value, b->value);
+	return c ? c : CMP(a->id, b->id);
+}
+
+/* ---- finish ---- */
+
+static int write_meta(struct nf_timeline_builder *b, struct nf_error *err)
+{
+	struct nf_writer_session m = {
+		.cpu_frequency = b->cpu_frequency,
+		.start_ticks = b->start_ticks,
+		.duration_ns = b->any_ts ? ns_of(b, b->max_ts) : 0,
+		.source = b->source,
+		.mode = b->mode,
+		.tool_version = b->tool_version,
+		.host = b->host,
+		.ground_truth = b->ground_truth != 0,
+		.has_seed = true,
+		.seed = b->seed,
+		.has_recorded_schema = true,
+		.recorded_schema = b->schema_version,
+	};
+
+	return nf_writer_session_meta(b->db, &m, err);
+}
+
+/* Converts a GPU timestamp; *has is false when it is 0 or the adapter has no calibration. */
+static int gpu_ns(struct nf_clock_fitted *m, uint32_t adapter, int64_t gpu, int64_t *ns,
+		  bool *has, struct nf_error *err)
+{
+	double d = 0;
+	int rc;
+
+	*has = false;
+	if (gpu == 0)
+		return 0;
+	rc = nf_clock_fitted_convert(m, adapter, (uint64_t)gpu, &d, has, err);
+	if (rc == 0 && *has) {
+		/* A time the model cannot represent stays NULL. */
+		if (!(d >= -(double)NF_GPU_TS_MAX && d <= (double)NF_GPU_TS_MAX))
+			*has = false;
+		else
+			*ns = (int64_t)llround(d);
+	}
+	return rc;
+}
+
+static int resolve_overruns(struct nf_timeline_builder *b, struct nf_clock_fitted *m,
+			    struct nf_error *err)
+{
+	sqlite3_stmt *sel = NULL;
+	int rc = 0, src;
+
+	if (sqlite3_prepare_v2(b->db,
+			       "SELECT adapter, queue, log, count, prev_gpu, next_gpu, detail "
+			       "FROM temp.t_lost ORDER BY rowid", -1, &sel, NULL) != SQLITE_OK)
+		return nf_tb_sql_err(b, err, "select t_lost");
+	while ((src = sqlite3_step(sel)) == SQLITE_ROW) {
+		uint32_t adapter = (uint32_t)sqlite3_column_int64(sel, 0);
+		int64_t first = 0, last = 0;
+		bool hf, hl;
+
+		rc = gpu_ns(m, adapter, sqlite3_column_int64(sel, 4), &first, &hf, err);
+		rc = rc ? rc : gpu_ns(m, adapter, sqlite3_column_int64(sel, 5), &last, &hl, err);
+		rc = rc ? rc : nf_tb_add_anomaly(b, nf_finding_anomaly_name(NF_FIND_LOST),
+					   sqlite3_column_int64(sel, 1), true,
+					   log_name((uint32_t)sqlite3_column_int(sel, 2)),
+					   hf ? &first : NULL, hl ? &last : NULL,
+					   sqlite3_column_int64(sel, 3),
+					   (const char *)sqlite3_column_text(sel, 6), err);
+		if (rc)
+			break;
+	}
+	if (rc == 0 && src != SQLITE_DONE)
+		rc = nf_tb_sql_err(b, err, "read t_lost");
+	sqlite3_finalize(sel);
+	return rc;
+}
+
+/* Inputs of one fence_ops row. */
+
+/* ---- finish: times, dependencies, rows ---- */
+
+struct finisher {
+	struct nf_timeline_builder *b;
+	struct nf_clock_fitted *m;
+	struct nf_sorter *unk, *waits;
+	struct nf_error merr;    /* the sorting thread's error */
+	/* the merge's state (merge_begin, merge_next) */
+	const struct sig_rec *sg;
+	struct sig_rec hit;
+	bool have_hit, have_cur;
+	int64_t runmax, cur;
+	/* look-ahead over the unknown-end signals */
+	struct unk_rec *ub;
+	size_t u_head, u_n;
+	bool u_eof;
+	int status_len[sizeof(status_name) / sizeof(status_name[0])];
+	struct nf_spill *anoms;  /* causality anomalies found by the row sources, inserted after */
+	bool auto_id;            /* the spill holds ids 1, 2, ... in order: SQLite numbers the rows */
+	int64_t last_id;
+};
+
+/* A causality anomaly found while producing rows (the producer cannot use the connection). */
+struct anom_rec {
+	int64_t queue, first_ns, last_ns;
+	uint32_t log;
+	uint32_t pad;
+	char detail[240];
+};
+
+static int defer_anomaly(struct finisher *f, int64_t queue, uint32_t log, int64_t first_ns,
+			 int64_t last_ns, const char *detail, struct nf_error *err)
+{
+	struct anom_rec a;
+
+	memset(&a, 0, sizeof(a));
+	a.queue = queue;
+	a.log = log;
+	a.first_ns = first_ns;
+	a.last_ns = last_ns;
+	snprintf(a.detail, sizeof(a.detail), "%s", detail);
+	return nf_spill_put(f->anoms, &a, err);
+}
+
+/* Inserts the deferred anomalies, in the order they were found, and empties the spill. */
+static int flush_anomalies(struct finisher *f, struct nf_error *err)
+{
+	struct anom_rec a;
+	int rc;
+
+	if (nf_spill_count(f->anoms) == 0)
+		return 0;
+	if ((rc = nf_spill_rewind(f->anoms, err)) != 0)
+		return rc;
+	while ((rc = nf_spill_get(f->anoms, &a, err)) == 1) {
+		rc = nf_tb_add_anomaly(f->b, nf_anomaly_name(NF_ANOMALY_CAUSALITY), a.queue, true, log_name(a.log), &a.first_ns,
+				 &a.last_ns, 0, a.detail, err);
+		if (rc)
+			return rc;
+	}
+	if (rc)
+		return rc;
+	nf_spill_destroy(f->anoms);
+	f->anoms = nf_spill_create(f->b->spill_dir, sizeof(struct anom_rec), err);
+	return f->anoms ? 0 : (err && err->code ? err->code : NF_ENOMEM);
+}
+
+/* Fills one deps row, and defers a causality anomaly when the releaser ended late. */
+static int put_dep(struct finisher *f, struct nf_bulk_row *row, const struct res_rec *r,
+		   struct nf_error *err)
+{
+	nf_bulk_opt(row, 0, r->signal_id != 0, r->signal_id);
+	nf_bulk_int(row, 1, r->wait_id);
+	nf_bulk_opt(row, 2, r->cpu_id != 0, r->cpu_id);
+	nf_bulk_opt(row, 3, r->has_stall != 0, r->stall);
+	if (r->late) {
+		char detail[240];
+		int64_t end = r->end, sig_end = r->sig_end;
+
+		snprintf(detail, sizeof(detail),
+			 "wait op %" PRId64 " (fence %" PRId64 " value %" PRId64 ") ends at %" PRId64
+			 " ns, but the first signal to reach its value, %s %" PRId64 ", ends at %" PRId64
+			 " ns and no signal of unknown end could have released it: no releaser named",
+			 r->wait_id, r->fence, r->value, end, r->kind ? "signal op" : "CPU signal",
+			 r->late_id, sig_end);
+		return defer_anomaly(f, r->queue, NF_LOG_WAITS, end, sig_end, detail, err);
+	}
+	return 0;
+}
+
+/* Moves a record's GPU ticks onto the CPU time base; drops what cannot be converted. */
+static int op_times(struct nf_clock_fitted *m, struct op_rec *o, struct nf_error *err)
+{
+	int64_t ns = 0;
+	bool has;
+	int rc;
+
+	if (!(o->flags & OPF_GPU))
+		return 0;
+	o->flags &= (uint16_t)~OPF_GPU;
+	if (o->flags & OPF_END) {
+		if ((rc = gpu_ns(m, o->adapter, o->end, &ns, &has, err)) != 0)
+			return rc;
+		o->end = ns;
+		if (!has)
+			o->flags &= (uint16_t)~OPF_END;
+	}
+	if (o->flags & OPF_OBS) {
+		if ((rc = gpu_ns(m, o->adapter, o->observed, &ns, &has, err)) != 0)
+			return rc;
+		o->observed = ns;
+		if (!has)
+			o->flags &= (uint16_t)~OPF_OBS;
+	}
+	return 0;
+}
+
+/*
+ * The one pass over the spilled operations, as nf_bulk's row source: each
+ * becomes its fence_ops row (GPU times moved onto the CPU clock), and the
+ * signals and completed waits go to the sorts of the dependency merge.
+ */
+static int ops_row(void *ctx, struct nf_bulk_row *row, struct nf_error *err)
+{
+	struct finisher *f = ctx;
+	struct nf_timeline_builder *b = f->b;
+	struct op_rec o;
+	int rc;
+
+	if ((rc = nf_spill_get(b->ops, &o, err)) != 1)
+		return rc;
+	if ((rc = op_times(f->m, &o, err)) != 0)
+		return rc;
+	if (f->auto_id && o.id != ++f->last_id)
+		return nf_error_set(err, NF_ESTATE, "timeline: operation %" PRId64
+				    " reached the load out of order", o.id);
+	nf_bulk_int(row, 0, o.id);
+	nf_bulk_int(row, 1, o.queue);
+	nf_bulk_int(row, 2, o.adapter);
+	if (o.log == NF_LOG_WAITS)
+		nf_bulk_text(row, 3, "wait", 4);
+	else
+		nf_bulk_text(row, 3, "signal", 6);
+	nf_bulk_opt(row, 4, o.flags & OPF_FENCE, o.fence);
+	nf_bulk_int(row, 5, o.handle);
+	nf_bulk_int(row, 6, o.value);
+	nf_bulk_opt(row, 7, o.flags & OPF_QUEUED, o.queued);
+	nf_bulk_opt(row, 8, o.flags & OPF_OBS, o.observed);
+	nf_bulk_opt(row, 9, o.flags & OPF_END, o.end);
+	nf_bulk_text(row, 10, status_name[o.status], f->status_len[o.status]);
+	nf_bulk_opt(row, 11, o.flags & OPF_SEQ, o.seq);
+	nf_bulk_opt(row, 12, o.flags & OPF_SEQ, o.epoch);
+	nf_bulk_opt(row, 13, o.flags & OPF_THREAD, o.thread);
+	if ((o.flags & OPF_END) && (o.flags & OPF_QUEUED) &&
+	    (double)o.end + b->slack_ns < (double)o.queued) {
+		char detail[200];
+		int64_t q = o.queued, e = o.end;
+
+		snprintf(detail, sizeof(detail),
+			 "%s op %" PRId64 " ends at %" PRId64 " ns, before it was queued at %"
+			 PRId64 " ns", o.log == NF_LOG_WAITS ? "wait" : "signal", o.id, e, q);
+		if ((rc = defer_anomaly(f, o.queue, o.log, e, q, detail, err)) != 0)
+			return rc;
+	}
+	if (o.log == NF_LOG_SIGNALS && (o.flags & OPF_FENCE)) {
+		if (o.flags & OPF_END) {
+			struct sig_rec r = { o.fence, o.end, o.id, o.value, 1, 0 };
+
+			rc = nf_sorter_add(b->sigs, &r, err);
+		} else {
+			struct unk_rec r = { o.fence, o.value, o.id,
+					     (o.flags & OPF_QUEUED) ? o.queued : INT64_MIN };
+
+			rc = nf_sorter_add(f->unk, &r, err);
+		}
+	} else if (o.log == NF_LOG_WAITS && (o.flags & OPF_END)) {
+		bool st = (o.flags & OPF_OBS) != 0;
+		struct wait_rec r = { o.fence, o.value, o.id, o.end, o.queue,
+				      st ? o.end - o.observed : 0,
+				      (o.flags & OPF_FENCE) != 0, st };
+
+		rc = nf_sorter_add(f->waits, &r, err);
+	}
+	return rc ? rc : 1;
+}
+
+static int load_ops(struct finisher *f, struct nf_error *err)
+{
+	struct nf_timeline_builder *b = f->b;
+	int rc;
+
+	/* The text columns' lengths, measured once rather than per row. */
+	for (size_t i = 0; i < sizeof(status_name) / sizeof(status_name[0]); i++)
+		f->status_len[i] = (int)strlen(status_name[i]);
+	if ((rc = nf_spill_rewind(b->ops, err)) != 0)
+		return rc;
+	/*
+	 * When every operation reached the spill in id order (the usual case), the
+	 * k-th row has id k and SQLite numbers the rows itself: an explicit key
+	 * costs a uniqueness probe per row (about a third of the insert).
+	 */
+	f->auto_id = !b->ops_late && nf_spill_count(b->ops) == (uint64_t)b->next_op_id;
+	f->last_id = 0;
+	return nf_bulk_run(b->bulk, f->auto_id ?
+			   "INSERT INTO fence_ops(queue, adapter, op, fence, handle, value, "
+			   "queued_ns, observed_ns, end_ns, status, log_seq, epoch, thread) "
+			   "SELECT c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13 "
+			   "FROM nf_bulk" :
+			   "INSERT INTO fence_ops(id, queue, adapter, op, fence, handle, value, "
+			   "queued_ns, observed_ns, end_ns, status, log_seq, epoch, thread) "
+			   "SELECT c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13 "
+			   "FROM nf_bulk", ops_row, f, nf_clock_fitted_detached(f->m),
+			   "insert fence_ops", err);
+}
+
+/* Appends the next unknown-end signal to the look-ahead: 1, 0 at the end, or an error. */
+static int unk_fill(struct finisher *f, struct nf_error *err)
+{
+	const void *p;
+	int rc;
+
+	if (f->u_eof)
+		return 0;
+	rc = nf_sorter_next(f->unk, &p, err);
+	if (rc == 1)
+		f->ub[(f->u_head + f->u_n++) % UNK_SCAN] = *(const struct unk_rec *)p;
+	else if (rc == 0)
+		f->u_eof = true;
+	return rc;
+}
+
+/*
+ * A signal whose end is unknown (zero timestamp, lost entry, unmatched) may be
+ * the real releaser: the one of lowest value >= the wait's, not queued after
+ * the wait ended. Waits come in (fence, value) order, so the look-ahead only
+ * moves forward. Sets *id (0: none).
+ */
+static int unk_find(struct finisher *f, int64_t fence, int64_t value, int64_t limit,
+		    int64_t *id, struct nf_error *err)
+{
+	int rc;
+
+	*id = 0;
+	for (;;) {
+		if (f->u_n == 0 && (rc = unk_fill(f, err)) != 1)
+			return rc;
+		const struct unk_rec *u = &f->ub[f->u_head];
+
+		if (u->fence > fence || (u->fence == fence && u->value >= value))
+			break;
+		f->u_head = (f->u_head + 1) % UNK_SCAN;
+		f->u_n--;
+	}
+	for (size_t i = 0;; i++) {
+		if (i == f->u_n) {
+			if (f->u_n == UNK_SCAN)
+				return 0;
+			if ((rc = unk_fill(f, err)) != 1)
+				return rc;
+		}
+		const struct unk_rec *u = &f->ub[(f->u_head + i) % UNK_SCAN];
+
+		if (u->fence != fence)
+			return 0;
+		if (u->queued == INT64_MIN || u->queued <= limit) {
+			*id = u->id;
+			return 0;
+		}
+	}
+}
+
+/*
+ * Ties each completed wait to the signal that released it: the first signal
+ * of its fence, in end order, to reach a value at or above the wait's (GPU
+ * signals and CPU signals alike). Signals come sorted by (fence, end), waits
+ * by (fence, value): the running maximum of the signaled values only grows,
+ * so one forward pass over both answers every wait. merge_begin() starts the
+ * pass over the sorted streams; merge_next() gives the next wait's deps row:
+ * 1, 0 at the end, or an error.
+ */
+static int merge_begin(struct finisher *f, struct nf_error *err)
+{
+	const void *p;
+	int rc = nf_sorter_next(f->b->sigs, &p, err);
+
+	if (rc < 0)
+		return rc;
+	f->sg = rc ? p : NULL;
+	f->have_hit = false;
+	f->have_cur = false;
+	f->runmax = 0;
+	f->cur = 0;
+	return 0;
+}
+
+static int merge_next(struct finisher *f, struct res_rec *out, struct nf_error *err)
+{
+	struct nf_timeline_builder *b = f->b;
+	const void *p;
+	int rc;
+
+	if ((rc = nf_sorter_next(f->waits, &p, err)) != 1)
+		return rc;
+	const struct wait_rec *w = p;
+	struct res_rec r = { w->id, 0, 0, w->stall, w->fence, w->value, w->end, w->queue, 0,
+			     w->has_stall, 0, 0, 0, 0 };
+
+	if (w->has_fence) {
+		uint64_t *init = nf_u64map_find(&b->initial, (uint64_t)w->fence);
+		bool pre = init && (int64_t)*init >= w->value;
+
+		if (!f->have_cur || w->fence != f->cur) {
+			f->cur = w->fence;
+			f->have_cur = true;
+			f->have_hit = false;
+		}
+		while (!pre && !(f->have_hit && f->runmax >= w->value)) {
+			while (f->sg && f->sg->fence < f->cur) {
+				if ((rc = nf_sorter_next(b->sigs, &p, err)) < 0)
+					return rc;
+				f->sg = rc ? p : NULL;
+			}
+			if (!f->sg || f->sg->fence != f->cur)
+				break;
+			if (!f->have_hit || f->sg->value > f->runmax) {
+				f->hit = *f->sg;
+				f->runmax = f->sg->value;
+				f->have_hit = true;
+			}
+			if ((rc = nf_sorter_next(b->sigs, &p, err)) < 0)
+				return rc;
+			f->sg = rc ? p : NULL;
+		}
+		/*
+		 * A releaser ends no later than its wait, within the clock
+		 * merge's error (slack_ns). The first known signal to reach the
+		 * value that ends after the wait is only a fallback: a signal of
+		 * unknown end (its entry lost, say) queued in time is the better
+		 * candidate. One that ends beyond the slack is never named: with
+		 * no candidate left the data contradict themselves (causality
+		 * anomaly) and the wait gets no releaser.
+		 */
+		bool found = !pre && f->have_hit && f->runmax >= w->value;
+		bool after = found && f->hit.end > w->end;
+		bool late = found && (double)f->hit.end > (double)w->end + b->slack_ns;
+		int64_t unk = 0;
+
+		if (!pre && (!found || after) &&
+		    (rc = unk_find(f, f->cur, w->value, w->end + (int64_t)b->slack_ns, &unk,
+				   err)) != 0)
+			return rc;
+		if (unk) {
+			r.signal_id = unk;
+		} else if (found) {
+			if (!late && f->hit.kind)
+				r.signal_id = f->hit.id;
+			else if (!late)
+				r.cpu_id = f->hit.id;
+			r.late = late;
+			r.kind = f->hit.kind;
+			r.late_id = f->hit.id;
+			r.sig_end = f->hit.end;
+		}
+	}
+	*out = r;
+	return 1;
+}
+
+/* Sorts the signals (known and unknown ends) on a thread while the caller sorts the waits. */
+static void *sort_main(void *arg)
+{
+	struct finisher *f = arg;
+	int rc = nf_sorter_sort(f->b->sigs, &f->merr);
+
+	if (rc == 0)
+		nf_sorter_sort(f->unk, &f->merr);
+	return NULL;
+}
+
+/* nf_bulk's row source for deps: the merge, one wait at a time. */
+static int deps_row(void *ctx, struct nf_bulk_row *row, struct nf_error *err)
+{
+	struct finisher *f = ctx;
+	struct res_rec r;
+	int rc;
+
+	if ((rc = merge_next(f, &r, err)) != 1)
+		return rc;
+	rc = put_dep(f, row, &r, err);
+	return rc ? rc : 1;
+}
+
+/*
+ * Loads fence_ops (the rows produced on another thread), sorts the signals
+ * and the waits on two threads while the indexes and views are created, then
+ * loads deps from the merge (produced on another thread too).
+ */
+static int resolve(struct nf_timeline_builder *b, struct nf_clock_fitted *m, struct nf_error *err)
+{
+	struct finisher f = { .b = b, .m = m };
+	pthread_t th;
+	int rc = NF_ENOMEM;
+
+	nf_error_clear(&f.merr);
+	f.unk = nf_sorter_create(b->spill_dir, sizeof(struct unk_rec), SORT_BUDGET, cmp_unk, err);
+	f.waits = f.unk ? nf_sorter_create(b->spill_dir, sizeof(struct wait_rec), SORT_BUDGET,
+					   cmp_wait, err) : NULL;
+	f.anoms = f.waits ? nf_spill_create(b->spill_dir, sizeof(struct anom_rec), err) : NULL;
+	f.ub = malloc(UNK_SCAN * sizeof(*f.ub));
+	if (!f.anoms) {
+		rc = err && err->code ? err->code : NF_ENOMEM; /* the creator's error */
+		goto out;
+	}
+	if (!f.ub) {
+		rc = nf_tb_oom(err);
+		goto out;
+	}
+	rc = load_ops(&f, err);
+	rc = rc ? rc : flush_anomalies(&f, err);
+	if (rc)
+		goto out;
+	if (pthread_create(&th, NULL, sort_main, &f) != 0) {
+		sort_main(&f); /* no thread: one after the other */
+		rc = nf_writer_views(b->db, "schemas/timeline-views.sql", err);
+		rc = rc ? rc : nf_sorter_sort(f.waits, err);
+	} else {
+		rc = nf_writer_views(b->db, "schemas/timeline-views.sql", err);
+		rc = rc ? rc : nf_sorter_sort(f.waits, err);
+		pthread_join(th, NULL);
+	}
+	if (rc == 0 && f.merr.code) {
+		rc = f.merr.code;
+		if (err)
+			*err = f.merr;
+	}
+	rc = rc ? rc : merge_begin(&f, err);
+	rc = rc ? rc : nf_bulk_run(b->bulk, "INSERT INTO deps(signal_id, wait_id, cpu_signal, stall_ns) "
+				   "SELECT c0, c1, c2, c3 FROM nf_bulk", deps_row, &f, true,
+				   "insert deps", err);
+	rc = rc ? rc : flush_anomalies(&f, err);
+out:
+	free(f.ub);
+	nf_sorter_destroy(f.unk);
+	nf_sorter_destroy(f.waits);
+	nf_spill_destroy(f.anoms);
+	nf_sorter_destroy(b->sigs);
+	b->sigs = NULL;
+	return rc;
+}
+
+/*
+ * Every queue the operations or logs name gets a queues row, so that readers
+ * can take the queues table as the list of queues (without scanning
+ * fence_ops): one without a HWQUEUE_START (a damaged or partial session) has
+ * only its handle and adapter.
+ */
+static int add_seen_queues(struct nf_timeline_builder *b, struct nf_error *err)
+{
+	sqlite3_stmt *s = NULL;
+	int rc = 0;
+
+	if (b->n_qs == 0)
+		return 0;
+	if (sqlite3_prepare_v2(b->db, "INSERT OR IGNORE INTO queues(queue, adapter) VALUES (?1, ?2)",
+			       -1, &s, NULL) != SQLITE_OK)
+		return nf_tb_sql_err(b, err, "prepare queues");
+	for (size_t i = 0; i < b->n_qs && rc == 0; i++) {
+		sqlite3_bind_int64(s, 1, b->qs[i].hwqueue);
+		sqlite3_bind_int64(s, 2, b->qs[i].adapter);
+		if (sqlite3_step(s) != SQLITE_DONE)
+			rc = nf_tb_sql_err(b, err, "insert queues");
+		sqlite3_reset(s);
+	}
+	sqlite3_finalize(s);
+	return rc;
+}
+
+/* Finishes what still waits: operations without entries, unreleased legacy waits. */
+static int settle_all(struct nf_timeline_builder *b, struct nf_error *err)
+{
+	int rc;
+
+	for (size_t i = 0; i < b->n_qs; i++)
+		for (int l = 0; l < 2; l++)
+			if ((rc = nf_tb_settle_before(b, &b->qs[i].log[l], INT64_MAX, err)) != 0)
+				return rc;
+	for (size_t i = 0; i < b->n_legacy; i++)
+		if ((rc = nf_tb_op_done(b, &b->legacy[i], err)) != 0)
+			return rc;
+	b->n_legacy = 0;
+	return nf_tb_ring_flush(b, err);
+}
+
+int nf_timeline_builder_finish(struct nf_timeline_builder *b, struct nf_error *err)
+{
+	struct nf_clock_fitted *m = NULL;
+	int rc;
+
+	if (b->finished)
+		return nf_error_set(err, NF_ESTATE, "timeline: builder already finished");
+	b->finished = true;
+	rc = settle_all(b, err);
+	rc = rc ? rc : add_seen_queues(b, err);
+	rc = rc ? rc : nf_tb_write_queue_threads(b, err);
+	rc = rc ? rc : nf_clock_fit(b->db, 0, err);
+	if (rc)
+		return rc;
+	m = nf_clock_fitted_create(b->db, err);
+	if (!m)
+		return err && err->code ? err->code : NF_ENOMEM;
+	rc = resolve_overruns(b, m, err);
+	rc = rc ? rc : resolve(b, m, err);
+	nf_clock_fitted_destroy(m);
+	for (int i = 0; i < NF_STREAM_COUNT; i++)
+		if (b->other[i])
+			rc = rc ? rc : b->other[i]->finish(b->other_state[i], err);
+	rc = rc ? rc : write_meta(b, err);
+	if (rc)
+		return rc;
+	for (int i = 0; i < ST_COUNT; i++) {
+		sqlite3_finalize(b->st[i]);
+		b->st[i] = NULL;
+	}
+	if (nf_tb_exec_sql(b, "DROP TABLE temp.t_lost; DROP TABLE temp.t_cal; DROP TABLE temp.t_fit;",
+		     err, "drop staging") ||
+	    nf_writer_commit(b->db, "commit", err))
+		return NF_ESQL;
+	b->in_txn = false;
+	return 0;
+}

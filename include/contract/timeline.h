@@ -1,0 +1,87 @@
+/*
+ * The timeline's read side: one SQLite database per session on the CPU clock
+ * (schemas/timeline.sql), whatever the source, read by the viewer, the HTML
+ * page, the export, the analyses and `nftrace query`. Readers include this
+ * header only: building a timeline is the importers' (contract/session.h),
+ * writing one the writer's (contract/timeline_writer.h).
+ */
+#ifndef NFTRACE_TIMELINE_H
+#define NFTRACE_TIMELINE_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "contract/errors.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The database file inside a session directory. */
+/* Hidden, so CTF readers (babeltrace2) do not take it for a stream file. */
+#define NF_TIMELINE_DB_NAME ".timeline.db"
+
+/* The lock file nf_timeline_ensure() takes inside a session directory. */
+#define NF_TIMELINE_LOCK_NAME ".timeline.lock"
+
+/*
+ * Version of schemas/timeline.sql and of the analysis; stored as
+ * meta.timeline_version next to meta.schema_version (NF_SCHEMA_VERSION). A
+ * database with another value of either is rebuilt by nf_timeline_ensure().
+ */
+#define NF_TIMELINE_VERSION 11 /* 5: deps never names a releaser that ended past the slack; 6: GPU jobs, vblanks, markers; 7: Windows ETW captures, views' *_hex columns; 8: queue_busy in_flight/stalled, clock_fit ppm_stderr, os_overrun_flag rows lose their lost_entries; 9: cpu_runs is a view over cpu_run_blocks (a row per 1024 runs of a thread); 10: anomalies kind 'overrun' is 'lost', as in nftrace check (schemas/anomalies.def); 11: jobs.finish_source 'recording_start', meta kernel_all_cpus_from_ns */
+
+enum nf_query_format { NF_QUERY_TABLE, NF_QUERY_CSV, NF_QUERY_JSON };
+
+/*
+ * Runs SQL read-only against the timeline databases db_paths[0..n) (attached
+ * as s1, s2, ... when n > 1), writing rows to out in format; the rules of
+ * nf_query_run() (contract/session.h), which calls it once the sessions'
+ * timelines are up to date. Returns 0, NF_ESQL, NF_EIO or NF_ENOMEM.
+ */
+int nf_query_run_dbs(const char *const *db_paths, size_t n, enum nf_query_format format,
+		     const char *sql, FILE *out, struct nf_error *err);
+
+/*
+ * The SQL of a ready-made report, run with nf_query_run() like any query:
+ * "stalls" (the 20 longest GPU wait stalls with the signal that ended each),
+ * "queues" (per hardware queue: operations, lost ones, time stalled in waits,
+ * span), "lost" (every span of a log whose entries were lost, per queue).
+ * Returns a static string, or NULL for an unknown name.
+ */
+const char *nf_query_report_sql(const char *name);
+
+/* The report names, separated by '|' ("stalls|queues|lost"), for usage text. */
+#define NF_QUERY_REPORTS "stalls|queues|lost"
+
+struct sqlite3;
+
+/*
+ * Opens the timeline database at path for reading, as the report, the HTML
+ * page and the export read it: read-only, without SQLite's mutexes (one
+ * thread uses the connection at a time), checked to hold the tables of
+ * schemas/timeline.sql, and inside one read transaction (every pass sees the
+ * same snapshot). Returns 0 with *db open (the caller closes it), or, with
+ * *db NULL: NF_ENOENT (no such file), NF_EIO (cannot stat it), NF_ESQL
+ * (SQLite cannot open it, or BEGIN failed), NF_EFORMAT (not a timeline
+ * database); the message names path.
+ */
+int nf_timeline_open_read(const char *path, struct sqlite3 **db, struct nf_error *err);
+
+/*
+ * Checks the thread selection of a report (--thread, --process): each of
+ * threads[0..n_threads) names a thread of the timeline by id, or by name
+ * (kernel_threads.comm); each of processes[0..n_processes) a process by id
+ * (or a thread's id) or by name. A filter that matches nothing is an error,
+ * as for queues and fences. NULL lists are empty. Returns 0, NF_ENOENT
+ * ("thread 'X': not in the timeline", naming the first that matches nothing)
+ * or NF_ESQL.
+ */
+int nf_timeline_check_threads(struct sqlite3 *db, const char *const *threads, int n_threads,
+			      const char *const *processes, int n_processes, struct nf_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
