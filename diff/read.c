@@ -812,11 +812,11 @@ static int read_frames(struct reader *r, struct keyed *keys)
 			return nomem(r);
 		}
 		if (sqlite3_column_type(st, 0) != SQLITE_NULL) {
-			char name[32];
+			/* the process as the table has it: an id, or a name */
+			const char *name = col_text(st, 0);
 			int idx;
 
-			snprintf(name, sizeof(name), "%" PRId64, (int64_t)sqlite3_column_int64(st, 0));
-			if ((idx = series_get(s, keys, DM_FRAME, DS_PROCESS, name, &is_new)) < 0 ||
+			if (!name || (idx = series_get(s, keys, DM_FRAME, DS_PROCESS, name, &is_new)) < 0 ||
 			    dd_series_push(&s->series[idx], v)) {
 				sqlite3_finalize(st);
 				return nomem(r);
