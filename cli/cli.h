@@ -158,7 +158,7 @@ const struct nf_command *nf_cli_find(const char *name);
 
 /* Each command (cli/cmd_*.c). */
 extern const struct nf_cli_cmd cmd_record, cmd_report, cmd_query, cmd_info, cmd_check, cmd_import,
-	cmd_export, cmd_critical_path, cmd_push, cmd_help;
+	cmd_export, cmd_critical_path, cmd_diff, cmd_push, cmd_help;
 
 /*
  * Runs command row c on argv (argv[0] is the command's name): parses the
@@ -220,6 +220,12 @@ struct nf_cli_window {
  * NF_EXIT_USAGE after printing what is wrong.
  */
 int nf_cli_window(const struct nf_cli *c, int from, struct nf_cli_window *w);
+struct nf_coverage;
+/* What a session covers (cli/coverage.c): lines for check and info, or the
+ * "coverage" member of check --json (written after a preceding member). */
+void nf_cli_coverage_text(FILE *out, const struct nf_coverage *c);
+void nf_cli_coverage_json(FILE *out, const struct nf_coverage *c);
+
 /* A handle or id, decimal or 0x hexadecimal, not negative: 0, or -1. */
 int nf_cli_parse_id(const char *s, int64_t *out);
 

@@ -4,6 +4,9 @@
 
 #include "nftrace/events.h"
 #include "contract/session.h"
+#include "contract/timeline.h"
+
+#include <sqlite3.h>
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -49,6 +52,24 @@ static void print_events_markdown(void)
 	}
 }
 
+/* What the session covers, from its timeline (built when missing); nothing
+ * when it cannot be built here (a read-only session: info says what it can). */
+static void info_coverage(const char *dir)
+{
+	char db_path[4200];
+	struct nf_error err;
+	struct nf_coverage cov = { 0 };
+	sqlite3 *db = NULL;
+
+	nf_error_clear(&err);
+	if (nf_timeline_ensure(dir, db_path, sizeof(db_path), &err) || nf_timeline_open_read(db_path, &db, &err))
+		return;
+	if (nf_timeline_coverage(db, &cov, &err) == 0)
+		nf_cli_coverage_text(stdout, &cov);
+	nf_coverage_free(&cov);
+	sqlite3_close(db);
+}
+
 enum { O_JSON, O_EVENTS };
 
 static const struct nf_cli_option options[] = {
@@ -72,6 +93,8 @@ static int info_run(struct nf_cli *c)
 	nf_error_clear(&err);
 	if (nf_session_info(c->args[0], nf_cli_has(c, O_JSON), stdout, &err))
 		return nf_cli_fail("info", &err);
+	if (!nf_cli_has(c, O_JSON))
+		info_coverage(c->args[0]);
 	return NF_EXIT_OK;
 }
 
