@@ -81,6 +81,8 @@ CREATE TABLE fence_ops (
   observed_ns  INTEGER,             -- GPU time the wait was observed on hardware (waits; NULL otherwise or unknown)
   end_ns       INTEGER,             -- GPU time it completed, on the CPU time base; NULL when unknown (never invented)
   status       TEXT,                -- 'complete', 'lost' (entry overwritten before read), 'zero_timestamp', 'unmatched' (no log entry found), 'legacy' (handled by the OS on the CPU),
+                                    -- 'pending' (ETW: no end before the capture ended), 'aborted' (ETW: AbortQueuePacket),
+                                    -- 'end_unknown' (ETW hardware queues: done, as later work on its queue completed, but not said when: end_ns NULL),
                                     -- 'repeated_timestamp' (the entry repeats the previous entry's end timestamp, so end_ns is unknown: NULL),
                                     -- 'unsignaled' (a Linux dma_fence signal row whose fence was never signaled before the trace ended: end_ns NULL)
   log_seq      INTEGER,             -- position of its entry in the log's written sequence (NULL if none)
@@ -460,8 +462,26 @@ CREATE TABLE markers (
 --   ...FromGpu (230, 294) and WaitForSynchronizationObject2 and ...FromGpu
 --   (231, 295), are kept in etw_events (230/294 also group the packets of
 --   a multi-context signal): the packets are what the GPU scheduler ran.
---   With hardware scheduling (hardware queues, 450/451) the waits and
---   signals of a queue are not logged as packets and are not fence_ops.
+-- - hardware scheduling: a queue the OS does not schedule logs no wait or
+--   signal packets. A WaitForSynchronizationObjectFromGpu (295) or
+--   SignalSynchronizationObjectFromGpu (294) whose hContext is a hardware
+--   queue (HwQueue 422-424, DmaPacket 450/451), or a context owning one that
+--   no queue packet named, is the operation itself: one 'wait' (295) or
+--   'signal' (294, per context it names) per fence on that queue, queued_ns
+--   the event, thread its thread. A signal ends at the first
+--   VidSchSignalSyncObjectsFromGpuImmediate (551) or VidSchiCompleteSignalCommmand
+--   (552) naming its fence (VidSchSyncObjectArray) and value; a 551/552 that
+--   ends none is a 'signal' of its own on no queue (queue and queued_ns NULL),
+--   unless queue packets signal that fence. A wait's observed_ns is when the
+--   work queued before it on its queue completed (that DMA packet's 451 or
+--   that wait's end; queued_ns when none was open); its end_ns is when it was
+--   both observed and its fence reached the value (a signal of any kind:
+--   hardware queue, 551/552, CPU, signal packet, or the fence's initial
+--   value), the later of the two. Status 'complete'; with end_ns NULL:
+--   'end_unknown' (later work on its queue completed, so it was done by then:
+--   etw_gpu_ops.end_bound_ns, a bound, not its end) or 'pending' (nothing
+--   in the capture shows it ended). deps ties these waits by the rule below.
+--   etw_gpu_ops links each to its events.
 -- - queue_packets, dma_packets, vsyncs: below. Every event not mapped
 --   (other providers, and DxgKrnl events no table takes) is an etw_events
 --   row; etw_counts counts every event by provider, id and version.
@@ -564,6 +584,45 @@ CREATE TABLE etw_events (
   version   INTEGER, -- event version
   opcode    INTEGER, -- opcode
   size      INTEGER  -- payload bytes
+);
+
+-- Every DxgKrnl event schemas/dxgkrnl.def decodes (schemas/dxgkrnl.md), mapped
+-- or not, with every payload field: a user can ask about what the tables
+-- above do not model. fields is a JSON object keyed by the manifest's field
+-- names: integers as numbers (64-bit two's complement, as values are stored
+-- everywhere), BOOL 0/1, pointers as '0x...' text (as etw_contexts and
+-- etw_sync_objects write handles), arrays as arrays, GUIDs and strings as
+-- text, binary as hex text; a field the event's version lacks is absent.
+--   SELECT ts_ns, fields ->> 'hContext', fields -> 'ObjectArray'
+--   FROM dxgkrnl_events WHERE event_id = 295;
+-- One JSON text per event costs about what a row of etw_events costs to
+-- insert; a row per field would cost one per field (bench/etw).
+CREATE TABLE dxgkrnl_events (
+  id        INTEGER PRIMARY KEY, -- in time order
+  ts_ns     INTEGER, -- when
+  cpu       INTEGER, -- CPU whose buffer held it
+  process   INTEGER, -- process id of the header
+  thread    INTEGER, -- thread id of the header
+  event_id  INTEGER, -- DxgKrnl event id (dxgkrnl_names)
+  version   INTEGER, -- event version
+  fields    TEXT     -- JSON object: every payload field by name
+);
+
+-- The DxgKrnl events nftrace decodes (schemas/dxgkrnl.def), by id.
+CREATE TABLE dxgkrnl_names (
+  event_id  INTEGER PRIMARY KEY,
+  name      TEXT,    -- the manifest's event name ('WaitForSynchronizationObjectFromGpu')
+  meaning   TEXT
+);
+
+-- The GPU waits and signals of hardware queues (see the mapping above): the
+-- events behind each fence_ops row.
+CREATE TABLE etw_gpu_ops (
+  op            INTEGER PRIMARY KEY, -- fence_ops.id
+  event         INTEGER, -- dxgkrnl_events.id of the 294/295 that queued it (NULL: a 551/552 alone)
+  end_event     INTEGER, -- dxgkrnl_events.id of the 551/552 that ended a signal, else NULL
+  end_bound_ns  INTEGER  -- end_ns NULL: when later work on its queue completed (it was done by
+                         -- then; an upper bound, not its end); else NULL
 );
 
 -- Per provider, event id and version: how many events the capture holds.
