@@ -671,7 +671,21 @@ static int ew_hop_write(struct nf_etwi *e, int64_t i, int64_t end, int64_t end_e
 	return 0;
 }
 
-/* Work queued on row at queued completed at end: what was queued before it was done by then. */
+/* Unlinks op i from a fence's list (head: the list's head). */
+static void ew_fence_unlink(struct nf_etwi *e, int64_t *head, int64_t i)
+{
+	for (int64_t *p = head; *p >= 0; p = &ew_hop_at(e, *p)->fence_next)
+		if (*p == i) {
+			*p = ew_hop_at(e, i)->fence_next;
+			return;
+		}
+}
+
+/*
+ * Work queued on row at queued completed at end: what was queued before it
+ * was done by then. A wait its fence had not released yet was released by
+ * something the capture does not show: no later signal ends it.
+ */
 static void ew_hw_passed(struct nf_etwi *e, int64_t row, int64_t queued, int64_t end)
 {
 	for (int64_t i = EW_AT(e->ctxs, struct ew_ctx, row)->hop_head; i >= 0; i = ew_hop_at(e, i)->row_next) {
@@ -679,8 +693,12 @@ static void ew_hw_passed(struct nf_etwi *e, int64_t row, int64_t queued, int64_t
 
 		if (h->queued_ns >= queued)
 			break;
-		if (h->bound_ns < 0)
-			h->bound_ns = end;
+		if (h->bound_ns >= 0)
+			continue;
+		h->bound_ns = end;
+		/* (a signal stays open to its 551/552: the scheduler's record of it) */
+		if (h->kind == H_WAIT && !h->released && h->fence >= 0)
+			ew_fence_unlink(e, &EW_AT(e->syncs, struct ew_sync, h->fence)->wait_head, i);
 	}
 }
 
