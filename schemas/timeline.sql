@@ -309,12 +309,27 @@ CREATE TABLE kernel_events (
 --              drm_sched_job_add_dep (a dependency: job_deps);
 --   i915:      i915_request_add (submitted), i915_request_submit (ready),
 --              i915_request_in (started on the engine), i915_request_out with
---              completed=1 (finished; i915_request_retire when no out was seen).
+--              completed=1 (finished; i915_request_retire when no out was seen);
+--   xe:        xe_sched_job_exec (submitted: pushed to the scheduler),
+--              xe_sched_job_run (started: handed to the GuC), xe_hw_fence_signal
+--              of the job's hardware fence (finished; else that fence's
+--              dma_fence_signaled). The fence (context, seqno) is known from
+--              xe_hw_fence_create; the ring is the exec queue as xe names it
+--              (engine class and GuC id: rcs3, ccs0 ...) from any
+--              xe_exec_queue_* event of that queue, else "queue N". xe runs its
+--              jobs on the GPU scheduler: a ring whose drm_sched events are in
+--              the trace too gets the drm_sched rows only (the same jobs, named
+--              by the finished fence other jobs depend on).
+--              xe_sched_job_create (its fence does not exist yet) and
+--              xe_sched_job_free (after it finished) are kept in kernel_events.
 -- Events of one job are joined by the scheduler's job id when they carry one
 -- (amdgpu's sched_job_id is drm_sched's id), else by the job's fence (context,
 -- seqno). drm_sched before Linux 6.16 names the job's fence in
 -- drm_sched_process_job only by its address: it is the fence of the latest
--- drm_sched_job with that address.
+-- drm_sched_job with that address. From Linux 6.16 every drm_sched event names
+-- the job by its finished fence (fence_context:fence_seqno), with the device
+-- (dev) and the DRM client (client_id) on queue and run; xe's by its exec
+-- queue's GuC id and seqno.
 --
 -- Scheduled and finished fences. The GPU scheduler gives each job two
 -- dma_fences with the same seqno on two adjacent contexts: "scheduled"
@@ -331,7 +346,7 @@ CREATE TABLE kernel_events (
 -- event was seen, its scheduled fence's.
 CREATE TABLE jobs (
   id             INTEGER PRIMARY KEY, -- job row id, in submission order
-  driver         TEXT,    -- 'amdgpu', 'drm_sched' or 'i915': whose events describe it
+  driver         TEXT,    -- 'amdgpu', 'drm_sched', 'i915' or 'xe': whose events describe it
   ring           TEXT,    -- ring (amdgpu: gfx, sdma0, comp_1.0.0 ...; i915: rcs0, bcs0, vcs1 ...; NULL unknown)
   job            INTEGER, -- scheduler job id (NULL when the events carry none: i915)
   context        INTEGER, -- dma_fence context of the job's finished fence (NULL unknown)
@@ -346,7 +361,7 @@ CREATE TABLE jobs (
                           -- seen or is a ring-order bound), 'unfinished' (started, its finish is not in
                           -- the trace: the CPU that recorded it had not started recording, or the trace
                           -- ended), 'queued' (no start recorded)
-  finish_source  TEXT     -- where finished_ns came from: 'event' (drm_sched_process_job, i915_request_out
+  finish_source  TEXT,    -- where finished_ns came from: 'event' (drm_sched_process_job, i915_request_out
                           -- or _retire), 'signaled' (the dma_fence_signaled of its finished fence),
                           -- 'ring_order' (amdgpu only: no signal of its own in the trace; a ring's
                           -- fences signal in the order its jobs were run, so this is the earliest finish
@@ -362,6 +377,10 @@ CREATE TABLE jobs (
                           -- live capture starts every CPU at once, and a CPU recording but quiet at the
                           -- start of a file would make the moment late); NULL when finished_ns is
                           -- NULL. Readers draw 'ring_order' and 'recording_start' finishes as unknown ends.
+  device         TEXT,    -- the GPU (dev_name: "0000:03:00.0") when the events name it (drm_sched from
+                          -- Linux 6.16, xe from 6.12); NULL unknown. A ring is named within its device.
+  client_id      INTEGER  -- the DRM client the job came through (drm_sched from 6.16: the file's
+                          -- drm-client-id, as /proc/PID/fdinfo shows it); NULL unknown
 );
 
 -- How each job context's two fences were told apart (see above).
@@ -377,7 +396,9 @@ CREATE TABLE job_timelines (
 
 -- A job's dependencies (drm_sched_job_wait_dep / drm_sched_job_add_dep): the
 -- fence it waited for before it could run, and the job that fence belongs to
--- when that job is in the trace.
+-- when that job is in the trace (else the fence's own signal, a fence_ops
+-- 'signal' row of queue 4294967296 + dep_context, when dma_fence events were
+-- traced).
 CREATE TABLE job_deps (
   job          INTEGER, -- jobs.id of the waiting job
   dep_context  INTEGER, -- the fence waited for
@@ -385,6 +406,18 @@ CREATE TABLE job_deps (
   dep_job      INTEGER, -- jobs.id whose finished (or scheduled) fence it is, NULL when none in the trace
   dep_fence    TEXT,    -- 'finished' or 'scheduled' (which of dep_job's fences), NULL with dep_job
   ts_ns        INTEGER  -- when the dependency was reported
+);
+
+-- drm_sched_job_unschedulable (Linux 6.16 on): when the scheduler picked the
+-- job, this dependency was not signaled yet, so the job could not run then
+-- (`nftrace check` lists those still waiting when the trace ended).
+CREATE TABLE job_unschedulable (
+  job          INTEGER, -- jobs.id of the job held back
+  dep_context  INTEGER, -- the fence not signaled
+  dep_seqno    INTEGER,
+  dep_job      INTEGER, -- jobs.id whose finished (or scheduled) fence it is, NULL when none in the trace
+  dep_fence    TEXT,    -- 'finished' or 'scheduled', NULL with dep_job
+  ts_ns        INTEGER  -- when
 );
 
 -- Vertical blanks (drm:drm_vblank_event), per CRTC.
