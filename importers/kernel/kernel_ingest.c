@@ -1009,10 +1009,11 @@ int nf_timeline_kernel_ingest_event(struct nf_timeline_kernel_ingest **kip, sqli
 		sqlite3_bind_int64(s, 3, (int64_t)(uint32_t)f[NFF_KERNEL_GPU_JOB_kind]);
 		bind_text_or_null(s, 4, ki_str(ki, f[NFF_KERNEL_GPU_JOB_ring]));
 		sqlite3_bind_int64(s, 5, (int64_t)job);
-		if (fl & 1) {
+		if (fl & 1)
 			sqlite3_bind_int64(s, 6, (int64_t)f[NFF_KERNEL_GPU_JOB_context]);
+		/* xe: the seqno on its queue, with or without the fence's context */
+		if (fl & 9)
 			sqlite3_bind_int64(s, 7, (int64_t)f[NFF_KERNEL_GPU_JOB_seqno]);
-		}
 		sqlite3_bind_int64(s, 8, (int64_t)f[NFF_KERNEL_GPU_JOB_fence]);
 		if (fl & 4) {
 			sqlite3_bind_int64(s, 9, (int64_t)f[NFF_KERNEL_GPU_JOB_dep_context]);
