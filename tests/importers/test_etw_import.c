@@ -1576,15 +1576,18 @@ END_TEST
 
 /*
  * A capture with hardware scheduling: a context with two hardware queues (A
- * from the rundown, B created), a native fence (NF) and two monitored fences
- * (MF, CF) created, DMA packets on both queues (450 .. 451), and no wait or
+ * from the rundown, B created), a native fence created (NF, 542 .. 544) and one
+ * from the rundown (NF2, 545, at 3), monitored fences created (MF, 290) and from
+ * the rundown (CF, 293 .. 292), their information events (291, 543), DMA
+ * packets on both queues (450 .. 451), and no wait or
  * signal packets: the waits and signals are 295 and 294, ended by the
  * scheduler's 552 and 551, CPU signals (296, 550, 462) and what the queues
  * did. Handles fit 32 bits, so the same capture is written with 4- and 8-byte
  * pointers. With `hang`, a last wait on A for a value of NF nothing signals.
  * Ticks are 100 ns from 1000 (the start).
  */
-enum { HW_CTX = 0xC10, HWQ_A = 0xA10, HWQ_B = 0xB10, NF = 0x7100, MF = 0x6100, CF = 0x6200, HW_DEV = 0xD10 };
+enum { HW_CTX = 0xC10, HWQ_A = 0xA10, HWQ_B = 0xB10, NF = 0x7100, NF2 = 0x7200, MF = 0x6100, CF = 0x6200,
+       HW_DEV = 0xD10 };
 
 static void hw_queue_ev(struct fx *f, uint16_t id, int64_t t, uint64_t hwq)
 {
@@ -1655,7 +1658,8 @@ static void sched_signal(struct fx *f, uint16_t id, int64_t t, uint64_t fence, u
 	dxg(f, id, 0, 1, 0, t, &b);
 }
 
-static void fence_start(struct fx *f, uint16_t id, int64_t t, uint64_t fence)
+/* MonitoredFence (290-293) or NativeFence (542-545) start, info, stop or rundown. */
+static void fence_life(struct fx *f, uint16_t id, int64_t t, uint64_t fence, uint64_t initial)
 {
 	struct nf_etlw_buf b = B(f);
 
@@ -1663,9 +1667,9 @@ static void fence_start(struct fx *f, uint16_t id, int64_t t, uint64_t fence)
 	nf_etlw_put_ptr(&b, fence);
 	nf_etlw_put_u32(&b, 0);
 	nf_etlw_put_u32(&b, 0);
-	if (id == 290)
+	if (id < 300)
 		nf_etlw_put_ptr(&b, 0);
-	nf_etlw_put_u64(&b, 0);
+	nf_etlw_put_u64(&b, initial);
 	dxg(f, id, 0, 0, 0, t, &b);
 }
 
@@ -1714,10 +1718,11 @@ static void hws_fixture(const char *path, unsigned ps, bool hang)
 	nf_etlw_put_ptr(&b, 0);
 	dxg(&f, 32, 0, 0, 0, 1002, &b);
 	hw_queue_ev(&f, 424, 1003, HWQ_A);
+	fence_life(&f, 545, 1005, NF2, 3);  /* a native fence present at the start, at 3 */
 	hw_queue_ev(&f, 422, 1010, HWQ_B);
-	fence_start(&f, 542, 1020, NF);
-	fence_start(&f, 290, 1030, MF);
-	fence_start(&f, 290, 1031, CF);
+	fence_life(&f, 542, 1020, NF, 0);
+	fence_life(&f, 290, 1030, MF, 0);
+	fence_life(&f, 293, 1031, CF, 0);  /* a monitored fence present at the start */
 	f.pid = 4242;
 	/* Cross-queue: A waits for NF 1 behind its DMA packet 1; B signals it after its packet 1. */
 	hw_dma(&f, false, 1100, 0, 300, HWQ_A, 1);
@@ -1751,6 +1756,8 @@ static void hws_fixture(const char *path, unsigned ps, bool hang)
 	gpu_wait(&f, 2550, 0, 300, HWQ_A, MF, 8);
 	sched_signal(&f, 552, 2600, MF, 8);
 	/* CPU signals from the scheduler (550) and immediate ones (462). */
+	fence_life(&f, 291, 2690, MF, 0);  /* information events change nothing */
+	fence_life(&f, 543, 2691, NF, 0);
 	gpu_wait(&f, 2700, 1, 301, HWQ_B, NF, 3);
 	sched_signal(&f, 550, 2750, NF, 3);
 	gpu_wait(&f, 2800, 0, 300, HWQ_A, MF, 10);
@@ -1762,6 +1769,8 @@ static void hws_fixture(const char *path, unsigned ps, bool hang)
 	/* B signals NF 4 and no 551/552 says when; its next packet completes after it. */
 	gpu_signal(&f, 2900, 1, 301, bq, 1, NF, 4);
 	hw_dma(&f, false, 2910, 1, 301, HWQ_B, 3);
+	/* A waits for NF2 2: its initial value already satisfies it. */
+	gpu_wait(&f, 2950, 0, 300, HWQ_A, NF2, 2);
 	hw_dma(&f, true, 2990, 1, 0, HWQ_B, 3);
 	if (hang)
 		gpu_wait(&f, 3000, 0, 300, HWQ_A, NF, 99);
@@ -1773,6 +1782,7 @@ static void hws_fixture(const char *path, unsigned ps, bool hang)
 	nf_etlw_put_u32(&b, 0);
 	nf_etlw_put_u64(&b, 0);
 	dxg(&f, 544, 0, 0, 0, 3100, &b);
+	fence_life(&f, 292, 3150, CF, 0);
 	hw_queue_ev(&f, 423, 3200, HWQ_B);
 	ck_assert_int_eq(nf_etlw_save(f.w, path), 0);
 	nf_etlw_destroy(f.w);
@@ -1801,33 +1811,34 @@ static void check_hws_rows(const char *s, unsigned ps)
 		    "3|0|0|3D hwqueue 0xb10|1000|220000\n");
 	expect_rows(s, "SELECT f.fence, e.handle, e.kind, f.initial_value, f.created_ns, f.destroyed_ns FROM fences f "
 		       "JOIN etw_sync_objects e USING (fence) ORDER BY fence",
-		    "1|0x7100|native_fence|0|2000|210000\n2|0x6100|monitored_fence|0|3000|\n"
-		    "3|0x6200|monitored_fence|0|3100|\n");
-	/* queue 2 is A, 3 is B; fence 1 NF, 2 MF, 3 CF */
+		    "1|0x7200|native_fence|3||\n2|0x7100|native_fence|0|2000|210000\n"
+		    "3|0x6100|monitored_fence|0|3000|\n4|0x6200|monitored_fence|0||215000\n");
+	/* queue 2 is A, 3 is B; fence 1 NF2, 2 NF, 3 MF, 4 CF */
 	expect_rows(s, "SELECT id, queue, op, fence, value, queued_ns, observed_ns, end_ns, status, thread "
 		       "FROM fence_ops ORDER BY id",
-		    "1|2|wait|1|1|11000|30000|41000|complete|300\n"     /* A behind packet 1, released by B */
-		    "2|3|signal|1|1|16000||41000|complete|301\n"
-		    "3|3|wait|2|5|70000|70000||end_unknown|301\n"     /* done before B's packet 2 completed */
-		    "4|2|wait|3|3|100000|100000|110000|complete|300\n" /* released by the CPU */
-		    "5|3|wait|2|7|115000|115000|130000|complete|301\n"
-		    "6|2|signal|2|7|120000||130000|complete|300\n"
-		    "7|1|signal|2|7|120000||130000|complete|300\n"
-		    "8|2|signal|1|2|140000||140100|complete|300\n"
-		    "9|3|wait|1|2|150000|150000|150000|complete|301\n" /* satisfied on arrival */
-		    "10|2|wait|2|8|155000|155000|160000|complete|300\n"
-		    "11||signal|2|8|||160000|complete|\n"
-		    "12|3|wait|1|3|170000|170000|175000|complete|301\n"
-		    "13|2|wait|2|10|180000|180000|185000|complete|300\n"
-		    "14|3|signal|1|4|190000|||end_unknown|301\n");
+		    "1|2|wait|2|1|11000|30000|41000|complete|300\n"     /* A behind packet 1, released by B */
+		    "2|3|signal|2|1|16000||41000|complete|301\n"
+		    "3|3|wait|3|5|70000|70000||end_unknown|301\n"     /* done before B's packet 2 completed */
+		    "4|2|wait|4|3|100000|100000|110000|complete|300\n" /* released by the CPU */
+		    "5|3|wait|3|7|115000|115000|130000|complete|301\n"
+		    "6|2|signal|3|7|120000||130000|complete|300\n"
+		    "7|1|signal|3|7|120000||130000|complete|300\n"
+		    "8|2|signal|2|2|140000||140100|complete|300\n"
+		    "9|3|wait|2|2|150000|150000|150000|complete|301\n" /* satisfied on arrival */
+		    "10|2|wait|3|8|155000|155000|160000|complete|300\n"
+		    "11||signal|3|8|||160000|complete|\n"
+		    "12|3|wait|2|3|170000|170000|175000|complete|301\n"
+		    "13|2|wait|3|10|180000|180000|185000|complete|300\n"
+		    "14|3|signal|2|4|190000|||end_unknown|301\n"
+		    "15|2|wait|1|2|195000|195000|195000|complete|300\n"); /* by NF2's initial value */
 	expect_rows(s, "SELECT op, event IS NOT NULL, end_event IS NOT NULL, end_bound_ns FROM etw_gpu_ops ORDER BY op",
 		    "1|1|0|\n2|1|1|\n3|1|0|80000\n4|1|0|\n5|1|0|\n6|1|1|\n7|1|1|\n8|1|1|\n9|1|0|\n10|1|0|\n"
-		    "11|0|1|\n12|1|0|\n13|1|0|\n14|1|0|199000\n");
+		    "11|0|1|\n12|1|0|\n13|1|0|\n14|1|0|199000\n15|1|0|\n");
 	/* Each wait tied to what released it: a GPU signal, the CPU, or nothing in the capture. */
 	expect_rows(s, "SELECT wait_id, signal_id, cpu_signal, stall_ns FROM deps ORDER BY wait_id",
-		    "1|2||11000\n4||1|10000\n5|6||15000\n9|8||0\n10|11||5000\n12||2|5000\n13||3|5000\n");
+		    "1|2||11000\n4||1|10000\n5|6||15000\n9|8||0\n10|11||5000\n12||2|5000\n13||3|5000\n15|||0\n");
 	expect_rows(s, "SELECT id, thread, fence, value, ts_ns FROM cpu_signals ORDER BY id",
-		    "1|302|3|3|110000\n2|0|1|3|175000\n3|300|2|10|185000\n");
+		    "1|302|4|3|110000\n2|0|2|3|175000\n3|300|3|10|185000\n");
 	expect_rows(s, "SELECT id, queue, submission_id, start_ns, end_ns, status FROM dma_packets ORDER BY id",
 		    "1|2|1|10000|30000|complete\n2|2|2|12000|60000|complete\n3|3|1|15000|40000|complete\n"
 		    "4|3|2|71000|80000|complete\n5|3|3|191000|199000|complete\n");
@@ -1847,7 +1858,7 @@ static void check_hws_rows(const char *s, unsigned ps)
 	/* Every decoded DxgKrnl event has its row; the mapped ones are not in etw_events. */
 	expect_rows(s, "SELECT (SELECT count(*) FROM dxgkrnl_events), (SELECT sum(events) FROM etw_counts "
 		       "WHERE name = 'Microsoft-Windows-DxgKrnl'), (SELECT count(*) FROM etw_events "
-		       "WHERE event_id IN (294, 295, 551, 552))", "39|39|0\n");
+		       "WHERE event_id IN (294, 295, 551, 552))", "44|44|0\n");
 }
 
 START_TEST(test_hws_rows_64)
@@ -1880,19 +1891,21 @@ START_TEST(test_hws_critical_path)
 	import_hws(8, false, tmp, sizeof(tmp), s, sizeof(s));
 	ck_assert_msg(nft(NF_TEST_ARGV("critical-path", s, "--op", "1")) == 0, "%s", errb);
 	ck_assert_str_eq(out,
-		"critical path of op 1 (wait fence 0x1 >= 1) on queue 0x2 (3D hwqueue 0xa10)\n"
+		"critical path of op 1 (wait fence 0x2 >= 1) on queue 0x2 (3D hwqueue 0xa10)\n"
 		"queued at 11000 ns, ended at 41000 ns: latency 30000 ns in 2 segments\n"
 		"      start_ns         end_ns    duration_ns  on                           doing\n"
 		"         11000          16000           5000  thread 301                   running until it queued op 2 "
-		"(signal fence 0x1 to 1)\n"
+		"(signal fence 0x2 to 1)\n"
 		"         16000          41000          25000  queue 0x3 (3D hwqueue 0xb10) executing op 2 (signal fence "
-		"0x1 to 1)\n");
+		"0x2 to 1)\n");
 	ck_assert_msg(nft(NF_TEST_ARGV("critical-path", s, "--op", "10")) == 0, "%s", errb);
 	ck_assert_msg(strstr(out, "        155000         160000           5000  queue 0x2 (3D hwqueue 0xa10) waiting on "
-			     "fence 0x2 >= 8 (op 10), released by op 11\n") != NULL, "%s", out);
+			     "fence 0x3 >= 8 (op 10), released by op 11\n") != NULL, "%s", out);
 	/* the last to finish: released from the CPU (462) */
 	ck_assert_msg(nft(NF_TEST_ARGV("critical-path", s)) == 0, "%s", errb);
-	ck_assert_msg(strstr(out, "critical path of op 13 (wait fence 0x2 >= 10)") &&
+	ck_assert_msg(strstr(out, "critical path of op 15 (wait fence 0x1 >= 2)") && strstr(out, "in 0 segments") &&
+		      nft(NF_TEST_ARGV("critical-path", s, "--op", "13")) == 0 &&
+		      strstr(out, "critical path of op 13 (wait fence 0x3 >= 10)") &&
 		      strstr(out, "thread 300                   running until its CPU signal 3"), "%s", out);
 	nf_test_rmtree(tmp);
 }
@@ -1905,14 +1918,14 @@ START_TEST(test_hws_check)
 
 	import_hws(8, false, tmp, sizeof(tmp), s, sizeof(s));
 	ck_assert_msg(nft(NF_TEST_ARGV("check", s)) == 0, "%s%s", out, errb);
-	ck_assert_msg(strstr(out, "GPU waits never released: 0 of 8") && strstr(out, "verdict: whole"), "%s", out);
+	ck_assert_msg(strstr(out, "GPU waits never released: 0 of 9") && strstr(out, "verdict: whole"), "%s", out);
 	nf_test_rmtree(tmp);
 	import_hws(4, true, tmp, sizeof(tmp), s, sizeof(s));
-	expect_rows(s, "SELECT id, queue, value, observed_ns, status FROM fence_ops WHERE id = 15",
-		    "15|2|99|200000|pending\n");
+	expect_rows(s, "SELECT id, queue, value, observed_ns, status FROM fence_ops WHERE id = 16",
+		    "16|2|99|200000|pending\n");
 	ck_assert_int_eq(nft(NF_TEST_ARGV("check", s)), 1);
-	ck_assert_msg(strstr(out, "GPU waits never released: 1 of 9") &&
-		      strstr(out, "never signaled: queue 0x2 (3D hwqueue 0xa10) op 15 waits fence 0x1 >= 99") &&
+	ck_assert_msg(strstr(out, "GPU waits never released: 1 of 10") &&
+		      strstr(out, "never signaled: queue 0x2 (3D hwqueue 0xa10) op 16 waits fence 0x2 >= 99") &&
 		      strstr(out, "no signal in the session reaches 99 (highest: 4 by op 14)") &&
 		      strstr(out, "verdict: hang (1 waits can never be satisfied)"), "%s", out);
 	nf_test_rmtree(tmp);
