@@ -512,8 +512,9 @@ CREATE TABLE markers (
 --   hardware queue, 551/552, CPU, signal packet, or the fence's initial
 --   value), the later of the two. Status 'complete'; with end_ns NULL:
 --   'end_unknown' (later work on its queue completed, so it was done by then:
---   etw_gpu_ops.end_bound_ns, a bound, not its end) or 'pending' (nothing
---   in the capture shows it ended). deps ties these waits by the rule below.
+--   etw_gpu_ops.end_bound_ns, a bound, not its end; no later signal or 551/552
+--   ends it then) or 'pending' (nothing in the capture shows it ended). deps
+--   ties these waits by the rule below.
 --   etw_gpu_ops links each to its events.
 -- - queue_packets, dma_packets, vsyncs: below. Every event not mapped
 --   (other providers, and DxgKrnl events no table takes) is an etw_events

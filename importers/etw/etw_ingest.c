@@ -35,6 +35,10 @@
 #define EW_GROUP_NS 1000000
 /* Open CPU waits at most (past it a wait start is kept raw). */
 #define EW_MAX_CPU_WAITS 65536u
+/* Hardware-queue waits and signals open at once at most (past it one is written at
+ * once, end unknown); signals the queue got past, remembered for a late 551/552. */
+#define EW_MAX_HW_OPS (1u << 18)
+#define EW_PASSED 256u
 #define EW_MAX_PROVIDERS 4096u
 
 /* The maps are core's nf_u64map (core/util_hash.h), at most EW_MAX_KEYS keys each. */
@@ -110,8 +114,16 @@ struct ew_hop {
 	uint64_t value;
 	int64_t queued_ns, observed_ns, release_ns, bound_ns; /* -1 unknown */
 	int64_t next_wait;     /* the wait queued right after this one on its queue (-1) */
+	int64_t next_wait_op;  /* that wait's op_id (the slot is checked to still hold it) */
 	int64_t fence_next;    /* the fence's list (wait_head or sig_head) */
 	int64_t row_prev, row_next; /* its queue's open list */
+};
+
+/* A hardware-queue signal written with its end unknown: a later 551/552 of it is no signal of its own. */
+struct ew_passed {
+	int64_t fence;
+	uint64_t value;
+	bool used;
 };
 
 struct ew_node {
@@ -152,6 +164,7 @@ struct ew_dma {
 	bool hw;
 	int64_t start_ns, isr_ns;  /* isr -1 unknown */
 	int64_t next_wait;         /* hardware queues: the wait queued right after it (hops index, -1) */
+	int64_t next_wait_op;      /* that wait's op_id */
 };
 
 struct ew_cwait {
@@ -294,6 +307,8 @@ struct nf_etwi {
 	uint32_t orphan_next;
 	struct ew_recent recent[EW_RECENT];
 	uint32_t recent_next;
+	struct ew_passed passed[EW_PASSED];
+	uint32_t passed_next;
 	int64_t next_op, next_pkt, next_dma, next_cwait;
 	uint64_t events, dxgkrnl, waits, signals, dma_rows, unmatched_unwaits, cpu_signals;
 	bool kernel, rundown;
@@ -605,6 +620,8 @@ static int64_t ew_hop_new(struct nf_etwi *e, int kind, int64_t row, int64_t fenc
 	for (i = e->hop_free_hint; i < e->hops.n; i++)
 		if (!ew_hop_at(e, (int64_t)i)->used)
 			break;
+	if (i == e->hops.n && e->hops.n >= EW_MAX_HW_OPS)
+		return -3; /* too many open: the caller writes it at once */
 	if (i == e->hops.n && !ew_vec_push(&e->hops))
 		return ew_oom(err);
 	e->hop_free_hint = i + 1;
@@ -622,7 +639,7 @@ static int64_t ew_hop_new(struct nf_etwi *e, int kind, int64_t row, int64_t fenc
 	h->event = e->cur_dxg;
 	h->queued_ns = ev->ns;
 	h->observed_ns = h->release_ns = h->bound_ns = -1;
-	h->next_wait = h->fence_next = h->row_next = -1;
+	h->next_wait = h->next_wait_op = h->fence_next = h->row_next = -1;
 	h->row_prev = c->hop_tail;
 	if (c->hop_tail >= 0)
 		ew_hop_at(e, c->hop_tail)->row_next = (int64_t)i;
@@ -683,23 +700,40 @@ static void ew_fence_unlink(struct nf_etwi *e, int64_t *head, int64_t i)
 
 /*
  * Work queued on row at queued completed at end: what was queued before it
- * was done by then. A wait its fence had not released yet was released by
- * something the capture does not show: no later signal ends it.
+ * and is still open was done by then, when the capture does not say: written
+ * now, end unknown, with that bound. A wait its fence had not released yet was
+ * released by something the capture does not show (no later signal ends it);
+ * a signal's 551/552 coming later is no signal of its own (ew_hw_sched_signal).
  */
-static void ew_hw_passed(struct nf_etwi *e, int64_t row, int64_t queued, int64_t end)
+static int ew_hw_passed(struct nf_etwi *e, int64_t row, int64_t queued, int64_t end, struct nf_error *err)
 {
-	for (int64_t i = EW_AT(e->ctxs, struct ew_ctx, row)->hop_head; i >= 0; i = ew_hop_at(e, i)->row_next) {
+	int64_t i;
+
+	while ((i = EW_AT(e->ctxs, struct ew_ctx, row)->hop_head) >= 0) {
 		struct ew_hop *h = ew_hop_at(e, i);
+		int rc;
 
 		if (h->queued_ns >= queued)
 			break;
-		if (h->bound_ns >= 0)
-			continue;
 		h->bound_ns = end;
-		/* (a signal stays open to its 551/552: the scheduler's record of it) */
-		if (h->kind == H_WAIT && !h->released && h->fence >= 0)
-			ew_fence_unlink(e, &EW_AT(e->syncs, struct ew_sync, h->fence)->wait_head, i);
+		if (h->fence >= 0) {
+			struct ew_sync *sy = EW_AT(e->syncs, struct ew_sync, h->fence);
+
+			if (h->kind == H_WAIT && !h->released)
+				ew_fence_unlink(e, &sy->wait_head, i);
+			else if (h->kind == H_SIGNAL) {
+				struct ew_passed *p = &e->passed[e->passed_next++ % EW_PASSED];
+
+				ew_fence_unlink(e, &sy->sig_head, i);
+				p->fence = h->fence;
+				p->value = h->value;
+				p->used = true;
+			}
+		}
+		if ((rc = ew_hop_write(e, i, -1, -1, err)))
+			return rc;
 	}
+	return 0;
 }
 
 /*
@@ -707,25 +741,28 @@ static void ew_hw_passed(struct nf_etwi *e, int64_t row, int64_t queued, int64_t
  * fence reached the value too. A wait that ends lets the one queued after it
  * be observed, and so on down the queue.
  */
-static int ew_hw_observed(struct nf_etwi *e, int64_t i, int64_t t, struct nf_error *err)
+static int ew_hw_observed(struct nf_etwi *e, int64_t i, int64_t op_id, int64_t t, struct nf_error *err)
 {
 	while (i >= 0) {
 		struct ew_hop *h = ew_hop_at(e, i);
-		int64_t end, next, row, q;
+		int64_t end, next, next_op, row, q;
 		int rc;
 
+		if (!h->used || h->op_id != op_id)
+			return 0; /* written already (its queue got past it) */
 		if (h->observed_ns < 0)
 			h->observed_ns = t > h->queued_ns ? t : h->queued_ns;
 		if (!h->released)
 			return 0;
 		end = h->release_ns > h->observed_ns ? h->release_ns : h->observed_ns;
 		next = h->next_wait;
+		next_op = h->next_wait_op;
 		row = h->queue;
 		q = h->queued_ns;
-		if ((rc = ew_hop_write(e, i, end, -1, err)))
+		if ((rc = ew_hop_write(e, i, end, -1, err)) || (rc = ew_hw_passed(e, row, q, end, err)))
 			return rc;
-		ew_hw_passed(e, row, q, end);
 		i = next;
+		op_id = next_op;
 		t = end;
 	}
 	return 0;
@@ -753,10 +790,31 @@ static int ew_hw_release(struct nf_etwi *e, int64_t f, uint64_t value, int64_t t
 		*p = h->fence_next;
 		h->released = true;
 		h->release_ns = t;
-		if (h->observed_ns >= 0 && (rc = ew_hw_observed(e, i, h->observed_ns, err)))
-			return rc;
+		if (h->observed_ns >= 0) {
+			if ((rc = ew_hw_observed(e, i, h->op_id, h->observed_ns, err)))
+				return rc;
+			p = &s->wait_head; /* what ended with it may have left the list */
+		}
 	}
 	return 0;
+}
+
+/* Past EW_MAX_HW_OPS open: the operation is written at once, its end unknown ('pending'). */
+static int ew_hw_untracked(struct nf_etwi *e, int kind, int64_t row, int64_t f, uint64_t value,
+			   const struct nf_etwi_event *ev, struct nf_error *err)
+{
+	sqlite3_stmt *s = e->st[ES_GPU_OP];
+	int64_t id = e->next_op++;
+	int rc = ew_put_op(e, id, row, EW_AT(e->ctxs, struct ew_ctx, row)->adapter, kind == H_WAIT ? "wait" : "signal",
+			   f, value, ev->ns, -1, -1, "pending", true, ev->tid, err);
+
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(s, 1, id);
+	ew_bind_opt(s, 2, e->cur_dxg >= 0, e->cur_dxg);
+	sqlite3_bind_null(s, 3);
+	sqlite3_bind_null(s, 4);
+	return ew_step(e, ES_GPU_OP, err);
 }
 
 /* 295: a wait per fence on the queue it names. Returns 1 when mapped, 0 when not a hardware queue's. */
@@ -772,18 +830,28 @@ static int ew_hw_wait(struct nf_etwi *e, const struct nf_etwi_event *ev, struct 
 
 		if (f < -1)
 			return NF_ENOMEM;
-		if ((i = ew_hop_new(e, H_WAIT, row, f, d->values[k], ev, err)) < 0)
+		if ((i = ew_hop_new(e, H_WAIT, row, f, d->values[k], ev, err)) == -3) {
+			int rc = ew_hw_untracked(e, H_WAIT, row, f, d->values[k], ev, err);
+
+			if (rc)
+				return rc;
+			continue;
+		}
+		if (i < 0)
 			return (int)i;
 		struct ew_hop *h = ew_hop_at(e, i);
 		struct ew_ctx *c = EW_AT(e->ctxs, struct ew_ctx, row);
 
 		/* observed when the work queued before it is done */
-		if (c->last_kind == I_DMA)
+		if (c->last_kind == I_DMA) {
 			EW_AT(e->dmas, struct ew_dma, c->last_idx)->next_wait = i;
-		else if (c->last_kind == I_WAIT)
+			EW_AT(e->dmas, struct ew_dma, c->last_idx)->next_wait_op = h->op_id;
+		} else if (c->last_kind == I_WAIT) {
 			ew_hop_at(e, c->last_idx)->next_wait = i;
-		else
+			ew_hop_at(e, c->last_idx)->next_wait_op = h->op_id;
+		} else {
 			h->observed_ns = ev->ns;
+		}
 		c->last_kind = I_WAIT;
 		c->last_idx = i;
 		if (f >= 0) {
@@ -798,7 +866,7 @@ static int ew_hw_wait(struct nf_etwi *e, const struct nf_etwi_event *ev, struct 
 			}
 		}
 		if (h->observed_ns >= 0) {
-			int rc = ew_hw_observed(e, i, h->observed_ns, err);
+			int rc = ew_hw_observed(e, i, h->op_id, h->observed_ns, err);
 
 			if (rc)
 				return rc;
@@ -824,7 +892,14 @@ static int ew_hw_signal(struct nf_etwi *e, const struct nf_etwi_event *ev, struc
 
 			if (f < -1)
 				return NF_ENOMEM;
-			if ((i = ew_hop_new(e, H_SIGNAL, row, f, d->values[k], ev, err)) < 0)
+			if ((i = ew_hop_new(e, H_SIGNAL, row, f, d->values[k], ev, err)) == -3) {
+				int rc = ew_hw_untracked(e, H_SIGNAL, row, f, d->values[k], ev, err);
+
+				if (rc)
+					return rc;
+				continue;
+			}
+			if (i < 0)
 				return (int)i;
 			if (f >= 0) {
 				struct ew_sync *s = EW_AT(e->syncs, struct ew_sync, f);
@@ -867,11 +942,17 @@ static int ew_hw_sched_signal(struct nf_etwi *e, const struct nf_etwi_event *ev,
 			*p = h->fence_next;
 			int64_t row = h->queue, q = h->queued_ns;
 
-			if ((rc = ew_hop_write(e, i, ev->ns, e->cur_dxg, err)))
+			if ((rc = ew_hop_write(e, i, ev->ns, e->cur_dxg, err)) ||
+			    (rc = ew_hw_passed(e, row, q, ev->ns, err)))
 				return rc;
-			ew_hw_passed(e, row, q, ev->ns);
 			ended = true;
+			p = &EW_AT(e->syncs, struct ew_sync, f)->sig_head; /* the list may have changed */
 		}
+		for (uint32_t j = 0; !ended && j < EW_PASSED; j++)
+			if (e->passed[j].used && e->passed[j].fence == f && e->passed[j].value == d->values[k]) {
+				e->passed[j].used = false; /* the late record of a signal written already */
+				ended = true;
+			}
 		if (!ended && !EW_AT(e->syncs, struct ew_sync, f)->sw) {
 			sqlite3_stmt *s = e->st[ES_GPU_OP];
 			int64_t id = e->next_op++;
@@ -899,7 +980,7 @@ static void ew_hw_dma_queued(struct nf_etwi *e, int64_t dma)
 	struct ew_dma *m = EW_AT(e->dmas, struct ew_dma, dma);
 	struct ew_ctx *c = EW_AT(e->ctxs, struct ew_ctx, m->queue);
 
-	m->next_wait = -1;
+	m->next_wait = m->next_wait_op = -1;
 	c->last_kind = I_DMA;
 	c->last_idx = dma;
 }
@@ -909,13 +990,15 @@ static int ew_hw_dma_done(struct nf_etwi *e, int64_t dma, int64_t t, struct nf_e
 {
 	struct ew_dma *m = EW_AT(e->dmas, struct ew_dma, dma);
 	struct ew_ctx *c = EW_AT(e->ctxs, struct ew_ctx, m->queue);
-	int64_t next = m->next_wait;
+	int64_t next = m->next_wait, next_op = m->next_wait_op, row = m->queue;
+	int rc;
 
 	if (c->last_kind == I_DMA && c->last_idx == dma)
 		c->last_kind = I_NONE;
 	m->next_wait = -1;
-	ew_hw_passed(e, m->queue, m->start_ns, t);
-	return next >= 0 ? ew_hw_observed(e, next, t, err) : 0;
+	if ((rc = ew_hw_passed(e, row, m->start_ns, t, err)))
+		return rc;
+	return next >= 0 ? ew_hw_observed(e, next, next_op, t, err) : 0;
 }
 
 /* At the end: what is still open, with end_ns NULL. */

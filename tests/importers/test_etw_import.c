@@ -1311,6 +1311,9 @@ END_TEST
  * pseudo-random places, every one either imported or refused with a message,
  * and a refused one leaves no session.
  */
+static void hws_fixture(const char *path, unsigned ps, bool hang);
+
+/* Loop 0: the packet capture; 1: the hardware-scheduled one (test_hws_*). */
 START_TEST(test_mutations)
 {
 	char tmp[1024], etl[1100], bad[1100], s[1100];
@@ -1324,7 +1327,10 @@ START_TEST(test_mutations)
 	snprintf(etl, sizeof(etl), "%s/fixture.etl", tmp);
 	snprintf(bad, sizeof(bad), "%s/bad.etl", tmp);
 	snprintf(s, sizeof(s), "%s/s", tmp);
-	write_fixture(etl, 8);
+	if (_i == 0)
+		write_fixture(etl, 8);
+	else
+		hws_fixture(etl, 8, true);
 	ck_assert_int_eq(stat(etl, &st), 0);
 	good = malloc((size_t)st.st_size);
 	ck_assert(good != NULL);
@@ -1990,7 +1996,7 @@ static Suite *etw_suite(void)
 	tcase_add_test(tc, test_damaged_leaves_nothing);
 	tcase_add_test(tc, test_kernel_records);
 	tcase_add_test(tc, test_rundown_rows);
-	tcase_add_test(tc, test_mutations);
+	tcase_add_loop_test(tc, test_mutations, 0, 2);
 	tcase_add_test(tc, test_capture_is_a_copy);
 	tcase_add_test(tc, test_timeline_built_once);
 	tcase_add_test(tc, test_check_hang);
