@@ -706,6 +706,93 @@ START_TEST(test_check_hang)
 }
 END_TEST
 
+/* ---- DxgKrnl rundown, lifetime and hardware queue events (test_rundown_rows, test_hws_*) ---- */
+
+/* DeviceDCStart (v2): process's device on the adapter. */
+static void device_rundown(struct fx *f, int64_t t, uint64_t process, uint64_t device)
+{
+	struct nf_etlw_buf b = B(f);
+
+	nf_etlw_put_ptr(&b, process);
+	nf_etlw_put_ptr(&b, ADAPTER);
+	nf_etlw_put_u32(&b, 0);
+	nf_etlw_put_ptr(&b, device);
+	for (int k = 0; k < 3; k++)
+		nf_etlw_put_u32(&b, 0);
+	nf_etlw_put_ptr(&b, 0);
+	nf_etlw_put_u32(&b, 0);
+	nf_etlw_put_ptr(&b, 0);
+	dxg(f, 29, 2, 0, 0, t, &b);
+}
+
+/* NodeMetadata: node of the adapter, its engine type and name. */
+static void node_metadata(struct fx *f, int64_t t, uint32_t node, uint32_t engine_type, const char *name)
+{
+	struct nf_etlw_buf b = B(f);
+
+	nf_etlw_put_ptr(&b, ADAPTER);
+	nf_etlw_put_u32(&b, node);
+	nf_etlw_put_u32(&b, engine_type);
+	nf_etlw_put_wstr(&b, name);
+	dxg(f, 250, 0, 0, 0, t, &b);
+}
+
+/* ContextDCStart: the device's context on node. */
+static void context_rundown(struct fx *f, int64_t t, uint64_t device, uint32_t node, uint64_t ctx)
+{
+	struct nf_etlw_buf b = B(f);
+
+	nf_etlw_put_ptr(&b, device);
+	nf_etlw_put_u32(&b, node);
+	for (int k = 0; k < 7; k++)
+		nf_etlw_put_u32(&b, 0);
+	nf_etlw_put_ptr(&b, ctx);
+	nf_etlw_put_ptr(&b, 0);
+	nf_etlw_put_ptr(&b, 0);
+	dxg(f, 32, 0, 0, 0, t, &b);
+}
+
+/* HwQueueStart (422), Stop (423) or DCStart (424): hwq of context ctx. */
+static void hwqueue_event(struct fx *f, uint16_t id, int64_t t, uint64_t ctx, uint64_t hwq)
+{
+	struct nf_etlw_buf b = B(f);
+
+	nf_etlw_put_ptr(&b, ctx);
+	nf_etlw_put_ptr(&b, hwq);
+	nf_etlw_put_ptr(&b, 0);
+	dxg(f, id, 0, 0, 0, t, &b);
+}
+
+/* 450 (start) or 451 (done) of progress value `progress` on a hardware queue. */
+static void hw_dma(struct fx *f, bool done, int64_t t, uint16_t cpu, uint32_t tid, uint64_t hwq, uint64_t progress)
+{
+	struct nf_etlw_buf b = B(f);
+
+	nf_etlw_put_ptr(&b, hwq);
+	nf_etlw_put_u64(&b, progress);
+	if (!done) {
+		nf_etlw_put_ptr(&b, 0xD0D0);
+		nf_etlw_put_u32(&b, 0);
+		nf_etlw_put_u32(&b, 0);
+	}
+	dxg(f, done ? 451 : 450, 0, cpu, tid, t, &b);
+}
+
+/* MonitoredFence (290-293) or NativeFence (542-545) start, info, stop or rundown. */
+static void fence_life(struct fx *f, uint16_t id, int64_t t, uint64_t fence, uint64_t initial)
+{
+	struct nf_etlw_buf b = B(f);
+
+	nf_etlw_put_ptr(&b, ADAPTER);
+	nf_etlw_put_ptr(&b, fence);
+	nf_etlw_put_u32(&b, 0);
+	nf_etlw_put_u32(&b, 0);
+	if (id < 300)
+		nf_etlw_put_ptr(&b, 0);
+	nf_etlw_put_u64(&b, initial);
+	dxg(f, id, 0, 0, 0, t, &b);
+}
+
 /* A Process DCStart record (version 4, 64-bit) naming pid. */
 static void process_record(struct nf_etlw *w, int64_t ticks, uint32_t pid, const char *image)
 {
@@ -780,77 +867,16 @@ START_TEST(test_rundown_rows)
 	nf_etlw_put_ptr(&b, 0);
 	nf_etlw_put_u64(&b, 0);
 	dxg(&f, 26, 0, 0, 0, 1000, &b);
-	/* DeviceDCStart (v2): process 1234's device on the adapter */
-	b = B(&f);
-	nf_etlw_put_ptr(&b, 1234);
-	nf_etlw_put_ptr(&b, ADAPTER);
-	nf_etlw_put_u32(&b, 0);
-	nf_etlw_put_ptr(&b, DEVICE);
-	nf_etlw_put_u32(&b, 0);
-	nf_etlw_put_u32(&b, 0);
-	nf_etlw_put_u32(&b, 0);
-	nf_etlw_put_ptr(&b, 0);
-	nf_etlw_put_u32(&b, 0);
-	nf_etlw_put_ptr(&b, 0);
-	dxg(&f, 29, 2, 0, 0, 1010, &b);
+	device_rundown(&f, 1010, 1234, DEVICE);
 	process_record(f.w, 1015, 1234, "vrcompositor.exe");
-	/* NodeMetadata: node 0 "3D", node 2 "Copy" */
-	b = B(&f);
-	nf_etlw_put_ptr(&b, ADAPTER);
-	nf_etlw_put_u32(&b, 0);
-	nf_etlw_put_u32(&b, 1);
-	nf_etlw_put_wstr(&b, "3D");
-	dxg(&f, 250, 0, 0, 0, 1020, &b);
-	b = B(&f);
-	nf_etlw_put_ptr(&b, ADAPTER);
-	nf_etlw_put_u32(&b, 2);
-	nf_etlw_put_u32(&b, 3);
-	nf_etlw_put_wstr(&b, "Copy");
-	dxg(&f, 250, 0, 0, 0, 1021, &b);
-	/* ContextDCStart: the device's context on node 2 */
-	b = B(&f);
-	nf_etlw_put_ptr(&b, DEVICE);
-	nf_etlw_put_u32(&b, 2);
-	for (int k = 0; k < 7; k++)
-		nf_etlw_put_u32(&b, 0);
-	nf_etlw_put_ptr(&b, CTX_A);
-	nf_etlw_put_ptr(&b, 0);
-	nf_etlw_put_ptr(&b, 0);
-	dxg(&f, 32, 0, 0, 0, 1030, &b);
-	/* HwQueueDCStart: a hardware queue of that context */
-	b = B(&f);
-	nf_etlw_put_ptr(&b, CTX_A);
-	nf_etlw_put_ptr(&b, HWQ);
-	nf_etlw_put_ptr(&b, 0);
-	dxg(&f, 424, 0, 0, 0, 1040, &b);
-	/* MonitoredFenceDCStart (initial 10), NativeFenceStart (initial 0) */
-	b = B(&f);
-	nf_etlw_put_ptr(&b, ADAPTER);
-	nf_etlw_put_ptr(&b, MF);
-	nf_etlw_put_u32(&b, 0);
-	nf_etlw_put_u32(&b, 0);
-	nf_etlw_put_ptr(&b, 0);
-	nf_etlw_put_u64(&b, 10);
-	dxg(&f, 293, 0, 0, 0, 1050, &b);
-	b = B(&f);
-	nf_etlw_put_ptr(&b, ADAPTER);
-	nf_etlw_put_ptr(&b, NF);
-	nf_etlw_put_u32(&b, 0);
-	nf_etlw_put_u32(&b, 0);
-	nf_etlw_put_u64(&b, 0);
-	dxg(&f, 542, 0, 0, 0, 1060, &b);
-	/* The hardware queue's DMA packet of progress value 5: 450 .. 451 */
-	b = B(&f);
-	nf_etlw_put_ptr(&b, HWQ);
-	nf_etlw_put_u64(&b, 5);
-	nf_etlw_put_ptr(&b, 0xD0D0);
-	nf_etlw_put_u32(&b, 0);
-	nf_etlw_put_u32(&b, 0);
-	dxg(&f, 450, 0, 0, 0, 1100, &b);
-	b = B(&f);
-	nf_etlw_put_ptr(&b, HWQ);
-	nf_etlw_put_u64(&b, 5);
-	dxg(&f, 451, 0, 1, 0, 1200, &b);
+	node_metadata(&f, 1020, 0, 1, "3D");
+	node_metadata(&f, 1021, 2, 3, "Copy");
+	context_rundown(&f, 1030, DEVICE, 2, CTX_A);         /* the device's context on node 2 */
+	hwqueue_event(&f, 424, 1040, CTX_A, HWQ);             /* a hardware queue of that context */
+	fence_life(&f, 293, 1050, MF, 10);                    /* MonitoredFenceDCStart, initial 10 */
+	fence_life(&f, 542, 1060, NF, 0);                     /* NativeFenceStart, initial 0 */
+	hw_dma(&f, false, 1100, 0, 0, HWQ, 5);                /* the queue's DMA packet of progress 5 */
+	hw_dma(&f, true, 1200, 1, 0, HWQ, 5);
 	/* A wait for the monitored fence at 11, released by an immediate signal. */
 	wait_packet(&f, 1300, 0, CTX_A, 1, MF, 11, PQ1);
 	b = B(&f);
@@ -890,19 +916,8 @@ START_TEST(test_rundown_rows)
 	nf_etlw_put_u32(&b, 4);
 	nf_etlw_put_u32(&b, 0xdeadbeef);
 	dxg(&f, 432, 0, 0, 0, 1700, &b);
-	/* NativeFenceStop, HwQueueStop */
-	b = B(&f);
-	nf_etlw_put_ptr(&b, ADAPTER);
-	nf_etlw_put_ptr(&b, NF);
-	nf_etlw_put_u32(&b, 0);
-	nf_etlw_put_u32(&b, 0);
-	nf_etlw_put_u64(&b, 0);
-	dxg(&f, 544, 0, 0, 0, 1800, &b);
-	b = B(&f);
-	nf_etlw_put_ptr(&b, CTX_A);
-	nf_etlw_put_ptr(&b, HWQ);
-	nf_etlw_put_ptr(&b, 0);
-	dxg(&f, 423, 0, 0, 0, 1900, &b);
+	fence_life(&f, 544, 1800, NF, 0);                     /* NativeFenceStop, HwQueueStop */
+	hwqueue_event(&f, 423, 1900, CTX_A, HWQ);
 	ck_assert_int_eq(nf_etlw_save(f.w, etl), 0);
 	nf_etlw_destroy(f.w);
 	ck_assert_msg(nft(NF_TEST_ARGV("import", etl, "-o", s)) == 0, "%s", errb);
@@ -1595,31 +1610,6 @@ END_TEST
 enum { HW_CTX = 0xC10, HWQ_A = 0xA10, HWQ_B = 0xB10, NF = 0x7100, NF2 = 0x7200, MF = 0x6100, CF = 0x6200,
        HW_DEV = 0xD10 };
 
-static void hw_queue_ev(struct fx *f, uint16_t id, int64_t t, uint64_t hwq)
-{
-	struct nf_etlw_buf b = B(f);
-
-	nf_etlw_put_ptr(&b, HW_CTX);
-	nf_etlw_put_ptr(&b, hwq);
-	nf_etlw_put_ptr(&b, 0);
-	dxg(f, id, 0, 0, 0, t, &b);
-}
-
-/* 450 (start) or 451 (done) of progress value `progress` on a hardware queue. */
-static void hw_dma(struct fx *f, bool done, int64_t t, uint16_t cpu, uint32_t tid, uint64_t hwq, uint64_t progress)
-{
-	struct nf_etlw_buf b = B(f);
-
-	nf_etlw_put_ptr(&b, hwq);
-	nf_etlw_put_u64(&b, progress);
-	if (!done) {
-		nf_etlw_put_ptr(&b, 0xD0D0);
-		nf_etlw_put_u32(&b, 0);
-		nf_etlw_put_u32(&b, 0);
-	}
-	dxg(f, done ? 451 : 450, 0, cpu, tid, t, &b);
-}
-
 /* 295: hwq waits for fence >= value. */
 static void gpu_wait(struct fx *f, int64_t t, uint16_t cpu, uint32_t tid, uint64_t hwq, uint64_t fence, uint64_t value)
 {
@@ -1664,21 +1654,6 @@ static void sched_signal(struct fx *f, uint16_t id, int64_t t, uint64_t fence, u
 	dxg(f, id, 0, 1, 0, t, &b);
 }
 
-/* MonitoredFence (290-293) or NativeFence (542-545) start, info, stop or rundown. */
-static void fence_life(struct fx *f, uint16_t id, int64_t t, uint64_t fence, uint64_t initial)
-{
-	struct nf_etlw_buf b = B(f);
-
-	nf_etlw_put_ptr(&b, ADAPTER);
-	nf_etlw_put_ptr(&b, fence);
-	nf_etlw_put_u32(&b, 0);
-	nf_etlw_put_u32(&b, 0);
-	if (id < 300)
-		nf_etlw_put_ptr(&b, 0);
-	nf_etlw_put_u64(&b, initial);
-	dxg(f, id, 0, 0, 0, t, &b);
-}
-
 static void hws_fixture(const char *path, unsigned ps, bool hang)
 {
 	struct nf_etlw_options o;
@@ -1697,35 +1672,12 @@ static void hws_fixture(const char *path, unsigned ps, bool hang)
 	f.pid = 0;
 	ck_assert(f.w != NULL);
 	/* Rundown: the device of process 4242 on the adapter, node 0 "3D", its context, queue A. */
-	b = B(&f);
-	nf_etlw_put_ptr(&b, 4242);
-	nf_etlw_put_ptr(&b, ADAPTER);
-	nf_etlw_put_u32(&b, 0);
-	nf_etlw_put_ptr(&b, HW_DEV);
-	for (int k = 0; k < 3; k++)
-		nf_etlw_put_u32(&b, 0);
-	nf_etlw_put_ptr(&b, 0);
-	nf_etlw_put_u32(&b, 0);
-	nf_etlw_put_ptr(&b, 0);
-	dxg(&f, 29, 2, 0, 0, 1000, &b);
-	b = B(&f);
-	nf_etlw_put_ptr(&b, ADAPTER);
-	nf_etlw_put_u32(&b, 0);
-	nf_etlw_put_u32(&b, 1);
-	nf_etlw_put_wstr(&b, "3D");
-	dxg(&f, 250, 0, 0, 0, 1001, &b);
-	b = B(&f);
-	nf_etlw_put_ptr(&b, HW_DEV);
-	nf_etlw_put_u32(&b, 0);
-	for (int k = 0; k < 7; k++)
-		nf_etlw_put_u32(&b, 0);
-	nf_etlw_put_ptr(&b, HW_CTX);
-	nf_etlw_put_ptr(&b, 0);
-	nf_etlw_put_ptr(&b, 0);
-	dxg(&f, 32, 0, 0, 0, 1002, &b);
-	hw_queue_ev(&f, 424, 1003, HWQ_A);
+	device_rundown(&f, 1000, 4242, HW_DEV);
+	node_metadata(&f, 1001, 0, 1, "3D");
+	context_rundown(&f, 1002, HW_DEV, 0, HW_CTX);
+	hwqueue_event(&f, 424, 1003, HW_CTX, HWQ_A);
 	fence_life(&f, 545, 1005, NF2, 3);  /* a native fence present at the start, at 3 */
-	hw_queue_ev(&f, 422, 1010, HWQ_B);
+	hwqueue_event(&f, 422, 1010, HW_CTX, HWQ_B);
 	fence_life(&f, 542, 1020, NF, 0);
 	fence_life(&f, 290, 1030, MF, 0);
 	fence_life(&f, 293, 1031, CF, 0);  /* a monitored fence present at the start */
@@ -1781,15 +1733,9 @@ static void hws_fixture(const char *path, unsigned ps, bool hang)
 	if (hang)
 		gpu_wait(&f, 3000, 0, 300, HWQ_A, NF, 99);
 	f.pid = 0;
-	b = B(&f); /* NativeFenceStop, HwQueueStop of B */
-	nf_etlw_put_ptr(&b, ADAPTER);
-	nf_etlw_put_ptr(&b, NF);
-	nf_etlw_put_u32(&b, 0);
-	nf_etlw_put_u32(&b, 0);
-	nf_etlw_put_u64(&b, 0);
-	dxg(&f, 544, 0, 0, 0, 3100, &b);
+	fence_life(&f, 544, 3100, NF, 0);  /* NativeFenceStop, then CF's stop and B's HwQueueStop */
 	fence_life(&f, 292, 3150, CF, 0);
-	hw_queue_ev(&f, 423, 3200, HWQ_B);
+	hwqueue_event(&f, 423, 3200, HW_CTX, HWQ_B);
 	ck_assert_int_eq(nf_etlw_save(f.w, path), 0);
 	nf_etlw_destroy(f.w);
 }
@@ -1867,22 +1813,14 @@ static void check_hws_rows(const char *s, unsigned ps)
 		       "WHERE event_id IN (294, 295, 551, 552))", "44|44|0\n");
 }
 
-START_TEST(test_hws_rows_64)
+/* Loop 0: 8-byte pointers, 1: 4-byte pointers; the same rows. */
+START_TEST(test_hws_rows)
 {
 	char tmp[1024], s[1100];
+	unsigned ps = _i == 0 ? 8 : 4;
 
-	import_hws(8, false, tmp, sizeof(tmp), s, sizeof(s));
-	check_hws_rows(s, 8);
-	nf_test_rmtree(tmp);
-}
-END_TEST
-
-START_TEST(test_hws_rows_32)
-{
-	char tmp[1024], s[1100];
-
-	import_hws(4, false, tmp, sizeof(tmp), s, sizeof(s));
-	check_hws_rows(s, 4);
+	import_hws(ps, false, tmp, sizeof(tmp), s, sizeof(s));
+	check_hws_rows(s, ps);
 	nf_test_rmtree(tmp);
 }
 END_TEST
@@ -2004,8 +1942,7 @@ static Suite *etw_suite(void)
 	tcase_add_test(tc, test_force_replaces_sessions_only);
 	tcase_add_test(tc, test_size_mismatch);
 	tcase_add_test(tc, test_fixture_report);
-	tcase_add_test(tc, test_hws_rows_64);
-	tcase_add_test(tc, test_hws_rows_32);
+	tcase_add_loop_test(tc, test_hws_rows, 0, 2);
 	tcase_add_test(tc, test_hws_critical_path);
 	tcase_add_test(tc, test_hws_check);
 	tcase_add_test(tc, test_hws_report);

@@ -875,6 +875,20 @@ START_TEST(test_i915_fixture_jobs)
 }
 END_TEST
 
+/* Writes an event list with the formats of samples/kernel/<formats> and imports it into tmp/s. */
+static void import_event_list(const char *formats_rel, const char *events, char *tmp, size_t tlen, char *s,
+			      size_t slen)
+{
+	char formats[4096], dat[1200], why[256];
+
+	nf_test_source_path(formats, sizeof(formats), formats_rel);
+	nf_test_tmpdir(tmp, tlen);
+	snprintf(dat, sizeof(dat), "%s/list.dat", tmp);
+	ck_assert_msg(nf_tdw_write(formats, events, dat, NULL, why, sizeof(why)) == 0, "%s", why);
+	snprintf(s, slen, "%s/s", tmp);
+	ck_assert_msg(nft(NF_TEST_ARGV("import", dat, "-o", s)) == 0, "%s", errb);
+}
+
 /*
  * amdgpu jobs whose finished fence's signal is not in the trace: a ring's
  * fences signal in the order its jobs were run, so the earliest signaled finish
@@ -911,15 +925,10 @@ START_TEST(test_ring_order_finish)
 		"ring=gfx num_ibs=1\n"
 		"0 5002101000 dma_fence:dma_fence_signaled 500 driver=drm_sched timeline=gfx context=300 seqno=4\n"
 		"0 5002500000 dma_fence:dma_fence_signaled 0 driver=drm_sched timeline=gfx context=301 seqno=4\n";
-	char tmp[1024], formats[4096], dat[1200], s[1200], why[256];
+	char tmp[1024], s[1200];
 
-	nf_test_source_path(formats, sizeof(formats), "samples/kernel/formats-drm-sched");
-	nf_test_tmpdir(tmp, sizeof(tmp));
 	/* Times in the rows are since the first event (5.0009 s). */
-	snprintf(dat, sizeof(dat), "%s/ring.dat", tmp);
-	ck_assert_msg(nf_tdw_write(formats, events, dat, NULL, why, sizeof(why)) == 0, "%s", why);
-	snprintf(s, sizeof(s), "%s/s", tmp);
-	ck_assert_msg(nft(NF_TEST_ARGV("import", dat, "-o", s)) == 0, "%s", errb);
+	import_event_list("samples/kernel/formats-drm-sched", events, tmp, sizeof(tmp), s, sizeof(s));
 	query(s, "SELECT job, ring, started_ns, finished_ns, finish_source, status FROM jobs ORDER BY id",
 	      "job,ring,started_ns,finished_ns,finish_source,status\n"
 	      "20,gfx,50000,1100000,ring_order,complete\n"
@@ -1110,6 +1119,11 @@ START_TEST(test_many_jobs_and_runs)
 END_TEST
 
 
+/* Every column of jobs the 6.16 and xe fixtures fill. */
+static const char jobs_all_cols[] = "SELECT id, driver, ring, job, context, seqno, sched_context, thread, "
+				    "submitted_ns, started_ns, finished_ns, status, finish_source, device, client_id "
+				    "FROM jobs ORDER BY id";
+
 /*
  * The GPU scheduler of Linux 6.16 on (samples/kernel/drm-sched-616.events,
  * formats from the kernel's gpu_scheduler_trace.h): jobs named by their
@@ -1122,10 +1136,8 @@ START_TEST(test_drm_sched_616_fixture_jobs)
 	char tmp[1024], s[1200];
 
 	gpu_fixture("drm-sched-616", tmp, sizeof(tmp), s, sizeof(s));
-	query(s, "SELECT id, driver, ring, job, context, seqno, sched_context, thread, submitted_ns, started_ns, "
-		 "finished_ns, status, finish_source, device, client_id FROM jobs ORDER BY id",
-	      "id,driver,ring,job,context,seqno,sched_context,thread,submitted_ns,started_ns,finished_ns,status,"
-	      "finish_source,device,client_id\n"
+	query(s, jobs_all_cols, "id,driver,ring,job,context,seqno,sched_context,thread,submitted_ns,started_ns,"
+	      "finished_ns,status,finish_source,device,client_id\n"
 	      "1,drm_sched,gfx_0.0.0,,401,1,400,500,1000000,1100000,2000000,complete,event,0000:03:00.0,7\n"
 	      "2,drm_sched,gfx_0.0.0,,401,2,400,500,1200000,2050000,3000000,complete,event,0000:03:00.0,7\n"
 	      "3,drm_sched,sdma0,,501,1,500,90,1500000,1600000,1900000,complete,event,0000:03:00.0,0\n"
@@ -1214,10 +1226,8 @@ START_TEST(test_xe_fixture_jobs)
 	char tmp[1024], s[1200];
 
 	gpu_fixture("xe", tmp, sizeof(tmp), s, sizeof(s));
-	query(s, "SELECT id, driver, ring, job, context, seqno, sched_context, thread, submitted_ns, started_ns, "
-		 "finished_ns, status, finish_source, device, client_id FROM jobs ORDER BY id",
-	      "id,driver,ring,job,context,seqno,sched_context,thread,submitted_ns,started_ns,finished_ns,status,"
-	      "finish_source,device,client_id\n"
+	query(s, jobs_all_cols, "id,driver,ring,job,context,seqno,sched_context,thread,submitted_ns,started_ns,"
+	      "finished_ns,status,finish_source,device,client_id\n"
 	      "1,xe,rcs3,,65,1,,700,1002000,1100000,1900000,complete,event,0000:00:02.0,\n"
 	      "2,xe,rcs3,,65,2,,700,1202000,1250000,2600000,complete,event,0000:00:02.0,\n"
 	      "3,xe,bcs5,,66,1,,700,1502000,1550000,1800000,complete,event,0000:00:02.0,\n"
@@ -1269,14 +1279,9 @@ START_TEST(test_xe_with_scheduler)
 		"1 5001800000 xe:xe_hw_fence_signal 0 dev=0000:00:02.0 ctx=66 seqno=1 fence=0xffff888300000b01\n"
 		"1 5001900000 xe:xe_hw_fence_signal 0 dev=0000:00:02.0 ctx=65 seqno=1 fence=0xffff888300000001\n"
 		"1 5001900100 gpu_scheduler:drm_sched_job_done 0 fence_context=91 fence_seqno=1\n";
-	char tmp[1024], formats[4096], dat[1200], s[1200], why[256];
+	char tmp[1024], s[1200];
 
-	nf_test_source_path(formats, sizeof(formats), "samples/kernel/formats-xe");
-	nf_test_tmpdir(tmp, sizeof(tmp));
-	snprintf(dat, sizeof(dat), "%s/xe.dat", tmp);
-	ck_assert_msg(nf_tdw_write(formats, events, dat, NULL, why, sizeof(why)) == 0, "%s", why);
-	snprintf(s, sizeof(s), "%s/s", tmp);
-	ck_assert_msg(nft(NF_TEST_ARGV("import", dat, "-o", s)) == 0, "%s", errb);
+	import_event_list("samples/kernel/formats-xe", events, tmp, sizeof(tmp), s, sizeof(s));
 	query(s, "SELECT id, driver, ring, context, seqno, thread, submitted_ns, started_ns, finished_ns, "
 		 "finish_source, device, client_id FROM jobs ORDER BY id",
 	      "id,driver,ring,context,seqno,thread,submitted_ns,started_ns,finished_ns,finish_source,device,client_id\n"
