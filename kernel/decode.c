@@ -59,7 +59,8 @@ struct nf_kdecoder {
 	char where[256];
 	struct kd_event **events;          /* [event id] */
 	/* xe: a job's hardware fence (its address) -> the fence's context
-	 * (xe_hw_fence_create), and -> its exec queue's GuC id (the job's events) */
+	 * (xe_hw_fence_create), and -> its exec queue's GuC id << 32 | its seqno
+	 * (the job's events) */
 	struct nf_u64map xe_fence_ctx, xe_fence_queue;
 	struct kd_str *strs;               /* open addressing on the string */
 	size_t str_cap, n_strs;
@@ -564,12 +565,12 @@ static int kd_gpu(struct nf_kdecoder *d, struct tep_record *rec, struct kd_event
 		if (i != KG_RING && i != KG_DEV && ke->f[i] && (rc = kd_num(d, rec, ke->f[i], &v[i], err)))
 			return rc;
 	if (kind == KD_XE_DONE) {
-		/* only the fence of a job whose events came: its queue */
+		/* only the fence of a job whose events came (the address and its seqno): its queue */
 		const uint64_t *q = nf_u64map_find(&d->xe_fence_queue, v[KG_FENCE]);
 
-		if (!q)
+		if (!q || (uint32_t)*q != (uint32_t)v[KG_SEQNO])
 			return 1;
-		v[KG_QUEUE] = *q;
+		v[KG_QUEUE] = *q >> 32;
 		flags |= 8;
 	} else if (kind == KD_XE_EXEC || kind == KD_XE_RUN) {
 		/* the job's hardware fence: its context when xe_hw_fence_create named it */
@@ -580,7 +581,7 @@ static int kd_gpu(struct nf_kdecoder *d, struct tep_record *rec, struct kd_event
 			flags |= 1;
 		}
 		flags |= 8;
-		if ((rc = kd_remember(d, &d->xe_fence_queue, v[KG_FENCE], v[KG_QUEUE], err)))
+		if ((rc = kd_remember(d, &d->xe_fence_queue, v[KG_FENCE], v[KG_QUEUE] << 32 | (uint32_t)v[KG_SEQNO], err)))
 			return rc;
 	} else if (kind == KD_XE_QUEUE) {
 		char name[32];

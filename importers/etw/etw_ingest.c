@@ -579,9 +579,11 @@ static int64_t ew_ctx_adapter(const struct nf_etwi *e, int64_t ci)
  * wait's end) or at once when none was open, and ends when both it was
  * observed and its fence reached the value (any signal: hardware queue, the
  * scheduler's, a CPU signal, a signal packet), at the later of the two. An
- * operation whose end the capture does not show stays open; when later work
- * on its queue completed it was done by then: that moment is end_bound_ns in
- * etw_gpu_ops, end_ns stays NULL (status 'end_unknown', else 'pending').
+ * operation whose end the capture does not show stays open until later work
+ * on its queue completes: it was done by then, so it is written with end_ns
+ * NULL, status 'end_unknown' and that moment as etw_gpu_ops.end_bound_ns; one
+ * still open at the end is 'pending'. Memory holds the open ones only (at most
+ * EW_MAX_HW_OPS).
  */
 
 static struct ew_hop *ew_hop_at(struct nf_etwi *e, int64_t i)
