@@ -27,6 +27,9 @@
 /* Hang findings listed one by one (pending waits past this are only counted). */
 #define CHECK_MAX_PENDING 50u
 
+/* GPU jobs held back by a dependency (nf_analysis_job_blocks): one session's. */
+static struct nf_job_blocks check_jobs;
+
 static const char *check_verdict(const struct nf_source_check *c, const struct nf_hang_report *h)
 {
 	if (c->illegal || h->count[NF_HANG_LOWERED])
@@ -37,9 +40,65 @@ static const char *check_verdict(const struct nf_source_check *c, const struct n
 		return "deadlock";
 	if (h->count[NF_HANG_NEVER_SIGNALED] || h->count[NF_HANG_BLOCKED])
 		return "hang";
-	if (c->legal)
+	if (c->legal || check_jobs.n_waiting)
 		return "legal_anomalies";
 	return "whole";
+}
+
+
+/* "job 5 (drm_sched sdma0, fence 501:2)" */
+static void check_job_label(const struct nf_job_waiting *w, char *buf, size_t len)
+{
+	char fence[48] = "";
+
+	if (w->context >= 0)
+		snprintf(fence, sizeof(fence), ", fence %" PRId64 ":%" PRId64, w->context, w->seqno);
+	snprintf(buf, len, "job %" PRId64 " (%s %s%s)", w->job, w->driver, w->ring[0] ? w->ring : "ring ?", fence);
+}
+
+static void jobs_print_text(void)
+{
+	const struct nf_job_blocks *b = &check_jobs;
+	char j[160], d[64];
+
+	if (!b->events)
+		return;
+	printf("GPU jobs held back by a dependency (drm_sched_job_unschedulable): %zu time%s, %zu job%s; %zu still "
+	       "not started when the trace ended\n", b->events, b->events == 1 ? "" : "s", b->jobs,
+	       b->jobs == 1 ? "" : "s", b->n_waiting);
+	for (size_t i = 0; i < b->n_waiting; i++) {
+		const struct nf_job_waiting *w = &b->waiting[i];
+
+		check_job_label(w, j, sizeof(j));
+		if (w->dep_job >= 0)
+			snprintf(d, sizeof(d), "of job %" PRId64, w->dep_job);
+		else
+			snprintf(d, sizeof(d), "of no job in the trace");
+		printf("  waiting: %s since %" PRId64 " ns for fence %" PRId64 ":%" PRId64 " %s, %s\n", j,
+		       w->since_ns, w->dep_context, w->dep_seqno, d,
+		       w->dep_signaled ? "signaled later, and the job was not run after it"
+				       : "not signaled in the trace");
+	}
+}
+
+static void jobs_print_json(void)
+{
+	const struct nf_job_blocks *b = &check_jobs;
+
+	printf(",\n  \"jobs_unschedulable\": {\"events\": %zu, \"jobs\": %zu, \"waiting\": %zu},\n"
+	       "  \"jobs_waiting\": [", b->events, b->jobs, b->n_waiting);
+	for (size_t i = 0; i < b->n_waiting; i++) {
+		const struct nf_job_waiting *w = &b->waiting[i];
+
+		printf("%s\n    {\"job\": %" PRId64 ", \"since_ns\": %" PRId64 ", \"dep_context\": %" PRId64
+		       ", \"dep_seqno\": %" PRId64, i ? "," : "", w->job, w->since_ns, w->dep_context, w->dep_seqno);
+		if (w->dep_job >= 0)
+			printf(", \"dep_job\": %" PRId64, w->dep_job);
+		else
+			printf(", \"dep_job\": null");
+		printf(", \"dep_signaled\": %s}", w->dep_signaled ? "true" : "false");
+	}
+	printf("%s]", b->n_waiting ? "\n  " : "");
 }
 
 
@@ -269,6 +328,7 @@ static void check_print_text(const struct nf_source_check *c, const struct nf_co
 	fputs(c->text ? c->text : "", stdout);
 	nf_cli_coverage_text(stdout, cov);
 	hang_print_text(a, h);
+	jobs_print_text();
 	if (!strcmp(verdict, "illegal"))
 		printf("verdict: illegal (%s, %zu lowered signal%s)\n", c->illegal_what, h->count[NF_HANG_LOWERED],
 		       h->count[NF_HANG_LOWERED] == 1 ? "" : "s");
@@ -281,8 +341,15 @@ static void check_print_text(const struct nf_source_check *c, const struct nf_co
 	else if (!strcmp(verdict, "hang"))
 		printf("verdict: hang (%zu waits can never be satisfied)\n",
 		       h->count[NF_HANG_NEVER_SIGNALED] + h->count[NF_HANG_BLOCKED]);
+	else if (!strcmp(verdict, "legal_anomalies") && c->legal)
+		if (check_jobs.n_waiting)
+			printf("verdict: legal anomalies only (%s; %zu GPU job%s still held back by a dependency when the "
+			       "trace ended)\n", c->legal_what, check_jobs.n_waiting, check_jobs.n_waiting == 1 ? "" : "s");
+		else
+			printf("verdict: legal anomalies only (%s)\n", c->legal_what);
 	else if (!strcmp(verdict, "legal_anomalies"))
-		printf("verdict: legal anomalies only (%s)\n", c->legal_what);
+		printf("verdict: legal anomalies only (%zu GPU job%s still held back by a dependency when the trace "
+		       "ended)\n", check_jobs.n_waiting, check_jobs.n_waiting == 1 ? "" : "s");
 	else
 		printf("verdict: whole (%s)\n", c->whole_what);
 }
@@ -299,6 +366,7 @@ static void check_print_json(const char *dir, const struct nf_source_check *c, c
 	printf(",\n  \"out_of_range\": %" PRId64, out_of_range);
 	nf_cli_coverage_json(stdout, cov);
 	hang_print_json(h);
+	jobs_print_json();
 	printf("\n}\n");
 }
 
@@ -350,6 +418,8 @@ static int check_run(struct nf_cli *cli)
 		rc = nf_analysis_hangs(a, &hangs, &err);
 	if (!rc)
 		rc = read_timeline_facts(db, &cov, &out_of_range, &err);
+	if (!rc)
+		rc = nf_analysis_job_blocks(db, &check_jobs, &err);
 	if (rc) {
 		rc = nf_cli_fail("check", &err);
 		goto out_free;
@@ -383,6 +453,7 @@ static int check_run(struct nf_cli *cli)
 	rc = strcmp(check_verdict(c, &hangs), "whole") && strcmp(check_verdict(c, &hangs), "legal_anomalies")
 		     ? NF_EXIT_FAIL : NF_EXIT_OK;
 out_free:
+	nf_job_blocks_free(&check_jobs);
 	nf_hang_report_free(&hangs);
 	nf_analysis_destroy(a);
 	nf_coverage_free(&cov);
@@ -423,7 +494,10 @@ const struct nf_cli_cmd cmd_check = {
 		"edge listed; verdict hang: a wait for a value no signal in the session reaches (never\n"
 		"signaled), or one blocked behind such waits. A signal that lowers a monitored fence's\n"
 		"value is illegal. A wait a queued signal can still satisfy (the session ended mid-frame)\n"
-		"is listed as pending and changes nothing. A session without its end of recording\n"
+		"is listed as pending and changes nothing. GPU jobs the scheduler could not run when it\n"
+		"picked them (drm_sched_job_unschedulable, Linux 6.16 on) are counted; one still not\n"
+		"started when the trace ended is listed with its dependency (a legal anomaly: the trace\n"
+		"may have ended first). A session without its end of recording\n"
 		"(recorder killed, files cut) or whose streams belong to another recording: verdict\n"
 		"incomplete, exit 1. Verdicts, strongest first: illegal, incomplete, deadlock, hang,\n"
 		"legal_anomalies, whole.\n",

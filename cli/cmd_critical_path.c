@@ -260,7 +260,7 @@ static void job_on(const struct nf_analysis *a, const struct nf_job_segment *s, 
 static const char *job_kind_name(enum nf_job_seg_kind k)
 {
 	return k == NF_JSEG_EXECUTE ? "execute" : k == NF_JSEG_DEP ? "dependency" : k == NF_JSEG_QUEUED ? "queued"
-												: "submit";
+		: k == NF_JSEG_FENCE ? "fence" : "submit";
 }
 
 static void job_doing(const struct nf_analysis *a, const struct nf_job_segment *s, char *buf, size_t len)
@@ -273,8 +273,17 @@ static void job_doing(const struct nf_analysis *a, const struct nf_job_segment *
 		snprintf(buf, len, "executing %s", j);
 		break;
 	case NF_JSEG_DEP:
+		if (s->dep_job < 0) {
+			snprintf(buf, len, "%s waiting to run until fence %" PRId64 ":%" PRId64 " signaled (op %" PRId64 ")",
+				 j, s->dep_context, s->dep_seqno, s->dep_signal);
+			break;
+		}
 		job_label(a, s->dep_job, d, sizeof(d));
 		snprintf(buf, len, "%s waiting to run until %s %s", j, d, s->dep_scheduled ? "started" : "finished");
+		break;
+	case NF_JSEG_FENCE:
+		snprintf(buf, len, "%s submitted, waiting for fence %" PRId64 ":%" PRId64 " of no job in the trace",
+			 j, s->dep_context, s->dep_seqno);
 		break;
 	case NF_JSEG_QUEUED:
 		snprintf(buf, len, "%s submitted, waiting to run", j);
@@ -326,8 +335,12 @@ static void print_job_json(const struct nf_analysis *a, const struct nf_job_path
 		json_opt("job", s->job);
 		json_opt("thread", s->kind == NF_JSEG_SUBMIT ? s->thread : -1);
 		json_opt("dep_job", s->dep_job);
-		printf(", \"start_ns\": %" PRId64 ", \"end_ns\": %" PRId64 ", \"duration_ns\": %" PRId64
-		       ", \"doing\": ", s->start_ns, s->end_ns, s->end_ns - s->start_ns);
+		printf(", \"start_ns\": %" PRId64 ", \"end_ns\": %" PRId64 ", \"duration_ns\": %" PRId64,
+		       s->start_ns, s->end_ns, s->end_ns - s->start_ns);
+		json_opt("dep_context", s->dep_context);
+		json_opt("dep_seqno", s->dep_seqno);
+		json_opt("dep_signal", s->dep_signal);
+		printf(", \"doing\": ");
 		json_str(doing);
 		putchar('}');
 	}
@@ -477,7 +490,8 @@ const struct nf_cli_cmd cmd_critical_path = {
 		"to the latency exactly.\n"
 		"Linux kernel sessions with GPU jobs: when no operation finished (or with --job ID,\n"
 		"jobs.id), the job: on its ring, behind the job run before it, released by its\n"
-		"dependency (job_deps), submitted by its thread.\n",
+		"dependency (job_deps: another job, or the signal of a fence no job owns), submitted\n"
+		"by its thread.\n",
 	.state_size = sizeof(struct cp_state),
 	.prepare = cp_prepare,
 	.run = cp_run,

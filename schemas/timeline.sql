@@ -82,6 +82,8 @@ CREATE TABLE fence_ops (
   observed_ns  INTEGER,             -- GPU time the wait was observed on hardware (waits; NULL otherwise or unknown)
   end_ns       INTEGER,             -- GPU time it completed, on the CPU time base; NULL when unknown (never invented)
   status       TEXT,                -- 'complete', 'lost' (entry overwritten before read), 'zero_timestamp', 'unmatched' (no log entry found), 'legacy' (handled by the OS on the CPU),
+                                    -- 'pending' (ETW: no end before the capture ended), 'aborted' (ETW: AbortQueuePacket),
+                                    -- 'end_unknown' (ETW hardware queues: done, as later work on its queue completed, but not said when: end_ns NULL),
                                     -- 'repeated_timestamp' (the entry repeats the previous entry's end timestamp, so end_ns is unknown: NULL),
                                     -- 'unsignaled' (a Linux dma_fence signal row whose fence was never signaled before the trace ended: end_ns NULL)
   log_seq      INTEGER,             -- position of its entry in the log's written sequence (NULL if none)
@@ -340,12 +342,27 @@ CREATE TABLE kernel_events (
 --              drm_sched_job_add_dep (a dependency: job_deps);
 --   i915:      i915_request_add (submitted), i915_request_submit (ready),
 --              i915_request_in (started on the engine), i915_request_out with
---              completed=1 (finished; i915_request_retire when no out was seen).
+--              completed=1 (finished; i915_request_retire when no out was seen);
+--   xe:        xe_sched_job_exec (submitted: pushed to the scheduler),
+--              xe_sched_job_run (started: handed to the GuC), xe_hw_fence_signal
+--              of the job's hardware fence (finished; else that fence's
+--              dma_fence_signaled). The fence (context, seqno) is known from
+--              xe_hw_fence_create; the ring is the exec queue as xe names it
+--              (engine class and GuC id: rcs3, ccs0 ...) from any
+--              xe_exec_queue_* event of that queue, else "queue N". xe runs its
+--              jobs on the GPU scheduler: a ring whose drm_sched events are in
+--              the trace too gets the drm_sched rows only (the same jobs, named
+--              by the finished fence other jobs depend on).
+--              xe_sched_job_create (its fence does not exist yet) and
+--              xe_sched_job_free (after it finished) are kept in kernel_events.
 -- Events of one job are joined by the scheduler's job id when they carry one
 -- (amdgpu's sched_job_id is drm_sched's id), else by the job's fence (context,
 -- seqno). drm_sched before Linux 6.16 names the job's fence in
 -- drm_sched_process_job only by its address: it is the fence of the latest
--- drm_sched_job with that address.
+-- drm_sched_job with that address. From Linux 6.16 every drm_sched event names
+-- the job by its finished fence (fence_context:fence_seqno), with the device
+-- (dev) and the DRM client (client_id) on queue and run; xe's by its exec
+-- queue's GuC id and seqno.
 --
 -- Scheduled and finished fences. The GPU scheduler gives each job two
 -- dma_fences with the same seqno on two adjacent contexts: "scheduled"
@@ -362,7 +379,7 @@ CREATE TABLE kernel_events (
 -- event was seen, its scheduled fence's.
 CREATE TABLE jobs (
   id             INTEGER PRIMARY KEY, -- job row id, in submission order
-  driver         TEXT,    -- 'amdgpu', 'drm_sched' or 'i915': whose events describe it
+  driver         TEXT,    -- 'amdgpu', 'drm_sched', 'i915' or 'xe': whose events describe it
   ring           TEXT,    -- ring (amdgpu: gfx, sdma0, comp_1.0.0 ...; i915: rcs0, bcs0, vcs1 ...; NULL unknown)
   job            INTEGER, -- scheduler job id (NULL when the events carry none: i915)
   context        INTEGER, -- dma_fence context of the job's finished fence (NULL unknown)
@@ -400,12 +417,16 @@ CREATE TABLE jobs (
                           -- running when the capture ended); with no start, its start_reason
   finished_bound_ns INTEGER, -- an upper bound on its finish that the file proves, when finished_ns is NULL
                           -- (drawn as a whisker, never counted as a finish): see bound_source
-  bound_source   TEXT     -- 'ring_order' (amdgpu: a ring's fences signal in the order its jobs ran, so a
+  bound_source   TEXT,    -- 'ring_order' (amdgpu: a ring's fences signal in the order its jobs ran, so a
                           -- job run later on its ring that finished at finished_bound_ns bounds it),
                           -- 'recording_start' (it has a ring-order bound, so it finished before the
                           -- capture ended; it started before meta kernel_all_cpus_from_ns, the moment
                           -- from which every CPU is recorded, and a finish after it would be in the
                           -- file: it finished no later than that moment); NULL: no bound
+  device         TEXT,    -- the GPU (dev_name: "0000:03:00.0") when the events name it (drm_sched from
+                          -- Linux 6.16, xe from 6.12); NULL unknown. A ring is named within its device.
+  client_id      INTEGER  -- the DRM client the job came through (drm_sched from 6.16: the file's
+                          -- drm-client-id, as /proc/PID/fdinfo shows it); NULL unknown
 );
 
 -- How each job context's two fences were told apart (see above).
@@ -421,7 +442,9 @@ CREATE TABLE job_timelines (
 
 -- A job's dependencies (drm_sched_job_wait_dep / drm_sched_job_add_dep): the
 -- fence it waited for before it could run, and the job that fence belongs to
--- when that job is in the trace.
+-- when that job is in the trace (else the fence's own signal, a fence_ops
+-- 'signal' row of queue 4294967296 + dep_context, when dma_fence events were
+-- traced).
 CREATE TABLE job_deps (
   job          INTEGER, -- jobs.id of the waiting job
   dep_context  INTEGER, -- the fence waited for
@@ -429,6 +452,18 @@ CREATE TABLE job_deps (
   dep_job      INTEGER, -- jobs.id whose finished (or scheduled) fence it is, NULL when none in the trace
   dep_fence    TEXT,    -- 'finished' or 'scheduled' (which of dep_job's fences), NULL with dep_job
   ts_ns        INTEGER  -- when the dependency was reported
+);
+
+-- drm_sched_job_unschedulable (Linux 6.16 on): when the scheduler picked the
+-- job, this dependency was not signaled yet, so the job could not run then
+-- (`nftrace check` lists those still waiting when the trace ended).
+CREATE TABLE job_unschedulable (
+  job          INTEGER, -- jobs.id of the job held back
+  dep_context  INTEGER, -- the fence not signaled
+  dep_seqno    INTEGER,
+  dep_job      INTEGER, -- jobs.id whose finished (or scheduled) fence it is, NULL when none in the trace
+  dep_fence    TEXT,    -- 'finished' or 'scheduled', NULL with dep_job
+  ts_ns        INTEGER  -- when
 );
 
 -- Vertical blanks (drm:drm_vblank_event), per CRTC.
@@ -506,8 +541,27 @@ CREATE TABLE markers (
 --   ...FromGpu (230, 294) and WaitForSynchronizationObject2 and ...FromGpu
 --   (231, 295), are kept in etw_events (230/294 also group the packets of
 --   a multi-context signal): the packets are what the GPU scheduler ran.
---   With hardware scheduling (hardware queues, 450/451) the waits and
---   signals of a queue are not logged as packets and are not fence_ops.
+-- - hardware scheduling: a queue the OS does not schedule logs no wait or
+--   signal packets. A WaitForSynchronizationObjectFromGpu (295) or
+--   SignalSynchronizationObjectFromGpu (294) whose hContext is a hardware
+--   queue (HwQueue 422-424, DmaPacket 450/451), or a context owning one that
+--   no queue packet named, is the operation itself: one 'wait' (295) or
+--   'signal' (294, per context it names) per fence on that queue, queued_ns
+--   the event, thread its thread. A signal ends at the first
+--   VidSchSignalSyncObjectsFromGpuImmediate (551) or VidSchiCompleteSignalCommmand
+--   (552) naming its fence (VidSchSyncObjectArray) and value; a 551/552 that
+--   ends none is a 'signal' of its own on no queue (queue and queued_ns NULL),
+--   unless queue packets signal that fence. A wait's observed_ns is when the
+--   work queued before it on its queue completed (that DMA packet's 451 or
+--   that wait's end; queued_ns when none was open); its end_ns is when it was
+--   both observed and its fence reached the value (a signal of any kind:
+--   hardware queue, 551/552, CPU, signal packet, or the fence's initial
+--   value), the later of the two. Status 'complete'; with end_ns NULL:
+--   'end_unknown' (later work on its queue completed, so it was done by then:
+--   etw_gpu_ops.end_bound_ns, a bound, not its end; no later signal or 551/552
+--   ends it then) or 'pending' (nothing in the capture shows it ended). deps
+--   ties these waits by the rule below.
+--   etw_gpu_ops links each to its events.
 -- - queue_packets, dma_packets, vsyncs: below. Every event not mapped
 --   (other providers, and DxgKrnl events no table takes) is an etw_events
 --   row; etw_counts counts every event by provider, id and version.
@@ -610,6 +664,45 @@ CREATE TABLE etw_events (
   version   INTEGER, -- event version
   opcode    INTEGER, -- opcode
   size      INTEGER  -- payload bytes
+);
+
+-- Every DxgKrnl event schemas/dxgkrnl.def decodes (schemas/dxgkrnl.md), mapped
+-- or not, with every payload field: a user can ask about what the tables
+-- above do not model. fields is a JSON object keyed by the manifest's field
+-- names: integers as numbers (64-bit two's complement, as values are stored
+-- everywhere), BOOL 0/1, pointers as '0x...' text (as etw_contexts and
+-- etw_sync_objects write handles), arrays as arrays, GUIDs and strings as
+-- text, binary as hex text; a field the event's version lacks is absent.
+--   SELECT ts_ns, fields ->> 'hContext', fields -> 'ObjectArray'
+--   FROM dxgkrnl_events WHERE event_id = 295;
+-- One JSON text per event costs about what a row of etw_events costs to
+-- insert; a row per field would cost one per field (bench/etw).
+CREATE TABLE dxgkrnl_events (
+  id        INTEGER PRIMARY KEY, -- in time order
+  ts_ns     INTEGER, -- when
+  cpu       INTEGER, -- CPU whose buffer held it
+  process   INTEGER, -- process id of the header
+  thread    INTEGER, -- thread id of the header
+  event_id  INTEGER, -- DxgKrnl event id (dxgkrnl_names)
+  version   INTEGER, -- event version
+  fields    TEXT     -- JSON object: every payload field by name
+);
+
+-- The DxgKrnl events nftrace decodes (schemas/dxgkrnl.def), by id.
+CREATE TABLE dxgkrnl_names (
+  event_id  INTEGER PRIMARY KEY,
+  name      TEXT,    -- the manifest's event name ('WaitForSynchronizationObjectFromGpu')
+  meaning   TEXT
+);
+
+-- The GPU waits and signals of hardware queues (see the mapping above): the
+-- events behind each fence_ops row.
+CREATE TABLE etw_gpu_ops (
+  op            INTEGER PRIMARY KEY, -- fence_ops.id
+  event         INTEGER, -- dxgkrnl_events.id of the 294/295 that queued it (NULL: a 551/552 alone)
+  end_event     INTEGER, -- dxgkrnl_events.id of the 551/552 that ended a signal, else NULL
+  end_bound_ns  INTEGER  -- end_ns NULL: when later work on its queue completed (it was done by
+                         -- then; an upper bound, not its end); else NULL
 );
 
 -- Per provider, event id and version: how many events the capture holds.

@@ -12,6 +12,7 @@
 #define NF_ANALYZER_ETW_INGEST_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <sqlite3.h>
@@ -65,6 +66,9 @@ struct nf_etwi_event {
 	/* DxgKrnl: 1 decoded into dx, 0 not a mapped event, -1 size mismatch. */
 	int dxgkrnl;
 	const struct nf_etwi_dx *dx;
+	/* DxgKrnl decoded: every payload field as a JSON object (dxgkrnl_events.fields), else NULL. */
+	const char *fields;
+	size_t fields_len;
 	/* Classic kernel events decoded by the caller (NULL otherwise). */
 	enum { NF_ETWI_K_NONE, NF_ETWI_K_CSWITCH, NF_ETWI_K_THREAD, NF_ETWI_K_PROCESS } kind;
 	uint32_t k_new_tid, k_old_tid, k_old_state; /* CSWITCH */
