@@ -78,18 +78,22 @@ static uint32_t cur_thread(const struct nf_runtime *rt)
 	} while (0)
 
 /* core's capped array growth (from 16, at most UINT32_MAX elements), new
- * elements zeroed. */
-static int grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
+ * elements zeroed; out of line, so that grow's check, which nearly always
+ * passes, inlines. */
+static __attribute__((noinline)) int grow_to(void **arr, uint32_t *cap, uint32_t need, size_t elem)
 {
 	size_t ncap = *cap;
 
-	if (need <= *cap)
-		return 0;
 	if (nf_array_reserve(arr, &ncap, need, elem, 16, UINT32_MAX))
 		return NF_ENOMEM;
 	memset((char *)*arr + (size_t)*cap * elem, 0, (ncap - *cap) * elem);
 	*cap = (uint32_t)ncap;
 	return 0;
+}
+
+static inline int grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
+{
+	return __builtin_expect(need <= *cap, 1) ? 0 : grow_to(arr, cap, need, elem);
 }
 
 static uint64_t cpu_ticks(const struct nf_runtime *rt, uint64_t t_ns)

@@ -79,6 +79,18 @@ struct queue_state {
 
 #define FENCE_CROSS_ADAPTER 1u
 
+/*
+ * What the fence_ops rows hold of one queue's logs ([0] waits, [1] signals),
+ * counted as the rows are loaded: the coverage rows come from it (a GROUP BY
+ * over fence_ops was as costly as the load itself).
+ */
+struct log_cover {
+	int64_t queue;
+	int64_t events[2];    /* rows with a log position */
+	int64_t first[2];     /* the earliest queued (else end) time */
+	bool has_first[2], seen[2];
+};
+
 /* Entry timestamp classes. */
 enum { TS_OK = 0, TS_ZERO = 1, TS_REPEATED = 2 };
 
@@ -141,6 +153,11 @@ struct nf_timeline_builder {
 	const struct nf_importer_stream *other[NF_STREAM_COUNT];
 	void *other_state[NF_STREAM_COUNT];
 	struct nf_bulk *bulk;    /* bulk.c: the big tables load through it */
+	/* fence_ops rows per queue and log, counted by the load's producer thread */
+	struct log_cover *cov;
+	size_t n_cov, cap_cov;
+	struct nf_u64map cov_of;   /* fence_ops.queue -> index into cov */
+	int64_t deps_unreleased;   /* deps rows with reason 'no_signal' */
 };
 
 static inline int64_t ns_of(struct nf_timeline_builder *b, uint64_t ticks)
