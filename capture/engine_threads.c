@@ -1,5 +1,5 @@
 /*
- * The native fence engine, threaded mode: the rules stay in engine.c; this file
+ * The native fence engine, threaded mode: the rules stay in engine*.c; this file
  * gives them real threads and real time.
  *
  *   - One GPU engine thread per hardware queue executes the queue's commands in
@@ -9,7 +9,7 @@
  *     wait blocks the engine thread until CurrentValue reaches the value: the
  *     signalling engine wakes it directly, with no CPU (OS) round trip.
  *   - One CMP/interrupt thread receives the interrupts the engines raise and
- *     handles them as the OS does (engine.c: read the logs, wake CPU waiters,
+ *     handles them as the OS does (engine_irq.c: read the logs, wake CPU waiters,
  *     propagate cross-adapter values, update MonitoredValue). It also does the
  *     OS's periodic work: clock calibration, periodic log reads, log
  *     recreation requests.
