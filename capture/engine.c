@@ -196,6 +196,7 @@ int nf_runtime_close(nf_runtime *rt, struct nf_error *err)
 		free(rt->globals[i].gpu_waiters);
 	for (uint32_t i = 0; i < rt->n_cpu_events; i++)
 		free(rt->cpu_events[i].waiter);
+	nf_eng_displays_free(rt);
 	free(rt->queues);
 	free(rt->globals);
 	free(rt->locals);
@@ -463,4 +464,16 @@ int nf_event_close(nf_runtime *rt, nf_handle event, struct nf_error *err)
 int nf_cpu_signal(nf_runtime *rt, nf_handle fence, uint64_t value, struct nf_error *err)
 {
 	LOCKED(rt, nf_eng_api_cpu_signal(rt, fence, value, err));
+}
+
+int nf_display_create(nf_runtime *rt, uint32_t adapter, const struct nf_display_desc *desc,
+		      uint32_t *display_out, struct nf_error *err)
+{
+	LOCKED(rt, nf_eng_api_display_create(rt, adapter, desc, display_out, err));
+}
+
+int nf_present(nf_runtime *rt, nf_handle queue, uint32_t display, uint32_t sync_interval,
+	       uint64_t *present_id_out, struct nf_error *err)
+{
+	LOCKED(rt, nf_eng_api_present(rt, queue, display, sync_interval, present_id_out, err));
 }

@@ -336,6 +336,8 @@ int nf_eng_sim_dispatch(struct nf_runtime *rt, const struct nf_sim_event *se)
 		return rc;
 	case NF_SIM_WAIT_TIMEOUT:
 		return nf_eng_wait_timeout(rt, se->a, se->b);
+	case NF_SIM_VBLANK:
+		return nf_eng_vblank(rt, se->a);
 	}
 	return 0;
 }

@@ -192,6 +192,7 @@ enum nf_sim_type {
 	NF_SIM_PERIODIC_READ,
 	NF_SIM_RECREATE_LOGS,
 	NF_SIM_WAIT_TIMEOUT,
+	NF_SIM_VBLANK,                 /* a = display index; periodic */
 };
 
 struct nf_sim_event {
@@ -205,6 +206,35 @@ struct nf_sim_event {
 struct nf_handle_slot {
 	uint8_t type;
 	uint32_t index;
+};
+
+/* A flip waiting in a display's flip queue. */
+struct nf_flip {
+	uint64_t present;              /* the present's number on its display */
+	uint64_t value;                /* the present fence value it waits for */
+	uint32_t interval;             /* its sync interval */
+};
+
+#define NF_MAX_DISPLAYS 16u
+#define NF_FLIPS_MAX 65536u
+
+/* A display output with its hardware flip queue (engine_display.c). */
+struct nf_display {
+	uint32_t adapter;
+	char name[64];
+	uint32_t num, den;             /* refresh rate num/den Hz */
+	uint32_t process;
+	nf_handle fence;               /* the swap chain's present fence (local handle) */
+	uint32_t global;               /* its global fence index */
+	uint64_t start_ns;             /* created; blank k at start + k * den * 1e9 / num */
+	uint64_t vblank;               /* blanks so far */
+	_Atomic uint64_t next_ns;      /* when the next blank comes (threaded: read by the irq thread) */
+	uint64_t presents;             /* presents so far */
+	struct nf_flip *flips;         /* FIFO ring of waiting flips */
+	uint32_t head, n, cap;
+	uint64_t shown;                /* present on screen (0: none yet) */
+	uint64_t shown_vblank;         /* the blank it was shown at */
+	uint32_t shown_interval;       /* its sync interval */
 };
 
 struct nf_runtime {
@@ -250,6 +280,9 @@ struct nf_runtime {
 	bool threaded;                 /* NF_MODE_THREADED */
 	struct nf_threads *th;         /* threaded mode state (engine_threads.c) */
 	struct nf_truth_slot *scratch_truth; /* scratch_cap slots */
+
+	struct nf_display displays[NF_MAX_DISPLAYS];
+	uint32_t n_displays;           /* displays are never destroyed */
 
 	/* Fork detection (engine_fork.c): the process generation it was made in. */
 	unsigned fork_gen;
@@ -467,6 +500,21 @@ int nf_eng_api_cpu_signal(nf_runtime *rt, nf_handle fence, uint64_t value, struc
 /* engine.c */
 int nf_eng_check_rt(nf_runtime *rt, struct nf_error *err);
 int nf_eng_fail(nf_runtime *rt, int rc, struct nf_error *err);
+
+/* engine_display.c: the vertical blank of display d now (OS lock held):
+ * the flip queue, DisplayFlip and VSyncDPC events; schedules the next one in
+ * deterministic mode. */
+int nf_eng_vblank(struct nf_runtime *rt, uint32_t d);
+/* The earliest next blank over every display, UINT64_MAX when none (no lock:
+ * the irq thread's timer reads it). */
+uint64_t nf_eng_next_vblank(const struct nf_runtime *rt);
+int nf_eng_api_display_create(nf_runtime *rt, uint32_t adapter, const struct nf_display_desc *desc,
+			      uint32_t *display_out, struct nf_error *err);
+int nf_eng_api_present(nf_runtime *rt, nf_handle queue, uint32_t display, uint32_t sync_interval,
+		       uint64_t *present_id_out, struct nf_error *err);
+void nf_eng_displays_free(struct nf_runtime *rt);
+/* engine_threads.c: wake the irq thread's timer (a display was created). */
+void nf_th_timer_changed(struct nf_runtime *rt);
 
 /* Small helpers every file inlines (engine_sim.c's utilities). */
 /* The true time now: virtual (deterministic) or CLOCK_MONOTONIC since start. */

@@ -175,7 +175,8 @@ struct nf_local_fence *nf_eng_local_get(nf_runtime *rt, nf_handle h, struct nf_e
 
 static bool sim_periodic(enum nf_sim_type t)
 {
-	return t == NF_SIM_CALIBRATE || t == NF_SIM_PERIODIC_READ || t == NF_SIM_RECREATE_LOGS;
+	return t == NF_SIM_CALIBRATE || t == NF_SIM_PERIODIC_READ || t == NF_SIM_RECREATE_LOGS ||
+	       t == NF_SIM_VBLANK;
 }
 
 /* (time, seq) is unique, so the order events come out in does not depend on

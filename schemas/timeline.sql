@@ -385,11 +385,13 @@ CREATE TABLE job_deps (
   ts_ns        INTEGER  -- when the dependency was reported
 );
 
--- Vertical blanks (drm:drm_vblank_event), per CRTC.
+-- Vertical blanks: drm:drm_vblank_event per CRTC (Linux), and a display's
+-- blanks in nftrace sessions (VSyncDPC; crtc NULL).
 CREATE TABLE vblanks (
-  ts_ns  INTEGER, -- when
-  crtc   INTEGER, -- CRTC index
-  seq    INTEGER  -- vblank counter
+  ts_ns    INTEGER, -- when
+  crtc     INTEGER, -- CRTC index (Linux; NULL in nftrace sessions)
+  seq      INTEGER, -- vblank counter
+  display  INTEGER  -- displays.display whose blank it is (Linux: the display of that CRTC)
 );
 
 -- User markers (ftrace:print: writes to trace_marker, trace_printk with a plain string).
@@ -542,7 +544,8 @@ CREATE TABLE vsyncs (
   ts_ns    INTEGER, -- when
   adapter  INTEGER, -- adapters.adapter
   target   INTEGER, -- VidPnTargetId
-  frame    INTEGER  -- FrameNumber
+  frame    INTEGER, -- FrameNumber
+  display  INTEGER  -- displays.display of its VidPnSourceId (plane 0 of that source)
 );
 
 -- Processes named by the kernel's rundown and process events (thread names
@@ -574,4 +577,182 @@ CREATE TABLE etw_counts (
   version          INTEGER, -- event version
   events           INTEGER, -- events
   size_mismatches  INTEGER  -- DxgKrnl events whose payload size matched no known layout
+);
+
+-- ---- Displays, presents, flips and frames ----
+-- What reached the screen and when. Every source writes displays, presents
+-- and flips the same way (and vblanks or vsyncs with their display); the
+-- frames analysis (frames/, `nftrace frames`) reads only these and the
+-- generic GPU work (fence_ops, deps, cpu_waits, jobs, job_deps, dma_packets)
+-- and writes frames, frame_gpu and frame_path. PresentMon's model and metric
+-- names: /work/shared/reference/presentmon-frames.md.
+--
+-- nftrace sessions (scenario `display` and `present`, nf_display_create and
+-- nf_present): a display is one output with a hardware flip queue refreshing
+-- at a stated rate; a present (Present event) queues a signal of the
+-- display's present fence on a hardware queue behind the frame's work
+-- (presents.op: that fence_ops signal; ready_ns its end), and the flip waits
+-- in the flip queue for it; at each vertical blank (VSyncDPC: vblanks rows)
+-- the display shows the next ready flip (DisplayFlip: flips.done_ns and
+-- vblank_ns are that blank), or drops the ready flips a newer sync-interval-0
+-- flip replaced.
+-- Linux (i915 legacy page flips): a display per plane of i915_flip_request /
+-- i915_flip_complete, tied to the vblanks of the CRTC of the same index (on
+-- the GPUs these events exist for, plane N scans out on pipe N); a flip
+-- request is a present (of the requesting thread) and its flip, paired with
+-- the next completion of the same plane and framebuffer object; its vblank is
+-- the drm_vblank_event of that CRTC at or after the completion, within 1 ms
+-- (i915 sends the flip's completion event from that vblank's handler);
+-- frames delimited by user markers (`nftrace frames --frame-marker REGEX`)
+-- need no table here.
+-- Windows ETW: see the ETW block above (Present, Blit, PresentHistory,
+-- PresentMultiPlaneOverlay, FlipMultiPlaneOverlay, MMIOFlipMultiPlaneOverlay
+-- and VSyncDPC).
+
+-- One row per display: an output or a plane with its own flip queue.
+CREATE TABLE displays (
+  display     INTEGER PRIMARY KEY, -- display id, from 0
+  adapter     INTEGER,             -- adapters.adapter (NULL: not tied to one)
+  name        TEXT,                -- the scenario's name, 'plane 0' (i915), 'VidPnSource 0 layer 0' (ETW)
+  crtc        INTEGER,             -- the CRTC whose vblanks it shows at (Linux), else NULL
+  refresh_ns  REAL,                -- refresh period the source states (NULL: it states none; the
+                                   -- frames analysis then measures the median interval of its blanks)
+  process     INTEGER              -- the process presenting to it when the source says, else NULL
+);
+
+-- One row per present call the capture shows.
+CREATE TABLE presents (
+  id             INTEGER PRIMARY KEY, -- in CPU order
+  display        INTEGER,             -- displays.display it presents to (NULL: not known, e.g. composed by DWM)
+  process        INTEGER,             -- presenting process (NULL: unknown)
+  thread         INTEGER,             -- presenting thread (NULL: unknown)
+  swapchain      TEXT,                -- what names its swap chain: 'display Monitor', 'plane 0', 'hwnd 0x14f00d8'
+  present_ns     INTEGER,             -- the present call (PresentMon's PresentStartTime)
+  present_end_ns INTEGER,             -- when the call returned (NULL: no event says)
+  queue          INTEGER,             -- queues.queue it was queued on (NULL: none or unknown)
+  op             INTEGER,             -- fence_ops.id of the operation that ends the frame's GPU work (the
+                                      -- present fence's signal), NULL: none
+  ready_ns       INTEGER,             -- the frame's GPU work was done (PresentMon's ReadyTime: that signal's
+                                      -- end, PresentHistory_Info, the flip packet's completion); NULL: unknown
+  sync_interval  INTEGER,             -- SyncInterval / FlipInterval, NULL: unknown
+  mode           TEXT,                -- 'flip' (a flip of its own), 'composed' (a copy DWM composes), 'flip_request' (i915)
+  source         TEXT                 -- the event it comes from
+);
+
+-- One row per flip: a frame entering a display's flip queue and leaving it.
+CREATE TABLE flips (
+  id          INTEGER PRIMARY KEY, -- in queued order
+  display     INTEGER,             -- displays.display (its flip queue)
+  present     INTEGER,             -- presents.id of the frame it shows (NULL: none in the capture)
+  queued_ns   INTEGER,             -- entered the flip queue (present, i915_flip_request, MMIOFlip)
+  ready_ns    INTEGER,             -- could be shown from then: its frame's GPU work done (NULL: unknown)
+  done_ns     INTEGER,             -- latched: flip complete (NULL: not shown)
+  vblank_ns   INTEGER,             -- the vertical blank it was shown at (NULL: not shown, or no blank
+                                   -- event of the capture says which: see detail)
+  vblank_seq  INTEGER,             -- that blank's counter (NULL with vblank_ns)
+  status      TEXT,                -- 'shown', 'dropped' (a newer flip replaced it before a blank),
+                                   -- 'pending' (still queued when the capture ended)
+  detail      TEXT                 -- how it was tied, and why a time is NULL
+);
+
+-- Frames (computed by the frames analysis on demand: `nftrace frames`, a report
+-- or an export, or a query naming the table; meta frames_version, and
+-- frames_marker when --frame-marker delimited them): one row per present (or
+-- per matching marker), per swap chain in present order. Times in ns; the
+-- Ms* columns are PresentMon's metrics, in milliseconds, NULL when the
+-- capture cannot say (null_reasons says why):
+--   MsBetweenPresents      present_ns - the swap chain's previous present_ns
+--   MsInPresentAPI         present_end_ns - present_ns
+--   MsUntilRenderComplete  ready_ns - present_ns
+--   MsUntilDisplayed       screen_ns - present_ns (displayed frames)
+--   MsBetweenDisplayChange screen_ns - the previous displayed frame's screen_ns
+--   MsGPULatency           gpu_start_ns - cpu_start_ns
+--   MsGPUBusy              time its GPU work ran (frame_gpu: busy, as a union over its lanes)
+--   MsGPUWait              max(0, ready_ns - gpu_start_ns - busy): the GPU time it was not running
+CREATE TABLE frames (
+  frame          INTEGER PRIMARY KEY, -- 1, 2, ... in present order
+  present        INTEGER,  -- presents.id (NULL: a frame a marker delimits)
+  marker         INTEGER,  -- markers.id of the marker that starts it (--frame-marker), else NULL
+  display        INTEGER,  -- displays.display (NULL: unknown)
+  process        INTEGER,
+  thread         INTEGER,
+  swapchain      TEXT,
+  seq            INTEGER,  -- its number on its swap chain, from 1
+  present_ns     INTEGER,  -- PresentStartTime (a marker frame: the marker)
+  present_end_ns INTEGER,
+  cpu_start_ns   INTEGER,  -- CPUStart: the previous frame's present_end_ns, else its present_ns (NULL: first)
+  gpu_start_ns   INTEGER,  -- first start of the GPU work it submitted (NULL: none seen)
+  ready_ns       INTEGER,  -- ReadyTime: its GPU work done (NULL: unknown)
+  screen_ns      INTEGER,  -- ScreenTime: the vertical blank it was shown at (NULL: not shown or unknown)
+  vblank_seq     INTEGER,
+  status         TEXT,     -- 'displayed', 'dropped', 'pending' (capture ended first), 'unknown' (no flip says)
+  MsBetweenPresents       REAL,
+  MsInPresentAPI          REAL,
+  MsUntilRenderComplete   REAL,
+  MsUntilDisplayed        REAL,
+  MsBetweenDisplayChange  REAL,
+  MsGPULatency            REAL,
+  MsGPUBusy               REAL,
+  MsGPUWait               REAL,
+  frame_ns       INTEGER,  -- the frame's time: screen_ns - previous screen_ns when both shown, else
+                           -- present_ns - previous present_ns (NULL: first of its swap chain)
+  refresh_ns     REAL,     -- its display's refresh period (stated, else measured; NULL: none)
+  late           INTEGER,  -- 1: shown one or more blanks after the one it was due at (the previous
+                           -- frame's blank + its sync interval), or, without blanks, frame_ns over the
+                           -- refresh period; 0 not; NULL: no refresh period to judge by
+  missed_vblanks INTEGER,  -- blanks it missed (late frames)
+  late_ns        INTEGER,  -- ready_ns - the blank it was due at (when it was late and ready is known)
+  blame          TEXT,     -- one line: the segment of its critical path that decided it (the longest
+                           -- wait on it, else the longest segment), with queue, fence, value and signaler
+  blame_kind     TEXT,     -- that segment's kind (frame_path.kind)
+  blame_ns       INTEGER,  -- its duration
+  blame_queue    INTEGER,  -- the queue it is on (NULL: a thread, a ring or the display)
+  blame_thread   INTEGER,  -- the thread it is on
+  blame_fence    INTEGER,  -- the fence waited on (waits)
+  blame_value    INTEGER,  -- the value waited for
+  blame_by_queue INTEGER,  -- the queue whose signal released it
+  blame_by_thread INTEGER, -- the CPU thread whose signal released it, or that queued the releaser
+  null_reasons   TEXT      -- 'column: why' for each NULL metric, '; '-separated
+);
+
+-- The GPU work each frame submitted (queued between its swap chain's previous
+-- present and its own, by its process's threads where the capture says), per
+-- lane: a hardware queue (fence_ops), a ring (jobs) or a GPU node (dma_packets).
+CREATE TABLE frame_gpu (
+  frame           INTEGER, -- frames.frame
+  lane            TEXT,    -- 'queue 0x40000040 (Render)', 'ring gfx', 'node 0 (3D)'
+  queue           INTEGER, -- queues.queue (fence_ops and ETW packets), else NULL
+  ring            TEXT,    -- jobs.ring, else NULL
+  items           INTEGER, -- operations, jobs or packets
+  first_start_ns  INTEGER, -- first start (fence_ops: when the queue could run it; jobs: started_ns)
+  last_end_ns     INTEGER, -- last end
+  busy_ns         INTEGER, -- running, as a union (fence_ops: in flight and not stalled in a wait)
+  wait_ns         INTEGER  -- waiting: GPU waits' stalls (fence_ops), submitted to started (jobs)
+);
+
+-- Each frame's critical path, from cpu_start_ns (its first frame: present_ns)
+-- to screen_ns (else ready_ns, else present_ns), as segments in time order
+-- that add up to that interval exactly (analysis/path.c and jobpath.c, plus
+-- the display's part: from ready to the blank it was shown at).
+CREATE TABLE frame_path (
+  frame       INTEGER, -- frames.frame
+  seq         INTEGER, -- 0, 1, ... in time order
+  start_ns    INTEGER,
+  end_ns      INTEGER,
+  kind        TEXT,    -- 'execute' (a queue or ring ran), 'wait' (a queue or thread waited on a fence),
+                       -- 'queue' (a thread ran until it queued or submitted the work), 'job_wait' (a job
+                       -- waited to run), 'gpu' (GPU work the capture has no operation for), 'display'
+                       -- (the flip waited for its blank), 'cpu' (the thread before the present)
+  queue       INTEGER, -- the hardware queue it is on, else NULL
+  thread      INTEGER, -- the thread it is on, else NULL
+  ring        TEXT,    -- the ring (jobs), else NULL
+  display     INTEGER, -- the display ('display' segments), else NULL
+  op          INTEGER, -- fence_ops.id it is about, else NULL
+  job         INTEGER, -- jobs.id it is about, else NULL
+  fence       INTEGER, -- waits: the fence waited on
+  value       INTEGER, -- waits: the value waited for
+  release_op  INTEGER, -- waits: fence_ops.id of the signal that released it
+  by_queue    INTEGER, -- waits: the releasing signal's queue
+  by_thread   INTEGER, -- waits: the releasing CPU thread (a CPU signal), else NULL
+  what        TEXT     -- the segment in words
 );

@@ -638,6 +638,7 @@ int nf_timeline_builder_finish(struct nf_timeline_builder *b, struct nf_error *e
 	rc = resolve_overruns(b, m, err);
 	rc = rc ? rc : resolve(b, m, err);
 	nf_clock_fitted_destroy(m);
+	rc = rc ? rc : nf_tb_displays_finish(b, err);
 	for (int i = 0; i < NF_STREAM_COUNT; i++)
 		if (b->other[i])
 			rc = rc ? rc : b->other[i]->finish(b->other_state[i], err);

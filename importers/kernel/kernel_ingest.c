@@ -52,7 +52,7 @@ static const char *const ki_sql[KS_COUNT] = {
 	/* ?12 the job key: the scheduler's job id when the event names it (kkey below). */
 	[KS_GPU] = "INSERT INTO temp.k_gpu(ts, tid, kind, ring, job, context, seqno, fence, dep_context, "
 		   "dep_seqno, flags, kkey, folded) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12 IS NOT NULL)",
-	[KS_VBLANK] = "INSERT INTO vblanks(ts_ns, crtc, seq) VALUES (?1, ?2, ?3)",
+	[KS_VBLANK] = "INSERT INTO vblanks(ts_ns, crtc, seq, display) VALUES (?1, ?2, ?3, NULL)",
 	[KS_MARKER] = "INSERT INTO markers(ts_ns, thread, cpu, text) VALUES (?1, ?2, ?3, ?4)",
 	[KS_JOBPART] = "INSERT INTO temp.k_jobpart(kkey, amd, sched, ring, ring_kind, ring_ts, job, ctx_kind, "
 		       "context, seqno, thread, thread_ts, sub, start, done, out, retire, first_ts) VALUES (?1, ?2, "

@@ -29,7 +29,7 @@ extern "C" {
  * meta.timeline_version next to meta.schema_version (NF_SCHEMA_VERSION). A
  * database with another value of either is rebuilt by nf_timeline_ensure().
  */
-#define NF_TIMELINE_VERSION 11 /* 5: deps never names a releaser that ended past the slack; 6: GPU jobs, vblanks, markers; 7: Windows ETW captures, views' *_hex columns; 8: queue_busy in_flight/stalled, clock_fit ppm_stderr, os_overrun_flag rows lose their lost_entries; 9: cpu_runs is a view over cpu_run_blocks (a row per 1024 runs of a thread); 10: anomalies kind 'overrun' is 'lost', as in nftrace check (schemas/anomalies.def); 11: jobs.finish_source 'recording_start', meta kernel_all_cpus_from_ns */
+#define NF_TIMELINE_VERSION 12 /* 12: displays, presents, flips, frames, frame_gpu, frame_path; vblanks.display, vsyncs.display; 5: deps never names a releaser that ended past the slack; 6: GPU jobs, vblanks, markers; 7: Windows ETW captures, views' *_hex columns; 8: queue_busy in_flight/stalled, clock_fit ppm_stderr, os_overrun_flag rows lose their lost_entries; 9: cpu_runs is a view over cpu_run_blocks (a row per 1024 runs of a thread); 10: anomalies kind 'overrun' is 'lost', as in nftrace check (schemas/anomalies.def); 11: jobs.finish_source 'recording_start', meta kernel_all_cpus_from_ns */
 
 enum nf_query_format { NF_QUERY_TABLE, NF_QUERY_CSV, NF_QUERY_JSON };
 
