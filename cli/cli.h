@@ -30,6 +30,7 @@ int cmd_check(int argc, char **argv);
 int cmd_import(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_critical_path(int argc, char **argv);
+int cmd_frames(int argc, char **argv);
 int cmd_push(int argc, char **argv);
 int cmd_help(int argc, char **argv);
 
@@ -42,6 +43,7 @@ extern const char cmd_check_usage[];
 extern const char cmd_import_usage[];
 extern const char cmd_export_usage[];
 extern const char cmd_critical_path_usage[];
+extern const char cmd_frames_usage[];
 extern const char cmd_push_usage[];
 
 const struct nf_command *nf_cli_find(const char *name);

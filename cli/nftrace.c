@@ -37,6 +37,8 @@ static const struct nf_command commands[] = {
 	  cmd_import_usage },
 	{ "export", cmd_export, "write a session as a Perfetto trace or Chrome trace JSON",
 	  cmd_export_usage },
+	{ "frames", cmd_frames, "the frames of a session: interval, GPU busy/wait, until displayed, late or dropped, and why",
+	  cmd_frames_usage },
 	{ "critical-path", cmd_critical_path, "why an operation finished when it did: its chain of queues, fences, threads",
 	  cmd_critical_path_usage },
 	{ "push", cmd_push, "load sessions into a ClickHouse fleet store (many machines, many sessions)",

@@ -161,6 +161,17 @@ int nf_analysis_critical_path(const struct nf_analysis *a, int64_t op_id, struct
 /* Frees path->segs and clears *path; safe on a cleared path. */
 void nf_cp_path_free(struct nf_cp_path *path);
 
+/*
+ * The same walk from the end of operation op_id back to t0 instead of its
+ * queued time (a frame's path from the previous frame's present): when t0
+ * is before the operation was queued, the walk goes on through the thread
+ * that queued it (and its CPU waits) down to t0. path->queued_ns is t0; the
+ * segments tile [t0, end] exactly. t0 at or after the end gives no segments.
+ * Returns as nf_analysis_critical_path.
+ */
+int nf_analysis_critical_path_since(const struct nf_analysis *a, int64_t op_id, int64_t t0,
+				    struct nf_cp_path *path, struct nf_error *err);
+
 /* ---- critical path of a GPU job (Linux kernel sessions: jobs, job_deps) ---- */
 
 enum nf_job_seg_kind {
