@@ -59,7 +59,7 @@ static bool flip_ready(const struct nf_runtime *rt, const struct nf_display *d, 
 	return nf_eng_value_reached(&rt->adapters[d->adapter], g, f->value);
 }
 
-static int emit_flip(struct nf_runtime *rt, uint32_t di, uint64_t present, uint32_t status)
+static int emit_flip(struct nf_runtime *rt, uint32_t di, uint64_t present, uint32_t status, uint64_t t)
 {
 	const struct nf_display *d = &rt->displays[di];
 	struct nf_event ev;
@@ -70,7 +70,7 @@ static int emit_flip(struct nf_runtime *rt, uint32_t di, uint64_t present, uint3
 	ev.f[NFF_DISPLAY_FLIP_present_id] = present;
 	ev.f[NFF_DISPLAY_FLIP_vblank] = d->vblank;
 	ev.f[NFF_DISPLAY_FLIP_status] = status;
-	return nf_eng_emit(rt, &ev);
+	return nf_eng_emit_at(rt, &ev, t);
 }
 
 static void flip_pop(struct nf_display *d)
@@ -82,7 +82,7 @@ static void flip_pop(struct nf_display *d)
 int nf_eng_vblank(struct nf_runtime *rt, uint32_t di)
 {
 	struct nf_display *d = &rt->displays[di];
-	uint64_t shown = 0;
+	uint64_t shown = 0, t = now_ns(rt); /* one time for the blank's events (threaded: the DPC's) */
 	struct nf_event ev;
 	int rc = 0;
 
@@ -99,12 +99,12 @@ int nf_eng_vblank(struct nf_runtime *rt, uint32_t di)
 			/* sync interval 0: the newest ready flip wins, the ones before it are dropped */
 			while (!rc && take.interval == 0 && d->n && d->flips[d->head].interval == 0 &&
 			       flip_ready(rt, d, &d->flips[d->head])) {
-				rc = emit_flip(rt, di, take.present, 1);
+				rc = emit_flip(rt, di, take.present, 1, t);
 				take = d->flips[d->head];
 				flip_pop(d);
 			}
 			if (!rc)
-				rc = emit_flip(rt, di, take.present, 0);
+				rc = emit_flip(rt, di, take.present, 0, t);
 			shown = take.present;
 			d->shown = take.present;
 			d->shown_vblank = d->vblank;
@@ -118,7 +118,7 @@ int nf_eng_vblank(struct nf_runtime *rt, uint32_t di)
 	ev.f[NFF_VSYNC_display] = di;
 	ev.f[NFF_VSYNC_vblank] = d->vblank;
 	ev.f[NFF_VSYNC_present_id] = shown;
-	rc = nf_eng_emit(rt, &ev);
+	rc = nf_eng_emit_at(rt, &ev, t);
 	return rc ? rc : schedule_next(rt, di);
 }
 

@@ -147,8 +147,19 @@ static int resolve_process(sqlite3 *db, const char *text, char **json, struct nf
 		sqlite3_finalize(s);
 		s = NULL;
 	}
+	if (!rc && *json) { /* a filter that selects no frame is an error, as report's are */
+		if (sqlite3_prepare_v2(db, "SELECT EXISTS (SELECT 1 FROM frames WHERE process IN "
+				       "(SELECT value FROM json_each(?1)))", -1, &s, NULL) != SQLITE_OK)
+			return nf_error_set(err, NF_ESQL, "--process: %s", sqlite3_errmsg(db));
+		sqlite3_bind_text(s, 1, *json, -1, SQLITE_STATIC);
+		if (sqlite3_step(s) != SQLITE_ROW || !sqlite3_column_int(s, 0)) {
+			free(*json);
+			*json = NULL;
+		}
+		sqlite3_finalize(s);
+	}
 	if (!rc && !*json)
-		rc = nf_error_set(err, NF_ENOENT, "--process '%s': no such process in the timeline", text);
+		rc = nf_error_set(err, NF_ENOENT, "--process '%s': no such process presents in the timeline", text);
 	return rc;
 }
 
