@@ -336,8 +336,13 @@ static int run(const struct opts *o, sqlite3 *db, struct nf_error *err)
 				       (double)pct(ft, n_ft, 99) / 1e6, n_ft);
 			else
 				printf("frame time: none (no frame has a previous one on its swap chain)\n");
-			printf("late: %zu (%s)%s, dropped: %zu\n", late, budget,
-			       late_unknown ? " and unknown for some: no refresh period" : "", dropped);
+			if (late_unknown)
+				printf("late: %zu (%s; %zu frame%s not judged: %s), dropped: %zu\n", late, budget,
+				       late_unknown, late_unknown == 1 ? "" : "s",
+				       o->budget >= 0 ? "no frame time" : "no frame time or no refresh period: see null_reasons",
+				       dropped);
+			else
+				printf("late: %zu (%s), dropped: %zu\n", late, budget, dropped);
 		} else if (o->out == OUT_JSON) {
 			printf("%s], \"summary\": {\"frames\": %zu, \"displayed\": %zu, \"dropped\": %zu, \"pending\": %zu, "
 			       "\"late\": %zu, \"late_unknown\": %zu, \"late_budget_ns\": ",

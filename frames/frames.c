@@ -386,11 +386,14 @@ static double ms(int64_t ns)
 }
 
 /* The refresh period a frame is judged by: its display's, else the only
- * display's when the session has exactly one with a period. */
-static double refresh_for(struct fr_ctx *c, const struct fr_frame *f, const struct fr_display **dp)
+ * display's when the session has exactly one with a period; why none in why. */
+static double refresh_for(struct fr_ctx *c, const struct fr_frame *f, const struct fr_display **dp,
+			  char *why, size_t len)
 {
 	const struct fr_display *d = f->display.known ? display_of(c, f->display.v) : NULL;
 
+	if (d && d->refresh_ns <= 0)
+		snprintf(why, len, "its display states no refresh period and has fewer than three blanks");
 	if (!d) {
 		const struct fr_display *only = NULL;
 		size_t n = 0;
@@ -401,6 +404,11 @@ static double refresh_for(struct fr_ctx *c, const struct fr_frame *f, const stru
 				n++;
 			}
 		d = n == 1 ? only : NULL;
+		if (n > 1)
+			snprintf(why, len, "the frame names no display and the capture has %zu with a refresh period "
+				 "(give --late)", n);
+		else if (!n)
+			snprintf(why, len, "no display states a refresh period or has three blanks (give --late)");
 	}
 	*dp = d;
 	return d ? d->refresh_ns : 0;
@@ -446,9 +454,11 @@ static void metrics(struct fr_ctx *c, struct fr_frame *f)
 		f->frame_ns = fr_some(f->screen.v - pd->screen.v);
 	else if (p)
 		f->frame_ns = fr_some(f->present_ns - p->present_ns);
-	f->refresh_ns = refresh_for(c, f, &d);
+	char why[160] = "";
+
+	f->refresh_ns = refresh_for(c, f, &d, why, sizeof(why));
 	if (f->refresh_ns <= 0) {
-		fr_reason(c, f, "late: no refresh period to judge by (no display states one and none has three blanks)");
+		fr_reason(c, f, "late: no refresh period to judge by: %s", why);
 		return;
 	}
 	if (!f->frame_ns.known) {
@@ -504,7 +514,10 @@ static void present_metrics_reasons(struct fr_ctx *c, struct fr_frame *f)
 		fr_reason(c, f, "vblank_seq: %s", f->flip_detail[0] ? f->flip_detail : "no blank event says which");
 	if (f->prev < 0)
 		fr_reason(c, f, "MsBetweenPresents: the first frame of its swap chain");
-	if (!f->gpu_start.known)
+	if (!f->timed && f->items)
+		fr_reason(c, f, "MsGPUBusy: none of its GPU work (%" PRId64 " jobs or operations) has both a start and "
+			  "a measured end in the capture", f->items);
+	else if (!f->timed)
 		fr_reason(c, f, "MsGPUBusy: no GPU work of the frame in the capture");
 }
 
@@ -579,9 +592,9 @@ static int write_frames(struct fr_ctx *c)
 		if (!f->cpu_start.known || !f->gpu_start.known)
 			fr_reason(c, f, "MsGPULatency: %s", !f->cpu_start.known ? "the first frame of its swap chain"
 										: "no GPU work of the frame in the capture");
-		if (!f->ready.known || !f->gpu_start.known)
+		if (!f->ready.known || !f->gpu_start.known || !f->timed)
 			fr_reason(c, f, "MsGPUWait: %s", !f->ready.known ? "its ready time is unknown"
-									 : "no GPU work of the frame in the capture");
+					 : "its GPU work's running time is unknown (MsGPUBusy)");
 		sqlite3_bind_int64(sf, 1, f->frame);
 		bind_opt(sf, 2, f->present);
 		bind_opt(sf, 3, f->marker);
@@ -604,8 +617,8 @@ static int write_frames(struct fr_ctx *c)
 		bind_ms(sf, 20, f->screen.known && displayed, f->screen.v - f->present_ns);
 		bind_ms(sf, 21, displayed && pd && f->screen.known && pd->screen.known, f->screen.v - (pd ? pd->screen.v : 0));
 		bind_ms(sf, 22, f->cpu_start.known && f->gpu_start.known, f->gpu_start.v - f->cpu_start.v);
-		bind_ms(sf, 23, f->gpu_start.known, f->busy_ns);
-		if (f->ready.known && f->gpu_start.known) {
+		bind_ms(sf, 23, f->timed > 0, f->busy_ns);
+		if (f->ready.known && f->gpu_start.known && f->timed > 0) {
 			int64_t w = f->ready.v - f->gpu_start.v - f->busy_ns;
 
 			sqlite3_bind_double(sf, 24, ms(w > 0 ? w : 0));
@@ -667,8 +680,8 @@ static int write_frames(struct fr_ctx *c)
 		sqlite3_bind_int64(sg, 5, a->items);
 		bind_opt(sg, 6, a->first_start != INT64_MAX ? fr_some(a->first_start) : fr_none);
 		bind_opt(sg, 7, a->last_end != INT64_MIN ? fr_some(a->last_end) : fr_none);
-		sqlite3_bind_int64(sg, 8, a->busy);
-		sqlite3_bind_int64(sg, 9, a->wait);
+		bind_opt(sg, 8, a->timed ? fr_some(a->busy) : fr_none);
+		bind_opt(sg, 9, a->waits ? fr_some(a->wait) : fr_none);
 		rc = step(c, sg, "writing frame_gpu");
 	}
 out:

@@ -251,6 +251,10 @@ static int add_item(struct fr_ctx *c, struct fr_work *w, const struct item *it)
 		a->last_end = it->end.v;
 	if (it->end.v > f->last_end)
 		f->last_end = it->end.v;
+	a->timed++;
+	f->timed++;
+	if (!c->has_jobs)
+		a->waits++;
 	a->wait += it->stall;
 	if (!it->busy)
 		return 0;
@@ -299,8 +303,10 @@ static int from_jobs(struct fr_ctx *c, struct fr_work *w)
 			if (fi >= 0) {
 				uint64_t *slot = nf_u64map_find(&c->acc_map, (uint64_t)fi << 24 | (uint64_t)it.lane);
 
-				if (slot)
+				if (slot) {
 					c->accs[*slot].wait += st - sub;
+					c->accs[*slot].waits++;
+				}
 				c->frames[fi].wait_ns += st - sub;
 			}
 		}

@@ -61,7 +61,7 @@ struct fr_frame {
 	const char *status;     /* 'displayed', 'dropped', 'pending', 'unknown' */
 	char flip_detail[160];  /* why the flip's blank is unknown, when it is */
 	/* GPU work (frames_gpu.c) */
-	int64_t busy_ns, wait_ns, items;
+	int64_t busy_ns, wait_ns, items, timed; /* timed: items with a start and an end */
 	int64_t last_end;
 	bool any_work;
 	struct fr_opt last_op, last_job;   /* its work that ended last: a fence_ops row, a job */
@@ -82,6 +82,7 @@ struct fr_frame {
 struct fr_lane_acc {
 	int32_t frame, lane;
 	int64_t items, first_start, last_end, busy, wait;
+	int64_t timed, waits;   /* items with a start and an end; items whose wait is measured */
 };
 
 struct fr_lane {

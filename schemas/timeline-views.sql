@@ -90,3 +90,6 @@ CREATE VIEW display_vblanks(display, ts_ns, seq) AS
 SELECT display, ts_ns, seq FROM vblanks WHERE display IS NOT NULL
 UNION ALL
 SELECT display, ts_ns, frame FROM vsyncs WHERE display IS NOT NULL;
+
+-- The blanks of a CRTC in time order (flips are tied to them).
+CREATE INDEX vblanks_crtc ON vblanks(crtc, ts_ns);

@@ -726,8 +726,10 @@ CREATE TABLE frame_gpu (
   items           INTEGER, -- operations, jobs or packets
   first_start_ns  INTEGER, -- first start (fence_ops: when the queue could run it; jobs: started_ns)
   last_end_ns     INTEGER, -- last end
-  busy_ns         INTEGER, -- running, as a union (fence_ops: in flight and not stalled in a wait)
-  wait_ns         INTEGER  -- waiting: GPU waits' stalls (fence_ops), submitted to started (jobs)
+  busy_ns         INTEGER, -- running, as a union (fence_ops: in flight and not stalled in a wait); NULL
+                           -- when none of its items has both a start and an end in the capture
+  wait_ns         INTEGER  -- waiting: GPU waits' stalls (fence_ops), submitted to started (jobs); NULL
+                           -- when none of its items says
 );
 
 -- Each frame's critical path, from cpu_start_ns (its first frame: present_ns)

@@ -11,6 +11,7 @@
 #include "contract/errors.h"
 #include "contract/timeline_writer.h"
 #include "kernel_fences.h"
+#include "kernel_flips.h"
 #include "runs.h"
 #include "contract/anomaly_kinds.h"
 #include "contract/util_hash.h"
@@ -245,6 +246,7 @@ struct nf_timeline_kernel_ingest {
 	struct nf_kfences kf;
 	bool mem;
 	bool finished;
+	struct nf_kflips flips;  /* i915 page flips, written at finish (kernel_flips.h) */
 };
 
 static int ki_sql_err(struct nf_timeline_kernel_ingest *ki, struct nf_error *err, const char *what)
@@ -285,6 +287,7 @@ void nf_timeline_kernel_ingest_destroy(struct nf_timeline_kernel_ingest *ki)
 	nf_u64map_free(&ki->contexts);
 	nf_u64map_free(&ki->sched_fences);
 	ki_jobs_open_free(&ki->jobs);
+	nf_kflips_free(&ki->flips);
 	free(ki);
 }
 
@@ -885,6 +888,7 @@ static bool ki_event_cpu(const struct nf_event *ev, uint64_t *cpu)
 	case NF_EV_KERNEL_GPU_JOB: *cpu = f[NFF_KERNEL_GPU_JOB_cpu]; return true;
 	case NF_EV_KERNEL_VBLANK: *cpu = f[NFF_KERNEL_VBLANK_cpu]; return true;
 	case NF_EV_KERNEL_MARKER: *cpu = f[NFF_KERNEL_MARKER_cpu]; return true;
+	case NF_EV_KERNEL_FLIP: *cpu = f[NFF_KERNEL_FLIP_cpu]; return true;
 	default: return false;
 	}
 }
@@ -1037,6 +1041,10 @@ int nf_timeline_kernel_ingest_event(struct nf_timeline_kernel_ingest **kip, sqli
 		sqlite3_bind_int64(s, 3, (int64_t)(uint32_t)f[NFF_KERNEL_VBLANK_seq]);
 		return ki_step(ki, KS_VBLANK, err);
 	}
+	case NF_EV_KERNEL_FLIP:
+		return nf_kflips_add(&ki->flips, ns, (int64_t)(uint32_t)f[NFF_KERNEL_FLIP_tid],
+				     (int32_t)(uint32_t)f[NFF_KERNEL_FLIP_plane], f[NFF_KERNEL_FLIP_obj],
+				     (int)f[NFF_KERNEL_FLIP_kind], err);
 	case NF_EV_KERNEL_MARKER: {
 		sqlite3_stmt *s = ki->st[KS_MARKER];
 
@@ -1675,7 +1683,8 @@ int nf_timeline_kernel_ingest_finish(struct nf_timeline_kernel_ingest *ki, struc
 		return rc;
 	}
 	if ((rc = ki_exec(ki, ki_finish_jobs_sql, err)) || (rc = ki_finish_recording(ki, err)) ||
-	    (ki->gpu_deps && (rc = ki_exec(ki, ki_finish_deps_sql, err))))
+	    (ki->gpu_deps && (rc = ki_exec(ki, ki_finish_deps_sql, err))) ||
+	    (rc = nf_kflips_write(&ki->flips, ki->db, err)))
 		return rc;
 	return ki_exec(ki, "DROP TABLE temp.k_fences; DROP TABLE temp.k_waits; DROP TABLE temp.k_gpu;"
 		       "DROP TABLE temp.k_jobagg; DROP TABLE temp.k_jobpart;"
