@@ -461,23 +461,38 @@ static void metrics(struct fr_ctx *c, struct fr_frame *f)
 		fr_reason(c, f, "late: no refresh period to judge by: %s", why);
 		return;
 	}
-	if (!f->frame_ns.known) {
+	if (!f->frame_ns.known && !displayed) {
 		f->late = fr_some(0);
 		return;
 	}
 	int64_t interval = f->sync_interval.known && f->sync_interval.v > 0 ? f->sync_interval.v : 1;
-	int64_t k = (int64_t)llround((double)f->frame_ns.v / f->refresh_ns);
+	int64_t k = f->frame_ns.known ? (int64_t)llround((double)f->frame_ns.v / f->refresh_ns) : 0;
 
-	if (pd) {
-		f->missed = fr_some(k > interval ? k - interval : 0);
-		f->late = fr_some(k > interval);
-		if (k > interval && f->ready.known) {
-			/* the blank it was due at: interval blanks after the previous shown frame's */
-			int64_t due = pd->screen.v + (int64_t)llround((double)interval * f->refresh_ns);
-			int64_t b = d ? blank_at_or_after(d, due - (int64_t)(f->refresh_ns / 2)) : -1;
+	if (displayed) {
+		/* The blank it was due at: the first one after its present at which the
+		 * flip queue could take it (the previous shown frame's blank plus that
+		 * frame's sync interval); late when shown at a later one. */
+		int64_t lower = f->present_ns, due;
 
-			if (b >= 0)
-				due = b;
+		if (pd) {
+			int64_t next = pd->screen.v + (int64_t)llround(((double)interval - 0.5) * f->refresh_ns);
+
+			if (next > lower)
+				lower = next;
+		}
+		due = d ? blank_at_or_after(d, lower) : -1;
+		if (due < 0) { /* no blank event after it: by the refresh period from the previous shown frame */
+			if (!pd) {
+				f->late = fr_some(0);
+				return;
+			}
+			due = pd->screen.v + (int64_t)llround((double)interval * f->refresh_ns);
+		}
+		int64_t missed = f->screen.v > due ? (int64_t)llround((double)(f->screen.v - due) / f->refresh_ns) : 0;
+
+		f->missed = fr_some(missed);
+		f->late = fr_some(missed > 0);
+		if (missed > 0 && f->ready.known) {
 			if (f->ready.v > due)
 				f->late_ns = fr_some(f->ready.v - due);
 			else

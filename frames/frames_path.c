@@ -380,7 +380,7 @@ static int frame_path(struct fr_ctx *c, struct fr_frame *f)
 			goto out;
 		}
 		g->queue = f->queue;
-		snprintf(g->what, sizeof(g->what), "the frame's GPU work until it was done (no operation of the capture on it)");
+		snprintf(g->what, sizeof(g->what), "GPU work of the frame until it was done (the capture has no fence operation or job on it)");
 		cur = e;
 	}
 	if (shown && t_end > cur) {

@@ -314,10 +314,10 @@ START_TEST(late_frame_cross_queue_wait)
 	/* --late: by frame time against a budget */
 	ck_assert_int_eq(nf_test_nftrace_run(NF_TEST_ARGV("frames", "--late", "20ms", dir), out, sizeof(out), err,
 					     sizeof(err)), 0);
-	ck_assert_msg(strstr(out, "late: 1 (frame time above 20.000 ms)"), "%s", out);
+	ck_assert_msg(strstr(out, "late: 1 (frame time above 20.000 ms; 1 frame not judged: no frame time)"), "%s", out);
 	ck_assert_int_eq(nf_test_nftrace_run(NF_TEST_ARGV("frames", "--late", "10ms", dir), out, sizeof(out), err,
 					     sizeof(err)), 0);
-	ck_assert_msg(strstr(out, "late: 9 (frame time above 10.000 ms)"), "%s", out);
+	ck_assert_msg(strstr(out, "late: 9 (frame time above 10.000 ms; 1 frame not judged: no frame time)"), "%s", out);
 	/* --csv: a header and a row per frame; --json: valid, with the summary */
 	ck_assert_int_eq(nf_test_nftrace_run(NF_TEST_ARGV("frames", "--csv", dir), out, sizeof(out), err, sizeof(err)), 0);
 	ck_assert_int_eq(nf_test_count_lines(out), 11);
@@ -377,21 +377,31 @@ START_TEST(dropped_frame)
 END_TEST
 
 /* Threaded mode: the CMP thread's timer makes the blanks; every present is shown
- * or still pending, at a blank of the display, after its ready time. */
+ * or still pending, at a blank of the display, after its ready time (relative
+ * times only: a loaded machine runs the loop late, which changes nothing here). */
 START_TEST(threaded_blanks)
 {
-	char dir[600];
+	char scen[600], dir[600];
+	FILE *f;
 	sqlite3 *db;
 
+	snprintf(scen, sizeof(scen), "%s/th.nfs", tmp);
 	snprintf(dir, sizeof(dir), "%s/th", tmp);
-	nf_test_record("samples/frames-60hz.nfs", dir, NF_TEST_ARGV("--mode", "threaded"));
+	f = fopen(scen, "w");
+	ck_assert(f != NULL);
+	fputs("adapter GPU\nqueue Q adapter GPU\ndisplay D adapter GPU refresh 60Hz\n"
+	      "repeat 8 {\n  work Q 2ms\n  present Q D\n  advance 16ms\n}\nadvance 50ms\n", f);
+	fclose(f);
+	ck_assert_int_eq(nf_test_nftrace_run(NF_TEST_ARGV("record", "--mode", "threaded", "-o", dir, scen), out, sizeof(out),
+					     err, sizeof(err)), 0);
 	db = frames_db(dir);
-	ck_assert_int_eq(q1(db, "SELECT count(*) FROM frames"), 12);
-	ck_assert_int_ge(q1(db, "SELECT count(*) FROM vblanks WHERE display = 0"), 10);
-	ck_assert_int_eq(q1(db, "SELECT count(*) FROM frames WHERE status NOT IN ('displayed', 'pending')"), 0);
-	ck_assert_int_eq(q1(db, "SELECT count(*) FROM frames f WHERE status = 'displayed' AND (screen_ns < ready_ns OR "
-			     "NOT EXISTS (SELECT 1 FROM vblanks v WHERE v.ts_ns = f.screen_ns AND v.display = 0))"), 0);
-	ck_assert_int_ge(q1(db, "SELECT count(*) FROM frames WHERE status = 'displayed'"), 10);
+	ck_assert_int_eq(q1(db, "SELECT count(*) FROM frames"), 8);
+	ck_assert_int_ge(q1(db, "SELECT count(*) FROM vblanks WHERE display = 0"), 8);
+	/* blanks come in order, one refresh period apart or more (a late timer skips none) */
+	ck_assert_int_eq(q1(db, "SELECT count(*) FROM vblanks a JOIN vblanks b ON b.seq = a.seq + 1 WHERE b.ts_ns <= a.ts_ns"), 0);
+	ck_assert_int_eq(q1(db, "SELECT count(*) FROM frames WHERE status != 'displayed'"), 0);
+	ck_assert_int_eq(q1(db, "SELECT count(*) FROM frames f WHERE screen_ns < ready_ns OR "
+			     "NOT EXISTS (SELECT 1 FROM vblanks v WHERE v.ts_ns = f.screen_ns AND v.display = 0)"), 0);
 	check_paths_tile(db);
 	sqlite3_close(db);
 }
