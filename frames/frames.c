@@ -89,7 +89,7 @@ int fr_has_table(sqlite3 *db, const char *name, bool *has)
 }
 
 static const char *const needed_tables[] = { "displays", "presents", "flips", "frames", "frame_gpu",
-					     "frame_path", "display_vblanks", "markers", "fence_ops", "meta" };
+					     "frame_path_blocks", "display_vblanks", "markers", "fence_ops", "meta" };
 
 /* ---- loading ------------------------------------------------------------ */
 
@@ -563,6 +563,144 @@ static int step(struct fr_ctx *c, sqlite3_stmt *s, const char *what)
 	return rc == SQLITE_DONE ? 0 : fr_sql(c, what);
 }
 
+static void bind_i64(sqlite3_stmt *s, int col, int64_t v)
+{
+	if (v != FR_NONE)
+		sqlite3_bind_int64(s, col, v);
+}
+
+/* A growing text buffer for a frame's path as JSON. */
+struct jbuf {
+	char *v;
+	size_t n, cap;
+};
+
+static int jb_room(struct jbuf *b, size_t more)
+{
+	if (b->n + more <= b->cap)
+		return 0;
+	size_t nc = b->cap ? b->cap : 4096;
+
+	while (nc < b->n + more)
+		nc *= 2;
+	char *nv = realloc(b->v, nc);
+
+	if (!nv)
+		return -1;
+	b->v = nv;
+	b->cap = nc;
+	return 0;
+}
+
+static const char jb_digits[] =
+	"00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+	"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+	"8081828384858687888990919293949596979899";
+
+/* A number (FR_NONE: null) and a comma, without printf: paths have a segment per
+ * operation. Two digits at a time. */
+static void jb_int(struct jbuf *b, int64_t v)
+{
+	char tmp[24];
+	size_t k = sizeof(tmp);
+	uint64_t u;
+
+	if (v == FR_NONE) {
+		memcpy(b->v + b->n, "null,", 5);
+		b->n += 5;
+		return;
+	}
+	if (v < 0) {
+		b->v[b->n++] = '-';
+		u = (uint64_t)0 - (uint64_t)v;
+	} else {
+		u = (uint64_t)v;
+	}
+	while (u >= 100) {
+		unsigned d = (unsigned)(u % 100) * 2;
+
+		u /= 100;
+		tmp[--k] = jb_digits[d + 1];
+		tmp[--k] = jb_digits[d];
+	}
+	if (u >= 10) {
+		tmp[--k] = jb_digits[u * 2 + 1];
+		tmp[--k] = jb_digits[u * 2];
+	} else {
+		tmp[--k] = (char)('0' + u);
+	}
+	memcpy(b->v + b->n, tmp + k, sizeof(tmp) - k);
+	b->n += sizeof(tmp) - k;
+	b->v[b->n++] = ',';
+}
+
+/* A JSON string (a ring's name, from the capture): quotes, backslashes and control bytes escaped. */
+static void jb_str(struct jbuf *b, const char *s)
+{
+	b->v[b->n++] = '"';
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch == '"' || ch == '\\') {
+			b->v[b->n++] = '\\';
+			b->v[b->n++] = (char)ch;
+		} else if (ch < 0x20 || ch == 0x7f) {
+			b->n += (size_t)snprintf(b->v + b->n, 7, "\\u%04x", ch);
+		} else {
+			b->v[b->n++] = (char)ch;
+		}
+	}
+	b->v[b->n++] = '"';
+	b->v[b->n++] = ',';
+}
+
+/*
+ * A frame's path as frame_path_blocks.segs: a JSON array of segments, each
+ * [start - base, end - base, kind, queue, thread, ring, display, op, job,
+ * fence, value, release_op, by_queue, by_thread, extra, sub] (null: none);
+ * the frame_path view reads them (schemas/timeline.sql).
+ */
+static int path_json(const struct fr_ctx *c, const struct fr_frame *f, struct jbuf *b)
+{
+	int64_t base = f->path[0].start;
+
+	b->n = 0;
+	if (jb_room(b, 2))
+		return -1;
+	b->v[b->n++] = '[';
+	for (size_t i = 0; i < f->n_path; i++) {
+		const struct fr_seg *g = &f->path[i];
+		const char *ring = g->ring >= 0 ? c->rings[g->ring] : NULL;
+
+		if (jb_room(b, 16 * 24 + 32 + (ring ? 6 * strlen(ring) + 4 : 0)))
+			return -1;
+		/* the fields after the strings, trailing nulls (and a zero sub) left out:
+		 * a missing element reads as null */
+		int64_t tail[] = { g->display, g->op, g->job, g->fence, g->value, g->release_op, g->by_queue,
+				   g->by_thread, g->extra, g->sub ? g->sub : FR_NONE };
+		int nt = (int)(sizeof(tail) / sizeof(tail[0]));
+
+		while (nt > 0 && tail[nt - 1] == FR_NONE)
+			nt--;
+		b->v[b->n++] = '[';
+		jb_int(b, g->start - base);
+		jb_int(b, g->end - base);
+		jb_str(b, fr_kind_name[g->kind]);
+		jb_int(b, g->queue);
+		jb_int(b, g->thread);
+		if (ring)
+			jb_str(b, ring);
+		else
+			jb_int(b, FR_NONE);
+		for (int t = 0; t < nt; t++)
+			jb_int(b, tail[t]);
+		b->v[b->n - 1] = ']';
+		b->v[b->n++] = ',';
+	}
+	b->v[b->n - 1] = ']';
+	return 0;
+}
+
 static int write_frames(struct fr_ctx *c)
 {
 	static const char ins_frame[] =
@@ -577,14 +715,12 @@ static int write_frames(struct fr_ctx *c)
 	static const char ins_gpu[] =
 		"INSERT INTO frame_gpu(frame, lane, queue, ring, items, first_start_ns, last_end_ns, busy_ns, wait_ns) "
 		"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
-	static const char ins_path[] =
-		"INSERT INTO frame_path(frame, seq, start_ns, end_ns, kind, queue, thread, ring, display, op, job, "
-		"fence, value, release_op, by_queue, by_thread, what) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
-		"?11, ?12, ?13, ?14, ?15, ?16, ?17)";
+	static const char ins_path[] = "INSERT INTO frame_path_blocks(frame, n, base_ns, segs) VALUES (?1, ?2, ?3, ?4)";
 	sqlite3_stmt *sf = NULL, *sg = NULL, *sp = NULL;
+	struct jbuf js = { 0 };
 	int rc = 0;
 
-	if (sqlite3_exec(c->db, "DELETE FROM frames; DELETE FROM frame_gpu; DELETE FROM frame_path;", NULL, NULL,
+	if (sqlite3_exec(c->db, "DELETE FROM frames; DELETE FROM frame_gpu; DELETE FROM frame_path_blocks;", NULL, NULL,
 			 NULL) != SQLITE_OK)
 		return fr_sql(c, "emptying the frames tables");
 	if (sqlite3_prepare_v2(c->db, ins_frame, -1, &sf, NULL) != SQLITE_OK ||
@@ -647,40 +783,28 @@ static int write_frames(struct fr_ctx *c)
 		if (f->blame[0])
 			sqlite3_bind_text(sf, 30, f->blame, -1, SQLITE_STATIC);
 		if (b) {
-			sqlite3_bind_text(sf, 31, b->kind, -1, SQLITE_STATIC);
+			sqlite3_bind_text(sf, 31, fr_kind_name[b->kind], -1, SQLITE_STATIC);
 			sqlite3_bind_int64(sf, 32, f->blame_ns);
-			bind_opt(sf, 33, b->queue);
-			bind_opt(sf, 34, b->thread);
-			bind_opt(sf, 35, b->fence);
-			bind_opt(sf, 36, b->value);
-			bind_opt(sf, 37, b->by_queue);
-			bind_opt(sf, 38, b->by_thread);
+			bind_i64(sf, 33, b->queue);
+			bind_i64(sf, 34, b->thread);
+			bind_i64(sf, 35, b->fence);
+			bind_i64(sf, 36, b->value);
+			bind_i64(sf, 37, b->by_queue);
+			bind_i64(sf, 38, b->by_thread);
 		}
 		if (f->reasons)
 			sqlite3_bind_text(sf, 39, f->reasons, -1, SQLITE_STATIC);
 		rc = step(c, sf, "writing frames");
-		for (size_t k = 0; k < f->n_path && !rc; k++) {
-			const struct fr_seg *g = &f->path[k];
-
+		if (!rc && f->n_path) {
+			if (path_json(c, f, &js)) {
+				rc = nf_error_set(c->err, NF_ENOMEM, "out of memory (frame paths)");
+				break;
+			}
 			sqlite3_bind_int64(sp, 1, f->frame);
-			sqlite3_bind_int64(sp, 2, (int64_t)k);
-			sqlite3_bind_int64(sp, 3, g->start);
-			sqlite3_bind_int64(sp, 4, g->end);
-			sqlite3_bind_text(sp, 5, g->kind, -1, SQLITE_STATIC);
-			bind_opt(sp, 6, g->queue);
-			bind_opt(sp, 7, g->thread);
-			if (g->ring[0])
-				sqlite3_bind_text(sp, 8, g->ring, -1, SQLITE_STATIC);
-			bind_opt(sp, 9, g->display);
-			bind_opt(sp, 10, g->op);
-			bind_opt(sp, 11, g->job);
-			bind_opt(sp, 12, g->fence);
-			bind_opt(sp, 13, g->value);
-			bind_opt(sp, 14, g->release_op);
-			bind_opt(sp, 15, g->by_queue);
-			bind_opt(sp, 16, g->by_thread);
-			sqlite3_bind_text(sp, 17, g->what, -1, SQLITE_STATIC);
-			rc = step(c, sp, "writing frame_path");
+			sqlite3_bind_int64(sp, 2, (int64_t)f->n_path);
+			sqlite3_bind_int64(sp, 3, f->path[0].start);
+			sqlite3_bind_text(sp, 4, js.v, (int)js.n, SQLITE_STATIC);
+			rc = step(c, sp, "writing frame_path_blocks");
 		}
 	}
 	for (size_t i = 0; i < c->n_accs && !rc; i++) {
@@ -700,6 +824,7 @@ static int write_frames(struct fr_ctx *c)
 		rc = step(c, sg, "writing frame_gpu");
 	}
 out:
+	free(js.v);
 	sqlite3_finalize(sf);
 	sqlite3_finalize(sg);
 	sqlite3_finalize(sp);
@@ -741,9 +866,11 @@ static void ctx_free(struct fr_ctx *c)
 	free(c->frames);
 	free(c->lanes);
 	free(c->accs);
+	free(c->rings);
 	nf_u64map_free(&c->acc_map);
 	nf_u64map_free(&c->thread_process);
 	nf_analysis_destroy(c->an);
+	nf_analysis_destroy(c->jobs_an);
 	sqlite3_finalize(c->st_queued);
 }
 

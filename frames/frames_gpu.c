@@ -317,65 +317,68 @@ static int from_jobs(struct fr_ctx *c, struct fr_work *w)
 	return src == SQLITE_DONE ? 0 : fr_sql(c, "reading jobs");
 }
 
-/* fence_ops, in id (queued) order; with busy false only the waits' stalls count
- * (the DMA packets say when the GPU ran). */
+/* fence_ops, in id (queued) order, from the loaded model; with busy false only
+ * the waits' stalls count (the DMA packets say when the GPU ran). */
+struct fo_ctx {
+	struct fr_ctx *c;
+	struct fr_work *w;
+	bool busy;
+	struct nf_u64map prev_end;  /* queue -> end of its latest operation with an end */
+	int64_t last_queue;
+	int32_t last_lane;
+};
+
+static int fo_row(void *ctx, const struct nf_op_row *r)
+{
+	struct fo_ctx *x = ctx;
+	struct item it = { 0 };
+	uint64_t *pe;
+	int rc = 0;
+
+	if (!r->on_queue || r->queued_ns < 0)
+		return 0;
+	if (r->queue != x->last_queue) {
+		if ((rc = lane_index(x->c, fr_some(r->queue), NULL, &x->last_lane)))
+			return rc;
+		x->last_queue = r->queue;
+	}
+	it.lane = x->last_lane;
+	it.thread = r->thread >= 0 ? fr_some(r->thread) : fr_none;
+	it.submit = r->queued_ns;
+	pe = nf_u64map_find(&x->prev_end, (uint64_t)r->queue);
+	int64_t start = pe && (int64_t)*pe > r->queued_ns ? (int64_t)*pe : r->queued_ns;
+
+	it.start = fr_some(start);
+	if (r->end_ns >= 0) {
+		it.end = fr_some(r->end_ns > start ? r->end_ns : start);
+		if (!r->is_signal) {
+			int64_t from = r->observed_ns > start ? r->observed_ns : start;
+
+			if (r->end_ns > from)
+				it.stall = r->end_ns - from;
+		}
+		if (!pe || r->end_ns > (int64_t)*pe) {
+			if (pe)
+				*pe = (uint64_t)r->end_ns;
+			else if (nf_u64map_put(&x->prev_end, (uint64_t)r->queue, (uint64_t)r->end_ns))
+				return nf_error_set(x->c->err, NF_ENOMEM, "out of memory (queues)");
+		}
+	}
+	it.busy = x->busy;
+	it.op = fr_some(r->id);
+	it.track_only = !x->busy && r->is_signal;
+	return add_item(x->c, x->w, &it);
+}
+
 static int from_fence_ops(struct fr_ctx *c, struct fr_work *w, bool busy)
 {
-	static const char sql[] =
-		"SELECT queue, op = 'wait', queued_ns, observed_ns, end_ns, thread, id FROM fence_ops "
-		"WHERE queue IS NOT NULL ORDER BY id";
-	struct nf_u64map prev_end = { 0 };  /* queue -> end of its latest operation with an end */
-	sqlite3_stmt *s = NULL;
-	int64_t last_queue = INT64_MIN;
-	int32_t last_lane = -1;
-	int rc = 0, src;
+	struct fo_ctx x = { c, w, busy, { 0 }, INT64_MIN, -1 };
+	int rc = nf_analysis_foreach_op(c->an, fo_row, &x);
 
-	if (sqlite3_prepare_v2(c->db, sql, -1, &s, NULL) != SQLITE_OK)
-		return fr_sql(c, "reading fence_ops");
-	while (!rc && (src = sqlite3_step(s)) == SQLITE_ROW) {
-		struct item it = { 0 };
-		int64_t q = sqlite3_column_int64(s, 0), queued = 0, obs = 0, end = 0, th = 0;
-		bool is_wait = sqlite3_column_int(s, 1) != 0;
-		bool has_q = fr_col(s, 2, &queued), has_obs = fr_col(s, 3, &obs), has_end = fr_col(s, 4, &end);
-		uint64_t *pe;
-
-		if (!has_q)
-			continue;
-		if (q != last_queue) {
-			rc = lane_index(c, fr_some(q), NULL, &last_lane);
-			last_queue = q;
-		}
-		it.lane = last_lane;
-		it.thread = fr_col(s, 5, &th) ? fr_some(th) : fr_none;
-		it.submit = queued;
-		pe = nf_u64map_find(&prev_end, (uint64_t)q);
-		int64_t start = pe && (int64_t)*pe > queued ? (int64_t)*pe : queued;
-
-		it.start = fr_some(start);
-		if (has_end) {
-			it.end = fr_some(end > start ? end : start);
-			if (is_wait) {
-				int64_t from = has_obs && obs > start ? obs : start;
-
-				if (end > from)
-					it.stall = end - from;
-			}
-			if (!pe || end > (int64_t)*pe) {
-				if (nf_u64map_put(&prev_end, (uint64_t)q, (uint64_t)end))
-					rc = nf_error_set(c->err, NF_ENOMEM, "out of memory (queues)");
-			}
-		}
-		it.busy = busy;
-		it.op = fr_some(sqlite3_column_int64(s, 6));
-		it.track_only = !busy && !is_wait;
-		if (!rc)
-			rc = add_item(c, w, &it);
-	}
-	sqlite3_finalize(s);
-	nf_u64map_free(&prev_end);
-	if (rc)
-		return rc;
-	return src == SQLITE_DONE ? 0 : fr_sql(c, "reading fence_ops");
+	nf_u64map_free(&x.prev_end);
+	if (rc == NF_ESTATE)
+		return nf_error_set(c->err, NF_ESTATE, "frames: the analysis model holds no operations");
+	return rc;
 }
 
 /* dma_packets: GPU execution on each context, submitted when their queue packet was queued. */
@@ -439,7 +442,10 @@ int fr_gpu_work(struct fr_ctx *c)
 
 	if (!c->n_frames)
 		return 0;
-	if (!c->an && nf_analysis_open_lazy(c->db_path, &c->an, c->err))
+	/* The whole model in memory: one path per frame reads most operations of a
+	 * session, and the lazy model's lookups without an index would scan it
+	 * each time. */
+	if (!c->an && nf_analysis_load(c->db_path, &c->an, c->err))
 		return c->err->code;
 	rc = work_init(c, &w);
 	c->has_jobs = table_rows(c, "jobs") > 0;

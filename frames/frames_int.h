@@ -37,14 +37,21 @@ struct fr_display {
 	size_t n_blanks, cap_blanks;
 };
 
-/* A segment of a frame's critical path (frame_path). */
+/* A segment of a frame's critical path (frame_path): numbers only; its words
+ * are made when needed (fr_seg_text, and the frame_path view). */
+#define FR_NONE INT64_MIN
+enum fr_kind { FK_EXECUTE, FK_WAIT, FK_QUEUE, FK_JOB_WAIT, FK_GPU, FK_DISPLAY, FK_CPU, FK_COUNT };
+extern const char *const fr_kind_name[FK_COUNT];
+
 struct fr_seg {
 	int64_t start, end;
-	const char *kind;       /* 'execute', 'wait', 'queue', 'job_wait', 'gpu', 'display', 'cpu' */
-	struct fr_opt queue, thread, display, op, job, fence, value, release_op, by_queue, by_thread;
-	char ring[64];
-	char what[256];         /* who and what: "queue 0x40000040 (Render) executing op 3" */
-	char doing[160];        /* what alone: "executing op 3" */
+	int64_t queue, thread, display, op, job, fence, value, release_op, by_queue, by_thread;
+	int64_t extra;          /* queue: the CPU signal it ended with; job_wait: the job it waited for;
+				   display: the blank's number; FR_NONE */
+	int32_t ring;           /* index in fr_ctx.rings, -1 */
+	uint8_t kind;           /* enum fr_kind */
+	uint8_t sub;            /* job_wait: 1 released by the job's start (its scheduled fence);
+				   cpu: 1 a marker frame */
 };
 
 struct fr_frame {
@@ -107,7 +114,10 @@ struct fr_ctx {
 	struct fr_lane_acc *accs;
 	size_t n_accs, cap_accs;
 	struct nf_u64map acc_map;        /* frame << 24 | lane -> index in accs */
-	struct nf_analysis *an;          /* the lazy model for the paths */
+	struct nf_analysis *an;          /* the loaded model: fence operation paths, queue names */
+	struct nf_analysis *jobs_an;     /* a lazy model for GPU jobs' paths (jobpath.c reads on demand) */
+	char (*rings)[64];               /* ring names of job segments */
+	size_t n_rings, cap_rings;
 	sqlite3_stmt *st_queued;         /* a fence_ops row's queued time (blame) */
 	struct nf_frames_summary sum;
 };
@@ -124,5 +134,7 @@ int fr_gpu_work(struct fr_ctx *c);
 
 /* frames_path.c: each frame's critical path and its blame line. */
 int fr_paths(struct fr_ctx *c);
+/* A segment in words ("queue 0x40000040 (Render) executing op 3") into buf. */
+void fr_seg_text(const struct fr_ctx *c, const struct fr_seg *g, char *buf, size_t len);
 
 #endif

@@ -10,9 +10,9 @@
  * or fence operation of the frame that ended last. What no operation of the
  * capture explains is said as such ('gpu': its GPU work; 'cpu': the thread
  * until it presented), and the display's part is the flip waiting for its
- * blank ('display'). The blame is the longest wait on the path (a queue or a
- * thread waiting on a fence: which fence, which value, who signaled it), else
- * its longest segment.
+ * blank ('display'). Segments hold numbers only (a session's path can have a
+ * segment per operation); their words are made for the blame line here and,
+ * for readers, by the frame_path view (schemas/timeline.sql).
  */
 #include "frames_int.h"
 #include "contract/errors.h"
@@ -22,28 +22,33 @@
 #include <stdlib.h>
 #include <string.h>
 
+const char *const fr_kind_name[FK_COUNT] = { "execute", "wait", "queue", "job_wait", "gpu", "display", "cpu" };
+
 struct segs {
 	struct fr_seg *v;
 	size_t n, cap;
 };
 
-static struct fr_seg *seg_add(struct fr_ctx *c, struct segs *s, int64_t start, int64_t end, const char *kind)
+static struct fr_seg *seg_add(struct fr_ctx *c, struct segs *s, int64_t start, int64_t end, int kind)
 {
 	struct fr_seg *g;
 
-	if (fr_grow((void **)&s->v, &s->cap, s->n + 1, sizeof(*s->v))) {
+	if (s->n == s->cap && fr_grow((void **)&s->v, &s->cap, s->n + 1, sizeof(*s->v))) {
 		nf_error_set(c->err, NF_ENOMEM, "out of memory (frame paths)");
 		return NULL;
 	}
 	g = &s->v[s->n++];
-	memset(g, 0, sizeof(*g));
 	g->start = start;
 	g->end = end;
-	g->kind = kind;
+	g->queue = g->thread = g->display = g->op = g->job = g->fence = g->value = FR_NONE;
+	g->release_op = g->by_queue = g->by_thread = g->extra = FR_NONE;
+	g->ring = -1;
+	g->kind = (uint8_t)kind;
+	g->sub = 0;
 	return g;
 }
 
-static void queue_label(struct fr_ctx *c, int64_t q, char *out, size_t len)
+static void queue_label(const struct fr_ctx *c, int64_t q, char *out, size_t len)
 {
 	const char *name = nf_analysis_queue_name(c->an, q);
 
@@ -53,77 +58,155 @@ static void queue_label(struct fr_ctx *c, int64_t q, char *out, size_t len)
 		snprintf(out, len, "queue 0x%" PRIx64, (uint64_t)q);
 }
 
-static void thread_label(struct fr_opt t, char *out, size_t len)
+static void thread_label(int64_t t, char *out, size_t len)
 {
-	if (t.known)
-		snprintf(out, len, "thread %" PRId64, t.v);
+	if (t != FR_NONE)
+		snprintf(out, len, "thread %" PRId64, t);
 	else
 		snprintf(out, len, "a thread the capture does not name");
 }
 
-/* analysis's segments of an operation's path, from t0 on. */
+static const char *display_name(const struct fr_ctx *c, int64_t d)
+{
+	for (size_t i = 0; i < c->n_displays && d != FR_NONE; i++)
+		if (c->displays[i].display == d)
+			return c->displays[i].name;
+	return "?";
+}
+
+/* What the segment's actor did, without the actor. */
+static void doing_text(const struct fr_ctx *c, const struct fr_seg *g, char *buf, size_t len)
+{
+	char by[96] = "";
+
+	switch (g->kind) {
+	case FK_WAIT:
+		if (g->by_queue != FR_NONE) {
+			char q[80];
+
+			queue_label(c, g->by_queue, q, sizeof(q));
+			snprintf(by, sizeof(by), ", signaled by %s", q);
+		} else if (g->by_thread != FR_NONE) {
+			snprintf(by, sizeof(by), ", signaled by thread %" PRId64, g->by_thread);
+		}
+		snprintf(buf, len, "waiting on fence 0x%" PRIx64 " >= %" PRId64 "%s", (uint64_t)g->fence, g->value, by);
+		break;
+	case FK_EXECUTE:
+		if (g->op != FR_NONE)
+			snprintf(buf, len, "executing op %" PRId64, g->op);
+		else
+			snprintf(buf, len, "executing job %" PRId64, g->job);
+		break;
+	case FK_QUEUE:
+		if (g->op != FR_NONE)
+			snprintf(buf, len, "running until it queued op %" PRId64, g->op);
+		else if (g->job != FR_NONE)
+			snprintf(buf, len, "running until it submitted job %" PRId64, g->job);
+		else if (g->extra != FR_NONE)
+			snprintf(buf, len, "running until it signaled from the CPU (cpu signal %" PRId64 ")", g->extra);
+		else
+			snprintf(buf, len, "running");
+		break;
+	default:
+		buf[0] = '\0';
+	}
+}
+
+void fr_seg_text(const struct fr_ctx *c, const struct fr_seg *g, char *buf, size_t len)
+{
+	char who[96], doing[200];
+
+	switch (g->kind) {
+	case FK_WAIT: case FK_EXECUTE: case FK_QUEUE:
+		if (g->queue != FR_NONE)
+			queue_label(c, g->queue, who, sizeof(who));
+		else if (g->ring >= 0)
+			snprintf(who, sizeof(who), "ring %.60s", c->rings[g->ring]);
+		else
+			thread_label(g->thread, who, sizeof(who));
+		doing_text(c, g, doing, sizeof(doing));
+		snprintf(buf, len, "%s %s", who, doing);
+		break;
+	case FK_JOB_WAIT:
+		if (g->extra != FR_NONE)
+			snprintf(buf, len, "job %" PRId64 " waiting to run until job %" PRId64 " %s", g->job, g->extra,
+				 g->sub ? "was scheduled" : "finished");
+		else
+			snprintf(buf, len, "job %" PRId64 " queued on ring %.60s, waiting to run", g->job,
+				 g->ring >= 0 ? c->rings[g->ring] : "?");
+		break;
+	case FK_GPU:
+		snprintf(buf, len, "GPU work of the frame until it was done (the capture has no fence operation or job on it)");
+		break;
+	case FK_DISPLAY:
+		if (g->extra != FR_NONE)
+			snprintf(buf, len, "the flip waiting for blank %" PRId64 " of display %.60s", g->extra,
+				 display_name(c, g->display));
+		else
+			snprintf(buf, len, "the flip waiting to be latched on display %.60s", display_name(c, g->display));
+		break;
+	case FK_CPU:
+		thread_label(g->thread, who, sizeof(who));
+		snprintf(buf, len, "%s until it %s", who, g->sub ? "wrote the frame's marker" : "presented");
+		break;
+	default:
+		buf[0] = '\0';
+	}
+}
+
+/* analysis's segments of an operation's path. */
 static int add_op_path(struct fr_ctx *c, struct segs *s, const struct nf_cp_path *p)
 {
 	for (size_t i = 0; i < p->n; i++) {
 		const struct nf_cp_segment *x = &p->segs[i];
 		struct fr_seg *g = seg_add(c, s, x->start_ns, x->end_ns,
-					   x->kind == NF_SEG_WAIT ? "wait" : x->kind == NF_SEG_EXECUTE ? "execute" : "queue");
-		char who[96];
+					   x->kind == NF_SEG_WAIT ? FK_WAIT : x->kind == NF_SEG_EXECUTE ? FK_EXECUTE : FK_QUEUE);
 
 		if (!g)
 			return NF_ENOMEM;
 		if (x->on_thread) {
 			if (x->thread >= 0)
-				g->thread = fr_some(x->thread);
-			thread_label(g->thread, who, sizeof(who));
+				g->thread = x->thread;
 		} else {
-			g->queue = fr_some(x->queue);
-			queue_label(c, x->queue, who, sizeof(who));
+			g->queue = x->queue;
 		}
 		if (x->op_id >= 0)
-			g->op = fr_some(x->op_id);
+			g->op = x->op_id;
+		if (x->kind == NF_SEG_QUEUE && x->cpu_signal >= 0)
+			g->extra = x->cpu_signal;
 		if (x->kind == NF_SEG_WAIT) {
 			struct nf_op_info ri;
 
-			g->fence = fr_some(x->fence);
-			g->value = fr_some(x->value);
+			g->fence = x->fence;
+			g->value = x->value;
 			if (x->release_op >= 0) {
-				g->release_op = fr_some(x->release_op);
+				g->release_op = x->release_op;
 				if (!nf_analysis_op(c->an, x->release_op, &ri)) {
 					if (ri.on_queue)
-						g->by_queue = fr_some(ri.queue);
+						g->by_queue = ri.queue;
 					else if (ri.thread >= 0)
-						g->by_thread = fr_some(ri.thread);
+						g->by_thread = ri.thread;
 				}
 			} else if (i > 0 && p->segs[i - 1].on_thread && p->segs[i - 1].cpu_signal >= 0 &&
 				   p->segs[i - 1].thread >= 0) {
-				g->by_thread = fr_some(p->segs[i - 1].thread); /* released by that thread's CPU signal */
+				g->by_thread = p->segs[i - 1].thread; /* released by that thread's CPU signal */
 			}
-			char by[96] = "";
-
-			if (g->by_queue.known) {
-				char q[80];
-
-				queue_label(c, g->by_queue.v, q, sizeof(q));
-				snprintf(by, sizeof(by), ", signaled by %s", q);
-			} else if (g->by_thread.known) {
-				snprintf(by, sizeof(by), ", signaled by thread %" PRId64, g->by_thread.v);
-			}
-			snprintf(g->doing, sizeof(g->doing), "waiting on fence 0x%" PRIx64 " >= %" PRId64 "%s",
-				 (uint64_t)x->fence, x->value, by);
-		} else if (x->kind == NF_SEG_EXECUTE) {
-			snprintf(g->doing, sizeof(g->doing), "executing op %" PRId64, x->op_id);
-		} else if (x->op_id >= 0) {
-			snprintf(g->doing, sizeof(g->doing), "running until it queued op %" PRId64, x->op_id);
-		} else if (x->cpu_signal >= 0) {
-			snprintf(g->doing, sizeof(g->doing), "running until it signaled from the CPU (cpu signal %" PRId64 ")",
-				 x->cpu_signal);
-		} else {
-			snprintf(g->doing, sizeof(g->doing), "running");
 		}
-		snprintf(g->what, sizeof(g->what), "%s %s", who, g->doing);
 	}
 	return 0;
+}
+
+static int32_t ring_index(struct fr_ctx *c, const char *ring)
+{
+	for (size_t i = 0; i < c->n_rings; i++)
+		if (!strcmp(c->rings[i], ring))
+			return (int32_t)i;
+	if (fr_grow((void **)&c->rings, &c->cap_rings, c->n_rings + 1, sizeof(*c->rings))) {
+		nf_error_set(c->err, NF_ENOMEM, "out of memory (rings)");
+		return -2;
+	}
+	snprintf(c->rings[c->n_rings], sizeof(c->rings[0]), "%.63s", ring);
+	return (int32_t)c->n_rings++;
 }
 
 /* A job's path (jobpath.c), cut at t0; before its submission, the submitting thread. */
@@ -131,33 +214,30 @@ static int add_job_path(struct fr_ctx *c, struct segs *s, int64_t job, int64_t t
 {
 	struct nf_job_path p;
 	struct nf_job_info ji;
-	int rc = nf_analysis_job_path(c->an, job, &p, c->err);
+	int rc;
 
+	if (!c->jobs_an && (rc = nf_analysis_open_lazy(c->db_path, &c->jobs_an, c->err)))
+		return rc;
+	rc = nf_analysis_job_path(c->jobs_an, job, &p, c->err);
 	if (rc)
 		return rc;
 	*end = p.end_ns;
-	if (p.submitted_ns > t0 && !nf_analysis_job(c->an, job, &ji, c->err)) {
-		struct fr_seg *g = seg_add(c, s, t0, p.submitted_ns, "queue");
+	if (p.submitted_ns > t0 && !nf_analysis_job(c->jobs_an, job, &ji, c->err)) {
+		struct fr_seg *g = seg_add(c, s, t0, p.submitted_ns, FK_QUEUE);
 
 		if (!g) {
 			nf_job_path_free(&p);
 			return NF_ENOMEM;
 		}
 		if (ji.thread >= 0)
-			g->thread = fr_some(ji.thread);
-		g->job = fr_some(job);
-		snprintf(g->what, sizeof(g->what), "%s running until it submitted job %" PRId64,
-			 ji.thread >= 0 ? "its thread" : "a thread the capture does not name", job);
-		if (ji.thread >= 0)
-			snprintf(g->what, sizeof(g->what), "thread %" PRId64 " running until it submitted job %" PRId64,
-				 ji.thread, job);
+			g->thread = ji.thread;
+		g->job = job;
 	}
-	for (size_t i = 0; i < p.n; i++) {
+	for (size_t i = 0; i < p.n && !rc; i++) {
 		const struct nf_job_segment *x = &p.segs[i];
 		int64_t st = x->start_ns < t0 ? t0 : x->start_ns;
 		struct nf_job_info xi;
-		const char *kind = x->kind == NF_JSEG_EXECUTE ? "execute" : x->kind == NF_JSEG_SUBMIT ? "queue"
-											: "job_wait";
+		int kind = x->kind == NF_JSEG_EXECUTE ? FK_EXECUTE : x->kind == NF_JSEG_SUBMIT ? FK_QUEUE : FK_JOB_WAIT;
 		struct fr_seg *g;
 
 		if (x->end_ns <= st)
@@ -166,30 +246,18 @@ static int add_job_path(struct fr_ctx *c, struct segs *s, int64_t job, int64_t t
 			rc = NF_ENOMEM;
 			break;
 		}
-		g->job = fr_some(x->job);
-		if (nf_analysis_job(c->an, x->job, &xi, c->err)) {
+		g->job = x->job;
+		if (nf_analysis_job(c->jobs_an, x->job, &xi, c->err)) {
 			rc = c->err->code;
 			break;
 		}
-		snprintf(g->ring, sizeof(g->ring), "%.63s", xi.ring);
-		switch (x->kind) {
-		case NF_JSEG_EXECUTE:
-			snprintf(g->what, sizeof(g->what), "ring %.60s executing job %" PRId64, xi.ring, x->job);
-			break;
-		case NF_JSEG_DEP:
-			snprintf(g->what, sizeof(g->what), "job %" PRId64 " waiting to run until job %" PRId64 " %s",
-				 x->job, x->dep_job, x->dep_scheduled ? "was scheduled" : "finished");
-			break;
-		case NF_JSEG_QUEUED:
-			snprintf(g->what, sizeof(g->what), "job %" PRId64 " queued on ring %.60s, waiting to run",
-				 x->job, xi.ring);
-			break;
-		case NF_JSEG_SUBMIT:
-			if (x->thread >= 0)
-				g->thread = fr_some(x->thread);
-			snprintf(g->what, sizeof(g->what), "thread %" PRId64 " running until it submitted job %" PRId64,
-				 x->thread, x->job);
-			break;
+		if (xi.ring[0] && (g->ring = ring_index(c, xi.ring)) < -1)
+			rc = NF_ENOMEM;
+		if (x->kind == NF_JSEG_DEP) {
+			g->extra = x->dep_job;
+			g->sub = x->dep_scheduled;
+		} else if (x->kind == NF_JSEG_SUBMIT && x->thread >= 0) {
+			g->thread = x->thread;
 		}
 	}
 	nf_job_path_free(&p);
@@ -216,9 +284,9 @@ static int64_t op_queued(struct fr_ctx *c, int64_t id)
 	return v;
 }
 
-static bool same_actor(const struct fr_seg *g, struct fr_opt queue, struct fr_opt thread)
+static bool on_actor(const struct fr_seg *g, int64_t queue, int64_t thread)
 {
-	return queue.known ? g->queue.known && g->queue.v == queue.v : thread.known && g->thread.known && g->thread.v == thread.v;
+	return queue != FR_NONE ? g->queue == queue : thread != FR_NONE && g->queue == FR_NONE && g->thread == thread;
 }
 
 /*
@@ -233,15 +301,16 @@ static bool same_actor(const struct fr_seg *g, struct fr_opt queue, struct fr_op
 static void blame_line(struct fr_ctx *c, struct fr_frame *f)
 {
 	int32_t best = -1;
-	char d[32], prefix[96] = "", tail[160] = "";
+	char d[32], prefix[96] = "", tail[160] = "", what[300];
 
 	for (int pass = 0; pass < 3 && best < 0; pass++)
 		for (size_t i = 0; i < f->n_path; i++) {
 			const struct fr_seg *g = &f->path[i];
-			bool cpu_frame = (g->thread.known || !strcmp(g->kind, "cpu")) && !g->queue.known &&
+			bool cpu_frame = g->queue == FR_NONE && g->ring < 0 &&
+					 (g->kind == FK_QUEUE || g->kind == FK_CPU || g->kind == FK_WAIT) &&
 					 g->end <= f->present_ns;
-			bool ok = pass == 0 ? strcmp(g->kind, "display") != 0 && !cpu_frame
-				  : pass == 1 ? strcmp(g->kind, "display") != 0 : true;
+			bool ok = pass == 0 ? g->kind != FK_DISPLAY && !cpu_frame
+				  : pass == 1 ? g->kind != FK_DISPLAY : true;
 
 			if (ok && (best < 0 || g->end - g->start > f->path[best].end - f->path[best].start))
 				best = (int32_t)i;
@@ -259,46 +328,67 @@ static void blame_line(struct fr_ctx *c, struct fr_frame *f)
 		snprintf(prefix, sizeof(prefix), "late by %" PRId64 " blank%s: ", f->missed.v, f->missed.v == 1 ? "" : "s");
 	}
 	ms_text(d, sizeof(d), dur);
-	if (strcmp(g->kind, "wait") != 0 && strcmp(g->kind, "display") != 0) {
+	f->blame_ns = dur;
+	if (g->kind != FK_WAIT && g->kind != FK_DISPLAY) {
 		/* the wait this segment's actor released, further on the path */
 		for (size_t k = (size_t)best + 1; k < f->n_path; k++) {
 			const struct fr_seg *w = &f->path[k];
 
-			if (strcmp(w->kind, "wait") != 0)
+			if (w->kind != FK_WAIT)
 				continue;
-			if (!same_actor(g, w->by_queue, w->by_thread))
+			if (!on_actor(g, w->by_queue, w->by_thread))
 				break;
-			char who[96], by[96];
-			int64_t wq = w->op.known ? op_queued(c, w->op.v) : -1;
-			int64_t sq = w->release_op.known ? op_queued(c, w->release_op.v) : -1;
+			char who[96], by[96], doing[200];
+			int64_t wq = w->op != FR_NONE ? op_queued(c, w->op) : -1;
+			int64_t sq = w->release_op != FR_NONE ? op_queued(c, w->release_op) : -1;
 
-			if (w->queue.known)
-				queue_label(c, w->queue.v, who, sizeof(who));
+			if (w->queue != FR_NONE)
+				queue_label(c, w->queue, who, sizeof(who));
 			else
 				thread_label(w->thread, who, sizeof(who));
-			if (w->by_queue.known)
-				queue_label(c, w->by_queue.v, by, sizeof(by));
+			if (w->by_queue != FR_NONE)
+				queue_label(c, w->by_queue, by, sizeof(by));
 			else
-				snprintf(by, sizeof(by), "thread %" PRId64, w->by_thread.v);
+				snprintf(by, sizeof(by), "thread %" PRId64, w->by_thread);
 			if (wq >= 0 && sq > wq) {
-				/* the signal was queued after the wait: the CPU thread that queued it was late */
+				/* the signal was queued after the wait: the thread that queued it was late */
 				for (int32_t j = best; j >= 0; j--)
-					if (!strcmp(f->path[j].kind, "queue") && f->path[j].thread.known) {
+					if (f->path[j].kind == FK_QUEUE && f->path[j].thread != FR_NONE) {
 						snprintf(tail, sizeof(tail), ", itself queued late by thread %" PRId64
-							 " (%.3f ms after the wait)", f->path[j].thread.v, (double)(sq - wq) / 1e6);
+							 " (%.3f ms after the wait)", f->path[j].thread, (double)(sq - wq) / 1e6);
 						break;
 					}
 			}
+			doing_text(c, g, doing, sizeof(doing));
+			if (!doing[0])
+				fr_seg_text(c, g, doing, sizeof(doing));
 			snprintf(f->blame, sizeof(f->blame), "%s%s %s waiting on fence 0x%" PRIx64 " >= %" PRId64
-				 ", signaled late by %s, %.150s%s", prefix, d, who, (uint64_t)w->fence.v, w->value.v, by,
-				 g->doing[0] ? g->doing : g->what, tail);
+				 ", signaled late by %s, %.150s%s", prefix, d, who, (uint64_t)w->fence, w->value, by, doing, tail);
 			f->blame_seg = (int32_t)k;
-			f->blame_ns = dur;
 			return;
 		}
 	}
-	f->blame_ns = dur;
-	snprintf(f->blame, sizeof(f->blame), "%s%s %s", prefix, d, g->what);
+	fr_seg_text(c, g, what, sizeof(what));
+	snprintf(f->blame, sizeof(f->blame), "%s%s %s", prefix, d, what);
+}
+
+/* The path of an operation from t0; NF_ESTATE (it never ended) gives none. */
+static int op_path(struct fr_ctx *c, struct segs *s, int64_t op, int64_t t0, int64_t *cur)
+{
+	struct nf_cp_path p;
+	int rc = nf_analysis_critical_path_since(c->an, op, t0, &p, c->err);
+
+	if (rc == NF_ESTATE) {
+		nf_error_clear(c->err);
+		return 0;
+	}
+	if (!rc) {
+		rc = add_op_path(c, s, &p);
+		if (p.n)
+			*cur = p.end_ns;
+		nf_cp_path_free(&p);
+	}
+	return rc;
 }
 
 static int frame_path(struct fr_ctx *c, struct fr_frame *f)
@@ -308,23 +398,13 @@ static int frame_path(struct fr_ctx *c, struct fr_frame *f)
 	bool shown = !strcmp(f->status, "displayed") && f->screen.known;
 	int64_t t_end = shown ? f->screen.v : f->ready.known ? f->ready.v : f->present_ns;
 	int64_t cur = t0;
+	struct fr_seg *g;
 	int rc = 0;
 
 	if (t_end <= t0)
 		return 0;
 	if (f->op.known) {
-		struct nf_cp_path p;
-
-		rc = nf_analysis_critical_path_since(c->an, f->op.v, t0, &p, c->err);
-		if (rc == NF_ESTATE) { /* its signal never ended: no path through it */
-			nf_error_clear(c->err);
-			rc = 0;
-		} else if (!rc) {
-			rc = add_op_path(c, &s, &p);
-			if (p.n)
-				cur = p.end_ns;
-			nf_cp_path_free(&p);
-		}
+		rc = op_path(c, &s, f->op.v, t0, &cur);
 	} else if (f->last_job.known && c->has_jobs) {
 		int64_t end = cur;
 
@@ -337,18 +417,7 @@ static int frame_path(struct fr_ctx *c, struct fr_frame *f)
 			cur = end;
 		}
 	} else if (f->last_op.known && (!f->ready.known || f->last_op_end <= f->ready.v) && f->last_op_end > t0) {
-		struct nf_cp_path p;
-
-		rc = nf_analysis_critical_path_since(c->an, f->last_op.v, t0, &p, c->err);
-		if (rc == NF_ESTATE) {
-			nf_error_clear(c->err);
-			rc = 0;
-		} else if (!rc) {
-			rc = add_op_path(c, &s, &p);
-			if (p.n)
-				cur = p.end_ns;
-			nf_cp_path_free(&p);
-		}
+		rc = op_path(c, &s, f->last_op.v, t0, &cur);
 	}
 	if (rc)
 		goto out;
@@ -357,59 +426,42 @@ static int frame_path(struct fr_ctx *c, struct fr_frame *f)
 		int64_t e = f->present_ns < t_end ? f->present_ns : t_end;
 
 		if (e > cur) {
-			struct fr_seg *g = seg_add(c, &s, cur, e, "cpu");
-			char who[64];
-
-			if (!g) {
+			if (!(g = seg_add(c, &s, cur, e, FK_CPU))) {
 				rc = NF_ENOMEM;
 				goto out;
 			}
-			g->thread = f->thread;
-			thread_label(f->thread, who, sizeof(who));
-			snprintf(g->what, sizeof(g->what), "%s until it %s", who,
-				 f->marker.known ? "wrote the frame's marker" : "presented");
+			g->thread = f->thread.known ? f->thread.v : FR_NONE;
+			g->sub = f->marker.known;
 			cur = e;
 		}
 	}
 	if (f->ready.known && f->ready.v > cur && cur < t_end) {
 		int64_t e = f->ready.v < t_end ? f->ready.v : t_end;
-		struct fr_seg *g = seg_add(c, &s, cur, e, "gpu");
 
-		if (!g) {
+		if (!(g = seg_add(c, &s, cur, e, FK_GPU))) {
 			rc = NF_ENOMEM;
 			goto out;
 		}
-		g->queue = f->queue;
-		snprintf(g->what, sizeof(g->what), "GPU work of the frame until it was done (the capture has no fence operation or job on it)");
+		g->queue = f->queue.known ? f->queue.v : FR_NONE;
 		cur = e;
 	}
 	if (shown && t_end > cur) {
-		struct fr_seg *g = seg_add(c, &s, cur, t_end, "display");
-		const char *dn = NULL;
-
-		if (!g) {
+		if (!(g = seg_add(c, &s, cur, t_end, FK_DISPLAY))) {
 			rc = NF_ENOMEM;
 			goto out;
 		}
-		g->display = f->display;
-		for (size_t i = 0; i < c->n_displays && f->display.known; i++)
-			if (c->displays[i].display == f->display.v)
-				dn = c->displays[i].name;
-		if (f->vblank_seq.known)
-			snprintf(g->what, sizeof(g->what), "the flip waiting for blank %" PRId64 " of display %.60s",
-				 f->vblank_seq.v, dn ? dn : "?");
-		else
-			snprintf(g->what, sizeof(g->what), "the flip waiting to be latched on display %.60s", dn ? dn : "?");
+		g->display = f->display.known ? f->display.v : FR_NONE;
+		g->extra = f->vblank_seq.known ? f->vblank_seq.v : FR_NONE;
 		cur = t_end;
 	}
 	/* what a path walked past the frame's end is cut there (a ready time after its blank) */
-	for (size_t i = 0; i < s.n; i++)
+	size_t k = 0;
+	for (size_t i = 0; i < s.n; i++) {
 		if (s.v[i].end > t_end)
 			s.v[i].end = t_end;
-	size_t k = 0;
-	for (size_t i = 0; i < s.n; i++)
 		if (s.v[i].end > s.v[i].start)
 			s.v[k++] = s.v[i];
+	}
 	s.n = k;
 	f->path = s.v;
 	f->n_path = s.n;
@@ -424,7 +476,7 @@ int fr_paths(struct fr_ctx *c)
 {
 	int rc = 0;
 
-	if (c->n_frames && !c->an && nf_analysis_open_lazy(c->db_path, &c->an, c->err))
+	if (c->n_frames && !c->an && nf_analysis_load(c->db_path, &c->an, c->err))
 		return c->err->code;
 	for (size_t i = 0; i < c->n_frames && !rc; i++)
 		rc = frame_path(c, &c->frames[i]);

@@ -584,7 +584,7 @@ CREATE TABLE etw_counts (
 -- and flips the same way (and vblanks or vsyncs with their display); the
 -- frames analysis (frames/, `nftrace frames`) reads only these and the
 -- generic GPU work (fence_ops, deps, cpu_waits, jobs, job_deps, dma_packets)
--- and writes frames, frame_gpu and frame_path. PresentMon's model and metric
+-- and writes frames, frame_gpu and frame_path_blocks (the frame_path view). PresentMon's model and metric
 -- names: /work/shared/reference/presentmon-frames.md.
 --
 -- nftrace sessions (scenario `display` and `present`, nf_display_create and
@@ -737,26 +737,65 @@ CREATE TABLE frame_gpu (
 -- Each frame's critical path, from cpu_start_ns (its first frame: present_ns)
 -- to screen_ns (else ready_ns, else present_ns), as segments in time order
 -- that add up to that interval exactly (analysis/path.c and jobpath.c, plus
--- the display's part: from ready to the blank it was shown at).
-CREATE TABLE frame_path (
-  frame       INTEGER, -- frames.frame
-  seq         INTEGER, -- 0, 1, ... in time order
-  start_ns    INTEGER,
-  end_ns      INTEGER,
-  kind        TEXT,    -- 'execute' (a queue or ring ran), 'wait' (a queue or thread waited on a fence),
-                       -- 'queue' (a thread ran until it queued or submitted the work), 'job_wait' (a job
-                       -- waited to run), 'gpu' (GPU work the capture has no operation for), 'display'
-                       -- (the flip waited for its blank), 'cpu' (the thread before the present)
-  queue       INTEGER, -- the hardware queue it is on, else NULL
-  thread      INTEGER, -- the thread it is on, else NULL
-  ring        TEXT,    -- the ring (jobs), else NULL
-  display     INTEGER, -- the display ('display' segments), else NULL
-  op          INTEGER, -- fence_ops.id it is about, else NULL
-  job         INTEGER, -- jobs.id it is about, else NULL
-  fence       INTEGER, -- waits: the fence waited on
-  value       INTEGER, -- waits: the value waited for
-  release_op  INTEGER, -- waits: fence_ops.id of the signal that released it
-  by_queue    INTEGER, -- waits: the releasing signal's queue
-  by_thread   INTEGER, -- waits: the releasing CPU thread (a CPU signal), else NULL
-  what        TEXT     -- the segment in words
+-- the display's part: from ready to the blank it was shown at). A session's
+-- path can have a segment per operation, so the segments are stored as blocks,
+-- one row per frame: segs is a JSON array of [start - base_ns, end - base_ns,
+-- kind, queue, thread, ring, display, op, job, fence, value, release_op,
+-- by_queue, by_thread, extra, sub] (null: none); read them through the
+-- frame_path view below.
+CREATE TABLE frame_path_blocks (
+  frame    INTEGER PRIMARY KEY, -- frames.frame
+  n        INTEGER,             -- segments
+  base_ns  INTEGER,             -- the times in segs are offsets from it
+  segs     TEXT                 -- JSON array of segments
 );
+
+-- One row per segment (a view over frame_path_blocks):
+--   frame, seq (0, 1, ... in time order), start_ns, end_ns,
+--   kind        'execute' (a queue or ring ran), 'wait' (a queue or thread waited on a fence),
+--               'queue' (a thread ran until it queued or submitted the work), 'job_wait' (a job
+--               waited to run), 'gpu' (GPU work the capture has no operation for), 'display'
+--               (the flip waited for its blank), 'cpu' (the thread before the present)
+--   queue, thread, ring, display   what it is on (NULL: not that kind of actor)
+--   op, job     the fence_ops row or job it is about
+--   fence, value, release_op, by_queue, by_thread   waits: what was waited for, the signal that
+--               released it and its queue (or the CPU thread whose signal did)
+--   what        the segment in words
+CREATE VIEW frame_path(frame, seq, start_ns, end_ns, kind, queue, thread, ring, display, op, job, fence,
+                       value, release_op, by_queue, by_thread, what) AS
+SELECT frame, seq, start_ns, end_ns, kind, queue, thread, ring, display, op, job, fence, value, release_op,
+       by_queue, by_thread,
+       CASE kind
+         WHEN 'wait' THEN who || ' waiting on fence ' || printf('0x%x', fence) || ' >= ' || value ||
+              CASE WHEN by_queue IS NOT NULL THEN ', signaled by ' || printf('queue 0x%x', by_queue) ||
+                        coalesce(' (' || (SELECT name FROM queues q WHERE q.queue = by_queue) || ')', '')
+                   WHEN by_thread IS NOT NULL THEN ', signaled by thread ' || by_thread ELSE '' END
+         WHEN 'execute' THEN who || ' executing ' || CASE WHEN op IS NOT NULL THEN 'op ' || op ELSE 'job ' || job END
+         WHEN 'queue' THEN who || ' running' ||
+              CASE WHEN op IS NOT NULL THEN ' until it queued op ' || op
+                   WHEN job IS NOT NULL THEN ' until it submitted job ' || job
+                   WHEN extra IS NOT NULL THEN ' until it signaled from the CPU (cpu signal ' || extra || ')'
+                   ELSE '' END
+         WHEN 'job_wait' THEN 'job ' || job ||
+              CASE WHEN extra IS NOT NULL THEN ' waiting to run until job ' || extra ||
+                        CASE WHEN sub THEN ' was scheduled' ELSE ' finished' END
+                   ELSE ' queued on ring ' || coalesce(ring, '?') || ', waiting to run' END
+         WHEN 'gpu' THEN 'GPU work of the frame until it was done (the capture has no fence operation or job on it)'
+         WHEN 'display' THEN
+              CASE WHEN extra IS NOT NULL THEN 'the flip waiting for blank ' || extra || ' of display '
+                   ELSE 'the flip waiting to be latched on display ' END ||
+              coalesce((SELECT name FROM displays d WHERE d.display = s.display), '?')
+         WHEN 'cpu' THEN who || ' until it ' || CASE WHEN sub THEN 'wrote the frame''s marker' ELSE 'presented' END
+       END
+FROM (SELECT b.frame AS frame, e.key AS seq, b.base_ns + (e.value ->> 0) AS start_ns,
+             b.base_ns + (e.value ->> 1) AS end_ns, e.value ->> 2 AS kind, e.value ->> 3 AS queue,
+             e.value ->> 4 AS thread, e.value ->> 5 AS ring, e.value ->> 6 AS display, e.value ->> 7 AS op,
+             e.value ->> 8 AS job, e.value ->> 9 AS fence, e.value ->> 10 AS value,
+             e.value ->> 11 AS release_op, e.value ->> 12 AS by_queue, e.value ->> 13 AS by_thread,
+             e.value ->> 14 AS extra, e.value ->> 15 AS sub,
+             CASE WHEN e.value ->> 3 IS NOT NULL THEN printf('queue 0x%x', e.value ->> 3) ||
+                       coalesce(' (' || (SELECT name FROM queues q WHERE q.queue = e.value ->> 3) || ')', '')
+                  WHEN e.value ->> 5 IS NOT NULL THEN 'ring ' || (e.value ->> 5)
+                  WHEN e.value ->> 4 IS NOT NULL THEN 'thread ' || (e.value ->> 4)
+                  ELSE 'a thread the capture does not name' END AS who
+      FROM frame_path_blocks b, json_each(b.segs) e) s;

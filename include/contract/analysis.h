@@ -78,6 +78,22 @@ void nf_analysis_destroy(struct nf_analysis *a);
 /* Number of operations (fence_ops rows) loaded. */
 size_t nf_analysis_op_count(const struct nf_analysis *a);
 
+/* One operation as a loaded model holds it (a fence_ops row); -1 for a time
+ * or thread the row does not have. */
+struct nf_op_row {
+	int64_t id, queue, fence, value, queued_ns, observed_ns, end_ns, thread;
+	bool is_signal, on_queue;
+};
+
+/*
+ * Calls fn(ctx, row) for every operation of a loaded model (nf_analysis_load),
+ * in id order, until fn returns non-zero (which is returned). Returns 0, fn's
+ * value, or NF_ESTATE for a lazy model or one of open operations (they do not
+ * hold every operation). The row is valid during the call only.
+ */
+int nf_analysis_foreach_op(const struct nf_analysis *a, int (*fn)(void *ctx, const struct nf_op_row *row),
+			   void *ctx);
+
 /* One operation's facts (a fence_ops row), for printing. */
 struct nf_op_info {
 	bool is_signal;
