@@ -66,28 +66,17 @@ bool nf_importers_interrupted(void)
 	return import_interrupt && *import_interrupt;
 }
 
-/* Builds the timeline of session_dir into tmp_path with its importer, then
- * records what the session was when this build began (nf_timeline_ensure
- * compares it: without it every command would rebuild the timeline). */
+/* Builds the timeline of session_dir into tmp_path with its importer, with
+ * what the session was when this build began (nf_timeline_ensure compares
+ * it: without it every command would rebuild the timeline). */
 static int build_into(const char *session_dir, const char *tmp_path, const char *key,
 		      struct nf_error *err)
 {
 	const struct nf_importer *imp = of_session(session_dir);
-	sqlite3 *db = NULL;
-	int rc;
 
 	if (!imp || !imp->build)
 		return nf_error_set(err, NF_ENOENT, "%s: not a session directory", session_dir);
-	rc = imp->build(session_dir, tmp_path, err);
-	if (rc || !key)
-		return rc;
-	if (sqlite3_open_v2(tmp_path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK)
-		rc = nf_error_set(err, NF_ESQL, "%s: %s", tmp_path, db ? sqlite3_errmsg(db) : "cannot open");
-	else if (!(rc = nf_writer_exec(db, "session key", "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF", err)))
-		rc = nf_writer_meta(db, "session_key", key, err);
-	if (rc == NF_ESQL && err && !strstr(err->msg, tmp_path))
-		nf_error_prefix(err, "%s", tmp_path);
-	return nf_writer_close(db, tmp_path, rc, err);
+	return imp->build(session_dir, tmp_path, key, err);
 }
 
 /*

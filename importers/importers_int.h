@@ -54,8 +54,9 @@ struct nf_importer {
 	bool (*file_is)(const char *path);
 	bool (*file_named)(const char *path);
 	/* Builds the timeline of session dir into the database file db_path (a
-	 * temporary the table renames into place). */
-	int (*build)(const char *dir, const char *db_path, struct nf_error *err);
+	 * temporary the table renames into place), with meta session_key = key
+	 * when key is not NULL (what the session was: nf_timeline_ensure compares it). */
+	int (*build)(const char *dir, const char *db_path, const char *key, struct nf_error *err);
 	/* Writes the session converted from file into tmp_dir (made empty and
 	 * locked by the table: core/aside.c), stopping with NF_EINTR when
 	 * *interrupt (may be NULL) becomes non-zero. copied: the name of a copy

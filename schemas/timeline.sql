@@ -106,6 +106,9 @@ CREATE TABLE queue_threads (
   ops     INTEGER  -- operations it queued there on that fence
 );
 
+-- The rule is stated once for every source (include/contract/deps.h, timeline/deps.c)
+-- with a mode per kind of evidence: native fence logs (below), Windows ETW queue
+-- packets and Linux dma_fences (their mappings further down).
 -- A releaser ends no later than its wait, within the clock merge's error (2 us,
 -- NF_TIMELINE_CAUSALITY_SLACK_NS): the first signal of the fence to reach the
 -- wait's value, unless it ended after the wait and a signal of unknown end (its

@@ -39,7 +39,7 @@ declare -A CONTRACT=(
   [anomaly_kinds.h]=core [capbuf.h]=core [text.h]=core [util_hash.h]=core
   [ctf.h]=capture [record.h]=capture
   [parser.h]=parser [kernel.h]=kernel [etl.h]=etl
-  [timeline.h]=timeline [timeline_writer.h]=timeline
+  [timeline.h]=timeline [timeline_writer.h]=timeline [spill.h]=timeline [deps.h]=timeline
   [session.h]=importers
   [analysis.h]=analysis [frames.h]=frames [render.h]=viewer [html.h]=html [export.h]=export [push.h]=push
 )

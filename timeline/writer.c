@@ -36,8 +36,7 @@ int nf_writer_step(sqlite3 *db, sqlite3_stmt *s, const char *who, const char *wh
 {
 	int rc = sqlite3_step(s);
 
-	sqlite3_reset(s);
-	sqlite3_clear_bindings(s);
+	sqlite3_reset(s); /* the bindings stay: a caller binds every parameter, or clears them */
 	if (rc != SQLITE_DONE)
 		return nf_writer_sql_error(db, who, what, err);
 	return 0;

@@ -147,18 +147,6 @@ int nf_tb_exec_sql(struct nf_timeline_builder *b, const char *sql, struct nf_err
 	return nf_writer_exec(b->db, what, sql, err);
 }
 
-static int cmp_sig(const void *pa, const void *pb)
-{
-	const struct sig_rec *a = pa, *b = pb;
-	int c = CMP(a->fence, b->fence);
-
-	if (!c)
-		c = CMP(a->end, b->end);
-	if (!c)
-		c = CMP(a->kind, b->kind);
-	return c ? c : CMP(a->id, b->id);
-}
-
 
 struct nf_timeline_builder *nf_timeline_builder_create(sqlite3 *db,
 							const struct nf_session_info *info,
@@ -206,8 +194,8 @@ struct nf_timeline_builder *nf_timeline_builder_create(sqlite3 *db,
 	b->ops = nf_spill_create(b->spill_dir, sizeof(struct op_rec), err);
 	if (!b->ops)
 		goto out_free;
-	b->sigs = nf_sorter_create(b->spill_dir, sizeof(struct sig_rec), SORT_BUDGET, cmp_sig, err);
-	if (!b->sigs)
+	b->deps = nf_deps_create(NF_DEPS_LOGGED, b->spill_dir, b->slack_ns, err);
+	if (!b->deps)
 		goto out_free;
 	b->bulk = nf_bulk_register(db, err);
 	if (!b->bulk)
@@ -242,7 +230,6 @@ void nf_timeline_builder_destroy(struct nf_timeline_builder *b)
 			b->other[i]->destroy(b->other_state[i]);
 	nf_u64map_free(&b->handles);
 	nf_u64map_free(&b->fences);
-	nf_u64map_free(&b->initial);
 	nf_u64map_free(&b->queues);
 	nf_u64map_free(&b->presents);
 	for (size_t i = 0; i < b->n_qs; i++) {
@@ -258,7 +245,7 @@ void nf_timeline_builder_destroy(struct nf_timeline_builder *b)
 	free(b->ring);
 	free(b->ready);
 	nf_spill_destroy(b->ops);
-	nf_sorter_destroy(b->sigs);
+	nf_deps_destroy(b->deps);
 	free(b->spill_dir);
 	free(b->tool_version);
 	free(b->source);
@@ -746,8 +733,10 @@ static int on_fence_start(struct nf_timeline_builder *b, const struct nf_event *
 	if (known)
 		fflags |= *known;
 	/* The first creation's initial value holds, as in the fences table. */
-	if ((!known && nf_u64map_put(&b->initial, global, ev->f[NFF_FENCE_START_initial_value])) ||
-	    nf_u64map_put(&b->fences, global, fflags) || nf_u64map_put(&b->handles, handle, global))
+	if (!known &&
+	    (rc = nf_deps_initial(b->deps, global, (int64_t)ev->f[NFF_FENCE_START_initial_value], err)))
+		return rc;
+	if (nf_u64map_put(&b->fences, global, fflags) || nf_u64map_put(&b->handles, handle, global))
 		return nf_error_set(err, NF_ENOMEM, "timeline: out of memory");
 	sqlite3_bind_int64(s, 1, global);
 	sqlite3_bind_int64(s, 2, (int64_t)ev->f[NFF_FENCE_START_type]);
@@ -964,9 +953,10 @@ int nf_timeline_builder_feed_event(struct nf_timeline_builder *b, const struct n
 		sqlite3_bind_int64(s, 6, now);
 		rc = step_done(b, ST_CPU_SIGNAL, err);
 		if (rc == 0 && known) {
-			struct sig_rec r = { fence, now, id, (int64_t)f[NFF_CPU_SIGNAL_value], 0, 0 };
+			struct nf_deps_signal r = { .fence = fence, .value = (int64_t)f[NFF_CPU_SIGNAL_value],
+						    .id = id, .cpu = true, .end_known = true, .end = now };
 
-			rc = nf_sorter_add(b->sigs, &r, err);
+			rc = nf_deps_signal(b->deps, &r, err);
 		}
 		return rc;
 	}

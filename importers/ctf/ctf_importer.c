@@ -50,7 +50,7 @@ static int cb_finding(void *ctx, const struct nf_finding *f)
 	return nf_timeline_builder_feed_finding(c->b, f, c->err);
 }
 
-static int ctf_build(const char *session_dir, const char *db_path, struct nf_error *err)
+static int ctf_build(const char *session_dir, const char *db_path, const char *key, struct nf_error *err)
 {
 	struct nf_parser *p = NULL;
 	struct nf_timeline_builder *b = NULL;
@@ -73,6 +73,8 @@ static int ctf_build(const char *session_dir, const char *db_path, struct nf_err
 	/* The parser reads and replays on its own thread while the builder matches. */
 	rc = nf_timeline_run_pipelined(p, &cb, err);
 	rc = rc ? rc : nf_timeline_builder_finish(b, err);
+	if (rc == 0 && key)
+		rc = nf_writer_meta(db, "session_key", key, err);
 	if (rc == NF_ESQL && err && !strstr(err->msg, db_path))
 		/* disk full and the like: say which file */
 		nf_error_prefix(err, "%s", db_path);

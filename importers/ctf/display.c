@@ -18,7 +18,10 @@
 
 static int step(struct nf_timeline_builder *b, enum stmt_id id, const char *what, struct nf_error *err)
 {
-	return nf_writer_step(b->db, b->st[id], WHO, what, err);
+	int rc = nf_writer_step(b->db, b->st[id], WHO, what, err);
+
+	sqlite3_clear_bindings(b->st[id]); /* the rows bind some columns only when known */
+	return rc;
 }
 
 static uint64_t present_key(uint64_t display, uint64_t present)

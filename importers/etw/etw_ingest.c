@@ -12,6 +12,7 @@
 #include "etw_present.h"
 #include "contract/errors.h"
 #include "contract/timeline_writer.h"
+#include "contract/deps.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -1198,13 +1199,11 @@ static int ew_dxgkrnl(struct nf_etwi *e, const struct nf_etwi_event *ev, struct 
 		ew_bind_opt(s, 2, a >= 0, a);
 		sqlite3_bind_int64(s, 3, d->target);
 		sqlite3_bind_int64(s, 4, d->frame);
-		if (d->has_source) {
-			int64_t disp = ew_presents_display(e->pres, d->source, 0, err);
+		int64_t disp = d->has_source ? ew_presents_display(e->pres, d->source, 0, err) : -1;
 
-			if (disp < 0)
-				return err->code;
-			sqlite3_bind_int64(s, 5, disp);
-		}
+		if (d->has_source && disp < 0)
+			return err->code;
+		ew_bind_opt(s, 5, disp >= 0, disp);
 		rc = ew_step(e, ES_VSYNC, err);
 		break;
 	}
@@ -1655,35 +1654,80 @@ static const char ew_deps_sql[] =
 	" WHERE n != ne OR end_ns IS NULL OR end_ns != gend;"
 	"CREATE TEMP TABLE etw_sig AS SELECT id, fence, value, end_ns FROM fence_ops "
 	" WHERE op = 'signal' AND fence IS NOT NULL AND end_ns IS NOT NULL AND status = 'complete' "
-	" AND id NOT IN (SELECT op FROM temp.etw_sig_skip);"
-	"CREATE INDEX temp.etw_sig_fv ON etw_sig(fence, value, end_ns);";
+	" AND id NOT IN (SELECT op FROM temp.etw_sig_skip);";
 
-/* deps when the capture has CPU signals: the earlier of the two releases. */
+/* The rows the deps rule weighs (contract/deps.h, NF_DEPS_PACKETS): the
+ * signals that count, the CPU signals, every wait that ended (not aborted). */
+static const char ew_deps_sig_sql[] = "SELECT id, fence, value, end_ns FROM temp.etw_sig";
 static const char ew_deps_cpu_sql[] =
-	"CREATE INDEX etw_csig_fv ON cpu_signals(fence, value, ts_ns);"
-	"INSERT INTO deps(signal_id, wait_id, cpu_signal, stall_ns) "
-	" SELECT CASE WHEN c.ts_ns IS NOT NULL AND (s.end_ns IS NULL OR c.ts_ns < s.end_ns) "
-	"             THEN NULL ELSE s.id END, "
-	"        w.id, "
-	"        CASE WHEN c.ts_ns IS NOT NULL AND (s.end_ns IS NULL OR c.ts_ns < s.end_ns) "
-	"             THEN c.id END, "
-	"        w.end_ns - w.observed_ns "
-	" FROM fence_ops w "
-	" LEFT JOIN etw_sig s ON s.rowid = (SELECT x.rowid FROM etw_sig x WHERE x.fence = w.fence "
-	"   AND x.value >= w.value ORDER BY x.value, x.end_ns LIMIT 1) "
-	" LEFT JOIN cpu_signals c ON c.id = (SELECT y.id FROM cpu_signals y WHERE y.fence = w.fence "
-	"   AND y.value >= w.value ORDER BY y.value, y.ts_ns LIMIT 1) "
-	" WHERE w.op = 'wait' AND w.end_ns IS NOT NULL AND w.status != 'aborted' ORDER BY w.id;"
-	"DROP INDEX etw_csig_fv;";
+	"SELECT id, fence, value, ts_ns FROM cpu_signals WHERE fence IS NOT NULL AND ts_ns IS NOT NULL";
+static const char ew_deps_wait_sql[] =
+	"SELECT id, fence, value, end_ns, end_ns - observed_ns, queue FROM fence_ops "
+	"WHERE op = 'wait' AND end_ns IS NOT NULL AND status != 'aborted'";
 
-/* deps without CPU signals (the usual capture): one index search per wait. */
-static const char ew_deps_gpu_sql[] =
-	"INSERT INTO deps(signal_id, wait_id, cpu_signal, stall_ns) "
-	" SELECT (SELECT x.id FROM etw_sig x WHERE x.fence = w.fence AND x.value >= w.value "
-	"         ORDER BY x.value, x.end_ns LIMIT 1), "
-	"        w.id, NULL, w.end_ns - w.observed_ns "
-	" FROM fence_ops w "
-	" WHERE w.op = 'wait' AND w.end_ns IS NOT NULL AND w.status != 'aborted' ORDER BY w.id;";
+/* deps: each ended wait and what released it, by the rule's NF_DEPS_PACKETS mode. */
+static int ew_finish_deps(struct nf_etwi *e, struct nf_error *err)
+{
+	static const char *const sig_sql[2] = { ew_deps_sig_sql, ew_deps_cpu_sql };
+	struct nf_deps *d = nf_deps_create(NF_DEPS_PACKETS, NULL, 0, err);
+	sqlite3_stmt *st = NULL;
+	struct nf_deps_row r;
+	int rc = 0, src;
+
+	if (!d)
+		return err && err->code ? err->code : NF_ENOMEM;
+	for (int k = 0; k < 2 && rc == 0; k++) {
+		if ((rc = ew_prepare_exec(e, sig_sql[k], &st, err)))
+			break;
+		while (rc == 0 && (src = sqlite3_step(st)) == SQLITE_ROW) {
+			struct nf_deps_signal sg = { .id = sqlite3_column_int64(st, 0),
+						     .fence = sqlite3_column_int64(st, 1),
+						     .value = sqlite3_column_int64(st, 2), .cpu = k == 1,
+						     .end_known = true, .end = sqlite3_column_int64(st, 3) };
+
+			rc = nf_deps_signal(d, &sg, err);
+		}
+		if (rc == 0 && src != SQLITE_DONE)
+			rc = ew_sql_err(e, err, sig_sql[k]);
+		sqlite3_finalize(st);
+		st = NULL;
+	}
+	if (rc == 0 && (rc = ew_prepare_exec(e, ew_deps_wait_sql, &st, err)) == 0) {
+		while (rc == 0 && (src = sqlite3_step(st)) == SQLITE_ROW) {
+			struct nf_deps_wait w = { .id = sqlite3_column_int64(st, 0),
+						  .has_fence = sqlite3_column_type(st, 1) != SQLITE_NULL,
+						  .fence = sqlite3_column_int64(st, 1),
+						  .value = sqlite3_column_int64(st, 2),
+						  .end = sqlite3_column_int64(st, 3),
+						  .has_stall = sqlite3_column_type(st, 4) != SQLITE_NULL,
+						  .stall = sqlite3_column_int64(st, 4),
+						  .queue = sqlite3_column_int64(st, 5) };
+
+			rc = nf_deps_wait(d, &w, err);
+		}
+		if (rc == 0 && src != SQLITE_DONE)
+			rc = ew_sql_err(e, err, ew_deps_wait_sql);
+		sqlite3_finalize(st);
+		st = NULL;
+	}
+	rc = rc ? rc : nf_deps_sort_begin(d, err);
+	rc = rc ? rc : nf_deps_sort_end(d, err);
+	rc = rc ? rc : ew_prepare_exec(e, "INSERT INTO deps(signal_id, wait_id, cpu_signal, stall_ns) "
+				       "VALUES (?1, ?2, ?3, ?4)", &st, err);
+	while (rc == 0 && (rc = nf_deps_next(d, &r, err)) == 1) {
+		if (r.signal_id)
+			sqlite3_bind_int64(st, 1, r.signal_id);
+		sqlite3_bind_int64(st, 2, r.wait_id);
+		if (r.cpu_id)
+			sqlite3_bind_int64(st, 3, r.cpu_id);
+		if (r.has_stall)
+			sqlite3_bind_int64(st, 4, r.stall);
+		rc = ew_done(e, st, "insert deps", err);
+	}
+	sqlite3_finalize(st);
+	nf_deps_destroy(d);
+	return rc;
+}
 
 static const char ew_index_sql[] = "CREATE INDEX dma_packets_node ON dma_packets(adapter, node, start_ns);";
 
@@ -1697,7 +1741,7 @@ int nf_etwi_finish(struct nf_etwi *e, struct nf_etwi_counts *c, struct nf_error 
 	rc = rc ? rc : ew_finish_threads(e, err);
 	rc = rc ? rc : ew_finish_queue_threads(e, err);
 	rc = rc ? rc : ew_exec(e, ew_deps_sql, err);
-	rc = rc ? rc : ew_exec(e, e->cpu_signals ? ew_deps_cpu_sql : ew_deps_gpu_sql, err);
+	rc = rc ? rc : ew_finish_deps(e, err);
 	rc = rc ? rc : ew_exec(e, ew_index_sql, err);
 	if (rc)
 		return rc;

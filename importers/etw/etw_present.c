@@ -58,7 +58,10 @@ struct ew_presents {
 
 static int step(struct ew_presents *p, int id, struct nf_error *err)
 {
-	return nf_writer_step(p->db, p->st[id], WHO, ps_sql[id], err);
+	int rc = nf_writer_step(p->db, p->st[id], WHO, ps_sql[id], err);
+
+	sqlite3_clear_bindings(p->st[id]); /* the rows bind some columns only when known */
+	return rc;
 }
 
 struct ew_presents *ew_presents_create(sqlite3 *db, struct nf_error *err)

@@ -528,7 +528,7 @@ static void read_source(const char *dir, char *out, size_t cap)
 	out[strcspn(out, "\n")] = '\0';
 }
 
-int nf_etw_build_timeline(const char *session_dir, const char *db_path, struct nf_error *err)
+int nf_etw_build_timeline(const char *session_dir, const char *db_path, const char *key, struct nf_error *err)
 {
 	char etl[PATH_MAX], source[PATH_MAX];
 	struct nf_etwi_counts cnt;
@@ -541,6 +541,8 @@ int nf_etw_build_timeline(const char *session_dir, const char *db_path, struct n
 	rc = nf_writer_open(db_path, &db, err);
 	rc = rc ? rc : nf_writer_begin(db, "schemas/timeline.sql", err);
 	rc = rc ? rc : ingest(db, etl, source[0] ? source : NULL, &cnt, err);
+	if (key)
+		rc = rc ? rc : nf_writer_meta(db, "session_key", key, err);
 	rc = rc ? rc : nf_writer_commit(db, "commit", err);
 	return nf_writer_close(db, db_path, rc, err);
 }

@@ -49,10 +49,11 @@ struct nf_etw_import_stats {
 /*
  * Builds the timeline database db_path from the ETW session session_dir (the
  * analyzer's nf_timeline_build() calls it for such sessions): every table of
- * the ETW block, the indexes and views, and meta. Returns 0, the reader's
+ * the ETW block, the indexes and views, and meta (session_key = key unless
+ * NULL). Returns 0, the reader's
  * codes (NF_EFORMAT, NF_EUNSUPP, NF_EIO, NF_ENOMEM) or NF_ESQL.
  */
-int nf_etw_build_timeline(const char *session_dir, const char *db_path, struct nf_error *err);
+int nf_etw_build_timeline(const char *session_dir, const char *db_path, const char *key, struct nf_error *err);
 
 #ifdef __cplusplus
 }

@@ -5,6 +5,7 @@
  * ki_finish_waits): the same orders, ids and values.
  */
 #include "kernel_fences.h"
+#include "contract/deps.h"
 #include "contract/errors.h"
 #include "contract/timeline_writer.h"
 #include "kernel_ingest.h"
@@ -415,7 +416,8 @@ static bool kf_released(const struct nf_kfences *m, const struct kf_wo *o)
 {
 	const struct nf_kf_wait *w = &m->w[o->idx];
 
-	return w->has_end && o->fence >= 0 && (m->f[o->fence].has & NF_KF_SIGNAL) && m->f[o->fence].signal <= w->end;
+	return o->fence >= 0 && nf_deps_one_shot_released(w->has_end, w->end, (m->f[o->fence].has & NF_KF_SIGNAL) != 0,
+							   m->f[o->fence].signal);
 }
 
 static int kf_wait_op_row(void *ctx, struct nf_bulk_row *row, struct nf_error *err)

@@ -51,7 +51,10 @@ static int cmp_rec(const void *x, const void *y)
 
 static int step(sqlite3 *db, sqlite3_stmt *s, const char *what, struct nf_error *err)
 {
-	return nf_writer_step(db, s, WHO, what, err);
+	int rc = nf_writer_step(db, s, WHO, what, err);
+
+	sqlite3_clear_bindings(s); /* the rows bind some columns only when known */
+	return rc;
 }
 
 int nf_kflips_write(struct nf_kflips *k, sqlite3 *db, struct nf_error *err)

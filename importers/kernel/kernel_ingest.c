@@ -10,6 +10,7 @@
 #include "kernel_ingest.h"
 #include "contract/errors.h"
 #include "contract/timeline_writer.h"
+#include "contract/deps.h"
 #include "kernel_fences.h"
 #include "kernel_flips.h"
 #include "runs.h"
@@ -35,7 +36,7 @@ enum ki_stmt {
 
 static const char *const ki_sql[KS_COUNT] = {
 	[KS_STR_TIMELINE] = "INSERT OR IGNORE INTO kernel_timelines(queue, context, driver, timeline) "
-			    "VALUES (?1 + 4294967296, ?1, ?2, ?3)",
+			    "VALUES (?1 + " NF_WRITER_CONTEXT_BASE_SQL ", ?1, ?2, ?3)",
 	/* ?3 init, ?4 emit, ?5 signaled: the first time each was seen is kept. */
 	[KS_FENCE_SEEN] = "INSERT INTO temp.k_fences(context, seqno, init_ns, emit_ns, signal_ns, emit_tid) "
 			  "VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(context, seqno) DO UPDATE SET "
@@ -261,7 +262,10 @@ static int ki_exec(struct nf_timeline_kernel_ingest *ki, const char *sql, struct
 
 static int ki_step(struct nf_timeline_kernel_ingest *ki, enum ki_stmt id, struct nf_error *err)
 {
-	return nf_writer_step(ki->db, ki->st[id], "kernel events", ki_sql[id], err);
+	int rc = nf_writer_step(ki->db, ki->st[id], "kernel events", ki_sql[id], err);
+
+	sqlite3_clear_bindings(ki->st[id]); /* the kernel's statements leave optional parameters unbound */
+	return rc;
 }
 
 void nf_timeline_kernel_ingest_destroy(struct nf_timeline_kernel_ingest *ki)
@@ -1087,9 +1091,9 @@ int nf_timeline_kernel_ingest_event(struct nf_timeline_kernel_ingest **kip, sqli
  * temp.k_fstart when the fences were held in memory (kernel_fences.h). */
 #define KI_FINISH_TIMELINES_SQL(start_sql)                                                                   \
 	"INSERT OR IGNORE INTO adapters(adapter, name, vidsch_caps, native_fence, gpu_frequency) "          \
-	"SELECT 4294967295, 'Linux kernel dma_fence', NULL, 0, NULL WHERE EXISTS (SELECT 1 FROM kernel_timelines);" \
+	"SELECT " NF_WRITER_NO_ADAPTER_SQL ", 'Linux kernel dma_fence', NULL, 0, NULL WHERE EXISTS (SELECT 1 FROM kernel_timelines);" \
 	"INSERT OR IGNORE INTO queues(queue, adapter, node, engine, name, start_ns, stop_ns) "              \
-	"SELECT kt.queue, 4294967295, NULL, NULL, coalesce(kt.driver, '?') || ' ' || coalesce(kt.timeline, '?'), " \
+	"SELECT kt.queue, " NF_WRITER_NO_ADAPTER_SQL ", NULL, NULL, coalesce(kt.driver, '?') || ' ' || coalesce(kt.timeline, '?'), " \
 	"  (" start_sql "), NULL FROM kernel_timelines kt;"                                                  \
 	"INSERT OR IGNORE INTO fences(fence, type, shared, cross_adapter, initial_value, created_ns, destroyed_ns) " \
 	"SELECT q.queue, 0, 0, 0, NULL, q.start_ns, NULL FROM queues q JOIN kernel_timelines kt ON kt.queue = q.queue;"
@@ -1105,10 +1109,10 @@ static int ki_finish_signals(struct nf_timeline_kernel_ingest *ki, struct nf_err
 
 	/* No wait needs a signal's operation id: one INSERT ... SELECT. */
 	if (!ki->wait_rows) {
-		_Static_assert(NF_KERNEL_TIMELINE_BASE == 4294967296LL, "the SQL spells the base out");
 		if ((rc = ki_exec(ki, "INSERT INTO fence_ops(queue, adapter, op, fence, handle, value, queued_ns, "
 				  "observed_ns, end_ns, status, log_seq, epoch, thread) "
-				  "SELECT 4294967296 + context, NULL, 'signal', 4294967296 + context, NULL, seqno, "
+				  "SELECT " NF_WRITER_CONTEXT_BASE_SQL " + context, NULL, 'signal', " NF_WRITER_CONTEXT_BASE_SQL
+				  " + context, NULL, seqno, "
 				  "coalesce(emit_ns, init_ns), NULL, signal_ns, "
 				  "CASE WHEN signal_ns IS NULL THEN 'unsignaled' ELSE 'complete' END, NULL, NULL, emit_tid "
 				  "FROM temp.k_fences ORDER BY coalesce(emit_ns, init_ns, signal_ns), context, seqno", err)))
@@ -1161,7 +1165,7 @@ out_threads:
 	/* Who emitted on each timeline: the queue_threads rows of the signals above. */
 	if (sqlite3_exec(ki->db,
 			 "INSERT INTO queue_threads(queue, fence, thread, ops) "
-			 "SELECT 4294967296 + context, 4294967296 + context, emit_tid, count(*) "
+			 "SELECT " NF_WRITER_CONTEXT_BASE_SQL " + context, " NF_WRITER_CONTEXT_BASE_SQL " + context, emit_tid, count(*) "
 			 "FROM temp.k_fences WHERE emit_tid IS NOT NULL "
 			 "AND coalesce(emit_ns, init_ns) IS NOT NULL GROUP BY context, emit_tid",
 			 NULL, NULL, NULL) != SQLITE_OK)
@@ -1209,7 +1213,7 @@ static int ki_finish_waits(struct nf_timeline_kernel_ingest *ki, struct nf_error
 		bool has_end = sqlite3_column_type(sel, 4) != SQLITE_NULL;
 		bool has_sig = sqlite3_column_type(sel, 6) != SQLITE_NULL;
 		int64_t end = sqlite3_column_int64(sel, 4);
-		bool released = has_end && has_sig && sqlite3_column_int64(sel, 6) <= end;
+		bool released = nf_deps_one_shot_released(has_end, end, has_sig, sqlite3_column_int64(sel, 6));
 		const char *status = !has_end ? "pending" : released ? "satisfied" : "timeout";
 
 		sqlite3_bind_int64(op, 1, fence);

@@ -22,6 +22,21 @@
 #include "contract/errors.h"
 
 /*
+ * Id spaces, the writer's to give (readers never decode ids: what a queue or an
+ * adapter is, is in its row). Handles a source names as they are (native
+ * 32-bit handles; ETW's numbering 1, 2, ...) stay below NF_WRITER_CONTEXT_BASE;
+ * queues and fences made for a numbered context of a source whose numbers are
+ * wider (a Linux dma_fence context c) are NF_WRITER_CONTEXT_BASE + c, above
+ * every native handle; NF_WRITER_NO_ADAPTER numbers the adapters row of a
+ * source that has no adapters (named for what it is). The _SQL spellings are
+ * for SQL text.
+ */
+#define NF_WRITER_CONTEXT_BASE 4294967296LL
+#define NF_WRITER_CONTEXT_BASE_SQL "4294967296"
+#define NF_WRITER_NO_ADAPTER 4294967295LL
+#define NF_WRITER_NO_ADAPTER_SQL "4294967295"
+
+/*
  * Opens (creating) db_path for a build, one thread using the connection (no
  * mutex), with the build's pragmas: no journal and no syncs (a throwaway
  * file until renamed), temporaries in files, a bounded page cache, 64 KiB
@@ -49,8 +64,10 @@ int nf_writer_close(sqlite3 *db, const char *db_path, int rc, struct nf_error *e
 /* Runs sql (one or more statements). Returns 0, or NF_ESQL ("timeline: WHO: SQLite's message"). */
 int nf_writer_exec(sqlite3 *db, const char *who, const char *sql, struct nf_error *err);
 
-/* Steps the prepared statement s to completion, then resets it and clears its
- * bindings. Returns 0, or NF_ESQL ("timeline: WHO: WHAT: SQLite's message"). */
+/* Steps the prepared statement s to completion, then resets it (its bindings
+ * stay: the caller binds every parameter each time, or clears them: clearing
+ * costs more than the step of a small insert). Returns 0, or NF_ESQL
+ * ("timeline: WHO: WHAT: SQLite's message"). */
 int nf_writer_step(sqlite3 *db, sqlite3_stmt *s, const char *who, const char *what, struct nf_error *err);
 
 /* Sets err from db's last error: returns NF_ESQL ("timeline: WHO: WHAT: SQLite's message"). */

@@ -16,7 +16,7 @@
 #include "contract/timeline_writer.h"
 #include "kernel_fences.h"
 #include "kernel_ingest.h"
-#include "spill.h"
+#include "contract/spill.h"
 
 /* ---- helpers ---- */
 
