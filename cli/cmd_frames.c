@@ -25,7 +25,8 @@ const char cmd_frames_usage[] =
 	"\n"
 	"The frames of a session, one row per present (per swap chain, in present order):\n"
 	"when it was presented, its frame time (between display changes when shown, else\n"
-	"between presents), its GPU busy and wait time, the time until it was displayed, whether\n"
+	"between presents), its GPU busy time (PresentMon's MsGPUBusy) and idle time (MsGPUWait),\n"
+	"the time its queues stalled in waits (waits), the time until it was displayed, whether\n"
 	"it was late (shown one or more blanks after the one it was due at) or dropped, and what\n"
 	"decided it: the longest wait on its critical path, with its queue, fence, value and who\n"
 	"signaled it (frame_path holds the whole path). Then: frames, p50/p99 frame time, late and\n"
@@ -110,14 +111,15 @@ static int64_t pct(const int64_t *v, size_t n, double p)
 enum col {
 	C_FRAME, C_SWAP, C_PRESENT, C_FRAME_NS, C_BUSY, C_WAIT, C_UNTIL, C_STATUS, C_LATE, C_MISSED,
 	C_LATE_NS, C_BLAME, C_PROCESS, C_THREAD, C_SCREEN, C_READY, C_BETWEEN, C_CHANGE, C_INAPI,
-	C_RENDER, C_VBLANK, C_REASONS, C_DISPLAY, C_SEQ, C_COUNT
+	C_RENDER, C_VBLANK, C_REASONS, C_DISPLAY, C_SEQ, C_WAITS, C_COUNT
 };
 
 static const char frames_sql[] =
 	"SELECT frame, swapchain, present_ns, frame_ns, MsGPUBusy, MsGPUWait, MsUntilDisplayed, status, late, "
 	"missed_vblanks, late_ns, blame, process, thread, screen_ns, ready_ns, MsBetweenPresents, "
-	"MsBetweenDisplayChange, MsInPresentAPI, MsUntilRenderComplete, vblank_seq, null_reasons, display, seq "
-	"FROM frames WHERE (?1 IS NULL OR process IN (SELECT value FROM json_each(?1))) ORDER BY frame";
+	"MsBetweenDisplayChange, MsInPresentAPI, MsUntilRenderComplete, vblank_seq, null_reasons, display, seq, g.w "
+	"FROM frames LEFT JOIN (SELECT frame AS gf, sum(wait_ns) AS w FROM frame_gpu GROUP BY frame) g ON g.gf = frame "
+	"WHERE (?1 IS NULL OR process IN (SELECT value FROM json_each(?1))) ORDER BY frame";
 
 /* The processes --process names: an id, or every process the capture names so. */
 static int resolve_process(sqlite3 *db, const char *text, char **json, struct nf_error *err)
@@ -216,12 +218,12 @@ static int run(const struct opts *o, sqlite3 *db, struct nf_error *err)
 	if (procs)
 		sqlite3_bind_text(s, 1, procs, -1, SQLITE_STATIC);
 	if (o->out == OUT_TABLE)
-		printf("%6s %-24s %12s %10s %9s %9s %10s %-9s %-5s  %s\n", "frame", "swapchain", "time_ms", "frame_ms",
-		       "gpu_busy", "gpu_wait", "until_disp", "status", "late", "blame");
+		printf("%6s %-24s %12s %10s %9s %9s %9s %10s %-9s %-5s  %s\n", "frame", "swapchain", "time_ms", "frame_ms",
+		       "gpu_busy", "gpu_idle", "waits", "until_disp", "status", "late", "blame");
 	else if (o->out == OUT_CSV)
 		printf("frame,swapchain,display,seq,process,thread,present_ns,ready_ns,screen_ns,vblank_seq,frame_ns,"
 		       "MsBetweenPresents,MsInPresentAPI,MsUntilRenderComplete,MsUntilDisplayed,MsBetweenDisplayChange,"
-		       "MsGPUBusy,MsGPUWait,status,late,missed_vblanks,late_ns,blame\n");
+		       "MsGPUBusy,MsGPUWait,wait_ns,status,late,missed_vblanks,late_ns,blame\n");
 	else
 		printf("{\"frames\": [");
 	while ((src = sqlite3_step(s)) == SQLITE_ROW) {
@@ -257,6 +259,7 @@ static int run(const struct opts *o, sqlite3 *db, struct nf_error *err)
 			put_ms_ns(stdout, s, C_FRAME_NS, 11);
 			put_ms(stdout, s, C_BUSY, 10);
 			put_ms(stdout, s, C_WAIT, 10);
+			put_ms_ns(stdout, s, C_WAITS, 10);
 			put_ms(stdout, s, C_UNTIL, 11);
 			printf(" %-9s %-5s  ", st ? st : "", lt < 0 ? "-" : lt ? "LATE" : "");
 			put_clean(stdout, bl ? bl : "-");
@@ -264,7 +267,7 @@ static int run(const struct opts *o, sqlite3 *db, struct nf_error *err)
 		} else if (o->out == OUT_CSV) {
 			static const int cols[] = { C_FRAME, -1, C_DISPLAY, C_SEQ, C_PROCESS, C_THREAD, C_PRESENT, C_READY,
 						    C_SCREEN, C_VBLANK, C_FRAME_NS, C_BETWEEN, C_INAPI, C_RENDER, C_UNTIL,
-						    C_CHANGE, C_BUSY, C_WAIT, -2, -3, C_MISSED, C_LATE_NS, -4 };
+						    C_CHANGE, C_BUSY, C_WAIT, C_WAITS, -2, -3, C_MISSED, C_LATE_NS, -4 };
 
 			for (size_t k = 0; k < sizeof(cols) / sizeof(cols[0]); k++) {
 				int col = cols[k];
@@ -305,6 +308,7 @@ static int run(const struct opts *o, sqlite3 *db, struct nf_error *err)
 			json_num(stdout, "MsBetweenDisplayChange", s, C_CHANGE, true);
 			json_num(stdout, "MsGPUBusy", s, C_BUSY, true);
 			json_num(stdout, "MsGPUWait", s, C_WAIT, true);
+			json_num(stdout, "wait_ns", s, C_WAITS, false);
 			printf(", \"status\": ");
 			put_json_str(stdout, st);
 			printf(", \"late\": %s", lt < 0 ? "null" : lt ? "true" : "false");

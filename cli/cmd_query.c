@@ -3,6 +3,7 @@
 #include "contract/errors.h"
 
 #include "contract/analysis.h"
+#include "contract/frames.h"
 #include "contract/push.h"
 #include "contract/session.h"
 
@@ -53,11 +54,9 @@ static char *read_sql_file(const char *path, struct nf_error *err)
 	return buf;
 }
 
-/* Whether the SQL mentions the stall_blame table (any case). */
-static int names_stall_blame(const char *sql)
+/* Whether the SQL mentions word (any case). */
+static int names(const char *sql, const char *word)
 {
-	static const char word[] = "stall_blame";
-
 	for (const char *p = sql; *p; p++) {
 		size_t k = 0;
 
@@ -67,6 +66,18 @@ static int names_stall_blame(const char *sql)
 			return 1;
 	}
 	return 0;
+}
+
+/* Whether the SQL mentions the stall_blame table. */
+static int names_stall_blame(const char *sql)
+{
+	return names(sql, "stall_blame");
+}
+
+/* Whether it mentions a table the frames analysis fills (frames, frame_gpu, frame_path...). */
+static int names_frames(const char *sql)
+{
+	return names(sql, "frame");
 }
 
 /* What `nftrace query --help` prints; the options it names are parsed below. */
@@ -79,8 +90,9 @@ const char cmd_query_usage[] =
 	"read-only. With several sessions they are attached as s1, s2, ... Tables: schemas/timeline.sql.\n"
 	"Reports: stalls (the 20 longest GPU wait stalls and the signal that ended each), queues\n"
 	"(per queue: operations, lost, time stalled in waits), lost (spans of lost log entries).\n"
-	"stall_blame (who made each queue wait: schemas/analysis.sql) is computed and kept in the\n"
-	"timeline the first time a query names it.\n"
+	"stall_blame (who made each queue wait: schemas/analysis.sql) and frames, frame_gpu,\n"
+	"frame_path (nftrace frames) are computed and kept in the timeline the first time a query\n"
+	"names them.\n"
 	"--clickhouse URL runs the SQL on a ClickHouse fleet store filled by 'nftrace push'\n"
 	"(database DB, default nftrace): --table is ClickHouse's PrettyCompactNoEscapes, --csv\n"
 	"CSVWithNames, --json JSONEachRow (one object per line, 64-bit integers as numbers); a\n"
@@ -190,6 +202,11 @@ int cmd_query(int argc, char **argv)
 		/* stall_blame is computed on demand, the first time a query names it */
 		if (names_stall_blame(sql) ? nf_analysis_ensure_blame(qo.sessions[i], db, sizeof(db), &err)
 						   : nf_timeline_ensure(qo.sessions[i], db, sizeof(db), &err)) {
+			free(owned);
+			return nf_cli_fail("query", &err);
+		}
+		/* and the frames (the marker they were last computed with, if any) */
+		if (names_frames(sql) && nf_frames_ensure(qo.sessions[i], NULL, db, sizeof(db), &err)) {
 			free(owned);
 			return nf_cli_fail("query", &err);
 		}

@@ -467,6 +467,24 @@ CREATE TABLE markers (
 --   a multi-context signal): the packets are what the GPU scheduler ran.
 --   With hardware scheduling (hardware queues, 450/451) the waits and
 --   signals of a queue are not logged as packets and are not fence_ops.
+-- - presents, flips, displays (PresentMon's reading of DxgKrnl without runtime
+--   events): a present starts at its thread's first DxgKrnl present event
+--   (Blit 166, Flip 168, FlipMultiPlaneOverlay 252 or PresentMultiPlaneOverlay
+--   251; else Present 184) and ends at its Present (184), or, for DWM's
+--   multi-plane flips, which log no 184, at the next such event after its
+--   present packet; its present packet is the first QueuePacketStart (178)
+--   with bPresent its thread queued, and ready_ns that packet's completion
+--   (180); mode 'flip' (Flip, the multi-plane ones), 'composed' (a redirected
+--   Blit, or one followed by PresentHistory 171/215: DWM composes it, and
+--   without Microsoft-Windows-Dwm-Core events nothing says which DWM frame
+--   showed it: no flip row), 'copy' (a Blit to the front buffer: a flip row
+--   shown when its packet completed, no blank). A display per VidPnSourceId
+--   and LayerIndex ('VidPnSource 0 layer 0'); a flip is shown at the first
+--   VSyncDPC (17) whose FlipFenceId's high 32 bits are its packet's
+--   SubmitSequence (vblank_seq its FrameNumber); never shown while a later
+--   flip of its display was: 'dropped'; else 'pending'. Present (184)'s own
+--   payload is not decoded (schemas/dxgkrnl.def says why); the events stay
+--   in etw_events too.
 -- - queue_packets, dma_packets, vsyncs: below. Every event not mapped
 --   (other providers, and DxgKrnl events no table takes) is an etw_events
 --   row; etw_counts counts every event by provider, id and version.

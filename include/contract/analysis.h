@@ -183,7 +183,8 @@ void nf_cp_path_free(struct nf_cp_path *path);
  * is before the operation was queued, the walk goes on through the thread
  * that queued it (and its CPU waits) down to t0. path->queued_ns is t0; the
  * segments tile [t0, end] exactly. t0 at or after the end gives no segments.
- * Returns as nf_analysis_critical_path.
+ * Returns 0, NF_ENOENT (no such operation), NF_ESTATE (it has no end), NF_EFORMAT
+ * (times loop back), NF_ENOMEM.
  */
 int nf_analysis_critical_path_since(const struct nf_analysis *a, int64_t op_id, int64_t t0,
 				    struct nf_cp_path *path, struct nf_error *err);

@@ -412,9 +412,14 @@ struct nf_display_desc {
 	uint32_t refresh_den;
 	uint32_t process;        /* the presenting process: owner of the present fence */
 };
+/* Fills the defaults (above); never fails; desc must not be NULL; thread-safe. */
 NF_API void nf_display_desc_init(struct nf_display_desc *desc);
+/* Makes a display (above). Returns 0, NF_EINVAL or NF_ENOMEM (above), and what
+ * every call returns (the header's opening comment). */
 NF_API int nf_display_create(nf_runtime *rt, uint32_t adapter, const struct nf_display_desc *desc,
 			     uint32_t *display_out, struct nf_error *err);
+/* Presents to a display (above). Returns 0, NF_EINVAL, NF_ENOMEM (above), and
+ * what every call returns (the header's opening comment). */
 NF_API int nf_present(nf_runtime *rt, nf_handle queue, uint32_t display, uint32_t sync_interval,
 		      uint64_t *present_id_out, struct nf_error *err);
 
