@@ -335,6 +335,9 @@ static int run(const struct opts *o, sqlite3 *db, struct nf_error *err)
 			snprintf(budget, sizeof(budget), "shown a blank or more after the one it was due at");
 		if (o->out == OUT_TABLE) {
 			printf("frames: %zu (displayed %zu, dropped %zu, pending %zu)\n", n, displayed, dropped, pending);
+			if (!n && !o->process)
+				printf("(the session has no presents; --frame-marker REGEX makes frames of the user markers "
+				       "whose text matches)\n");
 			if (n_ft)
 				printf("frame time: p50 %.3f ms, p99 %.3f ms (%zu frames with one)\n", (double)pct(ft, n_ft, 50) / 1e6,
 				       (double)pct(ft, n_ft, 99) / 1e6, n_ft);

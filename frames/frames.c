@@ -701,6 +701,23 @@ static int path_json(const struct fr_ctx *c, const struct fr_frame *f, struct jb
 	return 0;
 }
 
+int fr_write_path(struct fr_ctx *c, const struct fr_frame *f)
+{
+	struct jbuf *js = c->jbuf;
+
+	if (!f->n_path)
+		return 0;
+	if (!js && !(js = c->jbuf = calloc(1, sizeof(*js))))
+		return nf_error_set(c->err, NF_ENOMEM, "out of memory (frame paths)");
+	if (path_json(c, f, js))
+		return nf_error_set(c->err, NF_ENOMEM, "out of memory (frame paths)");
+	sqlite3_bind_int64(c->st_path, 1, f->frame);
+	sqlite3_bind_int64(c->st_path, 2, (int64_t)f->n_path);
+	sqlite3_bind_int64(c->st_path, 3, f->path[0].start);
+	sqlite3_bind_text(c->st_path, 4, js->v, (int)js->n, SQLITE_STATIC);
+	return step(c, c->st_path, "writing frame_path_blocks");
+}
+
 static int write_frames(struct fr_ctx *c)
 {
 	static const char ins_frame[] =
@@ -715,24 +732,18 @@ static int write_frames(struct fr_ctx *c)
 	static const char ins_gpu[] =
 		"INSERT INTO frame_gpu(frame, lane, queue, ring, items, first_start_ns, last_end_ns, busy_ns, wait_ns) "
 		"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
-	static const char ins_path[] = "INSERT INTO frame_path_blocks(frame, n, base_ns, segs) VALUES (?1, ?2, ?3, ?4)";
-	sqlite3_stmt *sf = NULL, *sg = NULL, *sp = NULL;
-	struct jbuf js = { 0 };
+	sqlite3_stmt *sf = NULL, *sg = NULL;
 	int rc = 0;
 
-	if (sqlite3_exec(c->db, "DELETE FROM frames; DELETE FROM frame_gpu; DELETE FROM frame_path_blocks;", NULL, NULL,
-			 NULL) != SQLITE_OK)
-		return fr_sql(c, "emptying the frames tables");
 	if (sqlite3_prepare_v2(c->db, ins_frame, -1, &sf, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(c->db, ins_gpu, -1, &sg, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(c->db, ins_path, -1, &sp, NULL) != SQLITE_OK) {
+	    sqlite3_prepare_v2(c->db, ins_gpu, -1, &sg, NULL) != SQLITE_OK) {
 		rc = fr_sql(c, "preparing the frames tables' inserts");
 		goto out;
 	}
 	for (size_t i = 0; i < c->n_frames && !rc; i++) {
 		struct fr_frame *f = &c->frames[i];
 		const struct fr_frame *p = f->prev >= 0 ? &c->frames[f->prev] : NULL;
-		const struct fr_seg *b = f->blame_seg >= 0 ? &f->path[f->blame_seg] : NULL;
+		const struct fr_seg *b = f->blame_seg >= 0 ? &f->blame_at : NULL;
 		bool displayed = !strcmp(f->status, "displayed");
 		const struct fr_frame *pd = p;
 
@@ -795,17 +806,6 @@ static int write_frames(struct fr_ctx *c)
 		if (f->reasons)
 			sqlite3_bind_text(sf, 39, f->reasons, -1, SQLITE_STATIC);
 		rc = step(c, sf, "writing frames");
-		if (!rc && f->n_path) {
-			if (path_json(c, f, &js)) {
-				rc = nf_error_set(c->err, NF_ENOMEM, "out of memory (frame paths)");
-				break;
-			}
-			sqlite3_bind_int64(sp, 1, f->frame);
-			sqlite3_bind_int64(sp, 2, (int64_t)f->n_path);
-			sqlite3_bind_int64(sp, 3, f->path[0].start);
-			sqlite3_bind_text(sp, 4, js.v, (int)js.n, SQLITE_STATIC);
-			rc = step(c, sp, "writing frame_path_blocks");
-		}
 	}
 	for (size_t i = 0; i < c->n_accs && !rc; i++) {
 		const struct fr_lane_acc *a = &c->accs[i];
@@ -824,10 +824,8 @@ static int write_frames(struct fr_ctx *c)
 		rc = step(c, sg, "writing frame_gpu");
 	}
 out:
-	free(js.v);
 	sqlite3_finalize(sf);
 	sqlite3_finalize(sg);
-	sqlite3_finalize(sp);
 	return rc;
 }
 
@@ -872,6 +870,10 @@ static void ctx_free(struct fr_ctx *c)
 	nf_analysis_destroy(c->an);
 	nf_analysis_destroy(c->jobs_an);
 	sqlite3_finalize(c->st_queued);
+	sqlite3_finalize(c->st_path);
+	if (c->jbuf)
+		free(((struct jbuf *)c->jbuf)->v);
+	free(c->jbuf);
 }
 
 int nf_frames_compute(const char *db_path, const struct nf_frames_options *opts,
@@ -879,6 +881,7 @@ int nf_frames_compute(const char *db_path, const struct nf_frames_options *opts,
 {
 	struct fr_ctx c = { 0 };
 	const char *marker = opts && opts->frame_marker && *opts->frame_marker ? opts->frame_marker : NULL;
+	bool in_txn = false;
 	int rc;
 
 	c.db_path = db_path;
@@ -925,6 +928,17 @@ int nf_frames_compute(const char *db_path, const struct nf_frames_options *opts,
 	rc = rc ? rc : fr_gpu_work(&c);
 	for (size_t i = 0; i < c.n_frames && !rc; i++)
 		metrics(&c, &c.frames[i]);
+	/* one transaction: the paths are written as they are made */
+	if (!rc && sqlite3_exec(c.db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+		rc = fr_sql(&c, "begin");
+	else if (!rc)
+		in_txn = true;
+	if (!rc && sqlite3_exec(c.db, "DELETE FROM frames; DELETE FROM frame_gpu; DELETE FROM frame_path_blocks;", NULL,
+				NULL, NULL) != SQLITE_OK)
+		rc = fr_sql(&c, "emptying the frames tables");
+	if (!rc && sqlite3_prepare_v2(c.db, "INSERT INTO frame_path_blocks(frame, n, base_ns, segs) VALUES (?1, ?2, ?3, ?4)",
+				      -1, &c.st_path, NULL) != SQLITE_OK)
+		rc = fr_sql(&c, "preparing frame_path_blocks' insert");
 	rc = rc ? rc : fr_paths(&c);
 	for (size_t i = 0; i < c.n_frames && !rc; i++) {
 		struct fr_frame *f = &c.frames[i];
@@ -936,17 +950,11 @@ int nf_frames_compute(const char *db_path, const struct nf_frames_options *opts,
 		c.sum.pending += !strcmp(f->status, "pending");
 		c.sum.late += f->late.known && f->late.v;
 	}
-	if (rc)
-		goto out;
-	if (sqlite3_exec(c.db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
-		rc = fr_sql(&c, "begin");
-		goto out;
-	}
-	rc = write_frames(&c);
+	rc = rc ? rc : write_frames(&c);
 	rc = rc ? rc : write_meta(&c, marker);
 	if (!rc && sqlite3_exec(c.db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
 		rc = fr_sql(&c, "commit");
-	if (rc)
+	if (rc && in_txn)
 		sqlite3_exec(c.db, "ROLLBACK", NULL, NULL, NULL);
 	if (!rc && sum)
 		*sum = c.sum;

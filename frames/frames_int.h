@@ -79,6 +79,7 @@ struct fr_frame {
 	struct fr_seg *path;
 	size_t n_path;
 	int32_t blame_seg;      /* index in path, -1 none */
+	struct fr_seg blame_at; /* a copy of that segment (the path is written and freed as it is made) */
 	int64_t blame_ns;       /* the time on the path the blame line speaks of */
 	char blame[768];
 	char *reasons;          /* malloc'ed, '; '-separated */
@@ -119,6 +120,8 @@ struct fr_ctx {
 	char (*rings)[64];               /* ring names of job segments */
 	size_t n_rings, cap_rings;
 	sqlite3_stmt *st_queued;         /* a fence_ops row's queued time (blame) */
+	sqlite3_stmt *st_path;           /* frame_path_blocks' insert (frames.c) */
+	void *jbuf;                      /* its JSON text (frames.c) */
 	struct nf_frames_summary sum;
 };
 
@@ -132,7 +135,11 @@ int fr_has_table(sqlite3 *db, const char *name, bool *has);
 /* frames_gpu.c: each frame's GPU work from fence_ops, jobs or dma_packets. */
 int fr_gpu_work(struct fr_ctx *c);
 
-/* frames_path.c: each frame's critical path and its blame line. */
+/* Writes a frame's path (f->path) as its frame_path_blocks row. 0, NF_ESQL, NF_ENOMEM. */
+int fr_write_path(struct fr_ctx *c, const struct fr_frame *f);
+
+/* frames_path.c: each frame's critical path and its blame line; each path is
+ * written (fr_write_path) and freed once its blame is known. */
 int fr_paths(struct fr_ctx *c);
 /* A segment in words ("queue 0x40000040 (Render) executing op 3") into buf. */
 void fr_seg_text(const struct fr_ctx *c, const struct fr_seg *g, char *buf, size_t len);

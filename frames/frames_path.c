@@ -467,6 +467,11 @@ static int frame_path(struct fr_ctx *c, struct fr_frame *f)
 	f->n_path = s.n;
 	s.v = NULL;
 	blame_line(c, f);
+	if (f->blame_seg >= 0)
+		f->blame_at = f->path[f->blame_seg];
+	rc = fr_write_path(c, f);
+	free(f->path); /* a session's paths can hold a segment per operation: not kept */
+	f->path = NULL;
 out:
 	free(s.v);
 	return rc;
