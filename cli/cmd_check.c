@@ -11,8 +11,10 @@
 
 #include "contract/analysis.h"
 #include "contract/session.h"
+#include "contract/timeline.h"
 
 #include <inttypes.h>
+#include <sqlite3.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -236,13 +238,37 @@ static void json_str(const char *str)
 	putchar('"');
 }
 
+/* What every timeline says of the check: its coverage, its out_of_range anomalies. */
+static int read_timeline_facts(const char *db_path, struct nf_coverage *cov, int64_t *out_of_range,
+			       struct nf_error *err)
+{
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+	int rc = nf_timeline_open_read(db_path, &db, err);
+
+	if (rc)
+		return rc;
+	rc = nf_timeline_coverage(db, cov, err);
+	if (rc == 0) {
+		if (sqlite3_prepare_v2(db, "SELECT count(*) FROM anomalies WHERE kind = 'out_of_range'", -1, &st, NULL) !=
+			    SQLITE_OK || sqlite3_step(st) != SQLITE_ROW)
+			rc = nf_error_set(err, NF_ESQL, "%s: %s", db_path, sqlite3_errmsg(db));
+		else
+			*out_of_range = sqlite3_column_int64(st, 0);
+		sqlite3_finalize(st);
+	}
+	sqlite3_close(db);
+	return rc;
+}
+
 /* The report: the source's part, the hang findings, the verdict. */
-static void check_print_text(const struct nf_source_check *c, const struct nf_analysis *a,
-			     const struct nf_hang_report *h)
+static void check_print_text(const struct nf_source_check *c, const struct nf_coverage *cov,
+			     const struct nf_analysis *a, const struct nf_hang_report *h)
 {
 	const char *verdict = check_verdict(c, h);
 
 	fputs(c->text ? c->text : "", stdout);
+	nf_cli_coverage_text(stdout, cov);
 	hang_print_text(a, h);
 	if (!strcmp(verdict, "illegal"))
 		printf("verdict: illegal (%s, %zu lowered signal%s)\n", c->illegal_what, h->count[NF_HANG_LOWERED],
@@ -262,7 +288,8 @@ static void check_print_text(const struct nf_source_check *c, const struct nf_an
 		printf("verdict: whole (%s)\n", c->whole_what);
 }
 
-static void check_print_json(const char *dir, const struct nf_source_check *c, const struct nf_hang_report *h)
+static void check_print_json(const char *dir, const struct nf_source_check *c, const struct nf_coverage *cov,
+			     int64_t out_of_range, const struct nf_hang_report *h)
 {
 	printf("{\n  \"session\": ");
 	json_str(dir);
@@ -270,6 +297,8 @@ static void check_print_json(const char *dir, const struct nf_source_check *c, c
 	json_str(c->source);
 	printf(",\n  \"verdict\": \"%s\"", check_verdict(c, h));
 	fputs(c->json ? c->json : "", stdout);
+	printf(",\n  \"out_of_range\": %" PRId64, out_of_range);
+	nf_cli_coverage_json(stdout, cov);
 	hang_print_json(h);
 	printf("\n}\n");
 }
@@ -323,6 +352,8 @@ const char cmd_check_usage[] =
 int cmd_check(int argc, char **argv)
 {
 	struct nf_source_check c;
+	struct nf_coverage cov = { 0 };
+	int64_t out_of_range = 0;
 	struct nf_analysis *a = NULL;
 	struct nf_hang_report hangs = { 0 };
 	bool tmp_db = false;
@@ -366,14 +397,38 @@ int cmd_check(int argc, char **argv)
 		rc = nf_analysis_load_open(db, &a, &err);
 	if (!rc)
 		rc = nf_analysis_hangs(a, &hangs, &err);
+	if (!rc)
+		rc = read_timeline_facts(db, &cov, &out_of_range, &err);
 	if (rc) {
 		rc = nf_cli_fail("check", &err);
 		goto out_free;
 	}
+	/* Events beyond the range of a clock are left out of the timeline (an
+	 * out_of_range anomaly each: a calibration pair, an event past 2^62 ns):
+	 * never whole, even when the logs are. */
+	if (out_of_range > 0) {
+		size_t len = strlen(c.legal_what);
+
+		c.legal += (uint64_t)out_of_range;
+		snprintf(c.legal_what + len, sizeof(c.legal_what) - len, "%s%" PRId64 " left out of range of a clock",
+			 len ? ", " : "", out_of_range);
+	}
+	/* CPUs recorded only from some moment on: what ran before it on them is not in the file. */
+	if (cov.cpus && (!cov.whole || cov.whole_from_ns > 0)) {
+		size_t len = strlen(c.legal_what);
+
+		c.legal++;
+		if (cov.whole)
+			snprintf(c.legal_what + len, sizeof(c.legal_what) - len, "%severy CPU recorded only from %.6f s",
+				 len ? ", " : "", (double)cov.whole_from_ns / 1e9);
+		else
+			snprintf(c.legal_what + len, sizeof(c.legal_what) - len, "%sa CPU of which nothing is recorded",
+				 len ? ", " : "");
+	}
 	if (json)
-		check_print_json(dir, &c, &hangs);
+		check_print_json(dir, &c, &cov, out_of_range, &hangs);
 	else
-		check_print_text(&c, a, &hangs);
+		check_print_text(&c, &cov, a, &hangs);
 	rc = strcmp(check_verdict(&c, &hangs), "whole") && strcmp(check_verdict(&c, &hangs), "legal_anomalies")
 		     ? NF_EXIT_FAIL : NF_EXIT_OK;
 out_free:
@@ -382,5 +437,6 @@ out_free:
 	if (tmp_db)
 		unlink(db);
 	nf_source_check_free(&c);
+	nf_coverage_free(&cov);
 	return rc;
 }

@@ -4,6 +4,9 @@
 
 #include "nftrace/events.h"
 #include "contract/session.h"
+#include "contract/timeline.h"
+
+#include <sqlite3.h>
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -49,6 +52,24 @@ static void print_events_markdown(void)
 	}
 }
 
+/* What the session covers, from its timeline (built when missing); nothing
+ * when it cannot be built here (a read-only session: info says what it can). */
+static void info_coverage(const char *dir)
+{
+	char db_path[4200];
+	struct nf_error err;
+	struct nf_coverage cov = { 0 };
+	sqlite3 *db = NULL;
+
+	nf_error_clear(&err);
+	if (nf_timeline_ensure(dir, db_path, sizeof(db_path), &err) || nf_timeline_open_read(db_path, &db, &err))
+		return;
+	if (nf_timeline_coverage(db, &cov, &err) == 0)
+		nf_cli_coverage_text(stdout, &cov);
+	nf_coverage_free(&cov);
+	sqlite3_close(db);
+}
+
 /* What `nftrace info --help` prints; the options it names are parsed below. */
 const char cmd_info_usage[] =
 	"usage: nftrace info DIR [--json]\n"
@@ -84,5 +105,7 @@ int cmd_info(int argc, char **argv)
 	nf_error_clear(&err);
 	if (nf_session_info(dir, json, stdout, &err))
 		return nf_cli_fail("info", &err);
+	if (!json)
+		info_coverage(dir);
 	return NF_EXIT_OK;
 }

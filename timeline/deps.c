@@ -332,6 +332,10 @@ static int logged_next(struct nf_deps *d, const struct wait_rec *w, struct nf_de
 		r->late_cpu = d->hit.kind == 0;
 		r->late_id = d->hit.id;
 		r->late_end = d->hit.end;
+		if (late)
+			r->reason = "causality";
+	} else {
+		r->reason = pre ? "initial_value" : "no_signal";
 	}
 	return 1;
 }
@@ -379,21 +383,24 @@ static int value_next(struct nf_deps *d, const struct wait_rec *w, struct nf_dep
 
 	if (d->mode == NF_DEPS_ONE_SHOT) {
 		/* the signal of exactly this value, no later than the wait's end */
-		if (!g || g->value != w->value || !nf_deps_one_shot_released(true, w->end, true, g->end))
-			return 0;
-		r->signal_id = g->id;
+		bool mine = g && g->value == w->value;
+
+		if (!(r->reason = nf_deps_one_shot_reason(w->end, mine, mine ? g->end : 0)))
+			r->signal_id = g->id;
 		return 1;
 	}
 	if (c && (!g || c->end < g->end))
 		r->cpu_id = c->id;
 	else if (g)
 		r->signal_id = g->id;
+	else
+		r->reason = "no_signal";
 	return 1;
 }
 
 int nf_deps_next(struct nf_deps *d, struct nf_deps_row *r, struct nf_error *err)
 {
-	for (;;) {
+	{
 		const void *p;
 		int rc = nf_sorter_next(d->waits, &p, err);
 
@@ -410,8 +417,7 @@ int nf_deps_next(struct nf_deps *d, struct nf_deps_row *r, struct nf_error *err)
 		r->end = w->end;
 		r->queue = w->queue;
 		if (!w->has_fence) {
-			if (d->mode == NF_DEPS_ONE_SHOT)
-				continue;
+			r->reason = "unknown_fence";
 			return 1;
 		}
 		if (!d->have_cur || w->fence != d->cur) {
@@ -421,14 +427,18 @@ int nf_deps_next(struct nf_deps *d, struct nf_deps_row *r, struct nf_error *err)
 			if (d->mode != NF_DEPS_LOGGED && (rc = value_fence(d, err)))
 				return rc;
 		}
-		rc = d->mode == NF_DEPS_LOGGED ? logged_next(d, w, r, err) : value_next(d, w, r, err);
-		if (rc)
-			return rc;
-		/* ONE_SHOT: a wait its signal did not end has no row */
+		return d->mode == NF_DEPS_LOGGED ? logged_next(d, w, r, err) : value_next(d, w, r, err);
 	}
 }
 
 bool nf_deps_one_shot_released(bool wait_ended, int64_t wait_end, bool signaled, int64_t signal_end)
 {
 	return wait_ended && signaled && signal_end <= wait_end;
+}
+
+const char *nf_deps_one_shot_reason(int64_t wait_end, bool signaled, int64_t signal_end)
+{
+	if (nf_deps_one_shot_released(true, wait_end, signaled, signal_end))
+		return NULL;
+	return signaled ? "timeout" : "no_signal";
 }

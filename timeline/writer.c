@@ -151,3 +151,27 @@ int nf_writer_session_meta(sqlite3 *db, const struct nf_writer_session *s, struc
 	rc = rc ? rc : nf_writer_meta(db, "build_id", buf, err);
 	return rc;
 }
+
+int nf_writer_deps_reasons(sqlite3 *db, const char *who, const char *otherwise, struct nf_error *err)
+{
+	static const char sql[] =
+		"UPDATE deps SET reason = CASE "
+		"  WHEN EXISTS (SELECT 1 FROM anomalies a WHERE a.kind IN ('lost', 'kernel_lost', 'etw_lost') "
+		"    AND a.first_ns <= w.end_ns) THEN 'lost' "
+		"  WHEN EXISTS (SELECT 1 FROM (SELECT DISTINCT scope, id, log FROM coverage WHERE scope IN ('cpu', 'etw_cpu')) s "
+		"    WHERE NOT EXISTS ("
+		"    SELECT 1 FROM coverage c WHERE c.scope = s.scope AND c.id IS s.id AND c.log IS s.log "
+		"    AND c.from_ns <= coalesce(w.observed_ns, w.queued_ns, w.end_ns) AND c.to_ns >= w.end_ns)) "
+		"    THEN 'not_covered' "
+		"  ELSE ?1 END "
+		"FROM fence_ops w WHERE w.id = deps.wait_id AND deps.reason = 'no_signal'";
+	sqlite3_stmt *s = NULL;
+	int rc;
+
+	if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK)
+		return nf_writer_sql_error(db, who, "deps reasons", err);
+	sqlite3_bind_text(s, 1, otherwise, -1, SQLITE_STATIC);
+	rc = nf_writer_step(db, s, who, "deps reasons", err);
+	sqlite3_finalize(s);
+	return rc;
+}

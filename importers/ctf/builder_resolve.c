@@ -167,6 +167,8 @@ static int put_dep(struct finisher *f, struct nf_bulk_row *row, const struct nf_
 	nf_bulk_int(row, 1, r->wait_id);
 	nf_bulk_opt(row, 2, r->cpu_id != 0, r->cpu_id);
 	nf_bulk_opt(row, 3, r->has_stall != 0, r->stall);
+	if (r->reason)
+		nf_bulk_text(row, 4, r->reason, (int)strlen(r->reason));
 	if (r->late) {
 		char detail[240];
 		int64_t end = r->end, sig_end = r->late_end;
@@ -338,8 +340,8 @@ static int resolve(struct nf_timeline_builder *b, struct nf_clock_fitted *m, str
 		rc2 = nf_deps_sort_end(b->deps, err); /* joins the thread whatever happened */
 		rc = rc ? rc : rc2;
 	}
-	rc = rc ? rc : nf_bulk_run(b->bulk, "INSERT INTO deps(signal_id, wait_id, cpu_signal, stall_ns) "
-				   "SELECT c0, c1, c2, c3 FROM nf_bulk", deps_row, &f, true,
+	rc = rc ? rc : nf_bulk_run(b->bulk, "INSERT INTO deps(signal_id, wait_id, cpu_signal, stall_ns, reason) "
+				   "SELECT c0, c1, c2, c3, c4 FROM nf_bulk", deps_row, &f, true,
 				   "insert deps", err);
 	rc = rc ? rc : flush_anomalies(&f, err);
 	nf_spill_destroy(f.anoms);
@@ -391,6 +393,33 @@ static int settle_all(struct nf_timeline_builder *b, struct nf_error *err)
 	return nf_tb_ring_flush(b, err);
 }
 
+/*
+ * What the session holds of each queue's logs (the coverage rows): a log is
+ * read by the OS from its queue's creation to its destruction (or the end of
+ * the session); entries it overwrote before they were read are 'lost'
+ * anomalies, not gaps of the coverage.
+ */
+static int write_coverage(struct nf_timeline_builder *b, struct nf_error *err)
+{
+	sqlite3_stmt *s = NULL;
+	int rc;
+
+	if (sqlite3_prepare_v2(b->db,
+			       "INSERT INTO coverage(scope, id, log, from_ns, to_ns, events, detail) "
+			       "SELECT 'log', o.queue, o.op || 's', coalesce(q.start_ns, min(coalesce(o.queued_ns, o.end_ns))), "
+			       "  coalesce(q.stop_ns, ?1), count(o.log_seq), "
+			       "  'the queue''s ' || o.op || ' log, read from the queue''s creation' || "
+			       "  CASE WHEN q.stop_ns IS NULL THEN ' to the end of the session' ELSE ' to its destruction' END "
+			       "FROM fence_ops o LEFT JOIN queues q ON q.queue = o.queue WHERE o.queue IS NOT NULL "
+			       "GROUP BY o.queue, o.op ORDER BY o.queue, o.op DESC",
+			       -1, &s, NULL) != SQLITE_OK)
+		return nf_tb_sql_err(b, err, "coverage");
+	sqlite3_bind_int64(s, 1, b->any_ts ? ns_of(b, b->max_ts) : 0);
+	rc = nf_writer_step(b->db, s, "build", "coverage", err);
+	sqlite3_finalize(s);
+	return rc;
+}
+
 int nf_timeline_builder_finish(struct nf_timeline_builder *b, struct nf_error *err)
 {
 	struct nf_clock_fitted *m = NULL;
@@ -411,6 +440,8 @@ int nf_timeline_builder_finish(struct nf_timeline_builder *b, struct nf_error *e
 	rc = resolve_overruns(b, m, err);
 	rc = rc ? rc : resolve(b, m, err);
 	nf_clock_fitted_destroy(m);
+	rc = rc ? rc : write_coverage(b, err);
+	rc = rc ? rc : nf_writer_deps_reasons(b->db, "build", "not_traced", err);
 	rc = rc ? rc : nf_tb_displays_finish(b, err);
 	for (int i = 0; i < NF_STREAM_COUNT; i++)
 		if (b->other[i])

@@ -437,7 +437,11 @@ static int ctf_check(const char *dir, struct nf_source_check *c, struct nf_error
 	snprintf(c->legal_what, sizeof(c->legal_what),
 		 "%" PRIu64 " lost, %" PRIu64 " zero, %" PRIu64 " repeated timestamps", s->total[NF_FIND_LOST],
 		 s->total[NF_FIND_ZERO_TS], s->total[NF_FIND_REPEATED_TS]);
-	snprintf(c->whole_what, sizeof(c->whole_what), "%" PRIu64 " entries, none lost", s->entries);
+	if (s->reads)
+		snprintf(c->whole_what, sizeof(c->whole_what), "%" PRIu64 " entries, none lost", s->entries);
+	else
+		snprintf(c->whole_what, sizeof(c->whole_what), "%" PRIu64 " events, no native fence log",
+			 s->stats.events);
 	nf_log_summary_destroy(s);
 	return 0;
 }

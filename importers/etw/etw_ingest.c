@@ -264,7 +264,17 @@ struct nf_etwi {
 	int64_t next_op, next_pkt, next_dma, next_cwait;
 	uint64_t events, dxgkrnl, waits, signals, dma_rows, unmatched_unwaits, cpu_signals;
 	bool kernel, rundown;
+	/* What the capture holds of each CPU's buffers: first and last event, count. */
+	struct ew_cpu_span { int64_t first, last; uint64_t n; } *cpu_cov;
+	size_t n_cpu_cov;
+	int64_t last_ns;
+	bool circular;       /* the capture kept each CPU's latest buffers (nf_etwi_logging) */
 };
+
+void nf_etwi_logging(struct nf_etwi *e, bool circular)
+{
+	e->circular = circular;
+}
 
 static int ew_sql_err(struct nf_etwi *e, struct nf_error *err, const char *what)
 {
@@ -300,6 +310,7 @@ void nf_etwi_destroy(struct nf_etwi *e)
 	if (!e)
 		return;
 	ew_presents_destroy(e->pres);
+	free(e->cpu_cov);
 	for (int i = 0; i < ES_COUNT; i++)
 		sqlite3_finalize(e->st[i]);
 	for (size_t i = 0; i < e->ctxs.n; i++)
@@ -1341,6 +1352,25 @@ int nf_etwi_event(struct nf_etwi *e, const struct nf_etwi_event *ev, struct nf_e
 	if (rc)
 		return rc;
 	e->events++;
+	if (ev->cpu < 65536u) {
+		if (ev->cpu >= e->n_cpu_cov) {
+			size_t n = (size_t)ev->cpu + 1;
+			struct ew_cpu_span *v = realloc(e->cpu_cov, n * sizeof(*v));
+
+			if (!v)
+				return ew_oom(err);
+			memset(v + e->n_cpu_cov, 0, (n - e->n_cpu_cov) * sizeof(*v));
+			e->cpu_cov = v;
+			e->n_cpu_cov = n;
+		}
+		struct ew_cpu_span *c = &e->cpu_cov[ev->cpu];
+
+		if (!c->n++)
+			c->first = ev->ns;
+		c->last = ev->ns;
+	}
+	if (ev->ns > e->last_ns)
+		e->last_ns = ev->ns;
 	if ((rc = ew_presents_event(e->pres, ev, err)))
 		return rc;
 	if (ev->dxgkrnl > 0 && ev->dx) {
@@ -1665,6 +1695,37 @@ static const char ew_deps_wait_sql[] =
 	"SELECT id, fence, value, end_ns, end_ns - observed_ns, queue FROM fence_ops "
 	"WHERE op = 'wait' AND end_ns IS NOT NULL AND status != 'aborted'";
 
+/*
+ * What the capture holds of each CPU's buffers (the coverage rows): from its
+ * first event to the capture's end. ETW writes each CPU's events to buffers of
+ * their own; a circular or size-limited session keeps each CPU's latest ones,
+ * so a CPU's record can begin late; a buffer lost on the way is an etw_lost
+ * anomaly.
+ */
+static int ew_finish_coverage(struct nf_etwi *e, struct nf_error *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = ew_prepare_exec(e, "INSERT INTO coverage(scope, id, log, from_ns, to_ns, events, detail) "
+				 "VALUES ('etw_cpu', ?1, NULL, ?2, ?3, ?4, ?5)", &st, err);
+
+	for (size_t c = 0; rc == 0 && c < e->n_cpu_cov; c++) {
+		if (!e->cpu_cov[c].n)
+			continue;
+		sqlite3_bind_int64(st, 1, (int64_t)c);
+		/* a sequential log keeps every buffer (those lost are anomalies): a CPU
+		 * whose first event comes late was quiet, not cut */
+		sqlite3_bind_int64(st, 2, e->circular ? e->cpu_cov[c].first : 0);
+		sqlite3_bind_text(st, 5, e->circular ? "circular log: the CPU's latest buffers, from its first event"
+			: "sequential log: every buffer of the CPU from the start of the capture (lost ones are etw_lost anomalies)",
+			-1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 3, e->last_ns);
+		sqlite3_bind_int64(st, 4, (int64_t)e->cpu_cov[c].n);
+		rc = ew_done(e, st, "coverage", err);
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
 /* deps: each ended wait and what released it, by the rule's NF_DEPS_PACKETS mode. */
 static int ew_finish_deps(struct nf_etwi *e, struct nf_error *err)
 {
@@ -1712,8 +1773,8 @@ static int ew_finish_deps(struct nf_etwi *e, struct nf_error *err)
 	}
 	rc = rc ? rc : nf_deps_sort_begin(d, err);
 	rc = rc ? rc : nf_deps_sort_end(d, err);
-	rc = rc ? rc : ew_prepare_exec(e, "INSERT INTO deps(signal_id, wait_id, cpu_signal, stall_ns) "
-				       "VALUES (?1, ?2, ?3, ?4)", &st, err);
+	rc = rc ? rc : ew_prepare_exec(e, "INSERT INTO deps(signal_id, wait_id, cpu_signal, stall_ns, reason) "
+				       "VALUES (?1, ?2, ?3, ?4, ?5)", &st, err);
 	while (rc == 0 && (rc = nf_deps_next(d, &r, err)) == 1) {
 		if (r.signal_id)
 			sqlite3_bind_int64(st, 1, r.signal_id);
@@ -1722,6 +1783,8 @@ static int ew_finish_deps(struct nf_etwi *e, struct nf_error *err)
 			sqlite3_bind_int64(st, 3, r.cpu_id);
 		if (r.has_stall)
 			sqlite3_bind_int64(st, 4, r.stall);
+		if (r.reason)
+			sqlite3_bind_text(st, 5, r.reason, -1, SQLITE_STATIC);
 		rc = ew_done(e, st, "insert deps", err);
 	}
 	sqlite3_finalize(st);
@@ -1742,6 +1805,8 @@ int nf_etwi_finish(struct nf_etwi *e, struct nf_etwi_counts *c, struct nf_error 
 	rc = rc ? rc : ew_finish_queue_threads(e, err);
 	rc = rc ? rc : ew_exec(e, ew_deps_sql, err);
 	rc = rc ? rc : ew_finish_deps(e, err);
+	rc = rc ? rc : ew_finish_coverage(e, err);
+	rc = rc ? rc : nf_writer_deps_reasons(e->db, "ETW capture", "not_traced", err);
 	rc = rc ? rc : ew_exec(e, ew_index_sql, err);
 	if (rc)
 		return rc;

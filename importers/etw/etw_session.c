@@ -497,6 +497,9 @@ static int ingest(sqlite3 *db, const char *etl, const char *source, struct nf_et
 	}
 	if (rc < 0)
 		goto out;
+	/* Logging mode constants (Evntrace.h): EVENT_TRACE_FILE_MODE_CIRCULAR
+	 * 0x2, EVENT_TRACE_BUFFERING_MODE 0x400 (in memory, circular). */
+	nf_etwi_logging(s.in, (s.lf->log_file_mode & 0x402u) != 0);
 	rc = nf_etwi_finish(s.in, cnt, err);
 	rc = rc ? rc : nf_writer_views(db, "schemas/timeline-views.sql", err);
 	rc = rc ? rc : write_meta(db, source ? source : etl, s.lf, cnt, max_ns, err);

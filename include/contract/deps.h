@@ -27,7 +27,10 @@
  * - NF_DEPS_ONE_SHOT (Linux dma_fence): each value (seqno) of a context is a
  *   fence of its own, signaled once: the wait is released by the signal of
  *   exactly V when it ended no later than E; else the wait ended without it
- *   (a timeout) and has no row.
+ *   (a timeout, when that signal is in the file).
+ *
+ * A wait with no releaser says why (nf_deps_row.reason; the deps table's
+ * reason column).
  *
  * Memory is bounded: records beyond a budget are sorted through temporary
  * files in spill_dir.
@@ -75,6 +78,11 @@ struct nf_deps_row {
 	bool late_cpu;      /* ... that signal was a CPU signal */
 	int64_t late_id, late_end;
 	int64_t fence, value, end, queue; /* the wait's, for the anomaly's text */
+	/* Why no releaser is named (NULL when one is): "unknown_fence",
+	 * "initial_value", "causality" (late above), "timeout" (NF_DEPS_ONE_SHOT:
+	 * its signal ended after the wait), "no_signal" (no signal in the file
+	 * reaches the value: nf_writer_deps_reasons says why). A static string. */
+	const char *reason;
 };
 
 struct nf_deps;
@@ -100,9 +108,8 @@ int nf_deps_wait(struct nf_deps *d, const struct nf_deps_wait *w, struct nf_erro
 int nf_deps_sort_begin(struct nf_deps *d, struct nf_error *err);
 int nf_deps_sort_end(struct nf_deps *d, struct nf_error *err);
 
-/* The next row, waits in (fence, value, id) order: 1 (*row set), 0 at the
- * end, or NF_EIO. Waits without a row (NF_DEPS_ONE_SHOT: not released) are
- * skipped. Call after nf_deps_sort_end. */
+/* The next row (one per wait added), waits in (fence, value, id) order: 1
+ * (*row set), 0 at the end, or NF_EIO. Call after nf_deps_sort_end. */
 int nf_deps_next(struct nf_deps *d, struct nf_deps_row *row, struct nf_error *err);
 
 /* Frees; NULL is a no-op. */
@@ -115,5 +122,9 @@ void nf_deps_destroy(struct nf_deps *d);
  * when the wait timed out, was interrupted or is still open.
  */
 bool nf_deps_one_shot_released(bool wait_ended, int64_t wait_end, bool signaled, int64_t signal_end);
+
+/* Why such a wait that ended has no releaser: NULL when released, "timeout"
+ * (its signal is in the file, after the wait's end), "no_signal". */
+const char *nf_deps_one_shot_reason(int64_t wait_end, bool signaled, int64_t signal_end);
 
 #endif

@@ -102,6 +102,18 @@ struct nf_writer_session {
 int nf_writer_session_meta(sqlite3 *db, const struct nf_writer_session *s, struct nf_error *err);
 
 /*
+ * The deps rows whose wait no signal in the file reaches (reason
+ * 'no_signal', contract/deps.h) get the reason the file allows: 'lost' when
+ * events or log entries were lost (anomalies lost, kernel_lost, etw_lost)
+ * before the wait ended, 'not_covered' when a CPU's record (coverage scopes
+ * 'cpu', 'etw_cpu': they exist for the whole capture; a log's spans follow its
+ * queue's life) does not hold the whole wait, else otherwise ('not_traced': the source
+ * records no such signal; 'timeout' for dma_fences, whose signals are traced).
+ * Run after deps, anomalies and coverage are written. Returns 0 or NF_ESQL.
+ */
+int nf_writer_deps_reasons(sqlite3 *db, const char *who, const char *otherwise, struct nf_error *err);
+
+/*
  * Bulk loading through a virtual table. A prepared INSERT stepped once per
  * row pays SQLite's statement entry, bind and reset work on every row (about
  * half of a bare insert's time); "INSERT INTO t SELECT ... FROM nf_bulk" runs

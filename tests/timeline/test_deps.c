@@ -10,6 +10,7 @@ struct got {
 	int64_t wait, signal, cpu;
 	bool late;
 	int64_t late_id;
+	const char *reason;
 };
 
 /* Runs the resolver over sigs and waits; the rows in *out (waits in (fence, value, id) order). */
@@ -39,6 +40,7 @@ static size_t run(enum nf_deps_mode mode, const struct nf_deps_signal *sigs, siz
 		out[n].cpu = r.cpu_id;
 		out[n].late = r.late;
 		out[n].late_id = r.late_id;
+		out[n].reason = r.reason;
 		n++;
 	}
 	ck_assert_int_eq(rc, 0);
@@ -78,8 +80,11 @@ START_TEST(logged)
 	/* by (has_fence, fence, value, id): 109 first */
 	ck_assert_int_eq(g[0].wait, 109);
 	ck_assert(!g[0].signal && !g[0].cpu);
+	ck_assert_str_eq(g[0].reason, "unknown_fence");
 	ck_assert_int_eq(g[1].wait, 105); /* initial value 2 reaches 2: none needed */
 	ck_assert(!g[1].signal && !g[1].cpu && !g[1].late);
+	ck_assert_str_eq(g[1].reason, "initial_value");
+	ck_assert_ptr_null(g[2].reason);
 	ck_assert_int_eq(g[2].wait, 100); /* 3: signal 11 (ends 900) */
 	ck_assert_int_eq(g[2].signal, 11);
 	ck_assert_int_eq(g[3].wait, 101); /* 5: signal 10 */
@@ -91,11 +96,13 @@ START_TEST(logged)
 	ck_assert_int_eq(g[5].signal, 12);
 	ck_assert_int_eq(g[6].wait, 104); /* 20: nothing reaches it */
 	ck_assert(!g[6].signal && !g[6].cpu && !g[6].late);
+	ck_assert_str_eq(g[6].reason, "no_signal");
 	ck_assert_int_eq(g[7].wait, 106); /* known releaser too late: the unknown-end one */
 	ck_assert_int_eq(g[7].signal, 21);
 	ck_assert(!g[7].late);
 	ck_assert_int_eq(g[8].wait, 107); /* too late and no candidate: none, late */
 	ck_assert(!g[8].signal && g[8].late);
+	ck_assert_str_eq(g[8].reason, "causality");
 	ck_assert_int_eq(g[8].late_id, 30);
 	ck_assert_int_eq(g[9].wait, 108); /* initial value 1 of fence 4 */
 	ck_assert(!g[9].signal && !g[9].late);
@@ -130,6 +137,7 @@ START_TEST(packets)
 	/* 9: no GPU signal reaches it, CPU 2 does */
 	ck_assert_int_eq(g[3].cpu, 2);
 	ck_assert(!g[4].signal && !g[4].cpu);
+	ck_assert_str_eq(g[4].reason, "no_signal");
 	/* the smallest value (5, earliest end: 21), not the first to end (22, value 8, at 100) */
 	ck_assert_int_eq(g[5].wait, 110);
 	ck_assert_int_eq(g[5].signal, 21);
@@ -146,13 +154,23 @@ START_TEST(one_shot)
 	struct got g[8];
 	size_t n = run(NF_DEPS_ONE_SHOT, s, 3, w, 4, NULL, 0, g);
 
-	ck_assert_uint_eq(n, 2);
+	ck_assert_uint_eq(n, 4); /* a row per wait */
 	ck_assert_int_eq(g[0].wait, 100);
 	ck_assert_int_eq(g[0].signal, 10);
-	/* 101: its signal at 300 after the wait ended at 250 (timed out); 102: seqno 3
-	 * never signaled (seqno 4 did: not its fence) */
-	ck_assert_int_eq(g[1].wait, 103);
-	ck_assert_int_eq(g[1].signal, 12);
+	ck_assert_ptr_null(g[0].reason);
+	/* 101: its signal at 300 after the wait ended at 250: timed out */
+	ck_assert_int_eq(g[1].wait, 101);
+	ck_assert_int_eq(g[1].signal, 0);
+	ck_assert_str_eq(g[1].reason, "timeout");
+	/* 102: seqno 3 never signaled (seqno 4 did: not its fence) */
+	ck_assert_int_eq(g[2].wait, 102);
+	ck_assert_int_eq(g[2].signal, 0);
+	ck_assert_str_eq(g[2].reason, "no_signal");
+	ck_assert_int_eq(g[3].wait, 103);
+	ck_assert_int_eq(g[3].signal, 12);
+	ck_assert_str_eq(nf_deps_one_shot_reason(10, true, 11), "timeout");
+	ck_assert_str_eq(nf_deps_one_shot_reason(10, false, 0), "no_signal");
+	ck_assert_ptr_null(nf_deps_one_shot_reason(10, true, 10));
 	ck_assert(nf_deps_one_shot_released(true, 10, true, 10));
 	ck_assert(!nf_deps_one_shot_released(true, 10, true, 11));
 	ck_assert(!nf_deps_one_shot_released(false, 10, true, 1));
