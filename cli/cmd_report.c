@@ -1,6 +1,7 @@
 /* nftrace report: draw a session's timeline to PNG, SVG or PDF, or write the interactive HTML page. */
 #include "cli.h"
 #include "contract/errors.h"
+#include "contract/frames.h"
 
 #include "contract/analysis.h"
 #include "contract/html.h"
@@ -252,7 +253,8 @@ int cmd_report(int argc, char **argv)
 		const char *slash = strrchr(dir, '/');
 		ro.title = slash && slash[1] ? slash + 1 : dir;
 	}
-	if (nf_timeline_ensure(dir, db, sizeof(db), &err))
+	/* the timeline, with its frames (the display rows draw them) */
+	if (nf_frames_ensure(dir, NULL, db, sizeof(db), &err))
 		return nf_cli_fail("report", &err);
 	if (is_html(ro.output)) {
 		struct nf_html_options ho = { 0 };
