@@ -33,6 +33,7 @@ int cmd_export(int argc, char **argv);
 int cmd_critical_path(int argc, char **argv);
 int cmd_frames(int argc, char **argv);
 int cmd_push(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
 int cmd_help(int argc, char **argv);
 
 /* Each command's --help text, defined in its cli/cmd_*.c next to its options. */
@@ -46,6 +47,7 @@ extern const char cmd_export_usage[];
 extern const char cmd_critical_path_usage[];
 extern const char cmd_frames_usage[];
 extern const char cmd_push_usage[];
+extern const char cmd_diff_usage[];
 
 const struct nf_command *nf_cli_find(const char *name);
 

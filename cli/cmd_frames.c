@@ -115,7 +115,7 @@ enum col {
 };
 
 static const char frames_sql[] =
-	"SELECT frame, swapchain, present_ns, frame_ns, MsGPUBusy, MsGPUWait, MsUntilDisplayed, status, late, "
+	"SELECT frame, swapchain, present_ns, interval_ns, MsGPUBusy, MsGPUWait, MsUntilDisplayed, status, late, "
 	"missed_vblanks, late_ns, blame, process, thread, screen_ns, ready_ns, MsBetweenPresents, "
 	"MsBetweenDisplayChange, MsInPresentAPI, MsUntilRenderComplete, vblank_seq, null_reasons, display, seq, g.w "
 	"FROM frames LEFT JOIN (SELECT frame AS gf, sum(wait_ns) AS w FROM frame_gpu GROUP BY frame) g ON g.gf = frame "
@@ -221,7 +221,7 @@ static int run(const struct opts *o, sqlite3 *db, struct nf_error *err)
 		printf("%6s %-24s %12s %10s %9s %9s %9s %10s %-9s %-5s  %s\n", "frame", "swapchain", "time_ms", "frame_ms",
 		       "gpu_busy", "gpu_idle", "waits", "until_disp", "status", "late", "blame");
 	else if (o->out == OUT_CSV)
-		printf("frame,swapchain,display,seq,process,thread,present_ns,ready_ns,screen_ns,vblank_seq,frame_ns,"
+		printf("frame,swapchain,display,seq,process,thread,present_ns,ready_ns,screen_ns,vblank_seq,interval_ns,"
 		       "MsBetweenPresents,MsInPresentAPI,MsUntilRenderComplete,MsUntilDisplayed,MsBetweenDisplayChange,"
 		       "MsGPUBusy,MsGPUWait,wait_ns,status,late,missed_vblanks,late_ns,blame\n");
 	else
@@ -300,7 +300,7 @@ static int run(const struct opts *o, sqlite3 *db, struct nf_error *err)
 			json_num(stdout, "ready_ns", s, C_READY, false);
 			json_num(stdout, "screen_ns", s, C_SCREEN, false);
 			json_num(stdout, "vblank_seq", s, C_VBLANK, false);
-			json_num(stdout, "frame_ns", s, C_FRAME_NS, false);
+			json_num(stdout, "interval_ns", s, C_FRAME_NS, false);
 			json_num(stdout, "MsBetweenPresents", s, C_BETWEEN, true);
 			json_num(stdout, "MsInPresentAPI", s, C_INAPI, true);
 			json_num(stdout, "MsUntilRenderComplete", s, C_RENDER, true);

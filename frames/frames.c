@@ -451,9 +451,9 @@ static void metrics(struct fr_ctx *c, struct fr_frame *f)
 		f->cpu_start = p->present_end.known ? p->present_end : fr_some(p->present_ns);
 	/* the frame's own time: between display changes, else between presents */
 	if (pd)
-		f->frame_ns = fr_some(f->screen.v - pd->screen.v);
+		f->interval_ns = fr_some(f->screen.v - pd->screen.v);
 	else if (p)
-		f->frame_ns = fr_some(f->present_ns - p->present_ns);
+		f->interval_ns = fr_some(f->present_ns - p->present_ns);
 	char why[160] = "";
 
 	f->refresh_ns = refresh_for(c, f, &d, why, sizeof(why));
@@ -461,12 +461,12 @@ static void metrics(struct fr_ctx *c, struct fr_frame *f)
 		fr_reason(c, f, "late: no refresh period to judge by: %s", why);
 		return;
 	}
-	if (!f->frame_ns.known && !displayed) {
+	if (!f->interval_ns.known && !displayed) {
 		f->late = fr_some(0);
 		return;
 	}
 	int64_t interval = f->sync_interval.known && f->sync_interval.v > 0 ? f->sync_interval.v : 1;
-	int64_t k = f->frame_ns.known ? (int64_t)llround((double)f->frame_ns.v / f->refresh_ns) : 0;
+	int64_t k = f->interval_ns.known ? (int64_t)llround((double)f->interval_ns.v / f->refresh_ns) : 0;
 
 	if (displayed) {
 		/* The blank it was due at: the first one after its present at which the
@@ -724,7 +724,7 @@ static int write_frames(struct fr_ctx *c)
 		"INSERT INTO frames(frame, present, marker, display, process, thread, swapchain, seq, present_ns, "
 		"present_end_ns, cpu_start_ns, gpu_start_ns, ready_ns, screen_ns, vblank_seq, status, "
 		"MsBetweenPresents, MsInPresentAPI, MsUntilRenderComplete, MsUntilDisplayed, MsBetweenDisplayChange, "
-		"MsGPULatency, MsGPUBusy, MsGPUWait, frame_ns, refresh_ns, late, missed_vblanks, late_ns, blame, "
+		"MsGPULatency, MsGPUBusy, MsGPUWait, interval_ns, refresh_ns, late, missed_vblanks, late_ns, blame, "
 		"blame_kind, blame_ns, blame_queue, blame_thread, blame_fence, blame_value, blame_by_queue, "
 		"blame_by_thread, null_reasons) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
 		"?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, "
@@ -785,7 +785,7 @@ static int write_frames(struct fr_ctx *c)
 
 			sqlite3_bind_double(sf, 24, ms(w > 0 ? w : 0));
 		}
-		bind_opt(sf, 25, f->frame_ns);
+		bind_opt(sf, 25, f->interval_ns);
 		if (f->refresh_ns > 0)
 			sqlite3_bind_double(sf, 26, f->refresh_ns);
 		bind_opt(sf, 27, f->late);

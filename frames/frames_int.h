@@ -74,7 +74,7 @@ struct fr_frame {
 	struct fr_opt last_op, last_job;   /* its work that ended last: a fence_ops row, a job */
 	int64_t last_op_end, last_job_end;
 	/* results */
-	struct fr_opt frame_ns, late, missed, late_ns;
+	struct fr_opt interval_ns, late, missed, late_ns;
 	double refresh_ns;      /* 0: none */
 	struct fr_seg *path;
 	size_t n_path;

@@ -758,13 +758,13 @@ CREATE TABLE frames (
   MsGPULatency            REAL,
   MsGPUBusy               REAL,
   MsGPUWait               REAL,
-  frame_ns       INTEGER,  -- the frame's time: screen_ns - previous screen_ns when both shown, else
+  interval_ns    INTEGER,  -- the frame's time: screen_ns - previous screen_ns when both shown, else
                            -- present_ns - previous present_ns (NULL: first of its swap chain)
   refresh_ns     REAL,     -- its display's refresh period (stated, else measured; NULL: none)
   late           INTEGER,  -- 1: shown at a later blank than the one it was due at: the first blank after
                            -- its present at which the flip queue could take it (the previous shown
                            -- frame's blank + its sync interval); a frame no flip shows (a marker frame):
-                           -- frame_ns above one and a half refresh periods; 0 not; NULL: no refresh
+                           -- interval_ns above one and a half refresh periods; 0 not; NULL: no refresh
                            -- period to judge by
   missed_vblanks INTEGER,  -- blanks between the one it was due at and the one it was shown at
   late_ns        INTEGER,  -- ready_ns - the blank it was due at (late frames whose GPU work was done after it)

@@ -183,11 +183,11 @@ START_TEST(steady_60hz)
 			ck_ms(qd(db, F("MsBetweenPresents")), 16666667, "MsBetweenPresents", i + 1);
 			ck_ms(qd(db, F("MsBetweenDisplayChange")), blank(i + 1) - blank(i), "MsBetweenDisplayChange", i + 1);
 			ck_ms(qd(db, F("MsGPULatency")), 16666667, "MsGPULatency", i + 1);
-			ck_assert_int_eq(q1(db, F("frame_ns")), blank(i + 1) - blank(i));
+			ck_assert_int_eq(q1(db, F("interval_ns")), blank(i + 1) - blank(i));
 			ck_assert_int_eq(q1(db, F("cpu_start_ns")), T(i - 1));
 		} else {
 			ck_assert(isnan(qd(db, F("MsBetweenPresents"))));
-			ck_assert_int_eq(q1(db, F("frame_ns")), INT64_MIN);
+			ck_assert_int_eq(q1(db, F("interval_ns")), INT64_MIN);
 		}
 		ck_assert_int_eq(q1(db, F("late")), 0);
 		/* not late: what decided it is its 4 ms of work on Render */
@@ -253,7 +253,7 @@ START_TEST(late_frame_cross_queue_wait)
 		ck_assert_int_eq(q1(db, F("screen_ns")), blank(shown_at[i]));
 		ck_assert_int_eq(q1(db, F("late")), i == 5);
 		if (i)
-			ck_assert_int_eq(q1(db, F("frame_ns")), blank(shown_at[i]) - blank(shown_at[i - 1]));
+			ck_assert_int_eq(q1(db, F("interval_ns")), blank(shown_at[i]) - blank(shown_at[i - 1]));
 		ck_ms(qd(db, F("MsUntilDisplayed")), blank(shown_at[i]) - T(i), "MsUntilDisplayed", i + 1);
 		/* busy: Compute from T to its signal, Render's wait until the GPU saw it, then
 		 * its work and the present's signal; the wait's stall is Compute's time */
@@ -339,6 +339,23 @@ START_TEST(late_frame_cross_queue_wait)
 }
 END_TEST
 
+/* nftrace diff computes the frames of both sessions and compares their intervals:
+ * the steady loop's 11 of 16.667 ms against the late loop's 9 with one of 33.333 ms. */
+START_TEST(diff_compares_frame_times)
+{
+	char a[600], b[600];
+
+	record("frames-60hz", a, sizeof(a));
+	record("frames-late", b, sizeof(b));
+	ck_assert_int_eq(nf_test_nftrace_run(NF_TEST_ARGV("diff", a, b), out, sizeof(out), err, sizeof(err)), 0);
+	ck_assert_msg(strstr(out, "  frame          A       11     16.67ms     16.67ms     16.67ms     16.67ms\n"
+				  "                 B        9     16.67ms     33.33ms     33.33ms     33.33ms\n"),
+		      "%s", out);
+	/* per presenting process too */
+	ck_assert_msg(strstr(out, "process 100\n"), "%s", out);
+}
+END_TEST
+
 /* Sync interval 0: the newest ready flip at a blank, the ones before it dropped. */
 START_TEST(dropped_frame)
 {
@@ -368,7 +385,7 @@ START_TEST(dropped_frame)
 	qtext(db, "SELECT detail FROM flips WHERE present = 1", text, sizeof(text));
 	ck_assert_str_eq(text, "dropped at blank 1: a newer ready flip of sync interval 0 replaced it");
 	/* frame 3's display change is from frame 2's, the last one shown */
-	ck_assert_int_eq(q1(db, "SELECT frame_ns FROM frames WHERE frame = 3"), blank(2) - blank(1));
+	ck_assert_int_eq(q1(db, "SELECT interval_ns FROM frames WHERE frame = 3"), blank(2) - blank(1));
 	check_paths_tile(db);
 	sqlite3_close(db);
 	ck_assert_int_eq(nf_test_nftrace_run(NF_TEST_ARGV("frames", dir), out, sizeof(out), err, sizeof(err)), 0);
@@ -478,6 +495,7 @@ int main(void)
 	tcase_add_test(tc, steady_60hz);
 	tcase_add_test(tc, late_frame_cross_queue_wait);
 	tcase_add_test(tc, dropped_frame);
+	tcase_add_test(tc, diff_compares_frame_times);
 	tcase_add_test(tc, threaded_blanks);
 	tcase_add_test(tc, bad_usage_and_input);
 	tcase_add_test(tc, scenario_errors);

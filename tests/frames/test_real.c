@@ -131,7 +131,7 @@ static void igt(const char *file, const char *name)
 	ck_assert_int_eq(q1(db, "SELECT count(*) FROM frames WHERE late"), 1);
 	ck_assert_int_eq(q1(db, "SELECT display FROM frames WHERE late"), 2);
 	ck_assert_int_eq(q1(db, "SELECT missed_vblanks FROM frames WHERE late"), 181);
-	ck_assert_int_eq(q1(db, "SELECT count(*) FROM frames WHERE display < 2 AND abs(frame_ns - 16635000) > 10000"), 0);
+	ck_assert_int_eq(q1(db, "SELECT count(*) FROM frames WHERE display < 2 AND abs(interval_ns - 16635000) > 10000"), 0);
 	flips_match_trace_cmd(db, file);
 	sqlite3_close(db);
 }
@@ -185,7 +185,7 @@ static void amdgpu(const char *file, const char *name, int64_t want_frames)
 			     "WHERE m.ts_ns = f.present_ns AND m.thread = f.thread"), want_frames);
 	/* every frame's time is the next marker's minus its own */
 	ck_assert_int_eq(q1(db, "SELECT count(*) FROM frames a JOIN frames b ON b.frame = a.frame + 1 "
-			     "WHERE b.frame_ns != b.present_ns - a.present_ns"), 0);
+			     "WHERE b.interval_ns != b.present_ns - a.present_ns"), 0);
 	/* the frames whose jobs ran while every CPU recorded have their GPU busy time */
 	ck_assert_int_gt(q1(db, "SELECT count(*) FROM frames WHERE MsGPUBusy > 0"), 0);
 	ck_assert_int_eq(q1(db, "SELECT count(*) FROM frames WHERE MsGPUBusy IS NULL AND null_reasons NOT LIKE '%MsGPUBusy: %'"), 0);
