@@ -217,7 +217,15 @@ static int load_presents(struct fr_ctx *c)
 		f->display = col_opt(s, 1);
 		f->process = col_opt(s, 2);
 		f->thread = col_opt(s, 3);
-		snprintf(f->swapchain, sizeof(f->swapchain), "%s", sc ? sc : "present");
+		/* no swap chain or plane said: the presenting process's (else its thread's) */
+		if (sc)
+			snprintf(f->swapchain, sizeof(f->swapchain), "%s", sc);
+		else if (f->process.known)
+			snprintf(f->swapchain, sizeof(f->swapchain), "process %" PRId64, f->process.v);
+		else if (f->thread.known)
+			snprintf(f->swapchain, sizeof(f->swapchain), "thread %" PRId64, f->thread.v);
+		else
+			snprintf(f->swapchain, sizeof(f->swapchain), "present");
 		f->present_ns = sqlite3_column_int64(s, 5);
 		f->present_end = col_opt(s, 6);
 		f->queue = col_opt(s, 7);

@@ -691,6 +691,7 @@ CREATE TABLE presents (
   process        INTEGER,             -- presenting process (NULL: unknown)
   thread         INTEGER,             -- presenting thread (NULL: unknown)
   swapchain      TEXT,                -- what names its swap chain: 'display Monitor', 'plane 0', 'hwnd 0x14f00d8'
+                                      -- (NULL: the source does not say, e.g. a flip whose plane no event names)
   present_ns     INTEGER,             -- the present call (PresentMon's PresentStartTime)
   present_end_ns INTEGER,             -- when the call returned (NULL: no event says)
   queue          INTEGER,             -- queues.queue it was queued on (NULL: none or unknown)
@@ -740,7 +741,7 @@ CREATE TABLE frames (
   display        INTEGER,  -- displays.display (NULL: unknown)
   process        INTEGER,
   thread         INTEGER,
-  swapchain      TEXT,
+  swapchain      TEXT,     -- the present's; none: 'process P' (its frames form one chain), 'thread T'
   seq            INTEGER,  -- its number on its swap chain, from 1
   present_ns     INTEGER,  -- PresentStartTime (a marker frame: the marker)
   present_end_ns INTEGER,

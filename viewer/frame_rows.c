@@ -35,7 +35,8 @@ int nf_render_place_display_rows(sqlite3 *db, const struct nf_render_options *op
 		"FROM displays d WHERE EXISTS (SELECT 1 FROM flips l WHERE l.display = d.display "
 		"  AND coalesce(l.done_ns, l.queued_ns) >= ?1 AND l.queued_ns <= ?2) "
 		"OR EXISTS (SELECT 1 FROM frames f WHERE f.display = d.display AND f.present_ns BETWEEN ?1 AND ?2) "
-		"UNION ALL SELECT -1, min(swapchain), count(*) FROM frames WHERE display IS NULL "
+		"UNION ALL SELECT -1, CASE WHEN count(DISTINCT swapchain) = 1 THEN min(swapchain) "
+		"  ELSE count(DISTINCT swapchain) || ' swap chains' END, count(*) FROM frames WHERE display IS NULL "
 		"  AND present_ns BETWEEN ?1 AND ?2 HAVING count(*) > 0) ORDER BY id = -1, id";
 	struct nf_render_row r;
 	sqlite3_stmt *st = NULL;
@@ -80,6 +81,18 @@ out:
 	return ret;
 }
 
+/* A label's centre kept inside the plot (about 6 px a character at its size). */
+static double label_centre(const struct nf_render_layout *lay, double x, const char *text)
+{
+	double half = (double)strlen(text) * 3.0 + 4.0;
+
+	if (x + half > lay->plot_x1)
+		x = lay->plot_x1 - half;
+	if (x - half < lay->plot_x0)
+		x = lay->plot_x0 + half;
+	return x;
+}
+
 static double xt(const struct nf_render_layout *lay, int64_t t)
 {
 	if (t < lay->t0)
@@ -122,6 +135,13 @@ static int add(struct nf_render_scene *s, int rb, double x, double y, double w, 
 	return 0;
 }
 
+/* A flip to draw: its display, ready/queued -> latched, its colour, its frame. */
+struct flip {
+	int64_t display, t0, t1, frame, late_ns;
+	int rb, slot;
+	bool shared; /* overlaps a neighbour in its display's queue: drawn in a half */
+};
+
 int nf_render_collect_frames(sqlite3 *db, const struct nf_render_layout *lay, struct nf_render_scene *s,
 			     struct nf_error *err)
 {
@@ -134,7 +154,8 @@ int nf_render_collect_frames(sqlite3 *db, const struct nf_render_layout *lay, st
 		"coalesce(f.late, 0), f.frame, f.late_ns, f.missed_vblanks "
 		"FROM flips l LEFT JOIN frames f ON f.present = l.present "
 		"WHERE coalesce(l.ready_ns, l.queued_ns) IS NOT NULL "
-		"AND coalesce(l.ready_ns, l.queued_ns) <= ?2 AND coalesce(l.done_ns, ?2) >= ?1";
+		"AND coalesce(l.ready_ns, l.queued_ns) <= ?2 AND coalesce(l.done_ns, ?2) >= ?1 "
+		"ORDER BY l.display, coalesce(l.ready_ns, l.queued_ns), l.rowid";
 	static const char frames[] =
 		"SELECT coalesce(f.display, -1), f.present_ns, coalesce(f.late, 0), f.prev, l.present IS NOT NULL "
 		"FROM (SELECT display, present_ns, late, present, lag(present_ns) OVER "
@@ -142,6 +163,10 @@ int nf_render_collect_frames(sqlite3 *db, const struct nf_render_layout *lay, st
 		"LEFT JOIN (SELECT DISTINCT present FROM flips WHERE present IS NOT NULL) l ON l.present = f.present "
 		"WHERE f.present_ns BETWEEN ?1 AND ?2 OR (f.late AND f.prev <= ?2 AND f.present_ns >= ?1)";
 	sqlite3_stmt *st = NULL;
+	struct flip *fl = NULL;
+	size_t nf = 0, capf = 0;
+	double label_x = 0;
+	int64_t label_display = INT64_MIN;
 	int rc, ret = 0;
 
 	if (!lay->n_displays)
@@ -163,40 +188,82 @@ int nf_render_collect_frames(sqlite3 *db, const struct nf_render_layout *lay, st
 	st = NULL;
 	if (ret)
 		return ret;
-	/* flips: queued -> latched, in the middle band */
+	/* flips: ready -> latched, in the middle band; flips in the queue at once
+	 * (a frame done while the one before waits for its blank) in two halves */
 	if (sqlite3_prepare_v2(db, flips, -1, &st, NULL) != SQLITE_OK)
 		return fr_fail(db, err, "reading flips");
 	sqlite3_bind_int64(st, 1, lay->t0);
 	sqlite3_bind_int64(st, 2, lay->t1);
 	while (!ret && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		const struct nf_render_row *r = sqlite3_column_type(st, 0) == SQLITE_NULL ? NULL
-						: row_of(lay, sqlite3_column_int64(st, 0));
 		const char *status = (const char *)sqlite3_column_text(st, 3);
-		double x0 = xt(lay, sqlite3_column_int64(st, 1)), x1 = xt(lay, sqlite3_column_int64(st, 2));
-		int rb = status && !strcmp(status, "dropped") ? NF_RB_FLIP_DROP
-			 : sqlite3_column_int(st, 4) ? NF_RB_FLIP_LATE : NF_RB_FLIP;
+		struct flip *f;
 
-		if (!r)
+		if (sqlite3_column_type(st, 0) == SQLITE_NULL || !row_of(lay, sqlite3_column_int64(st, 0)))
 			continue;
-		if (x1 - x0 < 1.0)
-			x1 = x0 + 1.0;
-		ret = add(s, rb, x0, r->y + 11, x1 - x0, r->h - 20, err);
-		s->n_flips++;
-		if (!ret && rb == NF_RB_FLIP_LATE && x1 - x0 > 120) {
-			char text[32];
+		if (nf == capf) {
+			size_t ncap = capf ? capf * 2 : 64;
+			struct flip *n = ncap > ((size_t)1 << 26) ? NULL : realloc(fl, ncap * sizeof(*n));
 
-			if (sqlite3_column_type(st, 6) != SQLITE_NULL)
-				snprintf(text, sizeof(text), "frame %lld late %.3f ms", (long long)sqlite3_column_int64(st, 5),
-					 (double)sqlite3_column_int64(st, 6) / 1e6);
-			else
-				snprintf(text, sizeof(text), "frame %lld late", (long long)sqlite3_column_int64(st, 5));
-			ret = add_label(s, (x0 + x1) / 2, r->y + 21, text, err);
+			if (!n) {
+				ret = nf_error_set(err, NF_ENOMEM, "out of memory while drawing");
+				break;
+			}
+			fl = n;
+			capf = ncap;
 		}
+		f = &fl[nf++];
+		f->display = sqlite3_column_int64(st, 0);
+		f->t0 = sqlite3_column_int64(st, 1);
+		f->t1 = sqlite3_column_int64(st, 2);
+		f->rb = status && !strcmp(status, "dropped") ? NF_RB_FLIP_DROP
+			: sqlite3_column_int(st, 4) ? NF_RB_FLIP_LATE : NF_RB_FLIP;
+		f->frame = sqlite3_column_int64(st, 5);
+		f->late_ns = sqlite3_column_type(st, 6) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 6);
+		f->slot = 0;
+		f->shared = false;
 	}
 	if (!ret && rc != SQLITE_DONE)
 		ret = fr_fail(db, err, "reading flips");
 	sqlite3_finalize(st);
 	st = NULL;
+	/* (ordered by display, then ready time) a flip overlapping the one before
+	 * it on its display goes to the other half; both are drawn halved */
+	for (size_t i = 1; !ret && i < nf; i++)
+		if (fl[i].display == fl[i - 1].display && fl[i].t0 < fl[i - 1].t1) {
+			fl[i].slot = !fl[i - 1].slot;
+			fl[i].shared = fl[i - 1].shared = true;
+		}
+	for (size_t i = 0; !ret && i < nf; i++) {
+		const struct nf_render_row *r = row_of(lay, fl[i].display);
+		double x0 = xt(lay, fl[i].t0), x1 = xt(lay, fl[i].t1);
+		double y0 = r->y + 17, h = r->h - 21; /* below the strip of late labels */
+
+		if (x1 - x0 > 4.0)
+			x1 -= 1.5; /* a gap: flips latched one after another stay apart */
+		else if (x1 - x0 < 1.0)
+			x1 = x0 + 1.0;
+		if (fl[i].shared) {
+			h = (h - 2) / 2;
+			y0 += fl[i].slot * (h + 2);
+		}
+		ret = add(s, fl[i].rb, x0, y0, x1 - x0, h, err);
+		s->n_flips++;
+		/* its label in the strip above, where it does not run into the last one */
+		if (!ret && fl[i].rb == NF_RB_FLIP_LATE &&
+		    (fl[i].display != label_display || (x0 + x1) / 2 - label_x > 140)) {
+			char text[32];
+
+			if (fl[i].late_ns >= 0)
+				snprintf(text, sizeof(text), "frame %lld late %.3f ms", (long long)fl[i].frame,
+					 (double)fl[i].late_ns / 1e6);
+			else
+				snprintf(text, sizeof(text), "frame %lld late", (long long)fl[i].frame);
+			label_x = label_centre(lay, (x0 + x1) / 2, text);
+			ret = add_label(s, label_x, r->y + 12, text, err);
+			label_display = fl[i].display;
+		}
+	}
+	free(fl);
 	if (ret)
 		return ret;
 	/* frames: a boundary at each present; a late frame no flip shows, its time in red */

@@ -33,7 +33,7 @@
 #define NF_RENDER_RING_H 30.0
 #define NF_RENDER_PROC_H 18.0
 #define NF_RENDER_NODE_H 30.0    /* a node row with its DMA packets (ETW captures) */
-#define NF_RENDER_DISPLAY_H 34.0 /* a display row: blanks, flips, frame boundaries */
+#define NF_RENDER_DISPLAY_H 48.0 /* a display row: blanks, flips, frame boundaries */
 #define NF_RENDER_AXIS_H 50.0
 
 /*

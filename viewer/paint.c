@@ -688,12 +688,12 @@ static void paint_row_labels(cairo_t *cr, const struct nf_render_layout *lay,
 			if (r->id >= 0)
 				snprintf(buf, sizeof(buf), "display %.80s", r->name[0] ? r->name : "?");
 			else
-				snprintf(buf, sizeof(buf), "frames of %.80s", r->name[0] ? r->name : "no display");
+				snprintf(buf, sizeof(buf), "%.80s (no display)", r->name[0] ? r->name : "frames");
 			ellipsize(cr, buf, NF_RENDER_LABEL_W - 44, fit, sizeof(fit));
-			text(cr, 20, r->y + 15, fit, LEFT, th->text);
+			text(cr, 20, r->y + 22, fit, LEFT, th->text);
 			font(cr, 10, 0);
 			snprintf(buf, sizeof(buf), "%" PRId64 " frame%s", r->engine, r->engine == 1 ? "" : "s");
-			text(cr, 20, r->y + 28, buf, LEFT, th->dim);
+			text(cr, 20, r->y + 35, buf, LEFT, th->dim);
 			break;
 		case NF_ROW_PROC:
 			font(cr, 11, 1);

@@ -210,7 +210,7 @@ int ew_presents_event(struct ew_presents *p, const struct nf_etwi_event *ev, str
 	}
 	case 168: case 251: case 252: { /* Flip, PresentMultiPlaneOverlay, FlipMultiPlaneOverlay */
 		if (!(o = open_for(p, ev, ev->id == 168 ? "DxgKrnl Flip (168)" : "DxgKrnl PresentMultiPlaneOverlay (251)",
-				   "flip", &fresh, err)))
+				   NULL, &fresh, err))) /* a plane names it, when one is seen */
 			return err->code;
 		int rc = set_mode(p, o, PM_FLIP, err);
 
