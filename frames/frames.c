@@ -186,6 +186,7 @@ static struct fr_frame *new_frame(struct fr_ctx *c)
 	memset(f, 0, sizeof(*f));
 	f->prev = -1;
 	f->blame_seg = -1;
+	f->blame_long = -1;
 	f->status = "unknown";
 	return f;
 }
@@ -734,9 +735,9 @@ static int write_frames(struct fr_ctx *c)
 		"MsBetweenPresents, MsInPresentAPI, MsUntilRenderComplete, MsUntilDisplayed, MsBetweenDisplayChange, "
 		"MsGPULatency, MsGPUBusy, MsGPUWait, interval_ns, refresh_ns, late, missed_vblanks, late_ns, blame, "
 		"blame_kind, blame_ns, blame_queue, blame_thread, blame_fence, blame_value, blame_by_queue, "
-		"blame_by_thread, null_reasons) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
-		"?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, "
-		"?35, ?36, ?37, ?38, ?39)";
+		"blame_by_thread, null_reasons, blame_seq) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
+		"?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, "
+		"?34, ?35, ?36, ?37, ?38, ?39, ?40)";
 	static const char ins_gpu[] =
 		"INSERT INTO frame_gpu(frame, lane, queue, ring, items, first_start_ns, last_end_ns, busy_ns, wait_ns) "
 		"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
@@ -810,6 +811,8 @@ static int write_frames(struct fr_ctx *c)
 			bind_i64(sf, 36, b->value);
 			bind_i64(sf, 37, b->by_queue);
 			bind_i64(sf, 38, b->by_thread);
+			if (f->blame_long >= 0)
+				sqlite3_bind_int64(sf, 40, f->blame_long);
 		}
 		if (f->reasons)
 			sqlite3_bind_text(sf, 39, f->reasons, -1, SQLITE_STATIC);

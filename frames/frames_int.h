@@ -79,6 +79,7 @@ struct fr_frame {
 	struct fr_seg *path;
 	size_t n_path;
 	int32_t blame_seg;      /* index in path, -1 none */
+	int32_t blame_long;     /* index in path of the segment blame_ns times (the longest), -1 none */
 	struct fr_seg blame_at; /* a copy of that segment (the path is written and freed as it is made) */
 	int64_t blame_ns;       /* the time on the path the blame line speaks of */
 	char blame[768];

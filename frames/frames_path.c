@@ -316,6 +316,7 @@ static void blame_line(struct fr_ctx *c, struct fr_frame *f)
 				best = (int32_t)i;
 		}
 	f->blame_seg = best;
+	f->blame_long = best;
 	if (best < 0)
 		return;
 	const struct fr_seg *g = &f->path[best];

@@ -771,8 +771,11 @@ CREATE TABLE frames (
   late_ns        INTEGER,  -- ready_ns - the blank it was due at (late frames whose GPU work was done after it)
   blame          TEXT,     -- one line: the segment of its critical path that decided it (the longest
                            -- wait on it, else the longest segment), with queue, fence, value and signaler
-  blame_kind     TEXT,     -- that segment's kind (frame_path.kind)
-  blame_ns       INTEGER,  -- its duration
+  blame_kind     TEXT,     -- that segment's kind (frame_path.kind); when the longest segment is the work
+                           -- of a signaler a wait on the path was waiting for, the wait's (and blame_queue
+                           -- .. blame_by_thread are the wait's)
+  blame_ns       INTEGER,  -- the longest segment's duration
+  blame_seq      INTEGER,  -- frame_path.seq of that longest segment
   blame_queue    INTEGER,  -- the queue it is on (NULL: a thread, a ring or the display)
   blame_thread   INTEGER,  -- the thread it is on
   blame_fence    INTEGER,  -- the fence waited on (waits)

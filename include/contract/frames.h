@@ -26,7 +26,7 @@ extern "C" {
 
 /* The version of the frames tables' content (meta frames_version): a timeline
  * whose frames were computed by another version gets them again. */
-#define NF_FRAMES_VERSION 4
+#define NF_FRAMES_VERSION 5
 
 struct nf_frames_options {
 	/* A POSIX extended regular expression: every user marker (markers.text)
