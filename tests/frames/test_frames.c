@@ -276,6 +276,10 @@ START_TEST(late_frame_cross_queue_wait)
 	ck_assert_int_eq(q1(db, "SELECT blame_value FROM frames WHERE frame = 6"), 6);
 	ck_assert_int_eq(q1(db, "SELECT blame_by_queue FROM frames WHERE frame = 6"), 0x40000100);
 	ck_assert_int_eq(q1(db, "SELECT blame_ns FROM frames WHERE frame = 6"), 98353535 - 84333335);
+	/* the segment it times: Compute executing op 16, the second of the path */
+	ck_assert_int_eq(q1(db, "SELECT blame_seq FROM frames WHERE frame = 6"), 1);
+	ck_assert_int_eq(q1(db, "SELECT p.end_ns - p.start_ns FROM frames f JOIN frame_path p ON p.frame = f.frame "
+				"AND p.seq = f.blame_seq WHERE f.frame = 6"), 98353535 - 84333335);
 	/* its path: the thread from frame 5's present, Compute's 14 ms, Render's wait
 	 * released by Compute's signal (op 16), Render's work, the flip until blank 7 */
 	sqlite3_stmt *s = NULL;
