@@ -19,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "contract/text.h"
 
@@ -303,98 +302,50 @@ static void check_print_json(const char *dir, const struct nf_source_check *c, c
 	printf("\n}\n");
 }
 
-/* A path for a temporary timeline of dir under $TMPDIR (or /tmp): 0, or -1. */
-static int check_temp_timeline(const char *dir, char *db, size_t len)
-{
-	const char *base = getenv("TMPDIR");
-	int fd;
+enum { O_JSON };
 
-	(void)dir;
-	if ((size_t)snprintf(db, len, "%s/nftrace-check-XXXXXX", base && *base ? base : "/tmp") >= len)
-		return -1;
-	fd = mkstemp(db);
-	if (fd < 0)
-		return -1;
-	close(fd);
+static const struct nf_cli_option options[] = {
+	[O_JSON] = { .name = "json",
+		     .help = "the same as one JSON object (verdict: whole, legal_anomalies, hang, deadlock,\n"
+			     "incomplete or illegal; hangs: counts per kind; hang_findings: each with its\n"
+			     "wait and edges)" },
+	{ 0 },
+};
+
+struct check_state {
+	struct nf_source_check c;
+	bool read;
+};
+
+/* The logs first (a session that cannot be read is said so by its reader), then the timeline. */
+static int check_prepare(struct nf_cli *cli)
+{
+	struct check_state *st = cli->state;
+	struct nf_error err;
+
+	nf_error_clear(&err);
+	st->read = true;
+	if (nf_session_check(cli->args[0], &st->c, &err))
+		return nf_cli_fail("check", &err);
 	return 0;
 }
 
-/* What `nftrace check --help` prints; the options it names are parsed below. */
-const char cmd_check_usage[] =
-	"usage: nftrace check DIR [--json]\n"
-	"\n"
-	"Reads the session and replays the OS's log bookkeeping. Prints, per hardware queue and\n"
-	"log (waits, signals), the epochs, the entries read, the entries lost to overruns, the\n"
-	"zero, repeated and backwards end timestamps and the other findings, with where the\n"
-	"first of each kind was found; illegal findings are listed one by one (the first 50).\n"
-	"\n"
-	"Legal (exit 0): entries lost to an overrun (wraparound), zero end timestamps (an LDA\n"
-	"skipped write), repeated end timestamps, a log recreated at a new location (new epoch).\n"
-	"Illegal (exit 1): an end timestamp that goes backwards, an unknown fence handle, an\n"
-	"operation type that does not match the log, an index or capacity out of range, a\n"
-	"header that goes backwards or a read that does not match it; and a session that\n"
-	"cannot be read (truncated or corrupt stream, not a CTF trace): one line on stderr.\n"
-	"\n"
-	"Hangs and deadlocks (over the session's timeline, built when missing): GPU and CPU waits\n"
-	"still open at the end, each with its wait-for chain (the signals that could satisfy it\n"
-	"are queued behind which wait). Exit 1 with verdict deadlock: waits in a cycle, each\n"
-	"edge listed; verdict hang: a wait for a value no signal in the session reaches (never\n"
-	"signaled), or one blocked behind such waits. A signal that lowers a monitored fence's\n"
-	"value is illegal. A wait a queued signal can still satisfy (the session ended mid-frame)\n"
-	"is listed as pending and changes nothing. A session without its end of recording\n"
-	"(recorder killed, files cut) or whose streams belong to another recording: verdict\n"
-	"incomplete, exit 1. Verdicts, strongest first: illegal, incomplete, deadlock, hang,\n"
-	"legal_anomalies, whole.\n"
-	"\n"
-	"  --json   the same as one JSON object (verdict: whole, legal_anomalies, hang, deadlock,\n"
-	"           incomplete or illegal; hangs: counts per kind; hang_findings: each with its wait and edges)\n";
-
-int cmd_check(int argc, char **argv)
+/* Hangs and deadlocks over the session's timeline (the dispatcher built it,
+ * in a temporary file when the session directory cannot be written). */
+static int check_run(struct nf_cli *cli)
 {
-	struct nf_source_check c;
+	struct check_state *st = cli->state;
+	struct nf_source_check *c = &st->c;
+	const char *dir = cli->args[0], *db = cli->db[0];
 	struct nf_coverage cov = { 0 };
 	int64_t out_of_range = 0;
 	struct nf_analysis *a = NULL;
 	struct nf_hang_report hangs = { 0 };
-	bool tmp_db = false;
-	char db[4200];
 	struct nf_error err;
-	const char *dir = NULL;
-	bool json = false;
 	int rc;
 
-	for (int i = 1; i < argc; i++) {
-		rc = nf_cli_common_option("check", argv[i]);
-		if (rc >= 0)
-			return rc;
-		if (!strcmp(argv[i], "--json"))
-			json = true;
-		else if (argv[i][0] == '-' && argv[i][1])
-			return nf_cli_usage_error("check", "unknown option '%s'", argv[i]);
-		else if (dir)
-			return nf_cli_usage_error("check", "unexpected argument '%s'", argv[i]);
-		else
-			dir = argv[i];
-	}
-	if (!dir)
-		return nf_cli_usage_error("check", "missing session DIR");
-
 	nf_error_clear(&err);
-	rc = nf_session_check(dir, &c, &err);
-	if (rc) {
-		nf_source_check_free(&c);
-		return nf_cli_fail("check", &err);
-	}
-	/* Hangs and deadlocks: over the session's timeline (built when missing; in a
-	 * temporary file when the session directory cannot be written). */
-	rc = nf_timeline_ensure(dir, db, sizeof(db), &err);
-	if (rc == NF_EIO && check_temp_timeline(dir, db, sizeof(db)) == 0) {
-		nf_error_clear(&err);
-		rc = nf_timeline_build(dir, db, &err);
-		tmp_db = true;
-	}
-	if (!rc)
-		rc = nf_analysis_load_open(db, &a, &err);
+	rc = nf_analysis_load_open(db, &a, &err);
 	if (!rc)
 		rc = nf_analysis_hangs(a, &hangs, &err);
 	if (!rc)
@@ -407,36 +358,77 @@ int cmd_check(int argc, char **argv)
 	 * out_of_range anomaly each: a calibration pair, an event past 2^62 ns):
 	 * never whole, even when the logs are. */
 	if (out_of_range > 0) {
-		size_t len = strlen(c.legal_what);
+		size_t len = strlen(c->legal_what);
 
-		c.legal += (uint64_t)out_of_range;
-		snprintf(c.legal_what + len, sizeof(c.legal_what) - len, "%s%" PRId64 " left out of range of a clock",
+		c->legal += (uint64_t)out_of_range;
+		snprintf(c->legal_what + len, sizeof(c->legal_what) - len, "%s%" PRId64 " left out of range of a clock",
 			 len ? ", " : "", out_of_range);
 	}
 	/* CPUs recorded only from some moment on: what ran before it on them is not in the file. */
 	if (cov.cpus && (!cov.whole || cov.whole_from_ns > 0)) {
-		size_t len = strlen(c.legal_what);
+		size_t len = strlen(c->legal_what);
 
-		c.legal++;
+		c->legal++;
 		if (cov.whole)
-			snprintf(c.legal_what + len, sizeof(c.legal_what) - len, "%severy CPU recorded only from %.6f s",
+			snprintf(c->legal_what + len, sizeof(c->legal_what) - len, "%severy CPU recorded only from %.6f s",
 				 len ? ", " : "", (double)cov.whole_from_ns / 1e9);
 		else
-			snprintf(c.legal_what + len, sizeof(c.legal_what) - len, "%sa CPU of which nothing is recorded",
+			snprintf(c->legal_what + len, sizeof(c->legal_what) - len, "%sa CPU of which nothing is recorded",
 				 len ? ", " : "");
 	}
-	if (json)
-		check_print_json(dir, &c, &cov, out_of_range, &hangs);
+	if (nf_cli_has(cli, O_JSON))
+		check_print_json(dir, c, &cov, out_of_range, &hangs);
 	else
-		check_print_text(&c, &cov, a, &hangs);
-	rc = strcmp(check_verdict(&c, &hangs), "whole") && strcmp(check_verdict(&c, &hangs), "legal_anomalies")
+		check_print_text(c, &cov, a, &hangs);
+	rc = strcmp(check_verdict(c, &hangs), "whole") && strcmp(check_verdict(c, &hangs), "legal_anomalies")
 		     ? NF_EXIT_FAIL : NF_EXIT_OK;
 out_free:
 	nf_hang_report_free(&hangs);
 	nf_analysis_destroy(a);
-	if (tmp_db)
-		unlink(db);
-	nf_source_check_free(&c);
 	nf_coverage_free(&cov);
 	return rc;
 }
+
+static void check_finish(struct nf_cli *cli)
+{
+	struct check_state *st = cli->state;
+
+	if (st->read)
+		nf_source_check_free(&st->c);
+}
+
+const struct nf_cli_cmd cmd_check = {
+	.options = options,
+	.args = "session DIR",
+	.min_args = 1,
+	.max_args = 1,
+	.args_complete = NF_COMPLETE_SESSION,
+	.synopsis = "nftrace check DIR [--json]\n",
+	.description =
+		"Reads the session and replays the OS's log bookkeeping. Prints, per hardware queue and\n"
+		"log (waits, signals), the epochs, the entries read, the entries lost to overruns, the\n"
+		"zero, repeated and backwards end timestamps and the other findings, with where the\n"
+		"first of each kind was found; illegal findings are listed one by one (the first 50).\n"
+		"\n"
+		"Legal (exit 0): entries lost to an overrun (wraparound), zero end timestamps (an LDA\n"
+		"skipped write), repeated end timestamps, a log recreated at a new location (new epoch).\n"
+		"Illegal (exit 1): an end timestamp that goes backwards, an unknown fence handle, an\n"
+		"operation type that does not match the log, an index or capacity out of range, a\n"
+		"header that goes backwards or a read that does not match it; and a session that\n"
+		"cannot be read (truncated or corrupt stream, not a CTF trace): one line on stderr.\n"
+		"\n"
+		"Hangs and deadlocks (over the session's timeline, built when missing): GPU and CPU waits\n"
+		"still open at the end, each with its wait-for chain (the signals that could satisfy it\n"
+		"are queued behind which wait). Exit 1 with verdict deadlock: waits in a cycle, each\n"
+		"edge listed; verdict hang: a wait for a value no signal in the session reaches (never\n"
+		"signaled), or one blocked behind such waits. A signal that lowers a monitored fence's\n"
+		"value is illegal. A wait a queued signal can still satisfy (the session ended mid-frame)\n"
+		"is listed as pending and changes nothing. A session without its end of recording\n"
+		"(recorder killed, files cut) or whose streams belong to another recording: verdict\n"
+		"incomplete, exit 1. Verdicts, strongest first: illegal, incomplete, deadlock, hang,\n"
+		"legal_anomalies, whole.\n",
+	.state_size = sizeof(struct check_state),
+	.prepare = check_prepare,
+	.run = check_run,
+	.finish = check_finish,
+};

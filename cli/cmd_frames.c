@@ -19,28 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char cmd_frames_usage[] =
-	"usage: nftrace frames [--process NAME|PID] [--late BUDGET] [--frame-marker REGEX]\n"
-	"                      [--csv | --json] DIR\n"
-	"\n"
-	"The frames of a session, one row per present (per swap chain, in present order):\n"
-	"when it was presented, its frame time (between display changes when shown, else\n"
-	"between presents), its GPU busy time (PresentMon's MsGPUBusy) and idle time (MsGPUWait),\n"
-	"the time its queues stalled in waits (waits), the time until it was displayed, whether\n"
-	"it was late (shown one or more blanks after the one it was due at) or dropped, and what\n"
-	"decided it: the longest wait on its critical path, with its queue, fence, value and who\n"
-	"signaled it (frame_path holds the whole path). Then: frames, p50/p99 frame time, late and\n"
-	"dropped counts. The frames are computed once and kept in the timeline (tables frames,\n"
-	"frame_gpu, frame_path; PresentMon's metric names; schemas/timeline.sql).\n"
-	"\n"
-	"  --process P          only the frames of process P (an id, or a name the capture gives)\n"
-	"  --late BUDGET        late means a frame time above BUDGET (16.7ms) instead\n"
-	"  --frame-marker RE    also frames delimited by user markers whose text matches the POSIX\n"
-	"                       extended regular expression RE (trace_marker / ftrace print, as\n"
-	"                       SteamVR's '\\[Compositor\\] Present\\(\\) Begin'); kept for later\n"
-	"                       commands ('' forgets it)\n"
-	"  --csv, --json        the rows as CSV or one JSON object (times in ns, metrics in ms)\n";
-
 struct opts {
 	const char *dir, *process, *marker;
 	int64_t budget; /* -1: none */
@@ -369,59 +347,85 @@ static int run(const struct opts *o, sqlite3 *db, struct nf_error *err)
 	return rc;
 }
 
-int cmd_frames(int argc, char **argv)
+enum { O_PROCESS, O_LATE, O_MARKER, O_CSV, O_JSON };
+
+static const struct nf_cli_option options[] = {
+	[O_PROCESS] = { .name = "process", .arg = "NAME|PID",
+			.help = "only the frames of this process (an id, or a name the capture gives)" },
+	[O_LATE] = { .name = "late", .arg = "BUDGET",
+		     .help = "late means a frame time above BUDGET (16.7ms) instead of a missed blank" },
+	[O_MARKER] = { .name = "frame-marker", .arg = "REGEX",
+		       .help = "also frames delimited by the user markers whose text matches this POSIX extended\n"
+			       "regular expression (trace_marker / ftrace print, as SteamVR's\n"
+			       "'\\[Compositor\\] Present\\(\\) Begin'); kept for later commands ('' forgets it)" },
+	[O_CSV] = { .name = "csv", .help = "the rows as CSV with a header line (times in ns, metrics in ms)" },
+	[O_JSON] = { .name = "json", .help = "one JSON object: the frames and the summary" },
+	{ 0 },
+};
+
+/* The options into st (usage errors exit 2 before any timeline is built). */
+static int frames_prepare(struct nf_cli *c)
 {
-	struct opts o = { NULL, NULL, NULL, -1, OUT_TABLE };
-	struct nf_frames_options fo = { NULL };
+	struct opts *o = c->state;
+	struct nf_error err;
+	const char *v;
+
+	nf_error_clear(&err);
+	o->budget = -1;
+	o->out = OUT_TABLE;
+	if (nf_cli_has(c, O_CSV) && nf_cli_has(c, O_JSON))
+		return nf_cli_usage_error("frames", "give one of --csv, --json");
+	if (nf_cli_has(c, O_CSV))
+		o->out = OUT_CSV;
+	else if (nf_cli_has(c, O_JSON))
+		o->out = OUT_JSON;
+	if ((v = nf_cli_get(c, O_LATE)) && nf_parse_duration(v, &o->budget, &err))
+		return nf_cli_usage_error("frames", "--late: %s", err.msg);
+	o->process = nf_cli_get(c, O_PROCESS);
+	o->marker = nf_cli_get(c, O_MARKER);
+	o->dir = c->args[0];
+	return 0;
+}
+
+static int frames_run(struct nf_cli *c)
+{
+	struct opts *o = c->state;
+	struct nf_frames_options fo = { .frame_marker = o->marker };
 	struct nf_error err;
 	sqlite3 *db = NULL;
-	char path[4200];
+	char path[NF_CLI_PATH_MAX];
 	int rc;
 
 	nf_error_clear(&err);
-	for (int i = 1; i < argc; i++) {
-		rc = nf_cli_common_option("frames", argv[i]);
-		if (rc >= 0)
-			return rc;
-		const char *a = argv[i];
-
-		if (!strcmp(a, "--csv") || !strcmp(a, "--json")) {
-			if (o.out != OUT_TABLE)
-				return nf_cli_usage_error("frames", "give one of --csv, --json");
-			o.out = a[2] == 'c' ? OUT_CSV : OUT_JSON;
-		} else if (!strcmp(a, "--process") || !strcmp(a, "--late") || !strcmp(a, "--frame-marker")) {
-			if (i + 1 >= argc)
-				return nf_cli_usage_error("frames", "option '%s' needs a value", a);
-			const char *v = argv[++i];
-
-			if (a[2] == 'p') {
-				if (o.process)
-					return nf_cli_usage_error("frames", "--process given twice");
-				o.process = v;
-			} else if (a[2] == 'l') {
-				if (nf_parse_duration(v, &o.budget, &err))
-					return nf_cli_usage_error("frames", "--late: %s", err.msg);
-			} else {
-				o.marker = v;
-			}
-		} else if (a[0] == '-' && a[1]) {
-			return nf_cli_usage_error("frames", "unknown option '%s'", a);
-		} else if (o.dir) {
-			return nf_cli_usage_error("frames", "unexpected argument '%s'", a);
-		} else {
-			o.dir = a;
-		}
-	}
-	if (!o.dir)
-		return nf_cli_usage_error("frames", "missing session DIR");
-	fo.frame_marker = o.marker;
-	rc = nf_frames_ensure(o.dir, &fo, path, sizeof(path), &err);
+	rc = nf_frames_ensure(o->dir, &fo, path, sizeof(path), &err);
 	if (!rc)
 		rc = nf_timeline_open_read(path, &db, &err);
 	if (!rc)
-		rc = run(&o, db, &err);
+		rc = run(o, db, &err);
 	sqlite3_close(db);
 	if (rc)
 		return nf_cli_fail("frames", &err);
 	return NF_EXIT_OK;
 }
+
+const struct nf_cli_cmd cmd_frames = {
+	.options = options,
+	.args = "session DIR",
+	.min_args = 1,
+	.max_args = 1,
+	.args_complete = NF_COMPLETE_SESSION,
+	.synopsis = "nftrace frames DIR [--process NAME|PID] [--late BUDGET] [--frame-marker REGEX] [--csv | --json]\n",
+	.description =
+		"The frames of a session, one row per present (per swap chain, in present order):\n"
+		"when it was presented, its frame time (between display changes when shown, else\n"
+		"between presents), its GPU busy time (PresentMon's MsGPUBusy) and idle time (MsGPUWait),\n"
+		"the time its queues stalled in waits (waits), the time until it was displayed, whether\n"
+		"it was late (shown one or more blanks after the one it was due at) or dropped, and what\n"
+		"decided it: the longest wait on its critical path, with its queue, fence, value and who\n"
+		"signaled it (frame_path holds the whole path). Then: frames, p50/p99 frame time, late and\n"
+		"dropped counts. The frames are computed once and kept in the timeline (tables frames,\n"
+		"frame_gpu, frame_path; PresentMon's metric names; nftrace-timeline(5)).\n",
+	.state_size = sizeof(struct opts),
+	.prepare = frames_prepare,
+	.run = frames_run,
+};
