@@ -499,6 +499,37 @@ int nf_analysis_critical_path(const struct nf_analysis *a, int64_t op_id, struct
 	return 0;
 }
 
+int nf_analysis_critical_path_since(const struct nf_analysis *a, int64_t op_id, int64_t t0,
+				    struct nf_cp_path *path, struct nf_error *err)
+{
+	struct walk w = { a, t0, -1, NULL, 0, 0, 0 };
+	int32_t o = an_get_op(a, op_id);
+	int rc;
+
+	memset(path, 0, sizeof(*path));
+	if (a->open_only)
+		return nf_error_set(err, NF_ESTATE, "the critical path needs a loaded or lazy model");
+	if (an_lazy_failed(a, err))
+		return err->code;
+	if (o == AN_NONE)
+		return nf_error_set(err, NF_ENOENT, "no operation with id %" PRId64, op_id);
+	if (!a->ops[o].has_end)
+		return nf_error_set(err, NF_ESTATE, "operation %" PRId64 " has no end time", op_id);
+	path->op_id = op_id;
+	path->queued_ns = t0;
+	path->end_ns = a->ops[o].end;
+	if (t0 >= a->ops[o].end)
+		return 0;
+	rc = walk_run(&w, o, a->ops[o].end, err);
+	if (rc) {
+		free(w.segs);
+		return rc;
+	}
+	path->segs = w.segs;
+	path->n = w.n;
+	return 0;
+}
+
 void nf_cp_path_free(struct nf_cp_path *path)
 {
 	free(path->segs);

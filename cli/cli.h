@@ -158,7 +158,7 @@ const struct nf_command *nf_cli_find(const char *name);
 
 /* Each command (cli/cmd_*.c). */
 extern const struct nf_cli_cmd cmd_record, cmd_report, cmd_query, cmd_info, cmd_check, cmd_import,
-	cmd_export, cmd_critical_path, cmd_diff, cmd_push, cmd_help;
+	cmd_export, cmd_critical_path, cmd_frames, cmd_diff, cmd_push, cmd_help;
 
 /*
  * Runs command row c on argv (argv[0] is the command's name): parses the

@@ -2,6 +2,7 @@
 #include "cli.h"
 
 #include "contract/export.h"
+#include "contract/frames.h"
 #include "contract/render.h"
 #include "contract/session.h"
 
@@ -58,9 +59,11 @@ static int export_run(struct nf_cli *c)
 	struct nf_export_options *eo = &st->eo;
 	struct nf_export_stats es;
 	struct nf_error err;
+	char db[NF_CLI_PATH_MAX];
 
 	nf_error_clear(&err);
-	if (nf_export(c->db[0], eo, &es, &err))
+	/* the timeline with its frames (exported as tracks), computed once and kept */
+	if (nf_frames_ensure(c->args[0], NULL, db, sizeof(db), &err) || nf_export(db, eo, &es, &err))
 		return nf_cli_fail("export", &err);
 	printf("%s: %" PRIu64 " slices (%" PRIu64 " stalls), %" PRIu64 " instants, %" PRIu64
 	       " flows, %" PRIu64 " counter values, %" PRIu64 " tracks, %" PRIu64 " bytes",

@@ -3,6 +3,7 @@
 #include "contract/errors.h"
 
 #include "contract/analysis.h"
+#include "contract/frames.h"
 #include "contract/push.h"
 #include "contract/session.h"
 
@@ -51,11 +52,9 @@ static char *read_sql_file(const char *path, struct nf_error *err)
 	return buf;
 }
 
-/* Whether the SQL mentions the stall_blame table (any case). */
-static int names_stall_blame(const char *sql)
+/* Whether the SQL mentions word (lower case; the SQL in any case). */
+static int names(const char *sql, const char *word)
 {
-	static const char word[] = "stall_blame";
-
 	for (const char *p = sql; *p; p++) {
 		size_t k = 0;
 
@@ -65,6 +64,18 @@ static int names_stall_blame(const char *sql)
 			return 1;
 	}
 	return 0;
+}
+
+/* Whether the SQL mentions the stall_blame table. */
+static int names_stall_blame(const char *sql)
+{
+	return names(sql, "stall_blame");
+}
+
+/* Whether it mentions a table the frames analysis fills (frames, frame_gpu, frame_path...). */
+static int names_frames(const char *sql)
+{
+	return names(sql, "frame");
 }
 
 enum { O_CSV, O_JSON, O_TABLE, O_FILE, O_REPORT, O_CLICKHOUSE, O_DATABASE };
@@ -180,6 +191,14 @@ static int query_run(struct nf_cli *c)
 		rc = nf_push_query(&po, st->sql, fmts[st->qo.format], stdout, &err);
 		return rc ? nf_cli_fail("query", &err) : NF_EXIT_OK;
 	}
+	/* the frames (nftrace frames), computed the first time a query names them, with the
+	 * marker they were last computed with, if any */
+	for (size_t i = 0; names_frames(st->sql) && i < c->n_sessions; i++) {
+		char db[NF_CLI_PATH_MAX];
+
+		if (nf_frames_ensure(c->sessions[i], NULL, db, sizeof(db), &err))
+			return nf_cli_fail("query", &err);
+	}
 	st->qo.sessions = (const char *const *)c->sessions;
 	st->qo.n_sessions = c->n_sessions;
 	rc = nf_query_run(&st->qo, st->sql, stdout, &err);
@@ -213,8 +232,9 @@ const struct nf_cli_cmd cmd_query = {
 		"(schemas/timeline.sql).\n"
 		"Reports: stalls (the 20 longest GPU wait stalls and the signal that ended each), queues\n"
 		"(per queue: operations, lost, time stalled in waits), lost (spans of lost log entries).\n"
-		"stall_blame (who made each queue wait: schemas/analysis.sql) is computed and kept in the\n"
-		"timeline the first time a query names it.\n"
+		"stall_blame (who made each queue wait: schemas/analysis.sql) and frames, frame_gpu,\n"
+		"frame_path (nftrace frames) are computed and kept in the timeline the first time a query\n"
+		"names them.\n"
 		"--clickhouse URL runs the SQL on a ClickHouse fleet store filled by 'nftrace push'\n"
 		"(database DB, default nftrace): --table is ClickHouse's PrettyCompactNoEscapes, --csv\n"
 		"CSVWithNames, --json JSONEachRow (one object per line, 64-bit integers as numbers); a\n"

@@ -3,6 +3,7 @@
 #include "contract/errors.h"
 
 #include "contract/analysis.h"
+#include "contract/frames.h"
 #include "contract/html.h"
 #include "contract/render.h"
 #include "contract/session.h"
@@ -183,11 +184,15 @@ static int report_run(struct nf_cli *c)
 	struct nf_cli_window *win = &st->win;
 	struct nf_render_mark *marks = NULL;
 	const char *db = c->db[0], *dir = c->args[0];
-	char path_title[160];
+	char path_title[160], fdb[NF_CLI_PATH_MAX];
 	struct nf_error err;
 	int rc;
 
 	nf_error_clear(&err);
+	/* the frames, computed once and kept (the display rows and the frame plot draw them) */
+	if (nf_frames_ensure(dir, NULL, fdb, sizeof(fdb), &err))
+		return nf_cli_fail("report", &err);
+	db = fdb;
 	ro.from_ns = win->from_ns;
 	ro.to_ns = win->to_ns;
 	ro.n_queues = win->n_queues;

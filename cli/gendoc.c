@@ -629,7 +629,7 @@ static void sql_column(FILE *f, const char *p, const char *e, const char *file, 
 		return;
 	}
 	name = t;
-	while (t < e && (*t == '_' || (*t >= 'a' && *t <= 'z') || (*t >= '0' && *t <= '9')))
+	while (t < e && (*t == '_' || (*t >= 'a' && *t <= 'z') || (*t >= 'A' && *t <= 'Z') || (*t >= '0' && *t <= '9')))
 		t++;
 	nlen = (size_t)(t - name);
 	if (!nlen)

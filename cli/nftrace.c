@@ -34,6 +34,8 @@ const struct nf_command nf_commands[] = {
 	  "write a session as a Perfetto trace or Chrome trace JSON" },
 	{ "critical-path", &cmd_critical_path, NF_CMD_TIMELINE,
 	  "why an operation finished when it did: its chain of queues, fences, threads" },
+	{ "frames", &cmd_frames, NF_CMD_TIMELINE,
+	  "the frames of a session: interval, GPU busy/wait, until displayed, late or dropped, and why" },
 	{ "diff", &cmd_diff, NF_CMD_TIMELINE,
 	  "what changed between two sessions, with significance; a CI gate (--fail-on)" },
 	{ "push", &cmd_push, NF_CMD_TIMELINE,

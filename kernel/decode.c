@@ -21,7 +21,7 @@
 #define NF_KD_EVENT_IDS 65536u  /* common_type is 16 bits */
 
 enum kd_kind {
-	KD_UNKNOWN = 0, KD_RAW, KD_FENCE, KD_SWITCH, KD_WAKEUP, KD_GPU, KD_VBLANK, KD_PRINT,
+	KD_UNKNOWN = 0, KD_RAW, KD_FENCE, KD_SWITCH, KD_WAKEUP, KD_GPU, KD_VBLANK, KD_PRINT, KD_FLIP,
 	KD_XE_FENCE,    /* xe_hw_fence_create: kept raw, its fence's context remembered */
 };
 
@@ -238,6 +238,9 @@ static const struct {
 	{ "sched", "sched_switch", KD_SWITCH, 0 },
 	{ "sched", "sched_wakeup", KD_WAKEUP, 0 },
 	{ "drm", "drm_vblank_event", KD_VBLANK, 0 },
+	/* legacy page flips (i915 before atomic modesetting): KernelFlip.kind */
+	{ "i915", "i915_flip_request", KD_FLIP, 1 },
+	{ "i915", "i915_flip_complete", KD_FLIP, 2 },
 	{ "ftrace", "print", KD_PRINT, 0 },
 	/* GPU jobs: ev_id is KernelGpuJob.kind (schemas/events.def). The
 	 * scheduler's events were renamed in Linux 6.16 (queue/run/done/add_dep). */
@@ -386,6 +389,7 @@ static const char *const kd_switch_fields[] = { "prev_comm", "prev_pid", "prev_p
 static const char *const kd_wakeup_fields[] = { "comm", "pid", "prio", "target_cpu" };
 static const char *const kd_vblank_fields[] = { "crtc", "seq" };
 static const char *const kd_print_fields[] = { "buf" };
+static const char *const kd_flip_fields[] = { "plane", "obj" };
 
 /* Looks the fields up; a format without them is decoded as a raw event. */
 static bool kd_fields(struct kd_event *ke, const char *const *names, size_t n)
@@ -436,6 +440,7 @@ static struct kd_event *kd_event_for(struct nf_kdecoder *d, struct tep_record *r
 		bool ok = kd_known[i].kind == KD_FENCE ? kd_fields(ke, kd_fence_fields, 4)
 			: kd_known[i].kind == KD_SWITCH ? kd_fields(ke, kd_switch_fields, 7)
 			: kd_known[i].kind == KD_VBLANK ? kd_fields(ke, kd_vblank_fields, 2)
+			: kd_known[i].kind == KD_FLIP ? kd_fields(ke, kd_flip_fields, 2)
 			: kd_known[i].kind == KD_PRINT ? kd_fields(ke, kd_print_fields, 1) && ke->f[0]->type &&
 				strstr(ke->f[0]->type, "char") && !(ke->f[0]->flags & TEP_FIELD_IS_DYNAMIC)
 			: kd_known[i].kind == KD_GPU ? kd_gpu_fields(ke, kd_known[i].ev_id)
@@ -766,6 +771,19 @@ int nf_kdecoder_record(struct nf_kdecoder *d, struct tep_record *rec, int cpu,
 		ev.f[NFF_KERNEL_VBLANK_cpu] = (uint64_t)cpu;
 		ev.f[NFF_KERNEL_VBLANK_crtc] = (uint32_t)v[0];
 		ev.f[NFF_KERNEL_VBLANK_seq] = (uint32_t)v[1];
+		d->stats.gpu++;
+		return kd_emit(d, &ev, err);
+	case KD_FLIP:
+		if ((rc = kd_num(d, rec, ke->f[0], &v[0], err)) || (rc = kd_num(d, rec, ke->f[1], &v[1], err)))
+			return rc;
+		if (ke->ev_id == 1 && (rc = kd_name_thread(d, pid, ev.ts, err)))
+			return rc;
+		ev.id = NF_EV_KERNEL_FLIP;
+		ev.f[NFF_KERNEL_FLIP_cpu] = (uint64_t)cpu;
+		ev.f[NFF_KERNEL_FLIP_tid] = pid;
+		ev.f[NFF_KERNEL_FLIP_kind] = ke->ev_id;
+		ev.f[NFF_KERNEL_FLIP_plane] = (uint32_t)v[0];
+		ev.f[NFF_KERNEL_FLIP_obj] = v[1];
 		d->stats.gpu++;
 		return kd_emit(d, &ev, err);
 	case KD_PRINT: {

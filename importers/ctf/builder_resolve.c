@@ -514,6 +514,7 @@ int nf_timeline_builder_finish(struct nf_timeline_builder *b, struct nf_error *e
 	/* only a wait no signal released gets its reason refined */
 	if (rc == 0 && b->deps_unreleased > 0)
 		rc = nf_writer_deps_reasons(b->db, "build", "not_traced", err);
+	rc = rc ? rc : nf_tb_displays_finish(b, err);
 	for (int i = 0; i < NF_STREAM_COUNT; i++)
 		if (b->other[i])
 			rc = rc ? rc : b->other[i]->finish(b->other_state[i], err);

@@ -9,6 +9,7 @@
  * objects, deps (SQL over the loaded rows) and the counts.
  */
 #include "etw_ingest.h"
+#include "etw_present.h"
 #include "contract/errors.h"
 #include "contract/timeline_writer.h"
 #include "contract/deps.h"
@@ -272,7 +273,7 @@ static const char *const ew_sql[ES_COUNT] = {
 		     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
 	[ES_CSIGNAL] = "INSERT INTO cpu_signals(thread, adapter, fence, value, ts_ns) "
 		       "VALUES (?1, ?2, ?3, ?4, ?5)",
-	[ES_VSYNC] = "INSERT INTO vsyncs(ts_ns, adapter, target, frame) VALUES (?1, ?2, ?3, ?4)",
+	[ES_VSYNC] = "INSERT INTO vsyncs(ts_ns, adapter, target, frame, display) VALUES (?1, ?2, ?3, ?4, ?5)",
 	[ES_RAW] = "INSERT INTO etw_events(ts_ns, cpu, process, thread, provider, event_id, version, "
 		   "opcode, size) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
 	[ES_LOST] = "INSERT INTO anomalies(kind, queue, log, first_ns, last_ns, lost_entries, detail) "
@@ -292,6 +293,7 @@ static const char *const ew_sql[ES_COUNT] = {
 
 struct nf_etwi {
 	sqlite3 *db;
+	struct ew_presents *pres;  /* presents, flips and VSyncs (etw_present.c) */
 	sqlite3_stmt *st[ES_COUNT];
 	struct nf_u64map ctx_map, hwq_map, sync_map, adapter_map, device_proc, device_adapter, pkt_map, dma_map;
 	struct nf_u64map count_map, node_map, proc_map;
@@ -358,6 +360,7 @@ void nf_etwi_destroy(struct nf_etwi *e)
 {
 	if (!e)
 		return;
+	ew_presents_destroy(e->pres);
 	free(e->cpu_cov);
 	for (int i = 0; i < ES_COUNT; i++)
 		sqlite3_finalize(e->st[i]);
@@ -414,6 +417,8 @@ struct nf_etwi *nf_etwi_create(sqlite3 *db, struct nf_error *err)
 	e->next_op = e->next_pkt = e->next_dma = e->next_cwait = e->next_dxg = 1;
 	e->cur_dxg = -1;
 	if (ew_exec(e, "CREATE TEMP TABLE etw_sig_group(op INTEGER PRIMARY KEY, grp INTEGER);", err))
+		goto fail;
+	if (!(e->pres = ew_presents_create(db, err)))
 		goto fail;
 	for (int i = 0; i < ES_COUNT; i++)
 		if (sqlite3_prepare_v3(db, ew_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &e->st[i], NULL) !=
@@ -1215,6 +1220,8 @@ static int ew_queue_packet(struct nf_etwi *e, const struct nf_etwi_event *ev, in
 			r->tid = ev->tid;
 		}
 	}
+	if (kind == P_RENDER && d->present && (rc = ew_presents_packet(e->pres, ev->tid, p->id, p->seq, ev->ns, err)))
+		return rc;
 	if (ew_ring_push(EW_AT(e->ctxs, struct ew_ctx, ci), i) && kind == P_WAIT)
 		p->observed_ns = ev->ns;
 	if (kind == P_WAIT) {
@@ -1718,6 +1725,11 @@ static int ew_dxgkrnl(struct nf_etwi *e, const struct nf_etwi_event *ev, struct 
 		ew_bind_opt(s, 2, a >= 0, a);
 		sqlite3_bind_int64(s, 3, d->target);
 		sqlite3_bind_int64(s, 4, d->frame);
+		int64_t disp = d->has_source ? ew_presents_display(e->pres, d->source, 0, err) : -1;
+
+		if (d->has_source && disp < 0)
+			return err->code;
+		ew_bind_opt(s, 5, disp >= 0, disp);
 		rc = ew_step(e, ES_VSYNC, err);
 		break;
 	}
@@ -1898,6 +1910,8 @@ int nf_etwi_event(struct nf_etwi *e, const struct nf_etwi_event *ev, struct nf_e
 		if ((rc = ew_step(e, ES_DXG, err)))
 			return rc;
 	}
+	if ((rc = ew_presents_event(e->pres, ev, err)))
+		return rc;
 	if (ev->dxgkrnl > 0 && ev->dx) {
 		e->dxgkrnl++;
 		/* Whose threads queue GPU work: the CPU thread rows are named by it. */
@@ -2347,6 +2361,7 @@ int nf_etwi_finish(struct nf_etwi *e, struct nf_etwi_counts *c, struct nf_error 
 	rc = rc ? rc : ew_hw_finish(e, err);
 	rc = rc ? rc : ew_finish_names(e, err);
 
+	rc = rc ? rc : ew_presents_finish(e->pres, err);
 	rc = rc ? rc : ew_finish_objects(e, err);
 	rc = rc ? rc : ew_finish_counts(e, err);
 	rc = rc ? rc : ew_finish_threads(e, err);

@@ -46,6 +46,12 @@ struct nf_etwi_dx {
 	uint32_t flags;
 	bool preempted, present, has_node;
 	const char *name;      /* NodeMetadata FriendlyName (UTF-8), or NULL */
+	/* presents and flips (etw_present.c) */
+	uint64_t hwnd;         /* Blit's window */
+	uint64_t flip_fence;   /* VSyncDPC's FlipFenceId (the flip's submit sequence in its high half) */
+	uint32_t source, layer;/* VidPnSourceId, LayerIndex */
+	uint32_t interval;     /* FlipInterval */
+	bool has_source, has_interval, redirected;
 	/* Arrays: ObjectArray / SyncObjects, with FenceValue(s); hContext[]. */
 	uint32_t n_objects, n_contexts;
 	uint64_t objects[NF_ETWI_MAX_ARRAY], values[NF_ETWI_MAX_ARRAY];

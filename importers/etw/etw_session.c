@@ -87,7 +87,7 @@ enum slot {
 	SL_NONE, SL_ADAPTER, SL_CONTEXT, SL_DEVICE, SL_HWQUEUE, SL_SYNC, SL_PACKET, SL_EVENT,
 	SL_PROCESS, SL_VALUE, SL_SUBMISSION, SL_NODE, SL_ENGINE, SL_PTYPE, SL_SEQ, SL_TARGET,
 	SL_FRAME, SL_FLAGS, SL_PREEMPTED, SL_PRESENT, SL_NAME, SL_OBJECTS, SL_CPU0, SL_GPU0,
-	SL_CPU1, SL_GPU1
+	SL_CPU1, SL_GPU1, SL_HWND, SL_SOURCE, SL_LAYER, SL_FLIP_FENCE, SL_REDIRECTED, SL_INTERVAL
 };
 
 static const struct {
@@ -110,6 +110,10 @@ static const struct {
 	{ "VidSchSyncObjectArray", SL_OBJECTS },
 	{ "CpuTimestamp0", SL_CPU0 }, { "GpuTimestamp0", SL_GPU0 },
 	{ "CpuTimestamp1", SL_CPU1 }, { "GpuTimestamp1", SL_GPU1 },
+	/* presents and flips */
+	{ "hwnd", SL_HWND }, { "VidPnSourceId", SL_SOURCE }, { "LayerIndex", SL_LAYER },
+	{ "FlipFenceId", SL_FLIP_FENCE }, { "bRedirectedPresent", SL_REDIRECTED },
+	{ "FlipInterval", SL_INTERVAL },
 };
 
 /* The slots of one table event's fields, looked up once. */
@@ -417,6 +421,12 @@ static void fill_dx(struct sess *s, const struct nf_etl_dxg_record *rec)
 		case SL_CPU1: d->cpu_ts[1] = (uint64_t)nf_etl_ticks_to_ns(s->lf, (int64_t)v->u); break;
 		case SL_GPU0: d->gpu_ts[0] = v->u; break;
 		case SL_GPU1: d->gpu_ts[1] = v->u; break;
+		case SL_HWND: d->hwnd = v->u; break;
+		case SL_SOURCE: d->source = (uint32_t)v->u; d->has_source = true; break;
+		case SL_LAYER: d->layer = (uint32_t)v->u; break;
+		case SL_FLIP_FENCE: d->flip_fence = v->u; break;
+		case SL_REDIRECTED: d->redirected = v->u != 0; break;
+		case SL_INTERVAL: d->interval = (uint32_t)v->u; d->has_interval = true; break;
 		case SL_NONE: break;
 		}
 	}

@@ -12,6 +12,7 @@
 #include "contract/timeline_writer.h"
 #include "contract/deps.h"
 #include "kernel_fences.h"
+#include "kernel_flips.h"
 #include "runs.h"
 #include "contract/anomaly_kinds.h"
 #include "contract/util_hash.h"
@@ -54,7 +55,7 @@ static const char *const ki_sql[KS_COUNT] = {
 	[KS_GPU] = "INSERT INTO temp.k_gpu(ts, tid, kind, ring, job, context, seqno, fence, dep_context, "
 		   "dep_seqno, flags, kkey, folded, dev, client, queue) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
 		   "?10, ?11, ?12, ?12 IS NOT NULL, ?13, ?14, ?15)",
-	[KS_VBLANK] = "INSERT INTO vblanks(ts_ns, crtc, seq) VALUES (?1, ?2, ?3)",
+	[KS_VBLANK] = "INSERT INTO vblanks(ts_ns, crtc, seq, display) VALUES (?1, ?2, ?3, NULL)",
 	[KS_MARKER] = "INSERT INTO markers(ts_ns, thread, cpu, text) VALUES (?1, ?2, ?3, ?4)",
 	[KS_JOBPART] = "INSERT INTO temp.k_jobpart(kkey, amd, sched, ring, ring_kind, ring_ts, job, ctx_kind, "
 		       "context, seqno, thread, thread_ts, sub, start, done, out, retire, first_ts, xe) VALUES (?1, ?2, "
@@ -266,6 +267,7 @@ struct nf_timeline_kernel_ingest {
 	struct nf_kfences kf;
 	bool mem;
 	bool finished;
+	struct nf_kflips flips;  /* i915 page flips, written at finish (kernel_flips.h) */
 };
 
 static int ki_sql_err(struct nf_timeline_kernel_ingest *ki, struct nf_error *err, const char *what)
@@ -312,6 +314,7 @@ void nf_timeline_kernel_ingest_destroy(struct nf_timeline_kernel_ingest *ki)
 	nf_u64map_free(&ki->contexts);
 	nf_u64map_free(&ki->sched_fences);
 	ki_jobs_open_free(&ki->jobs);
+	nf_kflips_free(&ki->flips);
 	free(ki);
 }
 
@@ -960,6 +963,7 @@ static bool ki_event_cpu(const struct nf_event *ev, uint64_t *cpu)
 	case NF_EV_KERNEL_GPU_JOB: *cpu = f[NFF_KERNEL_GPU_JOB_cpu]; return true;
 	case NF_EV_KERNEL_VBLANK: *cpu = f[NFF_KERNEL_VBLANK_cpu]; return true;
 	case NF_EV_KERNEL_MARKER: *cpu = f[NFF_KERNEL_MARKER_cpu]; return true;
+	case NF_EV_KERNEL_FLIP: *cpu = f[NFF_KERNEL_FLIP_cpu]; return true;
 	default: return false;
 	}
 }
@@ -1141,6 +1145,10 @@ int nf_timeline_kernel_ingest_event(struct nf_timeline_kernel_ingest **kip, sqli
 		sqlite3_bind_int64(s, 3, (int64_t)(uint32_t)f[NFF_KERNEL_VBLANK_seq]);
 		return ki_step(ki, KS_VBLANK, err);
 	}
+	case NF_EV_KERNEL_FLIP:
+		return nf_kflips_add(&ki->flips, ns, (int64_t)(uint32_t)f[NFF_KERNEL_FLIP_tid],
+				     (int32_t)(uint32_t)f[NFF_KERNEL_FLIP_plane], f[NFF_KERNEL_FLIP_obj],
+				     (int)f[NFF_KERNEL_FLIP_kind], err);
 	case NF_EV_KERNEL_MARKER: {
 		sqlite3_stmt *s = ki->st[KS_MARKER];
 
@@ -1952,7 +1960,8 @@ int nf_timeline_kernel_ingest_finish(struct nf_timeline_kernel_ingest *ki, struc
 	    (rc = ki_finish_reasons(ki, has_from, from, err)) ||
 	    (rc = nf_writer_deps_reasons(ki->db, "kernel events", "timeout", err)) ||
 	    (ki->gpu_deps && (rc = ki_exec(ki, ki_finish_deps_sql, err))) ||
-	    (ki->gpu_dev && (rc = ki_exec(ki, ki_finish_devices_sql, err))))
+	    (ki->gpu_dev && (rc = ki_exec(ki, ki_finish_devices_sql, err))) ||
+	    (rc = nf_kflips_write(&ki->flips, ki->db, err)))
 		return rc;
 	return ki_exec(ki, "DROP TABLE temp.k_fences; DROP TABLE temp.k_waits; DROP TABLE temp.k_gpu;"
 		       "DROP TABLE temp.k_jobagg; DROP TABLE temp.k_jobpart; DROP TABLE IF EXISTS temp.k_jobs;"

@@ -78,6 +78,22 @@ void nf_analysis_destroy(struct nf_analysis *a);
 /* Number of operations (fence_ops rows) loaded. */
 size_t nf_analysis_op_count(const struct nf_analysis *a);
 
+/* One operation as a loaded model holds it (a fence_ops row); -1 for a time
+ * or thread the row does not have. */
+struct nf_op_row {
+	int64_t id, queue, fence, value, queued_ns, observed_ns, end_ns, thread;
+	bool is_signal, on_queue;
+};
+
+/*
+ * Calls fn(ctx, row) for every operation of a loaded model (nf_analysis_load),
+ * in id order, until fn returns non-zero (which is returned). Returns 0, fn's
+ * value, or NF_ESTATE for a lazy model or one of open operations (they do not
+ * hold every operation). The row is valid during the call only.
+ */
+int nf_analysis_foreach_op(const struct nf_analysis *a, int (*fn)(void *ctx, const struct nf_op_row *row),
+			   void *ctx);
+
 /* One operation's facts (a fence_ops row), for printing. */
 struct nf_op_info {
 	bool is_signal;
@@ -160,6 +176,18 @@ int nf_analysis_critical_path(const struct nf_analysis *a, int64_t op_id, struct
 
 /* Frees path->segs and clears *path; safe on a cleared path. */
 void nf_cp_path_free(struct nf_cp_path *path);
+
+/*
+ * The same walk from the end of operation op_id back to t0 instead of its
+ * queued time (a frame's path from the previous frame's present): when t0
+ * is before the operation was queued, the walk goes on through the thread
+ * that queued it (and its CPU waits) down to t0. path->queued_ns is t0; the
+ * segments tile [t0, end] exactly. t0 at or after the end gives no segments.
+ * Returns 0, NF_ENOENT (no such operation), NF_ESTATE (it has no end), NF_EFORMAT
+ * (times loop back), NF_ENOMEM.
+ */
+int nf_analysis_critical_path_since(const struct nf_analysis *a, int64_t op_id, int64_t t0,
+				    struct nf_cp_path *path, struct nf_error *err);
 
 /* ---- critical path of a GPU job (Linux kernel sessions: jobs, job_deps) ---- */
 
