@@ -271,26 +271,12 @@ out_rollback:
 int nf_analysis_ensure_blame(const char *session_dir, char *db_path, size_t db_path_len,
 			     struct nf_error *err)
 {
-	char lock_path[4096];
 	sqlite3 *db = NULL;
 	bool have = false;
 	int fd, rc;
 
-	rc = nf_timeline_ensure(session_dir, db_path, db_path_len, err);
-	if (rc)
+	if ((rc = nf_timeline_ensure_locked(session_dir, db_path, db_path_len, &fd, err)))
 		return rc;
-	if ((size_t)snprintf(lock_path, sizeof(lock_path), "%s/%s", session_dir, NF_TIMELINE_LOCK_NAME) >=
-	    sizeof(lock_path))
-		return nf_error_set(err, NF_EINVAL, "%s: path too long", session_dir);
-	fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0)
-		return nf_error_set(err, NF_EIO, "%s: %s", lock_path, strerror(errno));
-	while (flock(fd, LOCK_EX) != 0) {
-		if (errno != EINTR) {
-			rc = nf_error_set(err, NF_EIO, "%s: lock: %s", lock_path, strerror(errno));
-			goto out_close;
-		}
-	}
 	if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
 		rc = nf_error_set(err, NF_ESQL, "%s: %s", db_path, db ? sqlite3_errmsg(db) : "cannot open");
 		goto out_unlock;
@@ -304,8 +290,6 @@ int nf_analysis_ensure_blame(const char *session_dir, char *db_path, size_t db_p
 		rc = write_blame(db, db_path, err);
 out_unlock:
 	sqlite3_close(db);
-	flock(fd, LOCK_UN);
-out_close:
-	close(fd);
+	nf_timeline_unlock(fd);
 	return rc;
 }

@@ -1006,27 +1006,13 @@ static int read_meta(sqlite3 *db, int64_t *version, char **marker)
 int nf_frames_ensure(const char *session_dir, const struct nf_frames_options *opts, char *db_path,
 		     size_t db_path_len, struct nf_error *err)
 {
-	char lock_path[4096];
 	sqlite3 *db = NULL;
 	char *have_marker = NULL;
 	int64_t version = 0;
 	int fd, rc;
 
-	rc = nf_timeline_ensure(session_dir, db_path, db_path_len, err);
-	if (rc)
+	if ((rc = nf_timeline_ensure_locked(session_dir, db_path, db_path_len, &fd, err)))
 		return rc;
-	if ((size_t)snprintf(lock_path, sizeof(lock_path), "%s/%s", session_dir, NF_TIMELINE_LOCK_NAME) >=
-	    sizeof(lock_path))
-		return nf_error_set(err, NF_EINVAL, "%s: path too long", session_dir);
-	fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0)
-		return nf_error_set(err, NF_EIO, "%s: %s", lock_path, strerror(errno));
-	while (flock(fd, LOCK_EX) != 0) {
-		if (errno != EINTR) {
-			rc = nf_error_set(err, NF_EIO, "%s: lock: %s", lock_path, strerror(errno));
-			goto out_close;
-		}
-	}
 	if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK || read_meta(db, &version, &have_marker)) {
 		rc = nf_error_set(err, NF_ESQL, "%s: %s", db_path, db ? sqlite3_errmsg(db) : "cannot open");
 		goto out_unlock;
@@ -1051,8 +1037,6 @@ int nf_frames_ensure(const char *session_dir, const struct nf_frames_options *op
 out_unlock:
 	sqlite3_close(db);
 	free(have_marker);
-	flock(fd, LOCK_UN);
-out_close:
-	close(fd);
+	nf_timeline_unlock(fd);
 	return rc;
 }

@@ -388,6 +388,40 @@ out_close:
 	return rc;
 }
 
+int nf_timeline_ensure_locked(const char *session_dir, char *db_path, size_t db_path_len, int *lock_fd,
+			      struct nf_error *err)
+{
+	char lock_path[4096];
+	int fd, rc;
+
+	*lock_fd = -1;
+	if ((rc = nf_timeline_ensure(session_dir, db_path, db_path_len, err)))
+		return rc;
+	if ((size_t)snprintf(lock_path, sizeof(lock_path), "%s/%s", session_dir, NF_TIMELINE_LOCK_NAME) >=
+	    sizeof(lock_path))
+		return nf_error_set(err, NF_EINVAL, "%s: path too long", session_dir);
+	fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return nf_error_set(err, NF_EIO, "%s: %s", lock_path, strerror(errno));
+	while (flock(fd, LOCK_EX) != 0) {
+		if (errno != EINTR) {
+			rc = nf_error_set(err, NF_EIO, "%s: lock: %s", lock_path, strerror(errno));
+			close(fd);
+			return rc;
+		}
+	}
+	*lock_fd = fd;
+	return 0;
+}
+
+void nf_timeline_unlock(int lock_fd)
+{
+	if (lock_fd >= 0) {
+		flock(lock_fd, LOCK_UN);
+		close(lock_fd);
+	}
+}
+
 int nf_query_run(const struct nf_query_options *opts, const char *sql, FILE *out,
 		 struct nf_error *err)
 {

@@ -41,6 +41,17 @@ int nf_timeline_ensure(const char *session_dir, char *db_path, size_t db_path_le
 		       struct nf_error *err);
 
 /*
+ * nf_timeline_ensure(), then takes DIR/.timeline.lock (exclusive flock) for a
+ * reader that adds tables of its own to the timeline (blame, frames), so that
+ * two processes do not compute them at once. On success *lock_fd holds the
+ * lock: release it with nf_timeline_unlock(). Returns 0, nf_timeline_ensure()'s
+ * codes, NF_EINVAL (path too long), NF_EIO (the lock file).
+ */
+int nf_timeline_ensure_locked(const char *session_dir, char *db_path, size_t db_path_len, int *lock_fd,
+			      struct nf_error *err);
+void nf_timeline_unlock(int lock_fd);
+
+/*
  * Builds the database at db_path from the session, replacing it atomically:
  * the build goes to a temporary file next to db_path that is renamed over it
  * once complete; on failure db_path is untouched and the temporary removed.
