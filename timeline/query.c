@@ -150,6 +150,9 @@ static int open_dbs(const char *const *paths, size_t n, sqlite3 **out, struct nf
 	}
 	if (rc)
 		goto out_close;
+	/* blame and frames are added to a timeline in place (under its lock): a
+	 * query meeting that commit waits for it rather than failing */
+	sqlite3_busy_timeout(db, 10000);
 	sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
 	for (size_t i = 0; i < n; i++) {
 		char *uri = ro_uri(paths[i]);

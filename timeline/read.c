@@ -26,6 +26,7 @@ int nf_timeline_open_read(const char *path, sqlite3 **db, struct nf_error *err)
 				  *db ? sqlite3_errmsg(*db) : "out of memory");
 		goto out_close;
 	}
+	sqlite3_busy_timeout(*db, 10000); /* a blame or frames commit in progress: wait for it */
 	/* A file that is not a timeline gets a clear message instead of an SQL error. */
 	if (sqlite3_prepare_v2(*db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND "
 				    "name IN ('meta','queues','fence_ops','deps','anomalies',"
