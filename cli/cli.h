@@ -9,6 +9,8 @@
 
 #include <stdint.h>
 
+#include "contract/timeline.h"
+
 /* Exit codes. */
 enum { NF_EXIT_OK = 0, NF_EXIT_FAIL = 1, NF_EXIT_USAGE = 2 };
 /* `record` stopped by SIGINT or SIGTERM, session closed cleanly (128 + SIGINT). */
@@ -53,18 +55,20 @@ int nf_cli_fail(const char *cmd, const struct nf_error *err);
 /* Handles --help / -h / --version for a command; returns -1 when not one of them. */
 int nf_cli_common_option(const char *cmd, const char *arg);
 
-/* The time window and filters report and export share: --from, --to (with
- * units: 12.5ms), --queue and --fence (repeatable; decimal or 0x handles). */
+/* The selection report and export share (struct nf_selection, contract/timeline.h):
+ * --from, --to (with units: 12.5ms), --queue and --fence (repeatable; decimal
+ * or 0x handles), and report's --threads all, --thread and --process. */
 #define NF_CLI_MAX_FILTER 256
 struct nf_cli_window {
-	int64_t from_ns, to_ns;        /* -1: not given */
+	struct nf_selection sel;   /* what the options select; its lists point into the arrays below */
 	int64_t queues[NF_CLI_MAX_FILTER], fences[NF_CLI_MAX_FILTER];
-	int n_queues, n_fences;
+	const char *threads[NF_CLI_MAX_FILTER], *processes[NF_CLI_MAX_FILTER];
 };
-/* No window, no filter. */
+/* No window, no filter (sel's lists point into w: w stays where it is). */
 void nf_cli_window_init(struct nf_cli_window *w);
-/* Takes option opt ('F' --from, 'T' --to, 'q' --queue, 'f' --fence) and its
- * argument into w: 0, or NF_EXIT_USAGE after printing what is wrong. */
+/* Takes option opt ('F' --from, 'T' --to, 'q' --queue, 'f' --fence, 'A' --threads,
+ * 'R' --thread, 'P' --process) and its argument into w: 0, or NF_EXIT_USAGE
+ * after printing what is wrong. */
 int nf_cli_window_option(const char *cmd, int opt, const char *arg, struct nf_cli_window *w);
 /* A handle or id, decimal or 0x hexadecimal, not negative: 0, or -1. */
 int nf_cli_parse_id(const char *s, int64_t *out);

@@ -88,14 +88,9 @@ int cmd_export(int argc, char **argv)
 	/* Checked here, before the session is read or its timeline built. */
 	if (nf_export_parse_format(format, &eo.format, &err))
 		return nf_cli_usage_error("export", "--format: %s", err.msg);
-	if (win.from_ns >= 0 && win.to_ns >= 0 && win.to_ns <= win.from_ns)
+	if (win.sel.from_ns >= 0 && win.sel.to_ns >= 0 && win.sel.to_ns <= win.sel.from_ns)
 		return nf_cli_usage_error("export", "--to must be after --from");
-	eo.from_ns = win.from_ns;
-	eo.to_ns = win.to_ns;
-	eo.n_queues = win.n_queues;
-	eo.n_fences = win.n_fences;
-	eo.queues = win.n_queues ? win.queues : NULL;
-	eo.fences = win.n_fences ? win.fences : NULL;
+	eo.sel = win.sel;
 	if (nf_timeline_ensure(argv[optind], db, sizeof(db), &err) || nf_export(db, &eo, &st, &err))
 		return nf_cli_fail("export", &err);
 	printf("%s: %" PRIu64 " slices (%" PRIu64 " stalls), %" PRIu64 " instants, %" PRIu64

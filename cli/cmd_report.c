@@ -78,11 +78,11 @@ static int report_path(const char *db, int64_t op, struct nf_render_options *ro,
 	}
 	snprintf(title, title_len, "critical path of op %" PRId64 ": latency %" PRId64 " ns, %zu segment%s",
 		 op, p.end_ns - p.queued_ns, p.n, p.n == 1 ? "" : "s");
-	if (ro->from_ns < 0 && ro->to_ns < 0) {
+	if (ro->sel.from_ns < 0 && ro->sel.to_ns < 0) {
 		int64_t span = p.end_ns - p.queued_ns, pad = span / 8 + 1;
 
-		ro->from_ns = p.queued_ns > pad ? p.queued_ns - pad : 0;
-		ro->to_ns = p.end_ns + pad;
+		ro->sel.from_ns = p.queued_ns > pad ? p.queued_ns - pad : 0;
+		ro->sel.to_ns = p.end_ns + pad;
 	}
 	ro->marks = m;
 	ro->n_marks = (int)p.n;
@@ -141,7 +141,6 @@ int cmd_report(int argc, char **argv)
 	};
 	struct nf_render_options ro = { 0 };
 	struct nf_cli_window win;
-	const char *threads[NF_CLI_MAX_FILTER], *procs[NF_CLI_MAX_FILTER];
 	struct nf_error err;
 	struct nf_render_mark *marks = NULL;
 	char db[4200], path_title[160];
@@ -160,7 +159,10 @@ int cmd_report(int argc, char **argv)
 		case 'F':
 		case 'T':
 		case 'q':
-		case 'f': {
+		case 'f':
+		case 'A':
+		case 'R':
+		case 'P': {
 			int r = nf_cli_window_option("report", opt, optarg, &win);
 
 			if (r)
@@ -193,23 +195,6 @@ int cmd_report(int argc, char **argv)
 			theme_set = 1;
 			break;
 		case 'n': ro.title = optarg; break;
-		case 'A':
-			if (strcmp(optarg, "all"))
-				return nf_cli_usage_error("report", "--threads takes 'all' (use --thread NAME|TID for one)");
-			ro.threads_all = 1;
-			break;
-		case 'R':
-		case 'P': {
-			const char **arr = opt == 'R' ? threads : procs;
-			int *n = opt == 'R' ? &ro.n_threads : &ro.n_processes;
-
-			if (*n >= NF_CLI_MAX_FILTER)
-				return nf_cli_usage_error("report", "too many filters (limit %d)", NF_CLI_MAX_FILTER);
-			if (!*optarg)
-				return nf_cli_usage_error("report", "--%s needs a name or id", opt == 'R' ? "thread" : "process");
-			arr[(*n)++] = optarg;
-			break;
-		}
 		case 'c':
 			if (nf_cli_parse_id(optarg, &cp_op))
 				return nf_cli_usage_error("report", "bad operation id '%s' for --critical-path", optarg);
@@ -237,16 +222,9 @@ int cmd_report(int argc, char **argv)
 		return nf_cli_usage_error("report", "--max-ops applies to -o FILE.html only");
 	if (is_html(ro.output) && cp_op >= 0)
 		return nf_cli_usage_error("report", "--critical-path applies to pictures, not to -o %s", ro.output);
-	if (win.from_ns >= 0 && win.to_ns >= 0 && win.to_ns <= win.from_ns)
+	if (win.sel.from_ns >= 0 && win.sel.to_ns >= 0 && win.sel.to_ns <= win.sel.from_ns)
 		return nf_cli_usage_error("report", "--to must be after --from");
-	ro.from_ns = win.from_ns;
-	ro.to_ns = win.to_ns;
-	ro.n_queues = win.n_queues;
-	ro.n_fences = win.n_fences;
-	ro.queues = win.n_queues ? win.queues : NULL;
-	ro.fences = win.n_fences ? win.fences : NULL;
-	ro.threads = ro.n_threads ? threads : NULL;
-	ro.processes = ro.n_processes ? procs : NULL;
+	ro.sel = win.sel;
 	const char *dir = argv[optind];
 	if (!ro.title) {
 		const char *slash = strrchr(dir, '/');
@@ -260,18 +238,8 @@ int cmd_report(int argc, char **argv)
 		ho.output = ro.output;
 		ho.title = ro.title;
 		ho.session = dir;
-		ho.from_ns = ro.from_ns;
-		ho.to_ns = ro.to_ns;
-		ho.queues = ro.queues;
-		ho.n_queues = ro.n_queues;
-		ho.fences = ro.fences;
-		ho.n_fences = ro.n_fences;
+		ho.sel = ro.sel;
 		ho.max_ops = max_ops;
-		ho.threads_all = ro.threads_all;
-		ho.threads = ro.threads;
-		ho.n_threads = ro.n_threads;
-		ho.processes = ro.processes;
-		ho.n_processes = ro.n_processes;
 		if (nf_html_report(db, &ho, &err))
 			return nf_cli_fail("report", &err);
 		return NF_EXIT_OK;
