@@ -8,6 +8,7 @@
 #include "contract/errors.h"
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "contract/timeline.h"
 
@@ -33,6 +34,7 @@ int cmd_import(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_critical_path(int argc, char **argv);
 int cmd_push(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
 int cmd_help(int argc, char **argv);
 
 /* Each command's --help text, defined in its cli/cmd_*.c next to its options. */
@@ -45,6 +47,7 @@ extern const char cmd_import_usage[];
 extern const char cmd_export_usage[];
 extern const char cmd_critical_path_usage[];
 extern const char cmd_push_usage[];
+extern const char cmd_diff_usage[];
 
 const struct nf_command *nf_cli_find(const char *name);
 
@@ -70,6 +73,12 @@ void nf_cli_window_init(struct nf_cli_window *w);
  * 'R' --thread, 'P' --process) and its argument into w: 0, or NF_EXIT_USAGE
  * after printing what is wrong. */
 int nf_cli_window_option(const char *cmd, int opt, const char *arg, struct nf_cli_window *w);
+struct nf_coverage;
+/* What a session covers (cli/coverage.c): lines for check and info, or the
+ * "coverage" member of check --json (written after a preceding member). */
+void nf_cli_coverage_text(FILE *out, const struct nf_coverage *c);
+void nf_cli_coverage_json(FILE *out, const struct nf_coverage *c);
+
 /* A handle or id, decimal or 0x hexadecimal, not negative: 0, or -1. */
 int nf_cli_parse_id(const char *s, int64_t *out);
 

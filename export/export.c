@@ -19,7 +19,7 @@
 #include "contract/errors.h"
 #include "contract/outfile.h"
 #include "contract/timeline.h"
-#include "../core/text.h"
+#include "contract/text.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -162,8 +162,8 @@ static char *op_pred(struct exporter *x, const char *a)
 
 /*
  * The predicate an item (view items, alias a) must pass: it has a time; it
- * overlaps the window (its end, else its bound, else its start); its queue
- * and fence pass the filters.
+ * overlaps the window (a bound is no end: not counted); its queue and fence
+ * pass the filters.
  */
 static char *item_pred(struct exporter *x, const char *a)
 {
@@ -176,10 +176,10 @@ static char *item_pred(struct exporter *x, const char *a)
 	snprintf(col, sizeof(col), "%s.fence", a);
 	f = nf_selection_in(&o->sel, NF_SELECTION_FENCES, col);
 	if (q && f)
-		s = sqlite3_mprintf(" AND coalesce(%s.queued_ns, %s.start_ns, %s.end_ns, %s.bound_ns) IS NOT NULL"
-				    " AND coalesce(%s.queued_ns, %s.start_ns, %s.end_ns, %s.bound_ns) <= %lld"
-				    " AND coalesce(%s.end_ns, %s.bound_ns, %s.start_ns, %s.queued_ns) >= %lld%s%s",
-				    a, a, a, a, a, a, a, a, (long long)x->t1, a, a, a, a, (long long)x->t0, q, f);
+		s = sqlite3_mprintf(" AND coalesce(%s.queued_ns, %s.start_ns, %s.end_ns) IS NOT NULL"
+				    " AND coalesce(%s.queued_ns, %s.start_ns, %s.end_ns) <= %lld"
+				    " AND coalesce(%s.end_ns, %s.start_ns, %s.queued_ns) >= %lld%s%s",
+				    a, a, a, a, a, a, (long long)x->t1, a, a, a, (long long)x->t0, q, f);
 	sqlite3_free(q);
 	sqlite3_free(f);
 	return s;

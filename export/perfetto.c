@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/util_hash.h"
+#include "contract/util_hash.h"
 
 /* Field numbers (Perfetto's public format). */
 enum {

@@ -110,7 +110,7 @@ static int item_pass(struct html *h, const char *key, const char *where, const c
 	char *sql = !qf || !ff ? NULL : sqlite3_mprintf("SELECT i.kind, i.id, i.lane, i.thread, i.queued_ns, i.start_ns, i.end_ns, "
 				    "i.bound_ns, i.bound_reason, i.status, i.label, i.fence, i.value, i.detail "
 				    "FROM items i JOIN item_kinds k ON k.kind = i.kind LEFT JOIN lanes l ON l.lane = i.lane "
-				    "WHERE %s AND coalesce(i.queued_ns, i.start_ns, i.end_ns, i.bound_ns) <= ?2 AND "
+				    "WHERE %s AND coalesce(i.queued_ns, i.start_ns, i.end_ns) <= ?2 AND "
 				    "coalesce(i.end_ns, i.bound_ns, i.start_ns, i.queued_ns) >= ?1%s%s ORDER BY %s",
 				    where, qf, ff, order);
 	sqlite3_stmt *st;

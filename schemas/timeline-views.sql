@@ -159,10 +159,14 @@ JOIN item_kinds k ON k.kind = l.item_kind;
 --   start_ns      when it started (NULL: not seen)
 --   end_ns        when it ended, a time the capture shows; NULL: unknown
 --   end_known     1 when end_ns is known, 0 when not
+--   end_reason    why end_ns is NULL (jobs.finish_reason: 'not_covered',
+--                 'not_traced', 'lost', 'ended'; a DMA packet still running
+--                 at the end: 'ended'); NULL when known
 --   bound_ns      when the end is unknown but bounded: it ended no later than
---                 this (jobs.finish_source 'ring_order' and 'recording_start');
---                 a bound, never to be drawn or counted as the end
---   bound_reason  why the bound holds, in words (NULL without a bound)
+--                 this (jobs.finished_bound_ns); a bound, to be drawn as a
+--                 whisker and never drawn or counted as the end
+--   bound_reason  why the bound holds, in words (jobs.bound_source), NULL
+--                 without a bound
 --   instant       1: a point in time at start_ns (end_ns = start_ns)
 --   status        its table's status ('complete', 'pending' ...; NULL for points)
 --   label         its name ('gfx' for a job on ring gfx, a marker's text)
@@ -172,38 +176,36 @@ JOIN item_kinds k ON k.kind = l.item_kind;
 --   detail        its fields as a JSON object in a fixed order, for tooltips
 --                 and export arguments: integers, text, or {"hex": n} for a
 --                 handle written in hexadecimal; null: not known
-CREATE VIEW items(kind, id, lane, thread, queued_ns, start_ns, end_ns, end_known, bound_ns, bound_reason,
-                  instant, status, label, queue, fence, value, detail) AS
+CREATE VIEW items(kind, id, lane, thread, queued_ns, start_ns, end_ns, end_known, end_reason, bound_ns,
+                  bound_reason, instant, status, label, queue, fence, value, detail) AS
 SELECT 'job', j.id, json_array('job', j.driver, coalesce(j.ring, '')), j.thread, j.submitted_ns, j.started_ns,
-       CASE WHEN j.finish_source IN ('ring_order', 'recording_start') THEN NULL ELSE j.finished_ns END,
-       j.finished_ns IS NOT NULL AND coalesce(j.finish_source, '') NOT IN ('ring_order', 'recording_start'),
-       CASE WHEN j.finish_source IN ('ring_order', 'recording_start') THEN j.finished_ns END,
-       CASE j.finish_source WHEN 'ring_order' THEN 'when a job run later on its ring finished'
-                            WHEN 'recording_start' THEN 'when every CPU was recording' END,
+       j.finished_ns, j.finished_ns IS NOT NULL, j.finish_reason, j.finished_bound_ns,
+       CASE j.bound_source WHEN 'ring_order' THEN 'when a job run later on its ring finished'
+                           WHEN 'recording_start' THEN 'when every CPU was recording' END,
        0, j.status, coalesce(nullif(j.ring, ''), 'job'), NULL, k.queue, CASE WHEN k.queue IS NOT NULL THEN j.seqno END,
        json_object('job id', j.id, 'driver', j.driver, 'job', j.job, 'context', j.context, 'seqno', j.seqno,
                    'thread', j.thread, 'process', j.process, 'status', coalesce(j.status, ''),
-                   'finish source', j.finish_source, 'finished no later than ns',
-                   CASE WHEN j.finish_source IN ('ring_order', 'recording_start') THEN j.finished_ns END)
+                   'finish source', j.finish_source, 'finished no later than ns', j.finished_bound_ns,
+                   'bound source', j.bound_source)
 FROM jobs j LEFT JOIN kernel_timelines k ON k.context = j.context
 UNION ALL
-SELECT 'vblank', v.rowid, json_array('vblank', v.crtc), NULL, NULL, v.ts_ns, v.ts_ns, 1, NULL, NULL, 1, NULL,
+SELECT 'vblank', v.rowid, json_array('vblank', v.crtc), NULL, NULL, v.ts_ns, v.ts_ns, 1, NULL, NULL, NULL, 1, NULL,
        'vblank', NULL, NULL, NULL, json_object('crtc', v.crtc, 'seq', v.seq)
 FROM vblanks v
 UNION ALL
-SELECT 'marker', m.id, NULL, m.thread, NULL, m.ts_ns, m.ts_ns, 1, NULL, NULL, 1, NULL,
+SELECT 'marker', m.id, NULL, m.thread, NULL, m.ts_ns, m.ts_ns, 1, NULL, NULL, NULL, 1, NULL,
        coalesce(nullif(m.text, ''), 'marker'), NULL, NULL, NULL,
        json_object('marker id', m.id, 'cpu', m.cpu, 'text', coalesce(m.text, ''))
 FROM markers m
 UNION ALL
 SELECT 'dma', d.id, json_array('dma', d.adapter, d.node), NULL, NULL, d.start_ns, d.end_ns, d.end_ns IS NOT NULL,
-       NULL, NULL, 0, d.status, 'dma packet', d.queue, NULL, NULL,
+       CASE WHEN d.end_ns IS NULL THEN 'ended' END, NULL, NULL, 0, d.status, 'dma packet', d.queue, NULL, NULL,
        json_object('dma packet id', d.id, 'queue', CASE WHEN d.queue IS NOT NULL THEN json_object('hex', d.queue) END,
                    'packet type', d.packet_type, 'submission id', d.submission_id, 'queue seq', d.queue_seq,
                    'isr_ns', d.isr_ns, 'status', coalesce(d.status, ''))
 FROM dma_packets d
 UNION ALL
-SELECT 'vsync', s.id, json_array('vsync', s.adapter, s.target), NULL, NULL, s.ts_ns, s.ts_ns, 1, NULL, NULL, 1,
+SELECT 'vsync', s.id, json_array('vsync', s.adapter, s.target), NULL, NULL, s.ts_ns, s.ts_ns, 1, NULL, NULL, NULL, 1,
        NULL, 'vsync', NULL, NULL, NULL, json_object('vsync id', s.id, 'frame', s.frame)
 FROM vsyncs s;
 

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/text.h"
+#include "contract/text.h"
 
 static int sql_fail(sqlite3 *db, struct nf_error *err, const char *what)
 {

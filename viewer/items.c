@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/capbuf.h"
+#include "contract/capbuf.h"
 
 #define ITEM_LEVELS 3
 #define OPEN_STUB_W 10.0
@@ -176,12 +176,12 @@ int nf_render_collect_items(sqlite3 *db, const struct nf_render_options *opts,
 {
 	char *qf = nf_render_in_list(opts, NF_SELECTION_QUEUES, "queue");
 	char *ff = nf_render_in_list(opts, NF_SELECTION_FENCES, "fence");
-	/* In the window: queued or started by its end, and ended (or bounded) after
-	 * its start; an item of unknown end only when it started in it. */
+	/* In the window: queued or started by its end, and ended after its start;
+	 * an item of unknown end (a bound is no end) only when it started in it. */
 	char *sql = qf && ff ? sqlite3_mprintf(
 		"SELECT lane, thread, kind, queued_ns, start_ns, end_ns, instant FROM items "
-		"WHERE coalesce(queued_ns, start_ns) <= ?2 AND (coalesce(end_ns, bound_ns) >= ?1 OR "
-		"(coalesce(end_ns, bound_ns) IS NULL AND coalesce(start_ns, queued_ns) >= ?1))%s%s "
+		"WHERE coalesce(queued_ns, start_ns) <= ?2 AND (end_ns >= ?1 OR "
+		"(end_ns IS NULL AND coalesce(start_ns, queued_ns) >= ?1))%s%s "
 		"ORDER BY lane, CASE WHEN lane IS NULL THEN thread END, coalesce(start_ns, queued_ns), id",
 		qf, ff) : NULL;
 	struct line_cols lines[NF_RENDER_MAX_KINDS];

@@ -10,6 +10,7 @@
 #ifndef NFTRACE_SESSIONDIR_H
 #define NFTRACE_SESSIONDIR_H
 
+#include <limits.h>
 #include <stdbool.h>
 
 #include "contract/errors.h"
@@ -42,6 +43,39 @@ int nf_session_dir_check(const char *dir, struct nf_error *err);
  * and the cause in err).
  */
 int nf_session_dir_clear(const char *dir, enum nf_session_kind kind, struct nf_error *err);
+
+/*
+ * Build aside, then swap (core/aside.c): how `import` and `record` replace a
+ * session directory. nf_aside_begin checks out_dir (missing, empty, or with
+ * force an nftrace session holding only nftrace's files: nf_session_dir_check;
+ * trailing slashes are ignored), removes what killed runs left beside it
+ * (OUT.import-*, OUT.record-* whose lock is free; OUT.old-* once OUT is a
+ * session again) and makes the empty directory a->tmp beside it
+ * (OUT.<what>-XXXXXX, mode 0777 less the umask), flocked until the commit or
+ * the abort. The caller writes the new session into a->tmp, then
+ * nf_aside_commit puts it in OUT's place: the old session is renamed aside
+ * (OUT.old-XXXXXX), the new one in, and only then the old one's files are
+ * removed (it goes back when the second rename fails). nf_aside_abort removes
+ * a->tmp and what is in it (call it on any failure or signal: OUT is as it
+ * was). Returns 0, NF_EINVAL (empty or too long a name, "/", "."), NF_EEXIST
+ * (out_dir exists and is not a directory, or is not empty and not force, or
+ * not a session of nftrace's), NF_EIO. nf_aside_commit aborts on failure.
+ */
+struct nf_aside {
+	char out[PATH_MAX];        /* the session directory to replace */
+	char tmp[PATH_MAX];        /* the new session being built beside it ("" once committed) */
+	enum nf_session_kind old;  /* what out holds that the commit replaces (NONE: nothing, or empty) */
+	int lock_fd;               /* tmp, flocked while it is built */
+};
+/* Checks out_dir and makes a->tmp beside it, as above. Returns 0, NF_EINVAL,
+ * NF_EEXIST or NF_EIO. */
+int nf_aside_begin(const char *out_dir, bool force, const char *what, struct nf_aside *a,
+		   struct nf_error *err);
+/* Puts a->tmp in out_dir's place, as above. Returns 0, NF_EINVAL or NF_EIO
+ * (then a->tmp is removed and out_dir is as it was). */
+int nf_aside_commit(struct nf_aside *a, struct nf_error *err);
+/* Removes a->tmp and its files; a no-op once committed, or with NULL. */
+void nf_aside_abort(struct nf_aside *a);
 
 #ifdef __cplusplus
 }

@@ -360,9 +360,9 @@ START_TEST(real_amdgpu_threads)
 	ck_assert_int_eq(count_of(a, "\"items\":[["), 1);
 	ck_assert_int_eq(count_of(strstr(a, "\"items\":["), "{\"job id\":"), jobs);
 	/* A bounded finish is drawn unknown (end null), its bound and why beside it (the tooltip says them). */
-	ck_assert_int_eq(count_of(strstr(a, "\"items\":["), ",null,1172814271,\"when every CPU was recording\",\"complete\","),
-			 query_int(dir, "select count(*) from jobs where finish_source = 'recording_start'"));
-	ck_assert_int_eq(query_int(dir, "select count(*) from jobs where finish_source = 'recording_start'"), 52);
+	ck_assert_int_eq(count_of(strstr(a, "\"items\":["), ",null,1172814271,\"when every CPU was recording\",\"unfinished\","),
+			 query_int(dir, "select count(*) from jobs where bound_source = 'recording_start'"));
+	ck_assert_int_eq(query_int(dir, "select count(*) from jobs where bound_source = 'recording_start'"), 51);
 	/* Threads that submitted jobs or wrote markers have rows; those that only ran are counted. */
 	related = query_int(dir, "select count(*) from (select thread from cpu_waits where thread is not null union "
 				 "select thread from cpu_signals where thread is not null union select thread from queue_threads "
