@@ -5,7 +5,7 @@
 # line, on each planted violation: a file name (viewer/kernel_rows.c), an
 # identifier part (ETWRows, lg-vsync, NF_RB_DMA), a comment (GPU rings), the
 # page's script (vblanks), and the dma_fence id base in a reader or in the
-# views; the id base in the importers, the writer's schema or tests passes.
+# views; the id base in the importers, the writer, its schema or tests passes.
 set -u
 script=$1
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/nftrace-test-blind.XXXXXX") || exit 1
@@ -18,6 +18,7 @@ mk viewer/items.c $'#include <string.h>\n/* lanes and items, between the rows */
 mk html/report.html $'<script>JSON.stringify(D.items); String(x);</script>'
 mk export/items.c '/* Each item on its track (substrings: "during", "network"). */'
 mk importers/kernel/ingest.c '#define BASE 4294967296LL'
+mk include/contract/timeline_writer.h '#define NF_WRITER_CONTEXT_BASE 4294967296LL'
 mk schemas/timeline.sql '-- numbered 4294967296 + context'
 mk schemas/timeline-views.sql '-- views'
 mk tests/kernel/test.c 'static long base = 4294967296;'
@@ -39,9 +40,9 @@ plant "an upper-case identifier" '^viewer/items.c:1: names a source (dma)' viewe
 plant "a CSS id" '^html/report.html:2: names a source (vsync)' html/report.html $'<p>\n<span id="lg-vsync"></span>'
 plant "a comment" '^export/items.c:1: names a source (rings)' export/items.c '/* GPU rings on top */'
 plant "the page script" '^html/report.html:1: names a source (vblanks)' html/report.html 'var VBT = D.vblanks;'
-plant "the id base in a reader" '^viewer/layout.c:1:.*4294967296.*outside the importers' viewer/layout.c \
+plant "the id base in a reader" '^viewer/layout.c:1:.*4294967296.*outside the writer and the importers' viewer/layout.c \
 	'static const char q[] = "SELECT 4294967296 + context FROM t";'
-plant "the id base in the views" '^schemas/timeline-views.sql:1:.*outside the importers' schemas/timeline-views.sql \
+plant "the id base in the views" '^schemas/timeline-views.sql:1:.*outside the writer and the importers' schemas/timeline-views.sql \
 	'CREATE VIEW v AS SELECT 4294967296 + context FROM t;'
 out=$(bash "$script" "$tmp/nowhere" 2>&1) && fail "a tree without readers accepted"
 
