@@ -137,10 +137,11 @@ int describe(struct exporter *x, const struct nf_xtrack *t)
 }
 
 /*
- * The predicate an operation (table alias a) must pass to be written: it has
- * a time; it overlaps the window; its queue and fence pass the filters.
+ * The predicate a row with a time span must pass: FROM, its first time, is
+ * known and not after the window; TO, its last, is not before it; its queue
+ * and fence (alias a) pass the filters.
  */
-static char *op_pred(struct exporter *x, const char *a)
+static char *span_pred(struct exporter *x, const char *a, const char *from, const char *to)
 {
 	const struct nf_export_options *o = x->opts;
 	char col[32];
@@ -151,13 +152,24 @@ static char *op_pred(struct exporter *x, const char *a)
 	snprintf(col, sizeof(col), "%s.fence", a);
 	f = nf_selection_in(&o->sel, NF_SELECTION_FENCES, col);
 	if (q && f)
-		s = sqlite3_mprintf(" AND coalesce(%s.queued_ns, %s.observed_ns, %s.end_ns) IS NOT NULL"
-				    " AND coalesce(%s.queued_ns, %s.observed_ns, %s.end_ns) <= %lld"
-				    " AND coalesce(%s.end_ns, %s.queued_ns, %s.observed_ns) >= %lld%s%s",
-				    a, a, a, a, a, a, (long long)x->t1, a, a, a, (long long)x->t0, q, f);
+		s = sqlite3_mprintf(" AND %s IS NOT NULL AND %s <= %lld AND %s >= %lld%s%s", from, from,
+				    (long long)x->t1, to, (long long)x->t0, q, f);
 	sqlite3_free(q);
 	sqlite3_free(f);
 	return s;
+}
+
+/*
+ * The predicate an operation (table alias a) must pass to be written: it has
+ * a time; it overlaps the window; its queue and fence pass the filters.
+ */
+static char *op_pred(struct exporter *x, const char *a)
+{
+	char from[128], to[128];
+
+	snprintf(from, sizeof(from), "coalesce(%s.queued_ns, %s.observed_ns, %s.end_ns)", a, a, a);
+	snprintf(to, sizeof(to), "coalesce(%s.end_ns, %s.queued_ns, %s.observed_ns)", a, a, a);
+	return span_pred(x, a, from, to);
 }
 
 /*
@@ -167,22 +179,11 @@ static char *op_pred(struct exporter *x, const char *a)
  */
 static char *item_pred(struct exporter *x, const char *a)
 {
-	const struct nf_export_options *o = x->opts;
-	char col[32];
-	char *q, *f, *s = NULL;
+	char from[128], to[128];
 
-	snprintf(col, sizeof(col), "%s.queue", a);
-	q = nf_selection_in(&o->sel, NF_SELECTION_QUEUES, col);
-	snprintf(col, sizeof(col), "%s.fence", a);
-	f = nf_selection_in(&o->sel, NF_SELECTION_FENCES, col);
-	if (q && f)
-		s = sqlite3_mprintf(" AND coalesce(%s.queued_ns, %s.start_ns, %s.end_ns) IS NOT NULL"
-				    " AND coalesce(%s.queued_ns, %s.start_ns, %s.end_ns) <= %lld"
-				    " AND coalesce(%s.end_ns, %s.start_ns, %s.queued_ns) >= %lld%s%s",
-				    a, a, a, a, a, a, (long long)x->t1, a, a, a, (long long)x->t0, q, f);
-	sqlite3_free(q);
-	sqlite3_free(f);
-	return s;
+	snprintf(from, sizeof(from), "coalesce(%s.queued_ns, %s.start_ns, %s.end_ns)", a, a, a);
+	snprintf(to, sizeof(to), "coalesce(%s.end_ns, %s.start_ns, %s.queued_ns)", a, a, a);
+	return span_pred(x, a, from, to);
 }
 
 /* The predicate a CPU signal (alias a) must pass: window and fence filter. */

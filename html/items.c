@@ -136,6 +136,19 @@ static int item_pass(struct html *h, const char *key, const char *where, const c
 	return rc == SQLITE_DONE ? 0 : sql_fail(h, "reading items");
 }
 
+/* An item's first fields, opening its array: id, kind, row, then a comma. */
+static void put_head(struct html *h, sqlite3_stmt *st, int k, int64_t r, int *first)
+{
+	put(h, *first ? "[" : ",\n[");
+	*first = 0;
+	put_col(h, st, 1);
+	fputc(',', h->f);
+	put_i64(h, k);
+	fputc(',', h->f);
+	put_i64(h, r);
+	fputc(',', h->f);
+}
+
 /* On a lane's row: [id, kind, row, thread row, queued, start, end, bound, bound reason, status, label, fence, value, detail]. */
 static int put_span(struct html *h, sqlite3_stmt *st, int k, int *first, size_t *hint)
 {
@@ -144,18 +157,11 @@ static int put_span(struct html *h, sqlite3_stmt *st, int k, int *first, size_t 
 
 	if (r < 0 || !take(h, k))
 		return 0;
-	put(h, *first ? "[" : ",\n[");
-	*first = 0;
 	if (sqlite3_column_int64(st, 1) < h->kinds[k].lo_id || h->kinds[k].n == 1)
 		h->kinds[k].lo_id = sqlite3_column_int64(st, 1);
 	if (sqlite3_column_int64(st, 1) > h->kinds[k].hi_id || h->kinds[k].n == 1)
 		h->kinds[k].hi_id = sqlite3_column_int64(st, 1);
-	put_col(h, st, 1);
-	fputc(',', h->f);
-	put_i64(h, k);
-	fputc(',', h->f);
-	put_i64(h, r);
-	fputc(',', h->f);
+	put_head(h, st, k, r, first);
 	put_i64(h, thread_col(h, st, 3, &thint));
 	for (int c = 4; c <= 7; c++) {
 		fputc(',', h->f);
@@ -185,14 +191,7 @@ static int put_tick(struct html *h, sqlite3_stmt *st, int k, int *first, size_t 
 
 	if (r < 0 || !take(h, k))
 		return 0;
-	put(h, *first ? "[" : ",\n[");
-	*first = 0;
-	put_col(h, st, 1);
-	fputc(',', h->f);
-	put_i64(h, k);
-	fputc(',', h->f);
-	put_i64(h, r);
-	fputc(',', h->f);
+	put_head(h, st, k, r, first);
 	put_time(h, st, 5);
 	fputc(',', h->f);
 	put_str(h, sqlite3_column_type(st, 10) == SQLITE_NULL ? "" : (const char *)sqlite3_column_text(st, 10));
