@@ -1,4 +1,4 @@
-/* The selection `report` and `export` share (cli.h, struct nf_selection). */
+/* The time window and filters `report` and `export` share (cli.h). */
 #include "cli.h"
 
 #include "contract/render.h"
@@ -6,17 +6,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-
-void nf_cli_window_init(struct nf_cli_window *w)
-{
-	struct nf_selection all = NF_SELECTION_ALL;
-
-	w->sel = all;
-	w->sel.queues = w->queues;
-	w->sel.fences = w->fences;
-	w->sel.threads = w->threads;
-	w->sel.processes = w->processes;
-}
 
 int nf_cli_parse_id(const char *s, int64_t *out)
 {
@@ -30,41 +19,55 @@ int nf_cli_parse_id(const char *s, int64_t *out)
 	return 0;
 }
 
-int nf_cli_window_option(const char *cmd, int opt, const char *arg, struct nf_cli_window *w)
+int nf_cli_window(const struct nf_cli *c, int from, struct nf_cli_window *w)
+{
+	struct nf_selection all = NF_SELECTION_ALL, *sel = &w->sel;
+	struct nf_error err;
+	const char *v;
+
+	*sel = all;
+	sel->queues = w->queues;
+	sel->fences = w->fences;
+	sel->threads = w->threads;
+	sel->processes = w->processes;
+	nf_error_clear(&err);
+	for (int k = 0; k < 2; k++)
+		if ((v = nf_cli_get(c, from + k)) && nf_parse_duration(v, k ? &sel->to_ns : &sel->from_ns, &err))
+			return nf_cli_usage_error(c->name, "--%s: %s", k ? "to" : "from", err.msg);
+	for (int k = 0; k < 2; k++) {
+		int64_t *arr = k ? w->fences : w->queues;
+		int *n = k ? &sel->n_fences : &sel->n_queues, pos = 0;
+
+		while ((v = nf_cli_next(c, from + 2 + k, &pos))) {
+			if (*n >= NF_CLI_MAX_FILTER)
+				return nf_cli_usage_error(c->name, "too many filters (limit %d)", NF_CLI_MAX_FILTER);
+			if (nf_cli_parse_id(v, &arr[*n]))
+				return nf_cli_usage_error(c->name, "bad %s handle '%s'", k ? "fence" : "queue", v);
+			(*n)++;
+		}
+	}
+	if (sel->from_ns >= 0 && sel->to_ns >= 0 && sel->to_ns <= sel->from_ns)
+		return nf_cli_usage_error(c->name, "--to must be after --from");
+	return 0;
+}
+
+int nf_cli_window_threads(const struct nf_cli *c, int threads, int thread, int process, struct nf_cli_window *w)
 {
 	struct nf_selection *sel = &w->sel;
-	struct nf_error err;
+	const char *v;
 
-	nf_error_clear(&err);
-	if (opt == 'F' || opt == 'T') {
-		if (nf_parse_duration(arg, opt == 'F' ? &sel->from_ns : &sel->to_ns, &err))
-			return nf_cli_usage_error(cmd, "--%s: %s", opt == 'F' ? "from" : "to", err.msg);
-		return 0;
-	}
-	if (opt == 'A') {
-		if (strcmp(arg, "all"))
-			return nf_cli_usage_error(cmd, "--threads takes 'all' (use --thread NAME|TID for one)");
-		sel->threads_all = 1;
-		return 0;
-	}
-	if (opt == 'R' || opt == 'P') {
-		const char **arr = opt == 'R' ? w->threads : w->processes;
-		int *n = opt == 'R' ? &sel->n_threads : &sel->n_processes;
+	sel->threads_all = nf_cli_has(c, threads);
+	for (int k = 0; k < 2; k++) {
+		const char **arr = k ? w->processes : w->threads;
+		int *n = k ? &sel->n_processes : &sel->n_threads, pos = 0;
 
-		if (*n >= NF_CLI_MAX_FILTER)
-			return nf_cli_usage_error(cmd, "too many filters (limit %d)", NF_CLI_MAX_FILTER);
-		if (!*arg)
-			return nf_cli_usage_error(cmd, "--%s needs a name or id", opt == 'R' ? "thread" : "process");
-		arr[(*n)++] = arg;
-		return 0;
+		while ((v = nf_cli_next(c, k ? process : thread, &pos))) {
+			if (*n >= NF_CLI_MAX_FILTER)
+				return nf_cli_usage_error(c->name, "too many filters (limit %d)", NF_CLI_MAX_FILTER);
+			if (!*v)
+				return nf_cli_usage_error(c->name, "--%s needs a name or id", k ? "process" : "thread");
+			arr[(*n)++] = v;
+		}
 	}
-	int64_t *arr = opt == 'q' ? w->queues : w->fences;
-	int *n = opt == 'q' ? &sel->n_queues : &sel->n_fences;
-
-	if (*n >= NF_CLI_MAX_FILTER)
-		return nf_cli_usage_error(cmd, "too many filters (limit %d)", NF_CLI_MAX_FILTER);
-	if (nf_cli_parse_id(arg, &arr[*n]))
-		return nf_cli_usage_error(cmd, "bad %s handle '%s'", opt == 'q' ? "queue" : "fence", arg);
-	(*n)++;
 	return 0;
 }

@@ -306,7 +306,8 @@ static int export_all(struct exporter *x)
 	if ((ret = x->w->begin(x->w)) < 0 || (ret = pass_threads(x)) < 0 ||
 	    (ret = pass_ops(x)) != 0 ||
 	    (ret = pass_cpu_waits(x)) < 0 || (ret = pass_cpu_signals(x)) < 0 ||
-	    (ret = pass_anomalies(x)) < 0 || (ret = items_flows_base(x)) < 0 || (ret = pass_items(x)) < 0)
+	    (ret = pass_anomalies(x)) < 0 || (ret = items_flows_base(x)) < 0 || (ret = pass_items(x)) < 0 ||
+	    (ret = pass_frames(x)) < 0)
 		return ret;
 	if (x->filtered && x->st.slices + x->st.instants + x->st.counters == 0)
 		return nf_error_set(x->err, NF_ENOENT,

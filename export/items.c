@@ -94,10 +94,11 @@ static int lane_process(struct exporter *x, sqlite3_stmt *st, const struct nf_xt
 /*
  * The track of a lane (wait: of its queued parts) for a part from start to
  * end (lanes when they overlap). Columns of st: 2 lane, 10 lane label, 11
- * what its items are, 12 adapter, 13 group, 14 group's place.
+ * what its items are, 12 adapter, 13 group, 14 group's place (frames.c reads
+ * its rows in the same columns).
  */
-static int group_track(struct exporter *x, sqlite3_stmt *st, int wait, int64_t start, int64_t end,
-		       const struct nf_xtrack **out)
+int group_track(struct exporter *x, sqlite3_stmt *st, int wait, int64_t start, int64_t end,
+		const struct nf_xtrack **out)
 {
 	const char *key = (const char *)sqlite3_column_text(st, 2);
 	struct xgroup *g = NULL;

@@ -211,6 +211,8 @@ struct sig_runs {
 #define items_flows_base nf_xw_items_flows_base
 #define pass_items nf_xw_pass_items
 #define items_release nf_xw_items_release
+#define group_track nf_xw_group_track
+#define pass_frames nf_xw_pass_frames
 
 /* export.c */
 int sql_fail(struct exporter *x, const char *what);
@@ -270,5 +272,9 @@ int pass_anomalies(struct exporter *x);   /* anomalies.c */
 int items_flows_base(struct exporter *x); /* items.c */
 int pass_items(struct exporter *x);       /* items.c */
 void items_release(struct exporter *x);   /* items.c */
+int pass_frames(struct exporter *x);      /* frames.c */
+/* items.c: the track of a lane (st's columns 2, 10 to 14 as pass_items reads them) */
+int group_track(struct exporter *x, sqlite3_stmt *st, int wait, int64_t start, int64_t end,
+		const struct nf_xtrack **out);
 
 #endif

@@ -4,8 +4,8 @@
  * and what its files share: html.c (the entry: meta, window, the page around
  * its data), write.c (JSON values into the page), rows.c (queue, thread and
  * lane rows), ops.c (the GPU operations' summaries and details, CPU waits and
- * signals, anomalies) and items.c (the timeline's items, their links, the
- * threads' runs).
+ * signals, anomalies), items.c (the timeline's items, their links, the
+ * threads' runs) and frames.c (the frames' display rows, plot and paths).
  */
 #ifndef NF_HTML_INT_H
 #define NF_HTML_INT_H
@@ -106,6 +106,7 @@ struct html {
 #define load_kinds nf_hw_load_kinds
 #define write_items nf_hw_write_items
 #define write_kinds nf_hw_write_kinds
+#define write_frames nf_hw_write_frames
 
 /* html.c */
 int sql_fail(struct html *h, const char *what);
@@ -139,5 +140,8 @@ int write_anomalies(struct html *h);
 int load_kinds(struct html *h);
 int write_items(struct html *h);
 void write_kinds(struct html *h);
+
+/* frames.c: the display rows, the frame plot and the frames' paths */
+int write_frames(struct html *h);
 
 #endif

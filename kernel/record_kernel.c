@@ -8,7 +8,7 @@
 
 #include <string.h>
 
-int nf_kernel_record(const struct nf_record_options *ro, const char *events,
+int nf_kernel_record(const struct nf_record_options *ro, const char *events, const char *tracefs,
 		     struct nf_record_result *res, struct nf_kernel_stats *kst, struct nf_error *err)
 {
 	struct nf_kernel_trace_options ko = { 0 };
@@ -18,6 +18,7 @@ int nf_kernel_record(const struct nf_record_options *ro, const char *events,
 
 	memset(res, 0, sizeof(*res));
 	memset(kst, 0, sizeof(*kst));
+	ko.tracefs = tracefs;
 	ko.events = events && strcmp(events, "default") ? events : NULL;
 	if ((rc = nf_kernel_trace_start(&ko, &t, &origin, err)))
 		return rc;

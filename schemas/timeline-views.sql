@@ -84,13 +84,26 @@ SELECT queue, log, first_ns, last_ns, lost_entries, detail,
        printf('0x%x', queue) AS queue_hex
 FROM anomalies WHERE kind = 'lost' ORDER BY queue, first_ns;
 
+-- Every display's vertical blanks, whichever table the source wrote them to
+-- (vblanks: Linux and nftrace sessions; vsyncs: Windows ETW).
+CREATE VIEW display_vblanks(display, ts_ns, seq) AS
+SELECT display, ts_ns, seq FROM vblanks WHERE display IS NOT NULL
+UNION ALL
+SELECT display, ts_ns, frame FROM vsyncs WHERE display IS NOT NULL;
+
+-- The blanks of a CRTC in time order (flips are tied to them).
+CREATE INDEX vblanks_crtc ON vblanks(crtc, ts_ns);
+
 -- ---- What readers draw, whatever the source ----
 -- The viewer, the HTML page and the export read the rows that only some
 -- sources write (GPU jobs, DMA packets, vblanks, VSyncs, user markers) through
 -- the views below, never through those tables, so that they name no source and
 -- a new source shows in all three by adding its rows here. Queues, CPU threads,
 -- fence operations, CPU waits and signals, deps and anomalies are every
--- source's own tables and are read as they are.
+-- source's own tables and are read as they are; so are the frames analysis's
+-- tables (displays, presents, flips, frames, frame_path: nftrace frames fills
+-- them the same way from every source), with each display's blanks read
+-- through display_blanks below.
 
 -- The kinds of items, in the order readers draw and write them: what one is
 -- called (noun, plural), the legend's words for it, and the colours the
@@ -265,3 +278,43 @@ FROM kernel_threads t LEFT JOIN kernel_threads p ON p.thread = t.process;
 CREATE VIEW lost_events(ts_ns, lost, kind, detail) AS
 SELECT first_ns, lost_entries, kind, detail FROM anomalies
 WHERE queue IS NULL AND (kind = 'kernel_lost' OR kind = 'etw_lost');
+
+-- ---- The display rows, whatever the source ----
+-- The readers draw and write the frames analysis's results (nftrace frames:
+-- displays, flips, frames, frame_gpu, frame_path) through the views below,
+-- which name the display's blanks and each path segment's lane in the readers'
+-- words.
+
+-- A display's vertical blanks (display_vblanks above, whichever table the
+-- source wrote them to): the display (displays.display), when, its counter.
+CREATE VIEW display_blanks(display, ts_ns, seq) AS
+SELECT display, ts_ns, seq FROM display_vblanks;
+
+-- Each flip with its frame: when it entered the flip queue (queued_ns), could
+-- be shown (ready_ns: its frame's GPU work done; NULL: unknown) and was
+-- latched (done_ns; NULL: never), its status ('shown', 'dropped', ...), the
+-- blank it was shown at (blank_seq), and its frame (frames.frame; NULL: none)
+-- with whether it was late (late: 0 or 1), by how much (late_ns) and how
+-- many blanks it missed.
+CREATE VIEW display_flips(id, display, present, queued_ns, ready_ns, done_ns, status, blank_seq, frame, late,
+                          late_ns, missed_blanks) AS
+SELECT l.id, l.display, l.present, l.queued_ns, l.ready_ns, l.done_ns, l.status, l.vblank_seq, f.frame,
+       coalesce(f.late, 0), f.late_ns, f.missed_vblanks
+FROM flips l LEFT JOIN frames f ON f.present = l.present;
+
+-- The frames as the readers show them: every column of frames, with the
+-- blanks a late one missed as missed_blanks.
+CREATE VIEW display_frames AS
+SELECT f.*, f.missed_vblanks AS missed_blanks FROM frames f;
+
+-- Each frame's critical path (frame_path), with the lane (lanes.lane) of a
+-- segment on a GPU job's engine (NULL: none; its queue and thread as in
+-- frame_path).
+CREATE VIEW frame_path_lanes(frame, seq, start_ns, end_ns, kind, queue, thread, lane, what) AS
+SELECT p.frame, p.seq, p.start_ns, p.end_ns, p.kind, p.queue, p.thread,
+       CASE WHEN p.ring IS NOT NULL THEN
+            coalesce((SELECT json_array('job', j.driver, coalesce(j.ring, '')) FROM jobs j WHERE j.id = p.job),
+                     (SELECT json_array('job', j.driver, coalesce(j.ring, '')) FROM jobs j WHERE j.ring = p.ring
+                      LIMIT 1)) END,
+       p.what
+FROM frame_path p;

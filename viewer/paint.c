@@ -48,6 +48,8 @@ static const struct rgba c_wait = RGB(0xF4B6C2), c_wait_edge = RGB(0xD97F95);
 static const struct rgba c_stall = RGB(0xE3748F);
 static const struct rgba c_signal = RGB(0xC2185B), c_signal_edge = RGB(0x7B0C38);
 static const struct rgba c_cpu = RGB(0xA7BCD1), c_cpu_edge = RGB(0x5E7A96);
+/* The display rows (frame_rows.c): a blank, a flip, a late frame's flip or time. */
+static const struct rgba c_blank = RGBA(0x1E88E5, 0.45), c_flip = RGB(0x43A047), c_late = RGB(0xE53935);
 /* Markers: lost op, zero-timestamp op, repeated-timestamp op, unmatched op (a white
  * circle with a grey outline), zero timestamp, repeated timestamp, other anomaly. */
 static const struct rgba c_mark[NF_MK_COUNT] = {
@@ -140,6 +142,12 @@ static struct rgba rect_colour(const struct theme *th, const struct nf_render_la
 	case NF_RB_CPU_TICK: return c_signal;
 	case NF_RB_QUEUED_WAIT: return c_wait_edge;
 	case NF_RB_QUEUED_SIGNAL: return c_signal;
+	case NF_RB_BLANK: return c_blank;
+	case NF_RB_FLIP: return c_flip;
+	case NF_RB_FLIP_LATE: return c_late;
+	case NF_RB_FLIP_DROP: return with_alpha(th->dim, 0.5);
+	case NF_RB_FRAME_EDGE: return th->text;
+	case NF_RB_FRAME_LATE: return c_late;
 	default: return th->text;
 	}
 }
@@ -359,6 +367,9 @@ static void paint_title(cairo_t *cr, const struct nf_render_options *opts,
 		if (s->n_items[k])
 			append(line, sizeof(line), "%" PRId64 " %s", s->n_items[k],
 			       s->n_items[k] == 1 ? lay->kinds[k].noun : lay->kinds[k].plural);
+	if (s->n_frames)
+		append(line, sizeof(line), "%" PRId64 " frame%s (%" PRId64 " late)", s->n_frames,
+		       s->n_frames == 1 ? "" : "s", s->n_late_frames);
 	append(line, sizeof(line), "%" PRId64 " wait%s, %" PRId64 " signal%s", s->n_waits,
 	       s->n_waits == 1 ? "" : "s", s->n_signals, s->n_signals == 1 ? "" : "s");
 	if (s->n_open)
@@ -620,6 +631,7 @@ static void paint_row_labels(cairo_t *cr, const struct nf_render_layout *lay,
 		case NF_ROW_ADAPTER:
 		case NF_ROW_CPU_HEAD:
 		case NF_ROW_GROUP:
+		case NF_ROW_DISPLAY_HEAD:
 			cairo_rectangle(cr, 0, r->y + 2, lay->width, r->h - 2);
 			set_colour(cr, th->header);
 			cairo_fill(cr);
@@ -633,6 +645,9 @@ static void paint_row_labels(cairo_t *cr, const struct nf_render_layout *lay,
 					 lay->threads_left_out);
 			else if (r->kind == NF_ROW_CPU_HEAD)
 				snprintf(buf, sizeof(buf), "CPU threads");
+			else if (r->kind == NF_ROW_DISPLAY_HEAD)
+				snprintf(buf, sizeof(buf), "Displays \xC2\xB7 flips ready \xE2\x86\x92 latched (red: late, grey: dropped) "
+					 "\xC2\xB7 blue: blanks \xC2\xB7 black: presents");
 			else /* a group of lanes, an adapter (queue_labels.group_label) */
 				snprintf(buf, sizeof(buf), "%s", r->name);
 			ellipsize(cr, buf, lay->width - 32, fit, sizeof(fit));
@@ -681,6 +696,18 @@ static void paint_row_labels(cairo_t *cr, const struct nf_render_layout *lay,
 			text(cr, 20, r->y + 26, buf, LEFT, th->dim);
 			break;
 		}
+		case NF_ROW_DISPLAY:
+			font(cr, 12, 1);
+			if (r->id >= 0)
+				snprintf(buf, sizeof(buf), "display %.80s", r->name[0] ? r->name : "?");
+			else
+				snprintf(buf, sizeof(buf), "%.80s (no display)", r->name[0] ? r->name : "frames");
+			ellipsize(cr, buf, NF_RENDER_LABEL_W - 44, fit, sizeof(fit));
+			text(cr, 20, r->y + 22, fit, LEFT, th->text);
+			font(cr, 10, 0);
+			snprintf(buf, sizeof(buf), "%" PRId64 " frame%s", r->engine, r->engine == 1 ? "" : "s");
+			text(cr, 20, r->y + 35, buf, LEFT, th->dim);
+			break;
 		case NF_ROW_PROC:
 			font(cr, 11, 1);
 			snprintf(buf, sizeof(buf), "%.60s \xC2\xB7 process %" PRId64, r->name[0] ? r->name : "?", r->id);
