@@ -45,8 +45,8 @@ int nf_analysis_job_blocks(const char *db_path, struct nf_job_blocks *out, struc
 	static const char waiting[] =
 		"SELECT u.job, u.ts_ns, u.dep_context, u.dep_seqno, u.dep_job, "
 		"  coalesce((SELECT 1 FROM jobs d WHERE d.id = u.dep_job AND d.finish_source IN ('event', 'signaled') "
-		"    AND d.finished_ns > u.ts_ns), (SELECT 1 FROM fence_ops o WHERE o.queue = 4294967296 + u.dep_context "
-		"    AND o.op = 'signal' AND o.value = u.dep_seqno AND o.end_ns > u.ts_ns), 0), "
+		"    AND d.finished_ns > u.ts_ns), (SELECT 1 FROM kernel_timelines k JOIN fence_ops o ON o.queue = k.queue "
+		"    WHERE k.context = u.dep_context AND o.op = 'signal' AND o.value = u.dep_seqno AND o.end_ns > u.ts_ns), 0), "
 		"  j.driver, j.ring, j.context, j.seqno "
 		"FROM job_unschedulable u JOIN jobs j ON j.id = u.job "
 		"WHERE u.ts_ns = (SELECT max(v.ts_ns) FROM job_unschedulable v WHERE v.job = u.job) "

@@ -222,8 +222,8 @@ struct jp_release {
 /*
  * The dependency of job id released last, after lo and no later than hi:
  * a job's fence (finished, or scheduled: released at that job's start) or a
- * fence no job owns, by its dma_fence signal (the kernel timeline
- * 4294967296 + context, schemas/timeline.sql). r->dep and r->signal are -1
+ * fence no job owns, by its dma_fence signal (on the queue kernel_timelines
+ * gives its context, schemas/timeline.sql). r->dep and r->signal are -1
  * when none.
  */
 static int jp_dep(const struct nf_analysis *a, int64_t id, int64_t lo, int64_t hi, struct jp_release *r,
@@ -240,7 +240,8 @@ static int jp_dep(const struct nf_analysis *a, int64_t id, int64_t lo, int64_t h
 			       "FROM job_deps d JOIN jobs j ON j.id = d.dep_job WHERE d.job = ?1 AND r > ?2 AND r <= ?3 "
 			       "UNION ALL "
 			       "SELECT NULL, 0, o.end_ns AS r, d.dep_context, d.dep_seqno, o.id "
-			       "FROM job_deps d JOIN fence_ops o ON o.queue = 4294967296 + d.dep_context AND o.op = 'signal' "
+			       "FROM job_deps d JOIN kernel_timelines k ON k.context = d.dep_context "
+			       "JOIN fence_ops o ON o.queue = k.queue AND o.op = 'signal' "
 			       "AND o.value = d.dep_seqno WHERE d.job = ?1 AND d.dep_job IS NULL AND o.end_ns > ?2 "
 			       "AND o.end_ns <= ?3 "
 			       "ORDER BY r DESC, 1 DESC LIMIT 1", -1, &s, NULL) != SQLITE_OK)

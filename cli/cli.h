@@ -19,6 +19,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "contract/timeline.h"
+
 /* Exit codes. */
 enum { NF_EXIT_OK = 0, NF_EXIT_FAIL = 1, NF_EXIT_USAGE = 2 };
 /* `record` stopped by SIGINT or SIGTERM, session closed cleanly (128 + SIGINT). */
@@ -197,13 +199,14 @@ int nf_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((for
 /* Prints "nftrace CMD: err->msg" on stderr and returns NF_EXIT_FAIL. */
 int nf_cli_fail(const char *cmd, const struct nf_error *err);
 
-/* The time window and filters report and export share: --from, --to (with
- * units: 12.5ms), --queue and --fence (repeatable; decimal or 0x handles). */
+/* The selection report and export share (struct nf_selection, contract/timeline.h):
+ * --from, --to (with units: 12.5ms), --queue and --fence (repeatable; decimal
+ * or 0x handles), and report's --threads all, --thread and --process. */
 #define NF_CLI_MAX_FILTER 256
 struct nf_cli_window {
-	int64_t from_ns, to_ns;        /* -1: not given */
+	struct nf_selection sel;   /* what the options select; its lists point into the arrays below */
 	int64_t queues[NF_CLI_MAX_FILTER], fences[NF_CLI_MAX_FILTER];
-	int n_queues, n_fences;
+	const char *threads[NF_CLI_MAX_FILTER], *processes[NF_CLI_MAX_FILTER];
 };
 /* The options[] rows of the window's four options, in a command's table. */
 #define NF_CLI_WINDOW_OPTIONS                                                                          \
@@ -216,10 +219,18 @@ struct nf_cli_window {
 	  .help = "only what is on this fence (handle; repeat for more)" }
 /*
  * Reads the window from options from, from+1, from+2, from+3 (--from, --to,
- * --queue, --fence, as NF_CLI_WINDOW_OPTIONS puts them) into w: 0, or
- * NF_EXIT_USAGE after printing what is wrong.
+ * --queue, --fence, as NF_CLI_WINDOW_OPTIONS puts them) into w->sel, starting
+ * from no window and no filter (sel's lists point into w: w stays where it
+ * is): 0, or NF_EXIT_USAGE after printing what is wrong (also for --to not
+ * after --from).
  */
 int nf_cli_window(const struct nf_cli *c, int from, struct nf_cli_window *w);
+/*
+ * Adds report's thread options to w->sel: --threads all (option threads, its
+ * presence), --thread (option thread) and --process (option process),
+ * repeatable: 0, or NF_EXIT_USAGE after printing what is wrong.
+ */
+int nf_cli_window_threads(const struct nf_cli *c, int threads, int thread, int process, struct nf_cli_window *w);
 struct nf_coverage;
 /* What a session covers (cli/coverage.c): lines for check and info, or the
  * "coverage" member of check --json (written after a preceding member). */

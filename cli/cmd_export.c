@@ -24,7 +24,7 @@ static const struct nf_cli_option options[] = {
 
 struct export_state {
 	struct nf_export_options eo;
-	struct nf_cli_window win;       /* eo's queues and fences */
+	struct nf_cli_window win;       /* eo's selection: its queues and fences */
 };
 
 /* Usage checks, before the session is read or its timeline built. */
@@ -42,14 +42,7 @@ static int export_prepare(struct nf_cli *c)
 		return nf_cli_usage_error("export", "--format: %s", err.msg);
 	if ((r = nf_cli_window(c, O_FROM, win)))
 		return r;
-	if (win->from_ns >= 0 && win->to_ns >= 0 && win->to_ns <= win->from_ns)
-		return nf_cli_usage_error("export", "--to must be after --from");
-	eo->from_ns = win->from_ns;
-	eo->to_ns = win->to_ns;
-	eo->n_queues = win->n_queues;
-	eo->n_fences = win->n_fences;
-	eo->queues = win->n_queues ? win->queues : NULL;
-	eo->fences = win->n_fences ? win->fences : NULL;
+	eo->sel = win->sel;
 	return 0;
 }
 

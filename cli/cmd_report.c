@@ -76,11 +76,11 @@ static int report_path(const char *db, int64_t op, struct nf_render_options *ro,
 	}
 	snprintf(title, title_len, "critical path of op %" PRId64 ": latency %" PRId64 " ns, %zu segment%s",
 		 op, p.end_ns - p.queued_ns, p.n, p.n == 1 ? "" : "s");
-	if (ro->from_ns < 0 && ro->to_ns < 0) {
+	if (ro->sel.from_ns < 0 && ro->sel.to_ns < 0) {
 		int64_t span = p.end_ns - p.queued_ns, pad = span / 8 + 1;
 
-		ro->from_ns = p.queued_ns > pad ? p.queued_ns - pad : 0;
-		ro->to_ns = p.end_ns + pad;
+		ro->sel.from_ns = p.queued_ns > pad ? p.queued_ns - pad : 0;
+		ro->sel.to_ns = p.end_ns + pad;
 	}
 	ro->marks = m;
 	ro->n_marks = (int)p.n;
@@ -118,8 +118,7 @@ static const struct nf_cli_option options[] = {
 
 struct report_state {
 	struct nf_render_options ro;
-	struct nf_cli_window win;
-	const char *threads[NF_CLI_MAX_FILTER], *procs[NF_CLI_MAX_FILTER];
+	struct nf_cli_window win;       /* ro's selection */
 	int64_t cp_op;
 	long long max_ops;
 };
@@ -131,10 +130,11 @@ static int report_prepare(struct nf_cli *c)
 	struct nf_render_options *ro = &st->ro;
 	const char *v;
 	long long width = 0;
-	int r, pos;
+	int r;
 
 	st->cp_op = -1;
-	if ((r = nf_cli_window(c, O_FROM, &st->win)))
+	if ((r = nf_cli_window(c, O_FROM, &st->win)) ||
+	    (r = nf_cli_window_threads(c, O_THREADS, O_THREAD, O_PROCESS, &st->win)))
 		return r;
 	if ((r = nf_cli_int(c, O_WIDTH, NF_RENDER_MIN_WIDTH, NF_RENDER_MAX_WIDTH, &width)))
 		return r;
@@ -144,21 +144,6 @@ static int report_prepare(struct nf_cli *c)
 	if ((v = nf_cli_get(c, O_THEME)))
 		ro->theme = !strcmp(v, "dark") ? NF_THEME_DARK : NF_THEME_LIGHT;
 	ro->title = nf_cli_get(c, O_TITLE);
-	ro->threads_all = nf_cli_has(c, O_THREADS);
-	for (int k = 0; k < 2; k++) {
-		int opt = k ? O_PROCESS : O_THREAD;
-		const char **arr = k ? st->procs : st->threads;
-		int *n = k ? &ro->n_processes : &ro->n_threads;
-
-		pos = 0;
-		while ((v = nf_cli_next(c, opt, &pos))) {
-			if (*n >= NF_CLI_MAX_FILTER)
-				return nf_cli_usage_error("report", "too many filters (limit %d)", NF_CLI_MAX_FILTER);
-			if (!*v)
-				return nf_cli_usage_error("report", "--%s needs a name or id", k ? "process" : "thread");
-			arr[(*n)++] = v;
-		}
-	}
 	if ((v = nf_cli_get(c, O_CRITICAL_PATH)) && nf_cli_parse_id(v, &st->cp_op))
 		return nf_cli_usage_error("report", "bad operation id '%s' for --critical-path", v);
 	ro->output = nf_cli_get(c, O_OUTPUT);
@@ -172,8 +157,6 @@ static int report_prepare(struct nf_cli *c)
 		return nf_cli_usage_error("report", "--max-ops applies to -o FILE.html only");
 	if (is_html(ro->output) && st->cp_op >= 0)
 		return nf_cli_usage_error("report", "--critical-path applies to pictures, not to -o %s", ro->output);
-	if (st->win.from_ns >= 0 && st->win.to_ns >= 0 && st->win.to_ns <= st->win.from_ns)
-		return nf_cli_usage_error("report", "--to must be after --from");
 	return 0;
 }
 
@@ -181,7 +164,6 @@ static int report_run(struct nf_cli *c)
 {
 	struct report_state *st = c->state;
 	struct nf_render_options ro = st->ro;
-	struct nf_cli_window *win = &st->win;
 	struct nf_render_mark *marks = NULL;
 	const char *db = c->db[0], *dir = c->args[0];
 	char path_title[160], fdb[NF_CLI_PATH_MAX];
@@ -193,14 +175,7 @@ static int report_run(struct nf_cli *c)
 	if (nf_frames_ensure(dir, NULL, fdb, sizeof(fdb), &err))
 		return nf_cli_fail("report", &err);
 	db = fdb;
-	ro.from_ns = win->from_ns;
-	ro.to_ns = win->to_ns;
-	ro.n_queues = win->n_queues;
-	ro.n_fences = win->n_fences;
-	ro.queues = win->n_queues ? win->queues : NULL;
-	ro.fences = win->n_fences ? win->fences : NULL;
-	ro.threads = ro.n_threads ? st->threads : NULL;
-	ro.processes = ro.n_processes ? st->procs : NULL;
+	ro.sel = st->win.sel;
 	if (!ro.title) {
 		const char *slash = strrchr(dir, '/');
 		ro.title = slash && slash[1] ? slash + 1 : dir;
@@ -211,18 +186,8 @@ static int report_run(struct nf_cli *c)
 		ho.output = ro.output;
 		ho.title = ro.title;
 		ho.session = dir;
-		ho.from_ns = ro.from_ns;
-		ho.to_ns = ro.to_ns;
-		ho.queues = ro.queues;
-		ho.n_queues = ro.n_queues;
-		ho.fences = ro.fences;
-		ho.n_fences = ro.n_fences;
+		ho.sel = ro.sel;
 		ho.max_ops = st->max_ops;
-		ho.threads_all = ro.threads_all;
-		ho.threads = ro.threads;
-		ho.n_threads = ro.n_threads;
-		ho.processes = ro.processes;
-		ho.n_processes = ro.n_processes;
 		if (nf_html_report(db, &ho, &err))
 			return nf_cli_fail("report", &err);
 		return NF_EXIT_OK;

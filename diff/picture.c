@@ -67,14 +67,14 @@ static int render_side(const struct nf_diff *d, int k, const struct nf_diff_pict
 	ro.output = path;
 	ro.title = title;
 	ro.width = o->width;
-	ro.from_ns = o->from_ns;
-	ro.to_ns = o->to_ns;
+	ro.sel.from_ns = o->from_ns;
+	ro.sel.to_ns = o->to_ns;
 	if (o->to_ns < 0) {
 		int64_t da = d->info[0].duration_ns, db = d->info[1].duration_ns;
 
-		ro.to_ns = da >= 0 && db >= 0 ? (da > db ? da : db) : -1;
-		if (ro.to_ns >= 0 && o->from_ns >= ro.to_ns)
-			ro.to_ns = -1; /* nf_render says what is wrong with the window */
+		ro.sel.to_ns = da >= 0 && db >= 0 ? (da > db ? da : db) : -1;
+		if (ro.sel.to_ns >= 0 && o->from_ns >= ro.sel.to_ns)
+			ro.sel.to_ns = -1; /* nf_render says what is wrong with the window */
 	}
 	ro.marks = marks;
 	ro.n_marks = (int)n;

@@ -3,8 +3,8 @@
  * JSON event) one after another, so they collect in one large buffer that
  * goes to the file in big writes. With nf_xout_start, a full buffer is
  * handed to a writer thread and the encoding goes on in a second buffer, so
- * the kernel's copy into the page cache (a large part of a big export's
- * cost) runs beside the encoding. A write error is kept and reported once,
+ * the operating system's copy into the page cache (a large part of a big
+ * export's cost) runs beside the encoding. A write error is kept and reported once,
  * when the export flushes at the end.
  */
 #define _GNU_SOURCE 1 /* O_DIRECT */
@@ -20,8 +20,8 @@
 
 /*
  * Direct writes: a regular file is written with O_DIRECT when the file system
- * takes it. On this kind of machine the kernel's copy into the page cache cost
- * more than the whole encoding (3 GB: 8.5 s of system time buffered, 0.3 s
+ * takes it. On this kind of machine the operating system's copy into the page
+ * cache cost more than the whole encoding (3 GB: 8.5 s of system time buffered, 0.3 s
  * direct). O_DIRECT wants aligned addresses, lengths and offsets, so the thread
  * gathers the buffers it is handed in an aligned staging area and writes whole
  * blocks; the tail (less than a block) goes out with O_DIRECT cleared at the

@@ -1,12 +1,15 @@
 /*
  * The timeline's read side: opening a timeline database as every reader does
- * (read-only, one snapshot) and checking a report's thread selection.
+ * (read-only, one snapshot), and what a session covers (the coverage table).
+ * What a reader selects of it is select.c's.
  */
 #include "contract/timeline.h"
 #include "contract/errors.h"
 
 #include <errno.h>
 #include <sqlite3.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -53,45 +56,6 @@ out_close:
 	sqlite3_close(*db);
 	*db = NULL;
 	return rc;
-}
-
-int nf_timeline_check_threads(sqlite3 *db, const char *const *threads, int n_threads, const char *const *processes,
-			      int n_processes, struct nf_error *err)
-{
-	static const char sql_id[] =
-		"SELECT 1 FROM (SELECT thread FROM cpu_runs UNION SELECT thread FROM cpu_waits UNION "
-		"SELECT thread FROM cpu_signals UNION SELECT thread FROM queue_threads UNION SELECT thread FROM jobs "
-		"UNION SELECT thread FROM markers UNION SELECT thread FROM kernel_threads) WHERE thread = ?1";
-	static const char sql_pid[] = "SELECT 1 FROM kernel_threads WHERE process = ?1 OR thread = ?1";
-	static const char sql_name[] = "SELECT 1 FROM kernel_threads WHERE comm = ?1";
-
-	for (int k = 0; k < 2; k++) {
-		const char *const *v = k ? processes : threads;
-		int n = k ? n_processes : n_threads;
-
-		for (int i = 0; v && i < n; i++) {
-			char *end = NULL;
-			long long id = strtoll(v[i], &end, 10);
-			int numeric = end && *end == '\0' && end != v[i];
-			sqlite3_stmt *st;
-			int rc;
-
-			if (sqlite3_prepare_v2(db, numeric ? (k ? sql_pid : sql_id) : sql_name, -1, &st, NULL) != SQLITE_OK)
-				return nf_error_set(err, NF_ESQL, "checking the thread filters: %s", sqlite3_errmsg(db));
-			if (numeric)
-				sqlite3_bind_int64(st, 1, id);
-			else
-				sqlite3_bind_text(st, 1, v[i], -1, SQLITE_STATIC);
-			rc = sqlite3_step(st);
-			sqlite3_finalize(st);
-			if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-				return nf_error_set(err, NF_ESQL, "checking the thread filters: %s", sqlite3_errmsg(db));
-			if (rc == SQLITE_DONE)
-				return nf_error_set(err, NF_ENOENT, "%s '%s': not in the timeline", k ? "process" : "thread",
-						    v[i]);
-		}
-	}
-	return 0;
 }
 
 void nf_coverage_free(struct nf_coverage *c)

@@ -10,8 +10,6 @@
  */
 #include "viewer.h"
 #include "contract/errors.h"
-#include "kernel_rows.h"
-#include "etw_rows.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -535,10 +533,9 @@ int nf_render_collect_depths(sqlite3 *db, const struct nf_render_options *opts,
 			     const struct nf_render_layout *lay, const int64_t *queues, size_t n,
 			     int cap, int (*n_sub)[2], int64_t *shared, struct nf_error *err)
 {
-	int nf = opts->fences ? opts->n_fences : 0, nq = opts->queues ? opts->n_queues : 0;
 	struct depth_sink k = { lay, queues, n, NULL };
-	char *qf = nf_render_in_list("queue", opts->queues, nq);
-	char *ff = nf_render_in_list("fence", opts->fences, nf);
+	char *qf = nf_render_in_list(opts, NF_SELECTION_QUEUES, "queue");
+	char *ff = nf_render_in_list(opts, NF_SELECTION_FENCES, "fence");
 	char *sql = NULL;
 	sqlite3_stmt *st = NULL;
 	int ret = 0, rc;
@@ -578,8 +575,8 @@ out:
 		sqlite3_create_function(db, "nf_render_depth", 11, SQLITE_UTF8, NULL, NULL, NULL, NULL);
 	sqlite3_free(sql);
 	free(k.st);
-	free(qf);
-	free(ff);
+	sqlite3_free(qf);
+	sqlite3_free(ff);
 	return ret;
 }
 
@@ -1057,7 +1054,7 @@ static int collect_links(sqlite3 *db, const struct nf_render_layout *lay,
 			break;
 		/* Pass 0: GPU signal -> wait; pass 1: CPU signal -> wait; pass 2: GPU signal
 		 * -> the CPU wait it released (the first signal on the wait's fence to reach
-		 * its value; Linux dma_fence waits are tied in deps, kernel_rows.c). */
+		 * its value; fence waits of threads are tied in deps, threads.c). */
 		if (pass == 2)
 			sql = sqlite3_mprintf(
 				"SELECT s.queue, min(s.end_ns), w.thread, w.end_ns, s.id, NULL FROM cpu_waits w "
@@ -1131,11 +1128,10 @@ int nf_render_collect(sqlite3 *db, const struct nf_render_options *opts,
 		      const struct nf_render_layout *lay, struct nf_render_scene *s,
 		      struct nf_error *err)
 {
-	int nf = opts->fences ? opts->n_fences : 0, nq = opts->queues ? opts->n_queues : 0;
-	char *qf = nf_render_in_list("queue", opts->queues, nq);
-	char *ff = nf_render_in_list("fence", opts->fences, nf);
-	char *wff = nf_render_in_list("w.fence", opts->fences, nf);
-	char *cff = nf_render_in_list("fence", opts->fences, nf);
+	char *qf = nf_render_in_list(opts, NF_SELECTION_QUEUES, "queue");
+	char *ff = nf_render_in_list(opts, NF_SELECTION_FENCES, "fence");
+	char *wff = nf_render_in_list(opts, NF_SELECTION_FENCES, "w.fence");
+	char *cff = nf_render_in_list(opts, NF_SELECTION_FENCES, "fence");
 	int ret;
 
 	if (!qf || !ff || !wff || !cff) {
@@ -1161,14 +1157,14 @@ int nf_render_collect(sqlite3 *db, const struct nf_render_options *opts,
 	    (ret = collect_cpu_signals(db, lay, s, cff, err)) < 0 ||
 	    (ret = collect_anomalies(db, lay, s, qf, err)) < 0 ||
 	    (ret = collect_links(db, lay, s, wff, err)) < 0 ||
-	    (ret = nf_render_collect_kernel(db, opts, lay, s, err)) < 0 ||
-	    (ret = nf_render_collect_etw(db, opts, lay, s, err)) < 0 ||
+	    (ret = nf_render_collect_threads(db, opts, lay, s, err)) < 0 ||
+	    (ret = nf_render_collect_items(db, opts, lay, s, err)) < 0 ||
 	    (ret = nf_render_collect_frames(db, lay, s, err)) < 0)
 		goto out_free;
 out_free:
-	free(cff);
-	free(wff);
-	free(ff);
-	free(qf);
+	sqlite3_free(cff);
+	sqlite3_free(wff);
+	sqlite3_free(ff);
+	sqlite3_free(qf);
 	return ret;
 }

@@ -1,12 +1,13 @@
 /*
  * The display rows: per display (schemas/timeline.sql, displays), its
- * vertical blanks as ticks (the display_vblanks view), its flips as boxes
+ * vertical blanks as ticks (the display_blanks view), its flips as boxes
  * from when each entered the flip queue to when it was latched (a late frame's
  * in red, a dropped one in grey) and every frame's boundary (its present) as a
  * line across the row; one more row for the frames no display shows (user
  * marker frames, composed presents), a late one's time marked in red. Read
- * from the generic tables the frames analysis fills (nftrace frames): no
- * source is named here.
+ * from the frames analysis's results (nftrace frames) through the views
+ * display_blanks, display_flips and display_frames (schemas/timeline-views.sql):
+ * no source is named here.
  */
 #include "viewer.h"
 #include "contract/errors.h"
@@ -31,18 +32,18 @@ int nf_render_place_display_rows(sqlite3 *db, const struct nf_render_options *op
 	static const char sql[] =
 		"SELECT id, name, n FROM ("
 		"SELECT d.display AS id, coalesce(d.name, '') AS name, "
-		"  (SELECT count(*) FROM frames f WHERE f.display = d.display) AS n "
-		"FROM displays d WHERE EXISTS (SELECT 1 FROM flips l WHERE l.display = d.display "
+		"  (SELECT count(*) FROM display_frames f WHERE f.display = d.display) AS n "
+		"FROM displays d WHERE EXISTS (SELECT 1 FROM display_flips l WHERE l.display = d.display "
 		"  AND coalesce(l.done_ns, l.queued_ns) >= ?1 AND l.queued_ns <= ?2) "
-		"OR EXISTS (SELECT 1 FROM frames f WHERE f.display = d.display AND f.present_ns BETWEEN ?1 AND ?2) "
+		"OR EXISTS (SELECT 1 FROM display_frames f WHERE f.display = d.display AND f.present_ns BETWEEN ?1 AND ?2) "
 		"UNION ALL SELECT -1, CASE WHEN count(DISTINCT swapchain) = 1 THEN min(swapchain) "
-		"  ELSE count(DISTINCT swapchain) || ' swap chains' END, count(*) FROM frames WHERE display IS NULL "
+		"  ELSE count(DISTINCT swapchain) || ' swap chains' END, count(*) FROM display_frames WHERE display IS NULL "
 		"  AND present_ns BETWEEN ?1 AND ?2 HAVING count(*) > 0) ORDER BY id = -1, id";
 	struct nf_render_row r;
 	sqlite3_stmt *st = NULL;
 	int rc, ret = 0;
 
-	if (opts->queues || (opts->fences && opts->n_fences > 0))
+	if (opts->sel.n_queues > 0 || opts->sel.n_fences > 0)
 		return 0;
 	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
 		return fr_fail(db, err, "reading displays");
@@ -55,6 +56,7 @@ int nf_render_place_display_rows(sqlite3 *db, const struct nf_render_options *op
 			memset(&r, 0, sizeof(r));
 			r.kind = NF_ROW_DISPLAY_HEAD;
 			r.adapter = -1;
+		r.lane = -1;
 			r.y = *y;
 			r.h = NF_RENDER_ADAPTER_H;
 			*y += r.h;
@@ -65,6 +67,7 @@ int nf_render_place_display_rows(sqlite3 *db, const struct nf_render_options *op
 		r.kind = NF_ROW_DISPLAY;
 		r.id = sqlite3_column_int64(st, 0);
 		r.adapter = -1;
+		r.lane = -1;
 		r.engine = sqlite3_column_int64(st, 2); /* frames on it, for the label */
 		snprintf(r.name, sizeof(r.name), "%s", name ? name : "");
 		r.y = *y;
@@ -146,21 +149,20 @@ int nf_render_collect_frames(sqlite3 *db, const struct nf_render_layout *lay, st
 			     struct nf_error *err)
 {
 	static const char blanks[] =
-		"SELECT display, ts_ns FROM display_vblanks WHERE ts_ns BETWEEN ?1 AND ?2";
+		"SELECT display, ts_ns FROM display_blanks WHERE ts_ns BETWEEN ?1 AND ?2";
 	/* each flip from when it could be shown (its frame's work done; else queued) to when it
 	 * was latched, with whether its frame was late */
 	static const char flips[] =
 		"SELECT l.display, coalesce(l.ready_ns, l.queued_ns), coalesce(l.done_ns, ?2), l.status, "
-		"coalesce(f.late, 0), f.frame, f.late_ns, f.missed_vblanks "
-		"FROM flips l LEFT JOIN frames f ON f.present = l.present "
+		"l.late, l.frame, l.late_ns, l.missed_blanks FROM display_flips l "
 		"WHERE coalesce(l.ready_ns, l.queued_ns) IS NOT NULL "
 		"AND coalesce(l.ready_ns, l.queued_ns) <= ?2 AND coalesce(l.done_ns, ?2) >= ?1 "
-		"ORDER BY l.display, coalesce(l.ready_ns, l.queued_ns), l.rowid";
+		"ORDER BY l.display, coalesce(l.ready_ns, l.queued_ns), l.id";
 	static const char frames[] =
 		"SELECT coalesce(f.display, -1), f.present_ns, coalesce(f.late, 0), f.prev, l.present IS NOT NULL "
 		"FROM (SELECT display, present_ns, late, present, lag(present_ns) OVER "
-		"      (PARTITION BY swapchain, display ORDER BY frame) AS prev FROM frames) f "
-		"LEFT JOIN (SELECT DISTINCT present FROM flips WHERE present IS NOT NULL) l ON l.present = f.present "
+		"      (PARTITION BY swapchain, display ORDER BY frame) AS prev FROM display_frames) f "
+		"LEFT JOIN (SELECT DISTINCT present FROM display_flips WHERE present IS NOT NULL) l ON l.present = f.present "
 		"WHERE f.present_ns BETWEEN ?1 AND ?2 OR (f.late AND f.prev <= ?2 AND f.present_ns >= ?1)";
 	sqlite3_stmt *st = NULL;
 	struct flip *fl = NULL;
@@ -173,7 +175,7 @@ int nf_render_collect_frames(sqlite3 *db, const struct nf_render_layout *lay, st
 		return 0;
 	/* blanks: a thin tick along the top of the row */
 	if (sqlite3_prepare_v2(db, blanks, -1, &st, NULL) != SQLITE_OK)
-		return fr_fail(db, err, "reading display_vblanks");
+		return fr_fail(db, err, "reading display_blanks");
 	sqlite3_bind_int64(st, 1, lay->t0);
 	sqlite3_bind_int64(st, 2, lay->t1);
 	while (!ret && (rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -183,7 +185,7 @@ int nf_render_collect_frames(sqlite3 *db, const struct nf_render_layout *lay, st
 			ret = add(s, NF_RB_BLANK, xt(lay, sqlite3_column_int64(st, 1)) - 0.5, r->y + 3, 1.0, r->h - 6, err);
 	}
 	if (!ret && rc != SQLITE_DONE)
-		ret = fr_fail(db, err, "reading display_vblanks");
+		ret = fr_fail(db, err, "reading display_blanks");
 	sqlite3_finalize(st);
 	st = NULL;
 	if (ret)

@@ -1,14 +1,12 @@
 /*
- * The viewer's page layout: reads the session facts (meta), the queues and
- * adapters, and the CPU threads from the timeline database, resolves the time
- * window and places the rows. It decides where things go; render.c and
- * paint.c decide how they look. Tests use the same functions to find boxes in
- * a rendered image.
+ * The viewer's page layout: reads the session facts (meta), the item kinds
+ * and lanes, the queues and adapters, and the CPU threads from the timeline
+ * database, checks the selection and resolves its time window, and places the
+ * rows. It decides where things go; render.c and paint.c decide how they look.
+ * Tests use the same functions to find boxes in a rendered image.
  */
 #include "layout.h"
 #include "contract/errors.h"
-#include "kernel_rows.h"
-#include "etw_rows.h"
 #include "contract/timeline.h"
 
 #include <inttypes.h>
@@ -43,11 +41,6 @@ const char *const nf_render_legend_labels[NF_RENDER_LEGEND_ITEMS] = {
 	"other anomaly",
 };
 
-const char *const nf_render_legend_etw_labels[NF_RENDER_LEGEND_ETW_ITEMS] = {
-	"DMA packet (node rows)",
-	"VSync",
-};
-
 /*
  * The width of a legend label at 11 px DejaVu Sans, estimated from above per
  * character class (its advances: narrow punctuation and i, l, t, f, j, r
@@ -73,50 +66,42 @@ static double legend_text_w(const char *label)
 	return w;
 }
 
-/* Places the legend items left to right, wrapping before the right margin. */
+/*
+ * Places the legend items left to right, wrapping before the right margin:
+ * the fixed ones, then one per item kind the timeline has.
+ */
 static void place_legend(struct nf_render_layout *lay)
 {
 	double x = 16, y = NF_RENDER_TITLE_H;
-	int n = NF_RENDER_LEGEND_ITEMS + (lay->etw ? NF_RENDER_LEGEND_ETW_ITEMS : 0);
+	int n = NF_RENDER_LEGEND_ITEMS + lay->n_kinds;
 
 	lay->legend_lines = 1;
 	for (int i = 0; i < n; i++) {
-		const char *label = i < NF_RENDER_LEGEND_ITEMS ? nf_render_legend_labels[i]
-				    : nf_render_legend_etw_labels[i - NF_RENDER_LEGEND_ITEMS];
+		struct nf_render_kind *k = i < NF_RENDER_LEGEND_ITEMS ? NULL : &lay->kinds[i - NF_RENDER_LEGEND_ITEMS];
+		const char *label = k ? k->legend : nf_render_legend_labels[i];
 		double w = 22 + 6 + legend_text_w(label) + 14;
 
+		if (k && !k->present)
+			continue;
 		if (x + w > lay->width - 16 && x > 16) {
 			x = 16;
 			y += NF_RENDER_LEGEND_H;
 			lay->legend_lines++;
 		}
-		if (i < NF_RENDER_LEGEND_ITEMS) {
+		if (k) {
+			k->legend_x = x;
+			k->legend_y = y;
+		} else {
 			lay->legend_x[i] = x;
 			lay->legend_y[i] = y;
-		} else {
-			lay->legend_etw_x[i - NF_RENDER_LEGEND_ITEMS] = x;
-			lay->legend_etw_y[i - NF_RENDER_LEGEND_ITEMS] = y;
 		}
 		x += w;
 	}
 }
 
-char *nf_render_in_list(const char *col, const int64_t *v, int n)
+char *nf_render_in_list(const struct nf_render_options *opts, enum nf_selection_list which, const char *col)
 {
-	size_t cap = strlen(col) + 16 + (size_t)(n > 0 ? n : 0) * 22;
-	char *s = malloc(cap);
-	size_t len;
-
-	if (!s)
-		return NULL;
-	s[0] = '\0';
-	if (n <= 0)
-		return s;
-	len = (size_t)snprintf(s, cap, " AND %s IN (", col);
-	for (int i = 0; i < n; i++)
-		len += (size_t)snprintf(s + len, cap - len, "%s%" PRId64, i ? "," : "", v[i]);
-	snprintf(s + len, cap - len, ")");
-	return s;
+	return nf_selection_in(&opts->sel, which, col);
 }
 
 /* Copies a text column into a fixed buffer (truncating), "" for NULL. */
@@ -133,7 +118,7 @@ static int read_meta(sqlite3 *db, struct nf_render_layout *lay, struct nf_error 
 	int rc;
 
 	if (sqlite3_prepare_v2(db, "SELECT key, value FROM meta WHERE key IN "
-				   "('duration_ns','source','mode','seed','scenario')",
+				   "('source','mode','seed','scenario')",
 			       -1, &st, NULL) != SQLITE_OK)
 		return sql_fail(db, err, "reading meta");
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -141,14 +126,7 @@ static int read_meta(sqlite3 *db, struct nf_render_layout *lay, struct nf_error 
 
 		if (!key || sqlite3_column_type(st, 1) == SQLITE_NULL)
 			continue;
-		if (strcmp(key, "duration_ns") == 0) {
-			sqlite3_int64 d = sqlite3_column_int64(st, 1);
-
-			if (d > 0) {
-				lay->session_end = d;
-				lay->has_duration = 1;
-			}
-		} else if (strcmp(key, "source") == 0) {
+		if (strcmp(key, "source") == 0) {
 			copy_text(lay->source, sizeof(lay->source), st, 1);
 		} else if (strcmp(key, "mode") == 0) {
 			copy_text(lay->mode, sizeof(lay->mode), st, 1);
@@ -164,84 +142,20 @@ static int read_meta(sqlite3 *db, struct nf_render_layout *lay, struct nf_error 
 	return 0;
 }
 
-/* Without meta.duration_ns: the last time anything happened (a full scan). */
-static int scan_session_end(sqlite3 *db, struct nf_render_layout *lay, struct nf_error *err)
-{
-	static const char sql[] =
-		"SELECT max(coalesce((SELECT max(max(coalesce(queued_ns,0), coalesce(observed_ns,0),"
-		" coalesce(end_ns,0))) FROM fence_ops), 0),"
-		" coalesce((SELECT max(max(start_ns, coalesce(end_ns,0))) FROM cpu_waits), 0),"
-		" coalesce((SELECT max(ts_ns) FROM cpu_signals), 0),"
-		" coalesce((SELECT max(max(coalesce(first_ns,0), coalesce(last_ns,0))) FROM anomalies), 0))";
-	sqlite3_stmt *st;
-	int rc;
-
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-		return sql_fail(db, err, "finding the session end");
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW)
-		lay->session_end = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	if (rc != SQLITE_ROW)
-		return sql_fail(db, err, "finding the session end");
-	return 0;
-}
-
-
-/* A fence filter naming no fence of the timeline is a user error, as a queue's is. */
-static int check_fences(sqlite3 *db, const struct nf_render_options *opts, struct nf_error *err)
-{
-	sqlite3_stmt *st;
-	int ret = 0;
-
-	if (!opts->fences || opts->n_fences <= 0)
-		return 0;
-	if (sqlite3_prepare_v2(db, "SELECT 1 FROM fences WHERE fence = ?1", -1, &st, NULL) != SQLITE_OK)
-		return sql_fail(db, err, "checking --fence");
-	for (int i = 0; i < opts->n_fences && ret == 0; i++) {
-		int rc;
-
-		sqlite3_reset(st);
-		sqlite3_bind_int64(st, 1, opts->fences[i]);
-		rc = sqlite3_step(st);
-		if (rc == SQLITE_DONE)
-			ret = nf_error_set(err, NF_ENOENT, "fence 0x%" PRIx64 ": not in the timeline",
-					   (uint64_t)opts->fences[i]);
-		else if (rc != SQLITE_ROW)
-			ret = sql_fail(db, err, "checking --fence");
-	}
-	sqlite3_finalize(st);
-	return ret;
-}
-
+/* The selection checked against the timeline, and its window resolved. */
 static int resolve_window(sqlite3 *db, const struct nf_render_options *opts,
 			  struct nf_render_layout *lay, struct nf_error *err)
 {
+	struct nf_window w;
 	int rc;
 
-	if (opts->from_ns < -1 || opts->to_ns < -1)
-		return nf_error_set(err, NF_EINVAL, "time window: negative time");
-	if (!lay->has_duration && (rc = scan_session_end(db, lay, err)) < 0)
+	if ((rc = nf_selection_check(db, &opts->sel, err)) < 0 ||
+	    (rc = nf_selection_window(db, &opts->sel, &w, err)) < 0)
 		return rc;
-	if ((rc = check_fences(db, opts, err)) < 0)
-		return rc;
-	/* A window after the session's end would draw an empty page: an error, not a picture. */
-	if (opts->from_ns >= 0 && lay->session_end > 0 && opts->from_ns >= lay->session_end) {
-		char a[32], b[32];
-
-		nf_text_duration(a, sizeof(a), opts->from_ns);
-		nf_text_duration(b, sizeof(b), lay->session_end);
-		return nf_error_set(err, NF_EINVAL,
-				    "time window: start %s is not before the session's end (%s)", a, b);
-	}
-	lay->t0 = opts->from_ns >= 0 ? opts->from_ns : 0;
-	lay->t1 = opts->to_ns >= 0 ? opts->to_ns : lay->session_end;
-	if (opts->to_ns < 0 && lay->t1 <= lay->t0)
-		lay->t1 = lay->t0 + 1000;  /* an empty session: a 1 µs window */
-	if (lay->t1 <= lay->t0)
-		return nf_error_set(err, NF_EINVAL,
-				    "time window: end (%" PRId64 " ns) is not after start (%" PRId64
-				    " ns)", lay->t1, lay->t0);
+	lay->t0 = w.t0;
+	lay->t1 = w.t1;
+	lay->session_end = w.session_end;
+	lay->has_duration = w.has_duration;
 	return 0;
 }
 
@@ -257,9 +171,10 @@ static int push_row(struct nf_render_layout *lay, size_t *cap, const struct nf_r
 	return 0;
 }
 
+/* Whether x passes the filter v[0..n) (NULL or none: everything passes). */
 static int in_filter(const int64_t *v, int n, int64_t x)
 {
-	if (!v)
+	if (!v || n <= 0)
 		return 1;
 	for (int i = 0; i < n; i++)
 		if (v[i] == x)
@@ -270,7 +185,7 @@ static int in_filter(const int64_t *v, int n, int64_t x)
 /* A queue row before grouping: what sorts it. */
 struct queue_info {
 	int64_t queue, adapter, engine, node;
-	char name[96], adapter_name[96];
+	char name[96], group_label[96], handle[64];
 	int n_sub[2];     /* sub-lanes of its wait and signal lanes (the depth pass) */
 	int64_t shared;
 };
@@ -316,9 +231,194 @@ static int64_t col_int_or(sqlite3_stmt *st, int col, int64_t dflt)
 	return sqlite3_column_type(st, col) == SQLITE_NULL ? dflt : sqlite3_column_int64(st, col);
 }
 
+/* '#RRGGBB' into rgb (0..1 each); 0, or -1 when t is not one (rgb untouched). */
+static int parse_colour(const unsigned char *t, double rgb[3])
+{
+	unsigned v[3];
+
+	if (!t || t[0] != '#' || strlen((const char *)t) != 7)
+		return -1;
+	for (int i = 0; i < 3; i++) {
+		v[i] = 0;
+		for (int k = 1 + 2 * i; k < 3 + 2 * i; k++) {
+			int c = t[k];
+
+			if (c >= '0' && c <= '9')
+				v[i] = v[i] * 16 + (unsigned)(c - '0');
+			else if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f')
+				v[i] = v[i] * 16 + (unsigned)((c | 0x20) - 'a' + 10);
+			else
+				return -1;
+		}
+	}
+	for (int i = 0; i < 3; i++)
+		rgb[i] = v[i] / 255.0;
+	return 0;
+}
+
 /*
- * The queues: the rows of the queues table (the analyzer gives every queue the
- * operations or logs name a row, so fence_ops need not be scanned for them).
+ * The item kinds (view item_kinds, in their order): their words and colours,
+ * and whether the timeline has items of each (then the legend shows it). How
+ * each is drawn follows from its lanes (load_lanes); a kind on no lane is a
+ * tick on its thread's row.
+ */
+static int load_kinds(sqlite3 *db, struct nf_render_layout *lay, struct nf_error *err)
+{
+	sqlite3_stmt *st = NULL, *any = NULL;
+	int rc, ret = 0;
+
+	if (sqlite3_prepare_v2(db, "SELECT kind, noun, plural, legend, colour, edge_colour, wait_colour "
+				   "FROM item_kinds ORDER BY ord", -1, &st, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(db, "SELECT 1 FROM items WHERE kind = ?1 LIMIT 1", -1, &any, NULL) != SQLITE_OK) {
+		ret = sql_fail(db, err, "reading item_kinds");
+		goto out;
+	}
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW && lay->n_kinds < NF_RENDER_MAX_KINDS) {
+		struct nf_render_kind *k = &lay->kinds[lay->n_kinds];
+
+		memset(k, 0, sizeof(*k));
+		copy_text(k->kind, sizeof(k->kind), st, 0);
+		copy_text(k->noun, sizeof(k->noun), st, 1);
+		copy_text(k->plural, sizeof(k->plural), st, 2);
+		copy_text(k->legend, sizeof(k->legend), st, 3);
+		if (parse_colour(sqlite3_column_text(st, 4), k->colour) < 0)
+			k->colour[0] = k->colour[1] = k->colour[2] = 0.5;
+		memcpy(k->edge, k->colour, sizeof(k->edge));
+		memcpy(k->wait, k->colour, sizeof(k->wait));
+		parse_colour(sqlite3_column_text(st, 5), k->edge);
+		parse_colour(sqlite3_column_text(st, 6), k->wait);
+		k->shape = NF_SHAPE_TICK;
+		sqlite3_reset(any);
+		sqlite3_bind_text(any, 1, k->kind, -1, SQLITE_STATIC);
+		if ((rc = sqlite3_step(any)) != SQLITE_ROW && rc != SQLITE_DONE) {
+			ret = sql_fail(db, err, "reading items");
+			goto out;
+		}
+		k->present = rc == SQLITE_ROW;
+		lay->n_kinds++;
+	}
+	if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+		ret = sql_fail(db, err, "reading item_kinds");
+out:
+	sqlite3_finalize(any);
+	sqlite3_finalize(st);
+	return ret;
+}
+
+/* Items per lane of their own in the selection (unfiltered: all of them). */
+static int count_lane_items(sqlite3 *db, const struct nf_render_options *opts, struct nf_render_layout *lay,
+			    int kind, struct nf_error *err)
+{
+	char *qf = nf_render_in_list(opts, NF_SELECTION_QUEUES, "queue");
+	char *ff = nf_render_in_list(opts, NF_SELECTION_FENCES, "fence");
+	char *sql = qf && ff ? sqlite3_mprintf("SELECT lane, count(*) FROM items WHERE kind = ?1 AND lane IS NOT NULL%s%s "
+					       "GROUP BY lane", qf, ff) : NULL;
+	sqlite3_stmt *st = NULL;
+	int rc, ret = 0;
+
+	if (!sql) {
+		ret = nf_error_set(err, NF_ENOMEM, "out of memory for a query");
+		goto out;
+	}
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+		ret = sql_fail(db, err, "reading items");
+		goto out;
+	}
+	sqlite3_bind_text(st, 1, lay->kinds[kind].kind, -1, SQLITE_STATIC);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int l = nf_render_layout_lane(lay, (const char *)sqlite3_column_text(st, 0));
+
+		if (l >= 0)
+			lay->lanes[l].items = sqlite3_column_int64(st, 1);
+	}
+	if (rc != SQLITE_DONE)
+		ret = sql_fail(db, err, "reading items");
+out:
+	sqlite3_finalize(st);
+	sqlite3_free(sql);
+	sqlite3_free(qf);
+	sqlite3_free(ff);
+	return ret;
+}
+
+/*
+ * The lanes (view lanes, in their order). Each sets how its kind's items are
+ * drawn: boxes on an 'engine' lane's own row or a 'node' lane's header row,
+ * lines across the rows for a 'display' lane's points in time.
+ */
+static int load_lanes(sqlite3 *db, const struct nf_render_options *opts, struct nf_render_layout *lay,
+		      struct nf_error *err)
+{
+	sqlite3_stmt *st = NULL;
+	size_t cap = 0;
+	int rc, ret = 0, counted[NF_RENDER_MAX_KINDS] = { 0 };
+
+	if (sqlite3_prepare_v2(db, "SELECT lane, kind, item_kind, grp, label, what, adapter, node FROM lanes "
+				   "ORDER BY ord", -1, &st, NULL) != SQLITE_OK)
+		return sql_fail(db, err, "reading lanes");
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *kind = (const char *)sqlite3_column_text(st, 1);
+		const unsigned char *key = sqlite3_column_text(st, 0);
+		struct nf_render_lane_info *l;
+
+		if (!key || !kind)
+			continue;
+		if (nf_array_reserve((void **)&lay->lanes, &cap, lay->n_lanes + 1, sizeof(*lay->lanes), 16,
+				     NF_RENDER_MAX_ROWS)) {
+			ret = nf_error_set(err, NF_ENOMEM, "too many lanes to draw");
+			goto out;
+		}
+		l = &lay->lanes[lay->n_lanes];
+		memset(l, 0, sizeof(*l));
+		if (!(l->key = strdup((const char *)key))) {
+			ret = nf_error_set(err, NF_ENOMEM, "out of memory for lanes");
+			goto out;
+		}
+		lay->n_lanes++;
+		l->kind = nf_render_layout_kind(lay, (const char *)sqlite3_column_text(st, 2));
+		l->own = !strcmp(kind, "engine");
+		l->node_lane = !strcmp(kind, "node");
+		l->display = !strcmp(kind, "display");
+		copy_text(l->grp, sizeof(l->grp), st, 3);
+		copy_text(l->label, sizeof(l->label), st, 4);
+		copy_text(l->what, sizeof(l->what), st, 5);
+		l->adapter = col_int_or(st, 6, -1);
+		l->node = col_int_or(st, 7, -1);
+		if (l->kind >= 0)
+			lay->kinds[l->kind].shape = l->display ? NF_SHAPE_LINE : NF_SHAPE_SPAN;
+	}
+	if (rc != SQLITE_DONE) {
+		ret = sql_fail(db, err, "reading lanes");
+		goto out;
+	}
+	for (size_t i = 0; i < lay->n_lanes; i++) {
+		int k = lay->lanes[i].kind;
+
+		if (lay->lanes[i].own && k >= 0 && !counted[k]) {
+			counted[k] = 1;
+			if ((ret = count_lane_items(db, opts, lay, k, err)) < 0)
+				goto out;
+		}
+	}
+out:
+	sqlite3_finalize(st);
+	return ret;
+}
+
+/* The 'node' lane of an engine header row (adapter -1: none known), or -1. */
+static int node_lane(const struct nf_render_layout *lay, int64_t adapter, int64_t node)
+{
+	for (size_t i = 0; i < lay->n_lanes; i++)
+		if (lay->lanes[i].node_lane && lay->lanes[i].adapter == adapter && lay->lanes[i].node == node && node >= 0)
+			return (int)i;
+	return -1;
+}
+
+/*
+ * The queues: the rows of the queues table (the importers give every queue the
+ * operations or logs name a row, so fence_ops need not be scanned for them),
+ * named and grouped as the view queue_labels says; a queue whose operations
+ * are another lane's items (queue_labels.hidden) only when asked for.
  */
 static int load_queues(sqlite3 *db, const struct nf_render_options *opts,
 		       struct queue_info **out, size_t *n_out, struct nf_error *err)
@@ -328,19 +428,13 @@ static int load_queues(sqlite3 *db, const struct nf_render_options *opts,
 	size_t n = 0, cap = 0;
 	int rc, ret = 0;
 
-	/* The dma_fence timelines of GPU jobs' fences are drawn as the jobs' rings
-	 * (unless queues are asked for by name). */
-	if (sqlite3_prepare_v2(db, opts->queues ? "SELECT q.queue, q.adapter, q.engine, q.node, q.name, a.name "
-				   "FROM queues q LEFT JOIN adapters a ON a.adapter = q.adapter"
-				   : "SELECT q.queue, q.adapter, q.engine, q.node, q.name, a.name "
-				   "FROM queues q LEFT JOIN adapters a ON a.adapter = q.adapter WHERE q.queue NOT IN "
-				   "(SELECT 4294967296 + context FROM job_timelines UNION ALL SELECT 4294967296 + "
-				   "finished_context FROM job_timelines UNION ALL SELECT 4294967296 + scheduled_context "
-				   "FROM job_timelines WHERE scheduled_context IS NOT NULL)",
+	if (sqlite3_prepare_v2(db, "SELECT q.queue, q.adapter, q.engine, q.node, q.name, l.group_label, l.handle "
+				   "FROM queues q JOIN queue_labels l ON l.queue = q.queue WHERE ?1 OR NOT l.hidden",
 			       -1, &st, NULL) != SQLITE_OK) {
 		ret = sql_fail(db, err, "reading queues");
 		goto out_finalize;
 	}
+	sqlite3_bind_int(st, 1, opts->sel.n_queues > 0);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		memset(&q, 0, sizeof(q));
 		q.queue = sqlite3_column_int64(st, 0);
@@ -348,8 +442,9 @@ static int load_queues(sqlite3 *db, const struct nf_render_options *opts,
 		q.engine = col_int_or(st, 2, -1);
 		q.node = col_int_or(st, 3, -1);
 		copy_text(q.name, sizeof(q.name), st, 4);
-		copy_text(q.adapter_name, sizeof(q.adapter_name), st, 5);
-		if (!in_filter(opts->queues, opts->n_queues, q.queue))
+		copy_text(q.group_label, sizeof(q.group_label), st, 5);
+		copy_text(q.handle, sizeof(q.handle), st, 6);
+		if (!in_filter(opts->sel.queues, opts->sel.n_queues, q.queue))
 			continue;
 		if ((ret = add_queue(&qs, &n, &cap, &q, err)) < 0)
 			goto out_finalize;
@@ -357,18 +452,6 @@ static int load_queues(sqlite3 *db, const struct nf_render_options *opts,
 	if (rc != SQLITE_DONE) {
 		ret = sql_fail(db, err, "reading queues");
 		goto out_finalize;
-	}
-	/* A queue asked for that the timeline does not have is a user error. */
-	for (int i = 0; opts->queues && i < opts->n_queues; i++) {
-		size_t k;
-
-		for (k = 0; k < n && qs[k].queue != opts->queues[i]; k++)
-			;
-		if (k == n) {
-			ret = nf_error_set(err, NF_ENOENT, "queue 0x%" PRIx64 ": not in the timeline",
-					   (uint64_t)opts->queues[i]);
-			goto out_finalize;
-		}
 	}
 	if (n)
 		qsort(qs, n, sizeof(*qs), cmp_queue);
@@ -395,7 +478,8 @@ static int place_queue_rows(struct nf_render_layout *lay, const struct queue_inf
 			r.kind = NF_ROW_ADAPTER;
 			r.id = q->adapter;
 			r.adapter = q->adapter;
-			snprintf(r.name, sizeof(r.name), "%s", q->adapter_name);
+			r.lane = -1;
+			snprintf(r.name, sizeof(r.name), "%s", q->group_label);
 			r.y = *y;
 			r.h = NF_RENDER_ADAPTER_H;
 			*y += r.h;
@@ -411,8 +495,9 @@ static int place_queue_rows(struct nf_render_layout *lay, const struct queue_inf
 			r.adapter = q->adapter;
 			r.engine = q->engine;
 			r.node = q->node;
+			r.lane = node_lane(lay, q->adapter, q->node);
 			r.y = *y;
-			r.h = lay->etw ? NF_RENDER_NODE_H : NF_RENDER_ENGINE_H;
+			r.h = r.lane >= 0 ? NF_RENDER_NODE_H : NF_RENDER_ENGINE_H;
 			*y += r.h;
 			if ((ret = push_row(lay, cap, &r, err)) < 0)
 				return ret;
@@ -423,7 +508,9 @@ static int place_queue_rows(struct nf_render_layout *lay, const struct queue_inf
 		r.adapter = q->adapter;
 		r.engine = q->engine;
 		r.node = q->node;
+		r.lane = -1;
 		snprintf(r.name, sizeof(r.name), "%s", q->name);
+		snprintf(r.handle, sizeof(r.handle), "%s", q->handle);
 		r.n_sub[0] = q->n_sub[0] > 1 ? q->n_sub[0] : 1;
 		r.n_sub[1] = q->n_sub[1] > 1 ? q->n_sub[1] : 1;
 		r.shared = q->shared;
@@ -440,118 +527,61 @@ static int place_queue_rows(struct nf_render_layout *lay, const struct queue_inf
 	return 0;
 }
 
-/* The GPU rings of Linux kernel jobs, one row each, under a header. */
-static int place_ring_rows(sqlite3 *db, const struct nf_render_options *opts, struct nf_render_layout *lay,
-			   size_t *cap, double *y, struct nf_error *err)
+/* The lanes of their own ('engine' lanes), one row each, under their group's header. */
+static int place_own_lanes(struct nf_render_layout *lay, size_t *cap, double *y, struct nf_error *err)
 {
-	sqlite3_stmt *st = NULL;
 	struct nf_render_row r;
-	int rc, ret = 0;
+	const char *grp = NULL;
+	int ret;
 
-	if (opts->queues || (opts->fences && opts->n_fences > 0))
-		return 0;
-	if (sqlite3_prepare_v2(db, "SELECT driver, coalesce(ring, ''), count(*) FROM jobs GROUP BY 1, 2 "
-				   "ORDER BY 1, 2", -1, &st, NULL) != SQLITE_OK)
-		return sql_fail(db, err, "reading GPU rings");
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (lay->n_rings == 0) {
+	for (size_t i = 0; i < lay->n_lanes; i++) {
+		const struct nf_render_lane_info *l = &lay->lanes[i];
+
+		/* Under a queue or fence filter, a lane none of whose items pass is left out. */
+		if (!l->own || l->items == 0)
+			continue;
+		if (!grp || strcmp(grp, l->grp)) {
 			memset(&r, 0, sizeof(r));
-			r.kind = NF_ROW_RING_HEAD;
+			r.kind = NF_ROW_GROUP;
 			r.adapter = -1;
+			r.lane = -1;
+			snprintf(r.name, sizeof(r.name), "%s", l->grp);
 			r.y = *y;
 			r.h = NF_RENDER_ADAPTER_H;
 			*y += r.h;
 			if ((ret = push_row(lay, cap, &r, err)) < 0)
-				goto out;
+				return ret;
+			grp = l->grp;
 		}
 		memset(&r, 0, sizeof(r));
-		r.kind = NF_ROW_RING;
-		r.id = (int64_t)lay->n_rings;
+		r.kind = NF_ROW_LANE;
+		r.id = (int64_t)lay->n_own_lanes;
 		r.adapter = -1;
-		r.engine = sqlite3_column_int64(st, 2); /* jobs on it, for the label */
-		copy_text(r.driver, sizeof(r.driver), st, 0);
-		copy_text(r.name, sizeof(r.name), st, 1);
+		r.lane = (int)i;
 		r.y = *y;
-		r.h = NF_RENDER_RING_H;
+		r.h = NF_RENDER_LANE_H;
 		*y += r.h;
 		if ((ret = push_row(lay, cap, &r, err)) < 0)
-			goto out;
-		lay->n_rings++;
+			return ret;
+		lay->n_own_lanes++;
 	}
-	if (rc != SQLITE_DONE)
-		ret = sql_fail(db, err, "reading GPU rings");
-out:
-	sqlite3_finalize(st);
-	return ret;
+	return 0;
 }
 
-/* " OR x IN ('a','b') OR x IN (1,2)": a selection of threads or processes by name or id. */
-static char *select_sql(const char *idcol, const char *namecol, const char *const *v, int n)
-{
-	char *sql = sqlite3_mprintf("%s", "");
-
-	for (int i = 0; sql && i < n; i++) {
-		char *end = NULL;
-		long long id = strtoll(v[i], &end, 10);
-		char *next = end && *end == '\0' && end != v[i]
-			? sqlite3_mprintf("%s OR %s = %lld", sql, idcol, id)
-			: sqlite3_mprintf("%s OR %s = %Q", sql, namecol, v[i]);
-
-		sqlite3_free(sql);
-		sql = next;
-	}
-	return sql;
-}
-
+/*
+ * The CPU thread rows the selection shows (nf_selection_threads_sql), grouped
+ * by process (the thread's own id when its process is unknown), the
+ * process's own thread first; a process header above each group when the
+ * timeline says whose thread is whose.
+ */
 static int place_cpu_rows(sqlite3 *db, const struct nf_render_options *opts,
 			  struct nf_render_layout *lay, size_t *cap, double *y, struct nf_error *err)
 {
-	char *fw = NULL, *fs = NULL, *fq = NULL, *sql = NULL;
+	char *sql = nf_selection_threads_sql(&opts->sel, "ORDER BY proc, thread != proc, thread");
 	sqlite3_stmt *st = NULL;
 	struct nf_render_row r;
 	int rc, ret = 0;
 
-	fw = nf_render_in_list("fence", opts->fences, opts->fences ? opts->n_fences : 0);
-	fs = nf_render_in_list("fence", opts->fences, opts->fences ? opts->n_fences : 0);
-	fq = nf_render_in_list("queue", opts->queues, opts->queues ? opts->n_queues : 0);
-	/*
-	 * The threads that wait or signal on the CPU, and those that queued GPU
-	 * work (FENCE_*_QUEUED: the analyzer's queue_threads, per queue and fence).
-	 */
-	/*
-	 * Kernel sessions add the threads that submitted GPU jobs or wrote
-	 * markers; every thread that ran only with threads_all, or when selected
-	 * by --thread or --process, or when no thread did any of that (a trace of
-	 * the scheduler alone: then every thread is what there is to see). Rows are grouped by process (the thread's
-	 * own id when its process is unknown), the process's own thread first.
-	 */
-	char *tsel = select_sql("t.thread", "k.comm", opts->threads, opts->threads ? opts->n_threads : 0);
-	char *psel = select_sql("coalesce(k.process, t.thread)", "p.comm", opts->processes,
-				opts->processes ? opts->n_processes : 0);
-	int filtered = opts->fences && opts->n_fences > 0;
-
-	if (fw && fs && fq && tsel && psel)
-		sql = sqlite3_mprintf("WITH rel(thread) AS (SELECT thread FROM cpu_waits WHERE thread IS NOT NULL%s "
-				      "UNION SELECT thread FROM cpu_signals WHERE thread IS NOT NULL%s "
-				      "UNION SELECT thread FROM queue_threads WHERE thread IS NOT NULL "
-				      "AND queue IS NOT NULL%s%s%s), "
-				      "ran(thread) AS (SELECT thread FROM rel%s), "
-				      "shown(thread) AS (SELECT t.thread FROM ran t LEFT JOIN kernel_threads k "
-				      "ON k.thread = t.thread LEFT JOIN kernel_threads p ON p.thread = "
-				      "coalesce(k.process, t.thread) WHERE %s OR t.thread IN (SELECT thread FROM rel) "
-				      "OR NOT EXISTS (SELECT 1 FROM rel)%s%s) "
-				      "SELECT s.thread, coalesce(k.process, s.thread) AS proc, p.comm, "
-				      "(SELECT count(*) FROM ran) - (SELECT count(*) FROM shown) "
-				      "FROM shown s LEFT JOIN kernel_threads k ON k.thread = s.thread "
-				      "LEFT JOIN kernel_threads p ON p.thread = coalesce(k.process, s.thread) "
-				      "ORDER BY proc, s.thread != proc, s.thread",
-				      fw, fs, fw, fq,
-				      filtered ? "" : " UNION SELECT thread FROM jobs WHERE thread IS NOT NULL "
-						      "UNION SELECT thread FROM markers WHERE thread IS NOT NULL",
-				      filtered ? "" : " UNION SELECT thread FROM cpu_runs WHERE thread IS NOT NULL",
-				      opts->threads_all && !filtered ? "1" : "0", tsel, psel);
-	sqlite3_free(tsel);
-	sqlite3_free(psel);
 	if (!sql) {
 		ret = nf_error_set(err, NF_ENOMEM, "out of memory for a query");
 		goto out_free;
@@ -566,17 +596,19 @@ static int place_cpu_rows(sqlite3 *db, const struct nf_render_options *opts,
 	{
 		sqlite3_stmt *pst = NULL;
 
-		if (sqlite3_prepare_v2(db, "SELECT 1 FROM kernel_threads WHERE process IS NOT NULL LIMIT 1", -1, &pst,
+		if (sqlite3_prepare_v2(db, "SELECT 1 FROM threads WHERE process IS NOT NULL LIMIT 1", -1, &pst,
 				       NULL) == SQLITE_OK)
 			any_proc = sqlite3_step(pst) == SQLITE_ROW;
 		sqlite3_finalize(pst);
 	}
+	/* Columns: thread, process, proc, name, proc_name, process_name, left_out. */
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		lay->threads_left_out = (size_t)sqlite3_column_int64(st, 3);
+		lay->threads_left_out = (size_t)sqlite3_column_int64(st, 6);
 		if (lay->n_threads == 0) {
 			memset(&r, 0, sizeof(r));
 			r.kind = NF_ROW_CPU_HEAD;
 			r.adapter = -1;
+			r.lane = -1;
 			r.y = *y;
 			r.h = NF_RENDER_ADAPTER_H;
 			*y += r.h;
@@ -584,13 +616,14 @@ static int place_cpu_rows(sqlite3 *db, const struct nf_render_options *opts,
 				goto out_free;
 		}
 		/* A process header above its threads (when the file said which is whose). */
-		if (any_proc && (lay->n_threads == 0 || sqlite3_column_int64(st, 1) != last_proc)) {
-			last_proc = sqlite3_column_int64(st, 1);
+		if (any_proc && (lay->n_threads == 0 || sqlite3_column_int64(st, 2) != last_proc)) {
+			last_proc = sqlite3_column_int64(st, 2);
 			memset(&r, 0, sizeof(r));
 			r.kind = NF_ROW_PROC;
 			r.id = last_proc;
 			r.adapter = -1;
-			copy_text(r.name, sizeof(r.name), st, 2);
+			r.lane = -1;
+			copy_text(r.name, sizeof(r.name), st, 4);
 			r.y = *y;
 			r.h = NF_RENDER_PROC_H;
 			*y += r.h;
@@ -600,8 +633,9 @@ static int place_cpu_rows(sqlite3 *db, const struct nf_render_options *opts,
 		memset(&r, 0, sizeof(r));
 		r.kind = NF_ROW_CPU;
 		r.id = sqlite3_column_int64(st, 0);
-		nf_render_kernel_thread_name(db, r.id, r.name, sizeof(r.name));
+		copy_text(r.name, sizeof(r.name), st, 3);
 		r.adapter = -1;
+		r.lane = -1;
 		r.y = *y;
 		r.h = NF_RENDER_CPU_H;
 		*y += r.h;
@@ -614,9 +648,6 @@ static int place_cpu_rows(sqlite3 *db, const struct nf_render_options *opts,
 out_free:
 	sqlite3_finalize(st);
 	sqlite3_free(sql);
-	free(fq);
-	free(fs);
-	free(fw);
 	return ret;
 }
 
@@ -689,7 +720,7 @@ static int place_rows(sqlite3 *db, const struct nf_render_options *opts, struct 
 
 	free(lay->rows);
 	lay->rows = NULL;
-	lay->n_rows = lay->n_queues = lay->n_threads = lay->n_rings = lay->n_displays = 0;
+	lay->n_rows = lay->n_queues = lay->n_threads = lay->n_own_lanes = lay->n_displays = 0;
 	lay->threads_left_out = 0;
 	lay->shared = 0;
 	lay->max_sub = cap;
@@ -699,12 +730,9 @@ static int place_rows(sqlite3 *db, const struct nf_render_options *opts, struct 
 	y = NF_RENDER_TITLE_H + NF_RENDER_LEGEND_H * lay->legend_lines + 10.0;
 	lay->rows_y0 = y;
 	if ((ret = nf_render_place_display_rows(db, opts, lay, &rcap, &y, push_row, err)) < 0 ||
-	    (ret = place_ring_rows(db, opts, lay, &rcap, &y, err)) < 0 ||
+	    (ret = place_own_lanes(lay, &rcap, &y, err)) < 0 ||
 	    (ret = place_queue_rows(lay, qs, nq, &rcap, &y, err)) < 0 ||
-	    (ret = nf_timeline_check_threads(db, opts->threads, opts->threads ? opts->n_threads : 0, opts->processes,
-					     opts->processes ? opts->n_processes : 0, err)) < 0 ||
-	    (ret = place_cpu_rows(db, opts, lay, &rcap, &y, err)) < 0 ||
-	    (lay->etw && (ret = nf_render_etw_node_names(db, lay, err)) < 0))
+	    (ret = place_cpu_rows(db, opts, lay, &rcap, &y, err)) < 0)
 		return ret;
 	if (lay->n_rows == 0)
 		y += NF_RENDER_QUEUE_H;  /* room for "nothing to draw" */
@@ -725,17 +753,14 @@ static int layout_build(sqlite3 *db, const struct nf_render_options *opts, struc
 	if (opts->width != 0 && (opts->width < NF_RENDER_MIN_WIDTH || opts->width > NF_RENDER_MAX_WIDTH))
 		return nf_error_set(err, NF_EINVAL, "width %d: must be between %d and %d", opts->width,
 				    NF_RENDER_MIN_WIDTH, NF_RENDER_MAX_WIDTH);
-	if ((opts->n_queues < 0 || (opts->n_queues > 0 && !opts->queues)) ||
-	    (opts->n_fences < 0 || (opts->n_fences > 0 && !opts->fences)))
-		return nf_error_set(err, NF_EINVAL, "bad queue or fence filter");
 	lay->width = opts->width ? opts->width : NF_RENDER_DEFAULT_WIDTH;
 	lay->plot_x0 = NF_RENDER_LABEL_W;
 	lay->plot_x1 = lay->width - NF_RENDER_MARGIN_R;
 	if ((ret = read_meta(db, lay, err)) < 0 || (ret = resolve_window(db, opts, lay, err)) < 0)
 		goto out_release;
-	if ((ret = load_queues(db, opts, &qs, &nq, err)) < 0)
+	if ((ret = load_kinds(db, lay, err)) < 0 || (ret = load_lanes(db, opts, lay, err)) < 0 ||
+	    (ret = load_queues(db, opts, &qs, &nq, err)) < 0)
 		goto out_release;
-	lay->etw = strcmp(lay->source, "etw") == 0;
 	place_legend(lay);
 	/* A page too tall with deep stacks is drawn with fewer sub-lanes (said on the page). */
 	while ((ret = place_rows(db, opts, lay, qs, nq, cap, flat, known, err)) == 0 &&
@@ -781,6 +806,11 @@ void nf_render_layout_release(struct nf_render_layout *lay)
 	free(lay->rows);
 	lay->rows = NULL;
 	lay->n_rows = 0;
+	for (size_t i = 0; i < lay->n_lanes; i++)
+		free(lay->lanes[i].key);
+	free(lay->lanes);
+	lay->lanes = NULL;
+	lay->n_lanes = 0;
 }
 
 double nf_render_layout_x(const struct nf_render_layout *lay, int64_t t)
@@ -811,14 +841,28 @@ const struct nf_render_row *nf_render_layout_thread(const struct nf_render_layou
 	return find_row(lay, NF_ROW_CPU, thread);
 }
 
-const struct nf_render_row *nf_render_layout_ring(const struct nf_render_layout *lay, const char *driver,
-						  const char *ring)
+int nf_render_layout_lane(const struct nf_render_layout *lay, const char *key)
 {
-	for (size_t i = 0; i < lay->n_rows; i++)
-		if (lay->rows[i].kind == NF_ROW_RING && !strcmp(lay->rows[i].driver, driver ? driver : "") &&
-		    !strcmp(lay->rows[i].name, ring ? ring : ""))
+	for (size_t i = 0; key && i < lay->n_lanes; i++)
+		if (!strcmp(lay->lanes[i].key, key))
+			return (int)i;
+	return -1;
+}
+
+const struct nf_render_row *nf_render_layout_lane_row(const struct nf_render_layout *lay, int lane)
+{
+	for (size_t i = 0; lane >= 0 && i < lay->n_rows; i++)
+		if ((lay->rows[i].kind == NF_ROW_LANE || lay->rows[i].kind == NF_ROW_ENGINE) && lay->rows[i].lane == lane)
 			return &lay->rows[i];
 	return NULL;
+}
+
+int nf_render_layout_kind(const struct nf_render_layout *lay, const char *kind)
+{
+	for (int i = 0; kind && i < lay->n_kinds; i++)
+		if (!strcmp(lay->kinds[i].kind, kind))
+			return i;
+	return -1;
 }
 
 double nf_render_sublane_h(int n)

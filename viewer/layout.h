@@ -2,9 +2,11 @@
  * Private to the viewer (and its tests): where everything goes on the page.
  * The layout is computed from the timeline database and the render options
  * only, without cairo, so that a test can ask where a queue's row or a time
- * lands and check the pixels of a rendered PNG there. Rows: the GPU rings of
- * Linux kernel jobs first, then one row per hardware queue grouped by adapter
- * and engine, then one row per CPU thread (kernel sessions: grouped by process).
+ * lands and check the pixels of a rendered PNG there. Rows: the lanes of their
+ * own first (timeline view lanes, kind 'engine'), each group under its header;
+ * then one row per hardware queue grouped by adapter and engine (a node's lane
+ * is its engine's header row); then one row per CPU thread (grouped by process
+ * when the timeline says whose thread is whose).
  */
 #ifndef NF_VIEWER_LAYOUT_H
 #define NF_VIEWER_LAYOUT_H
@@ -30,9 +32,9 @@
 #define NF_RENDER_ENGINE_H 20.0
 #define NF_RENDER_QUEUE_H 46.0
 #define NF_RENDER_CPU_H 28.0
-#define NF_RENDER_RING_H 30.0
+#define NF_RENDER_LANE_H 30.0    /* a lane of its own */
 #define NF_RENDER_PROC_H 18.0
-#define NF_RENDER_NODE_H 30.0    /* a node row with its DMA packets (ETW captures) */
+#define NF_RENDER_NODE_H 30.0    /* an engine's header row that is a node's lane */
 #define NF_RENDER_DISPLAY_H 48.0 /* a display row: blanks, flips, frame boundaries */
 #define NF_RENDER_AXIS_H 50.0
 
@@ -43,9 +45,38 @@
  */
 #define NF_RENDER_LEGEND_ITEMS 14
 extern const char *const nf_render_legend_labels[NF_RENDER_LEGEND_ITEMS];
-/* Two more for imported ETW captures (lay->etw): DMA packets and VSyncs. */
-#define NF_RENDER_LEGEND_ETW_ITEMS 2
-extern const char *const nf_render_legend_etw_labels[NF_RENDER_LEGEND_ETW_ITEMS];
+
+/* Item kinds the viewer keeps (timeline view item_kinds; more are not drawn). */
+#define NF_RENDER_MAX_KINDS 16
+
+/* How a kind's items are drawn, from the lanes they are on. */
+enum nf_render_shape {
+	NF_SHAPE_SPAN,   /* boxes on their lane's row ('engine' and 'node' lanes) */
+	NF_SHAPE_LINE,   /* points in time: a line across every row ('display' lanes) */
+	NF_SHAPE_TICK,   /* points in time: a tick on their CPU thread's row (no lane) */
+};
+
+/* An item kind (timeline view item_kinds), with what the picture needs of it. */
+struct nf_render_kind {
+	char kind[32];
+	char noun[48], plural[48], legend[96];
+	double colour[3], edge[3], wait[3];  /* RGB 0..1; edge and wait default to colour */
+	enum nf_render_shape shape;
+	int present;          /* the timeline has items of it: a legend entry */
+	double legend_x, legend_y;
+};
+
+/* A lane (timeline view lanes): its key and what its row shows. */
+struct nf_render_lane_info {
+	char *key;            /* lanes.lane (malloc'd) */
+	int kind;             /* index in the layout's kinds, -1: a kind not kept */
+	int own;              /* 1: an 'engine' lane (a row of its own in its group) */
+	int node_lane;        /* 1: a 'node' lane (the header row of its node) */
+	int display;          /* 1: a 'display' lane (its points across every row) */
+	char grp[64], label[96], what[48];
+	int64_t adapter, node; /* -1: none */
+	int64_t items;        /* its items in the selection (own lanes) */
+};
 
 enum nf_render_row_kind {
 	NF_ROW_ADAPTER,   /* header of an adapter group */
@@ -53,8 +84,8 @@ enum nf_render_row_kind {
 	NF_ROW_QUEUE,     /* one hardware queue: a wait lane over a signal lane */
 	NF_ROW_CPU_HEAD,  /* header of the CPU threads */
 	NF_ROW_CPU,       /* one CPU thread */
-	NF_ROW_RING_HEAD, /* header of the GPU rings (Linux kernel jobs) */
-	NF_ROW_RING,      /* one GPU ring: its jobs */
+	NF_ROW_GROUP,     /* header of a group of lanes of their own */
+	NF_ROW_LANE,      /* a lane of its own: its items */
 	NF_ROW_PROC,      /* a process, above its threads' rows */
 	NF_ROW_DISPLAY_HEAD, /* header of the displays (frames, frame_rows.c) */
 	NF_ROW_DISPLAY,   /* one display: its blanks, flips and frames; id -1: frames no display
@@ -69,8 +100,9 @@ struct nf_render_row {
 	int64_t id;          /* queue handle, thread id, adapter or engine ordinal */
 	int64_t adapter;     /* adapter ordinal, -1 unknown */
 	int64_t engine, node;
-	char name[96];       /* queue name, adapter name, ring, process name ("" if unknown) */
-	char driver[16];     /* NF_ROW_RING: the driver (amdgpu, drm_sched, i915) */
+	char name[96];       /* queue name, adapter group title, group, process or thread name ("" if unknown) */
+	char handle[64];     /* NF_ROW_QUEUE: the queue as a person finds it (queue_labels.handle) */
+	int lane;            /* NF_ROW_LANE, NF_ROW_ENGINE: the lane drawn on it (lay->lanes), -1 none */
 	double y, h;         /* top edge and height */
 	/* NF_ROW_QUEUE: sub-lanes of the wait [0] and signal [1] lanes (at least 1):
 	 * operations that overlap in time are stacked, one per sub-lane, as GPUView
@@ -87,17 +119,18 @@ struct nf_render_layout {
 	double axis_y;            /* top of the time axis */
 	int legend_lines;         /* the legend wraps on narrow pages */
 	double legend_x[NF_RENDER_LEGEND_ITEMS], legend_y[NF_RENDER_LEGEND_ITEMS];
-	double legend_etw_x[NF_RENDER_LEGEND_ETW_ITEMS], legend_etw_y[NF_RENDER_LEGEND_ETW_ITEMS];
 	int64_t t0, t1;           /* the time window drawn, t0 < t1 */
 	int64_t session_end;      /* end of the session (duration_ns, or the last time seen) */
 	int has_duration;         /* session_end came from meta.duration_ns */
 	char source[64], mode[64], seed[32], scenario[64];
-	int etw;                  /* an imported ETW capture: engine rows are node rows with
-				     DMA packets, queues are contexts (etw_rows.c) */
+	struct nf_render_kind kinds[NF_RENDER_MAX_KINDS];  /* item_kinds, in their order */
+	int n_kinds;
+	struct nf_render_lane_info *lanes;  /* the timeline's lanes, in their order */
+	size_t n_lanes;
 	struct nf_render_row *rows;
 	size_t n_rows;
 	size_t n_queues, n_threads;
-	size_t n_rings;
+	size_t n_own_lanes;       /* lanes placed as rows of their own */
 	size_t n_displays;        /* display rows (frames) */
 	size_t threads_left_out;  /* threads that ran but got no row (see nf_render_options) */
 	int max_sub;              /* the cap on sub-lanes per lane used for this page */
@@ -164,9 +197,12 @@ const struct nf_render_row *nf_render_layout_queue(const struct nf_render_layout
 						   int64_t queue);
 const struct nf_render_row *nf_render_layout_thread(const struct nf_render_layout *lay,
 						    int64_t thread);
-/* The row of a GPU ring (jobs.driver, jobs.ring; NULL ring matches ""), or NULL. */
-const struct nf_render_row *nf_render_layout_ring(const struct nf_render_layout *lay, const char *driver,
-						  const char *ring);
+/* The index of the lane with key (lanes.lane) in lay->lanes, or -1. */
+int nf_render_layout_lane(const struct nf_render_layout *lay, const char *key);
+/* The row a lane's items are drawn on (its own row or its node's header row), or NULL. */
+const struct nf_render_row *nf_render_layout_lane_row(const struct nf_render_layout *lay, int lane);
+/* The index of an item kind in lay->kinds, or -1. */
+int nf_render_layout_kind(const struct nf_render_layout *lay, const char *kind);
 
 /* The vertical extent [*y0, *y1) of a lane within a row (all its sub-lanes). */
 void nf_render_lane_extent(const struct nf_render_row *row, enum nf_render_lane_kind lane,
@@ -239,9 +275,9 @@ int64_t nf_render_tick_step(int64_t span_ns, int max_ticks);
 const char *nf_render_time_unit(int64_t span_ns, int64_t *unit_ns);
 
 /*
- * Formats " AND col IN (v0,v1,...)" for a filter list (empty string when n is
- * 0). Returns a malloc'd string, or NULL when out of memory.
+ * " AND col IN (...)" for the options' queues or fences (nf_selection_in),
+ * "" when none. sqlite3_free() it; NULL when out of memory.
  */
-char *nf_render_in_list(const char *col, const int64_t *v, int n);
+char *nf_render_in_list(const struct nf_render_options *opts, enum nf_selection_list which, const char *col);
 
 #endif

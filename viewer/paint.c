@@ -3,8 +3,9 @@
  * grouped by adapter and engine, the boxes (one path and one fill per colour
  * batch), lost spans hatched, operations without an end dashed and open,
  * markers, signal -> wait links, and the time axis with 1/2/5 ticks. Colours
- * follow GPUView: light pink waits, dark pink signals. Nothing here depends
- * on the clock or the environment, so the same scene gives the same bytes.
+ * follow GPUView: light pink waits, dark pink signals; an item's colours are
+ * its kind's (view item_kinds). Nothing here depends on the clock or the
+ * environment, so the same scene gives the same bytes.
  */
 #include "viewer.h"
 #include "contract/errors.h"
@@ -47,21 +48,16 @@ static const struct rgba c_wait = RGB(0xF4B6C2), c_wait_edge = RGB(0xD97F95);
 static const struct rgba c_stall = RGB(0xE3748F);
 static const struct rgba c_signal = RGB(0xC2185B), c_signal_edge = RGB(0x7B0C38);
 static const struct rgba c_cpu = RGB(0xA7BCD1), c_cpu_edge = RGB(0x5E7A96);
-static const struct rgba c_job = RGB(0x2E7D32), c_job_edge = RGB(0x1B5E20), c_jobwait = RGB(0xB9DDBB);
-static const struct rgba c_vblank = RGBA(0x1E88E5, 0.45), c_marker = RGB(0xEF6C00);
-/* Frames (frame_rows.c): a flip, a late frame's flip or time. */
-static const struct rgba c_flip = RGB(0x43A047), c_late = RGB(0xE53935);
-/* DMA packets on node rows and VSync lines (imported ETW captures). */
-static const struct rgba c_dma = RGB(0x4F9D69), c_dma_edge = RGB(0x2E6B43);
-static const struct rgba c_vsync = RGB(0x7E57C2);
+/* The display rows (frame_rows.c): a blank, a flip, a late frame's flip or time. */
+static const struct rgba c_blank = RGBA(0x1E88E5, 0.45), c_flip = RGB(0x43A047), c_late = RGB(0xE53935);
 /* Markers: lost op, zero-timestamp op, repeated-timestamp op, unmatched op (a white
- * circle with a grey ring), zero timestamp, repeated timestamp, other anomaly. */
+ * circle with a grey outline), zero timestamp, repeated timestamp, other anomaly. */
 static const struct rgba c_mark[NF_MK_COUNT] = {
 	RGB(0xE8710A), RGB(0x7B1FA2), RGB(0x00897B), RGB(0xFFFFFF), RGB(0x7B1FA2), RGB(0x00897B),
 	RGB(0xD32F2F),
 };
-/* The ring around each marker (the background's colour, except the unmatched op's). */
-static const struct rgba c_mark_ring_unmatched = RGB(0x616161);
+/* The outline around each marker (the background's colour, except the unmatched op's). */
+static const struct rgba c_mark_outline_unmatched = RGB(0x616161);
 
 static void set_colour(cairo_t *cr, struct rgba c)
 {
@@ -86,10 +82,40 @@ static struct rgba with_alpha(struct rgba c, double a)
 	return c;
 }
 
-static struct rgba rect_colour(const struct theme *th, int rb)
+/* An item kind's colour (which: its fill, edge or queued part's). */
+static struct rgba kind_colour(const struct nf_render_kind *k, const double *which)
 {
-	/* The lightest level still shows a lone zero-length box (a legacy signal). */
-	static const double level_alpha[NF_RENDER_DENSITY_LEVELS] = { 0.5, 0.65, 0.82, 1.0 };
+	struct rgba c = { which[0], which[1], which[2], 1.0 };
+
+	(void)k;
+	return c;
+}
+
+/* The lightest level still shows a lone zero-length box (a legacy signal). */
+static const double level_alpha[NF_RENDER_DENSITY_LEVELS] = { 0.5, 0.65, 0.82, 1.0 };
+
+/* The colour of batch b of item kind k (viewer.h, enum nf_render_kb). */
+static struct rgba item_colour(const struct theme *th, const struct nf_render_kind *k, int b)
+{
+	if (b >= NF_KB_WAIT_D && b < NF_KB_WAIT)
+		return mix(th->bg, kind_colour(k, k->wait), level_alpha[b - NF_KB_WAIT_D]);
+	if (b >= NF_KB_D && b < NF_KB_FILL)
+		return mix(th->bg, kind_colour(k, k->colour), level_alpha[b - NF_KB_D]);
+	switch (b) {
+	case NF_KB_OPEN: return with_alpha(kind_colour(k, k->colour), 0.18);
+	case NF_KB_WAIT: return kind_colour(k, k->wait);
+	case NF_KB_EDGE: return kind_colour(k, k->edge);
+	default: return kind_colour(k, k->colour);
+	}
+}
+
+static struct rgba rect_colour(const struct theme *th, const struct nf_render_layout *lay, int rb)
+{
+	if (rb >= NF_RB_COUNT) {
+		int k = (rb - NF_RB_COUNT) / NF_KB_COUNT;
+
+		return k < lay->n_kinds ? item_colour(th, &lay->kinds[k], (rb - NF_RB_COUNT) % NF_KB_COUNT) : th->text;
+	}
 
 	if (rb >= NF_RB_CPUWAIT_D && rb < NF_RB_CPUWAIT)
 		return mix(th->bg, c_cpu, level_alpha[rb - NF_RB_CPUWAIT_D]);
@@ -100,12 +126,6 @@ static struct rgba rect_colour(const struct theme *th, int rb)
 	/* Signals stay dark at every density: a light pink band would read as waits. */
 	if (rb >= NF_RB_SIGNAL_D && rb < NF_RB_SIGNAL)
 		return mix(th->bg, c_signal, 0.78 + 0.22 * level_alpha[rb - NF_RB_SIGNAL_D]);
-	if (rb >= NF_RB_JOBWAIT_D && rb < NF_RB_JOBWAIT)
-		return mix(th->bg, c_jobwait, level_alpha[rb - NF_RB_JOBWAIT_D]);
-	if (rb >= NF_RB_JOB_D && rb < NF_RB_JOB)
-		return mix(th->bg, c_job, level_alpha[rb - NF_RB_JOB_D]);
-	if (rb >= NF_RB_DMA_D && rb < NF_RB_DMA)
-		return mix(th->bg, c_dma, level_alpha[rb - NF_RB_DMA_D]);
 	switch (rb) {
 	case NF_RB_STRIPE: return th->stripe;
 	case NF_RB_LOST_BG: return th->lost_bg;
@@ -122,15 +142,7 @@ static struct rgba rect_colour(const struct theme *th, int rb)
 	case NF_RB_CPU_TICK: return c_signal;
 	case NF_RB_QUEUED_WAIT: return c_wait_edge;
 	case NF_RB_QUEUED_SIGNAL: return c_signal;
-	case NF_RB_VBLANK: return c_vblank;
-	case NF_RB_OPEN_JOB: return with_alpha(c_job, 0.18);
-	case NF_RB_JOBWAIT: return c_jobwait;
-	case NF_RB_JOB: return c_job;
-	case NF_RB_JOB_EDGE: return c_job_edge;
-	case NF_RB_MARKER: return c_marker;
-	case NF_RB_DMA: return c_dma;
-	case NF_RB_DMA_EDGE: return c_dma_edge;
-	case NF_RB_BLANK: return c_vblank;
+	case NF_RB_BLANK: return c_blank;
 	case NF_RB_FLIP: return c_flip;
 	case NF_RB_FLIP_LATE: return c_late;
 	case NF_RB_FLIP_DROP: return with_alpha(th->dim, 0.5);
@@ -187,7 +199,7 @@ static size_t utf8_seq(const unsigned char *s)
 }
 
 /*
- * Text from a session (queue names, an import's kernel strings) or the command
+ * Text from a session (queue names, an imported capture's strings) or the command
  * line (a title from a directory name) need not be UTF-8, and cairo refuses
  * the whole drawing for one bad byte: invalid bytes and control characters
  * are drawn as '?'. Returns s when it is clean, else buf.
@@ -351,16 +363,13 @@ static void paint_title(cairo_t *cr, const struct nf_render_options *opts,
 	if (lay->n_threads)
 		append(line, sizeof(line), "%zu CPU thread%s", lay->n_threads,
 		       lay->n_threads == 1 ? "" : "s");
-	if (lay->n_rings)
-		append(line, sizeof(line), "%zu GPU ring%s, %" PRId64 " job%s", lay->n_rings,
-		       lay->n_rings == 1 ? "" : "s", s->n_jobs, s->n_jobs == 1 ? "" : "s");
-	if (s->n_vblanks)
-		append(line, sizeof(line), "%" PRId64 " vblank%s", s->n_vblanks, s->n_vblanks == 1 ? "" : "s");
+	for (int k = 0; k < lay->n_kinds; k++)
+		if (s->n_items[k])
+			append(line, sizeof(line), "%" PRId64 " %s", s->n_items[k],
+			       s->n_items[k] == 1 ? lay->kinds[k].noun : lay->kinds[k].plural);
 	if (s->n_frames)
 		append(line, sizeof(line), "%" PRId64 " frame%s (%" PRId64 " late)", s->n_frames,
 		       s->n_frames == 1 ? "" : "s", s->n_late_frames);
-	if (s->n_markers)
-		append(line, sizeof(line), "%" PRId64 " marker%s", s->n_markers, s->n_markers == 1 ? "" : "s");
 	append(line, sizeof(line), "%" PRId64 " wait%s, %" PRId64 " signal%s", s->n_waits,
 	       s->n_waits == 1 ? "" : "s", s->n_signals, s->n_signals == 1 ? "" : "s");
 	if (s->n_open)
@@ -437,12 +446,12 @@ static void mark_path(cairo_t *cr, int mk, double x, double y, double r)
 	}
 }
 
-/* A marker's fill and ring, the same on the rows and in the legend. */
+/* A marker's fill and outline, the same on the rows and in the legend. */
 static void fill_mark(cairo_t *cr, int mk, const struct theme *th)
 {
 	set_colour(cr, c_mark[mk]);
 	cairo_fill_preserve(cr);
-	set_colour(cr, mk == NF_MK_UNMATCHED ? c_mark_ring_unmatched : th->bg);
+	set_colour(cr, mk == NF_MK_UNMATCHED ? c_mark_outline_unmatched : th->bg);
 	cairo_set_line_width(cr, mk == NF_MK_UNMATCHED ? 1.2 : 1.0);
 	cairo_stroke(cr);
 }
@@ -581,17 +590,32 @@ static void paint_legend(cairo_t *cr, const struct nf_render_layout *lay, const 
 			     y, th);
 		text(cr, x + 28, y + 10, nf_render_legend_labels[i], LEFT, th->text);
 	}
-	if (lay->etw) { /* imported ETW captures: DMA packets, VSync lines */
-		double x = lay->legend_etw_x[0], y = lay->legend_etw_y[0];
+	/* The item kinds the timeline has: a box (its queued part beside it when it
+	 * has one), a line across the rows, or a tick on a thread's row. */
+	for (int i = 0; i < lay->n_kinds; i++) {
+		const struct nf_render_kind *k = &lay->kinds[i];
+		double x = k->legend_x, y = k->legend_y;
 
-		paint_swatch(cr, SW_RECT, c_dma, 0, x, y, th);
-		text(cr, x + 28, y + 10, nf_render_legend_etw_labels[0], LEFT, th->text);
-		x = lay->legend_etw_x[1];
-		y = lay->legend_etw_y[1];
-		cairo_rectangle(cr, x + 10, y - 1, 1, 14);
-		set_colour(cr, c_vsync);
-		cairo_fill(cr);
-		text(cr, x + 28, y + 10, nf_render_legend_etw_labels[1], LEFT, th->text);
+		if (!k->present)
+			continue;
+		if (k->shape == NF_SHAPE_SPAN) {
+			if (memcmp(k->wait, k->colour, sizeof(k->wait))) {
+				cairo_rectangle(cr, x, y, 22, 12);
+				set_colour(cr, kind_colour(k, k->wait));
+				cairo_fill(cr);
+				cairo_rectangle(cr, x + 9, y, 13, 12);
+				set_colour(cr, kind_colour(k, k->colour));
+				cairo_fill(cr);
+			} else {
+				paint_swatch(cr, SW_RECT, kind_colour(k, k->colour), 0, x, y, th);
+			}
+		} else {
+			cairo_rectangle(cr, x + 10, y - 1, k->shape == NF_SHAPE_LINE ? 1 : 1.5,
+					k->shape == NF_SHAPE_LINE ? 14 : 10);
+			set_colour(cr, kind_colour(k, k->colour));
+			cairo_fill(cr);
+		}
+		text(cr, x + 28, y + 10, k->legend, LEFT, th->text);
 	}
 }
 
@@ -606,7 +630,7 @@ static void paint_row_labels(cairo_t *cr, const struct nf_render_layout *lay,
 		switch (r->kind) {
 		case NF_ROW_ADAPTER:
 		case NF_ROW_CPU_HEAD:
-		case NF_ROW_RING_HEAD:
+		case NF_ROW_GROUP:
 		case NF_ROW_DISPLAY_HEAD:
 			cairo_rectangle(cr, 0, r->y + 2, lay->width, r->h - 2);
 			set_colour(cr, th->header);
@@ -624,26 +648,16 @@ static void paint_row_labels(cairo_t *cr, const struct nf_render_layout *lay,
 			else if (r->kind == NF_ROW_DISPLAY_HEAD)
 				snprintf(buf, sizeof(buf), "Displays \xC2\xB7 flips ready \xE2\x86\x92 latched (red: late, grey: dropped) "
 					 "\xC2\xB7 blue: blanks \xC2\xB7 black: presents");
-			else if (r->kind == NF_ROW_RING_HEAD)
-				snprintf(buf, sizeof(buf), "GPU rings \xC2\xB7 jobs: submitted \xE2\x86\x92 started "
-					 "shaded, started \xE2\x86\x92 finished solid \xC2\xB7 blue lines: vblanks "
-					 "\xC2\xB7 orange ticks: user markers");
-			else if (r->adapter == 4294967295LL && r->name[0]) /* Linux dma_fence timelines */
-				snprintf(buf, sizeof(buf), "%s timelines", r->name);
-			else if (r->adapter < 0)
-				snprintf(buf, sizeof(buf), "Unknown adapter");
-			else if (r->name[0])
-				snprintf(buf, sizeof(buf), "Adapter %" PRId64 " \xC2\xB7 %s", r->adapter,
-					 r->name);
-			else
-				snprintf(buf, sizeof(buf), "Adapter %" PRId64, r->adapter);
+			else /* a group of lanes, an adapter (queue_labels.group_label) */
+				snprintf(buf, sizeof(buf), "%s", r->name);
 			ellipsize(cr, buf, lay->width - 32, fit, sizeof(fit));
 			text(cr, 12, r->y + 20, fit, LEFT, th->text);
 			break;
 		case NF_ROW_ENGINE:
 			font(cr, 11, 0);
-			if (lay->etw)
-				snprintf(buf, sizeof(buf), "%s \xC2\xB7 DMA packets", r->name);
+			if (r->lane >= 0) /* the node's lane: its items on this row */
+				snprintf(buf, sizeof(buf), "%s \xC2\xB7 %s", lay->lanes[r->lane].label,
+					 lay->lanes[r->lane].what);
 			else if (r->engine < 0)
 				snprintf(buf, sizeof(buf), "engine ?");
 			else
@@ -657,11 +671,7 @@ static void paint_row_labels(cairo_t *cr, const struct nf_render_layout *lay,
 				  sizeof(fit));
 			text(cr, 32, r->y + 19, fit, LEFT, th->text);
 			font(cr, 10.5, 0);
-			if (lay->etw)
-				snprintf(buf, sizeof(buf), "queue %" PRId64 " (etw_contexts)", r->id);
-			else
-				snprintf(buf, sizeof(buf), "hw queue 0x%" PRIx64, (uint64_t)r->id);
-			text(cr, 32, r->y + 35, buf, LEFT, th->dim);
+			text(cr, 32, r->y + 35, r->handle, LEFT, th->dim);
 			/* Stacked lanes say how deep they go, and when the cap made some share. */
 			if ((r->n_sub[0] > 1 || r->n_sub[1] > 1) && r->h >= 56) {
 				snprintf(buf, sizeof(buf), "stacked: %d wait%s, %d signal%s deep", r->n_sub[0],
@@ -674,15 +684,18 @@ static void paint_row_labels(cairo_t *cr, const struct nf_render_layout *lay,
 				text(cr, 32, r->y + 64, buf, LEFT, c_mark[NF_MK_BAD]);
 			}
 			break;
-		case NF_ROW_RING:
+		case NF_ROW_LANE: {
+			const struct nf_render_lane_info *l = &lay->lanes[r->lane];
+
 			font(cr, 12, 1);
-			snprintf(buf, sizeof(buf), "%s %s", r->driver, r->name[0] ? r->name : "ring ?");
-			ellipsize(cr, buf, NF_RENDER_LABEL_W - 44, fit, sizeof(fit));
+			ellipsize(cr, l->label, NF_RENDER_LABEL_W - 44, fit, sizeof(fit));
 			text(cr, 20, r->y + 14, fit, LEFT, th->text);
 			font(cr, 10, 0);
-			snprintf(buf, sizeof(buf), "%" PRId64 " job%s", r->engine, r->engine == 1 ? "" : "s");
+			snprintf(buf, sizeof(buf), "%" PRId64 " %s", l->items,
+				 l->items == 1 && l->kind >= 0 ? lay->kinds[l->kind].noun : l->what);
 			text(cr, 20, r->y + 26, buf, LEFT, th->dim);
 			break;
+		}
 		case NF_ROW_DISPLAY:
 			font(cr, 12, 1);
 			if (r->id >= 0)
@@ -703,7 +716,7 @@ static void paint_row_labels(cairo_t *cr, const struct nf_render_layout *lay,
 			break;
 		case NF_ROW_CPU:
 			font(cr, 12, 0);
-			if (r->name[0]) /* a kernel thread's name (kernel_rows.c) */
+			if (r->name[0]) /* the thread's name (view threads) */
 				snprintf(buf, sizeof(buf), "%.60s (thread %" PRId64 ")", r->name, r->id);
 			else
 				snprintf(buf, sizeof(buf), "CPU thread %" PRId64, r->id);
@@ -857,22 +870,35 @@ static void paint_data(cairo_t *cr, const struct nf_render_options *opts,
 	cairo_rectangle(cr, lay->plot_x0, lay->rows_y0, lay->plot_x1 - lay->plot_x0,
 			lay->rows_y1 - lay->rows_y0);
 	cairo_clip(cr);
-	fill_quads(cr, &s->rects[NF_RB_STRIPE], rect_colour(th, NF_RB_STRIPE));
+	fill_quads(cr, &s->rects[NF_RB_STRIPE], rect_colour(th, lay, NF_RB_STRIPE));
 	paint_axis(cr, lay, th, 1);
-	fill_quads(cr, &s->rects[NF_RB_VBLANK], rect_colour(th, NF_RB_VBLANK));
-	if (s->vsyncs.n) {
-		for (size_t i = 0; i < s->vsyncs.n; i++) {
-			const double *v = &s->vsyncs.v[i * 4];
+	/* Points in time across the rows, kind after kind, under everything else. */
+	for (int k = 0; k < lay->n_kinds; k++) {
+		const struct nf_render_quads *q = &s->lines[k];
+
+		if (!q->n)
+			continue;
+		for (size_t i = 0; i < q->n; i++) {
+			const double *v = &q->v[i * 4];
 
 			cairo_move_to(cr, v[0], v[1]);
 			cairo_line_to(cr, v[2], v[3]);
 		}
 		cairo_set_line_width(cr, 1.0);
-		set_colour(cr, with_alpha(c_vsync, 0.45));
+		set_colour(cr, with_alpha(kind_colour(&lay->kinds[k], lay->kinds[k].colour), 0.45));
 		cairo_stroke(cr);
 	}
-	for (int rb = NF_RB_LOST_BG; rb < NF_RB_COUNT; rb++)
-		fill_quads(cr, &s->rects[rb], rect_colour(th, rb));
+	/* Back to front: lost spans, open regions (items' stubs with them), boxes,
+	 * then the items' boxes, kind after kind. */
+	for (int rb = NF_RB_LOST_BG; rb < NF_RB_CPUWAIT_D; rb++)
+		fill_quads(cr, &s->rects[rb], rect_colour(th, lay, rb));
+	for (int k = 0; k < lay->n_kinds; k++)
+		fill_quads(cr, &s->rects[NF_RENDER_KB(k, NF_KB_OPEN)], rect_colour(th, lay, NF_RENDER_KB(k, NF_KB_OPEN)));
+	for (int rb = NF_RB_CPUWAIT_D; rb < NF_RB_COUNT; rb++)
+		fill_quads(cr, &s->rects[rb], rect_colour(th, lay, rb));
+	for (int k = 0; k < lay->n_kinds; k++)
+		for (int b = NF_KB_OPEN + 1; b < NF_KB_COUNT; b++)
+			fill_quads(cr, &s->rects[NF_RENDER_KB(k, b)], rect_colour(th, lay, NF_RENDER_KB(k, b)));
 	if (s->hatch.n) {
 		double bx0 = lay->plot_x1, by0 = lay->rows_y1, bx1 = lay->plot_x0, by1 = lay->rows_y0;
 

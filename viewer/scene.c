@@ -52,14 +52,15 @@ static void quads_release(struct nf_render_quads *q)
 
 void nf_render_scene_release(struct nf_render_scene *s)
 {
-	for (int i = 0; i < NF_RB_COUNT; i++)
+	for (int i = 0; i < NF_RENDER_RECTS; i++)
 		quads_release(&s->rects[i]);
 	for (int i = 0; i < NF_MK_COUNT; i++)
 		quads_release(&s->marks[i]);
 	quads_release(&s->hatch);
 	quads_release(&s->dashes);
 	quads_release(&s->links);
-	quads_release(&s->vsyncs);
+	for (int i = 0; i < NF_RENDER_MAX_KINDS; i++)
+		quads_release(&s->lines[i]);
 	free(s->labels);
 	s->labels = NULL;
 	nf_u64map_free(&s->subs);

@@ -205,8 +205,8 @@ int nf_render_svg_tips(sqlite3 *db, const struct nf_render_options *opts,
 		       const struct nf_render_layout *lay, struct nf_svg_texts *l,
 		       struct nf_error *err)
 {
-	char *qf = nf_render_in_list("queue", opts->queues, opts->queues ? opts->n_queues : 0);
-	char *ff = nf_render_in_list("fence", opts->fences, opts->fences ? opts->n_fences : 0);
+	char *qf = nf_render_in_list(opts, NF_SELECTION_QUEUES, "queue");
+	char *ff = nf_render_in_list(opts, NF_SELECTION_FENCES, "fence");
 	/* Every operation of the window in the scene's order, so that the sub-lanes
 	 * replayed here are the ones drawn (layout.h); those 2 px wide get a tip. */
 	int stacked = 0;
@@ -223,8 +223,8 @@ int nf_render_svg_tips(sqlite3 *db, const struct nf_render_options *opts,
 	sql = qf && ff ? nf_render_ops_sql("count(nf_render_tip(", ", status))", qf, ff, 2,
 					   stacked ? NULL : " AND end_ns - coalesce(queued_ns, observed_ns) >= ?5")
 		       : NULL;
-	free(qf);
-	free(ff);
+	sqlite3_free(qf);
+	sqlite3_free(ff);
 	k.stacks = calloc(2 * (lay->n_rows ? lay->n_rows : 1), sizeof(*k.stacks));
 	if (!sql || !k.stacks) {
 		ret = nf_error_set(err, NF_ENOMEM, "out of memory for tooltips");

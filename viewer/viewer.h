@@ -31,12 +31,11 @@ struct nf_render_quads {
 /* Rectangle batches, drawn in this order (back to front). */
 enum nf_render_rb {
 	NF_RB_STRIPE,        /* alternate row background */
-	NF_RB_VBLANK,        /* vblank lines across the rows (drawn right after the stripes) */
 	NF_RB_LOST_BG,       /* lost span background (hatched over later) */
 	NF_RB_OPEN_WAIT,     /* open-ended regions (translucent, under the boxes) */
 	NF_RB_OPEN_SIGNAL,
 	NF_RB_OPEN_CPU,
-	NF_RB_OPEN_JOB,      /* a GPU job that ran and whose finish the trace lacks */
+	/* (here: each item kind's NF_KB_OPEN) */
 	NF_RB_CPUWAIT_D,     /* + level: density bands */
 	NF_RB_CPUWAIT = NF_RB_CPUWAIT_D + NF_RENDER_DENSITY_LEVELS,
 	NF_RB_WAIT_D,
@@ -51,30 +50,39 @@ enum nf_render_rb {
 	NF_RB_CPU_TICK,      /* CPU signals */
 	NF_RB_QUEUED_WAIT,   /* on a CPU thread's row: it queued a GPU wait here */
 	NF_RB_QUEUED_SIGNAL, /* ... a GPU signal */
-	NF_RB_JOBWAIT_D,     /* a GPU job from submitted to started (shaded) */
-	NF_RB_JOBWAIT = NF_RB_JOBWAIT_D + NF_RENDER_DENSITY_LEVELS,
-	NF_RB_JOB_D,         /* a GPU job from started to finished */
-	NF_RB_JOB = NF_RB_JOB_D + NF_RENDER_DENSITY_LEVELS,
-	NF_RB_JOB_EDGE,
-	NF_RB_MARKER,        /* a user marker on its thread's row */
-	NF_RB_DMA_D,         /* DMA packets on a node row (imported ETW captures) */
-	NF_RB_DMA = NF_RB_DMA_D + NF_RENDER_DENSITY_LEVELS,
-	NF_RB_DMA_EDGE,
 	NF_RB_BLANK,         /* a display's vertical blank, on its row */
 	NF_RB_FLIP,          /* a flip on its display's row: queued -> latched */
 	NF_RB_FLIP_LATE,     /* ... of a late frame */
 	NF_RB_FLIP_DROP,     /* ... dropped (never shown) */
 	NF_RB_FRAME_EDGE,    /* a frame's boundary (its present) */
 	NF_RB_FRAME_LATE,    /* a late frame no flip shows: its time, marked */
+	/* (then each item kind's batches but NF_KB_OPEN, kind after kind) */
 	NF_RB_COUNT
 };
+
+/*
+ * The batches of one item kind (layout's kinds; colours from item_kinds), at
+ * NF_RENDER_KB(kind, batch) in the scene's rects.
+ */
+enum nf_render_kb {
+	NF_KB_OPEN,          /* an item of unknown end: a short open stub */
+	NF_KB_WAIT_D,        /* its queued part (queued -> started, shaded): density */
+	NF_KB_WAIT = NF_KB_WAIT_D + NF_RENDER_DENSITY_LEVELS,
+	NF_KB_D,             /* the item (started -> ended): density */
+	NF_KB_FILL = NF_KB_D + NF_RENDER_DENSITY_LEVELS,
+	NF_KB_EDGE,
+	NF_KB_TICK,          /* a point in time on its thread's row */
+	NF_KB_COUNT
+};
+#define NF_RENDER_KB(kind, b) (NF_RB_COUNT + (kind) * NF_KB_COUNT + (b))
+#define NF_RENDER_RECTS (NF_RB_COUNT + NF_RENDER_MAX_KINDS * NF_KB_COUNT)
 
 /* Marker batches: (x, y, size, 0) drawn as small shapes. */
 enum nf_render_mk {
 	NF_MK_LOST,          /* open-ended op, status lost (orange diamond) */
 	NF_MK_ZERO_OP,       /* open-ended op, status zero_timestamp (purple circle) */
 	NF_MK_REPEAT_OP,     /* open-ended op, status repeated_timestamp (teal circle) */
-	NF_MK_UNMATCHED,     /* open-ended op, other status (white circle, grey ring) */
+	NF_MK_UNMATCHED,     /* open-ended op, other status (white circle, grey outline) */
 	NF_MK_TS_ZERO,       /* zero timestamp anomaly (purple triangle) */
 	NF_MK_TS_REPEAT,     /* repeated timestamp anomaly (teal square) */
 	NF_MK_BAD,           /* other anomalies (red triangle) */
@@ -97,12 +105,12 @@ struct nf_render_box_label {
 };
 
 struct nf_render_scene {
-	struct nf_render_quads rects[NF_RB_COUNT];
+	struct nf_render_quads rects[NF_RENDER_RECTS];
 	struct nf_render_quads marks[NF_MK_COUNT];
 	struct nf_render_quads hatch;     /* lost spans (rectangles) to hatch */
 	struct nf_render_quads dashes;    /* open-ended outlines: x0 y0 x1 y1 */
 	struct nf_render_quads links;     /* signal end -> wait end: x0 y0 x1 y1 */
-	struct nf_render_quads vsyncs;    /* VSync lines (ETW captures): x y0 x y1 */
+	struct nf_render_quads lines[NF_RENDER_MAX_KINDS]; /* per kind, points across the rows: x y0 x y1 */
 	struct nf_render_label *labels;
 	size_t n_labels, cap_labels;
 	struct nf_render_box_label *box_labels;
@@ -122,8 +130,7 @@ struct nf_render_scene {
 	int64_t n_links_merged;  /* links not drawn: too dense to show one by one */
 	int links_too_dense;     /* reading stopped: n_links is a lower bound */
 	int64_t n_unplaced;  /* operations without any time (nothing to draw) */
-	int64_t n_jobs, n_vblanks, n_markers;  /* Linux kernel GPU jobs, vblanks, markers drawn */
-	int64_t n_dma, n_vsyncs; /* DMA packets and VSyncs drawn (ETW captures) */
+	int64_t n_items[NF_RENDER_MAX_KINDS];  /* items drawn, per kind */
 	int64_t n_frames, n_late_frames, n_flips; /* frames and flips drawn (frame_rows.c) */
 };
 
@@ -181,6 +188,26 @@ int nf_render_collect_frames(sqlite3 *db, const struct nf_render_layout *lay, st
 int nf_render_collect(sqlite3 *db, const struct nf_render_options *opts,
 		      const struct nf_render_layout *lay, struct nf_render_scene *s,
 		      struct nf_error *err);
+
+/*
+ * The items of the window (timeline view items, items.c): boxes on their
+ * lanes' rows, points in time across the rows or on their thread's row.
+ * Returns 0, NF_ESQL or NF_ENOMEM.
+ */
+int nf_render_collect_items(sqlite3 *db, const struct nf_render_options *opts,
+			    const struct nf_render_layout *lay, struct nf_render_scene *s,
+			    struct nf_error *err);
+
+/*
+ * What the CPU thread rows carry besides their waits and signals (threads.c):
+ * run bars (cpu_runs), arrows from a GPU signal to the thread's fence wait it
+ * released (fence_ops waits on no queue), and the events the recorder lost
+ * (view lost_events) on the CPU threads' header. Returns 0, NF_ESQL or
+ * NF_ENOMEM.
+ */
+int nf_render_collect_threads(sqlite3 *db, const struct nf_render_options *opts,
+			      const struct nf_render_layout *lay, struct nf_render_scene *s,
+			      struct nf_error *err);
 
 /* Draws opts->marks over the plot (overlay.c), inside the plot's clip. */
 void nf_render_paint_overlay(cairo_t *cr, const struct nf_render_options *opts,

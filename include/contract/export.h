@@ -8,9 +8,8 @@
  * of the session.
  *
  * What is written (the same content in both formats):
- * - a process per adapter (adapters), with a track per hardware queue (queues;
- *   for imported Linux captures each dma_fence context is such a queue, named
- *   by its kernel_timelines row); a process "CPU threads" with a thread track
+ * - a process per adapter (adapters), with a track per hardware queue (queues,
+ *   named as the view queue_labels names them); a process "CPU threads" with a thread track
  *   per CPU thread (cpu_waits, cpu_signals, queue_threads, and the fence_ops
  *   rows without a queue: the dma_fence waits of imported captures);
  * - each fence_ops row with a start (queued_ns, else observed_ns, else end_ns)
@@ -38,39 +37,37 @@
  *   when it names no queue), args detail and lost entries;
  * - per queue and log, a counter "QUEUE LOG lost entries": the running total
  *   of lost_entries, one value at each anomalies row with lost_entries > 0.
- * Imported captures add (each only when its table exists; GPU jobs, vblanks,
- * markers and VSyncs belong to no queue or fence, so a --queue or --fence
- * filter leaves them out, and DMA packets are kept by --queue only):
- * - Linux GPU jobs (jobs): a process "GPU jobs" with, per ring, a track
- *   "RING jobs" holding each job's run (started_ns .. finished_ns, named by
- *   its ring, category job) and a track "RING waiting" holding its wait to
- *   run (submitted_ns .. started_ns, "job wait"); a part with one time only
- *   is an instant at it ("job queued" when it never started); args job id,
- *   driver, job, context, seqno, thread, process, status. Each job_deps row
- *   whose two jobs are written is a flow, id = max(fence_ops.id) + 2 + the
- *   row's rowid (above every operation's flow), from the dependency's run
- *   (its wait when it has no run) to the job's wait (its run when it has no
- *   submit time);
- * - vblanks: an instant "vblank" per row on a track "CRTC N vblanks" of a
- *   process "Display"; markers: an instant per row on the thread that wrote
- *   it, named by its text (cut at 200 bytes; whole in the "text" arg);
- * - ETW DMA packets (dma_packets): per adapter and node, a track "NODE DMA
- *   packets" in the adapter's process, each packet a slice from start_ns to
- *   end_ns ("dma packet"; pending: an instant at its start); VSyncs (vsyncs):
- *   an instant "vsync" per row on the adapter's "VSync target N" track.
+ * - the timeline's items (views items, lanes, item_kinds, item_links: GPU
+ *   jobs, DMA packets, vblanks, VSyncs, user markers, whatever the source),
+ *   kind after kind in id order: an item's part from queued to started is a
+ *   slice "KIND wait" on its lane's "LABEL waiting" track ("KIND queued", an
+ *   instant, when it never started), its part from started to ended a slice
+ *   named by its label on its lane's "LABEL WHAT" track ("amdgpu gfx jobs",
+ *   "Node 0 DMA packets", "CRTC 0 vblanks"; WHAT alone without a label); a
+ *   part with one time only, an end unknown or only bounded, and a point in
+ *   time are instants (no end is invented); an item on no lane is on its
+ *   thread's track. A lane's tracks are in its adapter's process, else in its
+ *   group's ("GPU jobs", "Display"). Category: the kind; args: the item's
+ *   detail fields in order (null ones left out). Each item link whose two items
+ *   are written is a flow, id = max(fence_ops.id) + 2 + its link (above every
+ *   operation's flow), from the item waited for (its run, else its queued
+ *   part) to the item that waited (its queued part, else its run). A --queue
+ *   or --fence filter keeps the items tied to those queues or fences
+ *   (items.queue, items.fence) and no other.
  * The frames (include/contract/frames.h; the caller computes them, e.g.
- * nf_frames_ensure; none with a --queue or --fence filter):
+ * nf_frames_ensure; none with a --queue or --fence filter; read through the
+ * views display_flips and display_frames, which name no source):
  * - flips: per display a track "display NAME flips" in the "Display" process,
  *   each flip a slice from when it could be shown (ready_ns, else queued_ns)
  *   to when it was latched (done_ns; never: an instant), named "flip", "late
  *   flip" (its frame late) or "dropped flip"; args flip id, frame, status,
- *   vblank seq, queued_ns;
+ *   blank seq (the blank it was shown at), queued_ns;
  * - frames: per swap chain a track "frames of SWAPCHAIN" in a process
  *   "Frames", each frame a slice from its present to the blank it was shown
  *   at (else its GPU work done; neither: an instant), "frame" or "late frame";
  *   args frame, status, interval_ns, PresentMon's MsBetweenPresents,
  *   MsUntilRenderComplete, MsUntilDisplayed, MsGPUBusy, MsGPUWait (strings, in
- *   ms), missed vblanks, blame.
+ *   ms), missed blanks, blame.
  * A queue or thread whose slices overlap without nesting (operations queued
  * before the previous one ended) gets lanes: child tracks "NAME #2", ... (in
  * JSON, a tid per lane), so that slices on one track always nest.
@@ -91,6 +88,7 @@
 #include <stdint.h>
 
 #include "contract/errors.h"
+#include "contract/timeline.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -104,14 +102,12 @@ enum nf_export_format {
 struct nf_export_options {
 	const char *output;        /* file to write (replaced atomically on success) */
 	enum nf_export_format format;
-	int64_t from_ns, to_ns;    /* time window, -1: session start / end; an item is written
-				    * when it overlaps the window (whole, not clipped) */
-	const int64_t *queues;     /* only fence operations, anomalies and counters of these queues
-				    * (NULL: all) */
-	int n_queues;
-	const int64_t *fences;     /* only fence operations, CPU waits and CPU signals on these
-				    * fences (NULL: all) */
-	int n_fences;
+	/* The window (an item is written when it overlaps it, whole, not
+	 * clipped) and the queue and fence filters (contract/timeline.h: fence
+	 * operations, anomalies, counters and items of those queues; operations,
+	 * CPU waits and signals and items of those fences). Its thread rows are not
+	 * used: every CPU thread is written. */
+	struct nf_selection sel;
 };
 
 /* What an export wrote (for the CLI's summary and the tests). */

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "contract/errors.h"
+#include "contract/timeline.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -37,21 +38,12 @@ struct nf_render_options {
 	const char *output;        /* file; format from its extension: .png .svg .pdf */
 	const char *title;         /* session name shown in the title, may be NULL */
 	int width;                 /* pixels (points for PDF), 0: default */
-	int64_t from_ns, to_ns;    /* time window; -1: session start / end */
-	const int64_t *queues;     /* only these queues (NULL: all) */
-	int n_queues;
-	const int64_t *fences;     /* only operations on these fences (NULL: all) */
-	int n_fences;
+	/* The window, the queue and fence filters and the CPU thread rows
+	 * (contract/timeline.h: by default only the threads that wait, signal,
+	 * queued work or own an item get a row, grouped under their process; a
+	 * line says how many were left out). */
+	struct nf_selection sel;
 	enum nf_render_theme theme;
-	/* CPU thread rows of Linux kernel sessions. By default only the threads
-	 * that submitted GPU jobs, waited on fences or wrote markers (and, for the
-	 * runtime's sessions, waited, signaled or queued work) get a row, grouped
-	 * under their process; a line says how many were left out. */
-	int threads_all;           /* a row for every thread that ran */
-	const char *const *threads;/* also these threads: a thread id or a task name (NULL: none) */
-	int n_threads;
-	const char *const *processes; /* also every thread of these processes: id or name */
-	int n_processes;
 	/* Overlay: spans drawn over the rows in order, joined by a line from each
 	 * span's end to the next one's start (a critical path); NULL: none. A span
 	 * whose row is not drawn is left out. path_title labels it (may be NULL). */
@@ -64,19 +56,22 @@ struct nf_render_options {
 
 /*
  * Renders the timeline database at db_path (schemas/timeline.sql, opened
- * read-only) to opts->output. Rows: the GPU rings of Linux kernel jobs (a
- * box per job: submitted -> started shaded, started -> finished solid), then
- * one per hardware queue grouped by adapter and engine, then one per CPU
- * thread (see threads_all); vblank lines and user-marker ticks; boxes from queued to end time, open
- * (dashed, until the lane's next operation starts or to the window's right
- * edge) when the end is unknown; lost spans
- * hatched; signal -> wait arrows. The same database and options give the same
- * bytes. On failure no output file is left behind.
+ * read-only) to opts->output. Rows: the lanes of their own (timeline view
+ * lanes: a GPU ring's jobs, each item on one of three sub-lanes, its queued
+ * part shaded), then one per hardware queue grouped by adapter and engine (a
+ * node's lane, its items, on the engine's header row), then one per CPU thread
+ * (see sel); items that are points in time as lines across the rows or ticks
+ * on their thread's row; boxes from queued to end time, open (dashed, until
+ * the lane's next operation starts or to the window's right edge) when the end
+ * is unknown, an item of unknown end a short open stub; lost spans hatched;
+ * signal -> wait arrows. Colours and legend words of items come from the view
+ * item_kinds. The same database and options give the same bytes. On failure
+ * no output file is left behind.
  * Returns 0, or NF_EINVAL (unknown output extension, bad window, width outside
  * 640..16000, bad filter), NF_ENOENT (no database, output directory missing,
- * a filtered queue not in the timeline), NF_EFORMAT (not a timeline database),
- * NF_ESQL, NF_EIO (the output cannot be written), NF_ENOMEM (including too
- * many rows for one page).
+ * a filtered queue, fence, thread or process not in the timeline), NF_EFORMAT
+ * (not a timeline database), NF_ESQL, NF_EIO (the output cannot be written),
+ * NF_ENOMEM (including too many rows for one page).
  */
 int nf_render(const char *db_path, const struct nf_render_options *opts, struct nf_error *err);
 

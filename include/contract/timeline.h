@@ -31,7 +31,7 @@ extern "C" {
  * meta.timeline_version next to meta.schema_version (NF_SCHEMA_VERSION). A
  * database with another value of either is rebuilt by nf_timeline_ensure().
  */
-#define NF_TIMELINE_VERSION 14 /* 5: deps never names a releaser that ended past the slack; 6: GPU jobs, vblanks, markers; 7: Windows ETW captures, views' *_hex columns; 8: queue_busy in_flight/stalled, clock_fit ppm_stderr, os_overrun_flag rows lose their lost_entries; 9: cpu_runs is a view over cpu_run_blocks (a row per 1024 runs of a thread); 10: anomalies kind 'overrun' is 'lost', as in nftrace check (schemas/anomalies.def); 11: jobs.finish_source 'recording_start', meta kernel_all_cpus_from_ns; 12: unknown stays unknown: jobs.start_reason, finish_reason, finished_bound_ns, bound_source (finished_ns never a bound), status 'unknown'; deps.reason (a row per ended wait); the coverage table; 13: dxgkrnl_events, dxgkrnl_names, etw_gpu_ops: DxgKrnl payload fields and hardware-queue GPU waits and signals; jobs.device, client_id; job_unschedulable; 14: displays, presents, flips, frames, frame_gpu, frame_path (frame_path_blocks); vblanks.display, vsyncs.display */
+#define NF_TIMELINE_VERSION 15 /* 5: deps never names a releaser that ended past the slack; 6: GPU jobs, vblanks, markers; 7: Windows ETW captures, views' *_hex columns; 8: queue_busy in_flight/stalled, clock_fit ppm_stderr, os_overrun_flag rows lose their lost_entries; 9: cpu_runs is a view over cpu_run_blocks (a row per 1024 runs of a thread); 10: anomalies kind 'overrun' is 'lost', as in nftrace check (schemas/anomalies.def); 11: jobs.finish_source 'recording_start', meta kernel_all_cpus_from_ns; 12: unknown stays unknown: jobs.start_reason, finish_reason, finished_bound_ns, bound_source (finished_ns never a bound), status 'unknown'; deps.reason (a row per ended wait); the coverage table; 13: dxgkrnl_events, dxgkrnl_names, etw_gpu_ops: DxgKrnl payload fields and hardware-queue GPU waits and signals; jobs.device, client_id; job_unschedulable; 14: displays, presents, flips, frames, frame_gpu, frame_path (frame_path_blocks); vblanks.display, vsyncs.display; 15: the readers' views item_kinds, lanes, items, item_links, queue_labels, threads, lost_events, and the display rows' display_blanks, display_flips, display_frames, frame_path_lanes */
 
 enum nf_query_format { NF_QUERY_TABLE, NF_QUERY_CSV, NF_QUERY_JSON };
 
@@ -71,16 +71,91 @@ struct sqlite3;
 int nf_timeline_open_read(const char *path, struct sqlite3 **db, struct nf_error *err);
 
 /*
- * Checks the thread selection of a report (--thread, --process): each of
- * threads[0..n_threads) names a thread of the timeline by id, or by name
- * (kernel_threads.comm); each of processes[0..n_processes) a process by id
- * (or a thread's id) or by name. A filter that matches nothing is an error,
- * as for queues and fences. NULL lists are empty. Returns 0, NF_ENOENT
- * ("thread 'X': not in the timeline", naming the first that matches nothing)
- * or NF_ESQL.
+ * The selection: what of a timeline a reader shows (the picture, the HTML
+ * page, the export) and the CLI's --from, --to, --queue, --fence, --threads,
+ * --thread and --process. Declared once here; timeline/select.c checks it
+ * against a timeline and turns it into SQL, for every reader alike.
+ *
+ * Rules every reader follows:
+ * - a queue filter keeps the fence operations, anomalies and items of those
+ *   queues (items.queue), a fence filter the fence operations, CPU waits and
+ *   signals and items of those fences (items.fence); an item tied to no queue
+ *   or no fence is left out by that filter;
+ * - CPU thread rows: the threads that wait or signal on the CPU, queued GPU
+ *   work (within the filters) or, unfiltered, own an item (submitted a job,
+ *   wrote a marker); every thread that only ran with threads_all, or when
+ *   named by threads (id or name) or processes (id or name), or when no thread
+ *   did any of that (a trace of the scheduler alone);
+ * - a queue, fence, thread or process that names nothing of the timeline is an
+ *   error, as is a window that does not start before the session's end.
  */
-int nf_timeline_check_threads(struct sqlite3 *db, const char *const *threads, int n_threads,
-			      const char *const *processes, int n_processes, struct nf_error *err);
+struct nf_selection {
+	int64_t from_ns, to_ns;         /* time window; -1: session start / end */
+	const int64_t *queues;          /* only these queues (NULL or none: all) */
+	int n_queues;
+	const int64_t *fences;          /* only these fences (NULL or none: all) */
+	int n_fences;
+	int threads_all;                /* a row for every CPU thread that ran */
+	const char *const *threads;     /* also these threads: id or task name */
+	int n_threads;
+	const char *const *processes;   /* also every thread of these processes: id or name */
+	int n_processes;
+};
+
+/* No window, no filter. */
+#define NF_SELECTION_ALL { -1, -1, NULL, 0, NULL, 0, 0, NULL, 0, NULL, 0 }
+
+/*
+ * Checks sel against the timeline db: counts not negative (and a list for a
+ * positive count), times not below -1, an end after the start when both are
+ * given, and every queue, fence, thread and process it names in the timeline
+ * (a thread by id or kernel_threads name; a process by id, a thread's id, or
+ * name). Returns 0, NF_EINVAL ("bad queue or fence filter", "time window:
+ * ..."), NF_ENOENT ("queue 0x12: not in the timeline", "thread 'X': not in
+ * the timeline", naming the first that matches nothing) or NF_ESQL.
+ */
+int nf_selection_check(struct sqlite3 *db, const struct nf_selection *sel, struct nf_error *err);
+
+/* The window a reader draws: [t0, t1] within the session [0, session_end]. */
+struct nf_window {
+	int64_t t0, t1;          /* from_ns, else 0; to_ns, else the session's end */
+	int64_t session_end;     /* meta duration_ns, else the latest time of the timeline */
+	int has_duration;        /* session_end is meta's duration_ns */
+};
+
+/*
+ * Resolves sel's window on db into *w: the session's end (meta duration_ns,
+ * else the latest time of its operations, CPU waits and signals and
+ * anomalies; 0 when empty), t0 = from_ns or 0, t1 = to_ns or the session's
+ * end (an empty session: a 1 us window). Returns 0, NF_EINVAL (a negative
+ * time; a start at or after the session's end, "time window: start 10 s is
+ * not before the session's end (1.25 ms)"; an end not after the start) or
+ * NF_ESQL.
+ */
+int nf_selection_window(struct sqlite3 *db, const struct nf_selection *sel, struct nf_window *w,
+			struct nf_error *err);
+
+/* Which list of a selection a predicate tests. */
+enum nf_selection_list { NF_SELECTION_QUEUES, NF_SELECTION_FENCES };
+
+/*
+ * The predicate " AND col IN (v0,v1,...)" for sel's queues or fences, or ""
+ * when that list is empty. Returns a string the caller frees with
+ * sqlite3_free(), or NULL when out of memory.
+ */
+char *nf_selection_in(const struct nf_selection *sel, enum nf_selection_list which, const char *col);
+
+/*
+ * The SQL of the CPU thread rows sel shows (the rules above), one row per
+ * thread: thread, process (NULL: unknown), proc (the process, else the
+ * thread's own id: what the thread's row is grouped under), name (its task
+ * name, NULL: none), proc_name (proc's name), process_name (the process's
+ * name, NULL when the process is unknown), left_out (threads that ran and are
+ * not shown, the same on every row); ordered by order_by (an ORDER BY clause
+ * over those columns, or ""). Returns a string the caller frees with
+ * sqlite3_free(), or NULL when out of memory.
+ */
+char *nf_selection_threads_sql(const struct nf_selection *sel, const char *order_by);
 
 /* One span of the coverage table (schemas/timeline.sql). */
 struct nf_coverage_span {

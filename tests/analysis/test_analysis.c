@@ -764,8 +764,8 @@ START_TEST(report_draws_the_path)
 		      "235788")) == 0, "%s", err);
 	snprintf(db, sizeof(db), "%s/.timeline.db", dir);
 	o.output = png;
-	o.from_ns = 0;
-	o.to_ns = 235788;
+	o.sel.from_ns = 0;
+	o.sel.to_ns = 235788;
 	nf_error_clear(&e);
 	ck_assert_int_eq(sqlite3_open_v2(db, &sdb, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
 	ck_assert_msg(nf_render_layout_build(sdb, &o, &lay, &e) == 0, "%s", e.msg);

@@ -1306,7 +1306,7 @@ START_TEST(test_hostile_names)
 	sqlite3_close(h);
 	o.output = file;
 	o.format = NF_EXPORT_CHROME_JSON;
-	o.from_ns = o.to_ns = -1;
+	o.sel.from_ns = o.sel.to_ns = -1;
 	nf_error_clear(&err);
 	ck_assert_msg(nf_export(copy, &o, NULL, &err) == 0, "%s", err.msg);
 	json_parse(file, &p, &text);
@@ -1355,7 +1355,7 @@ START_TEST(test_timeless_ops)
 	for (int fmt = 0; fmt < 2; fmt++) {
 		o.output = file;
 		o.format = fmt ? NF_EXPORT_PERFETTO : NF_EXPORT_CHROME_JSON;
-		o.from_ns = o.to_ns = -1;
+		o.sel.from_ns = o.sel.to_ns = -1;
 		nf_error_clear(&err);
 		ck_assert_msg(nf_export(copy, &o, &st, &err) == 0, "%s", err.msg);
 		ck_assert_int_eq(st.skipped, 2);
@@ -1398,7 +1398,7 @@ START_TEST(test_marker_name_cut)
 	sqlite3_close(h);
 	o.output = file;
 	o.format = NF_EXPORT_CHROME_JSON;
-	o.from_ns = o.to_ns = -1;
+	o.sel.from_ns = o.sel.to_ns = -1;
 	nf_error_clear(&err);
 	ck_assert_msg(nf_export(copy, &o, NULL, &err) == 0, "%s", err.msg);
 	json_parse(file, &p, &text);
@@ -1486,17 +1486,17 @@ START_TEST(test_library_errors)
 	ck_assert(sqlite3_exec(db, "CREATE TABLE t(x)", NULL, NULL, NULL) == SQLITE_OK);
 	sqlite3_close(db);
 	o.output = out;
-	o.from_ns = o.to_ns = -1;
+	o.sel.from_ns = o.sel.to_ns = -1;
 	nf_error_clear(&err);
 	ck_assert_int_eq(nf_export(path, &o, NULL, &err), NF_EFORMAT);
 	ck_assert(strstr(err.msg, "not a timeline database"));
 	ck_assert(access(out, F_OK) != 0);
 	nf_error_clear(&err);
-	o.n_queues = 1;  /* and no array */
+	o.sel.n_queues = 1;  /* and no array */
 	ck_assert_int_eq(nf_export(path, &o, NULL, &err), NF_EINVAL);
-	o.n_queues = 0;
-	o.from_ns = 5;
-	o.to_ns = 5;
+	o.sel.n_queues = 0;
+	o.sel.from_ns = 5;
+	o.sel.to_ns = 5;
 	nf_error_clear(&err);
 	ck_assert_int_eq(nf_export(path, &o, NULL, &err), NF_EINVAL);
 	nf_error_clear(&err);

@@ -245,7 +245,7 @@ static int count_of(const char *s, const char *needle)
 	return n;
 }
 
-/* samples/kernel/drm-sched.events says what each row must be. */
+/* samples/kernel/drm-sched.events says what each row must be (read through the views lanes, items, item_links). */
 START_TEST(kernel_rows)
 {
 	char dat[2048], dir[1200];
@@ -253,31 +253,50 @@ START_TEST(kernel_rows)
 
 	nf_test_source_path(dat, sizeof(dat), "samples/kernel/drm-sched.dat");
 	a = import_page(dat, "k", NULL, NULL, dir, sizeof(dir));
-	/* Thread rows 0..2 (90 kworker, 500 app, 501 app-render, by id), then the rings. */
+	/* Thread rows 0..2 (90 kworker, 500 app, 501 app-render, by id), then the lanes of their own. */
 	ck_assert_int_eq(count_of(a, "\"kind\":\"thread\""), 3);
 	ck_assert_msg(strstr(a, "\"kind\":\"thread\",\"id\":500,") && strstr(a, "\"name\":\"app\""), "no row for app (500)");
-	ck_assert_msg(strstr(a, "\"kind\":\"ring\",\"id\":0,") &&
-		      strstr(a, "\"name\":\"gfx_0.0.0\",\"adapterName\":\"\",\"driver\":\"amdgpu\",\"count\":3"), "no gfx ring");
-	ck_assert_msg(strstr(a, "\"name\":\"sdma0\",\"adapterName\":\"\",\"driver\":\"drm_sched\",\"count\":1"), "no sdma0 ring");
-	/* The jobs' dma_fence timelines are drawn as the rings, not as queue rows (as the static report). */
+	ck_assert_msg(strstr(a, "{\"kind\":\"lane\",\"id\":0,\"adapter\":-1,\"node\":-1,\"engine\":-1,\"process\":-1,"
+				"\"name\":\"amdgpu gfx_0.0.0\",\"group\":\"GPU jobs\",\"what\":\"jobs\",\"noun\":\"job\","
+				"\"count\":3,\"own\":1,"), "no gfx lane");
+	ck_assert_msg(strstr(a, "\"name\":\"drm_sched sdma0\",\"group\":\"GPU jobs\",\"what\":\"jobs\",\"noun\":\"job\","
+				"\"count\":1,\"own\":1,"), "no sdma0 lane");
+	/* The jobs' dma_fence timelines are drawn as their lanes, not as queue rows (as the static report). */
 	ck_assert_int_eq(count_of(a, "\"kind\":\"queue\""), 0);
-	/* Jobs: [id, ring row, job, context, seqno, thread row, submitted, started, finished, status,
-	 * bound, finish source]. */
-	ck_assert_msg(strstr(a, "\"jobs\":[[1,3,11,301,1,1,1000000,1100000,2000000,\"complete\",null,\"event\"],\n"
-				"[2,3,12,301,2,1,1200000,2050000,3000000,\"complete\",null,\"event\"],\n"
-				"[3,4,13,null,null,0,1500000,1600000,1900000,\"complete\",null,\"event\"],\n"
-				"[4,3,14,301,3,2,2499000,3100000,null,\"unfinished\",null,\"\"]]"), "jobs: %.600s", strstr(a, "\"jobs\""));
-	ck_assert_msg(strstr(a, "\"jobDeps\":[[2,1,301,1,\"finished\",1202000],\n[3,null,77,5,null,1501000],\n"
-				"[4,2,300,2,\"scheduled\",2501000]]"), "job deps: %.300s", strstr(a, "\"jobDeps\""));
-	ck_assert_msg(strstr(a, "\"vblanks\":[500000,0,100,1000000,1,7,2500000,0,101]"), "vblanks");
-	ck_assert_msg(strstr(a, "\"markers\":[[1,1,900000,\"frame_1_begin\"],\n[2,1,2400000,\"frame_2_begin\"]]"), "markers");
+	/* Items on lane rows: [id, kind, row, thread row, queued, start, end, bound, bound reason, status,
+	 * label, fence, value, detail]; kind 0 is item_kinds' first, the job. */
+	ck_assert_msg(strstr(a, "\"items\":[[1,0,3,1,1000000,1100000,2000000,null,null,\"complete\",\"gfx_0.0.0\","
+				"4294967597,1,{\"job id\":1,"), "items: %.600s", strstr(a, "\"items\""));
+	ck_assert_msg(strstr(a, "\n[3,0,4,0,1500000,1600000,1900000,null,null,\"complete\",\"sdma0\",null,null,"),
+		      "items: %.900s", strstr(a, "\"items\""));
+	ck_assert_msg(strstr(a, "\n[4,0,3,2,2499000,3100000,null,null,null,\"unfinished\",\"gfx_0.0.0\",4294967597,3,"),
+		      "items: %.1200s", strstr(a, "\"items\""));
+	ck_assert_int_eq(count_of(a, "\"job id\":"), 4);
+	/* Links [kind, id, dep kind, dep id, what, label, at]. */
+	ck_assert_msg(strstr(a, "\"links\":[[0,2,0,1,\"finished\",\"fence 301/1\",1202000],\n"
+				"[0,3,null,null,null,\"fence 77/5\",1501000],\n"
+				"[0,4,0,2,\"scheduled\",\"fence 300/2\",2501000]]"), "links: %.300s", strstr(a, "\"links\""));
+	/* Points across the rows [at, kind] (vblank is kind 1), points on a thread's row [id, kind, row, at, label, detail]. */
+	ck_assert_msg(strstr(a, "\"lines\":[500000,1,1000000,1,2500000,1]"), "lines: %.100s", strstr(a, "\"lines\""));
+	ck_assert_msg(strstr(a, "\"ticks\":[[1,2,1,900000,\"frame_1_begin\",{\"marker id\":1,\"cpu\":0,\"text\":\"frame_1_begin\"}],\n"
+				"[2,2,1,2400000,\"frame_2_begin\","), "ticks: %.300s", strstr(a, "\"ticks\""));
+	ck_assert_msg(strstr(a, "{\"kind\":\"job\",\"noun\":\"job\",\"plural\":\"jobs\",") &&
+		      strstr(a, "\"colour\":\"#2E7D32\",\"edge\":\"#1B5E20\",\"wait\":\"#B9DDBB\",\"shape\":\"span\",\"n\":4}"),
+		      "kinds: %.600s", strstr(a, "\"kinds\""));
+	ck_assert_msg(strstr(a, "\"shape\":\"line\",\"n\":3}") && strstr(a, "\"shape\":\"tick\",\"n\":2}"), "kinds' shapes");
 	ck_assert_int_eq(data_int(a, "threadsLeftOut"), 0);
-	ck_assert_int_eq(data_int(a, "etw"), 0);
 	free(a);
-	/* With a fence filter, no rings (as the static report). */
+	/* With a fence filter: the items of that fence's timeline only, on their lane (the lane of
+	 * sdma0 has none: not drawn). */
 	a = import_page(dat, "k2", "--fence", "0x10000012d", dir, sizeof(dir));
-	ck_assert_int_eq(count_of(a, "\"kind\":\"ring\""), 0);
-	ck_assert_msg(strstr(a, "\"jobs\":[]"), "jobs without rings");
+	ck_assert_int_eq(count_of(a, "\"kind\":\"lane\""), 1);
+	ck_assert_int_eq(count_of(a, "\"job id\":"), 3);
+	ck_assert_msg(strstr(a, "\"lines\":[]") && strstr(a, "\"ticks\":[]"), "points of no fence with a fence filter");
+	free(a);
+	/* A fence no item is tied to: no lane at all. */
+	a = import_page(dat, "k3", "--fence", "0x10000012c", dir, sizeof(dir));
+	ck_assert_int_eq(count_of(a, "\"kind\":\"lane\""), 0);
+	ck_assert_msg(strstr(a, "\"items\":[]"), "items without lanes");
 	free(a);
 }
 END_TEST
@@ -291,25 +310,29 @@ START_TEST(etw_rows)
 	snprintf(etl, sizeof(etl), "%s/f.etl", tmpdir);
 	ck_assert_int_eq(html_etl_write(etl), 0);
 	a = import_page(etl, "w", NULL, NULL, dir, sizeof(dir));
-	ck_assert_int_eq(data_int(a, "etw"), 1);
 	/* Queue rows 0 (context A, node 0) and 1 (B, node 1), thread rows 2 and 3 (100 signalled, 200
-	 * waited), a DMA packet row per node after them (4, 5). */
+	 * waited), a lane row per node after them (4, 5): the nodes' lanes (view lanes, kind 'node'). */
 	ck_assert_int_eq(count_of(a, "\"kind\":\"queue\""), 2);
-	ck_assert_msg(strstr(a, "\"kind\":\"node\",\"id\":0,\"adapter\":0,\"node\":0,") &&
-		      strstr(a, "\"kind\":\"node\",\"id\":1,\"adapter\":0,\"node\":1,"), "node rows");
-	ck_assert_msg(strstr(a, "\"name\":\"Node 0\",\"adapterName\":\"Adapter 0xa000\""), "node 0's name");
-	/* [id, node row, queue row, type, submission, start, isr, end, status], times in ns. */
+	ck_assert_msg(strstr(a, "\"group\":\"Adapter 0 \xC2\xB7 Adapter 0xa000\""), "the adapter group's title");
+	ck_assert_msg(strstr(a, "{\"kind\":\"lane\",\"id\":0,\"adapter\":0,\"node\":0,\"engine\":-1,\"process\":-1,"
+				"\"name\":\"Node 0\",\"group\":\"\",\"what\":\"DMA packets\",\"noun\":\"DMA packet\",\"count\":0,"
+				"\"own\":0,") &&
+		      strstr(a, "{\"kind\":\"lane\",\"id\":1,\"adapter\":0,\"node\":1,"), "node lanes");
 	ck_assert_int_eq(count_of(a, "\"kind\":\"thread\""), 2);
-	ck_assert_msg(strstr(a, "\"dma\":[[1,4,0,1,77,40000,null,51000,\"complete\"],\n"
-				"[2,4,0,1,78,52000,null,58000,\"complete\"],\n"
-				"[3,5,1,1,90,63000,null,70000,\"complete\"]]"), "dma: %.400s", strstr(a, "\"dma\""));
-	ck_assert_msg(strstr(a, "\"vsyncs\":[100000,0,0,42,116600,0,0,43]"), "vsyncs: %.200s", strstr(a, "\"vsyncs\""));
+	/* Items on lane rows (kind 3, the DMA packet), times in ns; the packet's context a handle. */
+	ck_assert_msg(strstr(a, "\"items\":[[1,3,4,-1,null,40000,51000,null,null,\"complete\",\"dma packet\",null,null,"
+				"{\"dma packet id\":1,\"queue\":{\"hex\":1},\"packet type\":1,\"submission id\":77,"),
+		      "items: %.400s", strstr(a, "\"items\""));
+	ck_assert_msg(strstr(a, "\n[2,3,4,-1,null,52000,58000,") && strstr(a, "\n[3,3,5,-1,null,63000,70000,"),
+		      "items: %.900s", strstr(a, "\"items\""));
+	/* VSyncs (kind 4) across the rows. */
+	ck_assert_msg(strstr(a, "\"lines\":[100000,4,116600,4]"), "lines: %.200s", strstr(a, "\"lines\""));
 	free(a);
-	/* --queue keeps the DMA packets of that queue only. */
+	/* --queue keeps the items of that queue only (its context's DMA packets), no VSync. */
 	a = import_page(etl, "w2", "--queue", "2", dir, sizeof(dir));
-	ck_assert_int_eq(count_of(a, "\"kind\":\"node\""), 1);
-	ck_assert_msg(strstr(a, "\"dma\":[[3,") && strstr(a, ",0,1,90,63000,null,70000,\"complete\"]],"), "dma of queue 2: %.300s",
-		      strstr(a, "\"dma\""));
+	ck_assert_int_eq(count_of(a, "\"kind\":\"lane\""), 1);
+	ck_assert_msg(strstr(a, "\"items\":[[3,3,2,-1,null,63000,70000,null,null,\"complete\",") && strstr(a, "\"lines\":[]"),
+		      "items of queue 2: %.300s", strstr(a, "\"items\""));
 	free(a);
 }
 END_TEST
@@ -333,12 +356,11 @@ START_TEST(real_amdgpu_threads)
 	ck_assert(real_trace("gpuvis-amdgpu.dat", dat, sizeof(dat)));
 	a = import_page(dat, "r", NULL, NULL, dir, sizeof(dir));
 	jobs = query_int(dir, "select count(*) from jobs");
-	ck_assert_int_eq(count_of(a, "\"kind\":\"ring\""), query_int(dir, "select count(distinct driver || ring) from jobs"));
-	ck_assert_int_eq(count_of(a, "\"jobs\":[[") , 1);
-	ck_assert_int_eq(count_of(strstr(a, "\"jobs\":["), "\"complete\",null,") + count_of(strstr(a, "\"jobs\":["), "\"unfinished\",") +
-			 count_of(strstr(a, "\"jobs\":["), "\"unknown\",null,\"\"]"), jobs);
-	/* A bounded finish is drawn unknown, its bound beside it (the tooltip says it). */
-	ck_assert_int_eq(count_of(strstr(a, "\"jobs\":["), ",null,\"unfinished\",1172814271,\"recording_start\"]"),
+	ck_assert_int_eq(count_of(a, "\"kind\":\"lane\""), query_int(dir, "select count(distinct driver || ring) from jobs"));
+	ck_assert_int_eq(count_of(a, "\"items\":[["), 1);
+	ck_assert_int_eq(count_of(strstr(a, "\"items\":["), "{\"job id\":"), jobs);
+	/* A bounded finish is drawn unknown (end null), its bound and why beside it (the tooltip says them). */
+	ck_assert_int_eq(count_of(strstr(a, "\"items\":["), ",null,1172814271,\"when every CPU was recording\",\"unfinished\","),
 			 query_int(dir, "select count(*) from jobs where bound_source = 'recording_start'"));
 	ck_assert_int_eq(query_int(dir, "select count(*) from jobs where bound_source = 'recording_start'"), 51);
 	/* Threads that submitted jobs or wrote markers have rows; those that only ran are counted. */

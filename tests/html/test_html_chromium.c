@@ -319,33 +319,33 @@ START_TEST(kernel_session)
 	nf_test_source_path(dat, sizeof(dat), "samples/kernel/drm-sched.dat");
 	import_page(dat, "drm-sched", dir, sizeof(dir), page, sizeof(page));
 	run_selftest(page, dom, sizeof(dom));
-	ck_assert_str_eq(need(dom, "rows.kinds", v, sizeof(v)), "ring:2,thread:3");
-	/* rings on top, then the threads by process */
+	ck_assert_str_eq(need(dom, "rows.kinds", v, sizeof(v)), "lane:2,thread:3");
+	/* the rings' lanes on top, then the threads by process */
 	ck_assert_str_eq(need(dom, "rows.display", v, sizeof(v)),
-			 "[GPU rings]|amdgpu gfx_0.0.0|drm_sched sdma0|[CPU threads]|[process unknown]|"
+			 "[GPU jobs]|amdgpu gfx_0.0.0|drm_sched sdma0|[CPU threads]|[process unknown]|"
 			 "kworker/u64:2 (thread 90)|app (thread 500)|app-render (thread 501)");
-	ck_assert_int_eq(atoll(need(dom, "kernel.jobs", v, sizeof(v))), query_int(dir, "select count(*) from jobs"));
-	ck_assert_int_eq(atoll(need(dom, "kernel.job_deps", v, sizeof(v))), 3);
-	ck_assert_int_eq(atoll(need(dom, "kernel.vblanks", v, sizeof(v))), 3);
-	ck_assert_int_eq(atoll(need(dom, "kernel.markers", v, sizeof(v))), 2);
+	ck_assert_int_eq(atoll(need(dom, "items.job", v, sizeof(v))), query_int(dir, "select count(*) from jobs"));
+	ck_assert_int_eq(atoll(need(dom, "items.links", v, sizeof(v))), 3);
+	ck_assert_int_eq(atoll(need(dom, "items.vblank", v, sizeof(v))), 3);
+	ck_assert_int_eq(atoll(need(dom, "items.marker", v, sizeof(v))), 2);
 	/* what the whole window's draw put on the canvas: every job, vblank and marker (all apart) */
 	ck_assert_int_eq(drawn(dom, "job"), 4);
 	ck_assert_int_eq(drawn(dom, "vblank"), 3);
 	ck_assert_int_eq(drawn(dom, "marker"), 2);
 	ck_assert_int_ge(drawn(dom, "run"), 1);
 	/* job #2 (scheduler job 12) depended on job #1; job #4 on job #2 */
-	ck_assert_str_eq(need(dom, "job.expect", v, sizeof(v)), "job #2 after job #1");
-	ck_assert_str_eq(need(dom, "job.hover", v, sizeof(v)), "job:2");
-	ck_assert_str_eq(need(dom, "job.hover_fields", v, sizeof(v)), "1");
-	ck_assert_str_eq(need(dom, "job.click.selected", v, sizeof(v)), "job #2");
-	ck_assert_str_eq(need(dom, "job.click.related", v, sizeof(v)), "job #1,job #4");
-	ck_assert_str_eq(need(dom, "job.click.arrows", v, sizeof(v)), "2");
-	ck_assert_str_eq(need(dom, "job.click2.selected", v, sizeof(v)), "job #1");
-	ck_assert_str_eq(need(dom, "job.click2.related", v, sizeof(v)), "job #2");
-	/* the marker thread 500 wrote at 0.9 ms */
-	ck_assert_str_eq(need(dom, "marker.hover", v, sizeof(v)), "marker:1");
-	ck_assert_str_eq(need(dom, "marker.text", v, sizeof(v)), "frame_1_begin");
-	ck_assert_str_eq(need(dom, "marker.row", v, sizeof(v)), "app (thread 500)");
+	ck_assert_str_eq(need(dom, "link.expect", v, sizeof(v)), "job #2 after job #1");
+	ck_assert_str_eq(need(dom, "link.hover", v, sizeof(v)), "job:2");
+	ck_assert_str_eq(need(dom, "link.hover_fields", v, sizeof(v)), "1");
+	ck_assert_str_eq(need(dom, "link.click.selected", v, sizeof(v)), "job #2");
+	ck_assert_str_eq(need(dom, "link.click.related", v, sizeof(v)), "job #1,job #4");
+	ck_assert_str_eq(need(dom, "link.click.arrows", v, sizeof(v)), "2");
+	ck_assert_str_eq(need(dom, "link.click2.selected", v, sizeof(v)), "job #1");
+	ck_assert_str_eq(need(dom, "link.click2.related", v, sizeof(v)), "job #2");
+	/* the marker thread 500 wrote at 0.9 ms (a point on its thread's row) */
+	ck_assert_str_eq(need(dom, "tick.hover", v, sizeof(v)), "marker:1");
+	ck_assert_str_eq(need(dom, "tick.text", v, sizeof(v)), "frame_1_begin");
+	ck_assert_str_eq(need(dom, "tick.row", v, sizeof(v)), "app (thread 500)");
 	shot_matches(page, "", "drm-sched-whole.png", 1400, 700);
 	shot_matches(page, "#view=800000,3200000&select=job:2", "drm-sched-job2-selected.png", 1400, 700);
 }
@@ -361,9 +361,9 @@ START_TEST(kernel_fixtures)
 	nf_test_source_path(dat, sizeof(dat), "samples/kernel/i915.dat");
 	import_page(dat, "i915", dir, sizeof(dir), page, sizeof(page));
 	run_selftest(page, dom, sizeof(dom));
-	ck_assert_str_eq(need(dom, "rows.kinds", v, sizeof(v)), "ring:2,thread:2");
+	ck_assert_str_eq(need(dom, "rows.kinds", v, sizeof(v)), "lane:2,thread:2");
 	ck_assert_str_eq(need(dom, "rows.display", v, sizeof(v)),
-			 "[GPU rings]|i915 rcs0|i915 vcs1|[CPU threads]|[process unknown]|game (thread 600)|decoder (thread 601)");
+			 "[GPU jobs]|i915 rcs0|i915 vcs1|[CPU threads]|[process unknown]|game (thread 600)|decoder (thread 601)");
 	ck_assert_int_eq(drawn(dom, "job"), query_int(dir, "select count(*) from jobs"));
 	nf_test_source_path(dat, sizeof(dat), "samples/kernel/dma-fence.dat");
 	import_page(dat, "dma-fence", dir, sizeof(dir), page, sizeof(page));
@@ -371,7 +371,7 @@ START_TEST(kernel_fixtures)
 	ck_assert_str_eq(need(dom, "rows.kinds", v, sizeof(v)), "queue:2,thread:3");
 	ck_assert_int_eq(drawn(dom, "cpuwait"), query_int(dir, "select count(*) from cpu_waits"));
 	ck_assert_int_eq(drawn(dom, "op"), query_int(dir, "select count(*) from fence_ops where queue is not null"));
-	ck_assert_int_eq(atoll(need(dom, "kernel.runs", v, sizeof(v))), query_int(dir, "select count(*) from cpu_runs"));
+	ck_assert_int_eq(atoll(need(dom, "runs", v, sizeof(v))), query_int(dir, "select count(*) from cpu_runs"));
 	ck_assert_int_ge(drawn(dom, "run"), 1);
 	ck_assert_int_eq(atoll(need(dom, "cpu.links", v, sizeof(v))),
 			 query_int(dir, "select count(*) from cpu_waits where status = 'satisfied'"));
@@ -388,17 +388,18 @@ START_TEST(etw_session)
 	ck_assert_int_eq(html_etl_write(etl), 0);
 	import_page(etl, "etw", dir, sizeof(dir), page, sizeof(page));
 	run_selftest(page, dom, sizeof(dom));
-	ck_assert_str_eq(need(dom, "rows.kinds", v, sizeof(v)), "node:2,queue:2,thread:2");
+	ck_assert_str_eq(need(dom, "rows.kinds", v, sizeof(v)), "lane:2,queue:2,thread:2");
 	need(dom, "rows.display", v, sizeof(v));
 	ck_assert_msg(strstr(v, "[node 0 \xC2\xB7 Node 0]|Node 0 \xC2\xB7 DMA packets|0x1 Node 0 context 0xc0a|"
 			     "[node 1 \xC2\xB7 Node 1]|Node 1 \xC2\xB7 DMA packets|0x2 Node 1 context 0xc0b") != NULL,
 		      "rows: %s", v);
-	ck_assert_int_eq(atoll(need(dom, "etw.dma", v, sizeof(v))), 3);
-	ck_assert_int_eq(atoll(need(dom, "etw.vsyncs", v, sizeof(v))), 2);
+	ck_assert_int_eq(atoll(need(dom, "items.dma", v, sizeof(v))), 3);
+	ck_assert_int_eq(atoll(need(dom, "items.vsync", v, sizeof(v))), 2);
 	ck_assert_int_eq(drawn(dom, "dma"), 3);
 	ck_assert_int_eq(drawn(dom, "vsync"), 2);
-	ck_assert_str_eq(need(dom, "dma.hover", v, sizeof(v)), "dma:1");
-	ck_assert_str_eq(need(dom, "dma.row", v, sizeof(v)), "Node 0 \xC2\xB7 DMA packets");
+	/* the first item, on its node's lane row */
+	ck_assert_str_eq(need(dom, "item.hover", v, sizeof(v)), "dma:1");
+	ck_assert_str_eq(need(dom, "item.row", v, sizeof(v)), "Node 0 \xC2\xB7 DMA packets");
 	/* the wait on context B and the signal that released it, as for any session */
 	ck_assert_str_eq(need(dom, "click.related", v, sizeof(v)), "signal #1");
 	shot_matches(page, "", "etw-fixture-whole.png", 1400, 700);
@@ -429,7 +430,7 @@ START_TEST(frames_session)
 	ck_assert_str_eq(need(dom, "frames.flips", v, sizeof(v)), "10");
 	ck_assert_int_eq(drawn(dom, "flip"), 10);
 	ck_assert_int_eq(drawn(dom, "present"), 10);
-	ck_assert_int_eq(drawn(dom, "dvblank"), 11);
+	ck_assert_int_eq(drawn(dom, "dblank"), 11);
 	ck_assert_int_eq(drawn(dom, "plot"), 9);
 	ck_assert_str_eq(need(dom, "frames.expect", v, sizeof(v)), "6");
 	ck_assert_str_eq(need(dom, "frames.click", v, sizeof(v)), "6");
@@ -507,17 +508,17 @@ START_TEST(real_amdgpu)
 	import_page(dat, "amdgpu", dir, sizeof(dir), page, sizeof(page));
 	run_selftest(page, dom, sizeof(dom));
 	need(dom, "rows.kinds", v, sizeof(v));
-	snprintf(want, sizeof(want), "ring:%lld,", query_int(dir, "select count(distinct driver || ring) from jobs"));
+	snprintf(want, sizeof(want), "lane:%lld,", query_int(dir, "select count(distinct driver || ring) from jobs"));
 	ck_assert_msg(strstr(v, want) != NULL, "rows %s lack %s", v, want);
-	ck_assert_int_eq(atoll(need(dom, "kernel.jobs", v, sizeof(v))), query_int(dir, "select count(*) from jobs"));
-	ck_assert_int_eq(atoll(need(dom, "kernel.vblanks", v, sizeof(v))), query_int(dir, "select count(*) from vblanks"));
-	ck_assert_int_eq(atoll(need(dom, "kernel.markers", v, sizeof(v))), query_int(dir, "select count(*) from markers"));
+	ck_assert_int_eq(atoll(need(dom, "items.job", v, sizeof(v))), query_int(dir, "select count(*) from jobs"));
+	ck_assert_int_eq(atoll(need(dom, "items.vblank", v, sizeof(v))), query_int(dir, "select count(*) from vblanks"));
+	ck_assert_int_eq(atoll(need(dom, "items.marker", v, sizeof(v))), query_int(dir, "select count(*) from markers"));
 	ck_assert_int_gt(drawn(dom, "job"), 0);
 	ck_assert_int_gt(drawn(dom, "vblank"), 0);
 	ck_assert_int_gt(drawn(dom, "marker"), 0);
 	ck_assert_int_gt(drawn(dom, "run"), 0);
-	ck_assert_str_eq(need(dom, "marker.hover", v, sizeof(v)), "marker:1");
-	ck_assert_msg(strlen(need(dom, "marker.text", v, sizeof(v))) > 0, "no marker text");
+	ck_assert_str_eq(need(dom, "tick.hover", v, sizeof(v)), "marker:1");
+	ck_assert_msg(strlen(need(dom, "tick.text", v, sizeof(v))) > 0, "no marker text");
 }
 END_TEST
 
@@ -529,15 +530,15 @@ START_TEST(real_windows)
 	ck_assert(real_trace("gpuvis-windows.etl", etl, sizeof(etl)));
 	import_page(etl, "windows", dir, sizeof(dir), page, sizeof(page));
 	run_selftest(page, dom, sizeof(dom));
-	ck_assert_int_eq(atoll(need(dom, "etw.dma", v, sizeof(v))),
+	ck_assert_int_eq(atoll(need(dom, "items.dma", v, sizeof(v))),
 			 query_int(dir, "select count(*) from dma_packets where node is not null and (adapter, node) in "
 					"(select adapter, node from queues)"));
-	ck_assert_int_eq(atoll(need(dom, "etw.vsyncs", v, sizeof(v))), query_int(dir, "select count(*) from vsyncs"));
+	ck_assert_int_eq(atoll(need(dom, "items.vsync", v, sizeof(v))), query_int(dir, "select count(*) from vsyncs"));
 	ck_assert_int_gt(drawn(dom, "dma"), 0);
 	ck_assert_int_gt(drawn(dom, "vsync"), 0);
 	snprintf(want, sizeof(want), "dma:%lld", query_int(dir, "select min(id) from dma_packets where node is not null "
 								 "and (adapter, node) in (select adapter, node from queues)"));
-	ck_assert_str_eq(need(dom, "dma.hover", v, sizeof(v)), want);
+	ck_assert_str_eq(need(dom, "item.hover", v, sizeof(v)), want);
 	/* its frames: every one in the page and the plot (those with a frame time or dropped), the
 	 * first late one clicked in the plot and hovered on its display row */
 	ck_assert_int_eq(atoll(need(dom, "frames.n", v, sizeof(v))), query_int(dir, "select count(*) from frames"));

@@ -354,8 +354,8 @@ START_TEST(test_fixture_report)
 	snprintf(db, sizeof(db), "%s/.timeline.db", s);
 	ck_assert_int_eq(sqlite3_open_v2(db, &sql, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
 	ro.output = png;
-	ro.from_ns = -1;
-	ro.to_ns = -1;
+	ro.sel.from_ns = -1;
+	ro.sel.to_ns = -1;
 	ck_assert_int_eq(nf_render_layout_build(sql, &ro, &lay, &err), 0);
 	ck_assert_uint_eq(lay.n_queues, 2);
 	ck_assert_uint_eq(lay.n_threads, 3);
@@ -626,9 +626,9 @@ static void assert_report_runs(const char *dir)
 	snprintf(db, sizeof(db), "%s/s/.timeline.db", dir);
 	ck_assert_int_eq(sqlite3_open_v2(db, &sql, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
 	ro.output = png;
-	ro.from_ns = -1;
-	ro.to_ns = -1;
-	ro.threads_all = 1;
+	ro.sel.from_ns = -1;
+	ro.sel.to_ns = -1;
+	ro.sel.threads_all = 1;
 	ck_assert_int_eq(nf_render_layout_build(sql, &ro, &lay, &err), 0);
 	ck_assert_uint_gt(lay.n_threads, 1);
 	cairo_surface_t *img = cairo_image_surface_create_from_png(png);

@@ -334,14 +334,17 @@ START_TEST(test_report_shows_what_matters)
 	nf_error_clear(&err);
 	ck_assert_int_eq(nf_timeline_ensure(session, db, sizeof(db), &err), 0);
 	ck_assert_int_eq(sqlite3_open_v2(db, &sql, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-	ro.from_ns = ro.to_ns = -1;
+	ro.sel.from_ns = ro.sel.to_ns = -1;
 	ck_assert_int_eq(nf_render_layout_build(sql, &ro, &lay, &err), 0);
-	ck_assert_int_eq(lay.rows[0].kind, NF_ROW_RING_HEAD);
-	ck_assert_uint_eq(lay.n_rings, 3);
-	ck_assert_str_eq(lay.rows[1].name, "gfx");
-	ck_assert_str_eq(lay.rows[1].driver, "amdgpu");
-	ck_assert_str_eq(lay.rows[2].name, "sdma0");
-	ck_assert_str_eq(lay.rows[3].name, "sdma1");
+	/* The rings' lanes (view lanes, kind 'engine') on top, under their group's header. */
+	ck_assert_int_eq(lay.rows[0].kind, NF_ROW_GROUP);
+	ck_assert_str_eq(lay.rows[0].name, "GPU jobs");
+	ck_assert_uint_eq(lay.n_own_lanes, 3);
+	ck_assert_int_eq(lay.rows[1].kind, NF_ROW_LANE);
+	ck_assert_str_eq(lay.lanes[lay.rows[1].lane].label, "amdgpu gfx");
+	ck_assert_str_eq(lay.lanes[lay.rows[2].lane].label, "amdgpu sdma0");
+	ck_assert_str_eq(lay.lanes[lay.rows[3].lane].label, "amdgpu sdma1");
+	ck_assert_int_eq(lay.lanes[lay.rows[1].lane].items, query_num(session, "select count(*) from jobs where ring = 'gfx'"));
 	ck_assert_uint_le(lay.n_threads, 36);
 	ck_assert_uint_ge(lay.n_threads, 2);
 	ck_assert_uint_gt(lay.threads_left_out, 100);
@@ -353,7 +356,7 @@ START_TEST(test_report_shows_what_matters)
 								  lay.rows[i].id == 4294967296LL + 4928)));
 	}
 	nf_render_layout_release(&lay);
-	ro.threads_all = 1;
+	ro.sel.threads_all = 1;
 	ck_assert_int_eq(nf_render_layout_build(sql, &ro, &lay, &err), 0);
 	ck_assert_uint_gt(lay.n_threads, 150);
 	ck_assert_uint_eq(lay.threads_left_out, 0);
@@ -371,17 +374,17 @@ START_TEST(test_report_shows_what_matters)
 	struct nf_render_scene sc;
 
 	memset(&sc, 0, sizeof(sc));
-	ro.threads_all = 0;
-	ro.from_ns = 2000000000;
-	ro.to_ns = 2050000000;
+	ro.sel.threads_all = 0;
+	ro.sel.from_ns = 2000000000;
+	ro.sel.to_ns = 2050000000;
 	ck_assert_int_eq(nf_render_layout_build(sql, &ro, &lay, &err), 0);
 	ck_assert_int_eq(nf_render_collect(sql, &ro, &lay, &sc, &err), 0);
 	long long in_window = query_num(session, "select count(*) from jobs where coalesce(submitted_ns, started_ns) "
 					"<= 2050000000 and finished_ns >= 2000000000");
 	ck_assert_int_gt(in_window, 10);
-	ck_assert_int_eq(sc.n_jobs, in_window);
-	ck_assert_int_gt(sc.n_vblanks, 3);
-	ck_assert_int_gt(sc.n_markers, 10);
+	ck_assert_int_eq(sc.n_items[nf_render_layout_kind(&lay, "job")], in_window);
+	ck_assert_int_gt(sc.n_items[nf_render_layout_kind(&lay, "vblank")], 3);
+	ck_assert_int_gt(sc.n_items[nf_render_layout_kind(&lay, "marker")], 10);
 	nf_render_scene_release(&sc);
 	nf_render_layout_release(&lay);
 	sqlite3_close(sql);
@@ -507,7 +510,7 @@ START_TEST(test_public_tracedat)
 			nf_error_clear(&err);
 			ck_assert_int_eq(nf_timeline_ensure(session, db, sizeof(db), &err), 0);
 			ck_assert_int_eq(sqlite3_open_v2(db, &sql, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-			ro.from_ns = ro.to_ns = -1;
+			ro.sel.from_ns = ro.sel.to_ns = -1;
 			ck_assert_int_eq(nf_render_layout_build(sql, &ro, &lay, &err), 0);
 			ck_assert_int_eq(query_num(session, "select count(distinct thread) from cpu_runs"),
 					 (long long)lay.n_threads);

@@ -148,8 +148,8 @@ static struct nf_render_options base_opts(const char *out)
 	memset(&o, 0, sizeof(o));
 	o.output = out;
 	o.title = "viewer test";
-	o.from_ns = -1;
-	o.to_ns = -1;
+	o.sel.from_ns = -1;
+	o.sel.to_ns = -1;
 	return o;
 }
 
@@ -314,8 +314,8 @@ START_TEST(window_filter)
 	path_in_tmp(out, sizeof(out), "w.png");
 	make_scenario(db);
 	o = base_opts(out);
-	o.from_ns = 5500 * US;
-	o.to_ns = 10 * MS;
+	o.sel.from_ns = 5500 * US;
+	o.sel.to_ns = 10 * MS;
 	render_ok(db, &o);
 	layout_of(db, &o, &lay);
 	nf_image_load(&im, out);
@@ -352,8 +352,8 @@ START_TEST(queue_and_fence_filters)
 	path_in_tmp(out, sizeof(out), "f.png");
 	make_scenario(db);
 	o = base_opts(out);
-	o.queues = q;
-	o.n_queues = 1;
+	o.sel.queues = q;
+	o.sel.n_queues = 1;
 	render_ok(db, &o);
 	layout_of(db, &o, &lay);
 	ck_assert_ptr_nonnull(nf_render_layout_queue(&lay, Q3D));
@@ -362,8 +362,8 @@ START_TEST(queue_and_fence_filters)
 
 	/* Fence 2 only: the 3D queue's signal stays, the wait on fence 1 goes. */
 	o = base_opts(out);
-	o.fences = f;
-	o.n_fences = 1;
+	o.sel.fences = f;
+	o.sel.n_fences = 1;
 	render_ok(db, &o);
 	layout_of(db, &o, &lay);
 	nf_image_load(&im, out);
@@ -375,8 +375,8 @@ START_TEST(queue_and_fence_filters)
 
 	/* A queue that is not in the timeline. */
 	o = base_opts(out);
-	o.queues = bad;
-	o.n_queues = 1;
+	o.sel.queues = bad;
+	o.sel.n_queues = 1;
 	nf_error_clear(&err);
 	ck_assert_int_eq(nf_render(db, &o, &err), NF_ENOENT);
 	ck_assert_ptr_nonnull(strstr(err.msg, "0x999"));
@@ -652,6 +652,78 @@ END_TEST
  * markers (purple triangle, teal square) and legend entries, as do the circles
  * of operations left without an end; dense and instant signals stay dark.
  */
+/*
+ * A kind of item the viewer has never heard of: the timeline's views (here
+ * replaced by ones of a made-up source: presented frames on a monitor's lane,
+ * and flips across the rows) are all it draws from. Its lane is a row of its
+ * group, its items boxes in its colours (the queued part in its wait colour),
+ * its points in time lines across the rows, its legend entry its words.
+ */
+START_TEST(unknown_item_kind)
+{
+	char db[4200], out[4200];
+	struct nf_render_options o;
+	struct nf_render_layout lay;
+	struct nf_image im;
+	const struct nf_render_row *row = NULL;
+	sqlite3 *sql;
+	int k;
+
+	path_in_tmp(db, sizeof(db), "k.db");
+	path_in_tmp(out, sizeof(out), "k.png");
+	make_scenario(db);
+	ck_assert_int_eq(sqlite3_open(db, &sql), SQLITE_OK);
+	exec_sql(sql, "DROP VIEW items; DROP VIEW lanes; DROP VIEW item_kinds;"
+		      "CREATE VIEW item_kinds(kind, ord, noun, plural, legend, colour, edge_colour, wait_colour) AS "
+		      " VALUES ('frame', 1, 'frame', 'frames', 'presented frame', '#123456', '#0A0B0C', '#ABCDEF'),"
+		      " ('flip', 2, 'flip', 'flips', 'flip', '#00C853', NULL, NULL);"
+		      "CREATE VIEW lanes(lane, kind, item_kind, grp, grp_ord, label, what, adapter, node, ord) AS "
+		      " VALUES ('m1', 'engine', 'frame', 'Monitors', 0, 'monitor 1', 'frames', NULL, NULL, 1),"
+		      " ('f', 'display', 'flip', 'Display', 1, NULL, 'flips', NULL, NULL, 2);"
+		      "CREATE VIEW items(kind, id, lane, thread, queued_ns, start_ns, end_ns, end_known, bound_ns, bound_reason, "
+		      " instant, status, label, queue, fence, value, detail) AS "
+		      " VALUES ('frame', 1, 'm1', NULL, 1000000, 3000000, 6000000, 1, NULL, NULL, 0, 'complete', 'f1', NULL, NULL, "
+		      "  NULL, '{}'),"
+		      " ('flip', 1, 'f', NULL, NULL, 8000000, 8000000, 1, NULL, NULL, 1, NULL, 'flip', NULL, NULL, NULL, '{}');");
+	sqlite3_close(sql);
+	o = base_opts(out);
+	render_ok(db, &o);
+	layout_of(db, &o, &lay);
+	ck_assert_int_eq(lay.n_kinds, 2);
+	ck_assert_str_eq(lay.kinds[0].legend, "presented frame");
+	ck_assert_int_eq(lay.kinds[0].present, 1);
+	ck_assert_int_eq(lay.kinds[1].shape, NF_SHAPE_LINE);
+	ck_assert_uint_eq(lay.n_own_lanes, 1);
+	ck_assert_int_eq(lay.rows[0].kind, NF_ROW_GROUP);
+	ck_assert_str_eq(lay.rows[0].name, "Monitors");
+	for (size_t i = 0; i < lay.n_rows && !row; i++)
+		if (lay.rows[i].kind == NF_ROW_LANE)
+			row = &lay.rows[i];
+	ck_assert_ptr_nonnull(row);
+	ck_assert_str_eq(lay.lanes[row->lane].label, "monitor 1");
+	ck_assert_int_eq(row->lane, nf_render_layout_lane(&lay, "m1"));
+	k = nf_render_layout_kind(&lay, "frame");
+	ck_assert_int_eq(k, 0);
+	nf_image_load(&im, out);
+	/* Its queued part (1 .. 3 ms) in its wait colour, its run (3 .. 6 ms) in its colour, on the first
+	 * of its row's three sub-lanes (away from the grid's lines at whole milliseconds). */
+	double ly = row->y + 3.0 + (row->h - 6.0) / 6.0;
+
+	ASSERT_COLOUR(pixel(&im, nf_render_layout_x(&lay, 1700 * US), ly), 0xABCDEFu);
+	ASSERT_COLOUR(pixel(&im, nf_render_layout_x(&lay, 4500 * US), ly), 0x123456u);
+	ASSERT_COLOUR(pixel(&im, nf_render_layout_x(&lay, 6600 * US), ly), C_WHITE);
+	/* The flip at 8 ms: a line across the queues' rows, not beside it. */
+	const struct nf_render_row *q = nf_render_layout_queue(&lay, Q3D);
+	double fx = floor(nf_render_layout_x(&lay, 8 * MS));
+
+	ck_assert_uint_ne(pixel(&im, fx, q->y + q->h - 3), pixel(&im, fx + 4, q->y + q->h - 3));
+	/* The legend's entry: its colour where the layout put it. */
+	ASSERT_COLOUR(pixel(&im, lay.kinds[0].legend_x + 15, lay.kinds[0].legend_y + 6), 0x123456u);
+	nf_render_layout_release(&lay);
+	cairo_surface_destroy(im.sf);
+}
+END_TEST
+
 START_TEST(legend_matches_markers)
 {
 	char db[4200], png[4200], svg[4200];
@@ -932,12 +1004,12 @@ START_TEST(bad_inputs)
 
 	/* Bad windows and widths. */
 	o = base_opts(out);
-	o.from_ns = 5 * MS;
-	o.to_ns = 4 * MS;
+	o.sel.from_ns = 5 * MS;
+	o.sel.to_ns = 4 * MS;
 	nf_error_clear(&err);
 	ck_assert_int_eq(nf_render(db, &o, &err), NF_EINVAL);
 	o = base_opts(out);
-	o.from_ns = -5;
+	o.sel.from_ns = -5;
 	nf_error_clear(&err);
 	ck_assert_int_eq(nf_render(db, &o, &err), NF_EINVAL);
 	o = base_opts(out);
@@ -994,8 +1066,8 @@ START_TEST(display_row_late_frame)
 	ck_assert_int_eq(nf_test_nftrace_run(NF_TEST_ARGV("frames", dir), out, sizeof(out), err, sizeof(err)), 0);
 	snprintf(db, sizeof(db), "%s/%s", dir, NF_TIMELINE_DB_NAME);
 	o = base_opts(png);
-	o.from_ns = 60 * MS;
-	o.to_ns = 140 * MS;
+	o.sel.from_ns = 60 * MS;
+	o.sel.to_ns = 140 * MS;
 	render_ok(db, &o);
 	layout_of(db, &o, &lay);
 	ck_assert_uint_eq(lay.n_displays, 1);
@@ -1058,6 +1130,7 @@ static Suite *viewer_suite(void)
 	tcase_add_test(tc, stacked_cap_is_said);
 	tcase_add_test(tc, stacked_cap_halved_on_tall_pages);
 	tcase_add_test(tc, legend_matches_markers);
+	tcase_add_test(tc, unknown_item_kind);
 	tcase_add_test(tc, parse_duration_table);
 	tcase_add_test(tc, bad_inputs);
 	tcase_add_test(tc, empty_timeline);

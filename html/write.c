@@ -1,0 +1,97 @@
+/*
+ * The page's data is one JSON object written as it is read: these put values
+ * into it (integers exactly, times relative to the window's start, strings
+ * and JSON texts escaped so that nothing in them can end the <script>).
+ */
+#include "html_int.h"
+#include "contract/errors.h"
+
+#include <inttypes.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void put(struct html *h, const char *s)
+{
+	fputs(s, h->f);
+}
+
+void put_i64(struct html *h, int64_t v)
+{
+	char buf[24], *p = buf + sizeof(buf);
+	uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+
+	*--p = 0;
+	do {
+		*--p = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	if (v < 0)
+		*--p = '-';
+	fputs(p, h->f);
+}
+
+/* A value JavaScript holds exactly as a number, else as a decimal string. */
+void put_big(struct html *h, int64_t v)
+{
+	if (v > ((int64_t)1 << 53) || v < -((int64_t)1 << 53)) {
+		fputc('"', h->f);
+		put_i64(h, v);
+		fputc('"', h->f);
+	} else {
+		put_i64(h, v);
+	}
+}
+
+/* A column: its integer, or null. */
+void put_col(struct html *h, sqlite3_stmt *st, int col)
+{
+	if (sqlite3_column_type(st, col) == SQLITE_NULL)
+		put(h, "null");
+	else
+		put_big(h, sqlite3_column_int64(st, col));
+}
+
+/* A time column relative to the window start, or null. */
+void put_time(struct html *h, sqlite3_stmt *st, int col)
+{
+	if (sqlite3_column_type(st, col) == SQLITE_NULL)
+		put(h, "null");
+	else
+		put_i64(h, sqlite3_column_int64(st, col) - h->t0);
+}
+
+/* A JSON string, safe inside <script>: '<' is escaped so that no "</script>" appears. */
+void put_str(struct html *h, const char *s)
+{
+	fputc('"', h->f);
+	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(h->f, "\\%c", *p);
+		else if (*p < 0x20 || *p == '<' || *p == '>' || *p == '&')
+			fprintf(h->f, "\\u%04x", *p);
+		else
+			fputc(*p, h->f);
+	}
+	fputc('"', h->f);
+}
+
+/*
+ * A JSON text from the timeline (an item's detail, made by SQLite's
+ * json_object) as a value, safe inside <script>: '<', '>' and '&' can only be
+ * inside its strings, where \u003c and the like mean the same. NULL: null.
+ */
+void put_json(struct html *h, const char *json)
+{
+	if (!json) {
+		put(h, "null");
+		return;
+	}
+	for (const unsigned char *p = (const unsigned char *)json; *p; p++) {
+		if (*p == '<' || *p == '>' || *p == '&')
+			fprintf(h->f, "\\u%04x", *p);
+		else
+			fputc(*p, h->f);
+	}
+}
