@@ -171,7 +171,7 @@ static int write_page(struct html *h, int64_t max_ops)
 	fwrite(nf_report_html, 1, (size_t)(mark - nf_report_html), h->f);
 	put(h, "{");
 	if ((ret = pass_details(h, max_ops)) < 0 || (ret = write_cpu(h)) < 0 ||
-	    (ret = write_anomalies(h)) < 0 || (ret = write_items(h)) < 0 ||
+	    (ret = write_anomalies(h)) < 0 || (ret = write_gaps(h)) < 0 || (ret = write_items(h)) < 0 ||
 	    (ret = write_frames(h)) < 0)
 		return ret;
 	write_rows(h);

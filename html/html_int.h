@@ -103,6 +103,7 @@ struct html {
 #define pass_details nf_hw_pass_details
 #define write_cpu nf_hw_write_cpu
 #define write_anomalies nf_hw_write_anomalies
+#define write_gaps nf_hw_write_gaps
 #define load_kinds nf_hw_load_kinds
 #define write_items nf_hw_write_items
 #define write_kinds nf_hw_write_kinds
@@ -135,6 +136,7 @@ void find_cut(struct html *h, int64_t max_ops);
 int pass_details(struct html *h, int64_t max_ops);
 int write_cpu(struct html *h);
 int write_anomalies(struct html *h);
+int write_gaps(struct html *h);
 
 /* items.c */
 int load_kinds(struct html *h);

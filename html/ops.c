@@ -366,3 +366,46 @@ int write_anomalies(struct html *h)
 		return sql_fail(h, "reading anomalies");
 	return 0;
 }
+
+/* What the capture does not cover (view coverage_gaps): [row or null (every
+ * row), from, to, what], in the window; a gap of a queue not drawn is left out. */
+int write_gaps(struct html *h)
+{
+	sqlite3_stmt *st = NULL;
+	size_t qhint = 0;
+	int rc, first = 1;
+
+	if ((rc = prepare_owned(h, sqlite3_mprintf("SELECT queue, from_ns, to_ns, what FROM coverage_gaps "
+						   "WHERE to_ns >= ?1 AND from_ns <= ?2 ORDER BY to_ns DESC, queue, what"),
+				&st, "reading coverage gaps")) < 0)
+		return rc;
+	sqlite3_bind_int64(st, 1, h->t0);
+	sqlite3_bind_int64(st, 2, h->t1);
+	put(h, "\"gaps\":[");
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t r = -1;
+		const unsigned char *s = sqlite3_column_text(st, 3);
+
+		if (sqlite3_column_type(st, 0) != SQLITE_NULL &&
+		    (r = find_row(h, ROW_QUEUE, sqlite3_column_int64(st, 0), &qhint)) < 0)
+			continue;
+		put(h, first ? "[" : ",\n[");
+		first = 0;
+		if (r < 0)
+			put(h, "null");
+		else
+			put_i64(h, r);
+		fputc(',', h->f);
+		put_time(h, st, 1);
+		fputc(',', h->f);
+		put_time(h, st, 2);
+		fputc(',', h->f);
+		put_str(h, s ? (const char *)s : "");
+		fputc(']', h->f);
+	}
+	sqlite3_finalize(st);
+	put(h, "],\n");
+	if (rc != SQLITE_DONE)
+		return sql_fail(h, "reading coverage gaps");
+	return 0;
+}

@@ -318,3 +318,23 @@ SELECT p.frame, p.seq, p.start_ns, p.end_ns, p.kind, p.queue, p.thread,
                       LIMIT 1)) END,
        p.what
 FROM frame_path p;
+
+-- ---- What the capture does not cover ----
+-- The spans the file says nothing of (coverage), for the readers to shade:
+-- queue NULL concerns every row (a CPU's trace or ETW buffers: any event of
+-- any row may have been recorded there), else that queue's row (a gap in its
+-- log). A CPU's gap runs from the session start to its first whole span, and
+-- between two spans of one scope (lost events split them); a log's, only
+-- between its spans (before its queue was created there was nothing to log).
+-- what says whose record is missing, in words.
+CREATE VIEW coverage_gaps(queue, from_ns, to_ns, what) AS
+SELECT CASE WHEN scope = 'log' THEN id END, gap_from, from_ns,
+       CASE scope WHEN 'cpu' THEN 'CPU ' || id || ' not recorded'
+                  WHEN 'etw_cpu' THEN 'CPU ' || id || '''s ETW buffers not recorded'
+                  ELSE 'the queue''s ' || coalesce(log, '') || ' log not recorded' END
+FROM (SELECT scope, id, log, from_ns,
+             CASE WHEN prev_to IS NOT NULL THEN prev_to WHEN scope != 'log' THEN 0 END AS gap_from
+      FROM (SELECT scope, id, log, from_ns,
+                   lag(to_ns) OVER (PARTITION BY scope, id, log ORDER BY from_ns) AS prev_to
+            FROM coverage WHERE from_ns IS NOT NULL))
+WHERE gap_from IS NOT NULL AND from_ns > gap_from;

@@ -1159,7 +1159,8 @@ int nf_render_collect(sqlite3 *db, const struct nf_render_options *opts,
 	    (ret = collect_links(db, lay, s, wff, err)) < 0 ||
 	    (ret = nf_render_collect_threads(db, opts, lay, s, err)) < 0 ||
 	    (ret = nf_render_collect_items(db, opts, lay, s, err)) < 0 ||
-	    (ret = nf_render_collect_frames(db, lay, s, err)) < 0)
+	    (ret = nf_render_collect_frames(db, lay, s, err)) < 0 ||
+	    (ret = nf_render_collect_gaps(db, opts, lay, s, err)) < 0)
 		goto out_free;
 out_free:
 	sqlite3_free(cff);

@@ -8,7 +8,9 @@
  *   Its queued part (queued -> started) is shaded, the rest (started ->
  *   ended) solid; an item whose end the capture lacks (end_known 0, even with
  *   a bound) is a short open stub at its start, so that one item whose end
- *   was never recorded does not look like one lasting the rest of the trace;
+ *   was never recorded does not look like one lasting the rest of the trace,
+ *   with a dashed whisker to its bound when the file proves one; an item
+ *   whose start the capture lacks is a tick where it was queued;
  * - a point in time on a 'display' lane is a thin line across every row, one
  *   per pixel column and kind (a short tick at the top of the rows when they
  *   are denser than one per 6 pixels);
@@ -59,6 +61,7 @@ static int open_stub(struct nf_render_scene *s, int kind, double x, double y0, d
 struct span_lanes {
 	struct nf_render_lane wl[ITEM_LEVELS], jl[ITEM_LEVELS];
 	int64_t free_at[ITEM_LEVELS];
+	double stub_x[ITEM_LEVELS];  /* where the level's last open stub was drawn */
 	int n_init, levels;
 	const struct nf_render_row *row;
 };
@@ -101,12 +104,13 @@ static void span_start(struct span_lanes *sp, const struct nf_render_row *row, i
 		nf_render_lane_reset(&sp->jl[i], y0, y1, NF_RENDER_KB(kind, NF_KB_FILL), NF_RENDER_KB(kind, NF_KB_D),
 				     NF_RENDER_KB(kind, NF_KB_EDGE), NF_RENDER_KB(kind, NF_KB_OPEN));
 		sp->free_at[i] = INT64_MIN;
+		sp->stub_x[i] = -1e9;
 	}
 }
 
 /*
- * One item on the span row: values 3 queued, 4 start, 5 end (NULL: unknown)
- * of the item query. An open item holds its sub-lane only at its start: it
+ * One item on the span row: values 3 queued, 4 start, 5 end (NULL: unknown),
+ * 7 bound (NULL: none) of the item query. An open item holds its sub-lane only at its start: it
  * does not push the rest of the lane's items aside for the rest of the trace.
  */
 static int span_item(struct span_lanes *sp, const struct nf_render_layout *lay, struct nf_render_scene *s,
@@ -127,11 +131,45 @@ static int span_item(struct span_lanes *sp, const struct nf_render_layout *lay, 
 	if (has_sub && has_start && sub < start &&
 	    nf_render_lane_box(&sp->wl[lv], s, nf_render_layout_x(lay, sub), nf_render_layout_x(lay, start), 0) < 0)
 		return NF_ENOMEM;
-	if (!has_start || !has_fin) {
+	if (!has_start) {
+		/* When it ran is not in the file (its start_reason says why): a tick
+		 * where it was queued, no box that would say how long it ran. */
 		double y0, y1;
 
 		span_extent(sp, lv, &y0, &y1);
-		return open_stub(s, kind, nf_render_layout_x(lay, has_start ? start : sub), y0, y1);
+		if (!has_sub)
+			return 0;
+		return nf_render_quads_add(&s->rects[NF_RENDER_KB(kind, NF_KB_WAIT)], nf_render_layout_x(lay, sub), y0,
+					   1.0, y1 - y0) < 0 ? NF_ENOMEM : 0;
+	}
+	if (!has_fin) {
+		double y0, y1, x = nf_render_layout_x(lay, start);
+		int rc;
+
+		span_extent(sp, lv, &y0, &y1);
+		/* Stubs closer than their width would merge into one long box: a
+		 * start tick instead (zoom in to see each stub). */
+		if (x - sp->stub_x[lv] < OPEN_STUB_W + 2.0)
+			rc = nf_render_quads_add(&s->rects[NF_RENDER_KB(kind, NF_KB_EDGE)], x, y0, 1.0, y1 - y0) < 0
+				? NF_ENOMEM : 0;
+		else
+			rc = open_stub(s, kind, x, y0, y1);
+		if (rc)
+			return rc;
+		if (x - sp->stub_x[lv] >= OPEN_STUB_W + 2.0)
+			sp->stub_x[lv] = x;
+		/* A bound the file proves: a dashed whisker to it and a tick at it,
+		 * never a box (it ended no later than there). */
+		if (sqlite3_column_type(st, 7) != SQLITE_NULL) {
+			double xb = nf_render_layout_x(lay, sqlite3_column_int64(st, 7)), ym = (y0 + y1) / 2.0;
+
+			if (xb > x + OPEN_STUB_W &&
+			    (nf_render_quads_add(&s->dashes, x + OPEN_STUB_W, ym, xb, ym) < 0 ||
+			     nf_render_quads_add(&s->rects[NF_RENDER_KB(kind, NF_KB_EDGE)], xb - 0.5, ym - (y1 - y0) / 4.0,
+						 1.0, (y1 - y0) / 2.0) < 0))
+				return NF_ENOMEM;
+		}
+		return 0;
 	}
 	return nf_render_lane_box(&sp->jl[lv], s, nf_render_layout_x(lay, start), nf_render_layout_x(lay, fin), 1);
 }
@@ -149,7 +187,8 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* One line per pixel column, left to right; short ticks when denser than one per 6 px. */
+/* One line per pixel column, left to right; a short tick where a neighbour is
+ * closer than 6 px (a burst in a long capture is ticks, sparse lines stay). */
 static int lines_emit(struct line_cols *c, const struct nf_render_layout *lay, struct nf_render_scene *s, int kind)
 {
 	struct nf_render_quads *q = &s->lines[kind];
@@ -164,9 +203,12 @@ static int lines_emit(struct line_cols *c, const struct nf_render_layout *lay, s
 		if (nf_render_quads_add(q, last, lay->rows_y0, last, lay->rows_y1) < 0)
 			return NF_ENOMEM;
 	}
-	if (q->n > 1 && (lay->plot_x1 - lay->plot_x0) / (double)q->n < 6.0)
-		for (size_t i = 0; i < q->n; i++)
+	for (size_t i = 0; i < q->n; i++) {
+		double x = q->v[i * 4];
+
+		if ((i > 0 && x - q->v[(i - 1) * 4] < 6.0) || (i + 1 < q->n && q->v[(i + 1) * 4] - x < 6.0))
 			q->v[i * 4 + 3] = lay->rows_y0 + 8.0;
+	}
 	return 0;
 }
 
@@ -179,7 +221,7 @@ int nf_render_collect_items(sqlite3 *db, const struct nf_render_options *opts,
 	/* In the window: queued or started by its end, and ended after its start;
 	 * an item of unknown end (a bound is no end) only when it started in it. */
 	char *sql = qf && ff ? sqlite3_mprintf(
-		"SELECT lane, thread, kind, queued_ns, start_ns, end_ns, instant FROM items "
+		"SELECT lane, thread, kind, queued_ns, start_ns, end_ns, instant, bound_ns FROM items "
 		"WHERE coalesce(queued_ns, start_ns) <= ?2 AND (end_ns >= ?1 OR "
 		"(end_ns IS NULL AND coalesce(start_ns, queued_ns) >= ?1))%s%s "
 		"ORDER BY lane, CASE WHEN lane IS NULL THEN thread END, coalesce(start_ns, queued_ns), id",

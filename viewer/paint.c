@@ -862,6 +862,33 @@ static void paint_box_labels(cairo_t *cr, const struct nf_render_scene *s)
 	}
 }
 
+/* What the capture does not cover, under everything: translucent bands (they
+ * add up where several CPUs were missing) and a dashed edge where each record
+ * begins. */
+static void paint_gaps(cairo_t *cr, const struct nf_render_scene *s, const struct theme *th)
+{
+	for (size_t i = 0; i < s->gaps.n; i++) {
+		const double *v = &s->gaps.v[i * 4];
+
+		cairo_rectangle(cr, v[0], v[1], v[2], v[3]);
+		set_colour(cr, with_alpha(th->dim, 0.12));
+		cairo_fill(cr);
+	}
+	if (!s->gap_edges.n)
+		return;
+	for (size_t i = 0; i < s->gap_edges.n; i++) {
+		const double *v = &s->gap_edges.v[i * 4];
+
+		cairo_move_to(cr, v[0] + 0.5, v[1]);
+		cairo_line_to(cr, v[2] + 0.5, v[3]);
+	}
+	cairo_set_dash(cr, (const double[]){ 5.0, 3.0 }, 2, 0);
+	cairo_set_line_width(cr, 1.0);
+	set_colour(cr, with_alpha(th->dim, 0.8));
+	cairo_stroke(cr);
+	cairo_set_dash(cr, NULL, 0, 0);
+}
+
 static void paint_data(cairo_t *cr, const struct nf_render_options *opts,
 		       const struct nf_render_layout *lay, const struct nf_render_scene *s,
 		       const struct theme *th)
@@ -871,6 +898,7 @@ static void paint_data(cairo_t *cr, const struct nf_render_options *opts,
 			lay->rows_y1 - lay->rows_y0);
 	cairo_clip(cr);
 	fill_quads(cr, &s->rects[NF_RB_STRIPE], rect_colour(th, lay, NF_RB_STRIPE));
+	paint_gaps(cr, s, th);
 	paint_axis(cr, lay, th, 1);
 	/* Points in time across the rows, kind after kind, under everything else. */
 	for (int k = 0; k < lay->n_kinds; k++) {
@@ -942,6 +970,16 @@ static void paint_data(cairo_t *cr, const struct nf_render_options *opts,
 	for (int mk = 0; mk < NF_MK_COUNT; mk++)
 		paint_marks(cr, &s->marks[mk], mk, th);
 	nf_render_paint_overlay(cr, opts, lay, th == &dark);
+	font(cr, 10, 0);
+	for (size_t i = 0; i < s->n_gap_labels; i++) {
+		const struct nf_render_gap_label *l = &s->gap_labels[i];
+		double w = text_width(cr, l->text), x = l->x - w < lay->plot_x0 + 2 ? lay->plot_x0 + 2 + w : l->x;
+
+		cairo_rectangle(cr, x - w - 3, l->y - 9.5, w + 6, 13);
+		set_colour(cr, with_alpha(th->bg, 0.85));
+		cairo_fill(cr);
+		text(cr, x, l->y, l->text, RIGHT, th->dim);
+	}
 	font(cr, 10, 1);
 	for (size_t i = 0; i < s->n_labels; i++) {
 		const struct nf_render_label *l = &s->labels[i];

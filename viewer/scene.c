@@ -61,6 +61,11 @@ void nf_render_scene_release(struct nf_render_scene *s)
 	quads_release(&s->links);
 	for (int i = 0; i < NF_RENDER_MAX_KINDS; i++)
 		quads_release(&s->lines[i]);
+	quads_release(&s->gaps);
+	quads_release(&s->gap_edges);
+	free(s->gap_labels);
+	s->gap_labels = NULL;
+	s->n_gap_labels = s->cap_gap_labels = 0;
 	free(s->labels);
 	s->labels = NULL;
 	nf_u64map_free(&s->subs);

@@ -95,6 +95,12 @@ struct nf_render_label {
 	char text[32];
 };
 
+/* A coverage gap's label (coverage.c), right-aligned at x. */
+struct nf_render_gap_label {
+	double x, y;
+	char text[96];
+};
+
 /* A fence and value label inside an operation's box (drawn when its text fits). */
 struct nf_render_box_label {
 	double x0, x1, y0, y1;  /* the visible part of the box */
@@ -111,6 +117,10 @@ struct nf_render_scene {
 	struct nf_render_quads dashes;    /* open-ended outlines: x0 y0 x1 y1 */
 	struct nf_render_quads links;     /* signal end -> wait end: x0 y0 x1 y1 */
 	struct nf_render_quads lines[NF_RENDER_MAX_KINDS]; /* per kind, points across the rows: x y0 x y1 */
+	struct nf_render_quads gaps;      /* what the capture does not cover: x y w h (coverage.c) */
+	struct nf_render_quads gap_edges; /* where each gap's record begins: x y0 x y1 */
+	struct nf_render_gap_label *gap_labels;
+	size_t n_gap_labels, cap_gap_labels;
 	struct nf_render_label *labels;
 	size_t n_labels, cap_labels;
 	struct nf_render_box_label *box_labels;
@@ -132,6 +142,7 @@ struct nf_render_scene {
 	int64_t n_unplaced;  /* operations without any time (nothing to draw) */
 	int64_t n_items[NF_RENDER_MAX_KINDS];  /* items drawn, per kind */
 	int64_t n_frames, n_late_frames, n_flips; /* frames and flips drawn (frame_rows.c) */
+	int64_t n_gaps;      /* coverage gaps drawn */
 };
 
 #define NF_RENDER_MAX_SUBS_KEPT ((size_t)1 << 19)
@@ -183,6 +194,14 @@ int nf_render_lane_flush(struct nf_render_lane *l, struct nf_render_scene *s);
 /* Their blanks, flips and frames into the scene (frame_rows.c). 0, NF_ESQL, NF_ENOMEM. */
 int nf_render_collect_frames(sqlite3 *db, const struct nf_render_layout *lay, struct nf_render_scene *s,
 			     struct nf_error *err);
+
+/*
+ * What the capture does not cover (view coverage_gaps, coverage.c): grey bands
+ * over every row (a CPU's buffers) or a queue's row (its log), an edge where
+ * the record begins, labels. Returns 0, NF_ESQL or NF_ENOMEM.
+ */
+int nf_render_collect_gaps(sqlite3 *db, const struct nf_render_options *opts, const struct nf_render_layout *lay,
+			   struct nf_render_scene *s, struct nf_error *err);
 
 /* Fills the scene from the database (collect.c). */
 int nf_render_collect(sqlite3 *db, const struct nf_render_options *opts,

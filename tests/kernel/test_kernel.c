@@ -15,6 +15,7 @@
 
 #include "kernel_int.h"
 #include "layout.h"
+#include "viewer.h"
 #include "contract/ctf.h"
 #include "contract/render.h"
 #include "contract/timeline.h"
@@ -336,6 +337,25 @@ static uint32_t pixel(cairo_surface_t *img, double x, double y)
 
 	memcpy(&v, d + (int)y * stride + (int)x * 4, 4);
 	return v & 0xFFFFFFu;
+}
+
+/* The scene the viewer draws of the whole of session s (release both after). */
+static void whole_scene(const char *s, struct nf_render_layout *lay, struct nf_render_scene *sc)
+{
+	char db[1400];
+	struct nf_render_options ro = { 0 };
+	struct nf_error err;
+	sqlite3 *sql;
+
+	snprintf(db, sizeof(db), "%s/.timeline.db", s);
+	ck_assert_int_eq(sqlite3_open_v2(db, &sql, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	ro.output = "x.png";
+	ro.sel.from_ns = -1;
+	ro.sel.to_ns = -1;
+	memset(sc, 0, sizeof(*sc));
+	ck_assert_msg(nf_render_layout_build(sql, &ro, lay, &err) == 0, "%s", err.msg);
+	ck_assert_msg(nf_render_collect(sql, &ro, lay, sc, &err) == 0, "%s", err.msg);
+	sqlite3_close(sql);
 }
 
 START_TEST(test_fixture_report)
@@ -949,6 +969,17 @@ START_TEST(test_ring_order_finish)
 	      "24,sdma0,150000,,,unfinished,not_traced,,\n"
 	      "22,gfx,400000,1100000,signaled,complete,,,\n"
 	      "23,gfx,1200000,1600000,signaled,complete,,,\n");
+	/* Drawn so: jobs 20, 21 and 24 each an open stub (three dashed edges)
+	 * and 20 and 21 a dashed whisker to their bound, never a box to it. */
+	struct nf_render_layout lay;
+	struct nf_render_scene sc;
+
+	whole_scene(s, &lay, &sc);
+	ck_assert_int_eq(sc.marks[NF_MK_UNMATCHED].n, 3);
+	ck_assert_int_eq(sc.dashes.n, 3 * 3 + 2);
+	ck_assert_int_eq(sc.n_gaps, 0);
+	nf_render_scene_release(&sc);
+	nf_render_layout_release(&lay);
 	nf_test_rmtree(tmp);
 }
 END_TEST
@@ -1095,6 +1126,7 @@ START_TEST(test_cpustat_coverage)
 			query(s, "SELECT id, from_ns, to_ns, events FROM coverage ORDER BY id",
 			      "id,from_ns,to_ns,events\n0,0,3000000,8\n1,0,3000000,1\n");
 			query(s, "SELECT value FROM meta WHERE key = 'kernel_all_cpus_from_ns'", "value\n0\n");
+			query(s, "SELECT count(*) FROM coverage_gaps", "count(*)\n0\n");
 			query(s, "SELECT job, status, start_reason, finish_reason FROM jobs ORDER BY job",
 			      "job,status,start_reason,finish_reason\n40,queued,ended,ended\n41,complete,,\n");
 			query(s, "SELECT wait_id, signal_id, reason FROM deps", "wait_id,signal_id,reason\n2,,timeout\n");
@@ -1105,6 +1137,26 @@ START_TEST(test_cpustat_coverage)
 			query(s, "SELECT id, from_ns, to_ns, events FROM coverage ORDER BY id",
 			      "id,from_ns,to_ns,events\n0,0,3000000,8\n1,2000000,3000000,1\n");
 			query(s, "SELECT value FROM meta WHERE key = 'kernel_all_cpus_from_ns'", "value\n2000000\n");
+			/* what the readers shade: every row, until CPU 1 is recorded */
+			query(s, "SELECT queue, from_ns, to_ns, what FROM coverage_gaps",
+			      "queue,from_ns,to_ns,what\n,0,2000000,CPU 1 not recorded\n");
+			struct nf_render_layout lay;
+			struct nf_render_scene sc;
+
+			whole_scene(s, &lay, &sc);
+			ck_assert_int_eq(sc.n_gaps, 1);
+			ck_assert_uint_eq(sc.n_gap_labels, 1);
+			ck_assert_str_eq(sc.gap_labels[0].text, "CPU 1 not recorded before 0.002000 s");
+			ck_assert(sc.gaps.v[1] == lay.rows_y0 && sc.gaps.v[1] + sc.gaps.v[3] == lay.rows_y1);
+			/* job 40, whose run is not in the file: a tick where it was submitted,
+			 * no open stub saying it started */
+			ck_assert_int_eq(sc.marks[NF_MK_UNMATCHED].n, 0);
+			nf_render_scene_release(&sc);
+			nf_render_layout_release(&lay);
+			snprintf(dat, sizeof(dat), "%s/c.html", tmp);
+			ck_assert_msg(nft(NF_TEST_ARGV("report", s, "-o", dat)) == 0, "%s", errb);
+			ck_assert_int_eq(sh("grep -c '\"gaps\":\\[\\[null,0,2000000,\"CPU 1 not recorded\"\\]\\]' \"$1\"",
+					    NF_TEST_ARGV(dat)), 0);
 			query(s, "SELECT job, status, start_reason, finish_reason FROM jobs ORDER BY job",
 			      "job,status,start_reason,finish_reason\n40,unknown,not_covered,not_covered\n41,complete,,\n");
 			query(s, "SELECT wait_id, signal_id, reason FROM deps", "wait_id,signal_id,reason\n2,,not_covered\n");

@@ -250,7 +250,7 @@ mkdir "$T/notasession"
 "$NF" query --clickhouse "$URL" --json "SELECT session, rows FROM sessions ORDER BY session" > "$T/out" || fail "query --json"
 [ "$(wc -l < "$T/out")" = 4 ] && python3 -c 'import json,sys; assert all(isinstance(json.loads(l)["rows"], int) for l in open(sys.argv[1]))' "$T/out" || fail "query --json: $(cat "$T/out")"
 
-# 7. the README's cross-session queries give SQLite's numbers over the same sessions
+# 7. the guide's (docs/GUIDE.md) cross-session queries give SQLite's numbers over the same sessions
 "$NF" record -o "$T/hang-never-signaled" "$SRC/samples/hang-never-signaled.nfs" > /dev/null || fail "record hang"
 "$NF" push "$T/hang-never-signaled" --clickhouse "$URL" --quiet || fail "push hang-never-signaled"
 ALL="$T/stall-chain $T/overrun $T/$S $T/hang-never-signaled $T/imported"
@@ -258,7 +258,7 @@ ALL="$T/stall-chain $T/overrun $T/$S $T/hang-never-signaled $T/imported"
 readme_queries() { # SESSION_DIR...
 for q in p99 lost hangs; do
   awk -v m="<!-- fleet-query: $q -->" '$0 == m { f = 1; next } f && /^```sql/ { g = 1; next } g && /^```/ { exit } g' \
-    "$SRC/README.md" > "$T/$q.sql"
+    "$SRC/docs/GUIDE.md" > "$T/$q.sql"
   [ -s "$T/$q.sql" ] || fail "README has no fleet-query $q"
   "$NF" query --clickhouse "$URL" --database $DB --csv -f "$T/$q.sql" > "$T/$q.ch" || fail "README query $q: $(cat "$T/$q.ch")"
   tail -n +2 "$T/$q.ch" > "$T/$q.got"
@@ -269,13 +269,13 @@ done
 }
 readme_queries $ALL
 
-# 7b. the README's diff query (builds 'base' and 'change', one session each) gives
+# 7b. the guide's diff query (builds 'base' and 'change', one session each) gives
 #     `nftrace diff`'s numbers: n, p50, p90, p99 and max of the stall per queue name
 "$NF" record -o "$T/base-1" --seed 1 "$SRC/tests/diff/jitter.nfs" > /dev/null || fail "record base-1"
 "$NF" record -o "$T/change-1" --seed 2 "$SRC/tests/diff/jitter.nfs" > /dev/null || fail "record change-1"
 "$NF" push "$T/base-1" "$T/change-1" --clickhouse "$URL" --quiet || fail "push base-1 change-1"
 awk -v m="<!-- fleet-query: diff -->" '$0 == m { f = 1; next } f && /^```sql/ { g = 1; next } g && /^```/ { exit } g' \
-  "$SRC/README.md" > "$T/diff.sql"
+  "$SRC/docs/GUIDE.md" > "$T/diff.sql"
 [ -s "$T/diff.sql" ] || fail "README has no fleet-query diff"
 "$NF" query --clickhouse "$URL" --database $DB --csv -f "$T/diff.sql" > "$T/diff.ch" || fail "README query diff: $(cat "$T/diff.ch")"
 tail -n +2 "$T/diff.ch" | cut -d, -f1-11 > "$T/diff.got"
