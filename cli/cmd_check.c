@@ -9,6 +9,7 @@
  */
 #include "cli.h"
 
+#include "contract/escape.h"
 #include "contract/analysis.h"
 #include "contract/etwsession.h"
 #include "contract/parser.h"
@@ -240,9 +241,11 @@ static void check_print_text(const char *dir, const struct nf_log_summary *s,
 	size_t nq = s->n_queues;
 	const char *verdict = check_verdict(s, h);
 
+	char tb[4200], nb[13];
+
 	printf("session %s: %" PRIu64 " events (%" PRIu64 " not in the schema, %" PRIu64
 	       " discarded by the recorder), %" PRIu64 " log reads\n",
-	       dir, st->events, st->unknown_events, st->discarded_events, s->reads);
+	       nf_esc_text_buf(tb, sizeof(tb), dir, 0), st->events, st->unknown_events, st->discarded_events, s->reads);
 	printf("%-10s %-7s %-12s %-8s %6s %9s %9s %6s %8s %9s %6s\n", "queue", "adapter", "name",
 	       "log", "epochs", "entries", "lost", "zero", "repeated", "backwards", "other");
 	for (size_t i = 0; i < nq; i++) {
@@ -260,7 +263,9 @@ static void check_print_text(const char *dir, const struct nf_log_summary *s,
 				continue;
 			printf("%-10s %-7" PRIu32 " %-12.12s %-8s %6" PRIu64 " %9" PRIu64 " %9" PRIu64
 			       " %6" PRIu64 " %8" PRIu64 " %9" PRIu64 " %6" PRIu64 "\n",
-			       hq, q->overflow ? 0 : q->adapter, q->name[0] ? q->name : "-",
+			       hq, q->overflow ? 0 : q->adapter,
+			       /* 12 bytes at most, not cut inside a character */
+			       nf_esc_text_buf(nb, sizeof(nb), q->name[0] ? q->name : "-", 0),
 			       check_log_names[t % NF_LOG_SUMMARY_LOGS], l->epochs, l->entries,
 			       l->count[NF_FIND_LOST], l->count[NF_FIND_ZERO_TS],
 			       l->count[NF_FIND_REPEATED_TS], l->count[NF_FIND_BACKWARDS_TS],
@@ -288,7 +293,7 @@ static void check_print_text(const char *dir, const struct nf_log_summary *s,
 					printf(" (%" PRIu64 " entries in %" PRIu64 " gaps)",
 					       l->count[NF_FIND_LOST], l->lost_spans);
 				printf(", first in stream %s, packet %" PRIu64 ", event #%" PRIu64 ", entry %" PRIu32,
-				       w->stream, w->packet, w->event_index, w->entry_index);
+				       nf_esc_text_buf(tb, sizeof(tb), w->stream, 0), w->packet, w->event_index, w->entry_index);
 				if (kinds[k] == NF_FIND_LOST && w->prev_gpu_ts)
 					printf(" (%" PRIu64 " entries between GPU timestamps %" PRIu64 " and %" PRIu64 " ticks)",
 					       w->count, w->prev_gpu_ts, w->next_gpu_ts);
@@ -305,9 +310,11 @@ static void check_print_text(const char *dir, const struct nf_log_summary *s,
 			const struct nf_finding *f = &s->listed[i].f;
 
 			printf("  %s packet %" PRIu64 " event #%" PRIu64 " entry %" PRIu32 ": queue 0x%08" PRIx32
-			       " log %" PRIu32 " epoch %" PRIu32 ": %s: %s\n",
-			       f->stream, f->packet, f->event_index, f->entry_index, f->hwqueue, f->log_type,
-			       f->epoch, nf_finding_kind_name(f->kind), f->detail);
+			       " log %" PRIu32 " epoch %" PRIu32 ": %s: ",
+			       nf_esc_text_buf(tb, sizeof(tb), f->stream, 0), f->packet, f->event_index, f->entry_index,
+			       f->hwqueue, f->log_type, f->epoch, nf_finding_kind_name(f->kind));
+			nf_esc_text_file(stdout, f->detail, 0);
+			putchar('\n');
 		}
 		if (s->not_listed)
 			printf("  ... and %" PRIu64 " more\n", s->not_listed);
@@ -317,7 +324,7 @@ static void check_print_text(const char *dir, const struct nf_log_summary *s,
 		printf("verdict: illegal (%" PRIu64 " findings that no valid session has)\n",
 		       s->illegal + h->count[NF_HANG_LOWERED]);
 	else if (!strcmp(verdict, "incomplete"))
-		printf("verdict: incomplete (%s)\n", s->incomplete);
+		printf("verdict: incomplete (%s)\n", nf_esc_text_buf(tb, sizeof(tb), s->incomplete, 0));
 	else if (!strcmp(verdict, "deadlock"))
 		printf("verdict: deadlock (%zu cycle%s of waits waiting for each other, %zu more waits "
 		       "never satisfied)\n", h->count[NF_HANG_DEADLOCK], h->count[NF_HANG_DEADLOCK] == 1 ? "" : "s",
@@ -333,18 +340,10 @@ static void check_print_text(const char *dir, const struct nf_log_summary *s,
 		printf("verdict: whole (%" PRIu64 " entries, none lost)\n", s->entries);
 }
 
+/* A JSON string (nf_esc_json: UTF-8 kept, controls escaped). */
 static void json_str(const char *str)
 {
-	putchar('"');
-	for (const unsigned char *c = (const unsigned char *)(str ? str : ""); *c; c++) {
-		if (*c == '"' || *c == '\\')
-			printf("\\%c", *c);
-		else if (*c < 0x20 || *c >= 0x7f)
-			printf("\\u%04x", *c); /* bytes, not UTF-8: always valid JSON */
-		else
-			putchar(*c);
-	}
-	putchar('"');
+	nf_esc_json_file(stdout, str, 0);
 }
 
 static void json_where(const struct nf_log_where *w, bool span)
@@ -515,7 +514,9 @@ static int check_etw(const char *dir, bool json)
 		hang_print_json(&hangs);
 		printf("\n}\n");
 	} else {
-		printf("session %s: Windows ETW capture, %" PRId64 " events\n", dir, es.events);
+		fputs("session ", stdout);
+		nf_esc_text_file(stdout, dir, 0);
+		printf(": Windows ETW capture, %" PRId64 " events\n", es.events);
 		printf("lost:                     %" PRId64 " events, %" PRId64 " buffers (logfile header); "
 		       "%" PRId64 " buffers flagged lost\n", es.events_lost, es.buffers_lost, es.lost_flag_buffers);
 		printf("DxgKrnl size mismatches:  %" PRId64 " (%" PRId64 " fence-related)\n", es.size_mismatches,

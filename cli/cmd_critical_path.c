@@ -5,6 +5,7 @@
  */
 #include "cli.h"
 #include "contract/errors.h"
+#include "contract/escape.h"
 
 #include "contract/analysis.h"
 #include "contract/render.h"
@@ -29,12 +30,12 @@ static void actor_label(const struct nf_analysis *a, const struct nf_cp_segment 
 		return;
 	}
 	const char *name = nf_analysis_queue_name(a, s->queue);
+	char clean[256];
+
+	/* names come from the session: what is not printable UTF-8 (C0, DEL, C1
+	 * such as U+009B CSI, noncharacters, stray bytes) is '?' on the terminal */
 	snprintf(buf, len, "queue 0x%" PRIx64 "%s%s%s", (uint64_t)s->queue, name ? " (" : "",
-		 name ? name : "", name ? ")" : "");
-	/* names come from the session: no control bytes to the terminal */
-	for (unsigned char *u = (unsigned char *)buf; *u; u++)
-		if (*u < 0x20 || *u == 0x7f)
-			*u = '?';
+		 name ? nf_esc_text_buf(clean, sizeof(clean), name, 0) : "", name ? ")" : "");
 }
 
 static void op_label(const struct nf_analysis *a, int64_t id, char *buf, size_t len)
@@ -87,18 +88,10 @@ static const char *kind_name(enum nf_seg_kind k)
 	return k == NF_SEG_WAIT ? "wait" : k == NF_SEG_EXECUTE ? "execute" : "queue";
 }
 
+/* A JSON string (nf_esc_json: UTF-8 kept as it is, controls escaped). */
 static void json_str(const char *str)
 {
-	putchar('"');
-	for (const unsigned char *c = (const unsigned char *)(str ? str : ""); *c; c++) {
-		if (*c == '"' || *c == '\\')
-			printf("\\%c", *c);
-		else if (*c < 0x20 || *c >= 0x7f)
-			printf("\\u%04x", *c);
-		else
-			putchar(*c);
-	}
-	putchar('"');
+	nf_esc_json_file(stdout, str, 0);
 }
 
 static void json_opt(const char *key, int64_t v)

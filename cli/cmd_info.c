@@ -1,6 +1,7 @@
 /* nftrace info: a session's facts and counts, or the event reference. */
 #include "cli.h"
 #include "contract/errors.h"
+#include "contract/escape.h"
 
 #include "nftrace/events.h"
 #include "contract/etwsession.h"
@@ -86,16 +87,12 @@ static int count_finding(void *ctx, const struct nf_finding *f)
 	return 0;
 }
 
-/* A string from the session, for a terminal: control bytes (an escape
- * sequence planted in a session) are shown as '?'. */
+/* A string from the session (or its directory's name), for a terminal:
+ * what is not printable UTF-8 (an escape sequence planted in a session, a
+ * Latin-1 byte) is shown as '?'. */
 static void put_clean(const char *s)
 {
-	for (const char *p = s ? s : ""; *p;) {
-		int n = nf_text_control_len(p); /* C0, DEL and UTF-8 C1 controls */
-
-		putchar(n ? '?' : *p);
-		p += n ? n : 1;
-	}
+	nf_esc_text_file(stdout, s, 0);
 }
 
 static void put_json(const char *s);
@@ -157,8 +154,9 @@ static int info_etw(const char *dir, bool json)
 		nf_etw_summary_free(&es);
 		return NF_EXIT_OK;
 	}
-	printf("session:        %s\n", dir);
-	fputs("source:         Windows ETW capture ", stdout);
+	fputs("session:        ", stdout);
+	put_clean(dir);
+	fputs("\nsource:         Windows ETW capture ", stdout);
 	put_clean(es.source);
 	printf("\nOS build:       %" PRId64 "\n", es.os_build);
 	printf("pointer size:   %s\n", es.pointer_sizes);
@@ -194,19 +192,10 @@ static int info_etw(const char *dir, bool json)
 	return NF_EXIT_OK;
 }
 
-/* A JSON string (control bytes escaped; bytes >= 0x80 passed through). */
+/* A JSON string (nf_esc_json). */
 static void put_json(const char *s)
 {
-	putchar('"');
-	for (const unsigned char *u = (const unsigned char *)(s ? s : ""); *u; u++) {
-		if (*u == '"' || *u == '\\')
-			printf("\\%c", *u);
-		else if (*u < 0x20 || *u == 0x7f)
-			printf("\\u%04x", *u);
-		else
-			putchar(*u);
-	}
-	putchar('"');
+	nf_esc_json_file(stdout, s, 0);
 }
 
 /* The same facts as one JSON object, for scripts (integers, durations in ns). */
@@ -294,8 +283,9 @@ int cmd_info(int argc, char **argv)
 		nf_parser_destroy(p);
 		return NF_EXIT_OK;
 	}
-	printf("session:        %s\n", dir);
-	fputs("source:         ", stdout);
+	fputs("session:        ", stdout);
+	put_clean(dir);
+	fputs("\nsource:         ", stdout);
 	put_clean(in->source);
 	putchar('\n');
 	fputs("recorded by:    nftrace ", stdout);

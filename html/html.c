@@ -14,6 +14,7 @@
  */
 #include "contract/html.h"
 #include "contract/errors.h"
+#include "contract/escape.h"
 #include "contract/timeline.h"
 #include "contract/outfile.h"
 
@@ -80,7 +81,7 @@ struct html {
 
 static int sql_fail(struct html *h, const char *what)
 {
-	return nf_error_set(h->err, NF_ESQL, "%s: %s", what, sqlite3_errmsg(h->db));
+	return nf_sql_error(h->db, h->err, "%s", what);
 }
 
 /* Prepares sql (an sqlite3_mprintf result, freed here; NULL: out of memory)
@@ -148,19 +149,12 @@ static void put_time(struct html *h, sqlite3_stmt *st, int col)
 		put_i64(h, sqlite3_column_int64(st, col) - h->t0);
 }
 
-/* A JSON string, safe inside <script>: '<' is escaped so that no "</script>" appears. */
+/* A JSON string, safe inside <script> ('<', '>', '&' escaped: no "</script>"
+ * or "<!--" appears), every control and what is not UTF-8 escaped. */
 static void put_str(struct html *h, const char *s)
 {
-	fputc('"', h->f);
-	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(h->f, "\\%c", *p);
-		else if (*p < 0x20 || *p == '<' || *p == '>' || *p == '&')
-			fprintf(h->f, "\\u%04x", *p);
-		else
-			fputc(*p, h->f);
-	}
-	fputc('"', h->f);
+	s = s ? s : "";
+	nf_esc_json(s, strlen(s), NF_ESC_SCRIPT, nf_esc_file_write, h->f);
 }
 
 /* ---- reading ---- */

@@ -7,9 +7,22 @@
 
 #include <errno.h>
 #include <sqlite3.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+
+int nf_sql_error(sqlite3 *db, struct nf_error *err, const char *fmt, ...)
+{
+	char what[NF_ERROR_MSG_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	return nf_error_set(err, NF_ESQL, "%s: %s", what, db ? sqlite3_errmsg(db) : "out of memory");
+}
 
 int nf_timeline_open_read(const char *path, sqlite3 **db, struct nf_error *err)
 {

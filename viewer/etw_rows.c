@@ -7,6 +7,7 @@
  */
 #include "etw_rows.h"
 #include "contract/errors.h"
+#include "contract/timeline.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -15,7 +16,7 @@
 
 static int er_fail(sqlite3 *db, struct nf_error *err, const char *what)
 {
-	return nf_error_set(err, NF_ESQL, "report: %s: %s", what, sqlite3_errmsg(db));
+	return nf_sql_error(db, err, "report: %s", what);
 }
 
 static int er_oom(struct nf_error *err)

@@ -10,6 +10,7 @@
  */
 #include "kernel_rows.h"
 #include "contract/errors.h"
+#include "contract/timeline.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -37,7 +38,7 @@ void nf_render_kernel_thread_name(sqlite3 *db, int64_t thread, char *name, size_
 
 static int kr_fail(sqlite3 *db, struct nf_error *err, const char *what)
 {
-	return nf_error_set(err, NF_ESQL, "%s: %s", what, sqlite3_errmsg(db));
+	return nf_sql_error(db, err, "%s", what);
 }
 
 static int kr_runs(sqlite3 *db, const struct nf_render_layout *lay, struct nf_render_scene *s,

@@ -23,7 +23,7 @@
 
 static int sql_fail(sqlite3 *db, struct nf_error *err, const char *what)
 {
-	return nf_error_set(err, NF_ESQL, "%s: %s", what, sqlite3_errmsg(db));
+	return nf_sql_error(db, err, "%s", what);
 }
 
 const char *const nf_render_legend_labels[NF_RENDER_LEGEND_ITEMS] = {
