@@ -2,7 +2,9 @@
  * The recorder behind `nftrace record`: prepares the session directory, runs a
  * scenario through a runtime whose sink is the CTF writer (or runs a program
  * that records itself through NFTRACE_RECORD_DIR), reports progress to the
- * caller's callback, and closes the session cleanly on SIGINT.
+ * caller's callback, and closes the session cleanly on SIGINT. A session that
+ * replaces another (--force) is recorded beside it and swapped in when
+ * complete (contract/sessiondir.h): a failed recording keeps the old one.
  */
 #define _GNU_SOURCE /* pipe2 */
 #include "contract/record.h"
@@ -103,9 +105,36 @@ static int progress_tick(void *ctx, uint64_t ops)
 	return 0;
 }
 
+/*
+ * The end of a recording in a->target: a finished or interrupted one (closed
+ * cleanly) gets the caller's last word (opts->before_commit: the kernel
+ * stream) and is swapped in; a failed one is removed, the previous session
+ * kept (written in DIR itself: what was written stays). Returns rc, or the
+ * first error of the hook and the swap.
+ */
+static int record_end(struct nf_session_aside *a, const struct nf_record_options *opts, int rc, bool interrupted,
+		      struct nf_error *err)
+{
+	if ((!rc || interrupted) && opts->before_commit) {
+		int r2 = opts->before_commit(opts->before_commit_ctx, a->target, rc ? NULL : err);
+
+		if (!rc)
+			rc = r2;
+	}
+	if (rc && !interrupted) {
+		nf_session_aside_name_errors(a, err);
+		nf_session_aside_abort(a);
+		return rc;
+	}
+	int c = nf_session_aside_commit(a, rc ? NULL : err);
+
+	return rc ? rc : c;
+}
+
 int nf_record_scenario(const struct nf_record_options *opts, struct nf_record_result *res,
 		       struct nf_error *err)
 {
+	struct nf_session_aside aside;
 	struct nf_scenario *sc = NULL;
 	struct nf_runtime_config cfg;
 	struct nf_ctf_writer *w = NULL;
@@ -122,15 +151,17 @@ int nf_record_scenario(const struct nf_record_options *opts, struct nf_record_re
 	nf_scenario_apply_settings(sc, &cfg);
 	if (opts->seed_set)
 		cfg.seed = opts->seed;
-	rc = nf_record_prepare_dir(opts->out_dir, opts->force, err);
+	rc = nf_session_aside_begin(&aside, opts->out_dir, "record", opts->force, err);
 	if (rc)
 		goto out_scenario;
 	const struct nf_adapter_desc *adapters[16];
 	size_t n_adapters = nf_scenario_adapters(sc, adapters, 16);
-	rc = nf_session_writer_create(opts->out_dir, &cfg, opts->scenario, adapters,
+	rc = nf_session_writer_create(aside.target, &cfg, opts->scenario, adapters,
 				      n_adapters, &w, err);
-	if (rc)
+	if (rc) {
+		rc = record_end(&aside, opts, rc, false, err);
 		goto out_scenario;
+	}
 	cfg.sink = nf_ctf_writer_sink(w);
 	/* Threaded advances, CPU waits and the drain stop early on SIGINT. */
 	cfg.interrupt = opts->interrupted;
@@ -175,6 +206,7 @@ out_writer: {
 		int rc2 = nf_ctf_writer_close(w, err);
 		if (!rc)
 			rc = rc2;
+		rc = record_end(&aside, opts, rc, rc == 0 && res->interrupted, err);
 	}
 out_scenario:
 	nf_scenario_destroy(sc);
@@ -183,19 +215,35 @@ out_scenario:
 	return rc;
 }
 
+static int record_program(const struct nf_record_options *opts, const char *dir,
+			  struct nf_record_result *res, struct nf_error *err);
+
 int nf_record_program(const struct nf_record_options *opts, struct nf_record_result *res,
 		      struct nf_error *err)
 {
-	char seed[32], meta[4200];
-	pid_t pid;
-	int st, rc;
+	struct nf_session_aside aside;
+	int rc;
 
 	memset(res, 0, sizeof(*res));
 	if (!opts->argv || !opts->argv[0])
 		return nf_error_set(err, NF_EINVAL, "record: no program given after --");
-	rc = nf_record_prepare_dir(opts->out_dir, opts->force, err);
+	rc = nf_session_aside_begin(&aside, opts->out_dir, "record", opts->force, err);
 	if (rc)
 		return rc;
+	rc = record_program(opts, aside.target, res, err);
+	/* interrupted: what the program recorded up to then is the session */
+	int end = record_end(&aside, opts, rc == NF_EINTR ? 0 : rc, rc == NF_EINTR, err);
+
+	return end ? end : rc;
+}
+
+/* Runs the program recording into dir (the session or its temporary). */
+static int record_program(const struct nf_record_options *opts, const char *dir,
+			  struct nf_record_result *res, struct nf_error *err)
+{
+	char seed[32], meta[4200];
+	pid_t pid;
+	int st;
 	snprintf(seed, sizeof(seed), "%llu", (unsigned long long)(opts->seed_set ? opts->seed : 1));
 	/* The session's `source`: the command line, words joined by spaces. */
 	char cmdline[2048] = "";
@@ -236,7 +284,7 @@ int nf_record_program(const struct nf_record_options *opts, struct nf_record_res
 		snprintf(fdv, sizeof(fdv), "%d", status[1]);
 		if (fcntl(status[1], F_SETFD, 0) == 0)
 			setenv("NFTRACE_STATUS_FD", fdv, 1);
-		setenv("NFTRACE_RECORD_DIR", opts->out_dir, 1);
+		setenv("NFTRACE_RECORD_DIR", dir, 1);
 		setenv("NFTRACE_SEED", seed, 1);
 		setenv("NFTRACE_GROUND_TRUTH", opts->ground_truth ? "1" : "0", 1);
 		setenv("NFTRACE_MODE", opts->mode == NF_MODE_THREADED ? "threaded" : "deterministic", 1);
@@ -293,10 +341,10 @@ int nf_record_program(const struct nf_record_options *opts, struct nf_record_res
 		return nf_error_set(err, NF_ENOENT, "%s: cannot run program: %s", opts->argv[0],
 				    strerror(exec_errno));
 	}
-	snprintf(meta, sizeof(meta), "%s/metadata", opts->out_dir);
+	snprintf(meta, sizeof(meta), "%s/metadata", dir);
 	/* The runtime's committer process may outlive the program (killed, or
 	 * exited without closing its runtime): wait until the files are final. */
-	bool recorded = access(meta, F_OK) == 0 && nf_ctf_session_wait(opts->out_dir, NULL) == 0;
+	bool recorded = access(meta, F_OK) == 0 && nf_ctf_session_wait(dir, NULL) == 0;
 	/* What the runtime said about the recording (nothing when it went well);
 	 * the committer may still hold the pipe's write end: do not block. */
 	char failed[600] = "";
