@@ -1,5 +1,6 @@
 /* nftrace export: a session's timeline as a Perfetto trace or Chrome trace JSON. */
 #include "cli.h"
+#include "contract/sessiondir.h"
 
 #include "contract/export.h"
 #include "contract/render.h"
@@ -96,7 +97,8 @@ int cmd_export(int argc, char **argv)
 	eo.n_fences = win.n_fences;
 	eo.queues = win.n_queues ? win.queues : NULL;
 	eo.fences = win.n_fences ? win.fences : NULL;
-	if (nf_timeline_ensure(argv[optind], db, sizeof(db), &err) || nf_export(db, &eo, &st, &err))
+	if (nf_session_output_check(argv[optind], eo.output, &err) ||
+	    nf_timeline_ensure(argv[optind], db, sizeof(db), &err) || nf_export(db, &eo, &st, &err))
 		return nf_cli_fail("export", &err);
 	printf("%s: %" PRIu64 " slices (%" PRIu64 " stalls), %" PRIu64 " instants, %" PRIu64
 	       " flows, %" PRIu64 " counter values, %" PRIu64 " tracks, %" PRIu64 " bytes",

@@ -1,5 +1,6 @@
 /* nftrace report: draw a session's timeline to PNG, SVG or PDF, or write the interactive HTML page. */
 #include "cli.h"
+#include "contract/sessiondir.h"
 #include "contract/errors.h"
 
 #include "contract/analysis.h"
@@ -252,7 +253,7 @@ int cmd_report(int argc, char **argv)
 		const char *slash = strrchr(dir, '/');
 		ro.title = slash && slash[1] ? slash + 1 : dir;
 	}
-	if (nf_timeline_ensure(dir, db, sizeof(db), &err))
+	if (nf_session_output_check(dir, ro.output, &err) || nf_timeline_ensure(dir, db, sizeof(db), &err))
 		return nf_cli_fail("report", &err);
 	if (is_html(ro.output)) {
 		struct nf_html_options ho = { 0 };

@@ -157,6 +157,32 @@ int nf_session_dir_clear(const char *dir, enum nf_session_kind kind, struct nf_e
 	return 0;
 }
 
+static void split_path(const char *dir, char *parent, size_t len, const char **base);
+
+int nf_session_output_check(const char *session_dir, const char *output, struct nf_error *err)
+{
+	char parent[NF_SESSION_PATH_MAX];
+	const char *base;
+	struct stat s, o;
+	size_t l = strlen(output);
+
+	while (l > 1 && output[l - 1] == '/')
+		l--;
+	if (l >= sizeof(parent))
+		return 0; /* the output's own open says what is wrong with it */
+	memcpy(parent, output, l);
+	parent[l] = '\0';
+	char name[NF_SESSION_PATH_MAX];
+
+	split_path(parent, name, sizeof(name), &base);
+	if (!(ctf_name(base) || etw_name(base)) || stat(session_dir, &s) != 0 || stat(name, &o) != 0)
+		return 0;
+	if (s.st_dev == o.st_dev && s.st_ino == o.st_ino)
+		return nf_error_set(err, NF_EINVAL, "%s: is a file of the session %s being read; refusing to write over it",
+				    output, session_dir);
+	return 0;
+}
+
 /* ---- build aside, then swap (include/contract/sessiondir.h) ---- */
 
 /* Removes every file nftrace writes in a session of either kind from dir, then

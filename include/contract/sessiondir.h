@@ -44,6 +44,15 @@ int nf_session_dir_check(const char *dir, struct nf_error *err);
 int nf_session_dir_clear(const char *dir, enum nf_session_kind kind, struct nf_error *err);
 
 /*
+ * Refuses an output that is a file of the session being read: its folder is
+ * session_dir (the same directory, by device and inode, so also through a
+ * link or another path) and its name is one nftrace writes in a session
+ * (metadata, events, truth, kernel, capture.etl, the timeline and their
+ * temporaries). Returns 0, or NF_EINVAL naming output and the session.
+ */
+int nf_session_output_check(const char *session_dir, const char *output, struct nf_error *err);
+
+/*
  * A session built aside, then swapped in: the rule of every command that
  * writes a session. A failure or a signal at any moment leaves the previous
  * session exactly as it was, and no temporary behind (the next run removes a

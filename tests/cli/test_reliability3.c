@@ -181,6 +181,40 @@ START_TEST(a_swap_killed_half_way_is_undone_by_the_next_run)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* 3. an output that is a file of the session being read is refused      */
+
+START_TEST(outputs_that_are_files_of_the_session_are_refused)
+{
+	static const char *const names[] = { "events", "metadata", "truth", ".timeline.db", "kernel" };
+	char before[4096], after[4096], o[1024], link[700];
+
+	ck_assert_int_eq(nft(NF_TEST_ARGV("query", good, "select 1")), 0);
+	fingerprint(good, before, sizeof(before));
+	snprintf(link, sizeof(link), "%s/link", tmp);
+	ck_assert_int_eq(symlink(good, link), 0);
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		for (int how = 0; how < 3; how++) {
+			/* the session's own path, through a link, through .. */
+			if (how == 0)
+				snprintf(o, sizeof(o), "%s/%s", good, names[i]);
+			else if (how == 1)
+				snprintf(o, sizeof(o), "%s/%s", link, names[i]);
+			else
+				snprintf(o, sizeof(o), "%s/../s/%s", good, names[i]);
+			refused_one_line(nft(NF_TEST_ARGV("export", good, "-o", o, "--format", "chrome-json")), o,
+					 "is a file of the session");
+			refused_one_line(nft(NF_TEST_ARGV("export", good, "-o", o, "--format", "perfetto")), o,
+					 "is a file of the session");
+		}
+	fingerprint(good, after, sizeof(after));
+	ck_assert_msg(!strcmp(before, after), "the session changed:\n%s\n%s", before, after);
+	/* a picture beside the session's files is a file of the user's */
+	snprintf(o, sizeof(o), "%s/events.svg", good);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("report", good, "-o", o)), 0);
+}
+END_TEST
+
 static Suite *reliability3_suite(void)
 {
 	Suite *s = suite_create("reliability3");
@@ -194,6 +228,7 @@ static Suite *reliability3_suite(void)
 	tcase_add_test(tc, record_force_replaces_when_complete);
 	tcase_add_test(tc, a_killed_replacement_leaves_the_session_and_the_next_run_cleans_up);
 	tcase_add_test(tc, a_swap_killed_half_way_is_undone_by_the_next_run);
+	tcase_add_test(tc, outputs_that_are_files_of_the_session_are_refused);
 	return s;
 }
 
