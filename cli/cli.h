@@ -68,5 +68,7 @@ void nf_cli_window_init(struct nf_cli_window *w);
 int nf_cli_window_option(const char *cmd, int opt, const char *arg, struct nf_cli_window *w);
 /* A handle or id, decimal or 0x hexadecimal, not negative: 0, or -1. */
 int nf_cli_parse_id(const char *s, int64_t *out);
+/* --timeout S (whole seconds, 1 to 86400) into *out: 0, or NF_EXIT_USAGE after printing what is wrong. */
+int nf_cli_timeout_option(const char *cmd, const char *arg, long *out);
 
 #endif

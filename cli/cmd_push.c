@@ -10,7 +10,8 @@
 
 /* What `nftrace push --help` prints; the options it names are parsed below. */
 const char cmd_push_usage[] =
-	"usage: nftrace push DIR... --clickhouse URL [--database DB] [--batch-bytes N] [--streams K] [--quiet]\n"
+	"usage: nftrace push DIR... --clickhouse URL [--database DB] [--batch-bytes N] [--streams K]\n"
+	"                   [--timeout S] [--quiet]\n"
 	"       nftrace push DIR... --cluster NAME --clickhouse URL1 --clickhouse URL2... [options]\n"
 	"\n"
 	"Loads each session's timeline (built when missing) into ClickHouse over its HTTP interface\n"
@@ -24,6 +25,7 @@ const char cmd_push_usage[] =
 	"directory's name. Pushing a session again replaces it; a push that fails half-way leaves\n"
 	"the previous version, or no listing: a session's rows count only when it is in `sessions`.\n"
 	"Query with 'nftrace query --clickhouse URL \"SQL\"' or clickhouse-client.\n"
+	"--timeout S: seconds one HTTP request may take (default 600; 1 to 86400).\n"
 	"--cluster NAME: the servers define cluster NAME (remote_servers); one --clickhouse URL per\n"
 	"shard, in shard order. Each shard gets <table>_local tables, each a Distributed <table>\n"
 	"over them (sharding key cityHash64(session)); a session goes whole to its shard.\n";
@@ -36,6 +38,7 @@ int cmd_push(int argc, char **argv)
 		{ "batch-bytes", required_argument, NULL, 'b' },
 		{ "cluster", required_argument, NULL, 'C' },
 		{ "streams", required_argument, NULL, 's' },
+		{ "timeout", required_argument, NULL, 't' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -75,6 +78,10 @@ int cmd_push(int argc, char **argv)
 			po.streams = (unsigned)v;
 			break;
 		}
+		case 't':
+			if (nf_cli_timeout_option("push", optarg, &po.timeout_s))
+				return NF_EXIT_USAGE;
+			break;
 		case 'q': quiet = 1; break;
 		case 'h': return nf_cli_common_option("push", "--help");
 		case 'V': return nf_cli_common_option("push", "--version");
@@ -91,6 +98,13 @@ int cmd_push(int argc, char **argv)
 	po.n_shards = nurls;
 	if (optind >= argc)
 		return nf_cli_usage_error("push", "missing session DIR");
+	/* every session's name first: one the server cannot store fails before anything is sent */
+	for (int i = optind; i < argc; i++) {
+		char id[NF_PUSH_ID_MAX + 1];
+
+		if (nf_push_session_id(argv[i], id, sizeof(id), &err))
+			return nf_cli_fail("push", &err);
+	}
 	if (nf_push_prepare(&po, &err))
 		return nf_cli_fail("push", &err);
 	for (int i = optind; i < argc; i++) {

@@ -69,10 +69,27 @@ static int names_stall_blame(const char *sql)
 	return 0;
 }
 
+/* Whether the SQL ends with a FORMAT clause of its own ("... FORMAT Native;"). */
+static int names_format(const char *sql)
+{
+	const char *e = sql + strlen(sql);
+	const char *w;
+
+	while (e > sql && (isspace((unsigned char)e[-1]) || e[-1] == ';'))
+		e--;
+	while (e > sql && (isalnum((unsigned char)e[-1]) || e[-1] == '_'))
+		e--;
+	w = e;
+	while (w > sql && isspace((unsigned char)w[-1]))
+		w--;
+	return w - sql >= 6 && !strncasecmp(w - 6, "format", 6) && (w - 6 == sql || !isalnum((unsigned char)w[-7]));
+}
+
 /* What `nftrace query --help` prints; the options it names are parsed below. */
 const char cmd_query_usage[] =
 	"usage: nftrace query DIR [DIR...] [--csv|--json|--table] (\"SQL\" | -f FILE.sql)\n"
-	"       nftrace query --clickhouse URL [--database DB] [--csv|--json|--table] (\"SQL\" | -f FILE.sql)\n"
+	"       nftrace query --clickhouse URL [--database DB] [--timeout S] [--csv|--json|--table]\n"
+	"                     (\"SQL\" | -f FILE.sql)\n"
 	"       nftrace query DIR [--csv|--json|--table] --report stalls|queues|lost\n"
 	"\n"
 	"Builds the session's SQLite timeline (DIR/.timeline.db) on first use and runs SQL on it,\n"
@@ -84,7 +101,10 @@ const char cmd_query_usage[] =
 	"--clickhouse URL runs the SQL on a ClickHouse fleet store filled by 'nftrace push'\n"
 	"(database DB, default nftrace): --table is ClickHouse's PrettyCompactNoEscapes, --csv\n"
 	"CSVWithNames, --json JSONEachRow (one object per line, 64-bit integers as numbers); a\n"
-	"FORMAT clause in the SQL wins.\n";
+	"FORMAT clause in the SQL wins. The answer is text: what is not printable UTF-8 in it (an\n"
+	"escape sequence in a pushed name) is shown as '?', as for a session; with a FORMAT of\n"
+	"the SQL's own it is written as the server sent it, unless standard output is a terminal.\n"
+	"--timeout S: seconds the request may take (default 600).\n";
 
 int cmd_query(int argc, char **argv)
 {
@@ -96,6 +116,7 @@ int cmd_query(int argc, char **argv)
 		{ "report", required_argument, NULL, 'r' },
 		{ "clickhouse", required_argument, NULL, 'u' },
 		{ "database", required_argument, NULL, 'd' },
+		{ "timeout", required_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -105,6 +126,7 @@ int cmd_query(int argc, char **argv)
 	const char *sql_file = NULL, *sql = NULL, *report = NULL;
 	char *owned = NULL;
 	const char *ch_url = NULL, *ch_db = NULL;
+	long ch_timeout = 0;
 	int opt, rc;
 
 	nf_error_clear(&err);
@@ -120,6 +142,10 @@ int cmd_query(int argc, char **argv)
 		case 'r': report = optarg; break;
 		case 'u': ch_url = optarg; break;
 		case 'd': ch_db = optarg; break;
+		case 'T':
+			if (nf_cli_timeout_option("query", optarg, &ch_timeout))
+				return NF_EXIT_USAGE;
+			break;
 		case 'h': return nf_cli_common_option("query", "--help");
 		case 'V': return nf_cli_common_option("query", "--version");
 		case ':': return nf_cli_usage_error("query", "option '%s' needs a value", argv[optind - 1]);
@@ -127,11 +153,11 @@ int cmd_query(int argc, char **argv)
 		}
 	}
 	int npos = argc - optind;
-	if (ch_db && !ch_url)
-		return nf_cli_usage_error("query", "--database goes with --clickhouse URL");
+	if ((ch_db || ch_timeout) && !ch_url)
+		return nf_cli_usage_error("query", "--database and --timeout go with --clickhouse URL");
 	if (ch_url) {
 		/* SQL over a ClickHouse fleet store (nftrace push): no session DIRs */
-		struct nf_push_options po = { .url = ch_url, .database = ch_db };
+		struct nf_push_options po = { .url = ch_url, .database = ch_db, .timeout_s = ch_timeout };
 		static const char *const fmts[] = { [NF_QUERY_TABLE] = "PrettyCompactNoEscapes",
 						    [NF_QUERY_CSV] = "CSVWithNames",
 						    [NF_QUERY_JSON] = "JSONEachRow" };
@@ -144,6 +170,8 @@ int cmd_query(int argc, char **argv)
 			return nf_cli_fail("query", &err);
 		if (!sql_file)
 			sql = argv[optind];
+		/* names pushed from a capture reach the terminal cleaned, as with a session */
+		po.answer_text = !names_format(sql) || isatty(STDOUT_FILENO);
 		rc = nf_push_query(&po, sql, fmts[qo.format], stdout, &err);
 		free(owned);
 		return rc ? nf_cli_fail("query", &err) : NF_EXIT_OK;

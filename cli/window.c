@@ -1,4 +1,4 @@
-/* The time window and filters `report` and `export` share (cli.h). */
+/* The time window and filters `report` and `export` share, and --timeout (cli.h). */
 #include "cli.h"
 
 #include "contract/render.h"
@@ -43,5 +43,18 @@ int nf_cli_window_option(const char *cmd, int opt, const char *arg, struct nf_cl
 	if (nf_cli_parse_id(arg, &arr[*n]))
 		return nf_cli_usage_error(cmd, "bad %s handle '%s'", opt == 'q' ? "queue" : "fence", arg);
 	(*n)++;
+	return 0;
+}
+
+int nf_cli_timeout_option(const char *cmd, const char *arg, long *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(arg, &end, 10);
+	if (errno || *end || !*arg || v < 1 || v > 86400)
+		return nf_cli_usage_error(cmd, "--timeout '%s': whole seconds from 1 to 86400", arg);
+	*out = v;
 	return 0;
 }

@@ -1,5 +1,6 @@
 /* push/: small growing buffers and one HTTP connection to ClickHouse (push_int.h). */
 #include "push_int.h"
+#include "contract/escape.h"
 
 #include <ctype.h>
 #include <stdlib.h>
@@ -68,6 +69,44 @@ int nf_push_buf_str(struct buf *b, const void *s, size_t n)
 
 /* ---- HTTP ---- */
 
+/* Writes the answer to c->out as text for a terminal: what is not printable
+ * UTF-8 (ESC and OSC sequences, CR, BS, C1 controls a pushed name held)
+ * becomes '?'. A character cut by the chunk's end waits for the next chunk
+ * (at = NULL, n = 0: the end of the answer). Returns 0, or -1 (write error). */
+static int out_text(struct ch *c, const char *at, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)at;
+	size_t keep = 0;
+
+	/* complete the character the last chunk cut */
+	while (c->ncarry && n && c->ncarry < 4 && !nf_utf8_decode(c->carry, c->ncarry, NULL) &&
+	       (*p & 0xC0) == 0x80) {
+		c->carry[c->ncarry++] = *p++;
+		n--;
+	}
+	if (c->ncarry && (nf_utf8_decode(c->carry, c->ncarry, NULL) || n || !at)) {
+		if (nf_esc_text((const char *)c->carry, c->ncarry, NF_ESC_KEEP_NL, nf_esc_file_write, c->out))
+			return -1;
+		c->ncarry = 0;
+	}
+	/* a lead byte in the last three whose character does not end here */
+	for (size_t k = 1; k <= 3 && k <= n; k++) {
+		unsigned char b = p[n - k];
+		size_t need = b >= 0xF0 ? 4 : b >= 0xE0 ? 3 : b >= 0xC0 ? 2 : 0;
+
+		if ((b & 0xC0) != 0x80) {
+			if (need > k)
+				keep = k;
+			break;
+		}
+	}
+	if (nf_esc_text((const char *)p, n - keep, NF_ESC_KEEP_NL, nf_esc_file_write, c->out))
+		return -1;
+	memcpy(c->carry + c->ncarry, p + n - keep, keep);
+	c->ncarry += keep;
+	return 0;
+}
+
 static size_t on_data(char *p, size_t sz, size_t n, void *ud)
 {
 	struct ch *c = ud;
@@ -76,7 +115,7 @@ static size_t on_data(char *p, size_t sz, size_t n, void *ud)
 
 	curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &code);
 	if (code == 200 && c->out) {
-		if (fwrite(p, 1, len, c->out) != len) {
+		if (c->out_text ? out_text(c, p, len) != 0 : fwrite(p, 1, len, c->out) != len) {
 			c->out_failed = 1;
 			return 0;
 		}
@@ -88,6 +127,32 @@ static size_t on_data(char *p, size_t sz, size_t n, void *ud)
 			return 0;
 	}
 	return len;
+}
+
+/* The URL for messages: up to its query string (?password=...), and the
+ * password of http://user:password@host replaced by ***. */
+static void shown_url(char *dst, size_t len, const char *url)
+{
+	size_t l = strcspn(url, "?#");
+	const char *host = strstr(url, "://");
+	const char *at = NULL;
+
+	if (l > 200)
+		l = 200;
+	if (host && (size_t)(host - url) < l) {
+		host += 3;
+		for (const char *q = host; q < url + l && *q != '/'; q++)
+			if (*q == '@')
+				at = q;
+	}
+	if (!at) {
+		snprintf(dst, len, "%.*s", (int)l, url);
+		return;
+	}
+	const char *colon = memchr(host, ':', (size_t)(at - host));
+
+	snprintf(dst, len, "%.*s%s%.*s", (int)((colon ? colon : at) - url), url, colon ? ":***" : "",
+		 (int)(url + l - at), at);
 }
 
 static int valid_db_name(const char *s)
@@ -108,10 +173,10 @@ int nf_push_ch_open(struct ch *c, const struct nf_push_options *o, const char *u
 	c->db = o->database ? o->database : "nftrace";
 	c->sfx = o->cluster ? "_local" : "";
 	c->timeout_s = o->timeout_s > 0 ? o->timeout_s : 600;
+	shown_url(c->shown, sizeof(c->shown), url ? url : "(none)");
 	if (!url || (strncmp(url, "http://", 7) && strncmp(url, "https://", 8)))
-		return nf_error_set(err, NF_EINVAL, "%s: not an http:// or https:// URL", url ? url : "(none)");
+		return nf_error_set(err, NF_EINVAL, "%s: not an http:// or https:// URL", c->shown);
 	l = strcspn(url, "?#");
-	snprintf(c->shown, sizeof(c->shown), "%.*s", (int)(l < 200 ? l : 200), url);
 	if (!valid_db_name(c->db))
 		return nf_error_set(err, NF_EINVAL, "database '%.64s': use letters, digits and '_' only", c->db);
 	if (o->cluster && !valid_db_name(o->cluster))
@@ -189,9 +254,13 @@ int nf_push_ch_post(struct ch *c, const char *sql, const void *data, size_t n, i
 	curl_easy_setopt(c->curl, CURLOPT_TIMEOUT, c->timeout_s);
 	curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT, 10L);
 	curl_easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);
+	c->ncarry = 0;
 	cc = curl_easy_perform(c->curl);
 	curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &code);
 	free(url);
+	/* a character the answer's end cut is shown as '?' */
+	if (c->out && c->out_text && code == 200 && !c->out_failed && out_text(c, NULL, 0))
+		c->out_failed = 1;
 	if (c->out_failed)
 		return nf_error_set(err, NF_EIO, "writing the answer failed");
 	if (cc != CURLE_OK && !(code && code != 200 && cc == CURLE_WRITE_ERROR)) {

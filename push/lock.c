@@ -18,8 +18,10 @@
  * request timeout and a minute when that is longer (a swap is a few ALTERs of
  * hard links): a waiter renames it away (one rename wins), checks that it
  * renamed the holder it judged stale (else renames it back) and drops it. The
- * lock holds its push's token: a push drops only its own. A waiter gives up
- * PUSH_LOCK_WAIT_S after a lock would have gone stale.
+ * lock holds its push's token: a push drops only its own. A waiter pauses
+ * before every retry (20 ms, doubling to 200 ms) and gives up
+ * PUSH_LOCK_WAIT_S after a lock would have gone stale, whatever the server
+ * answers (a rename that fails or is undone by another waiter included).
  */
 #define PUSH_LOCK_STALE_S 120
 #define PUSH_LOCK_WAIT_S 900
@@ -52,13 +54,31 @@ int nf_push_swap_lock(struct ch *c, const char *id, const char *tok, struct nf_e
 	 * timeout) and a margin; NFTRACE_PUSH_LOCK_STALE_S lets tests wait less */
 	const char *env = getenv("NFTRACE_PUSH_LOCK_STALE_S");
 	long stale_s = c->timeout_s + 60 > PUSH_LOCK_STALE_S ? c->timeout_s + 60 : PUSH_LOCK_STALE_S;
+	long wait_s = PUSH_LOCK_WAIT_S;
 
 	if (env && *env && strtol(env, NULL, 10) >= 0 && strtol(env, NULL, 10) <= 86400)
 		stale_s = strtol(env, NULL, 10);
+	/* NFTRACE_PUSH_LOCK_WAIT_S: the wait past staleness, for tests too */
+	if ((env = getenv("NFTRACE_PUSH_LOCK_WAIT_S")) && *env && strtol(env, NULL, 10) >= 0 &&
+	    strtol(env, NULL, 10) <= 86400)
+		wait_s = strtol(env, NULL, 10);
 	snprintf(lock, sizeof(lock), "_lock_%s", id);
 	snprintf(stale, sizeof(stale), "_lock_%s_stale_%s", id, tok);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (;;) {
+	for (int attempt = 0;; attempt++) {
+		/* Every retry, whatever sent us round (the lock held, a takeover that
+		 * lost its rename or was renamed back, a stale lock dropped): the
+		 * deadline first, then a pause, so no path spins on the server. */
+		if (attempt) {
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			if (now.tv_sec - t0.tv_sec > stale_s + wait_s)
+				return nf_error_set(err, NF_ETIMEOUT, "%s: another push of session '%s' has held `%s` for "
+						    "over %ld s", c->shown, id, lock, stale_s + wait_s);
+			struct timespec nap = { (time_t)(nap_ms / 1000), (long)(nap_ms % 1000) * 1000000L };
+			nanosleep(&nap, NULL);
+			if (nap_ms < 200)
+				nap_ms *= 2;
+		}
 		snprintf(q, sizeof(q), "CREATE TABLE `%s` (holder String) ENGINE = Memory", lock);
 		if (!(rc = nf_push_ch_post(c, q, NULL, 0, 1, err))) {
 			/* ours: say so, so that only we drop it (nf_push_swap_unlock) */
@@ -109,14 +129,6 @@ int nf_push_swap_lock(struct ch *c, const char *id, const char *tok, struct nf_e
 				return rc;
 			continue;
 		}
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (now.tv_sec - t0.tv_sec > stale_s + PUSH_LOCK_WAIT_S)
-			return nf_error_set(err, NF_ETIMEOUT, "%s: another push of session '%s' has held `%s` for "
-					    "over %ld s", c->shown, id, lock, stale_s + PUSH_LOCK_WAIT_S);
-		struct timespec nap = { 0, (long)nap_ms * 1000000L };
-		nanosleep(&nap, NULL);
-		if (nap_ms < 200)
-			nap_ms *= 2;
 	}
 }
 

@@ -6,6 +6,7 @@
 #include "push_int.h"
 #include "contract/session.h"
 
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -28,11 +29,19 @@ int nf_push_session_id(const char *dir, char *id, size_t id_len, struct nf_error
 		return nf_error_set(err, NF_EINVAL, "%s: no session name in this path (give the directory by its name)", dir);
 	if (n > NF_PUSH_ID_MAX || n >= id_len)
 		return nf_error_set(err, NF_EINVAL, "%s: session name longer than %d bytes", dir, NF_PUSH_ID_MAX);
+	size_t file_len = 0;
 	for (size_t i = 0; i < n; i++) {
 		unsigned char ch = (unsigned char)b[i];
 		if (ch < 0x20 || ch == 0x7f || ch == '\'' || ch == '\\' || ch == '`')
 			return nf_error_set(err, NF_EINVAL, "%s: session name holds a control character, quote or backslash", dir);
+		file_len += isalnum(ch) || ch == '_' ? 1 : 3;
 	}
+	/* the longest table named by the id, `_lock_ID_stale_TOKEN` (16 hex
+	 * digits), as ClickHouse names its file: ID escaped, + ".sql.tmp" */
+	if (file_len + 6 + 7 + 16 + 8 > 255)
+		return nf_error_set(err, NF_EINVAL, "%s: session name too long for ClickHouse: %zu bytes once escaped "
+				    "for a file name (letters, digits and '_' count 1, other bytes 3), at most %d",
+				    dir, file_len, 255 - 6 - 7 - 16 - 8);
 	memcpy(id, b, n);
 	id[n] = '\0';
 	return 0;
@@ -407,6 +416,7 @@ int nf_push_query(const struct nf_push_options *opts, const char *sql, const cha
 			c.base = nb;
 		}
 		c.out = out;
+		c.out_text = opts->answer_text;
 		if (!rc)
 			rc = nf_push_ch_post(&c, sql, NULL, 0, 1, err);
 		if (!rc && fflush(out))

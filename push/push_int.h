@@ -55,11 +55,14 @@ struct buf {
 struct ch {
 	CURL *curl;
 	char *base;      /* URL up to and with '?' or '&' ready for parameters */
-	char shown[256]; /* URL for messages: no query string (it may hold a password) */
+	char shown[256]; /* URL for messages: no query string, no password (either may hold one) */
 	const char *db;
 	const char *sfx; /* "" on one server; "_local" for the shard tables of a cluster */
 	FILE *out;       /* answer of a 200 goes here when set */
 	int out_failed;
+	int out_text;    /* out is text to show: cleaned by nf_esc_text (newlines, tabs kept) */
+	unsigned char carry[4]; /* out_text: a character cut by the end of a chunk */
+	size_t ncarry;
 	struct buf errbody;
 	long timeout_s;
 	/* set: the body of the next POST is streamed (chunked) from this callback */

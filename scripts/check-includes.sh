@@ -35,7 +35,7 @@ declare -A PUBLIC=(
 )
 # The module each contract header (include/contract/) belongs to.
 declare -A CONTRACT=(
-  [errors.h]=core [ctf_meta.h]=core [outfile.h]=core [sessiondir.h]=core [escape.h]=core [sattime.h]=core
+  [errors.h]=core [ctf_meta.h]=core [outfile.h]=core [sessiondir.h]=core [escape.h]=core [sattime.h]=core [infile.h]=core
   [ctf.h]=capture [record.h]=capture
   [parser.h]=parser [kernel.h]=kernel [etl.h]=etl
   [timeline.h]=timeline [timeline_writer.h]=timeline

@@ -11,6 +11,7 @@
 #define _GNU_SOURCE /* copy_file_range */
 #include "contract/etwsession.h"
 #include "contract/errors.h"
+#include "contract/infile.h"
 
 #include "etw_ingest.h"
 #include "contract/etl.h"
@@ -67,7 +68,7 @@ bool nf_etw_session_is(const char *dir)
 bool nf_etw_file_is(const char *path)
 {
 	unsigned char head[512];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = nf_infile_open(path, NULL); /* a FIFO: not an ETL, and no wait */
 	ssize_t n;
 
 	if (fd < 0)

@@ -215,6 +215,172 @@ START_TEST(outputs_that_are_files_of_the_session_are_refused)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* a misbehaving ClickHouse server (tests/cli/fake_clickhouse.py)        */
+
+/*
+ * Runs script with a fake server in mode: "$1" its URL's host:port
+ * (127.0.0.1:PORT), "$2" its request log, "$3".. args; the server is
+ * stopped (by its pid) when the script ends. Returns the script's status.
+ */
+static int with_fake(const char *mode, const char *script, const char *a3, const char *a4)
+{
+	char py[1024], log[700], port[700], full[8192];
+
+	nf_test_source_path(py, sizeof(py), "tests/cli/fake_clickhouse.py");
+	snprintf(log, sizeof(log), "%s/fake-%s.log", tmp, mode);
+	snprintf(port, sizeof(port), "%s/fake-%s.port", tmp, mode);
+	snprintf(full, sizeof(full),
+		 "PY=$1 MODE=$2 LOG=$3 PORTF=$4 A3=$5 A4=$6; : > \"$LOG\"; "
+		 "python3 \"$PY\" \"$MODE\" \"$LOG\" > \"$PORTF\" & srv=$!; trap 'kill $srv' EXIT; "
+		 "for i in $(seq 100); do [ -s \"$PORTF\" ] && break; sleep 0.1; done; "
+		 "set -- \"127.0.0.1:$(head -1 \"$PORTF\")\" \"$LOG\" \"$A3\" \"$A4\"; %s", script);
+	return nf_test_sh(full, NF_TEST_ARGV(py, mode, log, port, a3 ? a3 : "", a4 ? a4 : ""), out, sizeof(out), err,
+			  sizeof(err));
+}
+
+/* ------------------------------------------------------------------ */
+/* 4. import of a FIFO                                                   */
+
+START_TEST(import_of_a_fifo_is_refused_at_once)
+{
+	static const char *const names[] = { "fifo", "fifo.etl", "fifo.dat" };
+
+	for (size_t i = 0; i < 3; i++) {
+		char f[700], o[700];
+
+		snprintf(f, sizeof(f), "%s/%s", tmp, names[i]);
+		snprintf(o, sizeof(o), "%s/x%zu", tmp, i);
+		ck_assert_int_eq(mkfifo(f, 0644), 0);
+		/* a FIFO nobody writes: the import's open or read waited for ever */
+		int st = nf_test_shell("sh", "exec timeout 20 \"$NF\" import \"$1\" -o \"$2\"", NF_TEST_ARGV(f, o), out,
+				       sizeof(out), err, sizeof(err));
+		refused_one_line(st, names[i], "not a regular file");
+		ck_assert(access(o, F_OK) != 0);
+	}
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* 5. push: a swap lock that cannot be taken over                        */
+
+START_TEST(push_retries_on_a_lock_it_cannot_take_pause_and_give_up)
+{
+	/* Every RENAME of the (stale-looking) lock fails as if another waiter
+	 * took it: the push looped at once, without pause or end. */
+	int st = with_fake("lock-stolen",
+			   "start=$(date +%s); NFTRACE_PUSH_LOCK_STALE_S=0 NFTRACE_PUSH_LOCK_WAIT_S=2 "
+			   "timeout 30 \"$NF\" push --clickhouse \"http://$1\" \"$3\" 2>\"$3.err\"; rc=$?; "
+			   "echo \"rc=$rc s=$(( $(date +%s) - start )) renames=$(grep -c '^RENAME' \"$2\")\"; cat \"$3.err\"",
+			   good, NULL);
+	ck_assert_msg(st == 0, "%s %s", out, err);
+	int rc = -1, secs = -1, renames = -1;
+	ck_assert_msg(sscanf(out, "rc=%d s=%d renames=%d", &rc, &secs, &renames) == 3, "%s", out);
+	ck_assert_msg(rc == 1 && secs >= 2 && secs < 20, "%s", out);
+	ck_assert_msg(renames > 0 && renames < 100, "%d renames in %d s: %s", renames, secs, out);
+	ck_assert_msg(strstr(out, "another push of session 's' has held `_lock_s` for over 2 s"), "%s", out);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* 9. names that reach a terminal                                        */
+
+START_TEST(clickhouse_answers_reach_the_terminal_cleaned)
+{
+	char py[1024];
+
+	nf_test_source_path(py, sizeof(py), "tests/cli/hostile_check.py");
+	/* each of our formats is text: checked as a terminal's */
+	int st = with_fake("hostile",
+			   "set -e; for f in --table --csv --json; do "
+			   "\"$NF\" query --clickhouse \"http://$1\" $f \"select name from queues\" > \"$4.$f\"; done; "
+			   "python3 \"$3\" text \"$4\".--*; "
+			   /* the SQL's own FORMAT: as the server sent it (to a file) */
+			   "\"$NF\" query --clickhouse \"http://$1\" \"select name from queues FORMAT TSV\" > \"$4.raw\"; "
+			   "grep -c \"$(printf '\\033')\" \"$4.raw\"; cat \"$4.--table\"",
+			   py, good);
+	ck_assert_msg(st == 0, "%s %s", out, err);
+	ck_assert_msg(!strncmp(out, "2\n", 2), "the raw answer lost its bytes: %s", out);
+	ck_assert_msg(strstr(out, "red?[31mRED?[0m?[2J\ntitle?]0;pwned? link?]8;;http://x/?\\x\n"
+				  "cr?OVER bs???X del?\nc1?31m?0;t? nonchar?\nbad?? caf? cut??\n"
+				  "good caf\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x98\x80\n"), "%s", out);
+}
+END_TEST
+
+/* A session directory named with control characters, shown by info, check
+ * and critical-path; critical-path with C1 controls in a queue name. */
+START_TEST(directory_names_and_c1_reach_no_terminal_raw)
+{
+	char d[700], py[1024];
+
+	snprintf(d, sizeof(d), "%s/x\x1b]0;pwned\x07\xc2\x9b" "31m\xff", tmp);
+	nf_test_source_path(py, sizeof(py), "tests/cli/hostile_check.py");
+	sh_ok("set -e; \"$NF\" record -o \"$1\" -- \"$3\" c1-names 3 >/dev/null; "
+	      "\"$NF\" info \"$1\" > \"$4/o.info\"; \"$NF\" check \"$1\" > \"$4/o.check\"; "
+	      "\"$NF\" critical-path \"$1\" --queue 0x40000240 > \"$4/o.cp\"; "
+	      "\"$NF\" query \"$1\" 'select name from queues' > \"$4/o.query\"; "
+	      "python3 \"$2\" text \"$4\"/o.*; grep -h -e session -e 'queue 0x40000240' \"$4\"/o.info \"$4\"/o.check \"$4\"/o.cp",
+	      NF_TEST_ARGV(d, py, hostile_prog(), tmp));
+	ck_assert_msg(strstr(out, "/x?]0;pwned??31m?\nsession ") && strstr(out, "/x?]0;pwned??31m?: "), "%s", out);
+	ck_assert_msg(strstr(out, "(C1?31mred?0;title?)"), "%s", out);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* 11. a ClickHouse URL's password                                       */
+
+START_TEST(clickhouse_passwords_are_not_printed)
+{
+	/* refused, unreachable, and an HTTP error: every error line names the
+	 * server without its password */
+	int st = with_fake("error",
+			   "for u in \"http://bob:s3cret@$1/\" \"http://bob:s3cret@127.0.0.1:1\" \"http://$1/?user=bob&password=s3cret\" "
+			   "\"ftp://bob:s3cret@$1\"; do "
+			   "\"$NF\" push --clickhouse \"$u\" \"$3\"; \"$NF\" query --clickhouse \"$u\" 'select 1'; done 2>&1; true",
+			   good, NULL);
+	ck_assert_msg(st == 0, "%s %s", out, err);
+	ck_assert_msg(nf_test_count_lines(out) == 8, "%s", out);
+	ck_assert_msg(!strstr(out, "s3cret"), "a password printed:\n%s", out);
+	ck_assert_msg(strstr(out, "http://bob:***@127.0.0.1:") && strstr(out, "HTTP 500: Code: 999") &&
+			      strstr(out, "Couldn't connect") && strstr(out, "ftp://bob:***@"), "%s", out);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* 12. the smaller ones                                                  */
+
+/* A session name ClickHouse cannot make a lock table of (150 '-': each is
+ * 3 bytes in its file names) is refused before anything is sent. */
+START_TEST(push_checks_session_names_first)
+{
+	char d[700];
+
+	snprintf(d, sizeof(d), "%s/%s", tmp,
+		 "------------------------------------------------------------------------------------------"
+		 "------------------------------------------------------------");
+	ck_assert_int_eq(rename(good, d), 0);
+	int st = with_fake("error", "\"$NF\" push --clickhouse \"http://$1\" \"$3\"; echo \"rc=$? $(wc -l < \"$2\")\"",
+			   d, NULL);
+	ck_assert_msg(st == 0 && !strcmp(out, "rc=1 0\n"), "%s %s", out, err);
+	ck_assert_msg(strstr(err, "session name too long for ClickHouse: 450 bytes"), "%s", err);
+}
+END_TEST
+
+/* --timeout S bounds each request of push and query --clickhouse. */
+START_TEST(push_and_query_timeouts_can_be_set)
+{
+	int st = with_fake("slow",
+			   "start=$(date +%s); \"$NF\" query --timeout 1 --clickhouse \"http://$1\" 'select 1'; a=$?; "
+			   "\"$NF\" push --timeout 1 --clickhouse \"http://$1\" \"$3\"; b=$?; "
+			   "echo \"$a $b $(( $(date +%s) - start ))\"", good, NULL);
+	int a, b, secs;
+
+	ck_assert_msg(st == 0 && sscanf(out, "%d %d %d", &a, &b, &secs) == 3, "%s %s", out, err);
+	ck_assert_msg(a == 1 && b == 1 && secs < 15, "%s %s", out, err);
+	ck_assert_msg(nf_test_count_lines(err) == 2 && strstr(err, "imeout"), "%s", err);
+}
+END_TEST
+
 static Suite *reliability3_suite(void)
 {
 	Suite *s = suite_create("reliability3");
@@ -229,6 +395,25 @@ static Suite *reliability3_suite(void)
 	tcase_add_test(tc, a_killed_replacement_leaves_the_session_and_the_next_run_cleans_up);
 	tcase_add_test(tc, a_swap_killed_half_way_is_undone_by_the_next_run);
 	tcase_add_test(tc, outputs_that_are_files_of_the_session_are_refused);
+	tc = tcase_create("hang");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 300);
+	suite_add_tcase(s, tc);
+	tcase_add_test(tc, import_of_a_fifo_is_refused_at_once);
+	tcase_add_test(tc, push_retries_on_a_lock_it_cannot_take_pause_and_give_up);
+	tc = tcase_create("strings");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 300);
+	suite_add_tcase(s, tc);
+	tcase_add_test(tc, clickhouse_answers_reach_the_terminal_cleaned);
+	tcase_add_test(tc, directory_names_and_c1_reach_no_terminal_raw);
+	tcase_add_test(tc, clickhouse_passwords_are_not_printed);
+	tc = tcase_create("small");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 300);
+	suite_add_tcase(s, tc);
+	tcase_add_test(tc, push_checks_session_names_first);
+	tcase_add_test(tc, push_and_query_timeouts_can_be_set);
 	return s;
 }
 
