@@ -157,6 +157,20 @@ static void put_str(struct html *h, const char *s)
 	nf_esc_json(s, strlen(s), NF_ESC_SCRIPT, nf_esc_file_write, h->f);
 }
 
+/* A path as one shell word (nf_esc_shell; "./" before a leading '-', so it is
+ * no option), as a JSON string. */
+static void put_shell_word(struct html *h, const char *path)
+{
+	char word[4 * 4096 + 16];
+	struct nf_esc_buf b = { word, sizeof(word), 0, false };
+
+	word[0] = '\0';
+	if (path[0] == '-')
+		nf_esc_buf_write(&b, "./", 2);
+	nf_esc_shell(path, strlen(path), nf_esc_buf_write, &b);
+	put_str(h, b.cut ? "DIR" : word);
+}
+
 /* ---- reading ---- */
 
 static void copy_col(char *dst, size_t len, sqlite3_stmt *st, int col)
@@ -1352,6 +1366,9 @@ static void write_meta(struct html *h, int64_t max_ops)
 	put_str(h, h->o->title ? h->o->title : "nftrace session");
 	put(h, ",\"session\":");
 	put_str(h, h->o->session ? h->o->session : "DIR");
+	/* the note's command: the directory as one shell word, to paste as it is */
+	put(h, ",\"sessionShell\":");
+	put_shell_word(h, h->o->session ? h->o->session : "DIR");
 	put(h, ",\"source\":");
 	put_str(h, h->source);
 	put(h, ",\"mode\":");

@@ -327,6 +327,64 @@ START_TEST(directory_names_and_c1_reach_no_terminal_raw)
 END_TEST
 
 /* ------------------------------------------------------------------ */
+/* 6. noncharacters and Latin-1 in the title                             */
+
+/* A directory named with noncharacters (U+FFFE, U+FDD0, U+1FFFF) and a
+ * Latin-1 byte, and --title $'\xff': cairo refused the whole picture for the
+ * first, the PDF lost its title for the second. */
+START_TEST(noncharacters_and_latin1_titles_draw)
+{
+	char d[700], py[1024];
+
+	snprintf(d, sizeof(d), "%s/n\xef\xbf\xbe\xef\xb7\x90\xf0\x9f\xbf\xbf-caf\xe9", tmp);
+	nf_test_source_path(py, sizeof(py), "tests/cli/hostile_check.py");
+	ck_assert_int_eq(rename(good, d), 0);
+	sh_ok("set -e; for f in png svg pdf html; do \"$NF\" report \"$1\" -o \"$3/t.$f\"; done; "
+	      "\"$NF\" report \"$1\" -o \"$3/x.pdf\" --title \"$(printf '\\377')\"; "
+	      "python3 \"$2\" png \"$3/t.png\"; python3 \"$2\" xml \"$3/t.svg\"; python3 \"$2\" html \"$3/t.html\"; "
+	      "python3 \"$2\" pdf \"$3/t.pdf\" \"$3/x.pdf\"; grep -a -c '/Title' \"$3/x.pdf\"",
+	      NF_TEST_ARGV(d, py, tmp));
+	ck_assert_str_eq(out, "1\n");
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* 10. the HTML page's command to paste                                  */
+
+/* The page's note suggests the command for the next part; pasted into a
+ * shell, with the directory named x;touch${IFS}PWNED;#, it ran touch. Read
+ * from the page as Chromium shows it (or from its data without Chromium). */
+START_TEST(the_html_notes_command_runs_as_written)
+{
+	static const char check[] =
+		"import html, os, re, subprocess, sys\n"
+		"nf, page, dom = sys.argv[1:4]\n"
+		"if dom != '-':\n"
+		"    m = re.search(r'<code>(nftrace report .*?)</code>', open(dom, encoding='utf-8').read())\n"
+		"    cmd = html.unescape(m.group(1))\n"
+		"else:\n"
+		"    import json\n"
+		"    m = re.search(r'\"sessionShell\":(\"(?:[^\"\\\\]|\\\\.)*\")', open(page, encoding='utf-8').read())\n"
+		"    cmd = 'nftrace report ' + json.loads(m.group(1)) + ' -o next.html --from 0 --to 1ms'\n"
+		"print(cmd)\n"
+		"r = subprocess.run(['sh', '-c', cmd.replace('nftrace', '\"$NF\"', 1)], env=dict(os.environ, NF=nf))\n"
+		"print('rc', r.returncode, 'next', os.path.exists('next.html'), 'pwned', os.path.exists('PWNED'))\n";
+	const char *chromium = getenv("NF_CHROMIUM") ? getenv("NF_CHROMIUM") : "/usr/bin/chromium";
+	bool have = access(chromium, X_OK) == 0;
+
+	sh_ok("set -e; cd \"$1\"; d='x;touch${IFS}PWNED;#'; \"$NF\" record -o \"$d\" -- \"$2\" ops 300 >/dev/null; "
+	      "\"$NF\" report \"$d\" -o page.html --max-ops 10; "
+	      "if [ \"$4\" = yes ]; then timeout 120 \"$3\" --headless --no-sandbox --disable-gpu --no-first-run "
+	      "--disable-crash-reporter --user-data-dir=\"$1/profile\" --virtual-time-budget=5000 --dump-dom "
+	      "\"file://$1/page.html\" > dom.html 2>/dev/null; dom=dom.html; else dom=-; fi; "
+	      "python3 -c \"$5\" \"$NF\" page.html $dom",
+	      NF_TEST_ARGV(tmp, hostile_prog(), chromium, have ? "yes" : "no", check));
+	ck_assert_msg(strstr(out, "nftrace report 'x;touch${IFS}PWNED;#' -o next.html --from "), "%s", out);
+	ck_assert_msg(strstr(out, "rc 0 next True pwned False"), "%s %s", out, err);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
 /* 11. a ClickHouse URL's password                                       */
 
 START_TEST(clickhouse_passwords_are_not_printed)
@@ -408,6 +466,8 @@ static Suite *reliability3_suite(void)
 	tcase_add_test(tc, clickhouse_answers_reach_the_terminal_cleaned);
 	tcase_add_test(tc, directory_names_and_c1_reach_no_terminal_raw);
 	tcase_add_test(tc, clickhouse_passwords_are_not_printed);
+	tcase_add_test(tc, the_html_notes_command_runs_as_written);
+	tcase_add_test(tc, noncharacters_and_latin1_titles_draw);
 	tc = tcase_create("small");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 300);
