@@ -39,6 +39,12 @@ int nf_timeline_open_read(const char *path, sqlite3 **db, struct nf_error *err)
 				  *db ? sqlite3_errmsg(*db) : "out of memory");
 		goto out_close;
 	}
+	/* A timeline file may come with a session from elsewhere (its session_key
+	 * is computable by whoever ships it): it cannot be made to write itself
+	 * (defensive), the functions registered on this connection are
+	 * SQLITE_DIRECTONLY (no view or trigger of its own calls them), and every
+	 * string read back is escaped where it goes (contract/escape.h). */
+	sqlite3_db_config(*db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
 	/* A file that is not a timeline gets a clear message instead of an SQL error. */
 	if (sqlite3_prepare_v2(*db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND "
 				    "name IN ('meta','queues','fence_ops','deps','anomalies',"

@@ -349,6 +349,43 @@ START_TEST(noncharacters_and_latin1_titles_draw)
 END_TEST
 
 /* ------------------------------------------------------------------ */
+/* 8. strings read back from a timeline file                             */
+
+/* A timeline shipped with its session is used when its session_key matches
+ * (whoever ships it can compute that): its strings are as untrusted as a
+ * capture's. Statuses, names and meta planted in .timeline.db reach every
+ * output cleaned (the SVG tooltips copied status raw: ill-formed XML). */
+START_TEST(strings_planted_in_a_timeline_are_untrusted)
+{
+	char py[1024], db[700], proto[1024];
+
+	nf_test_source_path(py, sizeof(py), "tests/cli/hostile_check.py");
+	nf_test_source_path(proto, sizeof(proto), "tests/export/perfetto_subset.proto");
+	snprintf(db, sizeof(db), "%s/.timeline.db", good);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("query", good, "select 1")), 0);
+	sh_ok("python3 -c \"import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); "
+	      "bad = b'\\x1b[31m\\x01\\x08\\r</title><script>x()</script>\\xc2\\x9b\\xef\\xbf\\xbe\\xff\\xed\\xa0\\x80'; "
+	      "c.execute('UPDATE fence_ops SET status = CAST(? AS TEXT)', (bad,)); "
+	      "c.execute('UPDATE queues SET name = CAST(? AS TEXT)', (bad,)); "
+	      "c.execute('UPDATE adapters SET name = CAST(? AS TEXT)', (bad,)); "
+	      "c.execute(\\\"UPDATE meta SET value = CAST(? AS TEXT) WHERE key IN ('source', 'mode')\\\", (bad,)); "
+	      "c.commit()\" \"$1\"", NF_TEST_ARGV(db));
+	/* the planted timeline is the one read (not rebuilt) */
+	ck_assert_int_eq(nft(NF_TEST_ARGV("query", "--csv", good, "select count(*) from fence_ops where status like '%script%'")), 0);
+	ck_assert_msg(!strcmp(out, "count(*)\n2\n"), "%s", out);
+	sh_ok("set -e; cd \"$2\"; for f in png svg pdf html; do \"$NF\" report \"$1\" -o \"p.$f\"; done; "
+	      "\"$NF\" export \"$1\" -o p.json --format chrome-json >/dev/null; \"$NF\" export \"$1\" -o p.pftrace --format perfetto >/dev/null; "
+	      "\"$NF\" query \"$1\" 'select * from fence_ops' > p.txt; \"$NF\" query --json \"$1\" 'select * from queues' > q.json; "
+	      "\"$NF\" critical-path \"$1\" >> p.txt; \"$NF\" critical-path --json \"$1\" > cp.json; "
+	      "python3 \"$3\" xml p.svg; python3 \"$3\" html p.html; python3 \"$3\" json p.json q.json cp.json; "
+	      "python3 \"$3\" text p.txt; python3 \"$3\" proto --proto \"$4\" p.pftrace; "
+	      "python3 \"$3\" png p.png; python3 \"$3\" pdf p.pdf; grep -c '<title>' p.svg",
+	      NF_TEST_ARGV(good, tmp, py, proto));
+	ck_assert_msg(atoi(out) >= 2, "no tooltip drawn: %s", out);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
 /* 10. the HTML page's command to paste                                  */
 
 /* The page's note suggests the command for the next part; pasted into a
@@ -468,6 +505,7 @@ static Suite *reliability3_suite(void)
 	tcase_add_test(tc, clickhouse_passwords_are_not_printed);
 	tcase_add_test(tc, the_html_notes_command_runs_as_written);
 	tcase_add_test(tc, noncharacters_and_latin1_titles_draw);
+	tcase_add_test(tc, strings_planted_in_a_timeline_are_untrusted);
 	tc = tcase_create("small");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 300);
