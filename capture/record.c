@@ -51,6 +51,8 @@ int nf_record_prepare_dir(const char *dir, bool force, struct nf_error *err)
 	struct dirent *de;
 	bool empty = true;
 
+	if (!*dir)
+		return nf_error_set(err, NF_EINVAL, "missing output directory (an empty name)");
 	if (lstat(dir, &st) != 0) {
 		if (errno == ENOENT)
 			return 0;

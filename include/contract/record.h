@@ -116,7 +116,7 @@ int nf_record_program(const struct nf_record_options *opts, struct nf_record_res
  * or empty now; it is not created), NF_EEXIST (dir is a file, a non-empty
  * directory without force, or with force something other than an nftrace
  * session: nothing is removed), NF_EIO (dir cannot be examined or a file of
- * the session cannot be removed). */
+ * the session cannot be removed), NF_EINVAL (dir is empty: ""). */
 int nf_record_prepare_dir(const char *dir, bool force, struct nf_error *err);
 
 #ifdef __cplusplus

@@ -6,6 +6,7 @@
  * misbehaves: the fake one of tests/cli/fake_clickhouse.py.)
  */
 #include "nf_test.h"
+#include "tracedat_writer.h"
 
 #include <signal.h>
 #include <stdbool.h>
@@ -476,6 +477,47 @@ START_TEST(push_and_query_timeouts_can_be_set)
 }
 END_TEST
 
+/* The HTML page's row limit, reached with threads, says to filter threads
+ * (it said "filter queues"), at the limit it states (it stopped at 16384). */
+START_TEST(html_row_limit_names_what_to_filter)
+{
+	enum { N = 20001 };
+	char formats[1024], dat[700], s[700], o[700], why[256];
+	size_t cap = (size_t)N * 190, n = 0;
+	char *ev = malloc(cap);
+
+	ck_assert_ptr_nonnull(ev);
+	nf_test_source_path(formats, sizeof(formats), "samples/kernel/formats");
+	for (int i = 0; i < N; i++)
+		n += (size_t)snprintf(ev + n, cap - n,
+				      "0 %d sched:sched_switch %d prev_comm=t prev_pid=%d prev_prio=120 prev_state=1 "
+				      "next_comm=t next_pid=%d next_prio=120\n", 1000 + i, 100 + i, 100 + i, 101 + i);
+	snprintf(dat, sizeof(dat), "%s/threads.dat", tmp);
+	snprintf(s, sizeof(s), "%s/threads", tmp);
+	snprintf(o, sizeof(o), "%s/t.html", tmp);
+	ck_assert_msg(nf_tdw_write(formats, ev, dat, NULL, why, sizeof(why)) == 0, "%s", why);
+	free(ev);
+	ck_assert_msg(nft(NF_TEST_ARGV("import", dat, "-o", s)) == 0, "%s", err);
+	refused_one_line(nft(NF_TEST_ARGV("report", s, "-o", o, "--threads", "all")), "threads", "more than 20000 rows");
+	ck_assert_msg(strstr(err, "filter threads") && !strstr(err, "queues"), "%s", err);
+	ck_assert(access(o, F_OK) != 0);
+}
+END_TEST
+
+/* trace-cmd import -o "": the directory is missing (it said "ctf writer:
+ * missing directory"); record -o "" likewise. */
+START_TEST(an_empty_output_name_is_named_as_such)
+{
+	char src[1024], dat[1024];
+
+	nf_test_source_path(src, sizeof(src), "samples/log-buffer-example.nfs");
+	nf_test_source_path(dat, sizeof(dat), "samples/kernel/dma-fence.dat");
+	refused_one_line(nft(NF_TEST_ARGV("import", dat, "-o", "")), "import", "missing output directory");
+	refused_one_line(nft(NF_TEST_ARGV("record", "-o", "", src)), "record", "missing output directory");
+	ck_assert(!strstr(err, "ctf writer"));
+}
+END_TEST
+
 static Suite *reliability3_suite(void)
 {
 	Suite *s = suite_create("reliability3");
@@ -512,6 +554,8 @@ static Suite *reliability3_suite(void)
 	suite_add_tcase(s, tc);
 	tcase_add_test(tc, push_checks_session_names_first);
 	tcase_add_test(tc, push_and_query_timeouts_can_be_set);
+	tcase_add_test(tc, html_row_limit_names_what_to_filter);
+	tcase_add_test(tc, an_empty_output_name_is_named_as_such);
 	return s;
 }
 
