@@ -14,8 +14,10 @@
 #include "contract/etwsession.h"
 #include "contract/parser.h"
 #include "contract/session.h"
+#include "contract/timeline.h"
 
 #include <inttypes.h>
+#include <sqlite3.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -234,7 +236,7 @@ static void hang_print_json(const struct nf_hang_report *h)
 }
 
 static void check_print_text(const char *dir, const struct nf_log_summary *s,
-			     const struct nf_analysis *a, const struct nf_hang_report *h)
+			     const struct nf_analysis *a, const struct nf_hang_report *h, const char *timeline_note)
 {
 	struct nf_queue_summary *const *qs = s->queues;
 	const struct nf_parser_stats *st = &s->stats;
@@ -320,6 +322,8 @@ static void check_print_text(const char *dir, const struct nf_log_summary *s,
 			printf("  ... and %" PRIu64 " more\n", s->not_listed);
 	}
 	hang_print_text(a, h);
+	if (timeline_note[0])
+		printf("timeline findings: %s\n", nf_esc_text_buf(tb, sizeof(tb), timeline_note, 0));
 	if (!strcmp(verdict, "illegal"))
 		printf("verdict: illegal (%" PRIu64 " findings that no valid session has)\n",
 		       s->illegal + h->count[NF_HANG_LOWERED]);
@@ -434,6 +438,43 @@ static void check_print_json(const char *dir, const struct nf_log_summary *s,
 	printf("%s],\n  \"findings_not_listed\": %" PRIu64, s->n_listed ? "\n  " : "", s->not_listed);
 	hang_print_json(h);
 	printf("\n}\n");
+}
+
+/* ---- findings only the timeline has ------------------------------------------- */
+
+/*
+ * The timeline's builder checks ranges the log replay does not see: a
+ * calibration pair beyond 2^62 (not used), an event the CPU clock cannot
+ * place within 2^62 ns (left out). It writes each as an out_of_range anomaly
+ * without a queue (the log replay's own findings have one). They are
+ * illegal: counted into the summary's illegal findings, so the verdict and
+ * the exit status say so, and the first is shown. Returns 0 or a code.
+ */
+static int timeline_findings(const char *db, struct nf_log_summary *s, char *first, size_t len,
+			     struct nf_error *err)
+{
+	sqlite3 *h = NULL;
+	sqlite3_stmt *st = NULL;
+	int rc = nf_timeline_open_read(db, &h, err);
+
+	first[0] = '\0';
+	if (rc)
+		return rc;
+	if (sqlite3_prepare_v2(h, "SELECT count(*), (SELECT detail FROM anomalies WHERE kind = 'out_of_range' AND "
+				  "queue IS NULL ORDER BY id LIMIT 1) FROM anomalies WHERE kind = 'out_of_range' AND "
+				  "queue IS NULL", -1, &st, NULL) != SQLITE_OK || sqlite3_step(st) != SQLITE_ROW) {
+		rc = nf_sql_error(h, err, "%s: reading anomalies", db);
+	} else if (sqlite3_column_int64(st, 0) > 0) {
+		uint64_t n = (uint64_t)sqlite3_column_int64(st, 0);
+
+		s->illegal += n;
+		s->total[NF_FIND_OUT_OF_RANGE] += n;
+		snprintf(first, len, "%" PRIu64 " out_of_range in the timeline, first: %s", n,
+			 sqlite3_column_text(st, 1) ? (const char *)sqlite3_column_text(st, 1) : "?");
+	}
+	sqlite3_finalize(st);
+	sqlite3_close(h);
+	return rc;
 }
 
 /* A path for a temporary timeline of dir under $TMPDIR (or /tmp): 0, or -1. */
@@ -633,6 +674,9 @@ int cmd_check(int argc, char **argv)
 		rc = nf_analysis_load_open(db, &a, &err);
 	if (!rc)
 		rc = nf_analysis_hangs(a, &hangs, &err);
+	char tl_first[400];
+	if (!rc)
+		rc = timeline_findings(db, s, tl_first, sizeof(tl_first), &err);
 	if (rc) {
 		rc = nf_cli_fail("check", &err);
 		goto out_free;
@@ -640,7 +684,8 @@ int cmd_check(int argc, char **argv)
 	if (json) {
 		check_print_json(dir, s, &hangs);
 	} else {
-		check_print_text(dir, s, a, &hangs);
+		/* before the verdict, which counts them */
+		check_print_text(dir, s, a, &hangs, tl_first);
 	}
 	rc = strcmp(check_verdict(s, &hangs), "whole") && strcmp(check_verdict(s, &hangs), "legal_anomalies")
 		     ? NF_EXIT_FAIL : NF_EXIT_OK;

@@ -518,6 +518,31 @@ START_TEST(an_empty_output_name_is_named_as_such)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* 13. check and the timeline's own findings                             */
+
+/* Calibration pairs beyond 2^62 (the GPU clock crosses it after the last
+ * log entry): the timeline records each as out_of_range; check said "whole". */
+START_TEST(check_calls_calibration_pairs_out_of_range_illegal)
+{
+	char sc[700], d[700], src[1024];
+
+	snprintf(sc, sizeof(sc), "%s/cal.nfs", tmp);
+	snprintf(d, sizeof(d), "%s/cal", tmp);
+	nf_test_source_path(src, sizeof(src), "samples/log-buffer-example.nfs");
+	sh_ok("sed 's/gpu_offset 1000000/gpu_offset 4611686018427000000/; s/^advance 1ms/advance 1s/' \"$1\" > \"$2\" && "
+	      "\"$NF\" record -o \"$3\" \"$2\" >/dev/null", NF_TEST_ARGV(src, sc, d));
+	ck_assert_int_eq(nft(NF_TEST_ARGV("check", d)), 1);
+	ck_assert_msg(strstr(out, "timeline findings: 99 out_of_range in the timeline, first: adapter 0: calibration pair") &&
+			      strstr(out, "verdict: illegal (99 findings"), "%s", out);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("check", "--json", d)), 1);
+	ck_assert_msg(strstr(out, "\"verdict\": \"illegal\"") && strstr(out, "\"illegal\": 99"), "%s", out);
+	/* the log's own findings are not counted twice: a whole session stays whole */
+	ck_assert_int_eq(nft(NF_TEST_ARGV("check", good)), 0);
+	ck_assert_msg(strstr(out, "verdict: whole") && !strstr(out, "timeline findings"), "%s", out);
+}
+END_TEST
+
 static Suite *reliability3_suite(void)
 {
 	Suite *s = suite_create("reliability3");
@@ -556,6 +581,7 @@ static Suite *reliability3_suite(void)
 	tcase_add_test(tc, push_and_query_timeouts_can_be_set);
 	tcase_add_test(tc, html_row_limit_names_what_to_filter);
 	tcase_add_test(tc, an_empty_output_name_is_named_as_such);
+	tcase_add_test(tc, check_calls_calibration_pairs_out_of_range_illegal);
 	return s;
 }
 
