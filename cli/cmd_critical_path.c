@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "contract/errors.h"
 #include "contract/escape.h"
+#include "contract/sattime.h"
 
 #include "contract/analysis.h"
 #include "contract/render.h"
@@ -106,7 +107,7 @@ static void print_json(const struct nf_analysis *a, const struct nf_cp_path *p)
 {
 	printf("{\"op\": %" PRId64 ", \"queued_ns\": %" PRId64 ", \"end_ns\": %" PRId64
 	       ", \"latency_ns\": %" PRId64 ", \"segments\": [",
-	       p->op_id, p->queued_ns, p->end_ns, p->end_ns - p->queued_ns);
+	       p->op_id, p->queued_ns, p->end_ns, nf_time_sub(p->end_ns, p->queued_ns));
 	for (size_t i = 0; i < p->n; i++) {
 		const struct nf_cp_segment *s = &p->segs[i];
 		char doing[512];
@@ -129,7 +130,7 @@ static void print_json(const struct nf_analysis *a, const struct nf_cp_path *p)
 		json_opt("release_op", s->release_op);
 		json_opt("via_fence", s->via_fence);
 		printf(", \"start_ns\": %" PRId64 ", \"end_ns\": %" PRId64 ", \"duration_ns\": %" PRId64
-		       ", \"doing\": ", s->start_ns, s->end_ns, s->end_ns - s->start_ns);
+		       ", \"doing\": ", s->start_ns, s->end_ns, nf_time_sub(s->end_ns, s->start_ns));
 		json_str(doing);
 		putchar('}');
 	}
@@ -155,7 +156,7 @@ static void print_text(const struct nf_analysis *a, const struct nf_cp_path *p)
 	actor_label(a, &self, on, sizeof(on));
 	printf("critical path of %s on %s\n", what, on);
 	printf("queued at %" PRId64 " ns, ended at %" PRId64 " ns: latency %" PRId64 " ns in %zu segment%s\n",
-	       p->queued_ns, p->end_ns, p->end_ns - p->queued_ns, p->n, p->n == 1 ? "" : "s");
+	       p->queued_ns, p->end_ns, nf_time_sub(p->end_ns, p->queued_ns), p->n, p->n == 1 ? "" : "s");
 	printf("%14s %14s %14s  %-28s %s\n", "start_ns", "end_ns", "duration_ns", "on", "doing");
 	for (size_t i = 0; i < p->n; i++) {
 		const struct nf_cp_segment *s = &p->segs[i];
@@ -163,7 +164,7 @@ static void print_text(const struct nf_analysis *a, const struct nf_cp_path *p)
 		actor_label(a, s, on, sizeof(on));
 		doing_label(a, s, doing, sizeof(doing));
 		printf("%14" PRId64 " %14" PRId64 " %14" PRId64 "  %-28s %s\n", s->start_ns, s->end_ns,
-		       s->end_ns - s->start_ns, on, doing);
+		       nf_time_sub(s->end_ns, s->start_ns), on, doing);
 	}
 }
 
@@ -249,7 +250,7 @@ static void print_job_text(const struct nf_analysis *a, const struct nf_job_path
 	if (!nf_analysis_job(a, p->job, &ji, &e) && ji.thread >= 0)
 		printf(" submitted by thread %" PRId64, ji.thread);
 	printf("\nsubmitted at %" PRId64 " ns, finished at %" PRId64 " ns: latency %" PRId64 " ns in %zu segment%s\n",
-	       p->submitted_ns, p->end_ns, p->end_ns - p->submitted_ns, p->n, p->n == 1 ? "" : "s");
+	       p->submitted_ns, p->end_ns, nf_time_sub(p->end_ns, p->submitted_ns), p->n, p->n == 1 ? "" : "s");
 	printf("%14s %14s %14s  %-28s %s\n", "start_ns", "end_ns", "duration_ns", "on", "doing");
 	for (size_t i = 0; i < p->n; i++) {
 		const struct nf_job_segment *s = &p->segs[i];
@@ -257,7 +258,7 @@ static void print_job_text(const struct nf_analysis *a, const struct nf_job_path
 		job_on(a, s, on, sizeof(on));
 		job_doing(a, s, doing, sizeof(doing));
 		printf("%14" PRId64 " %14" PRId64 " %14" PRId64 "  %-28s %s\n", s->start_ns, s->end_ns,
-		       s->end_ns - s->start_ns, on, doing);
+		       nf_time_sub(s->end_ns, s->start_ns), on, doing);
 	}
 }
 
@@ -265,7 +266,7 @@ static void print_job_json(const struct nf_analysis *a, const struct nf_job_path
 {
 	printf("{\"job\": %" PRId64 ", \"submitted_ns\": %" PRId64 ", \"end_ns\": %" PRId64
 	       ", \"latency_ns\": %" PRId64 ", \"segments\": [",
-	       p->job, p->submitted_ns, p->end_ns, p->end_ns - p->submitted_ns);
+	       p->job, p->submitted_ns, p->end_ns, nf_time_sub(p->end_ns, p->submitted_ns));
 	for (size_t i = 0; i < p->n; i++) {
 		const struct nf_job_segment *s = &p->segs[i];
 		char on[300], doing[1000];
@@ -279,7 +280,7 @@ static void print_job_json(const struct nf_analysis *a, const struct nf_job_path
 		json_opt("thread", s->kind == NF_JSEG_SUBMIT ? s->thread : -1);
 		json_opt("dep_job", s->dep_job);
 		printf(", \"start_ns\": %" PRId64 ", \"end_ns\": %" PRId64 ", \"duration_ns\": %" PRId64
-		       ", \"doing\": ", s->start_ns, s->end_ns, s->end_ns - s->start_ns);
+		       ", \"doing\": ", s->start_ns, s->end_ns, nf_time_sub(s->end_ns, s->start_ns));
 		json_str(doing);
 		putchar('}');
 	}

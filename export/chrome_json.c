@@ -10,6 +10,7 @@
  */
 #include "export_int.h"
 #include "contract/escape.h"
+#include "contract/sattime.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -245,7 +246,7 @@ static int cj_event(struct nf_xwriter *w, const struct nf_xevent *e)
 
 	head(cw, as_slice ? "X" : "i", e->track, e->ts);
 	if (as_slice)
-		out_us(o, ",\"dur\":", e->end - e->ts);
+		out_us(o, ",\"dur\":", nf_time_sub(e->end, e->ts)); /* saturated: never negative */
 	else
 		NF_XOUT_LIT(o, ",\"s\":\"t\"");
 	NF_XOUT_LIT(o, ",\"name\":");
@@ -257,7 +258,7 @@ static int cj_event(struct nf_xwriter *w, const struct nf_xevent *e)
 	args(o, e);
 	if (!e->instant && e->stall_ts >= 0) {
 		head(cw, "X", e->track, e->stall_ts);
-		out_us(o, ",\"dur\":", e->end - e->stall_ts);
+		out_us(o, ",\"dur\":", nf_time_sub(e->end, e->stall_ts));
 		/* Nested in its wait, which carries everything else. */
 		NF_XOUT_LIT(o, ",\"name\":\"stall\"}");
 	}

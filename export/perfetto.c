@@ -344,8 +344,10 @@ static void packet_begin(struct pb *p, int64_t ts, int with_ts)
 {
 	p->len = 0;
 	p->depth = 0;
+	/* Perfetto's timestamps are unsigned: a time before the session's
+	 * start (only a planted timeline has one) is written as 0, not 2^64 - t */
 	if (with_ts)
-		pb_uint(p, TP_TIMESTAMP, (uint64_t)ts);
+		pb_uint(p, TP_TIMESTAMP, ts < 0 ? 0 : (uint64_t)ts);
 	pb_uint(p, TP_SEQUENCE_ID, SEQ_ID);
 }
 

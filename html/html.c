@@ -15,6 +15,7 @@
 #include "contract/html.h"
 #include "contract/errors.h"
 #include "contract/escape.h"
+#include "contract/sattime.h"
 #include "contract/timeline.h"
 #include "contract/outfile.h"
 
@@ -146,7 +147,7 @@ static void put_time(struct html *h, sqlite3_stmt *st, int col)
 	if (sqlite3_column_type(st, col) == SQLITE_NULL)
 		put(h, "null");
 	else
-		put_i64(h, sqlite3_column_int64(st, col) - h->t0);
+		put_i64(h, nf_time_sub(sqlite3_column_int64(st, col), h->t0));
 }
 
 /* A JSON string, safe inside <script> ('<', '>', '&' escaped: no "</script>"
@@ -247,7 +248,7 @@ static int resolve_window(struct html *h)
 				    "time window: start %s is not before the session's end (%s)", a, b);
 	}
 	if (o->to_ns < 0 && h->t1 <= h->t0)
-		h->t1 = h->t0 + 1000;  /* an empty session: a 1 µs window */
+		h->t1 = nf_time_add(h->t0, 1000);  /* an empty session: a 1 µs window */
 	if (h->t1 <= h->t0) {
 		nf_text_duration(a, sizeof(a), h->t1);
 		nf_text_duration(b, sizeof(b), h->t0);
@@ -611,7 +612,8 @@ static int64_t handle_process(const struct html *h, int64_t handle)
 
 static int bin_of(const struct html *h, int64_t t, int nbins)
 {
-	double b = (double)(t - h->t0) * nbins / (double)(h->t1 - h->t0);
+	/* in floating point: a window may span most of int64 */
+	double b = ((double)t - (double)h->t0) * nbins / ((double)h->t1 - (double)h->t0);
 
 	return b < 0 ? 0 : b >= nbins ? nbins - 1 : (int)b;
 }
@@ -689,7 +691,7 @@ static int pass_counts(struct html *h)
 /* The time at the start of histogram bin b. */
 static int64_t hist_time(const struct html *h, int b)
 {
-	return h->t0 + (int64_t)((double)(h->t1 - h->t0) * b / HIST_BINS);
+	return nf_time_add(h->t0, nf_time_from_double(((double)h->t1 - (double)h->t0) * b / HIST_BINS));
 }
 
 /* The detail cut: whole histogram bins from t0 holding at most max_ops operations. */
@@ -701,7 +703,7 @@ static void find_cut(struct html *h, int64_t max_ops)
 	h->lo_id = INT64_MAX;
 	h->hi_id = INT64_MIN;
 	if (h->n_ops <= max_ops) {
-		h->cut = h->t1 + 1;
+		h->cut = nf_time_add(h->t1, 1); /* saturated: every start is below INT64_MAX but one at it */
 		h->detail_full = 1;
 		b = HIST_BINS;
 	} else {
@@ -1222,9 +1224,9 @@ static int write_runs(struct html *h)
 				fputc(',', h->f);
 			put_i64(h, t);
 			fputc(',', h->f);
-			put_i64(h, (a < h->t0 ? h->t0 : a) - h->t0);
+			put_i64(h, nf_time_sub(a < h->t0 ? h->t0 : a, h->t0));
 			fputc(',', h->f);
-			put_i64(h, b - h->t0);
+			put_i64(h, nf_time_sub(b, h->t0));
 			fputc(',', h->f);
 			put_col(h, st, 3);
 		}
@@ -1386,7 +1388,7 @@ static void write_meta(struct html *h, int64_t max_ops)
 	put(h, ",\"t0\":");
 	put_i64(h, h->t0);
 	put(h, ",\"span\":");
-	put_i64(h, h->t1 - h->t0);
+	put_i64(h, nf_time_sub(h->t1, h->t0));
 	put(h, ",\"sessionEnd\":");
 	put_i64(h, h->session_end);
 	put(h, ",\"bins\":");
@@ -1400,7 +1402,7 @@ static void write_meta(struct html *h, int64_t max_ops)
 	put(h, ",\"detailFull\":");
 	put_i64(h, h->detail_full);
 	put(h, ",\"cut\":");
-	put_i64(h, h->detail_full ? h->t1 - h->t0 : h->cut - h->t0);
+	put_i64(h, nf_time_sub(h->detail_full ? h->t1 : h->cut, h->t0));
 	put(h, ",\"nextTo\":");
 	put_i64(h, h->detail_full ? 0 : h->next_to);
 	put(h, ",\"nAnomalies\":");

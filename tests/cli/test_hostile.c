@@ -5,7 +5,7 @@
  * too), a trace-cmd import whose thread names, saved command lines,
  * markers, rings and fence drivers are (tests/kernel/tracedat_writer.c), and
  * an ETW import whose engine (node) names and process image are
- * (tests/etl/etl_writer.c); the recorded one also under a directory named
+ * (tests/cli/etl_fixture.c, with tests/etl/etl_writer.c); the recorded one also under a directory named
  * by it. Every output nftrace makes of them -- PNG, SVG, PDF and HTML
  * reports, Chrome JSON, Perfetto protobuf, every table and view queried as a
  * table, CSV and JSON, critical-path text and JSON, info and check text and
@@ -17,7 +17,7 @@
 #include "nf_test.h"
 #include "hostile.h"
 
-#include "etl_writer.h"
+#include "etl_fixture.h"
 #include "tracedat_writer.h"
 
 #include <stdbool.h>
@@ -127,196 +127,22 @@ static void make_kernel(const char *dir)
 	ck_assert_msg(st == 0, "import: %s", err);
 }
 
-/* ---- the ETW capture ---- */
-
-enum { ADAPTER = 0xA000, DEVICE = 0xDE0, SYNC = 0x5000 };
-
-static void dxg(struct nf_etlw *w, uint16_t id, uint8_t version, uint32_t tid, int64_t ticks, struct nf_etlw_buf *b)
-{
-	struct nf_etlw_event e;
-
-	memset(&e, 0, sizeof(e));
-	e.provider = &nf_etl_guid_dxgkrnl;
-	e.id = id;
-	e.version = version;
-	e.pid = 4;
-	e.tid = tid;
-	e.ticks = ticks;
-	e.pointer_size = 8;
-	e.payload = b->p;
-	e.size = (uint32_t)b->n;
-	ck_assert_int_eq(nf_etlw_event(w, &e), 0);
-	nf_etlw_buf_free(b);
-	b->pointer_size = 8;
-}
-
-/* A UTF-8 string as NUL-terminated UTF-16 (what ETW strings are). */
-static void put_utf16(struct nf_etlw_buf *b, const char *s)
-{
-	const unsigned char *u = (const unsigned char *)s;
-
-	while (*u) {
-		uint32_t c = *u++;
-		int more = c >= 0xF0 ? 3 : c >= 0xE0 ? 2 : c >= 0xC0 ? 1 : 0;
-
-		c &= more == 3 ? 0x07 : more == 2 ? 0x0F : more == 1 ? 0x1F : 0x7F;
-		while (more-- > 0 && *u)
-			c = c << 6 | (*u++ & 0x3Fu);
-		if (c >= 0x10000) {
-			nf_etlw_put_u16(b, (uint16_t)(0xD800 + ((c - 0x10000) >> 10)));
-			nf_etlw_put_u16(b, (uint16_t)(0xDC00 + ((c - 0x10000) & 0x3FF)));
-		} else {
-			nf_etlw_put_u16(b, (uint16_t)c);
-		}
-	}
-	nf_etlw_put_u16(b, 0);
-}
-
-static void process_record(struct nf_etlw *w, int64_t ticks, uint32_t pid, const char *image)
-{
-	struct nf_etlw_classic c;
-	struct nf_etlw_buf b = { .pointer_size = 8 };
-	static const uint8_t sid[12] = { 1, 1, 0, 0, 0, 0, 0, 5, 18, 0, 0, 0 };
-
-	nf_etlw_put_ptr(&b, 0xffff800012345678ull);
-	nf_etlw_put_u32(&b, pid);
-	nf_etlw_put_u32(&b, 4);
-	nf_etlw_put_u32(&b, 1);
-	nf_etlw_put_u32(&b, 259);
-	nf_etlw_put_ptr(&b, 0x1aa000);
-	nf_etlw_put_u32(&b, 0);
-	nf_etlw_put_ptr(&b, 0xffff800087654321ull);
-	nf_etlw_put_ptr(&b, 0);
-	nf_etlw_put_bytes(&b, sid, sizeof(sid));
-	nf_etlw_put_bytes(&b, image, strlen(image) + 1); /* the image name: bytes */
-	put_utf16(&b, image);                             /* the command line */
-	memset(&c, 0, sizeof(c));
-	c.kind = NF_ETL_HDR_SYSTEM;
-	c.hook_id = 0x0303;
-	c.version = 4;
-	c.ticks = ticks;
-	c.payload = b.p;
-	c.size = (uint32_t)b.n;
-	ck_assert_int_eq(nf_etlw_classic(w, &c), 0);
-	nf_etlw_buf_free(&b);
-}
-
 /*
  * The ETW import: nodes (engines) named by the set's well-formed strings
- * (ETW strings are UTF-16) and one by a lone surrogate; a process whose
- * image name (bytes) is ESC, C1 and Latin-1; on each node a context of that
- * process with a signal, the wait it releases and a DMA packet.
+ * (ETW strings are UTF-16) and one by lone surrogates; a process whose image
+ * name (bytes) is ESC, C1 and Latin-1 (tests/cli/etl_fixture.c).
  */
 static void make_etw(const char *dir)
 {
-	struct nf_etlw_options o;
-	struct nf_etlw_buf b = { .pointer_size = 8 };
-	struct nf_etlw *w;
+	const char *names[NF_HOSTILE_N];
+	struct etl_fixture f = { names, 0, true, "evil\x1b]0;pwned\x07\xc2\x9b" "caf\xe9.exe", 0, 0 };
 	char etl[700];
-	uint32_t node = 0;
-	int64_t t = 1100;
 
-	memset(&o, 0, sizeof(o));
-	o.cpus = 2;
-	o.perf_freq = 10000000;
-	o.header_ticks = 1000;
-	ck_assert_ptr_nonnull(w = nf_etlw_create(&o));
-	/* DeviceDCStart: process 1234's device on the adapter, then its image name */
-	nf_etlw_put_ptr(&b, 1234);
-	nf_etlw_put_ptr(&b, ADAPTER);
-	nf_etlw_put_u32(&b, 0);
-	nf_etlw_put_ptr(&b, DEVICE);
-	nf_etlw_put_u32(&b, 0);
-	nf_etlw_put_u32(&b, 0);
-	nf_etlw_put_u32(&b, 0);
-	nf_etlw_put_ptr(&b, 0);
-	nf_etlw_put_u32(&b, 0);
-	nf_etlw_put_ptr(&b, 0);
-	dxg(w, 29, 2, 0, 1010, &b);
-	process_record(w, 1015, 1234, "evil\x1b]0;pwned\x07\xc2\x9b" "caf\xe9.exe");
-	for (size_t i = 0; i <= NF_HOSTILE_N; i++) {
-		uint64_t ctx = 0xC00 + node;
-
-		if (i < NF_HOSTILE_N && !nf_hostile_set[i].valid_utf8)
-			continue;
-		/* NodeMetadata: adapter, ordinal, engine type, FriendlyName */
-		nf_etlw_put_ptr(&b, ADAPTER);
-		nf_etlw_put_u32(&b, node);
-		nf_etlw_put_u32(&b, 1);
-		if (i < NF_HOSTILE_N) {
-			put_utf16(&b, nf_hostile_set[i].s);
-		} else { /* a lone high surrogate, then a lone low one */
-			nf_etlw_put_u16(&b, 0xD800);
-			nf_etlw_put_u16(&b, 'x');
-			nf_etlw_put_u16(&b, 0xDC00);
-			nf_etlw_put_u16(&b, 0);
-		}
-		dxg(w, 250, 0, 0, t++, &b);
-		/* ContextDCStart: the device's context on that node */
-		nf_etlw_put_ptr(&b, DEVICE);
-		nf_etlw_put_u32(&b, node);
-		for (int k = 0; k < 7; k++)
-			nf_etlw_put_u32(&b, 0);
-		nf_etlw_put_ptr(&b, ctx);
-		nf_etlw_put_ptr(&b, 0);
-		nf_etlw_put_ptr(&b, 0);
-		dxg(w, 32, 0, 0, t++, &b);
-		node++;
-	}
-	for (uint32_t n = 0; n < node; n++) {
-		uint64_t ctx = 0xC00 + n, pq = 0x9000 + 2 * n;
-
-		t += 100;
-		/* a signal of SYNC to n + 1 (245), the next context's wait for it (244) */
-		nf_etlw_put_ptr(&b, ctx);
-		nf_etlw_put_u32(&b, 1);
-		nf_etlw_put_u32(&b, 0);
-		nf_etlw_put_u32(&b, 1);
-		nf_etlw_put_ptr(&b, SYNC);
-		nf_etlw_put_u64(&b, n + 1);
-		nf_etlw_put_ptr(&b, pq);
-		dxg(w, 245, 2, 700, t, &b);
-		nf_etlw_put_ptr(&b, 0xC00 + (n + 1) % node);
-		nf_etlw_put_u32(&b, 1);
-		nf_etlw_put_u32(&b, 0);
-		nf_etlw_put_ptr(&b, SYNC);
-		nf_etlw_put_u64(&b, n + 1);
-		nf_etlw_put_ptr(&b, pq + 1);
-		dxg(w, 244, 1, 700, t + 10, &b);
-		/* a DMA packet (175 .. 176) */
-		nf_etlw_put_ptr(&b, ctx);
-		nf_etlw_put_ptr(&b, ctx);
-		nf_etlw_put_u32(&b, 1);
-		nf_etlw_put_u64(&b, 100 + n);
-		nf_etlw_put_u32(&b, 1);
-		nf_etlw_put_ptr(&b, 0xD0D0);
-		nf_etlw_put_u32(&b, 0);
-		dxg(w, 175, 1, 0, t + 20, &b);
-		nf_etlw_put_ptr(&b, ctx);
-		nf_etlw_put_u32(&b, 1);
-		nf_etlw_put_u64(&b, 100 + n);
-		nf_etlw_put_u32(&b, 1);
-		nf_etlw_put_u32(&b, 0);
-		dxg(w, 176, 0, 0, t + 40, &b);
-		/* the signal stops (180), the wait is released (238) and stops */
-		for (int k = 0; k < 2; k++) {
-			if (k) {
-				nf_etlw_put_ptr(&b, pq + 1);
-				nf_etlw_put_ptr(&b, 0xC00 + (n + 1) % node);
-				dxg(w, 238, 0, 0, t + 55, &b);
-			}
-			nf_etlw_put_ptr(&b, k ? 0xC00 + (n + 1) % node : ctx);
-			nf_etlw_put_u32(&b, 1);
-			nf_etlw_put_u32(&b, 1);
-			nf_etlw_put_u32(&b, 0);
-			nf_etlw_put_u32(&b, 0);
-			nf_etlw_put_ptr(&b, pq + (uint64_t)k);
-			dxg(w, 180, 1, 0, t + 50 + 10 * k, &b);
-		}
-	}
+	for (size_t i = 0; i < NF_HOSTILE_N; i++)
+		if (nf_hostile_set[i].valid_utf8)
+			names[f.n_nodes++] = nf_hostile_set[i].s;
 	snprintf(etl, sizeof(etl), "%s/hostile.etl", tmp);
-	ck_assert_int_eq(nf_etlw_save(w, etl), 0);
-	nf_etlw_destroy(w);
+	ck_assert_int_eq(etl_fixture_write(etl, &f), 0);
 	int st = nf_test_nftrace_run(NF_TEST_ARGV("import", etl, "-o", dir), out, sizeof(out), err, sizeof(err));
 	ck_assert_msg(st == 0, "import: %s", err);
 }

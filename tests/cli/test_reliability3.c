@@ -7,6 +7,7 @@
  */
 #include "nf_test.h"
 #include "tracedat_writer.h"
+#include "etl_fixture.h"
 
 #include <signal.h>
 #include <stdbool.h>
@@ -350,6 +351,108 @@ START_TEST(noncharacters_and_latin1_titles_draw)
 END_TEST
 
 /* ------------------------------------------------------------------ */
+/* 7. times at the ends of int64                                         */
+
+/* An ETW import of 12 nodes (24 GPU operations) made with etl_fixture.c;
+ * early_ticks: an orphan unwait stamped there (0: none), last_ticks: a VSync
+ * stamped there (0: none). */
+static void make_etw_session(const char *dir, int64_t early_ticks, int64_t last_ticks)
+{
+	static const char *const names[] = { "3D", "Copy", "Video", "Compute", "e4", "e5",
+					     "e6", "e7", "e8", "e9", "e10", "e11" };
+	struct etl_fixture f = { names, 12, false, NULL, last_ticks, early_ticks };
+	char etl[800];
+
+	snprintf(etl, sizeof(etl), "%s.etl", dir);
+	ck_assert_int_eq(etl_fixture_write(etl, &f), 0);
+	ck_assert_msg(nft(NF_TEST_ARGV("import", etl, "-o", dir)) == 0, "import: %s", err);
+}
+
+/* What a reader made of a session whose times reach the ends of int64:
+ * every picture and the page are made, the page details every operation
+ * when it says it does, the Chrome JSON has no negative duration and
+ * critical-path's segments add up (or it refuses in one line). */
+static void readers_hold(const char *s, const char *what, int n_ops)
+{
+	char nops[16];
+
+	static const char check[] =
+		"import json, re, sys\n"
+		"page = open(sys.argv[1], encoding='utf-8').read()\n"
+		"n = {k: int(re.search('\"%s\":(-?[0-9]+)' % k, page).group(1)) for k in ('nOps', 'nDetail', 'detailFull')}\n"
+		"assert n['nOps'] == int(sys.argv[3]) and (n['detailFull'] == 0 or n['nDetail'] == n['nOps']), n\n"
+		"ev = json.load(open(sys.argv[2]))['traceEvents']\n"
+		"bad = [e for e in ev if e.get('dur', 0) < 0 or e.get('ts', 0) != e.get('ts', 0)]\n"
+		"assert not bad, bad[:3]\n"
+		"for f in sys.argv[4:]:\n"
+		"    cp = json.load(open(f))\n"
+		"    assert cp['latency_ns'] >= 0 and all(x['duration_ns'] >= 0 for x in cp['segments']), cp\n"
+		"    assert sum(x['duration_ns'] for x in cp['segments']) == cp['latency_ns'], cp\n"
+		"print('ok', n)\n";
+
+	snprintf(nops, sizeof(nops), "%d", n_ops);
+	int st = sh("set -e; cd \"$1/..\"; for f in png svg pdf html; do \"$NF\" report \"$1\" -o \"$1.$f\"; done; "
+		    "\"$NF\" export \"$1\" -o \"$1.json\" --format chrome-json >/dev/null; "
+		    "\"$NF\" export \"$1\" -o \"$1.pftrace\" --format perfetto >/dev/null; "
+		    "n=0; for id in $(\"$NF\" query --csv \"$1\" 'select id from fence_ops order by id' | tail -n +2); do "
+		    "if \"$NF\" critical-path \"$1\" --op $id --json > \"$1.cp$id\" 2>\"$1.cperr\"; then n=$((n+1)); "
+		    "else rm \"$1.cp$id\"; test $(wc -l < \"$1.cperr\") = 1; fi; done; "
+		    "python3 -c \"$2\" \"$1.html\" \"$1.json\" \"$3\" \"$1\".cp*[0-9]",
+		    NF_TEST_ARGV(s, check, nops));
+	ck_assert_msg(st == 0, "%s: %s %s", what, out, err);
+	ck_assert_msg(!strstr(err, "runtime error"), "%s: %s", what, err);
+}
+
+/* One ETW record stamped near 2^63 ticks: the session's duration is
+ * INT64_MAX ns (saturated). The HTML page overflowed and detailed 0 of 24
+ * operations while saying it detailed all. And one near -2^63, an unwait
+ * the importer compared with its wait's time (a signed overflow). */
+START_TEST(a_record_near_2_63_saturates_in_every_reader)
+{
+	char s[700];
+
+	snprintf(s, sizeof(s), "%s/far", tmp);
+	make_etw_session(s, INT64_MIN + 1000, INT64_MAX - 1000);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("query", "--csv", s, "select value from meta where key = 'duration_ns'")), 0);
+	ck_assert_str_eq(out, "value\n9223372036854775807\n");
+	readers_hold(s, "near 2^63", 24);
+}
+END_TEST
+
+/* Times planted in a timeline at both ends of int64: a DMA packet from
+ * INT64_MIN to INT64_MAX gave a negative dur in Chrome JSON; an operation
+ * queued at INT64_MIN made critical-path overflow. */
+START_TEST(times_planted_at_the_ends_of_int64_saturate)
+{
+	char s[700], db[800];
+
+	snprintf(s, sizeof(s), "%s/ends", tmp);
+	make_etw_session(s, 0, 0);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("query", s, "select 1")), 0);
+	snprintf(db, sizeof(db), "%s/.timeline.db", s);
+	sh_ok("python3 -c \"import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); "
+	      "c.execute('UPDATE dma_packets SET start_ns = -9223372036854775808, end_ns = 9223372036854775807 WHERE id = 1'); "
+	      "c.execute('UPDATE fence_ops SET queued_ns = -9223372036854775808 WHERE id = 2'); "
+	      "c.execute('UPDATE fence_ops SET end_ns = 9223372036854775807 WHERE id = 3'); "
+	      "c.commit()\" \"$1\"", NF_TEST_ARGV(db));
+	readers_hold(s, "planted ETW", 24);
+	/* and a recorded chain: a wait queued at INT64_MIN (critical-path refuses
+	 * it in one line), a signal ending at INT64_MAX that others wait behind */
+	snprintf(s, sizeof(s), "%s/chain", tmp);
+	nf_test_record("samples/critical-path-chain.nfs", s, NULL);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("query", s, "select 1")), 0);
+	snprintf(db, sizeof(db), "%s/.timeline.db", s);
+	sh_ok("python3 -c \"import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); "
+	      "c.execute('UPDATE fence_ops SET queued_ns = -9223372036854775808 WHERE id = 1'); "
+	      "c.execute('UPDATE fence_ops SET end_ns = 9223372036854775807 WHERE id = 3'); "
+	      "c.commit()\" \"$1\"", NF_TEST_ARGV(db));
+	readers_hold(s, "planted chain", 4);
+	ck_assert_int_ne(nft(NF_TEST_ARGV("critical-path", s, "--op", "1")), 0);
+	ck_assert_msg(strstr(err, "a latency beyond 2^63 ns"), "%s", err);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
 /* 8. strings read back from a timeline file                             */
 
 /* A timeline shipped with its session is used when its session_key matches
@@ -573,6 +676,12 @@ static Suite *reliability3_suite(void)
 	tcase_add_test(tc, the_html_notes_command_runs_as_written);
 	tcase_add_test(tc, noncharacters_and_latin1_titles_draw);
 	tcase_add_test(tc, strings_planted_in_a_timeline_are_untrusted);
+	tc = tcase_create("time");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 300);
+	suite_add_tcase(s, tc);
+	tcase_add_test(tc, a_record_near_2_63_saturates_in_every_reader);
+	tcase_add_test(tc, times_planted_at_the_ends_of_int64_saturate);
 	tc = tcase_create("small");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 300);
