@@ -1,5 +1,6 @@
 /* nftrace report: draw a session's timeline to PNG, SVG or PDF, or write the interactive HTML page. */
 #include "cli.h"
+#include "contract/sattime.h"
 #include "contract/sessiondir.h"
 #include "contract/errors.h"
 
@@ -78,12 +79,13 @@ static int report_path(const char *db, int64_t op, struct nf_render_options *ro,
 		m[i].end_ns = s->end_ns;
 	}
 	snprintf(title, title_len, "critical path of op %" PRId64 ": latency %" PRId64 " ns, %zu segment%s",
-		 op, p.end_ns - p.queued_ns, p.n, p.n == 1 ? "" : "s");
+		 op, nf_time_sub(p.end_ns, p.queued_ns), p.n, p.n == 1 ? "" : "s");
 	if (ro->from_ns < 0 && ro->to_ns < 0) {
-		int64_t span = p.end_ns - p.queued_ns, pad = span / 8 + 1;
+		/* the path and an eighth around it; saturated (times near 2^63) */
+		int64_t span = nf_time_sub(p.end_ns, p.queued_ns), pad = span / 8 + 1;
 
 		ro->from_ns = p.queued_ns > pad ? p.queued_ns - pad : 0;
-		ro->to_ns = p.end_ns + pad;
+		ro->to_ns = nf_time_add(p.end_ns, pad);
 	}
 	ro->marks = m;
 	ro->n_marks = (int)p.n;

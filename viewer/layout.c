@@ -784,9 +784,11 @@ void nf_render_layout_release(struct nf_render_layout *lay)
 
 double nf_render_layout_x(const struct nf_render_layout *lay, int64_t t)
 {
-	double span = (double)(lay->t1 - lay->t0);
+	/* in floating point: t may be anywhere in int64 (a planted timeline), not
+	 * only in the window */
+	double span = (double)lay->t1 - (double)lay->t0;
 
-	return lay->plot_x0 + (double)(t - lay->t0) / span * (lay->plot_x1 - lay->plot_x0);
+	return lay->plot_x0 + ((double)t - (double)lay->t0) / span * (lay->plot_x1 - lay->plot_x0);
 }
 
 static const struct nf_render_row *find_row(const struct nf_render_layout *lay,

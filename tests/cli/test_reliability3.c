@@ -447,6 +447,9 @@ START_TEST(times_planted_at_the_ends_of_int64_saturate)
 	      "c.execute('UPDATE fence_ops SET end_ns = 9223372036854775807 WHERE id = 3'); "
 	      "c.commit()\" \"$1\"", NF_TEST_ARGV(db));
 	readers_hold(s, "planted chain", 4);
+	/* the picture of the path of the signal that ends at INT64_MAX */
+	snprintf(db, sizeof(db), "%s/chain-cp.png", tmp);
+	ck_assert_msg(nft(NF_TEST_ARGV("report", s, "-o", db, "--critical-path", "3")) == 0, "%s", err);
 	ck_assert_int_ne(nft(NF_TEST_ARGV("critical-path", s, "--op", "1")), 0);
 	ck_assert_msg(strstr(err, "a latency beyond 2^63 ns"), "%s", err);
 }
