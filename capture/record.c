@@ -27,50 +27,17 @@
 #include <time.h>
 #include <unistd.h>
 
-/*
- * Removes an nftrace session so it can be recorded again. Everything in it is
- * checked first (core/session_dir.c, shared with the ETW import): any entry
- * nftrace does not write (another tool's file, a subdirectory) refuses the
- * whole replacement before a single file is removed. A CTF session and an
- * imported ETW session are both sessions. Links with our names are unlinked,
- * never followed.
- */
-static int remove_session(const char *dir, struct nf_error *err)
-{
-	int kind = nf_session_dir_check(dir, err);
-
-	if (kind < 0)
-		return kind;
-	return nf_session_dir_clear(dir, (enum nf_session_kind)kind, err);
-}
-
 int nf_record_prepare_dir(const char *dir, bool force, struct nf_error *err)
 {
-	struct stat st;
-	DIR *d;
-	struct dirent *de;
-	bool empty = true;
+	/* Everything in a session is checked first (core/session_dir.c): any
+	 * entry nftrace does not write refuses the whole replacement before a
+	 * single file is removed; links with our names are unlinked, never
+	 * followed. */
+	int kind = nf_session_dir_target(dir, force, err);
 
-	if (!*dir)
-		return nf_error_set(err, NF_EINVAL, "missing output directory (an empty name)");
-	if (lstat(dir, &st) != 0) {
-		if (errno == ENOENT)
-			return 0;
-		return nf_error_set(err, NF_EIO, "%s: %s", dir, strerror(errno));
-	}
-	if (!S_ISDIR(st.st_mode))
-		return nf_error_set(err, NF_EEXIST, "%s: exists and is not a directory", dir);
-	if (!(d = opendir(dir)))
-		return nf_error_set(err, NF_EIO, "%s: %s", dir, strerror(errno));
-	while ((de = readdir(d)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-			empty = false;
-	closedir(d);
-	if (empty)
-		return 0;
-	if (!force)
-		return nf_error_set(err, NF_EEXIST, "%s: already exists (use --force to replace the session)", dir);
-	return remove_session(dir, err);
+	if (kind <= 0)
+		return kind;
+	return nf_session_dir_clear(dir, (enum nf_session_kind)kind, err);
 }
 
 struct progress_ctx {

@@ -131,6 +131,35 @@ int nf_session_dir_check(const char *dir, struct nf_error *err)
 	return (int)kind;
 }
 
+int nf_session_dir_target(const char *dir, bool force, struct nf_error *err)
+{
+	struct stat st;
+	DIR *d;
+	struct dirent *de;
+	bool empty = true;
+
+	if (!*dir)
+		return nf_error_set(err, NF_EINVAL, "missing output directory (an empty name)");
+	if (lstat(dir, &st) != 0) {
+		if (errno == ENOENT)
+			return 0;
+		return nf_error_set(err, NF_EIO, "%s: %s", dir, strerror(errno));
+	}
+	if (!S_ISDIR(st.st_mode))
+		return nf_error_set(err, NF_EEXIST, "%s: exists and is not a directory", dir);
+	if (!(d = opendir(dir)))
+		return nf_error_set(err, NF_EIO, "%s: %s", dir, strerror(errno));
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			empty = false;
+	closedir(d);
+	if (empty)
+		return 0;
+	if (!force)
+		return nf_error_set(err, NF_EEXIST, "%s: already exists (use --force to replace the session)", dir);
+	return nf_session_dir_check(dir, err);
+}
+
 int nf_session_dir_clear(const char *dir, enum nf_session_kind kind, struct nf_error *err)
 {
 	DIR *d;
@@ -291,10 +320,6 @@ int nf_session_aside_begin(struct nf_session_aside *a, const char *dir, const ch
 			   struct nf_error *err)
 {
 	size_t l = dir ? strlen(dir) : 0;
-	struct stat st;
-	DIR *d;
-	struct dirent *de;
-	bool empty = true;
 	int rc;
 
 	memset(a, 0, sizeof(*a));
@@ -309,24 +334,7 @@ int nf_session_aside_begin(struct nf_session_aside *a, const char *dir, const ch
 	a->dir[l] = '\0';
 	snprintf(a->target, sizeof(a->target), "%s", a->dir);
 	remove_leftovers(a->dir, what);
-	if (lstat(a->dir, &st) != 0) {
-		if (errno == ENOENT)
-			return 0;
-		return nf_error_set(err, NF_EIO, "%s: %s", a->dir, strerror(errno));
-	}
-	if (!S_ISDIR(st.st_mode))
-		return nf_error_set(err, NF_EEXIST, "%s: exists and is not a directory", a->dir);
-	if (!(d = opendir(a->dir)))
-		return nf_error_set(err, NF_EIO, "%s: %s", a->dir, strerror(errno));
-	while ((de = readdir(d)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-			empty = false;
-	closedir(d);
-	if (empty)
-		return 0;
-	if (!force)
-		return nf_error_set(err, NF_EEXIST, "%s: already exists (use --force to replace the session)", a->dir);
-	if ((rc = nf_session_dir_check(a->dir, err)) < 0)
+	if ((rc = nf_session_dir_target(a->dir, force, err)) <= 0)
 		return rc;
 	a->old = (enum nf_session_kind)rc;
 	if ((size_t)snprintf(a->target, sizeof(a->target), "%s.%s-XXXXXX", a->dir, what) >= sizeof(a->target) ||

@@ -649,46 +649,42 @@ START_TEST(check_calls_calibration_pairs_out_of_range_illegal)
 }
 END_TEST
 
-static Suite *reliability3_suite(void)
+/* A case of the suite (a ctest of its own, CK_RUN_CASE) with the fixture. */
+static TCase *add_case(Suite *s, const char *name)
 {
-	Suite *s = suite_create("reliability3");
-	TCase *tc = tcase_create("data");
+	TCase *tc = tcase_create(name);
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 300);
 	suite_add_tcase(s, tc);
+	return tc;
+}
+
+static Suite *reliability3_suite(void)
+{
+	Suite *s = suite_create("reliability3");
+	TCase *tc = add_case(s, "data");
+
 	tcase_add_test(tc, record_force_keeps_the_session_when_the_program_cannot_run);
 	tcase_add_test(tc, record_force_keeps_the_session_when_the_disk_is_full);
 	tcase_add_test(tc, record_force_replaces_when_complete);
 	tcase_add_test(tc, a_killed_replacement_leaves_the_session_and_the_next_run_cleans_up);
 	tcase_add_test(tc, a_swap_killed_half_way_is_undone_by_the_next_run);
 	tcase_add_test(tc, outputs_that_are_files_of_the_session_are_refused);
-	tc = tcase_create("hang");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 300);
-	suite_add_tcase(s, tc);
+	tc = add_case(s, "hang");
 	tcase_add_test(tc, import_of_a_fifo_is_refused_at_once);
 	tcase_add_test(tc, push_retries_on_a_lock_it_cannot_take_pause_and_give_up);
-	tc = tcase_create("strings");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 300);
-	suite_add_tcase(s, tc);
+	tc = add_case(s, "strings");
 	tcase_add_test(tc, clickhouse_answers_reach_the_terminal_cleaned);
 	tcase_add_test(tc, directory_names_and_c1_reach_no_terminal_raw);
 	tcase_add_test(tc, clickhouse_passwords_are_not_printed);
 	tcase_add_test(tc, the_html_notes_command_runs_as_written);
 	tcase_add_test(tc, noncharacters_and_latin1_titles_draw);
 	tcase_add_test(tc, strings_planted_in_a_timeline_are_untrusted);
-	tc = tcase_create("time");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 300);
-	suite_add_tcase(s, tc);
+	tc = add_case(s, "time");
 	tcase_add_test(tc, a_record_near_2_63_saturates_in_every_reader);
 	tcase_add_test(tc, times_planted_at_the_ends_of_int64_saturate);
-	tc = tcase_create("small");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 300);
-	suite_add_tcase(s, tc);
+	tc = add_case(s, "small");
 	tcase_add_test(tc, push_checks_session_names_first);
 	tcase_add_test(tc, push_and_query_timeouts_can_be_set);
 	tcase_add_test(tc, html_row_limit_names_what_to_filter);
