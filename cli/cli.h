@@ -46,7 +46,7 @@ extern const char cmd_push_usage[];
 
 const struct nf_command *nf_cli_find(const char *name);
 
-/* Prints "nftrace CMD: message" on stderr and returns NF_EXIT_USAGE. */
+/* Prints "nftrace CMD: message" on stderr (as text: nf_esc_text) and returns NF_EXIT_USAGE. */
 int nf_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Prints "nftrace CMD: err->msg" on stderr and returns NF_EXIT_FAIL. */
 int nf_cli_fail(const char *cmd, const struct nf_error *err);

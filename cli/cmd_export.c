@@ -1,5 +1,6 @@
 /* nftrace export: a session's timeline as a Perfetto trace or Chrome trace JSON. */
 #include "cli.h"
+#include "contract/escape.h"
 #include "contract/sessiondir.h"
 
 #include "contract/export.h"
@@ -100,9 +101,11 @@ int cmd_export(int argc, char **argv)
 	if (nf_session_output_check(argv[optind], eo.output, &err) ||
 	    nf_timeline_ensure(argv[optind], db, sizeof(db), &err) || nf_export(db, &eo, &st, &err))
 		return nf_cli_fail("export", &err);
+	char shown[4200];
+
 	printf("%s: %" PRIu64 " slices (%" PRIu64 " stalls), %" PRIu64 " instants, %" PRIu64
 	       " flows, %" PRIu64 " counter values, %" PRIu64 " tracks, %" PRIu64 " bytes",
-	       eo.output, st.slices, st.stalls, st.instants, st.flows, st.counters, st.tracks, st.bytes);
+	       nf_esc_text_buf(shown, sizeof(shown), eo.output, 0), st.slices, st.stalls, st.instants, st.flows, st.counters, st.tracks, st.bytes);
 	if (st.skipped)
 		printf(" (%" PRIu64 " operations with no time left out)", st.skipped);
 	printf("\n");

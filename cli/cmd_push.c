@@ -1,6 +1,7 @@
 /* nftrace push: sessions into a ClickHouse fleet store (push/, include/contract/push.h). */
 #include "cli.h"
 
+#include "contract/escape.h"
 #include "contract/push.h"
 
 #include <getopt.h>
@@ -109,13 +110,14 @@ int cmd_push(int argc, char **argv)
 		return nf_cli_fail("push", &err);
 	for (int i = optind; i < argc; i++) {
 		struct nf_push_stats st;
-		char id[NF_PUSH_ID_MAX + 1];
+		char id[NF_PUSH_ID_MAX + 1], shown[4200], sid[4 * NF_PUSH_ID_MAX + 1];
 
 		if (nf_push_session(&po, argv[i], &st, &err))
 			return nf_cli_fail("push", &err);
 		nf_push_session_id(argv[i], id, sizeof(id), NULL);
-		if (!quiet)
-			printf("%s: session %s: %llu rows in %u tables, %llu batches, %llu bytes\n", argv[i], id,
+		if (!quiet) /* the directory and its name as text */
+			printf("%s: session %s: %llu rows in %u tables, %llu batches, %llu bytes\n",
+			       nf_esc_text_buf(shown, sizeof(shown), argv[i], 0), nf_esc_text_buf(sid, sizeof(sid), id, 0),
 			       (unsigned long long)st.rows, st.tables, (unsigned long long)st.batches,
 			       (unsigned long long)st.bytes);
 	}

@@ -58,12 +58,15 @@ const struct nf_command *nf_cli_find(const char *name)
 
 int nf_cli_usage_error(const char *cmd, const char *fmt, ...)
 {
+	char msg[2048];
 	va_list ap;
 
-	fprintf(stderr, "nftrace %s: ", cmd);
+	/* the arguments it quotes are the command line's: shown as text, one line */
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	fprintf(stderr, "nftrace %s: ", cmd);
+	nf_esc_text_file(stderr, msg, 0);
 	fprintf(stderr, " (see 'nftrace %s --help')\n", cmd);
 	return NF_EXIT_USAGE;
 }

@@ -309,15 +309,18 @@ START_TEST(clickhouse_answers_reach_the_terminal_cleaned)
 }
 END_TEST
 
-/* A session directory named with control characters, shown by info, check
- * and critical-path; critical-path with C1 controls in a queue name. */
+/* A session directory named with control characters, shown by record,
+ * export, info, check and critical-path, and an option's value in a usage
+ * error; critical-path with C1 controls in a queue name. */
 START_TEST(directory_names_and_c1_reach_no_terminal_raw)
 {
 	char d[700], py[1024];
 
 	snprintf(d, sizeof(d), "%s/x\x1b]0;pwned\x07\xc2\x9b" "31m\xff", tmp);
 	nf_test_source_path(py, sizeof(py), "tests/cli/hostile_check.py");
-	sh_ok("set -e; \"$NF\" record -o \"$1\" -- \"$3\" c1-names 3 >/dev/null; "
+	sh_ok("set -e; \"$NF\" record -o \"$1\" -- \"$3\" c1-names 3 > \"$4/o.record\"; "
+	      "\"$NF\" export \"$1\" -o \"$1.json\" --format chrome-json > \"$4/o.export\"; "
+	      "! \"$NF\" report \"$1\" --width \"$(printf '1\\033]0;x\\007')\" -o x.png 2> \"$4/o.usage\"; "
 	      "\"$NF\" info \"$1\" > \"$4/o.info\"; \"$NF\" check \"$1\" > \"$4/o.check\"; "
 	      "\"$NF\" critical-path \"$1\" --queue 0x40000240 > \"$4/o.cp\"; "
 	      "\"$NF\" query \"$1\" 'select name from queues' > \"$4/o.query\"; "
