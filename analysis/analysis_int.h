@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../core/util_hash.h"
+#include "contract/util_hash.h"
 
 /* An index into one of the model's arrays, or NONE. */
 #define AN_NONE (-1)

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../core/capbuf.h"
+#include "contract/capbuf.h"
 
 int an_grow(void **arr, size_t *cap, size_t need, size_t sz)
 {

@@ -21,7 +21,7 @@
 #include <emmintrin.h>
 #endif
 
-#include "../core/capbuf.h"
+#include "contract/capbuf.h"
 
 #define NF_HANDLE_BASE 0x40000000u
 #define NF_HANDLE_STEP 0x40u

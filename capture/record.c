@@ -75,27 +75,68 @@ static int progress_tick(void *ctx, uint64_t ops)
 }
 
 /*
- * The end of a recording in a->target: a finished or interrupted one (closed
+ * Where a recording goes (core/aside.c's rule): a session that replaces
+ * another is recorded beside it (DIR.record-XXXXXX) and swapped in when
+ * complete; with nothing to replace it is recorded in DIR itself, so that a
+ * killed recorder leaves what it wrote (the temporary made to check DIR goes
+ * at once).
+ */
+struct rec_target {
+	struct nf_aside a;
+	bool replace;     /* a.tmp replaces a session */
+	const char *dir;  /* where to write: a.tmp or a.out */
+};
+
+static int record_begin(const struct nf_record_options *opts, struct rec_target *t, struct nf_error *err)
+{
+	int rc = nf_aside_begin(opts->out_dir, opts->force, "record", &t->a, err);
+
+	if (rc)
+		return rc;
+	t->replace = t->a.old != NF_SESSION_NONE;
+	if (!t->replace)
+		nf_aside_abort(&t->a);
+	t->dir = t->replace ? t->a.tmp : t->a.out;
+	return 0;
+}
+
+/* An error names DIR, not the temporary that is about to go. */
+static void name_dir(const struct rec_target *t, struct nf_error *err)
+{
+	char msg[NF_ERROR_MSG_MAX], tmp[sizeof(t->a.tmp)];
+	char *at;
+
+	snprintf(tmp, sizeof(tmp), "%s", t->a.tmp);
+	if (!err || !err->code || !t->replace || !tmp[0] || !(at = strstr(err->msg, tmp)))
+		return;
+	if (snprintf(msg, sizeof(msg), "%.*s%s%s", (int)(at - err->msg), err->msg, t->a.out, at + strlen(tmp)) >= 0)
+		memcpy(err->msg, msg, sizeof(msg));
+}
+
+/*
+ * The end of a recording in t->dir: a finished or interrupted one (closed
  * cleanly) gets the caller's last word (opts->before_commit: the kernel
  * stream) and is swapped in; a failed one is removed, the previous session
  * kept (written in DIR itself: what was written stays). Returns rc, or the
  * first error of the hook and the swap.
  */
-static int record_end(struct nf_session_aside *a, const struct nf_record_options *opts, int rc, bool interrupted,
+static int record_end(struct rec_target *t, const struct nf_record_options *opts, int rc, bool interrupted,
 		      struct nf_error *err)
 {
 	if ((!rc || interrupted) && opts->before_commit) {
-		int r2 = opts->before_commit(opts->before_commit_ctx, a->target, rc ? NULL : err);
+		int r2 = opts->before_commit(opts->before_commit_ctx, t->dir, rc ? NULL : err);
 
 		if (!rc)
 			rc = r2;
 	}
+	if (!t->replace)
+		return rc;
 	if (rc && !interrupted) {
-		nf_session_aside_name_errors(a, err);
-		nf_session_aside_abort(a);
+		name_dir(t, err);
+		nf_aside_abort(&t->a);
 		return rc;
 	}
-	int c = nf_session_aside_commit(a, rc ? NULL : err);
+	int c = nf_aside_commit(&t->a, rc ? NULL : err);
 
 	return rc ? rc : c;
 }
@@ -103,7 +144,7 @@ static int record_end(struct nf_session_aside *a, const struct nf_record_options
 int nf_record_scenario(const struct nf_record_options *opts, struct nf_record_result *res,
 		       struct nf_error *err)
 {
-	struct nf_session_aside aside;
+	struct rec_target aside;
 	struct nf_scenario *sc = NULL;
 	struct nf_runtime_config cfg;
 	struct nf_ctf_writer *w = NULL;
@@ -120,12 +161,12 @@ int nf_record_scenario(const struct nf_record_options *opts, struct nf_record_re
 	nf_scenario_apply_settings(sc, &cfg);
 	if (opts->seed_set)
 		cfg.seed = opts->seed;
-	rc = nf_session_aside_begin(&aside, opts->out_dir, "record", opts->force, err);
+	rc = record_begin(opts, &aside, err);
 	if (rc)
 		goto out_scenario;
 	const struct nf_adapter_desc *adapters[16];
 	size_t n_adapters = nf_scenario_adapters(sc, adapters, 16);
-	rc = nf_session_writer_create(aside.target, &cfg, opts->scenario, adapters,
+	rc = nf_session_writer_create(aside.dir, &cfg, opts->scenario, adapters,
 				      n_adapters, &w, err);
 	if (rc) {
 		rc = record_end(&aside, opts, rc, false, err);
@@ -190,16 +231,16 @@ static int record_program(const struct nf_record_options *opts, const char *dir,
 int nf_record_program(const struct nf_record_options *opts, struct nf_record_result *res,
 		      struct nf_error *err)
 {
-	struct nf_session_aside aside;
+	struct rec_target aside;
 	int rc;
 
 	memset(res, 0, sizeof(*res));
 	if (!opts->argv || !opts->argv[0])
 		return nf_error_set(err, NF_EINVAL, "record: no program given after --");
-	rc = nf_session_aside_begin(&aside, opts->out_dir, "record", opts->force, err);
+	rc = record_begin(opts, &aside, err);
 	if (rc)
 		return rc;
-	rc = record_program(opts, aside.target, res, err);
+	rc = record_program(opts, aside.dir, res, err);
 	/* interrupted: what the program recorded up to then is the session */
 	int end = record_end(&aside, opts, rc == NF_EINTR ? 0 : rc, rc == NF_EINTR, err);
 

@@ -8,6 +8,7 @@
 #include "contract/errors.h"
 
 #include <stdint.h>
+#include <stdio.h>
 
 /* Exit codes. */
 enum { NF_EXIT_OK = 0, NF_EXIT_FAIL = 1, NF_EXIT_USAGE = 2 };
@@ -66,6 +67,12 @@ void nf_cli_window_init(struct nf_cli_window *w);
 /* Takes option opt ('F' --from, 'T' --to, 'q' --queue, 'f' --fence) and its
  * argument into w: 0, or NF_EXIT_USAGE after printing what is wrong. */
 int nf_cli_window_option(const char *cmd, int opt, const char *arg, struct nf_cli_window *w);
+struct nf_coverage;
+/* What a session covers (cli/coverage.c): lines for check and info, or the
+ * "coverage" member of check --json (written after a preceding member). */
+void nf_cli_coverage_text(FILE *out, const struct nf_coverage *c);
+void nf_cli_coverage_json(FILE *out, const struct nf_coverage *c);
+
 /* A handle or id, decimal or 0x hexadecimal, not negative: 0, or -1. */
 int nf_cli_parse_id(const char *s, int64_t *out);
 /* --timeout S (whole seconds, 1 to 86400) into *out: 0, or NF_EXIT_USAGE after printing what is wrong. */

@@ -8,11 +8,9 @@
  * nothing is kept per event.
  */
 #include "cli.h"
-
 #include "contract/escape.h"
+
 #include "contract/analysis.h"
-#include "contract/etwsession.h"
-#include "contract/parser.h"
 #include "contract/session.h"
 #include "contract/timeline.h"
 
@@ -24,32 +22,24 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../core/text.h"
+#include "contract/text.h"
 
 /* ---- output ---------------------------------------------------------------- */
-
-static const char *const check_log_names[NF_LOG_SUMMARY_LOGS] = { "other", "waits", "signals" };
-
-static uint64_t check_other(const struct nf_log_counts *l)
-{
-	return l->count[NF_FIND_UNKNOWN_FENCE] + l->count[NF_FIND_BAD_OPERATION] +
-	       l->count[NF_FIND_OUT_OF_RANGE] + l->count[NF_FIND_CORRUPT];
-}
 
 /* Hang findings listed one by one (pending waits past this are only counted). */
 #define CHECK_MAX_PENDING 50u
 
-static const char *check_verdict(const struct nf_log_summary *s, const struct nf_hang_report *h)
+static const char *check_verdict(const struct nf_source_check *c, const struct nf_hang_report *h)
 {
-	if (s->illegal || h->count[NF_HANG_LOWERED])
+	if (c->illegal || h->count[NF_HANG_LOWERED])
 		return "illegal";
-	if (s->incomplete)
+	if (c->incomplete[0])
 		return "incomplete";
 	if (h->count[NF_HANG_DEADLOCK])
 		return "deadlock";
 	if (h->count[NF_HANG_NEVER_SIGNALED] || h->count[NF_HANG_BLOCKED])
 		return "hang";
-	if (s->total[NF_FIND_LOST] || s->total[NF_FIND_ZERO_TS] || s->total[NF_FIND_REPEATED_TS])
+	if (c->legal)
 		return "legal_anomalies";
 	return "whole";
 }
@@ -235,100 +225,49 @@ static void hang_print_json(const struct nf_hang_report *h)
 	printf("%s]", listed ? "\n  " : "");
 }
 
-static void check_print_text(const char *dir, const struct nf_log_summary *s,
-			     const struct nf_analysis *a, const struct nf_hang_report *h, const char *timeline_note)
+/* A JSON string (nf_esc_json: UTF-8 kept, controls escaped). */
+static void json_str(const char *str)
 {
-	struct nf_queue_summary *const *qs = s->queues;
-	const struct nf_parser_stats *st = &s->stats;
-	size_t nq = s->n_queues;
-	const char *verdict = check_verdict(s, h);
+	nf_esc_json_file(stdout, str, 0);
+}
 
-	char tb[4200], nb[13];
+/* What every timeline says of the check: its coverage, its out_of_range anomalies. */
+static int read_timeline_facts(const char *db_path, struct nf_coverage *cov, int64_t *out_of_range,
+			       struct nf_error *err)
+{
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+	int rc = nf_timeline_open_read(db_path, &db, err);
 
-	printf("session %s: %" PRIu64 " events (%" PRIu64 " not in the schema, %" PRIu64
-	       " discarded by the recorder), %" PRIu64 " log reads\n",
-	       nf_esc_text_buf(tb, sizeof(tb), dir, 0), st->events, st->unknown_events, st->discarded_events, s->reads);
-	printf("%-10s %-7s %-12s %-8s %6s %9s %9s %6s %8s %9s %6s\n", "queue", "adapter", "name",
-	       "log", "epochs", "entries", "lost", "zero", "repeated", "backwards", "other");
-	for (size_t i = 0; i < nq; i++) {
-		const struct nf_queue_summary *q = qs[i];
-		char hq[16];
-
-		if (q->overflow)
-			snprintf(hq, sizeof(hq), "(more)");
+	if (rc)
+		return rc;
+	rc = nf_timeline_coverage(db, cov, err);
+	if (rc == 0) {
+		if (sqlite3_prepare_v2(db, "SELECT count(*) FROM anomalies WHERE kind = 'out_of_range'", -1, &st, NULL) !=
+			    SQLITE_OK || sqlite3_step(st) != SQLITE_ROW)
+			rc = nf_sql_error(db, err, "%s", db_path);
 		else
-			snprintf(hq, sizeof(hq), "0x%08" PRIx32, q->hwqueue);
-		for (int t = NF_LOG_SUMMARY_WAITS; t < NF_LOG_SUMMARY_LOGS + NF_LOG_SUMMARY_WAITS; t++) {
-			const struct nf_log_counts *l = &q->log[t % NF_LOG_SUMMARY_LOGS];
-
-			if (!l->seen)
-				continue;
-			printf("%-10s %-7" PRIu32 " %-12.12s %-8s %6" PRIu64 " %9" PRIu64 " %9" PRIu64
-			       " %6" PRIu64 " %8" PRIu64 " %9" PRIu64 " %6" PRIu64 "\n",
-			       hq, q->overflow ? 0 : q->adapter,
-			       /* 12 bytes at most, not cut inside a character */
-			       nf_esc_text_buf(nb, sizeof(nb), q->name[0] ? q->name : "-", 0),
-			       check_log_names[t % NF_LOG_SUMMARY_LOGS], l->epochs, l->entries,
-			       l->count[NF_FIND_LOST], l->count[NF_FIND_ZERO_TS],
-			       l->count[NF_FIND_REPEATED_TS], l->count[NF_FIND_BACKWARDS_TS],
-			       check_other(l));
-		}
+			*out_of_range = sqlite3_column_int64(st, 0);
+		sqlite3_finalize(st);
 	}
-	/* Where the legal anomalies start, per log (illegal ones are listed below). */
-	for (size_t i = 0; i < nq; i++) {
-		const struct nf_queue_summary *q = qs[i];
+	sqlite3_close(db);
+	return rc;
+}
 
-		for (int t = 0; t < NF_LOG_SUMMARY_LOGS; t++) {
-			const struct nf_log_counts *l = &q->log[t];
-			static const enum nf_finding_kind kinds[] = {
-				NF_FIND_LOST, NF_FIND_ZERO_TS, NF_FIND_REPEATED_TS
-			};
+/* The report: the source's part, the hang findings, the verdict. */
+static void check_print_text(const struct nf_source_check *c, const struct nf_coverage *cov,
+			     const struct nf_analysis *a, const struct nf_hang_report *h)
+{
+	const char *verdict = check_verdict(c, h);
 
-			for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
-				const struct nf_log_where *w = &l->first[kinds[k]];
-
-				if (!w->set)
-					continue;
-				printf("  queue 0x%08" PRIx32 " %s: %s",
-				       q->hwqueue, check_log_names[t], nf_finding_kind_name(kinds[k]));
-				if (kinds[k] == NF_FIND_LOST)
-					printf(" (%" PRIu64 " entries in %" PRIu64 " gaps)",
-					       l->count[NF_FIND_LOST], l->lost_spans);
-				printf(", first in stream %s, packet %" PRIu64 ", event #%" PRIu64 ", entry %" PRIu32,
-				       nf_esc_text_buf(tb, sizeof(tb), w->stream, 0), w->packet, w->event_index, w->entry_index);
-				if (kinds[k] == NF_FIND_LOST && w->prev_gpu_ts)
-					printf(" (%" PRIu64 " entries between GPU timestamps %" PRIu64 " and %" PRIu64 " ticks)",
-					       w->count, w->prev_gpu_ts, w->next_gpu_ts);
-				else if (kinds[k] == NF_FIND_LOST)
-					printf(" (%" PRIu64 " entries before GPU timestamp %" PRIu64 " ticks)", w->count,
-					       w->next_gpu_ts);
-				putchar('\n');
-			}
-		}
-	}
-	if (s->illegal) {
-		printf("illegal findings (%" PRIu64 "):\n", s->illegal);
-		for (size_t i = 0; i < s->n_listed; i++) {
-			const struct nf_finding *f = &s->listed[i].f;
-
-			printf("  %s packet %" PRIu64 " event #%" PRIu64 " entry %" PRIu32 ": queue 0x%08" PRIx32
-			       " log %" PRIu32 " epoch %" PRIu32 ": %s: ",
-			       nf_esc_text_buf(tb, sizeof(tb), f->stream, 0), f->packet, f->event_index, f->entry_index,
-			       f->hwqueue, f->log_type, f->epoch, nf_finding_kind_name(f->kind));
-			nf_esc_text_file(stdout, f->detail, 0);
-			putchar('\n');
-		}
-		if (s->not_listed)
-			printf("  ... and %" PRIu64 " more\n", s->not_listed);
-	}
+	fputs(c->text ? c->text : "", stdout);
+	nf_cli_coverage_text(stdout, cov);
 	hang_print_text(a, h);
-	if (timeline_note[0])
-		printf("timeline findings: %s\n", nf_esc_text_buf(tb, sizeof(tb), timeline_note, 0));
 	if (!strcmp(verdict, "illegal"))
-		printf("verdict: illegal (%" PRIu64 " findings that no valid session has)\n",
-		       s->illegal + h->count[NF_HANG_LOWERED]);
+		printf("verdict: illegal (%s, %zu lowered signal%s)\n", c->illegal_what, h->count[NF_HANG_LOWERED],
+		       h->count[NF_HANG_LOWERED] == 1 ? "" : "s");
 	else if (!strcmp(verdict, "incomplete"))
-		printf("verdict: incomplete (%s)\n", nf_esc_text_buf(tb, sizeof(tb), s->incomplete, 0));
+		printf("verdict: incomplete (%s)\n", nf_esc_text_buf((char[512]){ 0 }, 512, c->incomplete, 0));
 	else if (!strcmp(verdict, "deadlock"))
 		printf("verdict: deadlock (%zu cycle%s of waits waiting for each other, %zu more waits "
 		       "never satisfied)\n", h->count[NF_HANG_DEADLOCK], h->count[NF_HANG_DEADLOCK] == 1 ? "" : "s",
@@ -337,144 +276,24 @@ static void check_print_text(const char *dir, const struct nf_log_summary *s,
 		printf("verdict: hang (%zu waits can never be satisfied)\n",
 		       h->count[NF_HANG_NEVER_SIGNALED] + h->count[NF_HANG_BLOCKED]);
 	else if (!strcmp(verdict, "legal_anomalies"))
-		printf("verdict: legal anomalies only (%" PRIu64 " lost, %" PRIu64 " zero, %" PRIu64
-		       " repeated timestamps)\n", s->total[NF_FIND_LOST], s->total[NF_FIND_ZERO_TS],
-		       s->total[NF_FIND_REPEATED_TS]);
+		printf("verdict: legal anomalies only (%s)\n", c->legal_what);
 	else
-		printf("verdict: whole (%" PRIu64 " entries, none lost)\n", s->entries);
+		printf("verdict: whole (%s)\n", c->whole_what);
 }
 
-/* A JSON string (nf_esc_json: UTF-8 kept, controls escaped). */
-static void json_str(const char *str)
+static void check_print_json(const char *dir, const struct nf_source_check *c, const struct nf_coverage *cov,
+			     int64_t out_of_range, const struct nf_hang_report *h)
 {
-	nf_esc_json_file(stdout, str, 0);
-}
-
-static void json_where(const struct nf_log_where *w, bool span)
-{
-	printf("{\"stream\": ");
-	json_str(w->stream);
-	printf(", \"packet\": %" PRIu64 ", \"event_index\": %" PRIu64 ", \"entry_index\": %" PRIu32,
-	       w->packet, w->event_index, w->entry_index);
-	if (span)
-		printf(", \"count\": %" PRIu64 ", \"prev_gpu_ts\": %" PRIu64 ", \"next_gpu_ts\": %" PRIu64,
-		       w->count, w->prev_gpu_ts, w->next_gpu_ts);
-	putchar('}');
-}
-
-static void check_print_json(const char *dir, const struct nf_log_summary *s,
-			     const struct nf_hang_report *h)
-{
-	struct nf_queue_summary *const *qs = s->queues;
-	const struct nf_parser_stats *st = &s->stats;
-	size_t nq = s->n_queues;
 	printf("{\n  \"session\": ");
 	json_str(dir);
-	printf(",\n  \"verdict\": \"%s\",\n  \"events\": %" PRIu64 ",\n  \"unknown_events\": %" PRIu64
-	       ",\n  \"discarded_events\": %" PRIu64 ",\n  \"log_reads\": %" PRIu64
-	       ",\n  \"entries\": %" PRIu64 ",\n  \"illegal\": %" PRIu64 ",\n  \"incomplete\": ",
-	       check_verdict(s, h), st->events, st->unknown_events, st->discarded_events, s->reads,
-	       s->entries, s->illegal);
-	if (s->incomplete)
-		json_str(s->incomplete);
-	else
-		printf("null");
-	printf(",\n  \"totals\": {");
-	for (int k = 0; k < NF_FIND_COUNT; k++)
-		printf("%s\"%s\": %" PRIu64, k ? ", " : "", nf_finding_kind_name((enum nf_finding_kind)k),
-		       s->total[k]);
-	printf("},\n  \"queues\": [");
-	for (size_t i = 0; i < nq; i++) {
-		const struct nf_queue_summary *q = qs[i];
-		bool first_log = true;
-
-		printf("%s\n    {\"adapter\": %" PRIu32 ", \"hwqueue\": %" PRIu32 ", \"name\": ",
-		       i ? "," : "", q->overflow ? 0 : q->adapter, q->overflow ? 0 : q->hwqueue);
-		json_str(q->name);
-		printf(", \"more_queues\": %s, \"logs\": [", q->overflow ? "true" : "false");
-		for (int t = NF_LOG_SUMMARY_WAITS; t < NF_LOG_SUMMARY_LOGS + NF_LOG_SUMMARY_WAITS; t++) {
-			const struct nf_log_counts *l = &q->log[t % NF_LOG_SUMMARY_LOGS];
-			bool first_where = true;
-
-			if (!l->seen)
-				continue;
-			printf("%s\n      {\"log\": \"%s\", \"epochs\": %" PRIu64 ", \"capacity\": %" PRIu64
-			       ", \"reads\": %" PRIu64 ", \"entries\": %" PRIu64 ", \"lost_gaps\": %" PRIu64,
-			       first_log ? "" : ",", check_log_names[t % NF_LOG_SUMMARY_LOGS], l->epochs,
-			       l->capacity, l->reads, l->entries, l->lost_spans);
-			first_log = false;
-			for (int k = 0; k < NF_FIND_COUNT; k++)
-				printf(", \"%s\": %" PRIu64, nf_finding_kind_name((enum nf_finding_kind)k),
-				       l->count[k]);
-			printf(", \"first\": {");
-			for (int k = 0; k < NF_FIND_COUNT; k++) {
-				if (!l->first[k].set)
-					continue;
-				printf("%s\"%s\": ", first_where ? "" : ", ",
-				       nf_finding_kind_name((enum nf_finding_kind)k));
-				json_where(&l->first[k], k == NF_FIND_LOST);
-				first_where = false;
-			}
-			printf("}}");
-		}
-		printf("%s]}", first_log ? "" : "\n    ");
-	}
-	printf("%s],\n  \"findings\": [", nq ? "\n  " : "");
-	for (size_t i = 0; i < s->n_listed; i++) {
-		const struct nf_finding *f = &s->listed[i].f;
-
-		printf("%s\n    {\"kind\": \"%s\", \"adapter\": %" PRIu32 ", \"hwqueue\": %" PRIu32
-		       ", \"log_type\": %" PRIu32 ", \"epoch\": %" PRIu32 ", \"count\": %" PRIu64
-		       ", \"first_seq\": %" PRIu64 ", \"prev_gpu_ts\": %" PRIu64 ", \"next_gpu_ts\": %" PRIu64
-		       ", \"cpu_ts\": %" PRIu64 ", \"stream\": ",
-		       i ? "," : "", nf_finding_kind_name(f->kind), f->adapter, f->hwqueue, f->log_type,
-		       f->epoch, f->count, f->first_seq, f->prev_gpu_ts, f->next_gpu_ts, f->cpu_ts);
-		json_str(f->stream);
-		printf(", \"packet\": %" PRIu64 ", \"event_index\": %" PRIu64 ", \"entry_index\": %" PRIu32
-		       ", \"detail\": ", f->packet, f->event_index, f->entry_index);
-		json_str(f->detail);
-		putchar('}');
-	}
-	printf("%s],\n  \"findings_not_listed\": %" PRIu64, s->n_listed ? "\n  " : "", s->not_listed);
+	printf(",\n  \"source\": ");
+	json_str(c->source);
+	printf(",\n  \"verdict\": \"%s\"", check_verdict(c, h));
+	fputs(c->json ? c->json : "", stdout);
+	printf(",\n  \"out_of_range\": %" PRId64, out_of_range);
+	nf_cli_coverage_json(stdout, cov);
 	hang_print_json(h);
 	printf("\n}\n");
-}
-
-/* ---- findings only the timeline has ------------------------------------------- */
-
-/*
- * The timeline's builder checks ranges the log replay does not see: a
- * calibration pair beyond 2^62 (not used), an event the CPU clock cannot
- * place within 2^62 ns (left out). It writes each as an out_of_range anomaly
- * without a queue (the log replay's own findings have one). They are
- * illegal: counted into the summary's illegal findings, so the verdict and
- * the exit status say so, and the first is shown. Returns 0 or a code.
- */
-static int timeline_findings(const char *db, struct nf_log_summary *s, char *first, size_t len,
-			     struct nf_error *err)
-{
-	sqlite3 *h = NULL;
-	sqlite3_stmt *st = NULL;
-	int rc = nf_timeline_open_read(db, &h, err);
-
-	first[0] = '\0';
-	if (rc)
-		return rc;
-	if (sqlite3_prepare_v2(h, "SELECT count(*), (SELECT detail FROM anomalies WHERE kind = 'out_of_range' AND "
-				  "queue IS NULL ORDER BY id LIMIT 1) FROM anomalies WHERE kind = 'out_of_range' AND "
-				  "queue IS NULL", -1, &st, NULL) != SQLITE_OK || sqlite3_step(st) != SQLITE_ROW) {
-		rc = nf_sql_error(h, err, "%s: reading anomalies", db);
-	} else if (sqlite3_column_int64(st, 0) > 0) {
-		uint64_t n = (uint64_t)sqlite3_column_int64(st, 0);
-
-		s->illegal += n;
-		s->total[NF_FIND_OUT_OF_RANGE] += n;
-		snprintf(first, len, "%" PRIu64 " out_of_range in the timeline, first: %s", n,
-			 sqlite3_column_text(st, 1) ? (const char *)sqlite3_column_text(st, 1) : "?");
-	}
-	sqlite3_finalize(st);
-	sqlite3_close(h);
-	return rc;
 }
 
 /* A path for a temporary timeline of dir under $TMPDIR (or /tmp): 0, or -1. */
@@ -491,111 +310,6 @@ static int check_temp_timeline(const char *dir, char *db, size_t len)
 		return -1;
 	close(fd);
 	return 0;
-}
-
-/*
- * An imported Windows ETW capture: what was lost, DxgKrnl payloads of a size
- * no layout has, waits never released, and the hang analysis every session
- * gets (nf_analysis_hangs over its timeline: waits open at the capture's end
- * that nothing in it can satisfy). The verdict uses the same words as other
- * sessions' (check_verdict): illegal (a fence-related event whose size matches
- * no layout: its rows are missing from the timeline; or a lowered fence),
- * deadlock, hang, legal_anomalies (lost events or buffers, size mismatches,
- * waits still open at the end), whole; exit 1 for illegal, deadlock and hang.
- */
-static int check_etw(const char *dir, bool json)
-{
-	struct nf_etw_summary es;
-	struct nf_analysis *a = NULL;
-	struct nf_hang_report hangs = { 0 };
-	struct nf_error err;
-	const char *verdict;
-	char db[4200];
-	bool tmp_db = false;
-	int rc;
-
-	nf_error_clear(&err);
-	if (nf_etw_summary_read(dir, &es, &err))
-		return nf_cli_fail("check", &err);
-	rc = nf_timeline_ensure(dir, db, sizeof(db), &err);
-	if (rc == NF_EIO && check_temp_timeline(dir, db, sizeof(db)) == 0) {
-		nf_error_clear(&err);
-		rc = nf_timeline_build(dir, db, &err);
-		tmp_db = true;
-	}
-	rc = rc ? rc : nf_analysis_load_open(db, &a, &err);
-	rc = rc ? rc : nf_analysis_hangs(a, &hangs, &err);
-	if (rc) {
-		rc = nf_cli_fail("check", &err);
-		goto out;
-	}
-	if (es.fence_size_mismatches > 0 || hangs.count[NF_HANG_LOWERED])
-		verdict = "illegal";
-	else if (hangs.count[NF_HANG_DEADLOCK])
-		verdict = "deadlock";
-	else if (hangs.count[NF_HANG_NEVER_SIGNALED] || hangs.count[NF_HANG_BLOCKED])
-		verdict = "hang";
-	else if (es.events_lost || es.buffers_lost || es.lost_flag_buffers || es.size_mismatches ||
-		 es.waits_pending || es.cpu_waits_pending)
-		verdict = "legal_anomalies";
-	else
-		verdict = "whole";
-	if (json) {
-		printf("{\n  \"session\": ");
-		json_str(dir);
-		printf(",\n  \"source\": \"etw\",\n"
-		       "  \"verdict\": \"%s\",\n  \"events\": %" PRId64 ",\n"
-		       "  \"events_lost\": %" PRId64 ",\n  \"buffers_lost\": %" PRId64 ",\n"
-		       "  \"buffers_flagged_lost\": %" PRId64 ",\n  \"size_mismatches\": %" PRId64 ",\n"
-		       "  \"fence_size_mismatches\": %" PRId64 ",\n  \"waits_never_released\": %" PRId64 ",\n"
-		       "  \"cpu_waits_never_released\": %" PRId64 ",\n  \"unwaits_without_wait\": %" PRId64,
-		       verdict, es.events, es.events_lost, es.buffers_lost, es.lost_flag_buffers, es.size_mismatches,
-		       es.fence_size_mismatches, es.waits_pending, es.cpu_waits_pending,
-		       es.waits_unmatched_unwaits);
-		hang_print_json(&hangs);
-		printf("\n}\n");
-	} else {
-		fputs("session ", stdout);
-		nf_esc_text_file(stdout, dir, 0);
-		printf(": Windows ETW capture, %" PRId64 " events\n", es.events);
-		printf("lost:                     %" PRId64 " events, %" PRId64 " buffers (logfile header); "
-		       "%" PRId64 " buffers flagged lost\n", es.events_lost, es.buffers_lost, es.lost_flag_buffers);
-		printf("DxgKrnl size mismatches:  %" PRId64 " (%" PRId64 " fence-related)\n", es.size_mismatches,
-		       es.fence_size_mismatches);
-		printf("GPU waits never released: %" PRId64 " of %" PRId64 " (no unwait before the capture ended)\n",
-		       es.waits_pending, es.waits);
-		printf("CPU waits never released: %" PRId64 " of %" PRId64 "\n", es.cpu_waits_pending, es.cpu_waits);
-		printf("unwaits without a wait:   %" PRId64 " (their wait packet was queued before the capture)\n",
-		       es.waits_unmatched_unwaits);
-		hang_print_text(a, &hangs);
-		if (!strcmp(verdict, "illegal"))
-			printf("verdict: illegal (%" PRId64 " fence-related events whose size matches no layout, "
-			       "%zu lowered signal%s)\n", es.fence_size_mismatches, hangs.count[NF_HANG_LOWERED],
-			       hangs.count[NF_HANG_LOWERED] == 1 ? "" : "s");
-		else if (!strcmp(verdict, "deadlock"))
-			printf("verdict: deadlock (%zu cycle%s of waits waiting for each other, %zu more waits "
-			       "blocked)\n", hangs.count[NF_HANG_DEADLOCK], hangs.count[NF_HANG_DEADLOCK] == 1 ? "" : "s",
-			       hangs.count[NF_HANG_BLOCKED]);
-		else if (!strcmp(verdict, "hang"))
-			printf("verdict: hang (%zu waits can never be satisfied)\n",
-			       hangs.count[NF_HANG_NEVER_SIGNALED] + hangs.count[NF_HANG_BLOCKED]);
-		else if (!strcmp(verdict, "legal_anomalies"))
-			printf("verdict: legal anomalies only (%" PRId64 " events and %" PRId64 " buffers lost, %" PRId64
-			       " buffers flagged lost, %" PRId64 " size mismatches, %" PRId64
-			       " waits still open when the capture ended)\n",
-			       es.events_lost, es.buffers_lost, es.lost_flag_buffers, es.size_mismatches,
-			       es.waits_pending + es.cpu_waits_pending);
-		else
-			printf("verdict: whole (%" PRId64 " events, none lost)\n", es.events);
-	}
-	rc = !strcmp(verdict, "whole") || !strcmp(verdict, "legal_anomalies") ? NF_EXIT_OK : NF_EXIT_FAIL;
-out:
-	nf_hang_report_free(&hangs);
-	nf_analysis_destroy(a);
-	if (tmp_db)
-		unlink(db);
-	nf_etw_summary_free(&es);
-	return rc;
 }
 
 /* What `nftrace check --help` prints; the options it names are parsed below. */
@@ -630,7 +344,9 @@ const char cmd_check_usage[] =
 
 int cmd_check(int argc, char **argv)
 {
-	struct nf_log_summary *s = NULL;
+	struct nf_source_check c;
+	struct nf_coverage cov = { 0 };
+	int64_t out_of_range = 0;
 	struct nf_analysis *a = NULL;
 	struct nf_hang_report hangs = { 0 };
 	bool tmp_db = false;
@@ -657,11 +373,11 @@ int cmd_check(int argc, char **argv)
 		return nf_cli_usage_error("check", "missing session DIR");
 
 	nf_error_clear(&err);
-	if (nf_etw_session_is(dir))
-		return check_etw(dir, json);
-	rc = nf_log_summary_read(dir, &s, &err);
-	if (rc)
+	rc = nf_session_check(dir, &c, &err);
+	if (rc) {
+		nf_source_check_free(&c);
 		return nf_cli_fail("check", &err);
+	}
 	/* Hangs and deadlocks: over the session's timeline (built when missing; in a
 	 * temporary file when the session directory cannot be written). */
 	rc = nf_timeline_ensure(dir, db, sizeof(db), &err);
@@ -674,26 +390,46 @@ int cmd_check(int argc, char **argv)
 		rc = nf_analysis_load_open(db, &a, &err);
 	if (!rc)
 		rc = nf_analysis_hangs(a, &hangs, &err);
-	char tl_first[400];
 	if (!rc)
-		rc = timeline_findings(db, s, tl_first, sizeof(tl_first), &err);
+		rc = read_timeline_facts(db, &cov, &out_of_range, &err);
 	if (rc) {
 		rc = nf_cli_fail("check", &err);
 		goto out_free;
 	}
-	if (json) {
-		check_print_json(dir, s, &hangs);
-	} else {
-		/* before the verdict, which counts them */
-		check_print_text(dir, s, a, &hangs, tl_first);
+	/* Events beyond the range of a clock are left out of the timeline (an
+	 * out_of_range anomaly each: a calibration pair, an event past 2^62 ns):
+	 * never whole, even when the logs are. */
+	if (out_of_range > 0) {
+		size_t len = strlen(c.legal_what);
+
+		c.legal += (uint64_t)out_of_range;
+		snprintf(c.legal_what + len, sizeof(c.legal_what) - len, "%s%" PRId64 " left out of range of a clock",
+			 len ? ", " : "", out_of_range);
 	}
-	rc = strcmp(check_verdict(s, &hangs), "whole") && strcmp(check_verdict(s, &hangs), "legal_anomalies")
+	/* CPUs recorded only from some moment on: what ran before it on them is not in the file. */
+	if (cov.cpus && (!cov.whole || cov.whole_from_ns > 0)) {
+		size_t len = strlen(c.legal_what);
+
+		c.legal++;
+		if (cov.whole)
+			snprintf(c.legal_what + len, sizeof(c.legal_what) - len, "%severy CPU recorded only from %.6f s",
+				 len ? ", " : "", (double)cov.whole_from_ns / 1e9);
+		else
+			snprintf(c.legal_what + len, sizeof(c.legal_what) - len, "%sa CPU of which nothing is recorded",
+				 len ? ", " : "");
+	}
+	if (json)
+		check_print_json(dir, &c, &cov, out_of_range, &hangs);
+	else
+		check_print_text(&c, &cov, a, &hangs);
+	rc = strcmp(check_verdict(&c, &hangs), "whole") && strcmp(check_verdict(&c, &hangs), "legal_anomalies")
 		     ? NF_EXIT_FAIL : NF_EXIT_OK;
 out_free:
 	nf_hang_report_free(&hangs);
 	nf_analysis_destroy(a);
 	if (tmp_db)
 		unlink(db);
-	nf_log_summary_destroy(s);
+	nf_source_check_free(&c);
+	nf_coverage_free(&cov);
 	return rc;
 }

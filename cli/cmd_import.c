@@ -2,8 +2,7 @@
  * session directory; which one is told by the file's content. */
 #include "cli.h"
 
-#include "contract/etwsession.h"
-#include "contract/kernel.h"
+#include "contract/session.h"
 
 #include <getopt.h>
 #include <signal.h>
@@ -28,13 +27,16 @@ const char cmd_import_usage[] =
 	"Microsoft-Windows-DxgKrnl contexts and hardware queues become queues, sync objects\n"
 	"fences, wait and signal queue packets fence_ops (tied wait <- signal in deps), CPU waits\n"
 	"cpu_waits, DMA packets dma_packets, VSyncs vsyncs, other events etw_events\n"
-	"(schemas/timeline.sql). Nothing is left behind when the capture cannot be read.\n"
+	"(schemas/timeline.sql).\n"
 	"\n"
 	"Reads a trace-cmd file (versions 6 and 7, every buffer instance in it) with libtracecmd and\n"
 	"decodes its events with libtraceevent from the formats stored in the file. dma_fence events\n"
 	"become fences on per-timeline rows, waits and signals (fence_ops, deps), sched_switch CPU\n"
 	"thread rows (cpu_runs), other events raw rows (kernel_events), lost events anomalies.\n"
 	"The session's clock is the trace's clock in nanoseconds from its first event.\n"
+	"\n"
+	"The new session is built beside DIR and takes its place only once complete: a file\n"
+	"that cannot be read, Ctrl-C (exit 130) or SIGTERM leave DIR as it was.\n"
 	"\n"
 	"  -o, --output DIR   session directory to create\n"
 	"  --force            replace an existing session in DIR\n";
@@ -48,7 +50,6 @@ int cmd_import(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct nf_kernel_stats st;
 	struct nf_error err;
 	const char *out = NULL;
 	bool force = false;
@@ -73,42 +74,24 @@ int cmd_import(int argc, char **argv)
 	if (optind + 1 < argc)
 		return nf_cli_usage_error("import", "unexpected argument '%s'", argv[optind + 1]);
 	nf_error_clear(&err);
-	/* An ETL by its content, or by its name (so that a damaged one gets the ETL
-	 * reader's message, naming the buffer and offset, not trace-cmd's). */
-	size_t len = strlen(argv[optind]);
+	/* SIGINT/SIGTERM stop the import, which then removes its temporary
+	 * session and leaves DIR as it was. */
+	struct sigaction sa = { 0 };
+	struct nf_import_result res;
+	int rc;
 
-	if (nf_etw_file_is(argv[optind]) || (len > 4 && !strcasecmp(argv[optind] + len - 4, ".etl"))) {
-		struct nf_etw_import_stats est;
-		struct sigaction sa = { 0 };
-		int rc;
-
-		/* SIGINT/SIGTERM stop the import, which then removes its temporary
-		 * session and leaves DIR as it was (the trace-cmd import below keeps
-		 * the default action). */
-		sa.sa_handler = on_signal;
-		sigaction(SIGINT, &sa, NULL);
-		sigaction(SIGTERM, &sa, NULL);
-		rc = nf_etw_import_interruptible(argv[optind], out, force, &import_interrupted, &est, &err);
-		if (rc == NF_EINTR) {
-			fprintf(stderr, "nftrace import: interrupted; %s left as it was\n", out);
-			return NF_EXIT_INTERRUPTED;
-		}
-		if (rc)
-			return nf_cli_fail("import", &err);
-		printf("imported %s into %s: %" PRIu64 " ETW events on %u CPUs (%" PRIu64 " DxgKrnl): %" PRIu64
-		       " waits, %" PRIu64 " signals, %" PRIu64 " waits tied to their signal, %" PRIu64
-		       " DMA packets\n", argv[optind], out, est.events, est.cpus, est.dxgkrnl, est.waits,
-		       est.signals, est.deps, est.dma_packets);
-		return NF_EXIT_OK;
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	rc = nf_import(argv[optind], out, force, &import_interrupted, &res, &err);
+	if (rc == NF_EINTR) {
+		fprintf(stderr, "nftrace import: interrupted; %s left as it was\n", out);
+		return NF_EXIT_INTERRUPTED;
 	}
-	if (nf_kernel_import(argv[optind], out, force, &st, &err))
+	if (rc)
 		return nf_cli_fail("import", &err);
-	printf("imported %s into %s: %" PRIu64 " kernel records on %u CPUs (%" PRIu64 " dma_fence, %" PRIu64
-	       " sched, %" PRIu64 " GPU job/vblank, %" PRIu64 " markers, %" PRIu64 " other), %" PRIu64
-	       " events lost by the kernel\n",
-	       argv[optind], out, st.records, st.cpus, st.dma_fence, st.sched, st.gpu, st.markers, st.raw,
-	       st.lost_events);
-	if (st.note[0])
-		printf("worked around: %s\n", st.note);
+	printf("imported %s into %s: %s\n", argv[optind], out, res.summary);
+	if (res.note[0])
+		printf("worked around: %s\n", res.note);
 	return NF_EXIT_OK;
 }

@@ -1,11 +1,12 @@
 /* nftrace info: a session's facts and counts, or the event reference. */
 #include "cli.h"
 #include "contract/errors.h"
-#include "contract/escape.h"
 
 #include "nftrace/events.h"
-#include "contract/etwsession.h"
-#include "contract/parser.h"
+#include "contract/session.h"
+#include "contract/timeline.h"
+
+#include <sqlite3.h>
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -51,185 +52,22 @@ static void print_events_markdown(void)
 	}
 }
 
-struct info_counts {
-	uint64_t per_event[NF_EV_COUNT];
-	uint64_t entries, findings[NF_FIND_COUNT];
-	uint64_t first_ts, last_ts;
-	bool any;
-};
-
-static int count_event(void *ctx, const struct nf_event *ev)
+/* What the session covers, from its timeline (built when missing); nothing
+ * when it cannot be built here (a read-only session: info says what it can). */
+static void info_coverage(const char *dir)
 {
-	struct info_counts *c = ctx;
-
-	if (ev->id < NF_EV_COUNT)
-		c->per_event[ev->id]++;
-	if (!c->any)
-		c->first_ts = ev->ts;
-	c->last_ts = ev->ts;
-	c->any = true;
-	return 0;
-}
-
-static int count_entry(void *ctx, const struct nf_decoded_entry *e)
-{
-	(void)e;
-	((struct info_counts *)ctx)->entries++;
-	return 0;
-}
-
-static int count_finding(void *ctx, const struct nf_finding *f)
-{
-	struct info_counts *c = ctx;
-
-	if (f->kind < NF_FIND_COUNT)
-		c->findings[f->kind] += f->kind == NF_FIND_LOST ? f->count : 1;
-	return 0;
-}
-
-/* A string from the session (or its directory's name), for a terminal:
- * what is not printable UTF-8 (an escape sequence planted in a session, a
- * Latin-1 byte) is shown as '?'. */
-static void put_clean(const char *s)
-{
-	nf_esc_text_file(stdout, s, 0);
-}
-
-static void put_json(const char *s);
-
-/* The ETW summary as one JSON object (integers; durations in ns; lacks as a list). */
-static void print_etw_json(const char *dir, const struct nf_etw_summary *es)
-{
-	char lacks[sizeof(es->lacks)];
-	char *tok, *save = NULL;
-	int first = 1;
-
-	fputs("{\"session\": ", stdout);
-	put_json(dir);
-	fputs(", \"kind\": \"etw\", \"mode\": \"etw-import\", \"source\": ", stdout);
-	put_json(es->source);
-	printf(", \"os_build\": %" PRId64 ", \"pointer_size\": %" PRId64 ", \"pointer_sizes\": ", es->os_build,
-	       es->pointer_size);
-	put_json(es->pointer_sizes);
-	printf(", \"cpus\": %" PRId64 ", \"clock\": ", es->cpus);
-	put_json(es->clock);
-	printf(", \"clock_frequency_hz\": %" PRId64 ", \"start_time\": ", es->clock_frequency);
-	put_json(es->start_time);
-	printf(", \"duration_ns\": %" PRId64 ", \"buffers\": %" PRId64 ", \"lost\": {\"events\": %" PRId64
-	       ", \"buffers\": %" PRId64 ", \"buffers_flagged\": %" PRId64 "}, \"lacks\": [",
-	       es->duration_ns, es->buffers, es->events_lost, es->buffers_lost, es->lost_flag_buffers);
-	snprintf(lacks, sizeof(lacks), "%s", es->lacks);
-	for (tok = strtok_r(lacks, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		fputs(first ? "" : ", ", stdout);
-		first = 0;
-		put_json(tok);
-	}
-	printf("], \"timeline\": {\"queues\": %" PRId64 ", \"fences\": %" PRId64 ", \"gpu_waits\": %" PRId64
-	       ", \"signals\": %" PRId64 ", \"cpu_waits\": %" PRId64 ", \"deps\": %" PRId64
-	       ", \"dma_packets\": %" PRId64 ", \"vsyncs\": %" PRId64 "}, \"events\": %" PRId64
-	       ", \"providers\": [", es->queues, es->fences, es->waits, es->signals, es->cpu_waits, es->deps,
-	       es->dma_packets, es->vsyncs, es->events);
-	for (size_t i = 0; i < es->n_providers; i++) {
-		fputs(i ? ", {\"provider\": " : "{\"provider\": ", stdout);
-		put_json(es->providers[i].provider);
-		fputs(", \"name\": ", stdout);
-		put_json(es->providers[i].name);
-		printf(", \"events\": %" PRIu64 ", \"size_mismatches\": %" PRIu64 "}", es->providers[i].events,
-		       es->providers[i].size_mismatches);
-	}
-	fputs("]}\n", stdout);
-}
-
-/* An imported Windows ETW capture: what the file says and what it holds. */
-static int info_etw(const char *dir, bool json)
-{
-	struct nf_etw_summary es;
+	char db_path[4200];
 	struct nf_error err;
+	struct nf_coverage cov = { 0 };
+	sqlite3 *db = NULL;
 
 	nf_error_clear(&err);
-	if (nf_etw_summary_read(dir, &es, &err))
-		return nf_cli_fail("info", &err);
-	if (json) {
-		print_etw_json(dir, &es);
-		nf_etw_summary_free(&es);
-		return NF_EXIT_OK;
-	}
-	fputs("session:        ", stdout);
-	put_clean(dir);
-	fputs("\nsource:         Windows ETW capture ", stdout);
-	put_clean(es.source);
-	printf("\nOS build:       %" PRId64 "\n", es.os_build);
-	printf("pointer size:   %s\n", es.pointer_sizes);
-	printf("CPUs:           %" PRId64 "\n", es.cpus);
-	printf("clock:          %s, %" PRId64 " Hz\n", es.clock, es.clock_frequency);
-	printf("started:        %s\n", es.start_time);
-	printf("duration:       %.6f s\n", (double)es.duration_ns / 1e9);
-	printf("buffers:        %" PRId64 "\n", es.buffers);
-	printf("lost:           %" PRId64 " events, %" PRId64 " buffers; %" PRId64 " buffers flagged lost\n",
-	       es.events_lost, es.buffers_lost, es.lost_flag_buffers);
-	printf("lacks:          %s\n", es.lacks[0] ? es.lacks : "nothing");
-	if (strstr(es.lacks, "kernel"))
-		printf("                (no NT kernel events: no process or thread names, no context switches)\n");
-	if (strstr(es.lacks, "dxgkrnl"))
-		printf("                (no Microsoft-Windows-DxgKrnl events: no GPU timeline, only raw events)\n");
-	if (strstr(es.lacks, "rundown"))
-		printf("                (no adapter/device/context rundown: contexts are named by node and handle,\n"
-		       "                 their node taken from the scheduler's SelectContext events)\n");
-	printf("timeline:       %" PRId64 " queues, %" PRId64 " fences, %" PRId64 " GPU waits, %" PRId64
-	       " signals, %" PRId64 " CPU waits, %" PRId64 " waits tied to their signal, %" PRId64
-	       " DMA packets, %" PRId64 " VSyncs\n", es.queues, es.fences, es.waits, es.signals, es.cpu_waits,
-	       es.deps, es.dma_packets, es.vsyncs);
-	printf("events:         %" PRId64 "\n", es.events);
-	for (size_t i = 0; i < es.n_providers; i++) {
-		printf("  %-36s ", es.providers[i].provider);
-		put_clean(es.providers[i].name[0] ? es.providers[i].name : "-");
-		printf(" %" PRIu64, es.providers[i].events);
-		if (es.providers[i].size_mismatches)
-			printf(" (%" PRIu64 " of a size no layout has)", es.providers[i].size_mismatches);
-		putchar('\n');
-	}
-	nf_etw_summary_free(&es);
-	return NF_EXIT_OK;
-}
-
-/* A JSON string (nf_esc_json). */
-static void put_json(const char *s)
-{
-	nf_esc_json_file(stdout, s, 0);
-}
-
-/* The same facts as one JSON object, for scripts (integers, durations in ns). */
-static void print_json(const char *dir, const struct nf_session_info *in, const struct info_counts *c)
-{
-	int first = 1;
-
-	fputs("{\"session\": ", stdout);
-	put_json(dir);
-	fputs(", \"source\": ", stdout);
-	put_json(in->source);
-	fputs(", \"tool_version\": ", stdout);
-	put_json(in->tool_version ? in->tool_version : "");
-	printf(", \"schema\": %lld, \"mode\": ", (long long)in->schema_version);
-	put_json(in->mode ? in->mode : "");
-	printf(", \"seed\": %llu, \"cpu_frequency_hz\": %llu, \"duration_ns\": %llu, "
-	       "\"ground_truth\": %s, \"import_note\": ",
-	       (unsigned long long)in->seed, (unsigned long long)in->cpu_frequency,
-	       c->any && in->cpu_frequency
-		       ? (unsigned long long)((double)(c->last_ts - in->start_ticks) * 1e9 /
-					      (double)in->cpu_frequency)
-		       : 0ULL,
-	       in->ground_truth ? "true" : "false");
-	put_json(in->import_note ? in->import_note : "");
-	printf(", \"log_entries\": {\"read\": %llu, \"lost\": %llu}, \"events\": {",
-	       (unsigned long long)c->entries, (unsigned long long)c->findings[NF_FIND_LOST]);
-	for (uint32_t i = 0; i < NF_EV_COUNT; i++)
-		if (c->per_event[i]) {
-			fputs(first ? "" : ", ", stdout);
-			first = 0;
-			put_json(nf_event_desc(i)->name);
-			printf(": %llu", (unsigned long long)c->per_event[i]);
-		}
-	fputs("}}\n", stdout);
+	if (nf_timeline_ensure(dir, db_path, sizeof(db_path), &err) || nf_timeline_open_read(db_path, &db, &err))
+		return;
+	if (nf_timeline_coverage(db, &cov, &err) == 0)
+		nf_cli_coverage_text(stdout, &cov);
+	nf_coverage_free(&cov);
+	sqlite3_close(db);
 }
 
 /* What `nftrace info --help` prints; the options it names are parsed below. */
@@ -240,8 +78,6 @@ const char cmd_info_usage[] =
 int cmd_info(int argc, char **argv)
 {
 	struct nf_error err;
-	struct nf_parser *p = NULL;
-	struct info_counts c;
 	const char *dir = NULL;
 	int json = 0;
 
@@ -267,47 +103,9 @@ int cmd_info(int argc, char **argv)
 	if (!dir)
 		return nf_cli_usage_error("info", "missing session DIR");
 	nf_error_clear(&err);
-	if (nf_etw_session_is(dir))
-		return info_etw(dir, json);
-	memset(&c, 0, sizeof(c));
-	if (nf_parser_open(dir, &p, &err))
+	if (nf_session_info(dir, json, stdout, &err))
 		return nf_cli_fail("info", &err);
-	const struct nf_session_info *in = nf_parser_info(p);
-	struct nf_parser_callbacks cb = { &c, count_event, count_entry, count_finding };
-	if (nf_parser_run(p, &cb, &err)) {
-		nf_parser_destroy(p);
-		return nf_cli_fail("info", &err);
-	}
-	if (json) {
-		print_json(dir, in, &c);
-		nf_parser_destroy(p);
-		return NF_EXIT_OK;
-	}
-	fputs("session:        ", stdout);
-	put_clean(dir);
-	fputs("\nsource:         ", stdout);
-	put_clean(in->source);
-	putchar('\n');
-	fputs("recorded by:    nftrace ", stdout);
-	put_clean(in->tool_version ? in->tool_version : "?");
-	printf(" (schema %lld)\nmode:           ", (long long)in->schema_version);
-	put_clean(in->mode ? in->mode : "?");
-	printf(", seed %llu\n", (unsigned long long)in->seed);
-	printf("cpu clock:      %llu Hz\n", (unsigned long long)in->cpu_frequency);
-	printf("duration:       %.6f s\n", c.any && in->cpu_frequency
-		       ? (double)(c.last_ts - in->start_ticks) / (double)in->cpu_frequency : 0.0);
-	printf("ground truth:   %s\n", in->ground_truth ? "yes" : "no");
-	if (in->import_note && in->import_note[0]) {
-		fputs("worked around:  ", stdout);
-		put_clean(in->import_note);
-		putchar('\n');
-	}
-	printf("log entries:    %llu read, %llu lost\n", (unsigned long long)c.entries,
-	       (unsigned long long)c.findings[NF_FIND_LOST]);
-	printf("events:\n");
-	for (uint32_t i = 0; i < NF_EV_COUNT; i++)
-		if (c.per_event[i])
-			printf("  %-40s %llu\n", nf_event_desc(i)->name, (unsigned long long)c.per_event[i]);
-	nf_parser_destroy(p);
+	if (!json)
+		info_coverage(dir);
 	return NF_EXIT_OK;
 }

@@ -10,10 +10,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <stdlib.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -186,73 +185,6 @@ int nf_session_dir_clear(const char *dir, enum nf_session_kind kind, struct nf_e
 	return 0;
 }
 
-static void split_path(const char *dir, char *parent, size_t len, const char **base);
-
-int nf_session_output_check(const char *session_dir, const char *output, struct nf_error *err)
-{
-	char parent[NF_SESSION_PATH_MAX];
-	const char *base;
-	struct stat s, o;
-	size_t l = strlen(output);
-
-	while (l > 1 && output[l - 1] == '/')
-		l--;
-	if (l >= sizeof(parent))
-		return 0; /* the output's own open says what is wrong with it */
-	memcpy(parent, output, l);
-	parent[l] = '\0';
-	char name[NF_SESSION_PATH_MAX];
-
-	split_path(parent, name, sizeof(name), &base);
-	if (!(ctf_name(base) || etw_name(base)) || stat(session_dir, &s) != 0 || stat(name, &o) != 0)
-		return 0;
-	if (s.st_dev == o.st_dev && s.st_ino == o.st_ino)
-		return nf_error_set(err, NF_EINVAL, "%s: is a file of the session %s being read; refusing to write over it",
-				    output, session_dir);
-	return 0;
-}
-
-/* ---- build aside, then swap (include/contract/sessiondir.h) ---- */
-
-/* Removes every file nftrace writes in a session of either kind from dir, then
- * dir when that left it empty; links are unlinked, never followed. */
-static void remove_session_dir(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	char path[NF_SESSION_PATH_MAX + 256];
-
-	if (d) {
-		while ((de = readdir(d)))
-			if (ctf_name(de->d_name) || etw_name(de->d_name)) {
-				snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-				unlink(path);
-			}
-		closedir(d);
-	}
-	rmdir(dir);
-}
-
-/* True when a live process holds dir (flock): a run writing its temporary. */
-static bool held(const char *dir)
-{
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	bool busy;
-
-	if (fd < 0)
-		return false;
-	busy = flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
-	close(fd); /* releases the lock taken just now */
-	return busy;
-}
-
-static bool is_dir(const char *p)
-{
-	struct stat st;
-
-	return lstat(p, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
 /* dir's folder and name: "a/b" -> "a", "b"; "b" -> ".", "b". */
 static void split_path(const char *dir, char *parent, size_t len, const char **base)
 {
@@ -270,156 +202,27 @@ static void split_path(const char *dir, char *parent, size_t len, const char **b
 	}
 }
 
-/*
- * The leftovers of dead runs beside dir: BASE.WHAT-XXXXXX (a temporary no
- * live process holds) and BASE.WHAT-XXXXXX.old (an old session a swap moved
- * aside). A session moved aside goes back when dir is missing (the run died
- * between its two renames); otherwise both go.
- */
-static void remove_leftovers(const char *dir, const char *what)
+int nf_session_output_check(const char *session_dir, const char *output, struct nf_error *err)
 {
-	char parent[NF_SESSION_PATH_MAX], prefix[512], names[64][256];
+	char parent[PATH_MAX];
 	const char *base;
-	size_t n = 0, pl;
-	DIR *d;
-	struct dirent *de;
+	struct stat s, o;
+	size_t l = strlen(output);
 
-	split_path(dir, parent, sizeof(parent), &base);
-	if ((size_t)snprintf(prefix, sizeof(prefix), "%s.%s-", base, what) >= sizeof(prefix) || !(d = opendir(parent)))
-		return;
-	pl = strlen(prefix);
-	while ((de = readdir(d)) && n < 64) {
-		size_t l = strlen(de->d_name);
-
-		if (!strncmp(de->d_name, prefix, pl) && (l == pl + 6 || (l == pl + 10 && !strcmp(de->d_name + pl + 6, ".old"))) &&
-		    l < sizeof(names[0]))
-			memcpy(names[n++], de->d_name, l + 1);
-	}
-	closedir(d);
-	for (size_t i = 0; i < n; i++) {
-		char tmp[NF_SESSION_PATH_MAX + 512], old[NF_SESSION_PATH_MAX + 520];
-
-		snprintf(tmp, sizeof(tmp), "%s/%.*s", parent, (int)(pl + 6), names[i]);
-		snprintf(old, sizeof(old), "%s.old", tmp);
-		if (!is_dir(tmp) && !is_dir(old))
-			continue; /* done with already (both names of one run are listed) */
-		if (is_dir(tmp) && held(tmp))
-			continue; /* a live run */
-		if (is_dir(old)) {
-			if (!is_dir(dir) && rename(old, dir) == 0)
-				; /* the previous session, back where it was */
-			else
-				remove_session_dir(old);
-		}
-		if (is_dir(tmp))
-			remove_session_dir(tmp);
-	}
-}
-
-int nf_session_aside_begin(struct nf_session_aside *a, const char *dir, const char *what, bool force,
-			   struct nf_error *err)
-{
-	size_t l = dir ? strlen(dir) : 0;
-	int rc;
-
-	memset(a, 0, sizeof(*a));
-	a->lock_fd = -1;
-	while (l > 1 && dir[l - 1] == '/')
+	while (l > 1 && output[l - 1] == '/')
 		l--;
-	if (!l)
-		return nf_error_set(err, NF_EINVAL, "missing output directory (an empty name)");
-	if (l + strlen(what) + 16 >= sizeof(a->dir))
-		return nf_error_set(err, NF_EINVAL, "%s: path too long", dir);
-	memcpy(a->dir, dir, l);
-	a->dir[l] = '\0';
-	snprintf(a->target, sizeof(a->target), "%s", a->dir);
-	remove_leftovers(a->dir, what);
-	if ((rc = nf_session_dir_target(a->dir, force, err)) <= 0)
-		return rc;
-	a->old = (enum nf_session_kind)rc;
-	if ((size_t)snprintf(a->target, sizeof(a->target), "%s.%s-XXXXXX", a->dir, what) >= sizeof(a->target) ||
-	    !mkdtemp(a->target)) {
-		int e = errno;
+	if (l >= sizeof(parent))
+		return 0; /* the output's own open says what is wrong with it */
+	memcpy(parent, output, l);
+	parent[l] = '\0';
+	char name[PATH_MAX];
 
-		snprintf(a->target, sizeof(a->target), "%s", a->dir);
-		return nf_error_set(err, NF_EIO, "%s: cannot create a directory beside it: %s", a->dir, strerror(e));
-	}
-	/* mkdtemp makes it 0700: a session is 0755 less the umask, as mkdir makes it */
-	mode_t um = umask(022);
-
-	umask(um);
-	(void)chmod(a->target, 0777 & ~um);
-	a->lock_fd = open(a->target, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (a->lock_fd < 0 || flock(a->lock_fd, LOCK_EX | LOCK_NB) != 0) {
-		int e = errno;
-
-		rmdir(a->target);
-		if (a->lock_fd >= 0)
-			close(a->lock_fd);
-		a->lock_fd = -1;
-		snprintf(a->target, sizeof(a->target), "%s", a->dir);
-		return nf_error_set(err, NF_EIO, "%s: cannot lock a directory beside it: %s", a->dir, strerror(e));
-	}
-	a->replace = true;
-	return 0;
-}
-
-static void aside_release(struct nf_session_aside *a)
-{
-	if (a->lock_fd >= 0)
-		close(a->lock_fd);
-	a->lock_fd = -1;
-	a->replace = false;
-}
-
-int nf_session_aside_commit(struct nf_session_aside *a, struct nf_error *err)
-{
-	char old[NF_SESSION_PATH_MAX + 8];
-	int e;
-
-	if (!a->replace) {
-		aside_release(a);
+	split_path(parent, name, sizeof(name), &base);
+	if (!(ctf_name(base) || etw_name(base)) || stat(session_dir, &s) != 0 || stat(name, &o) != 0)
 		return 0;
-	}
-	snprintf(old, sizeof(old), "%s.old", a->target);
-	if (rename(a->dir, old) != 0) {
-		e = errno;
-		nf_session_aside_abort(a);
-		return nf_error_set(err, NF_EIO, "%s: cannot move the old session aside: %s", a->dir, strerror(e));
-	}
-	if (rename(a->target, a->dir) != 0) {
-		e = errno;
-		if (rename(old, a->dir) != 0) {
-			nf_error_set(err, NF_EIO, "%s: cannot rename %s to it (%s); the old session is in %s", a->dir,
-				     a->target, strerror(e), old);
-			aside_release(a);
-			return NF_EIO;
-		}
-		nf_session_aside_abort(a);
-		return nf_error_set(err, NF_EIO, "%s: cannot put the new session in place: %s", a->dir, strerror(e));
-	}
-	remove_session_dir(old);
-	aside_release(a);
+	if (s.st_dev == o.st_dev && s.st_ino == o.st_ino)
+		return nf_error_set(err, NF_EINVAL, "%s: is a file of the session %s being read; refusing to write over it",
+				    output, session_dir);
 	return 0;
 }
 
-void nf_session_aside_abort(struct nf_session_aside *a)
-{
-	if (a->replace)
-		remove_session_dir(a->target);
-	aside_release(a);
-}
-
-void nf_session_aside_name_errors(const struct nf_session_aside *a, struct nf_error *err)
-{
-	size_t tl = strlen(a->target);
-	char *at;
-
-	if (!err || !err->code || !a->replace || !(at = strstr(err->msg, a->target)))
-		return;
-	char msg[NF_ERROR_MSG_MAX];
-	size_t before = (size_t)(at - err->msg);
-
-	if (snprintf(msg, sizeof(msg), "%.*s%s%s", (int)before, err->msg, a->dir, at + tl) >= 0)
-		memcpy(err->msg, msg, sizeof(msg));
-}

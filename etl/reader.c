@@ -27,8 +27,8 @@
 
 #include "etl_int.h"
 
-#include "../core/capbuf.h"
-#include "../core/util_hash.h"
+#include "contract/capbuf.h"
+#include "contract/util_hash.h"
 
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "etl/ loads little-endian fields with memcpy");
 

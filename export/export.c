@@ -15,7 +15,7 @@
 #include "contract/errors.h"
 #include "contract/outfile.h"
 #include "contract/timeline.h"
-#include "../core/text.h"
+#include "contract/text.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -2046,9 +2046,10 @@ static void job_args(struct nf_xevent *e, sqlite3_stmt *st)
 	/* A ring-order or recording-start finish is a bound, not a time the trace
 	 * shows: the run is drawn as the viewer and the page draw it (unfinished),
 	 * the bound an arg. */
-	const char *fs = col_null(st, 12) ? NULL : (const char *)sqlite3_column_text(st, 12);
-	if (fs && (!strcmp(fs, "ring_order") || !strcmp(fs, "recording_start")) && !col_null(st, 13))
+	if (!col_null(st, 13))
 		arg_int(e, "finished no later than ns", sqlite3_column_int64(st, 13));
+	if (!col_null(st, 14))
+		arg_str(e, "bound source", (const char *)sqlite3_column_text(st, 14));
 }
 
 /*
@@ -2089,8 +2090,8 @@ static int pass_jobs(struct exporter *x)
 		by_dep.done = by_job.done = 1;
 	}
 	sql = sqlite3_mprintf("SELECT a.id, a.driver, a.ring, a.job, a.context, a.seqno, a.thread, a.process, "
-			      "a.submitted_ns, a.started_ns, CASE WHEN a.finish_source IN ('ring_order', 'recording_start') THEN NULL "
-			      "ELSE a.finished_ns END, a.status, a.finish_source, a.finished_ns FROM jobs a WHERE %s "
+			      "a.submitted_ns, a.started_ns, a.finished_ns, a.status, a.finish_source, a.finished_bound_ns, "
+			      "a.bound_source FROM jobs a WHERE %s "
 			      "ORDER BY a.id",
 			      pa);
 	if (!sql) {

@@ -14,8 +14,7 @@
 #include <string.h>
 
 #include "contract/escape.h"
-
-#include "../core/util_hash.h"
+#include "contract/util_hash.h"
 
 /* Field numbers (Perfetto's public format). */
 enum {

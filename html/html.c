@@ -29,7 +29,7 @@
 #include <unistd.h>
 
 #include "report_html.h"
-#include "../core/text.h"
+#include "contract/text.h"
 
 /* Fine histogram of start times, for finding the detail cut. */
 #define HIST_BINS 65536
@@ -1015,16 +1015,14 @@ static int write_jobs(struct html *h)
 		any_ring |= h->rows[i].kind == ROW_RING;
 	put(h, "\"jobs\":[");
 	if (any_ring) {
-		/* A ring-order or recording-start finish (jobs.finish_source) is a bound, not a
-		 * time the trace shows: the job is drawn as one whose finish is unknown and
-		 * the bound goes beside it for the tooltip. */
+		/* A bound on a finish (jobs.finished_bound_ns) is not a time the trace
+		 * shows: the job is drawn as one whose finish is unknown and the bound
+		 * goes beside it for the tooltip. */
 		if (sqlite3_prepare_v2(h->db, "SELECT id, driver, coalesce(ring, ''), job, context, seqno, thread, "
-					      "submitted_ns, started_ns, CASE WHEN finish_source IN ('ring_order', 'recording_start') THEN NULL "
-					      "ELSE finished_ns END, CASE WHEN finish_source IN ('ring_order', 'recording_start') THEN "
-					      "'unfinished' ELSE status END, CASE WHEN finish_source IN ('ring_order', "
-					      "'recording_start') THEN finished_ns END, finish_source FROM jobs "
+					      "submitted_ns, started_ns, finished_ns, status, finished_bound_ns, "
+					      "coalesce(bound_source, finish_source) FROM jobs "
 					      "WHERE coalesce(submitted_ns, started_ns, finished_ns) <= ?2 AND "
-					      "coalesce(finished_ns, started_ns, submitted_ns) >= ?1 ORDER BY id",
+					      "coalesce(finished_ns, finished_bound_ns, started_ns, submitted_ns) >= ?1 ORDER BY id",
 				       -1, &st, NULL) != SQLITE_OK)
 			return sql_fail(h, "reading jobs");
 		sqlite3_bind_int64(st, 1, h->t0);

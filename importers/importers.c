@@ -1,17 +1,19 @@
 /*
- * Session-level entry points of the analyzer: nf_timeline_build() runs the
- * parser over a session into a fresh database file that replaces the old one
- * atomically, nf_timeline_ensure() rebuilds DIR/.timeline.db only when it is
- * missing, stale or of another version (under a lock, so concurrent callers
- * analyse once), and nf_query_run() queries sessions through them.
+ * The importers' table and what walks it: which source a session directory
+ * or a file is, building a session's timeline into a fresh database file that
+ * replaces the old one atomically (nf_timeline_build), rebuilding
+ * DIR/.timeline.db only when it is missing, stale or of another version
+ * (nf_timeline_ensure, under a lock, so concurrent callers analyse once),
+ * `nftrace import` (one rule for every source: build aside, swap in), and the
+ * sources' own parts of `info` and `check`. Adding a source is a folder
+ * importers/<source>/ defining its struct nf_importer, and one row below.
  */
 #include "contract/session.h"
-#include "ctf/builder.h"
 #include "contract/errors.h"
-#include "ctf/pipeline.h"
-#include "contract/etwsession.h"
+#include "contract/escape.h"
+#include "contract/sessiondir.h"
+#include "contract/timeline_writer.h"
 #include "importers_int.h"
-#include "kernel/kernel_ingest.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -24,151 +26,58 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* ---- streams of CTF sessions that other importers read ---------------------- */
-
-static int kernel_stream_event(void **state, sqlite3 *db, struct nf_bulk *bulk, int64_t ns,
-			       const struct nf_event *ev, struct nf_error *err)
-{
-	return nf_timeline_kernel_ingest_event((struct nf_timeline_kernel_ingest **)state, db, bulk, ns, ev, err);
-}
-
-static int kernel_stream_finish(void *state, struct nf_error *err)
-{
-	return nf_timeline_kernel_ingest_finish(state, err);
-}
-
-static void kernel_stream_destroy(void *state)
-{
-	nf_timeline_kernel_ingest_destroy(state);
-}
-
-static const struct nf_importer_stream streams[] = {
-	{ NF_STREAM_KERNEL, kernel_stream_event, kernel_stream_finish, kernel_stream_destroy },
+/* The sources, in the order they are asked; the CTF importer last: it takes
+ * every directory the others do not. */
+static const struct nf_importer *const importers[] = {
+	&nf_importer_etw,
+	&nf_importer_kernel,
+	&nf_importer_ctf,
 };
 
-const struct nf_importer_stream *nf_importers_stream(enum nf_stream_id stream)
+#define N_IMPORTERS (sizeof(importers) / sizeof(importers[0]))
+
+static const struct nf_importer *of_session(const char *dir)
 {
-	for (size_t i = 0; i < sizeof(streams) / sizeof(streams[0]); i++)
-		if (streams[i].stream == stream)
-			return &streams[i];
+	for (size_t i = 0; i < N_IMPORTERS; i++)
+		if (importers[i]->session_is && importers[i]->session_is(dir))
+			return importers[i];
 	return NULL;
 }
 
-struct build_ctx {
-	struct nf_timeline_builder *b;
-	struct nf_error *err;
-};
-
-static int cb_event(void *ctx, const struct nf_event *ev)
+const char *nf_session_source(const char *dir)
 {
-	struct build_ctx *c = ctx;
+	const struct nf_importer *imp = of_session(dir);
 
-	return nf_timeline_builder_feed_event(c->b, ev, c->err);
+	return imp ? imp->name : NULL;
 }
 
-static int cb_entry(void *ctx, const struct nf_decoded_entry *e)
+const struct nf_importer_stream *nf_importers_stream(enum nf_stream_id stream)
 {
-	struct build_ctx *c = ctx;
-
-	return nf_timeline_builder_feed_entry(c->b, e, c->err);
+	for (size_t i = 0; i < N_IMPORTERS; i++)
+		if (importers[i]->stream && importers[i]->stream->stream == stream)
+			return importers[i]->stream;
+	return NULL;
 }
 
-static int cb_finding(void *ctx, const struct nf_finding *f)
-{
-	struct build_ctx *c = ctx;
+/* The interrupt flag of the import running on this thread (NULL: none). */
+static __thread volatile int *import_interrupt;
 
-	return nf_timeline_builder_feed_finding(c->b, f, c->err);
+bool nf_importers_interrupted(void)
+{
+	return import_interrupt && *import_interrupt;
 }
 
-/* Records what the session was when this build began (nf_timeline_ensure compares it). */
-static int put_session_key(sqlite3 *db, const char *tmp_path, const char *key, struct nf_error *err)
-{
-	sqlite3_stmt *s = NULL;
-	int rc = 0;
-
-	if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO meta(key, value) VALUES ('session_key', ?1)", -1, &s,
-			       NULL) != SQLITE_OK ||
-	    sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC) != SQLITE_OK || sqlite3_step(s) != SQLITE_DONE)
-		rc = nf_error_set(err, NF_ESQL, "%s: %s", tmp_path, sqlite3_errmsg(db));
-	sqlite3_finalize(s);
-	return rc;
-}
-
-/* An imported Windows ETW capture: its own reader and mapping, then the key
- * (without it every command would rebuild the timeline). */
-static int build_etw(const char *session_dir, const char *tmp_path, const char *key, struct nf_error *err)
-{
-	sqlite3 *db = NULL;
-	int rc = nf_etw_build_timeline(session_dir, tmp_path, err);
-
-	if (rc || !key)
-		return rc;
-	if (sqlite3_open_v2(tmp_path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK)
-		rc = nf_error_set(err, NF_ESQL, "%s: %s", tmp_path, db ? sqlite3_errmsg(db) : "cannot open");
-	else
-		rc = put_session_key(db, tmp_path, key, err);
-	if (db && sqlite3_close(db) != SQLITE_OK && rc == 0)
-		rc = nf_error_set(err, NF_ESQL, "%s: closing failed", tmp_path);
-	return rc;
-}
-
+/* Builds the timeline of session_dir into tmp_path with its importer, with
+ * what the session was when this build began (nf_timeline_ensure compares
+ * it: without it every command would rebuild the timeline). */
 static int build_into(const char *session_dir, const char *tmp_path, const char *key,
 		      struct nf_error *err)
 {
-	struct nf_parser *p = NULL;
-	struct nf_timeline_builder *b = NULL;
-	sqlite3 *db = NULL;
-	int rc;
+	const struct nf_importer *imp = of_session(session_dir);
 
-	if (nf_etw_session_is(session_dir))
-		return build_etw(session_dir, tmp_path, key, err);
-	rc = nf_parser_open(session_dir, &p, err);
-	if (rc)
-		return rc;
-	/* One thread uses this connection: no per-call mutex. */
-	if (sqlite3_open_v2(tmp_path, &db,
-			    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-			    NULL) != SQLITE_OK) {
-		rc = nf_error_set(err, NF_ESQL, "%s: %s", tmp_path,
-				  db ? sqlite3_errmsg(db) : "cannot open");
-		goto out_close;
-	}
-	/*
-	 * A throwaway file until renamed: no journal, no syncs, a bounded page
-	 * cache (the builder's own buffers are bounded too: peak memory does not
-	 * grow with the session); 64 KiB pages load and scan faster than smaller ones.
-	 */
-	if (sqlite3_exec(db,
-			 "PRAGMA page_size = 65536; "
-			 "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; "
-			 "PRAGMA temp_store = FILE; PRAGMA cache_size = -32768; "
-			 "PRAGMA temp.cache_size = -8192;",
-			 NULL, NULL, NULL) != SQLITE_OK) {
-		rc = nf_error_set(err, NF_ESQL, "%s: %s", tmp_path, sqlite3_errmsg(db));
-		goto out_close;
-	}
-	b = nf_timeline_builder_create(db, nf_parser_info(p), err);
-	if (!b) {
-		rc = err && err->code ? err->code : NF_ENOMEM;
-		goto out_close;
-	}
-	struct build_ctx ctx = { b, err };
-	struct nf_parser_callbacks cb = { &ctx, cb_event, cb_entry, cb_finding };
-
-	/* The parser reads and replays on its own thread while the builder matches. */
-	rc = nf_timeline_run_pipelined(p, &cb, err);
-	rc = rc ? rc : nf_timeline_builder_finish(b, err);
-	if (!rc && key)
-		rc = put_session_key(db, tmp_path, key, err);
-	if (rc == NF_ESQL && err && !strstr(err->msg, tmp_path))
-		/* disk full and the like: say which file */
-		nf_error_prefix(err, "%s", tmp_path);
-out_close:
-	nf_timeline_builder_destroy(b);
-	if (db && sqlite3_close(db) != SQLITE_OK && rc == 0)
-		rc = nf_error_set(err, NF_ESQL, "%s: closing failed", tmp_path);
-	nf_parser_destroy(p);
-	return rc;
+	if (!imp || !imp->build)
+		return nf_error_set(err, NF_ENOENT, "%s: not a session directory", session_dir);
+	return imp->build(session_dir, tmp_path, key, err);
 }
 
 /*
@@ -509,3 +418,138 @@ int nf_query_run(const struct nf_query_options *opts, const char *sql, FILE *out
 	return rc;
 }
 
+
+/* ---- nftrace import ---- */
+
+/* The importer whose file path is: by content first, then by name. */
+static const struct nf_importer *of_file(const char *path)
+{
+	for (size_t i = 0; i < N_IMPORTERS; i++)
+		if (importers[i]->file_is && importers[i]->file_is(path))
+			return importers[i];
+	for (size_t i = 0; i < N_IMPORTERS; i++)
+		if (importers[i]->file_named && importers[i]->file_named(path))
+			return importers[i];
+	return NULL;
+}
+
+/*
+ * A message about the session being built names its temporary directory:
+ * say the user's words instead (the copy of the file inside it is the file;
+ * anything else in it will be in out_dir).
+ */
+static void name_user_paths(struct nf_error *err, const char *tmp, const char *copied, const char *file,
+			    const char *out_dir)
+{
+	char from[PATH_MAX + 64], msg[NF_ERROR_MSG_MAX];
+	const char *to = file;
+	char *at;
+
+	if (!err || !err->code)
+		return;
+	for (int pass = 0; pass < 2; pass++) {
+		if (pass == 0 && !copied)
+			continue;
+		if (pass == 0)
+			snprintf(from, sizeof(from), "%s/%s", tmp, copied);
+		else
+			snprintf(from, sizeof(from), "%s", tmp), to = out_dir;
+		for (int n = 0; n < 4 && (at = strstr(err->msg, from)) != NULL; n++) {
+			size_t head = (size_t)(at - err->msg), tl = strlen(to);
+
+			if (head + tl >= sizeof(msg))
+				break;
+			memcpy(msg, err->msg, head);
+			memcpy(msg + head, to, tl);
+			snprintf(msg + head + tl, sizeof(msg) - head - tl, "%s", at + strlen(from));
+			memcpy(err->msg, msg, sizeof(msg));
+		}
+	}
+}
+
+int nf_import(const char *file, const char *out_dir, bool force, volatile int *interrupt,
+	      struct nf_import_result *res, struct nf_error *err)
+{
+	const struct nf_importer *imp;
+	struct nf_aside a;
+	struct stat st;
+	char db[PATH_MAX + 32];
+	volatile int *saved = import_interrupt;
+	int rc;
+
+	memset(res, 0, sizeof(*res));
+	/* A FIFO or a device would block or never end: only regular files. */
+	if (stat(file, &st) != 0)
+		return nf_error_set(err, errno == ENOENT ? NF_ENOENT : NF_EIO, "%s: %s", file, strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return nf_error_set(err, NF_EFORMAT, "%s: not a regular file (a trace.dat or .etl capture is)", file);
+	if (!(imp = of_file(file)) || !imp->convert)
+		return nf_error_set(err, NF_EFORMAT,
+				    "%s: not a trace-cmd file (no trace-cmd magic at offset 0) nor a Windows ETW capture (no ETW logfile header)",
+				    file);
+	res->importer = imp->name;
+	if ((rc = nf_aside_begin(out_dir, force, "import", &a, err)))
+		return rc;
+	import_interrupt = interrupt;
+	rc = imp->convert(file, a.tmp, interrupt, res, err);
+	if (rc == 0 && nf_importers_interrupted())
+		rc = nf_error_set(err, NF_EINTR, "%s: interrupted", file);
+	if (rc == 0) {
+		snprintf(db, sizeof(db), "%s/%s", a.tmp, NF_TIMELINE_DB_NAME);
+		rc = nf_timeline_build(a.tmp, db, err);
+	}
+	/* the last look before the session replaces anything */
+	if (rc == 0 && nf_importers_interrupted())
+		rc = nf_error_set(err, NF_EINTR, "%s: interrupted", file);
+	import_interrupt = saved;
+	if (rc == 0 && imp->imported)
+		imp->imported(db, res);
+	if (rc) {
+		name_user_paths(err, a.tmp, imp->copied, file, a.out);
+		nf_aside_abort(&a);
+		return rc;
+	}
+	return nf_aside_commit(&a, err);
+}
+
+/* ---- info and check ---- */
+
+int nf_session_info(const char *dir, bool json, FILE *out, struct nf_error *err)
+{
+	const struct nf_importer *imp = of_session(dir);
+
+	if (!imp || !imp->info)
+		return nf_error_set(err, NF_ENOENT, "%s: no such session directory", dir);
+	return imp->info(dir, json, out, err);
+}
+
+int nf_session_check(const char *dir, struct nf_source_check *c, struct nf_error *err)
+{
+	const struct nf_importer *imp = of_session(dir);
+
+	memset(c, 0, sizeof(*c));
+	if (!imp || !imp->check)
+		return nf_error_set(err, NF_ENOENT, "%s: no such session directory", dir);
+	c->source = imp->name;
+	return imp->check(dir, c, err);
+}
+
+void nf_source_check_free(struct nf_source_check *c)
+{
+	if (!c)
+		return;
+	free(c->text);
+	free(c->json);
+	c->text = c->json = NULL;
+}
+
+/* The importers' text and JSON for info and check: core/escape.c's helpers. */
+void nf_imp_put_clean(FILE *out, const char *s)
+{
+	nf_esc_text_file(out, s, 0);
+}
+
+void nf_imp_put_json(FILE *out, const char *s)
+{
+	nf_esc_json_file(out, s, 0);
+}

@@ -521,6 +521,19 @@ int nf_kdecoder_task(struct nf_kdecoder *d, uint32_t tid, uint32_t tgid, struct 
 	return kd_emit(d, &ev, err);
 }
 
+int nf_kdecoder_cpu_stat(struct nf_kdecoder *d, const struct nf_kcpu_stat *cs, struct nf_error *err)
+{
+	struct nf_event ev = { .id = NF_EV_KERNEL_CPU_STAT, .ts = d->last_ticks };
+
+	ev.f[NFF_KERNEL_CPU_STAT_cpu] = cs->cpu;
+	ev.f[NFF_KERNEL_CPU_STAT_records] = cs->records;
+	ev.f[NFF_KERNEL_CPU_STAT_has_stat] = cs->has_stat;
+	ev.f[NFF_KERNEL_CPU_STAT_read_events] = cs->read_events;
+	ev.f[NFF_KERNEL_CPU_STAT_overrun] = cs->overrun;
+	ev.f[NFF_KERNEL_CPU_STAT_dropped] = cs->dropped;
+	return kd_emit(d, &ev, err);
+}
+
 /*
  * A thread that submits GPU work or writes markers may never be switched in or
  * out during the trace: its name then comes from the file's saved cmdlines, sent

@@ -35,6 +35,22 @@ static const unsigned char nf_tracecmd_magic[10] = { 0x17, 0x08, 0x44, 't', 'r',
 /* The buffer instances a file can hold, at most (a bound on untrusted input). */
 #define NF_IMPORT_MAX_BUFFERS 256
 
+bool nf_kernel_file_is(const char *path)
+{
+	unsigned char h[sizeof(nf_tracecmd_magic)];
+	struct stat st;
+	bool yes = false;
+	/* O_NONBLOCK: opening a FIFO does not wait for a writer */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+
+	if (fd < 0)
+		return false;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && read(fd, h, sizeof(h)) == (ssize_t)sizeof(h))
+		yes = memcmp(h, nf_tracecmd_magic, sizeof(h)) == 0;
+	close(fd);
+	return yes;
+}
+
 static int check_header(const char *path, struct nf_error *err)
 {
 	unsigned char h[32];
@@ -654,20 +670,62 @@ struct import_ctx {
 	struct nf_kdecoder *d;
 	struct nf_error *err;
 	int rc;
+	volatile int *interrupt; /* stop when it becomes non-zero (NULL: never) */
+	uint64_t n;
+	const char *path;
+	uint64_t *per_cpu;       /* records of each CPU (ncpus) in the top buffer, which CPUSTAT describes */
+	int ncpus;
+	struct tracecmd_input *top;
 };
+
+/* libtracecmd keeps the CPUSTAT option's text (its own reader of the option); not in its header. */
+const char *tracecmd_get_cpustats(struct tracecmd_input *handle);
+
+/*
+ * The CPUSTAT text ("CPU: 0\nentries: 0\noverrun: 0\n...read events: 44623\n",
+ * one block per CPU) into the stats of each CPU. A block that does not parse
+ * is left out (the CPU then has no stat: its first record is its start).
+ */
+static void parse_cpustats(const char *text, struct nf_kcpu_stat *cs, int ncpus)
+{
+	long cpu = -1;
+
+	for (const char *p = text; p && *p;) {
+		const char *nl = strchr(p, '\n');
+		size_t len = nl ? (size_t)(nl - p) : strlen(p);
+		char line[128];
+		unsigned long long v;
+
+		snprintf(line, sizeof(line), "%.*s", (int)(len < sizeof(line) ? len : sizeof(line) - 1), p);
+		if (sscanf(line, "CPU: %llu", &v) == 1)
+			cpu = v < (unsigned long long)ncpus ? (long)v : -1;
+		else if (cpu >= 0 && sscanf(line, "overrun: %llu", &v) == 1)
+			cs[cpu].overrun = v;
+		else if (cpu >= 0 && sscanf(line, "dropped events: %llu", &v) == 1)
+			cs[cpu].dropped = v;
+		else if (cpu >= 0 && sscanf(line, "read events: %llu", &v) == 1) {
+			cs[cpu].read_events = v;
+			cs[cpu].has_stat = true; /* the block's last line */
+		}
+		p = nl ? nl + 1 : NULL;
+	}
+}
 
 static int import_record(struct tracecmd_input *h, struct tep_record *rec, int cpu, void *data)
 {
 	struct import_ctx *c = data;
 
-	(void)h;
 	(void)cpu; /* libtracecmd passes something else here: the record knows its CPU */
 	c->rc = nf_kdecoder_record(c->d, rec, rec->cpu, c->err);
+	if (h == c->top && rec->cpu >= 0 && rec->cpu < c->ncpus)
+		c->per_cpu[rec->cpu]++;
+	if (!c->rc && (++c->n & 4095) == 0 && c->interrupt && *c->interrupt)
+		c->rc = nf_error_set(c->err, NF_EINTR, "%s: interrupted", c->path);
 	return c->rc ? -1 : 0;
 }
 
-int nf_kernel_import(const char *path, const char *out_dir, bool force, struct nf_kernel_stats *st,
-		     struct nf_error *err)
+int nf_kernel_import(const char *path, const char *out_dir, volatile int *interrupt,
+		     struct nf_kernel_stats *st, struct nf_error *err)
 {
 	struct tracecmd_input *handles[NF_IMPORT_MAX_BUFFERS + 1];
 	struct tracecmd_input *h;
@@ -741,7 +799,7 @@ int nf_kernel_import(const char *path, const char *out_dir, bool force, struct n
 			first = t;
 	}
 	st->cpus = (uint32_t)tep_get_cpus(tep);
-	if ((rc = nf_record_prepare_dir(out_dir, force, err)))
+	if ((rc = nf_record_prepare_dir(out_dir, false, err)))
 		goto out_close;
 	existed = stat(out_dir, &sst) == 0;
 	{
@@ -776,17 +834,42 @@ int nf_kernel_import(const char *path, const char *out_dir, bool force, struct n
 	for (size_t i = 0; i < tgids.n; i++)
 		if ((rc = nf_kdecoder_task(d, tgids.v[i].tid, tgids.v[i].tgid, err)))
 			goto out_writer;
-	struct import_ctx ctx = { d, err, 0 };
-	int irc = n == 1 ? tracecmd_iterate_events(h, NULL, 0, import_record, &ctx)
-			 : tracecmd_iterate_events_multi(handles, n, import_record, &ctx);
-	if (ctx.rc) {
-		rc = ctx.rc;
+	int ncpus = (int)st->cpus;
+	uint64_t *per_cpu = calloc(ncpus > 0 ? (size_t)ncpus : 1, sizeof(*per_cpu));
+
+	if (!per_cpu) {
+		rc = nf_error_set(err, NF_ENOMEM, "%s: out of memory", path);
 		goto out_writer;
 	}
-	if (irc < 0) {
-		rc = nf_error_set(err, NF_EFORMAT, "%s: libtracecmd failed reading the CPU data (truncated?)",
-				  path);
+	struct import_ctx ctx = { d, err, 0, interrupt, 0, path, per_cpu, ncpus, h };
+	int irc = n == 1 ? tracecmd_iterate_events(h, NULL, 0, import_record, &ctx)
+			 : tracecmd_iterate_events_multi(handles, n, import_record, &ctx);
+	if (ctx.rc || irc < 0) {
+		free(per_cpu);
+		rc = ctx.rc ? ctx.rc
+			    : nf_error_set(err, NF_EFORMAT, "%s: libtracecmd failed reading the CPU data (truncated?)",
+					   path);
 		goto out_writer;
+	}
+	/* Each CPU's buffer: what the file holds, what the recorder read (CPUSTAT). */
+	{
+		struct nf_kcpu_stat *cs = calloc(ncpus > 0 ? (size_t)ncpus : 1, sizeof(*cs));
+
+		if (!cs) {
+			free(per_cpu);
+			rc = nf_error_set(err, NF_ENOMEM, "%s: out of memory", path);
+			goto out_writer;
+		}
+		parse_cpustats(tracecmd_get_cpustats(h), cs, ncpus);
+		for (int c = 0; c < ncpus && rc == 0; c++) {
+			cs[c].cpu = (uint32_t)c;
+			cs[c].records = per_cpu[c];
+			rc = nf_kdecoder_cpu_stat(d, &cs[c], err);
+		}
+		free(cs);
+		free(per_cpu);
+		if (rc)
+			goto out_writer;
 	}
 	memcpy(note, st->note, sizeof(note));
 	nf_kdecoder_get_stats(d, st);

@@ -51,6 +51,17 @@ int nf_kdecoder_lost(struct nf_kdecoder *d, int cpu, uint64_t ns, long long coun
 /* A thread's process (from a file's saved TGIDs): a KernelTask event. Returns 0 or the writer's code. */
 int nf_kdecoder_task(struct nf_kdecoder *d, uint32_t tid, uint32_t tgid, struct nf_error *err);
 
+/* What a trace file says of one CPU's buffer (a KernelCpuStat event). */
+struct nf_kcpu_stat {
+	uint32_t cpu;
+	uint64_t records;      /* records of the CPU in the file */
+	bool has_stat;         /* the CPUSTAT option describes it */
+	uint64_t read_events, overrun, dropped;
+};
+
+/* Emits a KernelCpuStat after the last record. Returns 0 or the writer's code. */
+int nf_kdecoder_cpu_stat(struct nf_kdecoder *d, const struct nf_kcpu_stat *cs, struct nf_error *err);
+
 void nf_kdecoder_get_stats(const struct nf_kdecoder *d, struct nf_kernel_stats *st);
 
 void nf_kdecoder_destroy(struct nf_kdecoder *d);

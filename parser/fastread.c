@@ -35,7 +35,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../core/capbuf.h"
+#include "contract/capbuf.h"
 
 #define NF_FR_MAGIC 0xc1fc1fc1u
 #define NF_FR_HDR_SIZE 72u

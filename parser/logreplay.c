@@ -20,8 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/anomaly_kinds.h"
-#include "../core/util_hash.h"
+#include "contract/anomaly_kinds.h"
+#include "contract/util_hash.h"
 
 /* Bounds on what a session may make us hold. */
 #define NF_LOGREPLAY_MAX_LOGS 65536u

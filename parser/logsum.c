@@ -10,8 +10,8 @@
 #include "contract/parser.h"
 #include "contract/errors.h"
 
-#include "../core/text.h"
-#include "../core/util_hash.h"
+#include "contract/text.h"
+#include "contract/util_hash.h"
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -20,7 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../core/capbuf.h"
+#include "contract/capbuf.h"
 
 /* Members of a DXGK_NATIVE_FENCE_LOG_ENTRY structure, by CTF name. */
 enum {

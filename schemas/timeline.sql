@@ -14,8 +14,9 @@
 -- wall-clock time of the build that wrote this file: two analyses of one
 -- session give two values).
 -- kernel_all_cpus_from_ns (Linux kernel captures: from this moment every CPU's
--- record is whole -- the latest of each CPU's first event and lost-events
--- markers; see jobs.finish_source 'recording_start');
+-- record is whole -- the latest start of each CPU's last span in coverage, the
+-- session start for a CPU the file holds whole; absent when a CPU's record is
+-- empty; see jobs.start_reason);
 -- session_key: what the session's files were when this file was built (names,
 -- sizes, a hash of each file's first and last 64 KiB); nf_timeline_ensure()
 -- rebuilds when it no longer matches.
@@ -106,6 +107,9 @@ CREATE TABLE queue_threads (
   ops     INTEGER  -- operations it queued there on that fence
 );
 
+-- The rule is stated once for every source (include/contract/deps.h, timeline/deps.c)
+-- with a mode per kind of evidence: native fence logs (below), Windows ETW queue
+-- packets and Linux dma_fences (their mappings further down).
 -- A releaser ends no later than its wait, within the clock merge's error (2 us,
 -- NF_TIMELINE_CAUSALITY_SLACK_NS): the first signal of the fence to reach the
 -- wait's value, unless it ended after the wait and a signal of unknown end (its
@@ -118,9 +122,38 @@ CREATE TABLE queue_threads (
 -- wait's end.
 CREATE TABLE deps (
   signal_id  INTEGER,   -- fence_ops.id of the releasing signal (NULL when released from the CPU, or none could be)
-  wait_id    INTEGER,   -- fence_ops.id of the wait (one row per wait; rows in no promised order)
+  wait_id    INTEGER,   -- fence_ops.id of the wait (one row per wait that ended; rows in no promised order)
   cpu_signal INTEGER,   -- cpu_signals.id when a CPU signal released it, else NULL
-  stall_ns   INTEGER    -- end_ns - observed_ns of the wait (NULL when either is unknown)
+  stall_ns   INTEGER,   -- end_ns - observed_ns of the wait (NULL when either is unknown)
+  reason     TEXT       -- why no releaser is named (NULL when one is): 'initial_value' (the fence's
+                        -- initial value already reached the wait's), 'unknown_fence' (the wait names a
+                        -- fence handle the session does not have), 'causality' (the first signal to
+                        -- reach the value ended after the wait, beyond the clock merge's error: an
+                        -- anomaly says more), 'timeout' (dma_fence: the wait ended before its fence
+                        -- signaled: it timed out or was interrupted), 'lost' (no signal in the file
+                        -- reaches the value, and events or log entries were lost before the wait
+                        -- ended), 'not_covered' (no signal in the file reaches it, and the capture does
+                        -- not cover the whole wait: see coverage), 'not_traced' (no signal in the file
+                        -- reaches it though the capture covers the wait: the source records no such
+                        -- signal, e.g. a value the GPU wrote to a monitored fence's memory, or one
+                        -- signaled from outside the capture)
+);
+
+-- What the capture holds: per recorded scope (a CPU's trace buffer, an ETW
+-- per-CPU buffer stream, a hardware queue's log buffer), the spans during which
+-- the file's record of it is whole. Outside them the file says nothing of that
+-- scope: an event that would have been recorded there is unknown, never
+-- absent. A scope with no row was not recorded; spans are split by lost events.
+CREATE TABLE coverage (
+  scope    TEXT,    -- 'cpu' (a CPU's kernel trace buffer), 'etw_cpu' (a CPU's ETW buffers), 'log' (a
+                    -- hardware queue's log buffer)
+  id       INTEGER, -- the CPU, or the queue
+  log      TEXT,    -- 'waits' or 'signals' for a log; NULL otherwise
+  from_ns  INTEGER, -- the span is whole from here (NULL: the file holds nothing of the scope)
+  to_ns    INTEGER, -- to here
+  events   INTEGER, -- records of the scope in the span
+  detail   TEXT     -- how the span was found ("first record; CPUSTAT: 191345 events read, 2109 in the
+                    -- file", "after 12 lost events" ...)
 );
 
 -- CPU waits (WaitForSynchronizationObjectFromCpu .. UnwaitCpuWaiter).
@@ -337,29 +370,42 @@ CREATE TABLE jobs (
   sched_context  INTEGER, -- context of its scheduled fence (NULL: none or undecided)
   thread         INTEGER, -- submitting thread (NULL: submitted by the kernel, or before the trace)
   process        INTEGER, -- its process (kernel_threads.process; NULL unknown)
-  submitted_ns   INTEGER, -- submitted (amdgpu_cs_ioctl, drm_sched_job, i915_request_add); NULL not seen
-  started_ns     INTEGER, -- started on the ring (run_job, i915_request_in, else the scheduled fence); NULL not seen
-  finished_ns    INTEGER, -- finished (process_job, request_out, else the finished fence); NULL not seen
-  status         TEXT,    -- 'complete' (started and finished: finish_source says whether the finish was
-                          -- seen or is a ring-order bound), 'unfinished' (started, its finish is not in
-                          -- the trace: the CPU that recorded it had not started recording, or the trace
-                          -- ended), 'queued' (no start recorded)
-  finish_source  TEXT     -- where finished_ns came from: 'event' (drm_sched_process_job, i915_request_out
-                          -- or _retire), 'signaled' (the dma_fence_signaled of its finished fence),
-                          -- 'ring_order' (amdgpu only: no signal of its own in the trace; a ring's
-                          -- fences signal in the order its jobs were run, so this is the earliest finish
-                          -- ('event' or 'signaled') of a job run later on the same ring: an upper bound,
-                          -- it finished no later), 'recording_start' (no signal of its own in the trace
-                          -- and started before meta kernel_all_cpus_from_ns, the moment from which every
-                          -- CPU is recorded: trace-cmd's per-CPU buffers begin at different times, so a
-                          -- finish after that moment would be in the file; finished_ns is that moment, an
-                          -- upper bound. Proven when a later job on its ring finished in the trace (its
-                          -- ring-order bound, later, is replaced by this tighter one); otherwise it rests
-                          -- on the job having finished before the trace ended, and is given only when jobs
-                          -- of its driver are seen finishing after that moment; trace-cmd files only: a
-                          -- live capture starts every CPU at once, and a CPU recording but quiet at the
-                          -- start of a file would make the moment late); NULL when finished_ns is
-                          -- NULL. Readers draw 'ring_order' and 'recording_start' finishes as unknown ends.
+  submitted_ns   INTEGER, -- submitted (amdgpu_cs_ioctl, drm_sched_job, i915_request_add); NULL not in the file
+  started_ns     INTEGER, -- started on the ring (run_job, i915_request_in, else the scheduled fence);
+                          -- NULL when the file does not hold it (start_reason says why)
+  finished_ns    INTEGER, -- finished (process_job, request_out, else the finished fence); NULL when the
+                          -- file does not hold it (finish_reason says why). Never a bound: that is
+                          -- finished_bound_ns
+  status         TEXT,    -- 'complete' (its start and its finish are in the file), 'unfinished' (started;
+                          -- its finish is not in the file: finish_reason), 'queued' (it had not started
+                          -- when the capture ended, and the capture covers where its start would be),
+                          -- 'unknown' (its start is not in the file and the file cannot tell that it
+                          -- did not start: start_reason)
+  finish_source  TEXT,    -- where finished_ns came from: 'event' (drm_sched_process_job, i915_request_out
+                          -- or _retire), 'signaled' (the dma_fence_signaled of its finished fence); NULL
+                          -- when finished_ns is NULL
+  start_reason   TEXT,    -- why started_ns is NULL (NULL when it is known): 'not_covered' (submitted
+                          -- before every CPU was recording, meta kernel_all_cpus_from_ns: its run event
+                          -- may be on a CPU whose record begins later; see coverage), 'lost' (the kernel
+                          -- lost events after its submission), 'not_traced' (the capture holds no start
+                          -- event nor scheduled fence of any job of its driver), 'ended' (the capture,
+                          -- covering it, ended before it started: status 'queued')
+  finish_reason  TEXT,    -- why finished_ns is NULL (NULL when it is known), first that applies:
+                          -- 'not_traced' (no job of its ring has a finish in the file although the
+                          -- capture covers one of them: its finished fences or finish events are not
+                          -- traced), 'not_covered' (it started before every CPU was recording), 'not_traced'
+                          -- (no job of its ring has a finish in the file), 'lost' (events were lost after it
+                          -- started), 'not_traced' (it finished while the capture covered it, as a later
+                          -- job on its ring did, and its own finish is not in the file), 'ended' (it was
+                          -- running when the capture ended); with no start, its start_reason
+  finished_bound_ns INTEGER, -- an upper bound on its finish that the file proves, when finished_ns is NULL
+                          -- (drawn as a whisker, never counted as a finish): see bound_source
+  bound_source   TEXT     -- 'ring_order' (amdgpu: a ring's fences signal in the order its jobs ran, so a
+                          -- job run later on its ring that finished at finished_bound_ns bounds it),
+                          -- 'recording_start' (it has a ring-order bound, so it finished before the
+                          -- capture ended; it started before meta kernel_all_cpus_from_ns, the moment
+                          -- from which every CPU is recorded, and a finish after it would be in the
+                          -- file: it finished no later than that moment); NULL: no bound
 );
 
 -- How each job context's two fences were told apart (see above).

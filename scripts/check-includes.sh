@@ -35,11 +35,13 @@ declare -A PUBLIC=(
 )
 # The module each contract header (include/contract/) belongs to.
 declare -A CONTRACT=(
-  [errors.h]=core [ctf_meta.h]=core [outfile.h]=core [sessiondir.h]=core [escape.h]=core [sattime.h]=core [infile.h]=core
+  [errors.h]=core [ctf_meta.h]=core [outfile.h]=core [sessiondir.h]=core
+  [anomaly_kinds.h]=core [capbuf.h]=core [text.h]=core [util_hash.h]=core
+  [escape.h]=core [sattime.h]=core [infile.h]=core
   [ctf.h]=capture [record.h]=capture
   [parser.h]=parser [kernel.h]=kernel [etl.h]=etl
-  [timeline.h]=timeline [timeline_writer.h]=timeline
-  [session.h]=importers [etwsession.h]=importers
+  [timeline.h]=timeline [timeline_writer.h]=timeline [spill.h]=timeline [deps.h]=timeline
+  [session.h]=importers
   [analysis.h]=analysis [render.h]=viewer [html.h]=html [export.h]=export [push.h]=push
 )
 # Folders other modules may include private headers from (CMake exports them):

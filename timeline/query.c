@@ -7,6 +7,7 @@
  * and prints in a second, so no result set is ever held in memory.
  */
 #include "contract/timeline.h"
+#include "contract/timeline_writer.h"
 #include "nftrace/events.h"
 
 #include <sqlite3.h>
@@ -608,9 +609,9 @@ static const struct {
 	  "LEFT JOIN queues qs ON qs.queue = s.signal_queue "
 	  "ORDER BY s.stall_ns DESC, s.wait_id LIMIT 20" },
 	{ "queues",
-	  /* The Linux import's pseudo-adapter (4294967295: no adapter) is named,
+	  /* The Linux import's pseudo-adapter (NF_WRITER_NO_ADAPTER: no adapter) is named,
 	   * not numbered: its adapters row says what it is. */
-	  "SELECT s.queue, s.name, CASE WHEN s.adapter = 4294967295 THEN NULL ELSE s.adapter END "
+	  "SELECT s.queue, s.name, CASE WHEN s.adapter = " NF_WRITER_NO_ADAPTER_SQL " THEN NULL ELSE s.adapter END "
 	  "AS adapter, a.name AS adapter_name, s.ops, s.waits, s.signals, s.lost, s.stalled_ns, "
 	  "s.span_ns FROM queue_summary s LEFT JOIN adapters a ON a.adapter = s.adapter "
 	  "ORDER BY s.queue" },

@@ -111,3 +111,81 @@ int nf_timeline_check_threads(sqlite3 *db, const char *const *threads, int n_thr
 	}
 	return 0;
 }
+
+void nf_coverage_free(struct nf_coverage *c)
+{
+	if (!c)
+		return;
+	free(c->spans);
+	c->spans = NULL;
+	c->n = 0;
+}
+
+int nf_timeline_coverage(sqlite3 *db, struct nf_coverage *c, struct nf_error *err)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t cur_id = -1;
+	char cur_scope[16] = "";
+	bool have_cur = false, cur_none = false;
+	int64_t cur_last = 0;
+	int rc = 0, src;
+
+	memset(c, 0, sizeof(*c));
+	if (sqlite3_prepare_v2(db, "SELECT scope, id, coalesce(log, ''), from_ns, to_ns, events, coalesce(detail, '') "
+			       "FROM coverage ORDER BY scope, id, log, from_ns IS NULL, from_ns", -1, &st, NULL) != SQLITE_OK)
+		return nf_error_set(err, NF_ESQL, "reading coverage: %s", sqlite3_errmsg(db));
+	c->whole = true;
+	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+		struct nf_coverage_span *v = realloc(c->spans, (c->n + 1) * sizeof(*v));
+		const char *scope = (const char *)sqlite3_column_text(st, 0);
+		bool cpu;
+
+		if (!v) {
+			rc = nf_error_set(err, NF_ENOMEM, "reading coverage: out of memory");
+			break;
+		}
+		c->spans = v;
+		v += c->n++;
+		memset(v, 0, sizeof(*v));
+		snprintf(v->scope, sizeof(v->scope), "%s", scope ? scope : "");
+		v->id = sqlite3_column_int64(st, 1);
+		snprintf(v->log, sizeof(v->log), "%s", (const char *)sqlite3_column_text(st, 2));
+		v->has_from = sqlite3_column_type(st, 3) != SQLITE_NULL;
+		v->from_ns = sqlite3_column_int64(st, 3);
+		v->to_ns = sqlite3_column_int64(st, 4);
+		v->has_events = sqlite3_column_type(st, 5) != SQLITE_NULL;
+		v->events = sqlite3_column_int64(st, 5);
+		snprintf(v->detail, sizeof(v->detail), "%s", (const char *)sqlite3_column_text(st, 6));
+		if (v->has_from && v->to_ns > c->end_ns)
+			c->end_ns = v->to_ns;
+		cpu = !strcmp(v->scope, "cpu") || !strcmp(v->scope, "etw_cpu");
+		if (!cpu)
+			continue;
+		/* a CPU scope ends with its last span: its start counts */
+		if (!have_cur || cur_id != v->id || strcmp(cur_scope, v->scope)) {
+			if (have_cur && !cur_none && cur_last > c->whole_from_ns)
+				c->whole_from_ns = cur_last;
+			if (have_cur && cur_none)
+				c->whole = false;
+			have_cur = true;
+			cur_id = v->id;
+			snprintf(cur_scope, sizeof(cur_scope), "%s", v->scope);
+			cur_none = false;
+			c->cpus++;
+		}
+		if (!v->has_from)
+			cur_none = true;
+		else
+			cur_last = v->from_ns;
+	}
+	if (rc == 0 && src != SQLITE_DONE)
+		rc = nf_error_set(err, NF_ESQL, "reading coverage: %s", sqlite3_errmsg(db));
+	sqlite3_finalize(st);
+	if (have_cur && !cur_none && cur_last > c->whole_from_ns)
+		c->whole_from_ns = cur_last;
+	if (have_cur && cur_none)
+		c->whole = false;
+	if (!c->cpus)
+		c->whole = false;
+	return rc;
+}

@@ -19,9 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/anomaly_kinds.h"
-#include "../core/capbuf.h"
-#include "../core/util_hash.h"
+#include "contract/anomaly_kinds.h"
+#include "contract/capbuf.h"
+#include "contract/util_hash.h"
 
 /* Distinct links (by rows and pixel columns) kept at most; the rest are counted. */
 #define NF_RENDER_MAX_LINKS 100000

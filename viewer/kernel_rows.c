@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/anomaly_kinds.h"
-#include "../core/capbuf.h"
+#include "contract/anomaly_kinds.h"
+#include "contract/capbuf.h"
 
 #define KR_BAR_H 5.0
 
@@ -253,9 +253,8 @@ static int kr_jobs(sqlite3 *db, const struct nf_render_layout *lay, struct nf_re
 		   struct nf_error *err)
 {
 	static const char sql[] =
-		/* A ring-order or recording-start finish is a bound, not a time the trace shows: drawn as unknown. */
-		"SELECT driver, coalesce(ring, ''), submitted_ns, started_ns, "
-		"CASE WHEN finish_source IN ('ring_order', 'recording_start') THEN NULL ELSE finished_ns END FROM jobs "
+		/* A finish the file does not hold is unknown (its bound, finished_bound_ns, is not a finish). */
+		"SELECT driver, coalesce(ring, ''), submitted_ns, started_ns, finished_ns FROM jobs "
 		"WHERE coalesce(submitted_ns, started_ns) <= ?2 AND (finished_ns >= ?1 OR "
 		"(finished_ns IS NULL AND coalesce(started_ns, submitted_ns) >= ?1)) "
 		"ORDER BY driver, coalesce(ring, ''), coalesce(started_ns, submitted_ns), id";

@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/capbuf.h"
-#include "../core/text.h"
+#include "contract/capbuf.h"
+#include "contract/text.h"
 
 #define NF_RENDER_MAX_ROWS 4096
 

@@ -24,7 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../core/capbuf.h"
+#include "contract/capbuf.h"
 
 #include "svgtext.h"
 #include "viewer.h"

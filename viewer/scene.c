@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/capbuf.h"
-#include "../core/util_hash.h"
+#include "contract/capbuf.h"
+#include "contract/util_hash.h"
 
 int nf_render_quads_add(struct nf_render_quads *q, double a, double b, double c, double d)
 {

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/capbuf.h"
+#include "contract/capbuf.h"
 
 struct nf_svg_tip {
 	double x, y, w, h;

@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "layout.h"
-#include "../core/util_hash.h"
+#include "contract/util_hash.h"
 
 /* A growing list of 4-double items: rectangles, segments or markers. */
 struct nf_render_quads {

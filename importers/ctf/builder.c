@@ -25,7 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "timeline_sql.h"
 
 static const char *const stmt_sql[ST_COUNT] = {
 	[ST_ADAPTER] = "INSERT OR REPLACE INTO adapters(adapter, name, vidsch_caps, native_fence, "
@@ -108,7 +107,7 @@ static bool cpu_time_ok(const struct nf_timeline_builder *b, uint64_t ticks)
 
 int nf_tb_sql_err(struct nf_timeline_builder *b, struct nf_error *err, const char *what)
 {
-	return nf_error_set(err, NF_ESQL, "timeline: %s: %s", what, sqlite3_errmsg(b->db));
+	return nf_writer_sql_error(b->db, "build", what, err);
 }
 
 /* Steps a prepared insert/update to completion and resets it. */
@@ -132,27 +131,7 @@ static char *dup_str(const char *s)
 int nf_tb_exec_sql(struct nf_timeline_builder *b, const char *sql, struct nf_error *err,
 		    const char *what)
 {
-	char *msg = NULL;
-
-	if (sqlite3_exec(b->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-		nf_error_set(err, NF_ESQL, "timeline: %s: %s", what,
-			     msg ? msg : sqlite3_errmsg(b->db));
-		sqlite3_free(msg);
-		return NF_ESQL;
-	}
-	return 0;
-}
-
-static int cmp_sig(const void *pa, const void *pb)
-{
-	const struct sig_rec *a = pa, *b = pb;
-	int c = CMP(a->fence, b->fence);
-
-	if (!c)
-		c = CMP(a->end, b->end);
-	if (!c)
-		c = CMP(a->kind, b->kind);
-	return c ? c : CMP(a->id, b->id);
+	return nf_writer_exec(b->db, what, sql, err);
 }
 
 
@@ -202,17 +181,16 @@ struct nf_timeline_builder *nf_timeline_builder_create(sqlite3 *db,
 	b->ops = nf_spill_create(b->spill_dir, sizeof(struct op_rec), err);
 	if (!b->ops)
 		goto out_free;
-	b->sigs = nf_sorter_create(b->spill_dir, sizeof(struct sig_rec), SORT_BUDGET, cmp_sig, err);
-	if (!b->sigs)
+	b->deps = nf_deps_create(NF_DEPS_LOGGED, b->spill_dir, b->slack_ns, err);
+	if (!b->deps)
 		goto out_free;
 	b->bulk = nf_bulk_register(db, err);
 	if (!b->bulk)
 		goto out_free;
-	if (nf_tb_exec_sql(b, "BEGIN", err, "begin"))
+	if (nf_writer_begin(db, "schemas/timeline.sql", err))
 		goto out_free;
 	b->in_txn = true;
-	if (nf_tb_exec_sql(b, nf_timeline_sql, err, "schemas/timeline.sql") ||
-	    nf_tb_exec_sql(b, staging_sql, err, "staging tables"))
+	if (nf_tb_exec_sql(b, staging_sql, err, "staging tables"))
 		goto out_free;
 	for (int i = 0; i < ST_COUNT; i++) {
 		if (sqlite3_prepare_v2(db, stmt_sql[i], -1, &b->st[i], NULL) != SQLITE_OK) {
@@ -239,7 +217,6 @@ void nf_timeline_builder_destroy(struct nf_timeline_builder *b)
 			b->other[i]->destroy(b->other_state[i]);
 	nf_u64map_free(&b->handles);
 	nf_u64map_free(&b->fences);
-	nf_u64map_free(&b->initial);
 	nf_u64map_free(&b->queues);
 	for (size_t i = 0; i < b->n_qs; i++) {
 		for (int l = 0; l < 2; l++) {
@@ -254,7 +231,7 @@ void nf_timeline_builder_destroy(struct nf_timeline_builder *b)
 	free(b->ring);
 	free(b->ready);
 	nf_spill_destroy(b->ops);
-	nf_sorter_destroy(b->sigs);
+	nf_deps_destroy(b->deps);
 	free(b->spill_dir);
 	free(b->tool_version);
 	free(b->source);
@@ -740,8 +717,10 @@ static int on_fence_start(struct nf_timeline_builder *b, const struct nf_event *
 	if (known)
 		fflags |= *known;
 	/* The first creation's initial value holds, as in the fences table. */
-	if ((!known && nf_u64map_put(&b->initial, global, ev->f[NFF_FENCE_START_initial_value])) ||
-	    nf_u64map_put(&b->fences, global, fflags) || nf_u64map_put(&b->handles, handle, global))
+	if (!known &&
+	    (rc = nf_deps_initial(b->deps, global, (int64_t)ev->f[NFF_FENCE_START_initial_value], err)))
+		return rc;
+	if (nf_u64map_put(&b->fences, global, fflags) || nf_u64map_put(&b->handles, handle, global))
 		return nf_error_set(err, NF_ENOMEM, "timeline: out of memory");
 	sqlite3_bind_int64(s, 1, global);
 	sqlite3_bind_int64(s, 2, (int64_t)ev->f[NFF_FENCE_START_type]);
@@ -958,9 +937,10 @@ int nf_timeline_builder_feed_event(struct nf_timeline_builder *b, const struct n
 		sqlite3_bind_int64(s, 6, now);
 		rc = step_done(b, ST_CPU_SIGNAL, err);
 		if (rc == 0 && known) {
-			struct sig_rec r = { fence, now, id, (int64_t)f[NFF_CPU_SIGNAL_value], 0, 0 };
+			struct nf_deps_signal r = { .fence = fence, .value = (int64_t)f[NFF_CPU_SIGNAL_value],
+						    .id = id, .cpu = true, .end_known = true, .end = now };
 
-			rc = nf_sorter_add(b->sigs, &r, err);
+			rc = nf_deps_signal(b->deps, &r, err);
 		}
 		return rc;
 	}

@@ -13,9 +13,10 @@
 
 #include "builder.h"
 #include "contract/timeline_writer.h"
-#include "spill.h"
-#include "../../core/anomaly_kinds.h"
-#include "../../core/util_hash.h"
+#include "contract/spill.h"
+#include "contract/deps.h"
+#include "contract/anomaly_kinds.h"
+#include "contract/util_hash.h"
 
 #include <sqlite3.h>
 #include <stdbool.h>
@@ -97,27 +98,6 @@ enum { TS_OK = 0, TS_ZERO = 1, TS_REPEATED = 2 };
 /* Memory of each external sort. */
 #define SORT_BUDGET (32u << 20)
 /* How many unknown-end signals a wait looks through for its releaser. */
-#define UNK_SCAN 4096u
-
-/* Sort records of the dependency pass. */
-struct sig_rec {  /* a signal whose end is known: GPU op or CPU signal */
-	int64_t fence, end, id, value;
-	int32_t kind;  /* 0 CPU signal, 1 GPU op (CPU first on equal ends) */
-	int32_t pad;
-};
-struct unk_rec {  /* a GPU signal whose end is unknown */
-	int64_t fence, value, id, queued;
-};
-struct wait_rec { /* a wait that completed */
-	int64_t fence, value, id, end, queue, stall;
-	int32_t has_fence, has_stall;
-};
-struct res_rec {  /* a deps row: what released wait wait_id, and a late releaser */
-	int64_t wait_id, signal_id, cpu_id, stall;
-	int64_t fence, value, end, queue, sig_end;  /* for the causality anomaly */
-	int32_t has_stall, late, kind, pad;
-	int64_t late_id;  /* the first signal to reach the value, when it ended too late */
-};
 
 enum stmt_id {
 	ST_ADAPTER, ST_QUEUE, ST_QUEUE_STOP, ST_FENCE, ST_FENCE_DESTROY, ST_HANDLE, ST_HANDLE_CLOSE,
@@ -142,7 +122,6 @@ struct nf_timeline_builder {
 	int64_t next_cpu_signal;
 	struct nf_u64map handles;   /* local handle -> global fence */
 	struct nf_u64map fences;    /* global fence -> FENCE_* flags */
-	struct nf_u64map initial;   /* global fence -> initial value */
 	struct nf_u64map queues;    /* adapter<<32 | hwqueue -> index into qs */
 	struct queue_state *qs;
 	size_t n_qs, cap_qs;
@@ -156,7 +135,7 @@ struct nf_timeline_builder {
 	struct op_rec *ring;     /* reorder ring, indexed by id % RING_CAP */
 	uint8_t *ready;
 	int64_t ring_base;       /* next id the ring hands to the spill */
-	struct nf_sorter *sigs;  /* signals with a known end (CPU ones while streaming) */
+	struct nf_deps *deps;    /* the deps rule's signals (CPU ones while streaming), waits, initial values */
 	/* Events of streams another importer owns (the kernel stream): its handler,
 	 * looked up at the first such event, and the state it made. */
 	const struct nf_importer_stream *other[NF_STREAM_COUNT];

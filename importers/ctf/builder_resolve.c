@@ -19,7 +19,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "timeline_views_sql.h"
 
 static const char *const status_name[] = {
 	[OS_COMPLETE] = "complete", [OS_LOST] = "lost", [OS_ZERO] = "zero_timestamp",
@@ -27,78 +26,26 @@ static const char *const status_name[] = {
 	[OS_REPEATED] = "repeated_timestamp",
 };
 
-static int cmp_unk(const void *pa, const void *pb)
-{
-	const struct unk_rec *a = pa, *b = pb;
-	int c = CMP(a->fence, b->fence);
-
-	if (!c)
-		c = CMP(a->value, b->value);
-	return c ? c : CMP(a->id, b->id);
-}
-
-static int cmp_wait(const void *pa, const void *pb)
-{
-	const struct wait_rec *a = pa, *b = pb;
-	int c = CMP(a->has_fence, b->has_fence);
-
-	if (!c)
-		c = CMP(a->fence, b->fence);
-	if (!c)
-		c = CMP(a->value, b->value);
-	return c ? c : CMP(a->id, b->id);
-}
-
 /* ---- finish ---- */
-
-static int put_meta(struct nf_timeline_builder *b, const char *key, const char *val,
-		    struct nf_error *err)
-{
-	sqlite3_stmt *s = NULL;
-	int rc = 0;
-
-	if (sqlite3_prepare_v2(b->db, "INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)", -1,
-			       &s, NULL) != SQLITE_OK)
-		return nf_tb_sql_err(b, err, "meta");
-	sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 2, val, -1, SQLITE_STATIC);
-	if (sqlite3_step(s) != SQLITE_DONE)
-		rc = nf_tb_sql_err(b, err, "meta");
-	sqlite3_finalize(s);
-	return rc;
-}
 
 static int write_meta(struct nf_timeline_builder *b, struct nf_error *err)
 {
-	char buf[64];
-	int rc = 0;
+	struct nf_writer_session m = {
+		.cpu_frequency = b->cpu_frequency,
+		.start_ticks = b->start_ticks,
+		.duration_ns = b->any_ts ? ns_of(b, b->max_ts) : 0,
+		.source = b->source,
+		.mode = b->mode,
+		.tool_version = b->tool_version,
+		.host = b->host,
+		.ground_truth = b->ground_truth != 0,
+		.has_seed = true,
+		.seed = b->seed,
+		.has_recorded_schema = true,
+		.recorded_schema = b->schema_version,
+	};
 
-#define META_U(key, v) \
-	(snprintf(buf, sizeof(buf), "%" PRIu64, (uint64_t)(v)), put_meta(b, key, buf, err))
-#define META_I(key, v) \
-	(snprintf(buf, sizeof(buf), "%" PRId64, (int64_t)(v)), put_meta(b, key, buf, err))
-	rc = META_I("schema_version", NF_SCHEMA_VERSION);
-	rc = rc ? rc : META_I("timeline_version", NF_TIMELINE_VERSION);
-	rc = rc ? rc : META_I("recorded_schema_version", b->schema_version);
-	rc = rc ? rc : META_U("cpu_frequency", b->cpu_frequency);
-	rc = rc ? rc : META_U("start_ticks", b->start_ticks);
-	rc = rc ? rc : META_I("duration_ns", b->any_ts ? ns_of(b, b->max_ts) : 0);
-	rc = rc ? rc : put_meta(b, "source", b->source, err);
-	rc = rc ? rc : put_meta(b, "mode", b->mode, err);
-	rc = rc ? rc : META_U("seed", b->seed);
-	rc = rc ? rc : put_meta(b, "tool_version", b->tool_version, err);
-	rc = rc ? rc : put_meta(b, "host", b->host, err);
-	rc = rc ? rc : META_I("ground_truth", b->ground_truth);
-	/* Which build made this file: tells two analyses of one session apart. */
-	struct timespec now;
-
-	clock_gettime(CLOCK_REALTIME, &now);
-	snprintf(buf, sizeof(buf), "%ld-%lld.%09ld", (long)getpid(), (long long)now.tv_sec,
-		 (long)now.tv_nsec);
-	rc = rc ? rc : put_meta(b, "build_id", buf, err);
-#undef META_U
-#undef META_I
-	return rc;
+	return nf_writer_session_meta(b->db, &m, err);
 }
 
 /* Converts a GPU timestamp; *has is false when it is 0 or the adapter has no calibration. */
@@ -161,17 +108,6 @@ static int resolve_overruns(struct nf_timeline_builder *b, struct nf_clock_fitte
 struct finisher {
 	struct nf_timeline_builder *b;
 	struct nf_clock_fitted *m;
-	struct nf_sorter *unk, *waits;
-	struct nf_error merr;    /* the sorting thread's error */
-	/* the merge's state (merge_begin, merge_next) */
-	const struct sig_rec *sg;
-	struct sig_rec hit;
-	bool have_hit, have_cur;
-	int64_t runmax, cur;
-	/* look-ahead over the unknown-end signals */
-	struct unk_rec *ub;
-	size_t u_head, u_n;
-	bool u_eof;
 	int status_len[sizeof(status_name) / sizeof(status_name[0])];
 	struct nf_spill *anoms;  /* causality anomalies found by the row sources, inserted after */
 	bool auto_id;            /* the spill holds ids 1, 2, ... in order: SQLite numbers the rows */
@@ -224,22 +160,24 @@ static int flush_anomalies(struct finisher *f, struct nf_error *err)
 }
 
 /* Fills one deps row, and defers a causality anomaly when the releaser ended late. */
-static int put_dep(struct finisher *f, struct nf_bulk_row *row, const struct res_rec *r,
+static int put_dep(struct finisher *f, struct nf_bulk_row *row, const struct nf_deps_row *r,
 		   struct nf_error *err)
 {
 	nf_bulk_opt(row, 0, r->signal_id != 0, r->signal_id);
 	nf_bulk_int(row, 1, r->wait_id);
 	nf_bulk_opt(row, 2, r->cpu_id != 0, r->cpu_id);
 	nf_bulk_opt(row, 3, r->has_stall != 0, r->stall);
+	if (r->reason)
+		nf_bulk_text(row, 4, r->reason, (int)strlen(r->reason));
 	if (r->late) {
 		char detail[240];
-		int64_t end = r->end, sig_end = r->sig_end;
+		int64_t end = r->end, sig_end = r->late_end;
 
 		snprintf(detail, sizeof(detail),
 			 "wait op %" PRId64 " (fence %" PRId64 " value %" PRId64 ") ends at %" PRId64
 			 " ns, but the first signal to reach its value, %s %" PRId64 ", ends at %" PRId64
 			 " ns and no signal of unknown end could have released it: no releaser named",
-			 r->wait_id, r->fence, r->value, end, r->kind ? "signal op" : "CPU signal",
+			 r->wait_id, r->fence, r->value, end, r->late_cpu ? "CPU signal" : "signal op",
 			 r->late_id, sig_end);
 		return defer_anomaly(f, r->queue, NF_LOG_WAITS, end, sig_end, detail, err);
 	}
@@ -321,23 +259,18 @@ static int ops_row(void *ctx, struct nf_bulk_row *row, struct nf_error *err)
 			return rc;
 	}
 	if (o.log == NF_LOG_SIGNALS && (o.flags & OPF_FENCE)) {
-		if (o.flags & OPF_END) {
-			struct sig_rec r = { o.fence, o.end, o.id, o.value, 1, 0 };
+		struct nf_deps_signal r = { .fence = o.fence, .value = o.value, .id = o.id,
+					    .end_known = (o.flags & OPF_END) != 0, .end = o.end,
+					    .queued_known = (o.flags & OPF_QUEUED) != 0, .queued = o.queued };
 
-			rc = nf_sorter_add(b->sigs, &r, err);
-		} else {
-			struct unk_rec r = { o.fence, o.value, o.id,
-					     (o.flags & OPF_QUEUED) ? o.queued : INT64_MIN };
-
-			rc = nf_sorter_add(f->unk, &r, err);
-		}
+		rc = nf_deps_signal(b->deps, &r, err);
 	} else if (o.log == NF_LOG_WAITS && (o.flags & OPF_END)) {
 		bool st = (o.flags & OPF_OBS) != 0;
-		struct wait_rec r = { o.fence, o.value, o.id, o.end, o.queue,
-				      st ? o.end - o.observed : 0,
-				      (o.flags & OPF_FENCE) != 0, st };
+		struct nf_deps_wait r = { .id = o.id, .has_fence = (o.flags & OPF_FENCE) != 0, .fence = o.fence,
+					  .value = o.value, .end = o.end, .queue = o.queue, .has_stall = st,
+					  .stall = st ? o.end - o.observed : 0 };
 
-		rc = nf_sorter_add(f->waits, &r, err);
+		rc = nf_deps_wait(b->deps, &r, err);
 	}
 	return rc ? rc : 1;
 }
@@ -371,178 +304,14 @@ static int load_ops(struct finisher *f, struct nf_error *err)
 			   "insert fence_ops", err);
 }
 
-/* Appends the next unknown-end signal to the look-ahead: 1, 0 at the end, or an error. */
-static int unk_fill(struct finisher *f, struct nf_error *err)
-{
-	const void *p;
-	int rc;
-
-	if (f->u_eof)
-		return 0;
-	rc = nf_sorter_next(f->unk, &p, err);
-	if (rc == 1)
-		f->ub[(f->u_head + f->u_n++) % UNK_SCAN] = *(const struct unk_rec *)p;
-	else if (rc == 0)
-		f->u_eof = true;
-	return rc;
-}
-
-/*
- * A signal whose end is unknown (zero timestamp, lost entry, unmatched) may be
- * the real releaser: the one of lowest value >= the wait's, not queued after
- * the wait ended. Waits come in (fence, value) order, so the look-ahead only
- * moves forward. Sets *id (0: none).
- */
-static int unk_find(struct finisher *f, int64_t fence, int64_t value, int64_t limit,
-		    int64_t *id, struct nf_error *err)
-{
-	int rc;
-
-	*id = 0;
-	for (;;) {
-		if (f->u_n == 0 && (rc = unk_fill(f, err)) != 1)
-			return rc;
-		const struct unk_rec *u = &f->ub[f->u_head];
-
-		if (u->fence > fence || (u->fence == fence && u->value >= value))
-			break;
-		f->u_head = (f->u_head + 1) % UNK_SCAN;
-		f->u_n--;
-	}
-	for (size_t i = 0;; i++) {
-		if (i == f->u_n) {
-			if (f->u_n == UNK_SCAN)
-				return 0;
-			if ((rc = unk_fill(f, err)) != 1)
-				return rc;
-		}
-		const struct unk_rec *u = &f->ub[(f->u_head + i) % UNK_SCAN];
-
-		if (u->fence != fence)
-			return 0;
-		if (u->queued == INT64_MIN || u->queued <= limit) {
-			*id = u->id;
-			return 0;
-		}
-	}
-}
-
-/*
- * Ties each completed wait to the signal that released it: the first signal
- * of its fence, in end order, to reach a value at or above the wait's (GPU
- * signals and CPU signals alike). Signals come sorted by (fence, end), waits
- * by (fence, value): the running maximum of the signaled values only grows,
- * so one forward pass over both answers every wait. merge_begin() starts the
- * pass over the sorted streams; merge_next() gives the next wait's deps row:
- * 1, 0 at the end, or an error.
- */
-static int merge_begin(struct finisher *f, struct nf_error *err)
-{
-	const void *p;
-	int rc = nf_sorter_next(f->b->sigs, &p, err);
-
-	if (rc < 0)
-		return rc;
-	f->sg = rc ? p : NULL;
-	f->have_hit = false;
-	f->have_cur = false;
-	f->runmax = 0;
-	f->cur = 0;
-	return 0;
-}
-
-static int merge_next(struct finisher *f, struct res_rec *out, struct nf_error *err)
-{
-	struct nf_timeline_builder *b = f->b;
-	const void *p;
-	int rc;
-
-	if ((rc = nf_sorter_next(f->waits, &p, err)) != 1)
-		return rc;
-	const struct wait_rec *w = p;
-	struct res_rec r = { w->id, 0, 0, w->stall, w->fence, w->value, w->end, w->queue, 0,
-			     w->has_stall, 0, 0, 0, 0 };
-
-	if (w->has_fence) {
-		uint64_t *init = nf_u64map_find(&b->initial, (uint64_t)w->fence);
-		bool pre = init && (int64_t)*init >= w->value;
-
-		if (!f->have_cur || w->fence != f->cur) {
-			f->cur = w->fence;
-			f->have_cur = true;
-			f->have_hit = false;
-		}
-		while (!pre && !(f->have_hit && f->runmax >= w->value)) {
-			while (f->sg && f->sg->fence < f->cur) {
-				if ((rc = nf_sorter_next(b->sigs, &p, err)) < 0)
-					return rc;
-				f->sg = rc ? p : NULL;
-			}
-			if (!f->sg || f->sg->fence != f->cur)
-				break;
-			if (!f->have_hit || f->sg->value > f->runmax) {
-				f->hit = *f->sg;
-				f->runmax = f->sg->value;
-				f->have_hit = true;
-			}
-			if ((rc = nf_sorter_next(b->sigs, &p, err)) < 0)
-				return rc;
-			f->sg = rc ? p : NULL;
-		}
-		/*
-		 * A releaser ends no later than its wait, within the clock
-		 * merge's error (slack_ns). The first known signal to reach the
-		 * value that ends after the wait is only a fallback: a signal of
-		 * unknown end (its entry lost, say) queued in time is the better
-		 * candidate. One that ends beyond the slack is never named: with
-		 * no candidate left the data contradict themselves (causality
-		 * anomaly) and the wait gets no releaser.
-		 */
-		bool found = !pre && f->have_hit && f->runmax >= w->value;
-		bool after = found && f->hit.end > w->end;
-		bool late = found && (double)f->hit.end > (double)w->end + b->slack_ns;
-		int64_t unk = 0;
-
-		if (!pre && (!found || after) &&
-		    (rc = unk_find(f, f->cur, w->value, w->end + (int64_t)b->slack_ns, &unk,
-				   err)) != 0)
-			return rc;
-		if (unk) {
-			r.signal_id = unk;
-		} else if (found) {
-			if (!late && f->hit.kind)
-				r.signal_id = f->hit.id;
-			else if (!late)
-				r.cpu_id = f->hit.id;
-			r.late = late;
-			r.kind = f->hit.kind;
-			r.late_id = f->hit.id;
-			r.sig_end = f->hit.end;
-		}
-	}
-	*out = r;
-	return 1;
-}
-
-/* Sorts the signals (known and unknown ends) on a thread while the caller sorts the waits. */
-static void *sort_main(void *arg)
-{
-	struct finisher *f = arg;
-	int rc = nf_sorter_sort(f->b->sigs, &f->merr);
-
-	if (rc == 0)
-		nf_sorter_sort(f->unk, &f->merr);
-	return NULL;
-}
-
 /* nf_bulk's row source for deps: the merge, one wait at a time. */
 static int deps_row(void *ctx, struct nf_bulk_row *row, struct nf_error *err)
 {
 	struct finisher *f = ctx;
-	struct res_rec r;
+	struct nf_deps_row r;
 	int rc;
 
-	if ((rc = merge_next(f, &r, err)) != 1)
+	if ((rc = nf_deps_next(f->b->deps, &r, err)) != 1)
 		return rc;
 	rc = put_dep(f, row, &r, err);
 	return rc ? rc : 1;
@@ -556,53 +325,28 @@ static int deps_row(void *ctx, struct nf_bulk_row *row, struct nf_error *err)
 static int resolve(struct nf_timeline_builder *b, struct nf_clock_fitted *m, struct nf_error *err)
 {
 	struct finisher f = { .b = b, .m = m };
-	pthread_t th;
-	int rc = NF_ENOMEM;
+	int rc;
 
-	nf_error_clear(&f.merr);
-	f.unk = nf_sorter_create(b->spill_dir, sizeof(struct unk_rec), SORT_BUDGET, cmp_unk, err);
-	f.waits = f.unk ? nf_sorter_create(b->spill_dir, sizeof(struct wait_rec), SORT_BUDGET,
-					   cmp_wait, err) : NULL;
-	f.anoms = f.waits ? nf_spill_create(b->spill_dir, sizeof(struct anom_rec), err) : NULL;
-	f.ub = malloc(UNK_SCAN * sizeof(*f.ub));
-	if (!f.anoms) {
-		rc = err && err->code ? err->code : NF_ENOMEM; /* the creator's error */
-		goto out;
-	}
-	if (!f.ub) {
-		rc = nf_tb_oom(err);
-		goto out;
-	}
+	f.anoms = nf_spill_create(b->spill_dir, sizeof(struct anom_rec), err);
+	if (!f.anoms)
+		return err && err->code ? err->code : NF_ENOMEM; /* the creator's error */
 	rc = load_ops(&f, err);
 	rc = rc ? rc : flush_anomalies(&f, err);
-	if (rc)
-		goto out;
-	if (pthread_create(&th, NULL, sort_main, &f) != 0) {
-		sort_main(&f); /* no thread: one after the other */
-		rc = nf_tb_exec_sql(b, nf_timeline_views_sql, err, "schemas/timeline-views.sql");
-		rc = rc ? rc : nf_sorter_sort(f.waits, err);
-	} else {
-		rc = nf_tb_exec_sql(b, nf_timeline_views_sql, err, "schemas/timeline-views.sql");
-		rc = rc ? rc : nf_sorter_sort(f.waits, err);
-		pthread_join(th, NULL);
+	/* the signals sort on a thread while the indexes and views are made */
+	if (rc == 0 && (rc = nf_deps_sort_begin(b->deps, err)) == 0) {
+		int rc2;
+
+		rc = nf_writer_views(b->db, "schemas/timeline-views.sql", err);
+		rc2 = nf_deps_sort_end(b->deps, err); /* joins the thread whatever happened */
+		rc = rc ? rc : rc2;
 	}
-	if (rc == 0 && f.merr.code) {
-		rc = f.merr.code;
-		if (err)
-			*err = f.merr;
-	}
-	rc = rc ? rc : merge_begin(&f, err);
-	rc = rc ? rc : nf_bulk_run(b->bulk, "INSERT INTO deps(signal_id, wait_id, cpu_signal, stall_ns) "
-				   "SELECT c0, c1, c2, c3 FROM nf_bulk", deps_row, &f, true,
+	rc = rc ? rc : nf_bulk_run(b->bulk, "INSERT INTO deps(signal_id, wait_id, cpu_signal, stall_ns, reason) "
+				   "SELECT c0, c1, c2, c3, c4 FROM nf_bulk", deps_row, &f, true,
 				   "insert deps", err);
 	rc = rc ? rc : flush_anomalies(&f, err);
-out:
-	free(f.ub);
-	nf_sorter_destroy(f.unk);
-	nf_sorter_destroy(f.waits);
 	nf_spill_destroy(f.anoms);
-	nf_sorter_destroy(b->sigs);
-	b->sigs = NULL;
+	nf_deps_destroy(b->deps);
+	b->deps = NULL;
 	return rc;
 }
 
@@ -649,6 +393,33 @@ static int settle_all(struct nf_timeline_builder *b, struct nf_error *err)
 	return nf_tb_ring_flush(b, err);
 }
 
+/*
+ * What the session holds of each queue's logs (the coverage rows): a log is
+ * read by the OS from its queue's creation to its destruction (or the end of
+ * the session); entries it overwrote before they were read are 'lost'
+ * anomalies, not gaps of the coverage.
+ */
+static int write_coverage(struct nf_timeline_builder *b, struct nf_error *err)
+{
+	sqlite3_stmt *s = NULL;
+	int rc;
+
+	if (sqlite3_prepare_v2(b->db,
+			       "INSERT INTO coverage(scope, id, log, from_ns, to_ns, events, detail) "
+			       "SELECT 'log', o.queue, o.op || 's', coalesce(q.start_ns, min(coalesce(o.queued_ns, o.end_ns))), "
+			       "  coalesce(q.stop_ns, ?1), count(o.log_seq), "
+			       "  'the queue''s ' || o.op || ' log, read from the queue''s creation' || "
+			       "  CASE WHEN q.stop_ns IS NULL THEN ' to the end of the session' ELSE ' to its destruction' END "
+			       "FROM fence_ops o LEFT JOIN queues q ON q.queue = o.queue WHERE o.queue IS NOT NULL "
+			       "GROUP BY o.queue, o.op ORDER BY o.queue, o.op DESC",
+			       -1, &s, NULL) != SQLITE_OK)
+		return nf_tb_sql_err(b, err, "coverage");
+	sqlite3_bind_int64(s, 1, b->any_ts ? ns_of(b, b->max_ts) : 0);
+	rc = nf_writer_step(b->db, s, "build", "coverage", err);
+	sqlite3_finalize(s);
+	return rc;
+}
+
 int nf_timeline_builder_finish(struct nf_timeline_builder *b, struct nf_error *err)
 {
 	struct nf_clock_fitted *m = NULL;
@@ -669,6 +440,8 @@ int nf_timeline_builder_finish(struct nf_timeline_builder *b, struct nf_error *e
 	rc = resolve_overruns(b, m, err);
 	rc = rc ? rc : resolve(b, m, err);
 	nf_clock_fitted_destroy(m);
+	rc = rc ? rc : write_coverage(b, err);
+	rc = rc ? rc : nf_writer_deps_reasons(b->db, "build", "not_traced", err);
 	for (int i = 0; i < NF_STREAM_COUNT; i++)
 		if (b->other[i])
 			rc = rc ? rc : b->other[i]->finish(b->other_state[i], err);
@@ -681,7 +454,7 @@ int nf_timeline_builder_finish(struct nf_timeline_builder *b, struct nf_error *e
 	}
 	if (nf_tb_exec_sql(b, "DROP TABLE temp.t_lost; DROP TABLE temp.t_cal; DROP TABLE temp.t_fit;",
 		     err, "drop staging") ||
-	    nf_tb_exec_sql(b, "COMMIT", err, "commit"))
+	    nf_writer_commit(b->db, "commit", err))
 		return NF_ESQL;
 	b->in_txn = false;
 	return 0;

@@ -10,6 +10,8 @@
  */
 #include "etw_ingest.h"
 #include "contract/errors.h"
+#include "contract/timeline_writer.h"
+#include "contract/deps.h"
 #include "contract/sattime.h"
 
 #include <inttypes.h>
@@ -17,9 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../core/anomaly_kinds.h"
-#include "../../core/capbuf.h"
-#include "../../core/util_hash.h"
+#include "contract/anomaly_kinds.h"
+#include "contract/capbuf.h"
+#include "contract/util_hash.h"
 
 /* Distinct keys in one map at most (a hostile capture cannot exhaust memory). */
 #define EW_MAX_KEYS (1u << 22)
@@ -261,11 +263,21 @@ struct nf_etwi {
 	int64_t next_op, next_pkt, next_dma, next_cwait;
 	uint64_t events, dxgkrnl, waits, signals, dma_rows, unmatched_unwaits, cpu_signals;
 	bool kernel, rundown;
+	/* What the capture holds of each CPU's buffers: first and last event, count. */
+	struct ew_cpu_span { int64_t first, last; uint64_t n; } *cpu_cov;
+	size_t n_cpu_cov;
+	int64_t last_ns;
+	bool circular;       /* the capture kept each CPU's latest buffers (nf_etwi_logging) */
 };
+
+void nf_etwi_logging(struct nf_etwi *e, bool circular)
+{
+	e->circular = circular;
+}
 
 static int ew_sql_err(struct nf_etwi *e, struct nf_error *err, const char *what)
 {
-	return nf_error_set(err, NF_ESQL, "timeline: ETW capture: %s: %s", what, sqlite3_errmsg(e->db));
+	return nf_writer_sql_error(e->db, "ETW capture", what, err);
 }
 
 static int ew_oom(struct nf_error *err)
@@ -275,25 +287,12 @@ static int ew_oom(struct nf_error *err)
 
 static int ew_exec(struct nf_etwi *e, const char *sql, struct nf_error *err)
 {
-	char *msg = NULL;
-
-	if (sqlite3_exec(e->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-		nf_error_set(err, NF_ESQL, "timeline: ETW capture: %s", msg ? msg : sqlite3_errmsg(e->db));
-		sqlite3_free(msg);
-		return NF_ESQL;
-	}
-	return 0;
+	return nf_writer_exec(e->db, "ETW capture", sql, err);
 }
 
 static int ew_step(struct nf_etwi *e, enum ew_stmt id, struct nf_error *err)
 {
-	sqlite3_stmt *s = e->st[id];
-	int rc = sqlite3_step(s);
-
-	sqlite3_reset(s); /* every caller binds every parameter: no clear_bindings */
-	if (rc != SQLITE_DONE)
-		return ew_sql_err(e, err, ew_sql[id]);
-	return 0;
+	return nf_writer_step(e->db, e->st[id], "ETW capture", ew_sql[id], err);
 }
 
 /* Binds an optional integer: NULL when !has. */
@@ -309,6 +308,7 @@ void nf_etwi_destroy(struct nf_etwi *e)
 {
 	if (!e)
 		return;
+	free(e->cpu_cov);
 	for (int i = 0; i < ES_COUNT; i++)
 		sqlite3_finalize(e->st[i]);
 	for (size_t i = 0; i < e->ctxs.n; i++)
@@ -1341,6 +1341,25 @@ int nf_etwi_event(struct nf_etwi *e, const struct nf_etwi_event *ev, struct nf_e
 	if (rc)
 		return rc;
 	e->events++;
+	if (ev->cpu < 65536u) {
+		if (ev->cpu >= e->n_cpu_cov) {
+			size_t n = (size_t)ev->cpu + 1;
+			struct ew_cpu_span *v = realloc(e->cpu_cov, n * sizeof(*v));
+
+			if (!v)
+				return ew_oom(err);
+			memset(v + e->n_cpu_cov, 0, (n - e->n_cpu_cov) * sizeof(*v));
+			e->cpu_cov = v;
+			e->n_cpu_cov = n;
+		}
+		struct ew_cpu_span *c = &e->cpu_cov[ev->cpu];
+
+		if (!c->n++)
+			c->first = ev->ns;
+		c->last = ev->ns;
+	}
+	if (ev->ns > e->last_ns)
+		e->last_ns = ev->ns;
 	if (ev->dxgkrnl > 0 && ev->dx) {
 		e->dxgkrnl++;
 		/* Whose threads queue GPU work: the CPU thread rows are named by it. */
@@ -1652,35 +1671,113 @@ static const char ew_deps_sql[] =
 	" WHERE n != ne OR end_ns IS NULL OR end_ns != gend;"
 	"CREATE TEMP TABLE etw_sig AS SELECT id, fence, value, end_ns FROM fence_ops "
 	" WHERE op = 'signal' AND fence IS NOT NULL AND end_ns IS NOT NULL AND status = 'complete' "
-	" AND id NOT IN (SELECT op FROM temp.etw_sig_skip);"
-	"CREATE INDEX temp.etw_sig_fv ON etw_sig(fence, value, end_ns);";
+	" AND id NOT IN (SELECT op FROM temp.etw_sig_skip);";
 
-/* deps when the capture has CPU signals: the earlier of the two releases. */
+/* The rows the deps rule weighs (contract/deps.h, NF_DEPS_PACKETS): the
+ * signals that count, the CPU signals, every wait that ended (not aborted). */
+static const char ew_deps_sig_sql[] = "SELECT id, fence, value, end_ns FROM temp.etw_sig";
 static const char ew_deps_cpu_sql[] =
-	"CREATE INDEX etw_csig_fv ON cpu_signals(fence, value, ts_ns);"
-	"INSERT INTO deps(signal_id, wait_id, cpu_signal, stall_ns) "
-	" SELECT CASE WHEN c.ts_ns IS NOT NULL AND (s.end_ns IS NULL OR c.ts_ns < s.end_ns) "
-	"             THEN NULL ELSE s.id END, "
-	"        w.id, "
-	"        CASE WHEN c.ts_ns IS NOT NULL AND (s.end_ns IS NULL OR c.ts_ns < s.end_ns) "
-	"             THEN c.id END, "
-	"        w.end_ns - w.observed_ns "
-	" FROM fence_ops w "
-	" LEFT JOIN etw_sig s ON s.rowid = (SELECT x.rowid FROM etw_sig x WHERE x.fence = w.fence "
-	"   AND x.value >= w.value ORDER BY x.value, x.end_ns LIMIT 1) "
-	" LEFT JOIN cpu_signals c ON c.id = (SELECT y.id FROM cpu_signals y WHERE y.fence = w.fence "
-	"   AND y.value >= w.value ORDER BY y.value, y.ts_ns LIMIT 1) "
-	" WHERE w.op = 'wait' AND w.end_ns IS NOT NULL AND w.status != 'aborted' ORDER BY w.id;"
-	"DROP INDEX etw_csig_fv;";
+	"SELECT id, fence, value, ts_ns FROM cpu_signals WHERE fence IS NOT NULL AND ts_ns IS NOT NULL";
+static const char ew_deps_wait_sql[] =
+	"SELECT id, fence, value, end_ns, end_ns - observed_ns, queue FROM fence_ops "
+	"WHERE op = 'wait' AND end_ns IS NOT NULL AND status != 'aborted'";
 
-/* deps without CPU signals (the usual capture): one index search per wait. */
-static const char ew_deps_gpu_sql[] =
-	"INSERT INTO deps(signal_id, wait_id, cpu_signal, stall_ns) "
-	" SELECT (SELECT x.id FROM etw_sig x WHERE x.fence = w.fence AND x.value >= w.value "
-	"         ORDER BY x.value, x.end_ns LIMIT 1), "
-	"        w.id, NULL, w.end_ns - w.observed_ns "
-	" FROM fence_ops w "
-	" WHERE w.op = 'wait' AND w.end_ns IS NOT NULL AND w.status != 'aborted' ORDER BY w.id;";
+/*
+ * What the capture holds of each CPU's buffers (the coverage rows): from its
+ * first event to the capture's end. ETW writes each CPU's events to buffers of
+ * their own; a circular or size-limited session keeps each CPU's latest ones,
+ * so a CPU's record can begin late; a buffer lost on the way is an etw_lost
+ * anomaly.
+ */
+static int ew_finish_coverage(struct nf_etwi *e, struct nf_error *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = ew_prepare_exec(e, "INSERT INTO coverage(scope, id, log, from_ns, to_ns, events, detail) "
+				 "VALUES ('etw_cpu', ?1, NULL, ?2, ?3, ?4, ?5)", &st, err);
+
+	for (size_t c = 0; rc == 0 && c < e->n_cpu_cov; c++) {
+		if (!e->cpu_cov[c].n)
+			continue;
+		sqlite3_bind_int64(st, 1, (int64_t)c);
+		/* a sequential log keeps every buffer (those lost are anomalies): a CPU
+		 * whose first event comes late was quiet, not cut */
+		sqlite3_bind_int64(st, 2, e->circular ? e->cpu_cov[c].first : 0);
+		sqlite3_bind_text(st, 5, e->circular ? "circular log: the CPU's latest buffers, from its first event"
+			: "sequential log: every buffer of the CPU from the start of the capture (lost ones are etw_lost anomalies)",
+			-1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 3, e->last_ns);
+		sqlite3_bind_int64(st, 4, (int64_t)e->cpu_cov[c].n);
+		rc = ew_done(e, st, "coverage", err);
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* deps: each ended wait and what released it, by the rule's NF_DEPS_PACKETS mode. */
+static int ew_finish_deps(struct nf_etwi *e, struct nf_error *err)
+{
+	static const char *const sig_sql[2] = { ew_deps_sig_sql, ew_deps_cpu_sql };
+	struct nf_deps *d = nf_deps_create(NF_DEPS_PACKETS, NULL, 0, err);
+	sqlite3_stmt *st = NULL;
+	struct nf_deps_row r;
+	int rc = 0, src;
+
+	if (!d)
+		return err && err->code ? err->code : NF_ENOMEM;
+	for (int k = 0; k < 2 && rc == 0; k++) {
+		if ((rc = ew_prepare_exec(e, sig_sql[k], &st, err)))
+			break;
+		while (rc == 0 && (src = sqlite3_step(st)) == SQLITE_ROW) {
+			struct nf_deps_signal sg = { .id = sqlite3_column_int64(st, 0),
+						     .fence = sqlite3_column_int64(st, 1),
+						     .value = sqlite3_column_int64(st, 2), .cpu = k == 1,
+						     .end_known = true, .end = sqlite3_column_int64(st, 3) };
+
+			rc = nf_deps_signal(d, &sg, err);
+		}
+		if (rc == 0 && src != SQLITE_DONE)
+			rc = ew_sql_err(e, err, sig_sql[k]);
+		sqlite3_finalize(st);
+		st = NULL;
+	}
+	if (rc == 0 && (rc = ew_prepare_exec(e, ew_deps_wait_sql, &st, err)) == 0) {
+		while (rc == 0 && (src = sqlite3_step(st)) == SQLITE_ROW) {
+			struct nf_deps_wait w = { .id = sqlite3_column_int64(st, 0),
+						  .has_fence = sqlite3_column_type(st, 1) != SQLITE_NULL,
+						  .fence = sqlite3_column_int64(st, 1),
+						  .value = sqlite3_column_int64(st, 2),
+						  .end = sqlite3_column_int64(st, 3),
+						  .has_stall = sqlite3_column_type(st, 4) != SQLITE_NULL,
+						  .stall = sqlite3_column_int64(st, 4),
+						  .queue = sqlite3_column_int64(st, 5) };
+
+			rc = nf_deps_wait(d, &w, err);
+		}
+		if (rc == 0 && src != SQLITE_DONE)
+			rc = ew_sql_err(e, err, ew_deps_wait_sql);
+		sqlite3_finalize(st);
+		st = NULL;
+	}
+	rc = rc ? rc : nf_deps_sort_begin(d, err);
+	rc = rc ? rc : nf_deps_sort_end(d, err);
+	rc = rc ? rc : ew_prepare_exec(e, "INSERT INTO deps(signal_id, wait_id, cpu_signal, stall_ns, reason) "
+				       "VALUES (?1, ?2, ?3, ?4, ?5)", &st, err);
+	while (rc == 0 && (rc = nf_deps_next(d, &r, err)) == 1) {
+		if (r.signal_id)
+			sqlite3_bind_int64(st, 1, r.signal_id);
+		sqlite3_bind_int64(st, 2, r.wait_id);
+		if (r.cpu_id)
+			sqlite3_bind_int64(st, 3, r.cpu_id);
+		if (r.has_stall)
+			sqlite3_bind_int64(st, 4, r.stall);
+		if (r.reason)
+			sqlite3_bind_text(st, 5, r.reason, -1, SQLITE_STATIC);
+		rc = ew_done(e, st, "insert deps", err);
+	}
+	sqlite3_finalize(st);
+	nf_deps_destroy(d);
+	return rc;
+}
 
 static const char ew_index_sql[] = "CREATE INDEX dma_packets_node ON dma_packets(adapter, node, start_ns);";
 
@@ -1693,7 +1790,9 @@ int nf_etwi_finish(struct nf_etwi *e, struct nf_etwi_counts *c, struct nf_error 
 	rc = rc ? rc : ew_finish_threads(e, err);
 	rc = rc ? rc : ew_finish_queue_threads(e, err);
 	rc = rc ? rc : ew_exec(e, ew_deps_sql, err);
-	rc = rc ? rc : ew_exec(e, e->cpu_signals ? ew_deps_cpu_sql : ew_deps_gpu_sql, err);
+	rc = rc ? rc : ew_finish_deps(e, err);
+	rc = rc ? rc : ew_finish_coverage(e, err);
+	rc = rc ? rc : nf_writer_deps_reasons(e->db, "ETW capture", "not_traced", err);
 	rc = rc ? rc : ew_exec(e, ew_index_sql, err);
 	if (rc)
 		return rc;

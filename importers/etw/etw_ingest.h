@@ -82,6 +82,11 @@ struct nf_etwi *nf_etwi_create(sqlite3 *db, struct nf_error *err);
  * of different CPUs can be out of order). Returns 0, NF_ESQL or NF_ENOMEM. */
 int nf_etwi_event(struct nf_etwi *e, const struct nf_etwi_event *ev, struct nf_error *err);
 
+/* How the capture was logged: circular (EVENT_TRACE_FILE_MODE_CIRCULAR or
+ * BUFFERING_MODE: each CPU's oldest buffers overwritten, its record begins at
+ * its first event) or not (every buffer kept). Call before nf_etwi_finish. */
+void nf_etwi_logging(struct nf_etwi *e, bool circular);
+
 /* Lost events or buffers the reader reported: an 'etw_lost' anomaly. */
 int nf_etwi_lost(struct nf_etwi *e, int64_t ns, uint64_t count, const char *detail,
 		 struct nf_error *err);

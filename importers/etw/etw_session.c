@@ -9,7 +9,7 @@
  * process/thread records decoded from their fixed layouts.
  */
 #define _GNU_SOURCE /* copy_file_range */
-#include "contract/etwsession.h"
+#include "etw_session.h"
 #include "contract/errors.h"
 #include "contract/infile.h"
 
@@ -18,8 +18,9 @@
 #include "contract/sessiondir.h"
 #include "nftrace/events.h"
 #include "contract/session.h"
-#include "timeline_sql.h"
-#include "timeline_views_sql.h"
+#include "../importers_int.h"
+#include "etw_report.h"
+#include "contract/timeline_writer.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -38,17 +39,9 @@
 #define NF_VERSION "unknown"
 #endif
 
-/*
- * The caller's interrupt flag during nf_etw_import_interruptible (NULL
- * otherwise): the ingest and the copy look at it so that a SIGINT or SIGTERM
- * stops the import within a few thousand events. Per thread, as the import
- * runs on its caller's thread (nf_timeline_build in between has no room for it).
- */
-static __thread volatile int *import_interrupt;
-
 static bool interrupted(void)
 {
-	return import_interrupt && *import_interrupt;
+	return nf_importers_interrupted();
 }
 
 bool nf_etw_session_is(const char *dir)
@@ -68,14 +61,25 @@ bool nf_etw_session_is(const char *dir)
 bool nf_etw_file_is(const char *path)
 {
 	unsigned char head[512];
-	int fd = nf_infile_open(path, NULL); /* a FIFO: not an ETL, and no wait */
-	ssize_t n;
+	/* O_NONBLOCK: opening a FIFO does not wait for a writer */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	ssize_t n = -1;
 
 	if (fd < 0)
 		return false;
-	n = read(fd, head, sizeof(head));
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+		n = read(fd, head, sizeof(head));
 	close(fd);
 	return n > 0 && nf_etl_probe(head, (size_t)n);
+}
+
+/* By its name: a damaged capture still gets the ETL reader's message. */
+static bool etw_file_named(const char *path)
+{
+	size_t len = strlen(path);
+
+	return len > 4 && !strcasecmp(path + len - 4, ".etl");
 }
 
 /* ---- DxgKrnl fields by name ---- */
@@ -314,40 +318,14 @@ static void kernel_event(struct sess *s, const struct nf_etl_event *ev, struct n
 
 /* ---- building the timeline ---- */
 
-static int sql_exec(sqlite3 *db, const char *sql, const char *what, struct nf_error *err)
-{
-	char *msg = NULL;
-
-	if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-		nf_error_set(err, NF_ESQL, "timeline: %s: %s", what, msg ? msg : sqlite3_errmsg(db));
-		sqlite3_free(msg);
-		return NF_ESQL;
-	}
-	return 0;
-}
-
 static int put_meta(sqlite3 *db, const char *key, const char *val, struct nf_error *err)
 {
-	sqlite3_stmt *s = NULL;
-	int rc = 0;
-
-	if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)", -1, &s,
-			       NULL) != SQLITE_OK)
-		return nf_error_set(err, NF_ESQL, "timeline: meta: %s", sqlite3_errmsg(db));
-	sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 2, val, -1, SQLITE_STATIC);
-	if (sqlite3_step(s) != SQLITE_DONE)
-		rc = nf_error_set(err, NF_ESQL, "timeline: meta: %s", sqlite3_errmsg(db));
-	sqlite3_finalize(s);
-	return rc;
+	return nf_writer_meta(db, key, val, err);
 }
 
 static int put_meta_i(sqlite3 *db, const char *key, int64_t v, struct nf_error *err)
 {
-	char buf[32];
-
-	snprintf(buf, sizeof(buf), "%" PRId64, v);
-	return put_meta(db, key, buf, err);
+	return nf_writer_meta_int(db, key, v, err);
 }
 
 static void filetime_iso(int64_t ft, char *out, size_t cap)
@@ -366,16 +344,17 @@ static int write_meta(sqlite3 *db, const char *source, const struct nf_etl_logfi
 	char buf[160];
 	int rc;
 
-	rc = put_meta_i(db, "schema_version", NF_SCHEMA_VERSION, err);
-	rc = rc ? rc : put_meta_i(db, "timeline_version", NF_TIMELINE_VERSION, err);
-	rc = rc ? rc : put_meta_i(db, "cpu_frequency", 1000000000, err);
-	rc = rc ? rc : put_meta_i(db, "start_ticks", 0, err);
-	rc = rc ? rc : put_meta_i(db, "duration_ns", duration, err);
-	rc = rc ? rc : put_meta(db, "source", "etw", err);
-	rc = rc ? rc : put_meta(db, "mode", "etw-import", err);
-	rc = rc ? rc : put_meta(db, "tool_version", NF_VERSION, err);
-	rc = rc ? rc : put_meta(db, "host", "unknown (Windows ETW capture)", err);
-	rc = rc ? rc : put_meta_i(db, "ground_truth", 0, err);
+	struct nf_writer_session m = {
+		.cpu_frequency = 1000000000,
+		.start_ticks = 0,
+		.duration_ns = duration,
+		.source = "etw",
+		.mode = "etw-import",
+		.tool_version = NF_VERSION,
+		.host = "unknown (Windows ETW capture)",
+	};
+
+	rc = nf_writer_session_meta(db, &m, err);
 	rc = rc ? rc : put_meta(db, "etw_file", source, err);
 	rc = rc ? rc : put_meta_i(db, "etw_os_build", lf->os_build, err);
 	snprintf(buf, sizeof(buf), "%u.%u", lf->version[0], lf->version[1]);
@@ -406,12 +385,6 @@ static int write_meta(sqlite3 *db, const char *source, const struct nf_etl_logfi
 	if (buf[0])
 		buf[strlen(buf) - 1] = '\0';
 	rc = rc ? rc : put_meta(db, "etw_lacks", buf, err);
-	struct timespec now;
-
-	clock_gettime(CLOCK_REALTIME, &now);
-	snprintf(buf, sizeof(buf), "%ld-%lld.%09ld", (long)getpid(), (long long)now.tv_sec,
-		 (long)now.tv_nsec);
-	rc = rc ? rc : put_meta(db, "build_id", buf, err);
 	return rc;
 }
 
@@ -515,8 +488,11 @@ static int ingest(sqlite3 *db, const char *etl, const char *source, struct nf_et
 	}
 	if (rc < 0)
 		goto out;
+	/* Logging mode constants (Evntrace.h): EVENT_TRACE_FILE_MODE_CIRCULAR
+	 * 0x2, EVENT_TRACE_BUFFERING_MODE 0x400 (in memory, circular). */
+	nf_etwi_logging(s.in, (s.lf->log_file_mode & 0x402u) != 0);
 	rc = nf_etwi_finish(s.in, cnt, err);
-	rc = rc ? rc : sql_exec(db, nf_timeline_views_sql, "schemas/timeline-views.sql", err);
+	rc = rc ? rc : nf_writer_views(db, "schemas/timeline-views.sql", err);
 	rc = rc ? rc : write_meta(db, source ? source : etl, s.lf, cnt, max_ns, err);
 	/* The logfile header's pointer size need not be the records' (the gpuvis
 	 * capture: a 32-bit header, 64-bit events). */
@@ -546,7 +522,7 @@ static void read_source(const char *dir, char *out, size_t cap)
 	out[strcspn(out, "\n")] = '\0';
 }
 
-int nf_etw_build_timeline(const char *session_dir, const char *db_path, struct nf_error *err)
+int nf_etw_build_timeline(const char *session_dir, const char *db_path, const char *key, struct nf_error *err)
 {
 	char etl[PATH_MAX], source[PATH_MAX];
 	struct nf_etwi_counts cnt;
@@ -556,46 +532,16 @@ int nf_etw_build_timeline(const char *session_dir, const char *db_path, struct n
 	if ((size_t)snprintf(etl, sizeof(etl), "%s/%s", session_dir, NF_ETW_CAPTURE_NAME) >= sizeof(etl))
 		return nf_error_set(err, NF_EINVAL, "%s: path too long", session_dir);
 	read_source(session_dir, source, sizeof(source));
-	if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-			    NULL) != SQLITE_OK) {
-		rc = nf_error_set(err, NF_ESQL, "%s: %s", db_path, db ? sqlite3_errmsg(db) : "cannot open");
-		goto out;
-	}
-	rc = sql_exec(db, "PRAGMA page_size = 65536; PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; "
-		      "PRAGMA temp_store = FILE; PRAGMA cache_size = -32768; PRAGMA temp.cache_size = -8192;",
-		      "pragmas", err);
-	rc = rc ? rc : sql_exec(db, "BEGIN", "begin", err);
-	rc = rc ? rc : sql_exec(db, nf_timeline_sql, "schemas/timeline.sql", err);
+	rc = nf_writer_open(db_path, &db, err);
+	rc = rc ? rc : nf_writer_begin(db, "schemas/timeline.sql", err);
 	rc = rc ? rc : ingest(db, etl, source[0] ? source : NULL, &cnt, err);
-	rc = rc ? rc : sql_exec(db, "COMMIT", "commit", err);
-out:
-	if (db && sqlite3_close(db) != SQLITE_OK && rc == 0)
-		rc = nf_error_set(err, NF_ESQL, "%s: closing failed", db_path);
-	return rc;
+	if (key)
+		rc = rc ? rc : nf_writer_meta(db, "session_key", key, err);
+	rc = rc ? rc : nf_writer_commit(db, "commit", err);
+	return nf_writer_close(db, db_path, rc, err);
 }
 
 /* ---- import ---- */
-
-static int copy_bytes(const char *src, const char *dst, struct nf_error *err);
-
-/* Removes the plain files of dir, then dir (only the temporary session this import made). */
-static void remove_dir_files(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	char path[PATH_MAX];
-
-	if (d) {
-		while ((de = readdir(d))) {
-			if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-				continue;
-			if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) < sizeof(path))
-				unlink(path);
-		}
-		closedir(d);
-	}
-	rmdir(dir);
-}
 
 /*
  * Puts the capture into the session: always a copy of its bytes, never a hard
@@ -604,11 +550,6 @@ static void remove_dir_files(const char *dir)
  * original. copy_file_range lets the kernel do the copy (a reflink, sharing
  * the blocks, on filesystems that have them: btrfs, XFS).
  */
-static int copy_file(const char *src, const char *dst, struct nf_error *err)
-{
-	return copy_bytes(src, dst, err);
-}
-
 static int copy_bytes(const char *src, const char *dst, struct nf_error *err)
 {
 	int in = open(src, O_RDONLY | O_CLOEXEC), out = -1, rc = 0;
@@ -666,86 +607,6 @@ out:
 	return rc;
 }
 
-/*
- * Refuses an existing non-empty out_dir unless force and it is an nftrace
- * session holding only nftrace's files (core/session_dir.c, the recogniser
- * `record --force` uses too); *kind says what is there to replace afterwards
- * (NF_SESSION_NONE: nothing, or an empty directory the rename replaces).
- * Touches nothing.
- */
-static int check_out_dir(const char *out_dir, bool force, enum nf_session_kind *kind, struct nf_error *err)
-{
-	struct stat st;
-	DIR *d;
-	struct dirent *de;
-	bool empty = true;
-	int rc;
-
-	*kind = NF_SESSION_NONE;
-	if (lstat(out_dir, &st) != 0)
-		return errno == ENOENT ? 0 : nf_error_set(err, NF_EIO, "%s: %s", out_dir, strerror(errno));
-	if (!S_ISDIR(st.st_mode))
-		return nf_error_set(err, NF_EEXIST, "%s: exists and is not a directory", out_dir);
-	if (!(d = opendir(out_dir)))
-		return nf_error_set(err, NF_EIO, "%s: %s", out_dir, strerror(errno));
-	while ((de = readdir(d)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-			empty = false;
-	closedir(d);
-	if (empty)
-		return 0;
-	if (!force)
-		return nf_error_set(err, NF_EEXIST, "%s: already exists (use --force to replace the session)",
-				    out_dir);
-	if ((rc = nf_session_dir_check(out_dir, err)) < 0)
-		return rc;
-	*kind = (enum nf_session_kind)rc;
-	return 0;
-}
-
-/*
- * Puts the complete new session tmp in place of out_dir. An old session is
- * first renamed aside (so its files are never missing: on failure it goes
- * back), then its own files are removed; an empty out_dir is replaced by the
- * rename itself.
- */
-static int swap_in(const char *tmp, const char *out_dir, enum nf_session_kind old, struct nf_error *err)
-{
-	char aside[PATH_MAX];
-	struct nf_error e2;
-
-	if (old == NF_SESSION_NONE) {
-		if (rename(tmp, out_dir) != 0)
-			return nf_error_set(err, NF_EIO, "%s: cannot rename %s to it: %s", out_dir, tmp,
-					    strerror(errno));
-		return 0;
-	}
-	if ((size_t)snprintf(aside, sizeof(aside), "%s.old-XXXXXX", out_dir) >= sizeof(aside))
-		return nf_error_set(err, NF_EINVAL, "%s: path too long", out_dir);
-	if (!mkdtemp(aside))
-		return nf_error_set(err, NF_EIO, "%s: cannot create a directory beside it: %s", out_dir,
-				    strerror(errno));
-	/* rename onto the empty directory aside replaces it */
-	if (rename(out_dir, aside) != 0) {
-		int e = errno;
-
-		rmdir(aside);
-		return nf_error_set(err, NF_EIO, "%s: cannot move the old session aside: %s", out_dir, strerror(e));
-	}
-	if (rename(tmp, out_dir) != 0) {
-		int e = errno;
-
-		if (rename(aside, out_dir) != 0)
-			return nf_error_set(err, NF_EIO, "%s: cannot rename %s to it (%s); the old session is in %s",
-					    out_dir, tmp, strerror(e), aside);
-		return nf_error_set(err, NF_EIO, "%s: cannot rename %s to it: %s", out_dir, tmp, strerror(e));
-	}
-	nf_error_clear(&e2);
-	if (nf_session_dir_clear(aside, old, &e2) == 0)
-		rmdir(aside);
-	return 0;
-}
-
 /* Counts of the built timeline for the import's summary line. */
 static void read_stats(const char *db_path, struct nf_etw_import_stats *st)
 {
@@ -774,210 +635,57 @@ static void read_stats(const char *db_path, struct nf_etw_import_stats *st)
 	sqlite3_close(db);
 }
 
-static int import(const char *etl_path, const char *out_dir, bool force, struct nf_etw_import_stats *st,
-		  struct nf_error *err);
-
-int nf_etw_import(const char *etl_path, const char *out_dir, bool force, struct nf_etw_import_stats *st,
-		  struct nf_error *err)
+/* The importers' convert: the capture (checked to be an ETL first) and where it came from. */
+static int etw_convert(const char *etl_path, const char *tmp, volatile int *interrupt,
+		       struct nf_import_result *res, struct nf_error *err)
 {
-	return nf_etw_import_interruptible(etl_path, out_dir, force, NULL, st, err);
-}
-
-int nf_etw_import_interruptible(const char *etl_path, const char *out_dir, bool force,
-				volatile int *interrupt, struct nf_etw_import_stats *st, struct nf_error *err)
-{
-	volatile int *saved = import_interrupt;
-	int rc;
-
-	import_interrupt = interrupt;
-	rc = import(etl_path, out_dir, force, st, err);
-	import_interrupt = saved;
-	return rc;
-}
-
-static int import(const char *etl_path, const char *out_dir, bool force, struct nf_etw_import_stats *st,
-		  struct nf_error *err)
-{
-	char tmp[PATH_MAX], cap[PATH_MAX + 32], db[PATH_MAX + 32];
+	char cap[PATH_MAX + 32], src[PATH_MAX + 32];
 	struct nf_etl_reader *r = NULL;
-	enum nf_session_kind old;
+	FILE *f;
 	int rc;
 
-	memset(st, 0, sizeof(*st));
-	/* The header first: a file that is not an ETL is refused before anything is made. */
+	(void)interrupt; /* the table's nf_importers_interrupted() says it */
+	(void)res;
+	/* The header first: a file that is not an ETL is refused before anything is copied. */
 	rc = nf_etl_reader_open(etl_path, 0, &r, err);
 	nf_etl_reader_destroy(r);
 	if (rc)
 		return rc;
-	if ((rc = check_out_dir(out_dir, force, &old, err)))
-		return rc;
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.import-XXXXXX", out_dir) >= sizeof(tmp))
-		return nf_error_set(err, NF_EINVAL, "%s: path too long", out_dir);
-	if (!mkdtemp(tmp))
-		return nf_error_set(err, NF_EIO, "%s: cannot create a directory beside it: %s", out_dir,
-				    strerror(errno));
 	snprintf(cap, sizeof(cap), "%s/%s", tmp, NF_ETW_CAPTURE_NAME);
-	snprintf(db, sizeof(db), "%s/%s", tmp, NF_TIMELINE_DB_NAME);
-	rc = copy_file(etl_path, cap, err);
-	if (rc == 0) {
-		char src[PATH_MAX + 32];
-		FILE *f;
-
-		snprintf(src, sizeof(src), "%s/%s", tmp, NF_ETW_SOURCE_NAME);
-		f = fopen(src, "w");
-		if (!f)
-			rc = nf_error_set(err, NF_EIO, "%s: %s", src, strerror(errno));
-		else if ((fprintf(f, "%s\n", etl_path) < 0) | (fclose(f) != 0))
-			rc = nf_error_set(err, NF_EIO, "%s: cannot write", src);
-	}
-	rc = rc ? rc : nf_timeline_build(tmp, db, err);
-	/* the last look before the session replaces anything */
-	if (rc == 0 && interrupted())
-		rc = nf_error_set(err, NF_EINTR, "%s: interrupted", etl_path);
-	rc = rc ? rc : swap_in(tmp, out_dir, old, err);
-	if (rc) {
-		remove_dir_files(tmp);
+	if ((rc = copy_bytes(etl_path, cap, err)))
 		return rc;
-	}
-	snprintf(db, sizeof(db), "%s/%s", out_dir, NF_TIMELINE_DB_NAME);
-	read_stats(db, st);
+	snprintf(src, sizeof(src), "%s/%s", tmp, NF_ETW_SOURCE_NAME);
+	f = fopen(src, "w");
+	if (!f)
+		return nf_error_set(err, NF_EIO, "%s: %s", src, strerror(errno));
+	if ((fprintf(f, "%s\n", etl_path) < 0) | (fclose(f) != 0))
+		return nf_error_set(err, NF_EIO, "%s: cannot write", src);
 	return 0;
 }
 
-/* ---- summary for info and check ---- */
-
-void nf_etw_summary_free(struct nf_etw_summary *s)
+/* The import's summary line, from the built timeline. */
+static void etw_imported(const char *db_path, struct nf_import_result *res)
 {
-	if (!s)
-		return;
-	free(s->providers);
-	s->providers = NULL;
-	s->n_providers = 0;
+	struct nf_etw_import_stats st;
+
+	memset(&st, 0, sizeof(st));
+	read_stats(db_path, &st);
+	snprintf(res->summary, sizeof(res->summary),
+		 "%" PRIu64 " ETW events on %u CPUs (%" PRIu64 " DxgKrnl): %" PRIu64 " waits, %" PRIu64
+		 " signals, %" PRIu64 " waits tied to their signal, %" PRIu64 " DMA packets",
+		 st.events, st.cpus, st.dxgkrnl, st.waits, st.signals, st.deps, st.dma_packets);
 }
 
-static void col_text(sqlite3_stmt *s, int i, char *out, size_t cap)
-{
-	const unsigned char *t = sqlite3_column_text(s, i);
+const struct nf_importer nf_importer_etw = {
+	.name = "etw",
+	.session_is = nf_etw_session_is,
+	.file_is = nf_etw_file_is,
+	.file_named = etw_file_named,
+	.build = nf_etw_build_timeline,
+	.convert = etw_convert,
+	.copied = NF_ETW_CAPTURE_NAME,
+	.imported = etw_imported,
+	.info = nf_etw_info,
+	.check = nf_etw_check,
+};
 
-	snprintf(out, cap, "%s", t ? (const char *)t : "");
-}
-
-int nf_etw_summary_read(const char *dir, struct nf_etw_summary *out, struct nf_error *err)
-{
-	char db_path[PATH_MAX];
-	sqlite3 *db = NULL;
-	sqlite3_stmt *s = NULL;
-	int rc;
-
-	memset(out, 0, sizeof(*out));
-	if (!nf_etw_session_is(dir))
-		return nf_error_set(err, NF_EFORMAT, "%s: not an ETW session (no %s)", dir, NF_ETW_CAPTURE_NAME);
-	rc = nf_timeline_ensure(dir, db_path, sizeof(db_path), err);
-	if (rc)
-		return rc;
-	if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-		rc = nf_error_set(err, NF_ESQL, "%s: %s", db_path, db ? sqlite3_errmsg(db) : "cannot open");
-		goto out;
-	}
-	static const char q[] =
-		"SELECT (SELECT value FROM meta WHERE key = 'etw_file'), "
-		"(SELECT value FROM meta WHERE key = 'etw_os_build'), "
-		"(SELECT value FROM meta WHERE key = 'etw_pointer_size') || ' bytes (logfile header); records: ' || "
-		"coalesce((SELECT value FROM meta WHERE key = 'etw_record_pointer_sizes'), '?'), "
-		"(SELECT value FROM meta WHERE key = 'etw_cpus'), "
-		"(SELECT value FROM meta WHERE key = 'etw_clock'), "
-		"(SELECT value FROM meta WHERE key = 'etw_clock_frequency'), "
-		"(SELECT value FROM meta WHERE key = 'etw_start_time'), "
-		"(SELECT value FROM meta WHERE key = 'duration_ns'), "
-		"(SELECT value FROM meta WHERE key = 'etw_buffers'), "
-		"(SELECT value FROM meta WHERE key = 'etw_buffers_lost'), "
-		"(SELECT value FROM meta WHERE key = 'etw_events_lost'), "
-		"(SELECT value FROM meta WHERE key = 'etw_buffers_flagged_lost'), "
-		"(SELECT value FROM meta WHERE key = 'etw_events'), "
-		"(SELECT value FROM meta WHERE key = 'etw_lacks'), "
-		"(SELECT count(*) FROM queues), (SELECT count(*) FROM fences), "
-		"(SELECT count(*) FROM fence_ops WHERE op = 'wait' AND queue IS NOT NULL), "
-		"(SELECT count(*) FROM fence_ops WHERE op = 'signal'), "
-		"(SELECT count(*) FROM cpu_waits), "
-		"(SELECT count(*) FROM deps WHERE signal_id IS NOT NULL OR cpu_signal IS NOT NULL), "
-		"(SELECT count(*) FROM dma_packets), (SELECT count(*) FROM vsyncs), "
-		"(SELECT count(*) FROM fence_ops WHERE op = 'wait' AND queue IS NOT NULL AND status = 'pending'), "
-		"(SELECT count(*) FROM cpu_waits WHERE status = 'pending'), "
-		"(SELECT value FROM meta WHERE key = 'etw_unmatched_unwaits'), "
-		"(SELECT coalesce(sum(size_mismatches), 0) FROM etw_counts)";
-	if (sqlite3_prepare_v2(db, q, -1, &s, NULL) != SQLITE_OK || sqlite3_step(s) != SQLITE_ROW) {
-		rc = nf_error_set(err, NF_ESQL, "%s: %s", db_path, sqlite3_errmsg(db));
-		goto out;
-	}
-	col_text(s, 0, out->source, sizeof(out->source));
-	out->os_build = sqlite3_column_int64(s, 1);
-	out->pointer_size = sqlite3_column_int64(s, 2);
-	col_text(s, 2, out->pointer_sizes, sizeof(out->pointer_sizes));
-	out->cpus = sqlite3_column_int64(s, 3);
-	col_text(s, 4, out->clock, sizeof(out->clock));
-	out->clock_frequency = sqlite3_column_int64(s, 5);
-	col_text(s, 6, out->start_time, sizeof(out->start_time));
-	out->duration_ns = sqlite3_column_int64(s, 7);
-	out->buffers = sqlite3_column_int64(s, 8);
-	out->buffers_lost = sqlite3_column_int64(s, 9);
-	out->events_lost = sqlite3_column_int64(s, 10);
-	out->lost_flag_buffers = sqlite3_column_int64(s, 11);
-	out->events = sqlite3_column_int64(s, 12);
-	col_text(s, 13, out->lacks, sizeof(out->lacks));
-	out->queues = sqlite3_column_int64(s, 14);
-	out->fences = sqlite3_column_int64(s, 15);
-	out->waits = sqlite3_column_int64(s, 16);
-	out->signals = sqlite3_column_int64(s, 17);
-	out->cpu_waits = sqlite3_column_int64(s, 18);
-	out->deps = sqlite3_column_int64(s, 19);
-	out->dma_packets = sqlite3_column_int64(s, 20);
-	out->vsyncs = sqlite3_column_int64(s, 21);
-	out->waits_pending = sqlite3_column_int64(s, 22);
-	out->cpu_waits_pending = sqlite3_column_int64(s, 23);
-	out->waits_unmatched_unwaits = sqlite3_column_int64(s, 24);
-	out->size_mismatches = sqlite3_column_int64(s, 25);
-	sqlite3_finalize(s);
-	s = NULL;
-	/* Which mismatched events are fence-related: the table says. */
-	if (sqlite3_prepare_v2(db, "SELECT event_id, size_mismatches FROM etw_counts "
-			       "WHERE name = 'Microsoft-Windows-DxgKrnl' AND size_mismatches > 0", -1, &s,
-			       NULL) != SQLITE_OK) {
-		rc = nf_error_set(err, NF_ESQL, "%s: %s", db_path, sqlite3_errmsg(db));
-		goto out;
-	}
-	while (sqlite3_step(s) == SQLITE_ROW) {
-		const struct nf_etl_dxg_event_info *ei =
-			nf_etl_dxg_event_info((uint16_t)sqlite3_column_int(s, 0));
-
-		if (ei && (ei->flags & NF_DXG_FENCE))
-			out->fence_size_mismatches += sqlite3_column_int64(s, 1);
-	}
-	sqlite3_finalize(s);
-	s = NULL;
-	if (sqlite3_prepare_v2(db, "SELECT provider, coalesce(max(name), ''), sum(events), sum(size_mismatches) "
-			       "FROM etw_counts GROUP BY provider ORDER BY sum(events) DESC, provider", -1, &s,
-			       NULL) != SQLITE_OK) {
-		rc = nf_error_set(err, NF_ESQL, "%s: %s", db_path, sqlite3_errmsg(db));
-		goto out;
-	}
-	while (sqlite3_step(s) == SQLITE_ROW) {
-		struct nf_etw_provider_count *np = realloc(out->providers, (out->n_providers + 1) * sizeof(*np));
-
-		if (!np) {
-			rc = nf_error_set(err, NF_ENOMEM, "info: out of memory");
-			goto out;
-		}
-		out->providers = np;
-		np += out->n_providers++;
-		col_text(s, 0, np->provider, sizeof(np->provider));
-		col_text(s, 1, np->name, sizeof(np->name));
-		np->events = (uint64_t)sqlite3_column_int64(s, 2);
-		np->size_mismatches = (uint64_t)sqlite3_column_int64(s, 3);
-	}
-out:
-	sqlite3_finalize(s);
-	sqlite3_close(db);
-	if (rc)
-		nf_etw_summary_free(out);
-	return rc;
-}

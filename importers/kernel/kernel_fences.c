@@ -5,10 +5,11 @@
  * ki_finish_waits): the same orders, ids and values.
  */
 #include "kernel_fences.h"
+#include "contract/deps.h"
 #include "contract/errors.h"
 #include "contract/timeline_writer.h"
 #include "kernel_ingest.h"
-#include "../../core/util_hash.h"
+#include "contract/util_hash.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -415,7 +416,8 @@ static bool kf_released(const struct nf_kfences *m, const struct kf_wo *o)
 {
 	const struct nf_kf_wait *w = &m->w[o->idx];
 
-	return w->has_end && o->fence >= 0 && (m->f[o->fence].has & NF_KF_SIGNAL) && m->f[o->fence].signal <= w->end;
+	return o->fence >= 0 && nf_deps_one_shot_released(w->has_end, w->end, (m->f[o->fence].has & NF_KF_SIGNAL) != 0,
+							   m->f[o->fence].signal);
 }
 
 static int kf_wait_op_row(void *ctx, struct nf_bulk_row *row, struct nf_error *err)
@@ -469,14 +471,20 @@ static int kf_dep_row(void *ctx, struct nf_bulk_row *row, struct nf_error *err)
 	struct kf_src *s = ctx;
 
 	(void)err;
-	while (s->pos < s->n && !kf_released(s->m, &s->wo[s->pos]))
+	/* one row per wait that ended (one still open at the end has none) */
+	while (s->pos < s->n && !s->m->w[s->wo[s->pos].idx].has_end)
 		s->pos++;
 	if (s->pos == s->n)
 		return 0;
 	const struct kf_wo *o = &s->wo[s->pos];
 	const struct nf_kf_wait *w = &s->m->w[o->idx];
+	bool sig = o->fence >= 0 && (s->m->f[o->fence].has & NF_KF_SIGNAL);
+	const char *why = nf_deps_one_shot_reason(w->end, sig, sig ? s->m->f[o->fence].signal : 0);
 
-	nf_bulk_int(row, 0, s->op[o->fence]);
+	if (!why)
+		nf_bulk_int(row, 0, s->op[o->fence]);
+	else
+		nf_bulk_text(row, 3, why, (int)strlen(why));
 	nf_bulk_int(row, 1, s->next_id + (int64_t)s->pos);
 	nf_bulk_opt(row, 2, w->has_start, w->end - w->start);
 	s->pos++;
@@ -961,8 +969,8 @@ int nf_kf_write(struct nf_kfences *m, sqlite3 *db, struct nf_bulk *bk, bool k_fe
 			      kf_cpu_wait_row, &s, false, "timeline: kernel events: dma_fence CPU waits", err)))
 		goto out;
 	s.pos = 0;
-	if ((rc = nf_bulk_run(bk, "INSERT INTO deps(signal_id, wait_id, cpu_signal, stall_ns) "
-			      "SELECT c0, c1, NULL, c2 FROM nf_bulk",
+	if ((rc = nf_bulk_run(bk, "INSERT INTO deps(signal_id, wait_id, cpu_signal, stall_ns, reason) "
+			      "SELECT c0, c1, NULL, c2, c3 FROM nf_bulk",
 			      kf_dep_row, &s, false, "timeline: kernel events: dma_fence waits' signals", err)))
 		goto out;
 	if (k_fences) {

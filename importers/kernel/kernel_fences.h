@@ -24,7 +24,7 @@
 #include <sqlite3.h>
 
 #include "contract/errors.h"
-#include "../../core/util_hash.h"
+#include "contract/util_hash.h"
 
 struct nf_bulk;
 

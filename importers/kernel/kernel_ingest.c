@@ -10,10 +10,11 @@
 #include "kernel_ingest.h"
 #include "contract/errors.h"
 #include "contract/timeline_writer.h"
+#include "contract/deps.h"
 #include "kernel_fences.h"
 #include "runs.h"
-#include "../../core/anomaly_kinds.h"
-#include "../../core/util_hash.h"
+#include "contract/anomaly_kinds.h"
+#include "contract/util_hash.h"
 
 #include <inttypes.h>
 #include <stdbool.h>
@@ -21,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../core/anomaly_kinds.h"
+#include "contract/anomaly_kinds.h"
 
 /* Interned strings and CPUs kept at most (a corrupt session cannot exhaust memory). */
 #define NF_KI_MAX_STRINGS (1u << 22)
@@ -34,7 +35,7 @@ enum ki_stmt {
 
 static const char *const ki_sql[KS_COUNT] = {
 	[KS_STR_TIMELINE] = "INSERT OR IGNORE INTO kernel_timelines(queue, context, driver, timeline) "
-			    "VALUES (?1 + 4294967296, ?1, ?2, ?3)",
+			    "VALUES (?1 + " NF_WRITER_CONTEXT_BASE_SQL ", ?1, ?2, ?3)",
 	/* ?3 init, ?4 emit, ?5 signaled: the first time each was seen is kept. */
 	[KS_FENCE_SEEN] = "INSERT INTO temp.k_fences(context, seqno, init_ns, emit_ns, signal_ns, emit_tid) "
 			  "VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(context, seqno) DO UPDATE SET "
@@ -212,6 +213,22 @@ struct ki_stage {
 	size_t alen, acap;
 };
 
+/*
+ * What the file holds of one CPU's buffer: its spans of whole record (the
+ * first from its first record, each lost-events marker closing one and
+ * opening the next) and what the file's CPUSTAT says (KernelCpuStat).
+ */
+struct ki_cov {
+	bool seen;           /* a record of this CPU */
+	int64_t from, last;  /* the open span: from its start to the latest record */
+	uint64_t records;
+	int64_t *spans;      /* closed spans, (from, to) pairs */
+	size_t n_spans, cap_spans;
+	bool has_stat;       /* a KernelCpuStat came */
+	uint64_t file_records, read_events, overrun, dropped;
+	bool stat_cpu;       /* its CPUSTAT block was in the file */
+};
+
 struct nf_timeline_kernel_ingest {
 	sqlite3 *db;
 	struct nf_runs *runs;    /* cpu_run_blocks */
@@ -228,10 +245,10 @@ struct nf_timeline_kernel_ingest {
 	size_t n_strings;
 	struct ki_cpu *cpus;
 	size_t n_cpus;
-	/* Per CPU: from when its record is whole (its first event, moved on to each
-	 * lost-events marker of that CPU); see ki_finish_recording */
-	int64_t cpu_whole_from[NF_KI_MAX_CPUS];
-	unsigned char cpu_seen[NF_KI_MAX_CPUS];
+	/* What the file holds of each CPU (see ki_finish_coverage). */
+	struct ki_cov *cov;      /* [CPU], n_cov of them (grown as CPUs appear) */
+	size_t n_cov;
+	int64_t end_ns;          /* the latest kernel event: the capture's end */
 	bool live;           /* KernelTraceStart says a live tracefs capture (not a file) */
 	struct ki_wait *waits;   /* open waits, in start order */
 	size_t n_waits, cap_waits;
@@ -249,32 +266,20 @@ struct nf_timeline_kernel_ingest {
 
 static int ki_sql_err(struct nf_timeline_kernel_ingest *ki, struct nf_error *err, const char *what)
 {
-	return nf_error_set(err, NF_ESQL, "timeline: kernel events: %s: %s", what,
-			    sqlite3_errmsg(ki->db));
+	return nf_writer_sql_error(ki->db, "kernel events", what, err);
 }
 
 static int ki_exec(struct nf_timeline_kernel_ingest *ki, const char *sql, struct nf_error *err)
 {
-	char *msg = NULL;
-
-	if (sqlite3_exec(ki->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-		nf_error_set(err, NF_ESQL, "timeline: kernel events: %s", msg ? msg : sqlite3_errmsg(ki->db));
-		sqlite3_free(msg);
-		return NF_ESQL;
-	}
-	return 0;
+	return nf_writer_exec(ki->db, "kernel events", sql, err);
 }
 
 static int ki_step(struct nf_timeline_kernel_ingest *ki, enum ki_stmt id, struct nf_error *err)
 {
-	sqlite3_stmt *s = ki->st[id];
-	int rc = sqlite3_step(s);
+	int rc = nf_writer_step(ki->db, ki->st[id], "kernel events", ki_sql[id], err);
 
-	sqlite3_reset(s);
-	sqlite3_clear_bindings(s);
-	if (rc != SQLITE_DONE)
-		return ki_sql_err(ki, err, ki_sql[id]);
-	return 0;
+	sqlite3_clear_bindings(ki->st[id]); /* the kernel's statements leave optional parameters unbound */
+	return rc;
 }
 
 void nf_timeline_kernel_ingest_destroy(struct nf_timeline_kernel_ingest *ki)
@@ -287,6 +292,9 @@ void nf_timeline_kernel_ingest_destroy(struct nf_timeline_kernel_ingest *ki)
 		free(ki->strings[i]);
 	free(ki->strings);
 	free(ki->cpus);
+	for (size_t c = 0; c < ki->n_cov; c++)
+		free(ki->cov[c].spans);
+	free(ki->cov);
 	free(ki->waits);
 	nf_runs_destroy(ki->runs);
 	nf_kf_free(&ki->kf);
@@ -880,6 +888,52 @@ static int ki_jobs_fold(struct nf_timeline_kernel_ingest *ki, struct ki_jobagg *
 	return 0;
 }
 
+/* The coverage of CPU c, grown to hold it: NULL when out of memory. */
+static struct ki_cov *ki_cov_of(struct nf_timeline_kernel_ingest *ki, size_t c)
+{
+	if (c >= ki->n_cov) {
+		size_t n = c + 1 > ki->n_cov * 2 ? c + 1 : ki->n_cov * 2;
+		struct ki_cov *v = realloc(ki->cov, n * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		memset(v + ki->n_cov, 0, (n - ki->n_cov) * sizeof(*v));
+		ki->cov = v;
+		ki->n_cov = n;
+	}
+	return &ki->cov[c];
+}
+
+/* A record of CPU c at ns; lost: a lost-events marker (the record before it ends a span). */
+static int ki_cov_event(struct nf_timeline_kernel_ingest *ki, size_t c, int64_t ns, bool lost, struct nf_error *err)
+{
+	struct ki_cov *v = ki_cov_of(ki, c);
+
+	if (!v)
+		return nf_error_set(err, NF_ENOMEM, "timeline: kernel events: out of memory");
+	if (!v->seen) {
+		v->seen = true;
+		v->from = v->last = ns;
+	} else if (lost) {
+		if (v->n_spans + 2 > v->cap_spans) {
+			size_t n = v->cap_spans ? v->cap_spans * 2 : 8;
+			int64_t *sp = realloc(v->spans, n * sizeof(*sp));
+
+			if (!sp)
+				return nf_error_set(err, NF_ENOMEM, "timeline: kernel events: out of memory");
+			v->spans = sp;
+			v->cap_spans = n;
+		}
+		v->spans[v->n_spans++] = v->from;
+		v->spans[v->n_spans++] = v->last;
+		v->from = ns;
+	}
+	if (!lost)
+		v->records++;
+	v->last = ns;
+	return 0;
+}
+
 /* The CPU an event was recorded on; false for events of no CPU (strings, tasks, start). */
 static bool ki_event_cpu(const struct nf_event *ev, uint64_t *cpu)
 {
@@ -934,14 +988,17 @@ int nf_timeline_kernel_ingest_event(struct nf_timeline_kernel_ingest **kip, sqli
 	}
 	if (ki->finished)
 		return nf_error_set(err, NF_ESTATE, "timeline: kernel events after finish");
+	if (ns > ki->end_ns)
+		ki->end_ns = ns;
 	uint64_t cpu;
 	if (ki_event_cpu(ev, &cpu)) {
 		if (cpu >= NF_KI_MAX_CPUS)
 			return nf_error_set(err, NF_EFORMAT, "timeline: kernel events: CPU %" PRIu64 " out of range", cpu);
 		/* events come in time order: the first one of a CPU is its earliest */
-		if (!ki->cpu_seen[cpu] || ev->id == NF_EV_KERNEL_LOST)
-			ki->cpu_whole_from[cpu] = ns;
-		ki->cpu_seen[cpu] = 1;
+		int rc = ki_cov_event(ki, (size_t)cpu, ns, ev->id == NF_EV_KERNEL_LOST, err);
+
+		if (rc)
+			return rc;
 	}
 	switch (ev->id) {
 	case NF_EV_KERNEL_STRING:
@@ -976,6 +1033,22 @@ int nf_timeline_kernel_ingest_event(struct nf_timeline_kernel_ingest **kip, sqli
 		sqlite3_bind_text(s, 3, detail, -1, SQLITE_TRANSIENT);
 		sqlite3_bind_text(s, 4, nf_anomaly_name(NF_ANOMALY_KERNEL_LOST), -1, SQLITE_STATIC);
 		return ki_step(ki, KS_LOST, err);
+	}
+	case NF_EV_KERNEL_CPU_STAT: {
+		struct ki_cov *v;
+
+		if (f[NFF_KERNEL_CPU_STAT_cpu] >= NF_KI_MAX_CPUS)
+			return nf_error_set(err, NF_EFORMAT, "timeline: kernel events: CPU %" PRIu64 " out of range",
+					    f[NFF_KERNEL_CPU_STAT_cpu]);
+		if (!(v = ki_cov_of(ki, f[NFF_KERNEL_CPU_STAT_cpu])))
+			return nf_error_set(err, NF_ENOMEM, "timeline: kernel events: out of memory");
+		v->has_stat = true;
+		v->file_records = f[NFF_KERNEL_CPU_STAT_records];
+		v->stat_cpu = f[NFF_KERNEL_CPU_STAT_has_stat] != 0;
+		v->read_events = f[NFF_KERNEL_CPU_STAT_read_events];
+		v->overrun = f[NFF_KERNEL_CPU_STAT_overrun];
+		v->dropped = f[NFF_KERNEL_CPU_STAT_dropped];
+		return 0;
 	}
 	case NF_EV_KERNEL_RAW:
 		return ki_raw(ki, ns, f[NFF_KERNEL_RAW_cpu], f[NFF_KERNEL_RAW_tid],
@@ -1094,9 +1167,9 @@ int nf_timeline_kernel_ingest_event(struct nf_timeline_kernel_ingest **kip, sqli
  * temp.k_fstart when the fences were held in memory (kernel_fences.h). */
 #define KI_FINISH_TIMELINES_SQL(start_sql)                                                                   \
 	"INSERT OR IGNORE INTO adapters(adapter, name, vidsch_caps, native_fence, gpu_frequency) "          \
-	"SELECT 4294967295, 'Linux kernel dma_fence', NULL, 0, NULL WHERE EXISTS (SELECT 1 FROM kernel_timelines);" \
+	"SELECT " NF_WRITER_NO_ADAPTER_SQL ", 'Linux kernel dma_fence', NULL, 0, NULL WHERE EXISTS (SELECT 1 FROM kernel_timelines);" \
 	"INSERT OR IGNORE INTO queues(queue, adapter, node, engine, name, start_ns, stop_ns) "              \
-	"SELECT kt.queue, 4294967295, NULL, NULL, coalesce(kt.driver, '?') || ' ' || coalesce(kt.timeline, '?'), " \
+	"SELECT kt.queue, " NF_WRITER_NO_ADAPTER_SQL ", NULL, NULL, coalesce(kt.driver, '?') || ' ' || coalesce(kt.timeline, '?'), " \
 	"  (" start_sql "), NULL FROM kernel_timelines kt;"                                                  \
 	"INSERT OR IGNORE INTO fences(fence, type, shared, cross_adapter, initial_value, created_ns, destroyed_ns) " \
 	"SELECT q.queue, 0, 0, 0, NULL, q.start_ns, NULL FROM queues q JOIN kernel_timelines kt ON kt.queue = q.queue;"
@@ -1112,10 +1185,10 @@ static int ki_finish_signals(struct nf_timeline_kernel_ingest *ki, struct nf_err
 
 	/* No wait needs a signal's operation id: one INSERT ... SELECT. */
 	if (!ki->wait_rows) {
-		_Static_assert(NF_KERNEL_TIMELINE_BASE == 4294967296LL, "the SQL spells the base out");
 		if ((rc = ki_exec(ki, "INSERT INTO fence_ops(queue, adapter, op, fence, handle, value, queued_ns, "
 				  "observed_ns, end_ns, status, log_seq, epoch, thread) "
-				  "SELECT 4294967296 + context, NULL, 'signal', 4294967296 + context, NULL, seqno, "
+				  "SELECT " NF_WRITER_CONTEXT_BASE_SQL " + context, NULL, 'signal', " NF_WRITER_CONTEXT_BASE_SQL
+				  " + context, NULL, seqno, "
 				  "coalesce(emit_ns, init_ns), NULL, signal_ns, "
 				  "CASE WHEN signal_ns IS NULL THEN 'unsignaled' ELSE 'complete' END, NULL, NULL, emit_tid "
 				  "FROM temp.k_fences ORDER BY coalesce(emit_ns, init_ns, signal_ns), context, seqno", err)))
@@ -1168,7 +1241,7 @@ out_threads:
 	/* Who emitted on each timeline: the queue_threads rows of the signals above. */
 	if (sqlite3_exec(ki->db,
 			 "INSERT INTO queue_threads(queue, fence, thread, ops) "
-			 "SELECT 4294967296 + context, 4294967296 + context, emit_tid, count(*) "
+			 "SELECT " NF_WRITER_CONTEXT_BASE_SQL " + context, " NF_WRITER_CONTEXT_BASE_SQL " + context, emit_tid, count(*) "
 			 "FROM temp.k_fences WHERE emit_tid IS NOT NULL "
 			 "AND coalesce(emit_ns, init_ns) IS NOT NULL GROUP BY context, emit_tid",
 			 NULL, NULL, NULL) != SQLITE_OK)
@@ -1205,7 +1278,7 @@ static int ki_finish_waits(struct nf_timeline_kernel_ingest *ki, struct nf_error
 			       "VALUES (?1, NULL, ?2, ?3, ?4, ?5, ?6)",
 			       -1, &cw, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(ki->db,
-			       "INSERT INTO deps(signal_id, wait_id, cpu_signal, stall_ns) VALUES (?1, ?2, NULL, ?3)",
+			       "INSERT INTO deps(signal_id, wait_id, cpu_signal, stall_ns, reason) VALUES (?1, ?2, NULL, ?3, ?4)",
 			       -1, &dep, NULL) != SQLITE_OK) {
 		rc = ki_sql_err(ki, err, "preparing dma_fence waits");
 		goto out_finalize;
@@ -1216,7 +1289,7 @@ static int ki_finish_waits(struct nf_timeline_kernel_ingest *ki, struct nf_error
 		bool has_end = sqlite3_column_type(sel, 4) != SQLITE_NULL;
 		bool has_sig = sqlite3_column_type(sel, 6) != SQLITE_NULL;
 		int64_t end = sqlite3_column_int64(sel, 4);
-		bool released = has_end && has_sig && sqlite3_column_int64(sel, 6) <= end;
+		bool released = nf_deps_one_shot_released(has_end, end, has_sig, sqlite3_column_int64(sel, 6));
 		const char *status = !has_end ? "pending" : released ? "satisfied" : "timeout";
 
 		sqlite3_bind_int64(op, 1, fence);
@@ -1241,14 +1314,23 @@ static int ki_finish_waits(struct nf_timeline_kernel_ingest *ki, struct nf_error
 		sqlite3_reset(cw);
 		if (src != SQLITE_DONE)
 			goto out_sql;
-		if (!released)
-			continue;
-		sqlite3_bind_value(dep, 1, sqlite3_column_value(sel, 5));
+		if (!has_end)
+			continue; /* one row per wait that ended */
+		const char *why = nf_deps_one_shot_reason(end, has_sig, sqlite3_column_int64(sel, 6));
+
+		if (released)
+			sqlite3_bind_value(dep, 1, sqlite3_column_value(sel, 5));
+		else
+			sqlite3_bind_null(dep, 1);
 		sqlite3_bind_int64(dep, 2, wait_id);
 		if (has_start)
 			sqlite3_bind_int64(dep, 3, end - sqlite3_column_int64(sel, 3));
 		else
 			sqlite3_bind_null(dep, 3);
+		if (why)
+			sqlite3_bind_text(dep, 4, why, -1, SQLITE_STATIC);
+		else
+			sqlite3_bind_null(dep, 4);
 		src = sqlite3_step(dep);
 		sqlite3_reset(dep);
 		if (src != SQLITE_DONE)
@@ -1548,18 +1630,17 @@ static const char ki_finish_jobs_sql[] =
 	 * (amdgpu_fence_process signals every seqno up to the one it read), so a job
 	 * run later on the same ring that finished bounds the finish of one whose
 	 * signal is not in the trace: finished no later than the earliest such
-	 * finish ('ring_order'). Only finishes seen in the trace bound others.
+	 * finish ('ring_order'), kept apart from finished_ns. Only finishes seen in
+	 * the trace bound others.
 	 */
-	"UPDATE jobs SET finished_ns = b.bound, finish_source = 'ring_order' FROM ("
-	"  SELECT id, min(CASE WHEN finish_source IS NOT NULL THEN finished_ns END) OVER (PARTITION BY ring "
+	"UPDATE jobs SET finished_bound_ns = b.bound, bound_source = 'ring_order' FROM ("
+	"  SELECT id, min(finished_ns) OVER (PARTITION BY ring "
 	"    ORDER BY started_ns DESC, id DESC ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS bound "
 	"  FROM jobs WHERE driver = 'amdgpu' AND ring IS NOT NULL AND started_ns IS NOT NULL "
 	"  AND EXISTS (SELECT 1 FROM jobs u WHERE u.driver = 'amdgpu' AND u.finished_ns IS NULL "
 	"    AND u.started_ns IS NOT NULL)) b "
 	"  WHERE jobs.id = b.id AND jobs.finished_ns IS NULL AND b.bound IS NOT NULL;"
-	"UPDATE jobs SET process = (SELECT k.process FROM kernel_threads k WHERE k.thread = jobs.thread), "
-	"  status = CASE WHEN started_ns IS NULL THEN 'queued' WHEN finished_ns IS NULL THEN 'unfinished' "
-	"  ELSE 'complete' END;"
+	"UPDATE jobs SET process = (SELECT k.process FROM kernel_threads k WHERE k.thread = jobs.thread);"
 	"CREATE INDEX jobs_fence ON jobs(context, seqno);"
 	/* The job run before another on its ring (critical paths of jobs). */
 	"CREATE INDEX jobs_ring ON jobs(ring, started_ns);";
@@ -1575,60 +1656,162 @@ static const char ki_finish_deps_sql[] =
 	"DROP TABLE temp.k_jobs;";
 
 /*
- * Jobs whose finish is not in the trace, bounded by the start of the whole
- * record. A trace-cmd capture's per-CPU buffers begin at different times (an
- * overwriting ring buffer keeps each CPU's latest pages), so before the moment
- * the last CPU began recording a signal can be missing; from then on every CPU
- * is recorded (a lost-events marker moves its CPU's moment on), so a finish
- * after it would be in the file. A job that started before that moment and has
- * no finish in the file therefore finished no later than it
- * ('recording_start', stored in meta as kernel_all_cpus_from_ns) -- provided
- * it finished before the trace ended: proven for a job with a ring-order
- * bound (a later job on its ring finished in the trace; the tighter bound is
- * kept), assumed otherwise, and only when jobs of its driver are seen
- * finishing after that moment (the finishes are traced and the GPU is
- * running). No CPU recorded anything, or a live capture (every CPU's buffer
- * starts at once there; a CPU's late first event is a quiet CPU): nothing to
- * bound. In a file, a CPU that was recording but quiet at the start would
- * also move the moment on; trace-cmd's per-CPU size limit (-m) and overwrite
- * snapshots, where buffers begin at different times, are what this reads.
+ * What the file holds of each CPU (the coverage rows) and the moment from which
+ * every CPU is recorded (meta kernel_all_cpus_from_ns). A trace-cmd capture's
+ * per-CPU buffers can begin at different times (an overwriting buffer, a
+ * per-CPU size limit keep each CPU's latest pages), so before that moment an
+ * event can be missing; a lost-events marker splits its CPU's record. A CPU
+ * begins at the session start when the file's CPUSTAT says its buffer holds
+ * every event the recorder read from it and none was overwritten (a CPU that
+ * was quiet at first), or when the capture was live (every CPU's buffer starts
+ * at once); else at its first record. Every CPU's record ends with the
+ * capture.
  */
-static int ki_finish_recording(struct nf_timeline_kernel_ingest *ki, struct nf_error *err)
+static int ki_finish_coverage(struct nf_timeline_kernel_ingest *ki, int64_t end, bool *has_from, int64_t *from,
+			      struct nf_error *err)
 {
-	static const char sql[] =
-		"UPDATE jobs SET finished_ns = ?1, finish_source = 'recording_start', status = 'complete' "
-		"WHERE started_ns IS NOT NULL AND started_ns < ?1 AND "
-		"(finished_ns IS NULL OR (finish_source = 'ring_order' AND finished_ns > ?1)) AND "
-		"driver IN (SELECT driver FROM jobs WHERE finish_source IN ('event', 'signaled') AND finished_ns > ?1)";
 	sqlite3_stmt *st = NULL;
-	int64_t from = 0;
-	bool any = false;
 	int rc = 0;
 
-	for (size_t c = 0; c < NF_KI_MAX_CPUS; c++)
-		if (ki->cpu_seen[c] && (!any || ki->cpu_whole_from[c] > from)) {
-			from = ki->cpu_whole_from[c];
-			any = true;
+	*has_from = false;
+	*from = 0;
+	if (sqlite3_prepare_v2(ki->db, "INSERT INTO coverage(scope, id, log, from_ns, to_ns, events, detail) "
+			       "VALUES ('cpu', ?1, NULL, ?2, ?3, ?4, ?5)", -1, &st, NULL) != SQLITE_OK)
+		return ki_sql_err(ki, err, "coverage");
+	bool all = true;    /* every CPU has a span */
+	bool any = false;
+	int64_t latest = 0; /* the latest start of a CPU's last span */
+
+	for (size_t c = 0; c < ki->n_cov && rc == 0; c++) {
+		const struct ki_cov *v = &ki->cov[c];
+		bool whole = ki->live || (v->has_stat && v->stat_cpu && v->overrun == 0 && v->dropped == 0 &&
+					  v->file_records >= v->read_events);
+		char detail[240];
+
+		if (!v->seen && !v->has_stat)
+			continue;
+		any = true;
+		if (ki->live)
+			snprintf(detail, sizeof(detail), "live capture: every CPU's buffer starts with the recording");
+		else if (v->has_stat && v->stat_cpu)
+			snprintf(detail, sizeof(detail), "CPUSTAT: %" PRIu64 " events read, %" PRIu64 " in the file, %" PRIu64
+				 " overrun, %" PRIu64 " dropped: %s", v->read_events, v->file_records, v->overrun,
+				 v->dropped, whole ? "whole from the start" : "cut at the start, whole from its first record");
+		else
+			snprintf(detail, sizeof(detail), "no CPUSTAT for this CPU: whole from its first record");
+		if (!v->seen) {
+			/* no record: quiet all along (whole), or cut entirely */
+			sqlite3_bind_int64(st, 1, (int64_t)c);
+			if (whole) {
+				sqlite3_bind_int64(st, 2, 0);
+				sqlite3_bind_int64(st, 3, end);
+			} else {
+				sqlite3_bind_null(st, 2);
+				sqlite3_bind_null(st, 3);
+				all = false;
+			}
+			sqlite3_bind_int64(st, 4, 0);
+			sqlite3_bind_text(st, 5, detail, -1, SQLITE_TRANSIENT);
+			rc = nf_writer_step(ki->db, st, "kernel events", "coverage", err);
+			sqlite3_clear_bindings(st);
+			continue;
 		}
-	/* a live capture starts every CPU's buffer at once: a CPU's first event is no
-	 * start of its record there (a quiet CPU would move the moment on) */
-	if (!any || ki->live)
-		return 0;
-	if (sqlite3_prepare_v2(ki->db, "INSERT OR REPLACE INTO meta(key, value) VALUES ('kernel_all_cpus_from_ns', ?1)",
-			       -1, &st, NULL) != SQLITE_OK)
-		return ki_sql_err(ki, err, "meta kernel_all_cpus_from_ns");
-	sqlite3_bind_int64(st, 1, from);
-	if (sqlite3_step(st) != SQLITE_DONE)
-		rc = ki_sql_err(ki, err, "meta kernel_all_cpus_from_ns");
+		/* closed spans, then the open one to the capture's end */
+		for (size_t i = 0; i <= v->n_spans / 2 && rc == 0; i++) {
+			bool last = i == v->n_spans / 2;
+			int64_t f = last ? v->from : v->spans[2 * i], t = last ? end : v->spans[2 * i + 1];
+			char d2[280];
+
+			if (i == 0 && whole)
+				f = 0;
+			if (i > 0)
+				snprintf(d2, sizeof(d2), "after lost events");
+			else
+				snprintf(d2, sizeof(d2), "%s", detail);
+			sqlite3_bind_int64(st, 1, (int64_t)c);
+			sqlite3_bind_int64(st, 2, f);
+			sqlite3_bind_int64(st, 3, t);
+			if (last && v->n_spans == 0)
+				sqlite3_bind_int64(st, 4, (int64_t)v->records);
+			else
+				sqlite3_bind_null(st, 4);
+			sqlite3_bind_text(st, 5, d2, -1, SQLITE_TRANSIENT);
+			rc = nf_writer_step(ki->db, st, "kernel events", "coverage", err);
+			sqlite3_clear_bindings(st);
+			if (last && (f > latest))
+				latest = f;
+		}
+	}
 	sqlite3_finalize(st);
-	if (rc)
+	if (rc || !any || !all)
 		return rc;
-	if (sqlite3_prepare_v2(ki->db, sql, -1, &st, NULL) != SQLITE_OK)
-		return ki_sql_err(ki, err, "jobs finished before every CPU was recording");
-	sqlite3_bind_int64(st, 1, from);
-	if (sqlite3_step(st) != SQLITE_DONE)
-		rc = ki_sql_err(ki, err, "jobs finished before every CPU was recording");
-	sqlite3_finalize(st);
+	*has_from = true;
+	*from = latest;
+	return nf_writer_meta_int(ki->db, "kernel_all_cpus_from_ns", latest, err);
+}
+
+/*
+ * What the file does not say of a job stays unknown, with its reason
+ * (schemas/timeline.sql, jobs). A bound on a finish is proven only by a job
+ * run later on its ring that finished ('ring_order'); for such a job that
+ * started before every CPU was recording, that moment is a tighter bound
+ * ('recording_start': it finished before the capture ended, and a finish after
+ * that moment would be in the file).
+ */
+static int ki_finish_reasons(struct nf_timeline_kernel_ingest *ki, bool has_from, int64_t from, struct nf_error *err)
+{
+	static const char sql[] =
+		/* ?1: every CPU recorded from then (NULL: never every CPU) */
+		"UPDATE jobs SET finished_bound_ns = ?1, bound_source = 'recording_start' "
+		"WHERE ?1 IS NOT NULL AND finished_ns IS NULL AND bound_source = 'ring_order' AND finished_bound_ns > ?1 "
+		"AND started_ns < ?1;"
+		"CREATE TEMP TABLE k_lost AS SELECT min(first_ns) AS at FROM anomalies WHERE kind = 'kernel_lost';"
+		"CREATE TEMP TABLE k_traced AS SELECT driver, "
+		"  max(started_ns IS NOT NULL) AS starts FROM jobs GROUP BY driver;"
+		/* a ring whose finishes the file does not hold although it covers one of its jobs */
+		"CREATE TEMP TABLE k_ringfin AS SELECT driver, ring, max(finished_ns IS NOT NULL) AS finishes, "
+		"  max(?1 IS NOT NULL AND started_ns >= ?1) AS covered FROM jobs GROUP BY driver, ring;"
+		"UPDATE jobs SET start_reason = CASE "
+		"  WHEN ?1 IS NULL OR coalesce(submitted_ns, finished_ns) IS NULL OR coalesce(submitted_ns, finished_ns) < ?1 "
+		"    THEN 'not_covered' "
+		"  WHEN (SELECT at FROM temp.k_lost) >= coalesce(submitted_ns, finished_ns) THEN 'lost' "
+		"  WHEN NOT (SELECT starts FROM temp.k_traced t WHERE t.driver = jobs.driver) THEN 'not_traced' "
+		"  ELSE 'ended' END WHERE started_ns IS NULL;"
+		"UPDATE jobs SET finish_reason = CASE "
+		"  WHEN started_ns IS NULL THEN start_reason "
+		"  WHEN EXISTS (SELECT 1 FROM temp.k_ringfin r WHERE r.driver = jobs.driver AND r.ring IS jobs.ring "
+		"    AND NOT r.finishes AND r.covered) THEN 'not_traced' "
+		"  WHEN ?1 IS NULL OR started_ns < ?1 THEN 'not_covered' "
+		"  WHEN NOT coalesce((SELECT finishes FROM temp.k_ringfin r WHERE r.driver = jobs.driver "
+		"    AND r.ring IS jobs.ring), 0) THEN 'not_traced' "
+		"  WHEN (SELECT at FROM temp.k_lost) >= started_ns THEN 'lost' "
+		/* it finished within the capture (a later job on its ring did), which
+		 * covers it: its own finish is not traced */
+		"  WHEN bound_source IS NOT NULL THEN 'not_traced' "
+		"  ELSE 'ended' END WHERE finished_ns IS NULL;"
+		"UPDATE jobs SET status = CASE WHEN started_ns IS NULL THEN "
+		"  CASE WHEN start_reason = 'ended' THEN 'queued' ELSE 'unknown' END "
+		"  WHEN finished_ns IS NULL THEN 'unfinished' ELSE 'complete' END;"
+		"DROP TABLE temp.k_lost; DROP TABLE temp.k_traced; DROP TABLE temp.k_ringfin;";
+	const char *tail = sql;
+	int rc = 0;
+
+	while (rc == 0 && *tail) {
+		sqlite3_stmt *st = NULL;
+
+		if (sqlite3_prepare_v2(ki->db, tail, -1, &st, &tail) != SQLITE_OK)
+			return ki_sql_err(ki, err, "jobs' reasons");
+		if (!st)
+			break;
+		if (sqlite3_bind_parameter_count(st) >= 1) {
+			if (has_from)
+				sqlite3_bind_int64(st, 1, from);
+			else
+				sqlite3_bind_null(st, 1);
+		}
+		rc = nf_writer_step(ki->db, st, "kernel events", "jobs' reasons", err);
+		sqlite3_finalize(st);
+	}
 	return rc;
 }
 
@@ -1689,7 +1872,13 @@ int nf_timeline_kernel_ingest_finish(struct nf_timeline_kernel_ingest *ki, struc
 		   (rc = ki_exec(ki, ki_finish_jobrows_sql, err))) {
 		return rc;
 	}
-	if ((rc = ki_exec(ki, ki_finish_jobs_sql, err)) || (rc = ki_finish_recording(ki, err)) ||
+	bool has_from;
+	int64_t from;
+
+	if ((rc = ki_exec(ki, ki_finish_jobs_sql, err)) ||
+	    (rc = ki_finish_coverage(ki, ki->end_ns, &has_from, &from, err)) ||
+	    (rc = ki_finish_reasons(ki, has_from, from, err)) ||
+	    (rc = nf_writer_deps_reasons(ki->db, "kernel events", "timeout", err)) ||
 	    (ki->gpu_deps && (rc = ki_exec(ki, ki_finish_deps_sql, err))))
 		return rc;
 	return ki_exec(ki, "DROP TABLE temp.k_fences; DROP TABLE temp.k_waits; DROP TABLE temp.k_gpu;"

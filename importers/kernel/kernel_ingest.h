@@ -15,10 +15,12 @@
 #include <sqlite3.h>
 
 #include "contract/errors.h"
+#include "contract/timeline_writer.h"
 #include "nftrace/events.h"
 
-/* Queue and fence numbers of dma_fence context c: NF_KERNEL_TIMELINE_BASE + c. */
-#define NF_KERNEL_TIMELINE_BASE 4294967296LL
+/* Queue and fence numbers of dma_fence context c: NF_KERNEL_TIMELINE_BASE + c
+ * (the writer's id space for numbered contexts). */
+#define NF_KERNEL_TIMELINE_BASE NF_WRITER_CONTEXT_BASE
 
 struct nf_timeline_kernel_ingest;
 

@@ -33,22 +33,28 @@ struct nf_kernel_stats {
 				   also in the session environment ("import_note", shown by info) */
 };
 
+/* Whether path starts like a trace-cmd file ("\027\010\104tracing"): false for
+ * anything unreadable. */
+bool nf_kernel_file_is(const char *path);
+
 /*
  * Converts a trace-cmd file (trace.dat, version 6 or 7, every buffer instance
- * in it) into a new session directory out_dir: a CTF trace whose CPU clock is
- * the trace's clock in nanoseconds, starting at its first event. Refuses an
- * existing out_dir unless force (and then only an nftrace session). A version
- * 6 file whose option 8 holds the saved TGIDs of the trace-cmd of 2017 (not
- * the CPU count later versions store there, which libtracecmd expects) is
- * read anyway: the TGIDs become KernelTask events and libtracecmd reads an
- * unnamed corrected copy in $TMPDIR (or /tmp); st->note says so. Returns 0,
- * NF_ENOENT (no such file), NF_EFORMAT (not a trace-cmd file, unsupported
- * version, truncated, a damaged option, no event formats, a record no format
- * describes: the message names the file and where), NF_EEXIST, NF_EIO (also:
- * the corrected copy could not be made), NF_ENOMEM. On failure no session is
- * left behind.
+ * in it) into the session directory out_dir (missing or empty: replacing a
+ * session is the importers' table's, which builds aside and swaps): a CTF
+ * trace whose CPU clock is the trace's clock in nanoseconds, starting at its
+ * first event. Stops with NF_EINTR when *interrupt (NULL: never) becomes
+ * non-zero (looked at every 4096 records). A version 6 file whose option 8
+ * holds the saved TGIDs of the trace-cmd of 2017 (not the CPU count later
+ * versions store there, which libtracecmd expects) is read anyway: the TGIDs
+ * become KernelTask events and libtracecmd reads an unnamed corrected copy in
+ * $TMPDIR (or /tmp); st->note says so. Returns 0, NF_ENOENT (no such file),
+ * NF_EFORMAT (not a trace-cmd file, unsupported version, truncated, a damaged
+ * option, no event formats, a record no format describes: the message names
+ * the file and where), NF_EEXIST (out_dir not empty), NF_EINTR, NF_EIO (also:
+ * the corrected copy could not be made), NF_ENOMEM. On failure the files it
+ * wrote in out_dir are removed.
  */
-int nf_kernel_import(const char *trace_dat, const char *out_dir, bool force,
+int nf_kernel_import(const char *trace_dat, const char *out_dir, volatile int *interrupt,
 		     struct nf_kernel_stats *st, struct nf_error *err);
 
 /* The events recorded when none are named: dma_fence, gpu_scheduler (when the

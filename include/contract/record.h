@@ -76,7 +76,7 @@ struct nf_record_result {
  * opts->interrupted was set (the session is closed cleanly and holds what was
  * recorded up to then; res->interrupted is set); the scenario's NF_ENOENT,
  * NF_EIO, NF_EFORMAT (file, line and what is wrong) or NF_ENOMEM;
- * nf_session_aside_begin's codes (out_dir refused: contract/sessiondir.h);
+ * nf_aside_begin's codes (out_dir refused: contract/sessiondir.h);
  * any code of the runtime calls the scenario makes (nfence.h: NF_EINVAL,
  * NF_EUNSUPP, NF_ETIMEOUT, NF_ESTATE, ...); NF_EIO when the session cannot
  * be written (the writer's message: file and offset; disk full, a file size
@@ -94,7 +94,7 @@ int nf_record_scenario(const struct nf_record_options *opts, struct nf_record_re
  * opts; NFTRACE_STATUS_FD, a pipe on which the runtime reports a recording
  * that failed), and waits for it. A program that cannot run or records
  * nothing leaves a session it would replace as it was. Returns 0; NF_EINVAL
- * with no program; nf_session_aside_begin's codes; NF_ENOENT when the program
+ * with no program; nf_aside_begin's codes; NF_ENOENT when the program
  * cannot be run; NF_EIO when pipe/fork/waitpid fail, when the program exits
  * non-zero or is killed (its status in the message), or when its runtime
  * reported that the session could not be written (that message: the

@@ -9,7 +9,9 @@
 #ifndef NF_CONTRACT_SESSION_H
 #define NF_CONTRACT_SESSION_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "contract/errors.h"
@@ -82,6 +84,69 @@ struct nf_query_options {
  */
 int nf_query_run(const struct nf_query_options *opts, const char *sql, FILE *out,
 		 struct nf_error *err);
+
+/*
+ * The name of the source whose session dir is ("ctf", "etw"; a static string),
+ * or NULL when no importer takes it (not a session).
+ */
+const char *nf_session_source(const char *dir);
+
+/* What `nftrace import` made. */
+struct nf_import_result {
+	const char *importer;  /* the source that took the file ("kernel", "etw"); static */
+	char summary[1024];    /* one line: what the file held ("53507 kernel records on 4 CPUs ...") */
+	char note[512];        /* what was worked around to read it ("" none) */
+};
+
+/*
+ * `nftrace import FILE -o DIR`: the importer whose file FILE is (by content,
+ * then by name) converts it into a new session built aside DIR and swapped in
+ * with its timeline only once both are complete (core/aside.c: a failure, or
+ * *interrupt becoming non-zero, leaves DIR exactly as it was and nothing
+ * beside it; what a killed import left is removed by the next). DIR may not
+ * exist, be empty, or with force hold an nftrace session of only nftrace's
+ * files. FILE must be a regular file (a FIFO or a device is refused before it
+ * is opened for reading). Returns 0, NF_ENOENT (no such file), NF_EFORMAT
+ * (not a file any importer reads, or damaged: the message names FILE and
+ * where), NF_EEXIST, NF_EINVAL (DIR an empty name), NF_EINTR, NF_EIO,
+ * NF_ESQL, NF_ENOMEM, NF_EUNSUPP.
+ */
+int nf_import(const char *file, const char *out_dir, bool force, volatile int *interrupt,
+	      struct nf_import_result *res, struct nf_error *err);
+
+/*
+ * `nftrace info DIR`: the session's facts as its importer tells them, to out
+ * (text, or one JSON object with json). Returns 0, NF_ENOENT (not a session
+ * any importer takes), or the importer's codes (the parser's, NF_ESQL, ...).
+ */
+int nf_session_info(const char *dir, bool json, FILE *out, struct nf_error *err);
+
+/*
+ * The source's part of `nftrace check DIR`: what its files say of their own
+ * wholeness (log bookkeeping for nftrace's sessions, lost buffers and size
+ * mismatches for ETW captures ...). The command adds what is the same for
+ * every source (the hang and deadlock analysis over the timeline) and the
+ * verdict: illegal when illegal > 0, incomplete when incomplete[0], then
+ * deadlock and hang, legal_anomalies when legal > 0, else whole.
+ */
+struct nf_source_check {
+	const char *source;       /* the importer's name (static) */
+	uint64_t illegal;         /* findings no valid session of this source has */
+	char illegal_what[256];   /* the verdict's words for them ("3 findings that no valid session has") */
+	char incomplete[512];     /* why the session is incomplete ("" when it is not) */
+	uint64_t legal;           /* legal anomalies (entries lost to overruns, lost events ...) */
+	char legal_what[512];     /* the verdict's words for them */
+	char whole_what[256];     /* the verdict's words when whole ("1234 entries, none lost") */
+	char *text;               /* the source's report, lines ending in \n (owned; "" when none) */
+	char *json;               /* its JSON members, each starting ",\n  " (owned) */
+};
+
+/*
+ * Fills c for dir. Returns 0, NF_ENOENT (not a session), or the importer's
+ * codes; free c with nf_source_check_free (also after a failure).
+ */
+int nf_session_check(const char *dir, struct nf_source_check *c, struct nf_error *err);
+void nf_source_check_free(struct nf_source_check *c);
 
 #ifdef __cplusplus
 }

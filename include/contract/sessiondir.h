@@ -10,6 +10,7 @@
 #ifndef NFTRACE_SESSIONDIR_H
 #define NFTRACE_SESSIONDIR_H
 
+#include <limits.h>
 #include <stdbool.h>
 
 #include "contract/errors.h"
@@ -63,65 +64,37 @@ int nf_session_dir_target(const char *dir, bool force, struct nf_error *err);
 int nf_session_output_check(const char *session_dir, const char *output, struct nf_error *err);
 
 /*
- * A session built aside, then swapped in: the rule of every command that
- * writes a session. A failure or a signal at any moment leaves the previous
- * session exactly as it was, and no temporary behind (the next run removes a
- * dead run's leftovers).
- *
- *   nf_session_aside_begin(&a, "out/s", "record", force, err)
- *   ... write the session into a.target ...
- *   rc ? nf_session_aside_abort(&a) : nf_session_aside_commit(&a, err)
- *
- * When there is nothing to replace (dir absent or an empty directory) the
- * session is written in dir itself (a.target is dir: a killed writer leaves
- * what it wrote, as a recording should). When dir holds a session (only
- * with force, and only one nf_session_dir_check accepts) it is written in
- * DIR.WHAT-XXXXXX beside it (mode 0755 less the umask, held with flock
- * while the writer lives), and commit renames the old session to
- * DIR.old-XXXXXX (the same suffix), the new one to DIR, then removes the
- * old one's files; abort removes the temporary's files. Trailing slashes of
- * dir are ignored (DIR/ is DIR).
+ * Build aside, then swap (core/aside.c): how `import` and `record` replace a
+ * session directory. nf_aside_begin checks out_dir (missing, empty, or with
+ * force an nftrace session holding only nftrace's files: nf_session_dir_check;
+ * trailing slashes are ignored), removes what killed runs left beside it
+ * (OUT.import-*, OUT.record-* whose lock is free; OUT.old-* once OUT is a
+ * session again) and makes the empty directory a->tmp beside it
+ * (OUT.<what>-XXXXXX, mode 0777 less the umask), flocked until the commit or
+ * the abort. The caller writes the new session into a->tmp, then
+ * nf_aside_commit puts it in OUT's place: the old session is renamed aside
+ * (OUT.old-XXXXXX), the new one in, and only then the old one's files are
+ * removed (it goes back when the second rename fails). nf_aside_abort removes
+ * a->tmp and what is in it (call it on any failure or signal: OUT is as it
+ * was). Returns 0, NF_EINVAL (empty or too long a name, "/", "."), NF_EEXIST
+ * (out_dir exists and is not a directory, or is not empty and not force, or
+ * not a session of nftrace's), NF_EIO. nf_aside_commit aborts on failure.
  */
-#define NF_SESSION_PATH_MAX 4096
-
-struct nf_session_aside {
-	char dir[NF_SESSION_PATH_MAX];    /* the session's name, without trailing slashes */
-	char target[NF_SESSION_PATH_MAX]; /* where to write it: dir, or the temporary */
-	bool replace;                     /* target is a temporary that replaces dir's session */
-	enum nf_session_kind old;         /* what dir holds (replace) */
-	int lock_fd;                      /* the temporary, flocked; -1 when none */
+struct nf_aside {
+	char out[PATH_MAX];        /* the session directory to replace */
+	char tmp[PATH_MAX];        /* the new session being built beside it ("" once committed) */
+	enum nf_session_kind old;  /* what out holds that the commit replaces (NONE: nothing, or empty) */
+	int lock_fd;               /* tmp, flocked while it is built */
 };
-
-/*
- * Prepares a.target for writing a session named dir (what: a word for the
- * temporary's name, "record" or "import"). First removes the leftovers of
- * dead runs beside dir (DIR.WHAT-XXXXXX and DIR.old-XXXXXX that no live
- * process holds, only nftrace's files in them; a session a killed swap had
- * moved aside is put back when dir is missing). Returns 0; NF_EINVAL (dir
- * empty, or too long); NF_EEXIST (dir is a file, a non-empty directory
- * without force, or not an nftrace session: nothing is touched); NF_EIO
- * (dir cannot be examined, the temporary cannot be made). a is the caller's.
- */
-int nf_session_aside_begin(struct nf_session_aside *a, const char *dir, const char *what, bool force,
-			   struct nf_error *err);
-
-/*
- * The session in a.target is complete: swaps it in place of dir's (nothing
- * to do when it was written in dir). Returns 0, or NF_EIO (a rename failed:
- * the old session is put back, and the message says where the new one is
- * when it could not be kept). Releases a either way.
- */
-int nf_session_aside_commit(struct nf_session_aside *a, struct nf_error *err);
-
-/* The write failed: removes the temporary (nftrace's files in it, then it)
- * and releases a; dir is left as it was. Nothing to do when the session was
- * written in dir itself (what was written stays). Returns nothing. */
-void nf_session_aside_abort(struct nf_session_aside *a);
-
-/* Replaces the temporary's path in err's message by dir's, so that an
- * error names the user's session, not a directory that is about to go.
- * Returns nothing: a no-op without a temporary or an error. */
-void nf_session_aside_name_errors(const struct nf_session_aside *a, struct nf_error *err);
+/* Checks out_dir and makes a->tmp beside it, as above. Returns 0, NF_EINVAL,
+ * NF_EEXIST or NF_EIO. */
+int nf_aside_begin(const char *out_dir, bool force, const char *what, struct nf_aside *a,
+		   struct nf_error *err);
+/* Puts a->tmp in out_dir's place, as above. Returns 0, NF_EINVAL or NF_EIO
+ * (then a->tmp is removed and out_dir is as it was). */
+int nf_aside_commit(struct nf_aside *a, struct nf_error *err);
+/* Removes a->tmp and its files; a no-op once committed, or with NULL. */
+void nf_aside_abort(struct nf_aside *a);
 
 #ifdef __cplusplus
 }

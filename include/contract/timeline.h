@@ -8,7 +8,9 @@
 #ifndef NFTRACE_TIMELINE_H
 #define NFTRACE_TIMELINE_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "contract/errors.h"
@@ -29,7 +31,7 @@ extern "C" {
  * meta.timeline_version next to meta.schema_version (NF_SCHEMA_VERSION). A
  * database with another value of either is rebuilt by nf_timeline_ensure().
  */
-#define NF_TIMELINE_VERSION 11 /* 5: deps never names a releaser that ended past the slack; 6: GPU jobs, vblanks, markers; 7: Windows ETW captures, views' *_hex columns; 8: queue_busy in_flight/stalled, clock_fit ppm_stderr, os_overrun_flag rows lose their lost_entries; 9: cpu_runs is a view over cpu_run_blocks (a row per 1024 runs of a thread); 10: anomalies kind 'overrun' is 'lost', as in nftrace check (schemas/anomalies.def); 11: jobs.finish_source 'recording_start', meta kernel_all_cpus_from_ns */
+#define NF_TIMELINE_VERSION 12 /* 5: deps never names a releaser that ended past the slack; 6: GPU jobs, vblanks, markers; 7: Windows ETW captures, views' *_hex columns; 8: queue_busy in_flight/stalled, clock_fit ppm_stderr, os_overrun_flag rows lose their lost_entries; 9: cpu_runs is a view over cpu_run_blocks (a row per 1024 runs of a thread); 10: anomalies kind 'overrun' is 'lost', as in nftrace check (schemas/anomalies.def); 11: jobs.finish_source 'recording_start', meta kernel_all_cpus_from_ns; 12: unknown stays unknown: jobs.start_reason, finish_reason, finished_bound_ns, bound_source (finished_ns never a bound), status 'unknown'; deps.reason (a row per ended wait); the coverage table */
 
 enum nf_query_format { NF_QUERY_TABLE, NF_QUERY_CSV, NF_QUERY_JSON };
 
@@ -88,6 +90,36 @@ int nf_sql_error(struct sqlite3 *db, struct nf_error *err, const char *fmt, ...)
  */
 int nf_timeline_check_threads(struct sqlite3 *db, const char *const *threads, int n_threads,
 			      const char *const *processes, int n_processes, struct nf_error *err);
+
+/* One span of the coverage table (schemas/timeline.sql). */
+struct nf_coverage_span {
+	char scope[16];        /* 'cpu', 'etw_cpu', 'log' */
+	int64_t id;            /* the CPU or the queue */
+	char log[16];          /* 'waits'/'signals' for a log, else "" */
+	bool has_from;         /* false: the file holds nothing of the scope */
+	int64_t from_ns, to_ns;
+	bool has_events;
+	int64_t events;
+	char detail[256];
+};
+
+/* What a timeline says it covers. */
+struct nf_coverage {
+	struct nf_coverage_span *spans; /* in scope, id, log, from order */
+	size_t n;
+	size_t cpus;           /* CPU scopes ('cpu', 'etw_cpu') */
+	bool whole;            /* every CPU scope is recorded from whole_from_ns to the end */
+	int64_t whole_from_ns; /* the latest start of a CPU scope's last span */
+	int64_t end_ns;        /* the latest end of a span */
+};
+
+/*
+ * Reads the coverage table of db. A timeline without CPU scopes (nftrace's
+ * own sessions: logs only) has whole false and cpus 0. Returns 0, NF_ESQL or
+ * NF_ENOMEM; free c with nf_coverage_free (also after a failure).
+ */
+int nf_timeline_coverage(struct sqlite3 *db, struct nf_coverage *c, struct nf_error *err);
+void nf_coverage_free(struct nf_coverage *c);
 
 #ifdef __cplusplus
 }

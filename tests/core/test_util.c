@@ -2,10 +2,10 @@
  * open-addressing map of util_hash.h, the capped array growth of capbuf.h. */
 #include "nf_test.h"
 
-#include "../../core/anomaly_kinds.h"
-#include "../../core/capbuf.h"
-#include "../../core/text.h"
-#include "../../core/util_hash.h"
+#include "contract/anomaly_kinds.h"
+#include "contract/capbuf.h"
+#include "contract/text.h"
+#include "contract/util_hash.h"
 
 START_TEST(mix64_known_values)
 {

@@ -118,8 +118,8 @@ static void imported_counts(sqlite3 *db, struct counts *c, struct imported *out)
 	struct imported im = { 0 };
 
 	if (has_table(db, "jobs")) {
-		/* A ring-order finish is a bound, not an end: such a run is an instant. */
-#define J_FIN "(CASE WHEN finish_source IN ('ring_order', 'recording_start') THEN NULL ELSE finished_ns END)"
+		/* A bounded finish (finished_bound_ns) is no end: such a run is an instant. */
+#define J_FIN "finished_ns"
 		im.job_slices = q1(db, "SELECT count(*) FROM jobs WHERE submitted_ns IS NOT NULL AND started_ns IS NOT NULL") +
 				q1(db, "SELECT count(*) FROM jobs WHERE started_ns IS NOT NULL AND " J_FIN " IS NOT NULL");
 		im.job_instants = q1(db, "SELECT count(*) FROM jobs WHERE submitted_ns IS NOT NULL AND started_ns IS NULL") +

@@ -336,11 +336,11 @@ START_TEST(real_amdgpu_threads)
 	ck_assert_int_eq(count_of(a, "\"kind\":\"ring\""), query_int(dir, "select count(distinct driver || ring) from jobs"));
 	ck_assert_int_eq(count_of(a, "\"jobs\":[[") , 1);
 	ck_assert_int_eq(count_of(strstr(a, "\"jobs\":["), "\"complete\",null,") + count_of(strstr(a, "\"jobs\":["), "\"unfinished\",") +
-			 count_of(strstr(a, "\"jobs\":["), "\"queued\",null,\"\"]"), jobs);
+			 count_of(strstr(a, "\"jobs\":["), "\"unknown\",null,\"\"]"), jobs);
 	/* A bounded finish is drawn unknown, its bound beside it (the tooltip says it). */
 	ck_assert_int_eq(count_of(strstr(a, "\"jobs\":["), ",null,\"unfinished\",1172814271,\"recording_start\"]"),
-			 query_int(dir, "select count(*) from jobs where finish_source = 'recording_start'"));
-	ck_assert_int_eq(query_int(dir, "select count(*) from jobs where finish_source = 'recording_start'"), 52);
+			 query_int(dir, "select count(*) from jobs where bound_source = 'recording_start'"));
+	ck_assert_int_eq(query_int(dir, "select count(*) from jobs where bound_source = 'recording_start'"), 51);
 	/* Threads that submitted jobs or wrote markers have rows; those that only ran are counted. */
 	related = query_int(dir, "select count(*) from (select thread from cpu_waits where thread is not null union "
 				 "select thread from cpu_signals where thread is not null union select thread from queue_threads "

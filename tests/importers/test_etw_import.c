@@ -13,7 +13,7 @@
 
 #include "etl_writer.h"
 #include "contract/etl.h"
-#include "contract/etwsession.h"
+#include "contract/session.h"
 #include "layout.h"
 
 #include <cairo.h>
@@ -1258,7 +1258,7 @@ static void big_fixture(const char *path, unsigned n)
 START_TEST(test_interrupted_leaves_nothing)
 {
 	char tmp[1024], etl[1100], big[1100], s[1100];
-	struct nf_etw_import_stats ist;
+	struct nf_import_result ist;
 	struct nf_error err;
 	volatile int flag = SIGINT;
 	int got130 = 0;
@@ -1270,13 +1270,13 @@ START_TEST(test_interrupted_leaves_nothing)
 	write_fixture(etl, 8);
 	/* In-process, the flag already set: refused before anything stays. */
 	nf_error_clear(&err);
-	ck_assert_int_eq(nf_etw_import_interruptible(etl, s, false, &flag, &ist, &err), NF_EINTR);
+	ck_assert_int_eq(nf_import(etl, s, false, &flag, &ist, &err), NF_EINTR);
 	ck_assert_msg(strstr(err.msg, "interrupted") != NULL, "%s", err.msg);
 	assert_nothing_left_but(tmp);
 	assert_nothing_left(tmp);
 	/* Replacing a session: the old one stays whole. */
-	ck_assert_int_eq(nf_etw_import(etl, s, false, &ist, &err), 0);
-	ck_assert_int_eq(nf_etw_import_interruptible(etl, s, true, &flag, &ist, &err), NF_EINTR);
+	ck_assert_int_eq(nf_import(etl, s, false, NULL, &ist, &err), 0);
+	ck_assert_int_eq(nf_import(etl, s, true, &flag, &ist, &err), NF_EINTR);
 	assert_nothing_left_but(tmp);
 	check_fixture_rows(s, 8);
 	nf_test_rmtree(s);
@@ -1350,7 +1350,7 @@ START_TEST(test_mutations)
 	}
 	ck_assert_uint_gt(n_spots, 1000);
 	for (int i = 0; i < 150; i++) {
-		struct nf_etw_import_stats ist;
+		struct nf_import_result ist;
 		struct nf_error err;
 		uint8_t *m = malloc((size_t)st.st_size);
 		int rc;
@@ -1370,7 +1370,7 @@ START_TEST(test_mutations)
 		fclose(fp);
 		free(m);
 		nf_error_clear(&err);
-		rc = nf_etw_import(bad, s, true, &ist, &err);
+		rc = nf_import(bad, s, true, NULL, &ist, &err);
 		if (rc == 0) {
 			imported++;
 			nf_test_rmtree(s);

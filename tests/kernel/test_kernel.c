@@ -22,7 +22,9 @@
 #include <cairo.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 
 #define OUT_MAX 65536
@@ -138,9 +140,10 @@ static void fixture_fence_rows(const char *s)
 	      "4,4294967303,signal,4294967303,3,3500000,,,unsignaled,100\n"
 	      "5,,wait,4294967305,1,1600000,1600000,2200000,complete,201\n"
 	      "6,,wait,4294967303,2,1800000,1800000,3050000,complete,200\n");
-	/* Only the waiter on 7/2 was released by a signal (3.0 ms <= 3.05 ms). */
-	query(s, "SELECT signal_id, wait_id, cpu_signal, stall_ns FROM deps",
-	      "signal_id,wait_id,cpu_signal,stall_ns\n2,6,,1250000\n");
+	/* Only the waiter on 7/2 was released by a signal (3.0 ms <= 3.05 ms); the
+	 * poller on 9/1 gave up at 2.2 ms, before its signal at 2.5 ms. */
+	query(s, "SELECT signal_id, wait_id, cpu_signal, stall_ns, reason FROM deps ORDER BY wait_id",
+	      "signal_id,wait_id,cpu_signal,stall_ns,reason\n,5,,600000,timeout\n2,6,,1250000,\n");
 	query(s, "SELECT thread, fence, value, start_ns, end_ns, status FROM cpu_waits ORDER BY start_ns",
 	      "thread,fence,value,start_ns,end_ns,status\n"
 	      "201,4294967305,1,1600000,2200000,timeout\n"
@@ -305,7 +308,8 @@ START_TEST(test_live_pages_decode)
 	      "4,4294967303,signal,3,3500000,,unsignaled,100\n"
 	      "5,,wait,1,1600000,2200000,complete,201\n"
 	      "6,,wait,2,1800000,3050000,complete,200\n");
-	query(s, "SELECT signal_id, wait_id, stall_ns FROM deps", "signal_id,wait_id,stall_ns\n2,6,1250000\n");
+	query(s, "SELECT signal_id, wait_id, stall_ns, reason FROM deps ORDER BY wait_id",
+	      "signal_id,wait_id,stall_ns,reason\n,5,600000,timeout\n2,6,1250000,\n");
 	query(s, "SELECT count(*) FROM cpu_runs", "count(*)\n6\n");
 	/* The dropped sub-buffers are one marker at the first one's timestamp. */
 	query(s, "SELECT kind, first_ns, lost_entries FROM anomalies ORDER BY first_ns",
@@ -459,6 +463,129 @@ START_TEST(test_bad_files)
 	ck_assert_msg(nf_tdw_write(formats, text, path, &o, why, sizeof(why)) == 0, "%s", why);
 	expect_bad(tmp, path, "has no format in the trace");
 	free(text);
+	nf_test_rmtree(tmp);
+}
+END_TEST
+
+
+/* Every file of dir (names, sizes, contents) as one text, to see that a failed run left it as it was. */
+static char *dir_fingerprint(const char *dir)
+{
+	char *cmd = NULL, *res;
+	const char *const args[] = { dir, NULL };
+
+	(void)cmd;
+	ck_assert_int_eq(sh("cd \"$1\" && for f in $(ls -A | sort); do printf '%s %s ' \"$f\" \"$(wc -c < \"$f\")\"; "
+			    "sha1sum < \"$f\"; done", args), 0);
+	res = strdup(out);
+	ck_assert_ptr_nonnull(res);
+	return res;
+}
+
+/* What is beside dir: the entries of its parent that start with its name and a dot. */
+static void assert_nothing_beside(const char *dir)
+{
+	const char *const args[] = { dir, NULL };
+
+	ck_assert_int_eq(sh("ls -d \"$1\".* 2>/dev/null | wc -l", args), 0);
+	ck_assert_msg(atoi(out) == 0, "left beside %s: %s", dir, out);
+}
+
+/*
+ * One rule for every import: the new session is built beside DIR and swapped
+ * in only once whole. A trace.dat that fails after its header checks, a FIFO,
+ * SIGTERM and SIGINT in the middle, a killed import's leftovers: DIR stays as
+ * it was, and nothing is left beside it.
+ */
+START_TEST(test_import_keeps_session)
+{
+	char formats[4096], events[4096], dat[4096], tmp[1024], sess[1200], bad[1200], fifo[1200], big[1200];
+	char left[1300], held[1300], why[256];
+	struct nf_tdw_options o = { 0 };
+	char *text, *before, *after;
+
+	import_fixture(tmp, sizeof(tmp), sess, sizeof(sess));
+	fixture_paths(formats, sizeof(formats), events, sizeof(events), dat, sizeof(dat));
+	ck_assert_int_eq(nft(NF_TEST_ARGV("query", sess, "select count(*) from fence_ops")), 0);
+	before = dir_fingerprint(sess);
+	/* Formats for the sched events only: the dma_fence records fail the import midway. */
+	text = nf_tdw_slurp(events, NULL);
+	ck_assert_ptr_nonnull(text);
+	o.only_system = "sched";
+	snprintf(bad, sizeof(bad), "%s/partial.dat", tmp);
+	ck_assert_msg(nf_tdw_write(formats, text, bad, &o, why, sizeof(why)) == 0, "%s", why);
+	free(text);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("import", "--force", bad, "-o", sess)), 1);
+	ck_assert_msg(strstr(errb, "has no format in the trace") != NULL, "%s", errb);
+	after = dir_fingerprint(sess);
+	ck_assert_str_eq(before, after);
+	free(after);
+	assert_nothing_beside(sess);
+	/* A FIFO is refused before it is opened: no wait for a writer. */
+	snprintf(fifo, sizeof(fifo), "%s/fifo", tmp);
+	ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+	ck_assert_int_eq(sh("timeout 20 \"$NF\" import \"$1\" -o \"$2\"", NF_TEST_ARGV(fifo, sess)), 1);
+	ck_assert_msg(strstr(errb, "not a regular file") != NULL, "%s", errb);
+	/* -o DIR/ is DIR. */
+	snprintf(left, sizeof(left), "%s/", sess);
+	ck_assert_msg(nft(NF_TEST_ARGV("import", "--force", dat, "-o", left)) == 0, "%s", errb);
+	assert_nothing_beside(sess);
+	free(before);
+	before = dir_fingerprint(sess);
+	/* What a killed import left (its lock free) goes at the next import; one
+	 * still held (a running import's) stays. */
+	snprintf(left, sizeof(left), "%s.import-AbCdEf", sess);
+	snprintf(held, sizeof(held), "%s.import-HeLdXx", sess);
+	ck_assert_int_eq(mkdir(left, 0755), 0);
+	ck_assert_int_eq(mkdir(held, 0755), 0);
+	ck_assert_int_eq(sh("echo x > \"$1/events\"", NF_TEST_ARGV(left)), 0);
+	int hfd = open(held, O_RDONLY | O_DIRECTORY);
+
+	ck_assert_int_ge(hfd, 0);
+	ck_assert_int_eq(flock(hfd, LOCK_EX), 0);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("import", "--force", bad, "-o", sess)), 1);
+	ck_assert_msg(access(left, F_OK) != 0, "a dead import's %s was not removed", left);
+	ck_assert_msg(access(held, F_OK) == 0, "a held %s was removed", held);
+	close(hfd);
+	rmdir(held);
+	/* Signals in the middle of a large import (retried when it finished first). */
+	{
+		enum { N = 150000 };
+		size_t cap = (size_t)N * 120 + 256, len = 0;
+		char *ev = malloc(cap);
+		int got = 0;
+
+		ck_assert_ptr_nonnull(ev);
+		len += (size_t)snprintf(ev + len, cap - len, "cmdline 100 render\n");
+		for (int i = 0; i < N; i++)
+			len += (size_t)snprintf(ev + len, cap - len,
+						"%d %lld dma_fence:dma_fence_emit 100 driver=nfgpu timeline=gfx context=7 "
+						"seqno=%d\n", i & 1, 5000000000LL + i * 1000LL, i + 1);
+		snprintf(big, sizeof(big), "%s/big.dat", tmp);
+		ck_assert_msg(nf_tdw_write(formats, ev, big, NULL, why, sizeof(why)) == 0, "%s", why);
+		free(ev);
+		for (int round = 0; round < 8 && got < 2; round++) {
+			const char *sig = round & 1 ? "INT" : "TERM";
+			int rc = sh("\"$NF\" import --force \"$1\" -o \"$2\" & p=$!; i=0; "
+				    "while [ $i -lt 4000 ] && ! ls -d \"$2\".import-* >/dev/null 2>&1; "
+				    "do i=$((i+1)); sleep 0.001; done; kill -$3 $p; wait $p",
+				    NF_TEST_ARGV(big, sess, sig));
+
+			if (rc == 0) /* done before the signal: the big session replaced ours; put it back */
+				ck_assert_msg(nft(NF_TEST_ARGV("import", "--force", dat, "-o", sess)) == 0, "%s", errb);
+			else {
+				ck_assert_msg(rc == 130, "SIG%s: exit %d: %s", sig, rc, errb);
+				ck_assert_msg(strstr(errb, "left as it was") != NULL, "%s", errb);
+				got++;
+				after = dir_fingerprint(sess);
+				ck_assert_str_eq(before, after);
+				free(after);
+			}
+			assert_nothing_beside(sess);
+		}
+		ck_assert_msg(got >= 1, "no signal reached an import in progress");
+	}
+	free(before);
 	nf_test_rmtree(tmp);
 }
 END_TEST
@@ -827,13 +954,18 @@ START_TEST(test_ring_order_finish)
 	ck_assert_msg(nf_tdw_write(formats, events, dat, NULL, why, sizeof(why)) == 0, "%s", why);
 	snprintf(s, sizeof(s), "%s/s", tmp);
 	ck_assert_msg(nft(NF_TEST_ARGV("import", dat, "-o", s)) == 0, "%s", errb);
-	query(s, "SELECT job, ring, started_ns, finished_ns, finish_source, status FROM jobs ORDER BY id",
-	      "job,ring,started_ns,finished_ns,finish_source,status\n"
-	      "20,gfx,50000,1100000,ring_order,complete\n"
-	      "21,gfx,200000,1100000,ring_order,complete\n"
-	      "24,sdma0,150000,,,unfinished\n"
-	      "22,gfx,400000,1100000,signaled,complete\n"
-	      "23,gfx,1200000,1600000,signaled,complete\n");
+	/* A bound is never a finish: jobs 20 and 21 finished no later than job 22
+	 * (run after them on gfx) at 1.1 ms, a bound in its own column; the capture
+	 * covers them (one CPU, from the first event), so their own finish is not
+	 * traced. No sdma0 job's finish is in the file: not traced, nothing bounds it. */
+	query(s, "SELECT job, ring, started_ns, finished_ns, finish_source, status, finish_reason, finished_bound_ns, "
+		 "bound_source FROM jobs ORDER BY id",
+	      "job,ring,started_ns,finished_ns,finish_source,status,finish_reason,finished_bound_ns,bound_source\n"
+	      "20,gfx,50000,,,unfinished,not_traced,1100000,ring_order\n"
+	      "21,gfx,200000,,,unfinished,not_traced,1100000,ring_order\n"
+	      "24,sdma0,150000,,,unfinished,not_traced,,\n"
+	      "22,gfx,400000,1100000,signaled,complete,,,\n"
+	      "23,gfx,1200000,1600000,signaled,complete,,,\n");
 	nf_test_rmtree(tmp);
 }
 END_TEST
@@ -889,22 +1021,120 @@ START_TEST(test_recording_start_finish)
 	snprintf(s, sizeof(s), "%s/s", tmp);
 	ck_assert_msg(nft(NF_TEST_ARGV("import", dat, "-o", s)) == 0, "%s", errb);
 	query(s, "SELECT value FROM meta WHERE key = 'kernel_all_cpus_from_ns'", "value\n1500000\n");
-	query(s, "SELECT job, ring, started_ns, finished_ns, finish_source, status FROM jobs ORDER BY job",
-	      "job,ring,started_ns,finished_ns,finish_source,status\n"
-	      "30,gfx,110000,1500000,recording_start,complete\n"
-	      "31,gfx,1200000,1500000,recording_start,complete\n"
-	      "32,gfx,2000000,2500000,signaled,complete\n"
-	      "33,sdma0,210000,1500000,recording_start,complete\n"
-	      "34,gfx,3000000,,,unfinished\n");
-	/* no finish of the driver seen after 1.5 ms: nothing is bounded */
+	/* 30 and 31 started before every CPU was recording: their finish is not
+	 * covered, and bounded by 1.5 ms (tighter than job 32's finish at 2.5 ms,
+	 * their ring-order bound); 33, alone on sdma0, started before every CPU
+	 * was recording too, and nothing bounds it; 34 was still running at the end */
+	query(s, "SELECT job, ring, started_ns, finished_ns, finish_source, status, finish_reason, finished_bound_ns, "
+		 "bound_source FROM jobs ORDER BY job",
+	      "job,ring,started_ns,finished_ns,finish_source,status,finish_reason,finished_bound_ns,bound_source\n"
+	      "30,gfx,110000,,,unfinished,not_covered,1500000,recording_start\n"
+	      "31,gfx,1200000,,,unfinished,not_covered,1500000,recording_start\n"
+	      "32,gfx,2000000,2500000,signaled,complete,,,\n"
+	      "33,sdma0,210000,,,unfinished,not_covered,,\n"
+	      "34,gfx,3000000,,,unfinished,ended,,\n");
+	query(s, "SELECT scope, id, from_ns, to_ns, events FROM coverage ORDER BY id, from_ns",
+	      "scope,id,from_ns,to_ns,events\ncpu,0,0,3100000,13\ncpu,1,1000000,1000000,\ncpu,1,1500000,3100000,\n");
+	/* no finish of gfx in the file though the capture covers job 34: the ring's
+	 * finishes are not traced; nothing is bounded */
 	snprintf(events, sizeof(events), "%s%s", head, tail);
 	snprintf(dat, sizeof(dat), "%s/rec2.dat", tmp);
 	ck_assert_msg(nf_tdw_write(formats, events, dat, NULL, why, sizeof(why)) == 0, "%s", why);
 	snprintf(s, sizeof(s), "%s/s2", tmp);
 	ck_assert_msg(nft(NF_TEST_ARGV("import", dat, "-o", s)) == 0, "%s", errb);
-	query(s, "SELECT job, finished_ns, finish_source, status FROM jobs ORDER BY job",
-	      "job,finished_ns,finish_source,status\n30,,,unfinished\n31,,,unfinished\n32,,,unfinished\n"
-	      "33,,,unfinished\n34,,,unfinished\n");
+	query(s, "SELECT job, finished_ns, finish_source, status, finish_reason, finished_bound_ns FROM jobs ORDER BY job",
+	      "job,finished_ns,finish_source,status,finish_reason,finished_bound_ns\n"
+	      "30,,,unfinished,not_traced,\n31,,,unfinished,not_traced,\n32,,,unfinished,not_traced,\n"
+	      "33,,,unfinished,not_covered,\n34,,,unfinished,not_traced,\n");
+	nf_test_rmtree(tmp);
+}
+END_TEST
+
+
+/*
+ * What the file says of each CPU's buffer decides what is unknown. Job 40 was
+ * submitted at 0.1 ms and no run of it is in the file; thread 600 waited on
+ * fence 301/3 from 0.5 to 0.9 ms and no signal of it is in the file. CPU 1's
+ * first record comes at 2 ms. When the file's CPUSTAT says CPU 1's buffer
+ * holds every event read from it (a quiet CPU), every CPU is recorded from the
+ * start: job 40 never started before the end ('queued') and the wait timed
+ * out. When it says CPU 1 lost its beginning (more events read than held), the
+ * file covers every CPU only from 2 ms: job 40's start and the wait's release
+ * are unknown ('not_covered'), and check says so.
+ */
+START_TEST(test_cpustat_coverage)
+{
+	static const char events[] =
+		"cmdline 500 app\n"
+		"cmdline 600 waiter\n"
+		"0 5000000000 sched:sched_switch 0 prev_comm=swapper prev_pid=0 prev_prio=120 prev_state=0 "
+		"next_comm=app next_pid=500 next_prio=120\n"
+		"0 5000100000 amdgpu:amdgpu_cs_ioctl 500 sched_job_id=40 timeline=gfx context=301 seqno=1 "
+		"fence=0xffff888100000040 ring=gfx num_ibs=1\n"
+		"0 5000200000 amdgpu:amdgpu_cs_ioctl 500 sched_job_id=41 timeline=gfx context=301 seqno=2 "
+		"fence=0xffff888100000041 ring=gfx num_ibs=1\n"
+		"0 5000300000 amdgpu:amdgpu_sched_run_job 500 sched_job_id=41 timeline=gfx context=301 seqno=2 "
+		"ring=gfx num_ibs=1\n"
+		"0 5000400000 dma_fence:dma_fence_signaled 0 driver=drm_sched timeline=gfx context=301 seqno=2\n"
+		"0 5000500000 dma_fence:dma_fence_wait_start 600 driver=drm_sched timeline=gfx context=301 seqno=3\n"
+		"0 5000900000 dma_fence:dma_fence_wait_end 600 driver=drm_sched timeline=gfx context=301 seqno=3\n"
+		"1 5002000000 sched:sched_switch 0 prev_comm=swapper prev_pid=0 prev_prio=120 prev_state=0 "
+		"next_comm=app next_pid=500 next_prio=120\n"
+		"0 5003000000 sched:sched_switch 500 prev_comm=app prev_pid=500 prev_prio=120 prev_state=1 "
+		"next_comm=swapper next_pid=0 next_prio=120\n";
+	static const char cpu0[] = "CPU: 0\nentries: 0\noverrun: 0\ncommit overrun: 0\nbytes: 700\n"
+				   "oldest event ts:     5.000000\nnow ts:     5.003000\ndropped events: 0\nread events: 8\n";
+	static const char cpu1_whole[] = "CPU: 1\nentries: 0\noverrun: 0\ncommit overrun: 0\nbytes: 100\n"
+					 "oldest event ts:     5.002000\nnow ts:     5.003000\ndropped events: 0\nread events: 1\n";
+	static const char cpu1_cut[] = "CPU: 1\nentries: 0\noverrun: 0\ncommit overrun: 0\nbytes: 100\n"
+				       "oldest event ts:     5.002000\nnow ts:     5.003000\ndropped events: 0\nread events: 50\n";
+	const char *whole[] = { cpu0, cpu1_whole }, *cut[] = { cpu0, cpu1_cut };
+	char tmp[1024], formats[4096], dat[1200], s[1200], why[256];
+	struct nf_tdw_options o = { 0 };
+
+	char drm[4096], fences[4096];
+
+	/* the drm_sched fixture's formats with the dma_fence waits' */
+	nf_test_tmpdir(tmp, sizeof(tmp));
+	nf_test_source_path(drm, sizeof(drm), "samples/kernel/formats-drm-sched");
+	nf_test_source_path(fences, sizeof(fences), "samples/kernel/formats/dma_fence");
+	snprintf(formats, sizeof(formats), "%s/formats", tmp);
+	ck_assert_int_eq(sh("cp -r \"$1\" \"$3\" && cp -r \"$2/dma_fence_wait_start\" \"$2/dma_fence_wait_end\" "
+			    "\"$3/dma_fence/\"", NF_TEST_ARGV(drm, fences, formats)), 0);
+	for (int k = 0; k < 2; k++) {
+		o.cpustat = k ? cut : whole;
+		o.n_cpustat = 2;
+		snprintf(dat, sizeof(dat), "%s/c%d.dat", tmp, k);
+		ck_assert_msg(nf_tdw_write(formats, events, dat, &o, why, sizeof(why)) == 0, "%s", why);
+		snprintf(s, sizeof(s), "%s/s%d", tmp, k);
+		ck_assert_msg(nft(NF_TEST_ARGV("import", dat, "-o", s)) == 0, "%s", errb);
+		if (k == 0) {
+			query(s, "SELECT id, from_ns, to_ns, events FROM coverage ORDER BY id",
+			      "id,from_ns,to_ns,events\n0,0,3000000,8\n1,0,3000000,1\n");
+			query(s, "SELECT value FROM meta WHERE key = 'kernel_all_cpus_from_ns'", "value\n0\n");
+			query(s, "SELECT job, status, start_reason, finish_reason FROM jobs ORDER BY job",
+			      "job,status,start_reason,finish_reason\n40,queued,ended,ended\n41,complete,,\n");
+			query(s, "SELECT wait_id, signal_id, reason FROM deps", "wait_id,signal_id,reason\n2,,timeout\n");
+			ck_assert_int_eq(nft(NF_TEST_ARGV("check", s)), 0);
+			ck_assert_msg(strstr(out, "every CPU recorded from the start (2 CPUs)") &&
+				      strstr(out, "verdict: whole"), "%s", out);
+		} else {
+			query(s, "SELECT id, from_ns, to_ns, events FROM coverage ORDER BY id",
+			      "id,from_ns,to_ns,events\n0,0,3000000,8\n1,2000000,3000000,1\n");
+			query(s, "SELECT value FROM meta WHERE key = 'kernel_all_cpus_from_ns'", "value\n2000000\n");
+			query(s, "SELECT job, status, start_reason, finish_reason FROM jobs ORDER BY job",
+			      "job,status,start_reason,finish_reason\n40,unknown,not_covered,not_covered\n41,complete,,\n");
+			query(s, "SELECT wait_id, signal_id, reason FROM deps", "wait_id,signal_id,reason\n2,,not_covered\n");
+			ck_assert_int_eq(nft(NF_TEST_ARGV("check", s)), 0);
+			ck_assert_msg(strstr(out, "every CPU recorded from 0.002000 s") &&
+				      strstr(out, "CPU 1: 0.002000 s to 0.003000 s (CPUSTAT: 50 events read, 1 in the file") &&
+				      strstr(out, "verdict: legal anomalies only") &&
+				      strstr(out, "every CPU recorded only from 0.002000 s"), "%s", out);
+			ck_assert_int_eq(nft(NF_TEST_ARGV("check", "--json", s)), 0);
+			ck_assert_msg(strstr(out, "\"coverage\": {\"whole_from_ns\": 2000000") &&
+				      strstr(out, "\"verdict\": \"legal_anomalies\""), "%s", out);
+		}
+	}
 	nf_test_rmtree(tmp);
 }
 END_TEST
@@ -1003,7 +1233,10 @@ START_TEST(test_many_jobs_and_runs)
 	      "finish_source, status FROM jobs WHERE job = 1",
 	      "id,ring,thread,submitted_ns,started_ns - submitted_ns,finished_ns - started_ns,finish_source,status\n"
 	      "1,gfx,501,0,66000000,5000,signaled,complete\n");
-	query(sess, "SELECT count(*) FROM jobs WHERE ring = 'sdma0' AND thread = 500 AND status = 'queued'",
+	/* submitted before CPU 1's record begins (its first switch, after them): where
+	 * their run events would be is not covered, so they are not "queued" */
+	query(sess, "SELECT count(*) FROM jobs WHERE ring = 'sdma0' AND thread = 500 AND status = 'unknown' "
+	      "AND start_reason = 'not_covered' AND finish_reason = 'not_covered'",
 	      "count(*)\n65999\n");
 	/* 2500 runs of each thread (the first of 500 and the last of 501 open-ended): 3 blocks each. */
 	query(sess, "SELECT thread, count(*), sum(start_ns IS NULL), sum(end_ns IS NULL), min(end_ns - start_ns), "
@@ -1033,10 +1266,12 @@ static Suite *kernel_suite(const char *live)
 		tcase_add_test(tc, test_i915_fixture_jobs);
 		tcase_add_test(tc, test_ring_order_finish);
 		tcase_add_test(tc, test_recording_start_finish);
+		tcase_add_test(tc, test_cpustat_coverage);
 		tcase_add_test(tc, test_job_critical_path);
 		tcase_add_test(tc, test_many_jobs_and_runs);
 		tcase_add_test(tc, test_fixture_report);
 		tcase_add_test(tc, test_bad_files);
+		tcase_add_test(tc, test_import_keeps_session);
 		tcase_add_test(tc, test_live_pages_decode);
 	} else {
 		tc = tcase_create("live");

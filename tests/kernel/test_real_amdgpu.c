@@ -181,15 +181,14 @@ END_TEST
 /*
  * Every amdgpu_sched_run_job is a job with its start; it has its finish
  * whenever the file holds its finished fence's signal (641 jobs, 'signaled').
- * 52 jobs' signals happened on CPUs whose recording had not begun yet: CPU 1,
- * the last, began at 1.172814271 s (trace-cmd report's first CPU 1 line), and
- * every one of the 52 started before it, every signaled job after it. From
- * then on every signal is in the file, so they finished no later than that
- * moment ('recording_start'). 51 of them have a job run later on the same ring
- * whose signal is in the file, and a ring's fences signal in run order
- * (checked here), which proves they finished within the trace and bounds them
- * later ('ring_order', replaced by the tighter bound); the only sdma0 job has
- * none: its bound assumes it did not run the 2.4 s to the end of the trace.
+ * 52 jobs' signals are not in the file: CPU 1's record begins at 1.172814271 s
+ * (trace-cmd report's first CPU 1 line; its CPUSTAT says its buffer was cut),
+ * every one of the 52 started before it and every signaled job after it. Their
+ * finishes are unknown ('not_covered'), never a value. 51 of them have a job run
+ * later on their ring whose signal is in the file, and a ring's fences signal
+ * in run order (checked here), which proves they finished within the trace:
+ * before that moment, from which every signal is in the file (finished_bound_ns
+ * 'recording_start'). The only sdma0 job has no such proof: no bound.
  * Scheduled and finished fences are told apart from the data.
  */
 START_TEST(test_every_run_job_is_a_job)
@@ -220,21 +219,25 @@ START_TEST(test_every_run_job_is_a_job)
 	ck_assert_int_eq(query_num(session, "select value from meta where key = 'kernel_all_cpus_from_ns'"),
 			 1172814271);
 	ck_assert_msg(llabs(from_us - 1172814) <= 1, "trace-cmd report: every CPU recording from %lld us", from_us);
-	ck_assert_int_eq(query_num(session, "select count(*) from jobs where finish_source = 'recording_start' and "
-				   "status = 'complete' and started_ns < finished_ns and finished_ns = 1172814271"), 52);
+	ck_assert_int_eq(query_num(session, "select count(*) from coverage where scope = 'cpu'"), 4);
+	ck_assert_int_eq(query_num(session, "select max(from_ns) from coverage where scope = 'cpu'"), 1172814271);
+	/* The 52: started, finish unknown because not covered, never a finish. */
+	ck_assert_int_eq(query_num(session, "select count(*) from jobs where status = 'unfinished' and "
+				   "finished_ns is null and finish_reason = 'not_covered' and started_ns < 1172814271"), 52);
 	ck_assert_int_eq(query_num(session, "select count(*) from jobs where finish_source = 'signaled' and "
 				   "started_ns < 1172814271"), 0);
-	/* 51 of them also have a ring-order bound, later than this one: a job run later on
-	 * their ring finished (signaled) after 1.1728 s. The sdma0 job has none. */
-	ck_assert_int_eq(query_num(session, "select count(*) from jobs j where finish_source = 'recording_start' and "
+	ck_assert_int_eq(query_num(session, "select count(*) from jobs where bound_source = 'recording_start' and "
+				   "finished_bound_ns = 1172814271"), 51);
+	ck_assert_int_eq(query_num(session, "select count(*) from jobs j where bound_source = 'recording_start' and "
 				   "(select min(l.finished_ns) from jobs l where l.ring = j.ring and l.finish_source = "
 				   "'signaled' and (l.started_ns, l.id) > (j.started_ns, j.id)) > 1172814271"), 51);
-	ck_assert_int_eq(query_num(session, "select count(*) from jobs j where finish_source = 'recording_start' and "
-				   "ring = 'sdma0' and not exists (select 1 from jobs l where l.ring = 'sdma0' and l.id != j.id)"), 1);
-	ck_assert_int_eq(query_num(session, "select count(*) from jobs where status = 'unfinished'"), 0);
-	/* Every amdgpu_sched_run_job is a job with a start and a finish. */
-	ck_assert_int_eq(query_num(session, "select count(*) from jobs where started_ns is not null and "
-				   "finished_ns is not null"), runs);
+	ck_assert_int_eq(query_num(session, "select count(*) from jobs where ring = 'sdma0' and "
+				   "finished_bound_ns is null and finish_reason = 'not_covered'"), 1);
+	/* No finish is ever a bound. */
+	ck_assert_int_eq(query_num(session, "select count(*) from jobs where finished_ns is not null and "
+				   "finish_source not in ('event', 'signaled')"), 0);
+	/* Every amdgpu_sched_run_job is a job with a start. */
+	ck_assert_int_eq(query_num(session, "select count(*) from jobs where started_ns is not null"), runs);
 	/* The scheduled fence is context - 1: it signals at the run, the finished one later. */
 	ck_assert_int_eq(query_num(session, "select count(*) from job_timelines where scheduled_context = "
 				   "context - 1 and finished_context = context"),
@@ -525,6 +528,58 @@ START_TEST(test_public_tracedat)
 }
 END_TEST
 
+/*
+ * The first version of gpuvis' capture (2017, 21 s): its per-CPU buffers begin
+ * at very different times (CPU 0 from its first record at 0, CPU 2 at 6.2 s,
+ * CPU 3 at 13.7 s, CPU 1 at 19.774 s; CPUSTAT says each lost its beginning).
+ * No job is "never started" where the file does not cover its start, no finish
+ * or duration the file does not show, and the gfx jobs whose finish is in the
+ * file keep their exact durations (their finished fence's signal).
+ */
+START_TEST(test_2017_unknowns)
+{
+	char tmp[1024], session[1200], file[4096];
+	const long long from = 19773981842LL;
+
+	nf_test_source_path(file, sizeof(file), "../shared/real-traces/gpuvis-amdgpu-2017.dat");
+	if (access(file, R_OK) != 0) {
+		printf("SKIPPED: %s is absent\n", file);
+		return;
+	}
+	nf_test_tmpdir(tmp, sizeof(tmp));
+	snprintf(session, sizeof(session), "%s/s", tmp);
+	ck_assert_msg(nft(NF_TEST_ARGV("import", file, "-o", session)) == 0, "import: %s%s", out, errb);
+	ck_assert_int_eq(query_num(session, "select value from meta where key = 'kernel_all_cpus_from_ns'"), from);
+	ck_assert_int_eq(query_num(session, "select count(*) from coverage where scope = 'cpu' and "
+				   "detail like '%cut at the start%'"), 4);
+	ck_assert_int_eq(query_num(session, "select from_ns from coverage where scope = 'cpu' and id = 1"), from);
+	ck_assert_int_eq(query_num(session, "select from_ns from coverage where scope = 'cpu' and id = 0"), 0);
+	/* no job "never started" where the file does not cover its start */
+	ck_assert_int_eq(query_num(session, "select count(*) from jobs where status = 'queued'"), 0);
+	ck_assert_int_eq(query_num(session, "select count(*) from jobs where status = 'unknown' and "
+				   "start_reason = 'not_covered' and coalesce(submitted_ns, 0) < 19773981842"), 11829);
+	ck_assert_int_eq(query_num(session, "select count(*) from jobs where status = 'unknown' and ring = 'gfx'"), 11728);
+	/* no finish the file does not show: every finish is an event or its fence's signal */
+	ck_assert_int_eq(query_num(session, "select count(*) from jobs where finished_ns is not null and "
+				   "(finish_source is null or finish_source not in ('event', 'signaled'))"), 0);
+	ck_assert_int_eq(query_num(session, "select count(*) from jobs j where finished_ns is not null and "
+				   "finished_ns != (select o.end_ns from fence_ops o join job_timelines t on "
+				   "t.context = j.context where o.op = 'signal' and o.fence = 4294967296 + "
+				   "t.finished_context and o.value = j.seqno)"), 0);
+	ck_assert_int_eq(query_num(session, "select count(*) from jobs where ring = 'gfx' and status = 'complete'"), 2756);
+	/* the sdma rings: no duration of seconds; a finish shown is tens of microseconds */
+	ck_assert_int_eq(query_num(session, "select count(*) from jobs where ring like 'sdma%' and "
+				   "finished_ns - started_ns > 51000"), 0);
+	ck_assert_int_eq(query_num(session, "select count(*) from jobs where ring = 'sdma0' and finished_ns is not null"), 0);
+	/* what bounds a finish is in its own column, proven by a later job on the ring */
+	ck_assert_int_eq(query_num(session, "select count(*) from jobs where finished_bound_ns is not null and "
+				   "(finished_ns is not null or bound_source is null)"), 0);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("check", session)), 0);
+	ck_assert_msg(strstr(out, "every CPU recorded from 19.773982 s") != NULL, "%s", out);
+	nf_test_rmtree(tmp);
+}
+END_TEST
+
 static Suite *real_suite(void)
 {
 	Suite *s = suite_create("real_amdgpu");
@@ -537,6 +592,7 @@ static Suite *real_suite(void)
 	tcase_add_test(tc, test_report_shows_what_matters);
 	tcase_add_test(tc, test_damaged_copies_refused);
 	tcase_add_test(tc, test_public_tracedat);
+	tcase_add_test(tc, test_2017_unknowns);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -378,6 +378,19 @@ static int write_file(struct tdw *t, const char *formats_dir, const char *out,
 	if (t->cmdlines.len)
 		buf_put(&b, t->cmdlines.p, t->cmdlines.len);
 	put_u32(&b, cpus);
+	if (o->n_cpustat) {
+		/* the options section: id (u16), size (u32), data; id 0 ends it */
+		buf_put(&b, "options  ", 10);
+		for (unsigned int i = 0; i < o->n_cpustat; i++) {
+			uint16_t id = 2; /* TRACECMD_OPTION_CPUSTAT */
+			uint32_t n = (uint32_t)strlen(o->cpustat[i]) + 1;
+
+			buf_put(&b, &id, 2);
+			put_u32(&b, n);
+			buf_put(&b, o->cpustat[i], n);
+		}
+		buf_put(&b, "\0\0", 2);
+	}
 	buf_put(&b, "flyrecord", 10);
 	size_t table = b.len;
 	for (unsigned int c = 0; c < cpus; c++) {

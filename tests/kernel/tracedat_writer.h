@@ -29,6 +29,10 @@ struct nf_tdw_options {
 	unsigned char **cpu_pages;
 	size_t *cpu_pages_len;
 	unsigned int n_cpu_pages;
+	/* CPUSTAT options, one text per CPU as trace-cmd writes them ("CPU: 0\n
+	 * entries: 0\noverrun: 0\n...read events: 12\n"); none when 0. */
+	const char *const *cpustat;
+	unsigned int n_cpustat;
 };
 
 /*

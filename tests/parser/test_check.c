@@ -684,6 +684,38 @@ START_TEST(check_whole_and_backwards)
 }
 END_TEST
 
+
+/* A calibration pair beyond the clock's range is left out of the timeline (an
+ * out_of_range anomaly): the session is not whole, whatever its logs say. */
+START_TEST(check_out_of_range_pair)
+{
+	struct nf_event ev[4];
+	char dir[700];
+	size_t n;
+	int st;
+
+	snprintf(dir, sizeof(dir), "%s/oor", tmp);
+	n = hand_events(ev, 1ull << 32, 4, 4);
+	memset(&ev[n], 0, sizeof(ev[n]));
+	ev[n].id = NF_EV_CALIBRATE_GPU_CLOCK;
+	ev[n].ts = 40;
+	ev[n].f[NFF_CALIBRATE_GPU_CLOCK_gpu_clock] = 1ull << 63;
+	ev[n].f[NFF_CALIBRATE_GPU_CLOCK_gpu_frequency] = 1000000;
+	ev[n].f[NFF_CALIBRATE_GPU_CLOCK_cpu_clock] = 40;
+	n++;
+	write_hand_session(dir, ev, n);
+	st = nft(NF_TEST_ARGV("check", dir));
+	ck_assert_msg(st == 0, "exit %d: %.1500s", st, err);
+	ck_assert_msg(strstr(out, "verdict: legal anomalies only") && strstr(out, "1 left out of range of a clock"),
+		      "%.2000s", out);
+	st = nft(NF_TEST_ARGV("check", "--json", dir));
+	ck_assert_msg(st == 0, "exit %d: %.1500s", st, err);
+	ck_assert_msg(strstr(out, "\"verdict\": \"legal_anomalies\"") && strstr(out, "\"out_of_range\": 1"), "%.2000s", out);
+	st = nf_test_json_tool(out, out, sizeof(out), err, sizeof(err));
+	ck_assert_msg(st == 0, "invalid JSON: %.1500s", err);
+}
+END_TEST
+
 /* A log header claiming 2^63 entries (capacity) or all-ones index and wraparound. */
 START_TEST(check_header_claims_2_63)
 {
@@ -763,6 +795,7 @@ int main(void)
 	tcase_add_test(tc, check_other_tool);
 	tcase_add_test(tc, check_packet_claims_2_63);
 	tcase_add_test(tc, check_whole_and_backwards);
+	tcase_add_test(tc, check_out_of_range_pair);
 	tcase_add_test(tc, check_header_claims_2_63);
 	tcase_add_test(tc, check_entry_count_claims_2_32);
 	suite_add_tcase(s, tc);

@@ -16,7 +16,7 @@
 #include "contract/timeline_writer.h"
 #include "kernel_fences.h"
 #include "kernel_ingest.h"
-#include "spill.h"
+#include "contract/spill.h"
 
 /* ---- helpers ---- */
 
@@ -1344,7 +1344,7 @@ START_TEST(kernel_fences_rows_and_table)
 		"  observed_ns, end_ns, status, log_seq, epoch, thread);"
 		"CREATE TABLE queue_threads(queue, fence, thread, ops);"
 		"CREATE TABLE cpu_waits(id INTEGER PRIMARY KEY, thread, adapter, fence, value, start_ns, end_ns, status);"
-		"CREATE TABLE deps(signal_id, wait_id, cpu_signal, stall_ns);"
+		"CREATE TABLE deps(signal_id, wait_id, cpu_signal, stall_ns, reason);"
 		"CREATE TEMP TABLE k_fences(context INTEGER, seqno INTEGER, init_ns INTEGER, emit_ns INTEGER, "
 		"  signal_ns INTEGER, emit_tid INTEGER, op_id INTEGER, PRIMARY KEY(context, seqno)) WITHOUT ROWID;"
 		"INSERT INTO fence_ops(id, op) VALUES (10, 'native');", NULL, NULL, NULL), SQLITE_OK);
@@ -1373,7 +1373,8 @@ START_TEST(kernel_fences_rows_and_table)
 	       "16,,wait,8,8,10,10,,pending,13|17,,wait,9,1,60,60,70,complete,12|18,,wait,7,2,150,150,320,complete,11|");
 	q_rows(db, "SELECT thread, fence - 4294967296, value, start_ns, end_ns, status FROM cpu_waits ORDER BY id",
 	       "13,8,8,10,,pending|12,9,1,60,70,timeout|11,7,2,150,320,satisfied|");
-	q_rows(db, "SELECT * FROM deps", "12,18,,170|");
+	/* a row per wait that ended: 17's fence (9, 1) never signaled */
+	q_rows(db, "SELECT * FROM deps ORDER BY wait_id", ",17,,10,no_signal|12,18,,170,|");
 	q_rows(db, "SELECT queue - 4294967296, fence - 4294967296, thread, ops FROM queue_threads", "7,7,5,2|");
 	/* The virtual temp.k_fences. */
 	q_rows(db, "SELECT context, seqno, init_ns, emit_ns, signal_ns, emit_tid, op_id FROM temp.k_fences",

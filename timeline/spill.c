@@ -3,7 +3,7 @@
  * cannot keep in memory goes to unlinked temporary files as fixed-size records,
  * written and read sequentially through large buffers.
  */
-#include "spill.h"
+#include "contract/spill.h"
 #include "contract/errors.h"
 
 #include <errno.h>
