@@ -596,7 +596,8 @@ static bool ki_stage_text(struct ki_stage *st, struct ki_srow *r, int col, const
 		st->arena = na;
 		st->acap = ncap;
 	}
-	memcpy(st->arena + st->alen, text, len);
+	if (len) /* an empty text before the arena exists: no NULL + 0 (fuzz_builder, UBSan) */
+		memcpy(st->arena + st->alen, text, len);
 	r->text_col = col;
 	r->text_off = st->alen;
 	r->text_len = (int)len;
