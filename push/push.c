@@ -5,6 +5,7 @@
  */
 #include "push_int.h"
 #include "contract/session.h"
+#include "contract/escape.h"
 
 #include <ctype.h>
 #include <stdlib.h>
@@ -244,7 +245,7 @@ int nf_push_session(const struct nf_push_options *opts, const char *dir,
 {
 	struct nf_push_stats local = { 0 };
 	struct push_schema *s = NULL;
-	char id[NF_PUSH_ID_MAX + 1], dbpath[4200], q[512], tok[17];
+	char id[NF_PUSH_ID_MAX + 1], dbpath[4200], q[1024], tok[17], idq[2 * NF_PUSH_ID_MAX + 3];
 	unsigned char nonempty[PUSH_MAX_TABLES] = { 0 }, made[PUSH_MAX_TABLES] = { 0 };
 	int made_sessions = 0, locked = 0;
 	struct unit *units = NULL;
@@ -266,6 +267,9 @@ int nf_push_session(const struct nf_push_options *opts, const char *dir,
 	push_token(tok);
 	if ((rc = nf_push_session_id(dir, id, sizeof(id), err)))
 		return rc;
+	/* the id as ClickHouse's string literal (checked already: no quote, no backslash) */
+	struct nf_esc_buf lit = { idq, sizeof(idq), 0, false };
+	nf_esc_sql(id, strlen(id), NF_ESC_BACKSLASH, nf_esc_buf_write, &lit);
 	if ((rc = nf_timeline_ensure(dir, dbpath, sizeof(dbpath), err)))
 		return rc;
 	if (sqlite3_open_v2(dbpath, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
@@ -288,7 +292,7 @@ int nf_push_session(const struct nf_push_options *opts, const char *dir,
 		/* the shard the Distributed tables' key cityHash64(session) sends it to (weights 1) */
 		char ans[64];
 
-		snprintf(q, sizeof(q), "SELECT cityHash64('%s') %% %zu", id, nurl);
+		snprintf(q, sizeof(q), "SELECT cityHash64(%s) %% %zu", idq, nurl);
 		if ((rc = nf_push_ch_open(&c, opts, url, err)) || (rc = nf_push_ch_scalar(&c, q, ans, sizeof(ans), err)))
 			goto out;
 		nf_push_ch_close(&c);
@@ -358,19 +362,19 @@ int nf_push_session(const struct nf_push_options *opts, const char *dir,
 	if ((rc = nf_push_swap_lock(&c, id, tok, err)))
 		goto out;
 	locked = 1;
-	snprintf(q, sizeof(q), "ALTER TABLE sessions%s DROP PARTITION '%s'", c.sfx, id);
+	snprintf(q, sizeof(q), "ALTER TABLE sessions%s DROP PARTITION %s", c.sfx, idq);
 	if ((rc = nf_push_ch_post(&c, q, NULL, 0, 1, err)))
 		goto out;
 	for (int i = 0; i < s->ntables; i++) {
 		if (nonempty[i])
-			snprintf(q, sizeof(q), "ALTER TABLE `%s%s` REPLACE PARTITION '%s' FROM `_stage_%s_%s`",
-				 s->tables[i].name, c.sfx, id, tok, s->tables[i].name);
+			snprintf(q, sizeof(q), "ALTER TABLE `%s%s` REPLACE PARTITION %s FROM `_stage_%s_%s`",
+				 s->tables[i].name, c.sfx, idq, tok, s->tables[i].name);
 		else
-			snprintf(q, sizeof(q), "ALTER TABLE `%s%s` DROP PARTITION '%s'", s->tables[i].name, c.sfx, id);
+			snprintf(q, sizeof(q), "ALTER TABLE `%s%s` DROP PARTITION %s", s->tables[i].name, c.sfx, idq);
 		if ((rc = nf_push_ch_post(&c, q, NULL, 0, 1, err)))
 			goto out;
 	}
-	snprintf(q, sizeof(q), "ALTER TABLE sessions%s REPLACE PARTITION '%s' FROM `_stage_%s_sessions`", c.sfx, id, tok);
+	snprintf(q, sizeof(q), "ALTER TABLE sessions%s REPLACE PARTITION %s FROM `_stage_%s_sessions`", c.sfx, idq, tok);
 	if ((rc = nf_push_ch_post(&c, q, NULL, 0, 1, err)))
 		goto out;
 out:
