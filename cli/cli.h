@@ -32,6 +32,7 @@ int cmd_import(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_critical_path(int argc, char **argv);
 int cmd_push(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
 int cmd_help(int argc, char **argv);
 
 /* Each command's --help text, defined in its cli/cmd_*.c next to its options. */
@@ -44,6 +45,7 @@ extern const char cmd_import_usage[];
 extern const char cmd_export_usage[];
 extern const char cmd_critical_path_usage[];
 extern const char cmd_push_usage[];
+extern const char cmd_diff_usage[];
 
 const struct nf_command *nf_cli_find(const char *name);
 

@@ -11,9 +11,11 @@
 #include "contract/analysis.h"
 #include "contract/render.h"
 #include "contract/session.h"
+#include "contract/timeline.h"
 
 #include <errno.h>
 #include <inttypes.h>
+#include <sqlite3.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,15 +54,54 @@ static void op_label(const struct nf_analysis *a, int64_t id, char *buf, size_t 
 		 oi.value);
 }
 
+/*
+ * Why the path cannot go back past a wait that nothing in the capture released
+ * (deps.reason, read from the timeline: the walk follows only what the file
+ * shows, and says where it stops). NULL when a signal released it.
+ */
+static sqlite3 *reason_db;
+static sqlite3_stmt *reason_st;
+
+static const char *release_unknown(const struct nf_cp_segment *s)
+{
+	static const struct {
+		const char *reason, *text;
+	} texts[] = {
+		{ "not_traced", "no signal of it is in the capture" },
+		{ "not_covered", "the capture does not cover the whole wait" },
+		{ "lost", "events were lost before it ended" },
+		{ "timeout", "it timed out: its fence signaled only after" },
+		{ "causality", "the first signal to reach it ended after it" },
+		{ "initial_value", "the fence's initial value already reached it" },
+		{ "unknown_fence", "its fence is not in the session" },
+	};
+	const unsigned char *r;
+
+	if (s->kind != NF_SEG_WAIT || s->release_op >= 0 || s->cpu_wait >= 0 || s->op_id < 0 || !reason_st)
+		return NULL;
+	sqlite3_reset(reason_st);
+	sqlite3_bind_int64(reason_st, 1, s->op_id);
+	if (sqlite3_step(reason_st) != SQLITE_ROW || !(r = sqlite3_column_text(reason_st, 0)))
+		return NULL;
+	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++)
+		if (!strcmp((const char *)r, texts[i].reason))
+			return texts[i].text;
+	return NULL;
+}
+
 static void doing_label(const struct nf_analysis *a, const struct nf_cp_segment *s, char *buf,
 			size_t len)
 {
-	char op[128];
+	char op[160];
+	const char *unknown;
 
 	switch (s->kind) {
 	case NF_SEG_WAIT:
 		if (s->release_op >= 0)
 			snprintf(op, sizeof(op), ", released by op %" PRId64, s->release_op);
+		else if ((unknown = release_unknown(s)) != NULL)
+			snprintf(op, sizeof(op), ", released by nothing in the capture (%s): the path stops here",
+				 unknown);
 		else
 			snprintf(op, sizeof(op), "%s", "");
 		snprintf(buf, len, "waiting on fence 0x%" PRIx64 " >= %" PRId64 " (%s %" PRId64 ")%s",
@@ -182,10 +223,11 @@ static void job_label(const struct nf_analysis *a, int64_t id, char *buf, size_t
 	}
 	if (ji.job >= 0)
 		snprintf(jid, sizeof(jid), ", job id %" PRId64, ji.job);
-	snprintf(buf, len, "job %" PRId64 " (%s %s%s)", id, ji.driver, ji.ring[0] ? ji.ring : "ring ?", jid);
-	for (unsigned char *u = (unsigned char *)buf; *u; u++)
-		if (*u < 0x20 || *u == 0x7f)
-			*u = '?';
+	char raw[512];
+
+	/* driver and ring names come from the capture: shown as text (nf_esc_text) */
+	snprintf(raw, sizeof(raw), "job %" PRId64 " (%s %s%s)", id, ji.driver, ji.ring[0] ? ji.ring : "ring ?", jid);
+	nf_esc_text_buf(buf, len, raw, 0);
 }
 
 static void job_on(const struct nf_analysis *a, const struct nf_job_segment *s, char *buf, size_t len)
@@ -201,13 +243,13 @@ static void job_on(const struct nf_analysis *a, const struct nf_job_segment *s, 
 			snprintf(buf, len, "CPU (thread unknown)");
 		return;
 	}
+	char raw[512];
+
 	if (nf_analysis_job(a, s->job, &ji, &e) || !ji.ring[0])
-		snprintf(buf, len, "ring ?");
+		snprintf(raw, sizeof(raw), "ring ?");
 	else
-		snprintf(buf, len, "ring %s", ji.ring);
-	for (unsigned char *u = (unsigned char *)buf; *u; u++)
-		if (*u < 0x20 || *u == 0x7f)
-			*u = '?';
+		snprintf(raw, sizeof(raw), "ring %s", ji.ring);
+	nf_esc_text_buf(buf, len, raw, 0); /* the ring's name comes from the capture */
 }
 
 static const char *job_kind_name(enum nf_job_seg_kind k)
@@ -367,6 +409,14 @@ int cmd_critical_path(int argc, char **argv)
 	/* on demand: one path reads what it visits, not the whole session */
 	if (!rc)
 		rc = nf_analysis_open_lazy(db, &a, &err);
+	/* the reasons of waits nothing released (a failure here only loses the words) */
+	if (!rc) {
+		if (nf_timeline_open_read(db, &reason_db, &err) == 0 &&
+		    sqlite3_prepare_v2(reason_db, "SELECT reason FROM deps WHERE wait_id = ?1", -1, &reason_st, NULL) !=
+			    SQLITE_OK)
+			reason_st = NULL;
+		nf_error_clear(&err);
+	}
 	if (!rc && queue_text)
 		rc = nf_analysis_find_queue(a, queue_text, &arg, &err);
 	/* Kernel sessions: a GPU job when asked for one, or when no operation finished
@@ -408,5 +458,7 @@ int cmd_critical_path(int argc, char **argv)
 	nf_cp_path_free(&path);
 	nf_job_path_free(&jpath);
 	nf_analysis_destroy(a);
+	sqlite3_finalize(reason_st);
+	sqlite3_close(reason_db);
 	return NF_EXIT_OK;
 }

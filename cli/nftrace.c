@@ -40,6 +40,8 @@ static const struct nf_command commands[] = {
 	  cmd_export_usage },
 	{ "critical-path", cmd_critical_path, "why an operation finished when it did: its chain of queues, fences, threads",
 	  cmd_critical_path_usage },
+	{ "diff", cmd_diff, "what changed between two sessions, with significance; a CI gate (--fail-on)",
+	  cmd_diff_usage },
 	{ "push", cmd_push, "load sessions into a ClickHouse fleet store (many machines, many sessions)",
 	  cmd_push_usage },
 	{ "help", cmd_help, "show help for nftrace or one command",

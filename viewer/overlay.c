@@ -2,7 +2,8 @@
  * The overlay of `nftrace report --critical-path`: the segments of a path
  * drawn over the rows (a translucent band with a strong outline on the row of
  * the queue or CPU thread it was on, the waits hatched lighter), joined in time
- * order by a line from each segment's end to the next one's start, with the
+ * order by a line from each segment's end to the next one's start (unless
+ * marks_apart: a diff's changed waits stand alone), with the
  * path's title above the rows. Inputs are plain spans (nf_render_mark), so the
  * viewer needs nothing of the analysis that computed them.
  */
@@ -68,7 +69,7 @@ void nf_render_paint_overlay(cairo_t *cr, const struct nf_render_options *opts,
 		cairo_stroke(cr);
 		cairo_set_dash(cr, NULL, 0, 0);
 		/* the hand-over from the previous segment */
-		if (have_prev) {
+		if (have_prev && !opts->marks_apart) {
 			cairo_move_to(cr, px, py);
 			cairo_line_to(cr, x0, (y0 + y1) / 2);
 			cairo_set_line_width(cr, 2.5);

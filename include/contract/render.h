@@ -58,6 +58,8 @@ struct nf_render_options {
 	const struct nf_render_mark *marks;
 	int n_marks;
 	const char *path_title;
+	int marks_apart;           /* 1: the spans are separate marks, not joined (a diff's
+				      changed waits); 0: a path, joined in order */
 };
 
 /*

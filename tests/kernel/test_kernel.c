@@ -144,6 +144,12 @@ static void fixture_fence_rows(const char *s)
 	 * poller on 9/1 gave up at 2.2 ms, before its signal at 2.5 ms. */
 	query(s, "SELECT signal_id, wait_id, cpu_signal, stall_ns, reason FROM deps ORDER BY wait_id",
 	      "signal_id,wait_id,cpu_signal,stall_ns,reason\n,5,,600000,timeout\n2,6,,1250000,\n");
+	/* The critical path of that wait stops at it and says why. */
+	ck_assert_int_eq(nft(NF_TEST_ARGV("critical-path", s, "--op", "5")), 0);
+	ck_assert_msg(strstr(out, "released by nothing in the capture (it timed out: its fence signaled only after): "
+			      "the path stops here") != NULL, "%s", out);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("critical-path", s, "--op", "6")), 0);
+	ck_assert_msg(strstr(out, "released by op 2") != NULL && !strstr(out, "stops here"), "%s", out);
 	query(s, "SELECT thread, fence, value, start_ns, end_ns, status FROM cpu_waits ORDER BY start_ns",
 	      "thread,fence,value,start_ns,end_ns,status\n"
 	      "201,4294967305,1,1600000,2200000,timeout\n"

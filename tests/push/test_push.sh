@@ -265,6 +265,30 @@ done
 }
 readme_queries $ALL
 
+# 7b. the README's diff query (builds 'base' and 'change', one session each) gives
+#     `nftrace diff`'s numbers: n, p50, p90, p99 and max of the stall per queue name
+"$NF" record -o "$T/base-1" --seed 1 "$SRC/tests/diff/jitter.nfs" > /dev/null || fail "record base-1"
+"$NF" record -o "$T/change-1" --seed 2 "$SRC/tests/diff/jitter.nfs" > /dev/null || fail "record change-1"
+"$NF" push "$T/base-1" "$T/change-1" --clickhouse "$URL" --quiet || fail "push base-1 change-1"
+awk -v m="<!-- fleet-query: diff -->" '$0 == m { f = 1; next } f && /^```sql/ { g = 1; next } g && /^```/ { exit } g' \
+  "$SRC/README.md" > "$T/diff.sql"
+[ -s "$T/diff.sql" ] || fail "README has no fleet-query diff"
+"$NF" query --clickhouse "$URL" --database $DB --csv -f "$T/diff.sql" > "$T/diff.ch" || fail "README query diff: $(cat "$T/diff.ch")"
+tail -n +2 "$T/diff.ch" | cut -d, -f1-11 > "$T/diff.got"
+"$NF" diff "$T/base-1" "$T/change-1" --csv > "$T/diff.csv" || fail "nftrace diff base-1 change-1"
+python3 - "$T/diff.csv" > "$T/diff.want" <<'PY' || fail "reading nftrace diff --csv"
+import csv, sys
+stats = {}
+for r in csv.DictReader(open(sys.argv[1], newline="")):
+    if r["kind"] == "series" and r["metric"] == "stall" and r["scope"] == "queue" and r["a"] and r["b"]:
+        stats.setdefault(r["name"], {})[r["stat"]] = (r["a"], r["b"])
+for q in sorted(stats):
+    s = stats[q]
+    print(",".join(['"%s"' % q] + [v for k in ("n", "p50", "p90", "p99", "max") for v in s[k]]))
+PY
+[ "$(wc -l < "$T/diff.want")" -ge 2 ] || fail "nftrace diff gives fewer than two queues to compare: $(cat "$T/diff.want")"
+diff -u "$T/diff.want" "$T/diff.got" || fail "README query diff: ClickHouse differs from nftrace diff (- diff, + ClickHouse)"
+
 # 9. the hostile-string set (tests/hostile.h) as queue names: pushed as data (the
 #    bytes as they were), shown by query --clickhouse cleaned (no raw ESC, OSC, CR,
 #    BS, C1 or stray byte in the table, CSV or JSON), as for a session
