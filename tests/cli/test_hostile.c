@@ -9,7 +9,7 @@
  * by it. Every output nftrace makes of them -- PNG, SVG, PDF and HTML
  * reports, Chrome JSON, Perfetto protobuf, every table and view queried as a
  * table, CSV and JSON, critical-path text and JSON, info and check text and
- * JSON -- is checked by tests/cli/hostile_check.py: well-formed for its
+ * JSON, diff (the session against itself) text, JSON and CSV -- is checked by tests/cli/hostile_check.py: well-formed for its
  * format (python3's json and xml parsers, protoc as proto3) and without a
  * raw control character, noncharacter or byte that is not UTF-8.
  * (push and query --clickhouse: tests/push/test_push.sh.)
@@ -176,6 +176,9 @@ static void every_output(const char *s, const char *o, const char *extra)
 	      "for id in $(\"$NF\" query --csv \"$1\" \"select id from fence_ops where op = 'wait' order by id limit 8\" | tail -n +2); do "
 	      "\"$NF\" critical-path \"$1\" --op $id > \"$2/cp-$id.txt\"; \"$NF\" critical-path \"$1\" --op $id --json > \"$2/cp-$id.json\"; "
 	      "done", NF_TEST_ARGV(s, o));
+	/* the session against itself: nftrace diff's text, JSON and CSV */
+	sh_ok("set -e; \"$NF\" diff \"$1\" \"$1\" > \"$2/diff.txt\"; \"$NF\" diff \"$1\" \"$1\" --json > \"$2/diff.json\"; "
+	      "\"$NF\" diff \"$1\" \"$1\" --csv > \"$2/diff.csv\"", NF_TEST_ARGV(s, o));
 	check_files("png", o, "r.png");
 	check_files("xml", o, "*.svg");
 	check_files("pdf", o, "r.pdf");
@@ -191,6 +194,9 @@ static void every_output(const char *s, const char *o, const char *extra)
 	check_files("json", o, "check.json");
 	check_files("text", o, "cp-*.txt");
 	check_files("json", o, "cp-*.json");
+	check_files("text", o, "diff.txt");
+	check_files("text", o, "diff.csv");
+	check_files("json", o, "diff.json");
 }
 
 START_TEST(every_output_of_a_recorded_session_is_clean)
