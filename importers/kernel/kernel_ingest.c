@@ -585,7 +585,9 @@ static bool ki_stage_text(struct ki_stage *st, struct ki_srow *r, int col, const
 
 	if (len > (size_t)INT32_MAX)
 		len = (size_t)INT32_MAX;
-	if (st->acap - st->alen < len) {
+	/* the arena exists once a text is staged, even an empty one: a row's
+	 * text is arena + offset (no NULL + 0; fuzz_builder under UBSan) */
+	if (!st->arena || st->acap - st->alen < len) {
 		size_t ncap = st->acap ? st->acap : 65536;
 		char *na;
 
@@ -596,8 +598,7 @@ static bool ki_stage_text(struct ki_stage *st, struct ki_srow *r, int col, const
 		st->arena = na;
 		st->acap = ncap;
 	}
-	if (len) /* an empty text before the arena exists: no NULL + 0 (fuzz_builder, UBSan) */
-		memcpy(st->arena + st->alen, text, len);
+	memcpy(st->arena + st->alen, text, len);
 	r->text_col = col;
 	r->text_off = st->alen;
 	r->text_len = (int)len;
