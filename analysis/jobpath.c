@@ -6,7 +6,9 @@
  * held it back: the walk goes on there); before its start it waited for the
  * scheduler, released by its latest dependency (the walk goes on at the job
  * that dependency belongs to) or, without one, merely queued; before the
- * submission of a job the chain reached, the submitting thread ran. Each step
+ * submission of a job the chain reached, the submitting thread ran; a
+ * dependency on a fence no job in the trace owns ends the walk at that
+ * fence's signal. Each step
  * is one or two SQL lookups (lazy model), so a path costs what it visits.
  */
 #include "analysis_int.h"
@@ -208,31 +210,52 @@ static int jp_prev_on_ring(const struct nf_analysis *a, const struct jp_job *j, 
 	return rc;
 }
 
+/* What released a job last (jp_dep). */
+struct jp_release {
+	int64_t dep;            /* jobs.id, -1: a fence of no job (then signal) or none */
+	int64_t at;             /* its release time */
+	bool scheduled;         /* dep's scheduled fence (released at its start) */
+	int64_t context, seqno; /* the fence (job_deps) */
+	int64_t signal;         /* fence_ops.id of a fence of no job's signal, -1 */
+};
+
 /*
  * The dependency of job id released last, after lo and no later than hi:
- * *dep (-1 none), *at its release time, *scheduled whether it was the
- * dependency's scheduled fence (released at its start).
+ * a job's fence (finished, or scheduled: released at that job's start) or a
+ * fence no job owns, by its dma_fence signal (the kernel timeline
+ * 4294967296 + context, schemas/timeline.sql). r->dep and r->signal are -1
+ * when none.
  */
-static int jp_dep(const struct nf_analysis *a, int64_t id, int64_t lo, int64_t hi, int64_t *dep, int64_t *at,
-		  bool *scheduled, struct nf_error *err)
+static int jp_dep(const struct nf_analysis *a, int64_t id, int64_t lo, int64_t hi, struct jp_release *r,
+		  struct nf_error *err)
 {
 	sqlite3_stmt *s = NULL;
 	int rc;
 
-	*dep = -1;
+	memset(r, 0, sizeof(*r));
+	r->dep = r->signal = -1;
 	if (sqlite3_prepare_v2(a->db, "SELECT d.dep_job, d.dep_fence = 'scheduled', CASE WHEN d.dep_fence = 'scheduled' "
-			       "THEN j.started_ns WHEN j.finish_source IN ('event', 'signaled') THEN j.finished_ns END AS r "
+			       "THEN j.started_ns WHEN j.finish_source IN ('event', 'signaled') THEN j.finished_ns END AS r, "
+			       "d.dep_context, d.dep_seqno, NULL AS sig "
 			       "FROM job_deps d JOIN jobs j ON j.id = d.dep_job WHERE d.job = ?1 AND r > ?2 AND r <= ?3 "
-			       "ORDER BY r DESC, d.dep_job DESC LIMIT 1", -1, &s, NULL) != SQLITE_OK)
+			       "UNION ALL "
+			       "SELECT NULL, 0, o.end_ns AS r, d.dep_context, d.dep_seqno, o.id "
+			       "FROM job_deps d JOIN fence_ops o ON o.queue = 4294967296 + d.dep_context AND o.op = 'signal' "
+			       "AND o.value = d.dep_seqno WHERE d.job = ?1 AND d.dep_job IS NULL AND o.end_ns > ?2 "
+			       "AND o.end_ns <= ?3 "
+			       "ORDER BY r DESC, 1 DESC LIMIT 1", -1, &s, NULL) != SQLITE_OK)
 		return jp_sql(a, err, "job_deps");
 	sqlite3_bind_int64(s, 1, id);
 	sqlite3_bind_int64(s, 2, lo);
 	sqlite3_bind_int64(s, 3, hi);
 	rc = sqlite3_step(s);
 	if (rc == SQLITE_ROW) {
-		*dep = sqlite3_column_int64(s, 0);
-		*scheduled = sqlite3_column_int(s, 1) != 0;
-		*at = sqlite3_column_int64(s, 2);
+		r->dep = sqlite3_column_type(s, 0) == SQLITE_NULL ? -1 : sqlite3_column_int64(s, 0);
+		r->scheduled = sqlite3_column_int(s, 1) != 0;
+		r->at = sqlite3_column_int64(s, 2);
+		r->context = sqlite3_column_int64(s, 3);
+		r->seqno = sqlite3_column_int64(s, 4);
+		r->signal = sqlite3_column_type(s, 5) == SQLITE_NULL ? -1 : sqlite3_column_int64(s, 5);
 	}
 	rc = rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : jp_sql(a, err, "job_deps");
 	sqlite3_finalize(s);
@@ -291,7 +314,7 @@ int nf_analysis_job_path(const struct nf_analysis *a, int64_t job, struct nf_job
 			else
 				prev = -1;
 			if ((rc = jp_add(path, &cap, (struct nf_job_segment){ NF_JSEG_EXECUTE, x.id, -1, -1, false,
-									    from > lo ? from : lo, t }, err)))
+									    from > lo ? from : lo, t, -1, -1, -1 }, err)))
 				goto out_fail;
 			if (from <= lo)
 				break;
@@ -304,19 +327,19 @@ int nf_analysis_job_path(const struct nf_analysis *a, int64_t job, struct nf_job
 			continue;
 		}
 		/* t is x's start: released by its last dependency, or merely queued. */
-		int64_t sub = x.has_submitted && x.submitted <= t ? x.submitted : t, dep, at = 0;
-		bool sched = false;
+		int64_t sub = x.has_submitted && x.submitted <= t ? x.submitted : t;
+		struct jp_release rel;
 
-		if ((rc = jp_dep(a, x.id, sub > lo ? sub : lo, t, &dep, &at, &sched, err)))
+		if ((rc = jp_dep(a, x.id, sub > lo ? sub : lo, t, &rel, err)))
 			goto out_fail;
-		if (dep >= 0) {
-			if ((rc = jp_add(path, &cap, (struct nf_job_segment){ NF_JSEG_DEP, x.id, -1, dep, sched, at, t },
-					 err)) ||
-			    (rc = jp_get(a, dep, &x, err)))
+		if (rel.dep >= 0) {
+			if ((rc = jp_add(path, &cap, (struct nf_job_segment){ NF_JSEG_DEP, x.id, -1, rel.dep, rel.scheduled,
+									    rel.at, t, -1, -1, -1 }, err)) ||
+			    (rc = jp_get(a, rel.dep, &x, err)))
 				goto out_fail;
-			t = at;
+			t = rel.at;
 			/* A scheduled fence releases at the dependency's start: its wait to run. */
-			at_start = sched;
+			at_start = rel.scheduled;
 			if (!at_start && (!x.has_started || !x.has_finished)) {
 				rc = nf_error_set(err, NF_EFORMAT, "job %" PRId64 ": dependency %" PRId64
 						  " has no start", job, x.id);
@@ -324,11 +347,21 @@ int nf_analysis_job_path(const struct nf_analysis *a, int64_t job, struct nf_job
 			}
 			continue;
 		}
-		if ((rc = jp_add(path, &cap, (struct nf_job_segment){ NF_JSEG_QUEUED, x.id, -1, -1, false,
-								    sub > lo ? sub : lo, t }, err)))
+		if (rel.signal >= 0) {
+			/* a fence of no job in the trace: waiting for it until its signal, then to run */
+			if ((rc = jp_add(path, &cap, (struct nf_job_segment){ NF_JSEG_DEP, x.id, -1, -1, false, rel.at, t,
+									    rel.context, rel.seqno, rel.signal }, err)) ||
+			    (rc = jp_add(path, &cap, (struct nf_job_segment){ NF_JSEG_FENCE, x.id, -1, -1, false,
+									    sub > lo ? sub : lo, rel.at, rel.context,
+									    rel.seqno, rel.signal }, err)))
+				goto out_fail;
+		} else if ((rc = jp_add(path, &cap, (struct nf_job_segment){ NF_JSEG_QUEUED, x.id, -1, -1, false,
+									   sub > lo ? sub : lo, t, -1, -1, -1 }, err))) {
 			goto out_fail;
+		}
 		if (sub > lo && (rc = jp_add(path, &cap, (struct nf_job_segment){ NF_JSEG_SUBMIT, x.id,
-							x.has_thread ? x.thread : -1, -1, false, lo, sub }, err)))
+							x.has_thread ? x.thread : -1, -1, false, lo, sub,
+							-1, -1, -1 }, err)))
 			goto out_fail;
 		break;
 	}

@@ -117,6 +117,24 @@ int nf_analysis_op(const struct nf_analysis *a, int64_t id, struct nf_op_info *i
 	return 0;
 }
 
+int nf_analysis_foreach_op(const struct nf_analysis *a, int (*fn)(void *ctx, const struct nf_op_row *row),
+			   void *ctx)
+{
+	if (a->lazy || a->open_only)
+		return NF_ESTATE;
+	for (size_t i = 0; i < a->n_ops; i++) {
+		const struct an_op *o = &a->ops[i];
+		struct nf_op_row r = { o->id, o->queue, o->fence, o->value, o->has_queued ? o->queued : -1,
+				       o->has_observed ? o->observed : -1, o->has_end ? o->end : -1,
+				       o->has_thread ? o->thread : -1, o->is_signal, o->qidx != AN_NONE };
+		int rc = fn(ctx, &r);
+
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 size_t nf_analysis_op_count(const struct nf_analysis *a)
 {
 	return a->n_ops;

@@ -258,6 +258,17 @@ static bool release_at(int64_t *r, int64_t cur)
 	return true;
 }
 
+/*
+ * A releaser the walk cannot go back through: a signal on no queue that was
+ * never seen queued (Windows ETW: the scheduler's 551/552 whose 294 is not in
+ * the capture). Nothing is known of it before its end, so the wait it
+ * released is taken as waiting until then, naming it.
+ */
+static bool dead_end(const struct nf_analysis *a, int32_t rel)
+{
+	return rel != AN_NONE && a->ops[rel].is_signal && a->ops[rel].qidx == AN_NONE && !a->ops[rel].has_queued;
+}
+
 static int walk_run(struct walk *w, int32_t start_op, int64_t end, struct nf_error *err)
 {
 	const struct nf_analysis *a = w->a;
@@ -320,10 +331,11 @@ static int walk_run(struct walk *w, int32_t start_op, int64_t end, struct nf_err
 
 				/* The release deps names, taken no later than the wait's end. */
 				bool has_rel = !op.is_signal && an_release_time(a, orel, orcpu, &r) && release_at(&r, cur);
+				bool blind = has_rel && dead_end(a, orel);
 
 				/* stalled by its release: the signal came after the wait could start
 				 * and after the GPU reached it (else the wait only took its cost) */
-				if (has_rel && r > ready && (!op.has_observed || r > op.observed)) {
+				if (has_rel && !blind && r > ready && (!op.has_observed || r > op.observed)) {
 					struct nf_cp_segment s = seg_queue(NF_SEG_WAIT, &op, r, cur);
 
 					s.release_op = orel_id;
@@ -342,6 +354,17 @@ static int walk_run(struct walk *w, int32_t start_op, int64_t end, struct nf_err
 					    op.observed < cur) {
 						emit(w, seg_queue(NF_SEG_WAIT, &op, op.observed, cur));
 						cur = op.observed;
+					}
+					/* released by a signal the walk cannot follow: waiting from when
+					 * it could start until then */
+					int64_t from = op.has_observed && op.observed > ready ? op.observed : ready;
+
+					if (blind && r > from && from < cur) {
+						struct nf_cp_segment s = seg_queue(NF_SEG_WAIT, &op, from, cur);
+
+						s.release_op = orel_id;
+						emit(w, s);
+						cur = from;
 					}
 					emit(w, seg_queue(NF_SEG_EXECUTE, &op, ready, cur));
 					cur = ready;
@@ -380,7 +403,9 @@ static int walk_run(struct walk *w, int32_t start_op, int64_t end, struct nf_err
 			s.fence = cw->fence;
 			s.value = cw->value;
 			queued_op = queued_csig = -1;
-			if (an_release_time(a, cw->rel_op, cw->rel_cpu, &r) && r <= cur &&
+			if (dead_end(a, cw->rel_op))
+				s.release_op = a->ops[cw->rel_op].id;
+			if (!dead_end(a, cw->rel_op) && an_release_time(a, cw->rel_op, cw->rel_cpu, &r) && r <= cur &&
 			    (!cw->has_start || r > cw->start)) {
 				s.start_ns = r;
 				s.release_op = cw->rel_op != AN_NONE ? a->ops[cw->rel_op].id : -1;
@@ -474,6 +499,37 @@ int nf_analysis_critical_path(const struct nf_analysis *a, int64_t op_id, struct
 	path->op_id = op_id;
 	path->queued_ns = a->ops[o].queued;
 	path->end_ns = a->ops[o].end;
+	path->segs = w.segs;
+	path->n = w.n;
+	return 0;
+}
+
+int nf_analysis_critical_path_since(const struct nf_analysis *a, int64_t op_id, int64_t t0,
+				    struct nf_cp_path *path, struct nf_error *err)
+{
+	struct walk w = { a, t0, -1, NULL, 0, 0, 0 };
+	int32_t o = an_get_op(a, op_id);
+	int rc;
+
+	memset(path, 0, sizeof(*path));
+	if (a->open_only)
+		return nf_error_set(err, NF_ESTATE, "the critical path needs a loaded or lazy model");
+	if (an_lazy_failed(a, err))
+		return err->code;
+	if (o == AN_NONE)
+		return nf_error_set(err, NF_ENOENT, "no operation with id %" PRId64, op_id);
+	if (!a->ops[o].has_end)
+		return nf_error_set(err, NF_ESTATE, "operation %" PRId64 " has no end time", op_id);
+	path->op_id = op_id;
+	path->queued_ns = t0;
+	path->end_ns = a->ops[o].end;
+	if (t0 >= a->ops[o].end)
+		return 0;
+	rc = walk_run(&w, o, a->ops[o].end, err);
+	if (rc) {
+		free(w.segs);
+		return rc;
+	}
 	path->segs = w.segs;
 	path->n = w.n;
 	return 0;

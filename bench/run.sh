@@ -17,7 +17,7 @@ NFB_TABLE="$NFB_WORK/table.tsv"
 export NFB_SOURCE NFB_BUILD NFB_NFTRACE NFB_SCALES NFB_WORK NFB_TABLE
 . "$NFB_SOURCE/bench/lib.sh"
 
-stages="${NFB_STAGES:-engine record parse analyze analysis render html kernel export diff etl etw push}"
+stages="${NFB_STAGES:-engine record parse analyze analysis frames render html kernel export diff etl etw push}"
 for st in $stages; do
 	if [ -f "$NFB_SOURCE/bench/$st/run.sh" ]; then
 		echo "== stage $st" >&2

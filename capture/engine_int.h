@@ -192,6 +192,7 @@ enum nf_sim_type {
 	NF_SIM_PERIODIC_READ,
 	NF_SIM_RECREATE_LOGS,
 	NF_SIM_WAIT_TIMEOUT,
+	NF_SIM_VBLANK,                 /* a = display index; periodic */
 };
 
 struct nf_sim_event {
@@ -205,6 +206,35 @@ struct nf_sim_event {
 struct nf_handle_slot {
 	uint8_t type;
 	uint32_t index;
+};
+
+/* A flip waiting in a display's flip queue. */
+struct nf_flip {
+	uint64_t present;              /* the present's number on its display */
+	uint64_t value;                /* the present fence value it waits for */
+	uint32_t interval;             /* its sync interval */
+};
+
+#define NF_MAX_DISPLAYS 16u
+#define NF_FLIPS_MAX 65536u
+
+/* A display output with its hardware flip queue (engine_display.c). */
+struct nf_display {
+	uint32_t adapter;
+	char name[64];
+	uint32_t num, den;             /* refresh rate num/den Hz */
+	uint32_t process;
+	nf_handle fence;               /* the swap chain's present fence (local handle) */
+	uint32_t global;               /* its global fence index */
+	uint64_t start_ns;             /* created; blank k at start + k * den * 1e9 / num */
+	uint64_t vblank;               /* blanks so far */
+	_Atomic uint64_t next_ns;      /* when the next blank comes (threaded: read by the irq thread) */
+	uint64_t presents;             /* presents so far */
+	struct nf_flip *flips;         /* FIFO ring of waiting flips */
+	uint32_t head, n, cap;
+	uint64_t shown;                /* present on screen (0: none yet) */
+	uint64_t shown_vblank;         /* the blank it was shown at */
+	uint32_t shown_interval;       /* its sync interval */
 };
 
 struct nf_runtime {
@@ -232,7 +262,7 @@ struct nf_runtime {
 	uint32_t n_cpu_events, cap_cpu_events;
 	uint32_t next_wait_id;
 
-	struct nf_sim_event *heap;     /* pending sim events (engine.c: sim_push) */
+	struct nf_sim_event *heap;     /* pending sim events (engine_sim.c: nf_eng_sim_push) */
 	uint32_t heap_len, heap_cap;
 	uint32_t heap_head;            /* sorted: index of the next event */
 	uint64_t heap_seq;
@@ -251,6 +281,9 @@ struct nf_runtime {
 	struct nf_threads *th;         /* threaded mode state (engine_threads.c) */
 	struct nf_truth_slot *scratch_truth; /* scratch_cap slots */
 
+	struct nf_display displays[NF_MAX_DISPLAYS];
+	uint32_t n_displays;           /* displays are never destroyed */
+
 	/* Fork detection (engine_fork.c): the process generation it was made in. */
 	unsigned fork_gen;
 	int pid;
@@ -265,7 +298,7 @@ void nf_fork_watch(struct nf_runtime *rt);
 int nf_fork_check(const struct nf_runtime *rt, struct nf_error *err);
 
 /* ------------------------------------------------------------------ */
-/* Shared between engine.c (the rules) and engine_threads.c (threaded mode). */
+/* Shared between engine*.c (the rules) and engine_threads.c (threaded mode). */
 
 /* Threaded mode limits: object arrays are allocated once, so the engine threads
  * can hold pointers into them while the API creates more. */
@@ -276,7 +309,7 @@ int nf_fork_check(const struct nf_runtime *rt, struct nf_error *err);
  * through the PLT. */
 #pragma GCC visibility push(hidden)
 
-/* engine.c: rules the threads run. Callers hold the OS lock unless noted. */
+/* engine*.c: rules the threads run. Callers hold the OS lock unless noted. */
 /* GPU engine thread, no OS lock: executes a signal (native: write value, log
  * entry, conditional interrupt; legacy: takes the OS lock itself). */
 int nf_eng_exec_signal(struct nf_runtime *rt, struct nf_queue *q, const struct nf_cmd *c);
@@ -350,6 +383,170 @@ int nf_th_advance(struct nf_runtime *rt, uint64_t ns);
 int nf_th_quiesce(struct nf_runtime *rt);              /* OS lock not held; NF_EINTR */
 void nf_th_sleep(uint64_t ns);
 void nf_th_request_recreate(struct nf_runtime *rt);   /* OS lock held */
+
+/* ---- shared between the engine's files (engine*.c), split from engine.c ---- */
+
+#define NF_HANDLE_BASE 0x40000000u
+#define NF_HANDLE_STEP 0x40u
+#define NF_QUEUE_CAP_MAX (1u << 16)
+
+/*
+ * Statistics. Deterministic, and threaded under the OS lock: rt->stats. A GPU
+ * engine thread counts into its own queue's block (single writer, relaxed
+ * stores, so nf_runtime_get_stats can read it while it runs, and no cache line
+ * is shared with the API threads).
+ */
+#define STAT(rt, f)                                                                   \
+	do {                                                                          \
+		struct nf_runtime_stats *s_ = nf_th_engine_stats;                     \
+		if (s_)                                                               \
+			__atomic_store_n(&s_->f, s_->f + 1, __ATOMIC_RELAXED);        \
+		else                                                                  \
+			(rt)->stats.f++;                                              \
+	} while (0)
+
+/* engine_sim.c: a zero event that EV_INIT copies (see there). */
+extern const struct nf_event nf_eng_ev_zero;
+#define EV_INIT(ev, ID) do { (ev) = nf_eng_ev_zero; (ev).id = NF_EV_##ID; } while (0)
+
+/* engine_sim.c */
+uint64_t nf_eng_rng_next(struct nf_runtime *rt);
+double nf_eng_rng_unit(uint64_t *state);
+int nf_eng_grow_to(void **arr, uint32_t *cap, uint32_t need, size_t elem);
+static inline int nf_eng_grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
+{
+	return __builtin_expect(need <= *cap, 1) ? 0 : nf_eng_grow_to(arr, cap, need, elem);
+}
+uint64_t nf_eng_gpu_ticks(const struct nf_adapter *a, uint64_t t_ns);
+int nf_eng_emit_at(struct nf_runtime *rt, struct nf_event *ev, uint64_t t);
+int nf_eng_emit(struct nf_runtime *rt, struct nf_event *ev);
+int nf_eng_handle_new(struct nf_runtime *rt, uint8_t type, uint32_t index, nf_handle *out);
+int nf_eng_handle_lookup(const struct nf_runtime *rt, nf_handle h, uint8_t type, uint32_t *index);
+struct nf_queue *nf_eng_queue_get(nf_runtime *rt, nf_handle h, struct nf_error *err);
+struct nf_local_fence *nf_eng_local_get(nf_runtime *rt, nf_handle h, struct nf_error *err);
+int nf_eng_sim_push(struct nf_runtime *rt, uint64_t time, enum nf_sim_type type, uint32_t a,
+		    uint32_t b, uint32_t c);
+struct nf_sim_event nf_eng_sim_pop(struct nf_runtime *rt);
+int nf_eng_queue_schedule(struct nf_runtime *rt, struct nf_queue *q, uint64_t at);
+
+/* engine_fence.c */
+bool nf_eng_value_reached(const struct nf_adapter *a, const struct nf_global_fence *g,
+			  uint64_t value);
+void nf_eng_fence_write(struct nf_runtime *rt, struct nf_global_fence *g, uint32_t adapter,
+			uint64_t value);
+int nf_eng_check_window(struct nf_runtime *rt, const struct nf_global_fence *g, uint32_t adapter,
+			uint64_t value, struct nf_error *err);
+int nf_eng_satisfy_cpu_waiters(struct nf_runtime *rt, struct nf_global_fence *g, uint32_t *woken);
+int nf_eng_update_monitored(struct nf_runtime *rt, struct nf_global_fence *g, uint32_t *woken);
+
+/* engine_log.c */
+struct nf_log *nf_eng_queue_log(struct nf_queue *q, uint32_t type);
+int nf_eng_log_alloc(struct nf_log *lg, uint32_t type, uint32_t capacity);
+int nf_eng_emit_set_log(struct nf_runtime *rt, struct nf_queue *q, struct nf_log *lg);
+int nf_eng_log_write(struct nf_runtime *rt, struct nf_queue *q, struct nf_log *lg,
+		     const struct nf_cmd *c, uint64_t observed_ns, uint64_t end_ns);
+int nf_eng_u32_cmp(const void *x, const void *y);
+int nf_eng_queue_read_logs(struct nf_runtime *rt, struct nf_queue *q, uint64_t *lost);
+int nf_eng_emit_truth_log(struct nf_runtime *rt, struct nf_queue *q, struct nf_log *lg);
+int nf_eng_queue_recreate_logs(struct nf_runtime *rt, struct nf_queue *q);
+
+/* engine_irq.c */
+bool nf_eng_fence_has_cpu_need(const struct nf_global_fence *g, uint64_t value);
+int nf_eng_propagate_cross_adapter(struct nf_runtime *rt, struct nf_global_fence *g,
+				   uint32_t from_adapter);
+int nf_eng_overrun_fallback(struct nf_runtime *rt, uint32_t adapter, uint64_t lost);
+
+/* engine_exec.c */
+int nf_eng_wake_gpu_waiters(struct nf_runtime *rt, struct nf_global_fence *g, uint32_t adapter);
+int nf_eng_calibrate(struct nf_runtime *rt, uint32_t ai);
+int nf_eng_read_logs_now(struct nf_runtime *rt);
+int nf_eng_sim_dispatch(struct nf_runtime *rt, const struct nf_sim_event *se);
+bool nf_eng_sim_interrupted(const struct nf_runtime *rt, uint32_t *n);
+int nf_eng_sim_run_until(struct nf_runtime *rt, uint64_t until);
+bool nf_eng_sim_step(struct nf_runtime *rt, int *rc);
+
+/* engine_objects.c */
+int nf_eng_api_adapter_create(nf_runtime *rt, const struct nf_adapter_desc *desc, uint32_t *adapter_out,
+		      struct nf_error *err);
+int nf_eng_api_hwqueue_create(nf_runtime *rt, uint32_t adapter, uint32_t node, uint32_t engine,
+		      const char *name, nf_handle *queue_out, struct nf_error *err);
+int nf_eng_api_hwqueue_destroy(nf_runtime *rt, nf_handle queue, struct nf_error *err);
+int nf_eng_api_hwqueue_progress_fence(nf_runtime *rt, nf_handle queue, nf_handle *fence_out,
+			      struct nf_error *err);
+int nf_eng_api_fence_create(nf_runtime *rt, uint32_t adapter, const struct nf_fence_desc *desc,
+			    bool legacy_monitored, nf_handle *local_out, struct nf_error *err);
+int nf_eng_api_fence_global_handle(nf_runtime *rt, nf_handle local, nf_handle *global_out,
+			   struct nf_error *err);
+int nf_eng_api_fence_open(nf_runtime *rt, uint32_t adapter, uint32_t process, nf_handle global,
+		  nf_handle *local_out, struct nf_error *err);
+int nf_eng_api_fence_close(nf_runtime *rt, nf_handle local, struct nf_error *err);
+int nf_eng_api_fence_gpu_va(nf_runtime *rt, nf_handle local, struct nf_fence_va *out,
+			    struct nf_error *err);
+int nf_eng_api_fence_read(nf_runtime *rt, nf_handle local, uint64_t *current, uint64_t *monitored,
+		  struct nf_error *err);
+
+/* engine_work.c */
+int nf_eng_api_queue_wait(nf_runtime *rt, nf_handle queue, nf_handle fence, uint64_t value,
+		  struct nf_error *err);
+int nf_eng_api_queue_signal(nf_runtime *rt, nf_handle queue, nf_handle fence, uint64_t value,
+		    struct nf_error *err);
+int nf_eng_api_queue_work(nf_runtime *rt, nf_handle queue, uint64_t gpu_ns, struct nf_error *err);
+int nf_eng_emit_unwait(nf_runtime *rt, const struct nf_cpu_waiter *w, uint64_t current);
+int nf_eng_wait_timeout(struct nf_runtime *rt, uint32_t gi, uint32_t wait_id);
+int nf_eng_api_cpu_wait(nf_runtime *rt, nf_handle fence, uint64_t value, uint64_t timeout_ns,
+		struct nf_error *err);
+int nf_eng_api_cpu_wait_async(nf_runtime *rt, nf_handle fence, uint64_t value, nf_handle *event_out,
+		      struct nf_error *err);
+int nf_eng_api_event_wait(nf_runtime *rt, nf_handle event, uint64_t timeout_ns, struct nf_error *err);
+int nf_eng_api_event_close(nf_runtime *rt, nf_handle event, struct nf_error *err);
+int nf_eng_api_cpu_signal(nf_runtime *rt, nf_handle fence, uint64_t value, struct nf_error *err);
+
+/* engine.c */
+int nf_eng_check_rt(nf_runtime *rt, struct nf_error *err);
+int nf_eng_fail(nf_runtime *rt, int rc, struct nf_error *err);
+
+/* engine_display.c: the vertical blank of display d now (OS lock held):
+ * the flip queue, DisplayFlip and VSyncDPC events; schedules the next one in
+ * deterministic mode. */
+int nf_eng_vblank(struct nf_runtime *rt, uint32_t d);
+/* The earliest next blank over every display, UINT64_MAX when none (no lock:
+ * the irq thread's timer reads it). */
+uint64_t nf_eng_next_vblank(const struct nf_runtime *rt);
+int nf_eng_api_display_create(nf_runtime *rt, uint32_t adapter, const struct nf_display_desc *desc,
+			      uint32_t *display_out, struct nf_error *err);
+int nf_eng_api_present(nf_runtime *rt, nf_handle queue, uint32_t display, uint32_t sync_interval,
+		       uint64_t *present_id_out, struct nf_error *err);
+void nf_eng_displays_free(struct nf_runtime *rt);
+/* engine_threads.c: wake the irq thread's timer (a display was created). */
+void nf_th_timer_changed(struct nf_runtime *rt);
+
+/* Small helpers every file inlines (engine_sim.c's utilities). */
+/* The true time now: virtual (deterministic) or CLOCK_MONOTONIC since start. */
+static inline uint64_t now_ns(const struct nf_runtime *rt)
+{
+	return rt->threaded ? nf_th_now(rt) : rt->now;
+}
+
+/* The CPU thread events name: set by nf_runtime_set_thread (per thread when threaded). */
+static inline uint32_t cur_thread(const struct nf_runtime *rt)
+{
+	return rt->threaded ? nf_th_thread_id() : rt->thread;
+}
+
+static inline uint64_t cpu_ticks(const struct nf_runtime *rt, uint64_t t_ns)
+{
+	uint64_t f = rt->cfg.cpu_frequency;
+
+	return rt->cfg.cpu_start_ticks + (t_ns / 1000000000ull) * f +
+	       (t_ns % 1000000000ull) * f / 1000000000ull;
+}
+
+/* The next event (the queue is not empty). */
+static inline const struct nf_sim_event *sim_top(const struct nf_runtime *rt)
+{
+	return &rt->heap[rt->heap_head];
+}
+
 
 #pragma GCC visibility pop
 

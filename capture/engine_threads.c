@@ -1,5 +1,5 @@
 /*
- * The native fence engine, threaded mode: the rules stay in engine.c; this file
+ * The native fence engine, threaded mode: the rules stay in engine*.c; this file
  * gives them real threads and real time.
  *
  *   - One GPU engine thread per hardware queue executes the queue's commands in
@@ -9,7 +9,7 @@
  *     wait blocks the engine thread until CurrentValue reaches the value: the
  *     signalling engine wakes it directly, with no CPU (OS) round trip.
  *   - One CMP/interrupt thread receives the interrupts the engines raise and
- *     handles them as the OS does (engine.c: read the logs, wake CPU waiters,
+ *     handles them as the OS does (engine_irq.c: read the logs, wake CPU waiters,
  *     propagate cross-adapter values, update MonitoredValue). It also does the
  *     OS's periodic work: clock calibration, periodic log reads, log
  *     recreation requests.
@@ -431,8 +431,11 @@ static void *irq_main(void *arg)
 	pthread_mutex_lock(&th->irq_mu);
 	while (!th->irq_stop) {
 		uint64_t due = next_cal < next_read ? next_cal : next_read;
+		uint64_t next_vblank = nf_eng_next_vblank(rt);
 		if (next_new < due)
 			due = next_new;
+		if (next_vblank < due)
+			due = next_vblank;
 		if (!th->pending.len && nf_th_now(rt) < due) {
 			struct timespec ts = abs_time(th->t0 + due);
 			pthread_cond_timedwait(&th->irq_cv, &th->irq_mu, &ts);
@@ -467,6 +470,11 @@ static void *irq_main(void *arg)
 			nf_th_request_recreate(rt);
 			next_new = next_after(next_new, cfg->log_recreate_interval_ns, now);
 		}
+		/* The displays' vertical blanks that are due, each in turn (a late
+		 * thread catches up blank by blank: each blank is an event). */
+		for (uint32_t d = 0; d < rt->n_displays && !rt->finished && !rt->err.code; d++)
+			while (atomic_load(&rt->displays[d].next_ns) <= now && !rt->finished && !rt->err.code)
+				nf_eng_vblank(rt, d);
 		nf_th_unlock(rt);
 
 		pthread_mutex_lock(&th->irq_mu);
@@ -479,6 +487,15 @@ static void *irq_main(void *arg)
 	}
 	pthread_mutex_unlock(&th->irq_mu);
 	return NULL;
+}
+
+void nf_th_timer_changed(struct nf_runtime *rt)
+{
+	struct nf_threads *th = rt->th;
+
+	pthread_mutex_lock(&th->irq_mu);
+	pthread_cond_signal(&th->irq_cv);
+	pthread_mutex_unlock(&th->irq_mu);
 }
 
 /* The OS destroys and recreates every log: each engine switches to its new

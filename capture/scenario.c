@@ -26,14 +26,14 @@
  * in memory until its queue runs it): about 200 MB. */
 #define SC_MAX_PENDING (1ull << 22)
 
-enum sc_kind { SC_ADAPTER, SC_QUEUE, SC_FENCE, SC_EVENT, SC_KIND_COUNT };
-static const char *const sc_kind_names[SC_KIND_COUNT] = { "adapter", "queue", "fence", "event" };
+enum sc_kind { SC_ADAPTER, SC_QUEUE, SC_FENCE, SC_EVENT, SC_DISPLAY, SC_KIND_COUNT };
+static const char *const sc_kind_names[SC_KIND_COUNT] = { "adapter", "queue", "fence", "event", "display" };
 
 enum sc_op {
 	SC_OP_ADAPTER, SC_OP_QUEUE, SC_OP_FENCE, SC_OP_OPEN, SC_OP_CLOSE, SC_OP_DESTROY_QUEUE,
 	SC_OP_WAIT, SC_OP_SIGNAL, SC_OP_WORK, SC_OP_ADVANCE, SC_OP_AT, SC_OP_CPU_WAIT,
 	SC_OP_CPU_WAIT_ASYNC, SC_OP_EVENT_WAIT, SC_OP_EVENT_CLOSE, SC_OP_CPU_SIGNAL, SC_OP_THREAD,
-	SC_OP_REPEAT,
+	SC_OP_REPEAT, SC_OP_DISPLAY, SC_OP_PRESENT,
 };
 
 /* A compiled integer expression in reverse Polish notation. */
@@ -53,6 +53,7 @@ struct sc_stmt {
 	uint64_t steps;              /* statements it runs (repeat: with its body), saturated */
 	struct nf_adapter_desc adesc;
 	struct nf_fence_desc fdesc;
+	struct nf_display_desc ddesc;  /* display (its name is the symbol's) */
 	bool legacy;                 /* fence: a legacy monitored fence */
 	uint32_t node, engine, process;
 	uint32_t var_depth;          /* repeat: depth of its loop variable */
@@ -404,6 +405,33 @@ static int parse_bool(struct sc_parser *p, const struct sc_word *w, bool *out)
 		*out = false;
 	else
 		return perr(p, w->col, "expected on or off, got '%.*s'", (int)w->len, w->s);
+	return 0;
+}
+
+/* A refresh rate: a frequency (60Hz, 144Hz, 60: whole hertz) or a ratio of
+ * hertz NUM/DEN (60000/1001), 1 .. 1000 Hz. */
+static int parse_refresh(struct sc_parser *p, const struct sc_word *w, struct nf_display_desc *d)
+{
+	const char *slash = memchr(w->s, '/', w->len);
+	uint64_t num, den = 1;
+	int rc;
+
+	if (slash) {
+		struct sc_word a = { w->s, (uint32_t)(slash - w->s), w->col };
+		struct sc_word b = { slash + 1, w->len - a.len - 1, w->col + a.len + 1 };
+
+		rc = const_value(p, &a, NULL, &num);
+		if (!rc)
+			rc = const_value(p, &b, NULL, &den);
+	} else {
+		rc = const_value(p, w, sc_freq_units, &num);
+	}
+	if (rc)
+		return rc;
+	if (!den || num > 1000 * den || num < den)
+		return perr(p, w->col, "refresh rate '%.*s' is outside 1 .. 1000 Hz", (int)w->len, w->s);
+	d->refresh_num = (uint32_t)num;
+	d->refresh_den = (uint32_t)den;
 	return 0;
 }
 
@@ -803,6 +831,57 @@ static int parse_statement(struct sc_parser *p, struct sc_stmt *st, const char *
 				return perr(p, p->w[2].col, "unexpected '%.*s'", (int)p->w[2].len, p->w[2].s);
 			st->has_e2 = true;
 			rc = parse_expr(p, &p->w[3], sc_time_units, &st->e2);
+		}
+		return rc;
+	}
+	if (word_is(w0, "display")) {
+		bool have_adapter = false;
+
+		st->op = SC_OP_DISPLAY;
+		rc = need_words(p, 4, "display NAME adapter ADAPTER [refresh RATE] [process N]");
+		if (!rc)
+			rc = sym_define(p, &p->w[1], SC_DISPLAY, &st->a);
+		nf_display_desc_init(&st->ddesc);
+		for (uint32_t i = 2; !rc && i < p->nw; i += 2) {
+			const struct sc_word *k = &p->w[i], *v = &p->w[i + 1];
+
+			if (i + 1 >= p->nw)
+				return perr(p, k->col, "'%.*s' needs a value", (int)k->len, k->s);
+			if (word_is(k, "adapter")) {
+				rc = sym_find(p, v, SC_ADAPTER, &st->b);
+				have_adapter = true;
+			} else if (word_is(k, "process")) {
+				rc = parse_u32(p, v, &st->ddesc.process);
+			} else if (word_is(k, "refresh")) {
+				rc = parse_refresh(p, v, &st->ddesc);
+			} else {
+				return perr(p, k->col, "unknown display setting '%.*s'", (int)k->len, k->s);
+			}
+		}
+		if (!rc && !have_adapter)
+			return perr(p, w0->col, "display needs 'adapter NAME'");
+		if (!rc)
+			p->sc->syms[st->a].adapter = st->b;
+		return rc;
+	}
+	if (word_is(w0, "present")) {
+		st->op = SC_OP_PRESENT;
+		st->node = 1; /* the sync interval */
+		rc = need_words(p, 3, "present QUEUE DISPLAY [interval N]");
+		if (!rc)
+			rc = sym_find(p, &p->w[1], SC_QUEUE, &st->a);
+		if (!rc)
+			rc = sym_find(p, &p->w[2], SC_DISPLAY, &st->b);
+		if (!rc && p->sc->syms[st->a].adapter != p->sc->syms[st->b].adapter)
+			return perr(p, p->w[2].col, "display '%s' is on adapter '%s' but queue '%s' is on adapter '%s'",
+				    p->sc->syms[st->b].name, p->sc->syms[p->sc->syms[st->b].adapter].name,
+				    p->sc->syms[st->a].name, p->sc->syms[p->sc->syms[st->a].adapter].name);
+		if (!rc && p->nw > 3) {
+			if (!word_is(&p->w[3], "interval") || p->nw != 5)
+				return perr(p, p->w[3].col, "unexpected '%.*s'", (int)p->w[3].len, p->w[3].s);
+			rc = parse_u32(p, &p->w[4], &st->node);
+			if (!rc && st->node > 4)
+				return perr(p, p->w[4].col, "a sync interval is 0 to 4");
 		}
 		return rc;
 	}
@@ -1276,6 +1355,17 @@ static int run_stmt(struct sc_run *r, const struct sc_stmt *st)
 		rc = run_value(r, st, &st->e1, &x);
 		if (!rc)
 			rc = nf_cpu_signal(r->rt, r->objs[st->a], x, &e);
+		break;
+	case SC_OP_DISPLAY: {
+		struct nf_display_desc d = st->ddesc;
+
+		d.name = r->sc->syms[st->a].name;
+		rc = nf_display_create(r->rt, r->objs[st->b], &d, &r->objs[st->a], &e);
+		break;
+	}
+	case SC_OP_PRESENT:
+		rc = nf_present(r->rt, r->objs[st->a], r->objs[st->b], st->node, NULL, &e);
+		r->ops++;
 		break;
 	case SC_OP_THREAD:
 		rc = run_value(r, st, &st->e1, &x);

@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "contract/text.h"
 
@@ -28,6 +27,9 @@
 
 /* Hang findings listed one by one (pending waits past this are only counted). */
 #define CHECK_MAX_PENDING 50u
+
+/* GPU jobs held back by a dependency (nf_analysis_job_blocks): one session's. */
+static struct nf_job_blocks check_jobs;
 
 static const char *check_verdict(const struct nf_source_check *c, const struct nf_hang_report *h)
 {
@@ -39,9 +41,65 @@ static const char *check_verdict(const struct nf_source_check *c, const struct n
 		return "deadlock";
 	if (h->count[NF_HANG_NEVER_SIGNALED] || h->count[NF_HANG_BLOCKED])
 		return "hang";
-	if (c->legal)
+	if (c->legal || check_jobs.n_waiting)
 		return "legal_anomalies";
 	return "whole";
+}
+
+
+/* "job 5 (drm_sched sdma0, fence 501:2)" */
+static void check_job_label(const struct nf_job_waiting *w, char *buf, size_t len)
+{
+	char fence[48] = "";
+
+	if (w->context >= 0)
+		snprintf(fence, sizeof(fence), ", fence %" PRId64 ":%" PRId64, w->context, w->seqno);
+	snprintf(buf, len, "job %" PRId64 " (%s %s%s)", w->job, w->driver, w->ring[0] ? w->ring : "ring ?", fence);
+}
+
+static void jobs_print_text(void)
+{
+	const struct nf_job_blocks *b = &check_jobs;
+	char j[160], d[64];
+
+	if (!b->events)
+		return;
+	printf("GPU jobs held back by a dependency (drm_sched_job_unschedulable): %zu time%s, %zu job%s; %zu still "
+	       "not started when the trace ended\n", b->events, b->events == 1 ? "" : "s", b->jobs,
+	       b->jobs == 1 ? "" : "s", b->n_waiting);
+	for (size_t i = 0; i < b->n_waiting; i++) {
+		const struct nf_job_waiting *w = &b->waiting[i];
+
+		check_job_label(w, j, sizeof(j));
+		if (w->dep_job >= 0)
+			snprintf(d, sizeof(d), "of job %" PRId64, w->dep_job);
+		else
+			snprintf(d, sizeof(d), "of no job in the trace");
+		printf("  waiting: %s since %" PRId64 " ns for fence %" PRId64 ":%" PRId64 " %s, %s\n", j,
+		       w->since_ns, w->dep_context, w->dep_seqno, d,
+		       w->dep_signaled ? "signaled later, and the job was not run after it"
+				       : "not signaled in the trace");
+	}
+}
+
+static void jobs_print_json(void)
+{
+	const struct nf_job_blocks *b = &check_jobs;
+
+	printf(",\n  \"jobs_unschedulable\": {\"events\": %zu, \"jobs\": %zu, \"waiting\": %zu},\n"
+	       "  \"jobs_waiting\": [", b->events, b->jobs, b->n_waiting);
+	for (size_t i = 0; i < b->n_waiting; i++) {
+		const struct nf_job_waiting *w = &b->waiting[i];
+
+		printf("%s\n    {\"job\": %" PRId64 ", \"since_ns\": %" PRId64 ", \"dep_context\": %" PRId64
+		       ", \"dep_seqno\": %" PRId64, i ? "," : "", w->job, w->since_ns, w->dep_context, w->dep_seqno);
+		if (w->dep_job >= 0)
+			printf(", \"dep_job\": %" PRId64, w->dep_job);
+		else
+			printf(", \"dep_job\": null");
+		printf(", \"dep_signaled\": %s}", w->dep_signaled ? "true" : "false");
+	}
+	printf("%s]", b->n_waiting ? "\n  " : "");
 }
 
 
@@ -263,6 +321,7 @@ static void check_print_text(const struct nf_source_check *c, const struct nf_co
 	fputs(c->text ? c->text : "", stdout);
 	nf_cli_coverage_text(stdout, cov);
 	hang_print_text(a, h);
+	jobs_print_text();
 	if (!strcmp(verdict, "illegal"))
 		printf("verdict: illegal (%s, %zu lowered signal%s)\n", c->illegal_what, h->count[NF_HANG_LOWERED],
 		       h->count[NF_HANG_LOWERED] == 1 ? "" : "s");
@@ -275,8 +334,15 @@ static void check_print_text(const struct nf_source_check *c, const struct nf_co
 	else if (!strcmp(verdict, "hang"))
 		printf("verdict: hang (%zu waits can never be satisfied)\n",
 		       h->count[NF_HANG_NEVER_SIGNALED] + h->count[NF_HANG_BLOCKED]);
+	else if (!strcmp(verdict, "legal_anomalies") && c->legal)
+		if (check_jobs.n_waiting)
+			printf("verdict: legal anomalies only (%s; %zu GPU job%s still held back by a dependency when the "
+			       "trace ended)\n", c->legal_what, check_jobs.n_waiting, check_jobs.n_waiting == 1 ? "" : "s");
+		else
+			printf("verdict: legal anomalies only (%s)\n", c->legal_what);
 	else if (!strcmp(verdict, "legal_anomalies"))
-		printf("verdict: legal anomalies only (%s)\n", c->legal_what);
+		printf("verdict: legal anomalies only (%zu GPU job%s still held back by a dependency when the trace "
+		       "ended)\n", check_jobs.n_waiting, check_jobs.n_waiting == 1 ? "" : "s");
 	else
 		printf("verdict: whole (%s)\n", c->whole_what);
 }
@@ -293,105 +359,60 @@ static void check_print_json(const char *dir, const struct nf_source_check *c, c
 	printf(",\n  \"out_of_range\": %" PRId64, out_of_range);
 	nf_cli_coverage_json(stdout, cov);
 	hang_print_json(h);
+	jobs_print_json();
 	printf("\n}\n");
 }
 
-/* A path for a temporary timeline of dir under $TMPDIR (or /tmp): 0, or -1. */
-static int check_temp_timeline(const char *dir, char *db, size_t len)
-{
-	const char *base = getenv("TMPDIR");
-	int fd;
+enum { O_JSON };
 
-	(void)dir;
-	if ((size_t)snprintf(db, len, "%s/nftrace-check-XXXXXX", base && *base ? base : "/tmp") >= len)
-		return -1;
-	fd = mkstemp(db);
-	if (fd < 0)
-		return -1;
-	close(fd);
+static const struct nf_cli_option options[] = {
+	[O_JSON] = { .name = "json",
+		     .help = "the same as one JSON object (verdict: whole, legal_anomalies, hang, deadlock,\n"
+			     "incomplete or illegal; hangs: counts per kind; hang_findings: each with its\n"
+			     "wait and edges)" },
+	{ 0 },
+};
+
+struct check_state {
+	struct nf_source_check c;
+	bool read;
+};
+
+/* The logs first (a session that cannot be read is said so by its reader), then the timeline. */
+static int check_prepare(struct nf_cli *cli)
+{
+	struct check_state *st = cli->state;
+	struct nf_error err;
+
+	nf_error_clear(&err);
+	st->read = true;
+	if (nf_session_check(cli->args[0], &st->c, &err))
+		return nf_cli_fail("check", &err);
 	return 0;
 }
 
-/* What `nftrace check --help` prints; the options it names are parsed below. */
-const char cmd_check_usage[] =
-	"usage: nftrace check DIR [--json]\n"
-	"\n"
-	"Reads the session and replays the OS's log bookkeeping. Prints, per hardware queue and\n"
-	"log (waits, signals), the epochs, the entries read, the entries lost to overruns, the\n"
-	"zero, repeated and backwards end timestamps and the other findings, with where the\n"
-	"first of each kind was found; illegal findings are listed one by one (the first 50).\n"
-	"\n"
-	"Legal (exit 0): entries lost to an overrun (wraparound), zero end timestamps (an LDA\n"
-	"skipped write), repeated end timestamps, a log recreated at a new location (new epoch).\n"
-	"Illegal (exit 1): an end timestamp that goes backwards, an unknown fence handle, an\n"
-	"operation type that does not match the log, an index or capacity out of range, a\n"
-	"header that goes backwards or a read that does not match it; and a session that\n"
-	"cannot be read (truncated or corrupt stream, not a CTF trace): one line on stderr.\n"
-	"\n"
-	"Hangs and deadlocks (over the session's timeline, built when missing): GPU and CPU waits\n"
-	"still open at the end, each with its wait-for chain (the signals that could satisfy it\n"
-	"are queued behind which wait). Exit 1 with verdict deadlock: waits in a cycle, each\n"
-	"edge listed; verdict hang: a wait for a value no signal in the session reaches (never\n"
-	"signaled), or one blocked behind such waits. A signal that lowers a monitored fence's\n"
-	"value is illegal. A wait a queued signal can still satisfy (the session ended mid-frame)\n"
-	"is listed as pending and changes nothing. A session without its end of recording\n"
-	"(recorder killed, files cut) or whose streams belong to another recording: verdict\n"
-	"incomplete, exit 1. Verdicts, strongest first: illegal, incomplete, deadlock, hang,\n"
-	"legal_anomalies, whole.\n"
-	"\n"
-	"  --json   the same as one JSON object (verdict: whole, legal_anomalies, hang, deadlock,\n"
-	"           incomplete or illegal; hangs: counts per kind; hang_findings: each with its wait and edges)\n";
-
-int cmd_check(int argc, char **argv)
+/* Hangs and deadlocks over the session's timeline (the dispatcher built it,
+ * in a temporary file when the session directory cannot be written). */
+static int check_run(struct nf_cli *cli)
 {
-	struct nf_source_check c;
+	struct check_state *st = cli->state;
+	struct nf_source_check *c = &st->c;
+	const char *dir = cli->args[0], *db = cli->db[0];
 	struct nf_coverage cov = { 0 };
 	int64_t out_of_range = 0;
 	struct nf_analysis *a = NULL;
 	struct nf_hang_report hangs = { 0 };
-	bool tmp_db = false;
-	char db[4200];
 	struct nf_error err;
-	const char *dir = NULL;
-	bool json = false;
 	int rc;
 
-	for (int i = 1; i < argc; i++) {
-		rc = nf_cli_common_option("check", argv[i]);
-		if (rc >= 0)
-			return rc;
-		if (!strcmp(argv[i], "--json"))
-			json = true;
-		else if (argv[i][0] == '-' && argv[i][1])
-			return nf_cli_usage_error("check", "unknown option '%s'", argv[i]);
-		else if (dir)
-			return nf_cli_usage_error("check", "unexpected argument '%s'", argv[i]);
-		else
-			dir = argv[i];
-	}
-	if (!dir)
-		return nf_cli_usage_error("check", "missing session DIR");
-
 	nf_error_clear(&err);
-	rc = nf_session_check(dir, &c, &err);
-	if (rc) {
-		nf_source_check_free(&c);
-		return nf_cli_fail("check", &err);
-	}
-	/* Hangs and deadlocks: over the session's timeline (built when missing; in a
-	 * temporary file when the session directory cannot be written). */
-	rc = nf_timeline_ensure(dir, db, sizeof(db), &err);
-	if (rc == NF_EIO && check_temp_timeline(dir, db, sizeof(db)) == 0) {
-		nf_error_clear(&err);
-		rc = nf_timeline_build(dir, db, &err);
-		tmp_db = true;
-	}
-	if (!rc)
-		rc = nf_analysis_load_open(db, &a, &err);
+	rc = nf_analysis_load_open(db, &a, &err);
 	if (!rc)
 		rc = nf_analysis_hangs(a, &hangs, &err);
 	if (!rc)
 		rc = read_timeline_facts(db, &cov, &out_of_range, &err);
+	if (!rc)
+		rc = nf_analysis_job_blocks(db, &check_jobs, &err);
 	if (rc) {
 		rc = nf_cli_fail("check", &err);
 		goto out_free;
@@ -400,36 +421,81 @@ int cmd_check(int argc, char **argv)
 	 * out_of_range anomaly each: a calibration pair, an event past 2^62 ns):
 	 * never whole, even when the logs are. */
 	if (out_of_range > 0) {
-		size_t len = strlen(c.legal_what);
+		size_t len = strlen(c->legal_what);
 
-		c.legal += (uint64_t)out_of_range;
-		snprintf(c.legal_what + len, sizeof(c.legal_what) - len, "%s%" PRId64 " left out of range of a clock",
+		c->legal += (uint64_t)out_of_range;
+		snprintf(c->legal_what + len, sizeof(c->legal_what) - len, "%s%" PRId64 " left out of range of a clock",
 			 len ? ", " : "", out_of_range);
 	}
 	/* CPUs recorded only from some moment on: what ran before it on them is not in the file. */
 	if (cov.cpus && (!cov.whole || cov.whole_from_ns > 0)) {
-		size_t len = strlen(c.legal_what);
+		size_t len = strlen(c->legal_what);
 
-		c.legal++;
+		c->legal++;
 		if (cov.whole)
-			snprintf(c.legal_what + len, sizeof(c.legal_what) - len, "%severy CPU recorded only from %.6f s",
+			snprintf(c->legal_what + len, sizeof(c->legal_what) - len, "%severy CPU recorded only from %.6f s",
 				 len ? ", " : "", (double)cov.whole_from_ns / 1e9);
 		else
-			snprintf(c.legal_what + len, sizeof(c.legal_what) - len, "%sa CPU of which nothing is recorded",
+			snprintf(c->legal_what + len, sizeof(c->legal_what) - len, "%sa CPU of which nothing is recorded",
 				 len ? ", " : "");
 	}
-	if (json)
-		check_print_json(dir, &c, &cov, out_of_range, &hangs);
+	if (nf_cli_has(cli, O_JSON))
+		check_print_json(dir, c, &cov, out_of_range, &hangs);
 	else
-		check_print_text(&c, &cov, a, &hangs);
-	rc = strcmp(check_verdict(&c, &hangs), "whole") && strcmp(check_verdict(&c, &hangs), "legal_anomalies")
+		check_print_text(c, &cov, a, &hangs);
+	rc = strcmp(check_verdict(c, &hangs), "whole") && strcmp(check_verdict(c, &hangs), "legal_anomalies")
 		     ? NF_EXIT_FAIL : NF_EXIT_OK;
 out_free:
+	nf_job_blocks_free(&check_jobs);
 	nf_hang_report_free(&hangs);
 	nf_analysis_destroy(a);
-	if (tmp_db)
-		unlink(db);
-	nf_source_check_free(&c);
 	nf_coverage_free(&cov);
 	return rc;
 }
+
+static void check_finish(struct nf_cli *cli)
+{
+	struct check_state *st = cli->state;
+
+	if (st->read)
+		nf_source_check_free(&st->c);
+}
+
+const struct nf_cli_cmd cmd_check = {
+	.options = options,
+	.args = "session DIR",
+	.min_args = 1,
+	.max_args = 1,
+	.args_complete = NF_COMPLETE_SESSION,
+	.synopsis = "nftrace check DIR [--json]\n",
+	.description =
+		"Reads the session and replays the OS's log bookkeeping. Prints, per hardware queue and\n"
+		"log (waits, signals), the epochs, the entries read, the entries lost to overruns, the\n"
+		"zero, repeated and backwards end timestamps and the other findings, with where the\n"
+		"first of each kind was found; illegal findings are listed one by one (the first 50).\n"
+		"\n"
+		"Legal (exit 0): entries lost to an overrun (wraparound), zero end timestamps (an LDA\n"
+		"skipped write), repeated end timestamps, a log recreated at a new location (new epoch).\n"
+		"Illegal (exit 1): an end timestamp that goes backwards, an unknown fence handle, an\n"
+		"operation type that does not match the log, an index or capacity out of range, a\n"
+		"header that goes backwards or a read that does not match it; and a session that\n"
+		"cannot be read (truncated or corrupt stream, not a CTF trace): one line on stderr.\n"
+		"\n"
+		"Hangs and deadlocks (over the session's timeline, built when missing): GPU and CPU waits\n"
+		"still open at the end, each with its wait-for chain (the signals that could satisfy it\n"
+		"are queued behind which wait). Exit 1 with verdict deadlock: waits in a cycle, each\n"
+		"edge listed; verdict hang: a wait for a value no signal in the session reaches (never\n"
+		"signaled), or one blocked behind such waits. A signal that lowers a monitored fence's\n"
+		"value is illegal. A wait a queued signal can still satisfy (the session ended mid-frame)\n"
+		"is listed as pending and changes nothing. GPU jobs the scheduler could not run when it\n"
+		"picked them (drm_sched_job_unschedulable, Linux 6.16 on) are counted; one still not\n"
+		"started when the trace ended is listed with its dependency (a legal anomaly: the trace\n"
+		"may have ended first). A session without its end of recording\n"
+		"(recorder killed, files cut) or whose streams belong to another recording: verdict\n"
+		"incomplete, exit 1. Verdicts, strongest first: illegal, incomplete, deadlock, hang,\n"
+		"legal_anomalies, whole.\n",
+	.state_size = sizeof(struct check_state),
+	.prepare = check_prepare,
+	.run = check_run,
+	.finish = check_finish,
+};

@@ -255,7 +255,7 @@ static void job_on(const struct nf_analysis *a, const struct nf_job_segment *s, 
 static const char *job_kind_name(enum nf_job_seg_kind k)
 {
 	return k == NF_JSEG_EXECUTE ? "execute" : k == NF_JSEG_DEP ? "dependency" : k == NF_JSEG_QUEUED ? "queued"
-												: "submit";
+		: k == NF_JSEG_FENCE ? "fence" : "submit";
 }
 
 static void job_doing(const struct nf_analysis *a, const struct nf_job_segment *s, char *buf, size_t len)
@@ -268,8 +268,17 @@ static void job_doing(const struct nf_analysis *a, const struct nf_job_segment *
 		snprintf(buf, len, "executing %s", j);
 		break;
 	case NF_JSEG_DEP:
+		if (s->dep_job < 0) {
+			snprintf(buf, len, "%s waiting to run until fence %" PRId64 ":%" PRId64 " signaled (op %" PRId64 ")",
+				 j, s->dep_context, s->dep_seqno, s->dep_signal);
+			break;
+		}
 		job_label(a, s->dep_job, d, sizeof(d));
 		snprintf(buf, len, "%s waiting to run until %s %s", j, d, s->dep_scheduled ? "started" : "finished");
+		break;
+	case NF_JSEG_FENCE:
+		snprintf(buf, len, "%s submitted, waiting for fence %" PRId64 ":%" PRId64 " of no job in the trace",
+			 j, s->dep_context, s->dep_seqno);
 		break;
 	case NF_JSEG_QUEUED:
 		snprintf(buf, len, "%s submitted, waiting to run", j);
@@ -321,94 +330,88 @@ static void print_job_json(const struct nf_analysis *a, const struct nf_job_path
 		json_opt("job", s->job);
 		json_opt("thread", s->kind == NF_JSEG_SUBMIT ? s->thread : -1);
 		json_opt("dep_job", s->dep_job);
-		printf(", \"start_ns\": %" PRId64 ", \"end_ns\": %" PRId64 ", \"duration_ns\": %" PRId64
-		       ", \"doing\": ", s->start_ns, s->end_ns, nf_time_sub(s->end_ns, s->start_ns));
+		printf(", \"start_ns\": %" PRId64 ", \"end_ns\": %" PRId64 ", \"duration_ns\": %" PRId64,
+		       s->start_ns, s->end_ns, nf_time_sub(s->end_ns, s->start_ns));
+		json_opt("dep_context", s->dep_context);
+		json_opt("dep_seqno", s->dep_seqno);
+		json_opt("dep_signal", s->dep_signal);
+		printf(", \"doing\": ");
 		json_str(doing);
 		putchar('}');
 	}
 	printf("%s]}\n", p->n ? "\n" : "");
 }
-/* What `nftrace critical-path --help` prints; the options it names are parsed below. */
-const char cmd_critical_path_usage[] =
-	"usage: nftrace critical-path DIR [--op ID | --at TIME | --queue Q | --job ID] [--json]\n"
-	"\n"
-	"Explains the latency (queued on the CPU to completed) of one operation: the last one to\n"
-	"finish (default), operation ID (fence_ops.id), the last to finish by TIME (12.5ms), or\n"
-	"the last to finish on hardware queue Q (handle or name). Walks back from its end: while\n"
-	"an operation waited, to the signal that released it (deps) and that signal's queue;\n"
-	"while a queue was busy with earlier work, to that work; when work waited for the CPU to\n"
-	"queue it, to the CPU thread (and the CPU waits it did). Prints the segments in time\n"
-	"order: on which queue or thread, doing what (waiting on fence F >= v, executing,\n"
-	"running until it queued the work), start, end and duration in ns; the durations add up\n"
-	"to the latency exactly.\n"
-	"Linux kernel sessions with GPU jobs: when no operation finished (or with --job ID,\n"
-	"jobs.id), the job: on its ring, behind the job run before it, released by its\n"
-	"dependency (job_deps), submitted by its thread.\n"
-	"\n"
-	"  --json   the same as one JSON object\n";
+enum { O_OP, O_AT, O_QUEUE, O_JOB, O_JSON };
 
-int cmd_critical_path(int argc, char **argv)
+static const struct nf_cli_option options[] = {
+	[O_OP] = { .name = "op", .arg = "ID", .help = "operation ID (fence_ops.id)" },
+	[O_AT] = { .name = "at", .arg = "TIME", .help = "the last operation to finish by TIME (12.5ms)" },
+	[O_QUEUE] = { .name = "queue", .arg = "Q", .help = "the last to finish on hardware queue Q (handle or name)" },
+	[O_JOB] = { .name = "job", .arg = "ID", .help = "Linux kernel sessions: GPU job ID (jobs.id)" },
+	[O_JSON] = { .name = "json", .help = "the same as one JSON object" },
+	{ 0 },
+};
+
+struct cp_state {
+	enum nf_cp_target kind;
+	int64_t arg;
+	const char *queue_text;
+	bool by_job;
+};
+
+/* Which operation (or job): one of --op, --at, --queue, --job. */
+static int cp_prepare(struct nf_cli *c)
 {
-	enum nf_cp_target kind = NF_CP_LAST;
-	const char *dir = NULL, *queue_text = NULL;
+	struct cp_state *st = c->state;
+	struct nf_error err;
+	const char *v;
+
+	nf_error_clear(&err);
+	st->kind = NF_CP_LAST;
+	if (nf_cli_count(c, O_OP) + nf_cli_count(c, O_AT) + nf_cli_count(c, O_QUEUE) + nf_cli_count(c, O_JOB) > 1)
+		return nf_cli_usage_error("critical-path", "give one of --op, --at, --queue, --job");
+	for (int opt = O_OP; opt <= O_JOB; opt += O_JOB - O_OP) {
+		char *end;
+
+		if (!(v = nf_cli_get(c, opt)))
+			continue;
+		errno = 0;
+		long long id = strtoll(v, &end, 0);
+		if (errno || *end || !*v || id < 0)
+			return nf_cli_usage_error("critical-path", "--%s: bad %s id '%s'", opt == O_OP ? "op" : "job",
+						  opt == O_OP ? "operation" : "job", v);
+		st->kind = NF_CP_OP;
+		st->by_job = opt == O_JOB;
+		st->arg = id;
+	}
+	if ((v = nf_cli_get(c, O_AT))) {
+		if (nf_parse_duration(v, &st->arg, &err))
+			return nf_cli_usage_error("critical-path", "--at: %s", err.msg);
+		st->kind = NF_CP_AT;
+	}
+	if ((v = nf_cli_get(c, O_QUEUE))) {
+		st->kind = NF_CP_QUEUE;
+		st->queue_text = v;
+	}
+	return 0;
+}
+
+static int cp_run(struct nf_cli *c)
+{
+	struct cp_state *st = c->state;
+	enum nf_cp_target kind = st->kind;
+	const char *dir = c->args[0], *db = c->db[0], *queue_text = st->queue_text;
 	struct nf_analysis *a = NULL;
 	struct nf_cp_path path = { 0 };
 	struct nf_job_path jpath = { 0 };
 	struct nf_error err;
-	int64_t arg = 0, op = 0;
-	bool json = false, by_job = false;
-	char db[4200];
+	int64_t arg = st->arg, op = 0;
+	bool json = nf_cli_has(c, O_JSON), by_job = st->by_job;
 	int rc;
 
 	nf_error_clear(&err);
-	for (int i = 1; i < argc; i++) {
-		rc = nf_cli_common_option("critical-path", argv[i]);
-		if (rc >= 0)
-			return rc;
-		if (!strcmp(argv[i], "--json")) {
-			json = true;
-		} else if (!strcmp(argv[i], "--op") || !strcmp(argv[i], "--at") || !strcmp(argv[i], "--queue") ||
-			   !strcmp(argv[i], "--job")) {
-			const char *opt = argv[i];
-
-			if (kind != NF_CP_LAST || by_job)
-				return nf_cli_usage_error("critical-path", "give one of --op, --at, --queue, --job");
-			if (i + 1 >= argc)
-				return nf_cli_usage_error("critical-path", "option '%s' needs a value", opt);
-			const char *v = argv[++i];
-			if (!strcmp(opt, "--op") || !strcmp(opt, "--job")) {
-				char *end;
-
-				errno = 0;
-				long long id = strtoll(v, &end, 0);
-				if (errno || *end || !*v || id < 0)
-					return nf_cli_usage_error("critical-path", "%s: bad %s id '%s'", opt,
-								  opt[2] == 'o' ? "operation" : "job", v);
-				kind = NF_CP_OP;
-				by_job = opt[2] == 'j';
-				arg = id;
-			} else if (!strcmp(opt, "--at")) {
-				if (nf_parse_duration(v, &arg, &err))
-					return nf_cli_usage_error("critical-path", "--at: %s", err.msg);
-				kind = NF_CP_AT;
-			} else {
-				kind = NF_CP_QUEUE;
-				queue_text = v;
-			}
-		} else if (argv[i][0] == '-' && argv[i][1]) {
-			return nf_cli_usage_error("critical-path", "unknown option '%s'", argv[i]);
-		} else if (dir) {
-			return nf_cli_usage_error("critical-path", "unexpected argument '%s'", argv[i]);
-		} else {
-			dir = argv[i];
-		}
-	}
-	if (!dir)
-		return nf_cli_usage_error("critical-path", "missing session DIR");
-	rc = nf_timeline_ensure(dir, db, sizeof(db), &err);
 	/* on demand: one path reads what it visits, not the whole session */
-	if (!rc)
-		rc = nf_analysis_open_lazy(db, &a, &err);
+	rc = nf_analysis_open_lazy(db, &a, &err);
 	/* the reasons of waits nothing released (a failure here only loses the words) */
 	if (!rc) {
 		if (nf_timeline_open_read(db, &reason_db, &err) == 0 &&
@@ -462,3 +465,29 @@ int cmd_critical_path(int argc, char **argv)
 	sqlite3_close(reason_db);
 	return NF_EXIT_OK;
 }
+
+const struct nf_cli_cmd cmd_critical_path = {
+	.options = options,
+	.args = "session DIR",
+	.min_args = 1,
+	.max_args = 1,
+	.args_complete = NF_COMPLETE_SESSION,
+	.synopsis = "nftrace critical-path DIR [--op ID | --at TIME | --queue Q | --job ID] [--json]\n",
+	.description =
+		"Explains the latency (queued on the CPU to completed) of one operation: the last one to\n"
+		"finish (default), operation ID (fence_ops.id), the last to finish by TIME (12.5ms), or\n"
+		"the last to finish on hardware queue Q (handle or name). Walks back from its end: while\n"
+		"an operation waited, to the signal that released it (deps) and that signal's queue;\n"
+		"while a queue was busy with earlier work, to that work; when work waited for the CPU to\n"
+		"queue it, to the CPU thread (and the CPU waits it did). Prints the segments in time\n"
+		"order: on which queue or thread, doing what (waiting on fence F >= v, executing,\n"
+		"running until it queued the work), start, end and duration in ns; the durations add up\n"
+		"to the latency exactly.\n"
+		"Linux kernel sessions with GPU jobs: when no operation finished (or with --job ID,\n"
+		"jobs.id), the job: on its ring, behind the job run before it, released by its\n"
+		"dependency (job_deps: another job, or the signal of a fence no job owns), submitted\n"
+		"by its thread.\n",
+	.state_size = sizeof(struct cp_state),
+	.prepare = cp_prepare,
+	.run = cp_run,
+};

@@ -70,42 +70,48 @@ static void info_coverage(const char *dir)
 	sqlite3_close(db);
 }
 
-/* What `nftrace info --help` prints; the options it names are parsed below. */
-const char cmd_info_usage[] =
-	"usage: nftrace info DIR [--json]\n"
-	"       nftrace info --events       (the event reference, as Markdown)\n";
+enum { O_JSON, O_EVENTS };
 
-int cmd_info(int argc, char **argv)
+static const struct nf_cli_option options[] = {
+	[O_JSON] = { .name = "json", .help = "the same facts as one JSON object" },
+	[O_EVENTS] = { .name = "events", .help = "print the event reference (schemas/events.md), as Markdown" },
+	{ 0 },
+};
+
+static int info_run(struct nf_cli *c)
 {
 	struct nf_error err;
-	const char *dir = NULL;
-	int json = 0;
 
-	if (argc < 2)
-		return nf_cli_usage_error("info", "missing session DIR");
-	int r = nf_cli_common_option("info", argv[1]);
-	if (r >= 0)
-		return r;
-	if (!strcmp(argv[1], "--events")) {
+	if (nf_cli_has(c, O_EVENTS)) {
+		if (c->n_args)
+			return nf_cli_usage_error("info", "--events takes no session DIR");
 		print_events_markdown();
 		return NF_EXIT_OK;
 	}
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json"))
-			json = 1;
-		else if (argv[i][0] == '-' && argv[i][1])
-			return nf_cli_usage_error("info", "unknown option '%s'", argv[i]);
-		else if (dir)
-			return nf_cli_usage_error("info", "unexpected argument '%s'", argv[i]);
-		else
-			dir = argv[i];
-	}
-	if (!dir)
+	if (!c->n_args)
 		return nf_cli_usage_error("info", "missing session DIR");
 	nf_error_clear(&err);
-	if (nf_session_info(dir, json, stdout, &err))
+	if (nf_session_info(c->args[0], nf_cli_has(c, O_JSON), stdout, &err))
 		return nf_cli_fail("info", &err);
-	if (!json)
-		info_coverage(dir);
+	if (!nf_cli_has(c, O_JSON))
+		info_coverage(c->args[0]);
 	return NF_EXIT_OK;
 }
+
+const struct nf_cli_cmd cmd_info = {
+	.options = options,
+	.args = "session DIR",
+	.min_args = 0,
+	.max_args = 1,
+	.args_complete = NF_COMPLETE_SESSION,
+	.synopsis =
+		"nftrace info DIR [--json]\n"
+		"nftrace info --events\n",
+	.description =
+		"Prints what a session is and holds: its source, the tool and schema that recorded it,\n"
+		"mode and seed, CPU clock, duration, log entries read and lost, and the count of each\n"
+		"event; for an imported Windows ETW capture, what the file says (OS build, clock,\n"
+		"buffers, events lost, what it lacks) and what the timeline got from it.\n"
+		"--events prints the event reference instead (schemas/events.md is that output).\n",
+	.run = info_run,
+};

@@ -6,7 +6,6 @@
 #include "contract/record.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,98 +32,57 @@ static void show_progress(void *ctx, const struct nf_record_progress *p)
 			(double)p->bytes / 1e6, (unsigned long long)p->lost_entries);
 }
 
-/* What `nftrace record --help` prints; the options it names are parsed below. */
-const char cmd_record_usage[] =
-	"usage: nftrace record -o DIR [--seed N] [--mode deterministic|threaded] [--ground-truth] [--force]\n"
-	"                      [--kernel EVENTS] SCENARIO\n"
-	"       nftrace record -o DIR [options] -- PROGRAM [ARGS...]\n"
-	"\n"
-	"Runs SCENARIO (a scenario file, see schemas/scenario.md) through the native fence\n"
-	"runtime, or runs PROGRAM (which links libnfence), and writes a CTF 1.8 session to DIR.\n"
-	"\n"
-	"  -o, --output DIR   session directory to create\n"
-	"  --seed N           simulation seed (default: the scenario's, else 1)\n"
-	"  --mode MODE        deterministic (default) or threaded\n"
-	"  --ground-truth     also record the simulator's true times (truth stream)\n"
-	"  --force            replace an existing session in DIR\n"
-	"  --kernel EVENTS    also record Linux kernel events in a private tracefs instance while it\n"
-	"                     runs (root): comma-separated system or system:event, '?' after one makes\n"
-	"                     it optional; 'default' = dma_fence,gpu_scheduler?,sched:sched_switch,\n"
-	"                     sched:sched_wakeup. The session starts when tracing began.\n"
-	"\n"
-	"A killed recorder (even kill -9) leaves a session readable up to its last whole packet.\n"
-	"SIGINT/SIGTERM closes the session cleanly and exits 130; a full disk is a one-line error\n"
-	"naming the file, exit 1. A progress line shows on a terminal only.\n";
+enum { O_OUTPUT, O_SEED, O_MODE, O_GROUND_TRUTH, O_FORCE, O_KERNEL };
 
-int cmd_record(int argc, char **argv)
+static const struct nf_cli_option options[] = {
+	[O_OUTPUT] = { .name = "output", .short_name = 'o', .arg = "DIR", .flags = NF_OPT_REQUIRED,
+		       .complete = NF_COMPLETE_DIR, .help = "session directory to create" },
+	[O_SEED] = { .name = "seed", .arg = "N", .help = "simulation seed (default: the scenario's, else 1)" },
+	[O_MODE] = { .name = "mode", .arg = "MODE", .values = "deterministic|threaded",
+		     .help = "deterministic (default) or threaded" },
+	[O_GROUND_TRUTH] = { .name = "ground-truth",
+			     .help = "also record the simulator's true times (truth stream)" },
+	[O_FORCE] = { .name = "force", .help = "replace an existing session in DIR" },
+	[O_KERNEL] = { .name = "kernel", .arg = "EVENTS",
+		       .help = "also record Linux kernel events in a private tracefs instance while it\n"
+			       "runs (root): comma-separated system or system:event, '?' after one makes\n"
+			       "it optional; 'default' = dma_fence,gpu_scheduler?,sched:sched_switch,\n"
+			       "sched:sched_wakeup. The session starts when tracing began." },
+	{ 0 },
+};
+
+static int record_run(struct nf_cli *c)
 {
-	static const struct option longopts[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "seed", required_argument, NULL, 's' },
-		{ "mode", required_argument, NULL, 'm' },
-		{ "ground-truth", no_argument, NULL, 'g' },
-		{ "force", no_argument, NULL, 'f' },
-		{ "kernel", required_argument, NULL, 'k' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 },
-	};
 	struct nf_record_options o = { 0 };
 	struct nf_record_result res;
 	struct nf_kernel_stats kst;
-	const char *kernel = NULL;
+	const char *kernel = nf_cli_get(c, O_KERNEL), *seed = nf_cli_get(c, O_SEED), *mode = nf_cli_get(c, O_MODE);
 	struct nf_error err;
-	int dashdash = argc, opt, rc;
-	char *end;
+	int rc;
 
-	for (int i = 1; i < argc; i++)
-		if (!strcmp(argv[i], "--")) {
-			dashdash = i;
-			break;
-		}
-	optind = 1;
-	opterr = 0;
-	while ((opt = getopt_long(dashdash, argv, ":o:h", longopts, NULL)) != -1) {
-		switch (opt) {
-		case 'o': o.out_dir = optarg; break;
-		case 's':
-			errno = 0;
-			o.seed = strtoull(optarg, &end, 0);
-			if (errno || *end || !*optarg || optarg[0] == '-')
-				return nf_cli_usage_error("record", "bad --seed '%s'", optarg);
-			o.seed_set = true;
-			break;
-		case 'm':
-			if (!strcmp(optarg, "deterministic"))
-				o.mode = NF_MODE_DETERMINISTIC;
-			else if (!strcmp(optarg, "threaded"))
-				o.mode = NF_MODE_THREADED;
-			else
-				return nf_cli_usage_error("record", "unknown --mode '%s' (deterministic or threaded)", optarg);
-			break;
-		case 'g': o.ground_truth = true; break;
-		case 'f': o.force = true; break;
-		case 'k': kernel = optarg; break;
-		case 'h': return nf_cli_common_option("record", "--help");
-		case 'V': return nf_cli_common_option("record", "--version");
-		case ':': return nf_cli_usage_error("record", "option '%s' needs a value", argv[optind - 1]);
-		default: return nf_cli_usage_error("record", "unknown option '%s'", argv[optind - 1]);
-		}
+	o.out_dir = nf_cli_get(c, O_OUTPUT);
+	if (seed) {
+		char *end;
+
+		errno = 0;
+		o.seed = strtoull(seed, &end, 0);
+		if (errno || *end || !*seed || seed[0] == '-')
+			return nf_cli_usage_error("record", "bad --seed '%s'", seed);
+		o.seed_set = true;
 	}
-	if (!o.out_dir)
-		return nf_cli_usage_error("record", "missing -o DIR");
-	if (dashdash < argc) {
-		if (optind < dashdash)
+	o.mode = mode && !strcmp(mode, "threaded") ? NF_MODE_THREADED : NF_MODE_DETERMINISTIC;
+	o.ground_truth = nf_cli_has(c, O_GROUND_TRUTH);
+	o.force = nf_cli_has(c, O_FORCE);
+	if (c->program) {
+		if (c->n_args)
 			return nf_cli_usage_error("record", "give either a SCENARIO or -- PROGRAM, not both");
-		if (dashdash + 1 >= argc)
+		if (!c->n_program)
 			return nf_cli_usage_error("record", "no program after --");
-		o.argv = argv + dashdash + 1;
+		o.argv = c->program;
 	} else {
-		if (optind >= argc)
+		if (!c->n_args)
 			return nf_cli_usage_error("record", "missing SCENARIO");
-		if (optind + 1 < argc)
-			return nf_cli_usage_error("record", "unexpected argument '%s'", argv[optind + 1]);
-		o.scenario = argv[optind];
+		o.scenario = c->args[0];
 	}
 	if (isatty(STDERR_FILENO))
 		o.progress = show_progress;
@@ -135,7 +93,7 @@ int cmd_record(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	nf_error_clear(&err);
 	if (kernel)
-		rc = nf_kernel_record(&o, kernel, &res, &kst, &err);
+		rc = nf_kernel_record(&o, kernel, c->tracefs, &res, &kst, &err);
 	else
 		rc = o.argv ? nf_record_program(&o, &res, &err) : nf_record_scenario(&o, &res, &err);
 	char shown[4200]; /* the directory as text (a name is any bytes) */
@@ -167,3 +125,25 @@ int cmd_record(int argc, char **argv)
 		       (unsigned long long)kst.raw, (unsigned long long)kst.lost_events);
 	return NF_EXIT_OK;
 }
+
+const struct nf_cli_cmd cmd_record = {
+	.options = options,
+	.args = "SCENARIO",
+	.min_args = 0,
+	.max_args = 1,
+	.args_complete = NF_COMPLETE_FILE,
+	.args_exts = "nfs",
+	.synopsis =
+		"nftrace record -o DIR [--seed N] [--mode deterministic|threaded] [--ground-truth] [--force]\n"
+		"               [--kernel EVENTS] SCENARIO\n"
+		"nftrace record -o DIR [options] -- PROGRAM [ARGS...]\n",
+	.description =
+		"Runs SCENARIO (a scenario file: the language is schemas/scenario.md, installed in\n"
+		"share/doc/nftrace) through the native fence runtime, or runs PROGRAM (which links\n"
+		"libnfence), and writes a CTF 1.8 session to DIR.\n"
+		"\n"
+		"A killed recorder (even kill -9) leaves a session readable up to its last whole packet.\n"
+		"SIGINT/SIGTERM closes the session cleanly and exits 130; a full disk is a one-line error\n"
+		"naming the file, exit 1. A progress line shows on a terminal only.\n",
+	.run = record_run,
+};

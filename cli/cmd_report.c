@@ -5,14 +5,12 @@
 #include "contract/errors.h"
 
 #include "contract/analysis.h"
+#include "contract/frames.h"
 #include "contract/html.h"
 #include "contract/render.h"
 #include "contract/session.h"
 
-#include <errno.h>
 #include <inttypes.h>
-#include <getopt.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,168 +93,128 @@ static int report_path(const char *db, int64_t op, struct nf_render_options *ro,
 	return 0;
 }
 
-/* What `nftrace report --help` prints; the options it names are parsed below. */
-const char cmd_report_usage[] =
-	"usage: nftrace report DIR -o FILE.{png,svg,pdf} [--from T] [--to T] [--queue Q]... [--fence F]...\n"
-	"                      [--width PX] [--theme light|dark] [--title TEXT] [--critical-path ID]\n"
-	"       nftrace report DIR -o FILE.html [--from T] [--to T] [--queue Q]... [--fence F]...\n"
-	"                      [--title TEXT] [--max-ops N] [--threads all] [--thread T]... [--process P]...\n"
-	"\n"
-	"Draws one row per hardware queue: light pink waits, dark pink signals, each box from\n"
-	"when it was queued on the CPU to when the GPU completed it. Times accept units: 12.5ms.\n"
-	"Operations that overlap on a queue are stacked one per sub-lane (queue depth, up to\n"
-	"24; the page says how many share beyond it), with their fence and value where it fits.\n"
-	"Linux kernel sessions: GPU rings on top (jobs: submitted -> started shaded, started ->\n"
-	"finished solid), vblank lines, user markers on their thread's row; CPU rows for the\n"
-	"threads that submitted GPU work, waited on fences or wrote markers, by process:\n"
-	"  --threads all        a row for every thread that ran\n"
-	"  --thread NAME|TID    also this thread (repeatable)\n"
-	"  --process NAME|PID   also every thread of this process (repeatable)\n"
-	"--critical-path ID draws operation ID's critical path (see 'nftrace critical-path') over\n"
-	"the rows in blue, segment by segment (waits dashed), each joined to the next; without\n"
-	"--from/--to the window is the path's span with a margin.\n"
-	"FILE.html is one self-contained interactive page (wheel zoom, drag pan, hover details,\n"
-	"wait <-> signal highlighting, search); it holds the details of at most --max-ops\n"
-	"operations (default 100000) and summaries of the whole window, and names the --from/--to\n"
-	"to use for the rest. It has the rows of the pictures: kernel sessions' rings, jobs (click:\n"
-	"the jobs it depended on and those that depended on it), vblanks, markers and the same\n"
-	"thread rows (--threads, --thread, --process); ETW sessions' DMA packets per node, VSyncs.\n";
+enum { O_OUTPUT, O_FROM, O_TO, O_QUEUE, O_FENCE, O_WIDTH, O_THEME, O_TITLE, O_MAX_OPS, O_THREADS, O_THREAD,
+       O_PROCESS, O_CRITICAL_PATH };
 
-int cmd_report(int argc, char **argv)
-{
-	static const struct option longopts[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "from", required_argument, NULL, 'F' },
-		{ "to", required_argument, NULL, 'T' },
-		{ "queue", required_argument, NULL, 'q' },
-		{ "fence", required_argument, NULL, 'f' },
-		{ "width", required_argument, NULL, 'w' },
-		{ "theme", required_argument, NULL, 't' },
-		{ "title", required_argument, NULL, 'n' },
-		{ "max-ops", required_argument, NULL, 'm' },
-		{ "threads", required_argument, NULL, 'A' },
-		{ "thread", required_argument, NULL, 'R' },
-		{ "process", required_argument, NULL, 'P' },
-		{ "critical-path", required_argument, NULL, 'c' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct nf_render_options ro = { 0 };
+static const struct nf_cli_option options[] = {
+	[O_OUTPUT] = { .name = "output", .short_name = 'o', .arg = "FILE", .flags = NF_OPT_REQUIRED,
+		       .complete = NF_COMPLETE_FILE, .exts = "png|svg|pdf|html|htm",
+		       .help = "the picture or page to write: its extension says which (.png, .svg,\n"
+			       ".pdf, .html); replaced only when complete" },
+	NF_CLI_WINDOW_OPTIONS,
+	[O_WIDTH] = { .name = "width", .arg = "PX", .help = "picture width in pixels, 640 to 16000 (default 1600)" },
+	[O_THEME] = { .name = "theme", .arg = "THEME", .values = "light|dark",
+		      .help = "picture colours: light (default) or dark" },
+	[O_TITLE] = { .name = "title", .arg = "TEXT", .help = "title (default: the session directory's name)" },
+	[O_MAX_OPS] = { .name = "max-ops", .arg = "N",
+			.help = "FILE.html: the details of at most N operations (default 100000)" },
+	[O_THREADS] = { .name = "threads", .arg = "all", .values = "all",
+			.help = "kernel sessions: a row for every thread that ran" },
+	[O_THREAD] = { .name = "thread", .arg = "NAME|TID", .flags = NF_OPT_REPEAT,
+		       .help = "kernel sessions: also this thread's row (repeatable)" },
+	[O_PROCESS] = { .name = "process", .arg = "NAME|PID", .flags = NF_OPT_REPEAT,
+			.help = "kernel sessions: also a row for every thread of this process (repeatable)" },
+	[O_CRITICAL_PATH] = { .name = "critical-path", .arg = "ID",
+			      .help = "draw operation ID's critical path over the rows (pictures only)" },
+	{ 0 },
+};
+
+struct report_state {
+	struct nf_render_options ro;
 	struct nf_cli_window win;
 	const char *threads[NF_CLI_MAX_FILTER], *procs[NF_CLI_MAX_FILTER];
-	struct nf_error err;
-	struct nf_render_mark *marks = NULL;
-	char db[4200], path_title[160];
-	int64_t cp_op = -1;
-	int opt, rc, width_set = 0, theme_set = 0;
-	long long max_ops = 0;
-	char *end;
+	int64_t cp_op;
+	long long max_ops;
+};
 
-	nf_cli_window_init(&win);
-	nf_error_clear(&err);
-	optind = 1;
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":o:h", longopts, NULL)) != -1) {
-		switch (opt) {
-		case 'o': ro.output = optarg; break;
-		case 'F':
-		case 'T':
-		case 'q':
-		case 'f': {
-			int r = nf_cli_window_option("report", opt, optarg, &win);
+/* Usage checks, before the session is read or its timeline built. */
+static int report_prepare(struct nf_cli *c)
+{
+	struct report_state *st = c->state;
+	struct nf_render_options *ro = &st->ro;
+	const char *v;
+	long long width = 0;
+	int r, pos;
 
-			if (r)
-				return r;
-			break;
-		}
-		case 'w':
-			errno = 0;
-			long w = strtol(optarg, &end, 10);
-			if (errno || *end || w < NF_RENDER_MIN_WIDTH || w > NF_RENDER_MAX_WIDTH)
-				return nf_cli_usage_error("report", "--width must be between %d and %d",
-							  NF_RENDER_MIN_WIDTH, NF_RENDER_MAX_WIDTH);
-			ro.width = (int)w;
-			width_set = 1;
-			break;
-		case 'm':
-			errno = 0;
-			max_ops = strtoll(optarg, &end, 10);
-			if (errno || *end || !*optarg || max_ops < 1 || max_ops > NF_HTML_MAX_MAX_OPS)
-				return nf_cli_usage_error("report", "--max-ops must be between 1 and %d",
-							  NF_HTML_MAX_MAX_OPS);
-			break;
-		case 't':
-			if (!strcmp(optarg, "light"))
-				ro.theme = NF_THEME_LIGHT;
-			else if (!strcmp(optarg, "dark"))
-				ro.theme = NF_THEME_DARK;
-			else
-				return nf_cli_usage_error("report", "unknown --theme '%s' (light or dark)", optarg);
-			theme_set = 1;
-			break;
-		case 'n': ro.title = optarg; break;
-		case 'A':
-			if (strcmp(optarg, "all"))
-				return nf_cli_usage_error("report", "--threads takes 'all' (use --thread NAME|TID for one)");
-			ro.threads_all = 1;
-			break;
-		case 'R':
-		case 'P': {
-			const char **arr = opt == 'R' ? threads : procs;
-			int *n = opt == 'R' ? &ro.n_threads : &ro.n_processes;
+	st->cp_op = -1;
+	if ((r = nf_cli_window(c, O_FROM, &st->win)))
+		return r;
+	if ((r = nf_cli_int(c, O_WIDTH, NF_RENDER_MIN_WIDTH, NF_RENDER_MAX_WIDTH, &width)))
+		return r;
+	ro->width = (int)width;
+	if ((r = nf_cli_int(c, O_MAX_OPS, 1, NF_HTML_MAX_MAX_OPS, &st->max_ops)))
+		return r;
+	if ((v = nf_cli_get(c, O_THEME)))
+		ro->theme = !strcmp(v, "dark") ? NF_THEME_DARK : NF_THEME_LIGHT;
+	ro->title = nf_cli_get(c, O_TITLE);
+	ro->threads_all = nf_cli_has(c, O_THREADS);
+	for (int k = 0; k < 2; k++) {
+		int opt = k ? O_PROCESS : O_THREAD;
+		const char **arr = k ? st->procs : st->threads;
+		int *n = k ? &ro->n_processes : &ro->n_threads;
 
+		pos = 0;
+		while ((v = nf_cli_next(c, opt, &pos))) {
 			if (*n >= NF_CLI_MAX_FILTER)
 				return nf_cli_usage_error("report", "too many filters (limit %d)", NF_CLI_MAX_FILTER);
-			if (!*optarg)
-				return nf_cli_usage_error("report", "--%s needs a name or id", opt == 'R' ? "thread" : "process");
-			arr[(*n)++] = optarg;
-			break;
-		}
-		case 'c':
-			if (nf_cli_parse_id(optarg, &cp_op))
-				return nf_cli_usage_error("report", "bad operation id '%s' for --critical-path", optarg);
-			break;
-		case 'h': return nf_cli_common_option("report", "--help");
-		case 'V': return nf_cli_common_option("report", "--version");
-		case ':': return nf_cli_usage_error("report", "option '%s' needs a value", argv[optind - 1]);
-		default: return nf_cli_usage_error("report", "unknown option '%s'", argv[optind - 1]);
+			if (!*v)
+				return nf_cli_usage_error("report", "--%s needs a name or id", k ? "process" : "thread");
+			arr[(*n)++] = v;
 		}
 	}
-	if (optind >= argc)
-		return nf_cli_usage_error("report", "missing session DIR");
-	if (optind + 1 < argc)
-		return nf_cli_usage_error("report", "unexpected argument '%s'", argv[optind + 1]);
-	if (!ro.output)
-		return nf_cli_usage_error("report", "missing -o FILE");
-	/* Checked here, before the session is read or its timeline built. */
-	if (!known_output_format(ro.output))
+	if ((v = nf_cli_get(c, O_CRITICAL_PATH)) && nf_cli_parse_id(v, &st->cp_op))
+		return nf_cli_usage_error("report", "bad operation id '%s' for --critical-path", v);
+	ro->output = nf_cli_get(c, O_OUTPUT);
+	if (!known_output_format(ro->output))
 		return nf_cli_usage_error("report", "-o %s: unknown output format (use .png, .svg, .pdf or .html)",
-					  ro.output);
-	if (is_html(ro.output) && (width_set || theme_set))
+					  ro->output);
+	if (is_html(ro->output) && (nf_cli_has(c, O_WIDTH) || nf_cli_has(c, O_THEME)))
 		return nf_cli_usage_error("report", "--%s applies to pictures, not to -o %s",
-					  width_set ? "width" : "theme", ro.output);
-	if (!is_html(ro.output) && max_ops)
+					  nf_cli_has(c, O_WIDTH) ? "width" : "theme", ro->output);
+	if (!is_html(ro->output) && st->max_ops)
 		return nf_cli_usage_error("report", "--max-ops applies to -o FILE.html only");
-	if (is_html(ro.output) && cp_op >= 0)
-		return nf_cli_usage_error("report", "--critical-path applies to pictures, not to -o %s", ro.output);
-	if (win.from_ns >= 0 && win.to_ns >= 0 && win.to_ns <= win.from_ns)
+	if (is_html(ro->output) && st->cp_op >= 0)
+		return nf_cli_usage_error("report", "--critical-path applies to pictures, not to -o %s", ro->output);
+	if (st->win.from_ns >= 0 && st->win.to_ns >= 0 && st->win.to_ns <= st->win.from_ns)
 		return nf_cli_usage_error("report", "--to must be after --from");
-	ro.from_ns = win.from_ns;
-	ro.to_ns = win.to_ns;
-	ro.n_queues = win.n_queues;
-	ro.n_fences = win.n_fences;
-	ro.queues = win.n_queues ? win.queues : NULL;
-	ro.fences = win.n_fences ? win.fences : NULL;
-	ro.threads = ro.n_threads ? threads : NULL;
-	ro.processes = ro.n_processes ? procs : NULL;
-	const char *dir = argv[optind];
+	/* an output inside the session would be read as part of it: refused
+	 * before its timeline is built */
+	struct nf_error err;
+
+	nf_error_clear(&err);
+	if (nf_session_output_check(c->args[0], ro->output, &err))
+		return nf_cli_fail("report", &err);
+	return 0;
+}
+
+static int report_run(struct nf_cli *c)
+{
+	struct report_state *st = c->state;
+	struct nf_render_options ro = st->ro;
+	struct nf_cli_window *win = &st->win;
+	struct nf_render_mark *marks = NULL;
+	const char *db = c->db[0], *dir = c->args[0];
+	char path_title[160], fdb[NF_CLI_PATH_MAX];
+	struct nf_error err;
+	int rc;
+
+	nf_error_clear(&err);
+	/* the frames, computed once and kept (the display rows and the frame plot draw them) */
+	if (nf_frames_ensure(dir, NULL, fdb, sizeof(fdb), &err))
+		return nf_cli_fail("report", &err);
+	db = fdb;
+	ro.from_ns = win->from_ns;
+	ro.to_ns = win->to_ns;
+	ro.n_queues = win->n_queues;
+	ro.n_fences = win->n_fences;
+	ro.queues = win->n_queues ? win->queues : NULL;
+	ro.fences = win->n_fences ? win->fences : NULL;
+	ro.threads = ro.n_threads ? st->threads : NULL;
+	ro.processes = ro.n_processes ? st->procs : NULL;
 	if (!ro.title) {
 		const char *slash = strrchr(dir, '/');
 		ro.title = slash && slash[1] ? slash + 1 : dir;
 	}
-	if (nf_session_output_check(dir, ro.output, &err) || nf_timeline_ensure(dir, db, sizeof(db), &err))
-		return nf_cli_fail("report", &err);
 	if (is_html(ro.output)) {
 		struct nf_html_options ho = { 0 };
 
@@ -269,7 +227,7 @@ int cmd_report(int argc, char **argv)
 		ho.n_queues = ro.n_queues;
 		ho.fences = ro.fences;
 		ho.n_fences = ro.n_fences;
-		ho.max_ops = max_ops;
+		ho.max_ops = st->max_ops;
 		ho.threads_all = ro.threads_all;
 		ho.threads = ro.threads;
 		ho.n_threads = ro.n_threads;
@@ -279,7 +237,7 @@ int cmd_report(int argc, char **argv)
 			return nf_cli_fail("report", &err);
 		return NF_EXIT_OK;
 	}
-	if (cp_op >= 0 && report_path(db, cp_op, &ro, &marks, path_title, sizeof(path_title), &err)) {
+	if (st->cp_op >= 0 && report_path(db, st->cp_op, &ro, &marks, path_title, sizeof(path_title), &err)) {
 		free(marks);
 		return nf_cli_fail("report", &err);
 	}
@@ -289,3 +247,39 @@ int cmd_report(int argc, char **argv)
 		return nf_cli_fail("report", &err);
 	return NF_EXIT_OK;
 }
+
+const struct nf_cli_cmd cmd_report = {
+	.options = options,
+	.args = "session DIR",
+	.min_args = 1,
+	.max_args = 1,
+	.args_complete = NF_COMPLETE_SESSION,
+	.synopsis =
+		"nftrace report DIR -o FILE.{png,svg,pdf} [--from T] [--to T] [--queue Q]... [--fence F]...\n"
+		"               [--width PX] [--theme light|dark] [--title TEXT] [--critical-path ID]\n"
+		"nftrace report DIR -o FILE.html [--from T] [--to T] [--queue Q]... [--fence F]...\n"
+		"               [--title TEXT] [--max-ops N] [--threads all] [--thread T]... [--process P]...\n",
+	.description =
+		"Draws one row per hardware queue: light pink waits, dark pink signals, each box from\n"
+		"when it was queued on the CPU to when the GPU completed it. Times accept units: 12.5ms.\n"
+		"Operations that overlap on a queue are stacked one per sub-lane (queue depth, up to\n"
+		"24; the page says how many share beyond it), with their fence and value where it fits.\n"
+		"Linux kernel sessions: GPU rings on top (jobs: submitted -> started shaded, started ->\n"
+		"finished solid), vblank lines, user markers on their thread's row; CPU rows for the\n"
+		"threads that submitted GPU work, waited on fences or wrote markers, by process, and\n"
+		"those --threads, --thread and --process ask for.\n"
+		"\n"
+		"--critical-path ID draws operation ID's critical path (see 'nftrace critical-path') over\n"
+		"the rows in blue, segment by segment (waits dashed), each joined to the next; without\n"
+		"--from/--to the window is the path's span with a margin.\n"
+		"\n"
+		"FILE.html is one self-contained interactive page (wheel zoom, drag pan, hover details,\n"
+		"wait <-> signal highlighting, search); it holds the details of at most --max-ops\n"
+		"operations (default 100000) and summaries of the whole window, and names the --from/--to\n"
+		"to use for the rest. It has the rows of the pictures: kernel sessions' rings, jobs (click:\n"
+		"the jobs it depended on and those that depended on it), vblanks, markers and the same\n"
+		"thread rows (--threads, --thread, --process); ETW sessions' DMA packets per node, VSyncs.\n",
+	.state_size = sizeof(struct report_state),
+	.prepare = report_prepare,
+	.run = report_run,
+};

@@ -1,60 +1,57 @@
 /*
- * nftrace: the command table and main. Each command lives in its own
- * cli/cmd_*.c with its --help text (cmd_*_usage) next to its options; the
- * table gives each its one-line summary; main dispatches, and checks that
- * stdout was written.
+ * nftrace: the command table. Each row names a command, its file's
+ * `struct nf_cli_cmd` (cli/cmd_NAME.c: options, arguments, --help text, its
+ * steps), what the dispatcher prepares for it (NF_CMD_*: a session's
+ * timeline built and handed over, tracefs, a program after --) and its
+ * one-line summary. --help, the man pages and the shell completions are
+ * printed from this table (cli/gendoc.c), so they list what the parser takes.
+ *
+ * Adding a command: a row here, cli/cmd_NAME.c with `const struct nf_cli_cmd
+ * cmd_NAME`, its declaration in cli.h, the file in cli/CMakeLists.txt, and
+ * cli/doc/NAME.txt (the man page's longer description and examples).
  */
 #include "cli.h"
 #include "contract/errors.h"
 #include "contract/escape.h"
 
-#include "contract/kernel.h"
-
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <signal.h>
 #include <string.h>
 
-#ifndef NF_VERSION
-#define NF_VERSION "0.0.0"
-#endif
-
-static const char cmd_help_usage[] =
-	"usage: nftrace help [COMMAND]\n";
-
-static const struct nf_command commands[] = {
-	{ "record", cmd_record, "record a scenario or a program into a session directory",
-	  cmd_record_usage },
-	{ "report", cmd_report, "draw a GPUView-style timeline to PNG, SVG, PDF or interactive HTML",
-	  cmd_report_usage },
-	{ "query", cmd_query, "run SQL over a session's timeline",
-	  cmd_query_usage },
-	{ "info", cmd_info, "show a session's facts, or the event schema",
-	  cmd_info_usage },
-	{ "check", cmd_check, "check that a session's logs are whole: lost, zero, repeated, backwards entries",
-	  cmd_check_usage },
-	{ "import", cmd_import, "convert a trace-cmd file (trace.dat) or a Windows ETW capture (.etl) into a session",
-	  cmd_import_usage },
-	{ "export", cmd_export, "write a session as a Perfetto trace or Chrome trace JSON",
-	  cmd_export_usage },
-	{ "critical-path", cmd_critical_path, "why an operation finished when it did: its chain of queues, fences, threads",
-	  cmd_critical_path_usage },
-	{ "diff", cmd_diff, "what changed between two sessions, with significance; a CI gate (--fail-on)",
-	  cmd_diff_usage },
-	{ "push", cmd_push, "load sessions into a ClickHouse fleet store (many machines, many sessions)",
-	  cmd_push_usage },
-	{ "help", cmd_help, "show help for nftrace or one command",
-	  cmd_help_usage },
+const struct nf_command nf_commands[] = {
+	{ "record", &cmd_record, NF_CMD_TRACEFS | NF_CMD_PROGRAM,
+	  "record a scenario or a program into a session directory" },
+	{ "report", &cmd_report, NF_CMD_TIMELINE,
+	  "draw a GPUView-style timeline to PNG, SVG, PDF or interactive HTML" },
+	{ "query", &cmd_query, NF_CMD_TIMELINE,
+	  "run SQL over a session's timeline" },
+	{ "info", &cmd_info, 0,
+	  "show a session's facts, or the event schema" },
+	{ "check", &cmd_check, NF_CMD_TIMELINE | NF_CMD_TIMELINE_TEMP,
+	  "check that a session's logs are whole: lost, zero, repeated, backwards entries" },
+	{ "import", &cmd_import, 0,
+	  "convert a trace-cmd file (trace.dat) or a Windows ETW capture (.etl) into a session" },
+	{ "export", &cmd_export, NF_CMD_TIMELINE,
+	  "write a session as a Perfetto trace or Chrome trace JSON" },
+	{ "critical-path", &cmd_critical_path, NF_CMD_TIMELINE,
+	  "why an operation finished when it did: its chain of queues, fences, threads" },
+	{ "frames", &cmd_frames, NF_CMD_TIMELINE,
+	  "the frames of a session: interval, GPU busy/wait, until displayed, late or dropped, and why" },
+	{ "diff", &cmd_diff, NF_CMD_TIMELINE,
+	  "what changed between two sessions, with significance; a CI gate (--fail-on)" },
+	{ "push", &cmd_push, NF_CMD_TIMELINE,
+	  "load sessions into a ClickHouse fleet store (many machines, many sessions)" },
+	{ "help", &cmd_help, 0,
+	  "show help for nftrace or one command" },
 };
 
-#define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
+const size_t nf_n_commands = sizeof(nf_commands) / sizeof(nf_commands[0]);
 
 const struct nf_command *nf_cli_find(const char *name)
 {
-	for (size_t i = 0; i < N_COMMANDS; i++)
-		if (!strcmp(commands[i].name, name))
-			return &commands[i];
+	for (size_t i = 0; i < nf_n_commands; i++)
+		if (!strcmp(nf_commands[i].name, name))
+			return &nf_commands[i];
 	return NULL;
 }
 
@@ -89,81 +86,40 @@ int nf_cli_fail(const char *cmd, const struct nf_error *err)
 	return NF_EXIT_FAIL;
 }
 
-static void print_main_usage(FILE *f)
+void nf_cli_print_main_usage(FILE *f)
 {
 	fprintf(f, "usage: nftrace [--version] [--help] COMMAND [ARGS]\n\n"
 		   "nftrace captures and analyses GPU native fence logs (WDDM 3.2).\n\nCommands:\n");
-	for (size_t i = 0; i < N_COMMANDS; i++)
-		fprintf(f, "   %-13s %s\n", commands[i].name, commands[i].summary);
-	fprintf(f, "\nRun 'nftrace COMMAND --help' for a command's options.\n");
+	for (size_t i = 0; i < nf_n_commands; i++)
+		fprintf(f, "   %-13s %s\n", nf_commands[i].name, nf_commands[i].summary);
+	fprintf(f, "\nRun 'nftrace COMMAND --help' for a command's options, 'man nftrace-COMMAND' for its manual.\n");
 }
 
-int nf_cli_common_option(const char *cmd, const char *arg)
-{
-	if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
-		const struct nf_command *c = nf_cli_find(cmd);
-		fputs(c ? c->usage : "", stdout);
-		return NF_EXIT_OK;
-	}
-	if (!strcmp(arg, "--version")) {
-		printf("nftrace %s\n", NF_VERSION);
-		return NF_EXIT_OK;
-	}
-	return -1;
-}
+/* ---- nftrace help ---------------------------------------------------------- */
 
-int cmd_help(int argc, char **argv)
+static const struct nf_cli_option help_options[] = { { 0 } };
+
+static int help_run(struct nf_cli *c)
 {
-	if (argc > 1) {
-		int r = nf_cli_common_option("help", argv[1]);
-		if (r >= 0)
-			return r;
-		const struct nf_command *c = nf_cli_find(argv[1]);
-		if (!c)
-			return nf_cli_usage_error("help", "unknown command '%s'", argv[1]);
-		fputs(c->usage, stdout);
+	const struct nf_command *row;
+
+	if (!c->n_args) {
+		nf_cli_print_main_usage(stdout);
 		return NF_EXIT_OK;
 	}
-	print_main_usage(stdout);
+	if (!(row = nf_cli_find(c->args[0])))
+		return nf_cli_usage_error("help", "unknown command '%s'", c->args[0]);
+	nf_cli_print_help(stdout, row);
 	return NF_EXIT_OK;
 }
 
-int main(int argc, char **argv)
-{
-	int rc;
-
-	if (argc < 2) {
-		print_main_usage(stderr);
-		return NF_EXIT_USAGE;
-	}
-	if (!strcmp(argv[1], "--version")) {
-		printf("nftrace %s\n", NF_VERSION);
-		return NF_EXIT_OK;
-	}
-	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-		print_main_usage(stdout);
-		return NF_EXIT_OK;
-	}
-	const struct nf_command *c = nf_cli_find(argv[1]);
-	if (!c) {
-		fprintf(stderr, "nftrace: '%s' is not a command (see 'nftrace --help')\n", argv[1]);
-		return NF_EXIT_USAGE;
-	}
-	/* Kernel tracing left running by a killed `record --kernel` (its
-	 * tracefs instance outlives it) stops at the next nftrace command. */
-	nf_kernel_remove_stale_instances(NULL);
-	/* A file size limit (ulimit -f) is a write error with a message, not a
-	 * silent SIGXFSZ death that leaves a partial output. Not for record: the
-	 * program it runs would inherit the ignored signal (the CTF writer's
-	 * committer ignores it on its own). */
-	if (strcmp(c->name, "record") != 0)
-		signal(SIGXFSZ, SIG_IGN);
-	rc = c->fn(argc - 1, argv + 1);
-	/* Output that could not be written is a failure (git.c does the same). */
-	if (fflush(stdout) != 0 || ferror(stdout)) {
-		if (rc == NF_EXIT_OK) /* else nf_cli_fail said it already: one line */
-			fprintf(stderr, "nftrace %s: cannot write to standard output\n", c->name);
-		return NF_EXIT_FAIL;
-	}
-	return rc;
-}
+const struct nf_cli_cmd cmd_help = {
+	.options = help_options,
+	.args = "COMMAND",
+	.min_args = 0,
+	.max_args = 1,
+	.args_complete = NF_COMPLETE_COMMAND,
+	.synopsis = "nftrace help [COMMAND]\n",
+	.description = "Shows the commands, or COMMAND's usage and options (what 'nftrace COMMAND --help' shows).\n",
+	.run = help_run,
+};

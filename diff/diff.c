@@ -6,6 +6,7 @@
  */
 #include "diff_int.h"
 
+#include "contract/frames.h"
 #include "contract/session.h"
 
 #include <pthread.h>
@@ -60,7 +61,8 @@ int nf_diff_run(const char *a, const char *b, const struct nf_diff_options *opts
 
 		s->dir = k ? b : a;
 		s->want_ops = opts->ops;
-		if ((rc = about(nf_timeline_ensure(s->dir, s->db, sizeof(s->db), err), s->dir, err)))
+		/* the timeline with its frames (the frame series): computed once, kept */
+		if ((rc = about(nf_frames_ensure(s->dir, NULL, s->db, sizeof(s->db), err), s->dir, err)))
 			goto out_fail;
 	}
 	if (pthread_create(&th, NULL, read_session, &d->s[1])) {

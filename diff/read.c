@@ -796,6 +796,16 @@ static int read_frames(struct reader *r, struct keyed *keys)
 		return sql_fail(r, "frames");
 	if (!(s->frames_usable = has_interval))
 		return 0;
+	/* the table is in every timeline: frames are there when it has a row */
+	if (sqlite3_prepare_v2(r->db, "SELECT EXISTS (SELECT 1 FROM frames)", -1, &st, NULL) != SQLITE_OK)
+		return sql_fail(r, "frames");
+	rc = sqlite3_step(st);
+	s->has_frames = rc == SQLITE_ROW && sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	if (rc != SQLITE_ROW)
+		return sql_fail(r, "frames");
+	if (!s->has_frames)
+		return 0;
 	if (sqlite3_prepare_v2(r->db,
 			       has_process ? "SELECT process, interval_ns FROM frames"
 					   : "SELECT NULL, interval_ns FROM frames",

@@ -42,7 +42,8 @@
 #define PID_ADAPTER0 16
 #define TID_SYNTH0 0x40000000
 #define PID_JOBS 2    /* GPU jobs of imported Linux captures */
-#define PID_DISPLAY 3 /* vblanks (and VSyncs that name no adapter) */
+#define PID_DISPLAY 3 /* vblanks (and VSyncs that name no adapter), flips */
+#define PID_FRAMES 4  /* frames, a track per swap chain */
 
 /* The lanes of one queue or thread: lane 0 is its own track, lane k a child. */
 struct lane {
@@ -113,8 +114,8 @@ struct exporter {
 	int force_check;          /* check_ends even unfiltered (the second try, see pass_ops) */
 	struct xgroup *groups;    /* tracks of imported items (rings, CRTCs, nodes, targets) */
 	size_t n_groups, cap_groups;
-	struct nf_xtrack jobs_proc, display_proc;
-	int jobs_described, display_described;
+	struct nf_xtrack jobs_proc, display_proc, frames_proc;
+	int jobs_described, display_described, frames_described;
 	int64_t job_flow_base;    /* flow id of job_deps rowid 1 */
 	/* SQL predicates from the filters (each "" or " AND ..."). */
 	char *op_pred_f, *op_pred_s, *op_pred_w, *cpu_pred_c, *cpu_pred;
@@ -1929,7 +1930,7 @@ static int pass_anomalies(struct exporter *x)
  * the jobs waiting to run on it), a CRTC's vblanks, an ETW node's DMA
  * packets, a VSync target. Few of them: a linear search.
  */
-enum { GK_RING, GK_RING_WAIT, GK_CRTC, GK_NODE, GK_VSYNC };
+enum { GK_RING, GK_RING_WAIT, GK_CRTC, GK_NODE, GK_VSYNC, GK_FLIP, GK_FRAME };
 
 struct xgroup {
 	int kind;
@@ -2420,6 +2421,124 @@ static int pass_vsyncs(struct exporter *x)
 	return ret;
 }
 
+/*
+ * The frames (nftrace frames): each flip a slice on its display's "flips"
+ * track in the "Display" process, from when it could be shown (its frame's
+ * GPU work done, else queued) to when it was latched (not latched: an instant
+ * where it could be shown), named "late flip" for a late frame and "dropped
+ * flip" for one never shown; each frame a slice on its swap chain's track in
+ * the "Frames" process, from its present to its blank (else its GPU work
+ * done, else the present), "late frame" when late, with its PresentMon
+ * metrics, status and blame in the args. Not with a --queue or --fence filter.
+ */
+static int pass_frames(struct exporter *x)
+{
+	sqlite3_stmt *st = NULL;
+	char *sql;
+	int rc, ret = 0;
+
+	if (!imported_wanted(x, "frames") || !has_table(x->db, "flips"))
+		return 0;
+	sql = sqlite3_mprintf("SELECT l.id, l.display, coalesce(l.ready_ns, l.queued_ns), l.done_ns, l.status, "
+			      "l.vblank_seq, f.frame, coalesce(f.late, 0), l.queued_ns, "
+			      "(SELECT d.name FROM displays d WHERE d.display = l.display) FROM flips l "
+			      "LEFT JOIN frames f ON f.present = l.present "
+			      "WHERE coalesce(l.ready_ns, l.queued_ns) IS NOT NULL AND coalesce(l.ready_ns, l.queued_ns) "
+			      "<= %lld AND coalesce(l.done_ns, l.ready_ns, l.queued_ns) >= %lld ORDER BY l.id",
+			      (long long)x->t1, (long long)x->t0);
+	if ((ret = prepare_owned(x, x->db, sql, &st, "reading flips")) < 0)
+		return ret;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t from = sqlite3_column_int64(st, 2), to = col_or(st, 3, from), disp = col_or(st, 1, -1);
+		const char *status = col_null(st, 4) ? "" : (const char *)sqlite3_column_text(st, 4);
+		struct nf_xevent e;
+		char nm[NAME_MAX_LEN + 32];
+
+		memset(&e, 0, sizeof(e));
+		e.stall_ts = -1;
+		e.instant = col_null(st, 3);
+		if (to < from)
+			to = from;
+		if (!col_null(st, 9))
+			snprintf(nm, sizeof(nm), "display %.*s flips", NAME_MAX_LEN, (const char *)sqlite3_column_text(st, 9));
+		else
+			snprintf(nm, sizeof(nm), "flips");
+		if ((ret = own_process(x, &x->display_proc, &x->display_described, PID_DISPLAY, 999001,
+				       "Display")) < 0 ||
+		    (ret = group_track(x, GK_FLIP, disp, 0, NULL, nm, &x->display_proc, from, to, &e.track)) < 0)
+			break;
+		e.ts = from;
+		e.end = to;
+		e.name = !strcmp(status, "dropped") ? "dropped flip" : sqlite3_column_int(st, 7) ? "late flip" : "flip";
+		e.cat = "flip";
+		arg_int(&e, "flip id", sqlite3_column_int64(st, 0));
+		if (!col_null(st, 6))
+			arg_int(&e, "frame", sqlite3_column_int64(st, 6));
+		arg_str(&e, "status", status);
+		if (!col_null(st, 5))
+			arg_int(&e, "vblank seq", sqlite3_column_int64(st, 5));
+		if (!col_null(st, 8))
+			arg_int(&e, "queued_ns", sqlite3_column_int64(st, 8));
+		if ((ret = emit(x, &e)) < 0)
+			break;
+	}
+	if (ret == 0 && rc != SQLITE_DONE)
+		ret = sql_fail(x, "reading flips");
+	sqlite3_finalize(st);
+	if (ret)
+		return ret;
+	sql = sqlite3_mprintf("SELECT frame, swapchain, present_ns, coalesce(screen_ns, ready_ns, present_ns), status, "
+			      "late, interval_ns, MsBetweenPresents, MsUntilRenderComplete, MsUntilDisplayed, "
+			      "MsGPUBusy, MsGPUWait, process, missed_vblanks, blame FROM frames "
+			      "WHERE present_ns <= %lld AND coalesce(screen_ns, ready_ns, present_ns) >= %lld ORDER BY frame",
+			      (long long)x->t1, (long long)x->t0);
+	if ((ret = prepare_owned(x, x->db, sql, &st, "reading frames")) < 0)
+		return ret;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t from = sqlite3_column_int64(st, 2), to = sqlite3_column_int64(st, 3);
+		const char *sc = col_null(st, 1) ? "" : (const char *)sqlite3_column_text(st, 1);
+		struct nf_xevent e;
+		char nm[NAME_MAX_LEN + 32];
+		static const char *const ms_key[] = { "MsBetweenPresents", "MsUntilRenderComplete", "MsUntilDisplayed",
+						      "MsGPUBusy", "MsGPUWait" };
+		char ms[5][32];
+
+		memset(&e, 0, sizeof(e));
+		e.stall_ts = -1;
+		if (to < from)
+			to = from;
+		e.instant = to == from;
+		snprintf(nm, sizeof(nm), "frames of %.*s", NAME_MAX_LEN, *sc ? sc : "?");
+		if ((ret = own_process(x, &x->frames_proc, &x->frames_described, PID_FRAMES, 999002, "Frames")) < 0 ||
+		    (ret = group_track(x, GK_FRAME, 0, 0, sc, nm, &x->frames_proc, from, to, &e.track)) < 0)
+			break;
+		e.ts = from;
+		e.end = to;
+		e.name = sqlite3_column_int(st, 5) ? "late frame" : "frame";
+		e.cat = "frame";
+		arg_int(&e, "frame", sqlite3_column_int64(st, 0));
+		arg_str(&e, "status", col_null(st, 4) ? "" : (const char *)sqlite3_column_text(st, 4));
+		if (!col_null(st, 6))
+			arg_int(&e, "interval_ns", sqlite3_column_int64(st, 6));
+		/* PresentMon's metrics, in milliseconds as it writes them */
+		for (int k = 0; k < 5; k++)
+			if (!col_null(st, 7 + k)) {
+				snprintf(ms[k], sizeof(ms[k]), "%.4f", sqlite3_column_double(st, 7 + k));
+				arg_str(&e, ms_key[k], ms[k]);
+			}
+		if (!col_null(st, 13))
+			arg_int(&e, "missed vblanks", sqlite3_column_int64(st, 13));
+		if (!col_null(st, 14))
+			arg_str(&e, "blame", (const char *)sqlite3_column_text(st, 14));
+		if ((ret = emit(x, &e)) < 0)
+			break;
+	}
+	if (ret == 0 && rc != SQLITE_DONE)
+		ret = sql_fail(x, "reading frames");
+	sqlite3_finalize(st);
+	return ret;
+}
+
 /* The first flow id of job_deps: above every fence_ops flow (wait id + 1). */
 static int job_flows_base(struct exporter *x)
 {
@@ -2588,7 +2707,7 @@ static int export_all(struct exporter *x)
 	    (ret = pass_cpu_waits(x)) < 0 || (ret = pass_cpu_signals(x)) < 0 ||
 	    (ret = pass_anomalies(x)) < 0 || (ret = job_flows_base(x)) < 0 || (ret = pass_jobs(x)) < 0 ||
 	    (ret = pass_vblanks(x)) < 0 || (ret = pass_markers(x)) < 0 || (ret = pass_dma_packets(x)) < 0 ||
-	    (ret = pass_vsyncs(x)) < 0)
+	    (ret = pass_vsyncs(x)) < 0 || (ret = pass_frames(x)) < 0)
 		return ret;
 	if (x->filtered && x->st.slices + x->st.instants + x->st.counters == 0)
 		return nf_error_set(x->err, NF_ENOENT,

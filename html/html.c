@@ -67,6 +67,7 @@ struct html {
 	int is_etw;
 	int64_t threads_left_out;  /* threads that only ran, not shown (see nf_html_options) */
 	int64_t n_jobs, n_job_deps, n_vblanks, n_markers, n_runs, n_dma, n_vsyncs;
+	int64_t n_displays, n_dvblanks, n_flips, n_frames, n_frame_segs; /* the frames' */
 	char cut_kinds[128];       /* the extra kinds cut at NF_HTML_MAX_EXTRA, comma-separated */
 	/* handle -> process, sorted by handle */
 	int64_t (*handles)[2];
@@ -1294,6 +1295,121 @@ static int write_dma(struct html *h)
 	return 0;
 }
 
+/* ---- frames (the frames analysis: displays, flips, frames, frame_path) ---- */
+
+/* A ring's row by its name alone (frame_path names rings so), or -1. */
+static int64_t ring_row_named(const struct html *h, const char *ring)
+{
+	for (size_t i = h->threads_end; ring && i < h->n_rows; i++)
+		if (h->rows[i].kind == ROW_RING && !strcmp(h->rows[i].name, ring))
+			return (int64_t)i;
+	return -1;
+}
+
+/* One statement's rows as arrays, each column by its kind ('i' integer or
+ * null, 't' time, 's' text, 'q' queue row, 'h' thread row, 'r' ring row),
+ * at most NF_HTML_MAX_EXTRA of them: "key":[[...],...]. */
+static int write_table(struct html *h, const char *key, const char *sql, const char *cols, int64_t *n)
+{
+	sqlite3_stmt *st;
+	size_t qhint = 0, thint = 0;
+	int rc;
+
+	put(h, "\"");
+	put(h, key);
+	put(h, "\":[");
+	if (sqlite3_prepare_v2(h->db, sql, -1, &st, NULL) != SQLITE_OK)
+		return sql_fail(h, key);
+	sqlite3_bind_int64(st, 1, h->t0);
+	sqlite3_bind_int64(st, 2, h->t1);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (*n >= NF_HTML_MAX_EXTRA) {
+			cut_kind(h, key);
+			break;
+		}
+		put(h, (*n)++ ? ",\n[" : "[");
+		for (int c = 0; cols[c]; c++) {
+			if (c)
+				fputc(',', h->f);
+			if (sqlite3_column_type(st, c) == SQLITE_NULL && cols[c] != 'q' && cols[c] != 'h' && cols[c] != 'r')
+				put(h, "null");
+			else if (cols[c] == 't')
+				put_time(h, st, c);
+			else if (cols[c] == 's')
+				put_str(h, (const char *)sqlite3_column_text(st, c));
+			else if (cols[c] == 'q')
+				put_i64(h, sqlite3_column_type(st, c) == SQLITE_NULL ? -1
+					   : find_row(h, ROW_QUEUE, sqlite3_column_int64(st, c), &qhint));
+			else if (cols[c] == 'h')
+				put_i64(h, thread_col(h, st, c, &thint));
+			else if (cols[c] == 'r')
+				put_i64(h, ring_row_named(h, (const char *)sqlite3_column_text(st, c)));
+			else
+				put_col(h, st, c);
+		}
+		fputc(']', h->f);
+	}
+	sqlite3_finalize(st);
+	put(h, "],\n");
+	return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : sql_fail(h, key);
+}
+
+/*
+ * The display rows' data, as the static report draws them: "displays"
+ * [display, name, frames] with a flip or frame in the window (-1: the frames no
+ * display shows, named by their swap chain); "dvblanks" flat [t, display];
+ * "flips" [display, from (ready, else queued), to (latched; null: never),
+ * status, frame, late]; "frames" whose present is in the window [frame,
+ * display (-1), present, ready, screen, interval, late (null: not judged),
+ * status, swap chain, process, blame, MsGPUBusy, MsGPUWait, MsUntilDisplayed
+ * (the three in ns), missed blanks, late_ns, blame_seq, blame_ns, refresh
+ * period, its queues' waits (frame_gpu)]; "framePath" their critical paths [frame, start,
+ * end, kind, queue row, thread row, ring row, what], in order. None with a
+ * queue or fence filter (the static report's rule).
+ */
+static int write_frames(struct html *h)
+{
+	int ret;
+
+	if (h->o->n_queues || h->o->n_fences) {
+		put(h, "\"displays\":[],\"dvblanks\":[],\"flips\":[],\"frames\":[],\"framePath\":[],\n");
+		return 0;
+	}
+	if ((ret = write_table(h, "displays",
+			       "SELECT id, name, n FROM ("
+			       "SELECT d.display AS id, coalesce(d.name, '') AS name, "
+			       "  (SELECT count(*) FROM frames f WHERE f.display = d.display) AS n "
+			       "FROM displays d WHERE EXISTS (SELECT 1 FROM flips l WHERE l.display = d.display "
+			       "  AND coalesce(l.done_ns, l.queued_ns) >= ?1 AND l.queued_ns <= ?2) "
+			       "OR EXISTS (SELECT 1 FROM frames f WHERE f.display = d.display AND f.present_ns BETWEEN ?1 AND ?2) "
+			       "UNION ALL SELECT -1, CASE WHEN count(DISTINCT swapchain) = 1 THEN min(swapchain) "
+			       "  ELSE count(DISTINCT swapchain) || ' swap chains' END, count(*) FROM frames "
+			       "  WHERE display IS NULL AND present_ns BETWEEN ?1 AND ?2 HAVING count(*) > 0) ORDER BY id = -1, id",
+			       "isi", &h->n_displays)) < 0 ||
+	    (ret = write_points(h, "dvblanks", "SELECT ts_ns, display FROM display_vblanks WHERE ts_ns BETWEEN ?1 AND ?2 "
+					       "ORDER BY ts_ns", 2, &h->n_dvblanks, "reading display_vblanks")) < 0 ||
+	    (ret = write_table(h, "flips",
+			       "SELECT l.display, coalesce(l.ready_ns, l.queued_ns), l.done_ns, l.status, f.frame, "
+			       "coalesce(f.late, 0) FROM flips l LEFT JOIN frames f ON f.present = l.present "
+			       "WHERE l.display IS NOT NULL AND coalesce(l.ready_ns, l.queued_ns) IS NOT NULL "
+			       "AND coalesce(l.ready_ns, l.queued_ns) <= ?2 AND coalesce(l.done_ns, ?2) >= ?1 "
+			       "ORDER BY l.display, coalesce(l.ready_ns, l.queued_ns), l.id",
+			       "ittsii", &h->n_flips)) < 0 ||
+	    (ret = write_table(h, "frames",
+			       "SELECT frame, coalesce(display, -1), present_ns, ready_ns, screen_ns, interval_ns, late, "
+			       "status, swapchain, process, blame, MsGPUBusy * 1e6, MsGPUWait * 1e6, MsUntilDisplayed * 1e6, "
+			       "missed_vblanks, late_ns, blame_seq, blame_ns, refresh_ns, "
+			       "(SELECT sum(wait_ns) FROM frame_gpu g WHERE g.frame = frames.frame) FROM frames "
+			       "WHERE present_ns BETWEEN ?1 AND ?2 ORDER BY frame",
+			       "iitttiissisiiiiiiiii", &h->n_frames)) < 0)
+		return ret;
+	return write_table(h, "framePath",
+			   "SELECT p.frame, p.start_ns, p.end_ns, p.kind, p.queue, p.thread, p.ring, p.what "
+			   "FROM frames f JOIN frame_path p ON p.frame = f.frame "
+			   "WHERE f.present_ns BETWEEN ?1 AND ?2 ORDER BY p.frame, p.seq",
+			   "ittsqhrs", &h->n_frame_segs);
+}
+
 static int write_extras(struct html *h)
 {
 	int ret;
@@ -1301,7 +1417,8 @@ static int write_extras(struct html *h)
 	if ((ret = write_jobs(h)) < 0 ||
 	    (ret = write_points(h, "vblanks", "SELECT ts_ns, crtc, seq FROM vblanks WHERE ts_ns BETWEEN ?1 AND ?2 "
 					      "ORDER BY ts_ns", 3, &h->n_vblanks, "reading vblanks")) < 0 ||
-	    (ret = write_markers(h)) < 0 || (ret = write_runs(h)) < 0 || (ret = write_dma(h)) < 0)
+	    (ret = write_markers(h)) < 0 || (ret = write_runs(h)) < 0 || (ret = write_dma(h)) < 0 ||
+	    (ret = write_frames(h)) < 0)
 		return ret;
 	if (!h->is_etw) {
 		put(h, "\"vsyncs\":[],\n");

@@ -7,6 +7,7 @@
  */
 #include "kernel_int.h"
 #include "contract/errors.h"
+#include "contract/util_hash.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -20,14 +21,21 @@
 #define NF_KD_EVENT_IDS 65536u  /* common_type is 16 bits */
 
 enum kd_kind {
-	KD_UNKNOWN = 0, KD_RAW, KD_FENCE, KD_SWITCH, KD_WAKEUP, KD_GPU, KD_VBLANK, KD_PRINT,
+	KD_UNKNOWN = 0, KD_RAW, KD_FENCE, KD_SWITCH, KD_WAKEUP, KD_GPU, KD_VBLANK, KD_PRINT, KD_FLIP,
+	KD_XE_FENCE,    /* xe_hw_fence_create: kept raw, its fence's context remembered */
 };
 
 /* The fields a GPU job event may have, looked up by name (any may be absent). */
 enum kd_gpu_field {
 	KG_JOB, KG_CONTEXT, KG_SEQNO, KG_FENCE, KG_RING, KG_DEP_CONTEXT, KG_DEP_SEQNO,
-	KG_CLASS, KG_INSTANCE, KG_COMPLETED, KG_COUNT
+	KG_CLASS, KG_INSTANCE, KG_COMPLETED, KG_DEV, KG_CLIENT, KG_QUEUE, KG_COUNT
 };
+
+/* KernelGpuJob kinds of xe (schemas/events.def) and drm_sched's unschedulable. */
+enum { KD_XE_EXEC = 12, KD_XE_RUN = 13, KD_XE_DONE = 14, KD_XE_QUEUE = 15, KD_UNSCHEDULABLE = 16 };
+
+/* Fences of xe jobs remembered at most (a map each; past it they start over). */
+#define NF_KD_MAX_XE_FENCES (1u << 16)
 
 /* What we know about one event id (the format's fields we read). */
 struct kd_event {
@@ -50,6 +58,10 @@ struct nf_kdecoder {
 	struct nf_kclock_map map;
 	char where[256];
 	struct kd_event **events;          /* [event id] */
+	/* xe: a job's hardware fence (its address) -> the fence's context
+	 * (xe_hw_fence_create), and -> its exec queue's GuC id << 32 | its seqno
+	 * (the job's events) */
+	struct nf_u64map xe_fence_ctx, xe_fence_queue;
 	struct kd_str *strs;               /* open addressing on the string */
 	size_t str_cap, n_strs;
 	struct trace_seq seq;
@@ -172,6 +184,7 @@ struct nf_kdecoder *nf_kdecoder_create(struct tep_handle *tep, struct nf_ctf_wri
 	}
 	trace_seq_init(&d->seq);
 	d->stats.cpus = cpus;
+	d->xe_fence_ctx.max_keys = d->xe_fence_queue.max_keys = NF_KD_MAX_XE_FENCES;
 
 	struct nf_event ev = { .id = NF_EV_KERNEL_START, .ts = map->start_ticks, .str = clock };
 	ev.f[NFF_KERNEL_START_origin_ns] = map->origin_ns;
@@ -198,6 +211,8 @@ void nf_kdecoder_destroy(struct nf_kdecoder *d)
 		free(d->strs[i].s);
 	free(d->strs);
 	free(d->named);
+	nf_u64map_free(&d->xe_fence_ctx);
+	nf_u64map_free(&d->xe_fence_queue);
 	if (d->seq.buffer)
 		trace_seq_destroy(&d->seq);
 	free(d);
@@ -223,6 +238,9 @@ static const struct {
 	{ "sched", "sched_switch", KD_SWITCH, 0 },
 	{ "sched", "sched_wakeup", KD_WAKEUP, 0 },
 	{ "drm", "drm_vblank_event", KD_VBLANK, 0 },
+	/* legacy page flips (i915 before atomic modesetting): KernelFlip.kind */
+	{ "i915", "i915_flip_request", KD_FLIP, 1 },
+	{ "i915", "i915_flip_complete", KD_FLIP, 2 },
 	{ "ftrace", "print", KD_PRINT, 0 },
 	/* GPU jobs: ev_id is KernelGpuJob.kind (schemas/events.def). The
 	 * scheduler's events were renamed in Linux 6.16 (queue/run/done/add_dep). */
@@ -236,6 +254,14 @@ static const struct {
 	{ "gpu_scheduler", "drm_sched_job_done", KD_GPU, 5 },
 	{ "gpu_scheduler", "drm_sched_job_wait_dep", KD_GPU, 6 },
 	{ "gpu_scheduler", "drm_sched_job_add_dep", KD_GPU, 6 },
+	{ "gpu_scheduler", "drm_sched_job_unschedulable", KD_GPU, KD_UNSCHEDULABLE },
+	/* Intel xe (drivers/gpu/drm/xe/xe_trace.h): a job pushed to the scheduler,
+	 * run (handed to the GuC), its hardware fence signaled; the exec queues
+	 * (any xe_exec_queue_* event: see kd_event_for) name the rings. */
+	{ "xe", "xe_sched_job_exec", KD_GPU, KD_XE_EXEC },
+	{ "xe", "xe_sched_job_run", KD_GPU, KD_XE_RUN },
+	{ "xe", "xe_hw_fence_signal", KD_GPU, KD_XE_DONE },
+	{ "xe", "xe_hw_fence_create", KD_XE_FENCE, 0 },
 	{ "i915", "i915_request_add", KD_GPU, 7 },
 	{ "i915", "i915_request_submit", KD_GPU, 8 },
 	{ "i915", "i915_request_in", KD_GPU, 9 },
@@ -267,6 +293,39 @@ static bool kd_is_number(const struct tep_format_field *f)
 }
 
 /*
+ * xe's job events (xe_sched_job class: dev, seqno, lrc_seqno, guc_id, ...,
+ * fence), its hardware fence's signal (xe_hw_fence class: dev, ctx, seqno,
+ * fence) and its exec queues (xe_exec_queue class: dev, class, logical_mask,
+ * gt_id, width, guc_id, ...). dev is absent before Linux 6.12.
+ */
+static bool kd_xe_fields(struct kd_event *ke, uint32_t kind)
+{
+	struct tep_event *e = ke->event;
+
+	ke->f[KG_DEV] = tep_find_field(e, "dev");
+	if (ke->f[KG_DEV] && !kd_is_string(ke->f[KG_DEV]))
+		ke->f[KG_DEV] = NULL;
+	if (kind == KD_XE_QUEUE) {
+		ke->f[KG_QUEUE] = tep_find_field(e, "guc_id");
+		ke->f[KG_CLASS] = tep_find_field(e, "class");
+	} else {
+		ke->f[KG_SEQNO] = tep_find_field(e, "seqno");
+		ke->f[KG_FENCE] = tep_find_field(e, "fence");
+		if (kind == KD_XE_DONE)
+			ke->f[KG_CONTEXT] = tep_find_field(e, "ctx");
+		else
+			ke->f[KG_QUEUE] = tep_find_field(e, "guc_id");
+	}
+	for (int i = 0; i < KG_COUNT; i++)
+		if (i != KG_DEV && ke->f[i] && !kd_is_number(ke->f[i]))
+			ke->f[i] = NULL;
+	if (kind == KD_XE_QUEUE)
+		return ke->f[KG_QUEUE] && ke->f[KG_CLASS];
+	return ke->f[KG_SEQNO] && ke->f[KG_FENCE] && (kind == KD_XE_DONE ? ke->f[KG_CONTEXT] != NULL
+									 : ke->f[KG_QUEUE] != NULL);
+}
+
+/*
  * The fields of a GPU job event, by the names each kernel version gives them:
  * the job's fence is "context"/"seqno" (amdgpu), "fence_context"/"fence_seqno"
  * (drm_sched from 6.16) or "ctx"/"seqno" (i915); a wait_dep's dependency is
@@ -289,7 +348,10 @@ static bool kd_gpu_fields(struct kd_event *ke, uint32_t kind)
 	static const char *const inst[] = { "instance", NULL };
 	static const char *const done[] = { "completed", NULL };
 	struct tep_event *e = ke->event;
-	bool i915 = kind >= 7, dep = kind == 6;
+	bool i915 = kind >= 7 && kind <= 11, dep = kind == 6 || kind == KD_UNSCHEDULABLE;
+
+	if (kind >= KD_XE_EXEC && kind <= KD_XE_QUEUE)
+		return kd_xe_fields(ke, kind);
 
 	ke->f[KG_JOB] = i915 ? NULL : kd_field_any(e, job);
 	ke->f[KG_CONTEXT] = kd_field_any(e, i915 ? i915ctx : dep ? (const char *const[]){ "fence_context", NULL } : fctx);
@@ -301,12 +363,17 @@ static bool kd_gpu_fields(struct kd_event *ke, uint32_t kind)
 	ke->f[KG_CLASS] = i915 ? kd_field_any(e, cls) : NULL;
 	ke->f[KG_INSTANCE] = i915 ? kd_field_any(e, inst) : NULL;
 	ke->f[KG_COMPLETED] = kind == 10 ? kd_field_any(e, done) : NULL;
+	/* Linux 6.16 on: the device and the DRM client of a queued or run job */
+	ke->f[KG_DEV] = kind == 3 || kind == 4 ? tep_find_field(e, "dev") : NULL;
+	ke->f[KG_CLIENT] = kind == 3 || kind == 4 ? tep_find_field(e, "client_id") : NULL;
+	if (ke->f[KG_DEV] && !kd_is_string(ke->f[KG_DEV]))
+		ke->f[KG_DEV] = NULL;
 	if (kind <= 2 && ke->f[KG_RING] && !kd_is_string(ke->f[KG_RING]))
 		ke->f[KG_RING] = tep_find_field(e, "timeline"); /* 4.11's ring_name is a pointer */
 	if (ke->f[KG_RING] && !kd_is_string(ke->f[KG_RING]))
 		ke->f[KG_RING] = NULL;
 	for (int i = 0; i < KG_COUNT; i++)
-		if (i != KG_RING && ke->f[i] && !kd_is_number(ke->f[i]))
+		if (i != KG_RING && i != KG_DEV && ke->f[i] && !kd_is_number(ke->f[i]))
 			ke->f[i] = NULL;
 	if (ke->f[KG_CONTEXT] && !ke->f[KG_SEQNO])
 		ke->f[KG_CONTEXT] = NULL;
@@ -322,6 +389,7 @@ static const char *const kd_switch_fields[] = { "prev_comm", "prev_pid", "prev_p
 static const char *const kd_wakeup_fields[] = { "comm", "pid", "prio", "target_cpu" };
 static const char *const kd_vblank_fields[] = { "crtc", "seq" };
 static const char *const kd_print_fields[] = { "buf" };
+static const char *const kd_flip_fields[] = { "plane", "obj" };
 
 /* Looks the fields up; a format without them is decoded as a raw event. */
 static bool kd_fields(struct kd_event *ke, const char *const *names, size_t n)
@@ -361,15 +429,22 @@ static struct kd_event *kd_event_for(struct nf_kdecoder *d, struct tep_record *r
 	}
 	ke->event = e;
 	ke->kind = KD_RAW;
+	if (e->system && e->name && !strcmp(e->system, "xe") && !strncmp(e->name, "xe_exec_queue_", 14) &&
+	    kd_xe_fields(ke, KD_XE_QUEUE)) {
+		ke->kind = KD_GPU;
+		ke->gpu_kind = KD_XE_QUEUE;
+	}
 	for (size_t i = 0; i < sizeof(kd_known) / sizeof(kd_known[0]); i++) {
 		if (!e->system || strcmp(e->system, kd_known[i].system) || strcmp(e->name, kd_known[i].name))
 			continue;
 		bool ok = kd_known[i].kind == KD_FENCE ? kd_fields(ke, kd_fence_fields, 4)
 			: kd_known[i].kind == KD_SWITCH ? kd_fields(ke, kd_switch_fields, 7)
 			: kd_known[i].kind == KD_VBLANK ? kd_fields(ke, kd_vblank_fields, 2)
+			: kd_known[i].kind == KD_FLIP ? kd_fields(ke, kd_flip_fields, 2)
 			: kd_known[i].kind == KD_PRINT ? kd_fields(ke, kd_print_fields, 1) && ke->f[0]->type &&
 				strstr(ke->f[0]->type, "char") && !(ke->f[0]->flags & TEP_FIELD_IS_DYNAMIC)
 			: kd_known[i].kind == KD_GPU ? kd_gpu_fields(ke, kd_known[i].ev_id)
+			: kd_known[i].kind == KD_XE_FENCE ? kd_xe_fields(ke, KD_XE_DONE)
 			: kd_fields(ke, kd_wakeup_fields, 4);
 		if (ok) {
 			ke->kind = kd_known[i].kind;
@@ -465,17 +540,74 @@ int nf_kdecoder_lost(struct nf_kdecoder *d, int cpu, uint64_t ns, long long coun
 /* i915's engine classes (uapi I915_ENGINE_CLASS_*), as the driver names its engines. */
 static const char *const kd_i915_class[] = { "rcs", "bcs", "vcs", "vecs", "ccs" };
 
+/* xe's engine classes (enum xe_engine_class), as xe names its exec queues (rcs3, ccs0 ...). */
+static const char *const kd_xe_class[] = { "rcs", "vcs", "vecs", "bcs", "gsccs", "ccs" };
+
+/* Remembers key -> value in a bounded map; a full map starts over. */
+static int kd_remember(struct nf_kdecoder *d, struct nf_u64map *m, uint64_t key, uint64_t value, struct nf_error *err)
+{
+	if (nf_u64map_put(m, key, value) == 0)
+		return 0;
+	nf_u64map_free(m); /* full (or out of memory): the oldest fences are long done */
+	if (nf_u64map_put(m, key, value) == 0)
+		return 0;
+	return nf_error_set(err, NF_ENOMEM, "%s: out of memory", d->where);
+}
+
+/*
+ * A GPU job event into a KernelGpuJob. Returns 0 (emitted), 1 when the record
+ * is not a job event after all (an xe fence signal of no job seen: the caller
+ * keeps it raw), or an error.
+ */
 static int kd_gpu(struct nf_kdecoder *d, struct tep_record *rec, struct kd_event *ke, int cpu,
 		  uint64_t pid, struct nf_event *ev, struct nf_error *err)
 {
-	uint64_t v[KG_COUNT] = { 0 }, ring = 0;
-	uint32_t flags = 0;
+	uint64_t v[KG_COUNT] = { 0 }, ring = 0, dev = 0;
+	uint32_t flags = 0, kind = ke->gpu_kind;
 	int rc;
 
 	for (int i = 0; i < KG_COUNT; i++)
-		if (i != KG_RING && ke->f[i] && (rc = kd_num(d, rec, ke->f[i], &v[i], err)))
+		if (i != KG_RING && i != KG_DEV && ke->f[i] && (rc = kd_num(d, rec, ke->f[i], &v[i], err)))
 			return rc;
-	if (ke->f[KG_RING]) {
+	if (kind == KD_XE_DONE) {
+		/* only the fence of a job whose events came (the address and its seqno): its queue */
+		const uint64_t *q = nf_u64map_find(&d->xe_fence_queue, v[KG_FENCE]);
+
+		if (!q || (uint32_t)*q != (uint32_t)v[KG_SEQNO])
+			return 1;
+		v[KG_QUEUE] = *q >> 32;
+		flags |= 8;
+	} else if (kind == KD_XE_EXEC || kind == KD_XE_RUN) {
+		/* the job's hardware fence: its context when xe_hw_fence_create named it */
+		const uint64_t *c = nf_u64map_find(&d->xe_fence_ctx, v[KG_FENCE]);
+
+		if (c) {
+			v[KG_CONTEXT] = *c;
+			flags |= 1;
+		}
+		flags |= 8;
+		if ((rc = kd_remember(d, &d->xe_fence_queue, v[KG_FENCE], v[KG_QUEUE] << 32 | (uint32_t)v[KG_SEQNO], err)))
+			return rc;
+	} else if (kind == KD_XE_QUEUE) {
+		char name[32];
+		uint32_t id;
+
+		if (v[KG_CLASS] < sizeof(kd_xe_class) / sizeof(kd_xe_class[0]))
+			snprintf(name, sizeof(name), "%s%u", kd_xe_class[v[KG_CLASS]], (unsigned)v[KG_QUEUE]);
+		else
+			snprintf(name, sizeof(name), "class%u:%u", (unsigned)v[KG_CLASS], (unsigned)v[KG_QUEUE]);
+		if ((rc = kd_intern(d, name, strlen(name), ev->ts, &id, err)))
+			return rc;
+		ring = id;
+		flags |= 8;
+	}
+	if (ke->f[KG_DEV] && (rc = kd_intern_field(d, rec, ke->f[KG_DEV], ev->ts, &dev, err)))
+		return rc;
+	if (ke->f[KG_CLIENT])
+		flags |= 16;
+	if (kind == KD_XE_QUEUE) {
+		/* named above */
+	} else if (ke->f[KG_RING]) {
 		if ((rc = kd_intern_field(d, rec, ke->f[KG_RING], ev->ts, &ring, err)))
 			return rc;
 	} else if (ke->f[KG_CLASS] && ke->f[KG_INSTANCE]) {
@@ -508,6 +640,9 @@ static int kd_gpu(struct nf_kdecoder *d, struct tep_record *rec, struct kd_event
 	ev->f[NFF_KERNEL_GPU_JOB_dep_context] = v[KG_DEP_CONTEXT];
 	ev->f[NFF_KERNEL_GPU_JOB_dep_seqno] = v[KG_DEP_SEQNO];
 	ev->f[NFF_KERNEL_GPU_JOB_flags] = flags;
+	ev->f[NFF_KERNEL_GPU_JOB_dev] = dev;
+	ev->f[NFF_KERNEL_GPU_JOB_client_id] = v[KG_CLIENT];
+	ev->f[NFF_KERNEL_GPU_JOB_queue] = v[KG_QUEUE];
 	d->stats.gpu++;
 	return kd_emit(d, ev, err);
 }
@@ -638,6 +773,19 @@ int nf_kdecoder_record(struct nf_kdecoder *d, struct tep_record *rec, int cpu,
 		ev.f[NFF_KERNEL_VBLANK_seq] = (uint32_t)v[1];
 		d->stats.gpu++;
 		return kd_emit(d, &ev, err);
+	case KD_FLIP:
+		if ((rc = kd_num(d, rec, ke->f[0], &v[0], err)) || (rc = kd_num(d, rec, ke->f[1], &v[1], err)))
+			return rc;
+		if (ke->ev_id == 1 && (rc = kd_name_thread(d, pid, ev.ts, err)))
+			return rc;
+		ev.id = NF_EV_KERNEL_FLIP;
+		ev.f[NFF_KERNEL_FLIP_cpu] = (uint64_t)cpu;
+		ev.f[NFF_KERNEL_FLIP_tid] = pid;
+		ev.f[NFF_KERNEL_FLIP_kind] = ke->ev_id;
+		ev.f[NFF_KERNEL_FLIP_plane] = (uint32_t)v[0];
+		ev.f[NFF_KERNEL_FLIP_obj] = v[1];
+		d->stats.gpu++;
+		return kd_emit(d, &ev, err);
 	case KD_PRINT: {
 		const char *s = NULL;
 		size_t n = 0;
@@ -669,7 +817,15 @@ int nf_kdecoder_record(struct nf_kdecoder *d, struct tep_record *rec, int cpu,
 	case KD_GPU:
 		if ((rc = kd_name_thread(d, pid, ev.ts, err)))
 			return rc;
-		return kd_gpu(d, rec, ke, cpu, pid, &ev, err);
+		if ((rc = kd_gpu(d, rec, ke, cpu, pid, &ev, err)) != 1)
+			return rc;
+		break; /* kept raw */
+	case KD_XE_FENCE: /* kept raw; the fence's context is remembered for its job */
+		if ((rc = kd_num(d, rec, ke->f[KG_FENCE], &v[0], err)) ||
+		    (rc = kd_num(d, rec, ke->f[KG_CONTEXT], &v[1], err)) ||
+		    (rc = kd_remember(d, &d->xe_fence_ctx, v[0], v[1], err)))
+			return rc;
+		break;
 	default:
 		break;
 	}

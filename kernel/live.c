@@ -20,6 +20,7 @@
 #include <signal.h>
 #include <fcntl.h>
 #include <kbuffer.h>
+#include <mntent.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -249,6 +250,24 @@ static void remove_stale_instances(const char *tracefs)
 		rmdir(path);
 	}
 	closedir(d);
+}
+
+int nf_kernel_tracefs_find(char *buf, size_t len)
+{
+	FILE *f = setmntent("/proc/self/mounts", "r");
+	struct mntent *m;
+	int found = -1;
+
+	if (!f)
+		return -1;
+	while ((m = getmntent(f)))
+		if (!strcmp(m->mnt_type, "tracefs") && strlen(m->mnt_dir) < len &&
+		    (found < 0 || !strcmp(m->mnt_dir, "/sys/kernel/tracing"))) {
+			snprintf(buf, len, "%s", m->mnt_dir);
+			found = 0;
+		}
+	endmntent(f);
+	return found;
 }
 
 void nf_kernel_remove_stale_instances(const char *tracefs)

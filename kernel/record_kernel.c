@@ -21,7 +21,7 @@ static int finish_into(void *ctx, const char *dir, struct nf_error *err)
 	return nf_kernel_trace_finish(f->t, dir, f->kst, err);
 }
 
-int nf_kernel_record(const struct nf_record_options *ro, const char *events,
+int nf_kernel_record(const struct nf_record_options *ro, const char *events, const char *tracefs,
 		     struct nf_record_result *res, struct nf_kernel_stats *kst, struct nf_error *err)
 {
 	struct nf_kernel_trace_options ko = { 0 };
@@ -31,6 +31,7 @@ int nf_kernel_record(const struct nf_record_options *ro, const char *events,
 
 	memset(res, 0, sizeof(*res));
 	memset(kst, 0, sizeof(*kst));
+	ko.tracefs = tracefs;
 	ko.events = events && strcmp(events, "default") ? events : NULL;
 	if ((rc = nf_kernel_trace_start(&ko, &t, &origin, err)))
 		return rc;

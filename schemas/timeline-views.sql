@@ -83,3 +83,13 @@ CREATE VIEW lost_spans AS
 SELECT queue, log, first_ns, last_ns, lost_entries, detail,
        printf('0x%x', queue) AS queue_hex
 FROM anomalies WHERE kind = 'lost' ORDER BY queue, first_ns;
+
+-- Every display's vertical blanks, whichever table the source wrote them to
+-- (vblanks: Linux and nftrace sessions; vsyncs: Windows ETW).
+CREATE VIEW display_vblanks(display, ts_ns, seq) AS
+SELECT display, ts_ns, seq FROM vblanks WHERE display IS NOT NULL
+UNION ALL
+SELECT display, ts_ns, frame FROM vsyncs WHERE display IS NOT NULL;
+
+-- The blanks of a CRTC in time order (flips are tied to them).
+CREATE INDEX vblanks_crtc ON vblanks(crtc, ts_ns);

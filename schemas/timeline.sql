@@ -82,6 +82,8 @@ CREATE TABLE fence_ops (
   observed_ns  INTEGER,             -- GPU time the wait was observed on hardware (waits; NULL otherwise or unknown)
   end_ns       INTEGER,             -- GPU time it completed, on the CPU time base; NULL when unknown (never invented)
   status       TEXT,                -- 'complete', 'lost' (entry overwritten before read), 'zero_timestamp', 'unmatched' (no log entry found), 'legacy' (handled by the OS on the CPU),
+                                    -- 'pending' (ETW: no end before the capture ended), 'aborted' (ETW: AbortQueuePacket),
+                                    -- 'end_unknown' (ETW hardware queues: done, as later work on its queue completed, but not said when: end_ns NULL),
                                     -- 'repeated_timestamp' (the entry repeats the previous entry's end timestamp, so end_ns is unknown: NULL),
                                     -- 'unsignaled' (a Linux dma_fence signal row whose fence was never signaled before the trace ended: end_ns NULL)
   log_seq      INTEGER,             -- position of its entry in the log's written sequence (NULL if none)
@@ -340,12 +342,27 @@ CREATE TABLE kernel_events (
 --              drm_sched_job_add_dep (a dependency: job_deps);
 --   i915:      i915_request_add (submitted), i915_request_submit (ready),
 --              i915_request_in (started on the engine), i915_request_out with
---              completed=1 (finished; i915_request_retire when no out was seen).
+--              completed=1 (finished; i915_request_retire when no out was seen);
+--   xe:        xe_sched_job_exec (submitted: pushed to the scheduler),
+--              xe_sched_job_run (started: handed to the GuC), xe_hw_fence_signal
+--              of the job's hardware fence (finished; else that fence's
+--              dma_fence_signaled). The fence (context, seqno) is known from
+--              xe_hw_fence_create; the ring is the exec queue as xe names it
+--              (engine class and GuC id: rcs3, ccs0 ...) from any
+--              xe_exec_queue_* event of that queue, else "queue N". xe runs its
+--              jobs on the GPU scheduler: a ring whose drm_sched events are in
+--              the trace too gets the drm_sched rows only (the same jobs, named
+--              by the finished fence other jobs depend on).
+--              xe_sched_job_create (its fence does not exist yet) and
+--              xe_sched_job_free (after it finished) are kept in kernel_events.
 -- Events of one job are joined by the scheduler's job id when they carry one
 -- (amdgpu's sched_job_id is drm_sched's id), else by the job's fence (context,
 -- seqno). drm_sched before Linux 6.16 names the job's fence in
 -- drm_sched_process_job only by its address: it is the fence of the latest
--- drm_sched_job with that address.
+-- drm_sched_job with that address. From Linux 6.16 every drm_sched event names
+-- the job by its finished fence (fence_context:fence_seqno), with the device
+-- (dev) and the DRM client (client_id) on queue and run; xe's by its exec
+-- queue's GuC id and seqno.
 --
 -- Scheduled and finished fences. The GPU scheduler gives each job two
 -- dma_fences with the same seqno on two adjacent contexts: "scheduled"
@@ -362,7 +379,7 @@ CREATE TABLE kernel_events (
 -- event was seen, its scheduled fence's.
 CREATE TABLE jobs (
   id             INTEGER PRIMARY KEY, -- job row id, in submission order
-  driver         TEXT,    -- 'amdgpu', 'drm_sched' or 'i915': whose events describe it
+  driver         TEXT,    -- 'amdgpu', 'drm_sched', 'i915' or 'xe': whose events describe it
   ring           TEXT,    -- ring (amdgpu: gfx, sdma0, comp_1.0.0 ...; i915: rcs0, bcs0, vcs1 ...; NULL unknown)
   job            INTEGER, -- scheduler job id (NULL when the events carry none: i915)
   context        INTEGER, -- dma_fence context of the job's finished fence (NULL unknown)
@@ -400,12 +417,16 @@ CREATE TABLE jobs (
                           -- running when the capture ended); with no start, its start_reason
   finished_bound_ns INTEGER, -- an upper bound on its finish that the file proves, when finished_ns is NULL
                           -- (drawn as a whisker, never counted as a finish): see bound_source
-  bound_source   TEXT     -- 'ring_order' (amdgpu: a ring's fences signal in the order its jobs ran, so a
+  bound_source   TEXT,    -- 'ring_order' (amdgpu: a ring's fences signal in the order its jobs ran, so a
                           -- job run later on its ring that finished at finished_bound_ns bounds it),
                           -- 'recording_start' (it has a ring-order bound, so it finished before the
                           -- capture ended; it started before meta kernel_all_cpus_from_ns, the moment
                           -- from which every CPU is recorded, and a finish after it would be in the
                           -- file: it finished no later than that moment); NULL: no bound
+  device         TEXT,    -- the GPU (dev_name: "0000:03:00.0") when the events name it (drm_sched from
+                          -- Linux 6.16, xe from 6.12); NULL unknown. A ring is named within its device.
+  client_id      INTEGER  -- the DRM client the job came through (drm_sched from 6.16: the file's
+                          -- drm-client-id, as /proc/PID/fdinfo shows it); NULL unknown
 );
 
 -- How each job context's two fences were told apart (see above).
@@ -421,7 +442,9 @@ CREATE TABLE job_timelines (
 
 -- A job's dependencies (drm_sched_job_wait_dep / drm_sched_job_add_dep): the
 -- fence it waited for before it could run, and the job that fence belongs to
--- when that job is in the trace.
+-- when that job is in the trace (else the fence's own signal, a fence_ops
+-- 'signal' row of queue 4294967296 + dep_context, when dma_fence events were
+-- traced).
 CREATE TABLE job_deps (
   job          INTEGER, -- jobs.id of the waiting job
   dep_context  INTEGER, -- the fence waited for
@@ -431,11 +454,25 @@ CREATE TABLE job_deps (
   ts_ns        INTEGER  -- when the dependency was reported
 );
 
--- Vertical blanks (drm:drm_vblank_event), per CRTC.
+-- drm_sched_job_unschedulable (Linux 6.16 on): when the scheduler picked the
+-- job, this dependency was not signaled yet, so the job could not run then
+-- (`nftrace check` lists those still waiting when the trace ended).
+CREATE TABLE job_unschedulable (
+  job          INTEGER, -- jobs.id of the job held back
+  dep_context  INTEGER, -- the fence not signaled
+  dep_seqno    INTEGER,
+  dep_job      INTEGER, -- jobs.id whose finished (or scheduled) fence it is, NULL when none in the trace
+  dep_fence    TEXT,    -- 'finished' or 'scheduled', NULL with dep_job
+  ts_ns        INTEGER  -- when
+);
+
+-- Vertical blanks: drm:drm_vblank_event per CRTC (Linux), and a display's
+-- blanks in nftrace sessions (VSyncDPC; crtc NULL).
 CREATE TABLE vblanks (
-  ts_ns  INTEGER, -- when
-  crtc   INTEGER, -- CRTC index
-  seq    INTEGER  -- vblank counter
+  ts_ns    INTEGER, -- when
+  crtc     INTEGER, -- CRTC index (Linux; NULL in nftrace sessions)
+  seq      INTEGER, -- vblank counter
+  display  INTEGER  -- displays.display whose blank it is (Linux: the display of that CRTC)
 );
 
 -- User markers (ftrace:print: writes to trace_marker, trace_printk with a plain string).
@@ -506,8 +543,45 @@ CREATE TABLE markers (
 --   ...FromGpu (230, 294) and WaitForSynchronizationObject2 and ...FromGpu
 --   (231, 295), are kept in etw_events (230/294 also group the packets of
 --   a multi-context signal): the packets are what the GPU scheduler ran.
---   With hardware scheduling (hardware queues, 450/451) the waits and
---   signals of a queue are not logged as packets and are not fence_ops.
+-- - hardware scheduling: a queue the OS does not schedule logs no wait or
+--   signal packets. A WaitForSynchronizationObjectFromGpu (295) or
+--   SignalSynchronizationObjectFromGpu (294) whose hContext is a hardware
+--   queue (HwQueue 422-424, DmaPacket 450/451), or a context owning one that
+--   no queue packet named, is the operation itself: one 'wait' (295) or
+--   'signal' (294, per context it names) per fence on that queue, queued_ns
+--   the event, thread its thread. A signal ends at the first
+--   VidSchSignalSyncObjectsFromGpuImmediate (551) or VidSchiCompleteSignalCommmand
+--   (552) naming its fence (VidSchSyncObjectArray) and value; a 551/552 that
+--   ends none is a 'signal' of its own on no queue (queue and queued_ns NULL),
+--   unless queue packets signal that fence. A wait's observed_ns is when the
+--   work queued before it on its queue completed (that DMA packet's 451 or
+--   that wait's end; queued_ns when none was open); its end_ns is when it was
+--   both observed and its fence reached the value (a signal of any kind:
+--   hardware queue, 551/552, CPU, signal packet, or the fence's initial
+--   value), the later of the two. Status 'complete'; with end_ns NULL:
+--   'end_unknown' (later work on its queue completed, so it was done by then:
+--   etw_gpu_ops.end_bound_ns, a bound, not its end; no later signal or 551/552
+--   ends it then) or 'pending' (nothing in the capture shows it ended). deps
+--   ties these waits by the rule below.
+--   etw_gpu_ops links each to its events.
+-- - presents, flips, displays (PresentMon's reading of DxgKrnl without runtime
+--   events): a present starts at its thread's first DxgKrnl present event
+--   (Blit 166, Flip 168, FlipMultiPlaneOverlay 252 or PresentMultiPlaneOverlay
+--   251; else Present 184) and ends at its Present (184), or, for DWM's
+--   multi-plane flips, which log no 184, at the next such event after its
+--   present packet; its present packet is the first QueuePacketStart (178)
+--   with bPresent its thread queued, and ready_ns that packet's completion
+--   (180); mode 'flip' (Flip, the multi-plane ones), 'composed' (a redirected
+--   Blit, or one followed by PresentHistory 171/215: DWM composes it, and
+--   without Microsoft-Windows-Dwm-Core events nothing says which DWM frame
+--   showed it: no flip row), 'copy' (a Blit to the front buffer: a flip row
+--   shown when its packet completed, no blank). A display per VidPnSourceId
+--   and LayerIndex ('VidPnSource 0 layer 0'); a flip is shown at the first
+--   VSyncDPC (17) whose FlipFenceId's high 32 bits are its packet's
+--   SubmitSequence (vblank_seq its FrameNumber); never shown while a later
+--   flip of its display was: 'dropped'; else 'pending'. Present (184)'s own
+--   payload is not decoded (schemas/dxgkrnl.def says why); the events stay
+--   in etw_events too.
 -- - queue_packets, dma_packets, vsyncs: below. Every event not mapped
 --   (other providers, and DxgKrnl events no table takes) is an etw_events
 --   row; etw_counts counts every event by provider, id and version.
@@ -588,7 +662,8 @@ CREATE TABLE vsyncs (
   ts_ns    INTEGER, -- when
   adapter  INTEGER, -- adapters.adapter
   target   INTEGER, -- VidPnTargetId
-  frame    INTEGER  -- FrameNumber
+  frame    INTEGER, -- FrameNumber
+  display  INTEGER  -- displays.display of its VidPnSourceId (plane 0 of that source)
 );
 
 -- Processes named by the kernel's rundown and process events (thread names
@@ -612,6 +687,45 @@ CREATE TABLE etw_events (
   size      INTEGER  -- payload bytes
 );
 
+-- Every DxgKrnl event schemas/dxgkrnl.def decodes (schemas/dxgkrnl.md), mapped
+-- or not, with every payload field: a user can ask about what the tables
+-- above do not model. fields is a JSON object keyed by the manifest's field
+-- names: integers as numbers (64-bit two's complement, as values are stored
+-- everywhere), BOOL 0/1, pointers as '0x...' text (as etw_contexts and
+-- etw_sync_objects write handles), arrays as arrays, GUIDs and strings as
+-- text, binary as hex text; a field the event's version lacks is absent.
+--   SELECT ts_ns, fields ->> 'hContext', fields -> 'ObjectArray'
+--   FROM dxgkrnl_events WHERE event_id = 295;
+-- One JSON text per event costs about what a row of etw_events costs to
+-- insert; a row per field would cost one per field (bench/etw).
+CREATE TABLE dxgkrnl_events (
+  id        INTEGER PRIMARY KEY, -- in time order
+  ts_ns     INTEGER, -- when
+  cpu       INTEGER, -- CPU whose buffer held it
+  process   INTEGER, -- process id of the header
+  thread    INTEGER, -- thread id of the header
+  event_id  INTEGER, -- DxgKrnl event id (dxgkrnl_names)
+  version   INTEGER, -- event version
+  fields    TEXT     -- JSON object: every payload field by name
+);
+
+-- The DxgKrnl events nftrace decodes (schemas/dxgkrnl.def), by id.
+CREATE TABLE dxgkrnl_names (
+  event_id  INTEGER PRIMARY KEY,
+  name      TEXT,    -- the manifest's event name ('WaitForSynchronizationObjectFromGpu')
+  meaning   TEXT
+);
+
+-- The GPU waits and signals of hardware queues (see the mapping above): the
+-- events behind each fence_ops row.
+CREATE TABLE etw_gpu_ops (
+  op            INTEGER PRIMARY KEY, -- fence_ops.id
+  event         INTEGER, -- dxgkrnl_events.id of the 294/295 that queued it (NULL: a 551/552 alone)
+  end_event     INTEGER, -- dxgkrnl_events.id of the 551/552 that ended a signal, else NULL
+  end_bound_ns  INTEGER  -- end_ns NULL: when later work on its queue completed (it was done by
+                         -- then; an upper bound, not its end); else NULL
+);
+
 -- Per provider, event id and version: how many events the capture holds.
 CREATE TABLE etw_counts (
   provider         TEXT,    -- provider GUID
@@ -621,3 +735,228 @@ CREATE TABLE etw_counts (
   events           INTEGER, -- events
   size_mismatches  INTEGER  -- DxgKrnl events whose payload size matched no known layout
 );
+
+-- ---- Displays, presents, flips and frames ----
+-- What reached the screen and when. Every source writes displays, presents
+-- and flips the same way (and vblanks or vsyncs with their display); the
+-- frames analysis (frames/, `nftrace frames`) reads only these and the
+-- generic GPU work (fence_ops, deps, cpu_waits, jobs, job_deps, dma_packets)
+-- and writes frames, frame_gpu and frame_path_blocks (the frame_path view). PresentMon's model and metric
+-- names: /work/shared/reference/presentmon-frames.md.
+--
+-- nftrace sessions (scenario `display` and `present`, nf_display_create and
+-- nf_present): a display is one output with a hardware flip queue refreshing
+-- at a stated rate; a present (Present event) queues a signal of the
+-- display's present fence on a hardware queue behind the frame's work
+-- (presents.op: that fence_ops signal; ready_ns its end), and the flip waits
+-- in the flip queue for it; at each vertical blank (VSyncDPC: vblanks rows)
+-- the display shows the next ready flip (DisplayFlip: flips.done_ns and
+-- vblank_ns are that blank), or drops the ready flips a newer sync-interval-0
+-- flip replaced.
+-- Linux (i915 legacy page flips): a display per plane of i915_flip_request /
+-- i915_flip_complete, tied to the vblanks of the CRTC of the same index (on
+-- the GPUs these events exist for, plane N scans out on pipe N); a flip
+-- request is a present (of the requesting thread) and its flip, paired with
+-- the next completion of the same plane and framebuffer object; its vblank is
+-- the drm_vblank_event of that CRTC at or after the completion, within 1 ms
+-- (i915 sends the flip's completion event from that vblank's handler);
+-- frames delimited by user markers (`nftrace frames --frame-marker REGEX`)
+-- need no table here.
+-- Windows ETW: see the ETW block above (Present, Blit, PresentHistory,
+-- PresentMultiPlaneOverlay, FlipMultiPlaneOverlay, MMIOFlipMultiPlaneOverlay
+-- and VSyncDPC).
+
+-- One row per display: an output or a plane with its own flip queue.
+CREATE TABLE displays (
+  display     INTEGER PRIMARY KEY, -- display id, from 0
+  adapter     INTEGER,             -- adapters.adapter (NULL: not tied to one)
+  name        TEXT,                -- the scenario's name, 'plane 0' (i915), 'VidPnSource 0 layer 0' (ETW)
+  crtc        INTEGER,             -- the CRTC whose vblanks it shows at (Linux), else NULL
+  refresh_ns  REAL,                -- refresh period the source states (NULL: it states none; the
+                                   -- frames analysis then measures the median interval of its blanks)
+  process     INTEGER              -- the process presenting to it when the source says, else NULL
+);
+
+-- One row per present call the capture shows.
+CREATE TABLE presents (
+  id             INTEGER PRIMARY KEY, -- in CPU order
+  display        INTEGER,             -- displays.display it presents to (NULL: not known, e.g. composed by DWM)
+  process        INTEGER,             -- presenting process (NULL: unknown)
+  thread         INTEGER,             -- presenting thread (NULL: unknown)
+  swapchain      TEXT,                -- what names its swap chain: 'display Monitor', 'plane 0', 'hwnd 0x14f00d8'
+                                      -- (NULL: the source does not say, e.g. a flip whose plane no event names)
+  present_ns     INTEGER,             -- the present call (PresentMon's PresentStartTime)
+  present_end_ns INTEGER,             -- when the call returned (NULL: no event says)
+  queue          INTEGER,             -- queues.queue it was queued on (NULL: none or unknown)
+  op             INTEGER,             -- fence_ops.id of the operation that ends the frame's GPU work (the
+                                      -- present fence's signal), NULL: none
+  ready_ns       INTEGER,             -- the frame's GPU work was done (PresentMon's ReadyTime: that signal's
+                                      -- end, PresentHistory_Info, the flip packet's completion); NULL: unknown
+  sync_interval  INTEGER,             -- SyncInterval / FlipInterval, NULL: unknown
+  mode           TEXT,                -- 'flip' (a flip of its own), 'composed' (a copy DWM composes), 'flip_request' (i915)
+  source         TEXT                 -- the event it comes from
+);
+
+-- One row per flip: a frame entering a display's flip queue and leaving it.
+CREATE TABLE flips (
+  id          INTEGER PRIMARY KEY, -- in queued order
+  display     INTEGER,             -- displays.display (its flip queue)
+  present     INTEGER,             -- presents.id of the frame it shows (NULL: none in the capture)
+  queued_ns   INTEGER,             -- entered the flip queue (present, i915_flip_request, MMIOFlip)
+  ready_ns    INTEGER,             -- could be shown from then: its frame's GPU work done (NULL: unknown)
+  done_ns     INTEGER,             -- latched: flip complete (NULL: not shown)
+  vblank_ns   INTEGER,             -- the vertical blank it was shown at (NULL: not shown, or no blank
+                                   -- event of the capture says which: see detail)
+  vblank_seq  INTEGER,             -- that blank's counter (NULL with vblank_ns)
+  status      TEXT,                -- 'shown', 'dropped' (a newer flip replaced it before a blank),
+                                   -- 'pending' (still queued when the capture ended)
+  detail      TEXT                 -- how it was tied, and why a time is NULL
+);
+
+-- Frames (computed by the frames analysis on demand: `nftrace frames`, a report
+-- or an export, or a query naming the table; meta frames_version, and
+-- frames_marker when --frame-marker delimited them): one row per present (or
+-- per matching marker), per swap chain in present order. Times in ns; the
+-- Ms* columns are PresentMon's metrics, in milliseconds, NULL when the
+-- capture cannot say (null_reasons says why):
+--   MsBetweenPresents      present_ns - the swap chain's previous present_ns
+--   MsInPresentAPI         present_end_ns - present_ns
+--   MsUntilRenderComplete  ready_ns - present_ns
+--   MsUntilDisplayed       screen_ns - present_ns (displayed frames)
+--   MsBetweenDisplayChange screen_ns - the previous displayed frame's screen_ns
+--   MsGPULatency           gpu_start_ns - cpu_start_ns
+--   MsGPUBusy              time its GPU work ran (frame_gpu: busy, as a union over its lanes)
+--   MsGPUWait              max(0, ready_ns - gpu_start_ns - busy): the GPU time it was not running
+CREATE TABLE frames (
+  frame          INTEGER PRIMARY KEY, -- 1, 2, ... in present order
+  present        INTEGER,  -- presents.id (NULL: a frame a marker delimits)
+  marker         INTEGER,  -- markers.id of the marker that starts it (--frame-marker), else NULL
+  display        INTEGER,  -- displays.display (NULL: unknown)
+  process        INTEGER,
+  thread         INTEGER,
+  swapchain      TEXT,     -- the present's; none: 'process P' (its frames form one chain), 'thread T'
+  seq            INTEGER,  -- its number on its swap chain, from 1
+  present_ns     INTEGER,  -- PresentStartTime (a marker frame: the marker)
+  present_end_ns INTEGER,
+  cpu_start_ns   INTEGER,  -- CPUStart: the previous frame's present_end_ns, else its present_ns (NULL: first)
+  gpu_start_ns   INTEGER,  -- first start of the GPU work it submitted (NULL: none seen)
+  ready_ns       INTEGER,  -- ReadyTime: its GPU work done (NULL: unknown)
+  screen_ns      INTEGER,  -- ScreenTime: the vertical blank it was shown at (NULL: not shown or unknown)
+  vblank_seq     INTEGER,
+  status         TEXT,     -- 'displayed', 'dropped', 'pending' (capture ended first), 'unknown' (no flip says)
+  MsBetweenPresents       REAL,
+  MsInPresentAPI          REAL,
+  MsUntilRenderComplete   REAL,
+  MsUntilDisplayed        REAL,
+  MsBetweenDisplayChange  REAL,
+  MsGPULatency            REAL,
+  MsGPUBusy               REAL,
+  MsGPUWait               REAL,
+  interval_ns    INTEGER,  -- the frame's time: screen_ns - previous screen_ns when both shown, else
+                           -- present_ns - previous present_ns (NULL: first of its swap chain)
+  refresh_ns     REAL,     -- its display's refresh period (stated, else measured; NULL: none)
+  late           INTEGER,  -- 1: shown at a later blank than the one it was due at: the first blank after
+                           -- its present at which the flip queue could take it (the previous shown
+                           -- frame's blank + its sync interval); a frame no flip shows (a marker frame):
+                           -- interval_ns above one and a half refresh periods; 0 not; NULL: no refresh
+                           -- period to judge by
+  missed_vblanks INTEGER,  -- blanks between the one it was due at and the one it was shown at
+  late_ns        INTEGER,  -- ready_ns - the blank it was due at (late frames whose GPU work was done after it)
+  blame          TEXT,     -- one line: the segment of its critical path that decided it (the longest
+                           -- wait on it, else the longest segment), with queue, fence, value and signaler
+  blame_kind     TEXT,     -- that segment's kind (frame_path.kind); when the longest segment is the work
+                           -- of a signaler a wait on the path was waiting for, the wait's (and blame_queue
+                           -- .. blame_by_thread are the wait's)
+  blame_ns       INTEGER,  -- the longest segment's duration
+  blame_seq      INTEGER,  -- frame_path.seq of that longest segment
+  blame_queue    INTEGER,  -- the queue it is on (NULL: a thread, a ring or the display)
+  blame_thread   INTEGER,  -- the thread it is on
+  blame_fence    INTEGER,  -- the fence waited on (waits)
+  blame_value    INTEGER,  -- the value waited for
+  blame_by_queue INTEGER,  -- the queue whose signal released it
+  blame_by_thread INTEGER, -- the CPU thread whose signal released it, or that queued the releaser
+  null_reasons   TEXT      -- 'column: why' for each NULL metric, '; '-separated
+);
+
+-- The GPU work each frame submitted (queued between its swap chain's previous
+-- present and its own, by its process's threads where the capture says), per
+-- lane: a hardware queue (fence_ops), a ring (jobs) or a GPU node (dma_packets).
+CREATE TABLE frame_gpu (
+  frame           INTEGER, -- frames.frame
+  lane            TEXT,    -- 'queue 0x40000040 (Render)', 'ring gfx', 'node 0 (3D)'
+  queue           INTEGER, -- queues.queue (fence_ops and ETW packets), else NULL
+  ring            TEXT,    -- jobs.ring, else NULL
+  items           INTEGER, -- operations, jobs or packets
+  first_start_ns  INTEGER, -- first start (fence_ops: when the queue could run it; jobs: started_ns)
+  last_end_ns     INTEGER, -- last end
+  busy_ns         INTEGER, -- running, as a union (fence_ops: in flight and not stalled in a wait); NULL
+                           -- when none of its items has both a start and an end in the capture
+  wait_ns         INTEGER  -- waiting: GPU waits' stalls (fence_ops), submitted to started (jobs); NULL
+                           -- when none of its items says
+);
+
+-- Each frame's critical path, from cpu_start_ns (its first frame: present_ns)
+-- to screen_ns (else ready_ns, else present_ns), as segments in time order
+-- that add up to that interval exactly (analysis/path.c and jobpath.c, plus
+-- the display's part: from ready to the blank it was shown at). A session's
+-- path can have a segment per operation, so the segments are stored as blocks,
+-- one row per frame: segs is a JSON array of [start - base_ns, end - base_ns,
+-- kind, queue, thread, ring, display, op, job, fence, value, release_op,
+-- by_queue, by_thread, extra, sub] (null: none); read them through the
+-- frame_path view below.
+CREATE TABLE frame_path_blocks (
+  frame    INTEGER PRIMARY KEY, -- frames.frame
+  n        INTEGER,             -- segments
+  base_ns  INTEGER,             -- the times in segs are offsets from it
+  segs     TEXT                 -- JSON array of segments
+);
+
+-- One row per segment (a view over frame_path_blocks):
+--   frame, seq (0, 1, ... in time order), start_ns, end_ns,
+--   kind        'execute' (a queue or ring ran), 'wait' (a queue or thread waited on a fence),
+--               'queue' (a thread ran until it queued or submitted the work), 'job_wait' (a job
+--               waited to run), 'gpu' (GPU work the capture has no operation for), 'display'
+--               (the flip waited for its blank), 'cpu' (the thread before the present)
+--   queue, thread, ring, display   what it is on (NULL: not that kind of actor)
+--   op, job     the fence_ops row or job it is about
+--   fence, value, release_op, by_queue, by_thread   waits: what was waited for, the signal that
+--               released it and its queue (or the CPU thread whose signal did)
+--   what        the segment in words
+CREATE VIEW frame_path(frame, seq, start_ns, end_ns, kind, queue, thread, ring, display, op, job, fence,
+                       value, release_op, by_queue, by_thread, what) AS
+SELECT frame, seq, start_ns, end_ns, kind, queue, thread, ring, display, op, job, fence, value, release_op,
+       by_queue, by_thread,
+       CASE kind
+         WHEN 'wait' THEN who || ' waiting on fence ' || printf('0x%x', fence) || ' >= ' || value ||
+              CASE WHEN by_queue IS NOT NULL THEN ', signaled by ' || printf('queue 0x%x', by_queue) ||
+                        coalesce(' (' || (SELECT name FROM queues q WHERE q.queue = by_queue) || ')', '')
+                   WHEN by_thread IS NOT NULL THEN ', signaled by thread ' || by_thread ELSE '' END
+         WHEN 'execute' THEN who || ' executing ' || CASE WHEN op IS NOT NULL THEN 'op ' || op ELSE 'job ' || job END
+         WHEN 'queue' THEN who || ' running' ||
+              CASE WHEN op IS NOT NULL THEN ' until it queued op ' || op
+                   WHEN job IS NOT NULL THEN ' until it submitted job ' || job
+                   WHEN extra IS NOT NULL THEN ' until it signaled from the CPU (cpu signal ' || extra || ')'
+                   ELSE '' END
+         WHEN 'job_wait' THEN 'job ' || job ||
+              CASE WHEN extra IS NOT NULL THEN ' waiting to run until job ' || extra ||
+                        CASE WHEN sub THEN ' was scheduled' ELSE ' finished' END
+                   ELSE ' queued on ring ' || coalesce(ring, '?') || ', waiting to run' END
+         WHEN 'gpu' THEN 'GPU work of the frame until it was done (the capture has no fence operation or job on it)'
+         WHEN 'display' THEN
+              CASE WHEN extra IS NOT NULL THEN 'the flip waiting for blank ' || extra || ' of display '
+                   ELSE 'the flip waiting to be latched on display ' END ||
+              coalesce((SELECT name FROM displays d WHERE d.display = s.display), '?')
+         WHEN 'cpu' THEN who || ' until it ' || CASE WHEN sub THEN 'wrote the frame''s marker' ELSE 'presented' END
+       END
+FROM (SELECT b.frame AS frame, e.key AS seq, b.base_ns + (e.value ->> 0) AS start_ns,
+             b.base_ns + (e.value ->> 1) AS end_ns, e.value ->> 2 AS kind, e.value ->> 3 AS queue,
+             e.value ->> 4 AS thread, e.value ->> 5 AS ring, e.value ->> 6 AS display, e.value ->> 7 AS op,
+             e.value ->> 8 AS job, e.value ->> 9 AS fence, e.value ->> 10 AS value,
+             e.value ->> 11 AS release_op, e.value ->> 12 AS by_queue, e.value ->> 13 AS by_thread,
+             e.value ->> 14 AS extra, e.value ->> 15 AS sub,
+             CASE WHEN e.value ->> 3 IS NOT NULL THEN printf('queue 0x%x', e.value ->> 3) ||
+                       coalesce(' (' || (SELECT name FROM queues q WHERE q.queue = e.value ->> 3) || ')', '')
+                  WHEN e.value ->> 5 IS NOT NULL THEN 'ring ' || (e.value ->> 5)
+                  WHEN e.value ->> 4 IS NOT NULL THEN 'thread ' || (e.value ->> 4)
+                  ELSE 'a thread the capture does not name' END AS who
+      FROM frame_path_blocks b, json_each(b.segs) e) s;

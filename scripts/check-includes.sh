@@ -22,7 +22,7 @@ if [[ ${1:-} == --graph ]]; then graph=1; shift; fi
 cd "${1:-$(dirname "$0")/..}"
 
 # The stage order, lowest first: the one place it is stated.
-STAGES="core capture parser kernel etl timeline importers analysis viewer html export diff push cli"
+STAGES="core capture parser kernel etl timeline importers analysis frames viewer html export diff push cli"
 # Modules that read timelines and must stay blind to where the data came from.
 READERS="viewer html export"
 # What of the modules below them readers may include (besides core).
@@ -42,7 +42,7 @@ declare -A CONTRACT=(
   [parser.h]=parser [kernel.h]=kernel [etl.h]=etl
   [timeline.h]=timeline [timeline_writer.h]=timeline [spill.h]=timeline [deps.h]=timeline
   [session.h]=importers
-  [analysis.h]=analysis [render.h]=viewer [html.h]=html [export.h]=export [diff.h]=diff [push.h]=push
+  [analysis.h]=analysis [frames.h]=frames [render.h]=viewer [html.h]=html [export.h]=export [diff.h]=diff [push.h]=push
 )
 # Folders other modules may include private headers from (CMake exports them):
 # none; nfcapture keeps capture/ private.

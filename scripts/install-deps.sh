@@ -13,6 +13,8 @@ PKGS=(
   fontconfig fonts-dejavu-core
   protobuf-compiler
   python3
+  # tests of the man pages, completions, installed tree and Debian package
+  groff-base mandoc man-db zsh strace debootstrap debian-archive-keyring dpkg-dev
   libcurl4-openssl-dev clickhouse-server clickhouse-client
 )
 

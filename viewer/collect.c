@@ -1163,7 +1163,8 @@ int nf_render_collect(sqlite3 *db, const struct nf_render_options *opts,
 	    (ret = collect_anomalies(db, lay, s, qf, err)) < 0 ||
 	    (ret = collect_links(db, lay, s, wff, err)) < 0 ||
 	    (ret = nf_render_collect_kernel(db, opts, lay, s, err)) < 0 ||
-	    (ret = nf_render_collect_etw(db, opts, lay, s, err)) < 0)
+	    (ret = nf_render_collect_etw(db, opts, lay, s, err)) < 0 ||
+	    (ret = nf_render_collect_frames(db, lay, s, err)) < 0)
 		goto out_free;
 out_free:
 	free(cff);

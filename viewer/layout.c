@@ -689,7 +689,7 @@ static int place_rows(sqlite3 *db, const struct nf_render_options *opts, struct 
 
 	free(lay->rows);
 	lay->rows = NULL;
-	lay->n_rows = lay->n_queues = lay->n_threads = lay->n_rings = 0;
+	lay->n_rows = lay->n_queues = lay->n_threads = lay->n_rings = lay->n_displays = 0;
 	lay->threads_left_out = 0;
 	lay->shared = 0;
 	lay->max_sub = cap;
@@ -698,7 +698,8 @@ static int place_rows(sqlite3 *db, const struct nf_render_options *opts, struct 
 		return ret;
 	y = NF_RENDER_TITLE_H + NF_RENDER_LEGEND_H * lay->legend_lines + 10.0;
 	lay->rows_y0 = y;
-	if ((ret = place_ring_rows(db, opts, lay, &rcap, &y, err)) < 0 ||
+	if ((ret = nf_render_place_display_rows(db, opts, lay, &rcap, &y, push_row, err)) < 0 ||
+	    (ret = place_ring_rows(db, opts, lay, &rcap, &y, err)) < 0 ||
 	    (ret = place_queue_rows(lay, qs, nq, &rcap, &y, err)) < 0 ||
 	    (ret = nf_timeline_check_threads(db, opts->threads, opts->threads ? opts->n_threads : 0, opts->processes,
 					     opts->processes ? opts->n_processes : 0, err)) < 0 ||

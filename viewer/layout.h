@@ -33,6 +33,7 @@
 #define NF_RENDER_RING_H 30.0
 #define NF_RENDER_PROC_H 18.0
 #define NF_RENDER_NODE_H 30.0    /* a node row with its DMA packets (ETW captures) */
+#define NF_RENDER_DISPLAY_H 48.0 /* a display row: blanks, flips, frame boundaries */
 #define NF_RENDER_AXIS_H 50.0
 
 /*
@@ -55,6 +56,9 @@ enum nf_render_row_kind {
 	NF_ROW_RING_HEAD, /* header of the GPU rings (Linux kernel jobs) */
 	NF_ROW_RING,      /* one GPU ring: its jobs */
 	NF_ROW_PROC,      /* a process, above its threads' rows */
+	NF_ROW_DISPLAY_HEAD, /* header of the displays (frames, frame_rows.c) */
+	NF_ROW_DISPLAY,   /* one display: its blanks, flips and frames; id -1: frames no display
+			     shows (user marker frames, composed presents) */
 };
 
 /* The lanes of a row: where boxes of each kind are drawn. */
@@ -94,11 +98,21 @@ struct nf_render_layout {
 	size_t n_rows;
 	size_t n_queues, n_threads;
 	size_t n_rings;
+	size_t n_displays;        /* display rows (frames) */
 	size_t threads_left_out;  /* threads that ran but got no row (see nf_render_options) */
 	int max_sub;              /* the cap on sub-lanes per lane used for this page */
 	int flat;                 /* built by nf_render_layout_build_flat: depths not known */
 	int64_t shared;           /* operations that share a sub-lane (sum over rows) */
 };
+
+/* The display rows (frame_rows.c), at the top: the displays with flips or
+ * frames in the window, and one for frames no display shows; none with a queue
+ * or fence filter. push adds a row. Returns 0, NF_ESQL, NF_ENOMEM. */
+int nf_render_place_display_rows(sqlite3 *db, const struct nf_render_options *opts, struct nf_render_layout *lay,
+				 size_t *cap, double *y,
+				 int (*push)(struct nf_render_layout *, size_t *, const struct nf_render_row *,
+					     struct nf_error *),
+				 struct nf_error *err);
 
 /*
  * Computes the layout for the database and options (see nf_render): the window,

@@ -50,6 +50,8 @@ static const struct rgba c_signal = RGB(0xC2185B), c_signal_edge = RGB(0x7B0C38)
 static const struct rgba c_cpu = RGB(0xA7BCD1), c_cpu_edge = RGB(0x5E7A96);
 static const struct rgba c_job = RGB(0x2E7D32), c_job_edge = RGB(0x1B5E20), c_jobwait = RGB(0xB9DDBB);
 static const struct rgba c_vblank = RGBA(0x1E88E5, 0.45), c_marker = RGB(0xEF6C00);
+/* Frames (frame_rows.c): a flip, a late frame's flip or time. */
+static const struct rgba c_flip = RGB(0x43A047), c_late = RGB(0xE53935);
 /* DMA packets on node rows and VSync lines (imported ETW captures). */
 static const struct rgba c_dma = RGB(0x4F9D69), c_dma_edge = RGB(0x2E6B43);
 static const struct rgba c_vsync = RGB(0x7E57C2);
@@ -129,6 +131,12 @@ static struct rgba rect_colour(const struct theme *th, int rb)
 	case NF_RB_MARKER: return c_marker;
 	case NF_RB_DMA: return c_dma;
 	case NF_RB_DMA_EDGE: return c_dma_edge;
+	case NF_RB_BLANK: return c_vblank;
+	case NF_RB_FLIP: return c_flip;
+	case NF_RB_FLIP_LATE: return c_late;
+	case NF_RB_FLIP_DROP: return with_alpha(th->dim, 0.5);
+	case NF_RB_FRAME_EDGE: return th->text;
+	case NF_RB_FRAME_LATE: return c_late;
 	default: return th->text;
 	}
 }
@@ -307,6 +315,9 @@ static void paint_title(cairo_t *cr, const struct nf_render_options *opts,
 		       lay->n_rings == 1 ? "" : "s", s->n_jobs, s->n_jobs == 1 ? "" : "s");
 	if (s->n_vblanks)
 		append(line, sizeof(line), "%" PRId64 " vblank%s", s->n_vblanks, s->n_vblanks == 1 ? "" : "s");
+	if (s->n_frames)
+		append(line, sizeof(line), "%" PRId64 " frame%s (%" PRId64 " late)", s->n_frames,
+		       s->n_frames == 1 ? "" : "s", s->n_late_frames);
 	if (s->n_markers)
 		append(line, sizeof(line), "%" PRId64 " marker%s", s->n_markers, s->n_markers == 1 ? "" : "s");
 	append(line, sizeof(line), "%" PRId64 " wait%s, %" PRId64 " signal%s", s->n_waits,
@@ -555,6 +566,7 @@ static void paint_row_labels(cairo_t *cr, const struct nf_render_layout *lay,
 		case NF_ROW_ADAPTER:
 		case NF_ROW_CPU_HEAD:
 		case NF_ROW_RING_HEAD:
+		case NF_ROW_DISPLAY_HEAD:
 			cairo_rectangle(cr, 0, r->y + 2, lay->width, r->h - 2);
 			set_colour(cr, th->header);
 			cairo_fill(cr);
@@ -568,6 +580,9 @@ static void paint_row_labels(cairo_t *cr, const struct nf_render_layout *lay,
 					 lay->threads_left_out);
 			else if (r->kind == NF_ROW_CPU_HEAD)
 				snprintf(buf, sizeof(buf), "CPU threads");
+			else if (r->kind == NF_ROW_DISPLAY_HEAD)
+				snprintf(buf, sizeof(buf), "Displays \xC2\xB7 flips ready \xE2\x86\x92 latched (red: late, grey: dropped) "
+					 "\xC2\xB7 blue: blanks \xC2\xB7 black: presents");
 			else if (r->kind == NF_ROW_RING_HEAD)
 				snprintf(buf, sizeof(buf), "GPU rings \xC2\xB7 jobs: submitted \xE2\x86\x92 started "
 					 "shaded, started \xE2\x86\x92 finished solid \xC2\xB7 blue lines: vblanks "
@@ -626,6 +641,18 @@ static void paint_row_labels(cairo_t *cr, const struct nf_render_layout *lay,
 			font(cr, 10, 0);
 			snprintf(buf, sizeof(buf), "%" PRId64 " job%s", r->engine, r->engine == 1 ? "" : "s");
 			text(cr, 20, r->y + 26, buf, LEFT, th->dim);
+			break;
+		case NF_ROW_DISPLAY:
+			font(cr, 12, 1);
+			if (r->id >= 0)
+				snprintf(buf, sizeof(buf), "display %.80s", r->name[0] ? r->name : "?");
+			else
+				snprintf(buf, sizeof(buf), "%.80s (no display)", r->name[0] ? r->name : "frames");
+			ellipsize(cr, buf, NF_RENDER_LABEL_W - 44, fit, sizeof(fit));
+			text(cr, 20, r->y + 22, fit, LEFT, th->text);
+			font(cr, 10, 0);
+			snprintf(buf, sizeof(buf), "%" PRId64 " frame%s", r->engine, r->engine == 1 ? "" : "s");
+			text(cr, 20, r->y + 35, buf, LEFT, th->dim);
 			break;
 		case NF_ROW_PROC:
 			font(cr, 11, 1);

@@ -60,6 +60,12 @@ enum nf_render_rb {
 	NF_RB_DMA_D,         /* DMA packets on a node row (imported ETW captures) */
 	NF_RB_DMA = NF_RB_DMA_D + NF_RENDER_DENSITY_LEVELS,
 	NF_RB_DMA_EDGE,
+	NF_RB_BLANK,         /* a display's vertical blank, on its row */
+	NF_RB_FLIP,          /* a flip on its display's row: queued -> latched */
+	NF_RB_FLIP_LATE,     /* ... of a late frame */
+	NF_RB_FLIP_DROP,     /* ... dropped (never shown) */
+	NF_RB_FRAME_EDGE,    /* a frame's boundary (its present) */
+	NF_RB_FRAME_LATE,    /* a late frame no flip shows: its time, marked */
 	NF_RB_COUNT
 };
 
@@ -118,6 +124,7 @@ struct nf_render_scene {
 	int64_t n_unplaced;  /* operations without any time (nothing to draw) */
 	int64_t n_jobs, n_vblanks, n_markers;  /* Linux kernel GPU jobs, vblanks, markers drawn */
 	int64_t n_dma, n_vsyncs; /* DMA packets and VSyncs drawn (ETW captures) */
+	int64_t n_frames, n_late_frames, n_flips; /* frames and flips drawn (frame_rows.c) */
 };
 
 #define NF_RENDER_MAX_SUBS_KEPT ((size_t)1 << 19)
@@ -165,6 +172,10 @@ int nf_render_lane_box(struct nf_render_lane *l, struct nf_render_scene *s, doub
 int nf_render_lane_open(struct nf_render_lane *l, struct nf_render_scene *s, double xa,
 			enum nf_render_mk mk);
 int nf_render_lane_flush(struct nf_render_lane *l, struct nf_render_scene *s);
+
+/* Their blanks, flips and frames into the scene (frame_rows.c). 0, NF_ESQL, NF_ENOMEM. */
+int nf_render_collect_frames(sqlite3 *db, const struct nf_render_layout *lay, struct nf_render_scene *s,
+			     struct nf_error *err);
 
 /* Fills the scene from the database (collect.c). */
 int nf_render_collect(sqlite3 *db, const struct nf_render_options *opts,

@@ -1,7 +1,8 @@
 # ETW import stage (sourced by bench/run.sh): `nftrace import` of a Windows ETW
-# capture end to end (read, decode, match, every timeline table, indexes and
-# deps), in events per second, next to reading the file (cat) and a bare SQLite
-# insert of as many rows as the import wrote, in the same run; peak memory;
+# capture end to end (read, decode, match, every timeline table with every
+# DxgKrnl payload field (dxgkrnl_events), indexes and deps), in events per
+# second, next to reading the file (cat) and a bare SQLite insert of as many
+# rows as the import wrote, in the same run; peak memory;
 # and how the time grows. x1 is the real gpuvis capture when ../shared is
 # there (else the synthetic one), x10 and x100 the synthetic capture written
 # by nfb_etw_make (bench/etw/etw_make.c) at 10 and 100 times its size.
@@ -13,7 +14,8 @@ nfb_etw_rows() { # rows the import wrote into the timeline's tables
 	  (SELECT count(*) FROM queue_packets) + (SELECT count(*) FROM dma_packets) +
 	  (SELECT count(*) FROM cpu_waits) + (SELECT count(*) FROM cpu_signals) +
 	  (SELECT count(*) FROM vsyncs) + (SELECT count(*) FROM queues) +
-	  (SELECT count(*) FROM fences) + (SELECT count(*) FROM etw_counts)" | tail -n 1
+	  (SELECT count(*) FROM fences) + (SELECT count(*) FROM etw_counts) +
+	  (SELECT count(*) FROM dxgkrnl_events) + (SELECT count(*) FROM etw_gpu_ops)" | tail -n 1
 }
 
 for scale in ${NFB_ETW_SCALES:-1 10}; do

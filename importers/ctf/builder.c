@@ -57,6 +57,19 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_TRUTH] = "INSERT INTO truth_ops(queue, adapter, op, fence, value, queued_ns, observed_ns, "
 		     "end_ns, log_seq, fate, epoch, ts_fault, handle) "
 		     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+	[ST_DISPLAY] = "INSERT OR REPLACE INTO displays(display, adapter, name, crtc, refresh_ns, process) "
+		       "VALUES (?1, ?2, ?3, NULL, ?4, ?5)",
+	[ST_PRESENT] = "INSERT INTO presents(id, display, process, thread, swapchain, present_ns, "
+		       "present_end_ns, queue, op, ready_ns, sync_interval, mode, source) "
+		       "VALUES (?1, ?2, ?3, ?4, (SELECT 'display ' || name FROM displays WHERE display = ?2), "
+		       "?6, NULL, ?7, NULL, NULL, ?8, 'flip', 'Present')",
+	[ST_PRESENT_OP] = "UPDATE presents SET op = ?2 WHERE id = ?1",
+	[ST_FLIP] = "INSERT INTO flips(id, display, present, queued_ns, ready_ns, done_ns, vblank_ns, "
+		    "vblank_seq, status, detail) VALUES (?1, ?2, ?1, ?3, NULL, NULL, NULL, NULL, 'pending', "
+		    "'still in the flip queue when the session ended')",
+	[ST_FLIP_DONE] = "UPDATE flips SET done_ns = ?2, vblank_ns = ?2, vblank_seq = ?3, status = ?4, "
+			 "detail = ?5 WHERE id = ?1",
+	[ST_VBLANK] = "INSERT INTO vblanks(ts_ns, crtc, seq, display) VALUES (?1, NULL, ?2, ?3)",
 };
 
 /* Small staging tables: overruns (their times need the clock fit) and the clock. */
@@ -218,6 +231,9 @@ void nf_timeline_builder_destroy(struct nf_timeline_builder *b)
 	nf_u64map_free(&b->handles);
 	nf_u64map_free(&b->fences);
 	nf_u64map_free(&b->queues);
+	nf_u64map_free(&b->cov_of);
+	free(b->cov);
+	nf_u64map_free(&b->presents);
 	for (size_t i = 0; i < b->n_qs; i++) {
 		for (int l = 0; l < 2; l++) {
 			free(b->qs[i].log[l].fifo);
@@ -623,6 +639,8 @@ static int on_queued(struct nf_timeline_builder *b, const struct nf_event *ev, u
 	if (fifo_push(ls, &o))
 		return nf_tb_oom(err);
 	b->pending++;
+	if (b->present_armed && log_type == NF_LOG_SIGNALS)
+		return nf_tb_present_op(b, hwqueue, o.handle, o.value, o.id, err);
 	return 0;
 }
 
@@ -1000,6 +1018,11 @@ int nf_timeline_builder_feed_event(struct nf_timeline_builder *b, const struct n
 	}
 	case NF_EV_TRUTH_OP:
 		return on_truth(b, ev, err);
+	case NF_EV_DISPLAY_START:
+	case NF_EV_PRESENT:
+	case NF_EV_DISPLAY_FLIP:
+	case NF_EV_VSYNC:
+		return nf_tb_display_event(b, ev, now, err);
 	default:
 		return 0;
 	}

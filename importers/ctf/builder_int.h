@@ -79,6 +79,18 @@ struct queue_state {
 
 #define FENCE_CROSS_ADAPTER 1u
 
+/*
+ * What the fence_ops rows hold of one queue's logs ([0] waits, [1] signals),
+ * counted as the rows are loaded: the coverage rows come from it (a GROUP BY
+ * over fence_ops was as costly as the load itself).
+ */
+struct log_cover {
+	int64_t queue;
+	int64_t events[2];    /* rows with a log position */
+	int64_t first[2];     /* the earliest queued (else end) time */
+	bool has_first[2], seen[2];
+};
+
 /* Entry timestamp classes. */
 enum { TS_OK = 0, TS_ZERO = 1, TS_REPEATED = 2 };
 
@@ -102,7 +114,8 @@ enum { TS_OK = 0, TS_ZERO = 1, TS_REPEATED = 2 };
 enum stmt_id {
 	ST_ADAPTER, ST_QUEUE, ST_QUEUE_STOP, ST_FENCE, ST_FENCE_DESTROY, ST_HANDLE, ST_HANDLE_CLOSE,
 	ST_LOST, ST_CAL, ST_CPU_WAIT, ST_CPU_UNWAIT, ST_CPU_SIGNAL, ST_INTERRUPT, ST_MONITORED,
-	ST_ANOMALY, ST_TRUTH, ST_COUNT
+	ST_ANOMALY, ST_TRUTH, ST_DISPLAY, ST_PRESENT, ST_PRESENT_OP, ST_FLIP, ST_FLIP_DONE, ST_VBLANK,
+	ST_COUNT
 };
 
 struct nf_timeline_builder {
@@ -141,6 +154,18 @@ struct nf_timeline_builder {
 	const struct nf_importer_stream *other[NF_STREAM_COUNT];
 	void *other_state[NF_STREAM_COUNT];
 	struct nf_bulk *bulk;    /* bulk.c: the big tables load through it */
+	/* fence_ops rows per queue and log, counted by the load's producer thread */
+	struct log_cover *cov;
+	size_t n_cov, cap_cov;
+	struct nf_u64map cov_of;   /* fence_ops.queue -> index into cov */
+	int64_t deps_unreleased;   /* deps rows with reason 'no_signal' */
+	/* display.c: presents (display << 40 | present number -> presents.id) and
+	 * the present whose fence signal the next FENCE_SIGNAL_QUEUED is */
+	struct nf_u64map presents;
+	int64_t next_present;
+	bool present_armed;
+	uint32_t present_queue, present_handle;
+	int64_t present_value, present_row;
 };
 
 static inline int64_t ns_of(struct nf_timeline_builder *b, uint64_t ticks)
@@ -155,6 +180,18 @@ static inline const char *log_name(uint32_t log_type)
 
 /* Three-way comparison for the sorts. */
 #define CMP(a, b) ((a) < (b) ? -1 : (a) > (b) ? 1 : 0)
+
+/* ---- display.c: displays, presents, flips and blanks (schemas/timeline.sql) ---- */
+
+/* DisplayStart, Present, DisplayFlip, VSyncDPC: their rows. 0, NF_ESQL, NF_ENOMEM. */
+int nf_tb_display_event(struct nf_timeline_builder *b, const struct nf_event *ev, int64_t now,
+			struct nf_error *err);
+/* A FENCE_SIGNAL_QUEUED that got operation id op: a present's signal when it is
+ * the one the last Present announced. 0 or NF_ESQL. */
+int nf_tb_present_op(struct nf_timeline_builder *b, uint32_t hwqueue, uint32_t handle, int64_t value,
+		     int64_t op, struct nf_error *err);
+/* After fence_ops is written: each present's ready time and its flip's. 0 or NF_ESQL. */
+int nf_tb_displays_finish(struct nf_timeline_builder *b, struct nf_error *err);
 
 /* ---- builder.c: shared with builder_resolve.c ---- */
 

@@ -211,6 +211,45 @@ static int op_times(struct nf_clock_fitted *m, struct op_rec *o, struct nf_error
 	return 0;
 }
 
+/* Counts a fence_ops row into its queue's coverage (what write_coverage reports). */
+static int cover_row(struct nf_timeline_builder *b, const struct op_rec *o, struct nf_error *err)
+{
+	uint64_t *ix = nf_u64map_find(&b->cov_of, o->queue);
+	struct log_cover *c;
+	int l = o->log == NF_LOG_WAITS ? 0 : 1;
+	int64_t t;
+
+	if (!ix) {
+		if (b->n_cov == b->cap_cov) {
+			size_t nc = b->cap_cov ? b->cap_cov * 2 : 16;
+			struct log_cover *v = realloc(b->cov, nc * sizeof(*v));
+
+			if (!v)
+				return nf_tb_oom(err);
+			b->cov = v;
+			b->cap_cov = nc;
+		}
+		if (nf_u64map_put(&b->cov_of, o->queue, b->n_cov))
+			return nf_tb_oom(err);
+		memset(&b->cov[b->n_cov], 0, sizeof(b->cov[0]));
+		b->cov[b->n_cov].queue = o->queue;
+		c = &b->cov[b->n_cov++];
+	} else {
+		c = &b->cov[*ix];
+	}
+	c->seen[l] = true;
+	if (o->flags & OPF_SEQ)
+		c->events[l]++;
+	if (o->flags & (OPF_QUEUED | OPF_END)) {
+		t = o->flags & OPF_QUEUED ? o->queued : o->end;
+		if (!c->has_first[l] || t < c->first[l]) {
+			c->first[l] = t;
+			c->has_first[l] = true;
+		}
+	}
+	return 0;
+}
+
 /*
  * The one pass over the spilled operations, as nf_bulk's row source: each
  * becomes its fence_ops row (GPU times moved onto the CPU clock), and the
@@ -230,6 +269,8 @@ static int ops_row(void *ctx, struct nf_bulk_row *row, struct nf_error *err)
 	if (f->auto_id && o.id != ++f->last_id)
 		return nf_error_set(err, NF_ESTATE, "timeline: operation %" PRId64
 				    " reached the load out of order", o.id);
+	if ((rc = cover_row(b, &o, err)) != 0)
+		return rc;
 	nf_bulk_int(row, 0, o.id);
 	nf_bulk_int(row, 1, o.queue);
 	nf_bulk_int(row, 2, o.adapter);
@@ -313,6 +354,8 @@ static int deps_row(void *ctx, struct nf_bulk_row *row, struct nf_error *err)
 
 	if ((rc = nf_deps_next(f->b->deps, &r, err)) != 1)
 		return rc;
+	if (r.reason && strcmp(r.reason, "no_signal") == 0)
+		f->b->deps_unreleased++;
 	rc = put_dep(f, row, &r, err);
 	return rc ? rc : 1;
 }
@@ -393,6 +436,13 @@ static int settle_all(struct nf_timeline_builder *b, struct nf_error *err)
 	return nf_tb_ring_flush(b, err);
 }
 
+static int cmp_cover(const void *pa, const void *pb)
+{
+	const struct log_cover *a = pa, *b = pb;
+
+	return CMP(a->queue, b->queue);
+}
+
 /*
  * What the session holds of each queue's logs (the coverage rows): a log is
  * read by the OS from its queue's creation to its destruction (or the end of
@@ -401,21 +451,41 @@ static int settle_all(struct nf_timeline_builder *b, struct nf_error *err)
  */
 static int write_coverage(struct nf_timeline_builder *b, struct nf_error *err)
 {
+	/* One row per queue and log with rows in fence_ops (counted by cover_row
+	 * as they were loaded), by queue, waits before signals: what a GROUP BY
+	 * over fence_ops gave, without reading the rows back. */
+	static const char *const op[2] = { "wait", "signal" };
 	sqlite3_stmt *s = NULL;
-	int rc;
+	int rc = 0;
 
+	if (b->n_cov == 0)
+		return 0;
 	if (sqlite3_prepare_v2(b->db,
 			       "INSERT INTO coverage(scope, id, log, from_ns, to_ns, events, detail) "
-			       "SELECT 'log', o.queue, o.op || 's', coalesce(q.start_ns, min(coalesce(o.queued_ns, o.end_ns))), "
-			       "  coalesce(q.stop_ns, ?1), count(o.log_seq), "
-			       "  'the queue''s ' || o.op || ' log, read from the queue''s creation' || "
+			       "SELECT 'log', ?1, ?2 || 's', coalesce(q.start_ns, ?3), coalesce(q.stop_ns, ?4), ?5, "
+			       "  'the queue''s ' || ?2 || ' log, read from the queue''s creation' || "
 			       "  CASE WHEN q.stop_ns IS NULL THEN ' to the end of the session' ELSE ' to its destruction' END "
-			       "FROM fence_ops o LEFT JOIN queues q ON q.queue = o.queue WHERE o.queue IS NOT NULL "
-			       "GROUP BY o.queue, o.op ORDER BY o.queue, o.op DESC",
+			       "FROM (SELECT 1) LEFT JOIN queues q ON q.queue = ?1",
 			       -1, &s, NULL) != SQLITE_OK)
 		return nf_tb_sql_err(b, err, "coverage");
-	sqlite3_bind_int64(s, 1, b->any_ts ? ns_of(b, b->max_ts) : 0);
-	rc = nf_writer_step(b->db, s, "build", "coverage", err);
+	qsort(b->cov, b->n_cov, sizeof(b->cov[0]), cmp_cover);
+	sqlite3_bind_int64(s, 4, b->any_ts ? ns_of(b, b->max_ts) : 0);
+	for (size_t i = 0; i < b->n_cov && rc == 0; i++) {
+		const struct log_cover *c = &b->cov[i];
+
+		for (int l = 0; l < 2 && rc == 0; l++) {
+			if (!c->seen[l])
+				continue;
+			sqlite3_bind_int64(s, 1, c->queue);
+			sqlite3_bind_text(s, 2, op[l], -1, SQLITE_STATIC);
+			if (c->has_first[l])
+				sqlite3_bind_int64(s, 3, c->first[l]);
+			else
+				sqlite3_bind_null(s, 3);
+			sqlite3_bind_int64(s, 5, c->events[l]);
+			rc = nf_writer_step(b->db, s, "build", "coverage", err);
+		}
+	}
 	sqlite3_finalize(s);
 	return rc;
 }
@@ -441,7 +511,10 @@ int nf_timeline_builder_finish(struct nf_timeline_builder *b, struct nf_error *e
 	rc = rc ? rc : resolve(b, m, err);
 	nf_clock_fitted_destroy(m);
 	rc = rc ? rc : write_coverage(b, err);
-	rc = rc ? rc : nf_writer_deps_reasons(b->db, "build", "not_traced", err);
+	/* only a wait no signal released gets its reason refined */
+	if (rc == 0 && b->deps_unreleased > 0)
+		rc = nf_writer_deps_reasons(b->db, "build", "not_traced", err);
+	rc = rc ? rc : nf_tb_displays_finish(b, err);
 	for (int i = 0; i < NF_STREAM_COUNT; i++)
 		if (b->other[i])
 			rc = rc ? rc : b->other[i]->finish(b->other_state[i], err);

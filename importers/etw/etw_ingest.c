@@ -9,6 +9,7 @@
  * objects, deps (SQL over the loaded rows) and the counts.
  */
 #include "etw_ingest.h"
+#include "etw_present.h"
 #include "contract/errors.h"
 #include "contract/timeline_writer.h"
 #include "contract/deps.h"
@@ -22,6 +23,7 @@
 #include "contract/anomaly_kinds.h"
 #include "contract/capbuf.h"
 #include "contract/util_hash.h"
+#include "contract/etl.h"
 
 /* Distinct keys in one map at most (a hostile capture cannot exhaust memory). */
 #define EW_MAX_KEYS (1u << 22)
@@ -36,6 +38,10 @@
 #define EW_GROUP_NS 1000000
 /* Open CPU waits at most (past it a wait start is kept raw). */
 #define EW_MAX_CPU_WAITS 65536u
+/* Hardware-queue waits and signals open at once at most (past it one is written at
+ * once, end unknown); signals the queue got past, remembered for a late 551/552. */
+#define EW_MAX_HW_OPS (1u << 18)
+#define EW_PASSED 256u
 #define EW_MAX_PROVIDERS 4096u
 
 /* The maps are core's nf_u64map (core/util_hash.h), at most EW_MAX_KEYS keys each. */
@@ -73,7 +79,15 @@ struct ew_ctx {
 	uint32_t *ring;        /* open packets (pool indices) in queued order */
 	uint32_t r_head, r_n, r_cap;
 	bool ring_full;        /* a packet was not kept: observed_ns unknown until it empties */
+	/* Hardware scheduling (see ew_hw_row) */
+	bool has_hwq;          /* a context a hardware queue (422-424) belongs to */
+	bool sw_packets;       /* queue packets (178/244/245) named it: the OS schedules it */
+	uint8_t last_kind;     /* the latest work queued on it and still open: I_NONE, I_DMA, I_WAIT */
+	int64_t last_idx;      /* its dmas or hops index */
+	int64_t hop_head, hop_tail; /* its open GPU waits and signals, in queued order (-1: none) */
 };
+
+enum { I_NONE, I_DMA, I_WAIT };
 
 enum { S_SYNC, S_MONITORED, S_NATIVE };
 
@@ -84,6 +98,35 @@ struct ew_sync {
 	int64_t created_ns, destroyed_ns; /* -1 unknown */
 	uint64_t initial;
 	bool has_initial;
+	bool sw;               /* a queue packet (244/245) named it */
+	bool has_reached;      /* a signal of it completed: reached is the highest value */
+	uint64_t reached;
+	int64_t wait_head;     /* hardware-queue waits not released yet (hops list, -1: none) */
+	int64_t sig_head;      /* hardware-queue signals not completed yet */
+};
+
+/* A GPU wait (295) or signal (294) on a hardware queue, open until its end is known. */
+enum { H_WAIT, H_SIGNAL };
+
+struct ew_hop {
+	bool used;
+	uint8_t kind;
+	bool released;         /* waits: the fence reached the value, at release_ns (INT64_MIN: before it was queued) */
+	uint32_t tid;
+	int64_t op_id, queue, fence, event; /* queue and fence: ctxs and syncs indices; event: dxgkrnl_events.id */
+	uint64_t value;
+	int64_t queued_ns, observed_ns, release_ns, bound_ns; /* -1 unknown */
+	int64_t next_wait;     /* the wait queued right after this one on its queue (-1) */
+	int64_t next_wait_op;  /* that wait's op_id (the slot is checked to still hold it) */
+	int64_t fence_next;    /* the fence's list (wait_head or sig_head) */
+	int64_t row_prev, row_next; /* its queue's open list */
+};
+
+/* A hardware-queue signal written with its end unknown: a later 551/552 of it is no signal of its own. */
+struct ew_passed {
+	int64_t fence;
+	uint64_t value;
+	bool used;
 };
 
 struct ew_node {
@@ -123,6 +166,8 @@ struct ew_dma {
 	uint32_t ptype, seq;
 	bool hw;
 	int64_t start_ns, isr_ns;  /* isr -1 unknown */
+	int64_t next_wait;         /* hardware queues: the wait queued right after it (hops index, -1) */
+	int64_t next_wait_op;      /* that wait's op_id */
 };
 
 struct ew_cwait {
@@ -213,7 +258,7 @@ struct ew_run {
 
 enum ew_stmt {
 	ES_OP, ES_PACKET, ES_DMA, ES_CWAIT, ES_CSIGNAL, ES_VSYNC, ES_RAW, ES_LOST, ES_GROUP,
-	ES_CALIB, ES_RUN, ES_THREAD, ES_THREAD_IF_NONE, ES_PROCESS, ES_COUNT
+	ES_CALIB, ES_RUN, ES_THREAD, ES_THREAD_IF_NONE, ES_PROCESS, ES_DXG, ES_GPU_OP, ES_COUNT
 };
 
 static const char *const ew_sql[ES_COUNT] = {
@@ -229,7 +274,7 @@ static const char *const ew_sql[ES_COUNT] = {
 		     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
 	[ES_CSIGNAL] = "INSERT INTO cpu_signals(thread, adapter, fence, value, ts_ns) "
 		       "VALUES (?1, ?2, ?3, ?4, ?5)",
-	[ES_VSYNC] = "INSERT INTO vsyncs(ts_ns, adapter, target, frame) VALUES (?1, ?2, ?3, ?4)",
+	[ES_VSYNC] = "INSERT INTO vsyncs(ts_ns, adapter, target, frame, display) VALUES (?1, ?2, ?3, ?4, ?5)",
 	[ES_RAW] = "INSERT INTO etw_events(ts_ns, cpu, process, thread, provider, event_id, version, "
 		   "opcode, size) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
 	[ES_LOST] = "INSERT INTO anomalies(kind, queue, log, first_ns, last_ns, lost_entries, detail) "
@@ -242,24 +287,32 @@ static const char *const ew_sql[ES_COUNT] = {
 	/* A thread the kernel named keeps its name over its process's. */
 	[ES_THREAD_IF_NONE] = "INSERT OR IGNORE INTO kernel_threads(thread, comm) VALUES (?1, ?2)",
 	[ES_PROCESS] = "INSERT OR REPLACE INTO etw_processes(process, name) VALUES (?1, ?2)",
+	[ES_DXG] = "INSERT INTO dxgkrnl_events(id, ts_ns, cpu, process, thread, event_id, version, fields) "
+		   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+	[ES_GPU_OP] = "INSERT INTO etw_gpu_ops(op, event, end_event, end_bound_ns) VALUES (?1, ?2, ?3, ?4)",
 };
 
 struct nf_etwi {
 	sqlite3 *db;
+	struct ew_presents *pres;  /* presents, flips and VSyncs (etw_present.c) */
 	sqlite3_stmt *st[ES_COUNT];
 	struct nf_u64map ctx_map, hwq_map, sync_map, adapter_map, device_proc, device_adapter, pkt_map, dma_map;
 	struct nf_u64map count_map, node_map, proc_map;
 	struct nf_u64map thread_proc;  /* thread -> process, from the DxgKrnl events' headers */
 	struct ew_vec procs;       /* process names for queue names (struct ew_proc) */
 	struct ew_qt_table qt;     /* queue_threads */
-	struct ew_vec ctxs, syncs, adapters, nodes, pkts, dmas, cwaits, counts, runs;
+	struct ew_vec ctxs, syncs, adapters, nodes, pkts, dmas, cwaits, counts, runs, hops;
 	char **providers;
 	size_t n_providers;
-	size_t pkt_free_hint, dma_free_hint;
+	size_t pkt_free_hint, dma_free_hint, hop_free_hint;
+	int64_t next_dxg;       /* dxgkrnl_events.id of the next decoded DxgKrnl event */
+	int64_t cur_dxg;        /* that of the event being handled (-1: none) */
 	struct ew_orphan orphans[EW_ORPHANS];
 	uint32_t orphan_next;
 	struct ew_recent recent[EW_RECENT];
 	uint32_t recent_next;
+	struct ew_passed passed[EW_PASSED];
+	uint32_t passed_next;
 	int64_t next_op, next_pkt, next_dma, next_cwait;
 	uint64_t events, dxgkrnl, waits, signals, dma_rows, unmatched_unwaits, cpu_signals;
 	bool kernel, rundown;
@@ -308,6 +361,7 @@ void nf_etwi_destroy(struct nf_etwi *e)
 {
 	if (!e)
 		return;
+	ew_presents_destroy(e->pres);
 	free(e->cpu_cov);
 	for (int i = 0; i < ES_COUNT; i++)
 		sqlite3_finalize(e->st[i]);
@@ -323,7 +377,7 @@ void nf_etwi_destroy(struct nf_etwi *e)
 	for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++)
 		nf_u64map_free(maps[i]);
 	struct ew_vec *vecs[] = { &e->ctxs, &e->syncs, &e->adapters, &e->nodes, &e->pkts,
-				  &e->dmas, &e->cwaits, &e->counts, &e->runs, &e->procs };
+				  &e->dmas, &e->cwaits, &e->counts, &e->runs, &e->procs, &e->hops };
 	for (size_t i = 0; i < sizeof(vecs) / sizeof(vecs[0]); i++)
 		free(vecs[i]->p);
 	free(e->qt.t);
@@ -360,8 +414,12 @@ struct nf_etwi *nf_etwi_create(sqlite3 *db, struct nf_error *err)
 	e->counts.size = sizeof(struct ew_count);
 	e->runs.size = sizeof(struct ew_run);
 	e->procs.size = sizeof(struct ew_proc);
-	e->next_op = e->next_pkt = e->next_dma = e->next_cwait = 1;
+	e->hops.size = sizeof(struct ew_hop);
+	e->next_op = e->next_pkt = e->next_dma = e->next_cwait = e->next_dxg = 1;
+	e->cur_dxg = -1;
 	if (ew_exec(e, "CREATE TEMP TABLE etw_sig_group(op INTEGER PRIMARY KEY, grp INTEGER);", err))
+		goto fail;
+	if (!(e->pres = ew_presents_create(db, err)))
 		goto fail;
 	for (int i = 0; i < ES_COUNT; i++)
 		if (sqlite3_prepare_v3(db, ew_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &e->st[i], NULL) !=
@@ -415,6 +473,7 @@ static int64_t ew_ctx(struct nf_etwi *e, uint64_t h, int kind, struct nf_error *
 	c->kind = kind;
 	c->adapter = c->node = c->parent = -1;
 	c->start_ns = c->stop_ns = -1;
+	c->last_idx = c->hop_head = c->hop_tail = -1;
 	return (int64_t)(e->ctxs.n - 1);
 }
 
@@ -436,6 +495,7 @@ static int64_t ew_sync(struct nf_etwi *e, uint64_t h, struct nf_error *err)
 	s->kind = S_SYNC;
 	s->adapter = -1;
 	s->created_ns = s->destroyed_ns = -1;
+	s->wait_head = s->sig_head = -1;
 	return (int64_t)(e->syncs.n - 1);
 }
 
@@ -525,6 +585,451 @@ static int ew_put_packet(struct nf_etwi *e, const struct ew_pkt *p, int64_t end,
 static int64_t ew_ctx_adapter(const struct nf_etwi *e, int64_t ci)
 {
 	return ci >= 0 ? EW_AT(e->ctxs, struct ew_ctx, ci)->adapter : -1;
+}
+
+/* ---- GPU waits and signals on hardware queues (hardware scheduling) ----
+ *
+ * With hardware scheduling the OS logs no wait or signal queue packets: a
+ * GPU wait is the 295 that queued it and a GPU signal the 294, on the
+ * hardware queue (or context) they name (ew_hw_row). A signal ends at the
+ * scheduler's 551/552 naming its fence and value. A wait is observed when the
+ * work queued before it on its queue completed (the DMA packet's 451, or the
+ * wait's end) or at once when none was open, and ends when both it was
+ * observed and its fence reached the value (any signal: hardware queue, the
+ * scheduler's, a CPU signal, a signal packet), at the later of the two. An
+ * operation whose end the capture does not show stays open until later work
+ * on its queue completes: it was done by then, so it is written with end_ns
+ * NULL, status 'end_unknown' and that moment as etw_gpu_ops.end_bound_ns; one
+ * still open at the end is 'pending'. Memory holds the open ones only (at most
+ * EW_MAX_HW_OPS).
+ */
+
+static struct ew_hop *ew_hop_at(struct nf_etwi *e, int64_t i)
+{
+	return EW_AT(e->hops, struct ew_hop, i);
+}
+
+/*
+ * The queue a 294/295 naming handle h goes on: a hardware queue (422-424,
+ * 450/451), or a context that owns one and that no queue packet named;
+ * -1: h is scheduled by the OS (its packets are the operations: the event is
+ * the API call behind them), -2 on error.
+ */
+static int64_t ew_hw_row(struct nf_etwi *e, uint64_t h)
+{
+	uint64_t *v;
+
+	if (!h)
+		return -1;
+	if ((v = nf_u64map_find(&e->hwq_map, h)))
+		return (int64_t)*v;
+	if ((v = nf_u64map_find(&e->ctx_map, h))) {
+		const struct ew_ctx *c = EW_AT(e->ctxs, struct ew_ctx, *v);
+
+		if (c->has_hwq && !c->sw_packets)
+			return (int64_t)*v;
+	}
+	return -1;
+}
+
+static int64_t ew_hop_new(struct nf_etwi *e, int kind, int64_t row, int64_t fence, uint64_t value,
+			  const struct nf_etwi_event *ev, struct nf_error *err)
+{
+	size_t i;
+
+	for (i = e->hop_free_hint; i < e->hops.n; i++)
+		if (!ew_hop_at(e, (int64_t)i)->used)
+			break;
+	if (i == e->hops.n && e->hops.n >= EW_MAX_HW_OPS)
+		return -3; /* too many open: the caller writes it at once */
+	if (i == e->hops.n && !ew_vec_push(&e->hops))
+		return ew_oom(err);
+	e->hop_free_hint = i + 1;
+	struct ew_hop *h = ew_hop_at(e, (int64_t)i);
+	struct ew_ctx *c = EW_AT(e->ctxs, struct ew_ctx, row);
+
+	memset(h, 0, sizeof(*h));
+	h->used = true;
+	h->kind = (uint8_t)kind;
+	h->op_id = e->next_op++;
+	h->queue = row;
+	h->fence = fence;
+	h->value = value;
+	h->tid = ev->tid;
+	h->event = e->cur_dxg;
+	h->queued_ns = ev->ns;
+	h->observed_ns = h->release_ns = h->bound_ns = -1;
+	h->next_wait = h->next_wait_op = h->fence_next = h->row_next = -1;
+	h->row_prev = c->hop_tail;
+	if (c->hop_tail >= 0)
+		ew_hop_at(e, c->hop_tail)->row_next = (int64_t)i;
+	else
+		c->hop_head = (int64_t)i;
+	c->hop_tail = (int64_t)i;
+	return (int64_t)i;
+}
+
+/* Writes op i's rows (fence_ops, etw_gpu_ops) with end (-1 unknown) and frees it. */
+static int ew_hop_write(struct nf_etwi *e, int64_t i, int64_t end, int64_t end_event, struct nf_error *err)
+{
+	struct ew_hop *h = ew_hop_at(e, i);
+	struct ew_ctx *c = EW_AT(e->ctxs, struct ew_ctx, h->queue);
+	sqlite3_stmt *s = e->st[ES_GPU_OP];
+	const char *status = end >= 0 ? "complete" : h->bound_ns >= 0 ? "end_unknown" : "pending";
+	int64_t obs = h->kind == H_WAIT && h->observed_ns >= 0 ? h->observed_ns : -1;
+	int rc;
+
+	if (obs >= 0 && end >= 0 && obs > end)
+		obs = end;
+	rc = ew_put_op(e, h->op_id, h->queue, c->adapter, h->kind == H_WAIT ? "wait" : "signal", h->fence,
+		       h->value, h->queued_ns, obs, end, status, true, h->tid, err);
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(s, 1, h->op_id);
+	ew_bind_opt(s, 2, h->event >= 0, h->event);
+	ew_bind_opt(s, 3, end_event >= 0, end_event);
+	ew_bind_opt(s, 4, end < 0 && h->bound_ns >= 0, h->bound_ns);
+	if ((rc = ew_step(e, ES_GPU_OP, err)))
+		return rc;
+	/* off its queue's open list */
+	if (h->row_prev >= 0)
+		ew_hop_at(e, h->row_prev)->row_next = h->row_next;
+	else
+		c->hop_head = h->row_next;
+	if (h->row_next >= 0)
+		ew_hop_at(e, h->row_next)->row_prev = h->row_prev;
+	else
+		c->hop_tail = h->row_prev;
+	if (c->last_kind == I_WAIT && c->last_idx == i)
+		c->last_kind = I_NONE;
+	h->used = false;
+	if ((size_t)i < e->hop_free_hint)
+		e->hop_free_hint = (size_t)i;
+	return 0;
+}
+
+/* Unlinks op i from a fence's list (head: the list's head). */
+static void ew_fence_unlink(struct nf_etwi *e, int64_t *head, int64_t i)
+{
+	for (int64_t *p = head; *p >= 0; p = &ew_hop_at(e, *p)->fence_next)
+		if (*p == i) {
+			*p = ew_hop_at(e, i)->fence_next;
+			return;
+		}
+}
+
+/*
+ * Work queued on row at queued completed at end: what was queued before it
+ * and is still open was done by then, when the capture does not say: written
+ * now, end unknown, with that bound. A wait its fence had not released yet was
+ * released by something the capture does not show (no later signal ends it);
+ * a signal's 551/552 coming later is no signal of its own (ew_hw_sched_signal).
+ */
+static int ew_hw_passed(struct nf_etwi *e, int64_t row, int64_t queued, int64_t end, struct nf_error *err)
+{
+	int64_t i;
+
+	while ((i = EW_AT(e->ctxs, struct ew_ctx, row)->hop_head) >= 0) {
+		struct ew_hop *h = ew_hop_at(e, i);
+		int rc;
+
+		if (h->queued_ns >= queued)
+			break;
+		h->bound_ns = end;
+		if (h->fence >= 0) {
+			struct ew_sync *sy = EW_AT(e->syncs, struct ew_sync, h->fence);
+
+			if (h->kind == H_WAIT && !h->released)
+				ew_fence_unlink(e, &sy->wait_head, i);
+			else if (h->kind == H_SIGNAL) {
+				struct ew_passed *p = &e->passed[e->passed_next++ % EW_PASSED];
+
+				ew_fence_unlink(e, &sy->sig_head, i);
+				p->fence = h->fence;
+				p->value = h->value;
+				p->used = true;
+			}
+		}
+		if ((rc = ew_hop_write(e, i, -1, -1, err)))
+			return rc;
+	}
+	return 0;
+}
+
+/*
+ * Wait i was observed at t (the work before it completed): it ends when its
+ * fence reached the value too. A wait that ends lets the one queued after it
+ * be observed, and so on down the queue.
+ */
+static int ew_hw_observed(struct nf_etwi *e, int64_t i, int64_t op_id, int64_t t, struct nf_error *err)
+{
+	while (i >= 0) {
+		struct ew_hop *h = ew_hop_at(e, i);
+		int64_t end, next, next_op, row, q;
+		int rc;
+
+		if (!h->used || h->op_id != op_id)
+			return 0; /* written already (its queue got past it) */
+		if (h->observed_ns < 0)
+			h->observed_ns = t > h->queued_ns ? t : h->queued_ns;
+		if (!h->released)
+			return 0;
+		end = h->release_ns > h->observed_ns ? h->release_ns : h->observed_ns;
+		next = h->next_wait;
+		next_op = h->next_wait_op;
+		row = h->queue;
+		q = h->queued_ns;
+		if ((rc = ew_hop_write(e, i, end, -1, err)) || (rc = ew_hw_passed(e, row, q, end, err)))
+			return rc;
+		i = next;
+		op_id = next_op;
+		t = end;
+	}
+	return 0;
+}
+
+/* Fence f (syncs index) reached value at t: the hardware-queue waits it releases. */
+static int ew_hw_release(struct nf_etwi *e, int64_t f, uint64_t value, int64_t t, struct nf_error *err)
+{
+	struct ew_sync *s = EW_AT(e->syncs, struct ew_sync, f);
+	int64_t *p = &s->wait_head;
+
+	if (!s->has_reached || value > s->reached) {
+		s->has_reached = true;
+		s->reached = value;
+	}
+	while (*p >= 0) {
+		int64_t i = *p;
+		struct ew_hop *h = ew_hop_at(e, i);
+		int rc;
+
+		if (h->value > value) {
+			p = &h->fence_next;
+			continue;
+		}
+		*p = h->fence_next;
+		h->released = true;
+		h->release_ns = t;
+		if (h->observed_ns >= 0) {
+			if ((rc = ew_hw_observed(e, i, h->op_id, h->observed_ns, err)))
+				return rc;
+			p = &s->wait_head; /* what ended with it may have left the list */
+		}
+	}
+	return 0;
+}
+
+/* Past EW_MAX_HW_OPS open: the operation is written at once, its end unknown ('pending'). */
+static int ew_hw_untracked(struct nf_etwi *e, int kind, int64_t row, int64_t f, uint64_t value,
+			   const struct nf_etwi_event *ev, struct nf_error *err)
+{
+	sqlite3_stmt *s = e->st[ES_GPU_OP];
+	int64_t id = e->next_op++;
+	int rc = ew_put_op(e, id, row, EW_AT(e->ctxs, struct ew_ctx, row)->adapter, kind == H_WAIT ? "wait" : "signal",
+			   f, value, ev->ns, -1, -1, "pending", true, ev->tid, err);
+
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(s, 1, id);
+	ew_bind_opt(s, 2, e->cur_dxg >= 0, e->cur_dxg);
+	sqlite3_bind_null(s, 3);
+	sqlite3_bind_null(s, 4);
+	return ew_step(e, ES_GPU_OP, err);
+}
+
+/* 295: a wait per fence on the queue it names. Returns 1 when mapped, 0 when not a hardware queue's. */
+static int ew_hw_wait(struct nf_etwi *e, const struct nf_etwi_event *ev, struct nf_error *err)
+{
+	const struct nf_etwi_dx *d = ev->dx;
+	int64_t row = ew_hw_row(e, d->context);
+
+	if (row < 0)
+		return 0;
+	for (uint32_t k = 0; k < d->n_objects; k++) {
+		int64_t f = ew_sync(e, d->objects[k], err), i;
+
+		if (f < -1)
+			return NF_ENOMEM;
+		if ((i = ew_hop_new(e, H_WAIT, row, f, d->values[k], ev, err)) == -3) {
+			int rc = ew_hw_untracked(e, H_WAIT, row, f, d->values[k], ev, err);
+
+			if (rc)
+				return rc;
+			continue;
+		}
+		if (i < 0)
+			return (int)i;
+		struct ew_hop *h = ew_hop_at(e, i);
+		struct ew_ctx *c = EW_AT(e->ctxs, struct ew_ctx, row);
+
+		/* observed when the work queued before it is done */
+		if (c->last_kind == I_DMA) {
+			EW_AT(e->dmas, struct ew_dma, c->last_idx)->next_wait = i;
+			EW_AT(e->dmas, struct ew_dma, c->last_idx)->next_wait_op = h->op_id;
+		} else if (c->last_kind == I_WAIT) {
+			ew_hop_at(e, c->last_idx)->next_wait = i;
+			ew_hop_at(e, c->last_idx)->next_wait_op = h->op_id;
+		} else {
+			h->observed_ns = ev->ns;
+		}
+		c->last_kind = I_WAIT;
+		c->last_idx = i;
+		if (f >= 0) {
+			struct ew_sync *s = EW_AT(e->syncs, struct ew_sync, f);
+
+			if ((s->has_reached && s->reached >= h->value) || (s->has_initial && s->initial >= h->value)) {
+				h->released = true;
+				h->release_ns = INT64_MIN;
+			} else {
+				h->fence_next = s->wait_head;
+				s->wait_head = i;
+			}
+		}
+		if (h->observed_ns >= 0) {
+			int rc = ew_hw_observed(e, i, h->op_id, h->observed_ns, err);
+
+			if (rc)
+				return rc;
+		}
+	}
+	return 1;
+}
+
+/* 294: a signal per fence on every hardware queue it names. Returns 1 when mapped, 0 when none is one. */
+static int ew_hw_signal(struct nf_etwi *e, const struct nf_etwi_event *ev, struct nf_error *err)
+{
+	const struct nf_etwi_dx *d = ev->dx;
+	bool any = false;
+
+	for (uint32_t c = 0; c < d->n_contexts; c++) {
+		int64_t row = ew_hw_row(e, d->contexts[c]);
+
+		if (row < 0)
+			continue;
+		any = true;
+		for (uint32_t k = 0; k < d->n_objects; k++) {
+			int64_t f = ew_sync(e, d->objects[k], err), i;
+
+			if (f < -1)
+				return NF_ENOMEM;
+			if ((i = ew_hop_new(e, H_SIGNAL, row, f, d->values[k], ev, err)) == -3) {
+				int rc = ew_hw_untracked(e, H_SIGNAL, row, f, d->values[k], ev, err);
+
+				if (rc)
+					return rc;
+				continue;
+			}
+			if (i < 0)
+				return (int)i;
+			if (f >= 0) {
+				struct ew_sync *s = EW_AT(e->syncs, struct ew_sync, f);
+
+				ew_hop_at(e, i)->fence_next = s->sig_head;
+				s->sig_head = i;
+			}
+		}
+	}
+	return any ? 1 : 0;
+}
+
+/*
+ * 551/552: the scheduler signaled fences. Each ends the hardware-queue signals
+ * of that fence and value still open; one that ends none (its 294 is not in
+ * the capture) is a signal of its own on no queue, unless the fence's signals
+ * are queue packets (their stop is the signal already).
+ */
+static int ew_hw_sched_signal(struct nf_etwi *e, const struct nf_etwi_event *ev, struct nf_error *err)
+{
+	const struct nf_etwi_dx *d = ev->dx;
+
+	for (uint32_t k = 0; k < d->n_objects; k++) {
+		int64_t f = ew_sync(e, d->objects[k], err);
+		bool ended = false;
+		int rc;
+
+		if (f < -1)
+			return NF_ENOMEM;
+		if (f < 0)
+			continue;
+		for (int64_t *p = &EW_AT(e->syncs, struct ew_sync, f)->sig_head; *p >= 0;) {
+			int64_t i = *p;
+			struct ew_hop *h = ew_hop_at(e, i);
+
+			if (h->value != d->values[k] || h->queued_ns > ev->ns) {
+				p = &h->fence_next;
+				continue;
+			}
+			*p = h->fence_next;
+			int64_t row = h->queue, q = h->queued_ns;
+
+			if ((rc = ew_hop_write(e, i, ev->ns, e->cur_dxg, err)) ||
+			    (rc = ew_hw_passed(e, row, q, ev->ns, err)))
+				return rc;
+			ended = true;
+			p = &EW_AT(e->syncs, struct ew_sync, f)->sig_head; /* the list may have changed */
+		}
+		for (uint32_t j = 0; !ended && j < EW_PASSED; j++)
+			if (e->passed[j].used && e->passed[j].fence == f && e->passed[j].value == d->values[k]) {
+				e->passed[j].used = false; /* the late record of a signal written already */
+				ended = true;
+			}
+		if (!ended && !EW_AT(e->syncs, struct ew_sync, f)->sw) {
+			sqlite3_stmt *s = e->st[ES_GPU_OP];
+			int64_t id = e->next_op++;
+
+			rc = ew_put_op(e, id, -1, EW_AT(e->syncs, struct ew_sync, f)->adapter, "signal", f, d->values[k],
+				       -1, -1, ev->ns, "complete", false, 0, err);
+			if (rc)
+				return rc;
+			sqlite3_bind_int64(s, 1, id);
+			sqlite3_bind_null(s, 2);
+			sqlite3_bind_int64(s, 3, e->cur_dxg);
+			sqlite3_bind_null(s, 4);
+			if ((rc = ew_step(e, ES_GPU_OP, err)))
+				return rc;
+		}
+		if ((rc = ew_hw_release(e, f, d->values[k], ev->ns, err)))
+			return rc;
+	}
+	return 0;
+}
+
+/* 450 on a hardware queue: the latest work queued on it. */
+static void ew_hw_dma_queued(struct nf_etwi *e, int64_t dma)
+{
+	struct ew_dma *m = EW_AT(e->dmas, struct ew_dma, dma);
+	struct ew_ctx *c = EW_AT(e->ctxs, struct ew_ctx, m->queue);
+
+	m->next_wait = m->next_wait_op = -1;
+	c->last_kind = I_DMA;
+	c->last_idx = dma;
+}
+
+/* 451: a hardware queue's DMA packet completed at t. */
+static int ew_hw_dma_done(struct nf_etwi *e, int64_t dma, int64_t t, struct nf_error *err)
+{
+	struct ew_dma *m = EW_AT(e->dmas, struct ew_dma, dma);
+	struct ew_ctx *c = EW_AT(e->ctxs, struct ew_ctx, m->queue);
+	int64_t next = m->next_wait, next_op = m->next_wait_op, row = m->queue;
+	int rc;
+
+	if (c->last_kind == I_DMA && c->last_idx == dma)
+		c->last_kind = I_NONE;
+	m->next_wait = -1;
+	if ((rc = ew_hw_passed(e, row, m->start_ns, t, err)))
+		return rc;
+	return next >= 0 ? ew_hw_observed(e, next, next_op, t, err) : 0;
+}
+
+/* At the end: what is still open, with end_ns NULL. */
+static int ew_hw_finish(struct nf_etwi *e, struct nf_error *err)
+{
+	int rc = 0;
+
+	for (size_t i = 0; rc == 0 && i < e->hops.n; i++)
+		if (ew_hop_at(e, (int64_t)i)->used)
+			rc = ew_hop_write(e, (int64_t)i, -1, -1, err);
+	return rc;
 }
 
 /* ---- queue packets ---- */
@@ -649,6 +1154,7 @@ static int ew_queue_packet(struct nf_etwi *e, const struct nf_etwi_event *ev, in
 		return NF_ENOMEM;
 	if (ci < 0 || !d->packet)
 		return 0; /* no context or packet: nothing to tie it to */
+	EW_AT(e->ctxs, struct ew_ctx, ci)->sw_packets = true;
 	uint64_t *old = nf_u64map_find(&e->pkt_map, d->packet);
 
 	if (old) {
@@ -687,6 +1193,8 @@ static int ew_queue_packet(struct nf_etwi *e, const struct nf_etwi_event *ev, in
 		p->fence = ew_sync(e, d->sync, err);
 		if (p->fence < -1)
 			return NF_ENOMEM;
+		if (p->fence >= 0)
+			EW_AT(e->syncs, struct ew_sync, p->fence)->sw = true;
 		p->value = d->value;
 	} else if (kind == P_SIGNAL && d->n_objects) {
 		p->n = d->n_objects;
@@ -700,6 +1208,8 @@ static int ew_queue_packet(struct nf_etwi *e, const struct nf_etwi_event *ev, in
 			p->fences[k] = ew_sync(e, d->objects[k], err);
 			if (p->fences[k] < -1)
 				return NF_ENOMEM;
+			if (p->fences[k] >= 0)
+				EW_AT(e->syncs, struct ew_sync, p->fences[k])->sw = true;
 			p->values[k] = d->values[k];
 			struct ew_recent *r = &e->recent[e->recent_next++ % EW_RECENT];
 
@@ -711,6 +1221,8 @@ static int ew_queue_packet(struct nf_etwi *e, const struct nf_etwi_event *ev, in
 			r->tid = ev->tid;
 		}
 	}
+	if (kind == P_RENDER && d->present && (rc = ew_presents_packet(e->pres, ev->tid, p->id, p->seq, ev->ns, err)))
+		return rc;
 	if (ew_ring_push(EW_AT(e->ctxs, struct ew_ctx, ci), i) && kind == P_WAIT)
 		p->observed_ns = ev->ns;
 	if (kind == P_WAIT) {
@@ -770,11 +1282,15 @@ static int ew_packet_stop(struct nf_etwi *e, const struct nf_etwi_event *ev, str
 
 	if (p->kind == P_WAIT && p->unwait_ns < 0)
 		rc = ew_wait_end(e, p, ev->ns, "complete", err);
-	for (uint32_t k = 0; rc == 0 && p->kind == P_SIGNAL && k < p->n; k++)
+	for (uint32_t k = 0; rc == 0 && p->kind == P_SIGNAL && k < p->n; k++) {
 		rc = ew_put_op(e, p->op_id + k, p->queue, ew_ctx_adapter(e, p->queue), "signal",
 			       p->fences[k], p->values[k], p->queued_ns, -1,
 			       p->aborted_ns >= 0 ? p->aborted_ns : ev->ns,
 			       p->aborted_ns >= 0 ? "aborted" : "complete", true, p->tid, err);
+		/* the fence reached the value: hardware-queue waits on it may end */
+		if (rc == 0 && p->aborted_ns < 0 && p->fences[k] >= 0)
+			rc = ew_hw_release(e, p->fences[k], p->values[k], ev->ns, err);
+	}
 	rc = rc ? rc : ew_put_packet(e, p, end, ev->dx->preempted, err);
 	if (rc)
 		return rc;
@@ -874,6 +1390,9 @@ static int ew_dma_start(struct nf_etwi *e, const struct nf_etwi_event *ev, bool 
 	m->hw = hw;
 	m->start_ns = ev->ns;
 	m->isr_ns = -1;
+	m->next_wait = -1;
+	if (hw)
+		ew_hw_dma_queued(e, (int64_t)i);
 	return 0;
 }
 
@@ -922,7 +1441,10 @@ static int ew_dma_end(struct nf_etwi *e, const struct nf_etwi_event *ev, bool hw
 			m->isr_ns = ev->ns;
 		return 0;
 	}
-	int rc = ew_dma_put(e, m, ev->ns, d->preempted ? "preempted" : "complete", err);
+	int rc = hw ? ew_hw_dma_done(e, (int64_t)i, ev->ns, err) : 0;
+
+	m = EW_AT(e->dmas, struct ew_dma, i);
+	rc = rc ? rc : ew_dma_put(e, m, ev->ns, d->preempted ? "preempted" : "complete", err);
 
 	m->used = false;
 	if (i < e->dma_free_hint)
@@ -1029,7 +1551,7 @@ static int ew_cpu_signal(struct nf_etwi *e, const struct nf_etwi_event *ev, stru
 		e->cpu_signals++;
 		int rc = ew_step(e, ES_CSIGNAL, err);
 
-		if (rc)
+		if (rc || (rc = ew_hw_release(e, f, d->values[k], ev->ns, err)))
 			return rc;
 	}
 	return 0;
@@ -1204,6 +1726,11 @@ static int ew_dxgkrnl(struct nf_etwi *e, const struct nf_etwi_event *ev, struct 
 		ew_bind_opt(s, 2, a >= 0, a);
 		sqlite3_bind_int64(s, 3, d->target);
 		sqlite3_bind_int64(s, 4, d->frame);
+		int64_t disp = d->has_source ? ew_presents_display(e->pres, d->source, 0, err) : -1;
+
+		if (d->has_source && disp < 0)
+			return err->code;
+		ew_bind_opt(s, 5, disp >= 0, disp);
 		rc = ew_step(e, ES_VSYNC, err);
 		break;
 	}
@@ -1275,8 +1802,9 @@ static int ew_dxgkrnl(struct nf_etwi *e, const struct nf_etwi_event *ev, struct 
 		struct ew_ctx *h = EW_AT(e->ctxs, struct ew_ctx, q);
 
 		if (ci >= 0) {
-			const struct ew_ctx *c = EW_AT(e->ctxs, struct ew_ctx, ci);
+			struct ew_ctx *c = EW_AT(e->ctxs, struct ew_ctx, ci);
 
+			c->has_hwq = true;
 			h->parent = ci;
 			rc = ew_ctx_place(e, q, c->adapter, c->node >= 0, (uint32_t)(c->node >= 0 ? c->node : 0),
 					  false, err);
@@ -1300,9 +1828,16 @@ static int ew_dxgkrnl(struct nf_etwi *e, const struct nf_etwi_event *ev, struct 
 	case 180: rc = ew_packet_stop(e, ev, err); break;
 	case 238: rc = ew_unwait(e, ev, false, err); break;
 	case 361: rc = ew_unwait(e, ev, true, err); break;
-	case 230: case 294: /* the API calls behind signal packets: kept raw too */
+	case 295: /* a hardware queue's GPU wait; else the API call behind a wait packet: kept raw */
+		return ew_hw_wait(e, ev, err);
+	case 294: /* a hardware queue's GPU signal; else the call behind signal packets */
+		if ((rc = ew_hw_signal(e, ev, err)) != 0)
+			return rc;
+		/* fall through */
+	case 230: /* the API calls behind signal packets: kept raw too */
 		rc = ew_signal_group(e, ev, err);
 		return rc ? rc : 0;
+	case 551: case 552: rc = ew_hw_sched_signal(e, ev, err); break;
 	case 297: rc = ew_cpu_wait(e, ev, err); break;
 	case 300: rc = ew_cpu_unwait(e, ev, err); break;
 	case 296: case 462: case 550: rc = ew_cpu_signal(e, ev, err); break;
@@ -1360,6 +1895,24 @@ int nf_etwi_event(struct nf_etwi *e, const struct nf_etwi_event *ev, struct nf_e
 	}
 	if (ev->ns > e->last_ns)
 		e->last_ns = ev->ns;
+	e->cur_dxg = -1;
+	if (ev->dxgkrnl > 0 && ev->fields) {
+		sqlite3_stmt *s = e->st[ES_DXG];
+
+		e->cur_dxg = e->next_dxg++;
+		sqlite3_bind_int64(s, 1, e->cur_dxg);
+		sqlite3_bind_int64(s, 2, ev->ns);
+		sqlite3_bind_int64(s, 3, ev->cpu);
+		ew_bind_opt(s, 4, ev->has_ids, ev->pid);
+		ew_bind_opt(s, 5, ev->has_ids, ev->tid);
+		sqlite3_bind_int64(s, 6, ev->id);
+		sqlite3_bind_int64(s, 7, ev->version);
+		sqlite3_bind_text(s, 8, ev->fields, (int)ev->fields_len, SQLITE_STATIC);
+		if ((rc = ew_step(e, ES_DXG, err)))
+			return rc;
+	}
+	if ((rc = ew_presents_event(e->pres, ev, err)))
+		return rc;
 	if (ev->dxgkrnl > 0 && ev->dx) {
 		e->dxgkrnl++;
 		/* Whose threads queue GPU work: the CPU thread rows are named by it. */
@@ -1781,10 +2334,35 @@ static int ew_finish_deps(struct nf_etwi *e, struct nf_error *err)
 
 static const char ew_index_sql[] = "CREATE INDEX dma_packets_node ON dma_packets(adapter, node, start_ns);";
 
+/* The names of the DxgKrnl events schemas/dxgkrnl.def decodes, for dxgkrnl_events. */
+static int ew_finish_names(struct nf_etwi *e, struct nf_error *err)
+{
+	sqlite3_stmt *s = NULL;
+	int rc = ew_prepare_exec(e, "INSERT OR IGNORE INTO dxgkrnl_names(event_id, name, meaning) VALUES (?1, ?2, ?3)",
+				 &s, err);
+
+	for (int ev = 1; rc == 0 && ev < NF_DXG_EV_COUNT; ev++) {
+		const struct nf_etl_dxg_event_info *info = nf_etl_dxg_event_info_by_event(ev);
+
+		if (!info)
+			continue;
+		sqlite3_bind_int64(s, 1, info->id);
+		sqlite3_bind_text(s, 2, info->name, -1, SQLITE_STATIC);
+		sqlite3_bind_text(s, 3, info->doc, -1, SQLITE_STATIC);
+		rc = ew_done(e, s, "dxgkrnl_names", err);
+	}
+	sqlite3_finalize(s);
+	return rc;
+}
+
 int nf_etwi_finish(struct nf_etwi *e, struct nf_etwi_counts *c, struct nf_error *err)
 {
 	int rc = ew_finish_open(e, err);
 
+	rc = rc ? rc : ew_hw_finish(e, err);
+	rc = rc ? rc : ew_finish_names(e, err);
+
+	rc = rc ? rc : ew_presents_finish(e->pres, err);
 	rc = rc ? rc : ew_finish_objects(e, err);
 	rc = rc ? rc : ew_finish_counts(e, err);
 	rc = rc ? rc : ew_finish_threads(e, err);

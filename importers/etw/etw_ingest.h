@@ -12,6 +12,7 @@
 #define NF_ANALYZER_ETW_INGEST_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <sqlite3.h>
@@ -45,6 +46,12 @@ struct nf_etwi_dx {
 	uint32_t flags;
 	bool preempted, present, has_node;
 	const char *name;      /* NodeMetadata FriendlyName (UTF-8), or NULL */
+	/* presents and flips (etw_present.c) */
+	uint64_t hwnd;         /* Blit's window */
+	uint64_t flip_fence;   /* VSyncDPC's FlipFenceId (the flip's submit sequence in its high half) */
+	uint32_t source, layer;/* VidPnSourceId, LayerIndex */
+	uint32_t interval;     /* FlipInterval */
+	bool has_source, has_interval, redirected;
 	/* Arrays: ObjectArray / SyncObjects, with FenceValue(s); hContext[]. */
 	uint32_t n_objects, n_contexts;
 	uint64_t objects[NF_ETWI_MAX_ARRAY], values[NF_ETWI_MAX_ARRAY];
@@ -65,6 +72,9 @@ struct nf_etwi_event {
 	/* DxgKrnl: 1 decoded into dx, 0 not a mapped event, -1 size mismatch. */
 	int dxgkrnl;
 	const struct nf_etwi_dx *dx;
+	/* DxgKrnl decoded: every payload field as a JSON object (dxgkrnl_events.fields), else NULL. */
+	const char *fields;
+	size_t fields_len;
 	/* Classic kernel events decoded by the caller (NULL otherwise). */
 	enum { NF_ETWI_K_NONE, NF_ETWI_K_CSWITCH, NF_ETWI_K_THREAD, NF_ETWI_K_PROCESS } kind;
 	uint32_t k_new_tid, k_old_tid, k_old_state; /* CSWITCH */

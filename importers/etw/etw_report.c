@@ -281,7 +281,7 @@ int nf_etw_check(const char *dir, struct nf_source_check *c, struct nf_error *er
 		"%" PRId64 " buffers flagged lost\n", es.events_lost, es.buffers_lost, es.lost_flag_buffers);
 	fprintf(t, "DxgKrnl size mismatches:  %" PRId64 " (%" PRId64 " fence-related)\n", es.size_mismatches,
 		es.fence_size_mismatches);
-	fprintf(t, "GPU waits never released: %" PRId64 " of %" PRId64 " (no unwait before the capture ended)\n",
+	fprintf(t, "GPU waits never released: %" PRId64 " of %" PRId64 " (no end before the capture ended)\n",
 		es.waits_pending, es.waits);
 	fprintf(t, "CPU waits never released: %" PRId64 " of %" PRId64 "\n", es.cpu_waits_pending, es.cpu_waits);
 	fprintf(t, "unwaits without a wait:   %" PRId64 " (their wait packet was queued before the capture)\n",

@@ -88,7 +88,7 @@ enum slot {
 	SL_NONE, SL_ADAPTER, SL_CONTEXT, SL_DEVICE, SL_HWQUEUE, SL_SYNC, SL_PACKET, SL_EVENT,
 	SL_PROCESS, SL_VALUE, SL_SUBMISSION, SL_NODE, SL_ENGINE, SL_PTYPE, SL_SEQ, SL_TARGET,
 	SL_FRAME, SL_FLAGS, SL_PREEMPTED, SL_PRESENT, SL_NAME, SL_OBJECTS, SL_CPU0, SL_GPU0,
-	SL_CPU1, SL_GPU1
+	SL_CPU1, SL_GPU1, SL_HWND, SL_SOURCE, SL_LAYER, SL_FLIP_FENCE, SL_REDIRECTED, SL_INTERVAL
 };
 
 static const struct {
@@ -111,6 +111,10 @@ static const struct {
 	{ "VidSchSyncObjectArray", SL_OBJECTS },
 	{ "CpuTimestamp0", SL_CPU0 }, { "GpuTimestamp0", SL_GPU0 },
 	{ "CpuTimestamp1", SL_CPU1 }, { "GpuTimestamp1", SL_GPU1 },
+	/* presents and flips */
+	{ "hwnd", SL_HWND }, { "VidPnSourceId", SL_SOURCE }, { "LayerIndex", SL_LAYER },
+	{ "FlipFenceId", SL_FLIP_FENCE }, { "bRedirectedPresent", SL_REDIRECTED },
+	{ "FlipInterval", SL_INTERVAL },
 };
 
 /* The slots of one table event's fields, looked up once. */
@@ -134,7 +138,204 @@ struct sess {
 	struct nf_etwi_dx dx;
 	char name[128];
 	char kname[256];
+	char *json;              /* the payload of the DxgKrnl event being handed over */
+	size_t jn, jcap;
+	char wtext[4096];        /* a WSTR field as UTF-8 */
 };
+
+static uint32_t rd32(const uint8_t *p);
+
+/* ---- every payload field as JSON (dxgkrnl_events.fields) ---- */
+
+/* The largest JSON object kept: a payload is at most 64 KiB, a BIN field
+ * twice that as hex, a pointer array 20 bytes an element. */
+#define JSON_MAX (1u << 21)
+
+static bool j_room(struct sess *s, size_t need)
+{
+	if (s->jn + need <= s->jcap)
+		return true;
+	size_t ncap = s->jcap ? s->jcap : 1024;
+
+	while (ncap < s->jn + need)
+		ncap *= 2;
+	if (ncap > JSON_MAX)
+		return false;
+	char *n = realloc(s->json, ncap);
+
+	if (!n)
+		return false;
+	s->json = n;
+	s->jcap = ncap;
+	return true;
+}
+
+static void j_raw(struct sess *s, const char *p, size_t n)
+{
+	memcpy(s->json + s->jn, p, n);
+	s->jn += n;
+}
+
+/* A signed decimal (values as the timeline stores them: 64-bit two's complement). */
+static void j_int(struct sess *s, int64_t v)
+{
+	char b[24];
+	size_t k = sizeof(b);
+	uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+
+	do {
+		b[--k] = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	if (v < 0)
+		b[--k] = '-';
+	j_raw(s, b + k, sizeof(b) - k);
+}
+
+/* A pointer as the other ETW tables write handles: "0x" lowercase hex, quoted. */
+static void j_hex(struct sess *s, uint64_t v)
+{
+	static const char digits[] = "0123456789abcdef";
+	char b[20];
+	size_t k = sizeof(b);
+
+	b[--k] = '"';
+	do {
+		b[--k] = digits[v & 15];
+		v >>= 4;
+	} while (v);
+	b[--k] = 'x';
+	b[--k] = '0';
+	b[--k] = '"';
+	j_raw(s, b + k, sizeof(b) - k);
+}
+
+/* A string from the capture (untrusted), escaped for JSON. */
+static bool j_str(struct sess *s, const char *t)
+{
+	static const char digits[] = "0123456789abcdef";
+	size_t n = strlen(t);
+
+	if (!j_room(s, n * 6 + 2))
+		return false;
+	s->json[s->jn++] = '"';
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)t[i];
+
+		if (c == '"' || c == '\\') {
+			s->json[s->jn++] = '\\';
+			s->json[s->jn++] = (char)c;
+		} else if (c < 0x20 || c == 0x7f) {
+			j_raw(s, "\\u00", 4);
+			s->json[s->jn++] = digits[c >> 4];
+			s->json[s->jn++] = digits[c & 15];
+		} else {
+			s->json[s->jn++] = (char)c;
+		}
+	}
+	s->json[s->jn++] = '"';
+	return true;
+}
+
+/*
+ * Every field of a decoded record as one JSON object, by the manifest's field
+ * names (schemas/dxgkrnl.def): integers as numbers (64-bit two's complement,
+ * as the timeline stores values), BOOL 0/1, pointers as "0x..." text like the
+ * other ETW tables' handles, arrays as arrays, GUIDs and strings as text, BIN
+ * as hex text. Fields the record's version lacks are left out. False when out
+ * of memory (the event then has no fields).
+ */
+static bool dx_json(struct sess *s, const struct nf_etl_dxg_record *rec, const struct nf_etl_dxg_event_info *info)
+{
+	static const char digits[] = "0123456789abcdef";
+	bool first = true;
+
+	s->jn = 0;
+	if (!j_room(s, 2))
+		return false;
+	s->json[s->jn++] = '{';
+	for (uint32_t i = 0; i < rec->nfields && i < info->nfields; i++) {
+		const struct nf_etl_dxg_value *v = &rec->f[i];
+		const struct nf_etl_dxg_field_info *fi = &info->fields[i];
+		size_t nl = strlen(fi->name);
+
+		if (!v->present)
+			continue;
+		if (!j_room(s, nl + 48))
+			return false;
+		if (!first)
+			s->json[s->jn++] = ',';
+		first = false;
+		s->json[s->jn++] = '"';
+		j_raw(s, fi->name, nl); /* the table's names: identifiers */
+		j_raw(s, "\":", 2);
+		switch (fi->type) {
+		case NF_DXG_U8: case NF_DXG_U16: case NF_DXG_U32: case NF_DXG_U64: case NF_DXG_BOOL:
+			j_int(s, (int64_t)v->u);
+			break;
+		case NF_DXG_I32:
+			j_int(s, (int32_t)(uint32_t)v->u);
+			break;
+		case NF_DXG_I64:
+			j_int(s, (int64_t)v->u);
+			break;
+		case NF_DXG_PTR:
+			j_hex(s, v->u);
+			break;
+		case NF_DXG_GUID: {
+			const uint8_t *g = v->p;
+			struct nf_etl_guid guid;
+			char text[NF_ETL_GUID_STR];
+
+			guid.data1 = rd32(g);
+			guid.data2 = (uint16_t)(g[4] | g[5] << 8);
+			guid.data3 = (uint16_t)(g[6] | g[7] << 8);
+			memcpy(guid.data4, g + 8, 8);
+			nf_etl_guid_format(&guid, text);
+			if (!j_str(s, text))
+				return false;
+			break;
+		}
+		case NF_DXG_WSTR:
+			nf_etl_dxg_wstr(rec, i, s->wtext, sizeof(s->wtext));
+			if (!j_str(s, s->wtext))
+				return false;
+			break;
+		case NF_DXG_BIN:
+			if (!j_room(s, v->u * 2 + 2))
+				return false;
+			s->json[s->jn++] = '"';
+			for (uint64_t k = 0; k < v->u; k++) {
+				s->json[s->jn++] = digits[v->p[k] >> 4];
+				s->json[s->jn++] = digits[v->p[k] & 15];
+			}
+			s->json[s->jn++] = '"';
+			break;
+		case NF_DXG_PTR_ARRAY: case NF_DXG_U64_ARRAY:
+			if (!j_room(s, v->u * 21 + 2))
+				return false;
+			s->json[s->jn++] = '[';
+			for (uint32_t k = 0; k < v->u; k++) {
+				if (k)
+					s->json[s->jn++] = ',';
+				if (fi->type == NF_DXG_PTR_ARRAY)
+					j_hex(s, nf_etl_dxg_elem(rec, i, k));
+				else
+					j_int(s, (int64_t)nf_etl_dxg_elem(rec, i, k));
+			}
+			s->json[s->jn++] = ']';
+			break;
+		default:
+			j_raw(s, "null", 4);
+			break;
+		}
+	}
+	if (!j_room(s, 2))
+		return false;
+	s->json[s->jn++] = '}';
+	s->json[s->jn] = '\0';
+	return true;
+}
 
 static void fill_dx(struct sess *s, const struct nf_etl_dxg_record *rec)
 {
@@ -221,6 +422,12 @@ static void fill_dx(struct sess *s, const struct nf_etl_dxg_record *rec)
 		case SL_CPU1: d->cpu_ts[1] = (uint64_t)nf_etl_ticks_to_ns(s->lf, (int64_t)v->u); break;
 		case SL_GPU0: d->gpu_ts[0] = v->u; break;
 		case SL_GPU1: d->gpu_ts[1] = v->u; break;
+		case SL_HWND: d->hwnd = v->u; break;
+		case SL_SOURCE: d->source = (uint32_t)v->u; d->has_source = true; break;
+		case SL_LAYER: d->layer = (uint32_t)v->u; break;
+		case SL_FLIP_FENCE: d->flip_fence = v->u; break;
+		case SL_REDIRECTED: d->redirected = v->u != 0; break;
+		case SL_INTERVAL: d->interval = (uint32_t)v->u; d->has_interval = true; break;
 		case SL_NONE: break;
 		}
 	}
@@ -472,9 +679,17 @@ static int ingest(sqlite3 *db, const char *etl, const char *source, struct nf_et
 		e.opcode = ev.opcode;
 		e.size = ev.payload_size;
 		if (ev.dxg_verdict == NF_ETL_DXG_OK && ev.dxg) {
+			const struct nf_etl_dxg_event_info *info = nf_etl_dxg_event_info_by_event(ev.dxg->event);
+
 			fill_dx(&s, ev.dxg);
 			e.dxgkrnl = 1;
 			e.dx = &s.dx;
+			if (info && !dx_json(&s, ev.dxg, info)) {
+				rc = nf_error_set(err, NF_ENOMEM, "%s: out of memory for an event's fields", etl);
+				break;
+			}
+			e.fields = info ? s.json : NULL;
+			e.fields_len = info ? s.jn : 0;
 		} else if (ev.dxg_verdict == NF_ETL_DXG_SIZE_MISMATCH) {
 			e.dxgkrnl = -1;
 		}
@@ -501,6 +716,7 @@ static int ingest(sqlite3 *db, const char *etl, const char *source, struct nf_et
 out:
 	nf_etwi_destroy(s.in);
 	free(s.maps);
+	free(s.json);
 	nf_etl_reader_destroy(r);
 	return rc;
 }

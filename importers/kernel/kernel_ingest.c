@@ -12,6 +12,7 @@
 #include "contract/timeline_writer.h"
 #include "contract/deps.h"
 #include "kernel_fences.h"
+#include "kernel_flips.h"
 #include "runs.h"
 #include "contract/anomaly_kinds.h"
 #include "contract/util_hash.h"
@@ -52,12 +53,13 @@ static const char *const ki_sql[KS_COUNT] = {
 		    "VALUES (?4, NULL, NULL, ?1, ?1, ?2, ?3)", /* ?4: kernel_lost */
 	/* ?12 the job key: the scheduler's job id when the event names it (kkey below). */
 	[KS_GPU] = "INSERT INTO temp.k_gpu(ts, tid, kind, ring, job, context, seqno, fence, dep_context, "
-		   "dep_seqno, flags, kkey, folded) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12 IS NOT NULL)",
-	[KS_VBLANK] = "INSERT INTO vblanks(ts_ns, crtc, seq) VALUES (?1, ?2, ?3)",
+		   "dep_seqno, flags, kkey, folded, dev, client, queue) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
+		   "?10, ?11, ?12, ?12 IS NOT NULL, ?13, ?14, ?15)",
+	[KS_VBLANK] = "INSERT INTO vblanks(ts_ns, crtc, seq, display) VALUES (?1, ?2, ?3, NULL)",
 	[KS_MARKER] = "INSERT INTO markers(ts_ns, thread, cpu, text) VALUES (?1, ?2, ?3, ?4)",
 	[KS_JOBPART] = "INSERT INTO temp.k_jobpart(kkey, amd, sched, ring, ring_kind, ring_ts, job, ctx_kind, "
-		       "context, seqno, thread, thread_ts, sub, start, done, out, retire, first_ts) VALUES (?1, ?2, "
-		       "?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
+		       "context, seqno, thread, thread_ts, sub, start, done, out, retire, first_ts, xe) VALUES (?1, ?2, "
+		       "?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
 	/* A saved cmdline name never replaces one the sched events gave. */
 	[KS_TASK] = "INSERT INTO kernel_threads(thread, process, comm) VALUES (?1, ?2, ?3) "
 		    "ON CONFLICT(thread) DO UPDATE SET process = coalesce(excluded.process, process), "
@@ -71,11 +73,11 @@ static const char ki_staging_sql[] =
 	"  end_ns INTEGER);"
 	"CREATE TEMP TABLE k_gpu(ts INTEGER, tid INTEGER, kind INTEGER, ring TEXT, job INTEGER, "
 	"  context INTEGER, seqno INTEGER, fence INTEGER, dep_context INTEGER, dep_seqno INTEGER, "
-	"  flags INTEGER, kkey INTEGER, folded INTEGER);"
+	"  flags INTEGER, kkey INTEGER, folded INTEGER, dev TEXT, client INTEGER, queue INTEGER);"
 	"CREATE TEMP TABLE k_jobpart(kkey INTEGER, amd INTEGER, sched INTEGER, ring TEXT, ring_kind INTEGER, "
 	"  ring_ts INTEGER, job INTEGER, ctx_kind INTEGER, context INTEGER, seqno INTEGER, thread INTEGER, "
 	"  thread_ts INTEGER, sub INTEGER, start INTEGER, done INTEGER, out INTEGER, retire INTEGER, "
-	"  first_ts INTEGER);";
+	"  first_ts INTEGER, xe INTEGER);";
 
 /* A CPU wait that has started and not ended yet (kept in memory: few at a time). */
 struct ki_wait {
@@ -119,7 +121,7 @@ struct ki_cpu {
 
 struct ki_jobagg {
 	int64_t kkey;
-	bool amd, sched;
+	bool amd, sched, xe;
 	char *ring;          /* owned */
 	int64_t ring_kind, ring_ts;
 	int64_t job;
@@ -138,6 +140,7 @@ static void ki_agg_merge(struct ki_jobagg *a, struct ki_jobagg *b)
 		a->first_ts = b->first_ts;
 	a->amd |= b->amd;
 	a->sched |= b->sched;
+	a->xe |= b->xe;
 	if (b->ring && (!a->ring || b->ring_kind < a->ring_kind ||
 			(b->ring_kind == a->ring_kind && b->ring_ts < a->ring_ts))) {
 		free(a->ring);
@@ -253,7 +256,9 @@ struct nf_timeline_kernel_ingest {
 	struct ki_wait *waits;   /* open waits, in start order */
 	size_t n_waits, cap_waits;
 	uint64_t wait_rows;      /* rows written to temp.k_waits */
-	uint64_t gpu_deps;       /* dependency events staged in temp.k_gpu */
+	uint64_t gpu_deps;       /* dependency (and unschedulable) events staged in temp.k_gpu */
+	uint64_t gpu_xe;         /* xe job events staged in temp.k_gpu (keyed by queue and seqno) */
+	uint64_t gpu_dev;        /* staged events naming a device or a DRM client */
 	/*
 	 * dma_fence sightings and waits held in memory (kernel_fences.h) while
 	 * mem; past its bound (or with no bulk) they go to temp.k_fences and
@@ -262,6 +267,7 @@ struct nf_timeline_kernel_ingest {
 	struct nf_kfences kf;
 	bool mem;
 	bool finished;
+	struct nf_kflips flips;  /* i915 page flips, written at finish (kernel_flips.h) */
 };
 
 static int ki_sql_err(struct nf_timeline_kernel_ingest *ki, struct nf_error *err, const char *what)
@@ -308,6 +314,7 @@ void nf_timeline_kernel_ingest_destroy(struct nf_timeline_kernel_ingest *ki)
 	nf_u64map_free(&ki->contexts);
 	nf_u64map_free(&ki->sched_fences);
 	ki_jobs_open_free(&ki->jobs);
+	nf_kflips_free(&ki->flips);
 	free(ki);
 }
 
@@ -598,7 +605,8 @@ static bool ki_stage_text(struct ki_stage *st, struct ki_srow *r, int col, const
 		st->arena = na;
 		st->acap = ncap;
 	}
-	memcpy(st->arena + st->alen, text, len);
+	if (len)
+		memcpy(st->arena + st->alen, text, len);
 	r->text_col = col;
 	r->text_off = st->alen;
 	r->text_len = (int)len;
@@ -792,6 +800,7 @@ static int ki_jobpart_write(struct nf_timeline_kernel_ingest *ki, const struct k
 	ki_bind_opt(s, 16, a->has_out, a->out);
 	ki_bind_opt(s, 17, a->has_retire, a->retire);
 	sqlite3_bind_int64(s, 18, a->first_ts);
+	sqlite3_bind_int64(s, 19, a->xe);
 	return ki_step(ki, KS_JOBPART, err);
 }
 
@@ -818,7 +827,7 @@ static void ki_agg_of_event(struct ki_jobagg *e, int64_t key, int64_t kind, int6
 {
 	*e = (struct ki_jobagg){ .kkey = key, .first_ts = ts, .job = job };
 	e->amd = kind == 1 || kind == 2;
-	e->sched = kind >= 3 && kind <= 6;
+	e->sched = (kind >= 3 && kind <= 6) || kind == 16;
 	e->ring = (char *)ring;
 	e->ring_kind = kind;
 	e->ring_ts = ts;
@@ -956,6 +965,7 @@ static bool ki_event_cpu(const struct nf_event *ev, uint64_t *cpu)
 	case NF_EV_KERNEL_GPU_JOB: *cpu = f[NFF_KERNEL_GPU_JOB_cpu]; return true;
 	case NF_EV_KERNEL_VBLANK: *cpu = f[NFF_KERNEL_VBLANK_cpu]; return true;
 	case NF_EV_KERNEL_MARKER: *cpu = f[NFF_KERNEL_MARKER_cpu]; return true;
+	case NF_EV_KERNEL_FLIP: *cpu = f[NFF_KERNEL_FLIP_cpu]; return true;
 	default: return false;
 	}
 }
@@ -1084,18 +1094,21 @@ int nf_timeline_kernel_ingest_event(struct nf_timeline_kernel_ingest **kip, sqli
 				return rc;
 			if (kind != 6)
 				return 0;
-		} else if (fl & 1) {
+		} else if ((fl & 1) || (kind >= 12 && kind <= 14 && (fl & 8))) {
 			ki->gpu_unkeyed++;
 		}
+		if (kind >= 12 && kind <= 14 && (fl & 8))
+			ki->gpu_xe++;
 		sqlite3_bind_int64(s, 1, ns);
 		sqlite3_bind_int64(s, 2, (int64_t)(uint32_t)f[NFF_KERNEL_GPU_JOB_tid]);
 		sqlite3_bind_int64(s, 3, (int64_t)(uint32_t)f[NFF_KERNEL_GPU_JOB_kind]);
 		bind_text_or_null(s, 4, ki_str(ki, f[NFF_KERNEL_GPU_JOB_ring]));
 		sqlite3_bind_int64(s, 5, (int64_t)job);
-		if (fl & 1) {
+		if (fl & 1)
 			sqlite3_bind_int64(s, 6, (int64_t)f[NFF_KERNEL_GPU_JOB_context]);
+		/* xe: the seqno on its queue, with or without the fence's context */
+		if (fl & 9)
 			sqlite3_bind_int64(s, 7, (int64_t)f[NFF_KERNEL_GPU_JOB_seqno]);
-		}
 		sqlite3_bind_int64(s, 8, (int64_t)f[NFF_KERNEL_GPU_JOB_fence]);
 		if (fl & 4) {
 			sqlite3_bind_int64(s, 9, (int64_t)f[NFF_KERNEL_GPU_JOB_dep_context]);
@@ -1104,8 +1117,15 @@ int nf_timeline_kernel_ingest_event(struct nf_timeline_kernel_ingest **kip, sqli
 		sqlite3_bind_int64(s, 11, (int64_t)fl);
 		if (job != 0)
 			sqlite3_bind_int64(s, 12, (int64_t)job);
-		if (kind == 6 && (fl & 4))
+		bind_text_or_null(s, 13, ki_str(ki, f[NFF_KERNEL_GPU_JOB_dev]));
+		if (fl & 16)
+			sqlite3_bind_int64(s, 14, (int64_t)f[NFF_KERNEL_GPU_JOB_client_id]);
+		if (fl & 8)
+			sqlite3_bind_int64(s, 15, (int64_t)f[NFF_KERNEL_GPU_JOB_queue]);
+		if ((kind == 6 || kind == 16) && (fl & 4))
 			ki->gpu_deps++;
+		if (kind != 15 && (f[NFF_KERNEL_GPU_JOB_dev] || (fl & 16)))
+			ki->gpu_dev++;
 		return ki_step(ki, KS_GPU, err);
 	}
 	case NF_EV_KERNEL_VBLANK: {
@@ -1127,6 +1147,10 @@ int nf_timeline_kernel_ingest_event(struct nf_timeline_kernel_ingest **kip, sqli
 		sqlite3_bind_int64(s, 3, (int64_t)(uint32_t)f[NFF_KERNEL_VBLANK_seq]);
 		return ki_step(ki, KS_VBLANK, err);
 	}
+	case NF_EV_KERNEL_FLIP:
+		return nf_kflips_add(&ki->flips, ns, (int64_t)(uint32_t)f[NFF_KERNEL_FLIP_tid],
+				     (int32_t)(uint32_t)f[NFF_KERNEL_FLIP_plane], f[NFF_KERNEL_FLIP_obj],
+				     (int)f[NFF_KERNEL_FLIP_kind], err);
 	case NF_EV_KERNEL_MARKER: {
 		sqlite3_stmt *s = ki->st[KS_MARKER];
 
@@ -1372,7 +1396,7 @@ static const char ki_finish_unkeyed_sql[] =
 	"UPDATE temp.k_gpu SET job = coalesce((SELECT p.job FROM temp.k_jobpart p WHERE p.context = k_gpu.context "
 	"  AND p.seqno = k_gpu.seqno AND p.job != 0 LIMIT 1), (SELECT m.job FROM temp.k_gpu m WHERE m.job != 0 AND "
 	"  m.context IS NOT NULL AND m.context = k_gpu.context AND m.seqno = k_gpu.seqno LIMIT 1), 0) "
-	"  WHERE job = 0 AND context IS NOT NULL AND kind <= 6;"
+	"  WHERE job = 0 AND context IS NOT NULL AND (kind <= 6 OR kind = 16);"
 	"UPDATE temp.k_gpu SET kkey = job WHERE kkey IS NULL AND job != 0;"
 	"CREATE TEMP TABLE k_fkeys(context INTEGER, seqno INTEGER, UNIQUE(context, seqno));"
 	"INSERT OR IGNORE INTO temp.k_fkeys(context, seqno) SELECT context, seqno FROM temp.k_gpu "
@@ -1380,17 +1404,51 @@ static const char ki_finish_unkeyed_sql[] =
 	"UPDATE temp.k_gpu SET kkey = -(SELECT f.rowid FROM temp.k_fkeys f WHERE f.context = k_gpu.context "
 	"  AND f.seqno = k_gpu.seqno) WHERE kkey IS NULL AND context IS NOT NULL;"
 	"INSERT INTO temp.k_jobpart(kkey, amd, sched, ring, ring_kind, ring_ts, job, ctx_kind, context, seqno, "
-	"  thread, thread_ts, sub, start, done, out, retire, first_ts) "
-	"SELECT kkey, kind IN (1, 2), kind BETWEEN 3 AND 6, ring, CASE WHEN ring IS NOT NULL THEN kind END, "
+	"  thread, thread_ts, sub, start, done, out, retire, first_ts, xe) "
+	"SELECT kkey, kind IN (1, 2), kind BETWEEN 3 AND 6 OR kind = 16, ring, CASE WHEN ring IS NOT NULL THEN kind END, "
 	"  CASE WHEN ring IS NOT NULL THEN ts END, job, "
-	"  CASE WHEN context IS NOT NULL AND kind != 6 THEN kind END, "
-	"  CASE WHEN context IS NOT NULL AND kind != 6 THEN context END, "
-	"  CASE WHEN context IS NOT NULL AND kind != 6 THEN seqno END, "
-	"  CASE WHEN kind IN (1, 3, 7) THEN tid END, CASE WHEN kind IN (1, 3, 7) THEN ts END, "
-	"  CASE WHEN kind IN (1, 3, 7) THEN ts END, CASE WHEN kind IN (2, 4, 9) THEN ts END, "
-	"  CASE WHEN kind = 5 THEN ts END, CASE WHEN kind = 10 AND flags & 2 THEN ts END, "
-	"  CASE WHEN kind = 11 THEN ts END, ts "
+	"  CASE WHEN context IS NOT NULL AND kind NOT IN (6, 16) THEN kind END, "
+	"  CASE WHEN context IS NOT NULL AND kind NOT IN (6, 16) THEN context END, "
+	"  CASE WHEN context IS NOT NULL AND kind NOT IN (6, 16) THEN seqno END, "
+	"  CASE WHEN kind IN (1, 3, 7, 12) THEN tid END, CASE WHEN kind IN (1, 3, 7, 12) THEN ts END, "
+	"  CASE WHEN kind IN (1, 3, 7, 12) THEN ts END, CASE WHEN kind IN (2, 4, 9, 13) THEN ts END, "
+	"  CASE WHEN kind IN (5, 14) THEN ts END, CASE WHEN kind = 10 AND flags & 2 THEN ts END, "
+	"  CASE WHEN kind = 11 THEN ts END, ts, kind BETWEEN 12 AND 14 "
 	"FROM temp.k_gpu WHERE kkey IS NOT NULL AND folded = 0;";
+
+/*
+ * xe (before ki_finish_unkeyed_sql): a job's events are joined by its exec
+ * queue's GuC id and its seqno on that queue (a key of their own, far below
+ * the fence keys), and its ring is the exec queue's name as xe gives it
+ * (rcs3: engine class and GuC id) from any xe_exec_queue_* event of that
+ * queue, else "queue N" (its class is not in the trace).
+ */
+static const char ki_finish_xe_keys_sql[] =
+	"CREATE TEMP TABLE k_xkeys(dev TEXT, queue INTEGER, seqno INTEGER, UNIQUE(dev, queue, seqno));"
+	"INSERT OR IGNORE INTO temp.k_xkeys(dev, queue, seqno) SELECT coalesce(dev, ''), queue, seqno "
+	"  FROM temp.k_gpu WHERE kind BETWEEN 12 AND 14 AND queue IS NOT NULL ORDER BY ts;"
+	"UPDATE temp.k_gpu SET kkey = -4611686018427387904 - (SELECT x.rowid FROM temp.k_xkeys x "
+	"  WHERE x.dev = coalesce(k_gpu.dev, '') AND x.queue = k_gpu.queue AND x.seqno = k_gpu.seqno) "
+	"  WHERE kind BETWEEN 12 AND 14 AND queue IS NOT NULL;"
+	"CREATE TEMP TABLE k_xrings(dev TEXT, queue INTEGER, ring TEXT, PRIMARY KEY(dev, queue));"
+	"INSERT OR IGNORE INTO temp.k_xrings(dev, queue, ring) SELECT coalesce(dev, ''), queue, ring "
+	"  FROM temp.k_gpu WHERE kind = 15 AND ring IS NOT NULL ORDER BY ts;"
+	"UPDATE temp.k_gpu SET ring = coalesce((SELECT r.ring FROM temp.k_xrings r WHERE r.dev = coalesce(k_gpu.dev, '') "
+	"  AND r.queue = k_gpu.queue), 'queue ' || queue) WHERE kind BETWEEN 12 AND 14 AND queue IS NOT NULL;";
+
+/*
+ * xe runs its jobs on the GPU scheduler: where the scheduler's events of a
+ * ring (the exec queue's name) are in the trace too, they describe the same
+ * jobs, with the finished fence other jobs depend on, and xe's are not
+ * written again (after ki_finish_jobagg).
+ */
+static const char ki_finish_xe_dups_sql[] =
+	"CREATE TEMP TABLE k_schedrings(dev TEXT, ring TEXT, PRIMARY KEY(dev, ring));"
+	"INSERT OR IGNORE INTO temp.k_schedrings(dev, ring) SELECT coalesce(dev, ''), ring FROM temp.k_gpu "
+	"  WHERE kind IN (3, 4) AND ring IS NOT NULL;"
+	"DELETE FROM temp.k_jobagg WHERE driver = 'xe' AND EXISTS (SELECT 1 FROM temp.k_xkeys x "
+	"  JOIN temp.k_schedrings r ON r.dev = x.dev AND r.ring = k_jobagg.ring "
+	"  WHERE x.rowid = -4611686018427387904 - k_jobagg.kkey);";
 
 /* One job's final row into temp.k_jobagg. */
 static int ki_jobagg_write(sqlite3_stmt *ins, const struct ki_jobagg *a)
@@ -1400,7 +1458,7 @@ static int ki_jobagg_write(sqlite3_stmt *ins, const struct ki_jobagg *a)
 	int rc;
 
 	sqlite3_bind_int64(ins, 1, a->kkey);
-	sqlite3_bind_text(ins, 2, a->amd ? "amdgpu" : a->sched ? "drm_sched" : "i915", -1, SQLITE_STATIC);
+	sqlite3_bind_text(ins, 2, a->amd ? "amdgpu" : a->xe ? "xe" : a->sched ? "drm_sched" : "i915", -1, SQLITE_STATIC);
 	bind_text_or_null(ins, 3, a->ring);
 	ki_bind_opt(ins, 4, a->job != 0, a->job);
 	ki_bind_opt(ins, 5, a->has_ctx, a->context);
@@ -1433,7 +1491,7 @@ static int ki_finish_jobagg(struct nf_timeline_kernel_ingest *ki, struct nf_erro
 	int rc = 0, src;
 
 	if (sqlite3_prepare_v2(ki->db, "SELECT kkey, amd, sched, ring, ring_kind, ring_ts, job, ctx_kind, context, "
-			       "seqno, thread, thread_ts, sub, start, done, out, retire, first_ts FROM temp.k_jobpart "
+			       "seqno, thread, thread_ts, sub, start, done, out, retire, first_ts, xe FROM temp.k_jobpart "
 			       "ORDER BY kkey", -1, &sel, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(ki->db, "INSERT INTO temp.k_jobagg(kkey, driver, ring, job, context, seqno, thread, "
 			       "submitted, started, finished, ord) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
@@ -1461,6 +1519,7 @@ static int ki_finish_jobagg(struct nf_timeline_kernel_ingest *ki, struct nf_erro
 		b.has_out = ki_col_opt(sel, 15, &b.out);
 		b.has_retire = ki_col_opt(sel, 16, &b.retire);
 		b.first_ts = sqlite3_column_int64(sel, 17);
+		b.xe = sqlite3_column_int64(sel, 18) != 0;
 		if (have && b.kkey != a.kkey) {
 			if (ki_jobagg_write(ins, &a)) {
 				rc = ki_sql_err(ki, err, "writing GPU jobs");
@@ -1606,7 +1665,7 @@ static const char ki_finish_jobs_sql[] =
 	"  (SELECT count(*) FROM jobs j JOIN temp.k_fences a ON a.context = j.context AND a.seqno = j.seqno "
 	"   JOIN temp.k_fences b ON b.context = j.context + 1 AND b.seqno = j.seqno "
 	"   WHERE j.context = t.context AND a.signal_ns <= b.signal_ns) "
-	"FROM jobs t WHERE context IS NOT NULL AND driver != 'i915' GROUP BY context;"
+	"FROM jobs t WHERE context IS NOT NULL AND driver NOT IN ('i915', 'xe') GROUP BY context;"
 	"UPDATE job_timelines SET scheduled_context = CASE WHEN jobs_prev_first >= jobs_next_later "
 	"  AND jobs_prev_first > 0 THEN context - 1 WHEN jobs_next_later > 0 THEN context END, "
 	"  finished_context = CASE WHEN jobs_prev_first < jobs_next_later THEN context + 1 ELSE context END;"
@@ -1625,7 +1684,11 @@ static const char ki_finish_jobs_sql[] =
 	"    WHERE f.context = t.scheduled_context AND f.seqno = jobs.seqno)), "
 	"  finished_ns = coalesce(jobs.finished_ns, (SELECT f.signal_ns FROM temp.k_fences f "
 	"    WHERE f.context = t.finished_context AND f.seqno = jobs.seqno)) "
-	"  FROM job_timelines t WHERE t.context = jobs.context AND jobs.driver != 'i915';"
+	"  FROM job_timelines t WHERE t.context = jobs.context AND jobs.driver NOT IN ('i915', 'xe');"
+	/* xe: a job's fence is its hardware fence (one per job): its signal, when no
+	 * xe_hw_fence_signal was seen */
+	"UPDATE jobs SET finished_ns = (SELECT f.signal_ns FROM temp.k_fences f WHERE f.context = jobs.context "
+	"  AND f.seqno = jobs.seqno) WHERE driver = 'xe' AND finished_ns IS NULL AND context IS NOT NULL;"
 	"UPDATE jobs SET finish_source = 'signaled' WHERE finish_source IS NULL AND finished_ns IS NOT NULL;"
 	/*
 	 * amdgpu: a ring's fences signal in the order the jobs were run on it
@@ -1655,7 +1718,22 @@ static const char ki_finish_deps_sql[] =
 	"LEFT JOIN jobs f ON f.context = d.dep_context AND f.seqno = d.dep_seqno "
 	"LEFT JOIN jobs s ON f.id IS NULL AND s.sched_context = d.dep_context AND s.seqno = d.dep_seqno "
 	"WHERE d.kind = 6 AND d.flags & 4 ORDER BY k.id, d.ts;"
-	"DROP TABLE temp.k_jobs;";
+	/* drm_sched_job_unschedulable: the dependency was not signaled when the scheduler picked the job */
+	"INSERT INTO job_unschedulable(job, dep_context, dep_seqno, dep_job, dep_fence, ts_ns) "
+	"SELECT k.id, d.dep_context, d.dep_seqno, coalesce(f.id, s.id), "
+	"  CASE WHEN f.id IS NOT NULL THEN 'finished' WHEN s.id IS NOT NULL THEN 'scheduled' END, d.ts "
+	"FROM temp.k_gpu d JOIN temp.k_jobs k ON k.kkey = d.kkey "
+	"LEFT JOIN jobs f ON f.context = d.dep_context AND f.seqno = d.dep_seqno "
+	"LEFT JOIN jobs s ON f.id IS NULL AND s.sched_context = d.dep_context AND s.seqno = d.dep_seqno "
+	"WHERE d.kind = 16 AND d.flags & 4 ORDER BY k.id, d.ts;";
+
+/* The device and DRM client of each job whose events name them (Linux 6.16 on, xe). */
+static const char ki_finish_devices_sql[] =
+	"CREATE TEMP TABLE k_jobdev AS SELECT k.id AS id, min(g.dev) AS dev, max(g.client) AS client "
+	"  FROM temp.k_gpu g JOIN temp.k_jobs k ON k.kkey = g.kkey "
+	"  WHERE g.dev IS NOT NULL OR g.client IS NOT NULL GROUP BY k.id;"
+	"UPDATE jobs SET device = d.dev, client_id = d.client FROM temp.k_jobdev d WHERE d.id = jobs.id;"
+	"DROP TABLE temp.k_jobdev;";
 
 /*
  * What the file holds of each CPU (the coverage rows) and the moment from which
@@ -1868,9 +1946,11 @@ int nf_timeline_kernel_ingest_finish(struct nf_timeline_kernel_ingest *ki, struc
 		if ((rc = ki_finish_jobs_direct(ki, err)))
 			return rc;
 	} else if ((rc = ki_jobs_flush(ki, err)) ||
+		   (ki->gpu_xe && (rc = ki_exec(ki, ki_finish_xe_keys_sql, err))) ||
 		   (ki->gpu_unkeyed && (rc = ki_exec(ki, ki_finish_unkeyed_sql, err))) ||
 		   (rc = ki_finish_jobagg(ki, err)) ||
-		   (ki->gpu_deps && (rc = ki_exec(ki, ki_finish_jobids_sql, err))) ||
+		   (ki->gpu_xe && (rc = ki_exec(ki, ki_finish_xe_dups_sql, err))) ||
+		   ((ki->gpu_deps || ki->gpu_dev) && (rc = ki_exec(ki, ki_finish_jobids_sql, err))) ||
 		   (rc = ki_exec(ki, ki_finish_jobrows_sql, err))) {
 		return rc;
 	}
@@ -1881,10 +1961,14 @@ int nf_timeline_kernel_ingest_finish(struct nf_timeline_kernel_ingest *ki, struc
 	    (rc = ki_finish_coverage(ki, ki->end_ns, &has_from, &from, err)) ||
 	    (rc = ki_finish_reasons(ki, has_from, from, err)) ||
 	    (rc = nf_writer_deps_reasons(ki->db, "kernel events", "timeout", err)) ||
-	    (ki->gpu_deps && (rc = ki_exec(ki, ki_finish_deps_sql, err))))
+	    (ki->gpu_deps && (rc = ki_exec(ki, ki_finish_deps_sql, err))) ||
+	    (ki->gpu_dev && (rc = ki_exec(ki, ki_finish_devices_sql, err))) ||
+	    (rc = nf_kflips_write(&ki->flips, ki->db, err)))
 		return rc;
 	return ki_exec(ki, "DROP TABLE temp.k_fences; DROP TABLE temp.k_waits; DROP TABLE temp.k_gpu;"
-		       "DROP TABLE temp.k_jobagg; DROP TABLE temp.k_jobpart;"
+		       "DROP TABLE temp.k_jobagg; DROP TABLE temp.k_jobpart; DROP TABLE IF EXISTS temp.k_jobs;"
+		       "DROP TABLE IF EXISTS temp.k_xkeys; DROP TABLE IF EXISTS temp.k_xrings;"
+		       "DROP TABLE IF EXISTS temp.k_schedrings;"
 		       "DROP TABLE IF EXISTS temp.k_fkeys; DROP TABLE IF EXISTS temp.k_fstart;"
 		       "CREATE INDEX kernel_events_ts ON kernel_events(ts_ns);", err);
 }

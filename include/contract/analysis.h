@@ -78,6 +78,22 @@ void nf_analysis_destroy(struct nf_analysis *a);
 /* Number of operations (fence_ops rows) loaded. */
 size_t nf_analysis_op_count(const struct nf_analysis *a);
 
+/* One operation as a loaded model holds it (a fence_ops row); -1 for a time
+ * or thread the row does not have. */
+struct nf_op_row {
+	int64_t id, queue, fence, value, queued_ns, observed_ns, end_ns, thread;
+	bool is_signal, on_queue;
+};
+
+/*
+ * Calls fn(ctx, row) for every operation of a loaded model (nf_analysis_load),
+ * in id order, until fn returns non-zero (which is returned). Returns 0, fn's
+ * value, or NF_ESTATE for a lazy model or one of open operations (they do not
+ * hold every operation). The row is valid during the call only.
+ */
+int nf_analysis_foreach_op(const struct nf_analysis *a, int (*fn)(void *ctx, const struct nf_op_row *row),
+			   void *ctx);
+
 /* One operation's facts (a fence_ops row), for printing. */
 struct nf_op_info {
 	bool is_signal;
@@ -161,6 +177,18 @@ int nf_analysis_critical_path(const struct nf_analysis *a, int64_t op_id, struct
 /* Frees path->segs and clears *path; safe on a cleared path. */
 void nf_cp_path_free(struct nf_cp_path *path);
 
+/*
+ * The same walk from the end of operation op_id back to t0 instead of its
+ * queued time (a frame's path from the previous frame's present): when t0
+ * is before the operation was queued, the walk goes on through the thread
+ * that queued it (and its CPU waits) down to t0. path->queued_ns is t0; the
+ * segments tile [t0, end] exactly. t0 at or after the end gives no segments.
+ * Returns 0, NF_ENOENT (no such operation), NF_ESTATE (it has no end), NF_EFORMAT
+ * (times loop back), NF_ENOMEM.
+ */
+int nf_analysis_critical_path_since(const struct nf_analysis *a, int64_t op_id, int64_t t0,
+				    struct nf_cp_path *path, struct nf_error *err);
+
 /* ---- critical path of a GPU job (Linux kernel sessions: jobs, job_deps) ---- */
 
 enum nf_job_seg_kind {
@@ -171,6 +199,9 @@ enum nf_job_seg_kind {
 	NF_JSEG_QUEUED,  /* on its ring: submitted, waiting to be run (no dependency in the trace
 			    explains the wait) */
 	NF_JSEG_SUBMIT,  /* on the submitting thread: running until it submitted the job */
+	NF_JSEG_FENCE,   /* on its ring: submitted, waiting for a dependency fence that no job in
+			    the trace owns (dep_context:dep_seqno) until it signaled (dep_signal);
+			    what signaled it is not followed */
 };
 
 struct nf_job_segment {
@@ -180,6 +211,9 @@ struct nf_job_segment {
 	int64_t dep_job;     /* NF_JSEG_DEP: the job whose fence released it (else -1) */
 	bool dep_scheduled;  /* NF_JSEG_DEP: released by dep_job's scheduled fence (its start) */
 	int64_t start_ns, end_ns;
+	/* NF_JSEG_DEP with dep_job -1, NF_JSEG_FENCE: the fence (job_deps) and its signal
+	 * (fence_ops.id of the dma_fence signal); -1 otherwise */
+	int64_t dep_context, dep_seqno, dep_signal;
 };
 
 struct nf_job_path {
@@ -207,7 +241,9 @@ int nf_analysis_job_target(const struct nf_analysis *a, enum nf_cp_target kind, 
  * Walks backwards from job's finish to its submission: while it ran, on its
  * ring; when the ring was still busy with the job run before it on that ring
  * when it started, to that job; while it waited to be run, to the dependency
- * (job_deps) that released it last and that job; when that chain reaches back
+ * (job_deps) that released it last and that job, or, for a fence no job in the
+ * trace owns, to that fence's signal (kernel dma_fence timelines: fence_ops),
+ * where the walk stops; when that chain reaches back
  * before a job was submitted, to the thread that submitted it. Only finishes
  * seen in the trace ('event', 'signaled') hold a job back. Zero-length
  * segments are dropped. On success *path owns the segments
@@ -236,6 +272,37 @@ int nf_analysis_job(const struct nf_analysis *a, int64_t id, struct nf_job_info 
 
 /* Whether the session has GPU jobs (a jobs table with rows); false on a loaded model. */
 bool nf_analysis_has_jobs(const struct nf_analysis *a);
+
+/*
+ * GPU jobs the scheduler could not run when it picked them, their dependency
+ * not signaled yet (job_unschedulable: drm_sched_job_unschedulable, Linux
+ * 6.16 on): how often, how many jobs, and the jobs still not started when the
+ * trace ended, each with the last dependency it was held back by.
+ */
+struct nf_job_waiting {
+	int64_t job;                    /* jobs.id */
+	char driver[16], ring[64];      /* its driver and ring ("" unknown or too long) */
+	int64_t context, seqno;         /* its fence (-1 unknown) */
+	int64_t since_ns;               /* the last unschedulable event of the job */
+	int64_t dep_context, dep_seqno; /* the dependency it named */
+	int64_t dep_job;                /* jobs.id of that fence's job, -1 none in the trace */
+	bool dep_signaled;              /* that fence signaled in the trace (its job finished, or its
+					   dma_fence signal), after since_ns */
+};
+
+struct nf_job_blocks {
+	size_t events, jobs;            /* unschedulable events, jobs they held back */
+	struct nf_job_waiting *waiting; /* jobs never started after being held back */
+	size_t n_waiting;
+};
+
+/*
+ * Reads the job blocks of the timeline at db_path (a session without the
+ * table, or without jobs, has none). Returns 0, NF_ENOENT, NF_ESQL, NF_ENOMEM;
+ * free with nf_job_blocks_free.
+ */
+int nf_analysis_job_blocks(const char *db_path, struct nf_job_blocks *out, struct nf_error *err);
+void nf_job_blocks_free(struct nf_job_blocks *b);
 
 /* ---- stall blame ---------------------------------------------------------- */
 

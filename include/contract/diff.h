@@ -20,8 +20,9 @@
  *     job            per GPU job started and finished as the file shows it
  *                    (finish_source 'event' or 'signaled'; a bound is no duration):
  *                    jobs finished_ns - started_ns
- *     frame          per frame, when the session has a frames table with an
- *                    interval_ns column: interval_ns (absent otherwise)
+ *     frame          per frame with an interval (include/contract/frames.h, computed
+ *                    when missing): frames interval_ns; none when the table is empty or
+ *                    has no interval_ns column
  *   values (one number per session):
  *     busy           queue_busy's in_flight_not_stalled_ns (in flight, not held by a
  *                    wait), summed over the queues of a scope; aux: their span_ns
@@ -80,10 +81,10 @@ struct nf_diff;
 
 /*
  * Compares session directory b against a (a may equal b): brings both
- * timelines up to date (nf_timeline_ensure, one after the other), then reads
+ * timelines and their frames up to date (nf_frames_ensure, one after the other), then reads
  * them on two threads, each in a few passes over its tables. On success *out
  * owns the result (nf_diff_destroy). Returns 0, NF_EINVAL (bad options), any
- * code of nf_timeline_ensure for either session (the message names it),
+ * code of nf_frames_ensure for either session (the message names it),
  * NF_EFORMAT (not a timeline), NF_ESQL, NF_ENOMEM.
  */
 int nf_diff_run(const char *a, const char *b, const struct nf_diff_options *opts, struct nf_diff **out,

@@ -58,6 +58,19 @@
  *   packets" in the adapter's process, each packet a slice from start_ns to
  *   end_ns ("dma packet"; pending: an instant at its start); VSyncs (vsyncs):
  *   an instant "vsync" per row on the adapter's "VSync target N" track.
+ * The frames (include/contract/frames.h; the caller computes them, e.g.
+ * nf_frames_ensure; none with a --queue or --fence filter):
+ * - flips: per display a track "display NAME flips" in the "Display" process,
+ *   each flip a slice from when it could be shown (ready_ns, else queued_ns)
+ *   to when it was latched (done_ns; never: an instant), named "flip", "late
+ *   flip" (its frame late) or "dropped flip"; args flip id, frame, status,
+ *   vblank seq, queued_ns;
+ * - frames: per swap chain a track "frames of SWAPCHAIN" in a process
+ *   "Frames", each frame a slice from its present to the blank it was shown
+ *   at (else its GPU work done; neither: an instant), "frame" or "late frame";
+ *   args frame, status, interval_ns, PresentMon's MsBetweenPresents,
+ *   MsUntilRenderComplete, MsUntilDisplayed, MsGPUBusy, MsGPUWait (strings, in
+ *   ms), missed vblanks, blame.
  * A queue or thread whose slices overlap without nesting (operations queued
  * before the previous one ended) gets lanes: child tracks "NAME #2", ... (in
  * JSON, a tid per lane), so that slices on one track always nest.

@@ -10,6 +10,7 @@
 #define NFTRACE_KERNEL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "contract/errors.h"
@@ -104,12 +105,20 @@ void nf_kernel_trace_destroy(struct nf_kernel_trace *t);
  */
 void nf_kernel_remove_stale_instances(const char *tracefs);
 
+/*
+ * Where tracefs is mounted (/proc/self/mounts; /sys/kernel/tracing when it is
+ * one of several), into buf. Returns 0, or -1 when it is not mounted (or the
+ * path does not fit in len).
+ */
+int nf_kernel_tracefs_find(char *buf, size_t len);
+
 struct nf_record_options;
 struct nf_record_result;
 
 /*
  * `nftrace record --kernel EVENTS`: starts the kernel trace (EVENTS as in
- * nf_kernel_trace_options.events; NULL or "default": the defaults), runs the
+ * nf_kernel_trace_options.events; NULL or "default": the defaults) in the
+ * tracefs mounted at tracefs (NULL: /sys/kernel/tracing), runs the
  * recorder (nf_record_scenario, or nf_record_program when ro->argv is set),
  * then appends the kernel stream to the session. The session's start
  * (start_ticks) is the moment tracing began; the runtime's own events keep
@@ -118,7 +127,7 @@ struct nf_record_result;
  * session is written then), the recorder's, or NF_EINTR (interrupted; the
  * session and its kernel events were kept).
  */
-int nf_kernel_record(const struct nf_record_options *ro, const char *events,
+int nf_kernel_record(const struct nf_record_options *ro, const char *events, const char *tracefs,
 		     struct nf_record_result *res, struct nf_kernel_stats *kst, struct nf_error *err);
 
 #ifdef __cplusplus

@@ -16,7 +16,7 @@ extern "C" {
 #endif
 
 /* Bump when an event or field is added; stored in every session. */
-#define NF_SCHEMA_VERSION 4
+#define NF_SCHEMA_VERSION 6
 
 enum nf_stream_id {
 	NF_STREAM_EVENTS = 0, /* CPU-side ETW-like events and log reads */

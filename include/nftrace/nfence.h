@@ -373,6 +373,56 @@ NF_API int nf_queue_signal(nf_runtime *rt, nf_handle queue, nf_handle fence, uin
 		    struct nf_error *err);
 NF_API int nf_queue_work(nf_runtime *rt, nf_handle queue, uint64_t gpu_ns, struct nf_error *err);
 
+/*
+ * Displays and presents. A display is one output (a VidPnSource, one plane)
+ * with a hardware flip queue, refreshing at refresh_num / refresh_den Hz (a
+ * DXGI_RATIONAL: 60/1, 60000/1001): vertical blank k (k = 1, 2, ...) comes
+ * k * refresh_den / refresh_num seconds after the display was created, rounded
+ * to the nanosecond. nf_display_desc_init fills the defaults ("display", 60/1,
+ * process 0); it never fails (desc must not be NULL). nf_display_create makes
+ * the display on adapter with its swap chain's present fence (a fence of
+ * desc->process on that adapter: native on a native adapter, else a legacy
+ * monitored fence; MonitoredFenceStart) and emits DisplayStart; *display_out
+ * is its ordinal (from 0). Returns 0; NF_EINVAL (no such adapter, NULL
+ * argument, a refresh numerator or denominator of 0, a rate above 1000 Hz or
+ * below 1 Hz, a name of 64 bytes or more); NF_ENOMEM (more than 16 displays,
+ * out of memory).
+ *
+ * nf_present presents the frame whose work was queued on queue so far to
+ * display, with sync_interval (DXGI's SyncInterval): it emits Present, queues
+ * a signal of the display's present fence to the present's number on queue
+ * (FENCE_SIGNAL_QUEUED, like nf_queue_signal: the frame is done on the GPU
+ * when the queue reaches it) and puts the flip in the display's flip queue.
+ * At each vertical blank the display looks at its flip queue in order: with
+ * sync_interval 1..4 the first flip is shown (DisplayFlip, shown) once its
+ * value is signaled and the flip on screen has been there for its own sync
+ * interval (the frame before it stays on screen meanwhile: a late frame);
+ * with 0 the newest flip whose value is signaled is shown and the ready ones
+ * queued before it are dropped (DisplayFlip, dropped). Every blank emits
+ * VSyncDPC. A flip still waiting when the runtime finishes is left pending.
+ * *present_id_out (may be NULL) gets the present's number on the display,
+ * from 1. Returns 0; NF_EINVAL (bad queue handle, no such display, a queue on
+ * another adapter than the display, a sync interval above 4); the errors of
+ * nf_queue_signal; NF_ENOMEM (out of memory, more than 65536 flips waiting).
+ * Threaded: blanks come from the CMP/interrupt thread on CLOCK_MONOTONIC.
+ */
+struct nf_display_desc {
+	const char *name;        /* copied, at most 63 bytes; NULL: "display" */
+	uint32_t refresh_num;    /* refresh rate in Hz = refresh_num / refresh_den */
+	uint32_t refresh_den;
+	uint32_t process;        /* the presenting process: owner of the present fence */
+};
+/* Fills the defaults (above); never fails; desc must not be NULL; thread-safe. */
+NF_API void nf_display_desc_init(struct nf_display_desc *desc);
+/* Makes a display (above). Returns 0, NF_EINVAL or NF_ENOMEM (above), and what
+ * every call returns (the header's opening comment). */
+NF_API int nf_display_create(nf_runtime *rt, uint32_t adapter, const struct nf_display_desc *desc,
+			     uint32_t *display_out, struct nf_error *err);
+/* Presents to a display (above). Returns 0, NF_EINVAL, NF_ENOMEM (above), and
+ * what every call returns (the header's opening comment). */
+NF_API int nf_present(nf_runtime *rt, nf_handle queue, uint32_t display, uint32_t sync_interval,
+		      uint64_t *present_id_out, struct nf_error *err);
+
 /* CPU waits and signals (not allowed on INTRA_GPU fences: NF_EINVAL).
  * nf_cpu_wait blocks until the fence reaches value (deterministic: virtual
  * time runs inside the call) and returns 0; NF_ETIMEOUT after timeout_ns

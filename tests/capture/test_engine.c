@@ -1,5 +1,5 @@
 /*
- * Tests of the native fence engine (capture/engine.c) against the rules of the
+ * Tests of the native fence engine (capture/engine*.c) against the rules of the
  * WDDM 3.2 design (Microsoft's driver documentation, "Native GPU fence object";
  * "spec:" below names its sections): every test runs
  * a deterministic runtime whose sink collects the events into an array, then

@@ -139,7 +139,7 @@ START_TEST(help_json_units)
 
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
 		nft_ok(NF_TEST_ARGV(cmds[i], "-h"), out, sizeof(out));
-		/* each command's own text (cmd_*_usage in its cli/cmd_*.c), not another's */
+		/* each command's own text (its synopsis in its cli/cmd_*.c), not another's */
 		char want[64];
 
 		snprintf(want, sizeof(want), "usage: nftrace %s ", cmds[i]);

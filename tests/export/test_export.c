@@ -106,9 +106,11 @@ static int has_table(sqlite3 *db, const char *name)
 	return q1(db, sql) > 0;
 }
 
-/* What imported captures add (export.h): GPU jobs, vblanks, markers, DMA packets, VSyncs. */
+/* What imported captures add (export.h): GPU jobs, vblanks, markers, DMA packets, VSyncs; and
+ * the frames analysis: flips and frames. */
 struct imported {
 	long job_slices, job_instants, job_flows, vblanks, markers, dma_slices, dma_instants, vsyncs;
+	long flip_slices, flip_instants, frame_slices, frame_instants;
 };
 
 #define J_OF(a) "coalesce(" a ".submitted_ns, " a ".started_ns, " a ".finished_ns)"
@@ -140,8 +142,19 @@ static void imported_counts(sqlite3 *db, struct counts *c, struct imported *out)
 	}
 	if (has_table(db, "vsyncs"))
 		im.vsyncs = q1(db, "SELECT count(*) FROM vsyncs WHERE ts_ns IS NOT NULL");
-	c->slices += im.job_slices + im.dma_slices;
-	c->instants += im.job_instants + im.vblanks + im.markers + im.dma_instants + im.vsyncs;
+	if (has_table(db, "flips")) {
+		/* from ready (else queued) to latched; never latched: an instant */
+		im.flip_slices = q1(db, "SELECT count(*) FROM flips WHERE coalesce(ready_ns, queued_ns) IS NOT NULL "
+					"AND done_ns IS NOT NULL");
+		im.flip_instants = q1(db, "SELECT count(*) FROM flips WHERE coalesce(ready_ns, queued_ns) IS NOT NULL "
+					  "AND done_ns IS NULL");
+		/* from the present to the blank (else GPU done); nothing after the present: an instant */
+		im.frame_slices = q1(db, "SELECT count(*) FROM frames WHERE coalesce(screen_ns, ready_ns, present_ns) > present_ns");
+		im.frame_instants = q1(db, "SELECT count(*) FROM frames WHERE coalesce(screen_ns, ready_ns, present_ns) <= present_ns");
+	}
+	c->slices += im.job_slices + im.dma_slices + im.flip_slices + im.frame_slices;
+	c->instants += im.job_instants + im.vblanks + im.markers + im.dma_instants + im.vsyncs + im.flip_instants +
+		       im.frame_instants;
 	c->flows += im.job_flows;
 	if (out)
 		*out = im;
@@ -255,8 +268,8 @@ static void export_session(const char *session, const char *format, const char *
 
 struct jev {
 	char ph;
-	int64_t pid, tid, ts, dur, id, arg_id, arg_cpu, arg_job;
-	int has_dur, has_id, has_arg_id, has_arg_cpu, has_arg_job, bp_e;
+	int64_t pid, tid, ts, dur, id, arg_id, arg_cpu, arg_job, arg_frame;
+	int has_dur, has_id, has_arg_id, has_arg_cpu, has_arg_job, has_arg_frame, bp_e;
 	char name[64];
 };
 
@@ -426,7 +439,7 @@ static int jvalue(struct jp *p, int depth)
 	}
 }
 
-/* args: keeps "id", "cpu signal id" and "job id". */
+/* args: keeps "id", "cpu signal id", "job id" and "frame". */
 static int jargs(struct jp *p, struct jev *ev)
 {
 	char key[64];
@@ -455,6 +468,10 @@ static int jargs(struct jp *p, struct jev *ev)
 			if (jnumber(p, &ev->arg_job, NULL))
 				return -1;
 			ev->has_arg_job = 1;
+		} else if (!strcmp(key, "frame")) {
+			if (jnumber(p, &ev->arg_frame, NULL))
+				return -1;
+			ev->has_arg_frame = 1;
 		} else if (jvalue(p, 2)) {
 			return -1;
 		}
@@ -1396,6 +1413,65 @@ START_TEST(test_marker_name_cut)
 }
 END_TEST
 
+/*
+ * samples/frames-late.nfs: its 10 flips on "display Monitor flips" in the Display process (frame
+ * 6's "late flip" from its GPU work done, 102.353835 ms, to its blank, 116.666667 ms) and its 10
+ * frames on "frames of display Monitor" in the Frames process (frame 6 a "late frame" from its
+ * present, 84.333335 ms, to its blank), with the PresentMon metrics and the blame in the args.
+ */
+START_TEST(test_frames_tracks)
+{
+	char dir[4096], session[4200], file[4300];
+	long flips = 0, frames = 0, late_flips = 0, late_frames = 0;
+	struct jp p;
+	char *text;
+
+	nf_test_tmpdir(dir, sizeof(dir));
+	record_sample(dir, "frames-late", session, sizeof(session));
+	snprintf(file, sizeof(file), "%s/f.json", dir);
+	export_session(session, "chrome-json", file, NULL);
+	json_parse(file, &p, &text);
+	for (size_t i = 0; i < p.n; i++) {
+		const struct jev *e = &p.ev[i];
+
+		if (e->ph != 'X')
+			continue;
+		if (!strcmp(e->name, "flip") || !strcmp(e->name, "late flip")) {
+			flips++;
+			ck_assert_int_eq(e->pid, 3);
+			if (!strcmp(e->name, "late flip")) {
+				late_flips++;
+				ck_assert(e->has_arg_frame && e->arg_frame == 6);
+				ck_assert_int_eq(e->ts, 102353835);
+				ck_assert_int_eq(e->ts + e->dur, 116666667);
+			}
+		} else if (!strcmp(e->name, "frame") || !strcmp(e->name, "late frame")) {
+			frames++;
+			ck_assert_int_eq(e->pid, 4);
+			if (!strcmp(e->name, "late frame")) {
+				late_frames++;
+				ck_assert(e->has_arg_frame && e->arg_frame == 6);
+				ck_assert_int_eq(e->ts, 84333335);
+				ck_assert_int_eq(e->ts + e->dur, 116666667);
+			}
+		}
+	}
+	ck_assert_int_eq(flips, 10);
+	ck_assert_int_eq(late_flips, 1);
+	ck_assert_int_eq(frames, 10);
+	ck_assert_int_eq(late_frames, 1);
+	ck_assert(strstr(text, "\"name\":\"Frames\""));
+	ck_assert(strstr(text, "\"name\":\"display Monitor flips\""));
+	ck_assert(strstr(text, "\"name\":\"frames of display Monitor\""));
+	ck_assert(strstr(text, "\"MsUntilDisplayed\":\"32.3333\""));
+	ck_assert(strstr(text, "\"blame\":\"missed its blank by 2.354 ms: 14.020 ms queue 0x40000040 (Render) waiting on "
+			       "fence 0x400001c0 >= 6, signaled late by queue 0x40000100 (Compute), executing op 16\""));
+	free(p.ev);
+	free(text);
+	nf_test_rmtree(dir);
+}
+END_TEST
+
 /* The library: a file that is not a timeline, and bad options, are errors. */
 START_TEST(test_library_errors)
 {
@@ -1463,6 +1539,7 @@ int main(int argc, char **argv)
 		tcase_add_test(tc, test_hostile_names);
 		tcase_add_test(tc, test_timeless_ops);
 		tcase_add_test(tc, test_marker_name_cut);
+		tcase_add_test(tc, test_frames_tracks);
 	}
 	suite_add_tcase(s, tc);
 	return nf_test_main(s);

@@ -406,6 +406,53 @@ START_TEST(etw_session)
 END_TEST
 
 /*
+ * samples/frames-late.nfs: the display row (10 flips, 11 blanks, 10 presents), the frame-time plot
+ * (9 intervals); frame 6, late, clicked in the plot: the view from its path's start to its blank,
+ * its 5 path segments drawn and listed, Compute's op 16 marked as what made it late, the blame in
+ * the info line; its flip hovered on the display row. A screenshot of #frame=6.
+ */
+START_TEST(frames_session)
+{
+	char dir[1200], page[1300], v[4096], out[512], src[2048];
+	static char dom[1 << 20];
+
+	nf_test_source_path(src, sizeof(src), "samples/frames-late.nfs");
+	snprintf(dir, sizeof(dir), "%s/late", tmpdir);
+	snprintf(page, sizeof(page), "%s/late.html", tmpdir);
+	/* from the temporary directory by its base name: the page names its source as given */
+	sh_ok("cp \"$1\" \"$2/frames-late.nfs\" && cd \"$2\" && \"$NF\" record -o late frames-late.nfs >/dev/null && "
+	      "\"$NF\" report late -o late.html", NF_TEST_ARGV(src, tmpdir), out, sizeof(out));
+	run_selftest(page, dom, sizeof(dom));
+	ck_assert_str_eq(need(dom, "rows.kinds", v, sizeof(v)), "display:1,queue:2,thread:1");
+	ck_assert_msg(!strncmp(need(dom, "rows.display", v, sizeof(v)), "[Displays]|display Monitor|", 27), "%s", v);
+	ck_assert_str_eq(need(dom, "frames.n", v, sizeof(v)), "10");
+	ck_assert_str_eq(need(dom, "frames.flips", v, sizeof(v)), "10");
+	ck_assert_int_eq(drawn(dom, "flip"), 10);
+	ck_assert_int_eq(drawn(dom, "present"), 10);
+	ck_assert_int_eq(drawn(dom, "dvblank"), 11);
+	ck_assert_int_eq(drawn(dom, "plot"), 9);
+	ck_assert_str_eq(need(dom, "frames.expect", v, sizeof(v)), "6");
+	ck_assert_str_eq(need(dom, "frames.click", v, sizeof(v)), "6");
+	/* the view: its path (from 67.67 ms, when the thread started the frame) to its blank (116.67 ms), padded */
+	ck_assert_str_eq(need(dom, "frames.view", v, sizeof(v)), "64726668,119606667");
+	ck_assert_int_eq(atoll(need(dom, "frames.path_drawn", v, sizeof(v))),
+			 query_int(dir, "select count(*) from frame_path where frame = 6"));
+	ck_assert_int_eq(atoll(need(dom, "frames.path_listed", v, sizeof(v))), 5);
+	need(dom, "frames.blamed", v, sizeof(v));
+	ck_assert_msg(strstr(v, "84.33 ms") == v && strstr(v, "queue 0x40000100 (Compute) executing op 16") &&
+			      strstr(v, "made it late"),
+		      "%s", v);
+	need(dom, "frames.info", v, sizeof(v));
+	ck_assert_msg(strstr(v, "frame 6 (display Monitor, process 100)") && strstr(v, "LATE by 1 blank") &&
+			      strstr(v, "missed its blank by 2.354 ms: 14.020 ms queue 0x40000040 (Render) waiting on fence "
+					"0x400001c0 &gt;= 6, signaled late by queue 0x40000100 (Compute), executing op 16"),
+		      "%s", v);
+	ck_assert_str_eq(need(dom, "frames.hover", v, sizeof(v)), "frame:6");
+	shot_matches(page, "#frame=6", "frames-late-frame6.png", 1400, 800);
+}
+END_TEST
+
+/*
  * Level of detail: a redraw of the whole window of a dense page (samples/stress.nfs at a tenth:
  * 102,400 operations, 100,000 detailed, about three per pixel column of each sub-lane in a 640 px
  * window) looks at no more than two items per pixel column of each sub-lane drawn (one box, or
@@ -491,6 +538,18 @@ START_TEST(real_windows)
 	snprintf(want, sizeof(want), "dma:%lld", query_int(dir, "select min(id) from dma_packets where node is not null "
 								 "and (adapter, node) in (select adapter, node from queues)"));
 	ck_assert_str_eq(need(dom, "dma.hover", v, sizeof(v)), want);
+	/* its frames: every one in the page and the plot (those with a frame time or dropped), the
+	 * first late one clicked in the plot and hovered on its display row */
+	ck_assert_int_eq(atoll(need(dom, "frames.n", v, sizeof(v))), query_int(dir, "select count(*) from frames"));
+	ck_assert_int_eq(drawn(dom, "plot"), query_int(dir, "select count(*) from frames where interval_ns is not null"));
+	ck_assert_int_eq(drawn(dom, "flip"), query_int(dir, "select count(*) from flips where display is not null and "
+							     "coalesce(ready_ns, queued_ns) is not null"));
+	snprintf(want, sizeof(want), "%lld", query_int(dir, "select min(frame) from frames where late and interval_ns is not null"));
+	ck_assert_str_eq(need(dom, "frames.expect", v, sizeof(v)), want);
+	ck_assert_str_eq(need(dom, "frames.click", v, sizeof(v)), want);
+	ck_assert_int_ge(atoll(need(dom, "frames.path_drawn", v, sizeof(v))), 1);
+	snprintf(want, sizeof(want), "frame:%lld", query_int(dir, "select min(frame) from frames where late and interval_ns is not null"));
+	ck_assert_str_eq(need(dom, "frames.hover", v, sizeof(v)), want);
 }
 END_TEST
 
@@ -536,6 +595,7 @@ int main(int argc, char **argv)
 	tcase_add_test(tc, etw_session);
 	tcase_add_test(tc, kernel_fixtures);
 	tcase_add_test(tc, dense_page_lod);
+	tcase_add_test(tc, frames_session);
 	suite_add_tcase(s, tc);
 	return nf_test_main(s);
 }

@@ -1414,6 +1414,98 @@ START_TEST(kernel_fences_rows_and_table)
 }
 END_TEST
 
+/*
+ * The coverage rows of the queues' logs: one per queue and log that has
+ * operations, from the queue's creation (else its earliest operation, queued
+ * or ended) to its destruction (else the session's end), counting the rows
+ * with a log position. Checked row by row and against the definition in SQL
+ * over fence_ops (what the builder counts while loading instead).
+ */
+START_TEST(coverage_rows_per_log)
+{
+	static const char by_sql[] =
+		"SELECT 'log', o.queue, o.op || 's', coalesce(q.start_ns, min(coalesce(o.queued_ns, o.end_ns))), "
+		"  coalesce(q.stop_ns, (SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'duration_ns')), count(o.log_seq), "
+		"  'the queue''s ' || o.op || ' log, read from the queue''s creation' || "
+		"  CASE WHEN q.stop_ns IS NULL THEN ' to the end of the session' ELSE ' to its destruction' END "
+		"FROM fence_ops o LEFT JOIN queues q ON q.queue = o.queue WHERE o.queue IS NOT NULL "
+		"GROUP BY o.queue, o.op ORDER BY o.queue, o.op DESC";
+	struct fixture fx;
+
+	fx_open(&fx, &test_info_ns);
+	identity_clock(&fx, 0);
+	/* Queue 7: created at 10, destroyed at 5000; two signals read, a third lost. */
+	ev(&fx, NF_EV_HWQUEUE_START, 10, 5, U(0), U(0), U(0), U(7), U(0));
+	ev_fence(&fx, 20, 0, 100, 1000, 4, 0);
+	for (int i = 1; i <= 3; i++)
+		ev_queued(&fx, false, 100 + (uint64_t)i, 0, 7, 100, (uint64_t)i);
+	entry(&fx, 0, 7, NF_LOG_SIGNALS, 0, 0, 100, 1, 0, 150);
+	entry(&fx, 0, 7, NF_LOG_SIGNALS, 0, 2, 100, 3, 0, 170);
+	finding(&fx, NF_FIND_LOST, 0, 7, NF_LOG_SIGNALS, 0, 1, 1, 150, 170);
+	ev(&fx, NF_EV_HWQUEUE_STOP, 5000, 2, U(0), U(7));
+	/* Queue 9, never created in the session: its earliest operations count,
+	 * waits queued at 300 and 350 and read, a signal queued at 250 never read. */
+	ev_queued(&fx, true, 300, 0, 9, 100, 1);
+	ev_queued(&fx, true, 350, 0, 9, 100, 1);
+	entry(&fx, 0, 9, NF_LOG_WAITS, 0, 0, 100, 1, 310, 320);
+	entry(&fx, 0, 9, NF_LOG_WAITS, 0, 1, 100, 1, 360, 370);
+	ev_queued(&fx, false, 250, 0, 9, 100, 4);
+	/* Queue 8: created, only waits, one read. */
+	ev(&fx, NF_EV_HWQUEUE_START, 30, 5, U(0), U(0), U(0), U(8), U(0));
+	ev_queued(&fx, true, 400, 0, 8, 100, 2);
+	entry(&fx, 0, 8, NF_LOG_WAITS, 0, 0, 100, 2, 410, 420);
+	fx_finish(&fx);
+	/* The session ends at its last event (the identity clock's second pair, 20 s). */
+	q_rows(fx.db, "SELECT id, log, from_ns, to_ns, events, detail FROM coverage WHERE scope = 'log' ORDER BY rowid",
+	       "7,signals,10,5000,2,the queue's signal log, read from the queue's creation to its destruction|"
+	       "8,waits,30,20000000000,1,the queue's wait log, read from the queue's creation to the end of the session|"
+	       "9,waits,300,20000000000,2,the queue's wait log, read from the queue's creation to the end of the session|"
+	       "9,signals,250,20000000000,0,the queue's signal log, read from the queue's creation to the end of the session|");
+	{
+		char sql[2048];
+
+		snprintf(sql, sizeof(sql), "SELECT count(*) FROM (SELECT scope, id, log, from_ns, to_ns, events, detail "
+			 "FROM coverage WHERE scope = 'log' EXCEPT SELECT * FROM (%s))", by_sql);
+		ck_assert_int_eq(q_int(fx.db, sql), 0);
+		snprintf(sql, sizeof(sql), "SELECT count(*) FROM (SELECT * FROM (%s) EXCEPT SELECT scope, id, log, from_ns, to_ns, "
+			 "events, detail FROM coverage WHERE scope = 'log')", by_sql);
+		ck_assert_int_eq(q_int(fx.db, sql), 0);
+	}
+	fx_close(&fx);
+}
+END_TEST
+
+/*
+ * A wait nothing released keeps a reason: 'lost' when entries were lost
+ * before it ended, else 'not_traced' (its queue's logs cover it); a released
+ * wait has none. (The reasons are refined only when such a wait exists.)
+ */
+START_TEST(deps_reasons_of_unreleased_waits)
+{
+	for (int lost = 0; lost < 2; lost++) {
+		struct fixture fx;
+
+		fx_open(&fx, &test_info_ns);
+		identity_clock(&fx, 0);
+		ev(&fx, NF_EV_HWQUEUE_START, 10, 5, U(0), U(0), U(0), U(7), U(0));
+		ev(&fx, NF_EV_HWQUEUE_START, 11, 5, U(0), U(0), U(0), U(8), U(0));
+		ev_fence(&fx, 20, 0, 100, 1000, 4, 0);
+		ev_queued(&fx, false, 100, 0, 7, 100, 1);  /* op 1 */
+		ev_queued(&fx, true, 110, 0, 8, 100, 1);   /* op 2: released by op 1 */
+		ev_queued(&fx, true, 120, 0, 8, 100, 5);   /* op 3: nothing reaches 5 */
+		entry(&fx, 0, 7, NF_LOG_SIGNALS, 0, 0, 100, 1, 0, 150);
+		entry(&fx, 0, 8, NF_LOG_WAITS, 0, 0, 100, 1, 140, 160);
+		entry(&fx, 0, 8, NF_LOG_WAITS, 0, 1, 100, 5, 170, 400);
+		if (lost)
+			finding(&fx, NF_FIND_LOST, 0, 7, NF_LOG_SIGNALS, 0, 1, 1, 150, 0);
+		fx_finish(&fx);
+		q_rows(fx.db, "SELECT wait_id, coalesce(signal_id, ''), coalesce(reason, '') FROM deps ORDER BY wait_id",
+		       lost ? "2,1,|3,,lost|" : "2,1,|3,,not_traced|");
+		fx_close(&fx);
+	}
+}
+END_TEST
+
 static Suite *analyzer_suite(void)
 {
 	Suite *s = suite_create("analyzer");
@@ -1433,6 +1525,8 @@ static Suite *analyzer_suite(void)
 	tcase_add_test(tc, causality_flags);
 	tcase_add_test(tc, releaser_never_after_wait);
 	tcase_add_test(tc, queue_busy_view);
+	tcase_add_test(tc, coverage_rows_per_log);
+	tcase_add_test(tc, deps_reasons_of_unreleased_waits);
 	tcase_add_test(tc, objects_and_meta);
 	tcase_add_test(tc, build_missing_session);
 	tcase_add_test(tc, clock_model_memory_matches_sql);

@@ -706,6 +706,93 @@ START_TEST(test_check_hang)
 }
 END_TEST
 
+/* ---- DxgKrnl rundown, lifetime and hardware queue events (test_rundown_rows, test_hws_*) ---- */
+
+/* DeviceDCStart (v2): process's device on the adapter. */
+static void device_rundown(struct fx *f, int64_t t, uint64_t process, uint64_t device)
+{
+	struct nf_etlw_buf b = B(f);
+
+	nf_etlw_put_ptr(&b, process);
+	nf_etlw_put_ptr(&b, ADAPTER);
+	nf_etlw_put_u32(&b, 0);
+	nf_etlw_put_ptr(&b, device);
+	for (int k = 0; k < 3; k++)
+		nf_etlw_put_u32(&b, 0);
+	nf_etlw_put_ptr(&b, 0);
+	nf_etlw_put_u32(&b, 0);
+	nf_etlw_put_ptr(&b, 0);
+	dxg(f, 29, 2, 0, 0, t, &b);
+}
+
+/* NodeMetadata: node of the adapter, its engine type and name. */
+static void node_metadata(struct fx *f, int64_t t, uint32_t node, uint32_t engine_type, const char *name)
+{
+	struct nf_etlw_buf b = B(f);
+
+	nf_etlw_put_ptr(&b, ADAPTER);
+	nf_etlw_put_u32(&b, node);
+	nf_etlw_put_u32(&b, engine_type);
+	nf_etlw_put_wstr(&b, name);
+	dxg(f, 250, 0, 0, 0, t, &b);
+}
+
+/* ContextDCStart: the device's context on node. */
+static void context_rundown(struct fx *f, int64_t t, uint64_t device, uint32_t node, uint64_t ctx)
+{
+	struct nf_etlw_buf b = B(f);
+
+	nf_etlw_put_ptr(&b, device);
+	nf_etlw_put_u32(&b, node);
+	for (int k = 0; k < 7; k++)
+		nf_etlw_put_u32(&b, 0);
+	nf_etlw_put_ptr(&b, ctx);
+	nf_etlw_put_ptr(&b, 0);
+	nf_etlw_put_ptr(&b, 0);
+	dxg(f, 32, 0, 0, 0, t, &b);
+}
+
+/* HwQueueStart (422), Stop (423) or DCStart (424): hwq of context ctx. */
+static void hwqueue_event(struct fx *f, uint16_t id, int64_t t, uint64_t ctx, uint64_t hwq)
+{
+	struct nf_etlw_buf b = B(f);
+
+	nf_etlw_put_ptr(&b, ctx);
+	nf_etlw_put_ptr(&b, hwq);
+	nf_etlw_put_ptr(&b, 0);
+	dxg(f, id, 0, 0, 0, t, &b);
+}
+
+/* 450 (start) or 451 (done) of progress value `progress` on a hardware queue. */
+static void hw_dma(struct fx *f, bool done, int64_t t, uint16_t cpu, uint32_t tid, uint64_t hwq, uint64_t progress)
+{
+	struct nf_etlw_buf b = B(f);
+
+	nf_etlw_put_ptr(&b, hwq);
+	nf_etlw_put_u64(&b, progress);
+	if (!done) {
+		nf_etlw_put_ptr(&b, 0xD0D0);
+		nf_etlw_put_u32(&b, 0);
+		nf_etlw_put_u32(&b, 0);
+	}
+	dxg(f, done ? 451 : 450, 0, cpu, tid, t, &b);
+}
+
+/* MonitoredFence (290-293) or NativeFence (542-545) start, info, stop or rundown. */
+static void fence_life(struct fx *f, uint16_t id, int64_t t, uint64_t fence, uint64_t initial)
+{
+	struct nf_etlw_buf b = B(f);
+
+	nf_etlw_put_ptr(&b, ADAPTER);
+	nf_etlw_put_ptr(&b, fence);
+	nf_etlw_put_u32(&b, 0);
+	nf_etlw_put_u32(&b, 0);
+	if (id < 300)
+		nf_etlw_put_ptr(&b, 0);
+	nf_etlw_put_u64(&b, initial);
+	dxg(f, id, 0, 0, 0, t, &b);
+}
+
 /* A Process DCStart record (version 4, 64-bit) naming pid. */
 static void process_record(struct nf_etlw *w, int64_t ticks, uint32_t pid, const char *image)
 {
@@ -780,77 +867,16 @@ START_TEST(test_rundown_rows)
 	nf_etlw_put_ptr(&b, 0);
 	nf_etlw_put_u64(&b, 0);
 	dxg(&f, 26, 0, 0, 0, 1000, &b);
-	/* DeviceDCStart (v2): process 1234's device on the adapter */
-	b = B(&f);
-	nf_etlw_put_ptr(&b, 1234);
-	nf_etlw_put_ptr(&b, ADAPTER);
-	nf_etlw_put_u32(&b, 0);
-	nf_etlw_put_ptr(&b, DEVICE);
-	nf_etlw_put_u32(&b, 0);
-	nf_etlw_put_u32(&b, 0);
-	nf_etlw_put_u32(&b, 0);
-	nf_etlw_put_ptr(&b, 0);
-	nf_etlw_put_u32(&b, 0);
-	nf_etlw_put_ptr(&b, 0);
-	dxg(&f, 29, 2, 0, 0, 1010, &b);
+	device_rundown(&f, 1010, 1234, DEVICE);
 	process_record(f.w, 1015, 1234, "vrcompositor.exe");
-	/* NodeMetadata: node 0 "3D", node 2 "Copy" */
-	b = B(&f);
-	nf_etlw_put_ptr(&b, ADAPTER);
-	nf_etlw_put_u32(&b, 0);
-	nf_etlw_put_u32(&b, 1);
-	nf_etlw_put_wstr(&b, "3D");
-	dxg(&f, 250, 0, 0, 0, 1020, &b);
-	b = B(&f);
-	nf_etlw_put_ptr(&b, ADAPTER);
-	nf_etlw_put_u32(&b, 2);
-	nf_etlw_put_u32(&b, 3);
-	nf_etlw_put_wstr(&b, "Copy");
-	dxg(&f, 250, 0, 0, 0, 1021, &b);
-	/* ContextDCStart: the device's context on node 2 */
-	b = B(&f);
-	nf_etlw_put_ptr(&b, DEVICE);
-	nf_etlw_put_u32(&b, 2);
-	for (int k = 0; k < 7; k++)
-		nf_etlw_put_u32(&b, 0);
-	nf_etlw_put_ptr(&b, CTX_A);
-	nf_etlw_put_ptr(&b, 0);
-	nf_etlw_put_ptr(&b, 0);
-	dxg(&f, 32, 0, 0, 0, 1030, &b);
-	/* HwQueueDCStart: a hardware queue of that context */
-	b = B(&f);
-	nf_etlw_put_ptr(&b, CTX_A);
-	nf_etlw_put_ptr(&b, HWQ);
-	nf_etlw_put_ptr(&b, 0);
-	dxg(&f, 424, 0, 0, 0, 1040, &b);
-	/* MonitoredFenceDCStart (initial 10), NativeFenceStart (initial 0) */
-	b = B(&f);
-	nf_etlw_put_ptr(&b, ADAPTER);
-	nf_etlw_put_ptr(&b, MF);
-	nf_etlw_put_u32(&b, 0);
-	nf_etlw_put_u32(&b, 0);
-	nf_etlw_put_ptr(&b, 0);
-	nf_etlw_put_u64(&b, 10);
-	dxg(&f, 293, 0, 0, 0, 1050, &b);
-	b = B(&f);
-	nf_etlw_put_ptr(&b, ADAPTER);
-	nf_etlw_put_ptr(&b, NF);
-	nf_etlw_put_u32(&b, 0);
-	nf_etlw_put_u32(&b, 0);
-	nf_etlw_put_u64(&b, 0);
-	dxg(&f, 542, 0, 0, 0, 1060, &b);
-	/* The hardware queue's DMA packet of progress value 5: 450 .. 451 */
-	b = B(&f);
-	nf_etlw_put_ptr(&b, HWQ);
-	nf_etlw_put_u64(&b, 5);
-	nf_etlw_put_ptr(&b, 0xD0D0);
-	nf_etlw_put_u32(&b, 0);
-	nf_etlw_put_u32(&b, 0);
-	dxg(&f, 450, 0, 0, 0, 1100, &b);
-	b = B(&f);
-	nf_etlw_put_ptr(&b, HWQ);
-	nf_etlw_put_u64(&b, 5);
-	dxg(&f, 451, 0, 1, 0, 1200, &b);
+	node_metadata(&f, 1020, 0, 1, "3D");
+	node_metadata(&f, 1021, 2, 3, "Copy");
+	context_rundown(&f, 1030, DEVICE, 2, CTX_A);         /* the device's context on node 2 */
+	hwqueue_event(&f, 424, 1040, CTX_A, HWQ);             /* a hardware queue of that context */
+	fence_life(&f, 293, 1050, MF, 10);                    /* MonitoredFenceDCStart, initial 10 */
+	fence_life(&f, 542, 1060, NF, 0);                     /* NativeFenceStart, initial 0 */
+	hw_dma(&f, false, 1100, 0, 0, HWQ, 5);                /* the queue's DMA packet of progress 5 */
+	hw_dma(&f, true, 1200, 1, 0, HWQ, 5);
 	/* A wait for the monitored fence at 11, released by an immediate signal. */
 	wait_packet(&f, 1300, 0, CTX_A, 1, MF, 11, PQ1);
 	b = B(&f);
@@ -890,19 +916,8 @@ START_TEST(test_rundown_rows)
 	nf_etlw_put_u32(&b, 4);
 	nf_etlw_put_u32(&b, 0xdeadbeef);
 	dxg(&f, 432, 0, 0, 0, 1700, &b);
-	/* NativeFenceStop, HwQueueStop */
-	b = B(&f);
-	nf_etlw_put_ptr(&b, ADAPTER);
-	nf_etlw_put_ptr(&b, NF);
-	nf_etlw_put_u32(&b, 0);
-	nf_etlw_put_u32(&b, 0);
-	nf_etlw_put_u64(&b, 0);
-	dxg(&f, 544, 0, 0, 0, 1800, &b);
-	b = B(&f);
-	nf_etlw_put_ptr(&b, CTX_A);
-	nf_etlw_put_ptr(&b, HWQ);
-	nf_etlw_put_ptr(&b, 0);
-	dxg(&f, 423, 0, 0, 0, 1900, &b);
+	fence_life(&f, 544, 1800, NF, 0);                     /* NativeFenceStop, HwQueueStop */
+	hwqueue_event(&f, 423, 1900, CTX_A, HWQ);
 	ck_assert_int_eq(nf_etlw_save(f.w, etl), 0);
 	nf_etlw_destroy(f.w);
 	ck_assert_msg(nft(NF_TEST_ARGV("import", etl, "-o", s)) == 0, "%s", errb);
@@ -1311,6 +1326,9 @@ END_TEST
  * pseudo-random places, every one either imported or refused with a message,
  * and a refused one leaves no session.
  */
+static void hws_fixture(const char *path, unsigned ps, bool hang);
+
+/* Loop 0: the packet capture; 1: the hardware-scheduled one (test_hws_*). */
 START_TEST(test_mutations)
 {
 	char tmp[1024], etl[1100], bad[1100], s[1100];
@@ -1324,7 +1342,10 @@ START_TEST(test_mutations)
 	snprintf(etl, sizeof(etl), "%s/fixture.etl", tmp);
 	snprintf(bad, sizeof(bad), "%s/bad.etl", tmp);
 	snprintf(s, sizeof(s), "%s/s", tmp);
-	write_fixture(etl, 8);
+	if (_i == 0)
+		write_fixture(etl, 8);
+	else
+		hws_fixture(etl, 8, true);
 	ck_assert_int_eq(stat(etl, &st), 0);
 	good = malloc((size_t)st.st_size);
 	ck_assert(good != NULL);
@@ -1572,6 +1593,334 @@ START_TEST(test_real_capture)
 }
 END_TEST
 
+/* ---- hardware scheduling: GPU waits and signals of hardware queues ---- */
+
+/*
+ * A capture with hardware scheduling: a context with two hardware queues (A
+ * from the rundown, B created), a native fence created (NF, 542 .. 544) and one
+ * from the rundown (NF2, 545, at 3), monitored fences created (MF, 290) and from
+ * the rundown (CF, 293 .. 292), their information events (291, 543), DMA
+ * packets on both queues (450 .. 451), and no wait or
+ * signal packets: the waits and signals are 295 and 294, ended by the
+ * scheduler's 552 and 551, CPU signals (296, 550, 462) and what the queues
+ * did. Handles fit 32 bits, so the same capture is written with 4- and 8-byte
+ * pointers. With `hang`, a last wait on A for a value of NF nothing signals.
+ * Ticks are 100 ns from 1000 (the start).
+ */
+enum { HW_CTX = 0xC10, HWQ_A = 0xA10, HWQ_B = 0xB10, NF = 0x7100, NF2 = 0x7200, MF = 0x6100, CF = 0x6200,
+       HW_DEV = 0xD10 };
+
+/* 295: hwq waits for fence >= value. */
+static void gpu_wait(struct fx *f, int64_t t, uint16_t cpu, uint32_t tid, uint64_t hwq, uint64_t fence, uint64_t value)
+{
+	struct nf_etlw_buf b = B(f);
+
+	nf_etlw_put_ptr(&b, hwq);
+	objects(&b, fence, value);
+	dxg(f, 295, 0, cpu, tid, t, &b);
+}
+
+/* 294 (version 1): the queues signal fence to value. */
+static void gpu_signal(struct fx *f, int64_t t, uint16_t cpu, uint32_t tid, const uint64_t *hwq, uint32_t n,
+		       uint64_t fence, uint64_t value)
+{
+	struct nf_etlw_buf b = B(f);
+
+	nf_etlw_put_u32(&b, n);
+	for (uint32_t k = 0; k < n; k++)
+		nf_etlw_put_ptr(&b, hwq[k]);
+	nf_etlw_put_u32(&b, 0);
+	objects(&b, fence, value);
+	nf_etlw_put_u32(&b, 0x10);
+	dxg(f, 294, 1, cpu, tid, t, &b);
+}
+
+/* 550, 551 or 552: the scheduler signals fence to value (VidSch objects, then
+ * the Dxg objects, which are other handles). */
+static void sched_signal(struct fx *f, uint16_t id, int64_t t, uint64_t fence, uint64_t value)
+{
+	struct nf_etlw_buf b = B(f);
+
+	nf_etlw_put_u32(&b, 1);
+	nf_etlw_put_ptr(&b, fence);
+	nf_etlw_put_ptr(&b, fence + 0x8000);
+	nf_etlw_put_u64(&b, value);
+	nf_etlw_put_u32(&b, 0);
+	if (id == 552) {
+		nf_etlw_put_u32(&b, 2);
+		nf_etlw_put_ptr(&b, 0);
+		nf_etlw_put_ptr(&b, 0);
+	}
+	dxg(f, id, 0, 1, 0, t, &b);
+}
+
+static void hws_fixture(const char *path, unsigned ps, bool hang)
+{
+	struct nf_etlw_options o;
+	struct nf_etlw_buf b;
+	struct fx f;
+	const uint64_t a[] = { HWQ_A }, bq[] = { HWQ_B }, both[] = { HWQ_A, HW_CTX };
+
+	memset(&o, 0, sizeof(o));
+	o.cpus = 2;
+	o.perf_freq = 10000000;
+	o.header_ticks = 1000;
+	o.header_pointer_size = ps;
+	o.os_build = 22631;
+	f.w = nf_etlw_create(&o);
+	f.ps = ps;
+	f.pid = 0;
+	ck_assert(f.w != NULL);
+	/* Rundown: the device of process 4242 on the adapter, node 0 "3D", its context, queue A. */
+	device_rundown(&f, 1000, 4242, HW_DEV);
+	node_metadata(&f, 1001, 0, 1, "3D");
+	context_rundown(&f, 1002, HW_DEV, 0, HW_CTX);
+	hwqueue_event(&f, 424, 1003, HW_CTX, HWQ_A);
+	fence_life(&f, 545, 1005, NF2, 3);  /* a native fence present at the start, at 3 */
+	hwqueue_event(&f, 422, 1010, HW_CTX, HWQ_B);
+	fence_life(&f, 542, 1020, NF, 0);
+	fence_life(&f, 290, 1030, MF, 0);
+	fence_life(&f, 293, 1031, CF, 0);  /* a monitored fence present at the start */
+	f.pid = 4242;
+	/* Cross-queue: A waits for NF 1 behind its DMA packet 1; B signals it after its packet 1. */
+	hw_dma(&f, false, 1100, 0, 300, HWQ_A, 1);
+	gpu_wait(&f, 1110, 0, 300, HWQ_A, NF, 1);
+	hw_dma(&f, false, 1120, 0, 300, HWQ_A, 2);
+	hw_dma(&f, false, 1150, 1, 301, HWQ_B, 1);
+	gpu_signal(&f, 1160, 1, 301, bq, 1, NF, 1);
+	hw_dma(&f, true, 1300, 0, 0, HWQ_A, 1);       /* A reaches the wait */
+	hw_dma(&f, true, 1400, 1, 0, HWQ_B, 1);
+	sched_signal(&f, 552, 1410, NF, 1);           /* B's signal: the wait ends */
+	hw_dma(&f, true, 1600, 0, 0, HWQ_A, 2);
+	/* B waits for MF 5, which nothing in the capture signals; B's next packet completes. */
+	gpu_wait(&f, 1700, 1, 301, HWQ_B, MF, 5);
+	hw_dma(&f, false, 1710, 1, 301, HWQ_B, 2);
+	hw_dma(&f, true, 1800, 1, 0, HWQ_B, 2);
+	/* A waits for CF 3, signaled from the CPU. */
+	gpu_wait(&f, 2000, 0, 300, HWQ_A, CF, 3);
+	b = B(&f);
+	nf_etlw_put_ptr(&b, HW_DEV);
+	objects(&b, CF, 3);
+	dxg(&f, 296, 0, 1, 302, 2100, &b);
+	/* B waits for MF 7 that A and the context signal together (one 294, two contexts). */
+	gpu_wait(&f, 2150, 1, 301, HWQ_B, MF, 7);
+	gpu_signal(&f, 2200, 0, 300, both, 2, MF, 7);
+	sched_signal(&f, 552, 2300, MF, 7);
+	/* A signals NF 2 at once (551); B's later wait for it is satisfied on arrival. */
+	gpu_signal(&f, 2400, 0, 300, a, 1, NF, 2);
+	sched_signal(&f, 551, 2401, NF, 2);
+	gpu_wait(&f, 2500, 1, 301, HWQ_B, NF, 2);
+	/* A waits for MF 8, which a 552 signals whose 294 is not in the capture. */
+	gpu_wait(&f, 2550, 0, 300, HWQ_A, MF, 8);
+	sched_signal(&f, 552, 2600, MF, 8);
+	/* CPU signals from the scheduler (550) and immediate ones (462). */
+	fence_life(&f, 291, 2690, MF, 0);  /* information events change nothing */
+	fence_life(&f, 543, 2691, NF, 0);
+	gpu_wait(&f, 2700, 1, 301, HWQ_B, NF, 3);
+	sched_signal(&f, 550, 2750, NF, 3);
+	gpu_wait(&f, 2800, 0, 300, HWQ_A, MF, 10);
+	b = B(&f);
+	nf_etlw_put_u32(&b, 0);
+	nf_etlw_put_ptr(&b, MF);
+	nf_etlw_put_u64(&b, 10);
+	dxg(&f, 462, 0, 0, 300, 2850, &b);
+	/* B signals NF 4 and no 551/552 says when; its next packet completes after it. */
+	gpu_signal(&f, 2900, 1, 301, bq, 1, NF, 4);
+	hw_dma(&f, false, 2910, 1, 301, HWQ_B, 3);
+	/* A waits for NF2 2: its initial value already satisfies it. */
+	gpu_wait(&f, 2950, 0, 300, HWQ_A, NF2, 2);
+	hw_dma(&f, true, 2990, 1, 0, HWQ_B, 3);
+	if (hang)
+		gpu_wait(&f, 3000, 0, 300, HWQ_A, NF, 99);
+	f.pid = 0;
+	fence_life(&f, 544, 3100, NF, 0);  /* NativeFenceStop, then CF's stop and B's HwQueueStop */
+	fence_life(&f, 292, 3150, CF, 0);
+	hwqueue_event(&f, 423, 3200, HW_CTX, HWQ_B);
+	ck_assert_int_eq(nf_etlw_save(f.w, path), 0);
+	nf_etlw_destroy(f.w);
+}
+
+static void import_hws(unsigned ps, bool hang, char *tmp, size_t tlen, char *session, size_t slen)
+{
+	char etl[1200];
+
+	nf_test_tmpdir(tmp, tlen);
+	snprintf(etl, sizeof(etl), "%s/hws.etl", tmp);
+	snprintf(session, slen, "%s/s", tmp);
+	hws_fixture(etl, ps, hang);
+	ck_assert_msg(nft(NF_TEST_ARGV("import", etl, "-o", session)) == 0, "%s", errb);
+}
+
+static void check_hws_rows(const char *s, unsigned ps)
+{
+	char want[256];
+
+	snprintf(want, sizeof(want), "%u\n", ps);
+	expect_rows(s, "SELECT value FROM meta WHERE key = 'etw_record_pointer_sizes'", want);
+	expect_rows(s, "SELECT queue, adapter, node, name, start_ns, stop_ns FROM queues ORDER BY queue",
+		    "1|0|0|3D context 0xc10 (process 4242)||\n"
+		    "2|0|0|3D hwqueue 0xa10||\n"
+		    "3|0|0|3D hwqueue 0xb10|1000|220000\n");
+	expect_rows(s, "SELECT f.fence, e.handle, e.kind, f.initial_value, f.created_ns, f.destroyed_ns FROM fences f "
+		       "JOIN etw_sync_objects e USING (fence) ORDER BY fence",
+		    "1|0x7200|native_fence|3||\n2|0x7100|native_fence|0|2000|210000\n"
+		    "3|0x6100|monitored_fence|0|3000|\n4|0x6200|monitored_fence|0||215000\n");
+	/* queue 2 is A, 3 is B; fence 1 NF2, 2 NF, 3 MF, 4 CF */
+	expect_rows(s, "SELECT id, queue, op, fence, value, queued_ns, observed_ns, end_ns, status, thread "
+		       "FROM fence_ops ORDER BY id",
+		    "1|2|wait|2|1|11000|30000|41000|complete|300\n"     /* A behind packet 1, released by B */
+		    "2|3|signal|2|1|16000||41000|complete|301\n"
+		    "3|3|wait|3|5|70000|70000||end_unknown|301\n"     /* done before B's packet 2 completed */
+		    "4|2|wait|4|3|100000|100000|110000|complete|300\n" /* released by the CPU */
+		    "5|3|wait|3|7|115000|115000|130000|complete|301\n"
+		    "6|2|signal|3|7|120000||130000|complete|300\n"
+		    "7|1|signal|3|7|120000||130000|complete|300\n"
+		    "8|2|signal|2|2|140000||140100|complete|300\n"
+		    "9|3|wait|2|2|150000|150000|150000|complete|301\n" /* satisfied on arrival */
+		    "10|2|wait|3|8|155000|155000|160000|complete|300\n"
+		    "11||signal|3|8|||160000|complete|\n"
+		    "12|3|wait|2|3|170000|170000|175000|complete|301\n"
+		    "13|2|wait|3|10|180000|180000|185000|complete|300\n"
+		    "14|3|signal|2|4|190000|||end_unknown|301\n"
+		    "15|2|wait|1|2|195000|195000|195000|complete|300\n"); /* by NF2's initial value */
+	expect_rows(s, "SELECT op, event IS NOT NULL, end_event IS NOT NULL, end_bound_ns FROM etw_gpu_ops ORDER BY op",
+		    "1|1|0|\n2|1|1|\n3|1|0|80000\n4|1|0|\n5|1|0|\n6|1|1|\n7|1|1|\n8|1|1|\n9|1|0|\n10|1|0|\n"
+		    "11|0|1|\n12|1|0|\n13|1|0|\n14|1|0|199000\n15|1|0|\n");
+	/* Each wait tied to what released it: a GPU signal, the CPU, or nothing in the capture. */
+	expect_rows(s, "SELECT wait_id, signal_id, cpu_signal, stall_ns FROM deps ORDER BY wait_id",
+		    "1|2||11000\n4||1|10000\n5|6||15000\n9|8||0\n10|11||5000\n12||2|5000\n13||3|5000\n15|||0\n");
+	expect_rows(s, "SELECT id, thread, fence, value, ts_ns FROM cpu_signals ORDER BY id",
+		    "1|302|4|3|110000\n2|0|2|3|175000\n3|300|3|10|185000\n");
+	expect_rows(s, "SELECT id, queue, submission_id, start_ns, end_ns, status FROM dma_packets ORDER BY id",
+		    "1|2|1|10000|30000|complete\n2|2|2|12000|60000|complete\n3|3|1|15000|40000|complete\n"
+		    "4|3|2|71000|80000|complete\n5|3|3|191000|199000|complete\n");
+	/* Every payload field of the decoded events, by name. */
+	expect_rows(s, "SELECT e.fields FROM dxgkrnl_events e JOIN etw_gpu_ops g ON g.event = e.id WHERE g.op = 5",
+		    "{\"hContext\":\"0xb10\",\"ObjectCount\":1,\"ObjectArray\":[\"0x6100\"],\"MonitoredFenceValue\":[7]}\n");
+	expect_rows(s, "SELECT e.fields ->> 'ContextCount', e.fields -> 'hContext', e.fields ->> 'InternalFlagsFlags' "
+		       "FROM dxgkrnl_events e JOIN etw_gpu_ops g ON g.event = e.id WHERE g.op = 6",
+		    "2|[\"0xa10\",\"0xc10\"]|16\n");
+	expect_rows(s, "SELECT n.name, e.fields FROM dxgkrnl_events e JOIN dxgkrnl_names n USING (event_id) "
+		       "JOIN etw_gpu_ops g ON g.end_event = e.id WHERE g.op = 2",
+		    "VidSchiCompleteSignalCommmand|{\"ObjectCount\":1,\"VidSchSyncObjectArray\":[\"0x7100\"],"
+		    "\"DxgSyncObjectArray\":[\"0xf100\"],\"FenceValues\":[1],\"AlwaysSignaled\":0,\"Flags\":2,"
+		    "\"pCpuEvent\":\"0x0\",\"pGuestCpuEvent\":\"0x0\"}\n");
+	expect_rows(s, "SELECT fields FROM dxgkrnl_events WHERE event_id = 250",
+		    "{\"pDxgAdapter\":\"0xa000\",\"NodeOrdinal\":0,\"EngineType\":1,\"FriendlyName\":\"3D\"}\n");
+	/* Every decoded DxgKrnl event has its row; the mapped ones are not in etw_events. */
+	expect_rows(s, "SELECT (SELECT count(*) FROM dxgkrnl_events), (SELECT sum(events) FROM etw_counts "
+		       "WHERE name = 'Microsoft-Windows-DxgKrnl'), (SELECT count(*) FROM etw_events "
+		       "WHERE event_id IN (294, 295, 551, 552))", "44|44|0\n");
+}
+
+/* Loop 0: 8-byte pointers, 1: 4-byte pointers; the same rows. */
+START_TEST(test_hws_rows)
+{
+	char tmp[1024], s[1100];
+	unsigned ps = _i == 0 ? 8 : 4;
+
+	import_hws(ps, false, tmp, sizeof(tmp), s, sizeof(s));
+	check_hws_rows(s, ps);
+	nf_test_rmtree(tmp);
+}
+END_TEST
+
+
+/* The critical paths of a cross-queue wait and of a wait released by a signal
+ * whose 294 is not in the capture, exactly. */
+START_TEST(test_hws_critical_path)
+{
+	char tmp[1024], s[1100];
+
+	import_hws(8, false, tmp, sizeof(tmp), s, sizeof(s));
+	ck_assert_msg(nft(NF_TEST_ARGV("critical-path", s, "--op", "1")) == 0, "%s", errb);
+	ck_assert_str_eq(out,
+		"critical path of op 1 (wait fence 0x2 >= 1) on queue 0x2 (3D hwqueue 0xa10)\n"
+		"queued at 11000 ns, ended at 41000 ns: latency 30000 ns in 2 segments\n"
+		"      start_ns         end_ns    duration_ns  on                           doing\n"
+		"         11000          16000           5000  thread 301                   running until it queued op 2 "
+		"(signal fence 0x2 to 1)\n"
+		"         16000          41000          25000  queue 0x3 (3D hwqueue 0xb10) executing op 2 (signal fence "
+		"0x2 to 1)\n");
+	ck_assert_msg(nft(NF_TEST_ARGV("critical-path", s, "--op", "10")) == 0, "%s", errb);
+	ck_assert_msg(strstr(out, "        155000         160000           5000  queue 0x2 (3D hwqueue 0xa10) waiting on "
+			     "fence 0x3 >= 8 (op 10), released by op 11\n") != NULL, "%s", out);
+	/* the last to finish: released from the CPU (462) */
+	ck_assert_msg(nft(NF_TEST_ARGV("critical-path", s)) == 0, "%s", errb);
+	ck_assert_msg(strstr(out, "critical path of op 15 (wait fence 0x1 >= 2)") && strstr(out, "in 0 segments") &&
+		      nft(NF_TEST_ARGV("critical-path", s, "--op", "13")) == 0 &&
+		      strstr(out, "critical path of op 13 (wait fence 0x3 >= 10)") &&
+		      strstr(out, "thread 300                   running until its CPU signal 3"), "%s", out);
+	nf_test_rmtree(tmp);
+}
+END_TEST
+
+/* check: the capture is whole; a wait for a value nothing signals is a hang. */
+START_TEST(test_hws_check)
+{
+	char tmp[1024], s[1100];
+
+	import_hws(8, false, tmp, sizeof(tmp), s, sizeof(s));
+	ck_assert_msg(nft(NF_TEST_ARGV("check", s)) == 0, "%s%s", out, errb);
+	ck_assert_msg(strstr(out, "GPU waits never released: 0 of 9") && strstr(out, "verdict: whole"), "%s", out);
+	nf_test_rmtree(tmp);
+	import_hws(4, true, tmp, sizeof(tmp), s, sizeof(s));
+	expect_rows(s, "SELECT id, queue, value, observed_ns, status FROM fence_ops WHERE id = 16",
+		    "16|2|99|200000|pending\n");
+	ck_assert_int_eq(nft(NF_TEST_ARGV("check", s)), 1);
+	ck_assert_msg(strstr(out, "GPU waits never released: 1 of 10") &&
+		      strstr(out, "never signaled: queue 0x2 (3D hwqueue 0xa10) op 16 waits fence 0x2 >= 99") &&
+		      strstr(out, "no signal in the session reaches 99 (highest: 4 by op 14)") &&
+		      strstr(out, "verdict: hang (1 waits can never be satisfied)"), "%s", out);
+	nf_test_rmtree(tmp);
+}
+END_TEST
+
+/* The picture: the hardware queues' rows carry their waits (stalled part) and signals. */
+START_TEST(test_hws_report)
+{
+	char tmp[1024], s[1100], png[1200], db[1200];
+	struct nf_render_options ro = { 0 };
+	struct nf_render_layout lay;
+	struct nf_error err;
+	sqlite3 *sql;
+	double y0, y1;
+
+	import_hws(8, false, tmp, sizeof(tmp), s, sizeof(s));
+	snprintf(png, sizeof(png), "%s/r.png", tmp);
+	ck_assert_msg(nft(NF_TEST_ARGV("report", s, "-o", png)) == 0, "%s", errb);
+	snprintf(db, sizeof(db), "%s/.timeline.db", s);
+	ck_assert_int_eq(sqlite3_open_v2(db, &sql, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	ro.output = png;
+	ro.from_ns = -1;
+	ro.to_ns = -1;
+	nf_error_clear(&err);
+	ck_assert_int_eq(nf_render_layout_build(sql, &ro, &lay, &err), 0);
+	ck_assert_uint_eq(lay.n_queues, 3);
+	const struct nf_render_row *qa = nf_render_layout_queue(&lay, 2), *qb = nf_render_layout_queue(&lay, 3);
+
+	ck_assert_ptr_nonnull(qa);
+	ck_assert_ptr_nonnull(qb);
+	ck_assert_str_eq(qa->name, "3D hwqueue 0xa10");
+	cairo_surface_t *img = cairo_image_surface_create_from_png(png);
+
+	ck_assert_int_eq(cairo_surface_status(img), CAIRO_STATUS_SUCCESS);
+	/* A's wait: queued 11 us, observed 30 us (light pink), stalled to 41 us (darker) */
+	nf_render_lane_extent(qa, NF_LANE_WAIT, &y0, &y1);
+	ck_assert_uint_eq(pixel(img, nf_render_layout_x(&lay, 25000), (y0 + y1) / 2), 0xF4B6C2);
+	ck_assert_uint_eq(pixel(img, nf_render_layout_x(&lay, 38000), (y0 + y1) / 2), 0xE3748F);
+	ck_assert_uint_ne(pixel(img, nf_render_layout_x(&lay, 5000), (y0 + y1) / 2), 0xF4B6C2);
+	/* B's signal of that fence, queued 16 us, ended 41 us */
+	nf_render_lane_extent(qb, NF_LANE_SIGNAL, &y0, &y1);
+	ck_assert_uint_eq(pixel(img, nf_render_layout_x(&lay, 30000), (y0 + y1) / 2), 0xC2185B);
+	ck_assert_uint_ne(pixel(img, nf_render_layout_x(&lay, 50000), (y0 + y1) / 2), 0xC2185B);
+	cairo_surface_destroy(img);
+	nf_render_layout_release(&lay);
+	sqlite3_close(sql);
+	nf_test_rmtree(tmp);
+}
+END_TEST
+
 static Suite *etw_suite(void)
 {
 	Suite *s = suite_create("etw_import");
@@ -1585,7 +1934,7 @@ static Suite *etw_suite(void)
 	tcase_add_test(tc, test_damaged_leaves_nothing);
 	tcase_add_test(tc, test_kernel_records);
 	tcase_add_test(tc, test_rundown_rows);
-	tcase_add_test(tc, test_mutations);
+	tcase_add_loop_test(tc, test_mutations, 0, 2);
 	tcase_add_test(tc, test_capture_is_a_copy);
 	tcase_add_test(tc, test_timeline_built_once);
 	tcase_add_test(tc, test_check_hang);
@@ -1593,6 +1942,10 @@ static Suite *etw_suite(void)
 	tcase_add_test(tc, test_force_replaces_sessions_only);
 	tcase_add_test(tc, test_size_mismatch);
 	tcase_add_test(tc, test_fixture_report);
+	tcase_add_loop_test(tc, test_hws_rows, 0, 2);
+	tcase_add_test(tc, test_hws_critical_path);
+	tcase_add_test(tc, test_hws_check);
+	tcase_add_test(tc, test_hws_report);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -22,8 +22,12 @@ trap 'rm -rf "$tmp"' EXIT
 fail() { echo "test_install.sh $mode: $*" >&2; exit 1; }
 
 prefix=$tmp/prefix
+# cmake --install writes BUILD/install_manifest.txt, which other tests read: one at a time.
+exec 9> "$build/.nftrace-install.lock"
+flock 9
 cmake --install "$build" --prefix "$prefix" > "$tmp/install.log" 2>&1 ||
   { cat "$tmp/install.log" >&2; fail "cmake --install $build failed"; }
+flock -u 9
 pc=$(find "$prefix" -name libnfence.pc -print -quit)
 [[ -n $pc ]] || fail "no libnfence.pc under $prefix"
 export PKG_CONFIG_PATH=$(dirname "$pc")

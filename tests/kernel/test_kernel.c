@@ -915,6 +915,20 @@ START_TEST(test_i915_fixture_jobs)
 }
 END_TEST
 
+/* Writes an event list with the formats of samples/kernel/<formats> and imports it into tmp/s. */
+static void import_event_list(const char *formats_rel, const char *events, char *tmp, size_t tlen, char *s,
+			      size_t slen)
+{
+	char formats[4096], dat[1200], why[256];
+
+	nf_test_source_path(formats, sizeof(formats), formats_rel);
+	nf_test_tmpdir(tmp, tlen);
+	snprintf(dat, sizeof(dat), "%s/list.dat", tmp);
+	ck_assert_msg(nf_tdw_write(formats, events, dat, NULL, why, sizeof(why)) == 0, "%s", why);
+	snprintf(s, slen, "%s/s", tmp);
+	ck_assert_msg(nft(NF_TEST_ARGV("import", dat, "-o", s)) == 0, "%s", errb);
+}
+
 /*
  * amdgpu jobs whose finished fence's signal is not in the trace: a ring's
  * fences signal in the order its jobs were run, so the earliest signaled finish
@@ -951,15 +965,10 @@ START_TEST(test_ring_order_finish)
 		"ring=gfx num_ibs=1\n"
 		"0 5002101000 dma_fence:dma_fence_signaled 500 driver=drm_sched timeline=gfx context=300 seqno=4\n"
 		"0 5002500000 dma_fence:dma_fence_signaled 0 driver=drm_sched timeline=gfx context=301 seqno=4\n";
-	char tmp[1024], formats[4096], dat[1200], s[1200], why[256];
+	char tmp[1024], s[1200];
 
-	nf_test_source_path(formats, sizeof(formats), "samples/kernel/formats-drm-sched");
-	nf_test_tmpdir(tmp, sizeof(tmp));
 	/* Times in the rows are since the first event (5.0009 s). */
-	snprintf(dat, sizeof(dat), "%s/ring.dat", tmp);
-	ck_assert_msg(nf_tdw_write(formats, events, dat, NULL, why, sizeof(why)) == 0, "%s", why);
-	snprintf(s, sizeof(s), "%s/s", tmp);
-	ck_assert_msg(nft(NF_TEST_ARGV("import", dat, "-o", s)) == 0, "%s", errb);
+	import_event_list("samples/kernel/formats-drm-sched", events, tmp, sizeof(tmp), s, sizeof(s));
 	/* A bound is never a finish: jobs 20 and 21 finished no later than job 22
 	 * (run after them on gfx) at 1.1 ms, a bound in its own column; the capture
 	 * covers them (one CPU, from the first event), so their own finish is not
@@ -1255,6 +1264,180 @@ START_TEST(test_many_jobs_and_runs)
 }
 END_TEST
 
+
+/* Every column of jobs the 6.16 and xe fixtures fill. */
+static const char jobs_all_cols[] = "SELECT id, driver, ring, job, context, seqno, sched_context, thread, "
+				    "submitted_ns, started_ns, finished_ns, status, finish_source, device, client_id "
+				    "FROM jobs ORDER BY id";
+
+/*
+ * The GPU scheduler of Linux 6.16 on (samples/kernel/drm-sched-616.events,
+ * formats from the kernel's gpu_scheduler_trace.h): jobs named by their
+ * finished fence fence_context:fence_seqno, with their device and DRM client;
+ * drm_sched_job_add_dep into job_deps (another job's fence, or a fence no job
+ * owns), drm_sched_job_unschedulable into job_unschedulable.
+ */
+START_TEST(test_drm_sched_616_fixture_jobs)
+{
+	char tmp[1024], s[1200];
+
+	gpu_fixture("drm-sched-616", tmp, sizeof(tmp), s, sizeof(s));
+	query(s, jobs_all_cols, "id,driver,ring,job,context,seqno,sched_context,thread,submitted_ns,started_ns,"
+	      "finished_ns,status,finish_source,device,client_id\n"
+	      "1,drm_sched,gfx_0.0.0,,401,1,400,500,1000000,1100000,2000000,complete,event,0000:03:00.0,7\n"
+	      "2,drm_sched,gfx_0.0.0,,401,2,400,500,1200000,2050000,3000000,complete,event,0000:03:00.0,7\n"
+	      "3,drm_sched,sdma0,,501,1,500,90,1500000,1600000,1900000,complete,event,0000:03:00.0,0\n"
+	      "4,drm_sched,gfx_0.0.0,,401,3,400,501,1700000,3100000,3600000,complete,event,0000:03:00.0,8\n"
+	      "5,drm_sched,sdma0,,501,2,500,90,3200000,,,queued,,0000:03:00.0,0\n");
+	query(s, "SELECT job, dep_context, dep_seqno, dep_job, dep_fence, ts_ns FROM job_deps ORDER BY job",
+	      "job,dep_context,dep_seqno,dep_job,dep_fence,ts_ns\n"
+	      "2,401,1,1,finished,1201000\n"
+	      "3,77,5,,,1501000\n"
+	      "4,501,1,3,finished,1701000\n"
+	      "5,77,9,,,3201000\n");
+	query(s, "SELECT job, dep_context, dep_seqno, dep_job, dep_fence, ts_ns FROM job_unschedulable ORDER BY ts_ns",
+	      "job,dep_context,dep_seqno,dep_job,dep_fence,ts_ns\n"
+	      "2,401,1,1,finished,1300000\n"
+	      "4,501,1,3,finished,1750000\n"
+	      "5,77,9,,,3300000\n");
+	query(s, "SELECT * FROM job_timelines ORDER BY context",
+	      "context,driver,ring,scheduled_context,finished_context,jobs_prev_first,jobs_next_later\n"
+	      "401,drm_sched,gfx_0.0.0,400,401,3,0\n"
+	      "501,drm_sched,sdma0,500,501,1,0\n");
+	/* every scheduler event is a job event: none is kept raw */
+	query(s, "SELECT count(*) FROM kernel_events", "count(*)\n0\n");
+	nf_test_rmtree(tmp);
+}
+END_TEST
+
+/*
+ * Critical paths of 6.16 jobs: job 2 behind job 1 (its add_dep), job 3 behind
+ * fence 77:5 that no job owns (the walk stops at its signal), job 4 behind job
+ * 3 on another ring; `check` lists job 5, held back by a fence nothing
+ * signals, still waiting when the trace ended.
+ */
+START_TEST(test_drm_sched_616_paths_and_check)
+{
+	char tmp[1024], s[1200];
+
+	gpu_fixture("drm-sched-616", tmp, sizeof(tmp), s, sizeof(s));
+	ck_assert_msg(nft(NF_TEST_ARGV("critical-path", s, "--job", "3")) == 0, "%s", errb);
+	ck_assert_str_eq(out,
+		"critical path of job 3 (drm_sched sdma0) submitted by thread 90\n"
+		"submitted at 1500000 ns, finished at 1900000 ns: latency 400000 ns in 3 segments\n"
+		"      start_ns         end_ns    duration_ns  on                           doing\n"
+		"       1500000        1550000          50000  ring sdma0                   job 3 (drm_sched sdma0) "
+		"submitted, waiting for fence 77:5 of no job in the trace\n"
+		"       1550000        1600000          50000  ring sdma0                   job 3 (drm_sched sdma0) "
+		"waiting to run until fence 77:5 signaled (op 2)\n"
+		"       1600000        1900000         300000  ring sdma0                   executing job 3 (drm_sched "
+		"sdma0)\n");
+	/* op 2 is that fence's dma_fence signal */
+	query(s, "SELECT id, queue, op, value, end_ns FROM fence_ops WHERE id = 2",
+	      "id,queue,op,value,end_ns\n2,4294967373,signal,5,1550000\n");
+	ck_assert_msg(nft(NF_TEST_ARGV("critical-path", s, "--job", "4", "--json")) == 0, "%s", errb);
+	ck_assert_msg(strstr(out, "{\"job\": 4, \"submitted_ns\": 1700000, \"end_ns\": 3600000, \"latency_ns\": 1900000, "
+			     "\"segments\": [\n  {\"on\": \"ring sdma0\", \"kind\": \"execute\", \"job\": 3, ") &&
+		      strstr(out, "\"kind\": \"dependency\", \"job\": 4, \"thread\": null, \"dep_job\": 3, "
+			     "\"start_ns\": 1900000, \"end_ns\": 3100000") &&
+		      strstr(out, "\"kind\": \"execute\", \"job\": 4, \"thread\": null, \"dep_job\": null, "
+			     "\"start_ns\": 3100000, \"end_ns\": 3600000"), "%s", out);
+	ck_assert_msg(nft(NF_TEST_ARGV("critical-path", s, "--job", "2")) == 0, "%s", errb);
+	ck_assert_msg(strstr(out, "2000000        2050000          50000  ring gfx_0.0.0               job 2 (drm_sched "
+			     "gfx_0.0.0) waiting to run until job 1 (drm_sched gfx_0.0.0) finished\n"), "%s", out);
+	ck_assert_msg(nft(NF_TEST_ARGV("check", s)) == 0, "%s%s", out, errb);
+	ck_assert_msg(strstr(out, "GPU jobs held back by a dependency (drm_sched_job_unschedulable): 3 times, 3 jobs; "
+			     "1 still not started when the trace ended\n"
+			     "  waiting: job 5 (drm_sched sdma0, fence 501:2) since 3300000 ns for fence 77:9 of no job "
+			     "in the trace, not signaled in the trace\n"
+			     "verdict: legal anomalies only (0 lost, 0 zero, 0 repeated timestamps, every CPU recorded "
+			     "only from 0.001100 s; 1 GPU job still held back by a dependency when the trace ended)\n"),
+		      "%s", out);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("check", "--json", s)), 0);
+	ck_assert_msg(strstr(out, "\"verdict\": \"legal_anomalies\"") &&
+		      strstr(out, "\"jobs_unschedulable\": {\"events\": 3, \"jobs\": 3, \"waiting\": 1}") &&
+		      strstr(out, "{\"job\": 5, \"since_ns\": 3300000, \"dep_context\": 77, \"dep_seqno\": 9, "
+			     "\"dep_job\": null, \"dep_signaled\": false}"), "%s", out);
+	nf_test_rmtree(tmp);
+}
+END_TEST
+
+/*
+ * Intel xe (samples/kernel/xe.events, formats from the kernel's xe_trace.h):
+ * jobs on their exec queues' rings, named by their hardware fence, finished at
+ * that fence's signal (or its dma_fence signal); the events naming no job are
+ * kept raw; a job behind the one before it on its ring.
+ */
+START_TEST(test_xe_fixture_jobs)
+{
+	char tmp[1024], s[1200];
+
+	gpu_fixture("xe", tmp, sizeof(tmp), s, sizeof(s));
+	query(s, jobs_all_cols, "id,driver,ring,job,context,seqno,sched_context,thread,submitted_ns,started_ns,"
+	      "finished_ns,status,finish_source,device,client_id\n"
+	      "1,xe,rcs3,,65,1,,700,1002000,1100000,1900000,complete,event,0000:00:02.0,\n"
+	      "2,xe,rcs3,,65,2,,700,1202000,1250000,2600000,complete,event,0000:00:02.0,\n"
+	      "3,xe,bcs5,,66,1,,700,1502000,1550000,1800000,complete,event,0000:00:02.0,\n"
+	      "4,xe,queue 7,,67,1,,700,2002000,2050000,2500000,complete,signaled,0000:00:02.0,\n");
+	query(s, "SELECT count(*) FROM job_timelines", "count(*)\n0\n");
+	query(s, "SELECT name, count(*) FROM kernel_events GROUP BY name ORDER BY name",
+	      "name,count(*)\nxe:xe_hw_fence_create,4\nxe:xe_hw_fence_signal,1\nxe:xe_sched_job_create,4\n"
+	      "xe:xe_sched_job_free,1\n");
+	query(s, "SELECT fields FROM kernel_events WHERE name = 'xe:xe_hw_fence_signal'",
+	      "fields\ndev=0000:00:02.0, ctx=0x0000000000000063, fence=0xffff8883000fffff, seqno=4\n");
+	ck_assert_msg(nft(NF_TEST_ARGV("critical-path", s, "--job", "2")) == 0, "%s", errb);
+	ck_assert_str_eq(out,
+		"critical path of job 2 (xe rcs3) submitted by thread 700\n"
+		"submitted at 1202000 ns, finished at 2600000 ns: latency 1398000 ns in 2 segments\n"
+		"      start_ns         end_ns    duration_ns  on                           doing\n"
+		"       1202000        1900000         698000  ring rcs3                    executing job 1 (xe rcs3)\n"
+		"       1900000        2600000         700000  ring rcs3                    executing job 2 (xe rcs3)\n");
+	nf_test_rmtree(tmp);
+}
+END_TEST
+
+/*
+ * xe runs its jobs on the GPU scheduler: where the scheduler's 6.16 events of
+ * a ring are in the trace too (ring rcs3, the exec queue's name), the jobs are
+ * the scheduler's rows only (named by the finished fence other jobs depend
+ * on); a ring without them (bcs5) keeps xe's rows. Without xe_hw_fence_create
+ * a job has no fence: its events are joined by queue and seqno.
+ */
+START_TEST(test_xe_with_scheduler)
+{
+	static const char events[] =
+		"cmdline 700 game\n"
+		"0 5000000000 xe:xe_exec_queue_create 700 dev=0000:00:02.0 class=0 logical_mask=1 gt_id=0 width=1 "
+		"guc_id=3 guc_state=0 flags=0\n"
+		"0 5000010000 xe:xe_exec_queue_create 700 dev=0000:00:02.0 class=3 logical_mask=1 gt_id=0 width=1 "
+		"guc_id=5 guc_state=0 flags=0\n"
+		"0 5001002000 xe:xe_sched_job_exec 700 dev=0000:00:02.0 seqno=1 lrc_seqno=1 guc_id=3 guc_state=0 "
+		"flags=0 error=0 fence=0xffff888300000001 batch_addr=0x100000\n"
+		"0 5001002500 gpu_scheduler:drm_sched_job_queue 700 name=rcs3 job_count=1 hw_job_count=0 "
+		"dev=0000:00:02.0 fence_context=91 fence_seqno=1 client_id=4\n"
+		"0 5001502000 xe:xe_sched_job_exec 700 dev=0000:00:02.0 seqno=1 lrc_seqno=1 guc_id=5 guc_state=0 "
+		"flags=0 error=0 fence=0xffff888300000b01 batch_addr=0x200000\n"
+		"1 5001100000 gpu_scheduler:drm_sched_job_run 710 name=rcs3 job_count=0 hw_job_count=1 "
+		"dev=0000:00:02.0 fence_context=91 fence_seqno=1 client_id=4\n"
+		"1 5001100500 xe:xe_sched_job_run 710 dev=0000:00:02.0 seqno=1 lrc_seqno=1 guc_id=3 guc_state=1 "
+		"flags=0 error=0 fence=0xffff888300000001 batch_addr=0x100000\n"
+		"1 5001550000 xe:xe_sched_job_run 710 dev=0000:00:02.0 seqno=1 lrc_seqno=1 guc_id=5 guc_state=1 "
+		"flags=0 error=0 fence=0xffff888300000b01 batch_addr=0x200000\n"
+		"1 5001800000 xe:xe_hw_fence_signal 0 dev=0000:00:02.0 ctx=66 seqno=1 fence=0xffff888300000b01\n"
+		"1 5001900000 xe:xe_hw_fence_signal 0 dev=0000:00:02.0 ctx=65 seqno=1 fence=0xffff888300000001\n"
+		"1 5001900100 gpu_scheduler:drm_sched_job_done 0 fence_context=91 fence_seqno=1\n";
+	char tmp[1024], s[1200];
+
+	import_event_list("samples/kernel/formats-xe", events, tmp, sizeof(tmp), s, sizeof(s));
+	query(s, "SELECT id, driver, ring, context, seqno, thread, submitted_ns, started_ns, finished_ns, "
+		 "finish_source, device, client_id FROM jobs ORDER BY id",
+	      "id,driver,ring,context,seqno,thread,submitted_ns,started_ns,finished_ns,finish_source,device,client_id\n"
+	      "1,drm_sched,rcs3,91,1,700,1002500,1100000,1900100,event,0000:00:02.0,4\n"
+	      "2,xe,bcs5,66,1,700,1502000,1550000,1800000,event,0000:00:02.0,\n");
+	nf_test_rmtree(tmp);
+}
+END_TEST
+
 static Suite *kernel_suite(const char *live)
 {
 	Suite *s = suite_create("kernel");
@@ -1270,6 +1453,10 @@ static Suite *kernel_suite(const char *live)
 		tcase_add_test(tc, test_fixture_fence_memory_bound);
 		tcase_add_test(tc, test_drm_sched_fixture_jobs);
 		tcase_add_test(tc, test_i915_fixture_jobs);
+		tcase_add_test(tc, test_drm_sched_616_fixture_jobs);
+		tcase_add_test(tc, test_drm_sched_616_paths_and_check);
+		tcase_add_test(tc, test_xe_fixture_jobs);
+		tcase_add_test(tc, test_xe_with_scheduler);
 		tcase_add_test(tc, test_ring_order_finish);
 		tcase_add_test(tc, test_recording_start_finish);
 		tcase_add_test(tc, test_cpustat_coverage);

@@ -86,14 +86,18 @@ done
 "$NF" push "$T/stall-chain" "$T/overrun" --clickhouse "$URL" > "$T/push.out" || fail "push: $(cat "$T/push.out")"
 TABLES=$(lite "$T/overrun" "SELECT name FROM sqlite_master WHERE type='table' AND name NOT IN ('meta','stall_blame') AND name NOT LIKE 'sqlite%' ORDER BY name")
 [ -n "$TABLES" ] || fail "no tables in the timeline"
-compare_counts() { # SESSION
-  nonzero=0
+compare_counts() { # SESSION: every table's rows, one query on each side
+  ql= qc=
   for t in $TABLES; do
-    a=$(lite "$T/$1" "SELECT count(*) FROM $t")
-    b=$(ch "SELECT count() FROM $t WHERE session = '$1'")
-    [ "$a" = "$b" ] || fail "$1.$t: SQLite has $a rows, ClickHouse $b"
-    [ "$a" != 0 ] && nonzero=$((nonzero + 1))
+    ql="$ql${ql:+ UNION ALL }SELECT '$t', count(*) FROM $t"
+    qc="$qc${qc:+ UNION ALL }SELECT '$t', count() FROM $t WHERE session = '$1'"
   done
+  lite "$T/$1" "$ql" | tr '|' , | sort > "$T/counts.lite"
+  ch "$qc" | tr -d '"' | sort > "$T/counts.ch"
+  [ "$(wc -l < "$T/counts.lite")" = "$(echo $TABLES | wc -w)" ] || fail "$1: SQLite counts: $(cat "$T/counts.lite")"
+  cmp -s "$T/counts.lite" "$T/counts.ch" ||
+    fail "$1: rows per table differ (SQLite, ClickHouse): $(diff "$T/counts.lite" "$T/counts.ch" | tr '\n' ' ')"
+  nonzero=$(grep -vc ',0$' "$T/counts.lite")
   [ $nonzero -ge 4 ] || fail "$1: only $nonzero non-empty tables compared"
   n=$(ch "SELECT count() FROM sessions WHERE session = '$1'")
   [ "$n" = 1 ] || fail "$1: listed $n times in sessions"

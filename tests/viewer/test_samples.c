@@ -42,6 +42,8 @@ static const struct {
 	{ "cross-adapter-2b-dark", "cross-adapter-scenario-2b", "--width 800 --theme dark" },
 	/* A shared fence between processes, a CPU wait satisfied at once. */
 	{ "process-a-b-sharing", "process-a-b-sharing", "--width 800" },
+	/* The display row: flips ready -> latched, the late one red and named, two at once halved. */
+	{ "frames-late", "frames-late", "--width 800 --from 60ms --to 140ms" },
 };
 
 START_TEST(sample_reference)

@@ -18,6 +18,7 @@
 #include "layout.h"
 #include "viewer.h"
 #include "contract/render.h"
+#include "contract/timeline.h"
 
 #define MS 1000000LL
 #define US 1000LL
@@ -965,6 +966,80 @@ START_TEST(empty_timeline)
 }
 END_TEST
 
+/*
+ * The display row of samples/frames-late.nfs (frames computed by nftrace
+ * frames), 60-140 ms: frame 5's flip green from its GPU work done (73.7 ms)
+ * to its blank (83.3 ms), full height; frame 6's red (late: ready 102.4 ms,
+ * latched at 116.7 ms) in the upper half as frame 7's (ready 107.4 ms) is in
+ * the queue beside it, in the lower half; a black boundary at each present,
+ * a blank tick at each vertical blank; the late frame named above it.
+ */
+#define C_FLIP 0x43A047u
+#define C_LATE 0xE53935u
+
+START_TEST(display_row_late_frame)
+{
+	char dir[4200], db[4300], png[4200], svg[4200], out[4096], err[4096];
+	struct nf_render_options o;
+	struct nf_render_layout lay;
+	struct nf_image im;
+	const struct nf_render_row *d = NULL;
+	char *text;
+	size_t len;
+
+	path_in_tmp(dir, sizeof(dir), "late");
+	path_in_tmp(png, sizeof(png), "late.png");
+	path_in_tmp(svg, sizeof(svg), "late.svg");
+	nf_test_record("samples/frames-late.nfs", dir, NULL);
+	ck_assert_int_eq(nf_test_nftrace_run(NF_TEST_ARGV("frames", dir), out, sizeof(out), err, sizeof(err)), 0);
+	snprintf(db, sizeof(db), "%s/%s", dir, NF_TIMELINE_DB_NAME);
+	o = base_opts(png);
+	o.from_ns = 60 * MS;
+	o.to_ns = 140 * MS;
+	render_ok(db, &o);
+	layout_of(db, &o, &lay);
+	ck_assert_uint_eq(lay.n_displays, 1);
+	for (size_t i = 0; i < lay.n_rows; i++)
+		if (lay.rows[i].kind == NF_ROW_DISPLAY)
+			d = &lay.rows[i];
+	ck_assert_ptr_nonnull(d);
+	ck_assert_int_eq(d->id, 0);
+	ck_assert_str_eq(d->name, "Monitor");
+	ck_assert_int_eq(d->engine, 10); /* its frames */
+	nf_image_load(&im, png);
+	double top = d->y + 17, half = (d->h - 21 - 2) / 2;
+
+	/* frame 5: one flip in the queue, full height */
+	ASSERT_COLOUR(pixel(&im, nf_render_layout_x(&lay, 78 * MS), top + 2), C_FLIP);
+	ASSERT_COLOUR(pixel(&im, nf_render_layout_x(&lay, 78 * MS), top + 2 * half), C_FLIP);
+	/* before it was ready: nothing */
+	ASSERT_COLOUR(pixel(&im, nf_render_layout_x(&lay, 71 * MS), top + 2), C_WHITE);
+	/* frame 6, late, above frame 7's flip */
+	ASSERT_COLOUR(pixel(&im, nf_render_layout_x(&lay, 110 * MS), top + 2), C_LATE);
+	ASSERT_COLOUR(pixel(&im, nf_render_layout_x(&lay, 110 * MS), top + half + 4), C_FLIP);
+	/* only frame 7 after frame 6 was latched, until frame 8 is ready (123.7 ms), above it */
+	ASSERT_COLOUR(pixel(&im, nf_render_layout_x(&lay, 121 * MS), top + 2), C_WHITE);
+	ASSERT_COLOUR(pixel(&im, nf_render_layout_x(&lay, 121 * MS), top + half + 4), C_FLIP);
+	ASSERT_COLOUR(pixel(&im, nf_render_layout_x(&lay, 125 * MS), top + 2), C_FLIP);
+	/* frame 6's present (84.333 ms): its boundary, dark, across the row */
+	{
+		uint32_t px = pixel(&im, nf_render_layout_x(&lay, 84333335) + 0.2, d->y + 5);
+
+		ck_assert_msg((px >> 16) < 0x60 && ((px >> 8) & 0xFF) < 0x60 && (px & 0xFF) < 0x70, "present edge %06X", px);
+	}
+	cairo_surface_destroy(im.sf);
+	/* the SVG names the late frame and how late its GPU work was */
+	o.output = svg;
+	render_ok(db, &o);
+	text = read_file(svg, &len);
+	ck_assert_uint_eq(count_str(text, "frame 6 late 2.354 ms"), 1);
+	ck_assert_ptr_nonnull(strstr(text, "display Monitor"));
+	ck_assert_ptr_nonnull(strstr(text, "5 frames (1 late)"));
+	free(text);
+	nf_render_layout_release(&lay);
+}
+END_TEST
+
 static Suite *viewer_suite(void)
 {
 	Suite *s = suite_create("viewer");
@@ -986,6 +1061,7 @@ static Suite *viewer_suite(void)
 	tcase_add_test(tc, parse_duration_table);
 	tcase_add_test(tc, bad_inputs);
 	tcase_add_test(tc, empty_timeline);
+	tcase_add_test(tc, display_row_late_frame);
 	suite_add_tcase(s, tc);
 	return s;
 }
