@@ -102,8 +102,10 @@ static int out_text(struct ch *c, const char *at, size_t n)
 	}
 	if (nf_esc_text((const char *)p, n - keep, NF_ESC_KEEP_NL, nf_esc_file_write, c->out))
 		return -1;
-	memcpy(c->carry + c->ncarry, p + n - keep, keep);
-	c->ncarry += keep;
+	if (keep) { /* at the end p is NULL (n = 0): no memcpy from it, even of 0 bytes */
+		memcpy(c->carry + c->ncarry, p + n - keep, keep);
+		c->ncarry += keep;
+	}
 	return 0;
 }
 
