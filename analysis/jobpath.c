@@ -288,6 +288,11 @@ int nf_analysis_job_path(const struct nf_analysis *a, int64_t job, struct nf_job
 	path->job = job;
 	path->end_ns = x.finished;
 	lo = x.has_submitted && x.submitted <= x.started ? x.submitted : x.started;
+	/* a latency beyond int64 (times planted at its ends): refused, not wrapped */
+	if (__builtin_sub_overflow(x.finished, lo, &(int64_t){ 0 }))
+		return nf_error_set(err, NF_EFORMAT, "job %" PRId64 ": from %" PRId64 " ns to %" PRId64
+				    " ns: a latency beyond 2^63 ns (the timeline holds impossible times)", job, lo,
+				    x.finished);
 	path->submitted_ns = lo;
 	t = x.finished;
 	for (;;) {

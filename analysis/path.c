@@ -485,6 +485,11 @@ int nf_analysis_critical_path(const struct nf_analysis *a, int64_t op_id, struct
 	if (!a->ops[o].has_end || !a->ops[o].has_queued)
 		return nf_error_set(err, NF_ESTATE, "operation %" PRId64 " has no %s time: no latency",
 				    op_id, a->ops[o].has_queued ? "end" : "queued");
+	/* a latency beyond int64 (times planted at its ends): refused, not wrapped */
+	if (__builtin_sub_overflow(a->ops[o].end, a->ops[o].queued, &(int64_t){ 0 }))
+		return nf_error_set(err, NF_EFORMAT, "operation %" PRId64 ": queued at %" PRId64 " ns, ended at %" PRId64
+				    " ns: a latency beyond 2^63 ns (the timeline holds impossible times)",
+				    op_id, a->ops[o].queued, a->ops[o].end);
 	w.t0 = a->ops[o].queued;
 	rc = walk_run(&w, o, a->ops[o].end, err);
 	if (rc) {

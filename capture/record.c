@@ -2,7 +2,9 @@
  * The recorder behind `nftrace record`: prepares the session directory, runs a
  * scenario through a runtime whose sink is the CTF writer (or runs a program
  * that records itself through NFTRACE_RECORD_DIR), reports progress to the
- * caller's callback, and closes the session cleanly on SIGINT.
+ * caller's callback, and closes the session cleanly on SIGINT. A session that
+ * replaces another (--force) is recorded beside it and swapped in when
+ * complete (contract/sessiondir.h): a failed recording keeps the old one.
  */
 #define _GNU_SOURCE /* pipe2 */
 #include "contract/record.h"
@@ -25,48 +27,17 @@
 #include <time.h>
 #include <unistd.h>
 
-/*
- * Removes an nftrace session so it can be recorded again. Everything in it is
- * checked first (core/session_dir.c, shared with the ETW import): any entry
- * nftrace does not write (another tool's file, a subdirectory) refuses the
- * whole replacement before a single file is removed. A CTF session and an
- * imported ETW session are both sessions. Links with our names are unlinked,
- * never followed.
- */
-static int remove_session(const char *dir, struct nf_error *err)
-{
-	int kind = nf_session_dir_check(dir, err);
-
-	if (kind < 0)
-		return kind;
-	return nf_session_dir_clear(dir, (enum nf_session_kind)kind, err);
-}
-
 int nf_record_prepare_dir(const char *dir, bool force, struct nf_error *err)
 {
-	struct stat st;
-	DIR *d;
-	struct dirent *de;
-	bool empty = true;
+	/* Everything in a session is checked first (core/session_dir.c): any
+	 * entry nftrace does not write refuses the whole replacement before a
+	 * single file is removed; links with our names are unlinked, never
+	 * followed. */
+	int kind = nf_session_dir_target(dir, force, err);
 
-	if (lstat(dir, &st) != 0) {
-		if (errno == ENOENT)
-			return 0;
-		return nf_error_set(err, NF_EIO, "%s: %s", dir, strerror(errno));
-	}
-	if (!S_ISDIR(st.st_mode))
-		return nf_error_set(err, NF_EEXIST, "%s: exists and is not a directory", dir);
-	if (!(d = opendir(dir)))
-		return nf_error_set(err, NF_EIO, "%s: %s", dir, strerror(errno));
-	while ((de = readdir(d)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-			empty = false;
-	closedir(d);
-	if (empty)
-		return 0;
-	if (!force)
-		return nf_error_set(err, NF_EEXIST, "%s: already exists (use --force to replace the session)", dir);
-	return remove_session(dir, err);
+	if (kind <= 0)
+		return kind;
+	return nf_session_dir_clear(dir, (enum nf_session_kind)kind, err);
 }
 
 struct progress_ctx {
@@ -103,9 +74,77 @@ static int progress_tick(void *ctx, uint64_t ops)
 	return 0;
 }
 
+/*
+ * Where a recording goes (core/aside.c's rule): a session that replaces
+ * another is recorded beside it (DIR.record-XXXXXX) and swapped in when
+ * complete; with nothing to replace it is recorded in DIR itself, so that a
+ * killed recorder leaves what it wrote (the temporary made to check DIR goes
+ * at once).
+ */
+struct rec_target {
+	struct nf_aside a;
+	bool replace;     /* a.tmp replaces a session */
+	const char *dir;  /* where to write: a.tmp or a.out */
+};
+
+static int record_begin(const struct nf_record_options *opts, struct rec_target *t, struct nf_error *err)
+{
+	int rc = nf_aside_begin(opts->out_dir, opts->force, "record", &t->a, err);
+
+	if (rc)
+		return rc;
+	t->replace = t->a.old != NF_SESSION_NONE;
+	if (!t->replace)
+		nf_aside_abort(&t->a);
+	t->dir = t->replace ? t->a.tmp : t->a.out;
+	return 0;
+}
+
+/* An error names DIR, not the temporary that is about to go. */
+static void name_dir(const struct rec_target *t, struct nf_error *err)
+{
+	char msg[NF_ERROR_MSG_MAX], tmp[sizeof(t->a.tmp)];
+	char *at;
+
+	snprintf(tmp, sizeof(tmp), "%s", t->a.tmp);
+	if (!err || !err->code || !t->replace || !tmp[0] || !(at = strstr(err->msg, tmp)))
+		return;
+	if (snprintf(msg, sizeof(msg), "%.*s%s%s", (int)(at - err->msg), err->msg, t->a.out, at + strlen(tmp)) >= 0)
+		memcpy(err->msg, msg, sizeof(msg));
+}
+
+/*
+ * The end of a recording in t->dir: a finished or interrupted one (closed
+ * cleanly) gets the caller's last word (opts->before_commit: the kernel
+ * stream) and is swapped in; a failed one is removed, the previous session
+ * kept (written in DIR itself: what was written stays). Returns rc, or the
+ * first error of the hook and the swap.
+ */
+static int record_end(struct rec_target *t, const struct nf_record_options *opts, int rc, bool interrupted,
+		      struct nf_error *err)
+{
+	if ((!rc || interrupted) && opts->before_commit) {
+		int r2 = opts->before_commit(opts->before_commit_ctx, t->dir, rc ? NULL : err);
+
+		if (!rc)
+			rc = r2;
+	}
+	if (!t->replace)
+		return rc;
+	if (rc && !interrupted) {
+		name_dir(t, err);
+		nf_aside_abort(&t->a);
+		return rc;
+	}
+	int c = nf_aside_commit(&t->a, rc ? NULL : err);
+
+	return rc ? rc : c;
+}
+
 int nf_record_scenario(const struct nf_record_options *opts, struct nf_record_result *res,
 		       struct nf_error *err)
 {
+	struct rec_target aside;
 	struct nf_scenario *sc = NULL;
 	struct nf_runtime_config cfg;
 	struct nf_ctf_writer *w = NULL;
@@ -122,15 +161,17 @@ int nf_record_scenario(const struct nf_record_options *opts, struct nf_record_re
 	nf_scenario_apply_settings(sc, &cfg);
 	if (opts->seed_set)
 		cfg.seed = opts->seed;
-	rc = nf_record_prepare_dir(opts->out_dir, opts->force, err);
+	rc = record_begin(opts, &aside, err);
 	if (rc)
 		goto out_scenario;
 	const struct nf_adapter_desc *adapters[16];
 	size_t n_adapters = nf_scenario_adapters(sc, adapters, 16);
-	rc = nf_session_writer_create(opts->out_dir, &cfg, opts->scenario, adapters,
+	rc = nf_session_writer_create(aside.dir, &cfg, opts->scenario, adapters,
 				      n_adapters, &w, err);
-	if (rc)
+	if (rc) {
+		rc = record_end(&aside, opts, rc, false, err);
 		goto out_scenario;
+	}
 	cfg.sink = nf_ctf_writer_sink(w);
 	/* Threaded advances, CPU waits and the drain stop early on SIGINT. */
 	cfg.interrupt = opts->interrupted;
@@ -175,6 +216,7 @@ out_writer: {
 		int rc2 = nf_ctf_writer_close(w, err);
 		if (!rc)
 			rc = rc2;
+		rc = record_end(&aside, opts, rc, rc == 0 && res->interrupted, err);
 	}
 out_scenario:
 	nf_scenario_destroy(sc);
@@ -183,19 +225,35 @@ out_scenario:
 	return rc;
 }
 
+static int record_program(const struct nf_record_options *opts, const char *dir,
+			  struct nf_record_result *res, struct nf_error *err);
+
 int nf_record_program(const struct nf_record_options *opts, struct nf_record_result *res,
 		      struct nf_error *err)
 {
-	char seed[32], meta[4200];
-	pid_t pid;
-	int st, rc;
+	struct rec_target aside;
+	int rc;
 
 	memset(res, 0, sizeof(*res));
 	if (!opts->argv || !opts->argv[0])
 		return nf_error_set(err, NF_EINVAL, "record: no program given after --");
-	rc = nf_record_prepare_dir(opts->out_dir, opts->force, err);
+	rc = record_begin(opts, &aside, err);
 	if (rc)
 		return rc;
+	rc = record_program(opts, aside.dir, res, err);
+	/* interrupted: what the program recorded up to then is the session */
+	int end = record_end(&aside, opts, rc == NF_EINTR ? 0 : rc, rc == NF_EINTR, err);
+
+	return end ? end : rc;
+}
+
+/* Runs the program recording into dir (the session or its temporary). */
+static int record_program(const struct nf_record_options *opts, const char *dir,
+			  struct nf_record_result *res, struct nf_error *err)
+{
+	char seed[32], meta[4200];
+	pid_t pid;
+	int st;
 	snprintf(seed, sizeof(seed), "%llu", (unsigned long long)(opts->seed_set ? opts->seed : 1));
 	/* The session's `source`: the command line, words joined by spaces. */
 	char cmdline[2048] = "";
@@ -236,7 +294,7 @@ int nf_record_program(const struct nf_record_options *opts, struct nf_record_res
 		snprintf(fdv, sizeof(fdv), "%d", status[1]);
 		if (fcntl(status[1], F_SETFD, 0) == 0)
 			setenv("NFTRACE_STATUS_FD", fdv, 1);
-		setenv("NFTRACE_RECORD_DIR", opts->out_dir, 1);
+		setenv("NFTRACE_RECORD_DIR", dir, 1);
 		setenv("NFTRACE_SEED", seed, 1);
 		setenv("NFTRACE_GROUND_TRUTH", opts->ground_truth ? "1" : "0", 1);
 		setenv("NFTRACE_MODE", opts->mode == NF_MODE_THREADED ? "threaded" : "deterministic", 1);
@@ -293,10 +351,10 @@ int nf_record_program(const struct nf_record_options *opts, struct nf_record_res
 		return nf_error_set(err, NF_ENOENT, "%s: cannot run program: %s", opts->argv[0],
 				    strerror(exec_errno));
 	}
-	snprintf(meta, sizeof(meta), "%s/metadata", opts->out_dir);
+	snprintf(meta, sizeof(meta), "%s/metadata", dir);
 	/* The runtime's committer process may outlive the program (killed, or
 	 * exited without closing its runtime): wait until the files are final. */
-	bool recorded = access(meta, F_OK) == 0 && nf_ctf_session_wait(opts->out_dir, NULL) == 0;
+	bool recorded = access(meta, F_OK) == 0 && nf_ctf_session_wait(dir, NULL) == 0;
 	/* What the runtime said about the recording (nothing when it went well);
 	 * the committer may still hold the pipe's write end: do not block. */
 	char failed[600] = "";

@@ -194,7 +194,8 @@ const char *nf_cli_next(const struct nf_cli *c, int opt, int *pos);
  */
 int nf_cli_int(const struct nf_cli *c, int opt, long long min, long long max, long long *out);
 
-/* Prints "nftrace CMD: message (see 'nftrace CMD --help')" on stderr and returns NF_EXIT_USAGE. */
+/* Prints "nftrace CMD: message (see 'nftrace CMD --help')" on stderr, the message as
+ * text (nf_esc_text: one line, printable UTF-8), and returns NF_EXIT_USAGE. */
 int nf_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Prints "nftrace CMD: err->msg" on stderr and returns NF_EXIT_FAIL. */
 int nf_cli_fail(const char *cmd, const struct nf_error *err);

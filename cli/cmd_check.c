@@ -8,6 +8,7 @@
  * nothing is kept per event.
  */
 #include "cli.h"
+#include "contract/escape.h"
 
 #include "contract/analysis.h"
 #include "contract/session.h"
@@ -282,18 +283,10 @@ static void hang_print_json(const struct nf_hang_report *h)
 	printf("%s]", listed ? "\n  " : "");
 }
 
+/* A JSON string (nf_esc_json: UTF-8 kept, controls escaped). */
 static void json_str(const char *str)
 {
-	putchar('"');
-	for (const unsigned char *c = (const unsigned char *)(str ? str : ""); *c; c++) {
-		if (*c == '"' || *c == '\\')
-			printf("\\%c", *c);
-		else if (*c < 0x20 || *c >= 0x7f)
-			printf("\\u%04x", *c); /* bytes, not UTF-8: always valid JSON */
-		else
-			putchar(*c);
-	}
-	putchar('"');
+	nf_esc_json_file(stdout, str, 0);
 }
 
 /* What every timeline says of the check: its coverage, its out_of_range anomalies. */
@@ -310,7 +303,7 @@ static int read_timeline_facts(const char *db_path, struct nf_coverage *cov, int
 	if (rc == 0) {
 		if (sqlite3_prepare_v2(db, "SELECT count(*) FROM anomalies WHERE kind = 'out_of_range'", -1, &st, NULL) !=
 			    SQLITE_OK || sqlite3_step(st) != SQLITE_ROW)
-			rc = nf_error_set(err, NF_ESQL, "%s: %s", db_path, sqlite3_errmsg(db));
+			rc = nf_sql_error(db, err, "%s", db_path);
 		else
 			*out_of_range = sqlite3_column_int64(st, 0);
 		sqlite3_finalize(st);
@@ -333,7 +326,7 @@ static void check_print_text(const struct nf_source_check *c, const struct nf_co
 		printf("verdict: illegal (%s, %zu lowered signal%s)\n", c->illegal_what, h->count[NF_HANG_LOWERED],
 		       h->count[NF_HANG_LOWERED] == 1 ? "" : "s");
 	else if (!strcmp(verdict, "incomplete"))
-		printf("verdict: incomplete (%s)\n", c->incomplete);
+		printf("verdict: incomplete (%s)\n", nf_esc_text_buf((char[512]){ 0 }, 512, c->incomplete, 0));
 	else if (!strcmp(verdict, "deadlock"))
 		printf("verdict: deadlock (%zu cycle%s of waits waiting for each other, %zu more waits "
 		       "never satisfied)\n", h->count[NF_HANG_DEADLOCK], h->count[NF_HANG_DEADLOCK] == 1 ? "" : "s",

@@ -5,6 +5,8 @@
  */
 #include "cli.h"
 #include "contract/errors.h"
+#include "contract/escape.h"
+#include "contract/sattime.h"
 
 #include "contract/analysis.h"
 #include "contract/render.h"
@@ -31,12 +33,12 @@ static void actor_label(const struct nf_analysis *a, const struct nf_cp_segment 
 		return;
 	}
 	const char *name = nf_analysis_queue_name(a, s->queue);
+	char clean[256];
+
+	/* names come from the session: what is not printable UTF-8 (C0, DEL, C1
+	 * such as U+009B CSI, noncharacters, stray bytes) is '?' on the terminal */
 	snprintf(buf, len, "queue 0x%" PRIx64 "%s%s%s", (uint64_t)s->queue, name ? " (" : "",
-		 name ? name : "", name ? ")" : "");
-	/* names come from the session: no control bytes to the terminal */
-	for (unsigned char *u = (unsigned char *)buf; *u; u++)
-		if (*u < 0x20 || *u == 0x7f)
-			*u = '?';
+		 name ? nf_esc_text_buf(clean, sizeof(clean), name, 0) : "", name ? ")" : "");
 }
 
 static void op_label(const struct nf_analysis *a, int64_t id, char *buf, size_t len)
@@ -128,18 +130,10 @@ static const char *kind_name(enum nf_seg_kind k)
 	return k == NF_SEG_WAIT ? "wait" : k == NF_SEG_EXECUTE ? "execute" : "queue";
 }
 
+/* A JSON string (nf_esc_json: UTF-8 kept as it is, controls escaped). */
 static void json_str(const char *str)
 {
-	putchar('"');
-	for (const unsigned char *c = (const unsigned char *)(str ? str : ""); *c; c++) {
-		if (*c == '"' || *c == '\\')
-			printf("\\%c", *c);
-		else if (*c < 0x20 || *c >= 0x7f)
-			printf("\\u%04x", *c);
-		else
-			putchar(*c);
-	}
-	putchar('"');
+	nf_esc_json_file(stdout, str, 0);
 }
 
 static void json_opt(const char *key, int64_t v)
@@ -154,7 +148,7 @@ static void print_json(const struct nf_analysis *a, const struct nf_cp_path *p)
 {
 	printf("{\"op\": %" PRId64 ", \"queued_ns\": %" PRId64 ", \"end_ns\": %" PRId64
 	       ", \"latency_ns\": %" PRId64 ", \"segments\": [",
-	       p->op_id, p->queued_ns, p->end_ns, p->end_ns - p->queued_ns);
+	       p->op_id, p->queued_ns, p->end_ns, nf_time_sub(p->end_ns, p->queued_ns));
 	for (size_t i = 0; i < p->n; i++) {
 		const struct nf_cp_segment *s = &p->segs[i];
 		char doing[512];
@@ -177,7 +171,7 @@ static void print_json(const struct nf_analysis *a, const struct nf_cp_path *p)
 		json_opt("release_op", s->release_op);
 		json_opt("via_fence", s->via_fence);
 		printf(", \"start_ns\": %" PRId64 ", \"end_ns\": %" PRId64 ", \"duration_ns\": %" PRId64
-		       ", \"doing\": ", s->start_ns, s->end_ns, s->end_ns - s->start_ns);
+		       ", \"doing\": ", s->start_ns, s->end_ns, nf_time_sub(s->end_ns, s->start_ns));
 		json_str(doing);
 		putchar('}');
 	}
@@ -203,7 +197,7 @@ static void print_text(const struct nf_analysis *a, const struct nf_cp_path *p)
 	actor_label(a, &self, on, sizeof(on));
 	printf("critical path of %s on %s\n", what, on);
 	printf("queued at %" PRId64 " ns, ended at %" PRId64 " ns: latency %" PRId64 " ns in %zu segment%s\n",
-	       p->queued_ns, p->end_ns, p->end_ns - p->queued_ns, p->n, p->n == 1 ? "" : "s");
+	       p->queued_ns, p->end_ns, nf_time_sub(p->end_ns, p->queued_ns), p->n, p->n == 1 ? "" : "s");
 	printf("%14s %14s %14s  %-28s %s\n", "start_ns", "end_ns", "duration_ns", "on", "doing");
 	for (size_t i = 0; i < p->n; i++) {
 		const struct nf_cp_segment *s = &p->segs[i];
@@ -211,7 +205,7 @@ static void print_text(const struct nf_analysis *a, const struct nf_cp_path *p)
 		actor_label(a, s, on, sizeof(on));
 		doing_label(a, s, doing, sizeof(doing));
 		printf("%14" PRId64 " %14" PRId64 " %14" PRId64 "  %-28s %s\n", s->start_ns, s->end_ns,
-		       s->end_ns - s->start_ns, on, doing);
+		       nf_time_sub(s->end_ns, s->start_ns), on, doing);
 	}
 }
 
@@ -229,10 +223,11 @@ static void job_label(const struct nf_analysis *a, int64_t id, char *buf, size_t
 	}
 	if (ji.job >= 0)
 		snprintf(jid, sizeof(jid), ", job id %" PRId64, ji.job);
-	snprintf(buf, len, "job %" PRId64 " (%s %s%s)", id, ji.driver, ji.ring[0] ? ji.ring : "ring ?", jid);
-	for (unsigned char *u = (unsigned char *)buf; *u; u++)
-		if (*u < 0x20 || *u == 0x7f)
-			*u = '?';
+	char raw[512];
+
+	/* driver and ring names come from the capture: shown as text (nf_esc_text) */
+	snprintf(raw, sizeof(raw), "job %" PRId64 " (%s %s%s)", id, ji.driver, ji.ring[0] ? ji.ring : "ring ?", jid);
+	nf_esc_text_buf(buf, len, raw, 0);
 }
 
 static void job_on(const struct nf_analysis *a, const struct nf_job_segment *s, char *buf, size_t len)
@@ -248,13 +243,13 @@ static void job_on(const struct nf_analysis *a, const struct nf_job_segment *s, 
 			snprintf(buf, len, "CPU (thread unknown)");
 		return;
 	}
+	char raw[512];
+
 	if (nf_analysis_job(a, s->job, &ji, &e) || !ji.ring[0])
-		snprintf(buf, len, "ring ?");
+		snprintf(raw, sizeof(raw), "ring ?");
 	else
-		snprintf(buf, len, "ring %s", ji.ring);
-	for (unsigned char *u = (unsigned char *)buf; *u; u++)
-		if (*u < 0x20 || *u == 0x7f)
-			*u = '?';
+		snprintf(raw, sizeof(raw), "ring %s", ji.ring);
+	nf_esc_text_buf(buf, len, raw, 0); /* the ring's name comes from the capture */
 }
 
 static const char *job_kind_name(enum nf_job_seg_kind k)
@@ -306,7 +301,7 @@ static void print_job_text(const struct nf_analysis *a, const struct nf_job_path
 	if (!nf_analysis_job(a, p->job, &ji, &e) && ji.thread >= 0)
 		printf(" submitted by thread %" PRId64, ji.thread);
 	printf("\nsubmitted at %" PRId64 " ns, finished at %" PRId64 " ns: latency %" PRId64 " ns in %zu segment%s\n",
-	       p->submitted_ns, p->end_ns, p->end_ns - p->submitted_ns, p->n, p->n == 1 ? "" : "s");
+	       p->submitted_ns, p->end_ns, nf_time_sub(p->end_ns, p->submitted_ns), p->n, p->n == 1 ? "" : "s");
 	printf("%14s %14s %14s  %-28s %s\n", "start_ns", "end_ns", "duration_ns", "on", "doing");
 	for (size_t i = 0; i < p->n; i++) {
 		const struct nf_job_segment *s = &p->segs[i];
@@ -314,7 +309,7 @@ static void print_job_text(const struct nf_analysis *a, const struct nf_job_path
 		job_on(a, s, on, sizeof(on));
 		job_doing(a, s, doing, sizeof(doing));
 		printf("%14" PRId64 " %14" PRId64 " %14" PRId64 "  %-28s %s\n", s->start_ns, s->end_ns,
-		       s->end_ns - s->start_ns, on, doing);
+		       nf_time_sub(s->end_ns, s->start_ns), on, doing);
 	}
 }
 
@@ -322,7 +317,7 @@ static void print_job_json(const struct nf_analysis *a, const struct nf_job_path
 {
 	printf("{\"job\": %" PRId64 ", \"submitted_ns\": %" PRId64 ", \"end_ns\": %" PRId64
 	       ", \"latency_ns\": %" PRId64 ", \"segments\": [",
-	       p->job, p->submitted_ns, p->end_ns, p->end_ns - p->submitted_ns);
+	       p->job, p->submitted_ns, p->end_ns, nf_time_sub(p->end_ns, p->submitted_ns));
 	for (size_t i = 0; i < p->n; i++) {
 		const struct nf_job_segment *s = &p->segs[i];
 		char on[300], doing[1000];
@@ -336,7 +331,7 @@ static void print_job_json(const struct nf_analysis *a, const struct nf_job_path
 		json_opt("thread", s->kind == NF_JSEG_SUBMIT ? s->thread : -1);
 		json_opt("dep_job", s->dep_job);
 		printf(", \"start_ns\": %" PRId64 ", \"end_ns\": %" PRId64 ", \"duration_ns\": %" PRId64,
-		       s->start_ns, s->end_ns, s->end_ns - s->start_ns);
+		       s->start_ns, s->end_ns, nf_time_sub(s->end_ns, s->start_ns));
 		json_opt("dep_context", s->dep_context);
 		json_opt("dep_seqno", s->dep_seqno);
 		json_opt("dep_signal", s->dep_signal);

@@ -5,6 +5,7 @@
  * exceeded, 2 bad usage).
  */
 #include "cli.h"
+#include "contract/escape.h"
 
 #include "contract/diff.h"
 #include "contract/render.h"
@@ -54,14 +55,10 @@ struct diff_state {
 	size_t ops_limit;
 };
 
-/* The expression as the user typed it, control characters as '?', for a message. */
+/* The expression as the user typed it, as text (nf_esc_text), for a message. */
 static void clean(char *dst, size_t len, const char *src)
 {
-	size_t o = 0;
-
-	for (; *src && o + 1 < len; src++)
-		dst[o++] = (unsigned char)*src < 0x20 || *src == 0x7f ? '?' : *src;
-	dst[o] = '\0';
+	nf_esc_text_buf(dst, len, src, 0);
 }
 
 /* A percentage ("5%" or "5") as a fraction: 0, or -1. */

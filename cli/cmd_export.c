@@ -1,5 +1,7 @@
 /* nftrace export: a session's timeline as a Perfetto trace or Chrome trace JSON. */
 #include "cli.h"
+#include "contract/escape.h"
+#include "contract/sessiondir.h"
 
 #include "contract/export.h"
 #include "contract/frames.h"
@@ -43,6 +45,10 @@ static int export_prepare(struct nf_cli *c)
 	if ((r = nf_cli_window(c, O_FROM, win)))
 		return r;
 	eo->sel = win->sel;
+	/* an output inside the session would be read as part of it: refused
+	 * before its timeline is built */
+	if (nf_session_output_check(c->args[0], eo->output, &err))
+		return nf_cli_fail("export", &err);
 	return 0;
 }
 
@@ -58,9 +64,11 @@ static int export_run(struct nf_cli *c)
 	/* the timeline with its frames (exported as tracks), computed once and kept */
 	if (nf_frames_ensure(c->args[0], NULL, db, sizeof(db), &err) || nf_export(db, eo, &es, &err))
 		return nf_cli_fail("export", &err);
+	char shown[4200];
+
 	printf("%s: %" PRIu64 " slices (%" PRIu64 " stalls), %" PRIu64 " instants, %" PRIu64
 	       " flows, %" PRIu64 " counter values, %" PRIu64 " tracks, %" PRIu64 " bytes",
-	       eo->output, es.slices, es.stalls, es.instants, es.flows, es.counters, es.tracks, es.bytes);
+	       nf_esc_text_buf(shown, sizeof(shown), eo->output, 0), es.slices, es.stalls, es.instants, es.flows, es.counters, es.tracks, es.bytes);
 	if (es.skipped)
 		printf(" (%" PRIu64 " operations with no time left out)", es.skipped);
 	printf("\n");

@@ -6,6 +6,7 @@
  */
 #include "cli.h"
 #include "contract/errors.h"
+#include "contract/escape.h"
 
 #include "contract/frames.h"
 #include "contract/render.h"
@@ -25,17 +26,23 @@ struct opts {
 	enum { OUT_TABLE, OUT_CSV, OUT_JSON } out;
 };
 
-/* Text from the capture, printable: control bytes become '?'. */
+/* Text from the capture, printable (nf_esc_text: what is not printable UTF-8 is '?'). */
 static void put_clean(FILE *f, const char *s)
 {
-	for (; s && *s;) {
-		int n = nf_text_control_len(s);
-
-		fputc(n ? '?' : *s, f);
-		s += n ? n : 1;
-	}
+	nf_esc_text_file(f, s ? s : "", 0);
 }
 
+/* CSV text, its quotes doubled. */
+static int csv_write(void *ctx, const char *p, size_t n)
+{
+	for (const char *q; (q = memchr(p, '"', n)); n -= (size_t)(q + 1 - p), p = q + 1)
+		if (fwrite(p, 1, (size_t)(q + 1 - p), ctx) != (size_t)(q + 1 - p) || fputc('"', ctx) == EOF)
+			return -1;
+	return fwrite(p, 1, n, ctx) == n ? 0 : -1;
+}
+
+/* A CSV field from the capture: as text (nf_esc_text, newlines kept), quoted
+ * when it holds , " CR or LF. */
 static void put_csv(FILE *f, const char *s)
 {
 	if (!s)
@@ -44,31 +51,19 @@ static void put_csv(FILE *f, const char *s)
 
 	if (quote)
 		fputc('"', f);
-	for (; *s; s++) {
-		if (*s == '"')
-			fputc('"', f);
-		fputc(*s == 0 ? '?' : *s, f);
-	}
+	nf_esc_text(s, strlen(s), NF_ESC_KEEP_NL, csv_write, f);
 	if (quote)
 		fputc('"', f);
 }
 
+/* A JSON string (nf_esc_json: UTF-8 kept, controls escaped), or null. */
 static void put_json_str(FILE *f, const char *s)
 {
 	if (!s) {
 		fputs("null", f);
 		return;
 	}
-	fputc('"', f);
-	for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-		if (*c == '"' || *c == '\\')
-			fprintf(f, "\\%c", *c);
-		else if (*c < 0x20 || *c == 0x7f)
-			fprintf(f, "\\u%04x", *c);
-		else
-			fputc(*c, f);
-	}
-	fputc('"', f);
+	nf_esc_json_file(f, s, 0);
 }
 
 static int cmp_i64(const void *a, const void *b)

@@ -1,11 +1,12 @@
 /* nftrace push: sessions into a ClickHouse fleet store (push/, include/contract/push.h). */
 #include "cli.h"
 
+#include "contract/escape.h"
 #include "contract/push.h"
 
 #include <stdio.h>
 
-enum { O_CLICKHOUSE, O_DATABASE, O_BATCH_BYTES, O_CLUSTER, O_STREAMS, O_QUIET };
+enum { O_CLICKHOUSE, O_DATABASE, O_BATCH_BYTES, O_CLUSTER, O_STREAMS, O_TIMEOUT, O_QUIET };
 
 static const struct nf_cli_option options[] = {
 	[O_CLICKHOUSE] = { .name = "clickhouse", .arg = "URL", .flags = NF_OPT_REQUIRED | NF_OPT_REPEAT,
@@ -15,6 +16,8 @@ static const struct nf_cli_option options[] = {
 			    .help = "bytes per INSERT, from 4096 to 1 GiB (default 256 MiB)" },
 	[O_CLUSTER] = { .name = "cluster", .arg = "NAME", .help = "the servers' cluster (remote_servers) to shard over" },
 	[O_STREAMS] = { .name = "streams", .arg = "K", .help = "connections at once, 1 to 64 (default 2)" },
+	[O_TIMEOUT] = { .name = "timeout", .arg = "S",
+			.help = "seconds one HTTP request may take, 1 to 86400 (default 600)" },
 	[O_QUIET] = { .name = "quiet", .short_name = 'q', .help = "print nothing when it worked" },
 	{ 0 },
 };
@@ -51,11 +54,25 @@ static int push_prepare(struct nf_cli *c)
 	if ((r = nf_cli_int(c, O_STREAMS, 1, 64, &v)))
 		return r;
 	po->streams = (unsigned)v;
+	v = 0;
+	if ((r = nf_cli_int(c, O_TIMEOUT, 1, 86400, &v)))
+		return r;
+	po->timeout_s = (long)v;
 	if (nurls > 1 && !po->cluster)
 		return nf_cli_usage_error("push", "several --clickhouse URLs are the shards of a --cluster NAME");
 	po->url = st->urls[0];
 	po->shards = st->urls;
 	po->n_shards = nurls;
+	/* every session's name first: one the server cannot store fails before
+	 * any timeline is built or anything is sent */
+	for (int i = 0; i < c->n_args; i++) {
+		struct nf_error err;
+		char id[NF_PUSH_ID_MAX + 1];
+
+		nf_error_clear(&err);
+		if (nf_push_session_id(c->args[i], id, sizeof(id), &err))
+			return nf_cli_fail("push", &err);
+	}
 	c->n_sessions = (size_t)c->n_args;
 	return 0;
 }
@@ -70,13 +87,14 @@ static int push_run(struct nf_cli *c)
 		return nf_cli_fail("push", &err);
 	for (int i = 0; i < c->n_args; i++) {
 		struct nf_push_stats ps;
-		char id[NF_PUSH_ID_MAX + 1];
+		char id[NF_PUSH_ID_MAX + 1], shown[4200], sid[4 * NF_PUSH_ID_MAX + 1];
 
 		if (nf_push_session(&st->po, c->args[i], &ps, &err))
 			return nf_cli_fail("push", &err);
 		nf_push_session_id(c->args[i], id, sizeof(id), NULL);
-		if (!nf_cli_has(c, O_QUIET))
-			printf("%s: session %s: %llu rows in %u tables, %llu batches, %llu bytes\n", c->args[i], id,
+		if (!nf_cli_has(c, O_QUIET)) /* the directory and its name as text */
+			printf("%s: session %s: %llu rows in %u tables, %llu batches, %llu bytes\n",
+			       nf_esc_text_buf(shown, sizeof(shown), c->args[i], 0), nf_esc_text_buf(sid, sizeof(sid), id, 0),
 			       (unsigned long long)ps.rows, ps.tables, (unsigned long long)ps.batches,
 			       (unsigned long long)ps.bytes);
 	}
@@ -90,7 +108,8 @@ const struct nf_cli_cmd cmd_push = {
 	.max_args = -1,
 	.args_complete = NF_COMPLETE_SESSION,
 	.synopsis =
-		"nftrace push DIR... --clickhouse URL [--database DB] [--batch-bytes N] [--streams K] [--quiet]\n"
+		"nftrace push DIR... --clickhouse URL [--database DB] [--batch-bytes N] [--streams K]\n"
+		"             [--timeout S] [--quiet]\n"
 		"nftrace push DIR... --cluster NAME --clickhouse URL1 --clickhouse URL2... [options]\n",
 	.description =
 		"Loads each session's timeline (built when missing) into ClickHouse over its HTTP interface\n"

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define QUERY_MAX_SQL (1u << 20)
 
@@ -66,6 +67,22 @@ static int names(const char *sql, const char *word)
 	return 0;
 }
 
+/* Whether the SQL ends with a FORMAT clause of its own ("... FORMAT Native;"). */
+static int names_format(const char *sql)
+{
+	const char *e = sql + strlen(sql);
+	const char *w;
+
+	while (e > sql && (isspace((unsigned char)e[-1]) || e[-1] == ';'))
+		e--;
+	while (e > sql && (isalnum((unsigned char)e[-1]) || e[-1] == '_'))
+		e--;
+	w = e;
+	while (w > sql && isspace((unsigned char)w[-1]))
+		w--;
+	return w - sql >= 6 && !strncasecmp(w - 6, "format", 6) && (w - 6 == sql || !isalnum((unsigned char)w[-7]));
+}
+
 /* Whether the SQL mentions the stall_blame table. */
 static int names_stall_blame(const char *sql)
 {
@@ -78,7 +95,7 @@ static int names_frames(const char *sql)
 	return names(sql, "frame");
 }
 
-enum { O_CSV, O_JSON, O_TABLE, O_FILE, O_REPORT, O_CLICKHOUSE, O_DATABASE };
+enum { O_CSV, O_JSON, O_TABLE, O_FILE, O_REPORT, O_CLICKHOUSE, O_DATABASE, O_TIMEOUT };
 
 static const struct nf_cli_option options[] = {
 	[O_CSV] = { .name = "csv", .help = "CSV with a header line" },
@@ -91,6 +108,8 @@ static const struct nf_cli_option options[] = {
 	[O_CLICKHOUSE] = { .name = "clickhouse", .arg = "URL",
 			   .help = "run the SQL on a ClickHouse fleet store (nftrace push), not on sessions" },
 	[O_DATABASE] = { .name = "database", .arg = "DB", .help = "--clickhouse: the database (default nftrace)" },
+	[O_TIMEOUT] = { .name = "timeout", .arg = "S",
+			.help = "--clickhouse: seconds the request may take, 1 to 86400 (default 600)" },
 	{ 0 },
 };
 
@@ -98,6 +117,7 @@ struct query_state {
 	struct nf_query_options qo;
 	const char *sql, *sql_file;
 	char *owned;
+	long timeout_s;                 /* --clickhouse: per request; 0: the default */
 };
 
 /* The format the last of --csv, --json, --table asks for. */
@@ -120,6 +140,8 @@ static int query_prepare(struct nf_cli *c)
 {
 	struct query_state *st = c->state;
 	struct nf_query_options *qo = &st->qo;
+	long long timeout = 0;
+	int r;
 	const char *report = nf_cli_get(c, O_REPORT), *ch_url = nf_cli_get(c, O_CLICKHOUSE);
 	struct nf_error err;
 	int npos = c->n_args;
@@ -128,8 +150,11 @@ static int query_prepare(struct nf_cli *c)
 	qo->format = query_format(c);
 	st->sql_file = nf_cli_get(c, O_FILE);
 	c->n_sessions = 0;
-	if (nf_cli_has(c, O_DATABASE) && !ch_url)
-		return nf_cli_usage_error("query", "--database goes with --clickhouse URL");
+	if ((nf_cli_has(c, O_DATABASE) || nf_cli_has(c, O_TIMEOUT)) && !ch_url)
+		return nf_cli_usage_error("query", "--database and --timeout go with --clickhouse URL");
+	if ((r = nf_cli_int(c, O_TIMEOUT, 1, 86400, &timeout)))
+		return r;
+	st->timeout_s = (long)timeout;
 	if (ch_url) {
 		/* SQL over a ClickHouse fleet store (nftrace push): no session DIRs */
 		if (report)
@@ -183,11 +208,14 @@ static int query_run(struct nf_cli *c)
 
 	nf_error_clear(&err);
 	if (ch_url) {
-		struct nf_push_options po = { .url = ch_url, .database = nf_cli_get(c, O_DATABASE) };
+		struct nf_push_options po = { .url = ch_url, .database = nf_cli_get(c, O_DATABASE),
+					      .timeout_s = st->timeout_s };
 		static const char *const fmts[] = { [NF_QUERY_TABLE] = "PrettyCompactNoEscapes",
 						    [NF_QUERY_CSV] = "CSVWithNames",
 						    [NF_QUERY_JSON] = "JSONEachRow" };
 
+		/* names pushed from a capture reach the terminal cleaned, as with a session */
+		po.answer_text = !names_format(st->sql) || isatty(STDOUT_FILENO);
 		rc = nf_push_query(&po, st->sql, fmts[st->qo.format], stdout, &err);
 		return rc ? nf_cli_fail("query", &err) : NF_EXIT_OK;
 	}
@@ -224,7 +252,8 @@ const struct nf_cli_cmd cmd_query = {
 	.args_complete = NF_COMPLETE_SESSION,
 	.synopsis =
 		"nftrace query DIR [DIR...] [--csv|--json|--table] (\"SQL\" | -f FILE.sql)\n"
-		"nftrace query --clickhouse URL [--database DB] [--csv|--json|--table] (\"SQL\" | -f FILE.sql)\n"
+		"nftrace query --clickhouse URL [--database DB] [--timeout S] [--csv|--json|--table]\n"
+		"              (\"SQL\" | -f FILE.sql)\n"
 		"nftrace query DIR [--csv|--json|--table] --report stalls|queues|lost\n",
 	.description =
 		"Builds the session's SQLite timeline (DIR/.timeline.db) on first use and runs SQL on it,\n"
@@ -238,7 +267,9 @@ const struct nf_cli_cmd cmd_query = {
 		"--clickhouse URL runs the SQL on a ClickHouse fleet store filled by 'nftrace push'\n"
 		"(database DB, default nftrace): --table is ClickHouse's PrettyCompactNoEscapes, --csv\n"
 		"CSVWithNames, --json JSONEachRow (one object per line, 64-bit integers as numbers); a\n"
-		"FORMAT clause in the SQL wins.\n",
+		"FORMAT clause in the SQL wins. The answer is text: what is not printable UTF-8 in it (an\n"
+		"escape sequence in a pushed name) is shown as '?', as for a session; with a FORMAT of\n"
+		"the SQL's own it is written as the server sent it, unless standard output is a terminal.\n",
 	.state_size = sizeof(struct query_state),
 	.prepare = query_prepare,
 	.run = query_run,

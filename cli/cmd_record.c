@@ -1,6 +1,7 @@
 /* nftrace record: run a scenario or a program and write a session directory. */
 #include "cli.h"
 
+#include "contract/escape.h"
 #include "contract/kernel.h"
 #include "contract/record.h"
 
@@ -95,25 +96,28 @@ static int record_run(struct nf_cli *c)
 		rc = nf_kernel_record(&o, kernel, c->tracefs, &res, &kst, &err);
 	else
 		rc = o.argv ? nf_record_program(&o, &res, &err) : nf_record_scenario(&o, &res, &err);
+	char shown[4200]; /* the directory as text (a name is any bytes) */
+
+	nf_esc_text_buf(shown, sizeof(shown), o.out_dir, 0);
 	/* A signal after the recorder's last look at the flag still counts. */
 	if (rc == NF_EINTR || (!rc && record_interrupted)) {
 		/* 128 + SIGINT, as shells report an interrupted command; the
 		 * session is whole up to the interruption. */
 		if (o.argv)
-			fprintf(stderr, "nftrace record: interrupted; session %s closed cleanly\n", o.out_dir);
+			fprintf(stderr, "nftrace record: interrupted; session %s closed cleanly\n", shown);
 		else
 			fprintf(stderr, "nftrace record: interrupted; session %s closed cleanly (%llu events)\n",
-				o.out_dir, (unsigned long long)res.events);
+				shown, (unsigned long long)res.events);
 		return NF_EXIT_INTERRUPTED;
 	}
 	if (rc)
 		return nf_cli_fail("record", &err);
 	if (o.scenario)
 		printf("recorded %s: %llu operations, %llu events, %llu bytes, %llu log entries lost\n",
-		       o.out_dir, (unsigned long long)res.operations, (unsigned long long)res.events,
+		       shown, (unsigned long long)res.operations, (unsigned long long)res.events,
 		       (unsigned long long)res.bytes, (unsigned long long)res.lost_entries);
 	else
-		printf("recorded %s\n", o.out_dir);
+		printf("recorded %s\n", shown);
 	if (kernel)
 		printf("kernel: %llu records on %u CPUs (%llu dma_fence, %llu sched, %llu other), "
 		       "%llu events lost by the kernel\n", (unsigned long long)kst.records, kst.cpus,

@@ -1,5 +1,7 @@
 /* nftrace report: draw a session's timeline to PNG, SVG or PDF, or write the interactive HTML page. */
 #include "cli.h"
+#include "contract/sattime.h"
+#include "contract/sessiondir.h"
 #include "contract/errors.h"
 
 #include "contract/analysis.h"
@@ -75,12 +77,13 @@ static int report_path(const char *db, int64_t op, struct nf_render_options *ro,
 		m[i].end_ns = s->end_ns;
 	}
 	snprintf(title, title_len, "critical path of op %" PRId64 ": latency %" PRId64 " ns, %zu segment%s",
-		 op, p.end_ns - p.queued_ns, p.n, p.n == 1 ? "" : "s");
+		 op, nf_time_sub(p.end_ns, p.queued_ns), p.n, p.n == 1 ? "" : "s");
 	if (ro->sel.from_ns < 0 && ro->sel.to_ns < 0) {
-		int64_t span = p.end_ns - p.queued_ns, pad = span / 8 + 1;
+		/* the path and an eighth around it; saturated (times near 2^63) */
+		int64_t span = nf_time_sub(p.end_ns, p.queued_ns), pad = span / 8 + 1;
 
 		ro->sel.from_ns = p.queued_ns > pad ? p.queued_ns - pad : 0;
-		ro->sel.to_ns = p.end_ns + pad;
+		ro->sel.to_ns = nf_time_add(p.end_ns, pad);
 	}
 	ro->marks = m;
 	ro->n_marks = (int)p.n;
@@ -157,6 +160,13 @@ static int report_prepare(struct nf_cli *c)
 		return nf_cli_usage_error("report", "--max-ops applies to -o FILE.html only");
 	if (is_html(ro->output) && st->cp_op >= 0)
 		return nf_cli_usage_error("report", "--critical-path applies to pictures, not to -o %s", ro->output);
+	/* an output inside the session would be read as part of it: refused
+	 * before its timeline is built */
+	struct nf_error err;
+
+	nf_error_clear(&err);
+	if (nf_session_output_check(c->args[0], ro->output, &err))
+		return nf_cli_fail("report", &err);
 	return 0;
 }
 

@@ -4,6 +4,7 @@
  * of the timeline, whatever the source).
  */
 #include "cli.h"
+#include "contract/escape.h"
 #include "contract/errors.h"
 #include "contract/timeline.h"
 
@@ -53,16 +54,10 @@ void nf_cli_coverage_text(FILE *out, const struct nf_coverage *c)
 			"before they were read are 'lost' anomalies\n", logs, logs == 1 ? "" : "s");
 }
 
-/* A JSON string of text nftrace wrote (scope names, details): no quotes or controls in it. */
+/* A JSON string (nf_esc_json; the scope names and details are nftrace's). */
 static void plain_json(FILE *out, const char *s)
 {
-	fputc('"', out);
-	for (; *s; s++)
-		if (*s == '"' || *s == '\\' || (unsigned char)*s < 0x20)
-			fprintf(out, "\\u%04x", (unsigned char)*s);
-		else
-			fputc(*s, out);
-	fputc('"', out);
+	nf_esc_json_file(out, s, 0);
 }
 
 void nf_cli_coverage_json(FILE *out, const struct nf_coverage *c)

@@ -12,6 +12,7 @@
  */
 #include "cli.h"
 #include "contract/errors.h"
+#include "contract/escape.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -56,12 +57,15 @@ const struct nf_command *nf_cli_find(const char *name)
 
 int nf_cli_usage_error(const char *cmd, const char *fmt, ...)
 {
+	char msg[2048];
 	va_list ap;
 
-	fprintf(stderr, "nftrace %s: ", cmd);
+	/* the arguments it quotes are the command line's: shown as text, one line */
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	fprintf(stderr, "nftrace %s: ", cmd);
+	nf_esc_text_file(stderr, msg, 0);
 	fprintf(stderr, " (see 'nftrace %s --help')\n", cmd);
 	return NF_EXIT_USAGE;
 }
@@ -69,19 +73,15 @@ int nf_cli_usage_error(const char *cmd, const char *fmt, ...)
 int nf_cli_fail(const char *cmd, const struct nf_error *err)
 {
 	/* One line whatever the message holds (SQLite quotes bad tokens, newlines
-	 * included; babeltrace2 quotes file contents): control bytes become '?'. */
+	 * included; babeltrace2 quotes file contents; names from a session): what
+	 * is not printable UTF-8 becomes '?' (nf_esc_text). */
 	fprintf(stderr, "nftrace %s: ", cmd);
 	/* A failed write to stdout (a full disk, a closed pipe) is what to report. */
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		fputs("cannot write to standard output\n", stderr);
 		return NF_EXIT_FAIL;
 	}
-	for (const char *m = err->msg[0] ? err->msg : nf_strerror(err->code); *m;) {
-		int n = nf_text_control_len(m); /* C0, DEL and UTF-8 C1 controls */
-
-		fputc(n ? '?' : *m, stderr);
-		m += n ? n : 1;
-	}
+	nf_esc_text_file(stderr, err->msg[0] ? err->msg : nf_strerror(err->code), 0);
 	fputc('\n', stderr);
 	return NF_EXIT_FAIL;
 }

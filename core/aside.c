@@ -79,9 +79,9 @@ static bool dead_build(const char *path)
 /*
  * Removes what killed runs left beside out: builds (OUT.import-*,
  * OUT.record-*) whose lock nobody holds, and old sessions moved aside
- * (OUT.old-*) once OUT itself is a session again (the swap went through; an
- * old session kept because the swap failed is never removed while OUT is
- * missing).
+ * (OUT.old-*) once OUT itself is a session again (the swap went through); an
+ * old session whose swap died before the new one took its place (OUT is
+ * missing) is put back as OUT.
  */
 static void remove_leftovers(const char *out)
 {
@@ -115,10 +115,18 @@ static void remove_leftovers(const char *out)
 			continue;
 		if (!strncmp(rest, "old-", 4)) {
 			struct nf_error e;
+			struct stat st;
 			int kind;
 
 			nf_error_clear(&e);
-			if (nf_session_dir_kind(out) == NF_SESSION_NONE || !dead_build(path))
+			if (!dead_build(path))
+				continue;
+			/* a swap that died between its renames: the old session goes back */
+			if (lstat(out, &st) != 0 && errno == ENOENT) {
+				rename(path, out);
+				continue;
+			}
+			if (nf_session_dir_kind(out) == NF_SESSION_NONE)
 				continue;
 			kind = nf_session_dir_check(path, &e);
 			if (kind > 0 && nf_session_dir_clear(path, (enum nf_session_kind)kind, &e) == 0)

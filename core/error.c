@@ -93,16 +93,3 @@ const char *nf_strerror(int code)
 	}
 	return "unknown error";
 }
-
-int nf_text_control_len(const char *s)
-{
-	const unsigned char *u = (const unsigned char *)s;
-
-	if (!u || !*u)
-		return 0;
-	if (*u < 0x20 || *u == 0x7f)
-		return 1;
-	if (u[0] == 0xc2 && u[1] >= 0x80 && u[1] <= 0x9f)
-		return 2;
-	return 0;
-}

@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -129,6 +130,35 @@ int nf_session_dir_check(const char *dir, struct nf_error *err)
 	return (int)kind;
 }
 
+int nf_session_dir_target(const char *dir, bool force, struct nf_error *err)
+{
+	struct stat st;
+	DIR *d;
+	struct dirent *de;
+	bool empty = true;
+
+	if (!*dir)
+		return nf_error_set(err, NF_EINVAL, "missing output directory (an empty name)");
+	if (lstat(dir, &st) != 0) {
+		if (errno == ENOENT)
+			return 0;
+		return nf_error_set(err, NF_EIO, "%s: %s", dir, strerror(errno));
+	}
+	if (!S_ISDIR(st.st_mode))
+		return nf_error_set(err, NF_EEXIST, "%s: exists and is not a directory", dir);
+	if (!(d = opendir(dir)))
+		return nf_error_set(err, NF_EIO, "%s: %s", dir, strerror(errno));
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			empty = false;
+	closedir(d);
+	if (empty)
+		return 0;
+	if (!force)
+		return nf_error_set(err, NF_EEXIST, "%s: already exists (use --force to replace the session)", dir);
+	return nf_session_dir_check(dir, err);
+}
+
 int nf_session_dir_clear(const char *dir, enum nf_session_kind kind, struct nf_error *err)
 {
 	DIR *d;
@@ -154,3 +184,45 @@ int nf_session_dir_clear(const char *dir, enum nf_session_kind kind, struct nf_e
 	closedir(d);
 	return 0;
 }
+
+/* dir's folder and name: "a/b" -> "a", "b"; "b" -> ".", "b". */
+static void split_path(const char *dir, char *parent, size_t len, const char **base)
+{
+	const char *slash = strrchr(dir, '/');
+
+	if (!slash) {
+		snprintf(parent, len, ".");
+		*base = dir;
+	} else if (slash == dir) {
+		snprintf(parent, len, "/");
+		*base = slash + 1;
+	} else {
+		snprintf(parent, len, "%.*s", (int)(slash - dir), dir);
+		*base = slash + 1;
+	}
+}
+
+int nf_session_output_check(const char *session_dir, const char *output, struct nf_error *err)
+{
+	char parent[PATH_MAX];
+	const char *base;
+	struct stat s, o;
+	size_t l = strlen(output);
+
+	while (l > 1 && output[l - 1] == '/')
+		l--;
+	if (l >= sizeof(parent))
+		return 0; /* the output's own open says what is wrong with it */
+	memcpy(parent, output, l);
+	parent[l] = '\0';
+	char name[PATH_MAX];
+
+	split_path(parent, name, sizeof(name), &base);
+	if (!(ctf_name(base) || etw_name(base)) || stat(session_dir, &s) != 0 || stat(name, &o) != 0)
+		return 0;
+	if (s.st_dev == o.st_dev && s.st_ino == o.st_ino)
+		return nf_error_set(err, NF_EINVAL, "%s: is a file of the session %s being read; refusing to write over it",
+				    output, session_dir);
+	return 0;
+}
+

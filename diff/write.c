@@ -1,11 +1,13 @@
 /*
  * Writing a diff: text for a terminal or a CI log, one JSON object, or CSV.
  * Every string that comes from a session (queue, thread and ring names, the
- * source, finding keys) is untrusted: control characters and bytes that are
- * not UTF-8 become '?' on a terminal and in CSV (whose names are also guarded
- * against spreadsheet formulas), JSON escapes them (invalid UTF-8 as U+FFFD).
+ * source, finding keys) is untrusted and written by core/escape.c's helpers:
+ * what is not printable UTF-8 becomes '?' on a terminal and in CSV (whose
+ * names are also guarded against spreadsheet formulas), JSON escapes it
+ * (invalid UTF-8 as U+FFFD).
  */
 #include "diff_int.h"
+#include "contract/escape.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -28,70 +30,29 @@ static const char *verdict_name(enum nf_diff_verdict v)
 	return "?";
 }
 
-/* ---- escaping ------------------------------------------------------------------ */
+/* ---- escaping (core/escape.c's helpers) ------------------------------------------ */
 
-/* The length of the valid UTF-8 sequence at p (1..4), 0 when it is not one. */
-static int utf8_len(const unsigned char *p)
-{
-	int n;
-	uint32_t c;
-
-	if (p[0] < 0x80)
-		return 1;
-	if (p[0] >= 0xc2 && p[0] <= 0xdf)
-		n = 2, c = p[0] & 0x1f;
-	else if (p[0] >= 0xe0 && p[0] <= 0xef)
-		n = 3, c = p[0] & 0x0f;
-	else if (p[0] >= 0xf0 && p[0] <= 0xf4)
-		n = 4, c = p[0] & 0x07;
-	else
-		return 0;
-	for (int i = 1; i < n; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-		c = c << 6 | (p[i] & 0x3f);
-	}
-	if ((n == 3 && c < 0x800) || (n == 4 && (c < 0x10000 || c > 0x10ffff)) || (c >= 0xd800 && c <= 0xdfff))
-		return 0;
-	return n;
-}
-
-/* Text for a terminal: control characters (C0, DEL, UTF-8 C1) and bytes that are
- * not UTF-8 as '?'. */
+/* Text for a terminal: what is not printable UTF-8 (C0, DEL, C1, noncharacters,
+ * bytes that are not UTF-8) as '?'. */
 static void put_text(FILE *f, const char *s)
 {
-	for (const char *p = s ? s : ""; *p;) {
-		int c = nf_text_control_len(p), n = c ? c : utf8_len((const unsigned char *)p);
-
-		if (c || !n)
-			fputc('?', f);
-		else
-			fwrite(p, 1, (size_t)n, f);
-		p += n ? n : 1;
-	}
+	nf_esc_text_file(f, s, 0);
 }
 
 static void put_json_str(FILE *f, const char *s)
 {
-	fputc('"', f);
-	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p;) {
-		int n = utf8_len(p);
+	nf_esc_json_file(f, s, 0);
+}
 
-		if (*p == '"' || *p == '\\') {
-			fprintf(f, "\\%c", *p);
-		} else if (*p < 0x20 || *p == 0x7f) {
-			fprintf(f, "\\u%04x", *p);
-		} else if (!n) {
-			fputs("\\ufffd", f);
-			n = 1;
-		} else if (n == 2 && p[0] == 0xc2 && p[1] < 0xa0) { /* C1 controls */
-			fprintf(f, "\\u%04x", p[1]);
-		} else {
-			fwrite(p, 1, (size_t)n, f);
-		}
-		p += n ? n : 1;
-	}
-	fputc('"', f);
+/* What nf_esc_text writes into a CSV field: its quotes doubled. */
+static int csv_write(void *ctx, const char *p, size_t n)
+{
+	FILE *f = ctx;
+
+	for (const char *q; (q = memchr(p, '"', n)); n -= (size_t)(q + 1 - p), p = q + 1)
+		if (fwrite(p, 1, (size_t)(q + 1 - p), f) != (size_t)(q + 1 - p) || fputc('"', f) == EOF)
+			return -1;
+	return fwrite(p, 1, n, f) == n ? 0 : -1;
 }
 
 /* A CSV field: controls and bytes that are not UTF-8 as '?', quoted when it holds
@@ -107,19 +68,7 @@ static void put_csv(FILE *f, const char *s, bool guard)
 		fputc('"', f);
 	if (guard && strchr("=+-@", p[0]) && p[0])
 		fputc('\'', f);
-	while (*p) {
-		int c = nf_text_control_len(p), n = c ? c : utf8_len((const unsigned char *)p);
-
-		if (c || !n) {
-			fputc('?', f);
-			p += n ? n : 1;
-			continue;
-		}
-		if (*p == '"')
-			fputc('"', f);
-		fwrite(p, 1, (size_t)n, f);
-		p += n;
-	}
+	nf_esc_text(p, len, 0, csv_write, f);
 	if (quote)
 		fputc('"', f);
 }

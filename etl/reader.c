@@ -15,6 +15,7 @@
  */
 #include "contract/etl.h"
 #include "contract/errors.h"
+#include "contract/infile.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -821,16 +822,17 @@ int nf_etl_reader_open(const char *path, unsigned flags, struct nf_etl_reader **
 	struct nf_etl_reader *r = reader_new(path, flags);
 	if (!r)
 		return nf_error_set(err, NF_ENOMEM, "%s: out of memory", path);
-	r->fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* a FIFO is refused, not waited on */
+	r->fd = nf_infile_open(path, err);
 	if (r->fd < 0) {
-		int e = errno;
+		int rc = r->fd;
 		nf_etl_reader_destroy(r);
-		return nf_error_set(err, e == ENOENT ? NF_ENOENT : NF_EIO, "%s: %s", path, strerror(e));
+		return rc;
 	}
 	struct stat st;
-	if (fstat(r->fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+	if (fstat(r->fd, &st) < 0) {
 		nf_etl_reader_destroy(r);
-		return nf_error_set(err, NF_EFORMAT, "%s: not a regular file", path);
+		return nf_error_set(err, NF_EIO, "%s: %s", path, strerror(errno));
 	}
 	r->lf.file_size = (uint64_t)st.st_size;
 	/* Buffers are read about in file order, each once: let the kernel read ahead. */

@@ -5,10 +5,12 @@
  * decimals so nanoseconds stay exact), names come from metadata events ("M":
  * process_name, thread_name, sort indexes), flows are "s"/"f" pairs binding to
  * the enclosing slices ("f" with "bp":"e"), counters "C" events. Every
- * string from the database is escaped, and bytes that are not UTF-8 become
- * '?', so the file is always valid JSON.
+ * string from the database is written by nf_esc_json (controls escaped,
+ * bytes that are not UTF-8 as U+FFFD), so the file is always valid JSON.
  */
 #include "export_int.h"
+#include "contract/escape.h"
+#include "contract/sattime.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -86,57 +88,18 @@ static void out_us_n(struct nf_xout *o, const char *key, size_t kn, int64_t ns)
 #define out_num(o, key, v) out_num_n((o), (key), sizeof(key) - 1, (v))
 #define out_us(o, key, ns) out_us_n((o), (key), sizeof(key) - 1, (ns))
 
-/* Length of the valid UTF-8 sequence at s (0: not valid). */
-static size_t utf8_len(const unsigned char *s)
+static int xout_write(void *ctx, const char *p, size_t n)
 {
-	size_t n;
-	unsigned c = s[0];
-
-	if (c < 0xc2 || c > 0xf4)
-		return 0;
-	n = c < 0xe0 ? 2 : c < 0xf0 ? 3 : 4;
-	for (size_t i = 1; i < n; i++)
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-	return n;
+	nf_xout_put(ctx, p, n);
+	return 0;
 }
 
-/* A JSON string: quotes, escapes, and '?' for bytes that are not UTF-8. */
+/* A JSON string (nf_esc_json: quotes, escapes, controls and noncharacters
+ * as \u escapes, bytes that are not UTF-8 as U+FFFD). */
 static void out_jstr(struct nf_xout *o, const char *str)
 {
-	static const char hex[] = "0123456789abcdef";
-	const unsigned char *s = (const unsigned char *)(str ? str : "");
-	const unsigned char *run = s;
-
-	nf_xout_put(o, "\"", 1);
-	while (*s) {
-		unsigned char c = *s;
-		size_t u;
-
-		if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
-			s++;
-			continue;
-		}
-		if (c >= 0x80 && (u = utf8_len(s)) > 0) {
-			s += u;
-			continue;
-		}
-		nf_xout_put(o, run, (size_t)(s - run));
-		if (c == '"' || c == '\\') {
-			char e[2] = { '\\', (char)c };
-
-			nf_xout_put(o, e, 2);
-		} else if (c < 0x20) {
-			char e[6] = { '\\', 'u', '0', '0', hex[c >> 4], hex[c & 15] };
-
-			nf_xout_put(o, e, 6);
-		} else {
-			nf_xout_put(o, "?", 1);
-		}
-		run = ++s;
-	}
-	nf_xout_put(o, run, (size_t)(s - run));
-	nf_xout_put(o, "\"", 1);
+	str = str ? str : "";
+	nf_esc_json(str, strlen(str), 0, xout_write, o);
 }
 
 static void sep(struct cj_writer *cw)
@@ -283,7 +246,7 @@ static int cj_event(struct nf_xwriter *w, const struct nf_xevent *e)
 
 	head(cw, as_slice ? "X" : "i", e->track, e->ts);
 	if (as_slice)
-		out_us(o, ",\"dur\":", e->end - e->ts);
+		out_us(o, ",\"dur\":", nf_time_sub(e->end, e->ts)); /* saturated: never negative */
 	else
 		NF_XOUT_LIT(o, ",\"s\":\"t\"");
 	NF_XOUT_LIT(o, ",\"name\":");
@@ -295,7 +258,7 @@ static int cj_event(struct nf_xwriter *w, const struct nf_xevent *e)
 	args(o, e);
 	if (!e->instant && e->stall_ts >= 0) {
 		head(cw, "X", e->track, e->stall_ts);
-		out_us(o, ",\"dur\":", e->end - e->stall_ts);
+		out_us(o, ",\"dur\":", nf_time_sub(e->end, e->stall_ts));
 		/* Nested in its wait, which carries everything else. */
 		NF_XOUT_LIT(o, ",\"name\":\"stall\"}");
 	}

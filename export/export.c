@@ -35,7 +35,7 @@
 
 int sql_fail(struct exporter *x, const char *what)
 {
-	return nf_error_set(x->err, NF_ESQL, "%s: %s", what, sqlite3_errmsg(x->db));
+	return nf_sql_error(x->db, x->err, "%s", what);
 }
 
 int oom(struct exporter *x)
@@ -55,7 +55,7 @@ int prepare_owned(struct exporter *x, sqlite3 *db, char *sql, sqlite3_stmt **st,
 	rc = sqlite3_prepare_v2(db, sql, -1, st, NULL);
 	sqlite3_free(sql);
 	if (rc != SQLITE_OK)
-		return nf_error_set(x->err, NF_ESQL, "%s: %s", what, sqlite3_errmsg(db));
+		return nf_sql_error(db, x->err, "%s", what);
 	return 0;
 }
 

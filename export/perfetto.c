@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "contract/escape.h"
 #include "contract/util_hash.h"
 
 /* Field numbers (Perfetto's public format). */
@@ -272,15 +273,38 @@ static void pb_fixed64(struct pb *p, unsigned field, uint64_t v)
 		p->buf[p->len++] = (unsigned char)(v >> (8 * i));
 }
 
+static int count_write(void *ctx, const char *p, size_t n)
+{
+	(void)p;
+	*(size_t *)ctx += n;
+	return 0;
+}
+
+static int pb_write(void *ctx, const char *s, size_t n)
+{
+	struct pb *p = ctx;
+
+	memcpy(p->buf + p->len, s, n);
+	p->len += n;
+	return 0;
+}
+
+/* A string field: proto3 `string`s must be UTF-8, and Perfetto shows them as
+ * text: what is not printable UTF-8 is '?' (nf_esc_text; never longer). */
 static void pb_string(struct pb *p, unsigned field, const char *s)
 {
-	size_t n = strlen(s);
+	size_t n = strlen(s), clean = 0;
+	bool is_clean = nf_esc_text_is_clean(s, 0);
 
+	if (!is_clean)
+		nf_esc_text(s, n, 0, count_write, &clean);
 	pb_tag(p, field, WT_LEN);
-	pb_varint(p, n);
+	pb_varint(p, is_clean ? n : clean);
 	if (pb_grow(p, n) == 0) {
-		memcpy(p->buf + p->len, s, n);
-		p->len += n;
+		if (is_clean)
+			pb_write(p, s, n);
+		else
+			nf_esc_text(s, n, 0, pb_write, p);
 	}
 }
 
@@ -319,8 +343,10 @@ static void packet_begin(struct pb *p, int64_t ts, int with_ts)
 {
 	p->len = 0;
 	p->depth = 0;
+	/* Perfetto's timestamps are unsigned: a time before the session's
+	 * start (only a planted timeline has one) is written as 0, not 2^64 - t */
 	if (with_ts)
-		pb_uint(p, TP_TIMESTAMP, (uint64_t)ts);
+		pb_uint(p, TP_TIMESTAMP, ts < 0 ? 0 : (uint64_t)ts);
 	pb_uint(p, TP_SEQUENCE_ID, SEQ_ID);
 }
 

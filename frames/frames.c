@@ -159,7 +159,8 @@ static int load_displays(struct fr_ctx *c)
 	for (size_t i = 0; i < c->n_displays; i++) {
 		struct fr_display *d = &c->displays[i];
 
-		qsort(d->blanks, d->n_blanks, sizeof(int64_t), cmp_i64);
+		if (d->n_blanks > 1) /* none: blanks is NULL, which qsort may not take */
+			qsort(d->blanks, d->n_blanks, sizeof(int64_t), cmp_i64);
 		if (d->refresh_stated || d->n_blanks < 3)
 			continue;
 		int64_t *gaps = malloc((d->n_blanks - 1) * sizeof(int64_t));
@@ -355,7 +356,8 @@ static int chains(struct fr_ctx *c)
 	} *ch = NULL;
 	size_t n = 0, cap = 0;
 
-	qsort(c->frames, c->n_frames, sizeof(*c->frames), cmp_frames);
+	if (c->n_frames > 1) /* none: frames is NULL, which qsort may not take (UBSan) */
+		qsort(c->frames, c->n_frames, sizeof(*c->frames), cmp_frames);
 	for (size_t i = 0; i < c->n_frames; i++) {
 		struct fr_frame *f = &c->frames[i];
 		size_t k;

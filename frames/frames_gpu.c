@@ -466,7 +466,8 @@ int fr_gpu_work(struct fr_ctx *c)
 		size_t n = w.n[i];
 		int64_t busy = 0, cs = 0, ce = INT64_MIN;
 
-		qsort(v, n, sizeof(*v), cmp_ivl);
+		if (n > 1) /* none: v may be NULL, which qsort may not take */
+			qsort(v, n, sizeof(*v), cmp_ivl);
 		for (size_t k = 0; k < n; k++) {
 			if (v[k].s > ce) {
 				if (ce > cs)

@@ -18,6 +18,7 @@
  */
 #include "html_int.h"
 #include "contract/errors.h"
+#include "contract/sattime.h"
 #include "contract/timeline.h"
 #include "contract/outfile.h"
 
@@ -34,7 +35,7 @@
 
 int sql_fail(struct html *h, const char *what)
 {
-	return nf_error_set(h->err, NF_ESQL, "%s: %s", what, sqlite3_errmsg(h->db));
+	return nf_sql_error(h->db, h->err, "%s", what);
 }
 
 /* Prepares sql (an sqlite3_mprintf result, freed here; NULL: out of memory)
@@ -109,6 +110,9 @@ static void write_meta(struct html *h, int64_t max_ops)
 	put_str(h, h->o->title ? h->o->title : "nftrace session");
 	put(h, ",\"session\":");
 	put_str(h, h->o->session ? h->o->session : "DIR");
+	/* the note's command: the directory as one shell word, to paste as it is */
+	put(h, ",\"sessionShell\":");
+	put_shell_word(h, h->o->session ? h->o->session : "DIR");
 	put(h, ",\"source\":");
 	put_str(h, h->source);
 	put(h, ",\"mode\":");
@@ -120,7 +124,7 @@ static void write_meta(struct html *h, int64_t max_ops)
 	put(h, ",\"t0\":");
 	put_i64(h, h->t0);
 	put(h, ",\"span\":");
-	put_i64(h, h->t1 - h->t0);
+	put_i64(h, nf_time_sub(h->t1, h->t0));
 	put(h, ",\"sessionEnd\":");
 	put_i64(h, h->session_end);
 	put(h, ",\"bins\":");
@@ -134,7 +138,7 @@ static void write_meta(struct html *h, int64_t max_ops)
 	put(h, ",\"detailFull\":");
 	put_i64(h, h->detail_full);
 	put(h, ",\"cut\":");
-	put_i64(h, h->detail_full ? h->t1 - h->t0 : h->cut - h->t0);
+	put_i64(h, nf_time_sub(h->detail_full ? h->t1 : h->cut, h->t0));
 	put(h, ",\"nextTo\":");
 	put_i64(h, h->detail_full ? 0 : h->next_to);
 	put(h, ",\"nAnomalies\":");

@@ -121,6 +121,7 @@ void put_big(struct html *h, int64_t v);
 void put_col(struct html *h, sqlite3_stmt *st, int col);
 void put_time(struct html *h, sqlite3_stmt *st, int col);
 void put_str(struct html *h, const char *s);
+void put_shell_word(struct html *h, const char *path);
 void put_json(struct html *h, const char *json);
 
 /* rows.c */

@@ -10,6 +10,7 @@
  */
 #include "html_int.h"
 #include "contract/errors.h"
+#include "contract/sattime.h"
 #include "contract/timeline.h"
 
 #include <inttypes.h>
@@ -312,9 +313,9 @@ static int write_runs(struct html *h)
 				fputc(',', h->f);
 			put_i64(h, t);
 			fputc(',', h->f);
-			put_i64(h, (a < h->t0 ? h->t0 : a) - h->t0);
+			put_i64(h, nf_time_sub(a < h->t0 ? h->t0 : a, h->t0));
 			fputc(',', h->f);
-			put_i64(h, b - h->t0);
+			put_i64(h, nf_time_sub(b, h->t0));
 			fputc(',', h->f);
 			put_col(h, st, 3);
 		}

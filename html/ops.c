@@ -8,6 +8,7 @@
  */
 #include "html_int.h"
 #include "contract/errors.h"
+#include "contract/sattime.h"
 
 #include <inttypes.h>
 #include <sqlite3.h>
@@ -17,7 +18,8 @@
 
 static int bin_of(const struct html *h, int64_t t, int nbins)
 {
-	double b = (double)(t - h->t0) * nbins / (double)(h->t1 - h->t0);
+	/* in floating point: a window may span most of int64 */
+	double b = ((double)t - (double)h->t0) * nbins / ((double)h->t1 - (double)h->t0);
 
 	return b < 0 ? 0 : b >= nbins ? nbins - 1 : (int)b;
 }
@@ -95,7 +97,7 @@ int pass_counts(struct html *h)
 /* The time at the start of histogram bin b. */
 static int64_t hist_time(const struct html *h, int b)
 {
-	return h->t0 + (int64_t)((double)(h->t1 - h->t0) * b / HIST_BINS);
+	return nf_time_add(h->t0, nf_time_from_double(((double)h->t1 - (double)h->t0) * b / HIST_BINS));
 }
 
 /* The detail cut: whole histogram bins from t0 holding at most max_ops operations. */
@@ -107,7 +109,7 @@ void find_cut(struct html *h, int64_t max_ops)
 	h->lo_id = INT64_MAX;
 	h->hi_id = INT64_MIN;
 	if (h->n_ops <= max_ops) {
-		h->cut = h->t1 + 1;
+		h->cut = nf_time_add(h->t1, 1); /* saturated: every start is below INT64_MAX but one at it */
 		h->detail_full = 1;
 		b = HIST_BINS;
 	} else {

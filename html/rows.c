@@ -7,6 +7,7 @@
  */
 #include "html_int.h"
 #include "contract/errors.h"
+#include "contract/sattime.h"
 #include "contract/timeline.h"
 
 #include <inttypes.h>
@@ -21,9 +22,15 @@ static int push_row(struct html *h, size_t *cap, const struct row *r)
 		size_t ncap = *cap ? *cap * 2 : 64;
 		struct row *n;
 
+		/* MAX_ROWS rows, not the power of two below it; the advice fits
+		 * the row that did not fit */
+		if (h->n_rows >= MAX_ROWS)
+			return nf_error_set(h->err, NF_ENOMEM, "more than %d rows; %s", MAX_ROWS,
+					    r->kind == ROW_THREAD ? "filter threads (--thread, --process; without --threads all)"
+					    : r->kind == ROW_QUEUE ? "filter queues (--queue)"
+								   : "narrow the window (--from, --to)");
 		if (ncap > MAX_ROWS)
-			return nf_error_set(h->err, NF_ENOMEM, "more than %d rows; filter queues",
-					    MAX_ROWS);
+			ncap = MAX_ROWS;
 		n = realloc(h->rows, ncap * sizeof(*n));
 		if (!n)
 			return nf_error_set(h->err, NF_ENOMEM, "out of memory for rows");

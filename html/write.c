@@ -5,6 +5,8 @@
  */
 #include "html_int.h"
 #include "contract/errors.h"
+#include "contract/escape.h"
+#include "contract/sattime.h"
 
 #include <inttypes.h>
 #include <sqlite3.h>
@@ -59,39 +61,74 @@ void put_time(struct html *h, sqlite3_stmt *st, int col)
 	if (sqlite3_column_type(st, col) == SQLITE_NULL)
 		put(h, "null");
 	else
-		put_i64(h, sqlite3_column_int64(st, col) - h->t0);
+		put_i64(h, nf_time_sub(sqlite3_column_int64(st, col), h->t0));
 }
 
-/* A JSON string, safe inside <script>: '<' is escaped so that no "</script>" appears. */
+/* A JSON string, safe inside <script> ('<', '>', '&' escaped: no "</script>"
+ * or "<!--" appears), every control and what is not UTF-8 escaped. */
 void put_str(struct html *h, const char *s)
 {
-	fputc('"', h->f);
-	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(h->f, "\\%c", *p);
-		else if (*p < 0x20 || *p == '<' || *p == '>' || *p == '&')
-			fprintf(h->f, "\\u%04x", *p);
-		else
-			fputc(*p, h->f);
-	}
-	fputc('"', h->f);
+	s = s ? s : "";
+	nf_esc_json(s, strlen(s), NF_ESC_SCRIPT, nf_esc_file_write, h->f);
+}
+
+/* A path as one shell word (nf_esc_shell; "./" before a leading '-', so it is
+ * no option), as a JSON string. */
+void put_shell_word(struct html *h, const char *path)
+{
+	char word[4 * 4096 + 16];
+	struct nf_esc_buf b = { word, sizeof(word), 0, false };
+
+	word[0] = '\0';
+	if (path[0] == '-')
+		nf_esc_buf_write(&b, "./", 2);
+	nf_esc_shell(path, strlen(path), nf_esc_buf_write, &b);
+	put_str(h, b.cut ? "DIR" : word);
 }
 
 /*
  * A JSON text from the timeline (an item's detail, made by SQLite's
- * json_object) as a value, safe inside <script>: '<', '>' and '&' can only be
- * inside its strings, where \u003c and the like mean the same. NULL: null.
+ * json_object from capture strings) as a value, safe inside <script>: '<',
+ * '>' and '&' can only be inside its strings, where \u003c and the like mean
+ * the same; a byte that does not start well-formed UTF-8 (SQLite copies a
+ * capture's bytes as they are) is \ufffd, and DEL, a noncharacter, a C1
+ * control, U+2028 or U+2029 its \u escape, as nf_esc_json writes strings. NULL: null.
  */
 void put_json(struct html *h, const char *json)
 {
+	const unsigned char *p, *end;
+
 	if (!json) {
 		put(h, "null");
 		return;
 	}
-	for (const unsigned char *p = (const unsigned char *)json; *p; p++) {
-		if (*p == '<' || *p == '>' || *p == '&')
-			fprintf(h->f, "\\u%04x", *p);
-		else
-			fputc(*p, h->f);
+	end = (const unsigned char *)json + strlen(json);
+	for (p = (const unsigned char *)json; p < end;) {
+		uint32_t cp;
+		size_t len;
+
+		if (*p == '<' || *p == '>' || *p == '&' || *p == 0x7f) {
+			fprintf(h->f, "\\u%04x", *p++);
+			continue;
+		}
+		if (*p < 0x80) {
+			fputc(*p++, h->f);
+			continue;
+		}
+		len = nf_utf8_decode(p, (size_t)(end - p), &cp);
+		if (!len) {
+			fputs("\\ufffd", h->f);
+			p++;
+		} else if (!nf_unicode_printable(cp) && cp <= 0xFFFF) {
+			fprintf(h->f, "\\u%04x", (unsigned)cp);
+			p += len;
+		} else if (!nf_unicode_printable(cp)) { /* a noncharacter past the BMP: its surrogate pair */
+			cp -= 0x10000;
+			fprintf(h->f, "\\u%04x\\u%04x", (unsigned)(0xD800 + (cp >> 10)), (unsigned)(0xDC00 + (cp & 0x3FF)));
+			p += len;
+		} else {
+			fwrite(p, 1, len, h->f);
+			p += len;
+		}
 	}
 }

@@ -10,6 +10,7 @@
  */
 #include "contract/session.h"
 #include "contract/errors.h"
+#include "contract/escape.h"
 #include "contract/sessiondir.h"
 #include "contract/timeline_writer.h"
 #include "importers_int.h"
@@ -576,51 +577,13 @@ void nf_source_check_free(struct nf_source_check *c)
 	c->text = c->json = NULL;
 }
 
+/* The importers' text and JSON for info and check: core/escape.c's helpers. */
 void nf_imp_put_clean(FILE *out, const char *s)
 {
-	for (const char *p = s ? s : ""; *p;) {
-		int n = nf_text_control_len(p); /* C0, DEL and UTF-8 C1 controls */
-
-		fputc(n ? '?' : *p, out);
-		p += n ? n : 1;
-	}
-}
-
-/* Length of the valid UTF-8 sequence at s (1..4), or 0 when it is not one. */
-static int utf8_len(const unsigned char *s)
-{
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		return (s[1] & 0xc0) == 0x80 ? 2 : 0;
-	if (s[0] >= 0xe0 && s[0] <= 0xef) {
-		unsigned lo = s[0] == 0xe0 ? 0xa0 : 0x80, hi = s[0] == 0xed ? 0x9f : 0xbf;
-
-		return s[1] >= lo && s[1] <= hi && (s[2] & 0xc0) == 0x80 ? 3 : 0;
-	}
-	if (s[0] >= 0xf0 && s[0] <= 0xf4) {
-		unsigned lo = s[0] == 0xf0 ? 0x90 : 0x80, hi = s[0] == 0xf4 ? 0x8f : 0xbf;
-
-		return s[1] >= lo && s[1] <= hi && (s[2] & 0xc0) == 0x80 && (s[3] & 0xc0) == 0x80 ? 4 : 0;
-	}
-	return 0;
+	nf_esc_text_file(out, s, 0);
 }
 
 void nf_imp_put_json(FILE *out, const char *s)
 {
-	fputc('"', out);
-	for (const unsigned char *u = (const unsigned char *)(s ? s : ""); *u;) {
-		int n = utf8_len(u);
-
-		if (*u == '"' || *u == '\\')
-			fprintf(out, "\\%c", *u);
-		else if (*u < 0x20 || *u == 0x7f)
-			fprintf(out, "\\u%04x", *u);
-		else if (n == 0)
-			fputs("\\ufffd", out); /* not UTF-8: the replacement character, valid JSON */
-		else
-			fwrite(u, 1, (size_t)n, out);
-		u += n ? n : 1;
-	}
-	fputc('"', out);
+	nf_esc_json_file(out, s, 0);
 }

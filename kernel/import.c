@@ -8,6 +8,7 @@
 #define _GNU_SOURCE /* O_TMPFILE, copy_file_range */
 #include "kernel_int.h"
 #include "contract/errors.h"
+#include "contract/infile.h"
 
 #include "contract/record.h"
 
@@ -53,17 +54,12 @@ bool nf_kernel_file_is(const char *path)
 static int check_header(const char *path, struct nf_error *err)
 {
 	unsigned char h[32];
-	struct stat st;
 	ssize_t n;
-	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	/* not blocking on a FIFO: refused as not a regular file */
+	int fd = nf_infile_open(path, err);
 
 	if (fd < 0)
-		return nf_error_set(err, errno == ENOENT ? NF_ENOENT : NF_EIO, "%s: %s", path,
-				    strerror(errno));
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return nf_error_set(err, NF_EFORMAT, "%s: not a regular file", path);
-	}
+		return fd;
 	n = read(fd, h, sizeof(h));
 	close(fd);
 	if (n < 0)

@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -279,6 +280,17 @@ void nf_kernel_remove_stale_instances(const char *tracefs)
 		remove_stale_instances(t);
 }
 
+/* Mounts tracefs on dir (an empty directory, as /sys/kernel/tracing is while
+ * nothing is mounted there): true when it is mounted now. */
+static bool mount_tracefs(const char *dir)
+{
+	struct stat st;
+
+	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+		return false;
+	return mount("nodev", dir, "tracefs", 0, NULL) == 0;
+}
+
 int nf_kernel_trace_start(const struct nf_kernel_trace_options *o, struct nf_kernel_trace **out,
 			  uint64_t *origin_ns, struct nf_error *err)
 {
@@ -291,10 +303,16 @@ int nf_kernel_trace_start(const struct nf_kernel_trace_options *o, struct nf_ker
 		return nf_error_set(err, NF_ENOMEM, "out of memory");
 	snprintf(t->tracefs, sizeof(t->tracefs), "%s", o && o->tracefs ? o->tracefs : "/sys/kernel/tracing");
 	snprintf(path, sizeof(path), "%s/instances", t->tracefs);
+	/* Not mounted (a fresh machine): mount it, as trace-cmd's library does
+	 * (and leaves it mounted), when there is a directory to mount it on and
+	 * we may (root). */
+	if (access(path, F_OK) != 0 && errno == ENOENT)
+		(void)mount_tracefs(t->tracefs);
 	if (access(path, W_OK) != 0) {
 		rc = nf_error_set(err, NF_EUNSUPP,
-				  "--kernel: %s is not mounted or not writable (%s): recording kernel events "
-				  "needs tracefs and root", path, strerror(errno));
+				  "--kernel: %s is not mounted or not writable (%s)%s: recording kernel events "
+				  "needs tracefs and root", path, strerror(errno),
+				  geteuid() ? "" : ", and tracefs could not be mounted there");
 		goto out_destroy;
 	}
 	remove_stale_instances(t->tracefs);

@@ -8,13 +8,26 @@
 
 #include <string.h>
 
+struct finish_ctx {
+	struct nf_kernel_trace *t;
+	struct nf_kernel_stats *kst;
+};
+
+/* The kernel stream into the closed session, before it replaces another. */
+static int finish_into(void *ctx, const char *dir, struct nf_error *err)
+{
+	struct finish_ctx *f = ctx;
+
+	return nf_kernel_trace_finish(f->t, dir, f->kst, err);
+}
+
 int nf_kernel_record(const struct nf_record_options *ro, const char *events, const char *tracefs,
 		     struct nf_record_result *res, struct nf_kernel_stats *kst, struct nf_error *err)
 {
 	struct nf_kernel_trace_options ko = { 0 };
 	struct nf_kernel_trace *t = NULL;
 	uint64_t origin;
-	int rc, rc2;
+	int rc;
 
 	memset(res, 0, sizeof(*res));
 	memset(kst, 0, sizeof(*kst));
@@ -22,13 +35,13 @@ int nf_kernel_record(const struct nf_record_options *ro, const char *events, con
 	ko.events = events && strcmp(events, "default") ? events : NULL;
 	if ((rc = nf_kernel_trace_start(&ko, &t, &origin, err)))
 		return rc;
-	rc = ro->argv ? nf_record_program(ro, res, err) : nf_record_scenario(ro, res, err);
-	if (rc && rc != NF_EINTR) {
-		nf_kernel_trace_destroy(t);
-		return rc;
-	}
-	/* Interrupted: the session was closed cleanly; keep the kernel events too. */
-	rc2 = nf_kernel_trace_finish(t, ro->out_dir, kst, rc ? NULL : err);
+	/* Interrupted: the session was closed cleanly; the kernel events go in too. */
+	struct finish_ctx fc = { t, kst };
+	struct nf_record_options o = *ro;
+
+	o.before_commit = finish_into;
+	o.before_commit_ctx = &fc;
+	rc = o.argv ? nf_record_program(&o, res, err) : nf_record_scenario(&o, res, err);
 	nf_kernel_trace_destroy(t);
-	return rc ? rc : rc2;
+	return rc;
 }

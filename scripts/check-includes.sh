@@ -37,6 +37,7 @@ declare -A PUBLIC=(
 declare -A CONTRACT=(
   [errors.h]=core [ctf_meta.h]=core [outfile.h]=core [sessiondir.h]=core
   [anomaly_kinds.h]=core [capbuf.h]=core [text.h]=core [util_hash.h]=core
+  [escape.h]=core [sattime.h]=core [infile.h]=core
   [ctf.h]=capture [record.h]=capture
   [parser.h]=parser [kernel.h]=kernel [etl.h]=etl
   [timeline.h]=timeline [timeline_writer.h]=timeline [spill.h]=timeline [deps.h]=timeline

@@ -1,25 +1,26 @@
 #!/usr/bin/env bash
 # The longer fuzzing campaign: builds the libFuzzer targets, one per decoder
-# of outside input (tests/fuzz/fuzz_{logreplay,ctf,scenario,duration}.c and
-# the trace.dat import, tests/kernel/fuzz_import.c), with clang (-DNF_FUZZ=ON,
+# of outside input (tests/fuzz/fuzz_{logreplay,ctf,scenario,duration,builder}.c,
+# the escaping helpers, fuzz_escape.c, the trace.dat import,
+# tests/kernel/fuzz_import.c, and the ETL reader, tests/etl/fuzz_etl.c), with clang (-DNF_FUZZ=ON,
 # ASan+UBSan) in build-fuzz/ and runs each one for a while. New inputs go to
 # out/fuzz/<target>/ (the seed corpus, tests/fuzz/corpus/<target>/ or
 # tests/kernel/corpus/import/, is read, never written); crashes, leaks and
 # timeouts go to out/fuzz/crashes/ and stop that target.
 #   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]
-#     (default 300 s; targets logreplay ctf scenario duration import etl)
+#     (default 300 s; targets logreplay ctf scenario duration builder escape import etl)
 # Replay one crash:  build-fuzz/tests/fuzz/fuzz_<target> out/fuzz/crashes/<target>-crash-...
 #   (the import target is build-fuzz/tests/kernel/fuzz_import, etl build-fuzz/tests/etl/fuzz_etl)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs="${1:-300}"
 shift || true
-targets="${*:-logreplay ctf scenario duration import etl}"
+targets="${*:-logreplay ctf scenario duration builder escape import etl}"
 build="${NF_FUZZ_BUILD:-build-fuzz}"
 
 CC=clang cmake -S . -B "$build" -DNF_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 for t in $targets; do
-	cmake --build "$build" -j"$(nproc)" --target "fuzz_$t" >/dev/null
+	cmake --build "$build" -j"${NF_FUZZ_JOBS:-$(nproc)}" --target "fuzz_$t" >/dev/null
 done
 mkdir -p out/fuzz/crashes
 status=0

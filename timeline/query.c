@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "contract/errors.h"
+#include "contract/escape.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -186,14 +187,22 @@ out_close:
 	return rc;
 }
 
-/* Display width of UTF-8 text: code points, not bytes. */
+static int width_write(void *ctx, const char *p, size_t n)
+{
+	size_t *w = ctx;
+
+	for (size_t i = 0; i < n; i++)
+		if (((unsigned char)p[i] & 0xc0) != 0x80)
+			(*w)++;
+	return 0;
+}
+
+/* Display width of a cell as put_padded writes it: code points, not bytes. */
 static size_t text_width(const unsigned char *s, int bytes)
 {
 	size_t w = 0;
 
-	for (int i = 0; i < bytes; i++)
-		if ((s[i] & 0xc0) != 0x80)
-			w++;
+	nf_esc_text((const char *)s, (size_t)bytes, NF_ESC_KEEP_NL, width_write, &w);
 	return w;
 }
 
@@ -211,20 +220,13 @@ static const unsigned char *cell_text(sqlite3_stmt *s, int col, int *bytes)
 	return t ? t : (const unsigned char *)"";
 }
 
-/* The table is for a terminal: control bytes from a session (an escape
- * sequence in a name, a NUL in a blob) are shown as '?', never sent raw
- * (newlines and tabs stay: a multi-line value is shown on several lines). */
+/* The table is for a terminal: what is not printable UTF-8 (an escape
+ * sequence in a name, a C1 control, a NUL in a blob, a Latin-1 byte) is shown
+ * as '?', never sent raw (newlines and tabs stay: a multi-line value is
+ * shown on several lines). */
 static void put_padded(FILE *out, const unsigned char *t, int bytes, size_t width, size_t pad)
 {
-	for (int i = 0; i < bytes; i++) {
-		/* C1 controls too (U+009B CSI is two bytes of UTF-8): one '?'. */
-		if (t[i] == 0xc2 && i + 1 < bytes && t[i + 1] >= 0x80 && t[i + 1] <= 0x9f) {
-			fputc('?', out);
-			i++;
-			continue;
-		}
-		fputc((t[i] < 0x20 && t[i] != '\n' && t[i] != '\t') || t[i] == 0x7f ? '?' : t[i], out);
-	}
+	nf_esc_text((const char *)t, (size_t)bytes, NF_ESC_KEEP_NL, nf_esc_file_write, out);
 	for (size_t w = width; w < pad; w++)
 		fputc(' ', out);
 }
@@ -349,6 +351,17 @@ out_sql:
 	return nf_error_set(err, NF_ESQL, "%s", sqlite3_errmsg(sqlite3_db_handle(s)));
 }
 
+/* CSV text, its quotes doubled. */
+static int csv_write(void *ctx, const char *p, size_t n)
+{
+	for (const char *q; (q = memchr(p, '"', n)); n -= (size_t)(q + 1 - p), p = q + 1)
+		if (fwrite(p, 1, (size_t)(q + 1 - p), ctx) != (size_t)(q + 1 - p) || fputc('"', ctx) == EOF)
+			return -1;
+	return fwrite(p, 1, n, ctx) == n ? 0 : -1;
+}
+
+/* A CSV field, text as in the table (nf_esc_text: a NUL, which cuts most CSV
+ * readers short, or an escape sequence is '?'; newlines stay, quoted). */
 static void put_csv_field(FILE *out, const unsigned char *t, int bytes)
 {
 	bool quote = false;
@@ -357,11 +370,7 @@ static void put_csv_field(FILE *out, const unsigned char *t, int bytes)
 		quote = t[i] == ',' || t[i] == '"' || t[i] == '\r' || t[i] == '\n';
 	if (quote)
 		fputc('"', out);
-	for (int i = 0; i < bytes; i++) {
-		if (t[i] == '"')
-			fputc('"', out);
-		fputc(t[i] ? t[i] : '?', out); /* a NUL cuts most CSV readers short */
-	}
+	nf_esc_text((const char *)t, (size_t)bytes, NF_ESC_KEEP_NL, csv_write, out);
 	if (quote)
 		fputc('"', out);
 }
@@ -410,63 +419,12 @@ static int print_csv(sqlite3_stmt *s, FILE *out, bool *first_set, struct nf_erro
 	return 0;
 }
 
-/* Length of the valid UTF-8 sequence at t (n bytes left), or 0 (RFC 3629). */
-static int utf8_seq(const unsigned char *t, int n)
-{
-	unsigned char c = t[0], lo = 0x80, hi = 0xBF;
-	int len;
-
-	if (c >= 0xC2 && c <= 0xDF)
-		len = 2;
-	else if (c >= 0xE0 && c <= 0xEF)
-		len = 3, lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
-	else if (c >= 0xF0 && c <= 0xF4)
-		len = 4, lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
-	else
-		return 0;
-	if (len > n || t[1] < lo || t[1] > hi)
-		return 0;
-	for (int i = 2; i < len; i++)
-		if ((t[i] & 0xC0) != 0x80)
-			return 0;
-	return len;
-}
-
-/* A JSON string; bytes that are not UTF-8 (a foreign session's names) become
- * U+FFFD, so the output is always valid JSON. */
+/* A JSON string (nf_esc_json): every string whole, its controls escaped;
+ * bytes that are not UTF-8 (a foreign session's names) become U+FFFD, so
+ * the output is always valid JSON. */
 static void put_json_string(FILE *out, const unsigned char *t, int bytes)
 {
-	fputc('"', out);
-	for (int i = 0; i < bytes; i++) {
-		unsigned char ch = t[i];
-
-		if (ch >= 0x80) {
-			int len = utf8_seq(t + i, bytes - i);
-			if (len == 0) {
-				fputs("\\ufffd", out);
-			} else {
-				fwrite(t + i, 1, (size_t)len, out);
-				i += len - 1;
-			}
-			continue;
-		}
-
-		switch (ch) {
-		case '"': fputs("\\\"", out); break;
-		case '\\': fputs("\\\\", out); break;
-		case '\n': fputs("\\n", out); break;
-		case '\r': fputs("\\r", out); break;
-		case '\t': fputs("\\t", out); break;
-		case '\b': fputs("\\b", out); break;
-		case '\f': fputs("\\f", out); break;
-		default:
-			if (ch < 0x20 || ch == 0x7f)
-				fprintf(out, "\\u%04x", ch);
-			else
-				fputc(ch, out);
-		}
-	}
-	fputc('"', out);
+	nf_esc_json((const char *)t, (size_t)bytes, 0, nf_esc_file_write, out);
 }
 
 /* The JSON keys of a statement's columns: a name seen before gets ":2",

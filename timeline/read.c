@@ -9,10 +9,22 @@
 #include <errno.h>
 #include <sqlite3.h>
 #include <stdbool.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+
+int nf_sql_error(sqlite3 *db, struct nf_error *err, const char *fmt, ...)
+{
+	char what[NF_ERROR_MSG_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	return nf_error_set(err, NF_ESQL, "%s: %s", what, db ? sqlite3_errmsg(db) : "out of memory");
+}
 
 int nf_timeline_open_read(const char *path, sqlite3 **db, struct nf_error *err)
 {
@@ -30,6 +42,12 @@ int nf_timeline_open_read(const char *path, sqlite3 **db, struct nf_error *err)
 		goto out_close;
 	}
 	sqlite3_busy_timeout(*db, 10000); /* a blame or frames commit in progress: wait for it */
+	/* A timeline file may come with a session from elsewhere (its session_key
+	 * is computable by whoever ships it): it cannot be made to write itself
+	 * (defensive), the functions registered on this connection are
+	 * SQLITE_DIRECTONLY (no view or trigger of its own calls them), and every
+	 * string read back is escaped where it goes (contract/escape.h). */
+	sqlite3_db_config(*db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
 	/* A file that is not a timeline gets a clear message instead of an SQL error. */
 	if (sqlite3_prepare_v2(*db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND "
 				    "name IN ('meta','queues','fence_ops','deps','anomalies',"

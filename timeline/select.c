@@ -8,6 +8,7 @@
  */
 #include "contract/timeline.h"
 #include "contract/errors.h"
+#include "contract/sattime.h"
 
 #include <inttypes.h>
 #include <sqlite3.h>
@@ -180,7 +181,7 @@ int nf_selection_window(sqlite3 *db, const struct nf_selection *sel, struct nf_w
 	w->t0 = sel->from_ns >= 0 ? sel->from_ns : 0;
 	w->t1 = sel->to_ns >= 0 ? sel->to_ns : w->session_end;
 	if (sel->to_ns < 0 && w->t1 <= w->t0)
-		w->t1 = w->t0 + 1000; /* an empty session: a 1 µs window */
+		w->t1 = nf_time_add(w->t0, 1000); /* an empty session: a 1 µs window */
 	if (w->t1 <= w->t0) {
 		nf_text_duration(a, sizeof(a), w->t1);
 		nf_text_duration(b, sizeof(b), w->t0);

@@ -17,7 +17,7 @@
 
 int nf_writer_sql_error(sqlite3 *db, const char *who, const char *what, struct nf_error *err)
 {
-	return nf_error_set(err, NF_ESQL, "timeline: %s: %s: %s", who, what, sqlite3_errmsg(db));
+	return nf_sql_error(db, err, "timeline: %s: %s", who, what); /* the one format (contract/timeline.h) */
 }
 
 int nf_writer_exec(sqlite3 *db, const char *who, const char *sql, struct nf_error *err)

@@ -10,6 +10,7 @@
  */
 #include "viewer.h"
 #include "contract/errors.h"
+#include "contract/timeline.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -26,7 +27,7 @@
 
 static int sql_fail(sqlite3 *db, struct nf_error *err, const char *what)
 {
-	return nf_error_set(err, NF_ESQL, "%s: %s", what, sqlite3_errmsg(db));
+	return nf_sql_error(db, err, "%s", what);
 }
 
 static int oom(struct nf_error *err)

@@ -21,7 +21,7 @@
 
 static int sql_fail(sqlite3 *db, struct nf_error *err, const char *what)
 {
-	return nf_error_set(err, NF_ESQL, "%s: %s", what, sqlite3_errmsg(db));
+	return nf_sql_error(db, err, "%s", what);
 }
 
 const char *const nf_render_legend_labels[NF_RENDER_LEGEND_ITEMS] = {
@@ -815,9 +815,11 @@ void nf_render_layout_release(struct nf_render_layout *lay)
 
 double nf_render_layout_x(const struct nf_render_layout *lay, int64_t t)
 {
-	double span = (double)(lay->t1 - lay->t0);
+	/* in floating point: t may be anywhere in int64 (a planted timeline), not
+	 * only in the window */
+	double span = (double)lay->t1 - (double)lay->t0;
 
-	return lay->plot_x0 + (double)(t - lay->t0) / span * (lay->plot_x1 - lay->plot_x0);
+	return lay->plot_x0 + ((double)t - (double)lay->t0) / span * (lay->plot_x1 - lay->plot_x0);
 }
 
 static const struct nf_render_row *find_row(const struct nf_render_layout *lay,

@@ -9,6 +9,7 @@
  */
 #include "viewer.h"
 #include "contract/errors.h"
+#include "contract/escape.h"
 #include "svgtext.h"
 
 #include <inttypes.h>
@@ -172,59 +173,17 @@ static void font(cairo_t *cr, double size, int bold)
 	cairo_set_font_size(cr, size);
 }
 
-/* Length of the valid UTF-8 sequence at s, or 0 (RFC 3629: no overlongs,
- * no surrogates, nothing above U+10FFFF). */
-static size_t utf8_seq(const unsigned char *s)
-{
-	unsigned char c = s[0];
-	size_t n;
-	unsigned char lo = 0x80, hi = 0xBF;
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xC2 && c <= 0xDF)
-		n = 2;
-	else if (c >= 0xE0 && c <= 0xEF)
-		n = 3, lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
-	else if (c >= 0xF0 && c <= 0xF4)
-		n = 4, lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
-	else
-		return 0;
-	if (s[1] < lo || s[1] > hi)
-		return 0;
-	for (size_t i = 2; i < n; i++)
-		if ((s[i] & 0xC0) != 0x80)
-			return 0;
-	return n;
-}
-
 /*
  * Text from a session (queue names, an imported capture's strings) or the command
  * line (a title from a directory name) need not be UTF-8, and cairo refuses
- * the whole drawing for one bad byte: invalid bytes and control characters
- * are drawn as '?'. Returns s when it is clean, else buf.
+ * the whole drawing for one bad byte or noncharacter: what is not printable
+ * UTF-8 is drawn as '?' (nf_esc_text). Returns s when it is clean, else buf.
  */
 static const char *utf8_clean(const char *s, char *buf, size_t len)
 {
-	size_t i = 0, o = 0, n;
-	bool clean = true;
-
-	for (const unsigned char *u = (const unsigned char *)s; u[i]; i += n) {
-		n = utf8_seq(u + i);
-		if (n == 0 || u[i] < 0x20 || u[i] == 0x7F) {
-			clean = false;
-			n = 1;
-			if (o + 1 < len)
-				buf[o++] = '?';
-		} else if (o + n < len) {
-			memcpy(buf + o, u + i, n);
-			o += n;
-		}
-	}
-	if (clean)
+	if (nf_esc_text_is_clean(s, 0))
 		return s;
-	buf[o] = '\0';
-	return buf;
+	return nf_esc_text_buf(buf, len, s, 0);
 }
 
 static double text_width(cairo_t *cr, const char *s)

@@ -8,6 +8,7 @@
  */
 #include "contract/outfile.h"
 #include "contract/errors.h"
+#include "contract/escape.h"
 #include "contract/timeline.h"
 #include "contract/render.h"
 
@@ -156,6 +157,7 @@ static cairo_surface_t *create_surface(enum format fmt, const struct nf_render_l
 				       const struct nf_render_options *opts, struct sink *sk)
 {
 	cairo_surface_t *sf;
+	char title[512];
 
 	switch (fmt) {
 	case FMT_SVG:
@@ -169,9 +171,10 @@ static cairo_surface_t *create_surface(enum format fmt, const struct nf_render_l
 					       "2000-01-01T00:00:00Z");
 		cairo_pdf_surface_set_metadata(sf, CAIRO_PDF_METADATA_MOD_DATE,
 					       "2000-01-01T00:00:00Z");
-		cairo_pdf_surface_set_metadata(sf, CAIRO_PDF_METADATA_TITLE,
-					       opts->title && *opts->title ? opts->title
-									   : "nftrace session");
+		/* The PDF's metadata is UTF-16 text: a Latin-1 directory name or a
+		 * noncharacter would drop the title. */
+		nf_esc_text_buf(title, sizeof(title), opts->title && *opts->title ? opts->title : "nftrace session", 0);
+		cairo_pdf_surface_set_metadata(sf, CAIRO_PDF_METADATA_TITLE, title);
 		cairo_pdf_surface_set_metadata(sf, CAIRO_PDF_METADATA_CREATOR, "nftrace");
 		return sf;
 	case FMT_PNG:

@@ -1,6 +1,7 @@
 /* Real text in SVG pages: see svgtext.h. */
 #include "svgtext.h"
 #include "contract/errors.h"
+#include "contract/escape.h"
 
 #include <inttypes.h>
 #include <stdint.h>
@@ -64,15 +65,11 @@ int nf_render_svg_text(cairo_t *cr, double x, double y, const char *s)
 	return 1;
 }
 
+/* A string (a name from the session, a status read back from the timeline)
+ * as XML text: entities, and '?' for what is not printable UTF-8. */
 static int put_escaped(FILE *f, const char *s)
 {
-	for (; *s; s++) {
-		const char *e = *s == '&' ? "&amp;" : *s == '<' ? "&lt;" : *s == '>' ? "&gt;" : NULL;
-
-		if (e ? fputs(e, f) == EOF : fputc(*s, f) == EOF)
-			return -1;
-	}
-	return 0;
+	return nf_esc_xml(s, strlen(s), 0, nf_esc_file_write, f);
 }
 
 int nf_render_svg_write(FILE *f, const struct nf_svg_texts *l)

@@ -9,6 +9,7 @@
 #include "pipeline.h"
 #include "../importers_int.h"
 #include "contract/errors.h"
+#include "contract/escape.h"
 #include "contract/parser.h"
 #include "contract/timeline_writer.h"
 #include "nftrace/events.h"
@@ -257,7 +258,9 @@ static void check_print_text(FILE *out, const char *dir, const struct nf_log_sum
 				continue;
 			fprintf(out, "%-10s %-7" PRIu32 " %-12.12s %-8s %6" PRIu64 " %9" PRIu64 " %9" PRIu64
 			       " %6" PRIu64 " %8" PRIu64 " %9" PRIu64 " %6" PRIu64 "\n",
-			       hq, q->overflow ? 0 : q->adapter, q->name[0] ? q->name : "-",
+			       hq, q->overflow ? 0 : q->adapter,
+			       /* 12 bytes at most, cut at a character's boundary (nf_esc_text) */
+			       nf_esc_text_buf((char[13]){ 0 }, 13, q->name[0] ? q->name : "-", 0),
 			       check_log_names[t % NF_LOG_SUMMARY_LOGS], l->epochs, l->entries,
 			       l->count[NF_FIND_LOST], l->count[NF_FIND_ZERO_TS],
 			       l->count[NF_FIND_REPEATED_TS], l->count[NF_FIND_BACKWARDS_TS],

@@ -13,6 +13,7 @@
 #include "contract/errors.h"
 #include "contract/timeline_writer.h"
 #include "contract/deps.h"
+#include "contract/sattime.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -1229,7 +1230,7 @@ static int ew_queue_packet(struct nf_etwi *e, const struct nf_etwi_event *ev, in
 		for (uint32_t k = 0; k < EW_ORPHANS; k++) {
 			struct ew_orphan *o = &e->orphans[k];
 
-			if (o->used && o->pq == d->packet && ev->ns - o->ns <= EW_ORPHAN_NS) {
+			if (o->used && o->pq == d->packet && nf_time_sub(ev->ns, o->ns) <= EW_ORPHAN_NS) {
 				o->used = false;
 				if (e->unmatched_unwaits)
 					e->unmatched_unwaits--;
@@ -1318,7 +1319,7 @@ static int ew_signal_group(struct nf_etwi *e, const struct nf_etwi_event *ev, st
 		for (uint32_t j = 1; j <= EW_RECENT && n < d->n_contexts; j++) {
 			struct ew_recent *r = &e->recent[(e->recent_next - j) % EW_RECENT];
 
-			if (!r->used || r->tid != ev->tid || ev->ns - r->ns > EW_GROUP_NS)
+			if (!r->used || r->tid != ev->tid || nf_time_sub(ev->ns, r->ns) > EW_GROUP_NS)
 				continue;
 			if (r->fence != (int64_t)*fv || r->value != d->values[k])
 				continue;

@@ -11,6 +11,7 @@
 #define _GNU_SOURCE /* copy_file_range */
 #include "etw_session.h"
 #include "contract/errors.h"
+#include "contract/infile.h"
 
 #include "etw_ingest.h"
 #include "contract/etl.h"

@@ -592,7 +592,9 @@ static bool ki_stage_text(struct ki_stage *st, struct ki_srow *r, int col, const
 
 	if (len > (size_t)INT32_MAX)
 		len = (size_t)INT32_MAX;
-	if (st->acap - st->alen < len) {
+	/* the arena exists once a text is staged, even an empty one: a row's
+	 * text is arena + offset (no NULL + 0; fuzz_builder under UBSan) */
+	if (!st->arena || st->acap - st->alen < len) {
 		size_t ncap = st->acap ? st->acap : 65536;
 		char *na;
 

@@ -26,14 +26,4 @@ int nf_error_vset(struct nf_error *err, int code, const char *fmt, va_list ap)
 void nf_error_prefix(struct nf_error *err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-/*
- * Text from a session or a message is shown on a terminal with its control
- * characters as '?': returns the length in bytes of the control character at
- * s (1 for C0 bytes and DEL, 2 for the UTF-8 encoding of a C1 control
- * U+0080..U+009F, such as U+009B CSI), or 0 when s starts with anything else
- * (including the end of the string). Newlines and tabs count as controls;
- * callers that keep them test for them first.
- */
-int nf_text_control_len(const char *s);
-
 #endif

@@ -69,6 +69,9 @@ struct nf_push_options {
 	const char *const *shards; /* the cluster's shards in shard order (replica 1 each) */
 	size_t n_shards;
 	unsigned streams;     /* INSERT streams at once; 0: NF_PUSH_STREAMS (at most 64) */
+	int answer_text;      /* nf_push_query: the answer is shown as text (a terminal's): what is
+			       * not printable UTF-8 in it (ESC, OSC, CR, BS, C1 controls, stray
+			       * bytes; newlines and tabs kept) becomes '?' (nf_esc_text) */
 };
 
 struct nf_push_stats {
@@ -81,7 +84,10 @@ struct nf_push_stats {
 /*
  * The session id of a session directory: the last component of its path
  * (trailing slashes ignored). Returns 0, or NF_EINVAL when it is empty,
- * longer than NF_PUSH_ID_MAX or holds a control character, quote or backslash.
+ * longer than NF_PUSH_ID_MAX, holds a control character, quote or
+ * backslash, or makes a lock table name ClickHouse cannot store (it names
+ * files by the table: letters, digits and '_' as they are, every other byte
+ * as %XX, in 255 bytes with ".sql.tmp"): checked before anything is sent.
  */
 int nf_push_session_id(const char *session_dir, char *id, size_t id_len, struct nf_error *err);
 

@@ -52,6 +52,14 @@ struct nf_record_options {
 	 * itself within 200 ms (Ctrl-C reaches it directly; a signal sent to
 	 * nftrace alone does not), and its session is then the recording. */
 	volatile int *interrupted;
+	/* Called once the recording is closed (finished, or interrupted and
+	 * closed cleanly), with the directory holding it (the session, or the
+	 * temporary that replaces it), before it replaces anything; a non-zero
+	 * return fails the recording (the previous session is kept). err is
+	 * NULL after an interruption. `record --kernel` appends the kernel
+	 * stream here. NULL: none. */
+	int (*before_commit)(void *ctx, const char *dir, struct nf_error *err);
+	void *before_commit_ctx;
 };
 
 struct nf_record_result {
@@ -68,19 +76,25 @@ struct nf_record_result {
  * opts->interrupted was set (the session is closed cleanly and holds what was
  * recorded up to then; res->interrupted is set); the scenario's NF_ENOENT,
  * NF_EIO, NF_EFORMAT (file, line and what is wrong) or NF_ENOMEM;
- * nf_record_prepare_dir's codes; any code of the runtime calls the scenario
- * makes (nfence.h: NF_EINVAL, NF_EUNSUPP, NF_ETIMEOUT, NF_ESTATE, ...);
- * NF_EIO when the session cannot be written (the writer's message: file and
- * offset; disk full, a file size limit), also at its close. A failed run
- * leaves the session written up to the failure. */
+ * nf_aside_begin's codes (out_dir refused: contract/sessiondir.h);
+ * any code of the runtime calls the scenario makes (nfence.h: NF_EINVAL,
+ * NF_EUNSUPP, NF_ETIMEOUT, NF_ESTATE, ...); NF_EIO when the session cannot
+ * be written (the writer's message: file and offset; disk full, a file size
+ * limit), also at its close; before_commit's code. A session that replaces
+ * another (force) is recorded beside it and swapped in when complete or
+ * interrupted: a failed run keeps the previous session as it was. Without
+ * one to replace, a failed run leaves the session written up to the
+ * failure. */
 int nf_record_scenario(const struct nf_record_options *opts, struct nf_record_result *res,
 		       struct nf_error *err);
 
 /* Runs opts->argv with NFTRACE_RECORD_DIR set so the runtime it links records
- * into opts->out_dir (NFTRACE_SEED, NFTRACE_MODE, NFTRACE_GROUND_TRUTH and
- * NFTRACE_SOURCE from opts; NFTRACE_STATUS_FD, a pipe on which the runtime
- * reports a recording that failed), and waits for it. Returns 0; NF_EINVAL
- * with no program; nf_record_prepare_dir's codes; NF_ENOENT when the program
+ * into opts->out_dir (or the temporary that replaces it, as for a scenario;
+ * NFTRACE_SEED, NFTRACE_MODE, NFTRACE_GROUND_TRUTH and NFTRACE_SOURCE from
+ * opts; NFTRACE_STATUS_FD, a pipe on which the runtime reports a recording
+ * that failed), and waits for it. A program that cannot run or records
+ * nothing leaves a session it would replace as it was. Returns 0; NF_EINVAL
+ * with no program; nf_aside_begin's codes; NF_ENOENT when the program
  * cannot be run; NF_EIO when pipe/fork/waitpid fail, when the program exits
  * non-zero or is killed (its status in the message), or when its runtime
  * reported that the session could not be written (that message: the
@@ -93,7 +107,8 @@ int nf_record_scenario(const struct nf_record_options *opts, struct nf_record_re
 int nf_record_program(const struct nf_record_options *opts, struct nf_record_result *res,
 		      struct nf_error *err);
 
-/* Prepares out_dir: refuses an existing one unless force (and then only when it
+/* For the trace-cmd import (the recorder itself builds aside, above).
+ * Prepares out_dir: refuses an existing one unless force (and then only when it
  * is an nftrace session or empty). An nftrace session is a CTF one or an
  * imported ETW one holding only nftrace's files (nf_session_dir_check,
  * include/contract/sessiondir.h); its files are removed, anything else refuses
@@ -101,7 +116,7 @@ int nf_record_program(const struct nf_record_options *opts, struct nf_record_res
  * or empty now; it is not created), NF_EEXIST (dir is a file, a non-empty
  * directory without force, or with force something other than an nftrace
  * session: nothing is removed), NF_EIO (dir cannot be examined or a file of
- * the session cannot be removed). */
+ * the session cannot be removed), NF_EINVAL (dir is empty: ""). */
 int nf_record_prepare_dir(const char *dir, bool force, struct nf_error *err);
 
 #ifdef __cplusplus

@@ -45,6 +45,25 @@ int nf_session_dir_check(const char *dir, struct nf_error *err);
 int nf_session_dir_clear(const char *dir, enum nf_session_kind kind, struct nf_error *err);
 
 /*
+ * What a command that writes a session named dir finds there. Returns 0
+ * when dir is absent or an empty directory (write there), the kind (> 0) of
+ * the session it would replace (only with force, and only a session
+ * nf_session_dir_check accepts), or NF_EINVAL (dir is ""), NF_EEXIST (a
+ * file, a non-empty directory without force, not a session), NF_EIO (dir
+ * cannot be examined). Touches nothing.
+ */
+int nf_session_dir_target(const char *dir, bool force, struct nf_error *err);
+
+/*
+ * Refuses an output that is a file of the session being read: its folder is
+ * session_dir (the same directory, by device and inode, so also through a
+ * link or another path) and its name is one nftrace writes in a session
+ * (metadata, events, truth, kernel, capture.etl, the timeline and their
+ * temporaries). Returns 0, or NF_EINVAL naming output and the session.
+ */
+int nf_session_output_check(const char *session_dir, const char *output, struct nf_error *err);
+
+/*
  * Build aside, then swap (core/aside.c): how `import` and `record` replace a
  * session directory. nf_aside_begin checks out_dir (missing, empty, or with
  * force an nftrace session holding only nftrace's files: nf_session_dir_check;

@@ -1,10 +1,10 @@
 /*
  * Private utility tier (core/, not installed): copying a string from a
- * session (untrusted) into a fixed buffer meant for a terminal, with control
- * characters (C0, DEL, UTF-8 C1 such as U+009B CSI: nf_text_control_len)
- * replaced by '?' and the copy cut to the buffer. Used by the log summary
- * (parser/logsum.c) and `nftrace check` (cli/cmd_check.c). And one way to
- * write a duration in error lines (viewer, html, export).
+ * session (untrusted) into a fixed buffer meant for a terminal, cleaned by
+ * nf_esc_text (contract/escape.h: controls, noncharacters and bytes that are
+ * not UTF-8 as '?') and cut to the buffer at a character boundary. Used by
+ * the log summary (parser/logsum.c) and `nftrace check` (cli/cmd_check.c).
+ * And one way to write a duration in error lines (viewer, html, export).
  */
 #ifndef NF_CORE_TEXT_H
 #define NF_CORE_TEXT_H
@@ -15,21 +15,12 @@
 #include <string.h>
 
 #include "contract/errors.h"
+#include "contract/escape.h"
 
 /* Copies src (NULL: "") into dst[len], always NUL-terminated when len > 0. */
 static inline void nf_text_copy_clean(char *dst, size_t len, const char *src)
 {
-	size_t o = 0;
-
-	/* C1 controls (U+009B CSI) too: two bytes become one '?'. */
-	for (const char *p = src ? src : ""; *p && o + 1 < len;) {
-		int n = nf_text_control_len(p);
-
-		dst[o++] = n ? '?' : *p;
-		p += n ? n : 1;
-	}
-	if (len)
-		dst[o] = '\0';
+	nf_esc_text_buf(dst, len, src, 0);
 }
 
 /*

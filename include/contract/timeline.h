@@ -71,6 +71,15 @@ struct sqlite3;
 int nf_timeline_open_read(const char *path, struct sqlite3 **db, struct nf_error *err);
 
 /*
+ * The one way a module reports an SQLite failure on db (the readers, the
+ * writer, the importers, the analyses, push): sets err to NF_ESQL with the
+ * message fmt formatted, then ": " and SQLite's last message on db ("out of
+ * memory" when db is NULL). Returns NF_ESQL, for `return nf_sql_error(...)`.
+ */
+int nf_sql_error(struct sqlite3 *db, struct nf_error *err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/*
  * The selection: what of a timeline a reader shows (the picture, the HTML
  * page, the export) and the CLI's --from, --to, --queue, --fence, --threads,
  * --thread and --process. Declared once here; timeline/select.c checks it

@@ -11,6 +11,9 @@
  *   advance-max     nf_runtime_advance(2^64-1 ns): waits until a signal ends it
  *   c1-names        a queue whose name holds UTF-8 C1 controls (U+009B CSI,
  *                   U+009D OSC), then N operations
+ *   hostile-names   a second adapter and a queue per string of the hostile set
+ *                   (tests/hostile.h) named by them, each signalling and
+ *                   waiting on the fence (test_hostile's fixture)
  * Exit status: 0, or 1 with the library's error on stderr.
  */
 #include <signal.h>
@@ -21,6 +24,7 @@
 #include <unistd.h>
 
 #include "nftrace/nfence.h"
+#include "hostile.h"
 
 struct prog {
 	nf_runtime *rt;
@@ -129,6 +133,32 @@ int main(int argc, char **argv)
 			rc = nf_queue_signal(p.rt, q, p.f, 1, &p.err);
 		if (!rc)
 			rc = ops(&p, 2, n);
+		if (!rc)
+			rc = nf_runtime_finish(p.rt, &p.err);
+	} else if (!rc && !strcmp(mode, "hostile-names")) {
+		struct nf_adapter_desc desc;
+		uint32_t a2;
+
+		nf_adapter_desc_init(&desc);
+		desc.name = nf_hostile_set[1].s; /* ESC CSI */
+		desc.vidsch_caps = NF_VIDSCH_NATIVE_GPU_FENCE;
+		rc = nf_adapter_create(p.rt, &desc, &a2, &p.err);
+		for (size_t i = 0; !rc && i < NF_HOSTILE_N; i++) {
+			nf_handle q;
+
+			rc = nf_hwqueue_create(p.rt, p.adapter, (uint32_t)(1 + i % 4), (uint32_t)(i / 4),
+					       nf_hostile_set[i].s, &q, &p.err);
+			if (!rc)
+				rc = nf_queue_signal(p.rt, q, p.f, 2 * i + 1, &p.err);
+			if (!rc)
+				rc = nf_queue_wait(p.rt, p.q1, p.f, 2 * i + 1, &p.err);
+			if (!rc)
+				rc = nf_queue_wait(p.rt, q, p.f, 2 * i + 2, &p.err);
+			if (!rc)
+				rc = nf_queue_signal(p.rt, p.q0, p.f, 2 * i + 2, &p.err);
+			if (!rc)
+				rc = nf_runtime_advance(p.rt, 20000, &p.err);
+		}
 		if (!rc)
 			rc = nf_runtime_finish(p.rt, &p.err);
 	} else if (!rc && !strcmp(mode, "advance-max")) {

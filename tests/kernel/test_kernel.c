@@ -616,11 +616,16 @@ START_TEST(test_import_keeps_session)
 }
 END_TEST
 
-/* Whether this process can create tracefs instances; says why not on stderr. */
+/* Whether this process can create tracefs instances; says why not on stderr.
+ * tracefs not mounted (a fresh machine, CI) is mounted first when we are
+ * root, as `record --kernel` and trace-cmd do: the live cases run there. */
 static bool tracefs_writable(void)
 {
 	char dir[256];
 
+	if (access("/sys/kernel/tracing/instances", F_OK) != 0 && geteuid() == 0 &&
+	    system("mount -t tracefs nodev /sys/kernel/tracing") == 0)
+		fprintf(stderr, "mounted tracefs on /sys/kernel/tracing\n");
 	snprintf(dir, sizeof(dir), "/sys/kernel/tracing/instances/nftrace-test-%d", (int)getpid());
 	if (mkdir(dir, 0755) != 0) {
 		fprintf(stderr, "SKIP: tracefs instances are not writable here (%s: %s)\n", dir,
@@ -729,6 +734,33 @@ static void assert_no_instances_left(void)
 	}
 	closedir(d);
 }
+
+/* record --kernel on a machine where tracefs is not mounted mounts it (as
+ * trace-cmd's library does): tried in a mount namespace of its own, where
+ * tracefs is unmounted first, so the machine's mount is left alone. */
+START_TEST(test_record_kernel_mounts_tracefs)
+{
+	char tmp[1024], scen[4096];
+
+	nf_test_tmpdir(tmp, sizeof(tmp));
+	nf_test_source_path(scen, sizeof(scen), "samples/log-buffer-example.nfs");
+	if (sh("command -v unshare && unshare -m --propagation private true", NULL) != 0) {
+		fprintf(stderr, "SKIP: no private mount namespace here (unshare -m): %s\n", errb);
+		nf_test_rmtree(tmp);
+		return;
+	}
+	ck_assert_int_eq(sh("unshare -m --propagation private sh -c 'umount /sys/kernel/tracing && "
+			    "! test -e /sys/kernel/tracing/instances && "
+			    "\"$NF\" record --kernel sched:sched_switch -o \"$1/s\" \"$2\" && "
+			    "grep -c \" /sys/kernel/tracing tracefs \" /proc/self/mounts' sh \"$1\" \"$2\"",
+			    NF_TEST_ARGV(tmp, scen)), 0);
+	ck_assert_msg(strstr(out, "kernel: ") && strstr(out, "\n1\n"), "%s / %s", out, errb);
+	ck_assert_int_eq(sh("\"$NF\" query --csv \"$1/s\" \"SELECT count(*) > 0 AS ran FROM cpu_runs\"",
+			    NF_TEST_ARGV(tmp)), 0);
+	ck_assert_str_eq(out, "ran\n1\n");
+	nf_test_rmtree(tmp);
+}
+END_TEST
 
 START_TEST(test_record_kernel)
 {
@@ -1491,8 +1523,10 @@ static Suite *kernel_suite(const char *live)
 		tcase_set_timeout(tc, 300);
 		if (!strcmp(live, "extract"))
 			tcase_add_test(tc, test_extract_import);
-		else
+		else {
 			tcase_add_test(tc, test_record_kernel);
+			tcase_add_test(tc, test_record_kernel_mounts_tracefs);
+		}
 	}
 	suite_add_tcase(s, tc);
 	return s;

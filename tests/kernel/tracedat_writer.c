@@ -227,6 +227,25 @@ static int cpu_add(struct tdw *t, unsigned int cpu, uint64_t ts, const unsigned 
 	return 0;
 }
 
+/* Decodes "hex:" values (any bytes but NUL: spaces, controls, invalid
+ * UTF-8) into out, NUL-terminated; -1 when not hex or too long. */
+static int unhex(const char *h, char *out, size_t cap)
+{
+	size_t n = 0;
+
+	for (; h[0] && h[1]; h += 2) {
+		unsigned int b;
+
+		if (n + 1 >= cap || sscanf(h, "%2x", &b) != 1 || !b)
+			return -1;
+		out[n++] = (char)b;
+	}
+	if (*h)
+		return -1;
+	out[n] = '\0';
+	return 0;
+}
+
 /* Builds the record bytes of one event line. */
 static int encode(struct tdw *t, char *line, unsigned int *cpu, uint64_t *ts, unsigned char *rec,
 		  size_t *len)
@@ -266,6 +285,12 @@ static int encode(struct tdw *t, char *line, unsigned int *cpu, uint64_t *ts, un
 		if (!(f = tep_find_field(e, kv)))
 			return fail(t, "%s: no field %s", e->name, kv);
 		const char *v = eq + 1;
+		char raw[128];
+		if (!strncmp(v, "hex:", 4)) {
+			if (unhex(v + 4, raw, sizeof(raw)))
+				return fail(t, "%s: bad hex: value", kv);
+			v = raw;
+		}
 		if (f->flags & TEP_FIELD_IS_DYNAMIC) {
 			size_t n = strlen(v) + 1;
 			uint32_t loc = (uint32_t)dyn | (uint32_t)(n << 16);
@@ -441,7 +466,17 @@ int nf_tdw_write(const char *formats_dir, const char *events_text, const char *o
 			continue;
 		}
 		if (!strncmp(line, "cmdline ", 8)) {
-			buf_put(&t->cmdlines, line + 8, strlen(line + 8));
+			char *hx = strstr(line + 8, " hex:"), raw[128];
+
+			if (hx) { /* cmdline PID hex:COMM */
+				if (unhex(hx + 5, raw, sizeof(raw))) {
+					fail(t, "line %d: bad hex: comm", lineno);
+					goto out_free;
+				}
+				buf_put(&t->cmdlines, line + 8, (size_t)(hx + 1 - (line + 8)));
+				buf_put(&t->cmdlines, raw, strlen(raw));
+			} else
+				buf_put(&t->cmdlines, line + 8, strlen(line + 8));
 			buf_put(&t->cmdlines, "\n", 1);
 			continue;
 		}

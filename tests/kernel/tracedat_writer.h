@@ -9,7 +9,8 @@
  *   CPU TS_NS SYSTEM:EVENT PID FIELD=VALUE ...   an event (per CPU, TS_NS must not decrease)
  *   lost CPU COUNT                               the CPU's next page starts after COUNT lost events
  *   cmdline PID COMM                             a saved_cmdlines entry
- * Numbers go into number fields, anything into char[N] and __data_loc strings.
+ * Numbers go into number fields, anything into char[N] and __data_loc strings;
+ * a value (or a cmdline's COMM) written hex:4142... is those bytes (any but NUL).
  */
 #ifndef NF_TEST_TRACEDAT_WRITER_H
 #define NF_TEST_TRACEDAT_WRITER_H

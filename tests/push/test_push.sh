@@ -293,6 +293,27 @@ PY
 [ "$(wc -l < "$T/diff.want")" -ge 2 ] || fail "nftrace diff gives fewer than two queues to compare: $(cat "$T/diff.want")"
 diff -u "$T/diff.want" "$T/diff.got" || fail "README query diff: ClickHouse differs from nftrace diff (- diff, + ClickHouse)"
 
+# 9. the hostile-string set (tests/hostile.h) as queue names: pushed as data (the
+#    bytes as they were), shown by query --clickhouse cleaned (no raw ESC, OSC, CR,
+#    BS, C1 or stray byte in the table, CSV or JSON), as for a session
+HP="$(dirname "$NF")/nf_hostile_prog"
+if [ -x "$HP" ]; then
+  "$NF" record -o "$T/hostile" -- "$HP" hostile-names > /dev/null || fail "record hostile"
+  "$NF" push "$T/hostile" --clickhouse "$URL" --database hostile --quiet || fail "push hostile"
+  got=$("$NF" query --clickhouse "$URL" --database hostile --csv "SELECT countIf(position(name, unhex('1B')) > 0), \
+    countIf(position(name, unhex('FF')) > 0), countIf(position(name, unhex('C29B')) > 0) FROM queues" | tail -n 1)
+  # ESC in 2 names (CSI, OSC), 0xFF in 1 (invalid bytes), U+009B in 1 (C1 CSI)
+  [ "$got" = "2,1,1" ] || fail "hostile names not stored as data: $got"
+  for f in --table --csv --json; do
+    "$NF" query --clickhouse "$URL" --database hostile $f "SELECT queue, name FROM queues ORDER BY queue" > "$T/hostile$f" \
+      || fail "query hostile $f"
+  done
+  python3 "$SRC/tests/cli/hostile_check.py" text "$T/hostile--table" "$T/hostile--csv" || fail "hostile names reach the terminal raw"
+  python3 "$SRC/tests/cli/hostile_check.py" jsonl "$T/hostile--json" || fail "hostile names: query --json"
+else
+  echo "note: $HP not built: the hostile-string push not tried"
+fi
+
 # 8. the two-shard cluster: local tables on each shard, Distributed tables over them
 start_server "$T/s2" "$URL2"
 "$NF" push "$T/stall-chain" --cluster nf --clickhouse "$URL" --database fleet > "$T/out" 2> "$T/err"; rc=$?
