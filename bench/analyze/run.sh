@@ -30,7 +30,7 @@ for scale in $NFB_SCALES; do
 		m = ""
 		if (r < 1000000) m = sprintf("%.2gx short of 1M/s", 1000000 / r)
 		if (q > 2) m = m (m ? ", " : "") sprintf("%.2gx the bare insert", q)
-		print m ? "misses: " m ": the fence_ops and deps loads in SQLite are most of the time, and the read (overlapped with matching) must end before the load (GPU times need the fit over every calibration pair); see docs/PERFORMANCE.md" : "meets"
+		print m ? "misses: " m ": the fence_ops and deps loads in SQLite are most of the time, and the read (overlapped with matching) must end before the load (GPU times need the fit over every calibration pair); see docs/performance-history.md" : "meets"
 	}')"
 	nfb_row analyze "x$scale" "ingest entries/s ($n entries, ${an_s}s)" "$ours_rate" \
 		"bare insert rows/s (${bare_load}s; with an index by queue ${bare_all}s)" "$bare_rate" \

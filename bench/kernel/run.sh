@@ -83,7 +83,7 @@ else
 			"trace-cmd report events/s (${tcr_s}s)" "$peer" "$ratio (time)" "<=1.5x trace-cmd report" "$verdict"
 		nfb_growth kernel "import (wall)" "$scale" "$imp_s"
 		nfb_k_build_row "x$scale" "$NFB_WORK/kernel-x$scale" "$n" "select count(*) from deps" \
-			"every dma_fence signal and wait is a fence_ops row, every wait a cpu_waits and a deps row too: 400k SQLite rows per 100k fences, already one bulk load per table (see docs/PERFORMANCE.md)"
+			"every dma_fence signal and wait is a fence_ops row, every wait a cpu_waits and a deps row too: 400k SQLite rows per 100k fences, already one bulk load per table (see docs/performance-history.md)"
 		kq_s="$gq_s"
 		nfb_growth kernel "timeline build (wall)" "$scale" "$kq_s"
 	done
@@ -119,7 +119,7 @@ nfb_k_gpu_row() { # LABEL DAT SESSION EVENTS
 		"$(nfb_div "$gi_s" "$gt_s") (time)" "<=1.5x trace-cmd report" \
 		"$(awk -v q="$(nfb_div "$gi_s" "$gt_s")" -v rc="$gi_rc" 'BEGIN { if (rc != 0) print "failed (exit " rc ")"; else print q <= 1.5 ? "meets" : "misses" }')"
 	nfb_k_build_row "$label" "$ses" "$n" "select count(*) from jobs" \
-		"see docs/PERFORMANCE.md"
+		"see docs/performance-history.md"
 }
 
 nfb_k_gpu_make() { # SCALE -> path of a generated GPU capture (made once, cached)
