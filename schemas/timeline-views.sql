@@ -326,15 +326,18 @@ FROM frame_path p;
 -- log). A CPU's gap runs from the session start to its first whole span, and
 -- between two spans of one scope (lost events split them); a log's, only
 -- between its spans (before its queue was created there was nothing to log).
--- what says whose record is missing, in words.
+-- what says whose record is missing, in words: "quiet or not recorded" for a
+-- trace-cmd CPU whose file has no CPUSTAT (coverage.detail), whose first
+-- record may come late only because it was idle.
 CREATE VIEW coverage_gaps(queue, from_ns, to_ns, what) AS
 SELECT CASE WHEN scope = 'log' THEN id END, gap_from, from_ns,
-       CASE scope WHEN 'cpu' THEN 'CPU ' || id || ' not recorded'
-                  WHEN 'etw_cpu' THEN 'CPU ' || id || '''s ETW buffers not recorded'
-                  ELSE 'the queue''s ' || coalesce(log, '') || ' log not recorded' END
-FROM (SELECT scope, id, log, from_ns,
+       CASE WHEN scope = 'cpu' AND detail LIKE 'no CPUSTAT%' THEN 'CPU ' || id || ' quiet or not recorded'
+            WHEN scope = 'cpu' THEN 'CPU ' || id || ' not recorded'
+            WHEN scope = 'etw_cpu' THEN 'CPU ' || id || '''s ETW buffers not recorded'
+            ELSE 'the queue''s ' || coalesce(log, '') || ' log not recorded' END
+FROM (SELECT scope, id, log, from_ns, detail,
              CASE WHEN prev_to IS NOT NULL THEN prev_to WHEN scope != 'log' THEN 0 END AS gap_from
-      FROM (SELECT scope, id, log, from_ns,
+      FROM (SELECT scope, id, log, from_ns, detail,
                    lag(to_ns) OVER (PARTITION BY scope, id, log ORDER BY from_ns) AS prev_to
             FROM coverage WHERE from_ns IS NOT NULL))
 WHERE gap_from IS NOT NULL AND from_ns > gap_from;
