@@ -789,7 +789,7 @@ static int add_label(struct nf_render_scene *s, double x, double y, const char *
 	}
 	s->labels[s->n_labels].x = x;
 	s->labels[s->n_labels].y = y;
-	snprintf(s->labels[s->n_labels].text, sizeof(s->labels[0].text), "%s", text);
+	snprintf(s->labels[s->n_labels].text, sizeof(s->labels[0].text), "%.*s", (int)sizeof(s->labels[0].text) - 1, text);
 	s->n_labels++;
 	return 0;
 }

@@ -699,7 +699,8 @@ static void fmt_tick(char *buf, size_t len, int64_t t, int64_t step, int64_t uni
 	if (dec == 0)
 		snprintf(buf, len, "%" PRId64 " %s", ip, uname);
 	else
-		snprintf(buf, len, "%" PRId64 ".%0*" PRId64 " %s", ip, dec, fp / scale, uname);
+		snprintf(buf, len, "%" PRId64 ".%0*" PRId64 " %s", ip, dec > 9 ? 9 : dec < 1 ? 1 : dec, fp / scale,
+			 uname);
 }
 
 static void paint_axis(cairo_t *cr, const struct nf_render_layout *lay, const struct theme *th,
