@@ -143,6 +143,12 @@ int nf_esc_json(const char *str, size_t n, unsigned flags, nf_esc_write_fn w, vo
 		uint32_t cp = c;
 		int rc;
 
+		/* printable ASCII, the common case, as itself (what next_char says of it) */
+		if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\' &&
+		    !((flags & NF_ESC_SCRIPT) && (c == '<' || c == '>' || c == '&'))) {
+			s++;
+			continue;
+		}
 		if (c == '"')
 			short_esc = "\\\"";
 		else if (c == '\\')
