@@ -130,12 +130,17 @@ static int put_u(uint32_t u, nf_esc_write_fn w, void *ctx)
 	return w(ctx, e, 6) < 0 ? -1 : 0;
 }
 
-int nf_esc_json(const char *str, size_t n, unsigned flags, nf_esc_write_fn w, void *ctx)
-{
-	const unsigned char *s = (const unsigned char *)str, *end = s + n, *run = s;
+/* JSON_TEXT: the input is a JSON text, not a string's contents: its quotes,
+ * backslash escapes and whitespace are its own and pass as they are. */
+#define JSON_TEXT 0x100u
 
-	if (w(ctx, "\"", 1) < 0)
-		return -1;
+/* The characters of a JSON string (or, with JSON_TEXT, of a JSON text) through w. */
+static int esc_json_chars(const unsigned char *s, const unsigned char *end, unsigned flags, nf_esc_write_fn w,
+			  void *ctx)
+{
+	const unsigned char *run = s;
+	bool text = flags & JSON_TEXT;
+
 	while (s < end) {
 		unsigned char c = *s;
 		const char *short_esc = NULL;
@@ -144,8 +149,12 @@ int nf_esc_json(const char *str, size_t n, unsigned flags, nf_esc_write_fn w, vo
 		int rc;
 
 		/* printable ASCII, the common case, as itself (what next_char says of it) */
-		if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\' &&
+		if (c >= 0x20 && c < 0x7f && ((c != '"' && c != '\\') || text) &&
 		    !((flags & NF_ESC_SCRIPT) && (c == '<' || c == '>' || c == '&'))) {
+			s++;
+			continue;
+		}
+		if (text && (c == '\n' || c == '\r' || c == '\t')) {
 			s++;
 			continue;
 		}
@@ -182,9 +191,23 @@ int nf_esc_json(const char *str, size_t n, unsigned flags, nf_esc_write_fn w, vo
 		s += len;
 		run = s;
 	}
-	if (flush(&run, s, w, ctx))
+	return flush(&run, s, w, ctx);
+}
+
+int nf_esc_json(const char *str, size_t n, unsigned flags, nf_esc_write_fn w, void *ctx)
+{
+	const unsigned char *s = (const unsigned char *)str;
+
+	if (w(ctx, "\"", 1) < 0 || esc_json_chars(s, s + n, flags & ~JSON_TEXT, w, ctx))
 		return -1;
 	return w(ctx, "\"", 1) < 0 ? -1 : 0;
+}
+
+int nf_esc_json_text(const char *str, size_t n, unsigned flags, nf_esc_write_fn w, void *ctx)
+{
+	const unsigned char *s = (const unsigned char *)str;
+
+	return esc_json_chars(s, s + n, flags | JSON_TEXT, w, ctx);
 }
 
 int nf_esc_xml(const char *str, size_t n, unsigned flags, nf_esc_write_fn w, void *ctx)

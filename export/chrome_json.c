@@ -98,20 +98,8 @@ static int xout_write(void *ctx, const char *p, size_t n)
  * as \u escapes, bytes that are not UTF-8 as U+FFFD). */
 static void out_jstr(struct nf_xout *o, const char *str)
 {
-	size_t n = 0;
-
 	str = str ? str : "";
-	/* printable ASCII without a quote or a backslash (nearly every name) is
-	 * written as it is, in one piece */
-	while (str[n] >= 0x20 && str[n] < 0x7f && str[n] != '"' && str[n] != '\\')
-		n++;
-	if (str[n] == '\0') {
-		nf_xout_put(o, "\"", 1);
-		nf_xout_put(o, str, n);
-		nf_xout_put(o, "\"", 1);
-		return;
-	}
-	nf_esc_json(str, n + strlen(str + n), 0, xout_write, o);
+	nf_esc_json(str, strlen(str), 0, xout_write, o);
 }
 
 static void sep(struct cj_writer *cw)

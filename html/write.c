@@ -88,47 +88,13 @@ void put_shell_word(struct html *h, const char *path)
 
 /*
  * A JSON text from the timeline (an item's detail, made by SQLite's
- * json_object from capture strings) as a value, safe inside <script>: '<',
- * '>' and '&' can only be inside its strings, where \u003c and the like mean
- * the same; a byte that does not start well-formed UTF-8 (SQLite copies a
- * capture's bytes as they are) is \ufffd, and DEL, a noncharacter, a C1
- * control, U+2028 or U+2029 its \u escape, as nf_esc_json writes strings. NULL: null.
+ * json_object from capture strings) as a value, safe inside <script>
+ * (nf_esc_json_text). NULL: null.
  */
 void put_json(struct html *h, const char *json)
 {
-	const unsigned char *p, *end;
-
-	if (!json) {
+	if (!json)
 		put(h, "null");
-		return;
-	}
-	end = (const unsigned char *)json + strlen(json);
-	for (p = (const unsigned char *)json; p < end;) {
-		uint32_t cp;
-		size_t len;
-
-		if (*p == '<' || *p == '>' || *p == '&' || *p == 0x7f) {
-			fprintf(h->f, "\\u%04x", *p++);
-			continue;
-		}
-		if (*p < 0x80) {
-			fputc(*p++, h->f);
-			continue;
-		}
-		len = nf_utf8_decode(p, (size_t)(end - p), &cp);
-		if (!len) {
-			fputs("\\ufffd", h->f);
-			p++;
-		} else if (!nf_unicode_printable(cp) && cp <= 0xFFFF) {
-			fprintf(h->f, "\\u%04x", (unsigned)cp);
-			p += len;
-		} else if (!nf_unicode_printable(cp)) { /* a noncharacter past the BMP: its surrogate pair */
-			cp -= 0x10000;
-			fprintf(h->f, "\\u%04x\\u%04x", (unsigned)(0xD800 + (cp >> 10)), (unsigned)(0xDC00 + (cp & 0x3FF)));
-			p += len;
-		} else {
-			fwrite(p, 1, len, h->f);
-			p += len;
-		}
-	}
+	else
+		nf_esc_json_text(json, strlen(json), NF_ESC_SCRIPT, nf_esc_file_write, h->f);
 }

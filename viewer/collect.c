@@ -1161,7 +1161,7 @@ int nf_render_collect(sqlite3 *db, const struct nf_render_options *opts,
 	    (ret = nf_render_collect_threads(db, opts, lay, s, err)) < 0 ||
 	    (ret = nf_render_collect_items(db, opts, lay, s, err)) < 0 ||
 	    (ret = nf_render_collect_frames(db, lay, s, err)) < 0 ||
-	    (ret = nf_render_collect_gaps(db, opts, lay, s, err)) < 0)
+	    (ret = nf_render_collect_gaps(db, lay, s, err)) < 0)
 		goto out_free;
 out_free:
 	sqlite3_free(cff);

@@ -34,8 +34,8 @@ static int gap_label(struct nf_render_scene *s, double x, double y, const char *
 	return 0;
 }
 
-int nf_render_collect_gaps(sqlite3 *db, const struct nf_render_options *opts, const struct nf_render_layout *lay,
-			   struct nf_render_scene *s, struct nf_error *err)
+int nf_render_collect_gaps(sqlite3 *db, const struct nf_render_layout *lay, struct nf_render_scene *s,
+			   struct nf_error *err)
 {
 	/* the gaps ending last first: they are the ones a reader meets at the
 	 * left of the first whole stretch */
@@ -45,7 +45,6 @@ int nf_render_collect_gaps(sqlite3 *db, const struct nf_render_options *opts, co
 	int64_t more = 0;
 	int rc;
 
-	(void)opts;
 	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
 		return nf_error_set(err, NF_ESQL, "reading coverage gaps: %s", sqlite3_errmsg(db));
 	sqlite3_bind_int64(st, 1, lay->t0);

@@ -200,8 +200,8 @@ int nf_render_collect_frames(sqlite3 *db, const struct nf_render_layout *lay, st
  * over every row (a CPU's buffers) or a queue's row (its log), an edge where
  * the record begins, labels. Returns 0, NF_ESQL or NF_ENOMEM.
  */
-int nf_render_collect_gaps(sqlite3 *db, const struct nf_render_options *opts, const struct nf_render_layout *lay,
-			   struct nf_render_scene *s, struct nf_error *err);
+int nf_render_collect_gaps(sqlite3 *db, const struct nf_render_layout *lay, struct nf_render_scene *s,
+			   struct nf_error *err);
 
 /* Fills the scene from the database (collect.c). */
 int nf_render_collect(sqlite3 *db, const struct nf_render_options *opts,

@@ -82,6 +82,15 @@ bool nf_esc_text_is_clean(const char *s, unsigned flags);
 int nf_esc_json(const char *s, size_t n, unsigned flags, nf_esc_write_fn w, void *ctx);
 
 /*
+ * A JSON text already made (SQLite's json_object over capture strings) as a
+ * value: its syntax passes as it is, and inside it each byte that is not
+ * UTF-8 becomes \ufffd, and DEL, C1 controls, noncharacters, U+2028 and U+2029
+ * their \u escapes, as nf_esc_json writes them. flags: NF_ESC_SCRIPT.
+ * Returns 0, or -1 when w did.
+ */
+int nf_esc_json_text(const char *s, size_t n, unsigned flags, nf_esc_write_fn w, void *ctx);
+
+/*
  * Text for HTML or XML (SVG), in an element or an attribute value: & < > " '
  * as entities, what nf_esc_text replaces as '?'. flags: NF_ESC_KEEP_NL.
  * Returns 0, or -1 when w did.

@@ -260,7 +260,6 @@ START_TEST(json_keeps_every_hostile_string_as_data)
 			free(g.p);
 			free(want.p);
 		}
-	all.p[all.n - 1] = ']';
 	/* the forms themselves */
 	static const char *const golden[][2] = {
 		{ "\x1b[1m\xc2\x9b\x7f", "\"\\u001b[1m\\u009b\\u007f\"" },
@@ -276,6 +275,22 @@ START_TEST(json_keeps_every_hostile_string_as_data)
 		ck_assert_str_eq(g.p, golden[i][1]);
 		free(g.p);
 	}
+	/* a JSON text (an item's detail from SQLite's json_object): its syntax and
+	 * escapes as they are, the raw bytes inside cleaned as nf_esc_json does */
+	static const char *const text[][2] = {
+		{ "{\"text\":\"a\x7f\xed\xa0\x80b\\\"c\"}", "{\"text\":\"a\\u007f\\ufffd\\ufffd\\ufffdb\\\"c\"}" },
+		{ "{\"n\":[1, 2],\"s\":\"</script>\\u0001\xe2\x80\xa8\"}", "{\"n\":[1, 2],\"s\":\"\\u003c/script\\u003e\\u0001\\u2028\"}" },
+	};
+	for (size_t i = 0; i < sizeof(text) / sizeof(text[0]); i++) {
+		struct grow g = { 0 };
+
+		ck_assert_int_eq(nf_esc_json_text(text[i][0], strlen(text[i][0]), NF_ESC_SCRIPT, grow_write, &g), 0);
+		ck_assert_str_eq(g.p, text[i][1]);
+		grow_write(&all, g.p, g.n);
+		grow_write(&all, ",", 1);
+		free(g.p);
+	}
+	all.p[all.n - 1] = ']';
 	/* and Python's json, which refuses what JSON does not allow */
 	int st = nf_test_json_tool(all.p, out, sizeof(out), err, sizeof(err));
 	ck_assert_msg(st == 0, "python3 json refused the strings: %s", err);
