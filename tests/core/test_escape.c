@@ -278,7 +278,7 @@ START_TEST(json_keeps_every_hostile_string_as_data)
 	/* a JSON text (an item's detail from SQLite's json_object): its syntax and
 	 * escapes as they are, the raw bytes inside cleaned as nf_esc_json does */
 	static const char *const text[][2] = {
-		{ "{\"text\":\"a\x7f\xed\xa0\x80b\\\"c\"}", "{\"text\":\"a\\u007f\\ufffd\\ufffd\\ufffdb\\\"c\"}" },
+		{ "{\"text\":\"a\x7f\xed\xa0\x80" "b\\\"c\"}", "{\"text\":\"a\\u007f\\ufffd\\ufffd\\ufffdb\\\"c\"}" },
 		{ "{\"n\":[1, 2],\"s\":\"</script>\\u0001\xe2\x80\xa8\"}", "{\"n\":[1, 2],\"s\":\"\\u003c/script\\u003e\\u0001\\u2028\"}" },
 	};
 	for (size_t i = 0; i < sizeof(text) / sizeof(text[0]); i++) {
