@@ -34,6 +34,15 @@ static int ch_code_is(const struct ch *c, const char *code)
 	       !isdigit((unsigned char)c->errbody.p[6 + l]);
 }
 
+/* The table named went away under the query: "doesn't exist" (60), or "is
+ * dropped" (218) when another push's DROP TABLE ran while the query held it
+ * (seen in CI: two pushes of one session, the waiter's SELECT of the holder
+ * met the holder's DROP of its lock). Either way: the lock is free now. */
+static int ch_gone(const struct ch *c)
+{
+	return ch_code_is(c, "60") || ch_code_is(c, "218");
+}
+
 /* The holder (a push's token) written in lock table `name`: "" when none. */
 static int lock_holder(struct ch *c, const char *name, char *ans, size_t len, struct nf_error *err)
 {
@@ -92,15 +101,15 @@ int nf_push_swap_lock(struct ch *c, const char *id, const char *tok, struct nf_e
 			}
 			return rc;
 		}
-		if (!ch_code_is(c, "57"))
-			return rc;
+		if (!ch_code_is(c, "57") && !ch_code_is(c, "218"))
+			return rc; /* 218: the holder's DROP still running: held a moment more */
 		nf_error_clear(err);
 		/* held: by a live push (wait), or by a killed one (take it away) */
 		snprintf(q, sizeof(q), "SELECT (SELECT count() FROM system.tables WHERE database = '%s' AND name = '%s' "
 			 "AND metadata_modification_time < now() - %ld), (SELECT any(holder) FROM `%s`.`%s`) FORMAT TSV",
 			 c->db, lock, stale_s, c->db, lock);
 		rc = nf_push_ch_scalar(c, q, ans, sizeof(ans), err);
-		if (rc && !ch_code_is(c, "60"))
+		if (rc && !ch_gone(c))
 			return rc;
 		nf_error_clear(err);
 		if (!rc && strtoull(ans, NULL, 10) > 0) {
@@ -110,9 +119,9 @@ int nf_push_swap_lock(struct ch *c, const char *id, const char *tok, struct nf_e
 			snprintf(was, sizeof(was), "%s", tab ? tab + 1 : "");
 			snprintf(q, sizeof(q), "RENAME TABLE `%s` TO `%s`", lock, stale);
 			if ((rc = nf_push_ch_post(c, q, NULL, 0, 1, err))) {
-				if (!ch_code_is(c, "60"))
+				if (!ch_gone(c))
 					return rc;
-				nf_error_clear(err); /* another waiter took it first: try again */
+				nf_error_clear(err); /* another waiter took it, or its holder dropped it: again */
 				continue;
 			}
 			/* renamed what was judged stale, or a lock made since by someone else */
