@@ -203,6 +203,17 @@ int nf_esc_json(const char *str, size_t n, unsigned flags, nf_esc_write_fn w, vo
 	return w(ctx, "\"", 1) < 0 ? -1 : 0;
 }
 
+bool nf_esc_json_plain(const char *str, size_t *len)
+{
+	const unsigned char *s = (const unsigned char *)str, *p = s;
+
+	/* the printable-ASCII case of esc_json_chars, flags 0 */
+	while (*p >= 0x20 && *p < 0x7f && *p != '"' && *p != '\\')
+		p++;
+	*len = (size_t)(p - s);
+	return !*p;
+}
+
 int nf_esc_json_text(const char *str, size_t n, unsigned flags, nf_esc_write_fn w, void *ctx)
 {
 	const unsigned char *s = (const unsigned char *)str;

@@ -59,41 +59,6 @@ int prepare_owned(struct exporter *x, sqlite3 *db, char *sql, sqlite3_stmt **st,
 	return 0;
 }
 
-int val_null(sqlite3_value *v)
-{
-	return sqlite3_value_type(v) == SQLITE_NULL;
-}
-
-int col_null(sqlite3_stmt *st, int col)
-{
-	return sqlite3_column_type(st, col) == SQLITE_NULL;
-}
-
-int64_t col_or(sqlite3_stmt *st, int col, int64_t dflt)
-{
-	return col_null(st, col) ? dflt : sqlite3_column_int64(st, col);
-}
-
-/* Hexadecimal of v after prefix into d ("0x..."); returns the length. */
-size_t put_hex(char *d, uint64_t v)
-{
-	static const char hx[] = "0123456789abcdef";
-	size_t n = 0;
-	int started = 0;
-
-	d[n++] = '0';
-	d[n++] = 'x';
-	for (int sh = 60; sh >= 0; sh -= 4) {
-		unsigned k = (unsigned)(v >> sh) & 15;
-
-		if (k || started || sh == 0) {
-			d[n++] = hx[k];
-			started = 1;
-		}
-	}
-	return n;
-}
-
 static size_t __attribute__((unused)) put_dec(char *d, uint64_t v)
 {
 	char tmp[20];
@@ -202,21 +167,6 @@ static char *cpu_signal_pred(struct exporter *x, const char *a)
 	return s;
 }
 
-void arg_int(struct nf_xevent *e, const char *key, int64_t v)
-{
-	e->args[e->n_args++] = (struct nf_xarg){ .key = key, .type = NF_XA_INT, .i = v };
-}
-
-void arg_hex(struct nf_xevent *e, const char *key, int64_t v)
-{
-	e->args[e->n_args++] = (struct nf_xarg){ .key = key, .type = NF_XA_HEX, .i = v };
-}
-
-void arg_str(struct nf_xevent *e, const char *key, const char *s)
-{
-	e->args[e->n_args++] = (struct nf_xarg){ .key = key, .type = NF_XA_STR, .s = s };
-}
-
 /* Writes e on its track: slices and instants counted. */
 int emit(struct exporter *x, struct nf_xevent *e)
 {
@@ -275,7 +225,6 @@ int nf_export_parse_format(const char *name, enum nf_export_format *out, struct 
 				    name ? name : "");
 	return 0;
 }
-
 
 /* Runs the passes into the writer. */
 static int export_all(struct exporter *x)

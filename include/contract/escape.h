@@ -91,6 +91,14 @@ int nf_esc_json(const char *s, size_t n, unsigned flags, nf_esc_write_fn w, void
 int nf_esc_json_text(const char *s, size_t n, unsigned flags, nf_esc_write_fn w, void *ctx);
 
 /*
+ * Whether the NUL-terminated s is its own JSON string body with flags 0
+ * (printable ASCII without '"' or '\\': nf_esc_json would write it as it
+ * is); *len gets its length when it is. A writer's fast path for the short
+ * names every event carries: one scan instead of strlen and the escaper.
+ */
+bool nf_esc_json_plain(const char *s, size_t *len);
+
+/*
  * Text for HTML or XML (SVG), in an element or an attribute value: & < > " '
  * as entities, what nf_esc_text replaces as '?'. flags: NF_ESC_KEEP_NL.
  * Returns 0, or -1 when w did.
