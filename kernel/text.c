@@ -143,7 +143,8 @@ struct tx_line {
 	unsigned long cpus;                /* TX_CPUS */
 	unsigned long cpu;                 /* TX_LOST, TX_EVENT */
 	long long lost;                    /* TX_LOST; -1: count unknown */
-	unsigned long long in_buffer, written; /* TX_ENTRIES */
+	bool entries;                      /* a tracefs header line: */
+	unsigned long long in_buffer, written; /* entries-in-buffer/entries-written */
 	const char *comm;                  /* TX_EVENT */
 	size_t comm_len;
 	long pid;
@@ -246,10 +247,11 @@ static bool tx_header(const char *s, const char *e, struct tx_line *l)
 			}
 		}
 		q = memmem(s, (size_t)(e - s), "entries-in-buffer/entries-written: ", 35);
-		if (q && l->kind == TX_SKIP) {
+		if (q) {
 			c = q + 35;
 			if (tx_ulong(&c, e, &a) && c < e && *c++ == '/' && tx_ulong(&c, e, &b)) {
-				l->kind = TX_ENTRIES;
+				l->kind = l->kind == TX_SKIP ? TX_ENTRIES : l->kind;
+				l->entries = true;
 				l->in_buffer = a;
 				l->written = b;
 			}
@@ -962,11 +964,13 @@ static int tx_pass1(struct tx_reader *r, FILE *f, volatile int *interrupt, struc
 			}
 			sc->has_cpus = true;
 			sc->cpus = l.cpus;
-		} else if (l.kind == TX_ENTRIES) {
+		}
+		if (l.entries) {
 			sc->has_entries = true;
 			sc->in_buffer = l.in_buffer;
 			sc->written = l.written;
-		} else if (l.kind == TX_LOST && l.cpu > sc->max_cpu) {
+		}
+		if (l.kind == TX_LOST && l.cpu > sc->max_cpu) {
 			sc->max_cpu = l.cpu;
 		}
 		if (l.kind != TX_EVENT)
