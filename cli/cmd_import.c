@@ -1,4 +1,4 @@
-/* nftrace import: convert a trace-cmd file (trace.dat) or a Windows ETW capture (.etl) into a
+/* nftrace import: convert a trace-cmd file (trace.dat), ftrace text or a Windows ETW capture (.etl) into a
  * session directory; which one is told by the file's content. */
 #include "cli.h"
 
@@ -55,12 +55,12 @@ static int import_run(struct nf_cli *c)
 
 const struct nf_cli_cmd cmd_import = {
 	.options = options,
-	.args = "TRACE.DAT or CAPTURE.ETL",
+	.args = "TRACE.DAT, FTRACE.TXT or CAPTURE.ETL",
 	.min_args = 1,
 	.max_args = 1,
 	.args_complete = NF_COMPLETE_FILE,
-	.args_exts = "dat|etl",
-	.synopsis = "nftrace import TRACE.DAT|CAPTURE.ETL -o DIR [--force]\n",
+	.args_exts = "dat|etl|txt|report",
+	.synopsis = "nftrace import TRACE.DAT|FTRACE.TXT|CAPTURE.ETL -o DIR [--force]\n",
 	.description =
 		"A Windows ETW capture (.etl: told by its content, or taken as one by its name; from xperf,\n"
 		"WPR or GPUView's log.cmd) is copied into DIR and read without the Windows API:\n"
@@ -74,6 +74,12 @@ const struct nf_cli_cmd cmd_import = {
 		"become fences on per-timeline rows, waits and signals (fence_ops, deps), sched_switch CPU\n"
 		"thread rows (cpu_runs), other events raw rows (kernel_events), lost events anomalies.\n"
 		"The session's clock is the trace's clock in nanoseconds from its first event.\n"
+		"\n"
+		"ftrace text (what `trace-cmd report [-t]` prints, or tracefs' trace file: told by its\n"
+		"content, or taken as one by a .txt/.report name) gives the same rows through the same\n"
+		"decoder, but for what text does not say (event systems of raw events, CPUSTAT, sub-µs\n"
+		"times without -t: the output's note says the resolution). A line that does not read\n"
+		"fails with FILE:LINE.\n"
 		"\n"
 		"The new session is built beside DIR and takes its place only once complete: a file\n"
 		"that cannot be read, Ctrl-C (exit 130) or SIGTERM leave DIR as it was.\n",

@@ -31,6 +31,7 @@
 static const struct nf_importer *const importers[] = {
 	&nf_importer_etw,
 	&nf_importer_kernel,
+	&nf_importer_ftrace_text,
 	&nf_importer_ctf,
 };
 
@@ -516,10 +517,10 @@ int nf_import(const char *file, const char *out_dir, bool force, volatile int *i
 	if (stat(file, &st) != 0)
 		return nf_error_set(err, errno == ENOENT ? NF_ENOENT : NF_EIO, "%s: %s", file, strerror(errno));
 	if (!S_ISREG(st.st_mode))
-		return nf_error_set(err, NF_EFORMAT, "%s: not a regular file (a trace.dat or .etl capture is)", file);
+		return nf_error_set(err, NF_EFORMAT, "%s: not a regular file (a trace.dat, .etl or ftrace text capture is)", file);
 	if (!(imp = of_file(file)) || !imp->convert)
 		return nf_error_set(err, NF_EFORMAT,
-				    "%s: not a trace-cmd file (no trace-cmd magic at offset 0) nor a Windows ETW capture (no ETW logfile header)",
+				    "%s: not a trace-cmd file (no trace-cmd magic at offset 0), a Windows ETW capture (no ETW logfile header) nor ftrace text (trace-cmd report's or tracefs' trace lines)",
 				    file);
 	res->importer = imp->name;
 	if ((rc = nf_aside_begin(out_dir, force, "import", &a, err)))

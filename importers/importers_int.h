@@ -85,6 +85,7 @@ bool nf_importers_interrupted(void);
 extern const struct nf_importer nf_importer_ctf;
 extern const struct nf_importer nf_importer_kernel;
 extern const struct nf_importer nf_importer_etw;
+extern const struct nf_importer nf_importer_ftrace_text;
 
 /* A text for a terminal: control characters as '?' (importers' info and check). */
 void nf_imp_put_clean(FILE *out, const char *s);

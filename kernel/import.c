@@ -647,7 +647,7 @@ out:
 }
 
 /* Removes a session directory we created (plain files only). */
-static void remove_session_dir(const char *dir, bool rm_dir)
+void nf_kimport_remove_dir(const char *dir, bool rm_dir)
 {
 	DIR *d = opendir(dir);
 	struct dirent *de;
@@ -885,7 +885,7 @@ out_writer:
 			rc = rc2;
 	}
 	if (rc && created)
-		remove_session_dir(out_dir, !existed);
+		nf_kimport_remove_dir(out_dir, !existed);
 out_close:
 	for (int i = n - 1; i >= 1; i--)
 		tracecmd_close(handles[i]);

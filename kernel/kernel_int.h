@@ -1,6 +1,7 @@
 /*
  * Private to kernel/: the decoder that turns libtraceevent records (from a
- * trace-cmd file or from tracefs ring-buffer pages) into the kernel events of
+ * trace-cmd file, from tracefs ring-buffer pages, or made from ftrace text by
+ * kernel/text.c) into the kernel events of
  * schemas/events.def and hands them to the CTF writer, and the loading of
  * ftrace format files into a tep handle.
  */
@@ -92,5 +93,9 @@ int nf_kpages_decode(struct nf_kdecoder *d, struct tep_handle *tep, const struct
  */
 int nf_kformats_load(struct tep_handle *tep, const char *events_dir, const char *const *systems,
 		     struct nf_error *err);
+
+/* Removes a session directory an import created (its plain files; the
+ * directory itself too when rm_dir): kernel/import.c, kernel/text.c. */
+void nf_kimport_remove_dir(const char *dir, bool rm_dir);
 
 #endif

@@ -58,6 +58,30 @@ bool nf_kernel_file_is(const char *path);
 int nf_kernel_import(const char *trace_dat, const char *out_dir, volatile int *interrupt,
 		     struct nf_kernel_stats *st, struct nf_error *err);
 
+/*
+ * ftrace text: what `trace-cmd report` prints (with or without -t) and what
+ * tracefs' `trace` (or trace_pipe) file gives, one event a line. Whether path
+ * reads as one (by content: its first lines that are not blank are a
+ * trace-cmd report header, a tracefs header or an event line; no NUL byte).
+ */
+bool nf_kernel_text_file_is(const char *path);
+/* Whether path is named like one (.txt, .report). */
+bool nf_kernel_text_file_named(const char *path);
+
+/*
+ * Converts ftrace text into the session directory out_dir, as
+ * nf_kernel_import does a trace-cmd file: the same kernel stream, decoded by
+ * the same decoder (kernel/text.c makes a record of each line). Every line is
+ * read before anything is written: a line that does not read as a header, a
+ * lost-events line or an event line, or that goes back in time, is NF_EFORMAT
+ * "FILE:LINE: what is wrong". The text has no CPUSTAT (each CPU's coverage
+ * starts at its first line); its CPU count is the header's (cpus=N, #P:N) or
+ * else the highest CPU seen plus one; st->note (and the session's import_note)
+ * says the timestamps' resolution and what was assumed.
+ */
+int nf_kernel_import_text(const char *path, const char *out_dir, volatile int *interrupt,
+			  struct nf_kernel_stats *st, struct nf_error *err);
+
 /* The events recorded when none are named: dma_fence, gpu_scheduler (when the
  * kernel has it), sched:sched_switch, sched:sched_wakeup. */
 #define NF_KERNEL_DEFAULT_EVENTS "dma_fence,gpu_scheduler?,sched:sched_switch,sched:sched_wakeup"
