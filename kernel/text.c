@@ -907,22 +907,35 @@ bool nf_kernel_text_file_named(const char *path)
 	return (n > 4 && !strcmp(path + n - 4, ".txt")) || (n > 7 && !strcmp(path + n - 7, ".report"));
 }
 
-/* Reads lines of f; *line gets the next one (without '\n'). 0: a line, 1: end, else an error. */
+/* Reads lines of f; *line gets the next one (without '\n'). 0: a line, 1: end, else an error.
+ * Never holds more than TX_MAX_LINE + 2 bytes: a hostile file of one endless
+ * line is refused at 64 KiB, not read whole into memory. */
 static int tx_getline(struct tx_reader *r, FILE *f, char **line, size_t *cap, size_t *len)
 {
-	ssize_t n = getline(line, cap, f);
+	size_t n = 0;
+	int c;
 
-	if (n < 0) {
+	if (!*line) {
+		if (!(*line = malloc(TX_MAX_LINE + 2)))
+			return nf_error_set(r->err, NF_ENOMEM, "%s: out of memory", r->path);
+		*cap = TX_MAX_LINE + 2;
+	}
+	while ((c = getc_unlocked(f)) != EOF && c != '\n') {
+		if (n > TX_MAX_LINE) {
+			r->lineno++;
+			return tx_fail(r, "a line longer than 64 KiB", NULL);
+		}
+		(*line)[n++] = (char)c;
+	}
+	if (c == EOF) {
 		if (ferror(f))
 			return nf_error_set(r->err, NF_EIO, "%s: %s", r->path, strerror(errno));
-		return 1;
+		if (!n)
+			return 1;
 	}
 	r->lineno++;
-	if ((size_t)n > TX_MAX_LINE)
-		return tx_fail(r, "a line longer than 64 KiB", NULL);
-	if (n > 0 && (*line)[n - 1] == '\n')
-		n--;
-	*len = (size_t)n;
+	(*line)[n] = '\0';
+	*len = n;
 	return 0;
 }
 

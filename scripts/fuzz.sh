@@ -2,20 +2,20 @@
 # The longer fuzzing campaign: builds the libFuzzer targets, one per decoder
 # of outside input (tests/fuzz/fuzz_{logreplay,ctf,scenario,duration,builder}.c,
 # the escaping helpers, fuzz_escape.c, the trace.dat import,
-# tests/kernel/fuzz_import.c, and the ETL reader, tests/etl/fuzz_etl.c), with clang (-DNF_FUZZ=ON,
+# tests/kernel/fuzz_import.c, ftrace text, fuzz_text (the same file), and the ETL reader, tests/etl/fuzz_etl.c), with clang (-DNF_FUZZ=ON,
 # ASan+UBSan) in build-fuzz/ and runs each one for a while. New inputs go to
 # out/fuzz/<target>/ (the seed corpus, tests/fuzz/corpus/<target>/ or
 # tests/kernel/corpus/import/, is read, never written); crashes, leaks and
 # timeouts go to out/fuzz/crashes/ and stop that target.
 #   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]
-#     (default 300 s; targets logreplay ctf scenario duration builder escape import etl)
+#     (default 300 s; targets logreplay ctf scenario duration builder escape import text etl)
 # Replay one crash:  build-fuzz/tests/fuzz/fuzz_<target> out/fuzz/crashes/<target>-crash-...
 #   (the import target is build-fuzz/tests/kernel/fuzz_import, etl build-fuzz/tests/etl/fuzz_etl)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs="${1:-300}"
 shift || true
-targets="${*:-logreplay ctf scenario duration builder escape import etl}"
+targets="${*:-logreplay ctf scenario duration builder escape import text etl}"
 build="${NF_FUZZ_BUILD:-build-fuzz}"
 
 CC=clang cmake -S . -B "$build" -DNF_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
@@ -28,6 +28,7 @@ for t in $targets; do
 	# where each target's binary, seed corpus and leak suppressions live
 	case $t in
 	import) dir=tests/kernel corpus=tests/kernel/corpus/import supp=tests/kernel/lsan.supp ;;
+	text) dir=tests/kernel corpus=tests/kernel/corpus/text supp=tests/kernel/lsan.supp ;;
 	etl) dir=tests/etl corpus=tests/etl/corpus/etl supp=tests/lsan.supp ;;
 	*) dir=tests/fuzz corpus="tests/fuzz/corpus/$t" supp=tests/lsan.supp ;;
 	esac

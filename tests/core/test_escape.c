@@ -254,6 +254,20 @@ START_TEST(json_keeps_every_hostile_string_as_data)
 			if (nf_hostile_set[i].valid_utf8)
 				ck_assert_msg(dn == strlen(s) && !memcmp(d, s, dn), "%s: not lossless",
 					      nf_hostile_set[i].what);
+			/* nf_esc_json_plain (the writers' fast path) says plain only when
+			 * nf_esc_json writes the string as it is, between quotes, and
+			 * always then for ASCII (UTF-8 beyond it goes the slow way) */
+			if (!script) {
+				size_t pn;
+				bool plain = nf_esc_json_plain(s, &pn), ascii = true;
+				bool as_is = g.n == strlen(s) + 2 && !memcmp(g.p + 1, s, strlen(s));
+
+				for (const char *c = s; *c; c++)
+					ascii = ascii && (unsigned char)*c < 0x80;
+				ck_assert_msg(as_is || !plain, "%s: plain, yet escaped", nf_hostile_set[i].what);
+				ck_assert_msg(!ascii || plain == as_is, "%s: nf_esc_json_plain says %d", nf_hostile_set[i].what, plain);
+				ck_assert_msg(!plain || pn == strlen(s), "%s: plain length %zu", nf_hostile_set[i].what, pn);
+			}
 			grow_write(&all, g.p, g.n);
 			grow_write(&all, ",", 1);
 			free(d);
@@ -274,6 +288,17 @@ START_TEST(json_keeps_every_hostile_string_as_data)
 		nf_esc_json(golden[i][0], strlen(golden[i][0]), 0, grow_write, &g);
 		ck_assert_str_eq(g.p, golden[i][1]);
 		free(g.p);
+	}
+	/* the fast path's edges: every printable ASCII byte but '"' and '\\' is plain */
+	{
+		static const char *const plain[] = { "", "wait 0x6", "Q0 0x40000040 #2", " !#$%&'()*+,-./09:;<=>?@AZ[]^_`az{|}~" };
+		static const char *const not_plain[] = { "a\"b", "a\\b", "tab\t", "del\x7f", "caf\xc3\xa9", "\x01" };
+		size_t pn;
+
+		for (size_t i = 0; i < sizeof(plain) / sizeof(plain[0]); i++)
+			ck_assert_msg(nf_esc_json_plain(plain[i], &pn) && pn == strlen(plain[i]), "'%s'", plain[i]);
+		for (size_t i = 0; i < sizeof(not_plain) / sizeof(not_plain[0]); i++)
+			ck_assert_msg(!nf_esc_json_plain(not_plain[i], &pn), "'%s'", not_plain[i]);
 	}
 	/* a JSON text (an item's detail from SQLite's json_object): its syntax and
 	 * escapes as they are, the raw bytes inside cleaned as nf_esc_json does */
