@@ -15,7 +15,11 @@
  *     exact rows;
  *   - a line that does not read: exit non-zero, "FILE:LINE:", the session at -o kept;
  *   - mode "real": trace-cmd report -t of the captures in ../shared/real-traces
- *     against their .dat imports, as above (skipped, exit 77, when absent).
+ *     against their .dat imports, as above (skipped, exit 77, when absent);
+ *   - mode "live": this machine's own tracefs `trace` file (a private instance,
+ *     sched_switch, sched_wakeup and a marker of ours), as the kernel prints it
+ *     today: every line reads, the marker and our thread come out (skipped,
+ *     exit 77, when tracefs is not writable).
  */
 #include "nf_test.h"
 
@@ -458,6 +462,48 @@ START_TEST(test_real)
 }
 END_TEST
 
+/* The live capture: $1 the output file, $2 the marker. A private instance
+ * (tracefs mounted first when it is not: root may), removed whatever happens. */
+static const char live_script[] =
+	"T=/sys/kernel/tracing\n"
+	"[ -d $T/instances ] || mount -t tracefs nodev $T 2>/dev/null || exit 77\n"
+	"I=$T/instances/nftrace-text-test-$$\n"
+	"mkdir $I 2>/dev/null || exit 77\n"
+	"trap 'echo 0 > $I/tracing_on; rmdir $I' EXIT\n"
+	"echo 1 > $I/events/sched/sched_switch/enable && echo 1 > $I/events/sched/sched_wakeup/enable &&\n"
+	"echo 1 > $I/tracing_on || exit 1\n"
+	"echo \"$2\" > $I/trace_marker || exit 1\n"
+	"sleep 0.05; sleep 0.05\n"
+	"echo 0 > $I/tracing_on\n"
+	"cat $I/trace > \"$1\"\n";
+
+START_TEST(test_live)
+{
+	char tmp[1024], file[1200], s[1200], db[1300], marker[64], sql[256];
+	int rc;
+
+	nf_test_tmpdir(tmp, sizeof(tmp));
+	snprintf(file, sizeof(file), "%s/trace.txt", tmp);
+	snprintf(s, sizeof(s), "%s/s", tmp);
+	snprintf(marker, sizeof(marker), "nftrace text test %ld", (long)getpid());
+	rc = nf_test_sh(live_script, NF_TEST_ARGV(file, marker), out, sizeof(out), errb, sizeof(errb));
+	ck_assert_msg(rc == 0, "the live capture failed (%d): %s", rc, errb);
+	import_ok(file, s);
+	ck_assert_msg(strstr(out, "ftrace text lines of events on") && strstr(out, "1 markers"), "%s", out);
+	db_of(db, sizeof(db), s);
+	/* the marker, exactly, from the shell that wrote it */
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM markers WHERE text = '%s'", marker);
+	ck_assert_int_eq(count(db, sql), 1);
+	/* the two sleeps ran: switches decoded, not left raw, and named threads */
+	ck_assert_int_gt(count(db, "SELECT count(*) FROM cpu_run_blocks"), 0);
+	ck_assert_int_gt(count(db, "SELECT count(*) FROM kernel_threads WHERE comm = 'sleep'"), 0);
+	ck_assert_int_eq(count(db, "SELECT count(*) FROM kernel_events WHERE name LIKE '%sched_switch'"), 0);
+	/* the CPUs with lines have their coverage rows */
+	ck_assert_int_gt(count(db, "SELECT count(*) FROM coverage WHERE scope = 'cpu'"), 0);
+	nf_test_rmtree(tmp);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("ftrace_text");
@@ -482,6 +528,19 @@ int main(int argc, char **argv)
 			return 77;
 		}
 		tcase_add_test(tc, test_regenerate);
+		suite_add_tcase(s, tc);
+		return nf_test_main(s);
+	}
+	if (argc > 1 && !strcmp(argv[1], "live")) {
+		Suite *s = suite_create("ftrace_text_live");
+		TCase *tc = tcase_create("live");
+
+		if (geteuid() != 0) {
+			printf("SKIPPED: tracefs instances need root\n");
+			return 77;
+		}
+		tcase_set_timeout(tc, 120);
+		tcase_add_test(tc, test_live);
 		suite_add_tcase(s, tc);
 		return nf_test_main(s);
 	}
