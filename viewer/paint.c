@@ -578,6 +578,51 @@ static void paint_legend(cairo_t *cr, const struct nf_render_layout *lay, const 
 	}
 }
 
+/* The title a header row shows (ellipsized to the picture's width, in the
+ * header's font, which cr must have). */
+static void header_title(cairo_t *cr, const struct nf_render_layout *lay, const struct nf_render_row *r,
+			 char *fit, size_t len)
+{
+	char buf[160];
+
+	if (r->kind == NF_ROW_CPU_HEAD && lay->threads_left_out)
+		snprintf(buf, sizeof(buf), "CPU threads \xC2\xB7 %zu more that only ran are left out "
+			 "(--threads all, --thread NAME|TID, --process NAME|PID show them)",
+			 lay->threads_left_out);
+	else if (r->kind == NF_ROW_CPU_HEAD)
+		snprintf(buf, sizeof(buf), "CPU threads");
+	else if (r->kind == NF_ROW_DISPLAY_HEAD)
+		snprintf(buf, sizeof(buf), "Displays \xC2\xB7 flips ready \xE2\x86\x92 latched (red: late, grey: dropped) "
+			 "\xC2\xB7 blue: blanks \xC2\xB7 black: presents");
+	else /* a group of lanes, an adapter (queue_labels.group_label) */
+		snprintf(buf, sizeof(buf), "%s", r->name);
+	ellipsize(cr, buf, lay->width - 32, fit, len);
+}
+
+/* Where a header row's title ends (x), when the box from y to y + h crosses
+ * that row; 0 when it crosses none. */
+static double header_title_end(cairo_t *cr, const struct nf_render_layout *lay, double y, double h)
+{
+	char fit[160];
+
+	for (size_t i = 0; i < lay->n_rows; i++) {
+		const struct nf_render_row *r = &lay->rows[i];
+
+		if ((r->kind != NF_ROW_ADAPTER && r->kind != NF_ROW_CPU_HEAD && r->kind != NF_ROW_GROUP &&
+		     r->kind != NF_ROW_DISPLAY_HEAD) ||
+		    y + h <= r->y + 2 || y >= r->y + r->h)
+			continue;
+		cairo_save(cr);
+		font(cr, 13, 1);
+		header_title(cr, lay, r, fit, sizeof(fit));
+		double end = 12 + text_width(cr, fit);
+
+		cairo_restore(cr);
+		return end;
+	}
+	return 0;
+}
+
 static void paint_row_labels(cairo_t *cr, const struct nf_render_layout *lay,
 			     const struct theme *th)
 {
@@ -598,18 +643,7 @@ static void paint_row_labels(cairo_t *cr, const struct nf_render_layout *lay,
 			set_colour(cr, th->separator);
 			cairo_fill(cr);
 			font(cr, 13, 1);
-			if (r->kind == NF_ROW_CPU_HEAD && lay->threads_left_out)
-				snprintf(buf, sizeof(buf), "CPU threads \xC2\xB7 %zu more that only ran are left out "
-					 "(--threads all, --thread NAME|TID, --process NAME|PID show them)",
-					 lay->threads_left_out);
-			else if (r->kind == NF_ROW_CPU_HEAD)
-				snprintf(buf, sizeof(buf), "CPU threads");
-			else if (r->kind == NF_ROW_DISPLAY_HEAD)
-				snprintf(buf, sizeof(buf), "Displays \xC2\xB7 flips ready \xE2\x86\x92 latched (red: late, grey: dropped) "
-					 "\xC2\xB7 blue: blanks \xC2\xB7 black: presents");
-			else /* a group of lanes, an adapter (queue_labels.group_label) */
-				snprintf(buf, sizeof(buf), "%s", r->name);
-			ellipsize(cr, buf, lay->width - 32, fit, sizeof(fit));
+			header_title(cr, lay, r, fit, sizeof(fit));
 			text(cr, 12, r->y + 20, fit, LEFT, th->text);
 			break;
 		case NF_ROW_ENGINE:
@@ -931,14 +965,34 @@ static void paint_data(cairo_t *cr, const struct nf_render_options *opts,
 		paint_marks(cr, &s->marks[mk], mk, th);
 	nf_render_paint_overlay(cr, opts, lay, th == &dark);
 	font(cr, 10, 0);
+	/* A label over a header's title goes below the header, and the labels
+	 * stacked under it with it (igt's display header was written over). */
+	double dy = 0;
+
 	for (size_t i = 0; i < s->n_gap_labels; i++) {
 		const struct nf_render_gap_label *l = &s->gap_labels[i];
 		double w = text_width(cr, l->text), x = l->x - w < lay->plot_x0 + 2 ? lay->plot_x0 + 2 + w : l->x;
+		double y = l->y + dy;
 
-		cairo_rectangle(cr, x - w - 3, l->y - 9.5, w + 6, 13);
+		for (int k = 0; k < 4; k++) {
+			double end = header_title_end(cr, lay, y - 9.5, 13);
+
+			if (end <= 0 || end + 6 <= x - w - 3)
+				break;
+			const struct nf_render_row *r = NULL;
+
+			for (size_t j = 0; j < lay->n_rows && !r; j++)
+				if (y - 9.5 < lay->rows[j].y + lay->rows[j].h && y + 3.5 > lay->rows[j].y + 2)
+					r = &lay->rows[j];
+			if (!r)
+				break;
+			dy += r->y + r->h + 10.5 - y;
+			y = l->y + dy;
+		}
+		cairo_rectangle(cr, x - w - 3, y - 9.5, w + 6, 13);
 		set_colour(cr, with_alpha(th->bg, 0.85));
 		cairo_fill(cr);
-		text(cr, x, l->y, l->text, RIGHT, th->dim);
+		text(cr, x, y, l->text, RIGHT, th->dim);
 	}
 	font(cr, 10, 1);
 	for (size_t i = 0; i < s->n_labels; i++) {

@@ -108,6 +108,40 @@ static void flips_match_trace_cmd(sqlite3 *db, const char *file)
 	printf("%s: flips as trace-cmd reads them: %s", file, out);
 }
 
+/* The picture: the coverage gaps' labels (CPUs 2-6 begin at 10.5-11.5 s) are
+ * not written over the displays' header, whose title runs into the plot. */
+static void gap_labels_clear_header(const char *dir)
+{
+	char svg[700], *text = NULL;
+	size_t n = 0;
+	double header_y = -1, label_y = -1;
+
+	snprintf(svg, sizeof(svg), "%s/p.svg", dir);
+	ck_assert_msg(nf_test_nftrace_run(NF_TEST_ARGV("report", dir, "-o", svg), out, sizeof(out), err, sizeof(err)) == 0,
+		      "report: %s", err);
+	FILE *f = fopen(svg, "rb");
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(getdelim(&text, &n, '\0', f) > 0, 1);
+	fclose(f);
+	for (char *p = text; (p = strstr(p, "<text ")); p++) {
+		char *gt = strchr(p, '>'), *y = strstr(p, " y=\"");
+
+		if (!gt || !y || y > gt)
+			continue;
+		if (!strncmp(gt + 1, "Displays", 8))
+			header_y = atof(y + 4);
+		else if (strstr(gt + 1, "not recorded before") && strstr(gt + 1, "not recorded before") < strchr(gt, '<') &&
+			 label_y < 0)
+			label_y = atof(y + 4);
+	}
+	free(text);
+	ck_assert_msg(header_y > 0 && label_y > 0, "header at %.1f, first gap label at %.1f", header_y, label_y);
+	/* the label's box (from 9.5 above its baseline) below the title's descent */
+	ck_assert_msg(label_y - 9.5 >= header_y + 4, "gap label at y %.1f over the header title at %.1f", label_y,
+		      header_y);
+}
+
 static void igt(const char *file, const char *name)
 {
 	char dir[600];
@@ -134,6 +168,7 @@ static void igt(const char *file, const char *name)
 	ck_assert_int_eq(q1(db, "SELECT count(*) FROM frames WHERE display < 2 AND abs(interval_ns - 16635000) > 10000"), 0);
 	flips_match_trace_cmd(db, file);
 	sqlite3_close(db);
+	gap_labels_clear_header(dir);
 }
 
 START_TEST(igt_i915_flips)
