@@ -724,6 +724,33 @@ static int import_record(struct tracecmd_input *h, struct tep_record *rec, int c
 	return c->rc ? -1 : 0;
 }
 
+/* The CTF writer of an imported kernel session in out_dir: its environment
+ * says source path, mode, the start (first, kernel ns) and note (omitted when
+ * ""), on a 1 GHz clock (kernel nanoseconds). */
+int nf_kimport_writer_create(const char *out_dir, const char *path, const char *mode, uint64_t first,
+			     const char *note, struct nf_ctf_writer **w, struct nf_error *err)
+{
+	struct nf_ctf_env_entry env[] = {
+		{ "domain", false, 0, "nftrace" },
+		{ "tool_version", false, 0, NF_VERSION },
+		{ "schema_version", true, NF_SCHEMA_VERSION, NULL },
+		{ "source", false, 0, path },
+		{ "mode", false, 0, mode },
+		{ "host", false, 0, "unknown" },
+		{ "seed", true, 0, NULL },
+		{ "cpu_frequency", true, 1000000000, NULL },
+		{ "start_ticks", true, (int64_t)first, NULL },
+		{ "ground_truth", true, 0, NULL },
+		{ "import_note", false, 0, note },
+	};
+	struct nf_ctf_writer_options o = { 0 };
+
+	o.cpu_frequency = 1000000000u;
+	o.env = env;
+	o.n_env = sizeof(env) / sizeof(env[0]) - (note[0] ? 0 : 1);
+	return nf_ctf_writer_create(out_dir, &o, w, err);
+}
+
 int nf_kernel_import(const char *path, const char *out_dir, volatile int *interrupt,
 		     struct nf_kernel_stats *st, struct nf_error *err)
 {
@@ -802,29 +829,9 @@ int nf_kernel_import(const char *path, const char *out_dir, volatile int *interr
 	if ((rc = nf_record_prepare_dir(out_dir, false, err)))
 		goto out_close;
 	existed = stat(out_dir, &sst) == 0;
-	{
-		struct nf_ctf_env_entry env[] = {
-			{ "domain", false, 0, "nftrace" },
-			{ "tool_version", false, 0, NF_VERSION },
-			{ "schema_version", true, NF_SCHEMA_VERSION, NULL },
-			{ "source", false, 0, path },
-			{ "mode", false, 0, "kernel-import" },
-			{ "host", false, 0, "unknown" },
-			{ "seed", true, 0, NULL },
-			{ "cpu_frequency", true, 1000000000, NULL },
-			{ "start_ticks", true, (int64_t)first, NULL },
-			{ "ground_truth", true, 0, NULL },
-			{ "import_note", false, 0, st->note },
-		};
-		struct nf_ctf_writer_options o = { 0 };
-
-		o.cpu_frequency = 1000000000u;
-		o.env = env;
-		o.n_env = sizeof(env) / sizeof(env[0]) - (st->note[0] ? 0 : 1);
-		if ((rc = nf_ctf_writer_create(out_dir, &o, &w, err)))
-			goto out_close;
-		created = true;
-	}
+	if ((rc = nf_kimport_writer_create(out_dir, path, "kernel-import", first, st->note, &w, err)))
+		goto out_close;
+	created = true;
 	struct nf_kclock_map map = { first, first, 1000000000u };
 	d = nf_kdecoder_create(tep, w, &map, st->cpus, 0, "unknown (trace-cmd file)", path, err);
 	if (!d) {

@@ -98,4 +98,9 @@ int nf_kformats_load(struct tep_handle *tep, const char *events_dir, const char 
  * directory itself too when rm_dir): kernel/import.c, kernel/text.c. */
 void nf_kimport_remove_dir(const char *dir, bool rm_dir);
 
+/* The CTF writer of an imported kernel session (import.c): environment with
+ * source path, mode, start first (kernel ns) and note (left out when ""). */
+int nf_kimport_writer_create(const char *out_dir, const char *path, const char *mode, uint64_t first,
+			     const char *note, struct nf_ctf_writer **w, struct nf_error *err);
+
 #endif

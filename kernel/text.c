@@ -1162,29 +1162,9 @@ int nf_kernel_import_text(const char *path, const char *out_dir, volatile int *i
 	if ((rc = nf_record_prepare_dir(out_dir, false, err)))
 		goto out;
 	existed = stat(out_dir, &sst) == 0;
-	{
-		struct nf_ctf_env_entry env[] = {
-			{ "domain", false, 0, "nftrace" },
-			{ "tool_version", false, 0, NF_VERSION },
-			{ "schema_version", true, NF_SCHEMA_VERSION, NULL },
-			{ "source", false, 0, path },
-			{ "mode", false, 0, "kernel-text-import" },
-			{ "host", false, 0, "unknown" },
-			{ "seed", true, 0, NULL },
-			{ "cpu_frequency", true, 1000000000, NULL },
-			{ "start_ticks", true, (int64_t)sc.first, NULL },
-			{ "ground_truth", true, 0, NULL },
-			{ "import_note", false, 0, st->note },
-		};
-		struct nf_ctf_writer_options o = { 0 };
-
-		o.cpu_frequency = 1000000000u;
-		o.env = env;
-		o.n_env = sizeof(env) / sizeof(env[0]);
-		if ((rc = nf_ctf_writer_create(out_dir, &o, &w, err)))
-			goto out;
-		created = true;
-	}
+	if ((rc = nf_kimport_writer_create(out_dir, path, "kernel-text-import", sc.first, st->note, &w, err)))
+		goto out;
+	created = true;
 	struct nf_kclock_map map = { sc.first, sc.first, 1000000000u };
 
 	if (!(d = nf_kdecoder_create(r.tep, w, &map, (uint32_t)ncpus, 0, "unknown (ftrace text)", path, err))) {
