@@ -751,6 +751,22 @@ int nf_kimport_writer_create(const char *out_dir, const char *path, const char *
 	return nf_ctf_writer_create(out_dir, &o, w, err);
 }
 
+/* Ends an import: the decoder destroyed, the writer closed (its error kept
+ * when rc is 0), and on failure what it wrote removed (out_dir itself when
+ * the import made it). Returns rc, or the close's error. */
+int nf_kimport_close(struct nf_kdecoder *d, struct nf_ctf_writer *w, int rc, bool created, const char *out_dir,
+		     bool existed, struct nf_error *err)
+{
+	nf_kdecoder_destroy(d);
+	int rc2 = nf_ctf_writer_close(w, rc ? NULL : err);
+
+	if (!rc)
+		rc = rc2;
+	if (rc && created)
+		nf_kimport_remove_dir(out_dir, !existed);
+	return rc;
+}
+
 int nf_kernel_import(const char *path, const char *out_dir, volatile int *interrupt,
 		     struct nf_kernel_stats *st, struct nf_error *err)
 {
@@ -884,15 +900,7 @@ int nf_kernel_import(const char *path, const char *out_dir, volatile int *interr
 	st->cpus = (uint32_t)tep_get_cpus(tep);
 	rc = 0;
 out_writer:
-	nf_kdecoder_destroy(d);
-	{
-		int rc2 = nf_ctf_writer_close(w, rc ? NULL : err);
-
-		if (!rc)
-			rc = rc2;
-	}
-	if (rc && created)
-		nf_kimport_remove_dir(out_dir, !existed);
+	rc = nf_kimport_close(d, w, rc, created, out_dir, existed, err);
 out_close:
 	for (int i = n - 1; i >= 1; i--)
 		tracecmd_close(handles[i]);

@@ -103,4 +103,9 @@ void nf_kimport_remove_dir(const char *dir, bool rm_dir);
 int nf_kimport_writer_create(const char *out_dir, const char *path, const char *mode, uint64_t first,
 			     const char *note, struct nf_ctf_writer **w, struct nf_error *err);
 
+/* Ends an import (import.c): decoder destroyed, writer closed, on failure
+ * what was written removed (out_dir too when the import made it). */
+int nf_kimport_close(struct nf_kdecoder *d, struct nf_ctf_writer *w, int rc, bool created, const char *out_dir,
+		     bool existed, struct nf_error *err);
+
 #endif

@@ -1189,15 +1189,7 @@ int nf_kernel_import_text(const char *path, const char *out_dir, volatile int *i
 	memcpy(st->note, note, sizeof(note));
 	st->cpus = (uint32_t)ncpus;
 out_writer:
-	nf_kdecoder_destroy(d);
-	{
-		int rc2 = nf_ctf_writer_close(w, rc ? NULL : err);
-
-		if (!rc)
-			rc = rc2;
-	}
-	if (rc && created)
-		nf_kimport_remove_dir(out_dir, !existed);
+	rc = nf_kimport_close(d, w, rc, created, out_dir, existed, err);
 out:
 	free(per_cpu);
 	fclose(f);
