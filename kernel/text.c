@@ -77,6 +77,8 @@ struct tx_event {
 #define TX_XE_QUEUE "{d:class}:{x:_}, gt={d:_}, width={d:_}, guc_id={d:guc_id}, {*}"
 
 static const struct tx_event tx_events[] = {
+	/* the function tracer's lines (tx_event_line): raw, as in a trace.dat */
+	{ "function", "ftrace", { "{*}" } },
 	{ "dma_fence_init", "dma_fence", { TX_FENCE } },
 	{ "dma_fence_emit", "dma_fence", { TX_FENCE } },
 	{ "dma_fence_enable_signal", "dma_fence", { TX_FENCE } },
@@ -425,6 +427,20 @@ static const char *tx_event_line(const char *s, const char *e, struct tx_line *l
 	l->event = s;
 	while (s < e && ((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || tx_isdigit(*s) || *s == '_'))
 		s++;
+	const char *tok = s;
+
+	while (tok < e && !tx_isspace(*tok))
+		tok++;
+	if (tok > l->event && tok < e && tok[-1] != ':' && tx_prefix(tok + 1, e, "<-")) {
+		/* the function tracer's "FUNC <-PARENT" (a name may be "foo.isra.0"):
+		 * event ftrace:function, kept raw */
+		l->body = l->event;
+		l->body_len = (size_t)(e - l->event);
+		l->event = "function";
+		l->event_len = 8;
+		l->kind = TX_EVENT;
+		return NULL;
+	}
 	if (s == l->event || s >= e || *s != ':' || s - l->event > 200)
 		return "no EVENT: name after the timestamp";
 	l->event_len = (size_t)(s - l->event);

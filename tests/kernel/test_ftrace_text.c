@@ -273,6 +273,41 @@ static void expect(const char *session, const char *sql, const char *want)
 	free(got);
 }
 
+/* Lines from two buffer instances ("inst: " before the task, as trace-cmd
+ * report prints a file of several) and the function tracer's "FUNC <-PARENT"
+ * lines (event ftrace:function, raw, as a trace.dat keeps them). */
+START_TEST(test_instances_and_function_lines)
+{
+	static const char text[] =
+		"cpus=2\n"
+		"inst:            bash-100   [001] 5.000001000: sched_switch:         bash:100 [120] S ==> sleep:101 [120]\n"
+		"                bash-100   [000] 5.000002000: do_sys_open.isra.0 <-__x64_sys_openat\n"
+		"inst:           sleep-101   [001] 5.000003000: sched_switch:         sleep:101 [120] R ==> bash:100 [120]\n";
+	char tmp[1024], file[1200], s[1200];
+	FILE *f;
+
+	nf_test_tmpdir(tmp, sizeof(tmp));
+	snprintf(file, sizeof(file), "%s/t.txt", tmp);
+	snprintf(s, sizeof(s), "%s/s", tmp);
+	ck_assert_ptr_nonnull(f = fopen(file, "w"));
+	fputs(text, f);
+	fclose(f);
+	import_ok(file, s);
+	ck_assert_msg(strstr(out, "3 ftrace text lines of events on 2 CPUs (0 dma_fence, 2 sched, 0 GPU job/vblank, "
+				  "0 markers, 1 other)"), "%s", out);
+	expect(s, "SELECT ts_ns, cpu, thread, name, fields FROM kernel_events",
+	       "1000|0|100|ftrace:function|do_sys_open.isra.0 <-__x64_sys_openat\n");
+	expect(s, "SELECT thread, comm FROM kernel_threads", "100|bash\n101|sleep\n");
+	/* "FUNC" with no "<-PARENT" is no line of either kind: refused, not guessed */
+	ck_assert_ptr_nonnull(f = fopen(file, "w"));
+	fputs("cpus=1\n            bash-100   [000] 5.000001000: sched_swi\n", f);
+	fclose(f);
+	ck_assert_int_ne(nft(NF_TEST_ARGV("import", file, "-o", s, "--force")), 0);
+	ck_assert_msg(strstr(errb, "t.txt:2: no EVENT: name after the timestamp"), "%s", errb);
+	nf_test_rmtree(tmp);
+}
+END_TEST
+
 /* tracefs' own layout: irq-flags column, "#P:N", LOST lines, tracing_mark_write. */
 START_TEST(test_tracefs_layout)
 {
@@ -512,6 +547,7 @@ static Suite *suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_loop_test(tc, test_text_vs_dat, 0, (int)(sizeof(fixtures) / sizeof(fixtures[0])));
 	tcase_add_test(tc, test_tracefs_layout);
+	tcase_add_test(tc, test_instances_and_function_lines);
 	tcase_add_test(tc, test_malformed_line_keeps_session);
 	suite_add_tcase(s, tc);
 	return s;
