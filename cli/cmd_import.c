@@ -49,7 +49,7 @@ static int import_run(struct nf_cli *c)
 		return nf_cli_fail("import", &err);
 	printf("imported %s into %s: %s\n", file, out, res.summary);
 	if (res.note[0])
-		printf("worked around: %s\n", res.note);
+		printf("import note: %s\n", res.note);
 	return NF_EXIT_OK;
 }
 

@@ -204,7 +204,7 @@ static int ctf_info(const char *dir, bool json, FILE *out, struct nf_error *err)
 		       ? (double)(c.last_ts - in->start_ticks) / (double)in->cpu_frequency : 0.0);
 	fprintf(out, "ground truth:   %s\n", in->ground_truth ? "yes" : "no");
 	if (in->import_note && in->import_note[0]) {
-		fputs("worked around:  ", out);
+		fputs("import note:    ", out);
 		nf_imp_put_clean(out, in->import_note);
 		fputc('\n', out);
 	}

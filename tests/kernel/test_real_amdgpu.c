@@ -5,7 +5,7 @@
  * - it imports, with every record that `trace-cmd report` prints once the
  *   option is understood (counted independently: this test makes its own
  *   corrected copy in a temporary directory and runs trace-cmd report on it),
- *   and `info` says what was worked around;
+ *   and `info` says what was worked around (its import note);
  * - every amdgpu_sched_run_job is a jobs row with a start, and a finish
  *   whenever the file recorded the job's finished fence;
  * - the report of the whole capture shows the rings on top and a few dozen
@@ -147,7 +147,7 @@ START_TEST(test_every_record_imported)
 	char want[128];
 	snprintf(want, sizeof(want), ": %lld kernel records on 4 CPUs", all);
 	ck_assert_msg(strstr(imported, want), "import says: %s (trace-cmd report: %lld)", imported, all);
-	ck_assert_msg(strstr(imported, "worked around: option 8 at offset"), "%s", imported);
+	ck_assert_msg(strstr(imported, "import note: option 8 at offset"), "%s", imported);
 	/* Each kind is its own event in the session, as many as trace-cmd prints. */
 	static const struct { const char *ours, *theirs; } kinds[] = {
 		{ "KernelSchedSwitch", "sched_switch:" },
@@ -162,7 +162,7 @@ START_TEST(test_every_record_imported)
 	for (size_t i = 0; i < 6; i++)
 		theirs[i] = tracecmd_count(tmp, kinds[i].theirs);
 	ck_assert_msg(nft(NF_TEST_ARGV("info", session)) == 0, "%s", errb);
-	ck_assert_msg(strstr(out, "worked around:  option 8") && strstr(out, "saved TGIDs"), "%s", out);
+	ck_assert_msg(strstr(out, "import note:    option 8") && strstr(out, "saved TGIDs"), "%s", out);
 	for (size_t i = 0; i < 6; i++) {
 		char line[128];
 
