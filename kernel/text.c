@@ -31,6 +31,7 @@
 #include <stdarg.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,7 @@
 #define TX_MAX_CPUS 8192u             /* the kernel's NR_CPUS limit */
 #define TX_MAX_VARIANTS 60000u        /* distinct (event, layout) pairs: event ids */
 #define TX_MAX_CAPS 12
+#define TX_MATCH_STEPS (1l << 20)     /* steps of one template match (its backtracking) */
 
 /*
  * The events the decoder knows, with the layouts their lines take. In a
@@ -363,10 +365,12 @@ static const char *tx_event_line(const char *s, const char *e, struct tx_line *l
 		while (q > s && tx_isspace(q[-1]))
 			q--;
 		if (q > s && q[-1] == ')') { /* "(TGID)" or "(-------)" */
+			/* a few characters back, not to the line's start: a line of
+			 * many ") [0]" would be quadratic */
 			p = q - 1;
-			while (p > s && p[-1] != '(')
+			while (p > s && p[-1] != '(' && q - p < 16)
 				p--;
-			if (p == s) {
+			if (p == s || p[-1] != '(') {
 				open++;
 				continue;
 			}
@@ -408,6 +412,9 @@ static const char *tx_event_line(const char *s, const char *e, struct tx_line *l
 		while (t < e && !tx_isspace(*t))
 			t++;
 		if (t > s && t[-1] == ':' && tx_timestamp(s, t - 1, &l->ts, &l->digits)) {
+			/* the session's times are int64 ns */
+			if (l->ts >= (uint64_t)INT64_MAX)
+				return "a timestamp too large (2^63 ns or more)";
 			s = t;
 			break;
 		}
@@ -515,11 +522,15 @@ static bool tx_state(const char *s, size_t n, bool plugin, uint64_t *v)
 	return n % 2 == 1;
 }
 
-/* Matches body [b, e) against template t, filling caps[*n...]. */
-static bool tx_match(const char *t, const char *b, const char *e, struct tx_cap *caps, int *n)
+/* Matches body [b, e) against template t, filling caps[*n...]. Each string
+ * capture tries every end, so two in a template are quadratic in the line:
+ * *steps bounds the work (a line that needs more is not matched, kept raw). */
+static bool tx_match(const char *t, const char *b, const char *e, struct tx_cap *caps, int *n, long *steps)
 {
 	int n0 = *n;
 
+	if (--*steps < 0)
+		return false;
 	while (*t && *t != '{') {
 		if (b >= e || *b != *t)
 			return false;
@@ -544,12 +555,12 @@ static bool tx_match(const char *t, const char *b, const char *e, struct tx_cap 
 	t = close + 1;
 	if (c->kind == 's') {
 		/* as short as the rest allows */
-		for (const char *x = b; x <= e; x++) {
+		for (const char *x = b; x <= e && --*steps >= 0; x++) {
 			if (*t && *t != '{' && (x == e || *x != *t))
 				continue;
 			c->s = b;
 			c->n = (size_t)(x - b);
-			if (tx_match(t, x, e, caps, n))
+			if (tx_match(t, x, e, caps, n, steps))
 				return true;
 			*n = n0 + 1;
 		}
@@ -565,9 +576,10 @@ static bool tx_match(const char *t, const char *b, const char *e, struct tx_cap 
 
 		if (neg)
 			p++;
-		if (!tx_ulong(&p, e, &v))
+		/* as the kernel's %d/%lld prints it: down to INT64_MIN */
+		if (!tx_ulong(&p, e, &v) || (neg && v > (uint64_t)INT64_MAX + 1))
 			goto fail;
-		c->v = neg ? (uint64_t)(-(long long)v) : v;
+		c->v = neg ? (uint64_t)0 - v : v;
 	} else if (c->kind == 'x' || c->kind == 'P') {
 		if (c->kind == 'x' && (size_t)(e - p) >= 5 && !memcmp(p, "(nil)", 5)) {
 			p += 5;
@@ -594,7 +606,7 @@ static bool tx_match(const char *t, const char *b, const char *e, struct tx_cap 
 	} else {
 		goto fail;
 	}
-	if (tx_match(t, p, e, caps, n))
+	if (tx_match(t, p, e, caps, n, steps))
 		return true;
 fail:
 	*n = n0;
@@ -812,8 +824,10 @@ static int tx_record(struct tx_reader *r, const struct tx_line *l, int *size)
 		ke = &tx_print;
 	} else if (ke) {
 		for (int i = 0; i < 4 && ke->tmpl[i] && layout < 0; i++) {
+			long steps = TX_MATCH_STEPS;
+
 			ncaps = 0;
-			if (tx_match(ke->tmpl[i], l->body, l->body + l->body_len, caps, &ncaps))
+			if (tx_match(ke->tmpl[i], l->body, l->body + l->body_len, caps, &ncaps, &steps))
 				layout = i;
 		}
 		if (layout < 0) {
@@ -1075,8 +1089,17 @@ static int tx_pass2(struct tx_reader *r, FILE *f, volatile int *interrupt, struc
 			rc = nf_error_set(r->err, NF_EINTR, "%s: interrupted", r->path);
 			break;
 		}
+		/* pass 1 saw no CPU past ncpus: a line that has one was not there then */
+		if ((l.kind == TX_LOST || l.kind == TX_EVENT) && l.cpu >= ncpus) {
+			rc = tx_fail(r, "changed while it was read", NULL);
+			break;
+		}
 		if (l.kind == TX_LOST) {
 			/* on the CPU's next record, as the ring buffer flags it */
+			if (l.lost >= 0 && lost[l.cpu] > LLONG_MAX - l.lost) {
+				rc = tx_fail(r, "lost-event counts that add up to 2^63 or more", NULL);
+				break;
+			}
 			if (l.lost < 0 || lost[l.cpu] < 0)
 				lost[l.cpu] = -1;
 			else
