@@ -145,6 +145,7 @@ enum tx_kind { TX_SKIP, TX_CPUS, TX_LOST, TX_ENTRIES, TX_EVENT };
 struct tx_line {
 	enum tx_kind kind;
 	unsigned long cpus;                /* TX_CPUS */
+	bool online;                       /* TX_CPUS of "#P:N": the CPUs online, not their highest number */
 	unsigned long cpu;                 /* TX_LOST, TX_EVENT */
 	long long lost;                    /* TX_LOST; -1: count unknown */
 	bool entries;                      /* a tracefs header line: */
@@ -247,6 +248,7 @@ static bool tx_header(const char *s, const char *e, struct tx_line *l)
 				if (tx_ulong(&c, e, &a) && a > 0 && a <= TX_MAX_CPUS) {
 					l->kind = TX_CPUS;
 					l->cpus = (unsigned long)a;
+					l->online = true;
 				}
 			}
 		}
@@ -972,6 +974,7 @@ static int tx_getline(struct tx_reader *r, FILE *f, char **line, size_t *cap, si
 struct tx_scan {
 	bool has_cpus;
 	unsigned long cpus, max_cpu;
+	unsigned long online;        /* tracefs' "#P:N" (num_online_cpus() when it was read), 0: none */
 	bool any;
 	uint64_t first, last;
 	int min_digits, max_digits;
@@ -1000,7 +1003,11 @@ static int tx_pass1(struct tx_reader *r, FILE *f, volatile int *interrupt, struc
 			rc = nf_error_set(r->err, NF_EINTR, "%s: interrupted", r->path);
 			break;
 		}
-		if (l.kind == TX_CPUS) {
+		if (l.kind == TX_CPUS && l.online) {
+			/* a CPU taken offline (or never brought up: nosmt) keeps its
+			 * number: lines may name CPUs at or past N */
+			sc->online = l.cpus;
+		} else if (l.kind == TX_CPUS) {
 			if (sc->has_cpus && sc->cpus != l.cpus) {
 				rc = tx_fail(r, "a second CPU count, different from the first", NULL);
 				break;
@@ -1171,16 +1178,20 @@ int nf_kernel_import_text(const char *path, const char *out_dir, volatile int *i
 	}
 	if ((rc = tx_pass1(&r, f, interrupt, &sc)))
 		goto out;
-	ncpus = sc.has_cpus ? sc.cpus : sc.max_cpu + 1;
+	ncpus = sc.has_cpus ? sc.cpus : sc.max_cpu + 1 > sc.online ? sc.max_cpu + 1 : sc.online;
 	st->cpus = (uint32_t)ncpus;
 	{
 		int n = snprintf(note, sizeof(note), "ftrace text: timestamps %s",
 				 sc.min_digits == 9 && sc.max_digits == 9 ? "in ns" :
-				 sc.min_digits == 6 && sc.max_digits == 6 ? "in µs (each rounded down to the µs; "
+				 sc.min_digits == 6 && sc.max_digits == 6 ? "in µs (each rounded to the nearest µs; "
 									    "`trace-cmd report -t` prints ns)"
-									  : "of mixed resolutions (fewer than 9 decimals: rounded down)");
+									  : "of mixed resolutions (fewer than 9 decimals: rounded)");
 
-		if (!sc.has_cpus)
+		if (!sc.has_cpus && sc.online && sc.online < ncpus)
+			n += snprintf(note + n, sizeof(note) - (size_t)n,
+				      "; the header's #P:%lu counts the CPUs online when the file was read, the lines "
+				      "name CPU %lu: %lu CPUs", sc.online, sc.max_cpu, ncpus);
+		else if (!sc.has_cpus && !sc.online)
 			n += snprintf(note + n, sizeof(note) - (size_t)n,
 				      "; no CPU count in the header: %lu, the highest CPU seen plus one", ncpus);
 		if (sc.has_entries && sc.written > sc.in_buffer && (size_t)n < sizeof(note))

@@ -249,7 +249,8 @@ START_TEST(test_text_vs_dat)
 	ck_assert_int_ge(compare_sessions(sd, st), 10);
 	/* the µs text: the same where every time is whole µs, else the same rows rounded */
 	import_ok(us, su);
-	ck_assert_msg(strstr(out, "timestamps in µs"), "%s", out);
+	/* trace-cmd prints (ts + 500) / 1000: 5.002000500 is "5.002001" (dma-fence) */
+	ck_assert_msg(strstr(out, "timestamps in µs (each rounded to the nearest µs"), "%s", out);
 	if (!strcmp(name, "dma-fence") || !strcmp(name, "i915")) {
 		compare_sessions(sd, su);
 	} else {
@@ -485,6 +486,32 @@ START_TEST(test_hostile_numbers)
 }
 END_TEST
 
+/* tracefs' "#P:N" is num_online_cpus() when the file was read: a CPU taken
+ * offline (or left down: nosmt) keeps its number, and its lines are in the
+ * file (they were refused: "CPU 3 in the lines, the header says 2 CPUs"). */
+START_TEST(test_tracefs_offline_cpus)
+{
+	static const char text[] = "# tracer: nop\n"
+				   "#\n"
+				   "# entries-in-buffer/entries-written: 2/2   #P:2\n"
+				   "#\n"
+				   "            bash-100     [000] .....   100.000100: x: y\n"
+				   "            bash-100     [003] .....   100.000200: x: y\n";
+	char tmp[1024], file[1200], s[1200];
+
+	nf_test_tmpdir(tmp, sizeof(tmp));
+	snprintf(file, sizeof(file), "%s/t.txt", tmp);
+	snprintf(s, sizeof(s), "%s/s", tmp);
+	write_text(file, text);
+	import_ok(file, s);
+	ck_assert_msg(strstr(out, "2 ftrace text lines of events on 4 CPUs"), "%s", out);
+	ck_assert_msg(strstr(out, "#P:2 counts the CPUs online when the file was read, the lines name CPU 3: 4 CPUs"),
+		      "%s", out);
+	expect(s, "SELECT id, from_ns, events FROM coverage", "0|0|1\n1|NULL|0\n2|NULL|0\n3|100000|1\n");
+	nf_test_rmtree(tmp);
+}
+END_TEST
+
 /* Lines made to be slow: a body two string captures of a template would try
  * every split of (sched_switch: quadratic in the line), the [CPU] column
  * searched behind many ") [0]" (the "(TGID)" looked for back to the line's
@@ -655,6 +682,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_instances_and_function_lines);
 	tcase_add_test(tc, test_malformed_line_keeps_session);
 	tcase_add_test(tc, test_hostile_numbers);
+	tcase_add_test(tc, test_tracefs_offline_cpus);
 	tcase_add_test(tc, test_hostile_slow_lines);
 	suite_add_tcase(s, tc);
 	return s;
