@@ -1020,6 +1020,13 @@ static int tx_pass1(struct tx_reader *r, FILE *f, volatile int *interrupt, struc
 			sc->in_buffer = l.in_buffer;
 			sc->written = l.written;
 		}
+		if ((l.kind == TX_LOST || l.kind == TX_EVENT) && sc->has_cpus && l.cpu >= sc->cpus) {
+			char what[64];
+
+			snprintf(what, sizeof(what), " (CPU %lu; cpus=%lu)", l.cpu, sc->cpus);
+			rc = tx_fail(r, "a CPU the header does not have", what);
+			break;
+		}
 		if (l.kind == TX_LOST && l.cpu > sc->max_cpu) {
 			sc->max_cpu = l.cpu;
 		}

@@ -455,6 +455,11 @@ START_TEST(test_hostile_numbers)
 		{ "cpus=1\n  a-1 [000] 9223372036.854775807: x: y\n", "a timestamp too large", 2 },
 		{ "cpus=1\n  a-1 [000] 17999999999.999999999: x: y\n", "a timestamp too large", 2 },
 		{ "cpus=1\n  a-1 [000] 9223372036.854775806: x: y\n", NULL, 0 },
+		/* a CPU past trace-cmd's "cpus=N": at its line (was "FILE: CPU 3 in the lines ...") */
+		{ "cpus=2\n  a-1 [000] 5.000000001: x: y\n  a-1 [003] 5.000000002: x: y\n",
+		  "a CPU the header does not have (CPU 3; cpus=2)", 3 },
+		{ "cpus=2\nCPU:2 [LOST 1 EVENTS]\n  a-1 [000] 5.000000001: x: y\n",
+		  "a CPU the header does not have (CPU 2; cpus=2)", 2 },
 	};
 	char tmp[1024], file[1200], s[1200], msg[1400];
 
