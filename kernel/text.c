@@ -31,6 +31,7 @@
 #include <stdarg.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,7 @@
 #define TX_MAX_CPUS 8192u             /* the kernel's NR_CPUS limit */
 #define TX_MAX_VARIANTS 60000u        /* distinct (event, layout) pairs: event ids */
 #define TX_MAX_CAPS 12
+#define TX_MATCH_STEPS (1l << 20)     /* steps of one template match (its backtracking) */
 
 /*
  * The events the decoder knows, with the layouts their lines take. In a
@@ -143,6 +145,7 @@ enum tx_kind { TX_SKIP, TX_CPUS, TX_LOST, TX_ENTRIES, TX_EVENT };
 struct tx_line {
 	enum tx_kind kind;
 	unsigned long cpus;                /* TX_CPUS */
+	bool online;                       /* TX_CPUS of "#P:N": the CPUs online, not their highest number */
 	unsigned long cpu;                 /* TX_LOST, TX_EVENT */
 	long long lost;                    /* TX_LOST; -1: count unknown */
 	bool entries;                      /* a tracefs header line: */
@@ -245,6 +248,7 @@ static bool tx_header(const char *s, const char *e, struct tx_line *l)
 				if (tx_ulong(&c, e, &a) && a > 0 && a <= TX_MAX_CPUS) {
 					l->kind = TX_CPUS;
 					l->cpus = (unsigned long)a;
+					l->online = true;
 				}
 			}
 		}
@@ -363,10 +367,12 @@ static const char *tx_event_line(const char *s, const char *e, struct tx_line *l
 		while (q > s && tx_isspace(q[-1]))
 			q--;
 		if (q > s && q[-1] == ')') { /* "(TGID)" or "(-------)" */
+			/* a few characters back, not to the line's start: a line of
+			 * many ") [0]" would be quadratic */
 			p = q - 1;
-			while (p > s && p[-1] != '(')
+			while (p > s && p[-1] != '(' && q - p < 16)
 				p--;
-			if (p == s) {
+			if (p == s || p[-1] != '(') {
 				open++;
 				continue;
 			}
@@ -408,6 +414,9 @@ static const char *tx_event_line(const char *s, const char *e, struct tx_line *l
 		while (t < e && !tx_isspace(*t))
 			t++;
 		if (t > s && t[-1] == ':' && tx_timestamp(s, t - 1, &l->ts, &l->digits)) {
+			/* the session's times are int64 ns */
+			if (l->ts >= (uint64_t)INT64_MAX)
+				return "a timestamp too large (2^63 ns or more)";
 			s = t;
 			break;
 		}
@@ -515,11 +524,15 @@ static bool tx_state(const char *s, size_t n, bool plugin, uint64_t *v)
 	return n % 2 == 1;
 }
 
-/* Matches body [b, e) against template t, filling caps[*n...]. */
-static bool tx_match(const char *t, const char *b, const char *e, struct tx_cap *caps, int *n)
+/* Matches body [b, e) against template t, filling caps[*n...]. Each string
+ * capture tries every end, so two in a template are quadratic in the line:
+ * *steps bounds the work (a line that needs more is not matched, kept raw). */
+static bool tx_match(const char *t, const char *b, const char *e, struct tx_cap *caps, int *n, long *steps)
 {
 	int n0 = *n;
 
+	if (--*steps < 0)
+		return false;
 	while (*t && *t != '{') {
 		if (b >= e || *b != *t)
 			return false;
@@ -544,12 +557,12 @@ static bool tx_match(const char *t, const char *b, const char *e, struct tx_cap 
 	t = close + 1;
 	if (c->kind == 's') {
 		/* as short as the rest allows */
-		for (const char *x = b; x <= e; x++) {
+		for (const char *x = b; x <= e && --*steps >= 0; x++) {
 			if (*t && *t != '{' && (x == e || *x != *t))
 				continue;
 			c->s = b;
 			c->n = (size_t)(x - b);
-			if (tx_match(t, x, e, caps, n))
+			if (tx_match(t, x, e, caps, n, steps))
 				return true;
 			*n = n0 + 1;
 		}
@@ -565,9 +578,10 @@ static bool tx_match(const char *t, const char *b, const char *e, struct tx_cap 
 
 		if (neg)
 			p++;
-		if (!tx_ulong(&p, e, &v))
+		/* as the kernel's %d/%lld prints it: down to INT64_MIN */
+		if (!tx_ulong(&p, e, &v) || (neg && v > (uint64_t)INT64_MAX + 1))
 			goto fail;
-		c->v = neg ? (uint64_t)(-(long long)v) : v;
+		c->v = neg ? (uint64_t)0 - v : v;
 	} else if (c->kind == 'x' || c->kind == 'P') {
 		if (c->kind == 'x' && (size_t)(e - p) >= 5 && !memcmp(p, "(nil)", 5)) {
 			p += 5;
@@ -594,7 +608,7 @@ static bool tx_match(const char *t, const char *b, const char *e, struct tx_cap 
 	} else {
 		goto fail;
 	}
-	if (tx_match(t, p, e, caps, n))
+	if (tx_match(t, p, e, caps, n, steps))
 		return true;
 fail:
 	*n = n0;
@@ -812,8 +826,10 @@ static int tx_record(struct tx_reader *r, const struct tx_line *l, int *size)
 		ke = &tx_print;
 	} else if (ke) {
 		for (int i = 0; i < 4 && ke->tmpl[i] && layout < 0; i++) {
+			long steps = TX_MATCH_STEPS;
+
 			ncaps = 0;
-			if (tx_match(ke->tmpl[i], l->body, l->body + l->body_len, caps, &ncaps))
+			if (tx_match(ke->tmpl[i], l->body, l->body + l->body_len, caps, &ncaps, &steps))
 				layout = i;
 		}
 		if (layout < 0) {
@@ -958,6 +974,7 @@ static int tx_getline(struct tx_reader *r, FILE *f, char **line, size_t *cap, si
 struct tx_scan {
 	bool has_cpus;
 	unsigned long cpus, max_cpu;
+	unsigned long online;        /* tracefs' "#P:N" (num_online_cpus() when it was read), 0: none */
 	bool any;
 	uint64_t first, last;
 	int min_digits, max_digits;
@@ -986,7 +1003,11 @@ static int tx_pass1(struct tx_reader *r, FILE *f, volatile int *interrupt, struc
 			rc = nf_error_set(r->err, NF_EINTR, "%s: interrupted", r->path);
 			break;
 		}
-		if (l.kind == TX_CPUS) {
+		if (l.kind == TX_CPUS && l.online) {
+			/* a CPU taken offline (or never brought up: nosmt) keeps its
+			 * number: lines may name CPUs at or past N */
+			sc->online = l.cpus;
+		} else if (l.kind == TX_CPUS) {
 			if (sc->has_cpus && sc->cpus != l.cpus) {
 				rc = tx_fail(r, "a second CPU count, different from the first", NULL);
 				break;
@@ -998,6 +1019,13 @@ static int tx_pass1(struct tx_reader *r, FILE *f, volatile int *interrupt, struc
 			sc->has_entries = true;
 			sc->in_buffer = l.in_buffer;
 			sc->written = l.written;
+		}
+		if ((l.kind == TX_LOST || l.kind == TX_EVENT) && sc->has_cpus && l.cpu >= sc->cpus) {
+			char what[64];
+
+			snprintf(what, sizeof(what), " (CPU %lu; cpus=%lu)", l.cpu, sc->cpus);
+			rc = tx_fail(r, "a CPU the header does not have", what);
+			break;
 		}
 		if (l.kind == TX_LOST && l.cpu > sc->max_cpu) {
 			sc->max_cpu = l.cpu;
@@ -1075,8 +1103,17 @@ static int tx_pass2(struct tx_reader *r, FILE *f, volatile int *interrupt, struc
 			rc = nf_error_set(r->err, NF_EINTR, "%s: interrupted", r->path);
 			break;
 		}
+		/* pass 1 saw no CPU past ncpus: a line that has one was not there then */
+		if ((l.kind == TX_LOST || l.kind == TX_EVENT) && l.cpu >= ncpus) {
+			rc = tx_fail(r, "changed while it was read", NULL);
+			break;
+		}
 		if (l.kind == TX_LOST) {
 			/* on the CPU's next record, as the ring buffer flags it */
+			if (l.lost >= 0 && lost[l.cpu] > LLONG_MAX - l.lost) {
+				rc = tx_fail(r, "lost-event counts that add up to 2^63 or more", NULL);
+				break;
+			}
 			if (l.lost < 0 || lost[l.cpu] < 0)
 				lost[l.cpu] = -1;
 			else
@@ -1148,16 +1185,20 @@ int nf_kernel_import_text(const char *path, const char *out_dir, volatile int *i
 	}
 	if ((rc = tx_pass1(&r, f, interrupt, &sc)))
 		goto out;
-	ncpus = sc.has_cpus ? sc.cpus : sc.max_cpu + 1;
+	ncpus = sc.has_cpus ? sc.cpus : sc.max_cpu + 1 > sc.online ? sc.max_cpu + 1 : sc.online;
 	st->cpus = (uint32_t)ncpus;
 	{
 		int n = snprintf(note, sizeof(note), "ftrace text: timestamps %s",
 				 sc.min_digits == 9 && sc.max_digits == 9 ? "in ns" :
-				 sc.min_digits == 6 && sc.max_digits == 6 ? "in µs (each rounded down to the µs; "
+				 sc.min_digits == 6 && sc.max_digits == 6 ? "in µs (each rounded to the nearest µs; "
 									    "`trace-cmd report -t` prints ns)"
-									  : "of mixed resolutions (fewer than 9 decimals: rounded down)");
+									  : "of mixed resolutions (fewer than 9 decimals: rounded)");
 
-		if (!sc.has_cpus)
+		if (!sc.has_cpus && sc.online && sc.online < ncpus)
+			n += snprintf(note + n, sizeof(note) - (size_t)n,
+				      "; the header's #P:%lu counts the CPUs online when the file was read, the lines "
+				      "name CPU %lu: %lu CPUs", sc.online, sc.max_cpu, ncpus);
+		else if (!sc.has_cpus && !sc.online)
 			n += snprintf(note + n, sizeof(note) - (size_t)n,
 				      "; no CPU count in the header: %lu, the highest CPU seen plus one", ncpus);
 		if (sc.has_entries && sc.written > sc.in_buffer && (size_t)n < sizeof(note))

@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static char out[1 << 16], errb[1 << 16];
@@ -248,7 +249,8 @@ START_TEST(test_text_vs_dat)
 	ck_assert_int_ge(compare_sessions(sd, st), 10);
 	/* the µs text: the same where every time is whole µs, else the same rows rounded */
 	import_ok(us, su);
-	ck_assert_msg(strstr(out, "timestamps in µs"), "%s", out);
+	/* trace-cmd prints (ts + 500) / 1000: 5.002000500 is "5.002001" (dma-fence) */
+	ck_assert_msg(strstr(out, "timestamps in µs (each rounded to the nearest µs"), "%s", out);
 	if (!strcmp(name, "dma-fence") || !strcmp(name, "i915")) {
 		compare_sessions(sd, su);
 	} else {
@@ -420,6 +422,141 @@ START_TEST(test_malformed_line_keeps_session)
 }
 END_TEST
 
+/* Writes text into a new file at path. */
+static void write_text(const char *path, const char *text)
+{
+	FILE *f;
+
+	ck_assert_ptr_nonnull(f = fopen(path, "w"));
+	fputs(text, f);
+	fclose(f);
+}
+
+/* Hostile lines: each an exact import or one "FILE:LINE: ..." error, never
+ * undefined behaviour (the sanitizer build's "runtime error") nor a session
+ * written that does not read back. */
+START_TEST(test_hostile_numbers)
+{
+	static const struct {
+		const char *text, *says; /* says NULL: imports */
+		int err_line;
+	} cases[] = {
+		/* INT64_MIN as %lld prints it: read (negating it as a long long was UB) */
+		{ "cpus=1\n  a-1 [000] 5.000000001: dma_fence_init: driver=a timeline=b "
+		  "context=-9223372036854775808 seqno=1\n", NULL, 0 },
+		/* below INT64_MIN: not a number the kernel prints: the line kept raw */
+		{ "cpus=1\n  a-1 [000] 5.000000001: dma_fence_init: driver=a timeline=b "
+		  "context=-9223372036854775809 seqno=1\n", NULL, 0 },
+		/* lost counts that add up past a long long (each alone is read) */
+		{ "cpus=1\nCPU:0 [LOST 4611686018427387903 EVENTS]\nCPU:0 [LOST 4611686018427387903 EVENTS]\n"
+		  "CPU:0 [LOST 4611686018427387903 EVENTS]\n  a-1 [000] 5.000000001: x: y\n",
+		  "lost-event counts that add up to 2^63 or more", 4 },
+		/* times are int64 ns in the session: 2^63 ns and later refused at their line */
+		{ "cpus=1\n  a-1 [000] 9223372036.854775807: x: y\n", "a timestamp too large", 2 },
+		{ "cpus=1\n  a-1 [000] 17999999999.999999999: x: y\n", "a timestamp too large", 2 },
+		{ "cpus=1\n  a-1 [000] 9223372036.854775806: x: y\n", NULL, 0 },
+		/* a CPU past trace-cmd's "cpus=N": at its line (was "FILE: CPU 3 in the lines ...") */
+		{ "cpus=2\n  a-1 [000] 5.000000001: x: y\n  a-1 [003] 5.000000002: x: y\n",
+		  "a CPU the header does not have (CPU 3; cpus=2)", 3 },
+		{ "cpus=2\nCPU:2 [LOST 1 EVENTS]\n  a-1 [000] 5.000000001: x: y\n",
+		  "a CPU the header does not have (CPU 2; cpus=2)", 2 },
+	};
+	char tmp[1024], file[1200], s[1200], msg[1400];
+
+	nf_test_tmpdir(tmp, sizeof(tmp));
+	snprintf(file, sizeof(file), "%s/t.txt", tmp);
+	snprintf(s, sizeof(s), "%s/s", tmp);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		write_text(file, cases[i].text);
+		int rc = nft(NF_TEST_ARGV("import", file, "-o", s, "--force"));
+
+		ck_assert_msg(!strstr(errb, "runtime error"), "case %zu: %s", i, errb);
+		if (!cases[i].says) {
+			ck_assert_msg(rc == 0, "case %zu: %s", i, errb);
+			continue;
+		}
+		snprintf(msg, sizeof(msg), "%s:%d: ", file, cases[i].err_line);
+		ck_assert_msg(rc != 0 && strstr(errb, msg) && strstr(errb, cases[i].says), "case %zu: %s", i, errb);
+	}
+	/* the two contexts: INT64_MIN read, the one below it kept raw (not wrapped) */
+	write_text(file, cases[0].text);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("import", file, "-o", s, "--force")), 0);
+	ck_assert_msg(strstr(out, "(1 dma_fence, 0 sched") && !strstr(out, "layout this reader does not know"), "%s",
+		      out);
+	write_text(file, cases[1].text);
+	ck_assert_int_eq(nft(NF_TEST_ARGV("import", file, "-o", s, "--force")), 0);
+	ck_assert_msg(strstr(out, "1 lines of events the decoder knows are in a layout this reader does not know"),
+		      "%s", out);
+	nf_test_rmtree(tmp);
+}
+END_TEST
+
+/* tracefs' "#P:N" is num_online_cpus() when the file was read: a CPU taken
+ * offline (or left down: nosmt) keeps its number, and its lines are in the
+ * file (they were refused: "CPU 3 in the lines, the header says 2 CPUs"). */
+START_TEST(test_tracefs_offline_cpus)
+{
+	static const char text[] = "# tracer: nop\n"
+				   "#\n"
+				   "# entries-in-buffer/entries-written: 2/2   #P:2\n"
+				   "#\n"
+				   "            bash-100     [000] .....   100.000100: x: y\n"
+				   "            bash-100     [003] .....   100.000200: x: y\n";
+	char tmp[1024], file[1200], s[1200];
+
+	nf_test_tmpdir(tmp, sizeof(tmp));
+	snprintf(file, sizeof(file), "%s/t.txt", tmp);
+	snprintf(s, sizeof(s), "%s/s", tmp);
+	write_text(file, text);
+	import_ok(file, s);
+	ck_assert_msg(strstr(out, "2 ftrace text lines of events on 4 CPUs"), "%s", out);
+	ck_assert_msg(strstr(out, "#P:2 counts the CPUs online when the file was read, the lines name CPU 3: 4 CPUs"),
+		      "%s", out);
+	expect(s, "SELECT id, from_ns, events FROM coverage", "0|0|1\n1|NULL|0\n2|NULL|0\n3|100000|1\n");
+	nf_test_rmtree(tmp);
+}
+END_TEST
+
+/* Lines made to be slow: a body two string captures of a template would try
+ * every split of (sched_switch: quadratic in the line), the [CPU] column
+ * searched behind many ") [0]" (the "(TGID)" looked for back to the line's
+ * start). Each was seconds a line; a whole file of them took hours. */
+START_TEST(test_hostile_slow_lines)
+{
+	char tmp[1024], file[1200], s[1200];
+	size_t cap = 40 * 70000, n = 0;
+	char *text = malloc(cap);
+	struct timespec t0, t1;
+
+	ck_assert_ptr_nonnull(text);
+	nf_test_tmpdir(tmp, sizeof(tmp));
+	snprintf(file, sizeof(file), "%s/t.txt", tmp);
+	snprintf(s, sizeof(s), "%s/s", tmp);
+	n += (size_t)snprintf(text + n, cap - n, "cpus=1\n");
+	for (int i = 0; i < 16; i++) {
+		n += (size_t)snprintf(text + n, cap - n, "  a-1 [000] 5.%09d: sched_switch: ", 2 * i);
+		for (int k = 0; k < 4800; k++)
+			n += (size_t)snprintf(text + n, cap - n, ":1 [1] R ==> ");
+		n += (size_t)snprintf(text + n, cap - n, "\nx");
+		for (int k = 0; k < 12000; k++)
+			n += (size_t)snprintf(text + n, cap - n, ") [0]");
+		n += (size_t)snprintf(text + n, cap - n, "  a-1 [000] 5.%09d: x: y\n", 2 * i + 1);
+	}
+	write_text(file, text);
+	free(text);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	import_ok(file, s);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ck_assert_msg(strstr(out, "32 ftrace text lines of events"), "%s", out);
+	ck_assert_msg(strstr(out, "16 lines of events the decoder knows are in a layout"), "%s", out);
+	/* before: a minute and more (the sanitizer build several); now well under a second */
+	double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+
+	ck_assert_msg(secs < 20, "%.1f s for 32 lines", secs);
+	nf_test_rmtree(tmp);
+}
+END_TEST
+
 /* Mode "regenerate": the committed texts are what trace-cmd 3.1 prints. */
 START_TEST(test_regenerate)
 {
@@ -549,6 +686,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_tracefs_layout);
 	tcase_add_test(tc, test_instances_and_function_lines);
 	tcase_add_test(tc, test_malformed_line_keeps_session);
+	tcase_add_test(tc, test_hostile_numbers);
+	tcase_add_test(tc, test_tracefs_offline_cpus);
+	tcase_add_test(tc, test_hostile_slow_lines);
 	suite_add_tcase(s, tc);
 	return s;
 }
