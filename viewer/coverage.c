@@ -16,7 +16,7 @@
 /* Labels drawn one under the other at most; the rest are counted in one more. */
 #define GAP_LABELS_MAX 4
 
-static int gap_label(struct nf_render_scene *s, double x, double y, const char *text)
+static int gap_label(struct nf_render_scene *s, double x, double y, int whole, const char *text)
 {
 	if (s->n_gap_labels == s->cap_gap_labels) {
 		size_t n = s->cap_gap_labels ? s->cap_gap_labels * 2 : 8;
@@ -29,6 +29,7 @@ static int gap_label(struct nf_render_scene *s, double x, double y, const char *
 	}
 	s->gap_labels[s->n_gap_labels].x = x;
 	s->gap_labels[s->n_gap_labels].y = y;
+	s->gap_labels[s->n_gap_labels].whole = whole;
 	snprintf(s->gap_labels[s->n_gap_labels].text, sizeof(s->gap_labels[0].text), "%s", text);
 	s->n_gap_labels++;
 	return 0;
@@ -76,7 +77,8 @@ int nf_render_collect_gaps(sqlite3 *db, const struct nf_render_layout *lay, stru
 			continue;
 		}
 		snprintf(text, sizeof(text), "%s before %.6f s", what ? what : "not recorded", (double)to / 1e9);
-		if (gap_label(s, x1 - 4.0, y0 + 14.0 + 14.0 * (double)s->n_gap_labels, text) < 0) {
+		if (gap_label(s, x1 - 4.0, y0 + 14.0 + 14.0 * (double)s->n_gap_labels,
+			      sqlite3_column_type(st, 0) == SQLITE_NULL, text) < 0) {
 			sqlite3_finalize(st);
 			return nf_error_set(err, NF_ENOMEM, "out of memory while drawing");
 		}
@@ -90,7 +92,7 @@ int nf_render_collect_gaps(sqlite3 *db, const struct nf_render_layout *lay, stru
 
 		snprintf(text, sizeof(text), "and %lld more gap%s (nftrace info: coverage)", (long long)more,
 			 more == 1 ? "" : "s");
-		if (gap_label(s, last->x, last->y + 14.0, text) < 0)
+		if (gap_label(s, last->x, last->y + 14.0, last->whole, text) < 0)
 			return nf_error_set(err, NF_ENOMEM, "out of memory while drawing");
 	}
 	return 0;

@@ -965,16 +965,17 @@ static void paint_data(cairo_t *cr, const struct nf_render_options *opts,
 		paint_marks(cr, &s->marks[mk], mk, th);
 	nf_render_paint_overlay(cr, opts, lay, th == &dark);
 	font(cr, 10, 0);
-	/* A label over a header's title goes below the header, and the labels
-	 * stacked under it with it (igt's display header was written over). */
+	/* A label of the whole rows' stack over a header's title goes below the
+	 * header, and the labels stacked under it with it (igt's display header
+	 * was written over); never below the rows. A queue's own labels stay. */
 	double dy = 0;
 
 	for (size_t i = 0; i < s->n_gap_labels; i++) {
 		const struct nf_render_gap_label *l = &s->gap_labels[i];
 		double w = text_width(cr, l->text), x = l->x - w < lay->plot_x0 + 2 ? lay->plot_x0 + 2 + w : l->x;
-		double y = l->y + dy;
+		double y = l->whole ? l->y + dy : l->y;
 
-		for (int k = 0; k < 4; k++) {
+		for (int k = 0; l->whole && k < 4; k++) {
 			double end = header_title_end(cr, lay, y - 9.5, 13);
 
 			if (end <= 0 || end + 6 <= x - w - 3)
@@ -986,6 +987,8 @@ static void paint_data(cairo_t *cr, const struct nf_render_options *opts,
 					r = &lay->rows[j];
 			if (!r)
 				break;
+			if (r->y + r->h + 10.5 + 3.5 > lay->rows_y1)
+				break; /* no room below the header: over it, as before */
 			dy += r->y + r->h + 10.5 - y;
 			y = l->y + dy;
 		}

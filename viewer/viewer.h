@@ -98,6 +98,7 @@ struct nf_render_label {
 /* A coverage gap's label (coverage.c), right-aligned at x. */
 struct nf_render_gap_label {
 	double x, y;
+	int whole;      /* a gap of every row (stacked from the rows' top), not one queue's */
 	char text[96];
 };
 
