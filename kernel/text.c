@@ -45,7 +45,8 @@
 /* Bounds on untrusted input. */
 #define TX_MAX_LINE (64u * 1024u)     /* bytes of one line */
 #define TX_MAX_CPUS 8192u             /* the kernel's NR_CPUS limit */
-#define TX_MAX_VARIANTS 60000u        /* distinct (event, layout) pairs: event ids */
+#define TX_MAX_VARIANTS 8192u         /* distinct (event, layout) pairs: event ids (a kernel has
+                                         * about 2000 events; libtraceevent adds them in quadratic time) */
 #define TX_MAX_CAPS 12
 #define TX_MATCH_STEPS (1l << 20)     /* steps of one template match (its backtracking) */
 
@@ -625,6 +626,17 @@ static const struct tx_event *tx_known(const char *ev, size_t n)
 	return NULL;
 }
 
+/* "0x" and hex digits: the address a print event shows when no symbol names it. */
+static bool tx_hex_name(const char *s, size_t n)
+{
+	if (n < 3 || n > 18 || memcmp(s, "0x", 2))
+		return false;
+	for (size_t i = 2; i < n; i++)
+		if (!tx_isdigit(s[i]) && !((s[i] | 0x20) >= 'a' && (s[i] | 0x20) <= 'f'))
+			return false;
+	return true;
+}
+
 /* The marker lines: "print: IP: BUF", "tracing_mark_write: BUF" (tracefs), "0xADDR: BUF". */
 static bool tx_marker(const struct tx_line *l, const char **buf, size_t *n)
 {
@@ -638,7 +650,7 @@ static bool tx_marker(const struct tx_line *l, const char **buf, size_t *n)
 		return true;
 	}
 	if ((l->event_len == 18 && !memcmp(l->event, "tracing_mark_write", 18)) ||
-	    (l->event_len > 2 && !memcmp(l->event, "0x", 2))) {
+	    tx_hex_name(l->event, l->event_len)) {
 		*buf = l->body;
 		*n = l->body_len;
 		return true;
@@ -840,16 +852,24 @@ static int tx_record(struct tx_reader *r, const struct tx_line *l, int *size)
 	} else if (l->event_len == 5 && !memcmp(l->event, "print", 5)) {
 		ke = &tx_print; /* no "IP: ": kept raw */
 	}
-	if ((rc = tx_variant_for(r, l, ke, layout, caps, ncaps, &v)))
-		return rc;
-	/* common fields */
+	/* common fields; a __data_loc says where in 16 bits, so a record holds 64 KiB */
 	size_t need = 8 + (layout == TX_PRINT_LAYOUT ? bn + 1 : 8 * (size_t)ncaps + 4 * ((size_t)ncaps + 1) +
 						 l->body_len + 1);
 
 	for (int i = 0; i < ncaps; i++)
 		need += caps[i].kind == 's' ? caps[i].n + 1 : 0;
+	if (need > 0xffff && layout >= 0 && layout != TX_PRINT_LAYOUT) {
+		/* its fields and its text do not fit together: the text alone, raw */
+		layout = -1;
+		ncaps = 0;
+		need = 8 + 4 + l->body_len + 1;
+		if (!r->unmatched++)
+			r->first_unmatched = r->lineno;
+	}
 	if (need > 0xffff)
 		return tx_fail(r, "a line too long for one event", NULL);
+	if ((rc = tx_variant_for(r, l, ke, layout, caps, ncaps, &v)))
+		return rc;
 	if ((rc = tx_reserve(r, need)))
 		return rc;
 	unsigned char *p = r->rec;
@@ -1209,7 +1229,8 @@ int nf_kernel_import_text(const char *path, const char *out_dir, volatile int *i
 		if (r.unmatched && (size_t)n < sizeof(note))
 			snprintf(note + n, sizeof(note) - (size_t)n,
 				 "; %" PRIu64 " lines of events the decoder knows are in a layout this reader does not "
-				 "know (the first at line %" PRIu64 "): kept as raw events", r.unmatched, r.first_unmatched);
+				 "know, or too long or slow to match (the first at line %" PRIu64 "): kept as raw events",
+				 r.unmatched, r.first_unmatched);
 	}
 	memcpy(st->note, note, sizeof(note));
 	if (fseeko(f, 0, SEEK_SET) != 0) {

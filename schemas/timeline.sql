@@ -328,7 +328,7 @@ CREATE TABLE kernel_events (
   cpu     INTEGER, -- CPU it was recorded on
   thread  INTEGER, -- thread that caused it (common_pid)
   name    TEXT,    -- system:event
-  fields  TEXT     -- its fields as libtraceevent prints them
+  fields  TEXT     -- its fields as libtraceevent prints them (at most 4096 bytes: a longer print is cut there)
 );
 
 -- ---- GPU jobs, vblanks and user markers (Linux kernel events) ----

@@ -324,7 +324,8 @@ START_TEST(test_tracefs_layout)
 	ck_assert_msg(strstr(out, "timestamps in µs"), "%s", out);
 	ck_assert_msg(strstr(out, "13 of 16 events written are in the buffer"), "%s", out);
 	/* line 23's prev_state "D|W" is no state of the kernel's print format: raw */
-	ck_assert_msg(strstr(out, "1 lines of events the decoder knows are in a layout this reader does not know "
+	ck_assert_msg(strstr(out, "1 lines of events the decoder knows are in a layout this reader does not know, "
+				  "or too long or slow to match "
 				  "(the first at line 23)"), "%s", out);
 	expect(s, "SELECT ts_ns, thread, cpu, text FROM markers",
 	       "1000000|400|1|marker of an unnamed thread\n100000|100|0|frame 1 begin\n");
@@ -487,6 +488,27 @@ START_TEST(test_hostile_numbers)
 	ck_assert_int_eq(nft(NF_TEST_ARGV("import", file, "-o", s, "--force")), 0);
 	ck_assert_msg(strstr(out, "1 lines of events the decoder knows are in a layout this reader does not know"),
 		      "%s", out);
+	/* a known event whose fields and text do not fit one record (64 KiB): its
+	 * text kept raw, not the import refused */
+	{
+		size_t big = 40000;
+		char *text = malloc(big + 256);
+
+		ck_assert_ptr_nonnull(text);
+		int k = snprintf(text, 256, "cpus=1\n  kworker-7 [000] 1.000000000: dma_fence_signaled: driver=d timeline=");
+		memset(text + k, 'a', big);
+		snprintf(text + k + big, 128, " context=1 seqno=1\n");
+		write_text(file, text);
+		free(text);
+		ck_assert_int_eq(nft(NF_TEST_ARGV("import", file, "-o", s, "--force")), 0);
+		ck_assert_msg(strstr(out, "1 lines of events the decoder knows are in a layout this reader does not know, "
+					  "or too long or slow to match (the first at line 2)"), "%s", out);
+		char db[1300];
+
+		db_of(db, sizeof(db), s);
+		ck_assert_int_eq(count(db, "SELECT count(*) FROM kernel_events WHERE name = 'dma_fence:dma_fence_signaled' "
+					   "AND length(fields) = 4096"), 1); /* kernel_events.fields' cap */
+	}
 	nf_test_rmtree(tmp);
 }
 END_TEST
