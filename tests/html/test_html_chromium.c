@@ -457,13 +457,16 @@ END_TEST
  * Level of detail: a redraw of the whole window of a dense page (samples/stress.nfs at a tenth:
  * 102,400 operations, 100,000 detailed, about three per pixel column of each sub-lane in a 640 px
  * window) looks at no more than two items per pixel column of each sub-lane drawn (one box, or
- * one item standing for the column's sub-pixel items), not at every item in view.
+ * one item standing for the column's sub-pixel items), not at every item in view. The summaries'
+ * bars (counts per bin: the group headers' across the whole window) go out as one rectangle per
+ * run of neighbouring columns of one height, not one per column: the counts are even here, so
+ * the runs are long.
  */
 START_TEST(dense_page_lod)
 {
 	char nfs[1200], src[2048], dir[1200], page[1300], out[1024], v[256];
 	static char dom[1 << 20];
-	long long visited, sublanes, columns, in_view;
+	long long visited, sublanes, columns, in_view, bin_columns, bin_rects;
 
 	nf_test_source_path(src, sizeof(src), "samples/stress.nfs");
 	snprintf(nfs, sizeof(nfs), "%s/dense.nfs", tmpdir);
@@ -487,6 +490,11 @@ START_TEST(dense_page_lod)
 		      "%lld sub-lanes of %lld columns", in_view, sublanes, columns);
 	ck_assert_msg(visited <= sublanes * (2 * columns + 4), "the redraw looked at %lld items (%lld in view) for %lld sub-lanes "
 		      "of %lld columns", visited, in_view, sublanes, columns);
+	bin_columns = atoll(need(dom, "perf.whole_bin_columns", v, sizeof(v)));
+	bin_rects = atoll(need(dom, "perf.whole_bin_rects", v, sizeof(v)));
+	ck_assert_int_ge(bin_columns, columns);
+	ck_assert_msg(bin_rects > 0 && bin_rects * 10 <= bin_columns, "the summaries drew %lld columns in %lld rectangles",
+		      bin_columns, bin_rects);
 }
 END_TEST
 
