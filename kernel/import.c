@@ -15,6 +15,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -765,6 +766,14 @@ int nf_kimport_close(struct nf_kdecoder *d, struct nf_ctf_writer *w, int rc, boo
 	if (rc && created)
 		nf_kimport_remove_dir(out_dir, !existed);
 	return rc;
+}
+
+void nf_kernel_stats_summary(const struct nf_kernel_stats *st, const char *what, char *buf, size_t len)
+{
+	snprintf(buf, len,
+		 "%" PRIu64 " %s on %u CPUs (%" PRIu64 " dma_fence, %" PRIu64 " sched, %" PRIu64 " GPU job/vblank, %" PRIu64
+		 " markers, %" PRIu64 " other), %" PRIu64 " events lost by the kernel",
+		 st->records, what, st->cpus, st->dma_fence, st->sched, st->gpu, st->markers, st->raw, st->lost_events);
 }
 
 int nf_kernel_import(const char *path, const char *out_dir, volatile int *interrupt,

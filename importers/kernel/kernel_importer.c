@@ -10,7 +10,6 @@
 #include "contract/errors.h"
 #include "contract/kernel.h"
 
-#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -42,10 +41,7 @@ static int kernel_convert(const char *file, const char *tmp, volatile int *inter
 
 	if (rc)
 		return rc;
-	snprintf(res->summary, sizeof(res->summary),
-		 "%" PRIu64 " kernel records on %u CPUs (%" PRIu64 " dma_fence, %" PRIu64 " sched, %" PRIu64
-		 " GPU job/vblank, %" PRIu64 " markers, %" PRIu64 " other), %" PRIu64 " events lost by the kernel",
-		 st.records, st.cpus, st.dma_fence, st.sched, st.gpu, st.markers, st.raw, st.lost_events);
+	nf_kernel_stats_summary(&st, "kernel records", res->summary, sizeof(res->summary));
 	snprintf(res->note, sizeof(res->note), "%s", st.note);
 	return 0;
 }

@@ -34,6 +34,11 @@ struct nf_kernel_stats {
 				   also in the session environment ("import_note", shown by info) */
 };
 
+/* The one-line summary `nftrace import` prints of st: "N WHAT on C CPUs (... dma_fence,
+ * ... sched, ...), L events lost by the kernel" (what: "kernel records", "ftrace text
+ * lines of events"), into buf. */
+void nf_kernel_stats_summary(const struct nf_kernel_stats *st, const char *what, char *buf, size_t len);
+
 /* Whether path starts like a trace-cmd file ("\027\010\104tracing"): false for
  * anything unreadable. */
 bool nf_kernel_file_is(const char *path);
