@@ -4,9 +4,12 @@
 #   NFB_NFTRACE the nftrace binary                  NFB_SCALES e.g. "1 10"
 #   NFB_TABLE   the TSV table the stages append to
 #
-#   nfb_time VAR [-i IN] [-O OUT] -- CMD...   run CMD, set VAR_s (wall seconds),
+#   nfb_time VAR [-i IN] [-O OUT] [-w PATH] -- CMD...
+#                                             run CMD, set VAR_s (wall seconds),
 #                                             VAR_kb (peak RSS KiB), VAR_rc,
-#                                             VAR_cpu (user+sys CPU seconds)
+#                                             VAR_cpu (user+sys CPU seconds),
+#                                             VAR_seen (seconds until PATH existed,
+#                                             -1 never; without -w: VAR_s)
 #   nfb_row STAGE SCALE METRIC OURS PEER_NAME PEER RATIO TARGET VERDICT
 #                                             append one row to the table
 #   nfb_div A B                               A / B with 3 significant digits
@@ -19,9 +22,10 @@ nfb_time() {
 	local res="$NFB_WORK/.time.$$"
 	local rc=0
 	"$NFB_BUILD/bench/nfb_time" -o "$res" "$@" || rc=$?
-	local s kb code cpu
-	read -r s kb code cpu <"$res" || { s=0; kb=0; code=$rc; cpu=0; }
+	local s kb code cpu seen
+	read -r s kb code cpu seen <"$res" || { s=0; kb=0; code=$rc; cpu=0; seen=-1; }
 	rm -f "$res"
+	printf -v "${var}_seen" '%s' "${seen:--1}"
 	printf -v "${var}_cpu" '%s' "${cpu:-0}"
 	printf -v "${var}_s" '%s' "$s"
 	printf -v "${var}_kb" '%s' "$kb"

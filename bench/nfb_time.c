@@ -1,10 +1,12 @@
 /* nfb_time: run a command, report its wall time and peak resident memory.
  *
- *   nfb_time [-o FILE] [-i INPUT] [-O OUTPUT] -- PROGRAM [ARGS...]
+ *   nfb_time [-o FILE] [-i INPUT] [-O OUTPUT] [-w PATH] -- PROGRAM [ARGS...]
  *
- * Prints "<seconds> <maxrss_kib> <exit_status> <cpu_seconds>" on one line to FILE (default
- * stderr). -i/-O redirect the child's stdin/stdout (default /dev/null for both,
- * so a text dump is measured without a terminal in the way). */
+ * Prints "<seconds> <maxrss_kib> <exit_status> <cpu_seconds> <seen_seconds>" on one line to
+ * FILE (default stderr). -i/-O redirect the child's stdin/stdout (default /dev/null for both,
+ * so a text dump is measured without a terminal in the way). -w: seen_seconds is when PATH
+ * came to exist (polled every millisecond; a file renamed into place when whole, as
+ * nftrace's outputs are), -1 when it never did; without -w, seconds again. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -25,7 +27,7 @@ static double now_s(void)
 
 int main(int argc, char **argv)
 {
-	const char *out = NULL, *in_path = "/dev/null", *out_path = "/dev/null";
+	const char *out = NULL, *in_path = "/dev/null", *out_path = "/dev/null", *watch = NULL;
 	int i = 1;
 	for (; i < argc; i++) {
 		if (strcmp(argv[i], "--") == 0) {
@@ -42,6 +44,8 @@ int main(int argc, char **argv)
 			in_path = argv[++i];
 		else if (strcmp(argv[i], "-O") == 0)
 			out_path = argv[++i];
+		else if (strcmp(argv[i], "-w") == 0)
+			watch = argv[++i];
 		else {
 			fprintf(stderr, "nfb_time: unknown option %s\n", argv[i]);
 			return 2;
@@ -68,11 +72,24 @@ int main(int argc, char **argv)
 	}
 	int status = 0;
 	struct rusage ru;
-	if (wait4(pid, &status, 0, &ru) < 0) {
+	double seen = -1;
+	pid_t w;
+	/* With -w: poll for the file while the command runs. */
+	while ((w = wait4(pid, &status, watch && seen < 0 ? WNOHANG : 0, &ru)) == 0) {
+		if (access(watch, F_OK) == 0)
+			seen = now_s() - t0;
+		else
+			usleep(1000);
+	}
+	if (w < 0) {
 		fprintf(stderr, "nfb_time: wait4: %s\n", strerror(errno));
 		return 1;
 	}
 	double t = now_s() - t0;
+	if (watch && seen < 0 && access(watch, F_OK) == 0)
+		seen = t;
+	if (!watch)
+		seen = t;
 	int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 	FILE *f = out ? fopen(out, "w") : stderr;
 	if (!f) {
@@ -80,9 +97,9 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	/* 4th field: the command's CPU seconds (user + sys), for ratios on a loaded machine. */
-	fprintf(f, "%.6f %ld %d %.6f\n", t, ru.ru_maxrss, code,
+	fprintf(f, "%.6f %ld %d %.6f %.6f\n", t, ru.ru_maxrss, code,
 		(double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
-		(double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6);
+		(double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6, seen);
 	if (out)
 		fclose(f);
 	return code;

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 
 /* Whether the extension of path (its last component's) is one nf_render draws. */
@@ -94,7 +95,10 @@ static int report_path(const char *db, int64_t op, struct nf_render_options *ro,
 }
 
 enum { O_OUTPUT, O_FROM, O_TO, O_QUEUE, O_FENCE, O_WIDTH, O_THEME, O_TITLE, O_MAX_OPS, O_THREADS, O_THREAD,
-       O_PROCESS, O_CRITICAL_PATH };
+       O_PROCESS, O_CRITICAL_PATH, O_FIRST_PICTURE };
+
+/* --first-picture auto: sessions of at least this many operations (a smaller one's timeline is built in a second or so). */
+#define REPORT_EARLY_MIN_OPS 500000
 
 static const struct nf_cli_option options[] = {
 	[O_OUTPUT] = { .name = "output", .short_name = 'o', .arg = "FILE", .flags = NF_OPT_REQUIRED,
@@ -116,6 +120,11 @@ static const struct nf_cli_option options[] = {
 			.help = "kernel sessions: also a row for every thread of this process (repeatable)" },
 	[O_CRITICAL_PATH] = { .name = "critical-path", .arg = "ID",
 			      .help = "draw operation ID's critical path over the rows (pictures only)" },
+	[O_FIRST_PICTURE] = { .name = "first-picture", .arg = "WHEN", .values = "auto|always|never",
+			      .help = "a session whose timeline is not built yet: draw the picture (.png, .pdf;\n"
+				      "no --queue, --fence or --critical-path) before the build loads the\n"
+				      "operations, then finish the build: the picture without the links (auto:\n"
+				      "sessions of 500000 operations or more; default)" },
 	{ 0 },
 };
 
@@ -124,7 +133,83 @@ struct report_state {
 	struct nf_cli_window win;       /* ro's selection */
 	int64_t cp_op;
 	long long max_ops;
+	bool drawn;                     /* the first picture was drawn (report_early) */
+	double t0;                      /* when the command began (monotonic seconds) */
 };
+
+static double now_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* The title a picture gets: --title, else the session directory's name. */
+static const char *report_title(const struct report_state *st, const char *dir)
+{
+	const char *slash = strrchr(dir, '/');
+
+	if (st->ro.title)
+		return st->ro.title;
+	return slash && slash[1] ? slash + 1 : dir;
+}
+
+/* nf_early_reader's ready: the picture, from the timeline before its operations are loaded. */
+static int report_early(void *ctx, const struct nf_early_timeline *t, struct nf_error *err)
+{
+	struct nf_cli *c = ctx;
+	struct report_state *st = c->state;
+	struct nf_render_options ro = st->ro;
+	int rc;
+
+	ro.sel = st->win.sel;
+	ro.title = report_title(st, c->args[0]);
+	if ((rc = nf_render_early(t, c->args[0], &ro, err)) != 0)
+		return rc;
+	st->drawn = true;
+	fprintf(stderr, "nftrace report: %s: drawn in %.1f s, before the timeline was complete (its links come "
+		"with the timeline); building the timeline of %" PRId64 " operations for the next commands\n",
+		ro.output, now_s() - st->t0, t->n_ops);
+	return 0;
+}
+
+/*
+ * A picture of a session whose timeline is missing or stale, drawn while the
+ * timeline is built (nf_timeline_ensure_early); the dispatcher then finds it
+ * built. Returns 0 (drawn or not: st->drawn) or the exit code.
+ */
+static int report_first_picture(struct nf_cli *c)
+{
+	struct report_state *st = c->state;
+	const char *when = nf_cli_get(c, O_FIRST_PICTURE), *ext = strrchr(st->ro.output, '.');
+	struct nf_early_reader r = { REPORT_EARLY_MIN_OPS, report_early, c };
+	char db[NF_CLI_PATH_MAX];
+	struct nf_error err;
+	int rc;
+
+	if (when && !strcmp(when, "never"))
+		return 0;
+	if (when && !strcmp(when, "always"))
+		r.min_ops = 0;
+	/* the operations are drawn whole: no filter of them, no overlay; not an SVG (its
+	 * tooltips read the operations' rows) */
+	if (!ext || !(strcasecmp(ext, ".png") == 0 || strcasecmp(ext, ".pdf") == 0) || st->cp_op >= 0 ||
+	    st->win.sel.n_queues || st->win.sel.n_fences) {
+		if (when && !strcmp(when, "always"))
+			return nf_cli_usage_error("report", "--first-picture always: draws .png or .pdf pictures "
+						  "without --queue, --fence or --critical-path");
+		return 0;
+	}
+	nf_error_clear(&err);
+	rc = nf_timeline_ensure_early(c->args[0], db, sizeof(db), &r, &err);
+	/* a read-only session: the dispatcher builds a timeline elsewhere, then the picture is drawn */
+	if (rc == NF_EIO && !st->drawn)
+		return 0;
+	if (rc)
+		return nf_cli_fail("report", &err);
+	return 0;
+}
 
 /* Usage checks, before the session is read or its timeline built. */
 static int report_prepare(struct nf_cli *c)
@@ -136,6 +221,7 @@ static int report_prepare(struct nf_cli *c)
 	int r;
 
 	st->cp_op = -1;
+	st->t0 = now_s();
 	if ((r = nf_cli_window(c, O_FROM, &st->win)) ||
 	    (r = nf_cli_window_threads(c, O_THREADS, O_THREAD, O_PROCESS, &st->win)))
 		return r;
@@ -167,7 +253,7 @@ static int report_prepare(struct nf_cli *c)
 	nf_error_clear(&err);
 	if (nf_session_output_check(c->args[0], ro->output, &err))
 		return nf_cli_fail("report", &err);
-	return 0;
+	return report_first_picture(c);
 }
 
 static int report_run(struct nf_cli *c)
@@ -180,16 +266,15 @@ static int report_run(struct nf_cli *c)
 	struct nf_error err;
 	int rc;
 
+	if (st->drawn)
+		return NF_EXIT_OK;  /* drawn while the timeline was built (report_first_picture) */
 	nf_error_clear(&err);
 	/* the frames, computed once and kept (the display rows and the frame plot draw them) */
 	if (nf_frames_ensure(dir, NULL, fdb, sizeof(fdb), &err))
 		return nf_cli_fail("report", &err);
 	db = fdb;
 	ro.sel = st->win.sel;
-	if (!ro.title) {
-		const char *slash = strrchr(dir, '/');
-		ro.title = slash && slash[1] ? slash + 1 : dir;
-	}
+	ro.title = report_title(st, dir);
 	if (is_html(ro.output)) {
 		struct nf_html_options ho = { 0 };
 

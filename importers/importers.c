@@ -68,6 +68,14 @@ bool nf_importers_interrupted(void)
 	return import_interrupt && *import_interrupt;
 }
 
+/* The early reader of the ensure running on this thread (NULL: none). */
+static __thread const struct nf_early_reader *early_reader;
+
+const struct nf_early_reader *nf_importers_early(void)
+{
+	return early_reader;
+}
+
 /* Builds the timeline of session_dir into tmp_path with its importer, with
  * what the session was when this build began (nf_timeline_ensure compares
  * it: without it every command would rebuild the timeline). */
@@ -387,6 +395,17 @@ int nf_timeline_ensure(const char *session_dir, char *db_path, size_t db_path_le
 	flock(fd, LOCK_UN);
 out_close:
 	close(fd);
+	return rc;
+}
+
+int nf_timeline_ensure_early(const char *session_dir, char *db_path, size_t db_path_len,
+			     const struct nf_early_reader *r, struct nf_error *err)
+{
+	int rc;
+
+	early_reader = r;
+	rc = nf_timeline_ensure(session_dir, db_path, db_path_len, err);
+	early_reader = NULL;
 	return rc;
 }
 

@@ -142,12 +142,23 @@ static int val_null(sqlite3_value *v)
 	return sqlite3_value_type(v) == SQLITE_NULL;
 }
 
+/*
+ * One fence operation as the lanes take it, from an SQL row (nf_render_ops_sql)
+ * or from an early timeline's row (struct nf_fence_op_row).
+ */
+struct op_in {
+	int64_t queue, start, observed, end, id, thread, fence, value;
+	int is_wait, has_start, has_observed, has_end, has_thread, has_fence;
+	int with_label;          /* fence and value above are the row's (else looked up by id) */
+	const char *status;      /* only when there is no end */
+};
+
 /* Box labels kept at most (each needs a box wider than its text). */
 #define NF_RENDER_MAX_BOX_LABELS 100000
 
 /* A fence and value label inside a box wide and tall enough (paint.c picks the form that fits). */
 static int add_box_label(struct nf_render_scene *s, const struct nf_render_layout *lay, double xa,
-			 double xb, double y0, double y1, int on_dark, int64_t id)
+			 double xb, double y0, double y1, int on_dark, const struct op_in *op)
 {
 	struct nf_render_box_label *l;
 
@@ -171,8 +182,11 @@ static int add_box_label(struct nf_render_scene *s, const struct nf_render_layou
 	l->y0 = y0;
 	l->y1 = y1;
 	l->on_dark = on_dark;
-	l->id = id;
-	l->known = 0;
+	l->id = op->id;
+	/* From the row itself when it came with them (an early timeline), else by id (label_fences). */
+	l->known = op->with_label && op->has_fence;
+	l->fence = l->known ? op->fence : 0;
+	l->value = l->known ? op->value : 0;
 	return 0;
 }
 
@@ -185,7 +199,7 @@ static int label_fences(sqlite3 *db, struct nf_render_scene *s, struct nf_error 
 {
 	sqlite3_stmt *st;
 
-	if (!s->n_box_labels || s->needs_stacking)  /* none, or this scene is collected again */
+	if (!s->n_box_labels || s->needs_stacking || s->early)  /* none, collected again, or known */
 		return 0;
 	if (sqlite3_prepare_v2(db, "SELECT fence, value FROM fence_ops WHERE id = ?1", -1, &st, NULL) != SQLITE_OK)
 		return sql_fail(db, err, "reading labels");
@@ -210,16 +224,13 @@ static int label_fences(sqlite3 *db, struct nf_render_scene *s, struct nf_error 
 }
 
 /*
- * One fence operation of a queue. Values (see nf_render_ops_sql): 1 is a
- * wait, 2 start (queued, else observed, else end time), 3 observed (waits),
- * 4 end, 5 status (only when there is no end), 9 id. The SQL
- * does the coalescing so that each row costs few value reads. The operation
- * goes to the sub-lane the stack gives it (its stall with it).
+ * One fence operation of a queue: it goes to the sub-lane the stack gives it
+ * (its stall with it).
  */
 static int add_op(struct queue_lanes *q, const struct nf_render_layout *lay,
-		  struct nf_render_scene *s, sqlite3_value **v)
+		  struct nf_render_scene *s, const struct op_in *op)
 {
-	int is_wait = sqlite3_value_int(v[1]) != 0, has_end = !val_null(v[4]), k;
+	int is_wait = op->is_wait, has_end = op->has_end, k;
 	struct nf_render_lane *lane;
 	int64_t start, end;
 	double xa, xb;
@@ -229,12 +240,12 @@ static int add_op(struct queue_lanes *q, const struct nf_render_layout *lay,
 		s->n_waits++;
 	else
 		s->n_signals++;
-	if (val_null(v[2])) {
+	if (!op->has_start) {
 		s->n_unplaced++;
 		return 0;
 	}
-	start = sqlite3_value_int64(v[2]);
-	end = has_end ? sqlite3_value_int64(v[4]) : start;
+	start = op->start;
+	end = has_end ? op->end : start;
 	nf_render_op_span(lay, start, has_end, end, &xa, &xb);
 	k = nf_render_stack_place(is_wait ? &q->sw : &q->ss, xa, xb);
 	if (k >= (is_wait ? q->nw : q->ns)) {
@@ -243,20 +254,18 @@ static int add_op(struct queue_lanes *q, const struct nf_render_layout *lay,
 		k = (is_wait ? q->nw : q->ns) - 1;
 	}
 	lane = is_wait ? &q->lanes[k] : &q->lanes[2 * q->nw + k];
-	if ((is_wait ? q->nw : q->ns) > 1 && (ret = nf_render_sub_put(s, sqlite3_value_int64(v[9]), k)) < 0)
+	if ((is_wait ? q->nw : q->ns) > 1 && (ret = nf_render_sub_put(s, op->id, k)) < 0)
 		return ret;
 	if (!has_end) {
 		s->n_open++;
-		return nf_render_lane_open(lane, s, xa,
-					   open_marker((const char *)sqlite3_value_text(v[5])));
+		return nf_render_lane_open(lane, s, xa, open_marker(op->status));
 	}
 	if ((ret = nf_render_lane_box(lane, s, xa, xb, 1)) < 0)
 		return ret;
-	if ((ret = add_box_label(s, lay, xa, xb, lane->y0, lane->y1, !is_wait,
-				 sqlite3_value_int64(v[9]))) < 0)
+	if ((ret = add_box_label(s, lay, xa, xb, lane->y0, lane->y1, !is_wait, op)) < 0)
 		return ret;
-	if (is_wait && !val_null(v[3])) {
-		int64_t obs = sqlite3_value_int64(v[3]);
+	if (is_wait && op->has_observed) {
+		int64_t obs = op->observed;
 
 		if (obs < start)
 			obs = start;
@@ -385,30 +394,96 @@ struct op_sink {
 	struct nf_render_scene *s;
 };
 
+/* An operation into its queue's lanes, and a tick on the row of the thread that queued it. */
+static int sink_op(struct op_sink *k, const struct op_in *op)
+{
+	struct queue_lanes *q = queue_map_find(k->m, op->queue);
+	uint8_t *cols;
+
+	if (!q)
+		return 0;
+	if (add_op(q, k->lay, k->s, op) < 0)
+		return NF_ENOMEM;
+	if (op->has_thread && (cols = queue_map_thread(k->m, op->thread))) {
+		double c = floor(nf_render_layout_x(k->lay, op->start) - k->m->x0);
+
+		if (c >= 0 && c < k->m->ncols)
+			cols[(int)c] |= (uint8_t)(op->is_wait ? 1 : 2);
+	}
+	return 0;
+}
+
 /*
  * Called by sqlite for every row of the scan, inside its own loop: cheaper
  * than handing each row back through sqlite3_step and reading its columns.
+ * Values (see nf_render_ops_sql): 0 queue, 1 is a wait, 2 start (queued, else
+ * observed, else end time), 3 observed, 4 end, 5 status (only when there is no
+ * end), 6 the thread that queued it (only with a queued time), 9 id. The SQL
+ * does the coalescing so that each row costs few value reads.
  */
-static void op_sink_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+static void op_sink_fn(sqlite3_context *ctx, int argc, sqlite3_value **v)
 {
 	struct op_sink *k = sqlite3_user_data(ctx);
-	struct queue_lanes *q = queue_map_find(k->m, sqlite3_value_int64(argv[0]));
-	uint8_t *cols;
+	struct op_in op;
 
 	(void)argc;
-	if (q && add_op(q, k->lay, k->s, argv) < 0) {
+	memset(&op, 0, sizeof(op));
+	op.queue = sqlite3_value_int64(v[0]);
+	op.is_wait = sqlite3_value_int(v[1]) != 0;
+	op.has_start = !val_null(v[2]);
+	op.start = op.has_start ? sqlite3_value_int64(v[2]) : 0;
+	op.has_observed = !val_null(v[3]);
+	op.observed = op.has_observed ? sqlite3_value_int64(v[3]) : 0;
+	op.has_end = !val_null(v[4]);
+	op.end = op.has_end ? sqlite3_value_int64(v[4]) : 0;
+	op.status = op.has_end ? NULL : (const char *)sqlite3_value_text(v[5]);
+	op.has_thread = !val_null(v[6]);
+	op.thread = op.has_thread ? sqlite3_value_int64(v[6]) : 0;
+	op.id = sqlite3_value_int64(v[9]);
+	if (sink_op(k, &op) < 0)
 		sqlite3_result_error_nomem(ctx);
-		return;
-	}
-	/* The thread that queued it (argv[6] is NULL without a queued time). */
-	if (q && !val_null(argv[6]) &&
-	    (cols = queue_map_thread(k->m, sqlite3_value_int64(argv[6])))) {
-		double c = floor(nf_render_layout_x(k->lay, sqlite3_value_int64(argv[2])) - k->m->x0);
+	else
+		sqlite3_result_null(ctx);
+}
 
-		if (c >= 0 && c < k->m->ncols)
-			cols[(int)c] |= (uint8_t)(sqlite3_value_int(argv[1]) ? 1 : 2);
-	}
-	sqlite3_result_null(ctx);
+/*
+ * The same for a row of an early timeline (struct nf_early_timeline): the
+ * filters of nf_render_ops_sql applied here, the batch's queues and the
+ * window (a report of the early timeline has no queue or fence filter).
+ */
+struct early_sink {
+	struct op_sink *k;
+	const struct nf_render_layout *lay;
+	int64_t q0, q1;
+};
+
+static int early_op_fn(void *ctx, const struct nf_fence_op_row *r)
+{
+	struct early_sink *e = ctx;
+	struct op_in op;
+
+	if (r->queue < e->q0 || r->queue > e->q1 || (r->has_end && r->end_ns < e->lay->t0))
+		return 0;
+	memset(&op, 0, sizeof(op));
+	op.has_start = r->has_queued || r->has_observed || r->has_end;
+	op.start = r->has_queued ? r->queued_ns : r->has_observed ? r->observed_ns : r->end_ns;
+	if ((op.has_start ? op.start : e->lay->t0) > e->lay->t1)
+		return 0;
+	op.queue = r->queue;
+	op.is_wait = r->is_wait;
+	op.has_observed = r->has_observed;
+	op.observed = r->observed_ns;
+	op.has_end = r->has_end;
+	op.end = r->end_ns;
+	op.status = r->has_end ? NULL : r->status;
+	op.has_thread = r->has_queued && r->has_thread;
+	op.thread = r->thread;
+	op.id = r->id;
+	op.with_label = 1;
+	op.has_fence = r->has_fence;
+	op.fence = r->fence;
+	op.value = r->value;
+	return sink_op(e->k, &op);
 }
 
 /*
@@ -449,23 +524,30 @@ static int emit_queued(const struct queue_map *m, const struct nf_render_layout 
 
 /* Reads the operations of the queues [m->b0, m->b1) and flushes their lanes. */
 static int collect_ops_batch(sqlite3 *db, const struct nf_render_layout *lay,
-			     struct nf_render_scene *s, struct queue_map *m, sqlite3_stmt *st,
-			     struct nf_error *err)
+			     struct nf_render_scene *s, struct queue_map *m, struct op_sink *sink,
+			     sqlite3_stmt *st, struct nf_error *err)
 {
 	int rc, ret;
 
 	for (size_t i = m->b0; i < m->b1; i++)
 		if (queue_lanes_start(&m->lanes[i - m->b0], lay, m->row[i]) < 0)
 			return oom(err);
-	sqlite3_reset(st);
-	sqlite3_bind_int64(st, 3, m->queue[m->b0]);
-	sqlite3_bind_int64(st, 4, m->queue[m->b1 - 1]);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-		;
-	if (rc == SQLITE_NOMEM)
-		return oom(err);
-	if (rc != SQLITE_DONE)
-		return sql_fail(db, err, "reading fence_ops");
+	if (s->early) {
+		struct early_sink e = { sink, lay, m->queue[m->b0], m->queue[m->b1 - 1] };
+
+		if ((ret = s->early->each_op(s->early->impl, early_op_fn, &e, err)) < 0)
+			return ret == NF_ENOMEM && !err->msg[0] ? oom(err) : ret;
+	} else {
+		sqlite3_reset(st);
+		sqlite3_bind_int64(st, 3, m->queue[m->b0]);
+		sqlite3_bind_int64(st, 4, m->queue[m->b1 - 1]);
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+			;
+		if (rc == SQLITE_NOMEM)
+			return oom(err);
+		if (rc != SQLITE_DONE)
+			return sql_fail(db, err, "reading fence_ops");
+	}
 	/* Flushed in the layout's row order, whatever order the rows came in. */
 	for (size_t i = 0; i < lay->n_rows; i++) {
 		struct queue_lanes *q;
@@ -638,7 +720,7 @@ static int collect_ops(sqlite3 *db, const struct nf_render_options *opts,
 			if (cost > NF_RENDER_LANE_BUDGET)
 				break;
 		}
-		ret = collect_ops_batch(db, lay, s, &m, st, err);
+		ret = collect_ops_batch(db, lay, s, &m, &sink, st, err);
 		queue_map_release_batch(&m);
 	}
 	if (ret == 0 && emit_queued(&m, lay, s) < 0)
@@ -1044,6 +1126,8 @@ static int collect_links(sqlite3 *db, const struct nf_render_layout *lay,
 	 * Reading stops as soon as that is known, so a huge session does not pay
 	 * for joining every dependency.
 	 */
+	if (s->early)
+		return 0;  /* not known before the timeline's dependency merge */
 	limit = (size_t)fmax(64.0, (lay->plot_x1 - lay->plot_x0) / 8.0);
 	ls.slot = calloc(NF_RENDER_LINK_SLOTS, sizeof(*ls.slot));
 	if (!ls.slot)

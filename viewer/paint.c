@@ -315,6 +315,10 @@ static void paint_title(cairo_t *cr, const struct nf_render_options *opts,
 	}
 
 	line[0] = '\0';
+	/* First, so that a narrow page does not cut it off: what the dependency
+	 * merge finds (links, causality anomalies) is not known to a first picture. */
+	if (s->early)
+		append(line, sizeof(line), "first picture: no links or late-signal findings yet");
 	fmt_duration(d0, sizeof(d0), lay->t0);
 	fmt_duration(d1, sizeof(d1), lay->t1);
 	append(line, sizeof(line), "window %s \xE2\x80\x93 %s", d0, d1);
@@ -339,7 +343,9 @@ static void paint_title(cairo_t *cr, const struct nf_render_options *opts,
 	if (s->n_anomalies - s->n_lost_spans > 0)
 		append(line, sizeof(line), "%" PRId64 " other anomalies",
 		       s->n_anomalies - s->n_lost_spans);
-	if (s->links_too_dense)
+	if (s->early)
+		;  /* unknown: said at the line's start */
+	else if (s->links_too_dense)
 		append(line, sizeof(line), "links too dense to draw (narrow the window)");
 	else if (s->n_links_merged)
 		append(line, sizeof(line), "%" PRId64 " links, %" PRId64 " not drawn (too dense)",

@@ -224,31 +224,24 @@ static int draw_to(enum format fmt, const struct nf_render_layout *lay,
 	return ret;
 }
 
-int nf_render(const char *db_path, const struct nf_render_options *opts, struct nf_error *err)
+/* Draws from db (db_path names it in errors); the operations from early when not NULL. */
+static int render_db(sqlite3 *db, const char *db_path, const struct nf_early_timeline *early,
+		     const struct nf_render_options *opts, enum format fmt, struct nf_error *err)
 {
 	struct nf_render_layout lay;
 	struct nf_render_scene scene;
 	struct sink sk;
 	struct nf_svg_texts texts = { 0 };
 	struct nf_outfile of;
-	sqlite3 *db = NULL;
-	enum format fmt;
 	int ret;
 
-	if (!db_path || !opts || !opts->output || !*opts->output)
-		return nf_error_set(err, NF_EINVAL, "render: no database or no output file");
-	if (output_format(opts->output, &fmt) < 0)
-		return nf_error_set(err, NF_EINVAL,
-				    "%s: unknown output format (use .png, .svg or .pdf)",
-				    opts->output);
-	if ((ret = nf_timeline_open_read(db_path, &db, err)) < 0)
-		return ret;
 	memset(&scene, 0, sizeof(scene));
 	memset(&sk, 0, sizeof(sk));
+	scene.early = early;
 	/* One sub-lane per lane first; stacked (layout.h) only when something overlaps. */
 	if ((ret = nf_render_layout_build_flat(db, opts, &lay, err)) < 0) {
 		nf_error_prefix(err, "%s", db_path);
-		goto out_close_db;
+		return ret;
 	}
 	if ((ret = nf_render_collect(db, opts, &lay, &scene, err)) < 0) {
 		nf_error_prefix(err, "%s", db_path);
@@ -261,6 +254,7 @@ int nf_render(const char *db_path, const struct nf_render_options *opts, struct 
 		memset(&scene.depths, 0, sizeof(scene.depths));
 		nf_render_scene_release(&scene);
 		memset(&scene, 0, sizeof(scene));
+		scene.early = early;
 		nf_render_layout_release(&lay);
 		ret = nf_render_layout_build_known(db, opts, &lay, &known, err);
 		free(known.queue);
@@ -268,7 +262,7 @@ int nf_render(const char *db_path, const struct nf_render_options *opts, struct 
 		free(known.shared);
 		if (ret < 0) {
 			nf_error_prefix(err, "%s", db_path);
-			goto out_close_db;
+			return ret;
 		}
 		if ((ret = nf_render_collect(db, opts, &lay, &scene, err)) < 0) {
 			nf_error_prefix(err, "%s", db_path);
@@ -302,7 +296,36 @@ out_release:
 	nf_render_svg_release(&texts);
 	nf_render_scene_release(&scene);
 	nf_render_layout_release(&lay);
-out_close_db:
+	return ret;
+}
+
+int nf_render(const char *db_path, const struct nf_render_options *opts, struct nf_error *err)
+{
+	sqlite3 *db = NULL;
+	enum format fmt;
+	int ret;
+
+	if (!db_path || !opts || !opts->output || !*opts->output)
+		return nf_error_set(err, NF_EINVAL, "render: no database or no output file");
+	if (output_format(opts->output, &fmt) < 0)
+		return nf_error_set(err, NF_EINVAL,
+				    "%s: unknown output format (use .png, .svg or .pdf)",
+				    opts->output);
+	if ((ret = nf_timeline_open_read(db_path, &db, err)) < 0)
+		return ret;
+	ret = render_db(db, db_path, NULL, opts, fmt, err);
 	sqlite3_close(db);  /* ends the read transaction */
 	return ret;
+}
+
+int nf_render_early(const struct nf_early_timeline *t, const char *name, const struct nf_render_options *opts,
+		    struct nf_error *err)
+{
+	enum format fmt;
+
+	if (!t || !t->db || !opts || !opts->output || !*opts->output)
+		return nf_error_set(err, NF_EINVAL, "render: no timeline or no output file");
+	if (output_format(opts->output, &fmt) < 0 || fmt == FMT_SVG)
+		return nf_error_set(err, NF_EINVAL, "%s: a first picture is a .png or .pdf", opts->output);
+	return render_db(t->db, name, t, opts, fmt, err);
 }

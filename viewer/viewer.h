@@ -144,6 +144,9 @@ struct nf_render_scene {
 	int64_t n_items[NF_RENDER_MAX_KINDS];  /* items drawn, per kind */
 	int64_t n_frames, n_late_frames, n_flips; /* frames and flips drawn (frame_rows.c) */
 	int64_t n_gaps;      /* coverage gaps drawn */
+	/* Set before collecting: the operations come from it, not from fence_ops
+	 * (nf_render_early); its links are not known yet. */
+	const struct nf_early_timeline *early;
 };
 
 #define NF_RENDER_MAX_SUBS_KEPT ((size_t)1 << 19)

@@ -22,6 +22,7 @@
 #include "contract/errors.h"
 #include "nftrace/events.h"
 #include "contract/parser.h"
+#include "contract/session.h"
 #include "contract/timeline.h"
 
 /* Defaults: how late a releasing signal may end after its wait (clock error). */
@@ -53,6 +54,13 @@ int nf_timeline_builder_feed_finding(struct nf_timeline_builder *b,
  * Returns 0, NF_ESQL, NF_ENOMEM or NF_ESTATE (called twice).
  */
 int nf_timeline_builder_finish(struct nf_timeline_builder *b, struct nf_error *err);
+
+/*
+ * Offers the timeline to r (contract/session.h) during finish(), before the
+ * operations are loaded, when the session is one whose other tables do not
+ * depend on that load. r (borrowed) may be NULL.
+ */
+void nf_timeline_builder_set_early(struct nf_timeline_builder *b, const struct nf_early_reader *r);
 
 /* Rolls back an unfinished build; NULL is a no-op. Does not close the db. */
 void nf_timeline_builder_destroy(struct nf_timeline_builder *b);

@@ -166,6 +166,9 @@ struct nf_timeline_builder {
 	bool present_armed;
 	uint32_t present_queue, present_handle;
 	int64_t present_value, present_row;
+	/* nf_timeline_ensure_early's reader, offered the timeline before the load */
+	const struct nf_early_reader *early;
+	bool views_made;           /* the indexes and views were made for the early reader */
 };
 
 static inline int64_t ns_of(struct nf_timeline_builder *b, uint64_t ticks)

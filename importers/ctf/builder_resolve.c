@@ -250,6 +250,18 @@ static int cover_row(struct nf_timeline_builder *b, const struct op_rec *o, stru
 	return 0;
 }
 
+/* A causality anomaly of one operation: it ended before it was queued (beyond the slack). */
+static bool ends_before_queued(const struct nf_timeline_builder *b, const struct op_rec *o, char *detail,
+			       size_t len)
+{
+	if (!(o->flags & OPF_END) || !(o->flags & OPF_QUEUED) ||
+	    !((double)o->end + b->slack_ns < (double)o->queued))
+		return false;
+	snprintf(detail, len, "%s op %" PRId64 " ends at %" PRId64 " ns, before it was queued at %" PRId64 " ns",
+		 o->log == NF_LOG_WAITS ? "wait" : "signal", o->id, o->end, o->queued);
+	return true;
+}
+
 /*
  * The one pass over the spilled operations, as nf_bulk's row source: each
  * becomes its fence_ops row (GPU times moved onto the CPU clock), and the
@@ -260,6 +272,7 @@ static int ops_row(void *ctx, struct nf_bulk_row *row, struct nf_error *err)
 	struct finisher *f = ctx;
 	struct nf_timeline_builder *b = f->b;
 	struct op_rec o;
+	char detail[200];
 	int rc;
 
 	if ((rc = nf_spill_get(b->ops, &o, err)) != 1)
@@ -288,17 +301,9 @@ static int ops_row(void *ctx, struct nf_bulk_row *row, struct nf_error *err)
 	nf_bulk_opt(row, 11, o.flags & OPF_SEQ, o.seq);
 	nf_bulk_opt(row, 12, o.flags & OPF_SEQ, o.epoch);
 	nf_bulk_opt(row, 13, o.flags & OPF_THREAD, o.thread);
-	if ((o.flags & OPF_END) && (o.flags & OPF_QUEUED) &&
-	    (double)o.end + b->slack_ns < (double)o.queued) {
-		char detail[200];
-		int64_t q = o.queued, e = o.end;
-
-		snprintf(detail, sizeof(detail),
-			 "%s op %" PRId64 " ends at %" PRId64 " ns, before it was queued at %"
-			 PRId64 " ns", o.log == NF_LOG_WAITS ? "wait" : "signal", o.id, e, q);
-		if ((rc = defer_anomaly(f, o.queue, o.log, e, q, detail, err)) != 0)
-			return rc;
-	}
+	if (ends_before_queued(b, &o, detail, sizeof(detail)) &&
+	    (rc = defer_anomaly(f, o.queue, o.log, o.end, o.queued, detail, err)) != 0)
+		return rc;
 	if (o.log == NF_LOG_SIGNALS && (o.flags & OPF_FENCE)) {
 		struct nf_deps_signal r = { .fence = o.fence, .value = o.value, .id = o.id,
 					    .end_known = (o.flags & OPF_END) != 0, .end = o.end,
@@ -379,7 +384,8 @@ static int resolve(struct nf_timeline_builder *b, struct nf_clock_fitted *m, str
 	if (rc == 0 && (rc = nf_deps_sort_begin(b->deps, err)) == 0) {
 		int rc2;
 
-		rc = nf_writer_views(b->db, "schemas/timeline-views.sql", err);
+		if (!b->views_made)
+			rc = nf_writer_views(b->db, "schemas/timeline-views.sql", err);
 		rc2 = nf_deps_sort_end(b->deps, err); /* joins the thread whatever happened */
 		rc = rc ? rc : rc2;
 	}
@@ -490,6 +496,128 @@ static int write_coverage(struct nf_timeline_builder *b, struct nf_error *err)
 	return rc;
 }
 
+/* ---- the early reader (contract/session.h, nf_timeline_ensure_early) ---- */
+
+void nf_timeline_builder_set_early(struct nf_timeline_builder *b, const struct nf_early_reader *r)
+{
+	b->early = r;
+}
+
+struct early_impl {
+	struct nf_timeline_builder *b;
+	struct nf_clock_fitted *m;
+};
+
+/* struct nf_early_timeline's each_op: the spill again, each record as ops_row makes its row. */
+static int early_each_op(void *impl, int (*fn)(void *ctx, const struct nf_fence_op_row *op), void *ctx,
+			 struct nf_error *err)
+{
+	struct early_impl *e = impl;
+	struct op_rec o;
+	int rc;
+
+	if ((rc = nf_spill_rewind(e->b->ops, err)) != 0)
+		return rc;
+	while ((rc = nf_spill_get(e->b->ops, &o, err)) == 1) {
+		struct nf_fence_op_row r;
+
+		if ((rc = op_times(e->m, &o, err)) != 0)
+			return rc;
+		r.id = o.id;
+		r.queue = o.queue;
+		r.is_wait = o.log == NF_LOG_WAITS;
+		r.has_fence = (o.flags & OPF_FENCE) != 0;
+		r.fence = o.fence;
+		r.value = o.value;
+		r.has_queued = (o.flags & OPF_QUEUED) != 0;
+		r.queued_ns = o.queued;
+		r.has_observed = (o.flags & OPF_OBS) != 0;
+		r.observed_ns = o.observed;
+		r.has_end = (o.flags & OPF_END) != 0;
+		r.end_ns = o.end;
+		r.has_thread = (o.flags & OPF_THREAD) != 0;
+		r.thread = o.thread;
+		r.status = status_name[o.status];
+		if ((rc = fn(ctx, &r)) != 0)
+			return rc;
+	}
+	return rc;
+}
+
+/*
+ * Whether the tables of this build other than fence_ops and deps are
+ * complete before the load: no presents (their ready times come from
+ * fence_ops), no stream of another importer (finished after the load), every
+ * operation spilled in id order (each_op's order is then the table's).
+ */
+static bool early_fits(const struct nf_timeline_builder *b)
+{
+	if (!b->early || !b->early->ready || b->next_present || b->ops_late ||
+	    nf_spill_count(b->ops) != (uint64_t)b->next_op_id ||
+	    (int64_t)nf_spill_count(b->ops) < b->early->min_ops)
+		return false;
+	for (int i = 0; i < NF_STREAM_COUNT; i++)
+		if (b->other[i])
+			return false;
+	return true;
+}
+
+/* The largest rowid of table (0 when empty), into *max. 0 or NF_ESQL. */
+static int max_rowid(struct nf_timeline_builder *b, const char *sql, int64_t *max, struct nf_error *err)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	if (sqlite3_prepare_v2(b->db, sql, -1, &st, NULL) != SQLITE_OK)
+		return nf_tb_sql_err(b, err, "max rowid");
+	rc = sqlite3_step(st);
+	*max = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+	sqlite3_finalize(st);
+	return rc == SQLITE_ROW ? 0 : nf_tb_sql_err(b, err, "max rowid");
+}
+
+/*
+ * Offers the timeline to the early reader, with what the load would add
+ * besides fence_ops and deps: the coverage rows counted over the operations,
+ * the anomalies of operations that end before they were queued, meta, the
+ * indexes and views (made once: none is on fence_ops or deps). The build's
+ * connection has no journal (no ROLLBACK), so the rows written for the reader
+ * are deleted after it: the load writes them again, in its order.
+ */
+static int offer_early(struct nf_timeline_builder *b, struct nf_clock_fitted *m, struct nf_error *err)
+{
+	struct early_impl impl = { b, m };
+	struct nf_early_timeline t = { b->db, early_each_op, &impl, (int64_t)nf_spill_count(b->ops) };
+	struct op_rec o;
+	char detail[200], sql[96];
+	int64_t anomalies = 0;
+	int rc;
+
+	if ((rc = max_rowid(b, "SELECT coalesce(max(rowid), 0) FROM anomalies", &anomalies, err)) != 0 ||
+	    (rc = nf_spill_rewind(b->ops, err)) != 0)
+		return rc;
+	while ((rc = nf_spill_get(b->ops, &o, err)) == 1) {
+		rc = op_times(m, &o, err);
+		rc = rc ? rc : cover_row(b, &o, err);
+		if (rc == 0 && ends_before_queued(b, &o, detail, sizeof(detail)))
+			rc = nf_tb_add_anomaly(b, nf_anomaly_name(NF_ANOMALY_CAUSALITY), o.queue, true,
+					       log_name(o.log), &o.end, &o.queued, 0, detail, err);
+		if (rc)
+			return rc;
+	}
+	rc = rc ? rc : write_coverage(b, err);
+	rc = rc ? rc : write_meta(b, err);
+	rc = rc ? rc : nf_writer_views(b->db, "schemas/timeline-views.sql", err);
+	b->views_made = rc == 0;
+	rc = rc ? rc : b->early->ready(b->early->ctx, &t, err);
+	/* the load counts the coverage and finds those anomalies again */
+	b->n_cov = 0;
+	nf_u64map_free(&b->cov_of);
+	snprintf(sql, sizeof(sql), "DELETE FROM anomalies WHERE rowid > %" PRId64 "; "
+		 "DELETE FROM coverage WHERE scope = 'log'", anomalies);
+	return rc ? rc : nf_tb_exec_sql(b, sql, err, "after the early reader");
+}
+
 int nf_timeline_builder_finish(struct nf_timeline_builder *b, struct nf_error *err)
 {
 	struct nf_clock_fitted *m = NULL;
@@ -508,6 +636,8 @@ int nf_timeline_builder_finish(struct nf_timeline_builder *b, struct nf_error *e
 	if (!m)
 		return err && err->code ? err->code : NF_ENOMEM;
 	rc = resolve_overruns(b, m, err);
+	if (rc == 0 && early_fits(b))
+		rc = offer_early(b, m, err);
 	rc = rc ? rc : resolve(b, m, err);
 	nf_clock_fitted_destroy(m);
 	rc = rc ? rc : write_coverage(b, err);

@@ -68,6 +68,7 @@ static int ctf_build(const char *session_dir, const char *db_path, const char *k
 		rc = err && err->code ? err->code : NF_ENOMEM;
 		goto out_close;
 	}
+	nf_timeline_builder_set_early(b, nf_importers_early());
 	struct build_ctx ctx = { b, err, 0 };
 	struct nf_parser_callbacks cb = { &ctx, cb_event, cb_entry, cb_finding };
 

@@ -76,6 +76,18 @@ struct nf_render_options {
 int nf_render(const char *db_path, const struct nf_render_options *opts, struct nf_error *err);
 
 /*
+ * The same picture drawn from a timeline before its operations are loaded
+ * (struct nf_early_timeline, contract/timeline.h) to a .png or .pdf: the
+ * operations come from t->each_op; every row, box, marker and label is the
+ * one nf_render draws from the finished timeline, but the signal -> wait
+ * links, not known yet, which the subtitle says. name (the timeline's, for
+ * messages). opts with no selection or overlay: the whole session. Returns
+ * nf_render's codes (NF_EINVAL for another format).
+ */
+int nf_render_early(const struct nf_early_timeline *t, const char *name, const struct nf_render_options *opts,
+		    struct nf_error *err);
+
+/*
  * Parses a time as a user types it ("12.5ms", "300us", "300µs", "2s", "1500ns",
  * "42") into nanoseconds; a bare number is nanoseconds. Signs, spaces, other
  * units, trailing junk, sub-nanosecond precision and overflow are refused.

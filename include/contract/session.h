@@ -41,6 +41,32 @@ int nf_timeline_ensure(const char *session_dir, char *db_path, size_t db_path_le
 		       struct nf_error *err);
 
 /*
+ * A reader that takes a timeline before its fence operations are loaded
+ * (struct nf_early_timeline, contract/timeline.h): a report draws the first
+ * picture of a big session from it at once, while the build goes on.
+ * ready is called at most once, on the building thread, by a build of at
+ * least min_ops fence operations whose tables, but fence_ops and deps, do not
+ * depend on the operations' load (today: nftrace's own sessions of native
+ * fence logs without presents or a stream of another source); a non-zero
+ * return fails the build with that code.
+ */
+struct nf_early_reader {
+	int64_t min_ops;
+	int (*ready)(void *ctx, const struct nf_early_timeline *t, struct nf_error *err);
+	void *ctx;
+};
+
+/*
+ * nf_timeline_ensure() offering the timeline to r before its operations are
+ * loaded, when it builds one (r->ready is not called when the timeline was
+ * fresh, or the build is not of such a session). Returns 0 or
+ * nf_timeline_ensure()'s codes (NF_ENOENT, NF_EINVAL, NF_ESTATE, NF_EIO, the
+ * build's), r->ready's failing the build.
+ */
+int nf_timeline_ensure_early(const char *session_dir, char *db_path, size_t db_path_len,
+			     const struct nf_early_reader *r, struct nf_error *err);
+
+/*
  * nf_timeline_ensure(), then takes DIR/.timeline.lock (exclusive flock) for a
  * reader that adds tables of its own to the timeline (blame, frames), so that
  * two processes do not compute them at once. On success *lock_fd holds the

@@ -71,6 +71,38 @@ struct sqlite3;
 int nf_timeline_open_read(const char *path, struct sqlite3 **db, struct nf_error *err);
 
 /*
+ * One fence_ops row as a build produces it: the columns of schemas/
+ * timeline.sql's fence_ops that a reader of every operation needs, each
+ * has_* false where the column is NULL.
+ */
+struct nf_fence_op_row {
+	int64_t id, queue, fence, value, queued_ns, observed_ns, end_ns, thread;
+	bool is_wait;            /* op = 'wait' (else 'signal') */
+	bool has_fence, has_queued, has_observed, has_end, has_thread;
+	const char *status;      /* fence_ops.status */
+};
+
+/*
+ * A timeline before its fence operations are loaded: what a build of a big
+ * session offers a reader that draws a first picture at once, instead of
+ * after the load (contract/session.h, nf_timeline_ensure_early). db is the
+ * build's connection, inside its transaction: every table and view holds what
+ * the finished timeline will, except fence_ops and deps (empty: each_op
+ * hands fence_ops' rows instead) and the causality anomalies the dependency
+ * merge finds (the links from signals to the waits they released are not
+ * known yet). each_op calls fn for every fence_ops row in id order (the
+ * table's storage order), stopping at fn's first non-zero return, which it
+ * returns; it may be called again. Valid during the reader's call only.
+ */
+struct nf_early_timeline {
+	struct sqlite3 *db;
+	int (*each_op)(void *impl, int (*fn)(void *ctx, const struct nf_fence_op_row *op), void *ctx,
+		       struct nf_error *err);
+	void *impl;
+	int64_t n_ops;           /* fence_ops rows */
+};
+
+/*
  * The one way a module reports an SQLite failure on db (the readers, the
  * writer, the importers, the analyses, push): sets err to NF_ESQL with the
  * message fmt formatted, then ": " and SQLite's last message on db ("out of
