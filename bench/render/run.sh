@@ -41,7 +41,7 @@ for scale in $NFB_SCALES; do
 		else if (s <= 5 && r <= 2) print "meets";
 		else if (s > 5) printf "misses by %.2fx (5 s)\n", s / 5;
 		else printf "misses: %.2fx the parse (2x)\n", r }')
-	nfb_row render "x$scale" "first PNG s, cold (the build done at $first_s s)" "$first_seen" \
+	nfb_row render "x$scale" "first PNG s, cold (the build done at $(awk -v s="$first_s" 'BEGIN { printf "%.1f", s }') s)" "$first_seen" \
 		"nftrace check of the session" "$chk_s" "${ratio}x" "<=5 s and <=2x check" "$verdict"
 
 	# 2. Peer: sqlite3 reading the columns the viewer reads, every row (page cache warm).
