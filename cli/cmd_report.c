@@ -307,6 +307,7 @@ const struct nf_cli_cmd cmd_report = {
 	.synopsis =
 		"nftrace report DIR -o FILE.{png,svg,pdf} [--from T] [--to T] [--queue Q]... [--fence F]...\n"
 		"               [--width PX] [--theme light|dark] [--title TEXT] [--critical-path ID]\n"
+		"               [--first-picture auto|always|never]\n"
 		"nftrace report DIR -o FILE.html [--from T] [--to T] [--queue Q]... [--fence F]...\n"
 		"               [--title TEXT] [--max-ops N] [--threads all] [--thread T]... [--process P]...\n",
 	.description =
