@@ -40,10 +40,12 @@ for scale in $NFB_SCALES; do
 		nfb_row html "x$scale" "first paint ms" - - - - "<2000 ms" "skipped: no $nfb_html_chromium"
 		continue
 	fi
+	# the machine's load while the page runs (1-minute average at the end), for the zoom row
 	timeout 300 "$nfb_html_chromium" --headless --no-sandbox --disable-gpu --hide-scrollbars \
 		--no-first-run --disable-crash-reporter --user-data-dir="$nfb_html_out/profile" \
 		--window-size=1600,900 --virtual-time-budget=60000 --dump-dom \
 		"file://$nfb_html_out/x$scale.html#selftest" >"$nfb_html_out/x$scale.dom" 2>/dev/null || true
+	nfb_html_load="$(cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo '?') on $(nproc) cores"
 	val() { sed -n "s/.*[>]\{0,1\}$1=\([0-9.]*\).*/\1/p" "$nfb_html_out/x$scale.dom" | head -1; }
 	fp="$(val perf.first_paint_ms)"
 	zmax="$(val perf.zoom_ms_max)"
@@ -61,8 +63,8 @@ for scale in $NFB_SCALES; do
 	fi
 	verdict=$(awk -v v="$fp" 'BEGIN { if (v < 2000) print "meets"; else printf "misses by %.1fx\n", v / 2000 }')
 	nfb_row html "x$scale" "first paint ms ($detailed ops detailed)" "$fp" "limit" "2000" "$(nfb_div "$fp" 2000)x" "<2000 ms" "$verdict"
-	verdict=$(awk -v v="$zmax" 'BEGIN { if (v < 50) print "meets"; else printf "misses by %.1fx\n", v / 50 }')
-	nfb_row html "x$scale" "zoom step ms (worst of $zsteps; mean $zmean, p95 $zp95; worst $worst_parts)" "$zmax" "limit" "50" "$(nfb_div "$zmax" 50)x" "<50 ms" "$verdict"
+	verdict=$(awk -v v="$zmax" -v e="$emax" 'BEGIN { if (v < 50) print "meets"; else printf "misses by %.1fx: the worst step'"'"'s parts are in the metric; an empty page'"'"'s worst redraw in the same run took %s ms (the machine); docs/PERFORMANCE.md\n", v / 50, e }')
+	nfb_row html "x$scale" "zoom step ms (worst of $zsteps; mean $zmean, p95 $zp95; worst $worst_parts; load $nfb_html_load)" "$zmax" "limit" "50" "$(nfb_div "$zmax" 50)x" "<50 ms" "$verdict"
 	verdict=$(awk -v v="$zp95" 'BEGIN { if (v < 50) print "meets"; else printf "misses by %.1fx\n", v / 50 }')
 	nfb_row html "x$scale" "zoom step ms, p95 of $zsteps" "$zp95" "empty-page redraw p95 (mean $emean, worst $emax)" "$ep95" "$(nfb_div "$zp95" "$ep95")x" "<50 ms" "$verdict"
 	nfb_row html "x$scale" "zoom step ms, mean of $zsteps" "$zmean" "empty-page redraw mean" "$emean" "$(nfb_div "$zmean" "$emean")x" "<50 ms" "-"

@@ -197,6 +197,25 @@ START_TEST(auto_builds_small_sessions_first)
 }
 END_TEST
 
+/* A PDF first picture: written whole, and the timeline built behind it. */
+START_TEST(first_picture_pdf)
+{
+	char s[1200], pdf[1200], out[4096], err[8192];
+	int rc;
+
+	snprintf(s, sizeof(s), "%s/s", tmpdir);
+	snprintf(pdf, sizeof(pdf), "%s/a.pdf", tmpdir);
+	nf_test_record("samples/overrun.nfs", s, NULL);
+	rc = nf_test_sh("\"$NF\" report \"$1\" -o \"$2\" --first-picture always && head -c 5 \"$2\" && "
+			"\"$NF\" query \"$1\" 'SELECT count(*) > 0 FROM fence_ops' --csv",
+			NF_TEST_ARGV(s, pdf), out, sizeof(out), err, sizeof(err));
+	ck_assert_msg(rc == 0, "exit %d: %.2000s", rc, err);
+	ck_assert_msg(strstr(err, "before the timeline was complete"), "not drawn early: %.2000s", err);
+	ck_assert_msg(strncmp(out, "%PDF-", 5) == 0, "not a PDF: %.100s", out);
+	ck_assert_msg(strstr(out, "\n1"), "no operations in the timeline built behind it: %.200s", out);
+}
+END_TEST
+
 /* What the first picture cannot be: refused before anything is read. */
 START_TEST(first_picture_refused)
 {
@@ -226,6 +245,7 @@ static Suite *suite(void)
 	tcase_set_timeout(tc, 600);
 	tcase_add_loop_test(tc, first_picture_is_the_timelines, 0, (int)(sizeof(cases) / sizeof(cases[0])));
 	tcase_add_test(tc, auto_builds_small_sessions_first);
+	tcase_add_test(tc, first_picture_pdf);
 	tcase_add_test(tc, first_picture_refused);
 	suite_add_tcase(s, tc);
 	return s;
