@@ -208,6 +208,9 @@ static int report_first_picture(struct nf_cli *c)
 		return 0;
 	if (rc)
 		return nf_cli_fail("report", &err);
+	if (!st->drawn && r.min_ops == 0)
+		fprintf(stderr, "nftrace report: no first picture: the timeline was built already, or the session has "
+			"presents or another source's events, which the load completes; drawn from the timeline\n");
 	return 0;
 }
 

@@ -216,6 +216,23 @@ START_TEST(first_picture_pdf)
 }
 END_TEST
 
+/* A session with presents (their ready times come from the load): drawn from the timeline, and said so. */
+START_TEST(first_picture_not_with_presents)
+{
+	char s[1200], png[1200], out[4096], err[8192];
+	int rc;
+
+	snprintf(s, sizeof(s), "%s/s", tmpdir);
+	snprintf(png, sizeof(png), "%s/a.png", tmpdir);
+	nf_test_record("samples/frames-late.nfs", s, NULL);
+	rc = nf_test_sh("\"$NF\" report \"$1\" -o \"$2\" --first-picture always", NF_TEST_ARGV(s, png), out,
+			sizeof(out), err, sizeof(err));
+	ck_assert_msg(rc == 0, "exit %d: %.2000s", rc, err);
+	ck_assert_msg(!strstr(err, "before the timeline") && strstr(err, "no first picture"), "%.2000s", err);
+	ck_assert_int_eq(nf_test_sh("test -s \"$1\"", NF_TEST_ARGV(png), NULL, 0, NULL, 0), 0);
+}
+END_TEST
+
 /* What the first picture cannot be: refused before anything is read. */
 START_TEST(first_picture_refused)
 {
@@ -246,6 +263,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, first_picture_is_the_timelines, 0, (int)(sizeof(cases) / sizeof(cases[0])));
 	tcase_add_test(tc, auto_builds_small_sessions_first);
 	tcase_add_test(tc, first_picture_pdf);
+	tcase_add_test(tc, first_picture_not_with_presents);
 	tcase_add_test(tc, first_picture_refused);
 	suite_add_tcase(s, tc);
 	return s;
