@@ -45,6 +45,15 @@ static const struct {
 	{ "clock-drift", "" },                                   /* the clock fit at work */
 	{ "deadlock-three-queues", "" },                         /* waits never released */
 	{ "wraparound-32bit", "" },
+	{ "log-recreated", "" },                                 /* a log's epochs */
+	{ "legacy-monitored-fence", "" },                        /* legacy fences, no queued time */
+	{ "monitored-value-41", "" },
+	{ "optimized-interrupt", "" },
+	{ "cross-adapter-scenario-1", "" },
+	{ "cross-adapter-scenario-2a", "" },
+	{ "hang-never-signaled", "" },
+	{ "critical-path-chain", "" },
+	{ "deadlock-two-queues", "" },
 };
 
 /* The subtitle's line (paint.c: text at y 52 on a 13 px font). */
