@@ -168,8 +168,8 @@ static int report_early(void *ctx, const struct nf_early_timeline *t, struct nf_
 	if ((rc = nf_render_early(t, c->args[0], &ro, err)) != 0)
 		return rc;
 	st->drawn = true;
-	fprintf(stderr, "nftrace report: %s: drawn in %.1f s, before the timeline was complete (its links come "
-		"with the timeline); building the timeline of %" PRId64 " operations for the next commands\n",
+	fprintf(stderr, "nftrace report: %s: drawn in %.1f s, before the timeline was complete (without links: "
+		"report again for them); building the timeline of %" PRId64 " operations for the next commands\n",
 		ro.output, now_s() - st->t0, t->n_ops);
 	return 0;
 }
