@@ -506,23 +506,54 @@ void nf_timeline_builder_set_early(struct nf_timeline_builder *b, const struct n
 struct early_impl {
 	struct nf_timeline_builder *b;
 	struct nf_clock_fitted *m;
+	int64_t anomalies;   /* the anomalies' largest rowid before the reader */
+	bool counted;        /* a whole pass wrote the coverage rows and the anomalies */
 };
 
-/* struct nf_early_timeline's each_op: the spill again, each record as ops_row makes its row. */
+/* Forgets what a pass counted and wrote for the reader: the load does it again. */
+static int early_forget(struct early_impl *e, struct nf_error *err)
+{
+	char sql[96];
+
+	e->b->n_cov = 0;
+	nf_u64map_free(&e->b->cov_of);
+	snprintf(sql, sizeof(sql), "DELETE FROM anomalies WHERE rowid > %" PRId64 "; "
+		 "DELETE FROM coverage WHERE scope = 'log'", e->anomalies);
+	return nf_tb_exec_sql(e->b, sql, err, "after the early reader");
+}
+
+/*
+ * struct nf_early_timeline's each_op: the spill again, each record as ops_row
+ * makes its row. The first whole pass also does what the load would for the
+ * other tables: the coverage rows (counted over the operations) and the
+ * anomalies of operations that end before they were queued, written before
+ * it returns (one pass over the spill fewer than writing them first).
+ */
 static int early_each_op(void *impl, int (*fn)(void *ctx, const struct nf_fence_op_row *op), void *ctx,
 			 struct nf_error *err)
 {
 	struct early_impl *e = impl;
+	struct nf_timeline_builder *b = e->b;
+	bool count = !e->counted;
 	struct op_rec o;
+	char detail[200];
 	int rc;
 
-	if ((rc = nf_spill_rewind(e->b->ops, err)) != 0)
+	if ((count && (rc = early_forget(e, err)) != 0) || (rc = nf_spill_rewind(b->ops, err)) != 0)
 		return rc;
-	while ((rc = nf_spill_get(e->b->ops, &o, err)) == 1) {
+	while ((rc = nf_spill_get(b->ops, &o, err)) == 1) {
 		struct nf_fence_op_row r;
 
 		if ((rc = op_times(e->m, &o, err)) != 0)
 			return rc;
+		if (count) {
+			if ((rc = cover_row(b, &o, err)) != 0)
+				return rc;
+			if (ends_before_queued(b, &o, detail, sizeof(detail)) &&
+			    (rc = nf_tb_add_anomaly(b, nf_anomaly_name(NF_ANOMALY_CAUSALITY), o.queue, true,
+						    log_name(o.log), &o.end, &o.queued, 0, detail, err)) != 0)
+				return rc;
+		}
 		r.id = o.id;
 		r.queue = o.queue;
 		r.is_wait = o.log == NF_LOG_WAITS;
@@ -541,6 +572,8 @@ static int early_each_op(void *impl, int (*fn)(void *ctx, const struct nf_fence_
 		if ((rc = fn(ctx, &r)) != 0)
 			return rc;
 	}
+	if (rc == 0 && count && (rc = write_coverage(b, err)) == 0)
+		e->counted = true;
 	return rc;
 }
 
@@ -578,44 +611,26 @@ static int max_rowid(struct nf_timeline_builder *b, const char *sql, int64_t *ma
 
 /*
  * Offers the timeline to the early reader, with what the load would add
- * besides fence_ops and deps: the coverage rows counted over the operations,
- * the anomalies of operations that end before they were queued, meta, the
- * indexes and views (made once: none is on fence_ops or deps). The build's
- * connection has no journal (no ROLLBACK), so the rows written for the reader
- * are deleted after it: the load writes them again, in its order.
+ * besides fence_ops and deps: meta, the indexes and views (made once: none
+ * is on fence_ops or deps), and from each_op's first pass the coverage rows
+ * and the anomalies of operations that end before they were queued. The
+ * build's connection has no journal (no ROLLBACK), so the rows written for the
+ * reader are deleted after it: the load writes them again, in its order.
  */
 static int offer_early(struct nf_timeline_builder *b, struct nf_clock_fitted *m, struct nf_error *err)
 {
-	struct early_impl impl = { b, m };
+	struct early_impl impl = { b, m, 0, false };
 	struct nf_early_timeline t = { b->db, early_each_op, &impl, (int64_t)nf_spill_count(b->ops) };
-	struct op_rec o;
-	char detail[200], sql[96];
-	int64_t anomalies = 0;
-	int rc;
+	int rc, frc;
 
-	if ((rc = max_rowid(b, "SELECT coalesce(max(rowid), 0) FROM anomalies", &anomalies, err)) != 0 ||
-	    (rc = nf_spill_rewind(b->ops, err)) != 0)
+	if ((rc = max_rowid(b, "SELECT coalesce(max(rowid), 0) FROM anomalies", &impl.anomalies, err)) != 0)
 		return rc;
-	while ((rc = nf_spill_get(b->ops, &o, err)) == 1) {
-		rc = op_times(m, &o, err);
-		rc = rc ? rc : cover_row(b, &o, err);
-		if (rc == 0 && ends_before_queued(b, &o, detail, sizeof(detail)))
-			rc = nf_tb_add_anomaly(b, nf_anomaly_name(NF_ANOMALY_CAUSALITY), o.queue, true,
-					       log_name(o.log), &o.end, &o.queued, 0, detail, err);
-		if (rc)
-			return rc;
-	}
-	rc = rc ? rc : write_coverage(b, err);
-	rc = rc ? rc : write_meta(b, err);
+	rc = write_meta(b, err);
 	rc = rc ? rc : nf_writer_views(b->db, "schemas/timeline-views.sql", err);
 	b->views_made = rc == 0;
 	rc = rc ? rc : b->early->ready(b->early->ctx, &t, err);
-	/* the load counts the coverage and finds those anomalies again */
-	b->n_cov = 0;
-	nf_u64map_free(&b->cov_of);
-	snprintf(sql, sizeof(sql), "DELETE FROM anomalies WHERE rowid > %" PRId64 "; "
-		 "DELETE FROM coverage WHERE scope = 'log'", anomalies);
-	return rc ? rc : nf_tb_exec_sql(b, sql, err, "after the early reader");
+	frc = early_forget(&impl, err);
+	return rc ? rc : frc;
 }
 
 int nf_timeline_builder_finish(struct nf_timeline_builder *b, struct nf_error *err)

@@ -88,11 +88,13 @@ struct nf_fence_op_row {
  * after the load (contract/session.h, nf_timeline_ensure_early). db is the
  * build's connection, inside its transaction: every table and view holds what
  * the finished timeline will, except fence_ops and deps (empty: each_op
- * hands fence_ops' rows instead) and the causality anomalies the dependency
+ * hands fence_ops' rows instead), the causality anomalies the dependency
  * merge finds (the links from signals to the waits they released are not
- * known yet). each_op calls fn for every fence_ops row in id order (the
- * table's storage order), stopping at fn's first non-zero return, which it
- * returns; it may be called again. Valid during the reader's call only.
+ * known yet) and, until each_op's first whole pass returns, the coverage
+ * rows and the anomalies read from the operations (a reader reads the
+ * operations first). each_op calls fn for every fence_ops row in id order
+ * (the table's storage order), stopping at fn's first non-zero return, which
+ * it returns; it may be called again. Valid during the reader's call only.
  */
 struct nf_early_timeline {
 	struct sqlite3 *db;
