@@ -381,8 +381,15 @@ int nf_tb_op_done(struct nf_timeline_builder *b, const struct op_rec *o, struct 
 	}
 	size_t i = (size_t)o->id % RING_CAP;
 
-	b->ring[i] = *o;
-	b->ready[i] = 1;
+	if (o->id == b->ring_base) {
+		/* The next in id order (the usual case): spilled at once, not copied through the ring. */
+		if ((rc = nf_spill_put(b->ops, o, err)) != 0)
+			return rc;
+		b->ring_base++;
+	} else {
+		b->ring[i] = *o;
+		b->ready[i] = 1;
+	}
 	for (i = (size_t)b->ring_base % RING_CAP; b->ready[i]; i = (size_t)b->ring_base % RING_CAP) {
 		b->ready[i] = 0;
 		if ((rc = nf_spill_put(b->ops, &b->ring[i], err)) != 0)
