@@ -183,7 +183,7 @@ static int report_first_picture(struct nf_cli *c)
 {
 	struct report_state *st = c->state;
 	const char *when = nf_cli_get(c, O_FIRST_PICTURE), *ext = strrchr(st->ro.output, '.');
-	struct nf_early_reader r = { REPORT_EARLY_MIN_OPS, report_early, c };
+	struct nf_early_reader r = { REPORT_EARLY_MIN_OPS, report_early, c, NULL };
 	char db[NF_CLI_PATH_MAX];
 	struct nf_error err;
 	int rc;
@@ -209,8 +209,8 @@ static int report_first_picture(struct nf_cli *c)
 	if (rc)
 		return nf_cli_fail("report", &err);
 	if (!st->drawn && r.min_ops == 0)
-		fprintf(stderr, "nftrace report: no first picture: the timeline was built already, or the session has "
-			"presents or another source's events, which the load completes; drawn from the timeline\n");
+		fprintf(stderr, "nftrace report: no first picture: %s; drawn from the timeline\n",
+			r.why_not ? r.why_not : "the picture was not drawn");
 	return 0;
 }
 

@@ -69,9 +69,9 @@ bool nf_importers_interrupted(void)
 }
 
 /* The early reader of the ensure running on this thread (NULL: none). */
-static __thread const struct nf_early_reader *early_reader;
+static __thread struct nf_early_reader *early_reader;
 
-const struct nf_early_reader *nf_importers_early(void)
+struct nf_early_reader *nf_importers_early(void)
 {
 	return early_reader;
 }
@@ -86,6 +86,8 @@ static int build_into(const char *session_dir, const char *tmp_path, const char 
 
 	if (!imp || !imp->build)
 		return nf_error_set(err, NF_ENOENT, "%s: not a session directory", session_dir);
+	if (early_reader)  /* an importer that offers its timeline early says otherwise */
+		early_reader->why_not = "this source's timeline is drawn only once built whole";
 	return imp->build(session_dir, tmp_path, key, err);
 }
 
@@ -399,10 +401,11 @@ out_close:
 }
 
 int nf_timeline_ensure_early(const char *session_dir, char *db_path, size_t db_path_len,
-			     const struct nf_early_reader *r, struct nf_error *err)
+			     struct nf_early_reader *r, struct nf_error *err)
 {
 	int rc;
 
+	r->why_not = "the timeline was built already";  /* a build says otherwise */
 	early_reader = r;
 	rc = nf_timeline_ensure(session_dir, db_path, db_path_len, err);
 	early_reader = NULL;

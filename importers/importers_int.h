@@ -82,7 +82,7 @@ struct nf_importer {
 bool nf_importers_interrupted(void);
 
 /* The early reader of the build running on this thread (nf_timeline_ensure_early), or NULL. */
-const struct nf_early_reader *nf_importers_early(void);
+struct nf_early_reader *nf_importers_early(void);
 
 /* The rows of the table (importers/<source>/ each define theirs). */
 extern const struct nf_importer nf_importer_ctf;

@@ -58,9 +58,9 @@ int nf_timeline_builder_finish(struct nf_timeline_builder *b, struct nf_error *e
 /*
  * Offers the timeline to r (contract/session.h) during finish(), before the
  * operations are loaded, when the session is one whose other tables do not
- * depend on that load. r (borrowed) may be NULL.
+ * depend on that load; else sets r->why_not. r (borrowed) may be NULL.
  */
-void nf_timeline_builder_set_early(struct nf_timeline_builder *b, const struct nf_early_reader *r);
+void nf_timeline_builder_set_early(struct nf_timeline_builder *b, struct nf_early_reader *r);
 
 /* Rolls back an unfinished build; NULL is a no-op. Does not close the db. */
 void nf_timeline_builder_destroy(struct nf_timeline_builder *b);

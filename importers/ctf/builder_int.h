@@ -167,7 +167,7 @@ struct nf_timeline_builder {
 	uint32_t present_queue, present_handle;
 	int64_t present_value, present_row;
 	/* nf_timeline_ensure_early's reader, offered the timeline before the load */
-	const struct nf_early_reader *early;
+	struct nf_early_reader *early;
 	bool views_made;           /* the indexes and views were made for the early reader */
 };
 

@@ -105,6 +105,12 @@ static int resolve_overruns(struct nf_timeline_builder *b, struct nf_clock_fitte
 
 /* ---- finish: times, dependencies, rows ---- */
 
+/* Every operation reached the spill in id order: the k-th record has id k. */
+static bool ops_in_id_order(const struct nf_timeline_builder *b)
+{
+	return !b->ops_late && nf_spill_count(b->ops) == (uint64_t)b->next_op_id;
+}
+
 struct finisher {
 	struct nf_timeline_builder *b;
 	struct nf_clock_fitted *m;
@@ -336,7 +342,7 @@ static int load_ops(struct finisher *f, struct nf_error *err)
 	 * k-th row has id k and SQLite numbers the rows itself: an explicit key
 	 * costs a uniqueness probe per row (about a third of the insert).
 	 */
-	f->auto_id = !b->ops_late && nf_spill_count(b->ops) == (uint64_t)b->next_op_id;
+	f->auto_id = ops_in_id_order(b);
 	f->last_id = 0;
 	return nf_bulk_run(b->bulk, f->auto_id ?
 			   "INSERT INTO fence_ops(queue, adapter, op, fence, handle, value, "
@@ -498,7 +504,7 @@ static int write_coverage(struct nf_timeline_builder *b, struct nf_error *err)
 
 /* ---- the early reader (contract/session.h, nf_timeline_ensure_early) ---- */
 
-void nf_timeline_builder_set_early(struct nf_timeline_builder *b, const struct nf_early_reader *r)
+void nf_timeline_builder_set_early(struct nf_timeline_builder *b, struct nf_early_reader *r)
 {
 	b->early = r;
 }
@@ -578,21 +584,24 @@ static int early_each_op(void *impl, int (*fn)(void *ctx, const struct nf_fence_
 }
 
 /*
- * Whether the tables of this build other than fence_ops and deps are
- * complete before the load: no presents (their ready times come from
- * fence_ops), no stream of another importer (finished after the load), every
- * operation spilled in id order (each_op's order is then the table's).
+ * Why the tables of this build other than fence_ops and deps are not complete
+ * before the load, or the reader not wanted (a static string), or NULL when
+ * they are: no presents (their ready times come from fence_ops), no stream of
+ * another importer (finished after the load), every operation spilled in id
+ * order (each_op's order is then the table's), at least min_ops of them.
  */
-static bool early_fits(const struct nf_timeline_builder *b)
+static const char *early_unfit(const struct nf_timeline_builder *b)
 {
-	if (!b->early || !b->early->ready || b->next_present || b->ops_late ||
-	    nf_spill_count(b->ops) != (uint64_t)b->next_op_id ||
-	    (int64_t)nf_spill_count(b->ops) < b->early->min_ops)
-		return false;
+	if (b->next_present)
+		return "it has presents, whose ready times come from the operations' load";
 	for (int i = 0; i < NF_STREAM_COUNT; i++)
 		if (b->other[i])
-			return false;
-	return true;
+			return "it holds another source's events, read after the operations' load";
+	if (!ops_in_id_order(b))
+		return "its operations were not all logged in id order";
+	if ((int64_t)nf_spill_count(b->ops) < b->early->min_ops)
+		return "it has too few operations to wait for";
+	return NULL;
 }
 
 /* The largest rowid of table (0 when empty), into *max. 0 or NF_ESQL. */
@@ -651,7 +660,7 @@ int nf_timeline_builder_finish(struct nf_timeline_builder *b, struct nf_error *e
 	if (!m)
 		return err && err->code ? err->code : NF_ENOMEM;
 	rc = resolve_overruns(b, m, err);
-	if (rc == 0 && early_fits(b))
+	if (rc == 0 && b->early && b->early->ready && !(b->early->why_not = early_unfit(b)))
 		rc = offer_early(b, m, err);
 	rc = rc ? rc : resolve(b, m, err);
 	nf_clock_fitted_destroy(m);

@@ -79,8 +79,9 @@ int nf_render(const char *db_path, const struct nf_render_options *opts, struct 
  * The same picture drawn from a timeline before its operations are loaded
  * (struct nf_early_timeline, contract/timeline.h) to a .png or .pdf: the
  * operations come from t->each_op; every row, box, marker and label is the
- * one nf_render draws from the finished timeline, but the signal -> wait
- * links, not known yet, which the subtitle says. name (the timeline's, for
+ * one nf_render draws from the finished timeline, but what the dependency
+ * merge finds (the signal -> wait links, its causality anomalies), not known
+ * yet, which the subtitle says. name (the timeline's, for
  * messages). opts with no selection or overlay: the whole session. Returns
  * nf_render's codes (NF_EINVAL for another format).
  */

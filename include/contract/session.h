@@ -54,6 +54,9 @@ struct nf_early_reader {
 	int64_t min_ops;
 	int (*ready)(void *ctx, const struct nf_early_timeline *t, struct nf_error *err);
 	void *ctx;
+	/* Set by nf_timeline_ensure_early when ready was not called: why, in words
+	 * (a static string); NULL when it was. */
+	const char *why_not;
 };
 
 /*
@@ -64,7 +67,7 @@ struct nf_early_reader {
  * build's), r->ready's failing the build.
  */
 int nf_timeline_ensure_early(const char *session_dir, char *db_path, size_t db_path_len,
-			     const struct nf_early_reader *r, struct nf_error *err);
+			     struct nf_early_reader *r, struct nf_error *err);
 
 /*
  * nf_timeline_ensure(), then takes DIR/.timeline.lock (exclusive flock) for a
