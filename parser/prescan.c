@@ -26,6 +26,7 @@
 #include <stdbool.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -326,6 +327,35 @@ static void ps_release(struct ps_file *f, uint64_t upto)
 	f->released = end;
 }
 
+/*
+ * Per event id, the size of its payload when every field is a fixed-width
+ * integer (most events: the queued operations), else 0. Such an event is
+ * checked in one comparison; one that does not fit goes through the
+ * field-by-field walk, which names the field cut short.
+ */
+static uint32_t ps_fixed[NF_EV_COUNT];
+static pthread_once_t ps_fixed_once = PTHREAD_ONCE_INIT;
+
+static void ps_fixed_init(void)
+{
+	for (uint32_t id = 0; id < NF_EV_COUNT; id++) {
+		const struct nf_event_desc *d = nf_event_desc(id);
+		uint32_t size = 0;
+
+		for (uint32_t i = 0; d && i < d->n_fields; i++) {
+			static const uint32_t width[] = { [NF_FT_U8] = 1, [NF_FT_U16] = 2, [NF_FT_U32] = 4,
+							  [NF_FT_U64] = 8 };
+
+			if (d->fields[i].type > NF_FT_U64) {
+				size = 0;
+				break;
+			}
+			size += width[d->fields[i].type];
+		}
+		ps_fixed[id] = size;
+	}
+}
+
 /* Walks the events of one packet's content [pos, end). */
 static int ps_events(struct ps_file *f, uint64_t pkt, uint64_t pos, uint64_t end,
 			uint32_t stream_id)
@@ -353,6 +383,10 @@ static int ps_events(struct ps_file *f, uint64_t pkt, uint64_t pos, uint64_t end
 					    " has id %" PRIu32 ", not an event of stream %" PRIu32 " (corrupt)",
 					    f->path, pkt, ev_at, id, stream_id);
 		pos += NF_PS_EV_HDR_SIZE;
+		if (ps_fixed[id] && ps_fixed[id] <= end - pos) {
+			pos += ps_fixed[id];
+			continue;
+		}
 		for (uint32_t i = 0; i < d->n_fields; i++) {
 			uint64_t need, left = end - pos;
 			const unsigned char *z;
@@ -505,6 +539,7 @@ int nf_prescan_session(const char *dir, struct nf_error *err)
 
 	if (!mt)
 		return 0;
+	pthread_once(&ps_fixed_once, ps_fixed_init);
 	d = opendir(dir);
 	if (!d) {
 		nf_prescan_meta_free(mt);

@@ -40,52 +40,135 @@ static int temp_fd(const char *dir, struct nf_error *err)
 	return fd;
 }
 
-struct nf_spill {
-	FILE *f;
-	size_t rec_size;
-	uint64_t n, read;
+/*
+ * A spill is two buffers of whole records. Records are put into one while the
+ * other is written to the file on a thread of its own, so the copy into the
+ * page cache (a tenth of the x10 build's main thread when it was inline) runs
+ * beside the stream; read back, the next buffer is read ahead the same way. A
+ * spill that never fills its first buffer never has a file at all.
+ */
+#define SPILL_CHUNK (4u << 20)
+
+struct spill_job {
+	int fd;
 	char *buf;
+	size_t len;         /* bytes to write or to read; after a read, the bytes got */
+	off_t off;
+	bool read;
+	int err_no;         /* 0, or the errno of the failed call (-1: the file ended early) */
+};
+
+struct nf_spill {
+	char dir[4096];
+	int fd;             /* -1 until the first buffer is full */
+	size_t rec_size, cap; /* cap: the bytes of whole records a buffer holds */
+	uint64_t n, read;
+	char *cur, *spare;  /* cur: being filled or read; spare: the job's, or free */
+	size_t used;        /* bytes in cur (writing), or valid in cur (reading) */
+	size_t pos;         /* next byte of cur to read */
+	off_t end;          /* bytes written, or being written, to the file */
+	off_t rd_off;       /* the file's next byte to read ahead */
+	bool reading;
+	struct spill_job job;
+	pthread_t th;
+	bool th_on;         /* the job runs on th */
+	bool job_on;        /* a job was started and its result not yet taken */
 };
 
 struct nf_spill *nf_spill_create(const char *dir, size_t rec_size, struct nf_error *err)
 {
-	struct nf_spill *s = calloc(1, sizeof(*s));
-	int fd;
+	struct nf_spill *s = rec_size > 0 && rec_size <= SPILL_CHUNK ? calloc(1, sizeof(*s)) : NULL;
 
-	if (!s) {
+	if (s) {
+		snprintf(s->dir, sizeof(s->dir), "%s", dir ? dir : "");
+		s->fd = -1;
+		s->rec_size = rec_size;
+		s->cap = SPILL_CHUNK / rec_size * rec_size;
+		/* Pages of a malloc this size are not touched, so cost nothing, until used. */
+		s->cur = malloc(s->cap);
+	}
+	if (!s || !s->cur) {
+		free(s);
 		nf_error_set(err, NF_ENOMEM, "spill: out of memory");
 		return NULL;
 	}
-	s->rec_size = rec_size;
-	s->buf = malloc(SPILL_BUF);
-	fd = s->buf ? temp_fd(dir, err) : -1;
-	if (!s->buf)
-		nf_error_set(err, NF_ENOMEM, "spill: out of memory");
-	if (fd < 0)
-		goto out_free;
-	s->f = fdopen(fd, "w+b");
-	if (!s->f) {
-		close(fd);
-		nf_error_set(err, NF_EIO, "spill: fdopen: %s", strerror(errno));
-		goto out_free;
-	}
-	setvbuf(s->f, s->buf, _IOFBF, SPILL_BUF);
 	return s;
-out_free:
-	free(s->buf);
-	free(s);
+}
+
+static void *spill_job_main(void *arg)
+{
+	struct spill_job *j = arg;
+	size_t done = 0;
+
+	j->err_no = 0;
+	while (done < j->len) {
+		ssize_t k = j->read ? pread(j->fd, j->buf + done, j->len - done, j->off + (off_t)done)
+				    : pwrite(j->fd, j->buf + done, j->len - done, j->off + (off_t)done);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			j->err_no = k < 0 ? errno : -1;
+			break;
+		}
+		done += (size_t)k;
+	}
+	j->len = done;
 	return NULL;
 }
 
-/*
- * One thread at a time uses a spill, so its stream is read and written
- * without stdio's per-call lock (a lock and unlock per record showed in the
- * ingest profile).
- */
+/* Takes the result of the job started last, waiting for it: 0 or NF_EIO. */
+static int spill_join(struct nf_spill *s, struct nf_error *err)
+{
+	if (!s->job_on)
+		return 0;
+	if (s->th_on)
+		pthread_join(s->th, NULL);
+	s->th_on = s->job_on = false;
+	if (s->job.err_no)
+		return nf_error_set(err, NF_EIO, "spill: %s failed: %s", s->job.read ? "read" : "write",
+				    s->job.err_no > 0 ? strerror(s->job.err_no) : "the file ended early");
+	return 0;
+}
+
+/* Starts a job on a thread of its own (done here when no thread can be had). */
+static void spill_start(struct nf_spill *s, bool read, char *buf, size_t len, off_t off)
+{
+	s->job = (struct spill_job){ s->fd, buf, len, off, read, 0 };
+	s->job_on = true;
+	s->th_on = pthread_create(&s->th, NULL, spill_job_main, &s->job) == 0;
+	if (!s->th_on)
+		spill_job_main(&s->job);
+}
+
+/* The full buffer cur goes to the file behind; the records go on in the other. */
+static int spill_flush(struct nf_spill *s, struct nf_error *err)
+{
+	char *full = s->cur;
+	int rc;
+
+	if ((rc = spill_join(s, err)) != 0)
+		return rc;
+	if (s->fd < 0 && (s->fd = temp_fd(s->dir, err)) < 0)
+		return NF_EIO;
+	if (!s->spare && !(s->spare = malloc(s->cap)))
+		return nf_error_set(err, NF_ENOMEM, "spill: out of memory");
+	spill_start(s, false, full, s->used, s->end);
+	s->end += (off_t)s->used;
+	s->cur = s->spare;
+	s->spare = full;
+	s->used = 0;
+	return 0;
+}
+
 int nf_spill_put(struct nf_spill *s, const void *rec, struct nf_error *err)
 {
-	if ((fwrite_unlocked)(rec, s->rec_size, 1, s->f) != 1)
-		return nf_error_set(err, NF_EIO, "spill: write failed: %s", strerror(errno));
+	int rc;
+
+	if (s->used + s->rec_size > s->cap && (rc = spill_flush(s, err)) != 0)
+		return rc;
+	memcpy(s->cur + s->used, rec, s->rec_size);
+	s->used += s->rec_size;
 	s->n++;
 	return 0;
 }
@@ -95,31 +178,90 @@ uint64_t nf_spill_count(const struct nf_spill *s)
 	return s->n;
 }
 
+/* Reads ahead the file's next buffer into spare (none past the end). */
+static void spill_read_ahead(struct nf_spill *s)
+{
+	size_t len = s->end - s->rd_off < (off_t)s->cap ? (size_t)(s->end - s->rd_off) : s->cap;
+
+	if (len == 0)
+		return;
+	spill_start(s, true, s->spare, len, s->rd_off);
+	s->rd_off += (off_t)len;
+}
+
+/* cur is read: the buffer read ahead becomes cur, and the next is read ahead. */
+static int spill_next_buffer(struct nf_spill *s, struct nf_error *err)
+{
+	char *t;
+	int rc;
+
+	if (!s->job_on)
+		return nf_error_set(err, NF_EIO, "spill: read failed: the file ended early");
+	if ((rc = spill_join(s, err)) != 0)
+		return rc;
+	t = s->cur;
+	s->cur = s->spare;
+	s->spare = t;
+	s->used = s->job.len;
+	s->pos = 0;
+	spill_read_ahead(s);
+	return 0;
+}
+
 int nf_spill_rewind(struct nf_spill *s, struct nf_error *err)
 {
-	if (fflush(s->f) != 0 || fseek(s->f, 0, SEEK_SET) != 0)
-		return nf_error_set(err, NF_EIO, "spill: rewind failed: %s", strerror(errno));
+	int rc;
+
+	if ((rc = spill_join(s, err)) != 0)
+		return rc;
+	if (!s->reading && s->fd >= 0 && s->used > 0) {
+		/* The last, partly filled buffer goes to the file too. */
+		spill_start(s, false, s->cur, s->used, s->end);
+		s->end += (off_t)s->used;
+		if ((rc = spill_join(s, err)) != 0)
+			return rc;
+	}
+	s->reading = true;
 	s->read = 0;
+	if (s->fd < 0) {
+		/* Every record is in cur. */
+		s->used = (size_t)s->n * s->rec_size;
+		s->pos = 0;
+		return 0;
+	}
+	s->rd_off = 0;
+	s->used = s->pos = 0;
+	spill_read_ahead(s);
 	return 0;
 }
 
 int nf_spill_get(struct nf_spill *s, void *rec, struct nf_error *err)
 {
+	int rc;
+
 	if (s->read == s->n)
 		return 0;
-	if ((fread_unlocked)(rec, s->rec_size, 1, s->f) != 1)
-		return nf_error_set(err, NF_EIO, "spill: read failed");
+	if (s->pos + s->rec_size > s->used && (rc = spill_next_buffer(s, err)) != 0)
+		return rc;
+	if (s->pos + s->rec_size > s->used)
+		return nf_error_set(err, NF_EIO, "spill: read failed: the file ended early");
+	memcpy(rec, s->cur + s->pos, s->rec_size);
+	s->pos += s->rec_size;
 	s->read++;
 	return 1;
 }
 
 void nf_spill_destroy(struct nf_spill *s)
 {
+	struct nf_error ignored;
+
 	if (!s)
 		return;
-	if (s->f)
-		fclose(s->f);
-	free(s->buf);
+	spill_join(s, &ignored);
+	if (s->fd >= 0)
+		close(s->fd);
+	free(s->cur);
+	free(s->spare);
 	free(s);
 }
 

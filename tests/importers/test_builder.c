@@ -818,30 +818,60 @@ START_TEST(external_sort_and_spill)
 		ck_assert_uint_eq(n, 3000);
 		nf_sorter_destroy(s);
 	}
-	/* A spill reads back what was put, in order, twice. */
-	struct nf_spill *sp = nf_spill_create(NULL, sizeof(struct kv), &err);
+	/*
+	 * A spill reads back what was put, in order, twice and after a pass
+	 * left half way: one that stays in its first buffer (no file), one a
+	 * record short of and one just past a buffer's worth, and one of several
+	 * buffers (written and read ahead on the spill's thread) with a partly
+	 * filled last one.
+	 */
+	static const int64_t spill_counts[] = { 0, 1, 100000, 262143, 262145, 600001 };
 
-	ck_assert_ptr_nonnull(sp);
-	for (int64_t i = 0; i < 100000; i++) {
-		struct kv r = { i, -i };
+	for (size_t c = 0; c < sizeof(spill_counts) / sizeof(spill_counts[0]); c++) {
+		struct nf_spill *sp = nf_spill_create(NULL, sizeof(struct kv), &err);
+		int64_t count = spill_counts[c], bad = 0;
 
-		ck_assert_int_eq(nf_spill_put(sp, &r, &err), 0);
-	}
-	for (int pass = 0; pass < 2; pass++) {
-		struct kv r;
-		int64_t i = 0;
-		int rc;
+		ck_assert_ptr_nonnull(sp);
+		/* (one assertion per record is millions of writes to check's pipe) */
+		for (int64_t i = 0; i < count; i++) {
+			struct kv r = { i, -i };
 
-		ck_assert_int_eq(nf_spill_rewind(sp, &err), 0);
-		while ((rc = nf_spill_get(sp, &r, &err)) == 1) {
-			ck_assert_int_eq(r.key, i);
-			ck_assert_int_eq(r.val, -i);
-			i++;
+			bad += nf_spill_put(sp, &r, &err) != 0;
 		}
-		ck_assert_int_eq(rc, 0);
-		ck_assert_int_eq(i, 100000);
+		ck_assert_int_eq(bad, 0);
+		ck_assert_uint_eq(nf_spill_count(sp), (uint64_t)count);
+		for (int pass = 0; pass < 3; pass++) {
+			struct kv r;
+			int64_t i = 0, stop = pass == 1 ? count / 2 : count;
+			int rc = 0;
+
+			ck_assert_int_eq(nf_spill_rewind(sp, &err), 0);
+			while (i < stop && (rc = nf_spill_get(sp, &r, &err)) == 1) {
+				bad += r.key != i || r.val != -i;
+				i++;
+			}
+			ck_assert_int_eq(bad, 0);
+			if (pass != 1)
+				ck_assert_int_eq(nf_spill_get(sp, &r, &err), 0);
+			ck_assert_int_ge(rc, 0);
+			ck_assert_int_eq(i, stop);
+		}
+		nf_spill_destroy(sp);
 	}
-	nf_spill_destroy(sp);
+	/* A spill left while its buffer is still being written is destroyed cleanly. */
+	{
+		struct nf_spill *sp = nf_spill_create(NULL, sizeof(struct kv), &err);
+		int64_t bad = 0;
+
+		ck_assert_ptr_nonnull(sp);
+		for (int64_t i = 0; i < 300000; i++) {
+			struct kv r = { i, i };
+
+			bad += nf_spill_put(sp, &r, &err) != 0;
+		}
+		ck_assert_int_eq(bad, 0);
+		nf_spill_destroy(sp);
+	}
 }
 END_TEST
 

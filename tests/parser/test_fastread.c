@@ -9,6 +9,7 @@
  * one line) or read the same, and never crash.
  */
 #include "nf_test.h"
+#include "prescan.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -446,6 +447,41 @@ START_TEST(test_damaged_same)
 	ck_assert_msg(strstr(mf, "goes back in time") && strstr(mf, "/events: packet at offset 0"),
 		      "%s", mf);
 	same_both_ways(bad, false);
+
+	/*
+	 * The first packet's content ending at every byte of its first events:
+	 * the pre-scan (which checks an event whose fields are all fixed-width
+	 * integers in one comparison) refuses exactly what the native reader
+	 * refuses, with the same message (naming the event and the field cut
+	 * short), and lets through a cut that falls between two events.
+	 */
+	{
+		char path[1400];
+		int fd, refused = 0;
+
+		sh_ok("copy", "rm -rf \"$2\" && cp -r \"$1\" \"$2\"", NF_TEST_ARGV(dir, bad));
+		snprintf(path, sizeof(path), "%s/events", bad);
+		for (uint64_t cut = 72 + 1; cut < 72 + 600; cut++) {
+			uint64_t bits = cut * 8;
+			struct nf_error e = { 0 };
+			int pre;
+
+			fd = open(path, O_RDWR);
+			ck_assert(fd >= 0);
+			ck_assert_int_eq(pwrite(fd, &bits, 8, 40), 8);
+			close(fd);
+			pre = nf_prescan_session(bad, &e);
+			rc = read_with(bad, NULL, &tt, mf, sizeof(mf));
+			free(tt.buf);
+			ck_assert_msg(pre == rc, "cut at %" PRIu64 ": pre-scan %d (%s), reader %d (%s)", cut, pre,
+				      e.msg, rc, mf);
+			if (pre) {
+				ck_assert_str_eq(mf, e.msg);
+				refused++;
+			}
+		}
+		ck_assert_int_gt(refused, 500);
+	}
 }
 END_TEST
 
