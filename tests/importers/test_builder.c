@@ -10,7 +10,11 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "builder.h"
 #include "contract/timeline_writer.h"
@@ -875,6 +879,52 @@ START_TEST(external_sort_and_spill)
 }
 END_TEST
 
+/*
+ * A spill that cannot write says so with the cause, from the put or the
+ * rewind after the failed write (the write runs on the spill's thread):
+ * no directory for its file, and a file size limit (in a child, SIGXFSZ
+ * ignored so that the write fails with EFBIG instead of killing it).
+ */
+START_TEST(spill_write_errors)
+{
+	struct nf_error err = { 0 };
+	struct nf_spill *sp = nf_spill_create("/nonexistent-nftrace-dir", 16, &err);
+	int64_t r[2] = { 1, 2 }, i, rc = 0;
+	pid_t pid;
+	int st;
+
+	ck_assert_ptr_nonnull(sp);
+	for (i = 0; i < 1000000 && rc == 0; i++)
+		rc = nf_spill_put(sp, r, &err);
+	ck_assert_int_eq(rc, NF_EIO);
+	ck_assert_msg(strstr(err.msg, "/nonexistent-nftrace-dir: cannot create a temporary file"), "%s", err.msg);
+	nf_spill_destroy(sp);
+
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct rlimit lim = { 1 << 20, 1 << 20 };
+
+		signal(SIGXFSZ, SIG_IGN);
+		if (setrlimit(RLIMIT_FSIZE, &lim) != 0)
+			_exit(2);
+		nf_error_clear(&err);
+		sp = nf_spill_create(NULL, 16, &err);
+		rc = 0;
+		for (i = 0; i < 1000000 && rc == 0; i++)
+			rc = nf_spill_put(sp, r, &err);
+		if (rc == 0)
+			rc = nf_spill_rewind(sp, &err);
+		nf_spill_destroy(sp);
+		if (rc != NF_EIO || !strstr(err.msg, "spill: write failed: File too large"))
+			fprintf(stderr, "spill under a file size limit: %d: %s\n", (int)rc, err.msg);
+		_exit(rc == NF_EIO && strstr(err.msg, "spill: write failed: File too large") ? 0 : 1);
+	}
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d", st);
+}
+END_TEST
+
 START_TEST(cpu_ns_conversion)
 {
 	ck_assert_int_eq(nf_timeline_cpu_ns(1000, 1000, 10000000), 0);
@@ -1545,6 +1595,7 @@ static Suite *analyzer_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, cpu_ns_conversion);
 	tcase_add_test(tc, external_sort_and_spill);
+	tcase_add_test(tc, spill_write_errors);
 	tcase_add_test(tc, clock_drift_and_jitter);
 	tcase_add_test(tc, clock_extrapolates_and_single_pair);
 	tcase_add_test(tc, fifo_lost_zero_epoch_unmatched);
