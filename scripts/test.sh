@@ -40,8 +40,8 @@ cmake --build build-asan -j"$jobs"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 CK_TIMEOUT_MULTIPLIER=4 \
   ctest --output-on-failure -j"$jobs" -E '^(test_html_chromium|test_html_chromium_real|test_chromium)$')
 
-echo "== ThreadSanitizer build: the threaded engine, the analyzer's threads, the export's reader thread, the push's streams, the diff's two readers and the engine's display blanks (test_frames) (any report fails the test)"
+echo "== ThreadSanitizer build: the threaded engine, the analyzer's threads, the export's reader thread, the push's streams, the diff's two readers, the engine's display blanks (test_frames) and the first picture's two halves (any report fails the test)"
 cmake -S . -B build-tsan -DNF_WERROR=ON -DNF_TSAN=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
-cmake --build build-tsan -j"$jobs" --target test_threaded test_runtime_end test_builder test_sessions test_export test_diff test_frames nf_diff_hostile nf-make-tracedat nftrace
-(cd build-tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 CK_TIMEOUT_MULTIPLIER=4 \
-  ctest --output-on-failure -R '^(test_threaded|test_runtime_end|test_builder|test_sessions|test_export|test_export_perfetto|test_export_real|test_push|test_diff|test_frames)$')
+cmake --build build-tsan -j"$jobs" --target test_threaded test_runtime_end test_builder test_sessions test_export test_diff test_frames test_first_picture nf_diff_hostile nf-make-tracedat nftrace
+(cd build-tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 CK_TIMEOUT_MULTIPLIER=4 NF_FIRST_PICTURE_CASES=4 \
+  ctest --output-on-failure -R '^(test_threaded|test_runtime_end|test_builder|test_sessions|test_export|test_export_perfetto|test_export_real|test_push|test_diff|test_frames|test_first_picture)$')

@@ -208,7 +208,7 @@ static int spill_next_buffer(struct nf_spill *s, struct nf_error *err)
 	return 0;
 }
 
-int nf_spill_rewind(struct nf_spill *s, struct nf_error *err)
+int nf_spill_seal(struct nf_spill *s, struct nf_error *err)
 {
 	int rc;
 
@@ -221,7 +221,18 @@ int nf_spill_rewind(struct nf_spill *s, struct nf_error *err)
 		if ((rc = spill_join(s, err)) != 0)
 			return rc;
 	}
+	if (!s->reading && s->fd < 0)
+		s->used = (size_t)s->n * s->rec_size; /* every record is in cur */
 	s->reading = true;
+	return 0;
+}
+
+int nf_spill_rewind(struct nf_spill *s, struct nf_error *err)
+{
+	int rc;
+
+	if ((rc = nf_spill_seal(s, err)) != 0)
+		return rc;
 	s->read = 0;
 	if (s->fd < 0) {
 		/* Every record is in cur. */
@@ -249,6 +260,84 @@ int nf_spill_get(struct nf_spill *s, void *rec, struct nf_error *err)
 	s->pos += s->rec_size;
 	s->read++;
 	return 1;
+}
+
+/*
+ * A reader of a spill with a file reads it through a buffer of its own with
+ * pread (the file offset is not shared); one of a spill without a file reads
+ * the spill's one buffer, which sealing left whole.
+ */
+#define SPILL_READER_BUF (1u << 20)
+
+struct nf_spill_reader {
+	const struct nf_spill *s;
+	const char *mem;    /* the records (no file), else NULL */
+	char *buf;
+	size_t cap, used, pos;
+	off_t off;          /* the file's next byte to read */
+	uint64_t read;
+};
+
+struct nf_spill_reader *nf_spill_reader_open(struct nf_spill *s, struct nf_error *err)
+{
+	struct nf_spill_reader *r;
+
+	if (!s->reading) {
+		nf_error_set(err, NF_ESTATE, "spill: read before it was sealed");
+		return NULL;
+	}
+	r = calloc(1, sizeof(*r));
+	if (r) {
+		r->s = s;
+		r->cap = SPILL_READER_BUF > s->rec_size ? SPILL_READER_BUF / s->rec_size * s->rec_size
+							 : s->rec_size;
+		if (s->fd < 0)
+			r->mem = s->cur;
+		else if (!(r->buf = malloc(r->cap))) {
+			free(r);
+			r = NULL;
+		}
+	}
+	if (!r)
+		nf_error_set(err, NF_ENOMEM, "spill: out of memory");
+	return r;
+}
+
+int nf_spill_reader_get(struct nf_spill_reader *r, void *rec, struct nf_error *err)
+{
+	const struct nf_spill *s = r->s;
+
+	if (r->read == s->n)
+		return 0;
+	if (r->mem) {
+		memcpy(rec, r->mem + r->read * s->rec_size, s->rec_size);
+		r->read++;
+		return 1;
+	}
+	if (r->pos + s->rec_size > r->used) {
+		size_t want = s->end - r->off < (off_t)r->cap ? (size_t)(s->end - r->off) : r->cap;
+		struct spill_job j = { s->fd, r->buf, want, r->off, true, 0 };
+
+		spill_job_main(&j);
+		if (j.err_no || j.len < s->rec_size)
+			return nf_error_set(err, NF_EIO, "spill: read failed: %s",
+					    j.err_no > 0 ? strerror(j.err_no) : "the file ended early");
+		r->off += (off_t)j.len;
+		r->used = j.len;
+		r->pos = 0;
+	}
+	memcpy(rec, r->buf + r->pos, s->rec_size);
+	r->pos += s->rec_size;
+	r->read++;
+	return 1;
+}
+
+void nf_spill_reader_close(struct nf_spill_reader *r)
+{
+	if (!r)
+		return;
+	free(r->buf);
+	free(r);
 }
 
 void nf_spill_destroy(struct nf_spill *s)

@@ -13,6 +13,8 @@
 #include "contract/timeline.h"
 
 #include <math.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -254,7 +256,8 @@ static int add_op(struct queue_lanes *q, const struct nf_render_layout *lay,
 		k = (is_wait ? q->nw : q->ns) - 1;
 	}
 	lane = is_wait ? &q->lanes[k] : &q->lanes[2 * q->nw + k];
-	if ((is_wait ? q->nw : q->ns) > 1 && (ret = nf_render_sub_put(s, op->id, k)) < 0)
+	/* (an early scene draws no links, the sub-lanes' only reader) */
+	if ((is_wait ? q->nw : q->ns) > 1 && !s->early && (ret = nf_render_sub_put(s, op->id, k)) < 0)
 		return ret;
 	if (!has_end) {
 		s->n_open++;
@@ -664,6 +667,132 @@ out:
 }
 
 /*
+ * An early timeline whose each_op may run on two threads at once
+ * (nf_early_timeline.parallel) is drawn in two halves of the queues, each
+ * thread reading every operation and drawing its own queues' lanes into a
+ * scene of its own; the second scene is then added to the first. Each
+ * queue's boxes are placed in the same order as on one thread, and a
+ * bucket's rectangles are filled as one path, so the picture is the same.
+ */
+struct ops_half {
+	sqlite3 *db;
+	const struct nf_render_layout *lay;
+	struct nf_render_scene s;
+	struct queue_map m;
+	struct op_sink sink;
+	struct nf_error err;
+	int ret;
+};
+
+static void *ops_half_main(void *arg)
+{
+	struct ops_half *h = arg;
+
+	h->ret = collect_ops_batch(h->db, h->lay, &h->s, &h->m, &h->sink, NULL, &h->err);
+	return NULL;
+}
+
+static int append_quads(struct nf_render_quads *dst, const struct nf_render_quads *src)
+{
+	for (size_t i = 0; i < src->n; i++) {
+		const double *v = &src->v[i * 4];
+
+		if (nf_render_quads_add(dst, v[0], v[1], v[2], v[3]) < 0)
+			return NF_ENOMEM;
+	}
+	return 0;
+}
+
+/*
+ * Adds what the operations of the other half put in src to dst. Box labels
+ * are kept in operation order up to the cap, as one thread would have kept
+ * them (each half holds its first ones in that order).
+ */
+static int merge_half(struct nf_render_scene *dst, const struct nf_render_scene *src)
+{
+	struct nf_render_box_label *l;
+	size_t n, i = 0, j = 0, k = 0;
+
+	for (int b = 0; b < NF_RENDER_RECTS; b++)
+		if (append_quads(&dst->rects[b], &src->rects[b]) < 0)
+			return NF_ENOMEM;
+	for (int b = 0; b < NF_MK_COUNT; b++)
+		if (append_quads(&dst->marks[b], &src->marks[b]) < 0)
+			return NF_ENOMEM;
+	if (append_quads(&dst->hatch, &src->hatch) < 0 || append_quads(&dst->dashes, &src->dashes) < 0)
+		return NF_ENOMEM;
+	dst->n_waits += src->n_waits;
+	dst->n_signals += src->n_signals;
+	dst->n_open += src->n_open;
+	dst->n_unplaced += src->n_unplaced;
+	dst->needs_stacking |= src->needs_stacking;
+	n = dst->n_box_labels + src->n_box_labels;
+	dst->box_labels_left_out += src->box_labels_left_out;
+	if (n > NF_RENDER_MAX_BOX_LABELS) {
+		dst->box_labels_left_out += (int64_t)(n - NF_RENDER_MAX_BOX_LABELS);
+		n = NF_RENDER_MAX_BOX_LABELS;
+	}
+	if (n == 0)
+		return 0;
+	if (!(l = malloc(n * sizeof(*l))))
+		return NF_ENOMEM;
+	while (k < n) {
+		bool from_dst = j == src->n_box_labels ||
+				(i < dst->n_box_labels && dst->box_labels[i].id <= src->box_labels[j].id);
+
+		l[k++] = from_dst ? dst->box_labels[i++] : src->box_labels[j++];
+	}
+	free(dst->box_labels);
+	dst->box_labels = l;
+	dst->n_box_labels = dst->cap_box_labels = n;
+	return 0;
+}
+
+/* The operations of every queue (one batch) on two threads; see struct ops_half. */
+static int collect_ops_halves(sqlite3 *db, const struct nf_render_layout *lay, struct nf_render_scene *s,
+			      struct queue_map *m, struct op_sink *sink, struct nf_error *err)
+{
+	struct ops_half h;
+	pthread_t th;
+	bool threaded;
+	int ret;
+
+	memset(&h, 0, sizeof(h));
+	if (queue_map_build(&h.m, lay) < 0) {
+		queue_map_release(&h.m);
+		return oom(err);
+	}
+	h.db = db;
+	h.lay = lay;
+	h.s.early = s->early;
+	h.s.depths = s->depths;  /* shared: each half writes its own queues' entries */
+	h.sink = (struct op_sink){ &h.m, lay, &h.s };
+	m->b0 = 0;
+	m->b1 = h.m.b0 = m->n / 2;
+	h.m.b1 = m->n;
+	threaded = pthread_create(&th, NULL, ops_half_main, &h) == 0;
+	ret = collect_ops_batch(db, lay, s, m, sink, NULL, err);
+	if (threaded)
+		pthread_join(th, NULL);
+	else
+		ops_half_main(&h);
+	if (ret == 0 && h.ret != 0) {
+		ret = h.ret;
+		*err = h.err;
+	}
+	if (ret == 0 && merge_half(s, &h.s) < 0)
+		ret = oom(err);
+	/* What the second half's threads queued, with the first's (emit_queued reads m). */
+	for (size_t i = 0; ret == 0 && i < m->n_threads * (size_t)m->ncols; i++)
+		m->queued[i] |= h.m.queued[i];
+	queue_map_release_batch(m);
+	queue_map_release(&h.m);
+	memset(&h.s.depths, 0, sizeof(h.s.depths));
+	nf_render_scene_release(&h.s);
+	return ret;
+}
+
+/*
  * Fence operations, in one sequential pass over the table: reading every row
  * in storage order is several times faster than visiting them in queue order
  * through an index (each index entry costs a table lookup; the analyzer
@@ -682,6 +811,7 @@ static int collect_ops(sqlite3 *db, const struct nf_render_options *opts,
 	struct queue_map m;
 	struct op_sink sink = { &m, lay, s };
 	sqlite3_stmt *st = NULL;
+	bool halves = false;
 	char *sql;
 	int ret;
 
@@ -711,8 +841,18 @@ static int collect_ops(sqlite3 *db, const struct nf_render_options *opts,
 	sql = nf_render_ops_sql("count(nf_render_op(", "))", qf, ff, 1, NULL);
 	ret = prepare_window(db, lay, sql, &st, "reading fence_ops", err);
 	sqlite3_free(sql);
-	/* Batches of queues whose accumulators (one set per sub-lane) fit the budget. */
-	for (m.b0 = 0; ret == 0 && m.b0 < m.n; m.b0 = m.b1) {
+	/* Batches of queues whose accumulators (one set per sub-lane) fit the budget;
+	 * an early timeline's operations that fit one batch on two threads. */
+	if (ret == 0 && s->early && s->early->parallel && m.n >= 2) {
+		size_t cost = 0;
+
+		for (size_t i = 0; i < m.n; i++)
+			cost += queue_lanes_cost(m.row[i], m.ncols);
+		halves = cost <= NF_RENDER_LANE_BUDGET;
+		if (halves)
+			ret = collect_ops_halves(db, lay, s, &m, &sink, err);
+	}
+	for (m.b0 = 0; ret == 0 && !halves && m.b0 < m.n; m.b0 = m.b1) {
 		size_t cost = queue_lanes_cost(m.row[m.b0], m.ncols);
 
 		for (m.b1 = m.b0 + 1; m.b1 < m.n; m.b1++) {

@@ -95,5 +95,11 @@ void nf_clock_fitted_destroy(struct nf_clock_fitted *m);
  * no SQLite connection and may run on another thread than the connection's.
  */
 bool nf_clock_fitted_detached(const struct nf_clock_fitted *m);
+/*
+ * A model over a detached model's fit points with a cache of its own, for
+ * conversions on another thread while m converts too; destroyed before m.
+ * NULL when m is not detached, or out of memory.
+ */
+struct nf_clock_fitted *nf_clock_fitted_share(const struct nf_clock_fitted *m);
 
 #endif

@@ -513,7 +513,10 @@ struct early_impl {
 	struct nf_timeline_builder *b;
 	struct nf_clock_fitted *m;
 	int64_t anomalies;   /* the anomalies' largest rowid before the reader */
+	bool parallel;       /* m is detached: calls may run at once, each with a model of its own */
+	pthread_mutex_t mu;  /* counted and counting, between calls at once */
 	bool counted;        /* a whole pass wrote the coverage rows and the anomalies */
+	bool counting;       /* a call is making that pass */
 };
 
 /* Forgets what a pass counted and wrote for the reader: the load does it again. */
@@ -530,35 +533,47 @@ static int early_forget(struct early_impl *e, struct nf_error *err)
 
 /*
  * struct nf_early_timeline's each_op: the spill again, each record as ops_row
- * makes its row. The first whole pass also does what the load would for the
- * other tables: the coverage rows (counted over the operations) and the
- * anomalies of operations that end before they were queued, written before
- * it returns (one pass over the spill fewer than writing them first).
+ * makes its row, through a spill reader of its own (and, when calls may run
+ * at once, a clock model of its own). The first whole pass also does what the
+ * load would for the other tables: the coverage rows (counted over the
+ * operations) and the anomalies of operations that end before they were
+ * queued, written before it returns (one pass over the spill fewer than
+ * writing them first); of calls at once, the first to start makes it.
  */
 static int early_each_op(void *impl, int (*fn)(void *ctx, const struct nf_fence_op_row *op), void *ctx,
 			 struct nf_error *err)
 {
 	struct early_impl *e = impl;
 	struct nf_timeline_builder *b = e->b;
-	bool count = !e->counted;
+	struct nf_clock_fitted *own = NULL, *m = e->m;
+	struct nf_spill_reader *rd = NULL;
 	struct op_rec o;
 	char detail[200];
-	int rc;
+	bool count;
+	int rc = 0;
 
-	if ((count && (rc = early_forget(e, err)) != 0) || (rc = nf_spill_rewind(b->ops, err)) != 0)
-		return rc;
-	while ((rc = nf_spill_get(b->ops, &o, err)) == 1) {
+	pthread_mutex_lock(&e->mu);
+	count = !e->counted && !e->counting;
+	e->counting |= count;
+	pthread_mutex_unlock(&e->mu);
+	if (count)
+		rc = early_forget(e, err);
+	if (rc == 0 && e->parallel && !(m = own = nf_clock_fitted_share(e->m)))
+		rc = nf_error_set(err, NF_ENOMEM, "timeline: out of memory");
+	if (rc == 0 && !(rd = nf_spill_reader_open(b->ops, err)))
+		rc = err && err->code ? err->code : NF_ENOMEM;
+	while (rc == 0 && (rc = nf_spill_reader_get(rd, &o, err)) == 1) {
 		struct nf_fence_op_row r;
 
-		if ((rc = op_times(e->m, &o, err)) != 0)
-			return rc;
+		if ((rc = op_times(m, &o, err)) != 0)
+			break;
 		if (count) {
 			if ((rc = cover_row(b, &o, err)) != 0)
-				return rc;
+				break;
 			if (ends_before_queued(b, &o, detail, sizeof(detail)) &&
 			    (rc = nf_tb_add_anomaly(b, nf_anomaly_name(NF_ANOMALY_CAUSALITY), o.queue, true,
 						    log_name(o.log), &o.end, &o.queued, 0, detail, err)) != 0)
-				return rc;
+				break;
 		}
 		r.id = o.id;
 		r.queue = o.queue;
@@ -576,10 +591,18 @@ static int early_each_op(void *impl, int (*fn)(void *ctx, const struct nf_fence_
 		r.thread = o.thread;
 		r.status = status_name[o.status];
 		if ((rc = fn(ctx, &r)) != 0)
-			return rc;
+			break;
 	}
-	if (rc == 0 && count && (rc = write_coverage(b, err)) == 0)
-		e->counted = true;
+	nf_spill_reader_close(rd);
+	nf_clock_fitted_destroy(own);
+	if (rc == 0 && count)
+		rc = write_coverage(b, err);
+	if (count) {
+		pthread_mutex_lock(&e->mu);
+		e->counting = false;
+		e->counted = rc == 0;
+		pthread_mutex_unlock(&e->mu);
+	}
 	return rc;
 }
 
@@ -628,17 +651,21 @@ static int max_rowid(struct nf_timeline_builder *b, const char *sql, int64_t *ma
  */
 static int offer_early(struct nf_timeline_builder *b, struct nf_clock_fitted *m, struct nf_error *err)
 {
-	struct early_impl impl = { b, m, 0, false };
-	struct nf_early_timeline t = { b->db, early_each_op, &impl, (int64_t)nf_spill_count(b->ops) };
+	struct early_impl impl = { .b = b, .m = m, .parallel = nf_clock_fitted_detached(m) };
+	struct nf_early_timeline t = { b->db, early_each_op, &impl, (int64_t)nf_spill_count(b->ops),
+				       impl.parallel };
 	int rc, frc;
 
-	if ((rc = max_rowid(b, "SELECT coalesce(max(rowid), 0) FROM anomalies", &impl.anomalies, err)) != 0)
+	if ((rc = max_rowid(b, "SELECT coalesce(max(rowid), 0) FROM anomalies", &impl.anomalies, err)) != 0 ||
+	    (rc = nf_spill_seal(b->ops, err)) != 0)
 		return rc;
+	pthread_mutex_init(&impl.mu, NULL);
 	rc = write_meta(b, err);
 	rc = rc ? rc : nf_writer_views(b->db, "schemas/timeline-views.sql", err);
 	b->views_made = rc == 0;
 	rc = rc ? rc : b->early->ready(b->early->ctx, &t, err);
 	frc = early_forget(&impl, err);
+	pthread_mutex_destroy(&impl.mu);
 	return rc ? rc : frc;
 }
 

@@ -397,6 +397,7 @@ struct nf_clock_fitted {
 	bool detached;         /* pts holds them all: conversions do not use db */
 	struct seg_cache *segs;
 	size_t n_segs, cap_segs;
+	bool shared;           /* nf_clock_fitted_share's: pts and the statements are another's */
 };
 
 /* Reads every fit point into memory when there are few enough. */
@@ -483,10 +484,32 @@ bool nf_clock_fitted_detached(const struct nf_clock_fitted *m)
 	return m->detached;
 }
 
+struct nf_clock_fitted *nf_clock_fitted_share(const struct nf_clock_fitted *m)
+{
+	struct nf_clock_fitted *c;
+
+	if (!m->detached || !(c = calloc(1, sizeof(*c))))
+		return NULL;
+	/* The statements only name the lookup here (mem_lookup): never run. */
+	c->le = m->le;
+	c->gt = m->gt;
+	c->lt = m->lt;
+	c->pts = m->pts;
+	c->n_pts = m->n_pts;
+	c->detached = true;
+	c->shared = true;
+	return c;
+}
+
 void nf_clock_fitted_destroy(struct nf_clock_fitted *m)
 {
 	if (!m)
 		return;
+	if (m->shared) {
+		free(m->segs);
+		free(m);
+		return;
+	}
 	sqlite3_finalize(m->le);
 	sqlite3_finalize(m->gt);
 	sqlite3_finalize(m->lt);

@@ -81,8 +81,9 @@ int nf_render(const char *db_path, const struct nf_render_options *opts, struct 
  * operations come from t->each_op; every row, box, marker and label is the
  * one nf_render draws from the finished timeline, but what the dependency
  * merge finds (the signal -> wait links, its causality anomalies), not known
- * yet, which the subtitle says. name (the timeline's, for
- * messages). opts with no selection or overlay: the whole session. Returns
+ * yet, which the subtitle says. When t->parallel, the two halves of the
+ * queues are drawn on two threads (each_op called on both at once). name
+ * (the timeline's, for messages). opts with no selection or overlay: the whole session. Returns
  * nf_render's codes (NF_EINVAL for another format).
  */
 int nf_render_early(const struct nf_early_timeline *t, const char *name, const struct nf_render_options *opts,

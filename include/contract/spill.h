@@ -35,6 +35,21 @@ int nf_spill_rewind(struct nf_spill *s, struct nf_error *err);
 int nf_spill_get(struct nf_spill *s, void *rec, struct nf_error *err);
 void nf_spill_destroy(struct nf_spill *s);
 
+/*
+ * Readers of their own over a sealed spill (its writing ended): any number
+ * at once, each used by one thread, each reading every record from the first.
+ * Sealing ends writing without starting the spill's own read (an in-flight
+ * write is waited for); the spill is not written, rewound or destroyed while
+ * a reader is open. 0 or NF_EIO.
+ */
+int nf_spill_seal(struct nf_spill *s, struct nf_error *err);
+struct nf_spill_reader;
+/* NULL with err filled (NF_ENOMEM, or NF_ESTATE when the spill is not sealed). */
+struct nf_spill_reader *nf_spill_reader_open(struct nf_spill *s, struct nf_error *err);
+/* The next record into rec: 1 read, 0 at the end, NF_EIO. */
+int nf_spill_reader_get(struct nf_spill_reader *r, void *rec, struct nf_error *err);
+void nf_spill_reader_close(struct nf_spill_reader *r);
+
 /* ---- external sort ---- */
 
 typedef int (*nf_sort_cmp)(const void *a, const void *b);

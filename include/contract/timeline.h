@@ -102,6 +102,12 @@ struct nf_early_timeline {
 		       struct nf_error *err);
 	void *impl;
 	int64_t n_ops;           /* fence_ops rows */
+	/*
+	 * each_op may run on several threads at once, each call reading every
+	 * row (a reader splits the rows' work, not the read); one of the calls
+	 * makes the first whole pass. Else one call at a time.
+	 */
+	bool parallel;
 };
 
 /*
