@@ -10,6 +10,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -879,6 +880,75 @@ START_TEST(external_sort_and_spill)
 }
 END_TEST
 
+/* Two readers of one sealed spill, each on a thread, read every record in order. */
+struct spill_read_job {
+	struct nf_spill *sp;
+	int64_t n, bad;
+	int rc;
+};
+
+static void *spill_read_main(void *arg)
+{
+	struct spill_read_job *j = arg;
+	struct nf_error err = { 0 };
+	struct nf_spill_reader *r = nf_spill_reader_open(j->sp, &err);
+	int64_t rec[2];
+	int rc;
+
+	if (!r) {
+		j->rc = -1;
+		return NULL;
+	}
+	while ((rc = nf_spill_reader_get(r, rec, &err)) == 1) {
+		j->bad += rec[0] != j->n || rec[1] != -j->n;
+		j->n++;
+	}
+	j->rc = rc;
+	nf_spill_reader_close(r);
+	return NULL;
+}
+
+START_TEST(spill_readers_at_once)
+{
+	static const int64_t counts[] = { 0, 1000, 262145, 600001 }; /* no file; one buffer; a file */
+
+	for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+		struct nf_error err = { 0 };
+		struct nf_spill *sp = nf_spill_create(NULL, 16, &err);
+		struct spill_read_job jobs[2] = { { sp, 0, 0, 0 }, { sp, 0, 0, 0 } };
+		pthread_t th[2];
+		int64_t bad = 0;
+
+		ck_assert_ptr_nonnull(sp);
+		ck_assert_ptr_null(nf_spill_reader_open(sp, &err)); /* not sealed yet */
+		ck_assert_int_eq(err.code, NF_ESTATE);
+		for (int64_t i = 0; i < counts[c]; i++) {
+			int64_t r[2] = { i, -i };
+
+			bad += nf_spill_put(sp, r, &err) != 0;
+		}
+		ck_assert_int_eq(bad, 0);
+		ck_assert_int_eq(nf_spill_seal(sp, &err), 0);
+		for (int t = 0; t < 2; t++)
+			ck_assert_int_eq(pthread_create(&th[t], NULL, spill_read_main, &jobs[t]), 0);
+		for (int t = 0; t < 2; t++) {
+			pthread_join(th[t], NULL);
+			ck_assert_int_eq(jobs[t].rc, 0);
+			ck_assert_int_eq(jobs[t].bad, 0);
+			ck_assert_int_eq(jobs[t].n, counts[c]);
+		}
+		/* and the spill's own read after them */
+		ck_assert_int_eq(nf_spill_rewind(sp, &err), 0);
+		jobs[0].n = 0;
+		for (int64_t r[2]; nf_spill_get(sp, r, &err) == 1; jobs[0].n++)
+			bad += r[0] != jobs[0].n;
+		ck_assert_int_eq(bad, 0);
+		ck_assert_int_eq(jobs[0].n, counts[c]);
+		nf_spill_destroy(sp);
+	}
+}
+END_TEST
+
 /*
  * A spill that cannot write says so with the cause, from the put or the
  * rewind after the failed write (the write runs on the spill's thread):
@@ -1596,6 +1666,7 @@ static Suite *analyzer_suite(void)
 	tcase_add_test(tc, cpu_ns_conversion);
 	tcase_add_test(tc, external_sort_and_spill);
 	tcase_add_test(tc, spill_write_errors);
+	tcase_add_test(tc, spill_readers_at_once);
 	tcase_add_test(tc, clock_drift_and_jitter);
 	tcase_add_test(tc, clock_extrapolates_and_single_pair);
 	tcase_add_test(tc, fifo_lost_zero_epoch_unmatched);
