@@ -491,13 +491,8 @@ struct nf_clock_fitted *nf_clock_fitted_share(const struct nf_clock_fitted *m)
 	if (!m->detached || !(c = calloc(1, sizeof(*c))))
 		return NULL;
 	/* The statements only name the lookup here (mem_lookup): never run. */
-	c->le = m->le;
-	c->gt = m->gt;
-	c->lt = m->lt;
-	c->pts = m->pts;
-	c->n_pts = m->n_pts;
-	c->detached = true;
-	c->shared = true;
+	*c = (struct nf_clock_fitted){ .le = m->le, .gt = m->gt, .lt = m->lt, .pts = m->pts,
+				       .n_pts = m->n_pts, .detached = true, .shared = true };
 	return c;
 }
 
