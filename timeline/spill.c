@@ -15,8 +15,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#define SPILL_BUF (1u << 20)
-
 /* An unlinked temporary file in dir; returns the fd or -1 with err filled. */
 static int temp_fd(const char *dir, struct nf_error *err)
 {
@@ -68,7 +66,10 @@ struct nf_spill {
 	size_t pos;         /* next byte of cur to read */
 	off_t end;          /* bytes written, or being written, to the file */
 	off_t rd_off;       /* the file's next byte to read ahead */
-	bool reading;
+	bool reading;       /* sealed: no more records */
+	bool rewound;       /* nf_spill_get may read */
+	int failed;         /* the errno of a failed write or read (-1: the file ended early): every later call fails */
+	bool failed_read;
 	struct spill_job job;
 	pthread_t th;
 	bool th_on;         /* the job runs on th */
@@ -77,9 +78,13 @@ struct nf_spill {
 
 struct nf_spill *nf_spill_create(const char *dir, size_t rec_size, struct nf_error *err)
 {
-	struct nf_spill *s = rec_size > 0 && rec_size <= SPILL_CHUNK ? calloc(1, sizeof(*s)) : NULL;
+	struct nf_spill *s;
 
-	if (s) {
+	if (rec_size == 0 || rec_size > SPILL_CHUNK) {
+		nf_error_set(err, NF_EINVAL, "spill: records of %zu bytes (1 to %u)", rec_size, SPILL_CHUNK);
+		return NULL;
+	}
+	if ((s = calloc(1, sizeof(*s))) != NULL) {
 		snprintf(s->dir, sizeof(s->dir), "%s", dir ? dir : "");
 		s->fd = -1;
 		s->rec_size = rec_size;
@@ -117,6 +122,15 @@ static void *spill_job_main(void *arg)
 	return NULL;
 }
 
+/* NF_EIO once a write or read failed (what was lost is not in the file), else 0. */
+static int spill_failed(const struct nf_spill *s, struct nf_error *err)
+{
+	if (!s->failed)
+		return 0;
+	return nf_error_set(err, NF_EIO, "spill: %s failed: %s", s->failed_read ? "read" : "write",
+			    s->failed > 0 ? strerror(s->failed) : "the file ended early");
+}
+
 /* Takes the result of the job started last, waiting for it: 0 or NF_EIO. */
 static int spill_join(struct nf_spill *s, struct nf_error *err)
 {
@@ -125,10 +139,11 @@ static int spill_join(struct nf_spill *s, struct nf_error *err)
 	if (s->th_on)
 		pthread_join(s->th, NULL);
 	s->th_on = s->job_on = false;
-	if (s->job.err_no)
-		return nf_error_set(err, NF_EIO, "spill: %s failed: %s", s->job.read ? "read" : "write",
-				    s->job.err_no > 0 ? strerror(s->job.err_no) : "the file ended early");
-	return 0;
+	if (s->job.err_no && !s->failed) {
+		s->failed = s->job.err_no;
+		s->failed_read = s->job.read;
+	}
+	return spill_failed(s, err);
 }
 
 /* Starts a job on a thread of its own (done here when no thread can be had). */
@@ -165,6 +180,8 @@ int nf_spill_put(struct nf_spill *s, const void *rec, struct nf_error *err)
 {
 	int rc;
 
+	if (s->reading)
+		return nf_error_set(err, NF_ESTATE, "spill: a record put after its writing ended");
 	if (s->used + s->rec_size > s->cap && (rc = spill_flush(s, err)) != 0)
 		return rc;
 	memcpy(s->cur + s->used, rec, s->rec_size);
@@ -212,16 +229,18 @@ int nf_spill_seal(struct nf_spill *s, struct nf_error *err)
 {
 	int rc;
 
+	if (s->reading)
+		return spill_failed(s, err); /* sealed already (a read ahead may be in flight) */
 	if ((rc = spill_join(s, err)) != 0)
 		return rc;
-	if (!s->reading && s->fd >= 0 && s->used > 0) {
+	if (s->fd >= 0 && s->used > 0) {
 		/* The last, partly filled buffer goes to the file too. */
 		spill_start(s, false, s->cur, s->used, s->end);
 		s->end += (off_t)s->used;
 		if ((rc = spill_join(s, err)) != 0)
 			return rc;
 	}
-	if (!s->reading && s->fd < 0)
+	if (s->fd < 0)
 		s->used = (size_t)s->n * s->rec_size; /* every record is in cur */
 	s->reading = true;
 	return 0;
@@ -231,8 +250,9 @@ int nf_spill_rewind(struct nf_spill *s, struct nf_error *err)
 {
 	int rc;
 
-	if ((rc = nf_spill_seal(s, err)) != 0)
+	if ((rc = nf_spill_seal(s, err)) != 0 || (rc = spill_join(s, err)) != 0)
 		return rc;
+	s->rewound = true;
 	s->read = 0;
 	if (s->fd < 0) {
 		/* Every record is in cur. */
@@ -250,6 +270,8 @@ int nf_spill_get(struct nf_spill *s, void *rec, struct nf_error *err)
 {
 	int rc;
 
+	if (!s->rewound)
+		return nf_error_set(err, NF_ESTATE, "spill: read before a rewind");
 	if (s->read == s->n)
 		return 0;
 	if (s->pos + s->rec_size > s->used && (rc = spill_next_buffer(s, err)) != 0)
@@ -342,11 +364,9 @@ void nf_spill_reader_close(struct nf_spill_reader *r)
 
 void nf_spill_destroy(struct nf_spill *s)
 {
-	struct nf_error ignored;
-
 	if (!s)
 		return;
-	spill_join(s, &ignored);
+	spill_join(s, NULL);
 	if (s->fd >= 0)
 		close(s->fd);
 	free(s->cur);

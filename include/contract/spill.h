@@ -20,18 +20,23 @@
 struct nf_spill;
 
 /*
- * Creates an empty spill of records of rec_size bytes in dir (NULL or "":
- * the system's temporary directory). Returns NULL with err filled (NF_EIO,
+ * Creates an empty spill of records of rec_size bytes (1 to 4 MiB) in dir
+ * (NULL or "": the system's temporary directory; its file is made when the
+ * records first outgrow memory, so a directory that cannot hold one is
+ * reported by nf_spill_put). Returns NULL with err filled (NF_EINVAL,
  * NF_ENOMEM).
  */
 struct nf_spill *nf_spill_create(const char *dir, size_t rec_size, struct nf_error *err);
-/* Appends one record. 0 or NF_EIO. */
+/*
+ * Appends one record. 0, NF_EIO (the file cannot be made or written: that
+ * and every later call fail), NF_ESTATE (after nf_spill_seal or a rewind).
+ */
 int nf_spill_put(struct nf_spill *s, const void *rec, struct nf_error *err);
 /* Records appended so far. */
 uint64_t nf_spill_count(const struct nf_spill *s);
 /* Starts reading from the first record (ends writing). 0 or NF_EIO. */
 int nf_spill_rewind(struct nf_spill *s, struct nf_error *err);
-/* Reads the next record into rec: 1 read, 0 at the end, NF_EIO. */
+/* Reads the next record into rec: 1 read, 0 at the end, NF_EIO, NF_ESTATE (no rewind yet). */
 int nf_spill_get(struct nf_spill *s, void *rec, struct nf_error *err);
 void nf_spill_destroy(struct nf_spill *s);
 

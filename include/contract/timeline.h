@@ -105,7 +105,8 @@ struct nf_early_timeline {
 	/*
 	 * each_op may run on several threads at once, each call reading every
 	 * row (a reader splits the rows' work, not the read); one of the calls
-	 * makes the first whole pass. Else one call at a time.
+	 * makes the first whole pass, writing through db on its own thread, so
+	 * the reader does not use db while calls run. Else one call at a time.
 	 */
 	bool parallel;
 };

@@ -929,6 +929,15 @@ START_TEST(spill_readers_at_once)
 		}
 		ck_assert_int_eq(bad, 0);
 		ck_assert_int_eq(nf_spill_seal(sp, &err), 0);
+		{
+			/* sealed: no more records, and its own read waits for a rewind */
+			struct nf_error e1 = { 0 }, e2 = { 0 };
+			int64_t r[2] = { 0, 0 };
+
+			ck_assert_int_eq(nf_spill_put(sp, r, &e1), NF_ESTATE);
+			ck_assert_int_eq(nf_spill_get(sp, r, &e2), NF_ESTATE);
+			ck_assert_int_eq(nf_spill_seal(sp, &err), 0);
+		}
 		for (int t = 0; t < 2; t++)
 			ck_assert_int_eq(pthread_create(&th[t], NULL, spill_read_main, &jobs[t]), 0);
 		for (int t = 0; t < 2; t++) {
