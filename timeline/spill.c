@@ -42,11 +42,14 @@ static int temp_fd(const char *dir, struct nf_error *err)
  * A spill is two buffers of whole records. Records are put into one while the
  * other is written to the file on a thread of its own, so the copy into the
  * page cache (a tenth of the x10 build's main thread when it was inline) runs
- * beside the stream; read back, the next buffer is read ahead the same way. A
- * spill that never fills its first buffer never has a file at all.
+ * beside the stream. A spill that never fills its first buffer never has a
+ * file at all. It is read back through a reader (nf_spill_reader): pread on
+ * the reading thread (a read ahead on another thread was no faster: the
+ * records then cross between cores).
  */
 #define SPILL_CHUNK (4u << 20)
 
+/* A write of the file on a thread of its own, or a read on the caller's. */
 struct spill_job {
 	int fd;
 	char *buf;
@@ -60,14 +63,12 @@ struct nf_spill {
 	char dir[4096];
 	int fd;             /* -1 until the first buffer is full */
 	size_t rec_size, cap; /* cap: the bytes of whole records a buffer holds */
-	uint64_t n, read;
-	char *cur, *spare;  /* cur: being filled or read; spare: the job's, or free */
-	size_t used;        /* bytes in cur (writing), or valid in cur (reading) */
-	size_t pos;         /* next byte of cur to read */
+	uint64_t n;
+	char *cur, *spare;  /* cur: being filled (or, with no file, every record); spare: the job's, or free */
+	size_t used;        /* bytes in cur */
 	off_t end;          /* bytes written, or being written, to the file */
-	off_t rd_off;       /* the file's next byte to read ahead */
 	bool reading;       /* sealed: no more records */
-	bool rewound;       /* nf_spill_get may read */
+	struct nf_spill_reader *rd; /* nf_spill_get's, from the last rewind */
 	int failed;         /* the errno of a failed write or read (-1: the file ended early): every later call fails */
 	bool failed_read;
 	struct spill_job job;
@@ -131,7 +132,7 @@ static int spill_failed(const struct nf_spill *s, struct nf_error *err)
 			    s->failed > 0 ? strerror(s->failed) : "the file ended early");
 }
 
-/* Takes the result of the job started last, waiting for it: 0 or NF_EIO. */
+/* Takes the result of the write started last, waiting for it: 0 or NF_EIO. */
 static int spill_join(struct nf_spill *s, struct nf_error *err)
 {
 	if (!s->job_on)
@@ -139,40 +140,30 @@ static int spill_join(struct nf_spill *s, struct nf_error *err)
 	if (s->th_on)
 		pthread_join(s->th, NULL);
 	s->th_on = s->job_on = false;
-	if (s->job.err_no && !s->failed) {
+	if (s->job.err_no && !s->failed)
 		s->failed = s->job.err_no;
-		s->failed_read = s->job.read;
-	}
 	return spill_failed(s, err);
 }
 
-/* Starts a job on a thread of its own (done here when no thread can be had). */
-static void spill_start(struct nf_spill *s, bool read, char *buf, size_t len, off_t off)
+/*
+ * Starts writing cur's records at the file's end on a thread of its own (here
+ * when no thread can be had), after the write before it; the file is made
+ * with the first. 0, NF_EIO.
+ */
+static int spill_write_behind(struct nf_spill *s, struct nf_error *err)
 {
-	s->job = (struct spill_job){ s->fd, buf, len, off, read, 0 };
-	s->job_on = true;
-	s->th_on = pthread_create(&s->th, NULL, spill_job_main, &s->job) == 0;
-	if (!s->th_on)
-		spill_job_main(&s->job);
-}
-
-/* The full buffer cur goes to the file behind; the records go on in the other. */
-static int spill_flush(struct nf_spill *s, struct nf_error *err)
-{
-	char *full = s->cur;
 	int rc;
 
 	if ((rc = spill_join(s, err)) != 0)
 		return rc;
 	if (s->fd < 0 && (s->fd = temp_fd(s->dir, err)) < 0)
 		return NF_EIO;
-	if (!s->spare && !(s->spare = malloc(s->cap)))
-		return nf_error_set(err, NF_ENOMEM, "spill: out of memory");
-	spill_start(s, false, full, s->used, s->end);
+	s->job = (struct spill_job){ s->fd, s->cur, s->used, s->end, false, 0 };
+	s->job_on = true;
+	s->th_on = pthread_create(&s->th, NULL, spill_job_main, &s->job) == 0;
+	if (!s->th_on)
+		spill_job_main(&s->job);
 	s->end += (off_t)s->used;
-	s->cur = s->spare;
-	s->spare = full;
-	s->used = 0;
 	return 0;
 }
 
@@ -182,8 +173,18 @@ int nf_spill_put(struct nf_spill *s, const void *rec, struct nf_error *err)
 
 	if (s->reading)
 		return nf_error_set(err, NF_ESTATE, "spill: a record put after its writing ended");
-	if (s->used + s->rec_size > s->cap && (rc = spill_flush(s, err)) != 0)
-		return rc;
+	if (s->used + s->rec_size > s->cap) {
+		/* The full buffer goes to the file behind; the records go on in the other. */
+		char *full = s->cur;
+
+		if (!s->spare && !(s->spare = malloc(s->cap)))
+			return nf_error_set(err, NF_ENOMEM, "spill: out of memory");
+		if ((rc = spill_write_behind(s, err)) != 0)
+			return rc;
+		s->cur = s->spare;
+		s->spare = full;
+		s->used = 0;
+	}
 	memcpy(s->cur + s->used, rec, s->rec_size);
 	s->used += s->rec_size;
 	s->n++;
@@ -195,93 +196,23 @@ uint64_t nf_spill_count(const struct nf_spill *s)
 	return s->n;
 }
 
-/* Reads ahead the file's next buffer into spare (none past the end). */
-static void spill_read_ahead(struct nf_spill *s)
-{
-	size_t len = s->end - s->rd_off < (off_t)s->cap ? (size_t)(s->end - s->rd_off) : s->cap;
-
-	if (len == 0)
-		return;
-	spill_start(s, true, s->spare, len, s->rd_off);
-	s->rd_off += (off_t)len;
-}
-
-/* cur is read: the buffer read ahead becomes cur, and the next is read ahead. */
-static int spill_next_buffer(struct nf_spill *s, struct nf_error *err)
-{
-	char *t;
-	int rc;
-
-	if (!s->job_on)
-		return nf_error_set(err, NF_EIO, "spill: read failed: the file ended early");
-	if ((rc = spill_join(s, err)) != 0)
-		return rc;
-	t = s->cur;
-	s->cur = s->spare;
-	s->spare = t;
-	s->used = s->job.len;
-	s->pos = 0;
-	spill_read_ahead(s);
-	return 0;
-}
-
 int nf_spill_seal(struct nf_spill *s, struct nf_error *err)
 {
 	int rc;
 
 	if (s->reading)
-		return spill_failed(s, err); /* sealed already (a read ahead may be in flight) */
+		return spill_failed(s, err);
+	/* The last, partly filled buffer goes to the file too. */
+	if (s->fd >= 0 && s->used > 0 && (rc = spill_write_behind(s, err)) != 0)
+		return rc;
 	if ((rc = spill_join(s, err)) != 0)
 		return rc;
-	if (s->fd >= 0 && s->used > 0) {
-		/* The last, partly filled buffer goes to the file too. */
-		spill_start(s, false, s->cur, s->used, s->end);
-		s->end += (off_t)s->used;
-		if ((rc = spill_join(s, err)) != 0)
-			return rc;
+	if (s->fd >= 0) {
+		free(s->spare); /* the writing's buffers: a reader has its own */
+		s->spare = NULL;
 	}
-	if (s->fd < 0)
-		s->used = (size_t)s->n * s->rec_size; /* every record is in cur */
 	s->reading = true;
 	return 0;
-}
-
-int nf_spill_rewind(struct nf_spill *s, struct nf_error *err)
-{
-	int rc;
-
-	if ((rc = nf_spill_seal(s, err)) != 0 || (rc = spill_join(s, err)) != 0)
-		return rc;
-	s->rewound = true;
-	s->read = 0;
-	if (s->fd < 0) {
-		/* Every record is in cur. */
-		s->used = (size_t)s->n * s->rec_size;
-		s->pos = 0;
-		return 0;
-	}
-	s->rd_off = 0;
-	s->used = s->pos = 0;
-	spill_read_ahead(s);
-	return 0;
-}
-
-int nf_spill_get(struct nf_spill *s, void *rec, struct nf_error *err)
-{
-	int rc;
-
-	if (!s->rewound)
-		return nf_error_set(err, NF_ESTATE, "spill: read before a rewind");
-	if (s->read == s->n)
-		return 0;
-	if (s->pos + s->rec_size > s->used && (rc = spill_next_buffer(s, err)) != 0)
-		return rc;
-	if (s->pos + s->rec_size > s->used)
-		return nf_error_set(err, NF_EIO, "spill: read failed: the file ended early");
-	memcpy(rec, s->cur + s->pos, s->rec_size);
-	s->pos += s->rec_size;
-	s->read++;
-	return 1;
 }
 
 /*
@@ -298,6 +229,7 @@ struct nf_spill_reader {
 	size_t cap, used, pos;
 	off_t off;          /* the file's next byte to read */
 	uint64_t read;
+	int err_no;         /* after a failed read: its errno (-1: the file ended early) */
 };
 
 struct nf_spill_reader *nf_spill_reader_open(struct nf_spill *s, struct nf_error *err)
@@ -341,9 +273,11 @@ int nf_spill_reader_get(struct nf_spill_reader *r, void *rec, struct nf_error *e
 		struct spill_job j = { s->fd, r->buf, want, r->off, true, 0 };
 
 		spill_job_main(&j);
-		if (j.err_no || j.len < s->rec_size)
+		if (j.err_no || j.len < s->rec_size) {
+			r->err_no = j.err_no ? j.err_no : -1;
 			return nf_error_set(err, NF_EIO, "spill: read failed: %s",
 					    j.err_no > 0 ? strerror(j.err_no) : "the file ended early");
+		}
 		r->off += (off_t)j.len;
 		r->used = j.len;
 		r->pos = 0;
@@ -362,11 +296,38 @@ void nf_spill_reader_close(struct nf_spill_reader *r)
 	free(r);
 }
 
+int nf_spill_rewind(struct nf_spill *s, struct nf_error *err)
+{
+	int rc;
+
+	if ((rc = nf_spill_seal(s, err)) != 0)
+		return rc;
+	nf_spill_reader_close(s->rd);
+	s->rd = nf_spill_reader_open(s, err);
+	return s->rd ? 0 : NF_ENOMEM;
+}
+
+int nf_spill_get(struct nf_spill *s, void *rec, struct nf_error *err)
+{
+	int rc;
+
+	if (!s->rd)
+		return nf_error_set(err, NF_ESTATE, "spill: read before a rewind");
+	if ((rc = spill_failed(s, err)) != 0)
+		return rc;
+	if ((rc = nf_spill_reader_get(s->rd, rec, err)) < 0) {
+		s->failed = s->rd->err_no;
+		s->failed_read = true;
+	}
+	return rc;
+}
+
 void nf_spill_destroy(struct nf_spill *s)
 {
 	if (!s)
 		return;
 	spill_join(s, NULL);
+	nf_spill_reader_close(s->rd);
 	if (s->fd >= 0)
 		close(s->fd);
 	free(s->cur);
