@@ -451,8 +451,8 @@ static void op_sink_fn(sqlite3_context *ctx, int argc, sqlite3_value **v)
 
 /*
  * The same for a row of an early timeline (struct nf_early_timeline): the
- * filters of nf_render_ops_sql applied here, the batch's queues and the
- * window (a report of the early timeline has no queue or fence filter).
+ * filters of nf_render_ops_sql applied here, the window (each_op hands the
+ * batch's queues; a report of the early timeline has no queue or fence filter).
  */
 struct early_sink {
 	struct op_sink *k;
@@ -465,7 +465,7 @@ static int early_op_fn(void *ctx, const struct nf_fence_op_row *r)
 	struct early_sink *e = ctx;
 	struct op_in op;
 
-	if (r->queue < e->q0 || r->queue > e->q1 || (r->has_end && r->end_ns < e->lay->t0))
+	if (r->has_end && r->end_ns < e->lay->t0)
 		return 0;
 	memset(&op, 0, sizeof(op));
 	op.has_start = r->has_queued || r->has_observed || r->has_end;
@@ -538,7 +538,7 @@ static int collect_ops_batch(sqlite3 *db, const struct nf_render_layout *lay,
 	if (s->early) {
 		struct early_sink e = { sink, lay, m->queue[m->b0], m->queue[m->b1 - 1] };
 
-		if ((ret = s->early->each_op(s->early->impl, early_op_fn, &e, err)) < 0)
+		if ((ret = s->early->each_op(s->early->impl, e.q0, e.q1, early_op_fn, &e, err)) < 0)
 			return ret == NF_ENOMEM && !err->msg[0] ? oom(err) : ret;
 	} else {
 		sqlite3_reset(st);

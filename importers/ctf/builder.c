@@ -231,8 +231,8 @@ void nf_timeline_builder_destroy(struct nf_timeline_builder *b)
 	nf_u64map_free(&b->handles);
 	nf_u64map_free(&b->fences);
 	nf_u64map_free(&b->queues);
-	nf_u64map_free(&b->cov_of);
-	free(b->cov);
+	nf_u64map_free(&b->cover.of);
+	free(b->cover.v);
 	nf_u64map_free(&b->presents);
 	for (size_t i = 0; i < b->n_qs; i++) {
 		for (int l = 0; l < 2; l++) {

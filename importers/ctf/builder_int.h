@@ -89,6 +89,14 @@ struct log_cover {
 	int64_t events[2];    /* rows with a log position */
 	int64_t first[2];     /* the earliest queued (else end) time */
 	bool has_first[2], seen[2];
+	int64_t rows;         /* fence_ops rows counted, both logs */
+};
+
+/* Coverage counted per queue (cover_row): entries, and queue -> index into v. */
+struct cover_set {
+	struct log_cover *v;
+	size_t n, cap;
+	struct nf_u64map of;
 };
 
 /* Entry timestamp classes. */
@@ -155,9 +163,7 @@ struct nf_timeline_builder {
 	void *other_state[NF_STREAM_COUNT];
 	struct nf_bulk *bulk;    /* bulk.c: the big tables load through it */
 	/* fence_ops rows per queue and log, counted by the load's producer thread */
-	struct log_cover *cov;
-	size_t n_cov, cap_cov;
-	struct nf_u64map cov_of;   /* fence_ops.queue -> index into cov */
+	struct cover_set cover;
 	int64_t deps_unreleased;   /* deps rows with reason 'no_signal' */
 	/* display.c: presents (display << 40 | present number -> presents.id) and
 	 * the present whose fence signal the next FENCE_SIGNAL_QUEUED is */

@@ -217,32 +217,39 @@ static int op_times(struct nf_clock_fitted *m, struct op_rec *o, struct nf_error
 	return 0;
 }
 
-/* Counts a fence_ops row into its queue's coverage (what write_coverage reports). */
-static int cover_row(struct nf_timeline_builder *b, const struct op_rec *o, struct nf_error *err)
+/* The coverage entry of queue in cs, made empty when it has none; NULL when out of memory. */
+static struct log_cover *cover_entry(struct cover_set *cs, int64_t queue)
 {
-	uint64_t *ix = nf_u64map_find(&b->cov_of, o->queue);
-	struct log_cover *c;
+	uint64_t *ix = nf_u64map_find(&cs->of, queue);
+
+	if (ix)
+		return &cs->v[*ix];
+	if (cs->n == cs->cap) {
+		size_t nc = cs->cap ? cs->cap * 2 : 16;
+		struct log_cover *v = realloc(cs->v, nc * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		cs->v = v;
+		cs->cap = nc;
+	}
+	if (nf_u64map_put(&cs->of, queue, cs->n))
+		return NULL;
+	memset(&cs->v[cs->n], 0, sizeof(cs->v[0]));
+	cs->v[cs->n].queue = queue;
+	return &cs->v[cs->n++];
+}
+
+/* Counts a fence_ops row into its queue's coverage (what write_coverage reports). */
+static int cover_row(struct cover_set *cs, const struct op_rec *o, struct nf_error *err)
+{
+	struct log_cover *c = cover_entry(cs, o->queue);
 	int l = o->log == NF_LOG_WAITS ? 0 : 1;
 	int64_t t;
 
-	if (!ix) {
-		if (b->n_cov == b->cap_cov) {
-			size_t nc = b->cap_cov ? b->cap_cov * 2 : 16;
-			struct log_cover *v = realloc(b->cov, nc * sizeof(*v));
-
-			if (!v)
-				return nf_tb_oom(err);
-			b->cov = v;
-			b->cap_cov = nc;
-		}
-		if (nf_u64map_put(&b->cov_of, o->queue, b->n_cov))
-			return nf_tb_oom(err);
-		memset(&b->cov[b->n_cov], 0, sizeof(b->cov[0]));
-		b->cov[b->n_cov].queue = o->queue;
-		c = &b->cov[b->n_cov++];
-	} else {
-		c = &b->cov[*ix];
-	}
+	if (!c)
+		return nf_tb_oom(err);
+	c->rows++;
 	c->seen[l] = true;
 	if (o->flags & OPF_SEQ)
 		c->events[l]++;
@@ -288,7 +295,7 @@ static int ops_row(void *ctx, struct nf_bulk_row *row, struct nf_error *err)
 	if (f->auto_id && o.id != ++f->last_id)
 		return nf_error_set(err, NF_ESTATE, "timeline: operation %" PRId64
 				    " reached the load out of order", o.id);
-	if ((rc = cover_row(b, &o, err)) != 0)
+	if ((rc = cover_row(&b->cover, &o, err)) != 0)
 		return rc;
 	nf_bulk_int(row, 0, o.id);
 	nf_bulk_int(row, 1, o.queue);
@@ -470,7 +477,7 @@ static int write_coverage(struct nf_timeline_builder *b, struct nf_error *err)
 	sqlite3_stmt *s = NULL;
 	int rc = 0;
 
-	if (b->n_cov == 0)
+	if (b->cover.n == 0)
 		return 0;
 	if (sqlite3_prepare_v2(b->db,
 			       "INSERT INTO coverage(scope, id, log, from_ns, to_ns, events, detail) "
@@ -480,10 +487,11 @@ static int write_coverage(struct nf_timeline_builder *b, struct nf_error *err)
 			       "FROM (SELECT 1) LEFT JOIN queues q ON q.queue = ?1",
 			       -1, &s, NULL) != SQLITE_OK)
 		return nf_tb_sql_err(b, err, "coverage");
-	qsort(b->cov, b->n_cov, sizeof(b->cov[0]), cmp_cover);
+	/* (the map's indices are stale after: nothing is counted after the coverage is written) */
+	qsort(b->cover.v, b->cover.n, sizeof(b->cover.v[0]), cmp_cover);
 	sqlite3_bind_int64(s, 4, b->any_ts ? ns_of(b, b->max_ts) : 0);
-	for (size_t i = 0; i < b->n_cov && rc == 0; i++) {
-		const struct log_cover *c = &b->cov[i];
+	for (size_t i = 0; i < b->cover.n && rc == 0; i++) {
+		const struct log_cover *c = &b->cover.v[i];
 
 		for (int l = 0; l < 2 && rc == 0; l++) {
 			if (!c->seen[l])
@@ -513,68 +521,79 @@ struct early_impl {
 	struct nf_timeline_builder *b;
 	struct nf_clock_fitted *m;
 	int64_t anomalies;   /* the anomalies' largest rowid before the reader */
+	int64_t n_ops;
 	bool parallel;       /* m is detached: calls may run at once, each with a model of its own */
-	pthread_mutex_t mu;  /* counted and counting, between calls at once */
-	bool counted;        /* a whole pass wrote the coverage rows and the anomalies */
-	bool counting;       /* a call is making that pass */
+	pthread_mutex_t mu;  /* what follows, between calls at once */
+	int in_flight;       /* calls running */
+	int64_t merged;      /* rows of the queues whose counts are in b->cover */
+	bool counted;        /* every queue's: the coverage rows are written */
 };
 
-/* Forgets what a pass counted and wrote for the reader: the load does it again. */
+/* What one pass counted of its queues' rows: their coverage, and their anomalies (a spill of anom_rec). */
+struct early_count {
+	struct cover_set cover;
+	struct nf_spill *anoms;
+};
+
+static void early_count_free(struct early_count *c)
+{
+	nf_u64map_free(&c->cover.of);
+	free(c->cover.v);
+	nf_spill_destroy(c->anoms);
+	memset(c, 0, sizeof(*c));
+}
+
+/* Forgets what the passes counted and wrote for the reader: the load does it again. */
 static int early_forget(struct early_impl *e, struct nf_error *err)
 {
 	char sql[96];
 
-	e->b->n_cov = 0;
-	nf_u64map_free(&e->b->cov_of);
+	e->b->cover.n = 0;
+	nf_u64map_free(&e->b->cover.of);
 	snprintf(sql, sizeof(sql), "DELETE FROM anomalies WHERE rowid > %" PRId64 "; "
 		 "DELETE FROM coverage WHERE scope = 'log'", e->anomalies);
 	return nf_tb_exec_sql(e->b, sql, err, "after the early reader");
 }
 
 /*
- * struct nf_early_timeline's each_op: the spill again, each record as ops_row
- * makes its row, through a spill reader of its own (and, when calls may run
- * at once, a clock model of its own). The first whole pass also does what the
- * load would for the other tables: the coverage rows (counted over the
- * operations) and the anomalies of operations that end before they were
- * queued, written before it returns (one pass over the spill fewer than
- * writing them first); of calls at once, the first to start makes it.
+ * One pass over the spill: the records of the queues [lo, hi], each as ops_row
+ * makes its row (GPU times converted: only those of the pass's queues), to fn
+ * when there is one, and counted into c when there is one.
  */
-static int early_each_op(void *impl, int (*fn)(void *ctx, const struct nf_fence_op_row *op), void *ctx,
-			 struct nf_error *err)
+static int early_pass(struct early_impl *e, struct nf_clock_fitted *m, int64_t lo, int64_t hi,
+		      int (*fn)(void *ctx, const struct nf_fence_op_row *op), void *ctx,
+		      struct early_count *c, struct nf_error *err)
 {
-	struct early_impl *e = impl;
 	struct nf_timeline_builder *b = e->b;
-	struct nf_clock_fitted *own = NULL, *m = e->m;
-	struct nf_spill_reader *rd = NULL;
+	struct nf_spill_reader *rd = nf_spill_reader_open(b->ops, err);
 	struct op_rec o;
 	char detail[200];
-	bool count;
-	int rc = 0;
+	int rc = rd ? 0 : (err && err->code ? err->code : NF_ENOMEM);
 
-	pthread_mutex_lock(&e->mu);
-	count = !e->counted && !e->counting;
-	e->counting |= count;
-	pthread_mutex_unlock(&e->mu);
-	if (count)
-		rc = early_forget(e, err);
-	if (rc == 0 && e->parallel && !(m = own = nf_clock_fitted_share(e->m)))
-		rc = nf_error_set(err, NF_ENOMEM, "timeline: out of memory");
-	if (rc == 0 && !(rd = nf_spill_reader_open(b->ops, err)))
-		rc = err && err->code ? err->code : NF_ENOMEM;
 	while (rc == 0 && (rc = nf_spill_reader_get(rd, &o, err)) == 1) {
 		struct nf_fence_op_row r;
 
+		rc = 0;
+		if (o.queue < lo || o.queue > hi)
+			continue;
 		if ((rc = op_times(m, &o, err)) != 0)
 			break;
-		if (count) {
-			if ((rc = cover_row(b, &o, err)) != 0)
+		if (c) {
+			if ((rc = cover_row(&c->cover, &o, err)) != 0)
 				break;
-			if (ends_before_queued(b, &o, detail, sizeof(detail)) &&
-			    (rc = nf_tb_add_anomaly(b, nf_anomaly_name(NF_ANOMALY_CAUSALITY), o.queue, true,
-						    log_name(o.log), &o.end, &o.queued, 0, detail, err)) != 0)
-				break;
+			if (ends_before_queued(b, &o, detail, sizeof(detail))) {
+				struct anom_rec a = { .queue = o.queue, .first_ns = o.end, .last_ns = o.queued,
+						      .log = o.log };
+
+				snprintf(a.detail, sizeof(a.detail), "%s", detail);
+				if (!c->anoms && !(c->anoms = nf_spill_create(b->spill_dir, sizeof(a), err)))
+					rc = err && err->code ? err->code : NF_ENOMEM;
+				if (rc || (rc = nf_spill_put(c->anoms, &a, err)) != 0)
+					break;
+			}
 		}
+		if (!fn)
+			continue;
 		r.id = o.id;
 		r.queue = o.queue;
 		r.is_wait = o.log == NF_LOG_WAITS;
@@ -594,15 +613,100 @@ static int early_each_op(void *impl, int (*fn)(void *ctx, const struct nf_fence_
 			break;
 	}
 	nf_spill_reader_close(rd);
-	nf_clock_fitted_destroy(own);
-	if (rc == 0 && count)
-		rc = write_coverage(b, err);
-	if (count) {
-		pthread_mutex_lock(&e->mu);
-		e->counting = false;
-		e->counted = rc == 0;
-		pthread_mutex_unlock(&e->mu);
+	return rc;
+}
+
+/*
+ * Adds what a whole pass counted to b->cover, but the queues another pass
+ * added first, and writes their anomalies; once every row is counted, the
+ * coverage rows. Called with e->mu held.
+ */
+static int early_merge(struct early_impl *e, struct early_count *c, struct nf_error *err)
+{
+	struct nf_timeline_builder *b = e->b;
+	struct anom_rec a;
+	int rc = 0;
+
+	for (size_t i = 0; i < c->cover.n; i++) {
+		struct log_cover *lc = &c->cover.v[i], *to;
+
+		if (nf_u64map_find(&b->cover.of, lc->queue)) {
+			lc->rows = -1; /* counted by another pass, which wrote its anomalies */
+			continue;
+		}
+		if (!(to = cover_entry(&b->cover, lc->queue)))
+			return nf_tb_oom(err);
+		*to = *lc;
+		e->merged += lc->rows;
 	}
+	if (c->anoms && nf_spill_count(c->anoms) > 0) {
+		if ((rc = nf_spill_rewind(c->anoms, err)) != 0)
+			return rc;
+		while ((rc = nf_spill_get(c->anoms, &a, err)) == 1)
+			if (c->cover.v[*nf_u64map_find(&c->cover.of, a.queue)].rows >= 0 &&
+			    (rc = nf_tb_add_anomaly(b, nf_anomaly_name(NF_ANOMALY_CAUSALITY), a.queue, true,
+						    log_name(a.log), &a.first_ns, &a.last_ns, 0, a.detail, err)) != 0)
+				break;
+		if (rc)
+			return rc;
+	}
+	if (e->merged == e->n_ops) {
+		if ((rc = write_coverage(b, err)) != 0)
+			return rc;
+		e->counted = true;
+	}
+	return 0;
+}
+
+/*
+ * struct nf_early_timeline's each_op: the spill again, through a spill reader
+ * of its own (and, when calls may run at once, a clock model of its own).
+ * Until every queue's rows are counted, a whole pass counts its queues' rows
+ * and adds them to what the load would write for the other tables: the
+ * coverage rows, and the anomalies of operations that end before they were
+ * queued (one pass over the spill fewer than writing them first). When the
+ * last call running returns with rows of queues outside every pass's range
+ * still uncounted, it counts them itself, so that once the reader's calls
+ * return, those tables are whole.
+ */
+static int early_each_op(void *impl, int64_t lo, int64_t hi,
+			 int (*fn)(void *ctx, const struct nf_fence_op_row *op), void *ctx,
+			 struct nf_error *err)
+{
+	struct early_impl *e = impl;
+	struct nf_clock_fitted *own = NULL, *m = e->m;
+	struct early_count c;
+	bool count, rest = false;
+	int rc = 0;
+
+	memset(&c, 0, sizeof(c));
+	pthread_mutex_lock(&e->mu);
+	count = !e->counted;
+	e->in_flight++;
+	pthread_mutex_unlock(&e->mu);
+	if (e->parallel && !(m = own = nf_clock_fitted_share(e->m)))
+		rc = nf_error_set(err, NF_ENOMEM, "timeline: out of memory");
+	if (rc == 0)
+		rc = early_pass(e, m, lo, hi, fn, ctx, count ? &c : NULL, err);
+	pthread_mutex_lock(&e->mu);
+	e->in_flight--;
+	if (rc == 0 && count && !e->counted)
+		rc = early_merge(e, &c, err);
+	rest = rc == 0 && !e->counted && e->in_flight == 0;
+	pthread_mutex_unlock(&e->mu);
+	early_count_free(&c);
+	if (rest) {
+		rc = early_pass(e, m, INT64_MIN, INT64_MAX, NULL, NULL, &c, err);
+		pthread_mutex_lock(&e->mu);
+		if (rc == 0 && !e->counted)
+			rc = early_merge(e, &c, err);
+		if (rc == 0 && !e->counted)
+			rc = nf_error_set(err, NF_ESTATE, "timeline: %" PRId64 " of %" PRId64
+					  " operations counted for the early reader", e->merged, e->n_ops);
+		pthread_mutex_unlock(&e->mu);
+		early_count_free(&c);
+	}
+	nf_clock_fitted_destroy(own);
 	return rc;
 }
 
@@ -651,7 +755,8 @@ static int max_rowid(struct nf_timeline_builder *b, const char *sql, int64_t *ma
  */
 static int offer_early(struct nf_timeline_builder *b, struct nf_clock_fitted *m, struct nf_error *err)
 {
-	struct early_impl impl = { .b = b, .m = m, .parallel = nf_clock_fitted_detached(m) };
+	struct early_impl impl = { .b = b, .m = m, .parallel = nf_clock_fitted_detached(m),
+				   .n_ops = (int64_t)nf_spill_count(b->ops) };
 	struct nf_early_timeline t = { b->db, early_each_op, &impl, (int64_t)nf_spill_count(b->ops),
 				       impl.parallel };
 	int rc, frc;

@@ -90,23 +90,26 @@ struct nf_fence_op_row {
  * the finished timeline will, except fence_ops and deps (empty: each_op
  * hands fence_ops' rows instead), the causality anomalies the dependency
  * merge finds (the links from signals to the waits they released are not
- * known yet) and, until each_op's first whole pass returns, the coverage
- * rows and the anomalies read from the operations (a reader reads the
- * operations first). each_op calls fn for every fence_ops row in id order
- * (the table's storage order), stopping at fn's first non-zero return, which
- * it returns; it may be called again. Valid during the reader's call only.
+ * known yet) and, until the reader's calls of each_op have returned, the
+ * coverage rows and the anomalies read from the operations (a reader reads
+ * the operations first). each_op calls fn for every fence_ops row of the
+ * queues lo to hi (INT64_MIN, INT64_MAX: all) in id order (the table's
+ * storage order), stopping at fn's first non-zero return, which it returns;
+ * it may be called again. Valid during the reader's call only.
  */
 struct nf_early_timeline {
 	struct sqlite3 *db;
-	int (*each_op)(void *impl, int (*fn)(void *ctx, const struct nf_fence_op_row *op), void *ctx,
+	int (*each_op)(void *impl, int64_t lo, int64_t hi,
+		       int (*fn)(void *ctx, const struct nf_fence_op_row *op), void *ctx,
 		       struct nf_error *err);
 	void *impl;
 	int64_t n_ops;           /* fence_ops rows */
 	/*
 	 * each_op may run on several threads at once, each call reading every
-	 * row (a reader splits the rows' work, not the read); one of the calls
-	 * makes the first whole pass, writing through db on its own thread, so
-	 * the reader does not use db while calls run. Else one call at a time.
+	 * row and handing its queues' (a reader splits the rows' work, not the
+	 * read); the calls count the operations into the tables above and write
+	 * them through db on their threads, so the reader does not use db while
+	 * calls run. Else one call at a time.
 	 */
 	bool parallel;
 };

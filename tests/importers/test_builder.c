@@ -602,6 +602,137 @@ START_TEST(causality_flags)
 END_TEST
 
 /*
+ * The early reader's each_op (contract/timeline.h): a call hands only the rows
+ * of its queues; the coverage rows and the anomalies of operations that end
+ * before they were queued are whole once the reader's calls have returned,
+ * whatever queues the calls named (a call that leaves queues out counts them
+ * when it is the last one running), counted once when calls run at once, and
+ * not at all by a call its fn stopped. What they hold then is what the
+ * finished timeline holds.
+ */
+struct early_call {
+	const struct nf_early_timeline *t;
+	int64_t lo, hi;
+	int stop_after;       /* fn stops at this row (0: never) */
+	int64_t rows, outside, last_id;
+	bool out_of_order;
+	int rc;
+	struct nf_error err;
+};
+
+static int early_row(void *ctx, const struct nf_fence_op_row *op)
+{
+	struct early_call *c = ctx;
+
+	c->outside += op->queue < c->lo || op->queue > c->hi;
+	c->out_of_order |= op->id <= c->last_id;
+	c->last_id = op->id;
+	return ++c->rows == c->stop_after ? 7 : 0;
+}
+
+static void *early_call_main(void *arg)
+{
+	struct early_call *c = arg;
+
+	nf_error_clear(&c->err);
+	c->rc = c->t->each_op(c->t->impl, c->lo, c->hi, early_row, c, &c->err);
+	return NULL;
+}
+
+struct early_case {
+	int mode;             /* 0: one queue only; 1: two halves at once; 2: a stopped call, then all */
+	bool parallel;
+	char coverage[512], anomalies[512];
+	int64_t cov_after_stop;
+	struct early_call calls[2];
+};
+
+static const char early_cov_sql[] =
+	"SELECT group_concat(id || ':' || log || ':' || from_ns || ':' || to_ns || ':' || events, ' ') "
+	"FROM (SELECT * FROM coverage WHERE scope = 'log' ORDER BY id, log)";
+static const char early_anom_sql[] =
+	"SELECT count(*) || ' ' || group_concat(queue || ':' || first_ns || ':' || last_ns, ' ') "
+	"FROM anomalies WHERE detail LIKE '%before it was queued%'";
+
+static int early_ready(void *ctx, const struct nf_early_timeline *t, struct nf_error *err)
+{
+	struct early_case *k = ctx;
+	pthread_t th;
+
+	(void)err;
+	k->parallel = t->parallel;
+	for (int i = 0; i < 2; i++)
+		k->calls[i] = (struct early_call){ .t = t, .lo = INT64_MIN, .hi = INT64_MAX, .last_id = -1 };
+	if (k->mode == 0) {
+		k->calls[0].lo = k->calls[0].hi = 1;
+		early_call_main(&k->calls[0]);
+	} else if (k->mode == 1) {
+		k->calls[0].hi = 2;
+		k->calls[1].lo = 3;
+		ck_assert_int_eq(pthread_create(&th, NULL, early_call_main, &k->calls[1]), 0);
+		early_call_main(&k->calls[0]);
+		pthread_join(th, NULL);
+	} else {
+		k->calls[0].stop_after = 2;
+		early_call_main(&k->calls[0]);
+		k->cov_after_stop = q_int(t->db, "SELECT count(*) FROM coverage WHERE scope = 'log'");
+		early_call_main(&k->calls[1]);
+	}
+	q_text(t->db, early_cov_sql, k->coverage, sizeof(k->coverage));
+	q_text(t->db, early_anom_sql, k->anomalies, sizeof(k->anomalies));
+	return 0;
+}
+
+START_TEST(early_each_op_counts_once)
+{
+	struct early_case k = { .mode = _i };
+	struct nf_early_reader r = { .min_ops = 1, .ready = early_ready, .ctx = &k };
+	struct fixture fx;
+	char cov[512], anom[512];
+
+	fx_open(&fx, &test_info_ns);
+	nf_timeline_builder_set_early(fx.b, &r);
+	identity_clock(&fx, 0);
+	ev_fence(&fx, 1, 0, 11, 1, 4, 0);
+	ev_queued(&fx, true, 100, 0, 1, 11, 1);    /* op 1: queue 1, wait, ends at 1000 */
+	ev_queued(&fx, false, 110, 0, 2, 11, 1);   /* op 2: queue 2 */
+	ev_queued(&fx, false, 90000, 0, 2, 11, 2); /* op 3: queue 2, ends before it was queued */
+	ev_queued(&fx, false, 120, 0, 3, 11, 3);   /* op 4: queue 3 */
+	ev_queued(&fx, true, 9000, 0, 4, 11, 3);   /* op 5: queue 4, ends before it was queued */
+	entry(&fx, 0, 1, 1, 0, 0, 11, 1, 500, 1000);
+	entry(&fx, 0, 2, 2, 0, 0, 11, 1, 0, 50000);
+	entry(&fx, 0, 2, 2, 0, 1, 11, 2, 0, 60000);
+	entry(&fx, 0, 3, 2, 0, 0, 11, 3, 0, 70000);
+	entry(&fx, 0, 4, 1, 0, 0, 11, 3, 40, 80);
+	fx_finish(&fx);
+	ck_assert_msg(r.why_not == NULL, "not offered: %s", r.why_not);
+	ck_assert(k.parallel);
+	for (int i = 0; i < (k.mode == 1 ? 2 : 1); i++) {
+		struct early_call *c = &k.calls[i];
+
+		ck_assert_msg(c->rc == (k.mode == 2 && i == 0 ? 7 : 0), "call %d: %d %s", i, c->rc, c->err.msg);
+		ck_assert_int_eq(c->outside, 0);
+		ck_assert(!c->out_of_order);
+	}
+	if (k.mode == 0)
+		ck_assert_int_eq(k.calls[0].rows, 1);
+	if (k.mode == 1)
+		ck_assert_int_eq(k.calls[0].rows + k.calls[1].rows, 5);
+	if (k.mode == 2) {
+		ck_assert_int_eq(k.cov_after_stop, 0);
+		ck_assert_int_eq(k.calls[1].rows, 5);
+	}
+	/* What the reader saw is what the load wrote (and not twice). */
+	q_text(fx.db, early_cov_sql, cov, sizeof(cov));
+	q_text(fx.db, early_anom_sql, anom, sizeof(anom));
+	ck_assert_msg(cov[0] != '\0' && strstr(anom, "2 ") == anom, "final: %s / %s", cov, anom);
+	ck_assert_str_eq(k.coverage, cov);
+	ck_assert_str_eq(k.anomalies, anom);
+	fx_close(&fx);
+}
+END_TEST
+
+/*
  * A releasing signal ends no later than the wait, within the
  * clock merge's error (NF_TIMELINE_CAUSALITY_SLACK_NS, 2 us). Fence 21: the
  * real releaser (op 1, value 1) lost its entry; the first known signal to
@@ -1684,6 +1815,7 @@ static Suite *analyzer_suite(void)
 	tcase_add_test(tc, queues_named_only_by_operations);
 	tcase_add_test(tc, deps_across_queues_and_adapters);
 	tcase_add_test(tc, causality_flags);
+	tcase_add_loop_test(tc, early_each_op_counts_once, 0, 3);
 	tcase_add_test(tc, releaser_never_after_wait);
 	tcase_add_test(tc, queue_busy_view);
 	tcase_add_test(tc, coverage_rows_per_log);
