@@ -10,13 +10,28 @@ nfb_an_entries() { # log entries the parser hands over ("log entries: N read")
 for scale in $NFB_SCALES; do
 	dir="$(nfb_session "$scale")" || continue
 	n="$(nfb_an_entries "$dir")"
-	rm -f "$dir/.timeline.db"
-	nfb_time an -- "$NFB_NFTRACE" query "$dir" "select count(*) from fence_ops"
-	nfb_time bare -O "$NFB_WORK/bare.out" -- "$NFB_BUILD/bench/analyze/nfb_bare_insert" \
-		"$NFB_WORK/bare.db" "$n"
-	rm -f "$NFB_WORK/bare.db"
-	read -r _ bare_load bare_all bare_cpu bare_cpu_all <"$NFB_WORK/bare.out" ||
-		{ bare_load=0; bare_all=0; bare_cpu=0; bare_cpu_all=0; }
+	# Ours and the bare insert in turn, twice, each after a sync (the stage
+	# before leaves hundreds of MB of dirty pages, and whose writes wait behind
+	# them depends on the order): the better of each pair of runs.
+	best_an=0 best_kb=0 best_rc=0 bare_load=0 bare_all=0 bare_cpu=0 bare_cpu_all=0
+	for round in 1 2; do
+		rm -f "$dir/.timeline.db"
+		sync
+		nfb_time an -- "$NFB_NFTRACE" query "$dir" "select count(*) from fence_ops"
+		if [ "$round" = 1 ] || awk -v a="$an_s" -v b="$best_an" 'BEGIN { exit !(a < b) }'; then
+			best_an="$an_s" best_kb="$an_kb" best_rc="$an_rc"
+		fi
+		sync
+		nfb_time bare -O "$NFB_WORK/bare.out" -- "$NFB_BUILD/bench/analyze/nfb_bare_insert" \
+			"$NFB_WORK/bare.db" "$n"
+		rm -f "$NFB_WORK/bare.db"
+		read -r _ b_load b_all b_cpu b_cpu_all <"$NFB_WORK/bare.out" ||
+			{ b_load=0; b_all=0; b_cpu=0; b_cpu_all=0; }
+		if [ "$round" = 1 ] || awk -v a="$b_load" -v b="$bare_load" 'BEGIN { exit !(a < b) }'; then
+			bare_load="$b_load" bare_all="$b_all" bare_cpu="$b_cpu" bare_cpu_all="$b_cpu_all"
+		fi
+	done
+	an_s="$best_an" an_kb="$best_kb" an_rc="$best_rc"
 	# CPU seconds (user + system, both of the analyzer's threads): steadier than
 	# wall time on a shared machine.
 	rm -f "$dir/.timeline.db"
@@ -29,12 +44,13 @@ for scale in $NFB_SCALES; do
 		if (rc != 0) { print "failed (exit " rc ")"; exit }
 		m = ""
 		if (r < 1000000) m = sprintf("%.2gx short of 1M/s", 1000000 / r)
-		if (q > 2) m = m (m ? ", " : "") sprintf("%.2gx the bare insert", q)
-		print m ? "misses: " m ": the fence_ops and deps loads in SQLite are most of the time, and the read (overlapped with matching) must end before the load (GPU times need the fit over every calibration pair); see docs/performance-history.md" : "meets"
+		if (q > 1) m = m (m ? ", " : "") sprintf("%.2gx the bare insert", q)
+		why = "the fence_ops and deps loads in SQLite are most of the time, and the stream (parse and matching, which the bare insert does not do) must end before the load (GPU times need the fit over every calibration pair); see docs/PERFORMANCE.md"
+		print m ? "misses: " m ": " why : "meets"
 	}')"
-	nfb_row analyze "x$scale" "ingest entries/s ($n entries, ${an_s}s)" "$ours_rate" \
-		"bare insert rows/s (${bare_load}s; with an index by queue ${bare_all}s)" "$bare_rate" \
-		"$ratio (time)" ">=1M/s, <=2x bare" "$verdict"
+	nfb_row analyze "x$scale" "ingest entries/s ($n entries, ${an_s}s; best of 2)" "$ours_rate" \
+		"bare insert rows/s (${bare_load}s, best of 2 in turn with ours; with an index by queue ${bare_all}s)" "$bare_rate" \
+		"$ratio (time)" ">=1M/s, <=1x bare" "$verdict"
 	nfb_growth analyze "ingest (wall)" "$scale" "$an_s"
 	nfb_row analyze "x$scale" "ingest CPU s (user+sys)" "$an_cpu" \
 		"bare insert CPU s (with an index by queue ${bare_cpu_all}s)" "$bare_cpu" "$(nfb_div "$an_cpu" "$bare_cpu")" \
