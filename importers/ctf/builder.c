@@ -106,11 +106,11 @@ static long double cpu_ns_exact(const struct nf_timeline_builder *b, uint64_t ti
  * (beyond, sums and differences of times could overflow). */
 static bool cpu_time_ok(const struct nf_timeline_builder *b, uint64_t ticks)
 {
-	/* A nanosecond clock and a time well inside the bound: no long double work per event. */
-	if (b->cpu_frequency == 1000000000) {
+	/* A whole number of ns a tick and a time well inside the bound: no long double work per event. */
+	if (b->ns_per_tick) {
 		__int128 d = (__int128)ticks - (__int128)b->start_ticks;
 
-		if (d > -(__int128)(NF_GPU_TS_MAX / 2) && d < (__int128)(NF_GPU_TS_MAX / 2))
+		if (d > -(__int128)b->ticks_inside && d < (__int128)b->ticks_inside)
 			return true;
 	}
 	long double ns = cpu_ns_exact(b, ticks);
@@ -190,6 +190,10 @@ struct nf_timeline_builder *nf_timeline_builder_create(sqlite3 *db,
 	if (b->cpu_frequency == 0) {
 		nf_error_set(err, NF_EFORMAT, "timeline: session has no CPU clock frequency");
 		goto out_free;
+	}
+	if (b->cpu_frequency <= 1000000000 && 1000000000 % b->cpu_frequency == 0) {
+		b->ns_per_tick = (int64_t)(1000000000 / b->cpu_frequency);
+		b->ticks_inside = NF_GPU_TS_MAX / 2 / b->ns_per_tick;
 	}
 	b->ops = nf_spill_create(b->spill_dir, sizeof(struct op_rec), err);
 	if (!b->ops)

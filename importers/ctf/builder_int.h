@@ -132,6 +132,8 @@ struct nf_timeline_builder {
 	/* session facts (strings owned) */
 	char *tool_version, *source, *mode, *host;
 	uint64_t seed, cpu_frequency, start_ticks;
+	int64_t ns_per_tick;       /* 1e9 / cpu_frequency when that is whole (1 GHz, 10 MHz), else 0 */
+	int64_t ticks_inside;      /* with it: ticks from the start well inside NF_GPU_TS_MAX ns */
 	int64_t schema_version;
 	bool ground_truth;
 	uint64_t max_ts;
@@ -179,6 +181,9 @@ struct nf_timeline_builder {
 
 static inline int64_t ns_of(struct nf_timeline_builder *b, uint64_t ticks)
 {
+	/* A whole number of ns a tick: the same value as the division, without it. */
+	if (b->ns_per_tick)
+		return (int64_t)(((__int128)ticks - (__int128)b->start_ticks) * b->ns_per_tick);
 	return nf_timeline_cpu_ns(ticks, b->start_ticks, b->cpu_frequency);
 }
 
