@@ -958,7 +958,7 @@ START_TEST(external_sort_and_spill)
 	 * A spill reads back what was put, in order, twice and after a pass
 	 * left half way: one that stays in its first buffer (no file), one a
 	 * record short of and one just past a buffer's worth, and one of several
-	 * buffers (written and read ahead on the spill's thread) with a partly
+	 * buffers (written behind on the spill's thread, read with pread) with a partly
 	 * filled last one.
 	 */
 	static const int64_t spill_counts[] = { 0, 1, 100000, 262143, 262145, 600001 };
