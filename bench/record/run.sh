@@ -96,11 +96,11 @@ for scale in $NFB_SCALES; do
 	if [ -n "$nfb_record_bt_rate" ]; then
 		peer_name="babeltrace2 CTF writer, same events$([ "$scale" = 1 ] || echo " (x1 run, per-op rate)")"
 		ratio=$(nfb_div "$ours_ops" "$nfb_record_bt_rate")
-		verdict=$(awk -v r="$ratio" -v w="$writer_share" 'BEGIN { if (r >= 20) print "meets"; else printf "misses by %.1fx: of our CPU, %s%% is the writer, committer and I/O, the rest the engine both run\n", 20 / r, w }')
+		verdict=$(awk -v r="$ratio" -v w="$writer_share" 'BEGIN { if (r >= 20) print "meets"; else printf "misses by %.2fx: of our CPU, %s%% is the writer, committer and I/O, the rest the engine both run\n", 20 / r, w }')
 		nfb_row record "x$scale" "fence ops/s" "$ours_ops" "$peer_name" "$nfb_record_bt_rate" "${ratio}x" ">=20x" "$verdict"
 		if [ -n "$ours_cpu_rate" ] && [ -n "$nfb_record_bt_cpu_rate" ]; then
 			ratio=$(nfb_div "$ours_cpu_rate" "$nfb_record_bt_cpu_rate")
-			verdict=$(awk -v r="$ratio" -v w="$writer_share" 'BEGIN { if (r >= 20) print "meets"; else printf "misses by %.1fx: of our CPU, %s%% is the writer, committer and I/O, the rest the engine both run\n", 20 / r, w }')
+			verdict=$(awk -v r="$ratio" -v w="$writer_share" 'BEGIN { if (r >= 20) print "meets"; else printf "misses by %.2fx: of our CPU, %s%% is the writer, committer and I/O, the rest the engine both run\n", 20 / r, w }')
 			nfb_row record "x$scale" "fence ops per CPU-second" "$ours_cpu_rate" "$peer_name" "$nfb_record_bt_cpu_rate" "${ratio}x" ">=20x" "$verdict"
 			# The writers alone: the engine's CPU per operation (measured above,
 			# events dropped) taken out of both sides, since both run it.
@@ -108,7 +108,7 @@ for scale in $NFB_SCALES; do
 				ratio=$(awk -v o="$ours_cpu_rate" -v b="$nfb_record_bt_cpu_rate" -v e="$engine_cpu_rate" 'BEGIN {
 					ow = 1 / o - 1 / e; bw = 1 / b - 1 / e
 					if (ow <= 0 || bw <= 0) print "n/a"; else printf "%.3g\n", bw / ow }')
-				verdict=$(awk -v r="$ratio" 'BEGIN { if (r == "n/a") print "not measurable in this run"; else if (r >= 20) print "meets"; else printf "misses by %.1fx\n", 20 / r }')
+				verdict=$(awk -v r="$ratio" 'BEGIN { if (r == "n/a") print "not measurable in this run"; else if (r >= 20) print "meets"; else printf "misses by %.2fx\n", 20 / r }')
 				nfb_row record "x$scale" "writer CPU per op, engine's CPU taken out of both" "$(awk -v o="$ours_cpu_rate" -v e="$engine_cpu_rate" 'BEGIN { if (1 / o - 1 / e > 0) printf "%.1f ns\n", 1e9 * (1 / o - 1 / e); else print "n/a" }')" \
 					"$peer_name" "$(awk -v b="$nfb_record_bt_cpu_rate" -v e="$engine_cpu_rate" 'BEGIN { printf "%.1f ns\n", 1e9 * (1 / b - 1 / e) }')" "${ratio}x faster" ">=20x" "$verdict"
 			fi
