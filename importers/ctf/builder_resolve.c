@@ -618,7 +618,8 @@ static int early_pass(struct early_impl *e, struct nf_clock_fitted *m, int64_t l
 
 /*
  * Adds what a whole pass counted to b->cover, but the queues another pass
- * added first, and writes their anomalies; once every row is counted, the
+ * added first, and writes their anomalies (passes at once in the order they
+ * end: rowids are not the load's order); once every row is counted, the
  * coverage rows. Called with e->mu held.
  */
 static int early_merge(struct early_impl *e, struct early_count *c, struct nf_error *err)

@@ -650,9 +650,11 @@ struct early_case {
 static const char early_cov_sql[] =
 	"SELECT group_concat(id || ':' || log || ':' || from_ns || ':' || to_ns || ':' || events, ' ') "
 	"FROM (SELECT * FROM coverage WHERE scope = 'log' ORDER BY id, log)";
+/* (by queue: passes at once write their anomalies in the order they end, the load in id order) */
 static const char early_anom_sql[] =
 	"SELECT count(*) || ' ' || group_concat(queue || ':' || first_ns || ':' || last_ns, ' ') "
-	"FROM anomalies WHERE detail LIKE '%before it was queued%'";
+	"FROM (SELECT * FROM anomalies WHERE detail LIKE '%before it was queued%' "
+	"ORDER BY queue, first_ns)";
 
 static int early_ready(void *ctx, const struct nf_early_timeline *t, struct nf_error *err)
 {
