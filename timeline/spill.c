@@ -64,7 +64,7 @@ struct nf_spill {
 	int fd;             /* -1 until the first buffer is full */
 	size_t rec_size, cap; /* cap: the bytes of whole records a buffer holds */
 	uint64_t n;
-	char *cur, *spare;  /* cur: being filled (or, with no file, every record); spare: the job's, or free */
+	char *cur, *spare;  /* cur: being filled (or, with no file, every record); spare: the job's, or free (both freed when a file is sealed) */
 	size_t used;        /* bytes in cur */
 	off_t end;          /* bytes written, or being written, to the file */
 	bool reading;       /* sealed: no more records */
@@ -208,8 +208,10 @@ int nf_spill_seal(struct nf_spill *s, struct nf_error *err)
 	if ((rc = spill_join(s, err)) != 0)
 		return rc;
 	if (s->fd >= 0) {
-		free(s->spare); /* the writing's buffers: a reader has its own */
-		s->spare = NULL;
+		/* The writing's buffers: a reader of a file has its own. */
+		free(s->cur);
+		free(s->spare);
+		s->cur = s->spare = NULL;
 	}
 	s->reading = true;
 	return 0;

@@ -34,7 +34,7 @@ struct nf_spill *nf_spill_create(const char *dir, size_t rec_size, struct nf_err
 int nf_spill_put(struct nf_spill *s, const void *rec, struct nf_error *err);
 /* Records appended so far. */
 uint64_t nf_spill_count(const struct nf_spill *s);
-/* Starts reading from the first record (ends writing). 0 or NF_EIO. */
+/* Starts reading from the first record (ends writing). 0, NF_EIO or NF_ENOMEM. */
 int nf_spill_rewind(struct nf_spill *s, struct nf_error *err);
 /* Reads the next record into rec: 1 read, 0 at the end, NF_EIO, NF_ESTATE (no rewind yet). */
 int nf_spill_get(struct nf_spill *s, void *rec, struct nf_error *err);
